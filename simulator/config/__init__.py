@@ -1,0 +1,1 @@
+"""Configuration: the only layer that parses YAML. Pydantic models, unknown keys rejected."""

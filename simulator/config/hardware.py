@@ -1,0 +1,200 @@
+"""Hardware profile schema: a GPU, a node (scale-up fabric, NICs, PCIe) and a scale-out fabric.
+
+Profiles live in ``hardware_profiles/<name>.yaml``; a user can also pass a path to their own
+file, or an overlay with ``base: <profile>`` that changes only some fields (what calibration
+writes). Units are in the key names (``_GBps`` decimal GB/s per direction, ``_us``,
+``_TFLOPS`` dense, ``_GiB``, ``_Gbps`` line rate); :meth:`HardwareProfile` exposes SI values
+through properties so nothing downstream converts units.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from simulator import units
+from simulator.errors import InputError
+
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "hardware_profiles"
+
+Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3"]
+Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GemmPoint(_Strict):
+    """Achieved fraction of peak for a GEMM of this many FLOPs (2·m·n·k); log-interpolated."""
+
+    flops: float = Field(gt=0)
+    efficiency: float = Field(gt=0, le=1)
+
+
+class GPU(_Strict):
+    name: str
+    arch: Arch
+    sms: int = Field(gt=0)
+    bf16_TFLOPS: float = Field(gt=0)
+    fp16_TFLOPS: float = Field(gt=0)
+    fp8_TFLOPS: float | None = Field(default=None, gt=0)  # None: no fp8 tensor cores (A100)
+    fp32_TFLOPS: float = Field(gt=0)
+    hbm_GiB: float = Field(gt=0)
+    hbm_GBps: float = Field(gt=0)
+    hbm_efficiency: float = Field(default=0.9, gt=0, le=1)
+    # Size-dependent GEMM efficiency, sorted by flops; beyond the ends the end value holds.
+    gemm_efficiency: list[GemmPoint] = Field(min_length=1)
+    fp8_gemm_efficiency_scale: float = Field(default=1.0, gt=0, le=1.5)  # fp8 curve = bf16 curve × this
+    attention_fwd_efficiency: float = Field(default=0.6, gt=0, le=1)
+    attention_bwd_efficiency: float = Field(default=0.45, gt=0, le=1)
+    # Fraction by which compute slows while a collective runs beside it (SM and HBM contention).
+    overlap_slowdown: float = Field(default=0.1, ge=0, lt=1)
+    kernel_launch_us: float = Field(default=4.0, ge=0)
+
+    @field_validator("gemm_efficiency")
+    @classmethod
+    def _sorted(cls, pts: list[GemmPoint]) -> list[GemmPoint]:
+        if any(b.flops <= a.flops for a, b in zip(pts, pts[1:])):
+            raise ValueError("points must be sorted by strictly increasing flops")
+        return pts
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak in FLOP/s for a GEMM dtype (SI)."""
+        table = {"bf16": self.bf16_TFLOPS, "fp16": self.fp16_TFLOPS, "fp8": self.fp8_TFLOPS, "fp32": self.fp32_TFLOPS}
+        value = table[dtype]
+        if value is None:
+            raise InputError(f"{self.name} has no {dtype} tensor cores", field="training.dtype")
+        return value * units.TFLOPS
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.hbm_GiB * units.GiB
+
+    @property
+    def hbm_Bps(self) -> float:
+        return units.GBps(self.hbm_GBps)
+
+
+class ScaleUp(_Strict):
+    """The GPU-to-GPU fabric inside a node.
+
+    kind: nvswitch (every GPU has links to a set of switches; any pair at full per-GPU bandwidth),
+    mesh (xGMI: a direct link to every other GPU, `link_GBps` per peer), pcie (through the host
+    bridge), none (one GPU per node).
+    """
+
+    kind: Literal["nvswitch", "mesh", "pcie", "none"]
+    link_GBps: float = Field(gt=0)  # per direction: per GPU into the switch (nvswitch) or per peer link (mesh)
+    links_per_gpu: int = Field(default=1, gt=0)  # physical links, informational and for NCCL's per-link model
+    latency_us: float = Field(ge=0)
+    switches: int = Field(default=0, ge=0)
+    nvls: bool = False  # in-switch reduction (NVLink SHARP), H100-class NVSwitch and later
+    # Achievable fraction of link bandwidth for NCCL's copy kernels (documented constant, not fitted).
+    efficiency: float = Field(default=0.8, gt=0, le=1)
+
+
+class PCIe(_Strict):
+    gen: int = Field(ge=3, le=6)
+    lanes: int = 16
+    GBps: float = Field(gt=0)  # per direction
+    latency_us: float = Field(default=1.0, ge=0)
+
+
+class NICs(_Strict):
+    count: int = Field(ge=0)  # per node; rail i is served by NIC i
+    Gbps: float = Field(gt=0)  # line rate per NIC
+    latency_us: float = Field(ge=0)  # one-way NIC + software latency
+    efficiency: float = Field(default=0.9, gt=0, le=1)  # achievable fraction of line rate (ib_write_bw)
+    gpu_direct: bool = True
+
+
+class Node(_Strict):
+    gpus: int = Field(gt=0)
+    scale_up: ScaleUp
+    pcie: PCIe
+    nics: NICs
+    cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
+
+
+class ScaleOut(_Strict):
+    """Rail-optimized fat tree: one leaf per rail per scalable unit, spines above.
+
+    Nodes in one scalable unit reach each other on the same rail through one leaf; other
+    traffic crosses a spine. `oversubscription` = leaf downlink bandwidth / uplink bandwidth.
+    """
+
+    kind: Literal["rail_fat_tree", "fat_tree", "none"] = "rail_fat_tree"
+    nodes_per_unit: int = Field(default=32, gt=0)
+    spines: int = Field(default=4, gt=0)
+    oversubscription: float = Field(default=1.0, ge=1.0)
+    switch_latency_us: float = Field(default=0.6, ge=0)  # per switch hop (port to port)
+    cable_latency_us: float = Field(default=0.05, ge=0)
+
+
+class HardwareProfile(_Strict):
+    name: str
+    description: str = ""
+    gpu: GPU
+    node: Node
+    scale_out: ScaleOut = ScaleOut()
+    # Optional overrides of NCCL's tuner constants (NCCL-COST-MODEL.md) and other
+    # collective-model knobs, keyed by the names the costs layer documents.
+    nccl: dict[str, float] = Field(default_factory=dict)
+    provenance: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "HardwareProfile":
+        su = self.node.scale_up
+        if self.node.gpus == 1 and su.kind not in ("none", "pcie"):
+            pass  # a single-GPU node may still declare its links; harmless
+        if su.nvls and su.kind != "nvswitch":
+            raise ValueError("node.scale_up.nvls: in-switch reduction needs kind: nvswitch")
+        return self
+
+
+def profile_path(name_or_path: str) -> Path:
+    """A bundled profile name (``dgx-h100``) or a path to a YAML file."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    return PROFILE_DIR / f"{name_or_path}.yaml"
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_profile(name_or_path: str, *, _seen: tuple[str, ...] = ()) -> HardwareProfile:
+    """Load and validate a profile; an overlay (``base: other``) is merged onto its base first."""
+    from simulator.config.loader import read_yaml, validate
+
+    path = profile_path(name_or_path)
+    if not path.is_file():
+        raise InputError(
+            f"unknown hardware profile {name_or_path!r}; expected one of {', '.join(available_profiles())} "
+            "or a path to a profile YAML",
+            field="hardware",
+        )
+    data = read_yaml(path)
+    if "base" in data:
+        base_name = data.pop("base")
+        if not isinstance(base_name, str):
+            raise InputError("expected the name or path of the profile this overlay refines", source=str(path), field="base")
+        if base_name in _seen:
+            raise InputError(f"overlay cycle through {base_name!r}", source=str(path), field="base")
+        base_path = profile_path(base_name)
+        if not base_path.is_absolute() and not base_path.exists() and (path.parent / base_name).exists():
+            base_name = str(path.parent / base_name)
+        base = load_profile(base_name, _seen=_seen + (str(path),))
+        data = _merge(base.model_dump(), data)
+    return validate(HardwareProfile, data, path)

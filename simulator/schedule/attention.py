@@ -1,0 +1,88 @@
+"""The attention core of one layer on one rank, and the interface every sequence-parallel
+attention pattern (Ulysses, Ring Attention, Megatron CP) implements.
+
+A pattern module exposes two functions with the signature of :func:`local_forward` and
+:func:`local_backward`: given a :class:`ProgramBuilder`, an :class:`AttentionContext` and the
+index of the op that produced q, k, v (forward) or the output gradient (backward), they append
+their ops and return the index of the op after which the attention output (forward) or dq, dk,
+dv (backward) are ready. The transformer layer builder calls the one the plan selects, in place
+of the plain local attention below.
+
+FLOPs of attention for b sequences of length s_q attending to s_k keys, with `heads` query heads
+of size d: QK^T and PV are each 2·b·heads·s_q·s_k·d FLOPs (4·b·heads·s_q·s_k·d forward); causal
+masking computes about half the score matrix; backward is 2.5x forward in FlashAttention-2
+(arXiv:2307.08691 §3.2: 5 matmuls instead of 2, one of them the recomputed QK^T).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.schedule.ir import ComputeOp, ProgramBuilder, Tag
+
+FLASH_BWD_FACTOR = 2.5
+
+
+@dataclass(frozen=True)
+class AttentionContext:
+    """Local shapes on one rank for one layer and one micro-batch.
+
+    ``seq`` is the full sequence length of the model; ``seq_local`` the number of query tokens
+    this rank holds before attention (seq / cp / ulysses; sequence parallelism of TP does not
+    shard attention). ``heads`` and ``kv_heads`` are per TP rank.
+    """
+
+    micro_batch: int
+    seq: int
+    seq_local: int
+    heads: int  # query heads on this TP rank
+    kv_heads: int  # key/value heads on this TP rank (GQA)
+    head_dim: int
+    dtype_bytes: int
+    causal: bool
+    cp: int  # context-parallel degree (ring / Megatron CP)
+    cp_rank: int  # this rank's index on the cp axis
+    ulysses: int  # DeepSpeed-Ulysses degree
+    cp_comm: str  # ring | p2p | all_gather | a2a | a2a+p2p
+    layer: int
+    microbatch: int
+    dtype: str = "bf16"
+
+    @property
+    def q_bytes(self) -> int:
+        """Bytes of this rank's local query block (b·s_local·heads·d)."""
+        return self.micro_batch * self.seq_local * self.heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of this rank's local key plus value blocks (2·b·s_local·kv_heads·d)."""
+        return 2 * self.micro_batch * self.seq_local * self.kv_heads * self.head_dim * self.dtype_bytes
+
+
+def attention_flops(b: int, heads: int, s_q: int, s_k: int, d: int, causal_fraction: float = 1.0) -> float:
+    """Forward FLOPs of softmax(QK^T)V for b sequences: 4·b·heads·s_q·s_k·d, times the computed fraction."""
+    return 4.0 * b * heads * s_q * s_k * d * causal_fraction
+
+
+def causal_fraction_diagonal(s: int) -> float:
+    """Computed fraction of an s×s causal block (the diagonal included): (s+1)/(2s)."""
+    return (s + 1) / (2 * s)
+
+
+def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    """No sequence sharding of attention: one FlashAttention kernel over the whole sequence."""
+    frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
+    return pb.add(ComputeOp(
+        name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
+        flops=attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
+        hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
+        tag=Tag("fwd", ctx.layer, ctx.microbatch)))
+
+
+def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
+    return pb.add(ComputeOp(
+        name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
+        flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
+        hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
+        tag=Tag("bwd", ctx.layer, ctx.microbatch)))

@@ -1,0 +1,143 @@
+"""The schedule IR: per-rank programs of compute, collective and point-to-point ops.
+
+Plain frozen dataclasses, serialisable to JSON. A *program* is the ordered list of ops one rank
+issues in one training step; the list order is the issue order, and ops on one stream run in that
+order (a CUDA stream is FIFO). An op may start when every op in ``deps`` (indices into the same
+program) has finished and every earlier op of its stream has finished.
+
+Streams: ``"compute"`` for kernels, and one stream per process group for communication, named by
+its axes (``"tp"``, ``"dp+cp"``, ``"pp"``, ...), as PyTorch's NCCL backend gives each process group
+its own stream.
+
+Groups are not spelled out per op: ``axes`` names the process group (``("tp",)``, ``("dp", "cp")``)
+and :class:`simulator.schedule.groups.Grid` resolves it to member ranks for a given rank. That is
+what lets symmetric ranks share one program: a schedule stores one program per *role* (for example
+per pipeline stage), not per rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal, Union
+
+Phase = Literal["fwd", "bwd", "opt", "other"]
+CollectiveKind = Literal["allgather", "reducescatter", "allreduce", "alltoall", "broadcast"]
+ComputeKind = Literal["gemm", "attention", "elementwise", "norm", "embedding", "loss", "optimizer", "copy"]
+
+# The five op types of DESIGN.md's breakdown, in report order.
+COMM_TYPES: tuple[str, ...] = ("allgather", "reducescatter", "allreduce", "alltoall", "sendrecv")
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """Where an op belongs, for reports and traces."""
+
+    phase: Phase = "other"
+    layer: int | None = None  # global transformer-layer index
+    microbatch: int | None = None
+    chunk: int | None = None  # virtual pipeline chunk (interleaved 1F1B)
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeOp:
+    """A kernel (or a fused group of kernels) on the compute stream.
+
+    ``flops`` counts multiply-adds as 2. ``hbm_bytes`` is what the kernel moves to and from HBM,
+    used for memory-bound ops. ``gemm`` is (m, n, k) for shape-dependent GEMM efficiency;
+    ``count`` repeats the same kernel (for example per-head or per-chunk GEMMs) so one op can
+    stand for a batch of identical kernels. ``sm_fraction`` < 1 when communication kernels hold
+    some SMs (TransformerEngine pipelined overlap).
+    """
+
+    name: str
+    kind: ComputeKind
+    flops: float = 0.0
+    hbm_bytes: float = 0.0
+    deps: tuple[int, ...] = ()
+    gemm: tuple[int, int, int] | None = None
+    count: int = 1
+    dtype: str = "bf16"
+    causal_fraction: float = 1.0  # attention: fraction of the score matrix actually computed
+    sm_fraction: float = 1.0
+    stream: str = "compute"
+    tag: Tag = field(default_factory=Tag)
+    type: Literal["compute"] = "compute"
+
+
+@dataclass(frozen=True, slots=True)
+class CommOp:
+    """A collective over the process group ``axes``; ``size_bytes`` in the nccl-tests convention:
+    AllGather the gathered output, ReduceScatter the input, AllReduce/Broadcast the buffer,
+    AllToAll the whole send buffer of one rank."""
+
+    name: str
+    op: CollectiveKind
+    axes: tuple[str, ...]
+    size_bytes: int
+    deps: tuple[int, ...] = ()
+    stream: str = ""  # defaults to "+".join(axes)
+    dtype: str = "bf16"
+    tag: Tag = field(default_factory=Tag)
+    type: Literal["comm"] = "comm"
+
+    def __post_init__(self) -> None:
+        if not self.stream:
+            object.__setattr__(self, "stream", "+".join(self.axes))
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One send or receive of a P2P batch: the peer is the rank ``offset`` steps away along
+    ``axis`` (cyclic), e.g. ("pp", +1) is the next pipeline stage, ("cp", -1) the previous ring
+    neighbour. ``key`` matches a send with its receive: the receiver's Transfer for the same
+    message carries the same key."""
+
+    axis: str
+    offset: int
+    nbytes: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class P2POp:
+    """A batch of sends and receives issued together (ncclGroupStart/End; torch
+    batch_isend_irecv). It finishes when all of them have; a ring step is one P2POp with one
+    send to the next rank and one receive from the previous one."""
+
+    name: str
+    sends: tuple[Transfer, ...] = ()
+    recvs: tuple[Transfer, ...] = ()
+    deps: tuple[int, ...] = ()
+    stream: str = ""
+    tag: Tag = field(default_factory=Tag)
+    type: Literal["p2p"] = "p2p"
+
+    def __post_init__(self) -> None:
+        if not self.stream:
+            axes = sorted({t.axis for t in self.sends + self.recvs})
+            object.__setattr__(self, "stream", "+".join(axes) or "p2p")
+
+
+Op = Union[ComputeOp, CommOp, P2POp]
+
+
+def op_to_dict(op: Op) -> dict:
+    """JSON-friendly dict of an op (tuples become lists)."""
+    return asdict(op)
+
+
+class ProgramBuilder:
+    """Appends ops to one rank's program and hands back their indices for ``deps``."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, op: Op) -> int:
+        for d in op.deps:
+            if not 0 <= d < len(self.ops):
+                raise ValueError(f"op {op.name!r} depends on op {d}, which is not in the program yet")
+        self.ops.append(op)
+        return len(self.ops) - 1
+
+    def __len__(self) -> int:
+        return len(self.ops)
