@@ -1,0 +1,92 @@
+"""Speed of the fluid flow network (simulator/replay/links.py): prints figures, asserts nothing.
+
+1. One max-min recompute for ~20,000 concurrent flows of 2-6 links (random routes: the worst
+   case, many distinct fair-share levels).
+2. A ring step of an AllGather on 1,024 H100 GPUs (128 DGX nodes): 1,024 flows on real routes,
+   started with one transfer_many; events and recomputes it costs.
+3. 16 ring steps of 8 concurrent 128-GPU rings sharing the fabric (one phase after another).
+
+Run: python benchmarks/bench_flow_network.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import simpy
+
+from simulator.config.hardware import load_profile
+from simulator.hardware import build_topology
+from simulator.replay.links import FlowNetwork, max_min_rates
+
+
+def random_recompute(n_flows: int = 20_000, n_links: int = 8_000) -> None:
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 7, size=n_flows)
+    e_flow = np.repeat(np.arange(n_flows), lengths)
+    e_link = rng.integers(0, n_links, size=e_flow.size)
+    cap = rng.choice([50e9, 450e9, 900e9], size=n_links)
+    t = time.perf_counter()
+    max_min_rates(e_flow, e_link, n_flows, cap)
+    print(f"random max-min, {n_flows} flows / {e_flow.size} flow-links: {1e3 * (time.perf_counter() - t):.1f} ms per recompute")
+
+
+def ring_step(nodes: int = 128) -> None:
+    t0 = time.perf_counter()
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    t1 = time.perf_counter()
+    n = topo.n_gpus
+    routes = [topo.route(g, (g + 1) % n).links for g in range(n)]
+    t2 = time.perf_counter()
+    env = simpy.Environment()
+    net = FlowNetwork(env, topo.capacity_Bps)
+    env.run(net.transfer_many([(r, 64e6) for r in routes]))
+    t3 = time.perf_counter()
+    print(f"{n} GPUs: build_topology {1e3 * (t1 - t0):.0f} ms ({topo.n_links} links), {n} routes {1e3 * (t2 - t1):.1f} ms, "
+          f"ring step {1e3 * (t3 - t2):.1f} ms, sim time {env.now * 1e6:.0f} us, events {net.stats.events}, recomputes {net.stats.recomputes}")
+
+
+def concurrent_rings(nodes: int = 128, steps: int = 16) -> None:
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    env = simpy.Environment()
+    net = FlowNetwork(env, topo.capacity_Bps)
+    n = topo.n_gpus
+    # 8 rings, ring k = GPUs with local index k (rail-aligned DP groups), all at once
+    rings = [[g for g in range(n) if g % 8 == k] for k in range(8)]
+    flows = [(topo.route(r[i], r[(i + 1) % len(r)]).links, 8e6) for r in rings for i in range(len(r))]
+
+    def proc():
+        for _ in range(steps):
+            yield net.transfer_many(flows)
+
+    t = time.perf_counter()
+    env.process(proc())
+    env.run()
+    print(f"{len(flows)} flows x {steps} phases: {1e3 * (time.perf_counter() - t):.0f} ms wall, events {net.stats.events}, "
+          f"recomputes {net.stats.recomputes}, sim {env.now * 1e6:.0f} us")
+
+
+if __name__ == "__main__":
+    random_recompute()
+    ring_step()
+    concurrent_rings()
+
+
+def alltoall_like(nodes: int = 128, peers: int = 20) -> None:
+    """~20k flows on real routes: every GPU sends to `peers` others (a sparse All-to-All)."""
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    n = topo.n_gpus
+    rng = np.random.default_rng(1)
+    routes = [topo.route(g, int(d)).links for g in range(n) for d in rng.choice(np.delete(np.arange(n), g), peers, replace=False)]
+    lengths = np.array([len(r) for r in routes])
+    e_flow = np.repeat(np.arange(len(routes)), lengths)
+    e_link = np.concatenate([np.asarray(r) for r in routes])
+    t = time.perf_counter()
+    max_min_rates(e_flow, e_link, len(routes), topo.capacity_Bps)
+    print(f"sparse all-to-all on {n} GPUs, {len(routes)} flows / {e_flow.size} flow-links: "
+          f"{1e3 * (time.perf_counter() - t):.1f} ms per recompute")
+
+
+if __name__ == "__main__":
+    alltoall_like()

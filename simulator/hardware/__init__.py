@@ -1,0 +1,8 @@
+"""Hardware layer: the cluster as a graph of links (networkx only here), and the routes flows take.
+
+``build_topology(profile, nodes)`` is the entry point; see docs/architecture.md "Hardware".
+"""
+
+from simulator.hardware.topology import NvlsRoutes, Route, Topology, build_topology
+
+__all__ = ["NvlsRoutes", "Route", "Topology", "build_topology"]

@@ -1,0 +1,335 @@
+"""The cluster as a directed graph of links, and the route a flow between two GPUs takes.
+
+Vertices (names as in docs/architecture.md):
+
+- ``gpu{g}``     GPU g (global, node-major: node ``g // gpus_per_node``)
+- ``nvsw{n}``    one logical NVSwitch per node (kind nvswitch): each GPU has one up and one down
+                 link of its aggregate NVLink bandwidth (300/450/900 GB/s per direction)
+- ``host{n}``    the node's PCIe root complex / host bridge; every GPU and every NIC hangs off it
+                 with its own PCIe link, so GPU→NIC traffic and PCIe peer traffic share the GPU's
+                 x16 uplink as they do in hardware
+- ``nic{n}.{r}`` NIC of rail r on node n
+- ``leaf{u}.{r}`` leaf switch of rail r in scalable unit u (``fat_tree``: one leaf per unit, r=0)
+- ``spine{s}``   spine switches, shared by all units and rails
+
+Each direction of each link is one edge with attribute ``link`` (its id); capacities are raw
+line/link rates in bytes/s. Protocol overheads and achievable fractions (``efficiency`` fields of
+the profile) belong to the costs layer, not here.
+
+Latency accounting: a route's latency is the sum of its links' latencies. A scale-up hop costs
+``scale_up.latency_us`` GPU-to-GPU (split over the up and down link for a switch); a PCIe link
+costs half of ``pcie.latency_us``; NIC→leaf and leaf→NIC links carry half the NIC latency and a
+cable each, and every link leaving a switch carries one switch-hop latency.
+
+The rail-optimised fabric follows the DGX SuperPOD reference architecture (HARDWARE.md §3a,
+SP-H100): "Traffic per rail ... always one hop away from the other 31 nodes in a SU. Traffic
+between nodes, or between rails, traverses the spine layer."
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import networkx as nx
+import numpy as np
+
+from simulator import units
+from simulator.config.hardware import HardwareProfile
+from simulator.errors import InputError
+
+LinkClass = Literal["nvlink", "pcie", "net"]
+LinkKind = Literal["nvlink", "xgmi", "pcie", "nic", "net"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The links a flow from one GPU to another crosses, in order.
+
+    ``link_class`` is NCCL's link class for the tuner's latency tables: ``nvlink`` (NVLink or
+    xGMI), ``pcie`` (peer-to-peer over PCIe) or ``net`` (through NICs).
+    """
+
+    links: tuple[int, ...]
+    latency_s: float
+    link_class: LinkClass
+
+
+@dataclass(frozen=True, slots=True)
+class NvlsRoutes:
+    """Links used by an NVLS (NVLink SHARP) multicast reduction inside one node.
+
+    ``up[i]`` is the GPU→switch link of ``gpus[i]``, ``down[i]`` its switch→GPU link. In NVLS
+    every member pushes its data up once and receives the reduced result down once, so the
+    switch, not the GPUs, does the reduction.
+    """
+
+    gpus: tuple[int, ...]
+    up: tuple[int, ...]
+    down: tuple[int, ...]
+    latency_s: float
+
+
+def _ecmp(a: int, b: int, buckets: int) -> int:
+    """Deterministic ECMP hash of a (source, destination) GPU pair (splitmix64 finaliser)."""
+    h = (a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + 0x165667B19E3779F9) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 30
+    h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 27
+    h = (h * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 31
+    return h % buckets
+
+
+class _LinkTable:
+    """Accumulates link directions while the graph is built."""
+
+    def __init__(self) -> None:
+        self.graph = nx.DiGraph()
+        self.capacity: list[float] = []
+        self.latency: list[float] = []
+        self.kind: list[str] = []
+
+    def add(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> int:
+        link = len(self.capacity)
+        self.capacity.append(capacity_Bps)
+        self.latency.append(latency_s)
+        self.kind.append(kind)
+        self.graph.add_edge(u, v, link=link, kind=kind, capacity_Bps=capacity_Bps, latency_s=latency_s)
+        return link
+
+    def add_pair(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> tuple[int, int]:
+        """Both directions of one cable; returns (u→v, v→u)."""
+        return self.add(u, v, capacity_Bps, latency_s, kind), self.add(v, u, capacity_Bps, latency_s, kind)
+
+
+class Topology:
+    """A built cluster: graph, per-link arrays, placement and (cached) routes.
+
+    Build with :func:`build_topology`; the constructor is internal.
+    """
+
+    def __init__(self, profile: HardwareProfile, nodes: int) -> None:
+        node = profile.node
+        self.profile = profile
+        self.nodes = nodes
+        self.gpus_per_node = node.gpus
+        self.n_gpus = nodes * node.gpus
+        # NIC rails: fewer NICs than GPUs -> GPU i uses NIC i*nics//gpus; more NICs than GPUs
+        # (AWS p5: 32 EFA for 8 GPUs) -> aggregated into one logical NIC per GPU.
+        count = node.nics.count
+        self.rails = min(count, node.gpus)
+        self.nic_Bps = units.Gbps(node.nics.Gbps) * (count / node.gpus if count > node.gpus else 1.0)
+        self._route_cache: dict[tuple[int, int, int | None], Route] = {}
+
+        t = _LinkTable()
+        self._scale_up: dict[tuple[int, int], int] = {}  # (gpu, peer or -1 for switch) -> link
+        self._switch_down: dict[int, int] = {}  # gpu -> switch→gpu link
+        self._pcie_up: list[int] = []  # gpu -> host link
+        self._pcie_down: list[int] = []
+        self._nic_pcie: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (host→nic, nic→host)
+        self._nic_leaf: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (nic→leaf, leaf→nic)
+        self._leaf_spine: dict[tuple[int, int, int], tuple[int, int]] = {}  # (unit, rail, spine) -> (up, down)
+        self._build_scale_up(t)
+        self._build_pcie(t)
+        self._build_scale_out(t)
+
+        self.graph: nx.DiGraph = t.graph
+        self.capacity_Bps = np.asarray(t.capacity, dtype=np.float64)
+        self.latency_s = np.asarray(t.latency, dtype=np.float64)
+        self.kind: list[str] = t.kind
+
+    # ---------------------------------------------------------------- building
+    def _build_scale_up(self, t: _LinkTable) -> None:
+        su = self.profile.node.scale_up
+        bw = units.GBps(su.link_GBps)
+        lat = units.us(su.latency_us)
+        if su.kind == "nvswitch":
+            for g in range(self.n_gpus):
+                sw = f"nvsw{self.node_of(g)}"
+                up, down = t.add_pair(f"gpu{g}", sw, bw, lat / 2, "nvlink")
+                self._scale_up[(g, -1)] = up
+                self._switch_down[g] = down
+        elif su.kind == "mesh":
+            kind = "xgmi" if self.profile.gpu.arch == "cdna3" else "nvlink"
+            for n in range(self.nodes):
+                base = n * self.gpus_per_node
+                for i in range(self.gpus_per_node):
+                    for j in range(self.gpus_per_node):
+                        if i != j:
+                            self._scale_up[(base + i, base + j)] = t.add(f"gpu{base + i}", f"gpu{base + j}", bw, lat, kind)
+
+    def _build_pcie(self, t: _LinkTable) -> None:
+        pcie = self.profile.node.pcie
+        bw = units.GBps(pcie.GBps)
+        half = units.us(pcie.latency_us) / 2
+        for g in range(self.n_gpus):
+            up, down = t.add_pair(f"gpu{g}", f"host{self.node_of(g)}", bw, half, "pcie")
+            self._pcie_up.append(up)
+            self._pcie_down.append(down)
+        for n in range(self.nodes):
+            for r in range(self.rails):
+                # An aggregated NIC (several adapters per GPU) has several PCIe links too.
+                nic_pcie = max(bw, self.nic_Bps) if self.profile.node.nics.count > self.gpus_per_node else bw
+                self._nic_pcie[(n, r)] = t.add_pair(f"host{n}", f"nic{n}.{r}", nic_pcie, half, "pcie")
+
+    def _build_scale_out(self, t: _LinkTable) -> None:
+        so = self.profile.scale_out
+        if so.kind == "none":
+            return
+        nic_lat = units.us(self.profile.node.nics.latency_us) / 2
+        cable = units.us(so.cable_latency_us)
+        hop = units.us(so.switch_latency_us)
+        for n in range(self.nodes):
+            for r in range(self.rails):
+                leaf = self._leaf_name(n, r)
+                self._nic_leaf[(n, r)] = (
+                    t.add(f"nic{n}.{r}", leaf, self.nic_Bps, nic_lat + cable, "nic"),
+                    t.add(leaf, f"nic{n}.{r}", self.nic_Bps, hop + cable + nic_lat, "nic"),
+                )
+        if not self._needs_spine_layer():
+            return
+        # Each leaf's uplink bandwidth = its downlink bandwidth / oversubscription, spread evenly
+        # over the spines. Downlinks per leaf: one per node of the unit (per rail), or every
+        # rail of every node for a non-rail fat tree.
+        ports_down = so.nodes_per_unit * (self.rails if so.kind == "fat_tree" else 1)
+        uplink = ports_down * self.nic_Bps / so.oversubscription / so.spines
+        for u in range(self.units):
+            for r in range(self._leaf_rails):
+                leaf = f"leaf{u}.{r}"
+                for s in range(so.spines):
+                    self._leaf_spine[(u, r, s)] = (
+                        t.add(leaf, f"spine{s}", uplink, hop + cable, "net"),
+                        t.add(f"spine{s}", leaf, uplink, hop + cable, "net"),
+                    )
+
+    def _needs_spine_layer(self) -> bool:
+        return self.units > 1 or self._leaf_rails > 1
+
+    @cached_property
+    def units(self) -> int:
+        """Scalable units (leaf groups) the nodes occupy."""
+        per = self.profile.scale_out.nodes_per_unit
+        return -(-self.nodes // per)
+
+    @cached_property
+    def _leaf_rails(self) -> int:
+        return 1 if self.profile.scale_out.kind == "fat_tree" else self.rails
+
+    def _leaf_name(self, node: int, rail: int) -> str:
+        u = node // self.profile.scale_out.nodes_per_unit
+        return f"leaf{u}.{rail if self.profile.scale_out.kind != 'fat_tree' else 0}"
+
+    # ---------------------------------------------------------------- placement
+    def node_of(self, gpu: int) -> int:
+        return gpu // self.gpus_per_node
+
+    def local_of(self, gpu: int) -> int:
+        return gpu % self.gpus_per_node
+
+    def nic_of(self, gpu: int) -> int:
+        """The rail (NIC index in its node) a GPU sends through by default."""
+        return self.local_of(gpu) * self.rails // self.gpus_per_node
+
+    def unit_of(self, gpu: int) -> int:
+        return self.node_of(gpu) // self.profile.scale_out.nodes_per_unit
+
+    @property
+    def n_links(self) -> int:
+        return len(self.kind)
+
+    # ---------------------------------------------------------------- routes
+    def route(self, src: int, dst: int, rail: int | None = None) -> Route:
+        """Links from GPU ``src`` to GPU ``dst``; across nodes through NIC ``rail`` at both ends
+        (default: each GPU's own rail), crossing a spine chosen by ECMP hash when needed."""
+        key = (src, dst, rail)
+        cached = self._route_cache.get(key)
+        if cached is None:
+            cached = self._route_cache[key] = self._compute_route(src, dst, rail)
+        return cached
+
+    def _check_gpu(self, gpu: int) -> None:
+        if not 0 <= gpu < self.n_gpus:
+            raise InputError(f"GPU {gpu} is outside this cluster of {self.n_gpus} GPUs ({self.nodes} nodes x {self.gpus_per_node})")
+
+    def _compute_route(self, src: int, dst: int, rail: int | None) -> Route:
+        self._check_gpu(src)
+        self._check_gpu(dst)
+        if src == dst:
+            return Route((), 0.0, "nvlink")
+        if self.node_of(src) == self.node_of(dst):
+            return self._intra_node(src, dst)
+        return self._inter_node(src, dst, rail)
+
+    def _intra_node(self, src: int, dst: int) -> Route:
+        kind = self.profile.node.scale_up.kind
+        if kind == "nvswitch":
+            links: tuple[int, ...] = (self._scale_up[(src, -1)], self._switch_down[dst])
+            cls: LinkClass = "nvlink"
+        elif kind == "mesh":
+            links, cls = (self._scale_up[(src, dst)],), "nvlink"
+        else:  # pcie (or none, where a node has one GPU and this is unreachable)
+            links, cls = (self._pcie_up[src], self._pcie_down[dst]), "pcie"
+        return Route(links, float(sum(self._latency_list[link] for link in links)), cls)
+
+    def _inter_node(self, src: int, dst: int, rail: int | None) -> Route:
+        if self.rails == 0:
+            raise InputError(f"profile {self.profile.name!r} has no NICs (node.nics.count: 0), so GPUs on different nodes cannot communicate")
+        if rail is not None and not 0 <= rail < self.rails:
+            raise InputError(f"rail {rail} does not exist; this node has {self.rails} NIC rail(s)")
+        ns, nd = self.node_of(src), self.node_of(dst)
+        rs = self.nic_of(src) if rail is None else rail
+        rd = self.nic_of(dst) if rail is None else rail
+        links = [self._pcie_up[src], self._nic_pcie[(ns, rs)][0], self._nic_leaf[(ns, rs)][0]]
+        leaf_s, leaf_d = self._leaf_name(ns, rs), self._leaf_name(nd, rd)
+        if leaf_s != leaf_d:
+            so = self.profile.scale_out
+            us_, ud = ns // so.nodes_per_unit, nd // so.nodes_per_unit
+            lrs, lrd = (0, 0) if so.kind == "fat_tree" else (rs, rd)
+            spine = _ecmp(src, dst, so.spines)
+            links += [self._leaf_spine[(us_, lrs, spine)][0], self._leaf_spine[(ud, lrd, spine)][1]]
+        links += [self._nic_leaf[(nd, rd)][1], self._nic_pcie[(nd, rd)][1], self._pcie_down[dst]]
+        return Route(tuple(links), float(sum(self._latency_list[link] for link in links)), "net")
+
+    @cached_property
+    def _latency_list(self) -> list[float]:
+        return self.latency_s.tolist()
+
+    def nvls_routes(self, gpus: tuple[int, ...] | list[int]) -> NvlsRoutes:
+        """Up and down links of an NVLS reduction among ``gpus`` (all on one NVLS-capable node)."""
+        su = self.profile.node.scale_up
+        if not su.nvls:
+            raise InputError(f"profile {self.profile.name!r} has no NVLS (node.scale_up.nvls is false)", field="algorithm")
+        members = tuple(gpus)
+        for g in members:
+            self._check_gpu(g)
+        if len({self.node_of(g) for g in members}) > 1:
+            raise InputError("NVLS reduces inside one NVSwitch domain; these GPUs span several nodes", field="algorithm")
+        up = tuple(self._scale_up[(g, -1)] for g in members)
+        down = tuple(self._switch_down[g] for g in members)
+        return NvlsRoutes(members, up, down, units.us(su.latency_us))
+
+    def __repr__(self) -> str:
+        return f"Topology({self.profile.name!r}, nodes={self.nodes}, gpus={self.n_gpus}, links={self.n_links})"
+
+
+def build_topology(profile: HardwareProfile, nodes: int) -> Topology:
+    """Build the link graph of ``nodes`` nodes of ``profile``.
+
+    Raises InputError when the request cannot describe a cluster (nodes < 1, several nodes but
+    no scale-out fabric or no NICs, several GPUs per node but no scale-up fabric).
+    """
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+        raise InputError(f"expected a whole number of nodes >= 1, got {nodes!r}", field="nodes")
+    node = profile.node
+    if node.scale_up.kind == "none" and node.gpus > 1:
+        raise InputError(
+            f"{node.gpus} GPUs per node need a scale-up fabric; kind 'none' is only for one GPU per node",
+            source=profile.name, field="node.scale_up.kind",
+        )
+    if nodes > 1 and profile.scale_out.kind == "none":
+        raise InputError(f"{nodes} nodes need a scale-out fabric, but the profile says none", source=profile.name, field="scale_out.kind")
+    if nodes > 1 and node.nics.count == 0:
+        raise InputError(f"{nodes} nodes need NICs, but the profile has none", source=profile.name, field="node.nics.count")
+    return Topology(profile, int(nodes))

@@ -1,0 +1,103 @@
+"""Bundled hardware profiles: they load, their numbers agree with independent published
+aggregates (HARDWARE.md), every number carries a source comment, and bad files fail clearly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from simulator.config.hardware import PROFILE_DIR, available_profiles, load_profile
+from simulator.errors import InputError
+
+REQUIRED = {"dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200", "mi300x",
+            "abci-a100", "sophia-a100", "a100-pcie", "gh200-alps", "aws-p5"}
+
+
+def test_required_profiles_are_bundled():
+    assert REQUIRED <= set(available_profiles())
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_profile_loads_and_is_sane(name):
+    p = load_profile(name)
+    assert p.name == name
+    pts = p.gpu.gemm_efficiency
+    # plateaus never exceed the best measured GEMM fraction of any GPU (A100 MAMF 86.9%, §1d)
+    assert max(pt.efficiency for pt in pts) <= 0.87
+    # efficiency rises with GEMM size
+    assert all(b.efficiency >= a.efficiency for a, b in zip(pts, pts[1:]))
+    if p.node.scale_up.nvls:
+        assert p.node.scale_up.kind == "nvswitch" and p.gpu.arch in ("hopper", "blackwell")
+
+
+@pytest.mark.parametrize("path", sorted(PROFILE_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_number_has_a_source_comment(path: Path):
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if re.match(r"^\s*[A-Za-z_]+:\s*-?[0-9.]", line):
+            assert "#" in line, f"{path.name}:{i}: number without a source comment: {line.strip()}"
+
+
+def test_nvlink_numbers_agree_with_per_link_rates_and_aggregates():
+    # NVLink per link per direction: NVLink3/4 25 GB/s, NVLink5 50 GB/s (HARDWARE.md §1c)
+    for name, per_link in (("dgx-a100", 25), ("dgx-h100", 25), ("dgx-h200", 25), ("dgx-b200", 50)):
+        su = load_profile(name).node.scale_up
+        assert su.link_GBps == pytest.approx(su.links_per_gpu * per_link)
+    # DGX B200: "14.4 TB/s aggregate" NVLink = 8 GPUs x 900 GB/s x 2 directions
+    b = load_profile("dgx-b200")
+    assert b.node.gpus * b.node.scale_up.link_GBps * 2 == pytest.approx(14_400)
+    # DGX H100 scale-out: 8 x 400 Gb/s = 400 GB/s per node (ML, SB)
+    h = load_profile("dgx-h100")
+    assert h.node.nics.count * h.node.nics.Gbps / 8 == pytest.approx(400)
+    # AWS p5: 32 x 100 Gb/s = 3200 Gb/s per node (CSV header)
+    p5 = load_profile("aws-p5")
+    assert p5.node.nics.count * p5.node.nics.Gbps == pytest.approx(3200)
+
+
+def test_peak_flops_follow_the_clock_formulas():
+    # ML: H100 1830e6*512*2*528/1e12 = 989.4 ; MI300X 2100e6*256*2*1216/1e12 = 1307.4
+    assert load_profile("dgx-h100").gpu.bf16_TFLOPS == pytest.approx(1830e6 * 512 * 2 * 528 / 1e12, abs=0.1)
+    assert load_profile("mi300x").gpu.bf16_TFLOPS == pytest.approx(2100e6 * 256 * 2 * 1216 / 1e12, abs=0.1)
+
+
+def test_overlay_merges_onto_its_base(tmp_path):
+    f = tmp_path / "faster-ib.yaml"
+    f.write_text("base: dgx-h100\nname: faster-ib\nnode:\n  nics:\n    efficiency: 0.8\n")
+    p, base = load_profile(str(f)), load_profile("dgx-h100")
+    assert p.node.nics.efficiency == 0.8
+    assert p.node.nics.Gbps == base.node.nics.Gbps
+    assert p.gpu == base.gpu and p.node.scale_up == base.node.scale_up
+    # the bundled overlays too: H200 keeps the H100 fabric, changes the memory
+    h200 = load_profile("dgx-h200")
+    assert h200.node.scale_up.link_GBps == base.node.scale_up.link_GBps
+    assert (h200.gpu.hbm_GiB, h200.gpu.hbm_GBps) == (141, 4800)
+
+
+def test_unknown_key_names_file_and_field(tmp_path):
+    f = tmp_path / "typo.yaml"
+    f.write_text("base: dgx-h100\ngpu:\n  hbm_GBPS: 3000\n")
+    with pytest.raises(InputError) as err:
+        load_profile(str(f))
+    assert "typo.yaml" in str(err.value) and "gpu.hbm_GBPS" in str(err.value) and "unknown key" in str(err.value)
+
+
+def test_wrong_type_names_file_and_field(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("base: dgx-h100\nnode:\n  gpus: eight\n")
+    with pytest.raises(InputError) as err:
+        load_profile(str(f))
+    assert "bad.yaml" in str(err.value) and "node.gpus" in str(err.value)
+
+
+def test_malformed_yaml_names_the_file(tmp_path):
+    f = tmp_path / "broken.yaml"
+    f.write_text("name: x\ngpu: [unclosed\n")
+    with pytest.raises(InputError) as err:
+        load_profile(str(f))
+    assert "broken.yaml" in str(err.value) and "malformed YAML" in str(err.value)
+
+
+def test_unknown_profile_lists_the_bundled_ones():
+    with pytest.raises(InputError, match="dgx-h100"):
+        load_profile("no-such-machine")

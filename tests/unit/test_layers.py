@@ -1,0 +1,108 @@
+"""Import layering (docs/architecture.md "Layers"): imports only go down, schedule and hardware
+never import each other, and simpy / networkx / matplotlib stay in their layers.
+
+Order, top first: cli/commands > simulate > report | calibration | sweep > replay > costs >
+schedule | hardware > config > units | errors. Every ``import`` in every module under
+simulator/ is read with ``ast`` (including ones inside functions), relative imports resolved.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[2] / "simulator"
+
+RANK = {
+    "units": 0, "errors": 0,
+    "config": 1,
+    "schedule": 2, "hardware": 2,
+    "costs": 3,
+    "replay": 4,
+    "report": 5, "calibration": 5, "sweep": 5,
+    "simulate": 6,
+    "measure": 6,  # the torchrun measurement harness: an entry point beside simulate, used by commands
+    "cli": 7, "commands": 7, "__main__": 7,
+}
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _imports(path: Path) -> list[str]:
+    """Absolute dotted names imported by a module (``from a import b`` gives ``a.b`` as well)."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.append(mod)
+            out += [f"{mod}.{a.name}" for a in node.names]
+    return out
+
+
+def _layer(dotted: str) -> str | None:
+    parts = dotted.split(".")
+    if parts[0] != "simulator" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def _own_layer(path: Path) -> str | None:
+    rel = path.relative_to(PKG)
+    return rel.parts[0].removesuffix(".py") if rel.parts[0] != "__init__.py" else None
+
+
+def test_the_walker_sees_the_package():
+    names = {p.relative_to(PKG).as_posix() for p in _modules()}
+    assert {"units.py", "errors.py", "config/hardware.py", "hardware/topology.py", "replay/links.py"} <= names
+    assert "simulator.errors" in _imports(PKG / "hardware" / "topology.py")
+    assert "numpy" in _imports(PKG / "replay" / "links.py")
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(PKG).as_posix())
+def test_imports_only_go_down(path: Path):
+    own = _own_layer(path)
+    if own is None or own not in RANK:
+        return
+    for name in _imports(path):
+        layer = _layer(name)
+        if layer is None or layer not in RANK or layer == own:
+            continue
+        assert RANK[layer] <= RANK[own], f"{path.relative_to(PKG)} ({own}) imports {name} from the higher layer {layer}"
+        if {own, layer} == {"schedule", "hardware"}:
+            pytest.fail(f"{path.relative_to(PKG)}: schedule and hardware must not import each other ({name})")
+
+
+def test_unknown_top_level_modules_are_placed_in_a_layer():
+    tops = {_own_layer(p) for p in _modules()} - {None}
+    assert tops <= set(RANK), f"add these to the layer table: {sorted(tops - set(RANK))}"
+
+
+def _third_party_users(library: str) -> list[str]:
+    return [p.relative_to(PKG).as_posix() for p in _modules()
+            if any(n == library or n.startswith(library + ".") for n in _imports(p))]
+
+
+def test_simpy_only_under_replay():
+    assert all(p.startswith("replay/") for p in _third_party_users("simpy")), _third_party_users("simpy")
+
+
+def test_networkx_only_under_hardware():
+    assert all(p.startswith("hardware/") for p in _third_party_users("networkx")), _third_party_users("networkx")
+
+
+def test_matplotlib_only_in_report_plots_or_calibration():
+    users = _third_party_users("matplotlib")
+    assert all(p == "report/plots.py" or p.startswith("calibration/") for p in users), users

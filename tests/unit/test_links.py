@@ -1,0 +1,221 @@
+"""FlowNetwork: closed forms of fluid max-min sharing.
+
+Expected times are worked out by hand from sizes and capacities; the random cases compare the
+vectorised water-filling against a plain one-level-at-a-time reference written here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from simulator.replay.links import FlowNetwork, fair_rates, max_min_rates
+
+GB = 1e9
+
+
+def _run(capacity, starts):
+    """starts: list of (name, start_time, links, nbytes, cap); returns finish times and the net."""
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.asarray(capacity, dtype=float))
+    done: dict[str, float] = {}
+
+    def proc(name, t0, links, nbytes, cap):
+        yield env.timeout(t0)
+        yield net.transfer(links, nbytes, cap)
+        done[name] = env.now
+
+    for s in starts:
+        env.process(proc(*s))
+    env.run()
+    return done, net
+
+
+def test_one_flow_takes_size_over_bandwidth():
+    done, _ = _run([25 * GB], [("a", 0.0, [0], 1e9, None)])
+    assert done["a"] == pytest.approx(1e9 / 25e9, rel=1e-12)
+
+
+def test_bottleneck_is_the_slowest_link_of_the_route():
+    done, _ = _run([100 * GB, 10 * GB, 50 * GB], [("a", 0.0, [0, 1, 2], 5e8, None)])
+    assert done["a"] == pytest.approx(5e8 / 10e9)
+
+
+def test_two_flows_on_one_link_each_get_half_and_take_twice_as_long():
+    size, bw = 2e8, 50 * GB
+    done, net = _run([bw], [("a", 0.0, [0], size, None), ("b", 0.0, [0], size, None)])
+    assert done["a"] == done["b"] == pytest.approx(2 * size / bw)
+    # they finish together: one completion event after the start event
+    assert net.stats.events == 2
+
+
+def test_flows_on_different_rails_do_not_slow_each_other():
+    from simulator.config.hardware import load_profile
+    from simulator.hardware import build_topology
+
+    topo = build_topology(load_profile("dgx-h100"), 2)
+    nic = 400e9 / 8  # NDR line rate, the route's bottleneck
+    size = 1e8
+    rails = [("r0", 0.0, topo.route(0, 8).links, size, None), ("r1", 0.0, topo.route(1, 9).links, size, None)]
+    done, _ = _run(topo.capacity_Bps, rails)
+    assert done["r0"] == done["r1"] == pytest.approx(size / nic)
+    same = [("a", 0.0, topo.route(0, 8).links, size, None), ("b", 0.0, topo.route(0, 9, rail=0).links, size, None)]
+    done, _ = _run(topo.capacity_Bps, same)
+    assert done["a"] == done["b"] == pytest.approx(2 * size / nic)
+
+
+def test_textbook_max_min_three_flows_two_links():
+    # Link A (1 unit), link B (2 units); f1 on A, f2 on A and B, f3 on B. Max-min: A is the
+    # bottleneck of f1, f2 at 1/2 each; f3 takes what B has left, 2 - 1/2 = 3/2.
+    rates = fair_rates([[0], [0, 1], [1]], np.array([1.0, 2.0]))
+    assert rates == pytest.approx([0.5, 0.5, 1.5])
+    # Same in simulated time: f1, f2 (1 byte each) end at t=2; f3 (6 bytes) has moved 3 by then and
+    # runs alone at 2 for the remaining 3 bytes: t = 2 + 1.5 = 3.5.
+    done, _ = _run([1.0, 2.0], [("f1", 0, [0], 1.0, None), ("f2", 0, [0, 1], 1.0, None), ("f3", 0, [1], 6.0, None)])
+    assert done["f1"] == pytest.approx(2.0) and done["f2"] == pytest.approx(2.0)
+    assert done["f3"] == pytest.approx(3.5)
+
+
+def test_rate_cap_is_honoured_and_the_rest_goes_to_others():
+    # cap 10 on a 100 link: the capped flow gets 10, the other 90
+    assert fair_rates([[0], [0]], np.array([100.0]), [10.0, None]) == pytest.approx([10.0, 90.0])
+    done, _ = _run([100.0], [("capped", 0, [0], 50.0, 10.0), ("free", 0, [0], 90.0, None)])
+    assert done["free"] == pytest.approx(1.0)
+    assert done["capped"] == pytest.approx(5.0)
+
+
+def test_a_flow_added_midway_reshares():
+    # a (100 B) alone at 10 B/s for 5 s (50 B left); b (30 B) joins: 5 B/s each; b ends at 5+6=11
+    # with a at 50-30=20 B left, alone again: 11 + 2 = 13.
+    done, _ = _run([10.0], [("a", 0, [0], 100.0, None), ("b", 5, [0], 30.0, None)])
+    assert done["b"] == pytest.approx(11.0)
+    assert done["a"] == pytest.approx(13.0)
+
+
+def test_conservation_bytes_delivered_equal_bytes_sent():
+    rng = np.random.default_rng(7)
+    cap = rng.uniform(1, 10, size=6)
+    starts = []
+    for i in range(40):
+        links = list(rng.choice(6, size=rng.integers(1, 4), replace=False))
+        starts.append((f"f{i}", float(rng.uniform(0, 3)), links, float(rng.uniform(1, 20)), None))
+    done, net = _run(cap, starts)
+    total = sum(s[3] for s in starts)
+    assert len(done) == 40
+    assert net.stats.bytes_delivered == pytest.approx(total, rel=1e-9)
+    per_link = np.zeros(6)
+    for _, _, links, nbytes, _ in starts:
+        per_link[links] += nbytes
+    assert net.link_bytes == pytest.approx(per_link, rel=1e-9)
+    # no flow can beat its bottleneck link running alone
+    for name, t0, links, nbytes, _ in starts:
+        assert done[name] - t0 >= nbytes / cap[links].min() * (1 - 1e-9)
+
+
+def test_transfer_many_fires_when_all_have_finished_with_one_recompute_per_batch():
+    env = simpy.Environment()
+    net = FlowNetwork(env, [10.0, 10.0])
+    ev = net.transfer_many([([0], 10.0), ([1], 30.0), ([0, 1], 0.0)])
+    env.run(ev)
+    # flow 1 (10 B) shares link 0 with nobody (the zero-byte flow finished at once): 1 s;
+    # flow 2 (30 B) alone on link 1: 3 s.
+    assert env.now == pytest.approx(3.0)
+    assert net.stats.recomputes == 2  # the batch start, then after the first completion
+    assert net.stats.flows_started == 2
+
+
+def test_zero_byte_and_empty_batches_finish_immediately():
+    env = simpy.Environment()
+    net = FlowNetwork(env, [1.0])
+    assert net.transfer([0], 0).triggered
+    assert net.transfer_many([]).triggered
+    assert net.transfer([], 5.0).triggered  # no link, no cap: unbounded rate
+    env.run()
+    assert env.now == 0
+
+
+def test_objects_with_flow_fields_are_accepted():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Flow:
+        links: tuple[int, ...]
+        nbytes: float
+        rate_cap_Bps: float | None = None
+
+    env = simpy.Environment()
+    net = FlowNetwork(env, [8.0])
+    env.run(net.transfer_many([Flow((0,), 8.0), Flow((0,), 8.0, 2.0)]))
+    # capped flow at 2, other at 6: 8/6 s, then the capped flow alone (still capped): 8 - 2*4/3
+    assert env.now == pytest.approx(4.0)
+
+
+def test_symmetric_collective_phase_is_one_completion_event():
+    # a ring step on 64 GPUs: every GPU sends to its successor over its own link
+    env = simpy.Environment()
+    net = FlowNetwork(env, np.full(64, 100.0))
+    env.run(net.transfer_many([([i], 50.0) for i in range(64)]))
+    assert env.now == pytest.approx(0.5)
+    assert net.stats.events == 2
+
+
+def test_bad_inputs_are_rejected():
+    env = simpy.Environment()
+    with pytest.raises(ValueError):
+        FlowNetwork(env, [1.0, 0.0])
+    net = FlowNetwork(env, [1.0])
+    with pytest.raises(ValueError):
+        net.transfer([3], 1.0)
+    with pytest.raises(ValueError):
+        net.transfer([0], -1.0)
+    with pytest.raises(ValueError):
+        net.transfer([0], 1.0, 0.0)
+
+
+def _reference_max_min(routes, capacity, caps):
+    """Textbook progressive filling, one level at a time, in plain Python."""
+    n = len(routes)
+    rate = [0.0] * n
+    frozen = [False] * n
+    residual = list(capacity)
+    while not all(frozen):
+        levels = []
+        for link in range(len(capacity)):
+            users = [f for f in range(n) if not frozen[f] and link in routes[f]]
+            if users:
+                levels.append(residual[link] / len(users))
+        levels += [caps[f] for f in range(n) if not frozen[f]]
+        level = min(levels)
+        for f in range(n):
+            if frozen[f]:
+                continue
+            tight = caps[f] <= level * (1 + 1e-12) or any(
+                residual[l] / sum(1 for g in range(n) if not frozen[g] and l in routes[g]) <= level * (1 + 1e-12)
+                for l in routes[f]
+            )
+            if tight:
+                rate[f] = min(level, caps[f])
+        for f in range(n):
+            if not frozen[f] and rate[f] > 0:
+                frozen[f] = True
+                for l in routes[f]:
+                    residual[l] -= rate[f]
+    return rate
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_vectorised_water_filling_matches_the_reference(seed):
+    rng = np.random.default_rng(seed)
+    n_links, n_flows = int(rng.integers(2, 9)), int(rng.integers(1, 25))
+    capacity = rng.uniform(1, 10, size=n_links)
+    routes = [sorted(rng.choice(n_links, size=rng.integers(1, min(4, n_links) + 1), replace=False).tolist()) for _ in range(n_flows)]
+    caps = [float(rng.uniform(0.2, 5)) if rng.random() < 0.3 else float("inf") for _ in range(n_flows)]
+    expected = _reference_max_min(routes, capacity.tolist(), caps)
+    e_flow = np.repeat(np.arange(n_flows), [len(r) for r in routes])
+    e_link = np.array([l for r in routes for l in r])
+    got = max_min_rates(e_flow, e_link, n_flows, capacity, np.array(caps))
+    assert got == pytest.approx(expected, rel=1e-9)
+    # feasibility: no link over capacity
+    load = np.bincount(e_link, weights=got[e_flow], minlength=n_links)
+    assert np.all(load <= capacity * (1 + 1e-9))
