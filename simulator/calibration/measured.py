@@ -1,0 +1,105 @@
+"""Read the bundled measured collective sweeps (``data/nccl/*.csv``).
+
+Each file opens with ``# key: value`` provenance lines (hardware, software, collective, env,
+provenance, ...; data/nccl/INDEX.md), then ``size_bytes,count,dtype,time_us,algbw_GBps,
+busbw_GBps,inplace`` rows as nccl-tests printed them. Empty cells (a PyTorch-measured file has
+no time column) become None.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from simulator.errors import InputError
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl"
+COLUMNS = ("size_bytes", "count", "dtype", "time_us", "algbw_GBps", "busbw_GBps", "inplace")
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    size_bytes: int
+    count: int | None
+    dtype: str
+    time_us: float | None
+    algbw_GBps: float
+    busbw_GBps: float
+    inplace: bool
+
+
+@dataclass(frozen=True)
+class MeasuredSweep:
+    """One sweep file: its provenance header (verbatim and as key → value) and its rows."""
+
+    path: Path
+    header: tuple[str, ...]
+    meta: dict[str, str] = field(default_factory=dict)
+    rows: tuple[MeasuredRow, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def has_time(self) -> bool:
+        return all(r.time_us is not None for r in self.rows)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """``NCCL_*`` settings named in the header's env line."""
+        return dict(re.findall(r"(NCCL_[A-Z0-9_]+)=([^\s,;()]+)", self.meta.get("env", "")))
+
+    @property
+    def gpus_per_process(self) -> int:
+        """nccl-tests ``-g`` (GPUs driven by one process), 1 when not stated."""
+        m = re.search(r"(?<![\w-])-g\s*(\d+)", self.meta.get("collective", ""))
+        return int(m.group(1)) if m else 1
+
+
+def _num(text: str, cast, where: str):
+    text = text.strip()
+    if text == "":
+        return None
+    try:
+        return cast(text)
+    except ValueError:
+        raise InputError(f"expected a number, got {text!r}", source=where) from None
+
+
+def read_sweep(path: str | Path) -> MeasuredSweep:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", source=str(p))
+    header: list[str] = []
+    meta: dict[str, str] = {}
+    body: list[str] = []
+    for line in p.read_text().splitlines():
+        if line.startswith("#"):
+            header.append(line)
+            m = re.match(r"#\s*([A-Za-z][\w /()-]*?):\s*(.*)$", line)
+            if m and m.group(1).strip().lower() not in meta:
+                meta[m.group(1).strip().lower()] = m.group(2).strip()
+        elif line.strip():
+            body.append(line)
+    reader = csv.DictReader(body)
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise InputError(f"expected columns {','.join(COLUMNS)}, got {reader.fieldnames}", source=str(p))
+    rows = []
+    for i, rec in enumerate(reader, start=len(header) + 2):
+        where = f"{p}:{i}"
+        rows.append(MeasuredRow(
+            size_bytes=_num(rec["size_bytes"], int, where), count=_num(rec["count"], int, where),
+            dtype=rec["dtype"].strip(), time_us=_num(rec["time_us"], float, where),
+            algbw_GBps=_num(rec["algbw_GBps"], float, where) or 0.0,
+            busbw_GBps=_num(rec["busbw_GBps"], float, where) or 0.0,
+            inplace=rec["inplace"].strip() == "1",
+        ))
+    return MeasuredSweep(p, tuple(header), meta, tuple(rows))
+
+
+def bundled_sweeps(directory: Path = DATA_DIR) -> list[MeasuredSweep]:
+    """Every sweep CSV shipped in data/nccl/, by file name."""
+    return [read_sweep(p) for p in sorted(directory.glob("*.csv"))]

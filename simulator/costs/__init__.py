@@ -1,0 +1,5 @@
+"""How long things take: pure cost functions (no simpy, no networkx).
+
+``nccl_tuner`` reproduces NCCL's own cost model (algorithm/protocol choice and per-call
+latency); ``collectives`` decomposes a collective into flows over the topology's routes.
+"""

@@ -1,0 +1,105 @@
+"""`clustersim collective`: table, JSON contract, size suffixes, and bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from simulator.cli import main
+from simulator.config.hardware import PROFILE_DIR
+
+H100 = "dgx-h100"
+
+
+def _no_nvls_profile(tmp_path) -> str:
+    """A copy of the bundled H100 profile with in-switch reduction switched off, named like A100."""
+    data = yaml.safe_load((PROFILE_DIR / f"{H100}.yaml").read_text())
+    data["name"] = "dgx-a100"
+    data["node"]["scale_up"]["nvls"] = False
+    path = tmp_path / "dgx-a100.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_table_lists_every_size_with_algorithm(capsys):
+    assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8",
+                 "--min-bytes", "1K", "--max-bytes", "1M"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
+    assert [int(r[0]) for r in rows] == [1024 << i for i in range(11)]
+    for r in rows:
+        size, count, time_us, algbw, busbw = int(r[0]), int(r[1]), float(r[3]), float(r[4]), float(r[5])
+        assert count == size // 4
+        assert algbw == pytest.approx(size / time_us / 1e3, rel=0.02, abs=0.01)
+        assert busbw == pytest.approx(algbw * 2 * 7 / 8, rel=0.02, abs=0.01)
+        assert "/" in r[6]
+
+
+def test_json_contract_and_suffixes(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["collective", "--hardware", H100, "--op", "allgather", "--ranks", "16", "--min-bytes", "32M",
+                 "--max-bytes", "128M", "--step-factor", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert {"op", "ranks", "gpus_per_node", "hardware", "rows"} <= set(doc)
+    assert (doc["op"], doc["ranks"], doc["gpus_per_node"], doc["hardware"]) == ("allgather", 16, 8, H100)
+    assert [r["size_bytes"] for r in doc["rows"]] == [32 << 20, 64 << 20, 128 << 20]
+    for r in doc["rows"]:
+        assert {"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "protocol"} <= set(r)
+        assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 15 / 16)
+        assert r["algbw_GBps"] == pytest.approx(r["size_bytes"] / r["time_us"] / 1e3)
+
+
+def test_pinned_algorithm_and_protocol(capsys):
+    assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8", "--min-bytes", "1G",
+                 "--max-bytes", "1G", "--algo", "ring", "--proto", "ll128"]) == 0
+    assert "ring/ll128" in capsys.readouterr().out
+
+
+def test_gpus_per_node_spreads_ranks(tmp_path):
+    out = tmp_path / "c.json"
+    assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8", "--gpus-per-node", "4",
+                 "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]) == 0
+    two_nodes = json.loads(out.read_text())["rows"][0]
+    assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8",
+                 "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]) == 0
+    one_node = json.loads(out.read_text())["rows"][0]
+    assert two_nodes["time_us"] > one_node["time_us"]  # half the ring crosses NICs
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--hardware", "no-such-gpu", "--op", "allreduce", "--ranks", "8"], "hardware"),
+    (["--hardware", H100, "--op", "allsmash", "--ranks", "8"], "--op"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "0"], "--ranks"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "12"], "--ranks"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--min-bytes", "0"], "--min-bytes"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--min-bytes", "-5"], "--min-bytes"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--max-bytes", "12Q"], "--max-bytes"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--min-bytes", "2M", "--max-bytes", "1M"], "--min-bytes"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--algo", "magic"], "--algo"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--proto", "fast"], "--proto"),
+    (["--hardware", H100, "--op", "allgather", "--ranks", "8", "--algo", "tree"], "--algo"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--step-factor", "1"], "--step-factor"),
+])
+def test_bad_input_exits_2_naming_the_field(argv, field, capsys):
+    assert main(["collective", *argv]) == 2
+    err = capsys.readouterr().err
+    assert field in err
+    assert "Traceback" not in err
+
+
+def test_nvls_on_hardware_without_it(tmp_path, capsys):
+    path = _no_nvls_profile(tmp_path)
+    assert main(["collective", "--hardware", path, "--op", "allreduce", "--ranks", "8", "--algo", "nvls"]) == 2
+    err = capsys.readouterr().err
+    assert "--algo: nvls needs an NVSwitch with in-switch reduction; dgx-a100 has none" in err
+
+
+def test_malformed_profile_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    data = yaml.safe_load((PROFILE_DIR / f"{H100}.yaml").read_text())
+    data["node"]["scale_up"]["warp_drive"] = 1
+    bad.write_text(yaml.safe_dump(data))
+    assert main(["collective", "--hardware", str(bad), "--op", "allreduce", "--ranks", "8"]) == 2
+    assert "node.scale_up.warp_drive" in capsys.readouterr().err

@@ -1,0 +1,197 @@
+"""Collectives as flows: closed forms on simple topologies, conservation of wire volume,
+contention on a shared NIC, and agreement between the event-driven and closed-form timings."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.config.hardware import HardwareProfile
+from simulator.costs import nccl_tuner
+from simulator.costs.collectives import (
+    effective_capacity_Bps, phase_time_s, plan_collective, time_collective as closed_form_time,
+)
+from simulator.errors import InputError
+from simulator.hardware.topology import build_topology
+from simulator.replay.single_collective import simulate_plans, time_collective
+
+LINK_GBPS = 100.0
+NIC_GBPS = 400.0  # 50 GB/s
+
+
+def _profile(gpus=4, nics=4, nvls=False, su_eff=1.0, nic_eff=1.0, arch="hopper") -> HardwareProfile:
+    return HardwareProfile.model_validate({
+        "name": "toy",
+        "gpu": {"name": "toy", "arch": arch, "sms": 100, "bf16_TFLOPS": 100, "fp16_TFLOPS": 100, "fp32_TFLOPS": 10,
+                "hbm_GiB": 80, "hbm_GBps": 2000, "gemm_efficiency": [{"flops": 1e9, "efficiency": 0.5}]},
+        "node": {"gpus": gpus,
+                 # 10 NVLinks at NCCL's 20.6 GB/s give the tuner 6 channels x 30 GB/s = 180 GB/s, above
+                 # the 100 GB/s link, so the link (not the per-channel cap) bounds Simple rings.
+                 "scale_up": {"kind": "nvswitch", "link_GBps": LINK_GBPS, "links_per_gpu": 10, "latency_us": 0.5,
+                              "nvls": nvls, "efficiency": su_eff},
+                 "pcie": {"gen": 5, "GBps": 200, "latency_us": 1.0},
+                 "nics": {"count": nics, "Gbps": NIC_GBPS, "latency_us": 1.0, "efficiency": nic_eff}},
+    })
+
+
+def _latency(op, topo, n, nodes, algo, proto):
+    ctx = nccl_tuner.context_from_profile(topo.profile, n, nodes)
+    return nccl_tuner.latency_us(ctx, op, algo, proto) * 1e-6
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_allgather_one_switch_closed_form(n):
+    topo = build_topology(_profile(), 1)
+    size = 64 << 20
+    r = time_collective("allgather", list(range(n)), size, topo, "ring", "simple")
+    expected = _latency("allgather", topo, n, 1, "ring", "simple") + (n - 1) / n * size / (LINK_GBPS * 1e9)
+    assert r.time_s == pytest.approx(expected, rel=1e-6)
+    assert r.algorithm == "ring" and r.protocol == "simple"
+
+
+def test_link_efficiency_scales_the_bandwidth_term():
+    size = 64 << 20
+    t1 = time_collective("allgather", [0, 1, 2, 3], size, build_topology(_profile(su_eff=1.0), 1), "ring", "simple")
+    t2 = time_collective("allgather", [0, 1, 2, 3], size, build_topology(_profile(su_eff=0.5), 1), "ring", "simple")
+    lat = _latency("allgather", build_topology(_profile(), 1), 4, 1, "ring", "simple")
+    assert (t2.time_s - lat) == pytest.approx(2 * (t1.time_s - lat), rel=1e-6)
+
+
+def test_ll_protocol_moves_twice_the_bytes():
+    topo = build_topology(_profile(), 1)
+    size = 1 << 20
+    simple = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="ring", proto="simple")
+    ll = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="ring", proto="ll")
+    ll128 = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="ring", proto="ll128")
+    assert ll.wire_bytes == pytest.approx(2 * simple.wire_bytes)
+    assert ll128.wire_bytes == pytest.approx(128 / 120 * simple.wire_bytes)
+
+
+@pytest.mark.parametrize("op,per_rank", [
+    ("allgather", lambda n, s: (n - 1) / n * s),
+    ("reducescatter", lambda n, s: (n - 1) / n * s),
+    ("allreduce", lambda n, s: 2 * (n - 1) / n * s),
+    ("alltoall", lambda n, s: (n - 1) / n * s),
+    ("sendrecv", lambda n, s: s),
+])
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_conservation_of_wire_volume(op, per_rank, nodes):
+    topo = build_topology(_profile(), nodes)
+    n = 4 * nodes
+    size = 3 << 20
+    algo = {"alltoall": "direct", "sendrecv": "p2p"}.get(op, "ring")
+    plan = plan_collective(op, list(range(n)), size, topo, algo=algo, proto="simple")
+    assert plan.wire_bytes == pytest.approx(n * per_rank(n, size), rel=1e-9)
+
+
+def test_broadcast_chain_moves_size_per_hop():
+    topo = build_topology(_profile(), 2)
+    plan = plan_collective("broadcast", list(range(8)), 1 << 20, topo, proto="simple")
+    assert plan.wire_bytes == pytest.approx(7 * (1 << 20))
+
+
+def test_nvls_allreduce_link_loads():
+    topo = build_topology(_profile(nvls=True), 1)
+    size = 256 << 20
+    plan = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="nvls")
+    ctx = nccl_tuner.context_from_profile(topo.profile, 4, 1)
+    eff = nccl_tuner.nvls_efficiency(ctx)
+    # each GPU pushes S (reduce reads) + S/n (its reduced shard) up, and receives the same down
+    assert plan.wire_bytes == pytest.approx(8 * (1 + 1 / 4) * size / eff)
+    r = time_collective("allreduce", [0, 1, 2, 3], size, topo, "nvls")
+    assert r.time_s == pytest.approx(25e-6 + (1 + 1 / 4) * size / eff / (LINK_GBPS * 1e9), rel=1e-6)
+
+
+def test_nvls_rejected_without_in_switch_reduction():
+    topo = build_topology(_profile(nvls=False), 1)
+    with pytest.raises(InputError, match="nvls needs an NVSwitch"):
+        plan_collective("allreduce", [0, 1, 2, 3], 1 << 20, topo, algo="nvls")
+
+
+def test_two_collectives_sharing_a_nic_take_twice_as_long():
+    # One NIC per node: both groups cross it. At 90% efficiency the NIC (45 GB/s), not NCCL's
+    # per-channel speed for a 50 GB/s NIC (48 GB/s), bounds the flows.
+    topo = build_topology(_profile(gpus=2, nics=1, nic_eff=0.9), 2)
+    size = 256 << 20
+    a = plan_collective("allgather", [0, 2], size, topo, algo="ring", proto="simple")
+    b = plan_collective("allgather", [1, 3], size, topo, algo="ring", proto="simple")
+    alone = simulate_plans([a], topo)[0] - a.latency_s
+    together = simulate_plans([a, b], topo)
+    assert alone == pytest.approx(0.5 * size / (0.9 * NIC_GBPS / 8 * 1e9), rel=1e-6)
+    for t, plan in zip(together, (a, b)):
+        assert t - plan.latency_s == pytest.approx(2 * alone, rel=0.02)
+
+
+def test_collectives_on_different_rails_do_not_slow_each_other():
+    topo = build_topology(_profile(gpus=2, nics=2), 2)
+    size = 256 << 20
+    a = plan_collective("allgather", [0, 2], size, topo, algo="ring", proto="simple")
+    b = plan_collective("allgather", [1, 3], size, topo, algo="ring", proto="simple")
+    alone = simulate_plans([a], topo)[0]
+    assert simulate_plans([a, b], topo)[0] == pytest.approx(alone, rel=1e-6)
+
+
+def _with_nvlink(profile: HardwareProfile, link_GBps: float) -> HardwareProfile:
+    # enough NCCL-nominal links that the per-channel speed never binds before the link does
+    su = profile.node.scale_up.model_copy(update={"link_GBps": link_GBps, "links_per_gpu": int(link_GBps // 10)})
+    return profile.model_copy(update={"node": profile.node.model_copy(update={"scale_up": su})})
+
+
+def test_hierarchical_allreduce_is_bound_by_the_nic():
+    # NVLink 400 GB/s per GPU, 4 NICs of 45 GB/s achievable per node.
+    topo = build_topology(_with_nvlink(_profile(nic_eff=0.9), 4 * LINK_GBPS), 2)
+    size = 512 << 20
+    plan = plan_collective("allreduce", list(range(8)), size, topo, algo="hierarchical", proto="simple")
+    cap = effective_capacity_Bps(topo)
+    intra_rs, inter, intra_ag = (phase_time_s(p, cap) for p in plan.phases)
+    # inter-node ring AllReduce of the 1/4 shard between 2 nodes on each rail: 2(M-1)/M * S/4 per NIC
+    assert inter == pytest.approx(2 * 1 / 2 * size / 4 / (0.9 * NIC_GBPS / 8 * 1e9), rel=1e-6)
+    assert intra_rs == pytest.approx(3 / 4 * size / (4 * LINK_GBPS * 1e9), rel=1e-6)
+    assert inter > intra_rs + intra_ag
+    # doubling NVLink leaves the NIC phase unchanged; halving the NIC doubles it
+    fast = build_topology(_with_nvlink(_profile(nic_eff=0.9), 8 * LINK_GBPS), 2)
+    plan2 = plan_collective("allreduce", list(range(8)), size, fast, algo="hierarchical", proto="simple")
+    assert phase_time_s(plan2.phases[1], effective_capacity_Bps(fast)) == pytest.approx(inter, rel=1e-6)
+    slow = build_topology(_with_nvlink(_profile(nic_eff=0.45), 4 * LINK_GBPS), 2)
+    plan3 = plan_collective("allreduce", list(range(8)), size, slow, algo="hierarchical", proto="simple")
+    assert phase_time_s(plan3.phases[1], effective_capacity_Bps(slow)) == pytest.approx(2 * inter, rel=1e-6)
+
+
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"])
+def test_event_driven_and_closed_form_agree(op):
+    topo = build_topology(_profile(nvls=True), 2)
+    for size in (4096, 1 << 20, 64 << 20):
+        r = time_collective(op, list(range(8)), size, topo, event_driven=True)
+        assert r.time_s == pytest.approx(closed_form_time(op, list(range(8)), size, topo), rel=1e-6)
+
+
+def test_large_ring_event_driven_matches_closed_form():
+    topo = build_topology(_profile(), 16)  # 64 ranks, 4 rails: hundreds of flows
+    for op in ("allreduce", "allgather"):
+        ev = time_collective(op, list(range(64)), 32 << 20, topo, event_driven=True)
+        cf = time_collective(op, list(range(64)), 32 << 20, topo, event_driven=False)
+        assert ev.time_s == pytest.approx(cf.time_s, rel=1e-6)
+
+
+def test_ring_flows_are_merged_across_channels():
+    topo = build_topology(_profile(), 1)
+    plan = plan_collective("allgather", [0, 1, 2, 3], 1 << 30, topo, algo="ring", proto="simple")
+    assert plan.channels > 1
+    assert plan.n_flows == 4  # one merged flow per ring hop, not one per channel-hop
+
+
+def test_tuner_choice_follows_size():
+    topo = build_topology(_profile(nvls=True), 1)
+    assert plan_collective("allreduce", [0, 1, 2, 3], 64, topo).protocol == "ll"
+    assert plan_collective("allreduce", [0, 1, 2, 3], 1 << 30, topo).algorithm == "nvls"
+
+
+def test_bad_groups_are_input_errors():
+    topo = build_topology(_profile(), 1)
+    with pytest.raises(InputError, match="twice"):
+        plan_collective("allgather", [0, 0], 1024, topo)
+    with pytest.raises(InputError, match="outside"):
+        plan_collective("allgather", [0, 9], 1024, topo)
+    with pytest.raises(InputError, match="unknown collective"):
+        plan_collective("allmagic", [0, 1], 1024, topo)
+    with pytest.raises(InputError, match="does not implement"):
+        plan_collective("allgather", [0, 1], 1024, topo, algo="tree")

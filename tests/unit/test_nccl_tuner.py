@@ -1,0 +1,93 @@
+"""NCCL's cost model: the worked numbers of shared/NCCL-COST-MODEL.md §1 and the selection rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.costs import nccl_tuner as t
+from simulator.errors import InputError
+
+
+def _ctx(arch="hopper", n=8, nodes=1, nvls=True, link="nvlink", graph=None, **const) -> t.TunerContext:
+    graph = graph or t.TunerGraph(n_channels=12, bw_intra_GBps=30.0, bw_inter_GBps=30.0, nvls_channels=16)
+    return t.TunerContext(arch=arch, n_ranks=n, n_nodes=nodes, intra_link=link, cpu_vendor="intel",
+                          nvls_supported=nvls, graph=graph, constants=t.TunerConstants(**const))
+
+
+@pytest.mark.parametrize("algo,proto,expected", [
+    ("ring", "ll", 15.0), ("ring", "ll128", 40.6), ("ring", "simple", 56.0),
+    ("tree", "ll", 15.2), ("nvls", "simple", 25.0),
+])
+def test_worked_latencies_allreduce_8_gpus(algo, proto, expected):
+    assert t.latency_us(_ctx(), "allreduce", algo, proto) == pytest.approx(expected, abs=1e-9)
+
+
+def test_worked_latency_allgather_ring_ll():
+    assert t.latency_us(_ctx(), "allgather", "ring", "ll") == pytest.approx(10.8)
+
+
+def test_ring_latency_grows_with_inter_node_steps():
+    # 16 ranks on 2 nodes: 30 steps, 2 of them on the network (2.7 us each for LL),
+    # the other 28 at max(0.6 NVLink, 1.0 net overhead).
+    ctx = _ctx(n=16, nodes=2)
+    assert t.latency_us(ctx, "allreduce", "ring", "ll") == pytest.approx(6.6 + 28 * 1.0 + 2 * 2.7)
+
+
+def test_selection_tiny_is_ll_and_large_is_nvls_on_h100():
+    ctx = _ctx()
+    assert t.select(ctx, "allreduce", 8)[1] == "ll"
+    assert t.select(ctx, "allreduce", 8 << 30) == ("nvls", "simple")
+    assert t.select(ctx, "allgather", 8)[1] == "ll"
+    assert t.select(ctx, "allgather", 8 << 30)[1] == "simple"
+
+
+def test_nvls_disabled_on_ampere():
+    ctx = _ctx(arch="ampere", nvls=False)
+    assert not t.enabled(ctx, "allreduce", "nvls", "simple")
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "nvls", "simple") == 0
+    assert t.select(ctx, "allreduce", 8 << 30)[0] != "nvls"
+    with pytest.raises(ValueError):
+        t.select(ctx, "allreduce", 1 << 20, algo="nvls")
+
+
+def test_ring_bandwidth_conversions():
+    ctx = _ctx()
+    bus = 12 * 30.0
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "simple") == pytest.approx(bus * 8 / 14)
+    assert t.algo_bandwidth_GBps(ctx, "allgather", "ring", "simple") == pytest.approx(bus * 8 / 7)
+    # LL: half the line carries flags, capped by llMaxBw (Hopper, 1 node: 141 GB/s)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "ll") == pytest.approx(min(141.0, bus / 2) * 8 / 14)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "ll128") == pytest.approx(min(0.92 * bus, 12 * 36.7) * 8 / 14)
+
+
+def test_predicted_time_is_latency_plus_bytes_over_bw():
+    ctx = _ctx()
+    nbytes = 1 << 26
+    bw = t.algo_bandwidth_GBps(ctx, "allgather", "ring", "simple")
+    assert t.predict_us(ctx, "allgather", "ring", "simple", nbytes) == pytest.approx(
+        t.latency_us(ctx, "allgather", "ring", "simple") + nbytes / (1000 * bw))
+
+
+def test_tree_correction_applies_to_tree_allreduce():
+    ctx = _ctx(arch="ampere", n=16, nodes=2, nvls=False)
+    nbytes = 1 << 17  # index log2(2^17/64) = 11 → Simple factor 0.5
+    bw = t.algo_bandwidth_GBps(ctx, "allreduce", "tree", "simple") * 0.5
+    lat = t.latency_us(ctx, "allreduce", "tree", "simple")
+    assert t.predict_us(ctx, "allreduce", "tree", "simple", nbytes) == pytest.approx(lat + nbytes / (1000 * bw))
+
+
+def test_overrides_replace_constants_and_reject_bad_keys():
+    c = t.constants_from_overrides({"base_latency_us.ring.ll": 1.0, "hw_latency_us.nvlink.ring.ll": 0.1,
+                                    "nvls_efficiency": 0.5, "unrelated_knob": 3.0})
+    ctx = t.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _ctx().graph, c)
+    assert t.latency_us(ctx, "allreduce", "ring", "ll") == pytest.approx(1.0 + 14 * 0.1)
+    assert t.nvls_efficiency(ctx) == 0.5
+    with pytest.raises(InputError, match="nccl.base_latency_us.ring.fast"):
+        t.constants_from_overrides({"base_latency_us.ring.fast": 1.0})
+
+
+def test_channels_shrink_for_small_messages():
+    ctx = _ctx()
+    assert t.channels_used(ctx, "ring", "simple", 1 << 30) == 12
+    assert t.channels_used(ctx, "ring", "simple", 1024) == 1
+    assert t.channels_used(ctx, "ring", "simple", 5 * 512 * 64) == 5
