@@ -1,0 +1,209 @@
+"""Megatron / TransformerEngine context parallelism (TE
+``transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py``; Megatron
+``get_batch_on_this_cp_rank``; MECHANICS.md §5), for ``cp_comm`` p2p | all_gather | a2a | a2a+p2p.
+
+Layout (§5.1, "DualChunkSwap"): each sequence is cut into 2c chunks of s/(2c) tokens and cp rank r
+holds chunks r and 2c−1−r, so causal work is the same on every rank. ``ctx.seq_local`` = s/c.
+
+p2p (§5.2, ``AttnFuncWithCPAndKVP2P``): a KV ring over ``cp`` (ring.py), c steps, c−1 send/recv of
+    M_kv = 2·b·(s/c)·g·d·B. Causal sections per step, U = 4·b·(s/2c)²·a·d one chunk tile:
+        step 0        "diagonal": both local chunks causally, ½U + U + ½U
+        steps 1..r    full local Q × the first incoming KV chunk, 2U
+        steps r+1..   the second local Q chunk × both incoming KV chunks, 2U
+    Backward: the KV ring again in the reverse direction (send to cp−1), bundling the dK/dV
+    partials with the KV (KV only at step 0, [KV; dKV] at 1..c−2, dKV only at c−1), dKV in the
+    activation dtype: 2·(c−1)·M_kv. TE alternates attention between two streams and orders
+    even/odd ranks' send and receive to avoid deadlock; one batched P2POp per step stands for it.
+all_gather (§5.3, ``AttnFuncWithCPAndKVAllGather``): blocking AllGather of K, then of V
+    (b·s·g·d·B each), then two attention steps, one per local Q chunk against its causal KV
+    prefix. Backward: AllGather K and V again, attention backward, ReduceScatter dK and dV.
+a2a (§5.4, ``AttnFuncWithCPAndQKVOA2A``): Ulysses inside TE over ``cp`` (ulysses.py's head
+    scatter with P = c, KV heads not replicated), attention over the full sequence.
+a2a+p2p (§5.5): a2a over a sub-group of c1 consecutive cp ranks (axis ``cp_a2a``), then the p2p
+    ring over the c2 = c/c1 ranks that are c1 apart on ``cp`` (ring hop c1). c1 comes from
+    ``ctx.cp_a2a`` when the config provides it (TE ``hierarchical_context_parallel_sizes[0]``);
+    until then it defaults to the largest power of two ≤ 8 (one NVLink domain) that divides cp,
+    heads and kv_heads — the KV heads too, because TE's a2a needs (g/t) % c1 == 0. With c1 = 1
+    it is plain p2p and with c1 = cp plain a2a over ``cp`` (no single-member groups emitted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from simulator.errors import InputError
+from simulator.schedule.attention import (
+    FLASH_BWD_FACTOR, AttentionContext, attention_flops, causal_fraction_diagonal, local_backward, local_forward)
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ring import RingBlock, RingSpec, ring_backward, ring_forward
+from simulator.schedule.ulysses import head_parallel_backward, head_parallel_forward
+
+AXES = ("cp",)
+A2A_SUBGROUP_AXES = ("cp_a2a",)
+MAX_A2A_DEGREE = 8  # one NVLink domain of an 8-GPU node
+
+
+# ---------------------------------------------------------------------------------------------
+# p2p: the load-balanced KV ring
+
+
+def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
+    """Attention work of each of TE's c p2p steps (the same on every rank)."""
+    chunk = ctx.seq_local // 2
+    tile = attention_flops(ctx.micro_batch, ctx.heads, chunk, chunk, ctx.head_dim)  # U
+    io = ctx.q_bytes * 2 + ctx.kv_bytes
+    if not ctx.causal:
+        return [RingBlock(4 * tile, 1.0, io)] * ctx.cp
+    diag = (2 * causal_fraction_diagonal(chunk) + 1) * tile
+    return [RingBlock(diag, diag / (4 * tile), io)] + [RingBlock(2 * tile, 0.5, io)] * (ctx.cp - 1)
+
+
+def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
+    return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
+                    key=f"cp.L{ctx.layer}.mb{ctx.microbatch}", layer=ctx.layer, microbatch=ctx.microbatch,
+                    dtype=ctx.dtype)
+
+
+def _p2p_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
+    out_bytes = ctx.q_bytes // ctx.dtype_bytes * (4 + ctx.dtype_bytes)  # fp32 out/LSE correction
+    return ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_bytes, after, direction=+1)
+
+
+def _p2p_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
+    return ring_backward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), ctx.kv_bytes, bundle_dkv=True,
+                         after=after, direction=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# all_gather
+
+
+def _local_chunks(ctx: AttentionContext) -> list[tuple[int, float]]:
+    """(KV tokens attended, computed fraction) for each local Q chunk r and 2c−1−r."""
+    chunk = ctx.seq_local // 2
+    out = []
+    for j in (ctx.cp_rank, 2 * ctx.cp - 1 - ctx.cp_rank):
+        if ctx.causal:  # KV prefix of chunks 0..j, bottom-right causal mask on the last one
+            prefix = (j + 1) * chunk
+            pairs = j * chunk * chunk + chunk * (chunk + 1) / 2
+            out.append((prefix, pairs / (chunk * prefix)))
+        else:
+            out.append((ctx.seq, 1.0))
+    return out
+
+
+def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: tuple[int, ...]) -> int:
+    chunk = ctx.seq_local // 2
+    scale = FLASH_BWD_FACTOR if phase == "bwd" else 1.0
+    last = deps[-1]
+    for i, (s_k, frac) in enumerate(_local_chunks(ctx)):
+        kv_io = 2 * ctx.micro_batch * s_k * ctx.kv_heads * ctx.head_dim * ctx.dtype_bytes
+        last = pb.add(ComputeOp(
+            name=f"L{ctx.layer}.attn.cp.{phase}.chunk{i}", kind="attention",
+            flops=scale * attention_flops(ctx.micro_batch, ctx.heads, chunk, s_k, ctx.head_dim, frac),
+            hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
+            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+    return last
+
+
+def _cp_coll(pb: ProgramBuilder, ctx: AttentionContext, name: str, op: str, phase: str, deps: tuple[int, ...]) -> int:
+    full = ctx.kv_bytes // 2 * ctx.cp  # K (or V) of the whole sequence: b·s·g·d·B
+    return pb.add(CommOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", op=op, axes=AXES, size_bytes=full,  # type: ignore[arg-type]
+                         deps=deps, dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+
+
+def _all_gather_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    k = _cp_coll(pb, ctx, "ag_k", "allgather", "fwd", (after,))
+    v = _cp_coll(pb, ctx, "ag_v", "allgather", "fwd", (k,))
+    return _ag_attention(pb, ctx, "fwd", (v,))
+
+
+def _all_gather_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    k = _cp_coll(pb, ctx, "ag_k", "allgather", "bwd", (after,))
+    v = _cp_coll(pb, ctx, "ag_v", "allgather", "bwd", (k,))
+    attn = _ag_attention(pb, ctx, "bwd", (v,))
+    dk = _cp_coll(pb, ctx, "rs_dk", "reducescatter", "bwd", (attn,))
+    return _cp_coll(pb, ctx, "rs_dv", "reducescatter", "bwd", (dk,))
+
+
+# ---------------------------------------------------------------------------------------------
+# a2a and a2a+p2p
+
+
+def a2a_degree(ctx: AttentionContext) -> int:
+    """c1 of a2a+p2p: ``ctx.cp_a2a`` if the config sets it, else the largest power of two ≤ 8
+    dividing cp, heads and kv_heads."""
+    explicit = getattr(ctx, "cp_a2a", None)
+    if explicit:
+        if ctx.cp % explicit:
+            raise InputError(f"cp_a2a={explicit} does not divide cp={ctx.cp}", field="parallel.cp_a2a")
+        return int(explicit)
+    c1 = 1
+    while 2 * c1 <= MAX_A2A_DEGREE and all(x % (2 * c1) == 0 for x in (ctx.cp, ctx.heads, ctx.kv_heads)):
+        c1 *= 2
+    return c1
+
+
+def _ring_context(ctx: AttentionContext, c1: int) -> AttentionContext:
+    """After the a2a: the p2p ring over c2 = cp/c1 ranks, the ring position being cp_rank // c1."""
+    return replace(ctx, cp=ctx.cp // c1, cp_rank=ctx.cp_rank // c1)
+
+
+def _hierarchical(ctx: AttentionContext, backward: bool):
+    c1 = a2a_degree(ctx)
+    ring = _p2p_backward if backward else _p2p_forward
+
+    def inner(pb: ProgramBuilder, sharded: AttentionContext, after: int) -> int:
+        return ring(pb, _ring_context(sharded, c1), after, hop=c1)
+
+    return dict(axes=A2A_SUBGROUP_AXES, degree=c1, replicate_kv=False, label="cp_a2a",
+                field="parallel.cp_a2a", inner=inner)
+
+
+def _flat_a2a(ctx: AttentionContext, backward: bool):
+    def inner(pb: ProgramBuilder, sharded: AttentionContext, after: int) -> int:
+        flat = replace(sharded, cp=1, cp_rank=0)
+        return (local_backward if backward else local_forward)(pb, flat, after)
+
+    return dict(axes=AXES, degree=ctx.cp, replicate_kv=False, label="cp_a2a", field="parallel.cp", inner=inner)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pattern interface
+
+
+def _effective_comm(ctx: AttentionContext) -> str:
+    """a2a+p2p degenerates to p2p when c1 = 1 and to a2a when c1 = cp (no empty sub-groups)."""
+    if ctx.cp_comm == "a2a+p2p":
+        c1 = a2a_degree(ctx)
+        return "p2p" if c1 == 1 else ("a2a" if c1 == ctx.cp else "a2a+p2p")
+    return ctx.cp_comm
+
+
+def forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    comm = _effective_comm(ctx)
+    if comm == "p2p":
+        return _p2p_forward(pb, ctx, after)
+    if comm == "all_gather":
+        return _all_gather_forward(pb, ctx, after)
+    if comm == "a2a":
+        return head_parallel_forward(pb, ctx, after, **_flat_a2a(ctx, backward=False))
+    if comm == "a2a+p2p":
+        return head_parallel_forward(pb, ctx, after, **_hierarchical(ctx, backward=False))
+    raise InputError(f"cp_comm must be p2p, all_gather, a2a or a2a+p2p here, got {ctx.cp_comm!r}",
+                     field="parallel.cp_comm")
+
+
+def backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    comm = _effective_comm(ctx)
+    if comm == "p2p":
+        return _p2p_backward(pb, ctx, after)
+    if comm == "all_gather":
+        return _all_gather_backward(pb, ctx, after)
+    if comm == "a2a":
+        return head_parallel_backward(pb, ctx, after, **_flat_a2a(ctx, backward=True))
+    if comm == "a2a+p2p":
+        return head_parallel_backward(pb, ctx, after, **_hierarchical(ctx, backward=True))
+    raise InputError(f"cp_comm must be p2p, all_gather, a2a or a2a+p2p here, got {ctx.cp_comm!r}",
+                     field="parallel.cp_comm")
+

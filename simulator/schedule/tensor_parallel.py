@@ -1,0 +1,268 @@
+"""Megatron tensor parallelism (arXiv:1909.08053) with sequence parallelism (arXiv:2205.05198),
+and TransformerEngine's Userbuffers comm/GEMM overlap.
+
+Four building blocks, one per (column | row)-parallel linear layer and pass. The transformer layer
+builder calls them for QKV/FC1 (column) and proj/FC2 (row). Shapes are per TP rank; ``A`` is one
+full-sequence hidden activation of this rank, ``A = b·s·h·B`` with ``s = seq_local`` (already
+divided by cp and ulysses); every TP collective moves ``A`` (MECHANICS.md §2.1).
+
+Without SP (Megatron `megatron/core/tensor_parallel/{layers,mappings}.py`):
+  column fwd: GEMM.                       row fwd: GEMM → AllReduce(A).
+  column bwd: dgrad → async AllReduce(dX) overlapping wgrad.      row bwd: dgrad, wgrad.
+With SP (inputs of column layers and outputs of row layers are sequence-sharded):
+  column fwd: AllGather(A) → GEMM.        row fwd: GEMM → ReduceScatter(A).
+  column bwd: async re-AllGather of the saved sharded input overlapping the dgrad GEMM, then
+              async ReduceScatter(dX) overlapping the wgrad GEMM (which needs the gathered input).
+  row bwd:    AllGather(dY) → dgrad and wgrad.
+Per layer that is 2 AG + 2 RS forward and 4 AG + 2 RS backward (MECHANICS.md §2.2).
+
+Overlap modes (TE ``initialize_ub`` in ``transformer_engine/pytorch/module/base.py`` and
+``common/comm_gemm_overlap/comm_gemm_overlap.cpp``; MECHANICS.md §2.3). Userbuffers needs SP
+(Megatron asserts ``tp_comm_overlap`` ⇒ ``sequence_parallel``), so without SP every mode is "none".
+
+* ``none``: plain NCCL as above.
+* ``bulk``: only TE's bulk overlaps (``tp_comm_bulk_dgrad``/``tp_comm_bulk_wgrad``): in the column
+  backward the whole re-AllGather runs beside the whole dgrad GEMM and the whole ReduceScatter(dX)
+  beside the whole wgrad GEMM, on ``UB_COMM_SMS`` SMs, so those GEMMs run on ``SMs − 16``.
+  Forward AG/RS and the row-backward AG(dY) stay blocking.
+* ``pipelined``: bulk as above, plus every collective a GEMM waits on (fprop AG/RS, dgrad AG(dY))
+  is split into ``UB_NUM_SPLITS`` = 4 chunks interleaved with GEMM chunks, the GEMM chunks running
+  on ``SMs − 16`` (``CommOverlapBase::split_overlap_rs``). Deviation: TE has no pipelined AG-GEMM
+  (its AG-GEMMs default to ring_exchange); here the AG side is chunked the same way as the RS side
+  so the mode is one uniform "chunked collectives" choice. Use ``ring_exchange`` for TE's AG method.
+* ``ring_exchange``: bulk as above, plus AG-GEMMs as ``CommOverlapP2PBase::split_overlap_ag``
+  (t GEMM chunks, t−1 send/recv steps of A/t to tp+1 / from tp−1, on the copy engine) and
+  GEMM-RS as ``CommOverlapP2PBase::split_overlap_rs`` (all-pairs: at step i send the previous
+  partial to tp+i, receive from tp−i, then a local reduction over t partials; the functional test
+  yaml selects it for fc2_fprop).
+
+FP8: TE's AG buffers carry FP8 (1 byte/element); ReduceScatter and AllReduce stay bf16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
+
+OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange")
+
+# TE initialize_ub defaults (transformer_engine/pytorch/module/base.py, MECHANICS.md §2.3 table).
+UB_NUM_SPLITS = 4  # num_splits of the "pipeline" method
+UB_COMM_SMS = 16  # num_sm of "pipeline" and "bulk" methods (set_sm_margin: the GEMM gets SMs − 16)
+UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) and holds ~1 SM
+AXES = ("tp",)
+
+
+@dataclass(frozen=True)
+class TPContext:
+    tp: int
+    sequence_parallel: bool
+    overlap: str  # none | bulk | pipelined | ring_exchange
+    micro_batch: int
+    seq_local: int  # tokens of one sequence on this rank before the SP split (seq / cp / ulysses)
+    hidden: int
+    dtype: str
+    dtype_bytes: int
+    layer: int
+    microbatch: int
+    sms: int  # GPU SM count (pipelined overlap steals some)
+
+    def __post_init__(self) -> None:
+        if self.overlap not in OVERLAP_MODES:
+            raise ValueError(f"tp_overlap must be one of {', '.join(OVERLAP_MODES)}, got {self.overlap!r}")
+
+    @property
+    def tokens(self) -> int:
+        """Rows of every TP GEMM: b·s (the full local sequence)."""
+        return self.micro_batch * self.seq_local
+
+    @property
+    def sp(self) -> bool:
+        return self.tp > 1 and self.sequence_parallel
+
+    @property
+    def mode(self) -> str:
+        """The overlap mode in effect (Userbuffers requires SP)."""
+        return self.overlap if self.sp else "none"
+
+    @property
+    def ag_bytes(self) -> int:
+        """AllGather size A (gathered output); FP8 buffers under fp8."""
+        return self.tokens * self.hidden * (1 if self.dtype == "fp8" else self.dtype_bytes)
+
+    @property
+    def rs_bytes(self) -> int:
+        """ReduceScatter / AllReduce size A; partial sums stay bf16 under fp8."""
+        return self.tokens * self.hidden * (2 if self.dtype == "fp8" else self.dtype_bytes)
+
+    @cached_property
+    def tags(self) -> dict[str, Tag]:
+        """One shared Tag per phase (schedules hold ~10⁵ ops; building them is the hot path)."""
+        return {p: Tag(p, self.layer, self.microbatch) for p in ("fwd", "bwd")}  # type: ignore[misc]
+
+    def sm_fraction(self, comm_sms: int) -> float:
+        return max(self.sms - comm_sms, 1) / self.sms
+
+
+# ---------------------------------------------------------------------------------------------
+# small op factories
+
+
+def _tag(ctx: TPContext, phase: str) -> Tag:
+    return ctx.tags[phase]
+
+
+def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, m: int, n: int, k: int,
+          deps: tuple[int, ...], parts: int = 1, split: str = "m", sm_fraction: float = 1.0) -> int:
+    """An m×n×k GEMM, or one of ``parts`` equal chunks of it cut along ``split`` (m rows or n columns)."""
+    elem = 1 if ctx.dtype == "fp8" else ctx.dtype_bytes
+    shape = (max(m // parts, 1), n, k) if split == "m" else (m, max(n // parts, 1), k)
+    a_bytes, b_bytes, c_bytes = m * k, k * n, m * n
+    io = (a_bytes / parts + b_bytes + c_bytes / parts) if split == "m" else (a_bytes + (b_bytes + c_bytes) / parts)
+    return pb.add(ComputeOp(
+        name=name, kind="gemm", flops=2.0 * m * n * k / parts, hbm_bytes=io * elem, deps=deps,
+        gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase)))
+
+
+def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, op: str, size: int,
+          deps: tuple[int, ...]) -> int:
+    dtype = "fp8" if (ctx.dtype == "fp8" and op == "allgather") else ("bf16" if ctx.dtype == "fp8" else ctx.dtype)
+    return pb.add(CommOp(name=name, op=op, axes=AXES, size_bytes=size, deps=deps, dtype=dtype,  # type: ignore[arg-type]
+                         tag=_tag(ctx, phase)))
+
+
+def _key(ctx: TPContext, label: str, step: int) -> str:
+    return f"tp.L{ctx.layer}.mb{ctx.microbatch}.{label}.step{step}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the two overlapped patterns: AllGather feeding a GEMM, GEMM feeding a ReduceScatter
+
+
+def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
+                    n: int, k: int, after: int) -> int:
+    """AllGather of the sequence-sharded input (A), then the GEMM (m = b·s, n, k) that consumes it.
+    Returns the last GEMM op."""
+    m, t = ctx.tokens, ctx.tp
+    if ctx.mode == "pipelined":
+        last = after
+        for i in range(UB_NUM_SPLITS):
+            ag = _coll(pb, ctx, f"{label}.ag{i}", phase, "allgather", ctx.ag_bytes // UB_NUM_SPLITS, (after,))
+            last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ag,),
+                         parts=UB_NUM_SPLITS, sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
+        return last
+    if ctx.mode == "ring_exchange":
+        # split_overlap_ag: step i multiplies the chunk held now and forwards it to tp+1 while
+        # receiving the next one from tp−1; the next GEMM chunk waits on that receive.
+        chunk = ctx.ag_bytes // t
+        ready, sm, last = after, ctx.sm_fraction(UB_RING_EXCHANGE_SMS), after
+        for i in range(t):
+            if i < t - 1:
+                key = _key(ctx, label, i)
+                xfer = pb.add(P2POp(
+                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +1, chunk, key),),
+                    recvs=(Transfer("tp", -1, chunk, key),), deps=(ready,), stream="tp", tag=_tag(ctx, phase)))
+            last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ready,), parts=t, sm_fraction=sm)
+            if i < t - 1:
+                ready = xfer
+        return last
+    ag = _coll(pb, ctx, f"{label}.ag", phase, "allgather", ctx.ag_bytes, (after,))
+    return _gemm(pb, ctx, f"{label}.gemm", phase, m, n, k, (ag,))
+
+
+def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
+                        k: int, after: int) -> int:
+    """GEMM (m = b·s, n = h, k) producing partial sums, then their ReduceScatter over tp.
+    Returns the op after which the reduced, sequence-sharded output is ready."""
+    m, h, t = ctx.tokens, ctx.hidden, ctx.tp
+    if ctx.mode == "pipelined":
+        # split_overlap_rs: the output's N dimension in UB_NUM_SPLITS column blocks; RS of block i
+        # starts when GEMM block i is done. RS ops share the tp stream, so the last one ends last.
+        last = after
+        for i in range(UB_NUM_SPLITS):
+            g = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, h, k, (after,),
+                      parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
+            last = _coll(pb, ctx, f"{label}.rs{i}", phase, "reducescatter", ctx.rs_bytes // UB_NUM_SPLITS, (g,))
+        return last
+    if ctx.mode == "ring_exchange":
+        # CommOverlapP2PBase::split_overlap_rs: step i computes the partial for rank tp+i+1's
+        # sequence chunk; from step 1 on the previous partial goes straight to its owner tp+i and
+        # the one for us arrives from tp−i. A final kernel sums the t partials (reads A).
+        chunk = ctx.rs_bytes // t
+        sm = ctx.sm_fraction(UB_RING_EXCHANGE_SMS)
+        prev_gemm, xfer = after, after
+        for i in range(t):
+            g = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, h, k, (after,), parts=t, sm_fraction=sm)
+            if i >= 1:
+                key = _key(ctx, label, i)
+                xfer = pb.add(P2POp(
+                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +i, chunk, key),),
+                    recvs=(Transfer("tp", -i, chunk, key),), deps=(prev_gemm,), stream="tp",
+                    tag=_tag(ctx, phase)))
+            prev_gemm = g
+        return pb.add(ComputeOp(
+            name=f"{label}.reduce", kind="elementwise", hbm_bytes=ctx.rs_bytes + chunk,
+            deps=(prev_gemm, xfer), tag=_tag(ctx, phase)))
+    g = _gemm(pb, ctx, f"{label}.gemm", phase, m, h, k, (after,))
+    if t == 1:
+        return g
+    op = "reducescatter" if ctx.sp else "allreduce"
+    return _coll(pb, ctx, f"{label}.{'rs' if ctx.sp else 'ar'}", phase, op, ctx.rs_bytes, (g,))
+
+
+# ---------------------------------------------------------------------------------------------
+# the four public building blocks
+
+
+def column_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_local: int, after: int) -> int:
+    """Y = X·W with W split by columns: (SP) AllGather X, then GEMM (b·s, n_out_local, h)."""
+    label = f"L{ctx.layer}.{name}.fwd"
+    if not ctx.sp:
+        return _gemm(pb, ctx, f"{label}.gemm", "fwd", ctx.tokens, n_out_local, ctx.hidden, (after,))
+    return _allgather_gemm(pb, ctx, label, "fwd", n_out_local, ctx.hidden, after)
+
+
+def row_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: int, after: int) -> int:
+    """Y = X·W with W split by rows: GEMM (b·s, h, k_in_local), then ReduceScatter (SP) or
+    AllReduce of the partial sums."""
+    return _gemm_reducescatter(pb, ctx, f"L{ctx.layer}.{name}.fwd", "fwd", k_in_local, after)
+
+
+def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_local: int, after: int) -> int:
+    """dX = dY·Wᵀ (dgrad) reduced over tp; dW = dYᵀ·X (wgrad).
+
+    Follows ``LinearWithGradAccumulationAndAsyncCommunication.backward``: the re-gather of the saved
+    sharded input is launched before the dgrad GEMM and overlaps it; the reduction of dX is
+    launched after dgrad and overlaps wgrad. TE's bulk overlap (every mode but none) runs the same
+    pairs concurrently with the GEMM on ``SMs − 16``.
+    """
+    label = f"L{ctx.layer}.{name}.bwd"
+    m, h, t = ctx.tokens, ctx.hidden, ctx.tp
+    sm = ctx.sm_fraction(UB_COMM_SMS) if ctx.mode != "none" else 1.0
+    if t == 1:
+        _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
+        return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
+    if not ctx.sp:
+        dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
+        ar = _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad,))
+        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
+        return ar
+    ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,))
+    dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,), sm_fraction=sm)
+    rs = _coll(pb, ctx, f"{label}.rs", "bwd", "reducescatter", ctx.rs_bytes, (dgrad, ag))
+    _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), sm_fraction=sm)
+    return rs
+
+
+def row_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: int, after: int) -> int:
+    """(SP) AllGather of the sequence-sharded output gradient dY, then dgrad (b·s, k_in_local, h)
+    and wgrad (h, k_in_local, b·s); wgrad reuses the gathered dY (TE ``external`` method)."""
+    label = f"L{ctx.layer}.{name}.bwd"
+    m, h = ctx.tokens, ctx.hidden
+    if ctx.sp:
+        dgrad = _allgather_gemm(pb, ctx, f"{label}.dgrad", "bwd", k_in_local, h, after)
+    else:
+        dgrad = _gemm(pb, ctx, f"{label}.dgrad.gemm", "bwd", m, k_in_local, h, (after,))
+    return _gemm(pb, ctx, f"{label}.wgrad", "bwd", h, k_in_local, m, (dgrad,))

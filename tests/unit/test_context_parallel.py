@@ -1,0 +1,189 @@
+"""Megatron / TE context parallelism against MECHANICS.md §5 (simulator/schedule/context_parallel.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pytest
+
+from simulator.errors import InputError
+from simulator.schedule import context_parallel
+from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
+
+B, S, D, A, G = 1, 16384, 128, 16, 4
+
+
+def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G) -> AttentionContext:
+    return AttentionContext(micro_batch=B, seq=S, seq_local=S // c, heads=heads, kv_heads=kv, head_dim=D,
+                            dtype_bytes=2, causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm=comm, layer=7,
+                            microbatch=2)
+
+
+def run(c: AttentionContext) -> tuple[list, list]:
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="qkv", kind="gemm"))
+    out = context_parallel.forward(pb, c, start)
+    n_fwd = len(pb)
+    context_parallel.backward(pb, c, out)
+    return pb.ops[:n_fwd], pb.ops[n_fwd:]
+
+
+def sent(ops) -> int:
+    return sum(x.nbytes for op in ops if isinstance(op, P2POp) for x in op.sends)
+
+
+def attn_flops(ops) -> float:
+    return sum(op.flops for op in ops if isinstance(op, ComputeOp) and op.kind == "attention")
+
+
+def full_causal() -> float:
+    return attention_flops(B, A, S, S, D, causal_fraction_diagonal(S))
+
+
+def check_sends_match(c: int, comm: str, **kw) -> Counter:
+    sends, recvs = Counter(), Counter()
+    for r in range(c):
+        for op in sum(run(ctx(c, r, comm, **kw)), []):
+            if isinstance(op, P2POp):
+                for x in op.sends:
+                    sends[(r, (r + x.offset) % c, x.key, x.nbytes)] += 1
+                for x in op.recvs:
+                    recvs[((r + x.offset) % c, r, x.key, x.nbytes)] += 1
+    assert sends == recvs and sends
+    assert max(sends.values()) == 1
+    return sends
+
+
+# --------------------------------------------------------------------------------------------- p2p
+
+
+@pytest.mark.parametrize("c", [2, 4, 8])
+def test_p2p_volumes_3_kv_blocks_per_step(c):
+    m_kv = 2 * B * (S // c) * G * D * 2
+    fwd, bwd = run(ctx(c, rank=c // 2))
+    assert sent(fwd) == (c - 1) * m_kv
+    assert sent(bwd) == 2 * (c - 1) * m_kv  # KV + bf16 dKV, bundled
+    assert sent(fwd + bwd) == 3 * (c - 1) * m_kv
+
+
+def test_p2p_backward_bundles_dkv_with_kv():
+    c = 4
+    m_kv = 2 * B * (S // c) * G * D * 2
+    _, bwd = run(ctx(c))
+    steps = [op for op in bwd if isinstance(op, P2POp)]
+    assert [op.sends[0].nbytes for op in steps] == [m_kv, 2 * m_kv, 2 * m_kv, m_kv]
+    assert all(op.sends[0].offset == -1 and op.recvs[0].offset == +1 for op in steps)
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_p2p_sends_match_receives(c):
+    check_sends_match(c, "p2p")
+
+
+@pytest.mark.parametrize("comm", ["p2p", "all_gather", "a2a", "a2a+p2p"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_load_balanced_and_flops_conserved(comm, causal):
+    c = 4
+    per_rank = [attn_flops(run(ctx(c, r, comm, causal=causal))[0]) for r in range(c)]
+    assert per_rank == pytest.approx([per_rank[0]] * c)  # every rank does the same work
+    whole = full_causal() if causal else attention_flops(B, A, S, S, D)
+    assert sum(per_rank) == pytest.approx(whole)
+
+
+def test_p2p_sections_are_half_blocks_after_the_diagonal():
+    c = 4
+    fwd, _ = run(ctx(c, rank=1))
+    blocks = [op for op in fwd if isinstance(op, ComputeOp) and op.kind == "attention"]
+    u = attention_flops(B, A, S // (2 * c), S // (2 * c), D)
+    assert len(blocks) == c
+    assert blocks[0].flops == pytest.approx((2 * causal_fraction_diagonal(S // (2 * c)) + 1) * u)
+    assert [b.flops for b in blocks[1:]] == pytest.approx([2 * u] * (c - 1))
+
+
+# --------------------------------------------------------------------------------------------- all_gather
+
+
+def test_all_gather_volumes():
+    c = 4
+    kv_full = B * S * G * D * 2  # K (or V) of the whole sequence
+    fwd, bwd = run(ctx(c, comm="all_gather"))
+    assert [(op.op, op.size_bytes) for op in fwd if isinstance(op, CommOp)] == [("allgather", kv_full)] * 2
+    assert sorted((op.op, op.size_bytes) for op in bwd if isinstance(op, CommOp)) == sorted(
+        [("allgather", kv_full)] * 2 + [("reducescatter", kv_full)] * 2)
+    assert all(op.axes == ("cp",) for op in fwd + bwd if isinstance(op, CommOp))
+
+
+def test_collective_sequences_equal_across_cp_ranks():
+    """Every member of a group must issue the same collectives in the same order."""
+    for comm in ("all_gather", "a2a", "a2a+p2p"):
+        seqs = {tuple((op.op, op.axes, op.size_bytes) for op in sum(run(ctx(4, r, comm)), []) if isinstance(op, CommOp))
+                for r in range(4)}
+        assert len(seqs) == 1
+
+
+# --------------------------------------------------------------------------------------------- a2a
+
+
+def test_a2a_is_ulysses_over_cp():
+    c = 4
+    fwd, bwd = run(ctx(c, comm="a2a"))
+    ops = [op for op in fwd + bwd if isinstance(op, CommOp)]
+    assert len(ops) == 8 and all(op.op == "alltoall" and op.axes == ("cp",) for op in ops)
+    m_q, m_kv = B * (S // c) * A * D * 2, B * (S // c) * G * D * 2
+    assert sum(op.size_bytes for op in ops) == 2 * (2 * m_q + 2 * m_kv)
+
+
+def test_a2a_needs_kv_heads_divisible():
+    with pytest.raises(InputError, match="kv_heads"):
+        run(ctx(8, comm="a2a", kv=4))
+
+
+# --------------------------------------------------------------------------------------------- a2a+p2p
+
+
+def test_a2a_degree_default_and_explicit():
+    assert context_parallel.a2a_degree(ctx(16, heads=32, kv=8)) == 8
+    assert context_parallel.a2a_degree(ctx(8, heads=16, kv=2)) == 2
+    assert context_parallel.a2a_degree(ctx(6, heads=12, kv=12)) == 2
+
+    @dataclass(frozen=True)
+    class WithKnob(AttentionContext):
+        cp_a2a: int = 0
+
+    base = ctx(8, comm="a2a+p2p", heads=16, kv=8)
+    knob = WithKnob(**{f: getattr(base, f) for f in base.__dataclass_fields__}, cp_a2a=2)
+    assert context_parallel.a2a_degree(knob) == 2
+
+
+def test_hierarchical_volumes_and_ring_hop():
+    c, heads, kv = 8, 16, 4  # c1 = 4 (kv heads limit it), c2 = 2
+    c1, c2 = 4, 2
+    fwd, bwd = run(ctx(c, comm="a2a+p2p", heads=heads, kv=kv))
+    a2a = [op for op in fwd + bwd if isinstance(op, CommOp)]
+    assert len(a2a) == 8 and all(op.axes == ("cp_a2a",) for op in a2a)
+    m_q, m_k = B * (S // c) * heads * D * 2, B * (S // c) * kv * D * 2
+    assert sum(op.size_bytes for op in a2a) == 2 * (2 * m_q + 2 * m_k)
+    # the ring over c2 ranks carries M_kv' = 2·b·(s/c2)·(g/c1)·d·B, as many bytes per step as flat p2p
+    m_kv = 2 * B * (S // c2) * (kv // c1) * D * 2
+    assert m_kv == 2 * B * (S // c) * kv * D * 2
+    assert sent(fwd) == (c2 - 1) * m_kv and sent(bwd) == 2 * (c2 - 1) * m_kv
+    assert {x.offset for op in fwd if isinstance(op, P2POp) for x in op.sends} == {c1}
+    check_sends_match(c, "a2a+p2p", heads=heads, kv=kv)
+    per_rank = [attn_flops(run(ctx(c, r, "a2a+p2p", heads=heads, kv=kv))[0]) for r in range(c)]
+    assert per_rank == pytest.approx([per_rank[0]] * c)
+    assert sum(per_rank) == pytest.approx(attention_flops(B, heads, S, S, D, causal_fraction_diagonal(S)))
+
+
+def test_hierarchical_degenerates_without_empty_subgroups():
+    ops = sum(run(ctx(4, comm="a2a+p2p", heads=16, kv=1)), [])  # c1 = 1: the flat p2p ring
+    assert not any(isinstance(op, CommOp) for op in ops) and sent(ops) == 3 * 3 * 2 * B * (S // 4) * 1 * D * 2
+    ops = sum(run(ctx(4, comm="a2a+p2p", heads=16, kv=4)), [])  # c1 = cp: plain a2a over cp
+    assert not any(isinstance(op, P2POp) for op in ops)
+    assert {op.axes for op in ops if isinstance(op, CommOp)} == {("cp",)}
+
+
+def test_unknown_cp_comm_is_an_input_error():
+    with pytest.raises(InputError, match="cp_comm"):
+        run(ctx(4, comm="ring"))

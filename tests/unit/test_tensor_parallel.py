@@ -1,0 +1,208 @@
+"""Megatron TP / SP and TE overlap modes against the closed forms of MECHANICS.md §2
+(simulator/schedule/tensor_parallel.py)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
+from simulator.schedule.tensor_parallel import (
+    UB_COMM_SMS, UB_NUM_SPLITS, TPContext, column_parallel_bwd, column_parallel_fwd, row_parallel_bwd,
+    row_parallel_fwd)
+
+B, S, H, FFN, SMS = 2, 1024, 512, 1536, 132
+
+
+def ctx(tp=4, sp=True, overlap="none", dtype="bf16", dtype_bytes=2, seq=S) -> TPContext:
+    return TPContext(tp=tp, sequence_parallel=sp, overlap=overlap, micro_batch=B, seq_local=seq, hidden=H,
+                     dtype=dtype, dtype_bytes=dtype_bytes, layer=3, microbatch=1, sms=SMS)
+
+
+def layer(c: TPContext) -> tuple[ProgramBuilder, int]:
+    """One transformer layer's four linear layers, forward then backward; returns (program, first bwd op)."""
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="ln1", kind="norm"))
+    x = column_parallel_fwd(pb, c, "qkv", 3 * H // c.tp, start)
+    x = row_parallel_fwd(pb, c, "proj", H // c.tp, x)
+    x = column_parallel_fwd(pb, c, "fc1", FFN // c.tp, x)
+    x = row_parallel_fwd(pb, c, "fc2", FFN // c.tp, x)
+    first_bwd = len(pb)
+    x = row_parallel_bwd(pb, c, "fc2", FFN // c.tp, x)
+    x = column_parallel_bwd(pb, c, "fc1", FFN // c.tp, x)
+    x = row_parallel_bwd(pb, c, "proj", H // c.tp, x)
+    column_parallel_bwd(pb, c, "qkv", 3 * H // c.tp, x)
+    return pb, first_bwd
+
+
+def volumes(ops) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for op in ops:
+        if isinstance(op, CommOp):
+            out[op.op] += op.size_bytes
+        elif isinstance(op, P2POp):
+            out["sendrecv"] += sum(t.nbytes for t in op.sends)
+    return dict(out)
+
+
+def counts(ops) -> Counter:
+    return Counter(op.op for op in ops if isinstance(op, CommOp))
+
+
+def gemm_flops(ops) -> float:
+    return sum(op.flops for op in ops if isinstance(op, ComputeOp) and op.kind == "gemm")
+
+
+def dense_layer_fwd_flops(tp: int) -> float:
+    """2·m·n·k over the four GEMMs of one TP shard."""
+    m = B * S
+    return 2.0 * m * H * (3 * H + H + FFN + FFN) / tp
+
+
+def test_sp_no_overlap_counts_and_sizes_per_layer():
+    c = ctx(tp=4)
+    pb, first_bwd = layer(c)
+    a = B * S * H * 2
+    fwd, bwd = pb.ops[:first_bwd], pb.ops[first_bwd:]
+    assert counts(fwd) == {"allgather": 2, "reducescatter": 2}
+    assert counts(bwd) == {"allgather": 4, "reducescatter": 2}
+    assert all(op.size_bytes == a for op in pb.ops if isinstance(op, CommOp))
+    assert volumes(pb.ops) == {"allgather": 6 * a, "reducescatter": 4 * a}
+    assert all(op.axes == ("tp",) for op in pb.ops if isinstance(op, CommOp))
+
+
+@pytest.mark.parametrize("overlap", ["none", "bulk", "pipelined"])
+def test_collective_modes_move_the_same_bytes(overlap):
+    c = ctx(tp=8, overlap=overlap)
+    pb, _ = layer(c)
+    a = B * S * H * 2
+    assert volumes(pb.ops) == {"allgather": 6 * a, "reducescatter": 4 * a}
+
+
+@pytest.mark.parametrize("overlap", ["none", "bulk", "pipelined", "ring_exchange"])
+def test_gemm_flops_are_conserved_by_chunking(overlap):
+    c = ctx(tp=4, overlap=overlap)
+    pb, first_bwd = layer(c)
+    assert gemm_flops(pb.ops[:first_bwd]) == pytest.approx(dense_layer_fwd_flops(4))
+    assert gemm_flops(pb.ops[first_bwd:]) == pytest.approx(2 * dense_layer_fwd_flops(4))  # dgrad + wgrad
+
+
+def test_no_sp_uses_allreduce():
+    c = ctx(tp=4, sp=False, overlap="pipelined")  # Userbuffers needs SP: overlap is ignored
+    pb, first_bwd = layer(c)
+    a = B * S * H * 2
+    assert counts(pb.ops[:first_bwd]) == {"allreduce": 2}
+    assert counts(pb.ops[first_bwd:]) == {"allreduce": 2}
+    assert volumes(pb.ops) == {"allreduce": 4 * a}
+
+
+def test_tp1_emits_only_gemms():
+    pb, _ = layer(ctx(tp=1))
+    assert all(isinstance(op, ComputeOp) for op in pb.ops)
+    assert gemm_flops(pb.ops) == pytest.approx(3 * dense_layer_fwd_flops(1))
+
+
+def test_ring_exchange_steps_and_bytes():
+    t = 4
+    c = ctx(tp=t, overlap="ring_exchange")
+    pb, first_bwd = layer(c)
+    a = B * S * H * 2
+    p2p = [op for op in pb.ops if isinstance(op, P2POp)]
+    # fwd: 2 AG-GEMM + 2 GEMM-RS, bwd: 2 AG(dY)-dgrad, each t−1 steps of one A/t chunk
+    assert len(p2p) == 6 * (t - 1)
+    assert all(len(op.sends) == 1 and op.sends[0].nbytes == a // t for op in p2p)
+    # the bulk-overlapped column backward keeps its collectives
+    assert volumes(pb.ops) == {"allgather": 2 * a, "reducescatter": 2 * a, "sendrecv": 6 * (t - 1) * a // t}
+    qkv = [op for op in pb.ops if op.name.startswith("L3.qkv.fwd")]
+    assert sum(isinstance(op, P2POp) for op in qkv) == t - 1
+    assert sum(isinstance(op, ComputeOp) for op in qkv) == t
+    ag_steps = [op for op in qkv if isinstance(op, P2POp)]
+    assert all(op.sends[0].offset == +1 and op.recvs[0].offset == -1 for op in ag_steps)
+
+
+def test_ring_exchange_chunk_gemm_waits_for_its_chunk():
+    c = ctx(tp=4, overlap="ring_exchange")
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="ln", kind="norm"))
+    column_parallel_fwd(pb, c, "qkv", 3 * H // 4, start)
+    idx = {op.name: i for i, op in enumerate(pb.ops)}
+    for i in range(1, 4):
+        gemm = pb.ops[idx[f"L3.qkv.fwd.gemm{i}"]]
+        assert idx[f"L3.qkv.fwd.sendrecv{i - 1}"] in gemm.deps
+    # each forwarded chunk is the one received on the previous step
+    for i in range(1, 3):
+        assert idx[f"L3.qkv.fwd.sendrecv{i - 1}"] in pb.ops[idx[f"L3.qkv.fwd.sendrecv{i}"]].deps
+
+
+def test_ring_exchange_sends_match_receives_across_tp_ranks():
+    """All ranks run the same program: a send to tp+o with key k must meet a receive from tp−o' with
+    o' = o and the same key and size on the peer."""
+    t = 4
+    pb, _ = layer(ctx(tp=t, overlap="ring_exchange"))
+    sends, recvs = Counter(), Counter()
+    for rank in range(t):
+        for op in pb.ops:
+            if isinstance(op, P2POp):
+                for x in op.sends:
+                    sends[(rank, (rank + x.offset) % t, x.key, x.nbytes)] += 1
+                for x in op.recvs:
+                    recvs[((rank + x.offset) % t, rank, x.key, x.nbytes)] += 1
+    assert sends == recvs and sends
+
+
+def test_pipelined_chunks_and_sm_fraction():
+    c = ctx(tp=8, overlap="pipelined")
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="x", kind="norm"))
+    row_parallel_fwd(pb, c, "proj", H // 8, start)
+    gemms = [op for op in pb.ops if isinstance(op, ComputeOp) and op.kind == "gemm"]
+    rss = [op for op in pb.ops if isinstance(op, CommOp)]
+    assert len(gemms) == len(rss) == UB_NUM_SPLITS
+    assert all(op.sm_fraction == pytest.approx((SMS - UB_COMM_SMS) / SMS) for op in gemms)
+    assert all(op.gemm == (B * S, H // UB_NUM_SPLITS, H // 8) for op in gemms)  # N split into column blocks
+    assert all(op.size_bytes == B * S * H * 2 // UB_NUM_SPLITS for op in rss)
+    idx = {op.name: i for i, op in enumerate(pb.ops)}
+    for i in range(UB_NUM_SPLITS):
+        assert idx[f"L3.proj.fwd.gemm{i}"] in pb.ops[idx[f"L3.proj.fwd.rs{i}"]].deps
+
+
+def test_none_column_backward_overlaps_as_megatron():
+    """Re-gather before dgrad (independent of it), RS after dgrad, wgrad waits for the re-gather."""
+    c = ctx(tp=4)
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="dy", kind="norm"))
+    ret = column_parallel_bwd(pb, c, "fc1", FFN // 4, start)
+    idx = {op.name: i for i, op in enumerate(pb.ops)}
+    ag, dgrad, rs, wgrad = (idx[f"L3.fc1.bwd.{n}"] for n in ("ag", "dgrad", "rs", "wgrad"))
+    assert ag < dgrad < rs < wgrad
+    assert ag not in pb.ops[dgrad].deps
+    assert dgrad in pb.ops[rs].deps and ag in pb.ops[wgrad].deps
+    assert ret == rs
+    assert pb.ops[dgrad].sm_fraction == 1.0
+
+
+def test_bulk_column_backward_gemms_lose_comm_sms():
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="dy", kind="norm"))
+    column_parallel_bwd(pb, ctx(tp=4, overlap="bulk"), "fc1", FFN // 4, start)
+    gemms = [op for op in pb.ops if isinstance(op, ComputeOp) and op.kind == "gemm"]
+    assert [op.sm_fraction for op in gemms] == pytest.approx([(SMS - UB_COMM_SMS) / SMS] * 2)
+
+
+def test_fp8_allgathers_carry_one_byte_reducescatter_two():
+    pb, _ = layer(ctx(tp=4, dtype="fp8", dtype_bytes=2))
+    n = B * S * H
+    assert volumes(pb.ops) == {"allgather": 6 * n * 1, "reducescatter": 4 * n * 2}
+
+
+def test_context_parallel_shrinks_tp_collectives():
+    cp = 4
+    pb, _ = layer(ctx(tp=4, seq=S // cp))
+    a = B * (S // cp) * H * 2
+    assert volumes(pb.ops) == {"allgather": 6 * a, "reducescatter": 4 * a}
+
+
+def test_unknown_overlap_mode_is_rejected():
+    with pytest.raises(ValueError, match="tp_overlap"):
+        ctx(overlap="magic")
