@@ -3,6 +3,7 @@ that names the file, the field path and what was expected."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,6 +13,8 @@ from pydantic import BaseModel, ValidationError
 from simulator.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
+
+_KEY_PREFIX = re.compile(r"^([a-z_][a-z0-9_.]*): ")
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -44,14 +47,12 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def describe_validation_error(exc: ValidationError) -> tuple[str, str]:
-    """First field path and a readable message for every problem in a pydantic error."""
+def describe_validation_error(exc: ValidationError) -> str:
+    """A readable message naming the field path of every problem in a pydantic error."""
     lines = []
-    first = ""
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         path = field_path(loc)
-        first = first or path
         kind = err["type"]
         if kind == "extra_forbidden":
             msg = "unknown key"
@@ -61,10 +62,15 @@ def describe_validation_error(exc: ValidationError) -> tuple[str, str]:
             msg = err["msg"]
             if msg.startswith("Value error, "):
                 msg = msg[len("Value error, "):]
+                # A model-level rule names the key it is about as "key: ..."; make it part of the path.
+                m = _KEY_PREFIX.match(msg)
+                if m:
+                    path = f"{path}.{m.group(1)}" if loc else m.group(1)
+                    msg = msg[m.end():]
             if "input" in err and kind not in ("value_error",) and not isinstance(err["input"], (dict, list)):
                 msg += f" (got {err['input']!r})"
         lines.append(f"{path}: {msg}")
-    return first, "; ".join(lines)
+    return "; ".join(lines)
 
 
 def validate(model: type[M], data: Any, source: str | Path | None = None) -> M:
@@ -72,8 +78,7 @@ def validate(model: type[M], data: Any, source: str | Path | None = None) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        _, message = describe_validation_error(exc)
-        raise InputError(message, source=str(source) if source else None) from None
+        raise InputError(describe_validation_error(exc), source=str(source) if source else None) from None
 
 
 def load(model: type[M], path: str | Path) -> M:

@@ -47,6 +47,7 @@ class AttentionContext:
     layer: int
     microbatch: int
     dtype: str = "bf16"
+    cp_a2a: int | None = None  # a2a+p2p: All-to-All degree (None: derived, see context_parallel)
 
     @property
     def q_bytes(self) -> int:

@@ -130,18 +130,22 @@ def _all_gather_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) 
 # a2a and a2a+p2p
 
 
-def a2a_degree(ctx: AttentionContext) -> int:
-    """c1 of a2a+p2p: ``ctx.cp_a2a`` if the config sets it, else the largest power of two ≤ 8
-    dividing cp, heads and kv_heads."""
-    explicit = getattr(ctx, "cp_a2a", None)
+def hierarchical_a2a_degree(cp: int, heads: int, kv_heads: int, explicit: int | None = None) -> int:
+    """c1 of a2a+p2p for ``heads``/``kv_heads`` per TP rank: ``explicit`` (parallel.cp_a2a) if
+    set, else the largest power of two ≤ 8 dividing cp, heads and kv_heads."""
     if explicit:
-        if ctx.cp % explicit:
-            raise InputError(f"cp_a2a={explicit} does not divide cp={ctx.cp}", field="parallel.cp_a2a")
+        if cp % explicit:
+            raise InputError(f"cp_a2a={explicit} does not divide cp={cp}", field="parallel.cp_a2a")
         return int(explicit)
     c1 = 1
-    while 2 * c1 <= MAX_A2A_DEGREE and all(x % (2 * c1) == 0 for x in (ctx.cp, ctx.heads, ctx.kv_heads)):
+    while 2 * c1 <= MAX_A2A_DEGREE and all(x % (2 * c1) == 0 for x in (cp, heads, kv_heads)):
         c1 *= 2
     return c1
+
+
+def a2a_degree(ctx: AttentionContext) -> int:
+    """c1 of a2a+p2p for this layer's context."""
+    return hierarchical_a2a_degree(ctx.cp, ctx.heads, ctx.kv_heads, ctx.cp_a2a)
 
 
 def _ring_context(ctx: AttentionContext, c1: int) -> AttentionContext:

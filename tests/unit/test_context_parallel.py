@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -148,13 +148,10 @@ def test_a2a_degree_default_and_explicit():
     assert context_parallel.a2a_degree(ctx(8, heads=16, kv=2)) == 2
     assert context_parallel.a2a_degree(ctx(6, heads=12, kv=12)) == 2
 
-    @dataclass(frozen=True)
-    class WithKnob(AttentionContext):
-        cp_a2a: int = 0
-
-    base = ctx(8, comm="a2a+p2p", heads=16, kv=8)
-    knob = WithKnob(**{f: getattr(base, f) for f in base.__dataclass_fields__}, cp_a2a=2)
+    knob = replace(ctx(8, comm="a2a+p2p", heads=16, kv=8), cp_a2a=2)
     assert context_parallel.a2a_degree(knob) == 2
+    with pytest.raises(InputError, match="cp_a2a=3 does not divide cp=8"):
+        context_parallel.a2a_degree(replace(knob, cp_a2a=3))
 
 
 def test_hierarchical_volumes_and_ring_hop():

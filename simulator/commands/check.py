@@ -1,0 +1,45 @@
+"""``clustersim check SCENARIO``: load, validate and build the schedule; print a one-screen summary."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.config.scenario import load_scenario
+from simulator.schedule.build import build_schedule, comm_bytes
+from simulator.schedule.flops import param_count
+from simulator.schedule.memory import memory_per_gpu
+from simulator.units import GiB
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("check", help="validate a scenario and build its schedule")
+    parser.add_argument("scenario", help="scenario YAML")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    scn = load_scenario(args.scenario)
+    sched = build_schedule(scn)
+    m, t, p = scn.model, scn.training, scn.parallel
+    mem = memory_per_gpu(scn)
+    lines = [
+        f"scenario  {scn.name}: OK",
+        f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs",
+        f"model     {m.preset or 'custom'}: {param_count(m) / 1e9:.2f}B params, {m.layers} layers, h={m.hidden}, "
+        f"heads={m.heads}/{m.kv_heads}, ffn={m.ffn_hidden} ({m.mlp}), vocab={m.vocab}, seq={m.seq_len}",
+        f"training  micro_batch={t.micro_batch} global_batch={t.global_batch} dtype={t.dtype} "
+        f"recompute={t.recompute}",
+        f"plan      tp={p.tp}{' +SP' if p.sequence_parallel else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "
+        f"ulysses={p.ulysses} pp={p.pp} ({p.pp_schedule}, vp={p.vp}) dp={scn.dp} zero={p.zero}",
+        f"          order {list(sched.grid.axes)}, stage layers {list(scn.stage_layers)}, "
+        f"{scn.n_micro} micro-batches per step",
+        f"memory    {mem.total / GiB:.1f} GiB per GPU on stage {mem.stage} (params {mem.params / GiB:.1f}, "
+        f"grads {mem.grads / GiB:.1f}, optimizer {mem.optimizer / GiB:.1f}, activations {mem.activations / GiB:.1f}) "
+        f"of {mem.hbm_bytes / GiB:.0f} GiB: {'fits' if mem.fits else 'DOES NOT FIT'}",
+        f"schedule  {len(sched.programs)} role programs, {sched.n_ops} ops",
+    ]
+    for role, ops in sched.programs.items():
+        vol = comm_bytes(ops)
+        lines.append(f"  {role:10s} {len(ops):7d} ops  " + "  ".join(f"{k} {v / GiB:.2f} GiB" for k, v in vol.items() if v))
+    print("\n".join(lines))
+    return 0

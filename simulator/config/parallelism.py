@@ -1,0 +1,91 @@
+"""The parallel plan of a scenario (the ``parallel:`` key).
+
+Keys and defaults follow DESIGN.md; the extra knobs (ZeRO-3 implementation and its bucket
+sizes, DDP bucket size, per-stage layer counts) are optional and default to what Megatron-LM
+and DeepSpeed do (MECHANICS.md §1, §5.6). Rules that involve the model or the GPU count live in
+:mod:`simulator.config.scenario`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+AXES: tuple[str, ...] = ("tp", "cp", "ulysses", "dp", "pp")
+DEFAULT_ORDER: tuple[str, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
+
+
+class Parallel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tp: int = Field(default=1, gt=0)
+    sequence_parallel: bool = False
+    tp_overlap: Literal["none", "bulk", "pipelined", "ring_exchange"] = "none"
+    pp: int = Field(default=1, gt=0)
+    pp_schedule: Literal["1f1b", "interleaved"] = "1f1b"
+    vp: int = Field(default=1, gt=0)
+    cp: int = Field(default=1, gt=0)
+    cp_comm: Literal["ring", "p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
+    ulysses: int = Field(default=1, gt=0)
+    zero: Literal[0, 1, 2, 3] = 0
+    order: tuple[Literal["tp", "cp", "ulysses", "dp", "pp"], ...] = DEFAULT_ORDER
+    dp: int | None = Field(default=None, gt=0)  # derived; when given it is checked
+
+    # --- optional knobs beyond DESIGN.md ---------------------------------------------------
+    zero3_impl: Literal["deepspeed", "fsdp2"] = "deepspeed"
+    pp_layers: tuple[int, ...] | None = None  # transformer layers per pipeline stage
+    # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
+    grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).
+    ddp_bucket_elements: int | None = Field(default=None, gt=0)
+    # DeepSpeed ZeRO-3 knobs in elements, defaults of deepspeed/runtime/zero/config.py.
+    zero3_prefetch_bucket_elements: int = Field(default=50_000_000, gt=0)
+    zero3_max_live_parameters: int = Field(default=1_000_000_000, gt=0)
+    zero3_param_persistence_threshold: int = Field(default=100_000, ge=0)
+    zero3_reduce_bucket_elements: int = Field(default=500_000_000, gt=0)
+    zero3_max_reuse_distance: int = Field(default=1_000_000_000, ge=0)
+    # cp_comm: a2a+p2p: the All-to-All degree inside each CP ring position (TransformerEngine's
+    # hierarchical_context_parallel_sizes[0]); None: the largest power of two <= 8 dividing cp
+    # and the query and KV heads per TP rank.
+    cp_a2a: int | None = Field(default=None, gt=0)
+    # FSDP2: re-AllGather in backward (True, default for non-root modules) or keep unsharded.
+    fsdp_reshard_after_forward: bool = True
+
+    @model_validator(mode="after")
+    def _own_rules(self) -> "Parallel":
+        if len(set(self.order)) != len(self.order):
+            raise ValueError(f"order: {list(self.order)} names an axis twice")
+        missing = [a for a in AXES if a not in self.order and self.degree(a) > 1]
+        if missing:
+            a = missing[0]
+            raise ValueError(f"order: {list(self.order)} omits axis {a} with {a}={self.degree(a)}")
+        if self.vp > 1 and self.pp_schedule != "interleaved":
+            raise ValueError(f"vp: vp={self.vp} needs pp_schedule: interleaved (got {self.pp_schedule})")
+        if self.pp_schedule == "interleaved" and self.pp == 1:
+            raise ValueError("pp_schedule: interleaved needs pp > 1 (got pp=1)")
+        if self.tp_overlap != "none" and not (self.tp > 1 and self.sequence_parallel):
+            raise ValueError(f"tp_overlap: {self.tp_overlap} needs tp > 1 and sequence_parallel: true "
+                             f"(got tp={self.tp}, sequence_parallel={str(self.sequence_parallel).lower()}); "
+                             "TransformerEngine's userbuffers overlap works on SP collectives")
+        if self.ulysses > 1 and self.cp > 1:
+            raise ValueError(f"ulysses={self.ulysses} and cp={self.cp} cannot be combined; "
+                             "use cp_comm: a2a+p2p for hierarchical context parallelism")
+        return self
+
+    def degree(self, axis: str) -> int:
+        """Degree of one axis; dp only when given explicitly (else 1 here, see Scenario.dp)."""
+        return getattr(self, axis) or 1
+
+    @property
+    def full_order(self) -> tuple[str, ...]:
+        """`order` with omitted degree-1 axes put back in their default position."""
+        given = list(self.order)
+        out = list(given)
+        for a in AXES:
+            if a not in out:
+                # insert after the last default-order predecessor that is present
+                preds = DEFAULT_ORDER[: DEFAULT_ORDER.index(a)]
+                pos = max((out.index(p) + 1 for p in preds if p in out), default=0)
+                out.insert(pos, a)
+        return tuple(out)

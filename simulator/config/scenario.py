@@ -1,0 +1,219 @@
+"""A scenario: model, training settings, cluster and parallel plan, validated together.
+
+``load_scenario(path)`` is the entry point: it parses the YAML (via :mod:`simulator.config.loader`),
+resolves the hardware profile (a bundled name, or a path relative to the scenario's folder), and
+checks every rule that involves more than one field. Each failure is an InputError naming the
+file, the field path and the arithmetic ("tp=8 x cp=4 x pp=4 = 128 does not divide 96 GPUs").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.config.hardware import HardwareProfile, load_profile
+from simulator.config.loader import read_yaml, validate
+from simulator.config.parallelism import Parallel
+from simulator.config.workload import Model, Training
+from simulator.errors import InputError
+
+
+class ScenarioFile(BaseModel):
+    """The YAML keys of a scenario, exactly (unknown keys rejected)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    hardware: str
+    nodes: int = Field(gt=0)
+    model: Model
+    training: Training
+    parallel: Parallel = Parallel()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario with its hardware profile resolved. Derived sizes are properties."""
+
+    name: str
+    hardware: str
+    nodes: int
+    model: Model
+    training: Training
+    parallel: Parallel
+    profile: HardwareProfile
+    source: str = ""
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.profile.node.gpus
+
+    @property
+    def n_gpus(self) -> int:
+        return self.nodes * self.profile.node.gpus
+
+    @property
+    def model_parallel(self) -> int:
+        p = self.parallel
+        return p.tp * p.cp * p.ulysses * p.pp
+
+    @property
+    def dp(self) -> int:
+        return self.n_gpus // self.model_parallel
+
+    @property
+    def n_micro(self) -> int:
+        """Micro-batches per optimizer step on each DP replica."""
+        return self.training.global_batch // (self.training.micro_batch * self.dp)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.training.global_batch * self.model.seq_len
+
+    @property
+    def stage_layers(self) -> tuple[int, ...]:
+        """Transformer layers held by each pipeline stage."""
+        return self.parallel.pp_layers or split_layers(self.model.layers, self.parallel.pp)
+
+    def with_parallel(self, parallel: Parallel) -> "Scenario":
+        """The same scenario under another plan, validated again (for sweeps and comparisons)."""
+        out = replace(self, parallel=parallel)
+        check_plan(out)
+        return out
+
+
+def split_layers(layers: int, pp: int) -> tuple[int, ...]:
+    """Split layers over pp stages as evenly as possible.
+
+    The remainder goes to the middle stages first: the first stage also runs the embedding and
+    the last one the LM head and loss, so they get the smaller share (what Megatron users set by
+    hand with decoder_first/last_pipeline_num_layers, e.g. Llama-3 405B's 126 layers on 16 stages).
+    """
+    base, extra = divmod(layers, pp)
+    counts = [base] * pp
+    priority = list(range(1, pp - 1)) + [pp - 1, 0] if pp > 2 else list(range(pp))[::-1]
+    for i in priority[:extra]:
+        counts[i] += 1
+    return tuple(counts)
+
+
+def _fail(scn: Scenario, field: str, message: str) -> None:
+    raise InputError(message, source=scn.source or None, field=field)
+
+
+def _product(parts: list[tuple[str, int]]) -> tuple[str, int]:
+    shown = [(k, v) for k, v in parts if v > 1] or parts[:1]
+    total = 1
+    for _, v in parts:
+        total *= v
+    text = " x ".join(f"{k}={v}" for k, v in shown)
+    return (text if len(shown) == 1 else f"{text} = {total}"), total
+
+
+def check_plan(scn: Scenario) -> None:
+    """Every cross-field rule of a scenario; raises InputError with the arithmetic."""
+    m, t, p = scn.model, scn.training, scn.parallel
+    n = scn.n_gpus
+    text, mp = _product([("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)])
+    if n % mp:
+        _fail(scn, "parallel", f"{text} does not divide {n} GPUs "
+                               f"(nodes={scn.nodes} x {scn.gpus_per_node} GPUs per node)")
+    dp = n // mp
+    if p.dp is not None and p.dp != dp:
+        _fail(scn, "parallel.dp", f"dp={p.dp} but {n} GPUs / ({text}) = {dp}")
+    # heads over TP and Ulysses
+    if m.heads % p.tp:
+        _fail(scn, "parallel.tp", f"tp={p.tp} does not divide heads={m.heads}")
+    if m.kv_heads % p.tp:
+        _fail(scn, "parallel.tp", f"tp={p.tp} does not divide kv_heads={m.kv_heads}")
+    if p.ulysses > 1:
+        if m.heads % (p.tp * p.ulysses):
+            _fail(scn, "parallel.ulysses",
+                  f"tp={p.tp} x ulysses={p.ulysses} = {p.tp * p.ulysses} does not divide heads={m.heads}")
+        kv = m.kv_heads // p.tp
+        if kv % p.ulysses and p.ulysses % kv:
+            _fail(scn, "parallel.ulysses", f"kv_heads/tp = {m.kv_heads}/{p.tp} = {kv} and ulysses={p.ulysses}: "
+                                           "one must divide the other (KV heads are split or replicated)")
+    if p.cp > 1 and p.cp_comm in ("a2a",):
+        for what, heads in (("heads", m.heads), ("kv_heads", m.kv_heads)):
+            if (heads // p.tp) % p.cp:
+                _fail(scn, "parallel.cp", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
+                                          f"cp={p.cp} (cp_comm: a2a splits heads)")
+    if p.cp_a2a is not None:
+        if p.cp_comm != "a2a+p2p":
+            _fail(scn, "parallel.cp_a2a", f"cp_a2a={p.cp_a2a} applies only to cp_comm: a2a+p2p (got {p.cp_comm})")
+        if p.cp % p.cp_a2a:
+            _fail(scn, "parallel.cp_a2a", f"cp_a2a={p.cp_a2a} does not divide cp={p.cp}")
+        for what, heads in (("heads", m.heads), ("kv_heads", m.kv_heads)):
+            if (heads // p.tp) % p.cp_a2a:
+                _fail(scn, "parallel.cp_a2a", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
+                                              f"cp_a2a={p.cp_a2a} (the All-to-All splits heads)")
+    # sequence
+    s = m.seq_len
+    if p.cp > 1:
+        chunks = p.cp if p.cp_comm == "ring" else 2 * p.cp
+        if s % chunks:
+            how = f"cp={p.cp} (ring)" if p.cp_comm == "ring" else f"2 x cp = {chunks} (load-balanced CP)"
+            _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by {how}")
+    if p.ulysses > 1 and s % p.ulysses:
+        _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by ulysses={p.ulysses}")
+    s_local = s // (p.cp * p.ulysses)
+    if p.sequence_parallel and p.tp > 1 and (s_local * t.micro_batch) % p.tp:
+        _fail(scn, "model.seq_len", f"micro_batch x seq_len/(cp x ulysses) = {t.micro_batch} x {s_local} "
+                                    f"is not divisible by tp={p.tp} (sequence parallel)")
+    # batch
+    if t.global_batch % (t.micro_batch * dp):
+        _fail(scn, "training.global_batch", f"global_batch={t.global_batch} is not divisible by "
+                                            f"micro_batch={t.micro_batch} x dp={dp} = {t.micro_batch * dp}")
+    n_micro = t.global_batch // (t.micro_batch * dp)
+    # pipeline
+    if p.pp > m.layers:
+        _fail(scn, "parallel.pp", f"pp={p.pp} stages but only layers={m.layers}")
+    if p.pp_layers is not None:
+        if len(p.pp_layers) != p.pp:
+            _fail(scn, "parallel.pp_layers", f"{len(p.pp_layers)} entries but pp={p.pp}")
+        if sum(p.pp_layers) != m.layers or min(p.pp_layers) < 1:
+            _fail(scn, "parallel.pp_layers", f"sum {'+'.join(map(str, p.pp_layers))} = {sum(p.pp_layers)} "
+                                             f"must equal layers={m.layers}, at least 1 per stage")
+    if p.vp > 1:
+        for i, n_layers in enumerate(scn.stage_layers):
+            if n_layers % p.vp:
+                _fail(scn, "parallel.vp", f"stage {i} holds {n_layers} layers, not divisible by vp={p.vp}")
+    if p.pp_schedule == "interleaved" and n_micro % p.pp:
+        _fail(scn, "parallel.pp_schedule", f"interleaved 1F1B needs micro-batches divisible by pp: "
+                                           f"global_batch/(micro_batch x dp) = {t.global_batch}/"
+                                           f"({t.micro_batch} x {dp}) = {n_micro} is not divisible by pp={p.pp}")
+    if p.zero == 3 and p.pp > 1 and p.zero3_impl == "deepspeed":
+        _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
+                                    "stages 0-1 only (use zero3_impl: fsdp2)")
+    if t.dtype == "fp8" and scn.profile.gpu.fp8_TFLOPS is None:
+        _fail(scn, "training.dtype", f"fp8 needs fp8 tensor cores; {scn.profile.gpu.name} has none")
+
+
+def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None) -> Scenario:
+    """Validate a scenario mapping (as read from YAML) into a Scenario."""
+    spec = validate(ScenarioFile, data, source)
+    hw = spec.hardware
+    if base_dir is not None and (hw.endswith((".yaml", ".yml")) or "/" in hw):
+        candidate = Path(hw) if Path(hw).is_absolute() else base_dir / hw
+        hw = str(candidate)
+    try:
+        profile = load_profile(hw)
+    except InputError as exc:
+        if exc.source is None:
+            raise InputError(exc.detail, source=str(source) if source else None, field=exc.field) from None
+        raise
+    scn = Scenario(name=spec.name, hardware=spec.hardware, nodes=spec.nodes, model=spec.model,
+                   training=spec.training, parallel=spec.parallel, profile=profile,
+                   source=str(source) if source else "")
+    check_plan(scn)
+    return scn
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, validate and resolve a scenario YAML."""
+    p = Path(path)
+    return build_scenario(read_yaml(p), source=p, base_dir=p.parent)

@@ -1,0 +1,125 @@
+"""``build_schedule(scenario) -> Schedule``: every op of one training step on every rank.
+
+Ranks that play the same role run the same program, so a schedule stores one program per role,
+a (pipeline stage, CP index) pair, and :meth:`Schedule.role_of` maps a rank to its role through
+the rank grid. TP, DP and Ulysses peers are symmetric: their ops differ only in which group
+members they meet, which :class:`~simulator.schedule.groups.Grid` resolves. That is what keeps a
+1,024-GPU plan to a handful of programs (docs/architecture.md, "Schedule").
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any
+
+from simulator.config.scenario import Scenario
+from simulator.schedule.data_parallel import BucketedSync, GradSync, ParamUnit
+from simulator.schedule.flops import model_flops_per_token
+from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree
+from simulator.schedule.groups import Grid
+from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
+from simulator.schedule.pipeline import StageBuilder, stage_units
+from simulator.schedule.transformer import LayerBuilder, LayerSpec
+
+
+@dataclass(frozen=True)
+class Schedule:
+    grid: Grid
+    programs: dict[str, list[Op]]
+    meta: dict[str, Any] = field(default_factory=dict)
+    scenario: str = ""
+
+    def role_of(self, rank: int) -> str:
+        return role_name(self.grid.coord(rank, "pp"), self.grid.coord(rank, "cp"))
+
+    def ranks_of(self, role: str) -> list[int]:
+        return [r for r in range(self.grid.n_ranks) if self.role_of(r) == role]
+
+    @property
+    def n_ops(self) -> int:
+        return sum(len(p) for p in self.programs.values())
+
+
+def role_name(stage: int, cp_index: int) -> str:
+    return f"pp{stage}.cp{cp_index}"
+
+
+def make_grid(scn: Scenario) -> Grid:
+    p = scn.parallel
+    sizes = {"tp": p.tp, "cp": p.cp, "ulysses": p.ulysses, "dp": scn.dp, "pp": p.pp}
+    splits = {}
+    if p.cp > 1 and p.cp_comm == "a2a+p2p":
+        m = scn.model
+        c1 = hierarchical_a2a_degree(p.cp, m.heads // p.tp, m.kv_heads // p.tp, p.cp_a2a)
+        splits[A2A_SUBGROUP_AXES[0]] = ("cp", c1)
+    return Grid.from_sizes(sizes, p.full_order, splits)
+
+
+def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
+    if scn.parallel.zero == 3:
+        from simulator.schedule.zero import DeepSpeedZero3, Fsdp2
+
+        return (Fsdp2 if scn.parallel.zero3_impl == "fsdp2" else DeepSpeedZero3)(scn, chunks)
+    return BucketedSync(scn, chunks)
+
+
+def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
+    chunks = stage_units(scn, stage)
+    layers = LayerBuilder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
+    return StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks).build().ops
+
+
+def build_schedule(scn: Scenario) -> Schedule:
+    p = scn.parallel
+    # Hundreds of thousands of small objects and no cycles: the cyclic GC would only rescan them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        programs = {role_name(s, c): build_program(scn, s, c) for s in range(p.pp) for c in range(p.cp)}
+    finally:
+        if was_enabled:
+            gc.enable()
+    meta = {
+        "n_gpus": scn.n_gpus,
+        "dp": scn.dp,
+        "n_micro": scn.n_micro,
+        "tokens_per_step": scn.tokens_per_step,
+        "model_flops_per_token": model_flops_per_token(scn.model),
+        "model_flops_per_step": model_flops_per_token(scn.model) * scn.tokens_per_step,
+        "stage_layers": list(scn.stage_layers),
+    }
+    return Schedule(grid=make_grid(scn), programs=programs, meta=meta, scenario=scn.name)
+
+
+def comm_bytes(program: list[Op]) -> dict[str, int]:
+    """Per-GPU volume of one program per op type: collective size_bytes (nccl-tests convention),
+    and for send/recv the bytes this GPU sends (DESIGN.md, comm_bytes_per_gpu)."""
+    out = {k: 0 for k in COMM_TYPES}
+    for op in program:
+        if isinstance(op, CommOp):
+            if op.op in out:
+                out[op.op] += op.size_bytes
+        elif isinstance(op, P2POp):
+            out["sendrecv"] += sum(t.nbytes for t in op.sends)
+    return out
+
+
+def schedule_to_json(schedule: Schedule) -> dict[str, Any]:
+    grid = schedule.grid
+    roles: dict[str, int] = {}
+    for r in range(grid.n_ranks):
+        role = schedule.role_of(r)
+        roles[role] = roles.get(role, 0) + 1
+    per_role = {role: comm_bytes(ops) for role, ops in schedule.programs.items()}
+    mean = {k: int(round(sum(per_role[role][k] * n for role, n in roles.items()) / grid.n_ranks))
+            for k in COMM_TYPES}
+    return {
+        "scenario": schedule.scenario,
+        "grid": {"order": list(grid.axes), "sizes": dict(grid.sizes)},
+        "roles": {role: {"ranks": n, "ops": len(schedule.programs[role])} for role, n in roles.items()},
+        "meta": schedule.meta,
+        "comm_bytes_per_gpu": mean,
+        "comm_bytes_per_gpu_by_role": per_role,
+        "programs": {role: [op_to_dict(op) for op in ops] for role, ops in schedule.programs.items()},
+    }

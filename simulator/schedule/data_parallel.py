@@ -1,0 +1,203 @@
+"""Data-parallel gradient synchronisation: DDP AllReduce and ZeRO-1/2 ReduceScatter + AllGather.
+
+The pipeline builder calls a :class:`GradSync` around every parameter unit (the embedding, each
+transformer layer, the LM head) of a stage; this module holds the unit description, the hook
+interface and the bucketed DDP / ZeRO-1/2 implementation. ZeRO-3 and FSDP2 live in
+:mod:`simulator.schedule.zero`.
+
+Megatron-Core DDP (``distributed_data_parallel.py``, ``param_and_grad_buffer.py``): parameters are
+packed into buckets in backward order, ``max(4e7, 1e6·dp_cp_size)`` elements each when
+``overlap_grad_reduce`` is on; gradients accumulate locally over the micro-batches and a bucket's
+collective is launched during the *last* micro-batch's backward as soon as its last gradient is
+ready, so it overlaps the rest of backward. The group is DP×CP (MECHANICS.md §5.6), extended by the
+Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§1.1).
+
+* zero 0: AllReduce of each bucket.
+* zero 1 (Megatron's distributed optimizer): ReduceScatter of each bucket in the last micro-batch,
+  optimizer step on the local shard, AllGather of the updated bf16 parameters per bucket.
+* zero 2: gradients are sharded, so they cannot accumulate unreduced: the ReduceScatter runs in
+  every micro-batch (DeepSpeed stage 2), then step and AllGather as stage 1.
+
+Sizes are nccl-tests ``size_bytes``: the bucket (AllReduce, RS input) or the gathered parameters
+(AG output), in ``grad_reduce_dtype`` for gradients (bf16 by default) and bf16 for parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.config.scenario import Scenario
+from simulator.schedule.flops import embedding_params, mlp_matrices
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.units import BYTES_PER_ELEMENT
+
+PARAM_BYTES = 2
+OPTIMIZER_BYTES_PER_PARAM = 32  # Adam step: read/write fp32 master, m, v; read grad; write bf16 weight
+
+
+@dataclass(frozen=True)
+class Module:
+    """One parameter tensor (as frameworks hook it) with its local (TP-sharded) element count."""
+
+    name: str
+    numel: int
+    block: str  # attn | mlp | emb | head: which compute block uses it
+
+
+@dataclass(frozen=True)
+class ParamUnit:
+    """The parameters of the embedding, one transformer layer, or the LM head, on one rank."""
+
+    name: str
+    layer: int | None
+    modules: tuple[Module, ...]
+
+    @property
+    def numel(self) -> int:
+        return sum(m.numel for m in self.modules)
+
+
+def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
+    m, t = scn.model, scn.parallel.tp
+    h, d = m.hidden, m.head_dim
+    mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
+            Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
+            Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
+    names = ("gate", "up", "down") if mlp_matrices(m) == 3 else ("fc1", "fc2")
+    mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
+    return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block) for x in mods))
+
+
+def embedding_unit(scn: Scenario) -> ParamUnit:
+    return ParamUnit("embedding", None, (Module("embedding", embedding_params(scn.model) // scn.parallel.tp, "emb"),))
+
+
+def head_unit(scn: Scenario) -> ParamUnit:
+    m, p = scn.model, scn.parallel
+    out = m.vocab * m.hidden if (not m.tied_embeddings or p.pp > 1) else 0
+    mods = [Module("final_norm", m.hidden, "head")]
+    if out:
+        mods.append(Module("lm_head", out // p.tp, "head"))
+    return ParamUnit("head", None, tuple(mods))
+
+
+def grad_axes(scn: Scenario) -> tuple[str, ...]:
+    """Axes of the gradient-reduction / ZeRO shard group: DP×CP (Megatron), ×Ulysses (DeepSpeed)."""
+    p = scn.parallel
+    return tuple(a for a, n in (("dp", scn.dp), ("cp", p.cp), ("ulysses", p.ulysses)) if n > 1)
+
+
+class GradSync:
+    """Hooks the stage builder calls; the base class does no communication (one replica)."""
+
+    def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
+        self.scn = scn
+        self.chunks = chunks
+        self.axes = grad_axes(scn)
+        self.group_size = scn.dp * scn.parallel.cp * scn.parallel.ulysses
+        self.grad_bytes = BYTES_PER_ELEMENT[scn.parallel.grad_reduce_dtype]
+        self.n_micro = scn.n_micro
+
+    def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        """Ops each compute block of `unit` must wait for (parameter AllGathers)."""
+        return {}
+
+    def before_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        return {}
+
+    def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
+        """`after`: the op after which every gradient of `unit` for micro-batch `mb` is ready."""
+
+    def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        """End of one micro-batch's backward; returns an op later compute must wait for, or -1."""
+        return -1
+
+    def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
+        """Optimizer step (and whatever the ZeRO stage does around it); returns its last op."""
+        n_local = sum(u.numel for c in self.chunks for u in c) / self.optimizer_shard
+        deps = after + self.pending()
+        return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n_local,
+                                hbm_bytes=OPTIMIZER_BYTES_PER_PARAM * n_local, deps=tuple(sorted(set(deps))),
+                                tag=Tag("opt")))
+
+    optimizer_shard = 1
+
+    def pending(self) -> tuple[int, ...]:
+        """Outstanding gradient collectives the optimizer step must wait for."""
+        return ()
+
+    def _comm(self, pb: ProgramBuilder, name: str, op: str, size: float, deps: tuple[int, ...], tag: Tag,
+              dtype: str | None = None) -> int:
+        return pb.add(CommOp(name=name, op=op, axes=self.axes, size_bytes=int(size), deps=deps,  # type: ignore[arg-type]
+                             dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag))
+
+
+@dataclass
+class _Bucket:
+    numel: int
+    last_unit: str  # the unit (in backward order) whose gradients complete the bucket
+
+
+def make_buckets(units_bwd_order: list[ParamUnit], bucket_elements: int) -> list[_Bucket]:
+    """Pack parameters in backward order into buckets of at least `bucket_elements` (Megatron
+    closes a bucket once it reaches the size; a larger parameter gets a bucket of its own)."""
+    out: list[_Bucket] = []
+    cur = 0
+    for u in units_bwd_order:
+        for mod in reversed(u.modules):
+            cur += mod.numel
+            if cur >= bucket_elements:
+                out.append(_Bucket(cur, u.name))
+                cur = 0
+        if cur and u is units_bwd_order[-1]:
+            out.append(_Bucket(cur, u.name))
+    return out
+
+
+class BucketedSync(GradSync):
+    """DDP (zero 0) and ZeRO-1/2 as described in the module docstring."""
+
+    def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
+        super().__init__(scn, chunks)
+        p = scn.parallel
+        size = p.ddp_bucket_elements or max(40_000_000, 1_000_000 * self.group_size)
+        self.zero = p.zero
+        self.optimizer_shard = self.group_size if self.zero >= 1 else 1
+        self.buckets: dict[str, list[_Bucket]] = {}
+        self.all_buckets: list[_Bucket] = []
+        for units in chunks:
+            for b in make_buckets(list(reversed(units)), size):
+                self.buckets.setdefault(b.last_unit, []).append(b)
+                self.all_buckets.append(b)
+        self._pending: list[int] = []
+
+    def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
+        every_mb = self.zero == 2
+        if not self.axes or (mb != self.n_micro - 1 and not every_mb):
+            return
+        tag = Tag("bwd", unit.layer, mb)
+        op = "allreduce" if self.zero == 0 else "reducescatter"
+        for i, b in enumerate(self.buckets.get(unit.name, ())):
+            self._pending.append(self._comm(pb, f"dp.grad.{op}.{unit.name}.b{i}.mb{mb}", op,
+                                            b.numel * self.grad_bytes, (after,), tag))
+
+    def pending(self) -> tuple[int, ...]:
+        return tuple(self._pending)
+
+    def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
+        p = self.scn.parallel
+        if p.sequence_parallel and p.tp > 1:
+            # grads of the SP-replicated norm weights are summed over tp once per step
+            # (megatron finalize_model_grads._allreduce_non_tensor_model_parallel_grads)
+            norms = sum(m.numel for c in self.chunks for u in c for m in u.modules if "ln" in m.name or "norm" in m.name)
+            ar = pb.add(CommOp(name="tp.norm_grads.allreduce", op="allreduce", axes=("tp",),
+                               size_bytes=norms * self.grad_bytes, deps=after, tag=Tag("opt")))
+            after = after + (ar,)
+        step = super().finish(pb, after)
+        if self.zero == 0 or not self.axes:
+            return step
+        last = step
+        for i, b in enumerate(self.all_buckets):
+            last = self._comm(pb, f"dp.param.allgather.b{i}", "allgather", b.numel * PARAM_BYTES, (step,),
+                              Tag("opt"), dtype="bf16")
+        return last

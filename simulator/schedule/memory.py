@@ -1,0 +1,145 @@
+"""Memory per GPU: weights, gradients, optimizer states and activations.
+
+**Model states** (ZeRO, arXiv:1910.02054 §3): mixed-precision Adam keeps 2 bytes of bf16/fp16
+weights, 2 bytes of gradients and 12 bytes of fp32 master weights, momentum and variance per
+parameter. ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over the
+shard group N: DP, times CP (Megatron's distributed optimizer shards over the DP×CP group,
+MECHANICS.md §5.6) and times Ulysses (DeepSpeed partitions over the sequence-data-parallel group,
+§1.1). fp32 gradient reduction (``grad_reduce_dtype: fp32``) makes the gradient 4 bytes.
+
+**Activations** (arXiv:2205.05198 §4): per layer and micro-batch, in bytes, with s tokens of
+sequence, b sequences, h hidden, a heads and t the TP degree:
+``sbh·(34 + 5as/h)`` without parallelism, ``sbh·(10 + 24/t + 5as/(ht))`` with TP,
+``sbh·(34/t + 5as/(ht))`` with TP+SP; selective recompute drops the ``5as²b/t`` score term,
+full recompute keeps only the layer input ``2sbh`` (``/t`` with SP). We derive the 34 from its
+parts so GQA and SwiGLU change it the way they change the stored tensors (10sbh replicated
+without SP: two norm inputs, the QKV and FC1 inputs, two dropout masks; 24sbh TP-sharded: Q, K,
+V, the projection input, and the MLP's 16sbh for a 4h GeLU MLP). With FlashAttention
+(``training.flash_attention``, default) the score matrix is never stored, so the 5as²b term is
+dropped as under selective recompute. CP and Ulysses divide s (each rank keeps s/(cp·ulysses)
+tokens; the score term is (s/cp)·s per rank).
+
+**Pipeline**: stage i of 1F1B holds pp − i micro-batches in flight (the first stage pp); the
+interleaved schedule holds ``(pp − i − 1)·2 + (vp − 1)·pp + 1`` chunk-micro-batches of
+``L_stage/vp`` layers, which on the first stage is ``L_stage·pp·(1 + (pp−1)/(pp·vp))`` layer
+activations (arXiv:2205.05198 §4.2.3), capped by the micro-batches of the step. The first stage
+adds the embedding dropout mask (sbh/t per micro-batch in flight), the last stage the final norm
+input and the fp32 logits of the cross-entropy, 4sbV/t, for one micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.config.scenario import Scenario
+from simulator.schedule.flops import embedding_params, layer_params, output_params
+from simulator.units import BYTES_PER_ELEMENT, GiB
+
+WEIGHT_BYTES = 2
+ADAM_BYTES = 12
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Bytes per GPU on one pipeline stage."""
+
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    hbm_bytes: float
+    stage: int = 0
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer + self.activations
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.hbm_bytes
+
+    def gib(self) -> dict[str, float]:
+        return {k: getattr(self, k) / GiB for k in ("params", "grads", "optimizer", "activations", "total")}
+
+
+def zero_shard_degree(scn: Scenario) -> int:
+    p = scn.parallel
+    return scn.dp * p.cp * p.ulysses
+
+
+def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple[float, float, float]:
+    """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways."""
+    w, g, o = float(WEIGHT_BYTES), float(grad_bytes), float(ADAM_BYTES)
+    if zero >= 1:
+        o /= n
+    if zero >= 2:
+        g /= n
+    if zero >= 3:
+        w /= n
+    return w, g, o
+
+
+def stage_params(scn: Scenario, stage: int) -> float:
+    """Parameters one GPU of pipeline stage `stage` holds before ZeRO sharding (TP-sharded)."""
+    m, p = scn.model, scn.parallel
+    t = p.tp
+    norms = 2 * m.hidden
+    n = scn.stage_layers[stage] * ((layer_params(m) - norms) / t + norms)
+    if stage == 0:
+        n += embedding_params(m) / t
+    if stage == p.pp - 1:
+        out = output_params(m) - m.hidden  # output weight not tied to this stage's embedding
+        if m.tied_embeddings and p.pp > 1:
+            out = m.vocab * m.hidden  # Megatron keeps a copy of the word embedding on the last stage
+        n += out / t + m.hidden
+    return n
+
+
+def layer_activation_bytes(scn: Scenario) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (see module docstring)."""
+    m, t_cfg, p = scn.model, scn.training, scn.parallel
+    s_full = m.seq_len
+    s = s_full // (p.cp * p.ulysses)
+    b, h, a, f, t = t_cfg.micro_batch, m.hidden, m.heads, m.ffn_hidden, p.tp
+    sbh = s * b * h
+    sp = p.sequence_parallel and t > 1
+    if t_cfg.recompute == "full":
+        return 2 * sbh / (t if sp else 1)
+    replicated = 10 * sbh
+    k_m = 3 if m.gated else 2
+    sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + (2 * (k_m - 1) + 2) * s * b * f
+    scores = 0.0
+    if t_cfg.recompute == "none" and not t_cfg.flash_attention:
+        scores = 5 * a * s * s_full * b
+    return (replicated / t if sp else replicated) + sharded / t + scores / t
+
+
+def in_flight(scn: Scenario, stage: int) -> float:
+    """Layer-activation sets (in units of the whole stage's layers) stage `stage` holds at peak."""
+    p = scn.parallel
+    n_micro = scn.n_micro
+    if p.pp_schedule == "interleaved" and p.vp > 1:
+        chunks = (p.pp - stage - 1) * 2 + (p.vp - 1) * p.pp + 1
+        return min(chunks, n_micro * p.vp) / p.vp
+    return float(min(p.pp - stage, n_micro))
+
+
+def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
+    p, m, tr = scn.parallel, scn.model, scn.training
+    n_params = stage_params(scn, stage)
+    grad_bytes = BYTES_PER_ELEMENT[p.grad_reduce_dtype]
+    w, g, o = model_state_bytes_per_param(p.zero, zero_shard_degree(scn), grad_bytes)
+    acts = scn.stage_layers[stage] * layer_activation_bytes(scn) * in_flight(scn, stage)
+    s = m.seq_len // (p.cp * p.ulysses)
+    b, t = tr.micro_batch, p.tp
+    if stage == 0:
+        acts += s * b * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
+    if stage == p.pp - 1:
+        acts += 2 * s * b * m.hidden + 4 * s * b * m.vocab / t  # final-norm input, fp32 logits
+    return MemoryEstimate(params=n_params * w, grads=n_params * g, optimizer=n_params * o,
+                          activations=acts, hbm_bytes=scn.profile.gpu.hbm_bytes, stage=stage)
+
+
+def memory_per_gpu(scn: Scenario) -> MemoryEstimate:
+    """The estimate of the stage that needs the most memory (what decides whether a plan fits)."""
+    return max((estimate_memory(scn, i) for i in range(scn.parallel.pp)), key=lambda e: e.total)

@@ -1,0 +1,228 @@
+"""Pipeline schedules: the program of one pipeline stage for one training step.
+
+Order of forward (F) and backward (B) passes and of the activation send/recv as Megatron-Core
+runs them (``megatron/core/pipeline_parallel/schedules.py``):
+
+* **1F1B** (``forward_backward_pipelining_without_interleaving``): stage s runs
+  ``min(pp − s − 1, M)`` warm-up forwards (recv_forward, F, send_forward), then M − warm-up
+  steady 1F1B pairs (F, send_forward_recv_backward, B, send_backward_recv_forward), then the
+  cool-down backwards (recv_backward, B, send_backward).
+* **Interleaved** (``forward_backward_pipelining_with_interleaving``, vp model chunks): virtual
+  stage v = chunk·pp + s; warm-up ``(pp − s − 1)·2 + (vp − 1)·pp`` forwards (all of them if more),
+  forward k runs chunk ``(k mod pp·vp) // pp`` on micro-batch ``(k // (pp·vp))·pp + k mod pp``,
+  backward k the chunks in reverse; after every pass one batched send/recv exchanges with the
+  neighbours exactly as Megatron's ``send_forward_recv_forward`` /
+  ``send_forward_backward_recv_forward_backward`` / ``send_backward_recv_backward`` do.
+
+Each message is a :class:`Transfer` along axis ``pp`` with offset ±1 (cyclic, so virtual stage
+pp−1 → pp of the next chunk goes from the last stage to the first); its key names the virtual
+stage it enters and the micro-batch, so sends meet their receives. A message holds one
+micro-batch's hidden activation, ``b·s·h`` bytes over ``cp·ulysses`` and, with sequence
+parallelism, over ``tp`` (each TP rank sends its sequence shard). The first virtual stage runs
+the embedding, the last the LM head and loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.config.scenario import Scenario
+from simulator.schedule.data_parallel import GradSync, ParamUnit, embedding_unit, head_unit, layer_unit
+from simulator.schedule.ir import P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.transformer import LayerBuilder
+
+
+@dataclass(frozen=True)
+class Pass:
+    kind: str  # "F" or "B"
+    chunk: int
+    mb: int
+
+
+def virtual_layers(scn: Scenario) -> list[list[int]]:
+    """Global layer indices of every virtual stage v = chunk·pp + stage."""
+    p = scn.parallel
+    sizes = [scn.stage_layers[v % p.pp] // p.vp for v in range(p.pp * p.vp)]
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(range(start, start + n)))
+        start += n
+    return out
+
+
+def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
+    """Parameter units of each model chunk on `stage`, in forward order."""
+    p = scn.parallel
+    vl = virtual_layers(scn)
+    chunks = []
+    for c in range(p.vp):
+        v = c * p.pp + stage
+        units = [embedding_unit(scn)] if v == 0 else []
+        units += [layer_unit(scn, layer) for layer in vl[v]]
+        if v == p.pp * p.vp - 1:
+            units.append(head_unit(scn))
+        chunks.append(units)
+    return chunks
+
+
+def _chunk(k: int, pp: int, vp: int, forward: bool) -> int:
+    c = (k % (pp * vp)) // pp
+    return c if forward else vp - 1 - c
+
+
+def _mb(k: int, pp: int, vp: int) -> int:
+    return (k // (pp * vp)) * pp + k % pp
+
+
+class StageBuilder:
+    """Builds the whole-step program of one (pipeline stage, CP index) role."""
+
+    def __init__(self, scn: Scenario, stage: int, layers: LayerBuilder, sync: GradSync, chunks: list[list[ParamUnit]]):
+        self.scn, self.stage, self.layers, self.sync, self.chunks = scn, stage, layers, sync, chunks
+        p = scn.parallel
+        self.pp, self.vp, self.M = p.pp, p.vp, scn.n_micro
+        spec = layers.spec
+        self.msg = spec.b * spec.seq_local * spec.hidden * spec.act_bytes // (spec.tp if spec.sp else 1)
+        self.pb = ProgramBuilder()
+        self.recv: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> recv op
+        self.out: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> last op of the pass
+        self.fence = -1
+
+    # -- virtual-stage geometry ---------------------------------------------------------------
+
+    def v(self, chunk: int) -> int:
+        return chunk * self.pp + self.stage
+
+    def first_v(self, chunk: int) -> bool:
+        return self.v(chunk) == 0
+
+    def last_v(self, chunk: int) -> bool:
+        return self.v(chunk) == self.pp * self.vp - 1
+
+    # -- passes -------------------------------------------------------------------------------
+
+    def forward(self, chunk: int, mb: int) -> int:
+        pb, lb, sync = self.pb, self.layers, self.sync
+        after = self.recv.get(("F", chunk, mb), self.fence)
+        for unit in self.chunks[chunk]:
+            w = sync.before_forward(pb, unit, mb, after)
+            if unit.layer is not None:
+                after = lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+            elif unit.name == "embedding":
+                after = lb.embedding_forward(pb, mb, after, w.get("emb", ()))
+            else:
+                after = lb.head_forward(pb, mb, after, w.get("head", ()))
+        self.out[("F", chunk, mb)] = after
+        return after
+
+    def backward(self, chunk: int, mb: int) -> int:
+        pb, lb, sync = self.pb, self.layers, self.sync
+        after = self.recv.get(("B", chunk, mb), self.out[("F", chunk, mb)])
+        for unit in reversed(self.chunks[chunk]):
+            w = sync.before_backward(pb, unit, mb, after)
+            if unit.layer is not None:
+                after = lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+            elif unit.name == "embedding":
+                after = lb.embedding_backward(pb, mb, after)
+            else:
+                after = lb.head_backward(pb, mb, after)
+            sync.after_backward(pb, unit, mb, after)
+        fence = sync.end_backward(pb, mb, after)
+        if fence >= 0:
+            self.fence = fence
+        self.out[("B", chunk, mb)] = after
+        return after
+
+    # -- communication ------------------------------------------------------------------------
+
+    def p2p(self, name: str, send_f: Pass | None = None, send_b: Pass | None = None,
+            recv_f: Pass | None = None, recv_b: Pass | None = None) -> None:
+        """One batched send/recv; passes that need no message (first/last virtual stage) drop out."""
+        sends, recvs, deps = [], [], []
+        if send_f is not None and not self.last_v(send_f.chunk):
+            sends.append(Transfer("pp", +1, self.msg, f"pp.act.v{self.v(send_f.chunk) + 1}.mb{send_f.mb}"))
+            deps.append(self.out[("F", send_f.chunk, send_f.mb)])
+        if send_b is not None and not self.first_v(send_b.chunk):
+            sends.append(Transfer("pp", -1, self.msg, f"pp.grad.v{self.v(send_b.chunk) - 1}.mb{send_b.mb}"))
+            deps.append(self.out[("B", send_b.chunk, send_b.mb)])
+        if recv_f is not None and not self.first_v(recv_f.chunk):
+            recvs.append((("F", recv_f.chunk, recv_f.mb),
+                          Transfer("pp", -1, self.msg, f"pp.act.v{self.v(recv_f.chunk)}.mb{recv_f.mb}")))
+        if recv_b is not None and not self.last_v(recv_b.chunk):
+            recvs.append((("B", recv_b.chunk, recv_b.mb),
+                          Transfer("pp", +1, self.msg, f"pp.grad.v{self.v(recv_b.chunk)}.mb{recv_b.mb}")))
+        if not sends and not recvs:
+            return
+        mb = (send_f or send_b or recv_f or recv_b).mb  # type: ignore[union-attr]
+        idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
+                                deps=tuple(deps), tag=Tag("other", None, mb)))
+        for key, _ in recvs:
+            self.recv[key] = idx
+
+    # -- schedules ----------------------------------------------------------------------------
+
+    def one_f_one_b(self) -> None:
+        pp, s, M = self.pp, self.stage, self.M
+        warmup = min(pp - s - 1, M)
+        remaining = M - warmup
+        for i in range(warmup):
+            self.p2p("recv_forward", recv_f=Pass("F", 0, i))
+            self.forward(0, i)
+            self.p2p("send_forward", send_f=Pass("F", 0, i))
+        if remaining:
+            self.p2p("recv_forward", recv_f=Pass("F", 0, warmup))
+        for i in range(remaining):
+            f = warmup + i
+            self.forward(0, f)
+            self.p2p("send_forward_recv_backward", send_f=Pass("F", 0, f), recv_b=Pass("B", 0, i))
+            self.backward(0, i)
+            if i == remaining - 1:
+                self.p2p("send_backward", send_b=Pass("B", 0, i))
+            else:
+                self.p2p("send_backward_recv_forward", send_b=Pass("B", 0, i), recv_f=Pass("F", 0, f + 1))
+        for i in range(remaining, M):
+            self.p2p("recv_backward", recv_b=Pass("B", 0, i))
+            self.backward(0, i)
+            self.p2p("send_backward", send_b=Pass("B", 0, i))
+
+    def interleaved(self) -> None:
+        pp, vp, s = self.pp, self.vp, self.stage
+        total = self.M * vp
+        warmup = min((pp - s - 1) * 2 + (vp - 1) * pp, total)
+        remaining = total - warmup
+
+        def F(k: int) -> Pass:
+            return Pass("F", _chunk(k, pp, vp, True), _mb(k, pp, vp))
+
+        def B(k: int) -> Pass:
+            return Pass("B", _chunk(k, pp, vp, False), _mb(k, pp, vp))
+
+        self.p2p("recv_forward", recv_f=F(0))
+        for k in range(warmup):
+            self.forward(F(k).chunk, F(k).mb)
+            nxt_f = F(k + 1) if k + 1 < total else None
+            if k == warmup - 1 and remaining == 0:
+                self.p2p("send_forward_recv_backward", send_f=F(k), recv_b=B(0))
+            elif k == warmup - 1:
+                self.p2p("send_forward_recv_forward_backward", send_f=F(k), recv_f=nxt_f, recv_b=B(0))
+            else:
+                self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f)
+        for k in range(remaining):
+            kf = k + warmup
+            self.forward(F(kf).chunk, F(kf).mb)
+            self.backward(B(k).chunk, B(k).mb)
+            nxt_f = F(kf + 1) if k < remaining - 1 else None
+            self.p2p("send_forward_backward_recv_forward_backward", send_f=F(kf), send_b=B(k),
+                     recv_f=nxt_f, recv_b=B(k + 1) if k + 1 < total else None)
+        for k in range(remaining, total):
+            self.backward(B(k).chunk, B(k).mb)
+            self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=B(k + 1) if k + 1 < total else None)
+
+    def build(self) -> ProgramBuilder:
+        if self.vp > 1:
+            self.interleaved()
+        else:
+            self.one_f_one_b()
+        ends = tuple(self.out[("B", c, self.M - 1)] for c in range(self.vp))
+        self.sync.finish(self.pb, ends)
+        return self.pb

@@ -1,0 +1,413 @@
+"""One transformer layer (and the embedding / LM head) for one micro-batch on one rank.
+
+Forward, as Megatron-Core's ``TransformerLayer`` runs it: input norm → QKV (column-parallel) →
+attention core (local FlashAttention, or the Ulysses / Ring / Megatron-CP pattern) → output
+projection (row-parallel) → residual → norm → FC1 (column-parallel) → activation → FC2
+(row-parallel) → residual. Backward runs the same blocks in reverse. Recompute re-runs forward ops
+inside backward: the whole layer (``full``) before its backward, or only the attention core
+(``selective``) before the attention backward. Re-run ops are renamed ``*.recompute``, tagged
+``bwd`` and given distinct P2P keys so their sends meet their own receives.
+
+The TP linear layers come from :mod:`simulator.schedule.tensor_parallel` and the attention
+patterns from their own modules; they are imported lazily so a plan that does not use one does
+not need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Callable
+
+from simulator.config.scenario import Scenario
+from simulator.schedule import attention
+from simulator.schedule.attention import AttentionContext
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """Per-rank shapes of every layer of one role (pipeline stage, CP index)."""
+
+    b: int
+    seq: int
+    seq_local: int  # seq / (cp · ulysses): tokens of a sequence before the SP split
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    gated: bool
+    vocab: int
+    tp: int
+    sp: bool
+    overlap: str
+    dtype: str  # GEMM dtype
+    act_dtype: str
+    act_bytes: int
+    recompute: str
+    cp: int
+    cp_rank: int
+    ulysses: int
+    cp_comm: str
+    sms: int
+    cp_a2a: int | None = None
+
+    @classmethod
+    def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
+        m, t, p = scn.model, scn.training, scn.parallel
+        return cls(b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
+                   heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated,
+                   vocab=m.vocab, tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
+                   overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
+                   act_bytes=t.act_bytes, recompute=t.recompute, cp=p.cp, cp_rank=cp_rank, ulysses=p.ulysses,
+                   cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a)
+
+    @property
+    def tokens(self) -> int:
+        """Rows of the TP GEMMs: b · s_local."""
+        return self.b * self.seq_local
+
+    @property
+    def sharded_tokens(self) -> int:
+        """Tokens outside the TP region (norms, residual): split over tp under SP."""
+        return self.tokens // self.tp if self.sp else self.tokens
+
+    @property
+    def act(self) -> int:
+        """Bytes of one full local hidden activation, A = b·s_local·h·B."""
+        return self.tokens * self.hidden * self.act_bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# pattern dispatch
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"simulator.schedule.{name}")
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """The four TP entry points, or plain local GEMMs when tp == 1 and no TP module exists."""
+
+    column_fwd: Callable
+    row_fwd: Callable
+    column_bwd: Callable
+    row_bwd: Callable
+    context: Callable
+
+
+def _linear(spec: LayerSpec) -> _Linear:
+    try:
+        tp = _module("tensor_parallel")
+    except ModuleNotFoundError:
+        if spec.tp > 1:
+            raise
+        return _Linear(_local_col_fwd, _local_row_fwd, _local_col_bwd, _local_row_bwd, _LocalCtx)
+    return _Linear(tp.column_parallel_fwd, tp.row_parallel_fwd, tp.column_parallel_bwd, tp.row_parallel_bwd,
+                   tp.TPContext)
+
+
+def attention_pattern(spec: LayerSpec) -> tuple[Callable, Callable]:
+    """(forward, backward) of the attention core this plan uses."""
+    if spec.ulysses > 1:
+        mod = _module("ulysses")
+    elif spec.cp > 1 and spec.cp_comm == "ring":
+        mod = _module("ring_attention")
+    elif spec.cp > 1:
+        mod = _module("context_parallel")
+    else:
+        return attention.local_forward, attention.local_backward
+    return mod.forward, mod.backward
+
+
+@dataclass(frozen=True)
+class _LocalCtx:
+    """Stand-in for TPContext when tp == 1 (same fields the local GEMMs need)."""
+
+    tp: int
+    sequence_parallel: bool
+    overlap: str
+    micro_batch: int
+    seq_local: int
+    hidden: int
+    dtype: str
+    dtype_bytes: int
+    layer: int
+    microbatch: int
+    sms: int
+
+
+def _local_gemm(pb: ProgramBuilder, ctx: _LocalCtx, name: str, phase: str, m: int, n: int, k: int, dep: int) -> int:
+    elem = 1 if ctx.dtype == "fp8" else ctx.dtype_bytes
+    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=(m * k + k * n + m * n) * elem,
+                            deps=(dep,), gemm=(m, n, k), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))
+
+
+def _local_col_fwd(pb, ctx, name, n_out_local, after):  # type: ignore[no-untyped-def]
+    m = ctx.micro_batch * ctx.seq_local
+    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.fwd.gemm", "fwd", m, n_out_local, ctx.hidden, after)
+
+
+def _local_row_fwd(pb, ctx, name, k_in_local, after):  # type: ignore[no-untyped-def]
+    m = ctx.micro_batch * ctx.seq_local
+    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.fwd.gemm", "fwd", m, ctx.hidden, k_in_local, after)
+
+
+def _local_col_bwd(pb, ctx, name, n_out_local, after):  # type: ignore[no-untyped-def]
+    m = ctx.micro_batch * ctx.seq_local
+    d = _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.dgrad", "bwd", m, ctx.hidden, n_out_local, after)
+    _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.wgrad", "bwd", n_out_local, ctx.hidden, m, after)
+    return d
+
+
+def _local_row_bwd(pb, ctx, name, k_in_local, after):  # type: ignore[no-untyped-def]
+    m = ctx.micro_batch * ctx.seq_local
+    d = _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.dgrad", "bwd", m, k_in_local, ctx.hidden, after)
+    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.wgrad", "bwd", ctx.hidden, k_in_local, m, d)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def _deps(*idx: int | tuple[int, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    for i in idx:
+        for j in (i if isinstance(i, tuple) else (i,)):
+            if j >= 0 and j not in out:
+                out.append(j)
+    return tuple(out)
+
+
+def _mem_op(pb: ProgramBuilder, name: str, kind: str, nbytes: float, deps: tuple[int, ...], tag: Tag) -> int:
+    """A memory-bound kernel (norm, residual add, activation): ~1 FLOP per byte moved."""
+    return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag))  # type: ignore[arg-type]
+
+
+def mark_recompute(pb: ProgramBuilder, start: int) -> None:
+    """Rename ops appended since `start` as a recompute inside backward (distinct P2P keys)."""
+    for i in range(start, len(pb.ops)):
+        op = pb.ops[i]
+        tag = replace(op.tag, phase="bwd")
+        if isinstance(op, P2POp):
+            pb.ops[i] = replace(op, name=op.name + ".recompute", tag=tag,
+                                sends=tuple(replace(t, key=t.key + ".recompute") for t in op.sends),
+                                recvs=tuple(replace(t, key=t.key + ".recompute") for t in op.recvs))
+        else:
+            pb.ops[i] = replace(op, name=op.name + ".recompute", tag=tag)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """The ops of one layer pass with their dependencies made symbolic: k >= 0 is the k-th op of
+    the block, -1 the block's `after`, -2-k the k-th wait of the attention block and
+    -1000-k the k-th wait of the MLP block. `state` holds each op's field values."""
+
+    types: tuple[type, ...]
+    state: tuple[tuple, ...]
+    deps: tuple[tuple[int, ...], ...]
+    tags: tuple[Tag, ...]
+    result: int
+
+
+def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple[int, ...],
+              wm: tuple[int, ...]) -> _Template | None:
+    ext: dict[int, int] = {}
+    for k, w in enumerate(wa):
+        ext[w] = -2 - k
+    for k, w in enumerate(wm):
+        if w in ext:
+            return None
+        ext[w] = -1000 - k
+    if after >= 0:
+        if after in ext:
+            return None
+        ext[after] = -1
+    deps = []
+    for op in pb.ops[start:]:
+        if isinstance(op, P2POp):
+            return None  # keys name the micro-batch: build every time
+        row = []
+        for d in op.deps:
+            if d >= start:
+                row.append(d - start)
+            elif d in ext:
+                row.append(ext[d])
+            else:
+                return None
+        deps.append(tuple(row))
+    ops = pb.ops[start:]
+    return _Template(tuple(type(op) for op in ops),
+                     tuple(tuple(getattr(op, n) for n in type(op).__slots__) for op in ops),
+                     tuple(deps), tuple(op.tag for op in ops), result - start)
+
+
+_POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
+
+
+def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
+    """Append a copy of a template for micro-batch `mb`: only deps and tags change. Avoids
+    re-running the pattern code for every micro-batch (the 1,024-GPU benchmark of issue 3)."""
+    start = len(pb.ops)
+    tags: dict[Tag, Tag] = {}
+    ops = pb.ops
+    ext = {-1: after}
+    for k, w in enumerate(wa):
+        ext[-2 - k] = w
+    for k, w in enumerate(wm):
+        ext[-1000 - k] = w
+    for cls, state, row, old_tag in zip(tpl.types, tpl.state, tpl.deps, tpl.tags):
+        tag = tags.get(old_tag)
+        if tag is None:
+            tag = tags[old_tag] = Tag(old_tag.phase, old_tag.layer, mb, old_tag.chunk)
+        args = list(state)
+        i_deps, i_tag = _POS[cls]
+        args[i_deps] = tuple([start + d if d >= 0 else ext[d] for d in row])
+        args[i_tag] = tag
+        ops.append(cls(*args))
+    return start + tpl.result
+
+
+class LayerBuilder:
+    """Appends the ops of one layer (or the embedding / LM head) to a program.
+
+    Layer passes are built once per (layer, pass, shape of the waits) with the real builders and
+    stamped for the other micro-batches, which differ only in dependencies and tags.
+    """
+
+    def __init__(self, spec: LayerSpec):
+        self.spec = spec
+        self.lin = _linear(spec)
+        self.attn_fwd, self.attn_bwd = attention_pattern(spec)
+        self._templates: dict[tuple, _Template | None] = {}
+
+    def _cached(self, build, kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,  # type: ignore[no-untyped-def]
+                wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
+        key = (kind, layer, after >= 0, len(wa), len(wm))
+        tpl = self._templates.get(key)
+        if tpl is not None and after not in wa and after not in wm and not set(wa) & set(wm):
+            return _stamp(pb, tpl, mb, after, wa, wm)
+        start = len(pb)
+        result = build(pb, layer, mb, after, wa, wm)
+        if key not in self._templates:
+            self._templates[key] = _symbolic(pb, start, result, after, wa, wm)
+        return result
+
+    def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
+                wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+        """Forward of layer `layer`; `wait_*` are ops (parameter AllGathers) the blocks must await."""
+        return self._cached(self._forward, "F", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
+
+    def backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
+                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+        """Backward of layer `layer` (with its recompute); returns the op after which the input
+        gradient and every weight gradient of the layer are ready."""
+        return self._cached(self._backward, "B", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
+
+    def _tp(self, layer: int, mb: int):  # type: ignore[no-untyped-def]
+        s = self.spec
+        return self.lin.context(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch=s.b,
+                                seq_local=s.seq_local, hidden=s.hidden, dtype=s.dtype, dtype_bytes=s.act_bytes,
+                                layer=layer, microbatch=mb, sms=s.sms)
+
+    def _attn(self, layer: int, mb: int) -> AttentionContext:
+        s = self.spec
+        return AttentionContext(micro_batch=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
+                                kv_heads=s.kv_heads // s.tp, head_dim=s.head_dim, dtype_bytes=s.act_bytes,
+                                causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
+                                layer=layer, microbatch=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a)
+
+    # -- transformer layer --------------------------------------------------------------------
+
+    def _forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
+                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+        s = self.spec
+        tag = Tag("fwd", layer, mb)
+        tp = self._tp(layer, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", 2 * hb, _deps(after, wait_attn), tag)
+        qkv = self.lin.column_fwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, ln1)
+        core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
+        proj = self.lin.row_fwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, core)
+        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", 4 * hb, _deps(proj, wait_mlp), tag)
+        fc1 = self.lin.column_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
+        act_bytes = (3 if s.gated else 2) * s.tokens * s.ffn // s.tp * s.act_bytes
+        act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag)
+        fc2 = self.lin.row_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
+        return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", 3 * hb, (fc2,), tag)
+
+    def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
+                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+        s = self.spec
+        tag = Tag("bwd", layer, mb)
+        tp = self._tp(layer, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        if s.recompute == "full":
+            start = len(pb)
+            after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp)
+            mark_recompute(pb, start)
+        res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", 3 * hb, _deps(after, wait_mlp), tag)
+        fc2 = self.lin.row_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
+        act_bytes = (5 if s.gated else 3) * s.tokens * s.ffn // s.tp * s.act_bytes
+        act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag)
+        fc1 = self.lin.column_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
+        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", 5 * hb, _deps(fc1, wait_attn), tag)
+        proj = self.lin.row_bwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, ln2)
+        ctx = self._attn(layer, mb)
+        if s.recompute == "selective":
+            start = len(pb)
+            proj = self.attn_fwd(pb, ctx, proj)
+            mark_recompute(pb, start)
+        core = self.attn_bwd(pb, ctx, proj)
+        qkv = self.lin.column_bwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, core)
+        return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
+
+    # -- embedding and LM head ----------------------------------------------------------------
+
+    def _tp_comm(self, pb: ProgramBuilder, name: str, op: str, size: int, dep: int, tag: Tag) -> int:
+        return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),  # type: ignore[arg-type]
+                             dtype=self.spec.act_dtype, tag=tag))
+
+    def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = ()) -> int:
+        """Vocab-parallel embedding lookup; its partial rows are reduced over tp (RS with SP,
+        AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
+        s = self.spec
+        tag = Tag("fwd", None, mb)
+        op = _mem_op(pb, "embedding.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, _deps(after, wait), tag)
+        if s.tp > 1:
+            op = self._tp_comm(pb, "embedding.fwd." + ("rs" if s.sp else "ar"),
+                               "reducescatter" if s.sp else "allreduce", s.act, op, tag)
+        return op
+
+    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        s = self.spec
+        tag = Tag("bwd", None, mb)
+        if s.sp:
+            after = self._tp_comm(pb, "embedding.bwd.ag", "allgather", s.act, after, tag)
+        return _mem_op(pb, "embedding.bwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, (after,), tag)
+
+    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = ()) -> int:
+        """Final norm, output layer (column-parallel over the vocabulary) and the vocab-parallel
+        cross-entropy, whose max / sum-exp / target-logit reductions are 3 AllReduces of b·s fp32
+        values over tp (megatron/core/tensor_parallel/cross_entropy.py)."""
+        s = self.spec
+        tag = Tag("fwd", None, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        ln = _mem_op(pb, "final_norm.fwd", "norm", 2 * hb, _deps(after, wait), tag)
+        logits = self.lin.column_fwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, ln)
+        loss = _mem_op(pb, "loss.fwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (logits,), tag)
+        if s.tp > 1:
+            for what in ("max", "sumexp", "target"):
+                loss = self._tp_comm(pb, f"loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
+        return loss
+
+    def head_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        s = self.spec
+        tag = Tag("bwd", None, mb)
+        loss = _mem_op(pb, "loss.bwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (after,), tag)
+        dx = self.lin.column_bwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, loss)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        return _mem_op(pb, "final_norm.bwd", "norm", 3 * hb, (dx,), tag)
