@@ -8,20 +8,17 @@ inside backward: the whole layer (``full``) before its backward, or only the att
 (``selective``) before the attention backward. Re-run ops are renamed ``*.recompute``, tagged
 ``bwd`` and given distinct P2P keys so their sends meet their own receives.
 
-The TP linear layers come from :mod:`simulator.schedule.tensor_parallel` and the attention
-patterns from their own modules; they are imported lazily so a plan that does not use one does
-not need it.
+The TP linear layers come from :mod:`simulator.schedule.tensor_parallel` (with tp = 1 they are
+plain GEMMs) and the attention patterns from their own modules.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import attention
+from simulator.schedule import attention, context_parallel, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
 
@@ -84,89 +81,15 @@ class LayerSpec:
 # pattern dispatch
 
 
-def _module(name: str) -> ModuleType:
-    return importlib.import_module(f"simulator.schedule.{name}")
-
-
-@dataclass(frozen=True)
-class _Linear:
-    """The four TP entry points, or plain local GEMMs when tp == 1 and no TP module exists."""
-
-    column_fwd: Callable
-    row_fwd: Callable
-    column_bwd: Callable
-    row_bwd: Callable
-    context: Callable
-
-
-def _linear(spec: LayerSpec) -> _Linear:
-    try:
-        tp = _module("tensor_parallel")
-    except ModuleNotFoundError:
-        if spec.tp > 1:
-            raise
-        return _Linear(_local_col_fwd, _local_row_fwd, _local_col_bwd, _local_row_bwd, _LocalCtx)
-    return _Linear(tp.column_parallel_fwd, tp.row_parallel_fwd, tp.column_parallel_bwd, tp.row_parallel_bwd,
-                   tp.TPContext)
-
-
 def attention_pattern(spec: LayerSpec) -> tuple[Callable, Callable]:
     """(forward, backward) of the attention core this plan uses."""
     if spec.ulysses > 1:
-        mod = _module("ulysses")
-    elif spec.cp > 1 and spec.cp_comm == "ring":
-        mod = _module("ring_attention")
-    elif spec.cp > 1:
-        mod = _module("context_parallel")
-    else:
-        return attention.local_forward, attention.local_backward
-    return mod.forward, mod.backward
-
-
-@dataclass(frozen=True)
-class _LocalCtx:
-    """Stand-in for TPContext when tp == 1 (same fields the local GEMMs need)."""
-
-    tp: int
-    sequence_parallel: bool
-    overlap: str
-    micro_batch: int
-    seq_local: int
-    hidden: int
-    dtype: str
-    dtype_bytes: int
-    layer: int
-    microbatch: int
-    sms: int
-
-
-def _local_gemm(pb: ProgramBuilder, ctx: _LocalCtx, name: str, phase: str, m: int, n: int, k: int, dep: int) -> int:
-    elem = 1 if ctx.dtype == "fp8" else ctx.dtype_bytes
-    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=(m * k + k * n + m * n) * elem,
-                            deps=(dep,), gemm=(m, n, k), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))
-
-
-def _local_col_fwd(pb, ctx, name, n_out_local, after):  # type: ignore[no-untyped-def]
-    m = ctx.micro_batch * ctx.seq_local
-    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.fwd.gemm", "fwd", m, n_out_local, ctx.hidden, after)
-
-
-def _local_row_fwd(pb, ctx, name, k_in_local, after):  # type: ignore[no-untyped-def]
-    m = ctx.micro_batch * ctx.seq_local
-    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.fwd.gemm", "fwd", m, ctx.hidden, k_in_local, after)
-
-
-def _local_col_bwd(pb, ctx, name, n_out_local, after):  # type: ignore[no-untyped-def]
-    m = ctx.micro_batch * ctx.seq_local
-    d = _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.dgrad", "bwd", m, ctx.hidden, n_out_local, after)
-    _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.wgrad", "bwd", n_out_local, ctx.hidden, m, after)
-    return d
-
-
-def _local_row_bwd(pb, ctx, name, k_in_local, after):  # type: ignore[no-untyped-def]
-    m = ctx.micro_batch * ctx.seq_local
-    d = _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.dgrad", "bwd", m, k_in_local, ctx.hidden, after)
-    return _local_gemm(pb, ctx, f"L{ctx.layer}.{name}.bwd.wgrad", "bwd", ctx.hidden, k_in_local, m, d)
+        return ulysses.forward, ulysses.backward
+    if spec.cp > 1 and spec.cp_comm == "ring":
+        return ring_attention.forward, ring_attention.backward
+    if spec.cp > 1:
+        return context_parallel.forward, context_parallel.backward
+    return attention.local_forward, attention.local_backward
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,7 +203,6 @@ class LayerBuilder:
 
     def __init__(self, spec: LayerSpec):
         self.spec = spec
-        self.lin = _linear(spec)
         self.attn_fwd, self.attn_bwd = attention_pattern(spec)
         self._templates: dict[tuple, _Template | None] = {}
 
@@ -309,9 +231,9 @@ class LayerBuilder:
 
     def _tp(self, layer: int, mb: int):  # type: ignore[no-untyped-def]
         s = self.spec
-        return self.lin.context(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch=s.b,
-                                seq_local=s.seq_local, hidden=s.hidden, dtype=s.dtype, dtype_bytes=s.act_bytes,
-                                layer=layer, microbatch=mb, sms=s.sms)
+        return tensor_parallel.TPContext(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch=s.b,
+                                         seq_local=s.seq_local, hidden=s.hidden, dtype=s.dtype,
+                                         dtype_bytes=s.act_bytes, layer=layer, microbatch=mb, sms=s.sms)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
@@ -329,14 +251,14 @@ class LayerBuilder:
         tp = self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", 2 * hb, _deps(after, wait_attn), tag)
-        qkv = self.lin.column_fwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, ln1)
+        qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, ln1)
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
-        proj = self.lin.row_fwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, core)
+        proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, core)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", 4 * hb, _deps(proj, wait_mlp), tag)
-        fc1 = self.lin.column_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
+        fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
         act_bytes = (3 if s.gated else 2) * s.tokens * s.ffn // s.tp * s.act_bytes
         act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag)
-        fc2 = self.lin.row_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
+        fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
         return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", 3 * hb, (fc2,), tag)
 
     def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
@@ -350,19 +272,19 @@ class LayerBuilder:
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp)
             mark_recompute(pb, start)
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", 3 * hb, _deps(after, wait_mlp), tag)
-        fc2 = self.lin.row_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
+        fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
         act_bytes = (5 if s.gated else 3) * s.tokens * s.ffn // s.tp * s.act_bytes
         act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag)
-        fc1 = self.lin.column_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
+        fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", 5 * hb, _deps(fc1, wait_attn), tag)
-        proj = self.lin.row_bwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, ln2)
+        proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, ln2)
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":
             start = len(pb)
             proj = self.attn_fwd(pb, ctx, proj)
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
-        qkv = self.lin.column_bwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, core)
+        qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, core)
         return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
 
     # -- embedding and LM head ----------------------------------------------------------------
@@ -397,7 +319,7 @@ class LayerBuilder:
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ln = _mem_op(pb, "final_norm.fwd", "norm", 2 * hb, _deps(after, wait), tag)
-        logits = self.lin.column_fwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, ln)
+        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, ln)
         loss = _mem_op(pb, "loss.fwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (logits,), tag)
         if s.tp > 1:
             for what in ("max", "sumexp", "target"):
@@ -408,6 +330,6 @@ class LayerBuilder:
         s = self.spec
         tag = Tag("bwd", None, mb)
         loss = _mem_op(pb, "loss.bwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (after,), tag)
-        dx = self.lin.column_bwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, loss)
+        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         return _mem_op(pb, "final_norm.bwd", "norm", 3 * hb, (dx,), tag)
