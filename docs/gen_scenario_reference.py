@@ -1,0 +1,142 @@
+"""Generate docs/scenario-reference.md from the pydantic schema of a scenario.
+
+    python docs/gen_scenario_reference.py          # rewrite the file
+    python docs/gen_scenario_reference.py --check  # exit 1 if the file is out of date
+
+The schema (simulator/config/scenario.py ScenarioFile and the models it nests) is the single
+source of truth; tests/unit/test_scenario_reference.py fails when the committed page differs.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from pathlib import Path
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "scenario-reference.md"
+
+
+# What each key means, for keys whose schema field carries no description of its own (the
+# wording follows DESIGN.md's scenario contract).
+NOTES = {
+    "name": "scenario name, echoed in reports",
+    "hardware": "a profile in hardware_profiles/ (e.g. dgx-h100) or a path to a profile YAML",
+    "nodes": "GPUs = nodes x the profile's GPUs per node",
+    "preset": "a model preset; explicit fields override it",
+    "layers": "transformer layers", "hidden": "hidden size", "heads": "query heads",
+    "kv_heads": "key/value heads (GQA); 0 = heads", "ffn_hidden": "MLP inner size; 0 = the mlp's rule",
+    "vocab": "vocabulary size", "mlp": "MLP type", "seq_len": "tokens per sequence",
+    "micro_batch": "sequences per micro-batch", "global_batch": "sequences per optimizer step",
+    "dtype": "fp8 runs GEMMs in fp8, the rest in bf16", "recompute": "activation recomputation",
+    "tp": "tensor-parallel degree", "sequence_parallel": "Megatron sequence parallelism with TP",
+    "tp_overlap": "TP communication/GEMM overlap mode (TransformerEngine)", "pp": "pipeline stages",
+    "pp_schedule": "pipeline schedule", "vp": "virtual stages per rank (interleaved)",
+    "cp": "context-parallel degree", "cp_comm": "ring (plain Ring Attention) | p2p (Megatron, load-balanced) | variants",
+    "ulysses": "DeepSpeed-Ulysses degree", "zero": "ZeRO stage", "order": "rank placement, innermost axis first",
+    "dp": "data-parallel degree; derived, checked when given",
+}
+
+
+def _type_name(annotation: typing.Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " \\| ".join(f"`{a}`" for a in typing.get_args(annotation))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return " or ".join(_type_name(a) for a in typing.get_args(annotation))
+    if origin in (tuple, list):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return f"list of {_type_name(args[0])}" if args else "list"
+    if origin is dict:
+        return "mapping"
+    if isinstance(annotation, type):
+        if issubclass(annotation, BaseModel):
+            return "mapping"
+        return {"NoneType": "null"}.get(annotation.__name__, annotation.__name__)
+    return str(annotation).replace("typing.", "")
+
+
+def _default(field: typing.Any) -> str:
+    if field.is_required():
+        return "**required**"
+    value = field.default
+    if value is PydanticUndefined:
+        value = field.default_factory() if field.default_factory else None
+    if isinstance(value, BaseModel):
+        return "(see below)"
+    if isinstance(value, tuple):
+        value = list(value)
+    return f"`{value}`" if value is not None else "`null`"
+
+
+def _constraints(field: typing.Any) -> str:
+    parts = []
+    for m in field.metadata:
+        for attr, sym in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="), ("min_length", "min length")):
+            v = getattr(m, attr, None)
+            if v is not None:
+                parts.append(f"{sym} {v}")
+    return ", ".join(parts)
+
+
+def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type]) -> None:
+    nested: list[tuple[str, type[BaseModel]]] = []
+    out.append(f"### `{prefix or '(top level)'}`\n")
+    if model.__doc__:
+        out.append(" ".join(model.__doc__.split()) + "\n")
+    out.append("| key | type | default | constraint | description |")
+    out.append("|---|---|---|---|---|")
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        sub = [a for a in (ann, *typing.get_args(ann)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if sub and sub[0] not in seen:
+            nested.append((f"{prefix}.{name}" if prefix else name, sub[0]))
+        desc = (field.description or NOTES.get(name, "")).replace("|", "\\|")
+        out.append(f"| `{name}` | {_type_name(ann)} | {_default(field)} | {_constraints(field)} | {desc} |")
+    out.append("")
+    for path, sub_model in nested:
+        seen.add(sub_model)
+        _section(sub_model, path, out, seen)
+
+
+def render() -> str:
+    from simulator.config.scenario import ScenarioFile
+    from simulator.config.workload import PRESETS
+
+    out = [
+        "# Scenario reference",
+        "",
+        "<!-- generated by docs/gen_scenario_reference.py from the pydantic schema; do not edit by hand -->",
+        "",
+        "A scenario YAML describes the model, the training settings, the cluster and the parallel",
+        "plan of one run. Unknown keys are rejected; units are in key names. Every bundled example in",
+        "`scenarios/` is commented; `clustersim check SCENARIO` validates one without running it.",
+        "",
+        "Model presets: " + ", ".join(f"`{p}`" for p in sorted(PRESETS)) + ". A preset supplies every model field",
+        "marked required below; explicit fields override the preset's.",
+        "",
+        "## Keys",
+        "",
+    ]
+    _section(ScenarioFile, "", out, {ScenarioFile})
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not OUT.exists() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is out of date; run python docs/gen_scenario_reference.py")
+            return 1
+        return 0
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,114 @@
+"""How long a compute kernel takes on one GPU: a roofline with calibratable efficiencies.
+
+A kernel is bounded by arithmetic (FLOPs / achieved FLOP/s) or by memory traffic
+(HBM bytes / achieved bytes/s), whichever is slower, and never finishes faster than the
+kernel-launch floor. Achieved FLOP/s is the dense tensor-core peak for the op's dtype times an
+efficiency:
+
+* GEMMs: the profile's size-dependent curve ``gpu.gemm_efficiency`` (points of
+  (flops per kernel, efficiency)), interpolated linearly in log(flops); small GEMMs cannot fill
+  the SMs, large ones approach the cuBLAS plateau. fp8 GEMMs use the fp8 peak and the bf16 curve
+  scaled by ``fp8_gemm_efficiency_scale``.
+* attention (FlashAttention): ``attention_fwd_efficiency`` or ``attention_bwd_efficiency``; the
+  op's ``flops`` already count only the computed part of the score matrix (causal masking).
+* everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
+  ``hbm_bytes / (hbm_Bps × hbm_efficiency)``; attention is always in bf16/fp16 even in fp8 runs.
+
+Each of the ``count`` kernels then pays the launch floor ``kernel_launch_us`` on top (the gap
+between back-to-back kernels that the profile calibrates). ``sm_fraction`` < 1 scales
+arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
+overlap); ``overlapped`` stretches the kernel by ``1 + overlap_slowdown`` for SM and HBM
+contention with a concurrent collective.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from simulator.config.hardware import GPU
+from simulator.schedule.ir import ComputeOp, Op
+
+MEMORY_BOUND_KINDS = frozenset({"elementwise", "norm", "copy", "optimizer", "embedding", "loss"})
+
+
+def gemm_efficiency(gpu: GPU, flops_per_kernel: float, dtype: str = "bf16") -> float:
+    """Fraction of peak a GEMM of this many FLOPs reaches: log-linear interpolation of the
+    profile's curve, clamped to its end points; fp8 scales the curve (capped at 1)."""
+    pts = gpu.gemm_efficiency
+    if flops_per_kernel <= pts[0].flops:
+        eff = pts[0].efficiency
+    elif flops_per_kernel >= pts[-1].flops:
+        eff = pts[-1].efficiency
+    else:
+        eff = pts[-1].efficiency
+        x = math.log(flops_per_kernel)
+        for a, b in zip(pts, pts[1:]):
+            if flops_per_kernel <= b.flops:
+                t = (x - math.log(a.flops)) / (math.log(b.flops) - math.log(a.flops))
+                eff = a.efficiency + t * (b.efficiency - a.efficiency)
+                break
+    if dtype == "fp8":
+        eff = min(1.0, eff * gpu.fp8_gemm_efficiency_scale)
+    return eff
+
+
+def _is_backward(op: ComputeOp) -> bool:
+    if op.tag.phase == "bwd":
+        return True
+    if op.tag.phase == "fwd":
+        return False
+    name = op.name.lower()
+    return "bwd" in name or "backward" in name
+
+
+def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
+    """Achieved arithmetic throughput (FLOP/s) of one kernel of ``op``, before SM sharing."""
+    count = max(op.count, 1)
+    if op.kind == "gemm":
+        return gpu.peak_flops(op.dtype) * gemm_efficiency(gpu, op.flops / count, op.dtype)
+    if op.kind == "attention":
+        dtype = "bf16" if op.dtype == "fp8" else op.dtype
+        eff = gpu.attention_bwd_efficiency if _is_backward(op) else gpu.attention_fwd_efficiency
+        return gpu.peak_flops(dtype) * eff
+    # Memory-bound kinds that still carry FLOPs (optimizer math, loss) run on CUDA cores; a
+    # fp32 non-tensor rate is a generous upper bound that only matters if hbm_bytes is missing.
+    return gpu.fp32_TFLOPS * 1e12
+
+
+def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
+    """Seconds ``op`` (all ``op.count`` kernels) takes on ``gpu``:
+    max(arithmetic bound, memory bound) + count × launch floor, × (1 + overlap_slowdown) when
+    a collective runs beside it."""
+    count = max(op.count, 1)
+    t_flops = 0.0
+    if op.flops > 0:
+        t_flops = op.flops / (achieved_flops(op, gpu) * max(op.sm_fraction, 1e-6))
+    t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
+    t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
+    if overlapped:
+        t *= 1.0 + gpu.overlap_slowdown
+    return t
+
+
+def _shape_key(op: ComputeOp) -> tuple:
+    """Everything compute_time depends on (two kernels with the same key take the same time)."""
+    return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
+            op.kind == "attention" and _is_backward(op))
+
+
+def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:
+    """compute_time of every ComputeOp of a program (None for other ops), evaluating each
+    distinct kernel shape once: a step repeats the same few dozen kernels thousands of times."""
+    memo: dict[tuple, float] = {}
+    out: list[float | None] = []
+    for op in program:
+        if not isinstance(op, ComputeOp):
+            out.append(None)
+            continue
+        key = _shape_key(op)
+        t = memo.get(key)
+        if t is None:
+            t = memo[key] = compute_time(op, gpu)
+        out.append(t)
+    return out

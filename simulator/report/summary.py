@@ -1,0 +1,260 @@
+"""From a Trace to the numbers a user reads: step time, MFU, the breakdown, bytes, memory.
+
+**Breakdown on the critical rank** (the simulated rank that finishes last). Its compute stream
+is either busy (``compute``) or idle. Every idle interval ends because some op the next kernel
+depends on finished; we walk back along that chain of blockers (the dependency or earlier
+same-stream op that finished last) and split the interval:
+
+* while a communication op of the chain is *running* (after its rendezvous), the idle time is
+  exposed communication of that op's type (allgather, reducescatter, allreduce, alltoall,
+  sendrecv; broadcast is counted as allreduce, its nearest nccl-tests relative);
+* while an op of the chain waits at its rendezvous for other ranks to issue it (a pipeline
+  receive waiting for the previous stage, a straggler), the idle time is ``pipeline_bubble``;
+* kernels on a communication-side stream (ZeRO-3's unflatten copy after an AllGather) count
+  with the collective they serve;
+* idle time the chain does not explain is bubble too.
+
+The tail after the last kernel (waiting for the final gradient reduction, say) is attributed
+the same way from the op that ends the step. The parts partition the step, so compute + exposed
++ bubble equals the step time up to float rounding.
+
+**MFU** = model FLOPs of the step (6·N + attention, the PaLM/Megatron convention of
+:mod:`simulator.schedule.flops`, no recompute) / step time / (GPUs × dense bf16 peak; fp16 peak
+for fp16 runs; fp8 runs are also measured against the bf16 peak, as NVIDIA's published MFU is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from simulator.replay.trace import RankTimeline, Trace, op_bytes, op_kind
+from simulator.schedule.ir import COMM_TYPES, CommOp, P2POp
+
+_KIND_TO_TYPE = {"allgather": "allgather", "reducescatter": "reducescatter", "allreduce": "allreduce",
+                 "broadcast": "allreduce", "alltoall": "alltoall", "sendrecv": "sendrecv"}
+
+
+@dataclass
+class Breakdown:
+    compute: float
+    exposed_comm: dict[str, float]
+    pipeline_bubble: float
+
+    @property
+    def total(self) -> float:
+        return self.compute + sum(self.exposed_comm.values()) + self.pipeline_bubble
+
+
+@dataclass
+class Report:
+    scenario: str
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    breakdown_s: Breakdown
+    comm_bytes_per_gpu: dict[str, int]
+    memory_gib_per_gpu: dict[str, float]
+    fits_in_memory: bool
+    sim: dict[str, Any]
+    critical_rank: int = 0
+    n_gpus: int = 0
+    model_flops_per_step: float = 0.0
+    tflops_per_gpu: float = 0.0
+    algorithms: dict[str, list[str]] = field(default_factory=dict)  # comm type -> algo/proto pairs used
+
+
+def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int]) -> int | None:
+    """The dependency (or earlier op of the stream) of op ``i`` that finished last."""
+    cands = list(tl.program[i].deps)
+    if prev_on_stream[i] >= 0:
+        cands.append(prev_on_stream[i])
+    if not cands:
+        return None
+    return max(cands, key=lambda j: (tl.end[j], j))
+
+
+def _prev_on_stream(tl: RankTimeline) -> list[int]:
+    last: dict[str, int] = {}
+    out = []
+    for i, op in enumerate(tl.program):
+        out.append(last.get(op.stream, -1))
+        last[op.stream] = i
+    return out
+
+
+def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
+    """Split ``[0, step_time]`` on one rank into busy compute, exposed comm per type, bubble."""
+    prog = tl.program
+    start, end, ready = tl.start.tolist(), tl.end.tolist(), tl.ready.tolist()
+    prev = _prev_on_stream(tl)
+    exposed = {k: 0.0 for k in COMM_TYPES}
+    bubble = 0.0
+
+    def blame(a: float, b: float, j: int | None) -> None:
+        nonlocal bubble
+        carried = 0.0  # time of side-stream kernels (e.g. ZeRO-3 unflatten copies) on the chain
+        for _ in range(100_000):  # walk the chain; bounded for safety
+            if b <= a:
+                break
+            if j is None or end[j] <= a:
+                break
+            op = prog[j]
+            if not isinstance(op, (CommOp, P2POp)):
+                if op.stream == "compute":
+                    break
+                # A kernel on a communication-side stream: charge it to the collective it serves.
+                lo = max(a, start[j])
+                carried += max(0.0, b - lo)
+                b = min(b, start[j])
+                j = _blocker(tl, j, prev)
+                continue
+            kind = _KIND_TO_TYPE[op_kind(op)]
+            exposed[kind] += carried
+            carried = 0.0
+            lo = max(a, start[j])
+            if b > lo:
+                exposed[kind] += b - lo
+            b = min(b, start[j])
+            lo = max(a, ready[j])
+            if b > lo:  # waiting at the rendezvous for other ranks
+                bubble += b - lo
+            b = min(b, ready[j])
+            j = _blocker(tl, j, prev)
+        bubble += carried + max(0.0, b - a)
+
+    busy = 0.0
+    t = 0.0
+    for i, op in enumerate(prog):
+        if op.stream != "compute" or isinstance(op, (CommOp, P2POp)):
+            continue
+        if start[i] > t:
+            blame(t, start[i], _blocker(tl, i, prev))
+        busy += end[i] - start[i]
+        t = max(t, end[i])
+    if step_time > t:
+        last = max(range(len(prog)), key=lambda k: (end[k], k)) if prog else None
+        blame(t, step_time, last)
+    return Breakdown(busy, exposed, bubble)
+
+
+def comm_bytes(tl: RankTimeline) -> dict[str, int]:
+    """nccl-tests size_bytes summed per collective type over one rank's step; bytes sent for P2P.
+    Collectives over a group of one rank move nothing and are not counted."""
+    out = {k: 0 for k in COMM_TYPES}
+    for i, op in enumerate(tl.program):
+        if isinstance(op, CommOp):
+            if len(tl.groups.get(i, ())) > 1:
+                out[_KIND_TO_TYPE[op.op]] += op.size_bytes
+        elif isinstance(op, P2POp):
+            out["sendrecv"] += op_bytes(op)
+    return out
+
+
+def model_flops(schedule: Any, scenario: Any) -> float:
+    """Model FLOPs of one step: the schedule's own figure when it records one, else the
+    convention of :func:`simulator.schedule.flops.model_flops_per_token`."""
+    meta = getattr(schedule, "meta", None)
+    for key in ("model_flops", "model_flops_per_step"):
+        value = meta.get(key) if isinstance(meta, dict) else getattr(meta, key, None)
+        if value:
+            return float(value)
+    from simulator.schedule.flops import model_flops_per_token
+
+    return model_flops_per_token(scenario.model) * scenario.tokens_per_step
+
+
+def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
+    step = trace.step_time_s
+    crit = trace.critical_rank()
+    tl = trace.timelines[crit]
+    bd = critical_path_breakdown(tl, step)
+    gpu = scenario.profile.gpu
+    peak = gpu.peak_flops("fp16" if scenario.training.dtype == "fp16" else "bf16")
+    n_gpus = scenario.n_gpus
+    flops = model_flops(schedule, scenario)
+    mfu = flops / step / (n_gpus * peak) if step > 0 else 0.0
+
+    from simulator.schedule.memory import memory_per_gpu
+
+    mem = memory_per_gpu(scenario)
+    algos: dict[str, set[str]] = {}
+    for i, (a, p) in tl.algorithm.items():
+        algos.setdefault(_KIND_TO_TYPE.get(op_kind(tl.program[i]), "other"), set()).add(f"{a}/{p}")
+    s = trace.stats
+    return Report(
+        scenario=scenario.name,
+        step_time_s=step,
+        tokens_per_s=scenario.tokens_per_step / step if step > 0 else 0.0,
+        mfu=mfu,
+        breakdown_s=bd,
+        comm_bytes_per_gpu=comm_bytes(tl),
+        memory_gib_per_gpu=mem.gib(),
+        fits_in_memory=bool(mem.fits),
+        sim={"ranks": s.ranks, "ranks_simulated": s.ranks_simulated, "events": s.events, "wall_s": s.wall_s,
+             "mirrored_axes": list(s.mirrored_axes)},
+        critical_rank=crit,
+        n_gpus=n_gpus,
+        model_flops_per_step=flops,
+        tflops_per_gpu=flops / step / n_gpus / 1e12 if step > 0 else 0.0,
+        algorithms={k: sorted(v) for k, v in sorted(algos.items())},
+    )
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    """The DESIGN.md ``run --json`` document (its keys exactly, plus a few extras)."""
+    bd = report.breakdown_s
+    return {
+        "scenario": report.scenario,
+        "step_time_s": report.step_time_s,
+        "tokens_per_s": report.tokens_per_s,
+        "mfu": report.mfu,
+        "breakdown_s": {
+            "compute": bd.compute,
+            "exposed_comm": {k: bd.exposed_comm.get(k, 0.0) for k in COMM_TYPES},
+            "pipeline_bubble": bd.pipeline_bubble,
+        },
+        "comm_bytes_per_gpu": {k: int(report.comm_bytes_per_gpu.get(k, 0)) for k in COMM_TYPES},
+        "memory_gib_per_gpu": {k: report.memory_gib_per_gpu[k] for k in
+                               ("params", "grads", "optimizer", "activations", "total")},
+        "fits_in_memory": report.fits_in_memory,
+        "sim": dict(report.sim),
+        "critical_rank": report.critical_rank,
+        "gpus": report.n_gpus,
+        "tflops_per_gpu": report.tflops_per_gpu,
+        "algorithms": report.algorithms,
+    }
+
+
+def format_table(report: Report) -> str:
+    """The summary table `clustersim run` prints."""
+    bd = report.breakdown_s
+    step = report.step_time_s or 1.0
+    mem = report.memory_gib_per_gpu
+
+    def row(label: str, seconds: float) -> str:
+        return f"  {label:<26}{seconds * 1e3:>12.3f} ms {100 * seconds / step:>7.1f} %"
+
+    lines = [
+        f"scenario {report.scenario}: {report.n_gpus} GPUs "
+        f"({report.sim['ranks_simulated']} simulated, {report.sim['events']:,} events, {report.sim['wall_s']:.2f} s)",
+        f"  {'step time':<26}{report.step_time_s * 1e3:>12.3f} ms",
+        f"  {'tokens/s':<26}{report.tokens_per_s:>12,.0f}",
+        f"  {'MFU':<26}{100 * report.mfu:>11.1f} %   ({report.tflops_per_gpu:.1f} model TFLOP/s per GPU)",
+        "breakdown (critical rank %d):" % report.critical_rank,
+        row("compute", bd.compute),
+    ]
+    for k in COMM_TYPES:
+        lines.append(row(f"exposed {k}", bd.exposed_comm.get(k, 0.0)))
+    lines.append(row("pipeline bubble", bd.pipeline_bubble))
+    lines.append("memory per GPU (GiB):")
+    lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations", "total"))
+                 + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
+    lines.append("bytes per GPU per step:")
+    lines.append("  " + "  ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in report.comm_bytes_per_gpu.items()))
+    return "\n".join(lines)
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    """Every field of the report as plain data (for notebooks)."""
+    return asdict(report)

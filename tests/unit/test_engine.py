@@ -1,0 +1,261 @@
+"""Replay-engine semantics on hand-built schedules (closed forms under the stand-in network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.costs.compute import compute_time
+from simulator.errors import HangError
+from simulator.replay.engine import replay
+from simulator.schedule.groups import Grid
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
+from tests.unit.replay_fixtures import FAKES, LAT, Sched, ring_time, topo
+
+GEMM = dict(kind="gemm", flops=2 * 4096**3)  # ~0.19 ms on the test H100
+
+
+def test_single_rank_without_communication_is_the_sum_of_its_ops():
+    t = topo(1, 1)
+    pb = ProgramBuilder()
+    prev = None
+    for i in range(20):
+        op = ComputeOp(f"k{i}", "gemm" if i % 2 else "norm", flops=1e9 * (i + 1), hbm_bytes=1e7 * i,
+                       deps=(prev,) if prev is not None else ())
+        prev = pb.add(op)
+    sched = Sched(Grid.from_sizes({"tp": 1}), {0: pb.ops})
+    trace = replay(sched, t, **FAKES)
+    expected = sum(compute_time(op, t.profile.gpu) for op in pb.ops)
+    assert trace.step_time_s == pytest.approx(expected, rel=1e-12)
+    assert trace.stats.ranks == 1 and trace.stats.events > 20
+
+
+def tp_overlap_schedule(dependent: bool) -> tuple[Sched, int]:
+    """Every TP rank: GEMM A, an AllReduce issued after A, GEMM B that either waits for the
+    AllReduce (dependent) or not."""
+    pb = ProgramBuilder()
+    a = pb.add(ComputeOp("A", **GEMM))
+    size = 32 * 2**20
+    ar = pb.add(CommOp("ar", "allreduce", ("tp",), size, deps=(a,)))
+    pb.add(ComputeOp("B", **GEMM, deps=(ar,) if dependent else (a,)))
+    return Sched(Grid.from_sizes({"tp": 8}), {0: pb.ops}), size
+
+
+def test_collective_hidden_under_compute_and_exposed_by_a_dependency():
+    t = topo(1, 8)
+    gpu = t.profile.gpu
+    g = compute_time(ComputeOp("A", **GEMM), gpu)
+    for dependent in (False, True):
+        sched, size = tp_overlap_schedule(dependent)
+        comm = ring_time("allreduce", 8, size)
+        assert comm < g  # the collective fits under GEMM B
+        trace = replay(sched, t, **FAKES)
+        if dependent:
+            assert trace.step_time_s == pytest.approx(2 * g + comm, rel=1e-9)
+        else:
+            assert trace.step_time_s == pytest.approx(2 * g, rel=1e-9)
+        rec = {r.name: r for r in trace.records(3)}
+        assert rec["ar"].duration == pytest.approx(comm, rel=1e-9)
+        assert rec["ar"].algorithm == "ring" and rec["ar"].group == tuple(range(8))
+
+
+def test_overlap_slowdown_stretches_compute_that_runs_beside_a_collective():
+    t = topo(1, 8, overlap_slowdown=0.2)
+    sched, size = tp_overlap_schedule(dependent=False)
+    trace = replay(sched, t, **FAKES)
+    gpu = t.profile.gpu
+    g = compute_time(ComputeOp("A", **GEMM), gpu)
+    assert trace.step_time_s == pytest.approx(g + 1.2 * g, rel=1e-9)
+
+
+def test_rendezvous_waits_for_the_last_member():
+    """Rank 1 computes twice as long before the collective: everyone starts it when rank 1 arrives."""
+    pb0, pb1 = ProgramBuilder(), ProgramBuilder()
+    a0 = pb0.add(ComputeOp("A", **GEMM))
+    pb0.add(CommOp("ag", "allgather", ("tp",), 2**20, deps=(a0,)))
+    a1 = pb1.add(ComputeOp("A", **GEMM))
+    b1 = pb1.add(ComputeOp("A2", **GEMM, deps=(a1,)))
+    pb1.add(CommOp("ag", "allgather", ("tp",), 2**20, deps=(b1,)))
+    sched = Sched(Grid.from_sizes({"tp": 2}), {0: pb0.ops, 1: pb1.ops}, roles={0: 0, 1: 1})
+    t = topo(1, 2)
+    trace = replay(sched, t, **FAKES)
+    g = compute_time(ComputeOp("A", **GEMM), t.profile.gpu)
+    r0 = {r.name: r for r in trace.records(0)}
+    assert r0["ag"].ready == pytest.approx(g)
+    assert r0["ag"].start == pytest.approx(2 * g)
+    assert r0["ag"].wait == pytest.approx(g)
+    assert trace.step_time_s == pytest.approx(2 * g + ring_time("allgather", 2, 2**20))
+
+
+def test_mismatched_collective_order_is_a_hang_naming_ranks_and_ops():
+    def prog(first: str, second: str):
+        pb = ProgramBuilder()
+        pb.add(CommOp(first, "allgather" if first == "ag" else "reducescatter", ("tp",), 2**20))
+        pb.add(CommOp(second, "allgather" if second == "ag" else "reducescatter", ("tp",), 2**20))
+        return pb.ops
+
+    sched = Sched(Grid.from_sizes({"tp": 2}), {"a": prog("ag", "rs"), "b": prog("rs", "ag")}, roles={0: "a", 1: "b"})
+    with pytest.raises(HangError) as err:
+        replay(sched, topo(1, 2), **FAKES)
+    msg = str(err.value)
+    assert "rank 0" in msg and "rank 1" in msg
+    assert "'ag'" in msg and "'rs'" in msg and "stream tp" in msg
+
+
+def test_missing_peer_of_a_send_is_a_hang():
+    pb0, pb1 = ProgramBuilder(), ProgramBuilder()
+    pb0.add(P2POp("send", sends=(Transfer("pp", 1, 1000, "x"),)))
+    pb1.add(ComputeOp("idle", "elementwise", hbm_bytes=10))
+    sched = Sched(Grid.from_sizes({"pp": 2}), {0: pb0.ops, 1: pb1.ops}, roles={0: 0, 1: 1})
+    with pytest.raises(HangError, match="rank 0.*'send'.*never posts"):
+        replay(sched, topo(1, 2), **FAKES)
+
+
+def pipeline_ring(n: int, nbytes: int) -> Sched:
+    """A ring step: every rank sends to the next and receives from the previous, then computes."""
+    pb = ProgramBuilder()
+    x = pb.add(P2POp("ring", sends=(Transfer("cp", 1, nbytes, "kv"),), recvs=(Transfer("cp", -1, nbytes, "kv"),)))
+    pb.add(ComputeOp("attn", "attention", flops=1e12, deps=(x,), tag=Tag("fwd")))
+    return Sched(Grid.from_sizes({"cp": n}), {0: pb.ops})
+
+
+def test_p2p_ring_step_is_latency_plus_bytes_over_bandwidth():
+    t = topo(1, 4)
+    nbytes = 32 * 2**20
+    trace = replay(pipeline_ring(4, nbytes), t, **FAKES)
+    p2p = LAT + nbytes / 450e9
+    attn = compute_time(ComputeOp("attn", "attention", flops=1e12, tag=Tag("fwd")), t.profile.gpu)
+    assert trace.step_time_s == pytest.approx(p2p + attn, rel=1e-9)
+
+
+def test_same_schedule_twice_gives_identical_traces():
+    t = topo(2, 8)
+    sched, _ = tp_overlap_schedule(dependent=True)
+    sched = Sched(Grid.from_sizes({"tp": 8, "dp": 2}), sched.programs)
+    a = replay(sched, t, **FAKES)
+    b = replay(sched, t, **FAKES)
+    for r in a.ranks:
+        assert (a.timelines[r].end == b.timelines[r].end).all()
+    assert a.stats.events == b.stats.events
+
+
+def dp_tp_schedule() -> Sched:
+    """TP AllGather on NVLink and a DP AllReduce across nodes, with P2P along tp."""
+    pb = ProgramBuilder()
+    a = pb.add(ComputeOp("A", **GEMM))
+    ag = pb.add(CommOp("ag", "allgather", ("tp",), 8 * 2**20, deps=(a,)))
+    x = pb.add(P2POp("x", sends=(Transfer("tp", 1, 2**20, "k"),), recvs=(Transfer("tp", -1, 2**20, "k"),), deps=(ag,)))
+    b = pb.add(ComputeOp("B", **GEMM, deps=(x,)))
+    pb.add(CommOp("grads", "allreduce", ("dp",), 256 * 2**20, deps=(b,)))
+    pb.add(ComputeOp("C", **GEMM, deps=(b,)))
+    return Sched(Grid.from_sizes({"tp": 8, "dp": 4}), {0: pb.ops})
+
+
+def test_symmetric_mode_agrees_with_full_simulation():
+    t = topo(4, 8)
+    sched = dp_tp_schedule()
+    full = replay(sched, t, symmetric=False, **FAKES)
+    sym = replay(sched, t, symmetric=True, **FAKES)
+    assert full.stats.ranks_simulated == 32
+    assert sym.stats.ranks_simulated == 1 and set(sym.stats.mirrored_axes) == {"tp", "dp"}
+    assert sym.step_time_s == pytest.approx(full.step_time_s, rel=1e-9)
+    assert (sym.timelines[0].end == full.timelines[0].end).all()
+
+
+def test_roles_that_differ_along_an_axis_are_not_mirrored():
+    t = topo(1, 4)
+    sched = pipeline_ring(4, 2**20)
+    sched.roles = {0: 0, 1: 1, 2: 0, 3: 1}
+    sched.programs[1] = sched.programs[0]
+    sym = replay(sched, t, symmetric=True, **FAKES)
+    assert sym.stats.ranks_simulated == 4
+
+
+# -- the breakdown of report.summary on these traces ----------------------------------------
+from simulator.report.summary import comm_bytes, critical_path_breakdown  # noqa: E402
+
+
+def test_breakdown_of_an_exposed_collective_adds_up():
+    t = topo(1, 8)
+    g = compute_time(ComputeOp("A", **GEMM), t.profile.gpu)
+    sched, size = tp_overlap_schedule(dependent=True)
+    trace = replay(sched, t, **FAKES)
+    bd = critical_path_breakdown(trace.timelines[trace.critical_rank()], trace.step_time_s)
+    assert bd.compute == pytest.approx(2 * g)
+    assert bd.exposed_comm["allreduce"] == pytest.approx(ring_time("allreduce", 8, size))
+    assert bd.pipeline_bubble == pytest.approx(0.0, abs=1e-15)
+    assert bd.total == pytest.approx(trace.step_time_s, rel=1e-12)
+    assert comm_bytes(trace.timelines[0])["allreduce"] == size
+
+
+def test_hidden_collective_shows_no_exposure():
+    t = topo(1, 8)
+    sched, _ = tp_overlap_schedule(dependent=False)
+    trace = replay(sched, t, **FAKES)
+    bd = critical_path_breakdown(trace.timelines[0], trace.step_time_s)
+    assert sum(bd.exposed_comm.values()) == pytest.approx(0.0, abs=1e-15)
+    assert bd.total == pytest.approx(trace.step_time_s, rel=1e-12)
+
+
+def test_pipeline_wait_is_bubble_and_the_transfer_is_exposed_sendrecv():
+    nbytes = 16 * 2**20
+    pb0, pb1 = ProgramBuilder(), ProgramBuilder()
+    a = pb0.add(ComputeOp("F0", **GEMM))
+    pb0.add(P2POp("send", sends=(Transfer("pp", 1, nbytes, "act"),), deps=(a,)))
+    r = pb1.add(P2POp("recv", recvs=(Transfer("pp", -1, nbytes, "act"),)))
+    pb1.add(ComputeOp("F1", **GEMM, deps=(r,)))
+    sched = Sched(Grid.from_sizes({"pp": 2}), {0: pb0.ops, 1: pb1.ops}, roles={0: 0, 1: 1})
+    t = topo(1, 2)
+    trace = replay(sched, t, **FAKES)
+    g = compute_time(ComputeOp("A", **GEMM), t.profile.gpu)
+    xfer = LAT + nbytes / 450e9
+    assert trace.critical_rank() == 1
+    bd = critical_path_breakdown(trace.timelines[1], trace.step_time_s)
+    assert bd.compute == pytest.approx(g)
+    assert bd.pipeline_bubble == pytest.approx(g)
+    assert bd.exposed_comm["sendrecv"] == pytest.approx(xfer)
+    assert bd.total == pytest.approx(trace.step_time_s, rel=1e-12)
+    assert comm_bytes(trace.timelines[0])["sendrecv"] == nbytes and comm_bytes(trace.timelines[1])["sendrecv"] == 0
+
+
+def test_symmetric_mode_agrees_with_full_simulation_on_the_real_network():
+    """With the real FlowNetwork and collective planner (shared NICs between the DP AllReduce of
+    the 8 TP positions), one simulated rank reproduces the 32-rank timeline."""
+    from simulator.config.hardware import load_profile
+    from simulator.hardware.topology import build_topology
+
+    t = build_topology(load_profile("dgx-h100"), 4)
+    sched = dp_tp_schedule()
+    full = replay(sched, t, symmetric=False)
+    sym = replay(sched, t, symmetric=True)
+    assert sym.stats.ranks_simulated == 1
+    assert sym.step_time_s == pytest.approx(full.step_time_s, rel=1e-6)
+    assert sym.timelines[0].end == pytest.approx(full.timelines[0].end, rel=1e-6)
+
+
+def test_default_mode_switches_to_symmetric_above_max_ranks_or_the_op_budget():
+    t = topo(4, 8)
+    sched = dp_tp_schedule()
+    assert replay(sched, t, **FAKES).stats.ranks_simulated == 32
+    assert replay(sched, t, max_ranks=16, **FAKES).stats.ranks_simulated == 1
+    assert replay(sched, t, op_budget=10, **FAKES).stats.ranks_simulated == 1
+
+
+def test_exclusive_link_fast_path_changes_nothing():
+    """TP collectives alone on their NVLink links are timed by their cached time alone; the
+    trace must equal the flow-by-flow replay (and the fast path must actually be taken)."""
+    from simulator.config.hardware import load_profile
+    from simulator.hardware.topology import build_topology
+
+    t = build_topology(load_profile("dgx-h100"), 4)
+    pb = ProgramBuilder()
+    prev = pb.add(ComputeOp("A", **GEMM))
+    for k in range(4):
+        ag = pb.add(CommOp(f"ag{k}", "allgather", ("tp",), 16 * 2**20, deps=(prev,)))
+        prev = pb.add(ComputeOp(f"B{k}", **GEMM, deps=(ag,)))
+    pb.add(CommOp("grads", "reducescatter", ("dp",), 64 * 2**20, deps=(prev,)))
+    sched = Sched(Grid.from_sizes({"tp": 8, "dp": 4}), {0: pb.ops})
+    fast = replay(sched, t, symmetric=False)
+    slow = replay(sched, t, symmetric=False, exclusive_fast_path=False)
+    assert fast.stats.events < slow.stats.events
+    for r in fast.ranks:
+        assert fast.timelines[r].end == pytest.approx(slow.timelines[r].end, rel=1e-9)
