@@ -1,0 +1,387 @@
+"""Fit a hardware profile to measurements: collective latencies and bandwidth efficiencies from
+nccl-tests sweeps, and the GEMM-efficiency curve from measured GEMM kernels.
+
+The collective fit keeps the model in the loop: every candidate parameter is a field the
+collective model already reads from the profile (``node.scale_up.efficiency``,
+``node.nics.efficiency``, the tuner overrides ``nccl.hw_latency_us.<link>.<algo>.<proto>`` and
+``nccl.nvls_efficiency`` of :mod:`simulator.costs.nccl_tuner`, and ``gpu.kernel_launch_us`` for the
+launch floor of a process driving several GPUs), and the objective is the difference between the
+measured time and :func:`simulator.replay.single_collective.time_collective` on the measured
+configuration. Nothing here re-derives the model's formulas, so the fit stays right when the
+model's internal constants change.
+
+Which parameters a data set can determine is decided numerically: a parameter is fitted only when
+at least ``min_points`` measured rows are sensitive to it (|d log t / d log p| ≥ 0.2 at the
+datasheet value): sizes in the latency regime for a latency, in the bandwidth regime for an
+efficiency. Others stay at the datasheet value with a warning.
+
+Solver: Levenberg–Marquardt on log-parameters, residuals ``log(t_pred / t_meas)`` (relative
+error; sizes span ten decades), reweighted each iteration with Huber weights (IRLS, Huber 1964;
+the same robust loss as :func:`simulator.calibration.sweep_fit.fit_alpha_beta`) so an odd point —
+a protocol switch the tuner places differently, a noisy row — does not drag the fit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from simulator.calibration.kineto import GemmEvent
+from simulator.calibration.nccl_log import Sweep
+from simulator.calibration.sweep_fit import fit_gemm_efficiency
+from simulator.config.hardware import HardwareProfile, _merge
+from simulator.config.loader import validate
+from simulator.costs import nccl_tuner
+from simulator.errors import InputError
+
+SENSITIVITY = 0.2  # |d log t / d log p| for a row to count towards a parameter
+MIN_POINTS = 3
+HUBER_K = 0.05  # residuals beyond 5% get down-weighted
+EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency")
+
+
+# ------------------------------------------------------------------------------ measurements
+
+@dataclass(frozen=True)
+class MeasuredCollective:
+    """One measured sweep, reduced to what the model needs to reproduce it."""
+
+    source: str
+    op: str
+    ranks: int
+    nodes: int
+    gpus_per_node: int
+    sizes: tuple[int, ...]
+    times_s: tuple[float, ...]
+    lines: tuple[int, ...] = ()
+    algo: str | None = None  # pinned NCCL_ALGO, if the measurement pinned one
+    gpus_per_process: int = 1  # nccl-tests -g: one host thread launches this many GPUs' kernels
+
+    @property
+    def gpus(self) -> list[int]:
+        """Global GPU ids on a topology whose nodes have ``gpus_per_node`` GPUs (node-major)."""
+        return [n * self.gpus_per_node + j for n in range(self.nodes) for j in range(self.gpus_per_node)]
+
+    def subset(self, keep: Sequence[bool]) -> "MeasuredCollective":
+        idx = [i for i, k in enumerate(keep) if k]
+        return MeasuredCollective(
+            self.source, self.op, self.ranks, self.nodes, self.gpus_per_node,
+            tuple(self.sizes[i] for i in idx), tuple(self.times_s[i] for i in idx),
+            tuple(self.lines[i] for i in idx) if self.lines else (), self.algo, self.gpus_per_process)
+
+
+def layout_for(nranks: int, profile: HardwareProfile, *, gpus_per_node: int | None,
+               source: str, line: int) -> tuple[int, int]:
+    """(nodes, GPUs per node) of a measurement on this profile, or InputError naming file and line.
+
+    GPUs per node: the user's ``--gpus-per-node``, else the profile's (a run of fewer ranks than a
+    node has uses one node); the ranks must then fill whole nodes (16 ranks on 8-GPU nodes are two
+    nodes, 12 are an error).
+    """
+    where = f"{source}:{line}" if line else source
+    node_gpus = profile.node.gpus
+    if gpus_per_node is not None:
+        gpn = gpus_per_node
+        if gpn < 1 or gpn > node_gpus:
+            raise InputError(f"--gpus-per-node {gpn} does not fit {profile.name} nodes of {node_gpus} GPUs",
+                             source="command line")
+    else:
+        gpn = min(nranks, node_gpus)
+    if nranks % gpn:
+        raise InputError(
+            f"{nranks} ranks do not fill whole nodes of {gpn} GPUs ({profile.name} has {node_gpus} per node); "
+            "expected a multiple of the GPUs per node, or pass --gpus-per-node", source=where)
+    return nranks // gpn, gpn
+
+
+def from_sweep(sweep: Sweep, profile: HardwareProfile, *, gpus_per_node: int | None = None,
+               algo: str | None = None) -> MeasuredCollective:
+    """A parsed nccl-tests run as a measurement on `profile` (rows with size > 0 and time > 0)."""
+    from simulator.costs.collectives import OPS
+
+    if sweep.op not in OPS:
+        raise InputError(f"{sweep.op} is not a collective the model predicts; expected one of {', '.join(OPS)}",
+                         source=f"{sweep.source}:{sweep.first_line}")
+    nodes, gpn = layout_for(sweep.nranks, profile, gpus_per_node=gpus_per_node, source=sweep.source,
+                            line=sweep.first_line)
+    rows = [r for r in sweep.measured() if r.size_bytes > 0 and r.time_us > 0]
+    return MeasuredCollective(sweep.source, sweep.op, sweep.nranks, nodes, gpn,
+                              tuple(r.size_bytes for r in rows), tuple(r.time_s for r in rows),
+                              tuple(r.line for r in rows), algo, max(1, sweep.ngpus))
+
+
+# ------------------------------------------------------------------------------ profiles
+
+def apply_overlay(profile: HardwareProfile, overlay: dict[str, Any]) -> HardwareProfile:
+    """The profile with an overlay's fields merged in (what ``load_profile`` does for ``base:``)."""
+    return validate(HardwareProfile, _merge(profile.model_dump(), overlay), f"overlay on {profile.name}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A profile field the collective model reads: ``path`` is dotted; under ``nccl.`` the rest
+    is one key of the flat override mapping (``nccl.hw_latency_us.net.ring.simple``)."""
+
+    path: str
+
+    @property
+    def upper(self) -> float:
+        return 1.0 if self.path in EFFICIENCY_FIELDS else math.inf
+
+    def get(self, profile: HardwareProfile) -> float:
+        if self.path.startswith("nccl."):
+            key = self.path[len("nccl."):]
+            if key in profile.nccl:
+                return float(profile.nccl[key])
+            return _tuner_default(profile, key)
+        obj: Any = profile
+        for part in self.path.split("."):
+            obj = getattr(obj, part)
+        return float(obj)
+
+    def overlay(self, value: float) -> dict[str, Any]:
+        if self.path.startswith("nccl."):
+            return {"nccl": {self.path[len("nccl."):]: float(value)}}
+        out: dict[str, Any] = {}
+        cur = out
+        parts = self.path.split(".")
+        for part in parts[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[parts[-1]] = float(value)
+        return out
+
+
+def _tuner_default(profile: HardwareProfile, key: str) -> float:
+    """The value the tuner uses for an ``nccl.`` key the profile does not override."""
+    k = nccl_tuner.constants_from_overrides(profile.nccl)
+    parts = key.split(".")
+    if parts[0] == "hw_latency_us":
+        return float(k.hw_latency_us[parts[1]][parts[2]][nccl_tuner.PROTOS.index(parts[3])])
+    if parts[0] == "base_latency_us":
+        return float(k.base_latency_us[parts[1]][nccl_tuner.PROTOS.index(parts[2])])
+    if key == "ll_max_bw_GBps":
+        ctx = nccl_tuner.context_from_profile(profile, 2, 1)
+        return float(nccl_tuner.ll_max_bw_GBps(ctx))
+    if key == "nvls_efficiency":
+        return float(nccl_tuner.NVLS_EFFICIENCY.get(nccl_tuner._arch_row(profile.gpu.arch), 0.0))
+    raise KeyError(key)
+
+
+def overlay_of(params: dict[Param, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p, v in params.items():
+        out = _merge(out, p.overlay(v))
+    return out
+
+
+# ------------------------------------------------------------------------------ prediction
+
+class Predictor:
+    """Predicted times of measurements on a profile; topologies cached per node count."""
+
+    def __init__(self, profile: HardwareProfile) -> None:
+        self.profile = profile
+        self._topos: dict[tuple[int, int], Any] = {}
+
+    def topology(self, nodes: int, gpus_per_node: int) -> Any:
+        from simulator.hardware.topology import build_topology
+
+        key = (nodes, gpus_per_node)
+        if key not in self._topos:
+            self._topos[key] = build_topology(self.profile, nodes)
+        return self._topos[key]
+
+    def results(self, m: MeasuredCollective) -> list[Any]:
+        from simulator.replay.single_collective import time_collective
+
+        topo = self.topology(m.nodes, m.gpus_per_node)
+        node = self.profile.node.gpus
+        gpus = [n * node + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
+        floor = m.gpus_per_process * self.profile.gpu.kernel_launch_us * 1e-6 if m.gpus_per_process > 1 else 0.0
+        return [time_collective(m.op, gpus, s, topo, m.algo, None, launch_floor_s=floor, event_driven=False)
+                for s in m.sizes]
+
+    def times(self, m: MeasuredCollective) -> np.ndarray:
+        return np.array([r.time_s for r in self.results(m)])
+
+
+def busbw_errors(profile: HardwareProfile, m: MeasuredCollective) -> np.ndarray:
+    """Predicted busbw / measured busbw − 1 per row (= measured time / predicted time − 1)."""
+    return np.asarray(m.times_s) / Predictor(profile).times(m) - 1.0
+
+
+# ------------------------------------------------------------------------------ fitting
+
+@dataclass(frozen=True)
+class FittedParam:
+    param: Param
+    datasheet: float
+    value: float
+    points: int  # rows sensitive to it
+    fitted: bool
+
+
+@dataclass
+class CollectiveFit:
+    profile: HardwareProfile  # the base profile with the fit applied
+    params: list[FittedParam]
+    warnings: list[str] = field(default_factory=list)
+    iterations: int = 0
+
+    @property
+    def overlay(self) -> dict[str, Any]:
+        return overlay_of({p.param: p.value for p in self.params if p.fitted})
+
+
+def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCollective]) -> list[Param]:
+    """Every latency and efficiency field the measured configurations could exercise."""
+    from simulator.costs.collectives import plan_collective
+
+    pred = Predictor(profile)
+    intra = "nvlink" if profile.node.scale_up.kind in ("nvswitch", "mesh") else "pci"
+    out: dict[str, None] = {}
+    configs: dict[tuple[str, str], set[tuple[int, int]]] = {}
+    for m in measurements:
+        topo = pred.topology(m.nodes, m.gpus_per_node)
+        gpus = [n * profile.node.gpus + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
+        link = "net" if m.nodes > 1 else intra
+        out["node.nics.efficiency" if m.nodes > 1 else "node.scale_up.efficiency"] = None
+        for s in m.sizes:
+            plan = plan_collective(m.op, gpus, s, topo, algo=m.algo)
+            algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
+            out[f"nccl.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
+            configs.setdefault((algo, plan.protocol), set()).add((m.ranks, m.nodes))
+            if plan.protocol == "ll":
+                out["nccl.ll_max_bw_GBps"] = None
+            if algo == "tree" and m.nodes > 1 and m.gpus_per_node > 1:
+                out[f"nccl.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
+            if plan.algorithm in ("nvls", "nvls_tree"):
+                out["nccl.nvls_efficiency"] = None
+        if m.gpus_per_process > 1:
+            out["gpu.kernel_launch_us"] = None
+    # NCCL's base latency and the per-hop latency are collinear within one communicator size
+    # (t_lat = base + steps × hop); the base is fitted only where two sizes/layouts separate them.
+    for (algo, proto), seen in configs.items():
+        if len(seen) >= 2:
+            out[f"nccl.base_latency_us.{algo}.{proto}"] = None
+    return [Param(p) for p in out]
+
+
+def _predict_all(base: HardwareProfile, params: Sequence[Param], logv: np.ndarray,
+                 ms: Sequence[MeasuredCollective]) -> np.ndarray:
+    values = {p: min(float(np.exp(x)), p.upper) for p, x in zip(params, logv)}
+    prof = apply_overlay(base, overlay_of(values)) if values else base
+    pred = Predictor(prof)
+    return np.concatenate([pred.times(m) for m in ms]) if ms else np.zeros(0)
+
+
+def _jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f0: np.ndarray, step: float) -> np.ndarray:
+    J = np.zeros((f0.size, x.size))
+    for j in range(x.size):
+        xs = x.copy()
+        xs[j] += step
+        J[:, j] = (np.log(f(xs)) - np.log(f0)) / step
+    return J
+
+
+def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCollective], *,
+                    min_points: int = MIN_POINTS, huber_k: float = HUBER_K, max_iter: int = 30,
+                    candidates: Sequence[Param] | None = None) -> CollectiveFit:
+    """Robust least-squares fit of the profile's collective parameters to the measurements."""
+    ms = [m for m in measurements if m.sizes]
+    if not ms:
+        raise InputError("no measured collective rows to fit (sizes > 0 with a time)")
+    cands = list(candidates) if candidates is not None else candidate_params(profile, ms)
+    meas = np.concatenate([np.asarray(m.times_s, dtype=float) for m in ms])
+    datasheet = {p: p.get(profile) for p in cands}
+    # Zero-valued datasheet latencies cannot be scaled in log space: start them at a small value.
+    # Efficiencies start 10% below the datasheet: at the datasheet value another cap (NCCL's
+    # per-channel bandwidth) may bind, which would hide their effect from the gradient.
+    start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else 0.1 for p, v in datasheet.items()}
+    x_all = np.log(np.array([start[p] for p in cands], dtype=float))
+    f_all = lambda x: _predict_all(profile, cands, x, ms)  # noqa: E731
+    t0 = f_all(x_all)
+    if cands:  # sensitivity either way: a parameter may matter only below or only above its value
+        sens = np.maximum(np.abs(_jacobian(f_all, x_all, t0, 0.1)), np.abs(_jacobian(f_all, x_all, t0, -0.1)))
+    else:
+        sens = np.zeros((meas.size, 0))
+    counts = (sens >= SENSITIVITY).sum(axis=0)
+    warnings: list[str] = []
+    free = [j for j, p in enumerate(cands) if counts[j] >= min_points]
+    for j, p in enumerate(cands):
+        if counts[j] < min_points:
+            warnings.append(f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
+                            f"left at the datasheet value {datasheet[p]:g}")
+    params = [cands[j] for j in free]
+    x = np.log(np.array([start[p] for p in params], dtype=float))
+    f = lambda v: _predict_all(profile, params, v, ms)  # noqa: E731
+    lam, it = 1e-2, 0
+    if params:
+        pred = f(x)
+        r = np.log(pred / meas)
+        w = np.ones_like(r)
+        for it in range(1, max_iter + 1):
+            w = np.where(np.abs(r) <= huber_k, 1.0, huber_k / np.maximum(np.abs(r), 1e-300))
+            cost = float(np.sum(w * r * r))
+            J = _jacobian(f, x, pred, 0.01)
+            A = J.T @ (w[:, None] * J)
+            g = J.T @ (w * r)
+            improved = False
+            for _ in range(8):
+                dx = -np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-9), g)
+                dx = np.clip(dx, -1.0, 1.0)
+                x_new = np.minimum(x + dx, np.log([p.upper for p in params]))
+                pred_new = f(x_new)
+                r_new = np.log(pred_new / meas)
+                if float(np.sum(w * r_new * r_new)) < cost:
+                    x, pred, r = x_new, pred_new, r_new
+                    lam = max(lam / 3, 1e-6)
+                    improved = True
+                    break
+                lam *= 4
+            if not improved or float(np.max(np.abs(dx))) < 1e-4:
+                break
+    fitted_values = {p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)}
+    out = [FittedParam(p, datasheet[p], fitted_values.get(p, datasheet[p]), int(counts[j]), p in fitted_values)
+           for j, p in enumerate(cands)]
+    for fp in out:
+        if fp.fitted and fp.param.upper < math.inf and fp.value >= fp.param.upper - 1e-9:
+            warnings.append(f"{fp.param.path}: fit reached the upper bound 1.0 (the model's other caps may limit it)")
+    new_profile = apply_overlay(profile, overlay_of(fitted_values)) if fitted_values else profile
+    return CollectiveFit(new_profile, out, warnings, it)
+
+
+# ------------------------------------------------------------------------------ GEMM curve
+
+@dataclass(frozen=True)
+class GemmFit:
+    points: list[dict[str, float]]  # gpu.gemm_efficiency entries
+    samples: int
+    warnings: list[str]
+
+
+def fit_gemm_curve(gemms: Iterable[GemmEvent], profile: HardwareProfile, *, dtype: str = "bf16",
+                   min_samples: int = 1, min_bins: int = 2) -> GemmFit:
+    """``gpu.gemm_efficiency`` points from measured GEMM kernels of one dtype (median achieved /
+    peak per log-FLOP bin, :func:`fit_gemm_efficiency`), made monotone in FLOPs as the curve's
+    interpolation assumes (larger GEMMs fill the SMs at least as well). Fewer than `min_bins`
+    bins: no curve, a warning, the datasheet curve stays."""
+    use = [g for g in gemms if _dtype_alias(g.dtype) in (dtype, None)]
+    pts = fit_gemm_efficiency(use, profile.gpu.peak_flops(dtype), min_samples=min_samples)
+    n = sum(p.samples for p in pts)
+    if len(pts) < min_bins:
+        return GemmFit([], n, [f"gpu.gemm_efficiency: {n} measured {dtype} GEMM kernel(s) in {len(pts)} size bin(s) "
+                               f"(need {min_bins}); left at the datasheet curve"])
+    effs = np.maximum.accumulate([min(1.0, max(p.efficiency, 1e-4)) for p in pts])
+    return GemmFit([{"flops": float(f"{p.flops:.4g}"), "efficiency": round(float(e), 4)} for p, e in zip(pts, effs)], n, [])
+
+
+def _dtype_alias(name: str | None) -> str | None:
+    if name is None:
+        return None
+    key = name.lower().replace("torch.", "").replace("c10::", "")
+    return {"bfloat16": "bf16", "half": "fp16", "float16": "fp16", "float": "fp32", "float32": "fp32",
+            "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}.get(key, key)

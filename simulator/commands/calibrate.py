@@ -1,0 +1,216 @@
+"""`clustersim calibrate LOG_OR_TRACE... --hardware P -o OUT.yaml`: fit a profile to measurements.
+
+nccl-tests / rccl-tests logs (any ``*_perf`` output, several runs per file) fit the collective
+model's latencies and achievable bandwidth fractions; PyTorch profiler (Kineto) traces fit the
+GEMM-efficiency curve from their GEMM kernels. The result is a profile overlay (``base: P`` plus
+only the fitted fields and their provenance) that ``--hardware`` accepts anywhere. Prints the
+busbw error before and after the fit per sweep, and a warning for every parameter the data
+cannot determine (it keeps its datasheet value). Nothing is written unless everything parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from simulator.errors import InputError
+from simulator.units import MiB
+
+_ALGO_PIN = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)\s*([A-Za-z_,^]+)")
+_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="fit a hardware profile to nccl-tests logs and profiler traces",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("inputs", nargs="+", metavar="LOG_OR_TRACE",
+                   help="nccl-tests/rccl-tests output (.txt/.log) or PyTorch profiler trace (.json/.json.gz)")
+    p.add_argument("--hardware", required=True, help="profile to refine: bundled name or path to a profile YAML")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.yaml", help="where to write the profile overlay")
+    p.add_argument("--gpus-per-node", type=int, default=None,
+                   help="GPUs per node the measurement used (default: from the log's hosts, else the profile's)")
+    p.add_argument("--algo", default=None, help="algorithm the measurements pinned (NCCL_ALGO), if the logs do not say")
+    p.add_argument("--min-points", type=int, default=3, help="rows a parameter needs to be fitted (default 3)")
+    p.set_defaults(handler=run)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    measurements: list  # list[MeasuredCollective]
+    gemms: list  # list[GemmEvent]
+    files: list[tuple[str, str]]  # (path, what was read)
+
+
+def _pinned_algo(text: str) -> str | None:
+    m = _ALGO_PIN.search(text)
+    if not m:
+        return None
+    return _ALGO_NAMES.get(m.group(1).strip().lower().replace("_", ""))
+
+
+def _is_trace(path: Path) -> bool:
+    if path.name.endswith((".json", ".json.gz")):
+        return True
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64).lstrip()
+    except OSError:
+        return False
+    return head[:1] in (b"{", b"\x1f")
+
+
+def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str | None) -> _Inputs:
+    from simulator.calibration.fit import from_sweep
+    from simulator.calibration.kineto import parse_kineto_trace
+    from simulator.calibration.nccl_log import parse_nccl_log
+
+    measurements, gemms, files = [], [], []
+    for name in paths:
+        path = Path(name)
+        if not path.is_file():
+            raise InputError("no such file", source=name)
+        if _is_trace(path):
+            trace = parse_kineto_trace(path)
+            if not (trace.gemms or trace.attentions or trace.collectives):
+                raise InputError("no GEMM, attention or collective kernels found: expected a PyTorch profiler "
+                                 "(Kineto) trace, this looks like another tool's Chrome trace", source=name)
+            usable = [g for g in trace.gemms if g.flops and g.duration_s > 0]
+            gemms += usable
+            files.append((name, f"Kineto trace: {len(usable)} GEMM kernels with shapes"))
+            continue
+        sweeps = parse_nccl_log(path)
+        pin = algo or _pinned_algo(path.read_text(errors="replace"))
+        for sw in sweeps:
+            measurements.append(from_sweep(sw, profile, gpus_per_node=gpus_per_node, algo=pin))
+        rows = sum(len(m.sizes) for m in measurements[-len(sweeps):])
+        files.append((name, f"nccl-tests log: {len(sweeps)} run(s), {rows} rows"
+                            + (f", NCCL_ALGO={pin}" if pin else "")))
+    return _Inputs(measurements, gemms, files)
+
+
+def _stats(err: np.ndarray, sizes: np.ndarray) -> tuple[float | None, float | None, float, float]:
+    e = np.abs(err)
+    big = e[sizes >= MiB]
+    return (float(np.median(big)) if big.size else None, float(np.max(big)) if big.size else None,
+            float(np.median(e)), float(np.max(e)))
+
+
+def _pct(x: float | None) -> str:
+    return "    –" if x is None else f"{100 * x:5.1f}%"
+
+
+def _report(before, after, measurements, out=None) -> None:
+    from simulator.calibration.fit import busbw_errors
+
+    out = out or sys.stdout
+
+    print("busbw error per sweep, |predicted/measured - 1| (median / worst), before -> after:", file=out)
+    print(f"  {'sweep':52s} {'rows':>4s}  {'>=1MiB median':>15s}  {'>=1MiB worst':>15s}  {'all median':>15s}  {'all worst':>15s}",
+          file=out)
+    for m in measurements:
+        sizes = np.asarray(m.sizes)
+        b = _stats(busbw_errors(before, m), sizes)
+        a = _stats(busbw_errors(after, m), sizes)
+        label = f"{Path(m.source).name}:{m.lines[0] if m.lines else ''} {m.op} x{m.ranks}"
+        cells = "  ".join(f"{_pct(x)}->{_pct(y)}" for x, y in zip(b, a))
+        print(f"  {label:52s} {len(m.sizes):4d}  {cells}", file=out)
+
+
+def overlay_document(base: str, overlay: dict, provenance: str, comments: list[str]) -> str:
+    """The overlay YAML: comment header, ``base:``, ``provenance:``, then the fitted fields."""
+    body = {"base": base, "provenance": provenance, **overlay}
+    head = "".join(f"# {c}\n" for c in comments)
+    return head + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=100)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _base_reference(name: str) -> str:
+    from simulator.config.hardware import PROFILE_DIR, profile_path
+
+    p = profile_path(name)
+    return name if p.parent == PROFILE_DIR and not Path(name).suffix else str(p.resolve())
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulator.calibration.fit import fit_collectives, fit_gemm_curve
+    from simulator.config.hardware import load_profile
+
+    if args.min_points < 1:
+        raise InputError(f"expected a whole number >= 1, got {args.min_points}", field="--min-points")
+    if args.algo is not None and args.algo.lower() not in ("ring", "tree", "nvls", "nvls_tree"):
+        raise InputError(f"expected ring, tree, nvls or nvls_tree, got {args.algo!r}", field="--algo")
+    out = Path(args.output)
+    if out.suffix not in (".yaml", ".yml"):
+        raise InputError(f"expected a .yaml output path, got {args.output!r}", field="-o")
+    profile = load_profile(args.hardware)
+    inputs = _read_inputs(args.inputs, profile, args.gpus_per_node, args.algo.lower() if args.algo else None)
+    if not inputs.measurements and not inputs.gemms:
+        raise InputError("nothing to fit: no collective rows and no GEMM kernels with shapes in the inputs",
+                         source=", ".join(args.inputs))
+
+    warnings: list[str] = []
+    overlay: dict = {}
+    fitted_profile = profile
+    summary: list[str] = []
+    if inputs.measurements:
+        fit = fit_collectives(profile, inputs.measurements, min_points=args.min_points)
+        warnings += fit.warnings
+        overlay = fit.overlay
+        fitted_profile = fit.profile
+        for fp in fit.params:
+            state = f"{fp.datasheet:g} -> {fp.value:.4g}" if fp.fitted else f"kept {fp.datasheet:g}"
+            summary.append(f"{fp.param.path}: {state} ({fp.points} sensitive rows)")
+    if inputs.gemms:
+        gfit = fit_gemm_curve(inputs.gemms, profile)
+        warnings += gfit.warnings
+        if gfit.points:
+            overlay.setdefault("gpu", {})["gemm_efficiency"] = gfit.points
+            summary.append(f"gpu.gemm_efficiency: {len(gfit.points)} points from {gfit.samples} GEMM kernels")
+    elif inputs.measurements:
+        warnings.append("gpu.gemm_efficiency: no profiler trace with GEMM kernels given; left at the datasheet curve")
+
+    date = _dt.date.today().isoformat()
+    rows = sum(len(m.sizes) for m in inputs.measurements)
+    provenance = (f"clustersim calibrate {date}: {len(inputs.measurements)} sweep(s), {rows} rows, "
+                  f"{len(inputs.gemms)} GEMM kernels from {', '.join(Path(f).name for f, _ in inputs.files)}")
+    comments = [f"Profile overlay written by `clustersim calibrate` on {date}; refines {args.hardware}.",
+                "Inputs:"] + [f"  {f}: {what}" for f, what in inputs.files] + ["Parameters:"] + [f"  {s}" for s in summary]
+    if warnings:
+        comments += ["Warnings:"] + [f"  {w}" for w in warnings]
+    text = overlay_document(_base_reference(args.hardware), overlay, provenance, comments)
+
+    # Check the overlay loads exactly as a user's --hardware would, before anything is written.
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / out.name
+        probe.write_text(text)
+        load_profile(str(probe))
+
+    if inputs.measurements:
+        _report(profile, fitted_profile, inputs.measurements)
+    for line in summary:
+        print(f"  {line}")
+    for w in warnings:
+        print(f"clustersim: warning: {w}", file=sys.stderr)
+    _write_atomically(out, text)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,59 @@
+"""`clustersim compare-trace SCENARIO TRACE.json`: measured kernels of a profiled step vs the model.
+
+Every NCCL collective, GEMM and attention kernel of a PyTorch profiler (Kineto) trace is
+predicted on the scenario's hardware (collectives with the measured size and group size, kernels
+with the measured shapes) and compared: a per-event table, the median and worst error per
+category, and optionally a PNG (``--plot``) and JSON (``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from simulator.errors import InputError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("compare-trace", help="compare a measured profiler trace with the model, kernel by kernel",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("scenario", help="scenario YAML (its hardware and node count are used)")
+    p.add_argument("trace", help="PyTorch profiler (Kineto) Chrome trace, .json or .json.gz")
+    p.add_argument("--plot", metavar="F.png", default=None, help="write predicted-vs-measured scatter PNG")
+    p.add_argument("--json", metavar="F", default=None, help="write the comparison as JSON ('-' for stdout)")
+    p.add_argument("--attention-mask", choices=("causal", "full"), default="causal",
+                   help="mask the measured attention used (the trace does not record it; default causal)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulator.calibration.kineto import parse_kineto_trace
+    from simulator.calibration.trace_compare import compare_trace, render_table
+    from simulator.config.scenario import load_scenario
+
+    if args.plot and not args.plot.endswith(".png"):
+        raise InputError(f"expected a .png path, got {args.plot!r}", field="--plot")
+    scenario = load_scenario(args.scenario)
+    trace = parse_kineto_trace(args.trace)
+    if not (trace.collectives or trace.gemms or trace.attentions):
+        raise InputError("no collective, GEMM or attention kernels found: expected a PyTorch profiler (Kineto) "
+                         "trace, this looks like another tool's Chrome trace", source=args.trace)
+    cmp = compare_trace(scenario, trace, causal=args.attention_mask == "causal")
+    if not cmp.events:
+        raise InputError("none of the trace's kernels can be compared: "
+                         + "; ".join(cmp.skipped[:3]), source=args.trace)
+    if args.json == "-":
+        json.dump(cmp.to_json(), sys.stdout, indent=2)
+        print()
+    else:
+        print(render_table(cmp))
+        if args.json:
+            Path(args.json).write_text(json.dumps(cmp.to_json(), indent=2) + "\n")
+            print(f"wrote {args.json}")
+    if args.plot:
+        from simulator.calibration.compare_plots import plot_trace_comparison
+
+        print(f"wrote {plot_trace_comparison(cmp, args.plot)}", file=sys.stderr if args.json == "-" else sys.stdout)
+    return 0
