@@ -50,13 +50,26 @@ CASES: dict[str, Case] = {
     "h100x8_allreduce_1node_full_nvlsenv": Case(
         "dgx-h100", "allreduce", 8, 8, "ring",
         "modelled as ring: its peak equals the same repo's forced-ring run, so NVLS was inactive (INDEX.md)"),
-    "h100x16_allreduce_2node_awsp5_efa": Case("aws-p5", "allreduce", 16, 8),
-    "a100x8_allreduce_1node_abci": Case("abci-a100", "allreduce", 8, 8),
+    "h100x16_allreduce_2node_awsp5_efa": Case(
+        "aws-p5", "allreduce", 16, 8, None,
+        "plateau within 7% (NVLS-tree over 16 EFA channels), but the measured floor is 64 us (predicted 25 us) and "
+        "the time left after size/plateau-bandwidth grows from ~170 us at 8 MiB to ~600 us at 1 GiB: per-message "
+        "costs of EFA/SRD through aws-ofi-nccl 1.9.2 that no source here quantifies, so sizes below ~512 MiB are "
+        "predicted up to 2x too fast; tests assert the >= 512 MiB regime only"),
+    "a100x8_allreduce_1node_abci": Case(
+        "abci-a100", "allreduce", 8, 8, None,
+        "NCCL 2.8.4; 0.5-8 MiB run about 2x slower than NCCL's own cost model predicts for this NVSwitch node "
+        "(2 MiB: 116 us measured vs 57 us predicted) and the sweep stops at 32 MiB with busbw still rising, so "
+        "it probes no bandwidth plateau; no structural cause found in the sources; not asserted in tests"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
-        "NCCL 2.8.4; the sweep stops at 32 MiB where busbw (33 GB/s) is still rising and far below the "
-        "node's HDR NICs, so it probes NCCL 2.8's medium-size behaviour, not bandwidth; not asserted in tests"),
-    "a100x128_allreduce_16node_abci": Case("abci-a100", "allreduce", 128, 8),
+        "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
+        "what the 4 HDR NICs (external, unverified count) carry, while the model predicts 79 GB/s at 32 MiB; "
+        "no source here says which NICs/transport NCCL 2.8 used (the header names UCX 1.9), so not asserted in tests"),
+    "a100x128_allreduce_16node_abci": Case(
+        "abci-a100", "allreduce", 128, 8, None,
+        "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
+        "slower than NCCL's cost model; not asserted in tests"),
     "a100x16_allreduce_2node_dgx_ib": Case("sophia-a100", "allreduce", 16, 8),
     "a100x16_allgather_2node_dgx_ib": Case("sophia-a100", "allgather", 16, 8),
     "a100x16_alltoall_2node_dgx_ib": Case("sophia-a100", "alltoall", 16, 8),
@@ -64,13 +77,24 @@ CASES: dict[str, Case] = {
     "a100pcie_x2_allreduce_2node_ib_linear1k": Case("a100-pcie", "allreduce", 2, 1),
     "a100pcie_x2_sendrecv_2node_ib_linear1k": Case("a100-pcie", "sendrecv", 2, 1),
     "gh200x4_allreduce_1node_alps_slingshot": Case("gh200-alps", "allreduce", 4, 4),
-    "gh200x8_allreduce_2node_alps_slingshot": Case("gh200-alps", "allreduce", 8, 4),
-    "gh200x64_allreduce_16node_alps_slingshot": Case("gh200-alps", "allreduce", 64, 4),
-    "mi300x8_allreduce_1node": Case("mi300x", "allreduce", 8, 8),
+    "gh200x8_allreduce_2node_alps_slingshot": Case(
+        "gh200-alps", "allreduce", 8, 4, None,
+        "64 KiB-1 MiB collapse to ~1 GB/s in the source (INDEX.md: a path switch in the data, not modelled); "
+        "from 64 MiB on NCCL runs Tree (the tree graph's doubled bwIntra on two nodes), matching the 158 GB/s plateau"),
+    "gh200x64_allreduce_16node_alps_slingshot": Case(
+        "gh200-alps", "allreduce", 64, 4, None,
+        "bandwidth regime (>= 512 MiB) within 4%; 4 KiB-128 MiB run 2-4x slower than predicted, with a dip to "
+        "15 GB/s at 64 MiB: Slingshot/aws-ofi-nccl medium-size behaviour that no source here explains"),
+    "mi300x8_allreduce_1node": Case(
+        "mi300x", "allreduce", 8, 8, None,
+        "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
+        "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here"),
 }
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
+    "gb200x72_allreduce_1rack_nvl72": "GB200 NVL72: an NVLink domain spanning 18 trays (MNNVL); no bundled "
+                                      "profile models a multi-node NVLink domain",
 }
 
 
@@ -170,7 +194,11 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str]) -> str:
         "bandwidths times the profile's documented achievable-efficiency constants "
         "(`node.scale_up.efficiency`, `node.nics.efficiency`, sourced in each profile's comments), "
         "NCCL 2.30.7's tuner constants for the algorithm/protocol choice and latency, and NCCL's "
-        "`nvlsEfficiency` (0.85, Hopper) for in-switch reduction traffic. Nothing is fitted per "
+        "`nvlsEfficiency` (0.85, Hopper) for in-switch reduction traffic. Structure follows NCCL/RCCL: "
+        "rings on a full mesh (MI300X xGMI, GH200 NVLink) form a Hamiltonian decomposition so every peer "
+        "link carries an equal share (RCCL rome_models.cc); the tuner's graph uses one channel per NIC "
+        "(AWS p5: 32 EFA), the tree graph's bwIntra raised up to 2× bwInter on two nodes (NCCL search.cc "
+        "pass 2), and NVLS's own NVLink-only graph. Nothing is fitted per "
         "sweep. Per sweep only the header's facts are used: ranks, GPUs per node, a pinned "
         "`NCCL_ALGO`, and `-g` (GPUs per process) which sets the launch floor (`-g` × "
         "`gpu.kernel_launch_us`) below which nccl-tests' pipelined loop cannot report.",

@@ -12,7 +12,9 @@ Volumes (per rank, S = size in the nccl-tests convention, n ranks):
 * ring AllGather / ReduceScatter: (n-1)/n·S to the next rank; AllReduce = ReduceScatter then
   AllGather, 2(n-1)/n·S; Broadcast: S along an open chain from the root. Channels each carry an
   equal share; across nodes channel c leaves every node through rail c (rings rotated so that a
-  channel's inter-node hop is rail-aligned), as NCCL spreads channels over NICs.
+  channel's inter-node hop is rail-aligned), as NCCL spreads channels over NICs. Inside a
+  full-mesh node (no switch) each channel is spread over ring orders that together use every
+  peer link equally (:func:`hamiltonian_decomposition`), as RCCL's and NCCL's multi-ring graphs do.
 * double binary tree AllReduce (Sanders et al. 2009; NCCL ``trees.cc``): an intra-node chain and
   two complementary binary trees over nodes, each carrying half the channels; reduce and
   broadcast are pipelined, so every tree edge carries its share once up and once down.
@@ -35,6 +37,7 @@ from __future__ import annotations
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from math import gcd
 from typing import Any, Sequence
 
@@ -164,13 +167,14 @@ def _context(topo: Any, n_ranks: int, n_nodes: int) -> tuner.TunerContext:
 
 # ------------------------------------------------------------------------------ patterns
 # A pattern is a list of (links, weight, mult): a flow carrying `weight` × the per-rank volume,
-# made of `mult` merged channel-hops (its rate cap is mult × the per-channel cap).
+# made of `mult` merged channel-hops (its rate cap is mult × the per-channel cap; fractional where
+# a channel is split over several ring orders).
 
-Pattern = list[tuple[tuple[int, ...], float, int]]
+Pattern = list[tuple[tuple[int, ...], float, float]]
 
 
 def _merge(entries: dict[tuple[int, ...], list[float]]) -> Pattern:
-    return [(links, w, int(m)) for links, (w, m) in entries.items() if links]
+    return [(links, w, m) for links, (w, m) in entries.items() if links]
 
 
 def _rails(topo: Any, members: Sequence[int]) -> list[int]:
@@ -185,15 +189,82 @@ def _rotate_to_rail(topo: Any, members: tuple[int, ...], rail: int) -> tuple[int
     return members
 
 
-def _mesh_orders(members: tuple[int, ...], n_ch: int) -> list[tuple[int, ...]]:
-    """Rings over a full mesh use different peer links per channel: strides coprime with n."""
-    n = len(members)
-    strides = [s for s in range(1, n) if gcd(s, n) == 1] or [1]
-    out = []
-    for c in range(n_ch):
-        s = strides[c % len(strides)]
-        out.append(tuple(members[(i * s) % n] for i in range(n)))
-    return out
+@lru_cache(maxsize=None)
+def hamiltonian_decomposition(n: int) -> tuple[tuple[int, ...], ...]:
+    """Directed Hamiltonian cycles of the complete digraph on n GPUs that use every ordered pair
+    (i, j) equally often: once (n-1 cycles) where that is possible, else twice (2(n-1) cycles).
+
+    Why: on a full mesh (MI300X xGMI, GH200 NVLink without NVSwitch) every GPU has a separate
+    link to each peer, and RCCL/NCCL reach the mesh's bandwidth by running channels over
+    different ring orders so that all n-1 links of a GPU carry traffic (RCCL
+    ``src/graph/rome_models.cc``: the 8-GPU, 7-xGMI-link model lists 8 ring orders that together
+    use all 56 GPU pairs; the measured MI300X AllReduce plateau of 315 GB/s busbw equals the sum
+    of all 7 links, data/nccl/mi300x8_allreduce_1node.csv). A decomposition into Hamiltonian
+    cycles exists for every n except 4 and 6 (Tillson 1980, "A Hamiltonian decomposition of
+    K*_2m, 2m >= 8"); for those, each arc twice (e.g. n=4: the 3 undirected 4-cycles in both
+    directions). Found by a small depth-first search, canonical cycles starting at 0; above
+    :data:`_DECOMPOSE_MAX_N` GPUs (or if the search budget runs out) it falls back to strides
+    coprime with n, which are balanced when n is prime.
+    """
+    if n <= 2:
+        return (tuple(range(n)),)
+    if n <= _DECOMPOSE_MAX_N:
+        for k in ((2,) if n in (4, 6) else (1, 2)):
+            found = _search_cycles(n, k)
+            if found is not None:
+                return found
+    strides = [s for s in range(1, n) if gcd(s, n) == 1]
+    return tuple(tuple((i * s) % n for i in range(n)) for s in strides)
+
+
+_DECOMPOSE_MAX_N = 16
+
+
+def _search_cycles(n: int, k: int, budget: int = 200_000) -> tuple[tuple[int, ...], ...] | None:
+    use = [[0] * n for _ in range(n)]
+    cycles: list[tuple[int, ...]] = []
+    steps = 0
+    target = k * (n - 1)
+
+    def extend(path: list[int], seen: set[int]) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > budget:
+            raise TimeoutError
+        cur = path[-1]
+        if len(path) == n:
+            if use[cur][path[0]] >= k:
+                return False
+            use[cur][path[0]] += 1
+            cycles.append(tuple(path))
+            if len(cycles) == target or extend([0], {0}):
+                return True
+            cycles.pop()
+            use[cur][path[0]] -= 1
+            return False
+        for nxt in sorted(range(n), key=lambda j: use[cur][j]):  # least-used arc first
+            if nxt in seen or use[cur][nxt] >= k:
+                continue
+            use[cur][nxt] += 1
+            seen.add(nxt)
+            path.append(nxt)
+            if extend(path, seen):
+                return True
+            path.pop()
+            seen.discard(nxt)
+            use[cur][nxt] -= 1
+        return False
+
+    try:
+        return tuple(cycles) if extend([0], {0}) else None
+    except TimeoutError:
+        return None
+
+
+def _mesh_orders(members: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Ring orders over a full mesh that load every peer link equally (see
+    :func:`hamiltonian_decomposition`); every channel spreads its share over all of them."""
+    return [tuple(members[i] for i in cycle) for cycle in hamiltonian_decomposition(len(members))]
 
 
 def _ring_orders(topo: Any, lay: _Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
@@ -201,7 +272,8 @@ def _ring_orders(topo: Any, lay: _Layout, n_ch: int) -> list[tuple[tuple[int, ..
     if len(lay.by_node) == 1:
         members = lay.by_node[0]
         if topo.profile.node.scale_up.kind == "mesh" and len(members) > 2:
-            return [(o, None) for o in _mesh_orders(members, n_ch)]
+            orders = _mesh_orders(members)
+            return [(o, None) for _ in range(n_ch) for o in orders]
         return [(members, None)] * n_ch
     rails = _rails(topo, lay.by_node[0])
     out = []
@@ -216,7 +288,9 @@ def _ring_orders(topo: Any, lay: _Layout, n_ch: int) -> list[tuple[tuple[int, ..
 
 def _ring_pattern(topo: Any, lay: _Layout, n_ch: int, closed: bool = True) -> Pattern:
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    for order, rail in _ring_orders(topo, lay, n_ch):
+    rings = _ring_orders(topo, lay, n_ch)
+    per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
+    for order, rail in rings:
         if not closed:  # broadcast: open chain starting at the root
             i0 = order.index(lay.gpus[0])
             order = order[i0:] + order[:i0]
@@ -225,8 +299,8 @@ def _ring_pattern(topo: Any, lay: _Layout, n_ch: int, closed: bool = True) -> Pa
             a, b = order[i], order[(i + 1) % len(order)]
             cross = topo.node_of(a) != topo.node_of(b)
             e = acc[topo.route(a, b, rail if cross else None).links]
-            e[0] += 1.0 / n_ch
-            e[1] += 1
+            e[0] += per_ring / n_ch
+            e[1] += per_ring
     return _merge(acc)
 
 

@@ -81,6 +81,7 @@ TREE_CORRECTION: dict[str, tuple[float, ...]] = {
 
 # NCCL topo.h per-link NVLink nominal bandwidth (GB/s) and graph-search speed lists (search.cc).
 NVLINK_PER_LINK_BW = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+XGMI_WIDTH_CDNA3_GBPS = 48.0  # RCCL topo.h GFX94X_XGMI_WIDTH: one MI300X xGMI link as RCCL rates it
 SPEEDS_INTRA = {
     "ampere": (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
     "hopper": (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
@@ -162,6 +163,12 @@ class TunerGraph:
     bw_intra_GBps: float
     bw_inter_GBps: float
     nvls_channels: int
+    tree_bw_intra_GBps: float | None = None  # the tree graph's bwIntra (None: as the ring's)
+    nvls_intra_total_GBps: float | None = None  # the NVLS graph's NVLink total (None: ring nCh × bwIntra)
+
+    @property
+    def tree_intra_GBps(self) -> float:
+        return self.bw_intra_GBps if self.tree_bw_intra_GBps is None else self.tree_bw_intra_GBps
 
 
 @dataclass(frozen=True)
@@ -205,7 +212,9 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     """Approximate NCCL's ring graph for this communicator from the profile's datasheet numbers.
 
     Intra-node total = NCCL's nominal per-link NVLink bandwidth × links (topo.h), or the PCIe /
-    xGMI figure; across nodes one channel per NIC at the fastest listed speed the NIC carries.
+    xGMI figure; across nodes one channel per NIC (up to MAXCHANNELS/2; a GPU with several NICs
+    behind its PCIe switch, as the 4 EFA devices per H100 of AWS p5, drives each on its own
+    channel) at the fastest listed speed the NIC carries.
     Channel duplication as in tuning.cc (bwIntra ≥ 25 → 2× channels at half the speed).
     """
     arch = _arch_row(profile.gpu.arch)
@@ -215,7 +224,7 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     if su.kind == "nvswitch":
         intra_total = NVLINK_PER_LINK_BW[arch] * su.links_per_gpu
     elif su.kind == "mesh":
-        intra_total = su.link_GBps * max(1, ppn - 1)
+        intra_total = _mesh_peer_GBps(profile) * max(1, ppn - 1)
     else:  # pcie / none: NCCL's PCI model width × rate / 80 ≈ 0.75 of the per-direction figure
         intra_total = 0.75 * profile.node.pcie.GBps
     if n_nodes <= 1:
@@ -223,16 +232,56 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         bw_inter = bw
     else:
         nic_GBps = profile.node.nics.Gbps / 8.0
-        nics = max(1, min(profile.node.nics.count, ppn) if profile.node.nics.count else 1)
+        nics = max(1, min(profile.node.nics.count, MAX_CHANNELS // 2) if profile.node.nics.count else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
         if n_ch * bw > intra_total and ppn > 1:  # the intra-node chain cannot feed every NIC at full speed
             bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= intra_total), bw)
         bw_inter = bw
+    tree_bw = _tree_bw_intra(bw, n_ch, intra_total, SPEEDS_INTER[row]) if n_nodes == 2 else bw
     if bw >= 25 and not (arch in ("hopper", "blackwell") and bw < 50 and n_ch > 4):
-        n_ch, bw, bw_inter = min(2 * n_ch, MAX_CHANNELS), bw / 2, bw_inter / 2
+        n_ch, bw, bw_inter, tree_bw = min(2 * n_ch, MAX_CHANNELS), bw / 2, bw_inter / 2, tree_bw / 2
     nvls_ch = NVLS_CHANNELS.get(arch, 0)
-    return TunerGraph(n_ch, bw, bw_inter, nvls_ch)
+    # NVLS has its own graph, searched over NVLink only: on several nodes its intra-node rate is
+    # not the NIC-bound ring graph's (NCCL search.cc, NCCL_TOPO_PATTERN_NVLS).
+    nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
+    nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
+    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total)
+
+
+def _tree_bw_intra(bw_inter: float, n_ch: int, intra_total: float, speeds: tuple[float, ...]) -> float:
+    """The tree graph's bwIntra on two nodes.
+
+    NCCL ``search.cc`` (``ncclTopoCompute``, pass 2, "increase bwIntra for trees (2 nodes or
+    collnet)") raises a tree graph's bwIntra one speed step at a time, keeping bwInter, while
+    the intra-node chain still fits and bwIntra < 2 × bwInter; ``tuning.cc`` then rates Tree on
+    ≤ 2 nodes with bwIntra. On two nodes each tree crosses the network once per direction, so a
+    tree moves S per NIC direction where a ring moves 2(n-1)/n·S: this is why NCCL picks Tree
+    for large AllReduce on two nodes of 4 GH200 (data/nccl/gh200x8_allreduce_2node_alps_slingshot.csv
+    peaks at 158 GB/s busbw, above the 100 GB/s of the node's four 200 Gb/s NICs that bound any ring).
+    """
+    best = bw_inter
+    for s in sorted(speeds):
+        if bw_inter < s <= 2 * bw_inter and n_ch * s <= intra_total:
+            best = s
+    return float(best)
+
+
+def _mesh_peer_GBps(profile) -> float:
+    """Per-direction bandwidth NCCL/RCCL's topology assigns to one GPU pair of a full mesh.
+
+    NVLink: NCCL's nominal per-link bandwidth (topo.h, 20.6 GB/s on SM90) × the links to that
+    peer (links_per_gpu spread evenly over the other GPUs: 18 / 3 = 6 on a 4-GH200 node). xGMI
+    (CDNA3): RCCL ``topo.h`` ``GFX94X_XGMI_WIDTH`` = 48 GB/s per link, one link per peer on MI300X.
+    Other architectures: the profile's datasheet figure.
+    """
+    su, gpu = profile.node.scale_up, profile.gpu
+    peers = max(1, profile.node.gpus - 1)
+    if gpu.arch in NVLINK_PER_LINK_BW and su.links_per_gpu:
+        return NVLINK_PER_LINK_BW[gpu.arch] * max(1, su.links_per_gpu // peers)
+    if gpu.arch == "cdna3":
+        return XGMI_WIDTH_CDNA3_GBPS * max(1, su.links_per_gpu // peers)
+    return su.link_GBps
 
 
 def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
@@ -244,6 +293,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
         constants.bw_intra_GBps or g.bw_intra_GBps,
         constants.bw_inter_GBps or g.bw_inter_GBps,
         constants.nvls_channels or g.nvls_channels,
+        constants.bw_intra_GBps or g.tree_bw_intra_GBps,
+        g.nvls_intra_total_GBps,
     )
     kind = profile.node.scale_up.kind
     return TunerContext(
@@ -357,9 +408,12 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
     g, s, n = ctx.graph, ctx.scale, ctx.n_ranks
     n_ch = g.n_channels
     per_ch = g.bw_intra_GBps if ctx.n_nodes <= 2 else g.bw_inter_GBps
+    if algo == "tree" and ctx.n_nodes <= 2:
+        per_ch = g.tree_intra_GBps
     if algo in ("nvls", "nvls_tree"):
         n_ch = g.nvls_channels
-        intra = (g.n_channels * g.bw_intra_GBps / n_ch) * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
+        total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
+        intra = (total / n_ch) * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
         intra *= 2 if coll == "allreduce" else (ctx.ppn - 1) / ctx.ppn
         inter = g.bw_inter_GBps * (2 if algo == "nvls_tree" and ctx.n_nodes <= 2 else 1) if ctx.n_nodes > 1 else math.inf
         per_ch = min(intra, inter)

@@ -195,3 +195,44 @@ def test_bad_groups_are_input_errors():
         plan_collective("allmagic", [0, 1], 1024, topo)
     with pytest.raises(InputError, match="does not implement"):
         plan_collective("allgather", [0, 1], 1024, topo, algo="tree")
+
+
+# ------------------------------------------------------------------ full-mesh rings (MI300X, GH200)
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
+def test_mesh_ring_orders_load_every_peer_link_equally(n):
+    from collections import Counter
+
+    from simulator.costs.collectives import hamiltonian_decomposition
+
+    cycles = hamiltonian_decomposition(n)
+    arcs = Counter()
+    for c in cycles:
+        assert sorted(c) == list(range(n))  # a ring visits every GPU once
+        arcs.update((c[i], c[(i + 1) % n]) for i in range(n))
+    assert len(arcs) == n * (n - 1)  # every ordered pair is used ...
+    assert len(set(arcs.values())) == 1  # ... equally often
+
+
+def _mesh_profile(gpus: int, link_GBps: float) -> HardwareProfile:
+    return HardwareProfile.model_validate({
+        "name": "toy-mesh",
+        "gpu": {"name": "toy", "arch": "cdna3", "sms": 100, "bf16_TFLOPS": 100, "fp16_TFLOPS": 100, "fp32_TFLOPS": 10,
+                "hbm_GiB": 80, "hbm_GBps": 2000, "gemm_efficiency": [{"flops": 1e9, "efficiency": 0.5}]},
+        "node": {"gpus": gpus,
+                 "scale_up": {"kind": "mesh", "link_GBps": link_GBps, "links_per_gpu": gpus - 1, "latency_us": 0.5,
+                              "efficiency": 1.0},
+                 "pcie": {"gen": 5, "GBps": 64, "latency_us": 1.0},
+                 "nics": {"count": gpus, "Gbps": 400, "latency_us": 1.0, "efficiency": 1.0}},
+    })
+
+
+def test_mesh_ring_allreduce_uses_all_peer_links():
+    # 8 GPUs, 7 links of 20 GB/s each per direction (below RCCL's 48 GB/s per-link rating, so
+    # the links, not the per-channel cap, bound Simple): a ring AllReduce moves 2(n-1)/n·S per
+    # rank, spread evenly over 7 links -> time = 2(n-1)/n·S / (7 × 20 GB/s).
+    topo = build_topology(_mesh_profile(8, 20.0), 1)
+    size = 1 << 30
+    plan = plan_collective("allreduce", list(range(8)), size, topo, algo="ring", proto="simple")
+    expected = plan.latency_s + 2 * 7 / 8 * size / (7 * 20e9)
+    assert closed_form_time("allreduce", list(range(8)), size, topo, algo="ring", proto="simple") == pytest.approx(expected, rel=1e-6)

@@ -91,3 +91,41 @@ def test_channels_shrink_for_small_messages():
     assert t.channels_used(ctx, "ring", "simple", 1 << 30) == 12
     assert t.channels_used(ctx, "ring", "simple", 1024) == 1
     assert t.channels_used(ctx, "ring", "simple", 5 * 512 * 64) == 5
+
+
+def test_tree_graph_bw_intra_doubles_on_two_nodes_only():
+    # search.cc pass 2 raises a tree graph's bwIntra up to 2 × bwInter (next listed speed that fits).
+    speeds = t.SPEEDS_INTER["hopper"]
+    assert t._tree_bw_intra(24.0, 4, 1000.0, speeds) == 48.0
+    assert t._tree_bw_intra(24.0, 4, 4 * 40.0, speeds) == 40.0  # the intra-node chain caps it
+    assert t._tree_bw_intra(24.0, 4, 4 * 24.0, speeds) == 24.0
+
+
+def test_two_node_tree_beats_ring_when_tree_intra_is_doubled():
+    g = t.TunerGraph(n_channels=4, bw_intra_GBps=24.0, bw_inter_GBps=24.0, nvls_channels=16, tree_bw_intra_GBps=48.0)
+    ctx = _ctx(n=8, nodes=2, nvls=False, graph=g)
+    # ring: 4 × 24 × n/(2(n-1)); tree: min(0.92 × 4 × 48, 4 × 41.4) × 0.5 (NCCL-COST-MODEL.md §2)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "simple") == pytest.approx(96 * 8 / 14)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "tree", "simple") == pytest.approx(min(0.92 * 192, 4 * 41.4) / 2)
+    assert t.select(ctx, "allreduce", 1 << 30) == ("tree", "simple")
+    three = _ctx(n=12, nodes=3, nvls=False, graph=g)  # > 2 nodes: bwInter, no doubling
+    assert t.algo_bandwidth_GBps(three, "allreduce", "tree", "simple") == pytest.approx(min(0.92 * 96, 4 * 36.0) / 2)
+
+
+def test_multi_node_graph_uses_one_channel_per_nic_and_nvls_keeps_nvlink_rate():
+    from simulator.config.hardware import load_profile
+
+    p5 = load_profile("aws-p5")  # 32 EFA NICs of 100 Gb/s: one channel each, up to MAXCHANNELS/2
+    g2 = t.graph_from_profile(p5, 16, 2)
+    assert g2.n_channels == t.MAX_CHANNELS // 2 and g2.bw_inter_GBps == 12.0
+    g1 = t.graph_from_profile(p5, 8, 1)
+    assert g2.nvls_intra_total_GBps == pytest.approx(g1.n_channels * g1.bw_intra_GBps)
+
+
+def test_mesh_graph_rates_peers_as_nccl_and_rccl_do():
+    from simulator.config.hardware import load_profile
+
+    gh = load_profile("gh200-alps")  # 18 NVLinks over 3 peers = 6 per peer × 20.6 GB/s
+    assert t._mesh_peer_GBps(gh) == pytest.approx(6 * 20.6)
+    mi = load_profile("mi300x")  # RCCL GFX94X_XGMI_WIDTH 48 GB/s, one link per peer
+    assert t._mesh_peer_GBps(mi) == pytest.approx(48.0)

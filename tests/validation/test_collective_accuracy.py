@@ -1,6 +1,8 @@
 """Predicted collectives against the bundled nccl-tests sweeps (data/nccl/), at the issue's
 tolerances: median |busbw error| <= 15% for sizes >= 1 MiB on the single-node H100 sweeps (all
-five collectives) and the two-node A100 sweeps, and the shape of the curves."""
+five collectives) and the two-node A100 sweeps, and the shape of the curves; plus per-sweep
+tolerances (what the model achieves, with a few points of margin) on the full-mesh and
+multi-node systems fixed later (docs/validation-collectives.md lists the numbers)."""
 
 from __future__ import annotations
 
@@ -18,12 +20,28 @@ H100_SINGLE_NODE = ["h100x8_allreduce_1node", "h100x8_allgather_1node", "h100x8_
                     "h100x8_alltoall_1node", "h100x8_sendrecv_1node",
                     "h100x8_allgather_1node_full_ringalgo", "h100x8_reducescatter_1node_full_ringalgo",
                     "h100x8_allreduce_1node_full_nvlsenv"]
-# The two-node DGX A100 (Sophia) sweeps. The ABCI two-node file stops at 32 MiB, where its busbw
-# (33 GB/s) is still far below its NICs; it is reported in docs/validation-collectives.md, not
-# asserted (see the note there).
+# The two-node DGX A100 (Sophia) sweeps. The ABCI (NCCL 2.8.4) files stop at 32 MiB and run far
+# below the model; they are reported in docs/validation-collectives.md, not asserted (see the notes).
 A100_TWO_NODE = ["a100x16_allreduce_2node_dgx_ib", "a100x16_allgather_2node_dgx_ib", "a100x16_alltoall_2node_dgx_ib"]
 FULL_RANGE = ["h100x8_allgather_1node_full_ringalgo", "h100x8_reducescatter_1node_full_ringalgo",
               "h100x8_allreduce_1node_full_nvlsenv", "a100x16_allreduce_2node_dgx_ib", "a100x16_allgather_2node_dgx_ib"]
+
+
+# Achieved median |busbw error| >= 1 MiB (docs/validation-collectives.md) + a few points of margin.
+MESH_AND_MULTINODE = {
+    "mi300x8_allreduce_1node": 0.06,  # 2.2%: rings over all 7 xGMI links
+    "gh200x4_allreduce_1node_alps_slingshot": 0.10,  # 6.4%: rings over all 3 NVLink peers
+    "gh200x8_allreduce_2node_alps_slingshot": 0.13,  # 9.4%: Tree on two nodes (tree graph bwIntra)
+}
+# Sweeps whose mid sizes are still far off (see the doc's notes) but whose bandwidth regime
+# (>= 512 MiB) is modelled: median |error| there, achieved + margin.
+BANDWIDTH_REGIME = {
+    "h100x16_allreduce_2node_awsp5_efa": 0.18,  # 14.0% (still approaching its plateau; +7% at 16 GiB, NVLS-tree)
+    "gh200x64_allreduce_16node_alps_slingshot": 0.08,  # 4.1%
+    "mi300x8_allreduce_1node": 0.06,
+    "gh200x4_allreduce_1node_alps_slingshot": 0.10,
+    "gh200x8_allreduce_2node_alps_slingshot": 0.11,  # 7.3%
+}
 
 
 @lru_cache(maxsize=None)
@@ -71,3 +89,30 @@ def test_h100_allreduce_default_picks_nvls_at_large_sizes():
     r = _result("h100x8_allreduce_1node")
     assert r.points[-1].algorithm == "nvls"
     assert r.points[-1].predicted_busbw_GBps > 400  # measured 482 GB/s: above any ring on 450 GB/s NVLink
+
+
+@pytest.mark.parametrize("name,tol", sorted(MESH_AND_MULTINODE.items()))
+def test_median_busbw_error_above_1MiB_mesh_and_multinode(name, tol):
+    r = _result(name)
+    assert len(r.errors(MiB)) >= 5
+    assert r.median_error(MiB) <= tol, f"{name}: median |busbw error| {r.median_error(MiB):.1%}"
+
+
+@pytest.mark.parametrize("name,tol", sorted(BANDWIDTH_REGIME.items()))
+def test_bandwidth_regime_of_multinode_and_mesh_sweeps(name, tol):
+    r = _result(name)
+    assert len(r.errors(512 * MiB)) >= 3
+    assert r.median_error(512 * MiB) <= tol, f"{name}: median |busbw error| >= 512 MiB {r.median_error(512 * MiB):.1%}"
+
+
+def test_two_gh200_nodes_run_tree_above_the_ring_nic_bound():
+    # Four 200 Gb/s NICs bound any ring at 100 GB/s busbw; the measured 158 GB/s needs Tree.
+    r = _result("gh200x8_allreduce_2node_alps_slingshot")
+    assert r.points[-1].algorithm == "tree"
+    assert r.points[-1].predicted_busbw_GBps > 100
+
+
+def test_mi300x_ring_uses_every_xgmi_link():
+    # One 64 GB/s link per peer: rings over fewer than all 7 peers could not exceed 6 × 64 × 0.69.
+    r = _result("mi300x8_allreduce_1node")
+    assert r.points[-1].predicted_busbw_GBps > 6 * 64 * 0.69
