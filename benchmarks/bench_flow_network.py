@@ -5,6 +5,8 @@
 2. A ring step of an AllGather on 1,024 H100 GPUs (128 DGX nodes): 1,024 flows on real routes,
    started with one transfer_many; events and recomputes it costs.
 3. 16 ring steps of 8 concurrent 128-GPU rings sharing the fabric (one phase after another).
+4. ~20,000 flows of a sparse All-to-All on real routes: one max-min recompute.
+5. The 137k routes of a 1,024-rank All-to-All: Topology.route_matrix against route() calls.
 
 Run: python benchmarks/bench_flow_network.py
 """
@@ -67,12 +69,6 @@ def concurrent_rings(nodes: int = 128, steps: int = 16) -> None:
           f"recomputes {net.stats.recomputes}, sim {env.now * 1e6:.0f} us")
 
 
-if __name__ == "__main__":
-    random_recompute()
-    ring_step()
-    concurrent_rings()
-
-
 def alltoall_like(nodes: int = 128, peers: int = 20) -> None:
     """~20k flows on real routes: every GPU sends to `peers` others (a sparse All-to-All)."""
     topo = build_topology(load_profile("dgx-h100"), nodes)
@@ -88,5 +84,31 @@ def alltoall_like(nodes: int = 128, peers: int = 20) -> None:
           f"{1e3 * (time.perf_counter() - t):.1f} ms per recompute")
 
 
+def bulk_routes(nodes: int = 128) -> None:
+    """The 137k (src, dst) pairs of a 1,024-rank All-to-All (PXN-style aggregation: 7 local peers
+    plus one peer per other node): scalar Topology.route() against one route_matrix() call."""
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    n, gpn = topo.n_gpus, topo.gpus_per_node
+    src = np.repeat(np.arange(n), n // gpn + gpn - 2)
+    node, local = src // gpn, src % gpn
+    k = np.arange(src.size) % (n // gpn + gpn - 2)
+    # k < gpn - 1: a local peer; else the same local index on another node
+    local_dst = node * gpn + (local + 1 + k) % gpn
+    other = (node + 1 + (k - (gpn - 1))) % (n // gpn)
+    dst = np.where(k < gpn - 1, local_dst, other * gpn + local)
+    t = time.perf_counter()
+    m = topo.route_matrix(src, dst)
+    t1 = time.perf_counter()
+    for s, d in zip(src.tolist(), dst.tolist()):
+        topo.route(s, d)
+    t2 = time.perf_counter()
+    print(f"{src.size} routes on {n} GPUs: route_matrix {1e3 * (t1 - t):.0f} ms ({m.links.nbytes / 1e6:.1f} MB), "
+          f"scalar route() {1e6 * (t2 - t1) / src.size:.2f} us each ({t2 - t1:.2f} s)")
+
+
 if __name__ == "__main__":
+    random_recompute()
     alltoall_like()
+    ring_step()
+    concurrent_rings()
+    bulk_routes()

@@ -191,3 +191,59 @@ def test_every_bundled_profile_builds_and_routes():
             r = t.route(src, dst)
             if src != dst:
                 assert _vertices(t, r)[0] == f"gpu{src}" and _vertices(t, r)[-1] == f"gpu{dst}"
+
+
+# ---------------------------------------------------------------- bulk routes
+
+
+@pytest.mark.parametrize("name,nodes", [("dgx-h100", 4), ("mi300x", 3), ("a100-pcie", 2), ("abci-a100", 3), ("aws-p5", 2)])
+def test_route_matrix_rows_equal_the_scalar_routes(name, nodes):
+    import numpy as np
+
+    p = load_profile(name)
+    if name == "dgx-h100":
+        p = _h100(nodes_per_unit=2)  # cross-unit pairs cross a spine
+    t = build_topology(p, nodes)
+    src, dst = (a.ravel() for a in np.meshgrid(np.arange(t.n_gpus), np.arange(t.n_gpus), indexing="ij"))
+    for rail in [None, *range(t.rails)]:
+        bulk = t.routes_many(src, dst, rail)
+        assert bulk == [t.route(int(s), int(d), rail) for s, d in zip(src, dst)]
+    # a rail per pair
+    rails = np.arange(src.size) % max(1, t.rails)
+    assert t.routes_many(src, dst, rails) == [t.route(int(s), int(d), int(r)) for s, d, r in zip(src, dst, rails)]
+
+
+def test_route_matrix_entries_and_link_loads_conserve_bytes():
+    import numpy as np
+
+    t = build_topology(_h100(nodes_per_unit=1), 4)
+    src = np.arange(t.n_gpus)
+    dst = (src + 9) % t.n_gpus
+    m = t.route_matrix(src, dst)
+    pair, link = m.entries()
+    assert len(pair) == int(m.n_links.sum()) == sum(len(t.route(int(s), int(d)).links) for s, d in zip(src, dst))
+    w = np.arange(1.0, t.n_gpus + 1)
+    loads = m.link_loads(w, t.n_links)
+    # every byte is counted once per link it crosses
+    assert loads.sum() == pytest.approx(float((w * m.n_links).sum()))
+    assert loads[t.route(0, 9).links[0]] == pytest.approx(w[0])  # GPU0's PCIe uplink carries only its own flow
+
+
+def test_vectorised_ecmp_hash_matches_the_scalar_one():
+    import numpy as np
+
+    from simulator.hardware.topology import _ecmp, _ecmp_many
+
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 1 << 20, 2000), rng.integers(0, 1 << 20, 2000)
+    for buckets in (1, 7, 32):
+        assert _ecmp_many(a, b, buckets).tolist() == [_ecmp(int(x), int(y), buckets) for x, y in zip(a, b)]
+
+
+def test_route_matrix_rejects_bad_gpus_and_rails():
+    t = build_topology(_h100(), 2)
+    with pytest.raises(InputError, match="outside"):
+        t.route_matrix([0, 1], [3, 16])
+    with pytest.raises(InputError, match="rail"):
+        t.route_matrix([0], [9], rail=8)
+    assert t.route_matrix([5], [5]).n_links.tolist() == [0]
