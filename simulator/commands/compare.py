@@ -1,0 +1,37 @@
+"""`clustersim compare SCENARIO --plans PLANS.yaml [--top K] [--jobs N] [--json F] [--plot F.png]`:
+simulate the plans listed in a file (overrides of the scenario's plan) and rank them."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.commands.sweep import add_output_options, check_jobs, emit
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("compare", help="rank the parallel plans listed in a plans file",
+                              description="Simulate each plan of PLANS.yaml (overrides of the scenario's "
+                                          "parallel block, optionally micro_batch) and print them side by "
+                                          "side, fastest first, with the breakdown and memory per GPU.")
+    p.add_argument("scenario", help="scenario YAML (the base every plan overrides)")
+    p.add_argument("--plans", required=True, metavar="PLANS.yaml",
+                   help="YAML with a `plans:` list; see scenarios/plans/llama3-8b-h100-plans.yaml")
+    add_output_options(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from simulator.config.scenario import load_scenario
+    from simulator.simulate import simulate_scenario
+    from simulator.sweep.plans import dedupe
+    from simulator.sweep.plans_file import load_plans
+    from simulator.sweep.run import run_plans
+
+    check_jobs(args)
+    base = load_scenario(args.scenario)
+    candidates = load_plans(args.plans, base)
+    unique = dedupe(candidates)
+    if len(unique) < len(candidates):
+        print(f"note: {len(candidates) - len(unique)} duplicate plan(s) in {args.plans} simulated once")
+    result = run_plans(base, unique, simulate_scenario, jobs=args.jobs)
+    return emit(result, args)

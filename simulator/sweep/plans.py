@@ -1,0 +1,255 @@
+"""Which parallel plans to try for one model and cluster, and which of them can run at all.
+
+A *candidate* is a ``parallel:`` block plus a micro-batch size. :func:`enumerate_plans` lists the
+plans a Megatron-LM / DeepSpeed user would consider for a scenario, within bounds:
+
+* ``tp``: divisors of the GPUs per node (TP across nodes is never worth it on these fabrics)
+  that divide both ``heads`` and ``kv_heads`` (each TP rank owns whole query and KV heads);
+  sequence parallelism is on whenever ``tp > 1`` (Megatron's recommended setting,
+  arXiv:2205.05198: it only removes replicated work and memory);
+* ``pp``: any stage count up to ``layers`` whose product with the other axes divides the GPU
+  count; stages may hold unequal layer counts (:func:`simulator.config.scenario.split_layers`);
+* ``cp`` / ``ulysses``: powers of two, never both at once; by default only for sequences of at
+  least :data:`LONG_SEQUENCE` tokens, where context parallelism pays for its traffic;
+* ``zero`` 0..3, collapsed to 0 when the sharding group has one rank (all stages coincide);
+* ``micro_batch``: powers of two up to a bound (default: the scenario's own micro-batch);
+* ``vp`` (interleaved 1F1B) only when asked for.
+
+:func:`check_candidate` turns a candidate into a validated Scenario or a *reason* (the message
+of the InputError the scenario rules raise, e.g. ``parallel.tp: tp=3 does not divide heads=32``);
+:func:`memory_per_gpu` decides whether a valid plan fits. Neither replays anything.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Iterator
+
+from simulator.config.parallelism import Parallel
+from simulator.config.scenario import Scenario
+from simulator.config.workload import Training
+from simulator.errors import InputError
+from simulator.schedule.memory import MemoryEstimate, memory_per_gpu
+
+# Axes a sweep varies (and `--fix` / `--max` accept), in the order plans are printed.
+SWEEP_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "ulysses", "dp", "zero", "micro_batch", "vp")
+# Below this sequence length the default sweep leaves cp and ulysses at 1 (override with bounds).
+LONG_SEQUENCE = 32 * 1024
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One plan to try: the parallel block and the micro-batch size (sequences)."""
+
+    parallel: Parallel
+    micro_batch: int
+    name: str | None = None  # a user's name for the plan (plans files); not part of its identity
+
+    @property
+    def key(self) -> tuple:
+        """Identity for de-duplication: every parallel field (dp derived, so left out)."""
+        fields = self.parallel.model_dump(exclude={"dp"})
+        return tuple(sorted((k, repr(v)) for k, v in fields.items())) + (("micro_batch", self.micro_batch),)
+
+    def label(self, dp: int | None = None) -> str:
+        """The user's name, else the practitioners' notation, e.g. ``tp8sp pp2 dp4 z1 mb1``."""
+        if self.name:
+            return self.name
+        p = self.parallel
+        parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
+        if p.vp > 1:
+            parts.append(f"vp{p.vp}")
+        if p.cp > 1:
+            parts.append(f"cp{p.cp}")
+        if p.ulysses > 1:
+            parts.append(f"uly{p.ulysses}")
+        if dp is not None:
+            parts.append(f"dp{dp}")
+        parts += [f"z{p.zero}", f"mb{self.micro_batch}"]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class SweepBounds:
+    """User limits on the enumeration: ``fixed`` pins an axis, ``maximum`` caps it."""
+
+    fixed: dict[str, int] = field(default_factory=dict)
+    maximum: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what, d in (("--fix", self.fixed), ("--max", self.maximum)):
+            for k, v in d.items():
+                if k not in SWEEP_KEYS:
+                    raise InputError(f"unknown axis {k!r}; expected one of {', '.join(SWEEP_KEYS)}",
+                                     source="command line", field=what)
+                if not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "zero" else 1):
+                    raise InputError(f"{k}={v!r}: expected a whole number >= {0 if k == 'zero' else 1}",
+                                     source="command line", field=what)
+        if "zero" in self.fixed and self.fixed["zero"] > 3:
+            raise InputError(f"zero={self.fixed['zero']}: expected 0, 1, 2 or 3", source="command line",
+                             field="--fix")
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
+    """Allowed values of every swept axis before combining them."""
+    m, n = scn.model, scn.n_gpus
+    long_seq = m.seq_len >= LONG_SEQUENCE
+    default: dict[str, list[int]] = {
+        "tp": [d for d in divisors(scn.gpus_per_node) if m.heads % d == 0 and m.kv_heads % d == 0],
+        "pp": [d for d in range(1, min(m.layers, n) + 1) if n % d == 0],
+        "cp": _powers_of_two(scn.gpus_per_node if long_seq else 1),
+        "ulysses": _powers_of_two(scn.gpus_per_node if long_seq else 1),
+        "zero": [0, 1, 2, 3],
+        "micro_batch": _powers_of_two(scn.training.micro_batch),
+        "vp": [1],
+    }
+    maxima = dict(bounds.maximum)
+    out: dict[str, list[int]] = {}
+    for axis, values in default.items():
+        if axis in bounds.fixed:
+            out[axis] = [bounds.fixed[axis]]
+            continue
+        if axis in maxima:
+            cap = maxima[axis]
+            if axis in ("cp", "ulysses", "micro_batch"):
+                values = _powers_of_two(cap)
+            elif axis == "vp":
+                values = list(range(1, cap + 1))
+            values = [v for v in values if v <= cap]
+        out[axis] = values
+    return out
+
+
+def inherit_parallel(base: Parallel, overrides: dict) -> dict:
+    """The ``parallel:`` mapping of a plan: the overrides, the base plan's other knobs (overlap
+    mode, CP flavour, ZeRO-3 implementation, order...), except knobs the new degrees make
+    meaningless, which fall back to their defaults: tp_overlap without TP and sequence
+    parallelism, the interleaved schedule without pipeline stages; dp is always re-derived and
+    per-stage layer counts are dropped when pp changes. Validation is left to the caller."""
+    data = base.model_dump(exclude={"dp"})
+    data["order"] = base.full_order
+    data.update(overrides)
+
+    def degree(key: str) -> int:  # a wrong type is left for pydantic to report with its path
+        v = data.get(key, 1)
+        return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+    if "pp" in overrides and degree("pp") != base.pp and "pp_layers" not in overrides:
+        data["pp_layers"] = None
+    if not (degree("tp") > 1 and data.get("sequence_parallel") is True) and "tp_overlap" not in overrides:
+        data["tp_overlap"] = "none"
+    if degree("pp") == 1:
+        if "pp_schedule" not in overrides:
+            data["pp_schedule"] = "1f1b"
+        if "vp" not in overrides:
+            data["vp"] = 1
+    elif "pp_schedule" not in overrides:
+        data["pp_schedule"] = "interleaved" if degree("vp") > 1 else "1f1b"
+    return data
+
+
+def _parallel_for(base: Parallel, tp: int, pp: int, cp: int, ulysses: int, zero: int, vp: int) -> Parallel:
+    """A swept plan: the degrees put into the base plan, sequence parallelism on exactly when tp > 1."""
+    over = dict(tp=tp, pp=pp, cp=cp, ulysses=ulysses, zero=zero, vp=vp, sequence_parallel=tp > 1)
+    return Parallel.model_validate(inherit_parallel(base, over))
+
+
+def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Candidate]:
+    """Every distinct candidate within the bounds whose degrees multiply to a divisor of the GPU
+    count (plans that break a model rule are kept: :func:`check_candidate` gives their reason)."""
+    bounds = bounds or SweepBounds()
+    v = _axis_values(scn, bounds)
+    n = scn.n_gpus
+    seen: set[tuple] = set()
+    out: list[Candidate] = []
+    for tp, pp, cp, uly in itertools.product(v["tp"], v["pp"], v["cp"], v["ulysses"]):
+        if cp > 1 and uly > 1:
+            continue  # Parallel forbids it: hierarchical CP is cp_comm a2a+p2p
+        mp = tp * pp * cp * uly
+        if n % mp:
+            continue
+        dp = n // mp
+        if "dp" in bounds.fixed and dp != bounds.fixed["dp"]:
+            continue
+        if "dp" in bounds.maximum and dp > bounds.maximum["dp"]:
+            continue
+        shard = dp * cp * uly  # ZeRO shards over DP x CP x Ulysses (schedule/memory.py)
+        for zero, mb, vp in itertools.product(v["zero"], v["micro_batch"], v["vp"]):
+            if shard == 1 and zero > 0 and "zero" not in bounds.fixed:
+                continue  # ZeRO over one rank is plain data parallelism
+            if pp == 1 and vp > 1:
+                continue
+            try:
+                parallel = _parallel_for(scn.parallel, tp, pp, cp, uly, zero, vp)
+            except ValueError:
+                continue  # a combination the Parallel model itself forbids
+            cand = Candidate(parallel, mb)
+            if cand.key not in seen:
+                seen.add(cand.key)
+                out.append(cand)
+    return out
+
+
+def dedupe(candidates: Iterable[Candidate]) -> list[Candidate]:
+    """Candidates in first-seen order without repeats."""
+    seen: set[tuple] = set()
+    out = []
+    for c in candidates:
+        if c.key not in seen:
+            seen.add(c.key)
+            out.append(c)
+    return out
+
+
+def apply_candidate(scn: Scenario, cand: Candidate) -> Scenario:
+    """The scenario under this plan, validated by the scenario rules (raises InputError)."""
+    if cand.micro_batch != scn.training.micro_batch:
+        training = Training.model_validate({**scn.training.model_dump(), "micro_batch": cand.micro_batch})
+        scn = replace(scn, training=training)
+    return scn.with_parallel(cand.parallel)
+
+
+def reason_of(exc: InputError) -> str:
+    """An InputError as a plan's reason: field path and message, without the scenario's file."""
+    return f"{exc.field}: {exc.detail}" if exc.field else exc.detail
+
+
+def check_candidate(scn: Scenario, cand: Candidate) -> tuple[Scenario | None, str]:
+    """(scenario, "") for a valid plan, (None, reason) for one the scenario rules reject."""
+    try:
+        return apply_candidate(scn, cand), ""
+    except InputError as exc:
+        return None, reason_of(exc)
+
+
+def memory_reason(mem: MemoryEstimate) -> str:
+    """Why a plan that does not fit is not simulated, with the numbers."""
+    from simulator.units import GiB
+
+    return (f"does not fit: {mem.total / GiB:.1f} GiB per GPU on pipeline stage {mem.stage} "
+            f"> {mem.hbm_bytes / GiB:.1f} GiB HBM")
+
+
+def iter_checked(scn: Scenario, candidates: Iterable[Candidate]
+                 ) -> Iterator[tuple[Candidate, Scenario | None, MemoryEstimate | None, str]]:
+    """For each candidate: its scenario, memory estimate and reason ("" when it can be simulated)."""
+    for cand in candidates:
+        plan_scn, reason = check_candidate(scn, cand)
+        if plan_scn is None:
+            yield cand, None, None, reason
+            continue
+        mem = memory_per_gpu(plan_scn)
+        yield cand, plan_scn, mem, ("" if mem.fits else memory_reason(mem))
