@@ -40,7 +40,12 @@ from simulator.errors import InputError
 SENSITIVITY = 0.2  # |d log t / d log p| for a row to count towards a parameter
 MIN_POINTS = 3
 HUBER_K = 0.05  # residuals beyond 5% get down-weighted
-EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency")
+# Latencies whose datasheet value is 0 (NCCL's IB transport reports latencyInter = 0) start
+# here, so that the sensitivity test asks "would these rows notice a few microseconds?" rather
+# than "do they notice 0.1 us?", which no row would.
+ZERO_START_US = {"nccl.net_latency_us": 5.0}
+EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency",
+                     "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.p2p_efficiency")
 
 
 # ------------------------------------------------------------------------------ measurements
@@ -165,6 +170,12 @@ def _tuner_default(profile: HardwareProfile, key: str) -> float:
     if key == "ll_max_bw_GBps":
         ctx = nccl_tuner.context_from_profile(profile, 2, 1)
         return float(nccl_tuner.ll_max_bw_GBps(ctx))
+    if parts[0] == "proto_efficiency":
+        return float(k.proto_efficiency[nccl_tuner.PROTOS.index(parts[1])])
+    if key == "p2p_efficiency":
+        return float(k.p2p_efficiency)
+    if key == "net_latency_us":
+        return float(k.net_latency_us)
     if key == "nvls_efficiency":
         return float(nccl_tuner.NVLS_EFFICIENCY.get(nccl_tuner._arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
@@ -249,6 +260,8 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         gpus = [n * profile.node.gpus + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
         link = "net" if m.nodes > 1 else intra
         out["node.nics.efficiency" if m.nodes > 1 else "node.scale_up.efficiency"] = None
+        if m.nodes > 1:  # every inter-node hop pays the net plugin's latencyInter
+            out["nccl.net_latency_us"] = None
         for s in m.sizes:
             plan = plan_collective(m.op, gpus, s, topo, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
@@ -256,6 +269,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             configs.setdefault((algo, plan.protocol), set()).add((m.ranks, m.nodes))
             if plan.protocol == "ll":
                 out["nccl.ll_max_bw_GBps"] = None
+            if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
+                out[f"nccl.proto_efficiency.{plan.protocol}"] = None  # Simple is the links' own efficiency
+            if plan.algorithm in ("direct", "p2p"):
+                out["nccl.p2p_efficiency"] = None
             if algo == "tree" and m.nodes > 1 and m.gpus_per_node > 1:
                 out[f"nccl.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):
@@ -300,7 +317,8 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     # Zero-valued datasheet latencies cannot be scaled in log space: start them at a small value.
     # Efficiencies start 10% below the datasheet: at the datasheet value another cap (NCCL's
     # per-channel bandwidth) may bind, which would hide their effect from the gradient.
-    start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else 0.1 for p, v in datasheet.items()}
+    start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else ZERO_START_US.get(p.path, 0.1)
+             for p, v in datasheet.items()}
     x_all = np.log(np.array([start[p] for p in cands], dtype=float))
     f_all = lambda x: _predict_all(profile, cands, x, ms)  # noqa: E731
     t0 = f_all(x_all)

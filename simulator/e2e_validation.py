@@ -1,0 +1,488 @@
+"""End-to-end validation of ``clustersim run`` against published, measured training runs.
+
+``python -m simulator.e2e_validation [--out docs/] [--quick]`` maps selected rows of
+``data/e2e/*.csv`` (see ``data/e2e/INDEX.md``) to scenarios built in code, simulates each, and
+writes ``docs/validation-e2e.md``: one table per source with predicted vs measured, the error,
+the median |error| per source and overall, and the caveats.
+
+Like with like: every row is compared in the metric its source prints, with that source's FLOP
+convention. A step time is compared directly; tokens/s/GPU is the global batch's tokens over
+step time and GPUs; TFLOP/s numbers are recomputed from the predicted step time with the
+source's own formula (Megatron's eq. 3 of arXiv:2104.04473, with the recompute factor 4 for
+"hardware" TFLOP/s, without it for Megatron-Core's model TFLOP/s). The error is always
+``predicted throughput / measured throughput - 1`` (= measured step / predicted step - 1), so a
+positive error means the simulator is optimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "e2e"
+
+Row = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published measurement and the scenario that reproduces its setup."""
+
+    source: str
+    label: str
+    scenario: dict  # the mapping build_scenario validates (same keys as a scenario YAML)
+    metric: str  # step_time_s | tokens_per_s_per_gpu | megatron_hfu_tflops | megatron_model_tflops
+    measured: float
+    n_gpus: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    case: Case
+    predicted: float  # in the case's metric
+    step_time_s: float
+    error: float  # predicted throughput / measured throughput - 1
+    mfu: float
+    wall_s: float
+
+
+@dataclass
+class Source:
+    """How to select and map the rows of one CSV."""
+
+    key: str
+    title: str
+    file: str
+    build: Callable[[list[Row]], list[Case]]
+    caveats: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_rows(path: Path) -> list[Row]:
+    """Rows of a ground-truth CSV, skipping its ``#`` provenance lines."""
+    with path.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def _int(v: str, default: int = 0) -> int:
+    v = (v or "").strip()
+    return int(float(v)) if v else default
+
+
+def _precision(row: Row) -> str | None:
+    """``prec=...`` of the notes mapped to a dtype the simulator models (None: not modelled)."""
+    notes = row["notes"].lower()
+    if "prec=" not in notes:
+        return None
+    p = notes.split("prec=", 1)[1].split(";")[0].strip()
+    if p.startswith(("bf16+fp8", "fp8", "mxfp8", "nvfp4", "fp32", "amp;", "amp ")) or p == "amp":
+        return None
+    if "bf16" in p:
+        return "bf16"
+    if "fp16" in p:
+        return "fp16"
+    return None
+
+
+def megatron_flops_per_step(layers: int, hidden: int, vocab: int, seq: int, batch: int,
+                            recompute: bool) -> float:
+    """Megatron's FLOPs per iteration, arXiv:2104.04473 eq. 3 (GPT with 4h MLP, MHA):
+    96·B·s·l·h²·(1 + s/6h + V/16lh) counting the recompute forward; without it the same
+    expression with 72 and V/12lh. BLOOM's Megatron-DeepSpeed "4*2 coefficient" is the first."""
+    base = batch * seq * layers * hidden ** 2
+    if recompute:
+        return 96.0 * base * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+    return 72.0 * base * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden))
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:
+    h = _int(row["hidden"])
+    return dict(layers=_int(row["layers"]), hidden=h, heads=_int(row["heads"]),
+                kv_heads=_int(row["kv_heads"]) or _int(row["heads"]),
+                ffn_hidden=_int(row["ffn_hidden"]) or 4 * h, vocab=_int(row["vocab"]), mlp=mlp,
+                seq_len=_int(row["seq_len"]), tied_embeddings=tied, position_embedding=position)
+
+
+def _llama_model(row: Row) -> dict:
+    return _gpt_model(row, mlp="swiglu", position="rope", tied=False)
+
+
+def _scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
+              dtype: str, recompute: str, parallel: dict, flash_attention: bool = True) -> dict:
+    return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // 8), model=model,
+                training=dict(micro_batch=micro_batch, global_batch=global_batch, dtype=dtype,
+                              recompute=recompute, flash_attention=flash_attention),
+                parallel=parallel)
+
+
+def _recompute(row: Row, default: str = "none") -> str:
+    r = row["recompute"].lower()
+    if r.startswith("full"):
+        return "full"
+    if r.startswith("selective") or r.startswith("recompute-activations"):
+        return "selective"  # Megatron's --recompute-activations = selective granularity
+    if r.startswith("none") or r == "no":
+        return "none"
+    return default
+
+
+def _hardware(row: Row) -> str | None:
+    g = row["gpu"].upper()
+    if "H100" in g:
+        return "dgx-h100"
+    if "A100" in g and "40GB" not in g:
+        return "dgx-a100"
+    return None
+
+
+# --------------------------------------------------------------------------- per source
+
+
+def _megatron2020(rows: list[Row]) -> list[Case]:
+    """A100 rows that fill whole DGX nodes (8-way TP on one node; 128-way DP). The README's
+    TFLOP/s follow eq. 3 with the factor 96 (1.076 s and 149.8 TFLOP/s for the 1B model agree
+    with it), so activation recompute was on: scenarios use full recompute."""
+    out = []
+    for r in rows:
+        if r["metric"] != "step_time_s" or "A100" not in r["gpu"]:
+            continue
+        n, tp = _int(r["num_gpus"]), _int(r["tp"], 1)
+        if n % 8:
+            continue
+        gb = _int(r["global_batch"])
+        dp = n // tp
+        out.append(Case("megatron2020", f"{r['model_name']} tp{tp} dp{dp} {n} GPUs", _scenario(
+            f"mlm2020-{r['model_name']}-{n}", "dgx-a100", n, _gpt_model(r),
+            micro_batch=gb // dp, global_batch=gb, dtype="fp16", recompute="full",
+            parallel=dict(tp=tp), flash_attention=False), "step_time_s", float(r["value"]), n))
+    return out
+
+
+def _bloom(rows: list[Row]) -> list[Case]:
+    """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
+    on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch)."""
+    out, seen = [], set()
+    for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
+        if r["metric"] != "step_time_s" or "INCONSISTENT" in r["notes"] or not r["layers"]:
+            continue
+        n, tp, pp = _int(r["num_gpus"]), _int(r["tp"], 1), _int(r["pp"], 1)
+        dp = _int(r["dp"], 1)
+        final = r["model_name"] == "BLOOM-176B"
+        if final and _int(r["global_batch"]) != 2048:
+            continue
+        date = r["notes"].split("date=", 1)[1][:5] if "date=" in r["notes"] else ""
+        if not final and (n != 384 or date < "02-25"):
+            continue
+        if tp * pp * dp != n:
+            continue
+        key = (r["layers"], r["hidden"], r["heads"], tp, pp, r["micro_batch"])
+        if key in seen:
+            continue
+        seen.add(key)
+        dtype = _precision(r) or "fp16"
+        mb, gb = _int(r["micro_batch"], 1), _int(r["global_batch"])
+        out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
+                                 f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
+                        _scenario(f"bloom-{len(out)}", "dgx-a100", n,
+                                  _gpt_model(r, position="rope", tied=True),
+                                  micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
+                                  parallel=dict(tp=tp, pp=pp, zero=1), flash_attention=False),
+                        "step_time_s", float(r["value"]), n))
+    return out[:8]
+
+
+def _automodel(rows: list[Row]) -> list[Case]:
+    """Dense pre-training rows (LoRA fine-tuning rows and MoE models are left out)."""
+    out = []
+    for r in rows:
+        if r["metric"] != "step_time_s" or "Pre-Training" not in r["notes"]:
+            continue
+        if not r["model_name"].lower().startswith("llama"):
+            continue
+        n, tp, pp, cp = _int(r["num_gpus"]), _int(r["tp"], 1), _int(r["pp"], 1), _int(r["cp"], 1)
+        out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs",
+                        _scenario(f"automodel-{len(out)}", "dgx-h100", n, _llama_model(r),
+                                  micro_batch=_int(r["micro_batch"], 1), global_batch=_int(r["global_batch"]),
+                                  dtype="bf16", recompute=_recompute(r),
+                                  parallel=dict(tp=tp, pp=pp, cp=cp, zero=3, zero3_impl="fsdp2")),
+                        "step_time_s", float(r["value"]), n))
+    return out
+
+
+def _mcore2024(rows: list[Row]) -> list[Case]:
+    """Weak-scaling GPT rows (tflops_per_gpu = model FLOPs, no recompute; seq 4096, vocab
+    131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
+    recompute, sequence parallel with TP comm overlap (the README lists --tp-comm-overlap)."""
+    out = []
+    for r in rows:
+        if r["metric"] != "tflops_per_gpu" or not r["tp"]:
+            continue
+        n, tp, pp = _int(r["num_gpus"]), _int(r["tp"], 1), _int(r["pp"], 1)
+        if n > 1536:
+            continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
+        par = dict(tp=tp, pp=pp, zero=1)
+        if tp > 1:
+            par.update(sequence_parallel=True, tp_overlap="pipelined")
+        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} dp{n // (tp * pp)} {n} GPUs",
+                        _scenario(f"mcore-{r['model_name']}", "dgx-h100", n, _gpt_model(r, position="rope", tied=False),
+                                  micro_batch=1, global_batch=_int(r["global_batch"]), dtype="bf16",
+                                  recompute="none", parallel=par),
+                        "megatron_model_tflops", float(r["value"]), n))
+    return out
+
+
+def _mpt(rows: list[Row]) -> list[Case]:
+    """BF16 tables only: seq-2048 rows on 8 GPUs for every size from 1B up, plus the large-scale H100
+    rows of MPT-7B and MPT-70B; H100-80GB and A100-80GB (A100-40GB has no profile)."""
+    out = []
+    for r in rows:
+        if r["metric"] != "tokens_per_s_per_gpu" or _precision(r) != "bf16":
+            continue
+        hw = _hardware(r)
+        if hw is None or r["seq_len"] != "2048":
+            continue
+        n = _int(r["num_gpus"])
+        name = r["model_name"]
+        if name in ("MPT-125m", "MPT-350m", "MPT-760m"):
+            continue  # sub-1B models are launch-latency bound; out of scope
+        if not (n == 8 or (hw == "dgx-h100" and name in ("MPT-7b", "MPT-70b") and n in (64, 512))):
+            continue
+        zero = 2 if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else 3
+        par = dict(zero=zero) if zero == 2 else dict(zero=3, zero3_impl="fsdp2")
+        out.append(Case("mpt", f"{name} {r['gpu']} {n} GPUs mbs{r['micro_batch']} {_recompute(r)}",
+                        _scenario(f"mpt-{len(out)}", hw, n, _gpt_model(r, position="rope"),
+                                  micro_batch=_int(r["micro_batch"], 1), global_batch=_int(r["global_batch"]),
+                                  dtype="bf16", recompute=_recompute(r), parallel=par),
+                        "tokens_per_s_per_gpu", float(r["value"]), n))
+    # one row per (model, gpu, gpus): the README lists a few repeated configurations
+    seen, unique = set(), []
+    for c in out:
+        key = c.label.rsplit(" mbs", 1)[0]
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def _flagperf(rows: list[Row]) -> list[Case]:
+    """Llama-3 8B/70B Megatron-Core rows in bf16 on H100 and A800 (A800: NVLink 400 GB/s, run
+    on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute."""
+    out = []
+    for r in rows:
+        if r["metric"] != "tokens_per_s_per_gpu" or _precision(r) != "bf16":
+            continue
+        if "Llama 3" not in r["model_name"]:
+            continue
+        hw = "dgx-h100" if "H100" in r["gpu"] else ("dgx-a100" if "A800" in r["gpu"] else None)
+        n = _int(r["num_gpus"])
+        if hw is None or n > 64:
+            continue
+        tp, pp = _int(r["tp"], 1), _int(r["pp"], 1)
+        out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}",
+                        _scenario(f"flagperf-{len(out)}", hw, n, _llama_model(r),
+                                  micro_batch=_int(r["micro_batch"], 1), global_batch=_int(r["global_batch"]),
+                                  dtype="bf16", recompute=_recompute(r), parallel=dict(tp=tp, pp=pp, zero=1)),
+                        "tokens_per_s_per_gpu", float(r["value"]), n))
+    return out
+
+
+SOURCES: list[Source] = [
+    Source("megatron2020", "Megatron-LM README 2020 (GPT-2 1.2-8.3B, A100, fp16)", "megatron_lm_readme_2020.csv",
+           _megatron2020, ["Old stack (2020): no FlashAttention, fused softmax; batch per GPU is 16 sequences.",
+                           "Only rows filling whole DGX nodes can be built (a scenario has whole nodes)."]),
+    Source("bloom", "BLOOM 176B (Jean Zay, 384 A100-80GB)", "bloom_176b_bigscience.csv", _bloom,
+           ["Jean Zay has 4 Omni-Path 100 Gb/s links per node; the DGX A100 profile has 8 HDR 200 Gb/s, so DP "
+            "and PP traffic is modelled on a faster network than the real one.",
+            "Megatron-DeepSpeed 2022: no FlashAttention (the score matrix is materialised)."]),
+    Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
+           ["Only the dense pre-training rows; the LoRA rows train adapters only and MoE is not modelled."]),
+    Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
+           ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
+            "Rows above 1536 GPUs are skipped for run time."]),
+    Source("mpt", "MosaicML llm-foundry MPT (FSDP, BF16)", "llm_foundry_mpt.csv", _mpt,
+           ["MPT uses ALiBi and no biases; modelled as a GeLU GPT without learned positions.",
+            "FSDP FULL_SHARD is modelled as FSDP2 ZeRO-3 (Composer used FSDP1, torch 1.13/2.0)."]),
+    Source("flagperf", "FlagPerf Llama-3 (Megatron-Core 0.6, BF16)", "flagperf_nvidia.csv", _flagperf,
+           ["A800 rows run on the DGX A100 profile (A800 NVLink is 400 GB/s, not 600).",
+            "Distributed optimizer not stated; ZeRO-1 assumed."]),
+]
+
+
+def cases(sources: Iterable[Source] = SOURCES, data_dir: Path = DATA_DIR) -> list[Case]:
+    out: list[Case] = []
+    for s in sources:
+        out.extend(s.build(read_rows(data_dir / s.file)))
+    return out
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def predicted_metric(case: Case, step_time_s: float) -> float:
+    """The case's metric computed from a predicted step time with the source's convention."""
+    m, t = case.scenario["model"], case.scenario["training"]
+    tokens = t["global_batch"] * m["seq_len"]
+    if case.metric == "step_time_s":
+        return step_time_s
+    if case.metric == "tokens_per_s_per_gpu":
+        return tokens / step_time_s / case.n_gpus
+    if case.metric in ("megatron_hfu_tflops", "megatron_model_tflops"):
+        f = megatron_flops_per_step(m["layers"], m["hidden"], m["vocab"], m["seq_len"], t["global_batch"],
+                                    recompute=case.metric == "megatron_hfu_tflops")
+        return f / step_time_s / case.n_gpus / 1e12
+    raise ValueError(f"unknown metric {case.metric}")
+
+
+def speed_error(case: Case, predicted: float) -> float:
+    """predicted throughput / measured throughput - 1 (positive: simulator optimistic)."""
+    if case.metric == "step_time_s":
+        return case.measured / predicted - 1.0
+    return predicted / case.measured - 1.0
+
+
+def run_case(case: Case) -> Result:
+    from simulator.config.scenario import build_scenario
+    from simulator.simulate import simulate_scenario
+
+    t0 = time.perf_counter()
+    scn = build_scenario(case.scenario, source=f"<e2e:{case.label}>")
+    rep = simulate_scenario(scn).report
+    pred = predicted_metric(case, rep.step_time_s)
+    return Result(case, pred, rep.step_time_s, speed_error(case, pred), rep.mfu, time.perf_counter() - t0)
+
+
+def run_cases(selected: list[Case], progress: bool = False) -> Iterator[Result]:
+    for c in selected:
+        r = run_case(c)
+        if progress:
+            print(f"  {c.source:12s} {c.label:55s} pred {r.predicted:10.3f} meas {c.measured:10.3f} "
+                  f"err {100 * r.error:+6.1f}%  ({r.wall_s:.1f}s)", flush=True)
+        yield r
+
+
+def median_abs_error(results: Iterable[Result]) -> float:
+    errs = [abs(r.error) for r in results]
+    return statistics.median(errs) if errs else math.nan
+
+
+# --------------------------------------------------------------------------- report
+
+_UNITS = {"step_time_s": "step time (s)", "tokens_per_s_per_gpu": "tokens/s/GPU",
+          "megatron_hfu_tflops": "TFLOP/s/GPU (incl. recompute)",
+          "megatron_model_tflops": "model TFLOP/s/GPU"}
+
+
+def render_markdown(results: list[Result], sources: list[Source] = SOURCES) -> str:
+    lines = ["# End-to-end validation against published training runs", "",
+             "Generated by `python -m simulator.e2e_validation`. Each row is a published, "
+             "measured configuration (data/e2e/, see its INDEX.md), rebuilt as a scenario in code and "
+             "simulated with `clustersim run`'s pipeline. **Error** = predicted throughput / measured "
+             "throughput − 1, in the metric the source prints and with its FLOP convention: positive means "
+             "the simulator is optimistic (predicts a faster step).", "",
+             "| source | rows | median abs error | median signed error |", "|---|---:|---:|---:|"]
+    for s in sources:
+        rs = [r for r in results if r.case.source == s.key]
+        if rs:
+            lines.append(f"| {s.title} | {len(rs)} | {100 * median_abs_error(rs):.1f}% | "
+                         f"{100 * statistics.median(r.error for r in rs):+.1f}% |")
+    lines.append(f"| **all** | {len(results)} | **{100 * median_abs_error(results):.1f}%** | "
+                 f"{100 * statistics.median(r.error for r in results):+.1f}% |")
+    for s in sources:
+        rs = [r for r in results if r.case.source == s.key]
+        if not rs:
+            continue
+        lines += ["", f"## {s.title}", "", f"File `data/e2e/{s.file}`. Selection: "
+                  + " ".join((s.build.__doc__ or "").split()), ""]
+        lines += ["| configuration | metric | measured | predicted | error | sim. MFU |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for r in rs:
+            lines.append(f"| {r.case.label} | {_UNITS[r.case.metric]} | {r.case.measured:.4g} | "
+                         f"{r.predicted:.4g} | {100 * r.error:+.1f}% | {100 * r.mfu:.1f}% |")
+        lines += ["", f"Median |error|: {100 * median_abs_error(rs):.1f}%.", ""]
+        lines += [f"- {c}" for c in s.caveats]
+    return "\n".join(lines) + "\n"
+
+
+FINDINGS = """
+## Findings: why the simulator is optimistic
+
+No compute-model change was made in this round; the numbers above are the model as it stands
+(before = after). What the comparison shows:
+
+- **Optimistic on every source, by a similar factor.** Megatron 2020 (median +64%), BLOOM
+  (+50%), AutoModel FSDP2 (+60%), MPT on H100 (+33-66%), FlagPerf H100 (+34-38%); closer on
+  A100 with modern stacks (MPT A100 +11-32%, FlagPerf A800 +9% for the pp2 row) and on
+  Megatron-Core 2024 with TP comm overlap (-19% to +17% from 7B up). The error does not follow
+  the parallel plan (BLOOM's TP/PP/DP grid spans +36% to +80% with no trend in pp), so the
+  pipeline bubble and the collectives are not the main cause; it follows the software stack.
+- **The compute stream runs at the roofline of today's best kernels.** In
+  `scenarios/gpt3-175b-3d-a100.yaml` every large GEMM runs at 270 TFLOP/s (86.9% of 312, the
+  MAMF plateau of HARDWARE.md §1d, a brute-force best-shape search on torch 2.6/CUDA 12.6), and
+  the compute stream as a whole at 249 TFLOP/s counting recompute (80% of peak). The
+  simulator's recompute accounting is right: full recompute adds one forward of every layer
+  (the `*.recompute` kernels, 4/3 of the model FLOPs), and its 152.6 model TFLOP/s correspond to
+  203 TFLOP/s "hardware" TFLOP/s, against the paper's 140 (45% of peak). To reach 140 the GEMMs
+  would have to run near 55% of peak, below any single-GEMM measurement we hold.
+- **Independent upper bound.** FlashAttention-2's best end-to-end GPT-1.3B/2.7B training on
+  8 A100 is 225 TFLOP/s = 72% MFU (HARDWARE.md §1d/§4). The simulator predicts 79-81% MFU for
+  the same shapes (seq 2048, micro-batch 8, no recompute): above the best published stack by
+  ~10%, so at least that much is missing for any stack, and more for 2020-2022 stacks.
+- **What is not modelled** (each a plausible share of the gap; none can be fixed from the
+  compute layer alone): (1) attention without FlashAttention (Megatron 2020/2021, BLOOM):
+  the schedule emits FlashAttention-style attention kernels whatever `training.flash_attention`
+  says, so the materialised score matrix (softmax, mask, dropout: several a·s² HBM passes per
+  layer) costs nothing; at h=1920, s=1024 this is ~30% of the layer's GEMM time; (2) kernels
+  that real stacks do not fuse (bias, dropout, residual, rotary, casts), and host/launch gaps
+  between them: the schedule has ~8 compute ops per layer where Megatron launches 20-30;
+  (3) GEMM efficiency of the stack of the time (cuBLAS 11 in 2020-2022; torch 1.13 bf16
+  without TransformerEngine for MPT) rather than the 2025 MAMF plateau; (4) H100 sustained
+  clocks under full load, below the 1830 MHz of the datasheet peak.
+- **The GPT-3 175B plan.** The scenario runs pp=8 with vp=2 (dp=16, 96 micro-batches per
+  pipeline); its simulated bubble is 5.8% of the step. A pp=16 plan (dp=8, 192 micro-batches)
+  has a bubble of (p-1)/m = 7.8% without interleaving, so the plan choice moves the estimate by
+  a few percent at most, not 35-45%. The "140 TFLOP/s on 1,024 GPUs" figure of arXiv:2104.04473
+  is not among the transcribed rows of data/e2e (its Table 1 is not held), so its plan could
+  not be checked here.
+
+Suggested next steps (owners): a `flash_attention: false` attention pattern in
+`schedule/attention.py` (materialised scores as memory-bound ops); a per-layer count of
+unfused elementwise kernels in `schedule/transformer.py`; then an era-specific GEMM plateau per
+profile fitted on the 8-GPU rows here (Megatron 2020 tp8, MPT 8-GPU) and checked on the others.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="folder for validation-e2e.md (default: print)")
+    ap.add_argument("--source", action="append", help="only these sources (keys)")
+    ap.add_argument("--extra", type=Path, default=None, help="append this markdown file (findings) to the doc")
+    args = ap.parse_args(argv)
+    srcs = [s for s in SOURCES if not args.source or s.key in args.source]
+    results = list(run_cases(cases(srcs), progress=True))
+    text = render_markdown(results, srcs)
+    text += FINDINGS
+    if args.extra is not None:
+        text += "\n" + args.extra.read_text()
+    if args.out is None:
+        print(text)
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "validation-e2e.md").write_text(text)
+        print(f"wrote {args.out / 'validation-e2e.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
