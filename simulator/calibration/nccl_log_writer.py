@@ -16,14 +16,13 @@ that is our convention for partial data, which :mod:`.nccl_log` reads back as "n
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
 from simulator.calibration.nccl_log import ELEMENT_BYTES, Device, Sweep, SweepRow, busbw_factor, count_for
 from simulator.errors import InputError
+from simulator.files import write_atomically
 
 Style = Literal["current", "root", "old"]
 
@@ -186,18 +185,7 @@ def format_log(sweeps: Iterable[Sweep], *, style: Style = "current", nccl_tests_
 
 def write_nccl_log(path: str | Path, sweeps: Iterable[Sweep], **kwargs: object) -> Path:
     """Write atomically (temp file + rename): a reader never sees a half-written log."""
-    p = Path(path)
-    text = format_log(sweeps, **kwargs)  # type: ignore[arg-type]
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    return write_atomically(path, format_log(sweeps, **kwargs))  # type: ignore[arg-type]
 
 
 def synthetic_devices(nranks: int, gpus_per_node: int, name: str, *, hosts: Sequence[str] | None = None,

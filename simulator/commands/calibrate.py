@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
 import re
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import numpy as np
 import yaml
 
 from simulator.errors import InputError
+from simulator.files import write_atomically
 from simulator.units import MiB
 
 _ALGO_PIN = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)\s*([A-Za-z_,^]+)")
@@ -132,18 +132,6 @@ def overlay_document(base: str, overlay: dict, provenance: str, comments: list[s
     return head + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=100)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _base_reference(name: str) -> str:
     from simulator.config.hardware import PROFILE_DIR, profile_path
 
@@ -211,6 +199,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {line}")
     for w in warnings:
         print(f"clustersim: warning: {w}", file=sys.stderr)
-    _write_atomically(out, text)
+    write_atomically(out, text)
     print(f"wrote {out}")
     return 0

@@ -16,7 +16,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[2] / "simulator"
 
 RANK = {
-    "units": 0, "errors": 0,
+    "units": 0, "errors": 0, "files": 0,
     "config": 1,
     "schedule": 2, "hardware": 2,
     "costs": 3,
