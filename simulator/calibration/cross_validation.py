@@ -199,7 +199,8 @@ NOTES: dict[tuple[str, str], str] = {
         "The Slingshot sweeps are not monotone in size: on 2 nodes 512 KiB takes 674 µs and 2 MiB 129 µs, on "
         "16 nodes 64 MiB takes 8.7 ms and 128 MiB 5.5 ms (data/nccl/gh200x*_alps_slingshot.csv). Held-out odd "
         "rows sit between even rows that disagree by 2–12×; no latency + bandwidth model interpolates that, and "
-        "Huber weighting only keeps them from dragging the fit."),
+        "Huber weighting only keeps them from dragging the fit; here the fit ends slightly worse than the "
+        "datasheet profile."),
     ("mi300x", "sizes"): (
         "≥ 1 MiB is within 2%. Below 64 KiB the RCCL sweep is not monotone (23 µs at 128–512 B, 13.7 µs at "
         "1–32 KiB): RCCL's own small-message tuning, which NCCL's tables (the Ampere row stands in for CDNA3) "

@@ -30,6 +30,11 @@ Protocols change the bytes on the wire (LL: 8 B of payload per 16 B line, so 2×
 each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link capacities
 (:func:`effective_capacity_Bps`), not flows; NVLS multimem traffic additionally runs at NCCL's
 ``nvlsEfficiency`` (0.85 on Hopper), applied as extra wire bytes.
+
+Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_tuner.TunerConstants`;
+their defaults change nothing): ``proto_efficiency.<proto>`` divides the wire bytes of ring/tree
+(and hierarchical) flows, ``p2p_efficiency`` those of All-to-All and SendRecv, and
+``net_latency_us`` (NCCL's ``latencyInter``) is added to every inter-node hop's latency.
 """
 
 from __future__ import annotations
@@ -477,7 +482,8 @@ def _p2p_latency_us(ctx: tuner.TunerContext, proto: str) -> float:
     """One send/recv: NCCL's ring base latency plus one hop of the link class."""
     link = "net" if ctx.n_nodes > 1 else ctx.intra_link
     p = tuner.PROTOS.index(proto)
-    return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p]
+    plugin = tuner.net_plugin_latency_us(ctx, proto) if ctx.n_nodes > 1 else 0.0
+    return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
 
 
 def _alltoall_latency_us(ctx: tuner.TunerContext, topo: Any, lay: _Layout, proto: str) -> float:
@@ -491,7 +497,7 @@ def _alltoall_latency_us(ctx: tuner.TunerContext, topo: Any, lay: _Layout, proto
     local = sum(1 for g in lay.gpus[1:] if topo.node_of(g) == topo.node_of(me))
     remote = len(lay.gpus) - 1 - local
     return (ctx.constants.base_latency_us["ring"][p] + local * hw[ctx.intra_link]["ring"][p]
-            + remote * hw["net"]["ring"][p])
+            + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto)))
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
@@ -510,6 +516,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     ctx = _context(topo, n, n_nodes)
     algorithm, protocol = _choose(op, size_bytes, ctx, lay, algo, proto)
     wire = WIRE_FACTOR[protocol]
+    # Calibration knobs (1.0 by default): the achievable fraction of the protocol's rate and of
+    # the links for p2p traffic, applied as extra wire bytes like nvlsEfficiency (rate caps stay).
+    proto_eff = ctx.constants.proto_efficiency[tuner.PROTOS.index(protocol)]
     key_base = (lay.gpus,)
 
     if algorithm in ("ring", "tree"):
@@ -522,7 +531,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
         else:
             pat = _cached_pattern(topo, ("tree", n_ch) + key_base, lambda: _tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases = (_flows(pat, volume * wire, cap),)
+        phases = (_flows(pat, volume * wire / proto_eff, cap),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
@@ -539,22 +548,27 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     elif algorithm == "direct":
         n_ch = 1
         pat = _cached_pattern(topo, ("direct",) + key_base, lambda: _direct_pattern(topo, lay))
-        phases = (_flows(pat, size_bytes * wire, None),)
+        phases = (_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
         latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
     else:  # p2p
         n_ch = 1
         pat = _cached_pattern(topo, ("p2p",) + key_base, lambda: _p2p_pattern(topo, lay))
-        phases = (_flows(pat, size_bytes * wire, None),)
+        phases = (_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
         latency_us = _p2p_latency_us(ctx, protocol)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
+
+
+def _proto_efficiency(topo: Any, proto: str) -> float:
+    """The profile's ``nccl.proto_efficiency.<proto>`` (1.0 unless calibrated)."""
+    return _context(topo, 2, 1).constants.proto_efficiency[tuner.PROTOS.index(proto)]
 
 
 def _hierarchical(op: str, lay: _Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
-    wire = WIRE_FACTOR[proto]
+    wire = WIRE_FACTOR[proto] / _proto_efficiency(topo, proto)
     intra_lay = [_Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
     columns = [tuple(m[j] for m in lay.by_node if j < len(m)) for j in range(ppn)]
     inter_lay = [_Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]

@@ -112,11 +112,25 @@ class TunerConstants:
     bw_intra_GBps: float | None = None
     bw_inter_GBps: float | None = None
     nvls_channels: int | None = None
+    # Calibration knobs (defaults leave NCCL's model unchanged):
+    # the net plugin's per-message latency (NCCL ``latencyInter``, from the NIC's ``latency``
+    # property; NCCL's IB/socket transports report 0, AWS's EFA plugin does not), added once per
+    # inter-node hop and twice for Simple (GDR flush), NCCL-COST-MODEL.md §1.
+    net_latency_us: float = 0.0
+    # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
+    # NCCL's caps: flag polling and line packing cost more on some GPUs/links than the tuner's
+    # constants assume. Applied to the wire traffic of ring/tree collectives by
+    # :mod:`simulator.costs.collectives`; NCCL's own tuner does not know it, so selection ignores it.
+    proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # Achievable fraction of the links for point-to-point traffic (All-to-All, SendRecv): NCCL's
+    # p2p path runs its own channel and chunk sizes, not the collective ring's.
+    p2p_efficiency: float = 1.0
 
 
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
+    "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "p2p_efficiency",
 )
 
 
@@ -130,6 +144,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
     base = {k: list(v) for k, v in c.base_latency_us.items()}
     hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
     scalars: dict[str, float] = {}
+    proto_eff = list(c.proto_efficiency)
     for key, value in overrides.items():
         parts = key.split(".")
         where = f"nccl.{key}"
@@ -141,6 +156,18 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             if len(parts) != 4 or parts[1] not in hw or parts[2] not in ALGOS or parts[3] not in PROTOS:
                 raise InputError("expected hw_latency_us.<nvlink|pci|net>.<algo>.<ll|ll128|simple>", source=source, field=where)
             hw[parts[1]][parts[2]][PROTOS.index(parts[3])] = float(value)
+        elif parts[0] == "proto_efficiency":
+            if len(parts) != 2 or parts[1] not in PROTOS or not 0 < float(value) <= 1:
+                raise InputError("expected proto_efficiency.<ll|ll128|simple> in (0, 1]", source=source, field=where)
+            proto_eff[PROTOS.index(parts[1])] = float(value)
+        elif key == "p2p_efficiency":
+            if not 0 < float(value) <= 1:
+                raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
+            scalars[key] = float(value)
+        elif key == "net_latency_us":
+            if float(value) < 0:
+                raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
+            scalars[key] = float(value)
         elif key in ("net_overhead_us", "nvls_efficiency", "ll_max_bw_GBps", "bw_intra_GBps", "bw_inter_GBps"):
             scalars[key] = float(value)
         elif key in ("n_channels", "nvls_channels"):
@@ -151,6 +178,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
         c,
         base_latency_us={k: tuple(v) for k, v in base.items()},  # type: ignore[misc]
         hw_latency_us={lk: {a: tuple(v) for a, v in row.items()} for lk, row in hw.items()},  # type: ignore[misc]
+        proto_efficiency=tuple(proto_eff),  # type: ignore[arg-type]
         **scalars,  # type: ignore[arg-type]
     )
 
@@ -321,6 +349,13 @@ def _net_overhead_us(ctx: TunerContext, proto: str) -> float:
     return base * (3 if proto == "simple" else 1)
 
 
+def net_plugin_latency_us(ctx: TunerContext, proto: str) -> float:
+    """The net plugin's ``latencyInter`` as NCCL adds it to one inter-node hop: once, and once
+    more for Simple (the GDR flush), NCCL-COST-MODEL.md §1."""
+    lat = ctx.constants.net_latency_us
+    return lat * (2 if proto == "simple" else 1)
+
+
 def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     """NCCL's per-call latency term for (collective, algorithm, protocol), microseconds."""
     p = PROTOS.index(proto)
@@ -328,7 +363,7 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     base = k.base_latency_us[algo][p]
     intra = k.hw_latency_us[ctx.intra_link][algo][p]
     inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 else algo
-    inter = k.hw_latency_us["net"][inter_algo][p]
+    inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto)
     n, nodes = ctx.n_ranks, ctx.n_nodes
     log2n = int(math.log2(nodes)) if nodes > 0 else 0
     if algo == "ring":

@@ -200,3 +200,112 @@ def test_error_leaves_existing_output_untouched(tmp_path, capsys):
     _fails(["calibrate", good, str(tmp_path / "missing.txt"), "--hardware", "dgx-h100", "-o", str(out)], capsys, "missing.txt")
     assert out.read_text() == "base: dgx-h100\n"
     assert [p.name for p in tmp_path.iterdir()] == ["o.yaml"]  # no temp file left behind
+
+
+# ------------------------------------------------------------------------------ calibration knobs
+# nccl.net_latency_us (NCCL latencyInter), nccl.proto_efficiency.<proto>, nccl.p2p_efficiency:
+# their effect follows from NCCL-COST-MODEL.md §1 and from the wire-byte convention, so each is
+# checked against that closed form, and a default-valued overlay must change nothing.
+
+from simulator.costs.collectives import plan_collective  # noqa: E402
+from simulator.costs.nccl_tuner import constants_from_overrides  # noqa: E402
+from simulator.calibration.fit import candidate_params  # noqa: E402
+
+
+def _plan(profile, op, nodes, size, **pins):
+    topo = build_topology(profile, nodes)
+    gpus = list(range(nodes * profile.node.gpus))
+    return plan_collective(op, gpus, size, topo, **pins)
+
+
+@pytest.mark.parametrize("proto,per_hop", [("ll", 1), ("ll128", 1), ("simple", 2)])
+def test_net_latency_adds_latency_inter_per_inter_node_step(h100, proto, per_hop):
+    lat = 7.0
+    slow = apply_overlay(h100, {"nccl": {"net_latency_us": lat}})
+    nodes = 2
+    a = _plan(h100, "allgather", nodes, 1 << 20, algo="ring", proto=proto)
+    b = _plan(slow, "allgather", nodes, 1 << 20, algo="ring", proto=proto)
+    inter_steps = nodes - 1  # ring AllGather: N-1 inter-node steps (tuning.cc)
+    assert b.latency_s - a.latency_s == pytest.approx(inter_steps * per_hop * lat * 1e-6, rel=1e-9)
+    assert b.phases == a.phases  # bandwidth term untouched
+
+
+def test_net_latency_counts_every_remote_peer_of_alltoall(h100):
+    lat = 3.0
+    slow = apply_overlay(h100, {"nccl": {"net_latency_us": lat}})
+    a = _plan(h100, "alltoall", 2, 1024, proto="ll")
+    b = _plan(slow, "alltoall", 2, 1024, proto="ll")
+    remote = h100.node.gpus  # a rank of 2 nodes × 8 GPUs has 8 peers on the other node
+    assert b.latency_s - a.latency_s == pytest.approx(remote * lat * 1e-6, rel=1e-9)
+
+
+def test_net_latency_not_used_inside_one_node(h100):
+    slow = apply_overlay(h100, {"nccl": {"net_latency_us": 50.0}})
+    for op in ("allreduce", "alltoall", "sendrecv"):
+        assert _plan(slow, op, 1, 4096).latency_s == _plan(h100, op, 1, 4096).latency_s
+
+
+@pytest.mark.parametrize("proto", ["ll", "ll128"])
+def test_proto_efficiency_scales_wire_bytes_of_that_protocol_only(h100, proto):
+    eff = 0.8
+    cal = apply_overlay(h100, {"nccl": {f"proto_efficiency.{proto}": eff}})
+    a = _plan(h100, "allgather", 1, 1 << 20, algo="ring", proto=proto)
+    b = _plan(cal, "allgather", 1, 1 << 20, algo="ring", proto=proto)
+    assert b.wire_bytes == pytest.approx(a.wire_bytes / eff, rel=1e-12)
+    assert b.latency_s == a.latency_s
+    other = _plan(cal, "allgather", 1, 1 << 20, algo="ring", proto="simple")
+    assert other.wire_bytes == _plan(h100, "allgather", 1, 1 << 20, algo="ring", proto="simple").wire_bytes
+
+
+def test_p2p_efficiency_scales_sendrecv_bandwidth_term(h100):
+    eff = 0.75
+    cal = apply_overlay(h100, {"nccl": {"p2p_efficiency": eff}})
+    size = 1 << 30
+    topo0, topo1 = build_topology(h100, 1), build_topology(cal, 1)
+    from simulator.costs.collectives import time_collective as closed_form
+
+    t0 = closed_form("sendrecv", list(range(8)), size, topo0)
+    t1 = closed_form("sendrecv", list(range(8)), size, topo1)
+    lat = _plan(h100, "sendrecv", 1, size).latency_s
+    assert (t1 - lat) == pytest.approx((t0 - lat) / eff, rel=1e-9)
+
+
+def test_default_valued_knobs_change_nothing(h100):
+    same = apply_overlay(h100, {"nccl": {"net_latency_us": 0.0, "p2p_efficiency": 1.0,
+                                         "proto_efficiency.ll": 1.0, "proto_efficiency.ll128": 1.0}})
+    for op, nodes in (("allreduce", 2), ("alltoall", 2), ("sendrecv", 1), ("allgather", 1)):
+        for size in (64, 1 << 16, 1 << 26):
+            a, b = _plan(h100, op, nodes, size), _plan(same, op, nodes, size)
+            assert (a.algorithm, a.protocol, a.latency_s, a.wire_bytes) == (b.algorithm, b.protocol, b.latency_s, b.wire_bytes)
+
+
+@pytest.mark.parametrize("key,value", [("proto_efficiency.ll", 1.5), ("proto_efficiency.ll", 0.0),
+                                       ("proto_efficiency.fast", 0.5), ("p2p_efficiency", 2.0),
+                                       ("net_latency_us", -1.0)])
+def test_knob_out_of_range_is_input_error(key, value):
+    with pytest.raises(InputError):
+        constants_from_overrides({key: value}, source="test.yaml")
+
+
+def test_net_latency_and_ll128_efficiency_recovered_from_two_node_sweep(h100):
+    lat, eff = Param("nccl.net_latency_us"), Param("nccl.proto_efficiency.ll128")
+    truth = {lat: 12.0, eff: 0.8}
+    true_profile = apply_overlay(h100, _overlay(truth))
+    sizes = tuple(2**k for k in range(6, 29))
+    # ring AllReduce on 4 nodes: 2(N-1) = 6 inter-node steps make latencyInter visible
+    shell = MeasuredCollective("synthetic", "allreduce", 32, 4, 8, sizes, tuple(1.0 for _ in sizes), algo="ring")
+    m = replace(shell, times_s=tuple(float(t) for t in Predictor(true_profile).times(shell)))
+    fit = fit_collectives(h100, [m], candidates=list(truth))
+    got = {p.param: p for p in fit.params}
+    assert got[lat].fitted and got[lat].value == pytest.approx(12.0, rel=0.03)
+    assert got[eff].fitted and got[eff].value == pytest.approx(0.8, rel=0.03)
+
+
+def test_knobs_only_offered_where_the_measurements_exercise_them(h100):
+    """Leave-one-out honesty: a knob only the held-out collective uses is never a candidate."""
+    one_node_ring = MeasuredCollective("s", "allgather", 8, 1, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
+    paths = {p.path for p in candidate_params(h100, [one_node_ring])}
+    assert "nccl.net_latency_us" not in paths and "nccl.p2p_efficiency" not in paths
+    a2a = MeasuredCollective("s", "alltoall", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
+    paths = {p.path for p in candidate_params(h100, [a2a])}
+    assert {"nccl.net_latency_us", "nccl.p2p_efficiency"} <= paths
