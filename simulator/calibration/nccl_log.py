@@ -56,18 +56,6 @@ def canonical_op(name: str) -> str | None:
     return _OP_ALIASES.get(key.replace("_", ""))
 
 
-def busbw_factor(op: str, nranks: int) -> float:
-    """busbw / algbw as nccl-tests computes it (NCCL-COST-MODEL.md §6, nccl-tests src/*.cu GetBw)."""
-    n = nranks
-    if op == "allreduce":
-        return 2.0 * (n - 1) / n
-    if op in ("allgather", "reducescatter", "alltoall", "alltoallv", "gather", "scatter"):
-        return (n - 1) / n
-    if op in ("broadcast", "reduce", "sendrecv", "hypercube"):
-        return 1.0
-    raise ValueError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}")
-
-
 def count_for(op: str, size_bytes: int, element_bytes: int, nranks: int) -> int:
     """The ``count`` column nccl-tests prints for a ``size`` (elements per rank, or per peer)."""
     elements = size_bytes // element_bytes

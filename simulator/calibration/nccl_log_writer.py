@@ -20,7 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
-from simulator.calibration.nccl_log import ELEMENT_BYTES, Device, Sweep, SweepRow, busbw_factor, count_for
+from simulator.calibration.nccl_log import ELEMENT_BYTES, Device, Sweep, SweepRow, count_for
+from simulator.costs.collectives import busbw_factor
 from simulator.errors import InputError
 from simulator.files import write_atomically
 

@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from simulator.calibration.kineto import GemmEvent
-from simulator.calibration.nccl_log import Sweep, SweepRow, busbw_factor
+from simulator.calibration.nccl_log import Sweep, SweepRow
+from simulator.costs.collectives import busbw_factor
 
 
 @dataclass(frozen=True)

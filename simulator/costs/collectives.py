@@ -365,36 +365,45 @@ def _nvls_tree_inter(topo: Any, lay: _Layout) -> Pattern:
     return _merge(acc)
 
 
-def _direct_pattern(topo: Any, lay: _Layout) -> Pattern:
-    """All-to-All: S/n from each rank to every other. Large groups send the inter-node part
-    rail-aligned to the destination node's GPU of the same local index (PXN-style), and very
-    large patterns are aggregated into one flow per link (same link loads)."""
+def _direct_sends(lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, weight) of every All-to-All send, weight in units of the per-rank buffer S.
+
+    Up to 128 ranks every rank sends S/n to every other. Larger groups send the inter-node part
+    rail-aligned: rank i of a node hands everything bound for another node to that node's GPU
+    of the same local index (PXN-style), which forwards it inside the node.
+    """
     n = len(lay.gpus)
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     exact = n <= 128
+    src, dst, weight = [], [], []
     for members in lay.by_node:
-        for src in members:
-            for other in lay.by_node:
-                if other is members or exact:
-                    for dst in other:
-                        if dst != src:
-                            e = acc[topo.route(src, dst).links]
-                            e[0] += 1.0 / n
-                            e[1] += 1
-                else:
-                    local = members.index(src) % len(other)
-                    e = acc[topo.route(src, other[local]).links]
-                    e[0] += len(other) / n
-                    e[1] += 1
-    if len(acc) <= MAX_FLOWS_PER_PATTERN:
-        return _merge(acc)
-    per_link: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    for links, (w, m) in acc.items():
-        for link in links:
-            e = per_link[(link,)]
-            e[0] += w
-            e[1] += m
-    return _merge(per_link)
+        here = np.asarray(members, dtype=np.int64)
+        for other in lay.by_node:
+            there = np.asarray(other, dtype=np.int64)
+            if other is members or exact:
+                s, d = np.repeat(here, there.size), np.tile(there, here.size)
+                keep = s != d
+                src.append(s[keep]), dst.append(d[keep]), weight.append(np.full(int(keep.sum()), 1.0 / n))
+            else:
+                src.append(here), dst.append(there[np.arange(here.size) % there.size])
+                weight.append(np.full(here.size, there.size / n))
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+
+
+def _direct_pattern(topo: Any, lay: _Layout) -> Pattern:
+    """All-to-All as flows: sends with identical routes merged; very large patterns are
+    aggregated into one flow per link (the same link loads)."""
+    src, dst, weight = _direct_sends(lay)
+    routes = topo.route_matrix(src, dst)
+    rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if len(rows) <= MAX_FLOWS_PER_PATTERN:
+        w = np.bincount(inverse, weights=weight, minlength=len(rows))
+        mult = np.bincount(inverse, minlength=len(rows))
+        return [(tuple(r[r >= 0].tolist()), float(x), int(k)) for r, x, k in zip(rows, w, mult) if r[0] >= 0]
+    pair, link = routes.entries()
+    w = np.bincount(link, weights=weight[pair], minlength=topo.n_links)
+    mult = np.bincount(link, minlength=topo.n_links)
+    return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
 
 
 def _p2p_pattern(topo: Any, lay: _Layout) -> Pattern:
@@ -626,11 +635,23 @@ def time_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     return plan.latency_s + sum(phase_time_s(p, cap) for p in plan.phases)
 
 
+# nccl-tests' busbw / algbw per tool (NCCL-COST-MODEL.md §6; nccl-tests src/*.cu GetBw), n ranks.
+_BUSBW_FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n, "alltoallv": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0, "hypercube": lambda n: 1.0,
+}
+
+
 def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests busbw = algbw × this (NCCL-COST-MODEL.md §6)."""
-    op = normalize_op(op)
-    if n <= 1:
-        return 1.0
+    """nccl-tests busbw = algbw × this, for every nccl-tests tool (aliases as normalize_op)."""
+    key = op.lower().replace("_", "").replace("-", "")
+    key = {"a2a": "alltoall", "p2p": "sendrecv"}.get(key, key)
+    if key not in _BUSBW_FACTOR:
+        raise InputError(f"unknown collective {op!r}; expected one of {', '.join(_BUSBW_FACTOR)}", field="op")
+    return 1.0 if n <= 1 else float(_BUSBW_FACTOR[key](n))
     if op == "allreduce":
         return 2 * (n - 1) / n
     if op in ("allgather", "reducescatter", "alltoall"):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.calibration.nccl_log import OPS, busbw_factor, canonical_op, parse_nccl_log, parse_nccl_text
+from simulator.calibration.nccl_log import OPS, canonical_op, parse_nccl_log, parse_nccl_text
+from simulator.costs.collectives import busbw_factor
 from simulator.calibration.nccl_log_writer import format_log, make_row, synthetic_devices, write_nccl_log
 from simulator.calibration.nccl_log import Sweep
 from simulator.errors import InputError
