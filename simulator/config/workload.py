@@ -118,6 +118,11 @@ class Training(_Strict):
     # FlashAttention keeps only O(s) softmax statistics, so the 5as²b score term of
     # arXiv:2205.05198 is not stored even without recompute; set false for the paper's formula.
     flash_attention: bool = True
+    # Whether the stack fuses the memory-bound kernels around the GEMMs (Megatron-Core/TE:
+    # fused LayerNorm, bias-GeLU/SwiGLU, bias-dropout-add, fused softmax). false models PyTorch
+    # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
+    # re-reading and re-writing the activation in HBM, e.g. llm-foundry/Composer 2023.
+    fused_kernels: bool = True
 
     @property
     def act_dtype(self) -> str:

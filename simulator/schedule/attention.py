@@ -87,3 +87,52 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("bwd", ctx.layer, ctx.microbatch)))
+
+
+# ---------------------------------------------------------------------------------------------
+# attention without FlashAttention (training.flash_attention: false)
+#
+# Megatron-LM's CoreAttention before FlashAttention (2020-2022, also Megatron-DeepSpeed/BLOOM)
+# materialises the b·a·s² score matrix: baddbmm QK^T, one fused scale-mask-softmax kernel
+# (megatron/fused_kernels/scaled_upper_triang_masked_softmax), attention dropout, bmm with V.
+# FlashAttention (arXiv:2205.14135 §2.2, Algorithm 0) counts exactly this HBM traffic: the
+# score and probability matrices are written and read back between the kernels, Θ(s²) per
+# head, which is what FlashAttention removes. The GEMMs compute the whole s×s block (the causal
+# mask is applied inside the softmax), so no causal halving; with k = head_dim the batched
+# GEMMs have an arithmetic intensity of about head_dim FLOP/byte and are HBM-bound on A100/H100,
+# which the roofline of costs.compute captures through hbm_bytes.
+
+ATTENTION_DROPOUT_MASK_BYTES = 1  # torch's dropout keeps a bool (uint8) mask per element
+
+
+def _score_elems(ctx: AttentionContext) -> int:
+    """Elements of the local score matrix, b·a·s_q·s_k."""
+    return ctx.micro_batch * ctx.heads * ctx.seq * ctx.seq
+
+
+def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: str, flops: float,
+             hbm_bytes: float, after: int, phase: str) -> int:
+    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,  # type: ignore[arg-type]
+                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+
+
+def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    """QK^T → scale/mask/softmax → dropout → ·V, four kernels with the scores in HBM."""
+    B, S = ctx.dtype_bytes, _score_elems(ctx)
+    half = attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
+    qk_bytes = ctx.q_bytes + ctx.kv_bytes / 2 * ctx.heads / max(ctx.kv_heads, 1)  # K expanded to all heads
+    i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + S * B, after, "fwd")
+    i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, 2 * S * B, i, "fwd")
+    i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i, "fwd")
+    return _unfused(pb, ctx, "context.fwd", "gemm", half, S * B + 2 * ctx.q_bytes, i, "fwd")
+
+
+def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    """The reverse: dV and dP (two GEMMs reading P, writing dP), dropout and softmax backward
+    (softmax' reads y and dy, writes dx), dQ and dK (two GEMMs reading dS)."""
+    B, S = ctx.dtype_bytes, _score_elems(ctx)
+    half = attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
+    i = _unfused(pb, ctx, "context.bwd", "gemm", 2 * half, 2 * S * B + 3 * ctx.q_bytes, after, "bwd")
+    i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i, "bwd")
+    i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, 3 * S * B, i, "bwd")
+    return _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd")

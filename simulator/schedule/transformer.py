@@ -50,6 +50,8 @@ class LayerSpec:
     cp_comm: str
     sms: int
     cp_a2a: int | None = None
+    flash_attention: bool = True
+    fused_kernels: bool = True
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -59,7 +61,8 @@ class LayerSpec:
                    vocab=m.vocab, tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp=p.cp, cp_rank=cp_rank, ulysses=p.ulysses,
-                   cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a)
+                   cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
+                   flash_attention=t.flash_attention, fused_kernels=t.fused_kernels)
 
     @property
     def tokens(self) -> int:
@@ -89,6 +92,8 @@ def attention_pattern(spec: LayerSpec) -> tuple[Callable, Callable]:
         return ring_attention.forward, ring_attention.backward
     if spec.cp > 1:
         return context_parallel.forward, context_parallel.backward
+    if not spec.flash_attention:
+        return attention.unfused_forward, attention.unfused_backward
     return attention.local_forward, attention.local_backward
 
 
@@ -105,9 +110,48 @@ def _deps(*idx: int | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _mem_op(pb: ProgramBuilder, name: str, kind: str, nbytes: float, deps: tuple[int, ...], tag: Tag) -> int:
-    """A memory-bound kernel (norm, residual add, activation): ~1 FLOP per byte moved."""
-    return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag))  # type: ignore[arg-type]
+def _mem_op(pb: ProgramBuilder, name: str, kind: str, nbytes: float, deps: tuple[int, ...], tag: Tag,
+            count: int = 1) -> int:
+    """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
+    `nbytes` together: ~1 FLOP per byte moved."""
+    return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,  # type: ignore[arg-type]
+                            count=count))
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """HBM traffic of the memory-bound blocks of one layer pass, in units of one hidden
+    activation hb = tokens·h·B (or, for the activation, of tokens·ffn/tp·B), and how many kernels
+    each block launches.
+
+    Fused (Megatron-Core / TransformerEngine; Megatron-LM's fused_kernels and
+    fused_bias_dropout_add / bias_gelu jit functions): a block is one kernel reading its inputs
+    and writing its outputs once; e.g. bias-dropout-add + LayerNorm reads x and the residual and
+    writes the sum and the normalised output (4 hb).
+
+    Unfused (PyTorch eager, one kernel per torch op): dropout reads x, writes y and a 1-byte mask
+    (2.5 hb with 2-byte activations), the residual add reads two tensors and writes one (3 hb),
+    LayerNorm reads and writes (2 hb); SwiGLU is silu (2) then a multiply (3); backward mirrors
+    each (dropout' 2.5 hb, add of the residual gradient 3 hb, LayerNorm' reads x and dy, writes
+    dx: 3 hb). Counts of bytes, not measurements: the roofline turns them into time.
+    """
+
+    res_ln_fwd: tuple[float, int]
+    res_fwd: tuple[float, int]
+    act_fwd: tuple[float, int]
+    res_bwd: tuple[float, int]
+    res_ln_bwd: tuple[float, int]
+    act_bwd: tuple[float, int]
+
+    @classmethod
+    def of(cls, fused: bool, gated: bool) -> "Elementwise":
+        if fused:
+            return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=(3 if gated else 2, 1),
+                       res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=(5 if gated else 3, 1))
+        return cls(res_ln_fwd=(2.5 + 3 + 2, 3), res_fwd=(2.5 + 3, 2),
+                   act_fwd=((2 + 3, 2) if gated else (2, 1)),
+                   res_bwd=(2.5, 1), res_ln_bwd=(3 + 3 + 2.5, 3),
+                   act_bwd=((3 + 5, 3) if gated else (3, 1)))
 
 
 def mark_recompute(pb: ProgramBuilder, start: int) -> None:
@@ -254,12 +298,14 @@ class LayerBuilder:
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, ln1)
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, core)
-        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", 4 * hb, _deps(proj, wait_mlp), tag)
+        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", ew.res_ln_fwd[0] * hb, _deps(proj, wait_mlp), tag,
+                      ew.res_ln_fwd[1])
         fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
-        act_bytes = (3 if s.gated else 2) * s.tokens * s.ffn // s.tp * s.act_bytes
-        act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag)
+        act_bytes = ew.act_fwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+        act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
         fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
-        return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", 3 * hb, (fc2,), tag)
+        return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
 
     def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                   wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
@@ -271,12 +317,15 @@ class LayerBuilder:
             start = len(pb)
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp)
             mark_recompute(pb, start)
-        res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", 3 * hb, _deps(after, wait_mlp), tag)
+        ew = Elementwise.of(s.fused_kernels, s.gated)
+        res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
+                       ew.res_bwd[1])
         fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
-        act_bytes = (5 if s.gated else 3) * s.tokens * s.ffn // s.tp * s.act_bytes
-        act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag)
+        act_bytes = ew.act_bwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+        act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
         fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
-        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", 5 * hb, _deps(fc1, wait_attn), tag)
+        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", ew.res_ln_bwd[0] * hb, _deps(fc1, wait_attn), tag,
+                      ew.res_ln_bwd[1])
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, ln2)
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":

@@ -1,8 +1,8 @@
 """End-to-end accuracy of the step-time simulator against published training runs.
 
-The tolerances restate the medians of docs/validation-e2e.md with a few points of margin. They
-document the present accuracy (the simulator is optimistic on every source, see the doc's
-findings); tighten them when the compute model improves, loosen them only with a reason.
+The tolerances restate docs/validation-e2e.md with a few points of margin. The GEMM derate of
+the dgx-a100 / dgx-h100 profiles is fitted on the single-node rows only (``is_fit_case``); the
+multi-node rows are the held-out check. Tighten when the model improves, loosen only with a reason.
 """
 
 from __future__ import annotations
@@ -48,30 +48,53 @@ def test_error_sign_convention():
     assert e2e.speed_error(tput, 150.0) == pytest.approx(0.5)
 
 
+def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
+    """The GEMM derate was fitted on 8-GPU rows only; every multi-node row is held out."""
+    cs = e2e.cases()
+    fit = [c for c in cs if e2e.is_fit_case(c)]
+    assert len(fit) == 16 and all(c.n_gpus == 8 for c in fit)
+    assert len(cs) - len(fit) == 24
+    legacy = {c.source for c in cs if not c.scenario["training"]["flash_attention"]}
+    assert legacy == {"megatron2020", "bloom"}
+    eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
+    assert eager == {"mpt", "automodel"}
+
+
 def test_megatron_2020_median_error():
-    """Five fast runs (a few seconds together). Doc: median +64.2% (optimistic)."""
+    """Five fast runs (a few seconds together), one of them (8 GPUs) in the fitting subset.
+    Doc: median +24.0%; still optimistic on every row (2020 stack slower than modelled)."""
     rs = list(e2e.run_cases(_by_source("megatron2020")))
     med = statistics.median(r.error for r in rs)
-    assert 0.58 <= med <= 0.70
-    assert all(r.error > 0 for r in rs)  # the simulator is optimistic on every row
+    assert 0.17 <= med <= 0.31
+    assert all(0.10 < r.error < 0.35 for r in rs)
 
 
 def test_mpt_small_models_on_a100():
-    """MPT-1B and -3B on 8 A100-80GB (FSDP, no recompute): a modern stack; the error stays
-    as in the doc (+32.3% and +28.6%) within a few points."""
+    """MPT-1B and -3B on 8 A100-80GB (FSDP, no recompute, PyTorch eager layers): fitting-subset
+    rows; doc: +6.7% and +3.3%."""
     rs = [r for r in e2e.run_cases([c for c in _by_source("mpt")
                                      if "A100" in c.label and c.label.split()[0] in ("MPT-1b", "MPT-3b")])]
     assert len(rs) == 2
     for r in rs:
-        assert 0.22 <= r.error <= 0.38, (r.case.label, r.error)
+        assert abs(r.error) <= 0.12, (r.case.label, r.error)
+
+
+def test_mpt_held_out_multi_node_h100():
+    """The three multi-node MPT H100 rows were not fitted. Doc: -12.4%, +9.5%, -15.1%."""
+    rs = list(e2e.run_cases([c for c in _by_source("mpt") if not e2e.is_fit_case(c)]))
+    assert len(rs) == 3
+    assert all(abs(r.error) <= 0.20 for r in rs), [(r.case.label, r.error) for r in rs]
 
 
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 40 rows (about 4 minutes). Doc: overall median |error| 37.2%; Megatron-Core 2024
-    10.6%, BLOOM 50.3%."""
+    """All 40 rows (about 2 minutes). Doc: overall median |error| 10.7%; held-out (multi-node)
+    rows 19.2%; BLOOM (all held out) 18.6%; Megatron-Core 2024 pessimistic, -27.8% (the H100
+    derate is fitted mostly on MPT's older stack: see the doc's findings)."""
     results = list(e2e.run_cases(e2e.cases()))
-    assert 0.32 <= e2e.median_abs_error(results) <= 0.43
+    assert e2e.median_abs_error(results) <= 0.14
+    held = [r for r in results if not e2e.is_fit_case(r.case)]
+    assert e2e.median_abs_error(held) <= 0.24
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
-    assert e2e.median_abs_error(by["mcore2024"]) <= 0.15
-    assert 0.44 <= e2e.median_abs_error(by["bloom"]) <= 0.56
+    assert e2e.median_abs_error(by["bloom"]) <= 0.25
+    assert -0.35 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.20

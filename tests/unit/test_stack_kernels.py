@@ -1,0 +1,111 @@
+"""The software-stack knobs of the schedule: attention without FlashAttention
+(``training.flash_attention: false``) and unfused memory-bound kernels
+(``training.fused_kernels: false``). Expected values are closed forms of the HBM traffic and
+FLOPs written out here, independently of the builders."""
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.costs.compute import compute_time
+from simulator.config.hardware import load_profile
+from simulator.schedule import attention
+from simulator.schedule.attention import AttentionContext
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import ComputeOp, ProgramBuilder
+from simulator.schedule.transformer import Elementwise
+
+B, A, S, D = 2, 16, 1024, 64  # micro-batch, heads on this rank, sequence, head dim
+BYTES = 2
+
+
+def _ctx(**kw) -> AttentionContext:
+    base = dict(micro_batch=B, seq=S, seq_local=S, heads=A, kv_heads=A, head_dim=D, dtype_bytes=BYTES,
+                causal=True, cp=1, cp_rank=0, ulysses=1, cp_comm="p2p", layer=0, microbatch=0, dtype="fp16")
+    return AttentionContext(**{**base, **kw})
+
+
+def _ops(fn, ctx) -> list[ComputeOp]:
+    pb = ProgramBuilder()
+    pb.add(ComputeOp(name="qkv", kind="gemm"))
+    fn(pb, ctx, 0)
+    return pb.ops[1:]
+
+
+def test_unfused_attention_moves_the_score_matrix_through_hbm():
+    """Forward: write scores (1), softmax read+write (2), dropout read+write (2) + 1-byte mask,
+    ·V reads P (1): 6 score-matrix passes of 2 bytes plus the mask (arXiv:2205.14135 Alg. 0 with
+    dropout). The rest is Q, K, V and the output, 4·b·s·a·d elements."""
+    ops = _ops(attention.unfused_forward, _ctx())
+    score = B * A * S * S
+    qkvo = 4 * B * S * A * D * BYTES
+    assert sum(o.hbm_bytes for o in ops) == pytest.approx(score * (6 * BYTES + 1) + qkvo)
+    # both GEMMs cover the whole s×s block: 2·(2·b·a·s²·d), no causal halving
+    gemm = [o for o in ops if o.kind == "gemm"]
+    assert len(gemm) == 2 and sum(o.flops for o in gemm) == pytest.approx(4 * B * A * S * S * D)
+    assert not any(o.kind == "attention" for o in ops)
+
+
+def test_unfused_attention_backward_is_four_gemms_and_two_elementwise_passes():
+    ops = _ops(attention.unfused_backward, _ctx())
+    gemm = [o for o in ops if o.kind == "gemm"]
+    assert sum(o.flops for o in gemm) == pytest.approx(8 * B * A * S * S * D)  # dV, dP, dQ, dK
+    score = B * A * S * S
+    # P and dP (2 + 2 passes), dropout' (2 + mask), softmax' (3)
+    elementwise = sum(o.hbm_bytes for o in ops if o.kind == "elementwise")
+    assert elementwise == pytest.approx(score * (5 * BYTES + 1))
+
+
+def test_unfused_attention_is_slower_than_flash_on_a100():
+    """At GPT-2 shapes (d = 64) the materialised scores make attention HBM-bound."""
+    gpu = load_profile("dgx-a100").gpu
+    ctx = _ctx()
+    t_flash = sum(compute_time(o, gpu) for o in _ops(attention.local_forward, ctx))
+    unfused = _ops(attention.unfused_forward, ctx)
+    t_unfused = sum(compute_time(o, gpu) for o in unfused)
+    assert t_unfused > 1.5 * t_flash
+    # and the memory bound is what decides: bytes / achieved bandwidth is a lower bound
+    hbm = sum(o.hbm_bytes for o in unfused) / (gpu.hbm_Bps * gpu.hbm_efficiency)
+    assert t_unfused >= hbm
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_unfused_elementwise_moves_more_bytes_in_more_kernels(gated):
+    fused, unfused = Elementwise.of(True, gated), Elementwise.of(False, gated)
+    for name in ("res_ln_fwd", "res_fwd", "res_ln_bwd"):
+        (bf, kf), (bu, ku) = getattr(fused, name), getattr(unfused, name)
+        assert bu > bf and ku > kf and kf == 1
+    # dropout (read, write, 1-byte mask per 2-byte element) + add (2 reads, 1 write) + norm (1, 1)
+    assert unfused.res_ln_fwd[0] == pytest.approx(2 + 0.5 + 3 + 2)
+
+
+PROFILE = """name: test-gpu
+gpu: {name: T, arch: ampere, sms: 108, bf16_TFLOPS: 312, fp16_TFLOPS: 312, fp32_TFLOPS: 19.5,
+      hbm_GiB: 80, hbm_GBps: 2039, gemm_efficiency: [{flops: 1.0e12, efficiency: 0.7}]}
+node: {gpus: 8, scale_up: {kind: nvswitch, link_GBps: 300, latency_us: 1.0},
+       pcie: {gen: 4, GBps: 31}, nics: {count: 8, Gbps: 200, latency_us: 2.0}}
+"""
+
+
+def _schedule(tmp_path, **training):
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    data = {"name": "s", "hardware": "p.yaml", "nodes": 1,
+            "model": {"layers": 2, "hidden": 256, "heads": 8, "vocab": 1000, "mlp": "gelu", "seq_len": 512},
+            "training": {"micro_batch": 1, "global_batch": 8, **training}, "parallel": {"tp": 2}}
+    return build_schedule(build_scenario(data, source="s.yaml", base_dir=tmp_path))
+
+
+def _compute(sched):
+    return [op for prog in sched.programs.values() for op in prog if isinstance(op, ComputeOp)]
+
+
+def test_scenario_knobs_reach_the_schedule(tmp_path):
+    modern = _compute(_schedule(tmp_path))
+    legacy = _compute(_schedule(tmp_path, flash_attention=False))
+    eager = _compute(_schedule(tmp_path, fused_kernels=False))
+    assert any(o.kind == "attention" for o in modern)
+    assert not any(o.kind == "attention" for o in legacy)
+    assert any(".attn.softmax." in o.name for o in legacy)
+    kernels = lambda ops: sum(o.count for o in ops)  # noqa: E731
+    assert kernels(eager) > kernels(modern)
+    mem = lambda ops: sum(o.hbm_bytes for o in ops if o.kind in ("norm", "elementwise"))  # noqa: E731
+    assert mem(eager) > mem(modern)
