@@ -7,6 +7,8 @@
 3. 16 ring steps of 8 concurrent 128-GPU rings sharing the fabric (one phase after another).
 4. ~20,000 flows of a sparse All-to-All on real routes: one max-min recompute.
 5. The 137k routes of a 1,024-rank All-to-All: Topology.route_matrix against route() calls.
+6. Staggered send/recv: 1,024 ring hops (a CP ring per node pair) started at random instants, so
+   every start and finish is its own event; incremental rates touch only the hop's component.
 
 Run: python benchmarks/bench_flow_network.py
 """
@@ -80,8 +82,18 @@ def alltoall_like(nodes: int = 128, peers: int = 20) -> None:
     e_link = np.concatenate([np.asarray(r) for r in routes])
     t = time.perf_counter()
     max_min_rates(e_flow, e_link, len(routes), topo.capacity_Bps)
+    t1 = time.perf_counter()
+    # The same flows as one phase on a FlowNetwork: its first 100 network events (starts and
+    # completions; each completion re-shares one connected component of ~20k flows).
+    env = simpy.Environment()
+    net = FlowNetwork(env, topo.capacity_Bps)
+    net.transfer_many([(r, 1e6) for r in routes])
+    while net.stats.events < 100:
+        env.step()
+    t2 = time.perf_counter()
     print(f"sparse all-to-all on {n} GPUs, {len(routes)} flows / {e_flow.size} flow-links: "
-          f"{1e3 * (time.perf_counter() - t):.1f} ms per recompute")
+          f"{1e3 * (t1 - t):.1f} ms per recompute; as a FlowNetwork phase {1e3 * (t2 - t1) / 100:.1f} ms "
+          f"per network event")
 
 
 def bulk_routes(nodes: int = 128) -> None:
@@ -106,9 +118,33 @@ def bulk_routes(nodes: int = 128) -> None:
           f"scalar route() {1e6 * (t2 - t1) / src.size:.2f} us each ({t2 - t1:.2f} s)")
 
 
+def staggered_sendrecv(nodes: int = 128, rounds: int = 8) -> None:
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    n = topo.n_gpus
+    rng = np.random.default_rng(2)
+    env = simpy.Environment()
+    net = FlowNetwork(env, topo.capacity_Bps)
+    routes = [topo.route(g, (g + 1) % n).links for g in range(n)]
+
+    def hop(links):
+        for _ in range(rounds):
+            yield env.timeout(float(rng.uniform(0, 50e-6)))
+            yield net.transfer(links, 16e6)
+
+    t = time.perf_counter()
+    for r in routes:
+        env.process(hop(r))
+    env.run()
+    wall = time.perf_counter() - t
+    print(f"{n * rounds} staggered send/recv flows on {n} GPUs: {1e3 * wall:.0f} ms wall, "
+          f"{1e6 * wall / net.stats.events:.0f} us per network event ({net.stats.events} events, "
+          f"{net.stats.recomputes} recomputes)")
+
+
 if __name__ == "__main__":
     random_recompute()
     alltoall_like()
     ring_step()
     concurrent_rings()
     bulk_routes()
+    staggered_sendrecv()

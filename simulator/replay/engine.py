@@ -201,9 +201,12 @@ class Replayer:
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
         self._plans: dict[tuple, Any] = {}
         self._routes: dict[tuple[int, int], Any] = {}
+        self._peers: dict[tuple[int, str, int], int] = {}
         self._p2p_lat: dict[tuple[int, int, int], float] = {}
         # plan key -> seconds alone on the network, for collectives whose links nothing else uses
         self._alone: dict[tuple, float | None] = {}
+        # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
+        self._ready_plans: dict[tuple, tuple[Any, tuple[str, str], float | None]] = {}
         self._owners: dict[int, Any] | None = self._link_owners() if exclusive_fast_path else None
 
     # -- helpers -------------------------------------------------------------------------
@@ -282,6 +285,13 @@ class Replayer:
         self._alone[key] = t
         return t
 
+    def _peer(self, rank: int, axis: str, offset: int) -> int:
+        key = (rank, axis, offset)
+        peer = self._peers.get(key)
+        if peer is None:
+            peer = self._peers[key] = self.grid.peer(rank, axis, offset)
+        return peer
+
     def _route(self, src: int, dst: int) -> Any:
         route = self._routes.get((src, dst))
         if route is None:
@@ -353,6 +363,11 @@ class Replayer:
             return
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
+        if n_sim == 1:
+            # The only simulated member (the others are mirror images): no rendezvous to wait at,
+            # so no rendezvous record and no event to wake anyone.
+            yield from self._run_collective(op, members, ((R, i),))
+            return
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
         if rv is None:
@@ -363,14 +378,23 @@ class Replayer:
             yield rv.event
             return
         del self.rendezvous[key]
+        yield from self._run_collective(op, members, rv.arrived)
+        rv.event.succeed()
+
+    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[_Rank, int]]):
+        """Every member has issued the collective: run it (latency, then its phases' flows)."""
         now = self.env.now
-        plan = self._plan(op, members)
-        algo = (str(getattr(plan, "algorithm", "")), str(getattr(plan, "protocol", "")))
-        for Rm, im in rv.arrived:
+        key = (op.op, members, op.size_bytes, op.stream)
+        hit = self._ready_plans.get(key)
+        if hit is None:
+            plan = self._plan(op, members)
+            algo = (str(getattr(plan, "algorithm", "")), str(getattr(plan, "protocol", "")))
+            hit = self._ready_plans[key] = (plan, algo, self._time_alone(op, members, plan))
+        plan, algo, alone = hit
+        for Rm, im in arrived:
             Rm.start[im] = now
             self._comm_started(Rm, +1)
             Rm.algorithm[im] = algo
-        alone = self._time_alone(op, members, plan)
         if alone is not None:
             yield self.env.timeout(alone)
         else:
@@ -379,25 +403,26 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     yield self._phase(phase)
-        for Rm, _ in rv.arrived:
+        for Rm, _ in arrived:
             Rm.inflight -= 1
-        rv.event.succeed()
 
     def _p2p(self, R: _Rank, i: int, op: P2POp):
         sides = []
         for t in op.sends:
-            dst = self.grid.peer(R.rank, t.axis, t.offset)
+            dst = self._peer(R.rank, t.axis, t.offset)
             sides.append(self._post(R.rank, dst, t.key, t.nbytes, (R.rank, i, "send"), mirrored_peer=dst))
         for t in op.recvs:
-            src = self.grid.peer(R.rank, t.axis, t.offset)
+            src = self._peer(R.rank, t.axis, t.offset)
             sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), mirrored_peer=src))
         if not sides:
             R.start[i] = self.env.now
             return
         R.blocked[op.stream] = (i, "send/recv")
-        pending = [s.event for s in sides if not s.event.processed]
-        if pending:
-            yield pending[0] if len(pending) == 1 else self.env.all_of(pending)
+        # Wait for each side in turn (the op ends with the last); cheaper than an AllOf condition,
+        # which costs an event of its own per send/recv batch.
+        for side in sides:
+            if not side.event.processed:
+                yield side.event
         R.start[i] = max(s.matched_at for s in sides)
 
     def _post(self, src: int, dst: int, key: str, nbytes: int, who: tuple[int, int, str],
@@ -424,8 +449,19 @@ class Replayer:
         return side
 
     def _start_flow(self, src: int, dst: int, side: _P2PSide) -> None:
+        """Run one send/recv flow: NCCL's latency, then the bytes on the route.
+
+        Chained event callbacks rather than a SimPy process: a process costs two extra events
+        (its start and its end) per flow, and a 128K-token CP ring has tens of thousands of flows.
+        """
         side.matched_at = self.env.now
-        self.env.process(self._flow(src, dst, side))
+        route = self._route(src, dst)
+        self._inflight((src, dst), +1)
+        latency = self._p2p_latency(src, dst, side.nbytes)
+        if latency > 0:
+            self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route))
+        else:
+            self._flow_bytes(src, dst, side, route)
 
     def _p2p_latency(self, src: int, dst: int, nbytes: int) -> float:
         """NCCL's latency of one send/recv (protocol picked by size), from the collective planner."""
@@ -436,14 +472,13 @@ class Replayer:
             lat = self._p2p_lat[key] = float(plan.latency_s)
         return lat
 
-    def _flow(self, src: int, dst: int, side: _P2PSide):
-        route = self._route(src, dst)
-        self._inflight((src, dst), +1)
-        latency = self._p2p_latency(src, dst, side.nbytes)
-        if latency > 0:
-            yield self.env.timeout(latency)
+    def _flow_bytes(self, src: int, dst: int, side: _P2PSide, route: Any) -> None:
         if side.nbytes > 0 and route.links:
-            yield self.net.transfer(route.links, side.nbytes)
+            self.net.transfer(route.links, side.nbytes).callbacks.append(lambda _ev: self._flow_done(src, dst, side))
+        else:
+            self._flow_done(src, dst, side)
+
+    def _flow_done(self, src: int, dst: int, side: _P2PSide) -> None:
         self._inflight((src, dst), -1)
         side.event.succeed()
 

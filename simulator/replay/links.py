@@ -7,8 +7,11 @@ NIC each get half, and nothing is serialised behind a whole message. Rates are r
 whenever a flow starts or ends; between such events every flow moves at a constant rate, so the
 simulation advances from one completion to the next (a fluid model, not packets).
 
-The state is kept in numpy arrays (one row per active flow, one entry per flow-link incidence),
-so a recompute over ~20,000 flows costs a few vectorised passes per fair-share level, and flows
+Rates are recomputed incrementally: max-min fairness decomposes over the connected components of
+the flow-link graph, so a start or finish only re-shares the flows connected to it (a send/recv
+on one rail does not touch a TP ring on NVLink). Small components are water-filled in plain
+Python; one that reaches more than LARGE_COMPONENT_FLOWS flows re-shares every active flow with
+the vectorised water-filling (a few numpy passes per fair-share level over ~20,000 flows). Flows
 finishing within a relative 1e-9 of each other complete in the same event: a symmetric
 collective phase is one event, not one per rank.
 
@@ -17,6 +20,7 @@ Latency is not added here; the caller (the replay engine) adds the route/protoco
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +95,63 @@ def max_min_rates(
     return rate
 
 
+# Components with at most this many flow-link entries are water-filled in plain Python: numpy's
+# per-call overhead (~20 calls a pass) dominates below a few hundred entries.
+SMALL_COMPONENT_ENTRIES = 160
+
+
+def max_min_rates_small(
+    flow_of_entry: Sequence[int],
+    link_of_entry: Sequence[int],
+    n_flows: int,
+    capacity_Bps: Sequence[float] | np.ndarray,
+    rate_cap_Bps: Sequence[float],
+) -> list[float]:
+    """:func:`max_min_rates` for a few flows, in plain Python: the same passes (freeze every flow
+    on a link whose share is the smallest limit among its flows, or held by its own cap), the
+    same tolerances, so both give the same allocation to float rounding. Every flow must cross
+    at least one link."""
+    links_of: list[list[int]] = [[] for _ in range(n_flows)]
+    for f, link in zip(flow_of_entry, link_of_entry):
+        links_of[f].append(link)
+    residual = {link: float(capacity_Bps[link]) for link in set(link_of_entry)}
+    rate = [0.0] * n_flows
+    active = list(range(n_flows))
+    inf = float("inf")
+    while active:
+        count: dict[int, int] = {}
+        for f in active:
+            for link in links_of[f]:
+                count[link] = count.get(link, 0) + 1
+        share = {link: residual[link] / c for link, c in count.items()}
+        flow_min = [inf] * n_flows
+        limit = [inf] * n_flows
+        link_min = dict.fromkeys(count, inf)
+        for f in active:
+            m = min(share[link] for link in links_of[f])
+            flow_min[f] = m
+            lim = limit[f] = m if m < rate_cap_Bps[f] else rate_cap_Bps[f]
+            for link in links_of[f]:
+                if lim < link_min[link]:
+                    link_min[link] = lim
+        bottleneck = {link for link, sh in share.items() if sh <= link_min[link] * (1 + 1e-12)}
+        still, used = [], {}
+        for f in active:
+            if rate_cap_Bps[f] <= flow_min[f] * (1 + 1e-12) or any(link in bottleneck for link in links_of[f]):
+                r = rate[f] = limit[f]
+                for link in links_of[f]:
+                    used[link] = used.get(link, 0.0) + r
+            else:
+                still.append(f)
+        if len(still) == len(active):
+            raise RuntimeError("max-min water-filling made no progress")
+        for link, r in used.items():
+            left = residual[link] - r
+            residual[link] = left if left > 0.0 else 0.0
+        active = still
+    return rate
+
+
 def fair_rates(
     routes: Sequence[Sequence[int]], capacity_Bps: np.ndarray, rate_caps: Sequence[float | None] | None = None
 ) -> np.ndarray:
@@ -104,10 +165,32 @@ def fair_rates(
     return max_min_rates(e_flow, e_link, len(routes), capacity_Bps, caps)
 
 
-@dataclass
+class _Flow:
+    """One active flow. ``rem`` is what was left at time ``t_ref``; since then it has moved at
+    ``rate``, so it finishes at ``finish = t_ref + rem / rate`` unless its rate changes first."""
+
+    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish")
+
+    def __init__(self, fid: int, links: tuple[int, ...], size: float, cap: float, group: "_Group") -> None:
+        self.fid = fid
+        self.links = links
+        self.size = size
+        self.cap = cap
+        self.group = group
+        self.rem = size
+        self.rate = 0.0
+        self.t_ref = 0.0
+        self.finish = float("inf")
+
+
 class _Group:
-    outstanding: int
-    event: simpy.Event
+    """The flows of one ``transfer_many`` call; its event fires when the last one finishes."""
+
+    __slots__ = ("outstanding", "event")
+
+    def __init__(self, outstanding: int, event: simpy.Event) -> None:
+        self.outstanding = outstanding
+        self.event = event
 
 
 @dataclass
@@ -132,11 +215,75 @@ def _unpack(flow: Any) -> tuple[Sequence[int], float, float | None]:
     return links, nbytes, cap
 
 
+# A change whose component reaches more flows than this is re-shared over every active flow at
+# once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
+LARGE_COMPONENT_FLOWS = 512
+
+
+class _Mirror:
+    """numpy copy of the active flows' flow-link incidence, kept only while large components
+    occur: per entry the flow id and link; per flow id its cap, current rate and whether it is
+    active. Flows that start or finish are applied in bulk at the next large recompute."""
+
+    def __init__(self, flows: Iterable[_Flow], size: int) -> None:
+        self.m_fid = np.zeros(0, dtype=np.int64)
+        self.m_link = np.zeros(0, dtype=np.int64)
+        self.alive = np.zeros(0, dtype=bool)
+        self.cap = np.zeros(0)
+        self.rate = np.zeros(0)
+        self.dead_entries = 0
+        self.added: list[_Flow] = list(flows)
+        self.gone: list[_Flow] = []
+        self.reserve(size)
+
+    def reserve(self, size: int) -> None:
+        if size > self.alive.size:
+            n = max(size, 2 * self.alive.size, 1024)
+            self.alive = np.concatenate([self.alive, np.zeros(n - self.alive.size, dtype=bool)])
+            self.cap = np.concatenate([self.cap, np.zeros(n - self.cap.size)])
+            self.rate = np.concatenate([self.rate, np.zeros(n - self.rate.size)])
+
+    def sync(self) -> None:
+        # Added first: a flow that started and finished since the last sync ends up inactive.
+        if self.added:
+            added = [f for f in self.added if f.links]
+            lengths = np.fromiter((len(f.links) for f in added), dtype=np.int64, count=len(added))
+            fids = np.fromiter((f.fid for f in added), dtype=np.int64, count=len(added))
+            links = np.fromiter((link for f in added for link in f.links), dtype=np.int64, count=int(lengths.sum()))
+            self.m_fid = np.concatenate([self.m_fid, np.repeat(fids, lengths)])
+            self.m_link = np.concatenate([self.m_link, links])
+            self.alive[fids] = True
+            self.cap[fids] = [f.cap for f in added]
+            self.rate[fids] = [f.rate for f in added]
+            self.added = []
+        if self.gone:
+            gone = np.fromiter((f.fid for f in self.gone), dtype=np.int64, count=len(self.gone))
+            self.alive[gone] = False
+            self.dead_entries += sum(len(f.links) for f in self.gone)
+            self.gone = []
+        if self.dead_entries * 2 > self.m_fid.size:
+            keep = self.alive[self.m_fid]
+            self.m_fid, self.m_link = self.m_fid[keep], self.m_link[keep]
+            self.dead_entries = 0
+
+    def backlog(self) -> int:
+        return len(self.added) + len(self.gone)
+
+
 class FlowNetwork:
     """Fluid model of every link direction as a shared, max-min fair resource.
 
     ``capacity_Bps[link]`` is the bandwidth of each link direction (bytes/s). ``transfer`` and
     ``transfer_many`` return SimPy events that fire when the last byte has crossed.
+
+    Rates are recomputed incrementally. Max-min fairness decomposes over the connected components
+    of the flow-link graph (flows joined by a shared link): a component's allocation depends on
+    its own links and flows alone. When flows start or finish, only the component(s) reachable
+    from the links they touch get new rates; every other flow keeps its rate and its finish time.
+    TP rings on NVLink, a DP ReduceScatter on the NICs and a CP ring step on another rail are
+    separate components, so a send/recv starting or ending costs a water-filling over its own few
+    flows, not over every flow in flight. Each flow keeps (bytes left at a reference time, rate),
+    so only flows whose rate changes are touched; finish times sit in a heap.
     """
 
     def __init__(self, env: simpy.Environment, capacity_Bps: np.ndarray | Sequence[float]) -> None:
@@ -145,76 +292,85 @@ class FlowNetwork:
             raise ValueError("capacity_Bps must be a 1-D array of positive, finite bandwidths")
         self.env = env
         self.capacity_Bps = cap
+        self._n_links = int(cap.size)
+        self._capacity_list: list[float] = cap.tolist()  # plain floats for the per-flow paths
         self.stats = FlowStats()
-        self.link_bytes = np.zeros(cap.size)  # bytes carried per link direction so far
-        self._rem = np.zeros(0)
-        self._rate = np.zeros(0)
-        self._cap = np.zeros(0)
-        self._group = np.zeros(0, dtype=np.int64)
-        self._e_flow = np.zeros(0, dtype=np.int64)
-        self._e_link = np.zeros(0, dtype=np.int64)
-        self._groups: dict[int, _Group] = {}
-        self._next_gid = 0
-        self._last = env.now
-        self._version = 0
+        self._link_done = np.zeros(cap.size)  # bytes carried per link by flows already finished
+        self._flows: dict[int, _Flow] = {}  # active flows by id, in start order
+        self._on_link: dict[int, dict[int, _Flow]] = {}  # link -> active flows crossing it
+        self._heap: list[tuple[float, int, _Flow]] = []  # (finish, fid, flow); stale entries skipped
+        self._new: list[_Flow] = []  # started this instant, not yet given a rate
+        # What changed since the last rate computation: links that flows left, flows that started.
+        self._dirty: set[int] = set()
+        self._seeds: list[_Flow] = []
+        self._mirror: _Mirror | None = None  # numpy copy for large components, while they occur
+        self._next_fid = 0
+        self._timer_token = 0  # only the timer carrying the current token is live
+        self._timer_at: float | None = None  # when the live timer fires
         self._update_pending = False
-        self._next_flow = -1
 
     # ------------------------------------------------------------------ public
     @property
     def active_flows(self) -> int:
-        return int(self._rem.size)
+        return len(self._flows)
+
+    @property
+    def link_bytes(self) -> np.ndarray:
+        """Bytes carried per link direction so far (finished flows plus the progress of active ones)."""
+        out = self._link_done.copy()
+        now = self.env.now
+        for f in self._flows.values():
+            moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            for link in f.links:
+                out[link] += moved
+        return out
 
     def rates(self) -> np.ndarray:
         """Current rate (bytes/s) of each active flow, in start order (recomputed if pending)."""
-        if self._update_pending:
+        if self._new or self._dirty or self._seeds:
+            self._admit()
             self._refresh_rates()
-        return self._rate.copy()
+        return np.array([f.rate for f in self._flows.values()], dtype=np.float64)
 
     def transfer(self, links: Sequence[int], nbytes: float, rate_cap_Bps: float | None = None) -> simpy.Event:
         """Start one flow of ``nbytes`` over ``links``; the event fires when it has finished."""
-        return self.transfer_many([(links, nbytes, rate_cap_Bps)])
+        return self.transfer_many(((links, nbytes, rate_cap_Bps),))
 
     def transfer_many(self, flows: Iterable[Any]) -> simpy.Event:
         """Start many flows at once (one rate recompute for the batch); the event fires when all
         have finished. Items: ``(links, nbytes[, rate_cap_Bps])`` or objects with those fields.
         Zero-byte flows, and flows over no link without a cap, finish immediately."""
-        link_lists: list[Sequence[int]] = []
-        sizes: list[float] = []
-        caps: list[float] = []
+        n_links = self._n_links
+        inf = float("inf")
+        batch: list[tuple[tuple[int, ...], float, float]] = []
         for flow in flows:
             links, nbytes, cap = _unpack(flow)
             nbytes = float(nbytes)
-            if not np.isfinite(nbytes) or nbytes < 0:
+            if not (0 <= nbytes < inf):
                 raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
             if cap is not None and not cap > 0:
                 raise ValueError(f"rate cap must be > 0 bytes/s, got {cap!r}")
             if nbytes == 0 or (len(links) == 0 and cap is None):
                 continue
-            link_lists.append(links)
-            sizes.append(nbytes)
-            caps.append(np.inf if cap is None else float(cap))
+            if type(links) is not tuple:
+                links = tuple(int(link) for link in links)
+            if links and (min(links) < 0 or max(links) >= n_links):
+                raise ValueError(f"link id out of range 0..{n_links - 1}")
+            batch.append((links, nbytes, inf if cap is None else float(cap)))
         event = self.env.event()
-        if not sizes:
+        if not batch:
             event.succeed()
             return event
-        lengths = np.fromiter((len(x) for x in link_lists), dtype=np.int64, count=len(link_lists))
-        e_link = np.fromiter((link for x in link_lists for link in x), dtype=np.int64, count=int(lengths.sum()))
-        if e_link.size and (e_link.min() < 0 or e_link.max() >= self.capacity_Bps.size):
-            raise ValueError(f"link id out of range 0..{self.capacity_Bps.size - 1}")
-        self._advance()
-        gid = self._next_gid
-        self._next_gid += 1
-        self._groups[gid] = _Group(len(sizes), event)
-        base = self._rem.size
-        self._e_flow = np.concatenate([self._e_flow, np.repeat(np.arange(base, base + len(sizes)), lengths)])
-        self._e_link = np.concatenate([self._e_link, e_link])
-        self._rem = np.concatenate([self._rem, sizes])
-        self._rate = np.concatenate([self._rate, np.zeros(len(sizes))])
-        self._cap = np.concatenate([self._cap, caps])
-        self._group = np.concatenate([self._group, np.full(len(sizes), gid, dtype=np.int64)])
-        self.stats.flows_started += len(sizes)
-        self._version += 1
+        group = _Group(len(batch), event)
+        now = self.env.now
+        fid = self._next_fid
+        for links, nbytes, cap in batch:
+            f = _Flow(fid, links, nbytes, cap, group)
+            f.t_ref = now
+            self._new.append(f)
+            fid += 1
+        self._next_fid = fid
+        self.stats.flows_started += len(batch)
         if not self._update_pending:
             # Defer the recompute to the end of this instant so that every flow started now
             # (by any caller) shares one recompute.
@@ -225,74 +381,192 @@ class FlowNetwork:
         return event
 
     # ------------------------------------------------------------------ internals
-    def _advance(self) -> None:
-        """Move every active flow forward to ``env.now`` at its current rate."""
+    def _admit(self) -> None:
+        """Enter the flows started this instant; they seed the next rate computation."""
         now = self.env.now
-        dt = now - self._last
-        self._last = now
-        if dt <= 0 or self._rem.size == 0:
-            return
-        moved = np.minimum(self._rate * dt, self._rem)
-        self._rem -= moved
-        self.stats.bytes_delivered += float(moved.sum())
-        self.link_bytes += np.bincount(self._e_link, weights=moved[self._e_flow], minlength=self.link_bytes.size)
+        flows, on_link, seeds = self._flows, self._on_link, self._seeds
+        for f in self._new:
+            f.t_ref = now
+            fid = f.fid
+            flows[fid] = f
+            if not f.links:  # a flow over no link runs at its cap and never shares anything
+                self._set_rate(f, f.cap, now)
+                continue
+            seeds.append(f)
+            for link in f.links:
+                users = on_link.get(link)
+                if users is None:
+                    on_link[link] = {fid: f}
+                else:
+                    users[fid] = f
+        mirror = self._mirror
+        if mirror is not None:
+            if mirror.backlog() > 4 * len(flows) + 4096:  # no large component for a long while
+                self._mirror = None
+            else:
+                mirror.reserve(self._next_fid)
+                mirror.added.extend(self._new)
+        self._new = []
+
+    def _set_rate(self, f: _Flow, rate: float, now: float) -> None:
+        """Change a flow's rate from ``now`` on; its new finish time goes on the heap."""
+        if now != f.t_ref:
+            f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            f.t_ref = now
+        f.rate = rate
+        f.finish = now + f.rem / rate
+        heapq.heappush(self._heap, (f.finish, f.fid, f))
+        if self._mirror is not None:
+            self._mirror.rate[f.fid] = rate
 
     def _on_start(self, _event: simpy.Event) -> None:
-        self._update(force=-1)
+        self._update()
 
     def _on_timer(self, event: simpy.Event) -> None:
-        version, flow = event.value
-        if version == self._version:
-            self._update(force=flow)
+        if event.value == self._timer_token:
+            self._timer_at = None
+            self._update()
+
+    def _component(self) -> list[_Flow] | None:
+        """Active flows connected (through shared links) to the new flows and to the links that
+        finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS."""
+        on_link = self._on_link
+        n_active = len(self._flows)
+        seen_links = set(self._dirty)
+        stack = list(seen_links)
+        members: dict[int, _Flow] = {f.fid: f for f in self._seeds}
+        if len(members) < n_active:
+            for f in self._seeds:
+                for link in f.links:
+                    if link not in seen_links:
+                        seen_links.add(link)
+                        stack.append(link)
+        while stack and len(members) < n_active:
+            if len(members) > LARGE_COMPONENT_FLOWS:
+                return None
+            users = on_link.get(stack.pop())
+            if not users:
+                continue
+            for fid, f in users.items():
+                if fid not in members:
+                    members[fid] = f
+                    for link in f.links:
+                        if link not in seen_links:
+                            seen_links.add(link)
+                            stack.append(link)
+        if len(members) > LARGE_COMPONENT_FLOWS:
+            return None
+        if len(members) == n_active:  # everything is connected: no need to sort
+            return list(self._flows.values())
+        return [members[fid] for fid in sorted(members)]
 
     def _refresh_rates(self) -> None:
+        """New max-min rates for the components touched since the last refresh."""
+        if not self._dirty and not self._seeds:
+            return
+        if not self._flows:
+            self._dirty = set()
+            return
         self.stats.recomputes += 1
-        self._rate = max_min_rates(self._e_flow, self._e_link, self._rem.size, self.capacity_Bps, self._cap)
+        flows = self._component()
+        self._dirty = set()
+        self._seeds = []
+        now = self.env.now
+        if flows is None:
+            self._refresh_all(now)
+            return
+        if not flows:
+            return
+        if len(flows) == 1:  # alone on its links: the slowest link or its cap
+            f = flows[0]
+            r = min(f.cap, min(self._capacity_list[link] for link in f.links))
+            if r != f.rate:
+                self._set_rate(f, r, now)
+            return
+        e_flow = [i for i, f in enumerate(flows) for _ in f.links]
+        e_link = [link for f in flows for link in f.links]
+        caps = [f.cap for f in flows]
+        if len(e_link) <= SMALL_COMPONENT_ENTRIES:
+            rates = max_min_rates_small(e_flow, e_link, len(flows), self._capacity_list, caps)
+        else:
+            rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(flows),
+                                  self.capacity_Bps, np.array(caps)).tolist()
+        for f, r in zip(flows, rates):
+            if r != f.rate:
+                self._set_rate(f, r, now)
 
-    def _update(self, force: int) -> None:
-        """Advance, complete finished flows (``force``: the flow the timer was set for), re-share."""
+    def _refresh_all(self, now: float) -> None:
+        """Re-share every active flow with the vectorised water-filling (components are
+        independent, so this gives each component what a per-component recompute would)."""
+        if self._mirror is None:
+            self._mirror = _Mirror(self._flows.values(), self._next_fid)
+        mirror = self._mirror
+        mirror.sync()
+        entries = mirror.alive[mirror.m_fid]
+        m_fid, m_link = mirror.m_fid[entries], mirror.m_link[entries]
+        active = np.flatnonzero(mirror.alive)
+        dense = np.cumsum(mirror.alive) - 1
+        rates = max_min_rates(dense[m_fid], m_link, active.size, self.capacity_Bps, mirror.cap[active])
+        changed = np.flatnonzero(rates != mirror.rate[active])
+        flows = self._flows
+        for fid, r in zip(active[changed].tolist(), rates[changed].tolist()):
+            self._set_rate(flows[fid], r, now)
+
+    def _update(self) -> None:
+        """Complete the flows due now, admit the new ones, re-share, and set the next timer."""
         self.stats.events += 1
         self._update_pending = False
-        self._advance()
-        if self._rem.size:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                left = np.where(self._rate > 0, self._rem / self._rate, np.inf)
-            done = (left <= REL_TOL * self.env.now + ABS_TOL_S) | (self._rem <= 0)
-            if force >= 0:
-                done[force] = True
-            if done.any():
-                self._complete(done)
-        self._version += 1
-        if self._rem.size == 0:
-            self._rate = np.zeros(0)
-            return
+        now = self.env.now
+        due = now + REL_TOL * now + ABS_TOL_S
+        heap = self._heap
+        finished: list[_Flow] = []
+        while heap and heap[0][0] <= due:
+            finish, fid, f = heapq.heappop(heap)
+            if f.finish == finish and self._flows.get(fid) is f:
+                f.finish = float("nan")  # a duplicate heap entry (same finish pushed twice) is stale
+                finished.append(f)
+        if finished:
+            self._complete(finished)
+        self._admit()
         self._refresh_rates()
-        left = self._rem / self._rate
-        nxt = int(np.argmin(left))
-        timer = self.env.timeout(float(left[nxt]), value=(self._version, nxt))
-        timer.callbacks.append(self._on_timer)
+        while heap:
+            finish, fid, f = heap[0]
+            if f.finish == finish and self._flows.get(fid) is f:
+                break
+            heapq.heappop(heap)
+        else:
+            return
+        # One live timer, for the earliest finish; a timer already set for that instant stays.
+        if self._timer_at != finish:
+            self._timer_token += 1
+            self._timer_at = finish
+            timer = self.env.timeout(max(finish - now, 0.0), value=self._timer_token)
+            timer.callbacks.append(self._on_timer)
 
-    def _complete(self, done: np.ndarray) -> None:
+    def _complete(self, finished: list[_Flow]) -> None:
         """Remove finished flows and fire the events of groups with nothing left."""
-        # Bytes still recorded as remaining on a finished flow (sub-tolerance) are delivered now.
-        tail = self._rem[done]
-        self.stats.bytes_delivered += float(tail.sum())
-        tail_entries = done[self._e_flow]
-        self.link_bytes += np.bincount(self._e_link[tail_entries], weights=self._rem[self._e_flow[tail_entries]], minlength=self.link_bytes.size)
-        self.stats.flows_finished += int(done.sum())
-        gids, counts = np.unique(self._group[done], return_counts=True)
-        for gid, count in zip(gids.tolist(), counts.tolist()):
-            group = self._groups[gid]
-            group.outstanding -= count
+        delivered = 0.0
+        on_link, dirty = self._on_link, self._dirty
+        gone_links: list[int] = []
+        gone_bytes: list[float] = []
+        for f in finished:
+            del self._flows[f.fid]
+            delivered += f.size
+            for link in f.links:
+                users = on_link[link]
+                del users[f.fid]
+                if not users:
+                    del on_link[link]
+            dirty.update(f.links)
+            gone_links.extend(f.links)
+            gone_bytes.extend([f.size] * len(f.links))
+        self._link_done += np.bincount(gone_links, weights=gone_bytes, minlength=self._n_links)
+        if self._mirror is not None:
+            self._mirror.gone.extend(finished)
+        self.stats.bytes_delivered += delivered
+        self.stats.flows_finished += len(finished)
+        for f in finished:
+            group = f.group
+            group.outstanding -= 1
             if group.outstanding == 0:
-                del self._groups[gid]
                 group.event.succeed()
-        keep = ~done
-        new_index = np.cumsum(keep) - 1
-        keep_entry = keep[self._e_flow]
-        self._e_flow = new_index[self._e_flow[keep_entry]]
-        self._e_link = self._e_link[keep_entry]
-        self._rem = self._rem[keep]
-        self._rate = self._rate[keep]
-        self._cap = self._cap[keep]
-        self._group = self._group[keep]

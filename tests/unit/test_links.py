@@ -219,3 +219,89 @@ def test_vectorised_water_filling_matches_the_reference(seed):
     # feasibility: no link over capacity
     load = np.bincount(e_link, weights=got[e_flow], minlength=n_links)
     assert np.all(load <= capacity * (1 + 1e-9))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_plain_python_water_filling_for_small_components_matches_the_reference(seed):
+    from simulator.replay.links import max_min_rates_small
+
+    rng = np.random.default_rng(100 + seed)
+    n_links, n_flows = int(rng.integers(2, 9)), int(rng.integers(1, 25))
+    capacity = rng.uniform(1, 10, size=n_links)
+    routes = [sorted(rng.choice(n_links, size=rng.integers(1, min(4, n_links) + 1), replace=False).tolist()) for _ in range(n_flows)]
+    caps = [float(rng.uniform(0.2, 5)) if rng.random() < 0.3 else float("inf") for _ in range(n_flows)]
+    expected = _reference_max_min(routes, capacity.tolist(), caps)
+    e_flow = [f for f, r in enumerate(routes) for _ in r]
+    e_link = [l for r in routes for l in r]
+    assert max_min_rates_small(e_flow, e_link, n_flows, capacity, caps) == pytest.approx(expected, rel=1e-9)
+
+
+def _reference_finish_times(capacity, starts):
+    """Fluid simulation from scratch: after every start or finish, max-min rates of ALL active
+    flows (fair_rates, checked against the textbook above); returns each flow's finish time."""
+    pending = sorted(starts, key=lambda s: s[1])
+    active: dict[str, list] = {}  # name -> [links, remaining, cap]
+    now, done = 0.0, {}
+    while pending or active:
+        names = list(active)
+        rates = fair_rates([active[n][0] for n in names], np.asarray(capacity), [active[n][2] for n in names]) if names else []
+        t_finish = min((active[n][1] / r for n, r in zip(names, rates)), default=np.inf)
+        t_start = pending[0][1] - now if pending else np.inf
+        dt = min(t_finish, t_start)
+        for n, r in zip(names, rates):
+            active[n][1] -= r * dt
+        now += dt
+        for n in names:
+            if active[n][1] <= 1e-9 * max(1.0, now):
+                done[n] = now
+                del active[n]
+        while pending and pending[0][1] <= now:
+            name, _, links, nbytes, cap = pending.pop(0)
+            active[name] = [links, nbytes, cap]
+    return done
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_incremental_rates_match_recomputing_every_flow(seed):
+    """Only flows connected to a change get new rates; the finish times must equal a simulation
+    that recomputes every active flow at every event. Two disjoint link clusters (like NVLink vs
+    the NICs) plus flows that bridge them exercise components merging and splitting."""
+    rng = np.random.default_rng(seed)
+    cap = rng.uniform(5, 50, size=10)
+    starts = []
+    for i in range(30):
+        cluster = [0, 1, 2, 3, 4] if rng.random() < 0.45 else [5, 6, 7, 8, 9]
+        links = sorted(rng.choice(cluster, size=rng.integers(1, 3), replace=False).tolist())
+        if rng.random() < 0.1:
+            links = sorted({*links, int(rng.integers(0, 10))})
+        c = float(rng.uniform(2, 10)) if rng.random() < 0.2 else None
+        starts.append((f"f{i}", float(rng.uniform(0, 4)), links, float(rng.uniform(1, 30)), c))
+    done, net = _run(cap, starts)
+    want = _reference_finish_times(cap, starts)
+    assert done.keys() == want.keys()
+    for name in want:
+        assert done[name] == pytest.approx(want[name], rel=1e-7)
+    assert net.active_flows == 0 and net.stats.flows_finished == 30
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorised_path_for_large_components_gives_the_same_finish_times(seed, monkeypatch):
+    """Components over LARGE_COMPONENT_FLOWS are re-shared over all flows with numpy; shrink the
+    threshold so that path, its bookkeeping of starts and finishes, and switches between the two
+    paths all run on a small case."""
+    import simulator.replay.links as links_module
+
+    monkeypatch.setattr(links_module, "LARGE_COMPONENT_FLOWS", 3)
+    rng = np.random.default_rng(50 + seed)
+    cap = rng.uniform(5, 50, size=10)
+    starts = []
+    for i in range(40):
+        cluster = [0, 1, 2, 3, 4] if rng.random() < 0.5 else [5, 6, 7, 8, 9]
+        links = sorted(rng.choice(cluster, size=rng.integers(1, 3), replace=False).tolist())
+        c = float(rng.uniform(2, 10)) if rng.random() < 0.2 else None
+        starts.append((f"f{i}", float(rng.uniform(0, 4)), links, float(rng.uniform(1, 30)), c))
+    done, net = _run(cap, starts)
+    want = _reference_finish_times(cap, starts)
+    for name in want:
+        assert done[name] == pytest.approx(want[name], rel=1e-7)
+    assert net._mirror is not None  # the vectorised path did run
