@@ -19,7 +19,9 @@ Semantics (docs/architecture.md, "Replay engine"):
   achievable fraction), the capacities the collective planner's flows assume.
 * Compute ops take :func:`compute_time`, slowed by ``overlap_slowdown`` when they start while the
   rank has communication (a collective or a P2P flow) in flight; a kernel that is already running
-  when communication starts runs its remaining part slowed (never sped up when it ends).
+  when communication starts runs its remaining part slowed (never sped up when it ends). Kernels
+  scheduled with ``sm_fraction < 1`` (TransformerEngine userbuffers overlap) already pay for the
+  communication kernel beside them in :func:`compute_time` and are not slowed again.
 * When the event queue drains with ranks unfinished, :class:`HangError` lists which rank waits on
   which op.
 
@@ -86,10 +88,14 @@ class _RoleTable:
             elif type(op) is P2POp:
                 self.p2p_dirs.update((t.axis, t.offset, True) for t in op.sends)
                 self.p2p_dirs.update((t.axis, t.offset, False) for t in op.recvs)
-        # (alone, beside communication): compute_time(op, gpu, overlapped) is t x (1 + slowdown)
+        # (alone, beside communication): compute_time(op, gpu, overlapped) is t x (1 + slowdown).
+        # A kernel scheduled with sm_fraction < 1 already gave up the SMs of the communication
+        # kernel it runs beside (TransformerEngine userbuffers); the generic slowdown for NCCL
+        # kernels competing for SMs is not applied to it a second time.
         slow = 1.0 + gpu.overlap_slowdown
         self.dt: list[tuple[float, float] | None] = [
-            None if t is None else (t, t * slow) for t in compute_times(program, gpu)]
+            None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow)
+            for op, t in zip(program, compute_times(program, gpu))]
 
 
 class _Rank:
@@ -338,7 +344,7 @@ class Replayer:
                 R.start[i] = env.now
                 slowed = R.inflight > 0
                 d = dt[1] if slowed else dt[0]
-                R.running = (env.now + d, slowed)
+                R.running = (env.now + d, slowed or dt[1] == dt[0])
                 yield env.timeout(d)
                 while R.extend > 0:
                     extra, R.extend = R.extend, 0.0

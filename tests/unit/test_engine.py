@@ -67,6 +67,22 @@ def test_overlap_slowdown_stretches_compute_that_runs_beside_a_collective():
     assert trace.step_time_s == pytest.approx(g + 1.2 * g, rel=1e-9)
 
 
+def test_kernel_that_gave_up_sms_to_communication_is_not_slowed_twice():
+    """TransformerEngine userbuffers GEMMs run on fewer SMs (sm_fraction < 1, priced by
+    compute_time); the generic overlap slowdown must not stretch them again."""
+    t = topo(1, 8, overlap_slowdown=0.2)
+    pb = ProgramBuilder()
+    a = pb.add(ComputeOp("A", **GEMM))
+    pb.add(CommOp("ar", "allreduce", ("tp",), 32 * 2**20, deps=(a,)))
+    pb.add(ComputeOp("B", **GEMM, deps=(a,), sm_fraction=0.9))
+    trace = replay(Sched(Grid.from_sizes({"tp": 8}), {0: pb.ops}), t, **FAKES)
+    gpu = t.profile.gpu
+    g = compute_time(ComputeOp("A", **GEMM), gpu)
+    g_b = compute_time(ComputeOp("B", **GEMM, sm_fraction=0.9), gpu)
+    assert g_b > g
+    assert trace.step_time_s == pytest.approx(g + g_b, rel=1e-9)
+
+
 def test_rendezvous_waits_for_the_last_member():
     """Rank 1 computes twice as long before the collective: everyone starts it when rank 1 arrives."""
     pb0, pb1 = ProgramBuilder(), ProgramBuilder()
