@@ -1,7 +1,7 @@
 """NCCL's own cost model, used to choose an algorithm and protocol the way NCCL does.
 
 The constants and formulas follow NCCL 2.30.7 ``src/graph/tuning.cc`` (``ncclTopoTuneModel``)
-and ``src/enqueue.cc`` (``topoGetAlgoInfo``) as paraphrased in ``shared/NCCL-COST-MODEL.md``
+and ``src/enqueue.cc`` (``topoGetAlgoInfo``) as paraphrased in ``docs/reference/NCCL-COST-MODEL.md``
 (§1 latencies, §2 bandwidths and caps, §3 selection, §4 channels). Units inside this module
 follow NCCL's tables: microseconds and GB/s; the public helpers that leave the module convert to
 SI where their names say so.

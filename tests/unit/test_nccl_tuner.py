@@ -1,4 +1,4 @@
-"""NCCL's cost model: the worked numbers of shared/NCCL-COST-MODEL.md §1 and the selection rules."""
+"""NCCL's cost model: the worked numbers of docs/reference/NCCL-COST-MODEL.md §1 and the selection rules."""
 
 from __future__ import annotations
 
