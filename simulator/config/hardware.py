@@ -21,6 +21,12 @@ PROFILE_DIR = Path(__file__).resolve().parents[2] / "hardware_profiles"
 
 Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
+# Fused attention kernel generations (training.attention). flash2: FlashAttention-2
+# (arXiv:2307.08691), what PyTorch SDPA and flash-attn 2.x run; flash3: the Hopper-class fused
+# kernels, FlashAttention-3 (arXiv:2407.08608) and cuDNN fused attention, which
+# TransformerEngine picks on H100 and later. Unfused attention has no efficiency of its own
+# (its GEMMs and softmax go through the GEMM curve and the HBM roofline).
+AttentionKernel = Literal["flash2", "flash3"]
 
 
 class _Strict(BaseModel):
@@ -32,6 +38,19 @@ class GemmPoint(_Strict):
 
     flops: float = Field(gt=0)
     efficiency: float = Field(gt=0, le=1)
+
+
+class AttentionEfficiency(_Strict):
+    """Achieved fraction of the dense bf16/fp16 peak of one fused attention kernel, forward and
+    backward, on the FLOPs actually computed (causal masking already removed)."""
+
+    fwd: float = Field(gt=0, le=1)
+    bwd: float = Field(gt=0, le=1)
+
+
+def _default_attention_efficiency() -> dict[str, AttentionEfficiency]:
+    # The single pair every profile had before kernels were told apart: (assumed) defaults.
+    return {"flash2": AttentionEfficiency(fwd=0.6, bwd=0.45), "flash3": AttentionEfficiency(fwd=0.6, bwd=0.45)}
 
 
 class GPU(_Strict):
@@ -48,8 +67,13 @@ class GPU(_Strict):
     # Size-dependent GEMM efficiency, sorted by flops; beyond the ends the end value holds.
     gemm_efficiency: list[GemmPoint] = Field(min_length=1)
     fp8_gemm_efficiency_scale: float = Field(default=1.0, gt=0, le=1.5)  # fp8 curve = bf16 curve × this
-    attention_fwd_efficiency: float = Field(default=0.6, gt=0, le=1)
-    attention_bwd_efficiency: float = Field(default=0.45, gt=0, le=1)
+    # Per attention-kernel generation: the kernels this GPU runs and how fast (a kernel missing
+    # here, e.g. flash3 on A100, is an input error when a scenario asks for it).
+    attention_efficiency: dict[AttentionKernel, AttentionEfficiency] = Field(
+        default_factory=_default_attention_efficiency, min_length=1)
+    # The kernel a current Megatron-Core/TransformerEngine stack runs on this GPU (what
+    # training.attention: auto means). None: flash3 on hopper/blackwell, flash2 otherwise.
+    default_attention: AttentionKernel | None = None
     # Fraction by which compute slows while a collective runs beside it (SM and HBM contention).
     overlap_slowdown: float = Field(default=0.1, ge=0, lt=1)
     kernel_launch_us: float = Field(default=4.0, ge=0)
@@ -60,6 +84,35 @@ class GPU(_Strict):
         if any(b.flops <= a.flops for a, b in zip(pts, pts[1:])):
             raise ValueError("points must be sorted by strictly increasing flops")
         return pts
+
+    @model_validator(mode="after")
+    def _attention_default(self) -> "GPU":
+        if self.default_attention is None:
+            kernel = "flash3" if self.arch in ("hopper", "blackwell") else "flash2"
+            object.__setattr__(self, "default_attention", kernel)
+        if self.default_attention not in self.attention_efficiency:
+            raise ValueError(f"default_attention: {self.default_attention!r} has no entry in attention_efficiency "
+                             f"(expected one of {', '.join(self.attention_efficiency)})")
+        return self
+
+    def resolve_attention(self, requested: str) -> str:
+        """The kernel a scenario's ``training.attention`` runs on this GPU: ``auto`` becomes
+        :attr:`default_attention`; ``unfused`` and the kernels of the profile pass through."""
+        if requested == "auto":
+            return self.default_attention  # type: ignore[return-value]
+        if requested != "unfused" and requested not in self.attention_efficiency:
+            raise InputError(
+                f"{self.name} has no {requested} attention kernel in its profile; expected one of "
+                f"auto, unfused, {', '.join(self.attention_efficiency)}", field="training.attention")
+        return requested
+
+    def attention_fraction(self, kernel: str, backward: bool) -> float:
+        """Fraction of peak of a fused attention kernel (``""``: the default kernel)."""
+        eff = self.attention_efficiency.get(kernel or self.default_attention)  # type: ignore[call-overload]
+        if eff is None:
+            raise InputError(f"{self.name} has no {kernel} attention kernel in its profile",
+                             field="gpu.attention_efficiency")
+        return eff.bwd if backward else eff.fwd
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak in FLOP/s for a GEMM dtype (SI)."""

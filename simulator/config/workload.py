@@ -115,14 +115,41 @@ class Training(_Strict):
     global_batch: int = Field(gt=0)  # sequences per optimizer step
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"  # fp8: GEMMs in fp8, everything else bf16
     recompute: Literal["none", "selective", "full"] = "none"
-    # FlashAttention keeps only O(s) softmax statistics, so the 5as²b score term of
-    # arXiv:2205.05198 is not stored even without recompute; set false for the paper's formula.
-    flash_attention: bool = True
+    # The attention implementation. Fused kernels (FlashAttention and kin) keep only O(s)
+    # softmax statistics, so the 5as²b score term of arXiv:2205.05198 is not stored even without
+    # recompute; ``unfused`` materialises the scores (Megatron-LM 2020-2022; the paper's formula).
+    attention: Literal["auto", "flash2", "flash3", "unfused"] = Field(
+        default="auto",
+        description="attention kernel: auto (what Megatron-Core/TransformerEngine runs on the GPU: "
+                    "the profile's gpu.default_attention, flash3-class on Hopper and later, flash2 "
+                    "before) | flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / "
+                    "cuDNN fused attention) | unfused (scores materialised in HBM; the older "
+                    "flash_attention: false)")
     # Whether the stack fuses the memory-bound kernels around the GEMMs (Megatron-Core/TE:
     # fused LayerNorm, bias-GeLU/SwiGLU, bias-dropout-add, fused softmax). false models PyTorch
     # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
     # re-reading and re-writing the activation in HBM, e.g. llm-foundry/Composer 2023.
     fused_kernels: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_flash_attention(cls, data: Any) -> Any:
+        """``flash_attention: false`` (the earlier boolean) still means ``attention: unfused``."""
+        if not isinstance(data, dict) or "flash_attention" not in data:
+            return data
+        data = dict(data)
+        flash = data.pop("flash_attention")
+        if not isinstance(flash, bool):
+            raise ValueError("flash_attention: expected true or false (prefer attention: auto | flash2 | flash3 | unfused)")
+        if "attention" in data and (data["attention"] == "unfused") == flash:
+            raise ValueError(f"flash_attention: {str(flash).lower()} contradicts attention: {data['attention']}")
+        data.setdefault("attention", "auto" if flash else "unfused")
+        return data
+
+    @property
+    def flash_attention(self) -> bool:
+        """Whether attention runs as a fused kernel (the score matrix is never stored)."""
+        return self.attention != "unfused"
 
     @property
     def act_dtype(self) -> str:

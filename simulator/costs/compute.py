@@ -9,8 +9,12 @@ efficiency:
   (flops per kernel, efficiency)), interpolated linearly in log(flops); small GEMMs cannot fill
   the SMs, large ones approach the cuBLAS plateau. fp8 GEMMs use the fp8 peak and the bf16 curve
   scaled by ``fp8_gemm_efficiency_scale``.
-* attention (FlashAttention): ``attention_fwd_efficiency`` or ``attention_bwd_efficiency``; the
-  op's ``flops`` already count only the computed part of the score matrix (causal masking).
+* fused attention: the profile's ``gpu.attention_efficiency[kernel].fwd`` or ``.bwd`` for the
+  op's kernel generation (``attention_kernel``: flash2, flash3; empty = the GPU's default).
+  Kept apart from the GEMM curve on purpose: the same GPU runs FlashAttention-2 at ~35% of H100
+  peak and FlashAttention-3 / cuDNN at ~60-75% (arXiv:2407.08608 abstract), so folding attention
+  into a GEMM derate makes the derate stack-specific. The op's ``flops`` already count only the
+  computed part of the score matrix (causal masking).
 * everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
   ``hbm_bytes / (hbm_Bps × hbm_efficiency)``; attention is always in bf16/fp16 even in fp8 runs.
 
@@ -69,7 +73,7 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
         return gpu.peak_flops(op.dtype) * gemm_efficiency(gpu, op.flops / count, op.dtype)
     if op.kind == "attention":
         dtype = "bf16" if op.dtype == "fp8" else op.dtype
-        eff = gpu.attention_bwd_efficiency if _is_backward(op) else gpu.attention_fwd_efficiency
+        eff = gpu.attention_fraction(op.attention_kernel, _is_backward(op))
         return gpu.peak_flops(dtype) * eff
     # Memory-bound kinds that still carry FLOPs (optimizer math, loss) run on CUDA cores; a
     # fp32 non-tensor rate is a generous upper bound that only matters if hbm_bytes is missing.
@@ -94,7 +98,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
 def _shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op))
+            op.kind == "attention" and _is_backward(op), op.attention_kernel)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -48,6 +48,7 @@ class AttentionContext:
     microbatch: int
     dtype: str = "bf16"
     cp_a2a: int | None = None  # a2a+p2p: All-to-All degree (None: derived, see context_parallel)
+    kernel: str = ""  # fused attention kernel (flash2 | flash3; "": the GPU's default)
 
     @property
     def q_bytes(self) -> int:
@@ -77,7 +78,7 @@ def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
         name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
         flops=attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("fwd", ctx.layer, ctx.microbatch)))
+        tag=Tag("fwd", ctx.layer, ctx.microbatch), attention_kernel=ctx.kernel))
 
 
 def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
@@ -86,11 +87,11 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("bwd", ctx.layer, ctx.microbatch)))
+        tag=Tag("bwd", ctx.layer, ctx.microbatch), attention_kernel=ctx.kernel))
 
 
 # ---------------------------------------------------------------------------------------------
-# attention without FlashAttention (training.flash_attention: false)
+# attention without FlashAttention (training.attention: unfused)
 #
 # Megatron-LM's CoreAttention before FlashAttention (2020-2022, also Megatron-DeepSpeed/BLOOM)
 # materialises the b·a·s² score matrix: baddbmm QK^T, one fused scale-mask-softmax kernel

@@ -61,7 +61,7 @@ def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
     return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
                     key=f"cp.L{ctx.layer}.mb{ctx.microbatch}", layer=ctx.layer, microbatch=ctx.microbatch,
-                    dtype=ctx.dtype)
+                    dtype=ctx.dtype, kernel=ctx.kernel)
 
 
 def _p2p_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
@@ -102,7 +102,8 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: t
             name=f"L{ctx.layer}.attn.cp.{phase}.chunk{i}", kind="attention",
             flops=scale * attention_flops(ctx.micro_batch, ctx.heads, chunk, s_k, ctx.head_dim, frac),
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
-            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.microbatch),  # type: ignore[arg-type]
+            attention_kernel=ctx.kernel))
     return last
 
 

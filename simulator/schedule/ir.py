@@ -46,7 +46,9 @@ class ComputeOp:
     used for memory-bound ops. ``gemm`` is (m, n, k) for shape-dependent GEMM efficiency;
     ``count`` repeats the same kernel (for example per-head or per-chunk GEMMs) so one op can
     stand for a batch of identical kernels. ``sm_fraction`` < 1 when communication kernels hold
-    some SMs (TransformerEngine pipelined overlap).
+    some SMs (TransformerEngine pipelined overlap). ``attention_kernel`` names the fused
+    attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
+    whose efficiency the hardware profile gives per kernel generation.
     """
 
     name: str
@@ -62,6 +64,7 @@ class ComputeOp:
     stream: str = "compute"
     tag: Tag = field(default_factory=Tag)
     type: Literal["compute"] = "compute"
+    attention_kernel: str = ""
 
 
 @dataclass(frozen=True, slots=True)

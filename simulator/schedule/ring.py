@@ -60,6 +60,7 @@ class RingSpec:
     layer: int
     microbatch: int
     dtype: str = "bf16"
+    kernel: str = ""  # fused attention kernel of the blocks (flash2 | flash3; "": the GPU's default)
 
 
 def _p2p(pb: ProgramBuilder, spec: RingSpec, name: str, key: str, nbytes: int, direction: int,
@@ -76,7 +77,7 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
     return pb.add(ComputeOp(
         name=name, kind="attention", flops=blk.flops * scale, hbm_bytes=blk.hbm_bytes * (2 if bwd else 1),
         deps=deps, dtype=spec.dtype, causal_fraction=blk.causal_fraction,
-        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.microbatch)))
+        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.microbatch), attention_kernel=spec.kernel))
 
 
 def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: str, deps: tuple[int, ...]) -> int:

@@ -47,7 +47,7 @@ def blocks(ctx: AttentionContext) -> list[RingBlock | None]:
 def _spec(ctx: AttentionContext) -> RingSpec:
     return RingSpec(axis="cp", hop=1, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.ring",
                     key=f"ring.L{ctx.layer}.mb{ctx.microbatch}", layer=ctx.layer, microbatch=ctx.microbatch,
-                    dtype=ctx.dtype)
+                    dtype=ctx.dtype, kernel=ctx.kernel)
 
 
 def dkv_bytes(ctx: AttentionContext) -> int:

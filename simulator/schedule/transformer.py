@@ -50,7 +50,7 @@ class LayerSpec:
     cp_comm: str
     sms: int
     cp_a2a: int | None = None
-    flash_attention: bool = True
+    attention: str = ""  # resolved training.attention: flash2 | flash3 | unfused ("": the GPU's default)
     fused_kernels: bool = True
 
     @classmethod
@@ -62,7 +62,7 @@ class LayerSpec:
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp=p.cp, cp_rank=cp_rank, ulysses=p.ulysses,
                    cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
-                   flash_attention=t.flash_attention, fused_kernels=t.fused_kernels)
+                   attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels)
 
     @property
     def tokens(self) -> int:
@@ -92,7 +92,7 @@ def attention_pattern(spec: LayerSpec) -> tuple[Callable, Callable]:
         return ring_attention.forward, ring_attention.backward
     if spec.cp > 1:
         return context_parallel.forward, context_parallel.backward
-    if not spec.flash_attention:
+    if spec.attention == "unfused":
         return attention.unfused_forward, attention.unfused_backward
     return attention.local_forward, attention.local_backward
 
@@ -284,7 +284,8 @@ class LayerBuilder:
         return AttentionContext(micro_batch=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
                                 kv_heads=s.kv_heads // s.tp, head_dim=s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
-                                layer=layer, microbatch=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a)
+                                layer=layer, microbatch=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
+                                kernel="" if s.attention == "unfused" else s.attention)
 
     # -- transformer layer --------------------------------------------------------------------
 

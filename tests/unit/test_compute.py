@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from simulator.config.hardware import GPU, GemmPoint
+from simulator.config.hardware import GPU, AttentionEfficiency, GemmPoint
 from simulator.costs.compute import compute_time, gemm_efficiency
 from simulator.schedule.ir import ComputeOp, Tag
 
@@ -18,7 +18,9 @@ def make_gpu(**over) -> GPU:
         name="test", arch="hopper", sms=132, bf16_TFLOPS=1000.0, fp16_TFLOPS=1000.0, fp8_TFLOPS=2000.0,
         fp32_TFLOPS=60.0, hbm_GiB=80.0, hbm_GBps=3000.0, hbm_efficiency=0.8,
         gemm_efficiency=[GemmPoint(flops=1e9, efficiency=0.2), GemmPoint(flops=1e12, efficiency=0.8)],
-        fp8_gemm_efficiency_scale=0.75, attention_fwd_efficiency=0.6, attention_bwd_efficiency=0.4,
+        fp8_gemm_efficiency_scale=0.75,
+        attention_efficiency={"flash2": AttentionEfficiency(fwd=0.3, bwd=0.25),
+                              "flash3": AttentionEfficiency(fwd=0.6, bwd=0.4)},
         overlap_slowdown=0.1, kernel_launch_us=4.0,
     )
     base.update(over)
@@ -74,6 +76,40 @@ def test_attention_phase_picks_efficiency():
     assert compute_time(by_name, gpu) == compute_time(bwd, gpu)
 
 
+def test_attention_kernel_generation_picks_its_own_efficiency():
+    """An op naming its kernel runs at that kernel's fraction; "" runs the GPU's default
+    (flash3 on hopper, flash2 on ampere); the GEMM curve plays no part."""
+    gpu = make_gpu()
+    assert gpu.default_attention == "flash3"
+    fa2_f = ComputeOp("a", "attention", flops=1e12, tag=Tag("fwd"), attention_kernel="flash2")
+    fa2_b = ComputeOp("a", "attention", flops=1e12, tag=Tag("bwd"), attention_kernel="flash2")
+    fa3_f = ComputeOp("a", "attention", flops=1e12, tag=Tag("fwd"), attention_kernel="flash3")
+    assert compute_time(fa2_f, gpu) == pytest.approx(1e12 / (1000e12 * 0.3) + LAUNCH)
+    assert compute_time(fa2_b, gpu) == pytest.approx(1e12 / (1000e12 * 0.25) + LAUNCH)
+    assert compute_time(fa3_f, gpu) == compute_time(ComputeOp("a", "attention", flops=1e12, tag=Tag("fwd")), gpu)
+    flat = make_gpu(gemm_efficiency=[GemmPoint(flops=1e9, efficiency=0.01)])
+    assert compute_time(fa2_f, flat) == compute_time(fa2_f, gpu)
+    ampere = make_gpu(arch="ampere", attention_efficiency={"flash2": AttentionEfficiency(fwd=0.5, bwd=0.4)})
+    assert ampere.default_attention == "flash2"
+    assert compute_time(ComputeOp("a", "attention", flops=1e12, tag=Tag("fwd")), ampere) == pytest.approx(
+        1e12 / (1000e12 * 0.5) + LAUNCH)
+
+
+def test_missing_attention_kernel_is_an_input_error():
+    from simulator.errors import InputError
+
+    ampere = make_gpu(arch="ampere", attention_efficiency={"flash2": AttentionEfficiency(fwd=0.5, bwd=0.4)})
+    with pytest.raises(InputError):
+        compute_time(ComputeOp("a", "attention", flops=1e12, attention_kernel="flash3"), ampere)
+    with pytest.raises(InputError) as err:
+        ampere.resolve_attention("flash3")
+    assert err.value.field == "training.attention"
+    assert ampere.resolve_attention("auto") == "flash2" and ampere.resolve_attention("unfused") == "unfused"
+    with pytest.raises(ValueError):  # a default the profile has no numbers for
+        make_gpu(default_attention="flash3",
+                 attention_efficiency={"flash2": AttentionEfficiency(fwd=0.5, bwd=0.4)})
+
+
 def test_memory_bound_ops_use_hbm():
     gpu = make_gpu()
     op = ComputeOp("n", "norm", flops=1e6, hbm_bytes=1e9)
@@ -115,9 +151,11 @@ def test_compute_times_equals_compute_time_per_op():
     gpu = make_gpu()
     prog = [ComputeOp("a", "gemm", flops=1e12), CommOp("c", "allgather", ("tp",), 10),
             ComputeOp("b", "attention", flops=1e12, tag=Tag("bwd")), ComputeOp("a2", "gemm", flops=1e12),
-            ComputeOp("f", "attention", flops=1e12, tag=Tag("fwd"))]
+            ComputeOp("f", "attention", flops=1e12, tag=Tag("fwd")),
+            ComputeOp("f2", "attention", flops=1e12, tag=Tag("fwd"), attention_kernel="flash2")]
     got = compute_times(prog, gpu)
     assert got[1] is None
     for op, t in zip(prog, got):
         if t is not None:
             assert t == compute_time(op, gpu)
+    assert got[-1] > got[-2]  # same shape, slower kernel: the memo keys on the kernel

@@ -101,3 +101,23 @@ def test_malformed_yaml_names_the_file(tmp_path):
 def test_unknown_profile_lists_the_bundled_ones():
     with pytest.raises(InputError, match="dgx-h100"):
         load_profile("no-such-machine")
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_attention_kernels_are_consistent_with_the_flashattention_papers(name):
+    """Every profile prices the kernel its TE stack runs (default_attention); bwd is never faster
+    than fwd; no kernel beats its paper's best: FA2 "up to 73%" of A100 peak (arXiv:2307.08691),
+    FA3 "up to 75%" of H100 (arXiv:2407.08608); on Hopper and later FA3/cuDNN-class kernels beat FA2,
+    whose H100 utilisation the FA3 abstract puts at 35%."""
+    g = load_profile(name).gpu
+    assert g.default_attention in g.attention_efficiency
+    for kernel, eff in g.attention_efficiency.items():
+        assert eff.bwd <= eff.fwd <= {"flash2": 0.73, "flash3": 0.75}[kernel]
+    if g.arch in ("hopper", "blackwell"):
+        assert g.default_attention == "flash3"
+        fa2, fa3 = g.attention_efficiency["flash2"], g.attention_efficiency["flash3"]
+        assert fa3.fwd > fa2.fwd and fa3.bwd > fa2.bwd
+        if g.arch == "hopper":
+            assert fa2.fwd == pytest.approx(0.35, abs=0.05)
+    else:
+        assert g.default_attention == "flash2" and "flash3" not in g.attention_efficiency

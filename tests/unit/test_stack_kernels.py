@@ -1,5 +1,5 @@
-"""The software-stack knobs of the schedule: attention without FlashAttention
-(``training.flash_attention: false``) and unfused memory-bound kernels
+"""The software-stack knobs of the schedule: the attention implementation
+(``training.attention``: auto | flash2 | flash3 | unfused) and unfused memory-bound kernels
 (``training.fused_kernels: false``). Expected values are closed forms of the HBM traffic and
 FLOPs written out here, independently of the builders."""
 
@@ -100,7 +100,7 @@ def _compute(sched):
 
 def test_scenario_knobs_reach_the_schedule(tmp_path):
     modern = _compute(_schedule(tmp_path))
-    legacy = _compute(_schedule(tmp_path, flash_attention=False))
+    legacy = _compute(_schedule(tmp_path, attention="unfused"))
     eager = _compute(_schedule(tmp_path, fused_kernels=False))
     assert any(o.kind == "attention" for o in modern)
     assert not any(o.kind == "attention" for o in legacy)
@@ -109,3 +109,63 @@ def test_scenario_knobs_reach_the_schedule(tmp_path):
     assert kernels(eager) > kernels(modern)
     mem = lambda ops: sum(o.hbm_bytes for o in ops if o.kind in ("norm", "elementwise"))  # noqa: E731
     assert mem(eager) > mem(modern)
+
+
+def test_legacy_flash_attention_boolean_maps_to_the_attention_knob(tmp_path):
+    from simulator.config.workload import Training
+    from simulator.errors import InputError
+
+    assert Training(micro_batch=1, global_batch=8, flash_attention=False).attention == "unfused"
+    assert Training(micro_batch=1, global_batch=8, flash_attention=True).attention == "auto"
+    assert not Training(micro_batch=1, global_batch=8, attention="unfused").flash_attention
+    legacy = _compute(_schedule(tmp_path, flash_attention=False))
+    assert [o.name for o in legacy] == [o.name for o in _compute(_schedule(tmp_path, attention="unfused"))]
+    with pytest.raises(InputError):
+        _schedule(tmp_path, flash_attention=True, attention="unfused")
+
+
+def _attention_ops(tmp_path, profile: str, parallel: dict | None = None, **training) -> list[ComputeOp]:
+    data = {"name": "s", "hardware": profile, "nodes": 1,
+            "model": {"layers": 2, "hidden": 512, "heads": 8, "vocab": 1000, "mlp": "gelu", "seq_len": 1024},
+            "training": {"micro_batch": 1, "global_batch": 8, **training}, "parallel": parallel or {"tp": 2}}
+    sched = build_schedule(build_scenario(data, source="s.yaml", base_dir=tmp_path))
+    return [o for o in _compute(sched) if o.kind == "attention"]
+
+
+@pytest.mark.parametrize("profile, expected", [("dgx-h100", "flash3"), ("dgx-a100", "flash2"),
+                                               ("dgx-b200", "flash3"), ("mi300x", "flash2")])
+def test_auto_attention_is_what_a_te_stack_runs_on_the_gpu(tmp_path, profile, expected):
+    """auto = cuDNN / FA3-class kernels on Hopper and Blackwell, FA2-class before."""
+    ops = _attention_ops(tmp_path, profile)
+    assert ops and {o.attention_kernel for o in ops} == {expected}
+
+
+@pytest.mark.parametrize("parallel", [{"tp": 2}, {"cp": 2, "cp_comm": "p2p"}, {"cp": 2, "cp_comm": "ring"},
+                                      {"cp": 2, "cp_comm": "all_gather"}, {"ulysses": 2}])
+def test_the_chosen_kernel_reaches_every_attention_pattern(tmp_path, parallel):
+    ops = _attention_ops(tmp_path, "dgx-h100", parallel, attention="flash2")
+    assert ops and {o.attention_kernel for o in ops} == {"flash2"}
+
+
+def test_flash2_on_h100_costs_the_ratio_of_the_profile_efficiencies(tmp_path):
+    """Same FLOPs, different kernel: compute-bound attention time scales with 1/efficiency; the
+    fwd and bwd ratios are those of the profile's pairs (FA3 abstract: FA2 ~35% of H100 peak)."""
+    gpu = load_profile("dgx-h100").gpu
+    fa2 = _attention_ops(tmp_path, "dgx-h100", attention="flash2")
+    fa3 = _attention_ops(tmp_path, "dgx-h100", attention="flash3")
+    launch = gpu.kernel_launch_us * 1e-6
+    eff = gpu.attention_efficiency
+    for a, b in zip(fa2, fa3):
+        assert a.flops == b.flops and a.name == b.name
+        bwd = a.tag.phase == "bwd"
+        ratio = (eff["flash3"].bwd / eff["flash2"].bwd) if bwd else (eff["flash3"].fwd / eff["flash2"].fwd)
+        assert compute_time(a, gpu) - launch == pytest.approx(ratio * (compute_time(b, gpu) - launch))
+    assert eff["flash2"].fwd == pytest.approx(0.35)  # "only 35% utilization", arXiv:2407.08608
+
+
+def test_flash3_on_an_ampere_profile_is_an_input_error(tmp_path):
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError) as err:
+        _attention_ops(tmp_path, "dgx-a100", attention="flash3")
+    assert "training.attention" in str(err.value)

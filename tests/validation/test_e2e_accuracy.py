@@ -54,10 +54,23 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if e2e.is_fit_case(c)]
     assert len(fit) == 16 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 24
-    legacy = {c.source for c in cs if not c.scenario["training"]["flash_attention"]}
-    assert legacy == {"megatron2020", "bloom"}
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     assert eager == {"mpt", "automodel"}
+
+
+def test_each_source_runs_the_attention_kernel_of_its_stack():
+    """Megatron 2020 / BLOOM: scores materialised; MPT 2023: FlashAttention-2 (PyTorch 2.0 era);
+    Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
+    FA3-class on H100, FA2 on A100), which the GPU profile resolves."""
+    from simulator.config.hardware import load_profile
+
+    kernel: dict[str, set[str]] = {}
+    for c in e2e.cases():
+        kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
+    assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash2"},
+                      "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}}
+    assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
+    assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
 
 
 def test_megatron_2020_median_error():
@@ -86,15 +99,33 @@ def test_mpt_held_out_multi_node_h100():
     assert all(abs(r.error) <= 0.20 for r in rs), [(r.case.label, r.error) for r in rs]
 
 
+def test_h100_fit_rows_are_centred_and_flash2_prices_mpt_attention():
+    """The five H100 single-node rows (4 MPT with FlashAttention-2, 1 FlagPerf with TE) are the
+    dgx-h100 fitting subset: their median signed error is ~0 (doc: 0.0%). Running MPT-7B's
+    attention as flash3 instead of flash2 speeds it up by less than its attention share of the
+    FLOPs, s/(12h) = 4.2%, times the FA3/FA2 efficiency gap (the effect is small, see the doc)."""
+    fit = [c for c in e2e.cases() if e2e.is_fit_case(c) and c.scenario["hardware"] == "dgx-h100"]
+    assert len(fit) == 5
+    rs = list(e2e.run_cases(fit))
+    assert abs(statistics.median(r.error for r in rs)) <= 0.03
+    mpt7 = next(c for c in fit if c.label.startswith("MPT-7b"))
+    fa3 = e2e.Case(mpt7.source, mpt7.label, {**mpt7.scenario, "training": {**mpt7.scenario["training"],
+                                                                          "attention": "flash3"}},
+                   mpt7.metric, mpt7.measured, mpt7.n_gpus)
+    speedup = e2e.run_case(fa3).predicted / e2e.run_case(mpt7).predicted - 1
+    assert 0.0 < speedup < 2048 / (12 * 4096) * (0.60 / 0.35)
+
+
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 40 rows (about 2 minutes). Doc: overall median |error| 10.7%; held-out (multi-node)
-    rows 19.2%; BLOOM (all held out) 18.6%; Megatron-Core 2024 pessimistic, -27.8% (the H100
-    derate is fitted mostly on MPT's older stack: see the doc's findings)."""
+    """All 40 rows (about 2 minutes). Doc: overall median |error| 11.0%; held-out (multi-node)
+    rows 18.6%; BLOOM (all held out) 18.6%; Megatron-Core 2024 still pessimistic, -22.8%, and
+    increasingly so with the TP degree (exposed TP communication, not the GEMM derate: see the
+    doc's findings)."""
     results = list(e2e.run_cases(e2e.cases()))
     assert e2e.median_abs_error(results) <= 0.14
     held = [r for r in results if not e2e.is_fit_case(r.case)]
-    assert e2e.median_abs_error(held) <= 0.24
+    assert e2e.median_abs_error(held) <= 0.23
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
     assert e2e.median_abs_error(by["bloom"]) <= 0.25
-    assert -0.35 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.20
+    assert -0.30 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.15
