@@ -1,5 +1,5 @@
 """Reports of a replayed step: summary numbers, JSON, terminal table (summary.py) and plots
-(plots.py, the only module here that imports matplotlib)."""
+(plots.py and compare_plots.py, the only modules here that import matplotlib)."""
 
 from simulator.report.summary import Report, format_table, report_to_json, summarize
 
