@@ -21,7 +21,9 @@ class Parallel(BaseModel):
 
     tp: int = Field(default=1, gt=0)
     sequence_parallel: bool = False
-    tp_overlap: Literal["none", "bulk", "pipelined", "ring_exchange"] = "none"
+    # te_default: TransformerEngine's default per-GEMM methods, what Megatron's --tp-comm-overlap
+    # runs (MECHANICS.md §2.3; simulator/schedule/tensor_parallel.py).
+    tp_overlap: Literal["none", "bulk", "pipelined", "ring_exchange", "te_default"] = "none"
     pp: int = Field(default=1, gt=0)
     pp_schedule: Literal["1f1b", "interleaved"] = "1f1b"
     vp: int = Field(default=1, gt=0)

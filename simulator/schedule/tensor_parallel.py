@@ -35,6 +35,15 @@ Overlap modes (TE ``initialize_ub`` in ``transformer_engine/pytorch/module/base.
   GEMM-RS as ``CommOverlapP2PBase::split_overlap_rs`` (all-pairs: at step i send the previous
   partial to tp+i, receive from tp−i, then a local reduction over t partials; the functional test
   yaml selects it for fc2_fprop).
+* ``te_default``: TransformerEngine's default per-GEMM methods, what Megatron's
+  ``--tp-comm-overlap`` runs (``initialize_ub`` defaults, MECHANICS.md §2.3 table): qkv/fc1 fprop
+  and proj/fc2 dgrad AG-GEMMs as ``ring_exchange``; proj/fc2 fprop GEMM-RS as ``pipeline``
+  (4 splits, 16 comm SMs, 32 = ``UB_MAX_SM`` on the last chunk); qkv/fc1 dgrad re-gather and
+  wgrad RS as ``bulk``; proj/fc2 wgrad reuse the gathered dY (``external``). GEMMs outside TE's
+  table (Megatron's output layer ``lm_head`` is a plain ``ColumnParallelLinear``) use plain NCCL.
+
+Each mode is a table from GEMM (``<layer>_<fprop|dgrad|wgrad>``) to TE method (:func:`gemm_method`);
+the two overlapped patterns below implement each method once.
 
 FP8: TE's AG buffers carry FP8 (1 byte/element); ReduceScatter and AllReduce stay bf16.
 """
@@ -43,10 +52,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
 
-OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange")
+OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 
 # TE initialize_ub defaults (transformer_engine/pytorch/module/base.py, MECHANICS.md §2.3 table).
 UB_NUM_SPLITS = 4  # num_splits of the "pipeline" method
@@ -54,12 +64,49 @@ UB_COMM_SMS = 16  # num_sm of "pipeline" and "bulk" methods (set_sm_margin: the 
 UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) and holds ~1 SM
 AXES = ("tp",)
 
+Method = Literal["nccl", "bulk", "pipeline", "ring_exchange"]
+"""How one GEMM's TP collective runs: plain blocking NCCL, or one of TE's Userbuffers methods."""
+
+# TE's default method per GEMM (initialize_ub; MECHANICS.md §2.3). proj/fc2 wgrad are "external"
+# (they reuse the dY their dgrad gathered) and have no collective of their own, so no entry.
+TE_DEFAULT_METHODS: dict[str, Method] = {
+    "qkv_fprop": "ring_exchange", "fc1_fprop": "ring_exchange",
+    "proj_fprop": "pipeline", "fc2_fprop": "pipeline",
+    "proj_dgrad": "ring_exchange", "fc2_dgrad": "ring_exchange",
+    "qkv_dgrad": "bulk", "fc1_dgrad": "bulk",
+    "qkv_wgrad": "bulk", "fc1_wgrad": "bulk",
+}
+
+
+Site = Literal["ag_gemm", "gemm_rs", "bulk"]
+"""Where a GEMM meets its collective: an AllGather feeding it, a ReduceScatter fed by it, or (the
+column-parallel backward) a whole collective running beside it with no data dependency."""
+
+# The uniform modes: one method per site for every GEMM.
+_UNIFORM_METHODS: dict[str, dict[str, Method]] = {
+    "none": {"ag_gemm": "nccl", "gemm_rs": "nccl", "bulk": "nccl"},
+    "bulk": {"ag_gemm": "nccl", "gemm_rs": "nccl", "bulk": "bulk"},
+    "pipelined": {"ag_gemm": "pipeline", "gemm_rs": "pipeline", "bulk": "bulk"},
+    "ring_exchange": {"ag_gemm": "ring_exchange", "gemm_rs": "ring_exchange", "bulk": "bulk"},
+}
+
+
+def gemm_method(mode: str, gemm: str, site: Site) -> Method:
+    """The method of GEMM ``gemm`` (``<layer>_<fprop|dgrad|wgrad>``) at ``site`` under ``mode``.
+
+    ``te_default`` looks the GEMM up in TE's table and falls back to plain NCCL for GEMMs that TE
+    does not wrap (Megatron's ``lm_head``); the other modes ignore the GEMM and apply one method
+    per site."""
+    if mode == "te_default":
+        return TE_DEFAULT_METHODS.get(gemm, "nccl")
+    return _UNIFORM_METHODS[mode][site]
+
 
 @dataclass(frozen=True)
 class TPContext:
     tp: int
     sequence_parallel: bool
-    overlap: str  # none | bulk | pipelined | ring_exchange
+    overlap: str  # one of OVERLAP_MODES
     micro_batch: int
     seq_local: int  # tokens of one sequence on this rank before the SP split (seq / cp / ulysses)
     hidden: int
@@ -105,6 +152,10 @@ class TPContext:
     def sm_fraction(self, comm_sms: int) -> float:
         return max(self.sms - comm_sms, 1) / self.sms
 
+    def method(self, gemm: str, site: Site) -> Method:
+        """The method in effect for ``gemm`` (plain NCCL without SP: Userbuffers requires it)."""
+        return gemm_method(self.mode, gemm, site)
+
 
 # ---------------------------------------------------------------------------------------------
 # small op factories
@@ -142,18 +193,18 @@ def _key(ctx: TPContext, label: str, step: int) -> str:
 
 
 def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
-                    n: int, k: int, after: int) -> int:
-    """AllGather of the sequence-sharded input (A), then the GEMM (m = b·s, n, k) that consumes it.
-    Returns the last GEMM op."""
+                    n: int, k: int, after: int, method: Method) -> int:
+    """AllGather of the sequence-sharded input (A), then the GEMM (m = b·s, n, k) that consumes it,
+    run with ``method`` (nccl | pipeline | ring_exchange). Returns the last GEMM op."""
     m, t = ctx.tokens, ctx.tp
-    if ctx.mode == "pipelined":
+    if method == "pipeline":
         last = after
         for i in range(UB_NUM_SPLITS):
             ag = _coll(pb, ctx, f"{label}.ag{i}", phase, "allgather", ctx.ag_bytes // UB_NUM_SPLITS, (after,))
             last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ag,),
                          parts=UB_NUM_SPLITS, sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
         return last
-    if ctx.mode == "ring_exchange":
+    if method == "ring_exchange":
         # split_overlap_ag: step i multiplies the chunk held now and forwards it to tp+1 while
         # receiving the next one from tp−1; the next GEMM chunk waits on that receive.
         chunk = ctx.ag_bytes // t
@@ -173,20 +224,24 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
 
 
 def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
-                        k: int, after: int) -> int:
-    """GEMM (m = b·s, n = h, k) producing partial sums, then their ReduceScatter over tp.
-    Returns the op after which the reduced, sequence-sharded output is ready."""
+                        k: int, after: int, method: Method) -> int:
+    """GEMM (m = b·s, n = h, k) producing partial sums, then their ReduceScatter over tp, run with
+    ``method`` (nccl | pipeline | ring_exchange). Returns the op after which the reduced,
+    sequence-sharded output is ready."""
     m, h, t = ctx.tokens, ctx.hidden, ctx.tp
-    if ctx.mode == "pipelined":
+    if method == "pipeline":
         # split_overlap_rs: the output's N dimension in UB_NUM_SPLITS column blocks; RS of block i
         # starts when GEMM block i is done. RS ops share the tp stream, so the last one ends last.
+        # Every GEMM block runs on SMs − UB_COMM_SMS (set_sm_margin). TE gives the last RS, which
+        # runs after the last GEMM block, UB_MAX_SM = 32 SMs; a CommOp carries no SM count, so
+        # that only matters to the comm cost model's bandwidth, not to the GEMMs here.
         last = after
         for i in range(UB_NUM_SPLITS):
             g = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, h, k, (after,),
                       parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
             last = _coll(pb, ctx, f"{label}.rs{i}", phase, "reducescatter", ctx.rs_bytes // UB_NUM_SPLITS, (g,))
         return last
-    if ctx.mode == "ring_exchange":
+    if method == "ring_exchange":
         # CommOverlapP2PBase::split_overlap_rs: step i computes the partial for rank tp+i+1's
         # sequence chunk; from step 1 on the previous partial goes straight to its owner tp+i and
         # the one for us arrives from tp−i. A final kernel sums the t partials (reads A).
@@ -221,13 +276,15 @@ def column_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
     label = f"L{ctx.layer}.{name}.fwd"
     if not ctx.sp:
         return _gemm(pb, ctx, f"{label}.gemm", "fwd", ctx.tokens, n_out_local, ctx.hidden, (after,))
-    return _allgather_gemm(pb, ctx, label, "fwd", n_out_local, ctx.hidden, after)
+    return _allgather_gemm(pb, ctx, label, "fwd", n_out_local, ctx.hidden, after,
+                           ctx.method(f"{name}_fprop", "ag_gemm"))
 
 
 def row_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: int, after: int) -> int:
     """Y = X·W with W split by rows: GEMM (b·s, h, k_in_local), then ReduceScatter (SP) or
     AllReduce of the partial sums."""
-    return _gemm_reducescatter(pb, ctx, f"L{ctx.layer}.{name}.fwd", "fwd", k_in_local, after)
+    return _gemm_reducescatter(pb, ctx, f"L{ctx.layer}.{name}.fwd", "fwd", k_in_local, after,
+                               ctx.method(f"{name}_fprop", "gemm_rs"))
 
 
 def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_local: int, after: int) -> int:
@@ -235,12 +292,15 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
 
     Follows ``LinearWithGradAccumulationAndAsyncCommunication.backward``: the re-gather of the saved
     sharded input is launched before the dgrad GEMM and overlaps it; the reduction of dX is
-    launched after dgrad and overlaps wgrad. TE's bulk overlap (every mode but none) runs the same
-    pairs concurrently with the GEMM on ``SMs − 16``.
+    launched after dgrad and overlaps wgrad. TE's ``bulk`` method runs the same pairs concurrently
+    with the GEMM on ``SMs − 16``; the method is looked up per GEMM (dgrad: the re-gather, wgrad:
+    the ReduceScatter of dX).
     """
     label = f"L{ctx.layer}.{name}.bwd"
     m, h, t = ctx.tokens, ctx.hidden, ctx.tp
-    sm = ctx.sm_fraction(UB_COMM_SMS) if ctx.mode != "none" else 1.0
+    bulk_sm = ctx.sm_fraction(UB_COMM_SMS)
+    dgrad_sm = bulk_sm if ctx.method(f"{name}_dgrad", "bulk") == "bulk" else 1.0
+    wgrad_sm = bulk_sm if ctx.method(f"{name}_wgrad", "bulk") == "bulk" else 1.0
     if t == 1:
         _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
         return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
@@ -250,9 +310,9 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
         _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
         return ar
     ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,))
-    dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,), sm_fraction=sm)
+    dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,), sm_fraction=dgrad_sm)
     rs = _coll(pb, ctx, f"{label}.rs", "bwd", "reducescatter", ctx.rs_bytes, (dgrad, ag))
-    _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), sm_fraction=sm)
+    _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), sm_fraction=wgrad_sm)
     return rs
 
 
@@ -262,7 +322,8 @@ def row_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: 
     label = f"L{ctx.layer}.{name}.bwd"
     m, h = ctx.tokens, ctx.hidden
     if ctx.sp:
-        dgrad = _allgather_gemm(pb, ctx, f"{label}.dgrad", "bwd", k_in_local, h, after)
+        dgrad = _allgather_gemm(pb, ctx, f"{label}.dgrad", "bwd", k_in_local, h, after,
+                                ctx.method(f"{name}_dgrad", "ag_gemm"))
     else:
         dgrad = _gemm(pb, ctx, f"{label}.dgrad.gemm", "bwd", m, k_in_local, h, (after,))
     return _gemm(pb, ctx, f"{label}.wgrad", "bwd", h, k_in_local, m, (dgrad,))

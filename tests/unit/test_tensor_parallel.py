@@ -9,8 +9,8 @@ import pytest
 
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
 from simulator.schedule.tensor_parallel import (
-    UB_COMM_SMS, UB_NUM_SPLITS, TPContext, column_parallel_bwd, column_parallel_fwd, row_parallel_bwd,
-    row_parallel_fwd)
+    TE_DEFAULT_METHODS, UB_COMM_SMS, UB_NUM_SPLITS, UB_RING_EXCHANGE_SMS, TPContext, column_parallel_bwd,
+    column_parallel_fwd, gemm_method, row_parallel_bwd, row_parallel_fwd)
 
 B, S, H, FFN, SMS = 2, 1024, 512, 1536, 132
 
@@ -80,7 +80,7 @@ def test_collective_modes_move_the_same_bytes(overlap):
     assert volumes(pb.ops) == {"allgather": 6 * a, "reducescatter": 4 * a}
 
 
-@pytest.mark.parametrize("overlap", ["none", "bulk", "pipelined", "ring_exchange"])
+@pytest.mark.parametrize("overlap", ["none", "bulk", "pipelined", "ring_exchange", "te_default"])
 def test_gemm_flops_are_conserved_by_chunking(overlap):
     c = ctx(tp=4, overlap=overlap)
     pb, first_bwd = layer(c)
@@ -135,11 +135,12 @@ def test_ring_exchange_chunk_gemm_waits_for_its_chunk():
         assert idx[f"L3.qkv.fwd.sendrecv{i - 1}"] in pb.ops[idx[f"L3.qkv.fwd.sendrecv{i}"]].deps
 
 
-def test_ring_exchange_sends_match_receives_across_tp_ranks():
+@pytest.mark.parametrize("overlap", ["ring_exchange", "te_default"])
+@pytest.mark.parametrize("t", [2, 4, 8])
+def test_ring_exchange_sends_match_receives_across_tp_ranks(overlap, t):
     """All ranks run the same program: a send to tp+o with key k must meet a receive from tp−o' with
     o' = o and the same key and size on the peer."""
-    t = 4
-    pb, _ = layer(ctx(tp=t, overlap="ring_exchange"))
+    pb, _ = layer(ctx(tp=t, overlap=overlap))
     sends, recvs = Counter(), Counter()
     for rank in range(t):
         for op in pb.ops:
@@ -206,3 +207,107 @@ def test_context_parallel_shrinks_tp_collectives():
 def test_unknown_overlap_mode_is_rejected():
     with pytest.raises(ValueError, match="tp_overlap"):
         ctx(overlap="magic")
+
+
+# --------------------------------------------------------------------------------------------- te_default
+
+
+def methods_in_program(pb: ProgramBuilder) -> dict[str, str]:
+    """Recover each GEMM's method from the ops the program holds (independently of gemm_method):
+    P2P steps ⇒ ring_exchange; chunked collectives ⇒ pipeline; a whole collective beside a GEMM on
+    fewer SMs ⇒ bulk; a whole blocking collective ⇒ nccl."""
+    out: dict[str, str] = {}
+    names = [op.name for op in pb.ops]
+    for layer_name, kind in (("qkv", "col"), ("fc1", "col"), ("proj", "row"), ("fc2", "row")):
+        fprop = f"L3.{layer_name}.fwd"
+        dgrad = f"L3.{layer_name}.bwd.dgrad" if kind == "row" else f"L3.{layer_name}.bwd"
+        for gemm, prefix in ((f"{layer_name}_fprop", fprop), (f"{layer_name}_dgrad", dgrad)):
+            if kind == "col" and gemm.endswith("dgrad"):
+                continue
+            mine = [n for n in names if n.startswith(prefix + ".")]
+            if any(".sendrecv" in n for n in mine):
+                out[gemm] = "ring_exchange"
+            elif any(n.endswith(("rs0", "ag0")) for n in mine):
+                out[gemm] = "pipeline"
+            else:
+                out[gemm] = "nccl"
+        if kind == "col":
+            ops = {op.name: op for op in pb.ops}
+            for p in ("dgrad", "wgrad"):
+                g = ops[f"L3.{layer_name}.bwd.{p}"]
+                out[f"{layer_name}_{p}"] = "bulk" if g.sm_fraction < 1 else "nccl"
+    return out
+
+
+def test_te_default_assigns_te_initialize_ub_methods_per_gemm():
+    """MECHANICS.md §2.3 table: AG-GEMMs and dY-gathering dgrads ring_exchange, fprop GEMM-RS
+    pipeline, qkv/fc1 dgrad and wgrad bulk; proj/fc2 wgrad external (no collective)."""
+    pb, _ = layer(ctx(tp=4, overlap="te_default"))
+    assert methods_in_program(pb) == {
+        "qkv_fprop": "ring_exchange", "fc1_fprop": "ring_exchange",
+        "proj_fprop": "pipeline", "fc2_fprop": "pipeline",
+        "proj_dgrad": "ring_exchange", "fc2_dgrad": "ring_exchange",
+        "qkv_dgrad": "bulk", "fc1_dgrad": "bulk", "qkv_wgrad": "bulk", "fc1_wgrad": "bulk"}
+    # the table is exactly what the program shows, and the uniform modes are still uniform
+    assert methods_in_program(pb) == TE_DEFAULT_METHODS
+    pb_re, _ = layer(ctx(tp=4, overlap="ring_exchange"))
+    assert set(methods_in_program(pb_re).values()) == {"ring_exchange", "bulk"}
+    # proj/fc2 wgrad reuse the gathered dY: no collective between dgrad and wgrad, full SMs
+    for name in ("proj", "fc2"):
+        wgrad = next(op for op in pb.ops if op.name == f"L3.{name}.bwd.wgrad")
+        assert wgrad.sm_fraction == 1.0
+        assert not any(op.name.startswith(f"L3.{name}.bwd.wgrad.") for op in pb.ops)
+
+
+@pytest.mark.parametrize("t", [2, 4, 8])
+def test_te_default_volumes_match_the_sp_closed_form(t):
+    """Per layer 6A AllGather + 4A ReduceScatter (MECHANICS.md §2.2), with the four ring-exchange
+    AGs as t−1 SendRecv steps of A/t (= (t−1)/t·A on the wire, as a ring AllGather of A)."""
+    a = B * S * H * 2
+    pb, first_bwd = layer(ctx(tp=t, overlap="te_default"))
+    v = volumes(pb.ops)
+    assert v == {"allgather": 2 * a, "reducescatter": 4 * a, "sendrecv": 4 * (t - 1) * (a // t)}
+    assert v["allgather"] + v["sendrecv"] * t // (t - 1) == 6 * a
+    # forward: 2 ring AG-GEMMs (no AllGather op) and 2 GEMM-RS of UB_NUM_SPLITS chunks each
+    assert counts(pb.ops[:first_bwd]) == {"reducescatter": 2 * UB_NUM_SPLITS}
+    assert volumes(pb.ops[:first_bwd]) == {"reducescatter": 2 * a, "sendrecv": 2 * (t - 1) * (a // t)}
+    # backward: bulk re-gather + RS of qkv and fc1, ring-exchange dY gathers of proj and fc2
+    assert counts(pb.ops[first_bwd:]) == {"allgather": 2, "reducescatter": 2}
+    p2p = [op for op in pb.ops if isinstance(op, P2POp)]
+    assert len(p2p) == 4 * (t - 1)
+    assert all(op.sends[0].offset == +1 and op.recvs[0].offset == -1 for op in p2p)  # ring, not all-pairs
+
+
+def test_te_default_sm_fractions():
+    """Ring-exchange GEMM chunks lose the copy engine's ~1 SM; pipelined GEMM-RS and bulk GEMMs 16."""
+    pb, _ = layer(ctx(tp=8, overlap="te_default"))
+    gemms = {op.name: op for op in pb.ops if isinstance(op, ComputeOp) and op.kind == "gemm"}
+    ring, pipe = (SMS - UB_RING_EXCHANGE_SMS) / SMS, (SMS - UB_COMM_SMS) / SMS
+    assert all(gemms[f"L3.qkv.fwd.gemm{i}"].sm_fraction == pytest.approx(ring) for i in range(8))
+    assert all(gemms[f"L3.fc2.bwd.dgrad.gemm{i}"].sm_fraction == pytest.approx(ring) for i in range(8))
+    assert all(gemms[f"L3.proj.fwd.gemm{i}"].sm_fraction == pytest.approx(pipe) for i in range(UB_NUM_SPLITS))
+    assert gemms["L3.fc1.bwd.dgrad"].sm_fraction == pytest.approx(pipe)
+
+
+def test_te_default_leaves_gemms_outside_te_on_plain_nccl():
+    """Megatron's output layer is a plain ColumnParallelLinear: no Userbuffers for lm_head."""
+    assert gemm_method("te_default", "lm_head_fprop", "ag_gemm") == "nccl"
+    assert gemm_method("ring_exchange", "lm_head_fprop", "ag_gemm") == "ring_exchange"
+    c = ctx(tp=4, overlap="te_default")
+    pb = ProgramBuilder()
+    start = pb.add(ComputeOp(name="ln", kind="norm"))
+    column_parallel_fwd(pb, c, "lm_head", 4096 // 4, start)
+    column_parallel_bwd(pb, c, "lm_head", 4096 // 4, start)
+    assert counts(pb.ops) == {"allgather": 2, "reducescatter": 1}
+    assert all(op.sm_fraction == 1.0 for op in pb.ops if isinstance(op, ComputeOp))
+
+
+def test_te_default_without_sp_is_plain_allreduce():
+    pb, _ = layer(ctx(tp=4, sp=False, overlap="te_default"))
+    assert volumes(pb.ops) == {"allreduce": 4 * B * S * H * 2}
+
+
+def test_te_default_is_a_config_value():
+    from simulator.config.parallelism import Parallel
+
+    assert Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default").tp_overlap == "te_default"

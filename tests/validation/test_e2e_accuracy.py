@@ -116,16 +116,41 @@ def test_h100_fit_rows_are_centred_and_flash2_prices_mpt_attention():
     assert 0.0 < speedup < 2048 / (12 * 4096) * (0.60 / 0.35)
 
 
+def test_megatron_core_rows_run_te_default_tp_overlap():
+    """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
+    no other source states TE comm overlap. On the tp2 and tp4 rows te_default predicts at least
+    the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
+    chunk GEMM on SMs − 16). Doc: tp2 -8.0% (pipelined -13.4%), tp4 -18.1% (pipelined -22.5%)."""
+    import copy
+
+    cs = e2e.cases()
+    te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
+    assert te == {"mcore2024"}
+    assert all(c.scenario["parallel"].get("tp_overlap") == "te_default"
+               for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] > 1)
+    rows = [c for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] in (2, 4)]
+    assert len(rows) == 2
+    bounds = {2: (-0.13, -0.03), 4: (-0.23, -0.13)}
+    for c in rows:
+        pipelined = copy.deepcopy(c.scenario)
+        pipelined["parallel"]["tp_overlap"] = "pipelined"
+        r_te = e2e.run_case(c)
+        r_pl = e2e.run_case(e2e.Case(c.source, c.label, pipelined, c.metric, c.measured, c.n_gpus))
+        lo, hi = bounds[c.scenario["parallel"]["tp"]]
+        assert lo <= r_te.error <= hi, (c.label, r_te.error)
+        assert r_te.predicted >= r_pl.predicted, c.label
+
+
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 40 rows (about 2 minutes). Doc: overall median |error| 11.0%; held-out (multi-node)
-    rows 18.6%; BLOOM (all held out) 18.6%; Megatron-Core 2024 still pessimistic, -22.8%, and
-    increasingly so with the TP degree (exposed TP communication, not the GEMM derate: see the
-    doc's findings)."""
+    """All 40 rows (about 2 minutes). Doc: overall median |error| 10.1%; held-out (multi-node)
+    rows 18.1%; BLOOM (all held out) 18.6%; Megatron-Core 2024 (tp_overlap te_default) still
+    pessimistic, -18.7%, mostly from the distributed optimizer's parameter AllGather exposed after
+    the step (Megatron overlaps it with the next forward; see the doc's findings)."""
     results = list(e2e.run_cases(e2e.cases()))
-    assert e2e.median_abs_error(results) <= 0.14
+    assert e2e.median_abs_error(results) <= 0.13
     held = [r for r in results if not e2e.is_fit_case(r.case)]
-    assert e2e.median_abs_error(held) <= 0.23
+    assert e2e.median_abs_error(held) <= 0.22
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
     assert e2e.median_abs_error(by["bloom"]) <= 0.25
-    assert -0.30 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.15
+    assert -0.23 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.14
