@@ -51,6 +51,9 @@ class Parallel(BaseModel):
     # hierarchical_context_parallel_sizes[0]); None: the largest power of two <= 8 dividing cp
     # and the query and KV heads per TP rank.
     cp_a2a: int | None = Field(default=None, gt=0)
+    # ZeRO-1/2: dispatch the parameter AllGather of the step's update from the next forward's
+    # pre-hooks (Megatron --overlap-param-gather) instead of waiting for it after the step.
+    overlap_param_gather: bool = False
     # FSDP2: re-AllGather in backward (True, default for non-root modules) or keep unsharded.
     fsdp_reshard_after_forward: bool = True
 

@@ -17,6 +17,12 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
   optimizer step on the local shard, AllGather of the updated bf16 parameters per bucket.
 * zero 2: gradients are sharded, so they cannot accumulate unreduced: the ReduceScatter runs in
   every micro-batch (DeepSpeed stage 2), then step and AllGather as stage 1.
+* ``overlap_param_gather`` (Megatron's ``--overlap-param-gather``, zero 1/2): the AllGather of the
+  updated parameters is not waited for after the step but dispatched by the forward pre-hooks of
+  the next iteration, so it hides under forward compute (``distributed_optimizer.py``,
+  ``_dispatch_gather_model_params``). In the steady state one step simulates, that is the
+  previous step's AllGathers issued at the start of the step, in forward order, each bucket's
+  first forward use waiting for it.
 
 Sizes are nccl-tests ``size_bytes``: the bucket (AllReduce, RS input) or the gathered parameters
 (AG output), in ``grad_reduce_dtype`` for gradients (bf16 by default) and bf16 for parameters.
@@ -136,21 +142,23 @@ class GradSync:
 class _Bucket:
     numel: int
     last_unit: str  # the unit (in backward order) whose gradients complete the bucket
+    modules: tuple[str, ...] = ()  # names of the parameters packed into it
 
 
 def make_buckets(units_bwd_order: list[ParamUnit], bucket_elements: int) -> list[_Bucket]:
     """Pack parameters in backward order into buckets of at least `bucket_elements` (Megatron
     closes a bucket once it reaches the size; a larger parameter gets a bucket of its own)."""
     out: list[_Bucket] = []
-    cur = 0
+    cur, names = 0, []
     for u in units_bwd_order:
         for mod in reversed(u.modules):
             cur += mod.numel
+            names.append(mod.name)
             if cur >= bucket_elements:
-                out.append(_Bucket(cur, u.name))
-                cur = 0
+                out.append(_Bucket(cur, u.name, tuple(names)))
+                cur, names = 0, []
         if cur and u is units_bwd_order[-1]:
-            out.append(_Bucket(cur, u.name))
+            out.append(_Bucket(cur, u.name, tuple(names)))
     return out
 
 
@@ -170,6 +178,25 @@ class BucketedSync(GradSync):
                 self.buckets.setdefault(b.last_unit, []).append(b)
                 self.all_buckets.append(b)
         self._pending: list[int] = []
+        self.overlap_param_gather = p.overlap_param_gather and self.zero >= 1 and bool(self.axes)
+        self._gathered: dict[str, int] | None = None  # module name -> its bucket's AllGather op
+
+    def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        if not self.overlap_param_gather:
+            return {}
+        if self._gathered is None:  # first forward of the step: dispatch every bucket's AllGather
+            self._gathered = {}
+            for i, b in reversed(list(enumerate(self.all_buckets))):  # forward order
+                ag = self._param_allgather(pb, i, b, ())
+                self._gathered.update((name, ag) for name in b.modules)
+        waits: dict[str, set[int]] = {}
+        for m in unit.modules:
+            waits.setdefault(m.block, set()).add(self._gathered[m.name])
+        return {block: tuple(sorted(ops)) for block, ops in waits.items()}
+
+    def _param_allgather(self, pb: ProgramBuilder, i: int, b: _Bucket, deps: tuple[int, ...]) -> int:
+        return self._comm(pb, f"dp.param.allgather.b{i}", "allgather", b.numel * PARAM_BYTES, deps, Tag("opt"),
+                          dtype="bf16")
 
     def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         every_mb = self.zero == 2
@@ -194,10 +221,9 @@ class BucketedSync(GradSync):
                                size_bytes=norms * self.grad_bytes, deps=after, tag=Tag("opt")))
             after = after + (ar,)
         step = super().finish(pb, after)
-        if self.zero == 0 or not self.axes:
+        if self.zero == 0 or not self.axes or self.overlap_param_gather:
             return step
         last = step
         for i, b in enumerate(self.all_buckets):
-            last = self._comm(pb, f"dp.param.allgather.b{i}", "allgather", b.numel * PARAM_BYTES, (step,),
-                              Tag("opt"), dtype="bf16")
+            last = self._param_allgather(pb, i, b, (step,))
         return last

@@ -56,6 +56,7 @@ PLANS = {
     "cp_ring": {"cp": 4, "cp_comm": "ring"},
     "cp_all_gather": {"cp": 2, "cp_comm": "all_gather", "zero": 1},
     "cp_a2a": {"cp": 4, "cp_comm": "a2a"},
+    "zero1_overlap_param_gather_pp": {"zero": 1, "overlap_param_gather": True, "pp": 2},
     "cp_a2a_p2p": {"cp": 8, "cp_comm": "a2a+p2p", "cp_a2a": 2},
     "ulysses": {"ulysses": 2, "zero": 3},
     "zero3_tp_sp_full_recompute": {"zero": 3, "tp": 2, "sequence_parallel": True},
@@ -226,6 +227,23 @@ def test_zero1_and_zero2_volumes(make):
     scn2 = make({"zero": 2})
     v2 = comm_bytes(build_schedule(scn2).programs["pp0.cp0"])
     assert v2["reducescatter"] == 2 * psi * scn2.n_micro  # sharded grads reduce every micro-batch
+
+
+def test_overlap_param_gather_moves_the_allgathers_before_the_first_forward(make):
+    """Same AllGathers, but issued at the start of the step (the previous update's, dispatched
+    by the forward pre-hooks), each first forward use of a parameter waiting for its bucket."""
+    plain = build_schedule(make({"zero": 1})).programs["pp0.cp0"]
+    over = build_schedule(make({"zero": 1, "overlap_param_gather": True})).programs["pp0.cp0"]
+    ag = lambda prog: [op for op in prog if isinstance(op, CommOp) and op.name.startswith("dp.param.allgather")]
+    assert sorted(op.size_bytes for op in ag(over)) == sorted(op.size_bytes for op in ag(plain))
+    step = lambda prog: next(i for i, op in enumerate(prog) if op.name == "optimizer.step")
+    assert all(prog.index(op) > step(prog) for prog in (plain,) for op in ag(prog))
+    first_gemm = next(i for i, op in enumerate(over) if getattr(op, "kind", "") == "gemm")
+    ag_index = {over.index(op) for op in ag(over)}
+    assert max(ag_index) < first_gemm
+    # every parameter AllGather is waited for by some forward op of the first micro-batch
+    waited = {d for op in over if op.tag.phase == "fwd" for d in op.deps}
+    assert ag_index <= waited
 
 
 @pytest.mark.parametrize("impl", ["deepspeed", "fsdp2"])

@@ -120,7 +120,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
     no other source states TE comm overlap. On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
-    chunk GEMM on SMs − 16). Doc: tp2 -8.0% (pipelined -13.4%), tp4 -18.1% (pipelined -22.5%)."""
+    chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc has tp2 -3.2% and
+    tp4 -11.6%."""
     import copy
 
     cs = e2e.cases()
@@ -130,7 +131,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
                for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] > 1)
     rows = [c for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] in (2, 4)]
     assert len(rows) == 2
-    bounds = {2: (-0.13, -0.03), 4: (-0.23, -0.13)}
+    bounds = {2: (-0.08, 0.02), 4: (-0.16, -0.07)}
     for c in rows:
         pipelined = copy.deepcopy(c.scenario)
         pipelined["parallel"]["tp_overlap"] = "pipelined"
@@ -144,13 +145,12 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 @pytest.mark.slow
 def test_overall_median_error():
     """All 40 rows (about 2 minutes). Doc: overall median |error| 10.1%; held-out (multi-node)
-    rows 18.1%; BLOOM (all held out) 18.6%; Megatron-Core 2024 (tp_overlap te_default) still
-    pessimistic, -18.7%, mostly from the distributed optimizer's parameter AllGather exposed after
-    the step (Megatron overlaps it with the next forward; see the doc's findings)."""
+    rows 17.1%; BLOOM (all held out) 18.6%; Megatron-Core 2024 (tp_overlap te_default,
+    overlap_param_gather) still pessimistic, -14.8% median (see the doc's findings)."""
     results = list(e2e.run_cases(e2e.cases()))
     assert e2e.median_abs_error(results) <= 0.13
     held = [r for r in results if not e2e.is_fit_case(r.case)]
-    assert e2e.median_abs_error(held) <= 0.22
+    assert e2e.median_abs_error(held) <= 0.20
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
     assert e2e.median_abs_error(by["bloom"]) <= 0.25
-    assert -0.23 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.14
+    assert -0.19 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.10
