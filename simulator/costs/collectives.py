@@ -14,7 +14,8 @@ Volumes (per rank, S = size in the nccl-tests convention, n ranks):
   equal share; across nodes channel c leaves every node through rail c (rings rotated so that a
   channel's inter-node hop is rail-aligned), as NCCL spreads channels over NICs. Inside a
   full-mesh node (no switch) each channel is spread over ring orders that together use every
-  peer link equally (:func:`hamiltonian_decomposition`), as RCCL's and NCCL's multi-ring graphs do.
+  peer link equally (``flow_patterns.hamiltonian_decomposition``), as RCCL's and NCCL's
+  multi-ring graphs do.
 * double binary tree AllReduce (Sanders et al. 2009; NCCL ``trees.cc``): an intra-node chain and
   two complementary binary trees over nodes, each carrying half the channels; reduce and
   broadcast are pipelined, so every tree edge carries its share once up and once down.
@@ -24,6 +25,9 @@ Volumes (per rank, S = size in the nccl-tests convention, n ranks):
 * hierarchical (pinned only; not an NCCL algorithm): intra-node ring ReduceScatter, inter-node
   ring AllReduce per rail on the 1/ppn shard, intra-node ring AllGather.
 * direct All-to-All: S/n from every rank to every other rank; SendRecv: rank i sends S to i+1.
+
+The flows of each algorithm are built in :mod:`simulator.costs.flow_patterns`; this module
+chooses the algorithm and protocol, scales the patterns by the message size and times them.
 
 Protocols change the bytes on the wire (LL: 8 B of payload per 16 B line, so 2×; LL128: 120 of
 128 B, so 128/120×; Simple: 1×) and the per-channel rate (tuner caps). The achievable fraction of
@@ -39,16 +43,16 @@ their defaults change nothing): ``proto_efficiency.<proto>`` divides the wire by
 
 from __future__ import annotations
 
-import weakref
-from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
-from math import gcd
 from typing import Any, Sequence
 
 import numpy as np
 
 from simulator.costs import nccl_tuner as tuner
+from simulator.costs.flow_patterns import (
+    Flow, Layout, cached_pattern, direct_pattern, layout, nvls_intra, nvls_tree_inter, p2p_pattern, ring_pattern,
+    scaled_flows, topology_cache, tree_pattern,
+)
 from simulator.errors import InputError
 
 OPS = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "sendrecv")
@@ -65,16 +69,6 @@ _STRUCTURAL = {
 }
 _FLOWED = ("ring", "tree", "nvls", "nvls_tree")  # NCCL algorithms the tuner may pick that have flows here
 P2P_LL_THRESHOLD = 16384  # NCCL_P2P_LL_THRESHOLD default: per-peer bytes up to this use LL
-MAX_FLOWS_PER_PATTERN = 20000  # beyond this, All-to-All flows are aggregated per link
-
-
-@dataclass(frozen=True, slots=True)
-class Flow:
-    """``nbytes`` (wire bytes) over ``links``; ``rate_cap_Bps`` bounds its rate (None: links only)."""
-
-    links: tuple[int, ...]
-    nbytes: float
-    rate_cap_Bps: float | None = None
 
 
 @dataclass(frozen=True)
@@ -99,39 +93,12 @@ class CollectivePlan:
         return float(sum(f.nbytes for p in self.phases for f in p))
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """Members grouped by node, in order of first appearance."""
-
-    gpus: tuple[int, ...]
-    nodes: tuple[int, ...]
-    by_node: tuple[tuple[int, ...], ...]
-
-    @property
-    def ppn(self) -> int:
-        return max(len(m) for m in self.by_node)
-
-
 def normalize_op(op: str) -> str:
     key = op.lower().replace("_", "").replace("-", "")
     key = {"alltoall": "alltoall", "a2a": "alltoall", "p2p": "sendrecv"}.get(key, key)
     if key not in OPS:
         raise InputError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}", field="op")
     return key
-
-
-def _layout(topo: Any, gpus: Sequence[int]) -> _Layout:
-    members = tuple(int(g) for g in gpus)
-    if not members:
-        raise InputError("a collective needs at least one GPU", field="gpus")
-    if len(set(members)) != len(members):
-        raise InputError("a GPU appears twice in the group", field="gpus")
-    by: dict[int, list[int]] = {}
-    for g in members:
-        if not 0 <= g < topo.n_gpus:
-            raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
-        by.setdefault(topo.node_of(g), []).append(g)
-    return _Layout(members, tuple(by), tuple(tuple(v) for v in by.values()))
 
 
 def effective_capacity_Bps(topo: Any) -> np.ndarray:
@@ -150,285 +117,12 @@ def effective_capacity_Bps(topo: Any) -> np.ndarray:
     return np.asarray(topo.capacity_Bps, dtype=np.float64) * factor
 
 
-# ------------------------------------------------------------------------------ caches
-
-_CTX_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-
-
-def _cache(topo: Any) -> dict:
-    try:
-        return _CTX_CACHE.setdefault(topo, {})
-    except TypeError:  # not weak-referenceable: no caching
-        return {}
-
-
 def _context(topo: Any, n_ranks: int, n_nodes: int) -> tuner.TunerContext:
-    cache = _cache(topo)
+    cache = topology_cache(topo)
     key = ("ctx", n_ranks, n_nodes)
     if key not in cache:
         cache[key] = tuner.context_from_profile(topo.profile, n_ranks, n_nodes)
     return cache[key]
-
-
-# ------------------------------------------------------------------------------ patterns
-# A pattern is a list of (links, weight, mult): a flow carrying `weight` × the per-rank volume,
-# made of `mult` merged channel-hops (its rate cap is mult × the per-channel cap; fractional where
-# a channel is split over several ring orders).
-
-Pattern = list[tuple[tuple[int, ...], float, float]]
-
-
-def _merge(entries: dict[tuple[int, ...], list[float]]) -> Pattern:
-    return [(links, w, m) for links, (w, m) in entries.items() if links]
-
-
-def _rails(topo: Any, members: Sequence[int]) -> list[int]:
-    rails = sorted({topo.nic_of(g) for g in members}) if getattr(topo, "rails", 1) else [0]
-    return rails or [0]
-
-
-def _rotate_to_rail(topo: Any, members: tuple[int, ...], rail: int) -> tuple[int, ...]:
-    for i, g in enumerate(members):
-        if topo.nic_of(g) == rail:
-            return members[i:] + members[:i]
-    return members
-
-
-@lru_cache(maxsize=None)
-def hamiltonian_decomposition(n: int) -> tuple[tuple[int, ...], ...]:
-    """Directed Hamiltonian cycles of the complete digraph on n GPUs that use every ordered pair
-    (i, j) equally often: once (n-1 cycles) where that is possible, else twice (2(n-1) cycles).
-
-    Why: on a full mesh (MI300X xGMI, GH200 NVLink without NVSwitch) every GPU has a separate
-    link to each peer, and RCCL/NCCL reach the mesh's bandwidth by running channels over
-    different ring orders so that all n-1 links of a GPU carry traffic (RCCL
-    ``src/graph/rome_models.cc``: the 8-GPU, 7-xGMI-link model lists 8 ring orders that together
-    use all 56 GPU pairs; the measured MI300X AllReduce plateau of 315 GB/s busbw equals the sum
-    of all 7 links, data/nccl/mi300x8_allreduce_1node.csv). A decomposition into Hamiltonian
-    cycles exists for every n except 4 and 6 (Tillson 1980, "A Hamiltonian decomposition of
-    K*_2m, 2m >= 8"); for those, each arc twice (e.g. n=4: the 3 undirected 4-cycles in both
-    directions). Found by a small depth-first search, canonical cycles starting at 0; above
-    :data:`_DECOMPOSE_MAX_N` GPUs (or if the search budget runs out) it falls back to strides
-    coprime with n, which are balanced when n is prime.
-    """
-    if n <= 2:
-        return (tuple(range(n)),)
-    if n <= _DECOMPOSE_MAX_N:
-        for k in ((2,) if n in (4, 6) else (1, 2)):
-            found = _search_cycles(n, k)
-            if found is not None:
-                return found
-    strides = [s for s in range(1, n) if gcd(s, n) == 1]
-    return tuple(tuple((i * s) % n for i in range(n)) for s in strides)
-
-
-_DECOMPOSE_MAX_N = 16
-
-
-def _search_cycles(n: int, k: int, budget: int = 200_000) -> tuple[tuple[int, ...], ...] | None:
-    use = [[0] * n for _ in range(n)]
-    cycles: list[tuple[int, ...]] = []
-    steps = 0
-    target = k * (n - 1)
-
-    def extend(path: list[int], seen: set[int]) -> bool:
-        nonlocal steps
-        steps += 1
-        if steps > budget:
-            raise TimeoutError
-        cur = path[-1]
-        if len(path) == n:
-            if use[cur][path[0]] >= k:
-                return False
-            use[cur][path[0]] += 1
-            cycles.append(tuple(path))
-            if len(cycles) == target or extend([0], {0}):
-                return True
-            cycles.pop()
-            use[cur][path[0]] -= 1
-            return False
-        for nxt in sorted(range(n), key=lambda j: use[cur][j]):  # least-used arc first
-            if nxt in seen or use[cur][nxt] >= k:
-                continue
-            use[cur][nxt] += 1
-            seen.add(nxt)
-            path.append(nxt)
-            if extend(path, seen):
-                return True
-            path.pop()
-            seen.discard(nxt)
-            use[cur][nxt] -= 1
-        return False
-
-    try:
-        return tuple(cycles) if extend([0], {0}) else None
-    except TimeoutError:
-        return None
-
-
-def _mesh_orders(members: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Ring orders over a full mesh that load every peer link equally (see
-    :func:`hamiltonian_decomposition`); every channel spreads its share over all of them."""
-    return [tuple(members[i] for i in cycle) for cycle in hamiltonian_decomposition(len(members))]
-
-
-def _ring_orders(topo: Any, lay: _Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
-    """Per channel: the ring order and the rail its inter-node hops use."""
-    if len(lay.by_node) == 1:
-        members = lay.by_node[0]
-        if topo.profile.node.scale_up.kind == "mesh" and len(members) > 2:
-            orders = _mesh_orders(members)
-            return [(o, None) for _ in range(n_ch) for o in orders]
-        return [(members, None)] * n_ch
-    rails = _rails(topo, lay.by_node[0])
-    out = []
-    for c in range(n_ch):
-        r = rails[c % len(rails)]
-        order: tuple[int, ...] = ()
-        for members in lay.by_node:
-            order += _rotate_to_rail(topo, members, r)
-        out.append((order, r))
-    return out
-
-
-def _ring_pattern(topo: Any, lay: _Layout, n_ch: int, closed: bool = True) -> Pattern:
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    rings = _ring_orders(topo, lay, n_ch)
-    per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
-    for order, rail in rings:
-        if not closed:  # broadcast: open chain starting at the root
-            i0 = order.index(lay.gpus[0])
-            order = order[i0:] + order[:i0]
-        hops = len(order) if closed else len(order) - 1
-        for i in range(hops):
-            a, b = order[i], order[(i + 1) % len(order)]
-            cross = topo.node_of(a) != topo.node_of(b)
-            e = acc[topo.route(a, b, rail if cross else None).links]
-            e[0] += per_ring / n_ch
-            e[1] += per_ring
-    return _merge(acc)
-
-
-def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
-    """(child, parent) position pairs of a heap-ordered binary tree over k positions; the
-    mirrored tree numbers positions from the other end, so leaves of one are inner nodes of the
-    other (the double binary tree's complementarity, approximately)."""
-    pos = list(range(k))[::-1] if mirrored else list(range(k))
-    return [(pos[i], pos[(i - 1) // 2]) for i in range(1, k)]
-
-
-def _tree_pattern(topo: Any, lay: _Layout, n_ch: int) -> Pattern:
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    rails = _rails(topo, lay.by_node[0])
-
-    def add(a: int, b: int, rail: int | None) -> None:
-        for s, d in ((a, b), (b, a)):  # reduce up and broadcast down, pipelined
-            e = acc[topo.route(s, d, rail).links]
-            e[0] += 1.0 / n_ch
-            e[1] += 1
-
-    for c in range(n_ch):
-        r = rails[c % len(rails)]
-        chains = [_rotate_to_rail(topo, m, r) for m in lay.by_node]
-        for chain in chains:
-            for i in range(len(chain) - 1):
-                add(chain[i + 1], chain[i], None)
-        for child, parent in _binary_tree_edges(len(chains), mirrored=bool(c % 2)):
-            add(chains[child][0], chains[parent][0], r)
-    return _merge(acc)
-
-
-def _nvls_intra(topo: Any, lay: _Layout, op: str) -> Pattern:
-    """Per-GPU up/down link loads of the in-switch reduction, as multiples of S."""
-    out: Pattern = []
-    for members in lay.by_node:
-        k = len(members)
-        up_w, down_w = {"allreduce": (1 + 1 / k, 1 + 1 / k), "allgather": (1 / k, 1.0),
-                        "reducescatter": (1.0, 1 / k)}[op]
-        routes = topo.nvls_routes(members)
-        out += [((u,), up_w, 1) for u in routes.up] + [((d,), down_w, 1) for d in routes.down]
-    return out
-
-
-def _nvls_tree_inter(topo: Any, lay: _Layout) -> Pattern:
-    """Each local index's 1/ppn shard reduced and broadcast across nodes on two binary trees."""
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    ppn = lay.ppn
-    for local in range(ppn):
-        column = [m[local] for m in lay.by_node if local < len(m)]
-        for mirrored in (False, True):
-            for child, parent in _binary_tree_edges(len(column), mirrored):
-                for s, d in ((column[child], column[parent]), (column[parent], column[child])):
-                    e = acc[topo.route(s, d).links]
-                    e[0] += 0.5 / ppn
-                    e[1] += 1
-    return _merge(acc)
-
-
-def _direct_sends(lay: _Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(src, dst, weight) of every All-to-All send, weight in units of the per-rank buffer S.
-
-    Up to 128 ranks every rank sends S/n to every other. Larger groups send the inter-node part
-    rail-aligned: rank i of a node hands everything bound for another node to that node's GPU
-    of the same local index (PXN-style), which forwards it inside the node.
-    """
-    n = len(lay.gpus)
-    exact = n <= 128
-    src, dst, weight = [], [], []
-    for members in lay.by_node:
-        here = np.asarray(members, dtype=np.int64)
-        for other in lay.by_node:
-            there = np.asarray(other, dtype=np.int64)
-            if other is members or exact:
-                s, d = np.repeat(here, there.size), np.tile(there, here.size)
-                keep = s != d
-                src.append(s[keep]), dst.append(d[keep]), weight.append(np.full(int(keep.sum()), 1.0 / n))
-            else:
-                src.append(here), dst.append(there[np.arange(here.size) % there.size])
-                weight.append(np.full(here.size, there.size / n))
-    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
-
-
-def _direct_pattern(topo: Any, lay: _Layout) -> Pattern:
-    """All-to-All as flows: sends with identical routes merged; very large patterns are
-    aggregated into one flow per link (the same link loads)."""
-    src, dst, weight = _direct_sends(lay)
-    routes = topo.route_matrix(src, dst)
-    rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if len(rows) <= MAX_FLOWS_PER_PATTERN:
-        w = np.bincount(inverse, weights=weight, minlength=len(rows))
-        mult = np.bincount(inverse, minlength=len(rows))
-        return [(tuple(r[r >= 0].tolist()), float(x), int(k)) for r, x, k in zip(rows, w, mult) if r[0] >= 0]
-    pair, link = routes.entries()
-    w = np.bincount(link, weights=weight[pair], minlength=topo.n_links)
-    mult = np.bincount(link, minlength=topo.n_links)
-    return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
-
-
-def _p2p_pattern(topo: Any, lay: _Layout) -> Pattern:
-    n = len(lay.gpus)
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    for i, src in enumerate(lay.gpus):
-        dst = lay.gpus[(i + 1) % n]
-        e = acc[topo.route(src, dst).links]
-        e[0] += 1.0
-        e[1] += 1
-    return _merge(acc)
-
-
-def _cached_pattern(topo: Any, key: tuple, build) -> Pattern:
-    cache = _cache(topo)
-    if key not in cache:
-        cache[key] = build()
-    return cache[key]
-
-
-def _flows(pattern: Pattern, volume: float, cap_per_channel: float | None) -> tuple[Flow, ...]:
-    if volume <= 0:
-        return ()
-    return tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
-                 for links, w, m in pattern if w > 0)
 
 
 # ------------------------------------------------------------------------------ planning
@@ -443,7 +137,7 @@ def _nvls_available(topo: Any) -> bool:
     return bool(p.node.scale_up.nvls) and p.gpu.arch in ("hopper", "blackwell")
 
 
-def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: _Layout) -> None:
+def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: Layout) -> None:
     if algo is not None:
         if algo not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algo!r}; expected one of {', '.join(ALGORITHMS)}", field="algo")
@@ -461,7 +155,7 @@ def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: _L
         raise InputError(f"{algo} runs the simple protocol only", field="proto")
 
 
-def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: _Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
+def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
     if op == "alltoall" or op == "sendrecv":
         per_peer = size / len(lay.gpus) if op == "alltoall" else size
         return ("direct" if op == "alltoall" else "p2p"), proto or ("ll" if per_peer <= P2P_LL_THRESHOLD else "simple")
@@ -495,7 +189,7 @@ def _p2p_latency_us(ctx: tuner.TunerContext, proto: str) -> float:
     return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
 
 
-def _alltoall_latency_us(ctx: tuner.TunerContext, topo: Any, lay: _Layout, proto: str) -> float:
+def _alltoall_latency_us(ctx: tuner.TunerContext, topo: Any, lay: Layout, proto: str) -> float:
     """Grouped send/recv to every peer: the base latency once, plus one hop latency per peer
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
@@ -515,7 +209,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     op = normalize_op(op)
     if size_bytes < 0:
         raise InputError(f"expected a size >= 0 bytes, got {size_bytes}", field="size_bytes")
-    lay = _layout(topo, gpus)
+    lay = layout(topo, gpus)
     n, n_nodes = len(lay.gpus), len(lay.by_node)
     algo = algo.lower() if algo else None
     proto = proto.lower() if proto else None
@@ -535,34 +229,34 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
         cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes) * 1e9 * wire
         if algorithm == "ring":
             closed = op != "broadcast"
-            pat = _cached_pattern(topo, ("ring", closed, n_ch) + key_base, lambda: _ring_pattern(topo, lay, n_ch, closed))
+            pat = cached_pattern(topo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
             volume = _ring_volume(op, n, size_bytes)
         else:
-            pat = _cached_pattern(topo, ("tree", n_ch) + key_base, lambda: _tree_pattern(topo, lay, n_ch))
+            pat = cached_pattern(topo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases = (_flows(pat, volume * wire / proto_eff, cap),)
+        phases = (scaled_flows(pat, volume * wire / proto_eff, cap),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
-        intra = _cached_pattern(topo, ("nvls", op) + key_base, lambda: _nvls_intra(topo, lay, op))
-        flows = _flows(intra, size_bytes * scale, None)
+        intra = cached_pattern(topo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
+        flows = scaled_flows(intra, size_bytes * scale, None)
         if algorithm == "nvls_tree":
-            inter = _cached_pattern(topo, ("nvls_tree",) + key_base, lambda: _nvls_tree_inter(topo, lay))
-            flows += _flows(inter, size_bytes * wire, None)
+            inter = cached_pattern(topo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
+            flows += scaled_flows(inter, size_bytes * wire, None)
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
         phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo)
     elif algorithm == "direct":
         n_ch = 1
-        pat = _cached_pattern(topo, ("direct",) + key_base, lambda: _direct_pattern(topo, lay))
-        phases = (_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
+        pat = cached_pattern(topo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
+        phases = (scaled_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
         latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
     else:  # p2p
         n_ch = 1
-        pat = _cached_pattern(topo, ("p2p",) + key_base, lambda: _p2p_pattern(topo, lay))
-        phases = (_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
+        pat = cached_pattern(topo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
+        phases = (scaled_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
         latency_us = _p2p_latency_us(ctx, protocol)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
@@ -573,18 +267,18 @@ def _proto_efficiency(topo: Any, proto: str) -> float:
     return _context(topo, 2, 1).constants.proto_efficiency[tuner.PROTOS.index(proto)]
 
 
-def _hierarchical(op: str, lay: _Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
+def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
     wire = WIRE_FACTOR[proto] / _proto_efficiency(topo, proto)
-    intra_lay = [_Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
+    intra_lay = [Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
     columns = [tuple(m[j] for m in lay.by_node if j < len(m)) for j in range(ppn)]
-    inter_lay = [_Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
+    inter_lay = [Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
     ctx_in = _context(topo, ppn, 1)
     ctx_out = _context(topo, n_nodes, n_nodes)
 
-    def ring_phase(lays: list[_Layout], ctx: tuner.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
+    def ring_phase(lays: list[Layout], ctx: tuner.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
         k = len(lays[0].gpus)
         if k < 2 or sub_size <= 0:
             return (), 0.0, 0
@@ -592,8 +286,8 @@ def _hierarchical(op: str, lay: _Layout, size: int, proto: str, topo: Any) -> tu
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
         flows: tuple[Flow, ...] = ()
         for sub in lays:
-            pat = _cached_pattern(topo, ("ring", True, n_ch, sub.gpus), lambda sub=sub: _ring_pattern(topo, sub, n_ch))
-            flows += _flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
+            pat = cached_pattern(topo, ("ring", True, n_ch, sub.gpus), lambda sub=sub: ring_pattern(topo, sub, n_ch))
+            flows += scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 
     if op == "allreduce":

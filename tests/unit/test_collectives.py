@@ -203,7 +203,7 @@ def test_bad_groups_are_input_errors():
 def test_mesh_ring_orders_load_every_peer_link_equally(n):
     from collections import Counter
 
-    from simulator.costs.collectives import hamiltonian_decomposition
+    from simulator.costs.flow_patterns import hamiltonian_decomposition
 
     cycles = hamiltonian_decomposition(n)
     arcs = Counter()

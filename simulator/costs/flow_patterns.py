@@ -1,0 +1,333 @@
+"""Where each collective algorithm's bytes go: flow patterns over the topology's routes.
+
+A *pattern* is the set of flows one algorithm puts on the network for a group of GPUs, each as
+``(links, weight, mult)``: a flow carrying ``weight`` × the per-rank volume over ``links``, made
+of ``mult`` merged channel-hops (its rate cap is ``mult`` × the per-channel cap). Patterns depend
+only on the group and the topology, so they are built once per topology and group and scaled by
+the message size (:func:`flows`). The algorithms and their volumes are described in
+:mod:`simulator.costs.collectives`, which chooses among them.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from math import gcd
+from typing import Any, Sequence
+
+import numpy as np
+
+from simulator.errors import InputError
+
+MAX_FLOWS_PER_PATTERN = 20000  # beyond this, All-to-All flows are aggregated per link
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """``nbytes`` (wire bytes) over ``links``; ``rate_cap_Bps`` bounds its rate (None: links only)."""
+
+    links: tuple[int, ...]
+    nbytes: float
+    rate_cap_Bps: float | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Members grouped by node, in order of first appearance."""
+
+    gpus: tuple[int, ...]
+    nodes: tuple[int, ...]
+    by_node: tuple[tuple[int, ...], ...]
+
+    @property
+    def ppn(self) -> int:
+        return max(len(m) for m in self.by_node)
+
+
+def layout(topo: Any, gpus: Sequence[int]) -> Layout:
+    members = tuple(int(g) for g in gpus)
+    if not members:
+        raise InputError("a collective needs at least one GPU", field="gpus")
+    if len(set(members)) != len(members):
+        raise InputError("a GPU appears twice in the group", field="gpus")
+    by: dict[int, list[int]] = {}
+    for g in members:
+        if not 0 <= g < topo.n_gpus:
+            raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
+        by.setdefault(topo.node_of(g), []).append(g)
+    return Layout(members, tuple(by), tuple(tuple(v) for v in by.values()))
+
+
+# ------------------------------------------------------------------------------ caches
+
+_CTX_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def topology_cache(topo: Any) -> dict:
+    try:
+        return _CTX_CACHE.setdefault(topo, {})
+    except TypeError:  # not weak-referenceable: no caching
+        return {}
+
+
+# ------------------------------------------------------------------------------ patterns
+# A pattern is a list of (links, weight, mult): a flow carrying `weight` × the per-rank volume,
+# made of `mult` merged channel-hops (its rate cap is mult × the per-channel cap; fractional where
+# a channel is split over several ring orders).
+
+Pattern = list[tuple[tuple[int, ...], float, float]]
+
+
+def _merge(entries: dict[tuple[int, ...], list[float]]) -> Pattern:
+    return [(links, w, m) for links, (w, m) in entries.items() if links]
+
+
+def group_rails(topo: Any, members: Sequence[int]) -> list[int]:
+    rails = sorted({topo.nic_of(g) for g in members}) if getattr(topo, "rails", 1) else [0]
+    return rails or [0]
+
+
+def _rotate_to_rail(topo: Any, members: tuple[int, ...], rail: int) -> tuple[int, ...]:
+    for i, g in enumerate(members):
+        if topo.nic_of(g) == rail:
+            return members[i:] + members[:i]
+    return members
+
+
+@lru_cache(maxsize=None)
+def hamiltonian_decomposition(n: int) -> tuple[tuple[int, ...], ...]:
+    """Directed Hamiltonian cycles of the complete digraph on n GPUs that use every ordered pair
+    (i, j) equally often: once (n-1 cycles) where that is possible, else twice (2(n-1) cycles).
+
+    Why: on a full mesh (MI300X xGMI, GH200 NVLink without NVSwitch) every GPU has a separate
+    link to each peer, and RCCL/NCCL reach the mesh's bandwidth by running channels over
+    different ring orders so that all n-1 links of a GPU carry traffic (RCCL
+    ``src/graph/rome_models.cc``: the 8-GPU, 7-xGMI-link model lists 8 ring orders that together
+    use all 56 GPU pairs; the measured MI300X AllReduce plateau of 315 GB/s busbw equals the sum
+    of all 7 links, data/nccl/mi300x8_allreduce_1node.csv). A decomposition into Hamiltonian
+    cycles exists for every n except 4 and 6 (Tillson 1980, "A Hamiltonian decomposition of
+    K*_2m, 2m >= 8"); for those, each arc twice (e.g. n=4: the 3 undirected 4-cycles in both
+    directions). Found by a small depth-first search, canonical cycles starting at 0; above
+    :data:`_DECOMPOSE_MAX_N` GPUs (or if the search budget runs out) it falls back to strides
+    coprime with n, which are balanced when n is prime.
+    """
+    if n <= 2:
+        return (tuple(range(n)),)
+    if n <= _DECOMPOSE_MAX_N:
+        for k in ((2,) if n in (4, 6) else (1, 2)):
+            found = _search_cycles(n, k)
+            if found is not None:
+                return found
+    strides = [s for s in range(1, n) if gcd(s, n) == 1]
+    return tuple(tuple((i * s) % n for i in range(n)) for s in strides)
+
+
+_DECOMPOSE_MAX_N = 16
+
+
+def _search_cycles(n: int, k: int, budget: int = 200_000) -> tuple[tuple[int, ...], ...] | None:
+    use = [[0] * n for _ in range(n)]
+    cycles: list[tuple[int, ...]] = []
+    steps = 0
+    target = k * (n - 1)
+
+    def extend(path: list[int], seen: set[int]) -> bool:
+        nonlocal steps
+        steps += 1
+        if steps > budget:
+            raise TimeoutError
+        cur = path[-1]
+        if len(path) == n:
+            if use[cur][path[0]] >= k:
+                return False
+            use[cur][path[0]] += 1
+            cycles.append(tuple(path))
+            if len(cycles) == target or extend([0], {0}):
+                return True
+            cycles.pop()
+            use[cur][path[0]] -= 1
+            return False
+        for nxt in sorted(range(n), key=lambda j: use[cur][j]):  # least-used arc first
+            if nxt in seen or use[cur][nxt] >= k:
+                continue
+            use[cur][nxt] += 1
+            seen.add(nxt)
+            path.append(nxt)
+            if extend(path, seen):
+                return True
+            path.pop()
+            seen.discard(nxt)
+            use[cur][nxt] -= 1
+        return False
+
+    try:
+        return tuple(cycles) if extend([0], {0}) else None
+    except TimeoutError:
+        return None
+
+
+def _mesh_orders(members: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Ring orders over a full mesh that load every peer link equally (see
+    :func:`hamiltonian_decomposition`); every channel spreads its share over all of them."""
+    return [tuple(members[i] for i in cycle) for cycle in hamiltonian_decomposition(len(members))]
+
+
+def _ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
+    """Per channel: the ring order and the rail its inter-node hops use."""
+    if len(lay.by_node) == 1:
+        members = lay.by_node[0]
+        if topo.profile.node.scale_up.kind == "mesh" and len(members) > 2:
+            orders = _mesh_orders(members)
+            return [(o, None) for _ in range(n_ch) for o in orders]
+        return [(members, None)] * n_ch
+    rails = group_rails(topo, lay.by_node[0])
+    out = []
+    for c in range(n_ch):
+        r = rails[c % len(rails)]
+        order: tuple[int, ...] = ()
+        for members in lay.by_node:
+            order += _rotate_to_rail(topo, members, r)
+        out.append((order, r))
+    return out
+
+
+def ring_pattern(topo: Any, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
+    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    rings = _ring_orders(topo, lay, n_ch)
+    per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
+    for order, rail in rings:
+        if not closed:  # broadcast: open chain starting at the root
+            i0 = order.index(lay.gpus[0])
+            order = order[i0:] + order[:i0]
+        hops = len(order) if closed else len(order) - 1
+        for i in range(hops):
+            a, b = order[i], order[(i + 1) % len(order)]
+            cross = topo.node_of(a) != topo.node_of(b)
+            e = acc[topo.route(a, b, rail if cross else None).links]
+            e[0] += per_ring / n_ch
+            e[1] += per_ring
+    return _merge(acc)
+
+
+def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
+    """(child, parent) position pairs of a heap-ordered binary tree over k positions; the
+    mirrored tree numbers positions from the other end, so leaves of one are inner nodes of the
+    other (the double binary tree's complementarity, approximately)."""
+    pos = list(range(k))[::-1] if mirrored else list(range(k))
+    return [(pos[i], pos[(i - 1) // 2]) for i in range(1, k)]
+
+
+def tree_pattern(topo: Any, lay: Layout, n_ch: int) -> Pattern:
+    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    rails = group_rails(topo, lay.by_node[0])
+
+    def add(a: int, b: int, rail: int | None) -> None:
+        for s, d in ((a, b), (b, a)):  # reduce up and broadcast down, pipelined
+            e = acc[topo.route(s, d, rail).links]
+            e[0] += 1.0 / n_ch
+            e[1] += 1
+
+    for c in range(n_ch):
+        r = rails[c % len(rails)]
+        chains = [_rotate_to_rail(topo, m, r) for m in lay.by_node]
+        for chain in chains:
+            for i in range(len(chain) - 1):
+                add(chain[i + 1], chain[i], None)
+        for child, parent in _binary_tree_edges(len(chains), mirrored=bool(c % 2)):
+            add(chains[child][0], chains[parent][0], r)
+    return _merge(acc)
+
+
+def nvls_intra(topo: Any, lay: Layout, op: str) -> Pattern:
+    """Per-GPU up/down link loads of the in-switch reduction, as multiples of S."""
+    out: Pattern = []
+    for members in lay.by_node:
+        k = len(members)
+        up_w, down_w = {"allreduce": (1 + 1 / k, 1 + 1 / k), "allgather": (1 / k, 1.0),
+                        "reducescatter": (1.0, 1 / k)}[op]
+        routes = topo.nvls_routes(members)
+        out += [((u,), up_w, 1) for u in routes.up] + [((d,), down_w, 1) for d in routes.down]
+    return out
+
+
+def nvls_tree_inter(topo: Any, lay: Layout) -> Pattern:
+    """Each local index's 1/ppn shard reduced and broadcast across nodes on two binary trees."""
+    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    ppn = lay.ppn
+    for local in range(ppn):
+        column = [m[local] for m in lay.by_node if local < len(m)]
+        for mirrored in (False, True):
+            for child, parent in _binary_tree_edges(len(column), mirrored):
+                for s, d in ((column[child], column[parent]), (column[parent], column[child])):
+                    e = acc[topo.route(s, d).links]
+                    e[0] += 0.5 / ppn
+                    e[1] += 1
+    return _merge(acc)
+
+
+def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, weight) of every All-to-All send, weight in units of the per-rank buffer S.
+
+    Up to 128 ranks every rank sends S/n to every other. Larger groups send the inter-node part
+    rail-aligned: rank i of a node hands everything bound for another node to that node's GPU
+    of the same local index (PXN-style), which forwards it inside the node.
+    """
+    n = len(lay.gpus)
+    exact = n <= 128
+    src, dst, weight = [], [], []
+    for members in lay.by_node:
+        here = np.asarray(members, dtype=np.int64)
+        for other in lay.by_node:
+            there = np.asarray(other, dtype=np.int64)
+            if other is members or exact:
+                s, d = np.repeat(here, there.size), np.tile(there, here.size)
+                keep = s != d
+                src.append(s[keep]), dst.append(d[keep]), weight.append(np.full(int(keep.sum()), 1.0 / n))
+            else:
+                src.append(here), dst.append(there[np.arange(here.size) % there.size])
+                weight.append(np.full(here.size, there.size / n))
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+
+
+def direct_pattern(topo: Any, lay: Layout) -> Pattern:
+    """All-to-All as flows: sends with identical routes merged; very large patterns are
+    aggregated into one flow per link (the same link loads)."""
+    src, dst, weight = _direct_sends(lay)
+    routes = topo.route_matrix(src, dst)
+    rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if len(rows) <= MAX_FLOWS_PER_PATTERN:
+        w = np.bincount(inverse, weights=weight, minlength=len(rows))
+        mult = np.bincount(inverse, minlength=len(rows))
+        return [(tuple(r[r >= 0].tolist()), float(x), int(k)) for r, x, k in zip(rows, w, mult) if r[0] >= 0]
+    pair, link = routes.entries()
+    w = np.bincount(link, weights=weight[pair], minlength=topo.n_links)
+    mult = np.bincount(link, minlength=topo.n_links)
+    return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
+
+
+def p2p_pattern(topo: Any, lay: Layout) -> Pattern:
+    n = len(lay.gpus)
+    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    for i, src in enumerate(lay.gpus):
+        dst = lay.gpus[(i + 1) % n]
+        e = acc[topo.route(src, dst).links]
+        e[0] += 1.0
+        e[1] += 1
+    return _merge(acc)
+
+
+def cached_pattern(topo: Any, key: tuple, build) -> Pattern:
+    cache = topology_cache(topo)
+    if key not in cache:
+        cache[key] = build()
+    return cache[key]
+
+
+def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None) -> tuple[Flow, ...]:
+    if volume <= 0:
+        return ()
+    return tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
+                 for links, w, m in pattern if w > 0)
