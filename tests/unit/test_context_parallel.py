@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 
 from simulator.errors import InputError
 from simulator.schedule import context_parallel
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp
+from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 
 B, S, D, A, G = 1, 16384, 128, 16, 4
 
@@ -22,20 +23,7 @@ def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G) -> AttentionContext
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
-    pb = ProgramBuilder()
-    start = pb.add(ComputeOp(name="qkv", kind="gemm"))
-    out = context_parallel.forward(pb, c, start)
-    n_fwd = len(pb)
-    context_parallel.backward(pb, c, out)
-    return pb.ops[:n_fwd], pb.ops[n_fwd:]
-
-
-def sent(ops) -> int:
-    return sum(x.nbytes for op in ops if isinstance(op, P2POp) for x in op.sends)
-
-
-def attn_flops(ops) -> float:
-    return sum(op.flops for op in ops if isinstance(op, ComputeOp) and op.kind == "attention")
+    return run_pattern(context_parallel, c)
 
 
 def full_causal() -> float:

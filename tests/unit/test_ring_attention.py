@@ -9,6 +9,7 @@ import pytest
 from simulator.schedule import ring_attention
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
+from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 
 B, S, D, A, G = 1, 8192, 128, 8, 2
 
@@ -19,20 +20,7 @@ def ctx(c=4, rank=0, causal=True) -> AttentionContext:
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
-    pb = ProgramBuilder()
-    start = pb.add(ComputeOp(name="qkv", kind="gemm"))
-    out = ring_attention.forward(pb, c, start)
-    n_fwd = len(pb)
-    ring_attention.backward(pb, c, out)
-    return pb.ops[:n_fwd], pb.ops[n_fwd:]
-
-
-def sent(ops) -> int:
-    return sum(x.nbytes for op in ops if isinstance(op, P2POp) for x in op.sends)
-
-
-def attn_flops(ops) -> float:
-    return sum(op.flops for op in ops if isinstance(op, ComputeOp) and op.kind == "attention")
+    return run_pattern(ring_attention, c)
 
 
 @pytest.mark.parametrize("c", [2, 4, 8])

@@ -7,7 +7,8 @@ import pytest
 from simulator.errors import InputError
 from simulator.schedule import ulysses
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
-from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder
+from simulator.schedule.ir import CommOp, ComputeOp
+from tests.unit.attention_helpers import run_pattern
 
 B, S, D = 2, 4096, 64
 
@@ -19,12 +20,7 @@ def ctx(P=4, heads=16, kv_heads=16, cp=1, cp_rank=0, cp_comm="p2p", causal=True)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
-    pb = ProgramBuilder()
-    start = pb.add(ComputeOp(name="qkv", kind="gemm"))
-    out = ulysses.forward(pb, c, start)
-    n_fwd = len(pb)
-    ulysses.backward(pb, c, out)
-    return pb.ops[:n_fwd], pb.ops[n_fwd:]
+    return run_pattern(ulysses, c)
 
 
 def a2as(ops) -> list[CommOp]:
