@@ -179,7 +179,8 @@ def validate_all() -> tuple[list[SweepResult], dict[str, str]]:
     return results, skipped
 
 
-def _pct(x: float | None) -> str:
+def pct(x: float | None) -> str:
+    """An error as a percentage for the validation tables ('–' when there is none)."""
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
@@ -214,8 +215,8 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str]) -> str:
         algos = sorted({f"{p.algorithm}/{p.protocol}" for p in r.points})
         lines.append(
             f"| {r.sweep.name} | {c.profile} | {c.op} | {c.ranks} ({c.ranks // c.gpus_per_node}×{c.gpus_per_node}) | "
-            f"{c.algo or '–'} | {len(r.points)} | {_pct(r.median_error(MiB))} | {_pct(r.worst_error(MiB))} | "
-            f"{_pct(r.median_error())} | {_pct(r.worst_error())} | {', '.join(algos)} |")
+            f"{c.algo or '–'} | {len(r.points)} | {pct(r.median_error(MiB))} | {pct(r.worst_error(MiB))} | "
+            f"{pct(r.median_error())} | {pct(r.worst_error())} | {', '.join(algos)} |")
     notes = [f"- {r.sweep.name}: {r.case.note}" for r in results if r.case.note]
     if notes:
         lines += ["", "Notes:", ""] + notes
@@ -239,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
 
         plot_busbw_by_profile(results, out / "img")
     for r in results:
-        print(f"{r.sweep.name:45s} median>=1MiB {_pct(r.median_error(MiB)):>7} worst {_pct(r.worst_error(MiB)):>7} "
-              f"median all {_pct(r.median_error()):>7}")
+        print(f"{r.sweep.name:45s} median>=1MiB {pct(r.median_error(MiB)):>7} worst {pct(r.worst_error(MiB)):>7} "
+              f"median all {pct(r.median_error()):>7}")
     for k, v in skipped.items():
         print(f"{k:45s} skipped: {v}")
     return 0

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from simulator.calibration.collective_validation import Case, case_for
+from simulator.calibration.collective_validation import Case, case_for, pct
 from simulator.calibration.fit import MeasuredCollective, busbw_errors, fit_collectives
 from simulator.calibration.measured import MeasuredSweep, bundled_sweeps
 from simulator.errors import InputError
@@ -132,10 +132,6 @@ def cross_validate(system: str, ms: list[MeasuredCollective]) -> list[SplitResul
     return results
 
 
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
 def render_markdown(results: list[SplitResult], skipped: dict[str, str]) -> str:
     lines = [
         "# Calibration cross-validation",
@@ -164,8 +160,8 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        lines.append(f"| {r.system} | {r.split} | {r.rows} | {_pct(r.before_large)} | {_pct(r.before_all)} | "
-                     f"{_pct(r.after_large)} | {_pct(r.after_all)} | {'yes' if r.meets_target else '**no**'} | "
+        lines.append(f"| {r.system} | {r.split} | {r.rows} | {pct(r.before_large)} | {pct(r.before_all)} | "
+                     f"{pct(r.after_large)} | {pct(r.after_all)} | {'yes' if r.meets_target else '**no**'} | "
                      f"{', '.join(f'`{f}`' for f in r.fitted)} |")
     lines += ["", "`tests/validation/test_calibration_accuracy.py` asserts the target on the splits met with margin "
               "(dgx-h100: sizes and every leave-one-out except SendRecv; a100-pcie: sizes, leave out sendrecv); "
@@ -178,8 +174,8 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str]) -> str:
     if not misses:
         lines.append("Every split above meets the target.")
     for r in misses:
-        lines.append(f"- {r.system}, {r.split}: after calibration {_pct(r.after_large)} (≥ 1 MiB), "
-                     f"{_pct(r.after_all)} (all). {_explain(r)}")
+        lines.append(f"- {r.system}, {r.split}: after calibration {pct(r.after_large)} (≥ 1 MiB), "
+                     f"{pct(r.after_all)} (all). {_explain(r)}")
     lines += ["", "Sweeps per system:", ""]
     seen: dict[str, set[str]] = {}
     for r in results:
@@ -252,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     for system, ms in sorted(by_system.items()):
         for r in cross_validate(system, ms):
             results.append(r)
-            print(f"{r.system:14s} {r.split:32s} rows {r.rows:4d}  before {_pct(r.before_large):>6} / {_pct(r.before_all):>6}"
-                  f"  after {_pct(r.after_large):>6} / {_pct(r.after_all):>6}  {'ok' if r.meets_target else 'MISS'}")
+            print(f"{r.system:14s} {r.split:32s} rows {r.rows:4d}  before {pct(r.before_large):>6} / {pct(r.before_all):>6}"
+                  f"  after {pct(r.after_large):>6} / {pct(r.after_all):>6}  {'ok' if r.meets_target else 'MISS'}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "validation-calibration.md").write_text(render_markdown(results, skipped))
