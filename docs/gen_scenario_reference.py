@@ -33,11 +33,35 @@ NOTES = {
     "micro_batch": "sequences per micro-batch", "global_batch": "sequences per optimizer step",
     "dtype": "fp8 runs GEMMs in fp8, the rest in bf16", "recompute": "activation recomputation",
     "tp": "tensor-parallel degree", "sequence_parallel": "Megatron sequence parallelism with TP",
-    "tp_overlap": "TP communication/GEMM overlap mode (TransformerEngine)", "pp": "pipeline stages",
+    "tp_overlap": "TP communication/GEMM overlap (TransformerEngine userbuffers): one method for every GEMM "
+                  "(bulk, pipelined, ring_exchange), or te_default, TE's per-GEMM defaults as Megatron's "
+                  "--tp-comm-overlap runs them", "pp": "pipeline stages",
     "pp_schedule": "pipeline schedule", "vp": "virtual stages per rank (interleaved)",
     "cp": "context-parallel degree", "cp_comm": "ring (plain Ring Attention) | p2p (Megatron, load-balanced) | variants",
     "ulysses": "DeepSpeed-Ulysses degree", "zero": "ZeRO stage", "order": "rank placement, innermost axis first",
     "dp": "data-parallel degree; derived, checked when given",
+    "model": "model shape (a preset and/or explicit fields)", "training": "batch, precision, recompute, kernels",
+    "parallel": "the parallel plan; every key optional",
+    "tied_embeddings": "the LM head shares the input embedding's weights",
+    "position_embedding": "rope (no weights) or learned position embeddings (GPT-2/3)",
+    "fused_kernels": "fused bias/dropout/residual/norm/activation kernels (Megatron-Core, TE); false = one "
+                     "memory-bound kernel each, as older stacks ran",
+    "zero3_impl": "ZeRO-3 as DeepSpeed runs it (per-parameter, prefetch buckets) or as FSDP2 (per block)",
+    "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
+    "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
+    "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",
+    "zero3_prefetch_bucket_elements": "DeepSpeed stage3_prefetch_bucket_size",
+    "zero3_max_live_parameters": "DeepSpeed stage3_max_live_parameters",
+    "zero3_param_persistence_threshold": "DeepSpeed stage3_param_persistence_threshold: smaller parameters stay "
+                                         "gathered",
+    "zero3_reduce_bucket_elements": "DeepSpeed reduce_bucket_size",
+    "zero3_max_reuse_distance": "DeepSpeed stage3_max_reuse_distance",
+    "cp_a2a": "cp_comm a2a+p2p: All-to-All degree inside each ring position (TE "
+              "hierarchical_context_parallel_sizes[0]); default: largest power of two <= 8 dividing cp and the "
+              "heads per TP rank",
+    "overlap_param_gather": "ZeRO-1/2: the parameter AllGather hides under the next forward (Megatron "
+                            "--overlap-param-gather) instead of following the optimizer step",
+    "fsdp_reshard_after_forward": "FSDP2: free gathered parameters after forward and gather them again in backward",
 }
 
 
