@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError
+from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops
 
 # torch ScalarType names as record_param_comms / "Input type" print them -> bytes per element.
 DTYPE_BYTES = {
@@ -151,8 +152,8 @@ class AttentionEvent:
         does not say whether it was used, so the caller decides."""
         if None in (self.batch, self.heads, self.seq_q, self.seq_k, self.head_dim):
             return None
-        fwd = 4.0 * self.batch * self.heads * self.seq_q * self.seq_k * self.head_dim  # type: ignore[operator]
-        return fwd * 2.5 if self.backward else fwd
+        fwd = attention_flops(self.batch, self.heads, self.seq_q, self.seq_k, self.head_dim)  # type: ignore[arg-type]
+        return fwd * FLASH_BWD_FACTOR if self.backward else fwd
 
 
 @dataclass(frozen=True)
