@@ -64,6 +64,7 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from simulator.calibration.nccl_log import count_for
     from simulator.config.hardware import load_profile
     from simulator.costs.collectives import busbw_factor, normalize_op
     from simulator.hardware.topology import build_topology
@@ -113,8 +114,7 @@ def run(args: argparse.Namespace) -> int:
             if exc.field in ("algo", "proto"):
                 raise InputError(exc.detail, field=f"--{exc.field}") from None
             raise
-        count = size // esize // (ranks if op in ("allgather", "reducescatter", "alltoall") else 1)
-        rows.append({"size_bytes": size, "count": count, "type": args.dtype, "time_us": r.time_s * 1e6,
+        rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
                      "algorithm": r.algorithm, "protocol": r.protocol})
 
