@@ -30,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.workload import Model
+from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops, causal_fraction_diagonal
 
 BWD_GEMM_FACTOR = 2.0  # dgrad + wgrad
-ATTN_BWD_FACTOR = 2.5  # FlashAttention-2, arXiv:2307.08691 §3.2
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
@@ -87,14 +87,14 @@ class LayerFlops:
 
     @property
     def backward(self) -> float:
-        return BWD_GEMM_FACTOR * self.gemms + ATTN_BWD_FACTOR * self.attention
+        return BWD_GEMM_FACTOR * self.gemms + FLASH_BWD_FACTOR * self.attention
 
 
 def layer_flops(model: Model, tokens: int, seq: int, causal_fraction: float = 1.0) -> LayerFlops:
     h, d, a, g = model.hidden, model.head_dim, model.heads, model.kv_heads
     return LayerFlops(
         qkv=gemm_flops(tokens, d * (a + 2 * g), h),
-        attention=4.0 * tokens * seq * a * d * causal_fraction,
+        attention=attention_flops(1, a, tokens, seq, d, causal_fraction),  # tokens = b·s query rows
         out_proj=gemm_flops(tokens, h, a * d),
         mlp=mlp_matrices(model) * gemm_flops(tokens, model.ffn_hidden, h),
     )
@@ -112,7 +112,7 @@ def recompute_flops(model: Model, tokens: int, seq: int, recompute: str, causal_
 
 def step_flops(model: Model, tokens: int, seq: int, recompute: str = "none", causal: bool = True) -> float:
     """Hardware FLOPs of fwd + bwd (+ recompute) over all layers and the logits for `tokens` tokens."""
-    frac = (seq + 1) / (2 * seq) if causal else 1.0
+    frac = causal_fraction_diagonal(seq) if causal else 1.0
     lf = layer_flops(model, tokens, seq, frac)
     per_layer = lf.forward + lf.backward + recompute_flops(model, tokens, seq, recompute, frac)
     return model.layers * per_layer + 3 * logits_flops(model, tokens)
