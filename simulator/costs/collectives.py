@@ -161,6 +161,7 @@ def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: Layout, algo: str 
         return ("direct" if op == "alltoall" else "p2p"), proto or ("ll" if per_peer <= P2P_LL_THRESHOLD else "simple")
     if algo == "hierarchical":
         return algo, proto or tuner.select(ctx, op, size, algo="ring")[1]
+    ctx = tuner.selection_context(ctx)  # NCCL chooses with its own tables, not calibrated values
     tuner_algo = algo
     if algo == "nvls" and len(lay.by_node) > 1:
         tuner_algo = "nvls_tree"  # NCCL_ALGO=NVLS across nodes without CollNet runs NVLSTree

@@ -10,8 +10,10 @@ NCCL's graph search (``search.cc``) is not reproduced; :func:`graph_from_profile
 three numbers the tuner needs from it (channels, per-channel intra/inter bandwidth) from the
 profile's datasheet figures with NCCL's per-link nominal bandwidths and speed lists.
 
-Every constant can be overridden from a profile's ``nccl:`` mapping (like a v5 tuner plugin
-overwriting ``ncclTunerConstants``); see :data:`OVERRIDE_KEYS`.
+Every constant can be overridden from a profile's ``nccl:`` mapping (:data:`OVERRIDE_KEYS`;
+``clustersim calibrate`` writes them). The overrides time the chosen algorithm; the choice itself
+is made as NCCL makes it, with the built-in tables (:func:`selection_context`), because a fitted
+latency or efficiency describes the hardware, which NCCL's tuner does not measure.
 """
 
 from __future__ import annotations
@@ -497,13 +499,32 @@ def tree_correction(proto: str, nbytes: int) -> float:
     return TREE_CORRECTION[proto][idx] if idx <= 22 else 1.0
 
 
+def selection_context(ctx: TunerContext) -> TunerContext:
+    """The communicator as NCCL's tuner sees it when it *chooses*: its built-in constants, plus
+    what it learns from the system at init: the graph (channels, per-channel bandwidths, already
+    in ``ctx.graph``), the net plugin's reported ``latencyInter`` (``net_latency_us``) and the
+    host's net overhead.
+
+    Every other ``nccl:`` value of a profile (a fitted hop latency, ``ll_max_bw_GBps``,
+    ``nvls_efficiency``, the protocol and p2p efficiencies) describes how the hardware really
+    behaves, which NCCL does not know: it changes the time of the chosen algorithm, not the
+    choice. A calibrated profile whose LL runs at an eighth of NCCL's estimate still runs LL
+    wherever NCCL's own tables pick it, as the measured sweeps show (data/nccl/a100pcie_x2_*).
+    """
+    k = ctx.constants
+    known = TunerConstants(net_overhead_us=k.net_overhead_us, net_latency_us=k.net_latency_us)
+    return ctx if k == known else replace(ctx, constants=known)
+
+
 def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
            proto: str | None = None) -> tuple[str, str]:
-    """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` over the enabled
-    combinations, restricted to `algo`/`proto` where pinned (like NCCL_ALGO / NCCL_PROTO).
+    """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` on the
+    :func:`selection_context` over the enabled combinations, restricted to `algo`/`proto` where
+    pinned (like NCCL_ALGO / NCCL_PROTO).
 
     Raises ValueError when the pins leave nothing enabled.
     """
+    ctx = selection_context(ctx)
     best: tuple[float, str, str] | None = None
     for a in ALGOS:
         if algo is not None and a != algo:

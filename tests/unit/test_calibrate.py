@@ -309,3 +309,21 @@ def test_knobs_only_offered_where_the_measurements_exercise_them(h100):
     a2a = MeasuredCollective("s", "alltoall", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
     paths = {p.path for p in candidate_params(h100, [a2a])}
     assert {"nccl.net_latency_us", "nccl.p2p_efficiency"} <= paths
+
+
+def test_latency_prior_prefers_the_shared_knob_over_a_table_latency(h100):
+    """Small 2-node AllReduce rows can be explained by latencyInter (shared by every inter-node
+    hop) or by the one table latency they use (net tree LL); the data generated with
+    latencyInter alone must come back as latencyInter, leaving NCCL's table where it was."""
+    net, tree_ll = Param("nccl.net_latency_us"), Param("nccl.hw_latency_us.net.tree.ll")
+    true_profile = apply_overlay(h100, _overlay({net: 20.0}))
+    sizes = tuple(2**k for k in range(3, 13))  # 8 B .. 4 KiB: tree/LL on 2 nodes
+    shell = MeasuredCollective("synthetic", "allreduce", 16, 2, 8, sizes, tuple(1.0 for _ in sizes))
+    m = replace(shell, times_s=tuple(float(t) for t in Predictor(true_profile).times(shell)))
+    assert {r.algorithm + "/" + r.protocol for r in Predictor(true_profile).results(m)} == {"tree/ll"}
+    fit = fit_collectives(h100, [m], candidates=[net, tree_ll])
+    got = {p.param: p for p in fit.params}
+    assert got[net].fitted and got[tree_ll].fitted
+    assert got[net].value == pytest.approx(20.0, rel=0.05)
+    assert got[tree_ll].value == pytest.approx(tree_ll.get(h100), rel=0.05)
+    assert np.max(np.abs(busbw_errors(fit.profile, m))) < 0.02

@@ -129,3 +129,27 @@ def test_mesh_graph_rates_peers_as_nccl_and_rccl_do():
     assert t._mesh_peer_GBps(gh) == pytest.approx(6 * 20.6)
     mi = load_profile("mi300x")  # RCCL GFX94X_XGMI_WIDTH 48 GB/s, one link per peer
     assert t._mesh_peer_GBps(mi) == pytest.approx(48.0)
+
+
+def test_selection_uses_nccls_tables_not_calibrated_values():
+    """A fitted latency times the chosen algorithm; NCCL still chooses with its built-in tables."""
+    plain = _ctx(n=16, nodes=2)
+    slow_ll = t.constants_from_overrides({"hw_latency_us.net.tree.ll": 500.0, "hw_latency_us.net.ring.ll": 500.0,
+                                          "ll_max_bw_GBps": 1.0, "nvls_efficiency": 0.1})
+    calibrated = t.TunerContext("hopper", 16, 2, "nvlink", "intel", True, plain.graph, slow_ll)
+    for nbytes in (64, 4096, 1 << 16, 1 << 22, 1 << 30):
+        assert t.select(calibrated, "allreduce", nbytes) == t.select(plain, "allreduce", nbytes)
+    # ... while the time of an LL algorithm is the calibrated one
+    assert t.predict_us(calibrated, "allreduce", "tree", "ll", 64) > t.predict_us(plain, "allreduce", "tree", "ll", 64) + 900
+    assert t.selection_context(plain) is plain
+
+
+def test_selection_sees_the_net_plugins_reported_latency():
+    """``latencyInter`` is reported by the net plugin, so NCCL's choice does account for it."""
+    ctx = t.TunerContext("hopper", 16, 2, "nvlink", "intel", True, _ctx().graph,
+                         t.constants_from_overrides({"net_latency_us": 40.0, "hw_latency_us.net.ring.ll": 9.0}))
+    sel = t.selection_context(ctx)
+    assert sel.constants.net_latency_us == 40.0
+    assert sel.constants.hw_latency_us["net"]["ring"] == t.HW_LATENCY_US["net"]["ring"]
+    best = min((t.predict_us(sel, "allreduce", a, p, 4096), a, p) for a in t.ALGOS for p in t.PROTOS)
+    assert t.select(ctx, "allreduce", 4096) == best[1:]
