@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from simulator.calibration.collective_validation import Case, case_for, pct
-from simulator.calibration.fit import LATENCY_PRIOR, MeasuredCollective, busbw_errors, fit_collectives
+from simulator.calibration.consistency import DROP_FACTOR, TimeDrop, time_drops
+from simulator.calibration.fit import LATENCY_PRIOR, MeasuredCollective, Predictor, busbw_errors, fit_collectives
 from simulator.calibration.measured import MeasuredSweep, bundled_sweeps
 from simulator.errors import InputError
 from simulator.units import MiB
@@ -141,7 +142,8 @@ def cross_validate(system: str, ms: list[MeasuredCollective]) -> list[SplitResul
     return results
 
 
-def render_markdown(results: list[SplitResult], skipped: dict[str, str]) -> str:
+def render_markdown(results: list[SplitResult], skipped: dict[str, str],
+                    drops: dict[str, list[TimeDrop]] | None = None) -> str:
     lines = [
         "# Calibration cross-validation",
         "",
@@ -193,6 +195,16 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str]) -> str:
         seen.setdefault(r.system, set()).update(r.fitted_on + r.predicted)
     for system, names in sorted(seen.items()):
         lines.append(f"- {system}: {', '.join(sorted(names))}")
+    if drops:
+        lines += ["", "Rows no machine could have produced (`simulator.calibration.consistency`, what `clustersim "
+                  "calibrate` warns about): a larger message more than "
+                  f"{DROP_FACTOR:g}× faster than a smaller one on the same NCCL algorithm and protocol, away from "
+                  "the tuner's switch points: noise, or a switch NCCL's tuner does not make. The fit down-weights them.", ""]
+        for name, ds in sorted(drops.items()):
+            worst = max(ds, key=lambda d: d.factor)
+            lines.append(f"- {name}: {len(ds)} row pair(s); worst {worst.large_bytes} B in {worst.large_time_s * 1e6:.1f} µs, "
+                         f"{worst.factor:.1f}× faster than {worst.small_bytes} B in {worst.small_time_s * 1e6:.1f} µs "
+                         f"({worst.algorithm}/{worst.protocol})")
     if skipped:
         lines += ["", "Sweeps not used:", ""] + [f"- {k}: {v}" for k, v in sorted(skipped.items())]
     lines.append("")
@@ -247,6 +259,20 @@ def _explain(r: SplitResult) -> str:
     return "Interpolation across sizes does not close the gap: the model's shape over size differs from the measurement."
 
 
+def sweep_drops(by_system: dict[str, list[MeasuredCollective]]) -> dict[str, list[TimeDrop]]:
+    """Inconsistent rows per sweep, judged on the system's datasheet profile."""
+    from simulator.config.hardware import load_profile
+
+    out: dict[str, list[TimeDrop]] = {}
+    for system, ms in by_system.items():
+        pred = Predictor(load_profile(system))
+        for m in ms:
+            ds = time_drops(pred, m)
+            if ds:
+                out[m.source] = ds
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.calibration.cross_validation",
                                  description=__doc__.split("\n\n")[0])
@@ -261,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"  after {pct(r.after_large):>6} / {pct(r.after_all):>6}  {'ok' if r.meets_target else 'MISS'}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "validation-calibration.md").write_text(render_markdown(results, skipped))
+    drops = sweep_drops(by_system)
+    (out / "validation-calibration.md").write_text(render_markdown(results, skipped, drops))
     print(f"wrote {out / 'validation-calibration.md'}")
     return 0
 

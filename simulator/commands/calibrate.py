@@ -4,8 +4,9 @@ nccl-tests / rccl-tests logs (any ``*_perf`` output, several runs per file) fit 
 model's latencies and achievable bandwidth fractions; PyTorch profiler (Kineto) traces fit the
 GEMM-efficiency curve from their GEMM kernels. The result is a profile overlay (``base: P`` plus
 only the fitted fields and their provenance) that ``--hardware`` accepts anywhere. Prints the
-busbw error before and after the fit per sweep, and a warning for every parameter the data
-cannot determine (it keeps its datasheet value). Nothing is written unless everything parsed.
+busbw error before and after the fit per sweep, a warning for every parameter the data
+cannot determine (it keeps its datasheet value) and for rows no machine could have produced
+(:mod:`simulator.calibration.consistency`). Nothing is written unless everything parsed.
 """
 
 from __future__ import annotations
@@ -125,6 +126,22 @@ def _report(before, after, measurements, out=None) -> None:
         print(f"  {label:52s} {len(m.sizes):4d}  {cells}", file=out)
 
 
+def _inconsistent_rows(profile, measurements) -> list[str]:
+    """One warning per sweep whose time falls steeply with size on one NCCL path (the worst case)."""
+    from simulator.calibration.consistency import time_drops
+    from simulator.calibration.fit import Predictor
+
+    pred = Predictor(profile)
+    out = []
+    for m in measurements:
+        drops = time_drops(pred, m)
+        if drops:
+            worst = max(drops, key=lambda d: d.factor)
+            more = f" ({len(drops)} rows like it)" if len(drops) > 1 else ""
+            out.append(worst.describe() + more)
+    return out
+
+
 def overlay_document(base: str, overlay: dict, provenance: str, comments: list[str]) -> str:
     """The overlay YAML: comment header, ``base:``, ``provenance:``, then the fitted fields."""
     body = {"base": base, "provenance": provenance, **overlay}
@@ -156,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("nothing to fit: no collective rows and no GEMM kernels with shapes in the inputs",
                          source=", ".join(args.inputs))
 
-    warnings: list[str] = []
+    warnings: list[str] = _inconsistent_rows(profile, inputs.measurements)
     overlay: dict = {}
     fitted_profile = profile
     summary: list[str] = []

@@ -327,3 +327,44 @@ def test_latency_prior_prefers_the_shared_knob_over_a_table_latency(h100):
     assert got[net].value == pytest.approx(20.0, rel=0.05)
     assert got[tree_ll].value == pytest.approx(tree_ll.get(h100), rel=0.05)
     assert np.max(np.abs(busbw_errors(fit.profile, m))) < 0.02
+
+
+# ------------------------------------------------------------------------------ consistency
+
+def test_time_drop_on_one_nccl_path_is_flagged_but_not_at_a_switch(h100):
+    from simulator.calibration.consistency import time_drops
+
+    pred = Predictor(h100)
+    clean = synthetic(h100, {EFF: 0.75})
+    assert time_drops(pred, clean) == []  # the model's own sweep is monotone on every path
+    paths = [(r.algorithm, r.protocol) for r in pred.results(clean)]
+    # A row made 3x slower deep inside one protocol's range: the next rows are "faster" than it.
+    k = next(i for i in range(2, len(paths) - 3) if len(set(paths[i - 2:i + 4])) == 1)
+    times = list(clean.times_s)
+    times[k] *= 3.0
+    noisy = replace(clean, times_s=tuple(times), lines=tuple(range(10, 10 + len(times))))
+    drops = time_drops(pred, noisy)
+    assert drops and {d.small_bytes for d in drops} == {clean.sizes[k]}
+    assert drops[0].small_line == 10 + k and drops[0].factor == pytest.approx(3.0 * clean.times_s[k] / clean.times_s[k + 1])
+    assert "line" in drops[0].describe() and f"{paths[k][0]}/{paths[k][1]}" in drops[0].describe()
+    # The same slowdown on the last row before the tuner switches protocol is not judged:
+    # where NCCL really switches moves with the machine.
+    s = next(i for i in range(1, len(paths)) if paths[i] != paths[i - 1]) - 1
+    times = list(clean.times_s)
+    times[s] *= 3.0
+    assert time_drops(pred, replace(clean, times_s=tuple(times))) == []
+
+
+def test_cli_warns_about_rows_no_machine_produces(tmp_path, h100, capsys):
+    log = _write_synthetic_log(tmp_path / "ag.txt", h100, {EFF: 0.7})
+    text = log.read_text().splitlines()
+    # make one mid-size data row 4x slower than written (nccl-tests prints time in column 6)
+    rows = [i for i, l in enumerate(text) if l.strip() and not l.lstrip().startswith("#")]
+    i = rows[len(rows) // 2]
+    cols = text[i].split()
+    cols[5] = f"{float(cols[5]) * 4:.2f}"
+    text[i] = "  ".join(cols)
+    log.write_text("\n".join(text) + "\n")
+    assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(tmp_path / "o.yaml"), "--algo", "ring"]) == 0
+    err = capsys.readouterr().err
+    assert f"line {i + 1}" in err and "faster than" in err
