@@ -22,7 +22,8 @@ import simpy
 
 from simulator.config.hardware import load_profile
 from simulator.hardware import build_topology
-from simulator.replay.links import FlowNetwork, max_min_rates
+from simulator.replay.fair_share import max_min_rates
+from simulator.replay.links import FlowNetwork
 
 
 def random_recompute(n_flows: int = 20_000, n_links: int = 8_000) -> None:

@@ -3,6 +3,7 @@
 ``build_topology(profile, nodes)`` is the entry point; see docs/architecture.md "Hardware".
 """
 
-from simulator.hardware.topology import NvlsRoutes, Route, Topology, build_topology
+from simulator.hardware.routes import NvlsRoutes, Route
+from simulator.hardware.topology import Topology, build_topology
 
 __all__ = ["NvlsRoutes", "Route", "Topology", "build_topology"]

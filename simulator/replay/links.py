@@ -22,252 +22,26 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import simpy
+
+from simulator.replay.fair_share import max_min_rates, max_min_rates_small
+from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, unpack_flow
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
 REL_TOL = 1e-9
 ABS_TOL_S = 1e-15
 
-
-def max_min_rates(
-    flow_of_entry: np.ndarray,
-    link_of_entry: np.ndarray,
-    n_flows: int,
-    capacity_Bps: np.ndarray,
-    rate_cap_Bps: np.ndarray | None = None,
-) -> np.ndarray:
-    """Max-min fair rates by progressive filling (water-filling), many bottlenecks per pass.
-
-    ``flow_of_entry[i]`` crosses ``link_of_entry[i]`` (one entry per flow-link pair);
-    ``rate_cap_Bps[f]`` bounds flow f (``inf`` for none). A link's *share* is its residual
-    capacity over its unfrozen flows. During progressive filling shares never fall (a flow freezes
-    at a rate no larger than the share of any link it crosses), so a link whose share is the
-    smallest among all links and caps of the flows crossing it is a bottleneck: its flows freeze
-    at that share. Freezing all such local minima at once (plus flows held by their own cap) gives
-    the same allocation as raising one global level at a time (Bertsekas & Gallager, *Data
-    Networks*, 2nd ed., §6.5.2), in far fewer passes when shares differ from link to link.
-    """
-    cap = np.full(n_flows, np.inf) if rate_cap_Bps is None else np.asarray(rate_cap_Bps, dtype=np.float64)
-    rate = np.zeros(n_flows)
-    if n_flows == 0:
-        return rate
-    e_link = np.asarray(link_of_entry, dtype=np.int64)
-    e_flow = np.asarray(flow_of_entry, dtype=np.int64)
-    residual = np.array(capacity_Bps, dtype=np.float64)  # a copy, indexed by link id
-    n_links = residual.size
-    frozen = np.zeros(n_flows, dtype=bool)
-    # Flows over no link are limited by their cap alone.
-    linked = np.zeros(n_flows, dtype=bool)
-    linked[e_flow] = True
-    if np.any(~linked & ~np.isfinite(cap)):
-        raise ValueError("a flow crosses no link and has no rate cap: its rate is unbounded")
-    rate[~linked] = cap[~linked]
-    frozen |= ~linked
-    # Entries of unfrozen flows only; they shrink every pass as flows freeze.
-    le_flow, le_link = e_flow, e_link
-    while not frozen.all():
-        n_on_link = np.bincount(le_link, minlength=n_links)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(n_on_link > 0, residual / n_on_link, np.inf)
-        flow_min = np.full(n_flows, np.inf)
-        np.minimum.at(flow_min, le_flow, share[le_link])
-        limit = np.minimum(flow_min, cap)
-        link_min = np.full(n_links, np.inf)
-        np.minimum.at(link_min, le_link, limit[le_flow])
-        bottleneck = share <= link_min * (1 + 1e-12)
-        hit = np.zeros(n_flows, dtype=bool)
-        hit[le_flow[bottleneck[le_link]]] = True
-        hit |= cap <= flow_min * (1 + 1e-12)
-        hit &= ~frozen
-        if not hit.any():  # cannot happen in exact arithmetic: the smallest share is a bottleneck
-            raise RuntimeError("max-min water-filling made no progress")
-        rate[hit] = limit[hit]
-        frozen |= hit
-        newly = hit[le_flow]
-        residual -= np.bincount(le_link[newly], weights=rate[le_flow[newly]], minlength=n_links)
-        np.maximum(residual, 0.0, out=residual)
-        le_flow, le_link = le_flow[~newly], le_link[~newly]
-    return rate
-
-
 # Components with at most this many flow-link entries are water-filled in plain Python: numpy's
 # per-call overhead (~20 calls a pass) dominates below a few hundred entries.
 SMALL_COMPONENT_ENTRIES = 160
 
-
-def max_min_rates_small(
-    flow_of_entry: Sequence[int],
-    link_of_entry: Sequence[int],
-    n_flows: int,
-    capacity_Bps: Sequence[float] | np.ndarray,
-    rate_cap_Bps: Sequence[float],
-) -> list[float]:
-    """:func:`max_min_rates` for a few flows, in plain Python: the same passes (freeze every flow
-    on a link whose share is the smallest limit among its flows, or held by its own cap), the
-    same tolerances, so both give the same allocation to float rounding. Every flow must cross
-    at least one link."""
-    links_of: list[list[int]] = [[] for _ in range(n_flows)]
-    for f, link in zip(flow_of_entry, link_of_entry):
-        links_of[f].append(link)
-    residual = {link: float(capacity_Bps[link]) for link in set(link_of_entry)}
-    rate = [0.0] * n_flows
-    active = list(range(n_flows))
-    inf = float("inf")
-    while active:
-        count: dict[int, int] = {}
-        for f in active:
-            for link in links_of[f]:
-                count[link] = count.get(link, 0) + 1
-        share = {link: residual[link] / c for link, c in count.items()}
-        flow_min = [inf] * n_flows
-        limit = [inf] * n_flows
-        link_min = dict.fromkeys(count, inf)
-        for f in active:
-            m = min(share[link] for link in links_of[f])
-            flow_min[f] = m
-            lim = limit[f] = m if m < rate_cap_Bps[f] else rate_cap_Bps[f]
-            for link in links_of[f]:
-                if lim < link_min[link]:
-                    link_min[link] = lim
-        bottleneck = {link for link, sh in share.items() if sh <= link_min[link] * (1 + 1e-12)}
-        still, used = [], {}
-        for f in active:
-            if rate_cap_Bps[f] <= flow_min[f] * (1 + 1e-12) or any(link in bottleneck for link in links_of[f]):
-                r = rate[f] = limit[f]
-                for link in links_of[f]:
-                    used[link] = used.get(link, 0.0) + r
-            else:
-                still.append(f)
-        if len(still) == len(active):
-            raise RuntimeError("max-min water-filling made no progress")
-        for link, r in used.items():
-            left = residual[link] - r
-            residual[link] = left if left > 0.0 else 0.0
-        active = still
-    return rate
-
-
-def fair_rates(
-    routes: Sequence[Sequence[int]], capacity_Bps: np.ndarray, rate_caps: Sequence[float | None] | None = None
-) -> np.ndarray:
-    """Max-min fair rates of flows given as lists of link ids (convenience wrapper)."""
-    lengths = [len(r) for r in routes]
-    e_flow = np.repeat(np.arange(len(routes)), lengths)
-    e_link = np.fromiter((link for r in routes for link in r), dtype=np.int64, count=sum(lengths))
-    caps = None
-    if rate_caps is not None:
-        caps = np.array([np.inf if c is None else c for c in rate_caps], dtype=np.float64)
-    return max_min_rates(e_flow, e_link, len(routes), capacity_Bps, caps)
-
-
-class _Flow:
-    """One active flow. ``rem`` is what was left at time ``t_ref``; since then it has moved at
-    ``rate``, so it finishes at ``finish = t_ref + rem / rate`` unless its rate changes first."""
-
-    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish")
-
-    def __init__(self, fid: int, links: tuple[int, ...], size: float, cap: float, group: "_Group") -> None:
-        self.fid = fid
-        self.links = links
-        self.size = size
-        self.cap = cap
-        self.group = group
-        self.rem = size
-        self.rate = 0.0
-        self.t_ref = 0.0
-        self.finish = float("inf")
-
-
-class _Group:
-    """The flows of one ``transfer_many`` call; its event fires when the last one finishes."""
-
-    __slots__ = ("outstanding", "event")
-
-    def __init__(self, outstanding: int, event: simpy.Event) -> None:
-        self.outstanding = outstanding
-        self.event = event
-
-
-@dataclass
-class FlowStats:
-    """Counters for benchmarks and conservation checks."""
-
-    events: int = 0  # network updates processed (starts batched per instant, completions)
-    recomputes: int = 0  # max-min rate computations
-    flows_started: int = 0
-    flows_finished: int = 0
-    bytes_delivered: float = 0.0  # integral of rate over time, all flows
-
-
-def _unpack(flow: Any) -> tuple[Sequence[int], float, float | None]:
-    """Accept ``(links, nbytes)``, ``(links, nbytes, cap)`` or an object with ``links``, ``nbytes``
-    and optionally ``rate_cap_Bps`` (such as ``costs.collectives.Flow``)."""
-    if hasattr(flow, "links"):
-        return flow.links, flow.nbytes, getattr(flow, "rate_cap_Bps", None)
-    if len(flow) == 2:
-        return flow[0], flow[1], None
-    links, nbytes, cap = flow
-    return links, nbytes, cap
-
-
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
-
-
-class _Mirror:
-    """numpy copy of the active flows' flow-link incidence, kept only while large components
-    occur: per entry the flow id and link; per flow id its cap, current rate and whether it is
-    active. Flows that start or finish are applied in bulk at the next large recompute."""
-
-    def __init__(self, flows: Iterable[_Flow], size: int) -> None:
-        self.m_fid = np.zeros(0, dtype=np.int64)
-        self.m_link = np.zeros(0, dtype=np.int64)
-        self.alive = np.zeros(0, dtype=bool)
-        self.cap = np.zeros(0)
-        self.rate = np.zeros(0)
-        self.dead_entries = 0
-        self.added: list[_Flow] = list(flows)
-        self.gone: list[_Flow] = []
-        self.reserve(size)
-
-    def reserve(self, size: int) -> None:
-        if size > self.alive.size:
-            n = max(size, 2 * self.alive.size, 1024)
-            self.alive = np.concatenate([self.alive, np.zeros(n - self.alive.size, dtype=bool)])
-            self.cap = np.concatenate([self.cap, np.zeros(n - self.cap.size)])
-            self.rate = np.concatenate([self.rate, np.zeros(n - self.rate.size)])
-
-    def sync(self) -> None:
-        # Added first: a flow that started and finished since the last sync ends up inactive.
-        if self.added:
-            added = [f for f in self.added if f.links]
-            lengths = np.fromiter((len(f.links) for f in added), dtype=np.int64, count=len(added))
-            fids = np.fromiter((f.fid for f in added), dtype=np.int64, count=len(added))
-            links = np.fromiter((link for f in added for link in f.links), dtype=np.int64, count=int(lengths.sum()))
-            self.m_fid = np.concatenate([self.m_fid, np.repeat(fids, lengths)])
-            self.m_link = np.concatenate([self.m_link, links])
-            self.alive[fids] = True
-            self.cap[fids] = [f.cap for f in added]
-            self.rate[fids] = [f.rate for f in added]
-            self.added = []
-        if self.gone:
-            gone = np.fromiter((f.fid for f in self.gone), dtype=np.int64, count=len(self.gone))
-            self.alive[gone] = False
-            self.dead_entries += sum(len(f.links) for f in self.gone)
-            self.gone = []
-        if self.dead_entries * 2 > self.m_fid.size:
-            keep = self.alive[self.m_fid]
-            self.m_fid, self.m_link = self.m_fid[keep], self.m_link[keep]
-            self.dead_entries = 0
-
-    def backlog(self) -> int:
-        return len(self.added) + len(self.gone)
 
 
 class FlowNetwork:
@@ -296,14 +70,14 @@ class FlowNetwork:
         self._capacity_list: list[float] = cap.tolist()  # plain floats for the per-flow paths
         self.stats = FlowStats()
         self._link_done = np.zeros(cap.size)  # bytes carried per link by flows already finished
-        self._flows: dict[int, _Flow] = {}  # active flows by id, in start order
-        self._on_link: dict[int, dict[int, _Flow]] = {}  # link -> active flows crossing it
-        self._heap: list[tuple[float, int, _Flow]] = []  # (finish, fid, flow); stale entries skipped
-        self._new: list[_Flow] = []  # started this instant, not yet given a rate
+        self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
+        self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
+        self._heap: list[tuple[float, int, ActiveFlow]] = []  # (finish, fid, flow); stale entries skipped
+        self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
         # What changed since the last rate computation: links that flows left, flows that started.
         self._dirty: set[int] = set()
-        self._seeds: list[_Flow] = []
-        self._mirror: _Mirror | None = None  # numpy copy for large components, while they occur
+        self._seeds: list[ActiveFlow] = []
+        self._mirror: Mirror | None = None  # numpy copy for large components, while they occur
         self._next_fid = 0
         self._timer_token = 0  # only the timer carrying the current token is live
         self._timer_at: float | None = None  # when the live timer fires
@@ -344,7 +118,7 @@ class FlowNetwork:
         inf = float("inf")
         batch: list[tuple[tuple[int, ...], float, float]] = []
         for flow in flows:
-            links, nbytes, cap = _unpack(flow)
+            links, nbytes, cap = unpack_flow(flow)
             nbytes = float(nbytes)
             if not (0 <= nbytes < inf):
                 raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
@@ -361,11 +135,11 @@ class FlowNetwork:
         if not batch:
             event.succeed()
             return event
-        group = _Group(len(batch), event)
+        group = FlowGroup(len(batch), event)
         now = self.env.now
         fid = self._next_fid
         for links, nbytes, cap in batch:
-            f = _Flow(fid, links, nbytes, cap, group)
+            f = ActiveFlow(fid, links, nbytes, cap, group)
             f.t_ref = now
             self._new.append(f)
             fid += 1
@@ -408,7 +182,7 @@ class FlowNetwork:
                 mirror.added.extend(self._new)
         self._new = []
 
-    def _set_rate(self, f: _Flow, rate: float, now: float) -> None:
+    def _set_rate(self, f: ActiveFlow, rate: float, now: float) -> None:
         """Change a flow's rate from ``now`` on; its new finish time goes on the heap."""
         if now != f.t_ref:
             f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
@@ -427,14 +201,14 @@ class FlowNetwork:
             self._timer_at = None
             self._update()
 
-    def _component(self) -> list[_Flow] | None:
+    def _component(self) -> list[ActiveFlow] | None:
         """Active flows connected (through shared links) to the new flows and to the links that
         finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS."""
         on_link = self._on_link
         n_active = len(self._flows)
         seen_links = set(self._dirty)
         stack = list(seen_links)
-        members: dict[int, _Flow] = {f.fid: f for f in self._seeds}
+        members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
         if len(members) < n_active:
             for f in self._seeds:
                 for link in f.links:
@@ -499,7 +273,7 @@ class FlowNetwork:
         """Re-share every active flow with the vectorised water-filling (components are
         independent, so this gives each component what a per-component recompute would)."""
         if self._mirror is None:
-            self._mirror = _Mirror(self._flows.values(), self._next_fid)
+            self._mirror = Mirror(self._flows.values(), self._next_fid)
         mirror = self._mirror
         mirror.sync()
         entries = mirror.alive[mirror.m_fid]
@@ -519,7 +293,7 @@ class FlowNetwork:
         now = self.env.now
         due = now + REL_TOL * now + ABS_TOL_S
         heap = self._heap
-        finished: list[_Flow] = []
+        finished: list[ActiveFlow] = []
         while heap and heap[0][0] <= due:
             finish, fid, f = heapq.heappop(heap)
             if f.finish == finish and self._flows.get(fid) is f:
@@ -543,7 +317,7 @@ class FlowNetwork:
             timer = self.env.timeout(max(finish - now, 0.0), value=self._timer_token)
             timer.callbacks.append(self._on_timer)
 
-    def _complete(self, finished: list[_Flow]) -> None:
+    def _complete(self, finished: list[ActiveFlow]) -> None:
         """Remove finished flows and fire the events of groups with nothing left."""
         delivered = 0.0
         on_link, dirty = self._on_link, self._dirty

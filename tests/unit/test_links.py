@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import simpy
 
-from simulator.replay.links import FlowNetwork, fair_rates, max_min_rates
+from simulator.replay.fair_share import fair_rates, max_min_rates
+from simulator.replay.links import FlowNetwork
 
 GB = 1e9
 
@@ -223,7 +224,7 @@ def test_vectorised_water_filling_matches_the_reference(seed):
 
 @pytest.mark.parametrize("seed", range(25))
 def test_plain_python_water_filling_for_small_components_matches_the_reference(seed):
-    from simulator.replay.links import max_min_rates_small
+    from simulator.replay.fair_share import max_min_rates_small
 
     rng = np.random.default_rng(100 + seed)
     n_links, n_flows = int(rng.integers(2, 9)), int(rng.integers(1, 25))

@@ -232,7 +232,7 @@ def test_route_matrix_entries_and_link_loads_conserve_bytes():
 def test_vectorised_ecmp_hash_matches_the_scalar_one():
     import numpy as np
 
-    from simulator.hardware.topology import _ecmp, _ecmp_many
+    from simulator.hardware.route_tables import _ecmp, _ecmp_many
 
     rng = np.random.default_rng(0)
     a, b = rng.integers(0, 1 << 20, 2000), rng.integers(0, 1 << 20, 2000)

@@ -11,26 +11,26 @@ import statistics
 
 import pytest
 
-from simulator import e2e_validation as e2e
+from simulator.e2e_validation import scoring, sources
 
 
-def _by_source(key: str) -> list[e2e.Case]:
-    return [c for c in e2e.cases() if c.source == key]
+def _by_source(key: str) -> list[sources.Case]:
+    return [c for c in sources.cases() if c.source == key]
 
 
 def test_megatron_flop_formula_reproduces_the_readme_tflops():
     """Eq. 3 of arXiv:2104.04473 with the recompute factor turns the README's 1.076 s for the
     1.2B model (1 A100, batch 16, seq 1024) into its printed 149.8 TFLOP/s, which is how we know
     the 2020 runs recomputed activations."""
-    f = e2e.megatron_flops_per_step(layers=24, hidden=1920, vocab=51200, seq=1024, batch=16, recompute=True)
+    f = scoring.megatron_flops_per_step(layers=24, hidden=1920, vocab=51200, seq=1024, batch=16, recompute=True)
     assert f / 1.076 / 1e12 == pytest.approx(149.8, rel=0.005)
     # without recompute, three quarters of the GEMM work (the V/12lh term replaces V/16lh)
-    g = e2e.megatron_flops_per_step(layers=24, hidden=1920, vocab=51200, seq=1024, batch=16, recompute=False)
+    g = scoring.megatron_flops_per_step(layers=24, hidden=1920, vocab=51200, seq=1024, batch=16, recompute=False)
     assert 0.74 < g / f < 0.78
 
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
-    cs = e2e.cases()
+    cs = sources.cases()
     assert 20 <= len(cs) <= 40
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
@@ -42,16 +42,16 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
 
 def test_error_sign_convention():
     """Positive error = simulator predicts more throughput than measured, for both kinds of metric."""
-    step = e2e.Case("x", "x", {}, "step_time_s", measured=2.0, n_gpus=8)
-    assert e2e.speed_error(step, 1.0) == pytest.approx(1.0)
-    tput = e2e.Case("x", "x", {}, "tokens_per_s_per_gpu", measured=100.0, n_gpus=8)
-    assert e2e.speed_error(tput, 150.0) == pytest.approx(0.5)
+    step = sources.Case("x", "x", {}, "step_time_s", measured=2.0, n_gpus=8)
+    assert scoring.speed_error(step, 1.0) == pytest.approx(1.0)
+    tput = sources.Case("x", "x", {}, "tokens_per_s_per_gpu", measured=100.0, n_gpus=8)
+    assert scoring.speed_error(tput, 150.0) == pytest.approx(0.5)
 
 
 def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     """The GEMM derate was fitted on 8-GPU rows only; every multi-node row is held out."""
-    cs = e2e.cases()
-    fit = [c for c in cs if e2e.is_fit_case(c)]
+    cs = sources.cases()
+    fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 16 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 24
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
@@ -65,7 +65,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     from simulator.config.hardware import load_profile
 
     kernel: dict[str, set[str]] = {}
-    for c in e2e.cases():
+    for c in sources.cases():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash2"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}}
@@ -76,7 +76,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
 def test_megatron_2020_median_error():
     """Five fast runs (a few seconds together), one of them (8 GPUs) in the fitting subset.
     Doc: median +24.0%; still optimistic on every row (2020 stack slower than modelled)."""
-    rs = list(e2e.run_cases(_by_source("megatron2020")))
+    rs = list(scoring.run_cases(_by_source("megatron2020")))
     med = statistics.median(r.error for r in rs)
     assert 0.17 <= med <= 0.31
     assert all(0.10 < r.error < 0.35 for r in rs)
@@ -85,8 +85,8 @@ def test_megatron_2020_median_error():
 def test_mpt_small_models_on_a100():
     """MPT-1B and -3B on 8 A100-80GB (FSDP, no recompute, PyTorch eager layers): fitting-subset
     rows; doc: +6.7% and +3.3%."""
-    rs = [r for r in e2e.run_cases([c for c in _by_source("mpt")
-                                     if "A100" in c.label and c.label.split()[0] in ("MPT-1b", "MPT-3b")])]
+    rs = [r for r in scoring.run_cases([c for c in _by_source("mpt")
+                                         if "A100" in c.label and c.label.split()[0] in ("MPT-1b", "MPT-3b")])]
     assert len(rs) == 2
     for r in rs:
         assert abs(r.error) <= 0.12, (r.case.label, r.error)
@@ -94,7 +94,7 @@ def test_mpt_small_models_on_a100():
 
 def test_mpt_held_out_multi_node_h100():
     """The three multi-node MPT H100 rows were not fitted. Doc: -12.4%, +9.5%, -15.1%."""
-    rs = list(e2e.run_cases([c for c in _by_source("mpt") if not e2e.is_fit_case(c)]))
+    rs = list(scoring.run_cases([c for c in _by_source("mpt") if not sources.is_fit_case(c)]))
     assert len(rs) == 3
     assert all(abs(r.error) <= 0.20 for r in rs), [(r.case.label, r.error) for r in rs]
 
@@ -104,15 +104,15 @@ def test_h100_fit_rows_are_centred_and_flash2_prices_mpt_attention():
     dgx-h100 fitting subset: their median signed error is ~0 (doc: 0.0%). Running MPT-7B's
     attention as flash3 instead of flash2 speeds it up by less than its attention share of the
     FLOPs, s/(12h) = 4.2%, times the FA3/FA2 efficiency gap (the effect is small, see the doc)."""
-    fit = [c for c in e2e.cases() if e2e.is_fit_case(c) and c.scenario["hardware"] == "dgx-h100"]
+    fit = [c for c in sources.cases() if sources.is_fit_case(c) and c.scenario["hardware"] == "dgx-h100"]
     assert len(fit) == 5
-    rs = list(e2e.run_cases(fit))
+    rs = list(scoring.run_cases(fit))
     assert abs(statistics.median(r.error for r in rs)) <= 0.03
     mpt7 = next(c for c in fit if c.label.startswith("MPT-7b"))
-    fa3 = e2e.Case(mpt7.source, mpt7.label, {**mpt7.scenario, "training": {**mpt7.scenario["training"],
-                                                                          "attention": "flash3"}},
-                   mpt7.metric, mpt7.measured, mpt7.n_gpus)
-    speedup = e2e.run_case(fa3).predicted / e2e.run_case(mpt7).predicted - 1
+    fa3 = sources.Case(mpt7.source, mpt7.label, {**mpt7.scenario, "training": {**mpt7.scenario["training"],
+                                                                              "attention": "flash3"}},
+                       mpt7.metric, mpt7.measured, mpt7.n_gpus)
+    speedup = scoring.run_case(fa3).predicted / scoring.run_case(mpt7).predicted - 1
     assert 0.0 < speedup < 2048 / (12 * 4096) * (0.60 / 0.35)
 
 
@@ -124,7 +124,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     tp4 -11.6%."""
     import copy
 
-    cs = e2e.cases()
+    cs = sources.cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
     assert te == {"mcore2024"}
     assert all(c.scenario["parallel"].get("tp_overlap") == "te_default"
@@ -135,8 +135,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     for c in rows:
         pipelined = copy.deepcopy(c.scenario)
         pipelined["parallel"]["tp_overlap"] = "pipelined"
-        r_te = e2e.run_case(c)
-        r_pl = e2e.run_case(e2e.Case(c.source, c.label, pipelined, c.metric, c.measured, c.n_gpus))
+        r_te = scoring.run_case(c)
+        r_pl = scoring.run_case(sources.Case(c.source, c.label, pipelined, c.metric, c.measured, c.n_gpus))
         lo, hi = bounds[c.scenario["parallel"]["tp"]]
         assert lo <= r_te.error <= hi, (c.label, r_te.error)
         assert r_te.predicted >= r_pl.predicted, c.label
@@ -147,10 +147,10 @@ def test_overall_median_error():
     """All 40 rows (about 2 minutes). Doc: overall median |error| 10.1%; held-out (multi-node)
     rows 17.1%; BLOOM (all held out) 18.6%; Megatron-Core 2024 (tp_overlap te_default,
     overlap_param_gather) still pessimistic, -14.8% median (see the doc's findings)."""
-    results = list(e2e.run_cases(e2e.cases()))
-    assert e2e.median_abs_error(results) <= 0.13
-    held = [r for r in results if not e2e.is_fit_case(r.case)]
-    assert e2e.median_abs_error(held) <= 0.20
+    results = list(scoring.run_cases(sources.cases()))
+    assert scoring.median_abs_error(results) <= 0.13
+    held = [r for r in results if not sources.is_fit_case(r.case)]
+    assert scoring.median_abs_error(held) <= 0.20
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
-    assert e2e.median_abs_error(by["bloom"]) <= 0.25
+    assert scoring.median_abs_error(by["bloom"]) <= 0.25
     assert -0.19 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.10

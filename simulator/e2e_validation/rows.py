@@ -1,0 +1,54 @@
+"""Reading the ground-truth CSVs of ``data/e2e/`` and parsing their fields."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+Row = dict[str, str]
+
+
+def read_rows(path: Path) -> list[Row]:
+    """Rows of a ground-truth CSV, skipping its ``#`` provenance lines."""
+    with path.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def parse_int(v: str, default: int = 0) -> int:
+    v = (v or "").strip()
+    return int(float(v)) if v else default
+
+
+def parse_precision(row: Row) -> str | None:
+    """``prec=...`` of the notes mapped to a dtype the simulator models (None: not modelled)."""
+    notes = row["notes"].lower()
+    if "prec=" not in notes:
+        return None
+    p = notes.split("prec=", 1)[1].split(";")[0].strip()
+    if p.startswith(("bf16+fp8", "fp8", "mxfp8", "nvfp4", "fp32", "amp;", "amp ")) or p == "amp":
+        return None
+    if "bf16" in p:
+        return "bf16"
+    if "fp16" in p:
+        return "fp16"
+    return None
+
+
+def parse_recompute(row: Row, default: str = "none") -> str:
+    r = row["recompute"].lower()
+    if r.startswith("full"):
+        return "full"
+    if r.startswith("selective") or r.startswith("recompute-activations"):
+        return "selective"  # Megatron's --recompute-activations = selective granularity
+    if r.startswith("none") or r == "no":
+        return "none"
+    return default
+
+
+def parse_hardware(row: Row) -> str | None:
+    g = row["gpu"].upper()
+    if "H100" in g:
+        return "dgx-h100"
+    if "A100" in g and "40GB" not in g:
+        return "dgx-a100"
+    return None

@@ -1,0 +1,51 @@
+"""Scenario mappings built in code from CSV rows: the model, the software stack, the whole scenario."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.e2e_validation.rows import Row, parse_int
+
+
+def _gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:
+    h = parse_int(row["hidden"])
+    return dict(layers=parse_int(row["layers"]), hidden=h, heads=parse_int(row["heads"]),
+                kv_heads=parse_int(row["kv_heads"]) or parse_int(row["heads"]),
+                ffn_hidden=parse_int(row["ffn_hidden"]) or 4 * h, vocab=parse_int(row["vocab"]), mlp=mlp,
+                seq_len=parse_int(row["seq_len"]), tied_embeddings=tied, position_embedding=position)
+
+
+def _llama_model(row: Row) -> dict:
+    return _gpt_model(row, mlp="swiglu", position="rope", tied=False)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The software stack of a source, as the scenario knobs that describe it."""
+
+    attention: str = "auto"  # training.attention
+    fused_kernels: bool = True  # training.fused_kernels
+
+    def training(self) -> dict:
+        return dict(attention=self.attention, fused_kernels=self.fused_kernels)
+
+
+# Megatron-Core + TransformerEngine: TE's fused attention (auto = cuDNN / FA3-class on H100,
+# FA2-class on A100), fused kernels.
+MODERN = Stack()
+# Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
+# kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
+MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
+# PyTorch eager layers with FlashAttention-2 (llm-foundry/Composer MPT 2023, torch 2.0 era: the
+# flash-attn 2 / SDPA kernel, which on H100 reaches ~35% of peak, arXiv:2407.08608 abstract).
+TORCH_EAGER_FA2 = Stack(attention="flash2", fused_kernels=False)
+# PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel).
+TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False)
+
+
+def _scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
+              dtype: str, recompute: str, parallel: dict, stack: Stack = MODERN) -> dict:
+    return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // 8), model=model,
+                training=dict(micro_batch=micro_batch, global_batch=global_batch, dtype=dtype,
+                              recompute=recompute, **stack.training()),
+                parallel=parallel)

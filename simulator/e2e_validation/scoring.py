@@ -1,0 +1,84 @@
+"""Scoring one case: simulate it, express the prediction in the source's metric and FLOP
+convention, and compute the error (positive: the simulator is optimistic)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from simulator.e2e_validation.sources import Case
+
+
+@dataclass(frozen=True)
+class Result:
+    case: Case
+    predicted: float  # in the case's metric
+    step_time_s: float
+    error: float  # predicted throughput / measured throughput - 1
+    mfu: float
+    wall_s: float
+
+
+
+def megatron_flops_per_step(layers: int, hidden: int, vocab: int, seq: int, batch: int,
+                            recompute: bool) -> float:
+    """Megatron's FLOPs per iteration, arXiv:2104.04473 eq. 3 (GPT with 4h MLP, MHA):
+    96·B·s·l·h²·(1 + s/6h + V/16lh) counting the recompute forward; without it the same
+    expression with 72 and V/12lh. BLOOM's Megatron-DeepSpeed "4*2 coefficient" is the first."""
+    base = batch * seq * layers * hidden ** 2
+    if recompute:
+        return 96.0 * base * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+    return 72.0 * base * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden))
+
+
+def predicted_metric(case: Case, step_time_s: float) -> float:
+    """The case's metric computed from a predicted step time with the source's convention."""
+    m, t = case.scenario["model"], case.scenario["training"]
+    tokens = t["global_batch"] * m["seq_len"]
+    if case.metric == "step_time_s":
+        return step_time_s
+    if case.metric == "tokens_per_s_per_gpu":
+        return tokens / step_time_s / case.n_gpus
+    if case.metric in ("megatron_hfu_tflops", "megatron_model_tflops"):
+        f = megatron_flops_per_step(m["layers"], m["hidden"], m["vocab"], m["seq_len"], t["global_batch"],
+                                    recompute=case.metric == "megatron_hfu_tflops")
+        return f / step_time_s / case.n_gpus / 1e12
+    raise ValueError(f"unknown metric {case.metric}")
+
+
+def speed_error(case: Case, predicted: float) -> float:
+    """predicted throughput / measured throughput - 1 (positive: simulator optimistic)."""
+    if case.metric == "step_time_s":
+        return case.measured / predicted - 1.0
+    return predicted / case.measured - 1.0
+
+
+def run_case(case: Case, hardware: str | None = None) -> Result:
+    """Simulate one case; `hardware` replaces its profile (a name or a YAML path, e.g. an overlay)."""
+    from simulator.config.scenario import build_scenario
+    from simulator.simulate import simulate_scenario
+
+    t0 = time.perf_counter()
+    data = case.scenario if hardware is None else {**case.scenario, "hardware": hardware}
+    scn = build_scenario(data, source=f"<e2e:{case.label}>")
+    rep = simulate_scenario(scn).report
+    pred = predicted_metric(case, rep.step_time_s)
+    return Result(case, pred, rep.step_time_s, speed_error(case, pred), rep.mfu, time.perf_counter() - t0)
+
+
+def run_cases(selected: list[Case], progress: bool = False) -> Iterator[Result]:
+    for c in selected:
+        r = run_case(c)
+        if progress:
+            print(f"  {c.source:12s} {c.label:55s} pred {r.predicted:10.3f} meas {c.measured:10.3f} "
+                  f"err {100 * r.error:+6.1f}%  ({r.wall_s:.1f}s)", flush=True)
+        yield r
+
+
+
+def median_abs_error(results: Iterable[Result]) -> float:
+    errs = [abs(r.error) for r in results]
+    return statistics.median(errs) if errs else math.nan

@@ -1,0 +1,213 @@
+"""Route lookup tables of a built :class:`~simulator.hardware.topology.Topology`, and the ECMP
+hash that picks a spine.
+
+``RouteTables`` turns the topology's link ids into per-GPU, per-node and per-leaf tables once,
+so that ``Topology.route`` concatenates cached pieces and ``Topology.route_matrix`` computes
+100k+ routes in a few numpy passes; both give the same links, latency and link class.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+import numpy as np
+
+from simulator.hardware.routes import LINK_CLASSES, MAX_ROUTE_LINKS, LinkClass, RouteMatrix
+
+if TYPE_CHECKING:
+    from simulator.hardware.topology import Topology
+
+
+def _ecmp(a: int, b: int, buckets: int) -> int:
+    """Deterministic ECMP hash of a (source, destination) GPU pair (splitmix64 finaliser)."""
+    h = (a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + 0x165667B19E3779F9) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 30
+    h = (h * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 27
+    h = (h * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    h ^= h >> 31
+    return h % buckets
+
+
+_U64 = np.uint64
+
+
+def _ecmp_many(a: np.ndarray, b: np.ndarray, buckets: int) -> np.ndarray:
+    """:func:`_ecmp` over arrays (uint64 arithmetic wraps modulo 2**64 exactly like the masks)."""
+    with np.errstate(over="ignore"):
+        h = a.astype(_U64) * _U64(0x9E3779B97F4A7C15) + b.astype(_U64) * _U64(0xC2B2AE3D27D4EB4F) + _U64(0x165667B19E3779F9)
+        h ^= h >> _U64(30)
+        h *= _U64(0xBF58476D1CE4E5B9)
+        h ^= h >> _U64(27)
+        h *= _U64(0x94D049BB133111EB)
+        h ^= h >> _U64(31)
+    return (h % _U64(buckets)).astype(np.int64)
+
+
+class RouteTables:
+    """Per-GPU, per-node and per-leaf link tables, so that a route is a concatenation of cached
+    pieces (scalar path: Python tuples) or a few fancy-indexing passes (bulk path: arrays).
+
+    A cross-node route is ``up(src, rail) + [spine hop] + down(dst, rail)`` where
+    ``up`` = GPU→host, host→NIC, NIC→leaf and ``down`` = leaf→NIC, NIC→host, host→GPU.
+    """
+
+    def __init__(self) -> None:
+        self.latency: list[float] = []
+        self.intra_class: LinkClass = "nvlink"
+        self.su_kind = "none"
+        self.su_up: list[int] = []
+        self.su_down: list[int] = []
+        self.mesh: dict[tuple[int, int], int] = {}
+        self.pcie_up: list[int] = []
+        self.pcie_down: list[int] = []
+        self.nic_of: list[int] = []
+        self.nic_out: list[list[tuple[int, int]]] = []  # [node][rail] -> (host→NIC, NIC→leaf)
+        self.nic_in: list[list[tuple[int, int]]] = []  # [node][rail] -> (leaf→NIC, NIC→host)
+        self.leaf: list[list[int]] = []  # [node][rail] -> leaf index
+        self.spine_up: list[list[int]] = []  # [leaf][spine] -> leaf→spine
+        self.spine_down: list[list[int]] = []  # [leaf][spine] -> spine→leaf
+        self.up_own: list[tuple[int, int, int]] = []  # [gpu] -> GPU→host, host→NIC, NIC→leaf (own rail)
+        self.down_own: list[tuple[int, int, int]] = []  # [gpu] -> leaf→NIC, NIC→host, host→GPU
+        self.spines = 0
+        self.a: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def build(cls, topo: "Topology") -> "RouteTables":
+        t = cls()
+        gpn, n = topo.gpus_per_node, topo.n_gpus
+        t.gpn, t.rails = gpn, topo.rails
+        t.latency = topo.latency_s.tolist()
+        t.su_kind = topo.profile.node.scale_up.kind
+        t.intra_class = "nvlink" if t.su_kind in ("nvswitch", "mesh") else "pcie"
+        if t.su_kind == "nvswitch":
+            t.su_up = [topo._scale_up[(g, -1)] for g in range(n)]
+            t.su_down = [topo._switch_down[g] for g in range(n)]
+        t.mesh = topo._scale_up if t.su_kind == "mesh" else {}
+        t.pcie_up, t.pcie_down = list(topo._pcie_up), list(topo._pcie_down)
+        t.nic_of = [topo.nic_of(g) for g in range(n)]
+        a = t.a
+        a["su_up"] = np.asarray(t.su_up, dtype=np.int64)
+        a["su_down"] = np.asarray(t.su_down, dtype=np.int64)
+        a["pcie_up"] = np.asarray(t.pcie_up, dtype=np.int64)
+        a["pcie_down"] = np.asarray(t.pcie_down, dtype=np.int64)
+        a["nic_of"] = np.asarray(t.nic_of, dtype=np.int64)
+        if t.su_kind == "mesh":
+            mesh = np.full((n, gpn), -1, dtype=np.int64)
+            for (g, peer), link in topo._scale_up.items():
+                mesh[g, peer % gpn] = link
+            a["mesh"] = mesh
+        a["latency"] = topo.latency_s
+        if topo._nic_leaf:  # a scale-out fabric exists
+            so = topo.profile.scale_out
+            leaf_rails = topo._leaf_rails
+            t.nic_out = [[(topo._nic_pcie[(nd, r)][0], topo._nic_leaf[(nd, r)][0]) for r in range(topo.rails)] for nd in range(topo.nodes)]
+            t.nic_in = [[(topo._nic_leaf[(nd, r)][1], topo._nic_pcie[(nd, r)][1]) for r in range(topo.rails)] for nd in range(topo.nodes)]
+            t.leaf = [[(nd // so.nodes_per_unit) * leaf_rails + (0 if so.kind == "fat_tree" else r) for r in range(topo.rails)]
+                      for nd in range(topo.nodes)]
+            t.spines = so.spines
+            if topo._leaf_spine:
+                n_leaves = topo.units * leaf_rails
+                t.spine_up = [[topo._leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][0] for s in range(so.spines)] for lf in range(n_leaves)]
+                t.spine_down = [[topo._leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][1] for s in range(so.spines)] for lf in range(n_leaves)]
+            # GPU→leaf and leaf→GPU pieces through each GPU's own rail (the default route)
+            t.up_own = [(t.pcie_up[g], *t.nic_out[g // gpn][t.nic_of[g]]) for g in range(n)]
+            t.down_own = [(*t.nic_in[g // gpn][t.nic_of[g]], t.pcie_down[g]) for g in range(n)]
+            a["nic_out"] = np.asarray(t.nic_out, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
+            a["nic_in"] = np.asarray(t.nic_in, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
+            a["leaf"] = np.asarray(t.leaf, dtype=np.int64).reshape(topo.nodes, topo.rails)
+            a["spine_up"] = np.asarray(t.spine_up, dtype=np.int64).reshape(-1, max(1, so.spines))
+            a["spine_down"] = np.asarray(t.spine_down, dtype=np.int64).reshape(-1, max(1, so.spines))
+        return t
+
+    # ------------------------------------------------------------ scalar pieces
+    def intra(self, src: int, dst: int) -> tuple[int, ...]:
+        if self.su_kind == "nvswitch":
+            return (self.su_up[src], self.su_down[dst])
+        if self.su_kind == "mesh":
+            return (self.mesh[(src, dst)],)
+        return (self.pcie_up[src], self.pcie_down[dst])
+
+    def inter(self, src: int, dst: int, rail: int | None, topo: "Topology") -> tuple[int, ...]:
+        if rail is None:
+            if self.rails == 0:
+                topo._check_rail(0)
+            up, down = self.up_own[src], self.down_own[dst]
+            rs, rd = self.nic_of[src], self.nic_of[dst]
+        else:
+            topo._check_rail(rail)
+            rs = rd = rail
+            up = (self.pcie_up[src], *self.nic_out[src // self.gpn][rail])
+            down = (*self.nic_in[dst // self.gpn][rail], self.pcie_down[dst])
+        ls, ld = self.leaf[src // self.gpn][rs], self.leaf[dst // self.gpn][rd]
+        if ls == ld:
+            return up + down
+        spine = _ecmp(src, dst, self.spines)
+        return up + (self.spine_up[ls][spine], self.spine_down[ld][spine]) + down
+
+    # ------------------------------------------------------------ bulk
+    def matrix(self, topo: "Topology", src: ArrayLike, dst: ArrayLike, rail: ArrayLike | None) -> RouteMatrix:
+        s, d = np.broadcast_arrays(np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel())
+        n = s.size
+        for arr in (s, d):
+            bad = (arr < 0) | (arr >= topo.n_gpus)
+            if bad.any():
+                topo._check_gpu(int(arr[np.argmax(bad)]))
+        a = self.a
+        links = np.full((n, MAX_ROUTE_LINKS), -1, dtype=np.int64)
+        cls = np.zeros(n, dtype=np.int8)
+        ns, nd = s // self.gpn, d // self.gpn
+        intra = (ns == nd) & (s != d)
+        i = np.flatnonzero(intra)
+        if i.size:
+            si, di = s[i], d[i]
+            if self.su_kind == "nvswitch":
+                links[i, 0], links[i, 1] = a["su_up"][si], a["su_down"][di]
+            elif self.su_kind == "mesh":
+                links[i, 0] = a["mesh"][si, di % self.gpn]
+            else:
+                links[i, 0], links[i, 1] = a["pcie_up"][si], a["pcie_down"][di]
+                cls[i] = LINK_CLASSES.index("pcie")
+        x = np.flatnonzero(ns != nd)
+        if x.size:
+            self._inter_many(topo, links, x, s[x], d[x], ns[x], nd[x], rail, n)
+            cls[x] = LINK_CLASSES.index("net")
+        valid = links >= 0
+        lat = np.zeros(n)
+        lat_of = a["latency"]
+        for col in range(MAX_ROUTE_LINKS):  # left to right, as Python's sum() in route()
+            v = valid[:, col]
+            if not v.any():
+                break
+            lat += np.where(v, lat_of[np.where(v, links[:, col], 0)], 0.0)
+        return RouteMatrix(links, valid.sum(axis=1).astype(np.int64), lat, cls)
+
+    def _inter_many(self, topo: "Topology", links: np.ndarray, x: np.ndarray, s: np.ndarray, d: np.ndarray,
+                    ns: np.ndarray, nd: np.ndarray, rail: ArrayLike | None, n: int) -> None:
+        a = self.a
+        if self.rails == 0:
+            topo._check_rail(0)
+        if rail is None:
+            rs, rd = a["nic_of"][s], a["nic_of"][d]
+        else:
+            r = np.broadcast_to(np.asarray(rail, dtype=np.int64).ravel(), (n,))[x] if np.ndim(rail) else np.full(x.size, int(rail))
+            bad = (r < 0) | (r >= self.rails)
+            if bad.any():
+                topo._check_rail(int(r[np.argmax(bad)]))
+            rs = rd = r
+        ls, ld = a["leaf"][ns, rs], a["leaf"][nd, rd]
+        links[x, 0] = a["pcie_up"][s]
+        links[x, 1:3] = a["nic_out"][ns, rs]
+        cross = ls != ld
+        base = 3 + 2 * cross.astype(np.int64)
+        c = np.flatnonzero(cross)
+        if c.size:
+            spine = _ecmp_many(s[c], d[c], self.spines)
+            links[x[c], 3] = a["spine_up"][ls[c], spine]
+            links[x[c], 4] = a["spine_down"][ld[c], spine]
+        down = a["nic_in"][nd, rd]
+        links[x, base] = down[:, 0]
+        links[x, base + 1] = down[:, 1]
+        links[x, base + 2] = a["pcie_down"][d]

@@ -1,0 +1,89 @@
+"""Exclusive links: the fast path for collectives whose flows no other traffic can meet.
+
+Before the run, every link that simulated traffic can use is given its owner: one collective
+group on one stream, or one P2P direction. A collective whose flows only cross links it owns
+never shares them (its group issues collectives one at a time), so it is timed by its duration
+alone on the network, computed once per plan on a private network, instead of flow by flow.
+This is exact (tests compare it with ``exclusive_fast_path=False``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import simpy
+
+from simulator.replay.rank_state import RankState
+from simulator.schedule.ir import CommOp
+
+_SHARED = object()  # a link that more than one collective group or P2P direction can use
+
+
+def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...]], tuple[tuple[int, ...], int]],
+                plan_of: Callable[[str, tuple[int, ...], int], Any], grid_peer: Callable[[int, str, int], int],
+                route: Callable[[int, int], Any]) -> dict[int, Any]:
+    """For every link some simulated traffic can use: its single owner (a collective's
+    (stream, members), or a P2P direction (src, dst)) or _SHARED.
+
+    A collective whose flows only cross links it owns never shares them: its group issues
+    its collectives one at a time (one FIFO stream), so its duration is its time alone on
+    the network, computed once per plan instead of flow by flow. Exact, not an approximation.
+    ``group``, ``plan_of``, ``grid_peer`` and ``route`` are the replay's lookups.
+    """
+    owners: dict[int, Any] = {}
+
+    def claim(links: Iterable[int], owner: Any) -> None:
+        for link in links:
+            held = owners.get(link)
+            if held is None:
+                owners[link] = owner
+            elif held is not _SHARED and held != owner:
+                owners[link] = _SHARED
+
+    for R in ranks:
+        for stream, axes, kind, size in R.table.collectives:
+            members, _ = group(R.rank, axes)
+            if len(members) > 1:
+                plan = plan_of(kind, members, size)
+                for phase in plan.phases:
+                    for flow in phase:
+                        claim(flow.links, (stream, members))
+        for axis, offset, is_send in R.table.p2p_dirs:
+            peer = grid_peer(R.rank, axis, offset)
+            src, dst = (R.rank, peer) if is_send else (peer, R.rank)
+            if src != dst:
+                claim(route(src, dst).links, ("p2p", src, dst))
+    return owners
+
+
+class ExclusiveLinks:
+    """Times collectives that only cross links they own (``owners`` from :func:`link_owners`;
+    None turns the fast path off) on a private network built by ``network_factory``."""
+
+    def __init__(self, owners: dict[int, Any] | None, network_factory: Callable[..., Any], capacity_Bps: Any) -> None:
+        self._owners = owners
+        self._network_factory = network_factory
+        self._capacity = capacity_Bps
+        # plan key -> seconds alone on the network, for collectives whose links nothing else uses
+        self._alone: dict[tuple, float | None] = {}
+
+    def time_alone(self, op: CommOp, members: tuple[int, ...], plan: Any) -> float | None:
+        """Seconds the collective takes on links it alone uses, or None if it shares any."""
+        key = (op.op, members, op.size_bytes, op.stream)
+        if key in self._alone:
+            return self._alone[key]
+        owner = (op.stream, members)
+        links = {link for phase in plan.phases for flow in phase for link in flow.links}
+        t: float | None = None
+        if self._owners is not None and all(self._owners.get(link) == owner for link in links):
+            t = float(plan.latency_s)
+            for phase in plan.phases:
+                if phase:
+                    env = simpy.Environment()
+                    net = self._network_factory(env, self._capacity)
+                    done = net.transfer_many(phase) if hasattr(net, "transfer_many") else env.all_of(
+                        [net.transfer(f.links, f.nbytes, f.rate_cap_Bps) for f in phase])
+                    env.run(done)
+                    t += env.now
+        self._alone[key] = t
+        return t

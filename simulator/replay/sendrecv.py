@@ -1,0 +1,145 @@
+"""Send/recv of one replay: posting each side, matching a send with its receive, and the flow
+that then runs.
+
+A :class:`P2POp` finishes when all its sends and receives have. A send from ``r`` to
+``grid.peer(r, axis, offset)`` meets the receive with the same key posted by that peer; once both
+sides are posted, one flow crosses ``topology.route(src, dst)`` after NCCL's send/recv latency
+(the planner's ``sendrecv`` plan). In symmetric mode a peer that is not simulated is a mirror
+image of a simulated rank and posts its side at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import simpy
+
+from simulator.replay.rank_state import RankState
+from simulator.schedule.ir import P2POp
+
+
+@dataclass
+class P2PSide:
+    """A send or receive waiting for its counterpart; ``event`` fires when the flow is done."""
+
+    event: simpy.Event
+    nbytes: int
+    posted_by: list[tuple[int, int, str]]  # (rank, op index, "send"/"recv") for hang reports
+    matched_at: float = float("nan")
+
+
+class SendRecv:
+    """The send/recv sides of one replay that wait for their counterpart (``p2p``, keyed by
+    (src, dst, key)) and the flows of matched pairs on the replay's network.
+
+    ``route(src, dst)`` is the replay's route lookup; ``comm_started(rank, delta)`` counts
+    communication in flight on a simulated rank (the overlap slowdown of its kernels).
+    """
+
+    def __init__(self, env: simpy.Environment, net: Any, ranks: dict[int, RankState], grid: Any, *,
+                 planner: Callable[..., Any], topology: Any, proto: str | None,
+                 route: Callable[[int, int], Any], comm_started: Callable[[RankState, int], None]) -> None:
+        self.env = env
+        self.net = net
+        self.ranks = ranks
+        self.grid = grid
+        self.planner = planner
+        self.topology = topology
+        self.proto = proto
+        self._route = route
+        self._comm_started = comm_started
+        self.p2p: dict[tuple[int, int, str], P2PSide] = {}
+        self._peers: dict[tuple[int, str, int], int] = {}
+        self._p2p_lat: dict[tuple[int, int, int], float] = {}
+
+    def _peer(self, rank: int, axis: str, offset: int) -> int:
+        key = (rank, axis, offset)
+        peer = self._peers.get(key)
+        if peer is None:
+            peer = self._peers[key] = self.grid.peer(rank, axis, offset)
+        return peer
+
+    def _inflight(self, ranks: Iterable[int], delta: int) -> None:
+        for r in ranks:
+            R = self.ranks.get(r)
+            if R is not None:
+                self._comm_started(R, delta)
+
+    def run_op(self, R: RankState, i: int, op: P2POp):
+        """Post the sends and receives of op ``i`` of rank ``R`` (a generator run by the rank's
+        stream process: it ends when all of them have finished)."""
+        sides = []
+        for t in op.sends:
+            dst = self._peer(R.rank, t.axis, t.offset)
+            sides.append(self._post(R.rank, dst, t.key, t.nbytes, (R.rank, i, "send"), mirrored_peer=dst))
+        for t in op.recvs:
+            src = self._peer(R.rank, t.axis, t.offset)
+            sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), mirrored_peer=src))
+        if not sides:
+            R.start[i] = self.env.now
+            return
+        R.blocked[op.stream] = (i, "send/recv")
+        # Wait for each side in turn (the op ends with the last); cheaper than an AllOf condition,
+        # which costs an event of its own per send/recv batch.
+        for side in sides:
+            if not side.event.processed:
+                yield side.event
+        R.start[i] = max(s.matched_at for s in sides)
+
+    def _post(self, src: int, dst: int, key: str, nbytes: int, who: tuple[int, int, str],
+              mirrored_peer: int) -> P2PSide:
+        """Post one side of a send/recv; start the flow once both sides are posted."""
+        if src == dst:
+            side = P2PSide(self.env.event(), nbytes, [who], self.env.now)
+            side.event.succeed()
+            return side
+        if mirrored_peer not in self.ranks:
+            # The peer is a mirror image of a simulated rank: it posts its side now, by symmetry.
+            side = P2PSide(self.env.event(), nbytes, [who])
+            self._start_flow(src, dst, side)
+            return side
+        k = (src, dst, key)
+        side = self.p2p.pop(k, None)
+        if side is None:
+            side = self.p2p[k] = P2PSide(self.env.event(), nbytes, [who])
+            return side
+        side.posted_by.append(who)
+        if who[2] == "send":
+            side.nbytes = nbytes
+        self._start_flow(src, dst, side)
+        return side
+
+    def _start_flow(self, src: int, dst: int, side: P2PSide) -> None:
+        """Run one send/recv flow: NCCL's latency, then the bytes on the route.
+
+        Chained event callbacks rather than a SimPy process: a process costs two extra events
+        (its start and its end) per flow, and a 128K-token CP ring has tens of thousands of flows.
+        """
+        side.matched_at = self.env.now
+        route = self._route(src, dst)
+        self._inflight((src, dst), +1)
+        latency = self._p2p_latency(src, dst, side.nbytes)
+        if latency > 0:
+            self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route))
+        else:
+            self._flow_bytes(src, dst, side, route)
+
+    def _p2p_latency(self, src: int, dst: int, nbytes: int) -> float:
+        """NCCL's latency of one send/recv (protocol picked by size), from the collective planner."""
+        key = (src, dst, nbytes)
+        lat = self._p2p_lat.get(key)
+        if lat is None:
+            plan = self.planner("sendrecv", [src, dst], nbytes, self.topology, algo=None, proto=self.proto)
+            lat = self._p2p_lat[key] = float(plan.latency_s)
+        return lat
+
+    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Any) -> None:
+        if side.nbytes > 0 and route.links:
+            self.net.transfer(route.links, side.nbytes).callbacks.append(lambda _ev: self._flow_done(src, dst, side))
+        else:
+            self._flow_done(src, dst, side)
+
+    def _flow_done(self, src: int, dst: int, side: P2PSide) -> None:
+        self._inflight((src, dst), -1)
+        side.event.succeed()
