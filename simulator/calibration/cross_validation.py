@@ -157,8 +157,8 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str],
         "`nccl.nvls_efficiency`, `nccl.hw_latency_us.<link>.<algo>.<proto>`, `nccl.base_latency_us.<algo>.<proto>`, "
         "`nccl.ll_max_bw_GBps`, the calibration knobs `nccl.net_latency_us` (the net plugin's per-message "
         "`latencyInter`, NCCL-COST-MODEL.md §1: 0 for NCCL's IB transport, tens of µs for EFA), "
-        "`nccl.proto_efficiency.<ll|ll128>` (achievable fraction of the LL/LL128 rate; Simple is the link's own "
-        "efficiency) and `nccl.p2p_efficiency` (All-to-All / SendRecv over the p2p transport), and "
+        "`nccl.proto_efficiency.<ll|ll128>` and `nccl.proto_efficiency.net.<ll|ll128>` (achievable fraction of the "
+        "LL/LL128 rate inside a node and across nodes; Simple is the link's own efficiency) and `nccl.p2p_efficiency` (All-to-All / SendRecv over the p2p transport), and "
         "`gpu.kernel_launch_us` for `-g` runs — by Huber-weighted Levenberg–Marquardt on log time, each only where ≥ 3 fitted rows are "
         f"sensitive to it, with a log-space prior of weight {LATENCY_PRIOR:g} pulling NCCL's table latencies towards their "
         "datasheet values so that shared knobs explain what they can (`fit` module docstring). The fitted values time "
@@ -218,9 +218,9 @@ NOTES: dict[tuple[str, str], str] = {
         "The 1-node sweep interpolates well; the Slingshot sweeps are not monotone in size: on 2 nodes "
         "1 MiB takes 921 µs and 4 MiB 189 µs, on 16 nodes 64 MiB takes 8.7 ms and 256 MiB 5.9 ms "
         "(data/nccl/gh200x*_alps_slingshot.csv). Held-out odd rows sit between even rows that disagree by "
-        "2–12×; no latency + bandwidth model interpolates that (and NCCL's own tables choose the same "
-        "algorithm and protocol on both sides of those drops), so the fit, pulled by the multi-node rows, "
-        "ends worse on the held-out rows than the datasheet profile."),
+        "2–12×, and NCCL's own tables choose the same algorithm and protocol on both sides of the 16-node "
+        "drop; the network LL/LL128 efficiencies follow the 2-node collapse part of the way, the 16-node "
+        "mid sizes (2–4× slower than any fitted rate) stay off."),
     ("abci-a100", "sizes"): (
         "At 0.5–8 MiB the 1- and 2-node sweeps run LL128/Simple 35–85% slower than the model while the 16-node "
         "sweep's LL128 matches it: the shortfall depends on the node count, not on the protocol, so the "

@@ -58,7 +58,8 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 # than "do they notice 0.1 us?", which no row would.
 ZERO_START_US = {"nccl.net_latency_us": 5.0}
 EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency",
-                     "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.p2p_efficiency")
+                     "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.proto_efficiency.net.ll",
+                     "nccl.proto_efficiency.net.ll128", "nccl.p2p_efficiency")
 
 
 # ------------------------------------------------------------------------------ measurements
@@ -184,7 +185,8 @@ def _tuner_default(profile: HardwareProfile, key: str) -> float:
         ctx = nccl_tuner.context_from_profile(profile, 2, 1)
         return float(nccl_tuner.ll_max_bw_GBps(ctx))
     if parts[0] == "proto_efficiency":
-        return float(k.proto_efficiency[nccl_tuner.PROTOS.index(parts[1])])
+        table = k.net_proto_efficiency if parts[1] == "net" else k.proto_efficiency
+        return float(table[nccl_tuner.PROTOS.index(parts[-1])])
     if key == "p2p_efficiency":
         return float(k.p2p_efficiency)
     if key == "net_latency_us":
@@ -283,7 +285,8 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             if plan.protocol == "ll":
                 out["nccl.ll_max_bw_GBps"] = None
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
-                out[f"nccl.proto_efficiency.{plan.protocol}"] = None  # Simple is the links' own efficiency
+                scope = "net." if m.nodes > 1 else ""  # Simple is the links' own efficiency
+                out[f"nccl.proto_efficiency.{scope}{plan.protocol}"] = None
             if plan.algorithm in ("direct", "p2p"):
                 out["nccl.p2p_efficiency"] = None
             if algo == "tree" and m.nodes > 1 and m.gpus_per_node > 1:

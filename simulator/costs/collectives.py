@@ -36,9 +36,9 @@ each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link cap
 ``nvlsEfficiency`` (0.85 on Hopper), applied as extra wire bytes.
 
 Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_tuner.TunerConstants`;
-their defaults change nothing): ``proto_efficiency.<proto>`` divides the wire bytes of ring/tree
-(and hierarchical) flows, ``p2p_efficiency`` those of All-to-All and SendRecv, and
-``net_latency_us`` (NCCL's ``latencyInter``) is added to every inter-node hop's latency.
+their defaults change nothing): ``proto_efficiency.<proto>`` (``proto_efficiency.net.<proto>``
+for a communicator spanning nodes) divides the wire bytes of ring/tree (and hierarchical)
+flows, ``p2p_efficiency`` those of All-to-All and SendRecv, and ``net_latency_us`` (NCCL's ``latencyInter``) is added to every inter-node hop's latency.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     wire = WIRE_FACTOR[protocol]
     # Calibration knobs (1.0 by default): the achievable fraction of the protocol's rate and of
     # the links for p2p traffic, applied as extra wire bytes like nvlsEfficiency (rate caps stay).
-    proto_eff = ctx.constants.proto_efficiency[tuner.PROTOS.index(protocol)]
+    proto_eff = tuner.proto_efficiency(ctx, protocol)
     key_base = (lay.gpus,)
 
     if algorithm in ("ring", "tree"):
@@ -263,16 +263,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
 
 
-def _proto_efficiency(topo: Any, proto: str) -> float:
-    """The profile's ``nccl.proto_efficiency.<proto>`` (1.0 unless calibrated)."""
-    return _context(topo, 2, 1).constants.proto_efficiency[tuner.PROTOS.index(proto)]
-
-
 def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
-    wire = WIRE_FACTOR[proto] / _proto_efficiency(topo, proto)
     intra_lay = [Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
     columns = [tuple(m[j] for m in lay.by_node if j < len(m)) for j in range(ppn)]
     inter_lay = [Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
@@ -284,6 +278,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tup
         if k < 2 or sub_size <= 0:
             return (), 0.0, 0
         n_ch = tuner.channels_used(ctx, "ring", proto, int(sub_size))
+        wire = WIRE_FACTOR[proto] / tuner.proto_efficiency(ctx, proto)
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
         flows: tuple[Flow, ...] = ()
         for sub in lays:

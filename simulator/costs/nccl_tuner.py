@@ -124,6 +124,13 @@ class TunerConstants:
     # constants assume. Applied to the wire traffic of ring/tree collectives by
     # :mod:`simulator.costs.collectives`; NCCL's own tuner does not know it, so selection ignores it.
     proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # The same, for communicators that span nodes (``proto_efficiency.net.<proto>``): LL and LL128
+    # across a NIC go through the proxy and the NIC's RDMA writes of flag-carrying lines, a path
+    # whose cost has nothing to do with the NVLink one (measured: LL over IB/Slingshot at an eighth
+    # to a half of NCCL's estimate while the same GPUs' NVLink LL matches it, data/nccl/ a100pcie_*,
+    # gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the whole
+    # communicator runs at this rate.
+    net_proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
     # Achievable fraction of the links for point-to-point traffic (All-to-All, SendRecv): NCCL's
     # p2p path runs its own channel and chunk sizes, not the collective ring's.
     p2p_efficiency: float = 1.0
@@ -132,7 +139,8 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "p2p_efficiency",
+    "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "p2p_efficiency",
 )
 
 
@@ -147,6 +155,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
     hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
     scalars: dict[str, float] = {}
     proto_eff = list(c.proto_efficiency)
+    net_proto_eff = list(c.net_proto_efficiency)
     for key, value in overrides.items():
         parts = key.split(".")
         where = f"nccl.{key}"
@@ -159,9 +168,12 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
                 raise InputError("expected hw_latency_us.<nvlink|pci|net>.<algo>.<ll|ll128|simple>", source=source, field=where)
             hw[parts[1]][parts[2]][PROTOS.index(parts[3])] = float(value)
         elif parts[0] == "proto_efficiency":
-            if len(parts) != 2 or parts[1] not in PROTOS or not 0 < float(value) <= 1:
-                raise InputError("expected proto_efficiency.<ll|ll128|simple> in (0, 1]", source=source, field=where)
-            proto_eff[PROTOS.index(parts[1])] = float(value)
+            proto, table = (parts[-1], net_proto_eff) if len(parts) == 3 and parts[1] == "net" else (parts[1], proto_eff)
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[1] != "net") or proto not in PROTOS \
+                    or not 0 < float(value) <= 1:
+                raise InputError("expected proto_efficiency.<ll|ll128|simple> or proto_efficiency.net.<ll|ll128|simple> "
+                                 "in (0, 1]", source=source, field=where)
+            table[PROTOS.index(proto)] = float(value)
         elif key == "p2p_efficiency":
             if not 0 < float(value) <= 1:
                 raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
@@ -181,6 +193,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
         base_latency_us={k: tuple(v) for k, v in base.items()},  # type: ignore[misc]
         hw_latency_us={lk: {a: tuple(v) for a, v in row.items()} for lk, row in hw.items()},  # type: ignore[misc]
         proto_efficiency=tuple(proto_eff),  # type: ignore[arg-type]
+        net_proto_efficiency=tuple(net_proto_eff),  # type: ignore[arg-type]
         **scalars,  # type: ignore[arg-type]
     )
 
@@ -392,6 +405,13 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
 
 
 # --- §2 bandwidth --------------------------------------------------------------------------
+
+def proto_efficiency(ctx: TunerContext, proto: str) -> float:
+    """The calibrated achievable fraction of `proto`'s rate on this communicator: the network
+    one when it spans nodes, else the intra-node one (1.0 unless calibrated)."""
+    table = ctx.constants.net_proto_efficiency if ctx.n_nodes > 1 else ctx.constants.proto_efficiency
+    return table[PROTOS.index(proto)]
+
 
 def ll_max_bw_GBps(ctx: TunerContext) -> float:
     if ctx.constants.ll_max_bw_GBps is not None:

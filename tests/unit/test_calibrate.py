@@ -203,7 +203,7 @@ def test_error_leaves_existing_output_untouched(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ calibration knobs
-# nccl.net_latency_us (NCCL latencyInter), nccl.proto_efficiency.<proto>, nccl.p2p_efficiency:
+# nccl.net_latency_us (NCCL latencyInter), nccl.proto_efficiency[.net].<proto>, nccl.p2p_efficiency:
 # their effect follows from NCCL-COST-MODEL.md §1 and from the wire-byte convention, so each is
 # checked against that closed form, and a default-valued overlay must change nothing.
 
@@ -257,6 +257,20 @@ def test_proto_efficiency_scales_wire_bytes_of_that_protocol_only(h100, proto):
     assert other.wire_bytes == _plan(h100, "allgather", 1, 1 << 20, algo="ring", proto="simple").wire_bytes
 
 
+@pytest.mark.parametrize("proto", ["ll", "ll128"])
+def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100, proto):
+    eff = 0.25
+    net = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.{proto}": eff}})
+    intra = apply_overlay(h100, {"nccl": {f"proto_efficiency.{proto}": eff}})
+    for nodes, scaled, kept in ((2, net, intra), (1, intra, net)):
+        a = _plan(h100, "allgather", nodes, 1 << 20, algo="ring", proto=proto)
+        assert _plan(scaled, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == \
+            pytest.approx(a.wire_bytes / eff, rel=1e-12)
+        assert _plan(kept, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == a.wire_bytes
+    paths = {p.path for p in candidate_params(h100, [MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12,), (1e-5,))])}
+    assert "nccl.proto_efficiency.net.ll" in paths and "nccl.proto_efficiency.ll" not in paths
+
+
 def test_p2p_efficiency_scales_sendrecv_bandwidth_term(h100):
     eff = 0.75
     cal = apply_overlay(h100, {"nccl": {"p2p_efficiency": eff}})
@@ -280,7 +294,8 @@ def test_default_valued_knobs_change_nothing(h100):
 
 
 @pytest.mark.parametrize("key,value", [("proto_efficiency.ll", 1.5), ("proto_efficiency.ll", 0.0),
-                                       ("proto_efficiency.fast", 0.5), ("p2p_efficiency", 2.0),
+                                       ("proto_efficiency.fast", 0.5), ("proto_efficiency.net.ll", 1.2),
+                                       ("proto_efficiency.pci.ll", 0.5), ("p2p_efficiency", 2.0),
                                        ("net_latency_us", -1.0)])
 def test_knob_out_of_range_is_input_error(key, value):
     with pytest.raises(InputError):
@@ -288,7 +303,7 @@ def test_knob_out_of_range_is_input_error(key, value):
 
 
 def test_net_latency_and_ll128_efficiency_recovered_from_two_node_sweep(h100):
-    lat, eff = Param("nccl.net_latency_us"), Param("nccl.proto_efficiency.ll128")
+    lat, eff = Param("nccl.net_latency_us"), Param("nccl.proto_efficiency.net.ll128")
     truth = {lat: 12.0, eff: 0.8}
     true_profile = apply_overlay(h100, _overlay(truth))
     sizes = tuple(2**k for k in range(6, 29))
