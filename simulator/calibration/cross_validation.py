@@ -160,7 +160,7 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str],
         "`nccl.proto_efficiency.<ll|ll128>` and `nccl.proto_efficiency.net.<ll|ll128>` (achievable fraction of the "
         "LL/LL128 rate inside a node and across nodes; Simple is the link's own efficiency) and `nccl.p2p_efficiency` (All-to-All / SendRecv over the p2p transport), and "
         "`gpu.kernel_launch_us` for `-g` runs — by Huber-weighted Levenberg–Marquardt on log time, each only where ≥ 3 fitted rows are "
-        f"sensitive to it, with a log-space prior of weight {LATENCY_PRIOR:g} pulling NCCL's table latencies towards their "
+        f"sensitive to it (checked at the datasheet values and again at the fitted point), with a log-space prior of weight {LATENCY_PRIOR:g} pulling NCCL's table latencies towards their "
         "datasheet values so that shared knobs explain what they can (`fit` module docstring). The fitted values time "
         "the collectives; the algorithm and protocol stay NCCL's choice from its built-in tables "
         "(`nccl_tuner.selection_context`), as on the real system. Splits: **sizes** = in every sweep fit the even-indexed sizes, predict the odd "

@@ -320,11 +320,68 @@ def _jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f0: np.ndarr
     return J
 
 
+def _sensitive_rows(profile: HardwareProfile, cands: Sequence[Param], point: dict[Param, float],
+                    ms: Sequence[MeasuredCollective]) -> np.ndarray:
+    """Rows whose predicted time moves by |d log t / d log p| >= SENSITIVITY, per candidate,
+    at `point`; either direction, as a parameter may matter only below or only above its value
+    (a cap that binds on one side)."""
+    if not cands:
+        return np.zeros(0, dtype=int)
+    x = np.log(np.array([point[p] for p in cands], dtype=float))
+    f = lambda v: _predict_all(profile, cands, v, ms)  # noqa: E731
+    t0 = f(x)
+    sens = np.maximum(np.abs(_jacobian(f, x, t0, 0.1)), np.abs(_jacobian(f, x, t0, -0.1)))
+    return (sens >= SENSITIVITY).sum(axis=0)
+
+
+def _solve(profile: HardwareProfile, params: Sequence[Param], x: np.ndarray, x0: np.ndarray, root: np.ndarray,
+           meas: np.ndarray, ms: Sequence[MeasuredCollective], huber_k: float, max_iter: int) -> tuple[np.ndarray, int]:
+    """Levenberg–Marquardt with Huber reweighting on log time, plus the prior ``root · (x − x0)``."""
+    f = lambda v: _predict_all(profile, params, v, ms)  # noqa: E731
+
+    def cost(r: np.ndarray, w: np.ndarray, v: np.ndarray) -> float:
+        return float(np.sum(w * r * r) + np.sum((root * (v - x0)) ** 2))
+
+    upper = np.log([p.upper for p in params])
+    lam, it = 1e-2, 0
+    pred = f(x)
+    r = np.log(pred / meas)
+    for it in range(1, max_iter + 1):
+        w = np.where(np.abs(r) <= huber_k, 1.0, huber_k / np.maximum(np.abs(r), 1e-300))
+        c0 = cost(r, w, x)
+        J = _jacobian(f, x, pred, 0.01)
+        A = J.T @ (w[:, None] * J) + np.diag(root ** 2)
+        g = J.T @ (w * r) + root ** 2 * (x - x0)
+        improved = False
+        for _ in range(8):
+            dx = -np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-9), g)
+            dx = np.clip(dx, -1.0, 1.0)
+            x_new = np.minimum(x + dx, upper)
+            pred_new = f(x_new)
+            r_new = np.log(pred_new / meas)
+            if cost(r_new, w, x_new) < c0:
+                x, pred, r = x_new, pred_new, r_new
+                lam = max(lam / 3, 1e-6)
+                improved = True
+                break
+            lam *= 4
+        if not improved or float(np.max(np.abs(dx))) < 1e-4:
+            break
+    return x, it
+
+
 def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCollective], *,
                     min_points: int = MIN_POINTS, huber_k: float = HUBER_K, max_iter: int = 30,
                     candidates: Sequence[Param] | None = None,
-                    latency_prior: float = LATENCY_PRIOR) -> CollectiveFit:
-    """Robust least-squares fit of the profile's collective parameters to the measurements."""
+                    latency_prior: float = LATENCY_PRIOR, rounds: int = 3) -> CollectiveFit:
+    """Robust least-squares fit of the profile's collective parameters to the measurements.
+
+    Which parameters are free is decided by the rows sensitive to them, first at the datasheet
+    values, then again at the fitted point: fitting one knob can move rows onto another (a fitted
+    ``latencyInter`` shifts NCCL's protocol switch, and the rows it moves to LL128 now measure the
+    LL128 efficiency). A parameter that becomes determined is freed and the fit repeated, up to
+    `rounds` times.
+    """
     ms = [m for m in measurements if m.sizes]
     if not ms:
         raise InputError("no measured collective rows to fit (sizes > 0 with a time)")
@@ -336,58 +393,28 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     # per-channel bandwidth) may bind, which would hide their effect from the gradient.
     start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else ZERO_START_US.get(p.path, 0.1)
              for p, v in datasheet.items()}
-    x_all = np.log(np.array([start[p] for p in cands], dtype=float))
-    f_all = lambda x: _predict_all(profile, cands, x, ms)  # noqa: E731
-    t0 = f_all(x_all)
-    if cands:  # sensitivity either way: a parameter may matter only below or only above its value
-        sens = np.maximum(np.abs(_jacobian(f_all, x_all, t0, 0.1)), np.abs(_jacobian(f_all, x_all, t0, -0.1)))
-    else:
-        sens = np.zeros((meas.size, 0))
-    counts = (sens >= SENSITIVITY).sum(axis=0)
-    warnings: list[str] = []
-    free = [j for j, p in enumerate(cands) if counts[j] >= min_points]
-    for j, p in enumerate(cands):
-        if counts[j] < min_points:
-            warnings.append(f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
-                            f"left at the datasheet value {datasheet[p]:g}")
-    params = [cands[j] for j in free]
-    x = np.log(np.array([start[p] for p in params], dtype=float))
-    f = lambda v: _predict_all(profile, params, v, ms)  # noqa: E731
-    # Prior residuals sqrt(prior) · (x − x0) on the table latencies (zero-valued datasheet
-    # entries have no scale to anchor to and stay free).
-    x0 = np.log(np.array([datasheet[p] if datasheet[p] > 0 else start[p] for p in params], dtype=float))
-    root = np.sqrt(np.array([latency_prior if p.path.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
-                             for p in params]))
-
-    def cost(r: np.ndarray, w: np.ndarray, v: np.ndarray) -> float:
-        return float(np.sum(w * r * r) + np.sum((root * (v - x0)) ** 2))
-
-    lam, it = 1e-2, 0
-    if params:
-        pred = f(x)
-        r = np.log(pred / meas)
-        for it in range(1, max_iter + 1):
-            w = np.where(np.abs(r) <= huber_k, 1.0, huber_k / np.maximum(np.abs(r), 1e-300))
-            c0 = cost(r, w, x)
-            J = _jacobian(f, x, pred, 0.01)
-            A = J.T @ (w[:, None] * J) + np.diag(root ** 2)
-            g = J.T @ (w * r) + root ** 2 * (x - x0)
-            improved = False
-            for _ in range(8):
-                dx = -np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-9), g)
-                dx = np.clip(dx, -1.0, 1.0)
-                x_new = np.minimum(x + dx, np.log([p.upper for p in params]))
-                pred_new = f(x_new)
-                r_new = np.log(pred_new / meas)
-                if cost(r_new, w, x_new) < c0:
-                    x, pred, r = x_new, pred_new, r_new
-                    lam = max(lam / 3, 1e-6)
-                    improved = True
-                    break
-                lam *= 4
-            if not improved or float(np.max(np.abs(dx))) < 1e-4:
-                break
-    fitted_values = {p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)}
+    point = dict(start)
+    counts = _sensitive_rows(profile, cands, point, ms)
+    params: list[Param] = []
+    it = 0
+    for _ in range(max(1, rounds)):
+        free = [p for j, p in enumerate(cands) if counts[j] >= min_points]
+        if params and set(free) <= set(params):
+            break
+        params = [p for p in cands if p in set(free) | set(params)]
+        x = np.log(np.array([point[p] for p in params], dtype=float))
+        # Prior residuals sqrt(prior) · (x − x0) on the table latencies (zero-valued datasheet
+        # entries have no scale to anchor to and stay free).
+        x0 = np.log(np.array([datasheet[p] if datasheet[p] > 0 else start[p] for p in params], dtype=float))
+        root = np.sqrt(np.array([latency_prior if p.path.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
+                                 for p in params]))
+        x, it = _solve(profile, params, x, x0, root, meas, ms, huber_k, max_iter)
+        point.update({p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)})
+        counts = np.maximum(counts, _sensitive_rows(profile, cands, point, ms))
+    fitted_values = {p: point[p] for p in params}
+    warnings = [f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
+                f"left at the datasheet value {datasheet[p]:g}"
+                for j, p in enumerate(cands) if p not in fitted_values]
     out = [FittedParam(p, datasheet[p], fitted_values.get(p, datasheet[p]), int(counts[j]), p in fitted_values)
            for j, p in enumerate(cands)]
     for fp in out:
