@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.errors import InputError
+from simulator.files import bundled_dir
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "nccl"
+DATA_DIR = bundled_dir("data/nccl")
 COLUMNS = ("size_bytes", "count", "dtype", "time_us", "algbw_GBps", "busbw_GBps", "inplace")
 
 

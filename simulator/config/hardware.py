@@ -9,7 +9,6 @@ through properties so nothing downstream converts units.
 
 from __future__ import annotations
 
-import sysconfig
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,17 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from simulator import units
 from simulator.errors import InputError
+from simulator.files import bundled_dir
 
-def _profile_dir() -> Path:
-    """``hardware_profiles/`` of the source tree (a checkout or an editable install), else the
-    copy a regular install puts under ``<prefix>/share/clustersim/`` (pyproject data-files)."""
-    source = Path(__file__).resolve().parents[2] / "hardware_profiles"
-    if source.is_dir():
-        return source
-    return Path(sysconfig.get_path("data")) / "share" / "clustersim" / "hardware_profiles"
-
-
-PROFILE_DIR = _profile_dir()
+PROFILE_DIR = bundled_dir("hardware_profiles")
 
 Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from simulator.e2e_validation.rows import Row, parse_int
 
 
-def _gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:
+def gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:
     h = parse_int(row["hidden"])
     return dict(layers=parse_int(row["layers"]), hidden=h, heads=parse_int(row["heads"]),
                 kv_heads=parse_int(row["kv_heads"]) or parse_int(row["heads"]),
@@ -15,8 +15,8 @@ def _gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: 
                 seq_len=parse_int(row["seq_len"]), tied_embeddings=tied, position_embedding=position)
 
 
-def _llama_model(row: Row) -> dict:
-    return _gpt_model(row, mlp="swiglu", position="rope", tied=False)
+def llama_model(row: Row) -> dict:
+    return gpt_model(row, mlp="swiglu", position="rope", tied=False)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ TORCH_EAGER_FA2 = Stack(attention="flash2", fused_kernels=False)
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False)
 
 
-def _scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
+def make_scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
               dtype: str, recompute: str, parallel: dict, stack: Stack = MODERN) -> dict:
     return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // 8), model=model,
                 training=dict(micro_batch=micro_batch, global_batch=global_batch, dtype=dtype,

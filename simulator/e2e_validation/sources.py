@@ -14,12 +14,13 @@ from simulator.e2e_validation.scenarios import (
     MEGATRON_LEGACY,
     TORCH_EAGER_FA2,
     TORCH_EAGER_TE,
-    _gpt_model,
-    _llama_model,
-    _scenario,
+    gpt_model,
+    llama_model,
+    make_scenario,
 )
+from simulator.files import bundled_dir
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "e2e"
+DATA_DIR = bundled_dir("data/e2e")
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,8 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
             continue
         gb = parse_int(r["global_batch"])
         dp = n // tp
-        out.append(Case("megatron2020", f"{r['model_name']} tp{tp} dp{dp} {n} GPUs", _scenario(
-            f"mlm2020-{r['model_name']}-{n}", "dgx-a100", n, _gpt_model(r),
+        out.append(Case("megatron2020", f"{r['model_name']} tp{tp} dp{dp} {n} GPUs", make_scenario(
+            f"mlm2020-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
             micro_batch=gb // dp, global_batch=gb, dtype="fp16", recompute="full",
             parallel=dict(tp=tp), stack=MEGATRON_LEGACY), "step_time_s", float(r["value"]), n))
     return out
@@ -91,8 +92,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
         mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
-                        _scenario(f"bloom-{len(out)}", "dgx-a100", n,
-                                  _gpt_model(r, position="rope", tied=True),
+                        make_scenario(f"bloom-{len(out)}", "dgx-a100", n,
+                                  gpt_model(r, position="rope", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1), stack=MEGATRON_LEGACY),
                         "step_time_s", float(r["value"]), n))
@@ -109,7 +110,7 @@ def _automodel(rows: list[Row]) -> list[Case]:
             continue
         n, tp, pp, cp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1), parse_int(r["cp"], 1)
         out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs",
-                        _scenario(f"automodel-{len(out)}", "dgx-h100", n, _llama_model(r),
+                        make_scenario(f"automodel-{len(out)}", "dgx-h100", n, llama_model(r),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                                   dtype="bf16", recompute=parse_recompute(r),
                                   parallel=dict(tp=tp, pp=pp, cp=cp, zero=3, zero3_impl="fsdp2"),
@@ -135,7 +136,7 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         if tp > 1:
             par.update(sequence_parallel=True, tp_overlap="te_default")
         out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} dp{n // (tp * pp)} {n} GPUs",
-                        _scenario(f"mcore-{r['model_name']}", "dgx-h100", n, _gpt_model(r, position="rope", tied=False),
+                        make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
                                   recompute="none", parallel=par),
                         "megatron_model_tflops", float(r["value"]), n))
@@ -161,7 +162,7 @@ def _mpt(rows: list[Row]) -> list[Case]:
         zero = 2 if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else 3
         par = dict(zero=zero) if zero == 2 else dict(zero=3, zero3_impl="fsdp2")
         out.append(Case("mpt", f"{name} {r['gpu']} {n} GPUs mbs{r['micro_batch']} {parse_recompute(r)}",
-                        _scenario(f"mpt-{len(out)}", hw, n, _gpt_model(r, position="rope"),
+                        make_scenario(f"mpt-{len(out)}", hw, n, gpt_model(r, position="rope"),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                                   dtype="bf16", recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA2),
                         "tokens_per_s_per_gpu", float(r["value"]), n))
@@ -190,7 +191,7 @@ def _flagperf(rows: list[Row]) -> list[Case]:
             continue
         tp, pp = parse_int(r["tp"], 1), parse_int(r["pp"], 1)
         out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}",
-                        _scenario(f"flagperf-{len(out)}", hw, n, _llama_model(r),
+                        make_scenario(f"flagperf-{len(out)}", hw, n, llama_model(r),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                                   dtype="bf16", recompute=parse_recompute(r), parallel=dict(tp=tp, pp=pp, zero=1)),
                         "tokens_per_s_per_gpu", float(r["value"]), n))
