@@ -1,6 +1,6 @@
 """End-to-end validation of ``clustersim run`` against published, measured training runs.
 
-``python -m simulator.e2e_validation [--out docs/] [--source NAME ...]`` maps selected rows of
+``python -m simulator.e2e_validation [--out docs/] [--source KEY ...]`` maps selected rows of
 ``data/e2e/*.csv`` (see ``data/e2e/INDEX.md``) to scenarios built in code, simulates each, and
 writes ``docs/validation-e2e.md``: one table per source with predicted vs measured, the error,
 the median |error| per source and overall, and the caveats.

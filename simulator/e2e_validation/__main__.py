@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
     # prog: the documented invocation (argparse would print "__main__.py")
     ap = argparse.ArgumentParser(prog="python -m simulator.e2e_validation", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="folder for validation-e2e.md (default: print)")
-    ap.add_argument("--source", action="append", help="only these sources (keys)")
+    ap.add_argument("--source", action="append", choices=[s.key for s in SOURCES], metavar="KEY",
+                    help=f"only these sources (repeatable): {', '.join(s.key for s in SOURCES)}")
     ap.add_argument("--fit-gemm", action="store_true",
                     help="fit the GEMM-curve factor per profile on the 8-GPU rows and print it (writes nothing)")
     ap.add_argument("--extra", type=Path, default=None, help="append this markdown file (findings) to the doc")

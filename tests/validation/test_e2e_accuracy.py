@@ -154,3 +154,13 @@ def test_overall_median_error():
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
     assert scoring.median_abs_error(by["bloom"]) <= 0.25
     assert -0.19 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.10
+
+
+def test_unknown_source_key_is_a_usage_error(capsys):
+    from simulator.e2e_validation.__main__ import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--source", "nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "megatron2020" in err and "Traceback" not in err
