@@ -49,6 +49,7 @@ class _Inputs:
     measurements: list  # list[MeasuredCollective]
     gemms: list  # list[GemmEvent]
     files: list[tuple[str, str]]  # (path, what was read)
+    skipped: list[str]  # runs of collectives the model does not predict
 
 
 def _pinned_algo(text: str) -> str | None:
@@ -74,7 +75,9 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
     from simulator.calibration.kineto import parse_kineto_trace
     from simulator.calibration.nccl_log import parse_nccl_log
 
-    measurements, gemms, files = [], [], []
+    from simulator.costs.collectives import OPS
+
+    measurements, gemms, files, skipped = [], [], [], []
     for name in paths:
         path = Path(name)
         if not path.is_file():
@@ -90,12 +93,18 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
             continue
         sweeps = parse_nccl_log(path)
         pin = algo or _pinned_algo(path.read_text(errors="replace"))
+        used = [sw for sw in sweeps if sw.op in OPS]
         for sw in sweeps:
+            if sw.op not in OPS:  # reduce_perf, gather_perf, ...: nothing of the model to fit
+                skipped.append(f"{name}:{sw.first_line}: {sw.op} is not a collective the model predicts "
+                               f"({', '.join(OPS)}); run skipped")
+        for sw in used:
             measurements.append(from_sweep(sw, profile, gpus_per_node=gpus_per_node, algo=pin))
-        rows = sum(len(m.sizes) for m in measurements[-len(sweeps):])
-        files.append((name, f"nccl-tests log: {len(sweeps)} run(s), {rows} rows"
+        rows = sum(len(m.sizes) for m in measurements[len(measurements) - len(used):])
+        files.append((name, f"nccl-tests log: {len(used)} run(s), {rows} rows"
+                            + (f", {len(sweeps) - len(used)} run(s) skipped" if len(used) < len(sweeps) else "")
                             + (f", NCCL_ALGO={pin}" if pin else "")))
-    return _Inputs(measurements, gemms, files)
+    return _Inputs(measurements, gemms, files, skipped)
 
 
 def _stats(err: np.ndarray, sizes: np.ndarray) -> tuple[float | None, float | None, float, float]:
@@ -170,10 +179,11 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile(args.hardware)
     inputs = _read_inputs(args.inputs, profile, args.gpus_per_node, args.algo.lower() if args.algo else None)
     if not inputs.measurements and not inputs.gemms:
-        raise InputError("nothing to fit: no collective rows and no GEMM kernels with shapes in the inputs",
+        why = f" ({'; '.join(inputs.skipped)})" if inputs.skipped else ""
+        raise InputError(f"nothing to fit: no collective rows and no GEMM kernels with shapes in the inputs{why}",
                          source=", ".join(args.inputs))
 
-    warnings: list[str] = _inconsistent_rows(profile, inputs.measurements)
+    warnings: list[str] = inputs.skipped + _inconsistent_rows(profile, inputs.measurements)
     overlay: dict = {}
     fitted_profile = profile
     summary: list[str] = []

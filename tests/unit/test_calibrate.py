@@ -403,3 +403,17 @@ def test_parameters_left_at_the_datasheet_are_undetermined_at_the_fitted_point()
     for p in full.params:
         assert p.fitted or p.points < 3, p.param.path
     assert len([p for p in full.params if p.fitted]) > len([p for p in one.values() if p.fitted])
+
+
+def test_runs_of_collectives_the_model_does_not_predict_are_skipped_with_a_warning(tmp_path, h100, capsys):
+    good = _write_synthetic_log(tmp_path / "ag.txt", h100, {EFF: 0.7})
+    reduce_log = _write_synthetic_log(tmp_path / "reduce.txt", h100, {EFF: 0.7})
+    reduce_log.write_text(reduce_log.read_text().replace("all_gather_perf", "reduce_perf"))
+    assert parse_nccl_log(reduce_log)[0].op == "reduce"
+    out = tmp_path / "o.yaml"
+    assert main(["calibrate", str(good), str(reduce_log), "--hardware", "dgx-h100", "-o", str(out), "--algo", "ring"]) == 0
+    err = capsys.readouterr().err
+    assert f"{reduce_log}:" in err and "reduce is not a collective the model predicts" in err
+    only = tmp_path / "only.yaml"
+    _fails(["calibrate", str(reduce_log), "--hardware", "dgx-h100", "-o", str(only)], capsys, "nothing to fit", "reduce")
+    assert not only.exists()
