@@ -2,8 +2,9 @@
 
 nccl-tests / rccl-tests logs (any ``*_perf`` output, several runs per file) fit the collective
 model's latencies and achievable bandwidth fractions; PyTorch profiler (Kineto) traces fit the
-GEMM-efficiency curve from their GEMM kernels. The result is a profile overlay (``base: P`` plus
-only the fitted fields and their provenance) that ``--hardware`` accepts anywhere. Prints the
+GEMM-efficiency curve from their GEMM kernels and the fused-attention efficiencies from their
+attention kernels. The result is a profile overlay (``base: P`` plus only the fitted fields and
+their provenance) that ``--hardware`` accepts anywhere. Prints the
 busbw error before and after the fit per sweep, a warning for every parameter the data
 cannot determine (it keeps its datasheet value) and for rows no machine could have produced
 (:mod:`simulator.calibration.consistency`). Nothing is written unless everything parsed.
@@ -41,6 +42,8 @@ def register(subparsers) -> None:
                    help="GPUs per node the measurement used (default: from the log's hosts, else the profile's)")
     p.add_argument("--algo", default=None, help="algorithm the measurements pinned (NCCL_ALGO), if the logs do not say")
     p.add_argument("--min-points", type=int, default=3, help="rows a parameter needs to be fitted (default 3)")
+    p.add_argument("--attention-mask", choices=("causal", "full"), default="causal",
+                   help="mask of the traced attention kernels, which a trace does not record (default causal)")
     p.set_defaults(handler=run)
 
 
@@ -48,6 +51,7 @@ def register(subparsers) -> None:
 class _Inputs:
     measurements: list  # list[MeasuredCollective]
     gemms: list  # list[GemmEvent]
+    attentions: list  # list[AttentionEvent]
     files: list[tuple[str, str]]  # (path, what was read)
     skipped: list[str]  # runs of collectives the model does not predict
 
@@ -77,7 +81,7 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
 
     from simulator.costs.collectives import OPS
 
-    measurements, gemms, files, skipped = [], [], [], []
+    measurements, gemms, attentions, files, skipped = [], [], [], [], []
     for name in paths:
         path = Path(name)
         if not path.is_file():
@@ -88,8 +92,10 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
                 raise InputError("no GEMM, attention or collective kernels found: expected a PyTorch profiler "
                                  "(Kineto) trace, this looks like another tool's Chrome trace", source=name)
             usable = [g for g in trace.gemms if g.flops and g.duration_s > 0]
+            attn = [a for a in trace.attentions if a.flops and a.duration_s > 0]
             gemms += usable
-            files.append((name, f"Kineto trace: {len(usable)} GEMM kernels with shapes"))
+            attentions += attn
+            files.append((name, f"Kineto trace: {len(usable)} GEMM and {len(attn)} attention kernels with shapes"))
             continue
         sweeps = parse_nccl_log(path)
         pin = algo or _pinned_algo(path.read_text(errors="replace"))
@@ -104,7 +110,7 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
         files.append((name, f"nccl-tests log: {len(used)} run(s), {rows} rows"
                             + (f", {len(sweeps) - len(used)} run(s) skipped" if len(used) < len(sweeps) else "")
                             + (f", NCCL_ALGO={pin}" if pin else "")))
-    return _Inputs(measurements, gemms, files, skipped)
+    return _Inputs(measurements, gemms, attentions, files, skipped)
 
 
 def _stats(err: np.ndarray, sizes: np.ndarray) -> tuple[float | None, float | None, float, float]:
@@ -166,6 +172,7 @@ def _base_reference(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from simulator.calibration.attention_fit import fit_attention_efficiency
     from simulator.calibration.fit import fit_collectives, fit_gemm_curve
     from simulator.config.hardware import load_profile
 
@@ -178,9 +185,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"expected a .yaml output path, got {args.output!r}", field="-o")
     profile = load_profile(args.hardware)
     inputs = _read_inputs(args.inputs, profile, args.gpus_per_node, args.algo.lower() if args.algo else None)
-    if not inputs.measurements and not inputs.gemms:
+    if not inputs.measurements and not inputs.gemms and not inputs.attentions:
         why = f" ({'; '.join(inputs.skipped)})" if inputs.skipped else ""
-        raise InputError(f"nothing to fit: no collective rows and no GEMM kernels with shapes in the inputs{why}",
+        raise InputError("nothing to fit: no collective rows and no GEMM or attention kernels with shapes in the "
+                         f"inputs{why}",
                          source=", ".join(args.inputs))
 
     warnings: list[str] = inputs.skipped + _inconsistent_rows(profile, inputs.measurements)
@@ -203,11 +211,21 @@ def run(args: argparse.Namespace) -> int:
             summary.append(f"gpu.gemm_efficiency: {len(gfit.points)} points from {gfit.samples} GEMM kernels")
     elif inputs.measurements:
         warnings.append("gpu.gemm_efficiency: no profiler trace with GEMM kernels given; left at the datasheet curve")
+    if inputs.attentions:
+        afit = fit_attention_efficiency(inputs.attentions, profile, causal=args.attention_mask == "causal")
+        warnings += afit.warnings
+        if afit.overlay:
+            overlay.setdefault("gpu", {})["attention_efficiency"] = afit.overlay
+        for (kernel, direction), n in sorted(afit.samples.items()):
+            was = profile.gpu.attention_efficiency.get(kernel)
+            before = f"{getattr(was, direction):g}" if was is not None else "none"
+            summary.append(f"gpu.attention_efficiency.{kernel}.{direction}: {before} -> "
+                           f"{afit.overlay[kernel][direction]:g} ({n} kernels, {args.attention_mask} mask)")
 
     date = _dt.date.today().isoformat()
     rows = sum(len(m.sizes) for m in inputs.measurements)
     provenance = (f"clustersim calibrate {date}: {len(inputs.measurements)} sweep(s), {rows} rows, "
-                  f"{len(inputs.gemms)} GEMM kernels from {', '.join(Path(f).name for f, _ in inputs.files)}")
+                  f"{len(inputs.gemms)} GEMM and {len(inputs.attentions)} attention kernels from {', '.join(Path(f).name for f, _ in inputs.files)}")
     comments = [f"Profile overlay written by `clustersim calibrate` on {date}; refines {args.hardware}.",
                 "Inputs:"] + [f"  {f}: {what}" for f, what in inputs.files] + ["Parameters:"] + [f"  {s}" for s in summary]
     if warnings:
