@@ -14,7 +14,7 @@ per kernel generation and direction. The generation comes from the kernel's name
 (FlashAttention-3's ``FlashAttnFwdSm90``, cuDNN's fused ``sdpa ... sm90`` kernels, what
 TransformerEngine runs) are ``flash3``. Memory-efficient (CUTLASS ``fmha_cutlass``) kernels have
 no entry in the profiles and are reported, not fitted. A trace does not record whether the mask
-was causal; the caller says (LLM training is, ``causal=True``).
+was causal; the caller says (LLM training is, ``causal=True``); a kernel table's rows do say.
 """
 
 from __future__ import annotations
@@ -24,18 +24,19 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from simulator.calibration.kineto import AttentionEvent
+from simulator.calibration.kineto import AttentionEvent, dtype_alias
 from simulator.config.hardware import HardwareProfile
 from simulator.schedule.attention import causal_fraction_diagonal
 
 _HOPPER_CLASS = re.compile(r"sm9\d|sm1\d\d|wgmma|cudnn|FlashAttn\w*Sm9", re.IGNORECASE)
 _FLASH2 = re.compile(r"flash_(fwd|bwd)|pytorch_flash|flash::", re.IGNORECASE)
-_DTYPE_PEAK = {"bfloat16": "bf16", "bf16": "bf16", "c10::bfloat16": "bf16", "half": "fp16", "float16": "fp16",
-               "fp16": "fp16", "c10::half": "fp16"}
 
 
 def kernel_generation(name: str) -> str | None:
-    """``flash3`` (Hopper-class fused kernels), ``flash2``, or None (not a kernel the profiles price)."""
+    """``flash3`` (Hopper-class fused kernels), ``flash2``, or None (not a kernel the profiles price).
+    A kernel table's rows carry the generation itself as the name."""
+    if name in ("flash2", "flash3"):
+        return name
     if "cutlass" in name.lower() and "fmha" in name.lower():
         return None  # memory-efficient attention (xFormers / PyTorch's efficient SDPA backend)
     if _HOPPER_CLASS.search(name) and ("flash" in name.lower() or "sdpa" in name.lower() or "fmha" in name.lower()
@@ -73,8 +74,10 @@ def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: Hardware
         if kernel is None:
             unknown.add(a.name[:60])
             continue
-        peak = profile.gpu.peak_flops(_DTYPE_PEAK.get((a.dtype or "bf16").lower(), "bf16"))
-        frac = a.flops * computed_fraction(a, causal) / (a.duration_s * peak)
+        dtype = dtype_alias(a.dtype)
+        peak = profile.gpu.peak_flops(dtype if dtype in ("bf16", "fp16") else "bf16")
+        mask = a.causal if a.causal is not None else causal
+        frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak)
         measured.setdefault((kernel, "bwd" if a.backward else "fwd"), []).append(frac)
     for name in sorted(unknown):
         fit.warnings.append(f"gpu.attention_efficiency: kernel {name!r} is not a FlashAttention-2 or Hopper-class "

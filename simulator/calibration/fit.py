@@ -1,5 +1,6 @@
-"""Fit a hardware profile to measurements: collective latencies and bandwidth efficiencies from
-nccl-tests sweeps, and the GEMM-efficiency curve from measured GEMM kernels.
+"""Fit a hardware profile's collective latencies and bandwidth efficiencies to nccl-tests
+sweeps (the compute side is :mod:`simulator.calibration.gemm_fit` and
+:mod:`simulator.calibration.attention_fit`).
 
 The collective fit keeps the model in the loop: every candidate parameter is a field the
 collective model already reads from the profile (``node.scale_up.efficiency``,
@@ -40,9 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from simulator.calibration.kineto import GemmEvent
 from simulator.calibration.nccl_log import Sweep
-from simulator.calibration.sweep_fit import fit_gemm_efficiency
 from simulator.config.hardware import HardwareProfile, _merge
 from simulator.config.loader import validate
 from simulator.costs import nccl_tuner
@@ -422,36 +421,3 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
             warnings.append(f"{fp.param.path}: fit reached the upper bound 1.0 (the model's other caps may limit it)")
     new_profile = apply_overlay(profile, overlay_of(fitted_values)) if fitted_values else profile
     return CollectiveFit(new_profile, out, warnings, it)
-
-
-# ------------------------------------------------------------------------------ GEMM curve
-
-@dataclass(frozen=True)
-class GemmFit:
-    points: list[dict[str, float]]  # gpu.gemm_efficiency entries
-    samples: int
-    warnings: list[str]
-
-
-def fit_gemm_curve(gemms: Iterable[GemmEvent], profile: HardwareProfile, *, dtype: str = "bf16",
-                   min_samples: int = 1, min_bins: int = 2) -> GemmFit:
-    """``gpu.gemm_efficiency`` points from measured GEMM kernels of one dtype (median achieved /
-    peak per log-FLOP bin, :func:`fit_gemm_efficiency`), made monotone in FLOPs as the curve's
-    interpolation assumes (larger GEMMs fill the SMs at least as well). Fewer than `min_bins`
-    bins: no curve, a warning, the datasheet curve stays."""
-    use = [g for g in gemms if _dtype_alias(g.dtype) in (dtype, None)]
-    pts = fit_gemm_efficiency(use, profile.gpu.peak_flops(dtype), min_samples=min_samples)
-    n = sum(p.samples for p in pts)
-    if len(pts) < min_bins:
-        return GemmFit([], n, [f"gpu.gemm_efficiency: {n} measured {dtype} GEMM kernel(s) in {len(pts)} size bin(s) "
-                               f"(need {min_bins}); left at the datasheet curve"])
-    effs = np.maximum.accumulate([min(1.0, max(p.efficiency, 1e-4)) for p in pts])
-    return GemmFit([{"flops": float(f"{p.flops:.4g}"), "efficiency": round(float(e), 4)} for p, e in zip(pts, effs)], n, [])
-
-
-def _dtype_alias(name: str | None) -> str | None:
-    if name is None:
-        return None
-    key = name.lower().replace("torch.", "").replace("c10::", "")
-    return {"bfloat16": "bf16", "half": "fp16", "float16": "fp16", "float": "fp32", "float32": "fp32",
-            "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}.get(key, key)

@@ -100,6 +100,16 @@ class CollectiveEvent:
     backend: str = "nccl"
 
 
+def dtype_alias(name: str | None) -> str | None:
+    """A trace's dtype spelling (``c10::BFloat16``, ``torch.float16``, ``float8_e4m3fn``) as the
+    profile's (bf16, fp16, fp32, fp8); None stays None, an unknown name passes through."""
+    if name is None:
+        return None
+    key = name.lower().replace("torch.", "").replace("c10::", "")
+    return {"bfloat16": "bf16", "half": "fp16", "float16": "fp16", "float": "fp32", "float32": "fp32",
+            "float8_e4m3fn": "fp8", "float8_e5m2": "fp8"}.get(key, key)
+
+
 @dataclass(frozen=True)
 class GemmEvent:
     """A GEMM kernel and the shape of the aten op that launched it (C[m,n] = A[m,k] B[k,n], x batch)."""
@@ -144,6 +154,7 @@ class AttentionEvent:
     start_s: float
     duration_s: float
     device: int | None = None
+    causal: bool | None = None  # a trace does not record the mask (None); a kernel table does
 
     @property
     def flops(self) -> float | None:

@@ -22,8 +22,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from simulator.calibration.fit import _dtype_alias
-from simulator.calibration.kineto import AttentionEvent, GemmEvent, KinetoTrace
+from simulator.calibration.kineto import AttentionEvent, GemmEvent, KinetoTrace, dtype_alias
 
 CATEGORIES = ("collective", "gemm", "attention")
 
@@ -91,7 +90,7 @@ def _group_gpus(group: int) -> list[int]:
 def _gemm_op(g: GemmEvent) -> Any:
     from simulator.schedule.ir import ComputeOp
 
-    dtype = _dtype_alias(g.dtype) or "bf16"
+    dtype = dtype_alias(g.dtype) or "bf16"
     dtype = dtype if dtype in ("bf16", "fp16", "fp8", "fp32") else "bf16"
     elem = {"fp8": 1, "fp32": 4}.get(dtype, 2)
     hbm = float(g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * elem)  # type: ignore[operator]
@@ -102,7 +101,7 @@ def _gemm_op(g: GemmEvent) -> Any:
 def _attention_op(a: AttentionEvent, causal: bool) -> Any:
     from simulator.schedule.ir import ComputeOp, Tag
 
-    dtype = _dtype_alias(a.dtype) or "bf16"
+    dtype = dtype_alias(a.dtype) or "bf16"
     dtype = dtype if dtype in ("bf16", "fp16") else "bf16"
     frac = 0.5 if causal else 1.0
     return ComputeOp(name=a.name[:60], kind="attention", flops=float(a.flops) * frac, dtype=dtype,

@@ -3,11 +3,13 @@
 nccl-tests / rccl-tests logs (any ``*_perf`` output, several runs per file) fit the collective
 model's latencies and achievable bandwidth fractions; PyTorch profiler (Kineto) traces fit the
 GEMM-efficiency curve from their GEMM kernels and the fused-attention efficiencies from their
-attention kernels. The result is a profile overlay (``base: P`` plus only the fitted fields and
-their provenance) that ``--hardware`` accepts anywhere. Prints the
-busbw error before and after the fit per sweep, a warning for every parameter the data
-cannot determine (it keeps its datasheet value) and for rows no machine could have produced
-(:mod:`simulator.calibration.consistency`). Nothing is written unless everything parsed.
+attention kernels; a kernel table of ``python -m simulator.measure_kernels`` fits the same from
+GEMMs and attention kernels timed by shape, and the fp8 GEMM factor. The result is a profile
+overlay (``base: P`` plus only the fitted fields and their provenance) that ``--hardware``
+accepts anywhere. Prints the busbw error before and after the fit per sweep, a warning for every
+parameter the data cannot determine (it keeps its datasheet value) and for rows no machine could
+have produced (:mod:`simulator.calibration.consistency`). Nothing is written unless everything
+parsed.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("calibrate", help="fit a hardware profile to nccl-tests logs and profiler traces",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("inputs", nargs="+", metavar="LOG_OR_TRACE",
-                   help="nccl-tests/rccl-tests output (.txt/.log) or PyTorch profiler trace (.json/.json.gz)")
+                   help="nccl-tests/rccl-tests output (.txt/.log), PyTorch profiler trace (.json/.json.gz) or a "
+                        "kernel table from python -m simulator.measure_kernels (.csv)")
     p.add_argument("--hardware", required=True, help="profile to refine: bundled name or path to a profile YAML")
     p.add_argument("-o", "--output", required=True, metavar="OUT.yaml", help="where to write the profile overlay")
     p.add_argument("--gpus-per-node", type=int, default=None,
@@ -43,7 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--algo", default=None, help="algorithm the measurements pinned (NCCL_ALGO), if the logs do not say")
     p.add_argument("--min-points", type=int, default=3, help="rows a parameter needs to be fitted (default 3)")
     p.add_argument("--attention-mask", choices=("causal", "full"), default="causal",
-                   help="mask of the traced attention kernels, which a trace does not record (default causal)")
+                   help="mask of the traced attention kernels, which a trace does not record (default causal; "
+                        "kernel tables say it per row)")
     p.set_defaults(handler=run)
 
 
@@ -76,6 +80,7 @@ def _is_trace(path: Path) -> bool:
 
 def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str | None) -> _Inputs:
     from simulator.calibration.fit import from_sweep
+    from simulator.calibration.kernel_table import is_kernel_table, read_kernel_table
     from simulator.calibration.kineto import parse_kineto_trace
     from simulator.calibration.nccl_log import parse_nccl_log
 
@@ -86,6 +91,14 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
         path = Path(name)
         if not path.is_file():
             raise InputError("no such file", source=name)
+        if is_kernel_table(path):
+            table = read_kernel_table(path)
+            gemms += table.gemm_events()
+            attentions += table.attention_events()
+            where = ", ".join(f"{k}: {v}" for k, v in table.header.items() if k in ("device", "date"))
+            files.append((name, f"kernel table: {len(table.gemm_events())} GEMM and {len(table.attention_events())} "
+                                f"attention rows" + (f" ({where})" if where else "")))
+            continue
         if _is_trace(path):
             trace = parse_kineto_trace(path)
             if not (trace.gemms or trace.attentions or trace.collectives):
@@ -173,7 +186,8 @@ def _base_reference(name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from simulator.calibration.attention_fit import fit_attention_efficiency
-    from simulator.calibration.fit import fit_collectives, fit_gemm_curve
+    from simulator.calibration.fit import fit_collectives
+    from simulator.calibration.gemm_fit import fit_fp8_scale, fit_gemm_curve
     from simulator.config.hardware import load_profile
 
     if args.min_points < 1:
@@ -209,6 +223,12 @@ def run(args: argparse.Namespace) -> int:
         if gfit.points:
             overlay.setdefault("gpu", {})["gemm_efficiency"] = gfit.points
             summary.append(f"gpu.gemm_efficiency: {len(gfit.points)} points from {gfit.samples} GEMM kernels")
+        scale, n_fp8, fp8_warnings = fit_fp8_scale(inputs.gemms, profile, gfit.points or None)
+        warnings += fp8_warnings
+        if scale is not None:
+            overlay.setdefault("gpu", {})["fp8_gemm_efficiency_scale"] = scale
+            summary.append(f"gpu.fp8_gemm_efficiency_scale: {profile.gpu.fp8_gemm_efficiency_scale:g} -> {scale:g} "
+                           f"({n_fp8} fp8 GEMM kernels)")
     elif inputs.measurements:
         warnings.append("gpu.gemm_efficiency: no profiler trace with GEMM kernels given; left at the datasheet curve")
     if inputs.attentions:

@@ -24,6 +24,7 @@ RANK = {
     "report": 5, "calibration": 5, "sweep": 5,
     "simulate": 6,
     "measure": 6,  # the torchrun measurement harness: an entry point beside simulate, used by commands
+    "measure_kernels": 6,  # the GEMM / attention timing harness: an entry point beside measure
     "e2e_validation": 6,  # runs published plans through simulate and scores them: beside simulate
     "cli": 7, "commands": 7, "__main__": 7,
 }
