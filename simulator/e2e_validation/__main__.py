@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-gemm", action="store_true",
                     help="fit the GEMM-curve factor per profile on the 8-GPU rows and print it (writes nothing)")
     ap.add_argument("--extra", type=Path, default=None, help="append this markdown file (findings) to the doc")
+    ap.add_argument("--jobs", type=int, default=1, help="simulate in this many worker processes (default 1)")
     args = ap.parse_args(argv)
     srcs = [s for s in SOURCES if not args.source or s.key in args.source]
     if args.fit_gemm:
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{prof}: GEMM curve x {scale:.3f} on {len(mine)} rows; median |error| "
                   f"{100 * median_abs_error(rs):.1f}%")
         return 0
-    results = list(run_cases(cases(srcs), progress=True))
+    results = list(run_cases(cases(srcs), progress=True, jobs=max(1, args.jobs)))
     text = render_markdown(results, srcs)
     text += FINDINGS
     if args.extra is not None:

@@ -22,7 +22,6 @@ class Result:
     wall_s: float
 
 
-
 def megatron_flops_per_step(layers: int, hidden: int, vocab: int, seq: int, batch: int,
                             recompute: bool) -> float:
     """Megatron's FLOPs per iteration, arXiv:2104.04473 eq. 3 (GPT with 4h MLP, MHA):
@@ -69,14 +68,26 @@ def run_case(case: Case, hardware: str | None = None) -> Result:
     return Result(case, pred, rep.step_time_s, speed_error(case, pred), rep.mfu, time.perf_counter() - t0)
 
 
-def run_cases(selected: list[Case], progress: bool = False) -> Iterator[Result]:
-    for c in selected:
-        r = run_case(c)
+def run_cases(selected: list[Case], progress: bool = False, jobs: int = 1) -> Iterator[Result]:
+    """Results in the order of `selected`; `jobs` > 1 simulates in that many worker processes
+    (each case is independent; the simulation is single-threaded Python)."""
+    if jobs > 1 and len(selected) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(selected))) as pool:
+            results: Iterable[Result] = pool.map(run_case, selected)
+            yield from _reported(results, progress)
+        return
+    yield from _reported(map(run_case, selected), progress)
+
+
+def _reported(results: Iterable[Result], progress: bool) -> Iterator[Result]:
+    for r in results:
+        c = r.case
         if progress:
             print(f"  {c.source:12s} {c.label:55s} pred {r.predicted:10.3f} meas {c.measured:10.3f} "
                   f"err {100 * r.error:+6.1f}%  ({r.wall_s:.1f}s)", flush=True)
         yield r
-
 
 
 def median_abs_error(results: Iterable[Result]) -> float:
