@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Callable
+
 
 class ClusterSimError(Exception):
     """Base class of every error clustersim raises on purpose."""
@@ -32,3 +35,13 @@ class SimulationError(ClusterSimError):
 
 class HangError(SimulationError):
     """Ranks block forever; the message lists which ranks wait on which op."""
+
+
+def exit_code(prog: str, run: Callable[[], int]) -> int:
+    """Run a ``python -m`` entry point: an InputError becomes its message on stderr and exit
+    code 2, never a traceback (``clustersim`` itself does this in :mod:`simulator.cli`)."""
+    try:
+        return run()
+    except InputError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from simulator import units
 from simulator.calibration.nccl_log import ELEMENT_BYTES, Device, Sweep, SweepRow, canonical_op, count_for
 from simulator.calibration.nccl_log_writer import make_row, write_nccl_log
-from simulator.errors import InputError
+from simulator.errors import InputError, exit_code
 
 MEASURABLE = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "broadcast", "reduce")
 # simulator dtype / nccl-tests type name -> torch dtype attribute
@@ -369,11 +369,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"clustersim measure: error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code("clustersim measure", lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from simulator.calibration.kernel_table import KernelRow, KernelTable, format_table
-from simulator.errors import InputError
+from simulator.errors import InputError, exit_code
 from simulator.files import write_atomically
 
 DEFAULT_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b")
@@ -263,11 +263,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"python -m simulator.measure_kernels: error: {exc}", file=sys.stderr)
-        return 2
+    return exit_code("python -m simulator.measure_kernels", lambda: run(args))
 
 
 if __name__ == "__main__":
