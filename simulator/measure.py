@@ -96,11 +96,7 @@ def scenario_jobs(path: str | Path, world_size: int, *, max_bytes: int | None = 
     with the groups its parallel plan forms (rank placement from the plan's axis order)."""
     from simulator.config.scenario import load_scenario  # noqa: PLC0415
 
-    try:
-        from simulator.schedule.build import build_schedule  # noqa: PLC0415
-    except ImportError:
-        raise InputError("measuring a scenario needs simulator.schedule.build, which is not available "
-                         "in this installation; use --op/--min-bytes/--max-bytes", source=str(path)) from None
+    from simulator.schedule.build import build_schedule  # noqa: PLC0415
     from simulator.schedule.ir import CommOp  # noqa: PLC0415
 
     scenario = load_scenario(path)
