@@ -37,10 +37,10 @@ def kernel_generation(name: str) -> str | None:
     A kernel table's rows carry the generation itself as the name."""
     if name in ("flash2", "flash3"):
         return name
-    if "cutlass" in name.lower() and "fmha" in name.lower():
+    low = name.lower()
+    if "fmha_cutlass" in low:
         return None  # memory-efficient attention (xFormers / PyTorch's efficient SDPA backend)
-    if _HOPPER_CLASS.search(name) and ("flash" in name.lower() or "sdpa" in name.lower() or "fmha" in name.lower()
-                                       or "attn" in name.lower()):
+    if _HOPPER_CLASS.search(name) and any(word in low for word in ("flash", "sdpa", "fmha", "attn")):
         return "flash3"
     if _FLASH2.search(name):
         return "flash2"
