@@ -258,7 +258,8 @@ class CollectiveFit:
 
     @property
     def overlay(self) -> dict[str, Any]:
-        return overlay_of({p.param: p.value for p in self.params if p.fitted})
+        """The fitted fields, to 5 significant digits (far below what the data determine)."""
+        return overlay_of({p.param: float(f"{p.value:.5g}") for p in self.params if p.fitted})
 
 
 def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCollective]) -> list[Param]:
