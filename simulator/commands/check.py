@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from simulator.commands import add_hardware_option
 from simulator.config.scenario import load_scenario
 from simulator.schedule.build import build_schedule, comm_bytes
 from simulator.schedule.flops import param_count
@@ -14,11 +15,12 @@ from simulator.units import GiB
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("check", help="validate a scenario and build its schedule")
     parser.add_argument("scenario", help="scenario YAML")
+    add_hardware_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    scn = load_scenario(args.scenario)
+    scn = load_scenario(args.scenario, args.hardware)
     sched = build_schedule(scn)
     m, t, p = scn.model, scn.training, scn.parallel
     mem = memory_per_gpu(scn)

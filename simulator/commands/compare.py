@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from simulator.commands import add_hardware_option
 from simulator.commands.sweep import add_output_options, check_jobs, emit
 
 
@@ -17,6 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plans", required=True, metavar="PLANS.yaml",
                    help="YAML with a `plans:` list; see scenarios/plans/llama3-8b-h100-plans.yaml")
     add_output_options(p)
+    add_hardware_option(p)
     p.set_defaults(handler=run)
 
 
@@ -28,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.sweep.run import run_plans
 
     check_jobs(args)
-    base = load_scenario(args.scenario)
+    base = load_scenario(args.scenario, args.hardware)
     candidates = load_plans(args.plans, base)
     unique = dedupe(candidates)
     if len(unique) < len(candidates):

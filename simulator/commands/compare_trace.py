@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from simulator.commands import add_hardware_option
 from simulator.errors import InputError
 
 
@@ -25,6 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", metavar="F", default=None, help="write the comparison as JSON ('-' for stdout)")
     p.add_argument("--attention-mask", choices=("causal", "full"), default="causal",
                    help="mask the measured attention used (the trace does not record it; default causal)")
+    add_hardware_option(p)
     p.set_defaults(handler=run)
 
 
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plot and not args.plot.endswith(".png"):
         raise InputError(f"expected a .png path, got {args.plot!r}", field="--plot")
-    scenario = load_scenario(args.scenario)
+    scenario = load_scenario(args.scenario, args.hardware)
     trace = parse_kineto_trace(args.trace)
     if not (trace.collectives or trace.gemms or trace.attentions):
         raise InputError("no collective, GEMM or attention kernels found: expected a PyTorch profiler (Kineto) "

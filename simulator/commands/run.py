@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from simulator.commands import add_hardware_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="estimate one training step of a scenario",
@@ -18,14 +20,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--proto", help="pin the NCCL protocol (ll, ll128, simple)")
     p.add_argument("--max-ranks", type=int, default=None,
                    help="simulate symmetric ranks once above this many ranks (default 4096)")
+    add_hardware_option(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from simulator.report.summary import format_table, report_to_json
-    from simulator.simulate import simulate
+    from simulator.config.scenario import load_scenario
+    from simulator.simulate import simulate_scenario
 
-    sim = simulate(args.scenario, algo=args.algo, proto=args.proto, max_ranks=args.max_ranks)
+    sim = simulate_scenario(load_scenario(args.scenario, args.hardware), algo=args.algo, proto=args.proto,
+                            max_ranks=args.max_ranks)
     if args.json == "-":
         print(json.dumps(report_to_json(sim.report), indent=2))
     else:

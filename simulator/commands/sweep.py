@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from simulator.commands import add_hardware_option
 from simulator.errors import InputError
 
 
@@ -40,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-plans", type=int, metavar="N", default=None,
                    help="simulate at most N plans (the rest are listed as not simulated)")
     add_output_options(p)
+    add_hardware_option(p)
     p.set_defaults(handler=run)
 
 
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_plans is not None and args.max_plans < 1:
         raise InputError(f"--max-plans {args.max_plans}: expected at least 1", source="command line")
     bounds = SweepBounds(fixed=dict(args.fix), maximum=dict(args.maximum))
-    base = load_scenario(args.scenario)
+    base = load_scenario(args.scenario, args.hardware)
     candidates = enumerate_plans(base, bounds)
     if not candidates:
         pinned = " ".join(f"{k}={v}" for k, v in bounds.fixed.items()) or "none"

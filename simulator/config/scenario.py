@@ -213,7 +213,21 @@ def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_
     return scn
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read, validate and resolve a scenario YAML."""
+def load_scenario(path: str | Path, hardware: str | None = None) -> Scenario:
+    """Read, validate and resolve a scenario YAML; `hardware` (a bundled profile name or a
+    profile path relative to the working directory, e.g. a calibrated overlay) replaces the
+    file's ``hardware:``."""
     p = Path(path)
-    return build_scenario(read_yaml(p), source=p, base_dir=p.parent)
+    data = read_yaml(p)
+    if hardware is not None:
+        given = Path(hardware)
+        hardware = str(given.resolve()) if given.is_file() else hardware
+        try:
+            load_profile(hardware)
+        except InputError as exc:
+            if exc.source:  # an error inside the profile file names that file and field
+                raise
+            raise InputError(exc.detail, source="command line", field="--hardware") from None
+        if isinstance(data, dict):
+            data = {**data, "hardware": hardware}
+    return build_scenario(data, source=p, base_dir=p.parent)

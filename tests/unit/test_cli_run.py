@@ -117,3 +117,27 @@ def test_same_scenario_twice_gives_identical_json(tmp_path):
     for d in (a, b):
         d["sim"].pop("wall_s")
     assert a == b
+
+
+def test_hardware_option_runs_the_scenario_on_another_profile(tmp_path, capsys, monkeypatch):
+    """--hardware replaces the scenario's hardware: a bundled name, or an overlay path relative
+    to the working directory (what `clustersim calibrate` writes). The scenario's own profile by
+    name gives the same step; an overlay that halves every GEMM's efficiency a slower one, by
+    no more than twice."""
+    from simulator.config.hardware import load_profile
+
+    scn = small_scenario(tmp_path)
+    base = run_json(scn, tmp_path)
+    same = run_json(scn, tmp_path, "--hardware", "dgx-h100")
+    assert (same["step_time_s"], same["breakdown_s"]) == (base["step_time_s"], base["breakdown_s"])
+    h100 = load_profile("dgx-h100")
+    half = [{"flops": p.flops, "efficiency": p.efficiency / 2} for p in h100.gpu.gemm_efficiency]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow.yaml").write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"gemm_efficiency": half}}))
+    slow = run_json(scn, tmp_path, "--hardware", "slow.yaml")
+    assert base["breakdown_s"]["compute"] < slow["breakdown_s"]["compute"] < 2 * base["breakdown_s"]["compute"]
+    assert main(["check", str(scn), "--hardware", "slow.yaml"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(scn), "--hardware", "no-such-profile"]) == 2
+    err = capsys.readouterr().err
+    assert "command line: --hardware: unknown hardware profile 'no-such-profile'" in err and "Traceback" not in err
