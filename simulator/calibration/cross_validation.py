@@ -50,12 +50,10 @@ ASSERTED: dict[str, tuple[str, ...]] = {
 
 def measurement(sweep: MeasuredSweep, case: Case) -> MeasuredCollective:
     rows = sorted((r for r in sweep.rows if r.size_bytes > 0 and r.time_us), key=lambda r: r.size_bytes)
-    if len(rows) > MAX_ROWS:  # dense linear grids (1 KiB steps): every k-th row keeps the shape, cuts the time
-        rows = rows[:: -(-len(rows) // MAX_ROWS)]
     return MeasuredCollective(
         sweep.name, case.op, case.ranks, case.ranks // case.gpus_per_node, case.gpus_per_node,
         tuple(r.size_bytes for r in rows), tuple(r.time_us * 1e-6 for r in rows), (), case.algo,
-        sweep.gpus_per_process)
+        sweep.gpus_per_process).thinned(MAX_ROWS)
 
 
 @dataclass(frozen=True)

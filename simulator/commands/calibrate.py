@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                    help="GPUs per node the measurement used (default: from the log's hosts, else the profile's)")
     p.add_argument("--algo", default=None, help="algorithm the measurements pinned (NCCL_ALGO), if the logs do not say")
     p.add_argument("--min-points", type=int, default=3, help="rows a parameter needs to be fitted (default 3)")
+    p.add_argument("--max-rows", type=int, default=256,
+                   help="fit on at most this many rows per run, every k-th size of a denser sweep (default 256); "
+                        "the before/after report uses all rows")
     p.add_argument("--attention-mask", choices=("causal", "full"), default="causal",
                    help="mask of the traced attention kernels, which a trace does not record (default causal; "
                         "kernel tables say it per row)")
@@ -192,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.min_points < 1:
         raise InputError(f"expected a whole number >= 1, got {args.min_points}", field="--min-points")
+    if args.max_rows < 4:
+        raise InputError(f"expected a whole number >= 4, got {args.max_rows}", field="--max-rows")
     if args.algo is not None and args.algo.lower() not in ("ring", "tree", "nvls", "nvls_tree"):
         raise InputError(f"expected ring, tree, nvls or nvls_tree, got {args.algo!r}", field="--algo")
     out = Path(args.output)
@@ -210,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
     fitted_profile = profile
     summary: list[str] = []
     if inputs.measurements:
-        fit = fit_collectives(profile, inputs.measurements, min_points=args.min_points)
+        fit_rows = [m.thinned(args.max_rows) for m in inputs.measurements]
+        for full, used in zip(inputs.measurements, fit_rows):
+            if used is not full:
+                warnings.append(f"{full.source}: fitted on {len(used.sizes)} of its {len(full.sizes)} rows "
+                                f"(one size in {-(-len(full.sizes) // args.max_rows)}; --max-rows)")
+        fit = fit_collectives(profile, fit_rows, min_points=args.min_points)
         warnings += fit.warnings
         overlay = fit.overlay
         fitted_profile = fit.profile

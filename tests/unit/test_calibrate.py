@@ -418,3 +418,18 @@ def test_runs_of_collectives_the_model_does_not_predict_are_skipped_with_a_warni
     only = tmp_path / "only.yaml"
     _fails(["calibrate", str(reduce_log), "--hardware", "dgx-h100", "-o", str(only)], capsys, "nothing to fit", "reduce")
     assert not only.exists()
+
+
+def test_dense_sweeps_are_thinned_for_the_fit_and_reported_whole(tmp_path, h100, capsys):
+    m = synthetic(h100, {EFF: 0.7})  # 27 sizes, 64 B .. 4 GiB
+    thin = m.thinned(8)
+    assert thin.sizes == m.sizes[::4] and m.thinned(100) is m
+    log = _write_synthetic_log(tmp_path / "ag.txt", h100, {EFF: 0.7})
+    out = tmp_path / "o.yaml"
+    assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out), "--algo", "ring",
+                 "--max-rows", "14"]) == 0
+    captured = capsys.readouterr()
+    assert f"{log}: fitted on 14 of its 27 rows (one size in 2; --max-rows)" in captured.err
+    assert " 27 " in captured.out  # the before/after table covers every row
+    assert load_profile(str(out)).node.scale_up.efficiency == pytest.approx(0.7, rel=0.03)
+    assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out), "--max-rows", "2"]) == 2
