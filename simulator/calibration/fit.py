@@ -11,10 +11,16 @@ measured time and :func:`simulator.replay.single_collective.time_collective` on 
 configuration. Nothing here re-derives the model's formulas, so the fit stays right when the
 model's internal constants change.
 
+Bandwidth efficiencies are per link class (NVLink/xGMI or PCIe inside a node, the NICs across
+nodes) and per protocol and scope (LL/LL128 inside a node, across nodes), not per algorithm:
+separate ring and tree efficiencies were tried and fitted the odd sizes of ABCI and Sophia worse
+(median ≥ 1 MiB 8.7% → 10.6% and 2.7% → 4.6%, 2026-11-30), the extra freedom following noise.
+Latencies are per link class, algorithm and protocol (NCCL's own tables).
+
 Which parameters a data set can determine is decided numerically: a parameter is fitted only when
 at least ``min_points`` measured rows are sensitive to it (|d log t / d log p| ≥ 0.2 at the
-datasheet value): sizes in the latency regime for a latency, in the bandwidth regime for an
-efficiency. Others stay at the datasheet value with a warning.
+datasheet value, and again at the fitted point): sizes in the latency regime for a latency, in
+the bandwidth regime for an efficiency. Others stay at the datasheet value with a warning.
 
 Solver: Levenberg–Marquardt on log-parameters, residuals ``log(t_pred / t_meas)`` (relative
 error; sizes span ten decades), reweighted each iteration with Huber weights (IRLS, Huber 1964;
