@@ -25,7 +25,10 @@ the bandwidth regime for an efficiency. Others stay at the datasheet value with 
 Solver: Levenberg–Marquardt on log-parameters, residuals ``log(t_pred / t_meas)`` (relative
 error; sizes span ten decades), reweighted each iteration with Huber weights (IRLS, Huber 1964;
 the same robust loss as :func:`simulator.calibration.sweep_fit.fit_alpha_beta`) so an odd point —
-a protocol switch the tuner places differently, a noisy row — does not drag the fit.
+a protocol switch the tuner places differently, a noisy row — does not drag the fit. A
+redescending loss (Tukey's bisquare after the Huber pass, which ignores far rows entirely) was
+tried and met the cross-validation target on 8 of 17 splits instead of 10 (2026-11-30): with
+sweeps of 15–40 rows it drops informative mid-size rows along with the outliers.
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
