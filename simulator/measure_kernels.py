@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     rows = measure_gemms(torch, timer, shapes, fp8)
     att, notes = measure_attention(torch, timer, [s for s in args.seq if s > 0], args.tokens, args.heads, args.head_dim)
     header = environment(torch, device)
-    header["command"] = "python -m simulator.measure_kernels " + " ".join(sys.argv[1:])
+    header["command"] = "python -m simulator.measure_kernels " + " ".join(getattr(args, "argv", sys.argv[1:]))
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     text = format_table(KernelTable(rows + att, header))
@@ -263,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     return exit_code("python -m simulator.measure_kernels", lambda: run(args))
 
 

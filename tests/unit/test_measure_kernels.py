@@ -91,6 +91,7 @@ def test_harness_runs_on_cpu_and_writes_a_table_calibrate_reads(tmp_path, capsys
                     "--device", "cpu", "-o", str(path)]) == 0
     table = read_kernel_table(path)
     assert {"date", "device", "torch", "command"} <= set(table.header)
+    assert table.header["command"].startswith("python -m simulator.measure_kernels --only-shapes --shape 64x64x64")
     gemms = [r for r in table.rows if r.kind == "gemm"]
     attn = [r for r in table.rows if r.kind == "attention"]
     assert [(r.m, r.n, r.k) for r in gemms] == [(64, 64, 64), (256, 128, 64)]
