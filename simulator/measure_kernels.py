@@ -15,7 +15,7 @@ scales, what TransformerEngine's fp8 GEMMs are). Attention: ``scaled_dot_product
 causal, over ``--seq`` lengths at ``--tokens`` tokens per call, forward and backward, once per
 available fused backend: FlashAttention-2 (``flash2``) and cuDNN's Hopper-class kernel
 (``flash3``). Timing: CUDA events around each call, ``--warmup`` then ``--iters`` calls, the
-median. On a CPU (no GPU at hand, tests) the same code runs with a wall clock and the math
+median; GEMMs start from a flushed L2. On a CPU (no GPU at hand, tests) the same code runs with a wall clock and the math
 attention backend, labelled as such. torch is optional (``pip install clustersim[measure]``).
 """
 
@@ -127,21 +127,28 @@ class Timer:
         return statistics.median(times)
 
 
+L2_FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (H100/H200: 50 MB, B200: 126 MB)
+
+
 def measure_gemms(torch: Any, timer: Timer, shapes: Sequence[GemmShape], fp8: bool) -> list[KernelRow]:
+    """Each GEMM from cold caches: in training a GEMM's operands were last touched by other
+    kernels, so a timing loop that leaves them in L2 would flatter the small shapes."""
     rows = []
     dev = timer.device
     dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=dev).zero_ if dev.type == "cuda" else None
     for s in shapes:
         a = torch.randn(s.m, s.k, device=dev, dtype=dtype)
         b = torch.randn(s.k, s.n, device=dev, dtype=dtype)
-        t = timer(lambda: torch.matmul(a, b))
+        t = timer(lambda: torch.matmul(a, b), before=flush)
         rows.append(KernelRow("gemm", "cublas" if dev.type == "cuda" else "cpu", "bf16" if dev.type == "cuda" else "fp32",
                               "fwd", t * 1e6, m=s.m, n=s.n, k=s.k, label=s.label))
         if fp8 and s.m % 16 == 0 and s.n % 16 == 0 and s.k % 16 == 0:
             a8 = a.to(torch.float8_e4m3fn)
             b8 = b.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major B, as _scaled_mm wants
             one = torch.ones((), device=dev, dtype=torch.float32)
-            t8 = timer(lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+            t8 = timer(lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                       before=flush)
             rows.append(KernelRow("gemm", "cublas-fp8", "fp8", "fwd", t8 * 1e6, m=s.m, n=s.n, k=s.k, label=s.label))
     return rows
 
