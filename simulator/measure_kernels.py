@@ -15,8 +15,9 @@ scales, what TransformerEngine's fp8 GEMMs are). Attention: ``scaled_dot_product
 causal, over ``--seq`` lengths at ``--tokens`` tokens per call, forward and backward, once per
 available fused backend: FlashAttention-2 (``flash2``) and cuDNN's Hopper-class kernel
 (``flash3``). Timing: CUDA events around each call, ``--warmup`` then ``--iters`` calls, the
-median; GEMMs start from a flushed L2. On a CPU (no GPU at hand, tests) the same code runs with a wall clock and the math
-attention backend, labelled as such. torch is optional (``pip install clustersim[measure]``).
+median; GEMMs start from a flushed L2. On a CPU (no GPU at hand, tests) the same code runs with
+a wall clock and the math attention backend, labelled as such. torch is optional
+(``pip install clustersim[measure]``).
 """
 
 from __future__ import annotations
