@@ -5,7 +5,7 @@ sweeps (the compute side is :mod:`simulator.calibration.gemm_fit` and
 The collective fit keeps the model in the loop: every candidate parameter is a field the
 collective model already reads from the profile (``node.scale_up.efficiency``,
 ``node.nics.efficiency``, the tuner overrides ``nccl.hw_latency_us.<link>.<algo>.<proto>`` and
-``nccl.nvls_efficiency`` of :mod:`simulator.costs.nccl_tuner`, and ``gpu.kernel_launch_us`` for the
+``nccl.nvls_efficiency`` of :mod:`simulator.costs.nccl_constants`, and ``gpu.kernel_launch_us`` for the
 launch floor of a process driving several GPUs), and the objective is the difference between the
 measured time and :func:`simulator.replay.single_collective.time_collective` on the measured
 configuration. Nothing here re-derives the model's formulas, so the fit stays right when the
@@ -53,7 +53,7 @@ import numpy as np
 from simulator.calibration.nccl_log import Sweep
 from simulator.config.hardware import HardwareProfile, _merge
 from simulator.config.loader import validate
-from simulator.costs import nccl_tuner
+from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
 from simulator.errors import InputError
 
 SENSITIVITY = 0.2  # |d log t / d log p| for a row to count towards a parameter
@@ -192,24 +192,24 @@ class Param:
 
 def _tuner_default(profile: HardwareProfile, key: str) -> float:
     """The value the tuner uses for an ``nccl.`` key the profile does not override."""
-    k = nccl_tuner.constants_from_overrides(profile.nccl)
+    k = nccl_constants.constants_from_overrides(profile.nccl)
     parts = key.split(".")
     if parts[0] == "hw_latency_us":
-        return float(k.hw_latency_us[parts[1]][parts[2]][nccl_tuner.PROTOS.index(parts[3])])
+        return float(k.hw_latency_us[parts[1]][parts[2]][nccl_constants.PROTOS.index(parts[3])])
     if parts[0] == "base_latency_us":
-        return float(k.base_latency_us[parts[1]][nccl_tuner.PROTOS.index(parts[2])])
+        return float(k.base_latency_us[parts[1]][nccl_constants.PROTOS.index(parts[2])])
     if key == "ll_max_bw_GBps":
-        ctx = nccl_tuner.context_from_profile(profile, 2, 1)
+        ctx = nccl_graph.context_from_profile(profile, 2, 1)
         return float(nccl_tuner.ll_max_bw_GBps(ctx))
     if parts[0] == "proto_efficiency":
         table = k.net_proto_efficiency if parts[1] == "net" else k.proto_efficiency
-        return float(table[nccl_tuner.PROTOS.index(parts[-1])])
+        return float(table[nccl_constants.PROTOS.index(parts[-1])])
     if key == "p2p_efficiency":
         return float(k.p2p_efficiency)
     if key == "net_latency_us":
         return float(k.net_latency_us)
     if key == "nvls_efficiency":
-        return float(nccl_tuner.NVLS_EFFICIENCY.get(nccl_tuner._arch_row(profile.gpu.arch), 0.0))
+        return float(nccl_constants.NVLS_EFFICIENCY.get(nccl_graph.arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
 
 

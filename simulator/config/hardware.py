@@ -194,7 +194,7 @@ class HardwareProfile(_Strict):
     gpu: GPU
     node: Node
     scale_out: ScaleOut = ScaleOut()
-    # Optional collective-model values keyed as costs/nccl_tuner.OVERRIDE_KEYS lists them (what
+    # Optional collective-model values keyed as costs/nccl_constants.OVERRIDE_KEYS lists them (what
     # `clustersim calibrate` writes): NCCL's latency tables and caps (NCCL-COST-MODEL.md) and the
     # calibration knobs. They time the collectives; NCCL's choice of algorithm and protocol keeps
     # its built-in tables (nccl_tuner.selection_context), except for the net plugin's net_latency_us.

@@ -35,7 +35,7 @@ each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link cap
 (:func:`effective_capacity_Bps`), not flows; NVLS multimem traffic additionally runs at NCCL's
 ``nvlsEfficiency`` (0.85 on Hopper), applied as extra wire bytes.
 
-Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_tuner.TunerConstants`;
+Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_constants.TunerConstants`;
 their defaults change nothing): ``proto_efficiency.<proto>`` (``proto_efficiency.net.<proto>``
 for a communicator spanning nodes) divides the wire bytes of ring/tree (and hierarchical)
 flows, ``p2p_efficiency`` those of All-to-All and SendRecv, and ``net_latency_us`` (NCCL's ``latencyInter``) is added to every inter-node hop's latency.
@@ -48,6 +48,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from simulator.costs import nccl_constants, nccl_graph
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs.flow_patterns import (
     Flow, Layout, cached_pattern, direct_pattern, layout, nvls_intra, nvls_tree_inter, p2p_pattern, ring_pattern,
@@ -117,11 +118,11 @@ def effective_capacity_Bps(topo: Any) -> np.ndarray:
     return np.asarray(topo.capacity_Bps, dtype=np.float64) * factor
 
 
-def _context(topo: Any, n_ranks: int, n_nodes: int) -> tuner.TunerContext:
+def _context(topo: Any, n_ranks: int, n_nodes: int) -> nccl_graph.TunerContext:
     cache = topology_cache(topo)
     key = ("ctx", n_ranks, n_nodes)
     if key not in cache:
-        cache[key] = tuner.context_from_profile(topo.profile, n_ranks, n_nodes)
+        cache[key] = nccl_graph.context_from_profile(topo.profile, n_ranks, n_nodes)
     return cache[key]
 
 
@@ -155,7 +156,7 @@ def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: La
         raise InputError(f"{algo} runs the simple protocol only", field="proto")
 
 
-def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
+def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
     if op == "alltoall" or op == "sendrecv":
         per_peer = size / len(lay.gpus) if op == "alltoall" else size
         return ("direct" if op == "alltoall" else "p2p"), proto or ("ll" if per_peer <= P2P_LL_THRESHOLD else "simple")
@@ -169,7 +170,7 @@ def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: Layout, algo: str 
     for a in _FLOWED:
         if tuner_algo is not None and a != tuner_algo:
             continue
-        for p in tuner.PROTOS:
+        for p in nccl_constants.PROTOS:
             if proto is not None and p != proto:
                 continue
             t = tuner.predict_us(ctx, op, a, p, max(1, size))
@@ -182,20 +183,20 @@ def _choose(op: str, size: int, ctx: tuner.TunerContext, lay: Layout, algo: str 
     raise InputError(f"no algorithm/protocol combination is enabled for {op} (algo={algo}, proto={proto})", field="algo")
 
 
-def _p2p_latency_us(ctx: tuner.TunerContext, proto: str) -> float:
+def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     """One send/recv: NCCL's ring base latency plus one hop of the link class."""
     link = "net" if ctx.n_nodes > 1 else ctx.intra_link
-    p = tuner.PROTOS.index(proto)
+    p = nccl_constants.PROTOS.index(proto)
     plugin = tuner.net_plugin_latency_us(ctx, proto) if ctx.n_nodes > 1 else 0.0
     return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
 
 
-def _alltoall_latency_us(ctx: tuner.TunerContext, topo: Any, lay: Layout, proto: str) -> float:
+def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: Any, lay: Layout, proto: str) -> float:
     """Grouped send/recv to every peer: the base latency once, plus one hop latency per peer
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
     Assumes the group's layout is the same for every rank (the first rank's peers are counted)."""
-    p = tuner.PROTOS.index(proto)
+    p = nccl_constants.PROTOS.index(proto)
     hw = ctx.constants.hw_latency_us
     me = lay.gpus[0]
     local = sum(1 for g in lay.gpus[1:] if topo.node_of(g) == topo.node_of(me))
@@ -273,7 +274,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tup
     ctx_in = _context(topo, ppn, 1)
     ctx_out = _context(topo, n_nodes, n_nodes)
 
-    def ring_phase(lays: list[Layout], ctx: tuner.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
+    def ring_phase(lays: list[Layout], ctx: nccl_graph.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
         k = len(lays[0].gpus)
         if k < 2 or sub_size <= 0:
             return (), 0.0, 0

@@ -209,7 +209,7 @@ def test_error_leaves_existing_output_untouched(tmp_path, capsys):
 # checked against that closed form, and a default-valued overlay must change nothing.
 
 from simulator.costs.collectives import plan_collective  # noqa: E402
-from simulator.costs.nccl_tuner import constants_from_overrides  # noqa: E402
+from simulator.costs.nccl_constants import constants_from_overrides  # noqa: E402
 from simulator.calibration.fit import candidate_params  # noqa: E402
 
 

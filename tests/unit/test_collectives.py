@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.config.hardware import HardwareProfile
-from simulator.costs import nccl_tuner
+from simulator.costs import nccl_graph, nccl_tuner
 from simulator.costs.collectives import (
     effective_capacity_Bps, phase_time_s, plan_collective, time_collective as closed_form_time,
 )
@@ -34,7 +34,7 @@ def _profile(gpus=4, nics=4, nvls=False, su_eff=1.0, nic_eff=1.0, arch="hopper")
 
 
 def _latency(op, topo, n, nodes, algo, proto):
-    ctx = nccl_tuner.context_from_profile(topo.profile, n, nodes)
+    ctx = nccl_graph.context_from_profile(topo.profile, n, nodes)
     return nccl_tuner.latency_us(ctx, op, algo, proto) * 1e-6
 
 
@@ -93,7 +93,7 @@ def test_nvls_allreduce_link_loads():
     topo = build_topology(_profile(nvls=True), 1)
     size = 256 << 20
     plan = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="nvls")
-    ctx = nccl_tuner.context_from_profile(topo.profile, 4, 1)
+    ctx = nccl_graph.context_from_profile(topo.profile, 4, 1)
     eff = nccl_tuner.nvls_efficiency(ctx)
     # each GPU pushes S (reduce reads) + S/n (its reduced shard) up, and receives the same down
     assert plan.wire_bytes == pytest.approx(8 * (1 + 1 / 4) * size / eff)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from simulator.costs import nccl_constants as k
+from simulator.costs import nccl_graph as g
 from simulator.costs import nccl_tuner as t
 from simulator.errors import InputError
 
 
-def _ctx(arch="hopper", n=8, nodes=1, nvls=True, link="nvlink", graph=None, **const) -> t.TunerContext:
-    graph = graph or t.TunerGraph(n_channels=12, bw_intra_GBps=30.0, bw_inter_GBps=30.0, nvls_channels=16)
-    return t.TunerContext(arch=arch, n_ranks=n, n_nodes=nodes, intra_link=link, cpu_vendor="intel",
-                          nvls_supported=nvls, graph=graph, constants=t.TunerConstants(**const))
+def _ctx(arch="hopper", n=8, nodes=1, nvls=True, link="nvlink", graph=None, **const) -> g.TunerContext:
+    graph = graph or g.TunerGraph(n_channels=12, bw_intra_GBps=30.0, bw_inter_GBps=30.0, nvls_channels=16)
+    return g.TunerContext(arch=arch, n_ranks=n, n_nodes=nodes, intra_link=link, cpu_vendor="intel",
+                          nvls_supported=nvls, graph=graph, constants=k.TunerConstants(**const))
 
 
 @pytest.mark.parametrize("algo,proto,expected", [
@@ -77,13 +79,13 @@ def test_tree_correction_applies_to_tree_allreduce():
 
 
 def test_overrides_replace_constants_and_reject_bad_keys():
-    c = t.constants_from_overrides({"base_latency_us.ring.ll": 1.0, "hw_latency_us.nvlink.ring.ll": 0.1,
+    c = k.constants_from_overrides({"base_latency_us.ring.ll": 1.0, "hw_latency_us.nvlink.ring.ll": 0.1,
                                     "nvls_efficiency": 0.5, "unrelated_knob": 3.0})
-    ctx = t.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _ctx().graph, c)
+    ctx = g.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _ctx().graph, c)
     assert t.latency_us(ctx, "allreduce", "ring", "ll") == pytest.approx(1.0 + 14 * 0.1)
     assert t.nvls_efficiency(ctx) == 0.5
     with pytest.raises(InputError, match="nccl.base_latency_us.ring.fast"):
-        t.constants_from_overrides({"base_latency_us.ring.fast": 1.0})
+        k.constants_from_overrides({"base_latency_us.ring.fast": 1.0})
 
 
 def test_channels_shrink_for_small_messages():
@@ -95,20 +97,20 @@ def test_channels_shrink_for_small_messages():
 
 def test_tree_graph_bw_intra_doubles_on_two_nodes_only():
     # search.cc pass 2 raises a tree graph's bwIntra up to 2 × bwInter (next listed speed that fits).
-    speeds = t.SPEEDS_INTER["hopper"]
-    assert t._tree_bw_intra(24.0, 4, 1000.0, speeds) == 48.0
-    assert t._tree_bw_intra(24.0, 4, 4 * 40.0, speeds) == 40.0  # the intra-node chain caps it
-    assert t._tree_bw_intra(24.0, 4, 4 * 24.0, speeds) == 24.0
+    speeds = k.SPEEDS_INTER["hopper"]
+    assert g.tree_bw_intra(24.0, 4, 1000.0, speeds) == 48.0
+    assert g.tree_bw_intra(24.0, 4, 4 * 40.0, speeds) == 40.0  # the intra-node chain caps it
+    assert g.tree_bw_intra(24.0, 4, 4 * 24.0, speeds) == 24.0
 
 
 def test_two_node_tree_beats_ring_when_tree_intra_is_doubled():
-    g = t.TunerGraph(n_channels=4, bw_intra_GBps=24.0, bw_inter_GBps=24.0, nvls_channels=16, tree_bw_intra_GBps=48.0)
-    ctx = _ctx(n=8, nodes=2, nvls=False, graph=g)
+    graph = g.TunerGraph(n_channels=4, bw_intra_GBps=24.0, bw_inter_GBps=24.0, nvls_channels=16, tree_bw_intra_GBps=48.0)
+    ctx = _ctx(n=8, nodes=2, nvls=False, graph=graph)
     # ring: 4 × 24 × n/(2(n-1)); tree: min(0.92 × 4 × 48, 4 × 41.4) × 0.5 (NCCL-COST-MODEL.md §2)
     assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "simple") == pytest.approx(96 * 8 / 14)
     assert t.algo_bandwidth_GBps(ctx, "allreduce", "tree", "simple") == pytest.approx(min(0.92 * 192, 4 * 41.4) / 2)
     assert t.select(ctx, "allreduce", 1 << 30) == ("tree", "simple")
-    three = _ctx(n=12, nodes=3, nvls=False, graph=g)  # > 2 nodes: bwInter, no doubling
+    three = _ctx(n=12, nodes=3, nvls=False, graph=graph)  # > 2 nodes: bwInter, no doubling
     assert t.algo_bandwidth_GBps(three, "allreduce", "tree", "simple") == pytest.approx(min(0.92 * 96, 4 * 36.0) / 2)
 
 
@@ -116,9 +118,9 @@ def test_multi_node_graph_uses_one_channel_per_nic_and_nvls_keeps_nvlink_rate():
     from simulator.config.hardware import load_profile
 
     p5 = load_profile("aws-p5")  # 32 EFA NICs of 100 Gb/s: one channel each, up to MAXCHANNELS/2
-    g2 = t.graph_from_profile(p5, 16, 2)
-    assert g2.n_channels == t.MAX_CHANNELS // 2 and g2.bw_inter_GBps == 12.0
-    g1 = t.graph_from_profile(p5, 8, 1)
+    g2 = g.graph_from_profile(p5, 16, 2)
+    assert g2.n_channels == k.MAX_CHANNELS // 2 and g2.bw_inter_GBps == 12.0
+    g1 = g.graph_from_profile(p5, 8, 1)
     assert g2.nvls_intra_total_GBps == pytest.approx(g1.n_channels * g1.bw_intra_GBps)
 
 
@@ -126,17 +128,17 @@ def test_mesh_graph_rates_peers_as_nccl_and_rccl_do():
     from simulator.config.hardware import load_profile
 
     gh = load_profile("gh200-alps")  # 18 NVLinks over 3 peers = 6 per peer × 20.6 GB/s
-    assert t._mesh_peer_GBps(gh) == pytest.approx(6 * 20.6)
+    assert g.mesh_peer_GBps(gh) == pytest.approx(6 * 20.6)
     mi = load_profile("mi300x")  # RCCL GFX94X_XGMI_WIDTH 48 GB/s, one link per peer
-    assert t._mesh_peer_GBps(mi) == pytest.approx(48.0)
+    assert g.mesh_peer_GBps(mi) == pytest.approx(48.0)
 
 
 def test_selection_uses_nccls_tables_not_calibrated_values():
     """A fitted latency times the chosen algorithm; NCCL still chooses with its built-in tables."""
     plain = _ctx(n=16, nodes=2)
-    slow_ll = t.constants_from_overrides({"hw_latency_us.net.tree.ll": 500.0, "hw_latency_us.net.ring.ll": 500.0,
+    slow_ll = k.constants_from_overrides({"hw_latency_us.net.tree.ll": 500.0, "hw_latency_us.net.ring.ll": 500.0,
                                           "ll_max_bw_GBps": 1.0, "nvls_efficiency": 0.1})
-    calibrated = t.TunerContext("hopper", 16, 2, "nvlink", "intel", True, plain.graph, slow_ll)
+    calibrated = g.TunerContext("hopper", 16, 2, "nvlink", "intel", True, plain.graph, slow_ll)
     for nbytes in (64, 4096, 1 << 16, 1 << 22, 1 << 30):
         assert t.select(calibrated, "allreduce", nbytes) == t.select(plain, "allreduce", nbytes)
     # ... while the time of an LL algorithm is the calibrated one
@@ -146,10 +148,10 @@ def test_selection_uses_nccls_tables_not_calibrated_values():
 
 def test_selection_sees_the_net_plugins_reported_latency():
     """``latencyInter`` is reported by the net plugin, so NCCL's choice does account for it."""
-    ctx = t.TunerContext("hopper", 16, 2, "nvlink", "intel", True, _ctx().graph,
-                         t.constants_from_overrides({"net_latency_us": 40.0, "hw_latency_us.net.ring.ll": 9.0}))
+    ctx = g.TunerContext("hopper", 16, 2, "nvlink", "intel", True, _ctx().graph,
+                         k.constants_from_overrides({"net_latency_us": 40.0, "hw_latency_us.net.ring.ll": 9.0}))
     sel = t.selection_context(ctx)
     assert sel.constants.net_latency_us == 40.0
-    assert sel.constants.hw_latency_us["net"]["ring"] == t.HW_LATENCY_US["net"]["ring"]
-    best = min((t.predict_us(sel, "allreduce", a, p, 4096), a, p) for a in t.ALGOS for p in t.PROTOS)
+    assert sel.constants.hw_latency_us["net"]["ring"] == k.HW_LATENCY_US["net"]["ring"]
+    best = min((t.predict_us(sel, "allreduce", a, p, 4096), a, p) for a in k.ALGOS for p in k.PROTOS)
     assert t.select(ctx, "allreduce", 4096) == best[1:]

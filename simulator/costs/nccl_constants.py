@@ -1,0 +1,186 @@
+"""NCCL's tuner constants (NCCL 2.30.7 ``src/graph/tuning.cc``, paraphrased in
+``docs/reference/NCCL-COST-MODEL.md`` §1-§4) and the ``nccl:`` overrides of a profile.
+
+Units follow NCCL's tables: microseconds and GB/s. :mod:`simulator.costs.nccl_tuner` is the
+cost model that reads them; :mod:`simulator.costs.nccl_graph` the communicator they apply to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal, Mapping
+
+from simulator.errors import InputError
+
+Algo = Literal["tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"]
+Proto = Literal["ll", "ll128", "simple"]
+LinkClass = Literal["nvlink", "pci", "net"]
+ArchRow = Literal["volta", "ampere", "hopper", "blackwell"]
+
+ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
+TUNED_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
+
+# --- §1 latency tables (us) -----------------------------------------------------------------
+
+BASE_LATENCY_US: dict[str, tuple[float, float, float]] = {  # (LL, LL128, Simple)
+    "tree": (6.8, 14.0, 8.4),
+    "ring": (6.6, 14.0, 8.4),
+    "collnet_direct": (0.0, 0.0, 0.0),
+    "collnet_chain": (0.0, 0.0, 0.0),
+    "nvls": (0.0, 0.0, 0.0),
+    "nvls_tree": (0.0, 0.0, 0.0),
+    "pat": (8.0, 8.0, 8.0),
+}
+
+HW_LATENCY_US: dict[str, dict[str, tuple[float, float, float]]] = {
+    "nvlink": {
+        "tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet_direct": (0, 0, 3.7),
+        "collnet_chain": (0, 0, 2.8), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0), "pat": (0, 0, 4.0),
+    },
+    "pci": {
+        "tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": (0, 0, 3.7),
+        "collnet_chain": (0, 0, 2.8), "nvls": (0, 0, 0.0), "nvls_tree": (0, 0, 0.0), "pat": (0, 0, 4.0),
+    },
+    "net": {
+        "tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet_direct": (0, 0, 31.0),
+        "collnet_chain": (0, 0, 30.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 20.9), "pat": (0, 0, 14.0),
+    },
+}
+
+# --- §2 caps (GB/s); columns: 1 node, 2 nodes, >2 nodes -----------------------------------
+
+LL_MAX_BW_1NODE: dict[str, float] = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
+LL_MAX_BW_MULTINODE: dict[str, tuple[float, float]] = {"intel": (39.0, 20.4), "amd": (22.5, 19.0)}
+PER_CH_MAX_RING_LL128_BW = {"volta": (20, 20, 20), "ampere": (20, 20, 20), "hopper": (36.7, 36.7, 36.7),
+                            "blackwell": (40, 40, 40)}
+PER_CH_MAX_TREE_LL128_BW = {"volta": (20, 20, 20), "ampere": (20, 20, 20), "hopper": (36.7, 36.7, 29.0),
+                            "blackwell": (55.6, 31.67, 20.0)}
+PER_CH_MAX_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
+                      "blackwell": (70.0, 42.8, 24.0)}
+PER_CH_MAX_NVLS_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (0, 57.7, 45.5),
+                           "blackwell": (0, 96.0, 80.0)}
+NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
+
+# Tree AllReduce correction, index log2(nBytes/64), 64 B .. 512 MiB (§2 "Tree correction").
+TREE_CORRECTION: dict[str, tuple[float, ...]] = {
+    "ll": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "ll128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    "simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+}
+
+# NCCL topo.h per-link NVLink nominal bandwidth (GB/s) and graph-search speed lists (search.cc).
+NVLINK_PER_LINK_BW = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+XGMI_WIDTH_CDNA3_GBPS = 48.0  # RCCL topo.h GFX94X_XGMI_WIDTH: one MI300X xGMI link as RCCL rates it
+SPEEDS_INTRA = {
+    "ampere": (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
+    "hopper": (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+    "blackwell": (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
+}
+SPEEDS_INTER = {
+    "ampere": (48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12),
+    "hopper": (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
+}
+MAX_CHANNELS = 32  # NCCL MAXCHANNELS; graph search keeps at most half before duplication
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}  # NCCL_NVLS_NCHANNELS defaults
+MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}  # §4
+THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}  # bytes per thread (§4)
+
+
+@dataclass(frozen=True)
+class TunerConstants:
+    """The overridable constants (NCCL ``ncclTunerConstants``), with the 2.30.7 defaults."""
+
+    base_latency_us: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: dict(BASE_LATENCY_US))
+    hw_latency_us: Mapping[str, Mapping[str, tuple[float, float, float]]] = field(
+        default_factory=lambda: {k: dict(v) for k, v in HW_LATENCY_US.items()})
+    net_overhead_us: float | None = None  # None: 1.0 (Intel/ARM hosts), 2.0 (AMD hosts)
+    nvls_efficiency: float | None = None  # None: the per-arch table
+    ll_max_bw_GBps: float | None = None  # None: the caps table
+    n_channels: int | None = None  # graph overrides (None: derived from the profile)
+    bw_intra_GBps: float | None = None
+    bw_inter_GBps: float | None = None
+    nvls_channels: int | None = None
+    # Calibration knobs (defaults leave NCCL's model unchanged):
+    # the net plugin's per-message latency (NCCL ``latencyInter``, from the NIC's ``latency``
+    # property; NCCL's IB/socket transports report 0, AWS's EFA plugin does not), added once per
+    # inter-node hop and twice for Simple (GDR flush), NCCL-COST-MODEL.md §1.
+    net_latency_us: float = 0.0
+    # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
+    # NCCL's caps: flag polling and line packing cost more on some GPUs/links than the tuner's
+    # constants assume. Applied to the wire traffic of ring/tree collectives by
+    # :mod:`simulator.costs.collectives`; NCCL's own tuner does not know it, so selection ignores it.
+    proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # The same, for communicators that span nodes (``proto_efficiency.net.<proto>``): LL and LL128
+    # across a NIC go through the proxy and the NIC's RDMA writes of flag-carrying lines, a path
+    # whose cost has nothing to do with the NVLink one (measured: LL over IB/Slingshot at an eighth
+    # to a half of NCCL's estimate while the same GPUs' NVLink LL matches it, data/nccl/ a100pcie_*,
+    # gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the whole
+    # communicator runs at this rate.
+    net_proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # Achievable fraction of the links for point-to-point traffic (All-to-All, SendRecv): NCCL's
+    # p2p path runs its own channel and chunk sizes, not the collective ring's.
+    p2p_efficiency: float = 1.0
+
+
+OVERRIDE_KEYS = (
+    "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
+    "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
+    "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "p2p_efficiency",
+)
+
+
+def constants_from_overrides(overrides: Mapping[str, float], source: str | None = None) -> TunerConstants:
+    """Apply a profile's flat ``nccl:`` mapping, e.g. ``{"hw_latency_us.net.ring.simple": 10}``.
+
+    Keys of other layers (anything outside :data:`OVERRIDE_KEYS`) are ignored so the same mapping
+    can carry knobs of other cost modules; a malformed key of ours raises InputError.
+    """
+    c = TunerConstants()
+    base = {k: list(v) for k, v in c.base_latency_us.items()}
+    hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
+    scalars: dict[str, float] = {}
+    proto_eff = list(c.proto_efficiency)
+    net_proto_eff = list(c.net_proto_efficiency)
+    for key, value in overrides.items():
+        parts = key.split(".")
+        where = f"nccl.{key}"
+        if parts[0] == "base_latency_us":
+            if len(parts) != 3 or parts[1] not in base or parts[2] not in PROTOS:
+                raise InputError(f"expected base_latency_us.<{'|'.join(ALGOS)}>.<ll|ll128|simple>", source=source, field=where)
+            base[parts[1]][PROTOS.index(parts[2])] = float(value)
+        elif parts[0] == "hw_latency_us":
+            if len(parts) != 4 or parts[1] not in hw or parts[2] not in ALGOS or parts[3] not in PROTOS:
+                raise InputError("expected hw_latency_us.<nvlink|pci|net>.<algo>.<ll|ll128|simple>", source=source, field=where)
+            hw[parts[1]][parts[2]][PROTOS.index(parts[3])] = float(value)
+        elif parts[0] == "proto_efficiency":
+            proto, table = (parts[-1], net_proto_eff) if len(parts) == 3 and parts[1] == "net" else (parts[1], proto_eff)
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[1] != "net") or proto not in PROTOS \
+                    or not 0 < float(value) <= 1:
+                raise InputError("expected proto_efficiency.<ll|ll128|simple> or proto_efficiency.net.<ll|ll128|simple> "
+                                 "in (0, 1]", source=source, field=where)
+            table[PROTOS.index(proto)] = float(value)
+        elif key == "p2p_efficiency":
+            if not 0 < float(value) <= 1:
+                raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
+            scalars[key] = float(value)
+        elif key == "net_latency_us":
+            if float(value) < 0:
+                raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
+            scalars[key] = float(value)
+        elif key in ("net_overhead_us", "nvls_efficiency", "ll_max_bw_GBps", "bw_intra_GBps", "bw_inter_GBps"):
+            scalars[key] = float(value)
+        elif key in ("n_channels", "nvls_channels"):
+            if int(value) != value or value < 1:
+                raise InputError(f"expected a positive whole number, got {value!r}", source=source, field=where)
+            scalars[key] = int(value)
+    return replace(
+        c,
+        base_latency_us={k: tuple(v) for k, v in base.items()},  # type: ignore[misc]
+        hw_latency_us={lk: {a: tuple(v) for a, v in row.items()} for lk, row in hw.items()},  # type: ignore[misc]
+        proto_efficiency=tuple(proto_eff),  # type: ignore[arg-type]
+        net_proto_efficiency=tuple(net_proto_eff),  # type: ignore[arg-type]
+        **scalars,  # type: ignore[arg-type]
+    )

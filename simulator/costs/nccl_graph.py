@@ -1,0 +1,168 @@
+"""The communicator as NCCL's tuner sees it: the three numbers NCCL's graph search
+(``search.cc``, not reproduced) hands the tuner, channels and per-channel intra/inter bandwidth,
+derived from the profile's datasheet figures with NCCL's per-link nominal bandwidths and speed
+lists, plus the architecture row, link class and constants of the tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.costs.nccl_constants import (
+    MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow,
+    LinkClass, TunerConstants, constants_from_overrides,
+)
+
+
+@dataclass(frozen=True)
+class TunerGraph:
+    """What NCCL's graph search hands the tuner: channels and per-channel GB/s."""
+
+    n_channels: int
+    bw_intra_GBps: float
+    bw_inter_GBps: float
+    nvls_channels: int
+    tree_bw_intra_GBps: float | None = None  # the tree graph's bwIntra (None: as the ring's)
+    nvls_intra_total_GBps: float | None = None  # the NVLS graph's NVLink total (None: ring nCh × bwIntra)
+
+    @property
+    def tree_intra_GBps(self) -> float:
+        return self.bw_intra_GBps if self.tree_bw_intra_GBps is None else self.tree_bw_intra_GBps
+
+
+@dataclass(frozen=True)
+class TunerContext:
+    """One communicator as the tuner sees it."""
+
+    arch: ArchRow
+    n_ranks: int
+    n_nodes: int
+    intra_link: LinkClass  # "nvlink" or "pci"
+    cpu_vendor: str
+    nvls_supported: bool  # the NVSwitch does in-switch reduction (profile.node.scale_up.nvls)
+    graph: TunerGraph
+    constants: TunerConstants = TunerConstants()
+
+    @property
+    def ppn(self) -> int:
+        return self.n_ranks // self.n_nodes
+
+    @property
+    def scale(self) -> int:
+        """Column of the caps tables: 0 = 1 node, 1 = 2 nodes, 2 = more."""
+        return 0 if self.n_nodes == 1 else (1 if self.n_nodes == 2 else 2)
+
+
+def arch_row(arch: str) -> ArchRow:
+    # RCCL on CDNA3 has its own tables; the Ampere row is the closest NCCL analogue (no NVLS).
+    return {"volta": "volta", "ampere": "ampere", "hopper": "hopper", "blackwell": "blackwell"}.get(arch, "ampere")  # type: ignore[return-value]
+
+
+def _pick_speed(total: float, speeds: tuple[float, ...], min_channels: int = 1) -> tuple[int, float]:
+    """Fastest per-channel speed from NCCL's list that fits at least `min_channels` channels."""
+    for s in speeds:
+        n = int(total // s)
+        if n >= min_channels:
+            return min(n, MAX_CHANNELS // 2), float(s)
+    return 1, float(speeds[-1])
+
+
+def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
+    """Approximate NCCL's ring graph for this communicator from the profile's datasheet numbers.
+
+    Intra-node total = NCCL's nominal per-link NVLink bandwidth × links (topo.h), or the PCIe /
+    xGMI figure; across nodes one channel per NIC (up to MAXCHANNELS/2; a GPU with several NICs
+    behind its PCIe switch, as the 4 EFA devices per H100 of AWS p5, drives each on its own
+    channel) at the fastest listed speed the NIC carries.
+    Channel duplication as in tuning.cc (bwIntra ≥ 25 → 2× channels at half the speed).
+    """
+    arch = arch_row(profile.gpu.arch)
+    su = profile.node.scale_up
+    ppn = max(1, n_ranks // max(1, n_nodes))
+    row = arch if arch in SPEEDS_INTRA else "ampere"
+    if su.kind == "nvswitch":
+        intra_total = NVLINK_PER_LINK_BW[arch] * su.links_per_gpu
+    elif su.kind == "mesh":
+        intra_total = mesh_peer_GBps(profile) * max(1, ppn - 1)
+    else:  # pcie / none: NCCL's PCI model width × rate / 80 ≈ 0.75 of the per-direction figure
+        intra_total = 0.75 * profile.node.pcie.GBps
+    if n_nodes <= 1:
+        n_ch, bw = _pick_speed(intra_total, SPEEDS_INTRA[row])
+        bw_inter = bw
+    else:
+        nic_GBps = profile.node.nics.Gbps / 8.0
+        nics = max(1, min(profile.node.nics.count, MAX_CHANNELS // 2) if profile.node.nics.count else 1)
+        bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
+        n_ch = nics
+        if n_ch * bw > intra_total and ppn > 1:  # the intra-node chain cannot feed every NIC at full speed
+            bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= intra_total), bw)
+        bw_inter = bw
+    tree_bw = tree_bw_intra(bw, n_ch, intra_total, SPEEDS_INTER[row]) if n_nodes == 2 else bw
+    if bw >= 25 and not (arch in ("hopper", "blackwell") and bw < 50 and n_ch > 4):
+        n_ch, bw, bw_inter, tree_bw = min(2 * n_ch, MAX_CHANNELS), bw / 2, bw_inter / 2, tree_bw / 2
+    nvls_ch = NVLS_CHANNELS.get(arch, 0)
+    # NVLS has its own graph, searched over NVLink only: on several nodes its intra-node rate is
+    # not the NIC-bound ring graph's (NCCL search.cc, NCCL_TOPO_PATTERN_NVLS).
+    nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
+    nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
+    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total)
+
+
+def tree_bw_intra(bw_inter: float, n_ch: int, intra_total: float, speeds: tuple[float, ...]) -> float:
+    """The tree graph's bwIntra on two nodes.
+
+    NCCL ``search.cc`` (``ncclTopoCompute``, pass 2, "increase bwIntra for trees (2 nodes or
+    collnet)") raises a tree graph's bwIntra one speed step at a time, keeping bwInter, while
+    the intra-node chain still fits and bwIntra < 2 × bwInter; ``tuning.cc`` then rates Tree on
+    ≤ 2 nodes with bwIntra. On two nodes each tree crosses the network once per direction, so a
+    tree moves S per NIC direction where a ring moves 2(n-1)/n·S: this is why NCCL picks Tree
+    for large AllReduce on two nodes of 4 GH200 (data/nccl/gh200x8_allreduce_2node_alps_slingshot.csv
+    peaks at 158 GB/s busbw, above the 100 GB/s of the node's four 200 Gb/s NICs that bound any ring).
+    """
+    best = bw_inter
+    for s in sorted(speeds):
+        if bw_inter < s <= 2 * bw_inter and n_ch * s <= intra_total:
+            best = s
+    return float(best)
+
+
+def mesh_peer_GBps(profile) -> float:
+    """Per-direction bandwidth NCCL/RCCL's topology assigns to one GPU pair of a full mesh.
+
+    NVLink: NCCL's nominal per-link bandwidth (topo.h, 20.6 GB/s on SM90) × the links to that
+    peer (links_per_gpu spread evenly over the other GPUs: 18 / 3 = 6 on a 4-GH200 node). xGMI
+    (CDNA3): RCCL ``topo.h`` ``GFX94X_XGMI_WIDTH`` = 48 GB/s per link, one link per peer on MI300X.
+    Other architectures: the profile's datasheet figure.
+    """
+    su, gpu = profile.node.scale_up, profile.gpu
+    peers = max(1, profile.node.gpus - 1)
+    if gpu.arch in NVLINK_PER_LINK_BW and su.links_per_gpu:
+        return NVLINK_PER_LINK_BW[gpu.arch] * max(1, su.links_per_gpu // peers)
+    if gpu.arch == "cdna3":
+        return XGMI_WIDTH_CDNA3_GBPS * max(1, su.links_per_gpu // peers)
+    return su.link_GBps
+
+
+def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
+    """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes."""
+    constants = constants_from_overrides(profile.nccl, source=f"profile {profile.name}")
+    g = graph_from_profile(profile, n_ranks, n_nodes)
+    g = TunerGraph(
+        constants.n_channels or g.n_channels,
+        constants.bw_intra_GBps or g.bw_intra_GBps,
+        constants.bw_inter_GBps or g.bw_inter_GBps,
+        constants.nvls_channels or g.nvls_channels,
+        constants.bw_intra_GBps or g.tree_bw_intra_GBps,
+        g.nvls_intra_total_GBps,
+    )
+    kind = profile.node.scale_up.kind
+    return TunerContext(
+        arch=arch_row(profile.gpu.arch),
+        n_ranks=n_ranks,
+        n_nodes=n_nodes,
+        intra_link="nvlink" if kind in ("nvswitch", "mesh") else "pci",
+        cpu_vendor=profile.node.cpu_vendor,
+        nvls_supported=bool(profile.node.scale_up.nvls) and profile.gpu.arch in ("hopper", "blackwell"),
+        graph=g,
+        constants=constants,
+    )
