@@ -162,22 +162,13 @@ def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo:
         return ("direct" if op == "alltoall" else "p2p"), proto or ("ll" if per_peer <= P2P_LL_THRESHOLD else "simple")
     if algo == "hierarchical":
         return algo, proto or tuner.select(ctx, op, size, algo="ring")[1]
-    ctx = tuner.selection_context(ctx)  # NCCL chooses with its own tables, not calibrated values
     tuner_algo = algo
     if algo == "nvls" and len(lay.by_node) > 1:
         tuner_algo = "nvls_tree"  # NCCL_ALGO=NVLS across nodes without CollNet runs NVLSTree
-    best: tuple[float, str, str] | None = None
-    for a in _FLOWED:
-        if tuner_algo is not None and a != tuner_algo:
-            continue
-        for p in nccl_constants.PROTOS:
-            if proto is not None and p != proto:
-                continue
-            t = tuner.predict_us(ctx, op, a, p, max(1, size))
-            if t < float("inf") and (best is None or t < best[0]):
-                best = (t, a, p)
-    if best is not None:
-        return best[1], best[2]
+    try:  # NCCL's choice, with its own tables (not calibrated values), among the algorithms with flows
+        return tuner.select(ctx, op, size, algo=tuner_algo, proto=proto, algos=_FLOWED)
+    except ValueError:
+        pass
     if tuner_algo is not None and tuner_algo in _STRUCTURAL[op]:
         return tuner_algo, proto or "simple"  # pinned outside NCCL's default rules: run it anyway
     raise InputError(f"no algorithm/protocol combination is enabled for {op} (algo={algo}, proto={proto})", field="algo")

@@ -8,6 +8,7 @@ cost model that reads them; :mod:`simulator.costs.nccl_graph` the communicator t
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Literal, Mapping
 
 from simulator.errors import InputError
@@ -122,6 +123,14 @@ class TunerConstants:
     # Achievable fraction of the links for point-to-point traffic (All-to-All, SendRecv): NCCL's
     # p2p path runs its own channel and chunk sizes, not the collective ring's.
     p2p_efficiency: float = 1.0
+
+    @cached_property
+    def for_selection(self) -> "TunerConstants":
+        """What NCCL's tuner itself knows when it chooses: the built-in tables plus the net
+        plugin's reported ``latencyInter`` and the host's net overhead (this object when nothing
+        else was overridden). Computed once per constants object: selection is a hot path."""
+        known = TunerConstants(net_overhead_us=self.net_overhead_us, net_latency_us=self.net_latency_us)
+        return self if self == known else known
 
 
 OVERRIDE_KEYS = (

@@ -24,7 +24,7 @@ from dataclasses import replace
 from simulator.costs.nccl_constants import (
     ALGOS, LL_MAX_BW_1NODE, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLS_EFFICIENCY, PER_CH_MAX_NVLS_TREE_BW,
     PER_CH_MAX_RING_LL128_BW, PER_CH_MAX_TREE_BW, PER_CH_MAX_TREE_LL128_BW, PROTOS, THREAD_THRESHOLD,
-    TREE_CORRECTION, TunerConstants,
+    TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
 
@@ -207,22 +207,21 @@ def selection_context(ctx: TunerContext) -> TunerContext:
     choice. A calibrated profile whose LL runs at an eighth of NCCL's estimate still runs LL
     wherever NCCL's own tables pick it, as the measured sweeps show (data/nccl/a100pcie_x2_*).
     """
-    k = ctx.constants
-    known = TunerConstants(net_overhead_us=k.net_overhead_us, net_latency_us=k.net_latency_us)
-    return ctx if k == known else replace(ctx, constants=known)
+    known = ctx.constants.for_selection
+    return ctx if known is ctx.constants else replace(ctx, constants=known)
 
 
 def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
-           proto: str | None = None) -> tuple[str, str]:
+           proto: str | None = None, algos: tuple[str, ...] = ALGOS) -> tuple[str, str]:
     """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` on the
-    :func:`selection_context` over the enabled combinations, restricted to `algo`/`proto` where
-    pinned (like NCCL_ALGO / NCCL_PROTO).
+    :func:`selection_context` over the enabled combinations of `algos`, restricted to
+    `algo`/`proto` where pinned (like NCCL_ALGO / NCCL_PROTO).
 
     Raises ValueError when the pins leave nothing enabled.
     """
     ctx = selection_context(ctx)
     best: tuple[float, str, str] | None = None
-    for a in ALGOS:
+    for a in algos:
         if algo is not None and a != algo:
             continue
         for p in PROTOS:
