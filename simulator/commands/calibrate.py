@@ -96,10 +96,11 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
             raise InputError("no such file", source=name)
         if is_kernel_table(path):
             table = read_kernel_table(path)
-            gemms += table.gemm_events()
-            attentions += table.attention_events()
+            table_gemms, table_attention = table.gemm_events(), table.attention_events()
+            gemms += table_gemms
+            attentions += table_attention
             where = ", ".join(f"{k}: {v}" for k, v in table.header.items() if k in ("device", "date"))
-            files.append((name, f"kernel table: {len(table.gemm_events())} GEMM and {len(table.attention_events())} "
+            files.append((name, f"kernel table: {len(table_gemms)} GEMM and {len(table_attention)} "
                                 f"attention rows" + (f" ({where})" if where else "")))
             continue
         if _is_trace(path):
