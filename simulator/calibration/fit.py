@@ -206,6 +206,9 @@ def _tuner_default(profile: HardwareProfile, key: str) -> float:
         return float(table[nccl_constants.PROTOS.index(parts[-1])])
     if key == "p2p_efficiency":
         return float(k.p2p_efficiency)
+    if key == "p2p_channel_GBps":
+        ctx = nccl_graph.context_from_profile(profile, 2, 1)
+        return float(nccl_tuner.p2p_channel_GBps(ctx, "nvlink") or nccl_constants.NVLINK_PER_LINK_BW["ampere"])
     if key == "net_latency_us":
         return float(k.net_latency_us)
     if key == "nvls_efficiency":
@@ -305,8 +308,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
                 scope = "net." if m.nodes > 1 else ""  # Simple is the links' own efficiency
                 out[f"nccl.proto_efficiency.{scope}{plan.protocol}"] = None
-            if plan.algorithm in ("direct", "p2p"):
+            if plan.algorithm == "direct" or (plan.algorithm == "p2p" and m.nodes > 1):
                 out["nccl.p2p_efficiency"] = None
+            if plan.algorithm in ("direct", "p2p"):
+                out["nccl.p2p_channel_GBps"] = None
             if algo == "tree" and m.nodes > 1 and m.gpus_per_node > 1:
                 out[f"nccl.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):

@@ -38,7 +38,13 @@ each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link cap
 Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_constants.TunerConstants`;
 their defaults change nothing): ``proto_efficiency.<proto>`` (``proto_efficiency.net.<proto>``
 for a communicator spanning nodes) divides the wire bytes of ring/tree (and hierarchical)
-flows, ``p2p_efficiency`` those of All-to-All and SendRecv, and ``net_latency_us`` (NCCL's ``latencyInter``) is added to every inter-node hop's latency.
+flows, ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
+(NCCL's ``latencyInter``) is added to every inter-node hop's latency.
+
+Point-to-point (All-to-All, SendRecv) runs each send on the channels NCCL gives it
+(:func:`~simulator.costs.nccl_tuner.p2p_channels_used`: few for a send that is small relative to
+the communicator, up to ``p2pnChannelsPerPeer``), each carrying ``p2p_channel_GBps``: a 32 MiB
+SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 """
 
 from __future__ import annotations
@@ -69,7 +75,6 @@ _STRUCTURAL = {
     "sendrecv": ("p2p",),
 }
 _FLOWED = ("ring", "tree", "nvls", "nvls_tree")  # NCCL algorithms the tuner may pick that have flows here
-P2P_LL_THRESHOLD = 16384  # NCCL_P2P_LL_THRESHOLD default: per-peer bytes up to this use LL
 
 
 @dataclass(frozen=True)
@@ -158,8 +163,7 @@ def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: La
 
 def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
     if op == "alltoall" or op == "sendrecv":
-        per_peer = size / len(lay.gpus) if op == "alltoall" else size
-        return ("direct" if op == "alltoall" else "p2p"), proto or ("ll" if per_peer <= P2P_LL_THRESHOLD else "simple")
+        return ("direct" if op == "alltoall" else "p2p"), proto or tuner.p2p_protocol(ctx, _per_peer(op, size, lay))
     if algo == "hierarchical":
         return algo, proto or tuner.select(ctx, op, size, algo="ring")[1]
     tuner_algo = algo
@@ -241,18 +245,46 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
         phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo)
-    elif algorithm == "direct":
-        n_ch = 1
-        pat = cached_pattern(topo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
-        phases = (scaled_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
-        latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
-    else:  # p2p
-        n_ch = 1
-        pat = cached_pattern(topo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
-        phases = (scaled_flows(pat, size_bytes * wire / ctx.constants.p2p_efficiency, None),)
-        latency_us = _p2p_latency_us(ctx, protocol)
+    else:  # direct All-to-All or p2p SendRecv
+        n_ch = tuner.p2p_channels_used(ctx, _per_peer(op, size_bytes, lay))
+        if algorithm == "direct":
+            pat = cached_pattern(topo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
+            latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
+        else:
+            pat = cached_pattern(topo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
+            latency_us = _p2p_latency_us(ctx, protocol)
+        if algorithm == "direct" or n_nodes > 1:
+            wire /= ctx.constants.p2p_efficiency
+        phases = (_p2p_flows(topo, ctx, pat, size_bytes, wire, n_ch),)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
+
+
+def _per_peer(op: str, size: float, lay: Layout) -> float:
+    """Bytes of one send: All-to-All sends S/n to each peer, SendRecv S to its one peer."""
+    return size / len(lay.gpus) if op == "alltoall" else size
+
+
+def _route_class(topo: Any, links: Sequence[int]) -> str:
+    kinds = {topo.kind[link] for link in links}
+    return "net" if "nic" in kinds else ("nvlink" if kinds == {"nvlink"} else "other")
+
+
+def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: float, inflation: float,
+               n_ch: int) -> tuple[Flow, ...]:
+    """Point-to-point flows of `size` × `inflation` wire bytes (the protocol's wire factor, over
+    ``p2p_efficiency`` for All-to-All), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
+    its route class. The bound is on payload, so it is inflated like the bytes."""
+    if size <= 0:
+        return ()
+    flows = []
+    for links, w, m in pattern:
+        if w <= 0:
+            continue
+        ch = tuner.p2p_channel_GBps(ctx, _route_class(topo, links))
+        cap = None if ch is None else m * n_ch * ch * 1e9 * inflation
+        flows.append(Flow(links, w * size * inflation, cap))
+    return tuple(flows)
 
 
 def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
@@ -334,8 +366,3 @@ def busbw_factor(op: str, n: int) -> float:
     if key not in _BUSBW_FACTOR:
         raise InputError(f"unknown collective {op!r}; expected one of {', '.join(_BUSBW_FACTOR)}", field="op")
     return 1.0 if n <= 1 else float(_BUSBW_FACTOR[key](n))
-    if op == "allreduce":
-        return 2 * (n - 1) / n
-    if op in ("allgather", "reducescatter", "alltoall"):
-        return (n - 1) / n
-    return 1.0

@@ -88,6 +88,16 @@ NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}  # NCCL_NVLS_NCHANNELS defaults
 MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}  # §4
 THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}  # bytes per thread (§4)
 
+# Point-to-point channels (NCCL src/init.cc computeBuffSizes, src/graph/paths.cc, src/enqueue.cc
+# addP2pToPlan): the chunk one channel moves per step by transport, the bandwidth NCCL plans per
+# network channel, the p2p operations one channel runs per work batch, the LL threshold per channel.
+P2P_NVL_CHUNK_BYTES = 1 << 19  # NCCL_P2P_NVL_CHUNKSIZE: every peer on NVLink, one node
+P2P_NET_CHUNK_BYTES = 1 << 17  # NCCL_P2P_NET_CHUNKSIZE: any communicator spanning nodes
+P2P_PCI_CHUNK_BYTES = 1 << 17  # NCCL_P2P_PCI_CHUNKSIZE: otherwise
+P2P_PER_CHANNEL_NET_GBPS = 14.0  # NCCL_P2P_PER_CHANNEL_NET_BW
+P2P_PER_BATCH = 8  # NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+P2P_LL_THRESHOLD = 16384  # NCCL_P2P_LL_THRESHOLD: bytes per channel up to which a send/recv runs LL
+
 
 @dataclass(frozen=True)
 class TunerConstants:
@@ -120,9 +130,19 @@ class TunerConstants:
     # gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the whole
     # communicator runs at this rate.
     net_proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    # Achievable fraction of the links for point-to-point traffic (All-to-All, SendRecv): NCCL's
-    # p2p path runs its own channel and chunk sizes, not the collective ring's.
+    # Achievable fraction of the links where NCCL's p2p path does more than the channel model
+    # (p2p_channel_GBps) says: All-to-All, whose peers share channels (up to 8 operations per
+    # channel, and "we lose the sync warp, hence a bit of bandwidth", enqueue.cc), and SendRecv
+    # across nodes, sent in network chunks halved or quartered below 8 chunks (addP2pToPlan).
+    # A single SendRecv inside a node runs at its channels' rate: the H100 sweep matches the
+    # datasheet within 1% median (data/nccl/h100x8_sendrecv_1node.csv) while All-to-All on the
+    # same node runs 5% below it (h100x8_alltoall_1node.csv).
     p2p_efficiency: float = 1.0
+    # What one p2p channel (one CTA copying over NVLink) carries, GB/s. None: NCCL's nominal
+    # per-link NVLink bandwidth of the architecture, which NCCL's own channel count assumes (two
+    # channels per link, paths.cc ncclTopoGetNchannels) and which the H100 SendRecv sweep shows:
+    # 4 channels carry 79-82 GB/s at 32-64 MiB, 19.9-20.4 GB/s each (data/nccl/h100x8_sendrecv_1node.csv).
+    p2p_channel_GBps: float | None = None
 
     @cached_property
     def for_selection(self) -> "TunerConstants":
@@ -137,7 +157,7 @@ OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
     "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
-    "p2p_efficiency",
+    "p2p_efficiency", "p2p_channel_GBps",
 )
 
 
@@ -174,6 +194,10 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
         elif key == "p2p_efficiency":
             if not 0 < float(value) <= 1:
                 raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
+            scalars[key] = float(value)
+        elif key == "p2p_channel_GBps":
+            if not float(value) > 0:
+                raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
         elif key == "net_latency_us":
             if float(value) < 0:

@@ -6,11 +6,13 @@ lists, plus the architecture row, link class and constants of the tables.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from simulator.costs.nccl_constants import (
-    MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow,
-    LinkClass, TunerConstants, constants_from_overrides,
+    MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
+    P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
+    TunerConstants, constants_from_overrides,
 )
 
 
@@ -24,6 +26,9 @@ class TunerGraph:
     nvls_channels: int
     tree_bw_intra_GBps: float | None = None  # the tree graph's bwIntra (None: as the ring's)
     nvls_intra_total_GBps: float | None = None  # the NVLS graph's NVLink total (None: ring nCh × bwIntra)
+    p2p_channels: int = 1  # p2pnChannels: channels send/recv may use
+    p2p_channels_per_peer: int = 1  # p2pnChannelsPerPeer: the most one send or receive is split over
+    p2p_chunk_bytes: int = P2P_PCI_CHUNK_BYTES  # p2pChunkSize
 
     @property
     def tree_intra_GBps(self) -> float:
@@ -105,7 +110,52 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     # not the NIC-bound ring graph's (NCCL search.cc, NCCL_TOPO_PATTERN_NVLS).
     nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
     nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
-    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total)
+    p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
+    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk)
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tuple[int, int, int]:
+    """NCCL's point-to-point channels of a communicator: (p2pnChannels, p2pnChannelsPerPeer,
+    p2pChunkSize).
+
+    ``ncclTopoPostset`` duplicates every ring and tree, so the communicator has twice the graph's
+    channels, and p2p may use all of them, rounded up to a power of two. A peer gets two channels
+    per NVLink to it (two over PCIe), or over the network one per local NIC and enough at
+    ``P2P_PER_CHANNEL_NET_BW`` to fill them (``ncclTopoGetNchannels``); the communicator keeps the
+    minimum over its peers, and across nodes halves it until one round of all peers fits the
+    channels, 8 operations per channel (``ncclTopoComputeP2pChannels``). The chunk is the NVLink
+    one on an all-NVLink node, the network one across nodes (``computeBuffSizes``).
+    """
+    su = profile.node.scale_up
+    arch = arch_row(profile.gpu.arch)
+    ppn = max(1, n_ranks // max(1, n_nodes))
+    p2p = _pow2_up(min(MAX_CHANNELS, 2 * coll_channels))
+    nvlink = su.kind == "nvswitch" or (su.kind == "mesh" and profile.gpu.arch in NVLINK_PER_LINK_BW)
+    peers: list[int] = []
+    if ppn > 1:
+        if nvlink and su.kind == "nvswitch":
+            peers.append(2 * max(1, su.links_per_gpu or 1))
+        elif nvlink:
+            peers.append(2 * max(1, round(mesh_peer_GBps(profile) / NVLINK_PER_LINK_BW[arch])))
+        else:
+            peers.append(2)
+    if n_nodes > 1:
+        nics = profile.node.nics
+        local = max(1, (nics.count or 1) // profile.node.gpus)
+        peers.append(max(local, math.ceil(local * nics.Gbps / 8.0 / P2P_PER_CHANNEL_NET_GBPS)))
+    per_peer = _pow2_up(min(peers)) if peers else 1
+    if n_nodes > 1:
+        while per_peer * math.ceil(n_ranks / P2P_PER_BATCH) > p2p and per_peer > 1:
+            per_peer //= 2
+        chunk = P2P_NET_CHUNK_BYTES * (2 if profile.node.cpu_vendor == "arm" and arch == "blackwell" else 1)
+    else:
+        per_peer = min(p2p, per_peer)
+        chunk = P2P_NVL_CHUNK_BYTES if nvlink else P2P_PCI_CHUNK_BYTES
+    return p2p, per_peer, chunk
 
 
 def tree_bw_intra(bw_inter: float, n_ch: int, intra_total: float, speeds: tuple[float, ...]) -> float:
@@ -147,13 +197,13 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
     """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes."""
     constants = constants_from_overrides(profile.nccl, source=f"profile {profile.name}")
     g = graph_from_profile(profile, n_ranks, n_nodes)
-    g = TunerGraph(
-        constants.n_channels or g.n_channels,
-        constants.bw_intra_GBps or g.bw_intra_GBps,
-        constants.bw_inter_GBps or g.bw_inter_GBps,
-        constants.nvls_channels or g.nvls_channels,
-        constants.bw_intra_GBps or g.tree_bw_intra_GBps,
-        g.nvls_intra_total_GBps,
+    g = replace(
+        g,
+        n_channels=constants.n_channels or g.n_channels,
+        bw_intra_GBps=constants.bw_intra_GBps or g.bw_intra_GBps,
+        bw_inter_GBps=constants.bw_inter_GBps or g.bw_inter_GBps,
+        nvls_channels=constants.nvls_channels or g.nvls_channels,
+        tree_bw_intra_GBps=constants.bw_intra_GBps or g.tree_bw_intra_GBps,
     )
     kind = profile.node.scale_up.kind
     return TunerContext(

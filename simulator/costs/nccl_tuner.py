@@ -22,9 +22,9 @@ import math
 from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
-    ALGOS, LL_MAX_BW_1NODE, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLS_EFFICIENCY, PER_CH_MAX_NVLS_TREE_BW,
-    PER_CH_MAX_RING_LL128_BW, PER_CH_MAX_TREE_BW, PER_CH_MAX_TREE_LL128_BW, PROTOS, THREAD_THRESHOLD,
-    TREE_CORRECTION,
+    ALGOS, LL_MAX_BW_1NODE, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY,
+    P2P_LL_THRESHOLD, P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PER_CH_MAX_RING_LL128_BW,
+    PER_CH_MAX_TREE_BW, PER_CH_MAX_TREE_LL128_BW, PROTOS, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
 
@@ -270,3 +270,53 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         table = PER_CH_MAX_TREE_LL128_BW if algo == "tree" else PER_CH_MAX_RING_LL128_BW
         return min(per_ch * 120 / 128, table[ctx.arch][ctx.scale])
     return per_ch
+
+
+# --- point-to-point channels (enqueue.cc addP2pToPlan) -----------------------------------------
+
+def p2p_channels_used(ctx: TunerContext, nbytes: float) -> int:
+    """Channels one send or receive of `nbytes` is split over.
+
+    NCCL starts from the per-peer channels halved until every rank of the communicator can have
+    its own (``nChannelsMin``), at most one per ``minPart`` bytes, then doubles the count while a
+    part exceeds ``maxPart``, up to ``p2pnChannelsPerPeer``. Inside a node a part may reach 32 NVLink
+    chunks (16 MiB), so a 32 MiB SendRecv among 8 H100s runs on 4 channels, 256 MiB on 16: the
+    measured busbw doubles with each doubling of size from 64 MiB to 256 MiB
+    (data/nccl/h100x8_sendrecv_1node.csv). Across nodes parts stay within one network chunk.
+    """
+    g = ctx.graph
+    n_max = g.p2p_channels_per_peer
+    n_min = n_max
+    while n_min * ctx.n_ranks > g.p2p_channels and n_min > 1:
+        n_min //= 2
+    if nbytes <= 0:
+        return 1
+    step = g.p2p_chunk_bytes
+    min_part = step // 2 if ctx.n_nodes > 1 else step // 8
+    max_part = step if ctx.n_nodes > 1 else step * 32
+    n = max(1, min(n_min, math.ceil(nbytes / min_part)))
+    part = max(min_part, math.ceil(nbytes / n))
+    while part > max_part and n <= n_max // 2:
+        n *= 2
+        part = math.ceil(nbytes / n)
+    return n
+
+
+def p2p_protocol(ctx: TunerContext, nbytes: float) -> str:
+    """LL while a send carries at most ``NCCL_P2P_LL_THRESHOLD`` bytes per channel, else Simple."""
+    return "ll" if nbytes <= p2p_channels_used(ctx, nbytes) * P2P_LL_THRESHOLD else "simple"
+
+
+def p2p_channel_GBps(ctx: TunerContext, link: str) -> float | None:
+    """What one p2p channel carries on a route of this class (``nvlink``, ``net``, other), GB/s;
+    None where no per-channel limit is modelled (PCIe, xGMI: the links bind first).
+
+    NVLink: the profile's ``nccl.p2p_channel_GBps``, else NCCL's per-link NVLink bandwidth.
+    Network: ``NCCL_P2P_PER_CHANNEL_NET_BW``, what NCCL plans one network channel to carry.
+    """
+    if link == "net":
+        return P2P_PER_CHANNEL_NET_GBPS
+    if link == "nvlink":
+        c = ctx.constants.p2p_channel_GBps
+        return c if c is not None else NVLINK_PER_LINK_BW.get(ctx.arch)
+    return None

@@ -4,7 +4,8 @@ that then runs.
 A :class:`P2POp` finishes when all its sends and receives have. A send from ``r`` to
 ``grid.peer(r, axis, offset)`` meets the receive with the same key posted by that peer; once both
 sides are posted, one flow crosses ``topology.route(src, dst)`` after NCCL's send/recv latency
-(the planner's ``sendrecv`` plan). In symmetric mode a peer that is not simulated is a mirror
+(the planner's ``sendrecv`` plan of the pair: its wire bytes, NCCL's per-channel bound and its
+latency). In symmetric mode a peer that is not simulated is a mirror
 image of a simulated rank and posts its side at once.
 """
 
@@ -27,6 +28,7 @@ class P2PSide:
     nbytes: int
     posted_by: list[tuple[int, int, str]]  # (rank, op index, "send"/"recv") for hang reports
     matched_at: float = float("nan")
+    transport: str = "nccl"
 
 
 class SendRecv:
@@ -51,7 +53,7 @@ class SendRecv:
         self._comm_started = comm_started
         self.p2p: dict[tuple[int, int, str], P2PSide] = {}
         self._peers: dict[tuple[int, str, int], int] = {}
-        self._p2p_lat: dict[tuple[int, int, int], float] = {}
+        self._p2p_plans: dict[tuple[int, int, int], tuple[float, float, float | None]] = {}
 
     def _peer(self, rank: int, axis: str, offset: int) -> int:
         key = (rank, axis, offset)
@@ -72,10 +74,10 @@ class SendRecv:
         sides = []
         for t in op.sends:
             dst = self._peer(R.rank, t.axis, t.offset)
-            sides.append(self._post(R.rank, dst, t.key, t.nbytes, (R.rank, i, "send"), mirrored_peer=dst))
+            sides.append(self._post(R.rank, dst, t.key, t.nbytes, (R.rank, i, "send"), dst, t.transport))
         for t in op.recvs:
             src = self._peer(R.rank, t.axis, t.offset)
-            sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), mirrored_peer=src))
+            sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), src, t.transport))
         if not sides:
             R.start[i] = self.env.now
             return
@@ -88,21 +90,21 @@ class SendRecv:
         R.start[i] = max(s.matched_at for s in sides)
 
     def _post(self, src: int, dst: int, key: str, nbytes: int, who: tuple[int, int, str],
-              mirrored_peer: int) -> P2PSide:
+              mirrored_peer: int, transport: str) -> P2PSide:
         """Post one side of a send/recv; start the flow once both sides are posted."""
         if src == dst:
-            side = P2PSide(self.env.event(), nbytes, [who], self.env.now)
+            side = P2PSide(self.env.event(), nbytes, [who], self.env.now, transport)
             side.event.succeed()
             return side
         if mirrored_peer not in self.ranks:
             # The peer is a mirror image of a simulated rank: it posts its side now, by symmetry.
-            side = P2PSide(self.env.event(), nbytes, [who])
+            side = P2PSide(self.env.event(), nbytes, [who], transport=transport)
             self._start_flow(src, dst, side)
             return side
         k = (src, dst, key)
         side = self.p2p.pop(k, None)
         if side is None:
-            side = self.p2p[k] = P2PSide(self.env.event(), nbytes, [who])
+            side = self.p2p[k] = P2PSide(self.env.event(), nbytes, [who], transport=transport)
             return side
         side.posted_by.append(who)
         if who[2] == "send":
@@ -119,24 +121,31 @@ class SendRecv:
         side.matched_at = self.env.now
         route = self._route(src, dst)
         self._inflight((src, dst), +1)
-        latency = self._p2p_latency(src, dst, side.nbytes)
+        latency, wire, cap = self._p2p_plan(src, dst, side.nbytes)
+        if side.transport != "nccl":  # userbuffers: a copy of the bytes, no NCCL channels or protocol
+            wire, cap = float(side.nbytes), None
         if latency > 0:
-            self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route))
+            self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route, wire, cap))
         else:
-            self._flow_bytes(src, dst, side, route)
+            self._flow_bytes(src, dst, side, route, wire, cap)
 
-    def _p2p_latency(self, src: int, dst: int, nbytes: int) -> float:
-        """NCCL's latency of one send/recv (protocol picked by size), from the collective planner."""
+    def _p2p_plan(self, src: int, dst: int, nbytes: int) -> tuple[float, float, float | None]:
+        """NCCL's latency, wire bytes and rate bound of one send of `nbytes` from `src` to `dst`
+        (protocol and channels picked by size), from the collective planner's plan of the pair."""
         key = (src, dst, nbytes)
-        lat = self._p2p_lat.get(key)
-        if lat is None:
+        got = self._p2p_plans.get(key)
+        if got is None:
             plan = self.planner("sendrecv", [src, dst], nbytes, self.topology, algo=None, proto=self.proto)
-            lat = self._p2p_lat[key] = float(plan.latency_s)
-        return lat
+            flows = [f for phase in plan.phases for f in phase]
+            flow = flows[0] if flows else None
+            got = self._p2p_plans[key] = (float(plan.latency_s), flow.nbytes if flow else float(nbytes),
+                                          flow.rate_cap_Bps if flow else None)
+        return got
 
-    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Any) -> None:
+    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Any, wire: float, cap: float | None) -> None:
         if side.nbytes > 0 and route.links:
-            self.net.transfer(route.links, side.nbytes).callbacks.append(lambda _ev: self._flow_done(src, dst, side))
+            done = self.net.transfer(route.links, wire, cap)
+            done.callbacks.append(lambda _ev: self._flow_done(src, dst, side))
         else:
             self._flow_done(src, dst, side)
 

@@ -93,12 +93,14 @@ class Transfer:
     """One send or receive of a P2P batch: the peer is the rank ``offset`` steps away along
     ``axis`` (cyclic), e.g. ("pp", +1) is the next pipeline stage, ("cp", -1) the previous ring
     neighbour. ``key`` matches a send with its receive: the receiver's Transfer for the same
-    message carries the same key."""
+    message carries the same key. ``transport`` is ``nccl`` (ncclSend/ncclRecv: NCCL's channels
+    and protocols) or ``userbuffers`` (TransformerEngine's copies between registered buffers)."""
 
     axis: str
     offset: int
     nbytes: int
     key: str
+    transport: Literal["nccl", "userbuffers"] = "nccl"
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 UB_NUM_SPLITS = 4  # num_splits of the "pipeline" method
 UB_COMM_SMS = 16  # num_sm of "pipeline" and "bulk" methods (set_sm_margin: the GEMM gets SMs − 16)
 UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) and holds ~1 SM
+UB = "userbuffers"  # ring_exchange sends are copies between registered buffers, not ncclSend
 AXES = ("tp",)
 
 Method = Literal["nccl", "bulk", "pipeline", "ring_exchange"]
@@ -213,8 +214,8 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
             if i < t - 1:
                 key = _key(ctx, label, i)
                 xfer = pb.add(P2POp(
-                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +1, chunk, key),),
-                    recvs=(Transfer("tp", -1, chunk, key),), deps=(ready,), stream="tp", tag=_tag(ctx, phase)))
+                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +1, chunk, key, UB),),
+                    recvs=(Transfer("tp", -1, chunk, key, UB),), deps=(ready,), stream="tp", tag=_tag(ctx, phase)))
             last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ready,), parts=t, sm_fraction=sm)
             if i < t - 1:
                 ready = xfer
@@ -253,8 +254,8 @@ def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: s
             if i >= 1:
                 key = _key(ctx, label, i)
                 xfer = pb.add(P2POp(
-                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +i, chunk, key),),
-                    recvs=(Transfer("tp", -i, chunk, key),), deps=(prev_gemm,), stream="tp",
+                    name=f"{label}.sendrecv{i}", sends=(Transfer("tp", +i, chunk, key, UB),),
+                    recvs=(Transfer("tp", -i, chunk, key, UB),), deps=(prev_gemm,), stream="tp",
                     tag=_tag(ctx, phase)))
             prev_gemm = g
         return pb.add(ComputeOp(

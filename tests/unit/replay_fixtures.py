@@ -3,7 +3,7 @@ engine tests, so they do not depend on the collective model's numbers.
 
 The stand-in network gives every flow its bottleneck link's full capacity (no sharing) and the
 stand-in planner a ring: one phase in which each member sends (n-1)/n x size to its successor
-(AllReduce twice that), after ``LAT`` seconds. The closed forms the tests assert follow from it.
+(AllReduce twice that, SendRecv the whole size), after ``LAT`` seconds. The closed forms the tests assert follow from it.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def ring_plan(op: str, gpus: list[int], size_bytes: int, topo: Any, *, algo=None
     per = size_bytes * (n - 1) / n * (2 if op == "allreduce" else 1)
     if op == "alltoall":
         per = size_bytes * (n - 1) / n
+    if op == "sendrecv":  # each member sends the whole message to its successor
+        per = size_bytes
     flows = tuple(FakeFlow(topo.route(g, gpus[(i + 1) % n]).links, per) for i, g in enumerate(gpus))
     return FakePlan(algo or "ring", proto or "simple", LAT, (flows,))
 

@@ -272,17 +272,22 @@ def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100,
     assert "nccl.proto_efficiency.net.ll" in paths and "nccl.proto_efficiency.ll" not in paths
 
 
-def test_p2p_efficiency_scales_sendrecv_bandwidth_term(h100):
+def test_p2p_efficiency_scales_alltoall_and_sendrecv_across_nodes(h100):
+    """All-to-All (peers sharing channels) and SendRecv over the network take the knob; a single
+    SendRecv inside a node runs at its channels' and the links' own rates."""
+    from simulator.costs.collectives import time_collective as closed_form
+
     eff = 0.75
     cal = apply_overlay(h100, {"nccl": {"p2p_efficiency": eff}})
     size = 1 << 30
-    topo0, topo1 = build_topology(h100, 1), build_topology(cal, 1)
-    from simulator.costs.collectives import time_collective as closed_form
-
-    t0 = closed_form("sendrecv", list(range(8)), size, topo0)
-    t1 = closed_form("sendrecv", list(range(8)), size, topo1)
-    lat = _plan(h100, "sendrecv", 1, size).latency_s
-    assert (t1 - lat) == pytest.approx((t0 - lat) / eff, rel=1e-9)
+    for op, nodes in (("alltoall", 1), ("sendrecv", 2)):
+        gpus = list(range(8 * nodes))
+        t0 = closed_form(op, gpus, size, build_topology(h100, nodes))
+        t1 = closed_form(op, gpus, size, build_topology(cal, nodes))
+        lat = _plan(h100, op, nodes, size).latency_s
+        assert (t1 - lat) == pytest.approx((t0 - lat) / eff, rel=1e-9), op
+    same = [closed_form("sendrecv", list(range(8)), size, build_topology(p, 1)) for p in (h100, cal)]
+    assert same[1] == pytest.approx(same[0], rel=1e-12)
 
 
 def test_default_valued_knobs_change_nothing(h100):

@@ -155,3 +155,52 @@ def test_selection_sees_the_net_plugins_reported_latency():
     assert sel.constants.hw_latency_us["net"]["ring"] == k.HW_LATENCY_US["net"]["ring"]
     best = min((t.predict_us(sel, "allreduce", a, p, 4096), a, p) for a in k.ALGOS for p in k.PROTOS)
     assert t.select(ctx, "allreduce", 4096) == best[1:]
+
+
+# --- point-to-point channels (NCCL paths.cc ncclTopoComputeP2pChannels, enqueue.cc addP2pToPlan) ---
+
+def _p2p_ctx(profile: str, n: int, nodes: int) -> g.TunerContext:
+    from simulator.config.hardware import load_profile
+
+    return g.context_from_profile(load_profile(profile), n, nodes)
+
+
+def test_p2p_channels_of_a_dgx_h100_node():
+    """12 ring channels duplicated by ncclTopoPostset = 24, rounded up to 32 p2p channels; a peer
+    behind 18 NVLinks gets 2 × 18 = 36, rounded up to 64 and capped at 32; NVLink chunk 512 KiB."""
+    ctx = _p2p_ctx("dgx-h100", 8, 1)
+    assert (ctx.graph.p2p_channels, ctx.graph.p2p_channels_per_peer, ctx.graph.p2p_chunk_bytes) == (32, 32, 512 * 1024)
+
+
+@pytest.mark.parametrize("mib,channels", [(1, 4), (32, 4), (64, 4), (128, 8), (256, 16), (512, 32), (4096, 32)])
+def test_p2p_channels_grow_with_the_send(mib, channels):
+    """8 ranks: nChannelsMin = 32 halved until 8 × it ≤ 32 → 4; parts up to 32 chunks (16 MiB),
+    then the count doubles: 128 MiB / 8 = 16 MiB per part."""
+    assert t.p2p_channels_used(_p2p_ctx("dgx-h100", 8, 1), mib * 2**20) == channels
+
+
+def test_p2p_channels_of_a_pair_and_of_small_sends():
+    pair = _p2p_ctx("dgx-h100", 2, 1)  # nChannelsMin = 32 / 2 = 16
+    assert t.p2p_channels_used(pair, 64 * 2**20) == 16
+    assert t.p2p_channels_used(pair, 100 * 1024) == 2  # one channel per 64 KiB (chunk / 8) at least
+    # LL while a send carries <= 16 KiB per channel (NCCL_P2P_LL_THRESHOLD): 32 KiB is 1 channel
+    assert t.p2p_protocol(pair, 16 * 1024) == "ll"
+    assert t.p2p_protocol(pair, 32 * 1024) == "simple"
+    assert t.p2p_protocol(pair, 4 * 2**20) == "simple"
+
+
+def test_p2p_channels_across_nodes_follow_the_nics():
+    """One 400 Gb/s NIC per H100: max(1 NIC, ceil(50 / 14 GB/s)) = 4 channels per network peer;
+    parts stay within one 128 KiB network chunk, so large sends use all 4."""
+    ctx = _p2p_ctx("dgx-h100", 16, 2)
+    assert (ctx.graph.p2p_channels_per_peer, ctx.graph.p2p_chunk_bytes) == (4, 128 * 1024)
+    assert t.p2p_channels_used(ctx, 64 * 2**20) == 4
+    assert t.p2p_channel_GBps(ctx, "net") == 14.0
+    assert t.p2p_channel_GBps(ctx, "nvlink") == pytest.approx(20.6)
+    assert t.p2p_channel_GBps(ctx, "other") is None
+
+
+def test_p2p_channel_rate_is_calibratable():
+    ctx = g.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _p2p_ctx("dgx-h100", 8, 1).graph,
+                         k.constants_from_overrides({"p2p_channel_GBps": 25.0}))
+    assert t.p2p_channel_GBps(ctx, "nvlink") == 25.0

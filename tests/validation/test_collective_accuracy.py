@@ -116,3 +116,10 @@ def test_mi300x_ring_uses_every_xgmi_link():
     # One 64 GB/s link per peer: rings over fewer than all 7 peers could not exceed 6 × 64 × 0.69.
     r = _result("mi300x8_allreduce_1node")
     assert r.points[-1].predicted_busbw_GBps > 6 * 64 * 0.69
+
+
+def test_h100_sendrecv_follows_nccls_p2p_channels():
+    """8-rank SendRecv: 32-64 MiB on 4 channels (~80 GB/s measured), 128 MiB on 8, 256 MiB on 16,
+    then the NVLink: every row within 10% (worst 8.5% at 256 MiB; 324% when a send ran at the link)."""
+    r = _result("h100x8_sendrecv_1node")
+    assert r.worst_error() <= 0.10, f"worst |busbw error| {r.worst_error():.1%}"
