@@ -273,7 +273,7 @@ def _route_class(topo: Any, links: Sequence[int]) -> str:
 def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: float, inflation: float,
                n_ch: int) -> tuple[Flow, ...]:
     """Point-to-point flows of `size` × `inflation` wire bytes (the protocol's wire factor, over
-    ``p2p_efficiency`` for All-to-All), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
+    ``p2p_efficiency`` for All-to-All and for SendRecv across nodes), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
     its route class. The bound is on payload, so it is inflated like the bytes."""
     if size <= 0:
         return ()
