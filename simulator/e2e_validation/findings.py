@@ -25,11 +25,11 @@ fitted constant per GPU:
 4. **Source-to-stack mapping** in this file (`Stack`): Megatron 2020 / BLOOM = unfused;
    MPT 2023 = flash2 (PyTorch 2.0 era), eager layers; Megatron-Core 2024 / FlagPerf = auto
    (TE: flash3-class on H100, flash2 on A800); NeMo AutoModel = auto with eager layers.
-5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.78, dgx-h100 × 0.636;
-   overlays abci-a100, sophia-a100, aws-p5 and dgx-h200 inherit it), fitted with
-   `python -m simulator.e2e_validation --fit-gemm` on the **single-node (8-GPU) rows only**
-   (16 rows: 11 A100/A800, 5 H100), median signed error = 0 per profile; nothing per row or
-   per source. With the attention kernels separated, the refit moved dgx-h100 from 0.62 to
+5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.78, dgx-h100 × 0.636,
+   dgx-b200 × 0.486; overlays abci-a100, sophia-a100, aws-p5 and dgx-h200 inherit theirs), fitted
+   with `python -m simulator.e2e_validation --fit-gemm` on the **single-node (8-GPU) rows only**
+   (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the last section), median
+   signed error = 0 per profile; nothing per row or per source. With the attention kernels separated, the refit moved dgx-h100 from 0.62 to
    0.636 (× 1.025) and left dgx-a100 at 0.78 (its kernels did not change).
 
 Before → after separating the attention kernel (same rows, same replay code; median |error|,
@@ -110,4 +110,39 @@ Remaining causes not modelled: host/launch gaps beyond the 4 µs floor, the real
 fabric of Jean Zay, era-specific cuBLAS, H100 clocks under sustained load (the GEMM factor lumps
 the last three together), and FA2/FA3 backward efficiencies (no backward-only figure was found;
 assumed below the forward ones).
+
+## Context parallelism at 8K-1M tokens (NeMo long-context page)
+
+The `nemo_cp` rows are the only published measurements of Megatron context parallelism with
+their plans: NeMo's long-sequence page, FP8, 4M tokens per step, TP/PP/CP as printed, on DGX
+H100 (Llama2-7B, NeMo 24.03, TE 1.4) and DGX B200 (Llama3-8B, NeMo 25.04). They test the p2p KV
+ring of `schedule/context_parallel.py` (TE's load-balanced causal ring, 2 to 32 ranks, inside a
+node and across up to 128 nodes) and the attention kernels at 8K-1M tokens, where attention
+grows from a quarter to 97% of the model FLOPs.
+
+- **FLOP convention.** NVIDIA's model TFLOP/s count the full score matrix
+  (Megatron-Core's `num_floating_point_operations`, `scoring.megatron_model_flops`; the test
+  suite checks it against the simulator's own 6N + 12·l·a·d·s count). The data confirm it: at 1M
+  tokens on H100 the printed 536 TFLOP/s would mean attention kernels at 54% of the bf16 peak
+  after all CP overheads if causal masking were discounted, more than the best forward kernel
+  reaches (FA3, 59-62%, HARDWARE.md §4) while the backward is slower.
+- **B200: the GEMM derate, then a held-out check.** With the profile's MAMF-shape curve and no
+  training derate (as it was), the B200 rows were +30% (32K) falling to +6% (1M): the
+  attention-dominated rows were right and the dense part (fp8 GEMMs) ran about 1.8× faster than
+  measured. A two-term fit of the six rows (time = dense FLOPs / R_d + attention FLOPs / R_a)
+  gives R_a within 5% of the model and R_d = 0.55× the model. Fitting the curve factor on the
+  single-node row (32K, cp2) gives × 0.486; the five multi-node rows, held out, then land at
+  +3.0% to +4.7%, flat from 64K to 1M as measured. The factor is fitted on fp8, so it includes TE's
+  fp8 overheads; bf16 B200 runs are not validated by any row.
+- **H100 (2024 stack): attention between FlashAttention-2 and -3.** Same two-term fit on the
+  eight H100 rows: the dense part is within 2% of the model (R_d 831 vs 819 model TFLOP/s), with
+  no refit; the attention part runs at 0.72× the model's flash3 rate. So the error grows
+  with the attention share: +9% at 8K, +32% at 128K, +38% at 1M. TE 1.4 runs cuDNN's fused
+  attention on Hopper, CP included (`DotProductAttention.forward`, "Select FusedAttention on
+  sm90"), and that was cuDNN 9.0 of early 2024, not the FA3-paper kernels (July 2024) that the
+  profile's 0.60/0.45 describe. With `training.attention: flash2` the same rows are −4% to −14%.
+  The measured rate lies between the two kernel generations, and no number is fitted for it.
+  The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
+  already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
+  throughput stays within 4%, and so does the prediction.
 """

@@ -33,6 +33,20 @@ def megatron_flops_per_step(layers: int, hidden: int, vocab: int, seq: int, batc
     return 72.0 * base * (1 + seq / (6 * hidden) + vocab / (12 * layers * hidden))
 
 
+def megatron_model_flops(model: dict, batch: int) -> float:
+    """Model FLOPs per iteration as Megatron-Core's ``num_floating_point_operations``
+    (megatron/training/training.py, 2024) counts them, which NVIDIA's "model TFLOP/s/GPU" tables
+    (Megatron-Core README, NeMo performance pages) print:
+    12·B·s·l·h²·(1 + g/a + s/h + (f/h)·k + V/2lh), k = 3/2 for SwiGLU, else 1. The attention
+    term s/h is the full, unmasked score matrix; for a GPT (g = a, f = 4h, k = 1) this is eq. 3
+    without recompute."""
+    h, s, l_ = model["hidden"], model["seq_len"], model["layers"]
+    heads, kv = model["heads"], model.get("kv_heads") or model["heads"]
+    ffn = model.get("ffn_hidden") or 4 * h
+    gated = 1.5 if model.get("mlp") == "swiglu" else 1.0
+    return 12.0 * batch * s * l_ * h ** 2 * (1 + kv / heads + s / h + ffn / h * gated + model["vocab"] / (2 * l_ * h))
+
+
 def predicted_metric(case: Case, step_time_s: float) -> float:
     """The case's metric computed from a predicted step time with the source's convention."""
     m, t = case.scenario["model"], case.scenario["training"]
@@ -41,10 +55,12 @@ def predicted_metric(case: Case, step_time_s: float) -> float:
         return step_time_s
     if case.metric == "tokens_per_s_per_gpu":
         return tokens / step_time_s / case.n_gpus
-    if case.metric in ("megatron_hfu_tflops", "megatron_model_tflops"):
+    if case.metric == "megatron_hfu_tflops":
         f = megatron_flops_per_step(m["layers"], m["hidden"], m["vocab"], m["seq_len"], t["global_batch"],
-                                    recompute=case.metric == "megatron_hfu_tflops")
+                                    recompute=True)
         return f / step_time_s / case.n_gpus / 1e12
+    if case.metric == "megatron_model_tflops":
+        return megatron_model_flops(m, t["global_batch"]) / step_time_s / case.n_gpus / 1e12
     raise ValueError(f"unknown metric {case.metric}")
 
 
