@@ -227,6 +227,48 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
     return out
 
 
+GPT2_BPE_VOCAB = 50257  # the GPT-2 BPE that NeMo's GPT-3 configs train with
+
+
+def padded_vocab(vocab: int, tp: int, divisible_by: int = 128) -> int:
+    """Megatron's padded vocabulary: a multiple of ``make_vocab_size_divisible_by`` x TP."""
+    m = divisible_by * tp
+    return -(-vocab // m) * m
+
+
+def _nemo_2407(rows: list[Row]) -> list[Case]:
+    """The pre-training rows of NeMo 24.07's performance summary (final revision; FP8 on DGX
+    H100) whose model shape is given: GPT-3 5B/175B, Llama 2 7B/13B/70B, Llama 3 8B/70B, with
+    TP, PP, virtual stages (interleaved 1F1B when vp > 1), CP, micro-batch and global batch as
+    printed. Not stated, so NeMo's defaults for these models: sequence parallel and
+    TransformerEngine's default TP overlap with TP, the distributed optimizer with overlapped
+    parameter AllGather, no recompute (every row fits in 80 GB)."""
+    out = []
+    for r in rows:
+        if (r["metric"] != "tokens_per_s_per_gpu" or "doc version: final" not in r["notes"]
+                or not r["notes"].startswith("pretrain") or not r["layers"]):
+            continue
+        n = parse_int(r["num_gpus"])
+        tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
+        if r["model_name"].startswith("GPT3"):
+            model = gpt_model({**r, "vocab": str(padded_vocab(GPT2_BPE_VOCAB, tp))}, position="learned", tied=True)
+        else:
+            model = llama_model(r)
+        par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
+        if tp > 1:
+            par.update(sequence_parallel=True, tp_overlap="te_default")
+        if vp > 1:
+            par.update(pp_schedule="interleaved", vp=vp)
+        dp = n // (tp * pp * cp)
+        out.append(Case("nemo2407", f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs",
+                        make_scenario(f"nemo2407-{r['model_name']}-{n}", "dgx-h100", n, model,
+                                      micro_batch=parse_int(r["micro_batch"], 1),
+                                      global_batch=parse_int(r["global_batch"]), dtype="fp8", recompute="none",
+                                      parallel=par),
+                        "tokens_per_s_per_gpu", float(r["value"]), n))
+    return out
+
+
 SOURCES: list[Source] = [
     Source("megatron2020", "Megatron-LM README 2020 (GPT-2 1.2-8.3B, A100, fp16)", "megatron_lm_readme_2020.csv",
            _megatron2020, ["Old stack (2020): no FlashAttention, fused softmax; batch per GPU is 16 sequences.",
@@ -252,6 +294,11 @@ SOURCES: list[Source] = [
             "not stated: 1, none (every row fits) and none (NeMo's Llama2-7B default) assumed.",
             "The 4K H100 row (4 GPUs) and the 8K/16K B200 rows (2 and 4 GPUs) fill no whole node and are left "
             "out; the rows without CP give no parallel plan."]),
+    Source("nemo2407", "NeMo 24.07 performance summary (FP8, H100, pre-training)", "nemo_perf_summary_24.07.csv",
+           _nemo_2407,
+           ["All rows are FP8 on H100, so none is in the fitting subset (the dgx-h100 curve is fitted on bf16).",
+            "GPT-3 vocabulary: the GPT-2 BPE (50257) padded as Megatron pads it (a multiple of 128 x TP).",
+            "GPT3-20B and Nemotron rows (no shape in the source) and the SFT/LoRA rows are left out."]),
 ]
 
 

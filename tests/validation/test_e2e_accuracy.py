@@ -55,13 +55,13 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = sources.cases()
-    assert 50 <= len(cs) <= 60
+    assert 55 <= len(cs) <= 70
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
         assert c.n_gpus % mp == 0 and c.n_gpus == 8 * c.scenario["nodes"], c.label
-        # fp8 only where the source states it for every row (NeMo's long-context page)
-        assert t["dtype"] in (("fp8",) if c.source == "nemo_cp" else ("bf16", "fp16")), c.label
+        # fp8 only where the source states it for every row (NeMo's pages)
+        assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407") else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
 
@@ -79,14 +79,14 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = sources.cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 37
+    assert len(cs) - len(fit) == 45
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
         assert not [c for c in cs if c.scenario["hardware"] == prof and c.n_gpus == 8
                     and c.scenario["training"]["dtype"] != "fp8"]
     h100_fp8_single = [c for c in cs if c.scenario["hardware"] == "dgx-h100" and c.n_gpus == 8
                        and c.scenario["training"]["dtype"] == "fp8"]
-    assert len(h100_fp8_single) == 1 and not sources.is_fit_case(h100_fp8_single[0])
+    assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     assert eager == {"mpt", "automodel"}
 
@@ -101,7 +101,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     for c in sources.cases():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash2"},
-                      "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"}}
+                      "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
+                      "nemo2407": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
 
@@ -151,7 +152,8 @@ def test_h100_fit_rows_are_centred_and_flash2_prices_mpt_attention():
 
 def test_megatron_core_rows_run_te_default_tp_overlap():
     """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
-    no other source states TE comm overlap. On the tp2 and tp4 rows te_default predicts at least
+    no other source states TE comm overlap, and NeMo 24.07's TP > 1 rows assume it (NeMo's
+    default for those models). On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
     chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc has tp2 -3.2% and
     tp4 -11.6%."""
@@ -159,7 +161,9 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = sources.cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024"}
+    assert te == {"mcore2024", "nemo2407"}
+    assert all(c.scenario["parallel"]["tp"] > 1 for c in _by_source("nemo2407")
+               if c.scenario["parallel"].get("tp_overlap") == "te_default")
     assert all(c.scenario["parallel"].get("tp_overlap") == "te_default"
                for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] > 1)
     rows = [c for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] in (2, 4)]
@@ -177,17 +181,18 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 54 rows (about 2 minutes of simulation, split over the cores). Doc: overall median
-    |error| 10.1%; held-out rows 16.3%; BLOOM (all held out) 18.6%; Megatron-Core 2024
-    (tp_overlap te_default, overlap_param_gather) still pessimistic, -14.8% median, and NeMo's
-    H100 context-parallel rows optimistic, +21.5% to +37.6% above 16K tokens (see the doc's
-    findings)."""
+    """All 62 rows (about 2 minutes of simulation, split over the cores). Doc: overall median
+    |error| 9.6%; held-out rows 13.6%; BLOOM (all held out) 18.6%; Megatron-Core 2024
+    (tp_overlap te_default, overlap_param_gather) still pessimistic, -14.8% median; NeMo 24.07
+    (FP8 H100, all held out) 7.5%; NeMo's H100 context-parallel rows optimistic, +21.5% to
+    +37.6% above 16K tokens (see the doc's findings)."""
     results = list(scoring.run_cases(sources.cases(), jobs=min(4, os.cpu_count() or 1)))
     assert scoring.median_abs_error(results) <= 0.13
     held = [r for r in results if not sources.is_fit_case(r.case)]
-    assert scoring.median_abs_error(held) <= 0.20
-    by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom")}
+    assert scoring.median_abs_error(held) <= 0.17
+    by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom", "nemo2407")}
     assert scoring.median_abs_error(by["bloom"]) <= 0.25
+    assert scoring.median_abs_error(by["nemo2407"]) <= 0.11
     assert -0.19 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.10
 
 
@@ -253,3 +258,29 @@ def test_h100_context_parallel_rows_fall_between_flash2_and_flash3():
         r2 = scoring.run_case(sources.Case(c.source, c.label, fa2, c.metric, c.measured, c.n_gpus))
         assert 0.20 <= r3.error <= 0.45, (c.label, r3.error)
         assert -0.20 <= r2.error <= -0.05, (c.label, r2.error)
+
+
+def test_nemo_2407_rows_build_the_printed_plans():
+    """Eight pre-training rows with shapes; vp > 1 runs the interleaved schedule; GPT-3's GPT-2
+    BPE is padded to a multiple of 128·TP as Megatron does (50257 → 50304 at TP 1, 50688 at 4)."""
+    cs = _by_source("nemo2407")
+    assert len(cs) == 8
+    assert sources.padded_vocab(50257, 1) == 50304 and sources.padded_vocab(50257, 4) == 50688
+    assert sources.padded_vocab(32000, 4) == 32256 and sources.padded_vocab(32000, 1) == 32000
+    for c in cs:
+        p, t, m = c.scenario["parallel"], c.scenario["training"], c.scenario["model"]
+        assert t["dtype"] == "fp8" and c.scenario["hardware"] == "dgx-h100" and not sources.is_fit_case(c)
+        assert (p.get("pp_schedule") == "interleaved") == (p.get("vp", 1) > 1), c.label
+        assert m["layers"] % (p["pp"] * p.get("vp", 1)) == 0, c.label
+        if c.label.startswith("GPT3"):
+            assert m["vocab"] == sources.padded_vocab(50257, p["tp"]) and m["position_embedding"] == "learned"
+
+
+def test_nemo_2407_single_stage_and_interleaved_rows():
+    """Four quick held-out rows (FP8 H100; nothing of NeMo 24.07 is fitted): GPT3-5B dp64,
+    Llama2-7B dp8, Llama2-13B pp4 vp10 (interleaved 1F1B, one layer per virtual stage) and
+    Llama3-8B cp2. Doc: +6.1%, +3.4%, -4.8%, +10.3%."""
+    names = ("GPT3-5B", "LLAMA2-7B", "LLAMA2-13B", "LLAMA3-8B")
+    rs = list(scoring.run_cases([c for c in _by_source("nemo2407") if c.label.split()[0] in names]))
+    assert len(rs) == 4
+    assert all(abs(r.error) <= 0.13 for r in rs), [(r.case.label, r.error) for r in rs]
