@@ -269,6 +269,45 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
     return out
 
 
+# Nemotron-4 shapes (not in the CSV): 15B, arXiv:2402.16819 Table 1; 340B, arXiv:2406.11704 §2.
+# Squared-ReLU MLP with 4h and no gate (two matrices, as ``mlp: gelu``), RoPE, GQA with 8 KV heads,
+# untied embeddings. The dgxc READMEs' model FLOPs per sample (3.85e14, 8.62124e15) follow from them.
+NEMOTRON4 = {
+    "Nemotron-4 15B": dict(layers=32, hidden=6144, heads=48, kv_heads=8, ffn_hidden=24576, vocab=256000),
+    "Nemotron-4 340B": dict(layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728, vocab=256000),
+}
+
+
+def _dgxc(rows: list[Row]) -> list[Case]:
+    """The two NVIDIA dgxc-benchmarking worked examples that quote a measured BF16 step time with
+    its plan: Nemotron-4 15B (TP2, DP32, micro-batch 2, 64 H100) and Nemotron-4 340B (TP8, PP8,
+    VP12, DP4, micro-batch 1, 256 H100). Not stated, so NeMo's defaults: sequence parallel with
+    TransformerEngine's default TP overlap, the distributed optimizer with overlapped parameter
+    AllGather, no recompute."""
+    out = []
+    for r in rows:
+        if not r["source_id"].startswith("dgxc-benchmarking") or r["metric"] != "step_time_s":
+            continue
+        if parse_precision(r) != "bf16" or r["model_name"] not in NEMOTRON4:
+            continue
+        n = parse_int(r["num_gpus"])
+        tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
+        model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
+                     position_embedding="rope", tied_embeddings=False)
+        par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
+        if tp > 1:
+            par.update(sequence_parallel=True, tp_overlap="te_default")
+        if vp > 1:
+            par.update(pp_schedule="interleaved", vp=vp)
+        out.append(Case("dgxc", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp * cp)} {n} GPUs",
+                        make_scenario(f"dgxc-{r['model_name']}", "dgx-h100", n, model,
+                                      micro_batch=parse_int(r["micro_batch"], 1),
+                                      global_batch=parse_int(r["global_batch"]), dtype="bf16", recompute="none",
+                                      parallel=par),
+                        "step_time_s", float(r["value"]), n))
+    return out
+
+
 SOURCES: list[Source] = [
     Source("megatron2020", "Megatron-LM README 2020 (GPT-2 1.2-8.3B, A100, fp16)", "megatron_lm_readme_2020.csv",
            _megatron2020, ["Old stack (2020): no FlashAttention, fused softmax; batch per GPU is 16 sequences.",
@@ -299,6 +338,12 @@ SOURCES: list[Source] = [
            ["All rows are FP8 on H100, so none is in the fitting subset (the dgx-h100 curve is fitted on bf16).",
             "GPT-3 vocabulary: the GPT-2 BPE (50257) padded as Megatron pads it (a multiple of 128 x TP).",
             "GPT3-20B and Nemotron rows (no shape in the source) and the SFT/LoRA rows are left out."]),
+    Source("dgxc", "NVIDIA dgxc-benchmarking worked examples (Nemotron-4, BF16, H100)", "misc_single_points.csv",
+           _dgxc,
+           ["Nemotron-4's squared-ReLU MLP runs as the two-matrix GeLU MLP (same GEMMs; the activation is one "
+            "elementwise kernel either way).",
+            "The other rows of the file are left out: OPT-175B gives no plan, and the MLPerf GPT-3 row is a "
+            "third-party summary of a 10,752-GPU run."]),
 ]
 
 
