@@ -22,9 +22,10 @@ fitted constant per GPU:
    (`gpu.default_attention`).
 3. **Unfused memory-bound kernels** (`training.fused_kernels: false`): PyTorch eager layers
    (llm-foundry MPT, NeMo AutoModel).
-4. **Source-to-stack mapping** in this file (`Stack`): Megatron 2020 / BLOOM = unfused;
-   MPT 2023 = flash2 (PyTorch 2.0 era), eager layers; Megatron-Core 2024 / FlagPerf = auto
-   (TE: flash3-class on H100, flash2 on A800); NeMo AutoModel = auto with eager layers.
+4. **Source-to-stack mapping** (`e2e_validation/scenarios.py`, `Stack`): Megatron 2020 / BLOOM =
+   unfused; MPT 2023 = flash2 (PyTorch 2.0 era), eager layers; Megatron-Core 2024 / FlagPerf /
+   NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and B200, flash2 on A800); NeMo
+   AutoModel = auto with eager layers.
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.78, dgx-h100 × 0.636,
    dgx-b200 × 0.486; overlays abci-a100, sophia-a100, aws-p5 and dgx-h200 inherit theirs), fitted
    with `python -m simulator.e2e_validation --fit-gemm` on the **single-node (8-GPU) rows only**
@@ -139,8 +140,9 @@ grows from a quarter to 97% of the model FLOPs.
   no refit; the attention part runs at 0.72× the model's flash3 rate. So the error grows
   with the attention share: +9% at 8K, +32% at 128K, +38% at 1M. TE 1.4 runs cuDNN's fused
   attention on Hopper, CP included (`DotProductAttention.forward`, "Select FusedAttention on
-  sm90"), and that was cuDNN 9.0 of early 2024, not the FA3-paper kernels (July 2024) that the
-  profile's 0.60/0.45 describe. With `training.attention: flash2` the same rows are −4% to −14%.
+  sm90"), and that was the cuDNN of NeMo 24.03's container (early 2024), not the FA3-paper
+  kernels (July 2024) that the profile's 0.60/0.45 describe; the backward efficiency, 0.45, is
+  itself assumed (no backward-only figure was found). With `training.attention: flash2` the same rows are −4% to −14%.
   The measured rate lies between the two kernel generations, and no number is fitted for it.
   The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
   already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
