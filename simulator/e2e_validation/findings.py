@@ -27,11 +27,12 @@ fitted constant per GPU:
    NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and B200, flash2 on A800); NeMo
    AutoModel = auto with eager layers.
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.78, dgx-h100 × 0.636,
-   dgx-b200 × 0.486; overlays abci-a100, sophia-a100, aws-p5 and dgx-h200 inherit theirs), fitted
-   with `python -m simulator.e2e_validation --fit-gemm` on the **single-node (8-GPU) rows only**
-   (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the last section), median
-   signed error = 0 per profile; nothing per row or per source. With the attention kernels separated, the refit moved dgx-h100 from 0.62 to
-   0.636 (× 1.025) and left dgx-a100 at 0.78 (its kernels did not change).
+   dgx-b200 × 0.486; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
+   theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
+   (8-GPU) rows only** (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the
+   context-parallel section), median signed error = 0 per profile; nothing per row or per source.
+   With the attention kernels separated, the refit moved dgx-h100 from 0.62 to 0.636 (× 1.025)
+   and left dgx-a100 at 0.78 (its kernels did not change).
 
 Before → after separating the attention kernel (same rows, same replay code; median |error|,
 median signed error in brackets):
@@ -70,9 +71,11 @@ What this says:
   `--tp-comm-overlap` and reports a flat 46-49% MFU from tp2 to tp8, i.e. TP communication is
   almost fully hidden in reality. (These figures are from before `te_default`; see the next
   section for what modelling TE's per-GEMM overlap changed, and what remains.)
-- The A100 factor transfers as before: BLOOM (no row fitted) +19%, Megatron 2020 multi-node
-  +21-28%, both optimistic for stack-era reasons (Jean Zay's 4×100 Gb/s Omni-Path modelled as
-  8×200 Gb/s HDR; 2020-2022 cuBLAS slower than the stack behind MAMF).
+- The A100 factor transfers as before: BLOOM (no row fitted) +17%, Megatron 2020 multi-node
+  +21-28%, both optimistic for stack-era reasons (2020-2022 cuBLAS slower than the stack behind
+  MAMF). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path (profile jean-zay-a100) rather than the
+  DGX A100's 8 × 200 Gb/s HDR, which changes its rows by 0.5-2 points, so the network is not the
+  cause.
 
 ## TransformerEngine's default TP overlap (`tp_overlap: te_default`)
 
