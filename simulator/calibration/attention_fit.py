@@ -30,12 +30,14 @@ from simulator.schedule.attention import causal_fraction_diagonal
 
 _HOPPER_CLASS = re.compile(r"sm9\d|sm1\d\d|wgmma|cudnn|FlashAttn\w*Sm9", re.IGNORECASE)
 _FLASH2 = re.compile(r"flash_(fwd|bwd)|pytorch_flash|flash::", re.IGNORECASE)
+_FLASH1 = re.compile(r"fmha_(fwd|bwd)\w*_loop", re.IGNORECASE)  # flash-attn 1.x's CUDA kernels
 
 
 def kernel_generation(name: str) -> str | None:
-    """``flash3`` (Hopper-class fused kernels), ``flash2``, or None (not a kernel the profiles price).
+    """``flash3`` (Hopper-class fused kernels), ``flash2``, ``flash1`` (flash-attn 1.x's
+    ``fmha_fwd_loop`` / ``fmha_bwd_*_loop`` kernels), or None (not a kernel the profiles price).
     A kernel table's rows carry the generation itself as the name."""
-    if name in ("flash2", "flash3"):
+    if name in ("flash1", "flash2", "flash3"):
         return name
     low = name.lower()
     if "fmha_cutlass" in low:
@@ -44,6 +46,8 @@ def kernel_generation(name: str) -> str | None:
         return "flash3"
     if _FLASH2.search(name):
         return "flash2"
+    if _FLASH1.search(name):
+        return "flash1"
     return None
 
 

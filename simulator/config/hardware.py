@@ -22,12 +22,14 @@ PROFILE_DIR = bundled_dir("hardware_profiles")
 
 Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
-# Fused attention kernel generations (training.attention). flash2: FlashAttention-2
-# (arXiv:2307.08691), what PyTorch SDPA and flash-attn 2.x run; flash3: the Hopper-class fused
-# kernels, FlashAttention-3 (arXiv:2407.08608) and cuDNN fused attention, which
-# TransformerEngine picks on H100 and later. Unfused attention has no efficiency of its own
-# (its GEMMs and softmax go through the GEMM curve and the HBM roofline).
-AttentionKernel = Literal["flash2", "flash3"]
+# Fused attention kernel generations (training.attention). flash1: the FlashAttention-1 algorithm
+# (arXiv:2205.14135), flash-attn 1.x and its Triton ports (llm-foundry's ``attn_impl: triton``),
+# which the FA2 paper puts at 25-40% of A100 peak; flash2: FlashAttention-2 (arXiv:2307.08691),
+# what PyTorch SDPA and flash-attn 2.x run; flash3: the Hopper-class fused kernels,
+# FlashAttention-3 (arXiv:2407.08608) and cuDNN fused attention, which TransformerEngine picks on
+# H100 and later. Unfused attention has no efficiency of its own (its GEMMs and softmax go
+# through the GEMM curve and the HBM roofline).
+AttentionKernel = Literal["flash1", "flash2", "flash3"]
 
 
 class _Strict(BaseModel):

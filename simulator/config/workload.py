@@ -118,11 +118,12 @@ class Training(_Strict):
     # The attention implementation. Fused kernels (FlashAttention and kin) keep only O(s)
     # softmax statistics, so the 5as²b score term of arXiv:2205.05198 is not stored even without
     # recompute; ``unfused`` materialises the scores (Megatron-LM 2020-2022; the paper's formula).
-    attention: Literal["auto", "flash2", "flash3", "unfused"] = Field(
+    attention: Literal["auto", "flash1", "flash2", "flash3", "unfused"] = Field(
         default="auto",
         description="attention kernel: auto (what Megatron-Core/TransformerEngine runs on the GPU: "
                     "the profile's gpu.default_attention, flash3-class on Hopper and later, flash2 "
-                    "before) | flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / "
+                    "before) | flash1 (FlashAttention-1: flash-attn 1.x, Triton ports, 2022-2023 "
+                    "stacks) | flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / "
                     "cuDNN fused attention) | unfused (scores materialised in HBM; the older "
                     "flash_attention: false)")
     # Whether the stack fuses the memory-bound kernels around the GEMMs (Megatron-Core/TE:
@@ -140,7 +141,7 @@ class Training(_Strict):
         data = dict(data)
         flash = data.pop("flash_attention")
         if not isinstance(flash, bool):
-            raise ValueError("flash_attention: expected true or false (prefer attention: auto | flash2 | flash3 | unfused)")
+            raise ValueError("flash_attention: expected true or false (prefer attention: auto | flash1 | flash2 | flash3 | unfused)")
         if "attention" in data and (data["attention"] == "unfused") == flash:
             raise ValueError(f"flash_attention: {str(flash).lower()} contradicts attention: {data['attention']}")
         data.setdefault("attention", "auto" if flash else "unfused")

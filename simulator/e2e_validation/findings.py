@@ -12,27 +12,29 @@ fitted constant per GPU:
    fused scale-mask-softmax, dropout (with its 1-byte mask), ·V; the backward mirrors it
    (`schedule/attention.py`, `unfused_forward/backward`). The HBM traffic of the score matrix is
    the one FlashAttention removes (arXiv:2205.14135 §2.2). Used by Megatron-LM 2020 and BLOOM.
-2. **The attention kernel generation** (`training.attention: auto | flash2 | flash3`), priced by
+2. **The attention kernel generation** (`training.attention: auto | flash1 | flash2 | flash3`), priced by
    per-GPU, per-kernel efficiencies in the profile (`gpu.attention_efficiency`, fwd and bwd),
    apart from the GEMM curve: on H100 FlashAttention-2 reaches "only 35% utilization" and
    FlashAttention-3 up to 75% (arXiv:2407.08608 abstract; HARDWARE.md §4: FA3 d=128 causal fwd
    59-62%, kept at 0.60/0.45; FA2 0.35/0.29); on A100 FA2 keeps 0.60/0.50 (arXiv:2307.08691:
-   "50-73%"), and no flash3 exists. `auto` (default) is what Megatron-Core/TransformerEngine
+   "50-73%") and FA1 0.40/0.33 (FA1 "25-40%", up to 124 TFLOP/s), and no flash3 exists.
+   `auto` (default) is what Megatron-Core/TransformerEngine
    runs on the GPU: cuDNN / FA3-class on Hopper and later, FA2-class before
    (`gpu.default_attention`).
 3. **Unfused memory-bound kernels** (`training.fused_kernels: false`): PyTorch eager layers
    (llm-foundry MPT, NeMo AutoModel).
 4. **Source-to-stack mapping** (`e2e_validation/scenarios.py`, `Stack`): Megatron 2020 / BLOOM =
-   unfused; MPT 2023 = flash2 (PyTorch 2.0 era), eager layers; Megatron-Core 2024 / FlagPerf /
+   unfused; MPT 2023 = flash1 (llm-foundry v0.3.0), eager layers; Megatron-Core 2024 / FlagPerf /
    NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and B200, flash2 on A800); NeMo
    AutoModel = auto with eager layers.
-5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.78, dgx-h100 × 0.636,
+5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.803, dgx-h100 × 0.644,
    dgx-b200 × 0.486; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
    (8-GPU) rows only** (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the
    context-parallel section), median signed error = 0 per profile; nothing per row or per source.
    With the attention kernels separated, the refit moved dgx-h100 from 0.62 to 0.636 (× 1.025)
-   and left dgx-a100 at 0.78 (its kernels did not change).
+   and left dgx-a100 at 0.78 (its kernels did not change); pricing MPT's attention as the
+   FlashAttention-1 kernels it ran moved them to 0.644 and 0.803 (last section).
 
 Before → after separating the attention kernel (same rows, same replay code; median |error|,
 median signed error in brackets):
@@ -139,13 +141,14 @@ grows from a quarter to 97% of the model FLOPs.
   +3.0% to +4.7%, flat from 64K to 1M as measured. The factor is fitted on fp8, so it includes TE's
   fp8 overheads; bf16 B200 runs are not validated by any row.
 - **H100 (2024 stack): attention between FlashAttention-2 and -3.** Same two-term fit on the
-  eight H100 rows: the dense part is within 2% of the model (R_d 831 vs 819 model TFLOP/s), with
-  no refit; the attention part runs at 0.72× the model's flash3 rate. So the error grows
-  with the attention share: +9% at 8K, +32% at 128K, +38% at 1M. TE 1.4 runs cuDNN's fused
+  eight H100 rows: the dense part is within 2% of the model (R_d 831 vs 819 model TFLOP/s with
+  the 0.636 derate of the day), with no refit; the attention part runs at 0.72× the model's
+  flash3 rate. So the error grows with the attention share: +10% at 8K, +32% at 128K, +38% at 1M. TE 1.4 runs cuDNN's fused
   attention on Hopper, CP included (`DotProductAttention.forward`, "Select FusedAttention on
   sm90"), and that was the cuDNN of NeMo 24.03's container (early 2024), not the FA3-paper
   kernels (July 2024) that the profile's 0.60/0.45 describe; the backward efficiency, 0.45, is
-  itself assumed (no backward-only figure was found). With `training.attention: flash2` the same rows are −4% to −14%.
+  itself assumed (no backward-only figure was found). With `training.attention: flash2` the same
+  rows are −4% to −14%.
   The measured rate lies between the two kernel generations, and no number is fitted for it.
   The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
   already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
@@ -155,11 +158,11 @@ grows from a quarter to 97% of the model FLOPs.
 
 Eight rows, none fitted: they are fp8, and the dgx-h100 curve is fitted on bf16 rows; the fp8
 path is that curve × `fp8_gemm_efficiency_scale` 0.88 (MAMF's fp8/bf16 ratio, not fitted).
-Median |error| 7.5%. Beyond the other sources they exercise interleaved 1F1B with up to 20
+Median |error| 7.6%. Beyond the other sources they exercise interleaved 1F1B with up to 20
 virtual stages per rank (one layer each), CP 2 under TP 4 and PP 4, and fp8 GEMMs on H100.
-Small models and single-stage plans land within ±11% (GPT3-5B +6.1%, Llama2-7B +3.4%,
-Llama2-13B pp4 vp10 −4.8%, Llama3-8B cp2 +10.3%). The large TP 4 models are pessimistic (−5%
-to −19%), as the Megatron-Core rows with TP ≥ 4 are. GPT3-175B shows it most clearly: going from
+Small models and single-stage plans land within ±12% (GPT3-5B +7.2%, Llama2-7B +4.3%,
+Llama2-13B pp4 vp10 −3.9%, Llama3-8B cp2 +11.2%). The large TP 4 models are pessimistic (−4%
+to −18%), as the Megatron-Core rows with TP ≥ 4 are. GPT3-175B shows it most clearly: going from
 128 to 512 GPUs doubles the micro-batch (1 → 2) at the same 64 micro-batches per pipeline, and
 the measured throughput rises 15% while the simulated one rises 3%. Its GEMMs already sit on the
 curve's plateau, so what the larger micro-batch buys in reality is probably a fixed cost per
@@ -170,16 +173,49 @@ floor per kernel.
 ## NVIDIA's own BF16 runs of large models are faster than the fitted H100 curve allows
 
 The two dgxc-benchmarking examples (Nemotron-4 15B at 57.8% MFU, 340B at 50.5%, BF16, held out)
-are −18.0% and −24.7%. The shapes are checked: Megatron-Core's count on them reproduces the
+are −17.2% and −23.9%. The shapes are checked: Megatron-Core's count on them reproduces the
 READMEs' model FLOPs per sample (3.85e14, 8.62124e15). For the 15B the simulated compute alone,
 3.25 s, exceeds the measured 2.69 s step; exposed communication is 0.03 s. These rows join
 Megatron-Core 2024 at TP ≥ 4 and NeMo 24.07's large TP 4 models. Every source that NVIDIA ran and
 tuned on H100 at h ≥ 6144 is 5-25% faster than predicted. The H100 GEMM curve is fitted on the
 single-node rows (four llm-foundry MPT rows, PyTorch eager with FSDP, and one FlagPerf
 Megatron-Core row), and those sit at a median of 0. Matching the Nemotron-4 15B row alone would
-take that curve × 1.26, and GPT-16B tp4 of Megatron-Core × 1.18: a derate of 0.75-0.80 instead of
-0.636. One factor per GPU cannot serve both families. The difference is in the software stack
+take that curve × 1.24, and GPT-16B tp4 of Megatron-Core × 1.16: a derate of 0.75-0.80 instead of
+0.644. One factor per GPU cannot serve both families. The difference is in the software stack
 (kernel selection, launch and overlap tuning), and a stack-level compute factor would need its own
 single-node fitting rows from NVIDIA's stack, which the data do not hold. For such runs, read the
 H100 predictions as a lower bound of about 0.8× on throughput.
+
+## MPT ran FlashAttention-1 kernels: the sequence sweeps
+
+llm-foundry's benchmark tables come with sequence-length sweeps: MPT 1B-30B on 8 GPUs, 512 to
+65536 tokens, on H100 and A100 (the `mpt_seq` source, 55 rows, all held out). Priced with
+FlashAttention-2, as the MPT rows were before, these rows were optimistic in proportion to the
+attention share. MPT-1B went from +3% at 512 tokens to +50% at 32K-64K on H100, and from +2% to
++45% on A100. The sweep median was 12-13% with a +4% to +9% signed bias. That is the signature of
+attention kernels slower than FA2 on both GPUs, by a common factor.
+
+The scripts that produced the tables say which kernels ran. `submit_benchmarks.py` (llm-foundry
+b2a43a14, the commit that added the H100 tables, Oct 2023) sets `attn_impl: triton`, its default,
+and installs `.[gpu]` of the v0.3.0 branch: flash-attn 1.0.9 plus the Triton port of the
+FlashAttention-1 algorithm. FlashAttention-2 was only the optional `gpu-flash2` extra. The MPT
+rows therefore run `attention: flash1`, a kernel generation the profiles now price. On A100 the
+numbers are 0.40 forward (the FA2 paper's "25-40%" and "up to 124 TFLOP/s" for FA1) and 0.333
+backward (FA2's bwd/fwd ratio). On H100 they are 0.233 and 0.194, A100's FA1 scaled by FA2's
+H100/A100 ratio, since no H100 figure for FA1 was found. Nothing here is fitted to the sweeps.
+
+With these numbers the sweep errors no longer grow with length. MPT-1B stays within +2% to +13%
+from 512 to 65536 tokens on both GPUs, and the sweep median is 6.6% with a +1% signed bias. The
+remaining outliers have another cause. Activation-checkpointed runs with large micro-batches at
+1K-8K tokens are −12% to −19%: the measured HFU with recompute (57% for MPT-7B at 1K) is higher
+than without (46% at 2K). MPT-30B at 8K is +14% on H100 and +25% on A100: it measured 30% slower
+than at 4K with only a fifth of its FLOPs in attention.
+
+The seq-2048 MPT rows are single-node fitting rows, so the derates were refitted with the same
+procedure: dgx-h100 0.636 → 0.644 and dgx-a100 0.78 → 0.803. The fitting subset's median
+|error| fell from 6.4% to 4.2%. The earlier derates had absorbed part of MPT's slower attention,
+the effect the first round of findings judged "right in sign but small". It is 1-3% on the
+GEMM curve and 40-50 points at long sequences. Sources on the A100 curve that were already
+optimistic (Megatron-LM 2020, BLOOM) moved 2-3 points further, and the pessimistic H100 sources
+(Megatron-Core 2024, dgxc) about 1 point closer.
 """

@@ -36,9 +36,12 @@ MODERN = Stack()
 # Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
 # kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
 MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
-# PyTorch eager layers with FlashAttention-2 (llm-foundry/Composer MPT 2023, torch 2.0 era: the
-# flash-attn 2 / SDPA kernel, which on H100 reaches ~35% of peak, arXiv:2407.08608 abstract).
-TORCH_EAGER_FA2 = Stack(attention="flash2", fused_kernels=False)
+# PyTorch eager layers with FlashAttention-1 kernels: llm-foundry/Composer MPT 2023. The benchmark
+# tables were produced by scripts/train/benchmarking/submit_benchmarks.py (added with the H100
+# tables in llm-foundry b2a43a14, Oct 2023), which sets ``attn_impl: triton`` (its default) and
+# installs ``.[gpu]`` of the v0.3.0 branch, i.e. flash-attn 1.0.9 and the Triton port of the
+# FlashAttention-1 algorithm; FlashAttention-2 was only the optional ``gpu-flash2`` extra.
+TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False)
 # PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel).
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False)
 

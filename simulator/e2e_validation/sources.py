@@ -12,7 +12,7 @@ from typing import Callable, Iterable
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_precision, parse_recompute, read_rows
 from simulator.e2e_validation.scenarios import (
     MEGATRON_LEGACY,
-    TORCH_EAGER_FA2,
+    TORCH_EAGER_FA1,
     TORCH_EAGER_TE,
     gpt_model,
     llama_model,
@@ -165,7 +165,7 @@ def _mpt(rows: list[Row]) -> list[Case]:
         out.append(Case("mpt", f"{name} {r['gpu']} {n} GPUs mbs{r['micro_batch']} {parse_recompute(r)}",
                         make_scenario(f"mpt-{len(out)}", hw, n, gpt_model(r, position="rope"),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                                  dtype="bf16", recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA2),
+                                  dtype="bf16", recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA1),
                         "tokens_per_s_per_gpu", float(r["value"]), n))
     # one row per (model, gpu, gpus): the README lists a few repeated configurations
     seen, unique = set(), []
@@ -175,6 +175,33 @@ def _mpt(rows: list[Row]) -> list[Case]:
             seen.add(key)
             unique.append(c)
     return unique
+
+
+def _mpt_seq(rows: list[Row]) -> list[Case]:
+    """The sequence-length sweeps of the same tables: MPT 1B-30B on 8 GPUs (H100-80GB and
+    A100-80GB, BF16) at every length other than 2048, from 512 to 65536 tokens, where the
+    attention core grows from a few percent to most of the FLOPs. Built like the MPT rows above
+    (FSDP, eager layers, FlashAttention-1 kernels), with the micro-batch and activation
+    checkpointing of each row."""
+    out = []
+    for r in rows:
+        if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16" or r["seq_len"] == "2048":
+            continue
+        hw, name = parse_hardware(r), r["model_name"]
+        if hw is None or r["num_gpus"] != "8" or name in ("MPT-125m", "MPT-350m", "MPT-760m"):
+            continue
+        zero = 2 if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else 3
+        par = dict(zero=zero) if zero == 2 else dict(zero=3, zero3_impl="fsdp2")
+        label = f"{name} {r['gpu']} seq{r['seq_len']} mbs{r['micro_batch']} {parse_recompute(r)}"
+        if any(c.label == label for c in out):
+            continue
+        out.append(Case("mpt_seq", label,
+                        make_scenario(f"mpt-seq-{len(out)}", hw, 8, gpt_model(r, position="rope"),
+                                      micro_batch=parse_int(r["micro_batch"], 1),
+                                      global_batch=parse_int(r["global_batch"]), dtype="bf16",
+                                      recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA1),
+                        "tokens_per_s_per_gpu", float(r["value"]), 8))
+    return out
 
 
 def _flagperf(rows: list[Row]) -> list[Case]:
@@ -326,6 +353,12 @@ SOURCES: list[Source] = [
     Source("mpt", "MosaicML llm-foundry MPT (FSDP, BF16)", "llm_foundry_mpt.csv", _mpt,
            ["MPT uses ALiBi and no biases; modelled as a GeLU GPT without learned positions.",
             "FSDP FULL_SHARD is modelled as FSDP2 ZeRO-3 (Composer used FSDP1, torch 1.13/2.0)."]),
+    Source("mpt_seq", "MosaicML llm-foundry MPT sequence-length sweeps (8 GPUs, BF16)", "llm_foundry_mpt.csv",
+           _mpt_seq,
+           ["Held out entirely: a sweep along one variable tests how the model extrapolates along it, so none "
+            "of its single-node rows fits the GEMM curve.",
+            "MPT's learned position embeddings grow with the sequence (the tables' NumParams do); modelled "
+            "without them, as the seq-2048 rows."]),
     Source("flagperf", "FlagPerf Llama-3 (Megatron-Core 0.6, BF16)", "flagperf_nvidia.csv", _flagperf,
            ["A800 rows run on the DGX A100 profile (A800 NVLink is 400 GB/s, not 600).",
             "Distributed optimizer not stated; ZeRO-1 assumed."]),
@@ -360,13 +393,17 @@ def cases(sources: Iterable[Source] = SOURCES, data_dir: Path = DATA_DIR) -> lis
 FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
+# Sources held out entirely, single-node rows included.
+HELD_OUT_SOURCES = frozenset({"mpt_seq"})
+
+
 def is_fit_case(case: Case) -> bool:
     """The fitting subset: single-node (8-GPU) rows in bf16/fp16, the precision the GEMM curve
     describes. An fp8 row also carries TransformerEngine's fp8 overheads (casts, amax
     reductions) that the model lumps into the curve × ``fp8_gemm_efficiency_scale``, so it fits a
     profile only where no bf16/fp16 row exists (``FP8_FIT_PROFILES``). Every multi-node row is
-    held out."""
-    if case.n_gpus != 8:
+    held out, and so is every row of a sweep source (``HELD_OUT_SOURCES``)."""
+    if case.n_gpus != 8 or case.source in HELD_OUT_SOURCES:
         return False
     training = case.scenario["training"]
     return training["dtype"] != "fp8" or case.scenario["hardware"] in FP8_FIT_PROFILES

@@ -1,5 +1,5 @@
 """The software-stack knobs of the schedule: the attention implementation
-(``training.attention``: auto | flash2 | flash3 | unfused) and unfused memory-bound kernels
+(``training.attention``: auto | flash1 | flash2 | flash3 | unfused) and unfused memory-bound kernels
 (``training.fused_kernels: false``). Expected values are closed forms of the HBM traffic and
 FLOPs written out here, independently of the builders."""
 
@@ -161,6 +161,30 @@ def test_flash2_on_h100_costs_the_ratio_of_the_profile_efficiencies(tmp_path):
         ratio = (eff["flash3"].bwd / eff["flash2"].bwd) if bwd else (eff["flash3"].fwd / eff["flash2"].fwd)
         assert compute_time(a, gpu) - launch == pytest.approx(ratio * (compute_time(b, gpu) - launch))
     assert eff["flash2"].fwd == pytest.approx(0.35)  # "only 35% utilization", arXiv:2407.08608
+
+
+def test_flash1_prices_the_fa1_generation_and_only_where_a_profile_has_it(tmp_path):
+    """flash1 (FlashAttention-1: flash-attn 1.x and its Triton ports) on A100 runs at FA1's
+    "up to 124 TFLOP/s" (0.40 of 312) forward; the backward keeps FA2's bwd/fwd ratio. Compared
+    with flash2 on the same ops, attention time scales by the efficiency ratio. B200 has no
+    FA1 entry: asking for it is an input error naming the field."""
+    from simulator.errors import InputError
+
+    gpu = load_profile("dgx-a100").gpu
+    eff = gpu.attention_efficiency
+    assert eff["flash1"].fwd == pytest.approx(124 / 312, abs=0.005)
+    assert eff["flash1"].bwd / eff["flash1"].fwd == pytest.approx(eff["flash2"].bwd / eff["flash2"].fwd, rel=0.01)
+    fa1 = _attention_ops(tmp_path, "dgx-a100", attention="flash1")
+    fa2 = _attention_ops(tmp_path, "dgx-a100", attention="flash2")
+    launch = gpu.kernel_launch_us * 1e-6
+    assert fa1 and {o.attention_kernel for o in fa1} == {"flash1"}
+    for a, b in zip(fa1, fa2):
+        bwd = a.tag.phase == "bwd"
+        ratio = (eff["flash2"].bwd / eff["flash1"].bwd) if bwd else (eff["flash2"].fwd / eff["flash1"].fwd)
+        assert compute_time(a, gpu) - launch == pytest.approx(ratio * (compute_time(b, gpu) - launch))
+    with pytest.raises(InputError) as err:
+        _attention_ops(tmp_path, "dgx-b200", attention="flash1")
+    assert "training.attention" in str(err.value)
 
 
 def test_flash3_on_an_ampere_profile_is_an_input_error(tmp_path):
