@@ -73,11 +73,11 @@ What this says:
   `--tp-comm-overlap` and reports a flat 46-49% MFU from tp2 to tp8, i.e. TP communication is
   almost fully hidden in reality. (These figures are from before `te_default`; see the next
   section for what modelling TE's per-GEMM overlap changed, and what remains.)
-- The A100 factor transfers as before: BLOOM (no row fitted) +17%, Megatron 2020 multi-node
-  +21-28%, both optimistic for stack-era reasons (2020-2022 cuBLAS slower than the stack behind
-  MAMF). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path (profile jean-zay-a100) rather than the
-  DGX A100's 8 × 200 Gb/s HDR, which changes its rows by 0.5-2 points, so the network is not the
-  cause.
+- The A100 factor transfers as before: BLOOM (no row fitted) +20%, Megatron 2020 multi-node
+  +24-30% (with today's 0.803 derate), both optimistic for stack-era reasons (2020-2022 cuBLAS
+  slower than the stack behind MAMF). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path
+  (profile jean-zay-a100) rather than the DGX A100's 8 × 200 Gb/s HDR. That changes its rows by
+  0.5-2 points, so the network is not the cause.
 
 ## TransformerEngine's default TP overlap (`tp_overlap: te_default`)
 
