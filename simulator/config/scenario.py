@@ -191,6 +191,10 @@ def check_plan(scn: Scenario) -> None:
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
     if t.dtype == "fp8" and scn.profile.gpu.fp8_TFLOPS is None:
         _fail(scn, "training.dtype", f"fp8 needs fp8 tensor cores; {scn.profile.gpu.name} has none")
+    try:  # the kernel generation must be one the profile prices (flash3 on an A100 is not)
+        scn.profile.gpu.resolve_attention(t.attention)
+    except InputError as exc:
+        _fail(scn, "training.attention", exc.detail)
 
 
 def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None) -> Scenario:

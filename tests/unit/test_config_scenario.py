@@ -52,6 +52,8 @@ CASES = [
     ({"parallel.pp": 3, "parallel.pp_layers": [20, 20, 20]}, "parallel.pp_layers", "= 60 must equal layers=80"),
     ({"parallel.zero": 3, "parallel.pp": 2}, "parallel.zero", "zero=3 with pp=2"),
     ({"training.dtype": "fp8"}, "training.dtype", "fp8 needs fp8 tensor cores"),
+    ({"training.attention": "flash1"}, "training.attention",
+     "T has no flash1 attention kernel in its profile; expected one of auto, unfused, flash2, flash3"),
     ({"parallel.tp": 8, "parallel.sequence_parallel": True, "model.seq_len": 8196, "parallel.cp": 1},
      "model.seq_len", "is not divisible by tp=8 (sequence parallel)"),
     ({"parallel.cp": 4, "parallel.cp_comm": "a2a+p2p", "parallel.cp_a2a": 3}, "parallel.cp_a2a",
