@@ -144,37 +144,39 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     return out
 
 
+_SUB_1B_MPT = ("MPT-125m", "MPT-350m", "MPT-760m")  # launch-latency bound; out of scope
+
+
+def _mpt_case(r: Row, source: str, label: str, hw: str, n: int) -> Case:
+    """One llm-foundry row as a scenario: Composer's FSDP (FULL_SHARD as FSDP2 ZeRO-3,
+    SHARD_GRAD_OP as ZeRO-2), eager layers, FlashAttention-1 kernels, the row's micro-batch and
+    activation checkpointing."""
+    par = dict(zero=2) if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else dict(zero=3, zero3_impl="fsdp2")
+    return Case(source, label,
+                make_scenario(f"{source}-{label.split()[0]}-{r['seq_len']}-{n}", hw, n, gpt_model(r, position="rope"),
+                              micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                              dtype="bf16", recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA1),
+                "tokens_per_s_per_gpu", float(r["value"]), n)
+
+
 def _mpt(rows: list[Row]) -> list[Case]:
     """BF16 tables only: seq-2048 rows on 8 GPUs for every size from 1B up, plus the large-scale H100
     rows of MPT-7B and MPT-70B; H100-80GB and A100-80GB (A100-40GB has no profile)."""
-    out = []
+    out: list[Case] = []
+    seen = set()  # one row per (model, gpu, gpus): the README lists a few repeated configurations
     for r in rows:
         if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16":
             continue
-        hw = parse_hardware(r)
-        if hw is None or r["seq_len"] != "2048":
+        hw, name, n = parse_hardware(r), r["model_name"], parse_int(r["num_gpus"])
+        if hw is None or r["seq_len"] != "2048" or name in _SUB_1B_MPT:
             continue
-        n = parse_int(r["num_gpus"])
-        name = r["model_name"]
-        if name in ("MPT-125m", "MPT-350m", "MPT-760m"):
-            continue  # sub-1B models are launch-latency bound; out of scope
         if not (n == 8 or (hw == "dgx-h100" and name in ("MPT-7b", "MPT-70b") and n in (64, 512))):
             continue
-        zero = 2 if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else 3
-        par = dict(zero=zero) if zero == 2 else dict(zero=3, zero3_impl="fsdp2")
-        out.append(Case("mpt", f"{name} {r['gpu']} {n} GPUs mbs{r['micro_batch']} {parse_recompute(r)}",
-                        make_scenario(f"mpt-{len(out)}", hw, n, gpt_model(r, position="rope"),
-                                  micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                                  dtype="bf16", recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA1),
-                        "tokens_per_s_per_gpu", float(r["value"]), n))
-    # one row per (model, gpu, gpus): the README lists a few repeated configurations
-    seen, unique = set(), []
-    for c in out:
-        key = c.label.rsplit(" mbs", 1)[0]
+        key = f"{name} {r['gpu']} {n} GPUs"
         if key not in seen:
             seen.add(key)
-            unique.append(c)
-    return unique
+            out.append(_mpt_case(r, "mpt", f"{key} mbs{r['micro_batch']} {parse_recompute(r)}", hw, n))
+    return out
 
 
 def _mpt_seq(rows: list[Row]) -> list[Case]:
@@ -183,24 +185,18 @@ def _mpt_seq(rows: list[Row]) -> list[Case]:
     attention core grows from a few percent to most of the FLOPs. Built like the MPT rows above
     (FSDP, eager layers, FlashAttention-1 kernels), with the micro-batch and activation
     checkpointing of each row."""
-    out = []
+    out: list[Case] = []
+    seen = set()
     for r in rows:
         if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16" or r["seq_len"] == "2048":
             continue
         hw, name = parse_hardware(r), r["model_name"]
-        if hw is None or r["num_gpus"] != "8" or name in ("MPT-125m", "MPT-350m", "MPT-760m"):
+        if hw is None or r["num_gpus"] != "8" or name in _SUB_1B_MPT:
             continue
-        zero = 2 if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else 3
-        par = dict(zero=zero) if zero == 2 else dict(zero=3, zero3_impl="fsdp2")
         label = f"{name} {r['gpu']} seq{r['seq_len']} mbs{r['micro_batch']} {parse_recompute(r)}"
-        if any(c.label == label for c in out):
-            continue
-        out.append(Case("mpt_seq", label,
-                        make_scenario(f"mpt-seq-{len(out)}", hw, 8, gpt_model(r, position="rope"),
-                                      micro_batch=parse_int(r["micro_batch"], 1),
-                                      global_batch=parse_int(r["global_batch"]), dtype="bf16",
-                                      recompute=parse_recompute(r), parallel=par, stack=TORCH_EAGER_FA1),
-                        "tokens_per_s_per_gpu", float(r["value"]), 8))
+        if label not in seen:
+            seen.add(label)
+            out.append(_mpt_case(r, "mpt_seq", label, hw, 8))
     return out
 
 
