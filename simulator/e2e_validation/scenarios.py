@@ -46,6 +46,21 @@ TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False)
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False)
 
 
+def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:
+    """The parallel block of a Megatron-Core / NeMo run with the printed TP, PP, VP and CP: the
+    distributed optimizer (ZeRO-1) with its parameter AllGather overlapped with forward
+    (--overlap-param-gather; NeMo's distributed_fused_adam), sequence parallel and the given TE TP
+    overlap when TP > 1, interleaved 1F1B when VP > 1."""
+    par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
+    if tp > 1:
+        par["sequence_parallel"] = True
+        if tp_overlap != "none":
+            par["tp_overlap"] = tp_overlap
+    if vp > 1:
+        par.update(pp_schedule="interleaved", vp=vp)
+    return par
+
+
 def make_scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
               dtype: str, recompute: str, parallel: dict, stack: Stack = MODERN) -> dict:
     return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // 8), model=model,

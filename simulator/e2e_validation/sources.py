@@ -17,6 +17,7 @@ from simulator.e2e_validation.scenarios import (
     gpt_model,
     llama_model,
     make_scenario,
+    megatron_parallel,
 )
 from simulator.files import bundled_dir
 
@@ -133,9 +134,7 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
         if n > 1536:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
-        par = dict(tp=tp, pp=pp, zero=1, overlap_param_gather=True)
-        if tp > 1:
-            par.update(sequence_parallel=True, tp_overlap="te_default")
+        par = megatron_parallel(tp, pp)
         out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} dp{n // (tp * pp)} {n} GPUs",
                         make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
@@ -238,9 +237,7 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
         if hw is None or n % 8:
             continue  # a scenario has whole 8-GPU nodes
         tp, pp, cp = parse_int(r["tp"], 1), parse_int(r["pp"], 1), parse_int(r["cp"], 1)
-        par: dict = dict(tp=tp, pp=pp, cp=cp, cp_comm="p2p", zero=1, overlap_param_gather=True)
-        if tp > 1:
-            par["sequence_parallel"] = True
+        par = dict(megatron_parallel(tp, pp, cp=cp, tp_overlap="none"), cp_comm="p2p")
         seq = parse_int(r["seq_len"])
         out.append(Case("nemo_cp", f"{r['model_name']} {hw.split('-')[1].upper()} {seq // 1024}K "
                                    f"tp{tp} pp{pp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",
@@ -278,11 +275,7 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
             model = gpt_model({**r, "vocab": str(padded_vocab(GPT2_BPE_VOCAB, tp))}, position="learned", tied=True)
         else:
             model = llama_model(r)
-        par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
-        if tp > 1:
-            par.update(sequence_parallel=True, tp_overlap="te_default")
-        if vp > 1:
-            par.update(pp_schedule="interleaved", vp=vp)
+        par = megatron_parallel(tp, pp, vp, cp)
         dp = n // (tp * pp * cp)
         out.append(Case("nemo2407", f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs",
                         make_scenario(f"nemo2407-{r['model_name']}-{n}", "dgx-h100", n, model,
@@ -318,11 +311,7 @@ def _dgxc(rows: list[Row]) -> list[Case]:
         tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
         model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
                      position_embedding="rope", tied_embeddings=False)
-        par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
-        if tp > 1:
-            par.update(sequence_parallel=True, tp_overlap="te_default")
-        if vp > 1:
-            par.update(pp_schedule="interleaved", vp=vp)
+        par = megatron_parallel(tp, pp, vp, cp)
         out.append(Case("dgxc", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp * cp)} {n} GPUs",
                         make_scenario(f"dgxc-{r['model_name']}", "dgx-h100", n, model,
                                       micro_batch=parse_int(r["micro_batch"], 1),
