@@ -12,15 +12,15 @@ fitted constant per GPU:
    fused scale-mask-softmax, dropout (with its 1-byte mask), ·V; the backward mirrors it
    (`schedule/attention.py`, `unfused_forward/backward`). The HBM traffic of the score matrix is
    the one FlashAttention removes (arXiv:2205.14135 §2.2). Used by Megatron-LM 2020 and BLOOM.
-2. **The attention kernel generation** (`training.attention: auto | flash1 | flash2 | flash3`), priced by
-   per-GPU, per-kernel efficiencies in the profile (`gpu.attention_efficiency`, fwd and bwd),
-   apart from the GEMM curve: on H100 FlashAttention-2 reaches "only 35% utilization" and
-   FlashAttention-3 up to 75% (arXiv:2407.08608 abstract; HARDWARE.md §4: FA3 d=128 causal fwd
-   59-62%, kept at 0.60/0.45; FA2 0.35/0.29); on A100 FA2 keeps 0.60/0.50 (arXiv:2307.08691:
-   "50-73%") and FA1 0.40/0.33 (FA1 "25-40%", up to 124 TFLOP/s), and no flash3 exists.
-   `auto` (default) is what Megatron-Core/TransformerEngine
-   runs on the GPU: cuDNN / FA3-class on Hopper and later, FA2-class before
-   (`gpu.default_attention`).
+2. **The attention kernel generation** (`training.attention: auto | flash1 | flash2 |
+   flash3`), priced by per-GPU, per-kernel efficiencies in the profile
+   (`gpu.attention_efficiency`, fwd and bwd), apart from the GEMM curve: on H100
+   FlashAttention-2 reaches "only 35% utilization" and FlashAttention-3 up to 75%
+   (arXiv:2407.08608 abstract; HARDWARE.md §4: FA3 d=128 causal fwd 59-62%, kept at 0.60/0.45;
+   FA2 0.35/0.29); on A100 FA2 keeps 0.60/0.50 (arXiv:2307.08691: "50-73%") and FA1 0.40/0.33
+   (FA1 "25-40%", up to 124 TFLOP/s), and no flash3 exists. `auto` (default) is what
+   Megatron-Core/TransformerEngine runs on the GPU: cuDNN / FA3-class on Hopper and later,
+   FA2-class before (`gpu.default_attention`).
 3. **Unfused memory-bound kernels** (`training.fused_kernels: false`): PyTorch eager layers
    (llm-foundry MPT, NeMo AutoModel).
 4. **Source-to-stack mapping** (`e2e_validation/scenarios.py`, `Stack`): Megatron 2020 / BLOOM =
@@ -138,18 +138,18 @@ grows from a quarter to 97% of the model FLOPs.
   measured. A two-term fit of the six rows (time = dense FLOPs / R_d + attention FLOPs / R_a)
   gives R_a within 5% of the model and R_d = 0.55× the model. Fitting the curve factor on the
   single-node row (32K, cp2) gives × 0.486; the five multi-node rows, held out, then land at
-  +3.0% to +4.7%, flat from 64K to 1M as measured. The factor is fitted on fp8, so it includes TE's
-  fp8 overheads; bf16 B200 runs are not validated by any row.
+  +3.0% to +4.7%, flat from 64K to 1M as measured. The factor is fitted on fp8, so it includes
+  TE's fp8 overheads; bf16 B200 runs are not validated by any row.
 - **H100 (2024 stack): attention between FlashAttention-2 and -3.** Same two-term fit on the
   eight H100 rows: the dense part is within 2% of the model (R_d 831 vs 819 model TFLOP/s with
   the 0.636 derate of the day), with no refit; the attention part runs at 0.72× the model's
-  flash3 rate. So the error grows with the attention share: +10% at 8K, +32% at 128K, +38% at 1M. TE 1.4 runs cuDNN's fused
-  attention on Hopper, CP included (`DotProductAttention.forward`, "Select FusedAttention on
-  sm90"), and that was the cuDNN of NeMo 24.03's container (early 2024), not the FA3-paper
-  kernels (July 2024) that the profile's 0.60/0.45 describe; the backward efficiency, 0.45, is
-  itself assumed (no backward-only figure was found). With `training.attention: flash2` the same
-  rows are −4% to −14%.
-  The measured rate lies between the two kernel generations, and no number is fitted for it.
+  flash3 rate. So the error grows with the attention share: +10% at 8K, +32% at 128K, +38% at
+  1M. TE 1.4 runs cuDNN's fused attention on Hopper, CP included (`DotProductAttention.forward`,
+  "Select FusedAttention on sm90"), and that was the cuDNN of NeMo 24.03's container (early
+  2024), not the FA3-paper kernels (July 2024) that the profile's 0.60/0.45 describe; the
+  backward efficiency, 0.45, is itself assumed (no backward-only figure was found). With
+  `training.attention: flash2` the same rows are −4% to −14%. The measured rate lies between
+  the two kernel generations, and no number is fitted for it.
   The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
   already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
   throughput stays within 4%, and so does the prediction.
