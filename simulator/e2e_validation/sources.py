@@ -248,6 +248,18 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
     return out
 
 
+def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str) -> Case:
+    """An NVIDIA-stack row on DGX H100 with its printed plan (TP, PP, VP, CP, micro-batch,
+    global batch), ``megatron_parallel``'s defaults for the rest, no recompute."""
+    n = parse_int(r["num_gpus"])
+    tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
+    return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",
+                make_scenario(f"{source}-{r['model_name']}-{n}", "dgx-h100", n, model,
+                              micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                              dtype=dtype, recompute="none", parallel=megatron_parallel(tp, pp, vp, cp)),
+                metric, float(r["value"]), n)
+
+
 GPT2_BPE_VOCAB = 50257  # the GPT-2 BPE that NeMo's GPT-3 configs train with
 
 
@@ -269,20 +281,12 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
         if (r["metric"] != "tokens_per_s_per_gpu" or "doc version: final" not in r["notes"]
                 or not r["notes"].startswith("pretrain") or not r["layers"]):
             continue
-        n = parse_int(r["num_gpus"])
-        tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
         if r["model_name"].startswith("GPT3"):
-            model = gpt_model({**r, "vocab": str(padded_vocab(GPT2_BPE_VOCAB, tp))}, position="learned", tied=True)
+            vocab = padded_vocab(GPT2_BPE_VOCAB, parse_int(r["tp"], 1))
+            model = gpt_model({**r, "vocab": str(vocab)}, position="learned", tied=True)
         else:
             model = llama_model(r)
-        par = megatron_parallel(tp, pp, vp, cp)
-        dp = n // (tp * pp * cp)
-        out.append(Case("nemo2407", f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs",
-                        make_scenario(f"nemo2407-{r['model_name']}-{n}", "dgx-h100", n, model,
-                                      micro_batch=parse_int(r["micro_batch"], 1),
-                                      global_batch=parse_int(r["global_batch"]), dtype="fp8", recompute="none",
-                                      parallel=par),
-                        "tokens_per_s_per_gpu", float(r["value"]), n))
+        out.append(_printed_plan_case("nemo2407", r, model, "fp8", "tokens_per_s_per_gpu"))
     return out
 
 
@@ -307,17 +311,9 @@ def _dgxc(rows: list[Row]) -> list[Case]:
             continue
         if parse_precision(r) != "bf16" or r["model_name"] not in NEMOTRON4:
             continue
-        n = parse_int(r["num_gpus"])
-        tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
         model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
                      position_embedding="rope", tied_embeddings=False)
-        par = megatron_parallel(tp, pp, vp, cp)
-        out.append(Case("dgxc", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp * cp)} {n} GPUs",
-                        make_scenario(f"dgxc-{r['model_name']}", "dgx-h100", n, model,
-                                      micro_batch=parse_int(r["micro_batch"], 1),
-                                      global_batch=parse_int(r["global_batch"]), dtype="bf16", recompute="none",
-                                      parallel=par),
-                        "step_time_s", float(r["value"]), n))
+        out.append(_printed_plan_case("dgxc", r, model, "bf16", "step_time_s"))
     return out
 
 
