@@ -335,9 +335,10 @@ def jobs_from_args(args: argparse.Namespace, world_size: int) -> list[Job]:
 def run(args: argparse.Namespace) -> int:
     """Entry point shared by ``python -m simulator.measure`` and ``clustersim measure``."""
     settings = Settings(warmup_iters=args.warmup_iters, iters=args.iters, backend=args.backend)
-    _torch()
-    # Check everything the user gave before any process group exists: a bad option fails fast.
+    # Check everything the user gave before torch is imported or any process group exists: a
+    # bad option is reported as itself, even on a machine without torch.
     jobs = jobs_from_args(args, int(os.environ.get("WORLD_SIZE", "1")))
+    _torch()
     env = _init(settings)
     if args.profile:
         from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415

@@ -105,6 +105,20 @@ def test_bad_options_exit_2_before_any_process_group(capsys):
     assert cli_main(["measure", "--op", "allreduce", "--dtype", "complex128"]) == 2
 
 
+def test_bad_options_are_named_even_without_torch(monkeypatch, capsys):
+    """A fresh install has no torch: a wrong option is still reported as itself, not as the
+    missing PyTorch, because options are checked before torch is imported."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    assert cli_main(["measure", "--op", "allshuffle"]) == 2
+    err = capsys.readouterr().err
+    assert "allshuffle" in err and "PyTorch" not in err
+    assert cli_main(["measure", "--op", "allreduce", "--dtype", "complex128"]) == 2
+    assert "complex128" in capsys.readouterr().err
+    # valid options get as far as the import, which then says what to install
+    assert cli_main(["measure", "--op", "allreduce"]) == 2
+    assert "pip install" in capsys.readouterr().err
+
+
 def test_missing_torch_is_an_input_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     with pytest.raises(InputError, match="pip install"):

@@ -26,3 +26,12 @@ def test_ci_runs_the_readme_commands_verbatim():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     for command in first_code_block():
         assert command in ci
+
+
+def test_readme_names_the_fast_default_for_contributors():
+    """A contributor runs the fast subset; CI (the setup block) runs everything."""
+    text = (ROOT / "README.md").read_text()
+    contributing = text.split("## Contributing", 1)
+    assert len(contributing) == 2, "README.md has no Contributing section"
+    assert 'python -m pytest -m "not slow"' in contributing[1]
+    assert first_code_block()[1] == "python -m pytest"  # CI: the whole suite, slow included
