@@ -174,14 +174,62 @@ def _mesh_orders(members: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [tuple(members[i] for i in cycle) for cycle in hamiltonian_decomposition(len(members))]
 
 
+@lru_cache(maxsize=None)
+def hamiltonian_paths(n: int) -> tuple[tuple[int, ...], ...]:
+    """Directed Hamiltonian paths of the complete digraph on n GPUs that use every ordered pair
+    equally often, with every GPU the start of equally many paths (and the end of as many).
+
+    Why: across nodes a ring does not close inside a node; each channel enters a node at the GPU
+    of one NIC, visits every GPU once and leaves through the NIC of the last one (NCCL
+    ``search.cc`` ring search from a NET to a NET; RCCL's rome models write such rings as
+    ``N0 ... N1``). On a full mesh the channels' paths together must use all n(n-1) peer links
+    once each, or all channels queue on the same n-1 links. Derived from a cycle decomposition
+    of n+1 vertices (:func:`hamiltonian_decomposition`) by deleting vertex n: every cycle becomes
+    a path from the successor of n to its predecessor, and the arcs through n were the only
+    ones lost. n ≤ 2: the one order.
+    """
+    if n <= 2:
+        return (tuple(range(n)),)
+    paths = []
+    for cycle in hamiltonian_decomposition(n + 1):
+        i = cycle.index(n)
+        paths.append(cycle[i + 1:] + cycle[:i])
+    return tuple(paths)
+
+
+def _mesh_node_paths(members: tuple[int, ...]) -> dict[int, list[tuple[int, ...]]]:
+    """The balanced Hamiltonian paths over one node's members, keyed by their first GPU."""
+    by_start: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+    for path in hamiltonian_paths(len(members)):
+        by_start[members[path[0]]].append(tuple(members[i] for i in path))
+    return by_start
+
+
+def _mesh_chain(paths: dict[int, list[tuple[int, ...]]], entry: int, c: int) -> tuple[int, ...]:
+    options = paths[entry]
+    return options[(c // len(paths)) % len(options)]
+
+
 def _ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
-    """Per channel: the ring order and the rail its inter-node hops use."""
+    """Per channel: the ring order and the rail its inter-node hops use.
+
+    On a switched node (NVSwitch, PCIe) channel c enters and leaves every node through rail c.
+    On a full mesh (xGMI, NVLink without switch) channel c enters the first node at GPU c and
+    follows one of the balanced Hamiltonian paths (:func:`hamiltonian_paths`) to its exit GPU e,
+    whose NIC carries it to GPU e's rail peer on the next node, where the path starting at that
+    GPU continues; so every node runs each path once over ppn channels and every peer link
+    carries an equal share. The hop closing the ring returns cross-rail when the paths' exits
+    do not come back to the start (on a rail fat tree it crosses a spine, as NCCL's does).
+    """
+    mesh = topo.profile.node.scale_up.kind == "mesh"
     if len(lay.by_node) == 1:
         members = lay.by_node[0]
-        if topo.profile.node.scale_up.kind == "mesh" and len(members) > 2:
+        if mesh and len(members) > 2:
             orders = _mesh_orders(members)
             return [(o, None) for _ in range(n_ch) for o in orders]
         return [(members, None)] * n_ch
+    if mesh and lay.ppn > 2 and len({len(m) for m in lay.by_node}) == 1:
+        return _mesh_ring_orders(topo, lay, n_ch)
     rails = group_rails(topo, lay.by_node[0])
     out = []
     for c in range(n_ch):
@@ -190,6 +238,22 @@ def _ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...
         for members in lay.by_node:
             order += _rotate_to_rail(topo, members, r)
         out.append((order, r))
+    return out
+
+
+def _mesh_ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
+    """Rings over full-mesh nodes (see :func:`_ring_orders`); the rail is None: each inter-node
+    hop leaves through the NIC of the GPU that sends it."""
+    node_paths = [_mesh_node_paths(m) for m in lay.by_node]
+    out = []
+    for c in range(n_ch):
+        local = c % lay.ppn
+        order: tuple[int, ...] = ()
+        for members, paths in zip(lay.by_node, node_paths):
+            chain = _mesh_chain(paths, members[local], c)
+            order += chain
+            local = members.index(chain[-1])
+        out.append((order, None))
     return out
 
 
@@ -205,7 +269,7 @@ def ring_pattern(topo: Any, lay: Layout, n_ch: int, closed: bool = True) -> Patt
         for i in range(hops):
             a, b = order[i], order[(i + 1) % len(order)]
             cross = topo.node_of(a) != topo.node_of(b)
-            e = acc[topo.route(a, b, rail if cross else None).links]
+            e = acc[topo.route(a, b, (topo.nic_of(a) if rail is None else rail) if cross else None).links]
             e[0] += per_ring / n_ch
             e[1] += per_ring
     return _merge(acc)
@@ -229,9 +293,15 @@ def tree_pattern(topo: Any, lay: Layout, n_ch: int) -> Pattern:
             e[0] += 1.0 / n_ch
             e[1] += 1
 
+    # On a full mesh each channel's intra-node chain is one of the balanced Hamiltonian paths
+    # from its rail's GPU, so the channels' chains load every peer link alike (as the rings).
+    mesh = topo.profile.node.scale_up.kind == "mesh" and lay.ppn > 2
+    node_paths = [_mesh_node_paths(m) for m in lay.by_node] if mesh else []
     for c in range(n_ch):
         r = rails[c % len(rails)]
         chains = [_rotate_to_rail(topo, m, r) for m in lay.by_node]
+        if mesh:
+            chains = [_mesh_chain(paths, chain[0], c) for paths, chain in zip(node_paths, chains)]
         for chain in chains:
             for i in range(len(chain) - 1):
                 add(chain[i + 1], chain[i], None)

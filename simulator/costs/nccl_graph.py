@@ -99,8 +99,12 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         nics = max(1, min(profile.node.nics.count, MAX_CHANNELS // 2) if profile.node.nics.count else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
-        if n_ch * bw > intra_total and ppn > 1:  # the intra-node chain cannot feed every NIC at full speed
-            bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= intra_total), bw)
+        # The intra-node chains must feed every NIC. Through a switch all channels share the
+        # GPU's total; on a full mesh each channel's chain is its own Hamiltonian path, so the
+        # ppn(ppn-1) peer links each carry n_ch/ppn channels (flow_patterns.hamiltonian_paths).
+        chain_total = mesh_peer_GBps(profile) * ppn if su.kind == "mesh" else intra_total
+        if n_ch * bw > chain_total and ppn > 1:
+            bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= chain_total), bw)
         bw_inter = bw
     tree_bw = tree_bw_intra(bw, n_ch, intra_total, SPEEDS_INTER[row]) if n_nodes == 2 else bw
     if bw >= 25 and not (arch in ("hopper", "blackwell") and bw < 50 and n_ch > 4):
