@@ -15,7 +15,9 @@ Volumes (per rank, S = size in the nccl-tests convention, n ranks):
   channel's inter-node hop is rail-aligned), as NCCL spreads channels over NICs. Inside a
   full-mesh node (no switch) each channel is spread over ring orders that together use every
   peer link equally (``flow_patterns.hamiltonian_decomposition``), as RCCL's and NCCL's
-  multi-ring graphs do.
+  multi-ring graphs do; across full-mesh nodes each channel's chain through a node is one of a
+  set of balanced Hamiltonian paths (``flow_patterns.hamiltonian_paths``) entering at one NIC's
+  GPU and leaving through another's, so the channels together load every peer link alike.
 * double binary tree AllReduce (Sanders et al. 2009; NCCL ``trees.cc``): an intra-node chain and
   two complementary binary trees over nodes, each carrying half the channels; reduce and
   broadcast are pipelined, so every tree edge carries its share once up and once down.
