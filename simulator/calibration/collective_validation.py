@@ -85,6 +85,21 @@ CASES: dict[str, Case] = {
         "gh200-alps", "allreduce", 64, 4, None,
         "bandwidth regime (>= 512 MiB) within 4%; 4 KiB-128 MiB run 2-4x slower than predicted, with a dip to "
         "15 GB/s at 64 MiB: Slingshot/aws-ofi-nccl medium-size behaviour that no source here explains"),
+    "gh200x16_allreduce_4node_alps_slingshot": Case("gh200-alps", "allreduce", 16, 4),
+    "gh200x128_allreduce_32node_alps_slingshot": Case("gh200-alps", "allreduce", 128, 4),
+    "gh200x512_allreduce_128node_alps_slingshot": Case("gh200-alps", "allreduce", 512, 4),
+    "gh200x2048_allreduce_512node_alps_slingshot": Case("gh200-alps", "allreduce", 2048, 4),
+    "mi300x16_allreduce_2node_aac10_roce": Case(
+        "mi300x", "allreduce", 16, 8, None,
+        "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s; the measured "
+        "floor is 218 us per call (RCCL 2.22.3 over UCX/RoCE), which the model does not know"),
+    "mi325x16_allreduce_2node_aac11_roce_ringalgo": Case(
+        "mi300x", "allreduce", 16, 8, None, "MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
+    "mi325x32_allreduce_4node_aac11_roce_ringalgo": Case(
+        "mi300x", "allreduce", 32, 8, None, "as the 2-node MI325X sweep"),
+    "mi325x64_allreduce_8node_aac11_roce_ringalgo": Case(
+        "mi300x", "allreduce", 64, 8, None, "as the 2-node MI325X sweep"),
+    "mi355x16_allreduce_2node_aac14_pollara": Case("mi355x", "allreduce", 16, 8),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None,
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "

@@ -20,7 +20,7 @@ from simulator.files import bundled_dir
 
 PROFILE_DIR = bundled_dir("hardware_profiles")
 
-Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3"]
+Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3", "cdna4"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
 # Fused attention kernel generations (training.attention). flash1: the FlashAttention-1 algorithm
 # (arXiv:2205.14135), flash-attn 1.x and its Triton ports (llm-foundry's ``attn_impl: triton``),

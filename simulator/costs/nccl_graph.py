@@ -185,14 +185,15 @@ def mesh_peer_GBps(profile) -> float:
 
     NVLink: NCCL's nominal per-link bandwidth (topo.h, 20.6 GB/s on SM90) × the links to that
     peer (links_per_gpu spread evenly over the other GPUs: 18 / 3 = 6 on a 4-GH200 node). xGMI
-    (CDNA3): RCCL ``topo.h`` ``GFX94X_XGMI_WIDTH`` = 48 GB/s per link, one link per peer on MI300X.
+    (CDNA3, CDNA4): RCCL ``topo.h`` ``GFX94X_XGMI_WIDTH`` / ``GFX95X_XGMI_WIDTH`` = 48 GB/s per link,
+    one link per peer on MI300X and MI355X.
     Other architectures: the profile's datasheet figure.
     """
     su, gpu = profile.node.scale_up, profile.gpu
     peers = max(1, profile.node.gpus - 1)
     if gpu.arch in NVLINK_PER_LINK_BW and su.links_per_gpu:
         return NVLINK_PER_LINK_BW[gpu.arch] * max(1, su.links_per_gpu // peers)
-    if gpu.arch == "cdna3":
+    if gpu.arch in ("cdna3", "cdna4"):
         return XGMI_WIDTH_CDNA3_GBPS * max(1, su.links_per_gpu // peers)
     return su.link_GBps
 

@@ -129,7 +129,7 @@ class Topology:
                 self._scale_up[(g, -1)] = up
                 self._switch_down[g] = down
         elif su.kind == "mesh":
-            kind = "xgmi" if self.profile.gpu.arch == "cdna3" else "nvlink"
+            kind = "xgmi" if self.profile.gpu.arch in ("cdna3", "cdna4") else "nvlink"
             for n in range(self.nodes):
                 base = n * self.gpus_per_node
                 for i in range(self.gpus_per_node):

@@ -123,3 +123,42 @@ def test_h100_sendrecv_follows_nccls_p2p_channels():
     then the NVLink: every row within 10% (worst 8.5% at 256 MiB; 324% when a send ran at the link)."""
     r = _result("h100x8_sendrecv_1node")
     assert r.worst_error() <= 0.10, f"worst |busbw error| {r.worst_error():.1%}"
+
+
+# Multi-node rings over xGMI meshes, measured (hisohara/ai-scripts, data/nccl/INDEX.md): the
+# 4-16 GiB plateaus of 2, 4 and 8 MI325X nodes (NCCL_ALGO=Ring) within 0.3-1.0%, and the
+# MI300X/MI355X two-node plateaus. Before multi-node mesh rings used every peer link, all of
+# them were predicted at ~50 GB/s busbw (75-85% low).
+MESH_MULTINODE_PLATEAU = {
+    "mi325x16_allreduce_2node_aac11_roce_ringalgo": 0.03,
+    "mi325x32_allreduce_4node_aac11_roce_ringalgo": 0.03,
+    "mi325x64_allreduce_8node_aac11_roce_ringalgo": 0.03,
+    "mi300x16_allreduce_2node_aac10_roce": 0.05,
+    "mi355x16_allreduce_2node_aac14_pollara": 0.08,
+}
+
+
+@pytest.mark.parametrize("name,tol", sorted(MESH_MULTINODE_PLATEAU.items()))
+def test_multinode_xgmi_plateau(name, tol):
+    r = _result(name)
+    big = [p for p in r.points if p.size_bytes >= 4 << 30]
+    assert big and all(p.algorithm == "ring" for p in big)
+    worst = max(abs(p.error) for p in big)
+    assert worst <= tol, f"{name}: worst |busbw error| >= 4 GiB {worst:.1%}"
+
+
+def test_every_bundled_row_is_consistent():
+    """algbw = size / time and busbw = algbw x the nccl-tests factor for the stated ranks, on every
+    row of every scored sweep (printed values are rounded to 0.01 GB/s)."""
+    from simulator.calibration.collective_validation import CASES
+    from simulator.costs.collectives import busbw_factor
+
+    for name, case in CASES.items():
+        sweep = read_sweep(DATA_DIR / f"{name}.csv")
+        for row in sweep.rows:
+            if row.size_bytes <= 0 or not row.time_us:
+                continue
+            algbw = row.size_bytes / (row.time_us * 1e3)
+            assert abs(algbw - row.algbw_GBps) <= max(0.011, 0.005 * algbw), (name, row)
+            busbw = algbw * busbw_factor(case.op, case.ranks)
+            assert abs(busbw - row.busbw_GBps) <= max(0.011, 0.005 * busbw), (name, row)
