@@ -62,6 +62,7 @@ NOTES = {
     "overlap_param_gather": "ZeRO-1/2: the parameter AllGather hides under the next forward (Megatron "
                             "--overlap-param-gather) instead of following the optimizer step",
     "fsdp_reshard_after_forward": "FSDP2: free gathered parameters after forward and gather them again in backward",
+    "head_dim": "query/key head dimension (Megatron kv_channels); 0 = hidden / heads; under MLA the no-RoPE part",
 }
 
 

@@ -7,7 +7,7 @@ import argparse
 from simulator.commands import add_hardware_option
 from simulator.config.scenario import load_scenario
 from simulator.schedule.build import build_schedule, comm_bytes
-from simulator.schedule.flops import param_count
+from simulator.schedule.flops import active_param_count, param_count
 from simulator.schedule.memory import memory_per_gpu
 from simulator.units import GiB
 
@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
         f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs",
         f"model     {m.preset or 'custom'}: {param_count(m) / 1e9:.2f}B params, {m.layers} layers, h={m.hidden}, "
         f"heads={m.heads}/{m.kv_heads}, ffn={m.ffn_hidden} ({m.mlp}), vocab={m.vocab}, seq={m.seq_len}",
+        *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}, top-{m.top_k}, {m.shared_experts} shared, "
+           f"{m.first_dense_layers} dense layers first; {active_param_count(m) / 1e9:.2f}B active params; "
+           f"ep={p.ep} etp={p.expert_tp} expert-dp={scn.expert_dp} ({p.moe_dispatcher} dispatcher)"] if m.moe else []),
         f"training  micro_batch={t.micro_batch} global_batch={t.global_batch} dtype={t.dtype} "
         f"recompute={t.recompute}",
         f"plan      tp={p.tp}{' +SP' if p.sequence_parallel else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "

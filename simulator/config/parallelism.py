@@ -57,6 +57,19 @@ class Parallel(BaseModel):
     # FSDP2: re-AllGather in backward (True, default for non-root modules) or keep unsharded.
     fsdp_reshard_after_forward: bool = True
 
+    # --- Mixture of Experts (Megatron-Core's expert_model_parallel_size and friends) --------
+    ep: int = Field(default=1, gt=0, description="expert-parallel degree: ranks the routed experts are spread "
+                                                 "over (folds into dp x cp, Megatron's rule)")
+    etp: int | None = Field(default=None, gt=0, description="expert tensor-parallel degree (Megatron's "
+                                                            "expert_tensor_parallel_size; None: tp)")
+    moe_dispatcher: Literal["alltoall", "allgather", "deepep"] = Field(
+        default="alltoall", description="token dispatcher: alltoall (Megatron MoEAlltoAllTokenDispatcher), "
+                                        "allgather (MoEAllGatherTokenDispatcher), deepep (DeepEP kernels: "
+                                        "RDMA to one GPU per node, NVLink forwarding inside it)")
+    moe_shared_expert_overlap: bool = Field(
+        default=False, description="run the shared experts while the dispatch and combine All-to-Alls are "
+                                   "in flight (Megatron's moe_shared_expert_overlap)")
+
     @model_validator(mode="after")
     def _own_rules(self) -> "Parallel":
         if len(set(self.order)) != len(self.order):
@@ -77,6 +90,10 @@ class Parallel(BaseModel):
             raise ValueError(f"ulysses={self.ulysses} and cp={self.cp} cannot be combined; "
                              "use cp_comm: a2a+p2p for hierarchical context parallelism")
         return self
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp or self.tp
 
     def degree(self, axis: str) -> int:
         """Degree of one axis; dp only when given explicitly (else 1 here, see Scenario.dp)."""

@@ -70,6 +70,11 @@ class Scenario:
         return self.training.global_batch // (self.training.micro_batch * self.dp)
 
     @property
+    def expert_dp(self) -> int:
+        """Expert-data-parallel degree: ranks of one stage holding the same experts."""
+        return self.n_gpus // (self.parallel.pp * self.parallel.expert_tp * self.parallel.ep)
+
+    @property
     def tokens_per_step(self) -> int:
         return self.training.global_batch * self.model.seq_len
 
@@ -189,12 +194,46 @@ def check_plan(scn: Scenario) -> None:
     if p.zero == 3 and p.pp > 1 and p.zero3_impl == "deepspeed":
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
+    check_moe(scn, dp)
     if t.dtype == "fp8" and scn.profile.gpu.fp8_TFLOPS is None:
         _fail(scn, "training.dtype", f"fp8 needs fp8 tensor cores; {scn.profile.gpu.name} has none")
     try:  # the kernel generation must be one the profile prices (flash3 on an A100 is not)
         scn.profile.gpu.resolve_attention(t.attention)
     except InputError as exc:
         _fail(scn, "training.attention", exc.detail)
+
+
+def check_moe(scn: Scenario, dp: int) -> None:
+    """Expert-parallel rules (Megatron-Core parallel_state.py and transformer_config.py)."""
+    m, p = scn.model, scn.parallel
+    etp = p.expert_tp
+    if not m.moe:
+        if p.ep > 1 or p.etp is not None:
+            key = "ep" if p.ep > 1 else "etp"
+            _fail(scn, f"parallel.{key}", f"{key}={getattr(p, key)} needs a Mixture-of-Experts model "
+                                          "(model.experts > 0)")
+        return
+    if m.experts % p.ep:
+        _fail(scn, "parallel.ep", f"ep={p.ep} does not divide experts={m.experts}")
+    block = p.tp * p.cp * dp
+    if block % (etp * p.ep):
+        _fail(scn, "parallel.ep", f"etp={etp} x ep={p.ep} = {etp * p.ep} does not divide tp x cp x dp = "
+                                  f"{p.tp} x {p.cp} x {dp} = {block} (EP folds into the ranks of one stage)")
+    if (p.ep > 1 or etp != p.tp) and p.full_order[-1] != "pp":
+        _fail(scn, "parallel.order", f"order {list(p.full_order)}: with expert parallelism pp must be the "
+                                     "outermost axis (Megatron builds the expert ranks as tp-ep-dp-pp)")
+    if p.ulysses > 1:
+        _fail(scn, "parallel.ulysses", "DeepSpeed-Ulysses is not combined with experts here; use cp")
+    if p.tp > 1 and not p.sequence_parallel:
+        _fail(scn, "parallel.sequence_parallel", f"tp={p.tp} with experts needs sequence_parallel: true "
+                                                 "(Megatron-Core requires it for MoE)")
+    if m.moe_ffn_hidden % etp:
+        _fail(scn, "parallel.etp", f"etp={etp} does not divide moe_ffn_hidden={m.moe_ffn_hidden}")
+    if m.shared_ffn_hidden % p.tp:
+        _fail(scn, "parallel.tp", f"tp={p.tp} does not divide shared_ffn_hidden={m.shared_ffn_hidden}")
+    if p.zero == 3 and p.zero3_impl == "deepspeed":
+        _fail(scn, "parallel.zero3_impl", "experts with zero=3 are sharded the FSDP2 way here "
+                                          "(zero3_impl: fsdp2)")
 
 
 def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None) -> Scenario:

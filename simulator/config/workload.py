@@ -28,6 +28,22 @@ def _llama(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab:
                 mlp="swiglu", seq_len=seq_len, tied_embeddings=False, position_embedding="rope")
 
 
+def _moe(layers: int, hidden: int, heads: int, kv_heads: int, vocab: int, seq_len: int, *, experts: int, top_k: int,
+         moe_ffn: int, ffn: int = 0, head_dim: int = 0, shared: int = 0, first_dense: int = 0,
+         **extra: Any) -> dict[str, Any]:
+    """A SwiGLU MoE shape with RoPE and untied embeddings (Mixtral, DeepSeek, Qwen3-MoE, GPT-OSS)."""
+    return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn or moe_ffn, vocab=vocab,
+                mlp="swiglu", seq_len=seq_len, tied_embeddings=False, position_embedding="rope", head_dim=head_dim,
+                experts=experts, top_k=top_k, moe_ffn_hidden=moe_ffn, shared_experts=shared,
+                first_dense_layers=first_dense, **extra)
+
+
+def _deepseek_mla(q_lora_rank: int) -> dict[str, Any]:
+    """DeepSeek-V2/V3 multi-head latent attention: 128 no-RoPE + 64 RoPE dims per query/key head,
+    128 per value head, a 512-rank compressed KV (arXiv:2405.04434 §2.1, HF config.json)."""
+    return dict(head_dim=128, q_lora_rank=q_lora_rank, kv_lora_rank=512, qk_rope_head_dim=64, v_head_dim=128)
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     # GPT-3, arXiv:2005.14165 Table 2.1 (GPT-2 BPE vocabulary of 50257, context 2048).
     "gpt3-175b": _gpt(96, 12288, 96, vocab=50257),
@@ -52,6 +68,28 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Sequence-parallel/selective-recompute paper, arXiv:2205.05198 Table 3.
     "gpt-22b": _gpt(48, 6144, 64),
     "gpt-175b": _gpt(96, 12288, 96),
+    # --- Mixture-of-Experts (shapes from each model's Hugging Face config.json) ---
+    # Mixtral, arXiv:2401.04088 Table 1; mistralai/Mixtral-8x7B-v0.1 and -8x22B-v0.1 config.json.
+    "mixtral-8x7b": _moe(32, 4096, 32, 8, 32000, 4096, experts=8, top_k=2, moe_ffn=14336),
+    "mixtral-8x22b": _moe(56, 6144, 48, 8, 32768, 4096, experts=8, top_k=2, moe_ffn=16384),
+    # deepseek-ai/DeepSeek-V2-Lite config.json (arXiv:2405.04434 App. B): no query compression,
+    # first layer dense (10944), 64 routed experts of 1408, 6 per token, 2 shared.
+    "deepseek-v2-lite": _moe(27, 2048, 16, 16, 102400, 4096, experts=64, top_k=6, moe_ffn=1408, ffn=10944,
+                             shared=2, first_dense=1, **_deepseek_mla(0)),
+    # deepseek-ai/DeepSeek-V3 config.json (arXiv:2412.19437 §4.2): 61 layers, the first 3 dense
+    # (18432), 256 routed experts of 2048, 8 per token, 1 shared; the MTP module is not counted.
+    "deepseek-v3": _moe(61, 7168, 128, 128, 129280, 4096, experts=256, top_k=8, moe_ffn=2048, ffn=18432,
+                        shared=1, first_dense=3, **_deepseek_mla(1536)),
+    # moonshotai/Kimi-K2-Base config.json: the DeepSeek-V3 design with 64 heads, 384 experts, 1 dense layer.
+    "kimi-k2": _moe(61, 7168, 64, 64, 163840, 4096, experts=384, top_k=8, moe_ffn=2048, ffn=18432,
+                    shared=1, first_dense=1, **_deepseek_mla(1536)),
+    # Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json (head_dim 128, no shared experts).
+    "qwen3-30b-a3b": _moe(48, 2048, 32, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=768, head_dim=128),
+    "qwen3-235b-a22b": _moe(94, 4096, 64, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=1536, head_dim=128),
+    # openai/gpt-oss-120b and -20b config.json (model card arXiv:2508.10925 Table 1); the
+    # alternating 128-token sliding-window attention is priced as full attention.
+    "gpt-oss-120b": _moe(36, 2880, 64, 8, 201088, 4096, experts=128, top_k=4, moe_ffn=2880, head_dim=64),
+    "gpt-oss-20b": _moe(24, 2880, 64, 8, 201088, 4096, experts=32, top_k=4, moe_ffn=2880, head_dim=64),
 }
 
 
@@ -73,6 +111,25 @@ class Model(_Strict):
     seq_len: int = Field(gt=0)
     tied_embeddings: bool = False
     position_embedding: Literal["rope", "learned"] = "rope"
+    # Query/key head dimension (Megatron's kv_channels); 0: hidden / heads. Qwen3 and GPT-OSS
+    # use 128 and 64 with hidden/heads = 64 and 45; under MLA it is the no-RoPE part (qk_nope_head_dim).
+    head_dim: int = Field(default=0, ge=0)
+    # --- Mixture of Experts (Megatron-Core's --num-experts, --moe-router-topk, ...) -----------
+    experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0: a dense model)")
+    top_k: int = Field(default=0, ge=0, description="experts each token is routed to (0: 1 when experts > 0)")
+    moe_ffn_hidden: int = Field(default=0, ge=0, description="FFN size of one routed expert (0: ffn_hidden)")
+    shared_experts: int = Field(default=0, ge=0, description="always-active shared experts per MoE layer")
+    shared_ffn_hidden: int = Field(default=0, ge=0, description="FFN size of all shared experts together "
+                                                                  "(0: shared_experts x moe_ffn_hidden)")
+    first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP (DeepSeek's "
+                                                                   "first_k_dense_replace)")
+    capacity_factor: float | None = Field(default=None, gt=0, description="expert capacity as a multiple of the "
+                                          "balanced load; tokens beyond it are dropped (None: dropless)")
+    # --- Multi-head latent attention (DeepSeek-V2/V3; 0 = plain MHA/GQA) ----------------------
+    q_lora_rank: int = Field(default=0, ge=0, description="MLA query compression rank (0: no query compression)")
+    kv_lora_rank: int = Field(default=0, ge=0, description="MLA key/value compression rank (0: not MLA)")
+    qk_rope_head_dim: int = Field(default=0, ge=0, description="MLA decoupled RoPE dims per query/key head")
+    v_head_dim: int = Field(default=0, ge=0, description="value head dim (0: head_dim)")
 
     @model_validator(mode="before")
     @classmethod
@@ -94,15 +151,60 @@ class Model(_Strict):
             else:  # Llama rule: 2/3 of 4h, rounded up to a multiple of 256
                 ffn = -(-int(8 * self.hidden / 3) // 256) * 256
             object.__setattr__(self, "ffn_hidden", ffn)
-        if self.hidden % self.heads:
-            raise ValueError(f"hidden={self.hidden} is not divisible by heads={self.heads}")
+        if self.head_dim == 0:
+            if self.hidden % self.heads:
+                raise ValueError(f"hidden={self.hidden} is not divisible by heads={self.heads} (or give head_dim)")
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        if self.v_head_dim == 0:
+            object.__setattr__(self, "v_head_dim", self.head_dim)
+        if self.experts:
+            if self.top_k == 0:
+                object.__setattr__(self, "top_k", 1)
+            if self.moe_ffn_hidden == 0:
+                object.__setattr__(self, "moe_ffn_hidden", self.ffn_hidden)
+            if self.shared_ffn_hidden == 0:
+                object.__setattr__(self, "shared_ffn_hidden", self.shared_experts * self.moe_ffn_hidden)
+            if self.top_k > self.experts:
+                raise ValueError(f"top_k={self.top_k} exceeds experts={self.experts}")
+            if self.first_dense_layers >= self.layers:
+                raise ValueError(f"first_dense_layers={self.first_dense_layers} leaves no MoE layer of "
+                                 f"layers={self.layers}")
+        else:
+            moe_keys = [k for k in ("top_k", "moe_ffn_hidden", "shared_experts", "shared_ffn_hidden",
+                                    "first_dense_layers") if getattr(self, k)]
+            if moe_keys or self.capacity_factor is not None:
+                raise ValueError(f"{(moe_keys or ['capacity_factor'])[0]} needs experts > 0 (a Mixture-of-Experts model)")
+        if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
+            raise ValueError("q_lora_rank / qk_rope_head_dim describe multi-head latent attention: "
+                             "give kv_lora_rank > 0 as well")
+        if self.kv_lora_rank and self.kv_heads != self.heads:
+            raise ValueError(f"kv_heads={self.kv_heads}: multi-head latent attention has one key/value head "
+                             f"per query head (kv_heads = heads = {self.heads})")
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads={self.kv_heads} does not divide heads={self.heads} (GQA groups)")
         return self
 
     @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Dimension of the query-key dot product per head (no-RoPE + RoPE parts under MLA)."""
+        return self.head_dim + self.qk_rope_head_dim
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether transformer layer `layer` (0-based) has routed experts."""
+        return self.experts > 0 and layer >= self.first_dense_layers
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.first_dense_layers if self.experts else 0
 
     @property
     def gated(self) -> bool:
@@ -131,6 +233,12 @@ class Training(_Strict):
     # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
     # re-reading and re-writing the activation in HBM, e.g. llm-foundry/Composer 2023.
     fused_kernels: bool = True
+    # Routing of MoE tokens (simulator/schedule/moe.py): the expected max/mean tokens per expert
+    # (1.0: balanced), or a seeded multinomial draw of the routing of each micro-batch.
+    moe_imbalance: float = Field(default=1.0, ge=1.0, description="expected max/mean tokens per expert "
+                                 "(1.0: a balanced router); the EP rank with the hottest expert sets the pace")
+    moe_routing_seed: int | None = Field(default=None, description="draw the routing as a seeded uniform "
+                                         "multinomial instead of moe_imbalance")
 
     @model_validator(mode="before")
     @classmethod

@@ -53,7 +53,14 @@ def make_grid(scn: Scenario) -> Grid:
         m = scn.model
         c1 = hierarchical_a2a_degree(p.cp, m.heads // p.tp, m.kv_heads // p.tp, p.cp_a2a)
         splits[A2A_SUBGROUP_AXES[0]] = ("cp", c1)
-    return Grid.from_sizes(sizes, p.full_order, splits)
+    derived = {}
+    if scn.model.moe:
+        etp = p.expert_tp
+        derived = {"etp": (1, etp), "ep": (etp, p.ep), "edp": (etp * p.ep, scn.expert_dp)}
+        if p.moe_dispatcher == "deepep":  # DeepEP: EP ranks inside one node, and across nodes
+            intra = max(1, min(p.ep, scn.gpus_per_node // etp))
+            derived.update(ep_intra=(etp, intra), ep_inter=(etp * intra, p.ep // intra))
+    return Grid.from_sizes(sizes, p.full_order, splits, derived)
 
 
 def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.flops import embedding_params, mlp_matrices
+from simulator.schedule.flops import attention_params, embedding_params, expert_params, mlp_matrices
 from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -48,6 +48,7 @@ class Module:
     name: str
     numel: int
     block: str  # attn | mlp | emb | head: which compute block uses it
+    expert: bool = False  # routed-expert weights: reduced and sharded over the expert-DP group
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,25 @@ class ParamUnit:
 def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
     m, t = scn.model, scn.parallel.tp
     h, d = m.hidden, m.head_dim
-    mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
-            Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
-            Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
+    if m.mla:  # down projections replicated over TP, the rest split (see transformer._mla_shapes)
+        down = (h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0) + h * (m.kv_lora_rank + m.qk_rope_head_dim) \
+            + m.kv_lora_rank
+        mods = [Module("ln1", h, "attn"), Module("mla_down", down, "attn"),
+                Module("mla_up", (attention_params(m) - down - m.heads * m.v_head_dim * h) // t, "attn"),
+                Module("o", m.heads * m.v_head_dim * h // t, "attn"), Module("ln2", h, "mlp")]
+    else:
+        mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
+                Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
+                Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
     names = ("gate", "up", "down") if mlp_matrices(m) == 3 else ("fc1", "fc2")
-    mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
-    return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block) for x in mods))
+    if m.is_moe_layer(layer):
+        p = scn.parallel
+        mods.append(Module("router", h * m.experts, "mlp"))
+        mods += [Module(f"shared.{n}", h * m.shared_ffn_hidden // t, "mlp") for n in names if m.shared_ffn_hidden]
+        mods.append(Module("experts", m.experts // p.ep * expert_params(m) // p.expert_tp, "mlp", expert=True))
+    else:
+        mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
+    return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block, x.expert) for x in mods))
 
 
 def embedding_unit(scn: Scenario) -> ParamUnit:
@@ -85,6 +99,12 @@ def head_unit(scn: Scenario) -> ParamUnit:
     if out:
         mods.append(Module("lm_head", out // p.tp, "head"))
     return ParamUnit("head", None, tuple(mods))
+
+
+def expert_grad_axes(scn: Scenario) -> tuple[str, ...]:
+    """The expert-data-parallel group: the ranks of a stage holding the same experts (Megatron's
+    expert_data_parallel_group, parallel_state.py)."""
+    return ("edp",) if scn.model.moe and scn.expert_dp > 1 else ()
 
 
 def grad_axes(scn: Scenario) -> tuple[str, ...]:
@@ -101,6 +121,8 @@ class GradSync:
         self.chunks = chunks
         self.axes = grad_axes(scn)
         self.group_size = scn.dp * scn.parallel.cp * scn.parallel.ulysses
+        self.expert_axes = expert_grad_axes(scn)
+        self.expert_group_size = scn.expert_dp if scn.model.moe else 1
         self.grad_bytes = BYTES_PER_ELEMENT[scn.parallel.grad_reduce_dtype]
         self.n_micro = scn.n_micro
 
@@ -120,21 +142,25 @@ class GradSync:
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
         """Optimizer step (and whatever the ZeRO stage does around it); returns its last op."""
-        n_local = sum(u.numel for c in self.chunks for u in c) / self.optimizer_shard
+        mods = [m for c in self.chunks for u in c for m in u.modules]
+        n_local = (sum(m.numel for m in mods if not m.expert) / self.optimizer_shard
+                   + sum(m.numel for m in mods if m.expert) / self.expert_optimizer_shard)
         deps = after + self.pending()
         return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n_local,
                                 hbm_bytes=OPTIMIZER_BYTES_PER_PARAM * n_local, deps=tuple(sorted(set(deps))),
                                 tag=Tag("opt")))
 
     optimizer_shard = 1
+    expert_optimizer_shard = 1
 
     def pending(self) -> tuple[int, ...]:
         """Outstanding gradient collectives the optimizer step must wait for."""
         return ()
 
     def _comm(self, pb: ProgramBuilder, name: str, op: str, size: float, deps: tuple[int, ...], tag: Tag,
-              dtype: str | None = None) -> int:
-        return pb.add(CommOp(name=name, op=op, axes=self.axes, size_bytes=int(size), deps=deps,  # type: ignore[arg-type]
+              dtype: str | None = None, axes: tuple[str, ...] | None = None) -> int:
+        return pb.add(CommOp(name=name, op=op, axes=self.axes if axes is None else axes, size_bytes=int(size),  # type: ignore[arg-type]
+                             deps=deps,
                              dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag))
 
 
@@ -143,6 +169,7 @@ class _Bucket:
     numel: int
     last_unit: str  # the unit (in backward order) whose gradients complete the bucket
     modules: tuple[str, ...] = ()  # names of the parameters packed into it
+    expert: bool = False  # an expert-parallel buffer's bucket (reduced over the expert-DP group)
 
 
 def make_buckets(units_bwd_order: list[ParamUnit], bucket_elements: int) -> list[_Bucket]:
@@ -171,14 +198,22 @@ class BucketedSync(GradSync):
         size = p.ddp_bucket_elements or max(40_000_000, 1_000_000 * self.group_size)
         self.zero = p.zero
         self.optimizer_shard = self.group_size if self.zero >= 1 else 1
+        self.expert_optimizer_shard = self.expert_group_size if self.zero >= 1 else 1
         self.buckets: dict[str, list[_Bucket]] = {}
         self.all_buckets: list[_Bucket] = []
         for units in chunks:
-            for b in make_buckets(list(reversed(units)), size):
-                self.buckets.setdefault(b.last_unit, []).append(b)
-                self.all_buckets.append(b)
+            # Megatron keeps expert parameters in buffers of their own (expert_parallel_buffers)
+            for expert in (False, True):
+                part = [ParamUnit(u.name, u.layer, tuple(m for m in u.modules if m.expert == expert)) for u in units]
+                if not any(u.modules for u in part):
+                    continue
+                for b in make_buckets(list(reversed(part)), size):
+                    b.expert = expert
+                    self.buckets.setdefault(b.last_unit, []).append(b)
+                    self.all_buckets.append(b)
         self._pending: list[int] = []
         self.overlap_param_gather = p.overlap_param_gather and self.zero >= 1 and bool(self.axes)
+        self.synced = bool(self.axes or self.expert_axes)
         self._gathered: dict[str, int] | None = None  # module name -> its bucket's AllGather op
 
     def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
@@ -188,25 +223,34 @@ class BucketedSync(GradSync):
             self._gathered = {}
             for i, b in reversed(list(enumerate(self.all_buckets))):  # forward order
                 ag = self._param_allgather(pb, i, b, ())
-                self._gathered.update((name, ag) for name in b.modules)
+                if ag >= 0:
+                    self._gathered.update((name, ag) for name in b.modules)
         waits: dict[str, set[int]] = {}
         for m in unit.modules:
-            waits.setdefault(m.block, set()).add(self._gathered[m.name])
+            if m.name in self._gathered:
+                waits.setdefault(m.block, set()).add(self._gathered[m.name])
         return {block: tuple(sorted(ops)) for block, ops in waits.items()}
 
+    def _bucket_axes(self, b: _Bucket) -> tuple[str, ...]:
+        return self.expert_axes if b.expert else self.axes
+
     def _param_allgather(self, pb: ProgramBuilder, i: int, b: _Bucket, deps: tuple[int, ...]) -> int:
-        return self._comm(pb, f"dp.param.allgather.b{i}", "allgather", b.numel * PARAM_BYTES, deps, Tag("opt"),
-                          dtype="bf16")
+        if not self._bucket_axes(b):
+            return deps[0] if deps else -1
+        return self._comm(pb, f"{'edp' if b.expert else 'dp'}.param.allgather.b{i}", "allgather",
+                          b.numel * PARAM_BYTES, deps, Tag("opt"), dtype="bf16", axes=self._bucket_axes(b))
 
     def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         every_mb = self.zero == 2
-        if not self.axes or (mb != self.n_micro - 1 and not every_mb):
+        if not self.synced or (mb != self.n_micro - 1 and not every_mb):
             return
         tag = Tag("bwd", unit.layer, mb)
         op = "allreduce" if self.zero == 0 else "reducescatter"
         for i, b in enumerate(self.buckets.get(unit.name, ())):
-            self._pending.append(self._comm(pb, f"dp.grad.{op}.{unit.name}.b{i}.mb{mb}", op,
-                                            b.numel * self.grad_bytes, (after,), tag))
+            axes = self._bucket_axes(b)
+            if axes:
+                self._pending.append(self._comm(pb, f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}.mb{mb}",
+                                                op, b.numel * self.grad_bytes, (after,), tag, axes=axes))
 
     def pending(self) -> tuple[int, ...]:
         return tuple(self._pending)
@@ -221,9 +265,10 @@ class BucketedSync(GradSync):
                                size_bytes=norms * self.grad_bytes, deps=after, tag=Tag("opt")))
             after = after + (ar,)
         step = super().finish(pb, after)
-        if self.zero == 0 or not self.axes or self.overlap_param_gather:
+        if self.zero == 0 or not self.synced or self.overlap_param_gather:
             return step
         last = step
         for i, b in enumerate(self.all_buckets):
-            last = self._param_allgather(pb, i, b, (step,))
+            if self._bucket_axes(b):
+                last = self._param_allgather(pb, i, b, (step,))
         return last

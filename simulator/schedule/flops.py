@@ -23,6 +23,16 @@ without) for MHA with 4h MLPs;
 it excludes recompute, so it is the "model" (not "hardware") FLOPs that MFU divides, and it
 ignores causal masking as both papers and NVIDIA's published model TFLOP/s do, so our MFU
 compares with theirs.
+
+**Mixture of Experts and MLA.** An MoE layer's MLP is a router (h×E GEMM), ``top_k`` routed
+experts of size f_e per token and the shared experts (f_s together); the layer holds all E
+experts (total parameters) but a token passes through k of them (active parameters), so model
+FLOPs count the active ones: 6·N_active. Multi-head latent attention (DeepSeek-V2,
+arXiv:2405.04434 §2.1) replaces the QKV projection by a query path h→r_q→a·(d+d_r) (or h→a·(d+d_r)
+without query compression), a KV path h→(r_kv+d_r) then r_kv→a·(d+d_v), and the output
+projection a·d_v→h; its attention core multiplies a·(d+d_r) by the keys and a·d_v by the values.
+:func:`megatron_flops_per_step` reproduces Megatron-Core's ``num_floating_point_operations``
+(megatron/training/training.py) for the published-TFLOP/s comparisons.
 """
 
 from __future__ import annotations
@@ -43,13 +53,42 @@ def mlp_matrices(model: Model) -> int:
     return 3 if model.gated else 2
 
 
-def layer_params(model: Model) -> int:
-    """Parameters of one transformer layer: QKV, output projection, MLP, two norms (no biases)."""
-    h, d = model.hidden, model.head_dim
-    qkv = h * d * (model.heads + 2 * model.kv_heads)
-    proj = model.heads * d * h
-    mlp = mlp_matrices(model) * h * model.ffn_hidden
-    return qkv + proj + mlp + 2 * h
+def attention_params(model: Model) -> int:
+    """Weights of the attention block: QKV (or the MLA projections and their norms) and the
+    output projection, no biases."""
+    h, d, a = model.hidden, model.head_dim, model.heads
+    if not model.mla:
+        return h * d * (a + 2 * model.kv_heads) + a * d * h
+    q_r, kv_r, d_r, d_v = model.q_lora_rank, model.kv_lora_rank, model.qk_rope_head_dim, model.v_head_dim
+    q = h * a * (d + d_r) if not q_r else h * q_r + q_r + q_r * a * (d + d_r)
+    kv = h * (kv_r + d_r) + kv_r + kv_r * a * (d + d_v)
+    return q + kv + a * d_v * h
+
+
+def expert_params(model: Model) -> int:
+    """Weights of one routed expert."""
+    return mlp_matrices(model) * model.hidden * model.moe_ffn_hidden
+
+
+def mlp_params(model: Model, layer: int) -> int:
+    """MLP weights of layer `layer`: the dense MLP, or router + all routed + shared experts."""
+    h = model.hidden
+    if not model.is_moe_layer(layer):
+        return mlp_matrices(model) * h * model.ffn_hidden
+    return h * model.experts + model.experts * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+
+
+def active_mlp_params(model: Model, layer: int) -> int:
+    """MLP weights one token passes through: router, its top_k experts and the shared experts."""
+    if not model.is_moe_layer(layer):
+        return mlp_params(model, layer)
+    h = model.hidden
+    return h * model.experts + model.top_k * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+
+
+def layer_params(model: Model, layer: int = 0) -> int:
+    """Parameters of transformer layer `layer`: attention, MLP (all experts), two norms (no biases)."""
+    return attention_params(model) + mlp_params(model, layer) + 2 * model.hidden
 
 
 def embedding_params(model: Model) -> int:
@@ -64,8 +103,16 @@ def output_params(model: Model) -> int:
 
 
 def param_count(model: Model) -> int:
-    """Total parameters, each counted once."""
-    return model.layers * layer_params(model) + embedding_params(model) + output_params(model)
+    """Total parameters, each counted once (every expert)."""
+    return sum(layer_params(model, i) for i in range(model.layers)) + embedding_params(model) + output_params(model)
+
+
+def active_param_count(model: Model, input_embedding: bool = True) -> int:
+    """Parameters a token passes through (the "activated" count of MoE model cards). Model cards
+    differ on the input-embedding lookup: Mixtral and Qwen3 count it, DeepSeek and GPT-OSS do not
+    (``input_embedding=False``)."""
+    idle = sum(mlp_params(model, i) - active_mlp_params(model, i) for i in range(model.layers))
+    return param_count(model) - idle - (0 if input_embedding else embedding_params(model))
 
 
 @dataclass(frozen=True)
@@ -90,13 +137,20 @@ class LayerFlops:
         return BWD_GEMM_FACTOR * self.gemms + FLASH_BWD_FACTOR * self.attention
 
 
-def layer_flops(model: Model, tokens: int, seq: int, causal_fraction: float = 1.0) -> LayerFlops:
-    h, d, a, g = model.hidden, model.head_dim, model.heads, model.kv_heads
+def attention_core_dim(model: Model) -> float:
+    """Head dim that makes ``attention_flops`` count QKᵀ over d + d_r and PV over d_v (MLA)."""
+    return (model.qk_head_dim + model.v_head_dim) / 2
+
+
+def layer_flops(model: Model, tokens: int, seq: int, causal_fraction: float = 1.0, layer: int = 0) -> LayerFlops:
+    """Forward FLOPs of layer `layer`; an MoE layer's MLP counts the active experts (balanced)."""
+    h, a = model.hidden, model.heads
+    o_in = a * model.v_head_dim
     return LayerFlops(
-        qkv=gemm_flops(tokens, d * (a + 2 * g), h),
-        attention=attention_flops(1, a, tokens, seq, d, causal_fraction),  # tokens = b·s query rows
-        out_proj=gemm_flops(tokens, h, a * d),
-        mlp=mlp_matrices(model) * gemm_flops(tokens, model.ffn_hidden, h),
+        qkv=2.0 * tokens * (attention_params(model) - o_in * h),
+        attention=attention_flops(1, a, tokens, seq, attention_core_dim(model), causal_fraction),  # tokens = b·s rows
+        out_proj=gemm_flops(tokens, h, o_in),
+        mlp=2.0 * tokens * active_mlp_params(model, layer),
     )
 
 
@@ -113,13 +167,47 @@ def recompute_flops(model: Model, tokens: int, seq: int, recompute: str, causal_
 def step_flops(model: Model, tokens: int, seq: int, recompute: str = "none", causal: bool = True) -> float:
     """Hardware FLOPs of fwd + bwd (+ recompute) over all layers and the logits for `tokens` tokens."""
     frac = causal_fraction_diagonal(seq) if causal else 1.0
-    lf = layer_flops(model, tokens, seq, frac)
-    per_layer = lf.forward + lf.backward + recompute_flops(model, tokens, seq, recompute, frac)
-    return model.layers * per_layer + 3 * logits_flops(model, tokens)
+    total = 3 * logits_flops(model, tokens)
+    for layer in range(model.layers):
+        lf = layer_flops(model, tokens, seq, frac, layer)
+        redo = {"none": 0.0, "selective": lf.attention, "full": lf.forward}[recompute]
+        total += lf.forward + lf.backward + redo
+    return total
 
 
 def model_flops_per_token(model: Model, seq: int | None = None) -> float:
     """6·N_gemm + 12·l·a·d·s (PaLM / Megatron convention, see module docstring)."""
     s = model.seq_len if seq is None else seq
-    n_gemm = model.layers * (layer_params(model) - 2 * model.hidden) + model.vocab * model.hidden
-    return 6.0 * n_gemm + 12.0 * model.layers * model.heads * model.head_dim * s
+    n_gemm = active_param_count(model) - embedding_params(model) - output_params(model) \
+        - model.layers * 2 * model.hidden + model.vocab * model.hidden
+    return 6.0 * n_gemm + 12.0 * model.layers * model.heads * attention_core_dim(model) * s
+
+
+def megatron_flops_per_step(model: Model, batch: int, seq: int | None = None, mtp_layers: int = 0) -> float:
+    """Model FLOPs of `batch` sequences as Megatron-Core's ``num_floating_point_operations``
+    (megatron/training/training.py, ``transformer_flops``, 2025) counts them: 3 passes × 2 FLOPs
+    per multiply-add over the QKV/MLA projections, half of the score matrix (causal), the output
+    projection, the dense MLPs of the first layers, top_k routed experts and the shared experts
+    of the MoE layers, and the logits. The router GEMM and the norms are not counted (only MLA's
+    "+1" norm terms are, as there). ``mtp_layers`` adds DeepSeek-V3's multi-token-prediction
+    modules as Megatron does (one more MoE/dense layer each, its projection and a logits pass)."""
+    s = model.seq_len if seq is None else seq
+    h, a, d = model.hidden, model.heads, model.head_dim
+    km = mlp_matrices(model)
+    last_moe = 1 if model.is_moe_layer(model.layers - 1) else 0
+    n_moe = model.moe_layers + last_moe * mtp_layers
+    n_dense = model.layers - model.moe_layers + (1 - last_moe) * mtp_layers
+    n_layers = model.layers + mtp_layers
+    if model.mla:
+        d_r, d_v, q_r, kv_r = model.qk_rope_head_dim, model.v_head_dim, model.q_lora_rank, model.kv_lora_rank
+        q_term = h * a * (d + d_r) if not q_r else q_r * (h + a * (d + d_r) + 1)
+        attn = 6 * (q_term + kv_r * (h + a * (d + d_v) + 1) + h * d_r + a * d_v * h
+                    + s * a * (d + d_r) / 2 + s * a * d_v / 2)
+    else:
+        q, kv = d * a, d * model.kv_heads
+        attn = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h)
+    mlp = 6 * h * (model.ffn_hidden * km * n_dense
+                   + (model.moe_ffn_hidden * model.top_k * km + model.shared_ffn_hidden * km) * n_moe)
+    mtp = 6 * mtp_layers * (3 * h + 2 * h * h)
+    logits = 6 * h * model.vocab * (mtp_layers + 1)
+    return float(batch) * s * (mlp + attn * n_layers + mtp + logits)

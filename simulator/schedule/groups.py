@@ -11,6 +11,13 @@ A *split* axis is a block of consecutive coordinates of another axis: Transforme
 hierarchical context parallelism (cp_comm a2a+p2p) runs its All-to-All over groups of
 ``cp_a2a`` consecutive CP ranks, so ``Grid(..., splits=(("cp_a2a", "cp", c1),))`` resolves the
 axis ``cp_a2a`` to those blocks.
+
+A *derived* axis is a second decomposition of the ranks, given by a rank stride and a size:
+coordinate ``(rank // stride) % size``. Megatron lays the experts out with a rank generator of
+its own, ``tp-ep-dp-pp`` with the expert TP size ``etp`` (parallel_state.py,
+``expert_decoder_rank_generator``): inside one pipeline stage's block of tp·cp·dp ranks, the
+expert-TP group is ``etp`` consecutive ranks, the EP group ``ep`` ranks ``etp`` apart and the
+expert-data-parallel group the rest. That is how EP folds into DP×CP (and TP when etp < tp).
 """
 
 from __future__ import annotations
@@ -29,10 +36,12 @@ class Grid:
 
     sizes: tuple[tuple[str, int], ...]  # in placement order, innermost first
     splits: tuple[tuple[str, str, int], ...] = ()  # (name, parent axis, block size)
+    derived: tuple[tuple[str, int, int], ...] = ()  # (name, rank stride, size)
 
     @classmethod
     def from_sizes(cls, sizes: Mapping[str, int], order: Iterable[str] = AXES,
-                   splits: Mapping[str, tuple[str, int]] | None = None) -> "Grid":
+                   splits: Mapping[str, tuple[str, int]] | None = None,
+                   derived: Mapping[str, tuple[int, int]] | None = None) -> "Grid":
         order = list(order)
         for a in sizes:
             if a not in order:
@@ -47,7 +56,19 @@ class Grid:
             if parent not in order or block < 1 or int(sizes.get(parent, 1)) % block:
                 raise ValueError(f"split axis {name}: block {block} does not divide {parent}={sizes.get(parent, 1)}")
             split_rows.append((name, parent, int(block)))
-        return cls(tuple((a, int(sizes.get(a, 1))) for a in order), tuple(split_rows))
+        n = 1
+        for a in order:
+            n *= int(sizes.get(a, 1))
+        derived_rows = []
+        for name, (stride, size) in (derived or {}).items():
+            if stride < 1 or size < 1 or n % (stride * size):
+                raise ValueError(f"derived axis {name}: stride {stride} x size {size} does not divide {n} ranks")
+            derived_rows.append((name, int(stride), int(size)))
+        return cls(tuple((a, int(sizes.get(a, 1))) for a in order), tuple(split_rows), tuple(derived_rows))
+
+    @cached_property
+    def _derived(self) -> dict[str, tuple[int, int]]:
+        return {name: (stride, size) for name, stride, size in self.derived}
 
     @cached_property
     def _split(self) -> dict[str, tuple[str, int]]:
@@ -74,6 +95,8 @@ class Grid:
         return self.degree(self.axes)
 
     def size(self, axis: str) -> int:
+        if axis in self._derived:
+            return self._derived[axis][1]
         if axis in self._split:
             return self._split[axis][1]
         return self._size.get(axis, 1)
@@ -90,6 +113,9 @@ class Grid:
         return {a: (rank // self._stride[a]) % n for a, n in self.sizes}
 
     def coord(self, rank: int, axis: str) -> int:
+        if axis in self._derived:
+            stride, size = self._derived[axis]
+            return (rank // stride) % size
         if axis in self._split:
             parent, block = self._split[axis]
             return self.coord(rank, parent) % block
@@ -99,6 +125,8 @@ class Grid:
 
     def _stride_of(self, axis: str) -> int:
         """Rank distance between neighbours along ``axis``; a split axis steps its parent."""
+        if axis in self._derived:
+            return self._derived[axis][0]
         name = self._split[axis][0] if axis in self._split else axis
         if name not in self._stride:
             raise ValueError(f"unknown parallel axis {axis!r}; this grid has {', '.join(self.axes)}")

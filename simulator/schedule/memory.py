@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.flops import embedding_params, layer_params, output_params
+from simulator.schedule.flops import attention_params, embedding_params, expert_params, layer_params, output_params
 from simulator.units import BYTES_PER_ELEMENT, GiB
 
 WEIGHT_BYTES = 2
@@ -79,12 +79,36 @@ def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple
     return w, g, o
 
 
+def stage_layer_range(scn: Scenario, stage: int) -> range:
+    """Global indices of the layers of pipeline stage `stage` (contiguous split; with vp > 1 the
+    stage holds as many layers, spread over the model)."""
+    start = sum(scn.stage_layers[:stage])
+    return range(start, start + scn.stage_layers[stage])
+
+
+def stage_expert_params(scn: Scenario, stage: int) -> float:
+    """Routed-expert weights one GPU of `stage` holds: E/ep experts, each split over etp."""
+    m, p = scn.model, scn.parallel
+    if not m.moe:
+        return 0.0
+    n_moe = sum(1 for i in stage_layer_range(scn, stage) if m.is_moe_layer(i))
+    return n_moe * (m.experts // p.ep) * expert_params(m) / p.expert_tp
+
+
 def stage_params(scn: Scenario, stage: int) -> float:
-    """Parameters one GPU of pipeline stage `stage` holds before ZeRO sharding (TP-sharded)."""
+    """Parameters one GPU of pipeline stage `stage` holds before ZeRO sharding (TP-sharded),
+    routed experts included (as :func:`stage_expert_params` holds them)."""
     m, p = scn.model, scn.parallel
     t = p.tp
     norms = 2 * m.hidden
-    n = scn.stage_layers[stage] * ((layer_params(m) - norms) / t + norms)
+    if m.moe or m.mla:
+        n = stage_expert_params(scn, stage)
+        for i in stage_layer_range(scn, stage):
+            routed = m.experts * expert_params(m) if m.is_moe_layer(i) else 0
+            router = m.hidden * m.experts if m.is_moe_layer(i) else 0
+            n += (layer_params(m, i) - routed - router - norms) / t + norms + router
+    else:
+        n = scn.stage_layers[stage] * ((layer_params(m) - norms) / t + norms)
     if stage == 0:
         n += embedding_params(m) / t
     if stage == p.pp - 1:
@@ -114,6 +138,25 @@ def layer_activation_bytes(scn: Scenario) -> float:
     return (replicated / t if sp else replicated) + sharded / t + scores / t
 
 
+def moe_layer_activation_bytes(scn: Scenario) -> float:
+    """Extra activation bytes of an MoE layer over a dense one with no MLP, per micro-batch: the
+    router logits (fp32, T·E), the permuted dispatch buffer (T·k·h), and for the R rows the
+    slowest rank's experts process the stored fc1 input, fc1 output(s) and activation output
+    (R·(h + (2(k_m−1) + 2)·f/etp)), plus the shared experts' MLP tensors."""
+    from simulator.schedule.moe import MoESpec
+
+    m, t_cfg, p = scn.model, scn.training, scn.parallel
+    s = m.seq_len // (p.cp * p.ulysses)
+    b, B = t_cfg.micro_batch, t_cfg.act_bytes
+    tokens = s * b // (p.tp if p.sequence_parallel and p.tp > 1 else 1)
+    spec = MoESpec.from_scenario(scn, tokens)
+    k_m = 3 if m.gated else 2
+    rows = spec.rows
+    routed = rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
+    shared = (2 * (k_m - 1) + 2) * s * b * m.shared_ffn_hidden / p.tp
+    return tokens * m.experts * 4 + tokens * m.top_k * m.hidden * B + routed + shared
+
+
 def in_flight(scn: Scenario, stage: int) -> float:
     """Layer-activation sets (in units of the whole stage's layers) stage `stage` holds at peak."""
     p = scn.parallel
@@ -129,14 +172,26 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     n_params = stage_params(scn, stage)
     grad_bytes = BYTES_PER_ELEMENT[p.grad_reduce_dtype]
     w, g, o = model_state_bytes_per_param(p.zero, zero_shard_degree(scn), grad_bytes)
-    acts = scn.stage_layers[stage] * layer_activation_bytes(scn) * in_flight(scn, stage)
+    n_experts = stage_expert_params(scn, stage)
+    n_dense = n_params - n_experts
+    we, ge, oe = model_state_bytes_per_param(p.zero, scn.expert_dp if m.moe else 1, grad_bytes)
+    per_layer = layer_activation_bytes(scn)
+    if m.moe and tr.recompute != "full":
+        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * (m.seq_len // (p.cp * p.ulysses)) * tr.micro_batch \
+            * m.ffn_hidden / p.tp
+        n_moe = sum(1 for i in stage_layer_range(scn, stage) if m.is_moe_layer(i))
+        layer_sum = scn.stage_layers[stage] * per_layer + n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
+    else:
+        layer_sum = scn.stage_layers[stage] * per_layer
+    acts = layer_sum * in_flight(scn, stage)
     s = m.seq_len // (p.cp * p.ulysses)
     b, t = tr.micro_batch, p.tp
     if stage == 0:
         acts += s * b * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
     if stage == p.pp - 1:
         acts += 2 * s * b * m.hidden + 4 * s * b * m.vocab / t  # final-norm input, fp32 logits
-    return MemoryEstimate(params=n_params * w, grads=n_params * g, optimizer=n_params * o,
+    return MemoryEstimate(params=n_dense * w + n_experts * we, grads=n_dense * g + n_experts * ge,
+                          optimizer=n_dense * o + n_experts * oe,
                           activations=acts, hbm_bytes=scn.profile.gpu.hbm_bytes, stage=stage)
 
 

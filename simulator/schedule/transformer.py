@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import attention, context_parallel, ring_attention, tensor_parallel, ulysses
+from simulator.schedule import attention, context_parallel, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
 
@@ -52,17 +52,28 @@ class LayerSpec:
     cp_a2a: int | None = None
     attention: str = ""  # resolved training.attention: flash2 | flash3 | unfused ("": the GPU's default)
     fused_kernels: bool = True
+    moe: moe.MoESpec | None = None  # the MoE block of layers >= first_dense (None: a dense model)
+    first_dense: int = 0
+    qkv_out: int = 0  # output features of the QKV GEMM per TP rank (0: (heads + 2 kv_heads)·head_dim / tp)
+    attn_dim: int = 0  # head dim the attention core is priced at (0: head_dim; MLA: (d_qk + d_v)/2)
+    proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
         m, t, p = scn.model, scn.training, scn.parallel
-        return cls(b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
+        sp = p.sequence_parallel and p.tp > 1
+        tokens = t.micro_batch * m.seq_len // (p.cp * p.ulysses)
+        return cls(moe=moe.MoESpec.from_scenario(scn, tokens // p.tp if sp else tokens) if m.moe else None,
+                   first_dense=m.first_dense_layers, **_mla_shapes(scn), b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
                    heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated,
                    vocab=m.vocab, tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp=p.cp, cp_rank=cp_rank, ulysses=p.ulysses,
                    cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels)
+
+    def is_moe(self, layer: int) -> bool:
+        return self.moe is not None and layer >= self.first_dense
 
     @property
     def tokens(self) -> int:
@@ -78,6 +89,21 @@ class LayerSpec:
     def act(self) -> int:
         """Bytes of one full local hidden activation, A = b·s_local·h·B."""
         return self.tokens * self.hidden * self.act_bytes
+
+
+def _mla_shapes(scn: Scenario) -> dict[str, int]:
+    """GEMM shapes of multi-head latent attention (DeepSeek-V2/V3) as one QKV GEMM per TP rank of
+    the same FLOPs: the down projections (h→r_q, h→r_kv+d_r) are replicated on every TP rank
+    (Megatron's MLA builds them ``duplicated``), the up projections are column-parallel. The
+    attention core is priced at head dim (d_qk + d_v)/2 so QKᵀ and PV add up."""
+    m, t = scn.model, scn.parallel.tp
+    if not m.mla:
+        return {}
+    h, a, d, d_r, d_v = m.hidden, m.heads, m.head_dim, m.qk_rope_head_dim, m.v_head_dim
+    q_r, kv_r = m.q_lora_rank, m.kv_lora_rank
+    down = (h * q_r if q_r else 0) + h * (kv_r + d_r)
+    up = (q_r if q_r else h) * a * (d + d_r) + kv_r * a * (d + d_v)
+    return dict(qkv_out=max(1, round((down + up / t) / h)), attn_dim=(d + d_r + d_v) // 2, proj_in=a * d_v // t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,6 +275,8 @@ class LayerBuilder:
         self.spec = spec
         self.attn_fwd, self.attn_bwd = attention_pattern(spec)
         self._templates: dict[tuple, _Template | None] = {}
+        self._qkv_out = spec.qkv_out or (spec.heads + 2 * spec.kv_heads) * spec.head_dim // spec.tp
+        self._proj_in = spec.proj_in or spec.heads * spec.head_dim // spec.tp
 
     def _cached(self, build, kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,  # type: ignore[no-untyped-def]
                 wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
@@ -282,7 +310,7 @@ class LayerBuilder:
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
         return AttentionContext(micro_batch=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
-                                kv_heads=s.kv_heads // s.tp, head_dim=s.head_dim, dtype_bytes=s.act_bytes,
+                                kv_heads=s.kv_heads // s.tp, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, microbatch=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
                                 kernel="" if s.attention == "unfused" else s.attention)
@@ -296,16 +324,19 @@ class LayerBuilder:
         tp = self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", 2 * hb, _deps(after, wait_attn), tag)
-        qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, ln1)
+        qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, ln1)
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
-        proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, core)
+        proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, core)
         ew = Elementwise.of(s.fused_kernels, s.gated)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", ew.res_ln_fwd[0] * hb, _deps(proj, wait_mlp), tag,
                       ew.res_ln_fwd[1])
-        fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
-        act_bytes = ew.act_fwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
-        act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
-        fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
+        if s.moe is not None and s.is_moe(layer):
+            fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
+        else:
+            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
+            act_bytes = ew.act_fwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+            act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
+            fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
         return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
 
     def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
@@ -321,20 +352,23 @@ class LayerBuilder:
         ew = Elementwise.of(s.fused_kernels, s.gated)
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
                        ew.res_bwd[1])
-        fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
-        act_bytes = ew.act_bwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
-        act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
-        fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
+        if s.moe is not None and s.is_moe(layer):
+            fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
+        else:
+            fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
+            act_bytes = ew.act_bwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+            act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
+            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", ew.res_ln_bwd[0] * hb, _deps(fc1, wait_attn), tag,
                       ew.res_ln_bwd[1])
-        proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", s.heads * s.head_dim // s.tp, ln2)
+        proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, ln2)
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":
             start = len(pb)
             proj = self.attn_fwd(pb, ctx, proj)
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
-        qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", (s.heads + 2 * s.kv_heads) * s.head_dim // s.tp, core)
+        qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, core)
         return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
 
     # -- embedding and LM head ----------------------------------------------------------------

@@ -180,35 +180,56 @@ class DeepSpeedZero3(GradSync):
 
 
 class Fsdp2(GradSync):
+    """FSDP2 per the module docstring. Routed-expert weights form a group of their own sharded over
+    the expert-DP ranks (torchtitan and NeMo AutoModel ``fully_shard`` the experts on the
+    data-parallel mesh with the EP dimension taken out): their AllGather and ReduceScatter run
+    next to the layer's, on that group's stream."""
+
     def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
         super().__init__(scn, chunks)
         self.optimizer_shard = self.group_size
+        self.expert_optimizer_shard = self.expert_group_size
         self.units = [u for c in chunks for u in c]
         self.root = [u for u in self.units if u.layer is None]
         self.layers = [u for u in self.units if u.layer is not None]
         self.reshard = scn.parallel.fsdp_reshard_after_forward
-        self._ag: dict[str, int] = {}  # "<group>.<phase>.mb<k>" -> its AllGather op
+        self._ag: dict[str, tuple[int, ...]] = {}  # "<group>.<phase>.mb<k>" -> its AllGather ops
         self._copy_out = -1
-        self._last_rs = -1
+        self._last_rs: tuple[int, ...] = ()
         self._root_done: dict[int, int] = {}
+        self.synced = bool(self.axes or self.expert_axes)
+
+    def _parts(self, units: list[ParamUnit]) -> list[tuple[str, tuple[str, ...], int]]:
+        """(label, group axes, padded elements) of the dense and the expert part of `units`."""
+        out = []
+        for expert, label, axes, n in ((False, "", self.axes, self.group_size),
+                                       (True, ".experts", self.expert_axes, self.expert_group_size)):
+            numel = sum(padded(m.numel, n) for u in units for m in u.modules if m.expert == expert)
+            if numel and axes:
+                out.append((label, axes, numel))
+        return out
 
     def _size(self, units: list[ParamUnit]) -> int:
-        return sum(padded(m.numel, self.group_size) for u in units for m in u.modules)
+        return sum(n for _, _, n in self._parts(units))
 
-    def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: str, dep: int) -> int:
+    def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: str,
+                deps: tuple[int, ...]) -> tuple[int, ...]:
         key = f"{name}.{phase}.mb{mb}"
         if key not in self._ag:
-            self._ag[key] = self._comm(pb, f"fsdp.ag.{key}", "allgather", self._size(units) * PARAM_BYTES,
-                                       (dep,) if dep >= 0 else (), Tag(phase, units[0].layer, mb),  # type: ignore[arg-type]
-                                       dtype="bf16")
+            self._ag[key] = tuple(
+                self._comm(pb, f"fsdp.ag.{name}{label}.{phase}.mb{mb}", "allgather", numel * PARAM_BYTES,
+                           tuple(d for d in deps if d >= 0), Tag(phase, units[0].layer, mb),  # type: ignore[arg-type]
+                           dtype="bf16", axes=axes)
+                for label, axes, numel in self._parts(units))
         return self._ag[key]
 
     def _unshard(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int) -> int:
         """wait_for_unshard: copy-out of the gathered buffer on the compute stream; the next
         copy-in (AllGather) waits for it, so one gather buffer is in flight."""
-        ag = self._gather(pb, name, units, mb, "fwd", self._copy_out)
+        ags = self._gather(pb, name, units, mb, "fwd", (self._copy_out,))
         self._copy_out = pb.add(ComputeOp(name=f"fsdp.copy_out.{name}.fwd.mb{mb}", kind="copy",
-                                          hbm_bytes=2.0 * self._size(units) * PARAM_BYTES, deps=(ag,),
+                                          hbm_bytes=2.0 * self._size(units) * PARAM_BYTES,
+                                          deps=ags or ((self._copy_out,) if self._copy_out >= 0 else ()),
                                           tag=Tag("fwd", units[0].layer, mb)))
         return self._copy_out
 
@@ -219,7 +240,7 @@ class Fsdp2(GradSync):
         return self.layers[i] if 0 <= i < len(self.layers) else None
 
     def before_forward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
-        if not self.axes:
+        if not self.synced:
             return {}
         if self.root and f"root.fwd.mb{mb}" not in self._ag:
             root_ready = self._unshard(pb, "root", self.root, mb)
@@ -231,20 +252,20 @@ class Fsdp2(GradSync):
         ready = self._unshard(pb, unit.name, [unit], mb)
         nxt = self._next_layer(unit, +1)
         if nxt is not None:
-            self._gather(pb, nxt.name, [nxt], mb, "fwd", self._copy_out)
+            self._gather(pb, nxt.name, [nxt], mb, "fwd", (self._copy_out,))
         return {"attn": (ready,), "mlp": (ready,)}
 
     def before_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
-        if not self.axes or unit.layer is None or not self.reshard:
+        if not self.synced or unit.layer is None or not self.reshard:
             return {}
-        ready = self._gather(pb, unit.name, [unit], mb, "bwd", after)
+        ready = self._gather(pb, unit.name, [unit], mb, "bwd", (after,))
         prev = self._next_layer(unit, -1)
         if prev is not None:  # backward prefetch: exactly one group
             self._gather(pb, prev.name, [prev], mb, "bwd", ready)
-        return {"attn": (ready,), "mlp": (ready,)}
+        return {"attn": ready, "mlp": ready}
 
     def after_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
-        if not self.axes:
+        if not self.synced:
             return
         if unit.layer is None:
             self._root_done[mb] = self._root_done.get(mb, 0) + 1
@@ -253,15 +274,18 @@ class Fsdp2(GradSync):
             units, name = self.root, "root"
         else:
             units, name = [unit], unit.name
-        deps = (after,) + ((self._last_rs,) if self._last_rs >= 0 else ())
+        parts = self._parts(units)
+        if not parts:
+            return
+        deps = (after,) + self._last_rs
         tag = Tag("bwd", units[0].layer, mb)
         copy_in = pb.add(ComputeOp(name=f"fsdp.rs_copy_in.{name}.mb{mb}", kind="copy",
                                    hbm_bytes=2.0 * self._size(units) * self.grad_bytes, deps=deps, tag=tag))
-        self._last_rs = self._comm(pb, f"fsdp.rs.{name}.mb{mb}", "reducescatter",
-                                   self._size(units) * self.grad_bytes, (copy_in,), tag)
+        self._last_rs = tuple(self._comm(pb, f"fsdp.rs.{name}{label}.mb{mb}", "reducescatter", numel * self.grad_bytes,
+                                         (copy_in,), tag, axes=axes) for label, axes, numel in parts)
 
     def end_backward(self, pb, mb, after):  # type: ignore[no-untyped-def]
-        return self._last_rs
+        return self._last_rs[-1] if self._last_rs else -1
 
     def pending(self) -> tuple[int, ...]:
-        return (self._last_rs,) if self._last_rs >= 0 else ()
+        return self._last_rs

@@ -1,0 +1,298 @@
+"""The Mixture-of-Experts MLP block of one layer, forward and backward, on one rank.
+
+Megatron-Core's ``MoELayer`` (megatron/core/transformer/moe/moe_layer.py) runs, per micro-batch:
+router (a h×E GEMM, softmax/top-k) → token dispatch → the local experts as one grouped GEMM
+(``TEGroupedMLP``: one GEMM per local expert) → token combine → plus the shared experts, a
+TP-parallel dense MLP on the same input. The dispatchers (moe/token_dispatcher.py):
+
+* ``alltoall`` (``MoEAlltoAllTokenDispatcher``): permute the T local tokens into T·k rows sorted
+  by expert, All-to-All over the EP group (each rank sends T·k·h elements and, balanced, receives
+  as many), then AllGather-V over the expert-TP group when etp > 1 so every expert-TP rank holds
+  the rows of its experts; combine mirrors it: ReduceScatter-V over etp, All-to-All back,
+  unpermute and sum the k expert outputs of each token weighted by its router probabilities.
+* ``allgather`` (``MoEAllGatherTokenDispatcher``): AllGather of the T tokens over the etp×ep group,
+  each rank picks the rows of its local experts; combine is a ReduceScatter over the same group.
+* ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP, github.com/deepseek-ai/DeepEP normal
+  kernels): a token is sent over RDMA at most once per destination node (to the GPU of the same
+  local index), which forwards it over NVLink to the GPUs holding its experts; the combine goes
+  back the same way. Modelled as an All-to-All over the EP ranks of the other nodes sized by the
+  expected number of distinct nodes a token's k experts fall on, then an All-to-All inside the node
+  of the T·k rows; with FP8 training the dispatch is FP8 with one fp32 scale per 128 values
+  (DeepSeek-V3, arXiv:2412.19437 §3.3), the combine stays BF16. The SMs the DeepEP kernels
+  hold are not taken from overlapping compute here.
+
+Backward is the mirror: the combine's All-to-All carries the output gradient to the experts,
+grouped dgrad and wgrad GEMMs, the dispatch's All-to-All carries the input gradient back.
+
+**Routing imbalance.** All ranks of the EP group meet at every All-to-All, so the slowest one (the
+one holding the most-loaded experts) sets the pace. ``training.moe_imbalance`` is the expected
+max/mean tokens per expert (1.0: a balanced router, such as a forced-balanced benchmark gate); the
+rank holding the hottest expert carries ``1 + (imbalance − 1)/E_local`` times the mean, its other
+experts being average. ``training.moe_routing_seed`` instead draws the routing of the EP group's
+tokens as a seeded multinomial over the experts and takes the most loaded rank. With a capacity
+factor c, no expert takes more than c times its balanced share (Megatron's token dropping with
+``moe_expert_capacity_factor``); the rest are dropped. The All-to-All is sized by the slowest
+rank's rows (what bounds it); every row dispatched is combined (same size both ways).
+
+Shared experts run after the combine, or, with ``moe_shared_expert_overlap``, between the
+dispatch and the combine so the All-to-Alls hide behind them (Megatron's shared-expert overlap).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.config.scenario import Scenario
+from simulator.schedule import tensor_parallel
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+
+SCALE_BLOCK = 128  # DeepEP / DeepSeek-V3 FP8 dispatch: one fp32 scale per 128 activations
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    """Per-rank shape of the MoE block of one role."""
+
+    experts: int
+    top_k: int
+    hidden: int
+    ffn: int  # one routed expert's FFN size
+    shared_ffn: int  # all shared experts together
+    gated: bool
+    ep: int
+    etp: int
+    tp: int
+    tokens: int  # T: tokens entering the block on this rank (the SP shard under TP)
+    act_bytes: int
+    dtype: str  # GEMM dtype
+    dispatcher: str
+    dispatch_bytes: float  # bytes per dispatched element (FP8 + scales, or the activation dtype)
+    load: float  # rows of the slowest EP rank over the balanced share (>= dropped-capped)
+    nodes_hit: float  # deepep: expected distinct nodes of the EP group a token's k experts fall on
+    ep_nodes: int  # deepep: nodes the EP group spans
+    shared_overlap: bool
+
+    @classmethod
+    def from_scenario(cls, scn: Scenario, tokens: int) -> "MoESpec":
+        m, t, p = scn.model, scn.training, scn.parallel
+        etp = p.expert_tp
+        gpn = scn.gpus_per_node
+        ep_intra = max(1, min(p.ep, gpn // etp)) if gpn >= etp else 1
+        ep_nodes = p.ep // ep_intra
+        fp8_dispatch = p.moe_dispatcher == "deepep" and t.dtype == "fp8"
+        dispatch_bytes = (1 + 4 / SCALE_BLOCK) if fp8_dispatch else float(t.act_bytes)
+        load = rank_load(m.experts, m.top_k, p.ep, tokens, t.moe_imbalance, m.capacity_factor,
+                         t.moe_routing_seed)
+        return cls(experts=m.experts, top_k=m.top_k, hidden=m.hidden, ffn=m.moe_ffn_hidden,
+                   shared_ffn=m.shared_ffn_hidden, gated=m.gated, ep=p.ep, etp=etp, tp=p.tp, tokens=tokens,
+                   act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
+                   load=load, nodes_hit=expected_nodes_hit(m.experts, m.top_k, ep_nodes), ep_nodes=ep_nodes,
+                   shared_overlap=p.moe_shared_expert_overlap)
+
+    @property
+    def local_experts(self) -> int:
+        return self.experts // self.ep
+
+    @property
+    def rows(self) -> int:
+        """Rows the slowest rank's grouped GEMMs process: T·k routed copies, gathered over etp."""
+        return max(1, round(self.tokens * self.top_k * self.etp * self.load))
+
+    @property
+    def dispatch_size(self) -> int:
+        """All-to-All send buffer of one rank (nccl-tests size), dispatch direction."""
+        return int(self.tokens * self.top_k * self.load * self.hidden * self.dispatch_bytes)
+
+    @property
+    def combine_size(self) -> int:
+        return int(self.tokens * self.top_k * self.load * self.hidden * self.act_bytes)
+
+    @property
+    def up(self) -> int:
+        """Output features of the first expert GEMM per expert-TP rank (gate and up for SwiGLU)."""
+        return (2 if self.gated else 1) * self.ffn // self.etp
+
+
+def expected_nodes_hit(experts: int, top_k: int, nodes: int) -> float:
+    """Expected distinct nodes among a token's k experts, experts spread evenly over `nodes` and
+    chosen uniformly without replacement: nodes·(1 − C(E − E/nodes, k)/C(E, k))."""
+    if nodes <= 1:
+        return 1.0
+    per_node = experts // nodes
+    miss = math.comb(experts - per_node, top_k) / math.comb(experts, top_k)
+    return nodes * (1 - miss)
+
+
+def rank_load(experts: int, top_k: int, ep: int, tokens: int, imbalance: float, capacity: float | None,
+              seed: int | None) -> float:
+    """Rows of the most loaded EP rank over the balanced share T·k (see module docstring)."""
+    local = experts // ep
+    if seed is None:
+        per_expert = imbalance if capacity is None else min(imbalance, capacity)
+        return 1 + (per_expert - 1) / local
+    rng = np.random.default_rng(seed)
+    n = tokens * ep  # the EP group's tokens of one micro-batch
+    counts = np.zeros(experts, dtype=np.int64)
+    for _ in range(top_k):  # k draws per token, uniform over the experts
+        counts += rng.multinomial(n, np.full(experts, 1 / experts))
+    if capacity is not None:
+        counts = np.minimum(counts, math.ceil(capacity * n * top_k / experts))
+    per_rank = counts.reshape(ep, local).sum(axis=1)
+    return float(per_rank.max() / (n * top_k / ep))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _tag(phase: str, layer: int, mb: int) -> Tag:
+    return Tag(phase, layer, mb)  # type: ignore[arg-type]
+
+
+def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], tag: Tag) -> int:
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag))
+
+
+def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
+             tag: Tag) -> int:
+    """One grouped GEMM: E_local GEMMs of (m/E_local, n, k) rows (TE GroupedLinear)."""
+    e = s.local_experts
+    elem = 1 if s.dtype == "fp8" else s.act_bytes
+    io = (m * k + e * k * n + m * n) * elem
+    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
+                            gemm=(max(m // e, 1), n, k), count=e, dtype=s.dtype, tag=tag))
+
+
+def _grouped_w(pb: ProgramBuilder, s: MoESpec, name: str, n: int, k: int, m: int, deps: tuple[int, ...],
+               tag: Tag) -> int:
+    """Grouped weight-gradient GEMM: E_local GEMMs of (n, k, m/E_local)."""
+    e = s.local_experts
+    elem = 1 if s.dtype == "fp8" else s.act_bytes
+    io = (m * k + e * k * n + m * n) * elem
+    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
+                            gemm=(n, k, max(m // e, 1)), count=e, dtype=s.dtype, tag=tag))
+
+
+def _comm(pb: ProgramBuilder, name: str, op: str, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
+          tag: Tag, dtype: str) -> int:
+    return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size), deps=deps, dtype=dtype,  # type: ignore[arg-type]
+                         tag=tag))
+
+
+def _wire_dtype(s: MoESpec, dispatch: bool) -> str:
+    return "fp8" if dispatch and s.dispatch_bytes < 2 else ("bf16" if s.act_bytes == 2 else "fp32")
+
+
+def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dispatch: bool) -> int:
+    """Token exchange toward the experts (`dispatch`) or back (combine), the All-to-All part."""
+    size = s.dispatch_size if dispatch else s.combine_size
+    dtype = _wire_dtype(s, dispatch)
+    if s.dispatcher == "allgather":
+        gathered = s.tokens * s.ep * s.etp * s.hidden * s.act_bytes
+        if s.ep * s.etp == 1:
+            return dep
+        return _comm(pb, f"{name}.{'allgather' if dispatch else 'reducescatter'}",
+                     "allgather" if dispatch else "reducescatter", ("etp", "ep"), gathered, (dep,), tag, dtype)
+    if s.ep == 1:
+        return dep
+    if s.dispatcher == "deepep" and s.ep_nodes > 1:
+        inter = int(s.tokens * s.nodes_hit * s.hidden * (s.dispatch_bytes if dispatch else s.act_bytes))
+        first, second = ("ep_inter", "ep_intra") if dispatch else ("ep_intra", "ep_inter")
+        sizes = {"ep_inter": inter, "ep_intra": size}
+        a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep,), tag, dtype)
+        return _comm(pb, f"{name}.deepep.{second}", "alltoall", (second,), sizes[second], (a,), tag, dtype)
+    return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
+
+
+def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: str, dep: int, tag: Tag) -> int:
+    """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
+    if s.etp == 1 or s.dispatcher == "allgather":
+        return dep
+    return _comm(pb, f"{name}.{op}", op, ("etp",), s.rows * s.hidden * s.act_bytes, (dep,), tag,
+                 "bf16" if s.act_bytes == 2 else "fp32")
+
+
+def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer: int, mb: int, after: int) -> int:
+    """Router, dispatch, grouped expert GEMMs, combine and shared experts; returns the op after
+    which the block's output (routed + shared) is ready."""
+    tag = _tag("fwd", layer, mb)
+    p = f"L{layer}.moe"
+    T, h, B = s.tokens, s.hidden, s.act_bytes
+    router = pb.add(ComputeOp(name=f"{p}.router.fwd", kind="gemm", flops=2.0 * T * s.experts * h,
+                              hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(after,),
+                              gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
+    permute = _mem(pb, f"{p}.permute.fwd", T * h * B + T * s.top_k * h * B, (topk,), tag)
+    dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True)
+    shared_done = -1
+    if s.shared_ffn and s.shared_overlap:
+        shared_done = _shared_fwd(pb, s, tp, after)
+    rows = _etp(pb, s, f"{p}.dispatch.fwd", "allgather", dispatched, tag)
+    fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
+    act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
+    fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
+    combined = _exchange(pb, s, f"{p}.combine.fwd", back, tag, dispatch=False)
+    out = _mem(pb, f"{p}.unpermute.fwd", T * s.top_k * h * B + T * h * B, (combined,), tag)
+    if s.shared_ffn:
+        if shared_done < 0:
+            shared_done = _shared_fwd(pb, s, tp, out)
+        out = _mem(pb, f"{p}.shared_add.fwd", 3 * T * h * B, (out, shared_done), tag)
+    return out
+
+
+def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer: int, mb: int, after: int) -> int:
+    """The mirror of :func:`forward`; returns the op after which the input gradient and every
+    weight gradient of the block are ready."""
+    tag = _tag("bwd", layer, mb)
+    p = f"L{layer}.moe"
+    T, h, B = s.tokens, s.hidden, s.act_bytes
+    unpermute = _mem(pb, f"{p}.unpermute.bwd", T * s.top_k * h * B + T * h * B, (after,), tag)
+    to_experts = _exchange(pb, s, f"{p}.combine.bwd", unpermute, tag, dispatch=False)
+    shared_done = -1
+    if s.shared_ffn and s.shared_overlap:
+        shared_done = _shared_bwd(pb, s, tp, after)
+    rows = _etp(pb, s, f"{p}.combine.bwd", "allgather", to_experts, tag)
+    f = s.ffn // s.etp
+    fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
+    fc2_w = _grouped_w(pb, s, f"{p}.experts.fc2.wgrad", h, f, s.rows, (fc2_d,), tag)
+    act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
+    fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, h, s.up, (act,), tag)
+    fc1_w = _grouped_w(pb, s, f"{p}.experts.fc1.wgrad", s.up, h, s.rows, (fc1_d,), tag)
+    back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", fc1_d, tag)
+    returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
+    permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * h * B + T * h * B, (returned,), tag)
+    topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (permute,), tag)
+    r_d = pb.add(ComputeOp(name=f"{p}.router.dgrad", kind="gemm", flops=2.0 * T * s.experts * h,
+                           hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(topk,),
+                           gemm=(T, h, s.experts), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    r_w = pb.add(ComputeOp(name=f"{p}.router.wgrad", kind="gemm", flops=2.0 * T * s.experts * h,
+                           hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(r_d,),
+                           gemm=(h, s.experts, T), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    out = r_w
+    if s.shared_ffn:
+        if shared_done < 0:
+            shared_done = _shared_bwd(pb, s, tp, r_w)
+        out = _mem(pb, f"{p}.grad_add.bwd", 3 * T * h * B, (r_w, shared_done, fc1_w), tag)
+    else:
+        out = _mem(pb, f"{p}.grad_add.bwd", 3 * T * h * B, (r_w, fc1_w), tag)
+    return out
+
+
+def _shared_fwd(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, after: int) -> int:
+    """Shared experts: a TP dense MLP (Megatron SharedExpertMLP) of all shared experts together."""
+    up = (2 if s.gated else 1) * s.shared_ffn // s.tp
+    fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "moe.shared.fc1", up, after)
+    act = _mem(pb, f"L{tp.layer}.moe.shared.act.fwd", (3 if s.gated else 2) * tp.tokens * s.shared_ffn // s.tp * s.act_bytes,
+               (fc1,), _tag("fwd", tp.layer, tp.microbatch))
+    return tensor_parallel.row_parallel_fwd(pb, tp, "moe.shared.fc2", s.shared_ffn // s.tp, act)
+
+
+def _shared_bwd(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, after: int) -> int:
+    up = (2 if s.gated else 1) * s.shared_ffn // s.tp
+    fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "moe.shared.fc2", s.shared_ffn // s.tp, after)
+    act = _mem(pb, f"L{tp.layer}.moe.shared.act.bwd", (5 if s.gated else 3) * tp.tokens * s.shared_ffn // s.tp * s.act_bytes,
+               (fc2,), _tag("bwd", tp.layer, tp.microbatch))
+    return tensor_parallel.column_parallel_bwd(pb, tp, "moe.shared.fc1", up, act)

@@ -1,0 +1,218 @@
+"""Expert parallelism: All-to-All volumes in closed form, conservation, Megatron's expert rank
+layout, the expert-data-parallel gradient group, routing imbalance and token dropping."""
+
+import math
+from collections import Counter
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.errors import InputError
+from simulator.schedule.build import build_schedule, comm_bytes
+from simulator.schedule.ir import CommOp, ComputeOp
+from simulator.schedule.moe import expected_nodes_hit, rank_load
+from tests.unit.test_schedule_invariants import PROFILE, check_invariants
+
+# 8 experts of 128, top-2, one dense layer first; 4 GPUs per node (PROFILE)
+MOE = {"layers": 4, "hidden": 256, "heads": 8, "kv_heads": 4, "ffn_hidden": 512, "vocab": 1000,
+       "mlp": "swiglu", "seq_len": 512, "experts": 8, "top_k": 2, "moe_ffn_hidden": 128,
+       "first_dense_layers": 1}
+
+
+@pytest.fixture
+def make(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROFILE)
+
+    def _make(parallel, nodes=2, training=None, model=None):
+        data = {"name": "moe", "hardware": "p.yaml", "nodes": nodes, "model": {**MOE, **(model or {})},
+                "training": {"micro_batch": 1, "global_batch": 8, **(training or {})}, "parallel": parallel}
+        return build_scenario(data, source="moe.yaml", base_dir=tmp_path)
+    return _make
+
+
+PLANS = {
+    "ep4": {"ep": 4},
+    "ep8_zero1": {"ep": 8, "zero": 1},
+    "ep2_tp2_etp1": {"ep": 2, "tp": 2, "sequence_parallel": True, "etp": 1},
+    "ep2_tp2_etp2_pp2": {"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2},
+    "allgather": {"ep": 4, "moe_dispatcher": "allgather"},
+    "deepep": {"ep": 8, "moe_dispatcher": "deepep"},
+    "fsdp2_ep4": {"ep": 4, "zero": 3, "zero3_impl": "fsdp2"},
+    "shared_overlap": {"ep": 4, "moe_shared_expert_overlap": True},
+}
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+def test_moe_plan_invariants(make, name):
+    model = {"shared_experts": 1} if "shared" in name or "deepep" in name else None
+    check_invariants(build_schedule(make(PLANS[name], model=model)))
+
+
+def _a2a(program):
+    return [op for op in program if isinstance(op, CommOp) and op.op == "alltoall"]
+
+
+def test_all_to_all_volume_per_gpu_per_layer(make):
+    """Each MoE layer moves T·k·h·B bytes per GPU in each of its four All-to-Alls (dispatch and
+    combine, forward and backward); T = b·s tokens of a micro-batch, k = 2, h = 256, B = 2."""
+    scn = make({"ep": 4})
+    sched = build_schedule(scn)
+    prog = sched.programs["pp0.cp0"]
+    per_op = 1 * 512 * 2 * 256 * 2
+    a2a = _a2a(prog)
+    assert {op.size_bytes for op in a2a} == {per_op}
+    assert all(op.axes == ("ep",) for op in a2a)
+    moe_layers, n_micro = 3, scn.n_micro
+    assert len(a2a) == 4 * moe_layers * n_micro
+    assert comm_bytes(prog)["alltoall"] == 4 * moe_layers * n_micro * per_op
+
+
+def test_every_token_dispatched_is_combined(make):
+    """Conservation: per layer and micro-batch the combine returns what the dispatch sent, and the
+    backward moves the same rows back, with or without imbalance and dropping."""
+    for training in ({}, {"moe_imbalance": 1.7}, {"moe_routing_seed": 3}):
+        for model in ({}, {"capacity_factor": 1.25}):
+            scn = make({"ep": 4}, training={"global_batch": 32, **training}, model=model)
+            prog = build_schedule(scn).programs["pp0.cp0"]
+            sizes = Counter()
+            for op in _a2a(prog):
+                kind = "dispatch" if ".dispatch." in op.name else "combine"
+                sizes[(op.tag.layer, op.tag.microbatch, op.tag.phase, kind)] += op.size_bytes
+            keys = {k[:3] for k in sizes}
+            assert len(keys) == 3 * scn.n_micro * 2 and scn.n_micro == 4
+            for layer, mb, phase in keys:
+                assert sizes[(layer, mb, phase, "dispatch")] == sizes[(layer, mb, phase, "combine")] > 0
+
+
+def test_expert_rank_layout_follows_megatron_tp_ep_dp(make):
+    """Megatron's expert rank generator (tp-ep-dp-pp with tp = etp): with tp 2, etp 1 and ep 2 on
+    8 GPUs, rank 0's EP group is ranks {0, 1} (it spans the TP pair), its expert-DP group every
+    second rank; with etp = tp = 2 the EP group steps over the TP pair: {0, 2}."""
+    g = build_schedule(make({"ep": 2, "tp": 2, "sequence_parallel": True, "etp": 1})).grid
+    assert g.group(0, ("ep",)) == (0, 1)
+    assert g.group(0, ("edp",)) == (0, 2, 4, 6)
+    assert g.group(5, ("edp",)) == (1, 3, 5, 7)
+    g = build_schedule(make({"ep": 2, "tp": 2, "sequence_parallel": True})).grid
+    assert g.group(0, ("etp",)) == (0, 1)
+    assert g.group(0, ("ep",)) == (0, 2)
+    assert g.group(0, ("edp",)) == (0, 4)
+    g = build_schedule(make({"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2})).grid
+    assert g.group(4, ("ep",)) == (4, 6)  # second stage: the same layout, offset by one stage
+
+
+def test_expert_gradients_reduce_over_expert_data_parallel_group(make):
+    """DDP: the dense gradients are AllReduced over dp (8 ranks), the expert gradients over the
+    ranks holding the same experts (8 / ep = 2), each of its own bytes."""
+    scn = make({"ep": 4})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ar = [op for op in prog if isinstance(op, CommOp) and op.op == "allreduce"]
+    expert = sum(op.size_bytes for op in ar if op.axes == ("edp",))
+    dense = sum(op.size_bytes for op in ar if op.axes == ("dp",))
+    local_experts = 8 // 4
+    assert expert == 3 * local_experts * 3 * 256 * 128 * 2  # 3 MoE layers, SwiGLU, bf16 grads
+    assert expert + dense == 2 * (sum(op.size_bytes for op in ar) // 2)
+    assert build_schedule(scn).grid.group(0, ("edp",)) == (0, 4)
+
+
+def test_fsdp2_shards_experts_over_expert_dp(make):
+    prog = build_schedule(make({"ep": 4, "zero": 3, "zero3_impl": "fsdp2"})).programs["pp0.cp0"]
+    ags = [op for op in prog if isinstance(op, CommOp) and op.op == "allgather" and ".experts." in op.name]
+    assert ags and all(op.axes == ("edp",) for op in ags)
+    assert {op.size_bytes for op in ags} == {2 * 3 * 256 * 128 * 2}  # 2 local experts, bf16
+
+
+def test_grouped_gemm_rows_and_flops(make):
+    """Balanced: a rank's grouped GEMMs process T·k rows over its E/ep experts; forward FLOPs of
+    the routed experts are 2·T·k·3·h·f, the same as the dense-equivalent count."""
+    prog = build_schedule(make({"ep": 4})).programs["pp0.cp0"]
+    fc1 = [op for op in prog if isinstance(op, ComputeOp) and op.name == "L1.moe.experts.fc1.fwd"]
+    T, k, h, f = 512, 2, 256, 128
+    assert fc1[0].count == 2 and fc1[0].gemm == (T * k // 2, 2 * f, h)
+    fwd = sum(op.flops for op in prog if isinstance(op, ComputeOp) and op.tag.layer == 1 and op.tag.microbatch == 0
+              and op.tag.phase == "fwd" and ".experts.fc" in op.name)
+    assert fwd == 2 * T * k * 3 * h * f
+
+
+def test_imbalance_slows_the_hottest_rank_and_capacity_caps_it():
+    """Expected max/mean 2 per expert, 16 local experts: the hottest rank carries 1 + 1/16 of the
+    balanced share; a capacity factor of 1.25 caps the hottest expert at 1.25."""
+    assert rank_load(256, 8, 16, 4096, 2.0, None, None) == pytest.approx(1 + 1 / 16)
+    assert rank_load(256, 8, 16, 4096, 2.0, 1.25, None) == pytest.approx(1 + 0.25 / 16)
+    assert rank_load(256, 8, 256, 4096, 2.0, None, None) == pytest.approx(2.0)  # one expert per rank
+
+
+def test_multinomial_routing_is_seeded_and_near_balanced_for_many_tokens():
+    a = rank_load(64, 8, 8, 8192, 1.0, None, 7)
+    assert a == rank_load(64, 8, 8, 8192, 1.0, None, 7)
+    # 65,536 tokens x 8 over 8 ranks: relative spread ~ 1/sqrt(65536) -> max/mean within 1%
+    assert 1.0 < a < 1.01
+    # one expert per rank, mean 16·8 = 128 rows: the max of 64 near-Poisson counts is about
+    # mean + 2.4·sqrt(mean), i.e. 1 + 2.4/sqrt(128) = 1.21
+    few = rank_load(64, 8, 64, 16, 1.0, None, 7)
+    assert 1.1 < few < 1.35
+    capped = rank_load(64, 8, 64, 16, 1.0, 1.0, 7)
+    assert capped <= 1.0 + 1e-9
+
+
+def test_imbalance_scales_all_to_all_and_expert_gemms(make):
+    base = build_schedule(make({"ep": 4})).programs["pp0.cp0"]
+    hot = build_schedule(make({"ep": 4}, training={"moe_imbalance": 1.5})).programs["pp0.cp0"]
+    load = 1 + 0.5 / 2
+    assert _a2a(hot)[0].size_bytes == int(_a2a(base)[0].size_bytes * load)
+    fl = lambda p: sum(op.flops for op in p if isinstance(op, ComputeOp) and ".experts." in op.name)  # noqa: E731
+    assert fl(hot) == pytest.approx(fl(base) * load, rel=1e-3)
+
+
+def test_allgather_dispatcher_sizes(make):
+    """MoEAllGatherTokenDispatcher: AllGather of the T tokens over etp×ep, ReduceScatter back."""
+    prog = build_schedule(make({"ep": 4, "moe_dispatcher": "allgather"})).programs["pp0.cp0"]
+    ops = [op for op in prog if isinstance(op, CommOp) and op.axes == ("etp", "ep")]
+    assert {op.size_bytes for op in ops} == {512 * 4 * 256 * 2}
+    # 3 MoE layers x 1 micro-batch: fwd dispatch AG + bwd combine AG, fwd combine RS + bwd dispatch RS
+    assert Counter(op.op for op in ops) == Counter({"allgather": 2 * 3, "reducescatter": 2 * 3})
+
+
+def test_deepep_sends_each_token_once_per_node():
+    """E = 256 experts over 8 nodes, k = 8: a token reaches 8·(1 − C(224, 8)/C(256, 8)) nodes."""
+    expected = 8 * (1 - math.comb(224, 8) / math.comb(256, 8))
+    assert expected_nodes_hit(256, 8, 8) == pytest.approx(expected)
+    assert 5.0 < expected < 6.0
+    assert expected_nodes_hit(256, 8, 1) == 1.0
+
+
+def test_deepep_splits_the_exchange_at_the_node(make):
+    prog = build_schedule(make({"ep": 8, "moe_dispatcher": "deepep"}, training={"dtype": "fp8"})).programs["pp0.cp0"]
+    inter = [op for op in prog if isinstance(op, CommOp) and op.axes == ("ep_inter",)]
+    intra = [op for op in prog if isinstance(op, CommOp) and op.axes == ("ep_intra",)]
+    assert inter and intra and len(inter) == len(intra)
+    fwd_dispatch = [op for op in intra if op.name.startswith("L1.moe.dispatch.fwd")][0]
+    assert fwd_dispatch.dtype == "fp8"
+    assert fwd_dispatch.size_bytes == int(512 * 2 * 256 * (1 + 4 / 128))  # FP8 + one fp32 scale per 128
+
+
+@pytest.mark.parametrize("parallel,model,needle", [
+    ({"ep": 3}, {}, "ep=3 does not divide experts=8"),
+    ({"ep": 16}, {"experts": 16}, "does not divide tp x cp x dp"),
+    ({"ep": 2}, {"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0},
+     "needs a Mixture-of-Experts model"),
+    ({"tp": 2}, {}, "sequence_parallel: true"),
+    ({"ep": 2, "order": ["tp", "pp", "dp"]}, {}, "pp must be the"),
+])
+def test_bad_expert_plans_name_the_field(make, parallel, model, needle):
+    with pytest.raises(InputError, match=needle):
+        make(parallel, model=model)
+
+
+def test_expert_states_shard_over_expert_data_parallel(make):
+    """ZeRO-1 on 8 GPUs with ep 4: the dense optimizer states shard 8 ways, the experts' over the
+    2 ranks that hold the same experts; weights and gradients of the experts are E/ep per GPU."""
+    from simulator.schedule.flops import expert_params
+    from simulator.schedule.memory import estimate_memory, stage_expert_params, stage_params
+
+    scn = make({"ep": 4, "zero": 1})
+    experts = stage_expert_params(scn, 0)
+    assert experts == 3 * 2 * expert_params(scn.model)  # 3 MoE layers x 2 local experts
+    dense = stage_params(scn, 0) - experts
+    mem = estimate_memory(scn, 0)
+    assert mem.optimizer == pytest.approx(12 * (dense / 8 + experts / 2))
+    assert mem.params == pytest.approx(2 * (dense + experts))
