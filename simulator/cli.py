@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import os
+
+    # The one place a matplotlib backend is chosen: a command line draws to files only. The
+    # plotting modules never choose one (a notebook keeps its inline backend).
+    os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from simulator.calibration.trace_compare import CATEGORIES, TraceComparison  # noqa: E402
+from simulator.calibration.trace_compare import CATEGORIES, TraceComparison
+from simulator.report.figures import new_figure, save_figure
 
 _MARKERS = {"collective": "o", "gemm": "s", "attention": "^"}
 
@@ -18,7 +14,8 @@ def plot_trace_comparison(cmp: TraceComparison, path: str | Path) -> Path:
     """Log-log scatter of predicted vs measured kernel time with the y = x line and ±20% band."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 5.5))
+    fig = new_figure(6, 5.5)
+    ax = fig.subplots()
     values = [v for e in cmp.events for v in (e.measured_s * 1e6, e.predicted_s * 1e6) if v > 0]
     lo, hi = (min(values) / 1.5, max(values) * 1.5) if values else (1.0, 10.0)
     ax.plot([lo, hi], [lo, hi], "k-", lw=1, label="predicted = measured")
@@ -38,6 +35,4 @@ def plot_trace_comparison(cmp: TraceComparison, path: str | Path) -> Path:
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -6,10 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from simulator.report.figures import new_figure
 
 
 def plot_busbw_by_profile(results: Sequence, out_dir: Path) -> list[Path]:
@@ -22,7 +19,8 @@ def plot_busbw_by_profile(results: Sequence, out_dir: Path) -> list[Path]:
     for profile, group in sorted(by_profile.items()):
         cols = min(3, len(group))
         rows = -(-len(group) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+        fig = new_figure(5 * cols, 3.6 * rows)
+        axes = fig.subplots(rows, cols, squeeze=False)
         for ax, r in zip(axes.flat, group):
             sizes = [p.size_bytes for p in r.points]
             ax.plot(sizes, [p.measured_busbw_GBps for p in r.points], "o", ms=3.5, label="measured (nccl-tests)")
@@ -39,6 +37,5 @@ def plot_busbw_by_profile(results: Sequence, out_dir: Path) -> list[Path]:
         fig.tight_layout()
         path = out_dir / f"collectives-{profile}.png"
         fig.savefig(path, dpi=90)
-        plt.close(fig)
         written.append(path)
     return written

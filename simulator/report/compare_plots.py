@@ -9,11 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from simulator.report.figures import new_figure, save_figure
 
 PARTS = ("compute", "allgather", "reducescatter", "allreduce", "alltoall", "sendrecv", "pipeline_bubble")
 COLORS = {"compute": "#4c72b0", "allgather": "#dd8452", "reducescatter": "#55a868", "allreduce": "#c44e52",
@@ -26,7 +24,8 @@ LABELS = {"compute": "compute", "allgather": "exposed AllGather", "reducescatter
 def plot_plan_comparison(rows: Sequence[tuple[str, Mapping[str, float]]], title: str = "",
                          path: str | Path | None = None) -> Figure:
     """Horizontal stacked bars of each plan's step time in ms, split by part."""
-    fig, ax = plt.subplots(figsize=(10, 0.45 * max(len(rows), 1) + 2.4))
+    fig = new_figure(10, 0.45 * max(len(rows), 1) + 2.4)
+    ax = fig.subplots()
     y = list(range(len(rows)))
     left = [0.0] * len(rows)
     for part in PARTS:
@@ -44,6 +43,5 @@ def plot_plan_comparison(rows: Sequence[tuple[str, Mapping[str, float]]], title:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.5 / max(len(rows), 1)), fontsize=7, ncol=4)
     fig.tight_layout()
     if path:
-        fig.savefig(path, dpi=120)
-    plt.close(fig)
+        save_figure(fig, path)
     return fig

@@ -30,6 +30,7 @@ from simulator.config.parallelism import Parallel
 from simulator.config.scenario import Scenario
 from simulator.config.workload import Training
 from simulator.errors import InputError
+from simulator.report.labels import plan_label
 from simulator.schedule.memory import MemoryEstimate, memory_per_gpu
 
 # Axes a sweep varies (and `--fix` / `--max` accept), in the order plans are printed.
@@ -54,20 +55,7 @@ class Candidate:
 
     def label(self, dp: int | None = None) -> str:
         """The user's name, else the practitioners' notation, e.g. ``tp8sp pp2 dp4 z1 mb1``."""
-        if self.name:
-            return self.name
-        p = self.parallel
-        parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
-        if p.vp > 1:
-            parts.append(f"vp{p.vp}")
-        if p.cp > 1:
-            parts.append(f"cp{p.cp}")
-        if p.ulysses > 1:
-            parts.append(f"uly{p.ulysses}")
-        if dp is not None:
-            parts.append(f"dp{dp}")
-        parts += [f"z{p.zero}", f"mb{self.micro_batch}"]
-        return " ".join(parts)
+        return self.name or plan_label(self.parallel, dp, self.micro_batch)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,14 @@ def test_unknown_top_level_modules_are_placed_in_a_layer():
     assert tops <= set(RANK), f"add these to the layer table: {sorted(tops - set(RANK))}"
 
 
+def test_no_module_picks_a_matplotlib_backend_or_uses_pyplot():
+    """A backend chosen at import replaces a notebook's inline backend (its figures vanish);
+    plots use the object API (report/figures.py)."""
+    assert _third_party_users("matplotlib.pyplot") == []
+    for path in _modules():
+        assert "matplotlib.use(" not in path.read_text(), path
+
+
 def _third_party_users(library: str) -> list[str]:
     return [p.relative_to(PKG).as_posix() for p in _modules()
             if any(n == library or n.startswith(library + ".") for n in _imports(p))]
@@ -107,5 +115,6 @@ def test_networkx_only_under_hardware():
 
 def test_matplotlib_only_in_report_plots_or_calibration():
     users = _third_party_users("matplotlib")
-    allowed = {"report/plots.py", "report/compare_plots.py"}  # compare_plots: the compare/sweep bar chart
+    # figures: the Figure class all plots share; compare_plots: the compare/sweep charts
+    allowed = {"report/figures.py", "report/plots.py", "report/compare_plots.py"}
     assert all(p in allowed or p.startswith("calibration/") for p in users), users

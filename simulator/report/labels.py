@@ -1,0 +1,34 @@
+"""How a parallel plan and a run are named in tables, plot titles and results files.
+
+The plan notation is the one practitioners write in papers and launch scripts (Megatron-LM's
+``--tensor-model-parallel-size 8 --pipeline-model-parallel-size 2`` reads ``tp8 pp2``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.config.parallelism import Parallel
+
+
+def plan_label(p: Parallel, dp: int | None, micro_batch: int) -> str:
+    """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``."""
+    parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
+    if p.vp > 1:
+        parts.append(f"vp{p.vp}")
+    if p.cp > 1:
+        parts.append(f"cp{p.cp}")
+    if p.ulysses > 1:
+        parts.append(f"uly{p.ulysses}")
+    if dp is not None:
+        parts.append(f"dp{dp}")
+    parts += [f"z{p.zero}", f"mb{micro_batch}"]
+    return " ".join(parts)
+
+
+def run_title(scenario: Any, step_time_s: float) -> str:
+    """Plot title of one run: scenario, hardware, plan and step time."""
+    hw = scenario.profile.name
+    gpus = f"{scenario.nodes} x {scenario.gpus_per_node} GPUs"
+    plan = plan_label(scenario.parallel, scenario.dp, scenario.training.micro_batch)
+    return f"{scenario.name}: {hw}, {gpus}, {plan}, step {step_time_s * 1e3:.1f} ms"
