@@ -29,6 +29,9 @@ class Schedule:
     programs: dict[str, list[Op]]
     meta: dict[str, Any] = field(default_factory=dict)
     scenario: str = ""
+    # The grid axes a rank's role depends on (role_of reads only these coordinates): the replay
+    # finds the axes it can mirror from them without asking every rank (replay/symmetry.py).
+    role_axes: tuple[str, ...] = ("pp", "cp")
 
     def role_of(self, rank: int) -> str:
         return role_name(self.grid.coord(rank, "pp"), self.grid.coord(rank, "cp"))
