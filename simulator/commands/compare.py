@@ -1,12 +1,13 @@
-"""`clustersim compare SCENARIO --plans PLANS.yaml [--top K] [--jobs N] [--json F] [--plot F.png]`:
-simulate the plans listed in a file (overrides of the scenario's plan) and rank them."""
+"""`clustersim compare SCENARIO --plans PLANS.yaml [--top K] [--jobs N] [--json F] [--csv F]
+[--plot F.png] [--pareto F.png] [--results F | --resume F] [--ray ADDR]`: simulate the plans
+listed in a file (overrides of the scenario's plan) and rank them."""
 
 from __future__ import annotations
 
 import argparse
 
 from simulator.commands import add_hardware_option
-from simulator.commands.sweep import add_output_options, check_jobs, emit
+from simulator.commands.sweep import add_output_options, check_jobs, execute
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,10 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from simulator.config.scenario import load_scenario
-    from simulator.simulate import simulate_scenario
     from simulator.sweep.plans import dedupe
     from simulator.sweep.plans_file import load_plans
-    from simulator.sweep.run import run_plans
 
     check_jobs(args)
     base = load_scenario(args.scenario, args.hardware)
@@ -35,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
     unique = dedupe(candidates)
     if len(unique) < len(candidates):
         print(f"note: {len(candidates) - len(unique)} duplicate plan(s) in {args.plans} simulated once")
-    result = run_plans(base, unique, simulate_scenario, jobs=args.jobs)
-    return emit(result, args)
+    # every listed plan is simulated: the user asked for each of them
+    return execute(base, unique, args, prune=False)

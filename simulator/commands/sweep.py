@@ -1,22 +1,38 @@
-"""`clustersim sweep SCENARIO [--max-plans N] [--fix tp=8 ...] [--max cp=4 ...] [--top K]
-[--jobs N] [--json F] [--plot F.png]`: enumerate parallel plans for the scenario's model and
-cluster, prune the invalid and the ones that do not fit, simulate the rest, rank them."""
+"""`clustersim sweep SCENARIO [--fix KEY=V ...] [--max KEY=N ...] [--vary KNOBS] [--max-plans N]
+[--objective step_time|tokens_per_s] [--memory-cap GiB] [--results F | --resume F] [--ray auto|ADDR]
+[--top K] [--jobs N] [--json F] [--csv F] [--plot F.png] [--pareto F.png]`: enumerate parallel
+plans for the scenario's model and cluster, screen out the invalid, the ones that do not fit and
+the ones that cannot beat the best, simulate the rest, rank them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
+import sys
 from pathlib import Path
 
 from simulator.commands import add_hardware_option
 from simulator.errors import InputError
 
 
-def _assignment(text: str) -> tuple[str, int]:
+def _assignment(text: str) -> tuple[str, int | str]:
+    from simulator.sweep.plans import CHOICES
+
     key, sep, value = text.partition("=")
-    if not sep or not value.strip().lstrip("-").isdigit():
-        raise argparse.ArgumentTypeError(f"expected KEY=N such as tp=8, got {text!r}")
-    return key.strip(), int(value)
+    key, value = key.strip(), value.strip()
+    if sep and key in CHOICES and value:
+        return key, value
+    if not sep or not value.lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"expected KEY=N such as tp=8 (or recompute=selective), got {text!r}")
+    return key, int(value)
+
+
+def _vary(text: str) -> frozenset[str]:
+    from simulator.sweep.plans import VARY_KEYS
+
+    names = {t.strip() for t in text.split(",") if t.strip()}
+    return frozenset(VARY_KEYS) if "all" in names else frozenset(names)
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
@@ -24,22 +40,44 @@ def add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, metavar="K", default=None, help="print only the K fastest plans")
     p.add_argument("--jobs", type=int, metavar="N", default=1, help="simulate N plans in parallel processes")
     p.add_argument("--json", metavar="F", help="write the ranked plans as JSON to F ('-' for stdout)")
+    p.add_argument("--csv", metavar="F", help="write one CSV row per plan to F ('-' for stdout)")
     p.add_argument("--plot", metavar="F", help="write a stacked-breakdown bar chart PNG to F")
+    p.add_argument("--pareto", metavar="F", help="write a PNG of step time against memory per GPU, "
+                                                 "the Pareto front and the chosen plan marked")
+    p.add_argument("--results", metavar="F", help="append every finished plan to F as it finishes (JSON Lines)")
+    p.add_argument("--resume", metavar="F", help="skip the plans F (a --results file) already holds, and "
+                                                 "append the new ones to it")
+    p.add_argument("--ray", metavar="ADDR", help="run the plans as Ray tasks: 'auto' (this machine's Ray "
+                                                 "cluster, or a local one) or a cluster address; needs "
+                                                 "pip install 'clustersim[ray]'")
+    p.add_argument("--quiet", action="store_true", help="no progress line on stderr")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("sweep", help="enumerate and rank parallel plans for a scenario",
-                              description="Enumerate tp/pp/cp/ulysses/zero/micro-batch plans for the scenario's "
-                                          "model and cluster, prune the invalid and those that do not fit in "
-                                          "memory, simulate the rest and rank them fastest first.")
+                              description="Enumerate tp/pp/cp/ulysses/zero/micro-batch plans (and with --vary the "
+                                          "overlap, CP flavour, recompute, pipeline schedule and ZeRO-3 "
+                                          "implementation) for the scenario's model and cluster, screen out the "
+                                          "invalid, those that do not fit in memory and those whose lower bound "
+                                          "cannot beat the best so far, simulate the rest and rank them.")
     p.add_argument("scenario", help="scenario YAML (its parallel block supplies the knobs not swept)")
-    p.add_argument("--fix", type=_assignment, action="append", default=[], metavar="KEY=N",
-                   help="pin an axis (tp, pp, cp, ulysses, dp, zero, micro_batch, vp); repeatable")
+    p.add_argument("--fix", type=_assignment, action="append", default=[], metavar="KEY=V",
+                   help="pin an axis (tp, pp, cp, ulysses, dp, zero, micro_batch, vp) or knob (tp_overlap, "
+                        "cp_comm, recompute, zero3_impl, fsdp_reshard); repeatable")
     p.add_argument("--max", type=_assignment, action="append", default=[], metavar="KEY=N", dest="maximum",
                    help="cap an axis, e.g. --max cp=8 (cp/ulysses are swept only for seq_len >= 32K "
                         "unless capped here), --max micro_batch=4, --max vp=4; repeatable")
+    p.add_argument("--vary", type=_vary, default=frozenset(), metavar="KNOBS",
+                   help="also sweep these knobs (comma-separated): tp_overlap, cp_comm, recompute, "
+                        "pp_schedule (1F1B and interleaved with vp), zero3 (DeepSpeed / FSDP2, reshard), or all")
     p.add_argument("--max-plans", type=int, metavar="N", default=None,
-                   help="simulate at most N plans (the rest are listed as not simulated)")
+                   help="simulate at most N plans, the most promising first (the rest are listed as skipped)")
+    p.add_argument("--objective", choices=("step_time", "tokens_per_s"), default="step_time",
+                   help="what ranks the plans (the global batch is fixed, so both give the same order)")
+    p.add_argument("--memory-cap", type=float, metavar="GiB", default=None,
+                   help="treat plans needing more than this many GiB per GPU as infeasible")
+    p.add_argument("--no-prune", action="store_true",
+                   help="simulate every feasible plan, even those whose lower bound cannot beat the best")
     add_output_options(p)
     add_hardware_option(p)
     p.set_defaults(handler=run)
@@ -50,42 +88,102 @@ def check_jobs(args: argparse.Namespace) -> None:
         raise InputError(f"--jobs {args.jobs}: expected at least 1", source="command line")
     if args.top is not None and args.top < 1:
         raise InputError(f"--top {args.top}: expected at least 1", source="command line")
+    if args.results and args.resume and Path(args.results) != Path(args.resume):
+        raise InputError("--resume F appends to F; give --results only for a new file", source="command line",
+                         field="--results")
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        from simulator.files import write_atomically
+
+        write_atomically(path, text)
 
 
 def emit(result, args: argparse.Namespace) -> int:
-    """Print the table, write JSON and plot as asked. Exit 0 when some plan could be simulated."""
+    """Print the table, write JSON, CSV and plots as asked. Exit 0."""
     from simulator.sweep.run import sweep_json
-    from simulator.sweep.table import format_plans, plot_rows
+    from simulator.sweep.table import csv_text, format_plans, plot_rows
 
     doc = sweep_json(result)
     if args.json == "-":
         print(json.dumps(doc, indent=2))
-    else:
+    elif args.csv != "-":
         print(format_plans(result, top=args.top))
-        if args.json:
-            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    if args.json and args.json != "-":
+        _write(args.json, json.dumps(doc, indent=2) + "\n")
+    if args.csv:
+        _write(args.csv, csv_text(result))
     if args.plot:
         from simulator.report.compare_plots import plot_plan_comparison
 
         plot_plan_comparison(plot_rows(result.plans, args.top), title=result.scenario, path=args.plot)
+    if getattr(args, "pareto", None):
+        from simulator.report.compare_plots import plot_pareto
+        from simulator.sweep.table import pareto_points
+
+        plot_pareto(pareto_points(result.plans), title=result.scenario, path=args.pareto,
+                    memory_cap_gib=getattr(args, "memory_cap", None))
     return 0
+
+
+class _SignalsAsExceptions:
+    """SIGTERM (and SIGHUP) raise Interrupted in the main thread, as SIGINT raises
+    KeyboardInterrupt: the sweep then stops its workers and closes its results file."""
+
+    def __enter__(self):
+        from simulator.sweep.run import Interrupted
+
+        def handler(signum, frame):  # noqa: ARG001
+            raise Interrupted(signum)
+
+        self.saved = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.saved.items():
+            signal.signal(s, h)
+
+
+def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
+    """Run the plans with the options shared by compare and sweep; report an interruption."""
+    from simulator.simulate import simulate_scenario
+    from simulator.sweep.progress import Progress
+    from simulator.sweep.run import Interrupted, run_plans
+
+    progress = Progress(enabled=not args.quiet)
+    try:
+        with _SignalsAsExceptions():
+            result = run_plans(base, candidates, simulate_scenario, jobs=args.jobs, results=args.results,
+                               resume=args.resume, ray=args.ray, progress=progress, **kwargs)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        saved = args.results or args.resume
+        where = f"; finished plans are in {saved}, continue with --resume {saved}" if saved else ""
+        print(f"clustersim: sweep interrupted{where}", file=sys.stderr)
+        return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+    from simulator.sweep.table import counts_line
+
+    progress.finish(counts_line(result))
+    return emit(result, args)
 
 
 def run(args: argparse.Namespace) -> int:
     from simulator.config.scenario import load_scenario
-    from simulator.simulate import simulate_scenario
     from simulator.sweep.plans import SweepBounds, enumerate_plans
-    from simulator.sweep.run import run_plans
 
     check_jobs(args)
     if args.max_plans is not None and args.max_plans < 1:
         raise InputError(f"--max-plans {args.max_plans}: expected at least 1", source="command line")
-    bounds = SweepBounds(fixed=dict(args.fix), maximum=dict(args.maximum))
+    if args.memory_cap is not None and not (0 < args.memory_cap < float("inf")):
+        raise InputError(f"--memory-cap {args.memory_cap}: expected a positive number of GiB", source="command line")
+    bounds = SweepBounds(fixed=dict(args.fix), maximum=dict(args.maximum), vary=args.vary)
     base = load_scenario(args.scenario, args.hardware)
     candidates = enumerate_plans(base, bounds)
     if not candidates:
         pinned = " ".join(f"{k}={v}" for k, v in bounds.fixed.items()) or "none"
         raise InputError(f"no plan matches the bounds (fixed: {pinned}): the degrees tp x cp x ulysses x pp "
                          f"must divide {base.n_gpus} GPUs", source="command line", field="--fix/--max")
-    result = run_plans(base, candidates, simulate_scenario, jobs=args.jobs, max_plans=args.max_plans)
-    return emit(result, args)
+    return execute(base, candidates, args, max_plans=args.max_plans, prune=not args.no_prune,
+                   objective=args.objective, memory_cap_gib=args.memory_cap)

@@ -45,3 +45,49 @@ def plot_plan_comparison(rows: Sequence[tuple[str, Mapping[str, float]]], title:
     if path:
         save_figure(fig, path)
     return fig
+
+
+def pareto_front(points: Sequence[tuple[str, float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both step time and memory, by step time."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][1], points[i][2]))
+    front, best_mem = [], float("inf")
+    for i in order:
+        if points[i][2] < best_mem:
+            front.append(i)
+            best_mem = points[i][2]
+    return front
+
+
+def plot_pareto(points: Sequence[tuple[str, float, float]], chosen: int | None = 0, title: str = "",
+                path: str | Path | None = None, memory_cap_gib: float | None = None) -> Figure:
+    """Step time (ms) against memory per GPU (GiB) of the simulated plans, given as
+    (label, step seconds, GiB); the Pareto front joined and labelled, ``chosen`` (an index,
+    by default the first: the ranking's best) circled."""
+    fig = new_figure(8.5, 5.5)
+    ax = fig.subplots()
+    if points:
+        ax.scatter([p[2] for p in points], [p[1] * 1e3 for p in points], s=14, color="#8c8c8c", alpha=0.7,
+                   label=f"simulated plans ({len(points)})", zorder=2)
+        front = pareto_front(points)
+        fx = [points[i][2] for i in front]
+        fy = [points[i][1] * 1e3 for i in front]
+        ax.step(fx, fy, where="post", color="#4c72b0", lw=1.2, zorder=3)
+        ax.scatter(fx, fy, s=28, color="#4c72b0", label=f"Pareto front ({len(front)})", zorder=4)
+        for i in front[:12]:
+            ax.annotate(points[i][0], (points[i][2], points[i][1] * 1e3), fontsize=6, xytext=(4, 3),
+                        textcoords="offset points")
+        if chosen is not None and 0 <= chosen < len(points):
+            c = points[chosen]
+            ax.scatter([c[2]], [c[1] * 1e3], s=160, facecolors="none", edgecolors="#c44e52", lw=2, zorder=5,
+                       label=f"chosen: {c[0]} ({c[1] * 1e3:.1f} ms, {c[2]:.1f} GiB)")
+    if memory_cap_gib:
+        ax.axvline(memory_cap_gib, color="#c44e52", ls="--", lw=1, label=f"memory cap {memory_cap_gib:g} GiB")
+    ax.set_xlabel("memory per GPU (GiB, worst pipeline stage)")
+    ax.set_ylabel("step time (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title or "step time against memory per GPU", fontsize=10)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    if path:
+        save_figure(fig, path)
+    return fig

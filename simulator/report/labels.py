@@ -11,8 +11,10 @@ from typing import Any
 from simulator.config.parallelism import Parallel
 
 
-def plan_label(p: Parallel, dp: int | None, micro_batch: int) -> str:
-    """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``."""
+def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | None = None) -> str:
+    """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``, then the knobs that differ from the defaults:
+    ``ovl=ring_exchange`` (tp_overlap), ``cp=a2a`` (cp_comm, with cp > 1), ``fsdp2``,
+    ``fsdp2-noreshard`` (zero 3), ``rc=selective`` (recompute, when given)."""
     parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
     if p.vp > 1:
         parts.append(f"vp{p.vp}")
@@ -23,6 +25,14 @@ def plan_label(p: Parallel, dp: int | None, micro_batch: int) -> str:
     if dp is not None:
         parts.append(f"dp{dp}")
     parts += [f"z{p.zero}", f"mb{micro_batch}"]
+    if p.tp_overlap != "none":
+        parts.append(f"ovl={p.tp_overlap}")
+    if p.cp > 1 and p.cp_comm != "p2p":
+        parts.append(f"cp={p.cp_comm}")
+    if p.zero == 3 and p.zero3_impl == "fsdp2":
+        parts.append("fsdp2" if p.fsdp_reshard_after_forward else "fsdp2-noreshard")
+    if recompute:
+        parts.append(f"rc={recompute}")
     return " ".join(parts)
 
 
@@ -30,5 +40,6 @@ def run_title(scenario: Any, step_time_s: float) -> str:
     """Plot title of one run: scenario, hardware, plan and step time."""
     hw = scenario.profile.name
     gpus = f"{scenario.nodes} x {scenario.gpus_per_node} GPUs"
-    plan = plan_label(scenario.parallel, scenario.dp, scenario.training.micro_batch)
+    plan = plan_label(scenario.parallel, scenario.dp, scenario.training.micro_batch,
+                      scenario.training.recompute if scenario.training.recompute != "none" else None)
     return f"{scenario.name}: {hw}, {gpus}, {plan}, step {step_time_s * 1e3:.1f} ms"

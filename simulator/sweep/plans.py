@@ -15,6 +15,13 @@ plans a Megatron-LM / DeepSpeed user would consider for a scenario, within bound
 * ``micro_batch``: powers of two up to a bound (default: the scenario's own micro-batch);
 * ``vp`` (interleaved 1F1B) only when asked for.
 
+``--vary`` adds the knobs that change how a plan runs rather than how it is cut (each otherwise
+keeps the scenario's value): ``tp_overlap`` (TransformerEngine overlap modes, with tp > 1),
+``cp_comm`` (the context-parallel flavours, with cp > 1), ``recompute`` (none, selective, full),
+``pp_schedule`` (1F1B, and interleaved 1F1B with every ``vp`` that divides the stage's layers,
+up to 8 or ``--max vp``), ``zero3`` (DeepSpeed ZeRO-3, FSDP2 resharding after forward or not, at
+zero = 3). ``--fix KEY=VALUE`` pins any of them.
+
 :func:`check_candidate` turns a candidate into a validated Scenario or a *reason* (the message
 of the InputError the scenario rules raise, e.g. ``parallel.tp: tp=3 does not divide heads=32``);
 :func:`memory_per_gpu` decides whether a valid plan fits. Neither replays anything.
@@ -35,6 +42,16 @@ from simulator.schedule.memory import MemoryEstimate, memory_per_gpu
 
 # Axes a sweep varies (and `--fix` / `--max` accept), in the order plans are printed.
 SWEEP_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "ulysses", "dp", "zero", "micro_batch", "vp")
+# Knobs `--vary` adds, and the values each takes; `--fix KEY=VALUE` pins them.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "tp_overlap": ("none", "bulk", "pipelined", "ring_exchange", "te_default"),
+    "cp_comm": ("p2p", "all_gather", "a2a", "a2a+p2p", "ring"),
+    "recompute": ("none", "selective", "full"),
+    "zero3_impl": ("deepspeed", "fsdp2"),
+    "fsdp_reshard": ("true", "false"),
+}
+VARY_KEYS: tuple[str, ...] = ("tp_overlap", "cp_comm", "recompute", "pp_schedule", "zero3")
+DEFAULT_MAX_VP = 8
 # Below this sequence length the default sweep leaves cp and ulysses at 1 (override with bounds).
 LONG_SEQUENCE = 32 * 1024
 
@@ -46,37 +63,68 @@ class Candidate:
     parallel: Parallel
     micro_batch: int
     name: str | None = None  # a user's name for the plan (plans files); not part of its identity
+    recompute: str | None = None  # training.recompute; None: the scenario's
 
     @property
     def key(self) -> tuple:
         """Identity for de-duplication: every parallel field (dp derived, so left out)."""
         fields = self.parallel.model_dump(exclude={"dp"})
-        return tuple(sorted((k, repr(v)) for k, v in fields.items())) + (("micro_batch", self.micro_batch),)
+        key = tuple(sorted((k, repr(v)) for k, v in fields.items())) + (("micro_batch", self.micro_batch),)
+        return key + ((("recompute", self.recompute),) if self.recompute else ())
+
+    @property
+    def key_text(self) -> str:
+        """The key as one line (results files)."""
+        return " ".join(f"{k}={v}" for k, v in self.key)
 
     def label(self, dp: int | None = None) -> str:
         """The user's name, else the practitioners' notation, e.g. ``tp8sp pp2 dp4 z1 mb1``."""
-        return self.name or plan_label(self.parallel, dp, self.micro_batch)
+        return self.name or plan_label(self.parallel, dp, self.micro_batch, self.recompute)
 
 
 @dataclass(frozen=True)
 class SweepBounds:
-    """User limits on the enumeration: ``fixed`` pins an axis, ``maximum`` caps it."""
+    """User limits on the enumeration: ``fixed`` pins an axis (a number, or a choice for the
+    knobs of :data:`CHOICES`), ``maximum`` caps one, ``vary`` names the knobs of
+    :data:`VARY_KEYS` to sweep too."""
 
-    fixed: dict[str, int] = field(default_factory=dict)
+    fixed: dict[str, int | str] = field(default_factory=dict)
     maximum: dict[str, int] = field(default_factory=dict)
+    vary: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        for what, d in (("--fix", self.fixed), ("--max", self.maximum)):
-            for k, v in d.items():
-                if k not in SWEEP_KEYS:
-                    raise InputError(f"unknown axis {k!r}; expected one of {', '.join(SWEEP_KEYS)}",
-                                     source="command line", field=what)
-                if not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "zero" else 1):
-                    raise InputError(f"{k}={v!r}: expected a whole number >= {0 if k == 'zero' else 1}",
-                                     source="command line", field=what)
-        if "zero" in self.fixed and self.fixed["zero"] > 3:
+        for k, v in self.fixed.items():
+            if k in CHOICES:
+                if str(v) not in CHOICES[k]:
+                    raise InputError(f"{k}={v!r}: expected one of {', '.join(CHOICES[k])}", source="command line",
+                                     field="--fix")
+                continue
+            self._check_number("--fix", k, v)
+        for k, v in self.maximum.items():
+            self._check_number("--max", k, v)
+        if "zero" in self.fixed and self.fixed["zero"] > 3:  # type: ignore[operator]
             raise InputError(f"zero={self.fixed['zero']}: expected 0, 1, 2 or 3", source="command line",
                              field="--fix")
+        unknown = sorted(set(self.vary) - set(VARY_KEYS))
+        if unknown:
+            raise InputError(f"cannot vary {', '.join(unknown)}; expected some of {', '.join(VARY_KEYS)} or all",
+                             source="command line", field="--vary")
+
+    @staticmethod
+    def _check_number(what: str, k: str, v: object) -> None:
+        if k not in SWEEP_KEYS:
+            raise InputError(f"unknown axis {k!r}; expected one of {', '.join(SWEEP_KEYS + tuple(CHOICES))}",
+                             source="command line", field=what)
+        if not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "zero" else 1):
+            raise InputError(f"{k}={v!r}: expected a whole number >= {0 if k == 'zero' else 1}",
+                             source="command line", field=what)
+
+    def choices(self, knob: str, base: str, applicable: bool = True) -> list[str]:
+        """Values of a ``--vary`` knob: pinned, all (when varied and applicable) or the base's."""
+        if knob in self.fixed:
+            return [str(self.fixed[knob])]
+        group = "zero3" if knob in ("zero3_impl", "fsdp_reshard") else knob
+        return list(CHOICES[knob]) if group in self.vary and applicable else [base]
 
 
 def divisors(n: int) -> list[int]:
@@ -104,6 +152,8 @@ def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
         "micro_batch": _powers_of_two(scn.training.micro_batch),
         "vp": [1],
     }
+    if "pp_schedule" in bounds.vary:
+        default["vp"] = list(range(1, DEFAULT_MAX_VP + 1))
     maxima = dict(bounds.maximum)
     out: dict[str, list[int]] = {}
     for axis, values in default.items():
@@ -149,10 +199,28 @@ def inherit_parallel(base: Parallel, overrides: dict) -> dict:
     return data
 
 
-def _parallel_for(base: Parallel, tp: int, pp: int, cp: int, ulysses: int, zero: int, vp: int) -> Parallel:
-    """A swept plan: the degrees put into the base plan, sequence parallelism on exactly when tp > 1."""
-    over = dict(tp=tp, pp=pp, cp=cp, ulysses=ulysses, zero=zero, vp=vp, sequence_parallel=tp > 1)
+def _parallel_for(base: Parallel, tp: int, pp: int, cp: int, ulysses: int, zero: int, vp: int,
+                  **knobs: object) -> Parallel:
+    """A swept plan: the degrees put into the base plan, sequence parallelism on exactly when
+    tp > 1, and the ``--vary`` knobs given."""
+    over = dict(tp=tp, pp=pp, cp=cp, ulysses=ulysses, zero=zero, vp=vp, sequence_parallel=tp > 1, **knobs)
     return Parallel.model_validate(inherit_parallel(base, over))
+
+
+def _knob_sets(base: Parallel, bounds: SweepBounds, tp: int, cp: int, zero: int) -> list[dict]:
+    """The ``--vary`` knob combinations that mean something for these degrees."""
+    overlaps = bounds.choices("tp_overlap", base.tp_overlap if tp > 1 else "none", tp > 1)
+    comms = bounds.choices("cp_comm", base.cp_comm, cp > 1)
+    impls = bounds.choices("zero3_impl", base.zero3_impl, zero == 3)
+    out = []
+    for ovl, comm, impl in itertools.product(overlaps, comms, impls):
+        reshards = bounds.choices("fsdp_reshard", str(base.fsdp_reshard_after_forward).lower(), impl == "fsdp2")
+        for reshard in reshards:
+            knobs: dict = {"tp_overlap": ovl, "cp_comm": comm}
+            if zero == 3:
+                knobs.update(zero3_impl=impl, fsdp_reshard_after_forward=reshard == "true")
+            out.append(knobs)
+    return out
 
 
 def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Candidate]:
@@ -161,6 +229,8 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
     bounds = bounds or SweepBounds()
     v = _axis_values(scn, bounds)
     n = scn.n_gpus
+    recomputes: list[str | None] = [str(r) for r in bounds.choices("recompute", "")] \
+        if ("recompute" in bounds.vary or "recompute" in bounds.fixed) else [None]
     seen: set[tuple] = set()
     out: list[Candidate] = []
     for tp, pp, cp, uly in itertools.product(v["tp"], v["pp"], v["cp"], v["ulysses"]):
@@ -180,14 +250,17 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
                 continue  # ZeRO over one rank is plain data parallelism
             if pp == 1 and vp > 1:
                 continue
-            try:
-                parallel = _parallel_for(scn.parallel, tp, pp, cp, uly, zero, vp)
-            except ValueError:
-                continue  # a combination the Parallel model itself forbids
-            cand = Candidate(parallel, mb)
-            if cand.key not in seen:
-                seen.add(cand.key)
-                out.append(cand)
+            if vp > 1 and "pp_schedule" in bounds.vary and "vp" not in bounds.fixed and scn.model.layers % (pp * vp):
+                continue  # interleaving needs whole layers per chunk
+            for knobs, rc in itertools.product(_knob_sets(scn.parallel, bounds, tp, cp, zero), recomputes):
+                try:
+                    parallel = _parallel_for(scn.parallel, tp, pp, cp, uly, zero, vp, **knobs)
+                except ValueError:
+                    continue  # a combination the Parallel model itself forbids
+                cand = Candidate(parallel, mb, recompute=rc)
+                if cand.key not in seen:
+                    seen.add(cand.key)
+                    out.append(cand)
     return out
 
 
@@ -204,8 +277,13 @@ def dedupe(candidates: Iterable[Candidate]) -> list[Candidate]:
 
 def apply_candidate(scn: Scenario, cand: Candidate) -> Scenario:
     """The scenario under this plan, validated by the scenario rules (raises InputError)."""
+    changes: dict = {}
     if cand.micro_batch != scn.training.micro_batch:
-        training = Training.model_validate({**scn.training.model_dump(), "micro_batch": cand.micro_batch})
+        changes["micro_batch"] = cand.micro_batch
+    if cand.recompute and cand.recompute != scn.training.recompute:
+        changes["recompute"] = cand.recompute
+    if changes:
+        training = Training.model_validate({**scn.training.model_dump(), **changes})
         scn = replace(scn, training=training)
     return scn.with_parallel(cand.parallel)
 

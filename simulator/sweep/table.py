@@ -52,13 +52,59 @@ def format_plans(result: SweepResult, top: int | None = None, show_rejected: int
             lines.append(f"  {r.label}{mem}: {r.reason}")
         if len(other) > show_rejected:
             lines.append(f"  ... and {len(other) - show_rejected} more (see --json)")
-    c = count_kinds(result.plans)
+    lines.append(counts_line(result))
     best = result.best
-    lines.append(f"{c['total']} plans: {c['simulated']} simulated, {c['does_not_fit']} do not fit, "
-                 f"{c['invalid']} invalid ({result.wall_s:.1f} s)")
     lines.append(f"best: {best.label}, {best.step_time_s * 1e3:.1f} ms per step" if best
                  else "best: none (no plan could be simulated)")
     return "\n".join(lines)
+
+
+def counts_line(result: SweepResult) -> str:
+    """``48 plans: 12 simulated (5 from the results file), 20 infeasible, 6 invalid, 10 skipped
+    (9 by the lower bound, 1 by --max-plans)``: the four terms add up to the plans enumerated."""
+    c = count_kinds(result.plans)
+    why = c["skipped_by"]
+    reasons = [f"{why['lower_bound']} cannot beat the best (lower bound)" if why["lower_bound"] else "",
+               f"{why['max_plans']} by --max-plans" if why["max_plans"] else "",
+               f"{why['replay_failed']} replay failed" if why["replay_failed"] else ""]
+    reasons = [r for r in reasons if r]
+    resumed = f" ({c['from_results_file']} from the results file)" if c["from_results_file"] else ""
+    return (f"{c['enumerated']} plans: {c['simulated']} simulated{resumed}, {c['infeasible']} infeasible, "
+            f"{c['invalid']} invalid, {c['skipped']} skipped" + (f" ({', '.join(reasons)})" if reasons else "")
+            + f" ({result.wall_s:.1f} s)")
+
+
+CSV_COLUMNS = ("rank", "label", "status", "tp", "pp", "vp", "cp", "ulysses", "dp", "zero", "micro_batch",
+               "recompute", "sequence_parallel", "tp_overlap", "cp_comm", "pp_schedule", "zero3_impl",
+               "fsdp_reshard_after_forward", "step_time_s", "tokens_per_s", "mfu", "memory_gib_per_gpu",
+               "lower_bound_s", "compute_s", *(f"exposed_{k}_s" for k in COMM_KEYS), "pipeline_bubble_s",
+               "reason")
+
+
+def csv_text(result: SweepResult) -> str:
+    """``--csv F``: one row per plan, in the ranking's order (rank empty for plans not simulated)."""
+    import csv
+    import io
+
+    from simulator.sweep.run import plan_json
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    n = 0
+    for r in result.plans:
+        doc = plan_json(r)
+        bd = doc["breakdown_s"] or {}
+        row = {**doc["parallel"], "label": doc["label"], "status": doc["status"], "reason": doc["reason"],
+               "step_time_s": doc["step_time_s"], "tokens_per_s": doc["tokens_per_s"], "mfu": doc["mfu"],
+               "memory_gib_per_gpu": doc["memory_gib_per_gpu"], "lower_bound_s": doc["lower_bound_s"],
+               "compute_s": bd.get("compute"), "pipeline_bubble_s": bd.get("pipeline_bubble"),
+               **{f"exposed_{k}_s": bd.get("exposed_comm", {}).get(k) for k in COMM_KEYS}}
+        if r.simulated:
+            n += 1
+            row["rank"] = n
+        w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in CSV_COLUMNS})
+    return buf.getvalue()
 
 
 def plot_rows(plans: Sequence[PlanResult], top: int | None = None) -> list[tuple[str, dict[str, float]]]:
@@ -70,3 +116,10 @@ def plot_rows(plans: Sequence[PlanResult], top: int | None = None) -> list[tuple
                  "pipeline_bubble": bd.pipeline_bubble}
         out.append((r.label, parts))
     return out
+
+
+def pareto_points(plans: Sequence[PlanResult]) -> list[tuple[str, float, float]]:
+    """(label, step seconds, GiB per GPU) of the simulated plans in ranking order (the first is
+    the chosen plan), for the Pareto plot."""
+    return [(r.label, r.step_time_s, r.memory_gib_per_gpu["total"]) for r in plans  # type: ignore[misc]
+            if r.simulated and r.memory_gib_per_gpu]

@@ -1,0 +1,380 @@
+"""Running a sweep: the results file, resume, counts, CSV, the lower bound and its pruning, the
+wider knobs, the memory cap, the Pareto front, and that stopping a sweep leaves no worker behind.
+
+Like test_sweep.py, most tests use a stand-in simulator with a known ordering, so they check the
+sweep's own bookkeeping; the lower-bound test replays real plans.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.errors import InputError
+from simulator.report.summary import Breakdown, Report
+from simulator.sweep.bound import stage_compute_lower_bounds, step_lower_bound
+from simulator.sweep.plans import CHOICES, SweepBounds, enumerate_plans
+from simulator.sweep.results_file import iter_lines
+from simulator.sweep.run import run_plans, sweep_json
+from simulator.sweep.table import CSV_COLUMNS, csv_text, pareto_points
+
+
+def scenario(nodes: int = 1, global_batch: int = 32, **model):
+    shape = dict(layers=4, hidden=2048, heads=16, kv_heads=8, vocab=51200, mlp="gelu", seq_len=2048,
+                 tied_embeddings=True)
+    shape.update(model)
+    return build_scenario(dict(name="tiny", hardware="dgx-h100", nodes=nodes, model=shape,
+                               training=dict(micro_batch=1, global_batch=global_batch)))
+
+
+def stand_in(scn) -> SimpleNamespace:
+    """Step time grows with tp, then pp, then zero, then micro-batch: a known ranking."""
+    p = scn.parallel
+    step = 1.0 + p.tp + 0.1 * p.pp + 0.01 * p.zero + 0.001 * scn.training.micro_batch
+    return SimpleNamespace(report=Report(scenario="tiny", step_time_s=step, tokens_per_s=1.0 / step, mfu=0.1,
+                                         breakdown_s=Breakdown(step, {"allgather": 0.0}, 0.0), comm_bytes_per_gpu={},
+                                         memory_gib_per_gpu={}, fits_in_memory=True, sim={}))
+
+
+class CountingSimulator:
+    """The stand-in, recording which plans it simulated; raises KeyboardInterrupt on call `stop_at`."""
+
+    def __init__(self, stop_at: int | None = None):
+        self.calls: list[str] = []
+        self.stop_at = stop_at
+
+    def __call__(self, scn):
+        if self.stop_at is not None and len(self.calls) == self.stop_at:
+            raise KeyboardInterrupt
+        self.calls.append(repr(scn.parallel) + f" mb{scn.training.micro_batch}")
+        return stand_in(scn)
+
+
+def ranking(result) -> list[tuple[str, float]]:
+    return [(r.label, r.step_time_s) for r in result.plans if r.simulated]
+
+
+def test_every_decided_plan_is_one_line_with_plan_figures_and_input_hashes(tmp_path):
+    scn = scenario()
+    plans = enumerate_plans(scn)
+    path = tmp_path / "r.jsonl"
+    result = run_plans(scn, plans, stand_in, results=path, prune=False)
+    lines = list(iter_lines(path))
+    assert len(lines) == len(plans) == len(result.plans)
+    assert len({line["key"] for line in lines}) == len(lines)
+    statuses = {line["status"] for line in lines}
+    assert statuses <= {"simulated", "invalid", "infeasible"} and "simulated" in statuses
+    for line in lines:
+        assert set(line["inputs"]) == {"scenario_sha256", "hardware_sha256", "clustersim"}
+        assert {"tp", "pp", "dp", "zero", "micro_batch"} <= set(line["parallel"])
+        if line["status"] == "simulated":
+            assert line["step_time_s"] > 0 and line["breakdown_s"]["compute"] == line["step_time_s"]
+
+
+def test_an_interrupted_sweep_resumes_to_the_same_ranking_without_redoing_a_plan(tmp_path):
+    scn = scenario()
+    plans = enumerate_plans(scn)
+    full = run_plans(scn, plans, stand_in, prune=False)
+    path = tmp_path / "r.jsonl"
+    first = CountingSimulator(stop_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_plans(scn, plans, first, results=path, prune=False)
+    assert len(first.calls) == 4
+    assert sum(line["status"] == "simulated" for line in iter_lines(path)) == 4
+    second = CountingSimulator()
+    resumed = run_plans(scn, plans, second, resume=path, prune=False)
+    assert not set(first.calls) & set(second.calls)  # no plan done twice
+    assert len(first.calls) + len(second.calls) == sum(r.simulated for r in full.plans)
+    assert ranking(resumed) == ranking(full)
+    assert sweep_json(resumed)["counts"]["from_results_file"] == len(list(iter_lines(path))) - len(second.calls) \
+        - sum(1 for r in resumed.plans if not r.simulated and not r.resumed)
+    # a third run finds everything in the file: nothing simulated
+    third = CountingSimulator()
+    again = run_plans(scn, plans, third, resume=path, prune=False)
+    assert third.calls == [] and ranking(again) == ranking(full)
+
+
+def test_a_line_cut_short_by_a_crash_is_dropped_and_other_inputs_are_refused(tmp_path):
+    scn = scenario()
+    plans = enumerate_plans(scn)[:6]
+    path = tmp_path / "r.jsonl"
+    run_plans(scn, plans, stand_in, results=path, prune=False)
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"key": "cut sh')  # a crash in the middle of a write
+    sim = CountingSimulator()
+    run_plans(scn, plans, sim, resume=path, prune=False)
+    assert sim.calls == [] and path.read_bytes() == whole  # the partial line was cut, nothing redone
+    other = scenario(global_batch=64)
+    with pytest.raises(InputError, match="scenario_sha256"):
+        run_plans(other, plans, stand_in, resume=path)
+    path.write_text("not json\n{}\n")
+    with pytest.raises(InputError, match="line 1"):
+        run_plans(scn, plans, stand_in, resume=path)
+
+
+def test_counts_add_up_in_json_and_table(tmp_path):
+    from simulator.sweep.table import counts_line
+
+    scn = scenario(nodes=2)
+    plans = enumerate_plans(scn)
+    mems = sorted(r.memory_gib_per_gpu["total"] for r in run_plans(scn, plans, stand_in).plans if r.simulated)
+    cap = (mems[0] + mems[-1]) / 2
+    result = run_plans(scn, plans, stand_in, max_plans=3, memory_cap_gib=cap)
+    c = sweep_json(result)["counts"]
+    assert c["simulated"] == 3
+    assert c["simulated"] + c["infeasible"] + c["invalid"] + c["skipped"] == c["enumerated"] == len(plans)
+    assert c["skipped"] == sum(c["skipped_by"].values()) and c["skipped_by"]["max_plans"] > 0
+    assert any("over the memory cap" in r.reason for r in result.plans)
+    assert all(r.memory_gib_per_gpu["total"] <= cap for r in result.plans if r.simulated)
+    line = counts_line(result)
+    assert line.startswith(f"{c['enumerated']} plans: 3 simulated, {c['infeasible']} infeasible, "
+                           f"{c['invalid']} invalid, {c['skipped']} skipped")
+
+
+def test_csv_has_one_row_per_plan(tmp_path):
+    import csv
+    import io
+
+    scn = scenario()
+    result = run_plans(scn, enumerate_plans(scn), stand_in)
+    rows = list(csv.DictReader(io.StringIO(csv_text(result))))
+    assert len(rows) == len(result.plans) and list(rows[0]) == list(CSV_COLUMNS)
+    ran = [r for r in rows if r["status"] == "simulated"]
+    assert [int(r["rank"]) for r in ran] == list(range(1, len(ran) + 1))
+    assert float(ran[0]["step_time_s"]) == result.best.step_time_s
+
+
+# --- lower bound ------------------------------------------------------------------------------
+
+def test_bound_is_the_closed_form_for_uniform_stages():
+    """Equal stages: m x T + (pp - 1) x T / vp (the 1F1B bubble of arXiv:2104.04473 §2.2)."""
+    from simulator.config.parallelism import Parallel
+
+    base = scenario(layers=8)
+    for pp, vp in ((1, 1), (2, 1), (4, 1), (4, 2)):
+        par = Parallel(tp=2, sequence_parallel=True, pp=pp, vp=vp,
+                       pp_schedule="interleaved" if vp > 1 else "1f1b")
+        scn = base.with_parallel(par)
+        T = stage_compute_lower_bounds(scn)
+        body = T[0]  # stages without the LM head are equal
+        m = scn.n_micro
+        expected = max(m * T[-1] + (pp - 1) * body / vp, m * body)
+        assert step_lower_bound(scn) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("seq_len, cp, vary", [
+    (2048, 1, ()),
+    pytest.param(2048, 1, ("recompute",), marks=pytest.mark.slow),
+    pytest.param(8192, 2, ("recompute",), marks=pytest.mark.slow),
+])
+def test_bound_never_exceeds_the_simulated_step(seq_len, cp, vary):
+    """Over every feasible plan of a small model on 8 GPUs, replayed."""
+    from simulator.simulate import simulate_scenario
+
+    scn = scenario(layers=2, seq_len=seq_len, global_batch=8)
+    bounds = SweepBounds(maximum={"cp": cp, "pp": 2}, vary=frozenset(vary))
+    result = run_plans(scn, enumerate_plans(scn, bounds), simulate_scenario, prune=False)
+    ran = [r for r in result.plans if r.simulated]
+    assert len(ran) >= 6
+    for r in ran:
+        assert r.lower_bound_s <= r.step_time_s, r.label
+    assert max(r.lower_bound_s / r.step_time_s for r in ran) >= 0.5  # and not vacuous
+
+
+def test_pruning_skips_only_plans_that_cannot_win(tmp_path):
+    scn = scenario()
+    plans = enumerate_plans(scn)
+    fast = {}
+
+    def bound_is_step(s):  # a stand-in whose step times sit right at the bound: pruning bites
+        out = stand_in(s)
+        out.report.step_time_s = step_lower_bound(s) * (1 + 0.1 * s.parallel.tp)
+        fast[s.parallel.tp] = out.report.step_time_s
+        return out
+
+    pruned = run_plans(scn, plans, bound_is_step)
+    full = run_plans(scn, plans, bound_is_step, prune=False)
+    assert pruned.best.label == full.best.label
+    skipped = [r for r in pruned.plans if r.status == "pruned"]
+    assert skipped and all(r.lower_bound_s >= pruned.best.step_time_s for r in skipped)
+    assert sweep_json(pruned)["counts"]["skipped_by"]["lower_bound"] == len(skipped)
+
+
+# --- wider search -----------------------------------------------------------------------------
+
+def test_vary_adds_the_knobs_where_they_mean_something():
+    scn = scenario(nodes=2, seq_len=32768)
+    plans = enumerate_plans(scn, SweepBounds(fixed={"tp": 2, "pp": 2}, maximum={"cp": 2, "ulysses": 1},
+                                             vary=frozenset({"tp_overlap", "cp_comm", "recompute", "pp_schedule",
+                                                             "zero3"})))
+    par = [c.parallel for c in plans]
+    assert {p.tp_overlap for p in par} == set(CHOICES["tp_overlap"])
+    assert {p.cp_comm for p in par if p.cp > 1} >= {"p2p", "all_gather", "a2a"}
+    assert {p.cp_comm for p in par if p.cp == 1} == {scn.parallel.cp_comm}
+    assert {c.recompute for c in plans} == {"none", "selective", "full"}
+    assert {p.vp for p in par} == {1, 2}  # 4 layers on 2 stages: chunks of 1 or 2 layers
+    z3 = {(p.zero3_impl, p.fsdp_reshard_after_forward) for p in par if p.zero == 3}
+    assert z3 == {("deepspeed", True), ("fsdp2", True), ("fsdp2", False)}
+    assert {(p.zero3_impl, p.fsdp_reshard_after_forward) for p in par if p.zero < 3} == {("deepspeed", True)}
+    pinned = enumerate_plans(scn, SweepBounds(fixed={"tp": 2, "recompute": "full", "tp_overlap": "bulk"}))
+    assert {(c.recompute, c.parallel.tp_overlap) for c in pinned} == {("full", "bulk")}
+    with pytest.raises(InputError, match="recompute"):
+        SweepBounds(fixed={"recompute": "sometimes"})
+    with pytest.raises(InputError, match="--vary"):
+        SweepBounds(vary=frozenset({"colour"}))
+
+
+def test_pareto_front_and_points():
+    from simulator.report.compare_plots import pareto_front
+
+    pts = [("a", 1.0, 50.0), ("b", 1.5, 30.0), ("c", 1.6, 40.0), ("d", 2.0, 10.0), ("e", 2.5, 10.0)]
+    assert pareto_front(pts) == [0, 1, 3]
+    scn = scenario()
+    result = run_plans(scn, enumerate_plans(scn), stand_in)
+    points = pareto_points(result.plans)
+    assert points[0][0] == result.best.label and len(points) == sum(r.simulated for r in result.plans)
+
+
+# --- stopping ---------------------------------------------------------------------------------
+
+def _sleepy(simulate, scn):  # noqa: ARG001
+    time.sleep(60)
+
+
+def test_terminating_the_pool_leaves_no_worker_process():
+    from simulator.sweep.executors import PoolExecutor
+
+    ex = PoolExecutor(_sleepy, None, 2)
+    ex.submit("a", None)
+    ex.submit("b", None)
+    time.sleep(0.5)
+    workers = [p for p in multiprocessing.active_children()]
+    assert len(workers) >= 2
+    ex.terminate()
+    assert all(not p.is_alive() for p in workers)
+    assert multiprocessing.active_children() == []
+
+
+def test_results_file_lines_are_valid_json_even_for_failed_plans(tmp_path):
+    def fails(scn):
+        from simulator.errors import SimulationError
+
+        raise SimulationError("hang")
+
+    scn = scenario()
+    path = tmp_path / "r.jsonl"
+    result = run_plans(scn, enumerate_plans(scn)[:3], fails, results=path)
+    assert {r.status for r in result.plans} <= {"failed", "invalid", "infeasible"}
+    for raw in path.read_text().splitlines():
+        json.loads(raw)
+    assert sweep_json(result)["counts"]["skipped_by"]["replay_failed"] >= 1
+
+
+# --- the command, killed and resumed -----------------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _running(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_midway_then_resume_gives_the_same_ranking_and_leaves_no_orphans(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    import yaml
+
+    from simulator.sweep.results_file import iter_lines as lines_of
+
+    doc = dict(name="tiny", hardware="dgx-h100", nodes=1,
+               model=dict(layers=2, hidden=1024, heads=16, kv_heads=8, vocab=32000, mlp="gelu", seq_len=1024),
+               training=dict(micro_batch=1, global_batch=8), parallel=dict(tp=2, sequence_parallel=True))
+    scn = tmp_path / "tiny.yaml"
+    scn.write_text(yaml.safe_dump(doc))
+    common = [sys.executable, "-m", "simulator", "sweep", str(scn), "--vary", "recompute", "--no-prune",
+              "--quiet", "--jobs", "2"]
+    root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    ref = tmp_path / "ref.json"
+    subprocess.run(common + ["--json", str(ref)], cwd=root, check=True, capture_output=True)
+    results = tmp_path / "r.jsonl"
+    proc = subprocess.Popen(common + ["--results", str(results)], cwd=root, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if results.exists() and sum(x["status"] == "simulated" for x in lines_of(results)) >= 3:
+            break
+        time.sleep(0.05)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert b"--resume" in err
+    time.sleep(1.0)
+    assert [w for w in workers if _running(w)] == []  # no orphan still replaying
+    done_before = {x["key"] for x in lines_of(results) if x["status"] == "simulated"}
+    total = json.loads(ref.read_text())
+    assert 3 <= len(done_before) < total["counts"]["simulated"]  # killed midway
+    out = tmp_path / "resumed.json"
+    subprocess.run(common + ["--resume", str(results), "--json", str(out)], cwd=root, check=True,
+                   capture_output=True)
+    resumed = json.loads(out.read_text())
+    keys = [x["key"] for x in lines_of(results)]
+    assert len(keys) == len(set(keys))  # no plan done twice
+    assert resumed["counts"]["from_results_file"] >= len(done_before)
+    rank = [(p["label"], p["step_time_s"]) for p in resumed["plans"] if p["simulated"]]
+    assert rank == [(p["label"], p["step_time_s"]) for p in total["plans"] if p["simulated"]]
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_local_ray_instance_matches_the_local_one(tmp_path):
+    """Starts a local Ray instance (2 CPUs), sweeps on it with a results file, resumes on it, and
+    compares with the same sweep in this process."""
+    ray = pytest.importorskip("ray")
+    from pathlib import Path
+
+    from simulator.simulate import simulate_scenario
+
+    root = str(Path(__file__).resolve().parents[2])
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": root}})
+    try:
+        scn = scenario(layers=2, global_batch=8)
+        plans = enumerate_plans(scn, SweepBounds(fixed={"tp": 2}))
+        path = tmp_path / "r.jsonl"
+        first = run_plans(scn, plans[:3], simulate_scenario, ray="auto", results=path, prune=False)
+        on_ray = run_plans(scn, plans, simulate_scenario, ray="auto", resume=path, prune=False)
+        assert ray.is_initialized()  # the sweep used the test's instance and left it running
+    finally:
+        ray.shutdown()
+    local = run_plans(scn, plans, simulate_scenario, prune=False)
+    assert ranking(on_ray) == ranking(local) and len(ranking(local)) >= 3
+    assert sweep_json(on_ray)["counts"]["from_results_file"] == len(first.plans)
+    keys = [line["key"] for line in iter_lines(path)]
+    assert len(keys) == len(set(keys)) == len(plans)
