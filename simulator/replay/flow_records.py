@@ -49,6 +49,7 @@ class FlowStats:
     flows_started: int = 0
     flows_finished: int = 0
     bytes_delivered: float = 0.0  # integral of rate over time, all flows
+    components_broken: int = 0  # lone phase components another flow met (transfer_phase)
 
 
 def unpack_flow(flow: Any) -> tuple[Sequence[int], float, float | None]:

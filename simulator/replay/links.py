@@ -29,6 +29,7 @@ import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, unpack_flow
+from simulator.replay.solo_phases import PhaseShape, SoloBlock, phase_shape
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
@@ -69,7 +70,11 @@ class FlowNetwork:
         self._n_links = int(cap.size)
         self._capacity_list: list[float] = cap.tolist()  # plain floats for the per-flow paths
         self.stats = FlowStats()
-        self._link_done = np.zeros(cap.size)  # bytes carried per link by flows already finished
+        # Bytes carried by flows already finished: (links, bytes) chunks, summed per link on demand.
+        # (Folded per link only when asked or when many chunks are pending: a bincount over every
+        # link per completion would cost in proportion to the fabric, not to the flows.)
+        self._link_done: list[tuple[np.ndarray, np.ndarray]] = []
+        self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
         self._heap: list[tuple[float, int, ActiveFlow]] = []  # (finish, fid, flow); stale entries skipped
@@ -82,6 +87,11 @@ class FlowNetwork:
         self._timer_token = 0  # only the timer carrying the current token is live
         self._timer_at: float | None = None  # when the live timer fires
         self._update_pending = False
+        # Phases run in closed form while alone (solo_phases): their shapes by id(phase), the
+        # started ones by id, and per link the id of the block holding it (-1: none).
+        self._shapes: dict[int, tuple[Any, PhaseShape]] = {}
+        self._blocks: dict[int, SoloBlock] = {}
+        self._owner = np.full(cap.size, -1, dtype=np.int64)
 
     # ------------------------------------------------------------------ public
     @property
@@ -91,12 +101,21 @@ class FlowNetwork:
     @property
     def link_bytes(self) -> np.ndarray:
         """Bytes carried per link direction so far (finished flows plus the progress of active ones)."""
-        out = self._link_done.copy()
+        out = self._done_per_link().copy()
         now = self.env.now
         for f in self._flows.values():
             moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
             for link in f.links:
                 out[link] += moved
+        for block in self._blocks.values():
+            specs = block.shape.specs
+            for c, comp in enumerate(block.shape.components):
+                if block.alive[c]:
+                    left = dict(comp.remaining(now - block.t0))
+                    for i in comp.flows:
+                        links, size, _ = specs[i]
+                        for link in links:
+                            out[link] += size - left.get(i, 0.0)
         return out
 
     def rates(self) -> np.ndarray:
@@ -145,6 +164,59 @@ class FlowNetwork:
             fid += 1
         self._next_fid = fid
         self.stats.flows_started += len(batch)
+        self._schedule_update()
+        return event
+
+    def transfer_phase(self, phase: Sequence[Any]) -> simpy.Event:
+        """:meth:`transfer_many` for a phase that starts again and again (a collective plan's
+        phase, the same object each time): it is decomposed once into its connected
+        components, and each component that meets no other flow runs in closed form as its
+        solo trajectory (``solo_phases``) until a flow arrives on one of its links. The event
+        fires when every flow of the phase has finished, at the time transfer_many gives."""
+        hit = self._shapes.get(id(phase))
+        if hit is None or hit[0] is not phase:
+            hit = self._shapes[id(phase)] = (phase, phase_shape(phase, self.capacity_Bps, self._capacity_list))
+        shape = hit[1]
+        event = self.env.event()
+        if not shape.components:
+            event.succeed()
+            return event
+        now = self.env.now
+        group = FlowGroup(0, event)
+        alive = [True] * len(shape.components)
+        # Components that meet flows already in flight, or another block's components, go on
+        # the network flow by flow (and so do the components they meet).
+        met: set[int] = set()
+        on_link = self._on_link
+        if on_link:
+            comp_of = shape.component_of_link.tolist()
+            met.update(comp_of[k] for k, link in enumerate(shape.links.tolist()) if link in on_link)
+        if self._blocks:
+            held = self._owner[shape.links]
+            clash = held >= 0
+            if clash.any():
+                met.update(shape.component_of_link[clash].tolist())
+                self._break(held[clash], shape.links[clash], now)
+        fid = self._next_fid
+        self._next_fid += 1
+        self.stats.components_broken += len(met)
+        for c in met:
+            alive[c] = False
+            comp = shape.components[c]
+            self._materialize(shape, [(i, shape.specs[i][1]) for i in comp.flows], group, now)
+        if len(met) < len(shape.components):
+            block = SoloBlock(fid, shape, now, alive, group)
+            group.outstanding += 1
+            self._blocks[fid] = block
+            mask = np.ones(shape.links.size, dtype=bool) if not met else ~np.isin(shape.component_of_link, list(met))
+            self._owner[shape.links[mask]] = fid
+            heapq.heappush(self._heap, (block.finish, fid, block))
+        self.stats.flows_started += shape.n_flows
+        self._schedule_update()
+        return event
+
+    # ------------------------------------------------------------------ internals
+    def _schedule_update(self) -> None:
         if not self._update_pending:
             # Defer the recompute to the end of this instant so that every flow started now
             # (by any caller) shares one recompute.
@@ -152,12 +224,93 @@ class FlowNetwork:
             trigger = self.env.event()
             trigger.callbacks.append(self._on_start)
             trigger.succeed()
-        return event
 
-    # ------------------------------------------------------------------ internals
+    def _materialize(self, shape: PhaseShape, left: list[tuple[int, float]], group: FlowGroup, now: float) -> None:
+        """Put flows of a phase on the network as ordinary flows, with ``left`` bytes to go."""
+        fid = self._next_fid
+        for i, rem in left:
+            links, size, cap = shape.specs[i]
+            f = ActiveFlow(fid, links, size, cap, group)
+            f.rem = rem
+            f.t_ref = now
+            self._new.append(f)
+            fid += 1
+        self._next_fid = fid
+        group.outstanding += len(left)
+
+    def _break(self, block_ids: np.ndarray, links: np.ndarray, now: float) -> None:
+        """Hand the components of running blocks that hold ``links`` to the network as ordinary
+        flows, with the bytes their solo trajectories have left at ``now``."""
+        for fid, link in set(zip(block_ids.tolist(), links.tolist())):
+            block = self._blocks.get(fid)
+            if block is None:
+                continue
+            shape = block.shape
+            k = int(np.searchsorted(shape.links, link))
+            c = int(shape.component_of_link[k])
+            if not block.alive[c]:
+                continue
+            block.alive[c] = False
+            self.stats.components_broken += 1
+            comp = shape.components[c]
+            self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
+            left = comp.remaining(now - block.t0)
+            moving = {i for i, _ in left}
+            self._account(shape, [i for i in comp.flows if i not in moving])
+            self._materialize(shape, left, block.group, now)
+            finish = block.t0 + max((cc.duration for cc, a in zip(shape.components, block.alive) if a), default=0.0)
+            if not any(block.alive):
+                del self._blocks[fid]
+                block.finish = float("nan")
+                block.group.outstanding -= 1  # its flows are all ordinary now (never 0 here)
+            elif finish != block.finish:
+                block.finish = finish
+                heapq.heappush(self._heap, (finish, fid, block))
+
+    def _done_per_link(self) -> np.ndarray:
+        """Bytes per link carried by finished flows (the pending chunks folded in)."""
+        if self._link_done:
+            links = np.concatenate([links for links, _ in self._link_done])
+            nbytes = np.concatenate([nbytes for _, nbytes in self._link_done])
+            self._link_done_sum += np.bincount(links, weights=nbytes, minlength=self._n_links)
+            self._link_done = []
+        return self._link_done_sum
+
+    def _account(self, shape: PhaseShape, flows: list[int]) -> None:
+        """Count flows of a phase that finished inside a block."""
+        if not flows:
+            return
+        specs = shape.specs
+        self._link_done.append((np.fromiter((link for i in flows for link in specs[i][0]), dtype=np.int64),
+                                np.fromiter((specs[i][1] for i in flows for _ in specs[i][0]), dtype=np.float64)))
+        self.stats.bytes_delivered += sum(specs[i][1] for i in flows)
+        self.stats.flows_finished += len(flows)
+        if len(self._link_done) > 4096:
+            self._done_per_link()
+
+    def _complete_blocks(self, blocks: list[SoloBlock]) -> None:
+        for block in blocks:
+            del self._blocks[block.fid]
+            shape = block.shape
+            mask = self._owner[shape.links] == block.fid
+            self._owner[shape.links[mask]] = -1
+            self._account(shape, [i for c, comp in enumerate(shape.components) if block.alive[c] for i in comp.flows])
+        for block in blocks:
+            group = block.group
+            group.outstanding -= 1
+            if group.outstanding == 0:
+                group.event.succeed()
+
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
         now = self.env.now
+        if self._blocks and self._new:
+            # New flows on links a block holds: that block's component becomes ordinary flows.
+            links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
+            held = self._owner[links]
+            clash = held >= 0
+            if clash.any():
+                self._break(held[clash], links[clash], now)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
         for f in self._new:
             f.t_ref = now
@@ -294,18 +447,26 @@ class FlowNetwork:
         due = now + REL_TOL * now + ABS_TOL_S
         heap = self._heap
         finished: list[ActiveFlow] = []
+        blocks: list[SoloBlock] = []
         while heap and heap[0][0] <= due:
             finish, fid, f = heapq.heappop(heap)
-            if f.finish == finish and self._flows.get(fid) is f:
+            if f.finish != finish:
+                continue
+            if self._flows.get(fid) is f:
                 f.finish = float("nan")  # a duplicate heap entry (same finish pushed twice) is stale
                 finished.append(f)
+            elif self._blocks.get(fid) is f:
+                f.finish = float("nan")
+                blocks.append(f)
+        if blocks:
+            self._complete_blocks(blocks)
         if finished:
             self._complete(finished)
         self._admit()
         self._refresh_rates()
         while heap:
             finish, fid, f = heap[0]
-            if f.finish == finish and self._flows.get(fid) is f:
+            if f.finish == finish and (self._flows.get(fid) is f or self._blocks.get(fid) is f):
                 break
             heapq.heappop(heap)
         else:
@@ -334,7 +495,9 @@ class FlowNetwork:
             dirty.update(f.links)
             gone_links.extend(f.links)
             gone_bytes.extend([f.size] * len(f.links))
-        self._link_done += np.bincount(gone_links, weights=gone_bytes, minlength=self._n_links)
+        self._link_done.append((np.asarray(gone_links, dtype=np.int64), np.asarray(gone_bytes, dtype=np.float64)))
+        if len(self._link_done) > 4096:
+            self._done_per_link()
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered

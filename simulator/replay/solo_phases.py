@@ -1,0 +1,184 @@
+"""Phases of flows timed in closed form while nothing else touches their links.
+
+A collective's phase (``CollectivePlan.phases``) is a set of flows started together. Its flow-link
+graph falls apart into connected components: the hops of a ring are each alone on their links
+(or joined by a shared NIC or spine link), so a 512-rank ring is hundreds of components of one or
+a few flows. Max-min fairness decomposes over components (``links.FlowNetwork``), so while no
+other flow crosses a component's links, the component evolves exactly as it would alone on an
+empty network: its *solo trajectory*, which depends only on the phase and is computed once per
+phase. ``FlowNetwork.transfer_phase`` runs such components as one heap entry instead of one
+flow each; a flow that arrives on one of their links turns that component back into ordinary
+flows, with the bytes its trajectory says they still had (``remaining``), and the network goes
+on flow by flow from there. Nothing is approximated: the rates are those the flow-by-flow
+network computes, up to float rounding in the order of operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from simulator.replay.fair_share import max_min_rates, max_min_rates_small
+from simulator.replay.flow_records import unpack_flow
+
+# As links.FlowNetwork: flows whose finish times differ by less than this fraction (plus an
+# absolute femtosecond) complete together.
+REL_TOL = 1e-9
+ABS_TOL_S = 1e-15
+SMALL_COMPONENT_ENTRIES = 160
+
+
+@dataclass
+class Segment:
+    """From ``t`` (seconds after the phase started) on, flows ``alive`` (indices into the
+    phase's flows) had ``rem`` bytes left and move at ``rate`` until the next segment."""
+
+    t: float
+    alive: list[int]
+    rem: list[float]
+    rate: list[float]
+
+
+@dataclass
+class Component:
+    """Flows of a phase joined by shared links, with the links they cross and their solo
+    trajectory (``duration``: when the last of them finishes alone)."""
+
+    flows: list[int]
+    links: tuple[int, ...]
+    duration: float
+    segments: list[Segment]
+
+    def remaining(self, elapsed: float) -> list[tuple[int, float]]:
+        """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
+        if elapsed >= self.duration:
+            return []
+        seg = self.segments[0]
+        for s in self.segments[1:]:
+            if s.t > elapsed:
+                break
+            seg = s
+        dt = elapsed - seg.t
+        return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
+
+
+@dataclass
+class PhaseShape:
+    """A phase decomposed once: its flows as (links, bytes, cap), its components, and per link
+    it crosses the component that holds it."""
+
+    specs: list[tuple[tuple[int, ...], float, float]]
+    components: list[Component]
+    links: np.ndarray  # every link the phase crosses, sorted
+    component_of_link: np.ndarray  # aligned with links
+    linkless: list[int]  # components over no link (capped flows): never meet anything
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.specs)
+
+
+def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], capacity: list[float],
+          capacity_arr: np.ndarray) -> tuple[float, list[Segment]]:
+    """Water-fill the component alone, advance to the next finish, repeat (as FlowNetwork does)."""
+    if len(flows) == 1:
+        links, size, cap = specs[flows[0]]
+        rate = min(cap, min(capacity[link] for link in links)) if links else cap
+        return size / rate, [Segment(0.0, list(flows), [size], [rate])]
+    t = 0.0
+    alive = list(flows)
+    rem = [specs[i][1] for i in alive]
+    segments: list[Segment] = []
+    while alive:
+        e_flow = [k for k, i in enumerate(alive) for _ in specs[i][0]]
+        e_link = [link for i in alive for link in specs[i][0]]
+        caps = [specs[i][2] for i in alive]
+        if len(e_link) <= SMALL_COMPONENT_ENTRIES:
+            rate = max_min_rates_small(e_flow, e_link, len(alive), capacity, caps)
+        else:
+            rate = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(alive),
+                                 capacity_arr, np.array(caps)).tolist()
+        segments.append(Segment(t, list(alive), list(rem), list(rate)))
+        finish = [t + r / x for r, x in zip(rem, rate)]
+        now = min(finish)
+        due = now + REL_TOL * now + ABS_TOL_S
+        keep = [k for k, f in enumerate(finish) if f > due]
+        rem = [max(rem[k] - rate[k] * (now - t), 0.0) for k in keep]
+        alive = [alive[k] for k in keep]
+        t = now
+    return t, segments
+
+
+def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[float]) -> PhaseShape:
+    """Decompose a phase (flows as accepted by ``FlowNetwork.transfer_many``) into components
+    and time each alone. Zero-byte flows, and flows over no link without a cap, are dropped:
+    they finish at once."""
+    n_links = capacity_Bps.size
+    inf = float("inf")
+    specs: list[tuple[tuple[int, ...], float, float]] = []
+    for flow in phase:
+        links, nbytes, cap = unpack_flow(flow)
+        nbytes = float(nbytes)
+        if not (0 <= nbytes < inf):
+            raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
+        if cap is not None and not cap > 0:
+            raise ValueError(f"rate cap must be > 0 bytes/s, got {cap!r}")
+        if nbytes == 0 or (len(links) == 0 and cap is None):
+            continue
+        links = tuple(int(link) for link in links)
+        if links and (min(links) < 0 or max(links) >= n_links):
+            raise ValueError(f"link id out of range 0..{n_links - 1}")
+        specs.append((links, nbytes, inf if cap is None else float(cap)))
+    # Components by union-find over links (flows sharing a link are joined).
+    parent = list(range(len(specs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[int, int] = {}
+    for i, (links, _, _) in enumerate(specs):
+        for link in links:
+            j = first.setdefault(link, i)
+            if j != i:
+                a, b = find(i), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    members: dict[int, list[int]] = {}
+    for i in range(len(specs)):
+        members.setdefault(find(i), []).append(i)
+    components: list[Component] = []
+    linkless: list[int] = []
+    link_list: list[int] = []
+    comp_list: list[int] = []
+    for flows in members.values():
+        links = tuple(sorted({link for i in flows for link in specs[i][0]}))
+        duration, segments = _solo(flows, specs, capacity, capacity_Bps)
+        if not links:
+            linkless.append(len(components))
+        link_list.extend(links)
+        comp_list.extend([len(components)] * len(links))
+        components.append(Component(flows, links, duration, segments))
+    order = np.argsort(np.asarray(link_list, dtype=np.int64), kind="stable")
+    return PhaseShape(specs, components, np.asarray(link_list, dtype=np.int64)[order],
+                      np.asarray(comp_list, dtype=np.int64)[order], linkless)
+
+
+class SoloBlock:
+    """The components of one started phase still running alone: one heap entry for all of them
+    (``finish``: when the last one ends). ``alive[c]`` is False once component ``c`` has been
+    handed to the network as ordinary flows (or met another flow at the start)."""
+
+    __slots__ = ("fid", "finish", "group", "shape", "t0", "alive")
+
+    def __init__(self, fid: int, shape: PhaseShape, t0: float, alive: list[bool], group: Any) -> None:
+        self.fid = fid
+        self.shape = shape
+        self.t0 = t0
+        self.alive = alive
+        self.group = group
+        self.finish = t0 + max((c.duration for c, a in zip(shape.components, alive) if a), default=0.0)

@@ -1,0 +1,97 @@
+"""FlowNetwork.transfer_phase (components timed in closed form while alone) must give the times
+transfer_many gives flow by flow: a ring alone, a ring that a co-user meets partway, rings
+meeting each other, and the bytes each link carried."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import simpy
+
+from simulator.config.hardware import load_profile
+from simulator.costs.collectives import effective_capacity_Bps, plan_collective
+from simulator.hardware import build_topology
+from simulator.replay.links import FlowNetwork
+from simulator.replay.solo_phases import phase_shape
+
+
+@pytest.fixture(scope="module")
+def topo():
+    return build_topology(load_profile("dgx-h100"), 2)
+
+
+def _run(topo, jobs, phased: bool):
+    """jobs: (name, start, phases (tuples of flows), repeat); each job runs its phases in order
+    ``repeat`` times. Returns end times, link bytes at the end, and the network."""
+    env = simpy.Environment()
+    net = FlowNetwork(env, effective_capacity_Bps(topo))
+    done: dict[str, float] = {}
+
+    def proc(name, t0, phases, repeat):
+        yield env.timeout(t0)
+        for _ in range(repeat):
+            for phase in phases:
+                yield net.transfer_phase(phase) if phased else net.transfer_many(phase)
+        done[name] = env.now
+
+    for job in jobs:
+        env.process(proc(*job))
+    env.run()
+    return done, net.link_bytes, net
+
+
+def _same(topo, jobs):
+    fast, fast_links, fast_net = _run(topo, jobs, True)
+    slow, slow_links, slow_net = _run(topo, jobs, False)
+    assert fast.keys() == slow.keys()
+    for k in slow:
+        assert fast[k] == pytest.approx(slow[k], rel=1e-9), k
+    assert fast_links == pytest.approx(slow_links, rel=1e-9)
+    assert fast_net.stats.bytes_delivered == pytest.approx(slow_net.stats.bytes_delivered, rel=1e-12)
+    assert fast_net.stats.flows_finished == slow_net.stats.flows_finished
+    return fast, fast_net, slow_net
+
+
+def test_a_ring_on_two_nodes_alone_is_never_water_filled(topo):
+    plan = plan_collective("allgather", list(range(16)), 64 << 20, topo, algo="ring", proto="simple")
+    shape = phase_shape(plan.phases[0], effective_capacity_Bps(topo), effective_capacity_Bps(topo).tolist())
+    assert len(shape.components) > 1  # hops on separate links: separate components
+    fast, fast_net, slow_net = _same(topo, [("ring", 0.0, plan.phases, 3)])
+    assert slow_net.stats.recomputes == 3
+    assert fast_net.stats.recomputes == 0  # nothing was water-filled: every component ran alone
+
+
+def test_a_ring_met_partway_by_an_asymmetric_co_user(topo):
+    """A send/recv from GPU 0 to GPU 8 crosses the NIC hop of the ring halfway through it: that
+    component goes back to flow-by-flow with the bytes it had left."""
+    ring = plan_collective("reducescatter", list(range(16)), 256 << 20, topo, algo="ring", proto="simple")
+    t_ring = _run(topo, [("ring", 0.0, ring.phases, 1)], False)[0]["ring"]
+    p2p = plan_collective("sendrecv", [0, 8], 64 << 20, topo)
+    for start in (0.0, 0.3 * t_ring, 0.7 * t_ring, 2 * t_ring):
+        _, net, _ = _same(topo, [("ring", 0.0, ring.phases, 2), ("p2p", start, p2p.phases, 1)])
+        assert net.stats.components_broken >= 1
+
+
+def test_two_rings_sharing_links_and_a_tp_group(topo):
+    """A DP ring over the even GPUs of both nodes, a TP AllReduce inside node 0 started later,
+    and a second DP ring over the odd GPUs: components meet and are broken at various instants."""
+    dp_even = plan_collective("allgather", list(range(0, 16, 2)), 32 << 20, topo, algo="ring", proto="simple")
+    dp_odd = plan_collective("allgather", list(range(1, 16, 2)), 48 << 20, topo, algo="ring", proto="simple")
+    tp = plan_collective("allreduce", list(range(8)), 16 << 20, topo, algo="ring", proto="simple")
+    t = _run(topo, [("x", 0.0, dp_even.phases, 1)], False)[0]["x"]
+    _, net, _ = _same(topo, [("even", 0.0, dp_even.phases, 3), ("tp", 0.25 * t, tp.phases, 4),
+                             ("odd", 1.5 * t, dp_odd.phases, 2)])
+    assert net.stats.components_broken >= 2
+
+
+def test_components_of_a_phase_do_not_share_links(topo):
+    plan = plan_collective("alltoall", list(range(16)), 16 << 20, topo)
+    cap = effective_capacity_Bps(topo)
+    shape = phase_shape(plan.phases[0], cap, cap.tolist())
+    assert sum(len(c.flows) for c in shape.components) == len(plan.phases[0])
+    owner = {}
+    for k, comp in enumerate(shape.components):
+        for link in comp.links:
+            assert owner.setdefault(link, k) == k
+    assert np.all(np.diff(shape.links) > 0)
+    _same(topo, [("a2a", 0.0, plan.phases, 2)])
