@@ -36,7 +36,9 @@ class Parallel(BaseModel):
 
     # --- optional knobs beyond DESIGN.md ---------------------------------------------------
     zero3_impl: Literal["deepspeed", "fsdp2"] = "deepspeed"
-    pp_layers: tuple[int, ...] | None = None  # transformer layers per pipeline stage
+    # transformer layers per pipeline stage, or (pp x vp entries) per virtual stage in the order
+    # v = chunk·pp + stage, for uneven chunks (torch pipelining's layers_per_stage, 61 layers on 32)
+    pp_layers: tuple[int, ...] | None = None
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).

@@ -81,7 +81,18 @@ class Scenario:
     @property
     def stage_layers(self) -> tuple[int, ...]:
         """Transformer layers held by each pipeline stage."""
-        return self.parallel.pp_layers or split_layers(self.model.layers, self.parallel.pp)
+        p = self.parallel
+        if p.pp_layers is not None and len(p.pp_layers) == p.pp * p.vp and p.vp > 1:
+            return tuple(sum(p.pp_layers[c * p.pp + s] for c in range(p.vp)) for s in range(p.pp))
+        return p.pp_layers or split_layers(self.model.layers, p.pp)
+
+    @property
+    def virtual_stage_layers(self) -> tuple[int, ...]:
+        """Layers of each virtual stage v = chunk·pp + stage (pp·vp entries)."""
+        p = self.parallel
+        if p.pp_layers is not None and len(p.pp_layers) == p.pp * p.vp and p.vp > 1:
+            return p.pp_layers
+        return tuple(self.stage_layers[v % p.pp] // p.vp for v in range(p.pp * p.vp))
 
     def with_parallel(self, parallel: Parallel) -> "Scenario":
         """The same scenario under another plan, validated again (for sweeps and comparisons)."""
@@ -178,12 +189,13 @@ def check_plan(scn: Scenario) -> None:
     if p.pp > m.layers:
         _fail(scn, "parallel.pp", f"pp={p.pp} stages but only layers={m.layers}")
     if p.pp_layers is not None:
-        if len(p.pp_layers) != p.pp:
-            _fail(scn, "parallel.pp_layers", f"{len(p.pp_layers)} entries but pp={p.pp}")
+        if len(p.pp_layers) != p.pp and not (p.vp > 1 and len(p.pp_layers) == p.pp * p.vp):
+            expect = f"pp={p.pp}" + (f" (or pp x vp = {p.pp * p.vp}, one per virtual stage)" if p.vp > 1 else "")
+            _fail(scn, "parallel.pp_layers", f"{len(p.pp_layers)} entries but {expect}")
         if sum(p.pp_layers) != m.layers or min(p.pp_layers) < 1:
             _fail(scn, "parallel.pp_layers", f"sum {'+'.join(map(str, p.pp_layers))} = {sum(p.pp_layers)} "
                                              f"must equal layers={m.layers}, at least 1 per stage")
-    if p.vp > 1:
+    if p.vp > 1 and not (p.pp_layers is not None and len(p.pp_layers) == p.pp * p.vp):
         for i, n_layers in enumerate(scn.stage_layers):
             if n_layers % p.vp:
                 _fail(scn, "parallel.vp", f"stage {i} holds {n_layers} layers, not divisible by vp={p.vp}")

@@ -79,7 +79,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # deepseek-ai/DeepSeek-V3 config.json (arXiv:2412.19437 §4.2): 61 layers, the first 3 dense
     # (18432), 256 routed experts of 2048, 8 per token, 1 shared; the MTP module is not counted.
     "deepseek-v3": _moe(61, 7168, 128, 128, 129280, 4096, experts=256, top_k=8, moe_ffn=2048, ffn=18432,
-                        shared=1, first_dense=3, **_deepseek_mla(1536)),
+                        shared=1, first_dense=3, expert_groups=8, topk_groups=4, **_deepseek_mla(1536)),
     # moonshotai/Kimi-K2-Base config.json: the DeepSeek-V3 design with 64 heads, 384 experts, 1 dense layer.
     "kimi-k2": _moe(61, 7168, 64, 64, 163840, 4096, experts=384, top_k=8, moe_ffn=2048, ffn=18432,
                     shared=1, first_dense=1, **_deepseek_mla(1536)),
@@ -125,6 +125,10 @@ class Model(_Strict):
                                                                    "first_k_dense_replace)")
     capacity_factor: float | None = Field(default=None, gt=0, description="expert capacity as a multiple of the "
                                           "balanced load; tokens beyond it are dropped (None: dropless)")
+    expert_groups: int = Field(default=0, ge=0, description="groups the experts are split into for "
+                               "group-limited routing (DeepSeek n_group, Megatron moe_router_num_groups; 0: none)")
+    topk_groups: int = Field(default=0, ge=0, description="groups a token's experts may come from "
+                             "(DeepSeek topk_group, Megatron moe_router_group_topk)")
     # --- Multi-head latent attention (DeepSeek-V2/V3; 0 = plain MHA/GQA) ----------------------
     q_lora_rank: int = Field(default=0, ge=0, description="MLA query compression rank (0: no query compression)")
     kv_lora_rank: int = Field(default=0, ge=0, description="MLA key/value compression rank (0: not MLA)")
@@ -166,6 +170,9 @@ class Model(_Strict):
                 object.__setattr__(self, "shared_ffn_hidden", self.shared_experts * self.moe_ffn_hidden)
             if self.top_k > self.experts:
                 raise ValueError(f"top_k={self.top_k} exceeds experts={self.experts}")
+            if self.expert_groups and (self.experts % self.expert_groups or not 0 < self.topk_groups <= self.expert_groups):
+                raise ValueError(f"expert_groups={self.expert_groups} must divide experts={self.experts} and "
+                                 f"topk_groups={self.topk_groups} lie in 1..expert_groups")
             if self.first_dense_layers >= self.layers:
                 raise ValueError(f"first_dense_layers={self.first_dense_layers} leaves no MoE layer of "
                                  f"layers={self.layers}")
@@ -239,6 +246,17 @@ class Training(_Strict):
                                  "(1.0: a balanced router); the EP rank with the hottest expert sets the pace")
     moe_routing_seed: int | None = Field(default=None, description="draw the routing as a seeded uniform "
                                          "multinomial instead of moe_imbalance")
+    moe_routing: Literal["learned", "round_robin"] = Field(
+        default="learned", description="learned: a trained router (experts of a token spread at random, within "
+        "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "
+        "(NeMo AutoModel's fake_balanced_gate benchmarks)")
+
+    @model_validator(mode="after")
+    def _routing(self) -> "Training":
+        if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
+            raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
+                             "moe_routing_seed")
+        return self
 
     @model_validator(mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from simulator.e2e_validation.scenarios import (
     make_scenario,
     megatron_parallel,
 )
+from simulator.e2e_validation.moe_sources import automodel_moe
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
@@ -103,7 +104,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
 
 
 def _automodel(rows: list[Row]) -> list[Case]:
-    """Dense pre-training rows (LoRA fine-tuning rows and MoE models are left out)."""
+    """Dense pre-training rows (LoRA fine-tuning rows are left out; MoE rows: ``automodel_moe``)."""
     out = []
     for r in rows:
         if r["metric"] != "step_time_s" or "Pre-Training" not in r["notes"]:
@@ -327,7 +328,21 @@ SOURCES: list[Source] = [
             "them optimistic.",
             "Megatron-DeepSpeed 2022: no FlashAttention (the score matrix is materialised)."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
-           ["Only the dense pre-training rows; the LoRA rows train adapters only and MoE is not modelled."]),
+           ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
+            "automodel_moe source."]),
+    Source("automodel_moe", "NeMo AutoModel Mixture-of-Experts (H100, BF16, FSDP2 + EP, DeepEP)",
+           "nemo_automodel_perf_summary.csv", automodel_moe,
+           ["Held out entirely (none of these rows fits anything). Settings the table omits (recompute, "
+            "dispatcher, EP of GPT-OSS, attention kernel) come from the benchmark configs it was made with; "
+            "see simulator/e2e_validation/moe_sources.py.",
+            "The gate is AutoModel's fake_balanced_gate (moe_routing: round_robin): balanced, a token's experts "
+            "neighbours, so DeepEP sends most tokens to one node.",
+            "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
+            "step; one pass of all micro-batches is simulated, which under-counts the fill and drain of "
+            "Kimi-K2's two passes.",
+            "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
+            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
+            "The 1,024-GPU DeepSeek-V3 row is skipped for run time."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
             "Rows above 1536 GPUs are skipped for run time."]),
@@ -375,7 +390,7 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq"})
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "automodel_moe"})
 
 
 def is_fit_case(case: Case) -> bool:

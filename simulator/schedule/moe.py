@@ -33,6 +33,10 @@ tokens as a seeded multinomial over the experts and takes the most loaded rank. 
 factor c, no expert takes more than c times its balanced share (Megatron's token dropping with
 ``moe_expert_capacity_factor``); the rest are dropped. The All-to-All is sized by the slowest
 rank's rows (what bounds it); every row dispatched is combined (same size both ways).
+``training.moe_routing: round_robin`` is the benchmark gate of NeMo AutoModel
+(``FakeBalancedGate``: token t to experts t·k … t·k+k−1 mod E): perfectly balanced, and a
+token's experts are neighbours, so they sit on one or two nodes, which is what DeepEP's RDMA
+volume depends on (:func:`nodes_hit`).
 
 Shared experts run after the combine, or, with ``moe_shared_expert_overlap``, between the
 dispatch and the combine so the All-to-Alls hide behind them (Megatron's shared-expert overlap).
@@ -89,7 +93,8 @@ class MoESpec:
         return cls(experts=m.experts, top_k=m.top_k, hidden=m.hidden, ffn=m.moe_ffn_hidden,
                    shared_ffn=m.shared_ffn_hidden, gated=m.gated, ep=p.ep, etp=etp, tp=p.tp, tokens=tokens,
                    act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
-                   load=load, nodes_hit=expected_nodes_hit(m.experts, m.top_k, ep_nodes), ep_nodes=ep_nodes,
+                   load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
+                                                  m.topk_groups), ep_nodes=ep_nodes,
                    shared_overlap=p.moe_shared_expert_overlap)
 
     @property
@@ -124,6 +129,27 @@ def expected_nodes_hit(experts: int, top_k: int, nodes: int) -> float:
     per_node = experts // nodes
     miss = math.comb(experts - per_node, top_k) / math.comb(experts, top_k)
     return nodes * (1 - miss)
+
+
+def nodes_hit(experts: int, top_k: int, nodes: int, routing: str = "learned", groups: int = 0,
+              topk_groups: int = 0) -> float:
+    """Distinct nodes a token's experts fall on (what DeepEP sends over RDMA once each).
+
+    ``round_robin``: token t takes experts t·k … t·k+k−1 (mod E), so the count is averaged over the
+    E/gcd(E, k) distinct windows. ``learned``: uniform without replacement, restricted with
+    group-limited routing to ``topk_groups`` of ``groups`` expert groups, which span
+    nodes/groups nodes each when there are more nodes than groups (DeepSeek-V3's node-limited
+    routing, arXiv:2412.19437 §2.1.2: groups = nodes, at most 4 nodes per token)."""
+    if nodes <= 1:
+        return 1.0
+    per_node = experts // nodes
+    if routing == "round_robin":
+        starts = range(0, experts * top_k // math.gcd(experts, top_k), top_k)
+        return sum(len({((s + j) % experts) // per_node for j in range(top_k)}) for s in starts) / len(starts)
+    if groups and topk_groups < groups and nodes % groups == 0:
+        span = topk_groups * nodes // groups  # nodes of the allowed groups
+        return expected_nodes_hit(experts * topk_groups // groups, top_k, span)
+    return expected_nodes_hit(experts, top_k, nodes)
 
 
 def rank_load(experts: int, top_k: int, ep: int, tokens: int, imbalance: float, capacity: float | None,

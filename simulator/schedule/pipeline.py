@@ -42,7 +42,7 @@ class Pass:
 def virtual_layers(scn: Scenario) -> list[list[int]]:
     """Global layer indices of every virtual stage v = chunk·pp + stage."""
     p = scn.parallel
-    sizes = [scn.stage_layers[v % p.pp] // p.vp for v in range(p.pp * p.vp)]
+    sizes = scn.virtual_stage_layers
     out, start = [], 0
     for n in sizes:
         out.append(list(range(start, start + n)))

@@ -55,7 +55,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = sources.cases()
-    assert 110 <= len(cs) <= 130
+    assert 110 <= len(cs) <= 135
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
@@ -79,7 +79,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = sources.cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 102
+    assert len(cs) - len(fit) == 102 + len(_by_source("automodel_moe"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -89,7 +89,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                        and c.scenario["training"]["dtype"] == "fp8"]
     assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
-    assert eager == {"mpt", "mpt_seq", "automodel"}
+    assert eager == {"mpt", "mpt_seq", "automodel", "automodel_moe"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -104,7 +104,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
-                      "nemo2407": {"auto"}, "dgxc": {"auto"}}
+                      "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
 
