@@ -18,7 +18,7 @@ TARGET_S = {"gpt3-175b-3d-a100": 20.0}
 
 CHILD = r"""
 import json, resource, sys, time
-from simulator.simulate import simulate
+from simulator.simulation import simulate
 t0 = time.perf_counter()
 sim = simulate(sys.argv[1])
 wall = time.perf_counter() - t0

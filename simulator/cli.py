@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    parser.set_defaults(_subcommands=sub.choices)
     return parser
 
 
@@ -52,7 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # name the sub-command's usage, not the top-level one
+            sub = getattr(args, "_subcommands", {}).get(getattr(args, "command", None) or "", parser)
+            sub.error(f"unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from simulator.calibration.trace_compare import CATEGORIES, TraceComparison
 from simulator.report.figures import new_figure, save_figure
 
@@ -11,9 +13,14 @@ _MARKERS = {"collective": "o", "gemm": "s", "attention": "^"}
 
 
 def plot_trace_comparison(cmp: TraceComparison, path: str | Path) -> Path:
-    """Log-log scatter of predicted vs measured kernel time with the y = x line and ±20% band."""
+    """:func:`trace_comparison_figure` saved as a PNG at ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    return save_figure(trace_comparison_figure(cmp), path)
+
+
+def trace_comparison_figure(cmp: TraceComparison) -> Figure:
+    """Log-log scatter of predicted vs measured kernel time with the y = x line and ±20% band."""
     fig = new_figure(6, 5.5)
     ax = fig.subplots()
     values = [v for e in cmp.events for v in (e.measured_s * 1e6, e.predicted_s * 1e6) if v > 0]
@@ -35,4 +42,4 @@ def plot_trace_comparison(cmp: TraceComparison, path: str | Path) -> Path:
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig

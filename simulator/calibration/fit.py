@@ -46,11 +46,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from simulator.calibration.nccl_log import Sweep
+
+if TYPE_CHECKING:
+    from simulator.calibration.measured import MeasuredSweep
 from simulator.config.hardware import HardwareProfile, _merge
 from simulator.config.loader import validate
 from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
@@ -147,6 +150,49 @@ def from_sweep(sweep: Sweep, profile: HardwareProfile, *, gpus_per_node: int | N
     return MeasuredCollective(sweep.source, sweep.op, sweep.nranks, nodes, gpn,
                               tuple(r.size_bytes for r in rows), tuple(r.time_s for r in rows),
                               tuple(r.line for r in rows), algo, max(1, sweep.ngpus))
+
+
+def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_per_node: int | None = None,
+                      algo: str | None = None) -> MeasuredCollective:
+    """A sweep CSV of ``data/nccl/`` (or one written the same way) as a measurement on `profile`.
+
+    The collective and the rank count come from the ``# collective:`` header line (its first
+    name, or the one after ``->``; ``N ranks``), the node count from ``N node(s)`` in the
+    ``# hardware:`` line when ``gpus_per_node`` is not given, a pinned algorithm from
+    ``NCCL_ALGO`` in the ``# env:`` line, and nccl-tests' ``-g`` from the collective line."""
+    import re
+
+    from simulator.costs.collectives import OPS, canonical_op
+
+    where = str(sweep.path)
+    line = sweep.meta.get("collective", "")
+    named = line.split("->", 1)[1] if "->" in line else line
+    op = canonical_op(re.split(r"[,(]", named, maxsplit=1)[0]) if named else None
+    if op is None:
+        raise InputError("expected a '# collective: <name>, ..., N ranks' header line naming the collective "
+                         "(e.g. all_reduce_perf)", source=where, field="collective")
+    if op not in OPS:
+        raise InputError(f"{op} is not a collective the model predicts; expected one of {', '.join(OPS)}",
+                         source=where, field="collective")
+    m = re.search(r"(\d+)\s+ranks", line)
+    if not m:
+        raise InputError("expected the rank count ('N ranks') in the '# collective:' header line",
+                         source=where, field="collective")
+    nranks = int(m.group(1))
+    if gpus_per_node is None:
+        nodes_stated = re.search(r"(\d+)\s+nodes?\b|(\d+)\s+node\(s\)", sweep.meta.get("hardware", ""))
+        if nodes_stated:
+            n = int(nodes_stated.group(1) or nodes_stated.group(2))
+            if n > 0 and nranks % n == 0 and nranks // n <= profile.node.gpus:
+                gpus_per_node = nranks // n
+    nodes, gpn = layout_for(nranks, profile, gpus_per_node=gpus_per_node, source=where, line=0)
+    rows = sorted((r for r in sweep.rows if not r.inplace and r.size_bytes > 0 and r.time_us), key=lambda r: r.size_bytes)
+    if not rows:
+        raise InputError("no out-of-place row with a size and a time (a sweep without a time column cannot be "
+                         "fitted)", source=where)
+    pinned = algo or (sweep.env.get("NCCL_ALGO", "").lower().replace("nvlstree", "nvls_tree") or None)
+    return MeasuredCollective(where, op, nranks, nodes, gpn, tuple(r.size_bytes for r in rows),
+                              tuple(r.time_us * 1e-6 for r in rows), (), pinned, sweep.gpus_per_process)
 
 
 # ------------------------------------------------------------------------------ profiles

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from simulator.costs.collectives import OP_ALIASES, canonical_op
 from simulator.errors import InputError
 
 # nccl-tests type names -> bytes per element (src/common.cu test_typenames; f8 types in newer ones).
@@ -34,26 +35,9 @@ ELEMENT_BYTES = {
     "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
 }
 
-# Tool stem (all_reduce_perf -> all_reduce) and loose spellings -> the simulator's op names.
-_OP_ALIASES = {
-    "all_reduce": "allreduce", "allreduce": "allreduce",
-    "all_gather": "allgather", "allgather": "allgather",
-    "reduce_scatter": "reducescatter", "reducescatter": "reducescatter",
-    "alltoall": "alltoall", "all_to_all": "alltoall", "alltoallv": "alltoallv",
-    "sendrecv": "sendrecv", "send_recv": "sendrecv",
-    "broadcast": "broadcast", "reduce": "reduce", "gather": "gather", "scatter": "scatter",
-    "hypercube": "hypercube",
-}
+# One alias table for every collective name clustersim reads (costs.collectives.OP_ALIASES).
+_OP_ALIASES = OP_ALIASES
 OPS = tuple(sorted(set(_OP_ALIASES.values())))
-
-
-def canonical_op(name: str) -> str | None:
-    """'all_reduce_perf', 'all-reduce', 'AllReduce' -> 'allreduce'; None if not a collective."""
-    key = name.strip().lower().replace("-", "_")
-    key = re.sub(r"_perf(_mpi)?$", "", key)
-    if key in _OP_ALIASES:
-        return _OP_ALIASES[key]
-    return _OP_ALIASES.get(key.replace("_", ""))
 
 
 def count_for(op: str, size_bytes: int, element_bytes: int, nranks: int) -> int:

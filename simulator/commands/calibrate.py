@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from simulator.commands import check_outputs
 from simulator.errors import InputError
-from simulator.files import write_atomically
+from simulator.files import STDOUT, OutputSet
+from simulator.report.inputs import file_inputs, version
 from simulator.units import MiB
 
 _ALGO_PIN = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)\s*([A-Za-z_,^]+)")
@@ -37,10 +39,12 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("calibrate", help="fit a hardware profile to nccl-tests logs and profiler traces",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("inputs", nargs="+", metavar="LOG_OR_TRACE",
-                   help="nccl-tests/rccl-tests output (.txt/.log), PyTorch profiler trace (.json/.json.gz) or a "
-                        "kernel table from python -m simulator.measure_kernels (.csv)")
+                   help="nccl-tests/rccl-tests output (.txt/.log), a measured sweep CSV as in data/nccl/ (.csv), "
+                        "PyTorch profiler trace (.json/.json.gz) or a kernel table from python -m "
+                        "simulator.measure_kernels (.csv)")
     p.add_argument("--hardware", required=True, help="profile to refine: bundled name or path to a profile YAML")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.yaml", help="where to write the profile overlay")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.yaml",
+                   help="where to write the profile overlay ('-' for stdout; the fit report then goes to stderr)")
     p.add_argument("--gpus-per-node", type=int, default=None,
                    help="GPUs per node the measurement used (default: from the log's hosts, else the profile's)")
     p.add_argument("--algo", default=None, help="algorithm the measurements pinned (NCCL_ALGO), if the logs do not say")
@@ -102,6 +106,16 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
             where = ", ".join(f"{k}: {v}" for k, v in table.header.items() if k in ("device", "date"))
             files.append((name, f"kernel table: {len(table_gemms)} GEMM and {len(table_attention)} "
                                 f"attention rows" + (f" ({where})" if where else "")))
+            continue
+        if path.suffix.lower() == ".csv":
+            from simulator.calibration.fit import from_measured_csv
+            from simulator.calibration.measured import read_sweep
+
+            sweep = read_sweep(path)
+            m = from_measured_csv(sweep, profile, gpus_per_node=gpus_per_node, algo=algo)
+            measurements.append(m)
+            files.append((name, f"measured sweep CSV: {m.op} x{m.ranks} ({m.nodes} node(s)), {len(m.sizes)} rows"
+                                + (f", NCCL_ALGO={m.algo}" if m.algo else "")))
             continue
         if _is_trace(path):
             trace = parse_kineto_trace(path)
@@ -200,9 +214,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"expected a whole number >= 4, got {args.max_rows}", field="--max-rows")
     if args.algo is not None and args.algo.lower() not in ("ring", "tree", "nvls", "nvls_tree"):
         raise InputError(f"expected ring, tree, nvls or nvls_tree, got {args.algo!r}", field="--algo")
-    out = Path(args.output)
+    to_stdout = args.output == STDOUT
+    out = Path("overlay.yaml" if to_stdout else args.output)
     if out.suffix not in (".yaml", ".yml"):
-        raise InputError(f"expected a .yaml output path, got {args.output!r}", field="-o")
+        raise InputError(f"expected a .yaml output path (or '-' for stdout), got {args.output!r}", field="-o")
+    check_outputs(args, "output")
     profile = load_profile(args.hardware)
     inputs = _read_inputs(args.inputs, profile, args.gpus_per_node, args.algo.lower() if args.algo else None)
     if not inputs.measurements and not inputs.gemms and not inputs.attentions:
@@ -257,8 +273,8 @@ def run(args: argparse.Namespace) -> int:
     rows = sum(len(m.sizes) for m in inputs.measurements)
     provenance = (f"clustersim calibrate {date}: {len(inputs.measurements)} sweep(s), {rows} rows, "
                   f"{len(inputs.gemms)} GEMM and {len(inputs.attentions)} attention kernels from {', '.join(Path(f).name for f, _ in inputs.files)}")
-    comments = [f"Profile overlay written by `clustersim calibrate` on {date}; refines {args.hardware}.",
-                "Inputs:"] + [f"  {f}: {what}" for f, what in inputs.files] + ["Parameters:"] + [f"  {s}" for s in summary]
+    comments = [f"Profile overlay written by clustersim {version()} `calibrate` on {date}; refines {args.hardware}.",
+                "Inputs:"] + [f"  {f}: {what} (sha256 {file_inputs(f)['sha256']})" for f, what in inputs.files] + ["Parameters:"] + [f"  {s}" for s in summary]
     if warnings:
         comments += ["Warnings:"] + [f"  {w}" for w in warnings]
     text = overlay_document(_base_reference(args.hardware), overlay, provenance, comments)
@@ -269,12 +285,15 @@ def run(args: argparse.Namespace) -> int:
         probe.write_text(text)
         load_profile(str(probe))
 
+    report_to = sys.stderr if to_stdout else sys.stdout
     if inputs.measurements:
-        _report(profile, fitted_profile, inputs.measurements)
+        _report(profile, fitted_profile, inputs.measurements, out=report_to)
     for line in summary:
-        print(f"  {line}")
+        print(f"  {line}", file=report_to)
     for w in warnings:
         print(f"clustersim: warning: {w}", file=sys.stderr)
-    write_atomically(out, text)
-    print(f"wrote {out}")
+    with OutputSet() as files:
+        files.add(args.output, text, "-o")
+    if not to_stdout:
+        print(f"wrote {out}")
     return 0

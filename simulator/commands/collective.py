@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from simulator import units
 from simulator.errors import InputError
@@ -22,16 +21,28 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("collective", help="nccl-tests-like table of predicted collective times",
                               description=__doc__.split("\n\n")[0])
     p.add_argument("--hardware", required=True, help="bundled profile name or path to a profile YAML")
-    p.add_argument("--op", required=True, help=f"one of {', '.join(OPS)}")
-    p.add_argument("--ranks", required=True, help="number of GPUs in the collective")
+    p.add_argument("--op", required=True,
+                   help=f"one of {', '.join(OPS)}, or an NCCL / nccl-tests spelling (all_reduce, all_gather_perf, ...)")
+    p.add_argument("--ranks", default=None,
+                   help="number of GPUs in the collective (default: -g, one process driving -g GPUs)")
     p.add_argument("--gpus-per-node", default=None, help="GPUs per node used (default: the profile's, capped at --ranks)")
-    p.add_argument("--min-bytes", default="8", help="smallest size (suffixes K, M, G; default 8)")
-    p.add_argument("--max-bytes", default="128M", help="largest size (default 128M)")
-    p.add_argument("--step-factor", default="2", help="multiply the size by this each row (default 2)")
+    p.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default="8",
+                   help="smallest size (suffixes K, M, G; default 8)")
+    p.add_argument("-e", "--max-bytes", "--maxbytes", dest="max_bytes", default="128M",
+                   help="largest size (default 128M)")
+    p.add_argument("-f", "--step-factor", "--stepfactor", dest="step_factor", default="2",
+                   help="multiply the size by this each row (default 2)")
+    p.add_argument("-g", "--ngpus", dest="ngpus", default=None,
+                   help="GPUs per process, as nccl-tests' -g: one host thread launches that many GPUs' kernels, "
+                        "so each collective costs at least that many kernel launches (default 1)")
     p.add_argument("--algo", default=None, help="pin the algorithm: ring, tree, nvls, nvls_tree, hierarchical, direct, p2p")
     p.add_argument("--proto", default=None, help="pin the protocol: ll, ll128, simple")
-    p.add_argument("--dtype", default="float", help="element type for the count column (default float)")
-    p.add_argument("--json", default=None, metavar="FILE", help="also write the rows as JSON")
+    p.add_argument("-d", "--dtype", "--datatype", dest="dtype", default="float",
+                   help="element type for the count column (default float)")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the rows as JSON ('-' for stdout)")
+    p.add_argument("--log", default=None, metavar="FILE",
+                   help="also write the rows as an nccl-tests log (the layout `clustersim calibrate` reads; "
+                        "'-' for stdout)")
     p.set_defaults(handler=run)
 
 
@@ -63,17 +74,34 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
     return out
 
 
+def _op(text: str) -> str:
+    from simulator.costs.collectives import normalize_op
+
+    try:
+        return normalize_op(text)
+    except InputError as exc:
+        raise InputError(exc.detail, source="command line", field="--op") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from simulator.calibration.nccl_log import count_for
+    from simulator.commands import check_outputs
     from simulator.config.hardware import load_profile
-    from simulator.costs.collectives import busbw_factor, normalize_op
+    from simulator.costs.collectives import ALGORITHMS, PROTOCOLS, busbw_factor
+    from simulator.files import STDOUT, OutputSet
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
 
-    op = normalize_op(args.op) if args.op.lower() in OPS else None
-    if op is None:
-        raise InputError(f"unknown collective {args.op!r}; expected one of {', '.join(OPS)}", field="--op")
-    ranks = _positive_int(args.ranks, "--ranks")
+    check_outputs(args, "json", "log")
+    op = _op(args.op)
+    ngpus = _positive_int(args.ngpus, "-g") if args.ngpus is not None else 1
+    if args.ranks is None and args.ngpus is None:
+        raise InputError("give the number of GPUs: --ranks N (or nccl-tests' -g N for one process driving N GPUs)",
+                         source="command line", field="--ranks")
+    ranks = _positive_int(args.ranks, "--ranks") if args.ranks is not None else ngpus
+    if ranks % ngpus:
+        raise InputError(f"{ranks} ranks are not a whole number of processes of -g {ngpus} GPUs",
+                         source="command line", field="-g")
     lo, hi = _size(args.min_bytes, "--min-bytes"), _size(args.max_bytes, "--max-bytes")
     if lo > hi:
         raise InputError(f"--min-bytes {args.min_bytes} is larger than --max-bytes {args.max_bytes}", field="--min-bytes")
@@ -85,7 +113,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"unknown type {args.dtype!r}; expected one of {', '.join(units.BYTES_PER_ELEMENT)}", field="--dtype")
     algo = args.algo.lower() if args.algo else None
     proto = args.proto.lower() if args.proto else None
-    from simulator.costs.collectives import ALGORITHMS, PROTOCOLS
 
     if algo is not None and algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm {args.algo!r}; expected one of {', '.join(ALGORITHMS)}", field="--algo")
@@ -104,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     nodes = ranks // gpn
     topo = build_topology(profile, nodes)
     gpus = [node * profile.node.gpus + local for node in range(nodes) for local in range(gpn)]
-    floor_s = profile.gpu.kernel_launch_us * 1e-6
+    floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
 
     rows = []
     for size in sizes(lo, hi, factor):
@@ -118,17 +145,60 @@ def run(args: argparse.Namespace) -> int:
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
                      "algorithm": r.algorithm, "protocol": r.protocol})
 
-    print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
-          f"busbw factor {busbw_factor(op, ranks):.4g}")
-    print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  algorithm/protocol")
-    for row in rows:
-        print(f" {row['size_bytes']:>12} {row['count']:>12} {row['type']:>6} {row['time_us']:>10.2f} "
-              f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']}/{row['protocol']}")
-    if args.json:
-        doc = {"op": op, "ranks": ranks, "gpus_per_node": gpn, "hardware": profile.name,
-               "rows": [{k: v for k, v in row.items() if k not in ("count", "type")} | {"count": row["count"]} for row in rows]}
-        try:
-            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
-        except OSError as exc:
-            raise InputError(f"cannot write: {exc.strerror}", source=args.json, field="--json") from None
+    inputs = _inputs(args, profile, op, ranks, gpn, ngpus, lo, hi, factor, algo, proto)
+    if STDOUT not in (args.json, args.log):
+        print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
+              f"busbw factor {busbw_factor(op, ranks):.4g}")
+        print(f"# {_inputs_text(inputs)}")
+        print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  algorithm/protocol")
+        for row in rows:
+            print(f" {row['size_bytes']:>12} {row['count']:>12} {row['type']:>6} {row['time_us']:>10.2f} "
+                  f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']}/{row['protocol']}")
+    with OutputSet() as out:
+        if args.json:
+            doc = {"inputs": inputs, "op": op, "ranks": ranks, "gpus_per_node": gpn, "hardware": profile.name,
+                   "rows": [{k: v for k, v in row.items() if k not in ("count", "type")} | {"count": row["count"]}
+                            for row in rows]}
+            out.add(args.json, json.dumps(doc, indent=2) + "\n", "--json")
+        if args.log:
+            out.add(args.log, _nccl_tests_log(rows, op, ranks, gpn, ngpus, esize, profile, lo, hi, factor, inputs), "--log")
     return 0
+
+
+def _inputs(args, profile, op, ranks, gpn, ngpus, lo, hi, factor, algo, proto) -> dict:
+    from simulator.report.inputs import hardware_inputs, version
+
+    return {"hardware": hardware_inputs(args.hardware, profile.name), "op": op, "ranks": ranks, "gpus_per_node": gpn,
+            "gpus_per_process": ngpus, "min_bytes": lo, "max_bytes": hi, "step_factor": factor, "dtype": args.dtype,
+            "algo": algo, "proto": proto, "clustersim": version()}
+
+
+def _inputs_text(inputs: dict) -> str:
+    hw = inputs["hardware"]
+    where = f" from {hw['path']} (sha256 {hw['sha256'][:12]})" if hw.get("path") and hw.get("sha256") else ""
+    pins = "".join(f" {k} {inputs[k]}" for k in ("algo", "proto") if inputs[k])
+    return (f"inputs: hardware {hw['profile']}{where}; -b {inputs['min_bytes']} -e {inputs['max_bytes']} "
+            f"-f {inputs['step_factor']} -g {inputs['gpus_per_process']} -d {inputs['dtype']}{pins}; "
+            f"clustersim {inputs['clustersim']}")
+
+
+def _nccl_tests_log(rows, op, ranks, gpn, ngpus, esize, profile, lo, hi, factor, inputs) -> str:
+    """The predicted rows as nccl-tests would print them (out-of-place and in-place alike: the
+    model does not tell them apart), so that ``calibrate`` and other nccl-tests readers take
+    the prediction as they take a measurement."""
+    from simulator.calibration.nccl_log import ELEMENT_BYTES, Sweep
+    from simulator.calibration.nccl_log_writer import TOOL_NAMES, format_log, make_row, synthetic_devices
+
+    dtype = next((name for name, size in ELEMENT_BYTES.items() if size == esize and name in ("int8", "half", "float", "double")),
+                 "float")
+    sweep_rows = []
+    for row in rows:
+        for inplace in (False, True):
+            sweep_rows.append(make_row(op, row["size_bytes"], dtype, row["time_us"] * 1e-6, ranks, inplace=inplace))
+    sweep = Sweep(op=op, nranks=ranks, ngpus=ngpus, devices=synthetic_devices(ranks, gpn, profile.gpu.name,
+                                                                               ranks_per_process=ngpus),
+                  rows=tuple(sweep_rows), nccl_version=None, source="clustersim collective", first_line=1,
+                  tool=TOOL_NAMES[op], min_bytes=lo, max_bytes=hi, step=f"{factor}(factor)")
+    comment = [f"predicted by clustersim collective, not measured: {op} on {ranks} ranks of {profile.name}",
+               _inputs_text(inputs)]
+    return format_log([sweep], comment=comment)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from simulator.commands import add_hardware_option
 from simulator.errors import InputError
@@ -33,10 +32,16 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.calibration.kineto import parse_kineto_trace
     from simulator.calibration.trace_compare import compare_trace, render_table
+    from simulator.commands import check_outputs, figure_png
     from simulator.config.scenario import load_scenario
+    from simulator.files import STDOUT, OutputSet
+    from simulator.report.inputs import file_inputs, scenario_inputs
 
+    if args.plot == STDOUT:
+        raise InputError("--plot writes a PNG file; give a file name, not '-'", source="command line", field="--plot")
     if args.plot and not args.plot.endswith(".png"):
         raise InputError(f"expected a .png path, got {args.plot!r}", field="--plot")
+    check_outputs(args, "json", "plot")
     scenario = load_scenario(args.scenario, args.hardware)
     trace = parse_kineto_trace(args.trace)
     if not (trace.collectives or trace.gemms or trace.attentions):
@@ -46,16 +51,17 @@ def run(args: argparse.Namespace) -> int:
     if not cmp.events:
         raise InputError("none of the trace's kernels can be compared: "
                          + "; ".join(cmp.skipped[:3]), source=args.trace)
-    if args.json == "-":
-        json.dump(cmp.to_json(), sys.stdout, indent=2)
-        print()
-    else:
+    inputs = scenario_inputs(scenario) | {"trace": file_inputs(args.trace), "attention_mask": args.attention_mask}
+    if args.json != STDOUT:
         print(render_table(cmp))
+    with OutputSet() as out:
         if args.json:
-            Path(args.json).write_text(json.dumps(cmp.to_json(), indent=2) + "\n")
-            print(f"wrote {args.json}")
-    if args.plot:
-        from simulator.calibration.compare_plots import plot_trace_comparison
+            out.add(args.json, json.dumps({"inputs": inputs, **cmp.to_json()}, indent=2) + "\n", "--json")
+        if args.plot:
+            from simulator.calibration.compare_plots import trace_comparison_figure
 
-        print(f"wrote {plot_trace_comparison(cmp, args.plot)}", file=sys.stderr if args.json == "-" else sys.stdout)
+            out.add(args.plot, figure_png(trace_comparison_figure(cmp)), "--plot")
+    for path in (args.json, args.plot):
+        if path and path != STDOUT:
+            print(f"wrote {path}", file=sys.stderr if args.json == STDOUT else sys.stdout)
     return 0

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from simulator.commands import add_hardware_option
+from simulator.commands import add_hardware_option, check_outputs, figure_png
 from simulator.errors import InputError
 
 
@@ -17,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Replay one training step and print step time, breakdown, MFU and memory.")
     p.add_argument("scenario", help="scenario YAML")
     p.add_argument("--json", metavar="F", help="write the results as JSON to F ('-' for stdout)")
-    p.add_argument("--trace", metavar="F", help="write a Chrome/Perfetto trace JSON to F")
+    p.add_argument("--trace", metavar="F",
+                   help="write a Chrome/Perfetto trace JSON to F (gzip-compressed if F ends in .gz; '-' for stdout)")
     p.add_argument("--plot", metavar="F", help="write PNG plots (F-gantt.png, F-breakdown.png)")
     p.add_argument("--plot-window", metavar="W", default="layer",
                    help="what the Gantt shows: 'layer' (default: forward and backward of one steady-state "
@@ -47,31 +47,42 @@ def parse_plot_window(text: str) -> str | tuple[float, float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.report.summary import format_table, report_to_json
     from simulator.config.scenario import load_scenario
-    from simulator.simulate import simulate_scenario
+    from simulator.files import STDOUT, OutputSet
+    from simulator.report.summary import format_table, report_to_json
+    from simulator.simulation import simulate_scenario
 
     window = parse_plot_window(args.plot_window)
+    if args.plot == STDOUT:
+        raise InputError("--plot writes two PNG files (F-gantt.png, F-breakdown.png); give a file name, not '-'",
+                         source="command line", field="--plot")
+    check_outputs(args, "json", "trace")
+    if args.plot:
+        from simulator.report.plots import plot_paths
+
+        for path in plot_paths(args.plot):
+            check_outputs(argparse.Namespace(plot=str(path)), "plot")
     sim = simulate_scenario(load_scenario(args.scenario, args.hardware), algo=args.algo, proto=args.proto,
                             max_ranks=args.max_ranks)
-    wrote: list[str] = []
-    if args.json == "-":
-        print(json.dumps(report_to_json(sim.report), indent=2))
-    else:
+    to_stdout = STDOUT in (args.json, args.trace)
+    if not to_stdout:
         print(format_table(sim.report))
+    with OutputSet() as out:
         if args.json:
-            Path(args.json).write_text(json.dumps(report_to_json(sim.report), indent=2) + "\n")
-            wrote.append(args.json)
-    if args.trace:
-        from simulator.replay.chrome_trace import write_chrome_trace
+            out.add(args.json, json.dumps(report_to_json(sim.report), indent=2) + "\n", "--json")
+        if args.trace:
+            from simulator.replay.chrome_trace import chrome_trace_json
 
-        write_chrome_trace(sim.trace, args.trace)
-        wrote.append(args.trace)
-    if args.plot:
-        from simulator.report.plots import save_plots
+            out.add(args.trace, chrome_trace_json(sim.trace, inputs=sim.report.inputs), "--trace")
+        if args.plot:
+            from simulator.report.labels import run_title
+            from simulator.report.plots import plot_breakdown, plot_gantt, plot_paths
 
-        wrote += [str(p) for p in save_plots(sim.trace, sim.report, args.plot, scenario=sim.scenario,
-                                             grid=sim.schedule.grid, window=window)]
-    for path in wrote:
-        print(f"wrote {path}", file=sys.stderr if args.json == "-" else sys.stdout)
+            gantt, breakdown = plot_paths(args.plot)
+            title = run_title(sim.scenario, sim.report.step_time_s)
+            out.add(gantt, figure_png(plot_gantt(sim.trace, window=window, grid=sim.schedule.grid, title=title)),
+                    "--plot")
+            out.add(breakdown, figure_png(plot_breakdown([sim.report], title=title)), "--plot")
+    for path in out.written:
+        print(f"wrote {path}", file=sys.stderr if to_stdout else sys.stdout)
     return 0

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from simulator.commands import add_hardware_option
+from simulator.commands import add_hardware_option, check_outputs
 from simulator.errors import InputError
 
 
@@ -91,41 +91,43 @@ def check_jobs(args: argparse.Namespace) -> None:
     if args.results and args.resume and Path(args.results) != Path(args.resume):
         raise InputError("--resume F appends to F; give --results only for a new file", source="command line",
                          field="--results")
+    check_outputs(args, "json", "csv", "plot", "pareto", "results")
 
 
-def _write(path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-    else:
-        from simulator.files import write_atomically
-
-        write_atomically(path, text)
-
-
-def emit(result, args: argparse.Namespace) -> int:
-    """Print the table, write JSON, CSV and plots as asked. Exit 0."""
+def emit(result, args: argparse.Namespace, base=None) -> int:
+    """Print the table, write JSON, CSV and plots as asked, all together or none. Exit 0. The
+    JSON starts with the ``inputs`` (the base scenario) and ends with ``meta`` (the wall time)."""
+    from simulator.commands import figure_png
+    from simulator.files import STDOUT, OutputSet
+    from simulator.report.inputs import inputs_line, scenario_inputs
     from simulator.sweep.run import sweep_json
     from simulator.sweep.table import csv_text, format_plans, plot_rows
 
     doc = sweep_json(result)
-    if args.json == "-":
-        print(json.dumps(doc, indent=2))
-    elif args.csv != "-":
+    meta = {"wall_s": doc.pop("wall_s")} if "wall_s" in doc else {}
+    inputs = scenario_inputs(base) if base is not None else {}
+    doc = {"inputs": inputs, **doc, "meta": meta}
+    if STDOUT not in (args.json, args.csv):
         print(format_plans(result, top=args.top))
-    if args.json and args.json != "-":
-        _write(args.json, json.dumps(doc, indent=2) + "\n")
-    if args.csv:
-        _write(args.csv, csv_text(result))
-    if args.plot:
-        from simulator.report.compare_plots import plot_plan_comparison
+        if inputs:
+            print(inputs_line(inputs))
+    with OutputSet() as out:
+        if args.json:
+            out.add(args.json, json.dumps(doc, indent=2) + "\n", "--json")
+        if args.csv:
+            out.add(args.csv, csv_text(result), "--csv")
+        if args.plot:
+            from simulator.report.compare_plots import plot_plan_comparison
 
-        plot_plan_comparison(plot_rows(result.plans, args.top), title=result.scenario, path=args.plot)
-    if getattr(args, "pareto", None):
-        from simulator.report.compare_plots import plot_pareto
-        from simulator.sweep.table import pareto_points
+            out.add(args.plot, figure_png(plot_plan_comparison(plot_rows(result.plans, args.top),
+                                                               title=result.scenario)), "--plot")
+        if getattr(args, "pareto", None):
+            from simulator.report.compare_plots import plot_pareto
+            from simulator.sweep.table import pareto_points
 
-        plot_pareto(pareto_points(result.plans), title=result.scenario, path=args.pareto,
-                    memory_cap_gib=getattr(args, "memory_cap", None))
+            out.add(args.pareto, figure_png(plot_pareto(pareto_points(result.plans), title=result.scenario,
+                                                        memory_cap_gib=getattr(args, "memory_cap", None))),
+                    "--pareto")
     return 0
 
 
@@ -149,7 +151,7 @@ class _SignalsAsExceptions:
 
 def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
     """Run the plans with the options shared by compare and sweep; report an interruption."""
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
     from simulator.sweep.progress import Progress
     from simulator.sweep.run import Interrupted, run_plans
 
@@ -166,7 +168,7 @@ def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
     from simulator.sweep.table import counts_line
 
     progress.finish(counts_line(result))
-    return emit(result, args)
+    return emit(result, args, base)
 
 
 def run(args: argparse.Namespace) -> int:

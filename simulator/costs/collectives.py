@@ -51,6 +51,7 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -101,11 +102,41 @@ class CollectivePlan:
         return float(sum(f.nbytes for p in self.phases for f in p))
 
 
+# Every spelling of a collective's name clustersim reads -> its op name: nccl-tests tool stems
+# (all_reduce_perf -> all_reduce), NCCL's API (ncclAllReduce), PyTorch (all_to_all), loose forms
+# (all-reduce, AllReduce, a2a). Includes the nccl-tests tools the model does not predict (reduce,
+# gather, ...), so a log of them is recognised and skipped rather than misread.
+OP_ALIASES = {
+    "all_reduce": "allreduce", "allreduce": "allreduce",
+    "all_gather": "allgather", "allgather": "allgather",
+    "reduce_scatter": "reducescatter", "reducescatter": "reducescatter",
+    "alltoall": "alltoall", "all_to_all": "alltoall", "a2a": "alltoall", "alltoallv": "alltoallv",
+    "sendrecv": "sendrecv", "send_recv": "sendrecv", "p2p": "sendrecv",
+    "broadcast": "broadcast", "reduce": "reduce", "gather": "gather", "scatter": "scatter",
+    "hypercube": "hypercube",
+}
+
+
+def canonical_op(name: str) -> str | None:
+    """'all_reduce_perf', 'all-reduce', 'AllReduce', 'ncclAllReduce' -> 'allreduce'; None if not
+    a collective."""
+    key = name.strip().lower().replace("-", "_")
+    key = re.sub(r"_perf(_mpi)?$", "", key)
+    if key.startswith("nccl") and key != "nccl":
+        key = key[4:].lstrip("_")
+    if key in OP_ALIASES:
+        return OP_ALIASES[key]
+    return OP_ALIASES.get(key.replace("_", ""))
+
+
 def normalize_op(op: str) -> str:
-    key = op.lower().replace("_", "").replace("-", "")
-    key = {"alltoall": "alltoall", "a2a": "alltoall", "p2p": "sendrecv"}.get(key, key)
+    """The op name of a collective the model predicts (one of OPS), from any spelling of
+    :data:`OP_ALIASES`."""
+    key = canonical_op(op)
     if key not in OPS:
-        raise InputError(f"unknown collective {op!r}; expected one of {', '.join(OPS)}", field="op")
+        raise InputError(f"unknown collective {op!r}; expected one of {', '.join(OPS)} "
+                         "(or their NCCL spellings: all_reduce, all_gather, reduce_scatter, all_to_all, ...)",
+                         field="op")
     return key
 
 

@@ -74,7 +74,7 @@ def speed_error(case: Case, predicted: float) -> float:
 def run_case(case: Case, hardware: str | None = None) -> Result:
     """Simulate one case; `hardware` replaces its profile (a name or a YAML path, e.g. an overlay)."""
     from simulator.config.scenario import build_scenario
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
 
     t0 = time.perf_counter()
     data = case.scenario if hardware is None else {**case.scenario, "hardware": hardware}

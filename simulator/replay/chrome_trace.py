@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from simulator.files import write_atomically
 from simulator.replay.trace import Trace
 
 
@@ -39,7 +40,19 @@ def chrome_trace_events(trace: Trace, ranks: Iterable[int] | None = None) -> lis
     return events
 
 
-def write_chrome_trace(trace: Trace, path: str | Path, ranks: Iterable[int] | None = None) -> None:
-    doc = {"traceEvents": chrome_trace_events(trace, ranks), "displayTimeUnit": "ms",
-           "otherData": {"ranks": trace.stats.ranks, "ranks_simulated": trace.stats.ranks_simulated}}
-    Path(path).write_text(json.dumps(doc))
+def chrome_trace_json(trace: Trace, ranks: Iterable[int] | None = None,
+                      inputs: dict[str, Any] | None = None) -> str:
+    """The trace document as JSON text; ``inputs`` (what the run was computed from) goes in
+    ``otherData``, which Perfetto shows as the trace's metadata."""
+    other: dict[str, Any] = {"ranks": trace.stats.ranks, "ranks_simulated": trace.stats.ranks_simulated}
+    if inputs:
+        other["inputs"] = inputs
+    doc = {"traceEvents": chrome_trace_events(trace, ranks), "displayTimeUnit": "ms", "otherData": other}
+    return json.dumps(doc)
+
+
+def write_chrome_trace(trace: Trace, path: str | Path, ranks: Iterable[int] | None = None,
+                       inputs: dict[str, Any] | None = None) -> Path:
+    """Write the trace to ``path`` atomically; gzip-compressed when the name ends in ``.gz``
+    (Perfetto opens both)."""
+    return write_atomically(path, chrome_trace_json(trace, ranks, inputs))

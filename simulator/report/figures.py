@@ -12,11 +12,11 @@ needs no backend: ``savefig`` renders with Agg) that also knows how to show itse
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 
 from matplotlib.figure import Figure
+
+from simulator.files import write_atomically
 
 DPI = 120
 
@@ -36,15 +36,10 @@ def new_figure(width_in: float, height_in: float) -> PlotFigure:
 
 def save_figure(fig: Figure, path: str | Path) -> Path:
     """Write ``fig`` as PNG (or the format the suffix names) through a temporary file and a
-    rename, so a failed or interrupted save never leaves a truncated picture."""
+    rename (:func:`simulator.files.write_atomically`: the umask's mode), so a failed or
+    interrupted save never leaves a truncated picture."""
     p = Path(path)
     fmt = p.suffix.lstrip(".").lower() or "png"
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format=fmt, dpi=DPI)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return p
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt, dpi=DPI)
+    return write_atomically(p, buf.getvalue())

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from simulator.replay.trace import RankTimeline, Trace, op_bytes, op_kind
+from simulator.report.inputs import inputs_line, scenario_inputs
 from simulator.schedule.ir import COMM_TYPES, CommOp, P2POp
 
 _KIND_TO_TYPE = {"allgather": "allgather", "reducescatter": "reducescatter", "allreduce": "allreduce",
@@ -62,6 +63,16 @@ class Report:
     model_flops_per_step: float = 0.0
     tflops_per_gpu: float = 0.0
     algorithms: dict[str, list[str]] = field(default_factory=dict)  # comm type -> algo/proto pairs used
+    inputs: dict[str, Any] = field(default_factory=dict)  # what it was computed from (report/inputs.py)
+    meta: dict[str, Any] = field(default_factory=dict)  # what differs between identical runs (wall time)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
+        return report_to_json(self)
+
+    def to_table(self) -> str:
+        """The summary table ``clustersim run`` prints."""
+        return format_table(self)
 
 
 def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int]) -> int | None:
@@ -191,20 +202,24 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         comm_bytes_per_gpu=comm_bytes(tl),
         memory_gib_per_gpu=mem.gib(),
         fits_in_memory=bool(mem.fits),
-        sim={"ranks": s.ranks, "ranks_simulated": s.ranks_simulated, "events": s.events, "wall_s": s.wall_s,
+        sim={"ranks": s.ranks, "ranks_simulated": s.ranks_simulated, "events": s.events,
              "mirrored_axes": list(s.mirrored_axes)},
         critical_rank=crit,
         n_gpus=n_gpus,
         model_flops_per_step=flops,
         tflops_per_gpu=flops / step / n_gpus / 1e12 if step > 0 else 0.0,
         algorithms={k: sorted(v) for k, v in sorted(algos.items())},
+        inputs=scenario_inputs(scenario),
+        meta={"wall_s": s.wall_s},
     )
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
-    """The DESIGN.md ``run --json`` document (its keys exactly, plus a few extras)."""
+    """The DESIGN.md ``run --json`` document (its keys exactly, plus a few extras): first the
+    ``inputs`` it was computed from, last the ``meta`` that differs between identical runs."""
     bd = report.breakdown_s
     return {
+        "inputs": report.inputs,
         "scenario": report.scenario,
         "step_time_s": report.step_time_s,
         "tokens_per_s": report.tokens_per_s,
@@ -223,6 +238,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "gpus": report.n_gpus,
         "tflops_per_gpu": report.tflops_per_gpu,
         "algorithms": report.algorithms,
+        "meta": dict(report.meta),
     }
 
 
@@ -237,7 +253,7 @@ def format_table(report: Report) -> str:
 
     lines = [
         f"scenario {report.scenario}: {report.n_gpus} GPUs "
-        f"({report.sim['ranks_simulated']} simulated, {report.sim['events']:,} events, {report.sim['wall_s']:.2f} s)",
+        f"({report.sim['ranks_simulated']} simulated, {report.sim['events']:,} events)",
         f"  {'step time':<26}{report.step_time_s * 1e3:>12.3f} ms",
         f"  {'tokens/s':<26}{report.tokens_per_s:>12,.0f}",
         f"  {'MFU':<26}{100 * report.mfu:>11.1f} %   ({report.tflops_per_gpu:.1f} model TFLOP/s per GPU)",
@@ -252,6 +268,10 @@ def format_table(report: Report) -> str:
                  + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
     lines.append("bytes per GPU per step:")
     lines.append("  " + "  ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in report.comm_bytes_per_gpu.items()))
+    if report.inputs:
+        lines.append(inputs_line(report.inputs))
+    if "wall_s" in report.meta:
+        lines.append(f"meta: simulated in {report.meta['wall_s']:.2f} s")
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 
 The sweep sits below ``simulate`` in the layering, so the step simulator is passed in: a
 picklable callable ``Scenario -> Simulation`` (the commands pass
-:func:`simulator.simulate.simulate_scenario`).
+:func:`simulator.simulation.simulate_scenario`).
 
 1. **Screening**, in this process, with no replay: the scenario rules (invalid plans and their
    reason), the memory model (plans that do not fit, or exceed ``memory_cap_gib``) and the

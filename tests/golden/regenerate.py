@@ -22,7 +22,7 @@ VOLATILE = ("wall_s", "events")
 
 def golden_numbers(scenario_path: Path) -> dict:
     from simulator.report.summary import report_to_json
-    from simulator.simulate import simulate
+    from simulator.simulation import simulate
 
     doc = report_to_json(simulate(scenario_path).report)
     doc["sim"] = {k: v for k, v in doc["sim"].items() if k not in VOLATILE}

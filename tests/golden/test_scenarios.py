@@ -46,7 +46,7 @@ def test_scenario_matches_golden(name: str) -> None:
 @pytest.mark.parametrize("name", ["quickstart", "llama3-8b-zero3-h100", "llama3-8b-ulysses-128k"])
 def test_symmetric_mode_agrees_with_every_rank_simulated(name: str) -> None:
     """DESIGN.md: ranks represented once must give what simulating all of them gives."""
-    from simulator.simulate import simulate
+    from simulator.simulation import simulate
 
     full = simulate(SCENARIOS / f"{name}.yaml", symmetric=False).report
     sym = simulate(SCENARIOS / f"{name}.yaml", symmetric=True).report

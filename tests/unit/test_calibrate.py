@@ -130,6 +130,9 @@ def _write_synthetic_log(path: Path, profile, truth: dict[Param, float], ranks: 
 def test_cli_writes_overlay_that_loads_and_changes_predictions(tmp_path, h100, capsys):
     log = _write_synthetic_log(tmp_path / "ag.txt", h100, {EFF: 0.7})
     out = tmp_path / "cal" / "h100-cal.yaml"
+    assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out), "--algo", "ring"]) == 2  # no cal/
+    assert "-o: cannot write" in capsys.readouterr().err
+    out.parent.mkdir()
     assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out), "--algo", "ring"]) == 0
     printed = capsys.readouterr()
     assert "before -> after" in printed.out and "warning" in printed.err  # latencies / GEMM curve kept

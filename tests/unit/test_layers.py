@@ -1,7 +1,7 @@
 """Import layering (docs/architecture.md "Layers"): imports only go down, schedule and hardware
 never import each other, and simpy / networkx / matplotlib stay in their layers.
 
-Order, top first: cli/commands > simulate > report | calibration | sweep > replay > costs >
+Order, top first: cli/commands > simulation > report | calibration | sweep > replay > costs >
 schedule | hardware > config > units | errors. Every ``import`` in every module under
 simulator/ is read with ``ast`` (including ones inside functions), relative imports resolved.
 """
@@ -22,7 +22,7 @@ RANK = {
     "costs": 3,
     "replay": 4,
     "report": 5, "calibration": 5, "sweep": 5,
-    "simulate": 6,
+    "simulation": 6,
     "measure": 6,  # the torchrun measurement harness: an entry point beside simulate, used by commands
     "measure_kernels": 6,  # the GEMM / attention timing harness: an entry point beside measure
     "e2e_validation": 6,  # runs published plans through simulate and scores them: beside simulate

@@ -185,7 +185,7 @@ def test_data_parallel_zero1_beats_tp8_for_a_small_model_on_one_node():
     NVLink, so TP8 moves several times the bytes and must be slower; its GEMMs are also 8x
     smaller, which only lowers their efficiency further.
     """
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
 
     scn = scenario()
     m = scn.model
@@ -211,7 +211,7 @@ def test_data_parallel_zero1_beats_tp8_for_a_small_model_on_one_node():
 
 
 def test_parallel_jobs_give_the_same_ranking():
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
 
     scn = scenario(layers=2)
     plans = enumerate_plans(scn, SweepBounds(fixed={"pp": 1, "zero": 1}))

@@ -12,6 +12,12 @@ from simulator.report.summary import Report
 
 @dataclass
 class Simulation:
+    """One simulated step: the inputs as validated and built, and what came out.
+
+    ``report`` holds the numbers (``report.to_dict()`` is the ``run --json`` document),
+    ``trace`` when every op of every simulated rank ran (``plot_gantt`` draws it,
+    ``write_chrome_trace`` exports it for Perfetto)."""
+
     scenario: Any
     topology: Any
     schedule: Any
@@ -33,8 +39,17 @@ def simulate_scenario(scenario: Any, *, algo: str | None = None, proto: str | No
     return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
 
 
-def simulate(path: str | Path, **kwargs: Any) -> Simulation:
-    """load_scenario -> build_topology + build_schedule -> replay -> summarize."""
-    from simulator.config.scenario import load_scenario
+def simulate(scenario: Any, *, hardware: str | None = None, **kwargs: Any) -> Simulation:
+    """load_scenario (when given a path) -> build_topology + build_schedule -> replay -> summarize.
 
-    return simulate_scenario(load_scenario(path), **kwargs)
+    ``scenario`` is a loaded Scenario or the path of a scenario YAML; ``hardware`` (paths
+    only) replaces its ``hardware:`` as ``--hardware`` does; ``algo``, ``proto``,
+    ``max_ranks`` and ``symmetric`` are those of :func:`simulate_scenario`."""
+    if isinstance(scenario, (str, Path)):
+        from simulator.config.scenario import load_scenario
+
+        scenario = load_scenario(scenario, hardware)
+    elif hardware is not None:
+        raise TypeError("hardware= applies to a scenario path; for a loaded Scenario, load it with "
+                        "load_scenario(path, hardware)")
+    return simulate_scenario(scenario, **kwargs)

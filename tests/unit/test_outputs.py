@@ -1,0 +1,160 @@
+"""Outputs of every command (issue: outputs): paths checked before any work, ``-`` is stdout,
+files written atomically with the umask's mode, every document echoes its inputs, gzip traces."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator import __version__
+from simulator.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+
+
+def small_scenario(tmp_path: Path) -> Path:
+    doc = yaml.safe_load(QUICK.read_text())
+    doc["model"]["layers"] = 2
+    doc["training"]["global_batch"] = 2
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("option", ["--json", "--trace", "--plot"])
+def test_run_refuses_a_missing_output_directory_before_simulating(tmp_path, capsys, monkeypatch, option):
+    import simulator.simulation as simulation
+
+    def boom(*a, **k):  # the check must come first: simulating would be wasted work
+        raise AssertionError("simulated before checking the output paths")
+
+    monkeypatch.setattr(simulation, "simulate_scenario", boom)
+    assert main(["run", str(small_scenario(tmp_path)), option, str(tmp_path / "no" / "such" / "out")]) == 2
+    err = capsys.readouterr().err
+    assert option in err and "does not exist" in err and "Traceback" not in err
+
+
+def test_output_path_that_is_a_directory_exits_2(tmp_path, capsys):
+    assert main(["run", str(small_scenario(tmp_path)), "--json", str(tmp_path)]) == 2
+    assert "--json" in capsys.readouterr().err
+    assert main(["collective", "--hardware", "dgx-h100", "--op", "allreduce", "--ranks", "8", "--json", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["collective", "--hardware", "dgx-h100", "--op", "allreduce", "--ranks", "8", "-b", "1M", "-e", "4M", "--json", "-"],
+    ["schedule", "{scn}", "-o", "-"],
+    ["run", "{scn}", "--json", "-"],
+])
+def test_dash_means_stdout(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    scn = str(small_scenario(tmp_path))
+    assert main([a.replace("{scn}", scn) for a in argv]) == 0
+    doc = json.loads(capsys.readouterr().out)  # stdout is exactly one JSON document
+    assert doc["inputs"]["clustersim"] == __version__
+    assert not (tmp_path / "-").exists()
+
+
+def test_collective_log_to_stdout_is_nccl_tests_text(capsys):
+    from simulator.calibration.nccl_log import parse_nccl_text
+
+    assert main(["collective", "--hardware", "dgx-h100", "--op", "allgather", "--ranks", "8", "-b", "1M", "-e", "4M",
+                 "--log", "-"]) == 0
+    sweeps = parse_nccl_text(capsys.readouterr().out, "stdout")
+    assert [r.size_bytes for r in sweeps[0].out_of_place()] == [1 << 20, 2 << 20, 4 << 20]
+
+
+def test_two_outputs_to_stdout_are_refused(tmp_path, capsys):
+    assert main(["run", str(small_scenario(tmp_path)), "--json", "-", "--trace", "-"]) == 2
+    assert "stdout" in capsys.readouterr().err
+
+
+def test_calibrate_output_follows_the_umask(tmp_path):
+    log = tmp_path / "ar.log"
+    assert main(["collective", "--hardware", "dgx-h100", "--op", "allreduce", "--ranks", "8", "-b", "64K", "-e", "256M",
+                 "--log", str(log)]) == 0
+    old = os.umask(0o022)
+    try:
+        assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(tmp_path / "o.yaml")]) == 0
+        assert stat.S_IMODE((tmp_path / "o.yaml").stat().st_mode) == 0o644
+        os.umask(0o027)
+        assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(tmp_path / "p.yaml")]) == 0
+        assert stat.S_IMODE((tmp_path / "p.yaml").stat().st_mode) == 0o640
+        assert stat.S_IMODE(log.stat().st_mode) == 0o644 & ~0o022
+    finally:
+        os.umask(old)
+
+
+def test_a_failing_trace_leaves_the_previous_outputs_untouched(tmp_path, monkeypatch):
+    """All outputs of one command are staged and renamed together: when writing the trace fails,
+    the JSON written by the previous run is still there, whole, and no temporary file is left."""
+    import simulator.replay.chrome_trace as chrome_trace
+
+    scn = small_scenario(tmp_path)
+    out, trace = tmp_path / "r.json", tmp_path / "t.json"
+    out.write_text("previous\n")
+    trace.write_text("previous trace\n")
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(chrome_trace, "chrome_trace_json", fail)
+    assert main(["run", str(scn), "--json", str(out), "--trace", str(trace)]) == 1
+    assert out.read_text() == "previous\n" and trace.read_text() == "previous trace\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "small.yaml", "t.json"]
+
+
+def test_output_set_is_all_or_nothing(tmp_path):
+    from simulator.files import OutputSet
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("old a")
+    with pytest.raises(RuntimeError):
+        with OutputSet() as out:
+            out.add(a, "new a")
+            out.add(b, "new b")
+            raise RuntimeError("the third output failed")
+    assert a.read_text() == "old a" and not b.exists() and len(list(tmp_path.iterdir())) == 1
+    with OutputSet() as out:
+        out.add(a, "new a")
+        out.add(b, "new b")
+    assert (a.read_text(), b.read_text()) == ("new a", "new b")
+
+
+def test_run_json_and_table_echo_their_inputs(tmp_path, capsys):
+    scn = small_scenario(tmp_path)
+    overlay = tmp_path / "slow.yaml"
+    overlay.write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"kernel_launch_us": 5.0}}))
+    out = tmp_path / "r.json"
+    assert main(["run", str(scn), "--hardware", str(overlay), "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    inputs = doc["inputs"]
+    assert inputs["scenario"] == {"name": "quickstart", "path": str(scn),
+                                  "sha256": hashlib.sha256(scn.read_bytes()).hexdigest()}
+    assert inputs["hardware"]["profile"] == "dgx-h100"
+    assert Path(inputs["hardware"]["path"]).resolve() == overlay.resolve()
+    assert inputs["hardware"]["sha256"] == hashlib.sha256(overlay.read_bytes()).hexdigest()
+    assert inputs["plan"]["tp"] == 8 and inputs["plan"]["dp"] == 1 and inputs["plan"]["micro_batch"] == 1
+    assert inputs["clustersim"] == __version__
+    assert "wall_s" not in doc["sim"] and doc["meta"]["wall_s"] > 0
+    assert f"scenario {scn} (sha256 {inputs['scenario']['sha256'][:12]})" in table
+    assert f"clustersim {__version__}" in table and "plan tp=8" in table
+
+
+def test_gz_trace_is_gzip_and_carries_the_inputs(tmp_path):
+    scn = small_scenario(tmp_path)
+    plain, packed = tmp_path / "t.json", tmp_path / "t.json.gz"
+    assert main(["run", str(scn), "--trace", str(plain)]) == 0
+    assert main(["run", str(scn), "--trace", str(packed)]) == 0
+    assert packed.read_bytes()[:2] == b"\x1f\x8b"
+    a, b = json.loads(plain.read_text()), json.loads(gzip.decompress(packed.read_bytes()))
+    assert a == b and a["otherData"]["inputs"]["scenario"]["path"] == str(scn)
+    assert len(packed.read_bytes()) < len(plain.read_bytes()) / 4
