@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from simulator.config.scenario import build_scenario, load_scenario  # noqa: E402
 from simulator.report.plots import save_plots  # noqa: E402
-from simulator.simulate import simulate_scenario  # noqa: E402
+from simulator.simulation import simulate_scenario  # noqa: E402
 
 # Llama-3 405B as Meta trained it on 16K H100 (arXiv:2407.21783 Table 4: TP 8, PP 16, DP 128,
 # seq 8192, 16M tokens per step).

@@ -24,7 +24,7 @@ QUICK = ROOT / "scenarios" / "quickstart.yaml"
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     """The quickstart cut to 4 layers and 4 micro-batches (TP8, one node)."""
-    from simulator.simulate import simulate
+    from simulator.simulation import simulate
 
     doc = yaml.safe_load(QUICK.read_text())
     doc["model"]["layers"] = 4
@@ -146,7 +146,7 @@ def test_run_prints_the_paths_it_wrote_and_checks_the_window(tmp_path, capsys):
 def test_waits_are_hatched_where_ranks_wait_for_peers(tmp_path):
     """Two pipeline stages: the second waits for the first's activations, so its sends and
     receives have rendezvous waits, drawn as hatched spans."""
-    from simulator.simulate import simulate
+    from simulator.simulation import simulate
 
     doc = yaml.safe_load(QUICK.read_text())
     doc["model"]["layers"] = 2
