@@ -16,7 +16,8 @@ from simulator.errors import ClusterSimError, InputError
 
 # Sub-command modules, in the order `--help` lists them. A module that is not present yet
 # is skipped, so the CLI grows with the package.
-COMMANDS = ("run", "check", "schedule", "collective", "compare", "sweep", "calibrate", "compare_trace", "measure")
+COMMANDS = ("run", "check", "schedule", "collective", "compare", "sweep", "calibrate", "compare_trace", "measure",
+            "scenarios")
 
 
 class _Parser(argparse.ArgumentParser):

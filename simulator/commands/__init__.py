@@ -28,7 +28,7 @@ def check_outputs(args: argparse.Namespace, *options: str) -> None:
 
 
 def _flag(dest: str) -> str:
-    return {"output": "-o", "log": "--log"}.get(dest, f"--{dest.replace('_', '-')}")
+    return {"output": "-o", "log": "--log", "dest": "DEST"}.get(dest, f"--{dest.replace('_', '-')}")
 
 
 def figure_png(fig) -> bytes:

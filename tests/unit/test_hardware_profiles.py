@@ -125,28 +125,3 @@ def test_attention_kernels_are_consistent_with_the_flashattention_papers(name):
             assert fa2.fwd == pytest.approx(0.35, abs=0.05)
     else:
         assert g.default_attention == "flash2" and "flash3" not in g.attention_efficiency
-
-
-@pytest.mark.parametrize("folder", ["hardware_profiles", "data/nccl", "data/e2e"])
-def test_regular_install_ships_the_bundled_files_where_the_modules_look(folder):
-    """A non-editable install has no source tree: pyproject copies the profiles and the measured
-    data to <prefix>/share/clustersim/<folder>, the fallback of simulator.files.bundled_dir, and
-    every file the modules read there matches one of the copied patterns."""
-    import fnmatch
-    import sysconfig
-    from pathlib import Path
-
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-
-    from simulator.files import bundled_dir
-
-    root = Path(__file__).resolve().parents[2]
-    files = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
-    patterns = files[f"share/clustersim/{folder}"]
-    shipped = [p for p in (root / folder).iterdir() if p.is_file()]
-    assert shipped
-    for path in shipped:
-        if path.suffix in (".yaml", ".csv", ".md"):
-            assert any(fnmatch.fnmatch(str(path.relative_to(root)), pat) for pat in patterns), path
-    assert bundled_dir(folder) == root / folder  # a checkout uses its own copy
-    assert bundled_dir("no/such/folder") == Path(sysconfig.get_path("data")) / "share" / "clustersim" / "no/such/folder"
