@@ -174,7 +174,7 @@ def test_bound_is_the_closed_form_for_uniform_stages():
 ])
 def test_bound_never_exceeds_the_simulated_step(seq_len, cp, vary):
     """Over every feasible plan of a small model on 8 GPUs, replayed."""
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
 
     scn = scenario(layers=2, seq_len=seq_len, global_batch=8)
     bounds = SweepBounds(maximum={"cp": cp, "pp": 2}, vary=frozenset(vary))
@@ -359,7 +359,7 @@ def test_a_sweep_on_a_local_ray_instance_matches_the_local_one(tmp_path):
     ray = pytest.importorskip("ray")
     from pathlib import Path
 
-    from simulator.simulate import simulate_scenario
+    from simulator.simulation import simulate_scenario
 
     root = str(Path(__file__).resolve().parents[2])
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
