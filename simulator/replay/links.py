@@ -92,6 +92,7 @@ class FlowNetwork:
         self._shapes: dict[int, tuple[Any, PhaseShape]] = {}
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
+        self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
 
     # ------------------------------------------------------------------ public
     @property
@@ -187,10 +188,10 @@ class FlowNetwork:
         # Components that meet flows already in flight, or another block's components, go on
         # the network flow by flow (and so do the components they meet).
         met: set[int] = set()
-        on_link = self._on_link
-        if on_link:
-            comp_of = shape.component_of_link.tolist()
-            met.update(comp_of[k] for k, link in enumerate(shape.links.tolist()) if link in on_link)
+        if self._flows:
+            busy = self._busy[shape.links] > 0
+            if busy.any():
+                met.update(shape.component_of_link[busy].tolist())
         if self._blocks:
             held = self._owner[shape.links]
             clash = held >= 0
@@ -292,9 +293,17 @@ class FlowNetwork:
         for block in blocks:
             del self._blocks[block.fid]
             shape = block.shape
+            if all(block.alive):
+                self._owner[shape.links] = -1
+                self._link_done.append((shape.flow_links, shape.flow_bytes))
+                self.stats.bytes_delivered += shape.total_bytes
+                self.stats.flows_finished += shape.n_flows
+                continue
             mask = self._owner[shape.links] == block.fid
             self._owner[shape.links[mask]] = -1
             self._account(shape, [i for c, comp in enumerate(shape.components) if block.alive[c] for i in comp.flows])
+        if len(self._link_done) > 4096:
+            self._done_per_link()
         for block in blocks:
             group = block.group
             group.outstanding -= 1
@@ -312,6 +321,8 @@ class FlowNetwork:
             if clash.any():
                 self._break(held[clash], links[clash], now)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
+        if self._new:
+            np.add.at(self._busy, np.fromiter((link for f in self._new for link in f.links), dtype=np.int64), 1)
         for f in self._new:
             f.t_ref = now
             fid = f.fid
@@ -495,7 +506,9 @@ class FlowNetwork:
             dirty.update(f.links)
             gone_links.extend(f.links)
             gone_bytes.extend([f.size] * len(f.links))
-        self._link_done.append((np.asarray(gone_links, dtype=np.int64), np.asarray(gone_bytes, dtype=np.float64)))
+        gone = np.asarray(gone_links, dtype=np.int64)
+        np.subtract.at(self._busy, gone, 1)
+        self._link_done.append((gone, np.asarray(gone_bytes, dtype=np.float64)))
         if len(self._link_done) > 4096:
             self._done_per_link()
         if self._mirror is not None:

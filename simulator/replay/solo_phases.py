@@ -74,6 +74,16 @@ class PhaseShape:
     links: np.ndarray  # every link the phase crosses, sorted
     component_of_link: np.ndarray  # aligned with links
     linkless: list[int]  # components over no link (capped flows): never meet anything
+    duration: float = 0.0  # when the last component ends, alone
+    flow_links: np.ndarray | None = None  # every (flow, link) entry's link ...
+    flow_bytes: np.ndarray | None = None  # ... and that flow's bytes (link accounting)
+    total_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.duration = max((c.duration for c in self.components), default=0.0)
+        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64)
+        self.flow_bytes = np.fromiter((size for links, size, _ in self.specs for _ in links), dtype=np.float64)
+        self.total_bytes = float(sum(size for _, size, _ in self.specs))
 
     @property
     def n_flows(self) -> int:
@@ -181,4 +191,5 @@ class SoloBlock:
         self.t0 = t0
         self.alive = alive
         self.group = group
-        self.finish = t0 + max((c.duration for c, a in zip(shape.components, alive) if a), default=0.0)
+        self.finish = t0 + (shape.duration if all(alive) else
+                            max((c.duration for c, a in zip(shape.components, alive) if a), default=0.0))

@@ -1,0 +1,141 @@
+"""CPU cost of simulating one plan, on the cases the plan-search issue names. Prints figures,
+asserts nothing; every case runs in a fresh process (its own peak RSS, no warm caches).
+
+1. ``sweep``: GPT-3 175B on 1,024 A100 (scenarios/gpt3-175b-3d-a100.yaml), the plans a sweep
+   simulates (every valid plan that fits in memory), or every k-th of them (``--every k``):
+   CPU seconds per plan and their mean. Target: mean <= 1 s.
+2. ``405b``: Llama-3 405B, seq 8192, on DGX H100 with the Llama 3 paper's plan (arXiv:2407.21783,
+   Table 4: TP 8, PP 16, 16 micro-batches per pipeline) at 1,024, 16,384 and 100,352 GPUs
+   (DP 8, 128, 784): CPU seconds per step. Target: <= 2 s at 16,384, flat in the GPU count.
+3. ``alltoall``: an All-to-All over 8,192 H100 ranks at the 24 sizes of bench_collectives
+   (8 B .. 64 MiB): CPU seconds and peak RSS.
+
+    python benchmarks/bench_plan_cost.py [sweep|405b|alltoall ...] [--every K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SWEEP_LIST = r"""
+import json, sys
+from simulator.config.scenario import load_scenario
+from simulator.sweep.plans import enumerate_plans, iter_checked
+scn = load_scenario(sys.argv[1])
+print(json.dumps([c.label(s.dp) for c, s, _, r in iter_checked(scn, enumerate_plans(scn)) if not r]))
+"""
+
+SWEEP_PLAN = r"""
+import json, resource, sys, time
+from simulator.config.scenario import load_scenario
+from simulator.simulate import simulate_scenario
+from simulator.sweep.plans import enumerate_plans, iter_checked
+scn = load_scenario(sys.argv[1])
+plan = next(s for c, s, _, r in iter_checked(scn, enumerate_plans(scn)) if not r and c.label(s.dp) == sys.argv[2])
+c0 = time.process_time()
+sim = simulate_scenario(plan)
+print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
+                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+LLAMA_405B = r"""
+import json, resource, sys, time, tempfile
+from pathlib import Path
+from simulator.config.scenario import build_scenario
+from simulator.simulate import simulate_scenario
+dp = int(sys.argv[1])
+scn = build_scenario({"name": f"llama3-405b-{128 * dp}", "hardware": "dgx-h100", "nodes": 16 * dp,
+                      "model": {"preset": "llama3-405b", "seq_len": 8192},
+                      "training": {"micro_batch": 1, "global_batch": 16 * dp, "dtype": "bf16",
+                                   "recompute": "none"},
+                      "parallel": {"tp": 8, "sequence_parallel": True, "pp": 16, "zero": 1}},
+                     base_dir=Path(tempfile.mkdtemp()))
+c0 = time.process_time()
+sim = simulate_scenario(scn)
+print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
+                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+ALLTOALL = r"""
+import json, resource, time
+from simulator.config.hardware import load_profile
+from simulator.hardware.topology import build_topology
+from simulator.replay.single_collective import time_collective
+c0 = time.process_time()
+topo = build_topology(load_profile("dgx-h100"), 1024)
+res = [time_collective("alltoall", list(range(8192)), 8 << i, topo) for i in range(24)]
+print(json.dumps({"cpu_s": time.process_time() - c0, "busbw_64MiB_GBps": res[-1].busbw / 1e9,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _child(code: str, *args: str) -> dict | str:
+    out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode:
+        return (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sweep(every: int) -> None:
+    path = str(ROOT / "scenarios" / "gpt3-175b-3d-a100.yaml")
+    labels = _child(SWEEP_LIST, path)
+    if isinstance(labels, str):
+        print(f"sweep: failed: {labels}")
+        return
+    sample = labels[::every]
+    print(f"GPT-3 175B on 1,024 A100: {len(labels)} plans a sweep simulates; timing {len(sample)} (every {every})")
+    print(f"{'plan':<28}{'CPU s':>8}{'step s':>9}{'ranks':>7}{'events':>11}{'peak MiB':>10}")
+    cpu = []
+    for label in sample:
+        r = _child(SWEEP_PLAN, path, label)
+        if isinstance(r, str):
+            print(f"{label:<28} failed: {r}")
+            continue
+        cpu.append(r["cpu_s"])
+        print(f"{label:<28}{r['cpu_s']:>8.2f}{r['step_s']:>9.3f}{r['ranks_simulated']:>7}{r['events']:>11,}"
+              f"{r['peak_rss_mib']:>10.0f}", flush=True)
+    if cpu:
+        print(f"mean CPU per simulated plan: {sum(cpu) / len(cpu):.2f} s (max {max(cpu):.2f} s)  target <= 1 s")
+
+
+def llama_405b() -> None:
+    print("Llama-3 405B, seq 8192, TP 8 PP 16, 16 micro-batches per pipeline, DGX H100")
+    print(f"{'GPUs':>8}{'DP':>5}{'CPU s':>8}{'step s':>9}{'ranks':>7}{'events':>11}{'peak MiB':>10}")
+    for dp in (8, 128, 784):
+        r = _child(LLAMA_405B, str(dp))
+        if isinstance(r, str):
+            print(f"{128 * dp:>8}{dp:>5} failed: {r}")
+            continue
+        print(f"{128 * dp:>8,}{dp:>5}{r['cpu_s']:>8.2f}{r['step_s']:>9.3f}{r['ranks_simulated']:>7}{r['events']:>11,}"
+              f"{r['peak_rss_mib']:>10.0f}", flush=True)
+    print("target: <= 2 s CPU per step at 16,384 GPUs, flat from 1k to 100k")
+
+
+def alltoall() -> None:
+    r = _child(ALLTOALL)
+    if isinstance(r, str):
+        print(f"All-to-All, 8,192 ranks: failed: {r}")
+        return
+    print(f"All-to-All over 8,192 H100 ranks, 24 sizes: {r['cpu_s']:.1f} s CPU, peak RSS {r['peak_rss_mib']:.0f} MiB, "
+          f"busbw at 64 MiB {r['busbw_64MiB_GBps']:.1f} GB/s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cases", nargs="*", default=["sweep", "405b", "alltoall"])
+    ap.add_argument("--every", type=int, default=4, help="time every k-th plan of the sweep (1: all)")
+    args = ap.parse_args()
+    for case in args.cases:
+        {"sweep": lambda: sweep(args.every), "405b": llama_405b, "alltoall": alltoall}[case]()
+
+
+if __name__ == "__main__":
+    main()
