@@ -165,9 +165,10 @@ def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
         where = f"; finished plans are in {saved}, continue with --resume {saved}" if saved else ""
         print(f"clustersim: sweep interrupted{where}", file=sys.stderr)
         return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
-    from simulator.sweep.table import counts_line
+    if "-" in (args.json, args.csv):  # no table on stdout: say what the sweep did on stderr
+        from simulator.sweep.table import counts_line
 
-    progress.finish(counts_line(result))
+        progress.finish(counts_line(result))
     return emit(result, args, base)
 
 

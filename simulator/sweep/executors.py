@@ -67,8 +67,7 @@ class PoolExecutor:
 
         self.task, self.simulate = task, simulate
         self.slots = jobs
-        self.pool = multiprocessing.get_context("fork" if hasattr(signal, "SIGKILL") else "spawn").Pool(
-            jobs, initializer=_worker_init)
+        self.pool = multiprocessing.get_context().Pool(jobs, initializer=_worker_init)
         self.results: queue.Queue = queue.Queue()
         self.pending = 0
 

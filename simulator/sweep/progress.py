@@ -37,7 +37,7 @@ class Progress:
             note = f", {resumed} from the results file" if resumed else ""
             self._emit(f"sweep: {screened} plans screened{note}; {to_simulate} to simulate", final=True)
 
-    def update(self, *, done: int, total: int, feasible: int, best: str, jobs: int, force: bool = False) -> None:
+    def update(self, *, done: int, total: int, feasible: int, best: str, force: bool = False) -> None:
         self.done, self.total = done, total
         if not self.enabled:
             return

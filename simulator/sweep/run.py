@@ -236,7 +236,7 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
                 record(res)
                 if progress is not None:
                     progress.update(done=simulated, total=total, feasible=feasible, best=best_label,
-                                    jobs=jobs, force=simulated == total)
+                                    force=simulated == total)
     except BaseException:
         if executor is not None:
             executor.terminate()

@@ -378,3 +378,19 @@ def test_a_sweep_on_a_local_ray_instance_matches_the_local_one(tmp_path):
     assert sweep_json(on_ray)["counts"]["from_results_file"] == len(first.plans)
     keys = [line["key"] for line in iter_lines(path)]
     assert len(keys) == len(set(keys)) == len(plans)
+
+
+def test_progress_reports_plans_done_feasible_and_best():
+    import io
+
+    from simulator.sweep.progress import Progress
+
+    scn = scenario()
+    buf = io.StringIO()
+    result = run_plans(scn, enumerate_plans(scn), stand_in, progress=Progress(stream=buf), prune=False)
+    lines = buf.getvalue().splitlines()
+    n = sum(r.simulated for r in result.plans)
+    assert lines[0] == f"sweep: {len(result.plans)} plans screened; {n} to simulate"
+    best = result.best
+    assert lines[-1].startswith(f"sweep: {n}/{n} simulated, {n} feasible, best "
+                                f"{best.step_time_s * 1e3:.1f} ms ({best.label})")

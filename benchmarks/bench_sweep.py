@@ -1,0 +1,97 @@
+"""Sweep speed: how fast plans are screened (rules, memory model, lower bound) before any
+replay, how many the lower bound prunes, and the cost per simulated plan.
+
+    python benchmarks/bench_sweep.py                 # screening only (seconds)
+    python benchmarks/bench_sweep.py --simulate      # also run the sweeps (minutes) with --jobs 2
+    python benchmarks/bench_sweep.py --simulate gpt3 # only the cases whose name contains "gpt3"
+
+Cases (issue "Plan search that scales past one machine"):
+
+* Llama-3 70B on 1,024 H100 at 8K context, every axis (`--vary all`): screening target
+  >= 10 plans/s; the whole sweep's target is <= 2 minutes on 2 cores.
+* GPT-3 175B on 1,024 A100 (`scenarios/gpt3-175b-3d-a100.yaml`): target <= 1 s of CPU per
+  simulated plan, averaged over the sweep.
+
+Printed: plans enumerated, screened per second, how many reach simulation, and with
+``--simulate`` the wall time, plans pruned by the lower bound (fraction of those that could
+run), simulated plans per second and CPU seconds per simulated plan (all processes).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from simulator.config.scenario import build_scenario, load_scenario  # noqa: E402
+from simulator.simulation import simulate_scenario  # noqa: E402
+from simulator.sweep.bound import step_lower_bound  # noqa: E402
+from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked  # noqa: E402
+from simulator.sweep.run import count_kinds, run_plans  # noqa: E402
+
+LLAMA3_70B_1K = dict(
+    name="llama3-70b-1k-h100-8k", hardware="dgx-h100", nodes=128,
+    model=dict(preset="llama3-70b", seq_len=8192),
+    training=dict(micro_batch=1, global_batch=1024),
+    parallel=dict(tp=8, sequence_parallel=True, pp=4, zero=1, order=["tp", "cp", "dp", "pp"]))
+
+
+def cases():
+    yield "llama3-70b 1024xH100 8K, --vary all", build_scenario(LLAMA3_70B_1K), \
+        SweepBounds(vary=frozenset(VARY_KEYS))
+    yield "gpt3-175b 1024xA100 (degrees only)", load_scenario(ROOT / "scenarios" / "gpt3-175b-3d-a100.yaml"), \
+        SweepBounds()
+
+
+def cpu_all() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def screen(base, bounds) -> tuple[int, int, float]:
+    """(plans, plans that could be simulated, seconds) of enumeration + rules + memory + bound."""
+    t0 = time.perf_counter()
+    plans = enumerate_plans(base, bounds)
+    runnable = 0
+    for _, scn, mem, reason in iter_checked(base, plans):
+        if scn is not None and not reason:
+            step_lower_bound(scn)
+            runnable += 1
+    return len(plans), runnable, time.perf_counter() - t0
+
+
+def main(argv: list[str]) -> int:
+    simulate = "--simulate" in argv
+    only = [a for a in argv if not a.startswith("--")]
+    bad = 0
+    for name, base, bounds in cases():
+        if only and not any(o in name for o in only):
+            continue
+        n, runnable, dt = screen(base, bounds)
+        rate = n / dt
+        ok = rate >= 10
+        bad += not ok
+        print(f"{name}: {n} plans screened in {dt:.2f} s = {rate:,.0f} plans/s "
+              f"({'ok' if ok else 'UNDER'} >= 10), {runnable} could run", flush=True)
+        if not simulate:
+            continue
+        c0, t0 = cpu_all(), time.perf_counter()
+        result = run_plans(base, enumerate_plans(base, bounds), simulate_scenario, jobs=min(2, os.cpu_count() or 1))
+        wall, cpu = time.perf_counter() - t0, cpu_all() - c0
+        c = count_kinds(result.plans)
+        sim = max(c["simulated"], 1)
+        pruned = c["skipped_by"]["lower_bound"]
+        print(f"  sweep: {wall:.1f} s wall, {c['simulated']} simulated, {pruned} pruned by the lower bound "
+              f"({100 * pruned / max(runnable, 1):.0f}% of those that could run), "
+              f"{c['simulated'] / wall:.2f} simulated plans/s, {cpu / sim:.1f} CPU s per simulated plan; "
+              f"best {result.best.label if result.best else '-'}", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
