@@ -62,7 +62,7 @@ _ALGORITHMS = ("COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "NVLS", "RING", "
 _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)(.*)$")
 _NCCL_ALGO_PROTO = re.compile(r"_(" + "|".join(_ALGORITHMS) + r")_(LL128|LL|SIMPLE)(?![A-Za-z0-9])")
 
-_GEMM_KERNEL = re.compile(r"gemm|sm\d+_xmma|cutlass|cublas|s\d+gemm|h\d+gemm|nvjet|wgmma", re.IGNORECASE)
+_GEMM_KERNEL = re.compile(r"gemm|sm\d+_xmma|cutlass|cublas|s\d+gemm|h\d+gemm|nvjet|wgmma|^Cijk_", re.IGNORECASE)
 _ATTN_KERNEL = re.compile(r"flash|fmha|attention|attn", re.IGNORECASE)
 _GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
              "aten::_scaled_mm", "aten::addmv", "aten::mv")

@@ -126,7 +126,13 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
             attn = [a for a in trace.attentions if a.flops and a.duration_s > 0]
             gemms += usable
             attentions += attn
-            files.append((name, f"Kineto trace: {len(usable)} GEMM and {len(attn)} attention kernels with shapes"))
+            shapeless = len(trace.gemms) - len(usable) + len(trace.attentions) - len(attn)
+            files.append((name, f"Kineto trace: {len(usable)} GEMM and {len(attn)} attention kernels with shapes"
+                                + (f"; {shapeless} GEMM/attention kernels without a shape (no aten op with "
+                                   "Input Dims above them: record_shapes off?) not used" if shapeless else "")
+                                + (f"; {len(trace.collectives)} collective kernels not fitted (their durations "
+                                   "include rendezvous waits and overlap; nccl-tests logs fit collectives)"
+                                   if trace.collectives else "")))
             continue
         sweeps = parse_nccl_log(path)
         pin = algo or _pinned_algo(path.read_text(errors="replace"))
@@ -222,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     profile = load_profile(args.hardware)
     inputs = _read_inputs(args.inputs, profile, args.gpus_per_node, args.algo.lower() if args.algo else None)
     if not inputs.measurements and not inputs.gemms and not inputs.attentions:
-        why = f" ({'; '.join(inputs.skipped)})" if inputs.skipped else ""
+        read = inputs.skipped + [f"{Path(f).name}: {what}" for f, what in inputs.files]
+        why = f" ({'; '.join(read)})" if read else ""
         raise InputError("nothing to fit: no collective rows and no GEMM or attention kernels with shapes in the "
                          f"inputs{why}",
                          source=", ".join(args.inputs))
