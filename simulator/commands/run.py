@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         if args.trace:
             from simulator.replay.chrome_trace import chrome_trace_json
 
-            out.add(args.trace, chrome_trace_json(sim.trace, inputs=sim.report.inputs), "--trace")
+            out.add(args.trace, chrome_trace_json(sim.trace, inputs=sim.report.inputs, grid=sim.schedule.grid,
+                                                  topology=sim.topology), "--trace")
         if args.plot:
             from simulator.report.labels import run_title
             from simulator.report.plots import plot_breakdown, plot_gantt, plot_paths

@@ -158,3 +158,62 @@ def test_gz_trace_is_gzip_and_carries_the_inputs(tmp_path):
     a, b = json.loads(plain.read_text()), json.loads(gzip.decompress(packed.read_bytes()))
     assert a == b and a["otherData"]["inputs"]["scenario"]["path"] == str(scn)
     assert len(packed.read_bytes()) < len(plain.read_bytes()) / 4
+
+
+def test_trace_flows_join_collective_members_and_send_ends(tmp_path):
+    """Each collective instance chains its simulated members with flow arrows (k members: k-1
+    pairs, start and finish at the rendezvous); each pipeline send is joined to its receive on
+    the peer stage."""
+    doc = yaml.safe_load(QUICK.read_text())
+    doc["model"]["layers"] = 2
+    doc["training"]["global_batch"] = 4
+    doc["parallel"].update({"tp": 4, "pp": 2})
+    scn = tmp_path / "pp.yaml"
+    scn.write_text(yaml.safe_dump(doc))
+    trace = tmp_path / "t.json"
+    assert main(["run", str(scn), "--trace", str(trace)]) == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts and set(starts) == set(ends)
+    slices = [e for e in events if e["ph"] == "X" and e.get("cat") != "wait"]
+    tp_ar = [e for e in slices if e["cat"] in ("allgather", "reducescatter") and len(e["args"].get("group", [])) == 4]
+    instances = {(tuple(e["args"]["group"]), e["name"], e["ts"]) for e in tp_ar}
+    coll_flows = [i for i, s in starts.items() if s["cat"] in ("allgather flow", "reducescatter flow")]
+    assert len(coll_flows) == 3 * len(instances)
+    for i in coll_flows:
+        assert starts[i]["ts"] == ends[i]["ts"] and starts[i]["pid"] != ends[i]["pid"]
+    sends = [i for i, s in starts.items() if s["cat"] == "sendrecv flow"]
+    assert sends
+    for i in sends:  # pipeline stages: ranks 0-3 and 4-7, a send goes to the same TP position
+        assert abs(starts[i]["pid"] - ends[i]["pid"]) == 4
+
+
+def test_link_counters_carry_every_byte_the_plans_put_on_the_link(tmp_path):
+    """Conservation: integrating a link's utilisation x capacity over the step gives the bytes
+    the step's collectives put on it (their plans, summed independently here)."""
+    from simulator import simulate
+    from simulator.costs.collectives import plan_collective
+    from simulator.replay.chrome_trace import chrome_trace_events
+
+    sim = simulate(small_scenario(tmp_path))
+    events = chrome_trace_events(sim.trace, grid=sim.schedule.grid, topology=sim.topology)
+    counters: dict[str, list] = {}
+    for e in events:
+        if e["ph"] == "C":
+            counters.setdefault(e["name"], []).append((e["ts"] * 1e-6, e["args"]["utilisation"]))
+    assert counters and all(0 <= u <= 1 for series in counters.values() for _, u in series)
+    name = max(counters, key=lambda n: max(u for _, u in counters[n]))
+    link = int(name.split()[1])
+    series = counters[name]
+    carried = sum((t1 - t0) * u for (t0, u), (t1, _) in zip(series, series[1:])) * sim.topology.capacity_Bps[link]
+    want, seen = 0.0, set()
+    for r, t in sim.trace.timelines.items():
+        for i, op in enumerate(t.program):
+            group = t.groups.get(i, ())
+            if getattr(op, "op", None) and len(group) > 1 and (group, op.name, float(t.start[i])) not in seen:
+                seen.add((group, op.name, float(t.start[i])))
+                algo, proto = t.algorithm[i]
+                plan = plan_collective(op.op, list(group), op.size_bytes, sim.topology, algo=algo, proto=proto)
+                want += sum(f.nbytes for ph in plan.phases for f in ph if link in f.links)
+    assert carried == pytest.approx(want, rel=1e-4)

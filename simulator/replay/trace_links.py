@@ -1,0 +1,188 @@
+"""What the Perfetto export draws between and under the ranks: flow arrows joining the two ends
+of each send and the members of each collective, and per-link utilisation counters.
+
+* **Flows.** Every member of a collective records the same start (the rendezvous), so the
+  instances are found by (member ranks, op name, start); the simulated members are chained in
+  rank order by flow events (``ph: s``/``f``, bound to the enclosing slices). A send is joined
+  to the receive its peer posted with the same key (:class:`simulator.schedule.ir.Transfer`;
+  the peer is ``grid.peer(rank, axis, offset)``).
+* **Link utilisation.** Each collective instance is planned again with the algorithm and
+  protocol it ran with (:func:`simulator.costs.collectives.plan_collective`), each send with the
+  ``sendrecv`` plan of its pair; the bytes every flow puts on a link are spread evenly over the
+  op's span, and the per-link sum over concurrent ops, divided by the link's capacity, is a
+  step function: one counter track per link (the busiest ``max_links``), so the bottleneck link
+  of a phase stands out. This is the op-average rate, not the instantaneous max-min share the
+  replay computed (which it does not keep). In symmetric mode only the ops of simulated ranks
+  are drawn, so replicas replayed by symmetry add nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from simulator.replay.trace import Trace
+from simulator.schedule.ir import CommOp, P2POp
+
+LINK_PID = 1_000_000  # the counters' process, after every rank
+
+
+def _slice_ts(t: float) -> float:
+    return t * 1e6
+
+
+def flow_events(trace: Trace, ranks: Iterable[int], grid: Any | None) -> list[dict[str, Any]]:
+    """Flow start/finish pairs for collectives (chained over simulated members) and sends."""
+    ranks = list(ranks)
+    shown = set(ranks)
+    out: list[dict[str, Any]] = []
+    next_id = 0
+    seen: set[tuple] = set()
+    for r in ranks:
+        tl = trace.timelines[r]
+        for i, op in enumerate(tl.program):
+            if not isinstance(op, CommOp):
+                continue
+            group = tl.groups.get(i, ())
+            if len(group) < 2:
+                continue
+            key = (group, op.name, float(tl.start[i]))
+            if key in seen:
+                continue
+            seen.add(key)
+            members = [m for m in group if m in shown]
+            ts = _slice_ts(float(tl.start[i]))
+            tids = None
+            for a, b in zip(members, members[1:]):
+                tids = tids or {}
+                out.append({"ph": "s", "id": next_id, "name": op.name, "cat": f"{op.op} flow", "pid": a,
+                            "tid": _tid(trace, a, op.stream), "ts": ts, "bp": "e"})
+                out.append({"ph": "f", "id": next_id, "name": op.name, "cat": f"{op.op} flow", "pid": b,
+                            "tid": _tid(trace, b, op.stream), "ts": ts, "bp": "e"})
+                next_id += 1
+    if grid is None:
+        return out
+    recvs: dict[tuple[int, int, str], list[int]] = {}  # (receiver, sender, key) -> op indices in order
+    for r in ranks:
+        for i, op in enumerate(trace.timelines[r].program):
+            if isinstance(op, P2POp):
+                for t in op.recvs:
+                    recvs.setdefault((r, grid.peer(r, t.axis, t.offset), t.key), []).append(i)
+    for r in ranks:
+        tl = trace.timelines[r]
+        for i, op in enumerate(tl.program):
+            if not isinstance(op, P2POp):
+                continue
+            for t in op.sends:
+                dst = grid.peer(r, t.axis, t.offset)
+                waiting = recvs.get((dst, r, t.key))
+                if dst == r or not waiting:
+                    continue
+                j = waiting.pop(0)
+                dtl = trace.timelines[dst]
+                name = f"send {t.key}"
+                out.append({"ph": "s", "id": next_id, "name": name, "cat": "sendrecv flow", "pid": r,
+                            "tid": _tid(trace, r, op.stream), "ts": _slice_ts(float(tl.start[i])), "bp": "e"})
+                out.append({"ph": "f", "id": next_id, "name": name, "cat": "sendrecv flow", "pid": dst,
+                            "tid": _tid(trace, dst, dtl.program[j].stream), "ts": _slice_ts(float(dtl.start[j])),
+                            "bp": "e"})
+                next_id += 1
+    return out
+
+
+_TIDS: dict[tuple[int, int], dict[str, int]] = {}
+
+
+def _tid(trace: Trace, rank: int, stream: str) -> int:
+    key = (id(trace), rank)
+    tids = _TIDS.get(key)
+    if tids is None:
+        if len(_TIDS) > 64:
+            _TIDS.clear()
+        tids = _TIDS[key] = {s: k for k, s in enumerate(trace.streams(rank))}
+    return tids[stream]
+
+
+def link_loads(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[int]) -> dict[int, list[tuple[float, float, float]]]:
+    """Per link id: (start s, end s, bytes/s) of every op's share of that link."""
+    from simulator.costs.collectives import plan_collective
+    from simulator.errors import InputError
+
+    loads: dict[int, list[tuple[float, float, float]]] = {}
+    plans: dict[tuple, Any] = {}
+
+    def add(plan: Any, lo: float, hi: float) -> None:
+        if hi <= lo:
+            return
+        per_link: dict[int, float] = {}
+        for phase in plan.phases:
+            for f in phase:
+                for link in f.links:
+                    per_link[link] = per_link.get(link, 0.0) + f.nbytes
+        for link, nbytes in per_link.items():
+            loads.setdefault(link, []).append((lo, hi, nbytes / (hi - lo)))
+
+    def plan_of(*key: Any) -> Any:
+        if key not in plans:
+            op, members, size, algo, proto = key
+            try:
+                plans[key] = plan_collective(op, list(members), size, topology, algo=algo or None, proto=proto or None)
+            except InputError:
+                plans[key] = None
+        return plans[key]
+
+    seen: set[tuple] = set()
+    for r in ranks:
+        tl = trace.timelines[r]
+        for i, op in enumerate(tl.program):
+            lo, hi = float(tl.start[i]), float(tl.end[i])
+            if isinstance(op, CommOp):
+                group = tl.groups.get(i, ())
+                if len(group) < 2 or (group, op.name, lo) in seen:
+                    continue
+                seen.add((group, op.name, lo))
+                algo, proto = tl.algorithm.get(i, ("", ""))
+                plan = plan_of(op.op, group, op.size_bytes, algo, proto)
+                if plan is not None:
+                    add(plan, lo, hi)
+            elif isinstance(op, P2POp) and grid is not None:
+                for t in op.sends:
+                    dst = grid.peer(r, t.axis, t.offset)
+                    if dst != r and t.transport == "nccl":
+                        plan = plan_of("sendrecv", (r, dst), t.nbytes, "", "")
+                        if plan is not None:
+                            add(plan, lo, hi)
+    return loads
+
+
+def utilisation_counters(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[int],
+                         max_links: int = 32) -> list[dict[str, Any]]:
+    """Counter events (``ph: C``) of the busiest links' utilisation, in their own process."""
+    loads = link_loads(trace, topology, grid, list(ranks))
+    if not loads:
+        return []
+    cap = topology.capacity_Bps
+    busiest = sorted(loads, key=lambda l: -sum((hi - lo) * rate for lo, hi, rate in loads[l]) / cap[l])[:max_links]
+    ends = _link_ends(topology)
+    out: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": LINK_PID, "args": {"name": "links (utilisation, op average)"}},
+        {"ph": "M", "name": "process_sort_index", "pid": LINK_PID, "args": {"sort_index": LINK_PID}}]
+    for link in busiest:
+        deltas: dict[float, float] = {}
+        for lo, hi, rate in loads[link]:
+            deltas[lo] = deltas.get(lo, 0.0) + rate
+            deltas[hi] = deltas.get(hi, 0.0) - rate
+        u, v = ends.get(link, ("?", "?"))
+        name = f"link {link} {topology.kind[link]} {u}->{v}"
+        level = 0.0
+        for t in sorted(deltas):
+            level += deltas[t]
+            out.append({"ph": "C", "name": name, "pid": LINK_PID, "ts": _slice_ts(t),
+                        "args": {"utilisation": round(max(level, 0.0) / float(cap[link]), 6)}})
+    return out
+
+
+def _link_ends(topology: Any) -> dict[int, tuple[str, str]]:
+    try:
+        return {d["link"]: (u, v) for u, v, d in topology.graph.edges(data=True)}
+    except Exception:  # a topology without a graph: name links by id only
+        return {}
