@@ -2,8 +2,9 @@
 
 ``python -m simulator.e2e_validation [--out docs/] [--source KEY ...]`` maps selected rows of
 ``data/e2e/*.csv`` (see ``data/e2e/INDEX.md``) to scenarios built in code, simulates each, and
-writes ``docs/validation-e2e.md``: one table per source with predicted vs measured, the error,
-the median |error| per source and overall, and the caveats.
+writes ``docs/validation-e2e.md``: a leave-one-source-out headline (per source and per regime:
+median, mean and max |error|, signed median), then one table per source with predicted vs
+measured, the error in-sample and held out, and the caveats.
 
 Like with like: every row is compared in the metric its source prints, with that source's FLOP
 convention. A step time is compared directly; tokens/s/GPU is the global batch's tokens over
@@ -16,5 +17,6 @@ positive error means the simulator is optimistic.
 Modules: ``rows`` reads the CSVs, ``scenarios`` builds scenario mappings and the software stacks,
 ``sources`` selects and maps each source's rows to :class:`~.sources.Case` s, ``scoring`` runs a
 case and computes its error, ``gemm_fit`` fits the GEMM derate on the single-node rows,
+``loso`` re-scores every row with the derates fitted without its source (the page's headline),
 ``report`` and ``findings`` write the page, ``__main__`` is the command line.
 """

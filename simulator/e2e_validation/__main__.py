@@ -11,6 +11,7 @@ from pathlib import Path
 
 from simulator.e2e_validation.findings import FINDINGS
 from simulator.e2e_validation.gemm_fit import fit_gemm_scale
+from simulator.e2e_validation.loso import leave_one_source_out, parallel_simulator
 from simulator.e2e_validation.report import render_markdown
 from simulator.e2e_validation.scoring import median_abs_error, run_cases
 from simulator.e2e_validation.sources import SOURCES, cases, is_fit_case
@@ -37,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{100 * median_abs_error(rs):.1f}%")
         return 0
     results = list(run_cases(cases(srcs), progress=True, jobs=max(1, args.jobs)))
-    text = render_markdown(results, srcs)
+    loso = leave_one_source_out(results, parallel_simulator(max(1, args.jobs)))
+    text = render_markdown(results, srcs, loso)
     text += FINDINGS
     if args.extra is not None:
         text += "\n" + args.extra.read_text()

@@ -17,7 +17,7 @@ def gemm_scale_overlay(profile: str, scale: float, folder: Path) -> Path:
 
     base = load_profile(profile)
     pts = [dict(flops=p.flops, efficiency=min(1.0, p.efficiency * scale)) for p in base.gpu.gemm_efficiency]
-    path = folder / f"{profile}-gemm{scale:.4f}.yaml"
+    path = folder / f"{Path(profile).stem}-gemm{scale:.6f}.yaml"
     path.write_text(yaml.safe_dump(dict(base=profile, gpu=dict(gemm_efficiency=pts))))
     return path
 

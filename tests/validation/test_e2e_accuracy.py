@@ -12,7 +12,7 @@ import statistics
 
 import pytest
 
-from simulator.e2e_validation import scoring, sources
+from simulator.e2e_validation import loso, scoring, sources
 
 
 def _by_source(key: str) -> list[sources.Case]:
@@ -183,12 +183,14 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 119 rows (about 2 minutes of simulation, split over the cores). Doc: overall median
+    """All 119 rows (about 3 minutes of simulation with the leave-one-source-out refits, split over
+    the cores). Doc: overall median
     |error| 8.2%; held-out rows 9.5%; BLOOM (all held out, on jean-zay-a100) 20.1%;
     Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather) still pessimistic, -14.0%
     median; NeMo 24.07 (FP8 H100, all held out) 7.6%; NeMo's H100 context-parallel rows
     optimistic, +22.1% to +37.6% above 16K tokens (see the doc's findings)."""
-    results = list(scoring.run_cases(sources.cases(), jobs=min(4, os.cpu_count() or 1)))
+    jobs = min(4, os.cpu_count() or 1)
+    results = list(scoring.run_cases(sources.cases(), jobs=jobs))
     assert scoring.median_abs_error(results) <= 0.11
     held = [r for r in results if not sources.is_fit_case(r.case)]
     assert scoring.median_abs_error(held) <= 0.12
@@ -196,6 +198,30 @@ def test_overall_median_error():
     assert scoring.median_abs_error(by["bloom"]) <= 0.25
     assert scoring.median_abs_error(by["nemo2407"]) <= 0.11
     assert -0.19 <= statistics.median(r.error for r in by["mcore2024"]) <= -0.10
+    _check_leave_one_source_out(results, jobs)
+
+
+def _check_leave_one_source_out(results, jobs):
+    """The page's headline: every row scored with the derates refitted without its source.
+    Upper bounds on the error (doc: all 9.3% median; MPT 7.1%, MPT sweeps 6.6%, FlagPerf 4.1%,
+    NeMo 24.07 7.6%, NeMo CP 14.7%; regimes: small models 7.8%, ZeRO-3 7.1%, long context 6.5%,
+    signed medians +7.8%, +1.7%, +6.4%). Only rows of sources with fitting rows change: a source
+    without any keeps its in-sample prediction exactly."""
+    held = loso.leave_one_source_out(results, loso.parallel_simulator(jobs))
+    errors = [h.result.error for h in held]
+    assert loso.stats(errors).median <= 0.10
+    per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
+                  for k in ("mpt", "mpt_seq", "flagperf", "nemo2407", "nemo_cp")}
+    bounds = {"mpt": 0.09, "mpt_seq": 0.08, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.17}
+    for k, b in bounds.items():
+        assert per_source[k].median <= b, (k, per_source[k])
+    for name, member in loso.REGIMES.items():
+        st = loso.stats(h.result.error for h in held if member(h.result.case))
+        if name.startswith(("small", "ZeRO-3", "long")):
+            assert st.median <= 0.09 and abs(st.signed_median) <= 0.09, (name, st)
+    for h, r in zip(held, results):
+        if not any(sources.is_fit_case(c.case) for c in results if c.case.source == r.case.source):
+            assert h.result is r
 
 
 def test_unknown_source_key_is_a_usage_error(capsys):

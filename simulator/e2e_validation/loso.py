@@ -1,0 +1,226 @@
+"""Leave-one-source-out scoring: every row is predicted with GEMM derates fitted without its source.
+
+The one constant fitted on ``data/e2e`` is the GEMM training derate of ``dgx-a100``, ``dgx-h100``
+and ``dgx-b200`` (their ``gpu.gemm_efficiency`` curves are the MAMF-shape values × the derate;
+the overlays inherit their base's curve). It is fitted on the fitting subset (``is_fit_case``) so
+that the median signed error of that subset is zero. Everything else the compute model uses
+(attention kernel efficiencies, ``overlap_slowdown``, launch latency) comes from papers,
+datasheets or stated assumptions and is not fitted to these rows.
+
+For each source S the derate of each profile is refitted on the fitting rows of the *other*
+sources, and S's rows are scored with it:
+
+- if S has no fitting row on the profile, the refit is the committed fit (scale 1) and its rows
+  keep their simulated prediction;
+- otherwise the other sources' rows fix a new scale s (relative to the committed curve). To find
+  s without re-simulating every fitting row at every trial scale, each fitting row is simulated
+  once more at ``PROBE_SCALE`` and its step time is taken as T(s) = A + B/s (the GEMM time B
+  scales with 1/s, the rest A does not; exact while the critical path keeps its shape). S's
+  fitting rows use that interpolation, its other rows are re-simulated on the rescaled profile;
+- if no other source fits the profile (dgx-b200: only NeMo's context-parallel page has B200
+  rows), the profile borrows the derate of its predecessor (``FALLBACK``), i.e. its MAMF-shape
+  curve × that GPU's fitted derate: a prediction made with no B200 measurement at all.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+from simulator.e2e_validation.gemm_fit import gemm_scale_overlay
+from simulator.e2e_validation.scoring import Result, predicted_metric, run_case, speed_error
+from simulator.e2e_validation.sources import Case, is_fit_case
+
+FITTED_PROFILES = ("dgx-a100", "dgx-h100", "dgx-b200")
+FALLBACK = {"dgx-b200": "dgx-h100"}  # the predecessor whose derate a profile borrows without its own rows
+PROBE_SCALE = 1.1
+
+
+def fitted_derate(profile: str) -> float:
+    """The derate a fitted profile's header states (``TRAINING DERATE x 0.644``)."""
+    from simulator.config.hardware import profile_path
+
+    m = re.search(r"TRAINING DERATE x ([0-9.]+)", profile_path(profile).read_text())
+    if m is None:
+        raise ValueError(f"{profile} states no TRAINING DERATE")
+    return float(m.group(1))
+
+
+def fit_family(profile: str) -> str:
+    """The fitted profile whose GEMM curve `profile` inherits (itself, or its ``base`` chain)."""
+    from simulator.config.hardware import profile_path
+    from simulator.config.loader import read_yaml
+
+    name = profile
+    while name not in FITTED_PROFILES:
+        base = read_yaml(profile_path(name)).get("base")
+        if not isinstance(base, str):
+            raise ValueError(f"profile {profile} inherits from none of {FITTED_PROFILES}")
+        name = base
+    return name
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A fitting row simulated at scale 1 (``result``) and at ``PROBE_SCALE`` (``probe_step_s``)."""
+
+    result: Result
+    probe_step_s: float
+
+    def step_at(self, scale: float) -> float:
+        """T(s) = A + B/s through T(1) and T(PROBE_SCALE)."""
+        t1, t2 = self.result.step_time_s, self.probe_step_s
+        b = (t1 - t2) / (1.0 - 1.0 / PROBE_SCALE)
+        return (t1 - b) + b / scale
+
+    def error_at(self, scale: float) -> float:
+        """The row's error at `scale`: throughput ∝ 1/T, whatever the metric."""
+        return (1.0 + self.result.error) * self.result.step_time_s / self.step_at(scale) - 1.0
+
+    def result_at(self, scale: float) -> Result:
+        t = self.step_at(scale)
+        pred = predicted_metric(self.result.case, t)
+        return replace(self.result, step_time_s=t, predicted=pred, error=speed_error(self.result.case, pred))
+
+
+def fit_scale(probes: list[Probe], lo: float = 0.5, hi: float = 2.0, iters: int = 40) -> float:
+    """The scale at which the probes' median signed error is zero (it rises with the scale)."""
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if statistics.median(p.error_at(mid) for p in probes) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class Refit:
+    """The derate a held-out source's rows on one fitted profile are scored with."""
+
+    profile: str
+    scale: float  # relative to the committed curve
+    rows: int  # fitting rows of other sources it was fitted on (0: borrowed)
+    how: str
+
+    @property
+    def derate(self) -> float:
+        return fitted_derate(self.profile) * self.scale
+
+
+def refit_without(source: str, profile: str, probes: dict[str, list[Probe]]) -> Refit:
+    mine = probes.get(profile, [])
+    others = [p for p in mine if p.result.case.source != source]
+    if len(others) == len(mine):
+        return Refit(profile, 1.0, len(mine), "committed fit (the source has no fitting row here)")
+    if others:
+        rows = f"{len(others)} row{'s' if len(others) != 1 else ''}"
+        return Refit(profile, fit_scale(others), len(others), f"refitted on {rows} of other sources")
+    donor = FALLBACK.get(profile)
+    if donor is None:
+        return Refit(profile, 1.0, 0, "no other source fits this profile in the selection: committed fit (in-sample)")
+    scale = fitted_derate(donor) / fitted_derate(profile)
+    return Refit(profile, scale, 0, f"no other source: {donor}'s derate {fitted_derate(donor):.3f} borrowed")
+
+
+@dataclass(frozen=True)
+class LosoResult:
+    result: Result  # predicted with the derate fitted without the row's source
+    in_sample_error: float
+    refit: Refit
+
+
+Simulate = Callable[[list[tuple[Case, str | None]]], list[Result]]
+
+
+def _serial(jobs: list[tuple[Case, str | None]]) -> list[Result]:
+    return [run_case(c, hw) for c, hw in jobs]
+
+
+def _star_run(job: tuple[Case, str | None]) -> Result:
+    return run_case(*job)
+
+
+def parallel_simulator(workers: int) -> Simulate:
+    if workers <= 1:
+        return _serial
+
+    def run(jobs: list[tuple[Case, str | None]]) -> list[Result]:
+        if len(jobs) <= 1:
+            return _serial(jobs)
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            return list(pool.map(_star_run, jobs))
+
+    return run
+
+
+def leave_one_source_out(results: Iterable[Result], simulate: Simulate = _serial) -> list[LosoResult]:
+    """Every result re-scored with the derates fitted without its source (module docstring)."""
+    results = list(results)
+    out: dict[int, LosoResult] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+
+        def overlay(case: Case, scale: float) -> str:
+            hw = case.scenario["hardware"]
+            return str(gemm_scale_overlay(hw, scale, folder))
+
+        fit = [r for r in results if is_fit_case(r.case)]
+        probe_steps = simulate([(r.case, overlay(r.case, PROBE_SCALE)) for r in fit])
+        probes: dict[str, list[Probe]] = {}
+        probe_of: dict[int, Probe] = {}
+        for r, p in zip(fit, probe_steps):
+            probe = Probe(r, p.step_time_s)
+            probes.setdefault(fit_family(r.case.scenario["hardware"]), []).append(probe)
+            probe_of[id(r)] = probe
+
+        refits: dict[tuple[str, str], Refit] = {}
+        rerun: list[tuple[int, Refit]] = []
+        for i, r in enumerate(results):
+            fam = fit_family(r.case.scenario["hardware"])
+            key = (r.case.source, fam)
+            if key not in refits:
+                refits[key] = refit_without(r.case.source, fam, probes)
+            rf = refits[key]
+            if rf.scale == 1.0:
+                out[i] = LosoResult(r, r.error, rf)
+            elif id(r) in probe_of:
+                out[i] = LosoResult(probe_of[id(r)].result_at(rf.scale), r.error, rf)
+            else:
+                rerun.append((i, rf))
+        again = simulate([(results[i].case, overlay(results[i].case, rf.scale)) for i, rf in rerun])
+        for (i, rf), r2 in zip(rerun, again):
+            out[i] = LosoResult(replace(r2, case=results[i].case), results[i].error, rf)
+    return [out[i] for i in range(len(results))]
+
+
+# The regimes the headline reports; each is a property of the case (a row can be in several).
+REGIMES: dict[str, Callable[[Case], bool]] = {
+    "small models (hidden ≤ 2048)": lambda c: c.scenario["model"]["hidden"] <= 2048,
+    "ZeRO-3 / FSDP": lambda c: c.scenario["parallel"].get("zero") == 3,
+    "long context (≥ 32K tokens)": lambda c: c.scenario["model"]["seq_len"] >= 32768,
+    "NVIDIA-tuned stacks on H100 (Megatron-Core, NeMo, dgxc)": lambda c: (
+        fit_family(c.scenario["hardware"]) == "dgx-h100" and c.source in ("mcore2024", "nemo2407", "dgxc", "nemo_cp")),
+    "multi-node ≥ 512 GPUs": lambda c: c.n_gpus >= 512,
+}
+
+
+@dataclass(frozen=True)
+class Stats:
+    rows: int
+    median: float
+    mean: float
+    max: float
+    signed_median: float
+
+
+def stats(errors: Iterable[float]) -> Stats:
+    e = list(errors)
+    a = [abs(x) for x in e]
+    return Stats(len(e), statistics.median(a), statistics.fmean(a), max(a), statistics.median(e))
