@@ -113,6 +113,18 @@ def grad_axes(scn: Scenario) -> tuple[str, ...]:
     return tuple(a for a, n in (("dp", scn.dp), ("cp", p.cp), ("ulysses", p.ulysses)) if n > 1)
 
 
+def grad_stream(axes: tuple[str, ...]) -> str:
+    """The stream of the gradient-reduction / ZeRO collectives: that group is its own
+    communicator (Megatron's ``dp_cp_group``, DeepSpeed's data-parallel group beside its
+    sequence-parallel group, FSDP's process group), hence its own NCCL stream, named for the whole
+    DP×CP×Ulysses group with the size-1 DP axis included. With dp = 1 the group's members are the
+    CP or Ulysses ranks, but its collectives still do not queue behind the CP ring's P2P or the
+    Ulysses All-to-Alls (stream ``cp`` / ``ulysses``)."""
+    if axes and "dp" not in axes and set(axes) <= {"cp", "ulysses"}:
+        return "+".join(("dp",) + axes)
+    return "+".join(axes)  # with dp, or another group (the expert-data-parallel "edp")
+
+
 class GradSync:
     """Hooks the stage builder calls; the base class does no communication (one replica)."""
 
@@ -159,9 +171,10 @@ class GradSync:
 
     def _comm(self, pb: ProgramBuilder, name: str, op: str, size: float, deps: tuple[int, ...], tag: Tag,
               dtype: str | None = None, axes: tuple[str, ...] | None = None) -> int:
-        return pb.add(CommOp(name=name, op=op, axes=self.axes if axes is None else axes, size_bytes=int(size),  # type: ignore[arg-type]
-                             deps=deps,
-                             dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag))
+        axes = self.axes if axes is None else axes
+        return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size),  # type: ignore[arg-type]
+                             deps=deps, dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag,
+                             stream=grad_stream(axes)))
 
 
 @dataclass
