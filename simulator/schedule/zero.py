@@ -6,9 +6,10 @@ the coordinator's prefetch logic over the recorded trace (forward modules, then 
 reverse): at a module's pre-hook, a demand AllGather if its parameters are not there, then one
 coalesced prefetch AllGather popping trace entries while the prefetched count is below
 ``min(max_live − available, prefetch_bucket)`` (the last entry may overshoot; entries already
-available are skipped); at the post-hook the module is released unless it recurs within
-``max_reuse_distance`` elements of trace — which keeps the last forward layers resident for
-backward. Parameters of at most ``param_persistence_threshold`` elements (norms) are persistent:
+available are skipped); at the post-hook the module is released unless the prefetcher has already popped a later use
+of it (it skipped that use because the module was available; ``__params_to_release`` keeps
+such a module) or it recurs within ``max_reuse_distance`` elements of trace — which keeps the
+last forward layers resident for backward. Parameters of at most ``param_persistence_threshold`` elements (norms) are persistent:
 gathered once per step after the optimizer. Gradients go into an IPG bucket flushed by a
 ReduceScatter when the next gradient would overflow ``reduce_bucket_size``; the residual bucket
 is reduced at the end of every micro-batch's backward and waited for (exposed). Each AllGather
@@ -86,6 +87,11 @@ class DeepSpeedZero3(GradSync):
             nxt[i] = last_seen.get(trace[i][0].name, n)
             last_seen[trace[i][0].name] = i
         avail: dict[str, int] = {}  # module -> fetch id (available or in flight)
+        # module -> the latest trace position the prefetcher popped for it (DeepSpeed's
+        # __most_recent_step_id_param_fetched_for): a module whose later use was popped while
+        # it was available is skipped by the prefetcher, so it must not be released before
+        # that use (__params_to_release keeps it), else that use re-gathers it on demand.
+        popped_for: dict[str, int] = {}
         q = 0
         for i, (mod, unit, phase) in enumerate(trace):
             key = (unit, phase)
@@ -101,6 +107,7 @@ class DeepSpeedZero3(GradSync):
             got = 0
             while q < n and got < budget:
                 e = trace[q][0]
+                popped_for[e.name] = q
                 q += 1
                 if e.name in avail:
                     continue
@@ -114,7 +121,9 @@ class DeepSpeedZero3(GradSync):
                 for e in batch:
                     avail[e.name] = fid
             self.waits.setdefault(key, {}).setdefault(mod.block, set()).add(avail[mod.name])
-            # post-hook release unless reused soon
+            # post-hook release, unless the prefetcher already popped a later use or it recurs soon
+            if popped_for.get(mod.name, -1) > i:
+                continue
             if nxt[i] >= n or prefix[nxt[i]] - prefix[i + 1] > reuse:
                 avail.pop(mod.name, None)
 
