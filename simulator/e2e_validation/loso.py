@@ -200,11 +200,18 @@ def leave_one_source_out(results: Iterable[Result], simulate: Simulate = _serial
     return [out[i] for i in range(len(results))]
 
 
+def _model(case: Case):  # type: ignore[no-untyped-def]
+    """The case's model with presets resolved."""
+    from simulator.config.workload import Model
+
+    return Model(**case.scenario["model"])
+
+
 # The regimes the headline reports; each is a property of the case (a row can be in several).
 REGIMES: dict[str, Callable[[Case], bool]] = {
-    "small models (hidden ≤ 2048)": lambda c: c.scenario["model"]["hidden"] <= 2048,
+    "small models (hidden ≤ 2048)": lambda c: _model(c).hidden <= 2048,
     "ZeRO-3 / FSDP": lambda c: c.scenario["parallel"].get("zero") == 3,
-    "long context (≥ 32K tokens)": lambda c: c.scenario["model"]["seq_len"] >= 32768,
+    "long context (≥ 32K tokens)": lambda c: _model(c).seq_len >= 32768,
     "NVIDIA-tuned stacks on H100 (Megatron-Core, NeMo, dgxc)": lambda c: (
         fit_family(c.scenario["hardware"]) == "dgx-h100" and c.source in ("mcore2024", "nemo2407", "dgxc", "nemo_cp")),
     "multi-node ≥ 512 GPUs": lambda c: c.n_gpus >= 512,
