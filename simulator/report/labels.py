@@ -14,7 +14,7 @@ from simulator.config.parallelism import Parallel
 def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | None = None) -> str:
     """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``, then the knobs that differ from the defaults:
     ``ovl=ring_exchange`` (tp_overlap), ``cp=a2a`` (cp_comm, with cp > 1), ``fsdp2``,
-    ``fsdp2-noreshard`` (zero 3), ``rc=selective`` (recompute, when given)."""
+    ``fsdp2-noreshard`` (zero 3), ``ep8 etp1`` and ``moe=deepep`` (experts), ``rc=selective`` (recompute, when given)."""
     parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
     if p.vp > 1:
         parts.append(f"vp{p.vp}")
@@ -24,11 +24,17 @@ def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | N
         parts.append(f"uly{p.ulysses}")
     if dp is not None:
         parts.append(f"dp{dp}")
+    if p.ep > 1:
+        parts.append(f"ep{p.ep}")
+    if p.etp is not None and p.etp != p.tp:
+        parts.append(f"etp{p.etp}")
     parts += [f"z{p.zero}", f"mb{micro_batch}"]
     if p.tp_overlap != "none":
         parts.append(f"ovl={p.tp_overlap}")
     if p.cp > 1 and p.cp_comm != "p2p":
         parts.append(f"cp={p.cp_comm}")
+    if p.moe_dispatcher != "alltoall":
+        parts.append(f"moe={p.moe_dispatcher}")
     if p.zero == 3 and p.zero3_impl == "fsdp2":
         parts.append("fsdp2" if p.fsdp_reshard_after_forward else "fsdp2-noreshard")
     if recompute:

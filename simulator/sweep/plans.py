@@ -41,7 +41,7 @@ from simulator.report.labels import plan_label
 from simulator.schedule.memory import MemoryEstimate, memory_per_gpu
 
 # Axes a sweep varies (and `--fix` / `--max` accept), in the order plans are printed.
-SWEEP_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "ulysses", "dp", "zero", "micro_batch", "vp")
+SWEEP_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "ulysses", "dp", "zero", "micro_batch", "vp", "ep", "etp")
 # Knobs `--vary` adds, and the values each takes; `--fix KEY=VALUE` pins them.
 CHOICES: dict[str, tuple[str, ...]] = {
     "tp_overlap": ("none", "bulk", "pipelined", "ring_exchange", "te_default"),
@@ -49,8 +49,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "recompute": ("none", "selective", "full"),
     "zero3_impl": ("deepspeed", "fsdp2"),
     "fsdp_reshard": ("true", "false"),
+    "moe_dispatcher": ("alltoall", "allgather", "deepep"),
 }
-VARY_KEYS: tuple[str, ...] = ("tp_overlap", "cp_comm", "recompute", "pp_schedule", "zero3")
+VARY_KEYS: tuple[str, ...] = ("tp_overlap", "cp_comm", "recompute", "pp_schedule", "zero3", "moe_dispatcher")
 DEFAULT_MAX_VP = 8
 # Below this sequence length the default sweep leaves cp and ulysses at 1 (override with bounds).
 LONG_SEQUENCE = 32 * 1024
@@ -151,6 +152,10 @@ def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
         "zero": [0, 1, 2, 3],
         "micro_batch": _powers_of_two(scn.training.micro_batch),
         "vp": [1],
+        # experts: every EP degree dividing the expert count (the plan check keeps those that fit
+        # into tp x cp x dp); etp 0 stands for Megatron's default, etp = tp
+        "ep": [d for d in divisors(m.experts) if d <= n] if m.moe else [1],
+        "etp": [0],
     }
     if "pp_schedule" in bounds.vary:
         default["vp"] = list(range(1, DEFAULT_MAX_VP + 1))
@@ -166,6 +171,8 @@ def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
                 values = _powers_of_two(cap)
             elif axis == "vp":
                 values = list(range(1, cap + 1))
+            elif axis == "etp":
+                values = _powers_of_two(cap)
             values = [v for v in values if v <= cap]
         out[axis] = values
     return out
@@ -207,8 +214,13 @@ def _parallel_for(base: Parallel, tp: int, pp: int, cp: int, ulysses: int, zero:
     return Parallel.model_validate(inherit_parallel(base, over))
 
 
-def _knob_sets(base: Parallel, bounds: SweepBounds, tp: int, cp: int, zero: int) -> list[dict]:
+def _knob_sets(base: Parallel, bounds: SweepBounds, tp: int, cp: int, zero: int, ep: int = 1) -> list[dict]:
     """The ``--vary`` knob combinations that mean something for these degrees."""
+    dispatchers = bounds.choices("moe_dispatcher", base.moe_dispatcher, ep > 1)
+    return [dict(k, moe_dispatcher=d) for k in _dense_knob_sets(base, bounds, tp, cp, zero) for d in dispatchers]
+
+
+def _dense_knob_sets(base: Parallel, bounds: SweepBounds, tp: int, cp: int, zero: int) -> list[dict]:
     overlaps = bounds.choices("tp_overlap", base.tp_overlap if tp > 1 else "none", tp > 1)
     comms = bounds.choices("cp_comm", base.cp_comm, cp > 1)
     impls = bounds.choices("zero3_impl", base.zero3_impl, zero == 3)
@@ -245,14 +257,18 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
         if "dp" in bounds.maximum and dp > bounds.maximum["dp"]:
             continue
         shard = dp * cp * uly  # ZeRO shards over DP x CP x Ulysses (schedule/memory.py)
-        for zero, mb, vp in itertools.product(v["zero"], v["micro_batch"], v["vp"]):
+        for zero, mb, vp, ep, etp in itertools.product(v["zero"], v["micro_batch"], v["vp"], v["ep"], v["etp"]):
+            if (tp * cp * dp) % (ep * (etp or tp)):
+                continue  # EP x ETP folds into the tp x cp x dp ranks of a stage (Megatron)
             if shard == 1 and zero > 0 and "zero" not in bounds.fixed:
                 continue  # ZeRO over one rank is plain data parallelism
             if pp == 1 and vp > 1:
                 continue
             if vp > 1 and "pp_schedule" in bounds.vary and "vp" not in bounds.fixed and scn.model.layers % (pp * vp):
                 continue  # interleaving needs whole layers per chunk
-            for knobs, rc in itertools.product(_knob_sets(scn.parallel, bounds, tp, cp, zero), recomputes):
+            for knobs, rc in itertools.product(_knob_sets(scn.parallel, bounds, tp, cp, zero, ep), recomputes):
+                if scn.model.moe:
+                    knobs = dict(knobs, ep=ep, etp=etp or None)
                 try:
                     parallel = _parallel_for(scn.parallel, tp, pp, cp, uly, zero, vp, **knobs)
                 except ValueError:
