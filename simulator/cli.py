@@ -47,11 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
-
-    # The one place a matplotlib backend is chosen: a command line draws to files only. The
-    # plotting modules never choose one (a notebook keeps its inline backend).
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    # No matplotlib backend is chosen anywhere: the plots are drawn on ``Figure`` objects and
+    # saved through their own canvas, which needs none. Setting one here (even through the
+    # environment) would leak into a notebook that calls ``main`` and into its kernels.
     try:
         parser = build_parser()
         args, extra = parser.parse_known_args(argv)
