@@ -306,7 +306,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--warmup-iters", "-w", type=int, default=5)
     p.add_argument("--backend", choices=("nccl", "gloo"), default=None)
     p.add_argument("--profile", metavar="TRACE.json", help="also record a PyTorch profiler trace (rank 0)")
-    p.add_argument("-o", "--output", help="write the nccl-tests-format log here (rank 0); default stdout")
+    p.add_argument("-o", "--output", help="write the nccl-tests-format log here (rank 0); default (or '-'): stdout")
     return p
 
 
@@ -338,6 +338,9 @@ def run(args: argparse.Namespace) -> int:
     # Check everything the user gave before torch is imported or any process group exists: a
     # bad option is reported as itself, even on a machine without torch.
     jobs = jobs_from_args(args, int(os.environ.get("WORLD_SIZE", "1")))
+    from simulator.files import check_output_path  # noqa: PLC0415
+
+    check_output_path(args.output, "-o")
     _torch()
     env = _init(settings)
     if args.profile:
@@ -353,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
         sweeps = measure(jobs, settings)
     if env.rank == 0:
         comment = _comment(env.backend, env.world, jobs)
-        if args.output:
+        if args.output and args.output != "-":
             write_nccl_log(args.output, sweeps, comment=comment)
         else:
             from simulator.calibration.nccl_log_writer import format_log  # noqa: PLC0415

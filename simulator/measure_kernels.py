@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 
 from simulator.calibration.kernel_table import KernelRow, KernelTable, format_table
 from simulator.errors import InputError, exit_code
-from simulator.files import write_atomically
+from simulator.files import check_output_path, write_atomically
 
 DEFAULT_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b")
 DEFAULT_TP = (1, 2, 4, 8)
@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
-    p.add_argument("-o", "--output", help="kernel table CSV to write (default stdout)")
+    p.add_argument("-o", "--output", help="kernel table CSV to write (default, or '-': stdout)")
     return p
 
 
@@ -249,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
     shapes = [parse_shape(s) for s in args.shape]
     if not args.only_shapes:
         shapes += preset_gemm_shapes(args.models, args.tp, args.tokens, args.hardware)
+    check_output_path(args.output, "-o")
     torch = _torch()
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     timer = Timer(torch, device, args.warmup, args.iters)
@@ -261,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     text = format_table(KernelTable(rows + att, header))
-    if args.output:
+    if args.output and args.output != "-":
         write_atomically(Path(args.output), text)
         print(f"wrote {args.output}: {len(rows)} GEMM and {len(att)} attention rows", file=sys.stderr)
     else:

@@ -217,3 +217,17 @@ def test_link_counters_carry_every_byte_the_plans_put_on_the_link(tmp_path):
                 plan = plan_collective(op.op, list(group), op.size_bytes, sim.topology, algo=algo, proto=proto)
                 want += sum(f.nbytes for ph in plan.phases for f in ph if link in f.links)
     assert carried == pytest.approx(want, rel=1e-4)
+
+
+@pytest.mark.parametrize("argv", [["measure", "--op", "allreduce", "-o", "{missing}/ar.txt"]])
+def test_measure_checks_its_output_before_torch(tmp_path, capsys, argv):
+    assert main([a.replace("{missing}", str(tmp_path / "no")) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert "-o: cannot write" in err and "does not exist" in err
+
+
+def test_measure_kernels_checks_its_output_before_torch(tmp_path, capsys):
+    from simulator.measure_kernels import main as kernels_main
+
+    assert kernels_main(["-o", str(tmp_path / "no" / "t.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
