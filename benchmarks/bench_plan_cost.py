@@ -34,7 +34,7 @@ print(json.dumps([c.label(s.dp) for c, s, _, r in iter_checked(scn, enumerate_pl
 SWEEP_PLAN = r"""
 import json, resource, sys, time
 from simulator.config.scenario import load_scenario
-from simulator.simulate import simulate_scenario
+from simulator.simulation import simulate_scenario
 from simulator.sweep.plans import enumerate_plans, iter_checked
 scn = load_scenario(sys.argv[1])
 plan = next(s for c, s, _, r in iter_checked(scn, enumerate_plans(scn)) if not r and c.label(s.dp) == sys.argv[2])
@@ -49,7 +49,7 @@ LLAMA_405B = r"""
 import json, resource, sys, time, tempfile
 from pathlib import Path
 from simulator.config.scenario import build_scenario
-from simulator.simulate import simulate_scenario
+from simulator.simulation import simulate_scenario
 dp = int(sys.argv[1])
 scn = build_scenario({"name": f"llama3-405b-{128 * dp}", "hardware": "dgx-h100", "nodes": 16 * dp,
                       "model": {"preset": "llama3-405b", "seq_len": 8192},
