@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from simulator.calibration.measured import MeasuredSweep, bundled_sweeps
@@ -36,6 +36,12 @@ class Case:
     gpus_per_node: int
     algo: str | None = None
     note: str = ""
+    family: str = ""  # the system (cluster) the sweep was measured on; "" = the profile's name
+    transport: str | None = None  # the scale-out transport when it is not the profile's
+
+    @property
+    def system(self) -> str:
+        return self.family or self.profile
 
 
 # File stem -> case. Ranks and layout come from each file's header (data/nccl/INDEX.md).
@@ -90,20 +96,20 @@ CASES: dict[str, Case] = {
     "gh200x512_allreduce_128node_alps_slingshot": Case("gh200-alps", "allreduce", 512, 4),
     "gh200x2048_allreduce_512node_alps_slingshot": Case("gh200-alps", "allreduce", 2048, 4),
     "mi300x16_allreduce_2node_aac10_roce": Case(
-        "mi300x", "allreduce", 16, 8, None,
+        "mi300x", "allreduce", 16, 8, None, family="aac10-mi300x", transport="roce", note=(
         "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s; the measured "
-        "floor is 218 us per call (RCCL 2.22.3 over UCX/RoCE), which the model does not know"),
+        "floor is 218 us per call (RCCL 2.22.3 over UCX/RoCE), which the model does not know")),
     "mi325x16_allreduce_2node_aac11_roce_ringalgo": Case(
-        "mi300x", "allreduce", 16, 8, None, "MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
+        "mi300x", "allreduce", 16, 8, None, family="aac11-mi325x", transport="roce", note="MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
     "mi325x32_allreduce_4node_aac11_roce_ringalgo": Case(
-        "mi300x", "allreduce", 32, 8, None, "as the 2-node MI325X sweep"),
+        "mi300x", "allreduce", 32, 8, None, family="aac11-mi325x", transport="roce", note="as the 2-node MI325X sweep"),
     "mi325x64_allreduce_8node_aac11_roce_ringalgo": Case(
-        "mi300x", "allreduce", 64, 8, None, "as the 2-node MI325X sweep"),
+        "mi300x", "allreduce", 64, 8, None, family="aac11-mi325x", transport="roce", note="as the 2-node MI325X sweep"),
     "mi355x16_allreduce_2node_aac14_pollara": Case("mi355x", "allreduce", 16, 8),
     "mi300x8_allreduce_1node": Case(
-        "mi300x", "allreduce", 8, 8, None,
+        "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
-        "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here"),
+        "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here")),
 }
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
@@ -122,6 +128,10 @@ class Point:
     predicted_time_us: float
     algorithm: str
     protocol: str
+    latency_us: float = 0.0  # the plan's latency term
+    net_hops: float = 0.0  # inter-node hops that latency counts (d latency / d net_hop_extra_us)
+    floor_us: float = 0.0  # the launch floor the time cannot go below
+    spans_nodes: bool = False
 
     @property
     def error(self) -> float:
@@ -152,18 +162,34 @@ def case_for(sweep: MeasuredSweep) -> Case | None:
         return None
     pinned = sweep.env.get("NCCL_ALGO")
     if pinned and case.algo is None:
-        case = Case(case.profile, case.op, case.ranks, case.gpus_per_node, pinned.lower())
+        case = replace(case, algo=pinned.lower())
     return case
 
 
-def predict_sweep(sweep: MeasuredSweep, case: Case) -> SweepResult:
-    """Predict every row of a sweep with a size > 0 and a time."""
+def case_profile(case: Case, table: dict | None = None):
+    """The case's profile, with the sweep's transport when the header names another one and,
+    when ``table`` is given, that table's deployed constants instead of the bundled ones."""
     from simulator.config.hardware import load_profile
-    from simulator.costs.collectives import busbw_factor
+    from simulator.costs.deployed import deployed_for
+
+    profile = load_profile(case.profile)
+    if case.transport and case.transport != profile.node.nics.transport:
+        nics = profile.node.nics.model_copy(update={"transport": case.transport})
+        profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
+    if table is not None:
+        nccl = profile.nccl or deployed_for(profile.node.nics.transport, table).overrides()
+        profile = profile.model_copy(update={"nccl": nccl})
+    return profile
+
+
+def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -> SweepResult:
+    """Predict every row of a sweep with a size > 0 and a time (``table``: deployed constants to
+    use instead of the bundled ones, as the leave-one-system-out scoring does)."""
+    from simulator.costs.collectives import busbw_factor, net_hops_in_latency, plan_collective
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
 
-    profile = load_profile(case.profile)
+    profile = case_profile(case, table)
     nodes = case.ranks // case.gpus_per_node
     topo = build_topology(profile, nodes)
     gpus = [n * profile.node.gpus + j for n in range(nodes) for j in range(case.gpus_per_node)]
@@ -174,8 +200,11 @@ def predict_sweep(sweep: MeasuredSweep, case: Case) -> SweepResult:
         if row.size_bytes <= 0 or not row.time_us:
             continue
         r = time_collective(case.op, gpus, row.size_bytes, topo, case.algo, None, launch_floor_s=floor_s)
+        plan = plan_collective(case.op, gpus, row.size_bytes, topo, algo=case.algo)
+        hops = net_hops_in_latency(case.op, gpus, topo, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
-        points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm, r.protocol))
+        points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
+                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, nodes > 1))
     return SweepResult(sweep, case, tuple(points))
 
 
@@ -199,18 +228,78 @@ def pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def render_markdown(results: list[SweepResult], skipped: dict[str, str]) -> str:
+# Targets of the leave-one-system-out table (per system, pooled over its sweeps' rows).
+TARGET_MEDIAN_BIG, TARGET_SIGNED, TARGET_MEDIAN_ALL = 0.15, 0.10, 0.25
+
+
+def _pooled(results, min_bytes: int = 0, signed: bool = False) -> tuple[float | None, float | None]:
+    e = [p.error if signed else abs(p.error) for r in results for p in r.points if p.size_bytes >= min_bytes]
+    if not e:
+        return None, None
+    return statistics.median(e), max(e, key=abs)
+
+
+def render_loso(held_out) -> list[str]:
+    """The leave-one-system-out tables (``held_out``: deployed_fit.leave_one_system_out())."""
+    lines = [
+        "## Leave one system out (the headline)",
+        "",
+        "Each system (one cluster: its sweeps at every size, node count and collective) is predicted "
+        "with the deployed-fabric constants (`simulator/costs/deployed.py`: per transport, an extra "
+        "latency per inter-node hop and the achievable fraction of LL, LL128 and Simple across nodes) "
+        "fitted on the *other* systems only (`python -m simulator.calibration.deployed_fit`); a "
+        "transport with no other system gets the fit pooled over all others. Everything else is the "
+        "bundled profile as shipped. Single-node systems do not depend on those constants, so their "
+        "rows equal the in-sample ones. Errors pooled over the system's rows; targets: median ≤ "
+        f"{TARGET_MEDIAN_BIG:.0%} at ≥ 1 MiB, |signed median| ≤ {TARGET_SIGNED:.0%}, median ≤ "
+        f"{TARGET_MEDIAN_ALL:.0%} over all sizes (✗ marks a target not met yet).",
+        "",
+        "| system | transport fitted without it | sweeps | median ≥1 MiB | worst ≥1 MiB | signed median ≥1 MiB | median all | worst all |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for h in sorted(held_out, key=lambda h: h.system):
+        from simulator.calibration.deployed_fit import _transport
+
+        transport = _transport(h.results[0])
+        net = h.table.get(transport) or h.table.get("other")
+        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, LL/LL128/Simple × {'/'.join(f'{x:g}' for x in net.net_proto_efficiency)}" \
+            if h.results[0].points and h.results[0].points[0].spans_nodes or any(r.points and r.points[0].spans_nodes for r in h.results) else "(single node)"
+        mb, wb = _pooled(h.results, MiB)
+        sb, _ = _pooled(h.results, MiB, signed=True)
+        ma, wa = _pooled(h.results)
+        mark = lambda v, t: "" if v is None or abs(v) <= t else " ✗"  # noqa: E731
+        lines.append(f"| {h.system} | {used} | {len(h.results)} | {pct(mb)}{mark(mb, TARGET_MEDIAN_BIG)} | {pct(wb)} | "
+                     f"{pct(sb)}{mark(sb, TARGET_SIGNED)} | {pct(ma)}{mark(ma, TARGET_MEDIAN_ALL)} | {pct(wa)} |")
+    lines += ["", "Per sweep, held out (signed median: + = predicted too fast):", "",
+              "| sweep | system | median ≥1 MiB | signed median ≥1 MiB | median all | signed median all |",
+              "|---|---|---|---|---|---|"]
+    for h in sorted(held_out, key=lambda h: h.system):
+        for r in h.results:
+            lines.append(f"| {r.sweep.name} | {h.system} | {pct(r.median_error(MiB))} | {pct(_pooled([r], MiB, True)[0])} | "
+                         f"{pct(r.median_error())} | {pct(_pooled([r], 0, True)[0])} |")
+    return lines + [""]
+
+
+def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_out=None) -> str:
     lines = [
         "# Collective accuracy against measured nccl-tests sweeps",
         "",
         "Generated by `python -m simulator.calibration.collective_validation --out docs/`; rerun it "
         "whenever the model or a profile changes. Data: `data/nccl/` (see its INDEX.md).",
         "",
+    ]
+    if held_out is not None:
+        lines += render_loso(held_out)
+    lines += [
+        "## In-sample (every sweep, with the bundled deployed constants fitted on all systems)",
+        "",
         "Method: each sweep is predicted with its bundled hardware profile as shipped: datasheet "
         "bandwidths times the profile's documented achievable-efficiency constants "
         "(`node.scale_up.efficiency`, `node.nics.efficiency`, sourced in each profile's comments), "
-        "NCCL 2.30.7's tuner constants for the algorithm/protocol choice and latency, and NCCL's "
-        "`nvlsEfficiency` (0.85, Hopper) for in-switch reduction traffic. Structure follows NCCL/RCCL: "
+        "NCCL 2.30.7's tuner constants for the algorithm/protocol choice and latency, NCCL's "
+        "`nvlsEfficiency` (0.85, Hopper) for in-switch reduction traffic, and across nodes the deployed-fabric "
+        "constants of the profile's transport (`node.nics.transport`; `simulator/costs/deployed.py`, fitted on "
+        "all systems here, so this table is in-sample for them; the headline above is not). Structure follows NCCL/RCCL: "
         "rings on a full mesh (MI300X xGMI, GH200 NVLink) form a Hamiltonian decomposition so every peer "
         "link carries an equal share (RCCL rome_models.cc); the tuner's graph uses one channel per NIC "
         "(AWS p5: 32 EFA), the tree graph's bwIntra raised up to 2× bwInter on two nodes (NCCL search.cc "
@@ -249,7 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results, skipped = validate_all()
-    (out / "validation-collectives.md").write_text(render_markdown(results, skipped))
+    from simulator.calibration.deployed_fit import leave_one_system_out
+
+    held_out = leave_one_system_out()
+    (out / "validation-collectives.md").write_text(render_markdown(results, skipped, held_out))
     if not args.no_plots:
         from simulator.calibration.plots import plot_busbw_by_profile
 

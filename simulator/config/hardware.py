@@ -20,6 +20,7 @@ from simulator.files import bundled_dir
 
 PROFILE_DIR = bundled_dir("hardware_profiles")
 
+Transport = Literal["infiniband", "roce", "efa", "slingshot", "tcpxo", "omnipath"]
 Arch = Literal["volta", "ampere", "hopper", "blackwell", "cdna3", "cdna4"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
 # Fused attention kernel generations (training.attention). flash1: the FlashAttention-1 algorithm
@@ -165,6 +166,9 @@ class NICs(_Strict):
     latency_us: float = Field(ge=0)  # one-way NIC + software latency
     efficiency: float = Field(default=0.9, gt=0, le=1)  # achievable fraction of line rate (ib_write_bw)
     gpu_direct: bool = True
+    # The scale-out transport: selects the deployed-fabric constants of costs/deployed.py (what
+    # NCCL over this transport delivers on measured clusters, beyond the line rate).
+    transport: Transport = "infiniband"
 
 
 class Node(_Strict):

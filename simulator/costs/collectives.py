@@ -215,7 +215,7 @@ def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     """One send/recv: NCCL's ring base latency plus one hop of the link class."""
     link = "net" if ctx.n_nodes > 1 else ctx.intra_link
     p = nccl_constants.PROTOS.index(proto)
-    plugin = tuner.net_plugin_latency_us(ctx, proto) if ctx.n_nodes > 1 else 0.0
+    plugin = tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us if ctx.n_nodes > 1 else 0.0
     return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
 
 
@@ -230,7 +230,7 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: Any, lay: Layout, p
     local = sum(1 for g in lay.gpus[1:] if topo.node_of(g) == topo.node_of(me))
     remote = len(lay.gpus) - 1 - local
     return (ctx.constants.base_latency_us["ring"][p] + local * hw[ctx.intra_link]["ring"][p]
-            + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto)))
+            + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
@@ -291,6 +291,29 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
         phases = (_p2p_flows(topo, ctx, pat, size_bytes, wire, n_ch),)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
+
+
+def net_hops_in_latency(op: str, gpus: Sequence[int], topo: Any, algorithm: str, protocol: str) -> float:
+    """How many inter-node hops the latency term of (algorithm, protocol) counts: the derivative
+    of the plan's latency by ``net_hop_extra_us`` (0 inside a node). Used to fit and apply the
+    deployed per-hop cost (costs/deployed.py) without re-planning."""
+    from dataclasses import replace
+
+    lay = layout(topo, gpus)
+    n, n_nodes = len(lay.gpus), len(lay.by_node)
+    if n == 1 or n_nodes == 1 or algorithm == "hierarchical":
+        return 0.0
+    ctx = _context(topo, n, n_nodes)
+    bumped = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=ctx.constants.net_hop_extra_us + 1.0))
+
+    def lat(c: nccl_graph.TunerContext) -> float:
+        if algorithm == "direct":
+            return _alltoall_latency_us(c, topo, lay, protocol)
+        if algorithm == "p2p":
+            return _p2p_latency_us(c, protocol)
+        return tuner.latency_us(c, op, algorithm, protocol)
+
+    return lat(bumped) - lat(ctx)
 
 
 def _per_peer(op: str, size: float, lay: Layout) -> float:

@@ -118,6 +118,11 @@ class TunerConstants:
     # property; NCCL's IB/socket transports report 0, AWS's EFA plugin does not), added once per
     # inter-node hop and twice for Simple (GDR flush), NCCL-COST-MODEL.md §1.
     net_latency_us: float = 0.0
+    # What one inter-node hop costs on a deployed fabric beyond NCCL's ``hwLat[NET]`` (the
+    # transport's software path: proxy progress, verbs/libfabric, the plugin), added to every
+    # inter-node hop's time like a fitted hop latency; NCCL does not know it, so selection ignores
+    # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
+    net_hop_extra_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
     # NCCL's caps: flag polling and line packing cost more on some GPUs/links than the tuner's
     # constants assume. Applied to the wire traffic of ring/tree collectives by
@@ -156,7 +161,7 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "net_latency_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "net_latency_us", "net_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps",
 )
 
@@ -199,7 +204,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             if not float(value) > 0:
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
-        elif key == "net_latency_us":
+        elif key in ("net_latency_us", "net_hop_extra_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)

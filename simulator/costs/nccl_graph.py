@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from simulator.costs.deployed import deployed_overrides
 from simulator.costs.nccl_constants import (
     MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
     P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
@@ -200,7 +201,10 @@ def mesh_peer_GBps(profile) -> float:
 
 def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
     """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes."""
-    constants = constants_from_overrides(profile.nccl, source=f"profile {profile.name}")
+    # An uncalibrated profile starts from its transport's deployed-fabric constants
+    # (costs/deployed.py); a profile with its own nccl: values (calibrated) uses those instead.
+    overrides = profile.nccl or deployed_overrides(profile)
+    constants = constants_from_overrides(overrides, source=f"profile {profile.name}")
     g = graph_from_profile(profile, n_ranks, n_nodes)
     g = replace(
         g,

@@ -54,7 +54,7 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     base = k.base_latency_us[algo][p]
     intra = k.hw_latency_us[ctx.intra_link][algo][p]
     inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 else algo
-    inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto)
+    inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto) + k.net_hop_extra_us
     n, nodes = ctx.n_ranks, ctx.n_nodes
     log2n = int(math.log2(nodes)) if nodes > 0 else 0
     if algo == "ring":

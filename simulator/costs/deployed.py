@@ -1,0 +1,70 @@
+"""What NCCL delivers over each scale-out transport on deployed clusters, beyond the datasheet.
+
+NCCL's tuner constants describe a well-tuned fabric: ``hwLat[NET]`` per hop and the protocols'
+full rates. Measured nccl-tests sweeps of deployed clusters (data/nccl/) run slower than that
+between the latency floor and the bandwidth plateau, and by how much depends on the transport
+(the software path of verbs, libfabric/CXI, SRD, TCPXO), not on the GPU. Two time-only
+constants per transport capture it, both known to the model already as calibration knobs
+(:class:`~simulator.costs.nccl_constants.TunerConstants`):
+
+* ``net_hop_extra_us``: added to every inter-node hop's latency;
+* ``proto_efficiency.net.<ll|ll128|simple>``: the achievable fraction of each protocol's rate on
+  a communicator that spans nodes (LL/LL128 flags cross the NIC as RDMA writes).
+
+They change the time of what NCCL chooses, never the choice (NCCL does not know them). The
+values are fitted by :mod:`simulator.calibration.deployed_fit` on the measured multi-node sweeps
+of each transport (median |busbw error| at sizes >= 1 MiB, pooled over the transport's systems);
+``python -m simulator.calibration.deployed_fit`` prints the fit and the leave-one-system-out
+scores, and ``tests/validation/test_deployed_defaults.py`` checks this table against the fit. A
+transport without measured systems uses the pooled fit over all of them (``"other"``).
+
+They are the defaults of an uncalibrated profile. A profile with its own ``nccl:`` values (what
+``clustersim calibrate`` fits) uses those, with NCCL's constants for the rest: a calibration
+replaces the deployed defaults instead of stacking on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DeployedNet:
+    """Time-only constants of one transport as deployed (see the module docstring)."""
+
+    net_hop_extra_us: float
+    net_proto_efficiency: tuple[float, float, float]  # LL, LL128, Simple
+    fitted_on: str  # the systems (data/nccl families) the values were fitted on
+
+    def overrides(self) -> dict[str, float]:
+        out = {"net_hop_extra_us": self.net_hop_extra_us}
+        for proto, eff in zip(("ll", "ll128", "simple"), self.net_proto_efficiency):
+            out[f"proto_efficiency.net.{proto}"] = eff
+        return out
+
+
+NEUTRAL = DeployedNet(0.0, (1.0, 1.0, 1.0), "nothing (NCCL's own constants)")
+
+# Fitted by simulator.calibration.deployed_fit on every system of data/nccl; how each value does
+# on a system it was not fitted on is the headline (leave-one-system-out) table of
+# docs/validation-collectives.md. The InfiniBand row rests on two small systems (2 x 1 A100-PCIe,
+# 2 x 8 DGX A100); EFA on one (2 x 8 AWS p5), Slingshot on one (Alps GH200, 2-512 nodes).
+DEPLOYED: dict[str, DeployedNet] = {
+    "efa": DeployedNet(20, (0.125, 0.4, 1), "aws-p5"),
+    "infiniband": DeployedNet(7, (0.125, 0.8, 1), "a100-pcie, sophia-a100"),
+    "roce": DeployedNet(20, (0.125, 0.6, 1), "aac10-mi300x, aac11-mi325x, mi355x"),
+    "slingshot": DeployedNet(20, (0.125, 0.7, 1), "gh200-alps"),
+    "other": DeployedNet(20, (0.125, 0.6, 1), "all of a100-pcie, aac10-mi300x, aac11-mi325x, aws-p5, gh200-alps, "
+                                               "mi355x, sophia-a100"),
+}
+
+
+def deployed_for(transport: str, table: dict[str, DeployedNet] | None = None) -> DeployedNet:
+    """The deployed constants of a transport (the pooled ``other`` row when it has none)."""
+    t = DEPLOYED if table is None else table
+    return t.get(transport) or t.get("other") or NEUTRAL
+
+
+def deployed_overrides(profile, table: dict[str, DeployedNet] | None = None) -> dict[str, float]:
+    """The ``nccl:`` keys the profile's transport contributes by default."""
+    return deployed_for(profile.node.nics.transport, table).overrides()

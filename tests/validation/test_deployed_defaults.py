@@ -1,0 +1,110 @@
+"""The deployed-fabric constants (simulator/costs/deployed.py): they change time, never NCCL's
+choice; a calibrated profile does not stack them; the bundled table is what the fit gives; and
+leave one system out, each system's error under constants fitted without it stays within the
+bounds below (the issue's targets where met, today's figure + margin where not)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from simulator.calibration.collective_validation import (
+    TARGET_MEDIAN_ALL, TARGET_MEDIAN_BIG, TARGET_SIGNED, _pooled, case_for, predict_sweep,
+)
+from simulator.calibration.measured import DATA_DIR, read_sweep
+from simulator.config.hardware import load_profile
+from simulator.costs.collectives import plan_collective
+from simulator.costs.deployed import DEPLOYED, NEUTRAL, DeployedNet
+from simulator.hardware.topology import build_topology
+from simulator.units import MiB
+
+
+def _with_nccl(profile, nccl):
+    return profile.model_copy(update={"nccl": nccl})
+
+
+def test_deployed_constants_change_time_not_choice():
+    base = load_profile("dgx-h100")
+    deployed = build_topology(base, 4)
+    neutral = build_topology(_with_nccl(base, NEUTRAL.overrides()), 4)
+    gpus = list(range(32))
+    for size in [2 ** k for k in range(10, 34, 3)]:
+        a = plan_collective("allreduce", gpus, size, deployed)
+        b = plan_collective("allreduce", gpus, size, neutral)
+        assert (a.algorithm, a.protocol) == (b.algorithm, b.protocol)
+        assert a.latency_s >= b.latency_s and a.wire_bytes >= b.wire_bytes
+
+
+def test_calibrated_profile_does_not_stack_the_deployed_constants():
+    from simulator.costs.nccl_graph import context_from_profile
+
+    base = load_profile("dgx-h100")
+    assert context_from_profile(base, 16, 2).constants.net_hop_extra_us == DEPLOYED["infiniband"].net_hop_extra_us
+    calibrated = _with_nccl(base, {"p2p_efficiency": 0.9})
+    assert context_from_profile(calibrated, 16, 2).constants.net_hop_extra_us == 0.0
+
+
+def test_fit_decomposition_reproduces_the_prediction():
+    """The fit predicts a row as latency + hops × extra + flows / efficiency from one neutral
+    prediction; that must equal planning again with those constants."""
+    from simulator.calibration.deployed_fit import decompose
+
+    sweep = read_sweep(DATA_DIR / "a100x16_allreduce_2node_dgx_ib.csv")
+    case = case_for(sweep)
+    neutral = predict_sweep(sweep, case, table={"other": NEUTRAL})
+    net = DeployedNet(13.0, (0.25, 0.7, 0.9), "test")
+    exact = predict_sweep(sweep, case, table={"other": net})
+    d = decompose([neutral])[case.system]
+    eff = np.where(d.scaled, np.asarray(net.net_proto_efficiency)[d.proto], 1.0)
+    t = np.maximum(d.latency_us + d.hops * net.net_hop_extra_us + d.flow_us / eff, d.floor_us)
+    assert t == pytest.approx([p.predicted_time_us for p in exact.points], rel=1e-6)
+
+
+@lru_cache(maxsize=None)
+def _held_out():
+    from simulator.calibration.deployed_fit import leave_one_system_out
+
+    return {h.system: h for h in leave_one_system_out()}
+
+
+@pytest.mark.slow
+def test_bundled_table_is_the_fit_on_every_system():
+    from simulator.calibration.deployed_fit import decompose, fit_table, neutral_results
+
+    fitted = fit_table(decompose(neutral_results()))
+    for transport, net in fitted.items():
+        assert (DEPLOYED[transport].net_hop_extra_us, DEPLOYED[transport].net_proto_efficiency) == \
+            (net.net_hop_extra_us, net.net_proto_efficiency), transport
+
+
+# Leave-one-system-out bounds (docs/validation-collectives.md headline): (median >= 1 MiB,
+# |signed median| >= 1 MiB, median over all sizes). The issue's targets are 15% / 10% / 25%;
+# where a system does not meet one yet, today's figure + a margin, and the reason.
+TARGETS = (TARGET_MEDIAN_BIG, TARGET_SIGNED, TARGET_MEDIAN_ALL)
+LOSO_BOUNDS = {
+    "dgx-h100": TARGETS,
+    "aac8-mi300x": TARGETS,
+    "aac11-mi325x": TARGETS,
+    "sophia-a100": (0.15, 0.10, 0.40),  # all sizes 36%: 2-node latency regime (NCCL 2.22 over HDR)
+    "a100-pcie": (0.15, 0.10, 0.35),  # all sizes 32%: LL over one IB HCA, 1-1024 KiB
+    "gh200-alps": (0.15, 0.10, 0.35),  # all sizes: Slingshot's 64 KiB-1 MiB collapse at 2-4 nodes
+    "aac10-mi300x": (0.15, 0.10, 1.60),  # all sizes: a 218 us per-call floor no other RoCE system has
+    "aws-p5": (0.42, 0.42, 0.42),  # 39% too fast: EFA is one system; held out, it gets the pooled fit
+    "mi355x": (0.30, 0.30, 0.80),  # held out, RoCE is AAC10's slow stack: 2-3x too slow below 1 MiB
+    "abci-a100": (0.62, 0.58, 0.43),  # NCCL 2.8.4, not explained by the network (kept out of the fit)
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", sorted(LOSO_BOUNDS))
+def test_leave_one_system_out(system):
+    held = _held_out()[system]
+    big, signed, everything = LOSO_BOUNDS[system]
+    mb, _ = _pooled(held.results, MiB)
+    sb, _ = _pooled(held.results, MiB, signed=True)
+    ma, _ = _pooled(held.results)
+    assert mb is None or mb <= big, f"{system}: median |error| >= 1 MiB {mb:.1%}"
+    assert sb is None or abs(sb) <= signed, f"{system}: signed median >= 1 MiB {sb:+.1%}"
+    assert ma <= everything, f"{system}: median |error| all sizes {ma:.1%}"
