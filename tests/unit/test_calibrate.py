@@ -32,7 +32,13 @@ LAT = {p: Param(f"nccl.hw_latency_us.nvlink.ring.{p}") for p in ("ll", "ll128", 
 
 @pytest.fixture(scope="module")
 def h100():
-    return load_profile("dgx-h100")
+    """dgx-h100 with NCCL's own constants across nodes (as a calibrated profile has them), so the
+    knobs below are compared with the model they refine, not with the deployed defaults
+    (simulator/costs/deployed.py) an uncalibrated profile starts from."""
+    from simulator.costs.deployed import NEUTRAL
+
+    profile = load_profile("dgx-h100")
+    return profile.model_copy(update={"nccl": NEUTRAL.overrides()})
 
 
 def synthetic(profile, truth: dict[Param, float], op: str = "allgather", sizes=SIZES, ranks: int = 8) -> MeasuredCollective:
