@@ -207,6 +207,9 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
     check_moe(scn, dp)
+    if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and scn.profile.gpu.arch != "blackwell":
+        _fail(scn, "training.fp8_recipe", f"mxfp8 needs Blackwell tensor cores (MX block scaling); "
+                                          f"{scn.profile.gpu.name} is {scn.profile.gpu.arch}")
     if t.dtype == "fp8" and scn.profile.gpu.fp8_TFLOPS is None:
         _fail(scn, "training.dtype", f"fp8 needs fp8 tensor cores; {scn.profile.gpu.name} has none")
     try:  # the kernel generation must be one the profile prices (flash3 on an A100 is not)

@@ -251,8 +251,16 @@ class Training(_Strict):
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "
         "(NeMo AutoModel's fake_balanced_gate benchmarks)")
 
+    fp8_recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(
+        default="delayed", description="FP8 scaling recipe with dtype fp8 (simulator/schedule/fp8.py): delayed "
+        "(TransformerEngine's default, amax history + amax AllReduce per pass) | current (per-tensor current "
+        "scaling) | rowwise (per-row scales, torchao) | blockwise (1x128/128x128, DeepSeek-V3) | mxfp8 "
+        "(1x32 MX blocks, Blackwell)")
+
     @model_validator(mode="after")
     def _routing(self) -> "Training":
+        if self.fp8_recipe != "delayed" and self.dtype != "fp8":
+            raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")

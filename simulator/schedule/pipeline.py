@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import GradSync, ParamUnit, embedding_unit, head_unit, layer_unit
+from simulator.schedule import fp8
 from simulator.schedule.ir import P2POp, ProgramBuilder, Tag, Transfer
 from simulator.schedule.transformer import LayerBuilder
 
@@ -112,8 +113,19 @@ class StageBuilder:
                 after = lb.embedding_forward(pb, mb, after, w.get("emb", ()))
             else:
                 after = lb.head_forward(pb, mb, after, w.get("head", ()))
+        after = self._amax(after, chunk, mb, "fwd")
         self.out[("F", chunk, mb)] = after
         return after
+
+    def _amax(self, after: int, chunk: int, mb: int, phase: str) -> int:
+        """Delayed FP8 scaling: the amax AllReduce closing a chunk's forward or backward."""
+        t = self.scn.training
+        if t.dtype != "fp8" or t.fp8_recipe != "delayed":
+            return after
+        axes = tuple(a for a, n in (("tp", self.scn.parallel.tp), ("cp", self.scn.parallel.cp), ("dp", self.scn.dp))
+                     if n > 1)
+        n_layers = sum(1 for u in self.chunks[chunk] if u.layer is not None)
+        return fp8.amax_reduction(self.pb, axes, n_layers, mb, after, phase, chunk)
 
     def backward(self, chunk: int, mb: int) -> int:
         pb, lb, sync = self.pb, self.layers, self.sync
@@ -130,6 +142,7 @@ class StageBuilder:
         fence = sync.end_backward(pb, mb, after)
         if fence >= 0:
             self.fence = fence
+        after = self._amax(after, chunk, mb, "bwd")
         self.out[("B", chunk, mb)] = after
         return after
 

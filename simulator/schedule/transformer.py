@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import attention, context_parallel, moe, ring_attention, tensor_parallel, ulysses
+from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
 
@@ -57,6 +57,7 @@ class LayerSpec:
     qkv_out: int = 0  # output features of the QKV GEMM per TP rank (0: (heads + 2 kv_heads)·head_dim / tp)
     attn_dim: int = 0  # head dim the attention core is priced at (0: head_dim; MLA: (d_qk + d_v)/2)
     proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
+    fp8_recipe: str = "delayed"
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -64,7 +65,7 @@ class LayerSpec:
         sp = p.sequence_parallel and p.tp > 1
         tokens = t.micro_batch * m.seq_len // (p.cp * p.ulysses)
         return cls(moe=moe.MoESpec.from_scenario(scn, tokens // p.tp if sp else tokens) if m.moe else None,
-                   first_dense=m.first_dense_layers, **_mla_shapes(scn), b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
+                   first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
                    heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated,
                    vocab=m.vocab, tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
@@ -337,7 +338,8 @@ class LayerBuilder:
             act_bytes = ew.act_fwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
             fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
-        return _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
+        out = _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
+        return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "fwd", self._qkv_out, self._proj_in)
 
     def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                   wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
@@ -369,7 +371,8 @@ class LayerBuilder:
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, core)
-        return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
+        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
+        return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 
     # -- embedding and LM head ----------------------------------------------------------------
 

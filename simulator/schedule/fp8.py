@@ -1,0 +1,86 @@
+"""What each FP8 recipe adds to a layer pass (``training.fp8_recipe``, with ``dtype: fp8``).
+
+The FP8 GEMMs themselves are priced by the profile (fp8 peak × ``fp8_gemm_efficiency_scale``,
+fitted on runs that used TransformerEngine's default recipe, delayed scaling). The recipes differ
+in the passes and collectives around the GEMMs (TransformerEngine ``common/recipe``,
+``pytorch/tensor/*``, ``pytorch/fp8.py``):
+
+* ``delayed`` (``DelayedScaling``): the scale comes from an amax history, so the cast is fused into
+  the kernel producing the tensor (norm, activation) and costs no pass of its own. At the end of
+  each forward and each backward of a model chunk, ``FP8GlobalStateManager.reduce_and_update_fp8_tensors``
+  AllReduces the amaxes of every FP8 tensor of the chunk over the amax-reduction group (Megatron:
+  data-parallel × TP × CP, ``get_amax_reduction_group``): one small blocking AllReduce of 4 bytes
+  per tensor (input, weight and gradient of each GEMM).
+* ``current`` (``Float8CurrentScaling``) and ``rowwise`` (per-row scales, torchao's float8 rowwise
+  as torchtitan runs it): the scale of a tensor is computed from the tensor itself, so every
+  quantised activation and gradient is read once more for its amax before the cast. With
+  sequence parallelism, ``current`` AllReduces the amax of each input it all-gathers in FP8 over
+  TP (4 bytes, latency-bound).
+* ``blockwise`` (``Float8BlockScaling``, DeepSeek-V3's 1×128 / 128×128 scaling) and ``mxfp8``
+  (``MXFP8BlockScaling``, 1×32 blocks with E8M0 scales, Blackwell tensor cores only): a block's
+  scale runs along the GEMM's reduction dimension, so each tensor is quantised twice, row-wise
+  and column-wise (the transposed use in wgrad/dgrad): one more FP8 copy (1 byte per element)
+  plus its scales (4/128 or 1/32 bytes) is written per quantised tensor.
+
+Quantised per layer pass (per TP rank): forward, the inputs of the QKV, output-projection, FC1
+and FC2 GEMMs; backward, the output gradients of the same four GEMMs. An MoE layer is counted
+with its dense shape (ffn_hidden), not its routed rows; FP8 all-gathers of FSDP/ZeRO-3 weights are
+not modelled (the parameter AllGathers stay bf16).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+
+if TYPE_CHECKING:
+    from simulator.schedule.transformer import LayerSpec
+
+RECIPES = ("delayed", "current", "rowwise", "blockwise", "mxfp8")
+SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
+GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
+
+
+def quantized_elements(spec: "LayerSpec", phase: str, qkv_out: int, proj_in: int) -> float:
+    """Elements one TP rank quantises in one pass of a dense layer (see the module docstring)."""
+    t, h, f = spec.tokens, spec.hidden, spec.ffn // spec.tp
+    up = (2 if spec.gated else 1) * f
+    if phase == "fwd":
+        return t * (h + proj_in + h + f)
+    return t * (qkv_out + h + up + h)
+
+
+def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
+    """HBM bytes a recipe adds per quantised element over the fused cast of delayed scaling."""
+    if recipe in ("current", "rowwise"):
+        return float(act_bytes)  # the amax pass reads the tensor once more
+    if recipe in SCALE_BYTES:
+        return 1.0 + SCALE_BYTES[recipe]  # the column-wise copy and its scales
+    return 0.0
+
+
+def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int,
+                   phase: str, qkv_out: int, proj_in: int) -> int:
+    """The recipe's quantisation passes (one op) and TP amax AllReduces of one layer pass."""
+    if spec.dtype != "fp8" or recipe == "delayed":
+        return after
+    tag = Tag(phase, layer, mb)  # type: ignore[arg-type]
+    nbytes = extra_bytes_per_element(recipe, spec.act_bytes) * quantized_elements(spec, phase, qkv_out, proj_in)
+    out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
+                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=GEMMS_PER_LAYER))
+    if recipe == "current" and spec.sp:
+        for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
+            out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),
+                                size_bytes=4, deps=(out,), dtype="fp32", tag=tag))
+    return out
+
+
+def amax_reduction(pb: ProgramBuilder, axes: tuple[str, ...], n_layers: int, mb: int, after: int,
+                   phase: str, chunk: int) -> int:
+    """Delayed scaling's AllReduce of the amaxes of a model chunk's FP8 tensors (3 per GEMM)."""
+    if not axes:
+        return after
+    return pb.add(CommOp(name=f"fp8.amax_reduction.{phase}.c{chunk}.mb{mb}", op="allreduce", axes=axes,
+                         size_bytes=4 * 3 * GEMMS_PER_LAYER * max(n_layers, 1), deps=(after,), dtype="fp32",
+                         tag=Tag(phase, None, mb, chunk)))  # type: ignore[arg-type]

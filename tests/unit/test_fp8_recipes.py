@@ -1,0 +1,75 @@
+"""FP8 recipes: what each adds to a step, in closed form."""
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.errors import InputError
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import CommOp, ComputeOp
+from tests.unit.test_schedule_invariants import PROFILE, SMALL, check_invariants
+
+B200 = PROFILE.replace("arch: hopper", "arch: blackwell")
+
+
+@pytest.fixture
+def make(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    (tmp_path / "b.yaml").write_text(B200)
+
+    def _make(recipe, parallel=None, hardware="p.yaml", dtype="fp8"):
+        data = {"name": "fp8", "hardware": hardware, "nodes": 2, "model": SMALL,
+                "training": {"micro_batch": 1, "global_batch": 8, "dtype": dtype, "fp8_recipe": recipe},
+                "parallel": parallel or {"tp": 2, "sequence_parallel": True}}
+        return build_scenario(data, source="fp8.yaml", base_dir=tmp_path)
+    return _make
+
+
+def _ops(scn):
+    return build_schedule(scn).programs["pp0.cp0"]
+
+
+def _quantize_bytes(prog, phase):
+    return sum(op.hbm_bytes for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
+               and op.tag.phase == phase and op.tag.layer == 0 and op.tag.microbatch == 0)
+
+
+def test_delayed_scaling_reduces_amaxes_once_per_pass(make):
+    """One AllReduce per micro-batch forward and backward over TP x DP (tp 2, dp 4), 4 bytes per
+    FP8 tensor: 3 per GEMM x 4 GEMMs x 4 layers; no quantisation passes (the cast is fused)."""
+    scn = make("delayed")
+    prog = _ops(scn)
+    amax = [op for op in prog if isinstance(op, CommOp) and op.name.startswith("fp8.amax_reduction")]
+    assert len(amax) == 2 * scn.n_micro
+    assert {op.axes for op in amax} == {("tp", "dp")} and {op.size_bytes for op in amax} == {4 * 3 * 4 * 4}
+    assert not any(".quantize." in op.name for op in prog)
+    check_invariants(build_schedule(scn))
+
+
+def test_current_scaling_reads_every_quantised_tensor_once_more(make):
+    """Forward quantises the inputs of QKV (h), proj (a·d/tp), FC1 (h), FC2 (f/tp) for b·s = 512
+    tokens; current scaling reads each once more (2 bytes) and AllReduces two SP amaxes over TP."""
+    prog = _ops(make("current"))
+    h, f, tp, tokens = 256, 512, 2, 512
+    fwd = tokens * (h + h // tp + h + f // tp)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx(2 * fwd)
+    amax = [op for op in prog if isinstance(op, CommOp) and "fp8_amax" in op.name and op.tag.layer == 0
+            and op.tag.microbatch == 0]
+    assert len(amax) == 4 and all(op.axes == ("tp",) and op.size_bytes == 4 for op in amax)
+
+
+def test_block_scaling_writes_a_column_wise_copy(make):
+    h, f, tp, tokens = 256, 512, 2, 512
+    fwd = tokens * (h + h // tp + h + f // tp)
+    bwd = tokens * ((8 + 2 * 4) * 32 // tp + h + 2 * f // tp + h)  # QKV out (heads + 2 kv) x d, proj, FC1 (gated), FC2
+    prog = _ops(make("blockwise"))
+    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 4 / 128) * fwd)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 4 / 128) * bwd)
+    prog = _ops(make("mxfp8", hardware="b.yaml"))
+    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 1 / 32) * fwd)
+
+
+def test_recipe_rules(make):
+    with pytest.raises(InputError, match="mxfp8 needs Blackwell"):
+        make("mxfp8")
+    with pytest.raises(InputError, match="needs dtype: fp8"):
+        make("current", dtype="bf16")
