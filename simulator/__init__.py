@@ -52,8 +52,11 @@ def simulate(scenario: Any, **kwargs: Any) -> "Simulation":
 
 
 def plot_gantt(trace: Any, *args: Any, **kwargs: Any) -> Any:
-    """A matplotlib Figure: the Gantt chart of a few ranks' streams (``ranks=``, ``window=(t0, t1)`` seconds,
-    ``path=`` to save a PNG); see :func:`simulator.report.plots.plot_gantt`."""
+    """A matplotlib Figure: the Gantt chart of a few ranks' streams. Given the Simulation
+    (``plot_gantt(result)``) it shows one steady-state layer, forward and backward, on the
+    critical rank and its TP/CP/DP peers, titled with scenario, hardware, plan and step time;
+    ``window="step"`` or ``window=(t0, t1)`` seconds, ``ranks=``, ``path=`` to save a PNG. A
+    Trace works too. See :func:`simulator.report.plots.plot_gantt`."""
     from simulator.report.plots import plot_gantt as _plot
 
     return _plot(trace, *args, **kwargs)
