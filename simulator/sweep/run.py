@@ -173,7 +173,7 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
         res = PlanResult(cand, _derived_dp(base, cand), bool(mem and mem.fits), mem.gib() if mem else None, reason)
         results.append(res)
         line = loaded.get(cand.key_text)
-        if line is not None:
+        if line is not None and not (line["status"] == "pruned" and not prune):  # --no-prune replays those
             apply_line(res, line, base.name)
             if res.simulated:
                 best = res.step_time_s if best is None else min(best, res.step_time_s)  # type: ignore[type-var]

@@ -203,6 +203,12 @@ def test_pruning_skips_only_plans_that_cannot_win(tmp_path):
     skipped = [r for r in pruned.plans if r.status == "pruned"]
     assert skipped and all(r.lower_bound_s >= pruned.best.step_time_s for r in skipped)
     assert sweep_json(pruned)["counts"]["skipped_by"]["lower_bound"] == len(skipped)
+    # resumed with --no-prune, the plans the file records as pruned are replayed, nothing else
+    path = tmp_path / "r.jsonl"
+    run_plans(scn, plans, bound_is_step, results=path)
+    again = run_plans(scn, plans, bound_is_step, resume=path, prune=False)
+    assert ranking(again) == ranking(full)
+    assert sweep_json(again)["counts"]["from_results_file"] == len(plans) - len(skipped)
 
 
 # --- wider search -----------------------------------------------------------------------------
