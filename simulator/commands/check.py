@@ -46,5 +46,8 @@ def run(args: argparse.Namespace) -> int:
     for role, ops in sched.programs.items():
         vol = comm_bytes(ops)
         lines.append(f"  {role:10s} {len(ops):7d} ops  " + "  ".join(f"{k} {v / GiB:.2f} GiB" for k, v in vol.items() if v))
+    from simulator.report.inputs import inputs_line, scenario_inputs
+
+    lines.append(inputs_line(scenario_inputs(scn)))
     print("\n".join(lines))
     return 0

@@ -96,3 +96,11 @@ def test_notebook_01_uses_only_the_package_api():
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     imports = [line for line in code.splitlines() if "import" in line and "simulator" in line]
     assert imports == ["from simulator import load_scenario, simulate", "from simulator import plot_breakdown, plot_gantt"]
+
+
+def test_nothing_imports_the_old_pipeline_module_name():
+    """`simulator.simulate` is the API function; the pipeline module is `simulator.simulation`."""
+    stale = [str(p.relative_to(ROOT)) for folder in ("simulator", "tests", "benchmarks", "notebooks", "docs")
+             for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".ipynb", ".md") and p.is_file()
+             and "from simulator." + "simulate import" in p.read_text(errors="replace")]
+    assert stale == []

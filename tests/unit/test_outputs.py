@@ -231,3 +231,10 @@ def test_measure_kernels_checks_its_output_before_torch(tmp_path, capsys):
 
     assert kernels_main(["-o", str(tmp_path / "no" / "t.csv")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_check_echoes_its_inputs(tmp_path, capsys):
+    scn = small_scenario(tmp_path)
+    assert main(["check", str(scn)]) == 0
+    out = capsys.readouterr().out
+    assert f"inputs: scenario {scn} (sha256 " in out and f"clustersim {__version__}" in out
