@@ -39,6 +39,10 @@ class Parallel(BaseModel):
     # transformer layers per pipeline stage, or (pp x vp entries) per virtual stage in the order
     # v = chunk·pp + stage, for uneven chunks (torch pipelining's layers_per_stage, 61 layers on 32)
     pp_layers: tuple[int, ...] | None = None
+    # DDP / ZeRO-1/2: reduce each gradient bucket once its backward is done (PyTorch DDP,
+    # Megatron --overlap-grad-reduce, DeepSpeed overlap_comm) or, when false, every bucket after
+    # the step's backward (Megatron's default; ZeRO-2: after each micro-batch's backward).
+    overlap_grad_reduce: bool = True
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).

@@ -80,10 +80,30 @@ What this says:
   almost fully hidden in reality. (These figures are from before `te_default`; see the next
   section for what modelling TE's per-GEMM overlap changed, and what remains.)
 - The A100 factor transfers as before: BLOOM (no row fitted) +20%, Megatron 2020 multi-node
-  +24-30% (with today's 0.803 derate), both optimistic for stack-era reasons (2020-2022 cuBLAS
+  +24-30% (with today's 0.803 derate; +3.5% to +22% once its gradient AllReduce runs after the backward, as in the section on gradient reduction), both optimistic for stack-era reasons (2020-2022 cuBLAS
   slower than the stack behind MAMF). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path
   (profile jean-zay-a100) rather than the DGX A100's 8 × 200 Gb/s HDR. That changes its rows by
   0.5-2 points, so the network is not the cause.
+
+## Gradient reduction as each stack ran it (`overlap_grad_reduce`, `grad_reduce_dtype`)
+
+Megatron-LM overlaps the data-parallel gradient reduction with backward only under
+`--overlap-grad-reduce`; without it `finalize_model_grads` reduces every bucket after the
+backward. DeepSpeed ZeRO-1/2 does the same unless `overlap_comm` is set. For bf16 Megatron keeps
+fp32 main grads and reduces them in fp32 (`accumulate_allreduce_grads_in_fp32`). The sources now
+run these defaults unless they state otherwise: Megatron-LM 2020 and BLOOM reduce after the
+backward, FlagPerf (no flag stated) after the backward in fp32, and Megatron-Core 2024
+(`--overlap-grad-reduce` stated) overlapped in fp32. The NeMo rows keep NeMo's overlapped
+default.
+
+- Megatron-LM 2020: the 128-way AllReduce after the backward is exposed. Median +26.6% → +20.5%.
+  The 8B model on 1,024 GPUs goes from +25.5% to +3.5%. The other multi-node rows move 3-10
+  points and stay 20-22% optimistic, so the 2020 stack is still slower than modelled.
+- BLOOM: 20.1% → 19.7%. Its DP group is 4-12 ranks, so the exposed reduction is small.
+- FlagPerf: within 0.1 point (the reduction stays inside one NVLink node).
+- Megatron-Core 2024: fp32 doubles the ReduceScatter bytes. The rows get more pessimistic
+  (−14.0% → −17.0% median; GPT-32B tp8 −23.8% → −33.6%): the reduction competes with the TP
+  collectives the model already over-exposes on these rows (see the TE overlap section).
 
 ## TransformerEngine's default TP overlap (`tp_overlap: te_default`)
 

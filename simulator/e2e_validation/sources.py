@@ -52,7 +52,8 @@ class Source:
 def _megatron2020(rows: list[Row]) -> list[Case]:
     """A100 rows that fill whole DGX nodes (8-way TP on one node; 128-way DP). The README's
     TFLOP/s follow eq. 3 with the factor 96 (1.076 s and 149.8 TFLOP/s for the 1B model agree
-    with it), so activation recompute was on: scenarios use full recompute."""
+    with it), so activation recompute was on: scenarios use full recompute. Megatron-LM's local
+    DDP of 2020 all-reduced the fp16 gradients after the backward (no overlap)."""
     out = []
     for r in rows:
         if r["metric"] != "step_time_s" or "A100" not in r["gpu"]:
@@ -65,14 +66,16 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
         out.append(Case("megatron2020", f"{r['model_name']} tp{tp} dp{dp} {n} GPUs", make_scenario(
             f"mlm2020-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
             micro_batch=gb // dp, global_batch=gb, dtype="fp16", recompute="full",
-            parallel=dict(tp=tp), stack=MEGATRON_LEGACY), "step_time_s", float(r["value"]), n))
+            parallel=dict(tp=tp, overlap_grad_reduce=False, grad_reduce_dtype="fp16"), stack=MEGATRON_LEGACY),
+            "step_time_s", float(r["value"]), n))
     return out
 
 
 def _bloom(rows: list[Row]) -> list[Case]:
     """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
     on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), on the
-    jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links)."""
+    jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links). DeepSpeed
+    ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default)."""
     out, seen = [], set()
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
         if r["metric"] != "step_time_s" or "INCONSISTENT" in r["notes"] or not r["layers"]:
@@ -98,7 +101,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
                                   gpt_model(r, position="rope", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
-                                  parallel=dict(tp=tp, pp=pp, zero=1), stack=MEGATRON_LEGACY),
+                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False),
+                                  stack=MEGATRON_LEGACY),
                         "step_time_s", float(r["value"]), n))
     return out[:8]
 
@@ -127,7 +131,9 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
     recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
     --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) and the
-    distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather)."""
+    distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather),
+    gradients reduced during backward (--overlap-grad-reduce) in fp32 (Megatron's main grads for
+    bf16, ``accumulate_allreduce_grads_in_fp32``)."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["tp"]:
@@ -135,7 +141,7 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
         if n > 1536:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
-        par = megatron_parallel(tp, pp)
+        par = dict(megatron_parallel(tp, pp), grad_reduce_dtype="fp32")
         out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} dp{n // (tp * pp)} {n} GPUs",
                         make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
@@ -202,7 +208,9 @@ def _mpt_seq(rows: list[Row]) -> list[Case]:
 
 def _flagperf(rows: list[Row]) -> list[Case]:
     """Llama-3 8B/70B Megatron-Core rows in bf16 on H100 and A800 (A800: NVLink 400 GB/s, run
-    on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute."""
+    on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute. No
+    overlap flag is stated, so Megatron-Core's defaults: gradients reduced after the backward
+    (no ``--overlap-grad-reduce``), in fp32 (main grads for bf16)."""
     out = []
     for r in rows:
         if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16":
@@ -217,7 +225,9 @@ def _flagperf(rows: list[Row]) -> list[Case]:
         out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}",
                         make_scenario(f"flagperf-{len(out)}", hw, n, llama_model(r),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                                  dtype="bf16", recompute=parse_recompute(r), parallel=dict(tp=tp, pp=pp, zero=1)),
+                                  dtype="bf16", recompute=parse_recompute(r),
+                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
+                                                grad_reduce_dtype="fp32")),
                         "tokens_per_s_per_gpu", float(r["value"]), n))
     return out
 

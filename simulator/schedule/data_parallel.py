@@ -17,6 +17,12 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
   optimizer step on the local shard, AllGather of the updated bf16 parameters per bucket.
 * zero 2: gradients are sharded, so they cannot accumulate unreduced: the ReduceScatter runs in
   every micro-batch (DeepSpeed stage 2), then step and AllGather as stage 1.
+* ``overlap_grad_reduce: false`` (Megatron's default without ``--overlap-grad-reduce``; DeepSpeed
+  ZeRO-1/2 without ``overlap_comm``): no bucket is launched during backward; every bucket's
+  collective is issued in backward order once the step's backward is over
+  (``finalize_model_grads`` → ``finish_grad_sync``), exposed before the optimizer step. ZeRO-2
+  reduces each micro-batch's buckets after that micro-batch's backward, and the next micro-batch
+  waits for them.
 * ``overlap_param_gather`` (Megatron's ``--overlap-param-gather``, zero 1/2): the AllGather of the
   updated parameters is not waited for after the step but dispatched by the forward pre-hooks of
   the next iteration, so it hides under forward compute (``distributed_optimizer.py``,
@@ -225,6 +231,8 @@ class BucketedSync(GradSync):
                     self.buckets.setdefault(b.last_unit, []).append(b)
                     self.all_buckets.append(b)
         self._pending: list[int] = []
+        self.overlap_grad_reduce = p.overlap_grad_reduce
+        self._deferred: list[tuple[ParamUnit, int]] = []  # (unit, micro-batch) reduced after backward
         self.overlap_param_gather = p.overlap_param_gather and self.zero >= 1 and bool(self.axes)
         self.synced = bool(self.axes or self.expert_axes)
         self._gathered: dict[str, int] | None = None  # module name -> its bucket's AllGather op
@@ -257,18 +265,40 @@ class BucketedSync(GradSync):
         every_mb = self.zero == 2
         if not self.synced or (mb != self.n_micro - 1 and not every_mb):
             return
+        if not self.overlap_grad_reduce:
+            self._deferred.append((unit, mb))
+            return
+        self._reduce(pb, unit, mb, (after,))
+
+    def _reduce_deferred(self, pb: ProgramBuilder, deps: tuple[int, ...]) -> None:
+        """Without overlap every bucket is reduced once the backward is over, in backward order:
+        Megatron's ``finalize_model_grads`` → ``finish_grad_sync`` (no ``--overlap-grad-reduce``),
+        DeepSpeed ZeRO-2 without ``overlap_comm`` after each micro-batch's backward."""
+        for unit, mb in self._deferred:
+            self._reduce(pb, unit, mb, deps)
+        self._deferred = []
+
+    def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        if self.zero != 2 or not self._deferred:
+            return -1
+        n = len(self._pending)
+        self._reduce_deferred(pb, (after,))
+        return self._pending[-1] if len(self._pending) > n else -1  # the next micro-batch waits
+
+    def _reduce(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, deps: tuple[int, ...]) -> None:
         tag = Tag("bwd", unit.layer, mb)
         op = "allreduce" if self.zero == 0 else "reducescatter"
         for i, b in enumerate(self.buckets.get(unit.name, ())):
             axes = self._bucket_axes(b)
             if axes:
                 self._pending.append(self._comm(pb, f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}.mb{mb}",
-                                                op, b.numel * self.grad_bytes, (after,), tag, axes=axes))
+                                                op, b.numel * self.grad_bytes, deps, tag, axes=axes))
 
     def pending(self) -> tuple[int, ...]:
         return tuple(self._pending)
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
+        self._reduce_deferred(pb, after)
         p = self.scn.parallel
         if p.sequence_parallel and p.tp > 1:
             # grads of the SP-replicated norm weights are summed over tp once per step

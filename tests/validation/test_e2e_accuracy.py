@@ -111,11 +111,35 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
 
 def test_megatron_2020_median_error():
     """Five fast runs (a few seconds together), one of them (8 GPUs) in the fitting subset.
-    Doc: median +26.6%; still optimistic on every row (2020 stack slower than modelled)."""
-    rs = list(scoring.run_cases(_by_source("megatron2020")))
+    Megatron-LM's local DDP of 2020 all-reduced the gradients after the backward
+    (``overlap_grad_reduce: false``); the 128-way data parallelism then exposes the AllReduce,
+    most for the 8B model at 1,024 GPUs. Doc: median +20.5%, the 1,024-GPU row +3.5% (+25.5%
+    with the AllReduce overlapped); still optimistic on every row."""
+    import copy
+
+    cs = _by_source("megatron2020")
+    assert all(c.scenario["parallel"]["overlap_grad_reduce"] is False for c in cs)
+    rs = list(scoring.run_cases(cs))
     med = statistics.median(r.error for r in rs)
-    assert 0.17 <= med <= 0.31
-    assert all(0.10 < r.error < 0.35 for r in rs)
+    assert 0.14 <= med <= 0.26
+    assert all(0.0 < r.error < 0.35 for r in rs)
+    big = max(cs, key=lambda c: c.n_gpus)
+    overlapped = copy.deepcopy(big.scenario)
+    overlapped["parallel"]["overlap_grad_reduce"] = True
+    r_on = scoring.run_case(sources.Case(big.source, big.label, overlapped, big.metric, big.measured, big.n_gpus))
+    r_off = next(r for r in rs if r.case is big)
+    assert r_on.error - r_off.error >= 0.15
+
+
+def test_gradient_reduction_follows_each_stacks_defaults():
+    """Megatron keeps fp32 main grads for bf16 and reduces them in fp32
+    (``accumulate_allreduce_grads_in_fp32``); it overlaps the reduction only with
+    ``--overlap-grad-reduce`` (stated by the Megatron-Core 2024 README, NeMo's default), and
+    DeepSpeed ZeRO-1 (BLOOM) only with ``overlap_comm``."""
+    by = {c.source: c.scenario["parallel"] for c in sources.cases()}
+    assert by["mcore2024"]["grad_reduce_dtype"] == "fp32" and by["mcore2024"].get("overlap_grad_reduce", True)
+    assert by["flagperf"]["grad_reduce_dtype"] == "fp32" and by["flagperf"]["overlap_grad_reduce"] is False
+    assert by["bloom"]["overlap_grad_reduce"] is False and by["megatron2020"]["overlap_grad_reduce"] is False
 
 
 def test_mpt_small_models_on_a100():
@@ -183,11 +207,11 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 119 rows (about 3 minutes of simulation with the leave-one-source-out refits, split over
+    """All 124 rows (about 4 minutes of simulation with the leave-one-source-out refits, split over
     the cores). Doc: overall median
-    |error| 8.2%; held-out rows 9.5%; BLOOM (all held out, on jean-zay-a100) 20.1%;
-    Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather) still pessimistic, -14.0%
-    median; NeMo 24.07 (FP8 H100, all held out) 7.6%; NeMo's H100 context-parallel rows
+    |error| 8.3%; held-out rows 9.6%; BLOOM (all held out, on jean-zay-a100) 19.7%;
+    Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather, fp32 gradient reduction)
+    still pessimistic, -17.0% median; NeMo 24.07 (FP8 H100, all held out) 7.6%; NeMo's H100 context-parallel rows
     optimistic, +22.1% to +37.6% above 16K tokens (see the doc's findings)."""
     jobs = min(4, os.cpu_count() or 1)
     results = list(scoring.run_cases(sources.cases(), jobs=jobs))
@@ -203,9 +227,9 @@ def test_overall_median_error():
 
 def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
-    Upper bounds on the error (doc: all 9.3% median; MPT 7.1%, MPT sweeps 6.6%, FlagPerf 4.1%,
-    NeMo 24.07 7.6%, NeMo CP 14.7%; regimes: small models 7.8%, ZeRO-3 7.1%, long context 6.5%,
-    signed medians +7.8%, +1.7%, +6.4%). Only rows of sources with fitting rows change: a source
+    Upper bounds on the error (doc: all 9.3% median; MPT 7.1%, MPT sweeps 6.6%, FlagPerf 4.0%,
+    NeMo 24.07 7.6%, NeMo CP 14.7%; regimes: small models 7.8%, ZeRO-3 7.7%, long context 6.5%,
+    signed medians +7.7%, +1.9%, +6.4%). Only rows of sources with fitting rows change: a source
     without any keeps its in-sample prediction exactly."""
     held = loso.leave_one_source_out(results, loso.parallel_simulator(jobs))
     errors = [h.result.error for h in held]
