@@ -4,6 +4,7 @@ replay, how many the lower bound prunes, and the cost per simulated plan.
     python benchmarks/bench_sweep.py                 # screening only (seconds)
     python benchmarks/bench_sweep.py --simulate      # also run the sweeps (minutes) with --jobs 2
     python benchmarks/bench_sweep.py --simulate gpt3 # only the cases whose name contains "gpt3"
+    python benchmarks/bench_sweep.py --simulate --max-plans 6   # a sample: the 6 most promising plans
 
 Cases (issue "Plan search that scales past one machine"):
 
@@ -32,6 +33,7 @@ from simulator.config.scenario import build_scenario, load_scenario  # noqa: E40
 from simulator.simulation import simulate_scenario  # noqa: E402
 from simulator.sweep.bound import step_lower_bound  # noqa: E402
 from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked  # noqa: E402
+from simulator.sweep.progress import Progress  # noqa: E402
 from simulator.sweep.run import count_kinds, run_plans  # noqa: E402
 
 LLAMA3_70B_1K = dict(
@@ -67,7 +69,8 @@ def screen(base, bounds) -> tuple[int, int, float]:
 
 def main(argv: list[str]) -> int:
     simulate = "--simulate" in argv
-    only = [a for a in argv if not a.startswith("--")]
+    max_plans = int(argv[argv.index("--max-plans") + 1]) if "--max-plans" in argv else None
+    only = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--max-plans")]
     bad = 0
     for name, base, bounds in cases():
         if only and not any(o in name for o in only):
@@ -81,7 +84,8 @@ def main(argv: list[str]) -> int:
         if not simulate:
             continue
         c0, t0 = cpu_all(), time.perf_counter()
-        result = run_plans(base, enumerate_plans(base, bounds), simulate_scenario, jobs=min(2, os.cpu_count() or 1))
+        result = run_plans(base, enumerate_plans(base, bounds), simulate_scenario, jobs=min(2, os.cpu_count() or 1),
+                           max_plans=max_plans, progress=Progress())
         wall, cpu = time.perf_counter() - t0, cpu_all() - c0
         c = count_kinds(result.plans)
         sim = max(c["simulated"], 1)
