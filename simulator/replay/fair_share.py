@@ -39,7 +39,15 @@ def max_min_rates(
         return rate
     e_link = np.asarray(link_of_entry, dtype=np.int64)
     e_flow = np.asarray(flow_of_entry, dtype=np.int64)
-    residual = np.array(capacity_Bps, dtype=np.float64)  # a copy, indexed by link id
+    capacity_Bps = np.asarray(capacity_Bps, dtype=np.float64)
+    if capacity_Bps.size > 4 * e_link.size:
+        # Few flows on a large fabric: number the links they cross 0..k-1, so that every pass
+        # costs in proportion to those links, not to the fabric (same sums, same order).
+        used, e_link = np.unique(e_link, return_inverse=True)
+        e_link = e_link.reshape(-1)
+        residual = capacity_Bps[used]
+    else:
+        residual = capacity_Bps.copy()  # indexed by link id
     n_links = residual.size
     frozen = np.zeros(n_flows, dtype=bool)
     # Flows over no link are limited by their cap alone.

@@ -306,3 +306,17 @@ def test_vectorised_path_for_large_components_gives_the_same_finish_times(seed, 
     for name in want:
         assert done[name] == pytest.approx(want[name], rel=1e-7)
     assert net._mirror is not None  # the vectorised path did run
+
+
+def test_water_filling_on_a_large_fabric_equals_it_on_the_links_used():
+    """A few flows on a fabric of many links: the links they cross are renumbered, and the rates
+    must be exactly those computed over a capacity table of just those links."""
+    rng = np.random.default_rng(7)
+    used = rng.choice(100_000, size=300, replace=False)
+    cap_big = np.full(100_000, 1e9)
+    cap_big[used] = rng.choice([50e9, 100e9, 450e9], size=used.size)
+    e_flow = np.repeat(np.arange(200), 3)
+    k = rng.integers(0, used.size, size=e_flow.size)
+    big = max_min_rates(e_flow, used[k], 200, cap_big)
+    small = max_min_rates(e_flow, k, 200, cap_big[used])
+    assert np.array_equal(big, small)
