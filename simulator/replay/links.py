@@ -168,16 +168,23 @@ class FlowNetwork:
         self._schedule_update()
         return event
 
+    def _shape(self, phase: Sequence[Any]) -> PhaseShape:
+        hit = self._shapes.get(id(phase))
+        if hit is None or hit[0] is not phase:
+            hit = self._shapes[id(phase)] = (phase, phase_shape(phase, self.capacity_Bps, self._capacity_list))
+        return hit[1]
+
+    def phase_duration(self, phase: Sequence[Any]) -> float:
+        """Seconds the phase takes alone on an empty network (its slowest component alone)."""
+        return self._shape(phase).duration
+
     def transfer_phase(self, phase: Sequence[Any]) -> simpy.Event:
         """:meth:`transfer_many` for a phase that starts again and again (a collective plan's
         phase, the same object each time): it is decomposed once into its connected
         components, and each component that meets no other flow runs in closed form as its
         solo trajectory (``solo_phases``) until a flow arrives on one of its links. The event
         fires when every flow of the phase has finished, at the time transfer_many gives."""
-        hit = self._shapes.get(id(phase))
-        if hit is None or hit[0] is not phase:
-            hit = self._shapes[id(phase)] = (phase, phase_shape(phase, self.capacity_Bps, self._capacity_list))
-        shape = hit[1]
+        shape = self._shape(phase)
         event = self.env.event()
         if not shape.components:
             event.succeed()

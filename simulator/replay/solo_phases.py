@@ -141,8 +141,13 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
         if links and (min(links) < 0 or max(links) >= n_links):
             raise ValueError(f"link id out of range 0..{n_links - 1}")
         specs.append((links, nbytes, inf if cap is None else float(cap)))
-    # Components by union-find over links (flows sharing a link are joined).
-    parent = list(range(len(specs)))
+    n = len(specs)
+    lengths = np.fromiter((len(links) for links, _, _ in specs), dtype=np.int64, count=n)
+    e_link = np.fromiter((link for links, _, _ in specs for link in links), dtype=np.int64, count=int(lengths.sum()))
+    e_flow = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    # Components by union-find over links (flows sharing a link are joined); only flows on a
+    # link some other flow of the phase crosses can be joined to anything.
+    parent = list(range(n))
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -150,24 +155,40 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
             i = parent[i]
         return i
 
+    # (np.unique, not a bincount over every link: the phase is small beside a large fabric.)
+    _, where, users = np.unique(e_link, return_inverse=True, return_counts=True)
+    shared = users[where.reshape(-1)] > 1
     first: dict[int, int] = {}
-    for i, (links, _, _) in enumerate(specs):
-        for link in links:
-            j = first.setdefault(link, i)
-            if j != i:
-                a, b = find(i), find(j)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+    for i, link in zip(e_flow[shared].tolist(), e_link[shared].tolist()):
+        j = first.setdefault(link, i)
+        if j != i:
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    # Flows alone in their component: the slowest link or the cap (as FlowNetwork times them).
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, dtype=np.int64)
+    link_min = np.full(n, inf)
+    has = lengths > 0
+    if has.any():
+        link_min[has] = np.minimum.reduceat(capacity_Bps[e_link], starts[has])
+    alone_rate = np.minimum(link_min, np.fromiter((cap for _, _, cap in specs), dtype=np.float64, count=n)).tolist()
     members: dict[int, list[int]] = {}
-    for i in range(len(specs)):
+    for i in range(n):
         members.setdefault(find(i), []).append(i)
     components: list[Component] = []
     linkless: list[int] = []
     link_list: list[int] = []
     comp_list: list[int] = []
     for flows in members.values():
-        links = tuple(sorted({link for i in flows for link in specs[i][0]}))
-        duration, segments = _solo(flows, specs, capacity, capacity_Bps)
+        if len(flows) == 1:
+            i = flows[0]
+            links, size, _ = specs[i]
+            rate = alone_rate[i]
+            links = tuple(sorted(set(links)))
+            duration, segments = size / rate, [Segment(0.0, flows, [size], [rate])]
+        else:
+            links = tuple(sorted({link for i in flows for link in specs[i][0]}))
+            duration, segments = _solo(flows, specs, capacity, capacity_Bps)
         if not links:
             linkless.append(len(components))
         link_list.extend(links)
