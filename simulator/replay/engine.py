@@ -42,7 +42,7 @@ import simpy
 from simulator.errors import HangError
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners
 from simulator.replay.hang import hang_report
-from simulator.replay.rank_state import RankState, Rendezvous, RoleTable
+from simulator.replay.rank_state import ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
 from simulator.replay.trace import RankTimeline, SimStats, Trace
@@ -70,8 +70,9 @@ class Replayer:
     def __init__(self, schedule: Any, topology: Any, *, algo: str | None, proto: str | None,
                  ranks: Sequence[int], n_ranks: int, mirrored: Sequence[str],
                  planner: Callable[..., Any], network_factory: Callable[..., Any], capacity_Bps: Any,
-                 exclusive_fast_path: bool = True) -> None:
+                 exclusive_fast_path: bool = True, compute_runs: bool = True) -> None:
         self.schedule = schedule
+        self.compute_runs = compute_runs
         self.grid = schedule.grid
         self.topology = topology
         self.algo = algo
@@ -102,7 +103,8 @@ class Replayer:
         self._ready_plans: dict[tuple, tuple[Any, tuple[str, str], float | None]] = {}
         owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._route)
                   if exclusive_fast_path else None)
-        self._exclusive = ExclusiveLinks(owners, network_factory, capacity_Bps)
+        self._exclusive = ExclusiveLinks(owners, network_factory, capacity_Bps,
+                                         getattr(self.net, "phase_duration", None))
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -145,17 +147,66 @@ class Replayer:
         """Count communication in flight on a rank; a kernel already running unslowed when
         communication starts runs its remaining part slowed by ``overlap_slowdown``."""
         R.inflight += delta
+        if R.run is not None and self.slowdown > 0 and R.inflight == (delta if delta > 0 else 0):
+            self._replan(R, delta > 0)
         if delta > 0 and self.slowdown > 0 and R.running is not None and not R.running[1]:
             end, _ = R.running
             R.extend += (end - self.env.now) * self.slowdown
             R.running = (end, True)
+
+    def _replan(self, R: RankState, started: bool) -> None:
+        """Communication started (``started``) or the last of it ended on a rank running a
+        block of kernels: the kernel running now is slowed for its remaining part if it was not
+        (as ``_comm_started`` does for a single kernel), the kernels after it start under the
+        new state."""
+        run, now = R.run, self.env.now
+        end = run.end
+        k = 0
+        while k < len(end) and end[k] <= now:
+            k += 1
+        if k == len(end):
+            return  # every kernel of the run has ended; its wake-up is due now
+        if started and not run.slowed[k]:
+            end[k] = end[k] + (end[k] - now) * self.slowdown
+            run.slowed[k] = True
+        run.plan(k + 1, end[k], R.inflight > 0, R.table.dt)
+        self._arm(run)
+
+    def _arm(self, run: ComputeRun) -> None:
+        """(Re)set the timer that ends the run at its last kernel's end."""
+        run.token += 1
+        token = run.token
+        timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
+        timer.callbacks.append(lambda _ev: token == run.token and run.event.succeed())
+
+    def _compute_run(self, R: RankState, indices: list[int], p: int) -> int:
+        """How many kernels from ``indices[p]`` on can replay as one block: consecutive compute
+        ops whose other-stream dependencies are done, ending at one another stream waits for."""
+        table = R.table
+        dts, watched, cross, done = table.dt, table.watched, table.cross_deps, R.done
+        q = p + 1
+        if indices[p] in watched:
+            return 1
+        while q < len(indices):
+            k = indices[q]
+            if dts[k] is None or not all(done[d] for d in cross[k]):
+                break
+            q += 1
+            if k in watched:
+                break
+        return q - p
 
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
         env = self.env
         prog = R.table.program
         dts = R.table.dt
-        for i in indices:
+        n = len(indices)
+        p = 0
+        blocks = self.compute_runs and prog[indices[0]].stream == "compute"
+        while p < n:
+            i = indices[p]
+            p += 1
             op = prog[i]
             for d in op.deps:
                 if not R.done[d]:
@@ -166,6 +217,22 @@ class Replayer:
                     yield ev
             R.ready[i] = env.now
             dt = dts[i]
+            if dt is not None and blocks and (m := self._compute_run(R, indices, p - 1)) > 1:
+                run = R.run = ComputeRun(indices[p - 1:p - 1 + m], env.event())
+                run.plan(0, env.now, R.inflight > 0, dts)
+                self._arm(run)
+                yield run.event
+                R.run = None
+                for k, t0, t1 in zip(run.ops, run.start, run.end):
+                    R.ready[k] = R.start[k] = t0
+                    R.end[k] = t1
+                    R.done[k] = 1
+                    ev = R.waiters.pop(k, None)
+                    if ev is not None:
+                        ev.succeed()
+                R.n_done += m
+                p += m - 1
+                continue
             if dt is not None:
                 R.start[i] = env.now
                 slowed = R.inflight > 0
@@ -236,7 +303,7 @@ class Replayer:
                 if phase:
                     yield self._phase(phase)
         for Rm, _ in arrived:
-            Rm.inflight -= 1
+            self._comm_started(Rm, -1)
 
     # -- run -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -252,12 +319,15 @@ class Replayer:
 def replay(schedule: Any, topology: Any, *, algo: str | None = None, proto: str | None = None,
            max_ranks: int | None = None, symmetric: bool | None = None,
            op_budget: int = DEFAULT_OP_BUDGET, planner: Callable[..., Any] | None = None,
-           network_factory: Callable[..., Any] | None = None, exclusive_fast_path: bool = True) -> Trace:
+           network_factory: Callable[..., Any] | None = None, exclusive_fast_path: bool = True,
+           compute_runs: bool = True) -> Trace:
     """Replay one training step of ``schedule`` on ``topology``; returns its :class:`Trace`.
 
     ``algo``/``proto`` pin the NCCL algorithm/protocol of every collective (default: the tuner's
     choice). ``exclusive_fast_path`` times a collective whose links no other traffic can use
-    by its (cached) time alone instead of flow by flow; turning it off must not change results.
+    by its (cached) time alone instead of flow by flow; ``compute_runs`` replays consecutive
+    kernels of the compute stream that nothing else waits on as one timed block; turning
+    either off must not change results.
     ``planner`` and ``network_factory`` default to ``costs.collectives.plan_collective``
     and ``replay.links.FlowNetwork`` (injectable for tests).
     """
@@ -276,7 +346,7 @@ def replay(schedule: Any, topology: Any, *, algo: str | None = None, proto: str 
     ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric)
     rp = Replayer(schedule, topology, algo=algo, proto=proto, ranks=ranks, n_ranks=n_ranks, mirrored=mirrored,
                   planner=planner, network_factory=network_factory, capacity_Bps=capacity,
-                  exclusive_fast_path=exclusive_fast_path)
+                  exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs)
     rp.run()
     timelines = {
         r: RankTimeline(rank=r, role=R.role, program=R.table.program, ready=R.ready, start=R.start, end=R.end,

@@ -39,13 +39,22 @@ class RoleTable:
         self.dt: list[tuple[float, float] | None] = [
             None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow)
             for op, t in zip(program, compute_times(program, gpu))]
+        # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
+        # of another stream waits for (a run ends there, so that op's end can wake it), and
+        # each op's dependencies on other streams (a run goes on only while they are done).
+        self.watched: set[int] = set()
+        self.cross_deps: list[tuple[int, ...]] = []
+        for op in program:
+            cross = tuple(d for d in op.deps if program[d].stream != op.stream)
+            self.watched.update(cross)
+            self.cross_deps.append(cross)
 
 
 class RankState:
     """Mutable state of one simulated rank during the replay."""
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
-                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend")
+                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
         n = len(table.program)
@@ -61,11 +70,40 @@ class RankState:
         self.inflight = 0
         self.running: tuple[float, bool] | None = None  # (planned end, slowed) of the compute op running
         self.extend = 0.0  # extra compute time owed because communication started mid-kernel
+        self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
         self.coll_seq: dict[str, int] = {}
         # stream -> (op index, what it waits for: a dependency's index, or "rendezvous"/"send/recv")
         self.blocked: dict[str, tuple[int, int | str]] = {}
         self.algorithm: dict[int, tuple[str, str]] = {}
         self.groups: dict[int, tuple[int, ...]] = {}
+
+
+class ComputeRun:
+    """Consecutive kernels of the compute stream replayed as one timed block: each starts when
+    the previous ends, slowed by ``overlap_slowdown`` when the rank has communication in flight
+    at its start, as the op-by-op replay does. ``plan`` lays them out from a given op on;
+    communication that starts or ends on the rank during the run re-plans the rest
+    (engine._comm_started). ``token`` names the live wake-up timer."""
+
+    __slots__ = ("ops", "start", "end", "slowed", "event", "token")
+
+    def __init__(self, ops: list[int], event: simpy.Event) -> None:
+        self.ops = ops
+        self.start = [0.0] * len(ops)
+        self.end = [0.0] * len(ops)
+        self.slowed = [False] * len(ops)  # True: no further slowdown applies to it
+        self.event = event
+        self.token = 0
+
+    def plan(self, first: int, t: float, inflight: bool, dt: list[tuple[float, float] | None]) -> None:
+        """Ops ``first``.. back to back from ``t``, under the communication state ``inflight``."""
+        start, end, slowed, ops = self.start, self.end, self.slowed, self.ops
+        for j in range(first, len(ops)):
+            d0, d1 = dt[ops[j]]
+            start[j] = t
+            t = t + (d1 if inflight else d0)
+            end[j] = t
+            slowed[j] = inflight or d1 == d0
 
 
 @dataclass

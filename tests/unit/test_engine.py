@@ -26,7 +26,12 @@ def test_single_rank_without_communication_is_the_sum_of_its_ops():
     trace = replay(sched, t, **FAKES)
     expected = sum(compute_time(op, t.profile.gpu) for op in pb.ops)
     assert trace.step_time_s == pytest.approx(expected, rel=1e-12)
-    assert trace.stats.ranks == 1 and trace.stats.events > 20
+    # Op by op, every kernel is an event; as one run of kernels, a handful, with the same times.
+    by_op = replay(sched, t, compute_runs=False, **FAKES)
+    assert by_op.stats.ranks == 1 and by_op.stats.events > 20 and trace.stats.events < 10
+    tl, ref = trace.timelines[0], by_op.timelines[0]
+    for a in ("ready", "start", "end"):
+        assert getattr(tl, a) == pytest.approx(getattr(ref, a), rel=1e-12)
 
 
 def tp_overlap_schedule(dependent: bool) -> tuple[Sched, int]:
@@ -299,3 +304,33 @@ def test_nccl_send_runs_on_its_channels_and_userbuffers_on_the_link():
     ub = replay(_ring_step(2, nbytes, "userbuffers"), t).step_time_s
     assert nccl == pytest.approx(lat + nbytes / (16 * 20.6e9), rel=1e-6)
     assert ub == pytest.approx(lat + nbytes / (450e9 * 0.82), rel=1e-6)
+
+
+@pytest.mark.parametrize("send", [False, True])
+def test_runs_of_kernels_as_one_block_give_the_op_by_op_times(send: bool):
+    """Kernels replayed as one block must start, end and be slowed as op by op: communication
+    starting mid-run (a collective issued off op 2, a send off op 5) stretches the kernel
+    running then and slows the next ones until it ends; kernels after it run at full speed."""
+    t = topo(2, 4, overlap_slowdown=0.2)
+    pb = ProgramBuilder()
+    chain = [pb.add(ComputeOp("A0", **GEMM))]
+    for k in range(1, 12):
+        chain.append(pb.add(ComputeOp(f"A{k}", **GEMM, deps=(chain[-1],))))
+        if k == 2:
+            pb.add(CommOp("grads", "allreduce", ("dp",), 64 * 2**20, deps=(chain[-1],)))
+        if k == 5 and send:
+            pb.add(P2POp("x", sends=(Transfer("dp", 1, 2**20, "k"),), recvs=(Transfer("dp", -1, 2**20, "k"),),
+                         deps=(chain[-1],)))
+    last = pb.add(CommOp("tail", "allgather", ("tp",), 8 * 2**20, deps=(chain[-1],)))
+    pb.add(ComputeOp("B", **GEMM, deps=(last,)))
+    sched = Sched(Grid.from_sizes({"tp": 4, "dp": 2}), {0: pb.ops})
+    fast = replay(sched, t, symmetric=False)
+    slow = replay(sched, t, symmetric=False, compute_runs=False)
+    assert fast.stats.events < slow.stats.events
+    for r in fast.ranks:
+        for a in ("ready", "start", "end"):
+            assert getattr(fast.timelines[r], a) == pytest.approx(getattr(slow.timelines[r], a), rel=1e-12)
+    # The overlap did stretch some kernels.
+    g = compute_time(ComputeOp("A", **GEMM), t.profile.gpu)
+    tl = slow.timelines[0]
+    assert max(tl.end[k] - tl.start[k] for k in chain) > 1.05 * g
