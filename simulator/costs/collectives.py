@@ -334,10 +334,17 @@ def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: floa
     if size <= 0:
         return ()
     flows = []
-    for links, w, m in pattern:
+    # Route classes per pattern entry, found once per pattern (an 8,192-rank All-to-All
+    # pattern has ~70k entries and is planned at every size); channel rates once per class.
+    cache = topology_cache(topo)
+    hit = cache.get(("route_classes", id(pattern)))
+    if hit is None or hit[0] is not pattern:
+        hit = cache[("route_classes", id(pattern))] = (pattern, [_route_class(topo, links) for links, _, _ in pattern])
+    rate = {cls: tuner.p2p_channel_GBps(ctx, cls) for cls in set(hit[1])}
+    for (links, w, m), cls in zip(pattern, hit[1]):
         if w <= 0:
             continue
-        ch = tuner.p2p_channel_GBps(ctx, _route_class(topo, links))
+        ch = rate[cls]
         cap = None if ch is None else m * n_ch * ch * 1e9 * inflation
         flows.append(Flow(links, w * size * inflation, cap))
     return tuple(flows)

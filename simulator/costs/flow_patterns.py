@@ -22,6 +22,7 @@ import numpy as np
 from simulator.errors import InputError
 
 MAX_FLOWS_PER_PATTERN = 20000  # beyond this, All-to-All flows are aggregated per link
+ROUTE_CHUNK = 1 << 20  # All-to-All sends whose routes are looked up at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +347,9 @@ def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     n = len(lay.gpus)
     exact = n <= 128
+    sizes = {len(m) for m in lay.by_node}
+    if not exact and len(sizes) == 1:
+        return _direct_sends_uniform(lay, n)
     src, dst, weight = [], [], []
     for members in lay.by_node:
         here = np.asarray(members, dtype=np.int64)
@@ -361,10 +365,30 @@ def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
 
 
+def _direct_sends_uniform(lay: Layout, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_direct_sends` above 128 ranks when every node holds k members: the same sends in
+    the same order (per source node, destination nodes in layout order), built per source node
+    instead of per node pair (a 8,192-rank group has a million node pairs)."""
+    table = np.asarray(lay.by_node, dtype=np.int64)  # (nodes, k)
+    nodes, k = table.shape
+    keep = ~np.eye(k, dtype=bool).ravel()
+    src, dst, weight = [], [], []
+    for a in range(nodes):
+        here = table[a]
+        intra_s, intra_d = np.repeat(here, k)[keep], np.tile(here, k)[keep]
+        src += [np.tile(here, a), intra_s, np.tile(here, nodes - a - 1)]
+        dst += [table[:a].ravel(), intra_d, table[a + 1:].ravel()]
+        weight += [np.full(a * k, k / n), np.full(intra_s.size, 1.0 / n), np.full((nodes - a - 1) * k, k / n)]
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+
+
 def direct_pattern(topo: Any, lay: Layout) -> Pattern:
     """All-to-All as flows: sends with identical routes merged; very large patterns are
-    aggregated into one flow per link (the same link loads)."""
+    aggregated into one flow per link (the same link loads). Routes are looked up in chunks of
+    :data:`ROUTE_CHUNK` sends, so memory stays bounded for thousands of ranks."""
     src, dst, weight = _direct_sends(lay)
+    if src.size > ROUTE_CHUNK:
+        return _direct_pattern_chunked(topo, src, dst, weight)
     routes = topo.route_matrix(src, dst)
     rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -376,6 +400,48 @@ def direct_pattern(topo: Any, lay: Layout) -> Pattern:
     w = np.bincount(link, weights=weight[pair], minlength=topo.n_links)
     mult = np.bincount(link, minlength=topo.n_links)
     return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
+
+
+def _direct_pattern_chunked(topo: Any, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Pattern:
+    """:func:`direct_pattern` for more than ROUTE_CHUNK sends: the distinct routes of each chunk
+    are merged with those of the chunks before (weights summed per chunk, then across chunks)
+    while there are at most MAX_FLOWS_PER_PATTERN of them; the link loads are summed chunk by
+    chunk for when there are more."""
+    w_link = np.zeros(topo.n_links)
+    m_link = np.zeros(topo.n_links, dtype=np.int64)
+    merged: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    per_link = False
+    for c in range(0, src.size, ROUTE_CHUNK):
+        sl = slice(c, c + ROUTE_CHUNK)
+        routes = topo.route_matrix(src[sl], dst[sl])
+        pair, link = routes.entries()
+        w_link += np.bincount(link, weights=weight[sl][pair], minlength=topo.n_links)
+        m_link += np.bincount(link, minlength=topo.n_links)
+        if per_link:
+            continue
+        # Routes that differ in their first or last link are distinct rows: when those pairs
+        # alone are too many, skip sorting whole rows.
+        first = routes.links[:, 0]
+        last = routes.links[np.arange(len(routes)), np.maximum(routes.n_links - 1, 0)]
+        if np.unique(first * topo.n_links + last).size > MAX_FLOWS_PER_PATTERN:
+            per_link, merged = True, None
+            continue
+        rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        w = np.bincount(inverse, weights=weight[sl], minlength=len(rows))
+        m = np.bincount(inverse, minlength=len(rows))
+        if merged is not None:
+            rows, inverse = np.unique(np.concatenate([merged[0], rows]), axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            w = np.bincount(inverse, weights=np.concatenate([merged[1], w]), minlength=len(rows))
+            m = np.bincount(inverse, weights=np.concatenate([merged[2], m]), minlength=len(rows)).astype(np.int64)
+        merged = (rows, w, m)
+        if len(rows) > MAX_FLOWS_PER_PATTERN:
+            per_link, merged = True, None
+    if merged is not None:
+        rows, w, m = merged
+        return [(tuple(r[r >= 0].tolist()), float(x), int(k)) for r, x, k in zip(rows, w, m) if r[0] >= 0]
+    return [((int(l),), float(w_link[l]), int(m_link[l])) for l in np.flatnonzero(m_link)]
 
 
 def p2p_pattern(topo: Any, lay: Layout) -> Pattern:
