@@ -106,6 +106,10 @@ CASES: dict[str, Case] = {
     "mi325x64_allreduce_8node_aac11_roce_ringalgo": Case(
         "mi300x", "allreduce", 64, 8, None, family="aac11-mi325x", transport="roce", note="as the 2-node MI325X sweep"),
     "mi355x16_allreduce_2node_aac14_pollara": Case("mi355x", "allreduce", 16, 8),
+    "h100x16_allreduce_2node_gcp_a3mega_tcpxo": Case(
+        "gcp-a3-mega", "allreduce", 16, 8, None, family="gcp-a3-mega",
+        note="GPUDirect-TCPXO: the measured floor is ~123 us per call (the TCPXO path), which no constant here "
+             "models; TCPXO has no other measured system, so its deployed constants are the pooled row"),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
