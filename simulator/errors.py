@@ -10,6 +10,21 @@ class ClusterSimError(Exception):
     """Base class of every error clustersim raises on purpose."""
 
 
+MAX_MESSAGE_CHARS = 4000  # an error message is read by a person; longer ones are cut, saying so
+
+
+def quote(value: object, limit: int = 80, *, repr_: bool = True) -> str:
+    """``repr(value)`` (or ``str``) cut to ``limit`` characters, for quoting user input in a
+    message: a field can hold a megabyte-long string or an alias-expanded list."""
+    if isinstance(value, (list, tuple, dict, set)) and len(value) > limit:
+        text = f"<{type(value).__name__} of {len(value):,} items>"
+    else:
+        text = repr(value) if repr_ else str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+    return text
+
+
 class InputError(ClusterSimError):
     """The user's input is wrong: a file, a field, a command-line option.
 
@@ -20,6 +35,8 @@ class InputError(ClusterSimError):
     def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
         self.source = source
         self.field = field
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = f"{message[:MAX_MESSAGE_CHARS]}... ({len(message) - MAX_MESSAGE_CHARS:,} more characters)"
         self.detail = message
         prefix = ""
         if source:

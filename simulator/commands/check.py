@@ -6,6 +6,8 @@ import argparse
 
 from simulator.commands import add_hardware_option
 from simulator.config.scenario import load_scenario
+from simulator.costs.nccl_constants import constants_from_overrides
+from simulator.hardware.topology import build_topology
 from simulator.schedule.build import build_schedule, comm_bytes
 from simulator.schedule.flops import active_param_count, param_count
 from simulator.schedule.memory import memory_per_gpu
@@ -22,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     scn = load_scenario(args.scenario, args.hardware)
     sched = build_schedule(scn)
+    # everything `run` builds before it simulates, so that check refuses what run would
+    topo = build_topology(scn.profile, scn.nodes)
+    constants_from_overrides(scn.profile.nccl, source=scn.profile.name)
     m, t, p = scn.model, scn.training, scn.parallel
     mem = memory_per_gpu(scn)
     lines = [
@@ -41,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         f"memory    {mem.total / GiB:.1f} GiB per GPU on stage {mem.stage} (params {mem.params / GiB:.1f}, "
         f"grads {mem.grads / GiB:.1f}, optimizer {mem.optimizer / GiB:.1f}, activations {mem.activations / GiB:.1f}) "
         f"of {mem.hbm_bytes / GiB:.0f} GiB: {'fits' if mem.fits else 'DOES NOT FIT'}",
+        f"topology  {topo.n_gpus} GPUs, {len(topo.kind)} link directions",
         f"schedule  {len(sched.programs)} role programs, {sched.n_ops} ops",
     ]
     for role, ops in sched.programs.items():

@@ -12,8 +12,10 @@ import argparse
 import json
 
 from simulator import units
-from simulator.errors import InputError
+from simulator.config.limits import gpus_problem
+from simulator.errors import InputError, quote
 
+MAX_BYTES = 1 << 50
 OPS = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "sendrecv")
 
 
@@ -50,7 +52,7 @@ def _positive_int(text: str, flag: str) -> int:
     try:
         value = int(str(text))
     except ValueError:
-        raise InputError(f"expected a whole number, got {text!r}", field=flag) from None
+        raise InputError(f"expected a whole number, got {quote(text)}", field=flag) from None
     if value < 1:
         raise InputError(f"expected a whole number >= 1, got {value}", field=flag)
     return value
@@ -62,7 +64,9 @@ def _size(text: str, flag: str) -> int:
     except ValueError as exc:
         raise InputError(str(exc), field=flag) from None
     if value <= 0:
-        raise InputError(f"expected a positive byte count, got {text!r}", field=flag)
+        raise InputError(f"expected a positive byte count, got {quote(text)}", field=flag)
+    if value > MAX_BYTES:
+        raise InputError(f"{value:,} bytes; at most {MAX_BYTES:,} (1 PiB: no GPU holds a buffer near it)", field=flag)
     return value
 
 
@@ -99,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give the number of GPUs: --ranks N (or nccl-tests' -g N for one process driving N GPUs)",
                          source="command line", field="--ranks")
     ranks = _positive_int(args.ranks, "--ranks") if args.ranks is not None else ngpus
+    problem = gpus_problem(ranks)
+    if problem:
+        raise InputError(problem, source="command line", field="--ranks")
     if ranks % ngpus:
         raise InputError(f"{ranks} ranks are not a whole number of processes of -g {ngpus} GPUs",
                          source="command line", field="-g")

@@ -9,13 +9,17 @@ through properties so nothing downstream converts units.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator import units
-from simulator.errors import InputError
+from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
+from simulator.config.nccl_overrides import check_override
+from simulator.config.strict import STRICT_CONFIG
+from simulator.errors import InputError, quote
 from simulator.files import bundled_dir
 
 PROFILE_DIR = bundled_dir("hardware_profiles")
@@ -34,7 +38,7 @@ AttentionKernel = Literal["flash1", "flash2", "flash3"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT_CONFIG
 
 
 class GemmPoint(_Strict):
@@ -207,6 +211,15 @@ class HardwareProfile(_Strict):
     nccl: dict[str, float] = Field(default_factory=dict)
     provenance: str = ""
 
+    @field_validator("nccl")
+    @classmethod
+    def _nccl_keys(cls, overrides: dict[str, float]) -> dict[str, float]:
+        for key, value in overrides.items():
+            problem = check_override(key, value)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
+        return overrides
+
     @model_validator(mode="after")
     def _consistent(self) -> "HardwareProfile":
         su = self.node.scale_up
@@ -214,14 +227,35 @@ class HardwareProfile(_Strict):
             pass  # a single-GPU node may still declare its links; harmless
         if su.nvls and su.kind != "nvswitch":
             raise ValueError("node.scale_up.nvls: in-switch reduction needs kind: nvswitch")
+        # counts the topology builds one by one: refuse what no machine has before allocating
+        for path, value, limit in (("node.gpus", self.node.gpus, MAX_GPUS_PER_NODE),
+                                   ("node.scale_up.switches", su.switches, MAX_GPUS_PER_NODE),
+                                   ("node.scale_up.links_per_gpu", su.links_per_gpu, MAX_GPUS_PER_NODE),
+                                   ("node.nics.count", self.node.nics.count, MAX_GPUS_PER_NODE),
+                                   ("scale_out.spines", self.scale_out.spines, MAX_GPUS_PER_NODE),
+                                   ("scale_out.nodes_per_unit", self.scale_out.nodes_per_unit, MAX_GPUS)):
+            if value > limit:
+                raise ValueError(f"{path}: {value:,} is more than clustersim models ({limit:,}; the largest "
+                                 "NVLink domain has 72 GPUs): the topology is built element by element")
+        if len(self.gpu.gemm_efficiency) > 10_000:
+            raise ValueError(f"gpu.gemm_efficiency: {len(self.gpu.gemm_efficiency):,} points; at most 10,000")
         return self
 
 
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def is_profile_path(name_or_path: str) -> bool:
+    """The one rule for ``hardware:``, ``--hardware`` and ``base:``: a value with a ``/`` or
+    ending in ``.yaml``/``.yml`` is a path to a profile file; anything else is the name of a
+    bundled profile, even if a file of that name sits in the working directory."""
+    return "/" in name_or_path or "\\" in name_or_path or name_or_path.endswith((".yaml", ".yml"))
+
+
 def profile_path(name_or_path: str) -> Path:
-    """A bundled profile name (``dgx-h100``) or a path to a YAML file."""
-    p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
-        return p
+    """A bundled profile name (``dgx-h100``) or a path to a YAML file (:func:`is_profile_path`)."""
+    if is_profile_path(name_or_path):
+        return Path(name_or_path)
     return PROFILE_DIR / f"{name_or_path}.yaml"
 
 
@@ -236,27 +270,45 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_profile(name_or_path: str, *, _seen: tuple[str, ...] = ()) -> HardwareProfile:
-    """Load and validate a profile; an overlay (``base: other``) is merged onto its base first."""
-    from simulator.config.loader import read_yaml, validate
+def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> HardwareProfile:
+    """Load and validate a profile; an overlay (``base: other``) is merged onto its base first.
 
+    ``base:`` follows the rule of :func:`is_profile_path`; a relative path is taken from the
+    overlay's folder. A chain of overlays that comes back to a file already on it is an error
+    wherever it is loaded from (files are compared by their resolved paths)."""
+    from simulator.config.loader import key_line, read_yaml, validate
+
+    if not isinstance(name_or_path, str) or not (is_profile_path(name_or_path) or _PROFILE_NAME.match(name_or_path)):
+        raise InputError(f"expected the name of a bundled profile ({', '.join(available_profiles())}) or a path "
+                         f"to a profile YAML (one with a / or ending in .yaml), got {quote(name_or_path)}",
+                         field="hardware")
     path = profile_path(name_or_path)
-    if not path.is_file():
+    if not is_profile_path(name_or_path) and not path.is_file():
         raise InputError(
-            f"unknown hardware profile {name_or_path!r}; expected one of {', '.join(available_profiles())} "
-            "or a path to a profile YAML",
+            f"unknown hardware profile {quote(name_or_path)}; expected one of {', '.join(available_profiles())} "
+            "or a path to a profile YAML (one with a / or ending in .yaml)",
             field="hardware",
         )
     data = read_yaml(path)
+    resolved = path.resolve()
     if "base" in data:
         base_name = data.pop("base")
+        where = f"{path}:{key_line(path, 'base')}"
         if not isinstance(base_name, str):
-            raise InputError("expected the name or path of the profile this overlay refines", source=str(path), field="base")
-        if base_name in _seen:
-            raise InputError(f"overlay cycle through {base_name!r}", source=str(path), field="base")
-        base_path = profile_path(base_name)
-        if not base_path.is_absolute() and not base_path.exists() and (path.parent / base_name).exists():
-            base_name = str(path.parent / base_name)
-        base = load_profile(base_name, _seen=_seen + (str(path),))
+            raise InputError("expected the name or path of the profile this overlay refines, "
+                             f"got {quote(base_name)}", source=where, field="base")
+        if is_profile_path(base_name) and not Path(base_name).is_absolute():
+            base_name = str(path.parent / base_name)  # relative to the overlay, not the working directory
+        base_path = profile_path(base_name) if (is_profile_path(base_name) or _PROFILE_NAME.match(base_name)) else None
+        chain = _seen + (resolved,)
+        if base_path is not None and base_path.resolve() in chain:
+            loop = " -> ".join(str(p) for p in chain[chain.index(base_path.resolve()):] + (base_path.resolve(),))
+            raise InputError(f"overlay cycle: {loop}", source=where, field="base")
+        try:
+            base = load_profile(base_name, _seen=chain)
+        except InputError as exc:
+            if exc.source is None:  # the base itself is unknown or malformed as a name: blame this line
+                raise InputError(exc.detail, source=where, field="base") from None
+            raise
         data = _merge(base.model_dump(), data)
     return validate(HardwareProfile, data, path)

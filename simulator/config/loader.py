@@ -1,5 +1,10 @@
 """Read YAML and validate it into pydantic models, turning every failure into an InputError
-that names the file, the field path and what was expected."""
+that names the file, the field path and what was expected.
+
+The reader is built for input that cannot hurt: a config file is a few kilobytes, so anything
+far beyond that in bytes, nesting, alias expansion or digits is refused with the limit, before
+it can use memory or time (a 450-byte YAML alias bomb expands to gigabytes if constructed).
+"""
 
 from __future__ import annotations
 
@@ -10,25 +15,152 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import InputError
+from simulator.errors import InputError, quote
 
 M = TypeVar("M", bound=BaseModel)
 
 _KEY_PREFIX = re.compile(r"^([a-z_][a-z0-9_.]*): ")
 
+# Limits of a config file (scenario, profile, overlay, plans file). The largest bundled file is
+# under 10 KB with under 1,000 YAML nodes and 6 levels of nesting.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_NODES = 100_000  # after alias expansion
+MAX_INT_DIGITS = 30  # no count or size in a config needs more (2**64 has 20 digits)
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Parse a YAML file that must hold a mapping at top level."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"no such file", source=str(path))
+# YAML 1.2 floats: PyYAML implements YAML 1.1, where 1e6 (no dot) is a string. A user writing
+# `flops: 1e12` means the number.
+_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, mark: Any = None):
+        super().__init__(message)
+        self.mark = mark
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with bounded nesting and integer length, and YAML 1.2 exponent floats."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(f"nesting deeper than {MAX_DEPTH} levels; a configuration file needs a handful",
+                               self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_yaml_int(self, node: Any) -> int:  # type: ignore[override]
+        digits = sum(c.isdigit() for c in str(node.value))
+        if digits > MAX_INT_DIGITS:
+            raise _Refused(f"an integer of {digits} digits; no setting needs more than {MAX_INT_DIGITS}",
+                           node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
+
+def _check_expansion(root: Any) -> None:
+    """Refuse documents whose aliases expand beyond MAX_NODES nodes or MAX_DEPTH levels, or
+    refer to themselves, before anything is constructed: a node reached through N aliases is
+    counted N times, as the constructed data (and any message quoting it) would hold it."""
+    sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+    active: set[int] = set()
+
+    def walk(node: Any) -> tuple[int, int]:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _Refused("an alias that contains itself", node.start_mark)
+        active.add(key)
+        count, height = 1, 1
+        value = node.value
+        children = ([c for pair in value for c in pair] if isinstance(node, yaml.MappingNode)
+                    else value if isinstance(node, yaml.SequenceNode) else [])
+        for child in children:
+            n, h = walk(child)
+            count += n
+            height = max(height, h + 1)
+            if count > MAX_NODES:
+                raise _Refused(f"aliases expand to more than {MAX_NODES:,} values; a configuration file "
+                               "has a few hundred", node.start_mark)
+            if height > MAX_DEPTH:
+                raise _Refused(f"aliases nest deeper than {MAX_DEPTH} levels", node.start_mark)
+        active.discard(key)
+        sizes[key] = (count, height)
+        return count, height
+
+    walk(root)
+
+
+def parse_yaml(text: str, source: str | None = None) -> Any:
+    """YAML text to Python data, within the limits above; InputError (with the line) otherwise."""
+    loader = _Loader(text)
     try:
-        data = yaml.safe_load(p.read_text())
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    except _Refused as exc:
+        where = f" at line {exc.mark.line + 1}" if exc.mark is not None else ""
+        raise InputError(f"refused{where}: {exc}", source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"malformed YAML{where}: {problem}", source=str(path)) from None
+        raise InputError(f"malformed YAML{where}: {quote(problem, 200, repr_=False)}", source=source) from None
+    except (ValueError, RecursionError) as exc:  # e.g. an out-of-range date or timestamp
+        raise InputError(f"malformed YAML: {quote(str(exc), 200, repr_=False)}", source=source) from None
+    finally:
+        loader.dispose()
+
+
+def read_text(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES, what: str = "a YAML file") -> str:
+    """A UTF-8 text file's contents, or an InputError saying why not (missing, a directory,
+    unreadable, too large, not UTF-8)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"is a directory; expected {what}", source=str(path))
+    if not p.is_file():
+        raise InputError("no such file", source=str(path))
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise InputError(f"{size:,} bytes; refusing files over {max_bytes:,} bytes ({what} is a few KB)",
+                             source=str(path))
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(f"not UTF-8 text: byte {exc.start} (line {line}) is {raw[exc.start:exc.start + 1]!r}; "
+                         f"expected {what} in UTF-8", source=str(path)) from None
+
+
+def key_line(path: str | Path, key: str) -> int | str:
+    """The line of a top-level ``key:`` in a YAML file, for messages about that key ("?" when
+    it cannot be told, e.g. a flow-style document)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "?"
+    m = re.search(rf"^{re.escape(key)}\s*:", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else "?"
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML file that must hold a mapping at top level."""
+    data = parse_yaml(read_text(path), str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -68,7 +200,7 @@ def describe_validation_error(exc: ValidationError) -> str:
                     path = f"{path}.{m.group(1)}" if loc else m.group(1)
                     msg = msg[m.end():]
             if "input" in err and kind not in ("value_error",) and not isinstance(err["input"], (dict, list)):
-                msg += f" (got {err['input']!r})"
+                msg += f" (got {quote(err['input'])})"
         lines.append(f"{path}: {msg}")
     return "; ".join(lines)
 

@@ -8,16 +8,18 @@ and DeepSpeed do (MECHANICS.md §1, §5.6). Rules that involve the model or the 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from simulator.config.strict import FROM_LIST, STRICT_CONFIG
 
 AXES: tuple[str, ...] = ("tp", "cp", "ulysses", "dp", "pp")
 DEFAULT_ORDER: tuple[str, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
 
 
 class Parallel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT_CONFIG
 
     tp: int = Field(default=1, gt=0)
     sequence_parallel: bool = False
@@ -31,14 +33,14 @@ class Parallel(BaseModel):
     cp_comm: Literal["ring", "p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
     ulysses: int = Field(default=1, gt=0)
     zero: Literal[0, 1, 2, 3] = 0
-    order: tuple[Literal["tp", "cp", "ulysses", "dp", "pp"], ...] = DEFAULT_ORDER
+    order: Annotated[tuple[Literal["tp", "cp", "ulysses", "dp", "pp"], ...], FROM_LIST] = DEFAULT_ORDER
     dp: int | None = Field(default=None, gt=0)  # derived; when given it is checked
 
     # --- optional knobs beyond DESIGN.md ---------------------------------------------------
     zero3_impl: Literal["deepspeed", "fsdp2"] = "deepspeed"
     # transformer layers per pipeline stage, or (pp x vp entries) per virtual stage in the order
     # v = chunk·pp + stage, for uneven chunks (torch pipelining's layers_per_stage, 61 layers on 32)
-    pp_layers: tuple[int, ...] | None = None
+    pp_layers: Annotated[tuple[int, ...] | None, FROM_LIST] = None
     # DDP / ZeRO-1/2: reduce each gradient bucket once its backward is done (PyTorch DDP,
     # Megatron --overlap-grad-reduce, DeepSpeed overlap_comm) or, when false, every bucket after
     # the step's backward (Megatron's default; ZeRO-2: after each micro-batch's backward).

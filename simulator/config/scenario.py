@@ -12,19 +12,21 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from simulator.config.hardware import HardwareProfile, load_profile
+from simulator.config.hardware import HardwareProfile, is_profile_path, load_profile
+from simulator.config.limits import gpus_problem, layer_passes_problem, layers_problem
 from simulator.config.loader import read_yaml, validate
 from simulator.config.parallelism import Parallel
+from simulator.config.strict import STRICT_CONFIG
 from simulator.config.workload import Model, Training
 from simulator.errors import InputError
 
 
 class ScenarioFile(BaseModel):
-    """The YAML keys of a scenario, exactly (unknown keys rejected)."""
+    """The YAML keys of a scenario, exactly (unknown keys rejected, strict types)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT_CONFIG
 
     name: str
     hardware: str
@@ -133,10 +135,21 @@ def check_plan(scn: Scenario) -> None:
     """Every cross-field rule of a scenario; raises InputError with the arithmetic."""
     m, t, p = scn.model, scn.training, scn.parallel
     n = scn.n_gpus
+    # sizes first: nothing below may allocate for a size that cannot be meant
+    problem = gpus_problem(n, f"nodes={scn.nodes:,} x {scn.gpus_per_node} GPUs per node")
+    if problem:
+        _fail(scn, "nodes", problem)
+    problem = layers_problem(m.layers)
+    if problem:
+        _fail(scn, "model.layers", problem)
     text, mp = _product([("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)])
     if n % mp:
-        _fail(scn, "parallel", f"{text} does not divide {n} GPUs "
-                               f"(nodes={scn.nodes} x {scn.gpus_per_node} GPUs per node)")
+        # blame the axis whose degree alone does not divide the GPUs (tp: 3 on 8 GPUs); when
+        # each does and only their product does not, the plan as a whole
+        alone = [a for a, d in (("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)) if n % d]
+        blamed = f"parallel.{alone[0]}" if alone else "parallel"
+        _fail(scn, blamed, f"{text} does not divide {n} GPUs "
+                           f"(nodes={scn.nodes} x {scn.gpus_per_node} GPUs per node)")
     dp = n // mp
     if p.dp is not None and p.dp != dp:
         _fail(scn, "parallel.dp", f"dp={p.dp} but {n} GPUs / ({text}) = {dp}")
@@ -185,6 +198,9 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "training.global_batch", f"global_batch={t.global_batch} is not divisible by "
                                             f"micro_batch={t.micro_batch} x dp={dp} = {t.micro_batch * dp}")
     n_micro = t.global_batch // (t.micro_batch * dp)
+    problem = layer_passes_problem(n_micro, -(-m.layers // p.pp))
+    if problem:
+        _fail(scn, "training.global_batch", problem)
     # pipeline
     if p.pp > m.layers:
         _fail(scn, "parallel.pp", f"pp={p.pp} stages but only layers={m.layers}")
@@ -255,7 +271,7 @@ def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_
     """Validate a scenario mapping (as read from YAML) into a Scenario."""
     spec = validate(ScenarioFile, data, source)
     hw = spec.hardware
-    if base_dir is not None and (hw.endswith((".yaml", ".yml")) or "/" in hw):
+    if base_dir is not None and is_profile_path(hw):
         candidate = Path(hw) if Path(hw).is_absolute() else base_dir / hw
         hw = str(candidate)
     try:
@@ -278,8 +294,8 @@ def load_scenario(path: str | Path, hardware: str | None = None) -> Scenario:
     p = Path(path)
     data = read_yaml(p)
     if hardware is not None:
-        given = Path(hardware)
-        hardware = str(given.resolve()) if given.is_file() else hardware
+        if is_profile_path(hardware):  # a path on the command line is relative to the working directory
+            hardware = str(Path(hardware).resolve())
         try:
             load_profile(hardware)
         except InputError as exc:

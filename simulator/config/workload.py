@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from simulator.config.strict import STRICT_CONFIG
+from simulator.errors import quote
 from simulator.units import BYTES_PER_ELEMENT
 
 Mlp = Literal["swiglu", "gelu"]
@@ -94,7 +96,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = STRICT_CONFIG
 
 
 class Model(_Strict):
@@ -142,7 +144,7 @@ class Model(_Strict):
             return data
         name = data["preset"]
         if not isinstance(name, str) or name not in PRESETS:
-            raise ValueError(f"preset: unknown model preset {name!r}; expected one of {', '.join(sorted(PRESETS))}")
+            raise ValueError(f"preset: unknown model preset {quote(name)}; expected one of {', '.join(sorted(PRESETS))}")
         return {**PRESETS[name], **data}
 
     @model_validator(mode="after")

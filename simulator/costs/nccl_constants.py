@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal, Mapping
 
+from simulator.config.nccl_overrides import ALGOS, PROTOS  # noqa: F401 - re-exported
 from simulator.errors import InputError
 
 Algo = Literal["tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"]
@@ -18,8 +19,6 @@ Proto = Literal["ll", "ll128", "simple"]
 LinkClass = Literal["nvlink", "pci", "net"]
 ArchRow = Literal["volta", "ampere", "hopper", "blackwell"]
 
-ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
-PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
 TUNED_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
 
 # --- §1 latency tables (us) -----------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""The keys of a profile's ``nccl:`` block, and what each may hold.
+
+The block is flat (``hw_latency_us.net.ring.simple: 10``) because that is how NCCL's tuner
+tables are indexed (NCCL-COST-MODEL.md §1-§4) and how ``clustersim calibrate`` writes its fits.
+Every key is checked here, when the profile is loaded, so that ``check`` refuses what any
+command would: an unknown key (a typo such as ``hw_latency_uss``) is an error with the nearest
+known keys, and each value must be a finite number in its range. The cost model
+(:mod:`simulator.costs.nccl_constants`) applies them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterator, Mapping
+
+ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
+LINK_CLASSES: tuple[str, ...] = ("nvlink", "pci", "net")
+
+# Bounds that no real machine approaches, so a value outside them is a mistake: NCCL's largest
+# table latency is 31 us; a second per collective launch is already absurd.
+MAX_LATENCY_US = 1e6
+MAX_BANDWIDTH_GBPS = 1e5  # 100 TB/s per channel or link class; an NVLink 5 GPU has 0.9 TB/s
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (64 since 2.21; 32 before)
+
+_LATENCY = ("latency", 0.0, MAX_LATENCY_US, "a latency in us")
+_FRACTION = ("fraction", 0.0, 1.0, "a fraction in (0, 1]")
+_BANDWIDTH = ("bandwidth", 0.0, MAX_BANDWIDTH_GBPS, "a bandwidth in GB/s")
+_CHANNELS = ("channels", 1, MAX_CHANNELS, "a whole number of channels")
+
+
+def _kinds() -> Iterator[tuple[str, tuple]]:
+    for a in ALGOS:
+        for p in PROTOS:
+            yield f"base_latency_us.{a}.{p}", _LATENCY
+            for link in LINK_CLASSES:
+                yield f"hw_latency_us.{link}.{a}.{p}", _LATENCY
+    for p in PROTOS:
+        yield f"proto_efficiency.{p}", _FRACTION
+        yield f"proto_efficiency.net.{p}", _FRACTION
+    yield from (("net_overhead_us", _LATENCY), ("net_latency_us", _LATENCY), ("nvls_efficiency", _FRACTION),
+                ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
+                ("bw_inter_GBps", _BANDWIDTH), ("p2p_channel_GBps", _BANDWIDTH), ("n_channels", _CHANNELS),
+                ("nvls_channels", _CHANNELS))
+
+
+KEYS: dict[str, tuple] = dict(_kinds())
+
+
+def suggest(key: str, known: list[str] | tuple[str, ...] | Mapping[str, object], n: int = 3) -> str:
+    """' (did you mean a, b?)' for the known keys nearest to ``key``, or ''."""
+    close = difflib.get_close_matches(key, list(known), n=n, cutoff=0.6)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def check_override(key: str, value: float) -> str | None:
+    """Why ``nccl.<key>: value`` is refused, or None if it is fine."""
+    kind = KEYS.get(key)
+    if kind is None:
+        hint = suggest(key, KEYS)
+        if hint:
+            return f"unknown key{hint}"
+        return ("unknown key; expected base_latency_us.<algo>.<proto>, "
+                f"hw_latency_us.<{'|'.join(LINK_CLASSES)}>.<algo>.<proto>, proto_efficiency[.net].<proto> or one of "
+                "net_overhead_us, net_latency_us, nvls_efficiency, p2p_efficiency, ll_max_bw_GBps, bw_intra_GBps, "
+                "bw_inter_GBps, p2p_channel_GBps, n_channels, nvls_channels "
+                f"(algo: {', '.join(ALGOS)}; proto: {', '.join(PROTOS)})")
+    name, lo, hi, what = kind
+    if name == "latency" and not lo <= value <= hi:
+        return f"expected {what} between 0 and {hi:g}, got {value:g}"
+    if name in ("fraction", "bandwidth") and not lo < value <= hi:
+        return f"expected {what}" + (f" > 0 and at most {hi:g}" if name == "bandwidth" else "") + f", got {value:g}"
+    if name == "channels" and not (float(value).is_integer() and lo <= value <= hi):
+        return f"expected {what} from {lo} to {hi} (NCCL's MAXCHANNELS), got {value:g}"
+    return None
