@@ -128,6 +128,7 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type
 
 
 def render() -> str:
+    from simulator.config.limits import MAX_GPUS, MAX_LAYER_PASSES, MAX_LAYERS
     from simulator.config.scenario import ScenarioFile
     from simulator.config.workload import PRESETS
 
@@ -142,6 +143,14 @@ def render() -> str:
         "",
         "Model presets: " + ", ".join(f"`{p}`" for p in sorted(PRESETS)) + ". A preset supplies every model field",
         "marked required below; explicit fields override the preset's.",
+        "",
+        "Types are strict: a whole number is written as one (`tp: 8`, not `8.0`, `\"8\"` or `true`), a",
+        "boolean as `true`/`false`, and every number is finite (no `.inf`, `.nan`). Sizes that cannot",
+        "be meant are refused up front with the limit: more than "
+        f"{MAX_GPUS:,} GPUs, {MAX_LAYERS:,} layers, or {MAX_LAYER_PASSES:,}",
+        "micro-batches x layers per pipeline stage (`simulator/config/limits.py` gives the reasons).",
+        "A `hardware:` value with a `/` or ending in `.yaml` is a path (relative to the scenario's",
+        "folder); anything else is the name of a bundled profile.",
         "",
         "## Keys",
         "",

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simulator.errors import InputError
+from simulator.errors import InputError, quote
 from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops
 
 # torch ScalarType names as record_param_comms / "Input type" print them -> bytes per element.
@@ -179,6 +180,9 @@ class KinetoTrace:
     world_size: int | None
     backend: str | None
     device_names: tuple[str, ...] = ()
+    # Events left out because a field was missing, not finite or of the wrong type, one line
+    # per kind of problem ("3 kernel events without a finite ts, first 'x' at traceEvents[12]").
+    unusable: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,11 +227,21 @@ def _dtype_name(t: Any) -> str | None:
     return t.replace("c10::", "").lower()
 
 
+def _dim(x: Any) -> bool:
+    """A tensor dimension as a trace should hold it: a positive int below 2**40."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 < x < 1 << 40
+
+
+def _count(x: Any) -> int | None:
+    """An element count: a non-negative int below 2**48, else None."""
+    return x if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 1 << 48 else None
+
+
 def gemm_shape(op: str, dims: list[Any]) -> tuple[int, int, int, int] | None:
     """(batch, m, n, k) from an aten GEMM op's ``Input Dims``."""
 
     def mat(d: Any) -> list[int] | None:
-        return [int(x) for x in d] if isinstance(d, list) and d and all(isinstance(x, int) for x in d) else None
+        return [int(x) for x in d] if isinstance(d, list) and d and all(_dim(x) for x in d) else None
 
     try:
         if op in ("aten::mm", "aten::_scaled_mm"):
@@ -280,31 +294,58 @@ def attention_shape(op: str, dims: list[Any]) -> tuple[int, int, int, int, int, 
         else:
             b, sq, h, d = q
             _, sk, hk, _ = k
-        return int(b), int(h), int(hk), int(sq), int(sk), int(d)
+        shape = (b, h, hk, sq, sk, d)
+        return tuple(int(x) for x in shape) if all(_dim(x) for x in shape) else None  # type: ignore[return-value]
     except (IndexError, TypeError, ValueError):
         return None
 
 
 class _CpuIndex:
-    """CPU ops per (pid, tid), for 'which ops enclose this launch time' queries."""
+    """CPU ops per (pid, tid), for 'which ops enclose this launch time' queries.
+
+    The ops of one thread nest (each is a RecordFunction scope), so each op's parent is found
+    once with a stack while the ops are swept in start order; a query is then a binary search
+    for the last op starting at or before the time and a walk up its parents: O(n log n) to
+    build and O(log n + depth) per query, where scanning every earlier op made a trace of
+    30 MB take minutes.
+    """
 
     def __init__(self, events: list[dict[str, Any]]) -> None:
         self.by_thread: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
         for e in events:
-            self.by_thread.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+            self.by_thread.setdefault((_hashable(e.get("pid")), _hashable(e.get("tid"))), []).append(e)
         self.starts: dict[tuple[Any, Any], list[float]] = {}
+        self.parents: dict[tuple[Any, Any], list[int]] = {}
         for key, evs in self.by_thread.items():
-            evs.sort(key=lambda e: (float(e["ts"]), -float(e.get("dur", 0))))
-            self.starts[key] = [float(e["ts"]) for e in evs]
+            evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+            self.starts[key] = [e["ts"] for e in evs]
+            parents, stack = [], []
+            for i, e in enumerate(evs):
+                while stack and evs[stack[-1]]["ts"] + evs[stack[-1]]["dur"] < e["ts"]:
+                    stack.pop()
+                parents.append(stack[-1] if stack else -1)
+                stack.append(i)
+            self.parents[key] = parents
 
     def enclosing(self, pid: Any, tid: Any, ts: float) -> list[dict[str, Any]]:
         """Ops on that thread covering ts, innermost (latest start) first."""
-        key = (pid, tid)
+        key = (_hashable(pid), _hashable(tid))
         evs = self.by_thread.get(key)
         if not evs:
             return []
-        i = bisect.bisect_right(self.starts[key], ts)
-        return [e for e in reversed(evs[:i]) if float(e["ts"]) + float(e.get("dur", 0)) >= ts]
+        i = bisect.bisect_right(self.starts[key], ts) - 1
+        parents = self.parents[key]
+        out = []
+        while i >= 0:
+            e = evs[i]
+            if e["ts"] + e["dur"] >= ts:
+                out.append(e)
+            i = parents[i]
+        return out
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, type(None))) else repr(value)
 
 
 def _c10d_op(name: str) -> str | None:
@@ -322,8 +363,8 @@ def _cpu_gemms(cpu_ops: list[dict[str, Any]]) -> list[GemmEvent]:
     index = _CpuIndex(gemm_ops)
     out = []
     for e in gemm_ops:
-        outer = [o for o in index.enclosing(e.get("pid"), e.get("tid"), float(e["ts"])) if o is not e
-                 and float(o["ts"]) + float(o.get("dur", 0)) >= float(e["ts"]) + float(e.get("dur", 0))]
+        outer = [o for o in index.enclosing(e.get("pid"), e.get("tid"), e["ts"]) if o is not e
+                 and o["ts"] + o["dur"] >= e["ts"] + e["dur"]]
         if outer:
             continue
         shape = gemm_shape(e["name"], _dims(e.get("args") or {}))
@@ -332,29 +373,81 @@ def _cpu_gemms(cpu_ops: list[dict[str, Any]]) -> list[GemmEvent]:
         out.append(GemmEvent(
             name=e["name"], aten_op=e["name"], m=shape[1] if shape else None, n=shape[2] if shape else None,
             k=shape[3] if shape else None, batch=shape[0] if shape else 1, dtype=dtype,
-            start_s=float(e["ts"]) * 1e-6, duration_s=float(e.get("dur", 0)) * 1e-6))
+            start_s=e["ts"] * 1e-6, duration_s=e["dur"] * 1e-6))
     return out
 
 
+def _not_a_number(_: str) -> None:
+    """JSON's non-standard NaN / Infinity literals (Python's json accepts them) read as missing."""
+    return None
+
+
 def _load(path: Path) -> dict[str, Any]:
+    """The trace's JSON. A gzipped trace is decompressed as it is parsed, never held whole in
+    memory as bytes; NaN and Infinity read as missing values (the events are then reported)."""
+    if path.is_dir():
+        raise InputError("is a directory; expected a PyTorch profiler trace (.json or .json.gz)", source=str(path))
     if not path.is_file():
         raise InputError("no such file", source=str(path))
     try:
         with path.open("rb") as fh:
-            head = fh.read(1)
-        if path.suffix == ".gz" or head == b"\x1f":
+            head = fh.read(2)
+        if path.suffix == ".gz" or head == b"\x1f\x8b":
             import gzip
 
-            data = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+            with gzip.open(path, "rt", encoding="utf-8", errors="replace") as fh:
+                data = json.load(fh, parse_constant=_not_a_number)
         else:
-            data = json.loads(path.read_text(errors="replace"))
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError) as exc:
+            with path.open("r", encoding="utf-8", errors="replace") as fh:
+                data = json.load(fh, parse_constant=_not_a_number)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError, EOFError, RecursionError) as exc:
         where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise InputError(f"not a PyTorch profiler (Kineto) trace: not valid JSON{where}", source=str(path)) from None
+        why = " (nested too deeply)" if isinstance(exc, RecursionError) else ""
+        raise InputError(f"not a PyTorch profiler (Kineto) trace: not valid JSON{where}{why}", source=str(path)) from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise InputError("not a PyTorch profiler (Kineto) trace: expected a JSON object with a "
                          "'traceEvents' list (as torch.profiler export_chrome_trace writes)", source=str(path))
     return data
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _usable_events(raw: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The events with a finite ``ts`` (and, for complete events, a finite ``dur`` >= 0), with
+    ``ts``/``dur`` as floats, ``name`` a string and ``args`` a mapping; the rest are counted per
+    category and problem, and named by their first occurrence."""
+    out: list[dict[str, Any]] = []
+    bad: dict[tuple[str, str], list[Any]] = {}  # (category, problem) -> [count, first name, first index]
+    for i, e in enumerate(raw):
+        if not isinstance(e, dict):
+            continue
+        ph = e.get("ph")
+        if ph not in ("X", "s", "f"):
+            out.append(e)  # metadata, counters, instants: not timed here
+            continue
+        ts, dur = _finite(e.get("ts")), _finite(e.get("dur", 0)) if ph == "X" else 0.0
+        problem = ("without a finite ts" if ts is None else
+                   "without a finite, non-negative dur" if dur is None or dur < 0 else None)
+        if problem:
+            key = (str(e.get("cat", "uncategorised"))[:40], problem)
+            if key not in bad:
+                bad[key] = [0, quote(e.get("name", ""), 60), i]
+            bad[key][0] += 1
+            continue
+        e["ts"], e["dur"] = ts, dur
+        if not isinstance(e.get("args"), dict):
+            e["args"] = {}
+        if not isinstance(e.get("name", ""), str):
+            e["name"] = str(e.get("name"))[:200]
+        out.append(e)
+    notes = [f"{n} {cat} event(s) {problem} left out (first: {name} at traceEvents[{i}])"
+             for (cat, problem), (n, name, i) in bad.items()]
+    return out, notes
 
 
 def parse_kineto_trace(path: str | Path) -> KinetoTrace:
@@ -365,11 +458,12 @@ def parse_kineto_trace(path: str | Path) -> KinetoTrace:
 
 
 def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTrace:
-    events = [e for e in data["traceEvents"] if isinstance(e, dict)]
-    complete = [e for e in events if e.get("ph") == "X" and "ts" in e]
+    events, unusable = _usable_events(data["traceEvents"])
+    complete = [e for e in events if e.get("ph") == "X"]
     dist = data.get("distributedInfo") if isinstance(data.get("distributedInfo"), dict) else {}
-    world = dist.get("world_size") if isinstance(dist.get("world_size"), int) else None
-    pg_sizes = {str(pg.get("pg_name")): pg.get("pg_size") for pg in dist.get("pg_config", []) or []
+    world = dist.get("world_size") if _dim(dist.get("world_size")) else None
+    pg_list = dist.get("pg_config")
+    pg_sizes = {str(pg.get("pg_name")): pg.get("pg_size") for pg in (pg_list if isinstance(pg_list, list) else [])
                 if isinstance(pg, dict)}
 
     cpu_ops = [e for e in complete if e.get("cat") in ("cpu_op", "user_annotation", "python_function")]
@@ -379,18 +473,18 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
         if e.get("cat") in ("cuda_runtime", "cuda_driver", "runtime", "hip_runtime"):
             corr = (e.get("args") or {}).get("correlation")
             if corr is not None:
-                launches[corr] = e
-    flows_start = {e.get("id"): e for e in events if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+                launches[_hashable(corr)] = e
+    flows_start = {_hashable(e.get("id")): e for e in events if e.get("ph") == "s" and e.get("cat") == "ac2g"}
 
     def launch_of(kernel: dict[str, Any]) -> dict[str, Any] | None:
-        corr = (kernel.get("args") or {}).get("correlation")
+        corr = _hashable((kernel.get("args") or {}).get("correlation"))
         return launches.get(corr) or flows_start.get(corr)
 
     def stack_of(kernel: dict[str, Any]) -> list[dict[str, Any]]:
         launch = launch_of(kernel)
         if launch is None:
             return []
-        return index.enclosing(launch.get("pid"), launch.get("tid"), float(launch["ts"]))
+        return index.enclosing(launch.get("pid"), launch.get("tid"), launch["ts"])
 
     collectives: list[CollectiveEvent] = []
     gemms: list[GemmEvent] = []
@@ -400,8 +494,8 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
             continue
         name = str(k.get("name", ""))
         args = k.get("args") or {}
-        start, dur = float(k["ts"]) * 1e-6, float(k.get("dur", 0)) * 1e-6
-        device = args.get("device")
+        start, dur = k["ts"] * 1e-6, k["dur"] * 1e-6
+        device = args.get("device") if _count(args.get("device")) is not None else None
         if name.startswith(("ncclKernel", "ncclDevKernel")):
             op, algo, proto = parse_nccl_kernel_name(name)
             meta = next((e for e in stack_of(k) if e.get("name") == "record_param_comms"), None)
@@ -415,15 +509,16 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
                 if issued and (op is None or op == "sendrecv"):
                     op = issued
                 dtype = _dtype_name(ma.get("dtype"))
-                group = ma.get("Group size") if isinstance(ma.get("Group size"), int) else None
-                pg = str(ma["Process Group Name"]) if "Process Group Name" in ma else None
+                group = ma.get("Group size") if _dim(ma.get("Group size")) else None
+                pg = str(ma["Process Group Name"])[:200] if "Process Group Name" in ma else None
                 elem = DTYPE_BYTES.get(dtype or "", None)
-                if op and elem and isinstance(ma.get("In msg nelems"), int):
-                    size = collective_size_bytes(op, int(ma.get("In msg nelems", 0)),
-                                                 int(ma.get("Out msg nelems", 0) or 0), elem, group)
+                n_in, n_out = _count(ma.get("In msg nelems")), _count(ma.get("Out msg nelems", 0)) or 0
+                if op and elem and n_in is not None:
+                    size = collective_size_bytes(op, n_in, n_out, elem, group)
             collectives.append(CollectiveEvent(
                 name=name, op=op or "unknown", algorithm=algo, protocol=proto, size_bytes=size, group_size=group,
-                dtype=dtype, start_s=start, duration_s=dur, device=device, stream=args.get("stream"),
+                dtype=dtype, start_s=start, duration_s=dur, device=device,
+                stream=args.get("stream") if _count(args.get("stream")) is not None else None,
                 process_group=pg))
         elif _ATTN_KERNEL.search(name):
             op_ev = next((e for e in stack_of(k) if e.get("name") in _ATTN_OPS), None)
@@ -455,9 +550,9 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
     # collectives as others (reduce_scatter_tensor shows as gloo:all_reduce), so the collective
     # is taken from the c10d op that enqueued the work when the two sequences pair up one to one
     # (gloo executes a process group's work in order).
-    gloo = sorted((e for e in cpu_ops if str(e.get("name", "")).startswith("gloo:")), key=lambda e: float(e["ts"]))
+    gloo = sorted((e for e in cpu_ops if str(e.get("name", "")).startswith("gloo:")), key=lambda e: e["ts"])
     c10d = sorted((e for e in cpu_ops if e.get("cat") == "cpu_op" and _c10d_op(str(e.get("name", "")))),
-                  key=lambda e: float(e["ts"]))
+                  key=lambda e: e["ts"])
     issued = [_c10d_op(str(e["name"])) for e in c10d] if len(c10d) == len(gloo) else [None] * len(gloo)
     for e, issued_op in zip(gloo, issued):
         name = str(e.get("name", ""))
@@ -467,10 +562,10 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
         args = e.get("args") or {}
         dims, types = _dims(args), _types(args)
         group = pg_sizes.get("0") if len(pg_sizes) == 1 else None
-        group = group if isinstance(group, int) else (world if len(pg_sizes) <= 1 else None)
+        group = group if _dim(group) else (world if len(pg_sizes) <= 1 else None)
         dtype = _dtype_name(types[0]) if types else None
         size = None
-        if dims and isinstance(dims[0], list) and all(isinstance(x, int) for x in dims[0]) and dtype in DTYPE_BYTES:
+        if dims and isinstance(dims[0], list) and all(_dim(x) for x in dims[0]) and dtype in DTYPE_BYTES:
             numel = 1
             for x in dims[0]:
                 numel *= x
@@ -479,9 +574,10 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
             size = per_rank * group if op == "allgather" and group else per_rank
         collectives.append(CollectiveEvent(
             name=name, op=op, algorithm=None, protocol=None, size_bytes=size, group_size=group, dtype=dtype,
-            start_s=float(e["ts"]) * 1e-6, duration_s=float(e.get("dur", 0)) * 1e-6, backend="gloo"))
+            start_s=e["ts"] * 1e-6, duration_s=e["dur"] * 1e-6, backend="gloo"))
 
-    device_names = tuple(str(d.get("name")) for d in data.get("deviceProperties", []) or []
+    props = data.get("deviceProperties")
+    device_names = tuple(str(d.get("name"))[:200] for d in (props if isinstance(props, list) else [])
                          if isinstance(d, dict) and d.get("name"))
     return KinetoTrace(
         source=source,
@@ -490,4 +586,4 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
         attentions=tuple(sorted(attentions, key=lambda a: a.start_s)),
         rank=dist.get("rank") if isinstance(dist.get("rank"), int) else None,
         world_size=world, backend=dist.get("backend") if isinstance(dist.get("backend"), str) else None,
-        device_names=device_names)
+        device_names=device_names, unusable=tuple(unusable))

@@ -119,6 +119,7 @@ def _read_inputs(paths: list[str], profile, gpus_per_node: int | None, algo: str
             continue
         if _is_trace(path):
             trace = parse_kineto_trace(path)
+            skipped += [f"{name}: {note}" for note in trace.unusable]
             if not (trace.gemms or trace.attentions or trace.collectives):
                 raise InputError("no GEMM, attention or collective kernels found: expected a PyTorch profiler "
                                  "(Kineto) trace, this looks like another tool's Chrome trace", source=name)
@@ -192,6 +193,17 @@ def _inconsistent_rows(profile, measurements) -> list[str]:
             more = f" ({len(drops)} rows like it)" if len(drops) > 1 else ""
             out.append(worst.describe() + more)
     return out
+
+
+def _non_finite(tree: object, path: str = "") -> list[str]:
+    """Dotted paths of the NaN/inf numbers in a nested overlay mapping."""
+    if isinstance(tree, dict):
+        return [p for k, v in tree.items() for p in _non_finite(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(tree, (list, tuple)):
+        return [p for i, v in enumerate(tree) for p in _non_finite(v, f"{path}[{i}]")]
+    if isinstance(tree, float) and not np.isfinite(tree):
+        return [path]
+    return []
 
 
 def overlay_document(base: str, overlay: dict, provenance: str, comments: list[str]) -> str:
@@ -276,6 +288,10 @@ def run(args: argparse.Namespace) -> int:
             summary.append(f"gpu.attention_efficiency.{kernel}.{direction}: {before} -> "
                            f"{afit.overlay[kernel][direction]:g} ({n} kernels, {args.attention_mask} mask)")
 
+    bad = _non_finite(overlay)
+    if bad:  # never write a number the profile loader (or a reader of the file) cannot use
+        raise InputError(f"the fit gave a non-finite value for {', '.join(bad)}; the inputs cannot determine it "
+                         "(check the measurements for zero or missing durations)", source=", ".join(args.inputs))
     date = _dt.date.today().isoformat()
     rows = sum(len(m.sizes) for m in inputs.measurements)
     provenance = (f"clustersim calibrate {date}: {len(inputs.measurements)} sweep(s), {rows} rows, "

@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario, args.hardware)
     data = _load(Path(args.trace))
     trace = parse_kineto_data(data, args.trace)
+    for note in trace.unusable:
+        print(f"clustersim: warning: {args.trace}: {note}", file=sys.stderr)
     if not (trace.collectives or trace.gemms or trace.attentions):
         raise InputError("no collective, GEMM or attention kernels found: expected a PyTorch profiler (Kineto) "
                          "trace, this looks like another tool's Chrome trace", source=args.trace)

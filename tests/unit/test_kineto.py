@@ -4,12 +4,15 @@ the launching CPU ops, on a hand-made GPU-style trace and a real CPU/gloo trace.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
+import yaml
 
-from simulator.calibration.kineto import (attention_shape, gemm_shape, parse_kineto_data, parse_kineto_trace,
-                                          parse_nccl_kernel_name)
+from simulator.calibration.kineto import (_CpuIndex, attention_shape, gemm_shape, parse_kineto_data,
+                                          parse_kineto_trace, parse_nccl_kernel_name)
+from simulator.cli import main
 from simulator.errors import InputError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "kineto"
@@ -146,3 +149,89 @@ def test_kernel_without_launch_keeps_name_only():
                              "ts": 10.0, "dur": 5.0, "pid": 0, "tid": 7, "args": {"correlation": 1, "device": 0}}]}
     (c,) = parse_kineto_data(data).collectives
     assert (c.op, c.algorithm, c.protocol, c.size_bytes, c.group_size) == ("allgather", "ring", "simple", None, None)
+
+
+def _gpu_fixture() -> dict:
+    return json.loads(GPU.read_text())
+
+
+@pytest.mark.parametrize("bad", [None, "NaN", float("inf"), "12.5", [1], True])
+def test_kernels_without_a_usable_timestamp_are_left_out_and_named(tmp_path, capsys, bad):
+    """A kernel whose ts or dur is missing, NaN or of another type is reported, never turned
+    into a NaN in the calibrated overlay."""
+    data = _gpu_fixture()
+    kernels = [e for e in data["traceEvents"] if e.get("cat") == "kernel"]
+    gemm = next(e for e in kernels if "gemm" in e["name"].lower())
+    for e in kernels[:3]:
+        if bad is None:
+            e.pop("ts")
+        else:
+            e["dur" if e is gemm else "ts"] = bad
+    path = tmp_path / "t.json"
+    # json.dumps writes NaN/Infinity literals, as a broken exporter would
+    path.write_text(json.dumps(data).replace('"NaN"', "NaN"))
+    trace = parse_kineto_trace(path)
+    assert trace.unusable and all("left out" in u for u in trace.unusable)
+    assert "kernel event(s)" in trace.unusable[0]
+    for ev in trace.gemms + trace.attentions + trace.collectives:
+        assert math.isfinite(ev.start_s) and math.isfinite(ev.duration_s)
+    out = tmp_path / "o.yaml"
+    assert main(["calibrate", str(path), "--hardware", "dgx-h100", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "left out" in err and "traceEvents[" in err
+    def numbers(tree):
+        if isinstance(tree, dict):
+            return [x for v in tree.values() for x in numbers(v)]
+        if isinstance(tree, list):
+            return [x for v in tree for x in numbers(v)]
+        return [tree] if isinstance(tree, float) else []
+
+    values = numbers(yaml.safe_load(out.read_text()))
+    assert values and all(math.isfinite(v) for v in values)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("args", "not a mapping"), ("name", 12345), ("args.Input Dims", "abc"), ("args.correlation", [1, 2]),
+    ("args.In msg nelems", "many"), ("args.Out msg nelems", -5), ("args.Group size", 1e300),
+    ("args.Input Dims", [[-4, 4096], [4096, 4096]]), ("distributedInfo.pg_config", 7),
+])
+def test_wrong_typed_fields_are_exit_0_or_2_never_a_traceback(tmp_path, capsys, field, value):
+    data = _gpu_fixture()
+    if field.startswith("distributedInfo."):
+        data["distributedInfo"] = {field.split(".", 1)[1]: value}
+    else:
+        for e in data["traceEvents"]:
+            if e.get("ph") == "X":
+                if field.startswith("args.") and isinstance(e.get("args"), dict):
+                    e["args"][field.split(".", 1)[1]] = value
+                elif not field.startswith("args."):
+                    e[field] = value
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    trace = parse_kineto_trace(path)
+    for ev in trace.gemms:
+        assert ev.flops is None or ev.flops > 0
+    rc = main(["calibrate", str(path), "--hardware", "dgx-h100", "-o", str(tmp_path / "o.yaml")])
+    err = capsys.readouterr().err
+    assert rc in (0, 2) and "Traceback" not in err and "internal error" not in err
+
+
+def test_gzipped_trace_is_read_as_a_stream(tmp_path):
+    import gzip
+
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(GPU.read_text())
+    plain, gz = parse_kineto_trace(GPU), parse_kineto_trace(path)
+    assert (gz.collectives, gz.gemms, gz.attentions) == (plain.collectives, plain.gemms, plain.attentions)
+
+
+def test_enclosing_ops_are_found_without_scanning_every_earlier_op():
+    """Many sibling CPU ops then a deep stack: the answer is the stack, innermost first."""
+    ops = [{"ts": float(i), "dur": 0.5, "name": f"leaf{i}"} for i in range(10_000)]
+    outer = {"ts": 0.0, "dur": 20_000.0, "name": "outer"}
+    inner = {"ts": 10_000.0, "dur": 100.0, "name": "inner"}
+    index = _CpuIndex([outer, *ops, inner])
+    assert [e["name"] for e in index.enclosing(None, None, 10_050.0)] == ["inner", "outer"]
+    assert [e["name"] for e in index.enclosing(None, None, 5.25)] == ["leaf5", "outer"]
+    assert [e["name"] for e in index.enclosing(None, None, 5.75)] == ["outer"]
