@@ -19,8 +19,12 @@ the same way from the op that ends the step. The parts partition the step, so co
 + bubble equals the step time up to float rounding.
 
 **MFU** = model FLOPs of the step (6·N + attention, the PaLM/Megatron convention of
-:mod:`simulator.schedule.flops`, no recompute) / step time / (GPUs × dense bf16 peak; fp16 peak
-for fp16 runs; fp8 runs are also measured against the bf16 peak, as NVIDIA's published MFU is).
+:mod:`simulator.schedule.flops`, no recompute) / step time / (GPUs × the dense peak of the
+run's GEMM dtype: bf16, fp16, or fp8 for fp8 runs). An fp8 run divided by the bf16 peak (as
+some published MFU figures are) can exceed 100% on a schema-valid profile, so the peak is the
+one the GEMMs run against and the report names it (``mfu_peak``). Every kernel runs at or below
+its dtype's peak (fp8 GEMMs at the fp8 peak, attention and the rest at the bf16/fp16 one, which
+is lower), so MFU ≤ 1.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class Report:
     algorithms: dict[str, list[str]] = field(default_factory=dict)  # comm type -> algo/proto pairs used
     inputs: dict[str, Any] = field(default_factory=dict)  # what it was computed from (report/inputs.py)
     meta: dict[str, Any] = field(default_factory=dict)  # what differs between identical runs (wall time)
+    mfu_peak: dict[str, Any] = field(default_factory=dict)  # {"dtype": "fp8", "TFLOPS": 1979.0}: MFU's denominator
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -73,6 +78,11 @@ class Report:
     def to_table(self) -> str:
         """The summary table ``clustersim run`` prints."""
         return format_table(self)
+
+
+def mfu_peak_dtype(training_dtype: str) -> str:
+    """The dense peak MFU divides by: the dtype the run's GEMMs use."""
+    return training_dtype if training_dtype in ("bf16", "fp16", "fp8") else "bf16"
 
 
 def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int]) -> int | None:
@@ -181,7 +191,8 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     tl = trace.timelines[crit]
     bd = critical_path_breakdown(tl, step)
     gpu = scenario.profile.gpu
-    peak = gpu.peak_flops("fp16" if scenario.training.dtype == "fp16" else "bf16")
+    peak_dtype = mfu_peak_dtype(scenario.training.dtype)
+    peak = gpu.peak_flops(peak_dtype)
     n_gpus = scenario.n_gpus
     flops = model_flops(schedule, scenario)
     mfu = flops / step / (n_gpus * peak) if step > 0 else 0.0
@@ -211,6 +222,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         algorithms={k: sorted(v) for k, v in sorted(algos.items())},
         inputs=scenario_inputs(scenario),
         meta={"wall_s": s.wall_s},
+        mfu_peak={"dtype": peak_dtype, "TFLOPS": peak / 1e12},
     )
 
 
@@ -224,6 +236,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "step_time_s": report.step_time_s,
         "tokens_per_s": report.tokens_per_s,
         "mfu": report.mfu,
+        "mfu_peak": dict(report.mfu_peak),
         "breakdown_s": {
             "compute": bd.compute,
             "exposed_comm": {k: bd.exposed_comm.get(k, 0.0) for k in COMM_TYPES},
@@ -256,7 +269,8 @@ def format_table(report: Report) -> str:
         f"({report.sim['ranks_simulated']} simulated, {report.sim['events']:,} events)",
         f"  {'step time':<26}{report.step_time_s * 1e3:>12.3f} ms",
         f"  {'tokens/s':<26}{report.tokens_per_s:>12,.0f}",
-        f"  {'MFU':<26}{100 * report.mfu:>11.1f} %   ({report.tflops_per_gpu:.1f} model TFLOP/s per GPU)",
+        f"  {'MFU':<26}{100 * report.mfu:>11.1f} %   ({report.tflops_per_gpu:.1f} model TFLOP/s per GPU"
+        + (f" of the {report.mfu_peak['dtype']} dense peak, {report.mfu_peak['TFLOPS']:.0f})" if report.mfu_peak else ")"),
         "breakdown (critical rank %d):" % report.critical_rank,
         row("compute", bd.compute),
     ]
