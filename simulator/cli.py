@@ -68,14 +68,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal(exc)
+        # a path the user gave cannot be read or written (a directory, no permission, disk full)
+        print(f"clustersim: error: {exc.filename}: cannot use this path: {exc.strerror}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # an internal bug: say so plainly, exit 1, no traceback noise by default
-        import os
-        import traceback
+        return _internal(exc)
 
-        if os.environ.get("CLUSTERSIM_DEBUG"):
-            traceback.print_exc()
-        print(f"clustersim: internal error: {type(exc).__name__}: {exc} "
-              "(set CLUSTERSIM_DEBUG=1 for the traceback)", file=sys.stderr)
-        return 1
+
+def _internal(exc: BaseException) -> int:
+    import os
+    import traceback
+
+    if os.environ.get("CLUSTERSIM_DEBUG"):
+        traceback.print_exception(exc)
+    print(f"clustersim: internal error: {type(exc).__name__}: {exc} "
+          "(set CLUSTERSIM_DEBUG=1 for the traceback)", file=sys.stderr)
+    return 1

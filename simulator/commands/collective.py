@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from simulator import units
 from simulator.config.limits import gpus_problem
@@ -148,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
             if exc.field in ("algo", "proto"):
                 raise InputError(exc.detail, field=f"--{exc.field}") from None
             raise
+        if not math.isfinite(r.time_s * 1e6) or r.time_s <= 0:
+            raise InputError(f"the {op} of {size:,} bytes takes {r.time_s} s on {profile.name}: a bandwidth or "
+                             "efficiency of the profile is so small that the time overflows; nothing is written",
+                             field="--hardware")
         rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
                      "algorithm": r.algorithm, "protocol": r.protocol})

@@ -29,9 +29,11 @@ is lower), so MFU ≤ 1.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from simulator.errors import InputError
 from simulator.replay.trace import RankTimeline, Trace, op_bytes, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
 from simulator.schedule.ir import COMM_TYPES, CommOp, P2POp
@@ -187,6 +189,10 @@ def model_flops(schedule: Any, scenario: Any) -> float:
 
 def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     step = trace.step_time_s
+    if not math.isfinite(step):  # every input is finite, but a bandwidth of 1e-308 GB/s is too
+        raise InputError(f"the step takes forever (step time {step}): a bandwidth, peak or efficiency of the "
+                         f"profile {scenario.profile.name} is so small that a kernel or transfer overflows "
+                         "to infinity; no result is written", source=scenario.source or None)
     crit = trace.critical_rank()
     tl = trace.timelines[crit]
     bd = critical_path_breakdown(tl, step)

@@ -208,3 +208,33 @@ def test_a_bare_name_is_always_the_bundled_profile(tmp_path, capsys, monkeypatch
     assert load_profile("mine.yaml").name == "mine"
     exit2(capsys, ["collective", "--hardware", "./dgx-h100", "--op", "allreduce", "--ranks", "8"],
           "dgx-h100", "expected a mapping")
+
+
+def test_no_infinity_in_json(tmp_path, capsys):
+    """Finite but absurd numbers (a 1e-308 GB/s HBM) overflow the step time: refused, where
+    `"step_time_s": Infinity` (not JSON) was written."""
+    overlay = tmp_path / "slow.yaml"
+    overlay.write_text("base: dgx-h100\ngpu:\n  hbm_GBps: 1.0e-308\n  bf16_TFLOPS: 1.0e-300\n")
+    scn = scenario(tmp_path, model__layers=2)
+    out = tmp_path / "r.json"
+    err = exit2(capsys, ["run", str(scn), "--hardware", str(overlay), "--json", str(out)], "takes forever")
+    assert not out.exists() and "Infinity" not in err
+    exit2(capsys, ["run", str(scn), "--hardware", str(overlay), "--json", "-"], "takes forever")
+    overlay.write_text("base: dgx-h100\nnode:\n  scale_up: {link_GBps: 1.0e-308}\n")
+    exit2(capsys, ["collective", "--hardware", str(overlay), "--op", "allreduce", "--ranks", "8", "--json",
+                   str(out)], "overflows")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--json", "--trace"])
+def test_output_path_that_is_a_directory_is_exit_2(tmp_path, capsys, option):
+    out = tmp_path / "out"
+    out.mkdir()
+    exit2(capsys, ["run", str(scenario(tmp_path, model__layers=2)), option, str(out)], str(out))
+
+
+def test_calibrate_output_that_is_a_directory_is_exit_2(tmp_path, capsys):
+    out = tmp_path / "o.yaml"
+    out.mkdir()
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs" / "h100x8_allreduce_1node.txt"
+    exit2(capsys, ["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out)], "o.yaml")
