@@ -334,3 +334,34 @@ def test_runs_of_kernels_as_one_block_give_the_op_by_op_times(send: bool):
     g = compute_time(ComputeOp("A", **GEMM), t.profile.gpu)
     tl = slow.timelines[0]
     assert max(tl.end[k] - tl.start[k] for k in chain) > 1.05 * g
+
+
+def test_hang_from_mismatched_sizes_gives_the_sizes():
+    def prog(size: int):
+        pb = ProgramBuilder()
+        pb.add(CommOp("ar", "allreduce", ("tp",), size))
+        return pb.ops
+
+    sched = Sched(Grid.from_sizes({"tp": 2}), {"a": prog(2**20), "b": prog(2**21)}, roles={0: "a", 1: "b"})
+    with pytest.raises(HangError) as err:
+        replay(sched, topo(1, 2), **FAKES)
+    msg = str(err.value)
+    assert "disagree" in msg and "allreduce of 1,048,576 bytes" in msg and "allreduce of 2,097,152 bytes" in msg
+
+
+def test_hang_report_cap_keeps_the_rank_at_fault():
+    """32 ranks wait on an AllReduce that the last rank never issues (it waits on a send
+    nobody receives): the capped report still names that rank and what it waits on."""
+    n = 32
+    ok = ProgramBuilder()
+    ok.add(CommOp("ar", "allreduce", ("dp",), 2**20))
+    culprit = ProgramBuilder()
+    culprit.add(P2POp("send", sends=(Transfer("dp", 1, 1000, "x"),)))
+    roles = {r: "ok" for r in range(n - 1)} | {n - 1: "late"}
+    sched = Sched(Grid.from_sizes({"dp": n}), {"ok": ok.ops, "late": culprit.ops}, roles=roles)
+    with pytest.raises(HangError) as err:
+        replay(sched, topo(4, 8), **FAKES)
+    msg = str(err.value)
+    assert len(msg.splitlines()) <= 26
+    assert "at fault: ranks [0, 31]" in msg.splitlines()[0]  # 31 never issues it; 0 never receives from 31
+    assert f"  rank {n - 1}: op 0 'send' on stream dp: send key 'x' to rank 0" in msg
