@@ -344,8 +344,11 @@ class _CpuIndex:
         return out
 
 
+_HASHABLE = (str, int, float, type(None))
+
+
 def _hashable(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float, type(None))) else repr(value)
+    return value if type(value) in _HASHABLE else repr(value)
 
 
 def _c10d_op(name: str) -> str | None:
@@ -411,7 +414,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    kind = type(value)  # exact types: a bool is not a time
+    if kind is not float and kind is not int:
         return None
     f = float(value)
     return f if math.isfinite(f) else None
@@ -430,7 +434,10 @@ def _usable_events(raw: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
         if ph not in ("X", "s", "f"):
             out.append(e)  # metadata, counters, instants: not timed here
             continue
-        ts, dur = _finite(e.get("ts")), _finite(e.get("dur", 0)) if ph == "X" else 0.0
+        ts = e.get("ts")
+        ts = ts if type(ts) is float and math.isfinite(ts) else _finite(ts)
+        dur = e.get("dur", 0.0) if ph == "X" else 0.0
+        dur = dur if type(dur) is float and math.isfinite(dur) else _finite(dur)
         problem = ("without a finite ts" if ts is None else
                    "without a finite, non-negative dur" if dur is None or dur < 0 else None)
         if problem:
@@ -440,9 +447,9 @@ def _usable_events(raw: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
             bad[key][0] += 1
             continue
         e["ts"], e["dur"] = ts, dur
-        if not isinstance(e.get("args"), dict):
+        if type(e.get("args")) is not dict:
             e["args"] = {}
-        if not isinstance(e.get("name", ""), str):
+        if type(e.get("name", "")) is not str:
             e["name"] = str(e.get("name"))[:200]
         out.append(e)
     notes = [f"{n} {cat} event(s) {problem} left out (first: {name} at traceEvents[{i}])"
