@@ -21,12 +21,13 @@ Numbers stay as printed (time in us, algbw/busbw in decimal GB/s); properties gi
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from simulator.costs.collectives import OP_ALIASES, canonical_op
-from simulator.errors import InputError
+from simulator.errors import InputError, quote
 
 # nccl-tests type names -> bytes per element (src/common.cu test_typenames; f8 types in newer ones).
 ELEMENT_BYTES = {
@@ -177,11 +178,23 @@ def _library_code_to_version(code: int) -> str:
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
+MAX_SIZE_BYTES = 1 << 50  # 1 PiB: no collective buffer comes near it
+
+
 def _number(token: str, what: str, source: str, line: int) -> float:
+    """A finite, non-negative number of a result row (nccl-tests prints nothing else; a NaN, inf
+    or negative time would turn into a non-finite fit)."""
     try:
-        return float(token)
+        value = float(token)
     except ValueError:
-        raise InputError(f"line {line}: expected a number for {what}, got {token!r}", source=source) from None
+        raise InputError(f"line {line}: expected a number for {what}, got {quote(token, 40)}", source=source) from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"line {line}: expected a finite number >= 0 for {what}, got {quote(token, 40)}",
+                         source=source)
+    if what in ("size", "count") and (value > MAX_SIZE_BYTES or not value.is_integer()):
+        raise InputError(f"line {line}: expected a whole {what} up to {MAX_SIZE_BYTES:,}, got {quote(token, 40)}",
+                         source=source)
+    return value
 
 
 @dataclass

@@ -229,3 +229,22 @@ def test_canonical_names():
 def test_format_log_is_deterministic():
     (run,) = parse_nccl_log(LOGS / "h100x8_allgather_1node.txt")
     assert format_log([run]) == format_log([run])
+
+
+@pytest.mark.parametrize("column,value", [(5, "nan"), (6, "inf"), (7, "-inf"), (5, "1e400"), (7, "-3")])
+def test_non_finite_or_negative_numbers_are_exit_2_with_the_line(tmp_path, capsys, column, value):
+    """A NaN, inf or negative time or bandwidth would make the fit non-finite: the row is refused."""
+    from simulator.cli import main
+
+    lines = (Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs" / "h100x8_allreduce_1node.txt").read_text().splitlines(True)
+    rows = [i for i, line in enumerate(lines) if line.strip() and not line.startswith("#")]
+    fields = lines[rows[2]].split()
+    fields[column] = value
+    lines[rows[2]] = "  " + "  ".join(fields) + "\n"
+    log = tmp_path / "log.txt"
+    log.write_text("".join(lines))
+    out = tmp_path / "o.yaml"
+    assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{log}: line {rows[2] + 1}: expected a finite number >= 0" in err and "Traceback" not in err
+    assert not out.exists()
