@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from simulator import units
 from simulator.calibration.nccl_log import ELEMENT_BYTES, Device, Sweep, SweepRow, canonical_op, count_for
 from simulator.calibration.nccl_log_writer import make_row, write_nccl_log
-from simulator.errors import InputError, exit_code
+from simulator.errors import InputError, exit_code, quote
 
 MEASURABLE = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv", "broadcast", "reduce")
 # simulator dtype / nccl-tests type name -> torch dtype attribute
@@ -337,7 +337,10 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(warmup_iters=args.warmup_iters, iters=args.iters, backend=args.backend)
     # Check everything the user gave before torch is imported or any process group exists: a
     # bad option is reported as itself, even on a machine without torch.
-    jobs = jobs_from_args(args, int(os.environ.get("WORLD_SIZE", "1")))
+    world = os.environ.get("WORLD_SIZE", "1")
+    if not world.isdigit() or int(world) < 1:
+        raise InputError(f"expected a whole number >= 1 (set by torchrun), got {quote(world)}", field="WORLD_SIZE")
+    jobs = jobs_from_args(args, int(world))
     from simulator.files import check_output_path  # noqa: PLC0415
 
     check_output_path(args.output, "-o")

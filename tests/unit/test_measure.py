@@ -119,6 +119,13 @@ def test_bad_options_are_named_even_without_torch(monkeypatch, capsys):
     assert "pip install" in capsys.readouterr().err
 
 
+def test_bad_world_size_is_exit_2(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setenv("WORLD_SIZE", "eight")
+    assert cli_main(["measure", "--op", "allreduce"]) == 2
+    assert "WORLD_SIZE" in capsys.readouterr().err
+
+
 def test_missing_torch_is_an_input_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     with pytest.raises(InputError, match="pip install"):
