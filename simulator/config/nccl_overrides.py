@@ -38,7 +38,8 @@ def _kinds() -> Iterator[tuple[str, tuple]]:
     for p in PROTOS:
         yield f"proto_efficiency.{p}", _FRACTION
         yield f"proto_efficiency.net.{p}", _FRACTION
-    yield from (("net_overhead_us", _LATENCY), ("net_latency_us", _LATENCY), ("nvls_efficiency", _FRACTION),
+    yield from (("net_overhead_us", _LATENCY), ("net_latency_us", _LATENCY), ("net_hop_extra_us", _LATENCY),
+                ("nvls_efficiency", _FRACTION),
                 ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
                 ("bw_inter_GBps", _BANDWIDTH), ("p2p_channel_GBps", _BANDWIDTH), ("n_channels", _CHANNELS),
                 ("nvls_channels", _CHANNELS))

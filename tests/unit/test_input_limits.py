@@ -238,3 +238,18 @@ def test_calibrate_output_that_is_a_directory_is_exit_2(tmp_path, capsys):
     out.mkdir()
     log = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs" / "h100x8_allreduce_1node.txt"
     exit2(capsys, ["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out)], "o.yaml")
+
+
+def test_every_key_the_cost_model_reads_is_a_known_nccl_key():
+    """The typed nccl: block and the keys costs/nccl_constants applies are the same set."""
+    import itertools
+
+    from simulator.config.nccl_overrides import ALGOS, KEYS, LINK_CLASSES, PROTOS
+    from simulator.costs.nccl_constants import OVERRIDE_KEYS
+
+    choices = {"<algo>": ALGOS, "<proto>": PROTOS, "<ll|ll128|simple>": PROTOS, "<nvlink|pci|net>": LINK_CLASSES}
+    expanded = set()
+    for template in OVERRIDE_KEYS:
+        parts = [choices.get(p, (p,)) for p in template.split(".")]
+        expanded |= {".".join(c) for c in itertools.product(*parts)}
+    assert expanded == set(KEYS)
