@@ -63,6 +63,29 @@ def unpack_flow(flow: Any) -> tuple[Sequence[int], float, float | None]:
     return links, nbytes, cap
 
 
+def checked_flows(flows: Iterable[Any], n_links: int) -> list[tuple[tuple[int, ...], float, float]]:
+    """The flows as ``(links, nbytes, cap)`` with an infinite cap for none, checked: a finite
+    size >= 0, a positive cap, link ids in ``0..n_links-1``. Zero-byte flows, and flows over
+    no link without a cap, are dropped: they finish at once."""
+    inf = float("inf")
+    out: list[tuple[tuple[int, ...], float, float]] = []
+    for flow in flows:
+        links, nbytes, cap = unpack_flow(flow)
+        nbytes = float(nbytes)
+        if not (0 <= nbytes < inf):
+            raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
+        if cap is not None and not cap > 0:
+            raise ValueError(f"rate cap must be > 0 bytes/s, got {cap!r}")
+        if nbytes == 0 or (len(links) == 0 and cap is None):
+            continue
+        if type(links) is not tuple:
+            links = tuple(int(link) for link in links)
+        if links and (min(links) < 0 or max(links) >= n_links):
+            raise ValueError(f"link id out of range 0..{n_links - 1}")
+        out.append((links, nbytes, inf if cap is None else float(cap)))
+    return out
+
+
 class Mirror:
     """numpy copy of the active flows' flow-link incidence, kept only while large components
     occur: per entry the flow id and link; per flow id its cap, current rate and whether it is

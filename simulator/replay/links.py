@@ -28,7 +28,7 @@ import numpy as np
 import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, unpack_flow
+from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows
 from simulator.replay.solo_phases import PhaseShape, SoloBlock, phase_shape
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
@@ -134,23 +134,7 @@ class FlowNetwork:
         """Start many flows at once (one rate recompute for the batch); the event fires when all
         have finished. Items: ``(links, nbytes[, rate_cap_Bps])`` or objects with those fields.
         Zero-byte flows, and flows over no link without a cap, finish immediately."""
-        n_links = self._n_links
-        inf = float("inf")
-        batch: list[tuple[tuple[int, ...], float, float]] = []
-        for flow in flows:
-            links, nbytes, cap = unpack_flow(flow)
-            nbytes = float(nbytes)
-            if not (0 <= nbytes < inf):
-                raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
-            if cap is not None and not cap > 0:
-                raise ValueError(f"rate cap must be > 0 bytes/s, got {cap!r}")
-            if nbytes == 0 or (len(links) == 0 and cap is None):
-                continue
-            if type(links) is not tuple:
-                links = tuple(int(link) for link in links)
-            if links and (min(links) < 0 or max(links) >= n_links):
-                raise ValueError(f"link id out of range 0..{n_links - 1}")
-            batch.append((links, nbytes, inf if cap is None else float(cap)))
+        batch = checked_flows(flows, self._n_links)
         event = self.env.event()
         if not batch:
             event.succeed()

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import unpack_flow
+from simulator.replay.flow_records import checked_flows
 
 # As links.FlowNetwork: flows whose finish times differ by less than this fraction (plus an
 # absolute femtosecond) complete together.
@@ -125,22 +125,8 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
     """Decompose a phase (flows as accepted by ``FlowNetwork.transfer_many``) into components
     and time each alone. Zero-byte flows, and flows over no link without a cap, are dropped:
     they finish at once."""
-    n_links = capacity_Bps.size
     inf = float("inf")
-    specs: list[tuple[tuple[int, ...], float, float]] = []
-    for flow in phase:
-        links, nbytes, cap = unpack_flow(flow)
-        nbytes = float(nbytes)
-        if not (0 <= nbytes < inf):
-            raise ValueError(f"flow size must be a finite number of bytes >= 0, got {nbytes!r}")
-        if cap is not None and not cap > 0:
-            raise ValueError(f"rate cap must be > 0 bytes/s, got {cap!r}")
-        if nbytes == 0 or (len(links) == 0 and cap is None):
-            continue
-        links = tuple(int(link) for link in links)
-        if links and (min(links) < 0 or max(links) >= n_links):
-            raise ValueError(f"link id out of range 0..{n_links - 1}")
-        specs.append((links, nbytes, inf if cap is None else float(cap)))
+    specs = checked_flows(phase, capacity_Bps.size)
     n = len(specs)
     lengths = np.fromiter((len(links) for links, _, _ in specs), dtype=np.int64, count=n)
     e_link = np.fromiter((link for links, _, _ in specs for link in links), dtype=np.int64, count=int(lengths.sum()))
