@@ -179,6 +179,9 @@ def _library_code_to_version(code: int) -> str:
 
 
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: no collective buffer comes near it
+# 10^12 us is 11.6 days: no collective call takes that long, and a longer time would make the
+# row's measured bandwidth vanish (an infinite relative error in every report computed from it).
+MAX_TIME_US = 1e12
 
 
 def _number(token: str, what: str, source: str, line: int) -> float:
@@ -193,6 +196,9 @@ def _number(token: str, what: str, source: str, line: int) -> float:
                          source=source)
     if what in ("size", "count") and (value > MAX_SIZE_BYTES or not value.is_integer()):
         raise InputError(f"line {line}: expected a whole {what} up to {MAX_SIZE_BYTES:,}, got {quote(token, 40)}",
+                         source=source)
+    if what == "time" and value > MAX_TIME_US:
+        raise InputError(f"line {line}: expected a time up to {MAX_TIME_US:g} us, got {quote(token, 40)}",
                          source=source)
     return value
 

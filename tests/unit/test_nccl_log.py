@@ -248,3 +248,20 @@ def test_non_finite_or_negative_numbers_are_exit_2_with_the_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert f"{log}: line {rows[2] + 1}: expected a finite number >= 0" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_time_no_call_could_take_is_refused_naming_the_line(tmp_path):
+    """A time of 1e308 us would make the row's bandwidth vanish and its error infinite."""
+    from simulator.calibration.nccl_log import parse_nccl_log
+    from simulator.errors import InputError
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs" / "h100x8_allreduce_1node.txt"
+    lines = src.read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#"))
+    cols = lines[i].split()
+    cols[5] = "1e308"
+    lines[i] = "  ".join(cols)
+    log = tmp_path / "log.txt"
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=f"line {i + 1}: expected a time up to"):
+        parse_nccl_log(log)
