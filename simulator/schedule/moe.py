@@ -182,23 +182,15 @@ def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], ta
 
 
 def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
-             tag: Tag) -> int:
-    """One grouped GEMM: E_local GEMMs of (m/E_local, n, k) rows (TE GroupedLinear)."""
+             tag: Tag, wgrad: bool = False) -> int:
+    """One grouped GEMM over ``m`` routed rows (TE GroupedLinear): E_local GEMMs of (m/E_local, n, k),
+    or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension."""
     e = s.local_experts
     elem = 1 if s.dtype == "fp8" else s.act_bytes
     io = (m * k + e * k * n + m * n) * elem
+    rows = max(m // e, 1)
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
-                            gemm=(max(m // e, 1), n, k), count=e, dtype=s.dtype, tag=tag))
-
-
-def _grouped_w(pb: ProgramBuilder, s: MoESpec, name: str, n: int, k: int, m: int, deps: tuple[int, ...],
-               tag: Tag) -> int:
-    """Grouped weight-gradient GEMM: E_local GEMMs of (n, k, m/E_local)."""
-    e = s.local_experts
-    elem = 1 if s.dtype == "fp8" else s.act_bytes
-    io = (m * k + e * k * n + m * n) * elem
-    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
-                            gemm=(n, k, max(m // e, 1)), count=e, dtype=s.dtype, tag=tag))
+                            gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag))
 
 
 def _comm(pb: ProgramBuilder, name: str, op: str, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
@@ -283,10 +275,10 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     rows = _etp(pb, s, f"{p}.combine.bwd", "allgather", to_experts, tag)
     f = s.ffn // s.etp
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
-    fc2_w = _grouped_w(pb, s, f"{p}.experts.fc2.wgrad", h, f, s.rows, (fc2_d,), tag)
+    fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
     fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, h, s.up, (act,), tag)
-    fc1_w = _grouped_w(pb, s, f"{p}.experts.fc1.wgrad", s.up, h, s.rows, (fc1_d,), tag)
+    fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
     back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", fc1_d, tag)
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
     permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * h * B + T * h * B, (returned,), tag)
