@@ -120,10 +120,10 @@ def steady_state_panels(trace: Trace, rank: int) -> list[Panel]:
     start, end = tl.start, tl.end
     for i, op in enumerate(tl.program):
         t = op.tag
-        if op.stream != "compute" or t.layer is None or t.layer < 0 or t.microbatch is None \
+        if op.stream != "compute" or t.layer is None or t.layer < 0 or t.mb_index is None \
                 or t.phase not in ("fwd", "bwd"):
             continue  # layer -1 tags the LM head
-        key = (t.phase, t.layer, t.microbatch)
+        key = (t.phase, t.layer, t.mb_index)
         s = spans.get(key)
         if s is None:
             spans[key] = [float(start[i]), float(end[i])]

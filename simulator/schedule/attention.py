@@ -32,7 +32,7 @@ class AttentionContext:
     shard attention). ``heads`` and ``kv_heads`` are per TP rank.
     """
 
-    micro_batch: int
+    micro_batch_size: int  # sequences per micro-batch (the scenario's training.micro_batch)
     seq: int
     seq_local: int
     heads: int  # query heads on this TP rank
@@ -45,7 +45,7 @@ class AttentionContext:
     ulysses: int  # DeepSpeed-Ulysses degree
     cp_comm: str  # ring | p2p | all_gather | a2a | a2a+p2p
     layer: int
-    microbatch: int
+    mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     dtype: str = "bf16"
     cp_a2a: int | None = None  # a2a+p2p: All-to-All degree (None: derived, see context_parallel)
     kernel: str = ""  # fused attention kernel (flash2 | flash3; "": the GPU's default)
@@ -53,12 +53,12 @@ class AttentionContext:
     @property
     def q_bytes(self) -> int:
         """Bytes of this rank's local query block (b·s_local·heads·d)."""
-        return self.micro_batch * self.seq_local * self.heads * self.head_dim * self.dtype_bytes
+        return self.micro_batch_size * self.seq_local * self.heads * self.head_dim * self.dtype_bytes
 
     @property
     def kv_bytes(self) -> int:
         """Bytes of this rank's local key plus value blocks (2·b·s_local·kv_heads·d)."""
-        return 2 * self.micro_batch * self.seq_local * self.kv_heads * self.head_dim * self.dtype_bytes
+        return 2 * self.micro_batch_size * self.seq_local * self.kv_heads * self.head_dim * self.dtype_bytes
 
 
 def attention_flops(b: int, heads: int, s_q: int, s_k: int, d: int, causal_fraction: float = 1.0) -> float:
@@ -76,18 +76,18 @@ def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
     frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
     return pb.add(ComputeOp(
         name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
-        flops=attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
+        flops=attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("fwd", ctx.layer, ctx.microbatch), attention_kernel=ctx.kernel))
+        tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel))
 
 
 def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
     frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
     return pb.add(ComputeOp(
         name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
-        flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
+        flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("bwd", ctx.layer, ctx.microbatch), attention_kernel=ctx.kernel))
+        tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,19 +108,19 @@ ATTENTION_DROPOUT_MASK_BYTES = 1  # torch's dropout keeps a bool (uint8) mask pe
 
 def _score_elems(ctx: AttentionContext) -> int:
     """Elements of the local score matrix, b·a·s_q·s_k."""
-    return ctx.micro_batch * ctx.heads * ctx.seq * ctx.seq
+    return ctx.micro_batch_size * ctx.heads * ctx.seq * ctx.seq
 
 
 def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: str, flops: float,
              hbm_bytes: float, after: int, phase: str) -> int:
     return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,  # type: ignore[arg-type]
-                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
 
 
 def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
     """QK^T → scale/mask/softmax → dropout → ·V, four kernels with the scores in HBM."""
     B, S = ctx.dtype_bytes, _score_elems(ctx)
-    half = attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
+    half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     qk_bytes = ctx.q_bytes + ctx.kv_bytes / 2 * ctx.heads / max(ctx.kv_heads, 1)  # K expanded to all heads
     i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + S * B, after, "fwd")
     i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, 2 * S * B, i, "fwd")
@@ -132,7 +132,7 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
     """The reverse: dV and dP (two GEMMs reading P, writing dP), dropout and softmax backward
     (softmax' reads y and dy, writes dx), dQ and dK (two GEMMs reading dS)."""
     B, S = ctx.dtype_bytes, _score_elems(ctx)
-    half = attention_flops(ctx.micro_batch, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
+    half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     i = _unfused(pb, ctx, "context.bwd", "gemm", 2 * half, 2 * S * B + 3 * ctx.q_bytes, after, "bwd")
     i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i, "bwd")
     i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, 3 * S * B, i, "bwd")

@@ -50,7 +50,7 @@ MAX_A2A_DEGREE = 8  # one NVLink domain of an 8-GPU node
 def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
     """Attention work of each of TE's c p2p steps (the same on every rank)."""
     chunk = ctx.seq_local // 2
-    tile = attention_flops(ctx.micro_batch, ctx.heads, chunk, chunk, ctx.head_dim)  # U
+    tile = attention_flops(ctx.micro_batch_size, ctx.heads, chunk, chunk, ctx.head_dim)  # U
     io = ctx.q_bytes * 2 + ctx.kv_bytes
     if not ctx.causal:
         return [RingBlock(4 * tile, 1.0, io)] * ctx.cp
@@ -60,7 +60,7 @@ def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
 
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
     return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
-                    key=f"cp.L{ctx.layer}.mb{ctx.microbatch}", layer=ctx.layer, microbatch=ctx.microbatch,
+                    key=f"cp.L{ctx.layer}.mb{ctx.mb_index}", layer=ctx.layer, mb_index=ctx.mb_index,
                     dtype=ctx.dtype, kernel=ctx.kernel)
 
 
@@ -97,12 +97,12 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: t
     scale = FLASH_BWD_FACTOR if phase == "bwd" else 1.0
     last = deps[-1]
     for i, (s_k, frac) in enumerate(_local_chunks(ctx)):
-        kv_io = 2 * ctx.micro_batch * s_k * ctx.kv_heads * ctx.head_dim * ctx.dtype_bytes
+        kv_io = 2 * ctx.micro_batch_size * s_k * ctx.kv_heads * ctx.head_dim * ctx.dtype_bytes
         last = pb.add(ComputeOp(
             name=f"L{ctx.layer}.attn.cp.{phase}.chunk{i}", kind="attention",
-            flops=scale * attention_flops(ctx.micro_batch, ctx.heads, chunk, s_k, ctx.head_dim, frac),
+            flops=scale * attention_flops(ctx.micro_batch_size, ctx.heads, chunk, s_k, ctx.head_dim, frac),
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
-            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.microbatch),  # type: ignore[arg-type]
+            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),  # type: ignore[arg-type]
             attention_kernel=ctx.kernel))
     return last
 
@@ -110,7 +110,7 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: t
 def _cp_coll(pb: ProgramBuilder, ctx: AttentionContext, name: str, op: str, phase: str, deps: tuple[int, ...]) -> int:
     full = ctx.kv_bytes // 2 * ctx.cp  # K (or V) of the whole sequence: b·s·g·d·B
     return pb.add(CommOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", op=op, axes=AXES, size_bytes=full,  # type: ignore[arg-type]
-                         deps=deps, dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+                         deps=deps, dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
 
 
 def _all_gather_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:

@@ -34,7 +34,7 @@ class Tag:
 
     phase: Phase = "other"
     layer: int | None = None  # global transformer-layer index
-    microbatch: int | None = None
+    mb_index: int | None = None  # which micro-batch of the step (not its size)
     chunk: int | None = None  # virtual pipeline chunk (interleaved 1F1B)
 
 

@@ -304,7 +304,7 @@ def _shared_fwd(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, a
     up = (2 if s.gated else 1) * s.shared_ffn // s.tp
     fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "moe.shared.fc1", up, after)
     act = _mem(pb, f"L{tp.layer}.moe.shared.act.fwd", (3 if s.gated else 2) * tp.tokens * s.shared_ffn // s.tp * s.act_bytes,
-               (fc1,), _tag("fwd", tp.layer, tp.microbatch))
+               (fc1,), _tag("fwd", tp.layer, tp.mb_index))
     return tensor_parallel.row_parallel_fwd(pb, tp, "moe.shared.fc2", s.shared_ffn // s.tp, act)
 
 
@@ -312,5 +312,5 @@ def _shared_bwd(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, a
     up = (2 if s.gated else 1) * s.shared_ffn // s.tp
     fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "moe.shared.fc2", s.shared_ffn // s.tp, after)
     act = _mem(pb, f"L{tp.layer}.moe.shared.act.bwd", (5 if s.gated else 3) * tp.tokens * s.shared_ffn // s.tp * s.act_bytes,
-               (fc2,), _tag("bwd", tp.layer, tp.microbatch))
+               (fc2,), _tag("bwd", tp.layer, tp.mb_index))
     return tensor_parallel.column_parallel_bwd(pb, tp, "moe.shared.fc1", up, act)

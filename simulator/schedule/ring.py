@@ -58,7 +58,7 @@ class RingSpec:
     name: str  # op-name prefix, e.g. "L3.attn.ring"
     key: str  # message-key prefix unique per layer and micro-batch, e.g. "cp.L3.mb0"
     layer: int
-    microbatch: int
+    mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     dtype: str = "bf16"
     kernel: str = ""  # fused attention kernel of the blocks (flash2 | flash3; "": the GPU's default)
 
@@ -69,7 +69,7 @@ def _p2p(pb: ProgramBuilder, spec: RingSpec, name: str, key: str, nbytes: int, d
     return pb.add(P2POp(
         name=name, sends=(Transfer(spec.axis, off, nbytes, key),),
         recvs=(Transfer(spec.axis, -off, nbytes, key),), deps=deps, stream=spec.axis,
-        tag=Tag(phase, spec.layer, spec.microbatch)))  # type: ignore[arg-type]
+        tag=Tag(phase, spec.layer, spec.mb_index)))  # type: ignore[arg-type]
 
 
 def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: bool, deps: tuple[int, ...]) -> int:
@@ -77,12 +77,12 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
     return pb.add(ComputeOp(
         name=name, kind="attention", flops=blk.flops * scale, hbm_bytes=blk.hbm_bytes * (2 if bwd else 1),
         deps=deps, dtype=spec.dtype, causal_fraction=blk.causal_fraction,
-        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.microbatch), attention_kernel=spec.kernel))
+        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.mb_index), attention_kernel=spec.kernel))
 
 
 def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: str, deps: tuple[int, ...]) -> int:
     return pb.add(ComputeOp(name=name, kind="elementwise", hbm_bytes=hbm_bytes, deps=tuple(sorted(set(deps))),
-                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.microbatch)))  # type: ignore[arg-type]
+                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.mb_index)))  # type: ignore[arg-type]
 
 
 def ring_forward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock | None],

@@ -40,13 +40,13 @@ def blocks(ctx: AttentionContext) -> list[RingBlock | None]:
         else:
             out.append(None)
             continue
-        out.append(RingBlock(attention_flops(ctx.micro_batch, ctx.heads, n, n, ctx.head_dim, frac), frac, io))
+        out.append(RingBlock(attention_flops(ctx.micro_batch_size, ctx.heads, n, n, ctx.head_dim, frac), frac, io))
     return out
 
 
 def _spec(ctx: AttentionContext) -> RingSpec:
     return RingSpec(axis="cp", hop=1, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.ring",
-                    key=f"ring.L{ctx.layer}.mb{ctx.microbatch}", layer=ctx.layer, microbatch=ctx.microbatch,
+                    key=f"ring.L{ctx.layer}.mb{ctx.mb_index}", layer=ctx.layer, mb_index=ctx.mb_index,
                     dtype=ctx.dtype, kernel=ctx.kernel)
 
 

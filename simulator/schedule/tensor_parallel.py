@@ -108,13 +108,13 @@ class TPContext:
     tp: int
     sequence_parallel: bool
     overlap: str  # one of OVERLAP_MODES
-    micro_batch: int
+    micro_batch_size: int  # sequences per micro-batch (the scenario's training.micro_batch)
     seq_local: int  # tokens of one sequence on this rank before the SP split (seq / cp / ulysses)
     hidden: int
     dtype: str
     dtype_bytes: int
     layer: int
-    microbatch: int
+    mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     sms: int  # GPU SM count (pipelined overlap steals some)
 
     def __post_init__(self) -> None:
@@ -124,7 +124,7 @@ class TPContext:
     @property
     def tokens(self) -> int:
         """Rows of every TP GEMM: b·s (the full local sequence)."""
-        return self.micro_batch * self.seq_local
+        return self.micro_batch_size * self.seq_local
 
     @property
     def sp(self) -> bool:
@@ -148,7 +148,7 @@ class TPContext:
     @cached_property
     def tags(self) -> dict[str, Tag]:
         """One shared Tag per phase (schedules hold ~10⁵ ops; building them is the hot path)."""
-        return {p: Tag(p, self.layer, self.microbatch) for p in ("fwd", "bwd")}  # type: ignore[misc]
+        return {p: Tag(p, self.layer, self.mb_index) for p in ("fwd", "bwd")}  # type: ignore[misc]
 
     def sm_fraction(self, comm_sms: int) -> float:
         return max(self.sms - comm_sms, 1) / self.sms
@@ -186,7 +186,7 @@ def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, op: str, si
 
 
 def _key(ctx: TPContext, label: str, step: int) -> str:
-    return f"tp.L{ctx.layer}.mb{ctx.microbatch}.{label}.step{step}"
+    return f"tp.L{ctx.layer}.mb{ctx.mb_index}.{label}.step{step}"
 
 
 # ---------------------------------------------------------------------------------------------

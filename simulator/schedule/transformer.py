@@ -304,16 +304,16 @@ class LayerBuilder:
 
     def _tp(self, layer: int, mb: int):  # type: ignore[no-untyped-def]
         s = self.spec
-        return tensor_parallel.TPContext(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch=s.b,
+        return tensor_parallel.TPContext(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch_size=s.b,
                                          seq_local=s.seq_local, hidden=s.hidden, dtype=s.dtype,
-                                         dtype_bytes=s.act_bytes, layer=layer, microbatch=mb, sms=s.sms)
+                                         dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
-        return AttentionContext(micro_batch=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
+        return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
                                 kv_heads=s.kv_heads // s.tp, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
-                                layer=layer, microbatch=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
+                                layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
                                 kernel="" if s.attention == "unfused" else s.attention)
 
     # -- transformer layer --------------------------------------------------------------------

@@ -60,14 +60,14 @@ def head_sharded_context(ctx: AttentionContext, degree: int, replicate_kv: bool,
 def _a2a(pb: ProgramBuilder, ctx: AttentionContext, axes: tuple[str, ...], name: str, size: int,
          deps: tuple[int, ...], phase: str) -> int:
     return pb.add(CommOp(name=name, op="alltoall", axes=axes, size_bytes=size, deps=deps, dtype=ctx.dtype,
-                         tag=Tag(phase, ctx.layer, ctx.microbatch)))  # type: ignore[arg-type]
+                         tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
 
 
 def _buffers(ctx: AttentionContext, degree: int, replicate_kv: bool, field: str) -> tuple[int, int]:
     """(M_q, M_k): one rank's send buffers before the head scatter."""
     g = exchanged_kv_heads(ctx.kv_heads, degree, replicate_kv, field)
-    m_q = ctx.micro_batch * ctx.seq_local * ctx.heads * ctx.head_dim * ctx.dtype_bytes
-    m_k = ctx.micro_batch * ctx.seq_local * g * ctx.head_dim * ctx.dtype_bytes
+    m_q = ctx.micro_batch_size * ctx.seq_local * ctx.heads * ctx.head_dim * ctx.dtype_bytes
+    m_k = ctx.micro_batch_size * ctx.seq_local * g * ctx.head_dim * ctx.dtype_bytes
     return m_q, m_k
 
 

@@ -17,9 +17,9 @@ B, S, D, A, G = 1, 16384, 128, 16, 4
 
 
 def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G) -> AttentionContext:
-    return AttentionContext(micro_batch=B, seq=S, seq_local=S // c, heads=heads, kv_heads=kv, head_dim=D,
+    return AttentionContext(micro_batch_size=B, seq=S, seq_local=S // c, heads=heads, kv_heads=kv, head_dim=D,
                             dtype_bytes=2, causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm=comm, layer=7,
-                            microbatch=2)
+                            mb_index=2)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:

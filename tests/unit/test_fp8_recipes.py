@@ -30,7 +30,7 @@ def _ops(scn):
 
 def _quantize_bytes(prog, phase):
     return sum(op.hbm_bytes for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
-               and op.tag.phase == phase and op.tag.layer == 0 and op.tag.microbatch == 0)
+               and op.tag.phase == phase and op.tag.layer == 0 and op.tag.mb_index == 0)
 
 
 def test_delayed_scaling_reduces_amaxes_once_per_pass(make):
@@ -53,7 +53,7 @@ def test_current_scaling_reads_every_quantised_tensor_once_more(make):
     fwd = tokens * (h + h // tp + h + f // tp)
     assert _quantize_bytes(prog, "fwd") == pytest.approx(2 * fwd)
     amax = [op for op in prog if isinstance(op, CommOp) and "fp8_amax" in op.name and op.tag.layer == 0
-            and op.tag.microbatch == 0]
+            and op.tag.mb_index == 0]
     assert len(amax) == 4 and all(op.axes == ("tp",) and op.size_bytes == 4 for op in amax)
 
 

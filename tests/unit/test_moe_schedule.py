@@ -77,7 +77,7 @@ def test_every_token_dispatched_is_combined(make):
             sizes = Counter()
             for op in _a2a(prog):
                 kind = "dispatch" if ".dispatch." in op.name else "combine"
-                sizes[(op.tag.layer, op.tag.microbatch, op.tag.phase, kind)] += op.size_bytes
+                sizes[(op.tag.layer, op.tag.mb_index, op.tag.phase, kind)] += op.size_bytes
             keys = {k[:3] for k in sizes}
             assert len(keys) == 3 * scn.n_micro * 2 and scn.n_micro == 4
             for layer, mb, phase in keys:
@@ -128,7 +128,7 @@ def test_grouped_gemm_rows_and_flops(make):
     fc1 = [op for op in prog if isinstance(op, ComputeOp) and op.name == "L1.moe.experts.fc1.fwd"]
     T, k, h, f = 512, 2, 256, 128
     assert fc1[0].count == 2 and fc1[0].gemm == (T * k // 2, 2 * f, h)
-    fwd = sum(op.flops for op in prog if isinstance(op, ComputeOp) and op.tag.layer == 1 and op.tag.microbatch == 0
+    fwd = sum(op.flops for op in prog if isinstance(op, ComputeOp) and op.tag.layer == 1 and op.tag.mb_index == 0
               and op.tag.phase == "fwd" and ".experts.fc" in op.name)
     assert fwd == 2 * T * k * 3 * h * f
 

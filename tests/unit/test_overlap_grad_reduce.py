@@ -49,12 +49,12 @@ def test_without_overlap_every_bucket_waits_for_the_whole_backward(make, zero):
 def test_zero2_without_overlap_reduces_each_micro_batch_before_the_next(make):
     prog = build_schedule(make({"zero": 2, "overlap_grad_reduce": False})).programs["pp0.cp0"]
     grads = _grads(prog)
-    mbs = sorted({op.tag.microbatch for _, op in grads})
+    mbs = sorted({op.tag.mb_index for _, op in grads})
     assert len(mbs) == 2  # global batch 16 over dp 8 = 2 micro-batches
-    first_rs = max(i for i, op in grads if op.tag.microbatch == mbs[0])
+    first_rs = max(i for i, op in grads if op.tag.mb_index == mbs[0])
     # the second micro-batch's forward compute waits (transitively) for the first's ReduceScatters
     second_fwd = min(i for i, op in enumerate(prog) if isinstance(op, ComputeOp) and op.tag.phase == "fwd"
-                     and op.tag.microbatch == mbs[1])
+                     and op.tag.mb_index == mbs[1])
     reach = set(prog[second_fwd].deps)
     frontier = list(reach)
     while frontier:

@@ -38,7 +38,7 @@ def _layer_span(sim, rank, phase, layer, mb):
     recs = [r for r in sim.trace.records(rank) if r.stream == "compute"]
     prog = sim.trace.timelines[rank].program
     mine = [r for r in recs if prog[r.index].tag.phase == phase and prog[r.index].tag.layer == layer
-            and prog[r.index].tag.microbatch == mb]
+            and prog[r.index].tag.mb_index == mb]
     return min(r.start for r in mine), max(r.end for r in mine)
 
 

@@ -15,8 +15,8 @@ B, S, D, A, G = 1, 8192, 128, 8, 2
 
 
 def ctx(c=4, rank=0, causal=True) -> AttentionContext:
-    return AttentionContext(micro_batch=B, seq=S, seq_local=S // c, heads=A, kv_heads=G, head_dim=D, dtype_bytes=2,
-                            causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm="ring", layer=2, microbatch=3)
+    return AttentionContext(micro_batch_size=B, seq=S, seq_local=S // c, heads=A, kv_heads=G, head_dim=D, dtype_bytes=2,
+                            causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm="ring", layer=2, mb_index=3)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:

@@ -294,7 +294,7 @@ def test_tp_sp_collectives_per_layer(make):
     per_layer = defaultdict(lambda: defaultdict(int))
     for op in prog:
         if isinstance(op, CommOp) and op.axes == ("tp",) and op.tag.layer is not None and op.tag.layer >= 0:
-            per_layer[(op.tag.layer, op.tag.microbatch)][(op.tag.phase, op.op)] += op.size_bytes
+            per_layer[(op.tag.layer, op.tag.mb_index)][(op.tag.phase, op.op)] += op.size_bytes
     assert len(per_layer) == L * M
     for v in per_layer.values():
         assert v[("fwd", "allgather")] == 2 * A and v[("fwd", "reducescatter")] == 2 * A

@@ -19,8 +19,8 @@ BYTES = 2
 
 
 def _ctx(**kw) -> AttentionContext:
-    base = dict(micro_batch=B, seq=S, seq_local=S, heads=A, kv_heads=A, head_dim=D, dtype_bytes=BYTES,
-                causal=True, cp=1, cp_rank=0, ulysses=1, cp_comm="p2p", layer=0, microbatch=0, dtype="fp16")
+    base = dict(micro_batch_size=B, seq=S, seq_local=S, heads=A, kv_heads=A, head_dim=D, dtype_bytes=BYTES,
+                causal=True, cp=1, cp_rank=0, ulysses=1, cp_comm="p2p", layer=0, mb_index=0, dtype="fp16")
     return AttentionContext(**{**base, **kw})
 
 

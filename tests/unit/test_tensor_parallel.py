@@ -16,8 +16,8 @@ B, S, H, FFN, SMS = 2, 1024, 512, 1536, 132
 
 
 def ctx(tp=4, sp=True, overlap="none", dtype="bf16", dtype_bytes=2, seq=S) -> TPContext:
-    return TPContext(tp=tp, sequence_parallel=sp, overlap=overlap, micro_batch=B, seq_local=seq, hidden=H,
-                     dtype=dtype, dtype_bytes=dtype_bytes, layer=3, microbatch=1, sms=SMS)
+    return TPContext(tp=tp, sequence_parallel=sp, overlap=overlap, micro_batch_size=B, seq_local=seq, hidden=H,
+                     dtype=dtype, dtype_bytes=dtype_bytes, layer=3, mb_index=1, sms=SMS)
 
 
 def layer(c: TPContext) -> tuple[ProgramBuilder, int]:

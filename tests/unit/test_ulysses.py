@@ -14,9 +14,9 @@ B, S, D = 2, 4096, 64
 
 
 def ctx(P=4, heads=16, kv_heads=16, cp=1, cp_rank=0, cp_comm="p2p", causal=True) -> AttentionContext:
-    return AttentionContext(micro_batch=B, seq=S, seq_local=S // P // cp, heads=heads, kv_heads=kv_heads,
+    return AttentionContext(micro_batch_size=B, seq=S, seq_local=S // P // cp, heads=heads, kv_heads=kv_heads,
                             head_dim=D, dtype_bytes=2, causal=causal, cp=cp, cp_rank=cp_rank, ulysses=P,
-                            cp_comm=cp_comm, layer=5, microbatch=0)
+                            cp_comm=cp_comm, layer=5, mb_index=0)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
