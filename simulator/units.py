@@ -36,14 +36,6 @@ def us(x: float) -> float:
     return x * 1e-6
 
 
-def to_us(seconds: float) -> float:
-    return seconds * 1e6
-
-
-def to_GBps(bytes_per_s: float) -> float:
-    return bytes_per_s / 1e9
-
-
 BYTES_PER_ELEMENT = {"fp32": 4, "float": 4, "bf16": 2, "fp16": 2, "half": 2, "fp8": 1, "double": 8, "int8": 1}
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B?)?\s*$", re.IGNORECASE)

@@ -24,6 +24,7 @@ from pathlib import Path
 from simulator.calibration.measured import MeasuredSweep, bundled_sweeps
 from simulator.errors import InputError
 from simulator.units import MiB
+from simulator.vocabulary import canonical_algo
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,14 @@ class SweepResult:
 
 
 def case_for(sweep: MeasuredSweep) -> Case | None:
+    from simulator.costs.collectives import FLOWED
+
     case = CASES.get(sweep.name)
     if case is None:
         return None
-    pinned = sweep.env.get("NCCL_ALGO")
+    pinned = canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     if pinned and case.algo is None:
-        case = replace(case, algo=pinned.lower())
+        case = replace(case, algo=pinned)
     return case
 
 

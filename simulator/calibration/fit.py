@@ -58,6 +58,7 @@ from simulator.config.hardware import HardwareProfile, _merge
 from simulator.config.loader import validate
 from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
 from simulator.errors import InputError
+from simulator.vocabulary import canonical_algo, canonical_op
 
 SENSITIVITY = 0.2  # |d log t / d log p| for a row to count towards a parameter
 MIN_POINTS = 3
@@ -162,7 +163,7 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
     ``NCCL_ALGO`` in the ``# env:`` line, and nccl-tests' ``-g`` from the collective line."""
     import re
 
-    from simulator.costs.collectives import OPS, canonical_op
+    from simulator.costs.collectives import FLOWED, OPS
 
     where = str(sweep.path)
     line = sweep.meta.get("collective", "")
@@ -190,7 +191,7 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
     if not rows:
         raise InputError("no out-of-place row with a size and a time (a sweep without a time column cannot be "
                          "fitted)", source=where)
-    pinned = algo or (sweep.env.get("NCCL_ALGO", "").lower().replace("nvlstree", "nvls_tree") or None)
+    pinned = algo or canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     return MeasuredCollective(where, op, nranks, nodes, gpn, tuple(r.size_bytes for r in rows),
                               tuple(r.time_us * 1e-6 for r in rows), (), pinned, sweep.gpus_per_process)
 

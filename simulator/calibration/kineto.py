@@ -37,6 +37,7 @@ from typing import Any
 
 from simulator.errors import InputError, quote
 from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops
+from simulator.vocabulary import OP_ALIASES
 
 # torch ScalarType names as record_param_comms / "Input type" print them -> bytes per element.
 DTYPE_BYTES = {
@@ -47,17 +48,17 @@ DTYPE_BYTES = {
     "int8": 1, "byte": 1, "unsigned char": 1, "uint8": 1, "bool": 1, "short": 2, "int16": 2,
 }
 
-# Collective names used by kernels, record_param_comms and gloo annotations -> simulator op.
+# Collective names used by kernels, record_param_comms and gloo annotations -> simulator op:
+# every spelling of simulator/vocabulary.py plus torch.distributed's internal ones. PyTorch's
+# all_to_allv (uneven splits) is the AllToAll kernel NCCL runs for all_to_all too.
 _COLLECTIVE = {
-    "allreduce": "allreduce", "allreduce_coalesced": "allreduce", "all_reduce": "allreduce",
-    "allgather": "allgather", "all_gather": "allgather", "_allgather_base": "allgather",
+    **OP_ALIASES,
+    "allreduce_coalesced": "allreduce", "_allgather_base": "allgather",
     "all_gather_into_tensor_coalesced": "allgather", "allgather_into_tensor_coalesced": "allgather",
-    "allgather_coalesced": "allgather",
-    "reducescatter": "reducescatter", "reduce_scatter": "reducescatter", "_reduce_scatter_base": "reducescatter",
+    "allgather_coalesced": "allgather", "_reduce_scatter_base": "reducescatter",
     "reduce_scatter_tensor_coalesced": "reducescatter", "reduce_scatter_base": "reducescatter",
-    "alltoall": "alltoall", "all_to_all": "alltoall", "all_to_allv": "alltoall", "alltoall_base": "alltoall",
-    "broadcast": "broadcast", "reduce": "reduce", "gather": "gather", "scatter": "scatter",
-    "sendrecv": "sendrecv", "send": "sendrecv", "recv": "sendrecv", "barrier": "barrier",
+    "all_to_allv": "alltoall", "alltoallv": "alltoall", "alltoall_base": "alltoall",
+    "send": "sendrecv", "recv": "sendrecv", "barrier": "barrier",
 }
 _ALGORITHMS = ("COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS_TREE", "NVLS", "RING", "TREE", "PAT")
 _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)(.*)$")

@@ -26,8 +26,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from simulator.costs.collectives import OP_ALIASES, canonical_op
 from simulator.errors import InputError, quote
+from simulator.vocabulary import NCCL_TESTS_OPS as OPS
+from simulator.vocabulary import OP_ALIASES, canonical_op
 
 # nccl-tests type names -> bytes per element (src/common.cu test_typenames; f8 types in newer ones).
 ELEMENT_BYTES = {
@@ -36,9 +37,6 @@ ELEMENT_BYTES = {
     "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
 }
 
-# One alias table for every collective name clustersim reads (costs.collectives.OP_ALIASES).
-_OP_ALIASES = OP_ALIASES
-OPS = tuple(sorted(set(_OP_ALIASES.values())))
 
 
 def count_for(op: str, size_bytes: int, element_bytes: int, nranks: int) -> int:
@@ -396,12 +394,13 @@ class _Reader:
                 raise InputError(f"unknown collective {self.op!r}; expected one of {', '.join(OPS)}", field="op")
             return op
         for candidate in (run.tool, self.tool_hint):
-            if candidate and canonical_op(candidate):
-                return canonical_op(candidate)  # type: ignore[return-value]
+            named = canonical_op(candidate) if candidate else None
+            if named:
+                return named
         stem = Path(self.source).stem.lower().replace("-", "_")
-        for alias in sorted(_OP_ALIASES, key=len, reverse=True):  # 'allreduce' before 'reduce'
+        for alias in sorted(OP_ALIASES, key=len, reverse=True):  # 'allreduce' before 'reduce'
             if alias in stem:
-                return _OP_ALIASES[alias]
+                return OP_ALIASES[alias]
         raise self.error(run.first_line, "cannot tell which collective this run measured (no "
                                          "'Collective test starting' line, no *_perf name in the log "
                                          "or the file name); pass the op explicitly")

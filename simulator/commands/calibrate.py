@@ -30,9 +30,9 @@ from simulator.errors import InputError
 from simulator.files import STDOUT, OutputSet
 from simulator.report.inputs import file_inputs, version
 from simulator.units import MiB
+from simulator.vocabulary import canonical_algo
 
 _ALGO_PIN = re.compile(r"NCCL_ALGO(?:=|\s+set by environment to\s+)\s*([A-Za-z_,^]+)")
-_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
 
 
 def register(subparsers) -> None:
@@ -71,7 +71,9 @@ def _pinned_algo(text: str) -> str | None:
     m = _ALGO_PIN.search(text)
     if not m:
         return None
-    return _ALGO_NAMES.get(m.group(1).strip().lower().replace("_", ""))
+    from simulator.costs.collectives import FLOWED
+
+    return canonical_algo(m.group(1), among=FLOWED)
 
 
 def _is_trace(path: Path) -> bool:

@@ -8,7 +8,7 @@ from simulator.commands import add_hardware_option
 from simulator.config.scenario import load_scenario
 from simulator.costs.nccl_constants import constants_from_overrides
 from simulator.hardware.topology import build_topology
-from simulator.schedule.build import build_schedule, comm_bytes
+from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import active_param_count, param_count
 from simulator.schedule.memory import memory_per_gpu
 from simulator.units import GiB
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         f"schedule  {len(sched.programs)} role programs, {sched.n_ops} ops",
     ]
     for role, ops in sched.programs.items():
-        vol = comm_bytes(ops)
+        vol = role_comm_bytes(ops, sched.grid)
         lines.append(f"  {role:10s} {len(ops):7d} ops  " + "  ".join(f"{k} {v / GiB:.2f} GiB" for k, v in vol.items() if v))
     from simulator.report.inputs import inputs_line, scenario_inputs
 

@@ -15,9 +15,10 @@ import math
 from simulator import units
 from simulator.config.limits import gpus_problem
 from simulator.errors import InputError, quote
+from simulator.vocabulary import PREDICTED_OPS as OPS
+from simulator.vocabulary import normalize_op
 
 MAX_BYTES = 1 << 50
-OPS = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "sendrecv")
 
 
 def register(subparsers) -> None:
@@ -80,8 +81,6 @@ def sizes(min_bytes: int, max_bytes: int, factor: int) -> list[int]:
 
 
 def _op(text: str) -> str:
-    from simulator.costs.collectives import normalize_op
-
     try:
         return normalize_op(text)
     except InputError as exc:
@@ -128,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"unknown protocol {args.proto!r}; expected one of {', '.join(PROTOCOLS)}", field="--proto")
 
     profile = load_profile(args.hardware)
-    if algo in ("nvls", "nvls_tree") and not (profile.node.scale_up.nvls and profile.gpu.arch in ("hopper", "blackwell")):
+    if algo in ("nvls", "nvls_tree") and not profile.nvls_available:
         raise InputError(f"{algo} needs an NVSwitch with in-switch reduction; {profile.name} has none", field="--algo")
     gpn = _positive_int(args.gpus_per_node, "--gpus-per-node") if args.gpus_per_node else min(profile.node.gpus, ranks)
     if gpn > profile.node.gpus:

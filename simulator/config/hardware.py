@@ -3,8 +3,10 @@
 Profiles live in ``hardware_profiles/<name>.yaml``; a user can also pass a path to their own
 file, or an overlay with ``base: <profile>`` that changes only some fields (what calibration
 writes). Units are in the key names (``_GBps`` decimal GB/s per direction, ``_us``,
-``_TFLOPS`` dense, ``_GiB``, ``_Gbps`` line rate); :meth:`HardwareProfile` exposes SI values
-through properties so nothing downstream converts units.
+``_TFLOPS`` dense, ``_GiB``, ``_Gbps`` line rate); the models expose SI values through
+properties (``hbm_Bps``, ``peak_flops``, ``ScaleUp.link_Bps``, ``PCIe.Bps``, ``NICs.Bps``) so
+nothing downstream converts units. The one exception is named: ``NICs.GBps``, the decimal GB/s
+NCCL's tuner tables are written in.
 """
 
 from __future__ import annotations
@@ -156,12 +158,22 @@ class ScaleUp(_Strict):
     # Achievable fraction of link bandwidth for NCCL's copy kernels (documented constant, not fitted).
     efficiency: float = Field(default=0.8, gt=0, le=1)
 
+    @property
+    def link_Bps(self) -> float:
+        """``link_GBps`` in bytes/s."""
+        return units.GBps(self.link_GBps)
+
 
 class PCIe(_Strict):
     gen: int = Field(ge=3, le=6)
     lanes: int = 16
     GBps: float = Field(gt=0)  # per direction
     latency_us: float = Field(default=1.0, ge=0)
+
+    @property
+    def Bps(self) -> float:
+        """``GBps`` (per direction) in bytes/s."""
+        return units.GBps(self.GBps)
 
 
 class NICs(_Strict):
@@ -173,6 +185,17 @@ class NICs(_Strict):
     # The scale-out transport: selects the deployed-fabric constants of costs/deployed.py (what
     # NCCL over this transport delivers on measured clusters, beyond the line rate).
     transport: Transport = "infiniband"
+
+    @property
+    def Bps(self) -> float:
+        """Line rate of one NIC per direction in bytes/s (``Gbps`` is bits)."""
+        return units.Gbps(self.Gbps)
+
+    @property
+    def GBps(self) -> float:
+        """Line rate of one NIC per direction in decimal GB/s: the unit of NCCL's tuner tables
+        (costs/nccl_graph.py compares it with NCCL's speed lists)."""
+        return self.Gbps / 8
 
 
 class Node(_Strict):
@@ -223,8 +246,6 @@ class HardwareProfile(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "HardwareProfile":
         su = self.node.scale_up
-        if self.node.gpus == 1 and su.kind not in ("none", "pcie"):
-            pass  # a single-GPU node may still declare its links; harmless
         if su.nvls and su.kind != "nvswitch":
             raise ValueError("node.scale_up.nvls: in-switch reduction needs kind: nvswitch")
         # counts the topology builds one by one: refuse what no machine has before allocating
@@ -240,6 +261,14 @@ class HardwareProfile(_Strict):
         if len(self.gpu.gemm_efficiency) > 10_000:
             raise ValueError(f"gpu.gemm_efficiency: {len(self.gpu.gemm_efficiency):,} points; at most 10,000")
         return self
+
+
+    @property
+    def nvls_available(self) -> bool:
+        """NCCL can run NVLS (NVLink SHARP in-switch reduction): the NVSwitch has it
+        (``node.scale_up.nvls``) and the GPU is Hopper or later (NCCL ``nvls.cc`` enables NVLS
+        from SM90; ``ncclNvlsSupported``)."""
+        return self.node.scale_up.nvls and self.gpu.arch in ("hopper", "blackwell")
 
 
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

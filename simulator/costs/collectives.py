@@ -51,7 +51,6 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -64,8 +63,9 @@ from simulator.costs.flow_patterns import (
     scaled_flows, topology_cache, tree_pattern,
 )
 from simulator.errors import InputError
+from simulator.vocabulary import PREDICTED_OPS, canonical_op, normalize_op
 
-OPS = ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "sendrecv")
+OPS = PREDICTED_OPS
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "hierarchical", "direct", "p2p")
 PROTOCOLS = ("ll", "ll128", "simple")
 WIRE_FACTOR = {"ll": 2.0, "ll128": 128.0 / 120.0, "simple": 1.0}
@@ -77,7 +77,7 @@ _STRUCTURAL = {
     "alltoall": ("direct",),
     "sendrecv": ("p2p",),
 }
-_FLOWED = ("ring", "tree", "nvls", "nvls_tree")  # NCCL algorithms the tuner may pick that have flows here
+FLOWED = ("ring", "tree", "nvls", "nvls_tree")  # NCCL algorithms the tuner may pick that have flows here
 
 
 @dataclass(frozen=True)
@@ -100,44 +100,6 @@ class CollectivePlan:
     @property
     def wire_bytes(self) -> float:
         return float(sum(f.nbytes for p in self.phases for f in p))
-
-
-# Every spelling of a collective's name clustersim reads -> its op name: nccl-tests tool stems
-# (all_reduce_perf -> all_reduce), NCCL's API (ncclAllReduce), PyTorch (all_to_all), loose forms
-# (all-reduce, AllReduce, a2a). Includes the nccl-tests tools the model does not predict (reduce,
-# gather, ...), so a log of them is recognised and skipped rather than misread.
-OP_ALIASES = {
-    "all_reduce": "allreduce", "allreduce": "allreduce",
-    "all_gather": "allgather", "allgather": "allgather",
-    "reduce_scatter": "reducescatter", "reducescatter": "reducescatter",
-    "alltoall": "alltoall", "all_to_all": "alltoall", "a2a": "alltoall", "alltoallv": "alltoallv",
-    "sendrecv": "sendrecv", "send_recv": "sendrecv", "p2p": "sendrecv",
-    "broadcast": "broadcast", "reduce": "reduce", "gather": "gather", "scatter": "scatter",
-    "hypercube": "hypercube",
-}
-
-
-def canonical_op(name: str) -> str | None:
-    """'all_reduce_perf', 'all-reduce', 'AllReduce', 'ncclAllReduce' -> 'allreduce'; None if not
-    a collective."""
-    key = name.strip().lower().replace("-", "_")
-    key = re.sub(r"_perf(_mpi)?$", "", key)
-    if key.startswith("nccl") and key != "nccl":
-        key = key[4:].lstrip("_")
-    if key in OP_ALIASES:
-        return OP_ALIASES[key]
-    return OP_ALIASES.get(key.replace("_", ""))
-
-
-def normalize_op(op: str) -> str:
-    """The op name of a collective the model predicts (one of OPS), from any spelling of
-    :data:`OP_ALIASES`."""
-    key = canonical_op(op)
-    if key not in OPS:
-        raise InputError(f"unknown collective {op!r}; expected one of {', '.join(OPS)} "
-                         "(or their NCCL spellings: all_reduce, all_gather, reduce_scatter, all_to_all, ...)",
-                         field="op")
-    return key
 
 
 def effective_capacity_Bps(topo: Any) -> np.ndarray:
@@ -171,18 +133,13 @@ def _ring_volume(op: str, n: int, size: float) -> float:
             "allreduce": 2 * (n - 1) / n * size, "broadcast": size}[op]
 
 
-def _nvls_available(topo: Any) -> bool:
-    p = topo.profile
-    return bool(p.node.scale_up.nvls) and p.gpu.arch in ("hopper", "blackwell")
-
-
 def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: Layout) -> None:
     if algo is not None:
         if algo not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algo!r}; expected one of {', '.join(ALGORITHMS)}", field="algo")
         if algo not in _STRUCTURAL[op]:
             raise InputError(f"{algo} does not implement {op}; expected one of {', '.join(_STRUCTURAL[op])}", field="algo")
-        if algo in ("nvls", "nvls_tree") and not _nvls_available(topo):
+        if algo in ("nvls", "nvls_tree") and not topo.profile.nvls_available:
             raise InputError(f"{algo} needs an NVSwitch with in-switch reduction; {topo.profile.name} has none", field="algo")
         if algo == "nvls" and op != "allreduce" and len(lay.by_node) > 1:
             raise InputError(f"nvls {op} works inside one node only; this group spans {len(lay.by_node)} nodes", field="algo")
@@ -203,7 +160,7 @@ def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo:
     if algo == "nvls" and len(lay.by_node) > 1:
         tuner_algo = "nvls_tree"  # NCCL_ALGO=NVLS across nodes without CollNet runs NVLSTree
     try:  # NCCL's choice, with its own tables (not calibrated values), among the algorithms with flows
-        return tuner.select(ctx, op, size, algo=tuner_algo, proto=proto, algos=_FLOWED)
+        return tuner.select(ctx, op, size, algo=tuner_algo, proto=proto, algos=FLOWED)
     except ValueError:
         pass
     if tuner_algo is not None and tuner_algo in _STRUCTURAL[op]:
@@ -423,9 +380,8 @@ _BUSBW_FACTOR = {
 
 
 def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests busbw = algbw × this, for every nccl-tests tool (aliases as normalize_op)."""
-    key = op.lower().replace("_", "").replace("-", "")
-    key = {"a2a": "alltoall", "p2p": "sendrecv"}.get(key, key)
+    """nccl-tests busbw = algbw × this, for every nccl-tests tool (any spelling :func:`~simulator.vocabulary.canonical_op` reads)."""
+    key = canonical_op(op)
     if key not in _BUSBW_FACTOR:
         raise InputError(f"unknown collective {op!r}; expected one of {', '.join(_BUSBW_FACTOR)}", field="op")
     return 1.0 if n <= 1 else float(_BUSBW_FACTOR[key](n))

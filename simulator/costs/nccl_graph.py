@@ -96,7 +96,7 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         n_ch, bw = _pick_speed(intra_total, SPEEDS_INTRA[row])
         bw_inter = bw
     else:
-        nic_GBps = profile.node.nics.Gbps / 8.0
+        nic_GBps = profile.node.nics.GBps
         nics = max(1, min(profile.node.nics.count, MAX_CHANNELS // 2) if profile.node.nics.count else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
@@ -151,7 +151,7 @@ def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tup
     if n_nodes > 1:
         nics = profile.node.nics
         local = max(1, (nics.count or 1) // profile.node.gpus)
-        peers.append(max(local, math.ceil(local * nics.Gbps / 8.0 / P2P_PER_CHANNEL_NET_GBPS)))
+        peers.append(max(local, math.ceil(local * nics.GBps / P2P_PER_CHANNEL_NET_GBPS)))
     per_peer = _pow2_up(min(peers)) if peers else 1
     if n_nodes > 1:
         while per_peer * math.ceil(n_ranks / P2P_PER_BATCH) > p2p and per_peer > 1:
@@ -221,7 +221,7 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
         n_nodes=n_nodes,
         intra_link="nvlink" if kind in ("nvswitch", "mesh") else "pci",
         cpu_vendor=profile.node.cpu_vendor,
-        nvls_supported=bool(profile.node.scale_up.nvls) and profile.gpu.arch in ("hopper", "blackwell"),
+        nvls_supported=profile.nvls_available,
         graph=g,
         constants=constants,
     )

@@ -91,7 +91,7 @@ class Topology:
         # (AWS p5: 32 EFA for 8 GPUs) -> aggregated into one logical NIC per GPU.
         count = node.nics.count
         self.rails = min(count, node.gpus)
-        self.nic_Bps = units.Gbps(node.nics.Gbps) * (count / node.gpus if count > node.gpus else 1.0)
+        self.nic_Bps = node.nics.Bps * (count / node.gpus if count > node.gpus else 1.0)
         self._route_cache: dict[tuple[int, int, int | None], Route] = {}
 
         t = _LinkTable()
@@ -120,7 +120,7 @@ class Topology:
     # ---------------------------------------------------------------- building
     def _build_scale_up(self, t: _LinkTable) -> None:
         su = self.profile.node.scale_up
-        bw = units.GBps(su.link_GBps)
+        bw = su.link_Bps
         lat = units.us(su.latency_us)
         if su.kind == "nvswitch":
             for g in range(self.n_gpus):
@@ -139,7 +139,7 @@ class Topology:
 
     def _build_pcie(self, t: _LinkTable) -> None:
         pcie = self.profile.node.pcie
-        bw = units.GBps(pcie.GBps)
+        bw = pcie.Bps
         half = units.us(pcie.latency_us) / 2
         for g in range(self.n_gpus):
             up, down = t.add_pair(f"gpu{g}", f"host{self.node_of(g)}", bw, half, "pcie")
@@ -208,9 +208,6 @@ class Topology:
     def nic_of(self, gpu: int) -> int:
         """The rail (NIC index in its node) a GPU sends through by default."""
         return self.local_of(gpu) * self.rails // self.gpus_per_node
-
-    def unit_of(self, gpu: int) -> int:
-        return self.node_of(gpu) // self.profile.scale_out.nodes_per_unit
 
     @property
     def n_links(self) -> int:

@@ -30,16 +30,16 @@ is lower), so MFU ≤ 1.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.errors import InputError
-from simulator.replay.trace import RankTimeline, Trace, op_bytes, op_kind
+from simulator.replay.trace import RankTimeline, Trace, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
-from simulator.schedule.ir import COMM_TYPES, CommOp, P2POp
+from simulator.schedule.build import comm_bytes
+from simulator.schedule.ir import CommOp, P2POp
+from simulator.vocabulary import COMM_TYPES, comm_type
 
-_KIND_TO_TYPE = {"allgather": "allgather", "reducescatter": "reducescatter", "allreduce": "allreduce",
-                 "broadcast": "allreduce", "alltoall": "alltoall", "sendrecv": "sendrecv"}
 
 
 @dataclass
@@ -132,7 +132,7 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
                 b = min(b, start[j])
                 j = _blocker(tl, j, prev)
                 continue
-            kind = _KIND_TO_TYPE[op_kind(op)]
+            kind = comm_type(op_kind(op))
             exposed[kind] += carried
             carried = 0.0
             lo = max(a, start[j])
@@ -161,17 +161,10 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     return Breakdown(busy, exposed, bubble)
 
 
-def comm_bytes(tl: RankTimeline) -> dict[str, int]:
-    """nccl-tests size_bytes summed per collective type over one rank's step; bytes sent for P2P.
-    Collectives over a group of one rank move nothing and are not counted."""
-    out = {k: 0 for k in COMM_TYPES}
-    for i, op in enumerate(tl.program):
-        if isinstance(op, CommOp):
-            if len(tl.groups.get(i, ())) > 1:
-                out[_KIND_TO_TYPE[op.op]] += op.size_bytes
-        elif isinstance(op, P2POp):
-            out["sendrecv"] += op_bytes(op)
-    return out
+def rank_comm_bytes(tl: RankTimeline) -> dict[str, int]:
+    """:func:`~simulator.schedule.build.comm_bytes` of one simulated rank, with the groups the
+    replay formed."""
+    return comm_bytes(tl.program, lambda i: len(tl.groups.get(i, ())))
 
 
 def model_flops(schedule: Any, scenario: Any) -> float:
@@ -208,7 +201,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     mem = memory_per_gpu(scenario)
     algos: dict[str, set[str]] = {}
     for i, (a, p) in tl.algorithm.items():
-        algos.setdefault(_KIND_TO_TYPE.get(op_kind(tl.program[i]), "other"), set()).add(f"{a}/{p}")
+        algos.setdefault(comm_type(op_kind(tl.program[i])), set()).add(f"{a}/{p}")
     s = trace.stats
     return Report(
         scenario=scenario.name,
@@ -216,7 +209,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         tokens_per_s=scenario.tokens_per_step / step if step > 0 else 0.0,
         mfu=mfu,
         breakdown_s=bd,
-        comm_bytes_per_gpu=comm_bytes(tl),
+        comm_bytes_per_gpu=rank_comm_bytes(tl),
         memory_gib_per_gpu=mem.gib(),
         fits_in_memory=bool(mem.fits),
         sim={"ranks": s.ranks, "ranks_simulated": s.ranks_simulated, "events": s.events,
@@ -294,7 +287,3 @@ def format_table(report: Report) -> str:
         lines.append(f"meta: simulated in {report.meta['wall_s']:.2f} s")
     return "\n".join(lines)
 
-
-def report_dict(report: Report) -> dict[str, Any]:
-    """Every field of the report as plain data (for notebooks)."""
-    return asdict(report)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import BucketedSync, GradSync, ParamUnit
@@ -21,6 +21,7 @@ from simulator.schedule.groups import Grid
 from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
 from simulator.schedule.pipeline import StageBuilder, stage_units
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
+from simulator.vocabulary import comm_type
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,6 @@ class Schedule:
 
     def role_of(self, rank: int) -> str:
         return role_name(self.grid.coord(rank, "pp"), self.grid.coord(rank, "cp"))
-
-    def ranks_of(self, role: str) -> list[int]:
-        return [r for r in range(self.grid.n_ranks) if self.role_of(r) == role]
 
     @property
     def n_ops(self) -> int:
@@ -102,17 +100,28 @@ def build_schedule(scn: Scenario) -> Schedule:
     return Schedule(grid=make_grid(scn), programs=programs, meta=meta, scenario=scn.name)
 
 
-def comm_bytes(program: list[Op]) -> dict[str, int]:
-    """Per-GPU volume of one program per op type: collective size_bytes (nccl-tests convention),
-    and for send/recv the bytes this GPU sends (DESIGN.md, comm_bytes_per_gpu)."""
+def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[str, int]:
+    """Per-GPU volume of one program per breakdown type (DESIGN.md, ``comm_bytes_per_gpu``).
+
+    The one counting rule of the schedule JSON, ``clustersim check`` and the report: a
+    collective adds its ``size_bytes`` (nccl-tests convention) under its type (broadcast as
+    allreduce, :func:`simulator.vocabulary.comm_type`) unless its group has one rank, for it then
+    moves nothing; a send/recv adds the bytes this GPU sends. ``group_size(i)`` is the number of
+    members of op ``i``'s group.
+    """
     out = {k: 0 for k in COMM_TYPES}
-    for op in program:
+    for i, op in enumerate(program):
         if isinstance(op, CommOp):
-            if op.op in out:
-                out[op.op] += op.size_bytes
+            if group_size(i) > 1:
+                out[comm_type(op.op)] += op.size_bytes
         elif isinstance(op, P2POp):
             out["sendrecv"] += sum(t.nbytes for t in op.sends)
     return out
+
+
+def role_comm_bytes(program: Sequence[Op], grid: Grid) -> dict[str, int]:
+    """:func:`comm_bytes` of a role's program, its groups' sizes read from the rank grid."""
+    return comm_bytes(program, lambda i: grid.degree(program[i].axes) if isinstance(program[i], CommOp) else 1)
 
 
 def schedule_to_json(schedule: Schedule) -> dict[str, Any]:
@@ -121,7 +130,7 @@ def schedule_to_json(schedule: Schedule) -> dict[str, Any]:
     for r in range(grid.n_ranks):
         role = schedule.role_of(r)
         roles[role] = roles.get(role, 0) + 1
-    per_role = {role: comm_bytes(ops) for role, ops in schedule.programs.items()}
+    per_role = {role: role_comm_bytes(ops, grid) for role, ops in schedule.programs.items()}
     mean = {k: int(round(sum(per_role[role][k] * n for role, n in roles.items()) / grid.n_ranks))
             for k in COMM_TYPES}
     return {

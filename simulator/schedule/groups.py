@@ -149,9 +149,6 @@ class Grid:
                    for combo in product(*(range(self.size(a)) for a in axes))]
         return tuple(sorted(members))
 
-    def index_in_group(self, rank: int, axes: Iterable[str]) -> int:
-        return self.group(rank, axes).index(rank)
-
     def peer(self, rank: int, axis: str, offset: int) -> int:
         """The rank ``offset`` steps away along ``axis`` (cyclic)."""
         n = self.size(axis)

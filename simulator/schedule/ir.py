@@ -20,12 +20,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal, Union
 
+from simulator.vocabulary import COMM_TYPES, CollectiveKind
+
+__all__ = ["COMM_TYPES", "CollectiveKind"]  # re-exported: the IR's vocabulary (simulator/vocabulary.py)
+
 Phase = Literal["fwd", "bwd", "opt", "other"]
-CollectiveKind = Literal["allgather", "reducescatter", "allreduce", "alltoall", "broadcast"]
 ComputeKind = Literal["gemm", "attention", "elementwise", "norm", "embedding", "loss", "optimizer", "copy"]
 
-# The five op types of DESIGN.md's breakdown, in report order.
-COMM_TYPES: tuple[str, ...] = ("allgather", "reducescatter", "allreduce", "alltoall", "sendrecv")
 
 
 @dataclass(frozen=True, slots=True)

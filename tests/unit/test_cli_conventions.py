@@ -45,13 +45,34 @@ def test_op_accepts_nccl_spellings(capsys, spelling):
 
 
 def test_one_alias_table_for_every_reader():
-    from simulator.calibration import nccl_log
+    from simulator import vocabulary
+    from simulator.calibration import kineto, nccl_log
+    from simulator.commands import collective
     from simulator.costs import collectives
 
-    assert nccl_log.canonical_op is collectives.canonical_op
+    assert nccl_log.canonical_op is collectives.canonical_op is vocabulary.canonical_op
+    assert collectives.normalize_op is vocabulary.normalize_op
+    assert collectives.OPS == collective.OPS == vocabulary.PREDICTED_OPS
+    # the profiler-trace reader knows every spelling the logs' reader does, and reads it alike
+    # (PyTorch's uneven all_to_allv aside: NCCL runs it as the AllToAll kernel)
+    assert {k: kineto._COLLECTIVE[k] for k in vocabulary.OP_ALIASES if k != "alltoallv"} == \
+        {k: v for k, v in vocabulary.OP_ALIASES.items() if k != "alltoallv"}
     for name, op in [("all_gather", "allgather"), ("reduce_scatter_perf", "reducescatter"), ("all_to_all", "alltoall"),
                      ("a2a", "alltoall"), ("send_recv", "sendrecv")]:
         assert collectives.normalize_op(name) == op
+        assert collectives.busbw_factor(name, 4) == collectives.busbw_factor(op, 4)
+
+
+@pytest.mark.parametrize("spelling,algo", [("Ring", "ring"), ("TREE", "tree"), ("NVLSTree", "nvls_tree"),
+                                           ("nvls_tree", "nvls_tree"), ("NVLS", "nvls"), ("Ring,Tree", None),
+                                           ("^NVLS", None), ("PAT", None)])
+def test_one_reading_of_a_pinned_algorithm(spelling, algo):
+    """``NCCL_ALGO`` as the logs, the measured CSVs and the command line spell it: one pinned
+    algorithm the model has flows for, or none."""
+    from simulator.costs.collectives import FLOWED
+    from simulator.vocabulary import canonical_algo
+
+    assert canonical_algo(spelling, among=FLOWED) == algo
 
 
 def test_unknown_op_exits_2_naming_op(capsys):

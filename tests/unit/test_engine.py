@@ -192,7 +192,7 @@ def test_roles_that_differ_along_an_axis_are_not_mirrored():
 
 
 # -- the breakdown of report.summary on these traces ----------------------------------------
-from simulator.report.summary import comm_bytes, critical_path_breakdown  # noqa: E402
+from simulator.report.summary import critical_path_breakdown, rank_comm_bytes  # noqa: E402
 
 
 def test_breakdown_of_an_exposed_collective_adds_up():
@@ -205,7 +205,7 @@ def test_breakdown_of_an_exposed_collective_adds_up():
     assert bd.exposed_comm["allreduce"] == pytest.approx(ring_time("allreduce", 8, size))
     assert bd.pipeline_bubble == pytest.approx(0.0, abs=1e-15)
     assert bd.total == pytest.approx(trace.step_time_s, rel=1e-12)
-    assert comm_bytes(trace.timelines[0])["allreduce"] == size
+    assert rank_comm_bytes(trace.timelines[0])["allreduce"] == size
 
 
 def test_hidden_collective_shows_no_exposure():
@@ -235,7 +235,7 @@ def test_pipeline_wait_is_bubble_and_the_transfer_is_exposed_sendrecv():
     assert bd.pipeline_bubble == pytest.approx(g)
     assert bd.exposed_comm["sendrecv"] == pytest.approx(xfer)
     assert bd.total == pytest.approx(trace.step_time_s, rel=1e-12)
-    assert comm_bytes(trace.timelines[0])["sendrecv"] == nbytes and comm_bytes(trace.timelines[1])["sendrecv"] == 0
+    assert rank_comm_bytes(trace.timelines[0])["sendrecv"] == nbytes and rank_comm_bytes(trace.timelines[1])["sendrecv"] == 0
 
 
 def test_symmetric_mode_agrees_with_full_simulation_on_the_real_network():

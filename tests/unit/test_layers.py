@@ -2,7 +2,7 @@
 never import each other, and simpy / networkx / matplotlib stay in their layers.
 
 Order, top first: cli/commands > simulation > report | calibration | sweep > replay > costs >
-schedule | hardware > config > units | errors. Every ``import`` in every module under
+schedule | hardware > config > units | errors | files | vocabulary. Every ``import`` in every module under
 simulator/ is read with ``ast`` (including ones inside functions), relative imports resolved.
 """
 
@@ -16,7 +16,7 @@ import pytest
 PKG = Path(__file__).resolve().parents[2] / "simulator"
 
 RANK = {
-    "units": 0, "errors": 0, "files": 0,
+    "units": 0, "errors": 0, "files": 0, "vocabulary": 0,
     "config": 1,
     "schedule": 2, "hardware": 2,
     "costs": 3,

@@ -8,7 +8,7 @@ import pytest
 
 from simulator.config.scenario import build_scenario
 from simulator.errors import InputError
-from simulator.schedule.build import build_schedule, comm_bytes
+from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.ir import CommOp, ComputeOp
 from simulator.schedule.moe import expected_nodes_hit, rank_load
 from tests.unit.test_schedule_invariants import PROFILE, check_invariants
@@ -64,7 +64,7 @@ def test_all_to_all_volume_per_gpu_per_layer(make):
     assert all(op.axes == ("ep",) for op in a2a)
     moe_layers, n_micro = 3, scn.n_micro
     assert len(a2a) == 4 * moe_layers * n_micro
-    assert comm_bytes(prog)["alltoall"] == 4 * moe_layers * n_micro * per_op
+    assert role_comm_bytes(prog, sched.grid)["alltoall"] == 4 * moe_layers * n_micro * per_op
 
 
 def test_every_token_dispatched_is_combined(make):

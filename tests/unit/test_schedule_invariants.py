@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from simulator.config.scenario import build_scenario, load_scenario
-from simulator.schedule.build import build_schedule, comm_bytes
+from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import param_count
 from simulator.schedule.ir import CommOp, P2POp
 
@@ -215,17 +215,19 @@ def wire(op, size, n):
 def test_ddp_allreduce_is_2psi_bf16(make):
     scn = make({})
     sched = build_schedule(scn)
-    vol = comm_bytes(sched.programs["pp0.cp0"])
+    vol = role_comm_bytes(sched.programs["pp0.cp0"], sched.grid)
     assert vol["allreduce"] == 2 * param_count(scn.model)  # one bf16 AllReduce of every gradient per step
     assert vol["allgather"] == vol["reducescatter"] == vol["sendrecv"] == 0
 
 
 def test_zero1_and_zero2_volumes(make):
     psi = param_count(make({}).model)
-    v1 = comm_bytes(build_schedule(make({"zero": 1})).programs["pp0.cp0"])
+    s1 = build_schedule(make({"zero": 1}))
+    v1 = role_comm_bytes(s1.programs["pp0.cp0"], s1.grid)
     assert v1["reducescatter"] == 2 * psi and v1["allgather"] == 2 * psi  # same wire volume as DDP
     scn2 = make({"zero": 2})
-    v2 = comm_bytes(build_schedule(scn2).programs["pp0.cp0"])
+    s2 = build_schedule(scn2)
+    v2 = role_comm_bytes(s2.programs["pp0.cp0"], s2.grid)
     assert v2["reducescatter"] == 2 * psi * scn2.n_micro  # sharded grads reduce every micro-batch
 
 
@@ -279,8 +281,9 @@ def test_deepspeed_defaults_keep_last_layers_and_persist_norms(make):
 
 def test_fsdp2_without_reshard_is_2psi(make):
     scn = make({"zero": 3, "zero3_impl": "fsdp2", "fsdp_reshard_after_forward": False})
-    prog = build_schedule(scn).programs["pp0.cp0"]
-    vol = comm_bytes(prog)
+    sched = build_schedule(scn)
+    prog = sched.programs["pp0.cp0"]
+    vol = role_comm_bytes(prog, sched.grid)
     psi = param_count(scn.model)
     assert vol["allgather"] == pytest.approx(2 * psi * scn.n_micro, rel=0.01)
     assert vol["reducescatter"] == pytest.approx(2 * psi * scn.n_micro, rel=0.01)
