@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
            f"ep={p.ep} etp={p.expert_tp} expert-dp={scn.expert_dp} ({p.moe_dispatcher} dispatcher)"] if m.moe else []),
         f"training  micro_batch={t.micro_batch} global_batch={t.global_batch} dtype={t.dtype} "
         f"recompute={t.recompute}",
-        f"plan      tp={p.tp}{' +SP' if p.sequence_parallel else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "
+        f"plan      tp={p.tp}{' +SP' if p.sp_enabled else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "
         f"ulysses={p.ulysses} pp={p.pp} ({p.pp_schedule}, vp={p.vp}) dp={scn.dp} zero={p.zero}",
         f"          order {list(sched.grid.axes)}, stage layers {list(scn.stage_layers)}, "
         f"{scn.n_micro} micro-batches per step",

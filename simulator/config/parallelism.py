@@ -18,6 +18,20 @@ AXES: tuple[str, ...] = ("tp", "cp", "ulysses", "dp", "pp")
 DEFAULT_ORDER: tuple[str, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
 
 
+def sequence_parallel_in_effect(tp: int, sequence_parallel: bool) -> bool:
+    """Whether Megatron sequence parallelism (arXiv:2205.05198) is in effect: asked for and tp > 1.
+    Megatron-LM's ``validate_args`` (megatron/training/arguments.py) turns ``sequence_parallel``
+    off when the TP size is 1, so the flag alone changes nothing there."""
+    return tp > 1 and sequence_parallel
+
+
+def model_parallel_size(tp: int, cp: int, ulysses: int, pp: int) -> int:
+    """GPUs one model replica spans, tp x cp x ulysses x pp: the GPU count divided by dp
+    (Megatron's ``initialize_model_parallel`` derives the data-parallel size the same way, with
+    DeepSpeed-Ulysses' sequence-parallel group as one more model axis)."""
+    return tp * cp * ulysses * pp
+
+
 class Parallel(BaseModel):
     model_config = STRICT_CONFIG
 
@@ -90,7 +104,7 @@ class Parallel(BaseModel):
             raise ValueError(f"vp: vp={self.vp} needs pp_schedule: interleaved (got {self.pp_schedule})")
         if self.pp_schedule == "interleaved" and self.pp == 1:
             raise ValueError("pp_schedule: interleaved needs pp > 1 (got pp=1)")
-        if self.tp_overlap != "none" and not (self.tp > 1 and self.sequence_parallel):
+        if self.tp_overlap != "none" and not self.sp_enabled:
             raise ValueError(f"tp_overlap: {self.tp_overlap} needs tp > 1 and sequence_parallel: true "
                              f"(got tp={self.tp}, sequence_parallel={str(self.sequence_parallel).lower()}); "
                              "TransformerEngine's userbuffers overlap works on SP collectives")
@@ -98,6 +112,16 @@ class Parallel(BaseModel):
             raise ValueError(f"ulysses={self.ulysses} and cp={self.cp} cannot be combined; "
                              "use cp_comm: a2a+p2p for hierarchical context parallelism")
         return self
+
+    @property
+    def sp_enabled(self) -> bool:
+        """Sequence parallelism in effect (:func:`sequence_parallel_in_effect`)."""
+        return sequence_parallel_in_effect(self.tp, self.sequence_parallel)
+
+    @property
+    def model_parallel(self) -> int:
+        """tp x cp x ulysses x pp (:func:`model_parallel_size`)."""
+        return model_parallel_size(self.tp, self.cp, self.ulysses, self.pp)
 
     @property
     def expert_tp(self) -> int:

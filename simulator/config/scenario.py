@@ -59,8 +59,7 @@ class Scenario:
 
     @property
     def model_parallel(self) -> int:
-        p = self.parallel
-        return p.tp * p.cp * p.ulysses * p.pp
+        return self.parallel.model_parallel
 
     @property
     def dp(self) -> int:
@@ -142,7 +141,8 @@ def check_plan(scn: Scenario) -> None:
     problem = layers_problem(m.layers)
     if problem:
         _fail(scn, "model.layers", problem)
-    text, mp = _product([("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)])
+    text, _ = _product([("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)])
+    mp = p.model_parallel
     if n % mp:
         # blame the axis whose degree alone does not divide the GPUs (tp: 3 on 8 GPUs); when
         # each does and only their product does not, the plan as a whole
@@ -190,7 +190,7 @@ def check_plan(scn: Scenario) -> None:
     if p.ulysses > 1 and s % p.ulysses:
         _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by ulysses={p.ulysses}")
     s_local = s // (p.cp * p.ulysses)
-    if p.sequence_parallel and p.tp > 1 and (s_local * t.micro_batch) % p.tp:
+    if p.sp_enabled and (s_local * t.micro_batch) % p.tp:
         _fail(scn, "model.seq_len", f"micro_batch x seq_len/(cp x ulysses) = {t.micro_batch} x {s_local} "
                                     f"is not divisible by tp={p.tp} (sequence parallel)")
     # batch
@@ -255,7 +255,7 @@ def check_moe(scn: Scenario, dp: int) -> None:
                                      "outermost axis (Megatron builds the expert ranks as tp-ep-dp-pp)")
     if p.ulysses > 1:
         _fail(scn, "parallel.ulysses", "DeepSpeed-Ulysses is not combined with experts here; use cp")
-    if p.tp > 1 and not p.sequence_parallel:
+    if p.tp > 1 and not p.sp_enabled:
         _fail(scn, "parallel.sequence_parallel", f"tp={p.tp} with experts needs sequence_parallel: true "
                                                  "(Megatron-Core requires it for MoE)")
     if m.moe_ffn_hidden % etp:

@@ -15,7 +15,7 @@ def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | N
     """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``, then the knobs that differ from the defaults:
     ``ovl=ring_exchange`` (tp_overlap), ``cp=a2a`` (cp_comm, with cp > 1), ``fsdp2``,
     ``fsdp2-noreshard`` (zero 3), ``ep8 etp1`` and ``moe=deepep`` (experts), ``rc=selective`` (recompute, when given)."""
-    parts = [f"tp{p.tp}" + ("sp" if p.sequence_parallel and p.tp > 1 else ""), f"pp{p.pp}"]
+    parts = [f"tp{p.tp}" + ("sp" if p.sp_enabled else ""), f"pp{p.pp}"]
     if p.vp > 1:
         parts.append(f"vp{p.vp}")
     if p.cp > 1:

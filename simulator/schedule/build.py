@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.data_parallel import BucketedSync, GradSync, ParamUnit
+from simulator.schedule.data_parallel import BucketedSync, GradSync
 from simulator.schedule.flops import model_flops_per_token
 from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree
 from simulator.schedule.groups import Grid
 from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
-from simulator.schedule.pipeline import StageBuilder, stage_units
+from simulator.schedule.pipeline import StageBuilder
+from simulator.schedule.shapes import ParamUnit, RankShapes, stage_units
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 from simulator.vocabulary import comm_type
 
@@ -51,8 +52,8 @@ def make_grid(scn: Scenario) -> Grid:
     sizes = {"tp": p.tp, "cp": p.cp, "ulysses": p.ulysses, "dp": scn.dp, "pp": p.pp}
     splits = {}
     if p.cp > 1 and p.cp_comm == "a2a+p2p":
-        m = scn.model
-        c1 = hierarchical_a2a_degree(p.cp, m.heads // p.tp, m.kv_heads // p.tp, p.cp_a2a)
+        shape = RankShapes.of(scn)
+        c1 = hierarchical_a2a_degree(p.cp, shape.heads, shape.kv_heads, p.cp_a2a)
         splits[A2A_SUBGROUP_AXES[0]] = ("cp", c1)
     derived = {}
     if scn.model.moe:

@@ -39,72 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.flops import attention_params, embedding_params, expert_params, mlp_matrices
 from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
 PARAM_BYTES = 2
 OPTIMIZER_BYTES_PER_PARAM = 32  # Adam step: read/write fp32 master, m, v; read grad; write bf16 weight
-
-
-@dataclass(frozen=True)
-class Module:
-    """One parameter tensor (as frameworks hook it) with its local (TP-sharded) element count."""
-
-    name: str
-    numel: int
-    block: str  # attn | mlp | emb | head: which compute block uses it
-    expert: bool = False  # routed-expert weights: reduced and sharded over the expert-DP group
-
-
-@dataclass(frozen=True)
-class ParamUnit:
-    """The parameters of the embedding, one transformer layer, or the LM head, on one rank."""
-
-    name: str
-    layer: int | None
-    modules: tuple[Module, ...]
-
-    @property
-    def numel(self) -> int:
-        return sum(m.numel for m in self.modules)
-
-
-def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
-    m, t = scn.model, scn.parallel.tp
-    h, d = m.hidden, m.head_dim
-    if m.mla:  # down projections replicated over TP, the rest split (see transformer._mla_shapes)
-        down = (h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0) + h * (m.kv_lora_rank + m.qk_rope_head_dim) \
-            + m.kv_lora_rank
-        mods = [Module("ln1", h, "attn"), Module("mla_down", down, "attn"),
-                Module("mla_up", (attention_params(m) - down - m.heads * m.v_head_dim * h) // t, "attn"),
-                Module("o", m.heads * m.v_head_dim * h // t, "attn"), Module("ln2", h, "mlp")]
-    else:
-        mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
-                Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
-                Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
-    names = ("gate", "up", "down") if mlp_matrices(m) == 3 else ("fc1", "fc2")
-    if m.is_moe_layer(layer):
-        p = scn.parallel
-        mods.append(Module("router", h * m.experts, "mlp"))
-        mods += [Module(f"shared.{n}", h * m.shared_ffn_hidden // t, "mlp") for n in names if m.shared_ffn_hidden]
-        mods.append(Module("experts", m.experts // p.ep * expert_params(m) // p.expert_tp, "mlp", expert=True))
-    else:
-        mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
-    return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block, x.expert) for x in mods))
-
-
-def embedding_unit(scn: Scenario) -> ParamUnit:
-    return ParamUnit("embedding", None, (Module("embedding", embedding_params(scn.model) // scn.parallel.tp, "emb"),))
-
-
-def head_unit(scn: Scenario) -> ParamUnit:
-    m, p = scn.model, scn.parallel
-    out = m.vocab * m.hidden if (not m.tied_embeddings or p.pp > 1) else 0
-    mods = [Module("final_norm", m.hidden, "head")]
-    if out:
-        mods.append(Module("lm_head", out // p.tp, "head"))
-    return ParamUnit("head", None, tuple(mods))
 
 
 def expert_grad_axes(scn: Scenario) -> tuple[str, ...]:
@@ -138,9 +78,11 @@ class GradSync:
         self.scn = scn
         self.chunks = chunks
         self.axes = grad_axes(scn)
-        self.group_size = scn.dp * scn.parallel.cp * scn.parallel.ulysses
+        shapes = RankShapes.of(scn)
+        self.group_size = shapes.grad_shard
         self.expert_axes = expert_grad_axes(scn)
-        self.expert_group_size = scn.expert_dp if scn.model.moe else 1
+        self.expert_group_size = shapes.expert_dp
+        self.sequence_parallel = shapes.sequence_parallel
         self.grad_bytes = BYTES_PER_ELEMENT[scn.parallel.grad_reduce_dtype]
         self.n_micro = scn.n_micro
 
@@ -299,8 +241,7 @@ class BucketedSync(GradSync):
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
         self._reduce_deferred(pb, after)
-        p = self.scn.parallel
-        if p.sequence_parallel and p.tp > 1:
+        if self.sequence_parallel:
             # grads of the SP-replicated norm weights are summed over tp once per step
             # (megatron finalize_model_grads._allreduce_non_tensor_model_parallel_grads)
             norms = sum(m.numel for c in self.chunks for u in c for m in u.modules if "ln" in m.name or "norm" in m.name)

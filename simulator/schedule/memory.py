@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.flops import attention_params, embedding_params, expert_params, layer_params, output_params
+from simulator.schedule.shapes import RankShapes, stage_layers, stage_params
 from simulator.units import BYTES_PER_ELEMENT, GiB
 
 WEIGHT_BYTES = 2
@@ -62,11 +62,6 @@ class MemoryEstimate:
         return {k: getattr(self, k) / GiB for k in ("params", "grads", "optimizer", "activations", "total")}
 
 
-def zero_shard_degree(scn: Scenario) -> int:
-    p = scn.parallel
-    return scn.dp * p.cp * p.ulysses
-
-
 def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple[float, float, float]:
     """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways."""
     w, g, o = float(WEIGHT_BYTES), float(grad_bytes), float(ADAM_BYTES)
@@ -79,54 +74,14 @@ def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple
     return w, g, o
 
 
-def stage_layer_range(scn: Scenario, stage: int) -> range:
-    """Global indices of the layers of pipeline stage `stage` (contiguous split; with vp > 1 the
-    stage holds as many layers, spread over the model)."""
-    start = sum(scn.stage_layers[:stage])
-    return range(start, start + scn.stage_layers[stage])
-
-
-def stage_expert_params(scn: Scenario, stage: int) -> float:
-    """Routed-expert weights one GPU of `stage` holds: E/ep experts, each split over etp."""
-    m, p = scn.model, scn.parallel
-    if not m.moe:
-        return 0.0
-    n_moe = sum(1 for i in stage_layer_range(scn, stage) if m.is_moe_layer(i))
-    return n_moe * (m.experts // p.ep) * expert_params(m) / p.expert_tp
-
-
-def stage_params(scn: Scenario, stage: int) -> float:
-    """Parameters one GPU of pipeline stage `stage` holds before ZeRO sharding (TP-sharded),
-    routed experts included (as :func:`stage_expert_params` holds them)."""
-    m, p = scn.model, scn.parallel
-    t = p.tp
-    norms = 2 * m.hidden
-    if m.moe or m.mla:
-        n = stage_expert_params(scn, stage)
-        for i in stage_layer_range(scn, stage):
-            routed = m.experts * expert_params(m) if m.is_moe_layer(i) else 0
-            router = m.hidden * m.experts if m.is_moe_layer(i) else 0
-            n += (layer_params(m, i) - routed - router - norms) / t + norms + router
-    else:
-        n = scn.stage_layers[stage] * ((layer_params(m) - norms) / t + norms)
-    if stage == 0:
-        n += embedding_params(m) / t
-    if stage == p.pp - 1:
-        out = output_params(m) - m.hidden  # output weight not tied to this stage's embedding
-        if m.tied_embeddings and p.pp > 1:
-            out = m.vocab * m.hidden  # Megatron keeps a copy of the word embedding on the last stage
-        n += out / t + m.hidden
-    return n
-
-
 def layer_activation_bytes(scn: Scenario) -> float:
     """Activation bytes one layer keeps for one micro-batch on one GPU (see module docstring)."""
-    m, t_cfg, p = scn.model, scn.training, scn.parallel
-    s_full = m.seq_len
-    s = s_full // (p.cp * p.ulysses)
-    b, h, a, f, t = t_cfg.micro_batch, m.hidden, m.heads, m.ffn_hidden, p.tp
+    m, t_cfg = scn.model, scn.training
+    shape = RankShapes.of(scn)
+    s_full, s, b, t = m.seq_len, shape.seq_local, shape.micro_batch_size, shape.tp
+    h, a, f = m.hidden, m.heads, m.ffn_hidden
     sbh = s * b * h
-    sp = p.sequence_parallel and t > 1
+    sp = shape.sequence_parallel
     if t_cfg.recompute == "full":
         return 2 * sbh / (t if sp else 1)
     replicated = 10 * sbh
@@ -145,15 +100,13 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     (R·(h + (2(k_m−1) + 2)·f/etp)), plus the shared experts' MLP tensors."""
     from simulator.schedule.moe import MoESpec
 
-    m, t_cfg, p = scn.model, scn.training, scn.parallel
-    s = m.seq_len // (p.cp * p.ulysses)
-    b, B = t_cfg.micro_batch, t_cfg.act_bytes
-    tokens = s * b // (p.tp if p.sequence_parallel and p.tp > 1 else 1)
+    m, B = scn.model, scn.training.act_bytes
+    shape = RankShapes.of(scn)
+    tokens = shape.sp_tokens
     spec = MoESpec.from_scenario(scn, tokens)
     k_m = 3 if m.gated else 2
-    rows = spec.rows
-    routed = rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
-    shared = (2 * (k_m - 1) + 2) * s * b * m.shared_ffn_hidden / p.tp
+    routed = spec.rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
+    shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
     return tokens * m.experts * 4 + tokens * m.top_k * m.hidden * B + routed + shared
 
 
@@ -169,29 +122,26 @@ def in_flight(scn: Scenario, stage: int) -> float:
 
 def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     p, m, tr = scn.parallel, scn.model, scn.training
-    n_params = stage_params(scn, stage)
+    shape = RankShapes.of(scn)
+    n = stage_params(scn, stage)
     grad_bytes = BYTES_PER_ELEMENT[p.grad_reduce_dtype]
-    w, g, o = model_state_bytes_per_param(p.zero, zero_shard_degree(scn), grad_bytes)
-    n_experts = stage_expert_params(scn, stage)
-    n_dense = n_params - n_experts
-    we, ge, oe = model_state_bytes_per_param(p.zero, scn.expert_dp if m.moe else 1, grad_bytes)
+    w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes)
+    we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes)
     per_layer = layer_activation_bytes(scn)
+    layers = stage_layers(scn, stage)
+    layer_sum = len(layers) * per_layer
     if m.moe and tr.recompute != "full":
-        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * (m.seq_len // (p.cp * p.ulysses)) * tr.micro_batch \
-            * m.ffn_hidden / p.tp
-        n_moe = sum(1 for i in stage_layer_range(scn, stage) if m.is_moe_layer(i))
-        layer_sum = scn.stage_layers[stage] * per_layer + n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
-    else:
-        layer_sum = scn.stage_layers[stage] * per_layer
+        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * m.ffn_hidden / shape.tp
+        n_moe = sum(1 for i in layers if m.is_moe_layer(i))
+        layer_sum += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
     acts = layer_sum * in_flight(scn, stage)
-    s = m.seq_len // (p.cp * p.ulysses)
-    b, t = tr.micro_batch, p.tp
+    sb, t = shape.tokens, shape.tp
     if stage == 0:
-        acts += s * b * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
+        acts += sb * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
     if stage == p.pp - 1:
-        acts += 2 * s * b * m.hidden + 4 * s * b * m.vocab / t  # final-norm input, fp32 logits
-    return MemoryEstimate(params=n_dense * w + n_experts * we, grads=n_dense * g + n_experts * ge,
-                          optimizer=n_dense * o + n_experts * oe,
+        acts += 2 * sb * m.hidden + 4 * sb * m.vocab / t  # final-norm input, fp32 logits
+    return MemoryEstimate(params=n.dense * w + n.expert * we, grads=n.dense * g + n.expert * ge,
+                          optimizer=n.dense * o + n.expert * oe,
                           activations=acts, hbm_bytes=scn.profile.gpu.hbm_bytes, stage=stage)
 
 

@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.data_parallel import GradSync, ParamUnit, embedding_unit, head_unit, layer_unit
+from simulator.schedule.data_parallel import GradSync
 from simulator.schedule import fp8
 from simulator.schedule.ir import P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.shapes import ParamUnit
 from simulator.schedule.transformer import LayerBuilder
 
 
@@ -38,32 +39,6 @@ class Pass:
     kind: str  # "F" or "B"
     chunk: int
     mb: int
-
-
-def virtual_layers(scn: Scenario) -> list[list[int]]:
-    """Global layer indices of every virtual stage v = chunk·pp + stage."""
-    p = scn.parallel
-    sizes = scn.virtual_stage_layers
-    out, start = [], 0
-    for n in sizes:
-        out.append(list(range(start, start + n)))
-        start += n
-    return out
-
-
-def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
-    """Parameter units of each model chunk on `stage`, in forward order."""
-    p = scn.parallel
-    vl = virtual_layers(scn)
-    chunks = []
-    for c in range(p.vp):
-        v = c * p.pp + stage
-        units = [embedding_unit(scn)] if v == 0 else []
-        units += [layer_unit(scn, layer) for layer in vl[v]]
-        if v == p.pp * p.vp - 1:
-            units.append(head_unit(scn))
-        chunks.append(units)
-    return chunks
 
 
 def _chunk(k: int, pp: int, vp: int, forward: bool) -> int:
@@ -83,7 +58,7 @@ class StageBuilder:
         p = scn.parallel
         self.pp, self.vp, self.M = p.pp, p.vp, scn.n_micro
         spec = layers.spec
-        self.msg = spec.b * spec.seq_local * spec.hidden * spec.act_bytes // (spec.tp if spec.sp else 1)
+        self.msg = spec.sharded_tokens * spec.hidden * spec.act_bytes  # this rank's SP shard
         self.pb = ProgramBuilder()
         self.recv: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> recv op
         self.out: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> last op of the pass

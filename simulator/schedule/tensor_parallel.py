@@ -106,10 +106,9 @@ def gemm_method(mode: str, gemm: str, site: Site) -> Method:
 @dataclass(frozen=True)
 class TPContext:
     tp: int
-    sequence_parallel: bool
+    sp: bool  # sequence parallelism in effect (RankShapes.sequence_parallel: asked for and tp > 1)
     overlap: str  # one of OVERLAP_MODES
-    micro_batch_size: int  # sequences per micro-batch (the scenario's training.micro_batch)
-    seq_local: int  # tokens of one sequence on this rank before the SP split (seq / cp / ulysses)
+    tokens: int  # rows of every TP GEMM: b·s with s = seq / cp / ulysses (RankShapes.tokens, before the SP split)
     hidden: int
     dtype: str
     dtype_bytes: int
@@ -120,15 +119,8 @@ class TPContext:
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
             raise ValueError(f"tp_overlap must be one of {', '.join(OVERLAP_MODES)}, got {self.overlap!r}")
-
-    @property
-    def tokens(self) -> int:
-        """Rows of every TP GEMM: b·s (the full local sequence)."""
-        return self.micro_batch_size * self.seq_local
-
-    @property
-    def sp(self) -> bool:
-        return self.tp > 1 and self.sequence_parallel
+        if self.sp and self.tp == 1:
+            raise ValueError("sp: sequence parallelism is never in effect with tp = 1")
 
     @property
     def mode(self) -> str:

@@ -21,32 +21,26 @@ from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
+from simulator.schedule.shapes import RankShapes
 
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """Per-rank shapes of every layer of one role (pipeline stage, CP index)."""
+    """Per-rank shapes of every layer of one role (pipeline stage, CP index): the scenario's
+    :class:`~simulator.schedule.shapes.RankShapes` plus the model and kernel settings."""
 
-    b: int
-    seq: int
-    seq_local: int  # seq / (cp · ulysses): tokens of a sequence before the SP split
+    shape: RankShapes
     hidden: int
-    heads: int
-    kv_heads: int
     head_dim: int
     ffn: int
     gated: bool
     vocab: int
-    tp: int
-    sp: bool
     overlap: str
     dtype: str  # GEMM dtype
     act_dtype: str
     act_bytes: int
     recompute: str
-    cp: int
     cp_rank: int
-    ulysses: int
     cp_comm: str
     sms: int
     cp_a2a: int | None = None
@@ -62,29 +56,58 @@ class LayerSpec:
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
         m, t, p = scn.model, scn.training, scn.parallel
-        sp = p.sequence_parallel and p.tp > 1
-        tokens = t.micro_batch * m.seq_len // (p.cp * p.ulysses)
-        return cls(moe=moe.MoESpec.from_scenario(scn, tokens // p.tp if sp else tokens) if m.moe else None,
-                   first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, b=t.micro_batch, seq=m.seq_len, seq_local=m.seq_len // (p.cp * p.ulysses), hidden=m.hidden,
-                   heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated,
-                   vocab=m.vocab, tp=p.tp, sp=p.sequence_parallel and p.tp > 1,
+        shape = RankShapes.of(scn)
+        return cls(shape=shape, moe=moe.MoESpec.from_scenario(scn, shape.sp_tokens) if m.moe else None,
+                   first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, hidden=m.hidden,
+                   head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated, vocab=m.vocab,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
-                   act_bytes=t.act_bytes, recompute=t.recompute, cp=p.cp, cp_rank=cp_rank, ulysses=p.ulysses,
-                   cp_comm=p.cp_comm, sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
+                   act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
+                   sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels)
 
     def is_moe(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.first_dense
 
     @property
+    def b(self) -> int:
+        """Sequences per micro-batch."""
+        return self.shape.micro_batch_size
+
+    @property
+    def seq(self) -> int:
+        return self.shape.seq_len
+
+    @property
+    def seq_local(self) -> int:
+        """seq / (cp · ulysses): tokens of a sequence before the SP split."""
+        return self.shape.seq_local
+
+    @property
+    def tp(self) -> int:
+        return self.shape.tp
+
+    @property
+    def sp(self) -> bool:
+        """Sequence parallelism in effect."""
+        return self.shape.sequence_parallel
+
+    @property
+    def cp(self) -> int:
+        return self.shape.cp
+
+    @property
+    def ulysses(self) -> int:
+        return self.shape.ulysses
+
+    @property
     def tokens(self) -> int:
         """Rows of the TP GEMMs: b · s_local."""
-        return self.b * self.seq_local
+        return self.shape.tokens
 
     @property
     def sharded_tokens(self) -> int:
         """Tokens outside the TP region (norms, residual): split over tp under SP."""
-        return self.tokens // self.tp if self.sp else self.tokens
+        return self.shape.sp_tokens
 
     @property
     def act(self) -> int:
@@ -276,8 +299,8 @@ class LayerBuilder:
         self.spec = spec
         self.attn_fwd, self.attn_bwd = attention_pattern(spec)
         self._templates: dict[tuple, _Template | None] = {}
-        self._qkv_out = spec.qkv_out or (spec.heads + 2 * spec.kv_heads) * spec.head_dim // spec.tp
-        self._proj_in = spec.proj_in or spec.heads * spec.head_dim // spec.tp
+        self._qkv_out = spec.qkv_out or (spec.shape.heads + 2 * spec.shape.kv_heads) * spec.head_dim
+        self._proj_in = spec.proj_in or spec.shape.heads * spec.head_dim
 
     def _cached(self, build, kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,  # type: ignore[no-untyped-def]
                 wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
@@ -304,14 +327,14 @@ class LayerBuilder:
 
     def _tp(self, layer: int, mb: int):  # type: ignore[no-untyped-def]
         s = self.spec
-        return tensor_parallel.TPContext(tp=s.tp, sequence_parallel=s.sp, overlap=s.overlap, micro_batch_size=s.b,
-                                         seq_local=s.seq_local, hidden=s.hidden, dtype=s.dtype,
+        return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
+                                         hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
-        return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.heads // s.tp,
-                                kv_heads=s.kv_heads // s.tp, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
+        return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.shape.heads,
+                                kv_heads=s.shape.kv_heads, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
                                 kernel="" if s.attention == "unfused" else s.attention)

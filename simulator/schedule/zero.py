@@ -36,8 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.data_parallel import PARAM_BYTES, GradSync, Module, ParamUnit
+from simulator.schedule.data_parallel import PARAM_BYTES, GradSync
 from simulator.schedule.ir import ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.shapes import Module, ParamUnit
 
 
 def padded(numel: int, n: int) -> int:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from simulator.config.scenario import Scenario
 from simulator.schedule.attention import FLASH_BWD_FACTOR, causal_fraction_diagonal
 from simulator.schedule.flops import BWD_GEMM_FACTOR, layer_flops, logits_flops
+from simulator.schedule.shapes import RankShapes
 
 ATTENTION_MARGIN = 0.9
 
@@ -49,7 +50,7 @@ def _rates(scn: Scenario) -> tuple[float, float]:
 
 def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
     """``T(j)``: seconds of compute per micro-batch on each pipeline stage, at the best rates."""
-    m, t, p = scn.model, scn.training, scn.parallel
+    m, t = scn.model, scn.training
     tokens = t.micro_batch * m.seq_len
     lf = layer_flops(m, tokens, m.seq_len, causal_fraction_diagonal(m.seq_len))
     recompute = t.recompute
@@ -57,7 +58,7 @@ def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
     attn = ATTENTION_MARGIN * lf.attention * (1 + FLASH_BWD_FACTOR + (1 if recompute in ("selective", "full") else 0))
     gemm_rate, attn_rate = _rates(scn)
     per_layer = gemm / gemm_rate + attn / attn_rate
-    shard = p.tp * p.cp * p.ulysses
+    shard = RankShapes.of(scn).layer_split
     stages = list(scn.stage_layers)
     out = [n * per_layer / shard for n in stages]
     out[-1] += 3 * logits_flops(m, tokens) / gemm_rate / shard

@@ -33,7 +33,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
-from simulator.config.parallelism import Parallel
+from simulator.config.parallelism import Parallel, model_parallel_size, sequence_parallel_in_effect
 from simulator.config.scenario import Scenario
 from simulator.config.workload import Training
 from simulator.errors import InputError
@@ -194,7 +194,8 @@ def inherit_parallel(base: Parallel, overrides: dict) -> dict:
 
     if "pp" in overrides and degree("pp") != base.pp and "pp_layers" not in overrides:
         data["pp_layers"] = None
-    if not (degree("tp") > 1 and data.get("sequence_parallel") is True) and "tp_overlap" not in overrides:
+    if not sequence_parallel_in_effect(degree("tp"), data.get("sequence_parallel") is True) \
+            and "tp_overlap" not in overrides:
         data["tp_overlap"] = "none"
     if degree("pp") == 1:
         if "pp_schedule" not in overrides:
@@ -248,7 +249,7 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
     for tp, pp, cp, uly in itertools.product(v["tp"], v["pp"], v["cp"], v["ulysses"]):
         if cp > 1 and uly > 1:
             continue  # Parallel forbids it: hierarchical CP is cp_comm a2a+p2p
-        mp = tp * pp * cp * uly
+        mp = model_parallel_size(tp, cp, uly, pp)
         if n % mp:
             continue
         dp = n // mp
@@ -256,7 +257,7 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
             continue
         if "dp" in bounds.maximum and dp > bounds.maximum["dp"]:
             continue
-        shard = dp * cp * uly  # ZeRO shards over DP x CP x Ulysses (schedule/memory.py)
+        shard = dp * cp * uly  # ZeRO shards over DP x CP x Ulysses (RankShapes.grad_shard)
         for zero, mb, vp, ep, etp in itertools.product(v["zero"], v["micro_batch"], v["vp"], v["ep"], v["etp"]):
             if (tp * cp * dp) % (ep * (etp or tp)):
                 continue  # EP x ETP folds into the tp x cp x dp ranks of a stage (Megatron)

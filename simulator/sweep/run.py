@@ -99,8 +99,7 @@ def _report_of(simulate: Simulate, scn: Scenario) -> Report | str:
 
 def _derived_dp(base: Scenario, cand: Candidate) -> int | None:
     """GPUs / (tp x cp x ulysses x pp), or None when that does not divide."""
-    p = cand.parallel
-    mp = p.tp * p.cp * p.ulysses * p.pp
+    mp = cand.parallel.model_parallel
     return base.n_gpus // mp if base.n_gpus % mp == 0 else None
 
 

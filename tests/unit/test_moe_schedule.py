@@ -207,12 +207,13 @@ def test_expert_states_shard_over_expert_data_parallel(make):
     """ZeRO-1 on 8 GPUs with ep 4: the dense optimizer states shard 8 ways, the experts' over the
     2 ranks that hold the same experts; weights and gradients of the experts are E/ep per GPU."""
     from simulator.schedule.flops import expert_params
-    from simulator.schedule.memory import estimate_memory, stage_expert_params, stage_params
+    from simulator.schedule.memory import estimate_memory
+    from simulator.schedule.shapes import stage_params
 
     scn = make({"ep": 4, "zero": 1})
-    experts = stage_expert_params(scn, 0)
+    experts = stage_params(scn, 0).expert
     assert experts == 3 * 2 * expert_params(scn.model)  # 3 MoE layers x 2 local experts
-    dense = stage_params(scn, 0) - experts
+    dense = stage_params(scn, 0).dense
     mem = estimate_memory(scn, 0)
     assert mem.optimizer == pytest.approx(12 * (dense / 8 + experts / 2))
     assert mem.params == pytest.approx(2 * (dense + experts))

@@ -326,7 +326,7 @@ def test_deepspeed_prefetch_and_reuse_distance_llama2_7b(make):
     """MECHANICS.md §1.2: with default buckets (5e7) each hook gathers ~50-90M elements (the last
     module overshoots), and max_reuse_distance (1e9) keeps about the last 1-2 layers resident, so
     they get no backward AllGather."""
-    from simulator.schedule.pipeline import stage_units
+    from simulator.schedule.shapes import stage_units
     from simulator.schedule.zero import DeepSpeedZero3
 
     scn = make({"zero": 3}, model={"preset": "llama2-7b"})
@@ -347,7 +347,7 @@ def test_deepspeed_keeps_parameters_whose_backward_use_the_prefetcher_popped(mak
     backward with 17 demand AllGathers of single parameters, issued at the module that needs them
     and exposed. Kept, every backward AllGather is a prefetch, and each parameter is gathered at
     most twice a step (once for forward, once more only if released before backward)."""
-    from simulator.schedule.pipeline import stage_units
+    from simulator.schedule.shapes import stage_units
     from simulator.schedule.zero import DeepSpeedZero3
 
     scn = make({"zero": 3}, model={"preset": "llama2-7b"})

@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from simulator.config.parallelism import sequence_parallel_in_effect
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
 from simulator.schedule.tensor_parallel import (
     TE_DEFAULT_METHODS, UB_COMM_SMS, UB_NUM_SPLITS, UB_RING_EXCHANGE_SMS, TPContext, column_parallel_bwd,
@@ -16,7 +17,7 @@ B, S, H, FFN, SMS = 2, 1024, 512, 1536, 132
 
 
 def ctx(tp=4, sp=True, overlap="none", dtype="bf16", dtype_bytes=2, seq=S) -> TPContext:
-    return TPContext(tp=tp, sequence_parallel=sp, overlap=overlap, micro_batch_size=B, seq_local=seq, hidden=H,
+    return TPContext(tp=tp, sp=sequence_parallel_in_effect(tp, sp), overlap=overlap, tokens=B * seq, hidden=H,
                      dtype=dtype, dtype_bytes=dtype_bytes, layer=3, mb_index=1, sms=SMS)
 
 

@@ -1,0 +1,193 @@
+"""Per-rank shapes of a scenario, worked out once: what every builder and the memory model read.
+
+In the spirit of torchtitan's ``ParallelDims`` (torchtitan/distributed/parallel_dims.py): the
+degrees of the plan and the sizes they imply on one rank live in one frozen record,
+:class:`RankShapes`, and the parameters one rank holds are listed once, module by module
+(:func:`layer_unit`, :func:`embedding_unit`, :func:`head_unit`, :func:`stage_units`). The
+schedule packs those modules into gradient buckets and ZeRO AllGathers
+(:mod:`simulator.schedule.data_parallel`, :mod:`simulator.schedule.zero`) and the memory model
+(:mod:`simulator.schedule.memory`) sums the same modules, so the bytes a rank reduces and the
+bytes it keeps cannot drift apart.
+
+Sizes per rank (Megatron-Core's conventions, arXiv:2205.05198):
+
+* a sequence of ``s`` tokens is split over ``cp x ulysses`` (``seq_local``); the TP GEMMs see
+  ``b x seq_local`` rows (``tokens``);
+* with sequence parallelism in effect the tensors outside the TP region (norms, residual, dropout,
+  the pipeline message, the MoE block's input) hold ``tokens / tp`` rows (``sp_tokens``);
+* each TP rank owns ``heads / tp`` query heads and ``kv_heads / tp`` KV heads (whole heads,
+  ``ColumnParallelLinear`` over the QKV output);
+* TP splits the QKV / output projections, the MLP and the shared experts, the word embedding
+  (``VocabParallelEmbedding``) and the output layer; norms and the router are replicated; MLA's
+  down projections are replicated (Megatron builds them ``duplicated``, ``multi_latent_attention.py``);
+  a rank holds ``experts / ep`` routed experts, each split over the expert-TP degree ``etp``
+  (``TEGroupedMLP``); the first pipeline stage holds the embedding, the last the final norm and
+  the output layer, plus a copy of the word embedding when it is tied and ``pp > 1`` (Megatron's
+  ``shared_embedding_or_output_weight``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.config.scenario import Scenario
+from simulator.schedule.flops import attention_params, embedding_params, expert_params, mlp_matrices
+
+
+@dataclass(frozen=True)
+class RankShapes:
+    """Degrees of the plan and the per-rank sizes they imply (module docstring)."""
+
+    tp: int
+    cp: int
+    ulysses: int
+    pp: int
+    vp: int
+    dp: int
+    ep: int
+    etp: int  # expert tensor-parallel degree (Megatron's expert_tensor_parallel_size; tp when unset)
+    expert_dp: int  # ranks of one stage holding the same experts (expert_data_parallel_group)
+    sequence_parallel: bool  # in effect: asked for and tp > 1 (Parallel.sp_enabled)
+    micro_batch_size: int  # b: sequences per micro-batch
+    seq_len: int  # s: tokens of one sequence
+    seq_local: int  # s / (cp x ulysses): tokens of a sequence on this rank before the SP split
+    tokens: int  # b x seq_local: rows of every TP GEMM
+    sp_tokens: int  # tokens / tp under SP, else tokens: rows outside the TP region
+    heads: int  # query heads per TP rank (before any Ulysses split)
+    kv_heads: int  # KV heads per TP rank
+    model_parallel: int  # tp x cp x ulysses x pp: GPUs of one model replica
+    grad_shard: int  # dp x cp x ulysses: the gradient-reduction / ZeRO shard group (dense params)
+    layer_split: int  # tp x cp x ulysses: ranks one layer's compute of a micro-batch is split over
+
+    @classmethod
+    def of(cls, scn: Scenario) -> "RankShapes":
+        m, t, p = scn.model, scn.training, scn.parallel
+        sp = p.sp_enabled
+        seq_local = m.seq_len // (p.cp * p.ulysses)
+        tokens = t.micro_batch * seq_local
+        return cls(tp=p.tp, cp=p.cp, ulysses=p.ulysses, pp=p.pp, vp=p.vp, dp=scn.dp, ep=p.ep, etp=p.expert_tp,
+                   expert_dp=scn.expert_dp if m.moe else 1, sequence_parallel=sp, micro_batch_size=t.micro_batch,
+                   seq_len=m.seq_len, seq_local=seq_local, tokens=tokens, sp_tokens=tokens // p.tp if sp else tokens,
+                   heads=m.heads // p.tp, kv_heads=m.kv_heads // p.tp, model_parallel=p.model_parallel,
+                   grad_shard=scn.dp * p.cp * p.ulysses, layer_split=p.tp * p.cp * p.ulysses)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameters per module and per rank
+
+
+@dataclass(frozen=True)
+class Module:
+    """One parameter tensor (as frameworks hook it) with its local (TP-sharded) element count."""
+
+    name: str
+    numel: int
+    block: str  # attn | mlp | emb | head: which compute block uses it
+    expert: bool = False  # routed-expert weights: reduced and sharded over the expert-DP group
+
+
+@dataclass(frozen=True)
+class ParamUnit:
+    """The parameters of the embedding, one transformer layer, or the LM head, on one rank."""
+
+    name: str
+    layer: int | None
+    modules: tuple[Module, ...]
+
+    @property
+    def numel(self) -> int:
+        return sum(m.numel for m in self.modules)
+
+
+def mla_down_params(scn: Scenario) -> int:
+    """MLA's down projections and their norms (h→r_q, h→r_kv+d_r, the q and kv LayerNorms):
+    replicated on every TP rank (the module docstring)."""
+    m = scn.model
+    h = m.hidden
+    q = h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0
+    return q + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+
+
+def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
+    """Parameters of transformer layer `layer` on one rank, one :class:`Module` per tensor."""
+    m, p = scn.model, scn.parallel
+    t, h, d = p.tp, m.hidden, m.head_dim
+    if m.mla:
+        down = mla_down_params(scn)
+        mods = [Module("ln1", h, "attn"), Module("mla_down", down, "attn"),
+                Module("mla_up", (attention_params(m) - down - m.heads * m.v_head_dim * h) // t, "attn"),
+                Module("o", m.heads * m.v_head_dim * h // t, "attn"), Module("ln2", h, "mlp")]
+    else:
+        mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
+                Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
+                Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
+    names = ("gate", "up", "down") if mlp_matrices(m) == 3 else ("fc1", "fc2")
+    if m.is_moe_layer(layer):
+        mods.append(Module("router", h * m.experts, "mlp"))
+        mods += [Module(f"shared.{n}", h * m.shared_ffn_hidden // t, "mlp") for n in names if m.shared_ffn_hidden]
+        mods.append(Module("experts", m.experts // p.ep * expert_params(m) // p.expert_tp, "mlp", expert=True))
+    else:
+        mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
+    return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block, x.expert) for x in mods))
+
+
+def embedding_unit(scn: Scenario) -> ParamUnit:
+    return ParamUnit("embedding", None, (Module("embedding", embedding_params(scn.model) // scn.parallel.tp, "emb"),))
+
+
+def head_unit(scn: Scenario) -> ParamUnit:
+    """Final norm and output layer; with tied embeddings the output layer is the embedding itself
+    on one stage, and a copy of it on the last stage when pp > 1."""
+    m, p = scn.model, scn.parallel
+    out = m.vocab * m.hidden if (not m.tied_embeddings or p.pp > 1) else 0
+    mods = [Module("final_norm", m.hidden, "head")]
+    if out:
+        mods.append(Module("lm_head", out // p.tp, "head"))
+    return ParamUnit("head", None, tuple(mods))
+
+
+def virtual_layers(scn: Scenario) -> list[list[int]]:
+    """Global layer indices of every virtual stage v = chunk·pp + stage."""
+    out, start = [], 0
+    for n in scn.virtual_stage_layers:
+        out.append(list(range(start, start + n)))
+        start += n
+    return out
+
+
+def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
+    """Parameter units of each model chunk on pipeline stage `stage`, in forward order."""
+    p = scn.parallel
+    vl = virtual_layers(scn)
+    chunks = []
+    for c in range(p.vp):
+        v = c * p.pp + stage
+        units = [embedding_unit(scn)] if v == 0 else []
+        units += [layer_unit(scn, layer) for layer in vl[v]]
+        if v == p.pp * p.vp - 1:
+            units.append(head_unit(scn))
+        chunks.append(units)
+    return chunks
+
+
+def stage_layers(scn: Scenario, stage: int) -> list[int]:
+    """Global indices of the transformer layers pipeline stage `stage` holds (all its chunks)."""
+    vl = virtual_layers(scn)
+    return [layer for c in range(scn.parallel.vp) for layer in vl[c * scn.parallel.pp + stage]]
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters one GPU of a pipeline stage holds before ZeRO sharding (TP/EP-sharded)."""
+
+    dense: int  # everything reduced over the DP x CP x Ulysses group
+    expert: int  # routed experts, reduced over the expert-DP group
+
+    @property
+    def total(self) -> int:
+        return self.dense + self.expert
+
+
+def stage_params(scn: Scenario, stage: int) -> StageParams:
+    mods = [m for chunk in stage_units(scn, stage) for u in chunk for m in u.modules]
+    return StageParams(dense=sum(m.numel for m in mods if not m.expert), expert=sum(m.numel for m in mods if m.expert))
