@@ -8,16 +8,54 @@ so that ``Topology.route`` concatenates cached pieces and ``Topology.route_matri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from numpy.typing import ArrayLike
 
 import numpy as np
 
+from simulator.errors import InputError
 from simulator.hardware.routes import LINK_CLASSES, MAX_ROUTE_LINKS, LinkClass, RouteMatrix
 
-if TYPE_CHECKING:
-    from simulator.hardware.topology import Topology
+
+@dataclass(frozen=True)
+class FabricLinks:
+    """The link ids of a built cluster, by the role each link plays: what ``Topology`` hands to
+    :meth:`RouteTables.build` (a plain record, so the tables never read the topology itself).
+
+    Keys: ``scale_up[(gpu, peer)]`` is a mesh link (``peer = -1``: the GPU→switch link of an
+    NVSwitch), ``switch_down[gpu]`` the switch→GPU link; ``pcie_up[gpu]``/``pcie_down[gpu]``
+    GPU→host and host→GPU; ``nic_pcie[(node, rail)] = (host→NIC, NIC→host)``,
+    ``nic_leaf[(node, rail)] = (NIC→leaf, leaf→NIC)``, ``leaf_spine[(unit, leaf rail, spine)] =
+    (leaf→spine, spine→leaf)``. ``nic_leaf`` is empty when there is no scale-out fabric.
+    """
+
+    profile_name: str
+    nodes: int
+    gpus_per_node: int
+    rails: int
+    units: int
+    leaf_rails: int  # 1 for a plain fat tree (one leaf per unit), else one leaf per rail
+    nodes_per_unit: int
+    spines: int
+    scale_up_kind: str  # nvswitch | mesh | none
+    scale_out_kind: str  # rail_fat_tree | fat_tree | none
+    latency_s: np.ndarray  # per link id
+    scale_up: dict[tuple[int, int], int]
+    switch_down: dict[int, int]
+    pcie_up: list[int]
+    pcie_down: list[int]
+    nic_pcie: dict[tuple[int, int], tuple[int, int]]
+    nic_leaf: dict[tuple[int, int], tuple[int, int]]
+    leaf_spine: dict[tuple[int, int, int], tuple[int, int]]
+
+    @property
+    def n_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    def nic_of(self, gpu: int) -> int:
+        """The rail a GPU sends through by default (GPU i of a node uses NIC i*rails//gpus)."""
+        return (gpu % self.gpus_per_node) * self.rails // self.gpus_per_node
 
 
 def _ecmp(a: int, b: int, buckets: int) -> int:
@@ -54,7 +92,9 @@ class RouteTables:
     ``up`` = GPU→host, host→NIC, NIC→leaf and ``down`` = leaf→NIC, NIC→host, host→GPU.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fabric: FabricLinks) -> None:
+        self.fabric = fabric
+        self.gpn, self.rails = fabric.gpus_per_node, fabric.rails
         self.latency: list[float] = []
         self.intra_class: LinkClass = "nvlink"
         self.su_kind = "none"
@@ -75,18 +115,17 @@ class RouteTables:
         self.a: dict[str, np.ndarray] = {}
 
     @classmethod
-    def build(cls, topo: "Topology") -> "RouteTables":
-        t = cls()
+    def build(cls, topo: FabricLinks) -> "RouteTables":
+        t = cls(topo)
         gpn, n = topo.gpus_per_node, topo.n_gpus
-        t.gpn, t.rails = gpn, topo.rails
         t.latency = topo.latency_s.tolist()
-        t.su_kind = topo.profile.node.scale_up.kind
+        t.su_kind = topo.scale_up_kind
         t.intra_class = "nvlink" if t.su_kind in ("nvswitch", "mesh") else "pcie"
         if t.su_kind == "nvswitch":
-            t.su_up = [topo._scale_up[(g, -1)] for g in range(n)]
-            t.su_down = [topo._switch_down[g] for g in range(n)]
-        t.mesh = topo._scale_up if t.su_kind == "mesh" else {}
-        t.pcie_up, t.pcie_down = list(topo._pcie_up), list(topo._pcie_down)
+            t.su_up = [topo.scale_up[(g, -1)] for g in range(n)]
+            t.su_down = [topo.switch_down[g] for g in range(n)]
+        t.mesh = topo.scale_up if t.su_kind == "mesh" else {}
+        t.pcie_up, t.pcie_down = list(topo.pcie_up), list(topo.pcie_down)
         t.nic_of = [topo.nic_of(g) for g in range(n)]
         a = t.a
         a["su_up"] = np.asarray(t.su_up, dtype=np.int64)
@@ -96,31 +135,42 @@ class RouteTables:
         a["nic_of"] = np.asarray(t.nic_of, dtype=np.int64)
         if t.su_kind == "mesh":
             mesh = np.full((n, gpn), -1, dtype=np.int64)
-            for (g, peer), link in topo._scale_up.items():
+            for (g, peer), link in topo.scale_up.items():
                 mesh[g, peer % gpn] = link
             a["mesh"] = mesh
         a["latency"] = topo.latency_s
-        if topo._nic_leaf:  # a scale-out fabric exists
-            so = topo.profile.scale_out
-            leaf_rails = topo._leaf_rails
-            t.nic_out = [[(topo._nic_pcie[(nd, r)][0], topo._nic_leaf[(nd, r)][0]) for r in range(topo.rails)] for nd in range(topo.nodes)]
-            t.nic_in = [[(topo._nic_leaf[(nd, r)][1], topo._nic_pcie[(nd, r)][1]) for r in range(topo.rails)] for nd in range(topo.nodes)]
-            t.leaf = [[(nd // so.nodes_per_unit) * leaf_rails + (0 if so.kind == "fat_tree" else r) for r in range(topo.rails)]
+        if topo.nic_leaf:  # a scale-out fabric exists
+            leaf_rails, spines = topo.leaf_rails, topo.spines
+            t.nic_out = [[(topo.nic_pcie[(nd, r)][0], topo.nic_leaf[(nd, r)][0]) for r in range(topo.rails)] for nd in range(topo.nodes)]
+            t.nic_in = [[(topo.nic_leaf[(nd, r)][1], topo.nic_pcie[(nd, r)][1]) for r in range(topo.rails)] for nd in range(topo.nodes)]
+            t.leaf = [[(nd // topo.nodes_per_unit) * leaf_rails + (0 if topo.scale_out_kind == "fat_tree" else r) for r in range(topo.rails)]
                       for nd in range(topo.nodes)]
-            t.spines = so.spines
-            if topo._leaf_spine:
+            t.spines = spines
+            if topo.leaf_spine:
                 n_leaves = topo.units * leaf_rails
-                t.spine_up = [[topo._leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][0] for s in range(so.spines)] for lf in range(n_leaves)]
-                t.spine_down = [[topo._leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][1] for s in range(so.spines)] for lf in range(n_leaves)]
+                t.spine_up = [[topo.leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][0] for s in range(spines)] for lf in range(n_leaves)]
+                t.spine_down = [[topo.leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][1] for s in range(spines)] for lf in range(n_leaves)]
             # GPU→leaf and leaf→GPU pieces through each GPU's own rail (the default route)
             t.up_own = [(t.pcie_up[g], *t.nic_out[g // gpn][t.nic_of[g]]) for g in range(n)]
             t.down_own = [(*t.nic_in[g // gpn][t.nic_of[g]], t.pcie_down[g]) for g in range(n)]
             a["nic_out"] = np.asarray(t.nic_out, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
             a["nic_in"] = np.asarray(t.nic_in, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
             a["leaf"] = np.asarray(t.leaf, dtype=np.int64).reshape(topo.nodes, topo.rails)
-            a["spine_up"] = np.asarray(t.spine_up, dtype=np.int64).reshape(-1, max(1, so.spines))
-            a["spine_down"] = np.asarray(t.spine_down, dtype=np.int64).reshape(-1, max(1, so.spines))
+            a["spine_up"] = np.asarray(t.spine_up, dtype=np.int64).reshape(-1, max(1, spines))
+            a["spine_down"] = np.asarray(t.spine_down, dtype=np.int64).reshape(-1, max(1, spines))
         return t
+
+    # ------------------------------------------------------------ checks
+    def check_gpu(self, gpu: int) -> None:
+        f = self.fabric
+        if not 0 <= gpu < f.n_gpus:
+            raise InputError(f"GPU {gpu} is outside this cluster of {f.n_gpus} GPUs ({f.nodes} nodes x {f.gpus_per_node})")
+
+    def check_rail(self, rail: int) -> None:
+        if self.rails == 0:
+            raise InputError(f"profile {self.fabric.profile_name!r} has no NICs (node.nics.count: 0), so GPUs on different nodes cannot communicate")
+        if not 0 <= rail < self.rails:
+            raise InputError(f"rail {rail} does not exist; this node has {self.rails} NIC rail(s)")
 
     # ------------------------------------------------------------ scalar pieces
     def intra(self, src: int, dst: int) -> tuple[int, ...]:
@@ -130,14 +180,14 @@ class RouteTables:
             return (self.mesh[(src, dst)],)
         return (self.pcie_up[src], self.pcie_down[dst])
 
-    def inter(self, src: int, dst: int, rail: int | None, topo: "Topology") -> tuple[int, ...]:
+    def inter(self, src: int, dst: int, rail: int | None) -> tuple[int, ...]:
         if rail is None:
             if self.rails == 0:
-                topo._check_rail(0)
+                self.check_rail(0)
             up, down = self.up_own[src], self.down_own[dst]
             rs, rd = self.nic_of[src], self.nic_of[dst]
         else:
-            topo._check_rail(rail)
+            self.check_rail(rail)
             rs = rd = rail
             up = (self.pcie_up[src], *self.nic_out[src // self.gpn][rail])
             down = (*self.nic_in[dst // self.gpn][rail], self.pcie_down[dst])
@@ -148,13 +198,13 @@ class RouteTables:
         return up + (self.spine_up[ls][spine], self.spine_down[ld][spine]) + down
 
     # ------------------------------------------------------------ bulk
-    def matrix(self, topo: "Topology", src: ArrayLike, dst: ArrayLike, rail: ArrayLike | None) -> RouteMatrix:
+    def matrix(self, src: ArrayLike, dst: ArrayLike, rail: ArrayLike | None) -> RouteMatrix:
         s, d = np.broadcast_arrays(np.asarray(src, dtype=np.int64).ravel(), np.asarray(dst, dtype=np.int64).ravel())
         n = s.size
         for arr in (s, d):
-            bad = (arr < 0) | (arr >= topo.n_gpus)
+            bad = (arr < 0) | (arr >= self.fabric.n_gpus)
             if bad.any():
-                topo._check_gpu(int(arr[np.argmax(bad)]))
+                self.check_gpu(int(arr[np.argmax(bad)]))
         a = self.a
         links = np.full((n, MAX_ROUTE_LINKS), -1, dtype=np.int64)
         cls = np.zeros(n, dtype=np.int8)
@@ -172,7 +222,7 @@ class RouteTables:
                 cls[i] = LINK_CLASSES.index("pcie")
         x = np.flatnonzero(ns != nd)
         if x.size:
-            self._inter_many(topo, links, x, s[x], d[x], ns[x], nd[x], rail, n)
+            self._inter_many(links, x, s[x], d[x], ns[x], nd[x], rail, n)
             cls[x] = LINK_CLASSES.index("net")
         valid = links >= 0
         lat = np.zeros(n)
@@ -184,18 +234,18 @@ class RouteTables:
             lat += np.where(v, lat_of[np.where(v, links[:, col], 0)], 0.0)
         return RouteMatrix(links, valid.sum(axis=1).astype(np.int64), lat, cls)
 
-    def _inter_many(self, topo: "Topology", links: np.ndarray, x: np.ndarray, s: np.ndarray, d: np.ndarray,
+    def _inter_many(self, links: np.ndarray, x: np.ndarray, s: np.ndarray, d: np.ndarray,
                     ns: np.ndarray, nd: np.ndarray, rail: ArrayLike | None, n: int) -> None:
         a = self.a
         if self.rails == 0:
-            topo._check_rail(0)
+            self.check_rail(0)
         if rail is None:
             rs, rd = a["nic_of"][s], a["nic_of"][d]
         else:
             r = np.broadcast_to(np.asarray(rail, dtype=np.int64).ravel(), (n,))[x] if np.ndim(rail) else np.full(x.size, int(rail))
             bad = (r < 0) | (r >= self.rails)
             if bad.any():
-                topo._check_rail(int(r[np.argmax(bad)]))
+                self.check_rail(int(r[np.argmax(bad)]))
             rs = rd = r
         ls, ld = a["leaf"][ns, rs], a["leaf"][nd, rd]
         links[x, 0] = a["pcie_up"][s]

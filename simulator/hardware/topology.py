@@ -39,7 +39,7 @@ import numpy as np
 from simulator import units
 from simulator.config.hardware import HardwareProfile
 from simulator.errors import InputError
-from simulator.hardware.route_tables import RouteTables
+from simulator.hardware.route_tables import FabricLinks, RouteTables
 from simulator.hardware.routes import NvlsRoutes, Route, RouteMatrix
 
 LinkKind = Literal["nvlink", "xgmi", "pcie", "nic", "net"]
@@ -110,7 +110,14 @@ class Topology:
         self.capacity_Bps = np.asarray(t.capacity, dtype=np.float64)
         self.latency_s = np.asarray(t.latency, dtype=np.float64)
         self.kind: list[str] = t.kind
-        self._tables = RouteTables.build(self)
+        so = profile.scale_out
+        self._tables = RouteTables.build(FabricLinks(
+            profile_name=profile.name, nodes=nodes, gpus_per_node=self.gpus_per_node, rails=self.rails,
+            units=self.units, leaf_rails=self._leaf_rails, nodes_per_unit=so.nodes_per_unit, spines=so.spines,
+            scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
+            scale_up=self._scale_up, switch_down=self._switch_down, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
+            nic_pcie=self._nic_pcie, nic_leaf=self._nic_leaf, leaf_spine=self._leaf_spine,
+        ))
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -235,17 +242,10 @@ class Topology:
         holds the same links, latency and link class as ``route(src[i], dst[i], rail)``; cost is
         a few numpy passes, so 100k+ pairs take milliseconds.
         """
-        return self._tables.matrix(self, src, dst, rail)
+        return self._tables.matrix(src, dst, rail)
 
     def _check_gpu(self, gpu: int) -> None:
-        if not 0 <= gpu < self.n_gpus:
-            raise InputError(f"GPU {gpu} is outside this cluster of {self.n_gpus} GPUs ({self.nodes} nodes x {self.gpus_per_node})")
-
-    def _check_rail(self, rail: int) -> None:
-        if self.rails == 0:
-            raise InputError(f"profile {self.profile.name!r} has no NICs (node.nics.count: 0), so GPUs on different nodes cannot communicate")
-        if not 0 <= rail < self.rails:
-            raise InputError(f"rail {rail} does not exist; this node has {self.rails} NIC rail(s)")
+        self._tables.check_gpu(gpu)
 
     def _compute_route(self, src: int, dst: int, rail: int | None) -> Route:
         if not (0 <= src < self.n_gpus and 0 <= dst < self.n_gpus):
@@ -258,7 +258,7 @@ class Topology:
             links = tab.intra(src, dst)
             cls = tab.intra_class
         else:
-            links = tab.inter(src, dst, rail, self)
+            links = tab.inter(src, dst, rail)
             cls = "net"
         # Python's left-to-right sum, as route_matrix accumulates column by column.
         return Route(links, float(sum(map(tab.latency.__getitem__, links))), cls)
