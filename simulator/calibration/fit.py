@@ -54,8 +54,7 @@ from simulator.calibration.nccl_log import Sweep
 
 if TYPE_CHECKING:
     from simulator.calibration.measured import MeasuredSweep
-from simulator.config.hardware import HardwareProfile, _merge
-from simulator.config.loader import validate
+from simulator.config.hardware import HardwareProfile, apply_overlay, merge_overlay
 from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
 from simulator.errors import InputError
 from simulator.vocabulary import canonical_algo, canonical_op
@@ -198,11 +197,6 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
 
 # ------------------------------------------------------------------------------ profiles
 
-def apply_overlay(profile: HardwareProfile, overlay: dict[str, Any]) -> HardwareProfile:
-    """The profile with an overlay's fields merged in (what ``load_profile`` does for ``base:``)."""
-    return validate(HardwareProfile, _merge(profile.model_dump(), overlay), f"overlay on {profile.name}")
-
-
 @dataclass(frozen=True)
 class Param:
     """A profile field the collective model reads: ``path`` is dotted; under ``nccl.`` the rest
@@ -266,7 +260,7 @@ def _tuner_default(profile: HardwareProfile, key: str) -> float:
 def overlay_of(params: dict[Param, float]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for p, v in params.items():
-        out = _merge(out, p.overlay(v))
+        out = merge_overlay(out, p.overlay(v))
     return out
 
 

@@ -292,11 +292,22 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+def merge_overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over``'s fields on ``base``, nested mappings merged key by key (how an overlay file
+    refines its ``base:``); neither argument is changed."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = merge_overlay(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def apply_overlay(profile: HardwareProfile, overlay: dict[str, Any], source: str | None = None) -> HardwareProfile:
+    """The profile with an overlay's fields merged in and validated: what :func:`load_profile`
+    makes of a file ``base: <profile>`` plus ``overlay``, without writing the file. ``source``
+    names the overlay in an error (default: "overlay on <profile name>")."""
+    from simulator.config.loader import validate
+
+    return validate(HardwareProfile, merge_overlay(profile.model_dump(), overlay), source or f"overlay on {profile.name}")
 
 
 def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> HardwareProfile:
@@ -339,5 +350,5 @@ def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> Hardware
             if exc.source is None:  # the base itself is unknown or malformed as a name: blame this line
                 raise InputError(exc.detail, source=where, field="base") from None
             raise
-        data = _merge(base.model_dump(), data)
+        data = merge_overlay(base.model_dump(), data)
     return validate(HardwareProfile, data, path)

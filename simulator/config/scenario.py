@@ -267,19 +267,23 @@ def check_moe(scn: Scenario, dp: int) -> None:
                                           "(zero3_impl: fsdp2)")
 
 
-def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None) -> Scenario:
-    """Validate a scenario mapping (as read from YAML) into a Scenario."""
+def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None,
+                   profile: HardwareProfile | None = None) -> Scenario:
+    """Validate a scenario mapping (as read from YAML) into a Scenario; ``profile``, when given,
+    is the hardware instead of the one ``hardware:`` names (a profile built in memory, e.g. with
+    :func:`~simulator.config.hardware.apply_overlay`)."""
     spec = validate(ScenarioFile, data, source)
     hw = spec.hardware
     if base_dir is not None and is_profile_path(hw):
         candidate = Path(hw) if Path(hw).is_absolute() else base_dir / hw
         hw = str(candidate)
-    try:
-        profile = load_profile(hw)
-    except InputError as exc:
-        if exc.source is None:
-            raise InputError(exc.detail, source=str(source) if source else None, field=exc.field) from None
-        raise
+    if profile is None:
+        try:
+            profile = load_profile(hw)
+        except InputError as exc:
+            if exc.source is None:
+                raise InputError(exc.detail, source=str(source) if source else None, field=exc.field) from None
+            raise
     scn = Scenario(name=spec.name, hardware=spec.hardware, nodes=spec.nodes, model=spec.model,
                    training=spec.training, parallel=spec.parallel, profile=profile,
                    source=str(source) if source else "")

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import re
 import statistics
-import tempfile
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable, Iterable
 
-from simulator.e2e_validation.gemm_fit import gemm_scale_overlay
+from simulator.config.hardware import HardwareProfile
+from simulator.e2e_validation.gemm_fit import gemm_scaled
 from simulator.e2e_validation.scoring import Result, predicted_metric, run_case, speed_error
 from simulator.e2e_validation.sources import Case, is_fit_case
 
@@ -134,14 +133,14 @@ class LosoResult:
     refit: Refit
 
 
-Simulate = Callable[[list[tuple[Case, str | None]]], list[Result]]
+Simulate = Callable[[list[tuple[Case, str | HardwareProfile | None]]], list[Result]]
 
 
-def _serial(jobs: list[tuple[Case, str | None]]) -> list[Result]:
+def _serial(jobs: list[tuple[Case, str | HardwareProfile | None]]) -> list[Result]:
     return [run_case(c, hw) for c, hw in jobs]
 
 
-def _star_run(job: tuple[Case, str | None]) -> Result:
+def _star_run(job: tuple[Case, str | HardwareProfile | None]) -> Result:
     return run_case(*job)
 
 
@@ -149,7 +148,7 @@ def parallel_simulator(workers: int) -> Simulate:
     if workers <= 1:
         return _serial
 
-    def run(jobs: list[tuple[Case, str | None]]) -> list[Result]:
+    def run(jobs: list[tuple[Case, str | HardwareProfile | None]]) -> list[Result]:
         if len(jobs) <= 1:
             return _serial(jobs)
         from concurrent.futures import ProcessPoolExecutor
@@ -164,39 +163,36 @@ def leave_one_source_out(results: Iterable[Result], simulate: Simulate = _serial
     """Every result re-scored with the derates fitted without its source (module docstring)."""
     results = list(results)
     out: dict[int, LosoResult] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
 
-        def overlay(case: Case, scale: float) -> str:
-            hw = case.scenario["hardware"]
-            return str(gemm_scale_overlay(hw, scale, folder))
+    def overlay(case: Case, scale: float) -> HardwareProfile:
+        return gemm_scaled(case.scenario["hardware"], scale)
 
-        fit = [r for r in results if is_fit_case(r.case)]
-        probe_steps = simulate([(r.case, overlay(r.case, PROBE_SCALE)) for r in fit])
-        probes: dict[str, list[Probe]] = {}
-        probe_of: dict[int, Probe] = {}
-        for r, p in zip(fit, probe_steps):
-            probe = Probe(r, p.step_time_s)
-            probes.setdefault(fit_family(r.case.scenario["hardware"]), []).append(probe)
-            probe_of[id(r)] = probe
+    fit = [r for r in results if is_fit_case(r.case)]
+    probe_steps = simulate([(r.case, overlay(r.case, PROBE_SCALE)) for r in fit])
+    probes: dict[str, list[Probe]] = {}
+    probe_of: dict[int, Probe] = {}
+    for r, p in zip(fit, probe_steps):
+        probe = Probe(r, p.step_time_s)
+        probes.setdefault(fit_family(r.case.scenario["hardware"]), []).append(probe)
+        probe_of[id(r)] = probe
 
-        refits: dict[tuple[str, str], Refit] = {}
-        rerun: list[tuple[int, Refit]] = []
-        for i, r in enumerate(results):
-            fam = fit_family(r.case.scenario["hardware"])
-            key = (r.case.source, fam)
-            if key not in refits:
-                refits[key] = refit_without(r.case.source, fam, probes)
-            rf = refits[key]
-            if rf.scale == 1.0:
-                out[i] = LosoResult(r, r.error, rf)
-            elif id(r) in probe_of:
-                out[i] = LosoResult(probe_of[id(r)].result_at(rf.scale), r.error, rf)
-            else:
-                rerun.append((i, rf))
-        again = simulate([(results[i].case, overlay(results[i].case, rf.scale)) for i, rf in rerun])
-        for (i, rf), r2 in zip(rerun, again):
-            out[i] = LosoResult(replace(r2, case=results[i].case), results[i].error, rf)
+    refits: dict[tuple[str, str], Refit] = {}
+    rerun: list[tuple[int, Refit]] = []
+    for i, r in enumerate(results):
+        fam = fit_family(r.case.scenario["hardware"])
+        key = (r.case.source, fam)
+        if key not in refits:
+            refits[key] = refit_without(r.case.source, fam, probes)
+        rf = refits[key]
+        if rf.scale == 1.0:
+            out[i] = LosoResult(r, r.error, rf)
+        elif id(r) in probe_of:
+            out[i] = LosoResult(probe_of[id(r)].result_at(rf.scale), r.error, rf)
+        else:
+            rerun.append((i, rf))
+    again = simulate([(results[i].case, overlay(results[i].case, rf.scale)) for i, rf in rerun])
+    for (i, rf), r2 in zip(rerun, again):
+        out[i] = LosoResult(replace(r2, case=results[i].case), results[i].error, rf)
     return [out[i] for i in range(len(results))]
 
 

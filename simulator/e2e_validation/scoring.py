@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from simulator.config.hardware import HardwareProfile
 from simulator.e2e_validation.sources import Case
 
 
@@ -71,14 +72,18 @@ def speed_error(case: Case, predicted: float) -> float:
     return predicted / case.measured - 1.0
 
 
-def run_case(case: Case, hardware: str | None = None) -> Result:
-    """Simulate one case; `hardware` replaces its profile (a name or a YAML path, e.g. an overlay)."""
+def run_case(case: Case, hardware: str | HardwareProfile | None = None) -> Result:
+    """Simulate one case; `hardware` replaces its profile (a name, a YAML path, or a profile
+    built in memory such as :func:`~simulator.e2e_validation.gemm_fit.gemm_scaled`'s)."""
     from simulator.config.scenario import build_scenario
     from simulator.simulation import simulate_scenario
 
     t0 = time.perf_counter()
-    data = case.scenario if hardware is None else {**case.scenario, "hardware": hardware}
-    scn = build_scenario(data, source=f"<e2e:{case.label}>")
+    source = f"<e2e:{case.label}>"
+    if isinstance(hardware, HardwareProfile):
+        scn = build_scenario(case.scenario, source=source, profile=hardware)
+    else:
+        scn = build_scenario(case.scenario if hardware is None else {**case.scenario, "hardware": hardware}, source=source)
     rep = simulate_scenario(scn).report
     pred = predicted_metric(case, rep.step_time_s)
     return Result(case, pred, rep.step_time_s, speed_error(case, pred), rep.mfu, time.perf_counter() - t0)

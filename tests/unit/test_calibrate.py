@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from simulator.calibration.fit import (
-    MeasuredCollective, Param, Predictor, apply_overlay, busbw_errors, fit_collectives, layout_for,
+    MeasuredCollective, Param, Predictor, busbw_errors, fit_collectives, layout_for,
 )
+from simulator.config.hardware import apply_overlay
 from simulator.calibration.gemm_fit import fit_gemm_curve
 from simulator.calibration.kineto import GemmEvent
 from simulator.calibration.nccl_log import parse_nccl_log

@@ -125,3 +125,36 @@ def test_attention_kernels_are_consistent_with_the_flashattention_papers(name):
             assert fa2.fwd == pytest.approx(0.35, abs=0.05)
     else:
         assert g.default_attention == "flash2" and "flash3" not in g.attention_efficiency
+
+
+def test_apply_overlay_is_what_an_overlay_file_loads_to(tmp_path):
+    """apply_overlay in memory and an overlay file (base: + the same fields) give one profile."""
+    import yaml
+
+    from simulator.config.hardware import apply_overlay
+
+    over = {"gpu": {"kernel_launch_us": 7.5, "attention_efficiency": {"flash2": {"fwd": 0.5, "bwd": 0.4}}},
+            "node": {"nics": {"efficiency": 0.7}}, "nccl": {"net_latency_us": 9.0}}
+    path = tmp_path / "over.yaml"
+    path.write_text(yaml.safe_dump({"base": "dgx-h100", **over}))
+    assert apply_overlay(load_profile("dgx-h100"), over) == load_profile(str(path))
+    with pytest.raises(InputError, match="my overlay"):
+        apply_overlay(load_profile("dgx-h100"), {"node": {"nics": {"efficiency": 2.0}}}, source="my overlay")
+
+
+def test_si_properties_are_the_named_units():
+    """The profile's SI properties are what the YAML keys' units say (decimal GB/s; Gb/s bits)."""
+    node = load_profile("dgx-h100").node
+    assert node.nics.Bps == node.nics.Gbps * 1e9 / 8 and node.nics.GBps == node.nics.Gbps / 8
+    assert node.scale_up.link_Bps == node.scale_up.link_GBps * 1e9 and node.pcie.Bps == node.pcie.GBps * 1e9
+
+
+def test_nvls_needs_both_the_switch_and_a_hopper_class_gpu():
+    """NVLink SHARP is in the third-generation NVSwitch (H100 systems on); an A100 NVSwitch has
+    none, and a profile that claimed it on an older GPU would still not get it (NCCL, SM90+)."""
+    assert [n for n in available_profiles() if load_profile(n).nvls_available] == \
+        ["aws-p5", "dgx-b200", "dgx-h100", "dgx-h200", "gcp-a3-mega"]
+    from simulator.config.hardware import apply_overlay
+
+    a100 = load_profile("dgx-a100")
+    assert not apply_overlay(a100, {"node": {"scale_up": {"nvls": True}}}).nvls_available
