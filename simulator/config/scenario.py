@@ -158,6 +158,9 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide heads={m.heads}")
     if m.kv_heads % p.tp:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide kv_heads={m.kv_heads}")
+    if m.ffn_hidden % p.tp and m.layers > m.moe_layers:
+        _fail(scn, "parallel.tp", f"tp={p.tp} does not divide ffn_hidden={m.ffn_hidden} (the column- and "
+                                  "row-parallel MLP layers split it evenly, Megatron's ColumnParallelLinear)")
     if p.ulysses > 1:
         if m.heads % (p.tp * p.ulysses):
             _fail(scn, "parallel.ulysses",

@@ -44,7 +44,7 @@ GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
 def quantized_elements(spec: "LayerSpec", phase: str, qkv_out: int, proj_in: int) -> float:
     """Elements one TP rank quantises in one pass of a dense layer (see the module docstring)."""
-    t, h, f = spec.tokens, spec.hidden, spec.ffn // spec.tp
+    t, h, f = spec.tokens, spec.hidden, spec.shape.ffn
     up = (2 if spec.gated else 1) * f
     if phase == "fwd":
         return t * (h + proj_in + h + f)

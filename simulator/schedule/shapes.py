@@ -55,6 +55,8 @@ class RankShapes:
     sp_tokens: int  # tokens / tp under SP, else tokens: rows outside the TP region
     heads: int  # query heads per TP rank (before any Ulysses split)
     kv_heads: int  # KV heads per TP rank
+    ffn: int  # FFN features of a dense MLP per TP rank (ffn_hidden / tp; FC1 has twice as many when gated)
+    vocab: int  # vocabulary rows of the embedding and output layer per TP rank (VocabParallelEmbedding)
     model_parallel: int  # tp x cp x ulysses x pp: GPUs of one model replica
     grad_shard: int  # dp x cp x ulysses: the gradient-reduction / ZeRO shard group (dense params)
     layer_split: int  # tp x cp x ulysses: ranks one layer's compute of a micro-batch is split over
@@ -68,7 +70,8 @@ class RankShapes:
         return cls(tp=p.tp, cp=p.cp, ulysses=p.ulysses, pp=p.pp, vp=p.vp, dp=scn.dp, ep=p.ep, etp=p.expert_tp,
                    expert_dp=scn.expert_dp if m.moe else 1, sequence_parallel=sp, micro_batch_size=t.micro_batch,
                    seq_len=m.seq_len, seq_local=seq_local, tokens=tokens, sp_tokens=tokens // p.tp if sp else tokens,
-                   heads=m.heads // p.tp, kv_heads=m.kv_heads // p.tp, model_parallel=p.model_parallel,
+                   heads=m.heads // p.tp, kv_heads=m.kv_heads // p.tp, ffn=m.ffn_hidden // p.tp,
+                   vocab=m.vocab // p.tp, model_parallel=p.model_parallel,
                    grad_shard=scn.dp * p.cp * p.ulysses, layer_split=p.tp * p.cp * p.ulysses)
 
 

@@ -32,9 +32,7 @@ class LayerSpec:
     shape: RankShapes
     hidden: int
     head_dim: int
-    ffn: int
     gated: bool
-    vocab: int
     overlap: str
     dtype: str  # GEMM dtype
     act_dtype: str
@@ -59,7 +57,7 @@ class LayerSpec:
         shape = RankShapes.of(scn)
         return cls(shape=shape, moe=moe.MoESpec.from_scenario(scn, shape.sp_tokens) if m.moe else None,
                    first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, hidden=m.hidden,
-                   head_dim=m.head_dim, ffn=m.ffn_hidden, gated=m.gated, vocab=m.vocab,
+                   head_dim=m.head_dim, gated=m.gated,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
@@ -357,10 +355,10 @@ class LayerBuilder:
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
-            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, ln2)
-            act_bytes = ew.act_fwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, ln2)
+            act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
-            fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.ffn // s.tp, act)
+            fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, act)
         out = _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "fwd", self._qkv_out, self._proj_in)
 
@@ -380,10 +378,10 @@ class LayerBuilder:
         if s.moe is not None and s.is_moe(layer):
             fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
         else:
-            fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.ffn // s.tp, res2)
-            act_bytes = ew.act_bwd[0] * (s.tokens * s.ffn // s.tp) * s.act_bytes
+            fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, res2)
+            act_bytes = ew.act_bwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
-            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.ffn // s.tp, act)
+            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, act)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", ew.res_ln_bwd[0] * hb, _deps(fc1, wait_attn), tag,
                       ew.res_ln_bwd[1])
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, ln2)
@@ -429,8 +427,8 @@ class LayerBuilder:
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ln = _mem_op(pb, "final_norm.fwd", "norm", 2 * hb, _deps(after, wait), tag)
-        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, ln)
-        loss = _mem_op(pb, "loss.fwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (logits,), tag)
+        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, ln)
+        loss = _mem_op(pb, "loss.fwd", "loss", 2 * s.tokens * s.shape.vocab * 4, (logits,), tag)
         if s.tp > 1:
             for what in ("max", "sumexp", "target"):
                 loss = self._tp_comm(pb, f"loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
@@ -439,7 +437,7 @@ class LayerBuilder:
     def head_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
-        loss = _mem_op(pb, "loss.bwd", "loss", 2 * s.tokens * s.vocab // s.tp * 4, (after,), tag)
-        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.vocab // s.tp, loss)
+        loss = _mem_op(pb, "loss.bwd", "loss", 2 * s.tokens * s.shape.vocab * 4, (after,), tag)
+        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         return _mem_op(pb, "final_norm.bwd", "norm", 3 * hb, (dx,), tag)
