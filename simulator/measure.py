@@ -113,9 +113,9 @@ def scenario_jobs(path: str | Path, world_size: int, *, max_bytes: int | None = 
                 size = min(op.size_bytes, max_bytes) if max_bytes else op.size_bytes
                 wanted.setdefault((op.op, tuple(op.axes), op.dtype), set()).add(int(size))
     jobs = []
-    for (op, axes, dtype), sizes in sorted(wanted.items()):
+    for (kind, axes, dtype), sizes in sorted(wanted.items()):
         groups = tuple(sorted({tuple(grid.group(r, axes)) for r in range(world_size)}))
-        jobs.append(Job(op=op, sizes=tuple(sorted(sizes)), dtype=normalize_dtype(dtype), groups=groups,
+        jobs.append(Job(op=kind, sizes=tuple(sorted(sizes)), dtype=normalize_dtype(dtype), groups=groups,
                         label="+".join(axes)))
     return jobs
 

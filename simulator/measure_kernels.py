@@ -76,7 +76,8 @@ def preset_gemm_shapes(models: Sequence[str], tps: Sequence[int], tokens: int, h
                 shape = getattr(op, "gemm", None)
                 if op.type == "compute" and op.kind == "gemm" and shape and tuple(shape) not in seen:
                     name = op.name.split(".", 1)[-1]
-                    seen[tuple(shape)] = GemmShape(*shape, label=f"{model} tp{tp} {name}")
+                    m, n, k = shape
+                    seen[tuple(shape)] = GemmShape(m, n, k, label=f"{model} tp{tp} {name}")
     return list(seen.values())
 
 

@@ -52,7 +52,7 @@ def measurement(sweep: MeasuredSweep, case: Case) -> MeasuredCollective:
     rows = sorted((r for r in sweep.rows if r.size_bytes > 0 and r.time_us), key=lambda r: r.size_bytes)
     return MeasuredCollective(
         sweep.name, case.op, case.ranks, case.ranks // case.gpus_per_node, case.gpus_per_node,
-        tuple(r.size_bytes for r in rows), tuple(r.time_us * 1e-6 for r in rows), (), case.algo,
+        tuple(r.size_bytes for r in rows), tuple(r.time_us * 1e-6 for r in rows if r.time_us), (), case.algo,
         sweep.gpus_per_process).thinned(MAX_ROWS)
 
 

@@ -192,7 +192,7 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
                          "fitted)", source=where)
     pinned = algo or canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     return MeasuredCollective(where, op, nranks, nodes, gpn, tuple(r.size_bytes for r in rows),
-                              tuple(r.time_us * 1e-6 for r in rows), (), pinned, sweep.gpus_per_process)
+                              tuple(r.time_us * 1e-6 for r in rows if r.time_us), (), pinned, sweep.gpus_per_process)
 
 
 # ------------------------------------------------------------------------------ profiles

@@ -45,7 +45,8 @@ def fit_fp8_scale(gemms: Iterable[GemmEvent], profile: HardwareProfile,
     """``gpu.fp8_gemm_efficiency_scale``: the median over measured fp8 GEMMs of their achieved
     fraction of the fp8 peak over the bf16 curve's fraction at the same FLOPs (`curve`, else the
     profile's). (value or None, kernels used, warnings)."""
-    fp8 = [g for g in gemms if dtype_alias(g.dtype) == "fp8" and g.flops and g.duration_s > 0]
+    fp8 = [(flops, g.duration_s) for g in gemms
+           if dtype_alias(g.dtype) == "fp8" and (flops := g.flops) and g.duration_s > 0]
     if not fp8:
         return None, 0, []
     if profile.gpu.fp8_TFLOPS is None:
@@ -54,7 +55,7 @@ def fit_fp8_scale(gemms: Iterable[GemmEvent], profile: HardwareProfile,
     if curve:
         gpu = gpu.model_copy(update={"gemm_efficiency": [GemmPoint(**p) for p in curve]})
     peak = gpu.peak_flops("fp8")
-    ratios = [g.flops / g.duration_s / peak / gemm_efficiency(gpu, g.flops, "bf16") for g in fp8]  # type: ignore[operator]
+    ratios = [flops / dur / peak / gemm_efficiency(gpu, flops, "bf16") for flops, dur in fp8]
     value = statistics.median(ratios)
     warnings = []
     if value > 1.5:

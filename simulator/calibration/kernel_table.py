@@ -19,6 +19,7 @@ import csv
 import io
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from simulator.calibration.kineto import AttentionEvent, GemmEvent
 from simulator.errors import InputError
@@ -120,7 +121,7 @@ def read_kernel_table(path: str | Path) -> KernelTable:
     for j, rec in enumerate(reader):
         where = f"{path}:{body_start + 2 + j}"
         try:
-            kw = {f.name: rec[f.name] for f in fields(KernelRow) if rec.get(f.name) not in (None, "")}
+            kw: dict[str, Any] = {f.name: rec[f.name] for f in fields(KernelRow) if rec.get(f.name) not in (None, "")}
             for name in ("m", "n", "k", "batch", "heads", "seq", "head_dim"):
                 if name in kw:
                     kw[name] = int(kw[name])

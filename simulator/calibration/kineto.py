@@ -128,10 +128,16 @@ class GemmEvent:
     device: int | None = None
 
     @property
-    def flops(self) -> float | None:
-        if None in (self.m, self.n, self.k):
+    def mnk(self) -> tuple[int, int, int] | None:
+        """(m, n, k) when the launching op recorded its shape."""
+        if self.m is None or self.n is None or self.k is None:
             return None
-        return 2.0 * self.batch * self.m * self.n * self.k  # type: ignore[operator]
+        return self.m, self.n, self.k
+
+    @property
+    def flops(self) -> float | None:
+        mnk = self.mnk
+        return None if mnk is None else 2.0 * self.batch * mnk[0] * mnk[1] * mnk[2]
 
     @property
     def achieved_flops(self) -> float | None:
@@ -163,9 +169,10 @@ class AttentionEvent:
         """Non-causal matmul FLOPs: 4·b·h·sq·sk·d forward (QK^T and PV), 2.5x that backward
         (FlashAttention-2 paper's accounting). Causal masking halves the useful work; the trace
         does not say whether it was used, so the caller decides."""
-        if None in (self.batch, self.heads, self.seq_q, self.seq_k, self.head_dim):
+        b, h, sq, sk, d = self.batch, self.heads, self.seq_q, self.seq_k, self.head_dim
+        if b is None or h is None or sq is None or sk is None or d is None:
             return None
-        fwd = attention_flops(self.batch, self.heads, self.seq_q, self.seq_k, self.head_dim)  # type: ignore[arg-type]
+        fwd = attention_flops(b, h, sq, sk, d)
         return fwd * FLASH_BWD_FACTOR if self.backward else fwd
 
 
@@ -320,7 +327,8 @@ class _CpuIndex:
         for key, evs in self.by_thread.items():
             evs.sort(key=lambda e: (e["ts"], -e["dur"]))
             self.starts[key] = [e["ts"] for e in evs]
-            parents, stack = [], []
+            parents: list[int] = []
+            stack: list[int] = []
             for i, e in enumerate(evs):
                 while stack and evs[stack[-1]]["ts"] + evs[stack[-1]]["dur"] < e["ts"]:
                     stack.pop()
@@ -468,7 +476,8 @@ def parse_kineto_trace(path: str | Path) -> KinetoTrace:
 def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTrace:
     events, unusable = _usable_events(data["traceEvents"])
     complete = [e for e in events if e.get("ph") == "X"]
-    dist = data.get("distributedInfo") if isinstance(data.get("distributedInfo"), dict) else {}
+    info = data.get("distributedInfo")
+    dist: dict[str, Any] = info if isinstance(info, dict) else {}
     world = dist.get("world_size") if _dim(dist.get("world_size")) else None
     pg_list = dist.get("pg_config")
     pg_sizes = {str(pg.get("pg_name")): pg.get("pg_size") for pg in (pg_list if isinstance(pg_list, list) else [])
@@ -530,15 +539,15 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
                 process_group=pg))
         elif _ATTN_KERNEL.search(name):
             op_ev = next((e for e in stack_of(k) if e.get("name") in _ATTN_OPS), None)
-            shape = attention_shape(op_ev["name"], _dims(op_ev.get("args") or {})) if op_ev else None
+            attn = attention_shape(op_ev["name"], _dims(op_ev.get("args") or {})) if op_ev else None
             backward = ("bwd" in name.lower() or "backward" in name.lower()
                         or (op_ev is not None and "backward" in op_ev["name"]))
             types = _types(op_ev.get("args") or {}) if op_ev else []
             attentions.append(AttentionEvent(
                 name=name, aten_op=op_ev["name"] if op_ev else None, backward=backward,
-                batch=shape[0] if shape else None, heads=shape[1] if shape else None,
-                kv_heads=shape[2] if shape else None, seq_q=shape[3] if shape else None,
-                seq_k=shape[4] if shape else None, head_dim=shape[5] if shape else None,
+                batch=attn[0] if attn else None, heads=attn[1] if attn else None,
+                kv_heads=attn[2] if attn else None, seq_q=attn[3] if attn else None,
+                seq_k=attn[4] if attn else None, head_dim=attn[5] if attn else None,
                 dtype=_dtype_name(types[1 if backward else 0]) if len(types) > 1 else None,
                 start_s=start, duration_s=dur, device=device))
         elif _GEMM_KERNEL.search(name):
@@ -561,8 +570,8 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
     gloo = sorted((e for e in cpu_ops if str(e.get("name", "")).startswith("gloo:")), key=lambda e: e["ts"])
     c10d = sorted((e for e in cpu_ops if e.get("cat") == "cpu_op" and _c10d_op(str(e.get("name", "")))),
                   key=lambda e: e["ts"])
-    issued = [_c10d_op(str(e["name"])) for e in c10d] if len(c10d) == len(gloo) else [None] * len(gloo)
-    for e, issued_op in zip(gloo, issued):
+    c10d_ops: list[str | None] = [_c10d_op(str(e["name"])) for e in c10d] if len(c10d) == len(gloo) else [None] * len(gloo)
+    for e, issued_op in zip(gloo, c10d_ops):
         name = str(e.get("name", ""))
         op = issued_op or _COLLECTIVE.get(name.split(":", 1)[1].lower())
         if op is None or op == "barrier":
@@ -573,11 +582,11 @@ def parse_kineto_data(data: dict[str, Any], source: str = "<trace>") -> KinetoTr
         group = group if _dim(group) else (world if len(pg_sizes) <= 1 else None)
         dtype = _dtype_name(types[0]) if types else None
         size = None
-        if dims and isinstance(dims[0], list) and all(_dim(x) for x in dims[0]) and dtype in DTYPE_BYTES:
+        if dims and isinstance(dims[0], list) and all(_dim(x) for x in dims[0]) and dtype is not None and dtype in DTYPE_BYTES:
             numel = 1
             for x in dims[0]:
                 numel *= x
-            per_rank = numel * DTYPE_BYTES[dtype]  # type: ignore[index]
+            per_rank = numel * DTYPE_BYTES[dtype]
             # gloo records the rank's input: AllGather's size is the gathered total
             size = per_rank * group if op == "allgather" and group else per_rank
         collectives.append(CollectiveEvent(

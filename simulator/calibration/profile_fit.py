@@ -214,7 +214,7 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
         if afit.overlay:
             overlay.setdefault("gpu", {})["attention_efficiency"] = afit.overlay
         for (kernel, direction), n in sorted(afit.samples.items()):
-            was = profile.gpu.attention_efficiency.get(kernel)
+            was = next((e for k, e in profile.gpu.attention_efficiency.items() if k == kernel), None)
             before = f"{getattr(was, direction):g}" if was is not None else "none"
             summary.append(f"gpu.attention_efficiency.{kernel}.{direction}: {before} -> "
                            f"{afit.overlay[kernel][direction]:g} ({n} kernels, {'causal' if causal else 'full'} mask)")

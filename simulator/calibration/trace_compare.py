@@ -87,24 +87,25 @@ def _group_gpus(group: int) -> list[int]:
     return list(range(group))
 
 
-def _gemm_op(g: GemmEvent) -> Any:
+def _gemm_op(g: GemmEvent, mnk: tuple[int, int, int]) -> Any:
     from simulator.schedule.ir import ComputeOp
 
+    m, n, k = mnk
     dtype = dtype_alias(g.dtype) or "bf16"
     dtype = dtype if dtype in ("bf16", "fp16", "fp8", "fp32") else "bf16"
     elem = {"fp8": 1, "fp32": 4}.get(dtype, 2)
-    hbm = float(g.batch * (g.m * g.k + g.k * g.n + g.m * g.n) * elem)  # type: ignore[operator]
-    return ComputeOp(name=g.name[:60], kind="gemm", flops=float(g.flops), hbm_bytes=hbm,
-                     gemm=(int(g.m), int(g.n), int(g.k)), dtype=dtype)  # type: ignore[arg-type]
+    hbm = float(g.batch * (m * k + k * n + m * n) * elem)
+    return ComputeOp(name=g.name[:60], kind="gemm", flops=2.0 * g.batch * m * n * k, hbm_bytes=hbm,
+                     gemm=(int(m), int(n), int(k)), dtype=dtype)
 
 
-def _attention_op(a: AttentionEvent, causal: bool) -> Any:
+def _attention_op(a: AttentionEvent, flops: float, causal: bool) -> Any:
     from simulator.schedule.ir import ComputeOp, Tag
 
     dtype = dtype_alias(a.dtype) or "bf16"
     dtype = dtype if dtype in ("bf16", "fp16") else "bf16"
     frac = 0.5 if causal else 1.0
-    return ComputeOp(name=a.name[:60], kind="attention", flops=float(a.flops) * frac, dtype=dtype,
+    return ComputeOp(name=a.name[:60], kind="attention", flops=flops * frac, dtype=dtype,
                      causal_fraction=frac, tag=Tag(phase="bwd" if a.backward else "fwd"))
 
 
@@ -138,18 +139,20 @@ def compare_trace(scenario: Any, trace: KinetoTrace, *, causal: bool = True) -> 
             "collective", c.op, c.name, f"{c.size_bytes} B over {c.group_size} ranks", c.duration_s, r.time_s,
             c.start_s, f"measured {measured_alg}, model {r.algorithm}/{r.protocol}"))
     for g in trace.gemms:
-        if not g.flops or g.duration_s <= 0:
+        mnk = g.mnk
+        if mnk is None or not g.flops or g.duration_s <= 0:
             skipped.append(f"GEMM {g.name[:50]} at {g.start_s:.6f} s: no shape recorded")
             continue
-        op = _gemm_op(g)
+        op = _gemm_op(g, mnk)
         pred = compute_time(op, gpu) - launch_s
         events.append(EventComparison("gemm", g.aten_op or "gemm", g.name, f"{g.batch}x {g.m}x{g.n}x{g.k} {op.dtype}",
                                       g.duration_s, pred, g.start_s))
     for a in trace.attentions:
-        if not a.flops or a.duration_s <= 0:
+        flops = a.flops
+        if not flops or a.duration_s <= 0:
             skipped.append(f"attention {a.name[:50]} at {a.start_s:.6f} s: no shape recorded")
             continue
-        op = _attention_op(a, causal)
+        op = _attention_op(a, flops, causal)
         pred = compute_time(op, gpu) - launch_s
         events.append(EventComparison(
             "attention", "bwd" if a.backward else "fwd", a.name,

@@ -53,23 +53,24 @@ class TraceSteps:
     device: int | None
     steps: tuple[StepMeasure, ...]
 
-    def median(self, field: str) -> float | None:
-        values = [getattr(s, field) for s in self.steps]
-        return float(statistics.median(values)) if values else None
+    def median(self, field: str) -> float:
+        """Median of one field over the steps (there is at least one: compare_steps checks)."""
+        return float(statistics.median(getattr(s, field) for s in self.steps))
 
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
     """Total length covered by a set of [start, end) intervals."""
-    total, cur_lo, cur_hi = 0.0, None, None
+    total = 0.0
+    cur: tuple[float, float] | None = None
     for lo, hi in sorted(intervals):
-        if cur_hi is None or lo > cur_hi:
-            if cur_hi is not None:
-                total += cur_hi - cur_lo
-            cur_lo, cur_hi = lo, hi
+        if cur is None or lo > cur[1]:
+            if cur is not None:
+                total += cur[1] - cur[0]
+            cur = (lo, hi)
         else:
-            cur_hi = max(cur_hi, hi)
-    if cur_hi is not None:
-        total += cur_hi - cur_lo
+            cur = (cur[0], max(cur[1], hi))
+    if cur is not None:
+        total += cur[1] - cur[0]
     return total
 
 
@@ -129,13 +130,13 @@ def measure_steps(data: dict[str, Any]) -> TraceSteps:
         if i >= 0 and t <= annotations[i][0] + annotations[i][1]:
             groups.setdefault(i, []).append(k)
     steps = []
-    for i, ks in sorted(groups.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+    for g, ks in sorted(groups.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
         spans = [(float(k["ts"]) * 1e-6, (float(k["ts"]) + float(k["dur"])) * 1e-6) for k in ks]
         comm = [s for s, k in zip(spans, ks) if _COMM_KERNEL.search(str(k.get("name", "")))]
         compute = [s for s, k in zip(spans, ks) if not _COMM_KERNEL.search(str(k.get("name", "")))]
         gpu_span = max(hi for _, hi in spans) - min(lo for lo, _ in spans)
-        step_s = annotations[i][1] * 1e-6 if i is not None else gpu_span
-        steps.append(StepMeasure(step=annotations[i][2] if i is not None else None, step_s=step_s,
+        step_s = annotations[g][1] * 1e-6 if g is not None else gpu_span
+        steps.append(StepMeasure(step=annotations[g][2] if g is not None else None, step_s=step_s,
                                  gpu_span_s=gpu_span, compute_s=union_length(compute), comm_s=union_length(comm),
                                  exposed_comm_s=uncovered_length(comm, compute), kernels=len(ks)))
     return TraceSteps(device, tuple(steps))

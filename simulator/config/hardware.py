@@ -58,7 +58,7 @@ class AttentionEfficiency(_Strict):
     bwd: float = Field(gt=0, le=1)
 
 
-def _default_attention_efficiency() -> dict[str, AttentionEfficiency]:
+def _default_attention_efficiency() -> dict[AttentionKernel, AttentionEfficiency]:
     # The single pair every profile had before kernels were told apart: (assumed) defaults.
     return {"flash2": AttentionEfficiency(fwd=0.6, bwd=0.45), "flash3": AttentionEfficiency(fwd=0.6, bwd=0.45)}
 
@@ -98,18 +98,25 @@ class GPU(_Strict):
     @model_validator(mode="after")
     def _attention_default(self) -> "GPU":
         if self.default_attention is None:
-            kernel = "flash3" if self.arch in ("hopper", "blackwell") else "flash2"
-            object.__setattr__(self, "default_attention", kernel)
+            object.__setattr__(self, "default_attention", self.default_kernel)
         if self.default_attention not in self.attention_efficiency:
             raise ValueError(f"default_attention: {self.default_attention!r} has no entry in attention_efficiency "
                              f"(expected one of {', '.join(self.attention_efficiency)})")
         return self
 
+    @property
+    def default_kernel(self) -> AttentionKernel:
+        """The fused attention kernel ``auto`` runs: ``default_attention``, else flash3 on
+        hopper/blackwell and flash2 before."""
+        if self.default_attention is not None:
+            return self.default_attention
+        return "flash3" if self.arch in ("hopper", "blackwell") else "flash2"
+
     def resolve_attention(self, requested: str) -> str:
         """The kernel a scenario's ``training.attention`` runs on this GPU: ``auto`` becomes
         :attr:`default_attention`; ``unfused`` and the kernels of the profile pass through."""
         if requested == "auto":
-            return self.default_attention  # type: ignore[return-value]
+            return self.default_kernel
         if requested != "unfused" and requested not in self.attention_efficiency:
             raise InputError(
                 f"{self.name} has no {requested} attention kernel in its profile; expected one of "
@@ -118,7 +125,8 @@ class GPU(_Strict):
 
     def attention_fraction(self, kernel: str, backward: bool) -> float:
         """Fraction of peak of a fused attention kernel (``""``: the default kernel)."""
-        eff = self.attention_efficiency.get(kernel or self.default_attention)  # type: ignore[call-overload]
+        name = kernel or self.default_kernel
+        eff = next((e for k, e in self.attention_efficiency.items() if k == name), None)
         if eff is None:
             raise InputError(f"{self.name} has no {kernel} attention kernel in its profile",
                              field="gpu.attention_efficiency")

@@ -44,7 +44,7 @@ class _Loader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -54,7 +54,7 @@ class _Loader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_yaml_int(self, node: Any) -> int:  # type: ignore[override]
+    def construct_yaml_int(self, node: Any) -> int:
         digits = sum(c.isdigit() for c in str(node.value))
         if digits > MAX_INT_DIGITS:
             raise _Refused(f"an integer of {digits} digits; no setting needs more than {MAX_INT_DIGITS}",

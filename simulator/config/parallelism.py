@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from simulator.config.strict import FROM_LIST, STRICT_CONFIG
 
-AXES: tuple[str, ...] = ("tp", "cp", "ulysses", "dp", "pp")
-DEFAULT_ORDER: tuple[str, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
+Axis = Literal["tp", "cp", "ulysses", "dp", "pp"]
+AXES: tuple[Axis, ...] = ("tp", "cp", "ulysses", "dp", "pp")
+DEFAULT_ORDER: tuple[Axis, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
 
 
 def sequence_parallel_in_effect(tp: int, sequence_parallel: bool) -> bool:
@@ -47,7 +48,7 @@ class Parallel(BaseModel):
     cp_comm: Literal["ring", "p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
     ulysses: int = Field(default=1, gt=0)
     zero: Literal[0, 1, 2, 3] = 0
-    order: Annotated[tuple[Literal["tp", "cp", "ulysses", "dp", "pp"], ...], FROM_LIST] = DEFAULT_ORDER
+    order: Annotated[tuple[Axis, ...], FROM_LIST] = DEFAULT_ORDER
     dp: int | None = Field(default=None, gt=0)  # derived; when given it is checked
 
     # --- optional knobs beyond DESIGN.md ---------------------------------------------------

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from simulator.config.hardware import HardwareProfile
+from simulator.config.workload import Model
 from simulator.e2e_validation.gemm_fit import gemm_scaled
 from simulator.e2e_validation.scoring import Result, predicted_metric, run_case, speed_error
 from simulator.e2e_validation.sources import Case, is_fit_case
@@ -196,9 +197,8 @@ def leave_one_source_out(results: Iterable[Result], simulate: Simulate = _serial
     return [out[i] for i in range(len(results))]
 
 
-def _model(case: Case):  # type: ignore[no-untyped-def]
+def _model(case: Case) -> Model:
     """The case's model with presets resolved."""
-    from simulator.config.workload import Model
 
     return Model(**case.scenario["model"])
 

@@ -76,7 +76,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
     on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), on the
     jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links). DeepSpeed
     ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default)."""
-    out, seen = [], set()
+    out: list[Case] = []
+    seen: set[tuple[object, ...]] = set()
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
         if r["metric"] != "step_time_s" or "INCONSISTENT" in r["notes"] or not r["layers"]:
             continue
@@ -109,7 +110,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
 
 def _automodel(rows: list[Row]) -> list[Case]:
     """Dense pre-training rows (LoRA fine-tuning rows are left out; MoE rows: ``automodel_moe``)."""
-    out = []
+    out: list[Case] = []
     for r in rows:
         if r["metric"] != "step_time_s" or "Pre-Training" not in r["notes"]:
             continue
@@ -211,7 +212,7 @@ def _flagperf(rows: list[Row]) -> list[Case]:
     on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute. No
     overlap flag is stated, so Megatron-Core's defaults: gradients reduced after the backward
     (no ``--overlap-grad-reduce``), in fp32 (main grads for bf16)."""
-    out = []
+    out: list[Case] = []
     for r in rows:
         if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16":
             continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Sequence, Union, cast
 
 import numpy as np
 from matplotlib.collections import PolyCollection
@@ -165,14 +165,15 @@ def resolve_window(trace: Trace, window: Window, rank: int) -> list[Panel]:
 # Drawing
 
 
-def _boxes(x0: np.ndarray, x1: np.ndarray, y: float, h: float = 0.8) -> np.ndarray:
-    """(n, 4, 2) rectangle vertices for spans [x0, x1] on row y."""
+def _boxes(x0: np.ndarray, x1: np.ndarray, y: float, h: float = 0.8) -> Sequence[np.ndarray]:
+    """(n, 4, 2) rectangle vertices for spans [x0, x1] on row y: one array, which PolyCollection
+    takes without copying box by box (its stubs say a sequence of (4, 2) arrays, which it is)."""
     v = np.empty((len(x0), 4, 2))
     v[:, 0, 0] = v[:, 1, 0] = x0
     v[:, 2, 0] = v[:, 3, 0] = x1
     v[:, 0, 1] = v[:, 3, 1] = y - h / 2
     v[:, 1, 1] = v[:, 2, 1] = y + h / 2
-    return v
+    return cast("Sequence[np.ndarray]", v)
 
 
 def _short(name: str) -> str:

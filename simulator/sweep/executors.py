@@ -72,10 +72,14 @@ class PoolExecutor:
         self.pending = 0
 
     def submit(self, tag: Any, scn: Any) -> None:
+        def done(result: Any) -> None:
+            self.results.put((tag, result))
+
+        def failed(exc: BaseException) -> None:
+            self.results.put((tag, f"simulation failed: {exc!r}"))
+
         self.pending += 1
-        self.pool.apply_async(self.task, (self.simulate, scn),
-                              callback=lambda r, tag=tag: self.results.put((tag, r)),
-                              error_callback=lambda e, tag=tag: self.results.put((tag, f"simulation failed: {e!r}")))
+        self.pool.apply_async(self.task, (self.simulate, scn), callback=done, error_callback=failed)
 
     def wait(self, timeout: float) -> list[tuple[Any, Any]]:
         out = []

@@ -103,7 +103,8 @@ class SweepBounds:
             self._check_number("--fix", k, v)
         for k, v in self.maximum.items():
             self._check_number("--max", k, v)
-        if "zero" in self.fixed and self.fixed["zero"] > 3:  # type: ignore[operator]
+        zero = self.fixed.get("zero")
+        if isinstance(zero, int) and zero > 3:
             raise InputError(f"zero={self.fixed['zero']}: expected 0, 1, 2 or 3", source="command line",
                              field="--fix")
         unknown = sorted(set(self.vary) - set(VARY_KEYS))
@@ -162,8 +163,9 @@ def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
     maxima = dict(bounds.maximum)
     out: dict[str, list[int]] = {}
     for axis, values in default.items():
-        if axis in bounds.fixed:
-            out[axis] = [bounds.fixed[axis]]
+        pinned = bounds.fixed.get(axis)
+        if isinstance(pinned, int):  # a swept axis is pinned to a number (SweepBounds checks)
+            out[axis] = [pinned]
             continue
         if axis in maxima:
             cap = maxima[axis]

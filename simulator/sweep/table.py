@@ -54,7 +54,7 @@ def format_plans(result: SweepResult, top: int | None = None, show_rejected: int
             lines.append(f"  ... and {len(other) - show_rejected} more (see --json)")
     lines.append(counts_line(result))
     best = result.best
-    lines.append(f"best: {best.label}, {best.step_time_s * 1e3:.1f} ms per step" if best
+    lines.append(f"best: {best.label}, {best.step_time_s * 1e3:.1f} ms per step" if best and best.step_time_s is not None
                  else "best: none (no plan could be simulated)")
     return "\n".join(lines)
 
@@ -110,8 +110,8 @@ def csv_text(result: SweepResult) -> str:
 def plot_rows(plans: Sequence[PlanResult], top: int | None = None) -> list[tuple[str, dict[str, float]]]:
     """(label, breakdown seconds by part) of the simulated plans, for the comparison chart."""
     out = []
-    for r in [p for p in plans if p.simulated][: top or None]:
-        bd = r.report.breakdown_s
+    for r, report in [(p, p.report) for p in plans if p.report is not None][: top or None]:
+        bd = report.breakdown_s
         parts = {"compute": bd.compute, **{k: bd.exposed_comm.get(k, 0.0) for k in COMM_KEYS},
                  "pipeline_bubble": bd.pipeline_bubble}
         out.append((r.label, parts))
