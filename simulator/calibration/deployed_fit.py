@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.calibration.collective_validation import SweepResult, case_for, pct, predict_sweep
 from simulator.calibration.measured import bundled_sweeps
+from simulator.calibration.sweep_prediction import SweepResult, case_for, case_profile, pct, predict_sweep
 from simulator.costs.deployed import NEUTRAL, DeployedNet
 from simulator.units import MiB
 
@@ -63,9 +63,8 @@ class Decomposed:
     scaled: np.ndarray  # the protocol efficiency applies (ring/tree across nodes)
 
 
-def _transport(result: SweepResult) -> str:
-    from simulator.calibration.collective_validation import case_profile
-
+def transport_of(result: SweepResult) -> str:
+    """The scale-out transport of the profile a sweep is modelled on (the key of its constants)."""
     return case_profile(result.case).node.nics.transport
 
 
@@ -101,7 +100,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["floor_us"].append(p.floor_us)
                 cols["proto"].append(PROTO_INDEX[p.protocol])
                 cols["scaled"].append(p.algorithm in ("ring", "tree"))
-        out[system] = Decomposed(system, _transport(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
+        out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
     return out
 
 

@@ -15,13 +15,8 @@ are the presets (the models' Hugging Face configs).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, make_scenario
-
-if TYPE_CHECKING:  # sources imports this module: Case is imported lazily at run time
-    from simulator.e2e_validation.sources import Case
+from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, Case, make_scenario
 
 # table name -> (preset, recompute, ep when the table leaves it blank, FSDP2 reshard after forward,
 # attention kernel: TE's fused attention, or FlexAttention for GPT-OSS, which PyTorch's FlexAttention
@@ -54,8 +49,6 @@ def uneven_virtual_stages(layers: int, stages: int) -> tuple[int, ...]:
 def automodel_moe(rows: list[Row]) -> list[Case]:
     """MoE pre-training rows of the models above (FSDP2 + EP with DeepEP, BF16, balanced gate) on up
     to 256 GPUs. The Nemotron-3 rows are left out: hybrid Mamba-Transformer models, not modelled."""
-    from simulator.e2e_validation.sources import Case
-
     out: list[Case] = []
     for r in rows:
         name = r["model_name"]

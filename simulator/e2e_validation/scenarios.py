@@ -1,10 +1,24 @@
-"""Scenario mappings built in code from CSV rows: the model, the software stack, the whole scenario."""
+"""Scenario mappings built in code from CSV rows: the model, the software stack, the whole scenario;
+a :class:`Case` pairs one published measurement with the scenario that reproduces it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from simulator.e2e_validation.rows import Row, parse_int
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published measurement and the scenario that reproduces its setup."""
+
+    source: str
+    label: str
+    scenario: dict  # the mapping build_scenario validates (same keys as a scenario YAML)
+    metric: str  # step_time_s | tokens_per_s_per_gpu | megatron_hfu_tflops | megatron_model_tflops
+    measured: float
+    n_gpus: int
+    note: str = ""
 
 
 def gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:

@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_precision, parse_recompute, read_rows
 from simulator.e2e_validation.scenarios import (
     MEGATRON_LEGACY,
+    Case,
     TORCH_EAGER_FA1,
     TORCH_EAGER_TE,
     gpt_model,
@@ -23,19 +24,6 @@ from simulator.e2e_validation.moe_sources import automodel_moe
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One published measurement and the scenario that reproduces its setup."""
-
-    source: str
-    label: str
-    scenario: dict  # the mapping build_scenario validates (same keys as a scenario YAML)
-    metric: str  # step_time_s | tokens_per_s_per_gpu | megatron_hfu_tflops | megatron_model_tflops
-    measured: float
-    n_gpus: int
-    note: str = ""
 
 
 @dataclass

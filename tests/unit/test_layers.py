@@ -118,3 +118,93 @@ def test_matplotlib_only_in_report_plots_or_calibration():
     # figures: the Figure class all plots share; compare_plots: the compare/sweep charts
     allowed = {"report/figures.py", "report/plots.py", "report/compare_plots.py"}
     assert all(p in allowed or p.startswith("calibration/") for p in users), users
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` a module imports when it runs, wherever the import statement
+    is (module level or inside a function: a lazy import is a dependency too), except under
+    ``if TYPE_CHECKING:``. ``from package import module`` depends on that module."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    package = list(rel.parts)[:-1]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            subs = {f"{base}.{a.name}" for a in node.names} & modules
+            out.update(subs)
+            if len(subs) < len(node.names) and base in modules:
+                out.add(base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return out
+
+
+def _package_import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the same package (``simulator.costs.*``) it imports."""
+    paths = {_module_name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        pkg = name.split(".")[:2]
+        graph[name] = {d for d in _runtime_imports(path, set(paths)) if d != name and d.split(".")[:2] == pkg}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan 1972)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+    graph = _package_import_graph()
+    assert "simulator.hardware.routes" in graph["simulator.hardware.topology"]
+    assert "simulator.sweep.executors" in graph["simulator.sweep.run"]  # imported inside a function
+    assert "simulator.sweep" not in graph["simulator.sweep.run"]  # from simulator.sweep import executors
+
