@@ -49,19 +49,18 @@ def role_name(stage: int, cp_index: int) -> str:
 
 def make_grid(scn: Scenario) -> Grid:
     p = scn.parallel
+    shape = RankShapes.of(scn)
     sizes = {"tp": p.tp, "cp": p.cp, "ulysses": p.ulysses, "dp": scn.dp, "pp": p.pp}
     splits = {}
     if p.cp > 1 and p.cp_comm == "a2a+p2p":
-        shape = RankShapes.of(scn)
         c1 = hierarchical_a2a_degree(p.cp, shape.heads, shape.kv_heads, p.cp_a2a)
         splits[A2A_SUBGROUP_AXES[0]] = ("cp", c1)
     derived = {}
     if scn.model.moe:
-        etp = p.expert_tp
-        derived = {"etp": (1, etp), "ep": (etp, p.ep), "edp": (etp * p.ep, scn.expert_dp)}
+        etp = shape.etp
+        derived = {"etp": (1, etp), "ep": (etp, shape.ep), "edp": (etp * shape.ep, shape.expert_dp)}
         if p.moe_dispatcher == "deepep":  # DeepEP: EP ranks inside one node, and across nodes
-            intra = max(1, min(p.ep, scn.gpus_per_node // etp))
-            derived.update(ep_intra=(etp, intra), ep_inter=(etp * intra, p.ep // intra))
+            derived.update(ep_intra=(etp, shape.ep_intra), ep_inter=(etp * shape.ep_intra, shape.ep_nodes))
     return Grid.from_sizes(sizes, p.full_order, splits, derived)
 
 

@@ -103,7 +103,7 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     m, B = scn.model, scn.training.act_bytes
     shape = RankShapes.of(scn)
     tokens = shape.sp_tokens
-    spec = MoESpec.from_scenario(scn, tokens)
+    spec = MoESpec.from_scenario(scn)
     k_m = 3 if m.gated else 2
     routed = spec.rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
@@ -131,7 +131,7 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     layers = stage_layers(scn, stage)
     layer_sum = len(layers) * per_layer
     if m.moe and tr.recompute != "full":
-        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * m.ffn_hidden / shape.tp
+        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * shape.ffn
         n_moe = sum(1 for i in layers if m.is_moe_layer(i))
         layer_sum += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
     acts = layer_sum * in_flight(scn, stage)

@@ -52,6 +52,7 @@ import numpy as np
 from simulator.config.scenario import Scenario
 from simulator.schedule import tensor_parallel
 from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.shapes import RankShapes
 
 SCALE_BLOCK = 128  # DeepEP / DeepSeek-V3 FP8 dispatch: one fp32 scale per 128 activations
 
@@ -80,12 +81,10 @@ class MoESpec:
     shared_overlap: bool
 
     @classmethod
-    def from_scenario(cls, scn: Scenario, tokens: int) -> "MoESpec":
+    def from_scenario(cls, scn: Scenario) -> "MoESpec":
         m, t, p = scn.model, scn.training, scn.parallel
-        etp = p.expert_tp
-        gpn = scn.gpus_per_node
-        ep_intra = max(1, min(p.ep, gpn // etp)) if gpn >= etp else 1
-        ep_nodes = p.ep // ep_intra
+        shape = RankShapes.of(scn)
+        tokens, etp, ep_nodes = shape.sp_tokens, shape.etp, shape.ep_nodes
         fp8_dispatch = p.moe_dispatcher == "deepep" and t.dtype == "fp8"
         dispatch_bytes = (1 + 4 / SCALE_BLOCK) if fp8_dispatch else float(t.act_bytes)
         load = rank_load(m.experts, m.top_k, p.ep, tokens, t.moe_imbalance, m.capacity_factor,

@@ -47,6 +47,8 @@ class RankShapes:
     ep: int
     etp: int  # expert tensor-parallel degree (Megatron's expert_tensor_parallel_size; tp when unset)
     expert_dp: int  # ranks of one stage holding the same experts (expert_data_parallel_group)
+    ep_intra: int  # EP ranks inside one node (DeepEP forwards over NVLink among them)
+    ep_nodes: int  # nodes the EP group spans (DeepEP sends over RDMA once per node)
     sequence_parallel: bool  # in effect: asked for and tp > 1 (Parallel.sp_enabled)
     micro_batch_size: int  # b: sequences per micro-batch
     seq_len: int  # s: tokens of one sequence
@@ -67,8 +69,11 @@ class RankShapes:
         sp = p.sp_enabled
         seq_local = m.seq_len // (p.cp * p.ulysses)
         tokens = t.micro_batch * seq_local
+        # the EP ranks of a node are the etp-strided ranks of its GPUs (Megatron's tp-ep-dp-pp order)
+        ep_intra = max(1, min(p.ep, scn.gpus_per_node // p.expert_tp))
         return cls(tp=p.tp, cp=p.cp, ulysses=p.ulysses, pp=p.pp, vp=p.vp, dp=scn.dp, ep=p.ep, etp=p.expert_tp,
-                   expert_dp=scn.expert_dp if m.moe else 1, sequence_parallel=sp, micro_batch_size=t.micro_batch,
+                   expert_dp=scn.expert_dp if m.moe else 1, ep_intra=ep_intra, ep_nodes=p.ep // ep_intra,
+                   sequence_parallel=sp, micro_batch_size=t.micro_batch,
                    seq_len=m.seq_len, seq_local=seq_local, tokens=tokens, sp_tokens=tokens // p.tp if sp else tokens,
                    heads=m.heads // p.tp, kv_heads=m.kv_heads // p.tp, ffn=m.ffn_hidden // p.tp,
                    vocab=m.vocab // p.tp, model_parallel=p.model_parallel,

@@ -55,7 +55,7 @@ class LayerSpec:
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
         m, t, p = scn.model, scn.training, scn.parallel
         shape = RankShapes.of(scn)
-        return cls(shape=shape, moe=moe.MoESpec.from_scenario(scn, shape.sp_tokens) if m.moe else None,
+        return cls(shape=shape, moe=moe.MoESpec.from_scenario(scn) if m.moe else None,
                    first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, hidden=m.hidden,
                    head_dim=m.head_dim, gated=m.gated,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
