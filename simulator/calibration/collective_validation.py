@@ -2,7 +2,9 @@
 
     python -m simulator.calibration.collective_validation [--out docs/]
 
-writes ``<out>/validation-collectives.md`` (median and worst |busbw error| per sweep, for sizes
+writes ``simulator/report/collective_interval_table.py`` (the prediction intervals of
+``clustersim collective``, :mod:`simulator.calibration.collective_intervals`),
+``<out>/validation-collectives.md`` (median and worst |busbw error| per sweep, for sizes
 ≥ 1 MiB and for all sizes) and ``<out>/img/collectives-<profile>.png`` (predicted vs measured
 busbw over size). Predictions use the bundled profiles as they are: datasheet numbers and their
 documented efficiency constants, nothing fitted per sweep. The only per-sweep inputs are what the
@@ -86,7 +88,10 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_ou
         "",
     ]
     if held_out is not None:
+        from simulator.calibration.collective_intervals import render_section
+
         lines += render_loso(held_out)
+        lines += render_section(held_out)
     lines += [
         "## In-sample (every sweep, with the bundled deployed constants fitted on all systems)",
         "",
@@ -137,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     results, skipped = validate_all()
     held_out = leave_one_system_out()
     (out / "validation-collectives.md").write_text(render_markdown(results, skipped, held_out))
+    from simulator.calibration.collective_intervals import TABLE, render_table
+
+    TABLE.write_text(render_table(held_out))  # the interval table of `clustersim collective`
     if not args.no_plots:
         from simulator.calibration.plots import plot_busbw_by_profile
 

@@ -194,6 +194,13 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
         for fp in fit.params:
             state = f"{fp.datasheet:g} -> {fp.value:.4g}" if fp.fitted else f"kept {fp.datasheet:g}"
             summary.append(f"{fp.param.path}: {state} ({fp.points} sensitive rows)")
+        from simulator.calibration.collective_intervals import fit_residuals
+
+        residuals = fit_residuals(fitted_profile, inputs.measurements)
+        if residuals:  # the 80% interval `collective` prints for this profile (report/intervals.py)
+            overlay["uncertainty"] = residuals
+            summary.append("uncertainty.busbw_log_residual: 80% band of the fit's residuals per class ("
+                           + ", ".join(f"{c}: {n} rows" for c, n in residuals["rows"].items()) + ")")
     if inputs.gemms:
         gfit = fit_gemm_curve(inputs.gemms, profile)
         warnings += gfit.warnings

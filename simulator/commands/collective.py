@@ -2,7 +2,9 @@
 
 Sizes double (``--step-factor``) from ``--min-bytes`` to ``--max-bytes``; each row gives the
 size, element count, type, time, algbw, busbw (nccl-tests factors, NCCL-COST-MODEL.md §6) and
-the algorithm/protocol the tuner picked. The time includes a launch floor of the profile's
+the algorithm/protocol the tuner picked, then an 80% interval of busbw (see
+:mod:`simulator.report.intervals`: from the leave-one-system-out errors of comparable measured
+systems, or from a calibrated profile's fit residuals). The time includes a launch floor of the profile's
 ``gpu.kernel_launch_us`` (one process per GPU, as an MPI nccl-tests run).
 """
 
@@ -95,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.files import STDOUT, OutputSet
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
+    from simulator.report.intervals import LEVEL, calibration_residuals, collective_band
 
     check_outputs(args, "json", "log")
     op = _op(args.op)
@@ -139,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     topo = build_topology(profile, nodes)
     gpus = [node * profile.node.gpus + local for node in range(nodes) for local in range(gpn)]
     floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
+    residuals = calibration_residuals(profile)
 
     rows = []
     for size in sizes(lo, hi, factor):
@@ -152,22 +156,34 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"the {op} of {size:,} bytes takes {r.time_s} s on {profile.name}: a bandwidth or "
                              "efficiency of the profile is so small that the time overflows; nothing is written",
                              field="--hardware")
+        band, basis = collective_band(nodes > 1, size, residuals)
+        t_lo, t_hi = band.around(r.time_s * 1e6)
         rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
-                     "algorithm": r.algorithm, "protocol": r.protocol})
+                     "algorithm": r.algorithm, "protocol": r.protocol,
+                     "time_interval_us": [t_lo, t_hi],
+                     "busbw_interval_GBps": [r.busbw / 1e9 * math.exp(-band.hi), r.busbw / 1e9 * math.exp(-band.lo)],
+                     "interval_basis": basis})
 
     inputs = _inputs(args, profile, op, ranks, gpn, ngpus, lo, hi, factor, algo, proto)
     if STDOUT not in (args.json, args.log):
         print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
               f"busbw factor {busbw_factor(op, ranks):.4g}")
         print(f"# {_inputs_text(inputs)}")
-        print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  algorithm/protocol")
+        print(f"# {LEVEL:.0%} interval of busbw: "
+              + ("the residuals of this profile's calibration fit" if residuals else
+                 "the leave-one-system-out errors of comparable measured systems (docs/validation-collectives.md)"))
+        print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  "
+              f"{'algorithm/protocol':<18}  busbw {LEVEL:.0%}(GB/s)")
         for row in rows:
+            lo_bw, hi_bw = row["busbw_interval_GBps"]
             print(f" {row['size_bytes']:>12} {row['count']:>12} {row['type']:>6} {row['time_us']:>10.2f} "
-                  f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']}/{row['protocol']}")
+                  f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm'] + '/' + row['protocol']:<18}  "
+                  f"{lo_bw:.3g}-{hi_bw:.3g}")
     with OutputSet() as out:
         if args.json:
             doc = {"inputs": inputs, "op": op, "ranks": ranks, "gpus_per_node": gpn, "hardware": profile.name,
+                   "interval_level": LEVEL,
                    "rows": [{k: v for k, v in row.items() if k not in ("count", "type")} | {"count": row["count"]}
                             for row in rows]}
             out.add(args.json, json.dumps(doc, indent=2) + "\n", "--json")

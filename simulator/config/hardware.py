@@ -11,6 +11,7 @@ NCCL's tuner tables are written in.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -229,6 +230,36 @@ class ScaleOut(_Strict):
     cable_latency_us: float = Field(default=0.05, ge=0)
 
 
+# The size bands of a collective's prediction interval (simulator/report/intervals.py): latency-bound,
+# transition, bandwidth-bound (nccl-tests size_bytes).
+SIZE_BANDS = ((64 * 1024, "< 64 KiB"), (1024 * 1024, "64 KiB-1 MiB"), (math.inf, ">= 1 MiB"))
+SCOPES = ("one node", "across nodes")  # over the scale-up fabric, or over the scale-out network
+COLLECTIVE_CLASSES = tuple(f"{scope}, {label}" for scope in SCOPES for _, label in SIZE_BANDS)
+
+
+class Uncertainty(_Strict):
+    """What ``clustersim calibrate`` records of its collective fit: per class (scope and size
+    band, e.g. ``across nodes, >= 1 MiB``), the 10th and 90th percentiles of the fit's residuals ln(predicted busbw / measured busbw) over the rows it
+    was fitted on, each sweep weighing the same, and how many rows. ``clustersim collective``
+    reads them as the 80% interval of a calibrated profile (simulator/report/intervals.py)."""
+
+    busbw_log_residual: dict[str, list[float]] = Field(default_factory=dict)
+    rows: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("busbw_log_residual")
+    @classmethod
+    def _bands(cls, value: dict[str, list[float]]) -> dict[str, list[float]]:
+        for key, pair in value.items():
+            if key not in COLLECTIVE_CLASSES:
+                raise ValueError(f"{key!r}: expected one of {', '.join(COLLECTIVE_CLASSES)}")
+            if len(pair) != 2:
+                raise ValueError(f"{key}: expected [q10, q90], got {len(pair)} numbers")
+            lo, hi = pair
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+                raise ValueError(f"{key}: expected [q10, q90] with q10 <= q90, got [{lo}, {hi}]")
+        return value
+
+
 class HardwareProfile(_Strict):
     name: str
     description: str = ""
@@ -241,6 +272,7 @@ class HardwareProfile(_Strict):
     # its built-in tables (nccl_tuner.selection_context), except for the net plugin's net_latency_us.
     nccl: dict[str, float] = Field(default_factory=dict)
     provenance: str = ""
+    uncertainty: Uncertainty | None = None  # written by `clustersim calibrate` with a collective fit
 
     @field_validator("nccl")
     @classmethod

@@ -1,7 +1,9 @@
 """End-to-end validation of ``clustersim run`` against published, measured training runs.
 
 ``python -m simulator.e2e_validation [--out docs/] [--source KEY] [--fit-gemm] [--extra FILE]``
-writes (or prints) ``docs/validation-e2e.md``; see the package docstring.
+writes (or prints) ``docs/validation-e2e.md``; see the package docstring. With ``--out`` and every
+source it also writes ``simulator/report/step_interval_table.py``, the step-time interval table of
+``clustersim run`` (:mod:`simulator.e2e_validation.intervals`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "validation-e2e.md").write_text(text)
         print(f"wrote {args.out / 'validation-e2e.md'}")
+        if not args.source:  # the interval table of `clustersim run` comes from every source's rows
+            from simulator.e2e_validation.intervals import TABLE, regime_rows, render_table
+
+            TABLE.write_text(render_table(regime_rows(loso)))
+            print(f"wrote {TABLE}")
     return 0
 
 

@@ -74,7 +74,10 @@ def render_markdown(results: list[Result], sources: list[Source] = SOURCES,
              "the simulator is optimistic (predicts a faster step).", ""]
     held = {id(r): h for r, h in zip(results, loso)} if loso else {}
     if loso:
+        from simulator.e2e_validation.intervals import regime_rows, render_section
+
         lines += render_headline(loso, sources)
+        lines += render_section(regime_rows(loso))
         lines += ["## In-sample summary", "", "The same rows with the derates fitted on all fitting rows "
                   "(the committed profiles).", ""]
     lines += ["| source | rows | median abs error | median signed error |", "|---|---:|---:|---:|"]

@@ -36,6 +36,7 @@ from typing import Any
 from simulator.errors import InputError
 from simulator.replay.trace import RankTimeline, Trace, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
+from simulator.report.intervals import LEVEL, fmt_interval
 from simulator.schedule.build import comm_bytes
 from simulator.schedule.ir import CommOp, P2POp
 from simulator.vocabulary import COMM_TYPES, comm_type
@@ -72,6 +73,9 @@ class Report:
     inputs: dict[str, Any] = field(default_factory=dict)  # what it was computed from (report/inputs.py)
     meta: dict[str, Any] = field(default_factory=dict)  # what differs between identical runs (wall time)
     mfu_peak: dict[str, Any] = field(default_factory=dict)  # {"dtype": "fp8", "TFLOPS": 1979.0}: MFU's denominator
+    # 80% interval of the step time and where it comes from (report/intervals.py; None: not computed)
+    step_time_interval_s: tuple[float, float] | None = None
+    step_time_interval_basis: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -203,6 +207,9 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     for i, (a, p) in tl.algorithm.items():
         algos.setdefault(comm_type(op_kind(tl.program[i])), set()).add(f"{a}/{p}")
     s = trace.stats
+    from simulator.report.intervals import step_band
+
+    interval = step_band()
     return Report(
         scenario=scenario.name,
         step_time_s=step,
@@ -222,6 +229,8 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         inputs=scenario_inputs(scenario),
         meta={"wall_s": s.wall_s},
         mfu_peak={"dtype": peak_dtype, "TFLOPS": peak / 1e12},
+        step_time_interval_s=interval[0].around(step) if interval else None,
+        step_time_interval_basis=interval[1] if interval else "",
     )
 
 
@@ -233,6 +242,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "inputs": report.inputs,
         "scenario": report.scenario,
         "step_time_s": report.step_time_s,
+        "step_time_interval_s": list(report.step_time_interval_s) if report.step_time_interval_s else None,
+        "step_time_interval": {"level": LEVEL, "basis": report.step_time_interval_basis},
         "tokens_per_s": report.tokens_per_s,
         "mfu": report.mfu,
         "mfu_peak": dict(report.mfu_peak),
@@ -266,7 +277,8 @@ def format_table(report: Report) -> str:
     lines = [
         f"scenario {report.scenario}: {report.n_gpus} GPUs "
         f"({report.sim['ranks_simulated']} simulated, {report.sim['events']:,} events)",
-        f"  {'step time':<26}{report.step_time_s * 1e3:>12.3f} ms",
+        f"  {'step time':<26}{report.step_time_s * 1e3:>12.3f} ms"
+        + (f"   = {fmt_interval(report.step_time_s, *report.step_time_interval_s)}" if report.step_time_interval_s else ""),
         f"  {'tokens/s':<26}{report.tokens_per_s:>12,.0f}",
         f"  {'MFU':<26}{100 * report.mfu:>11.1f} %   ({report.tflops_per_gpu:.1f} model TFLOP/s per GPU"
         + (f" of the {report.mfu_peak['dtype']} dense peak, {report.mfu_peak['TFLOPS']:.0f})" if report.mfu_peak else ")"),

@@ -109,3 +109,18 @@ def test_leave_one_system_out(system):
     assert mb is None or mb <= big, f"{system}: median |error| >= 1 MiB {mb:.1%}"
     assert sb is None or abs(sb) <= signed, f"{system}: signed median >= 1 MiB {sb:+.1%}"
     assert ma <= everything, f"{system}: median |error| all sizes {ma:.1%}"
+
+
+@pytest.mark.slow
+def test_collective_interval_table_is_regenerated_from_the_held_out_sweeps():
+    """simulator/report/collective_interval_table.py is what the leave-one-system-out predictions
+    give today (regenerate it with `python -m simulator.calibration.collective_intervals`)."""
+    from simulator.calibration.collective_intervals import bands_and_coverage
+    from simulator.report.collective_interval_table import BANDS, COVERAGE
+
+    bands, cov = bands_and_coverage(list(_held_out().values()))
+    assert set(bands) == set(BANDS)
+    for c, b in bands.items():
+        assert (b.lo, b.hi, b.groups, b.rows) == pytest.approx(BANDS[c], abs=1e-9), c
+    for c, v in cov.items():
+        assert (v.rows, v.covered_rows, v.groups) == COVERAGE[c][:3] and v.group_mean == pytest.approx(COVERAGE[c][3]), c

@@ -251,6 +251,13 @@ def _check_leave_one_source_out(results, jobs):
     for h, r in zip(held, results):
         if not any(sources.is_fit_case(c.case) for c in results if c.case.source == r.case.source):
             assert h.result is r
+    # the step-time interval table of `clustersim run` holds these rows (python -m simulator.e2e_validation --out docs)
+    from simulator.e2e_validation.intervals import regime_rows
+    from simulator.report.step_interval_table import ROWS
+
+    got = regime_rows(held)
+    assert [r[:3] for r in got] == [r[:3] for r in ROWS]
+    assert [r[3] for r in got] == pytest.approx([r[3] for r in ROWS], abs=1e-4)
 
 
 def test_unknown_source_key_is_a_usage_error(capsys):
