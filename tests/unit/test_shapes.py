@@ -144,6 +144,24 @@ def test_zero1_allgathers_carry_the_parameters_memory_keeps(make):
         assert mem.optimizer == pytest.approx(12 * (dense / shape.grad_shard + expert / shape.expert_dp))
 
 
+def test_fsdp2_gathers_carry_the_parameters_memory_shards(make):
+    """FSDP2 (zero 3) on tp 2, ep 2, pp 2: each micro-batch's forward AllGathers carry every
+    parameter of the stage once (every tensor here divides the shard group, so no padding),
+    dense over DP x CP = 4 ranks and experts over the 2 expert-DP ranks; the memory model keeps
+    1/4 and 1/2 of them."""
+    scn = make(MOE, {"tp": 2, "sequence_parallel": True, "ep": 2, "pp": 2, "zero": 3, "zero3_impl": "fsdp2"})
+    shape = RankShapes.of(scn)
+    assert (shape.grad_shard, shape.expert_dp) == (4, 2)
+    for stage in range(2):
+        dense, expert = moe_stage(stage, 2, 2, 2, 2)
+        out = {"dense": 0, "expert": 0}
+        for op in build_schedule(scn).programs[f"pp{stage}.cp0"]:
+            if isinstance(op, CommOp) and op.name.startswith("fsdp.ag.") and op.name.endswith(".fwd.mb0"):
+                out["expert" if ".experts." in op.name else "dense"] += op.size_bytes // 2
+        assert (out["dense"], out["expert"]) == (dense, expert)
+        assert estimate_memory(scn, stage).params == pytest.approx(WEIGHT_BYTES * (dense / 4 + expert / 2))
+
+
 def test_mla_down_projections_are_replicated_over_tp(make):
     """MLA on tp 2: the down projections h→r_q and h→r_kv+d_r and their norms are whole on every
     TP rank (Megatron builds them duplicated), the up projections and the output projection are
