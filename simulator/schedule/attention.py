@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.schedule.ir import ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import ComputeKind, ComputeOp, Phase, ProgramBuilder, Tag
 
 FLASH_BWD_FACTOR = 2.5
 
@@ -61,7 +61,7 @@ class AttentionContext:
         return 2 * self.micro_batch_size * self.seq_local * self.kv_heads * self.head_dim * self.dtype_bytes
 
 
-def attention_flops(b: int, heads: int, s_q: int, s_k: int, d: int, causal_fraction: float = 1.0) -> float:
+def attention_flops(b: int, heads: int, s_q: int, s_k: int, d: float, causal_fraction: float = 1.0) -> float:
     """Forward FLOPs of softmax(QK^T)V for b sequences: 4·b·heads·s_q·s_k·d, times the computed fraction."""
     return 4.0 * b * heads * s_q * s_k * d * causal_fraction
 
@@ -111,10 +111,10 @@ def _score_elems(ctx: AttentionContext) -> int:
     return ctx.micro_batch_size * ctx.heads * ctx.seq * ctx.seq
 
 
-def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: str, flops: float,
-             hbm_bytes: float, after: int, phase: str) -> int:
-    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,  # type: ignore[arg-type]
-                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
+def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: ComputeKind, flops: float,
+             hbm_bytes: float, after: int, phase: Phase) -> int:
+    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,
+                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
 
 
 def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:

@@ -121,7 +121,8 @@ def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[
 
 def role_comm_bytes(program: Sequence[Op], grid: Grid) -> dict[str, int]:
     """:func:`comm_bytes` of a role's program, its groups' sizes read from the rank grid."""
-    return comm_bytes(program, lambda i: grid.degree(program[i].axes) if isinstance(program[i], CommOp) else 1)
+    sizes = [grid.degree(op.axes) if isinstance(op, CommOp) else 1 for op in program]
+    return comm_bytes(program, sizes.__getitem__)
 
 
 def schedule_to_json(schedule: Schedule) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -117,10 +117,10 @@ class GradSync:
         """Outstanding gradient collectives the optimizer step must wait for."""
         return ()
 
-    def _comm(self, pb: ProgramBuilder, name: str, op: str, size: float, deps: tuple[int, ...], tag: Tag,
+    def _comm(self, pb: ProgramBuilder, name: str, op: CollectiveKind, size: float, deps: tuple[int, ...], tag: Tag,
               dtype: str | None = None, axes: tuple[str, ...] | None = None) -> int:
         axes = self.axes if axes is None else axes
-        return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size),  # type: ignore[arg-type]
+        return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size),
                              deps=deps, dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag,
                              stream=grad_stream(axes)))
 
@@ -229,7 +229,7 @@ class BucketedSync(GradSync):
 
     def _reduce(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, deps: tuple[int, ...]) -> None:
         tag = Tag("bwd", unit.layer, mb)
-        op = "allreduce" if self.zero == 0 else "reducescatter"
+        op: CollectiveKind = "allreduce" if self.zero == 0 else "reducescatter"
         for i, b in enumerate(self.buckets.get(unit.name, ())):
             axes = self._bucket_axes(b)
             if axes:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 
 if TYPE_CHECKING:
     from simulator.schedule.transformer import LayerSpec
@@ -42,7 +42,7 @@ SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
 GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
 
-def quantized_elements(spec: "LayerSpec", phase: str, qkv_out: int, proj_in: int) -> float:
+def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int) -> float:
     """Elements one TP rank quantises in one pass of a dense layer (see the module docstring)."""
     t, h, f = spec.tokens, spec.hidden, spec.shape.ffn
     up = (2 if spec.gated else 1) * f
@@ -61,11 +61,11 @@ def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
 
 
 def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int,
-                   phase: str, qkv_out: int, proj_in: int) -> int:
+                   phase: Phase, qkv_out: int, proj_in: int) -> int:
     """The recipe's quantisation passes (one op) and TP amax AllReduces of one layer pass."""
     if spec.dtype != "fp8" or recipe == "delayed":
         return after
-    tag = Tag(phase, layer, mb)  # type: ignore[arg-type]
+    tag = Tag(phase, layer, mb)
     nbytes = extra_bytes_per_element(recipe, spec.act_bytes) * quantized_elements(spec, phase, qkv_out, proj_in)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
                            hbm_bytes=nbytes, deps=(after,), tag=tag, count=GEMMS_PER_LAYER))
@@ -77,10 +77,10 @@ def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: in
 
 
 def amax_reduction(pb: ProgramBuilder, axes: tuple[str, ...], n_layers: int, mb: int, after: int,
-                   phase: str, chunk: int) -> int:
+                   phase: Phase, chunk: int) -> int:
     """Delayed scaling's AllReduce of the amaxes of a model chunk's FP8 tensors (3 per GEMM)."""
     if not axes:
         return after
     return pb.add(CommOp(name=f"fp8.amax_reduction.{phase}.c{chunk}.mb{mb}", op="allreduce", axes=axes,
                          size_bytes=4 * 3 * GEMMS_PER_LAYER * max(n_layers, 1), deps=(after,), dtype="fp32",
-                         tag=Tag(phase, None, mb, chunk)))  # type: ignore[arg-type]
+                         tag=Tag(phase, None, mb, chunk)))

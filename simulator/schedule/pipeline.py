@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import GradSync
 from simulator.schedule import fp8
-from simulator.schedule.ir import P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import P2POp, Phase, ProgramBuilder, Tag, Transfer
 from simulator.schedule.shapes import ParamUnit
 from simulator.schedule.transformer import LayerBuilder
 
@@ -92,7 +92,7 @@ class StageBuilder:
         self.out[("F", chunk, mb)] = after
         return after
 
-    def _amax(self, after: int, chunk: int, mb: int, phase: str) -> int:
+    def _amax(self, after: int, chunk: int, mb: int, phase: Phase) -> int:
         """Delayed FP8 scaling: the amax AllReduce closing a chunk's forward or backward."""
         t = self.scn.training
         if t.dtype != "fp8" or t.fp8_recipe != "delayed":
@@ -139,9 +139,10 @@ class StageBuilder:
         if recv_b is not None and not self.last_v(recv_b.chunk):
             recvs.append((("B", recv_b.chunk, recv_b.mb),
                           Transfer("pp", +1, self.msg, f"pp.grad.v{self.v(recv_b.chunk)}.mb{recv_b.mb}")))
-        if not sends and not recvs:
+        first = send_f or send_b or recv_f or recv_b
+        if first is None or (not sends and not recvs):
             return
-        mb = (send_f or send_b or recv_f or recv_b).mb  # type: ignore[union-attr]
+        mb = first.mb
         idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
                                 deps=tuple(deps), tag=Tag("other", None, mb)))
         for key, _ in recvs:

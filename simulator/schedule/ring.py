@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from simulator.schedule.attention import FLASH_BWD_FACTOR
-from simulator.schedule.ir import ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import ComputeOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,12 @@ class RingSpec:
 
 
 def _p2p(pb: ProgramBuilder, spec: RingSpec, name: str, key: str, nbytes: int, direction: int,
-         deps: tuple[int, ...], phase: str) -> int:
+         deps: tuple[int, ...], phase: Phase) -> int:
     off = direction * spec.hop
     return pb.add(P2POp(
         name=name, sends=(Transfer(spec.axis, off, nbytes, key),),
         recvs=(Transfer(spec.axis, -off, nbytes, key),), deps=deps, stream=spec.axis,
-        tag=Tag(phase, spec.layer, spec.mb_index)))  # type: ignore[arg-type]
+        tag=Tag(phase, spec.layer, spec.mb_index)))
 
 
 def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: bool, deps: tuple[int, ...]) -> int:
@@ -80,9 +80,9 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
         tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.mb_index), attention_kernel=spec.kernel))
 
 
-def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: str, deps: tuple[int, ...]) -> int:
+def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: Phase, deps: tuple[int, ...]) -> int:
     return pb.add(ComputeOp(name=name, kind="elementwise", hbm_bytes=hbm_bytes, deps=tuple(sorted(set(deps))),
-                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.mb_index)))  # type: ignore[arg-type]
+                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.mb_index)))
 
 
 def ring_forward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock | None],

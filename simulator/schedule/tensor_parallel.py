@@ -52,9 +52,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Final, Literal
 
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
 
 OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 
@@ -62,7 +62,7 @@ OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 UB_NUM_SPLITS = 4  # num_splits of the "pipeline" method
 UB_COMM_SMS = 16  # num_sm of "pipeline" and "bulk" methods (set_sm_margin: the GEMM gets SMs − 16)
 UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) and holds ~1 SM
-UB = "userbuffers"  # ring_exchange sends are copies between registered buffers, not ncclSend
+UB: Final = "userbuffers"  # ring_exchange sends are copies between registered buffers, not ncclSend
 AXES = ("tp",)
 
 Method = Literal["nccl", "bulk", "pipeline", "ring_exchange"]
@@ -138,9 +138,9 @@ class TPContext:
         return self.tokens * self.hidden * (2 if self.dtype == "fp8" else self.dtype_bytes)
 
     @cached_property
-    def tags(self) -> dict[str, Tag]:
+    def tags(self) -> dict[Phase, Tag]:
         """One shared Tag per phase (schedules hold ~10⁵ ops; building them is the hot path)."""
-        return {p: Tag(p, self.layer, self.mb_index) for p in ("fwd", "bwd")}  # type: ignore[misc]
+        return {"fwd": Tag("fwd", self.layer, self.mb_index), "bwd": Tag("bwd", self.layer, self.mb_index)}
 
     def sm_fraction(self, comm_sms: int) -> float:
         return max(self.sms - comm_sms, 1) / self.sms
@@ -154,11 +154,11 @@ class TPContext:
 # small op factories
 
 
-def _tag(ctx: TPContext, phase: str) -> Tag:
+def _tag(ctx: TPContext, phase: Phase) -> Tag:
     return ctx.tags[phase]
 
 
-def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, m: int, n: int, k: int,
+def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n: int, k: int,
           deps: tuple[int, ...], parts: int = 1, split: str = "m", sm_fraction: float = 1.0) -> int:
     """An m×n×k GEMM, or one of ``parts`` equal chunks of it cut along ``split`` (m rows or n columns)."""
     elem = 1 if ctx.dtype == "fp8" else ctx.dtype_bytes
@@ -170,10 +170,10 @@ def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, m: int, n: 
         gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase)))
 
 
-def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: str, op: str, size: int,
+def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: CollectiveKind, size: int,
           deps: tuple[int, ...]) -> int:
     dtype = "fp8" if (ctx.dtype == "fp8" and op == "allgather") else ("bf16" if ctx.dtype == "fp8" else ctx.dtype)
-    return pb.add(CommOp(name=name, op=op, axes=AXES, size_bytes=size, deps=deps, dtype=dtype,  # type: ignore[arg-type]
+    return pb.add(CommOp(name=name, op=op, axes=AXES, size_bytes=size, deps=deps, dtype=dtype,
                          tag=_tag(ctx, phase)))
 
 
@@ -185,7 +185,7 @@ def _key(ctx: TPContext, label: str, step: int) -> str:
 # the two overlapped patterns: AllGather feeding a GEMM, GEMM feeding a ReduceScatter
 
 
-def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
+def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase,
                     n: int, k: int, after: int, method: Method) -> int:
     """AllGather of the sequence-sharded input (A), then the GEMM (m = b·s, n, k) that consumes it,
     run with ``method`` (nccl | pipeline | ring_exchange). Returns the last GEMM op."""
@@ -216,7 +216,7 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
     return _gemm(pb, ctx, f"{label}.gemm", phase, m, n, k, (ag,))
 
 
-def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: str,
+def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase,
                         k: int, after: int, method: Method) -> int:
     """GEMM (m = b·s, n = h, k) producing partial sums, then their ReduceScatter over tp, run with
     ``method`` (nccl | pipeline | ring_exchange). Returns the op after which the reduced,
@@ -256,7 +256,7 @@ def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: s
     g = _gemm(pb, ctx, f"{label}.gemm", phase, m, h, k, (after,))
     if t == 1:
         return g
-    op = "reducescatter" if ctx.sp else "allreduce"
+    op: CollectiveKind = "reducescatter" if ctx.sp else "allreduce"
     return _coll(pb, ctx, f"{label}.{'rs' if ctx.sp else 'ar'}", phase, op, ctx.rs_bytes, (g,))
 
 

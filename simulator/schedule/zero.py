@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import PARAM_BYTES, GradSync
-from simulator.schedule.ir import ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import ComputeOp, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import Module, ParamUnit
 
 
@@ -62,12 +62,13 @@ class DeepSpeedZero3(GradSync):
         units = [u for c in chunks for u in c]
         self.persistent = tuple(m for u in units for m in u.modules if m.numel <= p.zero3_param_persistence_threshold)
         pers = {m.name for m in self.persistent}
-        fwd = [(m, u.name, "fwd") for u in units for m in u.modules if m.name not in pers]
-        bwd = [(m, u.name, "bwd") for u in reversed(units) for m in reversed(u.modules) if m.name not in pers]
+        fwd: list[tuple[Module, str, Phase]] = [(m, u.name, "fwd") for u in units for m in u.modules if m.name not in pers]
+        bwd: list[tuple[Module, str, Phase]] = [(m, u.name, "bwd") for u in reversed(units)
+                                                      for m in reversed(u.modules) if m.name not in pers]
         self.trace = fwd + bwd
         # per (unit, phase): fetches to issue, and per block the fetch ids to wait for
-        self.issues: dict[tuple[str, str], list[int]] = {}
-        self.waits: dict[tuple[str, str], dict[str, set[int]]] = {}
+        self.issues: dict[tuple[str, Phase], list[int]] = {}
+        self.waits: dict[tuple[str, Phase], dict[str, set[int]]] = {}
         self.fetches: list[_Fetch] = []
         self._numel = {m.name: m.numel for m, _, _ in self.trace}
         self._plan(p.zero3_max_live_parameters, p.zero3_prefetch_bucket_elements, p.zero3_max_reuse_distance)
@@ -132,9 +133,9 @@ class DeepSpeedZero3(GradSync):
         """Elements of every parameter available or in flight (DeepSpeed's n_available)."""
         return sum(self._numel[k] for k in avail)
 
-    def _issue(self, pb: ProgramBuilder, key: tuple[str, str], mb: int, after: int, layer: int | None) -> dict[str, tuple[int, ...]]:
+    def _issue(self, pb: ProgramBuilder, key: tuple[str, Phase], mb: int, after: int, layer: int | None) -> dict[str, tuple[int, ...]]:
         phase = key[1]
-        tag = Tag(phase, layer, mb)  # type: ignore[arg-type]
+        tag = Tag(phase, layer, mb)
         dep = (self._prev_unit_after,) if self._prev_unit_after >= 0 else ()
         for fid in self.issues.get(key, ()):
             f = self.fetches[fid]
@@ -145,12 +146,12 @@ class DeepSpeedZero3(GradSync):
         self._prev_unit_after = after
         return {blk: tuple(sorted(self._ops[f] for f in fids)) for blk, fids in self.waits.get(key, {}).items()}
 
-    def before_forward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.axes:
             return {}
         return self._issue(pb, (unit.name, "fwd"), mb, after, unit.layer)
 
-    def before_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def before_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.axes:
             return {}
         return self._issue(pb, (unit.name, "bwd"), mb, after, unit.layer)
@@ -161,7 +162,7 @@ class DeepSpeedZero3(GradSync):
                                        self._bucket * self.grad_bytes, (after,), Tag("bwd", layer, mb))
             self._bucket = 0
 
-    def after_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         if not self.axes:
             return
         limit = self.scn.parallel.zero3_reduce_bucket_elements
@@ -171,7 +172,7 @@ class DeepSpeedZero3(GradSync):
                 self._flush(pb, mb, after, unit.layer)
             self._bucket += numel
 
-    def end_backward(self, pb, mb, after):  # type: ignore[no-untyped-def]
+    def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         if not self.axes:
             return -1
         self._flush(pb, mb, after, None)
@@ -181,7 +182,7 @@ class DeepSpeedZero3(GradSync):
     def pending(self) -> tuple[int, ...]:
         return (self._last_rs,) if self._last_rs >= 0 else ()
 
-    def finish(self, pb, after):  # type: ignore[no-untyped-def]
+    def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
         step = super().finish(pb, after)
         if not self.axes or not self.persistent:
             return step
@@ -222,13 +223,13 @@ class Fsdp2(GradSync):
     def _size(self, units: list[ParamUnit]) -> int:
         return sum(n for _, _, n in self._parts(units))
 
-    def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: str,
+    def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: Phase,
                 deps: tuple[int, ...]) -> tuple[int, ...]:
         key = f"{name}.{phase}.mb{mb}"
         if key not in self._ag:
             self._ag[key] = tuple(
                 self._comm(pb, f"fsdp.ag.{name}{label}.{phase}.mb{mb}", "allgather", numel * PARAM_BYTES,
-                           tuple(d for d in deps if d >= 0), Tag(phase, units[0].layer, mb),  # type: ignore[arg-type]
+                           tuple(d for d in deps if d >= 0), Tag(phase, units[0].layer, mb),
                            dtype="bf16", axes=axes)
                 for label, axes, numel in self._parts(units))
         return self._ag[key]
@@ -249,7 +250,7 @@ class Fsdp2(GradSync):
         i = self.layers.index(unit) + step
         return self.layers[i] if 0 <= i < len(self.layers) else None
 
-    def before_forward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.synced:
             return {}
         if self.root and f"root.fwd.mb{mb}" not in self._ag:
@@ -265,7 +266,7 @@ class Fsdp2(GradSync):
             self._gather(pb, nxt.name, [nxt], mb, "fwd", (self._copy_out,))
         return {"attn": (ready,), "mlp": (ready,)}
 
-    def before_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def before_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.synced or unit.layer is None or not self.reshard:
             return {}
         ready = self._gather(pb, unit.name, [unit], mb, "bwd", (after,))
@@ -274,7 +275,7 @@ class Fsdp2(GradSync):
             self._gather(pb, prev.name, [prev], mb, "bwd", ready)
         return {"attn": ready, "mlp": ready}
 
-    def after_backward(self, pb, unit, mb, after):  # type: ignore[no-untyped-def]
+    def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         if not self.synced:
             return
         if unit.layer is None:
@@ -294,7 +295,7 @@ class Fsdp2(GradSync):
         self._last_rs = tuple(self._comm(pb, f"fsdp.rs.{name}{label}.mb{mb}", "reducescatter", numel * self.grad_bytes,
                                          (copy_in,), tag, axes=axes) for label, axes, numel in parts)
 
-    def end_backward(self, pb, mb, after):  # type: ignore[no-untyped-def]
+    def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         return self._last_rs[-1] if self._last_rs else -1
 
     def pending(self) -> tuple[int, ...]:
