@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.flops import attention_params, embedding_params, expert_params, mlp_matrices
+from simulator.schedule.flops import embedding_params, expert_params, mlp_matrices
 
 
 @dataclass(frozen=True)
@@ -107,13 +107,23 @@ class ParamUnit:
         return sum(m.numel for m in self.modules)
 
 
-def mla_down_params(scn: Scenario) -> int:
-    """MLA's down projections and their norms (h→r_q, h→r_kv+d_r, the q and kv LayerNorms):
-    replicated on every TP rank (the module docstring)."""
+@dataclass(frozen=True)
+class MlaWeights:
+    """Weights of one multi-head latent attention block (DeepSeek-V2, arXiv:2405.04434 §2.1) by
+    how tensor parallelism treats them (Megatron-Core ``multi_latent_attention.py``)."""
+
+    down: int  # h→r_q (with query compression) and h→r_kv+d_r: replicated on every TP rank
+    norms: int  # the LayerNorms of the query and KV latents: replicated
+    up: int  # r_q→a·(d+d_r) (or h→a·(d+d_r)) and r_kv→a·(d+d_v): column-parallel
+    out: int  # the output projection a·d_v→h: row-parallel
+
+
+def mla_weights(scn: Scenario) -> MlaWeights:
     m = scn.model
-    h = m.hidden
-    q = h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0
-    return q + h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+    h, a, d, d_r, d_v = m.hidden, m.heads, m.head_dim, m.qk_rope_head_dim, m.v_head_dim
+    q_r, kv_r = m.q_lora_rank, m.kv_lora_rank
+    return MlaWeights(down=(h * q_r if q_r else 0) + h * (kv_r + d_r), norms=q_r + kv_r,
+                      up=(q_r if q_r else h) * a * (d + d_r) + kv_r * a * (d + d_v), out=a * d_v * h)
 
 
 def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
@@ -121,10 +131,9 @@ def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
     m, p = scn.model, scn.parallel
     t, h, d = p.tp, m.hidden, m.head_dim
     if m.mla:
-        down = mla_down_params(scn)
-        mods = [Module("ln1", h, "attn"), Module("mla_down", down, "attn"),
-                Module("mla_up", (attention_params(m) - down - m.heads * m.v_head_dim * h) // t, "attn"),
-                Module("o", m.heads * m.v_head_dim * h // t, "attn"), Module("ln2", h, "mlp")]
+        w = mla_weights(scn)
+        mods = [Module("ln1", h, "attn"), Module("mla_down", w.down + w.norms, "attn"),
+                Module("mla_up", w.up // t, "attn"), Module("o", w.out // t, "attn"), Module("ln2", h, "mlp")]
     else:
         mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
                 Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),

@@ -21,7 +21,7 @@ from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
-from simulator.schedule.shapes import RankShapes
+from simulator.schedule.shapes import RankShapes, mla_weights
 
 
 @dataclass(frozen=True)
@@ -121,11 +121,9 @@ def _mla_shapes(scn: Scenario) -> dict[str, int]:
     m, t = scn.model, scn.parallel.tp
     if not m.mla:
         return {}
-    h, a, d, d_r, d_v = m.hidden, m.heads, m.head_dim, m.qk_rope_head_dim, m.v_head_dim
-    q_r, kv_r = m.q_lora_rank, m.kv_lora_rank
-    down = (h * q_r if q_r else 0) + h * (kv_r + d_r)
-    up = (q_r if q_r else h) * a * (d + d_r) + kv_r * a * (d + d_v)
-    return dict(qkv_out=max(1, round((down + up / t) / h)), attn_dim=(d + d_r + d_v) // 2, proj_in=a * d_v // t)
+    w = mla_weights(scn)
+    return dict(qkv_out=max(1, round((w.down + w.up / t) / m.hidden)),
+                attn_dim=(m.head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2, proj_in=m.heads * m.v_head_dim // t)
 
 
 # ---------------------------------------------------------------------------------------------
