@@ -18,7 +18,9 @@ systems the model was not tuned on:
   a class the fit did not see falls back to the leave-one-system-out band;
 * a step time: the leave-one-source-out errors of the published training runs
   (docs/validation-e2e.md), one band for every run (a band per regime, one node or several,
-  covers fewer held-out rows on these data; the page shows both).
+  covers fewer held-out rows on these data; the page shows both). It is the same with a
+  calibrated profile: the published rows' errors are mostly compute, and a collective fit says
+  nothing about how much of them it removes, so the band is not narrowed on a guess.
 
 The 80% interval is ``[t·exp(q10), t·exp(q90)]``. Each system (or source) weighs the same,
 however many rows it has: one 1,000-row sweep does not make the others irrelevant. When the

@@ -303,12 +303,17 @@ def breakdown_json(bd: Breakdown) -> dict[str, Any]:
 
 
 def plan_json(r: PlanResult) -> dict[str, Any]:
+    from simulator.report.intervals import step_band
+
     rep = r.report
+    band = step_band() if rep else None
     return {
         "label": r.label,
         "parallel": parallel_json(r),
         "status": r.status,
         "step_time_s": rep.step_time_s if rep else None,
+        # the 80% interval of this plan's step time (report/intervals.py), the same one `run` prints
+        "step_time_interval_s": list(band[0].around(rep.step_time_s)) if rep and band else None,
         "fits_in_memory": r.fits_in_memory,
         "memory_gib_per_gpu": r.memory_gib_per_gpu["total"] if r.memory_gib_per_gpu else None,
         "reason": r.reason,

@@ -213,3 +213,34 @@ def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
     assert "calibration fit" in one["interval_basis"] and "residuals of this profile's calibration fit" in text
     assert one["time_interval_us"] == pytest.approx([one["time_us"] * math.exp(min(lo, 0)),
                                                      one["time_us"] * math.exp(max(hi, 0))], rel=1e-5)
+
+
+def test_sweep_plans_carry_the_step_interval():
+    """`sweep --json` / `compare --json`: every simulated plan has the interval `run` prints."""
+    from types import SimpleNamespace
+
+    from simulator.config.scenario import build_scenario
+    from simulator.report.step_interval_table import BANDS
+    from simulator.report.summary import Breakdown, Report
+    from simulator.sweep.plans import enumerate_plans
+    from simulator.sweep.run import run_plans, sweep_json
+
+    scn = build_scenario(dict(name="tiny", hardware="dgx-h100", nodes=1,
+                              model=dict(layers=2, hidden=1024, heads=8, vocab=32000, seq_len=1024),
+                              training=dict(micro_batch=1, global_batch=8)))
+
+    def stand_in(s):
+        step = 1.0 + s.parallel.tp
+        return SimpleNamespace(report=Report(scenario="tiny", step_time_s=step, tokens_per_s=1.0 / step, mfu=0.1,
+                                             breakdown_s=Breakdown(step, {}, 0.0), comm_bytes_per_gpu={},
+                                             memory_gib_per_gpu={}, fits_in_memory=True, sim={}))
+
+    doc = sweep_json(run_plans(scn, enumerate_plans(scn)[:6], stand_in, prune=False))
+    lo_f, hi_f = (math.exp(x) for x in BANDS[iv.STEP_CLASS][:2])
+    ran = [p for p in doc["plans"] if p["simulated"]]
+    assert ran
+    for p in doc["plans"]:
+        if p["simulated"]:
+            assert p["step_time_interval_s"] == pytest.approx([p["step_time_s"] * lo_f, p["step_time_s"] * hi_f])
+        else:
+            assert p["step_time_interval_s"] is None
