@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from simulator.errors import ClusterSimError, InputError
 
@@ -23,7 +23,7 @@ COMMANDS = ("run", "check", "schedule", "collective", "compare", "sweep", "calib
 class _Parser(argparse.ArgumentParser):
     """argparse exits with 2 on bad options already; keep its message, drop the usage dump noise."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         raise InputError(message, source="command line")
 

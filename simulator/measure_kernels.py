@@ -193,10 +193,10 @@ def measure_attention(torch: Any, timer: Timer, seqs: Sequence[int], tokens: int
             except RuntimeError as exc:  # the backend does not take this shape / dtype here
                 notes.append(f"{kernel} seq {seq}: not run ({str(exc).splitlines()[0][:80]})")
                 continue
-            common = dict(batch=b, heads=heads, seq=seq, head_dim=head_dim, causal=True, label=f"seq {seq}")
             name = "bf16" if dev.type == "cuda" else "fp32"
-            rows.append(KernelRow("attention", kernel, name, "fwd", t_fwd * 1e6, **common))  # type: ignore[arg-type]
-            rows.append(KernelRow("attention", kernel, name, "bwd", t_bwd * 1e6, **common))  # type: ignore[arg-type]
+            for direction, t in (("fwd", t_fwd), ("bwd", t_bwd)):
+                rows.append(KernelRow("attention", kernel, name, direction, t * 1e6, batch=b, heads=heads, seq=seq,
+                                      head_dim=head_dim, causal=True, label=f"seq {seq}"))
     return rows, notes
 
 

@@ -302,8 +302,9 @@ def attention_shape(op: str, dims: list[Any]) -> tuple[int, int, int, int, int, 
         else:
             b, sq, h, d = q
             _, sk, hk, _ = k
-        shape = (b, h, hk, sq, sk, d)
-        return tuple(int(x) for x in shape) if all(_dim(x) for x in shape) else None  # type: ignore[return-value]
+        if not all(_dim(x) for x in (b, h, hk, sq, sk, d)):
+            return None
+        return int(b), int(h), int(hk), int(sq), int(sk), int(d)
     except (IndexError, TypeError, ValueError):
         return None
 

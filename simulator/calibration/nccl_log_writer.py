@@ -184,9 +184,11 @@ def format_log(sweeps: Iterable[Sweep], *, style: Style = "current", nccl_tests_
     return "\n".join(head + body) if head else "\n".join(body)
 
 
-def write_nccl_log(path: str | Path, sweeps: Iterable[Sweep], **kwargs: object) -> Path:
-    """Write atomically (temp file + rename): a reader never sees a half-written log."""
-    return write_atomically(path, format_log(sweeps, **kwargs))  # type: ignore[arg-type]
+def write_nccl_log(path: str | Path, sweeps: Iterable[Sweep], *, style: Style = "current",
+                   nccl_tests_version: str = "2.17.8", preamble: Iterable[str] = (), comment: Iterable[str] = ()) -> Path:
+    """:func:`format_log` written atomically (temp file + rename): a reader never sees a half-written log."""
+    return write_atomically(path, format_log(sweeps, style=style, nccl_tests_version=nccl_tests_version,
+                                             preamble=preamble, comment=comment))
 
 
 def synthetic_devices(nranks: int, gpus_per_node: int, name: str, *, hosts: Sequence[str] | None = None,

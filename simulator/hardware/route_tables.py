@@ -242,7 +242,7 @@ class RouteTables:
         if rail is None:
             rs, rd = a["nic_of"][s], a["nic_of"][d]
         else:
-            r = np.broadcast_to(np.asarray(rail, dtype=np.int64).ravel(), (n,))[x] if np.ndim(rail) else np.full(x.size, int(rail))
+            r = np.broadcast_to(np.asarray(rail, dtype=np.int64).ravel(), (n,))[x] if np.ndim(rail) else np.full(x.size, int(np.asarray(rail)))
             bad = (r < 0) | (r >= self.rails)
             if bad.any():
                 self.check_rail(int(r[np.argmax(bad)]))

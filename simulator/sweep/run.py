@@ -104,8 +104,8 @@ def _derived_dp(base: Scenario, cand: Candidate) -> int | None:
 
 
 def _sort_key(r: PlanResult, objective: str = "step_time") -> tuple:
-    if r.simulated and not r.reason:
-        value = -r.report.tokens_per_s if objective == "tokens_per_s" else r.step_time_s  # type: ignore[union-attr]
+    if r.report is not None and not r.reason:
+        value = -r.report.tokens_per_s if objective == "tokens_per_s" else r.report.step_time_s
         return (0, value, r.label)
     if r.memory_gib_per_gpu is not None and not r.fits_in_memory:
         return (1, r.memory_gib_per_gpu["total"], r.label)
@@ -174,16 +174,17 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
         line = loaded.get(cand.key_text)
         if line is not None and not (line["status"] == "pruned" and not prune):  # --no-prune replays those
             apply_line(res, line, base.name)
-            if res.simulated:
-                best = res.step_time_s if best is None else min(best, res.step_time_s)  # type: ignore[type-var]
+            if res.report is not None:
+                step = res.report.step_time_s
+                best = step if best is None else min(best, step)
             continue
         if scn is None:
             res.status = "invalid"
-        elif not res.fits_in_memory:
+        elif mem is None or not res.fits_in_memory:  # a valid plan has a memory estimate; fits says whether it fits
             res.status = "infeasible"
-        elif memory_cap_gib is not None and mem.total / 2**30 > memory_cap_gib:  # type: ignore[union-attr]
+        elif memory_cap_gib is not None and mem.total / 2**30 > memory_cap_gib:
             res.status, res.fits_in_memory = "infeasible", False
-            res.reason = f"over the memory cap: {mem.total / 2**30:.1f} GiB per GPU > {memory_cap_gib:g} GiB"  # type: ignore[union-attr]
+            res.reason = f"over the memory cap: {mem.total / 2**30:.1f} GiB per GPU > {memory_cap_gib:g} GiB"
         else:
             res.lower_bound_s = step_lower_bound(scn)
             queue.append((res.lower_bound_s, len(queue), res, scn))
@@ -205,10 +206,10 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
                 bound, _, res, scn = queue[nxt]
                 nxt += 1
                 if prune and best is not None and bound >= best:
-                    for _, _, r, _ in queue[nxt - 1:]:  # sorted by bound: none of them can win
+                    for r_bound, _, r, _ in queue[nxt - 1:]:  # sorted by bound: none of them can win
                         r.status = "pruned"
                         r.reason = (f"cannot beat the best ({best * 1e3:.1f} ms): lower bound "
-                                    f"{r.lower_bound_s * 1e3:.1f} ms")  # type: ignore[operator]
+                                    f"{r_bound * 1e3:.1f} ms")
                         record(r)
                     total -= len(queue) - (nxt - 1)
                     nxt = len(queue)

@@ -121,5 +121,5 @@ def plot_rows(plans: Sequence[PlanResult], top: int | None = None) -> list[tuple
 def pareto_points(plans: Sequence[PlanResult]) -> list[tuple[str, float, float]]:
     """(label, step seconds, GiB per GPU) of the simulated plans in ranking order (the first is
     the chosen plan), for the Pareto plot."""
-    return [(r.label, r.step_time_s, r.memory_gib_per_gpu["total"]) for r in plans  # type: ignore[misc]
-            if r.simulated and r.memory_gib_per_gpu]
+    return [(r.label, r.report.step_time_s, r.memory_gib_per_gpu["total"]) for r in plans
+            if r.report is not None and r.memory_gib_per_gpu]
