@@ -58,7 +58,7 @@ class RankShapes:
     heads: int  # query heads per TP rank (before any Ulysses split)
     kv_heads: int  # KV heads per TP rank
     ffn: int  # FFN features of a dense MLP per TP rank (ffn_hidden / tp; FC1 has twice as many when gated)
-    vocab: int  # vocabulary rows of the embedding and output layer per TP rank (VocabParallelEmbedding)
+    vocab: int  # output-layer columns (logits) per TP rank: vocab // tp, unpadded (Megatron pads to 128·tp)
     model_parallel: int  # tp x cp x ulysses x pp: GPUs of one model replica
     grad_shard: int  # dp x cp x ulysses: the gradient-reduction / ZeRO shard group (dense params)
     layer_split: int  # tp x cp x ulysses: ranks one layer's compute of a micro-batch is split over
