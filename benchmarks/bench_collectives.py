@@ -15,6 +15,7 @@ import resource
 import time
 
 from simulator.config.hardware import load_profile
+from simulator.costs.model import CostModel
 from simulator.hardware.topology import build_topology
 from simulator.replay.single_collective import time_collective
 
@@ -34,9 +35,9 @@ def main() -> None:
         total = 0.0
         for op in OPS:
             t0 = time.perf_counter()
-            topo = build_topology(profile, nodes)
+            costs = CostModel(build_topology(profile, nodes))
             gpus = list(range(ranks))
-            results = [time_collective(op, gpus, s, topo) for s in SIZES]
+            results = [time_collective(op, gpus, s, costs) for s in SIZES]
             wall = time.perf_counter() - t0
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # kB on Linux
             total += wall

@@ -67,11 +67,12 @@ print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_t
 ALLTOALL = r"""
 import json, resource, time
 from simulator.config.hardware import load_profile
+from simulator.costs.model import CostModel
 from simulator.hardware.topology import build_topology
 from simulator.replay.single_collective import time_collective
 c0 = time.process_time()
-topo = build_topology(load_profile("dgx-h100"), 1024)
-res = [time_collective("alltoall", list(range(8192)), 8 << i, topo) for i in range(24)]
+costs = CostModel(build_topology(load_profile("dgx-h100"), 1024))
+res = [time_collective("alltoall", list(range(8192)), 8 << i, costs) for i in range(24)]
 print(json.dumps({"cpu_s": time.process_time() - c0, "busbw_64MiB_GBps": res[-1].busbw / 1e9,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """

@@ -267,28 +267,31 @@ def overlay_of(params: dict[Param, float]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ prediction
 
 class Predictor:
-    """Predicted times of measurements on a profile; topologies cached per node count."""
+    """Predicted times of measurements on a profile; one cost model (topology and its caches)
+    per node count."""
 
     def __init__(self, profile: HardwareProfile) -> None:
         self.profile = profile
-        self._topos: dict[tuple[int, int], Any] = {}
+        self._costs: dict[tuple[int, int], Any] = {}
 
-    def topology(self, nodes: int, gpus_per_node: int) -> Any:
+    def costs(self, nodes: int, gpus_per_node: int) -> Any:
+        """The :class:`~simulator.costs.model.CostModel` of ``nodes`` nodes of the profile."""
+        from simulator.costs.model import CostModel
         from simulator.hardware.topology import build_topology
 
         key = (nodes, gpus_per_node)
-        if key not in self._topos:
-            self._topos[key] = build_topology(self.profile, nodes)
-        return self._topos[key]
+        if key not in self._costs:
+            self._costs[key] = CostModel(build_topology(self.profile, nodes))
+        return self._costs[key]
 
     def results(self, m: MeasuredCollective) -> list[Any]:
         from simulator.replay.single_collective import time_collective
 
-        topo = self.topology(m.nodes, m.gpus_per_node)
+        costs = self.costs(m.nodes, m.gpus_per_node)
         node = self.profile.node.gpus
         gpus = [n * node + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
         floor = m.gpus_per_process * self.profile.gpu.kernel_launch_us * 1e-6 if m.gpus_per_process > 1 else 0.0
-        return [time_collective(m.op, gpus, s, topo, m.algo, None, launch_floor_s=floor, event_driven=False)
+        return [time_collective(m.op, gpus, s, costs, algo=m.algo, launch_floor_s=floor, event_driven=False)
                 for s in m.sizes]
 
     def times(self, m: MeasuredCollective) -> np.ndarray:
@@ -326,21 +329,19 @@ class CollectiveFit:
 
 def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCollective]) -> list[Param]:
     """Every latency and efficiency field the measured configurations could exercise."""
-    from simulator.costs.collectives import plan_collective
-
     pred = Predictor(profile)
     intra = "nvlink" if profile.node.scale_up.kind in ("nvswitch", "mesh") else "pci"
     out: dict[str, None] = {}
     configs: dict[tuple[str, str], set[tuple[int, int]]] = {}
     for m in measurements:
-        topo = pred.topology(m.nodes, m.gpus_per_node)
+        costs = pred.costs(m.nodes, m.gpus_per_node)
         gpus = [n * profile.node.gpus + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
         link = "net" if m.nodes > 1 else intra
         out["node.nics.efficiency" if m.nodes > 1 else "node.scale_up.efficiency"] = None
         if m.nodes > 1:  # every inter-node hop pays the net plugin's latencyInter
             out["nccl.net_latency_us"] = None
         for s in m.sizes:
-            plan = plan_collective(m.op, gpus, s, topo, algo=m.algo)
+            plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
             out[f"nccl.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
             configs.setdefault((algo, plan.protocol), set()).add((m.ranks, m.nodes))

@@ -190,13 +190,14 @@ def case_profile(case: Case, table: dict | None = None):
 def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -> SweepResult:
     """Predict every row of a sweep with a size > 0 and a time (``table``: deployed constants to
     use instead of the bundled ones, as the leave-one-system-out scoring does)."""
-    from simulator.costs.collectives import busbw_factor, net_hops_in_latency, plan_collective
+    from simulator.costs.collectives import busbw_factor
+    from simulator.costs.model import CostModel
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
 
     profile = case_profile(case, table)
     nodes = case.ranks // case.gpus_per_node
-    topo = build_topology(profile, nodes)
+    costs = CostModel(build_topology(profile, nodes), case.algo)
     gpus = [n * profile.node.gpus + j for n in range(nodes) for j in range(case.gpus_per_node)]
     floor_s = sweep.gpus_per_process * profile.gpu.kernel_launch_us * 1e-6
     factor = busbw_factor(case.op, case.ranks)
@@ -204,9 +205,9 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -
     for row in sweep.rows:
         if row.size_bytes <= 0 or not row.time_us:
             continue
-        r = time_collective(case.op, gpus, row.size_bytes, topo, case.algo, None, launch_floor_s=floor_s)
-        plan = plan_collective(case.op, gpus, row.size_bytes, topo, algo=case.algo)
-        hops = net_hops_in_latency(case.op, gpus, topo, r.algorithm, r.protocol)
+        plan = costs.plan(case.op, gpus, row.size_bytes)
+        r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s)
+        hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, nodes > 1))

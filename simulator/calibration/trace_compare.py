@@ -113,6 +113,7 @@ def compare_trace(scenario: Any, trace: KinetoTrace, *, causal: bool = True) -> 
     """Every measured kernel the model can predict, predicted on ``scenario``'s hardware."""
     from simulator.costs.collectives import OPS
     from simulator.costs.compute import compute_time
+    from simulator.costs.model import CostModel
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
 
@@ -120,6 +121,7 @@ def compare_trace(scenario: Any, trace: KinetoTrace, *, causal: bool = True) -> 
     gpu = profile.gpu
     launch_s = gpu.kernel_launch_us * 1e-6
     topo = build_topology(profile, scenario.nodes)
+    costs = CostModel(topo)
     events: list[EventComparison] = []
     skipped: list[str] = []
     for c in trace.collectives:
@@ -133,7 +135,7 @@ def compare_trace(scenario: Any, trace: KinetoTrace, *, causal: bool = True) -> 
         if c.group_size > topo.n_gpus:
             skipped.append(f"{where}: group of {c.group_size} ranks is larger than the scenario's {topo.n_gpus} GPUs")
             continue
-        r = time_collective(c.op, _group_gpus(c.group_size), c.size_bytes, topo)
+        r = time_collective(c.op, _group_gpus(c.group_size), c.size_bytes, costs)
         measured_alg = f"{c.algorithm or '?'}/{c.protocol or '?'}"
         events.append(EventComparison(
             "collective", c.op, c.name, f"{c.size_bytes} B over {c.group_size} ranks", c.duration_s, r.time_s,

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.calibration.nccl_log import count_for
     from simulator.commands import check_outputs
     from simulator.config.hardware import load_profile
+    from simulator.costs.model import CostModel
     from simulator.costs.collectives import ALGORITHMS, PROTOCOLS, busbw_factor
     from simulator.files import STDOUT, OutputSet
     from simulator.hardware.topology import build_topology
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{ranks} ranks do not fill whole nodes of {gpn} GPUs (ranks must be a multiple of --gpus-per-node)",
                          field="--ranks")
     nodes = ranks // gpn
-    topo = build_topology(profile, nodes)
+    costs = CostModel(build_topology(profile, nodes), algo, proto)
     gpus = [node * profile.node.gpus + local for node in range(nodes) for local in range(gpn)]
     floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
     residuals = calibration_residuals(profile)
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for size in sizes(lo, hi, factor):
         try:
-            r = time_collective(op, gpus, size, topo, algo, proto, launch_floor_s=floor_s)
+            r = time_collective(op, gpus, size, costs, launch_floor_s=floor_s)
         except InputError as exc:
             if exc.field in ("algo", "proto"):
                 raise InputError(exc.detail, field=f"--{exc.field}") from None

@@ -4,8 +4,11 @@
 (:mod:`simulator.costs.nccl_tuner`) unless pinned, and returns a :class:`CollectivePlan`: the
 tuner's latency term plus phases of concurrent :class:`Flow` s. Timing a plan needs the shared
 network: :func:`simulator.replay.single_collective.time_collective` runs one plan on a SimPy
-FlowNetwork; :func:`time_collective` here is the closed-form equivalent for one collective alone
-on an empty network (per phase, the slowest link or rate cap).
+FlowNetwork; :meth:`simulator.costs.model.CostModel.time_alone_s` is the closed-form equivalent
+for one collective alone on an empty network (per phase, the slowest link or rate cap).
+``plan_collective`` keeps its patterns and tuner contexts in the ``cache`` it is given: the
+:class:`~simulator.costs.model.CostModel` of the topology passes its own, so nothing is cached
+in module state.
 
 Volumes (per rank, S = size in the nccl-tests convention, n ranks):
 
@@ -52,16 +55,17 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from simulator.costs import nccl_constants, nccl_graph
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs.flow_patterns import (
-    Flow, Layout, cached_pattern, direct_pattern, layout, nvls_intra, nvls_tree_inter, p2p_pattern, ring_pattern,
-    scaled_flows, topology_cache, tree_pattern,
+    Flow, Layout, Pattern, cached_pattern, direct_pattern, layout, nvls_intra, nvls_tree_inter, p2p_pattern,
+    ring_pattern, scaled_flows, tree_pattern,
 )
+from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
 from simulator.vocabulary import PREDICTED_OPS, canonical_op, normalize_op
 
@@ -102,7 +106,7 @@ class CollectivePlan:
         return float(sum(f.nbytes for p in self.phases for f in p))
 
 
-def effective_capacity_Bps(topo: Any) -> np.ndarray:
+def effective_capacity_Bps(topo: TopologyView) -> np.ndarray:
     """Link capacities × the profile's achievable fraction per link class.
 
     NVLink/xGMI (and PCIe peer links of a PCIe-only node) use ``scale_up.efficiency``; NIC,
@@ -118,8 +122,7 @@ def effective_capacity_Bps(topo: Any) -> np.ndarray:
     return np.asarray(topo.capacity_Bps, dtype=np.float64) * factor
 
 
-def _context(topo: Any, n_ranks: int, n_nodes: int) -> nccl_graph.TunerContext:
-    cache = topology_cache(topo)
+def _context(topo: TopologyView, cache: dict, n_ranks: int, n_nodes: int) -> nccl_graph.TunerContext:
     key = ("ctx", n_ranks, n_nodes)
     if key not in cache:
         cache[key] = nccl_graph.context_from_profile(topo.profile, n_ranks, n_nodes)
@@ -133,7 +136,7 @@ def _ring_volume(op: str, n: int, size: float) -> float:
             "allreduce": 2 * (n - 1) / n * size, "broadcast": size}[op]
 
 
-def _check_pins(op: str, algo: str | None, proto: str | None, topo: Any, lay: Layout) -> None:
+def _check_pins(op: str, algo: str | None, proto: str | None, topo: TopologyView, lay: Layout) -> None:
     if algo is not None:
         if algo not in ALGORITHMS:
             raise InputError(f"unknown algorithm {algo!r}; expected one of {', '.join(ALGORITHMS)}", field="algo")
@@ -176,7 +179,7 @@ def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
 
 
-def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: Any, lay: Layout, proto: str) -> float:
+def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str) -> float:
     """Grouped send/recv to every peer: the base latency once, plus one hop latency per peer
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
@@ -190,9 +193,14 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: Any, lay: Layout, p
             + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
 
 
-def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
-                    algo: str | None = None, proto: str | None = None) -> CollectivePlan:
-    """Plan one collective over `gpus` (rank order) of `size_bytes` (nccl-tests convention)."""
+def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: TopologyView, *,
+                    algo: str | None = None, proto: str | None = None, cache: dict | None = None) -> CollectivePlan:
+    """Plan one collective over `gpus` (rank order) of `size_bytes` (nccl-tests convention).
+
+    ``cache`` keeps the flow patterns and tuner contexts of ``topo`` between calls (a
+    :class:`~simulator.costs.model.CostModel` passes its own); None plans from scratch."""
+    if cache is None:
+        cache = {}
     op = normalize_op(op)
     if size_bytes < 0:
         raise InputError(f"expected a size >= 0 bytes, got {size_bytes}", field="size_bytes")
@@ -203,7 +211,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
     _check_pins(op, algo, proto, topo, lay)
     if n == 1:
         return CollectivePlan(op, algo or "none", proto or "simple", 0.0, (), size_bytes, 1)
-    ctx = _context(topo, n, n_nodes)
+    ctx = _context(topo, cache, n, n_nodes)
     algorithm, protocol = _choose(op, size_bytes, ctx, lay, algo, proto)
     wire = WIRE_FACTOR[protocol]
     # Calibration knobs (1.0 by default): the achievable fraction of the protocol's rate and of
@@ -216,41 +224,42 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
         cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes) * 1e9 * wire
         if algorithm == "ring":
             closed = op != "broadcast"
-            pat = cached_pattern(topo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
+            pat = cached_pattern(cache, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
             volume = _ring_volume(op, n, size_bytes)
         else:
-            pat = cached_pattern(topo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
+            pat = cached_pattern(cache, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
         phases = (scaled_flows(pat, volume * wire / proto_eff, cap),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
-        intra = cached_pattern(topo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
+        intra = cached_pattern(cache, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
         flows = scaled_flows(intra, size_bytes * scale, None)
         if algorithm == "nvls_tree":
-            inter = cached_pattern(topo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
+            inter = cached_pattern(cache, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             flows += scaled_flows(inter, size_bytes * wire, None)
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
-        phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo)
+        phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo, cache)
     else:  # direct All-to-All or p2p SendRecv
         n_ch = tuner.p2p_channels_used(ctx, _per_peer(op, size_bytes, lay))
         if algorithm == "direct":
-            pat = cached_pattern(topo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
+            pat = cached_pattern(cache, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
             latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
         else:
-            pat = cached_pattern(topo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
+            pat = cached_pattern(cache, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
             latency_us = _p2p_latency_us(ctx, protocol)
         if algorithm == "direct" or n_nodes > 1:
             wire /= ctx.constants.p2p_efficiency
-        phases = (_p2p_flows(topo, ctx, pat, size_bytes, wire, n_ch),)
+        phases = (_p2p_flows(topo, cache, ctx, pat, size_bytes, wire, n_ch),)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
 
 
-def net_hops_in_latency(op: str, gpus: Sequence[int], topo: Any, algorithm: str, protocol: str) -> float:
+def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,
+                        cache: dict | None = None) -> float:
     """How many inter-node hops the latency term of (algorithm, protocol) counts: the derivative
     of the plan's latency by ``net_hop_extra_us`` (0 inside a node). Used to fit and apply the
     deployed per-hop cost (costs/deployed.py) without re-planning."""
@@ -260,7 +269,7 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: Any, algorithm: str,
     n, n_nodes = len(lay.gpus), len(lay.by_node)
     if n == 1 or n_nodes == 1 or algorithm == "hierarchical":
         return 0.0
-    ctx = _context(topo, n, n_nodes)
+    ctx = _context(topo, {} if cache is None else cache, n, n_nodes)
     bumped = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=ctx.constants.net_hop_extra_us + 1.0))
 
     def lat(c: nccl_graph.TunerContext) -> float:
@@ -278,13 +287,13 @@ def _per_peer(op: str, size: float, lay: Layout) -> float:
     return size / len(lay.gpus) if op == "alltoall" else size
 
 
-def _route_class(topo: Any, links: Sequence[int]) -> str:
+def _route_class(topo: TopologyView, links: Sequence[int]) -> str:
     kinds = {topo.kind[link] for link in links}
     return "net" if "nic" in kinds else ("nvlink" if kinds == {"nvlink"} else "other")
 
 
-def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: float, inflation: float,
-               n_ch: int) -> tuple[Flow, ...]:
+def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pattern: Pattern, size: float,
+               inflation: float, n_ch: int) -> tuple[Flow, ...]:
     """Point-to-point flows of `size` × `inflation` wire bytes (the protocol's wire factor, over
     ``p2p_efficiency`` for All-to-All and for SendRecv across nodes), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
     its route class. The bound is on payload, so it is inflated like the bytes."""
@@ -293,7 +302,6 @@ def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: floa
     flows = []
     # Route classes per pattern entry, found once per pattern (an 8,192-rank All-to-All
     # pattern has ~70k entries and is planned at every size); channel rates once per class.
-    cache = topology_cache(topo)
     hit = cache.get(("route_classes", id(pattern)))
     if hit is None or hit[0] is not pattern:
         hit = cache[("route_classes", id(pattern))] = (pattern, [_route_class(topo, links) for links, _, _ in pattern])
@@ -307,15 +315,16 @@ def _p2p_flows(topo: Any, ctx: nccl_graph.TunerContext, pattern: Any, size: floa
     return tuple(flows)
 
 
-def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
+def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyView,
+                  cache: dict) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
     intra_lay = [Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
     columns = [tuple(m[j] for m in lay.by_node if j < len(m)) for j in range(ppn)]
     inter_lay = [Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
-    ctx_in = _context(topo, ppn, 1)
-    ctx_out = _context(topo, n_nodes, n_nodes)
+    ctx_in = _context(topo, cache, ppn, 1)
+    ctx_out = _context(topo, cache, n_nodes, n_nodes)
 
     def ring_phase(lays: list[Layout], ctx: nccl_graph.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
         k = len(lays[0].gpus)
@@ -326,7 +335,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: Any) -> tup
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
         flows: tuple[Flow, ...] = ()
         for sub in lays:
-            pat = cached_pattern(topo, ("ring", True, n_ch, sub.gpus), lambda sub=sub: ring_pattern(topo, sub, n_ch))
+            pat = cached_pattern(cache, ("ring", True, n_ch, sub.gpus), lambda sub=sub: ring_pattern(topo, sub, n_ch))
             flows += scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 
@@ -359,14 +368,6 @@ def phase_time_s(flows: Sequence[Flow], capacity_Bps: np.ndarray) -> float:
     load = np.bincount(links, weights=np.repeat(nbytes, lengths), minlength=capacity_Bps.size)
     caps = np.fromiter((f.rate_cap_Bps or np.inf for f in flows), dtype=np.float64, count=len(flows))
     return max(float(np.max(nbytes / caps)), float(np.max(load / capacity_Bps)))
-
-
-def time_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, *,
-                    algo: str | None = None, proto: str | None = None) -> float:
-    """Seconds one collective takes alone on an empty network (closed form, no event loop)."""
-    plan = plan_collective(op, gpus, size_bytes, topo, algo=algo, proto=proto)
-    cap = effective_capacity_Bps(topo)
-    return plan.latency_s + sum(phase_time_s(p, cap) for p in plan.phases)
 
 
 # nccl-tests' busbw / algbw per tool (NCCL-COST-MODEL.md §6; nccl-tests src/*.cu GetBw), n ranks.

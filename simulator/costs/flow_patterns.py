@@ -10,15 +10,15 @@ the message size (:func:`flows`). The algorithms and their volumes are described
 
 from __future__ import annotations
 
-import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
 
 MAX_FLOWS_PER_PATTERN = 20000  # beyond this, All-to-All flows are aggregated per link
@@ -47,7 +47,7 @@ class Layout:
         return max(len(m) for m in self.by_node)
 
 
-def layout(topo: Any, gpus: Sequence[int]) -> Layout:
+def layout(topo: TopologyView, gpus: Sequence[int]) -> Layout:
     members = tuple(int(g) for g in gpus)
     if not members:
         raise InputError("a collective needs at least one GPU", field="gpus")
@@ -59,18 +59,6 @@ def layout(topo: Any, gpus: Sequence[int]) -> Layout:
             raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
         by.setdefault(topo.node_of(g), []).append(g)
     return Layout(members, tuple(by), tuple(tuple(v) for v in by.values()))
-
-
-# ------------------------------------------------------------------------------ caches
-
-_CTX_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-
-
-def topology_cache(topo: Any) -> dict:
-    try:
-        return _CTX_CACHE.setdefault(topo, {})
-    except TypeError:  # not weak-referenceable: no caching
-        return {}
 
 
 # ------------------------------------------------------------------------------ patterns
@@ -85,12 +73,12 @@ def _merge(entries: dict[tuple[int, ...], list[float]]) -> Pattern:
     return [(links, w, m) for links, (w, m) in entries.items() if links]
 
 
-def group_rails(topo: Any, members: Sequence[int]) -> list[int]:
-    rails = sorted({topo.nic_of(g) for g in members}) if getattr(topo, "rails", 1) else [0]
+def group_rails(topo: TopologyView, members: Sequence[int]) -> list[int]:
+    rails = sorted({topo.nic_of(g) for g in members}) if topo.rails else [0]
     return rails or [0]
 
 
-def _rotate_to_rail(topo: Any, members: tuple[int, ...], rail: int) -> tuple[int, ...]:
+def _rotate_to_rail(topo: TopologyView, members: tuple[int, ...], rail: int) -> tuple[int, ...]:
     for i, g in enumerate(members):
         if topo.nic_of(g) == rail:
             return members[i:] + members[:i]
@@ -211,7 +199,7 @@ def _mesh_chain(paths: dict[int, list[tuple[int, ...]]], entry: int, c: int) -> 
     return options[(c // len(paths)) % len(options)]
 
 
-def _ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
+def _ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
     """Per channel: the ring order and the rail its inter-node hops use.
 
     On a switched node (NVSwitch, PCIe) channel c enters and leaves every node through rail c.
@@ -242,7 +230,7 @@ def _ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...
     return out
 
 
-def _mesh_ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
+def _mesh_ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
     """Rings over full-mesh nodes (see :func:`_ring_orders`); the rail is None: each inter-node
     hop leaves through the NIC of the GPU that sends it."""
     node_paths = [_mesh_node_paths(m) for m in lay.by_node]
@@ -258,7 +246,7 @@ def _mesh_ring_orders(topo: Any, lay: Layout, n_ch: int) -> list[tuple[tuple[int
     return out
 
 
-def ring_pattern(topo: Any, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
+def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     rings = _ring_orders(topo, lay, n_ch)
     per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
@@ -284,7 +272,7 @@ def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
     return [(pos[i], pos[(i - 1) // 2]) for i in range(1, k)]
 
 
-def tree_pattern(topo: Any, lay: Layout, n_ch: int) -> Pattern:
+def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     rails = group_rails(topo, lay.by_node[0])
 
@@ -311,7 +299,7 @@ def tree_pattern(topo: Any, lay: Layout, n_ch: int) -> Pattern:
     return _merge(acc)
 
 
-def nvls_intra(topo: Any, lay: Layout, op: str) -> Pattern:
+def nvls_intra(topo: TopologyView, lay: Layout, op: str) -> Pattern:
     """Per-GPU up/down link loads of the in-switch reduction, as multiples of S."""
     out: Pattern = []
     for members in lay.by_node:
@@ -323,7 +311,7 @@ def nvls_intra(topo: Any, lay: Layout, op: str) -> Pattern:
     return out
 
 
-def nvls_tree_inter(topo: Any, lay: Layout) -> Pattern:
+def nvls_tree_inter(topo: TopologyView, lay: Layout) -> Pattern:
     """Each local index's 1/ppn shard reduced and broadcast across nodes on two binary trees."""
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     ppn = lay.ppn
@@ -382,7 +370,7 @@ def _direct_sends_uniform(lay: Layout, n: int) -> tuple[np.ndarray, np.ndarray, 
     return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
 
 
-def direct_pattern(topo: Any, lay: Layout) -> Pattern:
+def direct_pattern(topo: TopologyView, lay: Layout) -> Pattern:
     """All-to-All as flows: sends with identical routes merged; very large patterns are
     aggregated into one flow per link (the same link loads). Routes are looked up in chunks of
     :data:`ROUTE_CHUNK` sends, so memory stays bounded for thousands of ranks."""
@@ -402,7 +390,7 @@ def direct_pattern(topo: Any, lay: Layout) -> Pattern:
     return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
 
 
-def _direct_pattern_chunked(topo: Any, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Pattern:
+def _direct_pattern_chunked(topo: TopologyView, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Pattern:
     """:func:`direct_pattern` for more than ROUTE_CHUNK sends: the distinct routes of each chunk
     are merged with those of the chunks before (weights summed per chunk, then across chunks)
     while there are at most MAX_FLOWS_PER_PATTERN of them; the link loads are summed chunk by
@@ -444,7 +432,7 @@ def _direct_pattern_chunked(topo: Any, src: np.ndarray, dst: np.ndarray, weight:
     return [((int(l),), float(w_link[l]), int(m_link[l])) for l in np.flatnonzero(m_link)]
 
 
-def p2p_pattern(topo: Any, lay: Layout) -> Pattern:
+def p2p_pattern(topo: TopologyView, lay: Layout) -> Pattern:
     n = len(lay.gpus)
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     for i, src in enumerate(lay.gpus):
@@ -455,8 +443,8 @@ def p2p_pattern(topo: Any, lay: Layout) -> Pattern:
     return _merge(acc)
 
 
-def cached_pattern(topo: Any, key: tuple, build) -> Pattern:
-    cache = topology_cache(topo)
+def cached_pattern(cache: dict, key: tuple, build: Callable[[], Pattern]) -> Pattern:
+    """``cache[key]``, built on first use (``cache``: the cost model's, one per topology)."""
     if key not in cache:
         cache[key] = build()
     return cache[key]

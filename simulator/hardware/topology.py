@@ -29,7 +29,7 @@ between nodes, or between rails, traverses the spine layer."
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal
+from typing import Literal, Sequence
 
 from numpy.typing import ArrayLike
 
@@ -263,7 +263,7 @@ class Topology:
         # Python's left-to-right sum, as route_matrix accumulates column by column.
         return Route(links, float(sum(map(tab.latency.__getitem__, links))), cls)
 
-    def nvls_routes(self, gpus: tuple[int, ...] | list[int]) -> NvlsRoutes:
+    def nvls_routes(self, gpus: Sequence[int]) -> NvlsRoutes:
         """Up and down links of an NVLS reduction among ``gpus`` (all on one NVLS-capable node)."""
         su = self.profile.node.scale_up
         if not su.nvls:

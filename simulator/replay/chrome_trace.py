@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from simulator.costs.topology_view import TopologyView
 from simulator.files import write_atomically
 from simulator.replay.trace import Trace
 
 
 def chrome_trace_events(trace: Trace, ranks: Iterable[int] | None = None, *, grid: Any | None = None,
-                        topology: Any | None = None) -> list[dict[str, Any]]:
+                        topology: TopologyView | None = None) -> list[dict[str, Any]]:
     ranks = list(trace.ranks if ranks is None else ranks)
     events: list[dict[str, Any]] = []
     for rank in ranks:
@@ -52,7 +53,7 @@ def chrome_trace_events(trace: Trace, ranks: Iterable[int] | None = None, *, gri
 
 def chrome_trace_json(trace: Trace, ranks: Iterable[int] | None = None,
                       inputs: dict[str, Any] | None = None, *, grid: Any | None = None,
-                      topology: Any | None = None) -> str:
+                      topology: TopologyView | None = None) -> str:
     """The trace document as JSON text; ``inputs`` (what the run was computed from) goes in
     ``otherData``, which Perfetto shows as the trace's metadata."""
     other: dict[str, Any] = {"ranks": trace.stats.ranks, "ranks_simulated": trace.stats.ranks_simulated}
@@ -65,7 +66,7 @@ def chrome_trace_json(trace: Trace, ranks: Iterable[int] | None = None,
 
 def write_chrome_trace(trace: Trace, path: str | Path, ranks: Iterable[int] | None = None,
                        inputs: dict[str, Any] | None = None, *, grid: Any | None = None,
-                       topology: Any | None = None) -> Path:
+                       topology: TopologyView | None = None) -> Path:
     """Write the trace to ``path`` atomically; gzip-compressed when the name ends in ``.gz``
     (Perfetto opens both)."""
     return write_atomically(path, chrome_trace_json(trace, ranks, inputs, grid=grid, topology=topology))

@@ -14,10 +14,11 @@ Semantics (docs/architecture.md, "Replay engine"):
   the NICs, CP rings, TP on NVLink) therefore share links max-min fairly.
 * A :class:`P2POp` finishes when all its sends and receives have. A send meets the receive with
   the same key on the peer (``grid.peer(rank, axis, offset)``); then one flow crosses
-  ``topology.route(src, dst)`` after NCCL's send/recv latency (the planner's ``sendrecv`` plan).
-* The network runs on ``effective_capacity_Bps(topology)`` (raw capacity x the profile's
-  achievable fraction), the capacities the collective planner's flows assume.
-* Compute ops take :func:`compute_time`, slowed by ``overlap_slowdown`` when they start while the
+  ``topology.route(src, dst)`` after NCCL's send/recv latency (``CostModel.p2p``).
+* Every cost comes from one :class:`~simulator.costs.model.CostModel`: collective plans,
+  send/recv prices, kernel times, and the link capacities the network runs on (raw capacity x
+  the profile's achievable fraction, the capacities the plans' flows assume).
+* Compute ops take :meth:`CostModel.compute_times`, slowed by ``overlap_slowdown`` when they start while the
   rank has communication (a collective or a P2P flow) in flight; a kernel that is already running
   when communication starts runs its remaining part slowed (never sped up when it ends). Kernels
   scheduled with ``sm_fraction < 1`` (TransformerEngine userbuffers overlap) already pay for the
@@ -39,7 +40,11 @@ from typing import Any, Callable, Sequence
 
 import simpy
 
+from simulator.costs.collectives import CollectivePlan
+from simulator.costs.model import CostModel
+from simulator.costs.topology_view import TopologyView
 from simulator.errors import HangError
+from simulator.hardware.routes import Route
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners
 from simulator.replay.hang import hang_report
 from simulator.replay.rank_state import ComputeRun, RankState, Rendezvous, RoleTable
@@ -49,61 +54,58 @@ from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp
 
 
+_schedule = simpy.Environment.schedule
+
+
 class _CountingEnv(simpy.Environment):
-    """A SimPy environment that reports how many events it scheduled (for the sim stats).
+    """A SimPy environment that counts the events it schedules (for the sim stats): every event
+    (a timeout, a succeeded event, a process start) passes through ``schedule`` once. The
+    count is its own (SimPy's event ids are private); calling the base method directly rather
+    than through ``super()`` keeps the cost per event to well under a microsecond."""
 
-    SimPy numbers every scheduled event with ``itertools.count`` (``_eid``, used to keep the
-    queue FIFO); reading that counter costs nothing per event, unlike overriding ``schedule``.
-    """
+    def __init__(self) -> None:
+        super().__init__()
+        self.n_events = 0
 
-    @property
-    def n_events(self) -> int:
-        eid = getattr(self, "_eid", None)
-        if eid is None:
-            return 0
-        return int(repr(eid)[len("count("):-1])
+    def schedule(self, event: simpy.events.Event, priority: Any = simpy.events.NORMAL, delay: Any = 0) -> None:
+        self.n_events += 1
+        _schedule(self, event, priority, delay)
 
 
 class Replayer:
     """One replay of one step. Use :func:`replay`."""
 
-    def __init__(self, schedule: Any, topology: Any, *, algo: str | None, proto: str | None,
-                 ranks: Sequence[int], n_ranks: int, mirrored: Sequence[str],
-                 planner: Callable[..., Any], network_factory: Callable[..., Any], capacity_Bps: Any,
-                 exclusive_fast_path: bool = True, compute_runs: bool = True) -> None:
+    def __init__(self, schedule: Any, costs: CostModel, ranks: Sequence[int], *,
+                 network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
+                 compute_runs: bool = True) -> None:
         self.schedule = schedule
+        self.costs = costs
         self.compute_runs = compute_runs
         self.grid = schedule.grid
-        self.topology = topology
-        self.algo = algo
-        self.proto = proto
-        self.n_ranks = n_ranks
-        self.mirrored = tuple(mirrored)
-        self.planner = planner
+        self.topology = costs.topology
         self.env = _CountingEnv()
-        self.net = network_factory(self.env, capacity_Bps)
+        self.net = network_factory(self.env, costs.capacity_Bps)
         self._transfer_many = getattr(self.net, "transfer_many", None)
         self._transfer_phase = getattr(self.net, "transfer_phase", None)
-        gpu = topology.profile.gpu
-        self.slowdown = gpu.overlap_slowdown
+        self.slowdown = costs.gpu.overlap_slowdown
         tables: dict[Any, RoleTable] = {}
         self.ranks: dict[int, RankState] = {}
         for r in ranks:
             role = schedule.role_of(r)
             if role not in tables:
-                tables[role] = RoleTable(schedule.programs[role], gpu)
+                tables[role] = RoleTable(schedule.programs[role], costs)
             self.ranks[r] = RankState(r, role, tables[role])
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
-        self._plans: dict[tuple, Any] = {}
-        self._routes: dict[tuple[int, int], Any] = {}
-        self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, planner=planner, topology=topology,
-                                 proto=proto, route=self._route, comm_started=self._comm_started)
+        self._plans: dict[tuple, CollectivePlan] = {}
+        self._routes: dict[tuple[int, int], Route] = {}
+        self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
+                                 comm_started=self._comm_started)
         # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
-        self._ready_plans: dict[tuple, tuple[Any, tuple[str, str], float | None]] = {}
+        self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None]] = {}
         owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._route)
                   if exclusive_fast_path else None)
-        self._exclusive = ExclusiveLinks(owners, network_factory, capacity_Bps,
+        self._exclusive = ExclusiveLinks(owners, network_factory, costs.capacity_Bps,
                                          getattr(self.net, "phase_duration", None))
 
     # -- helpers -------------------------------------------------------------------------
@@ -117,18 +119,17 @@ class Replayer:
             self._groups[key] = hit
         return hit
 
-    def _plan(self, op: CommOp, members: tuple[int, ...]) -> Any:
+    def _plan(self, op: CommOp, members: tuple[int, ...]) -> CollectivePlan:
         return self._plan_of(op.op, members, op.size_bytes)
 
-    def _plan_of(self, kind: str, members: tuple[int, ...], size: int) -> Any:
+    def _plan_of(self, kind: str, members: tuple[int, ...], size: int) -> CollectivePlan:
         key = (kind, members, size)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self.planner(kind, list(members), size, self.topology, algo=self.algo, proto=self.proto)
-            self._plans[key] = plan
+            plan = self._plans[key] = self.costs.plan(kind, members, size)
         return plan
 
-    def _route(self, src: int, dst: int) -> Any:
+    def _route(self, src: int, dst: int) -> Route:
         route = self._routes.get((src, dst))
         if route is None:
             route = self._routes[(src, dst)] = self.topology.route(src, dst)
@@ -316,9 +317,9 @@ class Replayer:
             raise HangError(hang_report(stuck, self.ranks, self.rendezvous, self.sendrecv.p2p))
 
 
-def replay(schedule: Any, topology: Any, *, algo: str | None = None, proto: str | None = None,
+def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, proto: str | None = None,
            max_ranks: int | None = None, symmetric: bool | None = None,
-           op_budget: int = DEFAULT_OP_BUDGET, planner: Callable[..., Any] | None = None,
+           op_budget: int = DEFAULT_OP_BUDGET, cost_model: Callable[..., CostModel] = CostModel,
            network_factory: Callable[..., Any] | None = None, exclusive_fast_path: bool = True,
            compute_runs: bool = True) -> Trace:
     """Replay one training step of ``schedule`` on ``topology``; returns its :class:`Trace`.
@@ -328,24 +329,18 @@ def replay(schedule: Any, topology: Any, *, algo: str | None = None, proto: str 
     by its (cached) time alone instead of flow by flow; ``compute_runs`` replays consecutive
     kernels of the compute stream that nothing else waits on as one timed block; turning
     either off must not change results.
-    ``planner`` and ``network_factory`` default to ``costs.collectives.plan_collective``
-    and ``replay.links.FlowNetwork`` (injectable for tests).
+    ``cost_model(topology, algo, proto)`` builds the costs (default :class:`CostModel`) and
+    ``network_factory(env, capacity_Bps)`` the network (default ``replay.links.FlowNetwork``,
+    built on the cost model's capacities); both are injectable for tests.
     """
-    capacity = topology.capacity_Bps
-    if planner is None:
-        # The collective model's flows assume link capacities x the profile's achievable
-        # fraction (costs.collectives.effective_capacity_Bps); the network must use the same.
-        from simulator.costs.collectives import effective_capacity_Bps, plan_collective as planner
+    costs = cost_model(topology, algo, proto)
+    from simulator.replay.links import FlowNetwork
 
-        capacity = effective_capacity_Bps(topology)
-    if network_factory is None:
-        from simulator.replay.links import FlowNetwork as network_factory
     grid = schedule.grid
     n_ranks = int(getattr(grid, "n_ranks", 0) or topology.n_gpus)
     t0 = time.perf_counter()
     ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric)
-    rp = Replayer(schedule, topology, algo=algo, proto=proto, ranks=ranks, n_ranks=n_ranks, mirrored=mirrored,
-                  planner=planner, network_factory=network_factory, capacity_Bps=capacity,
+    rp = Replayer(schedule, costs, ranks, network_factory=network_factory or FlowNetwork,
                   exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs)
     rp.run()
     timelines = {

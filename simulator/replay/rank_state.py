@@ -10,14 +10,14 @@ from typing import Any, Sequence
 import numpy as np
 import simpy
 
-from simulator.costs.compute import compute_times
+from simulator.costs.model import CostModel
 from simulator.schedule.ir import CommOp, Op, P2POp
 
 
 class RoleTable:
     """What every rank of one role shares: its program, per-stream op lists, compute times."""
 
-    def __init__(self, program: Sequence[Op], gpu: Any) -> None:
+    def __init__(self, program: Sequence[Op], costs: CostModel) -> None:
         self.program = program
         self.streams: dict[str, list[int]] = {}
         # Distinct collective signatures (stream, axes, op, size) and P2P directions (axis,
@@ -35,10 +35,10 @@ class RoleTable:
         # A kernel scheduled with sm_fraction < 1 already gave up the SMs of the communication
         # kernel it runs beside (TransformerEngine userbuffers); the generic slowdown for NCCL
         # kernels competing for SMs is not applied to it a second time.
-        slow = 1.0 + gpu.overlap_slowdown
+        slow = 1.0 + costs.gpu.overlap_slowdown
         self.dt: list[tuple[float, float] | None] = [
             None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow)
-            for op, t in zip(program, compute_times(program, gpu))]
+            for op, t in zip(program, costs.compute_times(program))]
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for (a run ends there, so that op's end can wake it), and
         # each op's dependencies on other streams (a run goes on only while they are done).

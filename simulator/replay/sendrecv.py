@@ -3,9 +3,9 @@ that then runs.
 
 A :class:`P2POp` finishes when all its sends and receives have. A send from ``r`` to
 ``grid.peer(r, axis, offset)`` meets the receive with the same key posted by that peer; once both
-sides are posted, one flow crosses ``topology.route(src, dst)`` after NCCL's send/recv latency
-(the planner's ``sendrecv`` plan of the pair: its wire bytes, NCCL's per-channel bound and its
-latency). In symmetric mode a peer that is not simulated is a mirror
+sides are posted, one flow crosses ``topology.route(src, dst)`` after NCCL's send/recv latency,
+priced by the cost model (:meth:`simulator.costs.model.CostModel.p2p`: the latency, wire bytes
+and rate bound of the send). In symmetric mode a peer that is not simulated is a mirror
 image of a simulated rank and posts its side at once.
 """
 
@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterable
 
 import simpy
 
+from simulator.costs.model import CostModel
+from simulator.hardware.routes import Route
 from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import P2POp
 
@@ -40,20 +42,17 @@ class SendRecv:
     """
 
     def __init__(self, env: simpy.Environment, net: Any, ranks: dict[int, RankState], grid: Any, *,
-                 planner: Callable[..., Any], topology: Any, proto: str | None,
-                 route: Callable[[int, int], Any], comm_started: Callable[[RankState, int], None]) -> None:
+                 costs: CostModel, route: Callable[[int, int], Route],
+                 comm_started: Callable[[RankState, int], None]) -> None:
         self.env = env
         self.net = net
         self.ranks = ranks
         self.grid = grid
-        self.planner = planner
-        self.topology = topology
-        self.proto = proto
+        self.costs = costs
         self._route = route
         self._comm_started = comm_started
         self.p2p: dict[tuple[int, int, str], P2PSide] = {}
         self._peers: dict[tuple[int, str, int], int] = {}
-        self._p2p_plans: dict[tuple[int, int, int], tuple[float, float, float | None]] = {}
 
     def _peer(self, rank: int, axis: str, offset: int) -> int:
         key = (rank, axis, offset)
@@ -121,28 +120,14 @@ class SendRecv:
         side.matched_at = self.env.now
         route = self._route(src, dst)
         self._inflight((src, dst), +1)
-        latency, wire, cap = self._p2p_plan(src, dst, side.nbytes)
-        if side.transport != "nccl":  # userbuffers: a copy of the bytes, no NCCL channels or protocol
-            wire, cap = float(side.nbytes), None
+        cost = self.costs.p2p(src, dst, side.nbytes, side.transport)
+        latency, wire, cap = cost.latency_s, cost.wire_bytes, cost.rate_cap_Bps
         if latency > 0:
             self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route, wire, cap))
         else:
             self._flow_bytes(src, dst, side, route, wire, cap)
 
-    def _p2p_plan(self, src: int, dst: int, nbytes: int) -> tuple[float, float, float | None]:
-        """NCCL's latency, wire bytes and rate bound of one send of `nbytes` from `src` to `dst`
-        (protocol and channels picked by size), from the collective planner's plan of the pair."""
-        key = (src, dst, nbytes)
-        got = self._p2p_plans.get(key)
-        if got is None:
-            plan = self.planner("sendrecv", [src, dst], nbytes, self.topology, algo=None, proto=self.proto)
-            flows = [f for phase in plan.phases for f in phase]
-            flow = flows[0] if flows else None
-            got = self._p2p_plans[key] = (float(plan.latency_s), flow.nbytes if flow else float(nbytes),
-                                          flow.rate_cap_Bps if flow else None)
-        return got
-
-    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Any, wire: float, cap: float | None) -> None:
+    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Route, wire: float, cap: float | None) -> None:
         if side.nbytes > 0 and route.links:
             done = self.net.transfer(route.links, wire, cap)
             done.callbacks.append(lambda _ev: self._flow_done(src, dst, side))

@@ -13,15 +13,12 @@ from below; it is zero by default (a collective inside a training step overlaps 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-import weakref
+from typing import Sequence
 
 import simpy
 
-from simulator.costs.collectives import (
-    CollectivePlan, busbw_factor, effective_capacity_Bps, phase_time_s, plan_collective,
-)
+from simulator.costs.collectives import CollectivePlan, busbw_factor
+from simulator.costs.model import CostModel
 from simulator.replay.links import FlowNetwork
 
 # Above this many flows a lone plan is timed in closed form (per phase, its busiest link or
@@ -44,18 +41,6 @@ class CollectiveResult:
     flows: int = 0
 
 
-_CAPACITY: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-
-
-def _capacity(topo: Any):
-    try:
-        if topo not in _CAPACITY:
-            _CAPACITY[topo] = effective_capacity_Bps(topo)
-        return _CAPACITY[topo]
-    except TypeError:
-        return effective_capacity_Bps(topo)
-
-
 def run_plan(plan: CollectivePlan, net: FlowNetwork, env: simpy.Environment):
     """SimPy process: the plan's latency, then each phase's flows; returns when the last byte lands."""
     if plan.latency_s > 0:
@@ -64,10 +49,10 @@ def run_plan(plan: CollectivePlan, net: FlowNetwork, env: simpy.Environment):
         yield net.transfer_many(phase)
 
 
-def simulate_plans(plans: Sequence[CollectivePlan], topo: Any) -> list[float]:
+def simulate_plans(plans: Sequence[CollectivePlan], costs: CostModel) -> list[float]:
     """Run plans concurrently on one empty network; each one's completion time (seconds)."""
     env = simpy.Environment()
-    net = FlowNetwork(env, _capacity(topo))
+    net = FlowNetwork(env, costs.capacity_Bps)
     done: list[float] = [0.0] * len(plans)
 
     def proc(i: int, plan: CollectivePlan):
@@ -80,22 +65,19 @@ def simulate_plans(plans: Sequence[CollectivePlan], topo: Any) -> list[float]:
     return done
 
 
-def time_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Any, algo: str | None = None,
-                    proto: str | None = None, *, launch_floor_s: float = 0.0,
+def time_collective(op: str, gpus: Sequence[int], size_bytes: int, costs: CostModel, *, algo: str | None = None,
+                    proto: str | None = None, launch_floor_s: float = 0.0,
                     event_driven: bool | None = None) -> CollectiveResult:
-    """Plan and run one collective; times in seconds, bandwidths in bytes/s.
+    """Plan and run one collective on ``costs``' cluster; times in seconds, bandwidths in bytes/s.
 
-    ``event_driven``: True runs the SimPy FlowNetwork, False the closed form; None (default)
-    picks the FlowNetwork up to :data:`EVENT_DRIVEN_MAX_FLOWS` flows.
+    ``algo``/``proto`` override the model's pins for this collective. ``event_driven``: True
+    runs the SimPy FlowNetwork, False the closed form (:meth:`CostModel.time_alone_s`); None
+    (default) picks the FlowNetwork up to :data:`EVENT_DRIVEN_MAX_FLOWS` flows.
     """
-    plan = plan_collective(op, gpus, size_bytes, topo, algo=algo, proto=proto)
+    plan = costs.plan(op, gpus, size_bytes, algo=algo, proto=proto)
     if event_driven is None:
         event_driven = plan.n_flows <= EVENT_DRIVEN_MAX_FLOWS
-    if event_driven:
-        device = simulate_plans([plan], topo)[0]
-    else:
-        cap = _capacity(topo)
-        device = plan.latency_s + sum(phase_time_s(p, cap) for p in plan.phases)
+    device = simulate_plans([plan], costs)[0] if event_driven else costs.time_alone_s(plan)
     t = max(device, launch_floor_s)
     algbw = size_bytes / t if t > 0 else 0.0
     return CollectiveResult(t, plan.algorithm, plan.protocol, algbw, algbw * busbw_factor(plan.op, plan.n_ranks),

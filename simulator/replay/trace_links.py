@@ -7,8 +7,9 @@ of each send and the members of each collective, and per-link utilisation counte
   to the receive its peer posted with the same key (:class:`simulator.schedule.ir.Transfer`;
   the peer is ``grid.peer(rank, axis, offset)``).
 * **Link utilisation.** Each collective instance is planned again with the algorithm and
-  protocol it ran with (:func:`simulator.costs.collectives.plan_collective`), each send with the
-  ``sendrecv`` plan of its pair; the bytes every flow puts on a link are spread evenly over the
+  protocol it ran with (:meth:`simulator.costs.model.CostModel.plan`), each send by its wire
+  bytes on its route (:meth:`~simulator.costs.model.CostModel.p2p`, the price the replay used,
+  userbuffers copies included); the bytes every flow puts on a link are spread evenly over the
   op's span, and the per-link sum over concurrent ops, divided by the link's capacity, is a
   step function: one counter track per link (the busiest ``max_links``), so the bottleneck link
   of a phase stands out. This is the op-average rate, not the instantaneous max-min share the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from simulator.costs.topology_view import TopologyView
 from simulator.replay.trace import Trace
 from simulator.schedule.ir import CommOp, P2POp
 
@@ -102,22 +104,25 @@ def _tid(trace: Trace, rank: int, stream: str) -> int:
     return tids[stream]
 
 
-def link_loads(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[int]) -> dict[int, list[tuple[float, float, float]]]:
-    """Per link id: (start s, end s, bytes/s) of every op's share of that link."""
-    from simulator.costs.collectives import plan_collective
+def link_loads(trace: Trace, topology: TopologyView, grid: Any | None,
+               ranks: Iterable[int]) -> dict[int, list[tuple[float, float, float]]]:
+    """Per link id: (start s, end s, bytes/s) of every op's share of that link: a collective's
+    plan as it ran (its recorded algorithm and protocol), a send's wire bytes on its route."""
+    from simulator.costs.model import CostModel
     from simulator.errors import InputError
+
+    costs = CostModel(topology)
 
     loads: dict[int, list[tuple[float, float, float]]] = {}
     plans: dict[tuple, Any] = {}
 
-    def add(plan: Any, lo: float, hi: float) -> None:
+    def add(flows: Iterable[tuple[Iterable[int], float]], lo: float, hi: float) -> None:
         if hi <= lo:
             return
         per_link: dict[int, float] = {}
-        for phase in plan.phases:
-            for f in phase:
-                for link in f.links:
-                    per_link[link] = per_link.get(link, 0.0) + f.nbytes
+        for links, nbytes in flows:
+            for link in links:
+                per_link[link] = per_link.get(link, 0.0) + nbytes
         for link, nbytes in per_link.items():
             loads.setdefault(link, []).append((lo, hi, nbytes / (hi - lo)))
 
@@ -125,7 +130,7 @@ def link_loads(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[in
         if key not in plans:
             op, members, size, algo, proto = key
             try:
-                plans[key] = plan_collective(op, list(members), size, topology, algo=algo or None, proto=proto or None)
+                plans[key] = costs.plan(op, members, size, algo=algo or None, proto=proto or None)
             except InputError:
                 plans[key] = None
         return plans[key]
@@ -143,18 +148,17 @@ def link_loads(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[in
                 algo, proto = tl.algorithm.get(i, ("", ""))
                 plan = plan_of(op.op, group, op.size_bytes, algo, proto)
                 if plan is not None:
-                    add(plan, lo, hi)
+                    add(((f.links, f.nbytes) for phase in plan.phases for f in phase), lo, hi)
             elif isinstance(op, P2POp) and grid is not None:
                 for t in op.sends:
                     dst = grid.peer(r, t.axis, t.offset)
-                    if dst != r and t.transport == "nccl":
-                        plan = plan_of("sendrecv", (r, dst), t.nbytes, "", "")
-                        if plan is not None:
-                            add(plan, lo, hi)
+                    if dst != r and t.nbytes > 0:
+                        # the send's own direction only, priced as the replay ran it (CostModel.p2p)
+                        add([(topology.route(r, dst).links, costs.p2p(r, dst, t.nbytes, t.transport).wire_bytes)], lo, hi)
     return loads
 
 
-def utilisation_counters(trace: Trace, topology: Any, grid: Any | None, ranks: Iterable[int],
+def utilisation_counters(trace: Trace, topology: TopologyView, grid: Any | None, ranks: Iterable[int],
                          max_links: int = 32) -> list[dict[str, Any]]:
     """Counter events (``ph: C``) of the busiest links' utilisation, in their own process."""
     loads = link_loads(trace, topology, grid, list(ranks))
@@ -181,8 +185,8 @@ def utilisation_counters(trace: Trace, topology: Any, grid: Any | None, ranks: I
     return out
 
 
-def _link_ends(topology: Any) -> dict[int, tuple[str, str]]:
+def _link_ends(topology: TopologyView) -> dict[int, tuple[str, str]]:
     try:
-        return {d["link"]: (u, v) for u, v, d in topology.graph.edges(data=True)}
+        return {d["link"]: (u, v) for u, v, d in topology.graph.edges(data=True)}  # type: ignore[attr-defined]
     except Exception:  # a topology without a graph: name links by id only
         return {}

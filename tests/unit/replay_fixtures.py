@@ -1,8 +1,8 @@
-"""Small hand-built schedules, a 2-node H100-like topology and stand-in planner/network for
+"""Small hand-built schedules, a 2-node H100-like topology and stand-in cost model/network for
 engine tests, so they do not depend on the collective model's numbers.
 
 The stand-in network gives every flow its bottleneck link's full capacity (no sharing) and the
-stand-in planner a ring: one phase in which each member sends (n-1)/n x size to its successor
+stand-in cost model (``FakeCosts``: raw link capacities, the real kernel times) plans a ring: one phase in which each member sends (n-1)/n x size to its successor
 (AllReduce twice that, SendRecv the whole size), after ``LAT`` seconds. The closed forms the tests assert follow from it.
 """
 
@@ -14,6 +14,8 @@ from typing import Any
 import simpy
 
 from simulator.config.hardware import GPU, HardwareProfile, GemmPoint
+from simulator.costs.compute import compute_times
+from simulator.costs.model import P2PCost
 from simulator.hardware.topology import build_topology
 from simulator.schedule.groups import Grid
 
@@ -60,6 +62,25 @@ def ring_plan(op: str, gpus: list[int], size_bytes: int, topo: Any, *, algo=None
     return FakePlan(algo or "ring", proto or "simple", LAT, (flows,))
 
 
+class FakeCosts:
+    """The cost model's interface (``simulator.costs.model.CostModel``) over :func:`ring_plan`:
+    raw link capacities, a send priced as its payload after ``LAT``, the real kernel times."""
+
+    def __init__(self, topology: Any, algo: str | None = None, proto: str | None = None) -> None:
+        self.topology, self.algo, self.proto = topology, algo, proto
+        self.capacity_Bps = topology.capacity_Bps
+        self.gpu = topology.profile.gpu
+
+    def plan(self, op: str, gpus, size_bytes: int, *, algo=None, proto=None) -> FakePlan:
+        return ring_plan(op, list(gpus), size_bytes, self.topology, algo=algo or self.algo, proto=proto or self.proto)
+
+    def p2p(self, src: int, dst: int, nbytes: int, transport: str = "nccl") -> P2PCost:
+        return P2PCost(LAT, float(nbytes), None)
+
+    def compute_times(self, program):
+        return compute_times(program, self.gpu)
+
+
 def ring_time(op: str, n: int, size_bytes: int, bw: float = NVLINK_Bps) -> float:
     """Closed form of ring_plan on an idle NVSwitch under FakeNetwork."""
     per = size_bytes * (n - 1) / n * (2 if op == "allreduce" else 1)
@@ -97,4 +118,4 @@ def topo(nodes: int = 1, gpus_per_node: int = 8, overlap_slowdown: float = 0.0):
     return build_topology(make_profile(gpus_per_node, overlap_slowdown), nodes)
 
 
-FAKES = dict(planner=ring_plan, network_factory=FakeNetwork)
+FAKES = dict(cost_model=FakeCosts, network_factory=FakeNetwork)

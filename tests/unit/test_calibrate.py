@@ -20,6 +20,7 @@ from simulator.cli import main
 from simulator.config.hardware import load_profile
 from simulator.errors import InputError
 from simulator.hardware.topology import build_topology
+from simulator.costs.model import CostModel
 from simulator.replay.single_collective import time_collective
 from simulator.units import MiB
 
@@ -149,8 +150,8 @@ def test_cli_writes_overlay_that_loads_and_changes_predictions(tmp_path, h100, c
     assert cal.node.scale_up.efficiency == pytest.approx(0.7, rel=0.02)
     assert cal.gpu == h100.gpu  # nothing else changed
     topo0, topo1 = build_topology(h100, 1), build_topology(cal, 1)
-    t0 = time_collective("allgather", range(8), 1 << 30, topo0, "ring").time_s
-    t1 = time_collective("allgather", range(8), 1 << 30, topo1, "ring").time_s
+    t0 = time_collective("allgather", range(8), 1 << 30, CostModel(topo0, "ring")).time_s
+    t1 = time_collective("allgather", range(8), 1 << 30, CostModel(topo1, "ring")).time_s
     assert t1 / t0 == pytest.approx(h100.node.scale_up.efficiency / 0.7, rel=0.03)
 
 
@@ -285,7 +286,9 @@ def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100,
 def test_p2p_efficiency_scales_alltoall_and_sendrecv_across_nodes(h100):
     """All-to-All (peers sharing channels) and SendRecv over the network take the knob; a single
     SendRecv inside a node runs at its channels' and the links' own rates."""
-    from simulator.costs.collectives import time_collective as closed_form
+    def closed_form(op, gpus, size, topo):
+        costs = CostModel(topo)
+        return costs.time_alone_s(costs.plan(op, gpus, size))
 
     eff = 0.75
     cal = apply_overlay(h100, {"nccl": {"p2p_efficiency": eff}})

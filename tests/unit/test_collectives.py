@@ -8,11 +8,21 @@ import pytest
 from simulator.config.hardware import HardwareProfile
 from simulator.costs import nccl_graph, nccl_tuner
 from simulator.costs.collectives import (
-    effective_capacity_Bps, phase_time_s, plan_collective, time_collective as closed_form_time,
+    effective_capacity_Bps, phase_time_s, plan_collective,
 )
 from simulator.errors import InputError
 from simulator.hardware.topology import build_topology
-from simulator.replay.single_collective import simulate_plans, time_collective
+from simulator.costs.model import CostModel
+from simulator.replay.single_collective import simulate_plans, time_collective as _time_collective
+
+
+def time_collective(op, gpus, size, topo, algo=None, proto=None, **kw):
+    return _time_collective(op, gpus, size, CostModel(topo, algo, proto), **kw)
+
+
+def closed_form_time(op, gpus, size, topo, algo=None, proto=None):
+    costs = CostModel(topo, algo, proto)
+    return costs.time_alone_s(costs.plan(op, gpus, size))
 
 LINK_GBPS = 100.0
 NIC_GBPS = 400.0  # 50 GB/s
@@ -114,8 +124,8 @@ def test_two_collectives_sharing_a_nic_take_twice_as_long():
     size = 256 << 20
     a = plan_collective("allgather", [0, 2], size, topo, algo="ring", proto="simple")
     b = plan_collective("allgather", [1, 3], size, topo, algo="ring", proto="simple")
-    alone = simulate_plans([a], topo)[0] - a.latency_s
-    together = simulate_plans([a, b], topo)
+    alone = simulate_plans([a], CostModel(topo))[0] - a.latency_s
+    together = simulate_plans([a, b], CostModel(topo))
     assert alone == pytest.approx(0.5 * size / (0.9 * NIC_GBPS / 8 * 1e9), rel=1e-6)
     for t, plan in zip(together, (a, b)):
         assert t - plan.latency_s == pytest.approx(2 * alone, rel=0.02)
@@ -126,8 +136,8 @@ def test_collectives_on_different_rails_do_not_slow_each_other():
     size = 256 << 20
     a = plan_collective("allgather", [0, 2], size, topo, algo="ring", proto="simple")
     b = plan_collective("allgather", [1, 3], size, topo, algo="ring", proto="simple")
-    alone = simulate_plans([a], topo)[0]
-    assert simulate_plans([a, b], topo)[0] == pytest.approx(alone, rel=1e-6)
+    alone = simulate_plans([a], CostModel(topo))[0]
+    assert simulate_plans([a, b], CostModel(topo))[0] == pytest.approx(alone, rel=1e-6)
 
 
 def _with_nvlink(profile: HardwareProfile, link_GBps: float) -> HardwareProfile:
