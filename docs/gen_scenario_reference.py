@@ -38,7 +38,8 @@ NOTES = {
                   "--tp-comm-overlap runs them", "pp": "pipeline stages",
     "pp_schedule": "pipeline schedule", "vp": "virtual stages per rank (interleaved)",
     "cp": "context-parallel degree", "cp_comm": "ring (plain Ring Attention) | p2p (Megatron, load-balanced) | variants",
-    "ulysses": "DeepSpeed-Ulysses degree", "zero": "ZeRO stage", "order": "rank placement, innermost axis first",
+    "ulysses": "DeepSpeed-Ulysses degree; with cp > 1 (cp_comm ring or p2p) USP: Ulysses inside, the CP ring "
+               "across (list ulysses before cp in order)", "zero": "ZeRO stage", "order": "rank placement, innermost axis first",
     "dp": "data-parallel degree; derived, checked when given",
     "model": "model shape (a preset and/or explicit fields)", "training": "batch, precision, recompute, kernels",
     "parallel": "the parallel plan; every key optional",

@@ -16,6 +16,7 @@ from simulator.config.strict import FROM_LIST, STRICT_CONFIG
 
 Axis = Literal["tp", "cp", "ulysses", "dp", "pp"]
 AXES: tuple[Axis, ...] = ("tp", "cp", "ulysses", "dp", "pp")
+USP_CP_COMM = ("ring", "p2p")  # the CP flavours that compose with ulysses > 1 (a ring across Ulysses groups)
 DEFAULT_ORDER: tuple[Axis, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
 
 
@@ -109,9 +110,12 @@ class Parallel(BaseModel):
             raise ValueError(f"tp_overlap: {self.tp_overlap} needs tp > 1 and sequence_parallel: true "
                              f"(got tp={self.tp}, sequence_parallel={str(self.sequence_parallel).lower()}); "
                              "TransformerEngine's userbuffers overlap works on SP collectives")
-        if self.ulysses > 1 and self.cp > 1:
-            raise ValueError(f"ulysses={self.ulysses} and cp={self.cp} cannot be combined; "
-                             "use cp_comm: a2a+p2p for hierarchical context parallelism")
+        if self.ulysses > 1 and self.cp > 1 and self.cp_comm not in USP_CP_COMM:
+            # USP (arXiv:2405.07719): Ulysses head scatter inside, a KV ring across. The other CP
+            # flavours are themselves head-parallel (a2a, a2a+p2p) or gather the whole KV (all_gather).
+            raise ValueError(f"cp_comm: ulysses={self.ulysses} with cp={self.cp} is USP (Ulysses inside, a ring "
+                             f"across), which needs cp_comm ring or p2p, got {self.cp_comm}; for two levels of "
+                             "head parallelism use cp_comm: a2a+p2p without ulysses")
         return self
 
     @property

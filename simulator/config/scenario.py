@@ -192,6 +192,10 @@ def check_plan(scn: Scenario) -> None:
             _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by {how}")
     if p.ulysses > 1 and s % p.ulysses:
         _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by ulysses={p.ulysses}")
+    if p.ulysses > 1 and p.cp > 1 and s % (chunks * p.ulysses):
+        # USP: each of the ring's chunks is split again over the Ulysses group
+        _fail(scn, "model.seq_len", f"seq_len={s} is not divisible by {chunks} ring chunks x ulysses={p.ulysses} "
+                                    f"= {chunks * p.ulysses} (Ulysses inside a CP ring)")
     s_local = s // (p.cp * p.ulysses)
     if p.sp_enabled and (s_local * t.micro_batch) % p.tp:
         _fail(scn, "model.seq_len", f"micro_batch x seq_len/(cp x ulysses) = {t.micro_batch} x {s_local} "

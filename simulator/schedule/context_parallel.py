@@ -17,7 +17,7 @@ p2p (§5.2, ``AttnFuncWithCPAndKVP2P``): a KV ring over ``cp`` (ring.py), c step
 all_gather (§5.3, ``AttnFuncWithCPAndKVAllGather``): blocking AllGather of K, then of V
     (b·s·g·d·B each), then two attention steps, one per local Q chunk against its causal KV
     prefix. Backward: AllGather K and V again, attention backward, ReduceScatter dK and dV.
-a2a (§5.4, ``AttnFuncWithCPAndQKVOA2A``): Ulysses inside TE over ``cp`` (ulysses.py's head
+a2a (§5.4, ``AttnFuncWithCPAndQKVOA2A``): Ulysses inside TE over ``cp`` (head_parallel.py's head
     scatter with P = c, KV heads not replicated), attention over the full sequence.
 a2a+p2p (§5.5): a2a over a sub-group of c1 consecutive cp ranks (axis ``cp_a2a``), then the p2p
     ring over the c2 = c/c1 ranks that are c1 apart on ``cp`` (ring hop c1). c1 comes from
@@ -36,7 +36,7 @@ from simulator.schedule.attention import (
     FLASH_BWD_FACTOR, AttentionContext, attention_flops, causal_fraction_diagonal, local_backward, local_forward)
 from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
 from simulator.schedule.ring import RingBlock, RingSpec, ring_backward, ring_forward
-from simulator.schedule.ulysses import head_parallel_backward, head_parallel_forward
+from simulator.schedule.head_parallel import head_parallel_backward, head_parallel_forward
 
 AXES = ("cp",)
 A2A_SUBGROUP_AXES = ("cp_a2a",)

@@ -17,87 +17,27 @@ when P is a multiple of g. TE's a2a CP (``context_parallel.py``) does not replic
 divisibility (``replicate_kv=False``).
 
 The head-scatter / head-gather pair is also the first level of TE's ``a2a`` and ``a2a+p2p`` context
-parallelism, so it is written once here with the process group, degree and inner attention as
-parameters (``head_parallel_forward`` / ``head_parallel_backward``).
+parallelism, so it lives in ``head_parallel.py`` with the process group, degree and inner attention
+as parameters; this module applies it over the ``ulysses`` axis.
 
-Ulysses combined with cp > 1 composes as USP (arXiv:2405.07719): the a2a over ``ulysses`` first,
-then the plan's CP pattern over ``cp`` on the gathered s/cp tokens with a/P heads.
+Ulysses combined with cp > 1 composes as USP (Fang & Zhao 2024, arXiv:2405.07719): the a2a over
+``ulysses`` first, then the plan's CP ring over ``cp`` (``cp_comm`` ring: ``ring_attention.py``;
+p2p, the load-balanced ring: ``context_parallel.py``) on the gathered s/cp tokens with a/P query
+and g/P KV heads, so each ring step sends 1/P of the KV bytes a plain ring would. The config
+admits only those two CP flavours with ulysses (``config/parallelism.py``); placing ``ulysses``
+before ``cp`` in ``order`` keeps the All-to-Alls inside a node (scenarios/llama3-8b-usp-256k.yaml).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
 
-from simulator.errors import InputError
+from simulator.schedule import context_parallel, ring_attention
 from simulator.schedule.attention import AttentionContext, local_backward, local_forward
-from simulator.schedule.ir import CommOp, ProgramBuilder, Tag
+from simulator.schedule.head_parallel import InnerPass, head_parallel_backward, head_parallel_forward
+from simulator.schedule.ir import ProgramBuilder
 
 AXES = ("ulysses",)
-InnerPass = Callable[[ProgramBuilder, AttentionContext, int], int]
-
-
-def exchanged_kv_heads(kv_heads: int, degree: int, replicate_kv: bool, field: str) -> int:
-    """KV heads that go through the a2a: g if P divides g; P if KV heads are replicated (ALST)."""
-    if kv_heads % degree == 0:
-        return kv_heads
-    if replicate_kv and degree % kv_heads == 0:
-        return degree
-    knob = field.rsplit(".", 1)[-1]
-    raise InputError(f"{knob}={degree} does not divide kv_heads={kv_heads} per TP rank"
-                     + (" (nor is it a multiple of it)" if replicate_kv else ""), field=field)
-
-
-def head_sharded_context(ctx: AttentionContext, degree: int, replicate_kv: bool, field: str) -> AttentionContext:
-    """The attention problem after the head scatter: degree× the tokens, 1/degree of the heads."""
-    if ctx.heads % degree:
-        raise InputError(f"{field.rsplit('.', 1)[-1]}={degree} does not divide heads={ctx.heads} per TP rank",
-                         field=field)
-    g = exchanged_kv_heads(ctx.kv_heads, degree, replicate_kv, field)
-    return replace(ctx, seq_local=ctx.seq_local * degree, heads=ctx.heads // degree, kv_heads=g // degree)
-
-
-def _a2a(pb: ProgramBuilder, ctx: AttentionContext, axes: tuple[str, ...], name: str, size: int,
-         deps: tuple[int, ...], phase: str) -> int:
-    return pb.add(CommOp(name=name, op="alltoall", axes=axes, size_bytes=size, deps=deps, dtype=ctx.dtype,
-                         tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
-
-
-def _buffers(ctx: AttentionContext, degree: int, replicate_kv: bool, field: str) -> tuple[int, int]:
-    """(M_q, M_k): one rank's send buffers before the head scatter."""
-    g = exchanged_kv_heads(ctx.kv_heads, degree, replicate_kv, field)
-    m_q = ctx.micro_batch_size * ctx.seq_local * ctx.heads * ctx.head_dim * ctx.dtype_bytes
-    m_k = ctx.micro_batch_size * ctx.seq_local * g * ctx.head_dim * ctx.dtype_bytes
-    return m_q, m_k
-
-
-def head_parallel_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, *, axes: tuple[str, ...],
-                          degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass) -> int:
-    """a2a Q, K, V → ``inner`` attention on the head-sharded problem → a2a O."""
-    m_q, m_k = _buffers(ctx, degree, replicate_kv, field)
-    name = f"L{ctx.layer}.attn.{label}.fwd"
-    q = _a2a(pb, ctx, axes, f"{name}.a2a_q", m_q, (after,), "fwd")
-    k = _a2a(pb, ctx, axes, f"{name}.a2a_k", m_k, (after,), "fwd")
-    v = _a2a(pb, ctx, axes, f"{name}.a2a_v", m_k, (after,), "fwd")
-    attn = inner(pb, head_sharded_context(ctx, degree, replicate_kv, field), _last(q, k, v))
-    return _a2a(pb, ctx, axes, f"{name}.a2a_o", m_q, (attn,), "fwd")
-
-
-def head_parallel_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, *, axes: tuple[str, ...],
-                           degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass) -> int:
-    """a2a dO → ``inner`` attention backward → a2a dQ, dK, dV (three calls, not merged)."""
-    m_q, m_k = _buffers(ctx, degree, replicate_kv, field)
-    name = f"L{ctx.layer}.attn.{label}.bwd"
-    do = _a2a(pb, ctx, axes, f"{name}.a2a_do", m_q, (after,), "bwd")
-    attn = inner(pb, head_sharded_context(ctx, degree, replicate_kv, field), do)
-    _a2a(pb, ctx, axes, f"{name}.a2a_dq", m_q, (attn,), "bwd")
-    _a2a(pb, ctx, axes, f"{name}.a2a_dk", m_k, (attn,), "bwd")
-    return _a2a(pb, ctx, axes, f"{name}.a2a_dv", m_k, (attn,), "bwd")
-
-
-def _last(*ops: int) -> int:
-    """The three a2a share one stream (FIFO), so the last one finishing implies all have."""
-    return max(ops)
 
 
 def _inner(ctx: AttentionContext, backward: bool) -> InnerPass:
@@ -105,10 +45,8 @@ def _inner(ctx: AttentionContext, backward: bool) -> InnerPass:
     if ctx.cp <= 1:
         return local_backward if backward else local_forward
     if ctx.cp_comm == "ring":
-        from simulator.schedule import ring_attention as pattern  # same layer; imported lazily (cycle)
-    else:
-        from simulator.schedule import context_parallel as pattern  # type: ignore[no-redef]
-    return pattern.backward if backward else pattern.forward
+        return ring_attention.backward if backward else ring_attention.forward
+    return context_parallel.backward if backward else context_parallel.forward
 
 
 def _sharded(ctx: AttentionContext) -> AttentionContext:

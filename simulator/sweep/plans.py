@@ -250,7 +250,7 @@ def enumerate_plans(scn: Scenario, bounds: SweepBounds | None = None) -> list[Ca
     out: list[Candidate] = []
     for tp, pp, cp, uly in itertools.product(v["tp"], v["pp"], v["cp"], v["ulysses"]):
         if cp > 1 and uly > 1:
-            continue  # Parallel forbids it: hierarchical CP is cp_comm a2a+p2p
+            continue  # USP (ulysses inside a CP ring) is a plan one writes, not one the sweep searches
         mp = model_parallel_size(tp, cp, uly, pp)
         if n % mp:
             continue
