@@ -1,7 +1,9 @@
 """Unit helpers. Inside the package everything is SI: seconds, bytes, bytes/s, FLOP/s.
 
 YAML keys carry their unit in the name (`_GBps`, `_us`, `_TFLOPS`, `_GiB`); the config layer
-converts with these helpers at the boundary, so no other module sees a non-SI number.
+converts with these helpers at the boundary (the profile's SI properties), so other modules see
+SI numbers. The exception is NCCL's tuner (costs/nccl_graph.py, nccl_tuner.py), which works in
+decimal GB/s and microseconds as NCCL's own tables do.
 GB/s is decimal (1e9 bytes/s), as vendors and nccl-tests print it; GiB is binary.
 """
 

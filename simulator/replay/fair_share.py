@@ -119,7 +119,8 @@ def max_min_rates_small(
                 if lim < link_min[link]:
                     link_min[link] = lim
         bottleneck = {link for link, sh in share.items() if sh <= link_min[link] * (1 + 1e-12)}
-        still, used = [], {}
+        still: list[int] = []
+        used: dict[int, float] = {}
         for f in active:
             if rate_cap_Bps[f] <= flow_min[f] * (1 + 1e-12) or any(link in bottleneck for link in links_of[f]):
                 r = rate[f] = limit[f]

@@ -29,8 +29,8 @@ def hang_report(stuck: list[RankState], ranks: dict[int, RankState], rendezvous:
     at_fault: set[int] = set()
     # the rendezvous of one (stream, group, sequence number): more than one means a mismatch
     by_slot: dict[tuple, list[Rendezvous]] = {}
-    for key, rv in rendezvous.items():
-        by_slot.setdefault(key[:3], []).append(rv)
+    for rv_key, rv in rendezvous.items():
+        by_slot.setdefault(rv_key[:3], []).append(rv)
     for (stream, members, _seq), rvs in by_slot.items():
         if len(rvs) > 1:
             parts = [f"ranks {sorted(R.rank for R, _ in rv.arrived)} issued {_issue(rv)}" for rv in rvs]

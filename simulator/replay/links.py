@@ -77,7 +77,8 @@ class FlowNetwork:
         self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
-        self._heap: list[tuple[float, int, ActiveFlow]] = []  # (finish, fid, flow); stale entries skipped
+        # (finish, fid, flow or solo block); stale entries skipped
+        self._heap: list[tuple[float, int, ActiveFlow | SoloBlock]] = []
         self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
         # What changed since the last rate computation: links that flows left, flows that started.
         self._dirty: set[int] = set()

@@ -15,7 +15,7 @@ network computes, up to float rounding in the order of operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -75,8 +75,8 @@ class PhaseShape:
     component_of_link: np.ndarray  # aligned with links
     linkless: list[int]  # components over no link (capped flows): never meet anything
     duration: float = 0.0  # when the last component ends, alone
-    flow_links: np.ndarray | None = None  # every (flow, link) entry's link ...
-    flow_bytes: np.ndarray | None = None  # ... and that flow's bytes (link accounting)
+    flow_links: np.ndarray = field(init=False)  # every (flow, link) entry's link ...
+    flow_bytes: np.ndarray = field(init=False)  # ... and that flow's bytes (link accounting)
     total_bytes: float = 0.0
 
     def __post_init__(self) -> None:
@@ -95,8 +95,8 @@ def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], c
     """Water-fill the component alone, advance to the next finish, repeat (as FlowNetwork does)."""
     if len(flows) == 1:
         links, size, cap = specs[flows[0]]
-        rate = min(cap, min(capacity[link] for link in links)) if links else cap
-        return size / rate, [Segment(0.0, list(flows), [size], [rate])]
+        alone = min(cap, min(capacity[link] for link in links)) if links else cap
+        return size / alone, [Segment(0.0, list(flows), [size], [alone])]
     t = 0.0
     alive = list(flows)
     rem = [specs[i][1] for i in alive]

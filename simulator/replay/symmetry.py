@@ -64,7 +64,7 @@ def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str]) -> list[str
     for a in axes:
         if len(grid.group(0, (a,))) <= 1:
             continue
-        if vector:
+        if r is not None and role_axes is not None:  # the vector path
             peer = grid.peer(r, a, 1)
             same = all(np.array_equal(grid.coord(peer, b), grid.coord(r, b)) for b in role_axes)
         else:
