@@ -55,6 +55,7 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Sequence
 
 import numpy as np
@@ -229,7 +230,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         else:
             pat = cached_pattern(cache, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases = (scaled_flows(pat, volume * wire / proto_eff, cap),)
+        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
@@ -335,7 +336,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
         flows: tuple[Flow, ...] = ()
         for sub in lays:
-            pat = cached_pattern(cache, ("ring", True, n_ch, sub.gpus), lambda sub=sub: ring_pattern(topo, sub, n_ch))
+            pat = cached_pattern(cache, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
             flows += scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 

@@ -220,7 +220,7 @@ def _ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple
     if mesh and lay.ppn > 2 and len({len(m) for m in lay.by_node}) == 1:
         return _mesh_ring_orders(topo, lay, n_ch)
     rails = group_rails(topo, lay.by_node[0])
-    out = []
+    out: list[tuple[tuple[int, ...], int | None]] = []
     for c in range(n_ch):
         r = rails[c % len(rails)]
         order: tuple[int, ...] = ()
@@ -234,7 +234,7 @@ def _mesh_ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[
     """Rings over full-mesh nodes (see :func:`_ring_orders`); the rail is None: each inter-node
     hop leaves through the NIC of the GPU that sends it."""
     node_paths = [_mesh_node_paths(m) for m in lay.by_node]
-    out = []
+    out: list[tuple[tuple[int, ...], int | None]] = []
     for c in range(n_ch):
         local = c % lay.ppn
         order: tuple[int, ...] = ()
@@ -346,9 +346,12 @@ def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if other is members or exact:
                 s, d = np.repeat(here, there.size), np.tile(there, here.size)
                 keep = s != d
-                src.append(s[keep]), dst.append(d[keep]), weight.append(np.full(int(keep.sum()), 1.0 / n))
+                src.append(s[keep])
+                dst.append(d[keep])
+                weight.append(np.full(int(keep.sum()), 1.0 / n))
             else:
-                src.append(here), dst.append(there[np.arange(here.size) % there.size])
+                src.append(here)
+                dst.append(there[np.arange(here.size) % there.size])
                 weight.append(np.full(here.size, there.size / n))
     return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
 

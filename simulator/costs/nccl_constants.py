@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Literal, Mapping
+from typing import Any, Literal, Mapping
 
 from simulator.config.nccl_overrides import ALGOS, PROTOS  # noqa: F401 - re-exported
 from simulator.errors import InputError
@@ -174,7 +174,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
     c = TunerConstants()
     base = {k: list(v) for k, v in c.base_latency_us.items()}
     hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
-    scalars: dict[str, float] = {}
+    scalars: dict[str, Any] = {}  # each value checked against its field below
     proto_eff = list(c.proto_efficiency)
     net_proto_eff = list(c.net_proto_efficiency)
     for key, value in overrides.items():
@@ -215,9 +215,15 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             scalars[key] = int(value)
     return replace(
         c,
-        base_latency_us={k: tuple(v) for k, v in base.items()},  # type: ignore[misc]
-        hw_latency_us={lk: {a: tuple(v) for a, v in row.items()} for lk, row in hw.items()},  # type: ignore[misc]
-        proto_efficiency=tuple(proto_eff),  # type: ignore[arg-type]
-        net_proto_efficiency=tuple(net_proto_eff),  # type: ignore[arg-type]
-        **scalars,  # type: ignore[arg-type]
+        base_latency_us={k: _per_protocol(v) for k, v in base.items()},
+        hw_latency_us={lk: {a: _per_protocol(v) for a, v in row.items()} for lk, row in hw.items()},
+        proto_efficiency=_per_protocol(proto_eff),
+        net_proto_efficiency=_per_protocol(net_proto_eff),
+        **scalars,
     )
+
+
+def _per_protocol(values: list[float]) -> tuple[float, float, float]:
+    """One value per protocol, in PROTOS order (LL, LL128, Simple)."""
+    ll, ll128, simple = values
+    return ll, ll128, simple

@@ -61,7 +61,10 @@ class TunerContext:
 
 def arch_row(arch: str) -> ArchRow:
     # RCCL on CDNA3 has its own tables; the Ampere row is the closest NCCL analogue (no NVLS).
-    return {"volta": "volta", "ampere": "ampere", "hopper": "hopper", "blackwell": "blackwell"}.get(arch, "ampere")  # type: ignore[return-value]
+    return _ARCH_ROWS.get(arch, "ampere")
+
+
+_ARCH_ROWS: dict[str, ArchRow] = {"volta": "volta", "ampere": "ampere", "hopper": "hopper", "blackwell": "blackwell"}
 
 
 def _pick_speed(total: float, speeds: tuple[float, ...], min_channels: int = 1) -> tuple[int, float]:

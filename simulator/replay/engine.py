@@ -36,7 +36,7 @@ HangError text.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import simpy
 
@@ -51,7 +51,7 @@ from simulator.replay.rank_state import ComputeRun, RankState, Rendezvous, RoleT
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
 from simulator.replay.trace import RankTimeline, SimStats, Trace
-from simulator.schedule.ir import CommOp
+from simulator.schedule.ir import CommOp, P2POp
 
 
 _schedule = simpy.Environment.schedule
@@ -149,18 +149,18 @@ class Replayer:
         communication starts runs its remaining part slowed by ``overlap_slowdown``."""
         R.inflight += delta
         if R.run is not None and self.slowdown > 0 and R.inflight == (delta if delta > 0 else 0):
-            self._replan(R, delta > 0)
+            self._replan(R, R.run, delta > 0)
         if delta > 0 and self.slowdown > 0 and R.running is not None and not R.running[1]:
             end, _ = R.running
             R.extend += (end - self.env.now) * self.slowdown
             R.running = (end, True)
 
-    def _replan(self, R: RankState, started: bool) -> None:
+    def _replan(self, R: RankState, run: ComputeRun, started: bool) -> None:
         """Communication started (``started``) or the last of it ended on a rank running a
         block of kernels: the kernel running now is slowed for its remaining part if it was not
         (as ``_comm_started`` does for a single kernel), the kernels after it start under the
         new state."""
-        run, now = R.run, self.env.now
+        now = self.env.now
         end = run.end
         k = 0
         while k < len(end) and end[k] <= now:
@@ -237,17 +237,17 @@ class Replayer:
             if dt is not None:
                 R.start[i] = env.now
                 slowed = R.inflight > 0
-                d = dt[1] if slowed else dt[0]
-                R.running = (env.now + d, slowed or dt[1] == dt[0])
-                yield env.timeout(d)
+                dur = dt[1] if slowed else dt[0]
+                R.running = (env.now + dur, slowed or dt[1] == dt[0])
+                yield env.timeout(dur)
                 while R.extend > 0:
                     extra, R.extend = R.extend, 0.0
                     yield env.timeout(extra)
                 R.running = None
             elif type(op) is CommOp:
                 yield from self._collective(R, i, op)
-            else:
-                yield from self.sendrecv.run_op(R, i, op)
+            else:  # the ops left are send/recv batches
+                yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
             R.end[i] = env.now
             R.done[i] = 1
             R.n_done += 1

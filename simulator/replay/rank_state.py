@@ -5,7 +5,7 @@ rank's timeline and stream bookkeeping (``RankState``), and a collective waiting
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import simpy
@@ -98,8 +98,9 @@ class ComputeRun:
     def plan(self, first: int, t: float, inflight: bool, dt: list[tuple[float, float] | None]) -> None:
         """Ops ``first``.. back to back from ``t``, under the communication state ``inflight``."""
         start, end, slowed, ops = self.start, self.end, self.slowed, self.ops
+        kernels = cast("list[tuple[float, float]]", dt)  # a run holds kernels only: each has its durations
         for j in range(first, len(ops)):
-            d0, d1 = dt[ops[j]]
+            d0, d1 = kernels[ops[j]]
             start[j] = t
             t = t + (d1 if inflight else d0)
             end[j] = t

@@ -101,10 +101,11 @@ class SendRecv:
             self._start_flow(src, dst, side)
             return side
         k = (src, dst, key)
-        side = self.p2p.pop(k, None)
-        if side is None:
+        posted = self.p2p.pop(k, None)
+        if posted is None:
             side = self.p2p[k] = P2PSide(self.env.event(), nbytes, [who], transport=transport)
             return side
+        side = posted
         side.posted_by.append(who)
         if who[2] == "send":
             side.nbytes = nbytes

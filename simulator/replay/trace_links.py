@@ -53,9 +53,7 @@ def flow_events(trace: Trace, ranks: Iterable[int], grid: Any | None) -> list[di
             seen.add(key)
             members = [m for m in group if m in shown]
             ts = _slice_ts(float(tl.start[i]))
-            tids = None
             for a, b in zip(members, members[1:]):
-                tids = tids or {}
                 out.append({"ph": "s", "id": next_id, "name": op.name, "cat": f"{op.op} flow", "pid": a,
                             "tid": _tid(trace, a, op.stream), "ts": ts, "bp": "e"})
                 out.append({"ph": "f", "id": next_id, "name": op.name, "cat": f"{op.op} flow", "pid": b,
@@ -186,7 +184,10 @@ def utilisation_counters(trace: Trace, topology: TopologyView, grid: Any | None,
 
 
 def _link_ends(topology: TopologyView) -> dict[int, tuple[str, str]]:
+    graph = getattr(topology, "graph", None)  # Topology's networkx view; a TopologyView need not have one
+    if graph is None:  # name links by id only
+        return {}
     try:
-        return {d["link"]: (u, v) for u, v, d in topology.graph.edges(data=True)}  # type: ignore[attr-defined]
-    except Exception:  # a topology without a graph: name links by id only
+        return {d["link"]: (u, v) for u, v, d in graph.edges(data=True)}
+    except Exception:  # a graph of another shape: the same
         return {}

@@ -34,7 +34,7 @@ from dataclasses import replace
 from simulator.errors import InputError
 from simulator.schedule.attention import (
     FLASH_BWD_FACTOR, AttentionContext, attention_flops, causal_fraction_diagonal, local_backward, local_forward)
-from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 from simulator.schedule.ring import RingBlock, RingSpec, ring_backward, ring_forward
 from simulator.schedule.head_parallel import head_parallel_backward, head_parallel_forward
 
@@ -92,7 +92,7 @@ def _local_chunks(ctx: AttentionContext) -> list[tuple[int, float]]:
     return out
 
 
-def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: tuple[int, ...]) -> int:
+def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: Phase, deps: tuple[int, ...]) -> int:
     chunk = ctx.seq_local // 2
     scale = FLASH_BWD_FACTOR if phase == "bwd" else 1.0
     last = deps[-1]
@@ -102,15 +102,15 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: str, deps: t
             name=f"L{ctx.layer}.attn.cp.{phase}.chunk{i}", kind="attention",
             flops=scale * attention_flops(ctx.micro_batch_size, ctx.heads, chunk, s_k, ctx.head_dim, frac),
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
-            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),  # type: ignore[arg-type]
+            causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),
             attention_kernel=ctx.kernel))
     return last
 
 
-def _cp_coll(pb: ProgramBuilder, ctx: AttentionContext, name: str, op: str, phase: str, deps: tuple[int, ...]) -> int:
+def _cp_coll(pb: ProgramBuilder, ctx: AttentionContext, name: str, op: CollectiveKind, phase: Phase, deps: tuple[int, ...]) -> int:
     full = ctx.kv_bytes // 2 * ctx.cp  # K (or V) of the whole sequence: b·s·g·d·B
-    return pb.add(CommOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", op=op, axes=AXES, size_bytes=full,  # type: ignore[arg-type]
-                         deps=deps, dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
+    return pb.add(CommOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", op=op, axes=AXES, size_bytes=full,
+                         deps=deps, dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
 
 
 def _all_gather_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:

@@ -21,7 +21,7 @@ from typing import Callable
 
 from simulator.errors import InputError
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import CommOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CommOp, Phase, ProgramBuilder, Tag
 
 InnerPass = Callable[[ProgramBuilder, AttentionContext, int], int]
 
@@ -47,9 +47,9 @@ def head_sharded_context(ctx: AttentionContext, degree: int, replicate_kv: bool,
 
 
 def _a2a(pb: ProgramBuilder, ctx: AttentionContext, axes: tuple[str, ...], name: str, size: int,
-         deps: tuple[int, ...], phase: str) -> int:
+         deps: tuple[int, ...], phase: Phase) -> int:
     return pb.add(CommOp(name=name, op="alltoall", axes=axes, size_bytes=size, deps=deps, dtype=ctx.dtype,
-                         tag=Tag(phase, ctx.layer, ctx.mb_index)))  # type: ignore[arg-type]
+                         tag=Tag(phase, ctx.layer, ctx.mb_index)))
 
 
 def _buffers(ctx: AttentionContext, degree: int, replicate_kv: bool, field: str) -> tuple[int, int]:

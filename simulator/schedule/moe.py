@@ -51,7 +51,7 @@ import numpy as np
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import tensor_parallel
-from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import RankShapes
 
 SCALE_BLOCK = 128  # DeepEP / DeepSeek-V3 FP8 dispatch: one fp32 scale per 128 activations
@@ -172,8 +172,8 @@ def rank_load(experts: int, top_k: int, ep: int, tokens: int, imbalance: float, 
 # ---------------------------------------------------------------------------------------------
 
 
-def _tag(phase: str, layer: int, mb: int) -> Tag:
-    return Tag(phase, layer, mb)  # type: ignore[arg-type]
+def _tag(phase: Phase, layer: int, mb: int) -> Tag:
+    return Tag(phase, layer, mb)
 
 
 def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], tag: Tag) -> int:
@@ -192,9 +192,9 @@ def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, 
                             gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag))
 
 
-def _comm(pb: ProgramBuilder, name: str, op: str, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
+def _comm(pb: ProgramBuilder, name: str, op: CollectiveKind, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
           tag: Tag, dtype: str) -> int:
-    return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size), deps=deps, dtype=dtype,  # type: ignore[arg-type]
+    return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size), deps=deps, dtype=dtype,
                          tag=tag))
 
 
@@ -223,7 +223,7 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
     return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
 
 
-def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: str, dep: int, tag: Tag) -> int:
+def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
         return dep

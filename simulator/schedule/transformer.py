@@ -20,7 +20,7 @@ from typing import Callable
 from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeKind, ComputeOp, P2POp, ProgramBuilder, Tag
 from simulator.schedule.shapes import RankShapes, mla_weights
 
 
@@ -156,11 +156,11 @@ def _deps(*idx: int | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _mem_op(pb: ProgramBuilder, name: str, kind: str, nbytes: float, deps: tuple[int, ...], tag: Tag,
+def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, deps: tuple[int, ...], tag: Tag,
             count: int = 1) -> int:
     """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
     `nbytes` together: ~1 FLOP per byte moved."""
-    return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,  # type: ignore[arg-type]
+    return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,
                             count=count))
 
 
@@ -219,7 +219,7 @@ class _Template:
     the block, -1 the block's `after`, -2-k the k-th wait of the attention block and
     -1000-k the k-th wait of the MLP block. `state` holds each op's field values."""
 
-    types: tuple[type, ...]
+    types: tuple[type[ComputeOp] | type[CommOp] | type[P2POp], ...]
     state: tuple[tuple, ...]
     deps: tuple[tuple[int, ...], ...]
     tags: tuple[Tag, ...]
@@ -298,7 +298,7 @@ class LayerBuilder:
         self._qkv_out = spec.qkv_out or (spec.shape.heads + 2 * spec.shape.kv_heads) * spec.head_dim
         self._proj_in = spec.proj_in or spec.shape.heads * spec.head_dim
 
-    def _cached(self, build, kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,  # type: ignore[no-untyped-def]
+    def _cached(self, build: Callable[..., int], kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
         key = (kind, layer, after >= 0, len(wa), len(wm))
         tpl = self._templates.get(key)
@@ -321,7 +321,7 @@ class LayerBuilder:
         gradient and every weight gradient of the layer are ready."""
         return self._cached(self._backward, "B", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
 
-    def _tp(self, layer: int, mb: int):  # type: ignore[no-untyped-def]
+    def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
         s = self.spec
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
@@ -395,8 +395,8 @@ class LayerBuilder:
 
     # -- embedding and LM head ----------------------------------------------------------------
 
-    def _tp_comm(self, pb: ProgramBuilder, name: str, op: str, size: int, dep: int, tag: Tag) -> int:
-        return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),  # type: ignore[arg-type]
+    def _tp_comm(self, pb: ProgramBuilder, name: str, op: CollectiveKind, size: int, dep: int, tag: Tag) -> int:
+        return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),
                              dtype=self.spec.act_dtype, tag=tag))
 
     def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = ()) -> int:
