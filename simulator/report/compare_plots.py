@@ -12,8 +12,9 @@ from typing import Mapping, Sequence
 from matplotlib.figure import Figure
 
 from simulator.report.figures import new_figure, save_figure
+from simulator.vocabulary import COMM_TYPES
 
-PARTS = ("compute", "allgather", "reducescatter", "allreduce", "alltoall", "sendrecv", "pipeline_bubble")
+PARTS = ("compute", *COMM_TYPES, "pipeline_bubble")
 COLORS = {"compute": "#4c72b0", "allgather": "#dd8452", "reducescatter": "#55a868", "allreduce": "#c44e52",
           "alltoall": "#8172b3", "sendrecv": "#da8bc3", "pipeline_bubble": "#bbbbbb"}
 LABELS = {"compute": "compute", "allgather": "exposed AllGather", "reducescatter": "exposed ReduceScatter",

@@ -29,11 +29,11 @@ from simulator.replay.trace import Trace, op_kind
 from simulator.report.figures import DPI, new_figure, save_figure
 from simulator.report.labels import run_title
 from simulator.report.summary import Report
-from simulator.schedule.ir import COMM_TYPES
+from simulator.vocabulary import COMM_TYPES, PREDICTED_OPS
 
 COLORS = {"compute": "#4c72b0", "allgather": "#dd8452", "reducescatter": "#55a868", "allreduce": "#c44e52",
           "alltoall": "#8172b3", "broadcast": "#937860", "sendrecv": "#da8bc3", "pipeline_bubble": "#bbbbbb"}
-KINDS = ("compute", "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "sendrecv")
+KINDS = ("compute", *PREDICTED_OPS)
 _PALETTE = np.array([[int(COLORS[k][i:i + 2], 16) / 255 for i in (1, 3, 5)] + [1.0] for k in KINDS])
 PEER_AXES = ("tp", "cp", "ulysses", "dp")  # the peers a layer's collectives wait on
 

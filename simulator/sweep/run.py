@@ -35,6 +35,7 @@ from simulator.errors import InputError, SimulationError
 from simulator.report.summary import Breakdown, Report
 from simulator.sweep.bound import step_lower_bound
 from simulator.sweep.plans import Candidate, iter_checked
+from simulator.vocabulary import COMM_TYPES
 
 Simulate = Callable[..., Any]  # Scenario -> object with a `.report: Report`
 OBJECTIVES = ("step_time", "tokens_per_s")
@@ -286,7 +287,7 @@ def apply_line(res: PlanResult, line: dict[str, Any], scenario: str) -> None:
 # ------------------------------------------------------------------------------------------
 # JSON (DESIGN.md "sweep --json / compare --json")
 
-COMM_KEYS = ("allgather", "reducescatter", "allreduce", "alltoall", "sendrecv")
+COMM_KEYS = COMM_TYPES
 
 
 def parallel_json(r: PlanResult) -> dict[str, Any]:
