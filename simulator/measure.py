@@ -9,7 +9,8 @@ Launch it the way a training job is launched, one process per GPU::
 Backend ``nccl`` on GPUs, ``gloo`` on CPUs (what CI runs). The timing follows nccl-tests
 (``src/common.cu`` BenchTime): warm-up, then ``iters`` back-to-back launches timed on the host
 and divided by ``iters``, averaged over ranks; algbw = size/time, busbw = algbw x the nccl-tests
-factor. torch is optional (``pip install clustersim[measure]``) and imported only here, lazily.
+factor. torch is optional (``pip install clustersim[measure]``) and imported only by the two
+measurement harnesses (here and :mod:`simulator.measure_kernels`), lazily.
 
 torch has no out-of-place AllReduce/Broadcast/Reduce and no in-place AllToAll/SendRecv: those
 halves print N/A rather than a number that was not measured (``Sweep.measured()`` picks one).

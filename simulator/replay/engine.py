@@ -1,4 +1,4 @@
-"""Replay a Schedule on a Topology: the discrete-event core (SimPy only here).
+"""Replay a Schedule on a Topology: the discrete-event core (SimPy only in this layer).
 
 Semantics (docs/architecture.md, "Replay engine"):
 
