@@ -32,7 +32,7 @@ from typing import Callable, Iterable
 from simulator.config.hardware import HardwareProfile
 from simulator.config.workload import Model
 from simulator.e2e_validation.gemm_fit import gemm_scaled
-from simulator.e2e_validation.scoring import Result, predicted_metric, run_case, speed_error
+from simulator.e2e_validation.scoring import Result, predicted_metric, simulate_many, speed_error
 from simulator.e2e_validation.sources import Case, is_fit_case
 
 FITTED_PROFILES = ("dgx-a100", "dgx-h100", "dgx-b200")
@@ -138,26 +138,11 @@ Simulate = Callable[[list[tuple[Case, str | HardwareProfile | None]]], list[Resu
 
 
 def _serial(jobs: list[tuple[Case, str | HardwareProfile | None]]) -> list[Result]:
-    return [run_case(c, hw) for c, hw in jobs]
-
-
-def _star_run(job: tuple[Case, str | HardwareProfile | None]) -> Result:
-    return run_case(*job)
+    return simulate_many(jobs)
 
 
 def parallel_simulator(workers: int) -> Simulate:
-    if workers <= 1:
-        return _serial
-
-    def run(jobs: list[tuple[Case, str | HardwareProfile | None]]) -> list[Result]:
-        if len(jobs) <= 1:
-            return _serial(jobs)
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            return list(pool.map(_star_run, jobs))
-
-    return run
+    return lambda jobs: simulate_many(jobs, workers)
 
 
 def leave_one_source_out(results: Iterable[Result], simulate: Simulate = _serial) -> list[LosoResult]:

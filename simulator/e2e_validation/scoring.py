@@ -3,6 +3,7 @@ convention, and compute the error (positive: the simulator is optimistic)."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import time
@@ -72,9 +73,28 @@ def speed_error(case: Case, predicted: float) -> float:
     return predicted / case.measured - 1.0
 
 
-def run_case(case: Case, hardware: str | HardwareProfile | None = None) -> Result:
-    """Simulate one case; `hardware` replaces its profile (a name, a YAML path, or a profile
-    built in memory such as :func:`~simulator.e2e_validation.gemm_fit.gemm_scaled`'s)."""
+Hardware = str | HardwareProfile | None  # a profile name or YAML path, or one built in memory
+
+
+@dataclass(frozen=True)
+class _Simulated:
+    step_time_s: float
+    mfu: float
+    wall_s: float
+
+
+# Step times already simulated in this process, by scenario and profile. The simulation is
+# deterministic, and a validation run asks for the same scenario more than once (the page, its
+# leave-one-source-out refits, the tests of one source after the test of all of them).
+_SIMULATED: dict[str, _Simulated] = {}
+
+
+def _simulation_key(case: Case, hardware: Hardware) -> str:
+    hw = hardware.model_dump_json() if isinstance(hardware, HardwareProfile) else hardware
+    return json.dumps([case.scenario, hw], sort_keys=True, default=str)
+
+
+def _simulate(case: Case, hardware: Hardware) -> _Simulated:
     from simulator.config.scenario import build_scenario
     from simulator.simulation import simulate_scenario
 
@@ -85,21 +105,55 @@ def run_case(case: Case, hardware: str | HardwareProfile | None = None) -> Resul
     else:
         scn = build_scenario(case.scenario if hardware is None else {**case.scenario, "hardware": hardware}, source=source)
     rep = simulate_scenario(scn).report
-    pred = predicted_metric(case, rep.step_time_s)
-    return Result(case, pred, rep.step_time_s, speed_error(case, pred), rep.mfu, time.perf_counter() - t0)
+    return _Simulated(rep.step_time_s, rep.mfu, time.perf_counter() - t0)
+
+
+def _scored(case: Case, sim: _Simulated) -> Result:
+    pred = predicted_metric(case, sim.step_time_s)
+    return Result(case, pred, sim.step_time_s, speed_error(case, pred), sim.mfu, sim.wall_s)
+
+
+def run_case(case: Case, hardware: Hardware = None) -> Result:
+    """Simulate one case; `hardware` replaces its profile (a name, a YAML path, or a profile
+    built in memory such as :func:`~simulator.e2e_validation.gemm_fit.gemm_scaled`'s)."""
+    return simulate_many([(case, hardware)])[0]
+
+
+def _simulate_job(job: tuple[Case, Hardware]) -> _Simulated:
+    return _simulate(*job)
+
+
+def simulate_many(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> list[Result]:
+    """Each (case, hardware) scored, in order (see :func:`scored_in_order`)."""
+    return list(scored_in_order(jobs, workers))
+
+
+def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iterator[Result]:
+    """Each (case, hardware) scored, in order, as soon as its simulation is done; scenarios not
+    simulated yet in this process run in `workers` processes (each is independent; the simulation
+    is single-threaded Python)."""
+    keys = [_simulation_key(c, hw) for c, hw in jobs]
+    todo = {k: job for k, job in zip(keys, jobs) if k not in _SIMULATED}
+    if workers > 1 and len(todo) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            done = zip(todo, pool.map(_simulate_job, todo.values()))
+            for (c, _), k in zip(jobs, keys):
+                while k not in _SIMULATED:
+                    key, sim = next(done)
+                    _SIMULATED[key] = sim
+                yield _scored(c, _SIMULATED[k])
+        return
+    for (c, hw), k in zip(jobs, keys):
+        if k not in _SIMULATED:
+            _SIMULATED[k] = _simulate(c, hw)
+        yield _scored(c, _SIMULATED[k])
 
 
 def run_cases(selected: list[Case], progress: bool = False, jobs: int = 1) -> Iterator[Result]:
-    """Results in the order of `selected`; `jobs` > 1 simulates in that many worker processes
-    (each case is independent; the simulation is single-threaded Python)."""
-    if jobs > 1 and len(selected) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(selected))) as pool:
-            results: Iterable[Result] = pool.map(run_case, selected)
-            yield from _reported(results, progress)
-        return
-    yield from _reported(map(run_case, selected), progress)
+    """Results in the order of `selected`; `jobs` > 1 simulates in that many worker processes."""
+    yield from _reported(scored_in_order([(c, None) for c in selected], jobs), progress)
 
 
 def _reported(results: Iterable[Result], progress: bool) -> Iterator[Result]:
