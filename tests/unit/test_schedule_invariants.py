@@ -126,6 +126,15 @@ def run_to_completion(sched):
         for i, op in enumerate(p):
             s[op.stream].append(i)
         streams.append({k: [v, 0, False] for k, v in s.items()})  # ops, head, head started
+    peers: dict[tuple[int, str, int], int] = {}
+
+    def peer(r: int, axis: str, offset: int) -> int:
+        key = (r, axis, offset)
+        p = peers.get(key)
+        if p is None:
+            p = peers[key] = grid.peer(r, axis, offset)
+        return p
+
     coll_count = [defaultdict(int) for _ in range(n)]
     arrivals = defaultdict(set)
     coll_wait = {}
@@ -153,16 +162,16 @@ def run_to_completion(sched):
                             coll_wait[(r, i)] = (key, len(members))
                         elif isinstance(op, P2POp):
                             for t in op.sends:
-                                posted.add(("s", r, grid.peer(r, t.axis, t.offset), t.key))
+                                posted.add(("s", r, peer(r, t.axis, t.offset), t.key))
                             for t in op.recvs:
-                                posted.add(("r", grid.peer(r, t.axis, t.offset), r, t.key))
+                                posted.add(("r", peer(r, t.axis, t.offset), r, t.key))
                     finished = True
                     if isinstance(op, CommOp):
                         key, size = coll_wait[(r, i)]
                         finished = len(arrivals[key]) == size
                     elif isinstance(op, P2POp):
-                        finished = all(("r", r, grid.peer(r, t.axis, t.offset), t.key) in posted for t in op.sends) and \
-                            all(("s", grid.peer(r, t.axis, t.offset), r, t.key) in posted for t in op.recvs)
+                        finished = all(("r", r, peer(r, t.axis, t.offset), t.key) in posted for t in op.sends) and \
+                            all(("s", peer(r, t.axis, t.offset), r, t.key) in posted for t in op.recvs)
                     if not finished:
                         break
                     done[r][i] = 1
