@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.replay.trace import Trace
 from simulator.report.summary import Report
+
+if TYPE_CHECKING:
+    from simulator.config.scenario import Scenario
+    from simulator.hardware.topology import Topology
+    from simulator.schedule.build import Schedule
 
 
 @dataclass
@@ -18,14 +23,14 @@ class Simulation:
     ``trace`` when every op of every simulated rank ran (``plot_gantt`` draws it,
     ``write_chrome_trace`` exports it for Perfetto)."""
 
-    scenario: Any
-    topology: Any
-    schedule: Any
+    scenario: Scenario
+    topology: Topology
+    schedule: Schedule
     trace: Trace
     report: Report
 
 
-def simulate_scenario(scenario: Any, *, algo: str | None = None, proto: str | None = None,
+def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str | None = None,
                       max_ranks: int | None = None, symmetric: bool | None = None) -> Simulation:
     """Replay one step of an already loaded Scenario."""
     from simulator.hardware.topology import build_topology
@@ -39,7 +44,7 @@ def simulate_scenario(scenario: Any, *, algo: str | None = None, proto: str | No
     return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
 
 
-def simulate(scenario: Any, *, hardware: str | None = None, **kwargs: Any) -> Simulation:
+def simulate(scenario: Scenario | str | Path, *, hardware: str | None = None, **kwargs: Any) -> Simulation:
     """load_scenario (when given a path) -> build_topology + build_schedule -> replay -> summarize.
 
     ``scenario`` is a loaded Scenario or the path of a scenario YAML; ``hardware`` (paths
