@@ -28,3 +28,8 @@ def test_cross_validation_meets_target(measured, system):
             assert r.after_large <= TARGET_LARGE, (system, split, r.after_large)
         # Calibration must not make the held-out predictions worse overall.
         assert r.after_all <= r.before_all + 0.01, (system, split)
+    # The calibrated profile's 80% interval (its fit's residual band) covers most held-out sizes of
+    # the sweeps it was fitted on (doc: 71-84% on these systems); not asserted for a held-out
+    # collective, where the doc shows it too narrow.
+    sizes = results["sizes (fit even, predict odd)"]
+    assert sizes.interval_rows and sizes.covered / sizes.interval_rows >= 0.6, (system, sizes.covered)
