@@ -19,6 +19,7 @@ each function imports what it needs when called (matplotlib only for the plots).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from simulator.simulation import Simulation
 
 
-def load_scenario(path: Any, hardware: str | None = None) -> "Scenario":
+def load_scenario(path: str | Path, hardware: str | None = None) -> "Scenario":
     """Read and validate a scenario YAML (raises ``simulator.errors.InputError`` naming the file
     and field on bad input); ``hardware`` (a bundled profile name or a profile YAML, such as a
     ``clustersim calibrate`` overlay) replaces its ``hardware:``."""
@@ -39,7 +40,7 @@ def load_scenario(path: Any, hardware: str | None = None) -> "Scenario":
     return _load(path, hardware)
 
 
-def simulate(scenario: Any, **kwargs: Any) -> "Simulation":
+def simulate(scenario: "Scenario | str | Path", **kwargs: Any) -> "Simulation":
     """Simulate one training step of a Scenario (or of the scenario YAML at a path).
 
     Returns a :class:`simulator.simulation.Simulation` with ``report`` (step time, breakdown,
