@@ -37,3 +37,17 @@ def test_schedule_and_report_count_the_same_bytes():
     by_role = schedule_to_json(sim.schedule)["comm_bytes_per_gpu_by_role"]
     assert sim.report.comm_bytes_per_gpu == by_role[sim.schedule.role_of(crit)]
     assert sum(sim.report.comm_bytes_per_gpu.values()) > 0
+
+
+def test_no_module_keeps_its_own_alias_table():
+    """A table mapping a spelling to an op name ("all_reduce": ...) lives in vocabulary.py only;
+    the readers extend it (kineto adds PyTorch's internal names) rather than copy it."""
+    import re
+    from pathlib import Path
+
+    import simulator
+
+    pkg = Path(simulator.__file__).parent
+    entry = re.compile(r'"(all_reduce|reduce_scatter|all_gather|all_to_all)"\s*:\s*"')
+    copies = [p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py") if entry.search(p.read_text())]
+    assert copies == ["vocabulary.py"]
