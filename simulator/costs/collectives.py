@@ -63,8 +63,8 @@ import numpy as np
 from simulator.costs import nccl_constants, nccl_graph
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs.flow_patterns import (
-    Flow, Layout, Pattern, cached_pattern, direct_pattern, layout, nvls_intra, nvls_tree_inter, p2p_pattern,
-    ring_pattern, scaled_flows, tree_pattern,
+    Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, layout, make_phase, nvls_intra, nvls_tree_inter,
+    p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
 )
 from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
@@ -230,13 +230,13 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         else:
             pat = cached_pattern(cache, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap),)
+        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, cache),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
         intra = cached_pattern(cache, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
-        flows = scaled_flows(intra, size_bytes * scale, None)
+        flows = scaled_flows(intra, size_bytes * scale, None, cache)
         if algorithm == "nvls_tree":
             inter = cached_pattern(cache, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             flows += scaled_flows(inter, size_bytes * wire, None)
@@ -300,20 +300,31 @@ def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pa
     its route class. The bound is on payload, so it is inflated like the bytes."""
     if size <= 0:
         return ()
-    flows = []
-    # Route classes per pattern entry, found once per pattern (an 8,192-rank All-to-All
-    # pattern has ~70k entries and is planned at every size); channel rates once per class.
+    # Route classes per flow (the pattern's entries of weight > 0), found once per pattern (an
+    # 8,192-rank All-to-All pattern has ~70k entries and is planned at every size); channel
+    # rates once per class; the flows' bytes and caps as array products (the same IEEE
+    # operations, left to right, as per flow).
+    arrays = pattern_arrays(cache, pattern)
     hit = cache.get(("route_classes", id(pattern)))
     if hit is None or hit[0] is not pattern:
-        hit = cache[("route_classes", id(pattern))] = (pattern, [_route_class(topo, links) for links, _, _ in pattern])
-    rate = {cls: tuner.p2p_channel_GBps(ctx, cls) for cls in set(hit[1])}
-    for (links, w, m), cls in zip(pattern, hit[1]):
-        if w <= 0:
-            continue
-        ch = rate[cls]
-        cap = None if ch is None else m * n_ch * ch * 1e9 * inflation
-        flows.append(Flow(links, w * size * inflation, cap))
-    return tuple(flows)
+        classes = [_route_class(topo, links) for links, w, _ in pattern if w > 0]
+        names = sorted(set(classes))
+        hit = cache[("route_classes", id(pattern))] = (
+            pattern, names, np.array([names.index(c) for c in classes], dtype=np.int64),
+            [links for links, w, _ in pattern if w > 0])
+    _, names, class_of_flow, links_of_flow = hit
+    rate = [tuner.p2p_channel_GBps(ctx, cls) for cls in names]
+    ch = np.array([np.nan if r is None else r for r in rate], dtype=np.float64)[class_of_flow]
+    nbytes = arrays.w * size * inflation
+    caps = arrays.m * n_ch * ch * 1e9 * inflation
+    uncapped = np.isnan(ch)
+    caps_list: list = caps.tolist()
+    if uncapped.any():
+        for i in np.flatnonzero(uncapped).tolist():
+            caps_list[i] = None
+    flows = tuple(map(Flow, links_of_flow, nbytes.tolist(), caps_list))
+    caps[uncapped] = np.inf
+    return make_phase(flows, arrays, nbytes, np.where(caps == 0, np.inf, caps))
 
 
 def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyView,
@@ -363,6 +374,10 @@ def phase_time_s(flows: Sequence[Flow], capacity_Bps: np.ndarray) -> float:
     Exact for the symmetric phases built here (every flow on the bottleneck lasts the phase)."""
     if not flows:
         return 0.0
+    if isinstance(flows, Phase):  # built from a pattern: its arrays are at hand
+        a = flows.arrays
+        load = np.bincount(a.links, weights=flows.nbytes[a.flow_of_link], minlength=capacity_Bps.size)
+        return max(float(np.max(flows.nbytes / flows.caps)), float(np.max(load / capacity_Bps)))
     lengths = [len(f.links) for f in flows]
     links = np.fromiter((link for f in flows for link in f.links), dtype=np.int64, count=sum(lengths))
     nbytes = np.fromiter((f.nbytes for f in flows), dtype=np.float64, count=len(flows))

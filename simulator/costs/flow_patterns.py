@@ -453,8 +453,63 @@ def cached_pattern(cache: dict, key: tuple, build: Callable[[], Pattern]) -> Pat
     return cache[key]
 
 
-def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None) -> tuple[Flow, ...]:
+class PatternArrays:
+    """A pattern's flows (those with weight > 0) as arrays, for the closed-form phase time:
+    the links of every flow end to end (``links``), the flow each entry belongs to
+    (``flow_of_link``), and the flows' weights ``w`` and channel-hop counts ``m``. Built once per
+    pattern; scaling them by a size is then a few array operations instead of a Python loop."""
+
+    __slots__ = ("pattern", "links", "flow_of_link", "w", "m")
+
+    def __init__(self, pattern: Pattern) -> None:
+        kept = [(links, w, m) for links, w, m in pattern if w > 0]
+        lengths = [len(links) for links, _, _ in kept]
+        self.pattern = pattern  # held so that the id() keying this in a cache stays unique
+        self.links = np.fromiter((link for links, _, _ in kept for link in links), dtype=np.int64,
+                                 count=sum(lengths))
+        self.flow_of_link = np.repeat(np.arange(len(kept), dtype=np.int64), lengths)
+        self.w = np.fromiter((w for _, w, _ in kept), dtype=np.float64, count=len(kept))
+        self.m = np.fromiter((m for _, _, m in kept), dtype=np.float64, count=len(kept))
+
+
+def pattern_arrays(cache: dict, pattern: Pattern) -> PatternArrays:
+    """The arrays of ``pattern``, built on first use (``cache``: the cost model's)."""
+    key = ("arrays", id(pattern))
+    got = cache.get(key)
+    if got is None or got.pattern is not pattern:
+        got = cache[key] = PatternArrays(pattern)
+    return got
+
+
+class Phase(tuple):
+    """The flows of one phase (a tuple of :class:`Flow`, usable wherever one is), built from a
+    pattern, with the same flows as arrays: ``arrays`` (the pattern's links), ``nbytes`` and
+    ``caps`` (each flow's wire bytes and rate cap, ``inf`` for none), so that the closed-form
+    time (:func:`simulator.costs.collectives.phase_time_s`) need not walk the flows. Joining
+    phases with ``+`` gives a plain tuple, timed the general way."""
+
+    arrays: PatternArrays
+    nbytes: np.ndarray
+    caps: np.ndarray
+
+
+def make_phase(flows: Sequence[Flow], arrays: PatternArrays, nbytes: np.ndarray, caps: np.ndarray) -> Phase:
+    phase = Phase(flows)
+    phase.arrays, phase.nbytes, phase.caps = arrays, nbytes, caps
+    return phase
+
+
+def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None,
+                 cache: dict | None = None) -> tuple[Flow, ...]:
+    """The pattern's flows for a per-rank ``volume``; with the cost model's ``cache``, a
+    :class:`Phase` that carries them as arrays too (the same numbers: the array products are
+    the same IEEE operations as the per-flow ones)."""
     if volume <= 0:
         return ()
-    return tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
-                 for links, w, m in pattern if w > 0)
+    flows = tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
+                  for links, w, m in pattern if w > 0)
+    if cache is None:
+        return flows
+    arrays = pattern_arrays(cache, pattern)
+    caps = np.full(arrays.w.size, np.inf) if cap_per_channel is None else arrays.m * cap_per_channel
+    return make_phase(flows, arrays, arrays.w * volume, np.where(caps == 0, np.inf, caps))
