@@ -117,21 +117,31 @@ def _errors(d: Decomposed, grid: np.ndarray) -> np.ndarray:
     return np.abs(d.measured_us[:, None] / t - 1.0)
 
 
-def _score(systems: list[Decomposed], grid: np.ndarray) -> np.ndarray:
-    """Mean over systems of the mean over their sweeps of (median |error| >= 1 MiB + half the
-    median over all sizes): every system weighs the same, however many sweeps it has."""
+def _system_score(d: Decomposed, grid: np.ndarray) -> np.ndarray:
+    """One system's score per candidate: the mean over its sweeps of (median |error| >= 1 MiB
+    + half the median over all sizes)."""
+    err = _errors(d, grid)
+    terms = []
+    for i in np.unique(d.sweep):
+        rows = d.sweep == i
+        big = rows & d.big
+        term = 0.5 * np.median(err[rows], axis=0)
+        if big.any():
+            term = term + np.median(err[big], axis=0)
+        terms.append(term)
+    return np.mean(terms, axis=0)
+
+
+def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Mean over systems of :func:`_system_score`: every system weighs the same, however many
+    sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
+    which others are pooled with it, and the leave-one-out fits pool each one many times)."""
+    scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        err = _errors(d, grid)
-        terms = []
-        for i in np.unique(d.sweep):
-            rows = d.sweep == i
-            big = rows & d.big
-            term = 0.5 * np.median(err[rows], axis=0)
-            if big.any():
-                term = term + np.median(err[big], axis=0)
-            terms.append(term)
-        per_system.append(np.mean(terms, axis=0))
+        if d.system not in scores:
+            scores[d.system] = _system_score(d, grid)
+        per_system.append(scores[d.system])
     return np.mean(per_system, axis=0)
 
 
@@ -141,25 +151,32 @@ def _score(systems: list[Decomposed], grid: np.ndarray) -> np.ndarray:
 POOLED_WEIGHT = 0.5
 
 
-def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None) -> DeployedNet:
+def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
+            scores: dict[str, np.ndarray] | None = None) -> DeployedNet:
+    """The grid point of least score on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``);
+    ``scores``: the systems' scores on the grid, kept between calls on one decomposition."""
     grid = _grid()
-    score = _score(systems, grid)
+    scores = {} if scores is None else scores
+    score = _score(systems, grid, scores)
     if pooled:
-        score = score + POOLED_WEIGHT * _score(pooled, grid)
+        score = score + POOLED_WEIGHT * _score(pooled, grid, scores)
     best = grid[int(np.argmin(score))]
     return DeployedNet(float(best[0]), (float(best[1]), float(best[2]), float(best[3])), label)
 
 
-def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None) -> dict[str, DeployedNet]:
+def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
+              scores: dict[str, np.ndarray] | None = None) -> dict[str, DeployedNet]:
     """Per transport, the constants fitted on its systems (minus ``exclude`` and
-    :data:`FIT_EXCLUDED`), plus ``other``: the fit pooled over every system used."""
+    :data:`FIT_EXCLUDED`), plus ``other``: the fit pooled over every system used. ``scores``:
+    the systems' scores on the grid, to share among fits on the same ``decomposed``."""
     use = [d for s, d in sorted(decomposed.items()) if s != exclude and s not in FIT_EXCLUDED]
+    scores = {} if scores is None else scores
     table: dict[str, DeployedNet] = {}
     for transport in sorted({d.transport for d in use}):
         mine = [d for d in use if d.transport == transport]
-        table[transport] = fit_one(mine, ", ".join(d.system for d in mine), pooled=use)
+        table[transport] = fit_one(mine, ", ".join(d.system for d in mine), pooled=use, scores=scores)
     if use:
-        table["other"] = fit_one(use, "all of " + ", ".join(d.system for d in use))
+        table["other"] = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores)
     return table
 
 
@@ -180,8 +197,9 @@ def leave_one_system_out(neutral: list[SweepResult] | None = None) -> list[HeldO
     for r in neutral:
         systems.setdefault(r.case.system, []).append(r)
     out = []
+    scores: dict[str, np.ndarray] = {}
     for system, rs in systems.items():
-        table = fit_table(decomposed, exclude=system)
+        table = fit_table(decomposed, exclude=system, scores=scores)
         if system in decomposed:  # single-node systems do not depend on the deployed constants
             rs = [predict_sweep(r.sweep, r.case, table=table) for r in rs]
         out.append(HeldOut(system, table, tuple(rs)))

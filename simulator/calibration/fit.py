@@ -268,11 +268,14 @@ def overlay_of(params: dict[Param, float]) -> dict[str, Any]:
 
 class Predictor:
     """Predicted times of measurements on a profile; one cost model (topology and its caches)
-    per node count."""
+    per node count. ``geometry``: layouts and flow patterns per node count, shared with other
+    predictors whose profiles have the same routes (the fit's perturbed profiles differ in
+    latencies, efficiencies and tuner constants only); None: this predictor's own."""
 
-    def __init__(self, profile: HardwareProfile) -> None:
+    def __init__(self, profile: HardwareProfile, geometry: dict | None = None) -> None:
         self.profile = profile
         self._costs: dict[tuple[int, int], Any] = {}
+        self._geometry: dict = {} if geometry is None else geometry
 
     def costs(self, nodes: int, gpus_per_node: int) -> Any:
         """The :class:`~simulator.costs.model.CostModel` of ``nodes`` nodes of the profile."""
@@ -281,7 +284,8 @@ class Predictor:
 
         key = (nodes, gpus_per_node)
         if key not in self._costs:
-            self._costs[key] = CostModel(build_topology(self.profile, nodes))
+            self._costs[key] = CostModel(build_topology(self.profile, nodes),
+                                         geometry=self._geometry.setdefault(key, {}))
         return self._costs[key]
 
     def results(self, m: MeasuredCollective) -> list[Any]:
@@ -368,12 +372,26 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     return [Param(p) for p in out]
 
 
-def _predict_all(base: HardwareProfile, params: Sequence[Param], logv: np.ndarray,
-                 ms: Sequence[MeasuredCollective]) -> np.ndarray:
-    values = {p: min(float(np.exp(x)), p.upper) for p, x in zip(params, logv)}
-    prof = apply_overlay(base, overlay_of(values)) if values else base
-    pred = Predictor(prof)
-    return np.concatenate([pred.times(m) for m in ms]) if ms else np.zeros(0)
+def _routes_unchanged(param: Param) -> bool:
+    """Whether ``param`` leaves the topology's routes as they are (a latency, an efficiency, a
+    tuner constant or the launch cost), so that perturbed profiles can share flow patterns."""
+    return param.path.startswith(("nccl.", "gpu.")) or param.path.endswith(".efficiency")
+
+
+class _Evaluator:
+    """The fit's predictions of every row at a point (log parameter values), with the flow
+    patterns shared among the perturbed profiles when no parameter changes the routes. (Each
+    point is new: the solver and the sensitivity passes never ask for one twice.)"""
+
+    def __init__(self, base: HardwareProfile, ms: Sequence[MeasuredCollective]) -> None:
+        self.base, self.ms = base, ms
+        self._geometry: dict = {}
+
+    def __call__(self, params: Sequence[Param], logv: np.ndarray) -> np.ndarray:
+        values = {p: min(float(np.exp(x)), p.upper) for p, x in zip(params, logv)}
+        prof = apply_overlay(self.base, overlay_of(values)) if values else self.base
+        pred = Predictor(prof, self._geometry if all(_routes_unchanged(p) for p in params) else None)
+        return np.concatenate([pred.times(m) for m in self.ms]) if self.ms else np.zeros(0)
 
 
 def _jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f0: np.ndarray, step: float) -> np.ndarray:
@@ -385,24 +403,23 @@ def _jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f0: np.ndarr
     return J
 
 
-def _sensitive_rows(profile: HardwareProfile, cands: Sequence[Param], point: dict[Param, float],
-                    ms: Sequence[MeasuredCollective]) -> np.ndarray:
+def _sensitive_rows(evaluate: _Evaluator, cands: Sequence[Param], point: dict[Param, float]) -> np.ndarray:
     """Rows whose predicted time moves by |d log t / d log p| >= SENSITIVITY, per candidate,
     at `point`; either direction, as a parameter may matter only below or only above its value
     (a cap that binds on one side)."""
     if not cands:
         return np.zeros(0, dtype=int)
     x = np.log(np.array([point[p] for p in cands], dtype=float))
-    f = lambda v: _predict_all(profile, cands, v, ms)  # noqa: E731
+    f = lambda v: evaluate(cands, v)  # noqa: E731
     t0 = f(x)
     sens = np.maximum(np.abs(_jacobian(f, x, t0, 0.1)), np.abs(_jacobian(f, x, t0, -0.1)))
     return (sens >= SENSITIVITY).sum(axis=0)
 
 
-def _solve(profile: HardwareProfile, params: Sequence[Param], x: np.ndarray, x0: np.ndarray, root: np.ndarray,
-           meas: np.ndarray, ms: Sequence[MeasuredCollective], huber_k: float, max_iter: int) -> tuple[np.ndarray, int]:
+def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.ndarray, root: np.ndarray,
+           meas: np.ndarray, huber_k: float, max_iter: int) -> tuple[np.ndarray, int]:
     """Levenberg–Marquardt with Huber reweighting on log time, plus the prior ``root · (x − x0)``."""
-    f = lambda v: _predict_all(profile, params, v, ms)  # noqa: E731
+    f = lambda v: evaluate(params, v)  # noqa: E731
 
     def cost(r: np.ndarray, w: np.ndarray, v: np.ndarray) -> float:
         return float(np.sum(w * r * r) + np.sum((root * (v - x0)) ** 2))
@@ -459,7 +476,8 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else ZERO_START_US.get(p.path, 0.1)
              for p, v in datasheet.items()}
     point = dict(start)
-    counts = _sensitive_rows(profile, cands, point, ms)
+    evaluate = _Evaluator(profile, ms)
+    counts = _sensitive_rows(evaluate, cands, point)
     params: list[Param] = []
     it = 0
     for _ in range(max(1, rounds)):
@@ -473,9 +491,9 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
         x0 = np.log(np.array([datasheet[p] if datasheet[p] > 0 else start[p] for p in params], dtype=float))
         root = np.sqrt(np.array([latency_prior if p.path.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
                                  for p in params]))
-        x, it = _solve(profile, params, x, x0, root, meas, ms, huber_k, max_iter)
+        x, it = _solve(evaluate, params, x, x0, root, meas, huber_k, max_iter)
         point.update({p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)})
-        counts = np.maximum(counts, _sensitive_rows(profile, cands, point, ms))
+        counts = np.maximum(counts, _sensitive_rows(evaluate, cands, point))
     fitted_values = {p: point[p] for p in params}
     warnings = [f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
                 f"left at the datasheet value {datasheet[p]:g}"

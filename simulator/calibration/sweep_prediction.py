@@ -206,7 +206,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -
         if row.size_bytes <= 0 or not row.time_us:
             continue
         plan = costs.plan(case.op, gpus, row.size_bytes)
-        r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s)
+        r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s, plan=plan)
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,

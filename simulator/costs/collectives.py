@@ -6,8 +6,8 @@ tuner's latency term plus phases of concurrent :class:`Flow` s. Timing a plan ne
 network: :func:`simulator.replay.single_collective.time_collective` runs one plan on a SimPy
 FlowNetwork; :meth:`simulator.costs.model.CostModel.time_alone_s` is the closed-form equivalent
 for one collective alone on an empty network (per phase, the slowest link or rate cap).
-``plan_collective`` keeps its patterns and tuner contexts in the ``cache`` it is given: the
-:class:`~simulator.costs.model.CostModel` of the topology passes its own, so nothing is cached
+``plan_collective`` keeps its tuner contexts in the ``cache`` and its patterns in the ``geometry``
+it is given: the :class:`~simulator.costs.model.CostModel` of the topology passes its own, so nothing is cached
 in module state.
 
 Volumes (per rank, S = size in the nccl-tests convention, n ranks):
@@ -137,6 +137,16 @@ def _ring_volume(op: str, n: int, size: float) -> float:
             "allreduce": 2 * (n - 1) / n * size, "broadcast": size}[op]
 
 
+def _layout(topo: TopologyView, geo: dict, gpus: Sequence[int]) -> Layout:
+    """:func:`~simulator.costs.flow_patterns.layout`, kept per group (a sweep plans one group at
+    every size)."""
+    key = ("layout", tuple(gpus))
+    got = geo.get(key)
+    if got is None:
+        got = geo[key] = layout(topo, gpus)
+    return got
+
+
 def _check_pins(op: str, algo: str | None, proto: str | None, topo: TopologyView, lay: Layout) -> None:
     if algo is not None:
         if algo not in ALGORITHMS:
@@ -195,17 +205,22 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: TopologyView, *,
-                    algo: str | None = None, proto: str | None = None, cache: dict | None = None) -> CollectivePlan:
+                    algo: str | None = None, proto: str | None = None, cache: dict | None = None,
+                    geometry: dict | None = None) -> CollectivePlan:
     """Plan one collective over `gpus` (rank order) of `size_bytes` (nccl-tests convention).
 
-    ``cache`` keeps the flow patterns and tuner contexts of ``topo`` between calls (a
-    :class:`~simulator.costs.model.CostModel` passes its own); None plans from scratch."""
+    ``cache`` keeps the tuner contexts of ``topo`` between calls (a
+    :class:`~simulator.costs.model.CostModel` passes its own); None plans from scratch.
+    ``geometry`` keeps what depends only on the routes (group layouts, flow patterns, their
+    arrays and route classes); None: ``cache`` keeps them too. Topologies with the same routes
+    may share one (calibration re-plans on profiles that differ in latencies and efficiencies)."""
     if cache is None:
         cache = {}
+    geo = cache if geometry is None else geometry
     op = normalize_op(op)
     if size_bytes < 0:
         raise InputError(f"expected a size >= 0 bytes, got {size_bytes}", field="size_bytes")
-    lay = layout(topo, gpus)
+    lay = _layout(topo, geo, gpus)
     n, n_nodes = len(lay.gpus), len(lay.by_node)
     algo = algo.lower() if algo else None
     proto = proto.lower() if proto else None
@@ -225,36 +240,36 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes) * 1e9 * wire
         if algorithm == "ring":
             closed = op != "broadcast"
-            pat = cached_pattern(cache, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
+            pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
             volume = _ring_volume(op, n, size_bytes)
         else:
-            pat = cached_pattern(cache, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
+            pat = cached_pattern(geo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, cache),)
+        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
-        intra = cached_pattern(cache, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
-        flows = scaled_flows(intra, size_bytes * scale, None, cache)
+        intra = cached_pattern(geo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
+        flows = scaled_flows(intra, size_bytes * scale, None, geo)
         if algorithm == "nvls_tree":
-            inter = cached_pattern(cache, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
+            inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             flows += scaled_flows(inter, size_bytes * wire, None)
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
-        phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo, cache)
+        phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo, cache, geo)
     else:  # direct All-to-All or p2p SendRecv
         n_ch = tuner.p2p_channels_used(ctx, _per_peer(op, size_bytes, lay))
         if algorithm == "direct":
-            pat = cached_pattern(cache, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
+            pat = cached_pattern(geo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
             latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
         else:
-            pat = cached_pattern(cache, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
+            pat = cached_pattern(geo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
             latency_us = _p2p_latency_us(ctx, protocol)
         if algorithm == "direct" or n_nodes > 1:
             wire /= ctx.constants.p2p_efficiency
-        phases = (_p2p_flows(topo, cache, ctx, pat, size_bytes, wire, n_ch),)
+        phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
 
@@ -310,9 +325,8 @@ def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pa
         classes = [_route_class(topo, links) for links, w, _ in pattern if w > 0]
         names = sorted(set(classes))
         hit = cache[("route_classes", id(pattern))] = (
-            pattern, names, np.array([names.index(c) for c in classes], dtype=np.int64),
-            [links for links, w, _ in pattern if w > 0])
-    _, names, class_of_flow, links_of_flow = hit
+            pattern, names, np.array([names.index(c) for c in classes], dtype=np.int64))
+    _, names, class_of_flow = hit
     rate = [tuner.p2p_channel_GBps(ctx, cls) for cls in names]
     ch = np.array([np.nan if r is None else r for r in rate], dtype=np.float64)[class_of_flow]
     nbytes = arrays.w * size * inflation
@@ -322,13 +336,13 @@ def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pa
     if uncapped.any():
         for i in np.flatnonzero(uncapped).tolist():
             caps_list[i] = None
-    flows = tuple(map(Flow, links_of_flow, nbytes.tolist(), caps_list))
+    flows = tuple(map(Flow, arrays.flow_links, nbytes.tolist(), caps_list))
     caps[uncapped] = np.inf
     return make_phase(flows, arrays, nbytes, np.where(caps == 0, np.inf, caps))
 
 
 def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyView,
-                  cache: dict) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
+                  cache: dict, geo: dict) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
@@ -347,7 +361,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
         flows: tuple[Flow, ...] = ()
         for sub in lays:
-            pat = cached_pattern(cache, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
+            pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
             flows += scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 

@@ -459,12 +459,13 @@ class PatternArrays:
     (``flow_of_link``), and the flows' weights ``w`` and channel-hop counts ``m``. Built once per
     pattern; scaling them by a size is then a few array operations instead of a Python loop."""
 
-    __slots__ = ("pattern", "links", "flow_of_link", "w", "m")
+    __slots__ = ("pattern", "flow_links", "links", "flow_of_link", "w", "m")
 
     def __init__(self, pattern: Pattern) -> None:
         kept = [(links, w, m) for links, w, m in pattern if w > 0]
         lengths = [len(links) for links, _, _ in kept]
         self.pattern = pattern  # held so that the id() keying this in a cache stays unique
+        self.flow_links = [links for links, _, _ in kept]
         self.links = np.fromiter((link for links, _, _ in kept for link in links), dtype=np.int64,
                                  count=sum(lengths))
         self.flow_of_link = np.repeat(np.arange(len(kept), dtype=np.int64), lengths)
@@ -506,10 +507,14 @@ def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None,
     the same IEEE operations as the per-flow ones)."""
     if volume <= 0:
         return ()
-    flows = tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
-                  for links, w, m in pattern if w > 0)
     if cache is None:
-        return flows
-    arrays = pattern_arrays(cache, pattern)
-    caps = np.full(arrays.w.size, np.inf) if cap_per_channel is None else arrays.m * cap_per_channel
-    return make_phase(flows, arrays, arrays.w * volume, np.where(caps == 0, np.inf, caps))
+        return tuple(Flow(links, w * volume, None if cap_per_channel is None else m * cap_per_channel)
+                     for links, w, m in pattern if w > 0)
+    a = pattern_arrays(cache, pattern)
+    nbytes = a.w * volume
+    if cap_per_channel is None:
+        flows = tuple(map(Flow, a.flow_links, nbytes.tolist()))
+        return make_phase(flows, a, nbytes, np.full(a.w.size, np.inf))
+    caps = a.m * cap_per_channel
+    flows = tuple(map(Flow, a.flow_links, nbytes.tolist(), caps.tolist()))
+    return make_phase(flows, a, nbytes, np.where(caps == 0, np.inf, caps))

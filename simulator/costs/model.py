@@ -4,7 +4,8 @@
 calibration and the trace export) asks for costs. It holds the topology, the algorithm and
 protocol pins of the run and the caches that make repeated questions cheap (flow patterns and
 NCCL tuner contexts per group, send/recv prices per pair and size), all on the instance: two
-models never share state, and dropping a model drops its caches.
+models share no state unless their caller hands both the same ``geometry`` (layouts and flow
+patterns, which depend on the routes alone), and dropping a model drops its caches.
 
 - :meth:`CostModel.plan`: a collective as NCCL's tuner would run it
   (:func:`simulator.costs.collectives.plan_collective`): latency plus phases of flows.
@@ -48,12 +49,16 @@ class CostModel:
     collective (None: the tuner's choice). A send/recv keeps NCCL's choice of algorithm (it has
     one) under the protocol pin."""
 
-    def __init__(self, topology: TopologyView, algo: str | None = None, proto: str | None = None) -> None:
+    def __init__(self, topology: TopologyView, algo: str | None = None, proto: str | None = None, *,
+                 geometry: dict | None = None) -> None:
         self.topology = topology
         self.algo = algo
         self.proto = proto
         self.capacity_Bps: np.ndarray = effective_capacity_Bps(topology)
-        self._patterns: dict = {}  # plan_collective's cache: flow patterns and tuner contexts
+        self._patterns: dict = {}  # plan_collective's cache: tuner contexts
+        # What depends on the routes only (layouts, flow patterns): the caller may share one
+        # among models of topologies with the same routes (calibration's perturbed profiles).
+        self._geometry: dict = {} if geometry is None else geometry
         self._p2p: dict[tuple[int, int, int, str], P2PCost] = {}
 
     @property
@@ -70,7 +75,7 @@ class CostModel:
         All-to-All plan holds tens of thousands of flows): callers that run a plan many times
         keep it."""
         return plan_collective(op, gpus, size_bytes, self.topology, algo=algo or self.algo,
-                               proto=proto or self.proto, cache=self._patterns)
+                               proto=proto or self.proto, cache=self._patterns, geometry=self._geometry)
 
     def net_hops_in_latency(self, op: str, gpus: Sequence[int], algorithm: str, protocol: str) -> float:
         """How many inter-node hops the latency term of (algorithm, protocol) counts
@@ -88,7 +93,7 @@ class CostModel:
         got = self._p2p.get(key)
         if got is None:
             plan = plan_collective("sendrecv", [src, dst], nbytes, self.topology, algo=None, proto=self.proto,
-                                   cache=self._patterns)
+                                   cache=self._patterns, geometry=self._geometry)
             flow = plan.phases[0][0] if plan.phases and plan.phases[0] else None
             if transport != "nccl" or flow is None:
                 got = P2PCost(float(plan.latency_s), float(nbytes), None)

@@ -67,14 +67,16 @@ def simulate_plans(plans: Sequence[CollectivePlan], costs: CostModel) -> list[fl
 
 def time_collective(op: str, gpus: Sequence[int], size_bytes: int, costs: CostModel, *, algo: str | None = None,
                     proto: str | None = None, launch_floor_s: float = 0.0,
-                    event_driven: bool | None = None) -> CollectiveResult:
+                    event_driven: bool | None = None, plan: CollectivePlan | None = None) -> CollectiveResult:
     """Plan and run one collective on ``costs``' cluster; times in seconds, bandwidths in bytes/s.
 
     ``algo``/``proto`` override the model's pins for this collective. ``event_driven``: True
     runs the SimPy FlowNetwork, False the closed form (:meth:`CostModel.time_alone_s`); None
-    (default) picks the FlowNetwork up to :data:`EVENT_DRIVEN_MAX_FLOWS` flows.
+    (default) picks the FlowNetwork up to :data:`EVENT_DRIVEN_MAX_FLOWS` flows. ``plan``: the
+    plan of these arguments when the caller has made it already (it is not planned twice).
     """
-    plan = costs.plan(op, gpus, size_bytes, algo=algo, proto=proto)
+    if plan is None:
+        plan = costs.plan(op, gpus, size_bytes, algo=algo, proto=proto)
     if event_driven is None:
         event_driven = plan.n_flows <= EVENT_DRIVEN_MAX_FLOWS
     device = simulate_plans([plan], costs)[0] if event_driven else costs.time_alone_s(plan)
