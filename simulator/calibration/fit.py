@@ -89,6 +89,7 @@ class MeasuredCollective:
     lines: tuple[int, ...] = ()
     algo: str | None = None  # pinned NCCL_ALGO, if the measurement pinned one
     gpus_per_process: int = 1  # nccl-tests -g: one host thread launches this many GPUs' kernels
+    nccl_version: str | None = None  # the NCCL release the log or file header names
 
     @property
     def gpus(self) -> list[int]:
@@ -109,7 +110,8 @@ class MeasuredCollective:
         return MeasuredCollective(
             self.source, self.op, self.ranks, self.nodes, self.gpus_per_node,
             tuple(self.sizes[i] for i in idx), tuple(self.times_s[i] for i in idx),
-            tuple(self.lines[i] for i in idx) if self.lines else (), self.algo, self.gpus_per_process)
+            tuple(self.lines[i] for i in idx) if self.lines else (), self.algo, self.gpus_per_process,
+            self.nccl_version)
 
 
 def layout_for(nranks: int, profile: HardwareProfile, *, gpus_per_node: int | None,
@@ -149,7 +151,7 @@ def from_sweep(sweep: Sweep, profile: HardwareProfile, *, gpus_per_node: int | N
     rows = [r for r in sweep.measured() if r.size_bytes > 0 and r.time_us > 0]
     return MeasuredCollective(sweep.source, sweep.op, sweep.nranks, nodes, gpn,
                               tuple(r.size_bytes for r in rows), tuple(r.time_s for r in rows),
-                              tuple(r.line for r in rows), algo, max(1, sweep.ngpus))
+                              tuple(r.line for r in rows), algo, max(1, sweep.ngpus), sweep.nccl_version)
 
 
 def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_per_node: int | None = None,
@@ -192,7 +194,8 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
                          "fitted)", source=where)
     pinned = algo or canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     return MeasuredCollective(where, op, nranks, nodes, gpn, tuple(r.size_bytes for r in rows),
-                              tuple(r.time_us * 1e-6 for r in rows if r.time_us), (), pinned, sweep.gpus_per_process)
+                              tuple(r.time_us * 1e-6 for r in rows if r.time_us), (), pinned, sweep.gpus_per_process,
+                              sweep.nccl_version)
 
 
 # ------------------------------------------------------------------------------ profiles
@@ -211,8 +214,8 @@ class Param:
     def get(self, profile: HardwareProfile) -> float:
         if self.path.startswith("nccl."):
             key = self.path[len("nccl."):]
-            if key in profile.nccl:
-                return float(profile.nccl[key])
+            if key in profile.nccl_overrides:
+                return profile.nccl_overrides[key]
             return _tuner_default(profile, key)
         obj: Any = profile
         for part in self.path.split("."):
@@ -233,7 +236,7 @@ class Param:
 
 def _tuner_default(profile: HardwareProfile, key: str) -> float:
     """The value the tuner uses for an ``nccl.`` key the profile does not override."""
-    k = nccl_constants.constants_from_overrides(profile.nccl)
+    k = nccl_constants.constants_from_overrides(profile.nccl_overrides, version=profile.nccl_version)
     parts = key.split(".")
     if parts[0] == "hw_latency_us":
         return float(k.hw_latency_us[parts[1]][parts[2]][nccl_constants.PROTOS.index(parts[3])])

@@ -54,6 +54,14 @@ class MeasuredSweep:
         return dict(re.findall(r"(NCCL_[A-Z0-9_]+)=([^\s,;()]+)", self.meta.get("env", "")))
 
     @property
+    def nccl_version(self) -> str | None:
+        """The NCCL release the ``# software:`` line names (``NCCL 2.22.3-1+cuda12.6`` ->
+        ``2.22.3``), None when it names none (an RCCL line counts: RCCL numbers its releases by
+        the NCCL API it implements)."""
+        m = re.search(r"\b[NR]CCL (?:version )?(\d+\.\d+\.\d+)", self.meta.get("software", ""))
+        return m.group(1) if m else None
+
+    @property
     def gpus_per_process(self) -> int:
         """nccl-tests ``-g`` (GPUs driven by one process), 1 when not stated."""
         m = re.search(r"(?<![\w-])-g\s*(\d+)", self.meta.get("collective", ""))

@@ -20,7 +20,7 @@ import yaml
 
 from simulator.calibration.fit import MeasuredCollective
 from simulator.calibration.kineto import AttentionEvent, GemmEvent
-from simulator.config.hardware import HardwareProfile
+from simulator.config.hardware import HardwareProfile, merge_overlay
 from simulator.errors import InputError
 from simulator.vocabulary import canonical_algo
 
@@ -179,8 +179,17 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
                          f"inputs{why}", source=", ".join(f for f, _ in inputs.files))
     warnings: list[str] = inputs.skipped + inconsistent_rows(profile, inputs.measurements)
     overlay: dict[str, Any] = {}
-    fitted_profile = profile
     summary: list[str] = []
+    version, version_note = logged_nccl_version(inputs.measurements)
+    if version_note:
+        (summary if version else warnings).append(version_note)
+    if version and version != profile.nccl_version:
+        # fit on the tables of the NCCL that ran the sweeps, and record it with the fit
+        from simulator.config.hardware import apply_overlay
+
+        profile = apply_overlay(profile, {"nccl": {"version": version}}, source="the logs' NCCL version")
+        overlay["nccl"] = {"version": version}
+    fitted_profile = profile
     if inputs.measurements:
         fit_rows = [m.thinned(max_rows) for m in inputs.measurements]
         for full, used in zip(inputs.measurements, fit_rows):
@@ -189,7 +198,7 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
                                 f"(one size in {-(-len(full.sizes) // max_rows)}; --max-rows)")
         fit = fit_collectives(profile, fit_rows, min_points=min_points)
         warnings += fit.warnings
-        overlay = fit.overlay
+        overlay = merge_overlay(overlay, fit.overlay)
         fitted_profile = fit.profile
         for fp in fit.params:
             state = f"{fp.datasheet:g} -> {fp.value:.4g}" if fp.fitted else f"kept {fp.datasheet:g}"
@@ -232,6 +241,25 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
                          "(check the measurements for zero or missing durations)",
                          source=", ".join(f for f, _ in inputs.files))
     return Calibration(overlay, fitted_profile, summary, warnings)
+
+
+def logged_nccl_version(measurements: list[MeasuredCollective]) -> tuple[str | None, str | None]:
+    """The NCCL release the measurements' headers name, when they all name the same one, and a
+    line saying so (or, when they name several, a warning naming them; None, None if none does)."""
+    named: dict[str, list[str]] = {}
+    for m in measurements:
+        if m.nccl_version:
+            named.setdefault(m.nccl_version, []).append(Path(m.source).name)
+    if not named:
+        return None, None
+    if len(named) > 1:
+        which = "; ".join(f"{v}: {', '.join(sorted(set(srcs)))}" for v, srcs in sorted(named.items()))
+        return None, (f"nccl.version: the logs name different NCCL releases ({which}); none recorded, the fit "
+                      "uses the profile's tables (fit each release's logs separately to keep their tables)")
+    (version, srcs), = named.items()
+    unnamed = len(measurements) - len(srcs)
+    return version, (f"nccl.version: {version} (named by {len(srcs)} sweep(s)"
+                     + (f"; {unnamed} name no release" if unnamed else "") + ")")
 
 
 def overlay_document(base: str, overlay: dict, provenance: str, comments: list[str]) -> str:

@@ -182,7 +182,10 @@ def case_profile(case: Case, table: dict | None = None):
         nics = profile.node.nics.model_copy(update={"transport": case.transport})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
     if table is not None:
-        nccl = profile.nccl or deployed_for(profile.node.nics.transport, table).overrides()
+        nccl: dict[str, float | str] = {**(profile.nccl_overrides or deployed_for(profile.node.nics.transport,
+                                                                                  table).overrides())}
+        if profile.nccl_version:
+            nccl["version"] = profile.nccl_version
         profile = profile.model_copy(update={"nccl": nccl})
     return profile
 

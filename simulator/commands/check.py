@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     sched = build_schedule(scn)
     # everything `run` builds before it simulates, so that check refuses what run would
     topo = build_topology(scn.profile, scn.nodes)
-    constants_from_overrides(scn.profile.nccl, source=scn.profile.name)
+    constants_from_overrides(scn.profile.nccl_overrides, source=scn.profile.name, version=scn.profile.nccl_version)
     m, t, p = scn.model, scn.training, scn.parallel
     mem = memory_per_gpu(scn)
     lines = [

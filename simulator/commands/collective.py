@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     p.add_argument("--proto", default=None, help="pin the protocol: ll, ll128, simple")
     p.add_argument("-d", "--dtype", "--datatype", dest="dtype", default="float",
                    help="element type for the count column (default float)")
+    p.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
+                   help="NCCL release whose tuner tables choose and time the algorithm (default: the profile's "
+                        "nccl.version, else the newest clustersim encodes, 2.30.7)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the rows as JSON ('-' for stdout)")
     p.add_argument("--log", default=None, metavar="FILE",
                    help="also write the rows as an nccl-tests log (the layout `clustersim calibrate` reads; "
@@ -92,7 +95,8 @@ def _op(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from simulator.calibration.nccl_log import count_for
     from simulator.commands import check_outputs
-    from simulator.config.hardware import load_profile
+    from simulator.config.hardware import apply_overlay, load_profile
+    from simulator.config.nccl_overrides import check_version
     from simulator.costs.model import CostModel
     from simulator.costs.collectives import ALGORITHMS, PROTOCOLS, busbw_factor
     from simulator.files import STDOUT, OutputSet
@@ -130,7 +134,11 @@ def run(args: argparse.Namespace) -> int:
     if proto is not None and proto not in PROTOCOLS:
         raise InputError(f"unknown protocol {args.proto!r}; expected one of {', '.join(PROTOCOLS)}", field="--proto")
 
+    if args.nccl_version is not None and check_version(args.nccl_version):
+        raise InputError(str(check_version(args.nccl_version)), source="command line", field="--nccl-version")
     profile = load_profile(args.hardware)
+    if args.nccl_version is not None:
+        profile = apply_overlay(profile, {"nccl": {"version": args.nccl_version}}, source="--nccl-version")
     if algo in ("nvls", "nvls_tree") and not profile.nvls_available:
         raise InputError(f"{algo} needs an NVSwitch with in-switch reduction; {profile.name} has none", field="--algo")
     gpn = _positive_int(args.gpus_per_node, "--gpus-per-node") if args.gpus_per_node else min(profile.node.gpus, ranks)
@@ -194,9 +202,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _inputs(args, profile, op, ranks, gpn, ngpus, lo, hi, factor, algo, proto) -> dict:
+    from simulator.costs.nccl_versions import resolve
     from simulator.report.inputs import hardware_inputs, version
 
-    return {"hardware": hardware_inputs(args.hardware, profile.name), "op": op, "ranks": ranks, "gpus_per_node": gpn,
+    return {"nccl_version": profile.nccl_version, "nccl_tables": resolve(profile.nccl_version),"hardware": hardware_inputs(args.hardware, profile.name), "op": op, "ranks": ranks, "gpus_per_node": gpn,
             "gpus_per_process": ngpus, "min_bytes": lo, "max_bytes": hi, "step_factor": factor, "dtype": args.dtype,
             "algo": algo, "proto": proto, "clustersim": version()}
 
@@ -207,6 +216,9 @@ def _inputs_text(inputs: dict) -> str:
     pins = "".join(f" {k} {inputs[k]}" for k in ("algo", "proto") if inputs[k])
     return (f"inputs: hardware {hw['profile']}{where}; -b {inputs['min_bytes']} -e {inputs['max_bytes']} "
             f"-f {inputs['step_factor']} -g {inputs['gpus_per_process']} -d {inputs['dtype']}{pins}; "
+            f"NCCL {inputs['nccl_version'] or inputs['nccl_tables']} tuner tables"
+            + (f" (those of {inputs['nccl_tables']})" if inputs['nccl_version'] not in (None, inputs['nccl_tables']) else "")
+            + "; "
             f"clustersim {inputs['clustersim']}")
 
 
@@ -225,7 +237,7 @@ def _nccl_tests_log(rows, op, ranks, gpn, ngpus, esize, profile, lo, hi, factor,
             sweep_rows.append(make_row(op, row["size_bytes"], dtype, row["time_us"] * 1e-6, ranks, inplace=inplace))
     sweep = Sweep(op=op, nranks=ranks, ngpus=ngpus, devices=synthetic_devices(ranks, gpn, profile.gpu.name,
                                                                                ranks_per_process=ngpus),
-                  rows=tuple(sweep_rows), nccl_version=None, source="clustersim collective", first_line=1,
+                  rows=tuple(sweep_rows), nccl_version=profile.nccl_version, source="clustersim collective", first_line=1,
                   tool=TOOL_NAMES[op], min_bytes=lo, max_bytes=hi, step=f"{factor}(factor)")
     comment = [f"predicted by clustersim collective, not measured: {op} on {ranks} ranks of {profile.name}",
                _inputs_text(inputs)]

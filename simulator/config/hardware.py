@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator import units
 from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
-from simulator.config.nccl_overrides import check_override
+from simulator.config.nccl_overrides import check_override, check_version
 from simulator.config.strict import STRICT_CONFIG
 from simulator.errors import InputError, quote
 from simulator.files import bundled_dir
@@ -270,18 +270,44 @@ class HardwareProfile(_Strict):
     # `clustersim calibrate` writes): NCCL's latency tables and caps (NCCL-COST-MODEL.md) and the
     # calibration knobs. They time the collectives; NCCL's choice of algorithm and protocol keeps
     # its built-in tables (nccl_tuner.selection_context), except for the net plugin's net_latency_us.
-    nccl: dict[str, float] = Field(default_factory=dict)
+    # ``version`` ("2.23.4", a string) names the NCCL release whose tables those are
+    # (costs/nccl_versions.py); absent: the newest encoded (2.30.7).
+    nccl: dict[str, float | str] = Field(default_factory=dict)
     provenance: str = ""
     uncertainty: Uncertainty | None = None  # written by `clustersim calibrate` with a collective fit
 
-    @field_validator("nccl")
+    @field_validator("nccl", mode="before")
     @classmethod
-    def _nccl_keys(cls, overrides: dict[str, float]) -> dict[str, float]:
+    def _nccl_keys(cls, overrides: Any) -> Any:
+        if not isinstance(overrides, dict):
+            return overrides  # pydantic names the type it expected
+        out: dict[str, float | str] = {}
         for key, value in overrides.items():
-            problem = check_override(key, value)
+            if key == "version":
+                problem = check_version(value)
+            else:
+                try:
+                    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                        raise ValueError
+                    value = float(value)
+                except ValueError:
+                    raise ValueError(f"{key}: expected a number, got {value!r}") from None
+                problem = check_override(key, value)
             if problem:
                 raise ValueError(f"{key}: {problem}")
-        return overrides
+            out[key] = value
+        return out
+
+    @property
+    def nccl_overrides(self) -> dict[str, float]:
+        """The numeric ``nccl:`` values (every key but ``version``)."""
+        return {k: float(v) for k, v in self.nccl.items() if k != "version"}
+
+    @property
+    def nccl_version(self) -> str | None:
+        """``nccl.version``: the NCCL release the tuner's tables are taken from (None: newest)."""
+        v = self.nccl.get("version")
+        return v if isinstance(v, str) else None
 
     @model_validator(mode="after")
     def _consistent(self) -> "HardwareProfile":

@@ -4,13 +4,15 @@ The block is flat (``hw_latency_us.net.ring.simple: 10``) because that is how NC
 tables are indexed (NCCL-COST-MODEL.md §1-§4) and how ``clustersim calibrate`` writes its fits.
 Every key is checked here, when the profile is loaded, so that ``check`` refuses what any
 command would: an unknown key (a typo such as ``hw_latency_uss``) is an error with the nearest
-known keys, and each value must be a finite number in its range. The cost model
-(:mod:`simulator.costs.nccl_constants`) applies them.
+known keys, and each value must be a finite number in its range. ``version`` is the one key that
+holds a string: the NCCL release whose tables the others refine (:mod:`simulator.costs.nccl_versions`).
+The cost model (:mod:`simulator.costs.nccl_constants`) applies them.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterator, Mapping
 
 ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
@@ -73,4 +75,27 @@ def check_override(key: str, value: float) -> str | None:
         return f"expected {what}" + (f" > 0 and at most {hi:g}" if name == "bandwidth" else "") + f", got {value:g}"
     if name == "channels" and not (float(value).is_integer() and lo <= value <= hi):
         return f"expected {what} from {lo} to {hi} (NCCL's MAXCHANNELS), got {value:g}"
+    return None
+
+
+# ``nccl.version``: the NCCL release whose tuner tables apply (costs/nccl_versions.py), as NCCL
+# prints it ("NCCL version 2.23.4+cuda12.6"): major.minor.patch, or major.minor.
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def version_key(version: str) -> tuple[int, int, int]:
+    """``"2.23.4"`` -> (2, 23, 4); ``"2.23"`` -> (2, 23, 0); ValueError for anything else."""
+    m = _VERSION.match(version.strip()) if isinstance(version, str) else None
+    if not m or int(m.group(1)) < 2:
+        raise ValueError(f"expected an NCCL 2 release such as \"2.23.4\" (in YAML, a quoted string), got {version!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def check_version(value: object) -> str | None:
+    """Why ``nccl.version: value`` is refused, or None if it is fine. A YAML number (``2.23``)
+    is refused: it cannot say 2.30 from 2.3."""
+    try:
+        version_key(value)  # type: ignore[arg-type]
+    except ValueError as e:
+        return str(e)
     return None

@@ -1,6 +1,9 @@
 """NCCL's tuner constants (NCCL 2.30.7 ``src/graph/tuning.cc``, paraphrased in
 ``docs/reference/NCCL-COST-MODEL.md`` §1-§4) and the ``nccl:`` overrides of a profile.
 
+The tables below are 2.30.7's; the latency tables and the caps that moved between releases are
+read per release from :mod:`simulator.costs.nccl_versions` (``nccl.version`` of a profile).
+
 Units follow NCCL's tables: microseconds and GB/s. :mod:`simulator.costs.nccl_tuner` is the
 cost model that reads them; :mod:`simulator.costs.nccl_graph` the communicator they apply to.
 """
@@ -12,6 +15,7 @@ from functools import cached_property
 from typing import Any, Literal, Mapping
 
 from simulator.config.nccl_overrides import ALGOS, PROTOS  # noqa: F401 - re-exported
+from simulator.costs.nccl_versions import NEWEST, NcclTables, tables_for
 from simulator.errors import InputError
 
 Algo = Literal["tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"]
@@ -21,43 +25,20 @@ ArchRow = Literal["volta", "ampere", "hopper", "blackwell"]
 
 TUNED_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast")
 
-# --- §1 latency tables (us) -----------------------------------------------------------------
+# --- §1 latency tables (us) and §2 caps (GB/s; columns: 1 node, 2 nodes, >2 nodes) ------------
+# NCCL 2.30.7's, from the per-release tables (costs/nccl_versions.py): (LL, LL128, Simple) per
+# algorithm; per link class (nvlink/pci/net) for the hop latencies; per GPU row for the caps.
 
-BASE_LATENCY_US: dict[str, tuple[float, float, float]] = {  # (LL, LL128, Simple)
-    "tree": (6.8, 14.0, 8.4),
-    "ring": (6.6, 14.0, 8.4),
-    "collnet_direct": (0.0, 0.0, 0.0),
-    "collnet_chain": (0.0, 0.0, 0.0),
-    "nvls": (0.0, 0.0, 0.0),
-    "nvls_tree": (0.0, 0.0, 0.0),
-    "pat": (8.0, 8.0, 8.0),
-}
-
+_NEWEST_TABLES = tables_for(NEWEST)
+BASE_LATENCY_US: dict[str, tuple[float, float, float]] = dict(_NEWEST_TABLES.base_latency_us)
 HW_LATENCY_US: dict[str, dict[str, tuple[float, float, float]]] = {
-    "nvlink": {
-        "tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet_direct": (0, 0, 3.7),
-        "collnet_chain": (0, 0, 2.8), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0), "pat": (0, 0, 4.0),
-    },
-    "pci": {
-        "tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": (0, 0, 3.7),
-        "collnet_chain": (0, 0, 2.8), "nvls": (0, 0, 0.0), "nvls_tree": (0, 0, 0.0), "pat": (0, 0, 4.0),
-    },
-    "net": {
-        "tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet_direct": (0, 0, 31.0),
-        "collnet_chain": (0, 0, 30.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 20.9), "pat": (0, 0, 14.0),
-    },
-}
-
-# --- §2 caps (GB/s); columns: 1 node, 2 nodes, >2 nodes -----------------------------------
-
-LL_MAX_BW_1NODE: dict[str, float] = {"volta": 39.0, "ampere": 87.7, "hopper": 141.0, "blackwell": 282.0}
+    link: dict(row) for link, row in _NEWEST_TABLES.hw_latency_us.items()}
+LL_MAX_BW_1NODE: dict[str, float] = {arch: row[0] for arch, row in _NEWEST_TABLES.ll_max_bw.items()}
+# Multi-node llMaxBw rows by host CPU (NCCL's Volta/Ampere rows), the same in every release read.
 LL_MAX_BW_MULTINODE: dict[str, tuple[float, float]] = {"intel": (39.0, 20.4), "amd": (22.5, 19.0)}
-PER_CH_MAX_RING_LL128_BW = {"volta": (20, 20, 20), "ampere": (20, 20, 20), "hopper": (36.7, 36.7, 36.7),
-                            "blackwell": (40, 40, 40)}
-PER_CH_MAX_TREE_LL128_BW = {"volta": (20, 20, 20), "ampere": (20, 20, 20), "hopper": (36.7, 36.7, 29.0),
-                            "blackwell": (55.6, 31.67, 20.0)}
-PER_CH_MAX_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
-                      "blackwell": (70.0, 42.8, 24.0)}
+PER_CH_MAX_RING_LL128_BW = dict(_NEWEST_TABLES.per_ch_max_ring_ll128)
+PER_CH_MAX_TREE_LL128_BW = dict(_NEWEST_TABLES.per_ch_max_tree_ll128)
+PER_CH_MAX_TREE_BW = dict(_NEWEST_TABLES.per_ch_max_tree)
 PER_CH_MAX_NVLS_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (0, 57.7, 45.5),
                            "blackwell": (0, 96.0, 80.0)}
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
@@ -100,8 +81,12 @@ P2P_LL_THRESHOLD = 16384  # NCCL_P2P_LL_THRESHOLD: bytes per channel up to which
 
 @dataclass(frozen=True)
 class TunerConstants:
-    """The overridable constants (NCCL ``ncclTunerConstants``), with the 2.30.7 defaults."""
+    """The overridable constants (NCCL ``ncclTunerConstants``), with the 2.30.7 defaults;
+    :meth:`for_version` gives another release's (``nccl_version``)."""
 
+    # The NCCL release whose tables (latencies, LL/LL128/Tree caps, PAT) NCCL's tuner uses,
+    # as far as the profile's own values below do not replace them.
+    nccl_version: str = NEWEST
     base_latency_us: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: dict(BASE_LATENCY_US))
     hw_latency_us: Mapping[str, Mapping[str, tuple[float, float, float]]] = field(
         default_factory=lambda: {k: dict(v) for k, v in HW_LATENCY_US.items()})
@@ -148,12 +133,26 @@ class TunerConstants:
     # 4 channels carry 79-82 GB/s at 32-64 MiB, 19.9-20.4 GB/s each (data/nccl/h100x8_sendrecv_1node.csv).
     p2p_channel_GBps: float | None = None
 
+    @classmethod
+    def for_version(cls, version: str | None = None, **values: Any) -> "TunerConstants":
+        """The defaults of NCCL release `version` (None: the newest encoded), with `values`."""
+        t = tables_for(version)
+        return cls(nccl_version=version or NEWEST, base_latency_us=dict(t.base_latency_us),
+                   hw_latency_us={k: dict(v) for k, v in t.hw_latency_us.items()}, **values)
+
+    @cached_property
+    def tables(self) -> NcclTables:
+        """The release tables of :attr:`nccl_version` (caps, PAT, the rules that changed)."""
+        return tables_for(self.nccl_version)
+
     @cached_property
     def for_selection(self) -> "TunerConstants":
-        """What NCCL's tuner itself knows when it chooses: the built-in tables plus the net
-        plugin's reported ``latencyInter`` and the host's net overhead (this object when nothing
-        else was overridden). Computed once per constants object: selection is a hot path."""
-        known = TunerConstants(net_overhead_us=self.net_overhead_us, net_latency_us=self.net_latency_us)
+        """What NCCL's tuner itself knows when it chooses: the built-in tables of its release
+        plus the net plugin's reported ``latencyInter`` and the host's net overhead (this object
+        when nothing else was overridden). Computed once per constants object: selection is a
+        hot path."""
+        known = TunerConstants.for_version(self.nccl_version, net_overhead_us=self.net_overhead_us,
+                                           net_latency_us=self.net_latency_us)
         return self if self == known else known
 
 
@@ -165,13 +164,15 @@ OVERRIDE_KEYS = (
 )
 
 
-def constants_from_overrides(overrides: Mapping[str, float], source: str | None = None) -> TunerConstants:
-    """Apply a profile's flat ``nccl:`` mapping, e.g. ``{"hw_latency_us.net.ring.simple": 10}``.
+def constants_from_overrides(overrides: Mapping[str, float], source: str | None = None,
+                             version: str | None = None) -> TunerConstants:
+    """Apply a profile's flat ``nccl:`` mapping, e.g. ``{"hw_latency_us.net.ring.simple": 10}``,
+    onto the tables of NCCL release `version` (None: the newest encoded).
 
     Keys of other layers (anything outside :data:`OVERRIDE_KEYS`) are ignored so the same mapping
     can carry knobs of other cost modules; a malformed key of ours raises InputError.
     """
-    c = TunerConstants()
+    c = TunerConstants.for_version(version)
     base = {k: list(v) for k, v in c.base_latency_us.items()}
     hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
     scalars: dict[str, Any] = {}  # each value checked against its field below

@@ -206,8 +206,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
     """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes."""
     # An uncalibrated profile starts from its transport's deployed-fabric constants
     # (costs/deployed.py); a profile with its own nccl: values (calibrated) uses those instead.
-    overrides = profile.nccl or deployed_overrides(profile)
-    constants = constants_from_overrides(overrides, source=f"profile {profile.name}")
+    overrides = profile.nccl_overrides or deployed_overrides(profile)
+    constants = constants_from_overrides(overrides, source=f"profile {profile.name}", version=profile.nccl_version)
     g = graph_from_profile(profile, n_ranks, n_nodes)
     g = replace(
         g,

@@ -2,7 +2,9 @@
 
 The constants and formulas follow NCCL 2.30.7 ``src/graph/tuning.cc`` (``ncclTopoTuneModel``)
 and ``src/enqueue.cc`` (``topoGetAlgoInfo``) as paraphrased in ``docs/reference/NCCL-COST-MODEL.md``
-(§1 latencies, §2 bandwidths and caps, §3 selection, §4 channels). Units inside this module
+(§1 latencies, §2 bandwidths and caps, §3 selection, §4 channels); the tables and rules that
+moved between releases are those of the profile's ``nccl.version``
+(:mod:`simulator.costs.nccl_versions`, ``ctx.constants.tables``). Units inside this module
 follow NCCL's tables: microseconds and GB/s; the public helpers that leave the module convert to
 SI where their names say so.
 
@@ -22,13 +24,17 @@ import math
 from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
-    ALGOS, LL_MAX_BW_1NODE, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY,
-    P2P_LL_THRESHOLD, P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PER_CH_MAX_RING_LL128_BW,
-    PER_CH_MAX_TREE_BW, PER_CH_MAX_TREE_LL128_BW, PROTOS, THREAD_THRESHOLD, TREE_CORRECTION,
+    ALGOS, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
+    P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
 
 # --- §1 latency ----------------------------------------------------------------------------
+
+def _row(ctx: TunerContext) -> str:
+    """The GPU row of the release's caps tables (a Blackwell GPU reads Hopper's before 2.27)."""
+    return ctx.constants.tables.arch_row(ctx.arch)
+
 
 def _nsteps(coll: str, n: int) -> int:
     return {"allreduce": 2 * (n - 1), "allgather": n - 1, "reducescatter": n - 1}.get(coll, n)
@@ -53,14 +59,17 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     k = ctx.constants
     base = k.base_latency_us[algo][p]
     intra = k.hw_latency_us[ctx.intra_link][algo][p]
-    inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 else algo
+    t = k.tables
+    inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 and t.ppn1_uses_tree_net_latency else algo
     inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto) + k.net_hop_extra_us
     n, nodes = ctx.n_ranks, ctx.n_nodes
     log2n = int(math.log2(nodes)) if nodes > 0 else 0
     if algo == "ring":
         if coll in ("allreduce", "allgather", "reducescatter"):
             nsteps = _nsteps(coll, n)
-            inter_steps = 0 if nodes == 1 else (2 * (nodes - 1) if coll == "allreduce" else nodes - 1)
+            per_node = t.ring_allreduce_inter_steps_per_node
+            inter_steps = 0 if nodes == 1 else (2 * (nodes - (0 if per_node else 1)) if coll == "allreduce"
+                                                else nodes - 1)
             net_oh = _net_overhead_us(ctx, proto) if nodes > 1 else 0.0
             return base + (nsteps - inter_steps) * max(intra, net_oh) + inter_steps * inter
         hop = inter if nodes > 1 else intra
@@ -71,10 +80,12 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
         return 2 * (min(1, ctx.ppn - 1) * intra + 0.4 * (ctx.ppn - 1)) + inter
     if algo == "collnet_chain":
         return 2 * (ctx.ppn - 1) * intra + inter
-    if algo == "nvls":
-        return intra + (inter if nodes > 1 else 0.0)
+    if algo == "nvls":  # 2.18: base 23 us, no NVLink hop; from 2.21: no base, a 25 us NVLink hop
+        return base + intra + (inter if nodes > 1 else 0.0)
     if algo == "nvls_tree":
-        return intra + 2 * log2n * inter
+        if t.nvls_tree_linear_hops:
+            return base + 2 * (nodes - 1) * inter
+        return base + intra + 2 * log2n * inter
     if algo == "pat":
         return 8.0 + log2n * inter / 3.5 + 2.8 * n
     raise ValueError(f"unknown algorithm {algo!r}")
@@ -92,10 +103,12 @@ def proto_efficiency(ctx: TunerContext, proto: str) -> float:
 def ll_max_bw_GBps(ctx: TunerContext) -> float:
     if ctx.constants.ll_max_bw_GBps is not None:
         return ctx.constants.ll_max_bw_GBps
+    rows = ctx.constants.tables.ll_max_bw
+    arch = _row(ctx)
     if ctx.n_nodes == 1:
-        return LL_MAX_BW_1NODE[ctx.arch]
-    if ctx.arch in ("hopper", "blackwell"):
-        row = {"hopper": (45.0, 35.0), "blackwell": (90.0, 70.0)}[ctx.arch]
+        return rows[arch][0]
+    if arch in ("hopper", "blackwell"):
+        row = rows[arch][1:]
     else:
         row = LL_MAX_BW_MULTINODE["amd" if ctx.cpu_vendor == "amd" else "intel"]
     return row[0] if ctx.n_nodes == 2 else row[1]
@@ -112,6 +125,8 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
         return False
     if coll in ("allgather", "reducescatter") and algo not in ("ring", "pat", "nvls", "collnet_direct"):
         return False
+    if coll in ("allgather", "reducescatter") and algo != "ring" and ctx.constants.tables.allgather_ring_only:
+        return False
     if coll == "allreduce" and algo == "pat":
         return False
     if algo in ("collnet_direct", "collnet_chain"):
@@ -125,7 +140,7 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
             return False  # multi-node NVLS needs CollNet; NVLSTree covers that case
         if coll != "allreduce" and (ctx.n_nodes > 1 or ctx.ppn > 32):
             return False
-    if algo == "pat" and (proto != "simple" or ctx.ppn != 1):
+    if algo == "pat" and (proto != "simple" or ctx.ppn != 1 or ctx.constants.tables.pat_bw_factor == 0):
         return False
     if algo == "tree" and ctx.n_nodes == 1 and coll != "allreduce":
         return False
@@ -139,6 +154,7 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
     if not enabled(ctx, coll, algo, proto):
         return 0.0
     g, s, n = ctx.graph, ctx.scale, ctx.n_ranks
+    t, row = ctx.constants.tables, _row(ctx)
     n_ch = g.n_channels
     per_ch = g.bw_intra_GBps if ctx.n_nodes <= 2 else g.bw_inter_GBps
     if algo == "tree" and ctx.n_nodes <= 2:
@@ -156,15 +172,15 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
     if algo == "ring" and proto == "ll":
         bus = min(ll_max_bw_GBps(ctx), 0.5 * bus)
     elif algo == "ring" and proto == "ll128":
-        bus = min(0.92 * bus, n_ch * PER_CH_MAX_RING_LL128_BW[ctx.arch][s])
+        bus = min(0.92 * bus, n_ch * t.per_ch_max_ring_ll128[row][s])
     elif algo == "tree" and coll == "allreduce":
-        bus = min(0.92 * bus, n_ch * PER_CH_MAX_TREE_BW[ctx.arch][s])
+        bus = min(0.92 * bus, n_ch * t.per_ch_max_tree[row][s])
         if proto == "ll":
             bus = min(bus / 3.8, ll_max_bw_GBps(ctx))
         elif proto == "ll128":
-            bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else 120 / 128), n_ch * PER_CH_MAX_TREE_LL128_BW[ctx.arch][s])
+            bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else 120 / 128), n_ch * t.per_ch_max_tree_ll128[row][s])
     elif algo == "pat":
-        bus *= 0.75
+        bus *= t.pat_bw_factor
     if algo in ("ring", "nvls", "nvls_tree"):
         if algo == "ring" or coll == "allreduce":
             steps = _nsteps(coll, n) if coll in ("allreduce", "allgather", "reducescatter") else n
@@ -267,8 +283,9 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     if proto == "ll":
         return min(0.5 * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
     if proto == "ll128":
-        table = PER_CH_MAX_TREE_LL128_BW if algo == "tree" else PER_CH_MAX_RING_LL128_BW
-        return min(per_ch * 120 / 128, table[ctx.arch][ctx.scale])
+        t = ctx.constants.tables
+        table = t.per_ch_max_tree_ll128 if algo == "tree" else t.per_ch_max_ring_ll128
+        return min(per_ch * 120 / 128, table[_row(ctx)][ctx.scale])
     return per_ch
 
 

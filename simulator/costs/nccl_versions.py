@@ -1,0 +1,207 @@
+"""NCCL's tuner constants per release, so that a sweep is predicted by the NCCL that ran it.
+
+The latencies and switch points of ``src/graph/tuning.cc`` moved between releases: 2.21 set the
+Tree/Simple hop latency to 28 us on every link class (4/4/14 before and after), 2.21 raised the
+Hopper LL cap from Ampere's 87.7 GB/s to 141, 2.23 added PAT (its bandwidth x 0.85, then x 0.75
+from 2.27) and the rule that one GPU per node uses the network Tree latency for every algorithm,
+2.27 added Blackwell rows, 2.30 raised the NVLSTree network hop from 14 to 20.9 us. Which of them
+NCCL chooses, and when, follows.
+
+Source: ``docs/reference/NCCL-COST-MODEL.md`` §5 (the version history of the constants), each
+table checked against ``src/graph/tuning.cc`` of the NVIDIA/nccl tags v2.18.3-1, v2.21.5-1,
+v2.23.4-1, v2.27.3-1, v2.28.3-1 and the 2.30.7 commit the document reads. Where the tag differs
+from the document, the tag is encoded: 2.18.3 has PCI Tree/Simple 6 us (not 4) and NVLS/NVLSTree
+NVLink hops of 0 (the 23 us is their base latency); PAT's latency starts from a fixed 8 us in
+every release that has PAT (``8 // Base time`` until 2.27, ``baseLatencies[PAT] = 8`` from 2.28).
+
+A release between two encoded ones uses the latest encoded release not newer than it (2.22.3 runs
+with 2.21.5's tables, 2.26.2 with 2.23.4's); a release older than 2.18.3 uses 2.18.3's (the
+document's 2.12 entries are partial), one newer than 2.30.7 uses 2.30.7's.
+
+Not versioned: the NVLS/NVLSTree bandwidth model (2.28's ``nvlsEfficiency`` and
+``perChMaxNVLSTreeBws`` are applied to every release, while releases before 2.28 capped NVLS at
+``min(bwIntra, bwInter)``), the Tree correction table and the channel/thread rules (unchanged
+over these releases), and CollNet (no bundled profile has SHARP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Mapping
+
+from simulator.config.nccl_overrides import version_key
+
+Row = tuple[float, float, float]  # LL, LL128, Simple  -- or N1, N2, N4 for the caps
+
+NEWEST = "2.30.7"
+
+_ALGOS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+
+
+@dataclass(frozen=True)
+class NcclTables:
+    """One release's tuner tables (us, GB/s) and the rules that changed with them."""
+
+    version: str  # the encoded release these tables are read from
+    base_latency_us: Mapping[str, Row]
+    hw_latency_us: Mapping[str, Mapping[str, Row]]  # nvlink / pci / net -> algo -> per protocol
+    # llMaxBw per GPU row (N1, N2, N4). On one node NCCL reads the GPU's row; across nodes
+    # clustersim reads the Hopper/Blackwell rows' N2/N4 columns for those GPUs and the CPU
+    # vendor's row (Volta = Intel, Ampere = AMD) otherwise (nccl_tuner.ll_max_bw_GBps).
+    ll_max_bw: Mapping[str, Row]
+    per_ch_max_ring_ll128: Mapping[str, Row]
+    per_ch_max_tree_ll128: Mapping[str, Row]
+    per_ch_max_tree: Mapping[str, Row]
+    pat_bw_factor: float  # 0: no PAT in this release
+    # 2.23+: with one GPU per node the inter-node latency is the network Tree row for every
+    # algorithm ("latencies are fully exposed"); before, each algorithm's own network row.
+    ppn1_uses_tree_net_latency: bool
+    # Before 2.23 a multi-node ring AllReduce counted 2*nNodes network steps, 2*(nNodes-1) after.
+    ring_allreduce_inter_steps_per_node: bool
+    # 2.18: AllGather and ReduceScatter ran Ring only; NVLSTree paid 2*(nNodes-1) network hops
+    # (log2 of the node count from 2.21).
+    allgather_ring_only: bool
+    nvls_tree_linear_hops: bool
+
+    def arch_row(self, arch: str) -> str:
+        """The GPU row NCCL indexes: a GPU newer than the release's last row uses that row
+        (``compCapIndex`` caps at Hopper before 2.27)."""
+        return arch if arch in self.per_ch_max_tree else "hopper"
+
+
+def _hw(nvlink: Mapping[str, Row], pci: Mapping[str, Row], net: Mapping[str, Row]) -> dict[str, dict[str, Row]]:
+    return {"nvlink": dict(nvlink), "pci": dict(pci), "net": dict(net)}
+
+
+_Z: Row = (0.0, 0.0, 0.0)
+_VOLTA_AMPERE_LL = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0)}
+_HOPPER_LL = (141.0, 45.0, 35.0)
+_RING_LL128 = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 36.7)}
+_TREE_LL128 = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0), "hopper": (36.7, 36.7, 29.0)}
+_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0)}
+
+
+def _tables_2_18_3() -> NcclTables:
+    return NcclTables(
+        version="2.18.3",
+        base_latency_us={"tree": (6.8, 14.0, 0.0), "ring": (6.6, 14.0, 8.4), "collnet_direct": (6.8, 14.0, 0.0),
+                         "collnet_chain": (6.8, 14.0, 0.0), "nvls": (0.0, 0.0, 23.0), "nvls_tree": (0.0, 0.0, 23.0),
+                         "pat": _Z},
+        hw_latency_us=_hw(
+            {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet_direct": (0, 0, 8.0),
+             "collnet_chain": (0, 0, 4.75), "nvls": _Z, "nvls_tree": _Z, "pat": _Z},
+            {"tree": (1.0, 1.9, 6.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": (0, 0, 8.0),
+             "collnet_chain": (0, 0, 8.0), "nvls": _Z, "nvls_tree": _Z, "pat": _Z},
+            {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet_direct": (0, 0, 10.7),
+             "collnet_chain": (0, 0, 14.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 19.0), "pat": _Z}),
+        ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": (87.7, 22.5, 19.0)},  # Hopper = Ampere's row
+        per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
+        pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
+        allgather_ring_only=True, nvls_tree_linear_hops=True,
+    )
+
+
+def _tables_2_21_5() -> NcclTables:
+    return NcclTables(
+        version="2.21.5",
+        base_latency_us={"tree": (6.8, 14.0, 0.0), "ring": (6.6, 14.0, 8.4), "collnet_direct": _Z,
+                         "collnet_chain": _Z, "nvls": _Z, "nvls_tree": _Z, "pat": _Z},
+        hw_latency_us=_hw(
+            {"tree": (0.6, 1.25, 28.0), "ring": (0.6, 1.9, 3.4), "collnet_direct": (0, 0, 3.7),
+             "collnet_chain": (0, 0, 2.8), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0), "pat": _Z},
+            {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": (0, 0, 3.7),
+             "collnet_chain": (0, 0, 2.8), "nvls": _Z, "nvls_tree": _Z, "pat": _Z},
+            {"tree": (5.0, 8.5, 28.0), "ring": (2.7, 4.0, 14.0), "collnet_direct": (0, 0, 31.0),
+             "collnet_chain": (0, 0, 30.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 14.0), "pat": _Z}),
+        ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": _HOPPER_LL},
+        per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
+        pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
+        allgather_ring_only=False, nvls_tree_linear_hops=False,
+    )
+
+
+def _tables_2_23_4() -> NcclTables:
+    t = _tables_2_21_5()
+    hw = {link: dict(row) for link, row in t.hw_latency_us.items()}
+    for link, simple in (("nvlink", 4.0), ("pci", 4.0), ("net", 14.0)):
+        ll, ll128, _ = hw[link]["tree"]
+        hw[link]["tree"] = (ll, ll128, simple)
+    return NcclTables(
+        version="2.23.4",
+        base_latency_us={**t.base_latency_us, "tree": (6.8, 14.0, 8.4), "pat": (8.0, 8.0, 8.0)},
+        hw_latency_us=hw, ll_max_bw=t.ll_max_bw, per_ch_max_ring_ll128=_RING_LL128,
+        per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
+        pat_bw_factor=0.85, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False,
+    )
+
+
+def _twice(row: Row) -> Row:
+    return (2 * row[0], 2 * row[1], 2 * row[2])
+
+
+def _tables_2_27_3() -> NcclTables:
+    t = _tables_2_23_4()
+    return NcclTables(
+        version="2.27.3",
+        base_latency_us=t.base_latency_us, hw_latency_us=t.hw_latency_us,
+        ll_max_bw={**t.ll_max_bw, "blackwell": _twice(_HOPPER_LL)},
+        per_ch_max_ring_ll128={**_RING_LL128, "blackwell": _twice(_RING_LL128["hopper"])},
+        per_ch_max_tree_ll128={**_TREE_LL128, "blackwell": _twice(_TREE_LL128["hopper"])},
+        per_ch_max_tree={**_TREE, "blackwell": _twice(_TREE["hopper"])},
+        pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False,
+    )
+
+
+def _tables_2_28_3() -> NcclTables:
+    t = _tables_2_27_3()
+    hw = {link: dict(row) for link, row in t.hw_latency_us.items()}
+    for link, simple in (("nvlink", 4.0), ("pci", 4.0), ("net", 14.0)):  # PAT's own row appears
+        hw[link]["pat"] = (0.0, 0.0, simple)
+    return NcclTables(
+        version="2.28.3",
+        base_latency_us=t.base_latency_us, hw_latency_us=hw, ll_max_bw=t.ll_max_bw,
+        per_ch_max_ring_ll128=t.per_ch_max_ring_ll128,
+        per_ch_max_tree_ll128={**_TREE_LL128, "blackwell": (55.6, 31.67, 20.0)},
+        per_ch_max_tree={**_TREE, "blackwell": (70.0, 42.8, 24.0)},
+        pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False,
+    )
+
+
+def _tables_2_30_7() -> NcclTables:
+    t = _tables_2_28_3()
+    hw = {link: dict(row) for link, row in t.hw_latency_us.items()}
+    hw["net"]["nvls_tree"] = (0.0, 0.0, 20.9)
+    return NcclTables(
+        version="2.30.7",
+        base_latency_us=t.base_latency_us, hw_latency_us=hw, ll_max_bw=t.ll_max_bw,
+        per_ch_max_ring_ll128={**_RING_LL128, "blackwell": (40.0, 40.0, 40.0)},
+        per_ch_max_tree_ll128=t.per_ch_max_tree_ll128, per_ch_max_tree=t.per_ch_max_tree,
+        pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False,
+    )
+
+
+_BUILDERS = {"2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
+             "2.27.3": _tables_2_27_3, "2.28.3": _tables_2_28_3, "2.30.7": _tables_2_30_7}
+ENCODED: tuple[str, ...] = tuple(_BUILDERS)
+
+def resolve(version: str | None) -> str:
+    """The encoded release whose tables `version` runs with (see the module docstring)."""
+    if version is None:
+        return NEWEST
+    key = version_key(version)
+    chosen = ENCODED[0]
+    for v in ENCODED:
+        if version_key(v) <= key:
+            chosen = v
+    return chosen
+
+
+@lru_cache(maxsize=None)
+def tables_for(version: str | None) -> NcclTables:
+    """The tuner tables of `version` (None: the newest encoded release)."""
+    return _BUILDERS[resolve(version)]()
