@@ -169,8 +169,16 @@ def interval_summary(results: list[SplitResult]) -> list[str]:
         n = sum(r.interval_rows for r in rs)
         return f"{sum(r.covered for r in rs) / n:.0%} of {n}" if n else "–"
 
+    def holds(rs: list[SplitResult]) -> bool:
+        """Coverage within 10 points of the nominal 80%."""
+        n = sum(r.interval_rows for r in rs)
+        return n > 0 and sum(r.covered for r in rs) / n >= 0.70
+
     sizes = [r for r in results if r.split.startswith("sizes")]
     out = [r for r in results if r.split.startswith("leave out")]
+    near = "it holds between measured sizes" if holds(sizes) else "it is too narrow even between measured sizes"
+    far = ("it holds for a collective the calibration did not measure too" if holds(out)
+           else "it is too narrow for a collective the calibration did not measure")
     return [f"**80% interval of a calibrated profile.** `clustersim calibrate` records the 10th and 90th percentiles "
             "of its fit's residuals per class (one node or across nodes; below 64 KiB, 64 KiB–1 MiB, from 1 MiB) "
             "as `uncertainty.busbw_log_residual`, and `clustersim collective` prints them as the interval "

@@ -451,3 +451,20 @@ def test_dense_sweeps_are_thinned_for_the_fit_and_reported_whole(tmp_path, h100,
     assert " 27 " in captured.out  # the before/after table covers every row
     assert load_profile(str(out)).node.scale_up.efficiency == pytest.approx(0.7, rel=0.03)
     assert main(["calibrate", str(log), "--hardware", "dgx-h100", "-o", str(out), "--max-rows", "2"]) == 2
+
+
+def test_interval_summary_reads_the_coverage_it_reports():
+    """The page's reading of the calibrated interval follows the coverage (nominal 80%: within
+    10 points it holds), for neighbouring sizes and for unseen collectives alike."""
+    from types import SimpleNamespace
+
+    from simulator.calibration.cross_validation import interval_summary
+
+    def rows(split, n, covered):
+        return SimpleNamespace(split=split, interval_rows=n, covered=covered)
+
+    text = interval_summary([rows("sizes (fit even, predict odd)", 100, 76), rows("leave out allreduce", 100, 53)])[0]
+    assert "**64% of 200**" in text and "it holds between measured sizes" in text
+    assert "too narrow for a collective the calibration did not measure" in text
+    text = interval_summary([rows("sizes (fit even, predict odd)", 100, 50), rows("leave out allreduce", 100, 80)])[0]
+    assert "too narrow even between measured sizes" in text and "it holds for a collective" in text
