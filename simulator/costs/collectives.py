@@ -63,8 +63,8 @@ import numpy as np
 from simulator.costs import nccl_constants, nccl_graph
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs.flow_patterns import (
-    Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, layout, make_phase, nvls_intra, nvls_tree_inter,
-    p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
+    Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, make_phase, nvls_intra,
+    nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
 )
 from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
@@ -254,7 +254,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         flows = scaled_flows(intra, size_bytes * scale, None, geo)
         if algorithm == "nvls_tree":
             inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
-            flows += scaled_flows(inter, size_bytes * wire, None)
+            flows = join_phases(flows, scaled_flows(inter, size_bytes * wire, None, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
@@ -362,7 +362,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
         flows: tuple[Flow, ...] = ()
         for sub in lays:
             pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
-            flows += scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap)
+            flows = join_phases(flows, scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap, geo))
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 
     if op == "allreduce":

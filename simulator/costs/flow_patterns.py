@@ -461,7 +461,9 @@ class PatternArrays:
 
     __slots__ = ("pattern", "flow_links", "links", "flow_of_link", "w", "m")
 
-    def __init__(self, pattern: Pattern) -> None:
+    def __init__(self, pattern: Pattern | None) -> None:
+        if pattern is None:  # filled in by join_phases
+            return
         kept = [(links, w, m) for links, w, m in pattern if w > 0]
         lengths = [len(links) for links, _, _ in kept]
         self.pattern = pattern  # held so that the id() keying this in a cache stays unique
@@ -486,8 +488,8 @@ class Phase(tuple):
     """The flows of one phase (a tuple of :class:`Flow`, usable wherever one is), built from a
     pattern, with the same flows as arrays: ``arrays`` (the pattern's links), ``nbytes`` and
     ``caps`` (each flow's wire bytes and rate cap, ``inf`` for none), so that the closed-form
-    time (:func:`simulator.costs.collectives.phase_time_s`) need not walk the flows. Joining
-    phases with ``+`` gives a plain tuple, timed the general way."""
+    time (:func:`simulator.costs.collectives.phase_time_s`) need not walk the flows. Phases are
+    joined with :func:`join_phases` (``+`` gives a plain tuple, timed the general way)."""
 
     arrays: PatternArrays
     nbytes: np.ndarray
@@ -498,6 +500,25 @@ def make_phase(flows: Sequence[Flow], arrays: PatternArrays, nbytes: np.ndarray,
     phase = Phase(flows)
     phase.arrays, phase.nbytes, phase.caps = arrays, nbytes, caps
     return phase
+
+
+def join_phases(a: tuple[Flow, ...], b: tuple[Flow, ...]) -> tuple[Flow, ...]:
+    """The flows of ``a`` then those of ``b`` as one phase (NVLS-tree's intra- and inter-node
+    flows, a hierarchical step's rings): a :class:`Phase` with both one's arrays when both are
+    Phases (or one is empty), else a plain tuple."""
+    if not a or not b:
+        return b if not a else a
+    if not (isinstance(a, Phase) and isinstance(b, Phase)):
+        return tuple(a) + tuple(b)
+    arrays = PatternArrays(None)
+    arrays.pattern = None
+    arrays.flow_links = a.arrays.flow_links + b.arrays.flow_links
+    arrays.links = np.concatenate((a.arrays.links, b.arrays.links))
+    arrays.flow_of_link = np.concatenate((a.arrays.flow_of_link, b.arrays.flow_of_link + len(a)))
+    arrays.w = np.concatenate((a.arrays.w, b.arrays.w))
+    arrays.m = np.concatenate((a.arrays.m, b.arrays.m))
+    return make_phase(tuple(a) + tuple(b), arrays, np.concatenate((a.nbytes, b.nbytes)),
+                      np.concatenate((a.caps, b.caps)))
 
 
 def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None,
