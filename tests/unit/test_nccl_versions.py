@@ -176,3 +176,22 @@ def test_calibrate_overlay_names_the_logs_release(tmp_path, capsys):
     assert "version" not in (yaml.safe_load(out.read_text()).get("nccl") or {})
     err = capsys.readouterr().err
     assert "different NCCL releases (2.21.5: gh200x8_nccl2215.txt; 2.23.4: gh200x8" in err
+
+
+def test_sweep_csv_software_line_gives_the_version():
+    from simulator.calibration.measured import read_sweep
+
+    data = Path(__file__).parents[2] / "data" / "nccl"
+    assert read_sweep(data / "h100x16_allreduce_2node_awsp5_efa.csv").nccl_version == "2.22.3"
+    assert read_sweep(data / "a100x16_allreduce_2node_abci.csv").nccl_version == "2.8.4"  # "NCCL 2.8.4-1"
+    assert read_sweep(data / "mi355x16_allreduce_2node_aac14_pollara.csv").nccl_version == "2.26.6"  # RCCL
+    assert read_sweep(data / "h100x16_allreduce_2node_gcp_a3mega_tcpxo.csv").nccl_version is None
+
+
+def test_collective_log_carries_the_release_calibrate_reads(tmp_path):
+    from simulator.calibration.nccl_log import parse_nccl_log
+
+    log = tmp_path / "pred.txt"
+    assert main(["collective", "--hardware", "dgx-h100", "--op", "allreduce", "--ranks", "8", "-b", "1K", "-e", "4K",
+                 "--nccl-version", "2.23.4", "--log", str(log)]) == 0
+    assert [s.nccl_version for s in parse_nccl_log(log)] == ["2.23.4"]
