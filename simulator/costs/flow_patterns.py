@@ -461,8 +461,11 @@ class PatternArrays:
 
     __slots__ = ("pattern", "flow_links", "links", "flow_of_link", "w", "m")
 
+    pattern: Pattern | None  # None for the arrays of joined phases, which no cache holds
+
     def __init__(self, pattern: Pattern | None) -> None:
         if pattern is None:  # filled in by join_phases
+            self.pattern = None
             return
         kept = [(links, w, m) for links, w, m in pattern if w > 0]
         lengths = [len(links) for links, _, _ in kept]
@@ -511,7 +514,6 @@ def join_phases(a: tuple[Flow, ...], b: tuple[Flow, ...]) -> tuple[Flow, ...]:
     if not (isinstance(a, Phase) and isinstance(b, Phase)):
         return tuple(a) + tuple(b)
     arrays = PatternArrays(None)
-    arrays.pattern = None
     arrays.flow_links = a.arrays.flow_links + b.arrays.flow_links
     arrays.links = np.concatenate((a.arrays.links, b.arrays.links))
     arrays.flow_of_link = np.concatenate((a.arrays.flow_of_link, b.arrays.flow_of_link + len(a)))
