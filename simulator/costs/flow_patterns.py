@@ -469,7 +469,7 @@ class PatternArrays:
             return
         kept = [(links, w, m) for links, w, m in pattern if w > 0]
         lengths = [len(links) for links, _, _ in kept]
-        self.pattern: Pattern | None = pattern  # held so that the id() keying this in a cache stays unique
+        self.pattern = pattern  # held so that the id() keying this in a cache stays unique
         self.flow_links = [links for links, _, _ in kept]
         self.links = np.fromiter((link for links, _, _ in kept for link in links), dtype=np.int64,
                                  count=sum(lengths))
