@@ -83,8 +83,8 @@ def check_override(key: str, value: float) -> str | None:
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
-def version_key(version: str) -> tuple[int, int, int]:
-    """``"2.23.4"`` -> (2, 23, 4); ``"2.23"`` -> (2, 23, 0); ValueError for anything else."""
+def version_key(version: object) -> tuple[int, int, int]:
+    """``"2.23.4"`` -> (2, 23, 4); ``"2.23"`` -> (2, 23, 0); ValueError for anything else (a number too)."""
     m = _VERSION.match(version.strip()) if isinstance(version, str) else None
     if not m or int(m.group(1)) < 2:
         raise ValueError(f"expected an NCCL 2 release such as \"2.23.4\" (in YAML, a quoted string), got {version!r}")
@@ -95,7 +95,7 @@ def check_version(value: object) -> str | None:
     """Why ``nccl.version: value`` is refused, or None if it is fine. A YAML number (``2.23``)
     is refused: it cannot say 2.30 from 2.3."""
     try:
-        version_key(value)  # type: ignore[arg-type]
+        version_key(value)
     except ValueError as e:
         return str(e)
     return None
