@@ -34,4 +34,4 @@ def test_readme_names_the_fast_default_for_contributors():
     contributing = text.split("## Contributing", 1)
     assert len(contributing) == 2, "README.md has no Contributing section"
     assert 'python -m pytest -m "not slow"' in contributing[1]
-    assert first_code_block()[1] == "python -m pytest"  # CI: the whole suite, slow included
+    assert first_code_block()[1] == "python -m pytest -n auto --dist loadfile"  # CI: the whole suite, slow included
