@@ -93,6 +93,10 @@ class Parallel(BaseModel):
     moe_shared_expert_overlap: bool = Field(
         default=False, description="run the shared experts while the dispatch and combine All-to-Alls are "
                                    "in flight (Megatron's moe_shared_expert_overlap)")
+    overlap_moe_expert_parallel_comm: bool = Field(
+        default=False, description="combined 1F1B: pair one micro-batch's forward with another's backward layer "
+                                   "by layer so each one's dispatch and combine All-to-Alls run under the other's "
+                                   "compute (Megatron's overlap_moe_expert_parallel_comm; needs pp=1 or vp > 1)")
 
     @model_validator(mode="after")
     def _own_rules(self) -> "Parallel":

@@ -272,6 +272,29 @@ def check_moe(scn: Scenario, dp: int) -> None:
     if p.zero == 3 and p.zero3_impl == "deepspeed":
         _fail(scn, "parallel.zero3_impl", "experts with zero=3 are sharded the FSDP2 way here "
                                           "(zero3_impl: fsdp2)")
+    if p.overlap_moe_expert_parallel_comm:
+        check_a2a_overlap(scn)
+
+
+def check_a2a_overlap(scn: Scenario) -> None:
+    """The rules Megatron-Core's TransformerConfig checks for ``overlap_moe_expert_parallel_comm``
+    (megatron/core/transformer/transformer_config.py): an All-to-All to hide, a dispatcher the
+    fine-grained schedule splits, a schedule that pairs micro-batches."""
+    p, t = scn.parallel, scn.training
+    key = "parallel.overlap_moe_expert_parallel_comm"
+    if p.ep == 1:
+        _fail(scn, key, "needs an All-to-All to hide (ep > 1)")
+    if p.moe_dispatcher == "allgather":
+        _fail(scn, key, "works with moe_dispatcher alltoall or deepep (Megatron's flex), not allgather")
+    if p.moe_shared_expert_overlap:
+        _fail(scn, key, "excludes moe_shared_expert_overlap: the combined schedule runs the shared experts "
+                        "in the expert node")
+    if p.pp > 1 and p.vp == 1:
+        _fail(scn, key, f"pp={p.pp} needs the interleaved schedule (vp > 1); Megatron pairs micro-batches only "
+                        "without pipelining or with virtual pipeline stages")
+    if t.recompute == "full":
+        _fail(scn, "training.recompute", "recompute: full with overlap_moe_expert_parallel_comm re-runs the "
+                                         "forward's All-to-Alls inside the paired backward; use selective or none")
 
 
 def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None,

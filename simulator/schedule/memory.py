@@ -115,7 +115,9 @@ def in_flight(scn: Scenario, stage: int) -> float:
     p = scn.parallel
     n_micro = scn.n_micro
     if p.pp_schedule == "interleaved" and p.vp > 1:
-        chunks = (p.pp - stage - 1) * 2 + (p.vp - 1) * p.pp + 1
+        # combined 1F1B (overlap_moe_expert_parallel_comm) runs one more warm-up forward; without
+        # pipelining it holds one set, its paired forward filling as its backward drains
+        chunks = (p.pp - stage - 1) * 2 + (p.vp - 1) * p.pp + 1 + p.overlap_moe_expert_parallel_comm
         return min(chunks, n_micro * p.vp) / p.vp
     return float(min(p.pp - stage, n_micro))
 

@@ -40,6 +40,9 @@ volume depends on (:func:`nodes_hit`).
 
 Shared experts run after the combine, or, with ``moe_shared_expert_overlap``, between the
 dispatch and the combine so the All-to-Alls hide behind them (Megatron's shared-expert overlap).
+With ``overlap_moe_expert_parallel_comm`` they are part of the expert node (Megatron's
+``routed_experts_compute`` runs them beside the routed experts), issued after the dispatch so a
+layer's ops fall into the five nodes :mod:`simulator.schedule.moe_overlap` interleaves.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class MoESpec:
     nodes_hit: float  # deepep: expected distinct nodes of the EP group a token's k experts fall on
     ep_nodes: int  # deepep: nodes the EP group spans
     shared_overlap: bool
+    a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -94,7 +98,7 @@ class MoESpec:
                    act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
                    load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
                                                   m.topk_groups), ep_nodes=ep_nodes,
-                   shared_overlap=p.moe_shared_expert_overlap)
+                   shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm)
 
     @property
     def local_experts(self) -> int:
@@ -247,6 +251,8 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     if s.shared_ffn and s.shared_overlap:
         shared_done = _shared_fwd(pb, s, tp, after)
     rows = _etp(pb, s, f"{p}.dispatch.fwd", "allgather", dispatched, tag)
+    if s.shared_ffn and s.a2a_overlap:
+        shared_done = _shared_fwd(pb, s, tp, after)
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
@@ -272,6 +278,8 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     if s.shared_ffn and s.shared_overlap:
         shared_done = _shared_bwd(pb, s, tp, after)
     rows = _etp(pb, s, f"{p}.combine.bwd", "allgather", to_experts, tag)
+    if s.shared_ffn and s.a2a_overlap:
+        shared_done = _shared_bwd(pb, s, tp, after)
     f = s.ffn // s.etp
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)

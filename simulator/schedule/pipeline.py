@@ -20,6 +20,12 @@ stage it enters and the micro-batch, so sends meet their receives. A message hol
 micro-batch's hidden activation, ``b·s·h`` bytes over ``cp·ulysses`` and, with sequence
 parallelism, over ``tp`` (each TP rank sends its sequence shard). The first virtual stage runs
 the embedding, the last the LM head and loss.
+
+With ``overlap_moe_expert_parallel_comm`` the steady passes are Megatron's combined 1F1B
+(``pipeline_parallel/combined_1f1b.py``): a forward and the backward of another micro-batch as one
+step whose layers are interleaved (:mod:`simulator.schedule.moe_overlap`), so each one's
+expert-parallel All-to-Alls run under the other's compute. Without pipelining: F0, F(i) with
+B(i−1), the last backward; interleaved: one more warm-up forward, then F(k + warm-up) with B(k).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import GradSync
-from simulator.schedule import fp8
+from simulator.schedule import fp8, moe_overlap
 from simulator.schedule.ir import P2POp, Phase, ProgramBuilder, Tag, Transfer
 from simulator.schedule.shapes import ParamUnit
 from simulator.schedule.transformer import LayerBuilder
@@ -57,6 +63,7 @@ class StageBuilder:
         self.scn, self.stage, self.layers, self.sync, self.chunks = scn, stage, layers, sync, chunks
         p = scn.parallel
         self.pp, self.vp, self.M = p.pp, p.vp, scn.n_micro
+        self.a2a_overlap = p.overlap_moe_expert_parallel_comm
         spec = layers.spec
         self.msg = spec.sharded_tokens * spec.hidden * spec.act_bytes  # this rank's SP shard
         self.pb = ProgramBuilder()
@@ -78,16 +85,20 @@ class StageBuilder:
     # -- passes -------------------------------------------------------------------------------
 
     def forward(self, chunk: int, mb: int) -> int:
-        pb, lb, sync = self.pb, self.layers, self.sync
         after = self.recv.get(("F", chunk, mb), self.fence)
         for unit in self.chunks[chunk]:
-            w = sync.before_forward(pb, unit, mb, after)
-            if unit.layer is not None:
-                after = lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
-            elif unit.name == "embedding":
-                after = lb.embedding_forward(pb, mb, after, w.get("emb", ()))
-            else:
-                after = lb.head_forward(pb, mb, after, w.get("head", ()))
+            after = self._forward_unit(unit, mb, after, self.sync.before_forward(self.pb, unit, mb, after))
+        return self._end_forward(chunk, mb, after)
+
+    def _forward_unit(self, unit: ParamUnit, mb: int, after: int, w: dict[str, tuple[int, ...]]) -> int:
+        pb, lb = self.pb, self.layers
+        if unit.layer is not None:
+            return lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+        if unit.name == "embedding":
+            return lb.embedding_forward(pb, mb, after, w.get("emb", ()))
+        return lb.head_forward(pb, mb, after, w.get("head", ()))
+
+    def _end_forward(self, chunk: int, mb: int, after: int) -> int:
         after = self._amax(after, chunk, mb, "fwd")
         self.out[("F", chunk, mb)] = after
         return after
@@ -103,23 +114,67 @@ class StageBuilder:
         return fp8.amax_reduction(self.pb, axes, n_layers, mb, after, phase, chunk)
 
     def backward(self, chunk: int, mb: int) -> int:
-        pb, lb, sync = self.pb, self.layers, self.sync
         after = self.recv.get(("B", chunk, mb), self.out[("F", chunk, mb)])
         for unit in reversed(self.chunks[chunk]):
-            w = sync.before_backward(pb, unit, mb, after)
-            if unit.layer is not None:
-                after = lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
-            elif unit.name == "embedding":
-                after = lb.embedding_backward(pb, mb, after)
-            else:
-                after = lb.head_backward(pb, mb, after)
-            sync.after_backward(pb, unit, mb, after)
+            after = self._backward_unit(unit, mb, after, self.sync.before_backward(self.pb, unit, mb, after))
+            self.sync.after_backward(self.pb, unit, mb, after)
+        return self._end_backward(chunk, mb, after)
+
+    def _backward_unit(self, unit: ParamUnit, mb: int, after: int, w: dict[str, tuple[int, ...]]) -> int:
+        pb, lb = self.pb, self.layers
+        if unit.layer is not None:
+            return lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+        if unit.name == "embedding":
+            return lb.embedding_backward(pb, mb, after)
+        return lb.head_backward(pb, mb, after)
+
+    def _end_backward(self, chunk: int, mb: int, after: int) -> int:
+        pb, sync = self.pb, self.sync
         fence = sync.end_backward(pb, mb, after)
         if fence >= 0:
             self.fence = fence
         after = self._amax(after, chunk, mb, "bwd")
         self.out[("B", chunk, mb)] = after
         return after
+
+    def combined(self, f: Pass, b: Pass) -> None:
+        """Forward ``f`` and backward ``b`` as one step of Megatron's combined 1F1B
+        (``combined_forward_backward_step``): b's LM head backward and f's embedding first, then
+        forward layer i paired with backward layer n−1−i, their ops interleaved by
+        :func:`simulator.schedule.moe_overlap.interleave`, then what is left of either pass."""
+        pb, sync = self.pb, self.sync
+        fa = self.recv.get(("F", f.chunk, f.mb), self.fence)
+        ba = self.recv.get(("B", b.chunk, b.mb), self.out[("F", b.chunk, b.mb)])
+        fu = list(self.chunks[f.chunk])
+        bu = list(reversed(self.chunks[b.chunk]))
+
+        def backward_unit(unit: ParamUnit, after: int) -> int:
+            after = self._backward_unit(unit, b.mb, after, sync.before_backward(pb, unit, b.mb, after))
+            sync.after_backward(pb, unit, b.mb, after)
+            return after
+
+        while bu and bu[0].layer is None:
+            ba = backward_unit(bu.pop(0), ba)
+        while fu and fu[0].layer is None:
+            unit = fu.pop(0)
+            fa = self._forward_unit(unit, f.mb, fa, sync.before_forward(pb, unit, f.mb, fa))
+        while fu and bu and fu[0].layer is not None and bu[0].layer is not None:
+            uf, ub = fu.pop(0), bu.pop(0)
+            wf = sync.before_forward(pb, uf, f.mb, fa)
+            wb = sync.before_backward(pb, ub, b.mb, ba)
+            start = len(pb)
+            fa = self._forward_unit(uf, f.mb, fa, wf)
+            mid = len(pb)
+            ba = self._backward_unit(ub, b.mb, ba, wb)
+            moved = moe_overlap.interleave(pb, start, mid)
+            fa, ba = moved(fa), moved(ba)
+            sync.after_backward(pb, ub, b.mb, ba)
+        for unit in fu:
+            fa = self._forward_unit(unit, f.mb, fa, sync.before_forward(pb, unit, f.mb, fa))
+        for unit in bu:
+            ba = backward_unit(unit, ba)
+        self._end_forward(f.chunk, f.mb, fa)
+        self._end_backward(b.chunk, b.mb, ba)
 
     # -- communication ------------------------------------------------------------------------
 
@@ -177,7 +232,9 @@ class StageBuilder:
     def interleaved(self) -> None:
         pp, vp, s = self.pp, self.vp, self.stage
         total = self.M * vp
-        warmup = min((pp - s - 1) * 2 + (vp - 1) * pp, total)
+        # Combined 1F1B runs one more warm-up forward so that each steady step pairs a forward with
+        # the backward of another micro-batch (schedules.py: num_warmup_microbatches += 1).
+        warmup = min((pp - s - 1) * 2 + (vp - 1) * pp + self.a2a_overlap, total)
         remaining = total - warmup
 
         def F(k: int) -> Pass:
@@ -198,8 +255,11 @@ class StageBuilder:
                 self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f)
         for k in range(remaining):
             kf = k + warmup
-            self.forward(F(kf).chunk, F(kf).mb)
-            self.backward(B(k).chunk, B(k).mb)
+            if self.a2a_overlap:
+                self.combined(F(kf), B(k))
+            else:
+                self.forward(F(kf).chunk, F(kf).mb)
+                self.backward(B(k).chunk, B(k).mb)
             nxt_f = F(kf + 1) if k < remaining - 1 else None
             self.p2p("send_forward_backward_recv_forward_backward", send_f=F(kf), send_b=B(k),
                      recv_f=nxt_f, recv_b=B(k + 1) if k + 1 < total else None)
@@ -207,9 +267,19 @@ class StageBuilder:
             self.backward(B(k).chunk, B(k).mb)
             self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=B(k + 1) if k + 1 < total else None)
 
+    def no_pipelining_combined(self) -> None:
+        """pp = 1 with combined 1F1B (``combined_1f1b_schedule_for_no_pipelining``): F0, then
+        F(i) paired with B(i−1), then the last backward alone."""
+        self.forward(0, 0)
+        for i in range(1, self.M):
+            self.combined(Pass("F", 0, i), Pass("B", 0, i - 1))
+        self.backward(0, self.M - 1)
+
     def build(self) -> ProgramBuilder:
         if self.vp > 1:
             self.interleaved()
+        elif self.pp == 1 and self.a2a_overlap:
+            self.no_pipelining_combined()
         else:
             self.one_f_one_b()
         ends = tuple(self.out[("B", c, self.M - 1)] for c in range(self.vp))

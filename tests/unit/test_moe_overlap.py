@@ -1,0 +1,96 @@
+"""Combined 1F1B (Megatron's overlap_moe_expert_parallel_comm): the issue order of a paired
+forward/backward layer, the rules of the key, and the All-to-All time it hides in closed form."""
+
+import pytest
+
+from simulator.config.hardware import apply_overlay, load_profile
+from simulator.config.scenario import build_scenario
+from simulator.errors import InputError
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import CommOp
+from simulator.simulation import simulate_scenario
+from tests.unit.test_schedule_invariants import PROFILE, check_invariants
+
+# 8 experts, top-2, one dense layer first; sized so that each compute node outlasts the
+# All-to-All it is paired with (a 16 MiB exchange on 450 GB/s NVLink against ~0.5 ms of GEMMs)
+MOE = {"layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 8192, "vocab": 1000,
+       "mlp": "swiglu", "seq_len": 4096, "experts": 8, "top_k": 2, "moe_ffn_hidden": 2048,
+       "first_dense_layers": 1}
+
+
+@pytest.fixture
+def make(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROFILE)
+
+    def _make(parallel, nodes=1, training=None, model=None, profile=None):
+        data = {"name": "moe", "hardware": "p.yaml", "nodes": nodes, "model": {**MOE, **(model or {})},
+                "training": {"micro_batch": 1, "global_batch": 16, **(training or {})}, "parallel": parallel}
+        return build_scenario(data, source="moe.yaml", base_dir=tmp_path, profile=profile)
+    return _make
+
+
+OVERLAP = {"overlap_moe_expert_parallel_comm": True}
+PLANS = {
+    "pp1": {"ep": 4},
+    "interleaved": {"ep": 2, "pp": 2, "pp_schedule": "interleaved", "vp": 2},
+    "deepep_2nodes": {"ep": 8, "moe_dispatcher": "deepep"},
+    "tp2_etp2": {"ep": 2, "tp": 2, "sequence_parallel": True},
+    "fsdp2": {"ep": 4, "zero": 3, "zero3_impl": "fsdp2"},
+}
+
+
+@pytest.mark.parametrize("name", list(PLANS))
+def test_combined_plans_keep_the_invariants(make, name):
+    nodes = 2 if "2nodes" in name else 1
+    sched = build_schedule(make({**PLANS[name], **OVERLAP}, nodes=nodes, model={"shared_experts": 1}))
+    check_invariants(sched)
+    plain = build_schedule(make(PLANS[name], nodes=nodes, model={"shared_experts": 1}))
+    for role, prog in sched.programs.items():  # the same kernels and collectives, in another order
+        names = sorted(op.name for op in prog if not op.name.startswith("pp."))
+        assert names == sorted(op.name for op in plain.programs[role] if not op.name.startswith("pp."))
+
+
+def test_paired_layer_issue_order_follows_megatron(make):
+    """TransformerLayerSchedulePlan.run: on the communication stream combine_bwd, dispatch_fwd,
+    dispatch_bwd, combine_fwd; f's attention between b's combine and b's experts."""
+    prog = build_schedule(make({"ep": 4, **OVERLAP})).programs["pp0.cp0"]
+    # the second step pairs F(mb 1) with B(mb 0); of 4 layers, forward layer 1 with backward layer 2
+    names = [op.name for op in prog]
+    a2a = [op.name for op in prog if isinstance(op, CommOp) and op.axes == ("ep",)]
+    i = a2a.index("L2.moe.combine.bwd.alltoall")
+    assert a2a[i:i + 4] == ["L2.moe.combine.bwd.alltoall", "L1.moe.dispatch.fwd.alltoall",
+                            "L2.moe.dispatch.bwd.alltoall", "L1.moe.combine.fwd.alltoall"]
+    order = names[names.index("L2.moe.combine.bwd.alltoall"):]
+    at = order.index
+    assert at("L1.qkv.fwd.gemm") < at("L2.moe.experts.fc2.dgrad") < at("L1.moe.experts.fc1.fwd")
+    assert at("L1.moe.experts.fc2.fwd") < at("L2.qkv.bwd.dgrad") < at("L1.res2.fwd")
+
+
+def test_overlap_hides_the_paired_all_to_alls_in_closed_form(make, tmp_path):
+    """pp = 1, M = 4 micro-batches per GPU: F0, then F(i) with B(i−1), then B3 alone. Every
+    compute node outlasts the All-to-All it is paired with, so of the 2M passes' All-to-Alls only
+    F0's and B3's stay exposed: the step shrinks by (M−1)/M of the exposed All-to-All time and
+    what is left exposed is 1/M of it. Compute is not slowed by the overlap here
+    (overlap_slowdown 0), so the saving is exactly the hidden communication."""
+    profile = apply_overlay(load_profile(str(tmp_path / "p.yaml")), {"gpu": {"overlap_slowdown": 0.0}})
+    training = {"recompute": "selective"}
+    parallel = {"ep": 4, "overlap_grad_reduce": False}
+    plain = simulate_scenario(make(parallel, training=training, profile=profile)).report
+    combined = simulate_scenario(make({**parallel, **OVERLAP}, training=training, profile=profile)).report
+    M = 4
+    a2a = plain.breakdown_s.exposed_comm["alltoall"]
+    assert a2a > 0.05 * plain.step_time_s
+    assert combined.breakdown_s.exposed_comm["alltoall"] == pytest.approx(a2a / M, rel=0.02)
+    assert combined.step_time_s == pytest.approx(plain.step_time_s - a2a * (M - 1) / M, rel=0.002)
+
+
+@pytest.mark.parametrize("parallel,training,needle", [
+    ({"ep": 1}, {}, "needs an All-to-All to hide"),
+    ({"ep": 4, "moe_dispatcher": "allgather"}, {}, "not allgather"),
+    ({"ep": 4, "moe_shared_expert_overlap": True}, {}, "excludes moe_shared_expert_overlap"),
+    ({"ep": 2, "pp": 2}, {}, "needs the interleaved schedule"),
+    ({"ep": 4}, {"recompute": "full"}, "recompute: full"),
+])
+def test_bad_overlap_plans_name_the_field(make, parallel, training, needle):
+    with pytest.raises(InputError, match=needle):
+        make({**parallel, **OVERLAP}, training=training)
