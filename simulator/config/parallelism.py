@@ -93,6 +93,10 @@ class Parallel(BaseModel):
     moe_shared_expert_overlap: bool = Field(
         default=False, description="run the shared experts while the dispatch and combine All-to-Alls are "
                                    "in flight (Megatron's moe_shared_expert_overlap)")
+    moe_deepep_sms: int = Field(
+        default=20, gt=0, description="SMs DeepEP's dispatch and combine kernels hold (Megatron's "
+                                      "moe_deepep_num_sms, default 20; DeepSeek-V3 dedicates 20 of the H800's 132): "
+                                      "compute that runs beside them has the rest")
     overlap_moe_expert_parallel_comm: bool = Field(
         default=False, description="combined 1F1B: pair one micro-batch's forward with another's backward layer "
                                    "by layer so each one's dispatch and combine All-to-Alls run under the other's "

@@ -272,6 +272,9 @@ def check_moe(scn: Scenario, dp: int) -> None:
     if p.zero == 3 and p.zero3_impl == "deepspeed":
         _fail(scn, "parallel.zero3_impl", "experts with zero=3 are sharded the FSDP2 way here "
                                           "(zero3_impl: fsdp2)")
+    if p.moe_dispatcher == "deepep" and p.moe_deepep_sms >= scn.profile.gpu.sms:
+        _fail(scn, "parallel.moe_deepep_sms", f"moe_deepep_sms={p.moe_deepep_sms} leaves no SM for compute: "
+                                              f"{scn.profile.gpu.name} has {scn.profile.gpu.sms}")
     if p.overlap_moe_expert_parallel_comm:
         check_a2a_overlap(scn)
 

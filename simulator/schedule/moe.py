@@ -18,8 +18,10 @@ TP-parallel dense MLP on the same input. The dispatchers (moe/token_dispatcher.p
   back the same way. Modelled as an All-to-All over the EP ranks of the other nodes sized by the
   expected number of distinct nodes a token's k experts fall on, then an All-to-All inside the node
   of the T·k rows; with FP8 training the dispatch is FP8 with one fp32 scale per 128 values
-  (DeepSeek-V3, arXiv:2412.19437 §3.3), the combine stays BF16. The SMs the DeepEP kernels
-  hold are not taken from overlapping compute here.
+  (DeepSeek-V3, arXiv:2412.19437 §3.3), the combine stays BF16. The DeepEP kernels hold
+  ``moe_deepep_sms`` SMs; the GEMMs that run beside them (the shared experts under
+  ``moe_shared_expert_overlap``, the paired nodes of the combined 1F1B) keep the rest
+  (:func:`beside_exchange_sm_fraction`).
 
 Backward is the mirror: the combine's All-to-All carries the output gradient to the experts,
 grouped dgrad and wgrad GEMMs, the dispatch's All-to-All carries the input gradient back.
@@ -48,7 +50,8 @@ layer's ops fall into the five nodes :mod:`simulator.schedule.moe_overlap` inter
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Iterable
 
 import numpy as np
 
@@ -83,6 +86,7 @@ class MoESpec:
     ep_nodes: int  # deepep: nodes the EP group spans
     shared_overlap: bool
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
+    beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -98,7 +102,8 @@ class MoESpec:
                    act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
                    load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
                                                   m.topk_groups), ep_nodes=ep_nodes,
-                   shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm)
+                   shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
+                   beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn))
 
     @property
     def local_experts(self) -> int:
@@ -122,6 +127,29 @@ class MoESpec:
     def up(self) -> int:
         """Output features of the first expert GEMM per expert-TP rank (gate and up for SwiGLU)."""
         return (2 if self.gated else 1) * self.ffn // self.etp
+
+
+def beside_exchange_sm_fraction(scn: Scenario) -> float:
+    """Share of the SMs left to compute that runs beside a token exchange. DeepEP's kernels are
+    persistent and hold ``moe_deepep_sms`` SMs while they move tokens (Megatron's
+    ``moe_deepep_num_sms``, default 20; DeepEP v1's README example sets 24; DeepSeek-V3,
+    arXiv:2412.19437 §3.2.2, dedicates 20 of the H800's 132 SMs to communication), so a GEMM beside
+    them runs on the rest. NCCL's All-to-All is priced by the profile's ``overlap_slowdown``."""
+    p = scn.parallel
+    if p.moe_dispatcher != "deepep":
+        return 1.0
+    return 1.0 - p.moe_deepep_sms / scn.profile.gpu.sms
+
+
+def hold_sms(pb: ProgramBuilder, indices: Iterable[int], fraction: float) -> None:
+    """The compute-bound kernels among ``indices`` run beside a token exchange that holds SMs: they
+    keep ``fraction`` of them (``ComputeOp.sm_fraction``, which the replay does not slow again)."""
+    if fraction >= 1.0:
+        return
+    for i in indices:
+        op = pb.ops[i]
+        if isinstance(op, ComputeOp) and op.kind in ("gemm", "attention"):
+            pb.ops[i] = replace(op, sm_fraction=op.sm_fraction * fraction)
 
 
 def expected_nodes_hit(experts: int, top_k: int, nodes: int) -> float:
@@ -249,7 +277,9 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True)
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:
+        start = len(pb)
         shared_done = _shared_fwd(pb, s, tp, after)
+        hold_sms(pb, range(start, len(pb)), s.beside_exchange_sm_fraction)
     rows = _etp(pb, s, f"{p}.dispatch.fwd", "allgather", dispatched, tag)
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_fwd(pb, s, tp, after)
@@ -276,7 +306,9 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     to_experts = _exchange(pb, s, f"{p}.combine.bwd", unpermute, tag, dispatch=False)
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:
+        start = len(pb)
         shared_done = _shared_bwd(pb, s, tp, after)
+        hold_sms(pb, range(start, len(pb)), s.beside_exchange_sm_fraction)
     rows = _etp(pb, s, f"{p}.combine.bwd", "allgather", to_experts, tag)
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_bwd(pb, s, tp, after)

@@ -15,7 +15,10 @@ one stream and the compute nodes on another::
 so the combine of b hides under f's attention, f's dispatch under b's experts, b's dispatch under
 f's experts and f's combine under b's attention. Here a layer pass is built as usual and then its
 ops are reordered into that issue order: streams are FIFO in issue order and every op keeps its
-dependencies, so the overlap follows from the replay, not from a discount.
+dependencies, so the overlap follows from the replay, not from a discount. With DeepEP the GEMMs of a node
+paired with an exchange run on the SMs its kernels leave (``moe_deepep_sms``), for the whole node:
+an upper bound on the contention when the node outlasts the exchange, as for TransformerEngine's
+pipelined overlap (``ComputeOp.sm_fraction``).
 
 A pass is cut into nodes at its token-exchange collectives (the groups ``ep``, ``etp``, and
 DeepEP's ``ep_intra`` / ``ep_inter``): a forward MoE layer reads attn, dispatch, mlp, combine,
@@ -28,6 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from simulator.schedule import moe
 from simulator.schedule.ir import CommOp, ProgramBuilder
 
 EXCHANGE_AXES = frozenset({"ep", "etp", "ep_intra", "ep_inter"})  # the token dispatch / combine groups
@@ -76,13 +80,17 @@ def _dense_nodes(pb: ProgramBuilder, start: int, end: int) -> list[list[int]]:
 _NORM_SUFFIXES = (".res1_ln2.fwd", ".res1_ln2.bwd")  # transformer.py: the norm before the MLP
 
 
-def interleave(pb: ProgramBuilder, start: int, mid: int) -> Callable[[int], int]:
+def interleave(pb: ProgramBuilder, start: int, mid: int, sm_fraction: float = 1.0) -> Callable[[int], int]:
     """Reorder the forward pass [start, mid) and the backward pass [mid, len(pb)) just appended
     into Megatron's combined issue order; returns the map from old op indices to new ones (the
-    identity outside the two passes)."""
+    identity outside the two passes). ``sm_fraction``: the SMs a compute node keeps beside the
+    exchange it is paired with (DeepEP's kernels hold the rest; :func:`moe.hold_sms`)."""
     end = len(pb)
     f_attn, f_dispatch, f_mlp, f_combine, f_rest = nodes(pb, start, mid)
     b_rest, b_combine, b_mlp, b_dispatch, b_attn = nodes(pb, mid, end)
+    for exchange, beside in ((b_combine, f_attn), (f_dispatch, b_mlp), (b_dispatch, f_mlp), (f_combine, b_attn)):
+        if exchange:
+            moe.hold_sms(pb, beside, sm_fraction)
     # TransformerLayerSchedulePlan.run; what follows f's combine runs after b's attention, as it
     # does on Megatron's communication stream behind the combine.
     order = (b_rest + b_combine + f_attn + b_mlp + f_dispatch + b_dispatch + f_mlp + f_combine + b_attn

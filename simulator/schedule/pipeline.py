@@ -145,6 +145,8 @@ class StageBuilder:
         pb, sync = self.pb, self.sync
         fa = self.recv.get(("F", f.chunk, f.mb), self.fence)
         ba = self.recv.get(("B", b.chunk, b.mb), self.out[("F", b.chunk, b.mb)])
+        spec = self.layers.spec.moe
+        sm_fraction = spec.beside_exchange_sm_fraction if spec is not None else 1.0
         fu = list(self.chunks[f.chunk])
         bu = list(reversed(self.chunks[b.chunk]))
 
@@ -166,7 +168,7 @@ class StageBuilder:
             fa = self._forward_unit(uf, f.mb, fa, wf)
             mid = len(pb)
             ba = self._backward_unit(ub, b.mb, ba, wb)
-            moved = moe_overlap.interleave(pb, start, mid)
+            moved = moe_overlap.interleave(pb, start, mid, sm_fraction)
             fa, ba = moved(fa), moved(ba)
             sync.after_backward(pb, ub, b.mb, ba)
         for unit in fu:

@@ -94,3 +94,35 @@ def test_overlap_hides_the_paired_all_to_alls_in_closed_form(make, tmp_path):
 def test_bad_overlap_plans_name_the_field(make, parallel, training, needle):
     with pytest.raises(InputError, match=needle):
         make({**parallel, **OVERLAP}, training=training)
+
+
+def _gemm_fractions(prog, pattern, mb=None):
+    return sorted({op.sm_fraction for op in prog if op.name.startswith(pattern) and getattr(op, "kind", "") == "gemm"
+                   and op.tag.phase == "fwd" and (mb is None or op.tag.mb_index == mb)})
+
+
+def test_deepep_kernels_take_their_sms_from_the_paired_compute(make):
+    """DeepEP's kernels hold moe_deepep_sms of the 132 SMs: the GEMMs of a node paired with a
+    DeepEP exchange keep 1 − 20/132 of them, 24 SMs leave 1 − 24/132; NCCL's All-to-All
+    takes none here (the profile's overlap_slowdown prices it in the replay)."""
+    def prog(**parallel):
+        return build_schedule(make({"ep": 4, **OVERLAP, **parallel})).programs["pp0.cp0"]
+
+    deepep = prog(moe_dispatcher="deepep")
+    # the second step pairs F(mb 1) layer 1 with B(mb 0) layer 2: f's attention sits beside b's
+    # combine, f's experts beside b's dispatch
+    assert _gemm_fractions(deepep, "L1.qkv.fwd", mb=1) == pytest.approx([1 - 20 / 132])
+    assert _gemm_fractions(deepep, "L1.moe.experts.fc1.fwd", mb=1) == pytest.approx([1 - 20 / 132])
+    assert _gemm_fractions(deepep, "L1.", mb=0) == [1.0]  # F0 runs alone
+    sms24 = prog(moe_dispatcher="deepep", moe_deepep_sms=24)
+    assert _gemm_fractions(sms24, "L1.qkv.fwd", mb=1) == pytest.approx([1 - 24 / 132])
+    assert _gemm_fractions(prog(), "L1.") == [1.0]
+
+
+def test_deepep_shared_expert_overlap_keeps_the_sms_left(make):
+    prog = build_schedule(make({"ep": 4, "moe_dispatcher": "deepep", "moe_shared_expert_overlap": True},
+                               model={"shared_experts": 1})).programs["pp0.cp0"]
+    assert _gemm_fractions(prog, "L1.moe.shared.fc1") == pytest.approx([1 - 20 / 132])
+    assert _gemm_fractions(prog, "L1.moe.experts.fc1") == [1.0]
+    with pytest.raises(InputError, match="moe_deepep_sms=132 leaves no SM"):
+        make({"ep": 4, "moe_dispatcher": "deepep", "moe_deepep_sms": 132})
