@@ -44,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
         f"          order {list(sched.grid.axes)}, stage layers {list(scn.stage_layers)}, "
         f"{scn.n_micro} micro-batches per step",
         f"memory    {mem.total / GiB:.1f} GiB per GPU on stage {mem.stage} (params {mem.params / GiB:.1f}, "
-        f"grads {mem.grads / GiB:.1f}, optimizer {mem.optimizer / GiB:.1f}, activations {mem.activations / GiB:.1f}) "
+        f"grads {mem.grads / GiB:.1f}, optimizer {mem.optimizer / GiB:.1f}, activations {mem.activations / GiB:.1f}; "
+        f"peak allocated {mem.allocated / GiB:.1f}, reserved {mem.reserved / GiB:.1f}, "
+        f"CUDA context + NCCL {mem.non_pytorch / GiB:.1f}) "
         f"of {mem.hbm_bytes / GiB:.0f} GiB: {'fits' if mem.fits else 'DOES NOT FIT'}",
         f"topology  {topo.n_gpus} GPUs, {len(topo.kind)} link directions",
         f"schedule  {len(sched.programs)} role programs, {sched.n_ops} ops",

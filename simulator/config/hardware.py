@@ -88,6 +88,9 @@ class GPU(_Strict):
     # Fraction by which compute slows while a collective runs beside it (SM and HBM contention).
     overlap_slowdown: float = Field(default=0.1, ge=0, lt=1)
     kernel_launch_us: float = Field(default=4.0, ge=0)
+    # Device memory the CUDA context takes outside PyTorch's allocator (module images of the
+    # CUDA runtime, cuBLAS, cuDNN and NCCL kernels, loaded lazily; simulator/schedule/memory.py).
+    cuda_context_GiB: float = Field(default=0.5, ge=0)
 
     @field_validator("gemm_efficiency")
     @classmethod
@@ -144,6 +147,10 @@ class GPU(_Strict):
     @property
     def hbm_bytes(self) -> float:
         return self.hbm_GiB * units.GiB
+
+    @property
+    def cuda_context_bytes(self) -> float:
+        return self.cuda_context_GiB * units.GiB
 
     @property
     def hbm_Bps(self) -> float:

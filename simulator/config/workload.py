@@ -253,6 +253,16 @@ class Training(_Strict):
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "
         "(NeMo AutoModel's fake_balanced_gate benchmarks)")
 
+    # Memory (simulator/schedule/memory.py): the loss implementation, whose logits buffers set the
+    # last stage's peak, and the caching allocator's fragmentation (reserved − allocated).
+    cross_entropy: Literal["vocab_parallel", "torch"] = Field(
+        default="vocab_parallel", description="loss implementation (memory): vocab_parallel (Megatron's "
+        "vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak) | torch "
+        "(F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit)")
+    allocator_fragmentation: float = Field(
+        default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
+        "as a fraction of the activation and transient bytes (memory)")
+
     fp8_recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(
         default="delayed", description="FP8 scaling recipe with dtype fp8 (simulator/schedule/fp8.py): delayed "
         "(TransformerEngine's default, amax history + amax AllReduce per pass) | current (per-tensor current "

@@ -253,8 +253,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
             "pipeline_bubble": bd.pipeline_bubble,
         },
         "comm_bytes_per_gpu": {k: int(report.comm_bytes_per_gpu.get(k, 0)) for k in COMM_TYPES},
-        "memory_gib_per_gpu": {k: report.memory_gib_per_gpu[k] for k in
-                               ("params", "grads", "optimizer", "activations", "total")},
+        "memory_gib_per_gpu": dict(report.memory_gib_per_gpu),
         "fits_in_memory": report.fits_in_memory,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
@@ -288,9 +287,18 @@ def format_table(report: Report) -> str:
     for k in COMM_TYPES:
         lines.append(row(f"exposed {k}", bd.exposed_comm.get(k, 0.0)))
     lines.append(row("pipeline bubble", bd.pipeline_bubble))
-    lines.append("memory per GPU (GiB):")
-    lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations", "total"))
-                 + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
+    lines.append("memory per GPU (GiB, the stage with the largest peak):")
+    lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
+                                  if k in mem)
+                 + "".join(f"  {label} {mem[k]:.1f}" for k, label in
+                           (("loss_buffers", "loss"), ("recompute", "recompute"), ("comm_buffers", "comm buffers"),
+                            ("workspaces", "workspaces")) if mem.get(k)))
+    if "allocated" in mem:
+        lines.append(f"  peak allocated {mem['allocated']:.1f}  reserved {mem['reserved']:.1f}  "
+                     f"+ CUDA context and NCCL {mem['non_pytorch']:.1f}  = total {mem['total']:.1f}"
+                     + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
+    else:
+        lines.append(f"  total {mem['total']:.1f}" + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
     lines.append("bytes per GPU per step:")
     lines.append("  " + "  ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in report.comm_bytes_per_gpu.items()))
     if report.inputs:

@@ -1,11 +1,29 @@
-"""Memory per GPU: weights, gradients, optimizer states and activations.
+"""Memory per GPU as PyTorch measures it: the allocated peak, the reserved peak, and the device total.
+
+Three figures, as a training log prints them:
+
+* **allocated peak** (``torch.cuda.max_memory_allocated``): the bytes live tensors hold at the
+  step's worst moment: model states, stored activations, and the transient buffers alive then
+  (the loss's logits, the recompute working set, ZeRO-3's gathered parameters and reduce buckets,
+  pipeline send/recv buffers, GEMM workspaces);
+* **reserved peak** (``torch.cuda.max_memory_reserved``): what the caching allocator holds from
+  the driver, the allocated peak plus fragmentation (below);
+* **device total**: reserved plus what lives outside PyTorch's allocator (the CUDA context, NCCL's
+  buffers). This is what must fit in HBM (``fits``), what ``total`` reports and what the sweep's
+  memory cap compares against.
 
 **Model states** (ZeRO, arXiv:1910.02054 §3): mixed-precision Adam keeps 2 bytes of bf16/fp16
-weights, 2 bytes of gradients and 12 bytes of fp32 master weights, momentum and variance per
-parameter. ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over the
-shard group N: DP, times CP (Megatron's distributed optimizer shards over the DP×CP group,
-MECHANICS.md §5.6) and times Ulysses (DeepSpeed partitions over the sequence-data-parallel group,
-§1.1). fp32 gradient reduction (``grad_reduce_dtype: fp32``) makes the gradient 4 bytes.
+weights, the gradient, and 12 bytes of fp32 master weights, momentum and variance per parameter.
+ZeRO-1 shards the 12, ZeRO-2 also the gradients, ZeRO-3 also the weights, over the shard group N:
+DP, times CP (Megatron's distributed optimizer shards over the DP×CP group, MECHANICS.md §5.6) and
+times Ulysses (DeepSpeed partitions over the sequence-data-parallel group, §1.1). The gradient
+has the bytes of ``grad_reduce_dtype``: Megatron-LM accumulates bf16 runs into fp32 ``main_grad``
+buffers unless ``--grad-reduce-in-bf16`` (``arguments.py``: ``accumulate_allreduce_grads_in_fp32``
+is set for bf16; the DDP grad buffer is allocated in that dtype, ``distributed_data_parallel.py``),
+so a Megatron bf16 run is ``grad_reduce_dtype: fp32``: 2 + 4 + 12/N bytes per parameter (the
+"bf16 param, fp32 grads" row of Megatron's distributed-optimizer table). FSDP2 (``zero3_impl:
+fsdp2``) keeps the sharded parameter in fp32 and its gradient in fp32 (``MixedPrecisionPolicy``
+casts only the unsharded copy to bf16): 4 + 4 + 8 bytes per parameter, over N.
 
 **Activations** (arXiv:2205.05198 §4): per layer and micro-batch, in bytes, with s tokens of
 sequence, b sequences, h hidden, a heads and t the TP degree:
@@ -24,7 +42,49 @@ interleaved schedule holds ``(pp − i − 1)·2 + (vp − 1)·pp + 1`` chunk-mi
 ``L_stage/vp`` layers, which on the first stage is ``L_stage·pp·(1 + (pp−1)/(pp·vp))`` layer
 activations (arXiv:2205.05198 §4.2.3), capped by the micro-batches of the step. The first stage
 adds the embedding dropout mask (sbh/t per micro-batch in flight), the last stage the final norm
-input and the fp32 logits of the cross-entropy, 4sbV/t, for one micro-batch.
+input. Each stage with pp > 1 keeps one received activation and one gradient being sent
+(``2·sbh/t_SP`` elements, Megatron's ``p2p_communication``).
+
+**Transient buffers at the peak** (:func:`transient_bytes`). The step's allocated peak is the
+larger of two moments:
+
+* *the loss of the last micro-batch on the last stage* (every stored activation is alive): the
+  logits and the cross-entropy's buffers, per token and vocabulary column of the rank (V/t)
+  (:data:`CROSS_ENTROPY_BYTES`). Megatron's ``vocab_parallel_cross_entropy`` takes
+  ``logits.float()`` and works in place (max subtraction, exp, division): the bf16 logits (2 B)
+  and one fp32 copy (4 B) are alive, and the fp32 softmax is saved for backward, whose gradient
+  is made in place: 6 B. PyTorch's ``F.cross_entropy(logits.float())`` (torchtitan, HF) adds a
+  ``log_softmax`` output (4 B) in forward; in backward the saved output, its incoming gradient
+  and the gradient of the input are alive together (12 B, torchtitan frees the bf16 logits
+  before backward with ``del pred``): 12 B. ZeRO-3 keeps the root group (embedding, LM head)
+  gathered across the forward.
+* *the backward of a layer*: under full recompute the layer's own activations are rebuilt and
+  alive (the ``recompute: none`` set of one layer); under ZeRO-3 the gathered parameters of two
+  layers (the current one and the prefetched next) and the layer's unsharded gradient (plus its
+  fp32 copy when the reduction is fp32) — FSDP2 (one group per layer) — or DeepSpeed's gathered
+  window (the layer plus ``zero3_prefetch_bucket_elements``, at most
+  ``zero3_max_live_parameters``) and its IPG reduce bucket (``zero3_reduce_bucket_elements``
+  gradient elements, allocated once and kept).
+
+GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cuBLAS handle
+workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
+``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
+(``fused_kernels``), TE's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before,
+``get_cublas_workspace_size_bytes``).
+
+**Fragmentation** (reserved − allocated). PyTorch's caching allocator (``CUDACachingAllocator.cpp``)
+rounds requests up to 512 B, serves those ≤ 1 MiB from 2 MiB segments and those of 1–10 MiB
+from 20 MiB segments, and gives larger requests their own segment rounded up to 2 MiB; a
+cached segment is split to serve a smaller request and only merges back with free neighbours.
+Long-lived model states are allocated once in large buffers and do not fragment; the churn is in
+the activations and transient buffers, whose freed blocks are re-split by the next step's
+differently sized requests. We charge ``training.allocator_fragmentation`` times those dynamic
+bytes (:data:`DEFAULT_FRAGMENTATION`; see there for its derivation).
+
+**Outside PyTorch**: the CUDA context (``gpu.cuda_context_GiB``: module images of CUDA, cuBLAS,
+cuDNN and NCCL kernels, loaded lazily since CUDA 11.7's ``CUDA_MODULE_LOADING=LAZY``) and NCCL's
+connection buffers, which NCCL allocates with ``cudaMalloc``/``cuMem`` itself
+(:func:`nccl_buffer_bytes`).
 """
 
 from __future__ import annotations
@@ -32,38 +92,104 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.shapes import RankShapes, stage_layers, stage_params
-from simulator.units import BYTES_PER_ELEMENT, GiB
+from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_unit, stage_layers,
+                                       stage_params)
+from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
 
 WEIGHT_BYTES = 2
 ADAM_BYTES = 12
 
+# Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
+# module docstring for the tensors of each implementation.
+CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12}
+
+# Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: 0.10 is
+# the median of (max reserved − max allocated) / (max allocated − allocated after the step) over
+# published Megatron-LM ``report_memory`` lines and the torchtitan tables of data/e2e/ (see
+# docs/validation-e2e.md, "Memory"); the allocator's rounding alone (≤ 2 MiB per segment of
+# tensors of tens to hundreds of MiB) accounts for a few percent of it, the rest is split
+# blocks left between long-lived activations.
+DEFAULT_FRAGMENTATION = 0.10
+
+# NCCL's per-connection buffers (src/init.cc, ``computeBuffSizes``): Simple ``NCCL_BUFFSIZE``
+# 4 MiB; LL 8 lines × 512 threads × 8 steps × 16 B = 512 KiB; LL128 120 elements × 640 threads ×
+# 8 steps × 8 B = 4,915,200 B. A ring communicator gives each channel one receiving connection
+# per rank; NCCL opens 2–32 channels by topology, we take 16 (the usual NVLink ring count on
+# DGX H100, ``NCCL_MIN_NCHANNELS``/``NCCL_MAX_NCHANNELS`` move it).
+NCCL_SIMPLE_BUFFSIZE = 4 * MiB
+NCCL_LL_BUFFSIZE = 8 * 512 * 8 * 16
+NCCL_LL128_BUFFSIZE = 120 * 640 * 8 * 8
+NCCL_CHANNELS = 16
+
+CUBLAS_WORKSPACE = {"new": 8 * 4 * MiB, "old": 2 * 4 * MiB + 8 * 16 * KiB}  # PyTorch's default config
+TE_WORKSPACE = {"new": 32 * MiB, "old": 4 * MiB}
+
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes per GPU on one pipeline stage."""
+    """Bytes per GPU on one pipeline stage at its peak (see the module docstring)."""
 
     params: float
     grads: float
     optimizer: float
-    activations: float
+    activations: float  # stored for backward at the peak
     hbm_bytes: float
     stage: int = 0
+    loss_buffers: float = 0.0  # logits and cross-entropy buffers alive at the peak
+    recompute: float = 0.0  # full recompute: the layer being rebuilt in backward
+    comm_buffers: float = 0.0  # ZeRO-3 gathered parameters and buckets, pipeline send/recv
+    workspaces: float = 0.0  # cuBLAS / TransformerEngine GEMM workspaces
+    fragmentation_factor: float = DEFAULT_FRAGMENTATION
+    cuda_context: float = 0.0
+    nccl_buffers: float = 0.0
+
+    @property
+    def model_states(self) -> float:
+        return self.params + self.grads + self.optimizer
+
+    @property
+    def allocated(self) -> float:
+        """Peak allocated bytes (``torch.cuda.max_memory_allocated``)."""
+        return (self.model_states + self.activations + self.loss_buffers + self.recompute
+                + self.comm_buffers + self.workspaces)
+
+    @property
+    def fragmentation(self) -> float:
+        """Reserved − allocated at the peak: the factor times the dynamic bytes."""
+        return self.fragmentation_factor * (self.activations + self.loss_buffers + self.recompute + self.comm_buffers)
+
+    @property
+    def reserved(self) -> float:
+        """Peak reserved bytes (``torch.cuda.max_memory_reserved``)."""
+        return self.allocated + self.fragmentation
+
+    @property
+    def non_pytorch(self) -> float:
+        """Device memory outside PyTorch's allocator: CUDA context and NCCL buffers."""
+        return self.cuda_context + self.nccl_buffers
 
     @property
     def total(self) -> float:
-        return self.params + self.grads + self.optimizer + self.activations
+        """Device memory the plan needs: reserved + non-PyTorch (what ``fits`` compares to HBM)."""
+        return self.reserved + self.non_pytorch
 
     @property
     def fits(self) -> bool:
         return self.total <= self.hbm_bytes
 
     def gib(self) -> dict[str, float]:
-        return {k: getattr(self, k) / GiB for k in ("params", "grads", "optimizer", "activations", "total")}
+        keys = ("params", "grads", "optimizer", "activations", "loss_buffers", "recompute", "comm_buffers",
+                "workspaces", "allocated", "fragmentation", "reserved", "cuda_context", "nccl_buffers",
+                "non_pytorch", "total")
+        return {k: getattr(self, k) / GiB for k in keys}
 
 
-def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple[float, float, float]:
-    """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways."""
+def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2,
+                                zero3_impl: str = "deepspeed") -> tuple[float, float, float]:
+    """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways.
+    FSDP2 keeps fp32 sharded parameters and gradients and 8 bytes of Adam state."""
+    if zero >= 3 and zero3_impl == "fsdp2":
+        return 4.0 / n, 4.0 / n, 8.0 / n
     w, g, o = float(WEIGHT_BYTES), float(grad_bytes), float(ADAM_BYTES)
     if zero >= 1:
         o /= n
@@ -74,21 +200,24 @@ def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2) -> tuple
     return w, g, o
 
 
-def layer_activation_bytes(scn: Scenario) -> float:
-    """Activation bytes one layer keeps for one micro-batch on one GPU (see module docstring)."""
+def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float:
+    """Activation bytes one layer keeps for one micro-batch on one GPU (see module docstring);
+    `recompute` overrides ``training.recompute`` (the full-recompute working set is the
+    ``none`` set)."""
     m, t_cfg = scn.model, scn.training
+    recompute = recompute or t_cfg.recompute
     shape = RankShapes.of(scn)
     s_full, s, b, t = m.seq_len, shape.seq_local, shape.micro_batch_size, shape.tp
     h, a, f = m.hidden, m.heads, m.ffn_hidden
     sbh = s * b * h
     sp = shape.sequence_parallel
-    if t_cfg.recompute == "full":
+    if recompute == "full":
         return 2 * sbh / (t if sp else 1)
     replicated = 10 * sbh
     k_m = 3 if m.gated else 2
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + (2 * (k_m - 1) + 2) * s * b * f
     scores = 0.0
-    if t_cfg.recompute == "none" and not t_cfg.flash_attention:
+    if recompute == "none" and not t_cfg.flash_attention:
         scores = 5 * a * s * s_full * b
     return (replicated / t if sp else replicated) + sharded / t + scores / t
 
@@ -122,13 +251,68 @@ def in_flight(scn: Scenario, stage: int) -> float:
     return float(min(p.pp - stage, n_micro))
 
 
+def loss_buffer_bytes(scn: Scenario) -> float:
+    """Logits and cross-entropy buffers of one micro-batch on the last stage at the loss's peak:
+    tokens × V/t × :data:`CROSS_ENTROPY_BYTES` of ``training.cross_entropy``."""
+    shape = RankShapes.of(scn)
+    return shape.tokens * scn.model.vocab / shape.tp * CROSS_ENTROPY_BYTES[scn.training.cross_entropy]
+
+
+def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:
+    """ZeRO-3's transient bytes: (at the loss, in a layer's backward). FSDP2: the root group
+    (embedding, LM head) stays gathered through the forward; in backward two layers' gathered
+    bf16 parameters and one layer's unsharded gradient (+ its fp32 copy with an fp32 reduction).
+    DeepSpeed: the gathered window (a layer plus the prefetch bucket, at most max_live) and the
+    IPG reduce bucket in both moments."""
+    p = scn.parallel
+    if p.zero < 3:
+        return 0.0, 0.0
+    layers = stage_layers(scn, stage)
+    layer = max((layer_unit(scn, i).numel for i in layers), default=0)
+    w = WEIGHT_BYTES
+    if p.zero3_impl == "fsdp2":
+        root = embedding_unit(scn).numel + head_unit(scn).numel
+        g = BYTES_PER_ELEMENT[scn.training.act_dtype] + (4 if p.grad_reduce_dtype == "fp32" else 0)
+        return w * (root + layer), w * (root + 2 * layer) + g * layer
+    window = min(p.zero3_max_live_parameters, layer + p.zero3_prefetch_bucket_elements) * w
+    bucket = p.zero3_reduce_bucket_elements * BYTES_PER_ELEMENT[p.grad_reduce_dtype]
+    return window + bucket, window + bucket
+
+
+def pipeline_buffer_bytes(scn: Scenario) -> float:
+    """One received activation and one gradient in flight between stages (pp > 1)."""
+    if scn.parallel.pp == 1:
+        return 0.0
+    shape = RankShapes.of(scn)
+    return 2 * shape.sp_tokens * scn.model.hidden * scn.training.act_bytes
+
+
+def workspace_bytes(scn: Scenario) -> float:
+    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels."""
+    gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
+    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if scn.training.fused_kernels else 0)
+
+
+def communicators(scn: Scenario) -> int:
+    """NCCL communicators one rank is part of: one per parallel axis of degree > 1 (TP, CP,
+    Ulysses, the DP gradient group, the pipeline's send/recv pairs, EP)."""
+    p, shape = scn.parallel, RankShapes.of(scn)
+    return sum(1 for d in (p.tp, p.cp, p.ulysses, shape.grad_shard, p.pp, p.ep) if d > 1)
+
+
+def nccl_buffer_bytes(scn: Scenario) -> float:
+    """NCCL's connection buffers: per communicator, channels × (Simple + LL + LL128)."""
+    per_channel = NCCL_SIMPLE_BUFFSIZE + NCCL_LL_BUFFSIZE + NCCL_LL128_BUFFSIZE
+    return communicators(scn) * NCCL_CHANNELS * per_channel
+
+
 def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     p, m, tr = scn.parallel, scn.model, scn.training
     shape = RankShapes.of(scn)
     n = stage_params(scn, stage)
     grad_bytes = BYTES_PER_ELEMENT[p.grad_reduce_dtype]
-    w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes)
-    we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes)
+    w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes, p.zero3_impl)
+    we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes, p.zero3_impl)
     per_layer = layer_activation_bytes(scn)
     layers = stage_layers(scn, stage)
     layer_sum = len(layers) * per_layer
@@ -140,11 +324,25 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     sb, t = shape.tokens, shape.tp
     if stage == 0:
         acts += sb * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
-    if stage == p.pp - 1:
-        acts += 2 * sb * m.hidden + 4 * sb * m.vocab / t  # final-norm input, fp32 logits
+    last = stage == p.pp - 1
+    if last:
+        acts += 2 * sb * m.hidden  # final-norm input
+    # the two candidate peaks: the last micro-batch's loss, and a layer's backward
+    z_loss, z_bwd = zero3_working_bytes(scn, stage)
+    loss = loss_buffer_bytes(scn) if last else 0.0
+    rebuilt = layer_activation_bytes(scn, "none") if tr.recompute == "full" and layers else 0.0
+    if loss + z_loss >= rebuilt + z_bwd:
+        loss_b, rec_b, zero_b = loss, 0.0, z_loss
+    else:
+        loss_b, rec_b, zero_b = 0.0, rebuilt, z_bwd
+    gpu = scn.profile.gpu
     return MemoryEstimate(params=n.dense * w + n.expert * we, grads=n.dense * g + n.expert * ge,
                           optimizer=n.dense * o + n.expert * oe,
-                          activations=acts, hbm_bytes=scn.profile.gpu.hbm_bytes, stage=stage)
+                          activations=acts, hbm_bytes=gpu.hbm_bytes, stage=stage,
+                          loss_buffers=loss_b, recompute=rec_b,
+                          comm_buffers=zero_b + pipeline_buffer_bytes(scn), workspaces=workspace_bytes(scn),
+                          fragmentation_factor=tr.allocator_fragmentation,
+                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
 
 
 def memory_per_gpu(scn: Scenario) -> MemoryEstimate:

@@ -324,7 +324,8 @@ def memory_reason(mem: MemoryEstimate) -> str:
     """Why a plan that does not fit is not simulated, with the numbers."""
     from simulator.units import GiB
 
-    return (f"does not fit: {mem.total / GiB:.1f} GiB per GPU on pipeline stage {mem.stage} "
+    return (f"does not fit: {mem.total / GiB:.1f} GiB per GPU on pipeline stage {mem.stage} (peak reserved "
+            f"{mem.reserved / GiB:.1f} + CUDA context and NCCL {mem.non_pytorch / GiB:.1f}) "
             f"> {mem.hbm_bytes / GiB:.1f} GiB HBM")
 
 

@@ -49,7 +49,7 @@ class PlanResult:
     candidate: Candidate
     dp: int | None  # None when the plan is invalid before dp can be derived
     fits_in_memory: bool
-    memory_gib_per_gpu: dict[str, float] | None  # params, grads, optimizer, activations, total
+    memory_gib_per_gpu: dict[str, float] | None  # MemoryEstimate.gib(): the terms, allocated, reserved, total
     reason: str = ""
     report: Report | None = None  # set once simulated
     status: str = ""  # one of STATUSES
