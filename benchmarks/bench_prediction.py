@@ -2,9 +2,12 @@
 
 Per size: milliseconds to predict one collective of one size on 8, 64 and 1,024 ranks of
 dgx-h100, on a warm cost model (its flow patterns built by an earlier size, as in a sweep or a
-fit), both as the calibration predicts it (plan + closed form, ``event_driven=False``) and as
-``clustersim collective`` does (plan + SimPy FlowNetwork up to 256 flows). The first size of
-each group, which builds the patterns, is reported apart ("cold").
+fit), both as the calibration predicts it (plan + closed form, ``event_driven=False``:
+``closed_ms``, every pattern built) and as ``clustersim collective`` does (plan + SimPy
+FlowNetwork up to 256 flows: ``simpy_ms``). The first size of each group, which builds the
+layout and the first patterns, is reported apart (``cold_ms``), and so is the first pass over
+the other sizes (``first_ms``: it builds the pattern of each new channel count). The closed form
+makes no Flow objects (``flow_patterns.Phase`` makes them only when something walks them).
 
 Workloads (the slow validation tests): a one-round and a full fit of the sophia-a100 sweeps
 (every other size, as tests/unit/test_calibrate.py), the leave-one-system-out held-out
@@ -42,16 +45,18 @@ def _timed(fn: Callable[[], object]) -> tuple[float, float]:
 
 def per_size(ranks_list: list[int], hardware: str) -> None:
     profile = load_profile(hardware)
-    print(f"{'ranks':>6} {'op':>14} {'cold_ms':>8} {'closed_ms':>10} {'simpy_ms':>9}   (per size, warm)")
+    print(f"{'ranks':>6} {'op':>14} {'cold_ms':>8} {'first_ms':>9} {'closed_ms':>10} {'simpy_ms':>9}   (per size)")
     for ranks in ranks_list:
         gpus = list(range(ranks))
         for op in OPS:
             costs = CostModel(build_topology(profile, max(1, ranks // profile.node.gpus)))
             cold, _ = _timed(lambda: time_collective(op, gpus, SIZES[0], costs, event_driven=False))
+            first, _ = _timed(lambda: [time_collective(op, gpus, s, costs, event_driven=False) for s in SIZES[1:]])
             closed, _ = _timed(lambda: [time_collective(op, gpus, s, costs, event_driven=False) for s in SIZES[1:]])
             simpy, _ = _timed(lambda: [time_collective(op, gpus, s, costs) for s in SIZES[1:]])
             n = len(SIZES) - 1
-            print(f"{ranks:>6} {op:>14} {1e3 * cold:>8.2f} {1e3 * closed / n:>10.3f} {1e3 * simpy / n:>9.3f}")
+            print(f"{ranks:>6} {op:>14} {1e3 * cold:>8.2f} {1e3 * first / n:>9.3f} {1e3 * closed / n:>10.3f} "
+                  f"{1e3 * simpy / n:>9.3f}")
 
 
 def workloads() -> None:

@@ -93,7 +93,7 @@ class CollectivePlan:
     algorithm: str
     protocol: str
     latency_s: float
-    phases: tuple[tuple[Flow, ...], ...]
+    phases: tuple[Sequence[Flow], ...]
     size_bytes: int
     n_ranks: int
     channels: int = 1
@@ -104,7 +104,7 @@ class CollectivePlan:
 
     @property
     def wire_bytes(self) -> float:
-        return float(sum(f.nbytes for p in self.phases for f in p))
+        return float(sum(p.wire_bytes if isinstance(p, Phase) else sum(f.nbytes for f in p) for p in self.phases))
 
 
 def effective_capacity_Bps(topo: TopologyView) -> np.ndarray:
@@ -245,7 +245,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         else:
             pat = cached_pattern(geo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases: tuple[tuple[Flow, ...], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
+        phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
@@ -309,7 +309,7 @@ def _route_class(topo: TopologyView, links: Sequence[int]) -> str:
 
 
 def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pattern: Pattern, size: float,
-               inflation: float, n_ch: int) -> tuple[Flow, ...]:
+               inflation: float, n_ch: int) -> Sequence[Flow]:
     """Point-to-point flows of `size` × `inflation` wire bytes (the protocol's wire factor, over
     ``p2p_efficiency`` for All-to-All and for SendRecv across nodes), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
     its route class. The bound is on payload, so it is inflated like the bytes."""
@@ -329,20 +329,15 @@ def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pa
     _, names, class_of_flow = hit
     rate = [tuner.p2p_channel_GBps(ctx, cls) for cls in names]
     ch = np.array([np.nan if r is None else r for r in rate], dtype=np.float64)[class_of_flow]
+    volume = size * inflation
     nbytes = arrays.w * size * inflation
-    caps = arrays.m * n_ch * ch * 1e9 * inflation
-    uncapped = np.isnan(ch)
-    caps_list: list = caps.tolist()
-    if uncapped.any():
-        for i in np.flatnonzero(uncapped).tolist():
-            caps_list[i] = None
-    flows = tuple(map(Flow, arrays.flow_links, nbytes.tolist(), caps_list))
-    caps[uncapped] = np.inf
-    return make_phase(flows, arrays, nbytes, np.where(caps == 0, np.inf, caps))
+    flow_caps = arrays.m * n_ch * ch * 1e9 * inflation  # NaN where the class has no channel rate
+    caps = np.where(np.isnan(flow_caps) | (flow_caps == 0), np.inf, flow_caps)
+    return make_phase(arrays, nbytes, caps, flow_caps, volume)
 
 
 def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyView,
-                  cache: dict, geo: dict) -> tuple[tuple[tuple[Flow, ...], ...], float, int]:
+                  cache: dict, geo: dict) -> tuple[tuple[Sequence[Flow], ...], float, int]:
     """Intra-node ring, then per-rail ring across nodes, then intra-node ring (AllReduce);
     AllGather runs inter then intra, ReduceScatter intra then inter."""
     ppn, n_nodes = lay.ppn, len(lay.by_node)
@@ -352,14 +347,14 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
     ctx_in = _context(topo, cache, ppn, 1)
     ctx_out = _context(topo, cache, n_nodes, n_nodes)
 
-    def ring_phase(lays: list[Layout], ctx: nccl_graph.TunerContext, sub_op: str, sub_size: float) -> tuple[tuple[Flow, ...], float, int]:
+    def ring_phase(lays: list[Layout], ctx: nccl_graph.TunerContext, sub_op: str, sub_size: float) -> tuple[Sequence[Flow], float, int]:
         k = len(lays[0].gpus)
         if k < 2 or sub_size <= 0:
             return (), 0.0, 0
         n_ch = tuner.channels_used(ctx, "ring", proto, int(sub_size))
         wire = WIRE_FACTOR[proto] / tuner.proto_efficiency(ctx, proto)
         cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
-        flows: tuple[Flow, ...] = ()
+        flows: Sequence[Flow] = ()
         for sub in lays:
             pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
             flows = join_phases(flows, scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap, geo))
@@ -390,8 +385,13 @@ def phase_time_s(flows: Sequence[Flow], capacity_Bps: np.ndarray) -> float:
         return 0.0
     if isinstance(flows, Phase):  # built from a pattern: its arrays are at hand
         a = flows.arrays
-        load = np.bincount(a.links, weights=flows.nbytes[a.flow_of_link], minlength=capacity_Bps.size)
-        return max(float(np.max(flows.nbytes / flows.caps)), float(np.max(load / capacity_Bps)))
+        if flows.scale is not None:  # one pattern × a volume: its links' loads scale with it
+            used, unit = a.unit_load
+            busiest = float(np.max(unit / capacity_Bps[used])) * flows.scale if used.size else 0.0
+        else:
+            load = np.bincount(a.links, weights=flows.nbytes[a.flow_of_link], minlength=capacity_Bps.size)
+            busiest = float(np.max(load / capacity_Bps))
+        return max(float(np.max(flows.nbytes / flows.caps)), busiest)
     lengths = [len(f.links) for f in flows]
     links = np.fromiter((link for f in flows for link in f.links), dtype=np.int64, count=sum(lengths))
     nbytes = np.fromiter((f.nbytes for f in flows), dtype=np.float64, count=len(flows))

@@ -457,13 +457,17 @@ class PatternArrays:
     """A pattern's flows (those with weight > 0) as arrays, for the closed-form phase time:
     the links of every flow end to end (``links``), the flow each entry belongs to
     (``flow_of_link``), and the flows' weights ``w`` and channel-hop counts ``m``. Built once per
-    pattern; scaling them by a size is then a few array operations instead of a Python loop."""
+    pattern; scaling them by a size is then a few array operations instead of a Python loop.
+    ``unit_load`` (the bytes each link carries per unit of volume, as the links that carry any
+    and their loads) is computed on first use: a phase that scales one pattern loads its links
+    by ``volume × unit_load``, so its closed-form time needs no pass over the flows' links."""
 
-    __slots__ = ("pattern", "flow_links", "links", "flow_of_link", "w", "m")
+    __slots__ = ("pattern", "flow_links", "links", "flow_of_link", "w", "m", "_unit_load")
 
     pattern: Pattern | None  # None for the arrays of joined phases, which no cache holds
 
     def __init__(self, pattern: Pattern | None) -> None:
+        self._unit_load: tuple[np.ndarray, np.ndarray] | None = None
         if pattern is None:  # filled in by join_phases
             self.pattern = None
             return
@@ -477,6 +481,15 @@ class PatternArrays:
         self.w = np.fromiter((w for _, w, _ in kept), dtype=np.float64, count=len(kept))
         self.m = np.fromiter((m for _, _, m in kept), dtype=np.float64, count=len(kept))
 
+    @property
+    def unit_load(self) -> tuple[np.ndarray, np.ndarray]:
+        """(links, load): every link some flow crosses, and the summed weight of its flows."""
+        if self._unit_load is None:
+            load = np.bincount(self.links, weights=self.w[self.flow_of_link])
+            used = np.flatnonzero(load)
+            self._unit_load = (used, load[used])
+        return self._unit_load
+
 
 def pattern_arrays(cache: dict, pattern: Pattern) -> PatternArrays:
     """The arrays of ``pattern``, built on first use (``cache``: the cost model's)."""
@@ -487,25 +500,79 @@ def pattern_arrays(cache: dict, pattern: Pattern) -> PatternArrays:
     return got
 
 
-class Phase(tuple):
-    """The flows of one phase (a tuple of :class:`Flow`, usable wherever one is), built from a
-    pattern, with the same flows as arrays: ``arrays`` (the pattern's links), ``nbytes`` and
-    ``caps`` (each flow's wire bytes and rate cap, ``inf`` for none), so that the closed-form
-    time (:func:`simulator.costs.collectives.phase_time_s`) need not walk the flows. Phases are
-    joined with :func:`join_phases` (``+`` gives a plain tuple, timed the general way)."""
+class Phase(Sequence[Flow]):
+    """The flows of one phase, built from a pattern, held as arrays: ``arrays`` (the pattern's
+    links), ``nbytes`` and ``caps`` (each flow's wire bytes and rate cap, ``inf`` for none).
+    The closed-form time (:func:`simulator.costs.collectives.phase_time_s`) reads the arrays;
+    the :class:`Flow` objects the FlowNetwork and the reports walk are made on first access
+    (a 1,024-rank ring has tens of thousands, and pricing a call in closed form needs none).
+    ``scale``: when the phase is one pattern scaled by a volume, that volume (``nbytes ==
+    arrays.w × scale``), so the link loads are ``scale × arrays.unit_load``; None for joined
+    phases. ``flow_caps``: each Flow's ``rate_cap_Bps`` as built (NaN for None; None: no flow
+    has a cap). Phases are joined with :func:`join_phases`; otherwise a Phase behaves as the
+    tuple of its flows (indexing, iteration, ``len``, ``==``, ``+``)."""
 
-    arrays: PatternArrays
-    nbytes: np.ndarray
-    caps: np.ndarray
+    __slots__ = ("arrays", "nbytes", "caps", "scale", "flow_caps", "_flows")
+
+    def __init__(self, arrays: PatternArrays, nbytes: np.ndarray, caps: np.ndarray, *,
+                 flow_caps: np.ndarray | None, scale: float | None = None) -> None:
+        self.arrays, self.nbytes, self.caps = arrays, nbytes, caps
+        self.flow_caps, self.scale = flow_caps, scale
+        self._flows: tuple[Flow, ...] | None = None
+
+    @property
+    def flows(self) -> tuple[Flow, ...]:
+        if self._flows is None:
+            if self.flow_caps is None:
+                self._flows = tuple(map(Flow, self.arrays.flow_links, self.nbytes.tolist()))
+            else:
+                caps: list = self.flow_caps.tolist()
+                missing = np.isnan(self.flow_caps)
+                if missing.any():
+                    for i in np.flatnonzero(missing).tolist():
+                        caps[i] = None
+                self._flows = tuple(map(Flow, self.arrays.flow_links, self.nbytes.tolist(), caps))
+        return self._flows
+
+    def __len__(self) -> int:
+        return int(self.nbytes.size)
+
+    def __getitem__(self, i):
+        return self.flows[i]
+
+    def __iter__(self):
+        return iter(self.flows)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Phase):
+            other = other.flows
+        return isinstance(other, tuple) and self.flows == other
+
+    def __hash__(self) -> int:
+        return hash(self.flows)
+
+    def __add__(self, other: Sequence[Flow]) -> tuple[Flow, ...]:
+        return self.flows + tuple(other)
+
+    def __radd__(self, other: Sequence[Flow]) -> tuple[Flow, ...]:
+        return tuple(other) + self.flows
+
+    def __repr__(self) -> str:
+        return f"Phase({len(self)} flows)"
+
+    @property
+    def wire_bytes(self) -> float:
+        return float(self.nbytes.sum())
 
 
-def make_phase(flows: Sequence[Flow], arrays: PatternArrays, nbytes: np.ndarray, caps: np.ndarray) -> Phase:
-    phase = Phase(flows)
-    phase.arrays, phase.nbytes, phase.caps = arrays, nbytes, caps
-    return phase
+def make_phase(arrays: PatternArrays, nbytes: np.ndarray, caps: np.ndarray, flow_caps: np.ndarray | None,
+               scale: float | None = None) -> Phase:
+    """A :class:`Phase` (``caps``: the closed form's, ``inf`` where uncapped; ``flow_caps``: the
+    flows' own, NaN for None, None when no flow has one)."""
+    return Phase(arrays, nbytes, caps, flow_caps=flow_caps, scale=scale)
 
 
-def join_phases(a: tuple[Flow, ...], b: tuple[Flow, ...]) -> tuple[Flow, ...]:
+def join_phases(a: Sequence[Flow], b: Sequence[Flow]) -> Sequence[Flow]:
     """The flows of ``a`` then those of ``b`` as one phase (NVLS-tree's intra- and inter-node
     flows, a hierarchical step's rings): a :class:`Phase` with both one's arrays when both are
     Phases (or one is empty), else a plain tuple."""
@@ -519,15 +586,18 @@ def join_phases(a: tuple[Flow, ...], b: tuple[Flow, ...]) -> tuple[Flow, ...]:
     arrays.flow_of_link = np.concatenate((a.arrays.flow_of_link, b.arrays.flow_of_link + len(a)))
     arrays.w = np.concatenate((a.arrays.w, b.arrays.w))
     arrays.m = np.concatenate((a.arrays.m, b.arrays.m))
-    return make_phase(tuple(a) + tuple(b), arrays, np.concatenate((a.nbytes, b.nbytes)),
-                      np.concatenate((a.caps, b.caps)))
+    if a.flow_caps is None and b.flow_caps is None:
+        flow_caps = None
+    else:
+        flow_caps = np.concatenate([p.flow_caps if p.flow_caps is not None else np.full(len(p), np.nan) for p in (a, b)])
+    return make_phase(arrays, np.concatenate((a.nbytes, b.nbytes)), np.concatenate((a.caps, b.caps)), flow_caps)
 
 
 def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None,
-                 cache: dict | None = None) -> tuple[Flow, ...]:
+                 cache: dict | None = None) -> Sequence[Flow]:
     """The pattern's flows for a per-rank ``volume``; with the cost model's ``cache``, a
-    :class:`Phase` that carries them as arrays too (the same numbers: the array products are
-    the same IEEE operations as the per-flow ones)."""
+    :class:`Phase` (arrays, with the Flow objects made when first walked: the same numbers, the
+    array products being the same IEEE operations as the per-flow ones)."""
     if volume <= 0:
         return ()
     if cache is None:
@@ -536,8 +606,6 @@ def scaled_flows(pattern: Pattern, volume: float, cap_per_channel: float | None,
     a = pattern_arrays(cache, pattern)
     nbytes = a.w * volume
     if cap_per_channel is None:
-        flows = tuple(map(Flow, a.flow_links, nbytes.tolist()))
-        return make_phase(flows, a, nbytes, np.full(a.w.size, np.inf))
+        return make_phase(a, nbytes, np.full(a.w.size, np.inf), None, volume)
     caps = a.m * cap_per_channel
-    flows = tuple(map(Flow, a.flow_links, nbytes.tolist(), caps.tolist()))
-    return make_phase(flows, a, nbytes, np.where(caps == 0, np.inf, caps))
+    return make_phase(a, nbytes, np.where(caps == 0, np.inf, caps), caps, volume)
