@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from simulator.report.intervals import (source_commit, LEVEL, Band, Coverage, bands_by_class, collective_class, log_error,
-                                        nested_coverage, table_lines)
+                                        nested_coverage, op_class, table_lines)
 
 TABLE = Path(__file__).resolve().parents[1] / "report" / "collective_interval_table.py"
 
@@ -54,7 +54,8 @@ def bands_and_coverage(held_out: Sequence[Any]) -> tuple[dict[str, Band], dict[s
 
 
 def fit_residuals(profile: Any, measurements: Sequence[Any]) -> dict[str, Any] | None:
-    """The ``uncertainty`` block of a calibrated overlay: per class, the 80% band of the fitted
+    """The ``uncertainty`` block of a calibrated overlay: per class (collective, scope and size
+    band, :func:`~simulator.report.intervals.op_class`), the 80% band of the fitted
     profile's residuals ln(predicted busbw / measured busbw) on the measured rows (each sweep
     weighing the same) and the row count; None without rows. In-sample residuals: the band says
     how well the fitted model reproduces these measurements, the narrowest honest claim."""
@@ -64,7 +65,7 @@ def fit_residuals(profile: Any, measurements: Sequence[Any]) -> dict[str, Any] |
     for i, m in enumerate(measurements):
         for size, err in zip(m.sizes, busbw_errors(profile, m)):
             if err > -1.0:
-                by.setdefault(collective_class(m.nodes > 1, size), {}).setdefault(str(i), []).append(log_error(float(err)))
+                by.setdefault(op_class(m.op, m.nodes > 1, size), {}).setdefault(str(i), []).append(log_error(float(err)))
     bands = bands_by_class(by)
     if not bands:
         return None

@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"the {op} of {size:,} bytes takes {r.time_s} s on {profile.name}: a bandwidth or "
                              "efficiency of the profile is so small that the time overflows; nothing is written",
                              field="--hardware")
-        band, basis = collective_band(nodes > 1, size, residuals)
+        band, basis = collective_band(nodes > 1, size, residuals, op)
         t_lo, t_hi = band.around(r.time_s * 1e6)
         rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
@@ -179,9 +179,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
               f"busbw factor {busbw_factor(op, ranks):.4g}")
         print(f"# {_inputs_text(inputs)}")
+        fitted = sum("calibration fit" in row["interval_basis"] for row in rows)
+        loso = "the leave-one-system-out errors of comparable measured systems (docs/validation-collectives.md)"
         print(f"# {LEVEL:.0%} interval of busbw: "
-              + ("the residuals of this profile's calibration fit" if residuals else
-                 "the leave-one-system-out errors of comparable measured systems (docs/validation-collectives.md)"))
+              + ("the residuals of this profile's calibration fit" if fitted == len(rows) else
+                 f"the residuals of this profile's calibration fit for the {fitted} size(s) of a collective, scope and "
+                 f"size band it measured; {loso} for the others" if fitted else
+                 (f"{loso} (the calibration fit measured no {op} of this scope and size band)" if residuals else loso)))
         print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  "
               f"{'algorithm/protocol':<18}  busbw {LEVEL:.0%}(GB/s)")
         for row in rows:

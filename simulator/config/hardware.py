@@ -22,6 +22,7 @@ from simulator import units
 from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
 from simulator.config.nccl_overrides import check_override, check_version
 from simulator.config.strict import STRICT_CONFIG
+from simulator.vocabulary import PREDICTED_OPS
 from simulator.errors import InputError, quote
 from simulator.files import bundled_dir
 
@@ -242,13 +243,19 @@ class ScaleOut(_Strict):
 SIZE_BANDS = ((64 * 1024, "< 64 KiB"), (1024 * 1024, "64 KiB-1 MiB"), (math.inf, ">= 1 MiB"))
 SCOPES = ("one node", "across nodes")  # over the scale-up fabric, or over the scale-out network
 COLLECTIVE_CLASSES = tuple(f"{scope}, {label}" for scope in SCOPES for _, label in SIZE_BANDS)
+# A calibrated profile's residual bands are kept per collective too ("allgather, one node, >= 1 MiB"):
+# a fit of rings says nothing about how well it predicts an All-to-All (report/intervals.py).
+OP_CLASSES = tuple(f"{op}, {cls}" for op in PREDICTED_OPS for cls in COLLECTIVE_CLASSES)
 
 
 class Uncertainty(_Strict):
-    """What ``clustersim calibrate`` records of its collective fit: per class (scope and size
-    band, e.g. ``across nodes, >= 1 MiB``), the 10th and 90th percentiles of the fit's residuals ln(predicted busbw / measured busbw) over the rows it
-    was fitted on, each sweep weighing the same, and how many rows. ``clustersim collective``
-    reads them as the 80% interval of a calibrated profile (simulator/report/intervals.py)."""
+    """What ``clustersim calibrate`` records of its collective fit: per class (collective, scope
+    and size band, e.g. ``allreduce, across nodes, >= 1 MiB``), the 10th and 90th percentiles of
+    the fit's residuals ln(predicted busbw / measured busbw) over the rows it was fitted on, each
+    sweep weighing the same, and how many rows. ``clustersim collective`` reads them as the 80%
+    interval of a calibrated profile for those classes, and the leave-one-system-out band for any
+    other (simulator/report/intervals.py). Keys without the collective (``across nodes, >= 1
+    MiB``, as overlays written before the per-collective bands have them) apply to every collective."""
 
     busbw_log_residual: dict[str, list[float]] = Field(default_factory=dict)
     rows: dict[str, int] = Field(default_factory=dict)
@@ -257,8 +264,9 @@ class Uncertainty(_Strict):
     @classmethod
     def _bands(cls, value: dict[str, list[float]]) -> dict[str, list[float]]:
         for key, pair in value.items():
-            if key not in COLLECTIVE_CLASSES:
-                raise ValueError(f"{key!r}: expected one of {', '.join(COLLECTIVE_CLASSES)}")
+            if key not in OP_CLASSES and key not in COLLECTIVE_CLASSES:
+                raise ValueError(f"{key!r}: expected '<collective>, <scope>, <size band>' with a collective of "
+                                 f"{', '.join(PREDICTED_OPS)} and a class of {', '.join(COLLECTIVE_CLASSES)}")
             if len(pair) != 2:
                 raise ValueError(f"{key}: expected [q10, q90], got {len(pair)} numbers")
             lo, hi = pair

@@ -13,9 +13,11 @@ systems the model was not tuned on:
   a quantile of their own;
 * a calibrated collective (a profile overlay written by ``clustersim calibrate``, which records
   its residuals as ``uncertainty.busbw_log_residual``): the quantiles of the fit's own residuals
-  in the same class, for the classes the fit had rows of. They are in-sample, so they are the
-  narrowest honest statement (docs/validation-calibration.md scores the fit on held-out rows);
-  a class the fit did not see falls back to the leave-one-system-out band;
+  in the same class, for the classes the fit had rows of, where a class is the collective, the
+  scope and the size band. They are in-sample, so they are the narrowest honest statement
+  (docs/validation-calibration.md scores the fit on held-out rows); a class the fit did not see
+  (another collective, scope or size band) falls back to the leave-one-system-out band: the
+  fit's residuals on rings covered about half of the rows of a collective it had not measured;
 * a step time: the leave-one-source-out errors of the published training runs
   (docs/validation-e2e.md), one band for every run (a band per regime, one node or several,
   covers fewer held-out rows on these data; the page shows both). It is the same with a
@@ -54,6 +56,14 @@ def size_band(size_bytes: int) -> str:
 def collective_class(multi_node: bool, size_bytes: int) -> str:
     """What "comparable" means for a collective: scope and size band, e.g. ``across nodes, >= 1 MiB``."""
     return f"{SCOPES[int(bool(multi_node))]}, {size_band(size_bytes)}"
+
+
+def op_class(op: str, multi_node: bool, size_bytes: int) -> str:
+    """The class of a calibration fit's residuals: the collective, its scope and size band, e.g.
+    ``allgather, one node, >= 1 MiB``. A fit's residuals say how well it reproduces what it
+    measured; for another collective (another pattern, its own algorithm and protocol mix) they
+    say nothing (docs/validation-calibration.md measures how they cover one)."""
+    return f"{op}, {collective_class(multi_node, size_bytes)}"
 
 
 STEP_CLASS = "all runs"  # the step-time band's one class (e2e_validation/intervals.py: why not per regime)
@@ -160,15 +170,18 @@ def calibration_residuals(profile: Any) -> dict[str, tuple[float, float]] | None
 
 
 def collective_band(multi_node: bool, size_bytes: int,
-                    residuals: Mapping[str, Sequence[float]] | None = None) -> tuple[Band, str]:
-    """The band of a predicted collective, and where it comes from. ``residuals``: the
+                    residuals: Mapping[str, Sequence[float]] | None = None, op: str | None = None) -> tuple[Band, str]:
+    """The band of a predicted collective ``op``, and where it comes from. ``residuals``: the
     ``[q10, q90]`` log residuals per class that ``clustersim calibrate`` recorded in the profile
-    (``uncertainty.busbw_log_residual``), used for the classes the fit had rows of; otherwise the
-    leave-one-system-out table."""
+    (``uncertainty.busbw_log_residual``), used for the classes the fit had rows of (the
+    collective's own class, or a class without a collective that an older overlay recorded);
+    otherwise the leave-one-system-out table."""
     cls = collective_class(multi_node, size_bytes)
-    if residuals and cls in residuals:
-        lo, hi = residuals[cls]
-        return Band(min(lo, 0.0), max(hi, 0.0), 1, 0), f"residuals of the calibration fit, {cls}"
+    if residuals:
+        for key in ((op_class(op, multi_node, size_bytes),) if op else ()) + (cls,):
+            if key in residuals:
+                lo, hi = residuals[key]
+                return Band(min(lo, 0.0), max(hi, 0.0), 1, 0), f"residuals of the calibration fit, {key}"
     from simulator.report.collective_interval_table import BANDS
 
     lo, hi, groups, rows = BANDS[cls]

@@ -193,11 +193,11 @@ def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
     capsys.readouterr()
     cal = load_profile(str(overlay))
     res = cal.uncertainty.busbw_log_residual
-    assert set(res) <= {c for c in BANDS if c.startswith("one node")} and res
+    assert set(res) <= {f"allgather, {c}" for c in BANDS if c.startswith("one node")} and res
     m = from_sweep(parse_nccl_log(log)[0], load_profile("dgx-h100"), algo="ring")
     logs = np.log1p(busbw_errors(cal, m))
     big = [x for s, x in zip(m.sizes, logs) if s >= 1 << 20]
-    lo, hi = res["one node, >= 1 MiB"]
+    lo, hi = res["allgather, one node, >= 1 MiB"]
     assert lo <= 0 <= hi
     # 80% of one sweep's rows lie inside its own band (inverse-CDF quantiles: at least 80%)
     assert sum(lo - 1e-6 <= x <= hi + 1e-6 for x in big) >= 0.8 * len(big) - 1
@@ -213,6 +213,33 @@ def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
     assert "calibration fit" in one["interval_basis"] and "residuals of this profile's calibration fit" in text
     assert one["time_interval_us"] == pytest.approx([one["time_us"] * math.exp(min(lo, 0)),
                                                      one["time_us"] * math.exp(max(hi, 0))], rel=1e-5)
+    # a collective the fit never measured keeps the leave-one-system-out band, on the same node
+    assert main(["collective", "--hardware", str(overlay), "--op", "alltoall", "--ranks", "8",
+                 "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    other = json.loads(out.read_text())["rows"][0]
+    assert "leave-one-system-out" in other["interval_basis"] and "measured no alltoall" in text
+    b_lo, b_hi, _, _ = BANDS["one node, >= 1 MiB"]
+    assert other["time_interval_us"] == pytest.approx([other["time_us"] * math.exp(b_lo),
+                                                       other["time_us"] * math.exp(b_hi)], rel=1e-5)
+
+
+def test_residual_classes_name_the_collective():
+    """Residual bands are keyed per collective; keys of overlays written before (no collective)
+    still read, for every collective; a key naming no collective class is refused."""
+    from simulator.config.hardware import Uncertainty
+    from simulator.report.intervals import collective_band
+
+    res = {"allreduce, across nodes, >= 1 MiB": [-0.1, 0.05]}
+    band, basis = collective_band(True, 1 << 30, res, "allreduce")
+    assert (band.lo, band.hi) == (-0.1, 0.05) and "calibration fit" in basis
+    assert "leave-one-system-out" in collective_band(True, 1 << 30, res, "allgather")[1]
+    assert "leave-one-system-out" in collective_band(False, 1 << 30, res, "allreduce")[1]
+    legacy = {"across nodes, >= 1 MiB": [-0.2, 0.1]}
+    assert collective_band(True, 1 << 30, legacy, "alltoall")[0].lo == -0.2
+    Uncertainty(busbw_log_residual=res | legacy)
+    with pytest.raises(ValueError, match="collective"):
+        Uncertainty(busbw_log_residual={"allscatter, across nodes, >= 1 MiB": [-0.1, 0.1]})
 
 
 def test_sweep_plans_carry_the_step_interval():
