@@ -170,7 +170,7 @@ class Replayer:
         if started and not run.slowed[k]:
             end[k] = end[k] + (end[k] - now) * self.slowdown
             run.slowed[k] = True
-        run.plan(k + 1, end[k], R.inflight > 0, R.table.dt)
+        run.plan(k + 1, end[k], R.inflight > 0)
         self._arm(run)
 
     def _arm(self, run: ComputeRun) -> None:
@@ -180,22 +180,89 @@ class Replayer:
         timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: token == run.token and run.event.succeed())
 
-    def _compute_run(self, R: RankState, indices: list[int], p: int) -> int:
-        """How many kernels from ``indices[p]`` on can replay as one block: consecutive compute
-        ops whose other-stream dependencies are done, ending at one another stream waits for."""
+    def _compute_run(self, R: RankState, indices: list[int], p: int) -> ComputeRun | None:
+        """The kernels from ``indices[p]`` on that can replay as one block: consecutive compute
+        ops whose other-stream dependencies are done, ending at one another stream waits for,
+        unless what waits there is a collective the block can take in (:meth:`_absorbable`):
+        one the kernel after it waits for. None when the block would be one kernel alone."""
         table = R.table
-        dts, watched, cross, done = table.dt, table.watched, table.cross_deps, R.done
-        q = p + 1
-        if indices[p] in watched:
-            return 1
-        while q < len(indices):
-            k = indices[q]
-            if dts[k] is None or not all(done[d] for d in cross[k]):
-                break
+        dts, watchers, cross, done = table.dt, table.watchers, table.cross_deps, R.done
+        n = len(indices)
+        q = p
+        k = indices[p]
+        ops = [k]
+        durs = [dts[k]]
+        taken: set[int] = set()  # collectives taken into this block
+        while True:
+            ws = watchers.get(k)
+            if ws is not None:
+                # Another stream waits for kernel k: go on only through a collective taken in.
+                c = ws[0]
+                if len(ws) != 1 or q + 1 >= n:
+                    break
+                nxt = indices[q + 1]
+                if dts[nxt] is None or c not in table.program[nxt].deps:
+                    break
+                info = self._absorbable(R, c)
+                if info is None:
+                    break
+                pred = table.stream_pred[c]
+                if pred >= 0 and not done[pred] and pred not in taken:
+                    break
+                first = indices[p]
+                if not all(done[d] or d in taken or (first <= d <= k and table.program[d].stream == "compute")
+                           for d in table.program[c].deps):
+                    break
+                alone, members, algo = info
+                R.groups[c] = members
+                if algo is not None:
+                    R.algorithm[c] = algo
+                    stream = table.program[c].stream
+                    R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
+                taken.add(c)
+                ops.append(c)
+                durs.append((alone, alone))
+                if not all(done[d] or d in taken for d in cross[nxt]):
+                    break  # the block ends with the collective
+            else:
+                if q + 1 >= n:
+                    break
+                nxt = indices[q + 1]
+                if dts[nxt] is None or not all(done[d] or d in taken for d in cross[nxt]):
+                    break
             q += 1
-            if k in watched:
-                break
-        return q - p
+            k = nxt
+            ops.append(k)
+            durs.append(dts[k])
+        if len(ops) == 1:
+            return None
+        return ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event())
+
+    def _absorbable(self, R: RankState, c: int) -> tuple[float, tuple[int, ...], tuple[str, str] | None] | None:
+        """Whether a compute block of rank R may take in collective ``c``: it is timed by its
+        time alone (its links are its own, and no other simulated member has to meet it) or
+        has no other member, and only compute ops wait for it. Then (seconds, members,
+        (algorithm, protocol) or None for a group of one). Such a collective, started when
+        the kernel before it ends and awaited by the kernel after, changes nothing but the
+        time between the two: the block holds it as an entry of that duration instead of
+        three events (the kernel's end waking the collective's stream, its timer, its end
+        waking the compute stream)."""
+        absorb = R.absorb
+        if c in absorb:
+            return absorb[c]
+        table = R.table
+        op = table.program[c]
+        info: tuple[float, tuple[int, ...], tuple[str, str] | None] | None = None
+        if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
+            members, n_sim = self._group(R.rank, op.axes)
+            if len(members) <= 1:
+                info = (0.0, members, None)
+            elif n_sim == 1:
+                plan, algo, alone = self._ready_plan(op, members)
+                if alone is not None:
+                    info = (alone, members, algo)
+        absorb[c] = info
+        return info
 
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
@@ -216,11 +283,13 @@ class Replayer:
                         ev = R.waiters[d] = env.event()
                     R.blocked[op.stream] = (i, d)
                     yield ev
+            if R.done[i]:
+                continue  # a collective a compute block took in (_compute_run) has run there
             R.ready[i] = env.now
             dt = dts[i]
-            if dt is not None and blocks and (m := self._compute_run(R, indices, p - 1)) > 1:
-                run = R.run = ComputeRun(indices[p - 1:p - 1 + m], env.event())
-                run.plan(0, env.now, R.inflight > 0, dts)
+            if dt is not None and blocks and (run := self._compute_run(R, indices, p - 1)) is not None:
+                R.run = run
+                run.plan(0, env.now, R.inflight > 0)
                 self._arm(run)
                 yield run.event
                 R.run = None
@@ -231,8 +300,8 @@ class Replayer:
                     ev = R.waiters.pop(k, None)
                     if ev is not None:
                         ev.succeed()
-                R.n_done += m
-                p += m - 1
+                R.n_done += len(run.ops)
+                p += run.n_kernels - 1
                 continue
             if dt is not None:
                 R.start[i] = env.now
@@ -281,16 +350,21 @@ class Replayer:
         yield from self._run_collective(op, members, rv.arrived)
         rv.event.succeed()
 
-    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]]):
-        """Every member has issued the collective: run it (latency, then its phases' flows)."""
-        now = self.env.now
+    def _ready_plan(self, op: CommOp, members: tuple[int, ...]) -> tuple[CollectivePlan, tuple[str, str], float | None]:
+        """The collective's plan, its (algorithm, protocol) and its time alone (None when its
+        links are not its own), once per (kind, members, size, stream)."""
         key = (op.op, members, op.size_bytes, op.stream)
         hit = self._ready_plans.get(key)
         if hit is None:
             plan = self._plan(op, members)
             algo = (str(getattr(plan, "algorithm", "")), str(getattr(plan, "protocol", "")))
             hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan))
-        plan, algo, alone = hit
+        return hit
+
+    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]]):
+        """Every member has issued the collective: run it (latency, then its phases' flows)."""
+        now = self.env.now
+        plan, algo, alone = self._ready_plan(op, members)
         for Rm, im in arrived:
             Rm.start[im] = now
             self._comm_started(Rm, +1)

@@ -5,7 +5,7 @@ rank's timeline and stream bookkeeping (``RankState``), and a collective waiting
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence, cast
+from typing import Any, Sequence
 
 import numpy as np
 import simpy
@@ -40,21 +40,30 @@ class RoleTable:
             None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow)
             for op, t in zip(program, costs.compute_times(program))]
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
-        # of another stream waits for (a run ends there, so that op's end can wake it), and
-        # each op's dependencies on other streams (a run goes on only while they are done).
-        self.watched: set[int] = set()
+        # of another stream waits for, with those waiting ops (a run ends there, so that op's
+        # end can wake them, unless the one waiting is a collective the run takes in), each
+        # op's dependencies on other streams (a run goes on only while they are done), and the
+        # op before each op on its stream (a collective taken into a run must be next on it).
+        self.watchers: dict[int, list[int]] = {}
         self.cross_deps: list[tuple[int, ...]] = []
-        for op in program:
-            cross = tuple(d for d in op.deps if program[d].stream != op.stream)
-            self.watched.update(cross)
+        self.stream_pred: list[int] = []
+        last: dict[str, int] = {}
+        for i, op in enumerate(program):
+            stream = op.stream
+            cross = tuple(d for d in op.deps if program[d].stream != stream)
+            for d in cross:
+                self.watchers.setdefault(d, []).append(i)
             self.cross_deps.append(cross)
+            self.stream_pred.append(last.get(stream, -1))
+            last[stream] = i
+        self.watched = self.watchers.keys()
 
 
 class RankState:
     """Mutable state of one simulated rank during the replay."""
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
-                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run")
+                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
         n = len(table.program)
@@ -71,6 +80,9 @@ class RankState:
         self.running: tuple[float, bool] | None = None  # (planned end, slowed) of the compute op running
         self.extend = 0.0  # extra compute time owed because communication started mid-kernel
         self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
+        # collective -> (seconds, members, (algorithm, protocol) or None) when a compute run may
+        # take it in (engine._absorbable), None when it may not; filled as asked
+        self.absorb: dict[int, tuple[float, tuple[int, ...], tuple[str, str] | None] | None] = {}
         self.coll_seq: dict[str, int] = {}
         # stream -> (op index, what it waits for: a dependency's index, or "rendezvous"/"send/recv")
         self.blocked: dict[str, tuple[int, int | str]] = {}
@@ -83,24 +95,32 @@ class ComputeRun:
     the previous ends, slowed by ``overlap_slowdown`` when the rank has communication in flight
     at its start, as the op-by-op replay does. ``plan`` lays them out from a given op on;
     communication that starts or ends on the rank during the run re-plans the rest
-    (engine._comm_started). ``token`` names the live wake-up timer."""
+    (engine._comm_started). ``token`` names the live wake-up timer.
 
-    __slots__ = ("ops", "start", "end", "slowed", "event", "token")
+    A run may also hold collectives of other streams that sit between two of its kernels (the
+    kernel before is all they wait for, the kernel after waits for them) and that are timed by
+    their time alone (engine._absorbable): one such entry lasts that time, is never slowed, and
+    is not counted as communication in flight, since no kernel of the rank runs beside it.
+    ``durs`` holds each entry's (alone, beside communication) seconds, ``n_kernels`` how many
+    of the entries are the compute stream's."""
 
-    def __init__(self, ops: list[int], event: simpy.Event) -> None:
+    __slots__ = ("ops", "durs", "n_kernels", "start", "end", "slowed", "event", "token")
+
+    def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event) -> None:
         self.ops = ops
+        self.durs = durs
+        self.n_kernels = n_kernels
         self.start = [0.0] * len(ops)
         self.end = [0.0] * len(ops)
         self.slowed = [False] * len(ops)  # True: no further slowdown applies to it
         self.event = event
         self.token = 0
 
-    def plan(self, first: int, t: float, inflight: bool, dt: list[tuple[float, float] | None]) -> None:
-        """Ops ``first``.. back to back from ``t``, under the communication state ``inflight``."""
-        start, end, slowed, ops = self.start, self.end, self.slowed, self.ops
-        kernels = cast("list[tuple[float, float]]", dt)  # a run holds kernels only: each has its durations
-        for j in range(first, len(ops)):
-            d0, d1 = kernels[ops[j]]
+    def plan(self, first: int, t: float, inflight: bool) -> None:
+        """Entries ``first``.. back to back from ``t``, under the communication state ``inflight``."""
+        start, end, slowed, durs = self.start, self.end, self.slowed, self.durs
+        for j in range(first, len(durs)):
+            d0, d1 = durs[j]
             start[j] = t
             t = t + (d1 if inflight else d0)
             end[j] = t

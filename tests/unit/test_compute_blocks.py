@@ -1,0 +1,87 @@
+"""Compute blocks (engine._compute_run) are exact: replaying runs of kernels as one timed block,
+with the collectives they take in (timed alone, awaited by the next kernel), gives every op the
+start and end the op-by-op replay gives, on whole schedules: 1F1B, interleaved 1F1B, TP overlap
+(userbuffers), context parallelism, ZeRO-2, in symmetric mode (where TP collectives have one
+simulated member and are taken in) and with every rank simulated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simulator.replay.engine import replay
+from simulator.report.summary import summarize
+from simulator.schedule.build import build_schedule
+from simulator.schedule.groups import Grid
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder
+from tests.unit.replay_fixtures import Sched, topo
+from tests.unit.test_schedule_invariants import make  # noqa: F401 - the fixture
+
+GEMM = dict(kind="gemm", flops=2 * 4096**3)
+
+
+def _same_timelines(fast, slow) -> None:
+    assert fast.ranks == slow.ranks
+    for r in fast.ranks:
+        a, b = fast.timelines[r], slow.timelines[r]
+        for field in ("ready", "start", "end"):
+            x, y = getattr(a, field), getattr(b, field)
+            assert np.array_equal(np.isnan(x), np.isnan(y))
+            assert x[~np.isnan(x)] == pytest.approx(y[~np.isnan(y)], rel=1e-12, abs=1e-15)
+        assert a.algorithm == b.algorithm and a.groups == b.groups
+
+
+PLANS = {  # 4 nodes of 4 GPUs: TP fills a node, so its collectives own their links
+    "1f1b": {"tp": 4, "sequence_parallel": True, "pp": 2, "zero": 1},
+    "interleaved": {"tp": 4, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2},
+    "tp_overlap": {"tp": 4, "sequence_parallel": True, "tp_overlap": "ring_exchange", "pp": 2},
+    "cp": {"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2},
+    "zero2": {"tp": 4, "sequence_parallel": True, "zero": 2},
+}
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+@pytest.mark.parametrize("symmetric", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_blocks_give_the_op_by_op_step(make, plan, symmetric, monkeypatch):  # noqa: F811 - the fixture
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.engine import Replayer
+
+    training = {"global_batch": 8, "recompute": "selective" if plan == "cp" else "full"}
+    scn = make(PLANS[plan], nodes=4, training=training)
+    sched = build_schedule(scn)
+    t = build_topology(scn.profile, scn.nodes)
+    fast = replay(sched, t, symmetric=symmetric)
+    slow = replay(sched, t, symmetric=symmetric, compute_runs=False)
+    assert fast.stats.events < slow.stats.events
+    assert fast.step_time_s == pytest.approx(slow.step_time_s, rel=1e-12)
+    _same_timelines(fast, slow)
+    a, b = summarize(fast, sched, scn), summarize(slow, sched, scn)
+    assert a.breakdown_s.compute == pytest.approx(b.breakdown_s.compute, rel=1e-12)
+    assert a.breakdown_s.pipeline_bubble == pytest.approx(b.breakdown_s.pipeline_bubble, rel=1e-9, abs=1e-15)
+    for k, v in b.breakdown_s.exposed_comm.items():
+        assert a.breakdown_s.exposed_comm[k] == pytest.approx(v, rel=1e-9, abs=1e-15)
+    if symmetric and plan not in ("cp", "tp_overlap"):  # (userbuffers copies are not collectives)
+        # The mirrored TP collectives were taken into blocks: without that, more events.
+        monkeypatch.setattr(Replayer, "_absorbable", lambda self, R, c: None)
+        assert replay(sched, t, symmetric=True).stats.events > 1.3 * fast.stats.events
+
+
+def test_a_collective_between_two_kernels_joins_their_block():
+    """GEMM, a TP AllReduce the next GEMM waits for, repeated: with the TP peers mirrored the
+    AllReduce has one simulated member and its links to itself, so the whole chain is one block
+    (a handful of events instead of several per op) with the op-by-op times."""
+    t = topo(1, 8)
+    pb = ProgramBuilder()
+    prev = pb.add(ComputeOp("A0", **GEMM))
+    for k in range(10):
+        ar = pb.add(CommOp(f"ar{k}", "allreduce", ("tp",), 8 * 2**20, deps=(prev,)))
+        prev = pb.add(ComputeOp(f"A{k + 1}", **GEMM, deps=(ar,)))
+    sched = Sched(Grid.from_sizes({"tp": 8}), {0: pb.ops})
+    fast = replay(sched, t, symmetric=True)
+    slow = replay(sched, t, symmetric=True, compute_runs=False)
+    assert fast.stats.ranks_simulated == 1
+    assert fast.stats.events < 10 < 40 < slow.stats.events
+    _same_timelines(fast, slow)
+    tl = fast.timelines[0]
+    ars = [i for i, op in enumerate(pb.ops) if isinstance(op, CommOp)]
+    assert all(tl.end[i] > tl.start[i] == tl.end[i - 1] for i in ars)  # each ran after its GEMM, for a while
