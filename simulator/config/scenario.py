@@ -230,6 +230,8 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
     check_moe(scn, dp)
+    if t.fp8_param_gather:
+        check_fp8_param_gather(scn)
     if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and scn.profile.gpu.arch != "blackwell":
         _fail(scn, "training.fp8_recipe", f"mxfp8 needs Blackwell tensor cores (MX block scaling); "
                                           f"{scn.profile.gpu.name} is {scn.profile.gpu.arch}")
@@ -239,6 +241,24 @@ def check_plan(scn: Scenario) -> None:
         scn.profile.gpu.resolve_attention(t.attention)
     except InputError as exc:
         _fail(scn, "training.attention", exc.detail)
+
+
+def check_fp8_param_gather(scn: Scenario) -> None:
+    """FP8 weights are gathered only where a sharded optimizer or FSDP gathers weights at all, and
+    in the recipes the frameworks implement it for."""
+    p, t = scn.parallel, scn.training
+    key = "training.fp8_param_gather"
+    if p.zero == 0:
+        _fail(scn, key, "needs sharded weights to gather (zero 1/2: Megatron's distributed optimizer, "
+                        "zero 3 with zero3_impl: fsdp2)")
+    if p.zero == 3 and p.zero3_impl != "fsdp2":
+        _fail(scn, key, "with zero=3 is FSDP2's float8 all-gather (zero3_impl: fsdp2); DeepSpeed gathers bf16")
+    if p.zero == 3 and t.fp8_recipe != "current":
+        _fail(scn, key, f"with FSDP2 needs fp8_recipe: current (torchao's tensorwise dynamic scaling is the "
+                        f"only one enable_fsdp_float8_all_gather supports), got {t.fp8_recipe}")
+    if p.zero < 3 and t.fp8_recipe == "rowwise":
+        _fail(scn, key, "rowwise is torchao's recipe; Megatron's fp8_param_gather runs TransformerEngine's "
+                        "delayed, current, blockwise or mxfp8")
 
 
 def check_moe(scn: Scenario, dp: int) -> None:

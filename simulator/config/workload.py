@@ -268,11 +268,17 @@ class Training(_Strict):
         "(TransformerEngine's default, amax history + amax AllReduce per pass) | current (per-tensor current "
         "scaling) | rowwise (per-row scales, torchao) | blockwise (1x128/128x128, DeepSeek-V3) | mxfp8 "
         "(1x32 MX blocks, Blackwell)")
+    fp8_param_gather: bool = Field(
+        default=False, description="gather the linear weights as FP8 (1 byte) instead of bf16, after one amax "
+        "AllReduce per step: Megatron's --fp8-param-gather with the distributed optimizer (zero 1/2), "
+        "torchtitan's enable_fsdp_float8_all_gather with FSDP2 (zero 3, fp8_recipe: current)")
 
     @model_validator(mode="after")
     def _routing(self) -> "Training":
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":
             raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
+        if self.fp8_param_gather and self.dtype != "fp8":
+            raise ValueError(f"fp8_param_gather needs dtype: fp8 (got {self.dtype})")
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
+from simulator.schedule import fp8
 from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
@@ -85,6 +86,27 @@ class GradSync:
         self.sequence_parallel = shapes.sequence_parallel
         self.grad_bytes = BYTES_PER_ELEMENT[scn.parallel.grad_reduce_dtype]
         self.n_micro = scn.n_micro
+        t = scn.training
+        fsdp = scn.parallel.zero == 3
+        # fp8_param_gather: the weights gathered as FP8 (fp8.gathered_in_fp8), by name
+        self.fp8_weights = {m.name for c in chunks for u in c for m in u.modules
+                            if t.fp8_param_gather and fp8.gathered_in_fp8(m.name, m.expert, fsdp)}
+        self.fp8_weight_bytes = fp8.gathered_bytes(t.fp8_recipe)
+
+    def weight_bytes(self, name: str) -> float:
+        """Bytes per element of weight ``name`` in a parameter AllGather."""
+        return self.fp8_weight_bytes if name in self.fp8_weights else PARAM_BYTES
+
+    def fp8_amax_allreduce(self, pb: ProgramBuilder, deps: tuple[int, ...], expert: bool) -> tuple[int, ...]:
+        """fp8_param_gather: after the step, one AllReduce of the amaxes (4 bytes each) of the FP8
+        weights of the dense or the expert part, over the group that gathers them."""
+        names = [m.name for c in self.chunks for u in c for m in u.modules
+                 if m.name in self.fp8_weights and m.expert == expert]
+        axes = self.expert_axes if expert else self.axes
+        if not names or not axes:
+            return ()
+        return (self._comm(pb, f"fp8.param_amax.{'edp' if expert else 'dp'}.allreduce", "allreduce", 4 * len(names),
+                           deps, Tag("opt"), dtype="fp32", axes=axes),)
 
     def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         """Ops each compute block of `unit` must wait for (parameter AllGathers)."""
@@ -178,6 +200,7 @@ class BucketedSync(GradSync):
         self.overlap_param_gather = p.overlap_param_gather and self.zero >= 1 and bool(self.axes)
         self.synced = bool(self.axes or self.expert_axes)
         self._gathered: dict[str, int] | None = None  # module name -> its bucket's AllGather op
+        self._numel = {m.name: m.numel for c in chunks for u in c for m in u.modules}
 
     def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.overlap_param_gather:
@@ -200,8 +223,11 @@ class BucketedSync(GradSync):
     def _param_allgather(self, pb: ProgramBuilder, i: int, b: _Bucket, deps: tuple[int, ...]) -> int:
         if not self._bucket_axes(b):
             return deps[0] if deps else -1
+        fp8_numel = sum(self._numel[n] for n in b.modules if n in self.fp8_weights)
+        nbytes = b.numel * PARAM_BYTES - fp8_numel * (PARAM_BYTES - self.fp8_weight_bytes)
         return self._comm(pb, f"{'edp' if b.expert else 'dp'}.param.allgather.b{i}", "allgather",
-                          b.numel * PARAM_BYTES, deps, Tag("opt"), dtype="bf16", axes=self._bucket_axes(b))
+                          nbytes, deps, Tag("opt"), dtype="fp8" if fp8_numel == b.numel else "bf16",
+                          axes=self._bucket_axes(b))
 
     def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         every_mb = self.zero == 2
@@ -249,10 +275,13 @@ class BucketedSync(GradSync):
                                size_bytes=norms * self.grad_bytes, deps=after, tag=Tag("opt")))
             after = after + (ar,)
         step = super().finish(pb, after)
-        if self.zero == 0 or not self.synced or self.overlap_param_gather:
+        if self.zero == 0 or not self.synced:
             return step
+        amax = {expert: self.fp8_amax_allreduce(pb, (step,), expert) for expert in (False, True)}
+        if self.overlap_param_gather:  # the gathers run in the next step's forward
+            return max((step, *amax[False], *amax[True]))
         last = step
         for i, b in enumerate(self.all_buckets):
             if self._bucket_axes(b):
-                last = self._param_allgather(pb, i, b, (step,))
-        return last
+                last = self._param_allgather(pb, i, b, amax[b.expert] or (step,))
+        return max((last, *amax[False], *amax[True]))

@@ -24,8 +24,17 @@ in the passes and collectives around the GEMMs (TransformerEngine ``common/recip
 
 Quantised per layer pass (per TP rank): forward, the inputs of the QKV, output-projection, FC1
 and FC2 GEMMs; backward, the output gradients of the same four GEMMs. An MoE layer is counted
-with its dense shape (ffn_hidden), not its routed rows; FP8 all-gathers of FSDP/ZeRO-3 weights are
-not modelled (the parameter AllGathers stay bf16).
+with its dense shape (ffn_hidden), not its routed rows.
+
+``fp8_param_gather`` gathers the linear weights in FP8, 1 byte per element plus its scales, where
+a sharded optimizer or FSDP gathers weights (:func:`gathered_bytes`): Megatron's
+``--fp8-param-gather`` keeps TransformerEngine's FP8 weights (attention, MLP and grouped expert
+linears; not the router, norms, embedding or output layer) in the distributed optimizer's
+parameter buffer, and ``cast_master_weights_to_fp8`` AllReduces their amaxes over the
+data-parallel group after the step; torchtitan's ``enable_fsdp_float8_all_gather`` all-gathers
+the weights of ``Float8Linear`` modules (the dense linears: routed experts stay bf16) and
+``precompute_float8_dynamic_scale_for_fsdp`` AllReduces one amax per weight over the FSDP group
+after the optimizer step.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ if TYPE_CHECKING:
     from simulator.schedule.transformer import LayerSpec
 
 RECIPES = ("delayed", "current", "rowwise", "blockwise", "mxfp8")
+LINEAR_WEIGHTS = frozenset({"q", "k", "v", "o", "mla_down", "mla_up", "gate", "up", "down", "fc1", "fc2"})
+WEIGHT_SCALE_BYTES = {"blockwise": 4 / (128 * 128), "mxfp8": 1 / 32}  # per weight element
 SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
 GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
@@ -84,3 +95,19 @@ def amax_reduction(pb: ProgramBuilder, axes: tuple[str, ...], n_layers: int, mb:
     return pb.add(CommOp(name=f"fp8.amax_reduction.{phase}.c{chunk}.mb{mb}", op="allreduce", axes=axes,
                          size_bytes=4 * 3 * GEMMS_PER_LAYER * max(n_layers, 1), deps=(after,), dtype="fp32",
                          tag=Tag(phase, None, mb, chunk)))
+
+
+def gathered_in_fp8(name: str, expert: bool, fsdp: bool) -> bool:
+    """Whether a weight (a :class:`~simulator.schedule.shapes.Module` name such as ``L3.shared.up``)
+    is gathered as FP8 under ``fp8_param_gather``: the linear weights; routed experts only in
+    Megatron (TE's grouped linear), not under FSDP2 (torchtitan's grouped experts are no
+    ``Float8Linear``)."""
+    if expert:
+        return not fsdp
+    return name.rsplit(".", 1)[-1] in LINEAR_WEIGHTS
+
+
+def gathered_bytes(recipe: str) -> float:
+    """Bytes per element of an FP8 weight on the wire: the value and its share of the scales."""
+    return 1.0 + WEIGHT_SCALE_BYTES.get(recipe, 0.0)
+

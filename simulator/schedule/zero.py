@@ -210,28 +210,33 @@ class Fsdp2(GradSync):
         self._root_done: dict[int, int] = {}
         self.synced = bool(self.axes or self.expert_axes)
 
-    def _parts(self, units: list[ParamUnit]) -> list[tuple[str, tuple[str, ...], int]]:
-        """(label, group axes, padded elements) of the dense and the expert part of `units`."""
+    def _parts(self, units: list[ParamUnit]) -> list[tuple[str, tuple[str, ...], int, float]]:
+        """(label, group axes, padded elements, gathered bytes) of the dense and the expert part of
+        `units`; FP8 weights travel at 1 byte under fp8_param_gather."""
         out = []
         for expert, label, axes, n in ((False, "", self.axes, self.group_size),
                                        (True, ".experts", self.expert_axes, self.expert_group_size)):
-            numel = sum(padded(m.numel, n) for u in units for m in u.modules if m.expert == expert)
+            mods = [m for u in units for m in u.modules if m.expert == expert]
+            numel = sum(padded(m.numel, n) for m in mods)
             if numel and axes:
-                out.append((label, axes, numel))
+                out.append((label, axes, numel, sum(padded(m.numel, n) * self.weight_bytes(m.name) for m in mods)))
         return out
 
     def _size(self, units: list[ParamUnit]) -> int:
-        return sum(n for _, _, n in self._parts(units))
+        return sum(n for _, _, n, _ in self._parts(units))
+
+    def _gathered_bytes(self, units: list[ParamUnit]) -> float:
+        return sum(b for _, _, _, b in self._parts(units))
 
     def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: Phase,
                 deps: tuple[int, ...]) -> tuple[int, ...]:
         key = f"{name}.{phase}.mb{mb}"
         if key not in self._ag:
             self._ag[key] = tuple(
-                self._comm(pb, f"fsdp.ag.{name}{label}.{phase}.mb{mb}", "allgather", numel * PARAM_BYTES,
+                self._comm(pb, f"fsdp.ag.{name}{label}.{phase}.mb{mb}", "allgather", nbytes,
                            tuple(d for d in deps if d >= 0), Tag(phase, units[0].layer, mb),
                            dtype="bf16", axes=axes)
-                for label, axes, numel in self._parts(units))
+                for label, axes, _, nbytes in self._parts(units))
         return self._ag[key]
 
     def _unshard(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int) -> int:
@@ -239,7 +244,7 @@ class Fsdp2(GradSync):
         copy-in (AllGather) waits for it, so one gather buffer is in flight."""
         ags = self._gather(pb, name, units, mb, "fwd", (self._copy_out,))
         self._copy_out = pb.add(ComputeOp(name=f"fsdp.copy_out.{name}.fwd.mb{mb}", kind="copy",
-                                          hbm_bytes=2.0 * self._size(units) * PARAM_BYTES,
+                                          hbm_bytes=2.0 * self._gathered_bytes(units),
                                           deps=ags or ((self._copy_out,) if self._copy_out >= 0 else ()),
                                           tag=Tag("fwd", units[0].layer, mb)))
         return self._copy_out
@@ -293,10 +298,17 @@ class Fsdp2(GradSync):
         copy_in = pb.add(ComputeOp(name=f"fsdp.rs_copy_in.{name}.mb{mb}", kind="copy",
                                    hbm_bytes=2.0 * self._size(units) * self.grad_bytes, deps=deps, tag=tag))
         self._last_rs = tuple(self._comm(pb, f"fsdp.rs.{name}{label}.mb{mb}", "reducescatter", numel * self.grad_bytes,
-                                         (copy_in,), tag, axes=axes) for label, axes, numel in parts)
+                                         (copy_in,), tag, axes=axes) for label, axes, numel, _ in parts)
 
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         return self._last_rs[-1] if self._last_rs else -1
 
     def pending(self) -> tuple[int, ...]:
         return self._last_rs
+
+    def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
+        """The optimizer step, then under fp8_param_gather torchtitan's
+        ``precompute_float8_dynamic_scale_for_fsdp``: one AllReduce of the FP8 weights' amaxes."""
+        step = super().finish(pb, after)
+        return max((step, *self.fp8_amax_allreduce(pb, (step,), expert=False),
+                    *self.fp8_amax_allreduce(pb, (step,), expert=True)))
