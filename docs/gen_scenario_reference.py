@@ -67,6 +67,36 @@ NOTES = {
 }
 
 
+# Hardware profile keys (simulator/config/hardware.py HardwareProfile), by their path in the
+# profile: what each means and its unit; every bundled profile cites a source per number.
+PROFILE_NOTES = {
+    "name": "profile name (`hardware:` of a scenario)", "description": "one line shown in reports",
+    "provenance": "where the numbers come from", "nccl": "NCCL tuner overrides and `version` (what `clustersim "
+    "calibrate` writes); they time the chosen algorithm, not the choice", "uncertainty": "the fit's residual "
+    "quantiles per collective class (written by `clustersim calibrate`)",
+    "gpu": "the accelerator", "node": "one server (or compute tray)", "scale_out": "the network between nodes",
+    "gpu.gemm_efficiency": "achieved fraction of peak by GEMM FLOPs, log-interpolated",
+    "node.gpus": "GPUs per node", "node.scale_up": "the GPU-to-GPU fabric", "node.pcie": "host links of GPUs and NICs",
+    "node.nics": "scale-out NICs of one node", "node.cpu_vendor": "host CPU (NCCL's net overhead and LL caps)",
+    "node.scale_up.link_GBps": "per GPU per direction into the switch (nvswitch) or per peer link (mesh)",
+    "node.scale_up.links_per_gpu": "NVLink/xGMI links per GPU (NCCL's per-link bandwidth model)",
+    "node.scale_up.latency_us": "GPU-to-GPU hop latency", "node.scale_up.switches": "switch chips (informational)",
+    "node.scale_up.nvls": "in-switch reduction (NVLink SHARP)",
+    "node.scale_up.domain_gpus": "GPUs of one NVLink domain when it spans nodes (multi-node NVLink, MNNVL): "
+                                 "72 for a GB200 NVL72 rack of 18 four-GPU trays; consecutive nodes form a domain, "
+                                 "routes inside it are NVLink and NCCL treats it as one node; null = the node",
+    "node.scale_up.efficiency": "achievable fraction of the link for NCCL's copy kernels",
+    "node.nics.count": "NICs per node (rail i = NIC i)", "node.nics.Gbps": "line rate per NIC",
+    "node.nics.latency_us": "one-way NIC and software latency", "node.nics.efficiency": "achievable fraction of line rate",
+    "node.nics.transport": "selects the deployed-fabric constants (simulator/costs/deployed.py)",
+    "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit) or none",
+    "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit)",
+    "scale_out.spines": "spine switches above the leaves",
+    "scale_out.oversubscription": "leaf downlink / uplink bandwidth",
+    "scale_out.switch_latency_us": "per switch hop", "scale_out.cable_latency_us": "per cable",
+}
+
+
 def _type_name(annotation: typing.Any) -> str:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
@@ -108,7 +138,8 @@ def _constraints(field: typing.Any) -> str:
     return ", ".join(parts)
 
 
-def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type]) -> None:
+def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type],
+             notes: dict[str, str] | None = None) -> None:
     nested: list[tuple[str, type[BaseModel]]] = []
     out.append(f"### `{prefix or '(top level)'}`\n")
     if model.__doc__:
@@ -120,12 +151,14 @@ def _section(model: type[BaseModel], prefix: str, out: list[str], seen: set[type
         sub = [a for a in (ann, *typing.get_args(ann)) if isinstance(a, type) and issubclass(a, BaseModel)]
         if sub and sub[0] not in seen:
             nested.append((f"{prefix}.{name}" if prefix else name, sub[0]))
-        desc = (field.description or NOTES.get(name, "")).replace("|", "\\|")
+        path = f"{prefix}.{name}" if prefix else name
+        desc = field.description or (NOTES.get(name, "") if notes is None else notes.get(path, notes.get(name, "")))
+        desc = desc.replace("|", "\\|")
         out.append(f"| `{name}` | {_type_name(ann)} | {_default(field)} | {_constraints(field)} | {desc} |")
     out.append("")
     for path, sub_model in nested:
         seen.add(sub_model)
-        _section(sub_model, path, out, seen)
+        _section(sub_model, path, out, seen, notes)
 
 
 def render() -> str:
@@ -157,6 +190,20 @@ def render() -> str:
         "",
     ]
     _section(ScenarioFile, "", out, {ScenarioFile})
+    out += [
+        "## Hardware profile keys",
+        "",
+        "A profile (`hardware_profiles/<name>.yaml`, or your own file; an overlay names its `base:` and",
+        "changes some keys) describes a GPU, a node and the network between nodes",
+        "(`simulator/config/hardware.py`). Units are in the key names: `_GBps` decimal GB/s per",
+        "direction, `_Gbps` line rate, `_us`, `_TFLOPS` dense, `_GiB`. A scenario's `nodes` counts",
+        "the profile's nodes: for `gb200-nvl72` a node is a 4-GPU compute tray and 18 of them are one",
+        "rack (`node.scale_up.domain_gpus: 72`).",
+        "",
+    ]
+    from simulator.config.hardware import HardwareProfile
+
+    _section(HardwareProfile, "", out, {HardwareProfile}, PROFILE_NOTES)
     return "\n".join(out).rstrip() + "\n"
 
 

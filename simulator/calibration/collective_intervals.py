@@ -65,7 +65,7 @@ def fit_residuals(profile: Any, measurements: Sequence[Any]) -> dict[str, Any] |
     for i, m in enumerate(measurements):
         for size, err in zip(m.sizes, busbw_errors(profile, m)):
             if err > -1.0:
-                by.setdefault(op_class(m.op, m.nodes > 1, size), {}).setdefault(str(i), []).append(log_error(float(err)))
+                by.setdefault(op_class(m.op, profile.domains(m.nodes) > 1, size), {}).setdefault(str(i), []).append(log_error(float(err)))
     bands = bands_by_class(by)
     if not bands:
         return None

@@ -114,7 +114,7 @@ def interval_coverage(fitted, train: list[MeasuredCollective], test: list[Measur
         for size, err in zip(m.sizes, busbw_errors(fitted, m)):
             if err <= -1.0:
                 continue
-            band, _ = collective_band(m.nodes > 1, size, residuals, m.op)
+            band, _ = collective_band(fitted.domains(m.nodes) > 1, size, residuals, m.op)
             rows += 1
             covered += band.lo <= float(np.log1p(err)) <= band.hi
     return covered, rows

@@ -35,6 +35,8 @@ from simulator.units import MiB
 FIT_EXCLUDED = {
     "abci-a100": "NCCL 2.8.4: its single-node sweep is as far below the model as its multi-node ones, "
                  "so what slows it is not the network",
+    "gb200-nvl72": "bandwidth-regime sweeps (>= 512 MiB) of NVLS inside NVL72 racks: their per-call cost grows with "
+                   "the ranks of the NVLink domain, not with the InfiniBand hops between racks (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system, with a ~123 us per-call floor that no constant here models: "
                    "scored with the pooled row, not fitted",
 }

@@ -343,9 +343,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     for m in measurements:
         costs = pred.costs(m.nodes, m.gpus_per_node)
         gpus = [n * profile.node.gpus + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
-        link = "net" if m.nodes > 1 else intra
-        out["node.nics.efficiency" if m.nodes > 1 else "node.scale_up.efficiency"] = None
-        if m.nodes > 1:  # every inter-node hop pays the net plugin's latencyInter
+        net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
+        link = "net" if net else intra
+        out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None
+        if net:  # every inter-node hop pays the net plugin's latencyInter
             out["nccl.net_latency_us"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
@@ -355,13 +356,13 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             if plan.protocol == "ll":
                 out["nccl.ll_max_bw_GBps"] = None
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
-                scope = "net." if m.nodes > 1 else ""  # Simple is the links' own efficiency
+                scope = "net." if net else ""  # Simple is the links' own efficiency
                 out[f"nccl.proto_efficiency.{scope}{plan.protocol}"] = None
-            if plan.algorithm == "direct" or (plan.algorithm == "p2p" and m.nodes > 1):
+            if plan.algorithm == "direct" or (plan.algorithm == "p2p" and net):
                 out["nccl.p2p_efficiency"] = None
             if plan.algorithm in ("direct", "p2p"):
                 out["nccl.p2p_channel_GBps"] = None
-            if algo == "tree" and m.nodes > 1 and m.gpus_per_node > 1:
+            if algo == "tree" and net and m.gpus_per_node > 1:
                 out[f"nccl.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):
                 out["nccl.nvls_efficiency"] = None

@@ -37,6 +37,9 @@ class Case:
     note: str = ""
     family: str = ""  # the system (cluster) the sweep was measured on; "" = the profile's name
     transport: str | None = None  # the scale-out transport when it is not the profile's
+    # Nodes the sweep used in each NVLink domain when the domain spans nodes and the job did not
+    # fill it (a multi-rack NVL72 job of 16 trays per rack); None: consecutive nodes.
+    domain_nodes: int | None = None
 
     @property
     def system(self) -> str:
@@ -114,11 +117,29 @@ CASES: dict[str, Case] = {
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
         "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here")),
 }
+# The three GB200 NVL72 sweeps (coreweave/nccl-tests, NCCL 2.26.2, >= 512 MiB) are modelled as Ring.
+# Their time is close to a + S/B with a per-call cost a of 574 us (1 rack, 72 ranks), 869 us (2 racks,
+# 128 ranks) and 4.6 ms (20 racks, 1,440 ranks), fitted on each sweep's rows: it grows with the rank
+# count as NCCL's ring latency does (2(n-1) hops: the model's ring term is 491 us, 907 us and 5.8 ms),
+# while NVLS and NVLSTree have no per-rank term (25-250 us). So NVLS was not active on these racks,
+# as in the H100 "nvlsenv" sweep above.
+_NVL72_NOTE = ("modelled as ring: the per-call cost grows with the ranks as NCCL's ring latency does "
+               "(fitted a = {a} us vs the ring term's {ring} us), which NVLS/NVLSTree have not, so NVLS was inactive; "
+               "bandwidth regime only (>= 512 MiB)")
+CASES.update({
+    "gb200x72_allreduce_1rack_nvl72": Case(
+        "gb200-nvl72", "allreduce", 72, 4, "ring", _NVL72_NOTE.format(a=574, ring=491) + "; one rack, 18 trays",
+        family="gb200-nvl72"),
+    "gb200x128_allreduce_2rack_nvl72_ib": Case(
+        "gb200-nvl72", "allreduce", 128, 4, "ring", _NVL72_NOTE.format(a=869, ring=907) + "; 16 trays in each of 2 racks",
+        family="gb200-nvl72", domain_nodes=16),
+    "gb200x1440_allreduce_20rack_nvl72_ib": Case(
+        "gb200-nvl72", "allreduce", 1440, 4, "ring", _NVL72_NOTE.format(a=4608, ring=5828) + "; 20 racks over InfiniBand",
+        family="gb200-nvl72"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
-    "gb200x72_allreduce_1rack_nvl72": "GB200 NVL72: an NVLink domain spanning 18 trays (MNNVL); no bundled "
-                                      "profile models a multi-node NVLink domain",
 }
 
 
@@ -200,9 +221,12 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -
 
     profile = case_profile(case, table)
     nodes = case.ranks // case.gpus_per_node
-    costs = CostModel(build_topology(profile, nodes), case.algo)
-    gpus = [n * profile.node.gpus + j for n in range(nodes) for j in range(case.gpus_per_node)]
+    placed = case_nodes(case, profile.nodes_per_domain)
+    costs = CostModel(build_topology(profile, placed[-1] + 1), case.algo)
+    gpus = [n * profile.node.gpus + j for n in placed for j in range(case.gpus_per_node)]
     floor_s = sweep.gpus_per_process * profile.gpu.kernel_launch_us * 1e-6
+    # "across nodes" in the interval classes means over the scale-out network: NVLink domains
+    spans_domains = len({n // profile.nodes_per_domain for n in placed}) > 1
     factor = busbw_factor(case.op, case.ranks)
     points = []
     for row in sweep.rows:
@@ -213,8 +237,15 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
-                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, nodes > 1))
+                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains))
     return SweepResult(sweep, case, tuple(points))
+
+
+def case_nodes(case: Case, nodes_per_domain: int) -> list[int]:
+    """The nodes a sweep ran on: consecutive, or ``domain_nodes`` of each NVLink domain."""
+    nodes = case.ranks // case.gpus_per_node
+    per = case.domain_nodes or nodes_per_domain
+    return [(i // per) * nodes_per_domain + i % per for i in range(nodes)]
 
 
 def validate_all() -> tuple[list[SweepResult], dict[str, str]]:

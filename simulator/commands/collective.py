@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"the {op} of {size:,} bytes takes {r.time_s} s on {profile.name}: a bandwidth or "
                              "efficiency of the profile is so small that the time overflows; nothing is written",
                              field="--hardware")
-        band, basis = collective_band(nodes > 1, size, residuals, op)
+        band, basis = collective_band(profile.domains(nodes) > 1, size, residuals, op)
         t_lo, t_hi = band.around(r.time_s * 1e6)
         rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,

@@ -164,6 +164,12 @@ class ScaleUp(_Strict):
     kind: nvswitch (every GPU has links to a set of switches; any pair at full per-GPU bandwidth),
     mesh (xGMI: a direct link to every other GPU, `link_GBps` per peer), pcie (through the host
     bridge), none (one GPU per node).
+
+    domain_gpus: the GPUs one NVLink domain joins, when it spans nodes (multi-node NVLink,
+    MNNVL): a GB200 NVL72 rack is 18 compute trays of 4 GPUs whose NVLinks all go to the rack's
+    NVLink switch trays, so any two of its 72 GPUs talk over NVLink and NCCL treats the rack as one
+    node (``NCCL_MNNVL_ENABLE``; the clique of ``ncclMnnvlCheck``). Consecutive nodes form a
+    domain (nodes ``0 .. domain_gpus/gpus - 1`` the first). None: the node is the domain.
     """
 
     kind: Literal["nvswitch", "mesh", "pcie", "none"]
@@ -172,6 +178,7 @@ class ScaleUp(_Strict):
     latency_us: float = Field(ge=0)
     switches: int = Field(default=0, ge=0)
     nvls: bool = False  # in-switch reduction (NVLink SHARP), H100-class NVSwitch and later
+    domain_gpus: int | None = Field(default=None, gt=0)  # GPUs of one NVLink domain spanning nodes (MNNVL)
     # Achievable fraction of link bandwidth for NCCL's copy kernels (documented constant, not fitted).
     efficiency: float = Field(default=0.8, gt=0, le=1)
 
@@ -329,9 +336,17 @@ class HardwareProfile(_Strict):
         su = self.node.scale_up
         if su.nvls and su.kind != "nvswitch":
             raise ValueError("node.scale_up.nvls: in-switch reduction needs kind: nvswitch")
+        if su.domain_gpus is not None and su.domain_gpus != self.node.gpus:
+            if su.kind != "nvswitch":
+                raise ValueError(f"node.scale_up.domain_gpus: an NVLink domain spanning nodes needs kind: nvswitch, "
+                                 f"not {su.kind}")
+            if su.domain_gpus % self.node.gpus:
+                raise ValueError(f"node.scale_up.domain_gpus: {su.domain_gpus} is not a whole number of nodes of "
+                                 f"{self.node.gpus} GPUs")
         # counts the topology builds one by one: refuse what no machine has before allocating
         for path, value, limit in (("node.gpus", self.node.gpus, MAX_GPUS_PER_NODE),
                                    ("node.scale_up.switches", su.switches, MAX_GPUS_PER_NODE),
+                                   ("node.scale_up.domain_gpus", su.domain_gpus or 0, MAX_GPUS_PER_NODE),
                                    ("node.scale_up.links_per_gpu", su.links_per_gpu, MAX_GPUS_PER_NODE),
                                    ("node.nics.count", self.node.nics.count, MAX_GPUS_PER_NODE),
                                    ("scale_out.spines", self.scale_out.spines, MAX_GPUS_PER_NODE),
@@ -343,6 +358,21 @@ class HardwareProfile(_Strict):
             raise ValueError(f"gpu.gemm_efficiency: {len(self.gpu.gemm_efficiency):,} points; at most 10,000")
         return self
 
+
+    @property
+    def nvlink_domain_gpus(self) -> int:
+        """GPUs of one NVLink domain: ``node.scale_up.domain_gpus``, else one node's."""
+        return self.node.scale_up.domain_gpus or self.node.gpus
+
+    @property
+    def nodes_per_domain(self) -> int:
+        """Nodes of one NVLink domain (1 unless the domain spans nodes)."""
+        return self.nvlink_domain_gpus // self.node.gpus
+
+    def domains(self, nodes: int) -> int:
+        """NVLink domains that ``nodes`` consecutive nodes occupy: more than one means a collective
+        among them crosses the scale-out network (what the interval classes call "across nodes")."""
+        return -(-nodes // self.nodes_per_domain)
 
     @property
     def nvls_available(self) -> bool:

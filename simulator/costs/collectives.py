@@ -198,7 +198,7 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     p = nccl_constants.PROTOS.index(proto)
     hw = ctx.constants.hw_latency_us
     me = lay.gpus[0]
-    local = sum(1 for g in lay.gpus[1:] if topo.node_of(g) == topo.node_of(me))
+    local = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) == topo.domain_of(me))
     remote = len(lay.gpus) - 1 - local
     return (ctx.constants.base_latency_us["ring"][p] + local * hw[ctx.intra_link]["ring"][p]
             + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
@@ -343,7 +343,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
     ppn, n_nodes = lay.ppn, len(lay.by_node)
     intra_lay = [Layout(m, (lay.nodes[i],), (m,)) for i, m in enumerate(lay.by_node)]
     columns = [tuple(m[j] for m in lay.by_node if j < len(m)) for j in range(ppn)]
-    inter_lay = [Layout(c, tuple(topo.node_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
+    inter_lay = [Layout(c, tuple(topo.domain_of(g) for g in c), tuple((g,) for g in c)) for c in columns]
     ctx_in = _context(topo, cache, ppn, 1)
     ctx_out = _context(topo, cache, n_nodes, n_nodes)
 

@@ -36,7 +36,9 @@ class Flow:
 
 @dataclass(frozen=True)
 class Layout:
-    """Members grouped by node, in order of first appearance."""
+    """Members grouped by NVLink domain (what NCCL calls a node: the node itself, or with MNNVL
+    a multi-node domain such as an NVL72 rack), in order of first appearance; ``nodes`` and
+    ``by_node`` name the domains."""
 
     gpus: tuple[int, ...]
     nodes: tuple[int, ...]
@@ -57,7 +59,7 @@ def layout(topo: TopologyView, gpus: Sequence[int]) -> Layout:
     for g in members:
         if not 0 <= g < topo.n_gpus:
             raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
-        by.setdefault(topo.node_of(g), []).append(g)
+        by.setdefault(topo.domain_of(g), []).append(g)
     return Layout(members, tuple(by), tuple(tuple(v) for v in by.values()))
 
 
@@ -219,15 +221,33 @@ def _ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple
         return [(members, None)] * n_ch
     if mesh and lay.ppn > 2 and len({len(m) for m in lay.by_node}) == 1:
         return _mesh_ring_orders(topo, lay, n_ch)
-    rails = group_rails(topo, lay.by_node[0])
     out: list[tuple[tuple[int, ...], int | None]] = []
     for c in range(n_ch):
-        r = rails[c % len(rails)]
-        order: tuple[int, ...] = ()
-        for members in lay.by_node:
-            order += _rotate_to_rail(topo, members, r)
-        out.append((order, r))
+        chains, r = _channel_chains(topo, lay, c, n_ch)
+        out.append((sum(chains, ()), r))
     return out
+
+
+def _channel_chains(topo: TopologyView, lay: Layout, c: int, n_ch: int) -> tuple[list[tuple[int, ...]], int]:
+    """Channel c's path through each domain of the group (members rotated to the GPU it enters
+    at) and the rail its inter-domain hops use.
+
+    A domain of one node: channel c enters every node through rail c (mod the node's rails), as
+    NCCL spreads channels over the NICs of a node. A domain spanning nodes (MNNVL, an NVL72 rack
+    of 18 trays): NCCL's graph search sees one node with a NIC per GPU, so the channels enter and
+    leave through different GPUs' NICs, spread over the domain: channel c enters at member
+    ``c * members / n_ch`` and its hops use that GPU's rail (on every domain the same position,
+    so the hop stays on one rail of the fabric).
+    """
+    if topo.profile.nodes_per_domain > 1:
+        first = lay.by_node[0]
+        p = (c * len(first)) // n_ch % len(first)
+        r = topo.nic_of(first[p]) if topo.rails else 0
+        chains = [m[p % len(m):] + m[:p % len(m)] for m in lay.by_node]
+        return chains, r
+    rails = group_rails(topo, lay.by_node[0])
+    r = rails[c % len(rails)]
+    return [_rotate_to_rail(topo, members, r) for members in lay.by_node], r
 
 
 def _mesh_ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
@@ -257,7 +277,7 @@ def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True
         hops = len(order) if closed else len(order) - 1
         for i in range(hops):
             a, b = order[i], order[(i + 1) % len(order)]
-            cross = topo.node_of(a) != topo.node_of(b)
+            cross = topo.domain_of(a) != topo.domain_of(b)
             e = acc[topo.route(a, b, (topo.nic_of(a) if rail is None else rail) if cross else None).links]
             e[0] += per_ring / n_ch
             e[1] += per_ring
@@ -274,7 +294,6 @@ def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
 
 def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
-    rails = group_rails(topo, lay.by_node[0])
 
     def add(a: int, b: int, rail: int | None) -> None:
         for s, d in ((a, b), (b, a)):  # reduce up and broadcast down, pipelined
@@ -287,8 +306,7 @@ def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
     mesh = topo.profile.node.scale_up.kind == "mesh" and lay.ppn > 2
     node_paths = [_mesh_node_paths(m) for m in lay.by_node] if mesh else []
     for c in range(n_ch):
-        r = rails[c % len(rails)]
-        chains = [_rotate_to_rail(topo, m, r) for m in lay.by_node]
+        chains, r = _channel_chains(topo, lay, c, n_ch)
         if mesh:
             chains = [_mesh_chain(paths, chain[0], c) for paths, chain in zip(node_paths, chains)]
         for chain in chains:

@@ -100,7 +100,10 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         bw_inter = bw
     else:
         nic_GBps = profile.node.nics.GBps
-        nics = max(1, min(profile.node.nics.count, MAX_CHANNELS // 2) if profile.node.nics.count else 1)
+        # NICs of one NCCL node: the NVLink domain's (all of an MNNVL rack's trays, whose
+        # topologies NCCL fuses into one: init.cc "XML topo fusion", MNNVL clique support).
+        domain_nics = profile.node.nics.count * profile.nodes_per_domain
+        nics = max(1, min(domain_nics, MAX_CHANNELS // 2) if domain_nics else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
         # The intra-node chains must feed every NIC. Through a switch all channels share the

@@ -34,6 +34,7 @@ class FabricLinks:
     nodes: int
     gpus_per_node: int
     rails: int
+    domain_gpus: int  # GPUs of one NVLink domain (gpus_per_node unless it spans nodes): routes inside it are scale-up
     units: int
     leaf_rails: int  # 1 for a plain fat tree (one leaf per unit), else one leaf per rail
     nodes_per_unit: int
@@ -95,6 +96,7 @@ class RouteTables:
     def __init__(self, fabric: FabricLinks) -> None:
         self.fabric = fabric
         self.gpn, self.rails = fabric.gpus_per_node, fabric.rails
+        self.dom = fabric.domain_gpus
         self.latency: list[float] = []
         self.intra_class: LinkClass = "nvlink"
         self.su_kind = "none"
@@ -209,7 +211,8 @@ class RouteTables:
         links = np.full((n, MAX_ROUTE_LINKS), -1, dtype=np.int64)
         cls = np.zeros(n, dtype=np.int8)
         ns, nd = s // self.gpn, d // self.gpn
-        intra = (ns == nd) & (s != d)
+        cross = (s // self.dom) != (d // self.dom)
+        intra = ~cross & (s != d)
         i = np.flatnonzero(intra)
         if i.size:
             si, di = s[i], d[i]
@@ -220,7 +223,7 @@ class RouteTables:
             else:
                 links[i, 0], links[i, 1] = a["pcie_up"][si], a["pcie_down"][di]
                 cls[i] = LINK_CLASSES.index("pcie")
-        x = np.flatnonzero(ns != nd)
+        x = np.flatnonzero(cross)
         if x.size:
             self._inter_many(links, x, s[x], d[x], ns[x], nd[x], rail, n)
             cls[x] = LINK_CLASSES.index("net")

@@ -3,8 +3,10 @@
 Vertices (names as in docs/architecture.md):
 
 - ``gpu{g}``     GPU g (global, node-major: node ``g // gpus_per_node``)
-- ``nvsw{n}``    one logical NVSwitch per node (kind nvswitch): each GPU has one up and one down
-                 link of its aggregate NVLink bandwidth (300/450/900 GB/s per direction)
+- ``nvsw{d}``    one logical NVSwitch per NVLink domain (kind nvswitch): each GPU has one up and
+                 one down link of its aggregate NVLink bandwidth (300/450/900 GB/s per direction).
+                 The domain is the node, or with ``scale_up.domain_gpus`` a run of consecutive
+                 nodes (a GB200 NVL72 rack: 18 trays of 4 GPUs on the rack's NVLink switch trays)
 - ``host{n}``    the node's PCIe root complex / host bridge; every GPU and every NIC hangs off it
                  with its own PCIe link, so GPU→NIC traffic and PCIe peer traffic share the GPU's
                  x16 uplink as they do in hardware
@@ -87,6 +89,7 @@ class Topology:
         self.nodes = nodes
         self.gpus_per_node = node.gpus
         self.n_gpus = nodes * node.gpus
+        self.domain_gpus = profile.nvlink_domain_gpus
         # NIC rails: fewer NICs than GPUs -> GPU i uses NIC i*nics//gpus; more NICs than GPUs
         # (AWS p5: 32 EFA for 8 GPUs) -> aggregated into one logical NIC per GPU.
         count = node.nics.count
@@ -113,6 +116,7 @@ class Topology:
         so = profile.scale_out
         self._tables = RouteTables.build(FabricLinks(
             profile_name=profile.name, nodes=nodes, gpus_per_node=self.gpus_per_node, rails=self.rails,
+            domain_gpus=self.domain_gpus,
             units=self.units, leaf_rails=self._leaf_rails, nodes_per_unit=so.nodes_per_unit, spines=so.spines,
             scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
             scale_up=self._scale_up, switch_down=self._switch_down, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
@@ -131,7 +135,7 @@ class Topology:
         lat = units.us(su.latency_us)
         if su.kind == "nvswitch":
             for g in range(self.n_gpus):
-                sw = f"nvsw{self.node_of(g)}"
+                sw = f"nvsw{self.domain_of(g)}"
                 up, down = t.add_pair(f"gpu{g}", sw, bw, lat / 2, "nvlink")
                 self._scale_up[(g, -1)] = up
                 self._switch_down[g] = down
@@ -212,6 +216,16 @@ class Topology:
     def local_of(self, gpu: int) -> int:
         return gpu % self.gpus_per_node
 
+    def domain_of(self, gpu: int) -> int:
+        """The NVLink domain of a GPU: its node, unless the profile's domain spans nodes
+        (``node.scale_up.domain_gpus``). What NCCL calls a node: with MNNVL the clique."""
+        return gpu // self.domain_gpus
+
+    @property
+    def domains(self) -> int:
+        """NVLink domains the cluster has (the last one partial when the nodes do not fill it)."""
+        return -(-self.n_gpus // self.domain_gpus)
+
     def nic_of(self, gpu: int) -> int:
         """The rail (NIC index in its node) a GPU sends through by default."""
         return self.local_of(gpu) * self.rails // self.gpus_per_node
@@ -254,7 +268,7 @@ class Topology:
         if src == dst:
             return Route((), 0.0, "nvlink")
         tab = self._tables
-        if src // self.gpus_per_node == dst // self.gpus_per_node:
+        if src // self.domain_gpus == dst // self.domain_gpus:
             links = tab.intra(src, dst)
             cls = tab.intra_class
         else:
@@ -264,21 +278,23 @@ class Topology:
         return Route(links, float(sum(map(tab.latency.__getitem__, links))), cls)
 
     def nvls_routes(self, gpus: Sequence[int]) -> NvlsRoutes:
-        """Up and down links of an NVLS reduction among ``gpus`` (all on one NVLS-capable node)."""
+        """Up and down links of an NVLS reduction among ``gpus`` (all in one NVLS-capable NVLink
+        domain: one node, or one multi-node domain such as an NVL72 rack)."""
         su = self.profile.node.scale_up
         if not su.nvls:
             raise InputError(f"profile {self.profile.name!r} has no NVLS (node.scale_up.nvls is false)", field="algorithm")
         members = tuple(gpus)
         for g in members:
             self._check_gpu(g)
-        if len({self.node_of(g) for g in members}) > 1:
-            raise InputError("NVLS reduces inside one NVSwitch domain; these GPUs span several nodes", field="algorithm")
+        if len({self.domain_of(g) for g in members}) > 1:
+            raise InputError("NVLS reduces inside one NVSwitch domain; these GPUs span several", field="algorithm")
         up = tuple(self._tables.su_up[g] for g in members)
         down = tuple(self._tables.su_down[g] for g in members)
         return NvlsRoutes(members, up, down, units.us(su.latency_us))
 
     def __repr__(self) -> str:
-        return f"Topology({self.profile.name!r}, nodes={self.nodes}, gpus={self.n_gpus}, links={self.n_links})"
+        domain = f", domain_gpus={self.domain_gpus}" if self.domain_gpus != self.gpus_per_node else ""
+        return f"Topology({self.profile.name!r}, nodes={self.nodes}, gpus={self.n_gpus}{domain}, links={self.n_links})"
 
 
 def build_topology(profile: HardwareProfile, nodes: int) -> Topology:
