@@ -66,6 +66,14 @@ larger of two moments:
   ``zero3_max_live_parameters``) and its IPG reduce bucket (``zero3_reduce_bucket_elements``
   gradient elements, allocated once and kept).
 
+  FSDP2 under a pipeline schedule (``torch.distributed.pipelining``, pp > 1) keeps more: the
+  stage's ``backward_maybe_with_nosync`` sets ``set_reshard_after_backward(False)`` and
+  ``set_requires_gradient_sync(False)`` on every backward but the last, and torchtitan applies
+  ``fully_shard(..., reshard_after_forward=False)`` when PP is on, so the whole stage's
+  parameters stay gathered in bf16 (2 B each) and its unsharded gradients accumulate across
+  micro-batches in the reduce dtype (FSDP2 ``to_accumulated_grad_if_needed``: 4 B with an fp32
+  reduction), both alive at either moment.
+
 GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cuBLAS handle
 workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
 ``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
@@ -103,12 +111,16 @@ ADAM_BYTES = 12
 # module docstring for the tensors of each implementation.
 CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12}
 
-# Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: 0.10 is
-# the median of (max reserved − max allocated) / (max allocated − allocated after the step) over
-# published Megatron-LM ``report_memory`` lines and the torchtitan tables of data/e2e/ (see
-# docs/validation-e2e.md, "Memory"); the allocator's rounding alone (≤ 2 MiB per segment of
-# tensors of tens to hundreds of MiB) accounts for a few percent of it, the rest is split
-# blocks left between long-lived activations.
+# Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: the
+# allocator's own rounding is bounded by its rules: a block of a large tensor (tens to hundreds of
+# MiB here) wastes under 2 MiB, under 1 %; tensors of 1-10 MiB can strand up to half of a 20 MiB
+# segment, but they are a few percent of a large model's dynamic bytes. What remains is external
+# fragmentation: free split blocks between long-lived activations that a request of another size
+# cannot use, which no closed form gives. 0.10 is therefore an assumed round value, not a fit: no
+# published run with both peaks and its plan was found beyond the torchtitan tables, which are
+# scored with this default held out (docs/validation-e2e.md, "Peak memory", prints the value those
+# rows alone would need, in-sample). Set ``training.allocator_fragmentation`` from a run's
+# ``max_memory_reserved`` / ``max_memory_allocated`` to calibrate it.
 DEFAULT_FRAGMENTATION = 0.10
 
 # NCCL's per-connection buffers (src/init.cc, ``computeBuffSizes``): Simple ``NCCL_BUFFSIZE``
@@ -261,7 +273,8 @@ def loss_buffer_bytes(scn: Scenario) -> float:
 def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:
     """ZeRO-3's transient bytes: (at the loss, in a layer's backward). FSDP2: the root group
     (embedding, LM head) stays gathered through the forward; in backward two layers' gathered
-    bf16 parameters and one layer's unsharded gradient (+ its fp32 copy with an fp32 reduction).
+    bf16 parameters and one layer's unsharded gradient (+ its fp32 copy with an fp32 reduction);
+    under a pipeline schedule the whole stage gathered and its gradients accumulated unsharded.
     DeepSpeed: the gathered window (a layer plus the prefetch bucket, at most max_live) and the
     IPG reduce bucket in both moments."""
     p = scn.parallel
@@ -271,6 +284,9 @@ def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:
     layer = max((layer_unit(scn, i).numel for i in layers), default=0)
     w = WEIGHT_BYTES
     if p.zero3_impl == "fsdp2":
+        if p.pp > 1 and scn.n_micro > 1:  # the stage stays gathered; its gradients accumulate unsharded
+            resident = stage_params(scn, stage).total * (w + BYTES_PER_ELEMENT[p.grad_reduce_dtype])
+            return resident, resident
         root = embedding_unit(scn).numel + head_unit(scn).numel
         g = BYTES_PER_ELEMENT[scn.training.act_dtype] + (4 if p.grad_reduce_dtype == "fp32" else 0)
         return w * (root + layer), w * (root + 2 * layer) + g * layer

@@ -218,3 +218,25 @@ def test_bundled_scenarios_fit_with_their_numbers():
         mem = memory_per_gpu(load_scenario(path))
         assert mem.allocated < mem.reserved < mem.total, path.name
         assert mem.fits and 10 * GiB < mem.total < mem.hbm_bytes, (path.name, mem.gib())
+
+
+def test_fsdp2_under_a_pipeline_keeps_the_stage_gathered_and_accumulates_unsharded_grads(scn):
+    """torch.distributed.pipelining skips FSDP2's reshard and gradient sync on every backward but
+    the last: the stage's parameters stay gathered (2 B) and its gradients accumulate unsharded
+    in the reduce dtype (4 B for fp32), whatever the moment of the peak."""
+    from simulator.schedule.memory import zero3_working_bytes
+    from simulator.schedule.shapes import stage_params
+
+    s = scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": 16, "recompute": "full"},
+            {"pp": 2, "zero": 3, "zero3_impl": "fsdp2", "grad_reduce_dtype": "fp32"})
+    for stage in (0, 1):
+        n = stage_params(s, stage).total
+        assert zero3_working_bytes(s, stage) == (6 * n, 6 * n)
+    assert estimate_memory(s, 0).comm_buffers == pytest.approx(6 * stage_params(s, 0).total + 2 * 2048 * 1024 * 2)
+
+
+def test_training_default_fragmentation_is_the_documented_one():
+    from simulator.config.workload import Training
+    from simulator.schedule.memory import DEFAULT_FRAGMENTATION
+
+    assert Training(micro_batch=1, global_batch=1).allocator_fragmentation == DEFAULT_FRAGMENTATION

@@ -14,6 +14,9 @@ def test_median_error_over_held_out_memory_rows():
     res = memory_results()
     assert len(res) >= 20 and len({r.source for r in res}) >= 3
     assert summary(res)["median_abs"] <= 0.08
+    by_source = {src: summary([r for r in res if r.source == src]) for src in {r.source for r in res}}
+    assert by_source["megatron_training_info_tool"]["median_abs"] <= 0.09
+    assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.10
 
 
 def test_megatron_allocated_peaks_within_4_percent():
