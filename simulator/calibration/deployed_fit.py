@@ -37,7 +37,8 @@ FIT_EXCLUDED = {
                  "so what slows it is not the network",
     "gb200-nvl72": "bandwidth-regime sweeps (>= 512 MiB) of NVLS inside NVL72 racks: their per-call cost grows with "
                    "the ranks of the NVLink domain, not with the InfiniBand hops between racks (scored, not fitted)",
-    "gcp-a3-mega": "the only GPUDirect-TCPXO system, with a ~123 us per-call floor that no constant here models: "
+    "gcp-a3-mega": "the only GPUDirect-TCPXO system, whose 1-128 MiB rows run up to 3.5x slower than the Simple "
+                   "protocol its stack enforces (costs/transports.py) explains: "
                    "scored with the pooled row, not fitted",
 }
 HOP_US = (0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)

@@ -110,8 +110,11 @@ CASES: dict[str, Case] = {
     "mi355x16_allreduce_2node_aac14_pollara": Case("mi355x", "allreduce", 16, 8),
     "h100x16_allreduce_2node_gcp_a3mega_tcpxo": Case(
         "gcp-a3-mega", "allreduce", 16, 8, None, family="gcp-a3-mega",
-        note="GPUDirect-TCPXO: the measured floor is ~123 us per call (the TCPXO path), which no constant here "
-             "models; TCPXO has no other measured system, so its deployed constants are the pooled row"),
+        note="GPUDirect-TCPXO: its stack enforces NCCL_PROTO=Simple, NCCL_ALGO=Ring,Tree and no NVLS "
+             "(costs/transports.py), so even 8 B pays Simple's latency: predicted 132 us, measured ~123 us. 1-128 MiB "
+             "run up to 3.5x slower than predicted (busbw 10-150 GB/s; a per-call cost of ~600-900 us at >= 32 MiB "
+             "that no source here quantifies); TCPXO has no other measured system, so its deployed constants are "
+             "the pooled row"),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "

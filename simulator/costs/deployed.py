@@ -11,7 +11,10 @@ constants per transport capture it, both known to the model already as calibrati
 * ``proto_efficiency.net.<ll|ll128|simple>``: the achievable fraction of each protocol's rate on
   a communicator that spans nodes (LL/LL128 flags cross the NIC as RDMA writes).
 
-They change the time of what NCCL chooses, never the choice (NCCL does not know them). The
+They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
+transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
+``NCCL_ALGO``) is not fitted: it is read from their sources (:mod:`simulator.costs.transports`)
+and applies before these constants are fitted. The
 values are fitted by :mod:`simulator.calibration.deployed_fit` on the measured multi-node sweeps
 of each transport (median |busbw error| at sizes >= 1 MiB, pooled over the transport's systems);
 ``python -m simulator.calibration.deployed_fit`` prints the fit and the leave-one-system-out

@@ -102,6 +102,10 @@ class TunerConstants:
     # property; NCCL's IB/socket transports report 0, AWS's EFA plugin does not), added once per
     # inter-node hop and twice for Simple (GDR flush), NCCL-COST-MODEL.md §1.
     net_latency_us: float = 0.0
+    # What the net plugin *reports* as its latency, when that is a hard-coded tuning figure rather
+    # than the hop's time (aws-ofi-nccl's 75 us on EFA, costs/transports.py): NCCL's choice adds it
+    # as it adds ``net_latency_us``; the time does not. None: NCCL sees ``net_latency_us``.
+    reported_net_latency_us: float | None = None
     # What one inter-node hop costs on a deployed fabric beyond NCCL's ``hwLat[NET]`` (the
     # transport's software path: proxy progress, verbs/libfabric, the plugin), added to every
     # inter-node hop's time like a fitted hop latency; NCCL does not know it, so selection ignores
@@ -151,8 +155,10 @@ class TunerConstants:
         plus the net plugin's reported ``latencyInter`` and the host's net overhead (this object
         when nothing else was overridden). Computed once per constants object: selection is a
         hot path."""
+        reported = self.reported_net_latency_us
         known = TunerConstants.for_version(self.nccl_version, net_overhead_us=self.net_overhead_us,
-                                           net_latency_us=self.net_latency_us)
+                                           net_latency_us=self.net_latency_us if reported is None else reported,
+                                           reported_net_latency_us=reported)
         return self if self == known else known
 
 

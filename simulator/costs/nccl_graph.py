@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass, replace
 
 from simulator.costs.deployed import deployed_overrides
+from simulator.costs.transports import DEFAULT as DEFAULT_STACK
+from simulator.costs.transports import TransportStack, stack_for
 from simulator.costs.nccl_constants import (
     MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
     P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
@@ -48,6 +50,8 @@ class TunerContext:
     nvls_supported: bool  # the NVSwitch does in-switch reduction (profile.node.scale_up.nvls)
     graph: TunerGraph
     constants: TunerConstants = TunerConstants()
+    # NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE as the scale-out transport's stack sets them
+    stack: TransportStack = DEFAULT_STACK
 
     @property
     def ppn(self) -> int:
@@ -211,6 +215,10 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
     # (costs/deployed.py); a profile with its own nccl: values (calibrated) uses those instead.
     overrides = profile.nccl_overrides or deployed_overrides(profile)
     constants = constants_from_overrides(overrides, source=f"profile {profile.name}", version=profile.nccl_version)
+    # The transport's plugin and environment (costs/transports.py): what NCCL is told, not fitted.
+    stack = stack_for(profile.node.nics.transport)
+    if stack.reported_latency_us:
+        constants = replace(constants, reported_net_latency_us=stack.reported_latency_us)
     g = graph_from_profile(profile, n_ranks, n_nodes)
     g = replace(
         g,
@@ -230,4 +238,5 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
         nvls_supported=profile.nvls_available,
         graph=g,
         constants=constants,
+        stack=stack,
     )

@@ -120,7 +120,10 @@ def nvls_efficiency(ctx: TunerContext) -> float:
 
 
 def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
-    """NCCL's default enablement rules (§3) for this communicator."""
+    """NCCL's default enablement rules (§3) for this communicator, within what the transport's
+    stack enables (``NCCL_ALGO``/``NCCL_PROTO``/``NCCL_NVLS_ENABLE``, costs/transports.py)."""
+    if not ctx.stack.allows(algo, proto):
+        return False
     if coll == "broadcast" and algo != "ring":
         return False
     if coll in ("allgather", "reducescatter") and algo not in ("ring", "pat", "nvls", "collnet_direct"):

@@ -93,7 +93,9 @@ LOSO_BOUNDS = {
     "aac10-mi300x": (0.15, 0.10, 1.60),  # all sizes: a 218 us per-call floor no other RoCE system has
     "aws-p5": (0.42, 0.42, 0.42),  # 39% too fast: EFA is one system; held out, it gets the pooled fit
     "mi355x": (0.30, 0.30, 0.80),  # held out, RoCE is AAC10's slow stack: 2-3x too slow below 1 MiB
-    "gcp-a3-mega": (0.98, 0.98, 0.93),  # TCPXO: a ~123 us per-call floor nothing here models (not fitted)
+    # TCPXO runs Simple only (costs/transports.py): the ~123 us floor is met; 1-128 MiB are still up
+    # to 3.5x too fast (not fitted: the only TCPXO system)
+    "gcp-a3-mega": (0.53, 0.53, 0.14),
     "abci-a100": (0.62, 0.58, 0.43),  # NCCL 2.8.4, not explained by the network (kept out of the fit)
 }
 

@@ -1,0 +1,69 @@
+"""What each scale-out transport's deployed software stack tells NCCL, before any data is fitted.
+
+A transport is not only a wire: NCCL reaches the NIC through a net plugin, and the plugin (or the
+environment its vendor ships with it) decides part of what NCCL's tuner may choose:
+
+* ``reported_latency_us``: the plugin's ``ncclNetProperties_t.latency``. NCCL adds it to every
+  inter-node hop of its own cost model (``graph->latencyInter``, twice for Simple: the flush;
+  ``src/graph/tuning.cc``), so it moves NCCL's *choice* of algorithm and protocol. It is a
+  tuning figure the plugin hard-codes, not a measured hop time, so it changes no time here: the
+  time of a hop is the tuner's table plus the deployed constants of
+  :mod:`simulator.costs.deployed`.
+* ``protocols`` / ``algorithms`` / ``nvls``: ``NCCL_PROTO``, ``NCCL_ALGO`` and
+  ``NCCL_NVLS_ENABLE`` as the plugin sets them at init or its vendor's environment profile
+  requires them. They apply to every communicator of the process (NCCL reads them once).
+
+Sources, per transport:
+
+* ``tcpxo`` (Google Cloud A3 Mega, GPUDirect-TCPXO): the plugin reports ``latency = 0``
+  (google/nccl-plugin-gpudirect-tcpxo ``tcpdirect_plugin/fastrak_offload/nccl_shim.cc``); its
+  environment profile, enforced by the plugin's guest config checker, sets ``NCCL_ALGO=Ring,Tree``,
+  ``NCCL_PROTO=Simple`` and ``NCCL_NVLS_ENABLE=0`` in every release from May 2024 to Feb 2025
+  (GoogleCloudPlatform/container-engine-accelerators ``gpudirect-tcpxo/README.md``; NCCL 2.21.5;
+  still the ``nccl-env-profile-simple.sh`` of the plugin today). LL needs the receiver to see
+  8-byte flag+data stores land in order, which data staged through the TCP receive path's
+  bounce buffers does not give; LL128 and NVLSTree became defaults only in 2025 (plugin v1.0.9
+  and v1.0.12). So a TCPXO call pays Simple's latency even at 8 bytes: NCCL 2.21.5's Ring/Simple
+  on 2 x 8 H100 is ~130 us, the ~123 us floor the A3 Mega sweep shows.
+* ``efa``, ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
+  ``slingshot`` (aws-ofi-nccl over the libfabric CXI provider: the AWS platform file is not
+  built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.config.nccl_overrides import ALGOS, PROTOS
+
+
+@dataclass(frozen=True)
+class TransportStack:
+    """What a transport's net plugin and its required environment tell NCCL."""
+
+    reported_latency_us: float = 0.0  # ncclNetProperties_t.latency: NCCL's choice only
+    protocols: tuple[str, ...] = PROTOS  # NCCL_PROTO
+    algorithms: tuple[str, ...] = ALGOS  # NCCL_ALGO
+    nvls: bool = True  # NCCL_NVLS_ENABLE
+    source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
+
+    def allows(self, algo: str, proto: str) -> bool:
+        if algo in ("nvls", "nvls_tree") and not self.nvls:
+            return False
+        return algo in self.algorithms and proto in self.protocols
+
+
+DEFAULT = TransportStack()
+
+STACKS: dict[str, TransportStack] = {
+    "tcpxo": TransportStack(
+        protocols=("simple",), algorithms=("ring", "tree"), nvls=False,
+        source="container-engine-accelerators gpudirect-tcpxo/README.md (May 2024-Feb 2025 releases) and "
+               "nccl-plugin-gpudirect-tcpxo nccl-env-profile-simple.sh: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, "
+               "NCCL_NVLS_ENABLE=0; nccl_shim.cc reports latency 0"),
+}
+
+
+def stack_for(transport: str) -> TransportStack:
+    """The deployed software stack of a scale-out transport (NCCL's defaults when none is known)."""
+    return STACKS.get(transport, DEFAULT)

@@ -1,0 +1,65 @@
+"""The transports' software stacks (simulator/costs/transports.py): what the net plugin and its
+required environment tell NCCL. A reported latency moves NCCL's choice by NCCL's own formula and
+never the time; NCCL_PROTO/NCCL_ALGO/NCCL_NVLS_ENABLE restrict the choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.calibration.measured import DATA_DIR, read_sweep
+from simulator.calibration.sweep_prediction import case_for, predict_sweep
+from simulator.config.hardware import load_profile
+from simulator.costs import nccl_tuner as tuner
+from simulator.costs.collectives import plan_collective
+from simulator.costs.nccl_graph import context_from_profile
+from simulator.costs.transports import STACKS, TransportStack, stack_for
+from simulator.hardware.topology import build_topology
+from simulator.units import KiB
+
+
+def test_a_reported_latency_changes_the_choice_not_the_time(monkeypatch):
+    """A plugin's reported latency (NCCL latencyInter) enters NCCL's own estimate once per
+    inter-node hop, twice for Simple; planned times of a given (algorithm, protocol) stay as they are."""
+    monkeypatch.setitem(STACKS, "roce", TransportStack(reported_latency_us=75.0))
+    h100 = load_profile("dgx-h100")
+    nccl = {"net_hop_extra_us": 20.0}
+    told = h100.model_copy(update={"nccl": nccl, "node": h100.node.model_copy(update={
+        "nics": h100.node.nics.model_copy(update={"transport": "roce"})})})
+    untold = h100.model_copy(update={"nccl": nccl})
+    sel = tuner.selection_context(context_from_profile(told, 16, 2))
+    k = sel.constants
+    for p, proto in enumerate(("ll", "ll128", "simple")):
+        inter = k.hw_latency_us["net"]["tree"][p] + 75.0 * (2 if proto == "simple" else 1)
+        expected = k.base_latency_us["tree"][p] + 2 * (7 * k.hw_latency_us["nvlink"]["tree"][p] + inter)
+        assert tuner.latency_us(sel, "allreduce", "tree", proto) == pytest.approx(expected)
+    a_topo, b_topo = build_topology(told, 2), build_topology(untold, 2)
+    gpus, moved = list(range(16)), 0
+    for size in [2 ** k for k in range(3, 35)]:
+        a = plan_collective("allreduce", gpus, size, a_topo)
+        b = plan_collective("allreduce", gpus, size, b_topo)
+        if (a.algorithm, a.protocol) == (b.algorithm, b.protocol):
+            assert a.latency_s == pytest.approx(b.latency_s) and a.wire_bytes == pytest.approx(b.wire_bytes)
+        else:
+            moved += 1
+    assert moved > 0
+
+
+def test_tcpxo_stack_runs_simple_ring_or_tree_only():
+    ctx = context_from_profile(load_profile("gcp-a3-mega"), 16, 2)
+    assert stack_for("tcpxo").protocols == ("simple",)
+    for size in [2 ** k for k in range(3, 34)]:
+        algo, proto = tuner.select(ctx, "allreduce", size)
+        assert proto == "simple" and algo in ("ring", "tree")
+    assert tuner.algo_bandwidth_GBps(ctx, "allreduce", "nvls_tree", "simple") == 0.0
+
+
+def test_tcpxo_floor_is_simples_latency():
+    """GCP A3 Mega (GPUDirect-TCPXO), 2 x 8 H100: every call up to 4 KiB takes 123-147 us; the
+    Simple protocol's latency that the TCPXO stack forces gives it within 10%."""
+    sweep = read_sweep(DATA_DIR / "h100x16_allreduce_2node_gcp_a3mega_tcpxo.csv")
+    r = predict_sweep(sweep, case_for(sweep))
+    small = [p for p in r.points if p.size_bytes <= 4 * KiB]
+    assert len(small) >= 9
+    for p in small:
+        assert p.protocol == "simple"
+        assert abs(p.predicted_time_us / p.measured_time_us - 1) <= 0.10, (p.size_bytes, p.predicted_time_us)
