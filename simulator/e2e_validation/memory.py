@@ -70,7 +70,7 @@ def row_scenario(row: Row) -> dict:
     return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
                 training=dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
                               recompute=row["recompute"], cross_entropy=row["cross_entropy"],
-                              fused_kernels=_flag(row["fused_kernels"])),
+                              fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"]),
                 parallel=parallel)
 
 

@@ -19,12 +19,16 @@ def test_median_error_over_held_out_memory_rows():
     assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.10
 
 
-def test_megatron_allocated_peaks_within_4_percent():
-    """Megatron-Core's memory regression tests (7B, TP 4 / PP 4 interleaved, H100 / A100 / GB200):
-    fp32 main grads, 6-byte vocab-parallel cross-entropy, the last stage's in-flight activations."""
+def test_megatron_allocated_peaks():
+    """Megatron-Core's functional tests on H100 / A100 / GB200: the 7B memory regression cases
+    (TP 4; PP 4 interleaved) within 4%, the 12-layer h=512 cases (TP 2 + CP 2 + PP 2; PP 4
+    interleaved with unfused attention) within 6%: fp32 main grads, 6-byte vocab-parallel
+    cross-entropy, the last stage's in-flight activations, GEMM workspaces."""
     rows = [r for r in memory_results() if r.source == "megatron_functional_tests"]
-    assert len(rows) == 6
-    assert all(abs(r.error) <= 0.04 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+    assert len(rows) == 12
+    big = [r for r in rows if r.label.startswith("gpt3_7b")]
+    assert len(big) == 6 and all(abs(r.error) <= 0.04 for r in big), [(r.label, round(r.error, 3)) for r in big]
+    assert all(abs(r.error) <= 0.06 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
 
 
 def test_validation_doc_carries_the_live_memory_section():
