@@ -43,7 +43,8 @@ def test_scenario_matches_golden(name: str) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", ["quickstart", "llama3-8b-zero3-h100", "llama3-8b-ulysses-128k"])
+@pytest.mark.parametrize("name", ["quickstart", "llama3-8b-zero3-h100", "llama3-8b-ulysses-128k",
+                                  pytest.param("llama3-70b-gb200-nvl72", marks=pytest.mark.slow)])
 def test_symmetric_mode_agrees_with_every_rank_simulated(name: str) -> None:
     """DESIGN.md: ranks represented once must give what simulating all of them gives."""
     from simulator.simulation import simulate
