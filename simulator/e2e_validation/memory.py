@@ -150,7 +150,29 @@ def render_memory_section(results: list[MemoryResult] | None = None) -> str:
                      f"{100 * r.error:+.1f}% | {g(e.model_states)} | {g(e.activations)} | {g(e.loss_buffers)} | "
                      f"{g(e.recompute)} | {g(e.comm_buffers + e.workspaces)} | "
                      f"{g(e.fragmentation) if r.metric == 'reserved' else '—'} |")
+    lines += bundled_scenarios_table()
     return "\n".join(lines) + "\n"
+
+
+def bundled_scenarios_table() -> list[str]:
+    """Markdown lines: the memory model on every bundled scenario (the stage with the largest
+    peak) and whether it fits; a plan that does not fit is a result, reported as such."""
+    from simulator.config.scenario import load_scenario
+    from simulator.files import bundled_dir
+
+    lines = ["", "The bundled scenarios (`scenarios/`), at the pipeline stage with the largest peak; "
+                 "`fits` compares the device total (reserved + CUDA context + NCCL buffers) with HBM:", "",
+             "| scenario | stage | model states | activations | loss | buffers | allocated | reserved | "
+             "CUDA context + NCCL | total | HBM | fits |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for path in sorted(bundled_dir("scenarios").glob("*.yaml")):
+        m = memory_per_gpu(load_scenario(path))
+        g = lambda x: f"{x / GiB:.1f}"  # noqa: E731
+        lines.append(f"| {path.stem} | {m.stage} | {g(m.model_states)} | {g(m.activations)} | "
+                     f"{g(m.loss_buffers)} | {g(m.recompute + m.comm_buffers + m.workspaces)} | {g(m.allocated)} | "
+                     f"{g(m.reserved)} | {g(m.non_pytorch)} | {g(m.total)} | {g(m.hbm_bytes)} | "
+                     f"{'yes' if m.fits else 'no'} |")
+    return lines
 
 
 if __name__ == "__main__":

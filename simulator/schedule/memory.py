@@ -74,6 +74,10 @@ larger of two moments:
   micro-batches in the reduce dtype (FSDP2 ``to_accumulated_grad_if_needed``: 4 B with an fp32
   reduction), both alive at either moment.
 
+Gradient buckets: Megatron's DDP and distributed optimizer reduce in place in the contiguous
+grad buffer (``param_and_grad_buffer.py``: buckets are views of it), so they add nothing beyond
+the gradient term; ZeRO-3's buckets are counted above.
+
 GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cuBLAS handle
 workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
 ``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
@@ -89,8 +93,11 @@ the activations and transient buffers, whose freed blocks are re-split by the ne
 differently sized requests. We charge ``training.allocator_fragmentation`` times those dynamic
 bytes (:data:`DEFAULT_FRAGMENTATION`; see there for its derivation).
 
-**Outside PyTorch**: the CUDA context (``gpu.cuda_context_GiB``: module images of CUDA, cuBLAS,
-cuDNN and NCCL kernels, loaded lazily since CUDA 11.7's ``CUDA_MODULE_LOADING=LAZY``) and NCCL's
+**Outside PyTorch**: the CUDA context (``gpu.cuda_context_GiB``, default 0.5 GiB, an assumed
+typical size: the driver's per-context state and the module images of the CUDA runtime, cuBLAS,
+cuDNN and NCCL kernels, loaded on first use since CUDA 11.7's lazy loading, the default on Linux
+since CUDA 12.2; it varies with the driver and the libraries loaded, so set it from
+``nvidia-smi`` minus ``torch.cuda.memory_reserved`` on the target system) and NCCL's
 connection buffers, which NCCL allocates with ``cudaMalloc``/``cuMem`` itself
 (:func:`nccl_buffer_bytes`).
 """
