@@ -89,8 +89,9 @@ PROFILE_NOTES = {
     "node.nics.count": "NICs per node (rail i = NIC i)", "node.nics.Gbps": "line rate per NIC",
     "node.nics.latency_us": "one-way NIC and software latency", "node.nics.efficiency": "achievable fraction of line rate",
     "node.nics.transport": "selects the deployed-fabric constants (simulator/costs/deployed.py)",
-    "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit) or none",
-    "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit)",
+    "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit), dragonfly (groups "
+                      "joined by global links, routed on the fabric graph) or none",
+    "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit; a dragonfly group)",
     "scale_out.spines": "spine switches above the leaves",
     "scale_out.oversubscription": "leaf downlink / uplink bandwidth",
     "scale_out.switch_latency_us": "per switch hop", "scale_out.cable_latency_us": "per cable",

@@ -235,9 +235,16 @@ class ScaleOut(_Strict):
 
     Nodes in one scalable unit reach each other on the same rail through one leaf; other
     traffic crosses a spine. `oversubscription` = leaf downlink bandwidth / uplink bandwidth.
+    fat_tree: one leaf per unit for every rail. dragonfly (HPE Slingshot, Kim et al. 2008): a
+    unit is a group whose switches reach each other directly (one logical switch per group
+    here), and every pair of groups is joined by global links carrying the group's injection
+    bandwidth / oversubscription spread over the other groups; routes are the fabric graph's
+    minimal paths (hardware/route_tables.py), with no spines. Minimal routing only: Slingshot's
+    adaptive non-minimal routing (through a third group) is not modelled, so traffic between one
+    pair of groups is bounded by their own global links (gh200-alps keeps fat_tree for that).
     """
 
-    kind: Literal["rail_fat_tree", "fat_tree", "none"] = "rail_fat_tree"
+    kind: Literal["rail_fat_tree", "fat_tree", "dragonfly", "none"] = "rail_fat_tree"
     nodes_per_unit: int = Field(default=32, gt=0)
     spines: int = Field(default=4, gt=0)
     oversubscription: float = Field(default=1.0, ge=1.0)

@@ -1,14 +1,23 @@
 """Route lookup tables of a built :class:`~simulator.hardware.topology.Topology`, and the ECMP
-hash that picks a spine.
+hash that picks among equal-cost paths.
 
 ``RouteTables`` turns the topology's link ids into per-GPU, per-node and per-leaf tables once,
 so that ``Topology.route`` concatenates cached pieces and ``Topology.route_matrix`` computes
 100k+ routes in a few numpy passes; both give the same links, latency and link class.
+
+The tables are a cache of the fabric graph's routes: a route is a shortest path of the graph
+(GPU, host, NIC, leaf, [spines or global links], leaf, NIC, host, GPU), and where there are
+several equal-cost switch paths the ECMP hash of the GPU pair picks one of them, sorted by link
+id. Trees (rail_fat_tree, fat_tree) have their switch paths in closed form (one per spine);
+any other fabric (dragonfly) gives its switches' links as a graph (``FabricLinks.switch_links``)
+and its switch paths are found on that graph with networkx, once per leaf pair, and kept
+(tests/unit/test_fabric_graph.py checks both against the whole graph).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Hashable
 
 from numpy.typing import ArrayLike
 
@@ -49,6 +58,9 @@ class FabricLinks:
     nic_pcie: dict[tuple[int, int], tuple[int, int]]
     nic_leaf: dict[tuple[int, int], tuple[int, int]]
     leaf_spine: dict[tuple[int, int, int], tuple[int, int]]
+    # Switch-to-switch links of a fabric routed on its graph (dragonfly): (from, to) -> link id,
+    # leaves named by their leaf index (unit * leaf_rails + rail), other switches by any name.
+    switch_links: dict[tuple[Hashable, Hashable], int] = field(default_factory=dict)
 
     @property
     def n_gpus(self) -> int:
@@ -115,6 +127,9 @@ class RouteTables:
         self.down_own: list[tuple[int, int, int]] = []  # [gpu] -> leaf→NIC, NIC→host, host→GPU
         self.spines = 0
         self.a: dict[str, np.ndarray] = {}
+        self.graph_routed = bool(fabric.switch_links)
+        self._switch_paths: dict[tuple[int, int], np.ndarray] = {}  # (leaf, leaf) -> (paths, links)
+        self._graph: Any = None  # the switch graph (networkx.DiGraph) of a graph-routed fabric, built on first use
 
     @classmethod
     def build(cls, topo: FabricLinks) -> "RouteTables":
@@ -145,7 +160,7 @@ class RouteTables:
             leaf_rails, spines = topo.leaf_rails, topo.spines
             t.nic_out = [[(topo.nic_pcie[(nd, r)][0], topo.nic_leaf[(nd, r)][0]) for r in range(topo.rails)] for nd in range(topo.nodes)]
             t.nic_in = [[(topo.nic_leaf[(nd, r)][1], topo.nic_pcie[(nd, r)][1]) for r in range(topo.rails)] for nd in range(topo.nodes)]
-            t.leaf = [[(nd // topo.nodes_per_unit) * leaf_rails + (0 if topo.scale_out_kind == "fat_tree" else r) for r in range(topo.rails)]
+            t.leaf = [[(nd // topo.nodes_per_unit) * leaf_rails + (0 if leaf_rails == 1 else r) for r in range(topo.rails)]
                       for nd in range(topo.nodes)]
             t.spines = spines
             if topo.leaf_spine:
@@ -196,8 +211,30 @@ class RouteTables:
         ls, ld = self.leaf[src // self.gpn][rs], self.leaf[dst // self.gpn][rd]
         if ls == ld:
             return up + down
+        if self.graph_routed:
+            paths = self.switch_paths(ls, ld)
+            return up + tuple(paths[_ecmp(src, dst, len(paths))].tolist()) + down
         spine = _ecmp(src, dst, self.spines)
         return up + (self.spine_up[ls][spine], self.spine_down[ld][spine]) + down
+
+    def switch_paths(self, ls: int, ld: int) -> np.ndarray:
+        """The equal-cost shortest switch paths from leaf ``ls`` to leaf ``ld`` of a graph-routed
+        fabric, as an array (paths × links) of link ids, sorted: found on the switch graph once
+        per leaf pair and kept."""
+        key = (ls, ld)
+        got = self._switch_paths.get(key)
+        if got is None:
+            got = self._switch_paths[key] = shortest_switch_paths(self._switch_graph, ls, ld)
+        return got
+
+    @property
+    def _switch_graph(self) -> Any:
+        if self._graph is None:
+            import networkx as nx
+
+            self._graph = nx.DiGraph()
+            self._graph.add_edges_from((u, v, {"link": link}) for (u, v), link in self.fabric.switch_links.items())
+        return self._graph
 
     # ------------------------------------------------------------ bulk
     def matrix(self, src: ArrayLike, dst: ArrayLike, rail: ArrayLike | None) -> RouteMatrix:
@@ -256,7 +293,9 @@ class RouteTables:
         cross = ls != ld
         base = 3 + 2 * cross.astype(np.int64)
         c = np.flatnonzero(cross)
-        if c.size:
+        if c.size and self.graph_routed:
+            base = self._graph_hops(links, x, c, s, d, ls, ld)
+        elif c.size:
             spine = _ecmp_many(s[c], d[c], self.spines)
             links[x[c], 3] = a["spine_up"][ls[c], spine]
             links[x[c], 4] = a["spine_down"][ld[c], spine]
@@ -264,3 +303,36 @@ class RouteTables:
         links[x, base] = down[:, 0]
         links[x, base + 1] = down[:, 1]
         links[x, base + 2] = a["pcie_down"][d]
+
+    def _graph_hops(self, links: np.ndarray, x: np.ndarray, c: np.ndarray, s: np.ndarray, d: np.ndarray,
+                    ls: np.ndarray, ld: np.ndarray) -> np.ndarray:
+        """Fill the switch part of the cross-leaf rows ``c`` (of the pairs ``x``) from the graph's
+        paths, leaf pair by leaf pair; returns each row's column of its first leaf→NIC link."""
+        base = np.full(x.size, 3, dtype=np.int64)
+        pairs, inverse = np.unique(np.stack([ls[c], ld[c]], axis=1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for k, (a_leaf, b_leaf) in enumerate(pairs.tolist()):
+            rows = c[inverse == k]
+            paths = self.switch_paths(a_leaf, b_leaf)
+            n_paths, hops = paths.shape
+            if 3 + hops + 3 > MAX_ROUTE_LINKS:
+                raise InputError(f"profile {self.fabric.profile_name!r}: a route crosses {hops} switch links, more "
+                                 f"than the {MAX_ROUTE_LINKS - 6} a route can hold")
+            pick = _ecmp_many(s[rows], d[rows], n_paths) if n_paths > 1 else np.zeros(rows.size, dtype=np.int64)
+            links[x[rows], 3:3 + hops] = paths[pick]
+            base[rows] = 3 + hops
+        return base
+
+
+def shortest_switch_paths(graph: Any, source: Hashable, target: Hashable) -> np.ndarray:
+    """Every shortest path from switch ``source`` to switch ``target`` of a switch graph (edges
+    carry their ``link`` id) as link ids, one row per path, rows sorted: the equal-cost set ECMP
+    spreads flows over. InputError when the fabric does not join them."""
+    import networkx as nx
+
+    try:
+        vertex_paths = list(nx.all_shortest_paths(graph, source, target))
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        raise InputError(f"the fabric graph has no path from switch {source!r} to switch {target!r}") from None
+    rows = sorted(tuple(graph.edges[u, v]["link"] for u, v in zip(p, p[1:])) for p in vertex_paths)
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)

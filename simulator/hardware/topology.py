@@ -31,7 +31,7 @@ between nodes, or between rails, traverses the spine layer."
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Literal, Sequence
+from typing import Hashable, Literal, Sequence
 
 from numpy.typing import ArrayLike
 
@@ -105,6 +105,7 @@ class Topology:
         self._nic_pcie: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (host→nic, nic→host)
         self._nic_leaf: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (nic→leaf, leaf→nic)
         self._leaf_spine: dict[tuple[int, int, int], tuple[int, int]] = {}  # (unit, rail, spine) -> (up, down)
+        self._global: dict[tuple[Hashable, Hashable], int] = {}  # dragonfly: (group, group) -> link
         self._build_scale_up(t)
         self._build_pcie(t)
         self._build_scale_out(t)
@@ -121,6 +122,7 @@ class Topology:
             scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
             scale_up=self._scale_up, switch_down=self._switch_down, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
             nic_pcie=self._nic_pcie, nic_leaf=self._nic_leaf, leaf_spine=self._leaf_spine,
+            switch_links=self._global,
         ))
 
     @cached_property
@@ -176,6 +178,9 @@ class Topology:
                     t.add(f"nic{n}.{r}", leaf, self.nic_Bps, nic_lat + cable, "nic"),
                     t.add(leaf, f"nic{n}.{r}", self.nic_Bps, hop + cable + nic_lat, "nic"),
                 )
+        if so.kind == "dragonfly":
+            self._build_global_links(t)
+            return
         if not self._needs_spine_layer():
             return
         # Each leaf's uplink bandwidth = its downlink bandwidth / oversubscription, spread evenly
@@ -192,6 +197,22 @@ class Topology:
                         t.add(f"spine{s}", leaf, uplink, hop + cable, "net"),
                     )
 
+    def _build_global_links(self, t: _LinkTable) -> None:
+        """Dragonfly: a direct link each way between every pair of groups, each carrying the
+        group's injection bandwidth / oversubscription spread over the other groups (the global
+        links of one group pair, aggregated). Routes across groups are minimal paths of the graph
+        these links form (``RouteTables``: computed from the graph, kept as a table)."""
+        so = self.profile.scale_out
+        if self.units < 2:
+            return
+        inject = so.nodes_per_unit * self.rails * self.nic_Bps
+        bw = inject / so.oversubscription / (self.units - 1)
+        lat = units.us(so.switch_latency_us) + units.us(so.cable_latency_us)
+        for u in range(self.units):
+            for v in range(self.units):
+                if u != v:
+                    self._global[(u, v)] = t.add(f"leaf{u}.0", f"leaf{v}.0", bw, lat, "net")
+
     def _needs_spine_layer(self) -> bool:
         return self.units > 1 or self._leaf_rails > 1
 
@@ -203,11 +224,11 @@ class Topology:
 
     @cached_property
     def _leaf_rails(self) -> int:
-        return 1 if self.profile.scale_out.kind == "fat_tree" else self.rails
+        return 1 if self.profile.scale_out.kind in ("fat_tree", "dragonfly") else self.rails
 
     def _leaf_name(self, node: int, rail: int) -> str:
         u = node // self.profile.scale_out.nodes_per_unit
-        return f"leaf{u}.{rail if self.profile.scale_out.kind != 'fat_tree' else 0}"
+        return f"leaf{u}.{rail if self._leaf_rails > 1 else 0}"
 
     # ---------------------------------------------------------------- placement
     def node_of(self, gpu: int) -> int:
