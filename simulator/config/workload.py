@@ -258,7 +258,7 @@ class Training(_Strict):
     cross_entropy: Literal["vocab_parallel", "torch"] = Field(
         default="vocab_parallel", description="loss implementation (memory): vocab_parallel (Megatron's "
         "vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak) | torch "
-        "(F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit)")
+        "(F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; 16 with TP > 1, DTensor loss_parallel)")
     allocator_fragmentation: float = Field(
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")

@@ -111,8 +111,9 @@ def in_sample_fragmentation(results: list[MemoryResult]) -> float | None:
     return statistics.median(need)
 
 
-def render_memory_section(results: list[MemoryResult] | None = None) -> str:
-    """The "Peak memory" section of docs/validation-e2e.md."""
+def render_memory_section(results: list[MemoryResult] | None = None, bundled: bool = True) -> str:
+    """The "Peak memory" section of docs/validation-e2e.md (with the bundled scenarios' table
+    at its end unless `bundled` is false)."""
     results = memory_results() if results is None else results
     pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731
     sources = sorted({r.source for r in results})
@@ -150,7 +151,8 @@ def render_memory_section(results: list[MemoryResult] | None = None) -> str:
                      f"{100 * r.error:+.1f}% | {g(e.model_states)} | {g(e.activations)} | {g(e.loss_buffers)} | "
                      f"{g(e.recompute)} | {g(e.comm_buffers + e.workspaces)} | "
                      f"{g(e.fragmentation) if r.metric == 'reserved' else '—'} |")
-    lines += bundled_scenarios_table()
+    if bundled:
+        lines += bundled_scenarios_table()
     return "\n".join(lines) + "\n"
 
 
@@ -166,13 +168,16 @@ def bundled_scenarios_table() -> list[str]:
              "CUDA context + NCCL | total | HBM | fits |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for path in sorted(bundled_dir("scenarios").glob("*.yaml")):
-        m = memory_per_gpu(load_scenario(path))
-        g = lambda x: f"{x / GiB:.1f}"  # noqa: E731
-        lines.append(f"| {path.stem} | {m.stage} | {g(m.model_states)} | {g(m.activations)} | "
-                     f"{g(m.loss_buffers)} | {g(m.recompute + m.comm_buffers + m.workspaces)} | {g(m.allocated)} | "
-                     f"{g(m.reserved)} | {g(m.non_pytorch)} | {g(m.total)} | {g(m.hbm_bytes)} | "
-                     f"{'yes' if m.fits else 'no'} |")
+        lines.append(bundled_row(path.stem, memory_per_gpu(load_scenario(path))))
     return lines
+
+
+def bundled_row(name: str, m: MemoryEstimate) -> str:
+    """One row of the bundled scenarios' table."""
+    g = lambda x: f"{x / GiB:.1f}"  # noqa: E731
+    return (f"| {name} | {m.stage} | {g(m.model_states)} | {g(m.activations)} | {g(m.loss_buffers)} | "
+            f"{g(m.recompute + m.comm_buffers + m.workspaces)} | {g(m.allocated)} | {g(m.reserved)} | "
+            f"{g(m.non_pytorch)} | {g(m.total)} | {g(m.hbm_bytes)} | {'yes' if m.fits else 'no'} |")
 
 
 if __name__ == "__main__":

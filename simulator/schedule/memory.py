@@ -56,8 +56,13 @@ larger of two moments:
   is made in place: 6 B. PyTorch's ``F.cross_entropy(logits.float())`` (torchtitan, HF) adds a
   ``log_softmax`` output (4 B) in forward; in backward the saved output, its incoming gradient
   and the gradient of the input are alive together (12 B, torchtitan frees the bf16 logits
-  before backward with ``del pred``): 12 B. ZeRO-3 keeps the root group (embedding, LM head)
-  gathered across the forward.
+  before backward with ``del pred``): 12 B. With TP > 1 the logits are vocabulary-sharded
+  DTensors and PyTorch's ``loss_parallel`` (torchtitan's default with TP) runs the decomposed
+  log-softmax of ``torch/distributed/tensor/parallel/loss.py``: forward holds the fp32 input,
+  ``shifted = x − max`` and ``exp(shifted)`` (14 B with the bf16 logits); backward's
+  ``grad_output − exp(output)·sum(grad_output)`` holds the saved output, the incoming gradient,
+  the product and the result: 16 B. ZeRO-3 keeps the root group (embedding, LM head) gathered
+  across the forward.
 * *the backward of a layer*: under full recompute the layer's own activations are rebuilt and
   alive (the ``recompute: none`` set of one layer); under ZeRO-3 the gathered parameters of two
   layers (the current one and the prefetched next) and the layer's unsharded gradient (plus its
@@ -117,6 +122,7 @@ ADAM_BYTES = 12
 # Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
 # module docstring for the tensors of each implementation.
 CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12}
+TORCH_LOSS_PARALLEL_BYTES = 16  # "torch" with TP > 1: DTensor loss_parallel's decomposed log-softmax
 
 # Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: the
 # allocator's own rounding is bounded by its rules: a block of a large tensor (tens to hundreds of
@@ -272,9 +278,12 @@ def in_flight(scn: Scenario, stage: int) -> float:
 
 def loss_buffer_bytes(scn: Scenario) -> float:
     """Logits and cross-entropy buffers of one micro-batch on the last stage at the loss's peak:
-    tokens × V/t × :data:`CROSS_ENTROPY_BYTES` of ``training.cross_entropy``."""
+    tokens × V/t × :data:`CROSS_ENTROPY_BYTES` of ``training.cross_entropy`` (``torch`` with
+    TP > 1: :data:`TORCH_LOSS_PARALLEL_BYTES`)."""
     shape = RankShapes.of(scn)
-    return shape.tokens * scn.model.vocab / shape.tp * CROSS_ENTROPY_BYTES[scn.training.cross_entropy]
+    impl = scn.training.cross_entropy
+    per_logit = TORCH_LOSS_PARALLEL_BYTES if impl == "torch" and shape.tp > 1 else CROSS_ENTROPY_BYTES[impl]
+    return shape.tokens * scn.model.vocab / shape.tp * per_logit
 
 
 def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:

@@ -118,14 +118,23 @@ def test_fits_is_judged_on_reserved_plus_non_pytorch(scn, tmp_path):
     assert dataclasses.replace(m, hbm_bytes=m.total).fits
 
 
-@pytest.mark.parametrize("impl,per_logit", [("vocab_parallel", 6), ("torch", 12)])
+@pytest.mark.parametrize("impl,per_logit", [("vocab_parallel", 6), ("torch", 16)])
 def test_loss_buffers_per_logit(scn, impl, per_logit):
     """Megatron's in-place vocab-parallel CE: bf16 logits + fp32 copy = 6 B; F.cross_entropy on
-    fp32 logits: saved log-softmax + its gradient + the input gradient = 12 B; both per token and
-    vocabulary column of the rank (V/t)."""
+    fp32 logits sharded over TP 2 (loss_parallel): 16 B; both per token and vocabulary column of
+    the rank (V/t)."""
     s = scn(LLAMA, {"micro_batch": 2, "global_batch": 16, "cross_entropy": impl}, {"tp": 2})
     m = estimate_memory(s, 0)
     assert m.loss_buffers == 2 * 2048 * 32000 / 2 * per_logit
+
+
+def test_torch_loss_parallel_with_tp(scn):
+    """F.cross_entropy on vocabulary-sharded DTensor logits (loss_parallel, TP > 1): the decomposed
+    log-softmax's backward holds output, incoming gradient, product and result: 16 B per logit."""
+    s = scn(LLAMA, {"micro_batch": 2, "global_batch": 16, "cross_entropy": "torch"}, {"tp": 2})
+    assert estimate_memory(s, 0).loss_buffers == 2 * 2048 * 32000 / 2 * 16
+    one = scn(LLAMA, {"micro_batch": 2, "global_batch": 16, "cross_entropy": "torch"})
+    assert estimate_memory(one, 0).loss_buffers == 2 * 2048 * 32000 * 12
 
 
 def test_loss_buffers_only_on_the_last_stage(scn):
