@@ -228,7 +228,10 @@ class Replayer:
                 if q + 1 >= n:
                     break
                 nxt = indices[q + 1]
-                if dts[nxt] is None or not all(done[d] or d in taken for d in cross[nxt]):
+                if dts[nxt] is None:
+                    break
+                cr = cross[nxt]
+                if cr and not all(done[d] or d in taken for d in cr):
                     break
             q += 1
             k = nxt
@@ -293,14 +296,20 @@ class Replayer:
                 self._arm(run)
                 yield run.event
                 R.run = None
-                for k, t0, t1 in zip(run.ops, run.start, run.end):
-                    R.ready[k] = R.start[k] = t0
-                    R.end[k] = t1
-                    R.done[k] = 1
-                    ev = R.waiters.pop(k, None)
-                    if ev is not None:
-                        ev.succeed()
-                R.n_done += len(run.ops)
+                ops = run.ops
+                R.ready[ops] = run.start
+                R.start[ops] = run.start
+                R.end[ops] = run.end
+                done = R.done
+                for k in ops:
+                    done[k] = 1
+                waiters = R.waiters
+                if waiters:
+                    for k in ops:
+                        ev = waiters.pop(k, None)
+                        if ev is not None:
+                            ev.succeed()
+                R.n_done += len(ops)
                 p += run.n_kernels - 1
                 continue
             if dt is not None:

@@ -19,26 +19,17 @@ class RoleTable:
 
     def __init__(self, program: Sequence[Op], costs: CostModel) -> None:
         self.program = program
-        self.streams: dict[str, list[int]] = {}
-        # Distinct collective signatures (stream, axes, op, size) and P2P directions (axis,
-        # offset, is_send): what decides which links a rank of this role can ever use.
-        self.collectives: set[tuple[str, tuple[str, ...], str, int]] = set()
-        self.p2p_dirs: set[tuple[str, int, bool]] = set()
-        for i, op in enumerate(program):
-            self.streams.setdefault(op.stream, []).append(i)
-            if type(op) is CommOp:
-                self.collectives.add((op.stream, op.axes, op.op, op.size_bytes))
-            elif type(op) is P2POp:
-                self.p2p_dirs.update((t.axis, t.offset, True) for t in op.sends)
-                self.p2p_dirs.update((t.axis, t.offset, False) for t in op.recvs)
         # (alone, beside communication): compute_time(op, gpu, overlapped) is t x (1 + slowdown).
         # A kernel scheduled with sm_fraction < 1 already gave up the SMs of the communication
         # kernel it runs beside (TransformerEngine userbuffers); the generic slowdown for NCCL
         # kernels competing for SMs is not applied to it a second time.
         slow = 1.0 + costs.gpu.overlap_slowdown
-        self.dt: list[tuple[float, float] | None] = [
-            None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow)
-            for op, t in zip(program, costs.compute_times(program))]
+        self.dt: list[tuple[float, float] | None] = []
+        self.streams: dict[str, list[int]] = {}
+        # Distinct collective signatures (stream, axes, op, size) and P2P directions (axis,
+        # offset, is_send): what decides which links a rank of this role can ever use.
+        self.collectives: set[tuple[str, tuple[str, ...], str, int]] = set()
+        self.p2p_dirs: set[tuple[str, int, bool]] = set()
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each
@@ -47,16 +38,39 @@ class RoleTable:
         self.watchers: dict[int, list[int]] = {}
         self.cross_deps: list[tuple[int, ...]] = []
         self.stream_pred: list[int] = []
-        last: dict[str, int] = {}
-        for i, op in enumerate(program):
+        # One pass over the program (a deep pipeline's role holds tens of thousands of ops).
+        streams, watchers, dt, cross_deps, stream_pred = (self.streams, self.watchers, self.dt, self.cross_deps,
+                                                          self.stream_pred)
+        stream_of: list[str] = []
+        no_deps: tuple[int, ...] = ()
+        for i, (op, t) in enumerate(zip(program, costs.compute_times(program))):
             stream = op.stream
-            cross = tuple(d for d in op.deps if program[d].stream != stream)
+            stream_of.append(stream)
+            ops_of = streams.get(stream)
+            if ops_of is None:
+                streams[stream] = [i]
+                stream_pred.append(-1)
+            else:
+                stream_pred.append(ops_of[-1])
+                ops_of.append(i)
+            dt.append(None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow))
+            if isinstance(op, CommOp):
+                self.collectives.add((stream, op.axes, op.op, op.size_bytes))
+            elif isinstance(op, P2POp):
+                self.p2p_dirs.update((x.axis, x.offset, True) for x in op.sends)
+                self.p2p_dirs.update((x.axis, x.offset, False) for x in op.recvs)
+            deps = op.deps
+            if not deps:
+                cross_deps.append(no_deps)
+                continue
+            cross = tuple([d for d in deps if stream_of[d] != stream])
+            cross_deps.append(cross)
             for d in cross:
-                self.watchers.setdefault(d, []).append(i)
-            self.cross_deps.append(cross)
-            self.stream_pred.append(last.get(stream, -1))
-            last[stream] = i
-        self.watched = self.watchers.keys()
+                w = watchers.get(d)
+                if w is None:
+                    watchers[d] = [i]
+                else:
+                    w.append(i)
 
 
 class RankState:

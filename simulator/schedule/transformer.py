@@ -225,6 +225,7 @@ class _Template:
     tags: tuple[Tag, ...]  # the distinct tags of the pass
     tag_of: tuple[int, ...]  # each op's index into `tags`
     result: int
+    single_dep: tuple[int, ...]  # per op: k when its deps are the k-th op of the block alone, else -1
 
 
 def _wait_shape(after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> tuple[int, ...]:
@@ -290,7 +291,8 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
         tags.setdefault(op.tag, len(tags))
     return _Template(tuple(type(op) for op in ops),
                      tuple(tuple(getattr(op, n) for n in type(op).__slots__) for op in ops),
-                     tuple(deps), tuple(tags), tuple(tags[op.tag] for op in ops), result - start)
+                     tuple(deps), tuple(tags), tuple(tags[op.tag] for op in ops), result - start,
+                     tuple(row[0] if len(row) == 1 and row[0] >= 0 else -1 for row in deps))
 
 
 _POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
@@ -310,10 +312,13 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
         ext[-2 - k] = w
     for k, w in enumerate(wm):
         ext[-1000 - k] = w
-    for cls, state, row, tag_id in zip(tpl.types, tpl.state, tpl.deps, tpl.tag_of):
+    for cls, state, row, tag_id, one in zip(tpl.types, tpl.state, tpl.deps, tpl.tag_of, tpl.single_dep):
         args = list(state)
         i_deps, i_tag = _POS[cls]
-        args[i_deps] = tuple([start + d if d >= 0 else ext[d] for d in row])
+        if one >= 0:  # most ops wait for one op of their own pass
+            args[i_deps] = (start + one,)
+        else:
+            args[i_deps] = tuple([start + d if d >= 0 else ext[d] for d in row])
         args[i_tag] = tags[tag_id]
         if cls is P2POp:
             for i in _P2P_XFERS:
