@@ -145,8 +145,11 @@ def _axis_values(scn: Scenario, bounds: SweepBounds) -> dict[str, list[int]]:
     """Allowed values of every swept axis before combining them."""
     m, n = scn.model, scn.n_gpus
     long_seq = m.seq_len >= LONG_SEQUENCE
+    # TP stays inside one NVLink domain: the node, or a multi-node domain (an NVL72 rack, where
+    # TP 8 spans two trays on NVLink); a divisor of it, so no TP group straddles two domains.
+    nvlink = min(scn.profile.nvlink_domain_gpus, n)
     default: dict[str, list[int]] = {
-        "tp": [d for d in divisors(scn.gpus_per_node) if m.heads % d == 0 and m.kv_heads % d == 0],
+        "tp": [d for d in divisors(nvlink) if m.heads % d == 0 and m.kv_heads % d == 0],
         "pp": [d for d in range(1, min(m.layers, n) + 1) if n % d == 0],
         "cp": _powers_of_two(scn.gpus_per_node if long_seq else 1),
         "ulysses": _powers_of_two(scn.gpus_per_node if long_seq else 1),

@@ -67,6 +67,15 @@ def test_enumeration_respects_divisibility_and_is_deduplicated():
     assert len({c.key for c in plans}) == len(plans)
 
 
+def test_tensor_parallel_is_swept_over_the_nvlink_domain():
+    """On GB200 NVL72 (4-GPU trays, 72-GPU NVLink domain) TP 8 spans two trays on NVLink: the
+    sweep offers the divisors of the domain that the heads allow, not only those of a tray."""
+    scn = build_scenario(dict(name="nvl72", hardware="gb200-nvl72", nodes=18, model=dict(
+        layers=4, hidden=2048, heads=16, kv_heads=8, vocab=51200, mlp="gelu", seq_len=2048, tied_embeddings=True),
+        training=dict(micro_batch=1, global_batch=72)))
+    assert {c.parallel.tp for c in enumerate_plans(scn)} == {1, 2, 4, 8}  # 72's divisors that divide 16 and 8
+
+
 def test_zero_stages_collapse_without_a_sharding_group():
     plans = enumerate_plans(scenario(), SweepBounds(fixed={"tp": 8}))  # dp = 1 on one node
     assert [c.parallel.zero for c in plans] == [0]
