@@ -45,7 +45,7 @@ adds the embedding dropout mask (sbh/t per micro-batch in flight), the last stag
 input. Each stage with pp > 1 keeps one received activation and one gradient being sent
 (``2·sbh/t_SP`` elements, Megatron's ``p2p_communication``).
 
-**Transient buffers at the peak** (:func:`transient_bytes`). The step's allocated peak is the
+**Transient buffers at the peak** (:func:`estimate_memory`). The step's allocated peak is the
 larger of two moments:
 
 * *the loss of the last micro-batch on the last stage* (every stored activation is alive): the
