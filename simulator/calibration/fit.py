@@ -30,6 +30,21 @@ redescending loss (Tukey's bisquare after the Huber pass, which ignores far rows
 tried and met the cross-validation target on 8 of 17 splits instead of 10 (2026-11-30): with
 sweeps of 15–40 rows it drops informative mid-size rows along with the outliers.
 
+Transport and pattern: a fit must not move what it did not measure. The links' achievable
+fractions (``node.scale_up.efficiency``, ``node.nics.efficiency``) belong to the transport: every
+pattern's bytes cross the same links, so they are fitted as such and carry over. What NCCL's
+algorithms make of it belongs to the pattern: the table latencies (an All-to-All counts one hop
+per remote peer, a ring one per step), the protocol, NVLS and p2p efficiencies, the p2p channel
+rate. The fit writes those as keys scoped to the pattern of the rows that determined them
+(``nccl.coll.*``: ring, tree, NVLS; ``nccl.p2p.*``: All-to-All, SendRecv;
+:mod:`simulator.config.nccl_overrides`), so a fit of rings leaves an All-to-All's latency
+where it was. The net plugin's ``latencyInter`` (``net_latency_us``) is the transport's, but each
+pattern's formula multiplies it differently (2(n−1) ring steps, one per remote peer of an
+All-to-All: 72 on 10 nodes of 8), so it is fitted as the transport's only when both patterns
+were measured, and as the measured pattern's own otherwise. On the bundled corpus, sharing the
+links' efficiencies carries over where it should (Sophia's All-to-All after its AllReduce and
+AllGather: 11.1% -> 6.6% at >= 1 MiB, docs/validation-calibration.md).
+
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
 either by one shared knob (the net plugin's ``latencyInter``, an efficiency) or by moving the
@@ -44,6 +59,7 @@ the smallest weight of the plateau is used.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -55,6 +71,7 @@ from simulator.calibration.nccl_log import Sweep
 if TYPE_CHECKING:
     from simulator.calibration.measured import MeasuredSweep
 from simulator.config.hardware import HardwareProfile, apply_overlay, merge_overlay
+from simulator.config.nccl_overrides import scope_of, scoped
 from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
 from simulator.errors import InputError
 from simulator.vocabulary import canonical_algo, canonical_op
@@ -69,8 +86,9 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 # than "do they notice 0.1 us?", which no row would.
 ZERO_START_US = {"nccl.net_latency_us": 5.0}
 EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency",
-                     "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.proto_efficiency.net.ll",
-                     "nccl.proto_efficiency.net.ll128", "nccl.p2p_efficiency")
+                     "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.proto_efficiency.simple",
+                     "nccl.proto_efficiency.net.ll", "nccl.proto_efficiency.net.ll128",
+                     "nccl.proto_efficiency.net.simple", "nccl.p2p_efficiency")
 
 
 # ------------------------------------------------------------------------------ measurements
@@ -208,15 +226,26 @@ class Param:
     path: str
 
     @property
+    def scope(self) -> str | None:
+        """The pattern scope of a scoped ``nccl.`` key (``coll``/``p2p``), else None."""
+        return scope_of(self.path[len("nccl."):])[0] if self.path.startswith("nccl.") else None
+
+    @property
+    def bare(self) -> str:
+        """The path without its pattern scope (``nccl.coll.net_latency_us`` -> ``nccl.net_latency_us``)."""
+        return "nccl." + scope_of(self.path[len("nccl."):])[1] if self.scope else self.path
+
+    @property
     def upper(self) -> float:
-        return 1.0 if self.path in EFFICIENCY_FIELDS else math.inf
+        return 1.0 if self.bare in EFFICIENCY_FIELDS else math.inf
 
     def get(self, profile: HardwareProfile) -> float:
         if self.path.startswith("nccl."):
-            key = self.path[len("nccl."):]
-            if key in profile.nccl_overrides:
-                return profile.nccl_overrides[key]
-            return _tuner_default(profile, key)
+            key = self.bare[len("nccl."):]
+            own = scoped(profile.nccl_overrides, self.scope)
+            if key in own:
+                return own[key]
+            return _tuner_default(profile, key, self.scope)
         obj: Any = profile
         for part in self.path.split("."):
             obj = getattr(obj, part)
@@ -234,9 +263,10 @@ class Param:
         return out
 
 
-def _tuner_default(profile: HardwareProfile, key: str) -> float:
-    """The value the tuner uses for an ``nccl.`` key the profile does not override."""
-    k = nccl_constants.constants_from_overrides(profile.nccl_overrides, version=profile.nccl_version)
+def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None) -> float:
+    """The value the tuner uses for an ``nccl.`` key (without its scope) the profile does not
+    override for patterns of ``scope``."""
+    k = nccl_constants.constants_from_overrides(scoped(profile.nccl_overrides, scope), version=profile.nccl_version)
     parts = key.split(".")
     if parts[0] == "hw_latency_us":
         return float(k.hw_latency_us[parts[1]][parts[2]][nccl_constants.PROTOS.index(parts[3])])
@@ -271,9 +301,10 @@ def overlay_of(params: dict[Param, float]) -> dict[str, Any]:
 
 class Predictor:
     """Predicted times of measurements on a profile; one cost model (topology and its caches)
-    per node count. ``geometry``: layouts and flow patterns per node count, shared with other
-    predictors whose profiles have the same routes (the fit's perturbed profiles differ in
-    latencies, efficiencies and tuner constants only); None: this predictor's own."""
+    per node count. ``geometry``: the topology, layouts and flow patterns per node count, shared
+    with other predictors whose profiles have the same links and routes (the fit's perturbed
+    profiles differ in latencies, efficiencies and tuner constants only: each gets a copy of the
+    topology that reads its own profile, not a new build); None: this predictor's own."""
 
     def __init__(self, profile: HardwareProfile, geometry: dict | None = None) -> None:
         self.profile = profile
@@ -287,8 +318,14 @@ class Predictor:
 
         key = (nodes, gpus_per_node)
         if key not in self._costs:
-            self._costs[key] = CostModel(build_topology(self.profile, nodes),
-                                         geometry=self._geometry.setdefault(key, {}))
+            geo = self._geometry.setdefault(key, {})
+            base = geo.get("topology")
+            if base is None:
+                topo = geo["topology"] = build_topology(self.profile, nodes)
+            else:  # the same links and routes: only what the profile says about them differs
+                topo = copy.copy(base)
+                topo.profile = self.profile
+            self._costs[key] = CostModel(topo, geometry=geo)
         return self._costs[key]
 
     def results(self, m: MeasuredCollective) -> list[Any]:
@@ -335,44 +372,54 @@ class CollectiveFit:
 
 
 def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCollective]) -> list[Param]:
-    """Every latency and efficiency field the measured configurations could exercise."""
+    """Every latency and efficiency field the measured configurations could exercise, each
+    scoped to the patterns it may move (module docstring, "Transport and pattern"): the links'
+    efficiencies are the transport's; NCCL's table latencies and the pattern knobs are scoped to
+    the pattern of the rows that exercise them (``nccl.coll.*`` for ring/tree/NVLS, ``nccl.p2p.*``
+    for All-to-All and SendRecv); ``net_latency_us`` is the transport's when both patterns were
+    measured and the measured pattern's own otherwise."""
+    from simulator.costs.collectives import pattern_scope
+
     pred = Predictor(profile)
     intra = "nvlink" if profile.node.scale_up.kind in ("nvswitch", "mesh") else "pci"
     out: dict[str, None] = {}
-    configs: dict[tuple[str, str], set[tuple[int, int]]] = {}
-    for m in measurements:
+    measured = list(measurements)
+    both = len({pattern_scope(m.op) for m in measured}) == 2
+    configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
+    for m in measured:
+        fam = pattern_scope(m.op)
         costs = pred.costs(m.nodes, m.gpus_per_node)
         gpus = [n * profile.node.gpus + j for n in range(m.nodes) for j in range(m.gpus_per_node)]
         net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
         link = "net" if net else intra
-        out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None
+        out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None  # the link's
         if net:  # every inter-node hop pays the net plugin's latencyInter
-            out["nccl.net_latency_us"] = None
+            out["nccl.net_latency_us" if both else f"nccl.{fam}.net_latency_us"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
-            out[f"nccl.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
-            configs.setdefault((algo, plan.protocol), set()).add((m.ranks, m.nodes))
-            if plan.protocol == "ll":
-                out["nccl.ll_max_bw_GBps"] = None
+            out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
+            configs.setdefault((fam, algo, plan.protocol), set()).add((m.ranks, m.nodes))
+            if plan.protocol == "ll" and fam == "coll":
+                out["nccl.coll.ll_max_bw_GBps"] = None
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
                 scope = "net." if net else ""  # Simple is the links' own efficiency
-                out[f"nccl.proto_efficiency.{scope}{plan.protocol}"] = None
+                out[f"nccl.coll.proto_efficiency.{scope}{plan.protocol}"] = None
             if plan.algorithm == "direct" or (plan.algorithm == "p2p" and net):
-                out["nccl.p2p_efficiency"] = None
+                out["nccl.p2p.p2p_efficiency"] = None
             if plan.algorithm in ("direct", "p2p"):
-                out["nccl.p2p_channel_GBps"] = None
+                out["nccl.p2p.p2p_channel_GBps"] = None
             if algo == "tree" and net and m.gpus_per_node > 1:
-                out[f"nccl.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
+                out[f"nccl.coll.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):
-                out["nccl.nvls_efficiency"] = None
+                out["nccl.coll.nvls_efficiency"] = None
         if m.gpus_per_process > 1:
             out["gpu.kernel_launch_us"] = None
     # NCCL's base latency and the per-hop latency are collinear within one communicator size
     # (t_lat = base + steps × hop); the base is fitted only where two sizes/layouts separate them.
-    for (algo, proto), seen in configs.items():
+    for (fam, algo, proto), seen in configs.items():
         if len(seen) >= 2:
-            out[f"nccl.base_latency_us.{algo}.{proto}"] = None
+            out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
     return [Param(p) for p in out]
 
 
@@ -477,7 +524,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     # Zero-valued datasheet latencies cannot be scaled in log space: start them at a small value.
     # Efficiencies start 10% below the datasheet: at the datasheet value another cap (NCCL's
     # per-channel bandwidth) may bind, which would hide their effect from the gradient.
-    start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else ZERO_START_US.get(p.path, 0.1)
+    start = {p: (0.9 * v if p.upper < math.inf else v) if v > 0 else ZERO_START_US.get(p.bare, 0.1)
              for p, v in datasheet.items()}
     point = dict(start)
     evaluate = _Evaluator(profile, ms)
@@ -493,7 +540,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
         # Prior residuals sqrt(prior) · (x − x0) on the table latencies (zero-valued datasheet
         # entries have no scale to anchor to and stay free).
         x0 = np.log(np.array([datasheet[p] if datasheet[p] > 0 else start[p] for p in params], dtype=float))
-        root = np.sqrt(np.array([latency_prior if p.path.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
+        root = np.sqrt(np.array([latency_prior if p.bare.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
                                  for p in params]))
         x, it = _solve(evaluate, params, x, x0, root, meas, huber_k, max_iter)
         point.update({p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)})

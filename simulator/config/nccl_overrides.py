@@ -56,8 +56,33 @@ def suggest(key: str, known: list[str] | tuple[str, ...] | Mapping[str, object],
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
+# Pattern scopes: a key prefixed ``coll.`` applies only to NCCL's collective algorithms (ring,
+# tree, NVLS: AllReduce, AllGather, ReduceScatter, Broadcast), ``p2p.`` only to point-to-point
+# (All-to-All, SendRecv, a pipeline's sends); an unprefixed key to both. ``clustersim calibrate``
+# writes scoped keys when it measured one pattern only, so that a fit of rings cannot move an
+# All-to-All (simulator/calibration/fit.py).
+SCOPES: tuple[str, ...] = ("coll", "p2p")
+
+
+def scope_of(key: str) -> tuple[str | None, str]:
+    """(scope or None, the key without it): ``p2p.net_latency_us`` -> ("p2p", "net_latency_us")."""
+    head, _, rest = key.partition(".")
+    return (head, rest) if head in SCOPES and rest else (None, key)
+
+
+def scoped(overrides: Mapping[str, float], scope: str | None) -> dict[str, float]:
+    """The keys that apply to a pattern of ``scope``: the unprefixed ones, then the scope's own
+    (prefix removed) over them; None: the unprefixed ones only."""
+    out = {k: v for k, v in overrides.items() if scope_of(k)[0] is None}
+    if scope is not None:
+        out.update({bare: v for k, v in overrides.items() for s, bare in (scope_of(k),) if s == scope})
+    return out
+
+
 def check_override(key: str, value: float) -> str | None:
-    """Why ``nccl.<key>: value`` is refused, or None if it is fine."""
+    """Why ``nccl.<key>: value`` is refused, or None if it is fine (``coll.``/``p2p.`` prefixes
+    are checked as the key they scope)."""
+    key = scope_of(key)[1]
     kind = KEYS.get(key)
     if kind is None:
         hint = suggest(key, KEYS)

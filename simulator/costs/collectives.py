@@ -44,7 +44,9 @@ Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs
 their defaults change nothing): ``proto_efficiency.<proto>`` (``proto_efficiency.net.<proto>``
 for a communicator spanning nodes) divides the wire bytes of ring/tree (and hierarchical)
 flows, ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
-(NCCL's ``latencyInter``) is added to every inter-node hop's latency.
+(NCCL's ``latencyInter``) is added to every inter-node hop's latency. A key prefixed ``coll.``
+times only the collective algorithms and one prefixed ``p2p.`` only All-to-All and SendRecv
+(:func:`pattern_scope`): what ``clustersim calibrate`` writes when it measured one of them.
 
 Point-to-point (All-to-All, SendRecv) runs each send on the channels NCCL gives it
 (:func:`~simulator.costs.nccl_tuner.p2p_channels_used`: few for a send that is small relative to
@@ -123,10 +125,19 @@ def effective_capacity_Bps(topo: TopologyView) -> np.ndarray:
     return np.asarray(topo.capacity_Bps, dtype=np.float64) * factor
 
 
-def _context(topo: TopologyView, cache: dict, n_ranks: int, n_nodes: int) -> nccl_graph.TunerContext:
-    key = ("ctx", n_ranks, n_nodes)
+P2P_OPS = ("alltoall", "sendrecv")  # point-to-point patterns: the ``p2p`` scope of a profile's nccl: keys
+
+
+def pattern_scope(op: str) -> str:
+    """The scope of a profile's ``nccl:`` keys that times ``op``: ``p2p`` for All-to-All and
+    SendRecv, ``coll`` for NCCL's collective algorithms (config/nccl_overrides.py)."""
+    return "p2p" if op in P2P_OPS else "coll"
+
+
+def _context(topo: TopologyView, cache: dict, n_ranks: int, n_nodes: int, scope: str = "coll") -> nccl_graph.TunerContext:
+    key = ("ctx", n_ranks, n_nodes, scope)
     if key not in cache:
-        cache[key] = nccl_graph.context_from_profile(topo.profile, n_ranks, n_nodes)
+        cache[key] = nccl_graph.context_from_profile(topo.profile, n_ranks, n_nodes, scope)
     return cache[key]
 
 
@@ -227,7 +238,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     _check_pins(op, algo, proto, topo, lay)
     if n == 1:
         return CollectivePlan(op, algo or "none", proto or "simple", 0.0, (), size_bytes, 1)
-    ctx = _context(topo, cache, n, n_nodes)
+    ctx = _context(topo, cache, n, n_nodes, pattern_scope(op))
     algorithm, protocol = _choose(op, size_bytes, ctx, lay, algo, proto)
     wire = WIRE_FACTOR[protocol]
     # Calibration knobs (1.0 by default): the achievable fraction of the protocol's rate and of
@@ -254,7 +265,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         flows = scaled_flows(intra, size_bytes * scale, None, geo)
         if algorithm == "nvls_tree":
             inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
-            flows = join_phases(flows, scaled_flows(inter, size_bytes * wire, None, geo))
+            # the inter-node tree runs Simple across nodes: the network's Simple fraction
+            inter_wire = wire / tuner.proto_efficiency(ctx, "simple")
+            flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire, None, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":
@@ -285,7 +298,8 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algori
     n, n_nodes = len(lay.gpus), len(lay.by_node)
     if n == 1 or n_nodes == 1 or algorithm == "hierarchical":
         return 0.0
-    ctx = _context(topo, {} if cache is None else cache, n, n_nodes)
+    ctx = _context(topo, {} if cache is None else cache, n, n_nodes,
+                   "p2p" if algorithm in ("direct", "p2p") else "coll")
     bumped = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=ctx.constants.net_hop_extra_us + 1.0))
 
     def lat(c: nccl_graph.TunerContext) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from simulator.config.nccl_overrides import scoped
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for
@@ -209,11 +210,14 @@ def mesh_peer_GBps(profile) -> float:
     return su.link_GBps
 
 
-def context_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerContext:
-    """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes."""
+def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None = None) -> TunerContext:
+    """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes,
+    for the patterns of ``scope`` (``coll``: ring/tree/NVLS, ``p2p``: All-to-All and sends;
+    None: the profile's unscoped ``nccl:`` keys only)."""
     # An uncalibrated profile starts from its transport's deployed-fabric constants
-    # (costs/deployed.py); a profile with its own nccl: values (calibrated) uses those instead.
-    overrides = profile.nccl_overrides or deployed_overrides(profile)
+    # (costs/deployed.py); a profile with its own nccl: values (calibrated) for this pattern
+    # scope uses those instead.
+    overrides = scoped(profile.nccl_overrides, scope) or deployed_overrides(profile)
     constants = constants_from_overrides(overrides, source=f"profile {profile.name}", version=profile.nccl_version)
     # The transport's plugin and environment (costs/transports.py): what NCCL is told, not fitted.
     stack = stack_for(profile.node.nics.transport)

@@ -16,8 +16,9 @@ systems the model was not tuned on:
   in the same class, for the classes the fit had rows of, where a class is the collective, the
   scope and the size band. They are in-sample, so they are the narrowest honest statement
   (docs/validation-calibration.md scores the fit on held-out rows); a class the fit did not see
-  (another collective, scope or size band) falls back to the leave-one-system-out band: the
-  fit's residuals on rings covered about half of the rows of a collective it had not measured;
+  (another collective, scope or size band) falls back to the leave-one-system-out band: on the
+  leave-one-collective-out splits of docs/validation-calibration.md the fit's own band covered
+  53% of the held-out collective's rows, the fallback covers 94%;
 * a step time: the leave-one-source-out errors of the published training runs
   (docs/validation-e2e.md), one band for every run (a band per regime, one node or several,
   covers fewer held-out rows on these data; the page shows both). It is the same with a

@@ -279,7 +279,7 @@ def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100,
         assert _plan(scaled, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == \
             pytest.approx(a.wire_bytes / eff, rel=1e-12)
         assert _plan(kept, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == a.wire_bytes
-    paths = {p.path for p in candidate_params(h100, [MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12,), (1e-5,))])}
+    paths = {p.bare for p in candidate_params(h100, [MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12,), (1e-5,))])}
     assert "nccl.proto_efficiency.net.ll" in paths and "nccl.proto_efficiency.ll" not in paths
 
 
@@ -338,11 +338,15 @@ def test_net_latency_and_ll128_efficiency_recovered_from_two_node_sweep(h100):
 def test_knobs_only_offered_where_the_measurements_exercise_them(h100):
     """Leave-one-out honesty: a knob only the held-out collective uses is never a candidate."""
     one_node_ring = MeasuredCollective("s", "allgather", 8, 1, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
-    paths = {p.path for p in candidate_params(h100, [one_node_ring])}
+    paths = {p.bare for p in candidate_params(h100, [one_node_ring])}
     assert "nccl.net_latency_us" not in paths and "nccl.p2p_efficiency" not in paths
     a2a = MeasuredCollective("s", "alltoall", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
     paths = {p.path for p in candidate_params(h100, [a2a])}
-    assert {"nccl.net_latency_us", "nccl.p2p_efficiency"} <= paths
+    assert {"nccl.p2p.net_latency_us", "nccl.p2p.p2p_efficiency", "node.nics.efficiency"} <= paths
+    assert not any(p.startswith("nccl.") and not p.startswith("nccl.p2p.") for p in paths)  # none for rings
+    two_node_ring = MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
+    paths = {p.path for p in candidate_params(h100, [a2a, two_node_ring])}
+    assert {"nccl.net_latency_us", "node.nics.efficiency"} <= paths  # both measured: the transport's
 
 
 def test_latency_prior_prefers_the_shared_knob_over_a_table_latency(h100):
@@ -468,3 +472,50 @@ def test_interval_summary_reads_the_coverage_it_reports():
     assert "too narrow for a collective the calibration did not measure" in text
     text = interval_summary([rows("sizes (fit even, predict odd)", 100, 50), rows("leave out allreduce", 100, 80)])[0]
     assert "too narrow even between measured sizes" in text and "it holds for a collective" in text
+
+
+def test_fitting_rings_moves_alltoall_only_through_the_links(h100):
+    """A fit of AllGather + AllReduce across nodes writes the links' efficiency (the transport's)
+    and keys scoped to the collective algorithms (``coll.``): the All-to-All and SendRecv of the
+    calibrated profile take exactly the times of the datasheet profile with the fitted link
+    efficiency and nothing else, while a ReduceScatter (a ring too, not fitted) gets the rings'
+    own latency. Truth: the rings' latencyInter is 20 us and the NICs deliver 80% of line rate."""
+    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}, "nccl": {"coll.net_latency_us": 20.0}})
+    sizes = tuple(1 << k for k in range(10, 31, 2))  # 1 KiB .. 1 GiB
+    ms = []
+    for op in ("allgather", "allreduce"):
+        shell = MeasuredCollective("synthetic", op, 32, 4, 8, sizes, tuple(1.0 for _ in sizes))
+        ms.append(replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell))))
+    fit = fit_collectives(h100, ms)
+    fitted = {p.param.path: p.value for p in fit.params if p.fitted}
+    assert fitted["nccl.coll.net_latency_us"] == pytest.approx(20.0, rel=0.1)
+    assert fitted["node.nics.efficiency"] == pytest.approx(0.8, rel=0.03)
+    assert all(p.startswith(("nccl.coll.", "node.", "gpu.")) for p in fitted)
+    links_only = apply_overlay(h100, {"node": {"nics": {"efficiency": fit.profile.node.nics.efficiency}}})
+    for op in ("alltoall", "sendrecv"):
+        m = MeasuredCollective("s", op, 32, 4, 8, sizes, tuple(1.0 for _ in sizes))
+        assert list(Predictor(fit.profile).times(m)) == list(Predictor(links_only).times(m))
+    rs = MeasuredCollective("s", "reducescatter", 32, 4, 8, sizes, tuple(1.0 for _ in sizes))
+    rs = replace(rs, times_s=tuple(float(t) for t in Predictor(truth).times(rs)))
+    assert np.median(np.abs(busbw_errors(fit.profile, rs))) < 0.03 < np.median(np.abs(busbw_errors(h100, rs)))
+
+
+def test_scoped_nccl_keys_time_only_their_pattern(h100):
+    """``nccl.p2p.<key>`` times All-to-All and SendRecv only, ``nccl.coll.<key>`` the collective
+    algorithms only; the other pattern keeps the profile's (here the deployed) defaults."""
+    from simulator.config.nccl_overrides import check_override, scoped
+
+    p2p = apply_overlay(h100, {"nccl": {"p2p.net_latency_us": 50.0}})
+    coll = apply_overlay(h100, {"nccl": {"coll.net_latency_us": 50.0}})
+
+    def t(profile, op):
+        return time_collective(op, range(16), 1 << 12, CostModel(build_topology(profile, 2)), event_driven=False).time_s
+
+    for op in ("alltoall", "sendrecv"):
+        assert t(p2p, op) > t(h100, op) and t(coll, op) == t(h100, op)
+    for op in ("allreduce", "allgather"):
+        assert t(coll, op) > t(h100, op) and t(p2p, op) == t(h100, op)
+    assert scoped({"a": 1.0, "p2p.a": 2.0, "coll.b": 3.0}, "p2p") == {"a": 2.0}
+    assert scoped({"a": 1.0, "p2p.a": 2.0, "coll.b": 3.0}, None) == {"a": 1.0}
+    assert "did you mean" in check_override("coll.net_latency_uss", 1.0)
+    assert check_override("p2p.p2p_efficiency", 1.5) is not None and check_override("coll.nvls_efficiency", 0.8) is None

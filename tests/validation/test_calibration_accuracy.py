@@ -1,12 +1,17 @@
 """Cross-validation targets of docs/validation-calibration.md on the systems it claims: after
 calibrating on part of a system's measured sweeps, the held-out rows are predicted within a
-median |busbw error| of 5 % (sizes >= 1 MiB) and 10 % (all sizes)."""
+median |busbw error| of 5 % (sizes >= 1 MiB) and 10 % (all sizes); on a collective or a scale the
+fit did not see, within 8 % (sizes >= 1 MiB) where the page says it is met."""
 
 from __future__ import annotations
 
 import pytest
 
-from simulator.calibration.cross_validation import ASSERTED, TARGET_ALL, TARGET_LARGE, cross_validate, systems
+from simulator.calibration.cross_validation import (
+    ASSERTED, HELD_OUT_ASSERTED, TARGET_ALL, TARGET_HELD_OUT, TARGET_LARGE, cross_validate, systems,
+)
+
+_RESULTS: dict[str, dict] = {}
 
 
 @pytest.fixture(scope="module")
@@ -15,12 +20,18 @@ def measured():
     return by_system
 
 
+def _splits(measured, system: str) -> dict:
+    if system not in measured:
+        pytest.skip(f"{system}: profile or sweeps not bundled")
+    if system not in _RESULTS:
+        _RESULTS[system] = {r.split: r for r in cross_validate(system, measured[system])}
+    return _RESULTS[system]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("system", sorted(ASSERTED))
 def test_cross_validation_meets_target(measured, system):
-    if system not in measured:
-        pytest.skip(f"{system}: profile or sweeps not bundled")
-    results = {r.split: r for r in cross_validate(system, measured[system])}
+    results = _splits(measured, system)
     for split in ASSERTED[system]:
         r = results[split]
         assert r.after_all is not None and r.after_all <= TARGET_ALL, (system, split, r.after_all)
@@ -29,7 +40,21 @@ def test_cross_validation_meets_target(measured, system):
         # Calibration must not make the held-out predictions worse overall.
         assert r.after_all <= r.before_all + 0.01, (system, split)
     # The calibrated profile's 80% interval (its fit's residual band) covers most held-out sizes of
-    # the sweeps it was fitted on (doc: 71-84% on these systems); not asserted for a held-out
-    # collective, where the doc shows it too narrow.
+    # the sweeps it was fitted on (doc: 71-84% on these systems).
     sizes = results["sizes (fit even, predict odd)"]
     assert sizes.interval_rows and sizes.covered / sizes.interval_rows >= 0.6, (system, sizes.covered)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", sorted(HELD_OUT_ASSERTED))
+def test_held_out_collectives_and_scales_within_8_percent(measured, system):
+    """Leave one collective out and fit-small-predict-large: median <= 8% at sizes >= 1 MiB.
+    A held-out collective's interval falls back to the leave-one-system-out band (the fit has no
+    residuals of it), which covers at least the nominal 80% of its rows here."""
+    results = _splits(measured, system)
+    for split in HELD_OUT_ASSERTED[system]:
+        r = results[split]
+        assert r.after_large is not None and r.after_large <= TARGET_HELD_OUT, (system, split, r.after_large)
+    out = [r for r in results.values() if r.split.startswith("leave out")]
+    if out:
+        assert sum(r.covered for r in out) >= 0.8 * sum(r.interval_rows for r in out), system
