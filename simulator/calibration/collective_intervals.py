@@ -54,23 +54,32 @@ def bands_and_coverage(held_out: Sequence[Any]) -> tuple[dict[str, Band], dict[s
 
 
 def fit_residuals(profile: Any, measurements: Sequence[Any]) -> dict[str, Any] | None:
-    """The ``uncertainty`` block of a calibrated overlay: per class (collective, scope and size
-    band, :func:`~simulator.report.intervals.op_class`), the 80% band of the fitted
-    profile's residuals ln(predicted busbw / measured busbw) on the measured rows (each sweep
-    weighing the same) and the row count; None without rows. In-sample residuals: the band says
-    how well the fitted model reproduces these measurements, the narrowest honest claim."""
+    """The ``uncertainty`` block of a calibrated overlay: per class of a collective the fit
+    measured (collective, scope and size band, :func:`~simulator.report.intervals.op_class`),
+    the 80% band of the fitted profile's residuals ln(predicted busbw / measured busbw) in that
+    scope and size band, over every collective measured there (each sweep weighing the same: one
+    collective's few rows per band give no 10th-90th percentile of their own), and the
+    collective's row count; None without rows. In-sample residuals: the band says how well the
+    fitted model reproduces these measurements, the narrowest honest claim. A collective the fit
+    did not measure gets no entry, so it keeps the leave-one-system-out band."""
     from simulator.calibration.fit import busbw_errors
 
     by: dict[str, dict[str, list[float]]] = {}
+    rows: dict[str, int] = {}
     for i, m in enumerate(measurements):
         for size, err in zip(m.sizes, busbw_errors(profile, m)):
             if err > -1.0:
-                by.setdefault(op_class(m.op, profile.domains(m.nodes) > 1, size), {}).setdefault(str(i), []).append(log_error(float(err)))
+                net = profile.domains(m.nodes) > 1  # over the scale-out network (not one NVLink domain)
+                by.setdefault(collective_class(net, size), {}).setdefault(str(i), []).append(log_error(float(err)))
+                key = op_class(m.op, net, size)
+                rows[key] = rows.get(key, 0) + 1
     bands = bands_by_class(by)
     if not bands:
         return None
-    return {"busbw_log_residual": {c: [round(b.lo, 6), round(b.hi, 6)] for c, b in bands.items()},
-            "rows": {c: b.rows for c, b in bands.items()}}
+    keys = sorted(rows)
+    return {"busbw_log_residual": {k: [round(bands[cls].lo, 6), round(bands[cls].hi, 6)]
+                                   for k in keys for cls in (k.split(", ", 1)[1],)},
+            "rows": {k: rows[k] for k in keys}}
 
 
 def render_table(held_out: Sequence[Any]) -> str:
