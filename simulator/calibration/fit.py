@@ -43,7 +43,7 @@ pattern's formula multiplies it differently (2(n−1) ring steps, one per remote
 All-to-All: 72 on 10 nodes of 8), so it is fitted as the transport's only when both patterns
 were measured, and as the measured pattern's own otherwise. On the bundled corpus, sharing the
 links' efficiencies carries over where it should (Sophia's All-to-All after its AllReduce and
-AllGather: 11.1% -> 6.6% at >= 1 MiB, docs/validation-calibration.md).
+AllGather: 11.1% -> 8.0% at >= 1 MiB, docs/validation-calibration.md).
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
