@@ -162,6 +162,8 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
     per_ch = g.bw_intra_GBps if ctx.n_nodes <= 2 else g.bw_inter_GBps
     if algo == "tree" and ctx.n_nodes <= 2:
         per_ch = g.tree_intra_GBps
+    if algo in ("nvls", "nvls_tree") and t.nvls_bw_model != "2.28":
+        return _nvls_bw_before_2_28(ctx, coll, algo)
     if algo in ("nvls", "nvls_tree"):
         n_ch = g.nvls_channels
         total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
@@ -192,6 +194,29 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
     if algo == "tree":
         return bus * 0.5
     return bus
+
+
+def _nvls_bw_before_2_28(ctx: TunerContext, coll: str, algo: str) -> float:
+    """NVLS/NVLSTree algorithm bandwidth as releases before 2.28 rate it (``tuning.cc`` of
+    v2.18.3-1, v2.19.3-1 .. v2.27.7-1; :mod:`simulator.costs.nccl_versions`): from the NVLS graph's
+    own bwIntra (its NVLink total over its channels) and bwInter (the network speed across nodes),
+    without ``nvlsEfficiency``, converted to algorithm bandwidth by 5/6 instead of n/nsteps."""
+    g, model, nodes = ctx.graph, ctx.constants.tables.nvls_bw_model, ctx.n_nodes
+    n_ch = g.nvls_channels
+    total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
+    bw_intra = total / n_ch
+    bw_inter = g.bw_inter_GBps if nodes > 1 else bw_intra
+    if model == "2.18":
+        bw = bw_intra if nodes <= 2 else bw_inter
+        ratio = 5 / 6 if algo == "nvls" else 0.70 * nodes / (2 * (nodes - 1))
+        return n_ch * bw * ratio
+    if algo == "nvls" and coll != "allreduce" and model == "2.27":
+        return n_ch * min(bw_intra * (ctx.ppn - 1) / ctx.ppn, bw_inter * 0.9)  # not converted
+    if algo == "nvls":
+        bw = min(bw_intra, bw_inter)
+    else:
+        bw = min(bw_intra, bw_inter if nodes <= 2 else bw_inter / 2)
+    return n_ch * bw * 5 / 6
 
 
 def predict_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int) -> float:

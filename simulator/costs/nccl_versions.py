@@ -18,10 +18,16 @@ A release between two encoded ones uses the latest encoded release not newer tha
 with 2.21.5's tables, 2.26.2 with 2.23.4's); a release older than 2.18.3 uses 2.18.3's (the
 document's 2.12 entries are partial), one newer than 2.30.7 uses 2.30.7's.
 
-Not versioned: the NVLS/NVLSTree bandwidth model (2.28's ``nvlsEfficiency`` and
-``perChMaxNVLSTreeBws`` are applied to every release, while releases before 2.28 capped NVLS at
-``min(bwIntra, bwInter)``), the Tree correction table and the channel/thread rules (unchanged
-over these releases), and CollNet (no bundled profile has SHARP).
+The NVLS/NVLSTree bandwidth model is versioned too (``nvls_bw_model``; ``tuning.cc`` of each
+tag): 2.18.3 rates them like any algorithm (``bwIntra`` on <= 2 nodes, else ``bwInter``) and
+converts NVLS by 5/6 and NVLSTree by 0.70·N/(2(N−1)); 2.19 to 2.26 cap NVLS at ``min(bwIntra,
+bwInter)`` and NVLSTree at ``min(bwIntra, bwInter`` on <= 2 nodes, ``bwInter/2`` beyond``)``, both
+converted by 5/6; 2.27 adds ``min(bwIntra·(ppn−1)/ppn, 0.9·bwInter)`` for NVLS
+AllGather/ReduceScatter, left unconverted; 2.28 introduced ``nvlsEfficiency`` and
+``perChMaxNVLSTreeBws`` (the n/nsteps conversion of Ring).
+
+Not versioned: the Tree correction table and the channel/thread rules (unchanged over these
+releases), and CollNet (no bundled profile has SHARP).
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ class NcclTables:
     # (log2 of the node count from 2.21).
     allgather_ring_only: bool
     nvls_tree_linear_hops: bool
+    # How NVLS/NVLSTree are rated (module docstring): "2.18" (as any algorithm), "2.19"
+    # (min(bwIntra, bwInter), x 5/6), "2.27" (2.19 + its own NVLS AllGather/ReduceScatter rule),
+    # "2.28" (nvlsEfficiency, perChMaxNVLSTreeBw, x n/nsteps).
+    nvls_bw_model: str = "2.28"
 
     def arch_row(self, arch: str) -> str:
         """The GPU row NCCL indexes: a GPU newer than the release's last row uses that row
@@ -98,7 +108,7 @@ def _tables_2_18_3() -> NcclTables:
         ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": (87.7, 22.5, 19.0)},  # Hopper = Ampere's row
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
-        allgather_ring_only=True, nvls_tree_linear_hops=True,
+        allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18",
     )
 
 
@@ -117,7 +127,7 @@ def _tables_2_21_5() -> NcclTables:
         ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": _HOPPER_LL},
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
-        allgather_ring_only=False, nvls_tree_linear_hops=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19",
     )
 
 
@@ -133,7 +143,7 @@ def _tables_2_23_4() -> NcclTables:
         hw_latency_us=hw, ll_max_bw=t.ll_max_bw, per_ch_max_ring_ll128=_RING_LL128,
         per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.85, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
-        allgather_ring_only=False, nvls_tree_linear_hops=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19",
     )
 
 
@@ -151,7 +161,7 @@ def _tables_2_27_3() -> NcclTables:
         per_ch_max_tree_ll128={**_TREE_LL128, "blackwell": _twice(_TREE_LL128["hopper"])},
         per_ch_max_tree={**_TREE, "blackwell": _twice(_TREE["hopper"])},
         pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
-        allgather_ring_only=False, nvls_tree_linear_hops=False,
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.27",
     )
 
 

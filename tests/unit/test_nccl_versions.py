@@ -195,3 +195,39 @@ def test_collective_log_carries_the_release_calibrate_reads(tmp_path):
     assert main(["collective", "--hardware", "dgx-h100", "--op", "allreduce", "--ranks", "8", "-b", "1K", "-e", "4K",
                  "--nccl-version", "2.23.4", "--log", str(log)]) == 0
     assert [s.nccl_version for s in parse_nccl_log(log)] == ["2.23.4"]
+
+
+def _ctx_at(profile: str, version: str, ranks: int, nodes: int):
+    p = apply_overlay(load_profile(profile), {"nccl": {"version": version}}, source="test")
+    return nccl_graph.context_from_profile(p, ranks, nodes)
+
+
+def test_nvls_bandwidth_before_2_28_follows_each_tag():
+    """tuning.cc of v2.19.3-1 .. v2.27.7-1: NVLS busBw = nCh x min(bwIntra, bwInter) and NVLSTree
+    nCh x min(bwIntra, bwInter on <= 2 nodes, bwInter/2 beyond), both x 5/6 to algorithm bandwidth,
+    without nvlsEfficiency; v2.18.3-1 rates them as any algorithm (bwIntra on <= 2 nodes) and
+    converts NVLSTree by 0.70 N / (2(N-1)); v2.27 gives NVLS AllGather its own rule,
+    min(bwIntra (ppn-1)/ppn, 0.9 bwInter), unconverted. bwIntra is the NVLS graph's NVLink total
+    over its channels, bwInter the network speed."""
+    one = _ctx_at("dgx-h100", "2.23.4", 8, 1)
+    g = one.graph
+    total, n_ch = g.nvls_intra_total_GBps, g.nvls_channels
+    assert nccl_tuner.algo_bandwidth_GBps(one, "allreduce", "nvls", "simple") == pytest.approx(total * 5 / 6)
+    two = _ctx_at("aws-p5", "2.22.3", 16, 2)
+    inter = two.graph.bw_inter_GBps
+    expected = n_ch * min(total / n_ch, inter) * 5 / 6
+    assert nccl_tuner.algo_bandwidth_GBps(two, "allreduce", "nvls_tree", "simple") == pytest.approx(expected)
+    four = _ctx_at("aws-p5", "2.22.3", 32, 4)
+    expected = n_ch * min(total / n_ch, four.graph.bw_inter_GBps / 2) * 5 / 6
+    assert nccl_tuner.algo_bandwidth_GBps(four, "allreduce", "nvls_tree", "simple") == pytest.approx(expected)
+    old = _ctx_at("aws-p5", "2.18.3", 16, 2)
+    assert nccl_tuner.algo_bandwidth_GBps(old, "allreduce", "nvls_tree", "simple") == pytest.approx(
+        n_ch * (total / n_ch) * 0.70 * 2 / 2)
+    ag = _ctx_at("dgx-h100", "2.27.3", 8, 1)
+    assert nccl_tuner.algo_bandwidth_GBps(ag, "allgather", "nvls", "simple") == pytest.approx(
+        n_ch * min(total / n_ch * 7 / 8, total / n_ch * 0.9))
+    # 2.28 on: nvlsEfficiency and the n/nsteps conversion (NCCL-COST-MODEL.md §2)
+    new = _ctx_at("dgx-h100", "2.28.3", 8, 1)
+    eff = nccl_tuner.nvls_efficiency(new)
+    assert nccl_tuner.algo_bandwidth_GBps(new, "allreduce", "nvls", "simple") == pytest.approx(
+        n_ch * (total / n_ch) * eff * (n_ch - 1) / n_ch * 2 * 8 / 14)
