@@ -11,6 +11,14 @@ asserts nothing; every case runs in a fresh process (its own peak RSS, no warm c
    (8 B .. 64 MiB): CPU seconds and peak RSS.
 
     python benchmarks/bench_plan_cost.py [sweep|405b|alltoall ...] [--every K]
+
+Last measured (2-core machine shared with other jobs, so +-10-40%), before -> after compute
+blocks took in the collectives between their kernels (docs/sweep.md, "What one plan costs"):
+405b at 1,024 / 16,384 / 100,352 GPUs: 2.52 / 3.41 / 7.77 -> 2.25 / 3.30 / 7.55 CPU s, events
+105,467 / 102,921 / 101,125 -> 49,942 / 47,428 / 45,534. sweep (every 8th plan): tp1 pp8 dp128
+z2 2.87 -> 2.80 s, tp2sp pp1 dp512 z3 3.44 -> 3.54 s (same events: their collectives share
+links or have no neighbour kernels), tp2sp pp32 dp16 z2 43.7 s before (1,478,965 events, flow
+by flow), tp4sp pp8 dp32 z1 9.2 s before.
 """
 
 from __future__ import annotations
