@@ -78,6 +78,10 @@ class Parallel(BaseModel):
     # ZeRO-1/2: dispatch the parameter AllGather of the step's update from the next forward's
     # pre-hooks (Megatron --overlap-param-gather) instead of waiting for it after the step.
     overlap_param_gather: bool = False
+    # Pipeline passes per optimizer step, each filling and draining the pipeline: Megatron runs all
+    # micro-batches in one pass (1); a trainer on torch.distributed.pipelining calls schedule.step
+    # once per gradient-accumulation step (NeMo AutoModel, torchtitan: GA passes).
+    pp_flushes: int = Field(default=1, gt=0)
     # FSDP2: re-AllGather in backward (True, default for non-root modules) or keep unsharded.
     fsdp_reshard_after_forward: bool = True
 

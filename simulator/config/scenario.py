@@ -222,6 +222,10 @@ def check_plan(scn: Scenario) -> None:
         for i, n_layers in enumerate(scn.stage_layers):
             if n_layers % p.vp:
                 _fail(scn, "parallel.vp", f"stage {i} holds {n_layers} layers, not divisible by vp={p.vp}")
+    if p.pp_flushes > 1 and (p.pp == 1 or n_micro % p.pp_flushes):
+        _fail(scn, "parallel.pp_flushes", f"pp_flushes={p.pp_flushes} needs pp > 1 and divides the "
+                                          f"micro-batches per step ({n_micro}), got pp={p.pp}")
+    n_micro //= p.pp_flushes  # the micro-batches of one pipeline pass
     if p.pp_schedule == "interleaved" and n_micro % p.pp:
         _fail(scn, "parallel.pp_schedule", f"interleaved 1F1B needs micro-batches divisible by pp: "
                                            f"global_batch/(micro_batch x dp) = {t.global_batch}/"

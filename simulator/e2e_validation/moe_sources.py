@@ -10,10 +10,14 @@ a forced-balanced gate (``fake_balanced_gate``), TE linear layers and attention 
 GPT-OSS), full activation checkpointing for DeepSeek-V3, Kimi-K2 and Qwen3 (not for GPT-OSS),
 ``reshard_after_forward: false`` for DeepSeek-V3, EP 8 / 64 for GPT-OSS-20B / 120B (blank in the
 table), ``pp_microbatch_size`` 1 and ``layers_per_stage: 2`` for the pipelined runs. The shapes
-are the presets (the models' Hugging Face configs).
+are the presets (the models' Hugging Face configs). A pipelined run calls torch pipelining's
+``schedule.step`` once per gradient-accumulation step (the table's GA): that many pipeline passes,
+each with its fill and drain (``parallel.pp_flushes``).
 """
 
 from __future__ import annotations
+
+import re
 
 from simulator.e2e_validation.rows import Row, parse_int
 from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, Case, make_scenario
@@ -30,8 +34,7 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
 }
 
 
-# The 1,024-GPU DeepSeek-V3 row takes about 9 minutes to simulate on one core (+15.0% when run:
-# its four gradient-accumulation pipeline passes run as one pass of 32 micro-batches here).
+# The 1,024-GPU DeepSeek-V3 row takes about 9 minutes to simulate on one core.
 MAX_GPUS = 256
 
 
@@ -62,6 +65,9 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         model = {"preset": preset, "seq_len": parse_int(r["seq_len"])}
         parallel: dict = dict(pp=pp, ep=ep, zero=3, zero3_impl="fsdp2", moe_dispatcher="deepep",
                               fsdp_reshard_after_forward=reshard)
+        ga = re.search(r"\bGA=(\d+)", r["notes"])
+        if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
+            parallel["pp_flushes"] = int(ga.group(1))
         if vp > 1:
             from simulator.config.workload import PRESETS
 

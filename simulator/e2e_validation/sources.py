@@ -337,8 +337,7 @@ SOURCES: list[Source] = [
             "The gate is AutoModel's fake_balanced_gate (moe_routing: round_robin): balanced, a token's experts "
             "neighbours, so DeepEP sends most tokens to one node.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
-            "step; one pass of all micro-batches is simulated, which under-counts the fill and drain of "
-            "Kimi-K2's two passes.",
+            "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2).",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
             "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
             "The 1,024-GPU DeepSeek-V3 row is skipped for run time."]),

@@ -267,7 +267,7 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
 def in_flight(scn: Scenario, stage: int) -> float:
     """Layer-activation sets (in units of the whole stage's layers) stage `stage` holds at peak."""
     p = scn.parallel
-    n_micro = scn.n_micro
+    n_micro = scn.n_micro // p.pp_flushes  # one pipeline pass holds at most its own micro-batches
     if p.pp_schedule == "interleaved" and p.vp > 1:
         # combined 1F1B (overlap_moe_expert_parallel_comm) runs one more warm-up forward; without
         # pipelining it holds one set, its paired forward filling as its backward drains

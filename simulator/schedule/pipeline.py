@@ -26,6 +26,10 @@ With ``overlap_moe_expert_parallel_comm`` the steady passes are Megatron's combi
 step whose layers are interleaved (:mod:`simulator.schedule.moe_overlap`), so each one's
 expert-parallel All-to-Alls run under the other's compute. Without pipelining: F0, F(i) with
 B(i−1), the last backward; interleaved: one more warm-up forward, then F(k + warm-up) with B(k).
+
+With ``pp_flushes`` > 1 the step runs that many passes of M / pp_flushes micro-batches, each a
+whole schedule with its own fill and drain, as a trainer on torch.distributed.pipelining does
+that calls ``schedule.step`` once per gradient-accumulation step (NeMo AutoModel, torchtitan).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class StageBuilder:
         p = scn.parallel
         self.pp, self.vp, self.M = p.pp, p.vp, scn.n_micro
         self.a2a_overlap = p.overlap_moe_expert_parallel_comm
+        self.mb0 = 0  # first micro-batch of the pipeline pass being built
         spec = layers.spec
         self.msg = spec.sharded_tokens * spec.hidden * spec.act_bytes  # this rank's SP shard
         self.pb = ProgramBuilder()
@@ -208,28 +213,28 @@ class StageBuilder:
     # -- schedules ----------------------------------------------------------------------------
 
     def one_f_one_b(self) -> None:
-        pp, s, M = self.pp, self.stage, self.M
+        pp, s, M, o = self.pp, self.stage, self.M, self.mb0
         warmup = min(pp - s - 1, M)
         remaining = M - warmup
         for i in range(warmup):
-            self.p2p("recv_forward", recv_f=Pass("F", 0, i))
-            self.forward(0, i)
-            self.p2p("send_forward", send_f=Pass("F", 0, i))
+            self.p2p("recv_forward", recv_f=Pass("F", 0, o + i))
+            self.forward(0, o + i)
+            self.p2p("send_forward", send_f=Pass("F", 0, o + i))
         if remaining:
-            self.p2p("recv_forward", recv_f=Pass("F", 0, warmup))
+            self.p2p("recv_forward", recv_f=Pass("F", 0, o + warmup))
         for i in range(remaining):
             f = warmup + i
-            self.forward(0, f)
-            self.p2p("send_forward_recv_backward", send_f=Pass("F", 0, f), recv_b=Pass("B", 0, i))
-            self.backward(0, i)
+            self.forward(0, o + f)
+            self.p2p("send_forward_recv_backward", send_f=Pass("F", 0, o + f), recv_b=Pass("B", 0, o + i))
+            self.backward(0, o + i)
             if i == remaining - 1:
-                self.p2p("send_backward", send_b=Pass("B", 0, i))
+                self.p2p("send_backward", send_b=Pass("B", 0, o + i))
             else:
-                self.p2p("send_backward_recv_forward", send_b=Pass("B", 0, i), recv_f=Pass("F", 0, f + 1))
+                self.p2p("send_backward_recv_forward", send_b=Pass("B", 0, o + i), recv_f=Pass("F", 0, o + f + 1))
         for i in range(remaining, M):
-            self.p2p("recv_backward", recv_b=Pass("B", 0, i))
-            self.backward(0, i)
-            self.p2p("send_backward", send_b=Pass("B", 0, i))
+            self.p2p("recv_backward", recv_b=Pass("B", 0, o + i))
+            self.backward(0, o + i)
+            self.p2p("send_backward", send_b=Pass("B", 0, o + i))
 
     def interleaved(self) -> None:
         pp, vp, s = self.pp, self.vp, self.stage
@@ -240,10 +245,10 @@ class StageBuilder:
         remaining = total - warmup
 
         def F(k: int) -> Pass:
-            return Pass("F", _chunk(k, pp, vp, True), _mb(k, pp, vp))
+            return Pass("F", _chunk(k, pp, vp, True), self.mb0 + _mb(k, pp, vp))
 
         def B(k: int) -> Pass:
-            return Pass("B", _chunk(k, pp, vp, False), _mb(k, pp, vp))
+            return Pass("B", _chunk(k, pp, vp, False), self.mb0 + _mb(k, pp, vp))
 
         self.p2p("recv_forward", recv_f=F(0))
         for k in range(warmup):
@@ -278,12 +283,16 @@ class StageBuilder:
         self.backward(0, self.M - 1)
 
     def build(self) -> ProgramBuilder:
-        if self.vp > 1:
-            self.interleaved()
-        elif self.pp == 1 and self.a2a_overlap:
-            self.no_pipelining_combined()
-        else:
-            self.one_f_one_b()
-        ends = tuple(self.out[("B", c, self.M - 1)] for c in range(self.vp))
+        # pp_flushes passes of M / pp_flushes micro-batches, each filling and draining the pipeline
+        flushes = self.scn.parallel.pp_flushes
+        total, self.M = self.M, self.M // flushes
+        for self.mb0 in range(0, total, self.M):
+            if self.vp > 1:
+                self.interleaved()
+            elif self.pp == 1 and self.a2a_overlap:
+                self.no_pipelining_combined()
+            else:
+                self.one_f_one_b()
+        ends = tuple(self.out[("B", c, total - 1)] for c in range(self.vp))
         self.sync.finish(self.pb, ends)
         return self.pb

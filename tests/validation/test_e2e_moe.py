@@ -29,6 +29,8 @@ def test_automodel_moe_rows_build_the_printed_plans():
         assert not sources.is_fit_case(c)
         if p.get("vp", 1) > 1:
             assert len(p["pp_layers"]) == p["pp"] * p["vp"] and sum(p["pp_layers"]) == 61
+    # GA pipeline passes per step where the table pipelines: Kimi-K2 GA=2, DeepSeek-V3 (256 GPUs) GA=1
+    assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 2, 1, 1, 1]
 
 
 def test_uneven_virtual_stages():
@@ -38,10 +40,11 @@ def test_uneven_virtual_stages():
 
 @pytest.mark.slow
 def test_automodel_moe_errors():
-    """Doc: DeepSeek-V3 256 GPUs +0.3%, Kimi-K2 +13.6%, Qwen3-30B -14.0%, GPT-OSS-20B +17.6%,
-    GPT-OSS-120B +23.2%; median |error| 14.0%, signed +13.6% (the issue's target is 12% / 8%)."""
+    """Doc: DeepSeek-V3 256 GPUs -0.0%, Kimi-K2 +4.5% (its two pipeline passes), Qwen3-30B -14.0%,
+    GPT-OSS-20B +17.6%, GPT-OSS-120B +22.5%; median |error| 14.0%, signed +4.5% (the issue's target
+    is 12% / 8%)."""
     results = list(scoring.run_cases(_moe_cases(), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.2 <= e <= 0.3 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.16
-    assert statistics.median(errors) <= 0.16
+    assert scoring.median_abs_error(results) <= 0.15
+    assert abs(statistics.median(errors)) <= 0.08
