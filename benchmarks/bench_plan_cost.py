@@ -17,8 +17,10 @@ blocks took in the collectives between their kernels (docs/sweep.md, "What one p
 405b at 1,024 / 16,384 / 100,352 GPUs: 2.52 / 3.41 / 7.77 -> 2.25 / 3.30 / 7.55 CPU s, events
 105,467 / 102,921 / 101,125 -> 49,942 / 47,428 / 45,534. sweep (every 8th plan): tp1 pp8 dp128
 z2 2.87 -> 2.80 s, tp2sp pp1 dp512 z3 3.44 -> 3.54 s (same events: their collectives share
-links or have no neighbour kernels), tp2sp pp32 dp16 z2 43.7 s before (1,478,965 events, flow
-by flow), tp4sp pp8 dp32 z1 9.2 s before.
+links or have no neighbour kernels), tp2sp pp32 dp16 z2 43.70 -> 43.76 s (1,478,965 events
+either way: its TP collectives share NVLink with the per-micro-batch ZeRO-2 ReduceScatters and go
+flow by flow), tp4sp pp8 dp32 z1 9.22 -> 8.89 s (514,527 events either way: TP 4 shares the
+node's NVLink with DP).
 """
 
 from __future__ import annotations
