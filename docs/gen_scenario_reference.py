@@ -47,7 +47,9 @@ NOTES = {
     "position_embedding": "rope (no weights) or learned position embeddings (GPT-2/3)",
     "fused_kernels": "fused bias/dropout/residual/norm/activation kernels (Megatron-Core, TE); false = one "
                      "memory-bound kernel each, as older stacks ran",
-    "zero3_impl": "ZeRO-3 as DeepSpeed runs it (per-parameter, prefetch buckets) or as FSDP2 (per block)",
+    "zero3_impl": "ZeRO-3 as DeepSpeed runs it (per-parameter, prefetch buckets), as DeepSpeed's 2021 "
+                  "releases ran it (deepspeed-2021: a collective per parameter through a rank list, a device "
+                  "synchronisation at every fetch) or as FSDP2 (per block)",
     "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",

@@ -53,7 +53,10 @@ class Parallel(BaseModel):
     dp: int | None = Field(default=None, gt=0)  # derived; when given it is checked
 
     # --- optional knobs beyond DESIGN.md ---------------------------------------------------
-    zero3_impl: Literal["deepspeed", "fsdp2"] = "deepspeed"
+    # deepspeed: DeepSpeed's stage 3 with the coalesced, prefetching parameter coordinator;
+    # deepspeed-2021: stage 3 as released in 2021 (per-parameter gathers through a rank list, a
+    # device synchronisation at every fetch; simulator/schedule/zero.py); fsdp2: PyTorch FSDP2.
+    zero3_impl: Literal["deepspeed", "deepspeed-2021", "fsdp2"] = "deepspeed"
     # transformer layers per pipeline stage, or (pp x vp entries) per virtual stage in the order
     # v = chunk·pp + stage, for uneven chunks (torch pipelining's layers_per_stage, 61 layers on 32)
     pp_layers: Annotated[tuple[int, ...] | None, FROM_LIST] = None

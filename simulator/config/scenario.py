@@ -230,7 +230,10 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.pp_schedule", f"interleaved 1F1B needs micro-batches divisible by pp: "
                                            f"global_batch/(micro_batch x dp) = {t.global_batch}/"
                                            f"({t.micro_batch} x {dp}) = {n_micro} is not divisible by pp={p.pp}")
-    if p.zero == 3 and p.pp > 1 and p.zero3_impl == "deepspeed":
+    if p.zero == 3 and p.zero3_impl == "deepspeed-2021" and m.mla:
+        _fail(scn, "parallel.zero3_impl", "deepspeed-2021 gathers the fused QKV, projection and MLP weights "
+                                          "of a dense layer; multi-head latent attention is not modelled with it")
+    if p.zero == 3 and p.pp > 1 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
     check_moe(scn, dp)
@@ -293,7 +296,7 @@ def check_moe(scn: Scenario, dp: int) -> None:
         _fail(scn, "parallel.etp", f"etp={etp} does not divide moe_ffn_hidden={m.moe_ffn_hidden}")
     if m.shared_ffn_hidden % p.tp:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide shared_ffn_hidden={m.shared_ffn_hidden}")
-    if p.zero == 3 and p.zero3_impl == "deepspeed":
+    if p.zero == 3 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero3_impl", "experts with zero=3 are sharded the FSDP2 way here "
                                           "(zero3_impl: fsdp2)")
     if p.moe_dispatcher == "deepep" and p.moe_deepep_sms >= scn.profile.gpu.sms:

@@ -17,6 +17,9 @@ efficiency:
   computed part of the score matrix (causal masking).
 * everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
   ``hbm_bytes / (hbm_Bps × hbm_efficiency)``; attention is always in bf16/fp16 even in fp8 runs.
+* host: no kernel, the issuing CPU thread's work the GPU waits for (DeepSpeed ZeRO-3 of 2021
+  loops over the ranks in Python and PyTorch launches one copy per rank): ``count`` steps of
+  ``host_us`` (the launch floor when 0), never slowed by concurrent communication.
 
 Each of the ``count`` kernels then pays the launch floor ``kernel_launch_us`` on top (the gap
 between back-to-back kernels that the profile calibrates). ``sm_fraction`` < 1 scales
@@ -85,6 +88,8 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
     max(arithmetic bound, memory bound) + count × launch floor, × (1 + overlap_slowdown) when
     a collective runs beside it."""
     count = max(op.count, 1)
+    if op.kind == "host":  # the CPU's issue work: no kernel, so no SM or HBM contention either
+        return count * (op.host_us or gpu.kernel_launch_us) * 1e-6
     t_flops = 0.0
     if op.flops > 0:
         t_flops = op.flops / (achieved_flops(op, gpu) * max(op.sm_fraction, 1e-6))
@@ -98,7 +103,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
 def _shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel)
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

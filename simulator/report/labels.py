@@ -37,6 +37,8 @@ def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | N
         parts.append(f"moe={p.moe_dispatcher}")
     if p.zero == 3 and p.zero3_impl == "fsdp2":
         parts.append("fsdp2" if p.fsdp_reshard_after_forward else "fsdp2-noreshard")
+    if p.zero == 3 and p.zero3_impl == "deepspeed-2021":
+        parts.append("deepspeed-2021")
     if recompute:
         parts.append(f"rc={recompute}")
     return " ".join(parts)

@@ -66,9 +66,10 @@ def make_grid(scn: Scenario) -> Grid:
 
 def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
     if scn.parallel.zero == 3:
-        from simulator.schedule.zero import DeepSpeedZero3, Fsdp2
+        from simulator.schedule.zero import DeepSpeedZero3, DeepSpeedZero3Of2021, Fsdp2
 
-        return (Fsdp2 if scn.parallel.zero3_impl == "fsdp2" else DeepSpeedZero3)(scn, chunks)
+        impl = {"fsdp2": Fsdp2, "deepspeed-2021": DeepSpeedZero3Of2021}.get(scn.parallel.zero3_impl, DeepSpeedZero3)
+        return impl(scn, chunks)
     return BucketedSync(scn, chunks)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -117,6 +117,11 @@ class GradSync:
 
     def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
         """`after`: the op after which every gradient of `unit` for micro-batch `mb` is ready."""
+
+    def gate(self, mb: int) -> Gate | None:
+        """A hook the layer builder calls before each weight GEMM of micro-batch `mb`
+        (:data:`simulator.schedule.transformer.Gate`), or None: the block-level waits suffice."""
+        return None
 
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         """End of one micro-batch's backward; returns an op later compute must wait for, or -1."""

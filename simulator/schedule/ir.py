@@ -18,14 +18,16 @@ per pipeline stage), not per rank.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Union
+from typing import Callable, Literal, Union
 
 from simulator.vocabulary import COMM_TYPES, CollectiveKind
 
 __all__ = ["COMM_TYPES", "CollectiveKind"]  # re-exported: the IR's vocabulary (simulator/vocabulary.py)
 
 Phase = Literal["fwd", "bwd", "opt", "other"]
-ComputeKind = Literal["gemm", "attention", "elementwise", "norm", "embedding", "loss", "optimizer", "copy"]
+# host: work of the issuing CPU thread (Python loops, op dispatch, launches) that the GPU waits for
+# with no kernel running; priced as ``count`` launch floors (costs/compute.py).
+ComputeKind = Literal["gemm", "attention", "elementwise", "norm", "embedding", "loss", "optimizer", "copy", "host"]
 
 
 
@@ -49,7 +51,8 @@ class ComputeOp:
     stand for a batch of identical kernels. ``sm_fraction`` < 1 when communication kernels hold
     some SMs (TransformerEngine pipelined overlap). ``attention_kernel`` names the fused
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
-    whose efficiency the hardware profile gives per kernel generation.
+    whose efficiency the hardware profile gives per kernel generation. A ``host`` op is CPU work
+    the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the launch floor).
     """
 
     name: str
@@ -66,6 +69,7 @@ class ComputeOp:
     tag: Tag = field(default_factory=Tag)
     type: Literal["compute"] = "compute"
     attention_kernel: str = ""
+    host_us: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +151,11 @@ class ProgramBuilder:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+# A hook before each weight GEMM of a dense layer: (program, layer, GEMM name, pass, the op the GEMM
+# would depend on) -> the op it depends on instead. DeepSpeed ZeRO-3 of 2021 fetches a module's
+# parameters in that module's own pre-hook, with a host synchronisation, so its parameter gathers
+# interleave with the layer's kernels (``schedule/zero.py``). GEMMs: qkv, proj, fc1, fc2; passes:
+# fwd, recompute (the forward re-run inside backward), bwd.
+Gate = Callable[[ProgramBuilder, int, str, str, int], int]

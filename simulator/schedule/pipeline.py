@@ -98,7 +98,7 @@ class StageBuilder:
     def _forward_unit(self, unit: ParamUnit, mb: int, after: int, w: dict[str, tuple[int, ...]]) -> int:
         pb, lb = self.pb, self.layers
         if unit.layer is not None:
-            return lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+            return lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()), self.sync.gate(mb))
         if unit.name == "embedding":
             return lb.embedding_forward(pb, mb, after, w.get("emb", ()))
         return lb.head_forward(pb, mb, after, w.get("head", ()))
@@ -128,7 +128,7 @@ class StageBuilder:
     def _backward_unit(self, unit: ParamUnit, mb: int, after: int, w: dict[str, tuple[int, ...]]) -> int:
         pb, lb = self.pb, self.layers
         if unit.layer is not None:
-            return lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()))
+            return lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()), self.sync.gate(mb))
         if unit.name == "embedding":
             return lb.embedding_backward(pb, mb, after)
         return lb.head_backward(pb, mb, after)

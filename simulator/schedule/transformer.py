@@ -20,7 +20,8 @@ from typing import Callable
 from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeKind, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder, Tag,
+                                   Transfer)
 from simulator.schedule.shapes import RankShapes, mla_weights
 
 
@@ -360,14 +361,19 @@ class LayerBuilder:
         return result
 
     def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
-                wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
-        """Forward of layer `layer`; `wait_*` are ops (parameter AllGathers) the blocks must await."""
+                wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:
+        """Forward of layer `layer`; `wait_*` are ops (parameter AllGathers) the blocks must await;
+        `gate` (:data:`Gate`) is called before each weight GEMM (such passes are not templated)."""
+        if gate is not None:
+            return self._forward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
         return self._cached(self._forward, "F", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
 
     def backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
-                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:
         """Backward of layer `layer` (with its recompute); returns the op after which the input
         gradient and every weight gradient of the layer are ready."""
+        if gate is not None:
+            return self._backward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
         return self._cached(self._backward, "B", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
 
     def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
@@ -387,37 +393,46 @@ class LayerBuilder:
     # -- transformer layer --------------------------------------------------------------------
 
     def _forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
-                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
+                 pass_: str = "fwd") -> int:
         s = self.spec
         tag = Tag("fwd", layer, mb)
         tp = self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
+
+        def g(gemm: str, x: int) -> int:
+            return gate(pb, layer, gemm, pass_, x) if gate is not None else x
+
         ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", 2 * hb, _deps(after, wait_attn), tag)
-        qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, ln1)
+        qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
-        proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, core)
+        proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
         ew = Elementwise.of(s.fused_kernels, s.gated)
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", ew.res_ln_fwd[0] * hb, _deps(proj, wait_mlp), tag,
                       ew.res_ln_fwd[1])
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
-            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, ln2)
+            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, g("fc1", ln2))
             act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
-            fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, act)
+            fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, g("fc2", act))
         out = _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "fwd", self._qkv_out, self._proj_in)
 
     def _backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
-                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = ()) -> int:
+                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:
         s = self.spec
         tag = Tag("bwd", layer, mb)
         tp = self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
+
+        def g(gemm: str, x: int) -> int:
+            return gate(pb, layer, gemm, "bwd", x) if gate is not None else x
+
         if s.recompute == "full":
             start = len(pb)
-            after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp)
+            after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp, gate, "recompute")
             mark_recompute(pb, start)
         ew = Elementwise.of(s.fused_kernels, s.gated)
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
@@ -425,20 +440,20 @@ class LayerBuilder:
         if s.moe is not None and s.is_moe(layer):
             fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
         else:
-            fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, res2)
+            fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, g("fc2", res2))
             act_bytes = ew.act_bwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
-            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, act)
+            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, g("fc1", act))
         ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", ew.res_ln_bwd[0] * hb, _deps(fc1, wait_attn), tag,
                       ew.res_ln_bwd[1])
-        proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, ln2)
+        proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":
             start = len(pb)
             proj = self.attn_fwd(pb, ctx, proj)
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
-        qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, core)
+        qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 

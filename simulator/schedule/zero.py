@@ -36,8 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.data_parallel import PARAM_BYTES, GradSync
-from simulator.schedule.ir import ComputeOp, Phase, ProgramBuilder, Tag
+from simulator.schedule.data_parallel import PARAM_BYTES, GradSync, grad_stream
+from simulator.schedule.ir import ComputeOp, Gate, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import Module, ParamUnit
 
 
@@ -183,11 +183,16 @@ class DeepSpeedZero3(GradSync):
         return (self._last_rs,) if self._last_rs >= 0 else ()
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
-        step = super().finish(pb, after)
-        if not self.axes or not self.persistent:
-            return step
-        size = sum(padded(m.numel, self.group_size) for m in self.persistent) * PARAM_BYTES
-        return self._comm(pb, "zero3.persistent.allgather", "allgather", size, (step,), Tag("opt"), dtype="bf16")
+        return persistent_gather(self, pb, super().finish(pb, after), self.persistent)
+
+
+def persistent_gather(sync: GradSync, pb: ProgramBuilder, step: int, persistent: tuple[Module, ...]) -> int:
+    """Parameters below the persistence threshold stay gathered; after the optimizer step one
+    AllGather refreshes them."""
+    if not sync.axes or not persistent:
+        return step
+    size = sum(padded(m.numel, sync.group_size) for m in persistent) * PARAM_BYTES
+    return sync._comm(pb, "zero3.persistent.allgather", "allgather", size, (step,), Tag("opt"), dtype="bf16")
 
 
 class Fsdp2(GradSync):
@@ -312,3 +317,300 @@ class Fsdp2(GradSync):
         step = super().finish(pb, after)
         return max((step, *self.fp8_amax_allreduce(pb, (step,), expert=False),
                     *self.fp8_amax_allreduce(pb, (step,), expert=True)))
+
+
+# -- DeepSpeed ZeRO-3 as released in 2021 ---------------------------------------------------------
+
+GEMMS = ("qkv", "proj", "fc1", "fc2")  # the weight GEMMs of a dense layer, in forward order
+# Parameters of the schedule's modules each GEMM reads. Megatron-LM holds the QKV projection as one
+# tensor (query_key_value) and, gated, the two up projections as one (the fused GEMM the schedule
+# runs), so each GEMM is one parameter; the layer norms run in the blocks before qkv and fc1.
+_GEMM_OF = {"q": "qkv", "k": "qkv", "v": "qkv", "ln1": "qkv", "o": "proj", "ln2": "fc1", "fc1": "fc1",
+            "gate": "fc1", "up": "fc1", "fc2": "fc2", "down": "fc2"}
+_FUSED = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "fc1", "up": "fc1"}
+# CPU microseconds per rank of the 2021 host loops, measured with benchmarks/bench_zero3_host_loop.py
+# (PyTorch 2.13, Python 3.11, CPU time of the process; a lower bound for PyTorch 1.8 and Python 3.8
+# on the DGX A100's EPYC 7742, which were not faster).
+GATHER_LOOP_US = 4.0  # _allgather_param: a narrow view and a get_rank(group=...) per rank
+SCATTER_LOOP_US = 2.5  # _reduce_scatter_gradient: a narrow view per rank
+COPY_DISPATCH_US = 1.8  # ProcessGroupNCCL's copy_ per rank, dispatched from C++ (its launch on top)
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    numel: int
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One module use of the recorded trace: the parameters its pre-hook fetches."""
+
+    unit: str
+    gate: str  # a GEMM of GEMMS, or the block of the embedding / LM head
+    pass_: str  # fwd | recompute | bwd
+    params: tuple[_Param, ...]
+
+    @property
+    def numel(self) -> int:
+        return sum(p.numel for p in self.params)
+
+
+@dataclass(frozen=True)
+class _Fetch2021:
+    """What the fetch hook of one trace entry does (``fetch_sub_module`` then
+    ``prefetch_next_sub_modules``): gather its missing parameters on demand, synchronise, then
+    prefetch the next parameters of the trace."""
+
+    demand: tuple[_Param, ...]
+    sync: bool
+    prefetch: tuple[_Param, ...]
+
+
+def plan_2021(trace: list[_Entry], max_live: int, bucket: int, reuse: int) -> list[_Fetch2021]:
+    """The fetches of DeepSpeed 2021's ``PartitionedParameterCoordinator`` over one micro-batch's
+    trace (stage3.py, March 2021): a module's pre-hook gathers its parameters that are not there
+    (demand) and synchronises if it gathered any or waits for a prefetched one; then, only if no
+    prefetch is in flight and the available elements are below ``max_live``, it prefetches the
+    next parameters of the trace that are not available, until at least ``bucket`` elements (the
+    last one may overshoot). The post-hook releases a parameter unless its module recurs within
+    ``reuse`` elements of trace (``_keep_for_later``). Unlike later releases there is no
+    exception for a parameter whose later use the prefetcher skipped."""
+    n = len(trace)
+    nxt = [n] * n
+    last_seen: dict[tuple[str, str], int] = {}
+    for i in range(n - 1, -1, -1):
+        key = (trace[i].unit, trace[i].gate)
+        nxt[i] = last_seen.get(key, n)
+        last_seen[key] = i
+    prefix = [0]
+    for e in trace:
+        prefix.append(prefix[-1] + e.numel)
+    avail: dict[str, int] = {}
+    in_flight: set[str] = set()
+    out = []
+    for i, e in enumerate(trace):
+        demand = tuple(p for p in e.params if p.name not in avail)
+        sync = bool(demand) or any(p.name in in_flight for p in e.params)
+        for p in demand:
+            avail[p.name] = p.numel
+        if sync:
+            in_flight.clear()
+        batch: list[_Param] = []
+        if not in_flight and sum(avail.values()) < max_live:
+            got, j = 0, i + 1
+            while j < n and got < bucket:
+                for p in trace[j].params:
+                    if p.name not in avail and all(q.name != p.name for q in batch):
+                        batch.append(p)
+                        got += p.numel
+                        if got >= bucket:
+                            break
+                j += 1
+            for p in batch:
+                avail[p.name] = p.numel
+                in_flight.add(p.name)
+        out.append(_Fetch2021(demand, sync, tuple(batch)))
+        if nxt[i] >= n or prefix[nxt[i]] - prefix[i + 1] >= reuse:
+            for p in e.params:
+                avail.pop(p.name, None)
+    return out
+
+
+class DeepSpeedZero3Of2021(GradSync):
+    """DeepSpeed ZeRO-3 as the 2021 releases ran it (``zero3_impl: deepspeed-2021``), from
+    deepspeed/runtime/zero/stage3.py and partition_parameters.py of DeepSpeed 0.3.13 (March 2021),
+    the library Megatron-LM's ZeRO-3 comparison used (arXiv:2104.04473 §5.2):
+
+    * **Every parameter is its own AllGather, issued through a rank list.** ``_allgather_param``
+      zero-fills the gathered tensor, calls ``torch.cuda.synchronize()``, builds one ``narrow``
+      view per rank in a Python loop and calls ``torch.distributed.all_gather`` with that list;
+      PyTorch's ``ProcessGroupNCCL::allgather`` gathers into a flat buffer and copies it back to
+      the N views, one ``copy_`` per rank on the NCCL stream. Host work and copy kernels grow with
+      the number of ranks N: N steps of the Python loop (``GATHER_LOOP_US``), N copy dispatches and
+      launches (``COPY_DISPATCH_US`` + the launch floor), and N copy kernels moving the tensor
+      twice, on the NCCL stream, so the group's next collective queues behind them.
+    * **A device synchronisation at every fetch.** ``fetch_sub_module`` waits for its gathers with
+      ``_synchronize_communication`` (``torch.cuda.synchronize()``), and each gather starts with
+      one, so nothing runs ahead: the host issues the next prefetch only once every kernel issued
+      before has finished, and the module's kernels start only after that issue. Prefetch is one
+      bucket deep and only when nothing is in flight (:func:`plan_2021`).
+    * **Hooks per module.** The gathers interleave with the layer at each weight GEMM
+      (``LayerBuilder``'s gate), with full recompute re-gathering for the recomputed forward
+      (Megatron's checkpointed layer re-runs the module hooks) unless ``max_reuse_distance`` keeps
+      a parameter from the recomputed forward to its backward.
+    * **Every gradient is its own ReduceScatter through a rank list** (``_reduce_scatter_gradient``:
+      a view per rank, then ``flatten_for_scatter_gather`` copies the N chunks into a flat buffer),
+      after ``contiguous_gradients`` copies the gradient into the IPG buffer (parameters above
+      ``reduce_bucket_size`` are reduced in place). The next fetch's synchronisation waits for it.
+
+    Deviations: a parameter's ReduceScatter is issued at the next module's fetch (the IPG bucket
+    only delays it, each parameter is still its own collective); the embedding and the LM head
+    fetch at their block; persistent parameters (fewer than ``param_persistence_threshold``
+    elements) are gathered once after the step as in later releases.
+    """
+
+    def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
+        super().__init__(scn, chunks)
+        p = scn.parallel
+        self.optimizer_shard = self.group_size
+        units = [u for c in chunks for u in c]
+        thr = p.zero3_param_persistence_threshold
+        self.persistent = tuple(m for u in units for m in u.modules if m.numel < thr)
+        gates = {u.name: self._gates(u, thr) for u in units}
+        tied = scn.model.tied_embeddings and p.pp == 1 and any(u.name == "embedding" for u in units)
+        if tied and "head" in gates:  # the LM head reads the embedding (a registered external parameter)
+            gates["head"]["head"] = gates["head"].get("head", ()) + gates["embedding"].get("emb", ())
+        recompute = scn.training.recompute == "full"
+        trace: list[_Entry] = []
+        for u in units:
+            trace += [_Entry(u.name, g, "fwd", ps) for g, ps in gates[u.name].items()]
+        for u in reversed(units):
+            if u.layer is not None and recompute:
+                trace += [_Entry(u.name, g, "recompute", ps) for g, ps in gates[u.name].items()]
+            trace += [_Entry(u.name, g, "bwd", ps) for g, ps in reversed(gates[u.name].items())]
+        self.trace = trace
+        self.fetches = plan_2021(trace, p.zero3_max_live_parameters, p.zero3_prefetch_bucket_elements,
+                                 p.zero3_max_reuse_distance)
+        self.index = {(e.unit, e.gate, e.pass_): i for i, e in enumerate(trace)}
+        # a gradient is reduced once, after its last backward use (the tied embedding's two uses
+        # accumulate into one gradient)
+        self.last_bwd = {p.name: i for i, e in enumerate(trace) if e.pass_ == "bwd" for p in e.params}
+        self._ready: dict[str, int] = {}  # parameter -> its last gather op (the copies back)
+        self._outstanding: list[int] = []  # side-stream ops issued since the last synchronisation
+        self._grads: tuple[_Param, ...] = ()  # gradients computed, not yet reduced
+        self._last_rs = -1
+
+    def _gates(self, unit: ParamUnit, thr: int) -> dict[str, tuple[_Param, ...]]:
+        """The parameters each GEMM (layers) or block (embedding, head) fetches, in forward order."""
+        out: dict[str, list[_Param]] = {}
+        for m in unit.modules:
+            if m.numel < thr:
+                continue
+            local = m.name.split(".", 1)[1] if unit.layer is not None else m.name
+            gate = _GEMM_OF.get(local, m.block) if unit.layer is not None else m.block
+            name = f"{unit.name}.{_FUSED[local]}" if unit.layer is not None and local in _FUSED else m.name
+            ps = out.setdefault(gate, [])
+            same = [i for i, q in enumerate(ps) if q.name == name]
+            if same:
+                ps[same[0]] = _Param(name, ps[same[0]].numel + m.numel)
+            else:
+                ps.append(_Param(name, m.numel))
+        order = GEMMS if unit.layer is not None else tuple(out)
+        return {g: tuple(out[g]) for g in order if g in out}
+
+    # -- ops ----------------------------------------------------------------------------------
+
+    def _host(self, pb: ProgramBuilder, name: str, count: int, deps: tuple[int, ...], tag: Tag,
+              us: float = 0.0) -> int:
+        return pb.add(ComputeOp(name=name, kind="host", count=count, host_us=us,
+                                deps=tuple(d for d in deps if d >= 0), tag=tag))
+
+    @property
+    def _copy_issue_us(self) -> float:
+        return COPY_DISPATCH_US + self.scn.profile.gpu.kernel_launch_us
+
+    def _sync_deps(self) -> tuple[int, ...]:
+        """``torch.cuda.synchronize()``: every side-stream op issued so far."""
+        out = tuple(self._outstanding)
+        self._outstanding = []
+        return out
+
+    def _gather(self, pb: ProgramBuilder, p: _Param, last: int, tag: Tag, label: str) -> int:
+        """``_allgather_param``: zero-fill, synchronise, a view per rank, the AllGather, and a copy
+        per rank back; returns the last host op (the module's kernels follow it)."""
+        n = self.group_size
+        size = padded(p.numel, n) * PARAM_BYTES
+        zeros = pb.add(ComputeOp(name=f"zero3.ag.{p.name}.{label}.zeros", kind="copy", hbm_bytes=float(size),
+                                 deps=(last,) if last >= 0 else (), tag=tag))
+        views = self._host(pb, f"zero3.ag.{p.name}.{label}.views", n, (zeros,) + self._sync_deps(), tag,
+                           GATHER_LOOP_US)
+        ag = self._comm(pb, f"zero3.ag.{p.name}.{label}", "allgather", size, (views,), tag, dtype="bf16")
+        issue = self._host(pb, f"zero3.ag.{p.name}.{label}.copy_launches", n, (views,), tag, self._copy_issue_us)
+        copies = pb.add(ComputeOp(name=f"zero3.ag.{p.name}.{label}.copies", kind="copy", hbm_bytes=2.0 * size,
+                                  count=n, deps=(ag,), stream=grad_stream(self.axes), tag=tag))
+        self._ready[p.name] = copies
+        self._outstanding.append(copies)
+        return issue
+
+    def _reduce(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
+        """``reduce_independent_p_g_buckets_and_remove_grads`` and ``_reduce_scatter_gradient`` for
+        the gradients computed since the last fetch."""
+        n = self.group_size
+        limit = self.scn.parallel.zero3_reduce_bucket_elements
+        for p in self._grads:
+            size = padded(p.numel, n) * self.grad_bytes
+            if p.numel <= limit:  # contiguous_gradients: into the IPG buffer
+                last = pb.add(ComputeOp(name=f"zero3.rs.{p.name}.{label}.ipg_copy", kind="copy",
+                                        hbm_bytes=2.0 * size, deps=(last,) if last >= 0 else (), tag=tag))
+            views = self._host(pb, f"zero3.rs.{p.name}.{label}.views", n, (last,) + tuple(self._outstanding), tag,
+                               SCATTER_LOOP_US)
+            flat = pb.add(ComputeOp(name=f"zero3.rs.{p.name}.{label}.flatten", kind="copy", hbm_bytes=2.0 * size,
+                                    count=n, deps=(views,), stream=grad_stream(self.axes), tag=tag))
+            last = self._host(pb, f"zero3.rs.{p.name}.{label}.copy_launches", n, (views,), tag, self._copy_issue_us)
+            self._last_rs = self._comm(pb, f"zero3.rs.{p.name}.{label}", "reducescatter", size, (flat,), tag)
+            self._outstanding.append(self._last_rs)
+        self._grads = ()
+        return last
+
+    def _fetch(self, pb: ProgramBuilder, i: int, mb: int, after: int, layer: int | None) -> int:
+        e, f = self.trace[i], self.fetches[i]
+        tag = Tag("fwd" if e.pass_ == "fwd" else "bwd", layer, mb)
+        label = f"{e.pass_}.mb{mb}"
+        last = after
+        if e.pass_ == "bwd" and self._grads:
+            last = self._reduce(pb, last, tag, label)
+        for p in f.demand:
+            last = self._gather(pb, p, last, tag, label)
+        if f.sync:
+            waits = tuple(self._ready[p.name] for p in e.params if p.name in self._ready)
+            last = self._host(pb, f"zero3.fetch.{e.unit}.{e.gate}.{label}", 1,
+                              (last,) + waits + self._sync_deps(), tag)
+        for p in f.prefetch:
+            last = self._gather(pb, p, last, tag, label)
+        if e.pass_ == "bwd":
+            self._grads = tuple(p for p in e.params if self.last_bwd[p.name] == i)
+        return last
+
+    # -- GradSync hooks -----------------------------------------------------------------------
+
+    def gate(self, mb: int) -> Gate | None:
+        if not self.axes:
+            return None
+
+        def hook(pb: ProgramBuilder, layer: int, gemm: str, pass_: str, after: int) -> int:
+            i = self.index.get((f"L{layer}", gemm, pass_))
+            return after if i is None else self._fetch(pb, i, mb, after, layer)
+        return hook
+
+    def _block(self, pb: ProgramBuilder, unit: ParamUnit, pass_: str, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        if not self.axes or unit.layer is not None:
+            return {}
+        out: dict[str, tuple[int, ...]] = {}
+        for (u, gate, ps), i in self.index.items():
+            if u == unit.name and ps == pass_:
+                last = self._fetch(pb, i, mb, after, None)
+                out[gate] = (last,) if last >= 0 else ()
+        return out
+
+    def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        return self._block(pb, unit, "fwd", mb, after)
+
+    def before_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
+        return self._block(pb, unit, "bwd", mb, after)
+
+    def after_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> None:
+        if self.axes and self._grads:
+            self._reduce(pb, after, Tag("bwd", unit.layer, mb), f"bwd.mb{mb}")
+
+    def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        """The epilogue synchronises the device: the next micro-batch starts after every reduction."""
+        if not self.axes:
+            return -1
+        return self._host(pb, f"zero3.epilogue.mb{mb}", 1, (after,) + self._sync_deps(), Tag("bwd", None, mb))
+
+    def pending(self) -> tuple[int, ...]:
+        return (self._last_rs,) if self._last_rs >= 0 else ()
+
+    def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
+        return persistent_gather(self, pb, super().finish(pb, after), self.persistent)

@@ -46,6 +46,8 @@ PLANS = {
     "zero1": {"zero": 1},
     "zero2": {"zero": 2},
     "zero3": {"zero": 3},
+    "zero3_deepspeed_2021": {"zero": 3, "zero3_impl": "deepspeed-2021", "zero3_param_persistence_threshold": 0},
+    "zero3_deepspeed_2021_tp": {"zero": 3, "zero3_impl": "deepspeed-2021", "tp": 2, "sequence_parallel": True},
     "fsdp2_pp": {"zero": 3, "zero3_impl": "fsdp2", "pp": 2},
     "tp_sp_pp": {"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 1},
     "tp_noSP_fullrecompute": {"tp": 2, "pp": 2},
@@ -68,7 +70,7 @@ PLANS = {
 def _scn(make, name):
     plan = dict(PLANS[name])
     training = {}
-    if name in ("tp_noSP_fullrecompute", "zero3_tp_sp_full_recompute"):
+    if name in ("tp_noSP_fullrecompute", "zero3_tp_sp_full_recompute", "zero3_deepspeed_2021_tp"):
         training["recompute"] = "full"
     if name in ("cp_p2p", "ulysses"):
         training["recompute"] = "selective"

@@ -1,0 +1,141 @@
+"""DeepSpeed ZeRO-3 as released in 2021 (``zero3_impl: deepspeed-2021``, schedule/zero.py): the
+coordinator's fetch plan, one collective per parameter with per-rank host work and copies, the
+re-gather of the recomputed forward, and no host run-ahead. Every expected number is derived by
+hand from the DeepSpeed 0.3.13 code the docstrings cite."""
+
+from collections import Counter
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.costs.compute import compute_time
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import CommOp, ComputeOp
+from simulator.schedule.shapes import stage_units
+from simulator.schedule.zero import (COPY_DISPATCH_US, GATHER_LOOP_US, SCATTER_LOOP_US, DeepSpeedZero3Of2021,
+                                     _Entry, _Param, padded, plan_2021)
+
+PROFILE = """name: test-gpu
+gpu: {name: T, arch: ampere, sms: 108, bf16_TFLOPS: 312, fp16_TFLOPS: 312, fp32_TFLOPS: 19.5,
+      hbm_GiB: 80, hbm_GBps: 2039, gemm_efficiency: [{flops: 1.0e12, efficiency: 0.7}], kernel_launch_us: 4.0}
+node: {gpus: 4, scale_up: {kind: nvswitch, link_GBps: 300, latency_us: 1.0},
+       pcie: {gen: 4, GBps: 31}, nics: {count: 4, Gbps: 200, latency_us: 2.0}}
+"""
+
+GPT = {"layers": 2, "hidden": 256, "heads": 8, "vocab": 1000, "mlp": "gelu", "seq_len": 256,
+       "tied_embeddings": True, "position_embedding": "learned"}
+
+
+@pytest.fixture
+def make(tmp_path):
+    (tmp_path / "p.yaml").write_text(PROFILE)
+
+    def _make(parallel=None, model=None, training=None, nodes=2):
+        data = {"name": "z3", "hardware": "p.yaml", "nodes": nodes, "model": model or GPT,
+                "training": {"micro_batch": 1, "global_batch": 8, "recompute": "full", **(training or {})},
+                "parallel": {"zero": 3, "zero3_impl": "deepspeed-2021", "zero3_param_persistence_threshold": 300,
+                             **(parallel or {})}}
+        return build_scenario(data, source="z3.yaml", base_dir=tmp_path)
+    return _make
+
+
+def _trace(sizes: dict[str, int], order: str) -> list[_Entry]:
+    fwd = [_Entry("u", g, "fwd", (_Param(g, sizes[g]),)) for g in order]
+    bwd = [_Entry("u", g, "bwd", (_Param(g, sizes[g]),)) for g in reversed(order)]
+    return fwd + bwd
+
+
+def test_plan_prefetches_only_when_nothing_is_in_flight_and_skips_available_parameters():
+    """Three 100-element modules, forward then backward, bucket 150, no reuse: A is gathered on
+    demand and prefetches B and C (the bucket is reached by C, the overshooting last one); B waits
+    for its prefetch and, scanning past the available C and B, prefetches A's backward use; C is
+    there and A is in flight, so C's hook neither synchronises nor prefetches; C's backward use was
+    released after forward: a demand gather, then B; B waits for it; A was prefetched long ago."""
+    plan = plan_2021(_trace({"A": 100, "B": 100, "C": 100}, "ABC"), max_live=10**9, bucket=150, reuse=0)
+    got = [(tuple(p.name for p in f.demand), f.sync, tuple(p.name for p in f.prefetch)) for f in plan]
+    assert got == [(("A",), True, ("B", "C")), ((), True, ("A",)), ((), False, ()),
+                   (("C",), True, ("B",)), ((), True, ()), ((), False, ())]
+
+
+def test_plan_stops_prefetching_at_max_live():
+    plan = plan_2021(_trace({"A": 100, "B": 100, "C": 100}, "ABC"), max_live=100, bucket=150, reuse=0)
+    assert all(not f.prefetch for f in plan)  # A alone is already max_live elements
+    assert sum(len(f.demand) for f in plan) == 6
+
+
+@pytest.mark.parametrize("hidden, fc1_gathers", [(8192, 2), (12288, 3)])
+def test_recomputed_forward_regathers_unless_the_backward_use_is_within_max_reuse_distance(make, hidden,
+                                                                                          fc1_gathers):
+    """Full recompute re-runs each layer's forward in its backward, with its module hooks, and the
+    trace records both passes: qkv, proj, fc1, fc2 (recomputed), then fc2, fc1, proj, qkv. At its
+    post-hook a parameter is kept if its module's next use is less than max_reuse_distance (1e9)
+    elements of trace away: fc2's is the next entry (0, kept); fc1's is two fc2 uses away (8h²:
+    kept for h = 8192, released for GPT-175B's 12288); proj's and qkv's are 2(4h² + 4h²) + h² and
+    more away (released). So each weight is gathered once for forward and once or twice in
+    backward (layers 0 and 1 of 4; the last layer's forward use is within reach of its backward at
+    h = 8192); the tied embedding three times (embedding, LM head, embedding backward; the head's
+    backward follows its forward at distance 0)."""
+    model = dict(GPT, hidden=hidden, heads=128, layers=4)
+    z = DeepSpeedZero3Of2021(make(model=model), stage_units(make(model=model), 0))
+    gathers = Counter(p.name for f in z.fetches for p in f.demand + f.prefetch)
+    gate_of = {(e.unit, p.name): e.gate for e in z.trace for p in e.params}
+    for layer in (0, 1):
+        per_gate = {gate_of[(f"L{layer}", name)]: k for name, k in gathers.items() if (f"L{layer}", name) in gate_of}
+        assert per_gate == {"qkv": 3, "proj": 3, "fc1": fc1_gathers, "fc2": 2}
+    assert gathers["embedding"] == 3
+
+
+def test_every_parameter_is_its_own_collective_with_per_rank_host_work_and_copies(make):
+    """Per micro-batch: one AllGather per gather of the plan and one ReduceScatter per gathered
+    parameter, each of its padded size; around each AllGather a Python loop of N steps, N copy
+    dispatches and launches, and N copies of twice the tensor on the group's NCCL stream; around
+    each ReduceScatter the same with the reduce-scatter loop."""
+    scn = make()
+    n = scn.dp
+    z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    params = {p.name: p.numel for e in z.trace for p in e.params}
+    n_gathers = sum(len(f.demand) + len(f.prefetch) for f in z.fetches)
+    ags = [op for op in prog if isinstance(op, CommOp) and op.op == "allgather" and "persistent" not in op.name]
+    rss = [op for op in prog if isinstance(op, CommOp) and op.op == "reducescatter"]
+    assert len(ags) == n_gathers * scn.n_micro and len(rss) == len(params) * scn.n_micro
+    assert sorted(op.size_bytes for op in rss[:len(params)]) == sorted(padded(v, n) * 2 for v in params.values())
+    sizes = {padded(v, n) * 2 for v in params.values()}
+    assert all(op.size_bytes in sizes for op in ags)
+    host = [op for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == n]
+    gpu = scn.profile.gpu
+    assert Counter(op.host_us for op in host) == {GATHER_LOOP_US: len(ags), SCATTER_LOOP_US: len(rss),
+                                                   COPY_DISPATCH_US + gpu.kernel_launch_us: len(ags) + len(rss)}
+    for op in host:
+        assert compute_time(op, gpu) == pytest.approx(n * op.host_us * 1e-6)
+        assert compute_time(op, gpu, overlapped=True) == compute_time(op, gpu)  # no SM, no slowdown
+    copies = [op for op in prog if isinstance(op, ComputeOp) and (".copies" in op.name or ".flatten" in op.name)]
+    assert len(copies) == len(ags) + len(rss)
+    assert all(op.count == n and op.stream == "dp" for op in copies)
+
+
+def test_no_host_run_ahead(make):
+    """Every gather starts with torch.cuda.synchronize(): no parameter AllGather starts before the
+    kernels issued ahead of it have finished. The later DeepSpeed coordinator (zero3_impl:
+    deepspeed) issues a layer's gathers ahead of its compute, so there they do."""
+    from simulator.simulation import simulate_scenario
+
+    def run_ahead(impl: str) -> int:
+        # compute-bound layers, one-parameter prefetch buckets and no reuse, so that both gather
+        # all along the step and a gather issued early has compute to run beside
+        scn = make({"zero3_impl": impl, "zero3_prefetch_bucket_elements": 1, "zero3_max_reuse_distance": 0},
+                   model=dict(GPT, hidden=1024, heads=16, seq_len=2048), training={"micro_batch": 8, "global_batch": 64})
+        res = simulate_scenario(scn)
+        rank = res.report.critical_rank
+        recs = list(res.trace.records(rank))
+        prog = res.schedule.programs[res.schedule.role_of(rank)]
+        early, last_compute_end = 0, 0.0
+        for r, op in zip(recs, prog):
+            if isinstance(op, ComputeOp) and op.stream == "compute":
+                last_compute_end = max(last_compute_end, r.end)
+            elif isinstance(op, CommOp) and op.op == "allgather":
+                early += r.start < last_compute_end - 1e-12
+        return early
+
+    assert run_ahead("deepspeed-2021") == 0
+    assert run_ahead("deepspeed") > 0
