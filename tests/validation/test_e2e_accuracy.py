@@ -413,14 +413,26 @@ def test_mpt_sequence_sweeps_held_out():
 
 def test_megatron2021_zero3_rows():
     """arXiv:2104.04473 Table 2, ZeRO-3 without model parallelism: one micro-batch per GPU per
-    step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3,
-    held out. The measured eq. 3 TFLOP/s nearly halve per doubling of the GPUs from the second
-    row on (88 -> 44, 98 -> 48): the step time stays where it was while the compute per GPU halves.
-    Doc: the model is optimistic on every row, most at the largest scale."""
+    step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3 as
+    released in 2021 (zero3_impl: deepspeed-2021), held out. The measured eq. 3 TFLOP/s nearly
+    halve per doubling of the GPUs from the second row on (88 -> 44, 98 -> 48): the step time stays
+    where it was while the compute per GPU halves. Doc: still optimistic on every row, +17% to
+    +65%, most at the largest scale; today's coordinator (zero3_impl: deepspeed) is +167% and +177%
+    on the two largest rows, which the per-parameter collectives, their per-rank host loops and
+    copies, and the synchronisation at every fetch bring to +56% and +65%. Upper bounds: a model
+    that came closer must still pass."""
+    import copy
+
     cs = _by_source("megatron2021_zero3")
     assert len(cs) == 6 and not any(sources.is_fit_case(c) for c in cs)
     for c in cs:
         t, p = c.scenario["training"], c.scenario["parallel"]
         assert t["micro_batch"] * c.n_gpus == t["global_batch"] and p["zero3_impl"] == "deepspeed-2021"
     rs = list(scoring.run_cases(cs))
-    assert all(0.0 < r.error <= 1.9 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
+    assert all(-0.1 < r.error <= 0.75 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
+    for r in sorted(rs, key=lambda r: r.case.n_gpus)[-2:]:  # 1,536 and 2,240 GPUs
+        today = copy.deepcopy(r.case.scenario)
+        today["parallel"]["zero3_impl"] = "deepspeed"
+        r_today = scoring.run_case(sources.Case(r.case.source, r.case.label, today, r.case.metric,
+                                                r.case.measured, r.case.n_gpus))
+        assert r_today.error > r.error + 0.8
