@@ -20,7 +20,10 @@ z2 2.87 -> 2.80 s, tp2sp pp1 dp512 z3 3.44 -> 3.54 s (same events: their collect
 links or have no neighbour kernels), tp2sp pp32 dp16 z2 43.70 -> 43.76 s (1,478,965 events
 either way: its TP collectives share NVLink with the per-micro-batch ZeRO-2 ReduceScatters and go
 flow by flow), tp4sp pp8 dp32 z1 9.22 -> 8.89 s (514,527 events either way: TP 4 shares the
-node's NVLink with DP).
+node's NVLink with DP), tp4sp pp64 dp4 z0 83.2 -> 92.0 s (4,304,588 events either way; the
+difference is the load), tp8sp pp4 dp32 z2 14.65 -> 8.20 s (368,712 -> 159,455 events: TP 8 owns
+the node's NVLink). Mean of these six plans 26.2 -> 26.5 s: the deep plans whose TP shares links
+dominate it.
 """
 
 from __future__ import annotations
