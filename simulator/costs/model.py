@@ -13,6 +13,7 @@ patterns, which depend on the routes alone), and dropping a model drops its cach
   the two GPUs (NCCL's send/recv latency, the protocol's wire bytes and the per-channel rate
   bound), or as a plain copy for the userbuffers transport.
 - :meth:`CostModel.compute_times`: every kernel of a program (:mod:`simulator.costs.compute`).
+- :meth:`CostModel.issue_times`: when the host has issued each op (:mod:`simulator.costs.host`).
 - :attr:`CostModel.capacity_Bps`: the link capacities the flows assume (raw × the profile's
   achievable fraction); the replay's network is built on them.
 """
@@ -29,6 +30,7 @@ from simulator.costs.collectives import (
     CollectivePlan, effective_capacity_Bps, net_hops_in_latency, phase_time_s, plan_collective,
 )
 from simulator.costs.compute import compute_times
+from simulator.costs.host import issue_times
 from simulator.costs.topology_view import TopologyView
 from simulator.schedule.ir import Op
 
@@ -105,6 +107,10 @@ class CostModel:
     def compute_times(self, program: Sequence[Op]) -> list[float | None]:
         """Seconds of every compute op of ``program`` alone on its GPU (None for the others)."""
         return compute_times(program, self.gpu)
+
+    def issue_times(self, program: Sequence[Op]) -> list[float]:
+        """When the rank's host has issued each op of ``program`` (:mod:`simulator.costs.host`)."""
+        return issue_times(program)
 
     def time_alone_s(self, plan: CollectivePlan) -> float:
         """Seconds ``plan`` takes alone on an empty network, in closed form: its latency, then

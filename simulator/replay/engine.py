@@ -23,6 +23,9 @@ Semantics (docs/architecture.md, "Replay engine"):
   when communication starts runs its remaining part slowed (never sped up when it ends). Kernels
   scheduled with ``sm_fraction < 1`` (TransformerEngine userbuffers overlap) already pay for the
   communication kernel beside them in :func:`compute_time` and are not slowed again.
+* No op starts before the rank's host has issued it (:mod:`simulator.costs.host`: the running
+  sum of per-op host costs in program order), so a run of kernels shorter than their host cost
+  takes the host's time.
 * When the event queue drains with ranks unfinished, :class:`HangError` lists which rank waits on
   which op.
 
@@ -239,7 +242,8 @@ class Replayer:
             durs.append(dts[k])
         if len(ops) == 1:
             return None
-        return ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event())
+        return ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
+                          [table.issue[o] for o in ops])
 
     def _absorbable(self, R: RankState, c: int) -> tuple[float, tuple[int, ...], tuple[str, str] | None] | None:
         """Whether a compute block of rank R may take in collective ``c``: it is timed by its
@@ -272,6 +276,7 @@ class Replayer:
         env = self.env
         prog = R.table.program
         dts = R.table.dt
+        issue = R.table.issue
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -286,6 +291,8 @@ class Replayer:
                         ev = R.waiters[d] = env.event()
                     R.blocked[op.stream] = (i, d)
                     yield ev
+            if issue[i] > env.now:  # the host has not issued it yet (costs/host.py)
+                yield env.timeout(issue[i] - env.now)
             if R.done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
             R.ready[i] = env.now

@@ -30,6 +30,10 @@ class RoleTable:
         # offset, is_send): what decides which links a rank of this role can ever use.
         self.collectives: set[tuple[str, tuple[str, ...], str, int]] = set()
         self.p2p_dirs: set[tuple[str, int, bool]] = set()
+        # When the host has issued each op (costs/host.py): no op starts earlier. A cost model
+        # without host costs (a test's stand-in) issues everything at once.
+        issue = getattr(costs, "issue_times", None)
+        self.issue: list[float] = list(issue(program)) if issue is not None else [0.0] * len(program)
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each
@@ -118,11 +122,13 @@ class ComputeRun:
     ``durs`` holds each entry's (alone, beside communication) seconds, ``n_kernels`` how many
     of the entries are the compute stream's."""
 
-    __slots__ = ("ops", "durs", "n_kernels", "start", "end", "slowed", "event", "token")
+    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token")
 
-    def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event) -> None:
+    def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event,
+                 gates: list[float] | None = None) -> None:
         self.ops = ops
         self.durs = durs
+        self.gates = gates if gates is not None else [0.0] * len(ops)  # when the host issued each entry
         self.n_kernels = n_kernels
         self.start = [0.0] * len(ops)
         self.end = [0.0] * len(ops)
@@ -131,10 +137,12 @@ class ComputeRun:
         self.token = 0
 
     def plan(self, first: int, t: float, inflight: bool) -> None:
-        """Entries ``first``.. back to back from ``t``, under the communication state ``inflight``."""
-        start, end, slowed, durs = self.start, self.end, self.slowed, self.durs
+        """Entries ``first``.. back to back from ``t``, none before the host has issued it, under
+        the communication state ``inflight``."""
+        start, end, slowed, durs, gates = self.start, self.end, self.slowed, self.durs, self.gates
         for j in range(first, len(durs)):
             d0, d1 = durs[j]
+            t = max(t, gates[j])
             start[j] = t
             t = t + (d1 if inflight else d0)
             end[j] = t

@@ -292,14 +292,16 @@ def _ring_step(n: int, nbytes: int, transport: str) -> Sched:
 def test_nccl_send_runs_on_its_channels_and_userbuffers_on_the_link():
     """With the real planner and network: an ncclSend between two GPUs of a DGX H100 runs on the
     16 channels NCCL gives a 2-rank communicator (32 p2p channels / 2), 20.6 GB/s each = 329.6 GB/s,
-    below the NVLink's 450 × 0.82 = 369 GB/s; a TransformerEngine userbuffers copy runs at the link."""
+    below the NVLink's 450 × 0.82 = 369 GB/s; a TransformerEngine userbuffers copy runs at the link.
+    The batch starts once the host has issued it (one ``torch.distributed`` call)."""
     from simulator.config.hardware import load_profile
     from simulator.costs.collectives import plan_collective
+    from simulator.costs.host import COLLECTIVE_US
     from simulator.hardware.topology import build_topology
 
     t = build_topology(load_profile("dgx-h100"), 1)
     nbytes = 64 * 2**20
-    lat = plan_collective("sendrecv", [0, 1], nbytes, t).latency_s
+    lat = plan_collective("sendrecv", [0, 1], nbytes, t).latency_s + COLLECTIVE_US * 1e-6
     nccl = replay(_ring_step(2, nbytes, "nccl"), t).step_time_s
     ub = replay(_ring_step(2, nbytes, "userbuffers"), t).step_time_s
     assert nccl == pytest.approx(lat + nbytes / (16 * 20.6e9), rel=1e-6)

@@ -1,0 +1,79 @@
+"""The host side of a step (simulator/costs/host.py): ops cannot start before the host has issued
+them, so short kernels take the host's time and long ones hide it."""
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.costs import host
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import CommOp, ComputeOp, Tag
+from simulator.simulation import simulate_scenario
+
+
+def _scn(hidden: int, layers: int, micro_batch: int, seq: int, dp: int = 8):
+    return build_scenario(dict(
+        name="host", hardware="dgx-a100", nodes=1,
+        model=dict(layers=layers, hidden=hidden, heads=max(1, hidden // 64), seq_len=seq, vocab=1024),
+        training=dict(micro_batch=micro_batch, global_batch=micro_batch * dp, dtype="bf16"),
+        parallel=dict(tp=8 // dp)), source="<test>")
+
+
+def test_host_cost_per_op_by_phase():
+    """A forward kernel pays Python, dispatch and launch; a backward kernel from the autograd
+    engine pays dispatch and launch; a recomputed kernel is a forward one; a collective its own."""
+    fwd = ComputeOp(name="L0.fc1.fwd", kind="gemm", count=2, tag=Tag("fwd"))
+    bwd = ComputeOp(name="L0.fc1.bwd", kind="gemm", count=2, tag=Tag("bwd"))
+    rec = ComputeOp(name="L0.fc1.fwd.recompute", kind="gemm", count=1, tag=Tag("bwd"))
+    ar = CommOp(name="dp.ar", op="allreduce", axes=("dp",), size_bytes=8)
+    us = 1e-6
+    assert host.host_cost_s(fwd) == pytest.approx(2 * (host.DISPATCH_US + host.LAUNCH_US + host.PYTHON_US) * us)
+    assert host.host_cost_s(bwd) == pytest.approx(2 * (host.DISPATCH_US + host.LAUNCH_US) * us)
+    assert host.host_cost_s(rec) == pytest.approx(host.FWD_KERNEL_US * us)
+    assert host.host_cost_s(ar) == pytest.approx(host.COLLECTIVE_US * us)
+    assert host.issue_times([fwd, bwd, rec, ar]) == pytest.approx(
+        [22 * us, (22 + 12) * us, (34 + 11) * us, (45 + 15) * us])
+
+
+def test_tiny_model_is_host_bound():
+    """hidden 256, 4 tokens per micro-batch: every kernel is shorter than its host cost, so the
+    compute stream starts each kernel when the host issues it and the step is the host's time
+    (the last op's issue plus at most the last op's own duration)."""
+    scn = _scn(hidden=256, layers=2, micro_batch=1, seq=4, dp=8)
+    sim = simulate_scenario(scn)
+    prog = next(iter(sim.schedule.programs.values()))
+    issue = host.issue_times(prog)
+    assert sim.report.step_time_s >= issue[-1]
+    tl = sim.trace.timelines[sim.trace.ranks[0]]
+    kernels = [i for i, op in enumerate(prog) if isinstance(op, ComputeOp) and op.stream == "compute"]
+    starts_at_issue = sum(1 for i in kernels if tl.start[i] == pytest.approx(issue[i], abs=1e-12))
+    assert starts_at_issue >= 0.9 * len(kernels)
+    gpu_busy = sum(tl.end[i] - tl.start[i] for i in kernels)
+    assert gpu_busy < 0.5 * sim.report.step_time_s  # the GPU idles most of the step
+
+
+def test_large_gemms_hide_the_host(monkeypatch):
+    """hidden 4096, 8K tokens per micro-batch: kernels outlast their host cost, the host runs
+    ahead and the step is what it is without host costs (to 0.1%, the first kernel's issue)."""
+    scn = _scn(hidden=4096, layers=2, micro_batch=4, seq=2048, dp=8)
+    with_host = simulate_scenario(scn).report.step_time_s
+    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "COLLECTIVE_US"):
+        monkeypatch.setattr(host, name, 0.0)
+    without = simulate_scenario(scn).report.step_time_s
+    assert with_host >= without
+    assert with_host == pytest.approx(without, rel=1e-3)
+
+
+def test_host_time_of_a_schedule_is_its_kernel_and_collective_counts():
+    """The host's total is the closed form over the program: kernels per phase x their cost plus
+    collectives x theirs."""
+    scn = _scn(hidden=512, layers=2, micro_batch=1, seq=64, dp=8)
+    prog = next(iter(build_schedule(scn).programs.values()))
+    fwd = sum(op.count for op in prog if isinstance(op, ComputeOp)
+              and (op.tag.phase not in ("bwd", "opt") or op.name.endswith(".recompute")))
+    bwd = sum(op.count for op in prog if isinstance(op, ComputeOp) and op.tag.phase == "bwd"
+              and not op.name.endswith(".recompute"))
+    opt = sum(op.count for op in prog if isinstance(op, ComputeOp) and op.tag.phase == "opt")
+    comm = sum(1 for op in prog if not isinstance(op, ComputeOp))
+    want = (fwd * host.FWD_KERNEL_US + bwd * host.BWD_KERNEL_US + opt * host.OPT_KERNEL_US
+            + comm * host.COLLECTIVE_US) * 1e-6
+    assert host.issue_times(prog)[-1] == pytest.approx(want)
