@@ -55,7 +55,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = sources.cases()
-    assert 110 <= len(cs) <= 135
+    assert 150 <= len(cs) <= 180
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
@@ -79,8 +79,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = sources.cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 102 + len(_by_source("automodel_moe"))
-    assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq"))
+    assert len(cs) - len(fit) == 102 + len(_by_source("automodel_moe")) + len(_by_source("mpt_small"))
+    assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
         assert not [c for c in cs if c.scenario["hardware"] == prof and c.n_gpus == 8
@@ -89,7 +89,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                        and c.scenario["training"]["dtype"] == "fp8"]
     assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
-    assert eager == {"mpt", "mpt_seq", "automodel", "automodel_moe"}
+    assert eager == {"mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -102,7 +102,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     kernel: dict[str, set[str]] = {}
     for c in sources.cases():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
-    assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"},
+    assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
                       "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
@@ -113,9 +113,9 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
 # then score the step times it left in scoring's cache instead of simulating them one by one.
 @pytest.mark.slow
 def test_overall_median_error():
-    """All 124 rows (about 4 minutes of simulation with the leave-one-source-out refits, split over
+    """All 158 rows (about 4 minutes of simulation with the leave-one-source-out refits, split over
     the cores). Doc: overall median
-    |error| 8.3%; held-out rows 9.6%; BLOOM (all held out, on jean-zay-a100) 19.7%;
+    |error| 10.4%; held-out rows 11.2% (8.3% and 9.6% before the 34 sub-1B MPT rows joined); BLOOM (all held out, on jean-zay-a100) 19.7%;
     Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather, fp32 gradient reduction)
     still pessimistic, -21.7% median (-17.0% before the deployed InfiniBand constants slowed its
     inter-node collectives); NeMo 24.07 (FP8 H100, all held out) 7.6%; NeMo's H100 context-parallel rows
@@ -134,22 +134,25 @@ def test_overall_median_error():
 
 def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
-    Upper bounds on the error (doc: all 9.3% median; MPT 7.1%, MPT sweeps 6.6%, FlagPerf 4.0%,
-    NeMo 24.07 7.6%, NeMo CP 14.7%; regimes: small models 7.8%, ZeRO-3 7.7%, long context 6.5%,
-    signed medians +7.7%, +1.9%, +6.4%). Only rows of sources with fitting rows change: a source
-    without any keeps its in-sample prediction exactly."""
+    Upper bounds on the error (doc: all 10.6% median; MPT 6.8%, MPT sweeps 6.6%, MPT 125M-760M
+    13.9%, FlagPerf 4.0%, NeMo 24.07 7.7%, NeMo CP 14.7%; regimes: small models 12.0%, ZeRO-3
+    9.8%, long context 8.1%, signed medians +12.0%, +5.9%, +8.1%). The sub-1B MPT rows (held
+    out, 34 rows) are what raised the all-rows and small-model figures from 9.3% and 7.8%. Only
+    rows of sources with fitting rows change: a source without any keeps its in-sample
+    prediction exactly."""
     held = loso.leave_one_source_out(results, loso.parallel_simulator(jobs))
     errors = [h.result.error for h in held]
-    assert loso.stats(errors).median <= 0.10
+    assert loso.stats(errors).median <= 0.115
     per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
-                  for k in ("mpt", "mpt_seq", "flagperf", "nemo2407", "nemo_cp")}
-    bounds = {"mpt": 0.09, "mpt_seq": 0.08, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.17}
+                  for k in ("mpt", "mpt_seq", "mpt_small", "flagperf", "nemo2407", "nemo_cp")}
+    bounds = {"mpt": 0.09, "mpt_seq": 0.08, "mpt_small": 0.15, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.17}
     for k, b in bounds.items():
         assert per_source[k].median <= b, (k, per_source[k])
     for name, member in loso.REGIMES.items():
         st = loso.stats(h.result.error for h in held if member(h.result.case))
-        if name.startswith(("small", "ZeRO-3", "long")):
-            assert st.median <= 0.09 and abs(st.signed_median) <= 0.09, (name, st)
+        bound = {"small": 0.13, "ZeRO-3": 0.105, "long": 0.09}.get(name.split()[0])
+        if bound is not None:
+            assert st.median <= bound and abs(st.signed_median) <= bound, (name, st)
     for h, r in zip(held, results):
         if not any(sources.is_fit_case(c.case) for c in results if c.case.source == r.case.source):
             assert h.result is r
