@@ -263,6 +263,17 @@ class Training(_Strict):
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")
 
+    # The end of the step (simulator/schedule/optimizer.py): the Adam implementation and whether
+    # gradients are clipped by their global norm.
+    optimizer: Literal["fused", "foreach", "for_loop"] = Field(
+        default="fused", description="Adam/AdamW implementation: fused (apex/TransformerEngine FusedAdam: "
+        "Megatron-Core, NeMo, DeepSpeed) | foreach (torch.optim.AdamW's default on CUDA: torchtitan, FSDP2 "
+        "stacks) | for_loop (one kernel per op per tensor: torch's foreach=False, Composer's DecoupledAdamW)")
+    grad_clip: bool = Field(default=True, description="clip gradients by their global norm (Megatron's "
+                            "--clip-grad, DeepSpeed's gradient_clipping, max_norm in torchtitan and llm-foundry): "
+                            "a norm pass, a one-element AllReduce over the ranks holding different gradients, "
+                            "a scaling pass")
+
     fp8_recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(
         default="delayed", description="FP8 scaling recipe with dtype fp8 (simulator/schedule/fp8.py): delayed "
         "(TransformerEngine's default, amax history + amax AllReduce per pass) | current (per-tensor current "

@@ -39,9 +39,10 @@ class Stack:
 
     attention: str = "auto"  # training.attention
     fused_kernels: bool = True  # training.fused_kernels
+    optimizer: str = "fused"  # training.optimizer
 
     def training(self) -> dict:
-        return dict(attention=self.attention, fused_kernels=self.fused_kernels)
+        return dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer)
 
 
 # Megatron-Core + TransformerEngine: TE's fused attention (auto = cuDNN / FA3-class on H100,
@@ -55,9 +56,12 @@ MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
 # tables in llm-foundry b2a43a14, Oct 2023), which sets ``attn_impl: triton`` (its default) and
 # installs ``.[gpu]`` of the v0.3.0 branch, i.e. flash-attn 1.0.9 and the Triton port of the
 # FlashAttention-1 algorithm; FlashAttention-2 was only the optional ``gpu-flash2`` extra.
-TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False)
-# PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel).
-TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False)
+# Composer's DecoupledAdamW (the llm-foundry yamls' ``optimizer: decoupled_adamw``) updates the
+# parameters one tensor at a time (composer/optim/decoupled_weight_decay.py): for_loop.
+TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop")
+# PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel); the
+# optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA.
+TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach")
 
 
 def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:

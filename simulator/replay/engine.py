@@ -291,7 +291,7 @@ class Replayer:
                         ev = R.waiters[d] = env.event()
                     R.blocked[op.stream] = (i, d)
                     yield ev
-            if issue[i] > env.now:  # the host has not issued it yet (costs/host.py)
+            if issue[i] > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
                 yield env.timeout(issue[i] - env.now)
             if R.done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there

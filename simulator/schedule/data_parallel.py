@@ -39,13 +39,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import fp8
+from simulator.schedule import fp8, optimizer
 from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
 PARAM_BYTES = 2
-OPTIMIZER_BYTES_PER_PARAM = 32  # Adam step: read/write fp32 master, m, v; read grad; write bf16 weight
 
 
 def expert_grad_axes(scn: Scenario) -> tuple[str, ...]:
@@ -128,14 +127,28 @@ class GradSync:
         return -1
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
-        """Optimizer step (and whatever the ZeRO stage does around it); returns its last op."""
+        """Gradient clipping and the optimizer step (and whatever the ZeRO stage does around
+        them); returns the last op."""
         mods = [m for c in self.chunks for u in c for m in u.modules]
-        n_local = (sum(m.numel for m in mods if not m.expert) / self.optimizer_shard
-                   + sum(m.numel for m in mods if m.expert) / self.expert_optimizer_shard)
-        deps = after + self.pending()
-        return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n_local,
-                                hbm_bytes=OPTIMIZER_BYTES_PER_PARAM * n_local, deps=tuple(sorted(set(deps))),
-                                tag=Tag("opt")))
+        local = optimizer.LocalParams(tuple(
+            -(-m.numel // (self.expert_optimizer_shard if m.expert else self.optimizer_shard)) for m in mods))
+        deps = tuple(sorted(set(after + self.pending())))
+        t = self.scn.training
+        axes = self.norm_axes()
+        return optimizer.step_ops(pb, t.optimizer, local, t.grad_clip, axes, grad_stream(axes), deps)
+
+    def norm_axes(self) -> tuple[str, ...]:
+        """The group the squared gradient norm is summed over: the shard group when the optimizer
+        state is sharded (each rank holds a slice of the gradients), on that group's stream.
+        With TP or PP the frameworks sum it over the model-parallel group too (Megatron's
+        ``get_grad_stats_parallel_group``); that one-element AllReduce is left out: it is NCCL's
+        latency once per step (tens of microseconds), and a group spanning the TP links would
+        take from the TP collectives the exclusive use of their links that lets the replay time
+        them in closed form."""
+        p = self.scn.parallel
+        if self.optimizer_shard > 1 and p.tp == 1 and p.pp == 1:
+            return self.axes
+        return ()
 
     optimizer_shard = 1
     expert_optimizer_shard = 1

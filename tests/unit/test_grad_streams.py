@@ -26,7 +26,7 @@ def make(tmp_path):
 
 
 def _grad_ops(prog):
-    return [op for op in prog if isinstance(op, CommOp) and op.name.startswith(("dp.", "zero3.", "fsdp."))]
+    return [op for op in prog if isinstance(op, CommOp) and op.name.startswith(("dp.", "zero3.", "fsdp.", "grad_clip."))]
 
 
 @pytest.mark.parametrize("parallel, group_stream, other_stream", [

@@ -1,0 +1,115 @@
+"""The end of a step: gradient clipping and the Adam step over a rank's parameters, as kernels.
+
+What a rank runs after its gradients are reduced, per ``training.optimizer`` (the Adam/AdamW
+implementation) and ``training.grad_clip``:
+
+* **Gradient clipping** (``grad_clip``, on by default: Megatron's ``--clip-grad 1.0``,
+  DeepSpeed's ``gradient_clipping``, llm-foundry's and torchtitan's ``max_norm: 1.0``): the L2
+  norm of every local gradient (one read of the fp32 main gradients, 4 bytes per parameter),
+  a one-element fp32 AllReduce of the squared norm over the ranks that hold different
+  gradients (the caller's ``norm_axes``: the shard group when gradients are sharded, as FSDP2's
+  ``total_norm.full_tensor()`` and Megatron's ``clip_grad_norm_fp32`` over its
+  grad-stats group do), then the gradients scaled in place (read and write, 8 bytes
+  per parameter; PyTorch's ``clip_grad_norm_`` always multiplies by the clamped coefficient).
+* **Adam**: ``fused`` (apex / TransformerEngine ``FusedAdam``, Megatron-Core's and DeepSpeed's
+  default) is one multi-tensor pass over (grad, param, m, v): reads 4 fp32 tensors and writes 3
+  (28 bytes) and writes the bf16 model weight (2 bytes; 30, counted 32 with the copy's own
+  read of the master weight amortised), then a multi-tensor copy of the master weights into the
+  model's. ``foreach`` (``torch.optim.AdamW``'s default on CUDA, ``_multi_tensor_adamw``) and
+  ``for_loop`` (its ``_single_tensor_adamw``, and Composer's ``DecoupledAdamW``) run the update
+  as 8 separate element-wise ops: weight decay ``p.mul_`` (read+write p: 8 bytes), ``m.lerp_(g)``
+  (12), ``v.mul_`` (8), ``v.addcmul_(g, g)`` (12), ``sqrt(v)`` (8), ``div_`` (8), ``add_(eps)``
+  (8) and ``p.addcdiv_(m, denom)`` (16): 80 bytes per parameter. ``foreach`` launches each op
+  over lists of tensors, ``for_loop`` once per tensor.
+
+A multi-tensor launch (PyTorch's ``_foreach`` kernels and apex's ``multi_tensor_apply`` share
+the scheme, aten/src/ATen/native/cuda/MultiTensorApply.cuh) covers chunks of
+``CHUNK = 65536`` elements, at most ``MAX_BLOCKS = 320`` chunks and at most
+``MAX_TENSORS[depth]`` tensors (110, 64, 48, 36, 30 for lists of depth 1-5) per launch.
+Every kernel pays the GPU's launch floor in :func:`~simulator.costs.compute.compute_time` and
+the host's issue cost in :mod:`simulator.costs.host`: a per-tensor loop over thousands of
+tensors is where a short step spends its end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
+
+OptimizerImpl = Literal["fused", "foreach", "for_loop"]
+
+CHUNK = 65536
+MAX_BLOCKS = 320
+MAX_TENSORS = {1: 110, 2: 64, 3: 48, 4: 36, 5: 30}
+
+GRAD_BYTES = 4  # fp32 main gradients (Megatron's main_grad; FSDP's fp32 sharded gradients)
+FUSED_ADAM_BYTES = 32
+UNFUSED_ADAM_BYTES = 80
+# The list depth of each op of the unfused update, in _multi_tensor_adamw's order.
+UNFUSED_ADAM_DEPTHS = (1, 2, 1, 3, 2, 1, 1, 3)
+
+
+def multi_tensor_launches(numels: Sequence[int], depth: int) -> int:
+    """Kernel launches of one multi-tensor op over tensors of these sizes, as multi_tensor_apply
+    loops: chunks are queued tensor by tensor, and a launch goes out when MAX_BLOCKS chunks are
+    queued, when MAX_TENSORS[depth] tensors are and the last one's chunks are all in, or at the
+    end; a tensor cut by a launch carries over to the next."""
+    launches = tensors = blocks = 0
+    for n in numels:
+        if n <= 0:
+            continue
+        tensors += 1
+        chunks = math.ceil(n / CHUNK)
+        for c in range(chunks):
+            blocks += 1
+            last = c == chunks - 1
+            if blocks == MAX_BLOCKS or (tensors == MAX_TENSORS[depth] and last):
+                launches += 1
+                blocks = 0
+                tensors = 0 if last else 1
+    return launches + (1 if blocks else 0)
+
+
+@dataclass(frozen=True)
+class LocalParams:
+    """The parameter tensors a rank's optimizer updates: each one's element count."""
+
+    numels: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(self.numels)
+
+
+def _launches(impl: OptimizerImpl, params: LocalParams, depths: Sequence[int]) -> int:
+    if impl == "for_loop":
+        return len(depths) * len(params.numels)
+    return sum(multi_tensor_launches(params.numels, d) for d in depths)
+
+
+def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_clip: bool,
+             norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...]) -> int:
+    """Append gradient clipping (if on) and the Adam step; returns the step's last op."""
+    tag = Tag("opt")
+    n = params.total
+    if grad_clip:
+        # norm: one pass per tensor list, then the per-tensor norms stacked and reduced (2 kernels)
+        norm = pb.add(ComputeOp(name="grad_clip.norm", kind="optimizer", flops=2.0 * n, hbm_bytes=GRAD_BYTES * n,
+                                count=_launches(impl, params, (1,)) + 2, deps=deps, tag=tag))
+        deps = (norm,)
+        if norm_axes:
+            deps = (pb.add(CommOp(name="grad_clip.norm.allreduce", op="allreduce", axes=norm_axes, size_bytes=4,
+                                  dtype="fp32", deps=deps, tag=tag, stream=norm_stream)),)
+        deps = (pb.add(ComputeOp(name="grad_clip.scale", kind="optimizer", flops=float(n), hbm_bytes=2 * GRAD_BYTES * n,
+                                 count=_launches(impl, params, (1,)), deps=deps, tag=tag)),)
+    if impl == "fused":
+        count = _launches(impl, params, (4, 2))  # the Adam pass, then the master-to-model copy
+        nbytes = FUSED_ADAM_BYTES * n
+    else:
+        count = _launches(impl, params, UNFUSED_ADAM_DEPTHS)
+        nbytes = UNFUSED_ADAM_BYTES * n
+    return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n, hbm_bytes=nbytes, count=count,
+                            deps=deps, tag=tag))

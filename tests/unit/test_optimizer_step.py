@@ -1,0 +1,103 @@
+"""The end of the step (simulator/schedule/optimizer.py): gradient clipping and the Adam step as
+kernels, their HBM bytes per parameter and their launch counts, derived here in closed form."""
+
+import math
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import CommOp
+from simulator.schedule.optimizer import CHUNK, MAX_BLOCKS, multi_tensor_launches
+
+
+def test_multi_tensor_launches_close_on_blocks_or_tensors():
+    assert multi_tensor_launches([CHUNK * MAX_BLOCKS], 4) == 1  # exactly 320 chunks
+    assert multi_tensor_launches([CHUNK * MAX_BLOCKS + 1], 4) == 2
+    assert multi_tensor_launches([10] * 36, 4) == 1  # depth 4 holds 36 tensors
+    assert multi_tensor_launches([10] * 37, 4) == 2
+    assert multi_tensor_launches([10] * 110, 1) == 1 and multi_tensor_launches([10] * 111, 1) == 2
+    # 500 tensors of one chunk, depth 2 (64 tensors a launch): ceil(500 / 64) = 8
+    assert multi_tensor_launches([1000] * 500, 2) == 8
+    # 3 tensors of 200 chunks: 600 chunks, launches at 320 and 640 -> 2
+    assert multi_tensor_launches([200 * CHUNK] * 3, 4) == 2
+
+
+def _scn(**over):
+    training = dict(micro_batch=1, global_batch=8, dtype="bf16")
+    training.update(over.pop("training", {}))
+    parallel = dict(over.pop("parallel", {}))
+    return build_scenario(dict(name="opt", hardware="dgx-a100", nodes=1,
+                               model=dict(layers=2, hidden=512, heads=8, seq_len=128, vocab=4096),
+                               training=training, parallel=parallel), source="<test>")
+
+
+def _end_ops(scn):
+    prog = next(iter(build_schedule(scn).programs.values()))
+    return prog, {op.name: op for op in prog if op.tag.phase == "opt" and op.name.startswith(("grad_clip", "optimizer"))}
+
+
+def _local_numels(scn, shard: int) -> list[int]:
+    """One entry per parameter tensor of the (single) stage: embedding, every layer's, the head's."""
+    from simulator.schedule.shapes import stage_units
+
+    return [-(-m.numel // shard) for chunk in stage_units(scn, 0) for u in chunk for m in u.modules]
+
+
+@pytest.mark.parametrize("impl", ["fused", "foreach", "for_loop"])
+def test_adam_bytes_and_launches(impl):
+    """fused: 32 bytes per parameter, one depth-4 pass and a depth-2 copy; foreach and for_loop:
+    80 bytes (8 element-wise ops), depth 1/2/1/3/2/1/1/3 lists or 8 kernels per tensor."""
+    scn = _scn(training=dict(optimizer=impl, grad_clip=False))
+    _, ops = _end_ops(scn)
+    step = ops["optimizer.step"]
+    numels = _local_numels(scn, 1)
+    n = sum(numels)
+    if impl == "fused":
+        assert step.hbm_bytes == 32 * n
+        assert step.count == multi_tensor_launches(numels, 4) + multi_tensor_launches(numels, 2)
+    else:
+        assert step.hbm_bytes == 80 * n
+        want = (8 * len(numels) if impl == "for_loop"
+                else sum(multi_tensor_launches(numels, d) for d in (1, 2, 1, 3, 2, 1, 1, 3)))
+        assert step.count == want
+    assert "grad_clip.norm" not in ops
+
+
+def test_grad_clip_reads_then_scales_the_gradients_and_sums_the_norm_over_the_shards():
+    """ZeRO-1 over 8 ranks: each rank holds 1/8 of the fp32 gradients: the norm reads 4 bytes and
+    the scaling reads and writes 8 bytes per local parameter; the squared norm (one fp32 value)
+    is summed over the 8 shards before the scaling, and the step waits for the scaling."""
+    scn = _scn(parallel=dict(zero=1))
+    prog, ops = _end_ops(scn)
+    n = sum(_local_numels(scn, 8))
+    assert ops["grad_clip.norm"].hbm_bytes == 4 * n
+    assert ops["grad_clip.scale"].hbm_bytes == 8 * n
+    ar = ops["grad_clip.norm.allreduce"]
+    assert isinstance(ar, CommOp) and ar.op == "allreduce" and ar.size_bytes == 4 and ar.axes == ("dp",)
+    assert ar.stream == "dp"  # the shard group's communicator
+    idx = {op.name: i for i, op in enumerate(prog)}
+    assert prog[idx["grad_clip.scale"]].deps == (idx["grad_clip.norm.allreduce"],)
+    assert prog[idx["optimizer.step"]].deps == (idx["grad_clip.scale"],)
+
+
+def test_grad_clip_norm_is_local_under_ddp():
+    """DDP: every rank holds the same reduced gradients, so no AllReduce of the norm (and the
+    model-parallel one of TP is left out, see GradSync.norm_axes)."""
+    _, ddp = _end_ops(_scn())
+    assert "grad_clip.norm.allreduce" not in ddp and "grad_clip.norm" in ddp
+    _, tp = _end_ops(_scn(parallel=dict(tp=8), training=dict(global_batch=1)))
+    assert "grad_clip.norm.allreduce" not in tp and "grad_clip.scale" in tp
+
+
+def test_unfused_optimizer_costs_more_than_fused():
+    """The same step with per-tensor Adam moves 80/32 the bytes and launches more kernels."""
+    from simulator.config.hardware import load_profile
+    from simulator.costs.compute import compute_time
+
+    gpu = load_profile("dgx-a100").gpu
+    fused = _end_ops(_scn(training=dict(optimizer="fused")))[1]["optimizer.step"]
+    loop = _end_ops(_scn(training=dict(optimizer="for_loop")))[1]["optimizer.step"]
+    assert loop.count > fused.count
+    assert compute_time(loop, gpu) > compute_time(fused, gpu) * 80 / 32 * 0.99
+    assert math.isclose(loop.hbm_bytes / fused.hbm_bytes, 80 / 32)
