@@ -265,8 +265,9 @@ millisecond of a 0.6-6 s step. The rows stay optimistic, most at the smallest wi
 +14% to +28%, MPT-350M +11% to +16%, MPT-760M +6% to +20% (two A100 rows at 512 and 1024
 tokens, +28% and +36%, measured slower than at 2048 tokens, against the A100-40GB table's
 trend). The error falls with the hidden size roughly as 1/h, the share of work outside large
-GEMMs: memory-bound kernels of eager layers (the residual stream stays fp32 under Composer's
-default mixed precision, doubling its traffic), GEMMs with K = 768 whose output write is a
-larger share of their time, and the LM head, 30% of MPT-125M's step. Those are the next things to
-model; the constants above are not the place to absorb them.
+GEMMs. Candidates, not yet modelled: memory-bound kernels of eager layers (with Composer's
+default mixed precision the parameters are fp32, so the embedding output and the residual stream
+may be too, doubling their traffic), GEMMs with K = 768 whose output write is a larger share of
+their time, and the LM head and loss, over a quarter of MPT-125M's predicted step. The constants
+above are not the place to absorb them.
 """
