@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, Gate, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
