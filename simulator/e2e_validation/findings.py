@@ -270,4 +270,40 @@ default mixed precision the parameters are fp32, so the embedding output and the
 may be too, doubling their traffic), GEMMs with K = 768 whose output write is a larger share of
 their time, and the LM head and loss, over a quarter of MPT-125M's predicted step. The constants
 above are not the place to absorb them.
+
+## ZeRO-3 without model parallelism at 384-2,240 A100 (Megatron-LM 2021 paper, held out)
+
+Table 2 of arXiv:2104.04473 runs DeepSpeed ZeRO-3 with no tensor or pipeline parallelism on
+GPT-175B (384, 768, 1,536 GPUs) and GPT-530B (640, 1,120, 2,240 GPUs) at a fixed global batch, so
+each GPU runs one micro-batch of 4, 2, then 1 sequences. The measured TFLOP/s halve from the
+second row on (88 → 44, 98 → 48): the step time stays put (66.7 s, 180-184 s) while the compute
+per GPU halves. With today's DeepSpeed coordinator (`zero3_impl: deepspeed`) the model was
++29/+86/+167% and +40/+74/+177% (175B/530B): it overlapped almost all of it.
+
+DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py`), modelled as
+`zero3_impl: deepspeed-2021` (`schedule/zero.py`), differs in what it cannot hide:
+
+- each parameter is its own AllGather, and each gradient its own ReduceScatter, through a list
+  of one view per rank: a Python loop over the N ranks per parameter (a `narrow` and a
+  `get_rank(group)` each) and, inside PyTorch's `ProcessGroupNCCL`, one `copy_` per rank between
+  its flat buffer and the views. At 2,240 ranks that is 2,240 views, 2,240 copy launches and
+  2,240 copy kernels per collective, about 22 ms of host time; the per-rank costs are measured
+  with `benchmarks/bench_zero3_host_loop.py` (4.0, 2.5 and 1.8 µs of CPU, plus the launch);
+- every fetch synchronises the device (`torch.cuda.synchronize()` in
+  `_synchronize_communication` and at the start of every `_allgather_param`): the host never
+  runs ahead, a prefetch is issued only once the kernels before it are done, and a module's
+  kernels start only after the host has issued the next prefetch; the prefetch is one bucket
+  deep and only when nothing is in flight;
+- the hooks are per module, so the gathers interleave with the GEMMs of a layer, and Megatron's
+  recomputed forward runs them again: a weight is gathered for forward, for the recompute and for
+  backward, except where `max_reuse_distance` (1e9 elements) keeps it from the recompute to the
+  backward (fc2 always; fc1 only when 8h² < 1e9).
+
+Held out, the six rows move to +17/+46/+56% and +26/+36/+65%. They are still optimistic, and
+the gap grows with the GPU count. At the two largest rows what is missing is about 250 ms per
+layer for GPT-175B and 690 ms for GPT-530B: proportional to the layer's parameter bytes (× 2.8,
+the ratio of h²), not to the rank count. That is what collectives running at about a fifth of
+the ring bandwidth the model gives them at 192-280 nodes would do (the model's 1.2 GB AllGather
+over 1,536 ranks reaches 85 GB/s of bus bandwidth; the rows imply nearer 20 GB/s); no
+measurement at that scale is in `data/nccl` to check it, so it is left unmodelled.
 """

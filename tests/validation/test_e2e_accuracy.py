@@ -79,7 +79,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = sources.cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 102 + len(_by_source("automodel_moe")) + len(_by_source("mpt_small"))
+    assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "mpt_small", "megatron2021_zero3"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -104,7 +104,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
-                      "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}}
+                      "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"},
+                      "megatron2021_zero3": {"unfused"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
 
@@ -425,9 +426,7 @@ def test_megatron2021_zero3_rows():
     that came closer must still pass."""
     import copy
 
-    from simulator.e2e_validation.rows import read_rows
-
-    cs = sources.megatron2021_zero3(read_rows(sources.DATA_DIR / "megatron_2021_zero3_table2.csv"))
+    cs = _by_source("megatron2021_zero3")
     assert len(cs) == 6 and not any(sources.is_fit_case(c) for c in cs)
     for c in cs:
         t, p = c.scenario["training"], c.scenario["parallel"]
