@@ -4,12 +4,12 @@ forward/backward layer, the rules of the key, and the All-to-All time it hides i
 import pytest
 
 from simulator.config.hardware import apply_overlay, load_profile
-from simulator.config.scenario import build_scenario
 from simulator.errors import InputError
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp
 from simulator.simulation import simulate_scenario
-from tests.unit.test_schedule_invariants import PROFILE, check_invariants
+from tests.unit.test_moe_schedule import moe_scenario_maker
+from tests.unit.test_schedule_invariants import check_invariants
 
 # 8 experts, top-2, one dense layer first; sized so that each compute node outlasts the
 # All-to-All it is paired with (a 16 MiB exchange on 450 GB/s NVLink against ~0.5 ms of GEMMs)
@@ -20,13 +20,7 @@ MOE = {"layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 81
 
 @pytest.fixture
 def make(tmp_path):
-    (tmp_path / "p.yaml").write_text(PROFILE)
-
-    def _make(parallel, nodes=1, training=None, model=None, profile=None):
-        data = {"name": "moe", "hardware": "p.yaml", "nodes": nodes, "model": {**MOE, **(model or {})},
-                "training": {"micro_batch": 1, "global_batch": 16, **(training or {})}, "parallel": parallel}
-        return build_scenario(data, source="moe.yaml", base_dir=tmp_path, profile=profile)
-    return _make
+    return moe_scenario_maker(tmp_path, MOE, nodes=1, global_batch=16)
 
 
 OVERLAP = {"overlap_moe_expert_parallel_comm": True}

@@ -19,15 +19,21 @@ MOE = {"layers": 4, "hidden": 256, "heads": 8, "kv_heads": 4, "ffn_hidden": 512,
        "first_dense_layers": 1}
 
 
-@pytest.fixture
-def make(tmp_path):
+def moe_scenario_maker(tmp_path, base_model, nodes=2, global_batch=8):
+    """A function building MoE scenarios on PROFILE: ``base_model`` with the caller's overrides."""
     (tmp_path / "p.yaml").write_text(PROFILE)
 
-    def _make(parallel, nodes=2, training=None, model=None):
-        data = {"name": "moe", "hardware": "p.yaml", "nodes": nodes, "model": {**MOE, **(model or {})},
-                "training": {"micro_batch": 1, "global_batch": 8, **(training or {})}, "parallel": parallel}
-        return build_scenario(data, source="moe.yaml", base_dir=tmp_path)
+    def _make(parallel, nodes=nodes, training=None, model=None, profile=None):
+        data = {"name": "moe", "hardware": "p.yaml", "nodes": nodes, "model": {**base_model, **(model or {})},
+                "training": {"micro_batch": 1, "global_batch": global_batch, **(training or {})},
+                "parallel": parallel}
+        return build_scenario(data, source="moe.yaml", base_dir=tmp_path, profile=profile)
     return _make
+
+
+@pytest.fixture
+def make(tmp_path):
+    return moe_scenario_maker(tmp_path, MOE)
 
 
 PLANS = {

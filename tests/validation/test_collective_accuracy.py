@@ -91,18 +91,22 @@ def test_h100_allreduce_default_picks_nvls_at_large_sizes():
     assert r.points[-1].predicted_busbw_GBps > 400  # measured 482 GB/s: above any ring on 450 GB/s NVLink
 
 
+def _assert_median_error_above(name: str, min_bytes: int, tol: float, min_rows: int) -> None:
+    """The sweep has at least ``min_rows`` sizes >= ``min_bytes``, and their median |busbw error| is within ``tol``."""
+    r = _result(name)
+    assert len(r.errors(min_bytes)) >= min_rows
+    assert r.median_error(min_bytes) <= tol, \
+        f"{name}: median |busbw error| >= {min_bytes / MiB:g} MiB {r.median_error(min_bytes):.1%}"
+
+
 @pytest.mark.parametrize("name,tol", sorted(MESH_AND_MULTINODE.items()))
 def test_median_busbw_error_above_1MiB_mesh_and_multinode(name, tol):
-    r = _result(name)
-    assert len(r.errors(MiB)) >= 5
-    assert r.median_error(MiB) <= tol, f"{name}: median |busbw error| {r.median_error(MiB):.1%}"
+    _assert_median_error_above(name, MiB, tol, min_rows=5)
 
 
 @pytest.mark.parametrize("name,tol", sorted(BANDWIDTH_REGIME.items()))
 def test_bandwidth_regime_of_multinode_and_mesh_sweeps(name, tol):
-    r = _result(name)
-    assert len(r.errors(512 * MiB)) >= 3
-    assert r.median_error(512 * MiB) <= tol, f"{name}: median |busbw error| >= 512 MiB {r.median_error(512 * MiB):.1%}"
+    _assert_median_error_above(name, 512 * MiB, tol, min_rows=3)
 
 
 def test_two_gh200_nodes_run_tree_above_the_ring_nic_bound():
@@ -178,9 +182,7 @@ NVL72 = {
 
 @pytest.mark.parametrize("name,tol", sorted(NVL72.items()))
 def test_nvl72_racks(name, tol):
-    r = _result(name)
-    assert len(r.errors(512 * MiB)) >= 5
-    assert r.median_error(512 * MiB) <= tol, f"{name}: median |busbw error| {r.median_error(512 * MiB):.1%}"
+    _assert_median_error_above(name, 512 * MiB, tol, min_rows=5)
 
 
 def test_nvl72_per_call_cost_grows_with_the_ring():
