@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from simulator.config.scenario import Scenario, build_scenario
 from simulator.config.loader import read_yaml
+from simulator.config.scenario import Scenario, build_scenario
 
 
 def shrunk_scenario(path: Path, layers_per_chunk: int = 2) -> Scenario:
