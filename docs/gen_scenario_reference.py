@@ -52,6 +52,10 @@ NOTES = {
                   "synchronisation at every fetch) or as FSDP2 (per block)",
     "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
+    "async_tensor_model_parallel_allreduce": "without sequence parallelism: the AllReduce of a column-parallel "
+                                             "layer's input gradient overlaps its wgrad GEMM (Megatron-LM since "
+                                             "Sep 2021); false: it follows the layer's backward, blocking "
+                                             "(Megatron-LM 2020, BLOOM's Megatron-DeepSpeed)",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",
     "zero3_prefetch_bucket_elements": "DeepSpeed stage3_prefetch_bucket_size",
     "zero3_max_live_parameters": "DeepSpeed stage3_max_live_parameters",

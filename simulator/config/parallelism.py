@@ -64,6 +64,12 @@ class Parallel(BaseModel):
     # Megatron --overlap-grad-reduce, DeepSpeed overlap_comm) or, when false, every bucket after
     # the step's backward (Megatron's default; ZeRO-2: after each micro-batch's backward).
     overlap_grad_reduce: bool = True
+    # Without sequence parallelism: launch the AllReduce of a column-parallel layer's input
+    # gradient right after its dgrad GEMM so that it runs under the wgrad GEMM (Megatron-LM's
+    # async_tensor_model_parallel_allreduce, since Sep 2021). false: the AllReduce is the backward
+    # of copy_to_tensor_model_parallel_region and runs after the layer's whole backward, dgrad and
+    # wgrad, blocking (Megatron-LM 2020-2021, Megatron-DeepSpeed of BLOOM).
+    async_tensor_model_parallel_allreduce: bool = True
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).

@@ -37,11 +37,23 @@ class Source:
     caveats: list[str] = field(default_factory=list)
 
 
+# PyTorch DDP's bucket_cap_mb = 25 (torch/nn/parallel/distributed.py), in fp16 gradients
+TORCH_DDP_BUCKET_FP16 = 25 * 2**20 // 2
+# Megatron-LM 2020's local DDP flattens every fp16 gradient into one buffer
+# (megatron/model/distributed.py, allreduce_params: _flatten_dense_tensors per dtype)
+ONE_FLAT_BUFFER = 2**40
+
+
 def _megatron2020(rows: list[Row]) -> list[Case]:
     """A100 rows that fill whole DGX nodes (8-way TP on one node; 128-way DP). The README's
     TFLOP/s follow eq. 3 with the factor 96 (1.076 s and 149.8 TFLOP/s for the 1B model agree
-    with it), so activation recompute was on: scenarios use full recompute. Megatron-LM's local
-    DDP of 2020 all-reduced the fp16 gradients after the backward (no overlap)."""
+    with it), so activation recompute was on: scenarios use full recompute. The column-parallel
+    backward AllReduce follows the wgrad GEMM (Megatron-LM had no async TP AllReduce before Sep
+    2021). Data parallelism as the README of the same commit describes it: its local DDP
+    all-reduces every fp16 gradient in one flattened buffer after the backward; PyTorch's DDP
+    (``--DDP-impl torch``, 25 MB buckets during the backward) is "more efficient at larger model
+    parallel sizes" but slower for "2.5 billion parameters using 2-way model parallel and 1.2
+    billion parameters with no model parallel": local DDP for tp <= 2, PyTorch DDP above."""
     out = []
     for r in rows:
         if r["metric"] != "step_time_s" or "A100" not in r["gpu"]:
@@ -51,11 +63,14 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
             continue
         gb = parse_int(r["global_batch"])
         dp = n // tp
+        torch_ddp = tp > 2
         out.append(Case("megatron2020", f"{r['model_name']} tp{tp} dp{dp} {n} GPUs", make_scenario(
             f"mlm2020-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
             micro_batch=gb // dp, global_batch=gb, dtype="fp16", recompute="full",
-            parallel=dict(tp=tp, overlap_grad_reduce=False, grad_reduce_dtype="fp16"), stack=MEGATRON_LEGACY),
-            "step_time_s", float(r["value"]), n))
+            parallel=dict(tp=tp, overlap_grad_reduce=torch_ddp, grad_reduce_dtype="fp16",
+                          ddp_bucket_elements=TORCH_DDP_BUCKET_FP16 if torch_ddp else ONE_FLAT_BUFFER,
+                          async_tensor_model_parallel_allreduce=False),
+            stack=MEGATRON_LEGACY), "step_time_s", float(r["value"]), n))
     return out
 
 
@@ -63,7 +78,9 @@ def _bloom(rows: list[Row]) -> list[Case]:
     """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
     on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), on the
     jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links). DeepSpeed
-    ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default)."""
+    ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default). The
+    column-parallel backward AllReduce follows the wgrad GEMM (Megatron-DeepSpeed's
+    ColumnParallelLinear: ``copy_to_tensor_model_parallel_region`` then ``F.linear``)."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
@@ -90,7 +107,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
                                   gpt_model(r, position="rope", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
-                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False),
+                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
+                                                async_tensor_model_parallel_allreduce=False),
                                   stack=MEGATRON_LEGACY),
                         "step_time_s", float(r["value"]), n))
     return out[:8]

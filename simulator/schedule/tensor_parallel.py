@@ -9,6 +9,10 @@ divided by cp and ulysses); every TP collective moves ``A`` (MECHANICS.md §2.1)
 Without SP (Megatron `megatron/core/tensor_parallel/{layers,mappings}.py`):
   column fwd: GEMM.                       row fwd: GEMM → AllReduce(A).
   column bwd: dgrad → async AllReduce(dX) overlapping wgrad.      row bwd: dgrad, wgrad.
+  Before Megatron-LM's ``async_tensor_model_parallel_allreduce`` (Sep 2021; Megatron-LM 2020,
+  BLOOM's Megatron-DeepSpeed) the column bwd is dgrad, wgrad, then AllReduce(dX): the AllReduce is
+  the backward of ``copy_to_tensor_model_parallel_region``, which autograd runs after the
+  linear's, and the next layer's backward waits for it.
 With SP (inputs of column layers and outputs of row layers are sequence-sharded):
   column fwd: AllGather(A) → GEMM.        row fwd: GEMM → ReduceScatter(A).
   column bwd: async re-AllGather of the saved sharded input overlapping the dgrad GEMM, then
@@ -115,6 +119,7 @@ class TPContext:
     layer: int
     mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     sms: int  # GPU SM count (pipelined overlap steals some)
+    async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -299,6 +304,9 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
         return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
     if not ctx.sp:
         dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
+        if not ctx.async_allreduce:  # autograd: the linear's backward (dgrad, wgrad), then the copy's AllReduce
+            wgrad = _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (dgrad,))
+            return _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad, wgrad))
         ar = _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad,))
         _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
         return ar

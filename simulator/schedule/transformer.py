@@ -51,6 +51,7 @@ class LayerSpec:
     attn_dim: int = 0  # head dim the attention core is priced at (0: head_dim; MLA: (d_qk + d_v)/2)
     proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
     fp8_recipe: str = "delayed"
+    async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -62,7 +63,8 @@ class LayerSpec:
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
-                   attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels)
+                   attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
+                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce)
 
     def is_moe(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.first_dense
@@ -380,7 +382,8 @@ class LayerBuilder:
         s = self.spec
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
-                                         dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms)
+                                         dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
+                                         async_allreduce=s.async_tp_allreduce)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec

@@ -312,3 +312,71 @@ def test_te_default_is_a_config_value():
     from simulator.config.parallelism import Parallel
 
     assert Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default").tp_overlap == "te_default"
+
+
+def _depends_on(prog, i: int, j: int) -> bool:
+    """Whether op i waits (transitively) for op j."""
+    seen, frontier = set(), list(prog[i].deps)
+    while frontier:
+        k = frontier.pop()
+        if k == j:
+            return True
+        if k not in seen:
+            seen.add(k)
+            frontier.extend(prog[k].deps)
+    return False
+
+
+@pytest.mark.parametrize("async_allreduce", [True, False])
+def test_column_backward_allreduce_with_and_without_async(async_allreduce):
+    """Without SP the dX AllReduce of a column-parallel layer either runs beside its wgrad GEMM
+    (Megatron's async_tensor_model_parallel_allreduce) or after it (the backward of
+    copy_to_tensor_model_parallel_region, Megatron-LM before Sep 2021): same bytes either way."""
+    c = TPContext(tp=4, sp=False, overlap="none", tokens=B * S, hidden=H, dtype="bf16", dtype_bytes=2, layer=0,
+                  mb_index=0, sms=SMS, async_allreduce=async_allreduce)
+    pb, first_bwd = layer(c)
+    ops = pb.ops
+    a = B * S * H * 2
+    assert counts(ops[first_bwd:]) == {"allreduce": 2} and volumes(ops) == {"allreduce": 4 * a}
+    for i, op in enumerate(ops):
+        if isinstance(op, CommOp) and i >= first_bwd:
+            wgrad = next(j for j, w in enumerate(ops) if w.name == op.name.replace(".ar", ".wgrad"))
+            assert _depends_on(ops, i, wgrad) is not async_allreduce
+
+
+def test_blocking_tp_allreduce_is_exposed_whole(tmp_path):
+    """Replayed: without the async AllReduce no kernel runs beside a backward TP AllReduce, and
+    the step grows by the time the async variant ran it beside wgrad (less that wgrad's own
+    slowdown beside NCCL, which the blocking run does not pay)."""
+    from simulator.config.scenario import build_scenario
+    from simulator.simulation import simulate_scenario
+    from tests.unit.test_schedule_invariants import PROFILE, SMALL
+
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    model = {**SMALL, "hidden": 2048, "heads": 16, "kv_heads": 16, "ffn_hidden": 8192, "seq_len": 2048}
+
+    def run(flag):
+        data = {"name": "tpar", "hardware": "p.yaml", "nodes": 1, "model": model,
+                "training": {"micro_batch": 2, "global_batch": 2},
+                "parallel": {"tp": 4, "async_tensor_model_parallel_allreduce": flag}}
+        return simulate_scenario(build_scenario(data, source="tpar.yaml", base_dir=tmp_path))
+
+    on, off = run(True), run(False)
+    recs = {flag: [r for r in sim.trace.records(0) if r.kind == "allreduce" and ".bwd.ar" in r.name]
+            for flag, sim in ((True, on), (False, off))}
+    assert len(recs[False]) == len(recs[True]) == 2 * model["layers"] + 1  # QKV, FC1 and the LM head
+    wgrad_end = {r.name: r.end for r in off.trace.records(0) if r.name.endswith(".wgrad")}
+    # blocking: each AllReduce starts once its layer's wgrad is done
+    assert all(r.start >= wgrad_end[r.name.replace(".ar", ".wgrad")] - 1e-12 for r in recs[False])
+    # the async run hid, of each AllReduce, the part that ran beside its wgrad GEMM
+    spans = {r.name: (r.start, r.end) for r in on.trace.records(0) if r.name.endswith(".wgrad")}
+    hidden = 0.0
+    for r in recs[True]:
+        w0, w1 = spans[r.name.replace(".ar", ".wgrad")]
+        hidden += max(0.0, min(r.end, w1) - max(r.start, w0))
+    # blocking: no kernel of the compute stream runs while a backward AllReduce does
+    busy = [(r.start, r.end) for r in off.trace.records(0) if r.kind == "compute" and r.stream == "compute"]
+    assert all(min(r.end, e) - max(r.start, b) <= 1e-12 for r in recs[False] for b, e in busy)
+    # so the step grows by what the async run hid, less the slowdown of wgrad beside NCCL there
+    grew = off.report.step_time_s - on.report.step_time_s
+    assert 0.8 * hidden < grew <= hidden * (1 + 1e-9)

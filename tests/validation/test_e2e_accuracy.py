@@ -168,27 +168,34 @@ def _check_leave_one_source_out(results, jobs):
 
 def test_megatron_2020_median_error():
     """Five fast runs (a few seconds together), one of them (8 GPUs) in the fitting subset.
-    Megatron-LM's local DDP of 2020 all-reduced the gradients after the backward
-    (``overlap_grad_reduce: false``); the 128-way data parallelism then exposes the AllReduce,
-    most for the 8B model at 1,024 GPUs. Doc: median +20.5%, the 1,024-GPU row +3.5% (+25.5%
-    with the AllReduce overlapped); still optimistic on every row. Upper bounds on the error: a
-    model that came closer must still pass."""
+    Data parallelism as the README of the same commit describes it: local DDP (one flattened
+    AllReduce after the backward) for the 1.2B and 2.5B models, PyTorch DDP (25 MB buckets during
+    the backward) at larger model-parallel sizes; the column-parallel backward AllReduce follows
+    the wgrad GEMM (no async TP AllReduce before Sep 2021). Doc: median +20.3%, every row within
+    +17% .. +23%: the source is uniformly optimistic (before: +28% on one node, -2.5% at 1,024
+    GPUs, with every bucket exposed), what a per-GPU cost would do, not a communication one.
+    Upper bounds on the error: a model that came closer must still pass."""
     import copy
 
     cs = _by_source("megatron2020")
-    assert all(c.scenario["parallel"]["overlap_grad_reduce"] is False for c in cs)
+    for c in cs:
+        par = c.scenario["parallel"]
+        assert par["async_tensor_model_parallel_allreduce"] is False
+        assert par["overlap_grad_reduce"] is (par["tp"] > 2)
+        assert par["ddp_bucket_elements"] == (sources.TORCH_DDP_BUCKET_FP16 if par["tp"] > 2 else sources.ONE_FLAT_BUFFER)
     rs = list(scoring.run_cases(cs))
     med = statistics.median(r.error for r in rs)
     assert abs(med) <= 0.26
-    # Every row optimistic except the 1,024-GPU one: -1.9% once the 128-node AllReduce runs with
-    # the deployed InfiniBand constants (simulator/costs/deployed.py; +3.5% with NCCL's own).
-    assert all(abs(r.error) < 0.35 for r in rs)
-    big = max(cs, key=lambda c: c.n_gpus)
-    overlapped = copy.deepcopy(big.scenario)
-    overlapped["parallel"]["overlap_grad_reduce"] = True
-    r_on = scoring.run_case(sources.Case(big.source, big.label, overlapped, big.metric, big.measured, big.n_gpus))
-    r_off = next(r for r in rs if r.case is big)
-    assert r_on.error - r_off.error >= 0.15
+    assert all(abs(r.error) < 0.30 for r in rs)
+    errs = [r.error for r in rs]
+    assert max(errs) - min(errs) <= 0.10
+    # the blocking TP AllReduce costs the one-node 8B row time: async would be faster
+    one = min(cs, key=lambda c: c.n_gpus)
+    asynced = copy.deepcopy(one.scenario)
+    asynced["parallel"]["async_tensor_model_parallel_allreduce"] = True
+    r_async = scoring.run_case(sources.Case(one.source, one.label, asynced, one.metric, one.measured, one.n_gpus))
+    r_sync = next(r for r in rs if r.case is one)
+    assert r_async.error - r_sync.error >= 0.03
 
 
 def test_gradient_reduction_follows_each_stacks_defaults():
@@ -199,7 +206,9 @@ def test_gradient_reduction_follows_each_stacks_defaults():
     by = {c.source: c.scenario["parallel"] for c in sources.cases()}
     assert by["mcore2024"]["grad_reduce_dtype"] == "fp32" and by["mcore2024"].get("overlap_grad_reduce", True)
     assert by["flagperf"]["grad_reduce_dtype"] == "fp32" and by["flagperf"]["overlap_grad_reduce"] is False
-    assert by["bloom"]["overlap_grad_reduce"] is False and by["megatron2020"]["overlap_grad_reduce"] is False
+    assert by["bloom"]["overlap_grad_reduce"] is False
+    assert all(c.scenario["parallel"]["overlap_grad_reduce"] is (c.scenario["parallel"]["tp"] > 2)
+               for c in sources.cases() if c.source == "megatron2020")  # local DDP up to tp 2
 
 
 def test_mpt_small_models_on_a100():
