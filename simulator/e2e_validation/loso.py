@@ -193,8 +193,9 @@ REGIMES: dict[str, Callable[[Case], bool]] = {
     "small models (hidden ≤ 2048)": lambda c: _model(c).hidden <= 2048,
     "ZeRO-3 / FSDP": lambda c: c.scenario["parallel"].get("zero") == 3,
     "long context (≥ 32K tokens)": lambda c: _model(c).seq_len >= 32768,
-    "NVIDIA-tuned stacks on H100 (Megatron-Core, NeMo, dgxc)": lambda c: (
-        fit_family(c.scenario["hardware"]) == "dgx-h100" and c.source in ("mcore2024", "nemo2407", "dgxc", "nemo_cp")),
+    "NVIDIA-tuned stacks on H100 (Megatron-Core, NeMo, Megatron-Bridge, dgxc)": lambda c: (
+        fit_family(c.scenario["hardware"]) == "dgx-h100"
+        and c.source in ("mcore2024", "nemo2407", "dgxc", "nemo_cp", "bridge_moe")),
     "multi-node ≥ 512 GPUs": lambda c: c.n_gpus >= 512,
 }
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 
-from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, Case, make_scenario
+from simulator.config.workload import PRESETS
+from simulator.e2e_validation.rows import Row, parse_hardware, parse_int
+from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, Case, make_scenario, megatron_parallel
 
 # table name -> (preset, recompute, ep when the table leaves it blank, FSDP2 reshard after forward,
 # attention kernel: TE's fused attention, or FlexAttention for GPT-OSS, which PyTorch's FlexAttention
@@ -69,8 +70,6 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
             parallel["pp_flushes"] = int(ga.group(1))
         if vp > 1:
-            from simulator.config.workload import PRESETS
-
             parallel.update(pp_schedule="interleaved", vp=vp,
                             pp_layers=list(uneven_virtual_stages(PRESETS[preset]["layers"], pp * vp)))
         scn = make_scenario(f"automodel-moe-{len(out)}", "dgx-h100", n, model,
@@ -80,4 +79,86 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         dp = n // pp
         out.append(Case("automodel_moe", f"{name} FSDP2 dp{dp} ep{ep} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
                         + f" {n} GPUs", scn, "step_time_s", float(r["value"]), n))
+    return out
+
+
+# Megatron-Bridge 26.04.01 performance summary: table name -> preset. DeepSeek-V3's row is left
+# out: its recipe adds a multi-token-prediction layer (pp_layout "Et*4|(t*4|)*14tmL") and
+# recomputes the MLA up-projections and MLPs, neither of which is modelled.
+MEGATRON_BRIDGE_MOE: dict[str, str] = {
+    "Qwen3_30B_a3B": "qwen3-30b-a3b",
+    "Qwen3_235B_a22B": "qwen3-235b-a22b",
+    "GPT OSS 120B": "gpt-oss-120b",
+}
+
+# The table's precision -> (dtype, fp8_recipe): FP8 on H100 is TransformerEngine's current scaling
+# (the page's "FP8-CS"), FP8 on B200 MXFP8.
+BRIDGE_PRECISION: dict[str, tuple[str, str | None]] = {
+    "bf16": ("bf16", None), "fp8-cs": ("fp8", "current"), "mxfp8": ("fp8", "mxfp8")}
+
+
+def stages_with_embedding_and_loss(layers: int, stages: int) -> tuple[int, ...]:
+    """Megatron-Core's ``account_for_embedding_in_pipeline_split`` and
+    ``account_for_loss_in_pipeline_split``: the embedding and the loss each count as one layer, so
+    layers + 2 split evenly and the first and last (virtual) stages hold one layer fewer."""
+    per, rest = divmod(layers + 2, stages)
+    if rest or per < 2:
+        raise ValueError(f"{layers} layers + embedding + loss do not split evenly into {stages} stages")
+    return (per - 1,) + (per,) * (stages - 2) + (per - 1,)
+
+
+# A Qwen3-235B row runs 256 or 512 micro-batches through a pipeline of 8-32 stages: several CPU
+# minutes each, too long for the validation run; rows with more micro-batches per pipeline are left out.
+MAX_MICRO_BATCHES = 128
+
+
+def _note(notes: str, key: str) -> str:
+    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
+    return m.group(1).strip() if m else ""
+
+
+def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
+    """Every Qwen3-30B-A3B, Qwen3-235B-A22B and GPT-OSS-120B pre-training row on DGX H100 and DGX
+    B200 of Megatron-Bridge's 26.04.01 performance summary, with the printed TP, PP, VP, EP,
+    micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
+    gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute, the dispatcher
+    (``flex`` with the DeepEP or HybridEP backend as deepep, else alltoall), combined-1F1B A2A
+    overlap where ``moe_a2a_overlap`` is set, and the Qwen3 layer split that counts the embedding
+    and the loss as layers. DeepSeek-V3's row is left out (multi-token prediction is not modelled),
+    and so are the Qwen3-235B rows, for run time (more than ``MAX_MICRO_BATCHES`` per pipeline)."""
+    out: list[Case] = []
+    for r in rows:
+        name, notes = r["model_name"], r["notes"]
+        if r["metric"] != "tokens_per_s_per_gpu" or name not in MEGATRON_BRIDGE_MOE:
+            continue
+        preset = MEGATRON_BRIDGE_MOE[name]
+        hw = parse_hardware(r) or ("dgx-b200" if "B200" in r["gpu"] else None)
+        if hw is None:
+            continue
+        dtype, recipe = BRIDGE_PRECISION[_note(notes, "prec").lower()]
+        n = parse_int(r["num_gpus"])
+        tp, pp, vp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "ep"))
+        mbs, gbs = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
+        if gbs // (mbs * (n // (tp * pp))) > MAX_MICRO_BATCHES:
+            continue
+        tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
+        parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
+        parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1),
+                        moe_dispatcher="deepep" if _note(notes, "dispatcher").startswith("flex") else "alltoall")
+        if _note(notes, "moe_a2a_overlap") == "True":
+            parallel["overlap_moe_expert_parallel_comm"] = True
+        if pp > 1 and preset.startswith("qwen3"):
+            parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
+        vocab = PRESETS[preset]["vocab"]
+        m = 128 * tp  # Megatron pads the vocabulary to a multiple of 128 x TP
+        model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": -(-vocab // m) * m}
+        scn = make_scenario(f"bridge-moe-{len(out)}", hw, n, model, micro_batch=mbs,
+                            global_batch=gbs, dtype=dtype, recompute="none",
+                            parallel=parallel)
+        if recipe is not None:
+            scn["training"]["fp8_recipe"] = recipe
+        dp = n // (tp * pp)
+        label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+                 + f" ep{ep} dp{dp} {n} GPUs")
+        out.append(Case("bridge_moe", label, scn, "tokens_per_s_per_gpu", float(r["value"]), n))
     return out

@@ -20,7 +20,7 @@ from simulator.e2e_validation.scenarios import (
     make_scenario,
     megatron_parallel,
 )
-from simulator.e2e_validation.moe_sources import automodel_moe
+from simulator.e2e_validation.moe_sources import automodel_moe, megatron_bridge_moe
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
@@ -409,6 +409,21 @@ SOURCES: list[Source] = [
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
             "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
             "The 1,024-GPU DeepSeek-V3 row is skipped for run time."]),
+    Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
+           "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
+           ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "
+            "performance recipes of the same commit; see the file's header and "
+            "simulator/e2e_validation/moe_sources.py.",
+            "The router is forced to balance (moe_router_force_load_balancing) and dropless: a learned router "
+            "with moe_imbalance 1.0.",
+            "GPT-OSS recomputes its layer norms and expert activations (recompute_modules layernorm, moe_act): "
+            "priced as no recompute (elementwise kernels only). Its sliding-window attention and sinks are "
+            "priced as full causal attention.",
+            "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
+            "launches are priced as eager launches.",
+            "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
+            "up-projections and MLPs, which are not modelled. The two Qwen3-235B rows (256 GPUs, 256 and 512 "
+            "micro-batches per pipeline) are skipped for run time."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
             "Rows above 1536 GPUs are skipped for run time."]),
@@ -461,7 +476,7 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "megatron2021_zero3"})
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "megatron2021_zero3"})
 
 
 def is_fit_case(case: Case) -> bool:
