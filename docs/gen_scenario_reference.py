@@ -52,6 +52,10 @@ NOTES = {
                   "synchronisation at every fetch) or as FSDP2 (per block)",
     "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
+    "scatter_gather_tensors_in_pipeline": "without sequence parallelism: each TP rank sends 1/tp of the "
+                                          "activation between pipeline stages and the receiver AllGathers it "
+                                          "(Megatron-LM 2021-2023, DeepSpeed's pipeline engine); false: the "
+                                          "whole activation (Megatron-Core)",
     "async_tensor_model_parallel_allreduce": "without sequence parallelism: the AllReduce of a column-parallel "
                                              "layer's input gradient overlaps its wgrad GEMM (Megatron-LM since "
                                              "Sep 2021); false: it follows the layer's backward, blocking "

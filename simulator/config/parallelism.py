@@ -70,6 +70,12 @@ class Parallel(BaseModel):
     # of copy_to_tensor_model_parallel_region and runs after the layer's whole backward, dgrad and
     # wgrad, blocking (Megatron-LM 2020-2021, Megatron-DeepSpeed of BLOOM).
     async_tensor_model_parallel_allreduce: bool = True
+    # Without sequence parallelism and with tp > 1: each TP rank sends and receives 1/tp of the
+    # activation (or gradient) between pipeline stages and the receiver AllGathers it over tp
+    # (Megatron-LM's scatter_gather_tensors_in_pipeline, on by default Feb 2021 - Mar 2023;
+    # DeepSpeed's pipeline engine partitions the same way whenever it has model parallelism).
+    # Megatron-Core's pipeline sends the whole tensor (false).
+    scatter_gather_tensors_in_pipeline: bool = False
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).

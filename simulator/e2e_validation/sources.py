@@ -80,7 +80,9 @@ def _bloom(rows: list[Row]) -> list[Case]:
     jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links). DeepSpeed
     ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default). The
     column-parallel backward AllReduce follows the wgrad GEMM (Megatron-DeepSpeed's
-    ColumnParallelLinear: ``copy_to_tensor_model_parallel_region`` then ``F.linear``)."""
+    ColumnParallelLinear: ``copy_to_tensor_model_parallel_region`` then ``F.linear``), and
+    DeepSpeed's pipeline engine sends each TP rank's 1/tp of the activations and gradients and
+    AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``)."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
@@ -108,7 +110,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
                                   gpt_model(r, position="rope", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
-                                                async_tensor_model_parallel_allreduce=False),
+                                                async_tensor_model_parallel_allreduce=False,
+                                                scatter_gather_tensors_in_pipeline=True),
                                   stack=MEGATRON_LEGACY),
                         "step_time_s", float(r["value"]), n))
     return out[:8]

@@ -18,8 +18,12 @@ Each message is a :class:`Transfer` along axis ``pp`` with offset ±1 (cyclic, s
 pp−1 → pp of the next chunk goes from the last stage to the first); its key names the virtual
 stage it enters and the micro-batch, so sends meet their receives. A message holds one
 micro-batch's hidden activation, ``b·s·h`` bytes over ``cp·ulysses`` and, with sequence
-parallelism, over ``tp`` (each TP rank sends its sequence shard). The first virtual stage runs
-the embedding, the last the LM head and loss.
+parallelism, over ``tp`` (each TP rank sends its sequence shard). Without sequence parallelism
+every TP rank holds the whole activation; with ``scatter_gather_tensors_in_pipeline`` each sends
+1/tp of it and the receiver AllGathers the pieces over tp before using them (Megatron-LM
+``p2p_communication._communicate``: ``split_tensor_into_1d_equal_chunks`` /
+``gather_split_1d_tensor``; DeepSpeed's ``PartitionedTensor`` in ``pipe/engine.py``). The first
+virtual stage runs the embedding, the last the LM head and loss.
 
 With ``overlap_moe_expert_parallel_comm`` the steady passes are Megatron's combined 1F1B
 (``pipeline_parallel/combined_1f1b.py``): a forward and the backward of another micro-batch as one
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import GradSync
 from simulator.schedule import fp8, moe_overlap
-from simulator.schedule.ir import P2POp, Phase, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import CommOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
 from simulator.schedule.shapes import ParamUnit
 from simulator.schedule.transformer import LayerBuilder
 
@@ -71,6 +75,11 @@ class StageBuilder:
         self.mb0 = 0  # first micro-batch of the pipeline pass being built
         spec = layers.spec
         self.msg = spec.sharded_tokens * spec.hidden * spec.act_bytes  # this rank's SP shard
+        # scatter/gather: send 1/tp, AllGather the whole message over tp after the receive
+        self.gathered = 0
+        if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
+            self.gathered, self.msg = self.msg, self.msg // p.tp
+        self.act_dtype = spec.act_dtype
         self.pb = ProgramBuilder()
         self.recv: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> recv op
         self.out: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> last op of the pass
@@ -207,8 +216,10 @@ class StageBuilder:
         mb = first.mb
         idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
                                 deps=tuple(deps), tag=Tag("other", None, mb)))
-        for key, _ in recvs:
-            self.recv[key] = idx
+        for key, t in recvs:
+            self.recv[key] = idx if not self.gathered else self.pb.add(CommOp(
+                name=f"{t.key}.allgather", op="allgather", axes=("tp",), size_bytes=self.gathered, deps=(idx,),
+                dtype=self.act_dtype, tag=Tag("other", None, key[2])))
 
     # -- schedules ----------------------------------------------------------------------------
 
