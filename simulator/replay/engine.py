@@ -41,6 +41,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence, cast
 
+import numpy as np
 import simpy
 
 from simulator.costs.collectives import CollectivePlan
@@ -50,7 +51,7 @@ from simulator.errors import HangError
 from simulator.hardware.routes import Route
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners
 from simulator.replay.hang import hang_report
-from simulator.replay.rank_state import ComputeRun, RankState, Rendezvous, RoleTable
+from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
 from simulator.replay.trace import RankTimeline, SimStats, Trace
@@ -110,6 +111,17 @@ class Replayer:
                   if exclusive_fast_path else None)
         self._exclusive = ExclusiveLinks(owners, network_factory, costs.capacity_Bps,
                                          getattr(self.net, "phase_duration", None))
+        # Collectives whose links are shared over the step (a TP ring on the NVLink that DP
+        # also crosses) may still join a compute block while nothing else is on their links:
+        # the block reserves the links on the network (FlowNetwork.reserve), and traffic that
+        # arrives there hands the collective back to the network where it stands (_hand_back).
+        self._reservable = hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
+        if self._reservable:
+            self.net.on_reserved = self._on_reserved
+        self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
+        self._next_holder = 0
+        # plan key -> (seconds alone on an empty network, the links it crosses), shared links or not
+        self._alone_any: dict[tuple, tuple[float, np.ndarray]] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -181,7 +193,7 @@ class Replayer:
         run.token += 1
         token = run.token
         timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
-        timer.callbacks.append(lambda _ev: token == run.token and run.event.succeed())
+        timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
 
     def _compute_run(self, R: RankState, indices: list[int], p: int) -> ComputeRun | None:
         """The kernels from ``indices[p]`` on that can replay as one block: consecutive compute
@@ -196,6 +208,7 @@ class Replayer:
         ops = [k]
         durs = [dts[k]]
         taken: set[int] = set()  # collectives taken into this block
+        held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         while True:
             ws = watchers.get(k)
             if ws is not None:
@@ -209,6 +222,8 @@ class Replayer:
                 info = self._absorbable(R, c)
                 if info is None:
                     break
+                if info.links is not None and not self.net.idle(info.links):
+                    break  # other traffic is on its links now: it goes on the network
                 pred = table.stream_pred[c]
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
@@ -216,7 +231,9 @@ class Replayer:
                 if not all(done[d] or d in taken or (first <= d <= k and table.program[d].stream == "compute")
                            for d in table.program[c].deps):
                     break
-                alone, members, algo = info
+                alone, members, algo = info.alone, info.members, info.algo
+                if info.links is not None:
+                    held.append((len(ops), info.links))
                 R.groups[c] = members
                 if algo is not None:
                     R.algorithm[c] = algo
@@ -242,14 +259,129 @@ class Replayer:
             durs.append(dts[k])
         if len(ops) == 1:
             return None
-        return ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
-                          [table.issue[o] for o in ops])
+        run = ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
+                         [table.issue[o] for o in ops])
+        if held:
+            run.held = held
+            run.holder = self._next_holder
+            self._next_holder += 1
+            self._holders[run.holder] = (R, run)
+            self.net.reserve(run.holder, self._held_links(run))
+        return run
 
-    def _absorbable(self, R: RankState, c: int) -> tuple[float, tuple[int, ...], tuple[str, str] | None] | None:
+    @staticmethod
+    def _held_links(run: ComputeRun) -> np.ndarray:
+        held = run.held
+        return held[0][1] if len(held) == 1 else np.unique(np.concatenate([links for _, links in held]))
+
+    def _release(self, run: ComputeRun) -> None:
+        """The run has ended (or holds no reserved collective any more): free its links."""
+        if run.holder >= 0:
+            if run.held:
+                self.net.release(run.holder, self._held_links(run))
+            del self._holders[run.holder]
+            run.holder = -1
+
+    def _on_reserved(self, holders: np.ndarray, links: np.ndarray) -> None:
+        """Traffic is starting on links compute blocks reserved for collectives they hold
+        (FlowNetwork.reserve). For each such block, the first of its collectives on those links
+        that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
+        links with it as it would have on the op-by-op replay."""
+        from simulator.replay.links import ABS_TOL_S, REL_TOL
+
+        now = self.env.now
+        due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
+        for h in set(holders.tolist()):
+            hit = self._holders.get(h)
+            if hit is None:
+                continue
+            R, run = hit
+            mine = set(links[holders == h].tolist())
+            live = [(j, held) for j, held in run.held if run.end[j] > due]
+            first = next((j for j, held in live if not mine.isdisjoint(held.tolist())), None)
+            if first is not None:
+                self._hand_back(R, run, first, now, due)
+            elif len(live) < len(run.held):  # the collectives that ended free their links
+                self.net.release(run.holder, self._held_links(run))
+                run.held = live
+                if live:
+                    self.net.reserve(run.holder, self._held_links(run))
+                else:
+                    del self._holders[run.holder]
+                    run.holder = -1
+
+    def _hand_back(self, R: RankState, run: ComputeRun, j: int, now: float, due: float) -> None:
+        """The block ``run`` holds a collective at entry ``j`` on links other traffic is about
+        to use. The block is cut before it: the kernels up to entry ``j - 1`` stay (they have
+        ended: entry ``j`` starts after them, or lies ahead and the block ends earlier), and so
+        do earlier collectives on other links. A collective of entry ``j`` or later that has not
+        started goes back to its stream and runs the op-by-op way. One already running
+        (``start <= now``) continues on the network from where its closed form has it: the
+        rest of its latency, or its current phase started at its own start time
+        (``transfer_phase(t0=...)``: the flows hold what their solo trajectories have left), then
+        the later phases; its stream waits for that (``R.handed``)."""
+        table, prog = R.table, R.table.program
+        c = run.ops[j]
+        started = run.start[j] <= now
+        for k in range(j + (1 if started else 0), len(run.ops)):
+            o = run.ops[k]
+            if table.dt[o] is None:  # a collective taken in: its stream runs it after all
+                R.groups.pop(o, None)
+                if R.algorithm.pop(o, None) is not None:
+                    R.coll_seq[prog[o].stream] -= 1
+        self.net.release(run.holder, self._held_links(run))
+        start_c = run.start[j]
+        run.cut(j)
+        run.n_kernels = sum(1 for o in run.ops if table.dt[o] is not None)
+        if run.held:
+            self.net.reserve(run.holder, self._held_links(run))
+        else:
+            del self._holders[run.holder]
+            run.holder = -1
+        self._arm(run)
+        if not started:
+            return
+        op = cast(CommOp, prog[c])
+        plan, _, _ = self._ready_plan(op, R.groups[c])
+        phases = [ph for ph in plan.phases if ph]
+        done = self.env.event()
+        R.handed[c] = (start_c, done)
+        self._comm_started(R, +1)
+        t = start_c + plan.latency_s
+        first: simpy.Event | None = None
+        k = 0
+        if t <= now:
+            while k < len(phases):
+                d = self.net.phase_duration(phases[k])
+                if t + d > due:
+                    break
+                t += d
+                k += 1
+            if k < len(phases):
+                first = self.net.transfer_phase(phases[k], t0=t)
+                k += 1
+        self.env.process(self._handed_rest(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:], done))
+
+    def _handed_rest(self, R: RankState, first: simpy.Event | None, wait: float, phases: list[Any],
+                     done: simpy.Event):
+        """The rest of a collective handed back to the network (:meth:`_hand_back`)."""
+        if first is not None:
+            yield first
+        elif wait > 0:
+            yield self.env.timeout(wait)
+        for phase in phases:
+            yield self._phase(phase)
+        self._comm_started(R, -1)
+        done.succeed()
+
+    def _absorbable(self, R: RankState, c: int) -> Absorbable | None:
         """Whether a compute block of rank R may take in collective ``c``: it is timed by its
         time alone (its links are its own, and no other simulated member has to meet it) or
-        has no other member, and only compute ops wait for it. Then (seconds, members,
-        (algorithm, protocol) or None for a group of one). Such a collective, started when
+        has no other member, and only compute ops wait for it. Then its :class:`Absorbable`.
+        A collective with one simulated member whose links other traffic of the step also
+        crosses qualifies too, on a role with no kernel off the compute stream: a block takes
+        it in only while its links are idle, and holds them reserved (``Absorbable.links``).
+        Such a collective, started when
         the kernel before it ends and awaited by the kernel after, changes nothing but the
         time between the two: the block holds it as an entry of that duration instead of
         three events (the kernel's end waking the collective's stream, its timer, its end
@@ -259,17 +391,35 @@ class Replayer:
             return absorb[c]
         table = R.table
         op = table.program[c]
-        info: tuple[float, tuple[int, ...], tuple[str, str] | None] | None = None
+        info: Absorbable | None = None
         if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
             members, n_sim = self._group(R.rank, op.axes)
             if len(members) <= 1:
-                info = (0.0, members, None)
+                info = Absorbable(0.0, members, None)
             elif n_sim == 1:
                 plan, algo, alone = self._ready_plan(op, members)
                 if alone is not None:
-                    info = (alone, members, algo)
+                    info = Absorbable(alone, members, algo)
+                elif self._reservable and not table.side_kernels:
+                    t, links = self._alone_anyway(op, members, plan)
+                    info = Absorbable(t, members, algo, links)
         absorb[c] = info
         return info
+
+    def _alone_anyway(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan) -> tuple[float, np.ndarray]:
+        """The plan's seconds alone on an empty network (as ExclusiveLinks times an exclusive
+        one: latency, then each phase's closed form) and the links it crosses."""
+        key = (op.op, members, op.size_bytes)
+        hit = self._alone_any.get(key)
+        if hit is None:
+            t = float(plan.latency_s)
+            for phase in plan.phases:
+                if phase:
+                    t += self.net.phase_duration(phase)
+            links = np.unique(np.fromiter((link for phase in plan.phases for f in phase for link in f.links),
+                                          dtype=np.int64))
+            hit = self._alone_any[key] = (t, links)
+        return hit
 
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
@@ -303,6 +453,8 @@ class Replayer:
                 self._arm(run)
                 yield run.event
                 R.run = None
+                if run.holder >= 0:
+                    self._release(run)
                 ops = run.ops
                 R.ready[ops] = run.start
                 R.start[ops] = run.start
@@ -330,7 +482,12 @@ class Replayer:
                     yield env.timeout(extra)
                 R.running = None
             elif type(op) is CommOp:
-                yield from self._collective(R, i, op)
+                handed = R.handed.pop(i, None) if R.handed else None
+                if handed is None:
+                    yield from self._collective(R, i, op)
+                else:  # a compute block had taken it in and handed it back (_hand_back)
+                    R.ready[i] = R.start[i] = handed[0]
+                    yield handed[1]
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
             R.end[i] = env.now

@@ -94,6 +94,14 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
+        # Links reserved by a holder outside the network (the replay's compute blocks holding a
+        # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
+        # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
+        # that the holder can put what it holds there on the network before the newcomer is
+        # placed (:meth:`reserve`).
+        self._reserved = np.full(cap.size, -1, dtype=np.int64)
+        self._n_reserved = 0
+        self.on_reserved: Any = None
 
     # ------------------------------------------------------------------ public
     @property
@@ -163,18 +171,54 @@ class FlowNetwork:
         """Seconds the phase takes alone on an empty network (its slowest component alone)."""
         return self._shape(phase).duration
 
-    def transfer_phase(self, phase: Sequence[Any]) -> simpy.Event:
+    def idle(self, links: np.ndarray) -> bool:
+        """Whether no flow, phase block or reservation holds any of ``links`` now (flows started
+        this instant are not counted yet: their arrival calls ``on_reserved`` like any other)."""
+        return not (self._busy[links].any() or (self._owner[links] >= 0).any() or (self._reserved[links] >= 0).any())
+
+    def reserve(self, holder: int, links: np.ndarray) -> None:
+        """Reserve ``links`` (idle ones, :meth:`idle`) for ``holder`` (an id >= 0): until
+        :meth:`release`, any flow or phase that starts on one of them first calls
+        ``on_reserved(holders, links)`` with the holders and links it meets, then starts. The
+        holder stands for traffic timed outside the network, in closed form, on links nothing
+        else uses; called back, it puts that traffic on the network as it stands at that
+        moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
+        if the traffic had been on the network all along."""
+        self._n_reserved += int(np.count_nonzero(self._reserved[links] < 0))
+        self._reserved[links] = holder
+
+    def release(self, holder: int, links: np.ndarray) -> None:
+        """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
+        mine = links[self._reserved[links] == holder]
+        self._reserved[mine] = -1
+        self._n_reserved -= int(mine.size)
+
+    def _claim(self, links: np.ndarray) -> None:
+        """Traffic is about to start on ``links``: call back the holders of reserved ones."""
+        held = self._reserved[links]
+        hit = held >= 0
+        if hit.any() and self.on_reserved is not None:
+            self.on_reserved(held[hit], links[hit])
+
+    def transfer_phase(self, phase: Sequence[Any], t0: float | None = None) -> simpy.Event:
         """:meth:`transfer_many` for a phase that starts again and again (a collective plan's
         phase, the same object each time): it is decomposed once into its connected
         components, and each component that meets no other flow runs in closed form as its
         solo trajectory (``solo_phases``) until a flow arrives on one of its links. The event
-        fires when every flow of the phase has finished, at the time transfer_many gives."""
+        fires when every flow of the phase has finished, at the time transfer_many gives.
+
+        ``t0`` (default now): when the phase started, for a phase that has been running alone
+        since then outside the network (a reservation's holder handing it over, :meth:`reserve`);
+        its flows are where their solo trajectories put them at the current time."""
         shape = self._shape(phase)
         event = self.env.event()
         if not shape.components:
             event.succeed()
             return event
+        if self._n_reserved:
+            self._claim(shape.links)
         now = self.env.now
+        start = now if t0 is None else t0
         group = FlowGroup(0, event)
         alive = [True] * len(shape.components)
         # Components that meet flows already in flight, or another block's components, go on
@@ -198,7 +242,7 @@ class FlowNetwork:
             comp = shape.components[c]
             self._materialize(shape, [(i, shape.specs[i][1]) for i in comp.flows], group, now)
         if len(met) < len(shape.components):
-            block = SoloBlock(fid, shape, now, alive, group)
+            block = SoloBlock(fid, shape, start, alive, group)
             group.outstanding += 1
             self._blocks[fid] = block
             mask = np.ones(shape.links.size, dtype=bool) if not met else ~np.isin(shape.component_of_link, list(met))
@@ -251,13 +295,14 @@ class FlowNetwork:
             moving = {i for i, _ in left}
             self._account(shape, [i for i in comp.flows if i not in moving])
             self._materialize(shape, left, block.group, now)
-            finish = block.t0 + max((cc.duration for cc, a in zip(shape.components, block.alive) if a), default=0.0)
+            before = block.finish
+            block.settle(comp)
+            finish = block.finish
             if not any(block.alive):
                 del self._blocks[fid]
                 block.finish = float("nan")
                 block.group.outstanding -= 1  # its flows are all ordinary now (never 0 here)
-            elif finish != block.finish:
-                block.finish = finish
+            elif finish != before:
                 heapq.heappush(self._heap, (finish, fid, block))
 
     def _done_per_link(self) -> np.ndarray:
@@ -293,7 +338,13 @@ class FlowNetwork:
                 continue
             mask = self._owner[shape.links] == block.fid
             self._owner[shape.links[mask]] = -1
-            self._account(shape, [i for c, comp in enumerate(shape.components) if block.alive[c] for i in comp.flows])
+            # the components still alive delivered all their flows' bytes (broken ones were
+            # accounted as they broke)
+            alive = np.asarray(block.alive, dtype=bool)
+            entries = alive[shape.entry_comp]
+            self._link_done.append((shape.flow_links[entries], shape.flow_bytes[entries]))
+            self.stats.bytes_delivered += float(shape.comp_bytes[alive].sum())
+            self.stats.flows_finished += int(shape.comp_flows[alive].sum())
         if len(self._link_done) > 4096:
             self._done_per_link()
         for block in blocks:
@@ -305,16 +356,21 @@ class FlowNetwork:
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
         now = self.env.now
-        if self._blocks and self._new:
-            # New flows on links a block holds: that block's component becomes ordinary flows.
-            links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
-            held = self._owner[links]
-            clash = held >= 0
-            if clash.any():
-                self._break(held[clash], links[clash], now)
-        flows, on_link, seeds = self._flows, self._on_link, self._seeds
         if self._new:
-            np.add.at(self._busy, np.fromiter((link for f in self._new for link in f.links), dtype=np.int64), 1)
+            n_new = len(self._new)
+            links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
+            if self._n_reserved:  # reserved links: their holders put what they hold on the network first
+                self._claim(links)
+            if self._blocks:
+                # New flows on links a block holds: that block's component becomes ordinary flows.
+                held = self._owner[links]
+                clash = held >= 0
+                if clash.any():
+                    self._break(held[clash], links[clash], now)
+            if len(self._new) != n_new:  # flows of broken components joined them
+                links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
+            np.add.at(self._busy, links, 1)
+        flows, on_link, seeds = self._flows, self._on_link, self._seeds
         for f in self._new:
             f.t_ref = now
             fid = f.fid

@@ -45,6 +45,10 @@ class RoleTable:
         # One pass over the program (a deep pipeline's role holds tens of thousands of ops).
         streams, watchers, dt, cross_deps, stream_pred = (self.streams, self.watchers, self.dt, self.cross_deps,
                                                           self.stream_pred)
+        # Whether a kernel of this role runs on a stream other than compute (ZeRO-3's unflatten
+        # copies): then a collective may run beside a kernel outside the compute blocks, and a
+        # block takes in only collectives whose links are their own (engine._absorbable).
+        self.side_kernels = False
         stream_of: list[str] = []
         no_deps: tuple[int, ...] = ()
         for i, (op, t) in enumerate(zip(program, costs.compute_times(program))):
@@ -58,6 +62,8 @@ class RoleTable:
                 stream_pred.append(ops_of[-1])
                 ops_of.append(i)
             dt.append(None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow))
+            if t is not None and stream != "compute":
+                self.side_kernels = True
             if isinstance(op, CommOp):
                 self.collectives.add((stream, op.axes, op.op, op.size_bytes))
             elif isinstance(op, P2POp):
@@ -81,7 +87,8 @@ class RankState:
     """Mutable state of one simulated rank during the replay."""
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
-                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb")
+                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb",
+                 "handed")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
         n = len(table.program)
@@ -100,12 +107,29 @@ class RankState:
         self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
         # collective -> (seconds, members, (algorithm, protocol) or None) when a compute run may
         # take it in (engine._absorbable), None when it may not; filled as asked
-        self.absorb: dict[int, tuple[float, tuple[int, ...], tuple[str, str] | None] | None] = {}
+        self.absorb: dict[int, Absorbable | None] = {}
+        # collective -> (its start, the event of its end): a collective a compute block had
+        # taken in and handed back to the network when other traffic met its links mid-flight
+        # (engine._hand_back); its stream waits for that event instead of running it
+        self.handed: dict[int, tuple[float, simpy.Event]] = {}
         self.coll_seq: dict[str, int] = {}
         # stream -> (op index, what it waits for: a dependency's index, or "rendezvous"/"send/recv")
         self.blocked: dict[str, tuple[int, int | str]] = {}
         self.algorithm: dict[int, tuple[str, str]] = {}
         self.groups: dict[int, tuple[int, ...]] = {}
+
+
+@dataclass(frozen=True)
+class Absorbable:
+    """A collective a compute block may take in (engine._absorbable): ``alone`` seconds,
+    ``members``, (algorithm, protocol) or None for a group of one, and ``links`` (sorted, unique)
+    when its links are not its own for the whole step: then the block holds it only while
+    nothing else is on those links (a reservation on the network), else None."""
+
+    alone: float
+    members: tuple[int, ...]
+    algo: tuple[str, str] | None
+    links: np.ndarray | None = None
 
 
 class ComputeRun:
@@ -122,7 +146,7 @@ class ComputeRun:
     ``durs`` holds each entry's (alone, beside communication) seconds, ``n_kernels`` how many
     of the entries are the compute stream's."""
 
-    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token")
+    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token", "held", "holder")
 
     def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event,
                  gates: list[float] | None = None) -> None:
@@ -135,6 +159,16 @@ class ComputeRun:
         self.slowed = [False] * len(ops)  # True: no further slowdown applies to it
         self.event = event
         self.token = 0
+        # entries holding a collective whose links are reserved on the network while the run
+        # lasts: (entry index, links), and the reservation's holder id (-1: none)
+        self.held: list[tuple[int, np.ndarray]] = []
+        self.holder = -1
+
+    def cut(self, j: int) -> None:
+        """Drop entries ``j``.. (the run ends at entry ``j - 1``; j >= 1)."""
+        for seq in (self.ops, self.durs, self.gates, self.start, self.end, self.slowed):
+            del seq[j:]
+        self.held = [(k, links) for k, links in self.held if k < j]
 
     def plan(self, first: int, t: float, inflight: bool) -> None:
         """Entries ``first``.. back to back from ``t``, none before the host has issued it, under

@@ -78,6 +78,12 @@ class PhaseShape:
     flow_links: np.ndarray = field(init=False)  # every (flow, link) entry's link ...
     flow_bytes: np.ndarray = field(init=False)  # ... and that flow's bytes (link accounting)
     total_bytes: float = 0.0
+    # per (flow, link) entry the component of its flow, and per component its bytes and flows:
+    # what a block whose components were not all alive to the end delivered, in a few numpy
+    # passes (FlowNetwork._complete_blocks)
+    entry_comp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    comp_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    comp_flows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         self.duration = max((c.duration for c in self.components), default=0.0)
@@ -181,8 +187,15 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
         comp_list.extend([len(components)] * len(links))
         components.append(Component(flows, links, duration, segments))
     order = np.argsort(np.asarray(link_list, dtype=np.int64), kind="stable")
+    comp_of_flow = np.zeros(n, dtype=np.int64)
+    for c, comp in enumerate(components):
+        comp_of_flow[comp.flows] = c
+    sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=n)
     return PhaseShape(specs, components, np.asarray(link_list, dtype=np.int64)[order],
-                      np.asarray(comp_list, dtype=np.int64)[order], linkless)
+                      np.asarray(comp_list, dtype=np.int64)[order], linkless,
+                      entry_comp=comp_of_flow[e_flow],
+                      comp_bytes=np.bincount(comp_of_flow, weights=sizes, minlength=len(components)),
+                      comp_flows=np.bincount(comp_of_flow, minlength=len(components)))
 
 
 class SoloBlock:
@@ -190,7 +203,7 @@ class SoloBlock:
     (``finish``: when the last one ends). ``alive[c]`` is False once component ``c`` has been
     handed to the network as ordinary flows (or met another flow at the start)."""
 
-    __slots__ = ("fid", "finish", "group", "shape", "t0", "alive")
+    __slots__ = ("fid", "finish", "group", "shape", "t0", "alive", "span")
 
     def __init__(self, fid: int, shape: PhaseShape, t0: float, alive: list[bool], group: Any) -> None:
         self.fid = fid
@@ -198,5 +211,15 @@ class SoloBlock:
         self.t0 = t0
         self.alive = alive
         self.group = group
-        self.finish = t0 + (shape.duration if all(alive) else
-                            max((c.duration for c, a in zip(shape.components, alive) if a), default=0.0))
+        self.span = 0.0  # the longest duration of the components alive
+        self.finish = 0.0
+        self.settle(None)
+
+    def settle(self, broken: Component | None) -> None:
+        """Set ``span`` and ``finish`` after component ``broken`` left (None: from scratch); the
+        components are only scanned when the one that left was the longest."""
+        if broken is None and all(self.alive):
+            self.span = self.shape.duration
+        elif broken is None or broken.duration >= self.span:
+            self.span = max((c.duration for c, a in zip(self.shape.components, self.alive) if a), default=0.0)
+        self.finish = self.t0 + self.span

@@ -22,6 +22,8 @@ def _compare(got, want, path: str = "") -> list[str]:
             else:
                 out += _compare(got[k], v, f"{path}.{k}")
         return out
+    if isinstance(want, list) and isinstance(got, list) and len(got) == len(want):
+        return [p for i, (g, w) in enumerate(zip(got, want)) for p in _compare(g, w, f"{path}[{i}]")]
     if isinstance(want, float) or isinstance(got, float):
         ok = math.isclose(float(got), float(want), rel_tol=1e-6, abs_tol=1e-12)
         return [] if ok else [f"{path}: {got!r} != golden {want!r}"]

@@ -37,6 +37,10 @@ PLANS = {  # 4 nodes of 4 GPUs: TP fills a node, so its collectives own their li
     "tp_overlap": {"tp": 4, "sequence_parallel": True, "tp_overlap": "ring_exchange", "pp": 2},
     "cp": {"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2},
     "zero2": {"tp": 4, "sequence_parallel": True, "zero": 2},
+    # TP 2 of a 4-GPU node: DP's rings cross the same NVLink, so the TP collectives are taken
+    # in only while DP is off their links, and handed back to the network when it arrives
+    "tp2_dp_nvlink": {"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 1},
+    "tp2_dp_nvlink_zero2": {"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 2},
 }
 
 
@@ -85,3 +89,30 @@ def test_a_collective_between_two_kernels_joins_their_block():
     tl = fast.timelines[0]
     ars = [i for i, op in enumerate(pb.ops) if isinstance(op, CommOp)]
     assert all(tl.end[i] > tl.start[i] == tl.end[i - 1] for i in ars)  # each ran after its GEMM, for a while
+
+
+def test_a_collective_on_shared_links_is_handed_back_when_other_traffic_meets_it(make, monkeypatch):  # noqa: F811
+    """TP 2 of a 4-GPU node: ZeRO-2's DP ReduceScatters cross the same NVLink during the
+    backward passes. Blocks take the mirrored TP collectives in while the links are idle and
+    hand them back when DP traffic arrives: before they start (the stream runs them) and while
+    they run (the network takes over their flows where the closed form has them). Both kinds
+    happen here, and every op keeps its op-by-op times."""
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.engine import Replayer
+
+    kinds = {"running": 0, "ahead": 0}
+    hand_back = Replayer._hand_back
+
+    def spy(self, R, run, j, now, due):
+        kinds["running" if run.start[j] <= now else "ahead"] += 1
+        return hand_back(self, R, run, j, now, due)
+
+    monkeypatch.setattr(Replayer, "_hand_back", spy)
+    scn = make(PLANS["tp2_dp_nvlink_zero2"], nodes=4, training={"global_batch": 32, "recompute": "full"})
+    sched = build_schedule(scn)
+    t = build_topology(scn.profile, scn.nodes)
+    fast = replay(sched, t, symmetric=True)
+    assert kinds["running"] > 0 and kinds["ahead"] > 0
+    slow = replay(sched, t, symmetric=True, compute_runs=False)
+    assert fast.stats.events < 0.6 * slow.stats.events
+    _same_timelines(fast, slow)

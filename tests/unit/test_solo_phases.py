@@ -95,3 +95,59 @@ def test_components_of_a_phase_do_not_share_links(topo):
             assert owner.setdefault(link, k) == k
     assert np.all(np.diff(shape.links) > 0)
     _same(topo, [("a2a", 0.0, plan.phases, 2)])
+
+
+@pytest.mark.parametrize("arrive", [0.0, 0.3, 0.7, 1.5])
+def test_a_reserved_phase_handed_over_midway_moves_as_if_it_had_run_on_the_network(topo, arrive):
+    """A holder reserves a ring's links and times the ring in closed form outside the network
+    (FlowNetwork.reserve). A co-user arriving at ``arrive`` x the ring's time alone calls the
+    holder back, which hands the ring over started at its own start (transfer_phase(t0=...)):
+    both then end when they end with the ring on the network from the start."""
+    ring = plan_collective("allgather", list(range(16)), 64 << 20, topo, algo="ring", proto="simple").phases[0]
+    other = plan_collective("allreduce", [0, 8], 32 << 20, topo, algo="ring", proto="simple").phases[0]
+    cap = effective_capacity_Bps(topo)
+    alone = phase_shape(ring, cap, cap.tolist()).duration
+    t1 = 1e-4 + arrive * alone
+
+    def run(reserved: bool):
+        env = simpy.Environment()
+        net = FlowNetwork(env, cap)
+        done: dict[str, float] = {}
+        links = phase_shape(ring, cap, cap.tolist()).links
+        handed: list[simpy.Event] = []
+
+        def on_reserved(holders, hit):
+            assert set(holders.tolist()) == {7} and set(hit.tolist()) <= set(links.tolist())
+            net.release(7, links)
+            if env.now < 1e-4 + alone:
+                handed.append(net.transfer_phase(ring, t0=1e-4))
+
+        def holder():
+            yield env.timeout(1e-4)
+            if not reserved:
+                yield net.transfer_phase(ring)
+            else:
+                assert net.idle(links)
+                net.reserve(7, links)
+                assert not net.idle(links)
+                yield env.timeout(alone)
+                if handed:  # handed over midway: the network has the rest
+                    yield handed[0]
+            done["ring"] = env.now
+
+        def co_user():
+            yield env.timeout(t1)
+            yield net.transfer_phase(other)
+            done["other"] = env.now
+
+        net.on_reserved = on_reserved
+        env.process(holder())
+        env.process(co_user())
+        env.run()
+        return done
+
+    held, plain = run(True), run(False)
+    assert held["other"] == pytest.approx(plain["other"], rel=1e-9)
+    assert held["ring"] == pytest.approx(plain["ring"], rel=1e-9)
+    if arrive < 1:
+        assert plain["ring"] > 1e-4 + alone * (1 + 1e-6)  # the co-user did slow the ring
