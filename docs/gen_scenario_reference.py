@@ -52,6 +52,9 @@ NOTES = {
                   "synchronisation at every fetch) or as FSDP2 (per block)",
     "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
+    "zero1_impl": "ZeRO-1 as Megatron's distributed optimizer runs it (ReduceScatter of the gradients, AllGather "
+                  "of the parameters) or as DeepSpeed's BF16_Optimizer (deepspeed-bf16, BLOOM: fp32 gradients "
+                  "accumulated every micro-batch and AllReduced whole)",
     "scatter_gather_tensors_in_pipeline": "without sequence parallelism: each TP rank sends 1/tp of the "
                                           "activation between pipeline stages and the receiver AllGathers it "
                                           "(Megatron-LM 2021-2023, DeepSpeed's pipeline engine); false: the "

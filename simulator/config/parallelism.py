@@ -70,6 +70,12 @@ class Parallel(BaseModel):
     # of copy_to_tensor_model_parallel_region and runs after the layer's whole backward, dgrad and
     # wgrad, blocking (Megatron-LM 2020-2021, Megatron-DeepSpeed of BLOOM).
     async_tensor_model_parallel_allreduce: bool = True
+    # zero 1: megatron (Megatron's distributed optimizer, DeepSpeed ZeRO-1 in fp16: the gradients
+    # ReduceScattered, the updated parameters AllGathered) or deepspeed-bf16 (DeepSpeed's
+    # BF16_Optimizer, BLOOM: every micro-batch's bf16 gradients added into fp32 ones, those
+    # AllReduced whole over dp after the backward, each rank stepping its shard, then the bf16
+    # parameters AllGathered; simulator/schedule/data_parallel.py).
+    zero1_impl: Literal["megatron", "deepspeed-bf16"] = "megatron"
     # Without sequence parallelism and with tp > 1: each TP rank sends and receives 1/tp of the
     # activation (or gradient) between pipeline stages and the receiver AllGathers it over tp
     # (Megatron-LM's scatter_gather_tensors_in_pipeline, on by default Feb 2021 - Mar 2023;
@@ -137,6 +143,8 @@ class Parallel(BaseModel):
             raise ValueError(f"tp_overlap: {self.tp_overlap} needs tp > 1 and sequence_parallel: true "
                              f"(got tp={self.tp}, sequence_parallel={str(self.sequence_parallel).lower()}); "
                              "TransformerEngine's userbuffers overlap works on SP collectives")
+        if self.zero1_impl != "megatron" and self.zero != 1:
+            raise ValueError(f"zero1_impl: {self.zero1_impl} is a ZeRO-1 optimizer; it needs zero: 1 (got {self.zero})")
         if self.ulysses > 1 and self.cp > 1 and self.cp_comm not in USP_CP_COMM:
             # USP (arXiv:2405.07719): Ulysses head scatter inside, a KV ring across. The other CP
             # flavours are themselves head-parallel (a2a, a2a+p2p) or gather the whole KV (all_gather).

@@ -104,7 +104,12 @@ buckets reduced during the backward) at the larger model-parallel sizes.
   per GPU takes, so that reduction was overlapped. With each model-parallel size's DDP and the
   blocking TP AllReduce of 2020 (`async_tensor_model_parallel_allreduce: false`) the five rows
   lie within +17% .. +23% (median +20.3%): a uniform per-GPU bias of the 2020 stack.
-- BLOOM: 20.1% → 19.7%. Its DP group is 4-12 ranks, so the exposed reduction is small.
+- BLOOM: 20.1% → 19.7%. Its DP group is 4-12 ranks, so the exposed reduction is small. The bf16
+  final run ran DeepSpeed's BF16_Optimizer (`zero1_impl: deepspeed-bf16`): an fp32 accumulation
+  pass after each of its 128 micro-batches and the fp32 gradient AllReduced whole over dp; with
+  them it goes from +16.8% to +9.5%. Its pipeline sends 1/tp of each activation and AllGathers it
+  (`scatter_gather_tensors_in_pipeline`) and its TP backward AllReduce blocks
+  (`async_tensor_model_parallel_allreduce: false`); the fp16 search rows stay 9-42% optimistic.
 - FlagPerf: within 0.1 point (the reduction stays inside one NVLink node).
 - Megatron-Core 2024: fp32 doubles the ReduceScatter bytes. The rows get more pessimistic
   (−14.0% → −17.0% median; GPT-32B tp8 −23.8% → −33.6%): the reduction competes with the TP

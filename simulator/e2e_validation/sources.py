@@ -82,7 +82,10 @@ def _bloom(rows: list[Row]) -> list[Case]:
     column-parallel backward AllReduce follows the wgrad GEMM (Megatron-DeepSpeed's
     ColumnParallelLinear: ``copy_to_tensor_model_parallel_region`` then ``F.linear``), and
     DeepSpeed's pipeline engine sends each TP rank's 1/tp of the activations and gradients and
-    AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``)."""
+    AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``). The bf16 final
+    run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
+    equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
+    (``zero1_impl: deepspeed-bf16``)."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
@@ -104,6 +107,10 @@ def _bloom(rows: list[Row]) -> list[Case]:
         seen.add(key)
         dtype = parse_precision(r) or "fp16"
         mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
+        # bf16 (the final run): DeepSpeed's BF16_Optimizer with its fp32 gradients, AllReduced in
+        # buffers of MEMORY_OPT_ALLREDUCE_SIZE = 5e8 elements (deepspeed/runtime/engine.py)
+        bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32",
+                        ddp_bucket_elements=500_000_000) if dtype == "bf16" else {}
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
@@ -111,7 +118,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                                 async_tensor_model_parallel_allreduce=False,
-                                                scatter_gather_tensors_in_pipeline=True),
+                                                scatter_gather_tensors_in_pipeline=True, **bf16_opt),
                                   stack=MEGATRON_LEGACY),
                         "step_time_s", float(r["value"]), n))
     return out[:8]

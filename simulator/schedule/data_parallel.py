@@ -17,6 +17,13 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
   optimizer step on the local shard, AllGather of the updated bf16 parameters per bucket.
 * zero 2: gradients are sharded, so they cannot accumulate unreduced: the ReduceScatter runs in
   every micro-batch (DeepSpeed stage 2), then step and AllGather as stage 1.
+* zero 1 with ``zero1_impl: deepspeed-bf16`` (DeepSpeed's ``BF16_Optimizer`` as BLOOM ran it,
+  ``runtime/bf16_optimizer.py`` and ``pipe/engine.py``): after every micro-batch's backward the
+  bf16 gradients are added into the fp32 ones tensor by tensor (``update_hp_grads``:
+  ``hp_grad.add_(lp.grad.to(fp32))``, two kernels per tensor reading 2 + 4 + 4 and writing
+  4 + 4 bytes per parameter); after the backward the whole fp32 gradient is AllReduced over dp
+  (``_bf16_reduce_grads`` → ``buffered_allreduce_fallback``, not a ReduceScatter), each rank steps
+  its shard and the bf16 parameters are AllGathered as in stage 1.
 * ``overlap_grad_reduce: false`` (Megatron's default without ``--overlap-grad-reduce``; DeepSpeed
   ZeRO-1/2 without ``overlap_comm``): no bucket is launched during backward; every bucket's
   collective is issued in backward order once the step's backward is over
@@ -40,11 +47,13 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import CollectiveKind, CommOp, Gate, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, ProgramBuilder, Tag
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
 PARAM_BYTES = 2
+# update_hp_grads per parameter: lp.grad.to(fp32) reads 2 and writes 4 bytes, add_ reads 4 + 4 and writes 4
+HP_GRAD_UPDATE_BYTES = 18
 
 
 def expert_grad_axes(scn: Scenario) -> tuple[str, ...]:
@@ -122,6 +131,11 @@ class GradSync:
         (:data:`simulator.schedule.transformer.Gate`), or None: the block-level waits suffice."""
         return None
 
+    def accumulate(self, pb: ProgramBuilder, chunk: int, mb: int, after: int) -> int:
+        """After micro-batch `mb`'s backward of model chunk `chunk`: work on its gradients that
+        the pass itself includes (before its gradient is sent on); returns the pass's last op."""
+        return after
+
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         """End of one micro-batch's backward; returns an op later compute must wait for, or -1."""
         return -1
@@ -198,6 +212,7 @@ class BucketedSync(GradSync):
         p = scn.parallel
         size = p.ddp_bucket_elements or max(40_000_000, 1_000_000 * self.group_size)
         self.zero = p.zero
+        self.bf16_fp32_grads = p.zero == 1 and p.zero1_impl == "deepspeed-bf16"
         self.optimizer_shard = self.group_size if self.zero >= 1 else 1
         self.expert_optimizer_shard = self.expert_group_size if self.zero >= 1 else 1
         self.buckets: dict[str, list[_Bucket]] = {}
@@ -264,6 +279,15 @@ class BucketedSync(GradSync):
             self._reduce(pb, unit, mb, deps)
         self._deferred = []
 
+    def accumulate(self, pb: ProgramBuilder, chunk: int, mb: int, after: int) -> int:
+        if not self.bf16_fp32_grads:
+            return after
+        mods = [m for u in self.chunks[chunk] for m in u.modules]
+        n = sum(m.numel for m in mods)
+        return pb.add(ComputeOp(name=f"bf16_optimizer.update_hp_grads.c{chunk}.mb{mb}", kind="elementwise",
+                                flops=float(n), hbm_bytes=HP_GRAD_UPDATE_BYTES * n, count=2 * len(mods),
+                                deps=(after,), tag=Tag("bwd", None, mb)))
+
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         if self.zero != 2 or not self._deferred:
             return -1
@@ -273,7 +297,7 @@ class BucketedSync(GradSync):
 
     def _reduce(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, deps: tuple[int, ...]) -> None:
         tag = Tag("bwd", unit.layer, mb)
-        op: CollectiveKind = "allreduce" if self.zero == 0 else "reducescatter"
+        op: CollectiveKind = "allreduce" if self.zero == 0 or self.bf16_fp32_grads else "reducescatter"
         for i, b in enumerate(self.buckets.get(unit.name, ())):
             axes = self._bucket_axes(b)
             if axes:

@@ -144,6 +144,7 @@ class StageBuilder:
 
     def _end_backward(self, chunk: int, mb: int, after: int) -> int:
         pb, sync = self.pb, self.sync
+        after = sync.accumulate(pb, chunk, mb, after)
         fence = sync.end_backward(pb, mb, after)
         if fence >= 0:
             self.fence = fence
