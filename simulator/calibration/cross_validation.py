@@ -390,24 +390,23 @@ NOTES: dict[tuple[str, str], str] = {
         "than the model, while AllReduce's ring LL128 rows match it, so an LL128 efficiency fitted on one "
         "is wrong for the other."),
     ("sophia-a100", "leave out allreduce"): (
-        "From 1 MiB the fitted links carry over (7.8%, 9.2% before). Below, AllReduce runs Tree LL/LL128, "
+        "From 1 MiB the fitted links carry over (7.8%, 11.8% before). Below, AllReduce runs Tree LL/LL128, "
         "whose latencies and efficiencies neither the AllGather (rings) nor the All-to-All measures; and a "
         "calibrated profile's keys for the collective algorithms replace the transport's deployed defaults "
-        "for them (`costs/deployed.py`: LL at 0.125 and LL128 at 0.8 of NCCL's rate, 7 µs per inter-node hop "
+        "for them (`costs/deployed.py`: LL at 0.125 and LL128 at 0.7 of NCCL's rate, 3 µs per inter-node hop "
         "on InfiniBand), so those tree rows run at NCCL's own LL/LL128 rates, far faster than measured."),
     ("sophia-a100", "leave out alltoall"): (
-        "The links' efficiency fitted on AllReduce and AllGather carries over from 1 MiB (8.0%, 11.1% "
-        "before); the All-to-All keeps its uncalibrated latency, as the rings' latencies are theirs: its "
-        "57 µs small-message time (8 remote peers) is twice the model's, as before calibration."),
+        "The links' efficiency fitted on AllReduce and AllGather carries over from 1 MiB (7.9%, 9.4% "
+        "before); the All-to-All keeps its uncalibrated latencies, as the rings' latencies are theirs."),
     ("abci-a100", "scale"): (
         "Fitted on the 1- and 2-node sweeps, whose 0.5–8 MiB rows run LL128/Simple 35–85% slower than the "
         "model, the calibration carries that shortfall to 16 nodes, where LL128 matches the model (NCCL "
-        "2.8.4): 11.7% at ≥ 1 MiB, 35.7% before."),
+        "2.8.4): 11.7% at ≥ 1 MiB, 32.3% before."),
     ("gb200-nvl72", "scale"): (
         "The fit's values come from the 1- and 2-rack sweeps (≥ 512 MiB, busbw 810–839 GB/s); the 20-rack "
         "sweep runs at 406 GB/s at 16 GiB and is still rising (data/nccl/INDEX.md), so its rows are not in the "
         "regime the smaller sweeps measured, and what the fit moved to match them does not carry over: "
-        "26.4% after, 10.0% before."),
+        "26.4% after, 2.5% before."),
     ("gh200-alps", "scale: fit ≤ 32"): (
         "Fitted on 1, 2 and 4 nodes; the 16-node sweep's 4 KiB–128 MiB rows run 2–4× slower than predicted, "
         "with a dip to 15 GB/s at 64 MiB (data/nccl/gh200x64_allreduce_16node_alps_slingshot.csv), a "

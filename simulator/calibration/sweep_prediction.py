@@ -60,15 +60,18 @@ CASES: dict[str, Case] = {
         "modelled as ring: its peak equals the same repo's forced-ring run, so NVLS was inactive (INDEX.md)"),
     "h100x16_allreduce_2node_awsp5_efa": Case(
         "aws-p5", "allreduce", 16, 8, None,
-        "plateau within 7% (NVLS-tree over 16 EFA channels), but the measured floor is 64 us (predicted 25 us) and "
-        "the time left after size/plateau-bandwidth grows from ~170 us at 8 MiB to ~600 us at 1 GiB: per-message "
-        "costs of EFA/SRD through aws-ofi-nccl 1.9.2 that no source here quantifies, so sizes below ~512 MiB are "
-        "predicted up to 2x too fast; tests assert the >= 512 MiB regime only"),
+        "plateau within 7% (NVLS-tree over 16 EFA channels). aws-ofi-nccl 1.9.2 reports a 75 us network latency "
+        "to NCCL (costs/transports.py; the log prints it), which keeps Tree/LL128 up to 64 MiB where NCCL's own "
+        "constants would switch to NVLS-tree at 8 MiB; the time left after size/plateau-bandwidth still grows to "
+        "~350 us at 256 MiB-1 GiB (per-message costs of EFA/SRD that no source here quantifies), so 128 MiB-1 GiB "
+        "are predicted up to 45% too fast; tests assert the >= 512 MiB regime only"),
     "a100x8_allreduce_1node_abci": Case(
         "abci-a100", "allreduce", 8, 8, None,
         "NCCL 2.8.4; 0.5-8 MiB run about 2x slower than NCCL's own cost model predicts for this NVSwitch node "
         "(2 MiB: 116 us measured vs 57 us predicted) and the sweep stops at 32 MiB with busbw still rising, so "
-        "it probes no bandwidth plateau; no structural cause found in the sources; not asserted in tests"),
+        "it probes no bandwidth plateau. Not the tuner's release: NCCL v2.8.4-1's tuning.cc has the single-node A100 "
+        "constants of the 2.18.3 tables used here (ring hop latency LL/LL128/Simple 0.47/1.9/3.4 us vs 0.6/1.9/3.4, "
+        "llMaxBw 87.7 GB/s), and no other source here explains it; not asserted in tests"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "

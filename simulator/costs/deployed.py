@@ -53,8 +53,8 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0, 1.0), "nothing (NCCL's own constants)")
 # docs/validation-collectives.md. The InfiniBand row rests on two small systems (2 x 1 A100-PCIe,
 # 2 x 8 DGX A100); EFA on one (2 x 8 AWS p5), Slingshot on one (Alps GH200, 2-512 nodes).
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(20, (0.125, 0.4, 1), "aws-p5"),
-    "infiniband": DeployedNet(7, (0.125, 0.8, 1), "a100-pcie, sophia-a100"),
+    "efa": DeployedNet(30, (0.18, 0.7, 1), "aws-p5"),
+    "infiniband": DeployedNet(3, (0.125, 0.7, 0.95), "a100-pcie, sophia-a100"),
     "roce": DeployedNet(20, (0.125, 0.6, 1), "aac10-mi300x, aac11-mi325x, mi355x"),
     "slingshot": DeployedNet(20, (0.125, 0.7, 1), "gh200-alps"),
     "other": DeployedNet(20, (0.125, 0.6, 1), "all of a100-pcie, aac10-mi300x, aac11-mi325x, aws-p5, gh200-alps, "

@@ -25,7 +25,15 @@ Sources, per transport:
   bounce buffers does not give; LL128 and NVLSTree became defaults only in 2025 (plugin v1.0.9
   and v1.0.12). So a TCPXO call pays Simple's latency even at 8 bytes: NCCL 2.21.5's Ring/Simple
   on 2 x 8 H100 is ~130 us, the ~123 us floor the A3 Mega sweep shows.
-* ``efa``, ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
+* ``efa`` (AWS, aws-ofi-nccl): ``src/platform-aws.c`` of aws-ofi-nccl v1.9.2-aws (the release of
+  the bundled p5 sweep, data/nccl/h100x16_allreduce_2node_awsp5_efa.csv, whose log prints "NET/OFI
+  Internode latency set at 75.0 us") reports ``latency = 75.0`` us on p4d/p4de/p5 (150 on
+  instance types it does not list, "for historical reasons"); on p5 with the RDMA protocol it
+  skips the check that would force ``NCCL_PROTO=simple``, so LL and LL128 stay enabled, and it
+  leaves NVLS on for NCCL >= 2.18.5. NCCL's estimate of a Tree over two p5 nodes thus counts
+  75 us more per hop (150 for Simple), which keeps Tree/LL128 up to 64 MiB where NCCL's own
+  constants would switch to NVLSTree at 8 MiB: what the sweep shows.
+* ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` (aws-ofi-nccl over the libfabric CXI provider: the AWS platform file is not
   built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
 """
@@ -56,6 +64,10 @@ class TransportStack:
 DEFAULT = TransportStack()
 
 STACKS: dict[str, TransportStack] = {
+    "efa": TransportStack(
+        reported_latency_us=75.0,
+        source="aws-ofi-nccl v1.9.2-aws src/platform-aws.c: p5.48xlarge latency 75.0 us, RDMA protocol, "
+               "NCCL_PROTO left unset on p5"),
     "tcpxo": TransportStack(
         protocols=("simple",), algorithms=("ring", "tree"), nvls=False,
         source="container-engine-accelerators gpudirect-tcpxo/README.md (May 2024-Feb 2025 releases) and "

@@ -10,6 +10,7 @@ from simulator.costs import nccl_graph, nccl_tuner
 from simulator.costs.collectives import (
     effective_capacity_Bps, phase_time_s, plan_collective,
 )
+from simulator.costs.deployed import NEUTRAL
 from simulator.errors import InputError
 from simulator.hardware.topology import build_topology
 from simulator.costs.model import CostModel
@@ -40,6 +41,9 @@ def _profile(gpus=4, nics=4, nvls=False, su_eff=1.0, nic_eff=1.0, arch="hopper")
                               "nvls": nvls, "efficiency": su_eff},
                  "pcie": {"gen": 5, "GBps": 200, "latency_us": 1.0},
                  "nics": {"count": nics, "Gbps": NIC_GBPS, "latency_us": 1.0, "efficiency": nic_eff}},
+        # NCCL's own constants, not a deployed fabric's (costs/deployed.py): the closed forms here
+        # are of the structure, and the deployed protocol efficiencies add wire bytes by design.
+        "nccl": NEUTRAL.overrides(),
     })
 
 
@@ -268,6 +272,7 @@ def _mesh_cluster_profile(gpus: int, link_GBps: float) -> HardwareProfile:
     data = _mesh_profile(gpus, link_GBps).model_dump()
     data["scale_out"] = {"kind": "rail_fat_tree", "nodes_per_unit": 32, "spines": 4, "oversubscription": 1.0,
                          "switch_latency_us": 0.3, "cable_latency_us": 0.05}
+    data["nccl"] = NEUTRAL.overrides()  # the structure's closed form, not a deployed fabric's efficiencies
     return HardwareProfile.model_validate(data)
 
 

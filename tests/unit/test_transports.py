@@ -11,10 +11,11 @@ from simulator.calibration.sweep_prediction import case_for, predict_sweep
 from simulator.config.hardware import load_profile
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs.collectives import plan_collective
+from simulator.costs.deployed import NEUTRAL
 from simulator.costs.nccl_graph import context_from_profile
 from simulator.costs.transports import STACKS, TransportStack, stack_for
 from simulator.hardware.topology import build_topology
-from simulator.units import KiB
+from simulator.units import KiB, MiB
 
 
 def test_a_reported_latency_changes_the_choice_not_the_time(monkeypatch):
@@ -22,7 +23,9 @@ def test_a_reported_latency_changes_the_choice_not_the_time(monkeypatch):
     inter-node hop, twice for Simple; planned times of a given (algorithm, protocol) stay as they are."""
     monkeypatch.setitem(STACKS, "roce", TransportStack(reported_latency_us=75.0))
     h100 = load_profile("dgx-h100")
-    nccl = {"net_hop_extra_us": 20.0}
+    # every deployed key set, so both transports run the same constants (own keys stack on the
+    # transport's deployed defaults, which differ between roce and infiniband)
+    nccl = {**NEUTRAL.overrides(), "net_hop_extra_us": 20.0}
     told = h100.model_copy(update={"nccl": nccl, "node": h100.node.model_copy(update={
         "nics": h100.node.nics.model_copy(update={"transport": "roce"})})})
     untold = h100.model_copy(update={"nccl": nccl})
@@ -63,3 +66,29 @@ def test_tcpxo_floor_is_simples_latency():
     for p in small:
         assert p.protocol == "simple"
         assert abs(p.predicted_time_us / p.measured_time_us - 1) <= 0.10, (p.size_bytes, p.predicted_time_us)
+
+
+def test_efa_reported_latency_enters_nccls_tree_latency_once_per_hop_and_twice_for_simple():
+    """NCCL tuning.cc: interLat = hwLat[NET] + latencyInter (+ latencyInter again for Simple);
+    Tree latency = base + 2·((ppn−1)·intraLat + log2(nNodes)·interLat)."""
+    ctx = context_from_profile(load_profile("aws-p5"), 16, 2)
+    sel = tuner.selection_context(ctx)
+    k, rep = sel.constants, STACKS["efa"].reported_latency_us
+    assert rep == 75.0  # aws-ofi-nccl v1.9.2 platform-aws.c, p5.48xlarge
+    for p, proto in enumerate(("ll", "ll128", "simple")):
+        inter = k.hw_latency_us["net"]["tree"][p] + rep * (2 if proto == "simple" else 1) + k.net_hop_extra_us
+        intra = k.hw_latency_us["nvlink"]["tree"][p]
+        expected = k.base_latency_us["tree"][p] + 2 * (7 * intra + 1 * inter)
+        assert tuner.latency_us(sel, "allreduce", "tree", proto) == pytest.approx(expected)
+
+
+def test_efa_tree_ll128_up_to_32MiB_matches_the_p5_sweep():
+    """AWS p5, 2 x 8 H100: with the 75 us NCCL is told, Tree/LL128 runs 2-32 MiB (busbw 26-137 GB/s
+    measured), each row within 10%."""
+    sweep = read_sweep(DATA_DIR / "h100x16_allreduce_2node_awsp5_efa.csv")
+    r = predict_sweep(sweep, case_for(sweep))
+    mid = [p for p in r.points if 2 * MiB <= p.size_bytes <= 32 * MiB]
+    assert len(mid) == 5
+    for p in mid:
+        assert (p.algorithm, p.protocol) == ("tree", "ll128")
+        assert abs(p.error) <= 0.10, (p.size_bytes, p.error)
