@@ -29,7 +29,7 @@ import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows
-from simulator.replay.solo_phases import PhaseShape, SoloBlock, phase_shape
+from simulator.replay.solo_phases import PhaseShape, PhaseShapes, SoloBlock
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
@@ -90,7 +90,7 @@ class FlowNetwork:
         self._update_pending = False
         # Phases run in closed form while alone (solo_phases): their shapes by id(phase), the
         # started ones by id, and per link the id of the block holding it (-1: none).
-        self._shapes: dict[int, tuple[Any, PhaseShape]] = {}
+        self._shapes = PhaseShapes(self.capacity_Bps, self._capacity_list)
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
@@ -162,10 +162,7 @@ class FlowNetwork:
         return event
 
     def _shape(self, phase: Sequence[Any]) -> PhaseShape:
-        hit = self._shapes.get(id(phase))
-        if hit is None or hit[0] is not phase:
-            hit = self._shapes[id(phase)] = (phase, phase_shape(phase, self.capacity_Bps, self._capacity_list))
-        return hit[1]
+        return self._shapes.get(phase)
 
     def phase_duration(self, phase: Sequence[Any]) -> float:
         """Seconds the phase takes alone on an empty network (its slowest component alone)."""

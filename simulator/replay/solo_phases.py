@@ -50,18 +50,25 @@ class Component:
     links: tuple[int, ...]
     duration: float
     segments: list[Segment]
+    # the segments' times and bytes are this factor times those stored (a phase scaled from
+    # another, scaled_shape): the rates are the same
+    scale: float = 1.0
 
     def remaining(self, elapsed: float) -> list[tuple[int, float]]:
         """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
         if elapsed >= self.duration:
             return []
+        k = self.scale
+        e = elapsed / k if k != 1.0 else elapsed
         seg = self.segments[0]
         for s in self.segments[1:]:
-            if s.t > elapsed:
+            if s.t > e:
                 break
             seg = s
-        dt = elapsed - seg.t
-        return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
+        dt = e - seg.t
+        if k == 1.0:
+            return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
+        return [(i, max(r - rate * dt, 0.0) * k) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
 
 
 @dataclass
@@ -223,3 +230,49 @@ class SoloBlock:
         elif broken is None or broken.duration >= self.span:
             self.span = max((c.duration for c, a in zip(self.shape.components, self.alive) if a), default=0.0)
         self.finish = self.t0 + self.span
+
+
+def scaled_shape(base: PhaseShape, specs: list[tuple[tuple[int, ...], float, float]], k: float) -> PhaseShape:
+    """The shape of a phase whose flows are ``base``'s (same links, same caps, in the same
+    order) with every size multiplied by ``k`` (``specs``: its flows). Max-min rates depend on
+    which flows are active, not on their sizes, so every flow keeps its rates and the active
+    sets follow one another in the same order; only the times and the bytes left scale by
+    ``k``. The components and their link tables are shared with ``base``."""
+    components = [Component(c.flows, c.links, c.duration * k, c.segments, c.scale * k) for c in base.components]
+    return PhaseShape(specs, components, base.links, base.component_of_link, base.linkless,
+                      entry_comp=base.entry_comp, comp_bytes=base.comp_bytes * k, comp_flows=base.comp_flows)
+
+
+class PhaseShapes:
+    """The shapes of a network's phases, each worked out once. A collective's plans at
+    different sizes are one flow pattern scaled by the per-rank volume (``costs.collectives``'
+    ``scaled_flows``): a phase with the flows (links, caps) of one already decomposed and sizes
+    all in one ratio to its sizes is that shape scaled (:func:`scaled_shape`), not decomposed
+    and water-filled again."""
+
+    def __init__(self, capacity_Bps: np.ndarray, capacity: list[float]) -> None:
+        self._capacity_Bps = capacity_Bps
+        self._capacity = capacity
+        self._by_id: dict[int, tuple[Any, PhaseShape]] = {}
+        # (links, cap) of every flow -> (sizes, shape) of the first phase decomposed with them
+        self._by_pattern: dict[tuple, tuple[np.ndarray, PhaseShape]] = {}
+
+    def get(self, phase: Sequence[Any]) -> PhaseShape:
+        hit = self._by_id.get(id(phase))
+        if hit is not None and hit[0] is phase:
+            return hit[1]
+        specs = checked_flows(phase, self._capacity_Bps.size)
+        key = tuple([(links, cap) for links, _, cap in specs])
+        sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=len(specs))
+        base = self._by_pattern.get(key)
+        shape: PhaseShape | None = None
+        if base is not None and sizes.size:
+            k = float(sizes[0] / base[0][0])
+            if np.allclose(sizes, base[0] * k, rtol=1e-12, atol=0.0):
+                shape = scaled_shape(base[1], specs, k)
+        if shape is None:
+            shape = phase_shape(specs, self._capacity_Bps, self._capacity)
+            if base is None:
+                self._by_pattern[key] = (sizes, shape)
+        self._by_id[id(phase)] = (phase, shape)
+        return shape

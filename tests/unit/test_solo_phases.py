@@ -151,3 +151,27 @@ def test_a_reserved_phase_handed_over_midway_moves_as_if_it_had_run_on_the_netwo
     assert held["ring"] == pytest.approx(plain["ring"], rel=1e-9)
     if arrive < 1:
         assert plain["ring"] > 1e-4 + alone * (1 + 1e-6)  # the co-user did slow the ring
+
+
+def test_a_phase_scaled_from_one_already_decomposed_has_the_shape_worked_out_afresh(topo):
+    """Plans of one collective at several sizes are one pattern scaled: the second size's shape
+    is the first's scaled (PhaseShapes), with the times a fresh decomposition gives, and a ring
+    met partway by another collective ends as it does flow by flow."""
+    from simulator.replay.solo_phases import PhaseShapes
+
+    cap = effective_capacity_Bps(topo)
+    small, big = (plan_collective("reducescatter", list(range(16)), size, topo, algo="ring", proto="simple").phases[0]
+                  for size in (8 << 20, 24 << 20))
+    shapes = PhaseShapes(cap, cap.tolist())
+    shapes.get(small)
+    got, fresh = shapes.get(big), phase_shape(big, cap, cap.tolist())
+    assert got.components[0].flows is shapes.get(small).components[0].flows  # scaled, not redone
+    assert got.duration == pytest.approx(fresh.duration, rel=1e-12)
+    for a, b in zip(got.components, fresh.components):
+        assert a.duration == pytest.approx(b.duration, rel=1e-12)
+        left_a, left_b = a.remaining(0.4 * b.duration), b.remaining(0.4 * b.duration)
+        assert [i for i, _ in left_a] == [i for i, _ in left_b]
+        assert [r for _, r in left_a] == pytest.approx([r for _, r in left_b], rel=1e-12)
+    assert got.total_bytes == pytest.approx(fresh.total_bytes, rel=1e-12)
+    other = plan_collective("allreduce", [0, 8], 32 << 20, topo, algo="ring", proto="simple").phases[0]
+    _same(topo, [("small", 0.0, (small,), 1), ("big", 0.0, (big,), 2), ("other", 1e-4, (other,), 1)])
