@@ -316,4 +316,34 @@ the ratio of h²), not to the rank count. That is what collectives running at ab
 the ring bandwidth the model gives them at 192-280 nodes would do (the model's 1.2 GB AllGather
 over 1,536 ranks reaches 85 GB/s of bus bandwidth; the rows imply nearer 20 GB/s); no
 measurement at that scale is in `data/nccl` to check it, so it is left unmodelled.
+
+## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
+
+Both MoE sources are held out. AutoModel's five rows (FSDP2 + EP, DeepEP, a round-robin gate) sit
+at -14% (Qwen3-30B) to +21% (GPT-OSS-120B), median 14.3%, signed +3.7%. Megatron-Bridge's four
+26.04.01 rows (distributed optimizer, forced-balanced router) are all optimistic: Qwen3-30B-A3B on
+16 H100 in FP8 +61%, GPT-OSS-120B on 64 H100 +40%, Qwen3-30B-A3B on 8 B200 in MXFP8 +31%,
+GPT-OSS-120B on 64 B200 +35%. The two pages measure Qwen3-30B-A3B at the same tokens per GPU per
+step (262,144): AutoModel on one node in BF16 with full recompute takes 21.8 s, Megatron-Bridge on
+two nodes in FP8 without recompute 29.3 s. The model predicts 25.4 s and 18.2 s.
+
+What is ruled out, with the model's own knobs:
+
+- The dispatch bandwidth across nodes: the Bridge Qwen3-30B run uses HybridEP, whose published
+  H100 figures (16 ranks, 4,096 tokens, top-8: 37-77 GB/s of InfiniBand per GPU) are what the
+  deepep model gives a dispatch that sends each token once per remote node. Priced instead as a
+  plain NCCL All-to-All of every routed copy (`moe_dispatcher: alltoall`), the row would read
+  -6%: the measured step is as slow as if nothing were deduplicated, but the B200 rows, whose EP
+  stays inside the node, are +31% and +35% without any inter-node traffic.
+- The attention kernel alone: GPT-OSS's attention sinks may keep TransformerEngine off its fused
+  path; with materialised scores (`attention: unfused`) the B200 GPT-OSS row moves from +35% to
+  -18%, so a slower attention could explain GPT-OSS but not Qwen3.
+
+Left as the open question of these rows: what Megatron-Core's MoE layer costs beyond its GEMMs
+and exchanges. Candidates the model does not have: the device-to-host synchronisation of every
+forward dispatch (the alltoall dispatcher's `cuda_sync_point`, DeepEP's CPU wait for the
+received counts), after which the host has lost its lead and issues the rest of the layer's
+small kernels (router, permutation, per-expert FP8 casts) at host speed; and the per-expert
+quantisation kernels of FP8 grouped GEMMs. Timing one Megatron-Core MoE layer on an H100 would
+tell them apart.
 """
