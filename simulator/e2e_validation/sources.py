@@ -415,10 +415,10 @@ SOURCES: list[Source] = [
             "The gate is AutoModel's fake_balanced_gate (moe_routing: round_robin): balanced, a token's experts "
             "neighbours, so DeepEP sends most tokens to one node.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
-            "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2).",
+            "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
+            "on 1,024 GPUs four.",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
-            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
-            "The 1,024-GPU DeepSeek-V3 row is skipped for run time."]),
+            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU."]),
     Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
            ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "
