@@ -394,7 +394,10 @@ NOTES: dict[tuple[str, str], str] = {
         "whose latencies and efficiencies neither the AllGather (rings) nor the All-to-All measures; and a "
         "calibrated profile's keys for the collective algorithms replace the transport's deployed defaults "
         "for them (`costs/deployed.py`: LL at 0.125 and LL128 at 0.7 of NCCL's rate, 3 µs per inter-node hop "
-        "on InfiniBand), so those tree rows run at NCCL's own LL/LL128 rates, far faster than measured."),
+        "on InfiniBand), so those tree rows run at NCCL's own LL/LL128 rates, far faster than measured. "
+        "Stacking the deployed defaults under the fitted keys does not close it (tried: 10.6% / 32.2%): the "
+        "AllGather's ring LL rows fit `nccl.coll.proto_efficiency.net.ll` at 0.31, one key for every LL "
+        "algorithm, and AllReduce's tree LL rows run 2.5x faster at it than at the deployed 0.125."),
     ("sophia-a100", "leave out alltoall"): (
         "The links' efficiency fitted on AllReduce and AllGather carries over from 1 MiB (7.9%, 9.4% "
         "before); the All-to-All keeps its uncalibrated latencies, as the rings' latencies are theirs."),
