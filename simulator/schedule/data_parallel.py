@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -307,8 +307,33 @@ class BucketedSync(GradSync):
     def pending(self) -> tuple[int, ...]:
         return tuple(self._pending)
 
+    def tied_embedding_allreduce(self, pb: ProgramBuilder, after: tuple[int, ...]) -> tuple[int, ...]:
+        """With tied embeddings and pp > 1 the first stage holds the word embedding and the last a
+        copy of it as the LM head; once per step their gradients are summed over the two
+        (Megatron ``finalize_model_grads`` → ``_allreduce_word_embedding_grads`` over the
+        embedding group; DeepSpeed's ``_exec_reduce_tied_grads``). A ring AllReduce over two
+        ranks sends and receives the whole gradient once (half in its ReduceScatter, half in its
+        AllGather): one exchange of that size between stage 0 and stage pp − 1, the neighbours
+        of the pipeline ring's wrap-around (offset −1 / +1 along ``pp``)."""
+        scn = self.scn
+        if not (scn.model.tied_embeddings and scn.parallel.pp > 1):
+            return after
+        units = {u.name: u for c in self.chunks for u in c}
+        if "embedding" in units:
+            offset, send_key, recv_key = -1, "pp.tied_embedding.first_to_last", "pp.tied_embedding.last_to_first"
+        elif "head" in units and any(m.name == "lm_head" for m in units["head"].modules):
+            offset, send_key, recv_key = +1, "pp.tied_embedding.last_to_first", "pp.tied_embedding.first_to_last"
+        else:
+            return after
+        # the word embedding's share of the unit (the first stage's also holds position embeddings)
+        nbytes = scn.model.vocab * scn.model.hidden // scn.parallel.tp * self.grad_bytes
+        x = pb.add(P2POp(name="pp.tied_embedding.grad_allreduce", sends=(Transfer("pp", offset, nbytes, send_key),),
+                         recvs=(Transfer("pp", offset, nbytes, recv_key),), deps=after, tag=Tag("opt")))
+        return after + (x,)
+
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
         self._reduce_deferred(pb, after)
+        after = self.tied_embedding_allreduce(pb, after)
         if self.sequence_parallel:
             # grads of the SP-replicated norm weights are summed over tp once per step
             # (megatron finalize_model_grads._allreduce_non_tensor_model_parallel_grads)
