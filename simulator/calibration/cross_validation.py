@@ -148,11 +148,15 @@ def interval_coverage(fitted, train: list[MeasuredCollective], test: list[Measur
     return covered, rows
 
 
-def profile_of(system: str) -> str:
-    """The bundled profile a system's sweeps are predicted on (collective_validation.CASES)."""
-    from simulator.calibration.sweep_prediction import CASES
+def system_profile(system: str):
+    """The profile a system's sweeps are predicted on, with the scale-out transport its sweeps'
+    headers name (``Case.transport``: the MI300X profile serves AAC10's and AAC11's RoCE clusters),
+    as the collective validation predicts them (``sweep_prediction.case_profile``)."""
+    from simulator.calibration.sweep_prediction import CASES, case_profile
+    from simulator.config.hardware import load_profile
 
-    return next((c.profile for c in CASES.values() if c.system == system), system)
+    case = next((c for c in CASES.values() if c.system == system), None)
+    return load_profile(system) if case is None else case_profile(case)
 
 
 def systems() -> tuple[dict[str, list[MeasuredCollective]], dict[str, str]]:
@@ -186,9 +190,7 @@ def systems() -> tuple[dict[str, list[MeasuredCollective]], dict[str, str]]:
 
 def cross_validate(system: str, ms: list[MeasuredCollective], *, splits: str = "all") -> list[SplitResult]:
     """The splits of one system; ``splits``: ``all``, or ``sizes``, ``collectives``, ``scale``."""
-    from simulator.config.hardware import load_profile
-
-    profile = load_profile(profile_of(system))
+    profile = system_profile(system)
     results = []
     if splits in ("all", "sizes"):
         even = [m.subset([i % 2 == 0 for i in range(len(m.sizes))]) for m in ms]
@@ -439,11 +441,9 @@ def _explain(r: SplitResult) -> str:
 
 def sweep_drops(by_system: dict[str, list[MeasuredCollective]]) -> dict[str, list[TimeDrop]]:
     """Inconsistent rows per sweep, judged on the system's datasheet profile."""
-    from simulator.config.hardware import load_profile
-
     out: dict[str, list[TimeDrop]] = {}
     for system, ms in by_system.items():
-        pred = Predictor(load_profile(profile_of(system)))
+        pred = Predictor(system_profile(system))
         for m in ms:
             ds = time_drops(pred, m)
             if ds:

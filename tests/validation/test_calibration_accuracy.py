@@ -58,3 +58,16 @@ def test_held_out_collectives_and_scales_within_8_percent(measured, system):
     out = [r for r in results.values() if r.split.startswith("leave out")]
     if out:
         assert sum(r.covered for r in out) >= 0.8 * sum(r.interval_rows for r in out), system
+
+
+def test_each_system_is_calibrated_over_its_sweeps_transport():
+    """The MI300X profile (InfiniBand by default) serves AAC10's and AAC11's RoCE clusters
+    (sweep_prediction.CASES: transport "roce"): their cross-validation starts from the RoCE
+    deployed constants, as the collective validation predicts them, not from InfiniBand's."""
+    from simulator.calibration.cross_validation import system_profile
+    from simulator.config.hardware import load_profile
+
+    assert load_profile("mi300x").node.nics.transport == "infiniband"
+    for system in ("aac10-mi300x", "aac11-mi325x"):
+        assert system_profile(system).node.nics.transport == "roce", system
+    assert system_profile("dgx-h100").node.nics.transport == load_profile("dgx-h100").node.nics.transport
