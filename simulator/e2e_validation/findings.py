@@ -320,9 +320,10 @@ measurement at that scale is in `data/nccl` to check it, so it is left unmodelle
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
 Both MoE sources are held out. AutoModel's five rows (FSDP2 + EP, DeepEP, a round-robin gate) sit
-at -14% (Qwen3-30B) to +21% (GPT-OSS-120B), median 14.3%, signed +3.7%. Megatron-Bridge's four
-26.04.01 rows (distributed optimizer, forced-balanced router) are all optimistic: Qwen3-30B-A3B on
-16 H100 in FP8 +61%, GPT-OSS-120B on 64 H100 +40%, Qwen3-30B-A3B on 8 B200 in MXFP8 +31%,
+at -14% (Qwen3-30B) to +21% (GPT-OSS-120B); with the 1,024-GPU DeepSeek-V3 row (+12%) their
+median is 13.0%, signed +7.7%. Megatron-Bridge's five 26.04.01 rows (distributed optimizer,
+forced-balanced router) are all optimistic: Qwen3-30B-A3B on 16 H100 in FP8 +61%, GPT-OSS-120B on
+64 H100 +40%, Qwen3-30B-A3B on 8 B200 in MXFP8 +31%, Qwen3-235B-A22B on 256 B200 in MXFP8 +49%,
 GPT-OSS-120B on 64 B200 +35%. The two pages measure Qwen3-30B-A3B at the same tokens per GPU per
 step (262,144): AutoModel on one node in BF16 with full recompute takes 21.8 s, Megatron-Bridge on
 two nodes in FP8 without recompute 29.3 s. The model predicts 25.4 s and 18.2 s.
@@ -334,7 +335,7 @@ What is ruled out, with the model's own knobs:
   deepep model gives a dispatch that sends each token once per remote node. Priced instead as a
   plain NCCL All-to-All of every routed copy (`moe_dispatcher: alltoall`), the row would read
   -6%: the measured step is as slow as if nothing were deduplicated, but the B200 rows, whose EP
-  stays inside the node, are +31% and +35% without any inter-node traffic.
+  stays inside the node, are +31% to +49% without any inter-node expert traffic.
 - The attention kernel alone: GPT-OSS's attention sinks may keep TransformerEngine off its fused
   path; with materialised scores (`attention: unfused`) the B200 GPT-OSS row moves from +35% to
   -18%, so a slower attention could explain GPT-OSS but not Qwen3.

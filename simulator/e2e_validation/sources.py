@@ -432,8 +432,8 @@ SOURCES: list[Source] = [
             "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
             "launches are priced as eager launches.",
             "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
-            "up-projections and MLPs, which are not modelled. The two Qwen3-235B rows (256 GPUs, 256 and 512 "
-            "micro-batches per pipeline) are skipped for run time."]),
+            "up-projections and MLPs, which are not modelled. The H100 Qwen3-235B row (512 micro-batches "
+            "through 32 virtual stages) is skipped for run time."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
             "Rows above 1536 GPUs are skipped for run time."]),

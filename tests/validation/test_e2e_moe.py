@@ -41,8 +41,8 @@ def test_uneven_virtual_stages():
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
-    """Four rows of Megatron-Bridge 26.04.01 (DeepSeek-V3's left out, the Qwen3-235B ones for run
-    time: 256 and 512 micro-batches per pipeline), on the profile of the GPU the
+    """Five rows of Megatron-Bridge 26.04.01 (DeepSeek-V3's left out, and the H100 Qwen3-235B one for
+    run time: 512 micro-batches through 32 virtual stages), on the profile of the GPU the
     table names, with its precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A
     overlap: HybridEP (a DeepEP-style flex backend) for Qwen3-30B, alltoall elsewhere, combined 1F1B
     only for the H100 Qwen3-235B run."""
@@ -53,13 +53,17 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
     assert got == [("qwen3-30b-a3b", "dgx-h100", 16, "fp8", "current", 16, "deepep"),
                    ("gpt-oss-120b", "dgx-h100", 64, "bf16", None, 8, "alltoall"),
                    ("qwen3-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
+                   ("qwen3-235b-a22b", "dgx-b200", 256, "fp8", "mxfp8", 8, "alltoall"),
                    ("gpt-oss-120b", "dgx-b200", 64, "bf16", None, 8, "alltoall")]
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
         assert not p.get("overlap_moe_expert_parallel_comm", False)  # only the H100 Qwen3-235B recipe sets it
         # tokens per step: the printed global batch of 4,096-token sequences
-        assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 1280}[c.n_gpus] * 4096
+        assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 1280, 256: 8192}[
+            c.n_gpus] * 4096
+        if p.get("pp_layers"):  # Qwen3-235B on B200: (94 + 2) / 8 stages
+            assert p["pp_layers"] == [11, 12, 12, 12, 12, 12, 12, 11]
         vocab = c.scenario["model"]["vocab"]
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
             "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088}[c.scenario["model"]["preset"]] <= vocab
@@ -89,9 +93,10 @@ def test_automodel_moe_errors():
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
     """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +60.8%, GPT-OSS-120B on
-    64 H100 +40.2%, Qwen3-30B on 8 B200 +31.2%, GPT-OSS-120B on 64 B200 +35.4%; median +37.8%.
+    64 H100 +40.2%, Qwen3-30B on 8 B200 +31.2%, Qwen3-235B on 256 B200 +48.8%, GPT-OSS-120B on
+    64 B200 +35.4%; median +40.2%.
     Upper bounds, so a change that moves them further off fails."""
     results = list(scoring.run_cases(_moe_cases("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(0.0 <= e <= 0.65 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.40
+    assert scoring.median_abs_error(results) <= 0.42
