@@ -265,10 +265,13 @@ class Training(_Strict):
 
     # The end of the step (simulator/schedule/optimizer.py): the Adam implementation and whether
     # gradients are clipped by their global norm.
-    optimizer: Literal["fused", "foreach", "for_loop"] = Field(
+    optimizer: Literal["fused", "foreach", "for_loop", "fp16_optimizer"] = Field(
         default="fused", description="Adam/AdamW implementation: fused (apex/TransformerEngine FusedAdam: "
         "Megatron-Core, NeMo, DeepSpeed) | foreach (torch.optim.AdamW's default on CUDA: torchtitan, FSDP2 "
-        "stacks) | for_loop (one kernel per op per tensor: torch's foreach=False, Composer's DecoupledAdamW)")
+        "stacks) | for_loop (one kernel per op per tensor: torch's foreach=False, Composer's DecoupledAdamW) | "
+        "fp16_optimizer (Megatron-LM 2020's FP16_Optimizer: a per-tensor overflow check and gradient norm that "
+        "synchronise the host on every tensor, fp32 master gradients, apex FusedAdam, the master weights copied "
+        "back tensor by tensor)")
     grad_clip: bool = Field(default=True, description="clip gradients by their global norm (Megatron's "
                             "--clip-grad, DeepSpeed's gradient_clipping, max_norm in torchtitan and llm-foundry): "
                             "a norm pass, a one-element AllReduce over the ranks holding different gradients, "

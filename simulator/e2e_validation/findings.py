@@ -103,7 +103,10 @@ buckets reduced during the backward) at the larger model-parallel sizes.
   measures only 37 ms between the two, less than one 2.2 GB AllReduce through one 25 GB/s NIC
   per GPU takes, so that reduction was overlapped. With each model-parallel size's DDP and the
   blocking TP AllReduce of 2020 (`async_tensor_model_parallel_allreduce: false`) the five rows
-  lie within +17% .. +23% (median +20.3%): a uniform per-GPU bias of the 2020 stack.
+  lie within +17% .. +23% (median +20.3%); with that commit's FP16_Optimizer (`optimizer:
+  fp16_optimizer`: a per-tensor overflow check and norm that read every tensor's result back to
+  the host, fp32 master gradients and weights, 62 bytes per parameter) within +14.6% .. +19.8%
+  (median +17.6%): a uniform per-GPU bias of the 2020 stack.
 - BLOOM: 20.1% → 19.7%. Its DP group is 4-12 ranks, so the exposed reduction is small. The bf16
   final run ran DeepSpeed's BF16_Optimizer (`zero1_impl: deepspeed-bf16`): an fp32 accumulation
   pass after each of its 128 micro-batches and the fp32 gradient AllReduced whole over dp; with

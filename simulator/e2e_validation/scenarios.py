@@ -51,6 +51,9 @@ MODERN = Stack()
 # Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
 # kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
 MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
+# Megatron-LM of Sep 2020: the same kernels, and its FP16_Optimizer (megatron/fp16/fp16.py) in
+# place of the later multi-tensor optimizer.
+MEGATRON_2020 = Stack(attention="unfused", fused_kernels=True, optimizer="fp16_optimizer")
 # PyTorch eager layers with FlashAttention-1 kernels: llm-foundry/Composer MPT 2023. The benchmark
 # tables were produced by scripts/train/benchmarking/submit_benchmarks.py (added with the H100
 # tables in llm-foundry b2a43a14, Oct 2023), which sets ``attn_impl: triton`` (its default) and

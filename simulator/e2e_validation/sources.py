@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_precision, parse_recompute, read_rows
 from simulator.e2e_validation.scenarios import (
+    MEGATRON_2020,
     MEGATRON_LEGACY,
     Case,
     TORCH_EAGER_FA1,
@@ -53,7 +54,8 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
     all-reduces every fp16 gradient in one flattened buffer after the backward; PyTorch's DDP
     (``--DDP-impl torch``, 25 MB buckets during the backward) is "more efficient at larger model
     parallel sizes" but slower for "2.5 billion parameters using 2-way model parallel and 1.2
-    billion parameters with no model parallel": local DDP for tp <= 2, PyTorch DDP above."""
+    billion parameters with no model parallel": local DDP for tp <= 2, PyTorch DDP above. The
+    optimizer is that commit's FP16_Optimizer (``training.optimizer: fp16_optimizer``)."""
     out = []
     for r in rows:
         if r["metric"] != "step_time_s" or "A100" not in r["gpu"]:
@@ -70,7 +72,7 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
             parallel=dict(tp=tp, overlap_grad_reduce=torch_ddp, grad_reduce_dtype="fp16",
                           ddp_bucket_elements=TORCH_DDP_BUCKET_FP16 if torch_ddp else ONE_FLAT_BUFFER,
                           async_tensor_model_parallel_allreduce=False),
-            stack=MEGATRON_LEGACY), "step_time_s", float(r["value"]), n))
+            stack=MEGATRON_2020), "step_time_s", float(r["value"]), n))
     return out
 
 

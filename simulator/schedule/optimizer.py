@@ -22,6 +22,26 @@ implementation) and ``training.grad_clip``:
   (8) and ``p.addcdiv_(m, denom)`` (16): 80 bytes per parameter. ``foreach`` launches each op
   over lists of tensors, ``for_loop`` once per tensor.
 
+``fp16_optimizer`` is Megatron-LM 2020's ``FP16_Optimizer`` (``megatron/fp16/fp16.py``,
+``loss_scaler.py``, ``mpu/grads.py`` at the Sep 2020 README commit) for fp16 weights and
+gradients, a loop over the parameter tensors in Python:
+
+* dynamic loss scaling's overflow check, tensor by tensor: ``float(x.float().sum())`` converts
+  the fp16 gradient to fp32 (reads 2, writes 4 bytes per parameter), sums it (reads 4) and copies
+  the sum to the host, which waits for it before it issues the next tensor's kernels;
+* the fp16 gradients copied into fp32 master gradients and unscaled (two ``multi_tensor_scale``
+  passes: 6 + 8 bytes);
+* clipping's norm, again tensor by tensor with a host read (``param_norm.item()``: 4 bytes), and
+  the scaling only when the norm exceeds the limit (not counted);
+* apex ``FusedAdam`` on the fp32 master weights (28 bytes), then ``model.data.copy_(master)`` per
+  tensor (reads 4, writes 2).
+
+While the host waits for a read the GPU has nothing queued, so every tensor's kernels and copy
+start from an empty queue: a host step the GPU waits for per kernel and per read (3 per tensor
+for the overflow check, 2 for the norm), each at least the launch floor (``kind: host`` with the
+profile's ``kernel_launch_us``; the host's issue cost of those ops is counted by
+:mod:`simulator.costs.host` as for any kernel).
+
 A multi-tensor launch (PyTorch's ``_foreach`` kernels and apex's ``multi_tensor_apply`` share
 the scheme, aten/src/ATen/native/cuda/MultiTensorApply.cuh) covers chunks of
 ``CHUNK = 65536`` elements, at most ``MAX_BLOCKS = 320`` chunks and at most
@@ -39,7 +59,7 @@ from typing import Literal, Sequence
 
 from simulator.schedule.ir import CommOp, ComputeOp, ProgramBuilder, Tag
 
-OptimizerImpl = Literal["fused", "foreach", "for_loop"]
+OptimizerImpl = Literal["fused", "foreach", "for_loop", "fp16_optimizer"]
 
 CHUNK = 65536
 MAX_BLOCKS = 320
@@ -90,9 +110,40 @@ def _launches(impl: OptimizerImpl, params: LocalParams, depths: Sequence[int]) -
     return sum(multi_tensor_launches(params.numels, d) for d in depths)
 
 
+# FP16_Optimizer's passes, bytes per parameter (module docstring)
+OVERFLOW_CHECK_BYTES = 10  # x.float(): 2 + 4, .sum(): 4
+MASTER_GRAD_BYTES = 6 + 8  # fp16 -> fp32 copy, then the in-place unscale
+MASTER_ADAM_BYTES = 28  # reads grad, param, m, v; writes param, m, v (fp32)
+MASTER_TO_MODEL_BYTES = 6  # fp32 master read, fp16 weight written
+OVERFLOW_HOST_STEPS = 3  # per tensor: float(), sum(), the read to the host
+NORM_HOST_STEPS = 2  # per tensor: norm(), .item()
+
+
+def fp16_optimizer_ops(pb: ProgramBuilder, params: LocalParams, grad_clip: bool, deps: tuple[int, ...]) -> int:
+    """Megatron-LM 2020's FP16_Optimizer step (module docstring); returns its last op."""
+    tag, n, tensors = Tag("opt"), params.total, len(params.numels)
+
+    def ops(name: str, nbytes: float, count: int, host_steps: int, after: tuple[int, ...]) -> tuple[int, ...]:
+        i = pb.add(ComputeOp(name=f"fp16_optimizer.{name}", kind="optimizer", flops=float(n), hbm_bytes=nbytes * n,
+                             count=count, deps=after, tag=tag))
+        if host_steps:
+            i = pb.add(ComputeOp(name=f"fp16_optimizer.{name}.host_reads", kind="host", count=host_steps * tensors,
+                                 deps=(i,), tag=tag))
+        return (i,)
+
+    deps = ops("overflow_check", OVERFLOW_CHECK_BYTES, 2 * tensors, OVERFLOW_HOST_STEPS, deps)
+    deps = ops("master_grads", MASTER_GRAD_BYTES, 2 * multi_tensor_launches(params.numels, 2), 0, deps)
+    if grad_clip:
+        deps = ops("grad_norm", GRAD_BYTES, tensors, NORM_HOST_STEPS, deps)
+    deps = ops("adam", MASTER_ADAM_BYTES, multi_tensor_launches(params.numels, 4), 0, deps)
+    return ops("master_to_model", MASTER_TO_MODEL_BYTES, tensors, 0, deps)[0]
+
+
 def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_clip: bool,
              norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...]) -> int:
     """Append gradient clipping (if on) and the Adam step; returns the step's last op."""
+    if impl == "fp16_optimizer":
+        return fp16_optimizer_ops(pb, params, grad_clip, deps)
     tag = Tag("opt")
     n = params.total
     if grad_clip:

@@ -101,3 +101,28 @@ def test_unfused_optimizer_costs_more_than_fused():
     assert loop.count > fused.count
     assert compute_time(loop, gpu) > compute_time(fused, gpu) * 80 / 32 * 0.99
     assert math.isclose(loop.hbm_bytes / fused.hbm_bytes, 80 / 32)
+
+
+def test_fp16_optimizer_of_2020_in_closed_form():
+    """Megatron-LM 2020's FP16_Optimizer: 10 + 14 + 4 + 28 + 6 = 62 bytes per parameter over five
+    passes, three host steps per tensor for the overflow check and two for the norm, and its
+    master-to-model copy one kernel per tensor."""
+    from simulator.schedule import optimizer as opt
+
+    scn = _scn(training=dict(dtype="fp16", optimizer="fp16_optimizer"))
+    prog = next(iter(build_schedule(scn).programs.values()))
+    ops = {op.name: op for op in prog if op.name.startswith("fp16_optimizer")}
+    numels = _local_numels(scn, 1)
+    n, tensors = sum(numels), len(numels)
+    assert sum(op.hbm_bytes for op in ops.values()) == 62 * n
+    assert ops["fp16_optimizer.overflow_check"].count == 2 * tensors
+    assert ops["fp16_optimizer.overflow_check.host_reads"].count == opt.OVERFLOW_HOST_STEPS * tensors == 3 * tensors
+    assert ops["fp16_optimizer.grad_norm.host_reads"].count == 2 * tensors
+    assert ops["fp16_optimizer.master_to_model"].count == tensors
+    assert ops["fp16_optimizer.adam"].count == multi_tensor_launches(numels, 4)
+    assert not any(op.name.startswith(("optimizer.step", "grad_clip")) for op in prog)
+    # in program order, each pass after the one before
+    order = [name for name in (op.name for op in prog) if name in ops]
+    assert order == ["fp16_optimizer.overflow_check", "fp16_optimizer.overflow_check.host_reads",
+                     "fp16_optimizer.master_grads", "fp16_optimizer.grad_norm", "fp16_optimizer.grad_norm.host_reads",
+                     "fp16_optimizer.adam", "fp16_optimizer.master_to_model"]
