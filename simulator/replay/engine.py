@@ -39,6 +39,7 @@ HangError text.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence, cast
 
 import numpy as np
@@ -74,6 +75,17 @@ class _CountingEnv(simpy.Environment):
     def schedule(self, event: simpy.events.Event, priority: Any = simpy.events.NORMAL, delay: Any = 0) -> None:
         self.n_events += 1
         _schedule(self, event, priority, delay)
+
+
+@dataclass
+class _Hold:
+    """A collective run by its time alone on links it holds reserved (Replayer._held)."""
+
+    plan: CollectivePlan
+    start: float
+    end: float
+    links: np.ndarray
+    done: simpy.Event
 
 
 class Replayer:
@@ -115,10 +127,11 @@ class Replayer:
         # also crosses) may still join a compute block while nothing else is on their links:
         # the block reserves the links on the network (FlowNetwork.reserve), and traffic that
         # arrives there hands the collective back to the network where it stands (_hand_back).
-        self._reservable = hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
+        self._reservable = exclusive_fast_path and hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
         if self._reservable:
             self.net.on_reserved = self._on_reserved
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
+        self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
         self._next_holder = 0
         # plan key -> (seconds alone on an empty network, the links it crosses), shared links or not
         self._alone_any: dict[tuple, tuple[float, np.ndarray]] = {}
@@ -292,6 +305,13 @@ class Replayer:
         now = self.env.now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         for h in set(holders.tolist()):
+            hold = self._holds.get(h)
+            if hold is not None:
+                if hold.end > due:  # (one ending now ends before the newcomer starts)
+                    del self._holds[h]
+                    self.net.release(h, hold.links)
+                    self._continue_on_network(hold.plan, hold.start, now, due, None, hold.done)
+                continue
             hit = self._holders.get(h)
             if hit is None:
                 continue
@@ -343,11 +363,20 @@ class Replayer:
             return
         op = cast(CommOp, prog[c])
         plan, _, _ = self._ready_plan(op, R.groups[c])
-        phases = [ph for ph in plan.phases if ph]
         done = self.env.event()
         R.handed[c] = (start_c, done)
         self._comm_started(R, +1)
-        t = start_c + plan.latency_s
+        self._continue_on_network(plan, start_c, now, due, R, done)
+
+    def _continue_on_network(self, plan: CollectivePlan, start: float, now: float, due: float,
+                             R: RankState | None, done: simpy.Event) -> None:
+        """A collective timed in closed form since ``start`` goes on the network at ``now``
+        where its closed form has it: the rest of its latency, or its current phase started at
+        that phase's own start (``transfer_phase(t0=...)``), then the later phases. The phase
+        is put on the network at once (before the traffic that called it back starts); then
+        ``done`` fires when the last phase ends (and R's communication count goes down)."""
+        phases = [ph for ph in plan.phases if ph]
+        t = start + plan.latency_s
         first: simpy.Event | None = None
         k = 0
         if t <= now:
@@ -360,19 +389,42 @@ class Replayer:
             if k < len(phases):
                 first = self.net.transfer_phase(phases[k], t0=t)
                 k += 1
-        self.env.process(self._handed_rest(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:], done))
+        self.env.process(self._rest_on_network(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:],
+                                               done))
 
-    def _handed_rest(self, R: RankState, first: simpy.Event | None, wait: float, phases: list[Any],
-                     done: simpy.Event):
-        """The rest of a collective handed back to the network (:meth:`_hand_back`)."""
+    def _rest_on_network(self, R: RankState | None, first: simpy.Event | None, wait: float, phases: list[Any],
+                         done: simpy.Event):
+        """The rest of a collective handed to the network (:meth:`_continue_on_network`)."""
         if first is not None:
             yield first
         elif wait > 0:
             yield self.env.timeout(wait)
         for phase in phases:
             yield self._phase(phase)
-        self._comm_started(R, -1)
+        if R is not None:
+            self._comm_started(R, -1)
         done.succeed()
+
+    def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray):
+        """Run a collective (one simulated member, links shared over the step but idle now) by
+        its time alone while it holds its links reserved; traffic that arrives on them hands it
+        to the network where it stands (:meth:`_on_reserved`). One timer instead of its
+        latency, its phases' network events and their wake-ups."""
+        hid = self._next_holder
+        self._next_holder += 1
+        now = self.env.now
+        hold = _Hold(plan, now, now + alone, links, self.env.event())
+        self._holds[hid] = hold
+        self.net.reserve(hid, links)
+        timer = self.env.timeout(alone)
+        timer.callbacks.append(lambda _ev: self._hold_ends(hid, hold))
+        yield hold.done
+
+    def _hold_ends(self, hid: int, hold: "_Hold") -> None:
+        if self._holds.get(hid) is hold:
+            del self._holds[hid]
+            self.net.release(hid, hold.links)
+            hold.done.succeed()
 
     def _absorbable(self, R: RankState, c: int) -> Absorbable | None:
         """Whether a compute block of rank R may take in collective ``c``: it is timed by its
@@ -544,6 +596,16 @@ class Replayer:
             Rm.algorithm[im] = algo
         if alone is not None:
             yield self.env.timeout(alone)
+        elif self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
+            t, links = self._alone_anyway(op, members, plan)
+            if self.net.idle(links):
+                yield from self._held(plan, t, links)
+            else:
+                if plan.latency_s > 0:
+                    yield self.env.timeout(plan.latency_s)
+                for phase in plan.phases:
+                    if phase:
+                        yield self._phase(phase)
         else:
             if plan.latency_s > 0:
                 yield self.env.timeout(plan.latency_s)

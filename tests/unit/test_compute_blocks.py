@@ -59,6 +59,8 @@ def test_blocks_give_the_op_by_op_step(make, plan, symmetric, monkeypatch):  # n
     assert fast.stats.events < slow.stats.events
     assert fast.step_time_s == pytest.approx(slow.step_time_s, rel=1e-12)
     _same_timelines(fast, slow)
+    if plan.startswith("tp2"):  # and without any collective timed by its time alone
+        _same_timelines(fast, replay(sched, t, symmetric=symmetric, compute_runs=False, exclusive_fast_path=False))
     a, b = summarize(fast, sched, scn), summarize(slow, sched, scn)
     assert a.breakdown_s.compute == pytest.approx(b.breakdown_s.compute, rel=1e-12)
     assert a.breakdown_s.pipeline_bubble == pytest.approx(b.breakdown_s.pipeline_bubble, rel=1e-9, abs=1e-15)
@@ -113,6 +115,32 @@ def test_a_collective_on_shared_links_is_handed_back_when_other_traffic_meets_it
     t = build_topology(scn.profile, scn.nodes)
     fast = replay(sched, t, symmetric=True)
     assert kinds["running"] > 0 and kinds["ahead"] > 0
-    slow = replay(sched, t, symmetric=True, compute_runs=False)
+    slow = replay(sched, t, symmetric=True, compute_runs=False, exclusive_fast_path=False)
     assert fast.stats.events < 0.6 * slow.stats.events
     _same_timelines(fast, slow)
+
+
+def test_a_collective_on_shared_idle_links_runs_by_its_time_alone_until_traffic_meets_it(make, monkeypatch):  # noqa: F811
+    """The same plan op by op (no compute blocks): a mirrored TP collective whose links are
+    idle when it starts holds them reserved and runs by its time alone (one timer); DP traffic
+    arriving hands it to the network where it stands. Fewer events than flow by flow, and the
+    same times."""
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.engine import Replayer
+
+    handed = []
+    cont = Replayer._continue_on_network
+
+    def spy(self, plan, start, now, due, R, done):
+        handed.append(R is None)
+        return cont(self, plan, start, now, due, R, done)
+
+    monkeypatch.setattr(Replayer, "_continue_on_network", spy)
+    scn = make(PLANS["tp2_dp_nvlink_zero2"], nodes=4, training={"global_batch": 32, "recompute": "full"})
+    sched = build_schedule(scn)
+    t = build_topology(scn.profile, scn.nodes)
+    held = replay(sched, t, symmetric=True, compute_runs=False)
+    assert any(handed)  # a held collective was handed to the network midway
+    flows = replay(sched, t, symmetric=True, compute_runs=False, exclusive_fast_path=False)
+    assert held.stats.events < 0.9 * flows.stats.events
+    _same_timelines(held, flows)
