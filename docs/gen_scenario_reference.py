@@ -88,7 +88,7 @@ PROFILE_NOTES = {
     "calibrate` writes); they time the chosen algorithm, not the choice", "uncertainty": "the fit's residual "
     "quantiles per collective class (written by `clustersim calibrate`)",
     "gpu": "the accelerator", "node": "one server (or compute tray)", "scale_out": "the network between nodes",
-    "gpu.gemm_efficiency": "achieved fraction of peak by GEMM FLOPs, log-interpolated",
+    "gpu.gemm_efficiency": "achieved fraction of peak by GEMM FLOPs, log-interpolated; its last point is the plateau that the shape model (tiles and waves on `sms`) spreads over GEMMs with a known m×n×k",
     "node.gpus": "GPUs per node", "node.scale_up": "the GPU-to-GPU fabric", "node.pcie": "host links of GPUs and NICs",
     "node.nics": "scale-out NICs of one node", "node.cpu_vendor": "host CPU (NCCL's net overhead and LL caps)",
     "node.scale_up.link_GBps": "per GPU per direction into the switch (nvswitch) or per peer link (mesh)",

@@ -76,7 +76,9 @@ class GPU(_Strict):
     hbm_GiB: float = Field(gt=0)
     hbm_GBps: float = Field(gt=0)
     hbm_efficiency: float = Field(default=0.9, gt=0, le=1)
-    # Size-dependent GEMM efficiency, sorted by flops; beyond the ends the end value holds.
+    # Size-dependent GEMM efficiency, sorted by flops; beyond the ends the end value holds. GEMMs
+    # with a known shape (every GEMM a schedule builds) read only its last point, the plateau of a
+    # large square GEMM, and costs/gemm_shape.py spreads it over m, n, k (tiles and waves on `sms`).
     gemm_efficiency: list[GemmPoint] = Field(min_length=1)
     fp8_gemm_efficiency_scale: float = Field(default=1.0, gt=0, le=1.5)  # fp8 curve = bf16 curve × this
     # Per attention-kernel generation: the kernels this GPU runs and how fast (a kernel missing

@@ -5,10 +5,14 @@ A kernel is bounded by arithmetic (FLOPs / achieved FLOP/s) or by memory traffic
 kernel-launch floor. Achieved FLOP/s is the dense tensor-core peak for the op's dtype times an
 efficiency:
 
-* GEMMs: the profile's size-dependent curve ``gpu.gemm_efficiency`` (points of
-  (flops per kernel, efficiency)), interpolated linearly in log(flops); small GEMMs cannot fill
-  the SMs, large ones approach the cuBLAS plateau. fp8 GEMMs use the fp8 peak and the bf16 curve
-  scaled by ``fp8_gemm_efficiency_scale``.
+* GEMMs with a shape (``op.gemm``, every GEMM the schedule builds): the profile's plateau (the
+  top of its ``gpu.gemm_efficiency`` curve) redistributed by shape (``costs.gemm_shape``: tile
+  and wave quantisation on the SM count, the per-tile prologue/epilogue that makes skinny-k
+  GEMMs slow, a fixed cost per kernel); the waves are counted on the SMs left to the GEMM when
+  communication kernels hold some (``sm_fraction``). GEMMs without a shape (the batched score
+  GEMMs of unfused attention) read the curve itself: points of (flops per kernel, efficiency),
+  interpolated linearly in log(flops). fp8 GEMMs use the fp8 peak and the bf16 values scaled
+  by ``fp8_gemm_efficiency_scale``.
 * fused attention: the profile's ``gpu.attention_efficiency[kernel].fwd`` or ``.bwd`` for the
   op's kernel generation (``attention_kernel``: flash2, flash3; empty = the GPU's default).
   Kept apart from the GEMM curve on purpose: the same GPU runs FlashAttention-2 at ~35% of H100
@@ -34,6 +38,7 @@ import math
 from typing import Sequence
 
 from simulator.config.hardware import GPU
+from simulator.costs.gemm_shape import shape_efficiency
 from simulator.schedule.ir import ComputeOp, Op
 
 MEMORY_BOUND_KINDS = frozenset({"elementwise", "norm", "copy", "optimizer", "embedding", "loss"})
@@ -60,6 +65,29 @@ def gemm_efficiency(gpu: GPU, flops_per_kernel: float, dtype: str = "bf16") -> f
     return eff
 
 
+def gemm_op_efficiency(op: ComputeOp, gpu: GPU) -> float:
+    """Fraction of peak one kernel of the GEMM ``op`` reaches, SM sharing included when the op
+    has a shape (module docstring)."""
+    count = max(op.count, 1)
+    per_kernel = op.flops / count
+    if op.gemm is None:
+        return gemm_efficiency(gpu, per_kernel, op.dtype)
+    m, n, k = op.gemm
+    batch = max(1, round(per_kernel / (2.0 * m * n * k))) if m * n * k > 0 else 1
+    plateau = gemm_efficiency(gpu, gpu.gemm_efficiency[-1].flops, op.dtype)
+    # chunks running at once on other streams share the waves (ComputeOp.concurrent)
+    return shape_efficiency(m, n, k, batch * max(op.concurrent, 1), gpu.sms, gpu.peak_flops(op.dtype), plateau,
+                            op.sm_fraction)
+
+
+def _sm_share(op: ComputeOp) -> float:
+    """The arithmetic-rate factor for SMs held by communication kernels: a shaped GEMM has it in
+    its wave count already (:func:`gemm_op_efficiency`)."""
+    if op.kind == "gemm" and op.gemm is not None:
+        return 1.0
+    return max(op.sm_fraction, 1e-6)
+
+
 def _is_backward(op: ComputeOp) -> bool:
     if op.tag.phase == "bwd":
         return True
@@ -70,10 +98,10 @@ def _is_backward(op: ComputeOp) -> bool:
 
 
 def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
-    """Achieved arithmetic throughput (FLOP/s) of one kernel of ``op``, before SM sharing."""
-    count = max(op.count, 1)
+    """Achieved arithmetic throughput (FLOP/s) of one kernel of ``op``, before SM sharing
+    (except for a shaped GEMM, whose waves are counted on the SMs it gets)."""
     if op.kind == "gemm":
-        return gpu.peak_flops(op.dtype) * gemm_efficiency(gpu, op.flops / count, op.dtype)
+        return gpu.peak_flops(op.dtype) * gemm_op_efficiency(op, gpu)
     if op.kind == "attention":
         dtype = "bf16" if op.dtype == "fp8" else op.dtype
         eff = gpu.attention_fraction(op.attention_kernel, _is_backward(op))
@@ -92,7 +120,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
         return count * (op.host_us or gpu.kernel_launch_us) * 1e-6
     t_flops = 0.0
     if op.flops > 0:
-        t_flops = op.flops / (achieved_flops(op, gpu) * max(op.sm_fraction, 1e-6))
+        t_flops = op.flops / (achieved_flops(op, gpu) * _sm_share(op))
     t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
     t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
     if overlapped:
@@ -103,7 +131,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
 def _shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us)
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us, op.gemm, op.concurrent)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -53,6 +53,9 @@ class ComputeOp:
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
     whose efficiency the hardware profile gives per kernel generation. A ``host`` op is CPU work
     the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the launch floor).
+    ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
+    compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
+    blocks share the SMs and a partly empty wave of one chunk is filled by the next.
     """
 
     name: str
@@ -70,6 +73,7 @@ class ComputeOp:
     type: Literal["compute"] = "compute"
     attention_kernel: str = ""
     host_us: float = 0.0
+    concurrent: int = 1
 
 
 @dataclass(frozen=True, slots=True)

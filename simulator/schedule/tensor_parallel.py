@@ -66,6 +66,10 @@ OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 UB_NUM_SPLITS = 4  # num_splits of the "pipeline" method
 UB_COMM_SMS = 16  # num_sm of "pipeline" and "bulk" methods (set_sm_margin: the GEMM gets SMs − 16)
 UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) and holds ~1 SM
+# Compute streams the chunk GEMMs of "pipeline" and "ring_exchange" are issued on round-robin
+# (TE's NVTE_COMM_OVERLAP_MAX_STREAMS, MECHANICS.md §2.3): up to this many run at once, so the
+# partly empty last wave of one chunk is filled by the next (ComputeOp.concurrent).
+UB_MAX_STREAMS = 3
 UB: Final = "userbuffers"  # ring_exchange sends are copies between registered buffers, not ncclSend
 AXES = ("tp",)
 
@@ -172,7 +176,8 @@ def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n
     io = (a_bytes / parts + b_bytes + c_bytes / parts) if split == "m" else (a_bytes + (b_bytes + c_bytes) / parts)
     return pb.add(ComputeOp(
         name=name, kind="gemm", flops=2.0 * m * n * k / parts, hbm_bytes=io * elem, deps=deps,
-        gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase)))
+        gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase),
+        concurrent=min(parts, UB_MAX_STREAMS)))
 
 
 def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: CollectiveKind, size: int,

@@ -12,6 +12,7 @@ from simulator.calibration.trace_compare import compare_trace
 from simulator.cli import main
 from simulator.config.scenario import load_scenario
 from simulator.costs.compute import gemm_efficiency
+from simulator.costs.gemm_shape import shape_efficiency
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU_TRACE = ROOT / "tests" / "fixtures" / "kineto" / "gpu_style_trace.json"
@@ -42,7 +43,10 @@ def test_gemm_prediction_is_the_roofline_of_the_measured_shape(comparison):
         e = events[g.start_s]
         flops = 2.0 * g.batch * g.m * g.n * g.k
         hbm = 2.0 * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n)  # bf16 operands and result
-        expected = max(flops / (gpu.peak_flops("bf16") * gemm_efficiency(gpu, flops)),
+        # the shape model at the profile's plateau (the curve's top), batch of g.batch products
+        plateau = gemm_efficiency(gpu, gpu.gemm_efficiency[-1].flops)
+        eff = shape_efficiency(g.m, g.n, g.k, g.batch, gpu.sms, gpu.peak_flops("bf16"), plateau)
+        expected = max(flops / (gpu.peak_flops("bf16") * eff),
                        hbm / (gpu.hbm_Bps * gpu.hbm_efficiency))
         assert e.predicted_s == pytest.approx(expected, rel=1e-6)
         assert e.measured_s == pytest.approx(g.duration_s)

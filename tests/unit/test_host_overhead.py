@@ -34,11 +34,14 @@ def test_host_cost_per_op_by_phase():
         [22 * us, (22 + 12) * us, (34 + 11) * us, (45 + 15) * us])
 
 
-def test_tiny_model_is_host_bound():
-    """hidden 256, 4 tokens per micro-batch: every forward and backward kernel is shorter than its
-    host cost, so each starts when the host issues it, the GPU idles between them, and the step
-    lasts at least the host's time."""
-    scn = _scn(hidden=256, layers=2, micro_batch=1, seq=4, dp=8)
+def test_tiny_model_is_host_bound(monkeypatch):
+    """hidden 128, 4 tokens per micro-batch, on a host three times slower than the defaults: every
+    forward and backward kernel (a tiny GEMM costs its launch floor and the ~5 µs fixed cost
+    of costs/gemm_shape.py, ~10-13 µs) is shorter than its host cost, so each starts when the
+    host issues it, the GPU idles between them, and the step lasts at least the host's time."""
+    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "COLLECTIVE_US"):
+        monkeypatch.setattr(host, name, 3 * getattr(host, name))
+    scn = _scn(hidden=128, layers=2, micro_batch=1, seq=4, dp=8)
     sim = simulate_scenario(scn)
     prog = next(iter(sim.schedule.programs.values()))
     issue = host.issue_times(prog)
