@@ -24,6 +24,14 @@ node's NVLink with DP), tp4sp pp64 dp4 z0 83.2 -> 92.0 s (4,304,588 events eithe
 difference is the load), tp8sp pp4 dp32 z2 14.65 -> 8.20 s (368,712 -> 159,455 events: TP 8 owns
 the node's NVLink). Mean of these six plans 26.2 -> 26.5 s: the deep plans whose TP shares links
 dominate it.
+
+Then mirrored collectives on shared links ran by their time alone while their links were idle
+(reserved links, docs/architecture.md), and phases of one pattern shared one decomposition:
+sweep (every 8th of 53 plans, under load): tp1 pp8 dp128 z2 2.90 s, tp2sp pp1 dp512 z3 2.89 s,
+tp2sp pp32 dp16 z2 42.9 s (1,478,965 -> 882,932 events), tp4sp pp8 dp32 z1 7.85 s (514,527 ->
+122,645), tp4sp pp64 dp4 z0 74.3 s (4,304,588 -> 1,288,341), tp8sp pp4 dp32 z2 12.6 s (load;
+its events are unchanged), tp8sp pp32 dp4 z1 45.1 s: mean 26.9 s, bound by ops, not events.
+405b: 2.40 / 3.52 / 8.34 CPU s (another benchmark running beside it; 2.57 / 3.07 / 7.88 alone).
 """
 
 from __future__ import annotations
