@@ -25,6 +25,8 @@ def parse_precision(row: Row) -> str | None:
     if "prec=" not in notes:
         return None
     p = notes.split("prec=", 1)[1].split(";")[0].strip()
+    # the leading word: what follows is commentary ("fp16 (implied: ... bf16 optimizer ...)")
+    p = p.split()[0] if p else p
     if p.startswith(("bf16+fp8", "fp8", "mxfp8", "nvfp4", "fp32", "amp;", "amp ")) or p == "amp":
         return None
     if "bf16" in p:
