@@ -51,18 +51,26 @@ class _LinkTable:
     """Accumulates link directions while the cluster is built (the graph is made from it lazily)."""
 
     def __init__(self) -> None:
+        # one record per link direction, its id its position (a 100k-GPU fabric adds ~800k:
+        # one append each, the per-field lists are read off once the table is complete)
         self.edges: list[tuple[str, str, int, str, float, float]] = []
-        self.capacity: list[float] = []
-        self.latency: list[float] = []
-        self.kind: list[str] = []
 
     def add(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> int:
-        link = len(self.capacity)
-        self.capacity.append(capacity_Bps)
-        self.latency.append(latency_s)
-        self.kind.append(kind)
+        link = len(self.edges)
         self.edges.append((u, v, link, kind, capacity_Bps, latency_s))
         return link
+
+    @property
+    def capacity(self) -> list[float]:
+        return [e[4] for e in self.edges]
+
+    @property
+    def latency(self) -> list[float]:
+        return [e[5] for e in self.edges]
+
+    @property
+    def kind(self) -> list[str]:
+        return [e[3] for e in self.edges]
 
     def add_pair(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> tuple[int, int]:
         """Both directions of one cable; returns (u→v, v→u)."""
