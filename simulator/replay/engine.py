@@ -104,13 +104,17 @@ class Replayer:
         self._transfer_many = getattr(self.net, "transfer_many", None)
         self._transfer_phase = getattr(self.net, "transfer_phase", None)
         self.slowdown = costs.gpu.overlap_slowdown
-        tables: dict[Any, RoleTable] = {}
+        # One table per distinct program object: roles that share a program (the CP roles of a
+        # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
+        tables: dict[int, RoleTable] = {}
         self.ranks: dict[int, RankState] = {}
         for r in ranks:
             role = schedule.role_of(r)
-            if role not in tables:
-                tables[role] = RoleTable(schedule.programs[role], costs)
-            self.ranks[r] = RankState(r, role, tables[role])
+            program = schedule.programs[role]
+            table = tables.get(id(program))
+            if table is None:
+                table = tables[id(program)] = RoleTable(program, costs)
+            self.ranks[r] = RankState(r, role, table)
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
         self._plans: dict[tuple, CollectivePlan] = {}

@@ -1,7 +1,8 @@
 """``build_schedule(scenario) -> Schedule``: every op of one training step on every rank.
 
 Ranks that play the same role run the same program, so a schedule stores one program per role,
-a (pipeline stage, CP index) pair, and :meth:`Schedule.role_of` maps a rank to its role through
+a (pipeline stage, CP index) pair (the CP roles of a stage share one program object where the
+context-parallel pattern gives every CP index the same ops), and :meth:`Schedule.role_of` maps a rank to its role through
 the rank grid. TP, DP and Ulysses peers are symmetric: their ops differ only in which group
 members they meet, which :class:`~simulator.schedule.groups.Grid` resolves. That is what keeps a
 1,024-GPU plan to a handful of programs (docs/architecture.md, "Schedule").
@@ -16,7 +17,7 @@ from typing import Any, Callable, Sequence
 from simulator.config.scenario import Scenario
 from simulator.schedule.data_parallel import BucketedSync, GradSync
 from simulator.schedule.flops import model_flops_per_token
-from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree
+from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree, program_depends_on_cp_rank
 from simulator.schedule.groups import Grid
 from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
 from simulator.schedule.pipeline import StageBuilder
@@ -82,10 +83,18 @@ def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
 def build_schedule(scn: Scenario) -> Schedule:
     p = scn.parallel
     # Hundreds of thousands of small objects and no cycles: the cyclic GC would only rescan them.
+    # Where a rank's program does not depend on its CP index (context_parallel), the CP roles of
+    # a stage share one program object: built once, and priced once by the replay, which keeps
+    # one RoleTable per distinct program. At cp 32 that is 1/32 of the building and pricing.
+    shared = p.cp == 1 or not program_depends_on_cp_rank(p.cp_comm)
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        programs = {role_name(s, c): build_program(scn, s, c) for s in range(p.pp) for c in range(p.cp)}
+        programs = {}
+        for s in range(p.pp):
+            first = build_program(scn, s, 0)
+            for c in range(p.cp):
+                programs[role_name(s, c)] = first if c == 0 or shared else build_program(scn, s, c)
     finally:
         if was_enabled:
             gc.enable()

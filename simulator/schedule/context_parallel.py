@@ -177,6 +177,20 @@ def _flat_a2a(ctx: AttentionContext, backward: bool):
 # the pattern interface
 
 
+def program_depends_on_cp_rank(cp_comm: str) -> bool:
+    """Whether the ops of a rank depend on its CP index, beyond whom they meet.
+
+    ``ring`` does (without load balancing, step i computes only on ranks past i:
+    ring_attention.blocks), and so does ``all_gather`` (rank r attends with its chunks r and
+    2c-1-r: _local_chunks). TransformerEngine's load-balanced ``p2p`` steps are the same on every
+    rank (p2p_blocks), and ``a2a``, ``a2a+p2p`` (whose ring is p2p) hold nothing per rank either:
+    their send/recv peers are offsets on the cp axis, which the grid resolves per rank. Their CP
+    roles then run one program, built and priced once (schedule/build.py).
+    """
+    return cp_comm in ("ring", "all_gather")
+
+
+
 def _effective_comm(ctx: AttentionContext) -> str:
     """a2a+p2p degenerates to p2p when c1 = 1 and to a2a when c1 = cp (no empty sub-groups)."""
     if ctx.cp_comm == "a2a+p2p":

@@ -1,0 +1,64 @@
+"""CP roles that run the same ops share one program and one priced RoleTable
+(schedule/build.py, context_parallel.program_depends_on_cp_rank); sharing them changes nothing.
+
+The reference is the unshared schedule: every CP role built separately by ``build_program``, so
+the replay prices each one on its own. Both are replayed and every op of every rank must start and
+end at the same instant, for the load-balanced p2p ring, for a2a and for a2a+p2p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.hardware.topology import build_topology
+from simulator.replay.engine import replay
+from simulator.schedule.build import build_program, build_schedule, role_name
+
+
+def _scenario(tmp_path, comm: str, tp: int = 2):
+    # cp 8 over 16 GPUs (tp 2, or dp 2 inside it): the CP group crosses the two nodes, so the CP
+    # ranks see different links and their timelines differ even where their programs do not.
+    order = ["tp", "cp", "dp", "pp"] if tp == 2 else ["tp", "dp", "cp", "pp"]
+    data = {"name": f"cp-{comm}", "hardware": "dgx-h100", "nodes": 2,
+            "model": {"preset": "llama3-8b", "layers": 2, "seq_len": 65536},
+            "training": {"micro_batch": 1, "global_batch": 2, "dtype": "bf16", "recompute": "none"},
+            "parallel": {"tp": tp, "sequence_parallel": tp > 1, "cp": 8, "cp_comm": comm, "zero": 1,
+                         "order": order}}
+    return build_scenario(data, base_dir=tmp_path)
+
+
+@pytest.mark.parametrize("comm, tp", [("p2p", 2), ("a2a", 1), ("a2a+p2p", 2)])  # a2a: kv heads / tp / cp
+def test_shared_cp_programs_time_every_op_as_unshared_ones(tmp_path, comm, tp):
+    scn = _scenario(tmp_path, comm, tp)
+    shared = build_schedule(scn)
+    roles = [role_name(0, c) for c in range(8)]
+    assert len({id(shared.programs[r]) for r in roles}) == 1  # one program object for the 8 roles
+    unshared = replace(shared, programs={role_name(0, c): build_program(scn, 0, c) for c in range(8)})
+    assert all(unshared.programs[r] == shared.programs[r] for r in roles)  # the same ops, built apart
+
+    topo = build_topology(scn.profile, scn.nodes)
+    a = replay(shared, topo, symmetric=False)
+    b = replay(unshared, topo, symmetric=False)
+    assert sorted(a.timelines) == sorted(b.timelines) == list(range(scn.n_gpus))
+    timelines = set()
+    for r, ta in a.timelines.items():
+        tb = b.timelines[r]
+        for f in ("ready", "start", "end"):
+            np.testing.assert_array_equal(getattr(ta, f), getattr(tb, f), err_msg=f"rank {r} {f}")
+        timelines.add(ta.end.tobytes())
+    assert a.step_time_s == b.step_time_s
+    # On a ring the ranks sharing a program do not share a timeline (the hops that cross nodes);
+    # an All-to-All ends on every member at once.
+    assert len(timelines) > 1 or comm == "a2a"
+
+
+@pytest.mark.parametrize("comm", ["ring", "all_gather"])
+def test_rank_dependent_cp_patterns_keep_one_program_per_role(tmp_path, comm):
+    scn = _scenario(tmp_path, comm)
+    programs = build_schedule(scn).programs
+    first, last = programs[role_name(0, 0)], programs[role_name(0, 7)]
+    assert first is not last and first != last
