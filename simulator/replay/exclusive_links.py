@@ -30,29 +30,33 @@ def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...
     the network, computed once per plan instead of flow by flow. Exact, not an approximation.
     ``group``, ``plan_of``, ``grid_peer`` and ``route`` are the replay's lookups.
     """
+    # A link's owner depends only on which distinct owners can use it, not on how often or in
+    # which order: gather each owner's links once (ranks of one group, and the sizes of one
+    # collective, mostly repeat the same links), then claim them.
+    links_of: dict[Any, set[int]] = {}
+    seen: set[tuple[str, tuple[int, ...], str, int]] = set()
+    for R in ranks:
+        for stream, axes, kind, size in R.table.collectives:
+            members, _ = group(R.rank, axes)
+            if len(members) > 1 and (stream, members, kind, size) not in seen:
+                seen.add((stream, members, kind, size))
+                mine = links_of.setdefault((stream, members), set())
+                for phase in plan_of(kind, members, size).phases:
+                    for flow in phase:
+                        mine.update(flow.links)
+        for axis, offset, is_send in R.table.p2p_dirs:
+            peer = grid_peer(R.rank, axis, offset)
+            src, dst = (R.rank, peer) if is_send else (peer, R.rank)
+            if src != dst and ("p2p", src, dst) not in links_of:
+                links_of[("p2p", src, dst)] = set(route(src, dst).links)
     owners: dict[int, Any] = {}
-
-    def claim(links: Iterable[int], owner: Any) -> None:
+    for owner, links in links_of.items():
         for link in links:
             held = owners.get(link)
             if held is None:
                 owners[link] = owner
             elif held is not _SHARED and held != owner:
                 owners[link] = _SHARED
-
-    for R in ranks:
-        for stream, axes, kind, size in R.table.collectives:
-            members, _ = group(R.rank, axes)
-            if len(members) > 1:
-                plan = plan_of(kind, members, size)
-                for phase in plan.phases:
-                    for flow in phase:
-                        claim(flow.links, (stream, members))
-        for axis, offset, is_send in R.table.p2p_dirs:
-            peer = grid_peer(R.rank, axis, offset)
-            src, dst = (R.rank, peer) if is_send else (peer, R.rank)
-            if src != dst:
-                claim(route(src, dst).links, ("p2p", src, dst))
     return owners
 
 

@@ -62,3 +62,49 @@ def test_rank_dependent_cp_patterns_keep_one_program_per_role(tmp_path, comm):
     programs = build_schedule(scn).programs
     first, last = programs[role_name(0, 0)], programs[role_name(0, 7)]
     assert first is not last and first != last
+
+
+def _owners_claim_by_claim(rp):
+    """Reference for link_owners: every (rank, collective size) and P2P direction claims its links
+    in turn; a link claimed by two different owners is shared."""
+    owners: dict = {}
+
+    def claim(links, owner):
+        for link in links:
+            held = owners.get(link)
+            owners[link] = owner if held is None or held == owner else "shared"
+
+    for R in rp.ranks.values():
+        for stream, axes, kind, size in R.table.collectives:
+            members, _ = rp._group(R.rank, axes)
+            if len(members) > 1:
+                for phase in rp._plan_of(kind, members, size).phases:
+                    for flow in phase:
+                        claim(flow.links, (stream, members))
+        for axis, offset, is_send in R.table.p2p_dirs:
+            peer = rp.grid.peer(R.rank, axis, offset)
+            src, dst = (R.rank, peer) if is_send else (peer, R.rank)
+            if src != dst:
+                claim(rp._route(src, dst).links, ("p2p", src, dst))
+    return owners
+
+
+@pytest.mark.parametrize("comm, tp", [("p2p", 2), ("a2a+p2p", 2), ("ring", 2)])
+def test_link_owners_gathered_per_owner_match_claim_by_claim(tmp_path, comm, tp):
+    from simulator.costs.model import CostModel
+    from simulator.replay.engine import Replayer
+    from simulator.replay.exclusive_links import _SHARED, link_owners
+    from simulator.replay.links import FlowNetwork
+
+    scn = _scenario(tmp_path, comm, tp)
+    schedule = build_schedule(scn)
+    costs = CostModel(build_topology(scn.profile, scn.nodes), None, None)
+    rp = Replayer(schedule, costs, list(range(scn.n_gpus)), network_factory=FlowNetwork)
+    got = link_owners(rp.ranks.values(), rp._group, rp._plan_of, rp.grid.peer, rp._route)
+    got = {k: "shared" if v is _SHARED else v for k, v in got.items()}
+    want = _owners_claim_by_claim(rp)
+    assert got == want
+    assert "shared" in want.values()
+    # On the rings some links have one owner (a TP group's NVLink); under a2a+p2p every link
+    # this plan uses is met by the All-to-All and the ring.
+    assert any(v != "shared" for v in want.values()) or comm == "a2a+p2p"
