@@ -362,4 +362,28 @@ received counts), after which the host has lost its lead and issues the rest of 
 small kernels (router, permutation, per-expert FP8 casts) at host speed; and the per-expert
 quantisation kernels of FP8 grouped GEMMs. Timing one Megatron-Core MoE layer on an H100 would
 tell them apart.
+
+## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
+
+The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at
+1,583 ms against 891 ms measured (−43.7%). On the critical rank, compute is 969 ms (GEMMs
+892 ms, attention 44 ms); TP communication left exposed by TransformerEngine's default overlap
+is about 48 ms (3% of the step), and the pipeline bubble is zero. The rest is data-parallel
+traffic: the fp32 gradient ReduceScatter (516 ms, 368 ms exposed) and the parameter AllGather
+(288 ms, 208 ms exposed). The TP overlap follows TE's `initialize_ub` defaults (16 SMs with the
+SM margin for bulk and pipelined overlap, none for ring exchange, 4 splits, up to 3 compute
+streams); `tp_overlap: none` gives 1,631 ms, so the overlap model is not what is missing.
+
+Two inputs decide the DP exposure, and the README states neither. (1) The micro-batch size:
+with 1 (assumed), the gradient reduction has only the last of four micro-batches' backward to
+hide under (Megatron-Core reduces under `no_sync` only then) and the parameter AllGather only
+the first forward; with micro-batch 4 the same row reads −7.7% (GPT-16B tp4 −22.9% → −6.0%,
+GPT-7.1B −3.5% → +0.4%, GPT-1.7B +14.9% → +18.9%). It is not changed here: choosing an unstated
+setting because it fits is a fit. (2) The cross-node LL128 efficiency of the deployed
+InfiniBand constants (0.7, fitted on A100 systems; no multi-node H100 InfiniBand sweep is in
+`data/nccl`): the 216 MB buckets run ring/LL128 at about 29 GB/s bus bandwidth, against 40 GB/s
+with Simple pinned (1,402 ms) and 47.5 GB/s at line rate. Even so, with fp32 gradients and
+micro-batch 1 the step cannot reach 891 ms: 15.4 GB of ReduceScatter and 7.7 GB of AllGather
+per GPU through one 47.5 GB/s NIC take at least 487 ms, which would leave the compute about
+540 ms, 77% of the bf16 peak. A multi-node H100 InfiniBand nccl-tests sweep would settle (2).
 """
