@@ -67,6 +67,15 @@ scn = load_scenario(sys.argv[1])
 print(json.dumps([c.label(s.dp) for c, s, _, r in iter_checked(scn, enumerate_plans(scn)) if not r]))
 """
 
+# The tail every step-timing child runs: one simulated step of `{scenario}`, CPU time and size as JSON.
+_TIMED_STEP = r"""
+c0 = time.process_time()
+sim = simulate_scenario({scenario})
+print(json.dumps({{"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
+                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
 SWEEP_PLAN = r"""
 import json, resource, sys, time
 from simulator.config.scenario import load_scenario
@@ -74,12 +83,7 @@ from simulator.simulation import simulate_scenario
 from simulator.sweep.plans import enumerate_plans, iter_checked
 scn = load_scenario(sys.argv[1])
 plan = next(s for c, s, _, r in iter_checked(scn, enumerate_plans(scn)) if not r and c.label(s.dp) == sys.argv[2])
-c0 = time.process_time()
-sim = simulate_scenario(plan)
-print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
-                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + _TIMED_STEP.format(scenario="plan")
 
 LLAMA_405B = r"""
 import json, resource, sys, time, tempfile
@@ -93,12 +97,7 @@ scn = build_scenario({"name": f"llama3-405b-{128 * dp}", "hardware": "dgx-h100",
                                    "recompute": "none"},
                       "parallel": {"tp": 8, "sequence_parallel": True, "pp": 16, "zero": 1}},
                      base_dir=Path(tempfile.mkdtemp()))
-c0 = time.process_time()
-sim = simulate_scenario(scn)
-print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
-                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + _TIMED_STEP.format(scenario="scn")
 
 ALLTOALL = r"""
 import json, resource, time
@@ -121,24 +120,14 @@ from simulator.e2e_validation.sources import SOURCES, cases
 from simulator.simulation import simulate_scenario
 case = next(c for c in cases([s for s in SOURCES if s.key == "nemo_cp"]) if c.label == sys.argv[1])
 scn = build_scenario(case.scenario, source=f"<e2e:{case.label}>")
-c0 = time.process_time()
-sim = simulate_scenario(scn)
-print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
-                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + _TIMED_STEP.format(scenario="scn")
 
 CP_SCENARIO = r"""
 import json, resource, sys, time
 from simulator.config.scenario import load_scenario
 from simulator.simulation import simulate_scenario
 scn = load_scenario(sys.argv[1])
-c0 = time.process_time()
-sim = simulate_scenario(scn)
-print(json.dumps({"cpu_s": time.process_time() - c0, "step_s": sim.report.step_time_s,
-                  "ranks_simulated": sim.trace.stats.ranks_simulated, "events": sim.trace.stats.events,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+""" + _TIMED_STEP.format(scenario="scn")
 
 
 def _child(code: str, *args: str) -> dict | str:

@@ -598,18 +598,13 @@ class Replayer:
             Rm.start[im] = now
             self._comm_started(Rm, +1)
             Rm.algorithm[im] = algo
+        held: tuple[float, np.ndarray] | None = None
+        if alone is None and self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
+            held = self._alone_anyway(op, members, plan)
         if alone is not None:
             yield self.env.timeout(alone)
-        elif self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
-            t, links = self._alone_anyway(op, members, plan)
-            if self.net.idle(links):
-                yield from self._held(plan, t, links)
-            else:
-                if plan.latency_s > 0:
-                    yield self.env.timeout(plan.latency_s)
-                for phase in plan.phases:
-                    if phase:
-                        yield self._phase(phase)
+        elif held is not None and self.net.idle(held[1]):
+            yield from self._held(plan, *held)
         else:
             if plan.latency_s > 0:
                 yield self.env.timeout(plan.latency_s)
