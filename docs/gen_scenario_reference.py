@@ -70,6 +70,9 @@ NOTES = {
                                          "gathered",
     "zero3_reduce_bucket_elements": "DeepSpeed reduce_bucket_size",
     "zero3_max_reuse_distance": "DeepSpeed stage3_max_reuse_distance",
+    "zero3_contiguous_gradients": "zero3_impl deepspeed-2021: DeepSpeed contiguous_gradients; true: each gradient "
+                                  "reduce-scattered through a rank list; false: each IPG bucket flattened and "
+                                  "AllReduced whole; default: false (DeepSpeed 0.3.12-0.4.x's stage-3 default)",
     "cp_a2a": "cp_comm a2a+p2p: All-to-All degree inside each ring position (TE "
               "hierarchical_context_parallel_sizes[0]); default: largest power of two <= 8 dividing cp and the "
               "heads per TP rank",

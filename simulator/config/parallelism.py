@@ -92,6 +92,11 @@ class Parallel(BaseModel):
     zero3_param_persistence_threshold: int = Field(default=100_000, ge=0)
     zero3_reduce_bucket_elements: int = Field(default=500_000_000, gt=0)
     zero3_max_reuse_distance: int = Field(default=1_000_000_000, ge=0)
+    # DeepSpeed's contiguous_gradients for zero3_impl: deepspeed-2021. true: each gradient is
+    # copied into the IPG buffer and reduce-scattered through a rank list; false: each IPG bucket
+    # of gradients is flattened, AllReduced whole and copied back (stage3.py's
+    # buffered_reduce_fallback). None: DeepSpeed 0.3.12-0.4.x's stage-3 default, false.
+    zero3_contiguous_gradients: bool | None = None
     # cp_comm: a2a+p2p: the All-to-All degree inside each CP ring position (TransformerEngine's
     # hierarchical_context_parallel_sizes[0]); None: the largest power of two <= 8 dividing cp
     # and the query and KV heads per TP rank.

@@ -233,6 +233,10 @@ def check_plan(scn: Scenario) -> None:
     if p.zero == 3 and p.zero3_impl == "deepspeed-2021" and m.mla:
         _fail(scn, "parallel.zero3_impl", "deepspeed-2021 gathers the fused QKV, projection and MLP weights "
                                           "of a dense layer; multi-head latent attention is not modelled with it")
+    if p.zero3_contiguous_gradients is not None and (p.zero != 3 or p.zero3_impl != "deepspeed-2021"):
+        _fail(scn, "parallel.zero3_contiguous_gradients", "selects how DeepSpeed ZeRO-3 of 2021 reduces gradients "
+                                                          "and needs zero: 3 with zero3_impl: deepspeed-2021, got "
+                                                          f"zero={p.zero}, zero3_impl={p.zero3_impl}")
     if p.zero == 3 and p.pp > 1 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")

@@ -308,12 +308,18 @@ per GPU halves. With today's DeepSpeed coordinator (`zero3_impl: deepspeed`) the
 DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py`), modelled as
 `zero3_impl: deepspeed-2021` (`schedule/zero.py`), differs in what it cannot hide:
 
-- each parameter is its own AllGather, and each gradient its own ReduceScatter, through a list
-  of one view per rank: a Python loop over the N ranks per parameter (a `narrow` and a
-  `get_rank(group)` each) and, inside PyTorch's `ProcessGroupNCCL`, one `copy_` per rank between
-  its flat buffer and the views. At 2,240 ranks that is 2,240 views, 2,240 copy launches and
-  2,240 copy kernels per collective, about 22 ms of host time; the per-rank costs are measured
-  with `benchmarks/bench_zero3_host_loop.py` (4.0, 2.5 and 1.8 µs of CPU, plus the launch);
+- each parameter is its own AllGather through a list of one view per rank: a Python loop over
+  the N ranks per parameter (a `narrow` and a `get_rank(group)` each) and, inside PyTorch's
+  `ProcessGroupNCCL`, one `copy_` per rank from its flat buffer to the views. At 2,240 ranks that
+  is 2,240 views, 2,240 copy launches and 2,240 copy kernels per gather, about 22 ms of host time;
+  the per-rank costs are measured with `benchmarks/bench_zero3_host_loop.py` (4.0 and 1.8 µs of
+  CPU, plus the launch);
+- the gradients are not reduce-scattered: stage 3's default of 0.3.12 to 0.4.x is
+  `contiguous_gradients` off, and then `reduce_ipg_grads` falls back to `buffered_reduce_fallback`:
+  each bucket of gradients (flushed when the next would pass `reduce_bucket_size`, 5e8 elements,
+  so here one weight at a time) is flattened, AllReduced whole over the N ranks and copied back.
+  That is twice a ReduceScatter's time on the wire and no per-rank work (modelled as a per-rank
+  ReduceScatter, the rows were +19/+46/+15% and +29/+35/+61%);
 - every fetch synchronises the device (`torch.cuda.synchronize()` in
   `_synchronize_communication` and at the start of every `_allgather_param`): the host never
   runs ahead, a prefetch is issued only once the kernels before it are done, and a module's
@@ -324,13 +330,14 @@ DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py
   backward, except where `max_reuse_distance` (1e9 elements) keeps it from the recompute to the
   backward (fc2 always; fc1 only when 8h² < 1e9).
 
-Held out, the six rows move to +17/+46/+56% and +26/+36/+65%. They are still optimistic, and
-the gap grows with the GPU count. At the two largest rows what is missing is about 250 ms per
-layer for GPT-175B and 690 ms for GPT-530B: proportional to the layer's parameter bytes (× 2.8,
-the ratio of h²), not to the rank count. That is what collectives running at about a fifth of
-the ring bandwidth the model gives them at 192-280 nodes would do (the model's 1.2 GB AllGather
-over 1,536 ranks reaches 85 GB/s of bus bandwidth; the rows imply nearer 20 GB/s); no
-measurement at that scale is in `data/nccl` to check it, so it is left unmodelled.
+Held out, the six rows are +14/+33/+24% and +21/+24/+43%. They are still optimistic on every
+row. The time missing per layer is about 180 and 135 ms for GPT-175B at 768 and 1,536 GPUs, 330
+and 520 ms for GPT-530B at 1,120 and 2,240: it scales with the layer's parameter bytes (× 2.8,
+the ratio of h²) more than with the rank count. That is what collectives running well below the
+ring bandwidth the model gives them at 96-280 nodes would do (the model's 1.2 GB AllGather over
+1,536 ranks reaches 85 GB/s of bus bandwidth; if the step were all communication, the rows'
+step time would need about 20 GB/s); no measurement at that scale is in `data/nccl` to check it,
+so it is left unmodelled.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 

@@ -130,9 +130,10 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
     """The ZeRO-3 rows of arXiv:2104.04473 Table 2: GPT-175B and GPT-530B under DeepSpeed ZeRO-3
     with no tensor or pipeline parallelism (dp = GPUs), on DGX A100 (Selene), global batch fixed
     while the GPUs double (one micro-batch per GPU per step). Megatron-LM of 2021 with DeepSpeed's
-    stage 3 as released then (``zero3_impl: deepspeed-2021``: a collective per parameter through a
+    stage 3 as released then (``zero3_impl: deepspeed-2021``: a gather per parameter through a
     rank list, a device synchronisation at every fetch) and its defaults (prefetch bucket 5e7, max
-    live 1e9, persistence threshold 1e5 elements, reduce bucket 5e8), full activation recompute (the
+    live 1e9, persistence threshold 1e5 elements, reduce bucket 5e8, contiguous_gradients off, so
+    each bucket of gradients is AllReduced whole), full activation recompute (the
     eq. 3 TFLOP/s count it), fp16, the legacy kernels (materialised attention scores). The PTD-P
     rows of the table are not used."""
     out = []
@@ -403,8 +404,9 @@ SOURCES: list[Source] = [
            "megatron_2021_zero3_table2.csv", _megatron2021_zero3,
            ["Held out entirely (none of these rows fits anything).",
             "DeepSpeed's version and ZeRO-3 settings are not printed: the stage 3 of DeepSpeed 0.3.13 (March "
-            "2021, zero3_impl: deepspeed-2021) with its defaults assumed; fp16 assumed (the paper says mixed "
-            "precision).",
+            "2021, zero3_impl: deepspeed-2021) with its defaults assumed (stage 3 defaults of 0.3.12-0.4.x: "
+            "overlap_comm on, contiguous_gradients off, so the gradients are AllReduced per bucket); fp16 "
+            "assumed (the paper says mixed precision).",
             "The table's PTD-P rows of the same comparison are in the file but not used here."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "

@@ -439,13 +439,25 @@ class DeepSpeedZero3Of2021(GradSync):
       (``LayerBuilder``'s gate), with full recompute re-gathering for the recomputed forward
       (Megatron's checkpointed layer re-runs the module hooks) unless ``max_reuse_distance`` keeps
       a parameter from the recomputed forward to its backward.
-    * **Every gradient is its own ReduceScatter through a rank list** (``_reduce_scatter_gradient``:
-      a view per rank, then ``flatten_for_scatter_gather`` copies the N chunks into a flat buffer),
-      after ``contiguous_gradients`` copies the gradient into the IPG buffer (parameters above
-      ``reduce_bucket_size`` are reduced in place). The next fetch's synchronisation waits for it.
+    * **Gradients, without ``contiguous_gradients``** (the stage-3 default of DeepSpeed 0.3.12 to
+      0.4.x, ``ZERO3_OPTIMIZATION_CONTIGUOUS_GRADIENTS_DEFAULT = False``): ``reduce_ipg_grads``
+      falls back to ``buffered_reduce_fallback``. The gradients of the IPG bucket (flushed when
+      the next gradient would take it past ``reduce_bucket_size`` elements, and at the end of the
+      backward) are flattened into one tensor, scaled by 1/N, **AllReduced whole** over the group
+      and copied back tensor by tensor (``allreduce_and_copy``); each rank keeps its partition
+      afterwards. Twice the ReduceScatter's wire time, no per-rank work. With overlap_comm (the
+      stage-3 default) this runs on the reduction stream, and the next flush first waits for the
+      previous one on the host (``reduction_stream.synchronize()``).
+    * **Gradients, with ``contiguous_gradients``**: each is its own ReduceScatter through a rank
+      list (``_reduce_scatter_gradient``: a view per rank, then ``flatten_for_scatter_gather``
+      copies the N chunks into a flat buffer), after the gradient is copied into the IPG buffer
+      (parameters above ``reduce_bucket_size`` are reduced in place).
+      Either way the next fetch's synchronisation waits for the reduction.
 
-    Deviations: a parameter's ReduceScatter is issued at the next module's fetch (the IPG bucket
-    only delays it, each parameter is still its own collective); the embedding and the LM head
+    Deviations: a gradient enters the reduction at the next module's fetch (with
+    ``contiguous_gradients`` the IPG bucket only delays it, each parameter is still its own
+    collective); gradients of persistent parameters (biases, norms) are left out of the reduction
+    (under 0.1% of the bytes of the layers modelled here); the embedding and the LM head
     fetch at their block; persistent parameters (fewer than ``param_persistence_threshold``
     elements) are gathered once after the step as in later releases.
     """
@@ -480,6 +492,9 @@ class DeepSpeedZero3Of2021(GradSync):
         self._outstanding: list[int] = []  # side-stream ops issued since the last synchronisation
         self._grads: tuple[_Param, ...] = ()  # gradients computed, not yet reduced
         self._last_rs = -1
+        contiguous = p.zero3_contiguous_gradients
+        self.contiguous = False if contiguous is None else contiguous
+        self._bucket: list[_Param] = []  # without contiguous_gradients: the IPG bucket's gradients
 
     def _gates(self, unit: ParamUnit, thr: int) -> dict[str, tuple[_Param, ...]]:
         """The parameters each GEMM (layers) or block (embedding, head) fetches, in forward order."""
@@ -534,8 +549,47 @@ class DeepSpeedZero3Of2021(GradSync):
         return issue
 
     def _reduce(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
-        """``reduce_independent_p_g_buckets_and_remove_grads`` and ``_reduce_scatter_gradient`` for
-        the gradients computed since the last fetch."""
+        """``reduce_independent_p_g_buckets_and_remove_grads`` for the gradients computed since the
+        last fetch: into the IPG bucket, flushing it first when a gradient would take it past
+        ``reduce_bucket_size`` elements (without ``contiguous_gradients``), or each reduce-scattered
+        (with it)."""
+        if self.contiguous:
+            return self._reduce_scatter(pb, last, tag, label)
+        limit = self.scn.parallel.zero3_reduce_bucket_elements
+        for p in self._grads:
+            if sum(q.numel for q in self._bucket) + p.numel > limit:
+                last = self._allreduce_bucket(pb, last, tag, label)
+            self._bucket.append(p)
+        self._grads = ()
+        return last
+
+    def _allreduce_bucket(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
+        """``reduce_ipg_grads`` through ``buffered_reduce_fallback`` (stage3.py, 0.3.13): wait for the
+        previous reduction (``reduction_stream.synchronize()``), flatten the bucket's gradients into
+        one tensor, scale it by 1/N, AllReduce it over the group and copy it back, one ``copy_`` per
+        gradient (``allreduce_and_copy``); on the reduction stream, behind the group's collectives.
+        Returns the host op (the module's kernels follow it)."""
+        ps, self._bucket = self._bucket, []
+        if not ps:
+            return last
+        size = float(sum(p.numel for p in ps) * self.grad_bytes)
+        name = f"zero3.ar.{ps[0].name}.{label}"
+        prev = (self._last_rs,) if self._last_rs >= 0 else ()
+        host = self._host(pb, f"{name}.sync", 1, (last,) + prev, tag)
+        stream = grad_stream(self.axes)
+        flat = pb.add(ComputeOp(name=f"{name}.flatten", kind="copy", hbm_bytes=2.0 * size, deps=(host,),
+                                stream=stream, tag=tag))
+        scaled = pb.add(ComputeOp(name=f"{name}.scale", kind="copy", hbm_bytes=2.0 * size, deps=(flat,),
+                                  stream=stream, tag=tag))
+        ar = self._comm(pb, name, "allreduce", size, (scaled,), tag)
+        back = pb.add(ComputeOp(name=f"{name}.copy_back", kind="copy", hbm_bytes=2.0 * size, count=len(ps),
+                                deps=(ar,), stream=stream, tag=tag))
+        self._last_rs = back
+        self._outstanding.append(back)
+        return host
+
+    def _reduce_scatter(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
+        """With ``contiguous_gradients``: ``_reduce_scatter_gradient`` for each gradient."""
         n = self.group_size
         limit = self.scn.parallel.zero3_reduce_bucket_elements
         for p in self._grads:
@@ -607,6 +661,8 @@ class DeepSpeedZero3Of2021(GradSync):
         """The epilogue synchronises the device: the next micro-batch starts after every reduction."""
         if not self.axes:
             return -1
+        if self._bucket:  # independent_gradient_partition_epilogue: the last bucket
+            after = self._allreduce_bucket(pb, after, Tag("bwd", None, mb), f"bwd.mb{mb}")
         return self._host(pb, f"zero3.epilogue.mb{mb}", 1, (after,) + self._sync_deps(), Tag("bwd", None, mb))
 
     def pending(self) -> tuple[int, ...]:

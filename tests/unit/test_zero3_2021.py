@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from simulator.config.scenario import build_scenario
+from simulator.errors import InputError
 from simulator.costs.compute import compute_time
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp, ComputeOp
@@ -86,11 +87,11 @@ def test_recomputed_forward_regathers_unless_the_backward_use_is_within_max_reus
 
 
 def test_every_parameter_is_its_own_collective_with_per_rank_host_work_and_copies(make):
-    """Per micro-batch: one AllGather per gather of the plan and one ReduceScatter per gathered
-    parameter, each of its padded size; around each AllGather a Python loop of N steps, N copy
-    dispatches and launches, and N copies of twice the tensor on the group's NCCL stream; around
-    each ReduceScatter the same with the reduce-scatter loop."""
-    scn = make()
+    """Per micro-batch: one AllGather per gather of the plan and, with contiguous_gradients, one
+    ReduceScatter per gathered parameter, each of its padded size; around each AllGather a Python
+    loop of N steps, N copy dispatches and launches, and N copies of twice the tensor on the
+    group's NCCL stream; around each ReduceScatter the same with the reduce-scatter loop."""
+    scn = make({"zero3_contiguous_gradients": True})
     n = scn.dp
     z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
     prog = build_schedule(scn).programs["pp0.cp0"]
@@ -112,6 +113,39 @@ def test_every_parameter_is_its_own_collective_with_per_rank_host_work_and_copie
     copies = [op for op in prog if isinstance(op, ComputeOp) and (".copies" in op.name or ".flatten" in op.name)]
     assert len(copies) == len(ags) + len(rss)
     assert all(op.count == n and op.stream == "dp" for op in copies)
+
+
+def test_without_contiguous_gradients_each_ipg_bucket_is_allreduced_whole(make):
+    """DeepSpeed 0.3.12-0.4.x default to contiguous_gradients=False in stage 3: reduce_ipg_grads
+    then flattens the IPG bucket, AllReduces it whole and copies it back (buffered_reduce_fallback).
+    The bucket is flushed when the next gradient would take it past reduce_bucket_size elements
+    and at the end of the backward. Gradients in backward order (h = 256, 2 layers, tied
+    embedding): fc2 262144, fc1 262144, o 65536, qkv 196608 per layer, then the embedding 321536.
+    With a 500,000-element bucket: [fc2] | [fc1, o] | [qkv, fc2] | [fc1, o] | [qkv] | [embedding],
+    i.e. 262144, 327680, 458752, 327680, 196608, 321536 elements, unpadded (every gradient once:
+    their sum is the 1,894,400 parameters gathered); no ReduceScatter and no per-rank work."""
+    scn = make({"zero3_reduce_bucket_elements": 500_000})
+    z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
+    assert not z.contiguous  # the stage-3 default of DeepSpeed 0.3.12-0.4.x
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ars = [op for op in prog if isinstance(op, CommOp) and op.op == "allreduce" and op.name.startswith("zero3.ar.")]
+    assert [op.size_bytes // 2 for op in ars] == [262144, 327680, 458752, 327680, 196608, 321536]
+    assert sum(op.size_bytes // 2 for op in ars) == sum({p.name: p.numel for e in z.trace for p in e.params}.values())
+    assert not [op for op in prog if isinstance(op, CommOp) and op.op == "reducescatter"]
+    assert all(op.host_us == GATHER_LOOP_US or op.host_us == COPY_DISPATCH_US + scn.profile.gpu.kernel_launch_us
+               for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == scn.dp)
+    # flatten, 1/N scale and copy back (one copy_ per gradient), each reading and writing the bucket
+    for ar in ars:
+        stem = ar.name
+        ops = {op.name.rsplit(".", 1)[1]: op for op in prog if isinstance(op, ComputeOp) and op.name.startswith(stem + ".")}
+        assert {k: op.hbm_bytes for k, op in ops.items() if k != "sync"} == {
+            "flatten": 2 * ar.size_bytes, "scale": 2 * ar.size_bytes, "copy_back": 2 * ar.size_bytes}
+    assert [op.count for op in prog if isinstance(op, ComputeOp) and op.name.endswith(".copy_back")] == [1, 2, 2, 2, 1, 1]
+
+
+def test_contiguous_gradients_only_with_deepspeed_2021(make):
+    with pytest.raises(InputError, match="zero3_contiguous_gradients"):
+        make({"zero3_impl": "deepspeed", "zero3_contiguous_gradients": False})
 
 
 def test_no_host_run_ahead(make):
