@@ -370,6 +370,67 @@ small kernels (router, permutation, per-expert FP8 casts) at host speed; and the
 quantisation kernels of FP8 grouped GEMMs. Timing one Megatron-Core MoE layer on an H100 would
 tell them apart.
 
+## NVIDIA-tuned stacks: what the rows ran, and what caps each (held out)
+
+The recipes behind the rows were checked against their scenarios. The dgxc Nemotron-4 15B row
+ran NeMo 25.09's `scripts/performance/llm/pretrain_nemotron4_15b.py` (dgxc-benchmarking
+80634adf `nemotron4-15b/launch.sh`: TP 2, micro-batch 2, global batch 4 × GPUs, CUDA graphs off
+on H100) on `nemotron4_15b.pretrain_recipe(performance_mode=True)`: gradients reduced in bf16
+(`grad_reduce_in_fp32 = False`), TP overlap with TransformerEngine's defaults (NeMo sets a tuned
+userbuffers config only for B200/GB200). The 340B recipe is the same with TP 8, PP 8, VP 12,
+micro-batch 1, global batch GPUs / 4, and the embedding wgrad deferred. All of it is what the
+scenarios run. For the Megatron-Core 2024 rows, Megatron-LM at the README's commit (937571cf)
+forces fp32 gradient reduction for bf16 (`arguments.py`: `accumulate_allreduce_grads_in_fp32 =
+True`), as the rows assume; no launch script for the table was published, so precision and
+micro-batch stay unknown.
+
+What each row needs, as the dgx-h100 GEMM curve × s (s = 1: the fitted 0.650 derate, whose
+plateau is 516 TFLOP/s; s = 1.538: the MAMF plateau itself, 794 TFLOP/s), error:
+
+| row | s = 1 | s = 1.23 | s = 1.538 |
+|---|---:|---:|---:|
+| dgxc Nemotron-4 15B tp2 (64 GPUs) | −16.3% | +0.4% | +21.3% |
+| dgxc Nemotron-4 340B tp8 pp8 vp12 (256 GPUs) | −23.9% | −9.3% | +9.2% |
+| Megatron-Core 2024 GPT-1.7B tp1 (48 GPUs) | +14.9% | +33.2% | +54.5% |
+| Megatron-Core 2024 GPT-16B tp4 (192 GPUs) | −22.9% | −14.0% | −4.7% |
+| Megatron-Core 2024 GPT-32B tp8 (384 GPUs) | −43.7% | −39.4% | −35.1% |
+
+- **dgxc: the GEMM ceiling caps it, not attention.** On the critical rank of the 15B row
+  (3.218 s simulated, 2.693 s measured), GEMMs take 2,873 ms at 450-530 TFLOP/s, all on the
+  curve's plateau; cuDNN attention takes 194 ms (forward 46 ms at 580 TFLOP/s, backward 149 ms
+  at 444 TFLOP/s); norms, elementwise kernels and the loss 111 ms; exposed communication about
+  35 ms. With attention free the step would still be 3.02 s. The measured step needs GEMMs at
+  about 640 TFLOP/s (derate 0.80 of the MAMF plateau, s = 1.23), below the 794 TFLOP/s that
+  MAMF measures, so the row is physically possible in bf16 and its label is not in question.
+- **Megatron-Core 2024 is not a GEMM problem.** GPT-32B tp8 stays at −35% with every GEMM at
+  the MAMF plateau, while GPT-1.7B tp1 (no TP, 1.7B parameters per GPU) turns +55%. What
+  separates the rows is the data-parallel traffic per GPU (fp32 gradients of 4B parameters per
+  GPU at tp ≥ 4 against 1.7B at tp1), which the section on the GPT-32B step breaks down.
+- **The fitting rows do not separate the stacks either.** FlagPerf's H100 Llama-3 8B row is
+  Megatron-Core 0.6 with TransformerEngine in bf16, TP 2, like the dgxc 15B row. It reaches
+  469 model TFLOP/s (8,103 tokens/s/GPU at 57.9 GFLOP per token) and sits at +0.0% on the
+  fitted curve, while the 15B row reaches 572 TFLOP/s. The two differ in sequence length
+  (8,192 tokens with h = 4,096: attention 22% of the model FLOPs; 4,096 with h = 6,144: 10%)
+  and in FlagPerf's selective recompute, so a too-fast attention backward in the model would
+  lower the fitted GEMM derate and make the GEMM-heavy rows pessimistic. No bwd-only
+  FA3/cuDNN measurement on H100 is in `data/` to test this (HARDWARE.md §4 "Not found").
+
+**Megatron-Bridge MoE: the host synchronisation per dispatch is too small to be the gap.**
+For Qwen3-30B-A3B on 16 H100 in FP8 (+56%), the simulated step is 18.7 s against 29.3 s
+measured. On the critical rank compute is busy 13.0 s, the dispatch/combine All-to-Alls take
+3.6 s (inter-node) and 3.4 s (intra-node) on their own streams, and the host needs 2.4 s to issue
+the whole step (129,648 ops; 18 per MoE layer forward). A device-to-host sync in every forward
+dispatch makes the GPU wait, after the sync, for the host to issue the permutation (11 µs) and
+the dispatch (15 µs) plus the copy's round trip: about 40 µs × 48 layers × 64 micro-batches =
+0.12 s, 1% of the 10.6 s gap, which amounts to 3.4 ms per layer per micro-batch. The recipes
+point at the host all the same: the H100 FP8-CS Qwen3-30B recipe
+(`QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1`, Megatron-Bridge 21d102f5e) runs without CUDA
+graphs and is the row furthest off; its BF16 twin graphs `moe_router` and `moe_preprocess`, and
+the B200 Qwen3-30B row, which also graphs `attn`, is the nearest (+23%). Closing the gap through
+the host would take about 3.4 ms of Python per MoE layer per micro-batch beyond the 11 µs per
+forward kernel and 6 µs per backward kernel the model charges; no measurement of Megatron-Core's
+MoE layer on the host is available to price it, so it is left unmodelled.
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at
