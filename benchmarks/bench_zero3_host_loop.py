@@ -6,7 +6,10 @@ runs a Python loop over the N ranks: one ``narrow`` view per rank appended to a 
 ``torch.distributed.get_rank(group=...)`` call per iteration; ``_reduce_scatter_gradient`` builds
 the same list of views for every gradient. PyTorch's ``ProcessGroupNCCL`` then copies between its
 flat buffer and the N views, one ``copy_`` per rank, dispatched from C++ (its launch is the
-profile's ``kernel_launch_us``). This script times the three on CPU tensors with the installed
+profile's ``kernel_launch_us``). After every optimizer step ``_allgather_params`` refreshes the
+persistent parameters (below ``param_persistence_threshold``) with one AllGather and then, from
+Python, one ``copy_`` per parameter and rank out of the gathered buffer. This script times the four
+on CPU tensors with the installed
 PyTorch, in CPU time of this process (``time.process_time``: a loaded machine does not inflate
 it), best of ``--repeat``:
 
@@ -65,11 +68,24 @@ def main() -> None:
     def copies() -> None:  # ProcessGroupNCCL's per-rank copy_ between the flat buffer and the views
         torch._foreach_copy_(dst, views)
 
+    small = 8  # a bias or norm weight of h elements at N = h / 8 ranks: its 8-element shard
+    gathered = torch.zeros(n * small)
+    replicated = torch.zeros(n * small)
+
+    def persistent_loop() -> None:  # _allgather_params' copy loop, one parameter
+        for i in range(n):
+            param_start = i * small
+            if param_start < n * small:
+                numel_to_copy = min(n * small - param_start, small)
+                part_to_copy = gathered.narrow(0, param_start, numel_to_copy)
+                replicated.view(-1).narrow(0, param_start, numel_to_copy).copy_(part_to_copy)
+
     print(f"torch {torch.__version__}, {n} ranks, CPU time per rank (best of {args.repeat}):")
     for name, fn in (("allgather loop (narrow + get_rank)", gather_loop),
                      ("reduce-scatter loop (narrow)", scatter_loop),
-                     ("copy_ dispatch from C++ (_foreach_copy_)", copies)):
-        print(f"  {name:42s} {best_us_per_rank(fn, n, args.repeat):6.2f} us")
+                     ("copy_ dispatch from C++ (_foreach_copy_)", copies),
+                     ("persistent-parameter loop (narrow, view, narrow, copy_)", persistent_loop)):
+        print(f"  {name:56s} {best_us_per_rank(fn, n, args.repeat):6.2f} us")
     dist.destroy_process_group()
 
 

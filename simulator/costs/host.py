@@ -41,6 +41,10 @@ records and a stream wait, each a driver call of the launch's order), and the NC
 launch. Activation recompute re-runs the forward's Python inside the backward, so recomputed
 kernels pay the forward's cost.
 
+An op whose issue a host op of the program already times (``ComputeOp.host_issue`` false: a
+timed Python loop, and the kernels launched inside it, as DeepSpeed ZeRO-3 of 2021's per-rank
+views and copies) costs nothing here: the host op's duration is that time.
+
 None of these constants is fitted to training runs.
 """
 
@@ -62,6 +66,8 @@ COLLECTIVE_US = 15.0
 def host_cost_s(op: Op) -> float:
     """Seconds of host time to issue ``op`` (every one of its ``count`` kernels)."""
     if isinstance(op, ComputeOp):
+        if not op.host_issue:  # its issue is timed by a host op of the program (ComputeOp.host_issue)
+            return 0.0
         if op.tag.phase == "opt":
             per = OPT_KERNEL_US
         elif op.tag.phase == "bwd" and not op.name.endswith(".recompute"):

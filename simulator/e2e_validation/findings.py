@@ -313,13 +313,20 @@ DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py
   `ProcessGroupNCCL`, one `copy_` per rank from its flat buffer to the views. At 2,240 ranks that
   is 2,240 views, 2,240 copy launches and 2,240 copy kernels per gather, about 22 ms of host time;
   the per-rank costs are measured with `benchmarks/bench_zero3_host_loop.py` (4.0 and 1.8 µs of
-  CPU, plus the launch);
+  CPU, plus the launch). This host time is timed once: the host issue queue (`costs/host.py`)
+  does not charge these loops and the copies launched inside them a second time (it did, 11 µs
+  per view and per copy: for GPT-175B on 1,536 GPUs the queue summed to 57.8 s, the whole
+  predicted step);
+- after every optimizer step the persistent parameters (below `param_persistence_threshold`,
+  1e5 elements: the LayerNorms' weights and biases and every bias, 770 tensors of GPT-175B and
+  842 of GPT-530B) are gathered again by `_allgather_params`: one AllGather, then from Python one
+  `copy_` per parameter and rank, 1.2 million launches a step at 1,536 GPUs and 1.9 million at
+  2,240 (about 6.6 µs of CPU each plus the launch, measured the same way);
 - the gradients are not reduce-scattered: stage 3's default of 0.3.12 to 0.4.x is
   `contiguous_gradients` off, and then `reduce_ipg_grads` falls back to `buffered_reduce_fallback`:
   each bucket of gradients (flushed when the next would pass `reduce_bucket_size`, 5e8 elements,
-  so here one weight at a time) is flattened, AllReduced whole over the N ranks and copied back.
-  That is twice a ReduceScatter's time on the wire and no per-rank work (modelled as a per-rank
-  ReduceScatter, the rows were +19/+46/+15% and +29/+35/+61%);
+  so here one weight at a time) is flattened, AllReduced whole over the N ranks and copied back:
+  twice a ReduceScatter's time on the wire and no per-rank work;
 - every fetch synchronises the device (`torch.cuda.synchronize()` in
   `_synchronize_communication` and at the start of every `_allgather_param`): the host never
   runs ahead, a prefetch is issued only once the kernels before it are done, and a module's
@@ -330,14 +337,15 @@ DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py
   backward, except where `max_reuse_distance` (1e9 elements) keeps it from the recompute to the
   backward (fc2 always; fc1 only when 8h² < 1e9).
 
-Held out, the six rows are +14/+33/+24% and +21/+24/+43%. They are still optimistic on every
-row. The time missing per layer is about 180 and 135 ms for GPT-175B at 768 and 1,536 GPUs, 330
-and 520 ms for GPT-530B at 1,120 and 2,240: it scales with the layer's parameter bytes (× 2.8,
-the ratio of h²) more than with the rank count. That is what collectives running well below the
-ring bandwidth the model gives them at 96-280 nodes would do (the model's 1.2 GB AllGather over
-1,536 ranks reaches 85 GB/s of bus bandwidth; if the step were all communication, the rows'
-step time would need about 20 GB/s); no measurement at that scale is in `data/nccl` to check it,
-so it is left unmodelled.
+Held out, the six rows are +9/+18/+16% (GPT-175B on 384, 768, 1,536 GPUs) and +18/+16/+24%
+(GPT-530B on 640, 1,120, 2,240); before the last three mechanisms they were +19/+46/+15% and
++29/+35/+61%. The model now keeps the step time nearly constant from the second row on, as
+measured (GPT-175B 56.5 and 57.7 s predicted at 768 and 1,536 GPUs, 66.7 s measured at both;
+GPT-530B 155 and 148 s against 180 and 184 s), so what is left is mostly not a cost per rank:
+every row but the first is 16-24% optimistic. Candidates the data here cannot separate: collectives below the ring
+bandwidth the model gives them at 48-280 nodes (the model's 1.2 GB AllGather over 1,536 ranks
+reaches 85 GB/s of bus bandwidth; no measurement at that scale is in `data/nccl`), and the
+Python and kernel overhead of the 2021 stack around each fetch beyond the loops above.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 

@@ -53,6 +53,9 @@ class ComputeOp:
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
     whose efficiency the hardware profile gives per kernel generation. A ``host`` op is CPU work
     the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the launch floor).
+    ``host_issue`` false: what the host thread spends issuing the op is already timed by a host
+    op (the op is one, or its kernels are launched inside one's loop: ZeRO-3 of 2021's per-rank
+    copies), so the issue queue (costs/host.py) charges nothing for it.
     ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
     compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
     blocks share the SMs and a partly empty wave of one chunk is filled by the next.
@@ -74,6 +77,7 @@ class ComputeOp:
     attention_kernel: str = ""
     host_us: float = 0.0
     concurrent: int = 1
+    host_issue: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,9 @@ from simulator.costs.compute import compute_time
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp, ComputeOp
 from simulator.schedule.shapes import stage_units
-from simulator.schedule.zero import (COPY_DISPATCH_US, GATHER_LOOP_US, SCATTER_LOOP_US, DeepSpeedZero3Of2021,
-                                     _Entry, _Param, padded, plan_2021)
+from simulator.costs.host import host_cost_s
+from simulator.schedule.zero import (COPY_DISPATCH_US, GATHER_LOOP_US, PERSISTENT_LOOP_US, SCATTER_LOOP_US,
+                                     DeepSpeedZero3Of2021, _Entry, _Param, padded, plan_2021)
 
 PROFILE = """name: test-gpu
 gpu: {name: T, arch: ampere, sms: 108, bf16_TFLOPS: 312, fp16_TFLOPS: 312, fp32_TFLOPS: 19.5,
@@ -103,14 +104,16 @@ def test_every_parameter_is_its_own_collective_with_per_rank_host_work_and_copie
     assert sorted(op.size_bytes for op in rss[:len(params)]) == sorted(padded(v, n) * 2 for v in params.values())
     sizes = {padded(v, n) * 2 for v in params.values()}
     assert all(op.size_bytes in sizes for op in ags)
-    host = [op for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == n]
+    host = [op for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == n
+            and "persistent" not in op.name]
     gpu = scn.profile.gpu
     assert Counter(op.host_us for op in host) == {GATHER_LOOP_US: len(ags), SCATTER_LOOP_US: len(rss),
                                                    COPY_DISPATCH_US + gpu.kernel_launch_us: len(ags) + len(rss)}
     for op in host:
         assert compute_time(op, gpu) == pytest.approx(n * op.host_us * 1e-6)
         assert compute_time(op, gpu, overlapped=True) == compute_time(op, gpu)  # no SM, no slowdown
-    copies = [op for op in prog if isinstance(op, ComputeOp) and (".copies" in op.name or ".flatten" in op.name)]
+    copies = [op for op in prog if isinstance(op, ComputeOp) and (".copies" in op.name or ".flatten" in op.name)
+              and "persistent" not in op.name]
     assert len(copies) == len(ags) + len(rss)
     assert all(op.count == n and op.stream == "dp" for op in copies)
 
@@ -133,7 +136,8 @@ def test_without_contiguous_gradients_each_ipg_bucket_is_allreduced_whole(make):
     assert sum(op.size_bytes // 2 for op in ars) == sum({p.name: p.numel for e in z.trace for p in e.params}.values())
     assert not [op for op in prog if isinstance(op, CommOp) and op.op == "reducescatter"]
     assert all(op.host_us == GATHER_LOOP_US or op.host_us == COPY_DISPATCH_US + scn.profile.gpu.kernel_launch_us
-               for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == scn.dp)
+               for op in prog if isinstance(op, ComputeOp) and op.kind == "host" and op.count == scn.dp
+               and "persistent" not in op.name)
     # flatten, 1/N scale and copy back (one copy_ per gradient), each reading and writing the bucket
     for ar in ars:
         stem = ar.name
@@ -141,6 +145,44 @@ def test_without_contiguous_gradients_each_ipg_bucket_is_allreduced_whole(make):
         assert {k: op.hbm_bytes for k, op in ops.items() if k != "sync"} == {
             "flatten": 2 * ar.size_bytes, "scale": 2 * ar.size_bytes, "copy_back": 2 * ar.size_bytes}
     assert [op.count for op in prog if isinstance(op, ComputeOp) and op.name.endswith(".copy_back")] == [1, 2, 2, 2, 1, 1]
+
+
+def test_per_rank_host_work_is_timed_once(make):
+    """The per-rank loops are host ops whose duration is the host's time (N steps of their
+    microseconds); the issue queue of costs/host.py must not charge them, nor the copy kernels
+    launched inside those loops, a second time (11 us a kernel would add N x 33 us per gather)."""
+    scn = make({"zero3_contiguous_gradients": True})
+    n = scn.dp
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    per_rank = [op for op in prog if isinstance(op, ComputeOp) and op.count >= n]
+    assert {op.kind for op in per_rank} == {"host", "copy"}
+    assert sum(host_cost_s(op) for op in per_rank) == 0.0
+    views = next(op for op in per_rank if op.name.endswith(".views") and "zero3.ag." in op.name)
+    assert compute_time(views, scn.profile.gpu) == pytest.approx(n * GATHER_LOOP_US * 1e-6)
+    # the kernels launched from Python (zero-fill, GEMMs) keep their issue cost
+    assert all(host_cost_s(op) > 0 for op in prog if isinstance(op, ComputeOp) and op.name.endswith(".zeros"))
+
+
+def test_persistent_parameters_are_gathered_after_every_step_with_a_copy_per_rank(make):
+    """_post_step gathers the persistent parameters (fewer than param_persistence_threshold = 300
+    elements here) with _allgather_params: one AllGather of their padded shards, then one copy_
+    per parameter and rank from Python. Megatron-LM's layer at h = 256 holds below 300 elements
+    the two LayerNorms' weights and biases and the row-parallel biases (projection, fc2), six
+    tensors of 256; the QKV (768) and fc1 (1,024) biases are above; with the final LayerNorm's
+    two: 2 x 6 + 2 = 14 tensors, 14 x N copy launches at PERSISTENT_LOOP_US + the launch each."""
+    scn = make()
+    n = scn.dp
+    z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
+    assert sorted(z.small_tensors()) == [256] * 14
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ag = next(op for op in prog if isinstance(op, CommOp) and op.name == "zero3.persistent.allgather")
+    assert ag.size_bytes == 14 * padded(256, n) * 2
+    loop = next(op for op in prog if isinstance(op, ComputeOp) and op.name == "zero3.persistent.param_copy_launches")
+    assert loop.kind == "host" and loop.count == 14 * n
+    assert compute_time(loop, scn.profile.gpu) == pytest.approx(
+        14 * n * (PERSISTENT_LOOP_US + scn.profile.gpu.kernel_launch_us) * 1e-6)
+    # the step's last op waits for the loop and its copies
+    assert prog[-1].name == "zero3.persistent.done" and loop is prog[prog[-1].deps[0]]
 
 
 def test_contiguous_gradients_only_with_deepspeed_2021(make):

@@ -457,11 +457,12 @@ def test_megatron2021_zero3_rows():
     step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3 as
     released in 2021 (zero3_impl: deepspeed-2021), held out. The measured eq. 3 TFLOP/s nearly
     halve per doubling of the GPUs from the second row on (88 -> 44, 98 -> 48): the step time stays
-    where it was while the compute per GPU halves. Doc: still optimistic on every row, +14% to
-    +43%; today's coordinator (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
+    where it was while the compute per GPU halves. Doc: still optimistic on every row, +9% to
+    +24%; today's coordinator (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
     which the per-parameter gathers, their per-rank host loops and copies, the synchronisation at
-    every fetch and the gradients AllReduced per bucket (contiguous_gradients off) bring to +24%
-    and +43%. Upper bounds: a model that came closer must still pass."""
+    every fetch, the gradients AllReduced per bucket (contiguous_gradients off) and the
+    persistent parameters copied per rank after the step bring to +16% and +24%. Upper bounds: a
+    model that came closer must still pass."""
     import copy
 
     cs = _by_source("megatron2021_zero3")
@@ -470,7 +471,7 @@ def test_megatron2021_zero3_rows():
         t, p = c.scenario["training"], c.scenario["parallel"]
         assert t["micro_batch"] * c.n_gpus == t["global_batch"] and p["zero3_impl"] == "deepspeed-2021"
     rs = list(scoring.run_cases(cs))
-    assert all(-0.1 < r.error <= 0.5 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
+    assert all(-0.1 < r.error <= 0.3 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
     for r in sorted(rs, key=lambda r: r.case.n_gpus)[-2:]:  # 1,536 and 2,240 GPUs
         today = copy.deepcopy(r.case.scenario)
         today["parallel"]["zero3_impl"] = "deepspeed"
