@@ -23,8 +23,13 @@ in the passes and collectives around the GEMMs (TransformerEngine ``common/recip
   plus its scales (4/128 or 1/32 bytes) is written per quantised tensor.
 
 Quantised per layer pass (per TP rank): forward, the inputs of the QKV, output-projection, FC1
-and FC2 GEMMs; backward, the output gradients of the same four GEMMs. An MoE layer is counted
-with its dense shape (ffn_hidden), not its routed rows.
+and FC2 GEMMs; backward, the output gradients of the same four GEMMs. In an MoE layer the expert
+GEMMs quantise their routed rows: TransformerEngine's ``GroupedLinear`` splits its input by
+expert and quantises every split with that expert's own quantizer (``tex.split_quantize`` over
+``m_splits``, forward on the inputs, backward on the output gradients), so a rank holding
+``E_local`` experts quantises the T·k rows it received (the slowest rank's, gathered over etp),
+in 2·``E_local`` kernels per pass; the shared experts quantise the T tokens of a dense MLP of
+``shared_ffn``.
 
 ``fp8_param_gather`` gathers the linear weights in FP8, 1 byte per element plus its scales, where
 a sharded optimizer or FSDP gathers weights (:func:`gathered_bytes`): Megatron's
@@ -53,13 +58,27 @@ SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
 GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
 
-def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int) -> float:
-    """Elements one TP rank quantises in one pass of a dense layer (see the module docstring)."""
-    t, h, f = spec.tokens, spec.hidden, spec.shape.ffn
+def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
+    """Elements one TP rank quantises in one pass of layer ``layer`` (see the module docstring)."""
+    t, h = spec.tokens, spec.hidden
+    attn = t * (h + proj_in) if phase == "fwd" else t * (qkv_out + h)
+    if spec.moe is not None and spec.is_moe(layer):
+        m = spec.moe
+        routed = m.rows * (h + m.ffn // m.etp) if phase == "fwd" else m.rows * (m.up + h)
+        fs = m.shared_ffn // m.tp
+        shared = t * (h + fs) if phase == "fwd" else t * ((2 if m.gated else 1) * fs + h)
+        return attn + routed + (shared if m.shared_ffn else 0)
+    f = spec.shape.ffn
     up = (2 if spec.gated else 1) * f
-    if phase == "fwd":
-        return t * (h + proj_in + h + f)
-    return t * (qkv_out + h + up + h)
+    return attn + (t * (h + f) if phase == "fwd" else t * (up + h))
+
+
+def quantize_kernels(spec: "LayerSpec", layer: int = -1) -> int:
+    """Quantisation kernels of one layer pass: one per quantised GEMM operand, one per local expert
+    for each grouped GEMM of an MoE layer."""
+    if spec.moe is not None and spec.is_moe(layer):
+        return 2 + 2 * spec.moe.local_experts + (2 if spec.moe.shared_ffn else 0)
+    return GEMMS_PER_LAYER
 
 
 def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
@@ -77,9 +96,9 @@ def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: in
     if spec.dtype != "fp8" or recipe == "delayed":
         return after
     tag = Tag(phase, layer, mb)
-    nbytes = extra_bytes_per_element(recipe, spec.act_bytes) * quantized_elements(spec, phase, qkv_out, proj_in)
+    nbytes = extra_bytes_per_element(recipe, spec.act_bytes) * quantized_elements(spec, phase, qkv_out, proj_in, layer)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=GEMMS_PER_LAYER))
+                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer)))
     if recipe == "current" and spec.sp:
         for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),

@@ -73,3 +73,32 @@ def test_recipe_rules(make):
         make("mxfp8")
     with pytest.raises(InputError, match="needs dtype: fp8"):
         make("current", dtype="bf16")
+
+
+def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
+    """Current scaling on an MoE layer (8 experts, top-2, ep 4, one shared expert, balanced): the
+    attention operands as in a dense layer, then each local expert's split of the T·k = 1,024
+    routed rows (TransformerEngine's split_quantize), forward FC1 inputs (h) and FC2 inputs (f_e),
+    backward the output gradients (h and 2·f_e); the shared expert's T tokens (h, f_s; h, 2·f_s).
+    The dense first layer keeps the dense count; kernels: 2 + 2 per local expert + 2 shared."""
+    from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+
+    make = moe_scenario_maker(tmp_path, MOE)
+    scn = make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "current"}, model={"shared_experts": 1})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    h, t, k, fe, fs, f, d = 256, 512, 2, 128, 128, 512, 32
+    rows, qkv_out, proj_in = t * k, (8 + 2 * 4) * d, 8 * d
+    fwd = t * (h + proj_in) + rows * (h + fe) + t * (h + fs)
+    bwd = t * (qkv_out + h) + rows * (2 * fe + h) + t * (2 * fs + h)
+
+    def quant(layer, phase):
+        ops = [op for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
+               and op.tag.phase == phase and op.tag.layer == layer and op.tag.mb_index == 0]
+        assert len(ops) == 1
+        return ops[0]
+
+    assert quant(1, "fwd").hbm_bytes == pytest.approx(2 * fwd)
+    assert quant(1, "bwd").hbm_bytes == pytest.approx(2 * bwd)
+    assert quant(1, "fwd").count == 2 + 2 * (8 // 4) + 2
+    assert quant(0, "fwd").hbm_bytes == pytest.approx(2 * t * (h + proj_in + h + f))
+    assert quant(0, "fwd").count == 4
