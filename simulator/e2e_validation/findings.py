@@ -479,4 +479,25 @@ with Simple pinned (1,402 ms) and 47.5 GB/s at line rate. Even so, with fp32 gra
 micro-batch 1 the step cannot reach 891 ms: 15.4 GB of ReduceScatter and 7.7 GB of AllGather
 per GPU through one 47.5 GB/s NIC take at least 487 ms, which would leave the compute about
 540 ms, 77% of the bf16 peak. A multi-node H100 InfiniBand nccl-tests sweep would settle (2).
+
+The same bound, row by row, says which micro-batch the rows cannot have used. Per GPU: the model
+FLOPs at the MAMF plateau (794.5 TFLOP/s, every kernel counted as a GEMM) as the compute; the
+fp32 ReduceScatter and bf16 AllGather of the parameters each GPU holds through its 50 GB/s
+(400 Gb/s) NIC at line rate; the ReduceScatter hidden at most under the last micro-batch's
+backward (2/3 of the compute over the micro-batch count), the AllGather under the first
+micro-batch's forward (1/3). Lower bounds on the step against the measured one (ms):
+
+| row | measured | micro-batch 1 | micro-batch 2 | micro-batch 4 |
+|---|---:|---:|---:|---:|
+| GPT-1.7B tp1 | 452 | 379 | 321 | 232 |
+| GPT-7.1B tp2 | 800 | 770 | 652 | 469 |
+| GPT-16B tp4 | 850 | 865 | 735 | 523 |
+| GPT-32B tp8 | 892 | 849 | 720 | 516 |
+
+With fp32 gradients, micro-batch 1 is impossible for GPT-16B and leaves GPT-7.1B and GPT-32B
+30-43 ms for everything the bound prices at ideal rates (attention at the profile's cuDNN rates
+instead of the MAMF rate alone adds 40 ms to GPT-7.1B and 28 ms to GPT-32B, before any norm,
+activation or loss kernel), so these rows ran a larger micro-batch (or reduced gradients in bf16,
+which Megatron-LM of that commit did not offer). The README does not say which, and 2 and 4
+both fit the bound, so the rows keep micro-batch 1 and this is recorded instead.
 """
