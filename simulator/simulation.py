@@ -31,8 +31,10 @@ class Simulation:
 
 
 def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str | None = None,
-                      max_ranks: int | None = None, symmetric: bool | None = None) -> Simulation:
-    """Replay one step of an already loaded Scenario."""
+                      max_ranks: int | None = None, symmetric: bool | None = None, fold: bool = True) -> Simulation:
+    """Replay one step of an already loaded Scenario. ``fold`` replays repeated steady
+    micro-batches once where nothing differs between them (``replay/fold.py``; the same step
+    times and per-op records as without)."""
     from simulator.hardware.topology import build_topology
     from simulator.replay.engine import replay
     from simulator.report.summary import summarize
@@ -40,8 +42,18 @@ def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str
 
     topology = build_topology(scenario.profile, scenario.nodes)
     schedule = build_schedule(scenario)
-    trace = replay(schedule, topology, algo=algo, proto=proto, max_ranks=max_ranks, symmetric=symmetric)
+    trace = replay(schedule, topology, algo=algo, proto=proto, max_ranks=max_ranks, symmetric=symmetric,
+                   fold=(lambda n_micro: build_schedule(with_micro_batches(scenario, n_micro))) if fold else None)
     return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
+
+
+def with_micro_batches(scenario: Scenario, n_micro: int) -> Scenario:
+    """The scenario with ``n_micro`` micro-batches per pipeline (its global batch scaled): the
+    reduced step micro-batch folding replays. Not validated again: only the count changes."""
+    from dataclasses import replace
+
+    t = scenario.training
+    return replace(scenario, training=t.model_copy(update={"global_batch": n_micro * t.micro_batch * scenario.dp}))
 
 
 def simulate(scenario: Scenario | str | Path, *, hardware: str | None = None, **kwargs: Any) -> Simulation:

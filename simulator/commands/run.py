@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--proto", help="pin the NCCL protocol (ll, ll128, simple)")
     p.add_argument("--max-ranks", type=int, default=None,
                    help="simulate symmetric ranks once above this many ranks (default 4096)")
+    p.add_argument("--no-fold", action="store_true",
+                   help="replay every steady micro-batch (default: repeated ones are replayed once where "
+                        "nothing differs between them; the same step times and trace)")
     add_hardware_option(p)
     p.set_defaults(handler=run)
 
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         for path in plot_paths(args.plot):
             check_outputs(argparse.Namespace(plot=str(path)), "plot")
     sim = simulate_scenario(load_scenario(args.scenario, args.hardware), algo=args.algo, proto=args.proto,
-                            max_ranks=args.max_ranks)
+                            max_ranks=args.max_ranks, fold=not args.no_fold)
     to_stdout = STDOUT in (args.json, args.trace)
     if not to_stdout:
         print(format_table(sim.report))

@@ -51,6 +51,7 @@ from simulator.costs.topology_view import TopologyView
 from simulator.errors import HangError
 from simulator.hardware.routes import Route
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners
+from simulator.replay.fold import fold_replay
 from simulator.replay.hang import hang_report
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
@@ -629,14 +630,16 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
            max_ranks: int | None = None, symmetric: bool | None = None,
            op_budget: int = DEFAULT_OP_BUDGET, cost_model: Callable[..., CostModel] = CostModel,
            network_factory: Callable[..., Any] | None = None, exclusive_fast_path: bool = True,
-           compute_runs: bool = True) -> Trace:
+           compute_runs: bool = True, fold: Callable[[int], Any] | None = None) -> Trace:
     """Replay one training step of ``schedule`` on ``topology``; returns its :class:`Trace`.
 
     ``algo``/``proto`` pin the NCCL algorithm/protocol of every collective (default: the tuner's
     choice). ``exclusive_fast_path`` times a collective whose links no other traffic can use
     by its (cached) time alone instead of flow by flow; ``compute_runs`` replays consecutive
-    kernels of the compute stream that nothing else waits on as one timed block; turning
-    either off must not change results.
+    kernels of the compute stream that nothing else waits on as one timed block; ``fold``
+    (the schedule of the same step with a given number of micro-batches per pipeline; None:
+    off) replays repeated steady micro-batches once (``replay/fold.py``) where its checks
+    pass. Turning any of them off must not change results.
     ``cost_model(topology, algo, proto)`` builds the costs (default :class:`CostModel`) and
     ``network_factory(env, capacity_Bps)`` the network (default ``replay.links.FlowNetwork``,
     built on the cost model's capacities); both are injectable for tests.
@@ -648,14 +651,31 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
     n_ranks = int(getattr(grid, "n_ranks", 0) or topology.n_gpus)
     t0 = time.perf_counter()
     ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric)
-    rp = Replayer(schedule, costs, ranks, network_factory=network_factory or FlowNetwork,
-                  exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs)
-    rp.run()
-    timelines = {
-        r: RankTimeline(rank=r, role=R.role, program=R.table.program, ready=R.ready, start=R.start, end=R.end,
-                        algorithm=R.algorithm, groups=R.groups)
-        for r, R in rp.ranks.items()
-    }
+
+    def run(sched: Any) -> Replayer:
+        rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
+                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs)
+        rp.run()
+        return rp
+
+    folded = None
+    if fold is not None:
+        try:
+            folded = fold_replay(schedule, fold, run, ranks)
+        except HangError:
+            folded = None  # the whole step, replayed below, reports it
+    n_folded = 0
+    if folded is None:
+        rp = run(schedule)
+        timelines = {
+            r: RankTimeline(rank=r, role=R.role, program=R.table.program, ready=R.ready, start=R.start, end=R.end,
+                            algorithm=R.algorithm, groups=R.groups)
+            for r, R in rp.ranks.items()
+        }
+    else:
+        fields, rp, n_folded = folded
+        timelines = {r: RankTimeline(rank=r, role=R.role, program=schedule.programs[R.role], **fields[r])
+                     for r, R in rp.ranks.items()}
     stats = SimStats(ranks=n_ranks, ranks_simulated=len(ranks), events=rp.env.n_events,
-                     wall_s=time.perf_counter() - t0, mirrored_axes=tuple(mirrored))
+                     wall_s=time.perf_counter() - t0, mirrored_axes=tuple(mirrored), folded_micro_batches=n_folded)
     return Trace(timelines, stats)

@@ -94,6 +94,7 @@ class SimStats:
     events: int  # SimPy events processed
     wall_s: float
     mirrored_axes: tuple[str, ...] = ()  # axes represented by one rank (symmetric mode)
+    folded_micro_batches: int = 0  # steady micro-batches replayed once and put back (replay/fold.py)
 
 
 @dataclass

@@ -35,6 +35,13 @@ class Schedule:
     # The grid axes a rank's role depends on (role_of reads only these coordinates): the replay
     # finds the axes it can mirror from them without asking every rank (replay/symmetry.py).
     role_axes: tuple[str, ...] = ("pp", "cp")
+    # Where each role's steady steps begin, and the end of the last (StageBuilder.steady), and
+    # how many steady steps hold the ops that repeat (``steady_period``) and how many
+    # micro-batches those steps cover (``period_micro_batches``): what micro-batch folding reads
+    # (replay/fold.py). Empty where the step has no single steady section.
+    steady: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    steady_period: int = 1
+    period_micro_batches: int = 1
 
     def role_of(self, rank: int) -> str:
         return role_name(self.grid.coord(rank, "pp"), self.grid.coord(rank, "cp"))
@@ -75,9 +82,15 @@ def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
 
 
 def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
+    return _build_stage(scn, stage, cp_index).pb.ops
+
+
+def _build_stage(scn: Scenario, stage: int, cp_index: int = 0) -> StageBuilder:
     chunks = stage_units(scn, stage)
     layers = LayerBuilder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
-    return StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks).build().ops
+    builder = StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks)
+    builder.build()
+    return builder
 
 
 def build_schedule(scn: Scenario) -> Schedule:
@@ -91,10 +104,15 @@ def build_schedule(scn: Scenario) -> Schedule:
     gc.disable()
     try:
         programs = {}
+        steady: dict[str, tuple[int, ...]] = {}
+        period = (1, 1)
         for s in range(p.pp):
-            first = build_program(scn, s, 0)
+            first = _build_stage(scn, s, 0)
+            period = (first.steady_period, first.period_micro_batches)
             for c in range(p.cp):
-                programs[role_name(s, c)] = first if c == 0 or shared else build_program(scn, s, c)
+                b = first if c == 0 or shared else _build_stage(scn, s, c)
+                programs[role_name(s, c)] = b.pb.ops
+                steady[role_name(s, c)] = tuple(b.steady)
     finally:
         if was_enabled:
             gc.enable()
@@ -107,7 +125,10 @@ def build_schedule(scn: Scenario) -> Schedule:
         "model_flops_per_step": model_flops_per_token(scn.model) * scn.tokens_per_step,
         "stage_layers": list(scn.stage_layers),
     }
-    return Schedule(grid=make_grid(scn), programs=programs, meta=meta, scenario=scn.name)
+    if not all(steady.values()):
+        steady = {}
+    return Schedule(grid=make_grid(scn), programs=programs, meta=meta, scenario=scn.name, steady=steady,
+                    steady_period=period[0], period_micro_batches=period[1])
 
 
 def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[str, int]:

@@ -84,6 +84,11 @@ class StageBuilder:
         self.recv: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> recv op
         self.out: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> last op of the pass
         self.fence = -1
+        # Where each steady step begins in the program (a 1F1B pair; one forward and one
+        # backward pass of interleaved 1F1B), and where the steps end: the replay folds repeated
+        # steady micro-batches from these (replay/fold.py). Empty when the step has no single
+        # steady section (pp_flushes > 1, combined 1F1B without pipelining).
+        self.steady: list[int] = []
 
     # -- virtual-stage geometry ---------------------------------------------------------------
 
@@ -236,6 +241,7 @@ class StageBuilder:
             self.p2p("recv_forward", recv_f=Pass("F", 0, o + warmup))
         for i in range(remaining):
             f = warmup + i
+            self.steady.append(len(self.pb))
             self.forward(0, o + f)
             self.p2p("send_forward_recv_backward", send_f=Pass("F", 0, o + f), recv_b=Pass("B", 0, o + i))
             self.backward(0, o + i)
@@ -243,6 +249,7 @@ class StageBuilder:
                 self.p2p("send_backward", send_b=Pass("B", 0, o + i))
             else:
                 self.p2p("send_backward_recv_forward", send_b=Pass("B", 0, o + i), recv_f=Pass("F", 0, o + f + 1))
+        self.steady.append(len(self.pb))
         for i in range(remaining, M):
             self.p2p("recv_backward", recv_b=Pass("B", 0, o + i))
             self.backward(0, o + i)
@@ -274,6 +281,7 @@ class StageBuilder:
                 self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f)
         for k in range(remaining):
             kf = k + warmup
+            self.steady.append(len(self.pb))
             if self.a2a_overlap:
                 self.combined(F(kf), B(k))
             else:
@@ -282,6 +290,7 @@ class StageBuilder:
             nxt_f = F(kf + 1) if k < remaining - 1 else None
             self.p2p("send_forward_backward_recv_forward_backward", send_f=F(kf), send_b=B(k),
                      recv_f=nxt_f, recv_b=B(k + 1) if k + 1 < total else None)
+        self.steady.append(len(self.pb))
         for k in range(remaining, total):
             self.backward(B(k).chunk, B(k).mb)
             self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=B(k + 1) if k + 1 < total else None)
@@ -305,6 +314,20 @@ class StageBuilder:
                 self.no_pipelining_combined()
             else:
                 self.one_f_one_b()
+        if flushes > 1 or (self.vp == 1 and self.pp == 1 and self.a2a_overlap):
+            self.steady = []
         ends = tuple(self.out[("B", c, total - 1)] for c in range(self.vp))
         self.sync.finish(self.pb, ends)
         return self.pb
+
+    @property
+    def steady_period(self) -> int:
+        """Steady steps after which a stage's ops repeat: one 1F1B pair, or pp·vp interleaved
+        steps (the chunk of step k is (k mod pp·vp) // pp, and pp·vp steps hold pp
+        micro-batches)."""
+        return self.pp * self.vp if self.vp > 1 else 1
+
+    @property
+    def period_micro_batches(self) -> int:
+        """Micro-batches whose passes the ``steady_period`` steps hold."""
+        return self.pp if self.vp > 1 else 1

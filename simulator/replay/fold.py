@@ -1,0 +1,209 @@
+"""Micro-batch folding: replay the steady micro-batches that repeat once, not M times.
+
+In the steady state of 1F1B every stage runs the same pair of passes (a forward, a backward and
+their send/recv) once per micro-batch; interleaved 1F1B repeats every pp·vp steps (pp
+micro-batches). Where nothing differs from one such period to the next (the same kernels and
+messages, and the same contention on the network), the step with M micro-batches is the step
+with M − n·m of them (m: the micro-batches of one period) with n copies of a steady period put
+back in the middle, each one period T later than the one before, and everything after them n·T
+later.
+
+The fold is checked, not assumed; where a check fails the whole step is replayed instead:
+
+1. **Same ops.** Every op of the full program has its counterpart in the reduced one (the
+   caller builds it with fewer micro-batches): the same kind, shape, stream, group or messages,
+   and its dependencies at the same distance (or on the same op before the steady periods). So
+   the durations and the links are the same.
+2. **One more period is one T later.** The reduced step is replayed twice, with M' and M' + m
+   micro-batches. The second must be the first with one copy of a steady period put back,
+   on every simulated rank and for every op (ready, start, end to 1e-12 of the step; algorithm,
+   protocol and group alike). That holds only when everything a period carries into the next
+   repeats: the kernels and messages in flight, the contention on the network, and a host
+   that stays ahead of the GPU (the host issues each later op h later per period, the GPU
+   reaches it T later; an op that waits for its issue in one replay moves by h, not T, and
+   fails the check). Putting n periods back is that step taken n times.
+
+The trace is expanded back to every op of the full program (ready, start, end, algorithm and
+group), so reports, Perfetto traces and plots read it as they read an unfolded one;
+``tests/unit/test_fold.py`` compares both on 1F1B, interleaved, ZeRO-3, CP and MoE plans.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from simulator.schedule.ir import CommOp, ComputeOp, Op, P2POp
+
+_REL_TOL = 1e-12
+
+
+def _keep_cut(period: int) -> tuple[int, int]:
+    """Steady periods the reduced step keeps (on the stage with the fewest), and the period whose
+    copies go back after it: the pipeline has filled by then and the cool-down is still ahead.
+    A 1F1B period is one micro-batch, so six of them; an interleaved one is pp·vp steps (pp
+    micro-batches), so four, the copies after the third."""
+    return (6, 2) if period == 1 else (4, 2)
+
+
+def fold_count(schedule: Any) -> int:
+    """How many steady periods of ``schedule`` a fold leaves out (:func:`_keep_cut`); 0 (no fold)
+    where the two reduced steps it replays would hold more than 3/4 of the micro-batches of the
+    step: then folding would not pay for its second replay and its checks."""
+    steady = getattr(schedule, "steady", None)
+    if not steady:
+        return 0
+    period = schedule.steady_period
+    n = max(min((len(s) - 1) // period for s in steady.values()) - _keep_cut(period)[0], 0)
+    n_micro, per = int(schedule.meta["n_micro"]), schedule.period_micro_batches
+    kept = n_micro - n * per
+    return n if n >= 2 and 2 * kept + per <= 0.75 * n_micro else 0
+
+
+_COMPUTE = attrgetter("kind", "flops", "hbm_bytes", "gemm", "count", "dtype", "causal_fraction", "sm_fraction", "stream",
+                      "attention_kernel", "host_us", "concurrent")
+_COMM = attrgetter("op", "axes", "size_bytes", "stream", "dtype")
+_TRANSFER = attrgetter("axis", "offset", "nbytes", "transport")
+
+
+def _signature(op: Op) -> tuple:
+    """What decides an op's duration, links and matching, without its name and dependencies."""
+    if type(op) is ComputeOp:
+        return _COMPUTE(op)
+    if type(op) is CommOp:
+        return _COMM(op)
+    if type(op) is P2POp:
+        return (op.stream, tuple(map(_TRANSFER, op.sends)), tuple(map(_TRANSFER, op.recvs)))
+    return (type(op).__name__,)
+
+
+class _Map:
+    """Full program position -> (reduced position, periods later), for one role."""
+
+    def __init__(self, cut: int, length: int, n: int, n_full: int) -> None:
+        self.cut, self.length, self.n = cut, length, n
+        i = np.arange(n_full, dtype=np.int64)
+        inserted = (i >= cut) & (i < cut + n * length)
+        self.index = np.where(i < cut, i, np.where(inserted, cut + (i - cut) % length, i - n * length))
+        self.shift = np.where(i < cut, 0, np.where(inserted, (i - cut) // length, n)).astype(np.float64)
+
+    def full_positions(self, j: int) -> range | tuple[int]:
+        """The full program's positions that replay reduced position ``j``."""
+        if j < self.cut:
+            return (j,)
+        if j < self.cut + self.length:
+            return range(j, j + (self.n + 1) * self.length, self.length)
+        return (j + self.n * self.length,)
+
+
+def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
+    """Check 1: every full op is its reduced counterpart, dependencies at the same distance."""
+    index = m.index.tolist()
+    cut = m.cut
+    sigs = [_signature(op) for op in reduced]
+    kinds = [type(op) for op in reduced]
+    for i, op in enumerate(full):
+        j = index[i]
+        if type(op) is not kinds[j] or _signature(op) != sigs[j]:
+            return False
+        deps, rdeps = op.deps, reduced[j].deps
+        if deps != rdeps:
+            if len(deps) != len(rdeps):
+                return False
+            for d, e in zip(deps, rdeps):
+                if d - i != e - j and not (d == e and e < cut):
+                    return False
+    return True
+
+
+def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[Any], Any],
+                ranks: Sequence[int]) -> tuple[dict[int, dict[str, Any]], Any, int] | None:
+    """Replay ``schedule`` folded, or None where a check fails (the caller then replays it whole).
+
+    ``reduced_of(M')`` builds the schedule of the same step with M' micro-batches per pipeline;
+    ``run(schedule)`` replays one on the simulated ``ranks`` and returns the Replayer (its
+    ``ranks``: rank -> RankState, its ``env.n_events``). Returns per rank the full timeline's
+    fields, the Replayer of the reduced step (for its statistics) and the micro-batches folded."""
+    n = fold_count(schedule)
+    if n < 2:
+        return None
+    period, per = schedule.steady_period, schedule.period_micro_batches
+    n_micro = int(schedule.meta["n_micro"])
+    small = reduced_of(n_micro - n * per)
+    maps = _maps(schedule, small, n, period)
+    if maps is None:
+        return None
+    rp_small = run(small)
+    first = rp_small.ranks[ranks[0]]
+    c = _keep_cut(period)[1]
+    T = float(first.start[small.steady[first.role][c * period]] - first.start[small.steady[first.role][(c - 1) * period]])
+    step = max(float(np.nanmax(rp_small.ranks[r].end)) for r in ranks)
+    tol = _REL_TOL * (step + abs(T))
+    # Before the second replay: periods c-1, c and c+1 of the first must already repeat on every
+    # rank (else the second would be replayed for nothing).
+    if not T > 0 or not all(_repeats(rp_small.ranks[r], small.steady[rp_small.ranks[r].role], period, c, T, tol)
+                            for r in ranks):
+        return None
+    large = reduced_of(n_micro - (n - 1) * per)
+    once = _maps(large, small, 1, period)
+    if once is None:
+        return None
+    rp_large = run(large)
+    for r in ranks:
+        R, big = rp_small.ranks[r], rp_large.ranks[r]
+        m = once[R.role]
+        for x in ("ready", "start", "end"):
+            if not np.all(np.abs(getattr(R, x)[m.index] + m.shift * T - getattr(big, x)) <= tol):
+                return None
+        for name in ("algorithm", "groups"):
+            src, dst = getattr(R, name), getattr(big, name)
+            if len(dst) != sum(len(m.full_positions(j)) for j in src) or any(
+                    dst.get(i) != v for j, v in src.items() for i in m.full_positions(j)):
+                return None
+    out: dict[int, dict[str, Any]] = {}
+    for r in ranks:
+        R = rp_small.ranks[r]
+        m = maps[R.role]
+        fields: dict[str, Any] = {x: getattr(R, x)[m.index] + m.shift * T for x in ("ready", "start", "end")}
+        for name in ("algorithm", "groups"):
+            fields[name] = {i: v for j, v in getattr(R, name).items() for i in m.full_positions(j)}
+        out[r] = fields
+    rp_small.env.n_events += rp_large.env.n_events
+    return out, rp_small, n * per
+
+
+def _repeats(R: Any, steady: Sequence[int], period: int, c: int, T: float, tol: float) -> bool:
+    """Whether periods c and c+1 of rank R's replay are the period before, T later."""
+    b = [steady[k * period] for k in (c - 1, c, c + 1, c + 2)]
+    if not b[1] - b[0] == b[2] - b[1] == b[3] - b[2]:
+        return False
+    for x in (R.ready, R.start, R.end):
+        a, u, v = x[b[0]:b[1]], x[b[1]:b[2]], x[b[2]:b[3]]
+        if not (np.all(np.abs(u - a - T) <= tol) and np.all(np.abs(v - u - T) <= tol)):
+            return False
+    return True
+
+
+def _maps(full: Any, reduced: Any, n: int, period: int) -> dict[str, _Map] | None:
+    """Per role, the map from ``full``'s positions to ``reduced``'s (n steady periods put back
+    after the period :func:`_keep_cut` names), or None where the programs are not that (check 1)."""
+    maps: dict[str, _Map] = {}
+    checked: dict[tuple[int, int], bool] = {}
+    for role, prog in full.programs.items():
+        red, steady, steady_r = reduced.programs.get(role), full.steady.get(role), reduced.steady.get(role)
+        if red is None or not steady or not steady_r or len(steady_r) != len(steady) - n * period:
+            return None
+        c = _keep_cut(period)[1]
+        cut = steady_r[c * period]
+        length = steady_r[(c + 1) * period] - cut
+        if len(prog) != len(red) + n * length:
+            return None
+        m = maps[role] = _Map(cut, length, n, len(prog))
+        key = (id(prog), id(red))
+        if key not in checked:
+            checked[key] = _same_ops(prog, red, m)
+        if not checked[key]:
+            return None
+    return maps

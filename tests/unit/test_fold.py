@@ -1,0 +1,120 @@
+"""Micro-batch folding (replay/fold.py) gives the unfolded replay's step: every op of every
+simulated rank the same ready, start and end (to 1e-9 of the step), the same algorithms and
+groups, and the same report, on 1F1B, interleaved 1F1B, ZeRO-3 (FSDP2, DeepSpeed), context
+parallelism and MoE plans; and where a period is not a copy of the one before, nothing is folded
+(FSDP2 with pipelining, whose prefetched AllGathers' issue drifts from one period to the next, is
+one such plan: the checks refuse it, and it is replayed whole)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from simulator.hardware.topology import build_topology
+from simulator.replay import fold
+from simulator.replay.engine import replay
+from simulator.schedule.build import build_schedule
+from simulator.schedule.ir import ComputeOp
+from simulator.simulation import simulate_scenario, with_micro_batches
+from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+from tests.unit.test_schedule_invariants import SMALL, make  # noqa: F401 - the fixture
+
+# Kernels long enough that the GPU, not the host, sets the pace of the steady state (with the
+# tiny SMALL model the host issues slower than the GPU runs, and nothing is folded)
+BIG = {**SMALL, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 16384, "seq_len": 4096}
+
+PLANS = {  # (plan, nodes of 4 GPUs (PROFILE), micro-batches per pipeline)
+    "1f1b": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 1}, 2, 32),
+    "1f1b_pp4": ({"tp": 2, "sequence_parallel": True, "pp": 4, "zero": 1, "overlap_param_gather": True}, 4, 40),
+    "interleaved": ({"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}, 2, 64),
+    "zero3_fsdp2": ({"zero": 3, "zero3_impl": "fsdp2"}, 2, 32),
+    "zero3_deepspeed": ({"zero": 3}, 2, 32),
+    "cp_p2p": ({"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2}, 2, 32),
+}
+SLOW = {"1f1b_pp4", "interleaved", "cp_p2p"}
+
+
+def _same(folded, whole) -> None:
+    a, b = folded.trace, whole.trace
+    assert a.stats.folded_micro_batches > 0 and b.stats.folded_micro_batches == 0
+    assert a.stats.events < b.stats.events
+    assert a.ranks == b.ranks
+    step = b.step_time_s
+    for r in a.ranks:
+        x, y = a.timelines[r], b.timelines[r]
+        assert x.program is y.program or len(x.program) == len(y.program)
+        for field in ("ready", "start", "end"):
+            u, v = getattr(x, field), getattr(y, field)
+            assert np.array_equal(np.isnan(u), np.isnan(v))
+            assert np.nanmax(np.abs(u - v)) <= 1e-9 * step
+        assert x.algorithm == y.algorithm and x.groups == y.groups
+    assert folded.report.step_time_s == pytest.approx(whole.report.step_time_s, rel=1e-9)
+    fa, fb = folded.report.to_dict(), whole.report.to_dict()
+    for key in ("breakdown", "comm_bytes_per_gpu", "mfu"):
+        if key in fb:
+            assert fa[key] == pytest.approx(fb[key], rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("plan", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW else p for p in sorted(PLANS)])
+def test_folded_step_is_the_unfolded_step(make, plan):  # noqa: F811 - the fixture
+    parallel, nodes, mb = PLANS[plan]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    _same(simulate_scenario(scn), simulate_scenario(scn, fold=False))
+
+
+def _model_parallel(p: dict) -> int:
+    return p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
+
+
+@pytest.mark.slow
+def test_folded_moe_step_is_the_unfolded_step(tmp_path):
+    make_moe = moe_scenario_maker(tmp_path, {**MOE, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 16384,
+                                             "moe_ffn_hidden": 4096, "seq_len": 4096}, nodes=2, global_batch=32 * 2)
+    scn = make_moe({"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2})
+    _same(simulate_scenario(scn), simulate_scenario(scn, fold=False))
+
+
+def test_symmetric_mode_folds_too(make):  # noqa: F811 - the fixture
+    parallel, nodes, mb = PLANS["1f1b"]
+    scn = make(parallel, nodes=nodes, model=BIG, training={"global_batch": mb * 2, "recompute": "selective"})
+    sched, topo = build_schedule(scn), build_topology(scn.profile, scn.nodes)
+    folded = replay(sched, topo, symmetric=True, fold=lambda m: build_schedule(with_micro_batches(scn, m)))
+    whole = replay(sched, topo, symmetric=True)
+    assert folded.stats.folded_micro_batches > 0 and folded.stats.mirrored_axes == whole.stats.mirrored_axes
+    assert folded.step_time_s == pytest.approx(whole.step_time_s, rel=1e-9)
+
+
+def test_too_few_micro_batches_are_not_folded(make):  # noqa: F811 - the fixture
+    """pp 2 with 8 micro-batches: 7 steady pairs on the first stage, fewer than the fold keeps
+    (six, fold._keep_cut) plus two to leave out."""
+    scn = make({"pp": 2}, training={"global_batch": 32})
+    assert fold.fold_count(build_schedule(scn)) == 0
+    assert simulate_scenario(scn).trace.stats.folded_micro_batches == 0
+
+
+def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
+    """The full program's copies of the steady period must be the reduced program's ops: one
+    kernel made longer in one of the periods left out fails check 1, and the step is replayed
+    whole (its time then differs from the periodic one, which a fold would have given)."""
+    parallel, nodes, mb = PLANS["1f1b"]
+    scn = make(parallel, nodes=nodes, model=BIG, training={"global_batch": mb * 2, "recompute": "selective"})
+    full = build_schedule(scn)
+    n = fold.fold_count(full)
+    reduced = build_schedule(with_micro_batches(scn, full.meta["n_micro"] - n))
+    maps = fold._maps(full, reduced, n, full.steady_period)
+    assert maps is not None
+    role = "pp0.cp0"
+    m = maps[role]
+    i = m.cut + m.length  # an op of the second period put back
+    while not isinstance(full.programs[role][i], ComputeOp):
+        i += 1
+    prog = list(full.programs[role])
+    prog[i] = dataclasses.replace(prog[i], flops=prog[i].flops * 2 + 1e9)
+    changed = dataclasses.replace(full, programs={**full.programs, role: prog})
+    assert fold._maps(changed, reduced, n, full.steady_period) is None
+    topo = build_topology(scn.profile, scn.nodes)
+    trace = replay(changed, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
+    assert trace.stats.folded_micro_batches == 0
