@@ -85,6 +85,10 @@ MEGATRON_BRIDGE_MOE: dict[str, str] = {
     "GPT OSS 120B": "gpt-oss-120b",
 }
 
+# SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
+# (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), in place of DeepEP's default 20.
+HYBRIDEP_NUM_SMS = 16
+
 # The table's precision -> (dtype, fp8_recipe): FP8 on H100 is TransformerEngine's current scaling
 # (the page's "FP8-CS"), FP8 on B200 MXFP8.
 BRIDGE_PRECISION: dict[str, tuple[str, str | None]] = {
@@ -118,8 +122,8 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
     gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute, the dispatcher
     (``flex`` with the DeepEP or HybridEP backend as deepep, else alltoall), combined-1F1B A2A
-    overlap where ``moe_a2a_overlap`` is set, and the Qwen3 layer split that counts the embedding
-    and the loss as layers. DeepSeek-V3's row is left out (multi-token prediction is not modelled),
+    overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
+    Qwen3 layer split that counts the embedding and the loss as layers. DeepSeek-V3's row is left out (multi-token prediction is not modelled),
     and so is the H100 Qwen3-235B row, for run time (more than ``MAX_MICRO_BATCHES`` per pipeline)."""
     out: list[Case] = []
     for r in rows:
@@ -138,8 +142,11 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
             continue
         tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
         parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
+        dispatcher = _note(notes, "dispatcher")
         parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1),
-                        moe_dispatcher="deepep" if _note(notes, "dispatcher").startswith("flex") else "alltoall")
+                        moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
+        if "hybridep" in dispatcher and preset.startswith("qwen3"):
+            parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
         if _note(notes, "moe_a2a_overlap") == "True":
             parallel["overlap_moe_expert_parallel_comm"] = True
         if pp > 1 and preset.startswith("qwen3"):

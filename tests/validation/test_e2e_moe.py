@@ -60,6 +60,8 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
         assert not p.get("overlap_moe_expert_parallel_comm", False)  # only the H100 Qwen3-235B recipe sets it
+        # HybridEP's kernels hold the recipe's moe_hybridep_num_sms = 16 SMs (DeepEP's default: 20)
+        assert p.get("moe_deepep_sms", 20) == (16 if p["moe_dispatcher"] == "deepep" else 20)
         # tokens per step: the printed global batch of 4,096-token sequences
         assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 1280, 256: 8192}[
             c.n_gpus] * 4096
