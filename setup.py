@@ -18,6 +18,7 @@ BUNDLED = {
     "scenarios": ("*.yaml", "plans/*.yaml"),
     "data/nccl": ("*.csv", "INDEX.md"),
     "data/e2e": ("*.csv", "INDEX.md"),
+    "data/kernels": ("*.csv", "INDEX.md"),
 }
 
 

@@ -25,7 +25,7 @@ STDOUT = "-"
 
 def bundled_dir(relative: str) -> Path:
     """A folder shipped with clustersim (``hardware_profiles``, ``scenarios``, ``data/nccl``,
-    ``data/e2e``).
+    ``data/e2e``, ``data/kernels``).
 
     The repository's top-level folders are the source of truth. A checkout or an editable
     install reads them in place; a built wheel or a regular install (``pip install .``,

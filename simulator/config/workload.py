@@ -255,10 +255,12 @@ class Training(_Strict):
 
     # Memory (simulator/schedule/memory.py): the loss implementation, whose logits buffers set the
     # last stage's peak, and the caching allocator's fragmentation (reserved − allocated).
-    cross_entropy: Literal["vocab_parallel", "torch"] = Field(
-        default="vocab_parallel", description="loss implementation (memory): vocab_parallel (Megatron's "
-        "vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak) | torch "
-        "(F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; 16 with TP > 1, DTensor loss_parallel)")
+    cross_entropy: Literal["vocab_parallel", "torch", "fused"] = Field(
+        default="vocab_parallel", description="loss implementation (its kernels' traffic and memory): vocab_parallel "
+        "(Megatron's vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak, six "
+        "forward passes over them) | torch (F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; "
+        "16 with TP > 1, DTensor loss_parallel) | fused (one cross-entropy kernel on the bf16 logits: flash-attn's, "
+        "llm-foundry's default: 4 bytes per logit)")
     allocator_fragmentation: float = Field(
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")

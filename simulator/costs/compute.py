@@ -20,7 +20,11 @@ efficiency:
   into a GEMM derate makes the derate stack-specific. The op's ``flops`` already count only the
   computed part of the score matrix (causal masking).
 * everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
-  ``hbm_bytes / (hbm_Bps × hbm_efficiency)``; attention is always in bf16/fp16 even in fp8 runs.
+  ``hbm_bytes`` over the bandwidth its kernel class reaches plus a ramp per kernel
+  (``costs.memory_bound``: streaming kernels at 0.90 of ``hbm_Bps × hbm_efficiency``, PyTorch's
+  native norm kernels, ``impl: eager``, at 0.64, both measured on published kernel timings);
+  attention is always in bf16/fp16 even in fp8 runs. A GEMM or attention kernel that is
+  memory-bound (a skinny GEMM's weight read) streams at ``hbm_Bps × hbm_efficiency``.
 * host: no kernel, the issuing CPU thread's work the GPU waits for (DeepSpeed ZeRO-3 of 2021
   loops over the ranks in Python and PyTorch launches one copy per rank): ``count`` steps of
   ``host_us`` (the launch floor when 0), never slowed by concurrent communication.
@@ -39,6 +43,7 @@ from typing import Sequence
 
 from simulator.config.hardware import GPU
 from simulator.costs.gemm_shape import shape_efficiency
+from simulator.costs.memory_bound import kernel_class, memory_time
 from simulator.schedule.ir import ComputeOp, Op
 
 MEMORY_BOUND_KINDS = frozenset({"elementwise", "norm", "copy", "optimizer", "embedding", "loss"})
@@ -121,7 +126,10 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
     t_flops = 0.0
     if op.flops > 0:
         t_flops = op.flops / (achieved_flops(op, gpu) * _sm_share(op))
-    t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
+    if op.kind in MEMORY_BOUND_KINDS:
+        t_mem = memory_time(op.hbm_bytes, count, kernel_class(op.kind, op.impl), gpu)
+    else:
+        t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
     t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
@@ -131,7 +139,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
 def _shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us, op.gemm, op.concurrent)
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us, op.gemm, op.concurrent, op.impl)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

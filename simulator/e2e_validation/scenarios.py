@@ -40,9 +40,11 @@ class Stack:
     attention: str = "auto"  # training.attention
     fused_kernels: bool = True  # training.fused_kernels
     optimizer: str = "fused"  # training.optimizer
+    cross_entropy: str = "vocab_parallel"  # training.cross_entropy
 
     def training(self) -> dict:
-        return dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer)
+        return dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
+                    cross_entropy=self.cross_entropy)
 
 
 # Megatron-Core + TransformerEngine: TE's fused attention (auto = cuDNN / FA3-class on H100,
@@ -60,8 +62,10 @@ MEGATRON_2020 = Stack(attention="unfused", fused_kernels=True, optimizer="fp16_o
 # installs ``.[gpu]`` of the v0.3.0 branch, i.e. flash-attn 1.0.9 and the Triton port of the
 # FlashAttention-1 algorithm; FlashAttention-2 was only the optional ``gpu-flash2`` extra.
 # Composer's DecoupledAdamW (the llm-foundry yamls' ``optimizer: decoupled_adamw``) updates the
-# parameters one tensor at a time (composer/optim/decoupled_weight_decay.py): for_loop.
-TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop")
+# parameters one tensor at a time (composer/optim/decoupled_weight_decay.py): for_loop. The loss is
+# ComposerMPTCausalLM's default ``loss_fn: fused_crossentropy``, flash-attn's cross-entropy
+# kernel (llm-foundry/models/mpt/modeling_mpt.py): fused.
+TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused")
 # PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel); the
 # optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA.
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach")

@@ -59,6 +59,9 @@ class ComputeOp:
     ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
     compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
     blocks share the SMs and a partly empty wave of one chunk is filled by the next.
+    ``impl`` names the implementation of a memory-bound kernel where it sets the bandwidth the
+    kernel reaches: ``"eager"`` on a ``norm`` is PyTorch's native LayerNorm/RMSNorm kernel
+    (``costs/memory_bound.py``); ``""`` is a streaming kernel.
     """
 
     name: str
@@ -78,6 +81,7 @@ class ComputeOp:
     host_us: float = 0.0
     concurrent: int = 1
     host_issue: bool = True
+    impl: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,7 +61,9 @@ larger of two moments:
   log-softmax of ``torch/distributed/tensor/parallel/loss.py``: forward holds the fp32 input,
   ``shifted = x − max`` and ``exp(shifted)`` (14 B with the bf16 logits); backward's
   ``grad_output − exp(output)·sum(grad_output)`` holds the saved output, the incoming gradient,
-  the product and the result: 16 B. ZeRO-3 keeps the root group (embedding, LM head) gathered
+  the product and the result: 16 B. A fused cross-entropy kernel (flash-attn's, llm-foundry's
+  default) reads the bf16 logits (2 B) and saves only the log-sum-exp; its backward writes the
+  bf16 gradient beside them: 4 B. ZeRO-3 keeps the root group (embedding, LM head) gathered
   across the forward.
 * *the backward of a layer*: under full recompute the layer's own activations are rebuilt and
   alive (the ``recompute: none`` set of one layer); under ZeRO-3 the gathered parameters of two
@@ -121,7 +123,7 @@ ADAM_BYTES = 12
 
 # Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
 # module docstring for the tensors of each implementation.
-CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12}
+CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12, "fused": 4}
 TORCH_LOSS_PARALLEL_BYTES = 16  # "torch" with TP > 1: DTensor loss_parallel's decomposed log-softmax
 
 # Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: the

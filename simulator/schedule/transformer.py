@@ -22,6 +22,7 @@ from simulator.schedule import attention, context_parallel, fp8, moe, ring_atten
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder, Tag,
                                    Transfer)
+from simulator.schedule.loss import CrossEntropyImpl, loss_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
 
@@ -52,6 +53,7 @@ class LayerSpec:
     proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
     fp8_recipe: str = "delayed"
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
+    cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -64,7 +66,7 @@ class LayerSpec:
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
-                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce)
+                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy)
 
     def is_moe(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.first_dense
@@ -160,11 +162,11 @@ def _deps(*idx: int | tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, deps: tuple[int, ...], tag: Tag,
-            count: int = 1) -> int:
+            count: int = 1, impl: str = "") -> int:
     """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
-    `nbytes` together: ~1 FLOP per byte moved."""
+    `nbytes` together: ~1 FLOP per byte moved. ``impl`` "eager": PyTorch's native norm kernel."""
     return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,
-                            count=count))
+                            count=count, impl=impl))
 
 
 @dataclass(frozen=True)
@@ -179,10 +181,14 @@ class Elementwise:
     writes the sum and the normalised output (4 hb).
 
     Unfused (PyTorch eager, one kernel per torch op): dropout reads x, writes y and a 1-byte mask
-    (2.5 hb with 2-byte activations), the residual add reads two tensors and writes one (3 hb),
-    LayerNorm reads and writes (2 hb); SwiGLU is silu (2) then a multiply (3); backward mirrors
-    each (dropout' 2.5 hb, add of the residual gradient 3 hb, LayerNorm' reads x and dy, writes
-    dx: 3 hb). Counts of bytes, not measurements: the roofline turns them into time.
+    (2.5 hb with 2-byte activations), the residual add reads two tensors and writes one (3 hb);
+    SwiGLU is silu (2) then a multiply (3); backward mirrors each (dropout' 2.5 hb, add of the
+    residual gradient 3 hb). The norm is PyTorch's own kernel, a block of its own (``ln_fwd``,
+    ``ln_bwd``, priced at the native-norm bandwidth of :mod:`simulator.costs.memory_bound`):
+    LayerNorm reads and writes (2 hb); its backward is ``layer_norm_grad_input_kernel`` (reads
+    x and dy, writes dx) and the gamma/beta reduction (reads dy and x again): 5 hb in two
+    kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu). Counts of bytes, not measurements:
+    the kernel model turns them into time. Fused stacks have no separate norm block (0, 0).
     """
 
     res_ln_fwd: tuple[float, int]
@@ -191,16 +197,45 @@ class Elementwise:
     res_bwd: tuple[float, int]
     res_ln_bwd: tuple[float, int]
     act_bwd: tuple[float, int]
+    ln_fwd: tuple[float, int] = (0.0, 0)
+    ln_bwd: tuple[float, int] = (0.0, 0)
+    norm_impl: str = ""  # "eager": PyTorch's native norm kernels
+
+    @property
+    def norm_fwd(self) -> tuple[float, int]:
+        """Any norm of the layer on its own (the input norm, the final norm): fused 2 hb."""
+        return self.ln_fwd if self.ln_fwd[1] else (2, 1)
+
+    @property
+    def norm_bwd(self) -> tuple[float, int]:
+        return self.ln_bwd if self.ln_bwd[1] else (3, 1)
 
     @classmethod
     def of(cls, fused: bool, gated: bool) -> "Elementwise":
         if fused:
             return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=(3 if gated else 2, 1),
                        res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=(5 if gated else 3, 1))
-        return cls(res_ln_fwd=(2.5 + 3 + 2, 3), res_fwd=(2.5 + 3, 2),
+        return cls(res_ln_fwd=(2.5 + 3, 2), res_fwd=(2.5 + 3, 2),
                    act_fwd=((2 + 3, 2) if gated else (2, 1)),
-                   res_bwd=(2.5, 1), res_ln_bwd=(3 + 3 + 2.5, 3),
-                   act_bwd=((3 + 5, 3) if gated else (3, 1)))
+                   res_bwd=(2.5, 1), res_ln_bwd=(3 + 2.5, 2),
+                   act_bwd=((3 + 5, 3) if gated else (3, 1)),
+                   ln_fwd=(2, 1), ln_bwd=(5, 2), norm_impl="eager")
+
+
+def _residual_norm(pb: ProgramBuilder, prefix: str, direction: str, ew: Elementwise, hb: float,
+                   deps: tuple[int, ...], tag: Tag) -> int:
+    """The residual add after attention and the MLP's input norm: one fused kernel
+    (``res1_ln2``), or PyTorch eager's dropout and add (``res1``) and its own norm kernel
+    (``ln2``), the norm first in backward."""
+    (nbytes, count) = ew.res_ln_fwd if direction == "fwd" else ew.res_ln_bwd
+    if not ew.norm_impl:
+        return _mem_op(pb, f"{prefix}.res1_ln2.{direction}", "norm", nbytes * hb, deps, tag, count)
+    norm = ew.ln_fwd if direction == "fwd" else ew.ln_bwd
+    parts: list[tuple[str, ComputeKind, float, int, str]] = [("res1", "elementwise", nbytes, count, ""),
+                                                             ("ln2", "norm", norm[0], norm[1], ew.norm_impl)]
+    for name, kind, b, k, impl in (parts if direction == "fwd" else parts[::-1]):
+        deps = (_mem_op(pb, f"{prefix}.{name}.{direction}", kind, b * hb, deps, tag, k, impl),)
+    return deps[0]
 
 
 def mark_recompute(pb: ProgramBuilder, start: int) -> None:
@@ -406,13 +441,13 @@ class LayerBuilder:
         def g(gemm: str, x: int) -> int:
             return gate(pb, layer, gemm, pass_, x) if gate is not None else x
 
-        ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", 2 * hb, _deps(after, wait_attn), tag)
+        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait_attn), tag,
+                      ew.norm_fwd[1], ew.norm_impl)
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
-        ew = Elementwise.of(s.fused_kernels, s.gated)
-        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.fwd", "norm", ew.res_ln_fwd[0] * hb, _deps(proj, wait_mlp), tag,
-                      ew.res_ln_fwd[1])
+        ln2 = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, _deps(proj, wait_mlp), tag)
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
@@ -447,8 +482,7 @@ class LayerBuilder:
             act_bytes = ew.act_bwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
             fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, g("fc1", act))
-        ln2 = _mem_op(pb, f"L{layer}.res1_ln2.bwd", "norm", ew.res_ln_bwd[0] * hb, _deps(fc1, wait_attn), tag,
-                      ew.res_ln_bwd[1])
+        ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, _deps(fc1, wait_attn), tag)
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":
@@ -457,7 +491,7 @@ class LayerBuilder:
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
-        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", 3 * hb, (qkv,), tag)
+        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 
     # -- embedding and LM head ----------------------------------------------------------------
@@ -491,9 +525,13 @@ class LayerBuilder:
         s = self.spec
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
-        ln = _mem_op(pb, "final_norm.fwd", "norm", 2 * hb, _deps(after, wait), tag)
+        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ln = _mem_op(pb, "final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
+                     ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, ln)
-        loss = _mem_op(pb, "loss.fwd", "loss", 2 * s.tokens * s.shape.vocab * 4, (logits,), tag)
+        fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
+        loss = _mem_op(pb, "loss.fwd", "loss", fwd.bytes_per_logit * s.tokens * s.shape.vocab, (logits,), tag,
+                       fwd.kernels)
         if s.tp > 1:
             for what in ("max", "sumexp", "target"):
                 loss = self._tp_comm(pb, f"loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
@@ -502,7 +540,10 @@ class LayerBuilder:
     def head_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
-        loss = _mem_op(pb, "loss.bwd", "loss", 2 * s.tokens * s.shape.vocab * 4, (after,), tag)
+        _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
+        loss = _mem_op(pb, "loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,), tag,
+                       bwd.kernels)
         dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
-        return _mem_op(pb, "final_norm.bwd", "norm", 3 * hb, (dx,), tag)
+        ew = Elementwise.of(s.fused_kernels, s.gated)
+        return _mem_op(pb, "final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)

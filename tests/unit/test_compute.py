@@ -8,6 +8,7 @@ import pytest
 
 from simulator.config.hardware import GPU, AttentionEfficiency, GemmPoint
 from simulator.costs.compute import compute_time, gemm_efficiency
+from simulator.costs.memory_bound import EFFICIENCY, RAMP_US
 from simulator.schedule.ir import ComputeOp, Tag
 
 LAUNCH = 4e-6
@@ -111,9 +112,18 @@ def test_missing_attention_kernel_is_an_input_error():
 
 
 def test_memory_bound_ops_use_hbm():
+    """Bytes over the class's share of the streaming bandwidth, plus the ramp and the launch floor
+    (costs/memory_bound.py); PyTorch's native norm kernels reach a lower share."""
     gpu = make_gpu()
     op = ComputeOp("n", "norm", flops=1e6, hbm_bytes=1e9)
-    assert compute_time(op, gpu) == pytest.approx(1e9 / (3000e9 * 0.8) + LAUNCH)
+    ramp = RAMP_US * 1e-6
+    assert compute_time(op, gpu) == pytest.approx(1e9 / (3000e9 * 0.8 * EFFICIENCY["stream"]) + ramp + LAUNCH)
+    eager = ComputeOp("n", "norm", flops=1e6, hbm_bytes=1e9, impl="eager", count=2)
+    assert compute_time(eager, gpu) == pytest.approx(1e9 / (3000e9 * 0.8 * EFFICIENCY["norm_eager"])
+                                                     + 2 * (ramp + LAUNCH))
+    # "eager" names a norm kernel's implementation only: an eager elementwise kernel streams
+    assert compute_time(ComputeOp("a", "elementwise", hbm_bytes=1e9, impl="eager"), gpu) == pytest.approx(
+        compute_time(ComputeOp("a", "elementwise", hbm_bytes=1e9), gpu))
 
 
 def test_memory_bound_gemm_takes_the_slower_bound():
@@ -124,7 +134,8 @@ def test_memory_bound_gemm_takes_the_slower_bound():
 
 def test_empty_kernel_costs_its_launch():
     gpu = make_gpu()
-    assert compute_time(ComputeOp("e", "elementwise"), gpu) == pytest.approx(LAUNCH)
+    assert compute_time(ComputeOp("e", "elementwise"), gpu) == pytest.approx(LAUNCH + RAMP_US * 1e-6)
+    assert compute_time(ComputeOp("e", "gemm"), gpu) == pytest.approx(LAUNCH)
 
 
 def test_sm_fraction_and_overlap_slowdown():

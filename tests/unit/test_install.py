@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("hardware_profiles", "scenarios", "data/nccl", "data/e2e")
+FOLDERS = ("hardware_profiles", "scenarios", "data/nccl", "data/e2e", "data/kernels")
 
 
 def _bundled_patterns() -> dict[str, tuple[str, ...]]:

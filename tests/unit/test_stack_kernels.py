@@ -71,11 +71,16 @@ def test_unfused_attention_is_slower_than_flash_on_a100():
 @pytest.mark.parametrize("gated", [False, True])
 def test_unfused_elementwise_moves_more_bytes_in_more_kernels(gated):
     fused, unfused = Elementwise.of(True, gated), Elementwise.of(False, gated)
-    for name in ("res_ln_fwd", "res_fwd", "res_ln_bwd"):
+    # eager: the residual block plus PyTorch's own norm kernel, a block of its own
+    for name, norm in (("res_ln_fwd", "ln_fwd"), ("res_fwd", None), ("res_ln_bwd", "ln_bwd")):
         (bf, kf), (bu, ku) = getattr(fused, name), getattr(unfused, name)
-        assert bu > bf and ku > kf and kf == 1
-    # dropout (read, write, 1-byte mask per 2-byte element) + add (2 reads, 1 write) + norm (1, 1)
-    assert unfused.res_ln_fwd[0] == pytest.approx(2 + 0.5 + 3 + 2)
+        nb, nk = getattr(unfused, norm) if norm else (0, 0)
+        assert bu + nb > bf and ku + nk > kf and kf == 1
+    assert fused.ln_fwd == (0, 0) and not fused.norm_impl and unfused.norm_impl == "eager"
+    # dropout (read, write, 1-byte mask per 2-byte element) + add (2 reads, 1 write); norm (1, 1)
+    assert unfused.res_ln_fwd[0] == pytest.approx(2 + 0.5 + 3) and unfused.ln_fwd == (2, 1)
+    # LayerNorm backward: grad-input kernel (x, dy in; dx out) + gamma/beta kernel (x, dy again)
+    assert unfused.ln_bwd == (3 + 2, 2) and unfused.norm_bwd == unfused.ln_bwd and fused.norm_bwd == (3, 1)
 
 
 PROFILE = """name: test-gpu
