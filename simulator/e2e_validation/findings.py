@@ -350,7 +350,9 @@ page), come out at +0.5% (GPT-175B, 768 GPUs),
 and AllReduces over rings of 48 to 280 nodes (the model's 1.2 GB AllGather over 1,536 ranks
 reaches 85 GB/s of bus bandwidth; no measurement at that scale is in `data/nccl` to check it),
 or more CPU per rank than the loops above were measured at (PyTorch 2.13 and Python 3.11 here,
-1.8 and 3.8 then); neither is fitted.
+1.8 and 3.8 then); neither is fitted. As a what-if only: with the NICs at 0.7 of their rate
+(inter-node collectives about 30% slower) the six rows would be +6/+7/+5% and +4/-1/+7%; at 0.5,
+0 to -13%.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
