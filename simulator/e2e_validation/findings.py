@@ -454,11 +454,10 @@ their own streams, and the host needs 3.1 s to issue the whole step. A device-to
 every forward dispatch makes the GPU wait, after the sync, for the host to issue the
 permutation (11 µs) and the dispatch (15 µs) plus the copy's round trip: about 40 µs × 48 layers
 × 64 micro-batches = 0.12 s, 1% of the 9.9 s gap, which amounts to 3.2 ms per layer per
-micro-batch. The recipes
-point at the host all the same: the H100 FP8-CS Qwen3-30B recipe
+micro-batch. The recipes point at the host all the same: the H100 FP8-CS Qwen3-30B recipe
 (`QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1`, Megatron-Bridge 21d102f5e) runs without CUDA
 graphs and is the row furthest off; its BF16 twin graphs `moe_router` and `moe_preprocess`, and
-the B200 Qwen3-30B row, which also graphs `attn`, is the nearest (+23%). Closing the gap through
+the B200 Qwen3-30B row, which also graphs `attn`, is the nearest (+19%). Closing the gap through
 the host would take about 3.2 ms of Python per MoE layer per micro-batch beyond the 11 µs per
 forward kernel and 6 µs per backward kernel the model charges; no measurement of Megatron-Core's
 MoE layer on the host is available to price it, so it is left unmodelled.
