@@ -290,11 +290,27 @@ millisecond of a 0.6-6 s step. The rows stay optimistic, most at the smallest wi
 +14% to +28%, MPT-350M +11% to +16%, MPT-760M +6% to +20% (two A100 rows at 512 and 1024
 tokens, +28% and +36%, measured slower than at 2048 tokens, against the A100-40GB table's
 trend). The error falls with the hidden size roughly as 1/h, the share of work outside large
-GEMMs. Candidates, not yet modelled: memory-bound kernels of eager layers (with Composer's
-default mixed precision the parameters are fp32, so the embedding output and the residual stream
-may be too, doubling their traffic), GEMMs with K = 768 whose output write is a larger share of
-their time, and the LM head and loss, over a quarter of MPT-125M's predicted step. The constants
-above are not the place to absorb them.
+GEMMs. Candidates, not yet modelled: the embedding output and the residual stream in fp32 (with
+Composer's default mixed precision the parameters are fp32, doubling their traffic), GEMMs with
+K = 768 whose output write is a larger share of their time, and the LM head, about a third of
+MPT-125M's GEMM FLOPs. The constants above are not the place to absorb them.
+
+**Memory-bound kernels at their measured bandwidth** (`costs/memory_bound.py`, fitted on
+Liger-Kernel's published timings of PyTorch's and Triton's norm, activation, RoPE and
+cross-entropy kernels on A100 and H100, `data/kernels/`, scored leave-one-GPU-out: median 8.2% /
+11.6%). The data say three things. Streaming kernels reach 0.90 of the profile's streaming
+bandwidth, and below ~30 MB the launch floor, not a ramp, is what they pay (0.6 us more per
+kernel). PyTorch's own LayerNorm/RMSNorm kernels reach only 0.64 of it (forward and backward,
+the backward being two kernels over 5 activations), so eager layers' norms take 1.4x what a
+fused kernel would. And the loss is its passes: Megatron's `vocab_parallel_cross_entropy` streams
+the logits six times forward (38 B per bf16 logit) and twice backward (14 B), which its measured
+H100 kernels confirm within 0-15%, while llm-foundry's MPT uses flash-attn's fused cross-entropy
+(`loss_fn: fused_crossentropy`, 2 + 2 passes of the bf16 logits). On the MPT rows this nets
+little: MPT-350M and -760M move 1-2 points closer (LayerNorm), MPT-125M half a point further out
+(its loss, 7% of its compute before, is now 4%), the source's held-out median 10.4% → 9.8%;
+Megatron-LM 2020 (Megatron's loss over a 51K vocabulary) 16.6% → 14.8%; FlagPerf (128K
+vocabulary) −2.6% → −3.8% signed. What remains of the small models' optimism is not in these
+kernels.
 
 ## ZeRO-3 without model parallelism at 384-2,240 A100 (Megatron-LM 2021 paper, held out)
 
