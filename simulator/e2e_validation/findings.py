@@ -353,22 +353,22 @@ DeepSpeed's stage 3 of early 2021 (0.3.13: `stage3.py`, `partition_parameters.py
   backward, except where `max_reuse_distance` (1e9 elements) keeps it from the recompute to the
   backward (fc2 always; fc1 only when 8h² < 1e9).
 
-Held out, the six rows are +9/+18/+16% (GPT-175B on 384, 768, 1,536 GPUs) and +18/+16/+24%
+Held out, the six rows are +9/+17/+14% (GPT-175B on 384, 768, 1,536 GPUs) and +17/+15/+22%
 (GPT-530B on 640, 1,120, 2,240); without the issue-queue fix, the persistent parameters and the
 gradient AllReduce they were +19/+46/+15% and +29/+35/+61%. The model now keeps the step time nearly constant from the second row on, as
-measured (GPT-175B 56.5 and 57.7 s predicted at 768 and 1,536 GPUs, 66.7 s measured at both;
-GPT-530B 155 and 148 s against 180 and 184 s), so what is left is mostly not a cost per rank:
-every row but the first is 16-24% optimistic. It is not the compute either: the table's PTD-P
+measured (GPT-175B 57.0 and 58.4 s predicted at 768 and 1,536 GPUs, 66.7 s measured at both;
+GPT-530B 157 and 151 s against 180 and 184 s), so what is left is mostly not a cost per rank:
+every row but the first is 14-22% optimistic. It is not the compute either: the table's PTD-P
 rows, on the same models, GPUs and 2021 stack (TP 8 × PP 12 or 35, micro-batch 1, full
 recompute, Megatron's DDP reducing after the backward; simulated for this finding, not on this
-page), come out at +0.5% (GPT-175B, 768 GPUs),
--0.5% (1,536) and +1.4% (GPT-530B, 2,240). What remains is in the ZeRO-3 path: the AllGathers
+page), come out at -0.5% (GPT-175B, 768 GPUs),
+-1.5% (1,536) and +0.7% (GPT-530B, 2,240). What remains is in the ZeRO-3 path: the AllGathers
 and AllReduces over rings of 48 to 280 nodes (the model's 1.2 GB AllGather over 1,536 ranks
 reaches 85 GB/s of bus bandwidth; no measurement at that scale is in `data/nccl` to check it),
 or more CPU per rank than the loops above were measured at (PyTorch 2.13 and Python 3.11 here,
 1.8 and 3.8 then); neither is fitted. As a what-if only: with the NICs at 0.7 of their rate
-(inter-node collectives about 30% slower) the six rows would be +6/+7/+5% and +4/-1/+7%; at 0.5,
-0 to -13%.
+(inter-node collectives about 30% slower) the six rows would be +5/+7/+3% and +3/-2/+5%; at 0.5,
+-1 to -14%.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
