@@ -47,7 +47,7 @@ def render_loso(held_out) -> list[str]:
         "",
         "Each system (one cluster: its sweeps at every size, node count and collective) is predicted "
         "with the deployed-fabric constants (`simulator/costs/deployed.py`: per transport, an extra "
-        "latency per inter-node hop and the achievable fraction of LL, LL128 and Simple across nodes) "
+        "latency per inter-node hop and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree) "
         "fitted on the *other* systems only (`python -m simulator.calibration.deployed_fit`); a "
         "transport with no other system gets the fit pooled over all others. Everything else is the "
         "bundled profile as shipped. Single-node systems do not depend on those constants, so their "
@@ -61,7 +61,7 @@ def render_loso(held_out) -> list[str]:
     for h in sorted(held_out, key=lambda h: h.system):
         transport = transport_of(h.results[0])
         net = h.table.get(transport) or h.table.get("other")
-        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, LL/LL128/Simple × {'/'.join(f'{x:g}' for x in net.net_proto_efficiency)}" \
+        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, ring LL/LL128 × {net.ring[0]:g}/{net.ring[1]:g}, tree LL/LL128 × {net.tree[0]:g}/{net.tree[1]:g}" \
             if h.results[0].points and h.results[0].points[0].spans_nodes or any(r.points and r.points[0].spans_nodes for r in h.results) else "(single node)"
         mb, wb = _pooled(h.results, MiB)
         sb, _ = _pooled(h.results, MiB, signed=True)

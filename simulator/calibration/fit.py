@@ -12,10 +12,18 @@ configuration. Nothing here re-derives the model's formulas, so the fit stays ri
 model's internal constants change.
 
 Bandwidth efficiencies are per link class (NVLink/xGMI or PCIe inside a node, the NICs across
-nodes) and per protocol and scope (LL/LL128 inside a node, across nodes), not per algorithm:
-separate ring and tree efficiencies were tried and fitted the odd sizes of ABCI and Sophia worse
-(median ≥ 1 MiB 8.7% → 10.6% and 2.7% → 4.6%, 2026-11-30), the extra freedom following noise.
-Latencies are per link class, algorithm and protocol (NCCL's own tables).
+nodes); the protocol efficiencies per protocol, scope (inside a node, across nodes) and
+algorithm where the rows measured one algorithm only: ring LL and tree LL achieve different
+shares of NCCL's LL rate across nodes (2 x 8 A100 over IB: ~0.3 and ~0.125), so one key for
+both moved the tree rows of an AllReduce the fit never saw to serve an AllGather's ring rows.
+Rows of one algorithm write ``nccl.coll.proto_efficiency[.net].<ring|tree>.<ll|ll128>`` and the
+other algorithm keeps the transport's deployed value (:mod:`simulator.costs.deployed`, which
+every fitted key refines); rows of both write the key for both,
+``nccl.coll.proto_efficiency[.net].<ll|ll128>``, as ``net_hop_extra_us`` is the transport's only
+when both patterns were measured. (A key per algorithm on rows of both was tried: with 2-6
+sensitive rows each, most stayed unfitted at the deployed value, and the sizes splits got worse:
+Sophia 3.4% -> 8.2%, ABCI 8.7% -> 12.2% at >= 1 MiB, 2026-12-02.) Latencies are per link class,
+algorithm and protocol (NCCL's own tables).
 
 Which parameters a data set can determine is decided numerically: a parameter is fitted only when
 at least ``min_points`` measured rows are sensitive to it (|d log t / d log p| ≥ 0.2 at the
@@ -38,16 +46,23 @@ per remote peer, a ring one per step), the protocol, NVLS and p2p efficiencies, 
 rate. The fit writes those as keys scoped to the pattern of the rows that determined them
 (``nccl.coll.*``: ring, tree, NVLS; ``nccl.p2p.*``: All-to-All, SendRecv;
 :mod:`simulator.config.nccl_overrides`), so a fit of rings leaves an All-to-All's latency
-where it was. The net plugin's ``latencyInter`` (``net_latency_us``) is the transport's, but each
-pattern's formula multiplies it differently (2(n−1) ring steps, one per remote peer of an
-All-to-All: 72 on 10 nodes of 8), so it is fitted as the transport's only when both patterns
-were measured, and as the measured pattern's own otherwise. On the bundled corpus, sharing the
+where it was. The time an inter-node hop costs beyond NCCL's table (``net_hop_extra_us``: the
+transport's software path, :mod:`simulator.costs.deployed`, whose value it starts from) is the
+transport's, but each pattern's formula multiplies it differently (2(n−1) ring steps, one per
+remote peer of an All-to-All: 72 on 10 nodes of 8), so it is fitted as the transport's only when
+both patterns were measured, and as the measured pattern's own otherwise. (The fit used to move
+the net plugin's ``latencyInter``, ``net_latency_us``, instead: but NCCL's IB, RoCE and CXI
+transports report 0 whatever a hop costs, so a fitted value there changed NCCL's choice, which
+the hardware does not, and it sat on top of the deployed per-hop extra, a floor the measured hops
+could not go below: Alps GH200's sizes split, 20.4% over all sizes with it, 12.6% with the hop
+extra fitted, 2026-12-02. A plugin that reports a latency to NCCL says so in
+:mod:`simulator.costs.transports`.) On the bundled corpus, sharing the
 links' efficiencies carries over where it should (Sophia's All-to-All after its AllReduce and
 AllGather: 11.1% -> 8.0% at >= 1 MiB, docs/validation-calibration.md).
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
-either by one shared knob (the net plugin's ``latencyInter``, an efficiency) or by moving the
+either by one shared knob (the per-hop extra, an efficiency) or by moving the
 one latency it happens to use. The objective adds ``latency_prior × log(value / datasheet)²``
 per table latency (a Gaussian prior in log space; ridge regression, Tikhonov 1963), so the fit
 prefers the shared explanation, which carries over to collectives it did not see, and moves a
@@ -73,6 +88,7 @@ if TYPE_CHECKING:
 from simulator.config.hardware import HardwareProfile, apply_overlay, merge_overlay
 from simulator.config.nccl_overrides import scope_of, scoped
 from simulator.costs import nccl_constants, nccl_graph, nccl_tuner
+from simulator.costs.deployed import deployed_overrides
 from simulator.errors import InputError
 from simulator.vocabulary import canonical_algo, canonical_op
 
@@ -81,10 +97,13 @@ MIN_POINTS = 3
 HUBER_K = 0.05  # residuals beyond 5% get down-weighted
 LATENCY_PRIOR = 0.01  # weight of log(latency / datasheet)² per table latency (module docstring)
 PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
-# Latencies whose datasheet value is 0 (NCCL's IB transport reports latencyInter = 0) start
-# here, so that the sensitivity test asks "would these rows notice a few microseconds?" rather
-# than "do they notice 0.1 us?", which no row would.
-ZERO_START_US = {"nccl.net_latency_us": 5.0}
+# Latencies whose datasheet value is 0 (NCCL's IB transport reports latencyInter = 0; a profile
+# pinned to NCCL's own constants has no deployed per-hop extra) start here, so that the
+# sensitivity test asks "would these rows notice a few microseconds?" rather than "do they notice
+# 0.1 us?", which no row would.
+ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0}
+# The per-hop latency knob the fit moves across nodes (module docstring, "Transport and pattern").
+NET_LATENCY_KNOB = "net_hop_extra_us"
 EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency",
                      "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.proto_efficiency.simple",
                      "nccl.proto_efficiency.net.ll", "nccl.proto_efficiency.net.ll128",
@@ -237,7 +256,7 @@ class Param:
 
     @property
     def upper(self) -> float:
-        return 1.0 if self.bare in EFFICIENCY_FIELDS else math.inf
+        return 1.0 if self.bare in EFFICIENCY_FIELDS or self.bare.startswith("nccl.proto_efficiency.") else math.inf
 
     def get(self, profile: HardwareProfile) -> float:
         if self.path.startswith("nccl."):
@@ -266,7 +285,8 @@ class Param:
 def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None) -> float:
     """The value the tuner uses for an ``nccl.`` key (without its scope) the profile does not
     override for patterns of ``scope``."""
-    k = nccl_constants.constants_from_overrides(scoped(profile.nccl_overrides, scope), version=profile.nccl_version)
+    k = nccl_constants.constants_from_overrides(scoped(profile.nccl_overrides, scope), version=profile.nccl_version,
+                                                under=deployed_overrides(profile))
     parts = key.split(".")
     if parts[0] == "hw_latency_us":
         return float(k.hw_latency_us[parts[1]][parts[2]][nccl_constants.PROTOS.index(parts[3])])
@@ -277,7 +297,8 @@ def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None)
         return float(nccl_tuner.ll_max_bw_GBps(ctx))
     if parts[0] == "proto_efficiency":
         table = k.net_proto_efficiency if parts[1] == "net" else k.proto_efficiency
-        return float(table[nccl_constants.PROTOS.index(parts[-1])])
+        algo = parts[-2] if parts[-2] in table else "ring"
+        return float(table[algo][nccl_constants.PROTOS.index(parts[-1])])
     if key == "p2p_efficiency":
         return float(k.p2p_efficiency)
     if key == "p2p_channel_GBps":
@@ -285,6 +306,8 @@ def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None)
         return float(nccl_tuner.p2p_channel_GBps(ctx, "nvlink") or nccl_constants.NVLINK_PER_LINK_BW["ampere"])
     if key == "net_latency_us":
         return float(k.net_latency_us)
+    if key == "net_hop_extra_us":
+        return float(k.net_hop_extra_us)
     if key == "nvls_efficiency":
         return float(nccl_constants.NVLS_EFFICIENCY.get(nccl_graph.arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
@@ -376,7 +399,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     scoped to the patterns it may move (module docstring, "Transport and pattern"): the links'
     efficiencies are the transport's; NCCL's table latencies and the pattern knobs are scoped to
     the pattern of the rows that exercise them (``nccl.coll.*`` for ring/tree/NVLS, ``nccl.p2p.*``
-    for All-to-All and SendRecv); ``net_latency_us`` is the transport's when both patterns were
+    for All-to-All and SendRecv); ``net_hop_extra_us`` is the transport's when both patterns were
     measured and the measured pattern's own otherwise."""
     from simulator.costs.collectives import pattern_scope
 
@@ -386,6 +409,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     measured = list(measurements)
     both = len({pattern_scope(m.op) for m in measured}) == 2
     configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
+    proto_algos: dict[str, set[str]] = {}  # protocol efficiency key (algorithm left open) -> algorithms measured
     for m in measured:
         fam = pattern_scope(m.op)
         costs = pred.costs(m.nodes, m.gpus_per_node)
@@ -393,8 +417,8 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
         link = "net" if net else intra
         out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None  # the link's
-        if net:  # every inter-node hop pays the net plugin's latencyInter
-            out["nccl.net_latency_us" if both else f"nccl.{fam}.net_latency_us"] = None
+        if net:  # every inter-node hop pays the transport's extra
+            out[f"nccl.{NET_LATENCY_KNOB}" if both else f"nccl.{fam}.{NET_LATENCY_KNOB}"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
@@ -404,7 +428,9 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
                 out["nccl.coll.ll_max_bw_GBps"] = None
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
                 scope = "net." if net else ""  # Simple is the links' own efficiency
-                out[f"nccl.coll.proto_efficiency.{scope}{plan.protocol}"] = None
+                key = f"nccl.coll.proto_efficiency.{scope}{{}}{plan.protocol}"
+                out.setdefault(key, None)
+                proto_algos.setdefault(key, set()).add(algo)
             if plan.algorithm == "direct" or (plan.algorithm == "p2p" and net):
                 out["nccl.p2p.p2p_efficiency"] = None
             if plan.algorithm in ("direct", "p2p"):
@@ -415,6 +441,11 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
                 out["nccl.coll.nvls_efficiency"] = None
         if m.gpus_per_process > 1:
             out["gpu.kernel_launch_us"] = None
+    # A protocol efficiency is the measured algorithm's own; one key for ring and tree where the
+    # rows measured both (module docstring, "Transport and pattern").
+    for key, algos in proto_algos.items():
+        del out[key]
+        out[key.format("" if len(algos) > 1 else f"{next(iter(algos))}.")] = None
     # NCCL's base latency and the per-hop latency are collinear within one communicator size
     # (t_lat = base + steps × hop); the base is fitted only where two sizes/layouts separate them.
     for (fam, algo, proto), seen in configs.items():
@@ -511,8 +542,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
 
     Which parameters are free is decided by the rows sensitive to them, first at the datasheet
     values, then again at the fitted point: fitting one knob can move rows onto another (a fitted
-    ``latencyInter`` shifts NCCL's protocol switch, and the rows it moves to LL128 now measure the
-    LL128 efficiency). A parameter that becomes determined is freed and the fit repeated, up to
+    efficiency or hop latency makes rows of another protocol the slow part of a call). A parameter that becomes determined is freed and the fit repeated, up to
     `rounds` times.
     """
     ms = [m for m in measurements if m.sizes]

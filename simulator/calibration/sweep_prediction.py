@@ -208,9 +208,9 @@ def case_profile(case: Case, table: dict | None = None):
     if case.transport and case.transport != profile.node.nics.transport:
         nics = profile.node.nics.model_copy(update={"transport": case.transport})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
-    if table is not None:
-        nccl: dict[str, float | str] = {**(profile.nccl_overrides or deployed_for(profile.node.nics.transport,
-                                                                                  table).overrides())}
+    if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)
+        nccl: dict[str, float | str] = {**deployed_for(profile.node.nics.transport, table).overrides(),
+                                        **profile.nccl_overrides}
         if profile.nccl_version:
             nccl["version"] = profile.nccl_version
         profile = profile.model_copy(update={"nccl": nccl})

@@ -18,6 +18,12 @@ from typing import Iterator, Mapping
 ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
 LINK_CLASSES: tuple[str, ...] = ("nvlink", "pci", "net")
+# The algorithms whose flows a protocol efficiency scales (``proto_efficiency[.net].<algo>.<proto>``):
+# a ring and a tree move the same protocol's lines through different pipelines (a ring step per
+# hop, a tree's reduce-then-broadcast over a chain and two trees), so what each achieves of the
+# protocol's rate is its own. NVLS and NVLSTree run Simple only and have ``nvls_efficiency``;
+# CollNet is not modelled. ``proto_efficiency[.net].<proto>`` sets both.
+PROTO_EFFICIENCY_ALGOS: tuple[str, ...] = ("ring", "tree")
 
 # Bounds that no real machine approaches, so a value outside them is a mistake: NCCL's largest
 # table latency is 31 us; a second per collective launch is already absurd.
@@ -38,8 +44,10 @@ def _kinds() -> Iterator[tuple[str, tuple]]:
             for link in LINK_CLASSES:
                 yield f"hw_latency_us.{link}.{a}.{p}", _LATENCY
     for p in PROTOS:
-        yield f"proto_efficiency.{p}", _FRACTION
-        yield f"proto_efficiency.net.{p}", _FRACTION
+        for scope in ("", "net."):
+            yield f"proto_efficiency.{scope}{p}", _FRACTION
+            for a in PROTO_EFFICIENCY_ALGOS:
+                yield f"proto_efficiency.{scope}{a}.{p}", _FRACTION
     yield from (("net_overhead_us", _LATENCY), ("net_latency_us", _LATENCY), ("net_hop_extra_us", _LATENCY),
                 ("nvls_efficiency", _FRACTION),
                 ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
@@ -89,7 +97,7 @@ def check_override(key: str, value: float) -> str | None:
         if hint:
             return f"unknown key{hint}"
         return ("unknown key; expected base_latency_us.<algo>.<proto>, "
-                f"hw_latency_us.<{'|'.join(LINK_CLASSES)}>.<algo>.<proto>, proto_efficiency[.net].<proto> or one of "
+                f"hw_latency_us.<{'|'.join(LINK_CLASSES)}>.<algo>.<proto>, proto_efficiency[.net][.<ring|tree>].<proto> or one of "
                 "net_overhead_us, net_latency_us, nvls_efficiency, p2p_efficiency, ll_max_bw_GBps, bw_intra_GBps, "
                 "bw_inter_GBps, p2p_channel_GBps, n_channels, nvls_channels "
                 f"(algo: {', '.join(ALGOS)}; proto: {', '.join(PROTOS)})")

@@ -41,9 +41,9 @@ each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link cap
 ``nvlsEfficiency`` (0.85 on Hopper), applied as extra wire bytes.
 
 Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_constants.TunerConstants`;
-their defaults change nothing): ``proto_efficiency.<proto>`` (``proto_efficiency.net.<proto>``
-for a communicator spanning nodes) divides the wire bytes of ring/tree (and hierarchical)
-flows, ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
+their defaults change nothing): ``proto_efficiency.[<ring|tree>.]<proto>``
+(``proto_efficiency.net.[<ring|tree>.]<proto>`` for a communicator spanning nodes) divides the
+wire bytes of ring (and hierarchical) or tree flows, ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
 (NCCL's ``latencyInter``) is added to every inter-node hop's latency. A key prefixed ``coll.``
 times only the collective algorithms and one prefixed ``p2p.`` only All-to-All and SendRecv
 (:func:`pattern_scope`): what ``clustersim calibrate`` writes when it measured one of them.
@@ -243,7 +243,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     wire = WIRE_FACTOR[protocol]
     # Calibration knobs (1.0 by default): the achievable fraction of the protocol's rate and of
     # the links for p2p traffic, applied as extra wire bytes like nvlsEfficiency (rate caps stay).
-    proto_eff = tuner.proto_efficiency(ctx, protocol)
+    proto_eff = tuner.proto_efficiency(ctx, protocol, algorithm)
     key_base = (lay.gpus,)
 
     if algorithm in ("ring", "tree"):
@@ -266,7 +266,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         if algorithm == "nvls_tree":
             inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             # the inter-node tree runs Simple across nodes: the network's Simple fraction
-            inter_wire = wire / tuner.proto_efficiency(ctx, "simple")
+            inter_wire = wire / tuner.proto_efficiency(ctx, "simple", "tree")
             flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire, None, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)

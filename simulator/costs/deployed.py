@@ -8,8 +8,16 @@ constants per transport capture it, both known to the model already as calibrati
 (:class:`~simulator.costs.nccl_constants.TunerConstants`):
 
 * ``net_hop_extra_us``: added to every inter-node hop's latency;
-* ``proto_efficiency.net.<ll|ll128|simple>``: the achievable fraction of each protocol's rate on
-  a communicator that spans nodes (LL/LL128 flags cross the NIC as RDMA writes).
+* ``proto_efficiency.net.<ring|tree>.<ll|ll128>``: the achievable fraction of LL's and LL128's
+  rate on a communicator that spans nodes (their flags cross the NIC as RDMA writes), per
+  algorithm: a ring's step-by-step pipeline and a tree's reduce-then-broadcast may lose different
+  shares of a protocol's rate. Simple has none: what the NIC path delivers of the links is the
+  profile's ``node.nics.efficiency``, which every pattern's bytes share (All-to-All and SendRecv
+  too); a deployed Simple factor on ring and tree alone would give one NIC two rates, and a
+  calibration fitting the links' efficiency on rings would carry the difference to an
+  All-to-All. (Fitted as a third number it took 0.95 on InfiniBand and 1 elsewhere, and the
+  leave-one-system-out means were 15.3% / 13.7% / 32.5% instead of 15.1% / 13.5% / 32.3%,
+  2026-12-02.)
 
 They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
 transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
@@ -21,9 +29,10 @@ of each transport (median |busbw error| at sizes >= 1 MiB, pooled over the trans
 scores, and ``tests/validation/test_deployed_defaults.py`` checks this table against the fit. A
 transport without measured systems uses the pooled fit over all of them (``"other"``).
 
-They are the defaults of an uncalibrated profile. A profile with its own ``nccl:`` values (what
-``clustersim calibrate`` fits) uses those, with NCCL's constants for the rest: a calibration
-replaces the deployed defaults instead of stacking on them.
+They are the defaults of every profile of the transport, and a profile's own ``nccl:`` values
+(what ``clustersim calibrate`` fits) refine them key by key: a calibration that measured ring LL
+(``nccl.coll.proto_efficiency.net.ring.ll``) leaves tree LL at its deployed value, and one that
+measured the network's hops fits ``net_hop_extra_us`` itself, starting from the value here.
 """
 
 from __future__ import annotations
@@ -36,29 +45,31 @@ class DeployedNet:
     """Time-only constants of one transport as deployed (see the module docstring)."""
 
     net_hop_extra_us: float
-    net_proto_efficiency: tuple[float, float, float]  # LL, LL128, Simple
+    ring: tuple[float, float]  # ring LL, LL128 across nodes
+    tree: tuple[float, float]  # tree LL, LL128 across nodes
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
 
     def overrides(self) -> dict[str, float]:
-        out = {"net_hop_extra_us": self.net_hop_extra_us}
-        for proto, eff in zip(("ll", "ll128", "simple"), self.net_proto_efficiency):
-            out[f"proto_efficiency.net.{proto}"] = eff
+        out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us}
+        for algo, effs in (("ring", self.ring), ("tree", self.tree)):
+            for proto, eff in zip(("ll", "ll128"), effs):
+                out[f"proto_efficiency.net.{algo}.{proto}"] = eff
         return out
 
 
-NEUTRAL = DeployedNet(0.0, (1.0, 1.0, 1.0), "nothing (NCCL's own constants)")
+NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constants)")
 
 # Fitted by simulator.calibration.deployed_fit on every system of data/nccl; how each value does
 # on a system it was not fitted on is the headline (leave-one-system-out) table of
 # docs/validation-collectives.md. The InfiniBand row rests on two small systems (2 x 1 A100-PCIe,
 # 2 x 8 DGX A100); EFA on one (2 x 8 AWS p5), Slingshot on one (Alps GH200, 2-512 nodes).
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0.18, 0.7, 1), "aws-p5"),
-    "infiniband": DeployedNet(3, (0.125, 0.7, 0.95), "a100-pcie, sophia-a100"),
-    "roce": DeployedNet(20, (0.125, 0.6, 1), "aac10-mi300x, aac11-mi325x, mi355x"),
-    "slingshot": DeployedNet(20, (0.125, 0.7, 1), "gh200-alps"),
-    "other": DeployedNet(20, (0.125, 0.6, 1), "all of a100-pcie, aac10-mi300x, aac11-mi325x, aws-p5, gh200-alps, "
-                                               "mi355x, sophia-a100"),
+    "efa": DeployedNet(30, (0.18, 0.7), (0.18, 0.7), "aws-p5"),
+    "infiniband": DeployedNet(3, (0.125, 0.7), (0.125, 0.7), "a100-pcie, sophia-a100"),
+    "roce": DeployedNet(20, (0.125, 0.6), (0.125, 0.6), "aac10-mi300x, aac11-mi325x, mi355x"),
+    "slingshot": DeployedNet(20, (0.125, 0.7), (0.125, 0.7), "gh200-alps"),
+    "other": DeployedNet(20, (0.125, 0.6), (0.125, 0.6), "all of a100-pcie, aac10-mi300x, aac11-mi325x, aws-p5, "
+                                                         "gh200-alps, mi355x, sophia-a100"),
 }
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal, Mapping
 
-from simulator.config.nccl_overrides import ALGOS, PROTOS  # noqa: F401 - re-exported
+from simulator.config.nccl_overrides import ALGOS, PROTO_EFFICIENCY_ALGOS, PROTOS  # noqa: F401 - re-exported
 from simulator.costs.nccl_versions import NEWEST, NcclTables, tables_for
 from simulator.errors import InputError
 
@@ -79,6 +79,10 @@ P2P_PER_BATCH = 8  # NCCL_MAX_DEV_WORK_P2P_PER_BATCH
 P2P_LL_THRESHOLD = 16384  # NCCL_P2P_LL_THRESHOLD: bytes per channel up to which a send/recv runs LL
 
 
+def _unit_per_algo() -> dict[str, tuple[float, float, float]]:
+    return {a: (1.0, 1.0, 1.0) for a in PROTO_EFFICIENCY_ALGOS}
+
+
 @dataclass(frozen=True)
 class TunerConstants:
     """The overridable constants (NCCL ``ncclTunerConstants``), with the 2.30.7 defaults;
@@ -112,17 +116,22 @@ class TunerConstants:
     # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
     net_hop_extra_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
-    # NCCL's caps: flag polling and line packing cost more on some GPUs/links than the tuner's
-    # constants assume. Applied to the wire traffic of ring/tree collectives by
-    # :mod:`simulator.costs.collectives`; NCCL's own tuner does not know it, so selection ignores it.
-    proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
-    # The same, for communicators that span nodes (``proto_efficiency.net.<proto>``): LL and LL128
-    # across a NIC go through the proxy and the NIC's RDMA writes of flag-carrying lines, a path
-    # whose cost has nothing to do with the NVLink one (measured: LL over IB/Slingshot at an eighth
-    # to a half of NCCL's estimate while the same GPUs' NVLink LL matches it, data/nccl/ a100pcie_*,
-    # gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the whole
-    # communicator runs at this rate.
-    net_proto_efficiency: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    # NCCL's caps, per algorithm (ring, tree: ``proto_efficiency.<algo>.<proto>``; the key without
+    # the algorithm sets both): flag polling and line packing cost more on some GPUs/links than the
+    # tuner's constants assume, and a ring's step-by-step pipeline and a tree's reduce-then-broadcast
+    # over a chain lose different shares of it. Applied to the wire traffic of ring/tree
+    # collectives by :mod:`simulator.costs.collectives`; NCCL's own tuner does not know it, so
+    # selection ignores it.
+    proto_efficiency: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: _unit_per_algo())
+    # The same, for communicators that span nodes (``proto_efficiency.net.[<algo>.]<proto>``): LL and
+    # LL128 across a NIC go through the proxy and the NIC's RDMA writes of flag-carrying lines, a
+    # path whose cost has nothing to do with the NVLink one (measured: LL over IB/Slingshot at an
+    # eighth to a half of NCCL's estimate while the same GPUs' NVLink LL matches it, data/nccl/
+    # a100pcie_*, gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the
+    # whole communicator runs at this rate. Ring and tree differ here most: on 2 x 8 A100 over IB
+    # the AllGather's ring LL reaches ~0.3 of NCCL's LL rate and the AllReduce's tree LL ~0.125
+    # (data/nccl/a100x16_*_2node_dgx_ib.csv, docs/validation-calibration.md).
+    net_proto_efficiency: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: _unit_per_algo())
     # Achievable fraction of the links where NCCL's p2p path does more than the channel model
     # (p2p_channel_GBps) says: All-to-All, whose peers share channels (up to 8 operations per
     # channel, and "we lose the sync warp, hence a bit of bandwidth", enqueue.cc), and SendRecv
@@ -166,14 +175,21 @@ OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
     "net_latency_us", "net_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps",
 )
 
 
 def constants_from_overrides(overrides: Mapping[str, float], source: str | None = None,
-                             version: str | None = None) -> TunerConstants:
+                             version: str | None = None, under: Mapping[str, float] | None = None) -> TunerConstants:
     """Apply a profile's flat ``nccl:`` mapping, e.g. ``{"hw_latency_us.net.ring.simple": 10}``,
     onto the tables of NCCL release `version` (None: the newest encoded).
+
+    ``under``: a mapping applied first, which `overrides` refine (the transport's deployed
+    constants under a calibrated profile's keys, :func:`simulator.costs.nccl_graph.context_from_profile`).
+    Within each mapping a key for every algorithm (``proto_efficiency.net.ll``) applies before an
+    algorithm's own (``proto_efficiency.net.ring.ll``), whatever their order, so the more specific
+    key wins; a key of `overrides` wins over any of `under`.
 
     Keys of other layers (anything outside :data:`OVERRIDE_KEYS`) are ignored so the same mapping
     can carry knobs of other cost modules; a malformed key of ours raises InputError.
@@ -182,9 +198,10 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
     base = {k: list(v) for k, v in c.base_latency_us.items()}
     hw = {lk: {a: list(v) for a, v in row.items()} for lk, row in c.hw_latency_us.items()}
     scalars: dict[str, Any] = {}  # each value checked against its field below
-    proto_eff = list(c.proto_efficiency)
-    net_proto_eff = list(c.net_proto_efficiency)
-    for key, value in overrides.items():
+    proto_eff = {a: list(v) for a, v in c.proto_efficiency.items()}
+    net_proto_eff = {a: list(v) for a, v in c.net_proto_efficiency.items()}
+    layers = ([under] if under else []) + [overrides]
+    for key, value in ((k, v) for layer in layers for k, v in sorted(layer.items(), key=_generic_first)):
         parts = key.split(".")
         where = f"nccl.{key}"
         if parts[0] == "base_latency_us":
@@ -196,12 +213,16 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
                 raise InputError("expected hw_latency_us.<nvlink|pci|net>.<algo>.<ll|ll128|simple>", source=source, field=where)
             hw[parts[1]][parts[2]][PROTOS.index(parts[3])] = float(value)
         elif parts[0] == "proto_efficiency":
-            proto, table = (parts[-1], net_proto_eff) if len(parts) == 3 and parts[1] == "net" else (parts[1], proto_eff)
-            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[1] != "net") or proto not in PROTOS \
-                    or not 0 < float(value) <= 1:
-                raise InputError("expected proto_efficiency.<ll|ll128|simple> or proto_efficiency.net.<ll|ll128|simple> "
-                                 "in (0, 1]", source=source, field=where)
-            table[PROTOS.index(proto)] = float(value)
+            rest = parts[1:]
+            table = net_proto_eff if rest[:1] == ["net"] else proto_eff
+            rest = rest[1:] if rest[:1] == ["net"] else rest
+            algos = [rest[0]] if len(rest) == 2 and rest[0] in PROTO_EFFICIENCY_ALGOS else list(PROTO_EFFICIENCY_ALGOS)
+            if len(rest) not in (1, 2) or (len(rest) == 2 and rest[0] not in PROTO_EFFICIENCY_ALGOS) \
+                    or rest[-1] not in PROTOS or not 0 < float(value) <= 1:
+                raise InputError("expected proto_efficiency[.net][.<ring|tree>].<ll|ll128|simple> in (0, 1]",
+                                 source=source, field=where)
+            for a in algos:
+                table[a][PROTOS.index(rest[-1])] = float(value)
         elif key == "p2p_efficiency":
             if not 0 < float(value) <= 1:
                 raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
@@ -224,10 +245,18 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
         c,
         base_latency_us={k: _per_protocol(v) for k, v in base.items()},
         hw_latency_us={lk: {a: _per_protocol(v) for a, v in row.items()} for lk, row in hw.items()},
-        proto_efficiency=_per_protocol(proto_eff),
-        net_proto_efficiency=_per_protocol(net_proto_eff),
+        proto_efficiency={a: _per_protocol(v) for a, v in proto_eff.items()},
+        net_proto_efficiency={a: _per_protocol(v) for a, v in net_proto_eff.items()},
         **scalars,
     )
+
+
+def _generic_first(item: tuple[str, Any]) -> tuple[int, str]:
+    """Sort key: a protocol efficiency for every algorithm before an algorithm's own (stable
+    otherwise), so that ``proto_efficiency.net.ring.ll`` refines ``proto_efficiency.net.ll``."""
+    parts = item[0].split(".")
+    specific = parts[0] == "proto_efficiency" and any(p in PROTO_EFFICIENCY_ALGOS for p in parts[1:-1])
+    return (1 if specific else 0), ""
 
 
 def _per_protocol(values: list[float]) -> tuple[float, float, float]:

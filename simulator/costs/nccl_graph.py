@@ -214,11 +214,10 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
     """Build the tuner's view of a communicator of `n_ranks` GPUs spread over `n_nodes` nodes,
     for the patterns of ``scope`` (``coll``: ring/tree/NVLS, ``p2p``: All-to-All and sends;
     None: the profile's unscoped ``nccl:`` keys only)."""
-    # An uncalibrated profile starts from its transport's deployed-fabric constants
-    # (costs/deployed.py); a profile with its own nccl: values (calibrated) for this pattern
-    # scope uses those instead.
-    overrides = scoped(profile.nccl_overrides, scope) or deployed_overrides(profile)
-    constants = constants_from_overrides(overrides, source=f"profile {profile.name}", version=profile.nccl_version)
+    # Every profile starts from its transport's deployed-fabric constants (costs/deployed.py);
+    # its own nccl: values for this pattern scope (calibrated) refine them key by key.
+    constants = constants_from_overrides(scoped(profile.nccl_overrides, scope), source=f"profile {profile.name}",
+                                         version=profile.nccl_version, under=deployed_overrides(profile))
     # The transport's plugin and environment (costs/transports.py): what NCCL is told, not fitted.
     stack = stack_for(profile.node.nics.transport)
     if stack.reported_latency_us:

@@ -93,11 +93,13 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
 
 # --- §2 bandwidth --------------------------------------------------------------------------
 
-def proto_efficiency(ctx: TunerContext, proto: str) -> float:
-    """The calibrated achievable fraction of `proto`'s rate on this communicator: the network
-    one when it spans nodes, else the intra-node one (1.0 unless calibrated)."""
+def proto_efficiency(ctx: TunerContext, proto: str, algo: str = "ring") -> float:
+    """The calibrated achievable fraction of `proto`'s rate for `algo` (ring or tree; the
+    hierarchical rings read the ring's) on this communicator: the network one when it spans
+    nodes, else the intra-node one (1.0 unless calibrated or the transport's deployed constants
+    say otherwise, :mod:`simulator.costs.deployed`)."""
     table = ctx.constants.net_proto_efficiency if ctx.n_nodes > 1 else ctx.constants.proto_efficiency
-    return table[PROTOS.index(proto)]
+    return table["tree" if algo in ("tree", "nvls_tree") else "ring"][PROTOS.index(proto)]
 
 
 def ll_max_bw_GBps(ctx: TunerContext) -> float:

@@ -37,10 +37,9 @@ def h100():
     """dgx-h100 with NCCL's own constants across nodes (as a calibrated profile has them), so the
     knobs below are compared with the model they refine, not with the deployed defaults
     (simulator/costs/deployed.py) an uncalibrated profile starts from."""
-    from simulator.costs.deployed import NEUTRAL
-
-    profile = load_profile("dgx-h100")
-    return profile.model_copy(update={"nccl": NEUTRAL.overrides()})
+    profile = load_profile("dgx-h100")  # the keys for every algorithm, so that a test's own refine them
+    return profile.model_copy(update={"nccl": {"net_hop_extra_us": 0.0, "proto_efficiency.net.ll": 1.0,
+                                               "proto_efficiency.net.ll128": 1.0}})
 
 
 def synthetic(profile, truth: dict[Param, float], op: str = "allgather", sizes=SIZES, ranks: int = 8) -> MeasuredCollective:
@@ -220,7 +219,7 @@ def test_error_leaves_existing_output_untouched(tmp_path, capsys):
 # checked against that closed form, and a default-valued overlay must change nothing.
 
 from simulator.costs.collectives import plan_collective  # noqa: E402
-from simulator.costs.nccl_constants import constants_from_overrides  # noqa: E402
+from simulator.costs.nccl_constants import PROTOS, constants_from_overrides  # noqa: E402
 from simulator.calibration.fit import candidate_params  # noqa: E402
 
 
@@ -269,18 +268,59 @@ def test_proto_efficiency_scales_wire_bytes_of_that_protocol_only(h100, proto):
     assert other.wire_bytes == _plan(h100, "allgather", 1, 1 << 20, algo="ring", proto="simple").wire_bytes
 
 
+def _deployed_net_eff(profile, algo, proto):
+    """The transport's deployed network efficiency the profile starts from (costs/deployed.py)."""
+    from simulator.costs.nccl_graph import context_from_profile
+
+    return context_from_profile(profile, 16, 2, "coll").constants.net_proto_efficiency[algo][PROTOS.index(proto)]
+
+
 @pytest.mark.parametrize("proto", ["ll", "ll128"])
 def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100, proto):
     eff = 0.25
     net = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.{proto}": eff}})
     intra = apply_overlay(h100, {"nccl": {f"proto_efficiency.{proto}": eff}})
-    for nodes, scaled, kept in ((2, net, intra), (1, intra, net)):
+    deployed = _deployed_net_eff(h100, "ring", proto)  # what the uncalibrated profile runs at across nodes
+    for nodes, scaled, kept, was in ((2, net, intra, deployed), (1, intra, net, 1.0)):
         a = _plan(h100, "allgather", nodes, 1 << 20, algo="ring", proto=proto)
         assert _plan(scaled, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == \
-            pytest.approx(a.wire_bytes / eff, rel=1e-12)
+            pytest.approx(a.wire_bytes * was / eff, rel=1e-12)
         assert _plan(kept, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == a.wire_bytes
     paths = {p.bare for p in candidate_params(h100, [MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12,), (1e-5,))])}
-    assert "nccl.proto_efficiency.net.ll" in paths and "nccl.proto_efficiency.ll" not in paths
+    assert "nccl.proto_efficiency.net.ring.ll" in paths and not any(".ll" in p and "net" not in p for p in paths
+                                                                      if "proto_efficiency" in p)
+
+
+@pytest.mark.parametrize("proto", ["ll", "ll128"])
+def test_protocol_efficiency_per_algorithm_scales_only_that_algorithm(h100, proto):
+    """``proto_efficiency.net.<ring|tree>.<proto>`` divides the wire bytes of that algorithm's
+    flows only; the key without the algorithm sets both, and an algorithm's own key wins over it
+    whatever their order."""
+    size, eff = 1 << 22, 0.3
+    base = {a: _plan(h100, "allreduce", 2, size, algo=a, proto=proto).wire_bytes for a in ("ring", "tree")}
+    was = {a: _deployed_net_eff(h100, a, proto) for a in base}
+    for algo, other in (("ring", "tree"), ("tree", "ring")):
+        cal = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.{algo}.{proto}": eff}})
+        assert _plan(cal, "allreduce", 2, size, algo=algo, proto=proto).wire_bytes == \
+            pytest.approx(base[algo] * was[algo] / eff, rel=1e-12)
+        assert _plan(cal, "allreduce", 2, size, algo=other, proto=proto).wire_bytes == base[other]
+    both = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.ring.{proto}": 0.9, f"proto_efficiency.net.{proto}": eff}})
+    assert _plan(both, "allreduce", 2, size, algo="ring", proto=proto).wire_bytes == \
+        pytest.approx(base["ring"] * was["ring"] / 0.9, rel=1e-12)
+    assert _plan(both, "allreduce", 2, size, algo="tree", proto=proto).wire_bytes == \
+        pytest.approx(base["tree"] * was["tree"] / eff, rel=1e-12)
+
+
+def test_calibration_writes_the_efficiency_of_the_algorithm_it_measured(h100):
+    """Rows of one algorithm write that algorithm's key (a ring fit leaves tree LL at its deployed
+    value); rows of both write the key for both."""
+    ring_rows = MeasuredCollective("ag", "allgather", 16, 2, 8, tuple(2 ** k for k in range(3, 16)), (1e-5,) * 13)
+    ar = MeasuredCollective("ar", "allreduce", 16, 2, 8, tuple(2 ** k for k in range(3, 16)), (1e-5,) * 13)
+    ring_only = {p.path for p in candidate_params(h100, [ring_rows])}
+    assert "nccl.coll.proto_efficiency.net.ring.ll" in ring_only
+    assert not any(p.startswith("nccl.coll.proto_efficiency.net.tree") for p in ring_only)
+    mixed = {p.path for p in candidate_params(h100, [ring_rows, ar])}
+    assert "nccl.coll.proto_efficiency.net.ll" in mixed and "nccl.coll.proto_efficiency.net.ring.ll" not in mixed
 
 
 def test_p2p_efficiency_scales_alltoall_and_sendrecv_across_nodes(h100):
@@ -339,21 +379,21 @@ def test_knobs_only_offered_where_the_measurements_exercise_them(h100):
     """Leave-one-out honesty: a knob only the held-out collective uses is never a candidate."""
     one_node_ring = MeasuredCollective("s", "allgather", 8, 1, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
     paths = {p.bare for p in candidate_params(h100, [one_node_ring])}
-    assert "nccl.net_latency_us" not in paths and "nccl.p2p_efficiency" not in paths
+    assert "nccl.net_hop_extra_us" not in paths and "nccl.p2p_efficiency" not in paths
     a2a = MeasuredCollective("s", "alltoall", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
     paths = {p.path for p in candidate_params(h100, [a2a])}
-    assert {"nccl.p2p.net_latency_us", "nccl.p2p.p2p_efficiency", "node.nics.efficiency"} <= paths
+    assert {"nccl.p2p.net_hop_extra_us", "nccl.p2p.p2p_efficiency", "node.nics.efficiency"} <= paths
     assert not any(p.startswith("nccl.") and not p.startswith("nccl.p2p.") for p in paths)  # none for rings
     two_node_ring = MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12, 1 << 24), (1e-5, 1e-4))
     paths = {p.path for p in candidate_params(h100, [a2a, two_node_ring])}
-    assert {"nccl.net_latency_us", "node.nics.efficiency"} <= paths  # both measured: the transport's
+    assert {"nccl.net_hop_extra_us", "node.nics.efficiency"} <= paths  # both measured: the transport's
 
 
 def test_latency_prior_prefers_the_shared_knob_over_a_table_latency(h100):
-    """Small 2-node AllReduce rows can be explained by latencyInter (shared by every inter-node
-    hop) or by the one table latency they use (net tree LL); the data generated with
-    latencyInter alone must come back as latencyInter, leaving NCCL's table where it was."""
-    net, tree_ll = Param("nccl.net_latency_us"), Param("nccl.hw_latency_us.net.tree.ll")
+    """Small 2-node AllReduce rows can be explained by the per-hop extra (shared by every
+    inter-node hop) or by the one table latency they use (net tree LL); the data generated with
+    the extra alone must come back as the extra, leaving NCCL's table where it was."""
+    net, tree_ll = Param("nccl.net_hop_extra_us"), Param("nccl.hw_latency_us.net.tree.ll")
     true_profile = apply_overlay(h100, _overlay({net: 20.0}))
     sizes = tuple(2**k for k in range(3, 13))  # 8 B .. 4 KiB: tree/LL on 2 nodes
     shell = MeasuredCollective("synthetic", "allreduce", 16, 2, 8, sizes, tuple(1.0 for _ in sizes))
@@ -479,8 +519,9 @@ def test_fitting_rings_moves_alltoall_only_through_the_links(h100):
     and keys scoped to the collective algorithms (``coll.``): the All-to-All and SendRecv of the
     calibrated profile take exactly the times of the datasheet profile with the fitted link
     efficiency and nothing else, while a ReduceScatter (a ring too, not fitted) gets the rings'
-    own latency. Truth: the rings' latencyInter is 20 us and the NICs deliver 80% of line rate."""
-    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}, "nccl": {"coll.net_latency_us": 20.0}})
+    own latency. Truth: the rings' inter-node hops cost 20 us more than NCCL's table and the NICs
+    deliver 80% of line rate."""
+    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}, "nccl": {"coll.net_hop_extra_us": 20.0}})
     sizes = tuple(1 << k for k in range(10, 31, 2))  # 1 KiB .. 1 GiB
     ms = []
     for op in ("allgather", "allreduce"):
@@ -488,7 +529,7 @@ def test_fitting_rings_moves_alltoall_only_through_the_links(h100):
         ms.append(replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell))))
     fit = fit_collectives(h100, ms)
     fitted = {p.param.path: p.value for p in fit.params if p.fitted}
-    assert fitted["nccl.coll.net_latency_us"] == pytest.approx(20.0, rel=0.1)
+    assert fitted["nccl.coll.net_hop_extra_us"] == pytest.approx(20.0, rel=0.1)
     assert fitted["node.nics.efficiency"] == pytest.approx(0.8, rel=0.03)
     assert all(p.startswith(("nccl.coll.", "node.", "gpu.")) for p in fitted)
     links_only = apply_overlay(h100, {"node": {"nics": {"efficiency": fit.profile.node.nics.efficiency}}})

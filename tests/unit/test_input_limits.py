@@ -247,7 +247,8 @@ def test_every_key_the_cost_model_reads_is_a_known_nccl_key():
     from simulator.config.nccl_overrides import ALGOS, KEYS, LINK_CLASSES, PROTOS
     from simulator.costs.nccl_constants import OVERRIDE_KEYS
 
-    choices = {"<algo>": ALGOS, "<proto>": PROTOS, "<ll|ll128|simple>": PROTOS, "<nvlink|pci|net>": LINK_CLASSES}
+    choices = {"<algo>": ALGOS, "<proto>": PROTOS, "<ll|ll128|simple>": PROTOS, "<nvlink|pci|net>": LINK_CLASSES,
+               "<ring|tree>": ("ring", "tree")}
     expanded = set()
     for template in OVERRIDE_KEYS:
         parts = [choices.get(p, (p,)) for p in template.split(".")]
