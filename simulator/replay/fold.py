@@ -125,35 +125,54 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
     ``reduced_of(M')`` builds the schedule of the same step with M' micro-batches per pipeline;
     ``run(schedule)`` replays one on the simulated ``ranks`` and returns the Replayer (its
     ``ranks``: rank -> RankState, its ``env.n_events``). Returns per rank the full timeline's
-    fields, the Replayer of the reduced step (for its statistics) and the micro-batches folded."""
+    fields, the Replayer of the reduced step (for its statistics) and the micro-batches folded.
+
+    The copies go back on every rank at the same moment of the step, not at the same period:
+    in a deep pipeline the last stage runs many more steady periods than the first before the
+    first's are steady, so each rank's copies follow its period that starts when the
+    first stage's period ``c`` does (``c`` from :func:`_keep_cut`): the period that starts
+    nearest to it."""
     n = fold_count(schedule)
     if n < 2:
         return None
     period, per = schedule.steady_period, schedule.period_micro_batches
     n_micro = int(schedule.meta["n_micro"])
     small = reduced_of(n_micro - n * per)
-    maps = _maps(schedule, small, n, period)
-    if maps is None:
+    if any(len(small.steady.get(role, ())) != len(st) - n * period for role, st in schedule.steady.items()):
         return None
     rp_small = run(small)
-    first = rp_small.ranks[ranks[0]]
+    states = [rp_small.ranks[r] for r in ranks]
     c = _keep_cut(period)[1]
-    T = float(first.start[small.steady[first.role][c * period]] - first.start[small.steady[first.role][(c - 1) * period]])
-    step = max(float(np.nanmax(rp_small.ranks[r].end)) for r in ranks)
+    ref = min(states, key=lambda R: len(small.steady[R.role]))
+    at = small.steady[ref.role]
+    T = float(ref.start[at[c * period]] - ref.start[at[(c - 1) * period]])
+    step = max(float(np.nanmax(R.end)) for R in states)
     tol = _REL_TOL * (step + abs(T))
-    # Before the second replay: periods c-1, c and c+1 of the first must already repeat on every
-    # rank (else the second would be replayed for nothing).
-    if not T > 0 or not all(_repeats(rp_small.ranks[r], small.steady[rp_small.ranks[r].role], period, c, T, tol)
-                            for r in ranks):
+    if not T > 0:
         return None
+    t_cut = float(ref.start[at[c * period]])
+    cuts: dict[int, int] = {}
+    for R in states:
+        st = small.steady[R.role]
+        last = (len(st) - 1) // period - 2  # periods p-1 .. p+2 must exist
+        p = min(range(1, last + 1), key=lambda p: abs(R.start[st[p * period]] - t_cut), default=None)
+        # Before the second replay: the periods around the cut must already repeat (else the
+        # second would be replayed for nothing).
+        if p is None or not _repeats(R, st, period, p, T, tol):
+            return None
+        cuts[R.rank] = p
     large = reduced_of(n_micro - (n - 1) * per)
-    once = _maps(large, small, 1, period)
-    if once is None:
-        return None
+    checked: dict[tuple, _Map | None] = {}
+    maps, once = {}, {}
+    for R in states:
+        m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
+        m2 = _map_for(large, small, R.role, 1, period, cuts[R.rank], checked)
+        if m1 is None or m2 is None:
+            return None
+        maps[R.rank], once[R.rank] = m1, m2
     rp_large = run(large)
-    for r in ranks:
-        R, big = rp_small.ranks[r], rp_large.ranks[r]
-        m = once[R.role]
+    for R in states:
+        big, m = rp_large.ranks[R.rank], once[R.rank]
         for x in ("ready", "start", "end"):
             if not np.all(np.abs(getattr(R, x)[m.index] + m.shift * T - getattr(big, x)) <= tol):
                 return None
@@ -163,13 +182,12 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
                     dst.get(i) != v for j, v in src.items() for i in m.full_positions(j)):
                 return None
     out: dict[int, dict[str, Any]] = {}
-    for r in ranks:
-        R = rp_small.ranks[r]
-        m = maps[R.role]
+    for R in states:
+        m = maps[R.rank]
         fields: dict[str, Any] = {x: getattr(R, x)[m.index] + m.shift * T for x in ("ready", "start", "end")}
         for name in ("algorithm", "groups"):
             fields[name] = {i: v for j, v in getattr(R, name).items() for i in m.full_positions(j)}
-        out[r] = fields
+        out[R.rank] = fields
     rp_small.env.n_events += rp_large.env.n_events
     return out, rp_small, n * per
 
@@ -186,24 +204,22 @@ def _repeats(R: Any, steady: Sequence[int], period: int, c: int, T: float, tol: 
     return True
 
 
-def _maps(full: Any, reduced: Any, n: int, period: int) -> dict[str, _Map] | None:
-    """Per role, the map from ``full``'s positions to ``reduced``'s (n steady periods put back
-    after the period :func:`_keep_cut` names), or None where the programs are not that (check 1)."""
-    maps: dict[str, _Map] = {}
-    checked: dict[tuple[int, int], bool] = {}
-    for role, prog in full.programs.items():
-        red, steady, steady_r = reduced.programs.get(role), full.steady.get(role), reduced.steady.get(role)
-        if red is None or not steady or not steady_r or len(steady_r) != len(steady) - n * period:
-            return None
-        c = _keep_cut(period)[1]
-        cut = steady_r[c * period]
-        length = steady_r[(c + 1) * period] - cut
-        if len(prog) != len(red) + n * length:
-            return None
-        m = maps[role] = _Map(cut, length, n, len(prog))
-        key = (id(prog), id(red))
-        if key not in checked:
-            checked[key] = _same_ops(prog, red, m)
-        if not checked[key]:
-            return None
-    return maps
+def _map_for(full: Any, reduced: Any, role: str, n: int, period: int, cut_period: int,
+             checked: dict[tuple, _Map | None]) -> _Map | None:
+    """The map from ``full``'s positions of ``role`` to ``reduced``'s (n steady periods put back
+    after period ``cut_period``), or None where the programs are not that (check 1)."""
+    prog, red = full.programs[role], reduced.programs.get(role)
+    key = (id(prog), id(red), n, cut_period)
+    if key in checked:
+        return checked[key]
+    steady, steady_r = full.steady.get(role), reduced.steady.get(role)
+    m: _Map | None = None
+    if red is not None and steady and steady_r and len(steady_r) == len(steady) - n * period:
+        cut = steady_r[cut_period * period]
+        length = steady_r[(cut_period + 1) * period] - cut
+        if len(prog) == len(red) + n * length:
+            m = _Map(cut, length, n, len(prog))
+            if not _same_ops(prog, red, m):
+                m = None
+    checked[key] = m
+    return m

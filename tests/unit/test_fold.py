@@ -104,17 +104,16 @@ def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
     full = build_schedule(scn)
     n = fold.fold_count(full)
     reduced = build_schedule(with_micro_batches(scn, full.meta["n_micro"] - n))
-    maps = fold._maps(full, reduced, n, full.steady_period)
-    assert maps is not None
     role = "pp0.cp0"
-    m = maps[role]
+    m = fold._map_for(full, reduced, role, n, full.steady_period, 2, {})
+    assert m is not None
     i = m.cut + m.length  # an op of the second period put back
     while not isinstance(full.programs[role][i], ComputeOp):
         i += 1
     prog = list(full.programs[role])
     prog[i] = dataclasses.replace(prog[i], flops=prog[i].flops * 2 + 1e9)
     changed = dataclasses.replace(full, programs={**full.programs, role: prog})
-    assert fold._maps(changed, reduced, n, full.steady_period) is None
+    assert fold._map_for(changed, reduced, role, n, full.steady_period, 2, {}) is None
     topo = build_topology(scn.profile, scn.nodes)
     trace = replay(changed, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
     assert trace.stats.folded_micro_batches == 0
