@@ -403,7 +403,7 @@ NOTES: dict[tuple[str, str], str] = {
         "leaves the AllReduce's tree LL at the deployed 0.125, so a calibration of rings no longer runs the tree "
         "rows 2.5× too fast (33.9% over all sizes when one LL key served both, 22.9% now, 12.8% before "
         "calibration). What still moves them: the per-hop extra, which the rings and the All-to-All fit at "
-        "0.5 µs (3 µs deployed), and NCCL's LL bandwidth cap `ll_max_bw_GBps` (one for ring and tree LL), "
+        "0.5 µs (7 µs deployed), and NCCL's LL bandwidth cap `ll_max_bw_GBps` (one for ring and tree LL), "
         "both shared with the tree, whose 4 B–2 KiB rows then run 22–44% faster than measured. From 1 MiB: "
         "10.6% (11.8% before); the tree LL128 rows stay at the deployed 0.7, 10–20% slower than measured."),
     ("sophia-a100", "leave out alltoall"): (

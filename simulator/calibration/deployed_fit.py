@@ -41,6 +41,13 @@ FIT_EXCLUDED = {
                  "so what slows it is not the network",
     "gb200-nvl72": "bandwidth-regime sweeps (>= 512 MiB) of NVLS inside NVL72 racks: their per-call cost grows with "
                    "the ranks of the NVLink domain, not with the InfiniBand hops between racks (scored, not fitted)",
+    "xxrjun-h100": "10 x 8 H100, sweeps from 32 MiB only: no row is latency-bound, yet its AllGather/ReduceScatter/"
+                   "AllReduce plateaus predicted 15-21% too fast (a bandwidth question of 80-rank rings and NVLS-tree) "
+                   "pull InfiniBand's hop extra from 3 to 15 us, which the 2-node HDR latency regime then pays "
+                   "(scored, not fitted)",
+    "oci-gb200": "NVL72 racks again: NCCL's tuner picks NVLS-Tree over the two racks' NVLink domains, which the "
+                 "model prices 2-3x faster than measured at >= 1 MiB (a choice/bandwidth question of multi-node "
+                 "NVLink, not of the RoCE hops between racks; scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system, whose 1-128 MiB rows run up to 3.5x slower than the Simple "
                    "protocol its stack enforces (costs/transports.py) explains: "
                    "scored with the pooled row, not fitted",

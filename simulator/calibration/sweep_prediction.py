@@ -143,6 +143,53 @@ CASES.update({
         "gb200-nvl72", "allreduce", 1440, 4, "ring", _NVL72_NOTE.format(a=4608, ring=5828) + "; 20 racks over InfiniBand",
         family="gb200-nvl72"),
 })
+# Multi-node systems added from public logs (data/nccl/INDEX.md, "Multi-node systems"), each mapped
+# to the closest bundled profile as a new user would pick it, with the transport the header names.
+_XXRJUN_NOTE = ("10 x 8 H100 over InfiniBand (one 400 Gb/s NIC per GPU by the N10_G1 rate), >= 32 MiB only: "
+                "AllGather, ReduceScatter and AllReduce plateau at 320-345 GB/s and are predicted 15-21% too fast; "
+                "All-to-All and SendRecv within 8%")
+CASES.update({
+    f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
+    for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
+})
+_POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node: the model's rings and trees run at one NIC's rate "
+                 "(22 GB/s busbw) where NCCL reaches 36-37 GB/s at 2-8 nodes, so AllReduce/AllGather are ~35% "
+                 "too slow from 1 MiB; All-to-All is 1.4-2x too fast at 2-8 nodes and 2-3x too slow at 256-540 nodes")
+CASES.update({
+    f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
+    for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")
+})
+CASES.update({
+    f"a100x8_{op}_2node_sirius_slingshot": Case("polaris-a100", op, 8, 4, family="sirius-a100",
+                                                 note="ALCF's Polaris-design testbed: " + _POLARIS_NOTE)
+    for op in ("allreduce", "allgather", "alltoall")
+})
+CASES.update({
+    "gb200x128_allreduce_2rack_oci_nvl72_roce": Case(
+        "gb200-nvl72", "allreduce", 128, 4, family="oci-gb200", transport="roce", domain_nodes=16,
+        note="Oracle Cloud, 16 trays in each of 2 NVL72 racks, RoCE between the racks; NCCL 2.29.2 left to choose. "
+             "The model picks NVLS-Tree and prices it 2.4x faster than the 684 GB/s measured at 32 GiB (the "
+             "CoreWeave racks reach ring rates, 810 GB/s); below 1 MiB its ~185 us floor is not a ring's"),
+    "a100x16_allreduce_2node_oci_roce_ringalgo": Case(
+        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
+        note="Oracle Cloud BM.GPU.B4.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-a100's 8 x 200 Gb/s); 1-8 GiB only"),
+    "a100x16_allreduce_2node_oci_oke_roce": Case(
+        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
+        note="Oracle Cloud A100 (OKE), the same RoCE fabric as the B4.8 sweep; NCCL 2.19.3 left to choose"),
+    "a100x16_allreduce_2node_awsp4de_efa": Case(
+        "aws-p4de", "allreduce", 16, 8,
+        note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, which the model "
+             "(EFA's plugin-reported latency and the deployed constants) puts at ~105 us; from 1 MiB within 23%"),
+    "h100x16_allreduce_2node_awsp5_samples_efa": Case(
+        "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
+        note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),
+    "h200x16_allgather_2node_gcp_a3ultra_roce": Case(
+        "dgx-h200", "allgather", 16, 8, family="gcp-a3-ultra", transport="roce",
+        note="Google Cloud a3-ultragpu-8g, GPUDirect-RDMA over RoCE (8 x 400 Gb/s per VM, as dgx-h200's NICs)"),
+    "h100x16_allreduce_2node_oci_roce": Case(
+        "dgx-h100", "allreduce", 16, 8, family="oci-h100", transport="roce",
+        note="Oracle Cloud BM.GPU.H100.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-h100's 8 x 400 Gb/s); 1-16 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
