@@ -47,6 +47,17 @@ tp2sp pp32 dp16 z2 42.9 s (1,478,965 -> 882,932 events), tp4sp pp8 dp32 z1 7.85 
 122,645), tp4sp pp64 dp4 z0 74.3 s (4,304,588 -> 1,288,341), tp8sp pp4 dp32 z2 12.6 s (load;
 its events are unchanged), tp8sp pp32 dp4 z1 45.1 s: mean 26.9 s, bound by ops, not events.
 405b: 2.40 / 3.52 / 8.34 CPU s (another benchmark running beside it; 2.57 / 3.07 / 7.88 alone).
+
+Then repeated steady micro-batches were folded (replay/fold.py: the step replayed with M' and
+M' + 1 micro-batches, checked, and expanded): sweep (every 8th of 53 plans, the all-rows e2e
+test running beside it): tp1 pp8 dp128 z2 3.01 s, tp2sp pp1 dp512 z3 2.27 s (neither folds: 12
+and 3 micro-batches), tp2sp pp32 dp16 z2 39.6 s (96 micro-batches over 32 stages: the two
+reduced steps would hold more than 3/4 of them, so it is not folded), tp4sp pp8 dp32 z1 8.09 ->
+6.78 s, tp4sp pp64 dp4 z0 89.7 -> 43.0 s (1,288,257 -> 480,473 events, 315 of 384 micro-batches
+folded), tp8sp pp4 dp32 z2 12.96 s, tp8sp pp32 dp4 z1 24.4 -> 21.3 s (347 of 384 folded): mean
+27.0 -> 18.4 s. Step times as unfolded (1e-13). What is left of a folded deep plan is building
+the full schedule (every op of every stage, for the trace) and checking it against the reduced
+one, not the replay. 405B at 16 micro-batches per pipeline does not fold (too few).
 """
 
 from __future__ import annotations
