@@ -116,43 +116,43 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
 @pytest.mark.slow
 def test_overall_median_error():
     """All 170 rows (about 4 minutes of simulation with the leave-one-source-out refits, split over
-    the cores). Doc: overall median |error| 9.7% in sample, 9.8% held out; BLOOM (all held out,
-    on jean-zay-a100) 19.7%; Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather, fp32
-    gradient reduction) pessimistic, -24.0% median (-21.7% before the deployed InfiniBand
-    constants were refitted with EFA's plugin latency: cross-node LL128 x 0.8 -> 0.7 slows its
-    fp32 gradient ReduceScatters; its micro-batch size is unstated and 1 is assumed, which leaves
-    the DP traffic four short overlap windows); NeMo 24.07 (FP8 H100, all held out) 8.6%; NeMo's
+    the cores). Doc: overall median |error| 8.5% in sample, 9.5% held out; BLOOM (all held out,
+    on jean-zay-a100) 20.2%; Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather, fp32
+    gradient reduction) pessimistic, -21.6% median (its micro-batch size is unstated and 1 is
+    assumed, which leaves the DP traffic four short overlap windows; see the page's lower
+    bounds); NeMo 24.07 (FP8 H100, all held out) 7.7%; NeMo's
     H100 context-parallel rows optimistic above 16K tokens (see the doc's findings)."""
     jobs = min(4, os.cpu_count() or 1)
     results = list(scoring.run_cases(sources.cases(), jobs=jobs))
-    assert scoring.median_abs_error(results) <= 0.11
+    assert scoring.median_abs_error(results) <= 0.10
     held = [r for r in results if not sources.is_fit_case(r.case)]
     assert scoring.median_abs_error(held) <= 0.12
     by = {k: [r for r in results if r.case.source == k] for k in ("mcore2024", "bloom", "nemo2407")}
     assert scoring.median_abs_error(by["bloom"]) <= 0.25
-    assert scoring.median_abs_error(by["nemo2407"]) <= 0.11
-    assert abs(statistics.median(r.error for r in by["mcore2024"])) <= 0.255
+    assert scoring.median_abs_error(by["nemo2407"]) <= 0.10
+    assert abs(statistics.median(r.error for r in by["mcore2024"])) <= 0.235
     _check_leave_one_source_out(results, jobs)
 
 
 def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
-    Upper bounds on the error (doc: all 9.8% median; MPT 5.8%, MPT sweeps 6.3%, MPT 125M-760M
-    10.4% (13.6% before GEMMs were priced by shape), FlagPerf 4.0%, NeMo 24.07 8.6%, NeMo CP
-    15.0%; regimes: small models 9.8%, ZeRO-3 8.1%, long context 8.0%, signed medians +9.1%,
-    +4.4%, +8.0%). Only rows of sources with fitting rows change: a source without any keeps its
+    Upper bounds on the error (doc: all 9.5% median; MPT 7.7%, MPT sweeps 6.1%, MPT 125M-760M
+    10.4% (13.6% before GEMMs were priced by shape), FlagPerf 4.8%, NeMo 24.07 7.7%, NeMo CP
+    14.8%; regimes: small models 9.6%, ZeRO-3 8.0%, long context 7.8%, multi-node >= 512 GPUs
+    18.8% (25.0% before DeepSpeed 2021's ZeRO-3 gradient AllReduce and per-step persistent
+    gathers), signed medians +9.1%, +4.3%, +7.8%, +16.3%). Only rows of sources with fitting rows change: a source without any keeps its
     in-sample prediction exactly."""
     held = loso.leave_one_source_out(results, loso.parallel_simulator(jobs))
     errors = [h.result.error for h in held]
-    assert loso.stats(errors).median <= 0.105
+    assert loso.stats(errors).median <= 0.10
     per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
                   for k in ("mpt", "mpt_seq", "mpt_small", "flagperf", "nemo2407", "nemo_cp")}
-    bounds = {"mpt": 0.09, "mpt_seq": 0.08, "mpt_small": 0.12, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.17}
+    bounds = {"mpt": 0.09, "mpt_seq": 0.07, "mpt_small": 0.12, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.16}
     for k, b in bounds.items():
         assert per_source[k].median <= b, (k, per_source[k])
     for name, member in loso.REGIMES.items():
         st = loso.stats(h.result.error for h in held if member(h.result.case))
-        bound = {"small": 0.11, "ZeRO-3": 0.095, "long": 0.09}.get(name.split()[0])
+        bound = {"small": 0.11, "ZeRO-3": 0.09, "long": 0.09, "multi-node": 0.20}.get(name.split()[0])
         if bound is not None:
             assert st.median <= bound and abs(st.signed_median) <= bound, (name, st)
     for h, r in zip(held, results):
@@ -170,25 +170,27 @@ def _check_leave_one_source_out(results, jobs):
 # The two MoE sources, after the all-rows test so that they score the step times it cached.
 @pytest.mark.slow
 def test_automodel_moe_errors():
-    """Doc: DeepSeek-V3 1,024 GPUs +11.3% (four pipeline passes), 256 GPUs -0.9%, Kimi-K2 +0.2%
-    (its two pipeline passes), Qwen3-30B -17.9%, GPT-OSS-20B +12.1%, GPT-OSS-120B +17.6%; median
-    |error| 11.7%, signed +5.8% (the issue's target is 12% / 8%)."""
+    """Doc: DeepSeek-V3 1,024 GPUs +11.2% (four pipeline passes), 256 GPUs -1.1%, Kimi-K2 -0.8%
+    (its two pipeline passes), Qwen3-30B -20.0%, GPT-OSS-20B +7.9%, GPT-OSS-120B +14.5%; median
+    |error| 9.6%, signed +3.5% (the issue's target is 12% / 8%). Qwen3-30B, the one pessimistic
+    row, moved from -17.9% to -20.0% when memory-bound kernels were priced at their measured
+    bandwidth (its 48 layers of routing, permutation and norms at 8 GPUs), hence -0.22."""
     results = list(scoring.run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(-0.2 <= e <= 0.3 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.13
+    assert all(-0.22 <= e <= 0.3 for e in errors), errors
+    assert scoring.median_abs_error(results) <= 0.11
     assert abs(statistics.median(errors)) <= 0.08
 
 
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
-    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +50.6%, GPT-OSS-120B on
-    64 H100 +26.7%, Qwen3-30B on 8 B200 +19.0%, Qwen3-235B on 256 B200 +36.7%, GPT-OSS-120B on
-    64 B200 +31.1%; median +31.1% (the FP8 rows quantise their routed rows per expert).
+    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +45.1%, GPT-OSS-120B on
+    64 H100 +18.8%, Qwen3-30B on 8 B200 +15.8%, Qwen3-235B on 256 B200 +32.9%, GPT-OSS-120B on
+    64 B200 +32.1%; median +32.1% (the FP8 rows quantise their routed rows per expert).
     Upper bounds, so a change that moves them further off fails."""
     results = list(scoring.run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(0.0 <= e <= 0.65 for e in errors), errors
+    assert all(0.0 <= e <= 0.55 for e in errors), errors
     assert scoring.median_abs_error(results) <= 0.35
 
 
@@ -457,11 +459,11 @@ def test_megatron2021_zero3_rows():
     step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3 as
     released in 2021 (zero3_impl: deepspeed-2021), held out. The measured eq. 3 TFLOP/s nearly
     halve per doubling of the GPUs from the second row on (88 -> 44, 98 -> 48): the step time stays
-    where it was while the compute per GPU halves. Doc: still optimistic on every row, +9% to
-    +22%; today's coordinator (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
+    where it was while the compute per GPU halves. Doc: still optimistic on every row, +11% to
+    +25%; today's coordinator (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
     which the per-parameter gathers, their per-rank host loops and copies, the synchronisation at
     every fetch, the gradients AllReduced per bucket (contiguous_gradients off) and the
-    persistent parameters copied per rank after the step bring to +14% and +22%. Upper bounds: a
+    persistent parameters copied per rank after the step bring to +16% and +25%. Upper bounds: a
     model that came closer must still pass."""
     import copy
 
