@@ -120,6 +120,11 @@ class Parallel(BaseModel):
         default="alltoall", description="token dispatcher: alltoall (Megatron MoEAlltoAllTokenDispatcher), "
                                         "allgather (MoEAllGatherTokenDispatcher), deepep (DeepEP kernels: "
                                         "RDMA to one GPU per node, NVLink forwarding inside it)")
+    moe_dispatch_dtype: Literal["auto", "fp8", "bf16"] = Field(
+        default="auto", description="what the dispatch All-to-All carries in an fp8 run: fp8 (one fp32 scale per "
+                                    "128 values, DeepSeek-V3's DeepEP dispatch), bf16 (the activations as they are: "
+                                    "Megatron-Core's alltoall, DeepEP and HybridEP paths, which quantise after the "
+                                    "exchange), auto (fp8 with deepep, else bf16); the combine is never fp8")
     moe_shared_expert_overlap: bool = Field(
         default=False, description="run the shared experts while the dispatch and combine All-to-Alls are "
                                    "in flight (Megatron's moe_shared_expert_overlap)")

@@ -143,7 +143,8 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
         tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
         parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
         dispatcher = _note(notes, "dispatcher")
-        parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1),
+        # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
+        parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
                         moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
         if "hybridep" in dispatcher and preset.startswith("qwen3"):
             parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS

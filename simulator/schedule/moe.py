@@ -18,7 +18,8 @@ TP-parallel dense MLP on the same input. The dispatchers (moe/token_dispatcher.p
   back the same way. Modelled as an All-to-All over the EP ranks of the other nodes sized by the
   expected number of distinct nodes a token's k experts fall on, then an All-to-All inside the node
   of the T·k rows; with FP8 training the dispatch is FP8 with one fp32 scale per 128 values
-  (DeepSeek-V3, arXiv:2412.19437 §3.3), the combine stays BF16. The DeepEP kernels hold
+  (DeepSeek-V3, arXiv:2412.19437 §3.3) unless ``parallel.moe_dispatch_dtype`` is ``bf16``
+  (Megatron-Core's paths, :func:`fp8_dispatch_wanted`), the combine stays BF16. The DeepEP kernels hold
   ``moe_deepep_sms`` SMs; the GEMMs that run beside them (the shared experts under
   ``moe_shared_expert_overlap``, the paired nodes of the combined 1F1B) keep the rest
   (:func:`beside_exchange_sm_fraction`).
@@ -93,7 +94,7 @@ class MoESpec:
         m, t, p = scn.model, scn.training, scn.parallel
         shape = RankShapes.of(scn)
         tokens, etp, ep_nodes = shape.sp_tokens, shape.etp, shape.ep_nodes
-        fp8_dispatch = p.moe_dispatcher == "deepep" and t.dtype == "fp8"
+        fp8_dispatch = t.dtype == "fp8" and fp8_dispatch_wanted(p.moe_dispatch_dtype, p.moe_dispatcher)
         dispatch_bytes = (1 + 4 / SCALE_BLOCK) if fp8_dispatch else float(t.act_bytes)
         load = rank_load(m.experts, m.top_k, p.ep, tokens, t.moe_imbalance, m.capacity_factor,
                          t.moe_routing_seed)
@@ -127,6 +128,21 @@ class MoESpec:
     def up(self) -> int:
         """Output features of the first expert GEMM per expert-TP rank (gate and up for SwiGLU)."""
         return (2 if self.gated else 1) * self.ffn // self.etp
+
+
+def fp8_dispatch_wanted(dispatch_dtype: str, dispatcher: str) -> bool:
+    """Whether an fp8 run sends its dispatch in FP8 (``parallel.moe_dispatch_dtype``).
+
+    DeepSeek-V3's own stack quantises the tokens before DeepEP's dispatch (arXiv:2412.19437
+    §3.3.2), which ``auto`` follows for ``deepep``. Megatron-Core does not: its alltoall dispatcher
+    sends the permuted activations, its DeepEP path passes the BF16 hidden states to
+    ``fused_dispatch``, and its HybridEP path asserts ``not fp8_dispatch`` ("HybridEP dispatcher
+    does not support fp8 dispatch now", megatron/core/transformer/moe/fused_a2a.py at 4415119 of
+    Megatron-Core, NeMo 26.04); TransformerEngine's grouped linear quantises the rows after the
+    exchange. Megatron-Core's runs therefore set ``bf16``."""
+    if dispatch_dtype == "auto":
+        return dispatcher == "deepep"
+    return dispatch_dtype == "fp8"
 
 
 def beside_exchange_sm_fraction(scn: Scenario) -> float:

@@ -223,3 +223,18 @@ def test_expert_states_shard_over_expert_data_parallel(make):
     mem = estimate_memory(scn, 0)
     assert mem.optimizer == pytest.approx(12 * (dense / 8 + experts / 2))
     assert mem.params == pytest.approx(2 * (dense + experts))
+
+
+def test_megatron_dispatch_stays_bf16_in_fp8_runs(make):
+    """Megatron-Core's DeepEP/HybridEP dispatch carries the BF16 activations even in FP8 runs
+    (``moe_dispatch_dtype: bf16``): T·k·h·2 bytes, twice the FP8 payload less its scales."""
+    prog = build_schedule(make({"ep": 8, "moe_dispatcher": "deepep", "moe_dispatch_dtype": "bf16"},
+                               training={"dtype": "fp8"})).programs["pp0.cp0"]
+    fwd = [op for op in prog if isinstance(op, CommOp) and op.axes == ("ep_intra",)
+           and op.name.startswith("L1.moe.dispatch.fwd")][0]
+    assert fwd.dtype == "bf16"
+    assert fwd.size_bytes == 512 * 2 * 256 * 2
+    # and an alltoall dispatcher can be asked for FP8
+    prog = build_schedule(make({"ep": 4, "moe_dispatch_dtype": "fp8"}, training={"dtype": "fp8"})).programs["pp0.cp0"]
+    fwd = [op for op in _a2a(prog) if op.name.startswith("L1.moe.dispatch.fwd")][0]
+    assert fwd.dtype == "fp8" and fwd.size_bytes == int(512 * 2 * 256 * (1 + 4 / 128))
