@@ -42,7 +42,8 @@ class RoleTable:
         self.watchers: dict[int, list[int]] = {}
         self.cross_deps: list[tuple[int, ...]] = []
         self.stream_pred: list[int] = []
-        # One pass over the program (a deep pipeline's role holds tens of thousands of ops).
+        # One pass over the program (a deep pipeline's role holds tens of thousands of ops), its
+        # attribute look-ups bound once: this table is built for every role of every replay.
         streams, watchers, dt, cross_deps, stream_pred = (self.streams, self.watchers, self.dt, self.cross_deps,
                                                           self.stream_pred)
         # Whether a kernel of this role runs on a stream other than compute (ZeRO-3's unflatten
@@ -51,36 +52,51 @@ class RoleTable:
         self.side_kernels = False
         stream_of: list[str] = []
         no_deps: tuple[int, ...] = ()
+        add_dt, add_cross, add_pred, add_stream = dt.append, cross_deps.append, stream_pred.append, stream_of.append
+        add_collective = self.collectives.add
+        p2p_dirs = self.p2p_dirs
+        side = False
         for i, (op, t) in enumerate(zip(program, costs.compute_times(program))):
             stream = op.stream
-            stream_of.append(stream)
+            add_stream(stream)
             ops_of = streams.get(stream)
             if ops_of is None:
                 streams[stream] = [i]
-                stream_pred.append(-1)
+                add_pred(-1)
             else:
-                stream_pred.append(ops_of[-1])
+                add_pred(ops_of[-1])
                 ops_of.append(i)
-            dt.append(None if t is None else (t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow))
-            if t is not None and stream != "compute":
-                self.side_kernels = True
-            if isinstance(op, CommOp):
-                self.collectives.add((stream, op.axes, op.op, op.size_bytes))
-            elif isinstance(op, P2POp):
-                self.p2p_dirs.update((x.axis, x.offset, True) for x in op.sends)
-                self.p2p_dirs.update((x.axis, x.offset, False) for x in op.recvs)
+            if t is None:
+                add_dt(None)
+                if isinstance(op, CommOp):
+                    add_collective((stream, op.axes, op.op, op.size_bytes))
+                elif isinstance(op, P2POp):
+                    p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
+                    p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
+            else:
+                add_dt((t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow))
+                if stream != "compute":
+                    side = True
             deps = op.deps
             if not deps:
-                cross_deps.append(no_deps)
+                add_cross(no_deps)
                 continue
-            cross = tuple([d for d in deps if stream_of[d] != stream])
-            cross_deps.append(cross)
+            cross: tuple[int, ...]
+            if len(deps) == 1:
+                if stream_of[deps[0]] == stream:
+                    add_cross(no_deps)
+                    continue
+                cross = deps
+            else:
+                cross = tuple([d for d in deps if stream_of[d] != stream])
+            add_cross(cross)
             for d in cross:
                 w = watchers.get(d)
                 if w is None:
                     watchers[d] = [i]
                 else:
                     w.append(i)
+        self.side_kernels = side
 
 
 class RankState:

@@ -20,7 +20,7 @@ from typing import Callable
 from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder, Tag,
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer)
 from simulator.schedule.loss import CrossEntropyImpl, loss_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
@@ -362,7 +362,7 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
             for i in _P2P_XFERS:
                 args[i] = tuple([Transfer(t.axis, t.offset, t.nbytes, t.key.replace(_MB, digits), t.transport)
                                  for t in args[i]])
-        ops.append(cls(*args))
+        ops.append(MAKE_OP[cls](*args))
     return start + tpl.result
 
 

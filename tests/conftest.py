@@ -1,0 +1,30 @@
+"""Suite-wide pytest hooks.
+
+CI runs the suite with pytest-xdist, one file per work unit (``-n auto --dist loadfile``), and
+xdist hands the files to the workers in collection order. A file of long tests handed out last
+runs on at the end while the other workers sit idle, so the longest files are collected first
+and the many short ones fill the other workers around them: the all-rows e2e accuracy file
+(over three minutes of simulation on two cores, most of it in one test), then the files with
+the most slow-marked tests. Tests keep their order inside a file (the e2e file's
+single-source tests read the step times its all-rows test simulated).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+LONGEST_FIRST = ("validation/test_e2e_accuracy.py",)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    longest = {here / p: i for i, p in enumerate(LONGEST_FIRST)}
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
+    first: dict[Path, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.path, i)
+    # Stable: a file's tests stay together and in their order.
+    items.sort(key=lambda item: (longest.get(item.path, len(longest)), -slow[item.path], first[item.path]))

@@ -1,0 +1,30 @@
+"""ir.MAKE_OP builds an op from its field values without __init__ (transformer._stamp's copies):
+the op must be the one __init__ builds from the same values, and as immutable."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from simulator.schedule.ir import MAKE_OP, CommOp, ComputeOp, P2POp, Tag, Transfer
+
+OPS = [
+    ComputeOp(name="L3.fc1.bwd", kind="gemm", flops=3.5e12, hbm_bytes=1e8, deps=(4, 7), gemm=(8192, 4096, 1024),
+              count=2, dtype="fp8", sm_fraction=0.9, stream="compute", tag=Tag("bwd", 3, 5), concurrent=2),
+    CommOp(name="tp.ag", op="allgather", axes=("tp",), size_bytes=1 << 20, deps=(2,), tag=Tag("fwd", 1, 0)),
+    P2POp(name="pp.send", sends=(Transfer("pp", 1, 4096, "pp.act.v1.mb3"),), recvs=(Transfer("pp", -1, 4096, "k"),),
+          deps=(9,), tag=Tag("fwd", None, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: type(op).__name__)
+def test_make_op_builds_the_op_init_builds(op):
+    values = [getattr(op, name) for name in type(op).__slots__]
+    made = MAKE_OP[type(op)](*values)
+    assert type(made) is type(op) and made == op and hash(made) == hash(op)
+    assert dataclasses.asdict(made) == dataclasses.asdict(op)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.deps = ()  # type: ignore[misc]
+    changed = MAKE_OP[type(op)](*[(1, 2) if n == "deps" else v for n, v in zip(type(op).__slots__, values)])
+    assert changed == dataclasses.replace(op, deps=(1, 2))
