@@ -10,6 +10,13 @@ TP-parallel dense MLP on the same input. The dispatchers (moe/token_dispatcher.p
   as many), then AllGather-V over the expert-TP group when etp > 1 so every expert-TP rank holds
   the rows of its experts; combine mirrors it: ReduceScatter-V over etp, All-to-All back,
   unpermute and sum the k expert outputs of each token weighted by its router probabilities.
+  Two more steps of ``MoEAlltoAllTokenDispatcher`` (``token_dispatch``, ``dispatch_postprocess``,
+  ``combine_preprocess``): the routed rows' probabilities travel in an All-to-All of their own
+  after the tokens' (the experts weight their activations by them; backward returns their
+  gradients the same way), and with more than one local expert the rows that arrive grouped by
+  source rank are sorted by expert (``sort_chunks_by_idxs``, "permutation 2") and put back in
+  source order before the combine: one more read and write of the rows each way, forward and
+  backward (:func:`_sort_chunks`).
 * ``allgather`` (``MoEAllGatherTokenDispatcher``): AllGather of the T tokens over the etp×ep group,
   each rank picks the rows of its local experts; combine is a ReduceScatter over the same group.
 * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP, github.com/deepseek-ai/DeepEP normal
@@ -271,6 +278,24 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
     return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
 
 
+def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """The alltoall dispatcher's second All-to-All: one router probability per routed row, in the
+    activation dtype (the router's logits dtype), after the tokens' (forward) or their gradients
+    (backward, the mirror)."""
+    if s.dispatcher != "alltoall" or s.ep == 1:
+        return dep
+    size = int(s.tokens * s.top_k * s.load * s.act_bytes)
+    return _comm(pb, f"{name}.probs.alltoall", "alltoall", ("ep",), size, (dep,), tag, _wire_dtype(s, False))
+
+
+def _sort_chunks(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """Megatron's permutation 2 (``sort_chunks_by_idxs``) of the alltoall dispatcher with more
+    than one local expert: the received rows (and their probabilities) read and written once."""
+    if s.dispatcher != "alltoall" or s.ep == 1 or s.local_experts == 1:
+        return dep
+    return _mem(pb, name, 2 * s.rows * (s.hidden + 1) * s.act_bytes, (dep,), tag)
+
+
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
@@ -296,12 +321,15 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
         start = len(pb)
         shared_done = _shared_fwd(pb, s, tp, after)
         hold_sms(pb, range(start, len(pb)), s.beside_exchange_sm_fraction)
+    dispatched = _probs_exchange(pb, s, f"{p}.dispatch.fwd", dispatched, tag)
     rows = _etp(pb, s, f"{p}.dispatch.fwd", "allgather", dispatched, tag)
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_fwd(pb, s, tp, after)
+    rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
     back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
     combined = _exchange(pb, s, f"{p}.combine.fwd", back, tag, dispatch=False)
     out = _mem(pb, f"{p}.unpermute.fwd", T * s.top_k * h * B + T * h * B, (combined,), tag)
@@ -328,13 +356,16 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     rows = _etp(pb, s, f"{p}.combine.bwd", "allgather", to_experts, tag)
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_bwd(pb, s, tp, after)
+    rows = _sort_chunks(pb, s, f"{p}.unsort_chunks.bwd", rows, tag)
     f = s.ffn // s.etp
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
     fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, h, s.up, (act,), tag)
+    sorted_back = _sort_chunks(pb, s, f"{p}.sort_chunks.bwd", fc1_d, tag)
     fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
-    back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", fc1_d, tag)
+    back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", sorted_back, tag)
+    back = _probs_exchange(pb, s, f"{p}.dispatch.bwd", back, tag)
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
     permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * h * B + T * h * B, (returned,), tag)
     topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (permute,), tag)

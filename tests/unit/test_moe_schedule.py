@@ -55,7 +55,12 @@ def test_moe_plan_invariants(make, name):
 
 
 def _a2a(program):
-    return [op for op in program if isinstance(op, CommOp) and op.op == "alltoall"]
+    """The token All-to-Alls (the alltoall dispatcher's probability All-to-Alls left out)."""
+    return [op for op in program if isinstance(op, CommOp) and op.op == "alltoall" and ".probs." not in op.name]
+
+
+def _probs_a2a(program):
+    return [op for op in program if isinstance(op, CommOp) and op.op == "alltoall" and ".probs." in op.name]
 
 
 def test_all_to_all_volume_per_gpu_per_layer(make):
@@ -70,7 +75,26 @@ def test_all_to_all_volume_per_gpu_per_layer(make):
     assert all(op.axes == ("ep",) for op in a2a)
     moe_layers, n_micro = 3, scn.n_micro
     assert len(a2a) == 4 * moe_layers * n_micro
-    assert role_comm_bytes(prog, sched.grid)["alltoall"] == 4 * moe_layers * n_micro * per_op
+    # the alltoall dispatcher's probabilities: T·k values of B bytes, forward and their gradients back
+    probs = _probs_a2a(prog)
+    assert {op.size_bytes for op in probs} == {512 * 2 * 2} and len(probs) == 2 * moe_layers * n_micro
+    assert role_comm_bytes(prog, sched.grid)["alltoall"] == moe_layers * n_micro * (4 * per_op + 2 * 512 * 2 * 2)
+
+
+def test_alltoall_dispatcher_sorts_rows_by_local_expert(make):
+    """Megatron's permutation 2 (sort_chunks_by_idxs) with 8 experts over ep 4 (2 local): the
+    T·k received rows and their probabilities read and written once before the experts and once
+    after, forward and backward; none with one local expert, none with DeepEP."""
+    def sorts(prog):
+        return [op for op in prog if isinstance(op, ComputeOp) and "sort_chunks" in op.name]
+
+    scn = make({"ep": 4})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ops = sorts(prog)
+    assert len(ops) == 4 * 3 * scn.n_micro
+    assert {op.hbm_bytes for op in ops} == {2 * 512 * 2 * (256 + 1) * 2}
+    assert not sorts(build_schedule(make({"ep": 8})).programs["pp0.cp0"])
+    assert not sorts(build_schedule(make({"ep": 4, "moe_dispatcher": "deepep"})).programs["pp0.cp0"])
 
 
 def test_every_token_dispatched_is_combined(make):
