@@ -120,6 +120,11 @@ class Parallel(BaseModel):
         default="alltoall", description="token dispatcher: alltoall (Megatron MoEAlltoAllTokenDispatcher), "
                                         "allgather (MoEAllGatherTokenDispatcher), deepep (DeepEP kernels: "
                                         "RDMA to one GPU per node, NVLink forwarding inside it)")
+    moe_deepep_backend: Literal["deepep", "hybridep"] = Field(
+        default="deepep", description="the kernels behind moe_dispatcher deepep (Megatron's "
+                                      "moe_flex_dispatcher_backend): deepep (DeepEP's normal kernels) or hybridep "
+                                      "(NVIDIA's HybridEP, whose every forward dispatch first AllGathers the T x E "
+                                      "routing map over the EP group)")
     moe_dispatch_dtype: Literal["auto", "fp8", "bf16"] = Field(
         default="auto", description="what the dispatch All-to-All carries in an fp8 run: fp8 (one fp32 scale per "
                                     "128 values, DeepSeek-V3's DeepEP dispatch), bf16 (the activations as they are: "

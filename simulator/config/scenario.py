@@ -306,6 +306,9 @@ def check_moe(scn: Scenario, dp: int) -> None:
     if p.moe_dispatcher == "deepep" and p.moe_deepep_sms >= scn.profile.gpu.sms:
         _fail(scn, "parallel.moe_deepep_sms", f"moe_deepep_sms={p.moe_deepep_sms} leaves no SM for compute: "
                                               f"{scn.profile.gpu.name} has {scn.profile.gpu.sms}")
+    if p.moe_deepep_backend == "hybridep" and p.moe_dispatcher != "deepep":
+        _fail(scn, "parallel.moe_deepep_backend", f"hybridep is a backend of moe_dispatcher deepep (Megatron's flex "
+                                                  f"dispatcher), not of {p.moe_dispatcher}")
     if p.overlap_moe_expert_parallel_comm:
         check_a2a_overlap(scn)
 

@@ -479,6 +479,30 @@ the host would take about 3.2 ms of Python per MoE layer per micro-batch beyond 
 forward kernel and 6 µs per backward kernel the model charges; no measurement of Megatron-Core's
 MoE layer on the host is available to price it, so it is left unmodelled.
 
+**Megatron-Bridge MoE: what Megatron-Core's dispatchers put on the wire.** Three traffic terms of
+Megatron-Core 26.04's dispatchers (Megatron-LM 4415119, the Megatron-Bridge 21d102f5e submodule)
+were missing or wrong, each now modelled from the source with a closed-form test in
+`test_moe_schedule.py`. (1) The dispatch is BF16 in FP8 runs: HybridEP asserts `not fp8_dispatch`
+("HybridEP dispatcher does not support fp8 dispatch now", `moe/fused_a2a.py`) and the DeepEP and
+alltoall paths send the BF16 hidden states (TransformerEngine quantises after the exchange),
+where the model had sent FP8 with DeepEP (`parallel.moe_dispatch_dtype: bf16` for these rows):
+Qwen3-30B on 16 H100 +45.1% → +32.1%, on 8 B200 +15.8% → +12.3%. (2) The alltoall dispatcher
+sends the router probabilities in an All-to-All of their own and, with several local experts,
+sorts the received rows by expert and back (`sort_chunks_by_idxs`), forward and backward:
+GPT-OSS-120B on 64 H100 +18.8% → +16.6%, Qwen3-235B on 256 B200 +32.9% → +27.8%, GPT-OSS-120B on
+64 B200 +32.1% → +30.1%. (3) HybridEP AllGathers the T × E routing map over the EP group before
+every forward dispatch (`deep_ep/hybrid_ep_buffer.py`, `moe_deepep_backend: hybridep`): +32.1% →
++30.6% and +12.3% → +11.8%. The source's median goes from 32.1% to 27.8%, all rows still
+optimistic; AutoModel's rows (DeepEP, BF16) do not move. Two more mechanisms of the recipes are
+not priced. The forced-balanced router (`moe_router_force_load_balancing`) draws normal random
+logits per token (`RandomSTE`, `moe/moe_utils.py`): per-expert counts vary binomially around
+their mean (4,096 ± 64 rows per expert on the Qwen3-30B and GPT-OSS rows), not the exact mean the model prices; a seeded draw
+(`training.moe_routing_seed`) moves the rank load by under 1% but puts every expert of GPT-OSS on
+B200 one 128-row tile over the exact 4,096 (+4.4% on the step), an artefact of pricing every
+expert at the one mean count. And the device-to-host syncs of the dispatch (the alltoall
+dispatcher's token-count copy before the All-to-All, HybridEP's `num_dispatched_tokens` copy)
+make the GPU wait for the host a few tens of microseconds per layer (see above).
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at

@@ -146,8 +146,10 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
         # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
         parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
                         moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
-        if "hybridep" in dispatcher and preset.startswith("qwen3"):
-            parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
+        if "hybridep" in dispatcher:
+            parallel["moe_deepep_backend"] = "hybridep"
+            if preset.startswith("qwen3"):
+                parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
         if _note(notes, "moe_a2a_overlap") == "True":
             parallel["overlap_moe_expert_parallel_comm"] = True
         if pp > 1 and preset.startswith("qwen3"):

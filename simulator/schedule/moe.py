@@ -20,7 +20,8 @@ TP-parallel dense MLP on the same input. The dispatchers (moe/token_dispatcher.p
 * ``allgather`` (``MoEAllGatherTokenDispatcher``): AllGather of the T tokens over the etp×ep group,
   each rank picks the rows of its local experts; combine is a ReduceScatter over the same group.
 * ``deepep`` (``MoEFlexTokenDispatcher`` with DeepEP, github.com/deepseek-ai/DeepEP normal
-  kernels): a token is sent over RDMA at most once per destination node (to the GPU of the same
+  kernels, or its HybridEP backend, ``moe_deepep_backend: hybridep``, which first AllGathers the
+  routing map, :func:`_routing_map_allgather`): a token is sent over RDMA at most once per destination node (to the GPU of the same
   local index), which forwards it over NVLink to the GPUs holding its experts; the combine goes
   back the same way. Modelled as an All-to-All over the EP ranks of the other nodes sized by the
   expected number of distinct nodes a token's k experts fall on, then an All-to-All inside the node
@@ -94,6 +95,7 @@ class MoESpec:
     ep_nodes: int  # deepep: nodes the EP group spans
     shared_overlap: bool
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
+    hybridep: bool = False  # deepep dispatcher on the HybridEP backend
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
 
     @classmethod
@@ -111,6 +113,7 @@ class MoESpec:
                    load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
                                                   m.topk_groups), ep_nodes=ep_nodes,
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
+                   hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
                    beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn))
 
     @property
@@ -278,6 +281,18 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
     return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
 
 
+def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """HybridEP's metadata preprocessing before every forward dispatch: each rank's T×E routing map
+    (one bool byte per token and expert) AllGathered over the EP group
+    (``torch.distributed.all_gather_into_tensor(global_routing_map, routing_map, self.group)`` in
+    deepseek-ai/DeepEP ``deep_ep/hybrid_ep_buffer.py``, ``dispatch_with_permute`` without a
+    handle), which the dispatch waits for. Backward reuses the handle: no gather."""
+    if not s.hybridep or s.ep * s.etp == 1:
+        return dep
+    return _comm(pb, f"{name}.routing_map.allgather", "allgather", ("etp", "ep"),
+                 s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
+
+
 def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
     """The alltoall dispatcher's second All-to-All: one router probability per routed row, in the
     activation dtype (the router's logits dtype), after the tokens' (forward) or their gradients
@@ -315,6 +330,7 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
                               gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
     permute = _mem(pb, f"{p}.permute.fwd", T * h * B + T * s.top_k * h * B, (topk,), tag)
+    permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
     dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True)
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:

@@ -262,3 +262,21 @@ def test_megatron_dispatch_stays_bf16_in_fp8_runs(make):
     prog = build_schedule(make({"ep": 4, "moe_dispatch_dtype": "fp8"}, training={"dtype": "fp8"})).programs["pp0.cp0"]
     fwd = [op for op in _a2a(prog) if op.name.startswith("L1.moe.dispatch.fwd")][0]
     assert fwd.dtype == "fp8" and fwd.size_bytes == int(512 * 2 * 256 * (1 + 4 / 128))
+
+
+def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
+    """HybridEP's metadata preprocessing: every forward dispatch first AllGathers each rank's T×E
+    routing map (a bool byte per token and expert) over the EP group; backward reuses the handle.
+    T = 512 tokens, E = 8 experts, ep = 8: 512·8·8 bytes gathered, once per MoE layer and
+    micro-batch."""
+    def gathers(scn):
+        prog = build_schedule(scn).programs["pp0.cp0"]
+        return [op for op in prog if isinstance(op, CommOp) and "routing_map" in op.name]
+
+    scn = make({"ep": 8, "moe_dispatcher": "deepep", "moe_deepep_backend": "hybridep"})
+    ops = gathers(scn)
+    assert len(ops) == 3 * scn.n_micro and {op.tag.phase for op in ops} == {"fwd"}
+    assert {(op.op, op.axes, op.size_bytes) for op in ops} == {("allgather", ("etp", "ep"), 512 * 8 * 8)}
+    assert not gathers(make({"ep": 8, "moe_dispatcher": "deepep"}))
+    with pytest.raises(InputError, match="moe_deepep_backend"):
+        make({"ep": 8, "moe_deepep_backend": "hybridep"})
