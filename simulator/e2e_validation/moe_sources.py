@@ -121,7 +121,8 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     B200 of Megatron-Bridge's 26.04.01 performance summary, with the printed TP, PP, VP, EP,
     micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
     gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute, the dispatcher
-    (``flex`` with the DeepEP or HybridEP backend as deepep, else alltoall), combined-1F1B A2A
+    (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
+    else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
     overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
     Qwen3 layer split that counts the embedding and the loss as layers. DeepSeek-V3's row is left out (multi-token prediction is not modelled),
     and so is the H100 Qwen3-235B row, for run time (more than ``MAX_MICRO_BATCHES`` per pipeline)."""
