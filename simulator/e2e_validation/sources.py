@@ -78,7 +78,8 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
 
 def _bloom(rows: list[Row]) -> list[Case]:
     """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
-    on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), on the
+    on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), at the
+    production batch of 2,048 where the plan was also measured at another batch, on the
     jean-zay-a100 profile (DGX A100 nodes with Jean Zay's 4 Omni-Path 100 Gb/s links). DeepSpeed
     ZeRO-1 reduces the gradients after the backward (``overlap_comm`` off by default). The
     column-parallel backward AllReduce follows the wgrad GEMM (Megatron-DeepSpeed's
@@ -90,8 +91,17 @@ def _bloom(rows: list[Row]) -> list[Case]:
     (``zero1_impl: deepspeed-bf16``)."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
+
+    def key(r: Row) -> tuple[object, ...]:
+        return (r["layers"], r["hidden"], r["heads"], r["tp"], r["pp"], r["micro_batch"])
+
+    # a plan measured at several batches: the production batch, 2,048 (the 02-25 table's GBS 1,568
+    # run of tp8 pp6 dp8 mbs4 took as long as the 2,048 one, 113.0 vs 114.1 s, for 23% fewer samples)
+    at_2048 = {key(r) for r in rows if r["global_batch"] == "2048"}
     for r in sorted(rows, key=lambda r: r["model_name"] != "BLOOM-176B"):  # the final run first
         if r["metric"] != "step_time_s" or "INCONSISTENT" in r["notes"] or not r["layers"]:
+            continue
+        if r["global_batch"] != "2048" and key(r) in at_2048:
             continue
         n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
         dp = parse_int(r["dp"], 1)
@@ -103,10 +113,9 @@ def _bloom(rows: list[Row]) -> list[Case]:
             continue
         if tp * pp * dp != n:
             continue
-        key = (r["layers"], r["hidden"], r["heads"], tp, pp, r["micro_batch"])
-        if key in seen:
+        if key(r) in seen:
             continue
-        seen.add(key)
+        seen.add(key(r))
         dtype = parse_precision(r) or "fp16"
         mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
         # bf16 (the final run): DeepSpeed's BF16_Optimizer with its fp32 gradients, AllReduced in
@@ -135,7 +144,7 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
     live 1e9, persistence threshold 1e5 elements, reduce bucket 5e8, contiguous_gradients off, so
     each bucket of gradients is AllReduced whole), full activation recompute (the
     eq. 3 TFLOP/s count it), fp16, the legacy kernels (materialised attention scores). The PTD-P
-    rows of the table are not used."""
+    rows of the table are the ``megatron2021_ptdp`` source."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["zero_stage_or_fsdp"].startswith("ZeRO-3"):
@@ -147,6 +156,74 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
             parallel=dict(zero=3, zero3_impl="deepspeed-2021"), stack=MEGATRON_LEGACY),
             "megatron_hfu_tflops", float(r["value"]), n))
     return out
+
+
+def smallest_interleave(layers_per_stage: int) -> int:
+    """The fewest virtual stages (> 1) that split a stage's layers evenly: the interleaved schedule
+    with the least extra pipeline communication (a stage with one layer is not interleaved)."""
+    return next((v for v in range(2, layers_per_stage + 1) if layers_per_stage % v == 0), 1)
+
+
+def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
+    """One PTD-P row of arXiv:2104.04473 as Megatron-LM of early 2021 ran it (sec 5.1: "the
+    interleaved pipeline schedule with the scatter/gather optimization enabled"): TP and PP as
+    printed, dp = GPUs / (tp x pp), micro-batch 1 (Table 2 prints it for these runs; Table 1 does
+    not), the fewest virtual stages that split a stage's layers evenly (not printed), full
+    recompute (eq. 3 counts it), fp16 with the legacy kernels (materialised attention scores),
+    the blocking TP AllReduce of the time (``async_tensor_model_parallel_allreduce`` came in Sep
+    2021), no distributed optimizer (it came in 2022), and the local DDP of that commit: every
+    fp16 gradient AllReduced in one flat buffer after the backward
+    (``megatron/model/distributed.py``)."""
+    n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
+    dp, layers = n // (tp * pp), parse_int(r["layers"])
+    mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
+    par: dict = dict(tp=tp, pp=pp, zero=0, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
+                     ddp_bucket_elements=ONE_FLAT_BUFFER, async_tensor_model_parallel_allreduce=False,
+                     scatter_gather_tensors_in_pipeline=True)
+    vp = smallest_interleave(layers // pp) if pp > 1 else 1
+    if vp > 1:
+        par.update(pp_schedule="interleaved", vp=vp)
+    return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} {n} GPUs", make_scenario(
+        f"mlm2021-{source}-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
+        micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16", recompute="full",
+        parallel=par, stack=MEGATRON_LEGACY), "megatron_hfu_tflops", float(r["value"]), n)
+
+
+# Forward and backward passes of one pipeline (pp x vp x micro-batches) above which a Megatron 2021
+# row is left out for run time: GPT-530B on 2,520 GPUs (280 micro-batches through 105 virtual stages)
+# takes 47 CPU s, GPT-1T (512 through 128) about three times that, and the interleaved schedule with
+# that few micro-batches per stage is not folded (replay/fold.py).
+MAX_PIPELINE_PASSES = 10_000
+
+
+def _affordable(c: Case) -> bool:
+    p, t = c.scenario["parallel"], c.scenario["training"]
+    micro = t["global_batch"] // (t["micro_batch"] * (c.n_gpus // (p.get("tp", 1) * p.get("pp", 1))))
+    return p.get("pp", 1) * p.get("vp", 1) * micro <= MAX_PIPELINE_PASSES
+
+
+def _megatron2021_ptdp(rows: list[Row]) -> list[Case]:
+    """The PTD-P rows of arXiv:2104.04473 Table 2, the comparison the ZeRO-3 rows belong to:
+    GPT-175B (TP 8 x PP 12) on 384-1,536 and GPT-530B (TP 8 x PP 35) on 560-2,240 DGX A100 GPUs at
+    a fixed global batch, micro-batch 1, so DP grows 4 -> 16 and 2 -> 8 while the micro-batches
+    per pipeline fall 384 -> 96 and 1,120 -> 280. The TP x PP split of the printed model-parallel
+    size (96, 280) is the one of Table 1; built as the Table 1 rows (``megatron2021_weak``). Rows
+    whose pipeline runs more than ``MAX_PIPELINE_PASSES`` passes (the GPT-530B rows: 280-1,120
+    micro-batches through 105 virtual stages) are left out for run time."""
+    cs = [_megatron2021_ptdp_case("megatron2021_ptdp", r) for r in rows
+          if r["metric"] == "tflops_per_gpu" and "PTD-P" in r["zero_stage_or_fsdp"]]
+    return [c for c in cs if _affordable(c)]
+
+
+def _megatron2021_weak(rows: list[Row]) -> list[Case]:
+    """Every row of arXiv:2104.04473 Table 1: GPT 1.7B-1T weak scaling on 32-3,072 DGX A100 GPUs
+    (TP 1-8, PP 1-64, DP 6-32 derived), Megatron-LM of early 2021 with the interleaved schedule
+    and the scatter/gather optimisation; micro-batch and virtual stages are not printed: micro-batch
+    1 (as Table 2's PTD-P rows) and the fewest virtual stages that split a stage's layers evenly.
+    The 529.6B and 1T rows (more than ``MAX_PIPELINE_PASSES`` pipeline passes) are left out for run
+    time."""
+    cs = [_megatron2021_ptdp_case("megatron2021_weak", r) for r in rows if r["metric"] == "tflops_per_gpu"]
+    return [c for c in cs if _affordable(c)]
 
 
 def _automodel(rows: list[Row]) -> list[Case]:
@@ -407,7 +484,23 @@ SOURCES: list[Source] = [
             "2021, zero3_impl: deepspeed-2021) with its defaults assumed (stage 3 defaults of 0.3.12-0.4.x: "
             "overlap_comm on, contiguous_gradients off, so the gradients are AllReduced per bucket); fp16 "
             "assumed (the paper says mixed precision).",
-            "The table's PTD-P rows of the same comparison are in the file but not used here."]),
+            "The table's PTD-P rows of the same comparison are the megatron2021_ptdp source."]),
+    Source("megatron2021_ptdp", "Megatron-LM 2021 paper, PTD-P at a fixed batch (GPT-175B, 384-1,536 A100)",
+           "megatron_2021_zero3_table2.csv", _megatron2021_ptdp,
+           ["Held out entirely (no row fits anything): DP grows 4 -> 16 and 2 -> 8 at a fixed global batch.",
+            "The TP x PP split of the printed model-parallel size, the virtual stages and the DDP of the runs "
+            "are not printed: TP 8 with PP 12 or 35 (Table 1's split), the fewest virtual stages that split a "
+            "stage evenly (2 for 8 layers, 3 for 3), Megatron-LM's local DDP of 2021 (one flat fp16 AllReduce "
+            "after the backward); fp16 assumed (the paper says mixed precision).",
+            "The GPT-530B rows (280-1,120 micro-batches through 105 virtual stages) are left out for run time."]),
+    Source("megatron2021_weak", "Megatron-LM 2021 paper, weak scaling (GPT 1.7B-310B, 32-1,920 A100)",
+           "megatron_2021_table1.csv", _megatron2021_weak,
+           ["Held out entirely (no row fits anything).",
+            "Micro-batch and virtual stages are not printed: 1 (as the PTD-P rows of Table 2) and the fewest "
+            "virtual stages that split a stage's layers evenly; fp16 and the local DDP of 2021 assumed, as for "
+            "megatron2021_ptdp.",
+            "The 529.6B and 1T rows (280 and 512 micro-batches through 105 and 128 virtual stages) are left out "
+            "for run time."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
             "automodel_moe source."]),
@@ -490,7 +583,8 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "megatron2021_zero3"})
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "megatron2021_zero3",
+                              "megatron2021_ptdp", "megatron2021_weak"})
 
 
 def is_fit_case(case: Case) -> bool:
