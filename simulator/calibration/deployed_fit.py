@@ -32,7 +32,7 @@ import numpy as np
 
 from simulator.calibration.measured import bundled_sweeps
 from simulator.calibration.sweep_prediction import SweepResult, case_for, case_profile, pct, predict_sweep
-from simulator.costs.deployed import NEUTRAL, DeployedNet
+from simulator.costs.deployed import NEUTRAL, DeployedNet, deployed_key
 from simulator.units import MiB
 
 # Systems whose multi-node slowness is not the network's, kept out of the fit (still scored).
@@ -48,6 +48,10 @@ FIT_EXCLUDED = {
     "oci-gb200": "NVL72 racks again: NCCL's tuner picks NVLS-Tree over the two racks' NVLink domains, which the "
                  "model prices 2-3x faster than measured at >= 1 MiB (a choice/bandwidth question of multi-node "
                  "NVLink, not of the RoCE hops between racks; scored, not fitted)",
+    "aac10-mi300x": "RCCL 2.22.3 over RCCL's own verbs transport: every call up to 128 MiB pays a constant ~220 us more than "
+                    "on the MI355X cluster of the same provider (RCCL 2.26.6 with AMD's ANP plugin: a 40 us floor), while "
+                    "both grow alike from 2 to 64 MiB (129 vs 126 GB/s of Tree/Simple algbw): a per-call cost of that "
+                    "installation, not of the RoCE hops (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system, whose 1-128 MiB rows run up to 3.5x slower than the Simple "
                    "protocol its stack enforces (costs/transports.py) explains: "
                    "scored with the pooled row, not fitted",
@@ -87,8 +91,9 @@ class Decomposed:
 
 
 def transport_of(result: SweepResult) -> str:
-    """The scale-out transport of the profile a sweep is modelled on (the key of its constants)."""
-    return case_profile(result.case).node.nics.transport
+    """The deployed row of the profile a sweep is modelled on: its scale-out transport, with the
+    collective library when it is not NCCL (``roce/rccl``; :func:`~simulator.costs.deployed.deployed_key`)."""
+    return deployed_key(case_profile(result.case))
 
 
 def neutral_results() -> list[SweepResult]:

@@ -249,14 +249,14 @@ def case_profile(case: Case, table: dict | None = None):
     """The case's profile, with the sweep's transport when the header names another one and,
     when ``table`` is given, that table's deployed constants instead of the bundled ones."""
     from simulator.config.hardware import load_profile
-    from simulator.costs.deployed import deployed_for
+    from simulator.costs.deployed import deployed_for, deployed_key
 
     profile = load_profile(case.profile)
     if case.transport and case.transport != profile.node.nics.transport:
         nics = profile.node.nics.model_copy(update={"transport": case.transport})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)
-        nccl: dict[str, float | str] = {**deployed_for(profile.node.nics.transport, table).overrides(),
+        nccl: dict[str, float | str] = {**deployed_for(deployed_key(profile), table).overrides(),
                                         **profile.nccl_overrides}
         if profile.nccl_version:
             nccl["version"] = profile.nccl_version

@@ -340,6 +340,13 @@ class HardwareProfile(_Strict):
         v = self.nccl.get("version")
         return v if isinstance(v, str) else None
 
+    @property
+    def collective_library(self) -> str:
+        """The collective library the GPUs run: RCCL on AMD GPUs (CDNA), NCCL otherwise. Its tuner
+        chooses the algorithm and protocol (costs/rccl_tuner.py) and its systems have their own
+        deployed constants (costs/deployed.py)."""
+        return "rccl" if self.gpu.arch.startswith("cdna") else "nccl"
+
     @model_validator(mode="after")
     def _consistent(self) -> "HardwareProfile":
         su = self.node.scale_up

@@ -64,6 +64,7 @@ import numpy as np
 
 from simulator.costs import nccl_constants, nccl_graph
 from simulator.costs import nccl_tuner as tuner
+from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
     Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, make_phase, nvls_intra,
     nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
@@ -179,13 +180,14 @@ def _check_pins(op: str, algo: str | None, proto: str | None, topo: TopologyView
 def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo: str | None, proto: str | None) -> tuple[str, str]:
     if op == "alltoall" or op == "sendrecv":
         return ("direct" if op == "alltoall" else "p2p"), proto or tuner.p2p_protocol(ctx, _per_peer(op, size, lay))
+    choose = rccl_tuner.select if ctx.library == "rccl" else tuner.select
     if algo == "hierarchical":
-        return algo, proto or tuner.select(ctx, op, size, algo="ring")[1]
+        return algo, proto or choose(ctx, op, size, algo="ring")[1]
     tuner_algo = algo
     if algo == "nvls" and len(lay.by_node) > 1:
         tuner_algo = "nvls_tree"  # NCCL_ALGO=NVLS across nodes without CollNet runs NVLSTree
-    try:  # NCCL's choice, with its own tables (not calibrated values), among the algorithms with flows
-        return tuner.select(ctx, op, size, algo=tuner_algo, proto=proto, algos=FLOWED)
+    try:  # the library's choice, with its own tables (not calibrated values), among the algorithms with flows
+        return choose(ctx, op, size, algo=tuner_algo, proto=proto, algos=FLOWED)
     except ValueError:
         pass
     if tuner_algo is not None and tuner_algo in _STRUCTURAL[op]:

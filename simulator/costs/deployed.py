@@ -61,29 +61,42 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 
 # Fitted by simulator.calibration.deployed_fit on every system of data/nccl; how each value does
 # on a system it was not fitted on is the headline (leave-one-system-out) table of
-# docs/validation-collectives.md. The InfiniBand row rests on two systems (2 x 1 A100-PCIe,
-# 2 x 8 DGX A100; the 10 x 8 H100 cluster is scored, not fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100 p4de, two 2 x 8 H100 p5 clusters);
-# Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100, 2-540 nodes; its testbed Sirius);
-# RoCE on six (AMD AAC10/11/14; 2 x 8 OCI A100 and H100; 2 x 8 Google Cloud A3 Ultra H200).
+# docs/validation-collectives.md. Rows are keyed by transport, and by transport and library for
+# RCCL (deployed_key). The InfiniBand row rests on two systems (2 x 1 A100-PCIe, 2 x 8 DGX A100;
+# the 10 x 8 H100 cluster is scored, not fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100
+# p4de, two 2 x 8 H100 p5 clusters); Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100,
+# 2-540 nodes; its testbed Sirius); NCCL over RoCE on three (2 x 8 OCI A100 and H100; 2 x 8 Google
+# Cloud A3 Ultra H200); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
+# fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
+# both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(40, (0.5, 0.8), (0.5, 0.8), "aws-p4de, aws-p5, aws-p5-samples"),
+    "efa": DeployedNet(40, (1, 0.8), (1, 0.8), "aws-p4de, aws-p5, aws-p5-samples"),
     "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100"),
-    "roce": DeployedNet(20, (0.125, 0.6), (0.125, 0.6), "aac10-mi300x, aac11-mi325x, gcp-a3-ultra, mi355x, "
-                                                        "oci-a100, oci-h100"),
-    "slingshot": DeployedNet(20, (0.125, 0.7), (0.125, 0.7), "gh200-alps, polaris-a100, sirius-a100"),
-    "other": DeployedNet(30, (0.125, 0.7), (0.125, 0.7), "all of a100-pcie, aac10-mi300x, aac11-mi325x, aws-p4de, "
-                                                         "aws-p5, aws-p5-samples, gcp-a3-ultra, gh200-alps, "
-                                                         "mi355x, oci-a100, oci-h100, polaris-a100, sirius-a100, "
-                                                         "sophia-a100"),
+    "roce": DeployedNet(20, (0.125, 0.9), (0.125, 0.9), "gcp-a3-ultra, oci-a100, oci-h100"),
+    "roce/rccl": DeployedNet(15, (0.5, 0.7), (0.5, 0.7), "aac11-mi325x, mi355x"),
+    "slingshot": DeployedNet(30, (0.35, 0.8), (0.35, 0.8), "gh200-alps, polaris-a100, sirius-a100"),
+    "other": DeployedNet(30, (1, 0.8), (1, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
+                                                 "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
+                                                 "sirius-a100, sophia-a100"),
 }
 
 
-def deployed_for(transport: str, table: dict[str, DeployedNet] | None = None) -> DeployedNet:
-    """The deployed constants of a transport (the pooled ``other`` row when it has none)."""
+def deployed_key(profile) -> str:
+    """The row of a profile: its scale-out transport, and the collective library when it is not
+    NCCL (``roce/rccl``): RCCL's proxy, its network plugins and its kernels are another software
+    path over the same wire, so NCCL's and RCCL's systems on one transport are fitted apart."""
+    transport = profile.node.nics.transport
+    library = profile.collective_library
+    return transport if library == "nccl" else f"{transport}/{library}"
+
+
+def deployed_for(key: str, table: dict[str, DeployedNet] | None = None) -> DeployedNet:
+    """The deployed constants of a row (:func:`deployed_key`; the pooled ``other`` row when it
+    has none)."""
     t = DEPLOYED if table is None else table
-    return t.get(transport) or t.get("other") or NEUTRAL
+    return t.get(key) or t.get("other") or NEUTRAL
 
 
 def deployed_overrides(profile, table: dict[str, DeployedNet] | None = None) -> dict[str, float]:
-    """The ``nccl:`` keys the profile's transport contributes by default."""
-    return deployed_for(profile.node.nics.transport, table).overrides()
+    """The ``nccl:`` keys the profile's transport and library contribute by default."""
+    return deployed_for(deployed_key(profile), table).overrides()

@@ -53,6 +53,8 @@ class TunerContext:
     constants: TunerConstants = TunerConstants()
     # NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE as the scale-out transport's stack sets them
     stack: TransportStack = DEFAULT_STACK
+    # The collective library whose tuner chooses: "nccl", or "rccl" on AMD GPUs (costs/rccl_tuner.py)
+    library: str = "nccl"
 
     @property
     def ppn(self) -> int:
@@ -242,4 +244,5 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         graph=g,
         constants=constants,
         stack=stack,
+        library=profile.collective_library,
     )

@@ -105,6 +105,8 @@ def proto_efficiency(ctx: TunerContext, proto: str, algo: str = "ring") -> float
 def ll_max_bw_GBps(ctx: TunerContext) -> float:
     if ctx.constants.ll_max_bw_GBps is not None:
         return ctx.constants.ll_max_bw_GBps
+    if ctx.library == "rccl":
+        return math.inf  # RCCL's tuning.cc has no llMaxBw (NCCL's table is under #if !__HIP_PLATFORM_AMD__)
     rows = ctx.constants.tables.ll_max_bw
     arch = _row(ctx)
     if ctx.n_nodes == 1:
