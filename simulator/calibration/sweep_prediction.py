@@ -178,8 +178,10 @@ CASES.update({
         note="Oracle Cloud A100 (OKE), the same RoCE fabric as the B4.8 sweep; NCCL 2.19.3 left to choose"),
     "a100x16_allreduce_2node_awsp4de_efa": Case(
         "aws-p4de", "allreduce", 16, 8,
-        note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, which the model "
-             "(EFA's plugin-reported latency and the deployed constants) puts at ~105 us; from 1 MiB within 23%"),
+        note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, Tree/Simple's floor: "
+             "with fewer EFA devices than GPUs aws-ofi-nccl runs its SENDRECV protocol and sets NCCL_PROTO=simple "
+             "(costs/transports.py; predicted ~172 us, ~105 us with LL). 1-16 MiB run 40-86% slower than the "
+             "model's Tree/Simple (EFA's per-message cost over SENDRECV, not modelled); from 128 MiB within 10%"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from simulator.config.nccl_overrides import scoped
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
-from simulator.costs.transports import TransportStack, stack_for
+from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
     MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
     P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
@@ -221,7 +221,7 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
     constants = constants_from_overrides(scoped(profile.nccl_overrides, scope), source=f"profile {profile.name}",
                                          version=profile.nccl_version, under=deployed_overrides(profile))
     # The transport's plugin and environment (costs/transports.py): what NCCL is told, not fitted.
-    stack = stack_for(profile.node.nics.transport)
+    stack = stack_for_profile(profile)
     if stack.reported_latency_us:
         constants = replace(constants, reported_net_latency_us=stack.reported_latency_us)
     g = graph_from_profile(profile, n_ranks, n_nodes)

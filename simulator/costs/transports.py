@@ -33,6 +33,15 @@ Sources, per transport:
   leaves NVLS on for NCCL >= 2.18.5. NCCL's estimate of a Tree over two p5 nodes thus counts
   75 us more per hop (150 for Simple), which keeps Tree/LL128 up to 64 MiB where NCCL's own
   constants would switch to NVLSTree at 8 MiB: what the sweep shows.
+  Which of the plugin's two protocols runs depends on the instance (``src/nccl_ofi_net.c`` of
+  v1.8.1-aws, the release of the bundled p4de sweep's container): RDMA when the process sees fewer
+  GPUs than EFA devices (p5: 8 GPUs, 32 devices), else SENDRECV (p4d/p4de: 8 GPUs, 4 devices). With
+  SENDRECV the plugin asks the EFA endpoint for in-order aligned 128-byte delivery, which EFA does
+  not give, and sets ``NCCL_PROTO=simple`` (``platform-aws.c`` ``configure_nccl_proto``; logs print
+  "Setting FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported. Setting NCCL_PROTO to
+  simple"). So a p4de call pays Simple's latency at every size: NCCL 2.20's Tree/Simple over two
+  p4de nodes, the ~161 us floor of data/nccl/a100x16_allreduce_2node_awsp4de_efa.csv, where LL's
+  would be ~105 us.
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` (aws-ofi-nccl over the libfabric CXI provider: the AWS platform file is not
   built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
@@ -76,6 +85,23 @@ STACKS: dict[str, TransportStack] = {
 }
 
 
+# aws-ofi-nccl's SENDRECV protocol (fewer EFA devices than GPUs): Simple only (module docstring).
+EFA_SENDRECV = TransportStack(
+    reported_latency_us=75.0, protocols=("simple",),
+    source="aws-ofi-nccl v1.8.1-aws src/nccl_ofi_net.c (SENDRECV unless GPUs < EFA devices) and "
+           "src/platform-aws.c configure_nccl_proto: no in-order 128-byte delivery, NCCL_PROTO=simple; "
+           "latency 75.0 us on p4d/p4de")
+
+
 def stack_for(transport: str) -> TransportStack:
     """The deployed software stack of a scale-out transport (NCCL's defaults when none is known)."""
     return STACKS.get(transport, DEFAULT)
+
+
+def stack_for_profile(profile) -> TransportStack:
+    """The stack of the profile's transport on its nodes: on EFA, the plugin's protocol follows
+    the ratio of GPUs to EFA devices (module docstring)."""
+    nics = profile.node.nics
+    if nics.transport == "efa" and STACKS.get("efa") is not None and nics.count <= profile.node.gpus:
+        return EFA_SENDRECV
+    return stack_for(nics.transport)

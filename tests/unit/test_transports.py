@@ -94,3 +94,24 @@ def test_efa_tree_ll128_up_to_32MiB_matches_the_p5_sweep():
     for p in mid:
         assert (p.algorithm, p.protocol) == ("tree", "ll128")
         assert abs(p.error) <= 0.10, (p.size_bytes, p.error)
+
+
+def test_efa_protocol_follows_the_ratio_of_gpus_to_efa_devices():
+    """aws-ofi-nccl runs its RDMA protocol when a process sees fewer GPUs than EFA devices (p5: 8
+    and 32) and SENDRECV otherwise (p4de: 8 and 4), where it sets NCCL_PROTO=simple."""
+    from simulator.costs.transports import EFA_SENDRECV, stack_for_profile
+
+    assert stack_for_profile(load_profile("aws-p5")) is STACKS["efa"]
+    p4de = stack_for_profile(load_profile("aws-p4de"))
+    assert p4de is EFA_SENDRECV and p4de.protocols == ("simple",) and p4de.reported_latency_us == 75.0
+    assert stack_for_profile(load_profile("dgx-h100")) is stack_for("infiniband")
+
+
+def test_p4de_pays_simples_floor_as_measured():
+    """Simple at every size on 2 x p4de: the 8 B-1 KiB rows (161-165 us measured) within 10%,
+    where LL would be predicted ~35% faster than measured."""
+    sweep = read_sweep(DATA_DIR / "a100x16_allreduce_2node_awsp4de_efa.csv")
+    r = predict_sweep(sweep, case_for(sweep))
+    assert {p.protocol for p in r.points} == {"simple"}
+    small = [p for p in r.points if p.size_bytes <= KiB]
+    assert small and all(abs(p.error) <= 0.10 for p in small), [round(p.error, 3) for p in small]
