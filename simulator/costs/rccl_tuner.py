@@ -11,9 +11,10 @@ replaces the protocol of a multi-node AllReduce, AllGather or ReduceScatter by p
 Encoded here: ``tuning_model_5``, the table of the 8-GPU xGMI-mesh platforms (``rome_model_79``
 without NICs, ``rome_model_84`` with NICs: MI300X), which RCCL applies to gfx942 and gfx950 alike
 (the arch checks of ``tuning.cc`` name both). Read from ROCm/rccl ``src/graph/tuning.cc`` at
-commit 9e22c79 (RCCL 2.2x develop; the 2.21.5 tag has the same latencies and ratios but no
-protocol ranges) and ``src/rccl_wrap.cc`` (``rcclUpdateCollectiveProtocol``,
-``rcclGetSizePerRank``):
+commit 9e22c79 (RCCL 2.2x develop; the October 2024 develop tree, ``makefiles/version.mk`` 2.21.5,
+has the same latencies and ratios with LL128's entries zeroed, Tree/Simple's correction at 1.0 up
+to 2 GiB, Ring/Simple's reaching 0.8 only at 512 MiB, and no protocol ranges) and
+``src/rccl_wrap.cc`` (``rcclUpdateCollectiveProtocol``, ``rcclGetSizePerRank``):
 
 * base latency (us): LL 12, LL128 12, Simple 17 for ring and tree;
 * hop latency (us) per link class, (LL, LL128, Simple): xGMI (RCCL's NVLink class) tree
