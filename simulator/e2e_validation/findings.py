@@ -399,6 +399,15 @@ These rows put the multi-node regime (≥ 512 GPUs) on runs that share the A100 
 the ZeRO-3 rows' clusters: where the ZeRO-3 rows are 11-25% optimistic, the PTD-P rows on the
 same clusters and GPUs are within −8.4% .. +7.8%.
 
+What the other rows at ≥ 512 GPUs share is their source, not their scale. Each source's bias is
+the same on its small runs: Megatron-LM 2020 is +13% to +17% from 128 to 1,024 GPUs; NeMo's
+context-parallel H100 rows grow with the sequence (the attention kernel's share), +11% at 8K on
+8 GPUs to +37% at 1M on 1,024; Megatron-Core 2024 is pessimistic at every TP > 1, from 96 GPUs
+on; the ZeRO-3 rows are optimistic from the first (384 GPUs). Where the GPUs grow for one model
+of one source, the error moves by a few points: +2.3% → +5.1% (PTD-P GPT-175B, 384 → 1,536
+GPUs), +10.9% → +16.3% and +20.4% → +25.3% (ZeRO-3, 384 → 1,536 and 640 → 2,240), and the
+Megatron-LM 2021 weak scaling stays within ±8.4% from 32 to 1,920 GPUs.
+
 ## BLOOM's shape search: the production batch
 
 The 02-25 table of BigScience's search measured three of its plans at two global batches, 1,568
