@@ -105,6 +105,9 @@ PROFILE_NOTES = {
     "node.nics.count": "NICs per node (rail i = NIC i)", "node.nics.Gbps": "line rate per NIC",
     "node.nics.latency_us": "one-way NIC and software latency", "node.nics.efficiency": "achievable fraction of line rate",
     "node.nics.transport": "selects the deployed-fabric constants (simulator/costs/deployed.py)",
+    "node.nics.local_gpus": "per NIC (in NCCL's device order), the local GPU on its PCIe host bridge, when each NIC "
+                            "has one: where rings enter and leave the node; the other GPUs share the NICs round robin "
+                            "(null: NIC r serves GPUs r*gpus/count..)",
     "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit), dragonfly (groups "
                       "joined by global links, routed on the fabric graph) or none",
     "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit; a dragonfly group)",

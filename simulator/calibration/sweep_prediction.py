@@ -152,9 +152,11 @@ CASES.update({
     f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 })
-_POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node: the model's rings and trees run at one NIC's rate "
-                 "(22 GB/s busbw) where NCCL reaches 36-37 GB/s at 2-8 nodes, so AllReduce/AllGather are ~35% "
-                 "too slow from 1 MiB; All-to-All is 1.4-2x too fast at 2-8 nodes and 2-3x too slow at 256-540 nodes")
+_POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and one beside GPU 3 (nics.local_gpus): "
+                 "rings and trees cross the network at those GPUs, a channel per NIC and direction, so the ring "
+                 "plateau is predicted at 2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes "
+                 "(+22%); All-to-All is 1.5-2.4x too fast at 2-8 nodes and 2x too slow at 256-540 nodes below "
+                 "64 MiB (its ~10 us per remote peer against the model's ~40)")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
     for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")

@@ -211,6 +211,11 @@ class NICs(_Strict):
     # The scale-out transport: selects the deployed-fabric constants of costs/deployed.py (what
     # NCCL over this transport delivers on measured clusters, beyond the line rate).
     transport: Transport = "infiniband"
+    # PCIe affinity, when a node has fewer NICs than GPUs and each NIC shares its PCIe host bridge
+    # (switch or root port) with one GPU only: per NIC, in NCCL's device order, the local index of
+    # that GPU (NCCL ncclTopoGetLocalGpu). None: NIC r serves the block of GPUs r*gpus/count..,
+    # the first of which is its local GPU (the PCIe-switch layout of a DGX A100 or p4d).
+    local_gpus: list[int] | None = None
 
     @property
     def Bps(self) -> float:
@@ -372,7 +377,48 @@ class HardwareProfile(_Strict):
                                  "NVLink domain has 72 GPUs): the topology is built element by element")
         if len(self.gpu.gemm_efficiency) > 10_000:
             raise ValueError(f"gpu.gemm_efficiency: {len(self.gpu.gemm_efficiency):,} points; at most 10,000")
+        local = self.node.nics.local_gpus
+        if local is not None:
+            nics, gpus = self.node.nics.count, self.node.gpus
+            if len(local) != nics or nics > gpus:
+                raise ValueError(f"node.nics.local_gpus: expected one local GPU per NIC ({nics}) on a node with at "
+                                 f"most as many NICs as GPUs ({gpus}), got {len(local)}")
+            if len(set(local)) != len(local) or not all(0 <= g < gpus for g in local):
+                raise ValueError(f"node.nics.local_gpus: expected distinct GPU indices 0..{gpus - 1}, got {local}")
         return self
+
+    @property
+    def nic_local_gpus(self) -> tuple[int, ...]:
+        """Per NIC of a node, the local GPU that shares its PCIe host bridge (NCCL's
+        ``ncclTopoGetLocalGpu``): where a ring channel entering through that NIC starts and one
+        leaving through it ends. ``node.nics.local_gpus``, else the first GPU of the NIC's block
+        (NIC r serves GPUs r*gpus/count ..); with more NICs than GPUs, GPU r's aggregated NIC."""
+        nics, gpus = self.node.nics.count, self.node.gpus
+        if self.node.nics.local_gpus is not None:
+            return tuple(self.node.nics.local_gpus)
+        rails = min(nics, gpus)
+        return tuple(-(-r * gpus // rails) for r in range(rails))
+
+    @property
+    def gpu_nics(self) -> tuple[int, ...]:
+        """Per local GPU, the NIC its own traffic (send/recv, All-to-All) goes through, as NCCL's
+        ``ncclTopoGetLocalNet`` picks it: a GPU with a NIC on its PCIe host bridge uses that one;
+        GPUs with none (equally far from every NIC) take the NICs round robin in device order,
+        so that the GPUs of a node share the NICs evenly. Without ``node.nics.local_gpus``: GPU i
+        uses NIC i*rails/gpus."""
+        nics, gpus = self.node.nics.count, self.node.gpus
+        rails = min(nics, gpus)
+        if self.node.nics.local_gpus is None or rails == 0:
+            return tuple(i * rails // gpus for i in range(gpus))
+        own = {g: r for r, g in enumerate(self.node.nics.local_gpus)}
+        out, k = [], 0
+        for i in range(gpus):
+            if i in own:
+                out.append(own[i])
+            else:
+                out.append(k % rails)
+                k += 1
+        return tuple(out)
 
 
     @property

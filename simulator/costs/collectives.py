@@ -20,7 +20,10 @@ Volumes (per rank, S = size in the nccl-tests convention, n ranks):
   peer link equally (``flow_patterns.hamiltonian_decomposition``), as RCCL's and NCCL's
   multi-ring graphs do; across full-mesh nodes each channel's chain through a node is one of a
   set of balanced Hamiltonian paths (``flow_patterns.hamiltonian_paths``) entering at one NIC's
-  GPU and leaving through another's, so the channels together load every peer link alike.
+  GPU and leaving through another's, so the channels together load every peer link alike. On
+  a mesh node with fewer NICs than GPUs (ALCF Polaris: 2 NICs, 4 A100) a channel enters at one
+  NIC's local GPU and leaves at another's (``flow_patterns._cross_nic_ring_orders``), so every
+  NIC carries a channel each way.
 * double binary tree AllReduce (Sanders et al. 2009; NCCL ``trees.cc``): an intra-node chain and
   two complementary binary trees over nodes, each carrying half the channels; reduce and
   broadcast are pipelined, so every tree edge carries its share once up and once down.

@@ -72,9 +72,9 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples"),
     "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100"),
-    "roce": DeployedNet(20, (0.18, 1), (0.18, 1), "gcp-a3-ultra, oci-a100, oci-h100"),
-    "roce/rccl": DeployedNet(15, (1, 0.6), (1, 0.6), "aac11-mi325x, mi355x"),
-    "slingshot": DeployedNet(30, (0.35, 0.8), (0.35, 0.8), "gh200-alps, polaris-a100, sirius-a100"),
+    "roce": DeployedNet(20, (0.35, 1), (0.35, 1), "gcp-a3-ultra, oci-a100, oci-h100"),
+    "roce/rccl": DeployedNet(15, (1, 0.5), (1, 0.5), "aac11-mi325x, mi355x"),
+    "slingshot": DeployedNet(30, (0.25, 0.6), (0.25, 0.6), "gh200-alps, polaris-a100, sirius-a100"),
     "other": DeployedNet(30, (1, 0.8), (1, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                  "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
                                                  "sirius-a100, sophia-a100"),

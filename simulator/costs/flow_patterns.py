@@ -81,10 +81,26 @@ def group_rails(topo: TopologyView, members: Sequence[int]) -> list[int]:
 
 
 def _rotate_to_rail(topo: TopologyView, members: tuple[int, ...], rail: int) -> tuple[int, ...]:
+    """``members`` rotated to start at the GPU a channel through NIC ``rail`` enters at: the
+    NIC's local GPU (``HardwareProfile.nic_local_gpus``) when it is a member, else the first
+    member that sends through that NIC."""
+    local = topo.profile.nic_local_gpus
+    if rail < len(local):
+        for i, g in enumerate(members):
+            if g % topo.gpus_per_node == local[rail] and topo.nic_of(g) == rail:
+                return members[i:] + members[:i]
     for i, g in enumerate(members):
         if topo.nic_of(g) == rail:
             return members[i:] + members[:i]
     return members
+
+
+def nic_ends(topo: TopologyView, members: tuple[int, ...]) -> tuple[int, ...]:
+    """The members of one node that are a NIC's local GPU, in NIC order: where NCCL's rings
+    may enter and leave the node (search.cc ``ncclTopoSearchRecNet`` starts a channel at the
+    GPU closest to its NIC, and the ring leaves through the NIC closest to its last GPU)."""
+    by_local = {g % topo.gpus_per_node: g for g in members}
+    return tuple(by_local[g] for g in topo.profile.nic_local_gpus if g in by_local)
 
 
 @lru_cache(maxsize=None)
@@ -253,6 +269,9 @@ def _channel_chains(topo: TopologyView, lay: Layout, c: int, n_ch: int) -> tuple
 def _mesh_ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple[int, ...], int | None]]:
     """Rings over full-mesh nodes (see :func:`_ring_orders`); the rail is None: each inter-node
     hop leaves through the NIC of the GPU that sends it."""
+    ends = [nic_ends(topo, m) for m in lay.by_node]
+    if all(1 < len(e) < len(m) for e, m in zip(ends, lay.by_node)):
+        return _cross_nic_ring_orders(topo, lay, n_ch, ends)
     node_paths = [_mesh_node_paths(m) for m in lay.by_node]
     out: list[tuple[tuple[int, ...], int | None]] = []
     for c in range(n_ch):
@@ -262,6 +281,39 @@ def _mesh_ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[
             chain = _mesh_chain(paths, members[local], c)
             order += chain
             local = members.index(chain[-1])
+        out.append((order, None))
+    return out
+
+
+def _cross_nic_ring_orders(topo: TopologyView, lay: Layout, n_ch: int,
+                           ends: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], int | None]]:
+    """Rings over full-mesh nodes whose NICs each have one local GPU, fewer than the GPUs (ALCF
+    Polaris: 4 A100, 2 Slingshot NICs, one beside GPU 1 and one beside GPU 3).
+
+    A channel can only enter a node at a NIC's local GPU and leave at another NIC's (NCCL's
+    ring search, ``NCCL_CROSS_NIC``: "NET n -> GPU a -> .. -> GPU x -> NET m"), so every NIC
+    carries one channel in and another out, and the node's other GPUs are on the NVLink
+    chain between them. Channel c enters the first node through NIC c mod k, leaves through the
+    next NIC, and enters the next node at the same NIC's GPU (NCCL 2.19+ ``ncclTopoPostset``
+    exchanges the rings of channel pairs on odd nodes "to avoid crossing rails"; NCCL 2.18
+    crosses rails instead, which loads the NICs the same way); the GPUs between take the
+    remaining members in an order that turns with the channel, spreading the NVLink hops.
+    Measured: NCCL 2.20.5 on 2 Polaris nodes logs rings 0 2 3 | 7 6 4 5 | 1 and 0 1 | 5 4 6 7 |
+    3 2 over NIC 3 (GPU 1) and NIC 1 (GPU 3) (argonne-lcf/alcf-nccl-tests, pytests/VAE results).
+    """
+    from itertools import permutations
+
+    out: list[tuple[tuple[int, ...], int | None]] = []
+    k = len(ends[0])
+    for c in range(n_ch):
+        pos = c % k  # the position, in NIC order, of the NIC the channel enters the node through
+        order: tuple[int, ...] = ()
+        for members, e in zip(lay.by_node, ends):
+            entry, exit_ = e[pos % len(e)], e[(pos + 1) % len(e)]
+            middle = [g for g in members if g not in (entry, exit_)]
+            perms = list(permutations(middle)) if len(middle) <= 5 else [tuple(middle)]
+            order += (entry, *perms[(c // k) % len(perms)], exit_)
+            pos += 1
         out.append((order, None))
     return out
 

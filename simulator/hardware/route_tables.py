@@ -61,14 +61,19 @@ class FabricLinks:
     # Switch-to-switch links of a fabric routed on its graph (dragonfly): (from, to) -> link id,
     # leaves named by their leaf index (unit * leaf_rails + rail), other switches by any name.
     switch_links: dict[tuple[Hashable, Hashable], int] = field(default_factory=dict)
+    # Per local GPU, the rail its own traffic uses (HardwareProfile.gpu_nics); () = GPU i of a
+    # node uses NIC i*rails//gpus.
+    gpu_nics: tuple[int, ...] = ()
 
     @property
     def n_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
     def nic_of(self, gpu: int) -> int:
-        """The rail a GPU sends through by default (GPU i of a node uses NIC i*rails//gpus)."""
-        return (gpu % self.gpus_per_node) * self.rails // self.gpus_per_node
+        """The rail a GPU sends through by default (``gpu_nics``, else GPU i of a node uses NIC
+        i*rails//gpus)."""
+        local = gpu % self.gpus_per_node
+        return self.gpu_nics[local] if self.gpu_nics else local * self.rails // self.gpus_per_node
 
 
 def _ecmp(a: int, b: int, buckets: int) -> int:

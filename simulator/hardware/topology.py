@@ -98,7 +98,8 @@ class Topology:
         self.gpus_per_node = node.gpus
         self.n_gpus = nodes * node.gpus
         self.domain_gpus = profile.nvlink_domain_gpus
-        # NIC rails: fewer NICs than GPUs -> GPU i uses NIC i*nics//gpus; more NICs than GPUs
+        # NIC rails: fewer NICs than GPUs -> GPU i uses NIC i*nics//gpus, or the NIC the profile's
+        # node.nics.local_gpus gives it (HardwareProfile.gpu_nics); more NICs than GPUs
         # (AWS p5: 32 EFA for 8 GPUs) -> aggregated into one logical NIC per GPU.
         count = node.nics.count
         self.rails = min(count, node.gpus)
@@ -130,7 +131,7 @@ class Topology:
             scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
             scale_up=self._scale_up, switch_down=self._switch_down, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
             nic_pcie=self._nic_pcie, nic_leaf=self._nic_leaf, leaf_spine=self._leaf_spine,
-            switch_links=self._global,
+            switch_links=self._global, gpu_nics=profile.gpu_nics if self.rails else (),
         ))
 
     @cached_property
@@ -256,8 +257,13 @@ class Topology:
         return -(-self.n_gpus // self.domain_gpus)
 
     def nic_of(self, gpu: int) -> int:
-        """The rail (NIC index in its node) a GPU sends through by default."""
-        return self.local_of(gpu) * self.rails // self.gpus_per_node
+        """The rail (NIC index in its node) a GPU sends through by default: its own NIC, as
+        NCCL's ``ncclTopoGetLocalNet`` picks it (``HardwareProfile.gpu_nics``)."""
+        return self._gpu_nics[self.local_of(gpu)] if self.rails else 0
+
+    @cached_property
+    def _gpu_nics(self) -> tuple[int, ...]:
+        return self.profile.gpu_nics
 
     @property
     def n_links(self) -> int:
