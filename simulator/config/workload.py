@@ -261,6 +261,12 @@ class Training(_Strict):
         "forward passes over them) | torch (F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; "
         "16 with TP > 1, DTensor loss_parallel) | fused (one cross-entropy kernel on the bf16 logits: flash-attn's, "
         "llm-foundry's default: 4 bytes per logit)")
+    train_metrics: int = Field(
+        default=0, ge=0, description="cross-entropy metrics computed on every micro-batch's logits besides the "
+        "loss, after its backward (Composer's default training metrics of a causal LM, LanguageCrossEntropy and "
+        "LanguagePerplexity: 2). Each is torch.nn.CrossEntropyLoss on the low-precision logits under autocast: a "
+        "log-softmax in their dtype (three reads and a write) and the fp32 copy that nll_loss's autocast makes of "
+        "its output")
     allocator_fragmentation: float = Field(
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")

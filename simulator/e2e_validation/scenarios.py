@@ -41,10 +41,14 @@ class Stack:
     fused_kernels: bool = True  # training.fused_kernels
     optimizer: str = "fused"  # training.optimizer
     cross_entropy: str = "vocab_parallel"  # training.cross_entropy
+    train_metrics: int = 0  # training.train_metrics
 
     def training(self) -> dict:
-        return dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
-                    cross_entropy=self.cross_entropy)
+        out = dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
+                   cross_entropy=self.cross_entropy)
+        if self.train_metrics:
+            out["train_metrics"] = self.train_metrics
+        return out
 
 
 # Megatron-Core + TransformerEngine: TE's fused attention (auto = cuDNN / FA3-class on H100,
@@ -64,8 +68,12 @@ MEGATRON_2020 = Stack(attention="unfused", fused_kernels=True, optimizer="fp16_o
 # Composer's DecoupledAdamW (the llm-foundry yamls' ``optimizer: decoupled_adamw``) updates the
 # parameters one tensor at a time (composer/optim/decoupled_weight_decay.py): for_loop. The loss is
 # ComposerMPTCausalLM's default ``loss_fn: fused_crossentropy``, flash-attn's cross-entropy
-# kernel (llm-foundry/models/mpt/modeling_mpt.py): fused.
-TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused")
+# kernel (llm-foundry/models/mpt/modeling_mpt.py): fused. Composer 0.16 (v0.3.0 pins >=0.16.3,<0.17)
+# updates the model's training metrics after every micro-batch's backward (Trainer._train_microbatch
+# -> _eval_train_metrics), and ComposerMPTCausalLM's are LanguageCrossEntropy and LanguagePerplexity,
+# each a torch cross-entropy over the bf16 logits: train_metrics 2.
+TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused",
+                        train_metrics=2)
 # PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel); the
 # optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA.
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach")

@@ -24,6 +24,18 @@ softmax runs in fp32 (4 B):
   kernel of flash-attn 1.0.x): forward reads the row for its max and again for the sum of
   exponentials (2B), backward reads it and writes the gradient (2B).
 
+A training metric computed on the logits besides the loss (``training.train_metrics``) is one more
+forward of PyTorch's cross-entropy, under no_grad, on the low-precision logits the model returned
+(:func:`metric_kernels`). Composer (0.16, ``Trainer._train_microbatch`` → ``_eval_train_metrics``,
+after every micro-batch's backward) updates each training metric of the model: for a causal LM
+(llm-foundry's ``ComposerMPTCausalLM``) ``LanguageCrossEntropy`` and ``LanguagePerplexity``, each a
+``torch.nn.CrossEntropyLoss(reduction='sum')`` of its own (composer/metrics/nlp.py). Under
+``amp_bf16`` autocast, ATen's ``cross_entropy_loss`` calls ``log_softmax(x, 1, x.scalar_type())``:
+the explicit dtype keeps the log-softmax in bf16 (autocast's ``fp32_set_opt_dtype`` policy respects
+a given dtype), its kernel reading the row for the max, the sum and the output (4B with the
+write); ``nll_loss`` is on autocast's fp32 list, so its input, the whole bf16 log-probability
+matrix, is first copied to fp32 (B + 4) before the gather: 5B + 4 bytes per logit in three kernels.
+
 Liger-Kernel's measured cross-entropy kernels (``data/kernels/``) check these counts:
 Megatron's unfused forward on H100 within 7-13% and its backward within 0-15%, PyTorch's forward
 on A100 within 2% at V ≥ 32K (:mod:`simulator.calibration.kernel_bandwidth`).
@@ -53,3 +65,13 @@ def loss_kernels(impl: CrossEntropyImpl, logit_bytes: int) -> tuple[LossKernels,
     if impl == "torch":
         return LossKernels(20 + b, 3), LossKernels(24 + b, 3)
     return LossKernels(2 * b, 1), LossKernels(2 * b, 1)
+
+
+def metric_kernels(logit_bytes: int) -> LossKernels:
+    """One cross-entropy metric over logits of ``logit_bytes`` each under autocast (module
+    docstring): the log-softmax in the logits' dtype (three reads, one write), the fp32 copy of
+    its output for ``nll_loss`` (none when the logits are fp32 already), the gather."""
+    b = logit_bytes
+    if b >= 4:
+        return LossKernels(4 * b, 2)
+    return LossKernels(4 * b + (b + 4), 3)

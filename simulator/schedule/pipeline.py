@@ -149,6 +149,8 @@ class StageBuilder:
 
     def _end_backward(self, chunk: int, mb: int, after: int) -> int:
         pb, sync = self.pb, self.sync
+        if any(u.name == "head" for u in self.chunks[chunk]):
+            after = self.layers.train_metrics(pb, mb, after)
         after = sync.accumulate(pb, chunk, mb, after)
         fence = sync.end_backward(pb, mb, after)
         if fence >= 0:

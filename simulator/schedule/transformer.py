@@ -22,7 +22,7 @@ from simulator.schedule import attention, context_parallel, fp8, moe, ring_atten
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer)
-from simulator.schedule.loss import CrossEntropyImpl, loss_kernels
+from simulator.schedule.loss import CrossEntropyImpl, loss_kernels, metric_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
 
@@ -54,6 +54,7 @@ class LayerSpec:
     fp8_recipe: str = "delayed"
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
+    train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -66,7 +67,8 @@ class LayerSpec:
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
-                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy)
+                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
+                   train_metrics=t.train_metrics)
 
     def is_moe(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.first_dense
@@ -536,6 +538,18 @@ class LayerBuilder:
             for what in ("max", "sumexp", "target"):
                 loss = self._tp_comm(pb, f"loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
         return loss
+
+    def train_metrics(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+        """The training metrics the framework computes on micro-batch ``mb``'s logits after its
+        backward (``training.train_metrics`` cross-entropy forwards, :func:`metric_kernels`), on
+        the rank holding the LM head; ``after`` when there are none."""
+        s = self.spec
+        if s.train_metrics <= 0:
+            return after
+        one = metric_kernels(s.act_bytes)
+        return _mem_op(pb, "train_metrics", "loss",
+                       s.train_metrics * one.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
+                       Tag("other", None, mb), s.train_metrics * one.kernels)
 
     def head_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         s = self.spec
