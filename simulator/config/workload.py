@@ -242,6 +242,21 @@ class Training(_Strict):
     # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
     # re-reading and re-writing the activation in HBM, e.g. llm-foundry/Composer 2023.
     fused_kernels: bool = True
+    norm_kernel: Literal["auto", "eager", "fused"] = Field(
+        default="auto", description="the norm kernels of eager layers (fused_kernels: false): auto = eager "
+        "(PyTorch's own LayerNorm/RMSNorm kernels) | fused (apex's FusedLayerNorm or a Triton norm, a kernel of "
+        "its own at streaming bandwidth: Megatron-LM 2020)")
+    dropout: bool = Field(
+        default=True, description="hidden and attention dropout active (p > 0). With p = 0 PyTorch launches no "
+        "dropout kernel (llm-foundry's MPT, Llama-style models); the eager layers and unfused attention then "
+        "skip the dropout passes")
+    linear_bias: Literal["none", "epilogue", "separate"] = Field(
+        default="none", description="linear-layer biases as kernels of their own: none (no biases, or biases "
+        "folded into fused kernels forward and backward: GEMM epilogues, bias-GeLU, bias-dropout-add) | epilogue "
+        "(PyTorch eager F.linear since torch 1.11 on a contiguous input: addmm's cuBLASLt bias epilogue forward, "
+        "autograd's reduction of each output gradient over the tokens backward: llm-foundry MPT) | separate "
+        "(F.linear of torch <= 1.7 on a 3-D input: matmul then an in-place bias add, and the same reduction: "
+        "Megatron-LM 2020)")
     # Routing of MoE tokens (simulator/schedule/moe.py): the expected max/mean tokens per expert
     # (1.0: balanced), or a seeded multinomial draw of the routing of each micro-batch.
     moe_imbalance: float = Field(default=1.0, ge=1.0, description="expected max/mean tokens per expert "
@@ -297,6 +312,8 @@ class Training(_Strict):
 
     @model_validator(mode="after")
     def _routing(self) -> "Training":
+        if self.norm_kernel != "auto" and self.fused_kernels:
+            raise ValueError(f"norm_kernel: {self.norm_kernel} describes eager layers: it needs fused_kernels: false")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":
             raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
         if self.fp8_param_gather and self.dtype != "fp8":

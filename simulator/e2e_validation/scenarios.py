@@ -42,12 +42,17 @@ class Stack:
     optimizer: str = "fused"  # training.optimizer
     cross_entropy: str = "vocab_parallel"  # training.cross_entropy
     train_metrics: int = 0  # training.train_metrics
+    dropout: bool = True  # training.dropout
+    norm_kernel: str = "auto"  # training.norm_kernel
+    linear_bias: str = "none"  # training.linear_bias
 
     def training(self) -> dict:
-        out = dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
-                   cross_entropy=self.cross_entropy)
-        if self.train_metrics:
-            out["train_metrics"] = self.train_metrics
+        out: dict = dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
+                         cross_entropy=self.cross_entropy)
+        defaults = Stack.__dataclass_fields__
+        for key in ("train_metrics", "dropout", "norm_kernel", "linear_bias"):
+            if getattr(self, key) != defaults[key].default:
+                out[key] = getattr(self, key)
         return out
 
 
@@ -57,9 +62,14 @@ MODERN = Stack()
 # Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
 # kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
 MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
-# Megatron-LM of Sep 2020: the same kernels, and its FP16_Optimizer (megatron/fp16/fp16.py) in
-# place of the later multi-tensor optimizer.
-MEGATRON_2020 = Stack(attention="unfused", fused_kernels=True, optimizer="fp16_optimizer")
+# Megatron-LM of Sep 2020 (5281919, the commit of the README's tables) had none of those kernels
+# yet (no megatron/fused_kernels, no jit fusions): its layers are PyTorch ops (model/transformer.py),
+# bar apex's FusedLayerNorm (norm_kernel: fused); the causal mask is a masked_fill_ before
+# torch.nn.Softmax; F.linear of that torch adds each bias in a kernel of its own on the 3-D
+# activations (linear_bias: separate); hidden and attention dropout 0.1 (arguments.py defaults).
+# Its FP16_Optimizer (megatron/fp16/fp16.py) replaces the later multi-tensor optimizer.
+MEGATRON_2020 = Stack(attention="unfused", fused_kernels=False, optimizer="fp16_optimizer", norm_kernel="fused",
+                      linear_bias="separate")
 # PyTorch eager layers with FlashAttention-1 kernels: llm-foundry/Composer MPT 2023. The benchmark
 # tables were produced by scripts/train/benchmarking/submit_benchmarks.py (added with the H100
 # tables in llm-foundry b2a43a14, Oct 2023), which sets ``attn_impl: triton`` (its default) and
@@ -72,8 +82,13 @@ MEGATRON_2020 = Stack(attention="unfused", fused_kernels=True, optimizer="fp16_o
 # updates the model's training metrics after every micro-batch's backward (Trainer._train_microbatch
 # -> _eval_train_metrics), and ComposerMPTCausalLM's are LanguageCrossEntropy and LanguagePerplexity,
 # each a torch cross-entropy over the bf16 logits: train_metrics 2.
+# MPT's resid_pdrop, emb_pdrop and attn_pdrop default to 0 (configuration_mpt.py; the benchmark
+# yamls set none of them), and PyTorch launches no kernel for a dropout of p = 0: dropout false.
+# no_bias defaults to false, so every linear layer has a bias (the tables' NumParams count them:
+# MPT-125M at 65K tokens is 174,070,272 with the 6,912 biases of each layer); torch 1.13 adds them
+# in addmm's cuBLASLt epilogue, and their gradients are reductions: linear_bias epilogue.
 TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused",
-                        train_metrics=2)
+                        train_metrics=2, dropout=False, linear_bias="epilogue")
 # PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel); the
 # optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA.
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach")

@@ -49,6 +49,8 @@ class AttentionContext:
     dtype: str = "bf16"
     cp_a2a: int | None = None  # a2a+p2p: All-to-All degree (None: derived, see context_parallel)
     kernel: str = ""  # fused attention kernel (flash2 | flash3; "": the GPU's default)
+    eager: bool = False  # unfused attention in PyTorch ops (training.fused_kernels false)
+    dropout: bool = True  # attention dropout active (training.dropout)
 
     @property
     def q_bytes(self) -> int:
@@ -112,20 +114,55 @@ def _score_elems(ctx: AttentionContext) -> int:
 
 
 def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: ComputeKind, flops: float,
-             hbm_bytes: float, after: int, phase: Phase) -> int:
+             hbm_bytes: float, after: int, phase: Phase, count: int = 1) -> int:
     return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,
-                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
+                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index), count=count))
+
+
+# Megatron-LM of Sep 2020 ran the same core in PyTorch ops (megatron/model/transformer.py,
+# ``ParallelSelfAttention``; its fused kernels came later): q and k each divided by
+# sqrt(norm_factor) (two elementwise kernels), torch.matmul, the causal mask as an in-place
+# ``masked_fill_`` on the scores (gpt2_model.py ``gpt2_attention_mask_func``: one more pass over
+# them, and its backward one more), ``torch.nn.Softmax``, dropout, torch.matmul, and the context
+# permuted back with ``.contiguous()`` (a copy). PyTorch's softmax keeps a row in registers when
+# it has at most 1,024 elements of at most 4 KB (one read, one write; aten/src/ATen/native/cuda/
+# SoftMax.cu, ``dispatch_softmax_forward``); longer rows are read for the max, the sum and the
+# output: four passes.
+
+PERSISTENT_SOFTMAX_MAX = 1024  # elements of a row PyTorch's warp softmax holds in registers
+
+
+def _eager_softmax_passes(ctx: AttentionContext) -> int:
+    """HBM passes over the scores of PyTorch's own softmax forward (read + write, or three reads
+    and a write when the row does not fit the warp kernel; its backward then reads the gradient
+    and the output twice and writes: five instead of three)."""
+    return 2 if ctx.seq <= PERSISTENT_SOFTMAX_MAX and ctx.seq * ctx.dtype_bytes <= 4096 else 4
 
 
 def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
-    """QK^T → scale/mask/softmax → dropout → ·V, four kernels with the scores in HBM."""
+    """QK^T → scale/mask/softmax → dropout → ·V, four kernels with the scores in HBM (in eager
+    PyTorch ops, ``ctx.eager``: the q/k scaling, the mask and the context copy as kernels of
+    their own, above; no dropout kernel when its p is 0)."""
     B, S = ctx.dtype_bytes, _score_elems(ctx)
     half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     qk_bytes = ctx.q_bytes + ctx.kv_bytes / 2 * ctx.heads / max(ctx.kv_heads, 1)  # K expanded to all heads
+    k_bytes = ctx.kv_bytes // 2
+    if ctx.eager:
+        i = _unfused(pb, ctx, "scale_qk.fwd", "elementwise", 0.0, 2 * (ctx.q_bytes + k_bytes), after, "fwd", 2)
+        after = i
     i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + S * B, after, "fwd")
-    i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, 2 * S * B, i, "fwd")
-    i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i, "fwd")
-    return _unfused(pb, ctx, "context.fwd", "gemm", half, S * B + 2 * ctx.q_bytes, i, "fwd")
+    softmax_passes = 2
+    if ctx.eager:
+        i = _unfused(pb, ctx, "mask.fwd", "elementwise", 1.0 * S, 2 * S * B, i, "fwd")
+        softmax_passes = _eager_softmax_passes(ctx)
+    i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, softmax_passes * S * B, i, "fwd")
+    if ctx.dropout:
+        i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
+                     "fwd")
+    i = _unfused(pb, ctx, "context.fwd", "gemm", half, S * B + 2 * ctx.q_bytes, i, "fwd")
+    if ctx.eager:
+        i = _unfused(pb, ctx, "context_copy.fwd", "copy", 0.0, 2 * ctx.q_bytes, i, "fwd")
+    return i
 
 
 def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
@@ -134,6 +171,15 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
     B, S = ctx.dtype_bytes, _score_elems(ctx)
     half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     i = _unfused(pb, ctx, "context.bwd", "gemm", 2 * half, 2 * S * B + 3 * ctx.q_bytes, after, "bwd")
-    i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i, "bwd")
-    i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, 3 * S * B, i, "bwd")
-    return _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd")
+    if ctx.dropout:
+        i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
+                     "bwd")
+    softmax_bwd_passes = 3 if not ctx.eager or _eager_softmax_passes(ctx) == 2 else 5
+    i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, softmax_bwd_passes * S * B, i, "bwd")
+    if ctx.eager:
+        i = _unfused(pb, ctx, "mask.bwd", "elementwise", 1.0 * S, 2 * S * B, i, "bwd")
+    i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd")
+    if ctx.eager:
+        k_bytes = ctx.kv_bytes // 2
+        i = _unfused(pb, ctx, "scale_qk.bwd", "elementwise", 0.0, 2 * (ctx.q_bytes + k_bytes), i, "bwd", 2)
+    return i

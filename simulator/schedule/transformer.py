@@ -55,6 +55,9 @@ class LayerSpec:
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
+    dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
+    norm_kernel: str = "auto"  # training.norm_kernel
+    linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -68,7 +71,12 @@ class LayerSpec:
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
-                   train_metrics=t.train_metrics)
+                   train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
+                   linear_bias=t.linear_bias)
+
+    @property
+    def elementwise(self) -> "Elementwise":
+        return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel)
 
     def is_moe(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.first_dense
@@ -184,13 +192,19 @@ class Elementwise:
 
     Unfused (PyTorch eager, one kernel per torch op): dropout reads x, writes y and a 1-byte mask
     (2.5 hb with 2-byte activations), the residual add reads two tensors and writes one (3 hb);
-    SwiGLU is silu (2) then a multiply (3); backward mirrors each (dropout' 2.5 hb, add of the
-    residual gradient 3 hb). The norm is PyTorch's own kernel, a block of its own (``ln_fwd``,
-    ``ln_bwd``, priced at the native-norm bandwidth of :mod:`simulator.costs.memory_bound`):
-    LayerNorm reads and writes (2 hb); its backward is ``layer_norm_grad_input_kernel`` (reads
-    x and dy, writes dx) and the gamma/beta reduction (reads dy and x again): 5 hb in two
-    kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu). Counts of bytes, not measurements:
-    the kernel model turns them into time. Fused stacks have no separate norm block (0, 0).
+    SwiGLU is silu (2) then a multiply (3). Backward: where the residual stream forks (a layer's
+    input feeds its norm and its residual add, twice per layer), autograd adds the two incoming
+    gradients (3 hb), and each dropout' reads the gradient and the mask and writes (2.5 hb). A
+    dropout of p = 0 launches nothing (ATen's ``dropout`` returns its input when p == 0,
+    aten/src/ATen/native/Dropout.cpp): ``dropout`` false. The norm is a kernel of its own
+    (``ln_fwd``, ``ln_bwd``): LayerNorm reads and writes (2 hb); its backward is the grad-input
+    kernel (reads x and dy, writes dx) and the gamma/beta reduction (reads dy and x again): 5 hb
+    in two kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu; apex's FusedLayerNorm is
+    the same two passes). PyTorch's own norm kernels are priced at the native-norm bandwidth of
+    :mod:`simulator.costs.memory_bound` (``norm_impl`` eager), apex's at the streaming one
+    (``norm_kernel: fused`` with eager layers, Megatron-LM 2020). Counts of bytes, not
+    measurements: the kernel model turns them into time. Fused stacks have no separate norm
+    block (0, 0).
     """
 
     res_ln_fwd: tuple[float, int]
@@ -202,6 +216,7 @@ class Elementwise:
     ln_fwd: tuple[float, int] = (0.0, 0)
     ln_bwd: tuple[float, int] = (0.0, 0)
     norm_impl: str = ""  # "eager": PyTorch's native norm kernels
+    eager: bool = False  # residual, dropout and norm are kernels of their own
 
     @property
     def norm_fwd(self) -> tuple[float, int]:
@@ -213,15 +228,16 @@ class Elementwise:
         return self.ln_bwd if self.ln_bwd[1] else (3, 1)
 
     @classmethod
-    def of(cls, fused: bool, gated: bool) -> "Elementwise":
+    def of(cls, fused: bool, gated: bool, dropout: bool = True, norm_kernel: str = "auto") -> "Elementwise":
         if fused:
             return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=(3 if gated else 2, 1),
                        res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=(5 if gated else 3, 1))
-        return cls(res_ln_fwd=(2.5 + 3, 2), res_fwd=(2.5 + 3, 2),
+        drop, k = (2.5, 1) if dropout else (0.0, 0)
+        return cls(res_ln_fwd=(drop + 3, k + 1), res_fwd=(drop + 3, k + 1),
                    act_fwd=((2 + 3, 2) if gated else (2, 1)),
-                   res_bwd=(2.5, 1), res_ln_bwd=(3 + 2.5, 2),
+                   res_bwd=(3 + drop, 1 + k), res_ln_bwd=(3 + drop, 1 + k),
                    act_bwd=((3 + 5, 3) if gated else (3, 1)),
-                   ln_fwd=(2, 1), ln_bwd=(5, 2), norm_impl="eager")
+                   ln_fwd=(2, 1), ln_bwd=(5, 2), norm_impl="" if norm_kernel == "fused" else "eager", eager=True)
 
 
 def _residual_norm(pb: ProgramBuilder, prefix: str, direction: str, ew: Elementwise, hb: float,
@@ -230,7 +246,7 @@ def _residual_norm(pb: ProgramBuilder, prefix: str, direction: str, ew: Elementw
     (``res1_ln2``), or PyTorch eager's dropout and add (``res1``) and its own norm kernel
     (``ln2``), the norm first in backward."""
     (nbytes, count) = ew.res_ln_fwd if direction == "fwd" else ew.res_ln_bwd
-    if not ew.norm_impl:
+    if not ew.eager:
         return _mem_op(pb, f"{prefix}.res1_ln2.{direction}", "norm", nbytes * hb, deps, tag, count)
     norm = ew.ln_fwd if direction == "fwd" else ew.ln_bwd
     parts: list[tuple[str, ComputeKind, float, int, str]] = [("res1", "elementwise", nbytes, count, ""),
@@ -428,9 +444,30 @@ class LayerBuilder:
                                 kv_heads=s.shape.kv_heads, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
-                                kernel="" if s.attention == "unfused" else s.attention)
+                                kernel="" if s.attention == "unfused" else s.attention,
+                                eager=not s.fused_kernels, dropout=s.dropout)
 
     # -- transformer layer --------------------------------------------------------------------
+
+    def _bias(self, pb: ProgramBuilder, layer: int, gemm: str, features: int, tokens: int, after: int, tag: Tag,
+              direction: str) -> int:
+        """The bias of linear layer ``gemm`` as a kernel of its own (``training.linear_bias:
+        separate``): PyTorch's ``F.linear`` of 2020 (torch <= 1.7, torch/nn/functional.py) runs a
+        3-D input as ``input.matmul(weight.t())`` then ``output += bias``, one kernel reading and
+        writing the GEMM's output; backward, autograd reduces the output gradient over the tokens
+        for the bias gradient, one kernel reading it. ``features`` is the output width on this
+        rank: the column-parallel QKV and FC1 columns, or h for the row-parallel projection and
+        FC2, whose bias Megatron-LM of Sep 2020 adds after the TP AllReduce (mpu/layers.py
+        ``RowParallelLinear``). Since torch 1.11 a contiguous 3-D input goes to ``addmm``, whose
+        cuBLASLt bias epilogue adds a 1-D bias inside the GEMM (aten/src/ATen/native/cuda/Blas.cpp,
+        ``useLtInterface``): only the backward reduction is left (``epilogue``). Fused stacks fold
+        both into their kernels (``none``)."""
+        s = self.spec
+        if s.linear_bias == "none" or (s.linear_bias == "epilogue" and direction == "fwd"):
+            return after
+        passes = 2 if direction == "fwd" else 1
+        return _mem_op(pb, f"L{layer}.{gemm}.bias.{direction}", "elementwise",
+                       passes * features * tokens * s.act_bytes, (after,), tag)
 
     def _forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
@@ -443,20 +480,25 @@ class LayerBuilder:
         def g(gemm: str, x: int) -> int:
             return gate(pb, layer, gemm, pass_, x) if gate is not None else x
 
-        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ew = s.elementwise
         ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait_attn), tag,
                       ew.norm_fwd[1], ew.norm_impl)
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
+        qkv = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, qkv, tag, "fwd")
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
+        proj = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, proj, tag, "fwd")
         ln2 = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, _deps(proj, wait_mlp), tag)
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
-            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, g("fc1", ln2))
+            fc1_out = (2 if s.gated else 1) * s.shape.ffn
+            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", fc1_out, g("fc1", ln2))
+            fc1 = self._bias(pb, layer, "fc1", fc1_out, s.tokens, fc1, tag, "fwd")
             act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
             fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, g("fc2", act))
+            fc2 = self._bias(pb, layer, "fc2", s.hidden, s.sharded_tokens, fc2, tag, "fwd")
         out = _mem_op(pb, f"L{layer}.res2.fwd", "elementwise", ew.res_fwd[0] * hb, (fc2,), tag, ew.res_fwd[1])
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "fwd", self._qkv_out, self._proj_in)
 
@@ -474,17 +516,21 @@ class LayerBuilder:
             start = len(pb)
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp, gate, "recompute")
             mark_recompute(pb, start)
-        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ew = s.elementwise
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
                        ew.res_bwd[1])
         if s.moe is not None and s.is_moe(layer):
             fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
         else:
+            res2 = self._bias(pb, layer, "fc2", s.hidden, s.sharded_tokens, res2, tag, "bwd")
             fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, g("fc2", res2))
             act_bytes = ew.act_bwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
-            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", (2 if s.gated else 1) * s.shape.ffn, g("fc1", act))
+            fc1_out = (2 if s.gated else 1) * s.shape.ffn
+            act = self._bias(pb, layer, "fc1", fc1_out, s.tokens, act, tag, "bwd")
+            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", fc1_out, g("fc1", act))
         ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, _deps(fc1, wait_attn), tag)
+        ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         ctx = self._attn(layer, mb)
         if s.recompute == "selective":
@@ -492,6 +538,7 @@ class LayerBuilder:
             proj = self.attn_fwd(pb, ctx, proj)
             mark_recompute(pb, start)
         core = self.attn_bwd(pb, ctx, proj)
+        core = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, core, tag, "bwd")
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
@@ -527,7 +574,7 @@ class LayerBuilder:
         s = self.spec
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
-        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ew = s.elementwise
         ln = _mem_op(pb, "final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, ln)
@@ -559,5 +606,5 @@ class LayerBuilder:
                        bwd.kernels)
         dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
-        ew = Elementwise.of(s.fused_kernels, s.gated)
+        ew = s.elementwise
         return _mem_op(pb, "final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)

@@ -91,7 +91,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                        and c.scenario["training"]["dtype"] == "fp8"]
     assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
-    assert eager == {"mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe"}
+    # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
+    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
