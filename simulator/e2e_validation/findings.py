@@ -22,11 +22,14 @@ fitted constant per GPU:
    Megatron-Core/TransformerEngine runs on the GPU: cuDNN / FA3-class on Hopper and later,
    FA2-class before (`gpu.default_attention`).
 3. **Unfused memory-bound kernels** (`training.fused_kernels: false`): PyTorch eager layers
-   (llm-foundry MPT, NeMo AutoModel).
+   (llm-foundry MPT, NeMo AutoModel, Megatron-LM 2020), with `training.dropout` (a dropout of
+   p = 0 launches no kernel), `training.norm_kernel` (apex's LayerNorm beside eager layers) and
+   `training.linear_bias` (biases as kernels of their own).
 4. **Source-to-stack mapping** (`e2e_validation/scenarios.py`, `Stack`): Megatron 2020 / BLOOM =
-   unfused; MPT 2023 = flash1 (llm-foundry v0.3.0), eager layers; Megatron-Core 2024 / FlagPerf /
-   NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and B200, flash2 on A800); NeMo
-   AutoModel = auto with eager layers.
+   unfused; Megatron 2020 = eager layers (its Sep 2020 code had no fused kernels yet); MPT 2023 =
+   flash1 (llm-foundry v0.3.0), eager layers, no dropout, Composer's two training metrics;
+   Megatron-Core 2024 / FlagPerf / NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and
+   B200, flash2 on A800); NeMo AutoModel = auto with eager layers.
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.842, dgx-h100 × 0.668,
    dgx-b200 × 0.506; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
@@ -85,7 +88,8 @@ What this says:
   section for what modelling TE's per-GEMM overlap changed, and what remains.)
 - The A100 factor transfers as before: BLOOM (no row fitted) +20%, Megatron 2020 multi-node
   +24-30% (with today's 0.803 derate; +3.5% to +22% once its gradient AllReduce runs after the backward, as in the section on gradient reduction), both optimistic for stack-era reasons (2020-2022 cuBLAS
-  slower than the stack behind MAMF). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path
+  slower than the stack behind MAMF; for Megatron-LM 2020 the cause was later found in its
+  layers, PyTorch ops without fused kernels: see the section on small models). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path
   (profile jean-zay-a100) rather than the DGX A100's 8 × 200 Gb/s HDR. That changes its rows by
   0.5-2 points, so the network is not the cause.
 
@@ -287,14 +291,44 @@ and `multi_tensor_apply`'s launch counts.
 None of them moves these rows by more than a point: at 65K-130K tokens per micro-batch the
 host runs far ahead of the GPU (a layer's kernels take tens of milliseconds against well under
 a millisecond of host time), and the optimizer step over a 16M-parameter shard takes about a
-millisecond of a 0.6-6 s step. The rows stay optimistic, most at the smallest width: MPT-125M
+millisecond of a 0.6-6 s step. The rows stayed optimistic, most at the smallest width: MPT-125M
 +14% to +28%, MPT-350M +11% to +16%, MPT-760M +6% to +20% (two A100 rows at 512 and 1024
 tokens, +28% and +36%, measured slower than at 2048 tokens, against the A100-40GB table's
-trend). The error falls with the hidden size roughly as 1/h, the share of work outside large
-GEMMs. Candidates, not yet modelled: the embedding output and the residual stream in fp32 (with
-Composer's default mixed precision the parameters are fp32, doubling their traffic), GEMMs with
-K = 768 whose output write is a larger share of their time, and the LM head, about a third of
-MPT-125M's GEMM FLOPs. The constants above are not the place to absorb them.
+trend). The error fell with the hidden size faster than the share of the layers' memory-bound
+work does, and it was largest at short sequences, where attention is a few percent of the FLOPs.
+
+**Composer's training metrics** (`training.train_metrics`, `schedule/loss.py`). What the step
+spends per token on the vocabulary, not on the layers, falls as 1/(h·L) relative to the model:
+V/(12·h·L) is 0.46 for MPT-125M, 0.17 for -350M, 0.09 for MPT-1B. The benchmark runs (Composer
+0.16, llm-foundry v0.3.0's pin) update every training metric of the model after each
+micro-batch's backward (`Trainer._train_microbatch` → `_eval_train_metrics`), and
+`ComposerMPTCausalLM`'s are `LanguageCrossEntropy` and `LanguagePerplexity`, each a
+`torch.nn.CrossEntropyLoss` of its own over the bf16 logits (composer/metrics/nlp.py). Under
+autocast, ATen's cross-entropy runs `log_softmax` in the logits' dtype (it passes the input's
+dtype explicitly) and `nll_loss`, on autocast's fp32 list, first copies the whole log-probability
+matrix to fp32: 14 bytes per logit per metric, 28 for both, against the fused loss's 8. For
+MPT-125M at 65,536 tokens per micro-batch that is 92 GB per micro-batch, about 56 ms of a 460 ms
+micro-batch on A100. Priced as streaming kernels (nothing fitted), the metrics bring the
+short-sequence rows of MPT-125M and -350M to within ±1% and the source's held-out median from
+10.4% to 4.2% (signed +10.4% → +3.6%); the seq-2048 MPT rows (1B-70B) move by 0.1-2%. Two
+mechanics of the eager layers were corrected with them (`training.dropout`: MPT's dropouts are
+all 0, and PyTorch launches no kernel for p = 0; the second residual-gradient sum of each eager
+layer's backward; `training.linear_bias: epilogue`: MPT's linear layers have biases, which torch
+1.13 adds in addmm's cuBLASLt epilogue, leaving a reduction per output gradient). What remains
+is at long sequences (+8% to +14% at 16K-65K tokens for every width, as for MPT-1B and -3B
+without recompute in the sweeps), where the attention kernel, not the small layers, sets the
+step.
+
+**Megatron-LM 2020 ran PyTorch ops.** The README's tables come from commit 5281919 (Sep 2020),
+which has no `megatron/fused_kernels` and no jit fusions: its layers (megatron/model/
+transformer.py) are PyTorch ops apart from apex's FusedLayerNorm. Its attention scales q and k
+(two kernels), masks the causal half with an in-place `masked_fill_` before `torch.nn.Softmax`
+(one more pass over the scores forward and backward), and copies the context back with
+`.contiguous()`; `F.linear` of that torch adds each bias in a kernel of its own on the 3-D
+activations, and autograd reduces each output gradient for the bias gradients; hidden and
+attention dropout are 0.1. Modelled as such (`fused_kernels: false`, `norm_kernel: fused`,
+`linear_bias: separate`), the source moves from +12% to 0% in-sample (eager layers +8% of the
+step, biases +4%), and its one fitting row no longer pulls the A100 derate up.
 
 **Memory-bound kernels at their measured bandwidth** (`costs/memory_bound.py`, fitted on
 Liger-Kernel's published timings of PyTorch's and Triton's norm, activation, RoPE and
