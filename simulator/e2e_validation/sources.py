@@ -470,7 +470,7 @@ def _dgxc(rows: list[Row]) -> list[Case]:
 
 SOURCES: list[Source] = [
     Source("megatron2020", "Megatron-LM README 2020 (GPT-2 1.2-8.3B, A100, fp16)", "megatron_lm_readme_2020.csv",
-           _megatron2020, ["Old stack (2020): no FlashAttention, fused softmax; batch per GPU is 16 sequences.",
+           _megatron2020, ["Old stack (2020): no FlashAttention, no fused kernels (PyTorch ops, apex LayerNorm, separate bias adds); batch per GPU is 16 sequences.",
                            "Only rows filling whole DGX nodes can be built (a scenario has whole nodes)."]),
     Source("bloom", "BLOOM 176B (Jean Zay, 384 A100-80GB)", "bloom_176b_bigscience.csv", _bloom,
            ["Jean Zay's network is modelled as 4 Omni-Path 100 Gb/s links per node (jean-zay-a100). On the DGX "
