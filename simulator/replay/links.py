@@ -487,9 +487,12 @@ class FlowNetwork:
         mirror.sync()
         entries = mirror.alive[mirror.m_fid]
         m_fid, m_link = mirror.m_fid[entries], mirror.m_link[entries]
-        active = np.flatnonzero(mirror.alive)
-        dense = np.cumsum(mirror.alive) - 1
-        rates = max_min_rates(dense[m_fid], m_link, active.size, self.capacity_Bps, mirror.cap[active])
+        # The active flows' ids, ascending (every mirrored flow has a link), and each entry's
+        # position among them: over the live entries, not over every id the step has issued
+        # (a flag per flow id ever started, scanned per recompute, grows with the step).
+        active = np.unique(m_fid)
+        rates = max_min_rates(np.searchsorted(active, m_fid), m_link, active.size, self.capacity_Bps,
+                              mirror.cap[active])
         changed = np.flatnonzero(rates != mirror.rate[active])
         flows = self._flows
         for fid, r in zip(active[changed].tolist(), rates[changed].tolist()):
