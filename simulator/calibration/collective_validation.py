@@ -8,7 +8,8 @@ writes ``simulator/report/collective_interval_table.py`` (the prediction interva
 ≥ 1 MiB and for all sizes) and ``<out>/img/collectives-<profile>.png`` (predicted vs measured
 busbw over size). Predictions use the bundled profiles as they are: datasheet numbers and their
 documented efficiency constants, nothing fitted per sweep. The only per-sweep inputs are what the
-CSV header states: the rank layout, a pinned ``NCCL_ALGO``, and ``-g`` (GPUs per process), which
+CSV header states: the rank layout, a pinned ``NCCL_ALGO``, ``NCCL_NVLS_ENABLE=0`` (no NVLS or
+NVLSTree), and ``-g`` (GPUs per process), which
 sets the launch floor nccl-tests' pipelined timing cannot go below (``-g G`` × the profile's
 ``gpu.kernel_launch_us``: one host thread launches every GPU's kernel in turn).
 
@@ -114,7 +115,8 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_ou
         "(AWS p5: 32 EFA), the tree graph's bwIntra raised up to 2× bwInter on two nodes (NCCL search.cc "
         "pass 2), and NVLS's own NVLink-only graph. Nothing is fitted per "
         "sweep. Per sweep only the header's facts are used: ranks, GPUs per node, a pinned "
-        "`NCCL_ALGO`, and `-g` (GPUs per process) which sets the launch floor (`-g` × "
+        "`NCCL_ALGO`, `NCCL_NVLS_ENABLE=0` (no NVLS or NVLSTree, as NCCL's nvls.cc then leaves nvlsSupport at 0), "
+        "and `-g` (GPUs per process) which sets the launch floor (`-g` × "
         "`gpu.kernel_launch_us`) below which nccl-tests' pipelined loop cannot report.",
         "",
         "Error = predicted busbw / measured busbw − 1 (measured busbw recomputed from the printed "

@@ -153,13 +153,18 @@ def interval_coverage(fitted, train: list[MeasuredCollective], test: list[Measur
 
 def system_profile(system: str):
     """The profile a system's sweeps are predicted on, with the scale-out transport its sweeps'
-    headers name (``Case.transport``: the MI300X profile serves AAC10's and AAC11's RoCE clusters),
-    as the collective validation predicts them (``sweep_prediction.case_profile``)."""
-    from simulator.calibration.sweep_prediction import CASES, case_profile
+    headers name (``Case.transport``: the MI300X profile serves AAC10's and AAC11's RoCE clusters)
+    and NVLS off where every one of its sweeps ran with ``NCCL_NVLS_ENABLE=0``, as the collective
+    validation predicts them (``sweep_prediction.case_for``, ``case_profile``)."""
+    from dataclasses import replace
+
+    from simulator.calibration.sweep_prediction import case_profile
     from simulator.config.hardware import load_profile
 
-    case = next((c for c in CASES.values() if c.system == system), None)
-    return load_profile(system) if case is None else case_profile(case)
+    cases = [c for c in (case_for(sweep) for sweep in bundled_sweeps()) if c is not None and c.system == system]
+    if not cases:
+        return load_profile(system)
+    return case_profile(replace(cases[0], nvls=any(c.nvls for c in cases)))
 
 
 def systems() -> tuple[dict[str, list[MeasuredCollective]], dict[str, str]]:

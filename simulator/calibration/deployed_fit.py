@@ -45,9 +45,11 @@ FIT_EXCLUDED = {
                    "AllReduce plateaus predicted 15-21% too fast (a bandwidth question of 80-rank rings and NVLS-tree) "
                    "pull InfiniBand's hop extra from 3 to 15 us, which the 2-node HDR latency regime then pays "
                    "(scored, not fitted)",
-    "oci-gb200": "NVL72 racks again: NCCL's tuner picks NVLS-Tree over the two racks' NVLink domains, which the "
-                 "model prices 2-3x faster than measured at >= 1 MiB (a choice/bandwidth question of multi-node "
-                 "NVLink, not of the RoCE hops between racks; scored, not fitted)",
+    "oci-gb200": "two NVL72 racks over RoCE, run with NCCL_NVLS_ENABLE=0 (the header's env): Tree/LL's per-call "
+                 "cost there is a chain of 64 GPUs across a multi-node NVLink rack (NCCL's 63 intra-domain hops), "
+                 "which it prices 28% below the ~185 us measured; fitted in, that gap moved RoCE's hop extra from "
+                 "20 to 40 us (while RoCE was one row for NCCL and RCCL), which the 2-node RoCE systems then pay "
+                 "(held out: gcp-a3-ultra all sizes 25% -> 33%; scored, not fitted)",
     "aac10-mi300x": "RCCL 2.22.3 over RCCL's own verbs transport: every call up to 128 MiB pays a constant ~220 us more than "
                     "on the MI355X cluster of the same provider (RCCL 2.26.6 with AMD's ANP plugin: a 40 us floor), while "
                     "both grow alike from 2 to 64 MiB (129 vs 126 GB/s of Tree/Simple algbw): a per-call cost of that "

@@ -7,7 +7,8 @@ report them are :mod:`simulator.calibration.collective_validation` (as shipped) 
 
 Predictions use the bundled profiles as they are: datasheet numbers and their documented
 efficiency constants, nothing fitted per sweep. The only per-sweep inputs are what the CSV header
-states: the rank layout, a pinned ``NCCL_ALGO``, and ``-g`` (GPUs per process), which sets the
+states: the rank layout, a pinned ``NCCL_ALGO``, ``NCCL_NVLS_ENABLE=0`` (NVLS and NVLSTree off, as
+NCCL's ``nvls.cc`` leaves ``nvlsSupport`` at 0), and ``-g`` (GPUs per process), which sets the
 launch floor nccl-tests' pipelined timing cannot go below (``-g G`` × the profile's
 ``gpu.kernel_launch_us``: one host thread launches every GPU's kernel in turn).
 
@@ -40,6 +41,7 @@ class Case:
     # Nodes the sweep used in each NVLink domain when the domain spans nodes and the job did not
     # fill it (a multi-rack NVL72 job of 16 trays per rack); None: consecutive nodes.
     domain_nodes: int | None = None
+    nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
 
     @property
     def system(self) -> str:
@@ -169,9 +171,10 @@ CASES.update({
 CASES.update({
     "gb200x128_allreduce_2rack_oci_nvl72_roce": Case(
         "gb200-nvl72", "allreduce", 128, 4, family="oci-gb200", transport="roce", domain_nodes=16,
-        note="Oracle Cloud, 16 trays in each of 2 NVL72 racks, RoCE between the racks; NCCL 2.29.2 left to choose. "
-             "The model picks NVLS-Tree and prices it 2.4x faster than the 684 GB/s measured at 32 GiB (the "
-             "CoreWeave racks reach ring rates, 810 GB/s); below 1 MiB its ~185 us floor is not a ring's"),
+        note="Oracle Cloud, 16 trays in each of 2 NVL72 racks, RoCE between the racks; NCCL 2.29.2 left to choose, with "
+             "NCCL_NVLS_ENABLE=0 (the repo's manifest, header env), so Tree and Ring: the 684 GB/s plateau within 5% "
+             "(Ring/Simple from 4 GiB). Tree/LL128 over the chains of 64 GPUs per rack (4-256 MiB) runs 21-34% below "
+             "NCCL's RoCE LL128 rate; below 1 MiB Tree/LL's chain is priced at ~130 us against the ~185 us measured"),
     "a100x16_allreduce_2node_oci_roce_ringalgo": Case(
         "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
         note="Oracle Cloud BM.GPU.B4.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-a100's 8 x 200 Gb/s); 1-8 GiB only"),
@@ -246,6 +249,8 @@ def case_for(sweep: MeasuredSweep) -> Case | None:
     pinned = canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     if pinned and case.algo is None:
         case = replace(case, algo=pinned)
+    if sweep.env.get("NCCL_NVLS_ENABLE") == "0":
+        case = replace(case, nvls=False)
     return case
 
 
@@ -259,6 +264,9 @@ def case_profile(case: Case, table: dict | None = None):
     if case.transport and case.transport != profile.node.nics.transport:
         nics = profile.node.nics.model_copy(update={"transport": case.transport})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
+    if not case.nvls and profile.node.scale_up.nvls:  # NCCL_NVLS_ENABLE=0: no NVLS graph, no NVLS/NVLSTree
+        scale_up = profile.node.scale_up.model_copy(update={"nvls": False})
+        profile = profile.model_copy(update={"node": profile.node.model_copy(update={"scale_up": scale_up})})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)
         nccl: dict[str, float | str] = {**deployed_for(deployed_key(profile), table).overrides(),
                                         **profile.nccl_overrides}
