@@ -424,8 +424,8 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
             out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
             configs.setdefault((fam, algo, plan.protocol), set()).add((m.ranks, m.nodes))
-            if plan.protocol == "ll" and fam == "coll":
-                out["nccl.coll.ll_max_bw_GBps"] = None
+            if plan.protocol == "ll" and fam == "coll" and profile.collective_library == "nccl":
+                out["nccl.coll.ll_max_bw_GBps"] = None  # RCCL has no LL cap (nccl_tuner.ll_max_bw_GBps)
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
                 scope = "net." if net else ""  # Simple is the links' own efficiency
                 key = f"nccl.coll.proto_efficiency.{scope}{{}}{plan.protocol}"

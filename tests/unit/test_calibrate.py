@@ -560,3 +560,19 @@ def test_scoped_nccl_keys_time_only_their_pattern(h100):
     assert scoped({"a": 1.0, "p2p.a": 2.0, "coll.b": 3.0}, None) == {"a": 1.0}
     assert "did you mean" in check_override("coll.net_latency_uss", 1.0)
     assert check_override("p2p.p2p_efficiency", 1.5) is not None and check_override("coll.nvls_efficiency", 0.8) is None
+
+
+def test_rccl_profile_fits_no_ll_bandwidth_cap():
+    """RCCL's tuner has no llMaxBw (nccl_tuner.ll_max_bw_GBps is infinite for it), so a fit of an AMD
+    system's LL rows must not try to move a cap that does not exist (it would overlay inf)."""
+    from simulator.calibration.fit import candidate_params
+
+    mi300x = load_profile("mi300x")
+    assert mi300x.collective_library == "rccl"
+    sizes = tuple(2 ** k for k in range(10, 22))  # small sizes: RCCL runs LL across nodes here
+    shell = MeasuredCollective("synthetic", "allreduce", 16, 2, 8, sizes, tuple(1.0 for _ in sizes))
+    paths = [p.path for p in candidate_params(mi300x, [shell])]
+    assert any(".ll" in p for p in paths), paths  # the LL rows are fitted ...
+    assert "nccl.coll.ll_max_bw_GBps" not in paths  # ... without NCCL's LL cap
+    dgx = load_profile("dgx-h100")
+    assert "nccl.coll.ll_max_bw_GBps" in [p.path for p in candidate_params(dgx, [replace(shell, gpus_per_node=8)])]
