@@ -132,6 +132,13 @@ def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: Compute
 PERSISTENT_SOFTMAX_MAX = 1024  # elements of a row PyTorch's warp softmax holds in registers
 
 
+def _scale_qk(pb: ProgramBuilder, ctx: AttentionContext, after: int, phase: Phase) -> int:
+    """Eager Megatron-LM 2020's division of q and of k by sqrt(norm_factor): two elementwise
+    kernels, each reading and writing its tensor (their gradients the same in backward)."""
+    return _unfused(pb, ctx, f"scale_qk.{phase}", "elementwise", 0.0, 2 * (ctx.q_bytes + ctx.kv_bytes // 2), after,
+                    phase, 2)
+
+
 def _eager_softmax_passes(ctx: AttentionContext) -> int:
     """HBM passes over the scores of PyTorch's own softmax forward (read + write, or three reads
     and a write when the row does not fit the warp kernel; its backward then reads the gradient
@@ -146,10 +153,8 @@ def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> in
     B, S = ctx.dtype_bytes, _score_elems(ctx)
     half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     qk_bytes = ctx.q_bytes + ctx.kv_bytes / 2 * ctx.heads / max(ctx.kv_heads, 1)  # K expanded to all heads
-    k_bytes = ctx.kv_bytes // 2
     if ctx.eager:
-        i = _unfused(pb, ctx, "scale_qk.fwd", "elementwise", 0.0, 2 * (ctx.q_bytes + k_bytes), after, "fwd", 2)
-        after = i
+        after = _scale_qk(pb, ctx, after, "fwd")
     i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + S * B, after, "fwd")
     softmax_passes = 2
     if ctx.eager:
@@ -180,6 +185,5 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
         i = _unfused(pb, ctx, "mask.bwd", "elementwise", 1.0 * S, 2 * S * B, i, "bwd")
     i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd")
     if ctx.eager:
-        k_bytes = ctx.kv_bytes // 2
-        i = _unfused(pb, ctx, "scale_qk.bwd", "elementwise", 0.0, 2 * (ctx.q_bytes + k_bytes), i, "bwd", 2)
+        i = _scale_qk(pb, ctx, i, "bwd")
     return i

@@ -398,6 +398,7 @@ class LayerBuilder:
         self._seen: dict[tuple, int] = {}  # builds of each pass so far
         self._qkv_out = spec.qkv_out or (spec.shape.heads + 2 * spec.shape.kv_heads) * spec.head_dim
         self._proj_in = spec.proj_in or spec.shape.heads * spec.head_dim
+        self._fc1_out = (2 if spec.gated else 1) * spec.shape.ffn  # gate and up columns when gated
 
     def _cached(self, build: Callable[..., int], kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
@@ -492,9 +493,8 @@ class LayerBuilder:
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
-            fc1_out = (2 if s.gated else 1) * s.shape.ffn
-            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", fc1_out, g("fc1", ln2))
-            fc1 = self._bias(pb, layer, "fc1", fc1_out, s.tokens, fc1, tag, "fwd")
+            fc1 = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", self._fc1_out, g("fc1", ln2))
+            fc1 = self._bias(pb, layer, "fc1", self._fc1_out, s.tokens, fc1, tag, "fwd")
             act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (fc1,), tag, ew.act_fwd[1])
             fc2 = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, g("fc2", act))
@@ -526,9 +526,8 @@ class LayerBuilder:
             fc2 = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, g("fc2", res2))
             act_bytes = ew.act_bwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
-            fc1_out = (2 if s.gated else 1) * s.shape.ffn
-            act = self._bias(pb, layer, "fc1", fc1_out, s.tokens, act, tag, "bwd")
-            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", fc1_out, g("fc1", act))
+            act = self._bias(pb, layer, "fc1", self._fc1_out, s.tokens, act, tag, "bwd")
+            fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", self._fc1_out, g("fc1", act))
         ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, _deps(fc1, wait_attn), tag)
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
