@@ -126,45 +126,72 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
     Qwen3 layer split that counts the embedding and the loss as layers. DeepSeek-V3's row is left out (multi-token prediction is not modelled),
     and so is the H100 Qwen3-235B row, for run time (more than ``MAX_MICRO_BATCHES`` per pipeline)."""
+    return bridge_cases("bridge_moe", rows)
+
+
+def bridge_ep_overlap(rows: list[Row]) -> list[Case]:
+    """Megatron-Bridge's controlled A/B of ``overlap_moe_expert_parallel_comm`` (Qwen3-30B-A3B on 16
+    H100 in BF16, TP1 PP1 EP16, HybridEP on the 32 SMs its recipe sets; the skill card's
+    measured_result): the same run without and with the combined-1F1B A2A overlap, built as the
+    26.04.01 rows are (:func:`bridge_case`)."""
+    return bridge_cases("bridge_moe_overlap", rows)
+
+
+def bridge_cases(source: str, rows: list[Row]) -> list[Case]:
+    """The rows :func:`bridge_case` builds, numbered in order."""
     out: list[Case] = []
     for r in rows:
-        name, notes = r["model_name"], r["notes"]
-        if r["metric"] != "tokens_per_s_per_gpu" or name not in MEGATRON_BRIDGE_MOE:
-            continue
-        preset = MEGATRON_BRIDGE_MOE[name]
-        hw = parse_hardware(r) or ("dgx-b200" if "B200" in r["gpu"] else None)
-        if hw is None:
-            continue
-        dtype, recipe = BRIDGE_PRECISION[_note(notes, "prec").lower()]
-        n = parse_int(r["num_gpus"])
-        tp, pp, vp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "ep"))
-        mbs, gbs = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
-        if gbs // (mbs * (n // (tp * pp))) > MAX_MICRO_BATCHES:
-            continue
-        tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
-        parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
-        dispatcher = _note(notes, "dispatcher")
-        # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
-        parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
-                        moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
-        if "hybridep" in dispatcher:
-            parallel["moe_deepep_backend"] = "hybridep"
-            if preset.startswith("qwen3"):
-                parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
-        if _note(notes, "moe_a2a_overlap") == "True":
-            parallel["overlap_moe_expert_parallel_comm"] = True
-        if pp > 1 and preset.startswith("qwen3"):
-            parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
-        vocab = PRESETS[preset]["vocab"]
-        m = 128 * tp  # Megatron pads the vocabulary to a multiple of 128 x TP
-        model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": -(-vocab // m) * m}
-        scn = make_scenario(f"bridge-moe-{len(out)}", hw, n, model, micro_batch=mbs,
-                            global_batch=gbs, dtype=dtype, recompute="none",
-                            parallel=parallel)
-        if recipe is not None:
-            scn["training"]["fp8_recipe"] = recipe
-        dp = n // (tp * pp)
-        label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
-                 + f" ep{ep} dp{dp} {n} GPUs")
-        out.append(Case("bridge_moe", label, scn, "tokens_per_s_per_gpu", float(r["value"]), n))
+        c = bridge_case(source, r, len(out))
+        if c is not None:
+            out.append(c)
     return out
+
+
+def bridge_case(source: str, r: Row, index: int) -> Case | None:
+    """One Megatron-Bridge MoE row as a case (see :func:`megatron_bridge_moe`), or None when its
+    model is not mapped, its GPU has no profile or it runs more than ``MAX_MICRO_BATCHES`` per
+    pipeline. The notes give what the table does not print: precision, ETP, dispatcher, the SMs of
+    HybridEP (``hybridep_sms``; the 26.04.01 Qwen3 recipes' 16 when absent), TP overlap and A2A
+    overlap."""
+    name, notes = r["model_name"], r["notes"]
+    if r["metric"] not in ("tokens_per_s_per_gpu", "step_time_s") or name not in MEGATRON_BRIDGE_MOE:
+        return None
+    preset = MEGATRON_BRIDGE_MOE[name]
+    hw = parse_hardware(r) or ("dgx-b200" if "B200" in r["gpu"] else None)
+    if hw is None:
+        return None
+    dtype, recipe = BRIDGE_PRECISION[_note(notes, "prec").lower()]
+    n = parse_int(r["num_gpus"])
+    tp, pp, vp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "ep"))
+    mbs, gbs = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
+    if gbs // (mbs * (n // (tp * pp))) > MAX_MICRO_BATCHES:
+        return None
+    tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
+    parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
+    dispatcher = _note(notes, "dispatcher")
+    # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
+    parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
+                    moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
+    if "hybridep" in dispatcher:
+        parallel["moe_deepep_backend"] = "hybridep"
+        sms = _note(notes, "hybridep_sms")
+        if sms:
+            parallel["moe_deepep_sms"] = int(sms)
+        elif preset.startswith("qwen3"):
+            parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
+    overlap = _note(notes, "moe_a2a_overlap") == "True"
+    if overlap:
+        parallel["overlap_moe_expert_parallel_comm"] = True
+    if pp > 1 and preset.startswith("qwen3"):
+        parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
+    vocab = PRESETS[preset]["vocab"]
+    m = 128 * tp  # Megatron pads the vocabulary to a multiple of 128 x TP
+    model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": -(-vocab // m) * m}
+    scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
+                        global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
+    if recipe is not None:
+        scn["training"]["fp8_recipe"] = recipe
+    dp = n // (tp * pp)
+    label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+             + f" ep{ep} dp{dp} {n} GPUs" + (" A2A overlap" if overlap else ""))
+    return Case(source, label, scn, r["metric"], float(r["value"]), n)

@@ -21,7 +21,7 @@ from simulator.e2e_validation.scenarios import (
     make_scenario,
     megatron_parallel,
 )
-from simulator.e2e_validation.moe_sources import automodel_moe, megatron_bridge_moe
+from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
@@ -531,6 +531,14 @@ SOURCES: list[Source] = [
             "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
             "up-projections and MLPs, which are not modelled. The H100 Qwen3-235B row (512 micro-batches "
             "through 32 virtual stages) is skipped for run time."]),
+    Source("bridge_moe_overlap", "Megatron-Bridge Qwen3-30B-A3B expert-parallel overlap A/B (16 H100, BF16, HybridEP)",
+           "megatron_bridge_moe_ep_overlap_h100.csv", bridge_ep_overlap,
+           ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "
+            "with overlap_moe_expert_parallel_comm (combined 1F1B); settings off the card come from the recipe "
+            "it names (HybridEP on 32 SMs, no recompute); see the file's header.",
+            "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0.",
+            "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
+            "eager launches."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
             "Rows above 1536 GPUs are skipped for run time."]),
@@ -583,7 +591,8 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "megatron2021_zero3",
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap",
+                              "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak"})
 
 

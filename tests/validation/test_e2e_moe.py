@@ -72,6 +72,39 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
             "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088}[c.scenario["model"]["preset"]] <= vocab
 
 
+def test_bridge_ep_overlap_pair_differs_only_in_the_overlap():
+    """Megatron-Bridge's A/B of overlap_moe_expert_parallel_comm: two Qwen3-30B-A3B runs on 16 H100 in
+    BF16 (TP1 PP1 EP16, micro-batch 1, global batch 1,024), HybridEP on the 32 SMs of the card's recipe,
+    identical but for the combined-1F1B overlap, both held out."""
+    off, on = _moe_cases("bridge_moe_overlap")
+    assert (off.metric, off.measured, on.metric, on.measured) == ("step_time_s", 24.7138, "step_time_s", 20.99203)
+    for c in (off, on):
+        p, t = c.scenario["parallel"], c.scenario["training"]
+        assert (c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus) == ("qwen3-30b-a3b", "dgx-h100", 16)
+        assert (p["tp"], p["pp"], p["ep"], p["etp"], p["moe_dispatcher"], p["moe_deepep_backend"]) == (
+            1, 1, 16, 1, "deepep", "hybridep")
+        assert p["moe_deepep_sms"] == 32 and t["dtype"] == "bf16" and "fp8_recipe" not in t
+        assert (t["micro_batch"], t["global_batch"]) == (1, 1024) and not sources.is_fit_case(c)
+    assert not off.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False)
+    assert on.scenario["parallel"]["overlap_moe_expert_parallel_comm"] is True
+    strip = ({**off.scenario, "name": ""}, {**on.scenario, "name": ""})
+    strip[1]["parallel"] = {k: v for k, v in strip[1]["parallel"].items() if k != "overlap_moe_expert_parallel_comm"}
+    assert strip[0] == strip[1]
+
+
+def test_bridge_ep_overlap_card_counts_megatron_flops():
+    """The card's model TFLOP/s/GPU is Megatron-Core's num_floating_point_operations of the step over
+    its time and 16 GPUs (23.006 GFLOP per token for Qwen3-30B-A3B at seq 4,096, as the 26.04.01
+    table's 206 TFLOP/s at 8,960 tokens/s/GPU): the printed shape is the preset's."""
+    from simulator.config.workload import Model
+    from simulator.schedule.flops import megatron_flops_per_step
+
+    flops = megatron_flops_per_step(Model.model_validate({"preset": "qwen3-30b-a3b"}), 1024)
+    for step, tflops in ((24.7138, 244.039), (20.99203, 287.305)):
+        assert flops / step / 16 / 1e12 == pytest.approx(tflops, rel=2e-4)
+    assert 206e12 / 8960 == pytest.approx(flops / 1024 / 4096, rel=2e-3)
+
+
 def test_stages_with_embedding_and_loss():
     """Megatron-Core's account_for_embedding/loss_in_pipeline_split: (94 + 2) / 32 = 3 per virtual
     stage, the first and last one fewer; (94 + 2) / 8 = 12."""
