@@ -201,9 +201,8 @@ def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo:
 def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     """One send/recv: NCCL's ring base latency plus one hop of the link class."""
     link = "net" if ctx.n_nodes > 1 else ctx.intra_link
-    p = nccl_constants.PROTOS.index(proto)
     plugin = tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us if ctx.n_nodes > 1 else 0.0
-    return ctx.constants.base_latency_us["ring"][p] + ctx.constants.hw_latency_us[link]["ring"][p] + plugin
+    return tuner.p2p_ring_latency_us(ctx, None, proto) + tuner.p2p_ring_latency_us(ctx, link, proto) + plugin
 
 
 def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str) -> float:
@@ -211,13 +210,12 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
     Assumes the group's layout is the same for every rank (the first rank's peers are counted)."""
-    p = nccl_constants.PROTOS.index(proto)
-    hw = ctx.constants.hw_latency_us
     me = lay.gpus[0]
     local = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) == topo.domain_of(me))
     remote = len(lay.gpus) - 1 - local
-    return (ctx.constants.base_latency_us["ring"][p] + local * hw[ctx.intra_link]["ring"][p]
-            + remote * (hw["net"]["ring"][p] + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
+    hop = partial(tuner.p2p_ring_latency_us, ctx, proto=proto)
+    return (hop(None) + local * hop(ctx.intra_link)
+            + remote * (hop("net") + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: TopologyView, *,
@@ -253,7 +251,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
-        cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes) * 1e9 * wire
+        cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes, op) * 1e9 * wire
         if algorithm == "ring":
             closed = op != "broadcast"
             pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
@@ -372,7 +370,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
             return (), 0.0, 0
         n_ch = tuner.channels_used(ctx, "ring", proto, int(sub_size))
         wire = WIRE_FACTOR[proto] / tuner.proto_efficiency(ctx, proto)
-        cap = tuner.channel_bw_GBps(ctx, "ring", proto) * 1e9 * wire
+        cap = tuner.channel_bw_GBps(ctx, "ring", proto, coll=sub_op) * 1e9 * wire
         flows: Sequence[Flow] = ()
         for sub in lays:
             pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))

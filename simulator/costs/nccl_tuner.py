@@ -28,6 +28,7 @@ from simulator.costs.nccl_constants import (
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
+from simulator.costs.nccl_versions import tables_for
 
 # --- §1 latency ----------------------------------------------------------------------------
 
@@ -42,6 +43,8 @@ def _nsteps(coll: str, n: int) -> int:
 
 def _net_overhead_us(ctx: TunerContext, proto: str) -> float:
     c = ctx.constants.net_overhead_us
+    if c is None and not ctx.constants.tables.net_overhead:
+        return 0.0  # before 2.18 NCCL had no host net overhead
     base = c if c is not None else (2.0 if ctx.cpu_vendor == "amd" else 1.0)
     return base * (3 if proto == "simple" else 1)
 
@@ -60,6 +63,8 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     base = k.base_latency_us[algo][p]
     intra = k.hw_latency_us[ctx.intra_link][algo][p]
     t = k.tables
+    if proto == "ll" and ctx.n_nodes > 1:
+        intra *= t.ll_intra_latency_multinode
     inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 and t.ppn1_uses_tree_net_latency else algo
     inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto) + k.net_hop_extra_us
     n, nodes = ctx.n_ranks, ctx.n_nodes
@@ -178,16 +183,19 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
         if algo == "nvls_tree":
             per_ch = min(per_ch, PER_CH_MAX_NVLS_TREE_BW[ctx.arch][s])
     bus = n_ch * per_ch
+    if t.ampere_bus_cap_GBps is not None and ctx.arch == "ampere":
+        bus = min(bus, t.ampere_bus_cap_GBps)
     if algo == "ring" and proto == "ll":
-        bus = min(ll_max_bw_GBps(ctx), 0.5 * bus)
+        bus = min(ll_max_bw_GBps(ctx), t.ring_ll_fraction(coll, ctx.n_nodes) * bus)
     elif algo == "ring" and proto == "ll128":
-        bus = min(0.92 * bus, n_ch * t.per_ch_max_ring_ll128[row][s])
+        bus = min(0.92 * bus, n_ch * t.ll128_per_ch_cap(coll, "ring", row, s))
     elif algo == "tree" and coll == "allreduce":
         bus = min(0.92 * bus, n_ch * t.per_ch_max_tree[row][s])
         if proto == "ll":
             bus = min(bus / 3.8, ll_max_bw_GBps(ctx))
         elif proto == "ll128":
-            bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else 120 / 128), n_ch * t.per_ch_max_tree_ll128[row][s])
+            bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else t.tree_ll128_net_factor),
+                      n_ch * t.ll128_per_ch_cap(coll, "tree", row, s))
     elif algo == "pat":
         bus *= t.pat_bw_factor
     if algo in ("ring", "nvls", "nvls_tree"):
@@ -230,7 +238,10 @@ def predict_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int)
         return math.inf
     lat = latency_us(ctx, coll, algo, proto)
     if algo == "ring" and proto == "simple" and coll == "allreduce" and ctx.n_nodes > 1:
-        if nbytes / (ctx.graph.n_channels * ctx.n_ranks) >= 64:
+        if ctx.constants.tables.ring_plateau_up_to_2_16:
+            if nbytes >= ctx.n_ranks / 16 * 65536:
+                lat *= 1.9
+        elif nbytes / (ctx.graph.n_channels * ctx.n_ranks) >= 64:
             lat *= 1.4 if ctx.arch != "volta" else 1.9
     if algo == "tree" and coll == "allreduce":
         bw *= tree_correction(proto, nbytes)
@@ -295,9 +306,11 @@ def channels_used(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> int:
     return nc
 
 
-def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None = None) -> float:
-    """Payload bandwidth one channel can drive (GB/s): the graph's per-channel speed, capped by
-    the protocol's per-channel maxima (LL: llMaxBw spread over the channels).
+def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None = None,
+                    coll: str = "allreduce") -> float:
+    """Payload bandwidth one channel of `coll` can drive (GB/s): the graph's per-channel speed,
+    capped by the protocol's per-channel maxima (LL: the release's share of the ring's rate,
+    llMaxBw spread over the channels; before 2.17 also Ampere's 235 GB/s bus cap).
 
     Tree AllReduce channels run at NCCL's own tree estimate (its algorithm bandwidth, with the
     size correction when `nbytes` is given) divided over the channels: the tuner's constants
@@ -311,17 +324,38 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
             bw *= tree_correction(proto, nbytes)
         if bw > 0:
             return bw / g.n_channels
+    t = ctx.constants.tables
     per_ch = g.bw_intra_GBps if ctx.n_nodes <= 2 else g.bw_inter_GBps
+    if t.ampere_bus_cap_GBps is not None and ctx.arch == "ampere":
+        per_ch = min(per_ch, t.ampere_bus_cap_GBps / g.n_channels)
     if proto == "ll":
-        return min(0.5 * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
+        return min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
     if proto == "ll128":
-        t = ctx.constants.tables
-        table = t.per_ch_max_tree_ll128 if algo == "tree" else t.per_ch_max_ring_ll128
-        return min(per_ch * 120 / 128, table[_row(ctx)][ctx.scale])
+        return min(per_ch * 120 / 128, t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale))
     return per_ch
 
 
 # --- point-to-point channels (enqueue.cc addP2pToPlan) -----------------------------------------
+
+def p2p_ring_latency_us(ctx: TunerContext, link: str | None, proto: str) -> float:
+    """The Ring row of NCCL's latency tables that a send or receive is priced with: the hop of
+    `link` (``nvlink``, ``pci``, ``net``), or the base latency when `link` is None.
+
+    NCCL's tuner never rates point-to-point operations (enqueue.cc plans sends without it), so an
+    older release's table says nothing about what a send costs: the row is the newest release's,
+    unless the profile sets its own (a fitted value)."""
+    p = PROTOS.index(proto)
+
+    def row(base, hw) -> float:
+        return base["ring"][p] if link is None else hw[link]["ring"][p]
+
+    k, release = ctx.constants, ctx.constants.tables
+    own = row(k.base_latency_us, k.hw_latency_us)
+    if own != row(release.base_latency_us, release.hw_latency_us):
+        return own
+    newest = tables_for(None)
+    return row(newest.base_latency_us, newest.hw_latency_us)
+
 
 def p2p_channels_used(ctx: TunerContext, nbytes: float) -> int:
     """Channels one send or receive of `nbytes` is split over.

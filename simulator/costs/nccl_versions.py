@@ -8,15 +8,26 @@ from 2.27) and the rule that one GPU per node uses the network Tree latency for 
 NCCL chooses, and when, follows.
 
 Source: ``docs/reference/NCCL-COST-MODEL.md`` §5 (the version history of the constants), each
-table checked against ``src/graph/tuning.cc`` of the NVIDIA/nccl tags v2.18.3-1, v2.21.5-1,
+table checked against ``src/graph/tuning.cc`` of the NVIDIA/nccl tags v2.8.4-1, v2.16.5-1, v2.18.3-1, v2.21.5-1,
 v2.23.4-1, v2.27.3-1, v2.28.3-1 and the 2.30.7 commit the document reads. Where the tag differs
 from the document, the tag is encoded: 2.18.3 has PCI Tree/Simple 6 us (not 4) and NVLS/NVLSTree
 NVLink hops of 0 (the 23 us is their base latency); PAT's latency starts from a fixed 8 us in
 every release that has PAT (``8 // Base time`` until 2.27, ``baseLatencies[PAT] = 8`` from 2.28).
 
+Two older tuners are encoded from their tags, because measured sweeps ran them (data/nccl: ABCI's
+NCCL 2.8.4, the A100-PCIe runs' 2.16.5): v2.8.4-1 and v2.16.5-1 have three algorithms, a ring base
+latency of 3.6/10/8.4 us (LL/LL128/Simple; 6.6/14/8.4 from 2.18), NVLink ring and tree LL hops of
+0.47 and 0.52 us, Tree/Simple hops of 28 us, a network ring Simple hop of 9.6 us, a 235 GB/s cap
+on every Ampere bus bandwidth, the intra-node LL hop x 1.8 across nodes, no host net overhead and
+a ring Simple plateau of x 1.9 from nRanks/16 x 64 KiB; 2.8.4 caps LL128 per collective
+(AllReduce 16.9, AllGather 18.3, ReduceScatter 15.2 GB/s per channel) and Ampere's Tree at
+24/22.5/16, 2.16.5 at 20 GB/s for every collective and 24/23.6/17.8. Until 2.20 Ring/LL was rated
+at a quarter of the ring's bus bandwidth for AllReduce (and across nodes), a third otherwise;
+2.21 made it a half (``ring_ll_fraction``).
+
 A release between two encoded ones uses the latest encoded release not newer than it (2.22.3 runs
-with 2.21.5's tables, 2.26.2 with 2.23.4's); a release older than 2.18.3 uses 2.18.3's (the
-document's 2.12 entries are partial), one newer than 2.30.7 uses 2.30.7's.
+with 2.21.5's tables, 2.26.2 with 2.23.4's, 2.12.12 with 2.8.4's); a release older than 2.8.4
+uses 2.8.4's, one newer than 2.30.7 uses 2.30.7's.
 
 The NVLS/NVLSTree bandwidth model is versioned too (``nvls_bw_model``; ``tuning.cc`` of each
 tag): 2.18.3 rates them like any algorithm (``bwIntra`` on <= 2 nodes, else ``bwInter``) and
@@ -32,7 +43,7 @@ releases), and CollNet (no bundled profile has SHARP).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Mapping
 
@@ -73,6 +84,34 @@ class NcclTables:
     # (min(bwIntra, bwInter), x 5/6), "2.27" (2.19 + its own NVLS AllGather/ReduceScatter rule),
     # "2.28" (nvlsEfficiency, perChMaxNVLSTreeBw, x n/nsteps).
     nvls_bw_model: str = "2.28"
+    # Before 2.21 Ring/LL was rated at a quarter of the ring's bus bandwidth for AllReduce and
+    # Reduce (and for every collective across nodes), a third otherwise; from 2.21 at half.
+    ring_ll_quarter: bool = False
+    # Up to 2.16 (``tuning.cc`` of v2.8.4-1 .. v2.16.5-1): every algorithm's bus bandwidth is
+    # capped at 235 GB/s on Ampere; the LL latency of an intra-node hop is x 1.8 across nodes; no
+    # host net overhead; the ring's Simple plateau multiplies its latency by 1.9 on every GPU once
+    # nBytes >= nRanks/16 x 64 KiB. None / 1.0 / True / False: the rules of 2.18 onwards.
+    ampere_bus_cap_GBps: float | None = None
+    ll_intra_latency_multinode: float = 1.0
+    net_overhead: bool = True
+    ring_plateau_up_to_2_16: bool = False
+    # v2.8.4-1 .. v2.12: LL128's per-channel cap is one per collective (``ll128MaxBwPerCh``, the
+    # same for Ring and Tree and every GPU), not per GPU and node count. None: the per-GPU tables.
+    ll128_per_ch_by_coll: Mapping[str, float] | None = None
+    tree_ll128_net_factor: float = 120 / 128  # Tree/LL128 across nodes (0.915 up to 2.12)
+
+    def ll128_per_ch_cap(self, coll: str, algo: str, row: str, scale: int) -> float:
+        """LL128's per-channel bandwidth cap (GB/s) for `coll` on `algo` (ring or tree)."""
+        if self.ll128_per_ch_by_coll is not None:
+            return self.ll128_per_ch_by_coll.get(coll, self.ll128_per_ch_by_coll["allreduce"])
+        table = self.per_ch_max_tree_ll128 if algo == "tree" else self.per_ch_max_ring_ll128
+        return table[row][scale]
+
+    def ring_ll_fraction(self, coll: str, n_nodes: int) -> float:
+        """The share of the ring's bus bandwidth NCCL rates Ring/LL at (before ``llMaxBw``)."""
+        if not self.ring_ll_quarter:
+            return 0.5
+        return 0.25 if n_nodes > 1 or coll in ("allreduce", "reduce") else 1 / 3
 
     def arch_row(self, arch: str) -> str:
         """The GPU row NCCL indexes: a GPU newer than the release's last row uses that row
@@ -92,6 +131,49 @@ _TREE_LL128 = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0), "hoppe
 _TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0)}
 
 
+def _tables_2_8_4() -> NcclTables:
+    """``tuning.cc`` of v2.8.4-1: three algorithms (Tree, Ring, CollNet), older latencies (Ring
+    base 3.6/10/8.4 us, NVLink Ring LL hop 0.47 us, Tree/Simple hops 28 us on every link), LL128
+    capped per collective, Ampere's Tree caps 24/22.5/16 GB/s per channel."""
+    collnet = {"nvlink": (0.5, 1.2, 4.0), "pci": (1.0, 1.9, 5.5), "net": (5.0, 5.0, 10.7)}
+    none = {"nvls": _Z, "nvls_tree": _Z, "pat": _Z}
+    return NcclTables(
+        version="2.8.4",
+        base_latency_us={"tree": (4.4, 4.4, 0.0), "ring": (3.6, 10.0, 8.4), "collnet_direct": (4.4, 4.4, 0.0),
+                         "collnet_chain": (4.4, 4.4, 0.0), **none},
+        hw_latency_us=_hw(
+            {"tree": (0.52, 1.25, 28.0), "ring": (0.47, 1.9, 3.4), "collnet_direct": collnet["nvlink"],
+             "collnet_chain": collnet["nvlink"], **none},
+            {"tree": (1.0, 1.9, 28.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": collnet["pci"],
+             "collnet_chain": collnet["pci"], **none},
+            {"tree": (5.0, 8.5, 28.0), "ring": (2.7, 4.0, 9.6), "collnet_direct": collnet["net"],
+             "collnet_chain": collnet["net"], **none}),
+        ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": _VOLTA_AMPERE_LL["ampere"]},  # no Hopper row yet
+        per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128,
+        per_ch_max_tree={"volta": _TREE["volta"], "ampere": (24.0, 22.5, 16.0), "hopper": (24.0, 22.5, 16.0)},
+        pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=False,
+        allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18", ring_ll_quarter=True,
+        ampere_bus_cap_GBps=235.0, ll_intra_latency_multinode=1.8, net_overhead=False,
+        ring_plateau_up_to_2_16=True,
+        ll128_per_ch_by_coll={"broadcast": 18.8, "reduce": 12.0, "allgather": 18.3, "reducescatter": 15.2,
+                              "allreduce": 16.9},
+        tree_ll128_net_factor=0.915,
+    )
+
+
+def _tables_2_16_5() -> NcclTables:
+    """``tuning.cc`` of v2.16.5-1: 2.8.4's latencies and rules, with one LL128 cap of 20 GB/s per
+    channel for every collective and GPU, Ampere's (and Hopper's) Tree caps 24/23.6/17.8, Tree/LL128
+    across nodes at 120/128, and 2 x nNodes network steps in a multi-node ring AllReduce."""
+    t = _tables_2_8_4()
+    flat = {arch: (20.0, 20.0, 20.0) for arch in ("volta", "ampere", "hopper")}
+    return replace(
+        t, version="2.16.5", ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": (87.7, 22.5, 19.0)},
+        per_ch_max_ring_ll128=flat, per_ch_max_tree_ll128=flat,
+        per_ch_max_tree={"volta": _TREE["volta"], "ampere": _TREE["ampere"], "hopper": _TREE["ampere"]},
+        ring_allreduce_inter_steps_per_node=True, ll128_per_ch_by_coll=None, tree_ll128_net_factor=120 / 128)
+
+
 def _tables_2_18_3() -> NcclTables:
     return NcclTables(
         version="2.18.3",
@@ -108,7 +190,7 @@ def _tables_2_18_3() -> NcclTables:
         ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": (87.7, 22.5, 19.0)},  # Hopper = Ampere's row
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
-        allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18",
+        allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18", ring_ll_quarter=True,
     )
 
 
@@ -195,7 +277,7 @@ def _tables_2_30_7() -> NcclTables:
     )
 
 
-_BUILDERS = {"2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
+_BUILDERS = {"2.8.4": _tables_2_8_4, "2.16.5": _tables_2_16_5, "2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
              "2.27.3": _tables_2_27_3, "2.28.3": _tables_2_28_3, "2.30.7": _tables_2_30_7}
 ENCODED: tuple[str, ...] = tuple(_BUILDERS)
 
