@@ -48,7 +48,10 @@ def render_loso(held_out) -> list[str]:
         "",
         "Each system (one cluster: its sweeps at every size, node count and collective) is predicted "
         "with the deployed-fabric constants (`simulator/costs/deployed.py`: per transport, an extra "
-        "latency per inter-node hop and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree) "
+        "latency per inter-node hop and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree; "
+        "and, where the transport's message protocol runs in host software (EFA's SENDRECV path on p4d/p4de, "
+        "GPUDirect-TCPXO), a cost per network message of NCCL's Simple chunks, `simulator/costs/net_messages.py`, one "
+        "value for that class fitted on its other system) "
         "fitted on the *other* systems only (`python -m simulator.calibration.deployed_fit`); a "
         "transport with no other system gets the fit pooled over all others. Everything else is the "
         "bundled profile as shipped. Single-node systems do not depend on those constants, so their "
@@ -62,7 +65,8 @@ def render_loso(held_out) -> list[str]:
     for h in sorted(held_out, key=lambda h: h.system):
         transport = transport_of(h.results[0])
         net = h.table.get(transport) or h.table.get("other")
-        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, ring LL/LL128 × {net.ring[0]:g}/{net.ring[1]:g}, tree LL/LL128 × {net.tree[0]:g}/{net.tree[1]:g}" \
+        msg = f", {net.message_us:g} µs/message" if any(p.net_messages for r in h.results for p in r.points) else ""
+        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, ring LL/LL128 × {net.ring[0]:g}/{net.ring[1]:g}, tree LL/LL128 × {net.tree[0]:g}/{net.tree[1]:g}{msg}" \
             if h.results[0].points and h.results[0].points[0].spans_nodes or any(r.points and r.points[0].spans_nodes for r in h.results) else "(single node)"
         mb, wb = _pooled(h.results, MiB)
         sb, _ = _pooled(h.results, MiB, signed=True)

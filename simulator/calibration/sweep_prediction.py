@@ -117,9 +117,9 @@ CASES: dict[str, Case] = {
         "gcp-a3-mega", "allreduce", 16, 8, None, family="gcp-a3-mega",
         note="GPUDirect-TCPXO: its stack enforces NCCL_PROTO=Simple, NCCL_ALGO=Ring,Tree and no NVLS "
              "(costs/transports.py), so even 8 B pays Simple's latency: predicted 132 us, measured ~123 us. 1-128 MiB "
-             "run up to 3.5x slower than predicted (busbw 10-150 GB/s; a per-call cost of ~600-900 us at >= 32 MiB "
-             "that no source here quantifies); TCPXO has no other measured system, so its deployed constants are "
-             "the pooled row"),
+             "ran up to 3.5x slower than Simple's bytes and hops: TCPXO's per-message cost times NCCL's Tree/Simple "
+             "messages per channel (costs/net_messages.py) accounts for most of it (the 4-16 MiB rows are still "
+             "15-50% too fast); TCPXO has no other measured system, so its other deployed constants are the pooled row"),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
@@ -185,8 +185,9 @@ CASES.update({
         "aws-p4de", "allreduce", 16, 8,
         note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, Tree/Simple's floor: "
              "with fewer EFA devices than GPUs aws-ofi-nccl runs its SENDRECV protocol and sets NCCL_PROTO=simple "
-             "(costs/transports.py; predicted ~172 us, ~105 us with LL). 1-16 MiB run 40-86% slower than the "
-             "model's Tree/Simple (EFA's per-message cost over SENDRECV, not modelled); from 128 MiB within 10%"),
+             "(costs/transports.py; predicted ~172 us, ~105 us with LL). 1-16 MiB ran 40-86% slower than "
+             "Tree/Simple's bytes and hops: SENDRECV's per-message cost times NCCL's Tree/Simple messages per channel "
+             "(32-128 KiB chunks there; costs/net_messages.py) accounts for it"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),
@@ -216,6 +217,7 @@ class Point:
     net_hops: float = 0.0  # inter-node hops that latency counts (d latency / d net_hop_extra_us)
     floor_us: float = 0.0  # the launch floor the time cannot go below
     spans_nodes: bool = False
+    net_messages: int = 0  # messages a channel sends in order (d latency / d net_message_us)
 
     @property
     def error(self) -> float:
@@ -302,7 +304,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None) -
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
-                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains))
+                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages))
     return SweepResult(sweep, case, tuple(points))
 
 

@@ -65,7 +65,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import nccl_constants, nccl_graph
+from simulator.costs import nccl_constants, nccl_graph, net_messages
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -103,6 +103,10 @@ class CollectivePlan:
     size_bytes: int
     n_ranks: int
     channels: int = 1
+    # Network messages a channel sends one after another (a Simple ring/tree across nodes on a
+    # transport whose message protocol runs on the host; costs/net_messages.py), each costing
+    # ``net_message_us`` of the latency term; 0 elsewhere.
+    net_messages: int = 0
 
     @property
     def n_flows(self) -> int:
@@ -248,6 +252,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     # the links for p2p traffic, applied as extra wire bytes like nvlsEfficiency (rate caps stay).
     proto_eff = tuner.proto_efficiency(ctx, protocol, algorithm)
     key_base = (lay.gpus,)
+    msgs = 0
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
@@ -261,6 +266,8 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             volume = float(size_bytes)
         phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
+        msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
+        latency_us += msgs * ctx.constants.net_message_us
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
@@ -287,7 +294,19 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             wire /= ctx.constants.p2p_efficiency
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
     phases = tuple(p for p in phases if p)
-    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch)
+    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
+
+
+def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int,
+                  n_channels: int) -> int:
+    """Network messages each channel of a Simple ring or tree sends in order, on a transport whose
+    message protocol runs in host software (``ctx.stack.host_messages``; costs/net_messages.py):
+    each costs ``net_message_us``. 0 inside a node, for LL/LL128 (their lines are written
+    straight into the peer's buffer) and on every other transport."""
+    if not ctx.stack.host_messages or ctx.n_nodes < 2 or protocol != "simple":
+        return 0
+    return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,
+                                             ctx.n_nodes, ctx.stack.buff_bytes)
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,

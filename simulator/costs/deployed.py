@@ -19,6 +19,16 @@ constants per transport capture it, both known to the model already as calibrati
   leave-one-system-out means were 15.3% / 13.7% / 32.5% instead of 15.1% / 13.5% / 32.3%,
   2026-12-02.)
 
+A third kind of constant belongs to a class of transports rather than to one:
+
+* ``net_message_us``: what one network message costs where the transport's message protocol runs
+  in host software (``TransportStack.host_messages``: aws-ofi-nccl's SENDRECV protocol on EFA,
+  GPUDirect-TCPXO; :mod:`simulator.costs.transports`), paid once per message a channel of a Simple
+  ring or tree sends (:mod:`simulator.costs.net_messages`). Transports with that property share
+  one value, fitted on their systems (each is the only system of its transport here, so a value
+  per transport could not be scored on a system it was not fitted on); every row carries it and
+  it acts only on those stacks.
+
 They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
 transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
 ``NCCL_ALGO``) is not fitted: it is read from their sources (:mod:`simulator.costs.transports`)
@@ -48,9 +58,10 @@ class DeployedNet:
     ring: tuple[float, float]  # ring LL, LL128 across nodes
     tree: tuple[float, float]  # tree LL, LL128 across nodes
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
+    message_us: float = 0.0  # net_message_us: host-message transports only (module docstring)
 
     def overrides(self) -> dict[str, float]:
-        out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us}
+        out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us}
         for algo, effs in (("ring", self.ring), ("tree", self.tree)):
             for proto, eff in zip(("ll", "ll128"), effs):
                 out[f"proto_efficiency.net.{algo}.{proto}"] = eff
@@ -69,15 +80,21 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 # Cloud A3 Ultra H200); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
 # both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
+# The per-message cost of host-message transports (net_message_us), fitted on aws-p4de (EFA over
+# aws-ofi-nccl's SENDRECV protocol) and gcp-a3-mega (GPUDirect-TCPXO); held out, each is predicted
+# with the value fitted on the other (p4de with A3 Mega's 9 us, A3 Mega with p4de's 12 us;
+# docs/validation-collectives.md).
+# Every row carries it; it acts only where the stack has host_messages (costs/transports.py).
+MESSAGE_US = 7.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples"),
-    "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100"),
-    "roce": DeployedNet(20, (0.35, 1), (0.35, 1), "gcp-a3-ultra, oci-a100, oci-h100"),
-    "roce/rccl": DeployedNet(15, (1, 0.5), (1, 0.5), "aac11-mi325x, mi355x"),
-    "slingshot": DeployedNet(30, (0.25, 0.6), (0.25, 0.6), "gh200-alps, polaris-a100, sirius-a100"),
+    "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
+    "roce": DeployedNet(20, (0.35, 1), (0.35, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (1, 0.5), (1, 0.5), "aac11-mi325x, mi355x", MESSAGE_US),
+    "slingshot": DeployedNet(30, (0.25, 0.6), (0.25, 0.6), "gh200-alps, polaris-a100, sirius-a100", MESSAGE_US),
     "other": DeployedNet(30, (1, 0.8), (1, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                  "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
-                                                 "sirius-a100, sophia-a100"),
+                                                 "sirius-a100, sophia-a100", MESSAGE_US),
 }
 
 

@@ -115,6 +115,11 @@ class TunerConstants:
     # inter-node hop's time like a fitted hop latency; NCCL does not know it, so selection ignores
     # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
     net_hop_extra_us: float = 0.0
+    # What one network message costs where the transport's message protocol runs in host
+    # software (``TransportStack.host_messages``: EFA's SENDRECV path, GPUDirect-TCPXO), paid once
+    # per message a channel of a Simple ring or tree sends (costs/net_messages.py); 0 elsewhere.
+    # NCCL does not know it, so selection ignores it. Default: :mod:`simulator.costs.deployed`.
+    net_message_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
     # NCCL's caps, per algorithm (ring, tree: ``proto_efficiency.<algo>.<proto>``; the key without
     # the algorithm sets both): flag polling and line packing cost more on some GPUs/links than the
@@ -174,7 +179,7 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "net_latency_us", "net_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "net_latency_us", "net_hop_extra_us", "net_message_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps",
 )
@@ -231,7 +236,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             if not float(value) > 0:
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
-        elif key in ("net_latency_us", "net_hop_extra_us"):
+        elif key in ("net_latency_us", "net_hop_extra_us", "net_message_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)

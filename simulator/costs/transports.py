@@ -42,6 +42,22 @@ Sources, per transport:
   simple"). So a p4de call pays Simple's latency at every size: NCCL 2.20's Tree/Simple over two
   p4de nodes, the ~161 us floor of data/nccl/a100x16_allreduce_2node_awsp4de_efa.csv, where LL's
   would be ~105 us.
+* ``host_messages`` / ``buff_bytes``: whether the transport's message protocol runs in host
+  software, so that every network message of a call costs a fixed time beyond its bytes
+  (:mod:`simulator.costs.net_messages`; the time is the deployed ``net_message_us``), and the
+  ``NCCL_BUFFSIZE`` its required environment sets, which sizes those messages. aws-ofi-nccl's
+  SENDRECV protocol sends each NCCL message as a libfabric tagged send on the EFA RDM endpoint,
+  whose message protocols (eager, runting and long read for GPU buffers: the RTM, the receiver's
+  RDMA read, the EOR back) are implemented by the provider on the host over EFA's SRD datagrams
+  (libfabric ``prov/efa``, "EFA RDM Communication Protocol"); its RDMA protocol (p5) instead
+  writes each message with one ``fi_write``. GPUDirect-TCPXO moves every message as TCP segments
+  of an offloaded flow that the receiving NCCL kernel unpacks from bounce-buffer pages (the plugin
+  reports ``netDeviceType`` HOST with ``NCCL_NET_DEVICE_UNPACK_VERSION``, ``maxRecvs = 1``;
+  ``nccl_shim.cc``). Both environments set ``NCCL_BUFFSIZE=8388608`` (TCPXO:
+  ``nccl-env-profile*.sh``; EFA: aws-samples/awsome-distributed-training
+  ``slurm/nccl-tests.sbatch``, the bundled p4de/p5 sweeps' env). NCCL's IB verbs transport
+  posts one RDMA write per message from the proxy, whose per-message cost the deployed hop
+  extra already covers.
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` (aws-ofi-nccl over the libfabric CXI provider: the AWS platform file is not
   built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
@@ -52,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.nccl_overrides import ALGOS, PROTOS
+from simulator.costs.net_messages import DEFAULT_BUFF_BYTES
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,8 @@ class TransportStack:
     protocols: tuple[str, ...] = PROTOS  # NCCL_PROTO
     algorithms: tuple[str, ...] = ALGOS  # NCCL_ALGO
     nvls: bool = True  # NCCL_NVLS_ENABLE
+    host_messages: bool = False  # each network message costs a fixed time (costs/net_messages.py)
+    buff_bytes: int = DEFAULT_BUFF_BYTES  # NCCL_BUFFSIZE
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -78,7 +97,7 @@ STACKS: dict[str, TransportStack] = {
         source="aws-ofi-nccl v1.9.2-aws src/platform-aws.c: p5.48xlarge latency 75.0 us, RDMA protocol, "
                "NCCL_PROTO left unset on p5"),
     "tcpxo": TransportStack(
-        protocols=("simple",), algorithms=("ring", "tree"), nvls=False,
+        protocols=("simple",), algorithms=("ring", "tree"), nvls=False, host_messages=True, buff_bytes=8 << 20,
         source="container-engine-accelerators gpudirect-tcpxo/README.md (May 2024-Feb 2025 releases) and "
                "nccl-plugin-gpudirect-tcpxo nccl-env-profile-simple.sh: NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, "
                "NCCL_NVLS_ENABLE=0; nccl_shim.cc reports latency 0"),
@@ -87,7 +106,7 @@ STACKS: dict[str, TransportStack] = {
 
 # aws-ofi-nccl's SENDRECV protocol (fewer EFA devices than GPUs): Simple only (module docstring).
 EFA_SENDRECV = TransportStack(
-    reported_latency_us=75.0, protocols=("simple",),
+    reported_latency_us=75.0, protocols=("simple",), host_messages=True, buff_bytes=8 << 20,
     source="aws-ofi-nccl v1.8.1-aws src/nccl_ofi_net.c (SENDRECV unless GPUs < EFA devices) and "
            "src/platform-aws.c configure_nccl_proto: no in-order 128-byte delivery, NCCL_PROTO=simple; "
            "latency 75.0 us on p4d/p4de")

@@ -32,6 +32,9 @@ MESH_AND_MULTINODE = {
     "mi300x8_allreduce_1node": 0.06,  # 2.2%: rings over all 7 xGMI links
     "gh200x4_allreduce_1node_alps_slingshot": 0.10,  # 6.4%: rings over all 3 NVLink peers
     "gh200x8_allreduce_2node_alps_slingshot": 0.13,  # 9.4%: Tree on two nodes (tree graph bwIntra)
+    # Tree/Simple over a host-message transport, with its per-message cost (costs/net_messages.py):
+    "a100x16_allreduce_2node_awsp4de_efa": 0.10,  # 7.2% (26.7% without): EFA's SENDRECV path on p4de
+    "h100x16_allreduce_2node_gcp_a3mega_tcpxo": 0.18,  # 14.6% (34.7% without): GPUDirect-TCPXO
 }
 # Sweeps whose mid sizes are still far off (see the doc's notes) but whose bandwidth regime
 # (>= 512 MiB) is modelled: median |error| there, achieved + margin.

@@ -1,0 +1,78 @@
+"""How many network messages one channel of a Simple ring or tree sends per call.
+
+NCCL's Simple protocol moves data through a connection's buffer in ``NCCL_STEPS`` (8) slots of
+``NCCL_BUFFSIZE / NCCL_STEPS`` bytes; the proxy posts one network send per slice (a tree's chunk
+is one step, a ring's chunk ``ALLREDUCE_CHUNKSTEPS`` = 4 steps sent in slices of
+``ALLREDUCE_SLICESTEPS`` = 2). How big a message is therefore follows from the size of the call,
+through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2.2x):
+
+* Tree/Simple (``ncclPatternTreeUpDown``): the chunk starts at one step and is halved while the
+  call gives each channel fewer than ``depth*8`` chunks (down to 128 KiB), fewer than
+  ``depth*4`` (down to 64 KiB) and fewer than ``depth`` (down to 32 KiB), with ``depth =
+  ranks per node - 1 + log2(nodes)`` (``connectTrees`` in ``src/graph/connect.cc``). So a 16 MiB
+  AllReduce over 2 x 8 GPUs on 4 channels moves 128 KiB messages, 32 per channel each way, and
+  from 8 MiB down the count per channel halves with the size at 64 and then 32 KiB.
+* Ring/Simple: each of the ``2(n-1)`` steps of an AllReduce (``n-1`` of an AllGather or a
+  ReduceScatter) sends one chunk per loop of ``channels x n x chunk`` bytes, in slices; below a
+  full chunk the slice shrinks with the data but is still one message per slice.
+
+On most transports a message costs nothing beyond its bytes and the hop latency NCCL already
+counts. Where the transport's message protocol runs in host software (``TransportStack.
+host_messages``: aws-ofi-nccl's SENDRECV protocol over the libfabric EFA RDM endpoint, and
+GPUDirect-TCPXO; :mod:`simulator.costs.transports`), each message occupies the connection for a
+fixed time, so the call pays that time once per message a channel sends, in order: the
+``net_message_us`` deployed constant (:mod:`simulator.costs.deployed`) times :func:`messages_per_channel`.
+"""
+
+from __future__ import annotations
+
+import math
+
+NCCL_STEPS = 8
+RING_CHUNK_STEPS = 4  # ALLREDUCE_CHUNKSTEPS = ALLGATHER_CHUNKSTEPS = REDUCESCATTER_CHUNKSTEPS = NCCL_STEPS/2
+RING_SLICE_STEPS = 2  # the *_SLICESTEPS = NCCL_STEPS/4
+DEFAULT_BUFF_BYTES = 1 << 22  # NCCL's DEFAULT_BUFFSIZE for Simple (4 MiB)
+
+
+def tree_depth(ppn: int, n_nodes: int) -> int:
+    """NCCL's approximate tree depth: the chain inside a node plus a binary tree over nodes."""
+    return ppn - 1 + (int(math.log2(n_nodes)) if n_nodes > 1 else 0)
+
+
+def tree_simple_chunk_bytes(nbytes: int, n_channels: int, depth: int, buff_bytes: int = DEFAULT_BUFF_BYTES) -> int:
+    """The Tree/Simple chunk of ``enqueue.cc`` (module docstring)."""
+    chunk = buff_bytes // NCCL_STEPS
+    ch = max(1, n_channels)
+    while nbytes / (ch * chunk) < depth * 8 and chunk > 131072:
+        chunk //= 2
+    while nbytes / (ch * chunk) < depth * 4 and chunk > 65536:
+        chunk //= 2
+    while nbytes / (ch * chunk) < depth and chunk > 32768:
+        chunk //= 2
+    return chunk
+
+
+def _ring_steps(op: str, n: int) -> int:
+    return {"allreduce": 2 * (n - 1), "allgather": n - 1, "reducescatter": n - 1}.get(op, n - 1)
+
+
+def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, n_ranks: int, ppn: int,
+                         n_nodes: int, buff_bytes: int = DEFAULT_BUFF_BYTES) -> int:
+    """Network messages one channel sends, one after another, in one Simple call of ``nbytes``
+    (nccl-tests size convention). A tree channel's reduce and broadcast run each way at once, so
+    one direction's count is the one that adds up; a ring's count is that of the rank that
+    sends across the node boundary. 0 for anything else (no Simple ring or tree across nodes)."""
+    if nbytes <= 0 or n_nodes < 2:
+        return 0
+    ch = max(1, n_channels)
+    if algorithm == "tree":
+        chunk = tree_simple_chunk_bytes(nbytes, ch, tree_depth(ppn, n_nodes), buff_bytes)
+        return math.ceil(nbytes / (ch * chunk))
+    if algorithm == "ring":
+        step = buff_bytes // NCCL_STEPS
+        chunk = step * RING_CHUNK_STEPS
+        loops = math.ceil(nbytes / (ch * n_ranks * chunk))
+        per_step = min(chunk, math.ceil(nbytes / (ch * n_ranks * loops)))
+        slices = max(1, math.ceil(per_step / (step * RING_SLICE_STEPS)))
+        return _ring_steps(op, n_ranks) * loops * slices
+    return 0
