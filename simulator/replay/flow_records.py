@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -113,9 +114,10 @@ class Mirror:
         # Added first: a flow that started and finished since the last sync ends up inactive.
         if self.added:
             added = [f for f in self.added if f.links]
-            lengths = np.fromiter((len(f.links) for f in added), dtype=np.int64, count=len(added))
-            fids = np.fromiter((f.fid for f in added), dtype=np.int64, count=len(added))
-            links = np.fromiter((link for f in added for link in f.links), dtype=np.int64, count=int(lengths.sum()))
+            links_of = [f.links for f in added]
+            lengths = np.fromiter(map(len, links_of), dtype=np.int64, count=len(added))
+            fids = np.fromiter([f.fid for f in added], dtype=np.int64, count=len(added))
+            links = np.fromiter(chain.from_iterable(links_of), dtype=np.int64, count=int(lengths.sum()))
             self.m_fid = np.concatenate([self.m_fid, np.repeat(fids, lengths)])
             self.m_link = np.concatenate([self.m_link, links])
             self.alive[fids] = True
@@ -123,9 +125,9 @@ class Mirror:
             self.rate[fids] = [f.rate for f in added]
             self.added = []
         if self.gone:
-            gone = np.fromiter((f.fid for f in self.gone), dtype=np.int64, count=len(self.gone))
+            gone = np.fromiter([f.fid for f in self.gone], dtype=np.int64, count=len(self.gone))
             self.alive[gone] = False
-            self.dead_entries += sum(len(f.links) for f in self.gone)
+            self.dead_entries += sum(map(len, [f.links for f in self.gone]))
             self.gone = []
         if self.dead_entries * 2 > self.m_fid.size:
             keep = self.alive[self.m_fid]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,16 @@ SMALL_COMPONENT_ENTRIES = 160
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+
+
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """The distinct values of ``ids``, ascending: ``np.unique``, without its sort when ``ids``
+    is already in order (the mirror's entries are appended in flow-id order)."""
+    if ids.size > 1 and not (ids[1:] >= ids[:-1]).all():
+        return np.unique(ids)
+    keep = np.ones(ids.size, dtype=bool)
+    np.not_equal(ids[1:], ids[:-1], out=keep[1:])
+    return ids[keep]
 
 
 class FlowNetwork:
@@ -355,7 +366,7 @@ class FlowNetwork:
         now = self.env.now
         if self._new:
             n_new = len(self._new)
-            links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
+            links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
                 self._claim(links)
             if self._blocks:
@@ -365,19 +376,21 @@ class FlowNetwork:
                 if clash.any():
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
-                links = np.fromiter((link for f in self._new for link in f.links), dtype=np.int64)
-            np.add.at(self._busy, links, 1)
+                links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
+            self._count_busy(links, 1)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
+        get = on_link.get
         for f in self._new:
             f.t_ref = now
             fid = f.fid
             flows[fid] = f
-            if not f.links:  # a flow over no link runs at its cap and never shares anything
+            f_links = f.links
+            if not f_links:  # a flow over no link runs at its cap and never shares anything
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
-            for link in f.links:
-                users = on_link.get(link)
+            for link in f_links:
+                users = get(link)
                 if users is None:
                     on_link[link] = {fid: f}
                 else:
@@ -390,6 +403,14 @@ class FlowNetwork:
                 mirror.reserve(self._next_fid)
                 mirror.added.extend(self._new)
         self._new = []
+
+    def _count_busy(self, links: np.ndarray, delta: int) -> None:
+        """Add ``delta`` to the count of active flows on each of ``links`` (repeats counted):
+        unbuffered per entry for a few entries, one bincount over the fabric for many."""
+        if links.size * 8 < self._n_links:
+            np.add.at(self._busy, links, delta)
+        else:
+            self._busy += delta * np.bincount(links, minlength=self._n_links)
 
     def _set_rate(self, f: ActiveFlow, rate: float, now: float) -> None:
         """Change a flow's rate from ``now`` on; its new finish time goes on the heap."""
@@ -490,13 +511,23 @@ class FlowNetwork:
         # The active flows' ids, ascending (every mirrored flow has a link), and each entry's
         # position among them: over the live entries, not over every id the step has issued
         # (a flag per flow id ever started, scanned per recompute, grows with the step).
-        active = np.unique(m_fid)
+        active = _distinct(m_fid)
         rates = max_min_rates(np.searchsorted(active, m_fid), m_link, active.size, self.capacity_Bps,
                               mirror.cap[active])
         changed = np.flatnonzero(rates != mirror.rate[active])
-        flows = self._flows
-        for fid, r in zip(active[changed].tolist(), rates[changed].tolist()):
-            self._set_rate(flows[fid], r, now)
+        fids = active[changed]
+        new_rates = rates[changed]
+        mirror.rate[fids] = new_rates
+        # _set_rate for each changed flow, its mirror write done above for all of them at once
+        flows, heap, push = self._flows, self._heap, heapq.heappush
+        for fid, r in zip(fids.tolist(), new_rates.tolist()):
+            f = flows[fid]
+            if now != f.t_ref:
+                f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
+                f.t_ref = now
+            f.rate = r
+            f.finish = finish = now + f.rem / r
+            push(heap, (finish, fid, f))
 
     def _update(self) -> None:
         """Complete the flows due now, admit the new ones, re-share, and set the next timer."""
@@ -540,23 +571,29 @@ class FlowNetwork:
     def _complete(self, finished: list[ActiveFlow]) -> None:
         """Remove finished flows and fire the events of groups with nothing left."""
         delivered = 0.0
-        on_link, dirty = self._on_link, self._dirty
+        flows, on_link = self._flows, self._on_link
         gone_links: list[int] = []
-        gone_bytes: list[float] = []
+        sizes: list[float] = []
+        counts: list[int] = []
+        extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
         for f in finished:
-            del self._flows[f.fid]
-            delivered += f.size
-            for link in f.links:
+            fid = f.fid
+            del flows[fid]
+            size = f.size
+            delivered += size
+            links = f.links
+            for link in links:
                 users = on_link[link]
-                del users[f.fid]
+                del users[fid]
                 if not users:
                     del on_link[link]
-            dirty.update(f.links)
-            gone_links.extend(f.links)
-            gone_bytes.extend([f.size] * len(f.links))
-        gone = np.asarray(gone_links, dtype=np.int64)
-        np.subtract.at(self._busy, gone, 1)
-        self._link_done.append((gone, np.asarray(gone_bytes, dtype=np.float64)))
+            extend(links)
+            add_size(size)
+            add_count(len(links))
+        self._dirty.update(gone_links)
+        gone = np.array(gone_links, dtype=np.int64)
+        self._count_busy(gone, -1)
+        self._link_done.append((gone, np.repeat(np.array(sizes, dtype=np.float64), counts)))
         if len(self._link_done) > 4096:
             self._done_per_link()
         if self._mirror is not None:

@@ -159,6 +159,29 @@ def test_same_schedule_twice_gives_identical_traces():
     assert a.stats.events == b.stats.events
 
 
+def test_replay_leaves_the_garbage_collector_as_it_found_it():
+    """The replay freezes the objects alive at its start and collects its youngest generation
+    less often (engine._collector_spared); afterwards thresholds and frozen objects are as
+    before, and a caller's own frozen objects stay frozen."""
+    import gc
+
+    t = topo(2, 8)
+    sched, _ = tp_overlap_schedule(dependent=True)
+    sched = Sched(Grid.from_sizes({"tp": 8, "dp": 2}), sched.programs)
+    thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    a = replay(sched, t, **FAKES)
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == (thresholds, frozen, True)
+    gc.freeze()
+    try:
+        held = gc.get_freeze_count()
+        b = replay(sched, t, **FAKES)
+        assert gc.get_freeze_count() == held
+    finally:
+        gc.unfreeze()
+    for r in a.ranks:
+        assert (a.timelines[r].end == b.timelines[r].end).all()
+
+
 def dp_tp_schedule() -> Sched:
     """TP AllGather on NVLink and a DP AllReduce across nodes, with P2P along tp."""
     pb = ProgramBuilder()

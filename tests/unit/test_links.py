@@ -320,3 +320,12 @@ def test_water_filling_on_a_large_fabric_equals_it_on_the_links_used():
     big = max_min_rates(e_flow, used[k], 200, cap_big)
     small = max_min_rates(e_flow, k, 200, cap_big[used])
     assert np.array_equal(big, small)
+
+
+@pytest.mark.parametrize("ids", [[], [3], [0, 0, 1, 4, 4, 4, 9], [5, 2, 2, 7, 0], [1, 1, 1]])
+def test_distinct_ids_are_numpys_unique(ids):
+    """_distinct skips np.unique's sort for ids already in order; either way it is np.unique."""
+    from simulator.replay.links import _distinct
+
+    a = np.asarray(ids, dtype=np.int64)
+    assert _distinct(a).tolist() == np.unique(a).tolist()
