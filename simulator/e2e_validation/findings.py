@@ -409,6 +409,26 @@ or more CPU per rank than the loops above were measured at (PyTorch 2.13 and Pyt
 (inter-node collectives about 30% slower) the six rows would be +5/+7/+3% and +3/-2/+5%; at 0.5,
 -1 to -14%.
 
+What the remaining gap scales with. On the regenerated page the six rows are +12.8/+20.8/+16.8%
+(GPT-175B on 384, 768, 1,536 GPUs) and +22.4/+20.2/+26.0% (GPT-530B on 640, 1,120, 2,240). In
+seconds the predicted steps are 72.3, 55.2, 57.1 s against 81.6, 66.8, 66.8 s measured, and
+208.7, 149.7, 145.8 s against 255.5, 179.9, 183.7 s: a shortfall of 9-12 s for GPT-175B and
+30-47 s for GPT-530B that does not grow with the GPUs. Per GPU and step the model moves 932 GB of
+AllGathers and 349 GB of fp16 AllReduce for GPT-175B, 2,825 GB and 1,059 GB for GPT-530B: the
+same on every row of a model (one micro-batch per GPU), and three times as much for GPT-530B.
+The shortfall is 7-12 ms per GB of those bytes on all six rows. So it is not a cost per rank
+(the host loops and the N copy kernels per gather double from 768 to 1,536 GPUs, and measured
+steps stay put), not the GEMMs (the PTD-P rows of the same table run the same models on the same
+GPUs within +4.1% .. +6.9%), and not the fp16 step of DeepSpeed 0.3.13 (`stage3.py` `step`: for
+each of the 1,156 parameter tensors of GPT-175B an overflow check `float(x.float().sum())` and a
+norm `.item()`, each a host round trip on a partition of at most 0.4 million elements, about 60 ms
+a step, then two one-element AllReduces over the DP group; 0.1% of the step, not modelled). What
+is left is the rate of the ZeRO-3 collectives on rings of 48-280 DGX A100 nodes, which no sweep
+in `data/nccl` measures: the model's AllGathers of 0.3-1.2 GB reach 85-100 GB/s of bus bandwidth
+there and are mostly hidden (1.1 of 9.8 s exposed at 768 GPUs), and the rows would need these
+collectives about 30% slower. A multi-node nccl-tests sweep of DGX A100 at 64-256 nodes would
+settle it.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same
@@ -463,6 +483,23 @@ accumulation, the 5 + 6 × 10 + 5 layer split of `type:transformer|embedding`; t
 time of a step is 0.4 s (31,000-43,000 kernels at 6-11 µs), so even `CUDA_LAUNCH_BLOCKING=1`,
 which every run set against Jean Zay's hangs and which makes the host wait for every kernel,
 adds under 0.5% (BigScience measured 0 to 7%).
+
+Two more checks place BLOOM's gap on the node. (1) DeepSpeed's pipeline engine does not run
+Megatron's 1F1B: its `TrainSchedule` (deepspeed/runtime/pipe/schedule.py) alternates forward and
+backward steps by stage parity, and each send and receive is a blocking `dist.send`/`dist.recv`
+of its own instead of one batched exchange. Replayed that way, the eight rows move by +0.1 to
++0.3 points (the final run 93.78 → 93.60 s predicted): the messages (1/tp of an activation,
+7-29 MB) take milliseconds against passes of 0.4-1.4 s, and with no transfer time the order
+gives the 1F1B step exactly. It is not modelled. (2) The same search timed one node alone (02-21: TP 8,
+6 layers of h 14,336, the 250K vocabulary, micro-batch 2, GBS 512): 119.2 s and 130.4 s in two
+runs of the same configuration, where the model predicts 99.4 s (+20%, +31%); the 02-17 row of
+8 layers of h 14,400, before the node fix, is +44% (536 against 770 s). With no network, no
+pipeline and no data parallelism, the single-node rows are as optimistic as the 384-GPU ones. On
+that node the model runs the GEMMs at 220-230 TFLOP/s and the TP AllReduces of 117 MB at 220 GB/s
+of bus bandwidth (9.1 s of the 99.4 s exposed); the PTD-P rows of arXiv:2104.04473 on Selene
+with GEMMs of the same size come out within +4.1% .. +6.9%, so what separates the two is the
+node or the stack (Megatron-DeepSpeed of 2022 with PyTorch 1.11 and `CUDA_LAUNCH_BLOCKING=1`,
+the nodes), not the shape of the plan. Timing one layer on a Jean Zay node would tell which.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
