@@ -409,10 +409,10 @@ or more CPU per rank than the loops above were measured at (PyTorch 2.13 and Pyt
 (inter-node collectives about 30% slower) the six rows would be +5/+7/+3% and +3/-2/+5%; at 0.5,
 -1 to -14%.
 
-What the remaining gap scales with. On the regenerated page the six rows are +12.8/+20.8/+16.8%
-(GPT-175B on 384, 768, 1,536 GPUs) and +22.4/+20.2/+26.0% (GPT-530B on 640, 1,120, 2,240). In
-seconds the predicted steps are 72.3, 55.2, 57.1 s against 81.6, 66.8, 66.8 s measured, and
-208.7, 149.7, 145.8 s against 255.5, 179.9, 183.7 s: a shortfall of 9-12 s for GPT-175B and
+What the remaining gap scales with. The six rows are now +12.7/+20.7/+16.7% (GPT-175B on 384,
+768, 1,536 GPUs) and +22.4/+20.1/+25.9% (GPT-530B on 640, 1,120, 2,240). In seconds the
+predicted steps are 72.4, 55.3, 57.2 s against 81.6, 66.8, 66.8 s measured, and 208.8, 149.8,
+145.9 s against 255.5, 179.9, 183.7 s: a shortfall of 9-12 s for GPT-175B and
 30-47 s for GPT-530B that does not grow with the GPUs. Per GPU and step the model moves 932 GB of
 AllGathers and 349 GB of fp16 AllReduce for GPT-175B, 2,825 GB and 1,059 GB for GPT-530B: the
 same on every row of a model (one micro-batch per GPU), and three times as much for GPT-530B.
@@ -421,8 +421,9 @@ The shortfall is 7-12 ms per GB of those bytes on all six rows. So it is not a c
 steps stay put), not the GEMMs (the PTD-P rows of the same table run the same models on the same
 GPUs within +4.1% .. +6.9%), and not the fp16 step of DeepSpeed 0.3.13 (`stage3.py` `step`: for
 each of the 1,156 parameter tensors of GPT-175B an overflow check `float(x.float().sum())` and a
-norm `.item()`, each a host round trip on a partition of at most 0.4 million elements, about 60 ms
-a step, then two one-element AllReduces over the DP group; 0.1% of the step, not modelled). What
+norm `.item()`, each a host round trip on a partition of at most 0.4 million elements, then two
+one-element AllReduces over the DP group; now modelled, `optimizer.zero3_2021_fp16_ops`, it adds
+0.02-0.05 s a step, 0.1 points on each row). What
 is left is the rate of the ZeRO-3 collectives on rings of 48-280 DGX A100 nodes, which no sweep
 in `data/nccl` measures: the model's AllGathers of 0.3-1.2 GB reach 85-100 GB/s of bus bandwidth
 there and are mostly hidden (1.1 of 9.8 s exposed at 768 GPUs), and the rows would need these

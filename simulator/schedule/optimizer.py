@@ -139,6 +139,58 @@ def fp16_optimizer_ops(pb: ProgramBuilder, params: LocalParams, grad_clip: bool,
     return ops("master_to_model", MASTER_TO_MODEL_BYTES, tensors, 0, deps)[0]
 
 
+# DeepSpeed 0.3.13's stage-3 step (deepspeed/runtime/zero/stage3.py, FP16_DeepSpeedZeroOptimizer_Stage3),
+# bytes per parameter of the rank's partition
+DS_NORM_BYTES = 2 + 8 + 8  # g.double(): reads 2, writes 8; .norm(2) reads the 8
+DS_FP32_GRAD_BYTES = 4 + 6  # _flatten_dense_tensors of the fp16 partitions (2 + 2), then .to(fp32) (2 + 4)
+DS_UNSCALE_BYTES = 8  # grad.mul_(1 / combined_scale) on the fp32 flat gradient
+DS_FP16_COPY_BYTES = 6  # fp16 flat partition .copy_(fp32 flat partition)
+
+
+def zero3_2021_fp16_ops(pb: ProgramBuilder, params: LocalParams, tensors: int, grad_clip: bool,
+                        axes: tuple[str, ...], stream: str, deps: tuple[int, ...]) -> int:
+    """The fp16 step of DeepSpeed 0.3.13's ZeRO-3 optimizer over a rank's partitions (``step``):
+
+    * ``has_overflow_partitioned_grads_serial``: for each of the ``tensors`` parameter partitions
+      ``float(x.float().sum())`` (a cast, a sum and a read to the host that the host waits for:
+      the FP16_Optimizer check of the module docstring), then the overflow flag (a ByteTensor)
+      AllReduced with MAX over the data-parallel group and read back (``overflow_gpu[0].item()``);
+    * with clipping, ``get_grad_norm_direct``: per partition ``g.data.double().norm(2)`` and its
+      ``.item()``, the sum of squares AllReduced over the group (one fp32) and read back;
+    * per sub-group (one here: ``sub_group_size`` is unset in 0.3.13's configs of the time) the
+      fp16 partitions flattened and cast to one fp32 gradient, unscaled and clipped in place,
+      the fused Adam step on the fp32 flat partition, and the result copied into the fp16 flat
+      partition.
+
+    Each host read waits for the GPU, so these are host steps the GPU waits for, as in
+    :func:`fp16_optimizer_ops`. Returns the last op."""
+    tag, n = Tag("opt"), params.total
+
+    def kernel(name: str, nbytes: float, count: int, after: tuple[int, ...], reads: int = 0) -> tuple[int, ...]:
+        i = pb.add(ComputeOp(name=f"zero3_2021.{name}", kind="optimizer", flops=float(n), hbm_bytes=nbytes * n,
+                             count=count, deps=after, tag=tag))
+        if reads:
+            i = pb.add(ComputeOp(name=f"zero3_2021.{name}.host_reads", kind="host", count=reads, deps=(i,), tag=tag))
+        return (i,)
+
+    def allreduce(name: str, size: int, dtype: str, after: tuple[int, ...]) -> tuple[int, ...]:
+        if not axes:
+            return after
+        i = pb.add(CommOp(name=f"zero3_2021.{name}.allreduce", op="allreduce", axes=axes, size_bytes=size,
+                          dtype=dtype, deps=after, tag=tag, stream=stream))
+        return (pb.add(ComputeOp(name=f"zero3_2021.{name}.read", kind="host", count=1, deps=(i,), tag=tag)),)
+
+    deps = kernel("overflow_check", OVERFLOW_CHECK_BYTES, 2 * tensors, deps, OVERFLOW_HOST_STEPS * tensors)
+    deps = allreduce("overflow", 1, "int8", deps)
+    if grad_clip:
+        deps = kernel("grad_norm", DS_NORM_BYTES, 2 * tensors, deps, NORM_HOST_STEPS * tensors)
+        deps = allreduce("grad_norm", 4, "fp32", deps)
+    deps = kernel("fp32_grads", DS_FP32_GRAD_BYTES, 2, deps)
+    deps = kernel("unscale", DS_UNSCALE_BYTES, 1, deps)
+    deps = kernel("adam", MASTER_ADAM_BYTES, multi_tensor_launches([n], 4), deps)
+    return kernel("fp16_copy", DS_FP16_COPY_BYTES, 1, deps)[0]
+
+
 def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_clip: bool,
              norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...]) -> int:
     """Append gradient clipping (if on) and the Adam step; returns the step's last op."""

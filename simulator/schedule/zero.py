@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
+from simulator.schedule import optimizer
 from simulator.schedule.data_parallel import PARAM_BYTES, GradSync, grad_stream
 from simulator.schedule.ir import ComputeOp, Gate, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import Module, ParamUnit
@@ -328,6 +329,7 @@ GEMMS = ("qkv", "proj", "fc1", "fc2")  # the weight GEMMs of a dense layer, in f
 _GEMM_OF = {"q": "qkv", "k": "qkv", "v": "qkv", "ln1": "qkv", "o": "proj", "ln2": "fc1", "fc1": "fc1",
             "gate": "fc1", "up": "fc1", "fc2": "fc2", "down": "fc2"}
 _FUSED = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "fc1", "up": "fc1"}
+_NORMS = ("ln1", "ln2", "final_norm")
 # CPU microseconds per rank of the 2021 host loops, measured with benchmarks/bench_zero3_host_loop.py
 # (PyTorch 2.13, Python 3.11, CPU time of the process; a lower bound for PyTorch 1.8 and Python 3.8
 # on the DGX A100's EPYC 7742, which were not faster).
@@ -458,6 +460,10 @@ class DeepSpeedZero3Of2021(GradSync):
       (parameters above ``reduce_bucket_size`` are reduced in place).
       Either way the next fetch's synchronisation waits for the reduction.
 
+    * **The fp16 step checks every partition from the host** (``step``): an overflow check and a
+      norm per parameter tensor, each read back to the host, two one-element AllReduces over the
+      group, then the fp32 update of the flat partition
+      (:func:`~simulator.schedule.optimizer.zero3_2021_fp16_ops`).
     * **The persistent parameters are gathered again after every step** (``_post_step``), one
       ``copy_`` per parameter and rank from Python (:meth:`_refresh_persistent`).
 
@@ -676,28 +682,51 @@ class DeepSpeedZero3Of2021(GradSync):
         return (self._last_rs,) if self._last_rs >= 0 else ()
 
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
-        return self._refresh_persistent(pb, super().finish(pb, after))
+        """DeepSpeed 0.3.13's fp16 step over this rank's partitions
+        (:func:`~simulator.schedule.optimizer.zero3_2021_fp16_ops`), then the persistent
+        parameters gathered again."""
+        if not self.axes:
+            return self._refresh_persistent(pb, super().finish(pb, after))
+        mods = [m for c in self.chunks for u in c for m in u.modules]
+        local = optimizer.LocalParams(tuple(-(-m.numel // self.optimizer_shard) for m in mods))
+        deps = tuple(sorted(set(after + self.pending())))
+        step = optimizer.zero3_2021_fp16_ops(pb, local, self.parameter_tensors(), self.scn.training.grad_clip,
+                                             self.axes, grad_stream(self.axes), deps)
+        return self._refresh_persistent(pb, step)
+
+    def parameter_tensors(self) -> int:
+        """The parameter tensors DeepSpeed's fp16 groups hold, as Megatron-LM's layers of 2021 do:
+        one per weight GEMM (the fused QKV, the projection, the two MLP weights), the embedding
+        (one module of the schedule: word and position tables), and every norm and bias
+        (:meth:`norms_and_biases`). GPT-175B: 96 x 4 + 1 + 96 x 8 + 2 = 1,155."""
+        weights = {p.name for e in self.trace for p in e.params if p.name.split(".")[-1] not in _NORMS}
+        return len(weights) + len(self.norms_and_biases())
 
     def small_tensors(self) -> list[int]:
-        """Elements of each parameter tensor below ``param_persistence_threshold`` as Megatron-LM's
-        layers of 2021 hold them: a LayerNorm's weight and bias, each linear layer's bias (the
-        fused QKV's of all heads, the projection's, the two MLP layers'), the final LayerNorm's
-        weight and bias. The schedule's modules carry the weights only: a column-parallel bias (QKV,
-        fc1) has the elements of its weight over the hidden size, a row-parallel one h."""
+        """Elements of each parameter tensor below ``param_persistence_threshold``: the norms and
+        biases (:meth:`norms_and_biases`) that small."""
         thr = self.scn.parallel.zero3_param_persistence_threshold
+        return [x for x in self.norms_and_biases() if x < thr]
+
+    def norms_and_biases(self) -> list[int]:
+        """Elements of each norm and bias tensor as Megatron-LM's layers of 2021 hold them: a
+        LayerNorm's weight and bias, each linear layer's bias (the fused QKV's of all heads, the
+        projection's, the two MLP layers'), the final LayerNorm's weight and bias. The schedule's
+        modules carry the weights only: a column-parallel bias (QKV, fc1) has the elements of its
+        weight over the hidden size, a row-parallel one h."""
         h = self.scn.model.hidden
         out: list[int] = []
         for u in (u for c in self.chunks for u in c):
             fused: dict[str, int] = {}
             for m in u.modules:
                 local = m.name.split(".", 1)[1] if u.layer is not None else m.name
-                if local in ("ln1", "ln2", "final_norm"):
+                if local in _NORMS:
                     out += [m.numel, m.numel]  # weight and bias
                 elif u.layer is not None and local in _GEMM_OF:
                     gemm = _GEMM_OF[local]  # row-parallel biases (proj, fc2) are whole on every TP rank
                     fused[gemm] = h if gemm in ("proj", "fc2") else fused.get(gemm, 0) + m.numel // h
             out += list(fused.values())
-        return [x for x in out if x < thr]
+        return out
 
     def _refresh_persistent(self, pb: ProgramBuilder, step: int) -> int:
         """``_post_step``: after the backward ``_partition_all_parameters`` released every

@@ -154,7 +154,8 @@ def test_per_rank_host_work_is_timed_once(make):
     scn = make({"zero3_contiguous_gradients": True})
     n = scn.dp
     prog = build_schedule(scn).programs["pp0.cp0"]
-    per_rank = [op for op in prog if isinstance(op, ComputeOp) and op.count >= n]
+    per_rank = [op for op in prog if isinstance(op, ComputeOp) and op.count >= n
+                and not op.name.startswith("zero3_2021.")]  # the step's per-tensor loops are not per rank
     assert {op.kind for op in per_rank} == {"host", "copy"}
     assert sum(host_cost_s(op) for op in per_rank) == 0.0
     views = next(op for op in per_rank if op.name.endswith(".views") and "zero3.ag." in op.name)
@@ -215,3 +216,42 @@ def test_no_host_run_ahead(make):
 
     assert run_ahead("deepspeed-2021") == 0
     assert run_ahead("deepspeed") > 0
+
+
+def test_fp16_step_checks_every_partition_on_the_host_and_allreduces_two_flags(make):
+    """DeepSpeed 0.3.13's stage-3 step (stage3.py ``step``) on each rank's partitions. The fp16
+    groups hold every parameter tensor of Megatron-LM's layers: per layer the fused QKV,
+    projection and two MLP weights, their four biases, two LayerNorms' weights and biases (12),
+    the embedding (one module of the schedule) and the final LayerNorm's two: 2 x 12 + 1 + 2 = 27.
+    ``has_overflow_partitioned_grads_serial`` runs ``float(x.float().sum())`` per partition (two
+    kernels, three host steps), then the overflow ByteTensor is AllReduced over the data-parallel
+    group (1 byte) and read; ``get_grad_norm_direct`` runs ``g.double().norm(2)`` and ``.item()``
+    per partition (two kernels, two host steps), then one fp32 AllReduce (4 bytes) and a read. The
+    bytes per partition element: 10 for the check, 18 for the norm, 10 to flatten and cast to
+    fp32, 8 to unscale, 28 for Adam, 6 for the fp16 copy; the persistent gather comes after."""
+    scn = make()
+    n = scn.dp
+    z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
+    assert z.parameter_tensors() == 27
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    step = [op for op in prog if op.name.startswith("zero3_2021.")]
+    assert [op.name.removeprefix("zero3_2021.") for op in step] == [
+        "overflow_check", "overflow_check.host_reads", "overflow.allreduce", "overflow.read", "grad_norm",
+        "grad_norm.host_reads", "grad_norm.allreduce", "grad_norm.read", "fp32_grads", "unscale", "adam", "fp16_copy"]
+    by = {op.name.removeprefix("zero3_2021."): op for op in step}
+    assert (by["overflow_check"].count, by["overflow_check.host_reads"].count) == (2 * 27, 3 * 27)
+    assert (by["grad_norm"].count, by["grad_norm.host_reads"].count) == (2 * 27, 2 * 27)
+    for name, size in (("overflow", 1), ("grad_norm", 4)):
+        ar = by[f"{name}.allreduce"]
+        assert isinstance(ar, CommOp) and ar.op == "allreduce" and ar.size_bytes == size and ar.axes == z.axes
+    # the rank's partition: every module's elements over the N ranks, rounded up
+    local = sum(-(-m.numel // n) for c in stage_units(scn, 0) for u in c for m in u.modules)
+    for name, per in (("overflow_check", 10), ("grad_norm", 18), ("fp32_grads", 10), ("unscale", 8), ("adam", 28),
+                      ("fp16_copy", 6)):
+        assert by[name].hbm_bytes == per * local
+    # each step waits for the one before it, and the persistent gather for the fp16 copy
+    idx = {op.name: i for i, op in enumerate(prog)}
+    for a, b in zip(step, step[1:]):
+        assert idx[a.name] in b.deps
+    views = next(op for op in prog if op.name == "zero3.persistent.views")
+    assert idx["zero3_2021.fp16_copy"] in views.deps
