@@ -25,7 +25,8 @@ from pathlib import Path
 
 from simulator.calibration.deployed_fit import leave_one_system_out, transport_of
 from simulator.calibration.sweep_prediction import (  # noqa: F401 - the validation's API, re-exported
-    CASES, NOT_MODELLED, Case, Point, SweepResult, case_for, case_profile, pct, predict_sweep, validate_all,
+    CASES, NOT_MODELLED, Case, Point, SweepResult, case_for, case_profile, pct, predict_sweep, release_sensitivity,
+    validate_all,
 )
 from simulator.units import MiB
 
@@ -84,7 +85,40 @@ def render_loso(held_out) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_out=None) -> str:
+def _signed(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}%"
+
+
+def render_release_section(pairs) -> list[str]:
+    """Each sweep as shipped (the newest tables) and with its own NCCL release's tuner tables
+    (``pairs``: sweep_prediction.release_sensitivity())."""
+    lines = [
+        "## With each sweep's own NCCL release (in-sample)",
+        "",
+        "The tables above time every sweep with NCCL 2.30.7's tuner tables, as a bundled profile does "
+        "unless it names `nccl.version`. NCCL's latencies, LL/LL128 rates and switch points moved between "
+        "releases (`simulator/costs/nccl_versions.py`, from `src/graph/tuning.cc` of each tag), so here each "
+        "NCCL sweep whose `# software:` line names a release with other tables is predicted again with that "
+        "release's tables, everything else as in the in-sample table (the bundled deployed constants, "
+        "fitted with the newest tables). Listed: the sweeps whose prediction changes (the others' releases "
+        "have the same tables where they matter). Signed: + = predicted too fast. The bundled profiles keep the "
+        "newest tables: the release moves some sweeps closer and others further, and the deployed constants "
+        "were fitted with the newest.",
+        "",
+        "| sweep | NCCL (tables) | median ≥1 MiB: 2.30.7 → own | signed ≥1 MiB: 2.30.7 → own | median all: 2.30.7 → own | signed all: 2.30.7 → own |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r, own, used in pairs:
+        big = [_pooled([x], MiB, signed=True)[0] for x in (r, own)]
+        every = [_pooled([x], 0, signed=True)[0] for x in (r, own)]
+        lines.append(
+            f"| {r.sweep.name} | {r.sweep.nccl_version} ({used}) | {pct(r.median_error(MiB))} → {pct(own.median_error(MiB))} | "
+            f"{_signed(big[0])} → {_signed(big[1])} | {pct(r.median_error())} → {pct(own.median_error())} | "
+            f"{_signed(every[0])} → {_signed(every[1])} |")
+    return lines
+
+
+def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_out=None, releases=None) -> str:
     lines = [
         "# Collective accuracy against measured nccl-tests sweeps",
         "",
@@ -141,6 +175,8 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_ou
         lines += ["", "Notes:", ""] + notes
     if skipped:
         lines += ["", "Sweeps not scored:", ""] + [f"- {k}: {v}" for k, v in sorted(skipped.items())]
+    if releases:
+        lines += [""] + render_release_section(releases)
     lines += ["", "Figures: `img/collectives-<profile>.png` (measured dots, predicted line, busbw over size, log x).", ""]
     return "\n".join(lines)
 
@@ -154,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results, skipped = validate_all()
     held_out = leave_one_system_out()
-    (out / "validation-collectives.md").write_text(render_markdown(results, skipped, held_out))
+    releases = release_sensitivity(results)
+    (out / "validation-collectives.md").write_text(render_markdown(results, skipped, held_out, releases))
     from simulator.calibration.collective_intervals import TABLE, render_table
 
     TABLE.write_text(render_table(held_out))  # the interval table of `clustersim collective`

@@ -324,3 +324,17 @@ def test_abci_sweeps_are_closer_with_the_nccl_that_ran_them(name, nodes, bound):
     the network part is not the tuner's, data/nccl/INDEX.md)."""
     old, new = _abci_signed_median(name, nodes, "2.8.4"), _abci_signed_median(name, nodes, "2.30.7")
     assert 0 < old <= bound and old < new - 0.05
+
+
+def test_validation_predicts_a_sweep_with_its_own_release_on_request():
+    """collective_validation's release section: the sweep's `# software:` release replaces the
+    newest tables only when asked (own_release), and only where the profile names no release."""
+    from simulator.calibration.measured import read_sweep
+    from simulator.calibration.sweep_prediction import case_for, case_profile, predict_sweep
+
+    sweep = read_sweep(Path(__file__).parents[2] / "data" / "nccl" / "a100x16_allreduce_2node_abci.csv")
+    case = case_for(sweep)
+    assert case_profile(case).nccl_version is None
+    assert case_profile(case, version=sweep.nccl_version).nccl_version == "2.8.4"
+    shipped, own = predict_sweep(sweep, case), predict_sweep(sweep, case, own_release=True)
+    assert shipped.median_error(1 << 20) > own.median_error(1 << 20) + 0.2  # 64% -> 34% (the page's section)
