@@ -558,7 +558,13 @@ SOURCES: list[Source] = [
             "FlashAttention-1 kernels); A100-40GB rows have no profile and are left out."]),
     Source("flagperf", "FlagPerf Llama-3 (Megatron-Core 0.6, BF16)", "flagperf_nvidia.csv", _flagperf,
            ["A800 rows run on the DGX A100 profile (A800 NVLink is 400 GB/s, not 600).",
-            "Distributed optimizer not stated; ZeRO-1 assumed."]),
+            "Distributed optimizer not stated; ZeRO-1 assumed.",
+            "FlagPerf lists flash attention 2 among the case's optimisations, but its image "
+            "(nvcr.io/nvidia/pytorch:24.02-py3, FlagPerf training/nvidia/docker_image/megatron_core060/Dockerfile) "
+            "runs the layers through TransformerEngine, whose DotProductAttention prefers cuDNN's fused "
+            "attention to flash-attn on sm90 from v1.2 on (transformer_engine/pytorch/attention.py: \"Select "
+            "FusedAttention on sm90 and FlashAttention on others\"): the H100 rows run the profile's default "
+            "kernel (cuDNN, flash3-class), the A800 rows FlashAttention-2."]),
     Source("nemo_cp", "NeMo long-context with context parallelism (FP8, H100 and B200)", "nemo_long_context_cp.csv",
            _nemo_long_context,
            ["FP8 GEMMs (TransformerEngine), attention in bf16. Micro-batch, recompute and TP comm overlap are "
