@@ -9,7 +9,9 @@ fitted value is therefore the median over the measured kernels of
 
     computed FLOPs / (duration × peak),
 
-per kernel generation and direction. The generation comes from the kernel's name: FlashAttention-2
+per kernel generation and direction, divided by what the kernel's shape costs against a long
+sequence (``costs.attention_shape.shape_factor``: a short or small-head-dim kernel runs below the
+profile's figure, which stands for a long one). The generation comes from the kernel's name: FlashAttention-2
 (``flash_fwd_kernel``, PyTorch's ``pytorch_flash::``) is ``flash2``; the Hopper-class kernels
 (FlashAttention-3's ``FlashAttnFwdSm90``, cuDNN's fused ``sdpa ... sm90`` kernels, what
 TransformerEngine runs) are ``flash3``. Memory-efficient (CUTLASS ``fmha_cutlass``) kernels have
@@ -26,6 +28,7 @@ from typing import Any, Iterable
 
 from simulator.calibration.kineto import AttentionEvent, dtype_alias
 from simulator.config.hardware import HardwareProfile
+from simulator.costs.attention_shape import shape_factor
 from simulator.schedule.attention import causal_fraction_diagonal
 
 _HOPPER_CLASS = re.compile(r"sm9\d|sm1\d\d|wgmma|cudnn|FlashAttn\w*Sm9", re.IGNORECASE)
@@ -65,6 +68,14 @@ def computed_fraction(a: AttentionEvent, causal: bool) -> float:
     return 1.0
 
 
+def reference_factor(a: AttentionEvent, causal: bool, kernel: str) -> float:
+    """What the kernel's shape costs against the long-sequence figure the profile holds
+    (costs.attention_shape.shape_factor); 1 when the trace does not give the shape."""
+    if not (a.seq_q and a.seq_k and a.head_dim):
+        return 1.0
+    return shape_factor(a.seq_q, a.seq_k, causal and a.seq_q <= a.seq_k, a.head_dim, kernel)
+
+
 def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: HardwareProfile, *,
                              causal: bool = True, min_samples: int = 1) -> AttentionFit:
     """Median achieved fraction of peak per (kernel generation, direction); see the module docstring."""
@@ -81,7 +92,7 @@ def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: Hardware
         dtype = dtype_alias(a.dtype)
         peak = profile.gpu.peak_flops(dtype if dtype in ("bf16", "fp16") else "bf16")
         mask = a.causal if a.causal is not None else causal
-        frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak)
+        frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak) / reference_factor(a, mask, kernel)
         measured.setdefault((kernel, "bwd" if a.backward else "fwd"), []).append(frac)
     for name in sorted(unknown):
         fit.warnings.append(f"gpu.attention_efficiency: kernel {name!r} is not a FlashAttention-2 or Hopper-class "

@@ -54,7 +54,9 @@ class GemmPoint(_Strict):
 
 class AttentionEfficiency(_Strict):
     """Achieved fraction of the dense bf16/fp16 peak of one fused attention kernel, forward and
-    backward, on the FLOPs actually computed (causal masking already removed)."""
+    backward, on the FLOPs actually computed (causal masking already removed), for a long
+    kernel (16K tokens, head dim 128); shorter sequences and other head dimensions reach it
+    times costs/attention_shape.py's shape factor."""
 
     fwd: float = Field(gt=0, le=1)
     bwd: float = Field(gt=0, le=1)

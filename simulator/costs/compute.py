@@ -18,7 +18,9 @@ efficiency:
   Kept apart from the GEMM curve on purpose: the same GPU runs FlashAttention-2 at ~35% of H100
   peak and FlashAttention-3 / cuDNN at ~60-75% (arXiv:2407.08608 abstract), so folding attention
   into a GEMM derate makes the derate stack-specific. The op's ``flops`` already count only the
-  computed part of the score matrix (causal masking).
+  computed part of the score matrix (causal masking). That figure is a long kernel's; an op with
+  an ``attention_shape`` reaches it times ``costs.attention_shape.shape_factor`` (the per-CTA
+  fixed cost, whole causal tiles on the diagonal, the softmax's share at its head dimension).
 * everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
   ``hbm_bytes`` over the bandwidth its kernel class reaches plus a ramp per kernel
   (``costs.memory_bound``: streaming kernels at 0.90 of ``hbm_Bps × hbm_efficiency``, PyTorch's
@@ -42,6 +44,7 @@ import math
 from typing import Sequence
 
 from simulator.config.hardware import GPU
+from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
 from simulator.costs.memory_bound import kernel_class, memory_time
 from simulator.schedule.ir import ComputeOp, Op
@@ -110,7 +113,10 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
     if op.kind == "attention":
         dtype = "bf16" if op.dtype == "fp8" else op.dtype
         eff = gpu.attention_fraction(op.attention_kernel, _is_backward(op))
-        return gpu.peak_flops(dtype) * eff
+        if op.attention_shape is not None:
+            s_q, s_k, head_dim, causal = op.attention_shape
+            eff *= shape_factor(s_q, s_k, causal, head_dim, op.attention_kernel or gpu.default_kernel)
+        return gpu.peak_flops(dtype) * min(eff, 1.0)
     # Memory-bound kinds that still carry FLOPs (optimizer math, loss) run on CUDA cores; a
     # fp32 non-tensor rate is a generous upper bound that only matters if hbm_bytes is missing.
     return gpu.fp32_TFLOPS * 1e12
@@ -139,7 +145,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
 def _shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.host_us, op.gemm, op.concurrent, op.impl)
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -63,7 +63,7 @@ def fold_count(schedule: Any) -> int:
 
 
 _COMPUTE = attrgetter("kind", "flops", "hbm_bytes", "gemm", "count", "dtype", "causal_fraction", "sm_fraction", "stream",
-                      "attention_kernel", "host_us", "concurrent")
+                      "attention_kernel", "attention_shape", "host_us", "concurrent")
 _COMM = attrgetter("op", "axes", "size_bytes", "stream", "dtype")
 _TRANSFER = attrgetter("axis", "offset", "nbytes", "transport")
 

@@ -57,6 +57,13 @@ class AttentionContext:
         """Bytes of this rank's local query block (b·s_local·heads·d)."""
         return self.micro_batch_size * self.seq_local * self.heads * self.head_dim * self.dtype_bytes
 
+    def kernel_shape(self, s_q: int | None = None, s_k: int | None = None,
+                     causal: bool | None = None) -> tuple[int, int, int, bool]:
+        """``ComputeOp.attention_shape`` of one fused kernel of this layer: the whole sequence by
+        default, or the query and key lengths (and masking) of one chunk of it."""
+        return (self.seq if s_q is None else s_q, self.seq if s_k is None else s_k, self.head_dim,
+                self.causal if causal is None else causal)
+
     @property
     def kv_bytes(self) -> int:
         """Bytes of this rank's local key plus value blocks (2·b·s_local·kv_heads·d)."""
@@ -80,7 +87,7 @@ def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
         name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
         flops=attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel))
+        tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape()))
 
 
 def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
@@ -89,7 +96,7 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel))
+        tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape()))
 
 
 # ---------------------------------------------------------------------------------------------

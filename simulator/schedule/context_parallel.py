@@ -52,10 +52,14 @@ def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
     chunk = ctx.seq_local // 2
     tile = attention_flops(ctx.micro_batch_size, ctx.heads, chunk, chunk, ctx.head_dim)  # U
     io = ctx.q_bytes * 2 + ctx.kv_bytes
+    n = ctx.seq_local
     if not ctx.causal:
-        return [RingBlock(4 * tile, 1.0, io)] * ctx.cp
+        return [RingBlock(4 * tile, 1.0, io, ctx.kernel_shape(n, n, False))] * ctx.cp
     diag = (2 * causal_fraction_diagonal(chunk) + 1) * tile
-    return [RingBlock(diag, diag / (4 * tile), io)] + [RingBlock(2 * tile, 0.5, io)] * (ctx.cp - 1)
+    # off the diagonal one unmasked kernel: both local Q chunks × the first KV chunk (steps ≤ r) or
+    # the second Q chunk × both KV chunks (steps > r); priced as the former on every rank
+    return ([RingBlock(diag, diag / (4 * tile), io, ctx.kernel_shape(n, n, True))]
+            + [RingBlock(2 * tile, 0.5, io, ctx.kernel_shape(n, chunk, False))] * (ctx.cp - 1))
 
 
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
@@ -103,7 +107,7 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: Phase, deps:
             flops=scale * attention_flops(ctx.micro_batch_size, ctx.heads, chunk, s_k, ctx.head_dim, frac),
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
             causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),
-            attention_kernel=ctx.kernel))
+            attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(chunk, s_k)))
     return last
 
 

@@ -51,7 +51,8 @@ class ComputeOp:
     stand for a batch of identical kernels. ``sm_fraction`` < 1 when communication kernels hold
     some SMs (TransformerEngine pipelined overlap). ``attention_kernel`` names the fused
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
-    whose efficiency the hardware profile gives per kernel generation. A ``host`` op is CPU work
+    whose efficiency the hardware profile gives per kernel generation, and ``attention_shape``
+its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the launch floor).
     ``host_issue`` false: what the host thread spends issuing the op is already timed by a host
     op (the op is one, or its kernels are launched inside one's loop: ZeRO-3 of 2021's per-rank
@@ -78,6 +79,10 @@ class ComputeOp:
     tag: Tag = field(default_factory=Tag)
     type: Literal["compute"] = "compute"
     attention_kernel: str = ""
+    # attention: (query tokens, key tokens, head dim, causal mask) of one kernel, which sets its
+    # efficiency relative to the profile's long-sequence figure (costs/attention_shape.py);
+    # None: priced at that figure
+    attention_shape: tuple[int, int, int, bool] | None = None
     host_us: float = 0.0
     concurrent: int = 1
     host_issue: bool = True

@@ -40,6 +40,7 @@ class RingBlock:
     flops: float
     causal_fraction: float
     hbm_bytes: float
+    shape: tuple[int, int, int, bool] | None = None  # the kernel's ComputeOp.attention_shape
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
     return pb.add(ComputeOp(
         name=name, kind="attention", flops=blk.flops * scale, hbm_bytes=blk.hbm_bytes * (2 if bwd else 1),
         deps=deps, dtype=spec.dtype, causal_fraction=blk.causal_fraction,
-        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.mb_index), attention_kernel=spec.kernel))
+        tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.mb_index), attention_kernel=spec.kernel,
+        attention_shape=blk.shape))
 
 
 def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: Phase, deps: tuple[int, ...]) -> int:

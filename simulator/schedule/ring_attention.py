@@ -40,7 +40,8 @@ def blocks(ctx: AttentionContext) -> list[RingBlock | None]:
         else:
             out.append(None)
             continue
-        out.append(RingBlock(attention_flops(ctx.micro_batch_size, ctx.heads, n, n, ctx.head_dim, frac), frac, io))
+        out.append(RingBlock(attention_flops(ctx.micro_batch_size, ctx.heads, n, n, ctx.head_dim, frac), frac, io,
+                             ctx.kernel_shape(n, n, ctx.causal and step == 0)))
     return out
 
 

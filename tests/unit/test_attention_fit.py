@@ -10,6 +10,7 @@ from simulator.calibration.attention_fit import computed_fraction, fit_attention
 from simulator.calibration.kineto import AttentionEvent
 from simulator.cli import main
 from simulator.config.hardware import load_profile
+from simulator.costs.attention_shape import shape_factor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kineto"
 
@@ -32,11 +33,14 @@ def test_kernel_generation_from_the_kernel_name(name, kernel):
 
 
 def _event(name, backward, seq, eff, peak, causal=True, b=2, h=16, d=128):
-    """A kernel whose duration is what `eff` of `peak` gives on its computed FLOPs."""
+    """A kernel whose duration the model gives it when its generation's long-sequence figure is
+    `eff` of `peak`: its computed FLOPs at eff × the shape factor of its length."""
     fwd = 4.0 * b * h * seq * seq * d
     flops = fwd * (2.5 if backward else 1.0)
     frac = (seq + 1) / (2 * seq) if causal else 1.0
-    return AttentionEvent(name, None, backward, b, h, h, seq, seq, d, "c10::BFloat16", 0.0, flops * frac / (eff * peak))
+    factor = shape_factor(seq, seq, causal, d, kernel_generation(name))
+    return AttentionEvent(name, None, backward, b, h, h, seq, seq, d, "c10::BFloat16", 0.0,
+                          flops * frac / (eff * factor * peak))
 
 
 def test_median_fraction_of_peak_per_generation_and_direction(h100):
@@ -50,7 +54,9 @@ def test_median_fraction_of_peak_per_generation_and_direction(h100):
     assert fit.samples[("flash2", "fwd")] == 3 and fit.warnings == []
     # the same kernels read with a full mask did 2s/(s+1) times the work the causal reading says
     full = fit_attention_efficiency(events, h100, causal=False)
-    assert full.overlay["flash2"]["fwd"] == pytest.approx(0.40 * 2 * 2048 / 2049, abs=1e-4)
+    reread = 2 * 2048 / 2049 * shape_factor(2048, 2048, True, 128, "flash2") / shape_factor(2048, 2048, False, 128,
+                                                                                          "flash2")
+    assert full.overlay["flash2"]["fwd"] == pytest.approx(0.40 * reread, abs=1e-4)
     # ... and for FA3 that is above the peak: capped, with a warning naming the option
     assert full.overlay["flash3"]["fwd"] == 1.0
     assert any("flash3.fwd" in w and "--attention-mask" in w for w in full.warnings)
@@ -77,8 +83,10 @@ def test_cli_fits_attention_from_a_trace_and_the_overlay_loads(tmp_path, h100, c
     assert main(["calibrate", str(FIXTURES / "gpu_style_trace.json"), "--hardware", "dgx-h100", "-o", str(out)]) == 0
     assert "gpu.attention_efficiency.flash2.fwd" in capsys.readouterr().out
     cal = load_profile(str(out))
-    # the fixture's forward kernel: b1 h32 s8192 d128 causal bf16 in 1650 us
+    # the fixture's forward kernel: b1 h32 s8192 d128 causal bf16 in 1650 us, read as the figure
+    # of a 16K kernel (its 8K length costs shape_factor of it)
     flops = 4.0 * 32 * 8192 * 8192 * 128 * (8193 / 16384)
-    assert cal.gpu.attention_efficiency["flash2"].fwd == pytest.approx(flops / (1650e-6 * h100.gpu.peak_flops("bf16")),
-                                                                       abs=1e-4)
+    achieved = flops / (1650e-6 * h100.gpu.peak_flops("bf16"))
+    assert cal.gpu.attention_efficiency["flash2"].fwd == pytest.approx(
+        achieved / shape_factor(8192, 8192, True, 128, "flash2"), abs=1e-4)
     assert cal.gpu.attention_efficiency["flash3"] == h100.gpu.attention_efficiency["flash3"]

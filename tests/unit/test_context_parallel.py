@@ -90,6 +90,25 @@ def test_p2p_sections_are_half_blocks_after_the_diagonal():
     assert [b.flops for b in blocks[1:]] == pytest.approx([2 * u] * (c - 1))
 
 
+def test_p2p_kernel_shapes():
+    """TE's p2p steps as kernels (the shape sets their efficiency, costs/attention_shape.py): the
+    diagonal step is one causal kernel over both local chunks, every other step one unmasked
+    kernel of the local queries against one incoming KV chunk."""
+    c, n = 4, S // 4
+    fwd, bwd = run(ctx(c, rank=2))
+    for ops in (fwd, bwd):
+        shapes = [op.attention_shape for op in ops if isinstance(op, ComputeOp) and op.kind == "attention"]
+        assert shapes == [(n, n, D, True)] + [(n, n // 2, D, False)] * (c - 1)
+
+
+def test_all_gather_chunks_attend_their_causal_prefix():
+    c, rank = 4, 1
+    chunk = S // (2 * c)
+    fwd, _ = run(ctx(c, rank, comm="all_gather"))
+    shapes = [op.attention_shape for op in fwd if isinstance(op, ComputeOp) and op.kind == "attention"]
+    assert shapes == [(chunk, (rank + 1) * chunk, D, True), (chunk, (2 * c - rank) * chunk, D, True)]
+
+
 # --------------------------------------------------------------------------------------------- all_gather
 
 

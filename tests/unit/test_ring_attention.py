@@ -103,3 +103,12 @@ def test_single_rank_ring_is_local_attention():
     fwd, bwd = run(ctx(1))
     assert not any(isinstance(op, P2POp) for op in fwd + bwd)
     assert attn_flops(fwd) == pytest.approx(attention_flops(B, A, S, S, D, causal_fraction_diagonal(S)))
+
+
+def test_kernel_shapes_causal_only_on_the_diagonal():
+    """Rank r runs a causal kernel on its own block and unmasked ones on the r earlier blocks,
+    each s/c queries by s/c keys (their efficiency: costs/attention_shape.py)."""
+    c, r, n = 4, 2, S // 4
+    fwd, _ = run(ctx(c, rank=r))
+    shapes = [op.attention_shape for op in fwd if isinstance(op, ComputeOp) and op.kind == "attention"]
+    assert shapes == [(n, n, D, True)] + [(n, n, D, False)] * r

@@ -1,0 +1,97 @@
+"""How a fused attention kernel's efficiency moves with its shape: sequence lengths, causal
+masking and head dimension, relative to the long-sequence figure a profile gives.
+
+A profile's ``gpu.attention_efficiency[kernel]`` is the fraction of peak of a *long* kernel:
+the published figures it comes from are the plateau of a benchmark sweep (FlashAttention-3,
+arXiv:2407.08608 Fig. 5, and cuDNN's sweeps reach it at 8K-16K tokens; FlashAttention-2's
+"up to 73%"). A kernel of another shape reaches that figure times :func:`shape_factor`, from
+how FlashAttention-2/3 and cuDNN's flash kernels tile the work (FA2 paper §3.3, FA3 §3):
+
+* one thread block (CTA) per query tile of ``TILE`` rows, per head and sequence, loops over
+  the key/value tiles. Besides that loop each CTA pays a fixed cost (load Q, fill the
+  load/MMA pipeline, rescale and write O and the LSE), c0 key tiles' worth.
+  So a CTA over n key tiles runs at n / (n + c0) of the loop's rate: short sequences are slow.
+* causal masking skips whole tiles above the diagonal, but the tiles *on* it are computed in
+  full and masked: a CTA computes (n + 1) / 2 tiles on average where the FLOP count (the lower
+  triangle, ``causal_fraction_diagonal``) credits about n / 2.
+* the softmax between the two GEMMs (exp, row max and sum, rescaling) costs the same per score
+  whatever the head dimension d, while the GEMMs cost ∝ d: the tensor cores are busy
+  d / (d + e) of the time. FA3 §3.2 names the exponential as the bottleneck it overlaps, which
+  is why the figure still rises with d on Hopper.
+
+c0 and e are properties of a kernel generation's tiling, not of the GPU (``TILING``, read off
+FA3's published curves); the profile's number carries what differs between GPUs. The factor is
+1 at the reference shape (``REF_SEQ`` tokens, d = ``REF_HEAD_DIM``, the same masking), so
+long-sequence kernels keep the profile's figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TILE = 128  # query and key/value tile edge of FA2/FA3/cuDNN's kernels at head dim 128 (FA3 §3.1)
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """What a kernel generation's tiling costs besides its tensor-core loop.
+
+    ``cta_overhead_tiles``: the fixed cost of one CTA, in key/value tiles of its loop.
+    ``softmax_head_dim``: the non-GEMM work per score, in head-dim units (d / (d + this) is the
+    tensor cores' share)."""
+
+    cta_overhead_tiles: float
+    softmax_head_dim: float
+
+
+# Read off FA3 Fig. 5 (H100, forward; HARDWARE.md §4). flash3 (FA3 / cuDNN-class): c0 = 1.5 from
+# its d=128 causal and non-causal curves, 512-16K tokens (the pipelined, warp-specialised loop
+# makes a tile short, so prologue and epilogue weigh more); the softmax share from its non-causal
+# plateaus at d = 64, 128, 256 (497, 648, 756 TFLOP/s: d / (d + 56) gives 0.77 and 1.18 of the
+# d=128 value). flash2: c0 = 0.8 from FA2's curves in the same figure, the softmax share from its
+# d=64 and d=128 plateaus (324, 370: d / (d + 21) gives 0.88; at d=256 register pressure lowers
+# FA2 below the model). flash1 (flash-attn 1.x and the Triton port llm-foundry runs: one CTA per
+# 128-row query block over 128-key blocks, unpipelined) has no published per-length or per-d
+# curve: FA2's values, an assumption.
+TILING = {"flash3": Tiling(1.5, 56.0), "flash2": Tiling(0.8, 21.0), "flash1": Tiling(0.8, 21.0)}
+REF_SEQ = 16384  # the shape a profile's attention efficiency stands for: a long square kernel
+REF_HEAD_DIM = 128
+
+
+def _tiling(kernel: str) -> Tiling:
+    return TILING.get(kernel, TILING["flash3"])
+
+
+def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3") -> float:
+    """Credited over computed work of one kernel, in key/value tiles per CTA.
+
+    Non-causal: s_k / T credited, ⌈s_k / T⌉ computed, plus the CTA's fixed cost. Causal with the
+    mask aligned to the bottom right (FA2 ≥ 2.1, cuDNN, TE; the same as top-left when
+    s_q = s_k): a query tile j of n_q sees the s_k − s_q keys before the query block and its own
+    causal prefix; credited: the lower triangle's (s_k − s_q) + (s_q + 1) / 2 keys per query row,
+    computed: (s_k − s_q) / T + (n_q + 1) / 2 tiles per CTA on average."""
+    if s_q <= 0 or s_k <= 0:
+        return 1.0
+    if not causal:
+        credited = s_k / TILE
+        computed = float(math.ceil(s_k / TILE))
+    else:
+        s_q = min(s_q, s_k)
+        prefix = s_k - s_q
+        n_q = math.ceil(s_q / TILE)
+        credited = (prefix + (s_q + 1) / 2) / TILE
+        computed = prefix / TILE + (n_q + 1) / 2
+    return credited / (computed + _tiling(kernel).cta_overhead_tiles)
+
+
+def head_dim_efficiency(head_dim: float, kernel: str = "flash3") -> float:
+    """Share of a score tile's time the tensor cores work: d / (d + softmax_head_dim)."""
+    return head_dim / (head_dim + _tiling(kernel).softmax_head_dim)
+
+
+def shape_factor(s_q: int, s_k: int, causal: bool, head_dim: float, kernel: str = "flash3") -> float:
+    """The profile's efficiency of ``kernel`` (flash1 | flash2 | flash3) is multiplied by this for
+    a kernel of this shape (1 at ``REF_SEQ`` × ``REF_SEQ``, d = ``REF_HEAD_DIM``, same masking)."""
+    ref = tile_efficiency(REF_SEQ, REF_SEQ, causal, kernel) * head_dim_efficiency(REF_HEAD_DIM, kernel)
+    return tile_efficiency(s_q, s_k, causal, kernel) * head_dim_efficiency(head_dim, kernel) / ref
