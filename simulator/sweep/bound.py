@@ -10,7 +10,8 @@ been faster than the best:
   ``recompute: full``) over the dtype's dense peak x the *highest* point of the profile's GEMM
   efficiency curve, plus attention FLOPs (forward, ``FLASH_BWD_FACTOR`` x for backward, the
   recomputed forward under selective or full recompute) over the 16-bit peak x the highest
-  attention or GEMM efficiency; the last stage adds the LM head (3 x the logits GEMM). The work
+  GEMM efficiency or attention efficiency times its kernel shape factor at the full sequence
+  (``costs.attention_shape``; shorter chunks only lower it); the last stage adds the LM head (3 x the logits GEMM). The work
   of one micro-batch on a stage is split over tp x cp x ulysses GPUs, so it is divided by that
   product (perfect balance, no communication). Attention is counted with the diagonal causal
   fraction and a 10% margin: context-parallel schedules split the causal triangle in blocks
@@ -29,8 +30,9 @@ sweeps of several scenarios; the sweep reports how many plans it pruned.
 from __future__ import annotations
 
 from simulator.config.scenario import Scenario
+from simulator.costs.attention_shape import shape_factor
 from simulator.schedule.attention import FLASH_BWD_FACTOR, causal_fraction_diagonal
-from simulator.schedule.flops import BWD_GEMM_FACTOR, layer_flops, logits_flops
+from simulator.schedule.flops import BWD_GEMM_FACTOR, attention_core_dim, layer_flops, logits_flops
 from simulator.schedule.shapes import RankShapes
 
 ATTENTION_MARGIN = 0.9
@@ -43,7 +45,11 @@ def _rates(scn: Scenario) -> tuple[float, float]:
     best_gemm = max(p.efficiency for p in gpu.gemm_efficiency)
     if dtype == "fp8":
         best_gemm = min(1.0, best_gemm * gpu.fp8_gemm_efficiency_scale)
-    best_attn = max([best_gemm] + [max(e.fwd, e.bwd) for e in gpu.attention_efficiency.values()])
+    seq, d = scn.model.seq_len, attention_core_dim(scn.model)
+    # a fused kernel reaches its figure times its shape factor; its kernels are at most seq long,
+    # causal or not (context-parallel steps run unmasked chunks), and the factor grows with length
+    best_attn = max([best_gemm] + [max(e.fwd, e.bwd) * max(shape_factor(seq, seq, causal, d, k) for causal in (True, False))
+                                   for k, e in gpu.attention_efficiency.items()])
     attn_dtype = "bf16" if dtype == "fp8" else dtype
     return gpu.peak_flops(dtype) * best_gemm, gpu.peak_flops(attn_dtype) * min(best_attn, 1.0)
 
