@@ -610,6 +610,31 @@ the host would take about 3.2 ms of Python per MoE layer per micro-batch beyond 
 forward kernel and 6 µs per backward kernel the model charges; no measurement of Megatron-Core's
 MoE layer on the host is available to price it, so it is left unmodelled.
 
+**Megatron-Bridge MoE: a profiled A/B on 16 H100, the expert wgrad before the dispatch's backward,
+and GroupedLinear's own FP8 casts.** Megatron-Bridge publishes a controlled run of Qwen3-30B-A3B
+on 16 H100 in BF16 (HybridEP on 32 SMs, graphs over the router and the MoE preprocessing) without
+and with `overlap_moe_expert_parallel_comm`, with its profile (source `bridge_moe_overlap`): 24.71
+s and 20.99 s, 8.25 s and 10.83 s of communication kernels, 0.11% and 36.55% of them under
+compute, and 22.82 s of 24.71 s with any kernel running, so the host leaves the GPU idle 1.9 s
+per step, 0.6 ms per layer per micro-batch: the host is not where the 26.04.01 rows' gap of about
+3 ms per layer per micro-batch lies. The model had hidden 2.0 s of that run's exchanges under
+compute, the backward dispatch under the expert wgrad; TransformerEngine's `GroupedLinear`
+computes dgrad and wgrad in one backward and autograd reaches the dispatcher's backward after
+it, so the dispatch now waits for the wgrad (`schedule/moe.py`): 0.008 s hidden, as profiled,
+and the run reads -7.1% (it read -0.3% by hiding what the real run does not). With the overlap it
+reads -0.3%: the simulated compute is slower than the profiled kernels (17.3 s against about
+14.6 s) and the simulated overlap hides more (9.1 s against 4.0 s), two errors that cancel. The
+same wait moves AutoModel's MoE rows to 9.2% median, signed +3.4% (11.5%, +5.4% before).
+`GroupedLinear` also quantises the routed rows in passes of its own under every recipe
+(`fused_multi_quantize` / `split_quantize` of rows that no kernel could cast on the way out: a
+read, a row-wise and a column-wise copy, the transpose on Hopper, current scaling's amax read),
+where the model had charged only what a recipe adds over a fused cast (`schedule/fp8.py`). The
+26.04.01 rows now read: Qwen3-30B on 16 H100 (FP8 current scaling) +20.4%, GPT-OSS-120B on 64
+H100 +18.0%, Qwen3-30B on 8 B200 (MXFP8) +2.5%, Qwen3-235B on 256 B200 (MXFP8) +21.1%,
+GPT-OSS-120B on 64 B200 +28.7% (median 20.4%, was 27.8%). The FP8 row on 16 H100 (29.3 s) is
+slower than the BF16 run of the card (24.7 s, a later container, twice the HybridEP SMs, graphs);
+what FP8 current scaling costs there beyond its casts is not known.
+
 **Megatron-Bridge MoE: what Megatron-Core's dispatchers put on the wire.** Three traffic terms of
 Megatron-Core 26.04's dispatchers (Megatron-LM 4415119, the Megatron-Bridge 21d102f5e submodule)
 were missing or wrong, each now modelled from the source with a closed-form test in

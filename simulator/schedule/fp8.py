@@ -31,6 +31,18 @@ expert and quantises every split with that expert's own quantizer (``tex.split_q
 in 2·``E_local`` kernels per pass; the shared experts quantise the T tokens of a dense MLP of
 ``shared_ffn``.
 
+The routed rows have no producing kernel the cast could fuse into (they come from the
+permutation and the All-to-All, from Megatron's ``weighted_bias_swiglu`` activation in BF16, or
+from the combine's backward), so ``GroupedLinear`` quantises them in passes of their own under
+every recipe, delayed scaling included (:func:`routed_bytes_per_element`): each split is read
+once and written in both usages its quantizer is set to (``set_usage(rowwise=True,
+columnwise=...)``: the rows of an input are the forward GEMM's operand and, column-wise, the
+wgrad's; those of an output gradient the dgrad's and the wgrad's). Per-tensor FP8 on Hopper
+writes the column-wise copy as an FP8 transpose (TransformerEngine's cast-transpose: Hopper's FP8
+GEMMs take TN layouts only); Blackwell's FP8 GEMMs take any layout, so one copy serves both
+(``is_non_tn_fp8_gemm_supported``); block scaling writes its row-wise and column-wise copies,
+each with its scales, on either. Current scaling reads the split once more for its amax.
+
 ``fp8_param_gather`` gathers the linear weights in FP8, 1 byte per element plus its scales, where
 a sharded optimizer or FSDP gathers weights (:func:`gathered_bytes`): Megatron's
 ``--fp8-param-gather`` keeps TransformerEngine's FP8 weights (attention, MLP and grouped expert
@@ -60,25 +72,41 @@ GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
 def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
     """Elements one TP rank quantises in one pass of layer ``layer`` (see the module docstring)."""
+    return dense_quantized_elements(spec, phase, qkv_out, proj_in, layer) + routed_quantized_elements(spec, phase, layer)
+
+
+def dense_quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
+    """The elements of :func:`quantized_elements` outside the routed experts: attention, the dense
+    MLP or the shared experts."""
     t, h = spec.tokens, spec.hidden
     attn = t * (h + proj_in) if phase == "fwd" else t * (qkv_out + h)
     if spec.moe is not None and spec.is_moe(layer):
         m = spec.moe
-        routed = m.rows * (h + m.ffn // m.etp) if phase == "fwd" else m.rows * (m.up + h)
         fs = m.shared_ffn // m.tp
         shared = t * (h + fs) if phase == "fwd" else t * ((2 if m.gated else 1) * fs + h)
-        return attn + routed + (shared if m.shared_ffn else 0)
+        return attn + (shared if m.shared_ffn else 0)
     f = spec.shape.ffn
     up = (2 if spec.gated else 1) * f
     return attn + (t * (h + f) if phase == "fwd" else t * (up + h))
 
 
-def quantize_kernels(spec: "LayerSpec", layer: int = -1) -> int:
-    """Quantisation kernels of one layer pass: one per quantised GEMM operand, one per local expert
-    for each grouped GEMM of an MoE layer."""
+def routed_quantized_elements(spec: "LayerSpec", phase: Phase, layer: int = -1) -> float:
+    """Routed rows one rank's grouped GEMMs quantise in one pass of an MoE layer: forward the inputs
+    of FC1 (h) and FC2 (f_e/etp), backward the output gradients of FC2 (h) and FC1 (the up width)."""
+    if spec.moe is None or not spec.is_moe(layer):
+        return 0.0
+    m = spec.moe
+    return m.rows * (spec.hidden + m.ffn // m.etp) if phase == "fwd" else m.rows * (m.up + spec.hidden)
+
+
+def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current") -> int:
+    """Quantisation kernels of one layer pass: one per quantised GEMM operand (none under delayed
+    scaling, whose casts are fused into the producing kernels), one per local expert for each
+    grouped GEMM of an MoE layer."""
     if spec.moe is not None and spec.is_moe(layer):
-        return 2 + 2 * spec.moe.local_experts + (2 if spec.moe.shared_ffn else 0)
-    return GEMMS_PER_LAYER
+        dense = 0 if recipe == "delayed" else 2 + (2 if spec.moe.shared_ffn else 0)
+        return dense + 2 * spec.moe.local_experts
+    return 0 if recipe == "delayed" else GEMMS_PER_LAYER
 
 
 def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
@@ -90,15 +118,27 @@ def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
     return 0.0
 
 
+def routed_bytes_per_element(recipe: str, act_bytes: int, arch: str) -> float:
+    """HBM bytes per routed element of GroupedLinear's own quantisation pass (module docstring): the
+    read, a row-wise and a column-wise copy (one copy for per-tensor FP8 on Blackwell), their
+    scales, and current scaling's amax read."""
+    copies = 1 if recipe not in SCALE_BYTES and arch == "blackwell" else 2
+    amax = act_bytes if recipe in ("current", "rowwise") else 0
+    return act_bytes + copies * (1.0 + SCALE_BYTES.get(recipe, 0.0)) + amax
+
+
 def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int,
                    phase: Phase, qkv_out: int, proj_in: int) -> int:
     """The recipe's quantisation passes (one op) and TP amax AllReduces of one layer pass."""
-    if spec.dtype != "fp8" or recipe == "delayed":
+    if spec.dtype != "fp8":
+        return after
+    nbytes = (extra_bytes_per_element(recipe, spec.act_bytes) * dense_quantized_elements(spec, phase, qkv_out, proj_in, layer)
+              + routed_bytes_per_element(recipe, spec.act_bytes, spec.arch) * routed_quantized_elements(spec, phase, layer))
+    if nbytes == 0:
         return after
     tag = Tag(phase, layer, mb)
-    nbytes = extra_bytes_per_element(recipe, spec.act_bytes) * quantized_elements(spec, phase, qkv_out, proj_in, layer)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer)))
+                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer, recipe)))
     if recipe == "current" and spec.sp:
         for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),

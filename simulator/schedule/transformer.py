@@ -58,6 +58,7 @@ class LayerSpec:
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
     norm_kernel: str = "auto"  # training.norm_kernel
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
+    arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -72,7 +73,7 @@ class LayerSpec:
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
-                   linear_bias=t.linear_bias)
+                   linear_bias=t.linear_bias, arch=scn.profile.gpu.arch)
 
     @property
     def elementwise(self) -> "Elementwise":

@@ -12,9 +12,11 @@ from tests.unit.test_moe_schedule import moe_scenario_maker
 from tests.unit.test_schedule_invariants import check_invariants
 
 # 8 experts, top-2, one dense layer first; sized so that each compute node outlasts the
-# All-to-All it is paired with (a 16 MiB exchange on 450 GB/s NVLink against ~0.5 ms of GEMMs)
+# All-to-All it is paired with (a 16 MiB exchange on 450 GB/s NVLink against ~0.5 ms of GEMMs;
+# the expert FFN wide enough that a forward's experts outlast the backward dispatch, which starts
+# only after the paired backward's expert wgrad)
 MOE = {"layers": 4, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 8192, "vocab": 1000,
-       "mlp": "swiglu", "seq_len": 4096, "experts": 8, "top_k": 2, "moe_ffn_hidden": 2048,
+       "mlp": "swiglu", "seq_len": 4096, "experts": 8, "top_k": 2, "moe_ffn_hidden": 3072,
        "first_dense_layers": 1}
 
 

@@ -280,3 +280,26 @@ def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
     assert not gathers(make({"ep": 8, "moe_dispatcher": "deepep"}))
     with pytest.raises(InputError, match="moe_deepep_backend"):
         make({"ep": 8, "moe_deepep_backend": "hybridep"})
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "deepep"])
+def test_backward_dispatch_waits_for_the_expert_wgrad(make, dispatcher):
+    """TransformerEngine's GroupedLinear backward computes dgrad and then wgrad before it returns, and
+    autograd runs the dispatcher's backward after it: every backward token exchange of an MoE layer
+    (and the alltoall dispatcher's unsort, permutation 2's mirror) depends, directly or through the ops
+    before it, on that layer's FC1 wgrad of the same micro-batch."""
+    prog = build_schedule(make({"ep": 4, "moe_dispatcher": dispatcher})).programs["pp0.cp0"]
+    checked = 0
+    for i, op in enumerate(prog):
+        if not (isinstance(op, CommOp) and op.tag.phase == "bwd" and ".dispatch.bwd." in op.name):
+            continue
+        seen, todo = set(), list(op.deps)
+        while todo:  # ancestors of the exchange within its own layer pass
+            j = todo.pop()
+            if j in seen or prog[j].tag.layer != op.tag.layer or prog[j].tag.mb_index != op.tag.mb_index:
+                continue
+            seen.add(j)
+            todo.extend(prog[j].deps)
+        assert any(prog[j].name.endswith(".experts.fc1.wgrad") for j in seen), op.name
+        checked += 1
+    assert checked > 0
