@@ -197,7 +197,15 @@ grows from a quarter to 97% of the model FLOPs.
   2024), not the FA3-paper kernels (July 2024) that the profile's 0.60/0.45 describe; the
   backward efficiency, 0.45, is itself assumed (no backward-only figure was found). With
   `training.attention: flash2` the same rows are −4% to −14%. The measured rate lies between
-  the two kernel generations, and no number is fitted for it.
+  the two kernel generations, and no number is fitted for it. cuDNN's own sweeps say the gap is
+  the release: cudnn-frontend's benchmark of May 2024 (cuDNN 9.1.0 installed over NGC PyTorch
+  24.03, H200 at 1,980 MHz, causal, d = 128) already gives 567-587 TFLOP/s forward and 498-504
+  backward at 16K-64K tokens, at or above the profile's pair, and cuDNN 9.4's release notes
+  report Hopper SDPA 5-30% faster again; NeMo 24.03's container shipped cuDNN 9.0, and no
+  published figure for its kernels was found. Pricing kernels by shape
+  (`costs/attention_shape.py`) does not move these rows: from 32K on, the CP steps' kernels
+  attend 8K-16K-token KV chunks, near the long-kernel figure (+13% to +38% before, +12% to
+  +38% after).
   The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
   already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
   throughput stays within 4%, and so does the prediction.

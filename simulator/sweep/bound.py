@@ -11,8 +11,8 @@ been faster than the best:
   efficiency curve, plus attention FLOPs (forward, ``FLASH_BWD_FACTOR`` x for backward, the
   recomputed forward under selective or full recompute) over the 16-bit peak x the highest
   GEMM efficiency or attention efficiency times its kernel shape factor at the full sequence
-  (``costs.attention_shape``; shorter chunks only lower it); the last stage adds the LM head (3 x the logits GEMM). The work
-  of one micro-batch on a stage is split over tp x cp x ulysses GPUs, so it is divided by that
+  (``costs.attention_shape``; shorter chunks only lower it); the last stage adds the LM head
+  (3 x the logits GEMM). The work of one micro-batch on a stage is split over tp x cp x ulysses GPUs, so it is divided by that
   product (perfect balance, no communication). Attention is counted with the diagonal causal
   fraction and a 10% margin: context-parallel schedules split the causal triangle in blocks
   whose sum can be slightly smaller. Memory-bound kernels, launch gaps, communication and the
