@@ -646,7 +646,9 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
     ``network_factory(env, capacity_Bps)`` the network (default ``replay.links.FlowNetwork``,
     built on the cost model's capacities); both are injectable for tests.
     """
-    with _collector_spared():
+    with _collector_spared() as frozen:
+        if fold is not None and frozen:
+            fold = _built_frozen(fold)
         return _replay(schedule, topology, algo, proto, max_ranks, symmetric, op_budget, cost_model,
                        network_factory, exclusive_fast_path, compute_runs, fold)
 
@@ -657,7 +659,7 @@ REPLAY_GC_GEN0 = 50_000
 
 
 @contextmanager
-def _collector_spared() -> Iterator[None]:
+def _collector_spared() -> Iterator[bool]:
     """Keep CPython's cyclic garbage collector off the replay's long-lived objects for its
     duration. A replay allocates millions of short-lived objects (events, heap entries, flow
     records) beside hundreds of thousands that live through it (every op of the schedule, the
@@ -668,9 +670,10 @@ def _collector_spared() -> Iterator[None]:
     after, unless the caller had frozen objects itself) and the youngest generation is collected
     every REPLAY_GC_GEN0 allocations. Nothing is kept alive longer than the replay: cycles made
     during it are still collected, and frozen objects return to the oldest generation at the end.
-    Results do not depend on it (the collector frees only unreachable objects)."""
+    Results do not depend on it (the collector frees only unreachable objects). Yields whether
+    it froze the objects (and so will unfreeze them)."""
     if not gc.isenabled():
-        yield
+        yield False
         return
     thresholds = gc.get_threshold()
     freeze = gc.get_freeze_count() == 0
@@ -678,11 +681,28 @@ def _collector_spared() -> Iterator[None]:
         gc.freeze()
     gc.set_threshold(max(thresholds[0], REPLAY_GC_GEN0), *thresholds[1:])
     try:
-        yield
+        yield freeze
     finally:
         gc.set_threshold(*thresholds)
         if freeze:
             gc.unfreeze()
+
+
+def _built_frozen(build: Callable[[int], Any]) -> Callable[[int], Any]:
+    """``build`` (folding's reduced schedule) run with the collector off and what it made frozen
+    at once, during a replay that froze the objects alive at its start: a schedule is hundreds
+    of thousands of objects without cycles, and the first collection after the build (which
+    turns the collector back on itself) would scan every one of them."""
+
+    def run(n_micro: int) -> Any:
+        gc.disable()
+        try:
+            return build(n_micro)
+        finally:
+            gc.freeze()
+            gc.enable()
+
+    return run
 
 
 def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str | None, max_ranks: int | None,
