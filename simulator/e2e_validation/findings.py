@@ -629,17 +629,17 @@ per step, 0.6 ms per layer per micro-batch: the host is not where the 26.04.01 r
 compute, the backward dispatch under the expert wgrad; TransformerEngine's `GroupedLinear`
 computes dgrad and wgrad in one backward and autograd reaches the dispatcher's backward after
 it, so the dispatch now waits for the wgrad (`schedule/moe.py`): 0.008 s hidden, as profiled,
-and the run reads -7.1% (it read -0.3% by hiding what the real run does not). With the overlap it
-reads -0.3%: the simulated compute is slower than the profiled kernels (17.3 s against about
+and the run reads -8.0% (it read -1.5% by hiding what the real run does not). With the overlap it
+reads -2.0%: the simulated compute is slower than the profiled kernels (17.6 s against about
 14.6 s) and the simulated overlap hides more (9.1 s against 4.0 s), two errors that cancel. The
-same wait moves AutoModel's MoE rows to 9.2% median, signed +3.4% (11.5%, +5.4% before).
+same wait moves AutoModel's MoE rows to 6.8% median, signed +1.9% (9.7%, +3.9% before).
 `GroupedLinear` also quantises the routed rows in passes of its own under every recipe
 (`fused_multi_quantize` / `split_quantize` of rows that no kernel could cast on the way out: a
 read, a row-wise and a column-wise copy, the transpose on Hopper, current scaling's amax read),
 where the model had charged only what a recipe adds over a fused cast (`schedule/fp8.py`). The
-26.04.01 rows now read: Qwen3-30B on 16 H100 (FP8 current scaling) +20.4%, GPT-OSS-120B on 64
-H100 +18.0%, Qwen3-30B on 8 B200 (MXFP8) +2.5%, Qwen3-235B on 256 B200 (MXFP8) +21.1%,
-GPT-OSS-120B on 64 B200 +28.7% (median 20.4%, was 27.8%). The FP8 row on 16 H100 (29.3 s) is
+26.04.01 rows now read: Qwen3-30B on 16 H100 (FP8 current scaling) +19.0%, GPT-OSS-120B on 64
+H100 +14.9%, Qwen3-30B on 8 B200 (MXFP8) +1.2%, Qwen3-235B on 256 B200 (MXFP8) +20.2%,
+GPT-OSS-120B on 64 B200 +25.3% (median 19.0%, was 26.7%). The FP8 row on 16 H100 (29.3 s) is
 slower than the BF16 run of the card (24.7 s, a later container, twice the HybridEP SMs, graphs);
 what FP8 current scaling costs there beyond its casts is not known.
 
