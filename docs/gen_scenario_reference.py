@@ -108,6 +108,9 @@ PROFILE_NOTES = {
     "node.nics.local_gpus": "per NIC (in NCCL's device order), the local GPU on its PCIe host bridge, when each NIC "
                             "has one: where rings enter and leave the node; the other GPUs share the NICs round robin "
                             "(null: NIC r serves GPUs r*gpus/count..)",
+    "node.nics.gpu_path": "PCIe path from a GPU to its NIC as NCCL classes it: pix (one switch), pxb (switches), "
+                          "phb (through the CPU's host bridge), sys (across sockets); beyond pxb NCCL runs no LL128 "
+                          "across nodes",
     "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit), dragonfly (groups "
                       "joined by global links, routed on the fabric graph) or none",
     "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit; a dragonfly group)",

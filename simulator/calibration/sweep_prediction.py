@@ -159,7 +159,8 @@ CASES.update({
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 })
 _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and one beside GPU 3 (nics.local_gpus): "
-                 "rings and trees cross the network at those GPUs, a channel per NIC and direction, so the ring "
+                 "rings and trees cross the network at those GPUs, a channel per NIC and direction, with no LL128 "
+                 "(the GPUs reach the NICs through the CPU's host bridge: nics.gpu_path), so the ring "
                  "plateau is predicted at 2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes "
                  "(+22%); All-to-All is 1.5-2.4x too fast at 2-8 nodes and 2x too slow at 256-540 nodes below "
                  "64 MiB (its ~10 us per remote peer against the model's ~40)")

@@ -218,6 +218,12 @@ class NICs(_Strict):
     # that GPU (NCCL ncclTopoGetLocalGpu). None: NIC r serves the block of GPUs r*gpus/count..,
     # the first of which is its local GPU (the PCIe-switch layout of a DGX A100 or p4d).
     local_gpus: list[int] | None = None
+    # The PCIe path from a GPU to the NIC it sends through, in NCCL's classes (topo.h): pix (one
+    # PCIe switch), pxb (several switches, not the CPU), phb (through the CPU's host bridge), sys
+    # (across CPU sockets). NCCL runs LL128 across nodes only up to PXB (tuning.cc: "typeInter <=
+    # PATH_PXB"; Hopper and later up to PXN, still closer than PHB): its 128-byte stores are not
+    # known to arrive whole through a host bridge.
+    gpu_path: Literal["pix", "pxb", "phb", "sys"] = "pxb"
 
     @property
     def Bps(self) -> float:

@@ -76,7 +76,8 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 # RCCL (deployed_key). The InfiniBand row rests on two systems (2 x 1 A100-PCIe, 2 x 8 DGX A100;
 # the 10 x 8 H100 cluster is scored, not fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100
 # p4de, two 2 x 8 H100 p5 clusters); Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100,
-# 2-540 nodes; its testbed Sirius); NCCL over RoCE on three (2 x 8 OCI A100 and H100; 2 x 8 Google
+# 2-540 nodes; its testbed Sirius; the A100 nodes reach their NICs through the CPU's host bridge, so NCCL runs no
+# LL128 across them and Slingshot's LL128 value rests on Alps alone: node.nics.gpu_path); NCCL over RoCE on three (2 x 8 OCI A100 and H100; 2 x 8 Google
 # Cloud A3 Ultra H200); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
 # both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
@@ -89,10 +90,10 @@ MESSAGE_US = 7.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
-    "roce": DeployedNet(20, (0.35, 1), (0.35, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (1, 0.5), (1, 0.5), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(30, (0.25, 0.6), (0.25, 0.6), "gh200-alps, polaris-a100, sirius-a100", MESSAGE_US),
-    "other": DeployedNet(30, (1, 0.8), (1, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
+    "roce": DeployedNet(20, (0.25, 1), (0.25, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (0.5, 0.6), (0.5, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
+    "slingshot": DeployedNet(30, (0.35, 0.7), (0.35, 0.7), "gh200-alps, polaris-a100, sirius-a100", MESSAGE_US),
+    "other": DeployedNet(30, (0.5, 1), (0.5, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                  "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
                                                  "sirius-a100, sophia-a100", MESSAGE_US),
 }

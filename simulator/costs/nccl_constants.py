@@ -41,6 +41,9 @@ PER_CH_MAX_TREE_LL128_BW = dict(_NEWEST_TABLES.per_ch_max_tree_ll128)
 PER_CH_MAX_TREE_BW = dict(_NEWEST_TABLES.per_ch_max_tree)
 PER_CH_MAX_NVLS_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (0, 57.7, 45.5),
                            "blackwell": (0, 96.0, 80.0)}
+# Tree busBw factor when the tree graph is NCCL_TOPO_PATTERN_TREE rather than BALANCED_TREE
+# (tuning.cc "graphs[a]->pattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85", every release from 2.18.3).
+SIMPLE_TREE_FACTOR = 0.85
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 
 # Tree AllReduce correction, index log2(nBytes/64), 64 B .. 512 MiB (§2 "Tree correction").

@@ -33,6 +33,9 @@ class TunerGraph:
     p2p_channels: int = 1  # p2pnChannels: channels send/recv may use
     p2p_channels_per_peer: int = 1  # p2pnChannelsPerPeer: the most one send or receive is split over
     p2p_chunk_bytes: int = P2P_PCI_CHUNK_BYTES  # p2pChunkSize
+    # The tree graph is NCCL_TOPO_PATTERN_TREE (one NIC per chain, both directions), not the
+    # BALANCED_TREE NCCL searches first: NCCL's tuner then rates Tree × 0.85 (simple_tree_pattern).
+    simple_tree: bool = False
 
     @property
     def tree_intra_GBps(self) -> float:
@@ -55,6 +58,9 @@ class TunerContext:
     stack: TransportStack = DEFAULT_STACK
     # The collective library whose tuner chooses: "nccl", or "rccl" on AMD GPUs (costs/rccl_tuner.py)
     library: str = "nccl"
+    # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path): LL128 across nodes
+    # needs it no farther than PXB (nccl_tuner.enabled)
+    net_path: str = "pxb"
 
     @property
     def ppn(self) -> int:
@@ -129,7 +135,29 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
     nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
     p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
-    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk)
+    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk,
+                      simple_tree_pattern(profile, ppn, n_nodes))
+
+
+def simple_tree_pattern(profile, ppn: int, n_nodes: int) -> bool:
+    """Whether NCCL's tree graph across nodes ends as NCCL_TOPO_PATTERN_TREE.
+
+    ``search.cc`` (``ncclTopoCompute``) searches a BALANCED_TREE first: its first two GPUs each
+    carry half the channel to one NIC, so two GPUs must reach that NIC at the path type of the
+    current pass, which starts at the closest (PIX). Where no two GPUs share a NIC that closely,
+    each pass on a GPU of compute capability >= 9.0 first "tries a simpler tree" (pattern TREE: one
+    GPU to and from the NIC) before relaxing the path types, and that is what it finds; one GPU
+    per node is a TREE by construction (``ngpus == 1``). Modelled from the profile: one GPU per
+    node, or Hopper/Blackwell with a NIC (or more) per GPU, the GPU's own (NVIDIA DGX/HGX H100,
+    GH200, GB200 trays, AWS p5). On a shared-NIC node (DGX A100: 2 GPUs per HCA's PCIe switch) or
+    before Hopper the balanced tree stands.
+    """
+    if n_nodes <= 1:
+        return False
+    if ppn == 1:
+        return True
+    nics = profile.node.nics
+    return arch_row(profile.gpu.arch) in ("hopper", "blackwell") and (nics.count or 0) >= profile.node.gpus
 
 
 def _pow2_up(n: int) -> int:
@@ -245,4 +273,5 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         constants=constants,
         stack=stack,
         library=profile.collective_library,
+        net_path=profile.node.nics.gpu_path,
     )

@@ -25,10 +25,13 @@ from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
     ALGOS, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
-    P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, THREAD_THRESHOLD, TREE_CORRECTION,
+    P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
 from simulator.costs.nccl_versions import tables_for
+
+# GPU-to-NIC paths over which NCCL enables LL128 across nodes (tuning.cc, typeInter <= PATH_PXB).
+LL128_NET_PATHS = ("pix", "pxb")
 
 # --- §1 latency ----------------------------------------------------------------------------
 
@@ -158,11 +161,19 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
         return False
     if proto == "ll128" and ctx.intra_link == "pci" and ctx.n_ranks > ctx.n_nodes:
         return False  # LL128 needs an NVLink path inside the node
+    if proto == "ll128" and ctx.n_nodes > 1 and ctx.net_path not in LL128_NET_PATHS:
+        # tuning.cc: "pEnable &= (graphs[a]->typeInter <= PATH_PXB || (minCompCap >= 90 &&
+        # graphs[a]->typeInter <= PATH_PXN))": a GPU that reaches its NIC through the CPU's host
+        # bridge (PHB) or across sockets runs no LL128 across nodes, on any architecture.
+        return False
     return ctx.n_ranks > 1
 
 
-def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
-    """NCCL's algorithm bandwidth (``comm->bandwidths``) in GB/s; 0 when disabled."""
+def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, tree_pattern: bool = True) -> float:
+    """NCCL's algorithm bandwidth (``comm->bandwidths``) in GB/s; 0 when disabled.
+
+    ``tree_pattern=False`` leaves out the × 0.85 NCCL rates a TREE-pattern graph's Tree with
+    (:func:`simulator.costs.nccl_graph.simple_tree_pattern`): what the tree's channels carry."""
     if not enabled(ctx, coll, algo, proto):
         return 0.0
     g, s, n = ctx.graph, ctx.scale, ctx.n_ranks
@@ -196,7 +207,9 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str) -> 
         elif proto == "ll128":
             bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else t.tree_ll128_net_factor),
                       n_ch * t.ll128_per_ch_cap(coll, "tree", row, s))
-    elif algo == "pat":
+    if algo == "tree" and g.simple_tree and tree_pattern:  # tuning.cc: × .85 for NCCL_TOPO_PATTERN_TREE
+        bus *= SIMPLE_TREE_FACTOR
+    if algo == "pat":
         bus *= t.pat_bw_factor
     if algo in ("ring", "nvls", "nvls_tree"):
         if algo == "ring" or coll == "allreduce":
@@ -319,7 +332,11 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     """
     g = ctx.graph
     if algo == "tree":
-        bw = algo_bandwidth_GBps(ctx, "allreduce", "tree", proto)
+        # Without the × 0.85 of a TREE-pattern graph: NCCL's guess for the unbalanced chain steers
+        # its choice, but two GH200 nodes (one NIC per GPU, so a TREE graph) reach the full estimate
+        # (158 GB/s busbw measured, data/nccl/gh200x8_allreduce_2node_alps_slingshot.csv; 18%
+        # below with the factor), as the 512-rank Tree rows do (60 GB/s at 512 MiB).
+        bw = algo_bandwidth_GBps(ctx, "allreduce", "tree", proto, tree_pattern=False)
         if nbytes is not None:
             bw *= tree_correction(proto, nbytes)
         if bw > 0:

@@ -204,3 +204,58 @@ def test_p2p_channel_rate_is_calibratable():
     ctx = g.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _p2p_ctx("dgx-h100", 8, 1).graph,
                          k.constants_from_overrides({"p2p_channel_GBps": 25.0}))
     assert t.p2p_channel_GBps(ctx, "nvlink") == 25.0
+
+
+@pytest.mark.parametrize("path,ll128_across_nodes", [("pix", True), ("pxb", True), ("phb", False), ("sys", False)])
+def test_ll128_across_nodes_needs_the_nic_no_farther_than_pxb(path, ll128_across_nodes):
+    """tuning.cc: LL128 is enabled only where the graphs' typeInter <= PATH_PXB (Hopper: <= PXN,
+    still closer than PHB); a GPU that reaches its NIC through the CPU's host bridge runs Ring and
+    Tree with LL and Simple only across nodes. Inside one node the NIC path does not matter."""
+    from dataclasses import replace
+
+    for arch in ("ampere", "hopper"):
+        multi = replace(_ctx(arch=arch, n=16, nodes=2, nvls=False), net_path=path)
+        one = replace(_ctx(arch=arch, n=8, nodes=1, nvls=False), net_path=path)
+        for algo in ("ring", "tree"):
+            assert t.enabled(multi, "allreduce", algo, "ll128") is ll128_across_nodes
+            assert (t.algo_bandwidth_GBps(multi, "allreduce", algo, "ll128") > 0) is ll128_across_nodes
+            assert t.enabled(multi, "allreduce", algo, "ll") and t.enabled(multi, "allreduce", algo, "simple")
+        assert t.enabled(one, "allreduce", "ring", "ll128")
+        if not ll128_across_nodes:
+            assert all(t.select(multi, "allreduce", 2 ** e)[1] != "ll128" for e in range(3, 31))
+
+
+def test_profile_gpu_path_reaches_the_tuner():
+    from simulator.config.hardware import load_profile
+
+    assert g.context_from_profile(load_profile("polaris-a100"), 8, 2, "coll").net_path == "phb"
+    assert g.context_from_profile(load_profile("dgx-a100"), 16, 2, "coll").net_path == "pxb"
+def test_tree_pattern_graph_rates_tree_by_085_for_the_choice_only():
+    """tuning.cc: ``graphs[TREE]->pattern == NCCL_TOPO_PATTERN_TREE`` → Tree busBw × 0.85 (every
+    protocol, after the LL/LL128 caps); the tree's channels still carry the un-derated estimate."""
+    base = g.TunerGraph(n_channels=4, bw_intra_GBps=24.0, bw_inter_GBps=24.0, nvls_channels=16)
+    simple = g.TunerGraph(n_channels=4, bw_intra_GBps=24.0, bw_inter_GBps=24.0, nvls_channels=16, simple_tree=True)
+    for proto in ("ll", "ll128", "simple"):
+        balanced = t.algo_bandwidth_GBps(_ctx(n=16, nodes=4, nvls=False, graph=base), "allreduce", "tree", proto)
+        ctx = _ctx(n=16, nodes=4, nvls=False, graph=simple)
+        assert t.algo_bandwidth_GBps(ctx, "allreduce", "tree", proto) == pytest.approx(0.85 * balanced)
+        assert t.algo_bandwidth_GBps(ctx, "allreduce", "tree", proto, tree_pattern=False) == pytest.approx(balanced)
+        assert t.channel_bw_GBps(ctx, "tree", proto) == pytest.approx(balanced / 4)
+        # Ring is not touched
+        assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", proto) == \
+            t.algo_bandwidth_GBps(_ctx(n=16, nodes=4, nvls=False, graph=base), "allreduce", "ring", proto)
+
+
+@pytest.mark.parametrize("profile,ranks,nodes,expected", [
+    ("gh200-alps", 512, 128, True),  # one Slingshot NIC per GH200: no NIC two GPUs share
+    ("dgx-h100", 16, 2, True),  # one CX-7 per H100
+    ("aws-p5", 16, 2, True),  # four EFA per H100
+    ("dgx-a100", 16, 2, False),  # Ampere: no "simpler tree" pass; balanced tree over shared HCAs
+    ("abci-a100", 16, 2, False),  # 2 A100 per HCA
+    ("a100-pcie", 2, 2, True),  # one GPU per node: ngpus == 1 is a TREE
+    ("gh200-alps", 4, 1, False),  # one node: no network, the balanced search stands
+])
+def test_simple_tree_pattern_from_the_profile(profile, ranks, nodes, expected):
+    from simulator.config.hardware import load_profile
+
+    assert g.graph_from_profile(load_profile(profile), ranks, nodes).simple_tree is expected

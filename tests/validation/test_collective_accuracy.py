@@ -220,3 +220,26 @@ def test_nvls_enable_0_in_the_header_keeps_nvls_off():
     for p in plateau:
         assert abs(p.error) <= 0.08, (p.size_bytes, p.predicted_busbw_GBps, p.measured_busbw_GBps)
     _assert_median_error_above(name, MiB, 0.28, min_rows=10)
+
+
+def test_polaris_runs_no_ll128_across_nodes():
+    """Polaris' A100s reach their Slingshot NICs through the CPU's host bridge (NCCL_NET_GDR_LEVEL=PHB
+    in every sweep's header; node.nics.gpu_path): NCCL's tuner enables LL128 only up to PXB, so no
+    size of its multi-node sweeps is predicted on LL128, while one Polaris node (NVLink only) keeps
+    it, and the Alps GH200 nodes (their NIC on the GPU's own PCIe path) keep it across nodes."""
+    for name in ("a100x8_allreduce_2node_polaris_slingshot", "a100x8_allgather_2node_polaris_slingshot",
+                 "a100x32_allreduce_8node_polaris_slingshot", "a100x2160_allreduce_540node_polaris_slingshot"):
+        assert all(p.protocol != "ll128" for p in _result(name).points), name
+    assert any(p.protocol == "ll128" for p in _result("gh200x64_allreduce_16node_alps_slingshot").points)
+def test_ring_takes_over_from_tree_at_the_largest_sizes_on_128_gh200_nodes():
+    """One NIC per GH200 leaves NCCL's tree graph a TREE pattern, which its tuner rates × 0.85
+    (simple_tree_pattern): on 128 nodes (512 ranks) that makes Ring the choice from 1 GiB, where
+    the sweep reaches a ring's 87-89 GB/s at 2-4 GiB (Tree stays at 512 MiB, 60 GB/s measured);
+    on 512 nodes Ring's 2 × 511 steps of latency keep Tree at 1-2 GiB."""
+    r = _result("gh200x512_allreduce_128node_alps_slingshot")
+    by_size = {p.size_bytes: p for p in r.points}
+    assert by_size[512 * MiB].algorithm == "tree"
+    assert all(by_size[s * 1024 * MiB].algorithm == "ring" for s in (1, 2, 4))
+    assert abs(by_size[4096 * MiB].error) <= 0.15  # Ring/Simple: -12% (Tree: -33%)
+    big = {p.size_bytes: p for p in _result("gh200x2048_allreduce_512node_alps_slingshot").points}
+    assert big[1024 * MiB].algorithm == big[2048 * MiB].algorithm == "tree"
