@@ -231,6 +231,8 @@ def test_polaris_runs_no_ll128_across_nodes():
                  "a100x32_allreduce_8node_polaris_slingshot", "a100x2160_allreduce_540node_polaris_slingshot"):
         assert all(p.protocol != "ll128" for p in _result(name).points), name
     assert any(p.protocol == "ll128" for p in _result("gh200x64_allreduce_16node_alps_slingshot").points)
+
+
 def test_ring_takes_over_from_tree_at_the_largest_sizes_on_128_gh200_nodes():
     """One NIC per GH200 leaves NCCL's tree graph a TREE pattern, which its tuner rates × 0.85
     (simple_tree_pattern): on 128 nodes (512 ranks) that makes Ring the choice from 1 GiB, where

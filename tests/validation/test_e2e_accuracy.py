@@ -162,24 +162,26 @@ def test_overall_median_error():
 
 def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
-    Upper bounds on the error (doc: all 7.1% median; MPT 6.7%, MPT sweeps 4.9%, MPT 125M-760M
-    4.5% (10.4% before Composer's training metrics and the eager stacks' kernels were priced),
-    FlagPerf 5.0%, NeMo 24.07 8.5%, NeMo CP 16.4% (14.8% before the H100 derate, which its B200
-    rows borrow, was refitted from 0.668 to 0.689); regimes: small models 6.7%, ZeRO-3 6.5%, long
-    context 8.2%, multi-node >= 512 GPUs 13.2% (18.8% before the Megatron-LM 2021 PTD-P rows were
-    scored), signed medians +4.7%, +2.4%, +8.2%, +6.9%). Only rows of sources with fitting rows change: a source without any keeps its
-    in-sample prediction exactly."""
+    Upper bounds on the error (doc: all 6.4% median (7.1% before fused attention was priced by
+    kernel shape and the MoE dispatch's backward waited for the expert wgrad); MPT 5.5%, MPT
+    sweeps 4.7%, MPT 125M-760M 3.2%, FlagPerf 5.2%, NeMo 24.07 8.4%, NeMo CP 18.2% (16.4% before
+    the H100 derate, which its B200 rows borrow, was refitted from 0.689 to 0.712 after attention
+    was priced by kernel shape: its H100 rows run cuDNN 9.0's attention about 1.37x slower than
+    the profile's figure, see the page's findings); regimes: small models 3.6%, ZeRO-3 4.8%, long
+    context 6.1%, multi-node >= 512 GPUs 11.7%, signed medians +1.9%, +1.2%, +6.1%, +7.4%). Only
+    rows of sources with fitting rows change: a source without any keeps its in-sample prediction
+    exactly."""
     held = loso.leave_one_source_out(results, loso.parallel_simulator(jobs))
     errors = [h.result.error for h in held]
-    assert loso.stats(errors).median <= 0.10
+    assert loso.stats(errors).median <= 0.075
     per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
                   for k in ("mpt", "mpt_seq", "mpt_small", "flagperf", "nemo2407", "nemo_cp")}
-    bounds = {"mpt": 0.09, "mpt_seq": 0.07, "mpt_small": 0.12, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.17}
+    bounds = {"mpt": 0.07, "mpt_seq": 0.06, "mpt_small": 0.05, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.19}
     for k, b in bounds.items():
         assert per_source[k].median <= b, (k, per_source[k])
     for name, member in loso.REGIMES.items():
         st = loso.stats(h.result.error for h in held if member(h.result.case))
-        bound = {"small": 0.11, "ZeRO-3": 0.09, "long": 0.09, "multi-node": 0.20}.get(name.split()[0])
+        bound = {"small": 0.05, "ZeRO-3": 0.06, "long": 0.07, "multi-node": 0.13}.get(name.split()[0])
         if bound is not None:
             assert st.median <= bound and abs(st.signed_median) <= bound, (name, st)
     for h, r in zip(held, results):
@@ -197,10 +199,11 @@ def _check_leave_one_source_out(results, jobs):
 # The two MoE sources, after the all-rows test so that they score the step times it cached.
 @pytest.mark.slow
 def test_automodel_moe_errors():
-    """Doc: DeepSeek-V3 1,024 GPUs +9.3% (four pipeline passes), 256 GPUs -2.6%, Kimi-K2 -1.8%
-    (its two pipeline passes), Qwen3-30B -22.4%, GPT-OSS-20B +5.6%, GPT-OSS-120B +7.9%; median
-    |error| 6.8%, signed +1.9% (the issue's target is 12% / 8%; 9.7% / +3.9% before the dispatch's
-    backward waited for the expert wgrad). Qwen3-30B, the one row far pessimistic, moved from
+    """Doc: DeepSeek-V3 1,024 GPUs +11.7% (four pipeline passes), 256 GPUs -0.7%, Kimi-K2 +0.1%
+    (its two pipeline passes), Qwen3-30B -21.2%, GPT-OSS-20B +7.7%, GPT-OSS-120B +9.7%; median
+    |error| 8.7%, signed +3.9% (the issue's target is 12% / 8%; 6.8% / +1.9% before the H100
+    derate was refitted from 0.689 to 0.712, 9.7% / +3.9% before the dispatch's backward waited
+    for the expert wgrad). Qwen3-30B, the one row far pessimistic, moved from
     -17.9% to -20.0% when memory-bound kernels were priced at their measured bandwidth (its 48
     layers of routing, permutation and norms at 8 GPUs) and to -22.4% with the wgrad wait, hence -0.23."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
@@ -212,9 +215,9 @@ def test_automodel_moe_errors():
 
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
-    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +19.0%, GPT-OSS-120B on
-    64 H100 +14.9%, Qwen3-30B on 8 B200 +1.2%, Qwen3-235B on 256 B200 +20.2%, GPT-OSS-120B on
-    64 B200 +25.3%; median +19.0% (the FP8 rows quantise their routed rows per expert in passes of
+    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +20.0%, GPT-OSS-120B on
+    64 H100 +17.3%, Qwen3-30B on 8 B200 +1.5%, Qwen3-235B on 256 B200 +20.6%, GPT-OSS-120B on
+    64 B200 +25.8%; median +20.0% (the FP8 rows quantise their routed rows per expert in passes of
     their own, and every dispatch's backward waits for the expert wgrad). Upper bounds, so a
     change that moves them further off fails."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
@@ -226,8 +229,8 @@ def test_megatron_bridge_moe_errors():
 @pytest.mark.slow
 def test_bridge_ep_overlap_pair():
     """Megatron-Bridge's A/B of the combined-1F1B A2A overlap on 16 H100 (BF16, HybridEP on 32 SMs), held
-    out: doc -8.0% without the overlap (the dispatch's backward waits for the expert wgrad, as the run's
-    profile shows: 0.11% of its communication under compute), -2.0% with it. The simulated overlap
+    out: doc -6.9% without the overlap (the dispatch's backward waits for the expert wgrad, as the run's
+    profile shows: 0.11% of its communication under compute), -0.1% with it. The simulated overlap
     saves more than the measured 15.06% (20.3%): the simulated compute is slower than the profile's
     (17.6 s against 14.6 s of kernels) and hides more of the exchanges (see the page's findings)."""
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)
