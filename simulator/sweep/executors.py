@@ -68,7 +68,11 @@ class PoolExecutor:
         self.task, self.simulate = task, simulate
         self.slots = jobs
         self.pool = multiprocessing.get_context().Pool(jobs, initializer=_worker_init)
-        self.results: queue.Queue = queue.Queue()
+        # SimpleQueue, not Queue: SIGTERM raises Interrupted in the main thread while it waits here,
+        # and Queue.get's Python-level lock can be left held by an exception raised between its
+        # acquire and its ``with`` block; the pool's result thread then blocks for good on put, and
+        # terminate() joins it. SimpleQueue's get and put are single C calls.
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
         self.pending = 0
 
     def submit(self, tag: Any, scn: Any) -> None:
