@@ -207,7 +207,7 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
         elif proto == "ll128":
             bus = min(bus * (7 / 9 if ctx.n_nodes == 1 else t.tree_ll128_net_factor),
                       n_ch * t.ll128_per_ch_cap(coll, "tree", row, s))
-    if algo == "tree" and g.simple_tree and tree_pattern:  # tuning.cc: × .85 for NCCL_TOPO_PATTERN_TREE
+    if algo == "tree" and g.simple_tree and tree_pattern and t.simple_tree_derate:  # × .85 for NCCL_TOPO_PATTERN_TREE
         bus *= SIMPLE_TREE_FACTOR
     if algo == "pat":
         bus *= t.pat_bw_factor

@@ -98,6 +98,9 @@ class NcclTables:
     # v2.8.4-1 .. v2.12: LL128's per-channel cap is one per collective (``ll128MaxBwPerCh``, the
     # same for Ring and Tree and every GPU), not per GPU and node count. None: the per-GPU tables.
     ll128_per_ch_by_coll: Mapping[str, float] | None = None
+    # From 2.18.3 a Tree whose graph is NCCL_TOPO_PATTERN_TREE is rated × 0.85 (SIMPLE_TREE_FACTOR;
+    # ``tuning.cc`` of v2.8.4-1, v2.12.12-1, v2.16.5-1 and v2.17.1-1 has no such rule).
+    simple_tree_derate: bool = True
     tree_ll128_net_factor: float = 120 / 128  # Tree/LL128 across nodes (0.915 up to 2.12)
 
     def ll128_per_ch_cap(self, coll: str, algo: str, row: str, scale: int) -> float:
@@ -157,7 +160,7 @@ def _tables_2_8_4() -> NcclTables:
         ring_plateau_up_to_2_16=True,
         ll128_per_ch_by_coll={"broadcast": 18.8, "reduce": 12.0, "allgather": 18.3, "reducescatter": 15.2,
                               "allreduce": 16.9},
-        tree_ll128_net_factor=0.915,
+        tree_ll128_net_factor=0.915, simple_tree_derate=False,
     )
 
 

@@ -230,6 +230,8 @@ def test_profile_gpu_path_reaches_the_tuner():
 
     assert g.context_from_profile(load_profile("polaris-a100"), 8, 2, "coll").net_path == "phb"
     assert g.context_from_profile(load_profile("dgx-a100"), 16, 2, "coll").net_path == "pxb"
+
+
 def test_tree_pattern_graph_rates_tree_by_085_for_the_choice_only():
     """tuning.cc: ``graphs[TREE]->pattern == NCCL_TOPO_PATTERN_TREE`` → Tree busBw × 0.85 (every
     protocol, after the LL/LL128 caps); the tree's channels still carry the un-derated estimate."""

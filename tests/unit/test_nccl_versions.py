@@ -338,3 +338,20 @@ def test_validation_predicts_a_sweep_with_its_own_release_on_request():
     assert case_profile(case, version=sweep.nccl_version).nccl_version == "2.8.4"
     shipped, own = predict_sweep(sweep, case), predict_sweep(sweep, case, own_release=True)
     assert shipped.median_error(1 << 20) > own.median_error(1 << 20) + 0.2  # 64% -> 34% (the page's section)
+
+
+@pytest.mark.parametrize("version,derated", [("2.8.4", False), ("2.12.12", False), ("2.16.5", False),
+                                             ("2.17.1", False), ("2.18.3", True), ("2.30.7", True)])
+def test_tree_pattern_derate_from_2_18_only(version, derated):
+    """``graphs[TREE]->pattern == NCCL_TOPO_PATTERN_TREE`` → Tree busBw × 0.85 is in tuning.cc from
+    v2.18.3-1 on; the tags v2.8.4-1, v2.12.12-1, v2.16.5-1 and v2.17.1-1 rate a TREE-pattern graph
+    like a balanced one."""
+    def tree_bw(simple_tree: bool) -> float:
+        graph = nccl_graph.TunerGraph(n_channels=4, bw_intra_GBps=20.0, bw_inter_GBps=20.0, nvls_channels=0,
+                                      simple_tree=simple_tree)
+        ctx = nccl_graph.TunerContext(arch="ampere", n_ranks=4, n_nodes=4, intra_link="nvlink", cpu_vendor="intel",
+                                      nvls_supported=False, graph=graph,
+                                      constants=nccl_constants.TunerConstants.for_version(version))
+        return nccl_tuner.algo_bandwidth_GBps(ctx, "allreduce", "tree", "simple")
+
+    assert tree_bw(True) == pytest.approx((0.85 if derated else 1.0) * tree_bw(False))
