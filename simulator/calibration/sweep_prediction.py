@@ -74,15 +74,22 @@ CASES: dict[str, Case] = {
         "it probes no bandwidth plateau. Not the tuner's release: with v2.8.4-1's own tables (costs/nccl_versions.py: "
         "Ring/LL at busBw/4 = 58.75 GB/s under the 235 GB/s Ampere cap, LL128 at 16.9 GB/s per channel, ring base "
         "3.6/10/8.4 us) the prediction is NCCL 2.8's own estimate (1 MiB Ring/LL 41 us, 2 MiB Ring/LL128 55 us) and "
-        "still half the measured 75 and 116 us (section below: +84% from 1 MiB). Nor the choice or the channels: "
+        "still half the measured 75 and 116 us (+84% from 1 MiB: the profile names 2.8.4). Nor the choice or the channels: "
         "v2.8.4-1 enables LL128 on sm80 with NVLink, and its kernels run twice the ring graph's channels "
-        "(connect.cc ncclTopoPostset), not fewer; no source here explains it; not asserted in tests"),
+        "(connect.cc ncclTopoPostset), not fewer. 64 KiB-2 MiB lie on one line, 37.8 us + busbw 46.7 GB/s (Ring/LL; "
+        "v2.8.4-1 rates it 10.2 us + 58.75 GB/s), 16-32 MiB on 103 us + 219 GB/s (Ring/Simple; rated 56 us + 235): "
+        "per-call costs 2-4x NCCL's own, bandwidths 0.8-0.93x. The same repository's ABCI V100 node (allreduce/"
+        "intra_vnode, 4 V100 on NVLink2, the same NCCL 2.8.4, CUDA 11.2.2 and OpenMPI 4.0.5) has the same shape against "
+        "v2.8.4-1's estimate for it (3 rings x 42 GB/s doubled, Ring/LL 6.4 us + 31.5 GB/s, LL128 21.4 us + 101 GB/s, "
+        "Simple 28.8 us + 126 GB/s): 64 KiB-2 MiB (LL, LL128) take 1.8-2.3x, 8-32 MiB (Simple) 1.04-1.16x. So the "
+        "shortfall is the release's (or that software stack's) low-latency protocols, on both node types, not the "
+        "A100 node, its NVSwitch or the network; no source here sizes it, so it is not modelled; not asserted in tests"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
         "what the 4 HDR NICs (external, unverified count) carry, while the model predicts 79 GB/s at 32 MiB; "
         "no source here says which NICs/transport NCCL 2.8 used (the header names UCX 1.9), so not asserted in tests "
-        "beyond the release's effect (test_nccl_versions: with 2.8.4's tables +34% from 1 MiB instead of +48%)"),
+        "beyond the release's effect (the profile names 2.8.4: +34% from 1 MiB, +48% with 2.30.7's tables; test_nccl_versions)"),
     "a100x128_allreduce_16node_abci": Case(
         "abci-a100", "allreduce", 128, 8, None,
         "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
