@@ -383,8 +383,8 @@ NOTES: dict[tuple[str, str], str] = {
     ("abci-a100", "sizes"): (
         "At 0.5–8 MiB the 1- and 2-node sweeps run LL128/Simple 35–85% slower than the model while the 16-node "
         "sweep's LL128 matches it: the shortfall depends on the node count, not on the protocol, so the "
-        "per-protocol efficiency has to split the difference (NCCL 2.8.4, whose tables differ from the "
-        "2.30.7 ones the tuner model follows)."),
+        "per-protocol efficiency has to split the difference (NCCL 2.8.4, the profile's release: 10.2% at "
+        "≥ 1 MiB after calibration, 42.3% before)."),
     ("aws-p5", "sizes"): (
         "One sweep, noisy at small sizes (8 B takes 86 µs and 32 B 64 µs; 32 KiB 118 µs and 128 KiB 97 µs), "
         "so odd rows disagree with their even neighbours by up to 30%; and at 16–256 MiB the measured "
@@ -422,7 +422,7 @@ NOTES: dict[tuple[str, str], str] = {
     ("abci-a100", "scale"): (
         "Fitted on the 1- and 2-node sweeps, whose 0.5–8 MiB rows run LL128/Simple 35–85% slower than the "
         "model, the calibration carries that shortfall to 16 nodes, where LL128 matches the model (NCCL "
-        "2.8.4): 12.7% at ≥ 1 MiB, 32.3% before."),
+        "2.8.4, the profile's release): 8.7% at ≥ 1 MiB, 27.9% before (12.7% and 32.3% with 2.30.7's tables)."),
     ("gb200-nvl72", "scale"): (
         "The 1- and 2-rack sweeps (≥ 512 MiB) fit the links' efficiencies only; the 20-rack sweep's rows "
         "(406 GB/s at 16 GiB, still rising, data/nccl/INDEX.md) keep the deployed InfiniBand constants under "
