@@ -28,8 +28,9 @@ TABLE = Path(__file__).resolve().parents[1] / "report" / "collective_interval_ta
 # NCCL 2.16-2.29 or RCCL 2.22-2.26.
 NOT_COMPARABLE = {
     "abci-a100": "NCCL 2.8.4 (2020), whose single-node sweep is as far from the model as its multi-node ones "
-                 "(+64% at >= 1 MiB on one NVSwitch node): a library four years older than any other sweep, "
-                 "not a cluster property a user's prediction would share",
+                 "(+84% at >= 1 MiB on one NVSwitch node, with the release's own tuner tables; ABCI's V100 "
+                 "nodes show the same shortfall under the same release): a library four years older than any "
+                 "other sweep, not a cluster property a user's prediction would share",
 }
 
 
