@@ -159,8 +159,9 @@ CASES.update({
 # Multi-node systems added from public logs (data/nccl/INDEX.md, "Multi-node systems"), each mapped
 # to the closest bundled profile as a new user would pick it, with the transport the header names.
 _XXRJUN_NOTE = ("10 x 8 H100 over InfiniBand (one 400 Gb/s NIC per GPU by the N10_G1 rate), >= 32 MiB only: "
-                "AllGather, ReduceScatter and AllReduce plateau at 320-345 GB/s and are predicted 15-21% too fast; "
-                "All-to-All and SendRecv within 8%")
+                "AllGather and ReduceScatter plateau at 324 GB/s, the two CTAs of each NIC's ring channel at "
+                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the NVLS-tree AllReduce plateau "
+                "(320 GB/s) is predicted 17-18% too fast; All-to-All and SendRecv within 8%")
 CASES.update({
     f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
@@ -205,7 +206,8 @@ CASES.update({
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),
     "h200x16_allgather_2node_gcp_a3ultra_roce": Case(
         "dgx-h200", "allgather", 16, 8, family="gcp-a3-ultra", transport="roce",
-        note="Google Cloud a3-ultragpu-8g, GPUDirect-RDMA over RoCE (8 x 400 Gb/s per VM, as dgx-h200's NICs)"),
+        note="Google Cloud a3-ultragpu-8g, GPUDirect-RDMA over RoCE (8 x 400 Gb/s per VM, as dgx-h200's NICs); "
+             "the 325 GB/s Ring plateau is two CTAs per NIC at 20.6 GB/s (nccl_tuner.ring_cta_GBps)"),
     "h100x16_allreduce_2node_oci_roce": Case(
         "dgx-h100", "allreduce", 16, 8, family="oci-h100", transport="roce",
         note="Oracle Cloud BM.GPU.H100.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-h100's 8 x 400 Gb/s); 1-16 GiB only"),

@@ -349,7 +349,40 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         return min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
     if proto == "ll128":
         return min(per_ch * 120 / 128, t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale))
-    return per_ch
+    cta = ring_cta_GBps(ctx)
+    return per_ch if cta is None else min(per_ch, RING_CTAS_PER_GRAPH_CHANNEL * cta)
+
+
+# NCCL runs every ring of its graph twice: ncclTopoPostset duplicates the graph's channels
+# (src/graph/connect.cc of v2.29.2-1, line 452: "nChannels = comm->nChannels =
+# std::min(MAXCHANNELS,nChannels*2)"), and each of those channels is one CTA of the kernel. The
+# graph's per-channel speed (``TunerGraph``) is thus shared by two CTAs.
+RING_CTAS_PER_GRAPH_CHANNEL = 2
+
+
+def ring_cta_GBps(ctx: TunerContext) -> float | None:
+    """What one CTA of a Simple ring moves, GB/s (None: no limit modelled: RCCL's kernels, GPUs
+    without an NVLink class).
+
+    One CTA copies a channel's data from its receive buffer to the next rank's (and the output);
+    it carries what one p2p channel carries (:func:`p2p_channel_GBps`, the same one-CTA copy:
+    NCCL's nominal per-link NVLink bandwidth, 20.6 GB/s on SM90, or the profile's
+    ``nccl.p2p_channel_GBps``), whatever the link behind it. Inside a node NCCL's graph gives a
+    ring channel less than that (an H100 node: 24 CTAs at 15 GB/s); across nodes one graph channel
+    per 400 Gb/s NIC runs at 45 GB/s on Hopper (search.cc speed list, no duplication at
+    bwIntra < 50 with more than 4 channels), which its two CTAs cannot reach: 2 x 20.6 = 41.2 GB/s per
+    NIC. Measured: 8 x 40.5-40.7 GB/s busbw on the Ring AllGather and ReduceScatter plateaus of
+    10 x 8 H100 over InfiniBand (data/nccl/h100x80_allgather_10node_xxrjun_ib.csv: 324 GB/s at
+    16 GiB) and 2 x 8 H200 over RoCE (h200x16_allgather_2node_gcp_a3ultra_roce.csv: 325 GB/s at
+    8 GiB), where the NIC's own 47.5 GB/s (ib_write_bw) would give 380; with 1, 2 or 4 GPUs per
+    node the same cluster's NICs carry 48.7-49.2 GB/s each (xxrjun/nccl-tests-cluster N10_G1/G2/G4
+    logs: four CTAs per NIC), so the limit is the CTAs', not the NIC's. The 1-node H100 SendRecv
+    measures the same CTA: 19.9-20.4 GB/s per channel (nccl_constants.TunerConstants.p2p_channel_GBps).
+    """
+    if ctx.library != "nccl":
+        return None
+    c = ctx.constants.p2p_channel_GBps
+    return c if c is not None else NVLINK_PER_LINK_BW.get(ctx.arch)
 
 
 # --- point-to-point channels (enqueue.cc addP2pToPlan) -----------------------------------------

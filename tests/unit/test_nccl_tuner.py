@@ -261,3 +261,23 @@ def test_simple_tree_pattern_from_the_profile(profile, ranks, nodes, expected):
     from simulator.config.hardware import load_profile
 
     assert g.graph_from_profile(load_profile(profile), ranks, nodes).simple_tree is expected
+
+
+def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
+    """ncclTopoPostset runs every graph channel as two CTAs (connect.cc "nChannels*2"), and one CTA
+    moves what one p2p channel moves: 20.6 GB/s on Hopper. Across nodes a DGX H100's graph channel
+    (one per 400 Gb/s NIC) is rated 45 GB/s, which its two CTAs cannot reach: 2 x 20.6 = 41.2.
+    Inside a node (12 channels at 30) and for LL128 (NCCL's own per-channel table) nothing changes."""
+    two_nodes = _p2p_ctx("dgx-h100", 16, 2)
+    assert (two_nodes.graph.n_channels, two_nodes.graph.bw_intra_GBps) == (8, 45.0)
+    assert t.channel_bw_GBps(two_nodes, "ring", "simple") == pytest.approx(2 * 20.6)
+    one_node = _p2p_ctx("dgx-h100", 8, 1)
+    assert t.channel_bw_GBps(one_node, "ring", "simple") == pytest.approx(30.0)
+    # the CTA's rate is the profile's p2p channel rate when calibrated
+    calibrated = g.TunerContext("hopper", 16, 2, "nvlink", "intel", True, two_nodes.graph,
+                                k.constants_from_overrides({"p2p_channel_GBps": 18.0}))
+    assert t.channel_bw_GBps(calibrated, "ring", "simple") == pytest.approx(36.0)
+    assert t.channel_bw_GBps(calibrated, "ring", "ll128") == t.channel_bw_GBps(two_nodes, "ring", "ll128")
+    # RCCL's kernels are not NCCL's CTAs: no such limit
+    mi300x = _p2p_ctx("mi300x", 16, 2)
+    assert t.ring_cta_GBps(mi300x) is None
