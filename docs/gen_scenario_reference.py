@@ -111,6 +111,8 @@ PROFILE_NOTES = {
     "node.nics.gpu_path": "PCIe path from a GPU to its NIC as NCCL classes it: pix (one switch), pxb (switches), "
                           "phb (through the CPU's host bridge), sys (across sockets); beyond pxb NCCL runs no LL128 "
                           "across nodes",
+    "node.nics.rdzv_proto": "Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO); "
+                            "alt_read costs a host-software round per network message (net_message_us)",
     "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit), dragonfly (groups "
                       "joined by global links, routed on the fabric graph) or none",
     "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit; a dragonfly group)",

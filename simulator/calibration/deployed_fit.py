@@ -32,7 +32,7 @@ import numpy as np
 
 from simulator.calibration.measured import bundled_sweeps
 from simulator.calibration.sweep_prediction import SweepResult, case_for, case_profile, pct, predict_sweep
-from simulator.costs.deployed import NEUTRAL, DeployedNet, deployed_for, deployed_key
+from simulator.costs.deployed import NEUTRAL, DeployedNet, deployed_for, deployed_key, message_class
 from simulator.units import MiB
 
 # Systems whose multi-node slowness is not the network's, kept out of the fit (still scored).
@@ -175,17 +175,25 @@ def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> n
     return np.mean(terms, axis=0)
 
 
+def _message_us(d: Decomposed, message_us: dict[str, float] | None) -> float:
+    """The per-message cost a system's rows are timed with: its message class's value (0 when its
+    transport pays none)."""
+    return (message_us or {}).get(message_class(d.transport), 0.0) if d.host_messages else 0.0
+
+
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
-           message_us: float = 0.0) -> np.ndarray:
+           message_us: dict[str, float] | None = None) -> np.ndarray:
     """Mean over systems of :func:`_system_score`: every system weighs the same, however many
     sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
-    which others are pooled with it, and the leave-one-out fits pool each one many times)."""
+    which others are pooled with it, and the leave-one-out fits pool each one many times).
+    ``message_us``: per message class, the per-message cost (:func:`_message_us`)."""
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        key = (d.system, message_us if d.host_messages else 0.0)
+        mu = _message_us(d, message_us)
+        key = (d.system, mu)
         if key not in scores:
-            scores[key] = _system_score(d, grid, message_us)
+            scores[key] = _system_score(d, grid, mu)
         per_system.append(scores[key])
     return np.mean(per_system, axis=0)
 
@@ -205,11 +213,12 @@ MIN_GAIN = 0.01
 
 
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
-            scores: dict | None = None, message_us: float = 0.0) -> DeployedNet:
+            scores: dict | None = None, message_us: dict[str, float] | None = None) -> DeployedNet:
     """The candidate of least score on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``):
     the best of the tied grid, then coordinate descent over the six numbers (module docstring).
     ``scores``: the systems' scores on the tied grid, kept between calls on one decomposition.
-    ``message_us``: the host-message cost the rows are timed with (fitted first: :func:`fit_table`)."""
+    ``message_us``: per message class, the host-message cost the rows are timed with (fitted first:
+    :func:`fit_table`); the returned row carries none (:func:`fit_table` sets its class's)."""
     grid = _grid()
     scores = {} if scores is None else scores
 
@@ -230,8 +239,7 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
                 best, best_score, moved = cands[j].copy(), float(got[j]), True
         if not moved:
             break
-    return DeployedNet(float(best[0]), (float(best[1]), float(best[2])), (float(best[3]), float(best[4])), label,
-                       message_us)
+    return DeployedNet(float(best[0]), (float(best[1]), float(best[2])), (float(best[3]), float(best[4])), label)
 
 
 # Candidates of the per-message cost of host-message transports (net_message_us, us).
@@ -243,18 +251,27 @@ def _row(net: DeployedNet) -> np.ndarray:
     return np.asarray([[net.net_hop_extra_us, *net.ring, *net.tree]], dtype=np.float64)
 
 
-def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet]) -> float:
+def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
+                   pooled: list[Decomposed] | None = None) -> float:
     """The per-message cost of host-message transports: the value of :data:`MESSAGE_US` of least
-    mean score over ``hosts`` (each system timed with its transport's row of ``table``); 0 without
-    such systems. One value for the class: each of its transports has a single system here."""
+    mean score over ``hosts`` (each system timed with its transport's row of ``table``), plus
+    :data:`POOLED_WEIGHT` × the mean over ``pooled`` (every host-message system: what a class's
+    one or two systems leave open follows them all, as a transport's rows follow every system);
+    0 without such systems."""
     if not hosts:
         return 0.0
-    score = [np.mean([_system_score(d, _row(deployed_for(d.transport, table)), c)[0] for d in hosts])
-             for c in MESSAGE_US]
+
+    def mean_score(systems: list[Decomposed]) -> np.ndarray:
+        return np.asarray([np.mean([_system_score(d, _row(deployed_for(d.transport, table)), c)[0] for d in systems])
+                           for c in MESSAGE_US])
+
+    score = mean_score(hosts)
+    if pooled:
+        score = score + POOLED_WEIGHT * mean_score(pooled)
     return float(MESSAGE_US[int(np.argmin(score))])
 
 
-def _fit_rows(use: list[Decomposed], scores: dict, message_us: float) -> dict[str, DeployedNet]:
+def _fit_rows(use: list[Decomposed], scores: dict, message_us: dict[str, float]) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
     for transport in sorted({d.transport for d in use}):
         mine = [d for d in use if d.transport == transport]
@@ -272,18 +289,26 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
     :data:`FIT_EXCLUDED`), plus ``other``: the fit pooled over every system used. ``scores``:
     the systems' scores on the grid, to share among fits on the same ``decomposed``.
 
-    The per-message cost of host-message transports is fitted first, on every such system but
+    The per-message cost of host-message transports is fitted first, per message class
+    (:func:`~simulator.costs.deployed.message_class`), on every such system of the class but
     ``exclude`` (:data:`FIT_EXCLUDED` keeps a system out of the rows, not out of this: the rows of
     a transport with one system cannot be scored without it, its messages can), each timed with
-    its row of a first fit without that cost; the rows are then fitted again with it."""
+    its row of a first fit without that cost, with the pooled score of every such system at
+    :data:`POOLED_WEIGHT`; a class without such a system takes the value pooled over all of them.
+    The rows are then fitted again with those costs."""
     use = [d for s, d in sorted(decomposed.items()) if s != exclude and s not in FIT_EXCLUDED]
     scores = {} if scores is None else scores
-    table = _fit_rows(use, scores, 0.0)
+    table = _fit_rows(use, scores, {})
     hosts = [d for s, d in sorted(decomposed.items()) if s != exclude and d.host_messages]
-    message_us = fit_message_us(hosts, table)
-    if message_us and any(d.host_messages for d in use):
+    pooled = fit_message_us(hosts, table)
+    classes = {message_class(k) for k in table} | {message_class(d.transport) for d in hosts}
+    message_us = {}
+    for cls in sorted(classes):
+        mine = [d for d in hosts if message_class(d.transport) == cls]
+        message_us[cls] = fit_message_us(mine, table, hosts) if mine else pooled
+    if any(message_us.values()) and any(d.host_messages for d in use):
         table = _fit_rows(use, scores, message_us)
-    return {k: replace(v, message_us=message_us) for k, v in table.items()}
+    return {k: replace(v, message_us=message_us.get(message_class(k), pooled)) for k, v in table.items()}
 
 
 @dataclass(frozen=True)

@@ -168,10 +168,12 @@ CASES.update({
 })
 _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and one beside GPU 3 (nics.local_gpus): "
                  "rings and trees cross the network at those GPUs, a channel per NIC and direction, with no LL128 "
-                 "(the GPUs reach the NICs through the CPU's host bridge: nics.gpu_path), so the ring "
-                 "plateau is predicted at 2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes "
-                 "(+22%); All-to-All is 1.5-2.4x too fast at 2-8 nodes and 2x too slow at 256-540 nodes below "
-                 "64 MiB (its ~10 us per remote peer against the model's ~40)")
+                 "(the GPUs reach the NICs through the CPU's host bridge: nics.gpu_path). The links give the rings "
+                 "2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes: the rest is the "
+                 "CXI alt_read rendezvous' host cost per network message (nics.rdzv_proto, costs/transports.py; 1 MiB "
+                 "ring slices, 128 KiB p2p chunks), which also accounts for most of All-to-All's gap (2.1-2.4x too "
+                 "fast without it). Left: a ~430 us floor of the 2-16 MiB Simple rings on 2 nodes, and All-to-All "
+                 "below 128 MiB at 256-540 nodes, 2-3x too slow (~10 us per remote peer measured, ~33 predicted)")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
     for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")

@@ -224,6 +224,12 @@ class NICs(_Strict):
     # PATH_PXB"; Hopper and later up to PXN, still closer than PHB): its 128-byte stores are not
     # known to arrive whole through a host bridge.
     gpu_path: Literal["pix", "pxb", "phb", "sys"] = "pxb"
+    # Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO). With
+    # alt_read every rendezvous message (above FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN, 4 KiB)
+    # is pulled by a restricted Get that the target's software issues, and completes at the source
+    # only on a done-notify message back (prov/cxi cxip_msg_hpc.c cxip_rdzv_done_notify): a host
+    # cost per NCCL network message (costs/transports.py, costs/net_messages.py).
+    rdzv_proto: Literal["default", "alt_read"] = "default"
 
     @property
     def Bps(self) -> float:

@@ -104,8 +104,9 @@ class CollectivePlan:
     n_ranks: int
     channels: int = 1
     # Network messages a channel sends one after another (a Simple ring/tree across nodes on a
-    # transport whose message protocol runs on the host; costs/net_messages.py), each costing
-    # ``net_message_us`` of the latency term; 0 elsewhere.
+    # transport whose message protocol runs on the host), or a rank's proxy (a Simple All-to-All or
+    # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term;
+    # 0 elsewhere.
     net_messages: int = 0
 
     @property
@@ -293,6 +294,8 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         if algorithm == "direct" or n_nodes > 1:
             wire /= ctx.constants.p2p_efficiency
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
+        msgs = p2p_host_messages(ctx, topo, lay, op, protocol, size_bytes)
+        latency_us += msgs * ctx.constants.net_message_us
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
 
@@ -307,6 +310,22 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
         return 0
     return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,
                                              ctx.n_nodes, ctx.stack.buff_bytes)
+
+
+def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str, protocol: str,
+                      size_bytes: int) -> int:
+    """Network messages a rank's proxy handles in order in an All-to-All or a SendRecv across nodes
+    on a transport whose message protocol runs in host software (costs/net_messages.py
+    ``p2p_messages``; each costs ``net_message_us``). 0 for LL/LL128, inside a node and on every
+    other transport. Counts the first rank's peers, as :func:`_alltoall_latency_us` does."""
+    if not ctx.stack.host_messages or ctx.n_nodes < 2 or protocol != "simple":
+        return 0
+    me = lay.gpus[0]
+    if op == "alltoall":
+        remote = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me))
+    else:  # SendRecv: one peer each way, across nodes when the group spans them
+        remote = 1
+    return net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote, ctx.graph.p2p_chunk_bytes)
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,

@@ -23,11 +23,17 @@ A third kind of constant belongs to a class of transports rather than to one:
 
 * ``net_message_us``: what one network message costs where the transport's message protocol runs
   in host software (``TransportStack.host_messages``: aws-ofi-nccl's SENDRECV protocol on EFA,
-  GPUDirect-TCPXO; :mod:`simulator.costs.transports`), paid once per message a channel of a Simple
-  ring or tree sends (:mod:`simulator.costs.net_messages`). Transports with that property share
-  one value, fitted on their systems (each is the only system of its transport here, so a value
-  per transport could not be scored on a system it was not fitted on); every row carries it and
-  it acts only on those stacks.
+  GPUDirect-TCPXO, Slingshot with the CXI provider's ``alt_read`` rendezvous;
+  :mod:`simulator.costs.transports`), paid once per message a channel of a Simple ring or tree
+  sends, and per message a rank's proxy handles in an All-to-All or SendRecv across nodes
+  (:mod:`simulator.costs.net_messages`). One value per message class (:func:`message_class`):
+  the libfabric CXI rendezvous (a software-issued Get and a done-notify per message) is its own,
+  fitted on its systems (Polaris and its testbed Sirius, each scored with the other's value);
+  the host protocol stacks of EFA's SENDRECV path and TCPXO share another, fitted on their
+  systems (each is the only system of its transport here, so a value per transport could not be
+  scored on a system it was not fitted on). A class without another system takes the value
+  pooled over every host-message system. Every row carries its class's value and it acts only
+  on those stacks.
 
 They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
 transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
@@ -81,22 +87,34 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 # Cloud A3 Ultra H200); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
 # both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
-# The per-message cost of host-message transports (net_message_us), fitted on aws-p4de (EFA over
-# aws-ofi-nccl's SENDRECV protocol) and gcp-a3-mega (GPUDirect-TCPXO); held out, each is predicted
-# with the value fitted on the other (p4de with A3 Mega's 9 us, A3 Mega with p4de's 12 us;
-# docs/validation-collectives.md).
-# Every row carries it; it acts only where the stack has host_messages (costs/transports.py).
+# The per-message cost of host-message transports (net_message_us), per message class
+# (message_class): the host protocol stacks (EFA over aws-ofi-nccl's SENDRECV protocol on aws-p4de,
+# GPUDirect-TCPXO on gcp-a3-mega) fitted on those two systems; Slingshot's CXI alt_read rendezvous
+# on Polaris and Sirius. Held out, each system is predicted with the value fitted on the others
+# of its class, with every host-message system pooled at half weight (deployed_fit.fit_table;
+# docs/validation-collectives.md). Every row carries its class's value; it acts only where the
+# stack has host_messages (costs/transports.py).
 MESSAGE_US = 7.0
+CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
-    "roce": DeployedNet(20, (0.25, 1), (0.25, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce": DeployedNet(20, (0.35, 1), (0.35, 0.6), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0.5, 0.6), (0.5, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(30, (0.35, 0.7), (0.35, 0.7), "gh200-alps, polaris-a100, sirius-a100", MESSAGE_US),
-    "other": DeployedNet(30, (0.5, 1), (0.5, 0.8), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
-                                                 "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
-                                                 "sirius-a100, sophia-a100", MESSAGE_US),
+    "slingshot": DeployedNet(20, (0.35, 1), (0.35, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
+    "other": DeployedNet(20, (0.35, 1), (0.35, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
+                                                   "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
+                                                   "sirius-a100, sophia-a100", MESSAGE_US),
 }
+
+
+# Message classes (net_message_us): transports whose per-message host cost comes from one mechanism.
+MESSAGE_CLASSES = {"slingshot": "cxi"}
+
+
+def message_class(key: str) -> str:
+    """The message class of a deployed row (:data:`MESSAGE_CLASSES`; ``host`` otherwise)."""
+    return MESSAGE_CLASSES.get(key.split("/")[0], "host")
 
 
 def deployed_key(profile) -> str:

@@ -119,8 +119,9 @@ class TunerConstants:
     # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
     net_hop_extra_us: float = 0.0
     # What one network message costs where the transport's message protocol runs in host
-    # software (``TransportStack.host_messages``: EFA's SENDRECV path, GPUDirect-TCPXO), paid once
-    # per message a channel of a Simple ring or tree sends (costs/net_messages.py); 0 elsewhere.
+    # software (``TransportStack.host_messages``: EFA's SENDRECV path, GPUDirect-TCPXO, Slingshot's
+    # CXI alt_read rendezvous), paid once per message a channel of a Simple ring or tree sends, or
+    # a rank sends in a Simple All-to-All/SendRecv across nodes (costs/net_messages.py); 0 elsewhere.
     # NCCL does not know it, so selection ignores it. Default: :mod:`simulator.costs.deployed`.
     net_message_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to

@@ -16,6 +16,12 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   ReduceScatter) sends one chunk per loop of ``channels x n x chunk`` bytes, in slices; below a
   full chunk the slice shrinks with the data but is still one message per slice.
 
+* All-to-All and SendRecv (``ncclSend``/``ncclRecv`` grouped): each send to a peer on another
+  node moves in network messages of at most ``NCCL_P2P_NET_CHUNKSIZE`` (128 KiB, ``src/init.cc``)
+  bytes. The peers' rounds run at once on the p2p channels, so what keeps them in order is the
+  one proxy thread of the rank that posts and progresses every one of them (``src/proxy.cc``):
+  :func:`p2p_messages` counts the messages the rank sends, as a ring's count is of its sends.
+
 On most transports a message costs nothing beyond its bytes and the hop latency NCCL already
 counts. Where the transport's message protocol runs in host software (``TransportStack.
 host_messages``: aws-ofi-nccl's SENDRECV protocol over the libfabric EFA RDM endpoint, and
@@ -76,3 +82,13 @@ def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, 
         slices = max(1, math.ceil(per_step / (step * RING_SLICE_STEPS)))
         return _ring_steps(op, n_ranks) * loops * slices
     return 0
+
+
+def p2p_messages(per_peer_bytes: float, remote_peers: int, chunk_bytes: int) -> int:
+    """Network messages one rank's proxy sends, in order, in a grouped send/receive: to each of
+    ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in messages of at most
+    ``chunk_bytes`` (NCCL's p2p network chunk; module docstring). 0 without remote peers or bytes."""
+    if per_peer_bytes <= 0 or remote_peers <= 0:
+        return 0
+    return remote_peers * math.ceil(per_peer_bytes / max(1, chunk_bytes))
+

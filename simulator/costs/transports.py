@@ -58,9 +58,24 @@ Sources, per transport:
   ``slurm/nccl-tests.sbatch``, the bundled p4de/p5 sweeps' env). NCCL's IB verbs transport
   posts one RDMA write per message from the proxy, whose per-message cost the deployed hop
   extra already covers.
+* ``slingshot`` with the CXI provider's ``alt_read`` rendezvous (``FI_CXI_RDZV_PROTO=alt_read``,
+  profile ``node.nics.rdzv_proto``; ALCF's recommended setup on Polaris and Sirius, with
+  ``FI_CXI_RX_MATCH_MODE=software``): aws-ofi-nccl sends each NCCL message as a tagged send; above
+  ``FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN`` (2048 + 2049 bytes by default in the 2024 releases
+  these systems ran: libfabric ``prov/cxi/include/cxip.h`` ``CXIP_RDZV_THRESHOLD``, ``cxip_info.c``;
+  16384 + 2049 since commit c4a6ff3 of June 2025) the CXI provider runs its rendezvous protocol, in
+  which NCCL's Simple messages (1 MiB ring slices, 128 KiB p2p chunks) always fall, and the target
+  pulls the payload with a Get. Matched in software, that Get is issued by the provider's progress
+  on the receiver's host, and with ``alt_read`` it is a *restricted* Get whose completion the
+  target announces with a zero-byte done-notify message back to the source, the send completing
+  only then (``cxip_msg_hpc.c``: ``cxip_rdzv_done_notify``, "used when restricted get DMA
+  (CXIP_RDZV_PROTO_ALT_READ) is used to transfer non-eager data"). Each NCCL message thus costs
+  host-software rounds at both ends beyond its bytes: ``host_messages``. The default protocol
+  (CSCS Alps) has no done-notify, and its 2-512 node sweeps show no such cost (their Simple rings
+  reach 0.92 of the NICs' line rate at 4 GiB, where ~2,000 messages per channel would each show).
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
-  ``slingshot`` (aws-ofi-nccl over the libfabric CXI provider: the AWS platform file is not
-  built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
+  ``slingshot`` with the default rendezvous (aws-ofi-nccl over the libfabric CXI provider: the
+  AWS platform file is not built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
 """
 
 from __future__ import annotations
@@ -92,6 +107,7 @@ class TransportStack:
 DEFAULT = TransportStack()
 
 STACKS: dict[str, TransportStack] = {
+
     "efa": TransportStack(
         reported_latency_us=75.0,
         source="aws-ofi-nccl v1.9.2-aws src/platform-aws.c: p5.48xlarge latency 75.0 us, RDMA protocol, "
@@ -112,6 +128,13 @@ EFA_SENDRECV = TransportStack(
            "latency 75.0 us on p4d/p4de")
 
 
+# Slingshot with FI_CXI_RDZV_PROTO=alt_read: a host cost per network message (module docstring).
+SLINGSHOT_ALT_READ = TransportStack(
+    host_messages=True,
+    source="libfabric prov/cxi cxip_msg_hpc.c: alt_read rendezvous, a software-issued restricted Get per message "
+           "and a done-notify back to the source (FI_CXI_RDZV_PROTO=alt_read, FI_CXI_RX_MATCH_MODE=software)")
+
+
 def stack_for(transport: str) -> TransportStack:
     """The deployed software stack of a scale-out transport (NCCL's defaults when none is known)."""
     return STACKS.get(transport, DEFAULT)
@@ -119,8 +142,11 @@ def stack_for(transport: str) -> TransportStack:
 
 def stack_for_profile(profile) -> TransportStack:
     """The stack of the profile's transport on its nodes: on EFA, the plugin's protocol follows
-    the ratio of GPUs to EFA devices (module docstring)."""
+    the ratio of GPUs to EFA devices; on Slingshot, the CXI provider's rendezvous protocol
+    (module docstring)."""
     nics = profile.node.nics
     if nics.transport == "efa" and STACKS.get("efa") is not None and nics.count <= profile.node.gpus:
         return EFA_SENDRECV
+    if nics.transport == "slingshot" and nics.rdzv_proto == "alt_read":
+        return SLINGSHOT_ALT_READ
     return stack_for(nics.transport)

@@ -1,5 +1,6 @@
 """NCCL's Simple message counts per channel (costs/net_messages.py) and the per-message cost of
-host-message transports (EFA's SENDRECV path, GPUDirect-TCPXO) in the collective plan."""
+host-message transports (EFA's SENDRECV path, GPUDirect-TCPXO, Slingshot's CXI alt_read
+rendezvous) in the collective plan."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from simulator.config.hardware import load_profile
 from simulator.costs.collectives import plan_collective
-from simulator.costs.net_messages import messages_per_channel, tree_depth, tree_simple_chunk_bytes
+from simulator.costs.net_messages import messages_per_channel, p2p_messages, tree_depth, tree_simple_chunk_bytes
 from simulator.hardware.topology import build_topology
 
 MiB = 1 << 20
@@ -85,3 +86,39 @@ def test_per_message_cost_explains_the_p4de_mid_sizes():
         assert pts[size].predicted_time_us == pytest.approx(pts[size].measured_time_us, rel=0.25)
     for size in (1 << 30, 2 << 30):
         assert pts[size].predicted_time_us == pytest.approx(pts[size].measured_time_us, rel=0.1)
+
+
+def test_p2p_messages_closed_form():
+    """A rank's sends to peers on other nodes, in NCCL_P2P_NET_CHUNKSIZE (128 KiB) messages."""
+    chunk = 128 << 10
+    assert p2p_messages(128 * MiB, 4, chunk) == 4 * 1024  # 2 x 4 ranks, 1 GiB All-to-All: 128 MiB per peer
+    assert p2p_messages(chunk + 1, 3, chunk) == 6
+    assert p2p_messages(8, 4, chunk) == 4
+    assert p2p_messages(0, 4, chunk) == 0 and p2p_messages(MiB, 0, chunk) == 0
+
+
+def _polaris(rdzv_proto: str, message_us: float):
+    p = load_profile("polaris-a100")
+    nics = p.node.nics.model_copy(update={"rdzv_proto": rdzv_proto})
+    p = p.model_copy(update={"node": p.node.model_copy(update={"nics": nics})})
+    return p.model_copy(update={"nccl": {**p.nccl_overrides, "net_message_us": message_us}})
+
+
+def test_cxi_alt_read_rendezvous_pays_per_message():
+    """Polaris' CXI provider runs FI_CXI_RDZV_PROTO=alt_read (node.nics.rdzv_proto): every NCCL
+    network message is a software-issued restricted Get plus a done-notify (costs/transports.py),
+    net_message_us each. Closed forms on 2 nodes x 4 A100: a 1 GiB Ring/Simple AllReduce on its 2
+    channels sends 2(8-1) = 14 steps x 32 loops (a loop is 2 channels x 8 ranks x 2 MiB chunks) x 2
+    slices of 1 MiB = 896 messages per channel; a 1 GiB All-to-All sends 128 MiB to each of 4 remote
+    peers, 1,024 messages of 128 KiB each. The default rendezvous (Alps) pays nothing."""
+    gpus = list(range(8))
+    for op, algo, msgs in (("allreduce", "ring", 896), ("alltoall", None, 4096)):
+        a = plan_collective(op, gpus, 1 << 30, build_topology(_polaris("alt_read", 0.0), 2), algo=algo,
+                            proto="simple")
+        b = plan_collective(op, gpus, 1 << 30, build_topology(_polaris("alt_read", 10.0), 2), algo=algo,
+                            proto="simple")
+        c = plan_collective(op, gpus, 1 << 30, build_topology(_polaris("default", 10.0), 2), algo=algo,
+                            proto="simple")
+        assert a.net_messages == b.net_messages == msgs, op
+        assert (b.latency_s - a.latency_s) * 1e6 == pytest.approx(10.0 * msgs), op
+        assert c.net_messages == 0 and c.latency_s == a.latency_s, op
