@@ -85,6 +85,11 @@ MEGATRON_BRIDGE_MOE: dict[str, str] = {
     "GPT OSS 120B": "gpt-oss-120b",
 }
 
+# Models whose routed experts carry biases (Megatron-Bridge's GPTOSSBridge sets add_bias_linear,
+# src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py at 21d102f5e): Megatron-Core adds the FC2 bias
+# per local expert (training.moe_expert_bias: per_expert).
+BIASED_EXPERTS = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
+
 # SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
 # (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), in place of DeepEP's default 20.
 HYBRIDEP_NUM_SMS = 16
@@ -191,6 +196,8 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
                         global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
+    if preset in BIASED_EXPERTS:
+        scn["training"]["moe_expert_bias"] = "per_expert"
     dp = n // (tp * pp)
     label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + f" ep{ep} dp{dp} {n} GPUs" + (" A2A overlap" if overlap else ""))

@@ -102,6 +102,7 @@ class MoESpec:
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
     hybridep: bool = False  # deepep dispatcher on the HybridEP backend
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
+    bias_per_expert: bool = False  # the experts' output bias added per local expert (training.moe_expert_bias)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -119,7 +120,8 @@ class MoESpec:
                                                   m.topk_groups), ep_nodes=ep_nodes,
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
-                   beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn))
+                   beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
+                   bias_per_expert=t.moe_expert_bias == "per_expert")
 
     @property
     def local_experts(self) -> int:
@@ -316,6 +318,28 @@ def _sort_chunks(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
     return _mem(pb, name, 2 * s.rows * (s.hidden + 1) * s.act_bytes, (dep,), tag)
 
 
+def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
+    """The experts' output bias weighted by each row's router probability, as Megatron-Core adds it
+    (``TEGroupedMLP._apply_bias``, megatron/core/transformer/moe/experts.py at 4415119: FC2 is built
+    with ``skip_bias_add=True``, FC1's bias stays in TransformerEngine's GEMM epilogue):
+    ``torch.cat([t + b * p for t, b, p in zip(split(out, tokens_per_expert), biases,
+    split(probs, tokens_per_expert))])``. Forward, per local expert, ``b * p`` writes an [n_e, h]
+    product (1 unit of the expert's rows × h) and the add reads it and the rows and writes the sum
+    (3), then the concatenation reads and writes every row (2): 6 units in 2·E_local + 1 kernels.
+    Backward, autograd's MulBackward per expert: ``grad * p`` and ``grad * b`` (read and write
+    each) and their reductions to the bias [h] and the probabilities [n_e] (one read each), and the
+    bias gradient's accumulation into its main_grad; SplitBackward concatenates the rows' gradients
+    (read and write) and the probabilities': 8 units in 5·E_local + 2 kernels. A unit is rows × h
+    activations (h / etp per expert-TP rank is not split: FC2's output is the full hidden size)."""
+    if not s.bias_per_expert:
+        return dep
+    e = s.local_experts
+    unit = s.rows * s.hidden * s.act_bytes
+    nbytes, kernels = (8 * unit, 5 * e + 2) if backward else (6 * unit, 2 * e + 1)
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=kernels, tag=tag))
+
+
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
@@ -350,6 +374,7 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    fc2 = _expert_bias(pb, s, f"{p}.experts.bias.fwd", fc2, tag, backward=False)
     fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
     back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
     combined = _exchange(pb, s, f"{p}.combine.fwd", back, tag, dispatch=False)
@@ -379,6 +404,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
         shared_done = _shared_bwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.unsort_chunks.bwd", rows, tag)
     f = s.ffn // s.etp
+    rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)

@@ -303,3 +303,30 @@ def test_backward_dispatch_waits_for_the_expert_wgrad(make, dispatcher):
         assert any(prog[j].name.endswith(".experts.fc1.wgrad") for j in seen), op.name
         checked += 1
     assert checked > 0
+
+
+def test_expert_bias_added_per_local_expert(make):
+    """Megatron-Core's ``TEGroupedMLP._apply_bias`` (``moe_expert_bias: per_expert``, GPT-OSS):
+    with 8 experts over ep 4 (2 local), T·k = 512·2 rows of h = 256 in BF16, one unit is
+    1024·256·2 bytes. Forward per expert a multiply (1 unit) and an add (3), then the
+    concatenation (2): 6 units in 2·2 + 1 kernels; backward per expert two multiplies (2 units
+    each), two reductions (1 each) and the bias gradient's accumulation, and the split gradients'
+    concatenation (2): 8 units in 5·2 + 2 kernels. One of each per MoE layer and micro-batch, the
+    backward one before the FC2 dgrad; none by default."""
+    def bias_ops(scn):
+        return [op for op in build_schedule(scn).programs["pp0.cp0"]
+                if isinstance(op, ComputeOp) and ".experts.bias." in op.name]
+
+    scn = make({"ep": 4}, training={"moe_expert_bias": "per_expert"})
+    ops = bias_ops(scn)
+    unit = 512 * 2 * 256 * 2
+    fwd = [op for op in ops if op.tag.phase == "fwd"]
+    bwd = [op for op in ops if op.tag.phase == "bwd"]
+    assert len(fwd) == len(bwd) == 3 * scn.n_micro
+    assert {(op.hbm_bytes, op.count) for op in fwd} == {(6 * unit, 5)}
+    assert {(op.hbm_bytes, op.count) for op in bwd} == {(8 * unit, 12)}
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    for i, op in enumerate(prog):
+        if op.name.endswith(".experts.fc2.dgrad"):
+            assert prog[op.deps[0]].name.endswith(".experts.bias.bwd")
+    assert not bias_ops(make({"ep": 4}))
