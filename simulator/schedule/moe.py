@@ -103,6 +103,7 @@ class MoESpec:
     hybridep: bool = False  # deepep dispatcher on the HybridEP backend
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
     bias_per_expert: bool = False  # the experts' output bias added per local expert (training.moe_expert_bias)
+    fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -121,7 +122,8 @@ class MoESpec:
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
                    beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
-                   bias_per_expert=t.moe_expert_bias == "per_expert")
+                   bias_per_expert=t.moe_expert_bias == "per_expert",
+                   fp8_padding=fp8_row_padding(scn))
 
     @property
     def local_experts(self) -> int:
@@ -160,6 +162,28 @@ def fp8_dispatch_wanted(dispatch_dtype: str, dispatcher: str) -> bool:
     if dispatch_dtype == "auto":
         return dispatcher == "deepep"
     return dispatch_dtype == "fp8"
+
+
+def fp8_row_padding(scn: Scenario) -> bool:
+    """Whether an FP8 run copies the routed rows into per-expert splits padded to the quantisation
+    alignment and back. Megatron-Core's ``TEGroupedMLP`` (megatron/core/transformer/moe/experts.py
+    at 4415119) pads ``permuted_local_hidden_states`` and the probabilities with TransformerEngine's
+    ``Fp8Padding`` before FC1 and unpads FC2's output with ``Fp8Unpadding`` whenever
+    ``skip_routed_expert_padding`` is false: neither the router pads the counts
+    (``moe_router_padding_for_quantization``, off in the recipes here) nor the dispatcher is
+    HybridEP, which writes padded splits itself. TransformerEngine skips the copy only when every
+    split is already a multiple of the alignment (16 rows, 32 for MXFP8;
+    ``transformer_engine/pytorch/module/fp8_padding.py``): a learned or forced-balanced router's
+    counts vary from micro-batch to micro-batch, so they almost never are; the round-robin gate's
+    equal splits are when T·k/E is a multiple of it."""
+    t, p, m = scn.training, scn.parallel, scn.model
+    if t.dtype != "fp8" or (p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep"):
+        return False
+    if t.moe_routing == "round_robin":
+        align = 32 if t.fp8_recipe == "mxfp8" else 16
+        per_expert = RankShapes.of(scn).sp_tokens * m.top_k * p.ep // m.experts
+        return per_expert % align != 0
+    return True
 
 
 def beside_exchange_sm_fraction(scn: Scenario) -> float:
@@ -340,6 +364,20 @@ def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, 
                             count=kernels, tag=tag))
 
 
+def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """One of TransformerEngine's ``fused_multi_row_padding`` / ``fused_multi_row_unpadding``
+    copies of the routed rows (:func:`fp8_row_padding`): every row of h activations read and
+    written once. Forward pads FC1's input and the probabilities and unpads FC2's output; backward
+    runs each copy's mirror (autograd of ``_Fp8Padding`` unpads, of ``_Fp8Unpadding`` pads). The
+    probabilities' copy is a kernel of its own, with the hidden rows' one where it applies."""
+    if not s.fp8_padding:
+        return dep
+    probs = name.endswith(".pad.fwd") or name.endswith(".pad.bwd")
+    nbytes = 2 * s.rows * (s.hidden + (1 if probs else 0)) * s.act_bytes
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=2 if probs else 1, tag=tag))
+
+
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
@@ -371,9 +409,11 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_fwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
+    rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
     fc2 = _expert_bias(pb, s, f"{p}.experts.bias.fwd", fc2, tag, backward=False)
     fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
     back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
@@ -405,6 +445,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     rows = _sort_chunks(pb, s, f"{p}.unsort_chunks.bwd", rows, tag)
     f = s.ffn // s.etp
     rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
+    rows = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.bwd", rows, tag)
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
@@ -412,7 +453,8 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
     # The grouped linear's backward returns its input and weight gradients together (dgrad, then
     # wgrad), so autograd reaches the dispatcher's backward only after the wgrad (no delay_wgrad).
-    sorted_back = _sort_chunks(pb, s, f"{p}.sort_chunks.bwd", fc1_w, tag)
+    padded_back = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.bwd", fc1_w, tag)
+    sorted_back = _sort_chunks(pb, s, f"{p}.sort_chunks.bwd", padded_back, tag)
     back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", sorted_back, tag)
     back = _probs_exchange(pb, s, f"{p}.dispatch.bwd", back, tag)
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)

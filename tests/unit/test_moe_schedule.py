@@ -330,3 +330,28 @@ def test_expert_bias_added_per_local_expert(make):
         if op.name.endswith(".experts.fc2.dgrad"):
             assert prog[op.deps[0]].name.endswith(".experts.bias.bwd")
     assert not bias_ops(make({"ep": 4}))
+
+
+def test_fp8_rows_padded_per_expert_unless_hybridep(make):
+    """TransformerEngine's Fp8Padding / Fp8Unpadding around Megatron-Core's grouped MLP in FP8
+    runs: the T·k = 1024 rows of h = 256 BF16 activations read and written once by each copy
+    (forward: pad FC1's input, with the probabilities' pad a second kernel, and unpad FC2's
+    output; backward the mirrors), once per MoE layer and micro-batch each; HybridEP pads in its
+    dispatch and BF16 runs quantise nothing, so neither copies; the round-robin gate's equal splits
+    of 1024 / 2 local experts are aligned already."""
+    def pads(scn):
+        return [op for op in build_schedule(scn).programs["pp0.cp0"]
+                if isinstance(op, ComputeOp) and ".experts.fp8." in op.name]
+
+    scn = make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "current"})
+    ops = pads(scn)
+    rows = 512 * 2
+    by_name = Counter(op.name.split(".moe.")[1] for op in ops)
+    assert by_name == {f"experts.fp8.{k}.{d}": 3 * scn.n_micro for k in ("pad", "unpad") for d in ("fwd", "bwd")}
+    assert {(op.name.split(".moe.")[1], op.hbm_bytes, op.count) for op in ops} == {
+        ("experts.fp8.pad.fwd", 2 * rows * 257 * 2, 2), ("experts.fp8.pad.bwd", 2 * rows * 257 * 2, 2),
+        ("experts.fp8.unpad.fwd", 2 * rows * 256 * 2, 1), ("experts.fp8.unpad.bwd", 2 * rows * 256 * 2, 1)}
+    assert not pads(make({"ep": 4}))
+    assert not pads(make({"ep": 8, "moe_dispatcher": "deepep", "moe_deepep_backend": "hybridep"},
+                         training={"dtype": "fp8", "fp8_recipe": "current"}))
+    assert not pads(make({"ep": 4}, training={"dtype": "fp8", "moe_routing": "round_robin"}))
