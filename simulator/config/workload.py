@@ -226,6 +226,11 @@ class Training(_Strict):
     global_batch: int = Field(gt=0)  # sequences per optimizer step
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"  # fp8: GEMMs in fp8, everything else bf16
     recompute: Literal["none", "selective", "full"] = "none"
+    recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
+        default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
+        "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "
+        "(the pre-MLP norm, a TENorm of its own in an MoE layer: TransformerEngine fuses the other norms into "
+        "the linear layer after them) | moe_act (the experts' activation, rebuilt before FC2's backward)")
     # The attention implementation. Fused kernels (FlashAttention and kin) keep only O(s)
     # softmax statistics, so the 5as²b score term of arXiv:2205.05198 is not stored even without
     # recompute; ``unfused`` materialises the scores (Megatron-LM 2020-2022; the paper's formula).
@@ -320,6 +325,8 @@ class Training(_Strict):
     def _routing(self) -> "Training":
         if self.norm_kernel != "auto" and self.fused_kernels:
             raise ValueError(f"norm_kernel: {self.norm_kernel} describes eager layers: it needs fused_kernels: false")
+        if self.recompute_modules and self.recompute == "full":
+            raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":
             raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
         if self.fp8_param_gather and self.dtype != "fp8":

@@ -104,6 +104,7 @@ class MoESpec:
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
     bias_per_expert: bool = False  # the experts' output bias added per local expert (training.moe_expert_bias)
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
+    recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -123,7 +124,8 @@ class MoESpec:
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
                    beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
                    bias_per_expert=t.moe_expert_bias == "per_expert",
-                   fp8_padding=fp8_row_padding(scn))
+                   fp8_padding=fp8_row_padding(scn),
+                   recompute_act="moe_act" in t.recompute_modules)
 
     @property
     def local_experts(self) -> int:
@@ -444,6 +446,12 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
         shared_done = _shared_bwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.unsort_chunks.bwd", rows, tag)
     f = s.ffn // s.etp
+    if s.recompute_act:
+        # Megatron's CheckpointWithoutOutput around the activation (TEGroupedMLP, moe_act): the
+        # output FC2 consumed is dropped in forward and rebuilt when the gradient reaches FC2's
+        # output, before FC2's backward, which needs it for the wgrad
+        rows = _mem(pb, f"{p}.experts.act.recompute", (3 if s.gated else 2) * s.rows * (s.ffn // s.etp) * B, (rows,),
+                    tag)
     rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.bwd", rows, tag)
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)

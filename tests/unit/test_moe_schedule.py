@@ -355,3 +355,31 @@ def test_fp8_rows_padded_per_expert_unless_hybridep(make):
     assert not pads(make({"ep": 8, "moe_dispatcher": "deepep", "moe_deepep_backend": "hybridep"},
                          training={"dtype": "fp8", "fp8_recipe": "current"}))
     assert not pads(make({"ep": 4}, training={"dtype": "fp8", "moe_routing": "round_robin"}))
+
+
+def test_recompute_modules_rebuild_the_moe_norm_and_activation(make):
+    """Megatron's selective ``recompute_modules`` layernorm and moe_act (GPT-OSS recipes): in the
+    backward of each MoE layer the pre-MLP norm (read and write T·h: 2·512·256·2 bytes) before
+    the block, and the experts' SwiGLU (read 2f, write f of the T·k = 1024 rows with f = 128:
+    3·1024·128·2 bytes) before FC2's backward; the activation memory of a stage drops by what
+    they no longer keep: T·h·2 + T·k·f·2 bytes per MoE layer (3 of 4 layers here)."""
+    from simulator.schedule.memory import estimate_memory
+
+    base = make({"ep": 4})
+    scn = make({"ep": 4}, training={"recompute_modules": ["layernorm", "moe_act"]})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    norms = [op for op in prog if op.name.endswith(".ln2.recompute")]
+    acts = [op for op in prog if op.name.endswith(".experts.act.recompute")]
+    assert len(norms) == len(acts) == 3 * scn.n_micro
+    assert {op.hbm_bytes for op in norms} == {2 * 512 * 256 * 2}
+    assert {op.hbm_bytes for op in acts} == {3 * 1024 * 128 * 2}
+    assert all(op.tag.phase == "bwd" for op in norms + acts)
+    order = [op.name.split(".", 1)[1] for op in prog if op.tag.layer == 2 and op.tag.mb_index == 0
+             and op.tag.phase == "bwd"]
+    assert order.index("ln2.recompute") < order.index("moe.experts.act.recompute") < order.index(
+        "moe.experts.fc2.dgrad")
+    saved = estimate_memory(base, 0).activations - estimate_memory(scn, 0).activations  # pp 1: one set held
+    assert saved == pytest.approx(3 * (512 * 256 * 2 + 1024 * 128 * 2))
+    assert not [op for op in build_schedule(base).programs["pp0.cp0"] if op.name.endswith(".recompute")]
+    with pytest.raises(InputError, match="recompute_modules"):
+        make({"ep": 4}, training={"recompute": "full", "recompute_modules": ["moe_act"]})
