@@ -293,8 +293,10 @@ def _wire_dtype(s: MoESpec, dispatch: bool) -> str:
     return "fp8" if dispatch and s.dispatch_bytes < 2 else ("bf16" if s.act_bytes == 2 else "fp32")
 
 
-def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dispatch: bool) -> int:
-    """Token exchange toward the experts (`dispatch`) or back (combine), the All-to-All part."""
+def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dispatch: bool,
+              also: tuple[int, ...] = ()) -> int:
+    """Token exchange toward the experts (`dispatch`) or back (combine), the All-to-All part; it
+    waits for `dep` and the ops in `also`."""
     size = s.dispatch_size if dispatch else s.combine_size
     dtype = _wire_dtype(s, dispatch)
     if s.dispatcher == "allgather":
@@ -302,16 +304,16 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
         if s.ep * s.etp == 1:
             return dep
         return _comm(pb, f"{name}.{'allgather' if dispatch else 'reducescatter'}",
-                     "allgather" if dispatch else "reducescatter", ("etp", "ep"), gathered, (dep,), tag, dtype)
+                     "allgather" if dispatch else "reducescatter", ("etp", "ep"), gathered, (dep, *also), tag, dtype)
     if s.ep == 1:
         return dep
     if s.dispatcher == "deepep" and s.ep_nodes > 1:
         inter = int(s.tokens * s.nodes_hit * s.hidden * (s.dispatch_bytes if dispatch else s.act_bytes))
         first, second = ("ep_inter", "ep_intra") if dispatch else ("ep_intra", "ep_inter")
         sizes = {"ep_inter": inter, "ep_intra": size}
-        a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep,), tag, dtype)
+        a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep, *also), tag, dtype)
         return _comm(pb, f"{name}.deepep.{second}", "alltoall", (second,), sizes[second], (a,), tag, dtype)
-    return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
+    return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep, *also), tag, dtype)
 
 
 def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -324,6 +326,19 @@ def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, 
         return dep
     return _comm(pb, f"{name}.routing_map.allgather", "allgather", ("etp", "ep"),
                  s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
+
+
+def _counts_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """The alltoall dispatcher's preprocessing before every forward dispatch: each rank's tokens per
+    expert (E int64 counts, ``routing_map.sum(dim=0).long()``) AllGathered over the expert-TP × EP
+    group (``gather_from_sequence_parallel_region(num_local_tokens_per_expert,
+    group=self.tp_ep_group)`` in ``MoEAlltoAllTokenDispatcher.preprocess``,
+    megatron/core/transformer/moe/token_dispatcher.py at Megatron-LM 4415119), from which the
+    All-to-All's split sizes come, so the dispatch waits for it. Backward reuses the splits."""
+    if s.dispatcher != "alltoall" or s.ep * s.etp == 1:
+        return dep
+    return _comm(pb, f"{name}.counts.allgather", "allgather", ("etp", "ep"), 8 * s.experts * s.ep * s.etp, (dep,),
+                 tag, "fp32")
 
 
 def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -400,7 +415,11 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
     permute = _mem(pb, f"{p}.permute.fwd", T * h * B + T * s.top_k * h * B, (topk,), tag)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
-    dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True)
+    # issued after the permutation, next to the exchange it feeds (one run of exchanges for the
+    # combined 1F1B's node split, moe_overlap.nodes); it waits only for the routing
+    counts = _counts_allgather(pb, s, f"{p}.dispatch.fwd", topk, tag)
+    dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True,
+                           also=(counts,) if counts != topk else ())
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:
         start = len(pb)

@@ -383,3 +383,23 @@ def test_recompute_modules_rebuild_the_moe_norm_and_activation(make):
     assert not [op for op in build_schedule(base).programs["pp0.cp0"] if op.name.endswith(".recompute")]
     with pytest.raises(InputError, match="recompute_modules"):
         make({"ep": 4}, training={"recompute": "full", "recompute_modules": ["moe_act"]})
+
+
+def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispatch(make):
+    """``MoEAlltoAllTokenDispatcher.preprocess`` AllGathers each rank's E int64 tokens-per-expert
+    counts over the expert-TP × EP group before every forward dispatch (the All-to-All's split
+    sizes): 8 experts × 8 bytes × ep 4 gathered, once per MoE layer and micro-batch, after the
+    routing; the forward dispatch waits for it. DeepEP's path has no such gather."""
+    def gathers(prog):
+        return [op for op in prog if isinstance(op, CommOp) and ".counts." in op.name]
+
+    scn = make({"ep": 4})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ops = gathers(prog)
+    assert len(ops) == 3 * scn.n_micro and {op.tag.phase for op in ops} == {"fwd"}
+    assert {(op.op, op.axes, op.size_bytes) for op in ops} == {("allgather", ("etp", "ep"), 8 * 8 * 4)}
+    for op in _a2a(prog):
+        if op.name.endswith("dispatch.fwd.alltoall"):
+            assert any(prog[d].name == op.name.replace(".alltoall", ".counts.allgather") for d in op.deps)
+    assert all(prog[op.deps[0]].name.endswith(".topk.fwd") for op in ops)
+    assert not gathers(build_schedule(make({"ep": 8, "moe_dispatcher": "deepep"})).programs["pp0.cp0"])
