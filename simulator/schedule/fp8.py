@@ -122,15 +122,15 @@ def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current"
     ``nvte_multi_cast_transpose`` over all splits for delayed scaling's Float8Quantizers and
     otherwise every split's own ``quantize``: 4 kernels per local expert under current scaling,
     one under the block-scaled recipes."""
-    moe_layer = spec.moe is not None and spec.is_moe(layer)
+    m = spec.moe if spec.moe is not None and spec.is_moe(layer) else None
     operands = 2  # the QKV and output-projection GEMMs
     norm_fed = 1  # the QKV input
-    if moe_layer:
-        operands += 2 if spec.moe.shared_ffn else 0  # the shared experts' input is the separate norm's output
+    if m is not None:
+        operands += 2 if m.shared_ffn else 0  # the shared experts' input is the separate norm's output
     else:
         operands, norm_fed = operands + 2, norm_fed + 1  # FC1 (norm-fed) and FC2
     if recipe == "delayed":
-        return 2 if moe_layer else 0
+        return 2 if m is not None else 0
     if recipe == "current":
         dense = CURRENT_SCALING_KERNELS * operands
         if phase == "fwd":
@@ -138,7 +138,7 @@ def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current"
         per_split = CURRENT_SCALING_KERNELS
     else:
         dense, per_split = operands, 1
-    return dense + (2 * spec.moe.local_experts * per_split if moe_layer else 0)
+    return dense + (2 * m.local_experts * per_split if m is not None else 0)
 
 
 def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
