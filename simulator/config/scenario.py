@@ -281,6 +281,11 @@ def check_moe(scn: Scenario, dp: int) -> None:
             key = "ep" if p.ep > 1 else "etp"
             _fail(scn, f"parallel.{key}", f"{key}={getattr(p, key)} needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
+        t = scn.training
+        if t.recompute_modules or t.moe_expert_bias != "none":
+            key = "recompute_modules" if t.recompute_modules else "moe_expert_bias"
+            _fail(scn, f"training.{key}", f"{key} describes the MoE layers: it needs a Mixture-of-Experts model "
+                                          "(model.experts > 0)")
         return
     if m.experts % p.ep:
         _fail(scn, "parallel.ep", f"ep={p.ep} does not divide experts={m.experts}")

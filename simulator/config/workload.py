@@ -226,6 +226,11 @@ class Training(_Strict):
     global_batch: int = Field(gt=0)  # sequences per optimizer step
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"  # fp8: GEMMs in fp8, everything else bf16
     recompute: Literal["none", "selective", "full"] = "none"
+    recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
+        default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
+        "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "
+        "(the pre-MLP norm, a TENorm of its own in an MoE layer: TransformerEngine fuses the other norms into "
+        "the linear layer after them) | moe_act (the experts' activation, rebuilt before FC2's backward)")
     # The attention implementation. Fused kernels (FlashAttention and kin) keep only O(s)
     # softmax statistics, so the 5as²b score term of arXiv:2205.05198 is not stored even without
     # recompute; ``unfused`` materialises the scores (Megatron-LM 2020-2022; the paper's formula).
@@ -263,6 +268,12 @@ class Training(_Strict):
                                  "(1.0: a balanced router); the EP rank with the hottest expert sets the pace")
     moe_routing_seed: int | None = Field(default=None, description="draw the routing as a seeded uniform "
                                          "multinomial instead of moe_imbalance")
+    moe_expert_bias: Literal["none", "per_expert"] = Field(
+        default="none", description="the routed experts' output bias, weighted by each row's router probability: "
+        "none (no expert biases, or biases added inside the GEMM and activation kernels) | per_expert "
+        "(Megatron-Core's TEGroupedMLP._apply_bias for models with add_bias_linear, GPT-OSS: per local expert a "
+        "multiply and an add, then a concatenation of the rows; backward two multiplies and two reductions per "
+        "expert and the concatenation of the split gradients)")
     moe_routing: Literal["learned", "round_robin"] = Field(
         default="learned", description="learned: a trained router (experts of a token spread at random, within "
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "
@@ -314,6 +325,8 @@ class Training(_Strict):
     def _routing(self) -> "Training":
         if self.norm_kernel != "auto" and self.fused_kernels:
             raise ValueError(f"norm_kernel: {self.norm_kernel} describes eager layers: it needs fused_kernels: false")
+        if self.recompute_modules and self.recompute == "full":
+            raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":
             raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
         if self.fp8_param_gather and self.dtype != "fp8":

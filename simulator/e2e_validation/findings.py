@@ -669,6 +669,30 @@ expert at the one mean count. And the device-to-host syncs of the dispatch (the 
 dispatcher's token-count copy before the All-to-All, HybridEP's `num_dispatched_tokens` copy)
 make the GPU wait for the host a few tens of microseconds per layer (see above).
 
+**Megatron-Bridge MoE: what Megatron-Core's MoE layer launches besides its GEMMs.** Five more
+mechanisms of the 26.04.01 recipes and of Megatron-LM 4415119 / TransformerEngine 2.14, each with
+a test in `test_moe_schedule.py` or `test_fp8_recipes.py`. (1) GPT-OSS's experts carry biases
+(`GPTOSSBridge`: `add_bias_linear`); FC2 is built with `skip_bias_add` and `TEGroupedMLP._apply_bias`
+adds the probability-weighted bias per local expert in Python (a multiply and an add per expert,
+a concatenation; backward two multiplies and two reductions per expert), 6 and 8 passes over the
+routed rows in 33 and 82 kernels on 16 local experts (`training.moe_expert_bias: per_expert`):
+GPT-OSS-120B on 64 H100 +17.3% → +10.5%, on 64 B200 +25.8% → +20.2%. (2) Where neither the router
+nor HybridEP pads the per-expert splits, FP8 runs copy the routed rows into aligned splits and
+back (`Fp8Padding` / `Fp8Unpadding`, forward and backward): Qwen3-235B-A22B on 256 B200 (MXFP8,
+alltoall) +20.6% → +16.4%. (3) GPT-OSS's `recompute_modules` layernorm and moe_act rebuild the
+pre-MLP norm and the experts' activation in backward (`training.recompute_modules`): +10.4% →
++9.6% and +20.2% → +19.3%. (4) The alltoall dispatcher AllGathers the tokens-per-expert counts
+over the EP group before every forward dispatch: under 0.1%. (5) TransformerEngine's
+current-scaling quantizer launches four kernels per tensor (the amax's zeroing and reduction, the
+scale, the cast; two for a norm-fed input), and `split_quantize` runs it per local expert, where
+one kernel had been counted: Qwen3-30B-A3B on 16 H100 (FP8-CS) +20.0% → +13.0%. The source's
+median goes from 20.0% to 13.0% (signed +13.0%); AutoModel's rows and the overlap A/B do not move.
+Left out, because each would move the rows further from the measurements and needs a kernel
+timing to price: GPT-OSS's sliding-window attention on alternate layers (cuDNN supports it with
+the sinks, `fused_attn.cpp`; it would shorten half of the attention), Qwen3's QK layernorms and
+the RoPE kernels (no model prices RoPE), the router's aux-loss and force-balancing kernels, and
+the fused cross-entropy the recipes select (`cross_entropy_fusion_impl` te / native).
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at

@@ -85,6 +85,11 @@ MEGATRON_BRIDGE_MOE: dict[str, str] = {
     "GPT OSS 120B": "gpt-oss-120b",
 }
 
+# Models whose routed experts carry biases (Megatron-Bridge's GPTOSSBridge sets add_bias_linear,
+# src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py at 21d102f5e): Megatron-Core adds the FC2 bias
+# per local expert (training.moe_expert_bias: per_expert).
+BIASED_EXPERTS = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
+
 # SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
 # (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), in place of DeepEP's default 20.
 HYBRIDEP_NUM_SMS = 16
@@ -120,7 +125,8 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     """Every Qwen3-30B-A3B, Qwen3-235B-A22B and GPT-OSS-120B pre-training row on DGX H100 and DGX
     B200 of Megatron-Bridge's 26.04.01 performance summary, with the printed TP, PP, VP, EP,
     micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
-    gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute, the dispatcher
+    gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute (GPT-OSS: its
+    selective ``recompute_modules``, the pre-MLP norm and the experts' activation), the dispatcher
     (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
     else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
     overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
@@ -191,6 +197,11 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
                         global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
+    if preset in BIASED_EXPERTS:
+        scn["training"]["moe_expert_bias"] = "per_expert"
+    modules = [m for m in _note(notes, "recompute_modules").split("+") if m]
+    if modules:  # the recipe's selective recompute_modules (layernorm, moe_act)
+        scn["training"]["recompute_modules"] = modules
     dp = n // (tp * pp)
     label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + f" ep{ep} dp{dp} {n} GPUs" + (" A2A overlap" if overlap else ""))

@@ -523,9 +523,10 @@ SOURCES: list[Source] = [
             "simulator/e2e_validation/moe_sources.py.",
             "The router is forced to balance (moe_router_force_load_balancing) and dropless: a learned router "
             "with moe_imbalance 1.0.",
-            "GPT-OSS recomputes its layer norms and expert activations (recompute_modules layernorm, moe_act): "
-            "priced as no recompute (elementwise kernels only). Its sliding-window attention and sinks are "
-            "priced as full causal attention.",
+            "GPT-OSS recomputes its pre-MLP norms and expert activations (recompute_modules layernorm, moe_act), "
+            "as modelled. Its sliding-window attention and sinks are "
+            "priced as full causal attention; its experts' output bias as Megatron-Core adds it, per local "
+            "expert (moe_expert_bias: per_expert).",
             "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
             "launches are priced as eager launches.",
             "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "

@@ -28,8 +28,9 @@ GEMMs quantise their routed rows: TransformerEngine's ``GroupedLinear`` splits i
 expert and quantises every split with that expert's own quantizer (``tex.split_quantize`` over
 ``m_splits``, forward on the inputs, backward on the output gradients), so a rank holding
 ``E_local`` experts quantises the T·k rows it received (the slowest rank's, gathered over etp),
-in 2·``E_local`` kernels per pass; the shared experts quantise the T tokens of a dense MLP of
-``shared_ffn``.
+each split with the kernels of its recipe's quantizer (:func:`quantize_kernels`: four under
+current scaling, one fused kernel over all splits under delayed scaling); the shared experts
+quantise the T tokens of a dense MLP of ``shared_ffn``.
 
 The routed rows have no producing kernel the cast could fuse into (they come from the
 permutation and the All-to-All, from Megatron's ``weighted_bias_swiglu`` activation in BF16, or
@@ -99,14 +100,45 @@ def routed_quantized_elements(spec: "LayerSpec", phase: Phase, layer: int = -1) 
     return m.rows * (spec.hidden + m.ffn // m.etp) if phase == "fwd" else m.rows * (m.up + spec.hidden)
 
 
-def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current") -> int:
-    """Quantisation kernels of one layer pass: one per quantised GEMM operand (none under delayed
-    scaling, whose casts are fused into the producing kernels), one per local expert for each
-    grouped GEMM of an MoE layer."""
-    if spec.moe is not None and spec.is_moe(layer):
-        dense = 0 if recipe == "delayed" else 2 + (2 if spec.moe.shared_ffn else 0)
-        return dense + 2 * spec.moe.local_experts
-    return 0 if recipe == "delayed" else GEMMS_PER_LAYER
+# Kernels TransformerEngine's Float8CurrentScalingQuantizer::quantize launches per tensor
+# (pytorch/csrc/quantizer.cpp at v2.14, common/recipe/current_scaling.cu): the amax's zeroing
+# (zero_amax_kernel<<<1, 1>>>) and its reduction (nvte_compute_amax), the scale from the amax
+# (compute_scale_from_amax_kernel<<<1, 1>>>) and the cast (nvte_quantize_v2). A norm-fed input
+# (LayerNormLinear's, the QKV and a dense FC1) has its amax computed by the norm kernel and pays only
+# the scale and the cast (quantize_with_amax).
+CURRENT_SCALING_KERNELS = 4
+CURRENT_SCALING_NORM_FED_KERNELS = 2
+
+
+def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current", phase: Phase = "fwd") -> int:
+    """Quantisation kernels of one layer pass.
+
+    Dense operands (forward the inputs of the attention GEMMs and of the dense MLP or the shared
+    experts, backward their output gradients): none under delayed scaling, whose casts are fused
+    into the producing kernels; under current scaling :data:`CURRENT_SCALING_KERNELS` each, the
+    norm-fed forward inputs :data:`CURRENT_SCALING_NORM_FED_KERNELS`; one each under the other
+    recipes. Routed rows (an MoE layer's two grouped GEMMs): TransformerEngine's ``split_quantize``
+    runs ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp at v2.14), one fused
+    ``nvte_multi_cast_transpose`` over all splits for delayed scaling's Float8Quantizers and
+    otherwise every split's own ``quantize``: 4 kernels per local expert under current scaling,
+    one under the block-scaled recipes."""
+    m = spec.moe if spec.moe is not None and spec.is_moe(layer) else None
+    operands = 2  # the QKV and output-projection GEMMs
+    norm_fed = 1  # the QKV input
+    if m is not None:
+        operands += 2 if m.shared_ffn else 0  # the shared experts' input is the separate norm's output
+    else:
+        operands, norm_fed = operands + 2, norm_fed + 1  # FC1 (norm-fed) and FC2
+    if recipe == "delayed":
+        return 2 if m is not None else 0
+    if recipe == "current":
+        dense = CURRENT_SCALING_KERNELS * operands
+        if phase == "fwd":
+            dense -= (CURRENT_SCALING_KERNELS - CURRENT_SCALING_NORM_FED_KERNELS) * norm_fed
+        per_split = CURRENT_SCALING_KERNELS
+    else:
+        dense, per_split = operands, 1
+    return dense + (2 * m.local_experts * per_split if m is not None else 0)
 
 
 def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
@@ -138,7 +170,7 @@ def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: in
         return after
     tag = Tag(phase, layer, mb)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer, recipe)))
+                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer, recipe, phase)))
     if recipe == "current" and spec.sp:
         for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),

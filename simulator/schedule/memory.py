@@ -263,7 +263,14 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     k_m = 3 if m.gated else 2
     routed = spec.rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
-    return tokens * m.experts * 4 + tokens * m.top_k * m.hidden * B + routed + shared
+    # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
+    # norm's output (the router's and the dispatch's input); both are rebuilt in backward
+    dropped = 0.0
+    if "moe_act" in scn.training.recompute_modules:
+        dropped += spec.rows * m.moe_ffn_hidden / spec.etp * B
+    if "layernorm" in scn.training.recompute_modules:
+        dropped += tokens * m.hidden * B
+    return tokens * m.experts * 4 + tokens * m.top_k * m.hidden * B + routed + shared - dropped
 
 
 def in_flight(scn: Scenario, stage: int) -> float:

@@ -102,6 +102,9 @@ class MoESpec:
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
     hybridep: bool = False  # deepep dispatcher on the HybridEP backend
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
+    bias_per_expert: bool = False  # the experts' output bias added per local expert (training.moe_expert_bias)
+    fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
+    recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -119,7 +122,10 @@ class MoESpec:
                                                   m.topk_groups), ep_nodes=ep_nodes,
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
-                   beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn))
+                   beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
+                   bias_per_expert=t.moe_expert_bias == "per_expert",
+                   fp8_padding=fp8_row_padding(scn),
+                   recompute_act="moe_act" in t.recompute_modules)
 
     @property
     def local_experts(self) -> int:
@@ -158,6 +164,28 @@ def fp8_dispatch_wanted(dispatch_dtype: str, dispatcher: str) -> bool:
     if dispatch_dtype == "auto":
         return dispatcher == "deepep"
     return dispatch_dtype == "fp8"
+
+
+def fp8_row_padding(scn: Scenario) -> bool:
+    """Whether an FP8 run copies the routed rows into per-expert splits padded to the quantisation
+    alignment and back. Megatron-Core's ``TEGroupedMLP`` (megatron/core/transformer/moe/experts.py
+    at 4415119) pads ``permuted_local_hidden_states`` and the probabilities with TransformerEngine's
+    ``Fp8Padding`` before FC1 and unpads FC2's output with ``Fp8Unpadding`` whenever
+    ``skip_routed_expert_padding`` is false: neither the router pads the counts
+    (``moe_router_padding_for_quantization``, off in the recipes here) nor the dispatcher is
+    HybridEP, which writes padded splits itself. TransformerEngine skips the copy only when every
+    split is already a multiple of the alignment (16 rows, 32 for MXFP8;
+    ``transformer_engine/pytorch/module/fp8_padding.py``): a learned or forced-balanced router's
+    counts vary from micro-batch to micro-batch, so they almost never are; the round-robin gate's
+    equal splits are when T·k/E is a multiple of it."""
+    t, p, m = scn.training, scn.parallel, scn.model
+    if t.dtype != "fp8" or (p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep"):
+        return False
+    if t.moe_routing == "round_robin":
+        align = 32 if t.fp8_recipe == "mxfp8" else 16
+        per_expert = RankShapes.of(scn).sp_tokens * m.top_k * p.ep // m.experts
+        return per_expert % align != 0
+    return True
 
 
 def beside_exchange_sm_fraction(scn: Scenario) -> float:
@@ -265,8 +293,10 @@ def _wire_dtype(s: MoESpec, dispatch: bool) -> str:
     return "fp8" if dispatch and s.dispatch_bytes < 2 else ("bf16" if s.act_bytes == 2 else "fp32")
 
 
-def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dispatch: bool) -> int:
-    """Token exchange toward the experts (`dispatch`) or back (combine), the All-to-All part."""
+def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dispatch: bool,
+              also: tuple[int, ...] = ()) -> int:
+    """Token exchange toward the experts (`dispatch`) or back (combine), the All-to-All part; it
+    waits for `dep` and the ops in `also`."""
     size = s.dispatch_size if dispatch else s.combine_size
     dtype = _wire_dtype(s, dispatch)
     if s.dispatcher == "allgather":
@@ -274,16 +304,16 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
         if s.ep * s.etp == 1:
             return dep
         return _comm(pb, f"{name}.{'allgather' if dispatch else 'reducescatter'}",
-                     "allgather" if dispatch else "reducescatter", ("etp", "ep"), gathered, (dep,), tag, dtype)
+                     "allgather" if dispatch else "reducescatter", ("etp", "ep"), gathered, (dep, *also), tag, dtype)
     if s.ep == 1:
         return dep
     if s.dispatcher == "deepep" and s.ep_nodes > 1:
         inter = int(s.tokens * s.nodes_hit * s.hidden * (s.dispatch_bytes if dispatch else s.act_bytes))
         first, second = ("ep_inter", "ep_intra") if dispatch else ("ep_intra", "ep_inter")
         sizes = {"ep_inter": inter, "ep_intra": size}
-        a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep,), tag, dtype)
+        a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep, *also), tag, dtype)
         return _comm(pb, f"{name}.deepep.{second}", "alltoall", (second,), sizes[second], (a,), tag, dtype)
-    return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep,), tag, dtype)
+    return _comm(pb, f"{name}.alltoall", "alltoall", ("ep",), size, (dep, *also), tag, dtype)
 
 
 def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -296,6 +326,19 @@ def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, 
         return dep
     return _comm(pb, f"{name}.routing_map.allgather", "allgather", ("etp", "ep"),
                  s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
+
+
+def _counts_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """The alltoall dispatcher's preprocessing before every forward dispatch: each rank's tokens per
+    expert (E int64 counts, ``routing_map.sum(dim=0).long()``) AllGathered over the expert-TP × EP
+    group (``gather_from_sequence_parallel_region(num_local_tokens_per_expert,
+    group=self.tp_ep_group)`` in ``MoEAlltoAllTokenDispatcher.preprocess``,
+    megatron/core/transformer/moe/token_dispatcher.py at Megatron-LM 4415119), from which the
+    All-to-All's split sizes come, so the dispatch waits for it. Backward reuses the splits."""
+    if s.dispatcher != "alltoall" or s.ep * s.etp == 1:
+        return dep
+    return _comm(pb, f"{name}.counts.allgather", "allgather", ("etp", "ep"), 8 * s.experts * s.ep * s.etp, (dep,),
+                 tag, "fp32")
 
 
 def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -314,6 +357,42 @@ def _sort_chunks(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
     if s.dispatcher != "alltoall" or s.ep == 1 or s.local_experts == 1:
         return dep
     return _mem(pb, name, 2 * s.rows * (s.hidden + 1) * s.act_bytes, (dep,), tag)
+
+
+def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
+    """The experts' output bias weighted by each row's router probability, as Megatron-Core adds it
+    (``TEGroupedMLP._apply_bias``, megatron/core/transformer/moe/experts.py at 4415119: FC2 is built
+    with ``skip_bias_add=True``, FC1's bias stays in TransformerEngine's GEMM epilogue):
+    ``torch.cat([t + b * p for t, b, p in zip(split(out, tokens_per_expert), biases,
+    split(probs, tokens_per_expert))])``. Forward, per local expert, ``b * p`` writes an [n_e, h]
+    product (1 unit of the expert's rows × h) and the add reads it and the rows and writes the sum
+    (3), then the concatenation reads and writes every row (2): 6 units in 2·E_local + 1 kernels.
+    Backward, autograd's MulBackward per expert: ``grad * p`` and ``grad * b`` (read and write
+    each) and their reductions to the bias [h] and the probabilities [n_e] (one read each), and the
+    bias gradient's accumulation into its main_grad; SplitBackward concatenates the rows' gradients
+    (read and write) and the probabilities': 8 units in 5·E_local + 2 kernels. A unit is rows × h
+    activations (h / etp per expert-TP rank is not split: FC2's output is the full hidden size)."""
+    if not s.bias_per_expert:
+        return dep
+    e = s.local_experts
+    unit = s.rows * s.hidden * s.act_bytes
+    nbytes, kernels = (8 * unit, 5 * e + 2) if backward else (6 * unit, 2 * e + 1)
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=kernels, tag=tag))
+
+
+def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
+    """One of TransformerEngine's ``fused_multi_row_padding`` / ``fused_multi_row_unpadding``
+    copies of the routed rows (:func:`fp8_row_padding`): every row of h activations read and
+    written once. Forward pads FC1's input and the probabilities and unpads FC2's output; backward
+    runs each copy's mirror (autograd of ``_Fp8Padding`` unpads, of ``_Fp8Unpadding`` pads). The
+    probabilities' copy is a kernel of its own, with the hidden rows' one where it applies."""
+    if not s.fp8_padding:
+        return dep
+    probs = name.endswith(".pad.fwd") or name.endswith(".pad.bwd")
+    nbytes = 2 * s.rows * (s.hidden + (1 if probs else 0)) * s.act_bytes
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=2 if probs else 1, tag=tag))
 
 
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
@@ -336,7 +415,11 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
     permute = _mem(pb, f"{p}.permute.fwd", T * h * B + T * s.top_k * h * B, (topk,), tag)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
-    dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True)
+    # issued after the permutation, next to the exchange it feeds (one run of exchanges for the
+    # combined 1F1B's node split, moe_overlap.nodes); it waits only for the routing
+    counts = _counts_allgather(pb, s, f"{p}.dispatch.fwd", topk, tag)
+    dispatched = _exchange(pb, s, f"{p}.dispatch.fwd", permute, tag, dispatch=True,
+                           also=(counts,) if counts != topk else ())
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:
         start = len(pb)
@@ -347,9 +430,12 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     if s.shared_ffn and s.a2a_overlap:
         shared_done = _shared_fwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
+    rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
+    fc2 = _expert_bias(pb, s, f"{p}.experts.bias.fwd", fc2, tag, backward=False)
     fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
     back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
     combined = _exchange(pb, s, f"{p}.combine.fwd", back, tag, dispatch=False)
@@ -379,6 +465,14 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
         shared_done = _shared_bwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.unsort_chunks.bwd", rows, tag)
     f = s.ffn // s.etp
+    if s.recompute_act:
+        # Megatron's CheckpointWithoutOutput around the activation (TEGroupedMLP, moe_act): the
+        # output FC2 consumed is dropped in forward and rebuilt when the gradient reaches FC2's
+        # output, before FC2's backward, which needs it for the wgrad
+        rows = _mem(pb, f"{p}.experts.act.recompute", (3 if s.gated else 2) * s.rows * (s.ffn // s.etp) * B, (rows,),
+                    tag)
+    rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
+    rows = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.bwd", rows, tag)
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
@@ -386,7 +480,8 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
     # The grouped linear's backward returns its input and weight gradients together (dgrad, then
     # wgrad), so autograd reaches the dispatcher's backward only after the wgrad (no delay_wgrad).
-    sorted_back = _sort_chunks(pb, s, f"{p}.sort_chunks.bwd", fc1_w, tag)
+    padded_back = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.bwd", fc1_w, tag)
+    sorted_back = _sort_chunks(pb, s, f"{p}.sort_chunks.bwd", padded_back, tag)
     back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", sorted_back, tag)
     back = _probs_exchange(pb, s, f"{p}.dispatch.bwd", back, tag)
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)

@@ -59,6 +59,7 @@ class LayerSpec:
     norm_kernel: str = "auto"  # training.norm_kernel
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
+    recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -73,7 +74,8 @@ class LayerSpec:
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
-                   linear_bias=t.linear_bias, arch=scn.profile.gpu.arch)
+                   linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
+                   recompute_norm="layernorm" in t.recompute_modules)
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -521,6 +523,12 @@ class LayerBuilder:
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
                        ew.res_bwd[1])
         if s.moe is not None and s.is_moe(layer):
+            if s.recompute_norm:
+                # Megatron's CheckpointWithoutOutput around the pre-MLP TENorm (recompute_modules
+                # layernorm, transformer_layer.py): rebuilt when the MLP block's output gradient
+                # arrives, since the router's wgrad needs it
+                res2 = _mem_op(pb, f"L{layer}.ln2.recompute", "norm", ew.norm_fwd[0] * hb, (res2,), tag,
+                               ew.norm_fwd[1], ew.norm_impl)
             fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
         else:
             res2 = self._bias(pb, layer, "fc2", s.hidden, s.sharded_tokens, res2, tag, "bwd")

@@ -81,8 +81,11 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
     of the T·k = 1,024 routed rows (TransformerEngine's split_quantize), forward FC1 inputs (h) and
     FC2 inputs (f_e), backward the output gradients (h and 2·f_e), in a pass of their own: the
     amax read, the cast's read and, on Hopper, an FP8 copy and its transpose (2 + 2 + 2 bytes);
-    the shared expert's T tokens (h, f_s; h, 2·f_s) as dense operands. The dense first layer keeps
-    the dense count; kernels: 2 + 2 per local expert + 2 shared."""
+    the shared expert's T tokens (h, f_s; h, 2·f_s) as dense operands. Kernels: TransformerEngine's
+    current-scaling quantize is 4 per tensor (amax zeroing and reduction, scale, cast), 2 for the
+    norm-fed QKV input (the norm computes the amax): forward 2 + 4 (attention) + 4 + 4 (shared) and
+    4 per local expert for each of the two grouped GEMMs, 14 + 16; backward 4 per output gradient,
+    16 + 16. The dense first layer: QKV 2, projection 4, FC1 2 (norm-fed), FC2 4."""
     from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
 
     make = moe_scenario_maker(tmp_path, MOE)
@@ -101,18 +104,20 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
 
     assert quant(prog, 1, "fwd").hbm_bytes == pytest.approx(2 * fwd + 6 * routed_fwd)
     assert quant(prog, 1, "bwd").hbm_bytes == pytest.approx(2 * bwd + 6 * routed_bwd)
-    assert quant(prog, 1, "fwd").count == 2 + 2 * (8 // 4) + 2
+    assert quant(prog, 1, "fwd").count == 2 + 4 + 4 + 4 + 2 * (8 // 4) * 4
+    assert quant(prog, 1, "bwd").count == 4 * 4 + 2 * (8 // 4) * 4
     assert quant(prog, 0, "fwd").hbm_bytes == pytest.approx(2 * t * (h + proj_in + h + f))
-    assert quant(prog, 0, "fwd").count == 4
+    assert quant(prog, 0, "fwd").count == 2 + 4 + 2 + 4
 
     # Delayed scaling fuses the dense casts (no pass) but not the routed rows': read 2, FP8 copy and
-    # transpose 1 + 1 on Hopper; 2 + 1 on Blackwell, whose FP8 GEMMs need no transpose. MXFP8 writes
+    # transpose 1 + 1 on Hopper; 2 + 1 on Blackwell, whose FP8 GEMMs need no transpose; one
+    # multi-tensor cast-transpose kernel over the splits per grouped GEMM. MXFP8 writes
     # a row-wise and a column-wise copy with one E8M0 scale per 32 values: 2 + 2·(1 + 1/32).
     delayed = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "delayed"},
                                   model={"shared_experts": 1})).programs["pp0.cp0"]
     assert quant(delayed, 1, "fwd").hbm_bytes == pytest.approx(4 * routed_fwd)
     assert quant(delayed, 1, "bwd").hbm_bytes == pytest.approx(4 * routed_bwd)
-    assert quant(delayed, 1, "fwd").count == 2 * (8 // 4)
+    assert quant(delayed, 1, "fwd").count == 2
     assert quant(delayed, 0, "fwd") is None
     (tmp_path / "p.yaml").write_text(B200)
     delayed_b200 = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "delayed"},
@@ -121,3 +126,4 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
     mx = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "mxfp8"},
                              model={"shared_experts": 1})).programs["pp0.cp0"]
     assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx((1 + 1 / 32) * fwd + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
+    assert quant(mx, 1, "fwd").count == 4 + 2 * (8 // 4)  # one kernel per operand and per split

@@ -303,3 +303,110 @@ def test_backward_dispatch_waits_for_the_expert_wgrad(make, dispatcher):
         assert any(prog[j].name.endswith(".experts.fc1.wgrad") for j in seen), op.name
         checked += 1
     assert checked > 0
+
+
+def test_expert_bias_added_per_local_expert(make):
+    """Megatron-Core's ``TEGroupedMLP._apply_bias`` (``moe_expert_bias: per_expert``, GPT-OSS):
+    with 8 experts over ep 4 (2 local), T·k = 512·2 rows of h = 256 in BF16, one unit is
+    1024·256·2 bytes. Forward per expert a multiply (1 unit) and an add (3), then the
+    concatenation (2): 6 units in 2·2 + 1 kernels; backward per expert two multiplies (2 units
+    each), two reductions (1 each) and the bias gradient's accumulation, and the split gradients'
+    concatenation (2): 8 units in 5·2 + 2 kernels. One of each per MoE layer and micro-batch, the
+    backward one before the FC2 dgrad; none by default."""
+    def bias_ops(scn):
+        return [op for op in build_schedule(scn).programs["pp0.cp0"]
+                if isinstance(op, ComputeOp) and ".experts.bias." in op.name]
+
+    scn = make({"ep": 4}, training={"moe_expert_bias": "per_expert"})
+    ops = bias_ops(scn)
+    unit = 512 * 2 * 256 * 2
+    fwd = [op for op in ops if op.tag.phase == "fwd"]
+    bwd = [op for op in ops if op.tag.phase == "bwd"]
+    assert len(fwd) == len(bwd) == 3 * scn.n_micro
+    assert {(op.hbm_bytes, op.count) for op in fwd} == {(6 * unit, 5)}
+    assert {(op.hbm_bytes, op.count) for op in bwd} == {(8 * unit, 12)}
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    for i, op in enumerate(prog):
+        if op.name.endswith(".experts.fc2.dgrad"):
+            assert prog[op.deps[0]].name.endswith(".experts.bias.bwd")
+    assert not bias_ops(make({"ep": 4}))
+
+
+def test_fp8_rows_padded_per_expert_unless_hybridep(make):
+    """TransformerEngine's Fp8Padding / Fp8Unpadding around Megatron-Core's grouped MLP in FP8
+    runs: the T·k = 1024 rows of h = 256 BF16 activations read and written once by each copy
+    (forward: pad FC1's input, with the probabilities' pad a second kernel, and unpad FC2's
+    output; backward the mirrors), once per MoE layer and micro-batch each; HybridEP pads in its
+    dispatch and BF16 runs quantise nothing, so neither copies; the round-robin gate's equal splits
+    of 1024 / 2 local experts are aligned already."""
+    def pads(scn):
+        return [op for op in build_schedule(scn).programs["pp0.cp0"]
+                if isinstance(op, ComputeOp) and ".experts.fp8." in op.name]
+
+    scn = make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "current"})
+    ops = pads(scn)
+    rows = 512 * 2
+    by_name = Counter(op.name.split(".moe.")[1] for op in ops)
+    assert by_name == {f"experts.fp8.{k}.{d}": 3 * scn.n_micro for k in ("pad", "unpad") for d in ("fwd", "bwd")}
+    assert {(op.name.split(".moe.")[1], op.hbm_bytes, op.count) for op in ops} == {
+        ("experts.fp8.pad.fwd", 2 * rows * 257 * 2, 2), ("experts.fp8.pad.bwd", 2 * rows * 257 * 2, 2),
+        ("experts.fp8.unpad.fwd", 2 * rows * 256 * 2, 1), ("experts.fp8.unpad.bwd", 2 * rows * 256 * 2, 1)}
+    assert not pads(make({"ep": 4}))
+    assert not pads(make({"ep": 8, "moe_dispatcher": "deepep", "moe_deepep_backend": "hybridep"},
+                         training={"dtype": "fp8", "fp8_recipe": "current"}))
+    assert not pads(make({"ep": 4}, training={"dtype": "fp8", "moe_routing": "round_robin"}))
+
+
+def test_recompute_modules_rebuild_the_moe_norm_and_activation(make):
+    """Megatron's selective ``recompute_modules`` layernorm and moe_act (GPT-OSS recipes): in the
+    backward of each MoE layer the pre-MLP norm (read and write T·h: 2·512·256·2 bytes) before
+    the block, and the experts' SwiGLU (read 2f, write f of the T·k = 1024 rows with f = 128:
+    3·1024·128·2 bytes) before FC2's backward; the activation memory of a stage drops by what
+    they no longer keep: T·h·2 + T·k·f·2 bytes per MoE layer (3 of 4 layers here)."""
+    from simulator.schedule.memory import estimate_memory
+
+    base = make({"ep": 4})
+    scn = make({"ep": 4}, training={"recompute_modules": ["layernorm", "moe_act"]})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    norms = [op for op in prog if op.name.endswith(".ln2.recompute")]
+    acts = [op for op in prog if op.name.endswith(".experts.act.recompute")]
+    assert len(norms) == len(acts) == 3 * scn.n_micro
+    assert {op.hbm_bytes for op in norms} == {2 * 512 * 256 * 2}
+    assert {op.hbm_bytes for op in acts} == {3 * 1024 * 128 * 2}
+    assert all(op.tag.phase == "bwd" for op in norms + acts)
+    order = [op.name.split(".", 1)[1] for op in prog if op.tag.layer == 2 and op.tag.mb_index == 0
+             and op.tag.phase == "bwd"]
+    assert order.index("ln2.recompute") < order.index("moe.experts.act.recompute") < order.index(
+        "moe.experts.fc2.dgrad")
+    saved = estimate_memory(base, 0).activations - estimate_memory(scn, 0).activations  # pp 1: one set held
+    assert saved == pytest.approx(3 * (512 * 256 * 2 + 1024 * 128 * 2))
+    assert not [op for op in build_schedule(base).programs["pp0.cp0"] if op.name.endswith(".recompute")]
+    with pytest.raises(InputError, match="recompute_modules"):
+        make({"ep": 4}, training={"recompute": "full", "recompute_modules": ["moe_act"]})
+
+
+def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispatch(make):
+    """``MoEAlltoAllTokenDispatcher.preprocess`` AllGathers each rank's E int64 tokens-per-expert
+    counts over the expert-TP × EP group before every forward dispatch (the All-to-All's split
+    sizes): 8 experts × 8 bytes × ep 4 gathered, once per MoE layer and micro-batch, after the
+    routing; the forward dispatch waits for it. DeepEP's path has no such gather."""
+    def gathers(prog):
+        return [op for op in prog if isinstance(op, CommOp) and ".counts." in op.name]
+
+    scn = make({"ep": 4})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ops = gathers(prog)
+    assert len(ops) == 3 * scn.n_micro and {op.tag.phase for op in ops} == {"fwd"}
+    assert {(op.op, op.axes, op.size_bytes) for op in ops} == {("allgather", ("etp", "ep"), 8 * 8 * 4)}
+    for op in _a2a(prog):
+        if op.name.endswith("dispatch.fwd.alltoall"):
+            assert any(prog[d].name == op.name.replace(".alltoall", ".counts.allgather") for d in op.deps)
+    assert all(prog[op.deps[0]].name.endswith(".topk.fwd") for op in ops)
+    assert not gathers(build_schedule(make({"ep": 8, "moe_dispatcher": "deepep"})).programs["pp0.cp0"])
+
+
+@pytest.mark.parametrize("training", [{"recompute_modules": ["moe_act"]}, {"moe_expert_bias": "per_expert"}])
+def test_moe_only_training_keys_need_experts(make, training):
+    """recompute_modules and moe_expert_bias act on the MoE layers: a dense model is told so."""
+    with pytest.raises(InputError, match=next(iter(training))):
+        make({}, training=training, model={"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0})

@@ -215,15 +215,15 @@ def test_automodel_moe_errors():
 
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
-    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +20.0%, GPT-OSS-120B on
-    64 H100 +17.3%, Qwen3-30B on 8 B200 +1.5%, Qwen3-235B on 256 B200 +20.6%, GPT-OSS-120B on
-    64 B200 +25.8%; median +20.0% (the FP8 rows quantise their routed rows per expert in passes of
-    their own, and every dispatch's backward waits for the expert wgrad). Upper bounds, so a
-    change that moves them further off fails."""
+    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +13.0%, GPT-OSS-120B on
+    64 H100 +9.6%, Qwen3-30B on 8 B200 +1.5%, Qwen3-235B on 256 B200 +16.3%, GPT-OSS-120B on
+    64 B200 +19.2%; median +13.0% (+20.0% before the GPT-OSS expert-bias loop and recompute
+    modules, the FP8 row padding and current scaling's four kernels per quantised tensor). Upper
+    bounds, so a change that moves them further off fails."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(0.0 <= e <= 0.35 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.22
+    assert all(0.0 <= e <= 0.25 for e in errors), errors
+    assert scoring.median_abs_error(results) <= 0.15
 
 
 @pytest.mark.slow
