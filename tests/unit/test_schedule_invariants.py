@@ -261,6 +261,23 @@ def test_overlap_param_gather_moves_the_allgathers_before_the_first_forward(make
     assert ag_index <= waited
 
 
+def test_overlap_param_gather_gathers_the_first_model_chunk_first(make):
+    """Interleaved schedule: Megatron-Core issues the overlapped parameter AllGathers model chunk
+    by model chunk, the first chunk first (``_get_model_param_buffer_dp_views``), so the first
+    forward, of chunk 0, does not wait behind the later chunks' gathers. 4 layers, pp 2, vp 2:
+    stage 0 holds chunk 0 (embedding, layer 0) and chunk 1 (layer 2), one bucket each."""
+    scn = make({"zero": 1, "overlap_param_gather": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ag = [i for i, op in enumerate(prog) if isinstance(op, CommOp) and op.name.startswith("dp.param.allgather")]
+    assert len(ag) == 2
+    h, f, v, kv = scn.model.hidden, scn.model.ffn_hidden, scn.model.vocab, scn.model.kv_heads
+    layer = h * (h + 2 * kv * (h // scn.model.heads)) + h * h + 3 * h * f + 2 * h  # qkv, proj, SwiGLU, 2 norms
+    assert prog[ag[0]].size_bytes == pytest.approx(2 * (v * h + layer), rel=0.01)  # chunk 0 in bf16
+    assert prog[ag[1]].size_bytes == pytest.approx(2 * layer, rel=0.01)  # chunk 1
+    first_wait = next(op for op in prog if set(op.deps) & set(ag))  # the first op that waits for a gather
+    assert first_wait.name.startswith(("embedding", "L0.")) and set(first_wait.deps) & set(ag) == {ag[0]}
+
+
 @pytest.mark.parametrize("impl", ["deepspeed", "fsdp2"])
 def test_zero3_is_one_and_a_half_ddp(make, impl):
     # DeepSpeed: no reuse distance, no persistent parameters, and a one-element prefetch bucket
