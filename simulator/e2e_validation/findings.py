@@ -674,10 +674,12 @@ make the GPU wait for the host a few tens of microseconds per layer (see above).
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at
 1,478 ms against 891 ms measured (−39.7%). On the critical rank, compute is 906 ms, TP
-communication left exposed by TransformerEngine's default overlap is about 10 ms of send/recv
-plus the tails of the pipelined ReduceScatters, and the pipeline bubble is zero. The rest is
-data-parallel traffic: the fp32 gradient ReduceScatter (366 ms exposed) and the parameter
-AllGather (195 ms exposed). The TP overlap follows TE's `initialize_ub` defaults (16 SMs with the
+communication left exposed by TransformerEngine's default overlap is about 50 ms (the
+ring-exchange steps and the tails of the pipelined ReduceScatters: the idle gaps of the middle
+micro-batches), and the pipeline bubble is zero. The rest is data-parallel traffic: the first
+micro-batch's forward waits about 190 ms for the parameter AllGathers, and the optimizer step
+waits 330 ms for the fp32 gradient ReduceScatter after the last backward (the breakdown books
+195 ms to AllGather and 366 ms to ReduceScatter, TP's included). The TP overlap follows TE's `initialize_ub` defaults (16 SMs with the
 SM margin for bulk and pipelined overlap, none for ring exchange, 4 splits, up to 3 compute
 streams): against `tp_overlap: none` it costs 110 ms of compute (790 → 900 ms: the ring-exchange
 chunks of m = 512 rows, the 16 SMs given up beside bulk and pipelined collectives) and hides about
