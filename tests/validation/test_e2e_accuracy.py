@@ -298,6 +298,7 @@ def test_megatron_core_pipelined_rows_run_the_interleaved_schedule():
     assert set(piped) == set(want)
     for name, par in piped.items():
         assert par.get("pp_schedule") == "interleaved" and par.get("vp") == want[name], (name, par)
+        assert par.get("overlap_p2p_comm") is True, (name, par)  # what the README says it overlapped
     assert all("vp" not in c.scenario["parallel"] for c in cs if c.scenario["parallel"]["pp"] == 1)
 
 
