@@ -288,8 +288,7 @@ class StageBuilder:
             self.forward(F(k).chunk, F(k).mb)
             nxt_f = F(k + 1) if k + 1 < total else None
             if split:
-                self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f if k < warmup - 1 or remaining else None,
-                         stream=fwd_stream)
+                self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f, stream=fwd_stream)
                 if k == warmup - 1:
                     self.p2p("recv_backward", recv_b=B(0), stream=bwd_stream)
             elif k == warmup - 1 and remaining == 0:
