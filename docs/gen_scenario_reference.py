@@ -78,6 +78,9 @@ NOTES = {
               "heads per TP rank",
     "overlap_param_gather": "ZeRO-1/2: the parameter AllGather hides under the next forward (Megatron "
                             "--overlap-param-gather) instead of following the optimizer step",
+    "overlap_p2p_comm": "interleaved schedule: each pass's pipeline send/recv is issued after the pass and "
+                        "waited for only by the pass that consumes it (Megatron --overlap-p2p-communication) "
+                        "instead of one batched, blocking exchange per step",
     "fsdp_reshard_after_forward": "FSDP2: free gathered parameters after forward and gather them again in backward",
     "head_dim": "query/key head dimension (Megatron kv_channels); 0 = hidden / heads; under MLA the no-RoPE part",
 }

@@ -104,6 +104,12 @@ class Parallel(BaseModel):
     # ZeRO-1/2: dispatch the parameter AllGather of the step's update from the next forward's
     # pre-hooks (Megatron --overlap-param-gather) instead of waiting for it after the step.
     overlap_param_gather: bool = False
+    # Interleaved schedule: Megatron's --overlap-p2p-communication (on by default in Megatron-LM
+    # when virtual stages are used; it has no effect without them): each pass's activation or
+    # gradient exchange is issued right after the pass and waited for only before the pass that
+    # consumes what it receives, so it runs under the other direction's pass
+    # (simulator/schedule/pipeline.py). false: one batched, blocking exchange per step.
+    overlap_p2p_comm: bool = False
     # Pipeline passes per optimizer step, each filling and draining the pipeline: Megatron runs all
     # micro-batches in one pass (1); a trainer on torch.distributed.pipelining calls schedule.step
     # once per gradient-accumulation step (NeMo AutoModel, torchtitan: GA passes).

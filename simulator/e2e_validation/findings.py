@@ -577,8 +577,9 @@ measured bandwidth, whose plateau is 516 TFLOP/s; s = 1.538: the MAMF plateau it
   MAMF measures, so the row is physically possible in bf16 and its label is not in question.
 - **Megatron-Core 2024 is not a GEMM problem.** GPT-32B tp8 stays at −35% with every GEMM at
   the MAMF plateau, while GPT-1.7B tp1 (no TP, 1.7B parameters per GPU) turns +55%. What
-  separates the rows is the data-parallel traffic per GPU (fp32 gradients of 4B parameters per
-  GPU at tp ≥ 4 against 1.7B at tp1), which the section on the GPT-32B step breaks down.
+  separates the rows is the data-parallel traffic each NIC carries (the fp32 gradients of a
+  stage's parameters over the node's 8 NICs: 0.9 GB at GPT-1.7B, 16 GB at GPT-32B), which the
+  section on the GPT-32B step breaks down.
 - **The fitting rows do not separate the stacks either.** Fitted one row at a time, the H100
   fitting rows need derates of 0.652 (FlagPerf Llama-3 8B, Megatron-Core 0.6 with
   TransformerEngine, bf16, TP 2, 469 model TFLOP/s: 8,103 tokens/s/GPU at 57.9 GFLOP per token)
@@ -696,45 +697,81 @@ the fused cross-entropy the recipes select (`cross_entropy_fusion_impl` te / nat
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at
-1,583 ms against 891 ms measured (−43.7%). On the critical rank, compute is 969 ms (GEMMs
-892 ms, attention 44 ms); TP communication left exposed by TransformerEngine's default overlap
-is about 48 ms (3% of the step), and the pipeline bubble is zero. The rest is data-parallel
-traffic: the fp32 gradient ReduceScatter (516 ms, 368 ms exposed) and the parameter AllGather
-(288 ms, 208 ms exposed). The TP overlap follows TE's `initialize_ub` defaults (16 SMs with the
+1,478 ms against 891 ms measured (−39.7%). On the critical rank, compute is 906 ms, TP
+communication left exposed by TransformerEngine's default overlap is about 50 ms (the
+ring-exchange steps and the tails of the pipelined ReduceScatters: the idle gaps of the middle
+micro-batches), and the pipeline bubble is zero. The rest is data-parallel traffic: the first
+micro-batch's forward waits about 190 ms for the parameter AllGathers, and the optimizer step
+waits 330 ms for the fp32 gradient ReduceScatter after the last backward (the breakdown books
+195 ms to AllGather and 366 ms to ReduceScatter, TP's included). The TP overlap follows TE's `initialize_ub` defaults (16 SMs with the
 SM margin for bulk and pipelined overlap, none for ring exchange, 4 splits, up to 3 compute
-streams); `tp_overlap: none` gives 1,631 ms, so the overlap model is not what is missing.
+streams): against `tp_overlap: none` it costs 110 ms of compute (790 → 900 ms: the ring-exchange
+chunks of m = 512 rows, the 16 SMs given up beside bulk and pipelined collectives) and hides about
+140 ms of TP collectives (1,505 ms with `none`), so the overlap model is not what is missing.
 
-Two inputs decide the DP exposure, and the README states neither. (1) The micro-batch size:
-with 1 (assumed), the gradient reduction has only the last of four micro-batches' backward to
-hide under (Megatron-Core reduces under `no_sync` only then) and the parameter AllGather only
-the first forward; with micro-batch 4 the same row reads −7.7% (GPT-16B tp4 −22.9% → −6.0%,
-GPT-7.1B −3.5% → +0.4%, GPT-1.7B +14.9% → +18.9%). It is not changed here: choosing an unstated
-setting because it fits is a fit. (2) The cross-node LL128 efficiency of the deployed
-InfiniBand constants (0.7, fitted on A100 systems; no multi-node H100 InfiniBand sweep is in
-`data/nccl`): the 216 MB buckets run ring/LL128 at about 29 GB/s bus bandwidth, against 40 GB/s
-with Simple pinned (1,402 ms) and 47.5 GB/s at line rate. Even so, with fp32 gradients and
-micro-batch 1 the step cannot reach 891 ms: 15.4 GB of ReduceScatter and 7.7 GB of AllGather
-per GPU through one 47.5 GB/s NIC take at least 487 ms, which would leave the compute about
-540 ms, 77% of the bf16 peak. A multi-node H100 InfiniBand nccl-tests sweep would settle (2).
+**Where the TP trend comes from.** Across these rows the error follows the TP degree (+11.8% at
+tp1 to −39.7% at tp8), but what grows is the gradient each NIC carries, which is the model's
+size, not TP: a DP group of 8/tp ranks per node crosses each node boundary once per ring, and
+the node's tp groups share its 8 NICs, so each NIC moves the fp32 ReduceScatter of P·4/8 bytes
+and the bf16 AllGather of P·2/8 (P the parameters of a pipeline stage): 0.9 GB for GPT-1.7B,
+8 GB for GPT-16B, 16 GB for GPT-32B.
 
-The same bound, row by row, says which micro-batch the rows cannot have used. Per GPU: the model
-FLOPs at the MAMF plateau (794.5 TFLOP/s, every kernel counted as a GEMM) as the compute; the
-fp32 ReduceScatter and bf16 AllGather of the parameters each GPU holds through its 50 GB/s
-(400 Gb/s) NIC at line rate; the ReduceScatter hidden at most under the last micro-batch's
-backward (2/3 of the compute over the micro-batch count), the AllGather under the first
-micro-batch's forward (1/3). Lower bounds on the step against the measured one (ms):
+**Which micro-batch the rows can have used.** Lower bounds on the step, per NIC: the model FLOPs
+at the MAMF plateau (794.5 TFLOP/s, every kernel counted as a GEMM) as the compute; that
+ReduceScatter and AllGather at the 50 GB/s (400 Gb/s) line rate; the ReduceScatter hidden at most
+under the last micro-batch's backward (2/3 of the compute over the micro-batch count: Megatron-Core
+reduces under `no_sync` until then), the AllGather under the first micro-batch's forward (1/3).
+Bounds against the measured step (ms):
 
 | row | measured | micro-batch 1 | micro-batch 2 | micro-batch 4 |
 |---|---:|---:|---:|---:|
-| GPT-1.7B tp1 | 452 | 379 | 321 | 232 |
-| GPT-7.1B tp2 | 800 | 770 | 652 | 469 |
-| GPT-16B tp4 | 850 | 865 | 735 | 523 |
+| GPT-1.7B tp1 | 452 | 232 | 232 | 232 |
+| GPT-7.1B tp2 | 800 | 469 | 469 | 469 |
+| GPT-16B tp4 | 850 | 629 | 523 | 523 |
 | GPT-32B tp8 | 892 | 849 | 720 | 516 |
 
-With fp32 gradients, micro-batch 1 is impossible for GPT-16B and leaves GPT-7.1B and GPT-32B
-30-43 ms for everything the bound prices at ideal rates (attention at the profile's cuDNN rates
-instead of the MAMF rate alone adds 40 ms to GPT-7.1B and 28 ms to GPT-32B, before any norm,
-activation or loss kernel), so these rows ran a larger micro-batch (or reduced gradients in bf16,
-which Megatron-LM of that commit did not offer). The README does not say which, and 2 and 4
-both fit the bound, so the rows keep micro-batch 1 and this is recorded instead.
+Only GPT-32B tp8 is pinned: with fp32 gradients and micro-batch 1 it leaves 43 ms for everything
+the bound prices at ideal rates (cuDNN attention at the profile's rates instead of the MAMF rate
+alone adds 28 ms), so that row ran a larger micro-batch (or reduced gradients in bf16, which
+Megatron-LM of that commit did not offer: `arguments.py` forces
+`accumulate_allreduce_grads_in_fp32` for bf16). The pp > 1 rows point the other way: their
+batch is 4 × dp × pp, so micro-batch 1 gives 4·pp micro-batches per pipeline, a 1F1B bubble of
+(pp − 1)/(4·pp), which a micro-batch of 2 or 4 would double or quadruple. The README states
+neither, so every row keeps micro-batch 1.
+Simulated with micro-batch 2 and 4 (error): GPT-1.7B +14.3% / +15.7%, GPT-7.1B +4.2% / +5.3%,
+GPT-16B −1.9% / +0.2%, GPT-32B −26.7% / −1.4%. At micro-batch 2 the GPT-32B row still exposes
+340 ms of DP traffic: its 200 MB buckets run ring/LL128 at about 32 GB/s bus bandwidth across
+nodes (the deployed InfiniBand constants' LL128 efficiency, fitted on A100 systems), against
+40 GB/s with Simple pinned (1,098 ms, −18.9%). NCCL 2.8-2.22 (mid-2024 NGC PyTorch containers
+ship 2.20-2.22) rate a ring's LL128 at 0.7 of its bus bandwidth, not 0.92, for a communicator
+with fewer than two ranks per node (`tuning.cc` of v2.21.5-1: `busBw * (ppn < 2 ? 0.7 : 0.92)`), which brings its
+estimate for these buckets within 3% of Simple's; the dgx-h100 profile runs the newest tables,
+which have no such rule. A multi-node H100 InfiniBand nccl-tests sweep at one GPU per node
+would settle the rate.
+
+**The pp > 1 rows ran the interleaved schedule.** The README overlaps "pipeline-parallel
+communication (enabled by default)": `--overlap-p2p-communication`, which Megatron-LM of that
+commit switches off without virtual stages (`arguments.py`: "non-interleaved schedule does not
+support overlapping p2p communication"). The virtual stages are not printed; the rows take the
+fewest that split a stage's layers evenly, as the 2021 rows do (GPT-70B: 42 layers per stage,
+vp 2; GPT-119B: 23, vp 23). GPT-70B −25.5% → −21.3%, GPT-119B −19.6% → −7.1% (its 1F1B bubble
+was 758 ms of 4,537). With virtual stages, the order of the overlapped parameter AllGathers
+matters: Megatron-Core issues them model chunk by model chunk, the first chunk first
+(`_get_model_param_buffer_dp_views` in `distrib_optimizer.py`: "we want to still first run
+all_gather and all_gather_handle.wait() for the first model chunk"), where the schedule had
+issued the last chunk's first, so the first forward waited behind every chunk's gathers. In that
+order GPT-70B reads −18.6% and GPT-119B −1.1%; the interleaved NeMo 24.07 rows move 0.5-1.1
+points closer (GPT3-175B on 512 GPUs −11.7% → −11.0%, Llama2-70B −8.5% → −7.5%) and the dgxc
+Nemotron-4 340B row −18.1% → −15.7%.
+
+The overlap the README names is now modelled too (`parallel.overlap_p2p_comm`, set for every
+interleaved Megatron-Core/NeMo row: NeMo's and Megatron-Bridge's comm-overlap setup turns it on
+whenever vp > 1). Megatron's interleaved schedule then issues the forward's send/recv right
+after each forward and the backward's right after each backward and waits for a receive only
+before the pass that consumes it, where the schedule had closed every steady step with one
+batched, blocking exchange of both directions. On Llama2-70B (tp4 pp4 vp20, 64 GPUs) the exposed
+send/recv falls from 478 ms to 84 ms of a 4.7 s step. NeMo 24.07: 7.9% → 5.5% median, signed
+−1.0% → +2.5% (Llama2-70B −7.5% → +0.8%, Llama2-13B −1.8% → +3.1%, GPT3-175B −2.5% / −11.0% →
++0.8% / −7.9%, Llama3-70B −0.1% → +1.9%); dgxc Nemotron-4 340B −15.7% → −14.4%; Megatron-Core
+2024 GPT-119B −1.1% → +2.4%, GPT-70B −18.5%.
 """

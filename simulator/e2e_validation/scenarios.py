@@ -98,14 +98,17 @@ def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_over
     """The parallel block of a Megatron-Core / NeMo run with the printed TP, PP, VP and CP: the
     distributed optimizer (ZeRO-1) with its parameter AllGather overlapped with forward
     (--overlap-param-gather; NeMo's distributed_fused_adam), sequence parallel and the given TE TP
-    overlap when TP > 1, interleaved 1F1B when VP > 1."""
+    overlap when TP > 1, interleaved 1F1B when VP > 1 with its pipeline exchanges overlapped
+    (Megatron-LM's --overlap-p2p-communication is on by default and acts only with virtual stages;
+    NeMo's and Megatron-Bridge's comm-overlap setup sets ``overlap_p2p_comm`` and clears
+    ``batch_p2p_comm`` whenever vp > 1: ``megatron_comm_overlap.py``, ``comm_overlap.py``)."""
     par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_param_gather=True)
     if tp > 1:
         par["sequence_parallel"] = True
         if tp_overlap != "none":
             par["tp_overlap"] = tp_overlap
     if vp > 1:
-        par.update(pp_schedule="interleaved", vp=vp)
+        par.update(pp_schedule="interleaved", vp=vp, overlap_p2p_comm=True)
     return par
 
 

@@ -252,7 +252,12 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) and the
     distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather),
     gradients reduced during backward (--overlap-grad-reduce) in fp32 (Megatron's main grads for
-    bf16, ``accumulate_allreduce_grads_in_fp32``)."""
+    bf16, ``accumulate_allreduce_grads_in_fp32``). The README also overlaps "pipeline-parallel
+    communication (enabled by default)": ``--overlap-p2p-communication``, which Megatron-LM of that
+    commit runs only with the interleaved schedule (``arguments.py`` @937571cf: "Setting
+    args.overlap_p2p_comm to False since non-interleaved schedule does not support overlapping p2p
+    communication"), so the pp > 1 rows ran interleaved 1F1B; the virtual stages are not printed:
+    the fewest that split a stage's layers evenly, as for the 2021 rows."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["tp"]:
@@ -260,8 +265,9 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
         if n > 1536:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
-        par = dict(megatron_parallel(tp, pp), grad_reduce_dtype="fp32")
-        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} dp{n // (tp * pp)} {n} GPUs",
+        vp = smallest_interleave(parse_int(r["layers"]) // pp) if pp > 1 else 1
+        par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32")
+        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp)} {n} GPUs",
                         make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
                                   recompute="none", parallel=par),

@@ -185,6 +185,7 @@ class _Bucket:
     last_unit: str  # the unit (in backward order) whose gradients complete the bucket
     modules: tuple[str, ...] = ()  # names of the parameters packed into it
     expert: bool = False  # an expert-parallel buffer's bucket (reduced over the expert-DP group)
+    chunk: int = 0  # the model chunk (virtual pipeline stage) whose buffer holds it
 
 
 def make_buckets(units_bwd_order: list[ParamUnit], bucket_elements: int) -> list[_Bucket]:
@@ -217,14 +218,14 @@ class BucketedSync(GradSync):
         self.expert_optimizer_shard = self.expert_group_size if self.zero >= 1 else 1
         self.buckets: dict[str, list[_Bucket]] = {}
         self.all_buckets: list[_Bucket] = []
-        for units in chunks:
+        for chunk, units in enumerate(chunks):
             # Megatron keeps expert parameters in buffers of their own (expert_parallel_buffers)
             for expert in (False, True):
                 part = [ParamUnit(u.name, u.layer, tuple(m for m in u.modules if m.expert == expert)) for u in units]
                 if not any(u.modules for u in part):
                     continue
                 for b in make_buckets(list(reversed(part)), size):
-                    b.expert = expert
+                    b.expert, b.chunk = expert, chunk
                     self.buckets.setdefault(b.last_unit, []).append(b)
                     self.all_buckets.append(b)
         self._pending: list[int] = []
@@ -240,7 +241,7 @@ class BucketedSync(GradSync):
             return {}
         if self._gathered is None:  # first forward of the step: dispatch every bucket's AllGather
             self._gathered = {}
-            for i, b in reversed(list(enumerate(self.all_buckets))):  # forward order
+            for i, b in self.gather_order():
                 ag = self._param_allgather(pb, i, b, ())
                 if ag >= 0:
                     self._gathered.update((name, ag) for name in b.modules)
@@ -249,6 +250,17 @@ class BucketedSync(GradSync):
             if m.name in self._gathered:
                 waits.setdefault(m.block, set()).add(self._gathered[m.name])
         return {block: tuple(sorted(ops)) for block, ops in waits.items()}
+
+    def gather_order(self) -> list[tuple[int, _Bucket]]:
+        """(index, bucket) in the order the overlapped parameter AllGathers are issued: model
+        chunk by model chunk, each chunk's buckets in forward order (its buckets are packed in
+        backward order, so reversed). Megatron-Core keeps the first model chunk first "since we
+        want to still first run all_gather and all_gather_handle.wait() for the first model
+        chunk" (``DistributedOptimizer._get_model_param_buffer_dp_views``,
+        ``megatron/core/optimizer/distrib_optimizer.py`` @937571cf, lines 1356-1361): with the
+        interleaved schedule the first forward, of chunk 0, waits only for chunk 0's gathers."""
+        indexed = list(enumerate(self.all_buckets))
+        return [ib for chunk in range(len(self.chunks)) for ib in reversed(indexed) if ib[1].chunk == chunk]
 
     def _bucket_axes(self, b: _Bucket) -> tuple[str, ...]:
         return self.expert_axes if b.expert else self.axes

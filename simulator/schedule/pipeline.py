@@ -12,7 +12,10 @@ runs them (``megatron/core/pipeline_parallel/schedules.py``):
   forward k runs chunk ``(k mod pp·vp) // pp`` on micro-batch ``(k // (pp·vp))·pp + k mod pp``,
   backward k the chunks in reverse; after every pass one batched send/recv exchanges with the
   neighbours exactly as Megatron's ``send_forward_recv_forward`` /
-  ``send_forward_backward_recv_forward_backward`` / ``send_backward_recv_backward`` do.
+  ``send_forward_backward_recv_forward_backward`` / ``send_backward_recv_backward`` do. With
+  ``overlap_p2p_comm`` (``--overlap-p2p-communication``) the forward's exchange follows each
+  forward and the backward's each backward, on streams of their own, and only the pass that
+  consumes a received tensor waits for it: the exchanges run under the other direction's pass.
 
 Each message is a :class:`Transfer` along axis ``pp`` with offset ±1 (cyclic, so virtual stage
 pp−1 → pp of the next chunk goes from the last stage to the first); its key names the virtual
@@ -203,8 +206,9 @@ class StageBuilder:
     # -- communication ------------------------------------------------------------------------
 
     def p2p(self, name: str, send_f: Pass | None = None, send_b: Pass | None = None,
-            recv_f: Pass | None = None, recv_b: Pass | None = None) -> None:
-        """One batched send/recv; passes that need no message (first/last virtual stage) drop out."""
+            recv_f: Pass | None = None, recv_b: Pass | None = None, stream: str = "") -> None:
+        """One batched send/recv; passes that need no message (first/last virtual stage) drop out.
+        ``stream``: the exchange's stream (default: the ``pp`` stream of every pipeline message)."""
         sends, recvs, deps = [], [], []
         if send_f is not None and not self.last_v(send_f.chunk):
             sends.append(Transfer("pp", +1, self.msg, f"pp.act.v{self.v(send_f.chunk) + 1}.mb{send_f.mb}"))
@@ -223,7 +227,7 @@ class StageBuilder:
             return
         mb = first.mb
         idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
-                                deps=tuple(deps), tag=Tag("other", None, mb)))
+                                deps=tuple(deps), stream=stream, tag=Tag("other", None, mb)))
         for key, t in recvs:
             self.recv[key] = idx if not self.gathered else self.pb.add(CommOp(
                 name=f"{t.key}.allgather", op="allgather", axes=("tp",), size_bytes=self.gathered, deps=(idx,),
@@ -271,11 +275,23 @@ class StageBuilder:
         def B(k: int) -> Pass:
             return Pass("B", _chunk(k, pp, vp, False), self.mb0 + _mb(k, pp, vp))
 
-        self.p2p("recv_forward", recv_f=F(0))
+        # --overlap-p2p-communication (schedules.py, forward_backward_pipelining_with_interleaving,
+        # ``config.overlap_p2p_comm``): the forward exchange (send_forward_recv_forward) is issued
+        # right after each forward and the backward one (send_backward_recv_backward) right after
+        # each backward, each on its own stream, and the next pass waits only for what it receives,
+        # so in the steady state the forward's exchange runs under the backward and vice versa.
+        # Without it, one batched, blocking exchange closes every steady step.
+        split = self.scn.parallel.overlap_p2p_comm and not self.a2a_overlap
+        fwd_stream, bwd_stream = ("pp.fwd", "pp.bwd") if split else ("", "")
+        self.p2p("recv_forward", recv_f=F(0), stream=fwd_stream)
         for k in range(warmup):
             self.forward(F(k).chunk, F(k).mb)
             nxt_f = F(k + 1) if k + 1 < total else None
-            if k == warmup - 1 and remaining == 0:
+            if split:
+                self.p2p("send_forward_recv_forward", send_f=F(k), recv_f=nxt_f, stream=fwd_stream)
+                if k == warmup - 1:
+                    self.p2p("recv_backward", recv_b=B(0), stream=bwd_stream)
+            elif k == warmup - 1 and remaining == 0:
                 self.p2p("send_forward_recv_backward", send_f=F(k), recv_b=B(0))
             elif k == warmup - 1:
                 self.p2p("send_forward_recv_forward_backward", send_f=F(k), recv_f=nxt_f, recv_b=B(0))
@@ -284,18 +300,26 @@ class StageBuilder:
         for k in range(remaining):
             kf = k + warmup
             self.steady.append(len(self.pb))
+            nxt_f = F(kf + 1) if k < remaining - 1 else None
+            nxt_b = B(k + 1) if k + 1 < total else None
             if self.a2a_overlap:
                 self.combined(F(kf), B(k))
+            elif split:
+                self.forward(F(kf).chunk, F(kf).mb)
+                self.p2p("send_forward_recv_forward", send_f=F(kf), recv_f=nxt_f, stream=fwd_stream)
+                self.backward(B(k).chunk, B(k).mb)
+                self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=nxt_b, stream=bwd_stream)
+                continue
             else:
                 self.forward(F(kf).chunk, F(kf).mb)
                 self.backward(B(k).chunk, B(k).mb)
-            nxt_f = F(kf + 1) if k < remaining - 1 else None
             self.p2p("send_forward_backward_recv_forward_backward", send_f=F(kf), send_b=B(k),
-                     recv_f=nxt_f, recv_b=B(k + 1) if k + 1 < total else None)
+                     recv_f=nxt_f, recv_b=nxt_b)
         self.steady.append(len(self.pb))
         for k in range(remaining, total):
             self.backward(B(k).chunk, B(k).mb)
-            self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=B(k + 1) if k + 1 < total else None)
+            self.p2p("send_backward_recv_backward", send_b=B(k), recv_b=B(k + 1) if k + 1 < total else None,
+                     stream=bwd_stream)
 
     def no_pipelining_combined(self) -> None:
         """pp = 1 with combined 1F1B (``combined_1f1b_schedule_for_no_pipelining``): F0, then

@@ -17,7 +17,7 @@ import pytest
 from simulator.config.scenario import build_scenario
 from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import param_count
-from simulator.schedule.ir import CommOp, P2POp
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp
 from tests.shrink import shrunk_scenario
 
 PROFILE = """name: test-gpu
@@ -65,6 +65,8 @@ PLANS = {
     "zero3_tp_sp_full_recompute": {"zero": 3, "tp": 2, "sequence_parallel": True},
     "fsdp2_interleaved": {"zero": 3, "zero3_impl": "fsdp2", "pp": 2, "pp_schedule": "interleaved", "vp": 2},
     "fsdp2_no_reshard_tp": {"zero": 3, "zero3_impl": "fsdp2", "fsdp_reshard_after_forward": False, "tp": 2},
+    "interleaved_overlap_p2p": {"pp": 2, "pp_schedule": "interleaved", "vp": 2, "zero": 1,
+                                "overlap_param_gather": True, "overlap_p2p_comm": True},
 }
 
 
@@ -259,6 +261,51 @@ def test_overlap_param_gather_moves_the_allgathers_before_the_first_forward(make
     # every parameter AllGather is waited for by some forward op of the first micro-batch
     waited = {d for op in over if op.tag.phase == "fwd" for d in op.deps}
     assert ag_index <= waited
+
+
+def test_overlap_p2p_comm_issues_each_exchange_after_its_own_pass(make):
+    """--overlap-p2p-communication (Megatron's interleaved schedule): in every steady step the
+    forward's exchange (send_forward_recv_forward) is issued right after the forward, before the
+    backward, on a stream of its own, and the backward's (send_backward_recv_backward) right after
+    the backward; no pass waits for an exchange it receives nothing from. Without it one batched
+    exchange per steady step carries both directions."""
+    plan = {"pp": 2, "pp_schedule": "interleaved", "vp": 2}
+    scn = make({**plan, "overlap_p2p_comm": True}, training={"global_batch": 16})
+    for role, prog in build_schedule(scn).programs.items():
+        p2p = [(i, op) for i, op in enumerate(prog) if isinstance(op, P2POp)]
+        assert not any("forward_backward" in op.name for _, op in p2p), role
+        for i, op in p2p:
+            fwd = any(t.key.startswith("pp.act") for t in op.sends + op.recvs)
+            bwd = any(t.key.startswith("pp.grad") for t in op.sends + op.recvs)
+            assert fwd != bwd and op.stream == ("pp.fwd" if fwd else "pp.bwd"), (role, op.name)
+            # an exchange that sends is issued right after the pass whose output it sends: no
+            # kernel between that pass's last op and the exchange
+            if op.sends:
+                (d,) = op.deps
+                assert prog[d].tag.phase == ("fwd" if fwd else "bwd"), (role, op.name)
+                assert not any(isinstance(x, ComputeOp) for x in prog[d + 1:i]), (role, op.name)
+        # a steady step: forward, its exchange, backward, its exchange
+        kinds = ["F" if any(t.key.startswith("pp.act") for t in op.sends + op.recvs) else "B" for _, op in p2p]
+        assert "FB" * 3 in "".join(kinds), role
+    batched = build_schedule(make(plan, training={"global_batch": 16})).programs["pp1.cp0"]
+    assert any(isinstance(op, P2POp) and "forward_backward" in op.name for op in batched)
+
+
+def test_overlap_param_gather_gathers_the_first_model_chunk_first(make):
+    """Interleaved schedule: Megatron-Core issues the overlapped parameter AllGathers model chunk
+    by model chunk, the first chunk first (``_get_model_param_buffer_dp_views``), so the first
+    forward, of chunk 0, does not wait behind the later chunks' gathers. 4 layers, pp 2, vp 2:
+    stage 0 holds chunk 0 (embedding, layer 0) and chunk 1 (layer 2), one bucket each."""
+    scn = make({"zero": 1, "overlap_param_gather": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    ag = [i for i, op in enumerate(prog) if isinstance(op, CommOp) and op.name.startswith("dp.param.allgather")]
+    assert len(ag) == 2
+    h, f, v, kv = scn.model.hidden, scn.model.ffn_hidden, scn.model.vocab, scn.model.kv_heads
+    layer = h * (h + 2 * kv * (h // scn.model.heads)) + h * h + 3 * h * f + 2 * h  # qkv, proj, SwiGLU, 2 norms
+    assert prog[ag[0]].size_bytes == pytest.approx(2 * (v * h + layer), rel=0.01)  # chunk 0 in bf16
+    assert prog[ag[1]].size_bytes == pytest.approx(2 * layer, rel=0.01)  # chunk 1
+    first_wait = next(op for op in prog if set(op.deps) & set(ag))  # the first op that waits for a gather
+    assert first_wait.name.startswith(("embedding", "L0.")) and set(first_wait.deps) & set(ag) == {ag[0]}
 
 
 @pytest.mark.parametrize("impl", ["deepspeed", "fsdp2"])

@@ -285,6 +285,23 @@ def test_gradient_reduction_follows_each_stacks_defaults():
                for c in sources.cases() if c.source == "megatron2020")  # local DDP up to tp 2
 
 
+def test_megatron_core_pipelined_rows_run_the_interleaved_schedule():
+    """The Megatron-Core 2024 README overlaps pipeline-parallel communication, which Megatron-LM
+    of that commit does only in the interleaved schedule (``--overlap-p2p-communication`` is
+    switched off without virtual stages), so its pp > 1 rows ran interleaved 1F1B. Virtual stages
+    are not printed: the fewest that split a stage's layers evenly, from the table's layers and
+    PP: GPT-70B 84 / 2 = 42 layers per stage -> 2 virtual stages of 21; GPT-119B 92 / 4 = 23, a
+    prime -> 23 of one layer. The pp = 1 rows have no pipeline schedule to interleave."""
+    want = {"GPT-70B": 2, "GPT-119B": 23}
+    cs = _by_source("mcore2024")
+    piped = {c.label.split()[0]: c.scenario["parallel"] for c in cs if c.scenario["parallel"]["pp"] > 1}
+    assert set(piped) == set(want)
+    for name, par in piped.items():
+        assert par.get("pp_schedule") == "interleaved" and par.get("vp") == want[name], (name, par)
+        assert par.get("overlap_p2p_comm") is True, (name, par)  # what the README says it overlapped
+    assert all("vp" not in c.scenario["parallel"] for c in cs if c.scenario["parallel"]["pp"] == 1)
+
+
 def test_mpt_small_models_on_a100():
     """MPT-1B and -3B on 8 A100-80GB (FSDP, no recompute, PyTorch eager layers): fitting-subset
     rows; doc: +4.3% and +1.7%."""
