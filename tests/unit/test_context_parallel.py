@@ -101,6 +101,59 @@ def test_p2p_kernel_shapes():
         assert shapes == [(n, n, D, True)] + [(n, n // 2, D, False)] * (c - 1)
 
 
+def _memory_passes(ops: list, name: str) -> list:
+    return [op for op in ops if isinstance(op, ComputeOp) and op.kind in ("copy", "elementwise") and name in op.name]
+
+
+@pytest.mark.parametrize("c", [2, 4, 8])
+def test_p2p_forward_merges_the_output_once_per_step(c):
+    """TE's forward (v2.2 ``AttnFuncWithCPAndKVP2P``, v1.4 ``AttnFuncWithCP``): K and V are
+    concatenated into the first send buffer (read and written: 2·b·(s/c)·g·d·B each way) before
+    the ring, and after it the running output takes one correction per step: 2 passes over the
+    local b·(s/c)·a·d bf16 output for the first step (scale, write), 3 for each other (read the
+    step's and the running output, write)."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    fwd, _ = run(ctx(c, rank=c - 1))
+    (cat,) = _memory_passes(fwd, ".fwd.kv_cat")
+    assert cat.hbm_bytes == 2 * m
+    first_kernel = next(op for op in fwd if isinstance(op, ComputeOp) and op.kind == "attention")
+    assert fwd.index(first_kernel) > fwd.index(cat)
+    (corr,) = _memory_passes(fwd, ".fwd.correct")
+    assert corr.hbm_bytes == (2 + 3 * (c - 1)) * q
+    assert corr.count == c
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_p2p_backward_accumulates_dq_and_dkv_every_step(c):
+    """TE's backward: the local KV copied into the first send buffer (read + write of K and V),
+    then per step dQ added into the running dQ (3 passes over the local q) and dK/dV added into
+    the partial received from the neighbour (3 passes), over all of the local KV on the diagonal
+    and its first half on rank c−1's other steps."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    _, bwd = run(ctx(c, rank=c - 1))
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.copy.")] == [2 * m]
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dq_accum.")] == [3 * q] * c
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [3 * m] + [1.5 * m] * (c - 1)
+    assert not _memory_passes(bwd, "dkv_final")  # accumulated per step, no closing pass
+
+
+def test_p2p_backward_send_carries_the_accumulated_dkv():
+    """The dK/dV addition of step i waits for step i's transfer (it brings the neighbour's
+    partial), and step i+1's send (which carries the sum) waits for the addition."""
+    c = 4
+    pb_ops = sum(run(ctx(c, rank=c - 1)), [])
+    index = {id(op): i for i, op in enumerate(pb_ops)}
+    xfers = [op for op in pb_ops if isinstance(op, P2POp) and ".bwd." in op.name]
+    accums = _memory_passes(pb_ops, ".bwd.dkv_accum.")
+    assert len(accums) == len(xfers) == c
+    for i, acc in enumerate(accums):
+        assert index[id(xfers[i])] in acc.deps
+        if i + 1 < len(xfers):
+            assert index[id(acc)] in xfers[i + 1].deps
+
+
 def test_all_gather_chunks_attend_their_causal_prefix():
     c, rank = 4, 1
     chunk = S // (2 * c)
