@@ -23,11 +23,15 @@ p2p (§5.2, ``AttnFuncWithCPAndKVP2P``): a KV ring over ``cp`` (ring.py), c step
     each step's dQ into the running dQ (3Q) and, once the step's transfer arrived, its dK/dV
     into the received partial (3M on the diagonal, 1.5M for the half blocks of rank c−1's other
     steps, which the blocks price). Read in TE v2.2 ``AttnFuncWithCPAndKVP2P`` (NeMo 25.04; the
-    same in TE main) and v1.4 ``AttnFuncWithCP`` (NeMo 24.03). v1.4, whose CP took only bshd
-    (Megatron's sbhd q, k, v transposed on entry, the output back), also copied the KV halves of
-    the off-diagonal steps to contiguous tensors and concatenated dK and dV before adding them;
-    in v2.x's sbhd layout those halves are contiguous slices and dK, dV share one buffer, so
-    these v1.4-only passes are not modelled.
+    same in TE main) and v1.4 ``AttnFuncWithCP`` (NeMo 24.03).
+    ``ctx.cp_qkv_format`` bshd (TE ≤ 1.6, whose CP took only bshd; v1.4 ``FusedAttention.forward``
+    and ``AttnFuncWithCP``) adds: q, k, v transposed from Megatron's sbhd on entry
+    (``transpose(0, 1).contiguous()``, 2(Q + M)), the output back (2Q) and, in backward, the
+    incoming output gradient (2Q); on rank c−1's off-diagonal steps the first halves of K and V
+    copied to contiguous tensors before the kernel (``kv[:, :, 0].contiguous()``, M, forward and
+    backward); dK and dV concatenated before the addition (``torch.cat``, 2M on the diagonal, M
+    for a half block). In sbhd (TE ≥ 1.7) those halves are contiguous slices and dK, dV share
+    one buffer (``_combine_tensors``).
 all_gather (§5.3, ``AttnFuncWithCPAndKVAllGather``): blocking AllGather of K, then of V
     (b·s·g·d·B each), then two attention steps, one per local Q chunk against its causal KV
     prefix. Backward: AllGather K and V again, attention backward, ReduceScatter dK and dV.
@@ -79,6 +83,9 @@ def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
     # the second Q chunk × both KV chunks (steps > r); priced as the former on every rank (rank
     # c−1's steps), whose dK/dV partials cover the first KV chunk only
     half = dict(dq_accum_bytes=3 * q, dkv_accum_bytes=1.5 * m)
+    if ctx.cp_qkv_format == "bshd":  # KV halves made contiguous, dK and dV concatenated
+        first = dict(first, dkv_accum_bytes=first["dkv_accum_bytes"] + 2 * m)
+        half = dict(half, copy_fwd_bytes=m, copy_bwd_bytes=m, dkv_accum_bytes=half["dkv_accum_bytes"] + m)
     return ([RingBlock(diag, diag / (4 * tile), io, ctx.kernel_shape(n, n, True), **first)]
             + [RingBlock(2 * tile, 0.5, io, ctx.kernel_shape(n, chunk, False), **half)] * (ctx.cp - 1))
 
@@ -94,15 +101,25 @@ def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
                     dtype=ctx.dtype, kernel=ctx.kernel)
 
 
+def _copy(pb: ProgramBuilder, ctx: AttentionContext, name: str, nbytes: int, phase: Phase, after: int) -> int:
+    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", kind="copy", hbm_bytes=nbytes, deps=(after,),
+                            dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
+
+
 def _p2p_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
+    bshd = ctx.cp_qkv_format == "bshd"
+    if bshd:  # q, k, v from Megatron's sbhd to bshd
+        after = _copy(pb, ctx, "to_bshd", 2 * (ctx.q_bytes + ctx.kv_bytes), "fwd", after)
     # K and V concatenated into the first send buffer, which step 0's kernel also reads
-    kv = pb.add(ComputeOp(name=f"L{ctx.layer}.attn.cp.fwd.kv_cat", kind="copy", hbm_bytes=2 * ctx.kv_bytes,
-                          deps=(after,), dtype=ctx.dtype, tag=Tag("fwd", ctx.layer, ctx.mb_index)))
-    return ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_correction_bytes(ctx), kv, direction=+1,
-                        out_kernels=ctx.cp)
+    kv = _copy(pb, ctx, "kv_cat", 2 * ctx.kv_bytes, "fwd", after)
+    out = ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_correction_bytes(ctx), kv, direction=+1,
+                       out_kernels=ctx.cp)
+    return _copy(pb, ctx, "to_sbhd", 2 * ctx.q_bytes, "fwd", out) if bshd else out
 
 
 def _p2p_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
+    if ctx.cp_qkv_format == "bshd":  # the output gradient to bshd
+        after = _copy(pb, ctx, "to_bshd", 2 * ctx.q_bytes, "bwd", after)
     return ring_backward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), ctx.kv_bytes, bundle_dkv=True,
                          after=after, direction=-1)
 

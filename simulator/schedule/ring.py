@@ -24,9 +24,9 @@ Backward, two flavours:
   step dependencies are modelled, not which partial sum sits in which buffer.
 
 Memory-bound work around each step's kernel, when the caller's blocks carry it
-(``RingBlock.copy_bwd_bytes`` / ``dq_accum_bytes`` / ``dkv_accum_bytes``; TE's p2p does, see
-``context_parallel.p2p_blocks``): a copy before the step's backward kernel, on the same stream;
-after it the step's dQ partial is added into the running dQ, and its dK/dV partial into the
+(``RingBlock.copy_fwd_bytes`` / ``copy_bwd_bytes`` / ``dq_accum_bytes`` / ``dkv_accum_bytes``;
+TE's p2p does, see ``context_parallel.p2p_blocks``): a copy before the step's forward or
+backward kernel, on the same stream; after the backward kernel the step's dQ partial is added into the running dQ, and its dK/dV partial into the
 buffer the step's transfer received from the neighbour once that transfer is done; the next
 step's send carries that sum, so it waits for the addition. With accumulation per step there is
 no separate final pass.
@@ -49,7 +49,8 @@ class RingBlock:
     causal_fraction: float
     hbm_bytes: float
     shape: tuple[int, int, int, bool] | None = None  # the kernel's ComputeOp.attention_shape
-    copy_bwd_bytes: float = 0.0  # a copy before its backward kernel (memory-bound, same stream)
+    copy_fwd_bytes: float = 0.0  # a copy before its forward kernel (memory-bound, same stream)
+    copy_bwd_bytes: float = 0.0  # the same before its backward kernel
     dq_accum_bytes: float = 0.0  # adding the step's dQ into the running dQ after its backward kernel
     dkv_accum_bytes: float = 0.0  # adding its dK/dV into the received partial sum (after the transfer)
 
@@ -117,7 +118,10 @@ def ring_forward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock 
             xfer = _p2p(pb, spec, f"{spec.name}.fwd.kv.step{i}", f"{spec.key}.fwd.kv.step{i}",
                         spec.kv_bytes, direction, tuple(sorted({arrived, last_compute})), "fwd")
         if blk is not None:
-            last_compute = _block(pb, spec, f"{spec.name}.fwd.step{i}", blk, False, (arrived,))
+            ready = arrived
+            if blk.copy_fwd_bytes:
+                ready = _copy(pb, spec, f"{spec.name}.fwd.copy.step{i}", blk.copy_fwd_bytes, "fwd", (arrived,))
+            last_compute = _block(pb, spec, f"{spec.name}.fwd.step{i}", blk, False, (ready,))
         arrived = xfer
     return _close(pb, spec, f"{spec.name}.fwd.correct", out_bytes, "fwd", (last_compute, xfer), out_kernels)
 

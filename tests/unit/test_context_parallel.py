@@ -16,10 +16,10 @@ from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 B, S, D, A, G = 1, 16384, 128, 16, 4
 
 
-def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G) -> AttentionContext:
+def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G, qkv_format="sbhd") -> AttentionContext:
     return AttentionContext(micro_batch_size=B, seq=S, seq_local=S // c, heads=heads, kv_heads=kv, head_dim=D,
                             dtype_bytes=2, causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm=comm, layer=7,
-                            mb_index=2)
+                            mb_index=2, cp_qkv_format=qkv_format)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
@@ -137,6 +137,28 @@ def test_p2p_backward_accumulates_dq_and_dkv_every_step(c):
     assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dq_accum.")] == [3 * q] * c
     assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [3 * m] + [1.5 * m] * (c - 1)
     assert not _memory_passes(bwd, "dkv_final")  # accumulated per step, no closing pass
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_p2p_in_bshd_transposes_and_copies_kv_halves(c):
+    """TE <= 1.6 (v1.4 ``FusedAttention.forward``, ``AttnFuncWithCP``) ran CP attention in bshd:
+    q, k, v transposed from Megatron's sbhd on entry (read + write of each), the output back and
+    the output gradient in; the first halves of K and V of each off-diagonal step made contiguous
+    before its kernel (read + write: the local K and V bytes), forward and backward; dK and dV
+    concatenated (read + write) before being added into the received partial."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    fwd, bwd = run(ctx(c, rank=c - 1, qkv_format="bshd"))
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_bshd")] == [2 * (q + m)]
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_sbhd")] == [2 * q]
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.copy.")] == [m] * (c - 1)
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.to_bshd")] == [2 * q]
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.copy.")] == [2 * m] + [m] * (c - 1)
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [5 * m] + [2.5 * m] * (c - 1)
+    # Megatron's own sbhd (TE >= 1.7): none of these
+    sb_fwd, sb_bwd = run(ctx(c, rank=c - 1))
+    assert not _memory_passes(sb_fwd, "sbhd") + _memory_passes(sb_fwd, ".fwd.copy.")
+    assert not _memory_passes(sb_bwd, "to_bshd")
 
 
 def test_p2p_backward_send_carries_the_accumulated_dkv():
