@@ -36,7 +36,8 @@ all_gather (§5.3, ``AttnFuncWithCPAndKVAllGather``): blocking AllGather of K, t
     (b·s·g·d·B each), then two attention steps, one per local Q chunk against its causal KV
     prefix. Backward: AllGather K and V again, attention backward, ReduceScatter dK and dV.
 a2a (§5.4, ``AttnFuncWithCPAndQKVOA2A``): Ulysses inside TE over ``cp`` (head_parallel.py's head
-    scatter with P = c, KV heads not replicated), attention over the full sequence.
+    scatter with P = c, KV heads not replicated), attention over the full sequence; each
+    exchanged tensor copied on both sides of its All-to-All (``layout_copies``).
 a2a+p2p (§5.5): a2a over a sub-group of c1 consecutive cp ranks (axis ``cp_a2a``), then the p2p
     ring over the c2 = c/c1 ranks that are c1 apart on ``cp`` (ring hop c1). c1 comes from
     ``ctx.cp_a2a`` when the config provides it (TE ``hierarchical_context_parallel_sizes[0]``);
@@ -212,7 +213,7 @@ def _hierarchical(ctx: AttentionContext, backward: bool):
         return ring(pb, _ring_context(sharded, c1), after, hop=c1)
 
     return dict(axes=A2A_SUBGROUP_AXES, degree=c1, replicate_kv=False, label="cp_a2a",
-                field="parallel.cp_a2a", inner=inner)
+                field="parallel.cp_a2a", inner=inner, layout_copies=True)
 
 
 def _flat_a2a(ctx: AttentionContext, backward: bool):
@@ -220,7 +221,8 @@ def _flat_a2a(ctx: AttentionContext, backward: bool):
         flat = replace(sharded, cp=1, cp_rank=0)
         return (local_backward if backward else local_forward)(pb, flat, after)
 
-    return dict(axes=AXES, degree=ctx.cp, replicate_kv=False, label="cp_a2a", field="parallel.cp", inner=inner)
+    return dict(axes=AXES, degree=ctx.cp, replicate_kv=False, label="cp_a2a", field="parallel.cp", inner=inner,
+                layout_copies=True)
 
 
 # ---------------------------------------------------------------------------------------------

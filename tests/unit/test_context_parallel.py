@@ -217,6 +217,24 @@ def test_a2a_is_ulysses_over_cp():
     assert sum(op.size_bytes for op in ops) == 2 * (2 * m_q + 2 * m_kv)
 
 
+@pytest.mark.parametrize("comm", ["a2a", "a2a+p2p"])
+def test_a2a_copies_each_tensor_on_both_sides_of_its_all_to_all(comm):
+    """TE's ``flash_attn_a2a_communicate``: before the All-to-All the head groups are moved to
+    the front (``movedim(...).contiguous()``) or the sequence chunks reordered
+    (``index_select``), after it the other of the two: each exchanged tensor is read and written
+    twice more, Q, K, V and O forward, dO, dQ, dK, dV backward."""
+    c = 4
+    fwd, bwd = run(ctx(c, comm=comm))
+    for ops in (fwd, bwd):
+        a2a = [op for op in ops if isinstance(op, CommOp) and op.op == "alltoall"]
+        assert len(a2a) == 4
+        for x in a2a:
+            pre = _memory_passes(ops, x.name + ".pre")
+            post = _memory_passes(ops, x.name + ".post")
+            assert [op.hbm_bytes for op in pre + post] == [2 * x.size_bytes] * 2
+            assert ops.index(pre[0]) < ops.index(x) < ops.index(post[0])
+
+
 def test_a2a_needs_kv_heads_divisible():
     with pytest.raises(InputError, match="kv_heads"):
         run(ctx(8, comm="a2a", kv=4))
