@@ -76,6 +76,9 @@ NOTES = {
     "cp_a2a": "cp_comm a2a+p2p: All-to-All degree inside each ring position (TE "
               "hierarchical_context_parallel_sizes[0]); default: largest power of two <= 8 dividing cp and the "
               "heads per TP rank",
+    "cp_qkv_format": "cp_comm p2p: the layout TransformerEngine's CP attention runs in; sbhd: Megatron's (TE >= "
+                     "1.7); bshd: TE <= 1.6 (NeMo 24.03-24.05), q, k, v transposed in and the output out, the ring "
+                     "steps' KV halves copied, dK and dV concatenated",
     "overlap_param_gather": "ZeRO-1/2: the parameter AllGather hides under the next forward (Megatron "
                             "--overlap-param-gather) instead of following the optimizer step",
     "overlap_p2p_comm": "interleaved schedule: each pass's pipeline send/recv is issued after the pass and "

@@ -101,6 +101,11 @@ class Parallel(BaseModel):
     # hierarchical_context_parallel_sizes[0]); None: the largest power of two <= 8 dividing cp
     # and the query and KV heads per TP rank.
     cp_a2a: int | None = Field(default=None, gt=0)
+    # cp_comm: p2p: the layout TransformerEngine's context-parallel attention runs in. sbhd (TE >=
+    # 1.7): Megatron's q, k, v as they are. bshd (TE <= 1.6, NeMo 24.03-24.05): q, k, v transposed
+    # from Megatron's sbhd on entry and the output back, the KV halves of the off-diagonal ring
+    # steps copied to contiguous tensors, dK and dV concatenated (schedule/context_parallel.py).
+    cp_qkv_format: Literal["sbhd", "bshd"] = "sbhd"
     # ZeRO-1/2: dispatch the parameter AllGather of the step's update from the next forward's
     # pre-hooks (Megatron --overlap-param-gather) instead of waiting for it after the step.
     overlap_param_gather: bool = False

@@ -174,6 +174,9 @@ def check_plan(scn: Scenario) -> None:
             if (heads // p.tp) % p.cp:
                 _fail(scn, "parallel.cp", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
                                           f"cp={p.cp} (cp_comm: a2a splits heads)")
+    if p.cp_qkv_format != "sbhd" and p.cp_comm != "p2p":
+        _fail(scn, "parallel.cp_qkv_format", f"cp_qkv_format={p.cp_qkv_format} applies only to cp_comm: p2p "
+                                             f"(TransformerEngine <= 1.6 had no other), got {p.cp_comm}")
     if p.cp_a2a is not None:
         if p.cp_comm != "a2a+p2p":
             _fail(scn, "parallel.cp_a2a", f"cp_a2a={p.cp_a2a} applies only to cp_comm: a2a+p2p (got {p.cp_comm})")

@@ -211,6 +211,20 @@ grows from a quarter to 97% of the model FLOPs.
   The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
   already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
   throughput stays within 4%, and so does the prediction.
+- **TE's memory passes around each ring step.** TE runs each CP step as its own kernel and
+  moves memory around the ring (TE v2.2 `AttnFuncWithCPAndKVP2P`, v1.4 `AttnFuncWithCP`): K and
+  V are concatenated into the send buffer, the output is merged once per step after the ring
+  (c corrections, not one), and the backward adds each step's dQ into the running dQ and its
+  dK/dV into the partial received from the neighbour. TE 1.4 (NeMo 24.03; CP in sbhd came
+  with TE 1.7) also transposed q, k, v from Megatron's sbhd to bshd and the output back,
+  copied the KV halves of the off-diagonal steps and concatenated dK, dV
+  (`parallel.cp_qkv_format: bshd` on the H100 rows). `context_parallel.p2p_blocks` prices them:
+  the H100 CP rows move 3.1-4.2 points (32K cp2 +25.0% → +20.8%, 1M cp32 +37.6% → +34.5%),
+  the B200 rows 0.5-1.2 (the cost per step is ∝ 1/(s/c): most at 64K cp4). None of this
+  touches the 8K and 16K rows (no CP), which set the source's median: what remains is the
+  attention kernel rate of that stack. A two-term fit of the H100 rows, with the 4K row of the
+  same page (4 GPUs, simulated on 8) added, needs attention × 1.39 and the rest × 1.06; the
+  same fit on the B200 rows gives attention × 1.06 and the rest × 0.93.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 

@@ -383,8 +383,10 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
     24.03, 8K-1M tokens; Llama3-8B on DGX B200 with NeMo 25.04, 32K-1M) that fill whole nodes:
     TP, PP and CP as printed, micro-batch 1, Megatron CP's p2p KV ring (TE's only CP
     communication in 24.03), sequence parallel with TP, the distributed optimizer with overlapped
-    parameter AllGather (NeMo's distributed_fused_adam), no recompute. Model TFLOP/s as
-    Megatron-Core counts them (full score matrix; see ``scoring.megatron_model_flops``)."""
+    parameter AllGather (NeMo's distributed_fused_adam), no recompute. NeMo 24.03's TE 1.4 ran
+    its CP attention in bshd (``parallel.cp_qkv_format``), NeMo 25.04's TE 2.x in Megatron's
+    sbhd. Model TFLOP/s as Megatron-Core counts them (full score matrix; see
+    ``scoring.megatron_model_flops``)."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["notes"].startswith("with CP") or not r["cp"]:
@@ -395,6 +397,8 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
             continue  # a scenario has whole 8-GPU nodes
         tp, pp, cp = parse_int(r["tp"], 1), parse_int(r["pp"], 1), parse_int(r["cp"], 1)
         par = dict(megatron_parallel(tp, pp, cp=cp, tp_overlap="none"), cp_comm="p2p")
+        if hw == "dgx-h100":
+            par["cp_qkv_format"] = "bshd"  # TE 1.4 (NeMo 24.03.01)
         seq = parse_int(r["seq_len"])
         out.append(Case("nemo_cp", f"{r['model_name']} {hw.split('-')[1].upper()} {seq // 1024}K "
                                    f"tp{tp} pp{pp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",

@@ -48,6 +48,7 @@ class AttentionContext:
     mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     dtype: str = "bf16"
     cp_a2a: int | None = None  # a2a+p2p: All-to-All degree (None: derived, see context_parallel)
+    cp_qkv_format: str = "sbhd"  # p2p: the layout TE's CP attention runs in (sbhd | bshd, see context_parallel)
     kernel: str = ""  # fused attention kernel (flash2 | flash3; "": the GPU's default)
     eager: bool = False  # unfused attention in PyTorch ops (training.fused_kernels false)
     dropout: bool = True  # attention dropout active (training.dropout)

@@ -14,11 +14,30 @@ p2p (§5.2, ``AttnFuncWithCPAndKVP2P``): a KV ring over ``cp`` (ring.py), c step
     partials with the KV (KV only at step 0, [KV; dKV] at 1..c−2, dKV only at c−1), dKV in the
     activation dtype: 2·(c−1)·M_kv. TE alternates attention between two streams and orders
     even/odd ranks' send and receive to avoid deadlock; one batched P2POp per step stands for it.
+    Around each step's kernel TE moves memory (``p2p_blocks``; Q = this rank's q bytes
+    b·(s/c)·a·d·B, M = M_kv): the forward first concatenates K and V into the ring's send
+    buffer (``torch.cat``, 2M); the output is merged after the last step, one correction
+    per step (``flash_attn_fwd_out_correction``: read the step's output and the running output,
+    write it back, 3Q; the first step's only scales and writes, 2Q), so (3c−1)·Q in c kernels
+    instead of one pass; the backward copies the local KV into the first send buffer (2M), adds
+    each step's dQ into the running dQ (3Q) and, once the step's transfer arrived, its dK/dV
+    into the received partial (3M on the diagonal, 1.5M for the half blocks of rank c−1's other
+    steps, which the blocks price). Read in TE v2.2 ``AttnFuncWithCPAndKVP2P`` (NeMo 25.04; the
+    same in TE main) and v1.4 ``AttnFuncWithCP`` (NeMo 24.03).
+    ``ctx.cp_qkv_format`` bshd (TE ≤ 1.6, whose CP took only bshd; v1.4 ``FusedAttention.forward``
+    and ``AttnFuncWithCP``) adds: q, k, v transposed from Megatron's sbhd on entry
+    (``transpose(0, 1).contiguous()``, 2(Q + M)), the output back (2Q) and, in backward, the
+    incoming output gradient (2Q); on rank c−1's off-diagonal steps the first halves of K and V
+    copied to contiguous tensors before the kernel (``kv[:, :, 0].contiguous()``, M, forward and
+    backward); dK and dV concatenated before the addition (``torch.cat``, 2M on the diagonal, M
+    for a half block). In sbhd (TE ≥ 1.7) those halves are contiguous slices and dK, dV share
+    one buffer (``_combine_tensors``).
 all_gather (§5.3, ``AttnFuncWithCPAndKVAllGather``): blocking AllGather of K, then of V
     (b·s·g·d·B each), then two attention steps, one per local Q chunk against its causal KV
     prefix. Backward: AllGather K and V again, attention backward, ReduceScatter dK and dV.
 a2a (§5.4, ``AttnFuncWithCPAndQKVOA2A``): Ulysses inside TE over ``cp`` (head_parallel.py's head
-    scatter with P = c, KV heads not replicated), attention over the full sequence.
+    scatter with P = c, KV heads not replicated), attention over the full sequence; each
+    exchanged tensor copied on both sides of its All-to-All (``layout_copies``).
 a2a+p2p (§5.5): a2a over a sub-group of c1 consecutive cp ranks (axis ``cp_a2a``), then the p2p
     ring over the c2 = c/c1 ranks that are c1 apart on ``cp`` (ring hop c1). c1 comes from
     ``ctx.cp_a2a`` when the config provides it (TE ``hierarchical_context_parallel_sizes[0]``);
@@ -48,18 +67,33 @@ MAX_A2A_DEGREE = 8  # one NVLink domain of an 8-GPU node
 
 
 def p2p_blocks(ctx: AttentionContext) -> list[RingBlock]:
-    """Attention work of each of TE's c p2p steps (the same on every rank)."""
+    """Attention work of each of TE's c p2p steps (the same on every rank), with the memory
+    passes around each kernel (module docstring)."""
     chunk = ctx.seq_local // 2
     tile = attention_flops(ctx.micro_batch_size, ctx.heads, chunk, chunk, ctx.head_dim)  # U
     io = ctx.q_bytes * 2 + ctx.kv_bytes
     n = ctx.seq_local
+    q, m = ctx.q_bytes, ctx.kv_bytes
+    full = dict(dq_accum_bytes=3 * q, dkv_accum_bytes=3 * m)  # read, read, write
+    first = dict(full, copy_bwd_bytes=2 * m)  # the local KV copied into the first send buffer
     if not ctx.causal:
-        return [RingBlock(4 * tile, 1.0, io, ctx.kernel_shape(n, n, False))] * ctx.cp
+        return ([RingBlock(4 * tile, 1.0, io, ctx.kernel_shape(n, n, False), **first)]
+                + [RingBlock(4 * tile, 1.0, io, ctx.kernel_shape(n, n, False), **full)] * (ctx.cp - 1))
     diag = (2 * causal_fraction_diagonal(chunk) + 1) * tile
     # off the diagonal one unmasked kernel: both local Q chunks × the first KV chunk (steps ≤ r) or
-    # the second Q chunk × both KV chunks (steps > r); priced as the former on every rank
-    return ([RingBlock(diag, diag / (4 * tile), io, ctx.kernel_shape(n, n, True))]
-            + [RingBlock(2 * tile, 0.5, io, ctx.kernel_shape(n, chunk, False))] * (ctx.cp - 1))
+    # the second Q chunk × both KV chunks (steps > r); priced as the former on every rank (rank
+    # c−1's steps), whose dK/dV partials cover the first KV chunk only
+    half = dict(dq_accum_bytes=3 * q, dkv_accum_bytes=1.5 * m)
+    if ctx.cp_qkv_format == "bshd":  # KV halves made contiguous, dK and dV concatenated
+        first = dict(first, dkv_accum_bytes=first["dkv_accum_bytes"] + 2 * m)
+        half = dict(half, copy_fwd_bytes=m, copy_bwd_bytes=m, dkv_accum_bytes=half["dkv_accum_bytes"] + m)
+    return ([RingBlock(diag, diag / (4 * tile), io, ctx.kernel_shape(n, n, True), **first)]
+            + [RingBlock(2 * tile, 0.5, io, ctx.kernel_shape(n, chunk, False), **half)] * (ctx.cp - 1))
+
+
+def out_correction_bytes(ctx: AttentionContext) -> int:
+    """Bytes of TE's forward output merge over c steps: 2Q for the first, 3Q for each other."""
+    return (3 * ctx.cp - 1) * ctx.q_bytes
 
 
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
@@ -68,12 +102,25 @@ def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
                     dtype=ctx.dtype, kernel=ctx.kernel)
 
 
+def _copy(pb: ProgramBuilder, ctx: AttentionContext, name: str, nbytes: int, phase: Phase, after: int) -> int:
+    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", kind="copy", hbm_bytes=nbytes, deps=(after,),
+                            dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
+
+
 def _p2p_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
-    out_bytes = ctx.q_bytes // ctx.dtype_bytes * (4 + ctx.dtype_bytes)  # fp32 out/LSE correction
-    return ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_bytes, after, direction=+1)
+    bshd = ctx.cp_qkv_format == "bshd"
+    if bshd:  # q, k, v from Megatron's sbhd to bshd
+        after = _copy(pb, ctx, "to_bshd", 2 * (ctx.q_bytes + ctx.kv_bytes), "fwd", after)
+    # K and V concatenated into the first send buffer, which step 0's kernel also reads
+    kv = _copy(pb, ctx, "kv_cat", 2 * ctx.kv_bytes, "fwd", after)
+    out = ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_correction_bytes(ctx), kv, direction=+1,
+                       out_kernels=ctx.cp)
+    return _copy(pb, ctx, "to_sbhd", 2 * ctx.q_bytes, "fwd", out) if bshd else out
 
 
 def _p2p_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
+    if ctx.cp_qkv_format == "bshd":  # the output gradient to bshd
+        after = _copy(pb, ctx, "to_bshd", 2 * ctx.q_bytes, "bwd", after)
     return ring_backward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), ctx.kv_bytes, bundle_dkv=True,
                          after=after, direction=-1)
 
@@ -166,7 +213,7 @@ def _hierarchical(ctx: AttentionContext, backward: bool):
         return ring(pb, _ring_context(sharded, c1), after, hop=c1)
 
     return dict(axes=A2A_SUBGROUP_AXES, degree=c1, replicate_kv=False, label="cp_a2a",
-                field="parallel.cp_a2a", inner=inner)
+                field="parallel.cp_a2a", inner=inner, layout_copies=True)
 
 
 def _flat_a2a(ctx: AttentionContext, backward: bool):
@@ -174,7 +221,8 @@ def _flat_a2a(ctx: AttentionContext, backward: bool):
         flat = replace(sharded, cp=1, cp_rank=0)
         return (local_backward if backward else local_forward)(pb, flat, after)
 
-    return dict(axes=AXES, degree=ctx.cp, replicate_kv=False, label="cp_a2a", field="parallel.cp", inner=inner)
+    return dict(axes=AXES, degree=ctx.cp, replicate_kv=False, label="cp_a2a", field="parallel.cp", inner=inner,
+                layout_copies=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,12 @@ forward   a2a(Q), a2a(K), a2a(V)   [s/P, a] → [s, a/P]    three separate synch
 backward  a2a(dO), ``inner`` attention backward, a2a(dQ), a2a(dK), a2a(dV)
 
 ``size_bytes`` of an All-to-All is one rank's whole send buffer: M_q = M_o = b·(s/P)·a·d·B and
-M_k = M_v = b·(s/P)·g·d·B (MECHANICS.md §3). With fewer KV heads than P, ``replicate_kv``
+M_k = M_v = b·(s/P)·g·d·B (MECHANICS.md §3). With ``layout_copies`` (TE's a2a CP,
+``flash_attn_a2a_communicate`` in ``dot_product_attention/context_parallel.py``, v2.2 to main)
+each exchanged tensor is copied on both sides of its All-to-All: before it, the head-group
+dimension moved to the front (``movedim(...).contiguous()``, or the chunk reorder's
+``index_select`` for O and the gradients), after it the sequence chunks put back in order
+(``index_select``, or the layout copy back): 2 × (read + write) of the tensor. With fewer KV heads than P, ``replicate_kv``
 follows ALST (``runtime/sequence_parallel/ulysses_sp.py``: ``repeat_interleave`` by P/g before
 the a2a, so K and V carry P heads); TE's a2a CP does not replicate and requires divisibility.
 """
@@ -21,7 +26,7 @@ from typing import Callable
 
 from simulator.errors import InputError
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import CommOp, Phase, ProgramBuilder, Tag
+from simulator.schedule.ir import CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 
 InnerPass = Callable[[ProgramBuilder, AttentionContext, int], int]
 
@@ -60,30 +65,48 @@ def _buffers(ctx: AttentionContext, degree: int, replicate_kv: bool, field: str)
     return m_q, m_k
 
 
+def _copy(pb: ProgramBuilder, ctx: AttentionContext, name: str, size: int, after: int, phase: Phase) -> int:
+    return pb.add(ComputeOp(name=name, kind="copy", hbm_bytes=2 * size, deps=(after,), dtype=ctx.dtype,
+                            tag=Tag(phase, ctx.layer, ctx.mb_index)))
+
+
+def _exchange(pb: ProgramBuilder, ctx: AttentionContext, axes: tuple[str, ...], name: str, size: int, after: int,
+              phase: Phase, layout_copies: bool) -> int:
+    """One tensor through its All-to-All, with TE's copy on either side when ``layout_copies``."""
+    if layout_copies:
+        after = _copy(pb, ctx, f"{name}.pre", size, after, phase)
+    sent = _a2a(pb, ctx, axes, name, size, (after,), phase)
+    return _copy(pb, ctx, f"{name}.post", size, sent, phase) if layout_copies else sent
+
+
 def head_parallel_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, *, axes: tuple[str, ...],
-                          degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass) -> int:
+                          degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass,
+                          layout_copies: bool = False) -> int:
     """a2a Q, K, V → ``inner`` attention on the head-sharded problem → a2a O."""
     m_q, m_k = _buffers(ctx, degree, replicate_kv, field)
     name = f"L{ctx.layer}.attn.{label}.fwd"
-    q = _a2a(pb, ctx, axes, f"{name}.a2a_q", m_q, (after,), "fwd")
-    k = _a2a(pb, ctx, axes, f"{name}.a2a_k", m_k, (after,), "fwd")
-    v = _a2a(pb, ctx, axes, f"{name}.a2a_v", m_k, (after,), "fwd")
+    q = _exchange(pb, ctx, axes, f"{name}.a2a_q", m_q, after, "fwd", layout_copies)
+    k = _exchange(pb, ctx, axes, f"{name}.a2a_k", m_k, after, "fwd", layout_copies)
+    v = _exchange(pb, ctx, axes, f"{name}.a2a_v", m_k, after, "fwd", layout_copies)
     attn = inner(pb, head_sharded_context(ctx, degree, replicate_kv, field), _last(q, k, v))
-    return _a2a(pb, ctx, axes, f"{name}.a2a_o", m_q, (attn,), "fwd")
+    return _exchange(pb, ctx, axes, f"{name}.a2a_o", m_q, attn, "fwd", layout_copies)
 
 
 def head_parallel_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, *, axes: tuple[str, ...],
-                           degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass) -> int:
+                           degree: int, replicate_kv: bool, label: str, field: str, inner: InnerPass,
+                           layout_copies: bool = False) -> int:
     """a2a dO → ``inner`` attention backward → a2a dQ, dK, dV (three calls, not merged)."""
     m_q, m_k = _buffers(ctx, degree, replicate_kv, field)
     name = f"L{ctx.layer}.attn.{label}.bwd"
-    do = _a2a(pb, ctx, axes, f"{name}.a2a_do", m_q, (after,), "bwd")
+    do = _exchange(pb, ctx, axes, f"{name}.a2a_do", m_q, after, "bwd", layout_copies)
     attn = inner(pb, head_sharded_context(ctx, degree, replicate_kv, field), do)
-    _a2a(pb, ctx, axes, f"{name}.a2a_dq", m_q, (attn,), "bwd")
-    _a2a(pb, ctx, axes, f"{name}.a2a_dk", m_k, (attn,), "bwd")
-    return _a2a(pb, ctx, axes, f"{name}.a2a_dv", m_k, (attn,), "bwd")
+    dq = _exchange(pb, ctx, axes, f"{name}.a2a_dq", m_q, attn, "bwd", layout_copies)
+    dk = _exchange(pb, ctx, axes, f"{name}.a2a_dk", m_k, attn, "bwd", layout_copies)
+    dv = _exchange(pb, ctx, axes, f"{name}.a2a_dv", m_k, attn, "bwd", layout_copies)
+    return _last(dq, dk, dv) if layout_copies else dv
 
 
 def _last(*ops: int) -> int:
-    """The three a2a share one stream (FIFO), so the last one finishing implies all have."""
+    """The three a2a share one stream (FIFO), and so do the copies after them (the compute
+    stream): the last one finishing implies all have."""
     return max(ops)

@@ -22,6 +22,14 @@ Backward, two flavours:
 * ``bundle_dkv=True`` (TE): one buffer per step: KV only at step 0, [KV; dKV] at steps 1..n−2,
   dKV only at step n−1 (MECHANICS.md §5.2), dKV in the activation dtype. Only byte counts and
   step dependencies are modelled, not which partial sum sits in which buffer.
+
+Memory-bound work around each step's kernel, when the caller's blocks carry it
+(``RingBlock.copy_fwd_bytes`` / ``copy_bwd_bytes`` / ``dq_accum_bytes`` / ``dkv_accum_bytes``;
+TE's p2p does, see ``context_parallel.p2p_blocks``): a copy before the step's forward or
+backward kernel, on the same stream; after the backward kernel the step's dQ partial is added into the running dQ, and its dK/dV partial into the
+buffer the step's transfer received from the neighbour once that transfer is done; the next
+step's send carries that sum, so it waits for the addition. With accumulation per step there is
+no separate final pass.
 """
 
 from __future__ import annotations
@@ -41,6 +49,10 @@ class RingBlock:
     causal_fraction: float
     hbm_bytes: float
     shape: tuple[int, int, int, bool] | None = None  # the kernel's ComputeOp.attention_shape
+    copy_fwd_bytes: float = 0.0  # a copy before its forward kernel (memory-bound, same stream)
+    copy_bwd_bytes: float = 0.0  # the same before its backward kernel
+    dq_accum_bytes: float = 0.0  # adding the step's dQ into the running dQ after its backward kernel
+    dkv_accum_bytes: float = 0.0  # adding its dK/dV into the received partial sum (after the transfer)
 
 
 @dataclass(frozen=True)
@@ -82,15 +94,23 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
         attention_shape=blk.shape))
 
 
-def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: Phase, deps: tuple[int, ...]) -> int:
+def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: Phase, deps: tuple[int, ...],
+           count: int = 1) -> int:
     return pb.add(ComputeOp(name=name, kind="elementwise", hbm_bytes=hbm_bytes, deps=tuple(sorted(set(deps))),
-                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.mb_index)))
+                            dtype=spec.dtype, tag=Tag(phase, spec.layer, spec.mb_index), count=count))
+
+
+def _copy(pb: ProgramBuilder, spec: RingSpec, name: str, nbytes: float, phase: Phase, deps: tuple[int, ...]) -> int:
+    """A memory-bound copy on the attention stream before a step's kernel."""
+    return pb.add(ComputeOp(name=name, kind="copy", hbm_bytes=nbytes, deps=tuple(sorted(set(deps))), dtype=spec.dtype,
+                            tag=Tag(phase, spec.layer, spec.mb_index)))
 
 
 def ring_forward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock | None],
-                 out_bytes: float, after: int, direction: int = +1) -> int:
+                 out_bytes: float, after: int, direction: int = +1, out_kernels: int = 1) -> int:
     """KV ring forward; ``blocks[i]`` is step i's attention (None: this rank skips it but still
-    forwards KV). Returns the op after which the attention output is ready."""
+    forwards KV). ``out_bytes`` is the out/LSE correction after the last step, in
+    ``out_kernels`` kernels. Returns the op after which the attention output is ready."""
     assert len(blocks) == spec.size
     arrived, last_compute, xfer = after, after, after
     for i, blk in enumerate(blocks):
@@ -98,9 +118,12 @@ def ring_forward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock 
             xfer = _p2p(pb, spec, f"{spec.name}.fwd.kv.step{i}", f"{spec.key}.fwd.kv.step{i}",
                         spec.kv_bytes, direction, tuple(sorted({arrived, last_compute})), "fwd")
         if blk is not None:
-            last_compute = _block(pb, spec, f"{spec.name}.fwd.step{i}", blk, False, (arrived,))
+            ready = arrived
+            if blk.copy_fwd_bytes:
+                ready = _copy(pb, spec, f"{spec.name}.fwd.copy.step{i}", blk.copy_fwd_bytes, "fwd", (arrived,))
+            last_compute = _block(pb, spec, f"{spec.name}.fwd.step{i}", blk, False, (ready,))
         arrived = xfer
-    return _close(pb, spec, f"{spec.name}.fwd.correct", out_bytes, "fwd", (last_compute, xfer))
+    return _close(pb, spec, f"{spec.name}.fwd.correct", out_bytes, "fwd", (last_compute, xfer), out_kernels)
 
 
 def ring_backward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock | None], dkv_bytes: int,
@@ -117,7 +140,16 @@ def ring_backward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock
                 kv_xfer = _p2p(pb, spec, f"{spec.name}.bwd.{kind}.step{i}", f"{spec.key}.bwd.{kind}.step{i}",
                                nbytes, direction, tuple(sorted({kv_arrived, last_compute})), "bwd")
             if blk is not None:
-                last_compute = _block(pb, spec, f"{spec.name}.bwd.step{i}", blk, True, (kv_arrived,))
+                ready = kv_arrived
+                if blk.copy_bwd_bytes:
+                    ready = _copy(pb, spec, f"{spec.name}.bwd.copy.step{i}", blk.copy_bwd_bytes, "bwd", (kv_arrived,))
+                last_compute = _block(pb, spec, f"{spec.name}.bwd.step{i}", blk, True, (ready,))
+                if blk.dq_accum_bytes:
+                    last_compute = _close(pb, spec, f"{spec.name}.bwd.dq_accum.step{i}", blk.dq_accum_bytes, "bwd",
+                                          (last_compute,))
+                if blk.dkv_accum_bytes:
+                    last_compute = _close(pb, spec, f"{spec.name}.bwd.dkv_accum.step{i}", blk.dkv_accum_bytes, "bwd",
+                                          (last_compute, kv_xfer))
             kv_arrived = kv_xfer
             dkv_xfer = kv_xfer
         else:
@@ -130,5 +162,7 @@ def ring_backward(pb: ProgramBuilder, spec: RingSpec, blocks: Sequence[RingBlock
             if n > 1:
                 dkv_xfer = _p2p(pb, spec, f"{spec.name}.bwd.dkv.step{i}", f"{spec.key}.bwd.dkv.step{i}",
                                 dkv_bytes, direction, tuple(sorted({dkv_xfer, last_compute})), "bwd")
+    if any(b is not None and b.dkv_accum_bytes for b in blocks):
+        return last_compute  # the last step's accumulation waited for the last transfer
     # Final dK/dV: add the last received partial to the local one and cast to the param dtype.
     return _close(pb, spec, f"{spec.name}.bwd.dkv_final", 2 * dkv_bytes, "bwd", (last_compute, dkv_xfer))

@@ -44,6 +44,7 @@ class LayerSpec:
     cp_comm: str
     sms: int
     cp_a2a: int | None = None
+    cp_qkv_format: str = "sbhd"  # parallel.cp_qkv_format
     attention: str = ""  # resolved training.attention: flash2 | flash3 | unfused ("": the GPU's default)
     fused_kernels: bool = True
     moe: moe.MoESpec | None = None  # the MoE block of layers >= first_dense (None: a dense model)
@@ -70,7 +71,7 @@ class LayerSpec:
                    head_dim=m.head_dim, gated=m.gated,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
-                   sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a,
+                   sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a, cp_qkv_format=p.cp_qkv_format,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
@@ -447,7 +448,7 @@ class LayerBuilder:
         return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.shape.heads,
                                 kv_heads=s.shape.kv_heads, head_dim=s.attn_dim or s.head_dim, dtype_bytes=s.act_bytes,
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
-                                layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a,
+                                layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
                                 eager=not s.fused_kernels, dropout=s.dropout)
 

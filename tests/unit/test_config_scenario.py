@@ -59,6 +59,8 @@ CASES = [
     ({"parallel.cp": 4, "parallel.cp_comm": "a2a+p2p", "parallel.cp_a2a": 3}, "parallel.cp_a2a",
      "cp_a2a=3 does not divide cp=4"),
     ({"parallel.cp": 4, "parallel.cp_a2a": 2}, "parallel.cp_a2a", "cp_a2a=2 applies only to cp_comm: a2a+p2p"),
+    ({"parallel.cp": 4, "parallel.cp_comm": "ring", "parallel.cp_qkv_format": "bshd"}, "parallel.cp_qkv_format",
+     "cp_qkv_format=bshd applies only to cp_comm: p2p"),
     ({"model": {"preset": "llama3-70b", "seq_len": 8192, "ffn_hidden": 28676}, "parallel.tp": 8,
       "parallel.sequence_parallel": True}, "parallel.tp", "tp=8 does not divide ffn_hidden=28676"),
 ]

