@@ -355,7 +355,8 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
 _POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
 _P2P_XFERS = (P2POp.__slots__.index("sends"), P2POp.__slots__.index("recvs"))
 # (a template op's field values, new deps, new tag) -> the op (ir.restamp_constructor)
-_RESTAMP = {cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp)}
+_RESTAMP: dict[type, Callable[[tuple, tuple[int, ...], Tag], ComputeOp | CommOp | P2POp]] = {
+    cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp)}
 
 
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
