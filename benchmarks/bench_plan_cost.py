@@ -91,6 +91,14 @@ per-micro-batch ZeRO-2 ReduceScatters share NVLink with TP, and a fold's checks 
 of 12.7 in the event loop (881,431 events; the flow network and the TP collectives that go on it);
 tp4sp pp64 dp4 z0: event loop 5.3 s (two reduced replays), three builds 4.4 s, fold check 1 1.25 s,
 role tables 0.74 s; tp8sp pp32 dp4 z1: builds 3.4 s, event loop 1.4 s, fold check 1 1.15 s.
+With ComputeRun.plan's loop lighter as well, a second back-to-back pair (load 5): main 5.87 ->
+5.66 s mean (tp4sp pp64 dp4 z0 12.62 -> 11.68, tp8sp pp32 dp4 z1 6.99 -> 6.45, tp8sp pp4 dp32
+z2 4.61 -> 4.45, tp2sp pp32 dp16 z2 12.62 -> 13.03); 405b 0.79 / 1.02 / 2.77 -> 0.72 / 1.03 /
+2.54 s. Tried and not kept: collectives timed alone taken into a compute block beside its
+kernels (the SP backward's AllGather beside the dgrad GEMM, the ReduceScatter beside the wgrad),
+same steps (to 3e-14): events 189,356 -> 110,201 (tp8sp pp32 dp4 z1) and 164,328 -> 128,842
+(tp8sp pp4 dp32 z2), but the event loop 5-10% slower, since every start or end of communication
+on the rank re-plans the rest of a now much longer block: events are not what a plan costs.
 """
 
 from __future__ import annotations
