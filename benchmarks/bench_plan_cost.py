@@ -77,6 +77,28 @@ tp1 pp8 dp128 z2 2.71 -> 2.76 s, tp2sp pp1 dp512 z3 2.48 -> 2.98 s, tp2sp pp32 d
 36.1 s, tp4sp pp8 dp32 z1 7.90 -> 5.08 s, tp4sp pp64 dp4 z0 40.9 -> 33.9 s, tp8sp pp4 dp32 z2
 13.0 -> 13.0 s, tp8sp pp32 dp4 z1 16.8 -> 18.8 s: mean 17.3 -> 16.1 s (same steps and events).
 Collections timed with gc.callbacks in the replay of tp8sp pp32 dp4 z1: 2.38 -> 0.08 s.
+
+Then the schedule was built inside the replay's spare of the collector and frozen as built, a
+finished replay dropped its reference cycles (replay/collector.py), multi_tensor_launches was
+cached and stamped ops were made without an argument list per op (same programs, byte for byte).
+Measured back to back on the same machine (load 2-5 on 2 cores), main -> this: sweep (every 8th
+of 53 plans): tp1 pp8 dp128 z2 1.01 -> 1.03 s, tp2sp pp1 dp512 z3 1.04 -> 1.13 s, tp2sp pp32
+dp16 z2 13.73 -> 13.13 s, tp4sp pp8 dp32 z1 2.24 -> 2.12 s, tp4sp pp64 dp4 z0 12.55 -> 11.37 s,
+tp8sp pp4 dp32 z2 4.25 -> 4.22 s, tp8sp pp32 dp4 z1 6.93 -> 6.22 s: mean 5.96 -> 5.60 s (same
+steps and events). 405b: 0.71 / 0.98 / 2.70 -> 0.69 / 0.96 / 2.51 CPU s. Where the deep plans'
+time goes now (process time per phase, no profiler): tp2sp pp32 dp16 z2 (not folded: its
+per-micro-batch ZeRO-2 ReduceScatters share NVLink with TP, and a fold's checks refuse it) 11.1 s
+of 12.7 in the event loop (881,431 events; the flow network and the TP collectives that go on it);
+tp4sp pp64 dp4 z0: event loop 5.3 s (two reduced replays), three builds 4.4 s, fold check 1 1.25 s,
+role tables 0.74 s; tp8sp pp32 dp4 z1: builds 3.4 s, event loop 1.4 s, fold check 1 1.15 s.
+With ComputeRun.plan's loop lighter as well, a second back-to-back pair (load 5): main 5.87 ->
+5.66 s mean (tp4sp pp64 dp4 z0 12.62 -> 11.68, tp8sp pp32 dp4 z1 6.99 -> 6.45, tp8sp pp4 dp32
+z2 4.61 -> 4.45, tp2sp pp32 dp16 z2 12.62 -> 13.03); 405b 0.79 / 1.02 / 2.77 -> 0.72 / 1.03 /
+2.54 s. Tried and not kept: collectives timed alone taken into a compute block beside its
+kernels (the SP backward's AllGather beside the dgrad GEMM, the ReduceScatter beside the wgrad),
+same steps (to 3e-14): events 189,356 -> 110,201 (tp8sp pp32 dp4 z1) and 164,328 -> 128,842
+(tp8sp pp4 dp32 z2), but the event loop 5-10% slower, since every start or end of communication
+on the rank re-plans the rest of a now much longer block: events are not what a plan costs.
 """
 
 from __future__ import annotations

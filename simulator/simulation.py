@@ -36,14 +36,18 @@ def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str
     micro-batches once where nothing differs between them (``replay/fold.py``; the same step
     times and per-op records as without)."""
     from simulator.hardware.topology import build_topology
+    from simulator.replay.collector import built_frozen, collector_spared
     from simulator.replay.engine import replay
     from simulator.report.summary import summarize
     from simulator.schedule.build import build_schedule
 
     topology = build_topology(scenario.profile, scenario.nodes)
-    schedule = build_schedule(scenario)
-    trace = replay(schedule, topology, algo=algo, proto=proto, max_ranks=max_ranks, symmetric=symmetric,
-                   fold=(lambda n_micro: build_schedule(with_micro_batches(scenario, n_micro))) if fold else None)
+    # The schedule is built inside the replay's spare of the garbage collector and frozen as
+    # built (replay/collector.py): no collection scans its ops between the build and the replay.
+    with collector_spared() as frozen:
+        schedule = (built_frozen(build_schedule) if frozen else build_schedule)(scenario)
+        trace = replay(schedule, topology, algo=algo, proto=proto, max_ranks=max_ranks, symmetric=symmetric,
+                       fold=(lambda n_micro: build_schedule(with_micro_batches(scenario, n_micro))) if fold else None)
     return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
 
 

@@ -190,13 +190,21 @@ class ComputeRun:
         """Entries ``first``.. back to back from ``t``, none before the host has issued it, under
         the communication state ``inflight``."""
         start, end, slowed, durs, gates = self.start, self.end, self.slowed, self.durs, self.gates
+        # (a replan lays out the rest of a block that may be hundreds of kernels long: no call
+        # per entry, max() written out)
         for j in range(first, len(durs)):
             d0, d1 = durs[j]
-            t = max(t, gates[j])
+            g = gates[j]
+            if g > t:
+                t = g
             start[j] = t
-            t = t + (d1 if inflight else d0)
+            if inflight:
+                t = t + d1
+                slowed[j] = True
+            else:
+                t = t + d0
+                slowed[j] = d1 == d0
             end[j] = t
-            slowed[j] = inflight or d1 == d0
 
 
 @dataclass

@@ -22,6 +22,10 @@ from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import P2POp
 
 
+def _closed(*_args: Any) -> Any:
+    raise RuntimeError("send/recv used after its replay ended")
+
+
 @dataclass
 class P2PSide:
     """A send or receive waiting for its counterpart; ``event`` fires when the flow is done."""
@@ -53,6 +57,10 @@ class SendRecv:
         self._comm_started = comm_started
         self.p2p: dict[tuple[int, int, str], P2PSide] = {}
         self._peers: dict[tuple[int, str, int], int] = {}
+
+    def close(self) -> None:
+        """The replay has ended: drop the replayer's callbacks (its reference cycle)."""
+        self._route = self._comm_started = _closed
 
     def _peer(self, rank: int, axis: str, offset: int) -> int:
         key = (rank, axis, offset)

@@ -18,7 +18,7 @@ per pipeline stage), not per rank.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal, Union
+from typing import Any, Callable, Literal, Union
 
 from simulator.vocabulary import COMM_TYPES, CollectiveKind
 
@@ -166,6 +166,20 @@ def _field_setter_constructor(cls: type) -> Callable[..., Op]:
 
 # Field values in slot order -> the op (see _field_setter_constructor).
 MAKE_OP: dict[type, Callable[..., Op]] = {cls: _field_setter_constructor(cls) for cls in (ComputeOp, CommOp, P2POp)}
+
+
+def restamp_constructor(cls: type) -> Callable[[tuple, tuple[int, ...], Any], Op]:
+    """``make(state, deps, tag)``: an op of ``cls`` with the field values ``state`` (in slot
+    order) but ``deps`` and ``tag``, its slots set directly as :func:`_field_setter_constructor`
+    does, without first copying ``state`` into an argument list (``transformer._stamp`` makes
+    most ops of a deep pipeline's step this way)."""
+    names: tuple[str, ...] = getattr(cls, "__slots__")
+    value = {"deps": "deps", "tag": "tag"}
+    body = "".join(f"    set{i}(op, {value.get(name, f's[{i}]')})\n" for i, name in enumerate(names))
+    scope: dict = {"new": object.__new__, "cls": cls}
+    scope.update({f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)})
+    exec(f"def make(s, deps, tag):\n    op = new(cls)\n{body}    return op\n", scope)
+    return scope["make"]
 
 
 def op_to_dict(op: Op) -> dict:

@@ -21,7 +21,7 @@ from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
-                                   Transfer)
+                                   Transfer, restamp_constructor)
 from simulator.schedule.loss import CrossEntropyImpl, loss_kernels, metric_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
@@ -357,6 +357,9 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
 
 _POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
 _P2P_XFERS = (P2POp.__slots__.index("sends"), P2POp.__slots__.index("recvs"))
+# (a template op's field values, new deps, new tag) -> the op (ir.restamp_constructor)
+_RESTAMP: dict[type, Callable[[tuple, tuple[int, ...], Tag], ComputeOp | CommOp | P2POp]] = {
+    cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp)}
 
 
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
@@ -372,19 +375,21 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
         ext[-2 - k] = w
     for k, w in enumerate(wm):
         ext[-1000 - k] = w
+    append = ops.append
     for cls, state, row, tag_id, one in zip(tpl.types, tpl.state, tpl.deps, tpl.tag_of, tpl.single_dep):
-        args = list(state)
-        i_deps, i_tag = _POS[cls]
-        if one >= 0:  # most ops wait for one op of their own pass
-            args[i_deps] = (start + one,)
-        else:
-            args[i_deps] = tuple([start + d if d >= 0 else ext[d] for d in row])
-        args[i_tag] = tags[tag_id]
         if cls is P2POp:
+            args = list(state)
+            i_deps, i_tag = _POS[cls]
+            args[i_deps] = (start + one,) if one >= 0 else tuple([start + d if d >= 0 else ext[d] for d in row])
+            args[i_tag] = tags[tag_id]
             for i in _P2P_XFERS:
                 args[i] = tuple([Transfer(t.axis, t.offset, t.nbytes, t.key.replace(_MB, digits), t.transport)
                                  for t in args[i]])
-        ops.append(MAKE_OP[cls](*args))
+            append(MAKE_OP[cls](*args))
+        elif one >= 0:  # most ops wait for one op of their own pass
+            append(_RESTAMP[cls](state, (start + one,), tags[tag_id]))
+        else:
+            append(_RESTAMP[cls](state, tuple([start + d if d >= 0 else ext[d] for d in row]), tags[tag_id]))
     return start + tpl.result
 
 

@@ -161,7 +161,7 @@ def test_same_schedule_twice_gives_identical_traces():
 
 def test_replay_leaves_the_garbage_collector_as_it_found_it():
     """The replay freezes the objects alive at its start and collects its youngest generation
-    less often (engine._collector_spared); afterwards thresholds and frozen objects are as
+    less often (replay.collector.collector_spared); afterwards thresholds and frozen objects are as
     before, and a caller's own frozen objects stay frozen."""
     import gc
 

@@ -1,5 +1,6 @@
-"""ir.MAKE_OP builds an op from its field values without __init__ (transformer._stamp's copies):
-the op must be the one __init__ builds from the same values, and as immutable."""
+"""ir.MAKE_OP builds an op from its field values without __init__ (transformer._stamp's copies),
+and ir.restamp_constructor one from a template op's values with new deps and tag: the op must be
+the one __init__ builds from the same values, and as immutable."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from simulator.schedule.ir import MAKE_OP, CommOp, ComputeOp, P2POp, Tag, Transfer
+from simulator.schedule.ir import MAKE_OP, CommOp, ComputeOp, P2POp, Tag, Transfer, restamp_constructor
 
 OPS = [
     ComputeOp(name="L3.fc1.bwd", kind="gemm", flops=3.5e12, hbm_bytes=1e8, deps=(4, 7), gemm=(8192, 4096, 1024),
@@ -28,3 +29,15 @@ def test_make_op_builds_the_op_init_builds(op):
         made.deps = ()  # type: ignore[misc]
     changed = MAKE_OP[type(op)](*[(1, 2) if n == "deps" else v for n, v in zip(type(op).__slots__, values)])
     assert changed == dataclasses.replace(op, deps=(1, 2))
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: type(op).__name__)
+def test_restamp_builds_the_op_with_new_deps_and_tag(op):
+    state = tuple(getattr(op, name) for name in type(op).__slots__)
+    tag = Tag("bwd", 9, 11)
+    made = restamp_constructor(type(op))(state, (3, 5), tag)
+    want = dataclasses.replace(op, deps=(3, 5), tag=tag)
+    assert type(made) is type(op) and made == want and hash(made) == hash(want)
+    assert dataclasses.asdict(made) == dataclasses.asdict(want)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.tag = None  # type: ignore[misc]
