@@ -57,7 +57,8 @@ def render_loso(held_out) -> list[str]:
         "other system, every host-message system at half weight) "
         "fitted on the *other* systems only (`python -m simulator.calibration.deployed_fit`); a "
         "transport with no other system gets the fit pooled over all others. Everything else is the "
-        "bundled profile as shipped. Single-node systems do not depend on those constants, so their "
+        "bundled profile as shipped, with the tuner tables of the NCCL release each sweep's header names "
+        "(the run's own, as the fit uses; the last section compares the newest). Single-node systems do not depend on those constants, so their "
         "rows equal the in-sample ones. Errors pooled over the system's rows; targets: median ≤ "
         f"{TARGET_MEDIAN_BIG:.0%} at ≥ 1 MiB, |signed median| ≤ {TARGET_SIGNED:.0%}, median ≤ "
         f"{TARGET_MEDIAN_ALL:.0%} over all sizes (✗ marks a target not met yet).",
@@ -92,30 +93,29 @@ def _signed(x: float | None) -> str:
 
 
 def render_release_section(pairs) -> list[str]:
-    """Each sweep as shipped (the newest tables) and with its own NCCL release's tuner tables
-    (``pairs``: sweep_prediction.release_sensitivity())."""
+    """Each sweep with its own NCCL release's tuner tables (as every table above) and with the
+    newest (``pairs``: sweep_prediction.release_sensitivity())."""
     lines = [
-        "## With each sweep's own NCCL release (in-sample)",
+        "## With the newest NCCL's tables instead of each sweep's own",
         "",
-        "The tables above time every sweep with NCCL 2.30.7's tuner tables, as a bundled profile does "
-        "unless it names `nccl.version`. NCCL's latencies, LL/LL128 rates and switch points moved between "
-        "releases (`simulator/costs/nccl_versions.py`, from `src/graph/tuning.cc` of each tag), so here each "
-        "NCCL sweep whose `# software:` line names a release with other tables is predicted again with that "
-        "release's tables, everything else as in the in-sample table (the bundled deployed constants, "
-        "fitted with the newest tables). Listed: the sweeps whose prediction changes (the others' releases "
-        "have the same tables where they matter). Signed: + = predicted too fast. The bundled profiles keep the "
-        "newest tables: the release moves some sweeps closer and others further, and the deployed constants "
-        "were fitted with the newest.",
+        "The tables above time every NCCL sweep with the tuner tables of the release its `# software:` line "
+        "names (`sweep_prediction.sweep_release`; 2.30.7's where it names none, RCCL's own tuner on AMD GPUs): "
+        "the release is an input of the run, like its rank layout, and the deployed constants are fitted the "
+        "same way. NCCL's latencies, LL/LL128 rates and switch points moved between releases "
+        "(`simulator/costs/nccl_versions.py`, from `src/graph/tuning.cc` of each tag). Here each such sweep is "
+        "predicted again with NCCL 2.30.7's tables, as a bundled profile that names no `nccl.version` would, "
+        "everything else as in the in-sample table. Listed: the sweeps whose prediction changes. Signed: + = "
+        "predicted too fast.",
         "",
-        "| sweep | NCCL (tables) | median ≥1 MiB: 2.30.7 → own | signed ≥1 MiB: 2.30.7 → own | median all: 2.30.7 → own | signed all: 2.30.7 → own |",
+        "| sweep | NCCL (tables) | median ≥1 MiB: own → 2.30.7 | signed ≥1 MiB: own → 2.30.7 | median all: own → 2.30.7 | signed all: own → 2.30.7 |",
         "|---|---|---|---|---|---|",
     ]
-    for r, own, used in pairs:
-        big = [_pooled([x], MiB, signed=True)[0] for x in (r, own)]
-        every = [_pooled([x], 0, signed=True)[0] for x in (r, own)]
+    for r, newest, used in pairs:
+        big = [_pooled([x], MiB, signed=True)[0] for x in (r, newest)]
+        every = [_pooled([x], 0, signed=True)[0] for x in (r, newest)]
         lines.append(
-            f"| {r.sweep.name} | {r.sweep.nccl_version} ({used}) | {pct(r.median_error(MiB))} → {pct(own.median_error(MiB))} | "
-            f"{_signed(big[0])} → {_signed(big[1])} | {pct(r.median_error())} → {pct(own.median_error())} | "
+            f"| {r.sweep.name} | {r.sweep.nccl_version} ({used}) | {pct(r.median_error(MiB))} → {pct(newest.median_error(MiB))} | "
+            f"{_signed(big[0])} → {_signed(big[1])} | {pct(r.median_error())} → {pct(newest.median_error())} | "
             f"{_signed(every[0])} → {_signed(every[1])} |")
     return lines
 
@@ -139,7 +139,8 @@ def render_markdown(results: list[SweepResult], skipped: dict[str, str], held_ou
         "Method: each sweep is predicted with its bundled hardware profile as shipped: datasheet "
         "bandwidths times the profile's documented achievable-efficiency constants "
         "(`node.scale_up.efficiency`, `node.nics.efficiency`, sourced in each profile's comments), "
-        "NCCL 2.30.7's tuner constants for the algorithm/protocol choice and latency (on AMD GPUs the choice is "
+        "the tuner constants of the NCCL release the sweep's header names (`simulator/costs/nccl_versions.py`; "
+        "2.30.7's where it names none) for the algorithm/protocol choice and latency (on AMD GPUs the choice is "
         "RCCL's own tuner, `simulator/costs/rccl_tuner.py`: its tuning_model_5 tables and multi-node protocol "
         "ranges), NCCL's "
         "`nvlsEfficiency` (0.85, Hopper) for in-switch reduction traffic, and across nodes the deployed-fabric "

@@ -297,18 +297,30 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
     return profile
 
 
+def sweep_release(sweep: MeasuredSweep) -> str | None:
+    """The NCCL release whose tuner tables time a sweep: the one its ``# software:`` line names
+    (:attr:`MeasuredSweep.nccl_version`; profile_fit.logged_nccl_version reads logs the same way).
+    The release is an input of the run, like its rank layout, not a constant fitted to it. None
+    for RCCL sweeps: RCCL numbers its releases by the NCCL API it implements, but its tuner is its
+    own (``costs/rccl_tuner.py``), not NCCL's tables of that number."""
+    if "RCCL" in sweep.meta.get("software", ""):
+        return None
+    return sweep.nccl_version
+
+
 def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
-                  own_release: bool = False) -> SweepResult:
+                  own_release: bool = True) -> SweepResult:
     """Predict every row of a sweep with a size > 0 and a time (``table``: deployed constants to
-    use instead of the bundled ones, as the leave-one-system-out scoring does; ``own_release``:
-    with the tuner tables of the NCCL release the sweep's header names, where the profile names
-    none)."""
+    use instead of the bundled ones, as the leave-one-system-out scoring does). ``own_release``
+    (the default): with the tuner tables of the NCCL release the sweep ran (:func:`sweep_release`),
+    where the profile names none; False: the profile's tables (the newest unless it names one),
+    as a user who does not say which NCCL runs gets them."""
     from simulator.costs.collectives import busbw_factor
     from simulator.costs.model import CostModel
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
 
-    profile = case_profile(case, table, sweep.nccl_version if own_release else None)
+    profile = case_profile(case, table, sweep_release(sweep) if own_release else None)
     nodes = case.ranks // case.gpus_per_node
     placed = case_nodes(case, profile.nodes_per_domain)
     costs = CostModel(build_topology(profile, placed[-1] + 1), case.algo)
@@ -331,23 +343,23 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
 
 
 def release_sensitivity(results: list[SweepResult]) -> list[tuple[SweepResult, SweepResult, str]]:
-    """Each NCCL sweep whose header names a release with other tuner tables than the newest, predicted
-    again with that release's (``nccl_versions``): (as shipped, with its release, the tables used),
-    for the sweeps whose prediction the release changes. RCCL sweeps are left out (RCCL's tuner is
-    not NCCL's)."""
+    """Each NCCL sweep whose header names a release with other tuner tables than the newest
+    (``nccl_versions``), predicted again with the newest tables, as a profile that names no release
+    would: (with its own release, with the newest, its release's tables), for the sweeps whose
+    prediction the release changes. RCCL sweeps are left out (:func:`sweep_release`)."""
     from simulator.costs.nccl_versions import NEWEST, resolve
 
     out = []
     for r in results:
-        v = r.sweep.nccl_version
-        if not v or "RCCL" in r.sweep.meta.get("software", "") or resolve(v) == resolve(NEWEST):
+        v = sweep_release(r.sweep)
+        if not v or resolve(v) == resolve(NEWEST):
             continue
         try:
-            own = predict_sweep(r.sweep, r.case, own_release=True)
+            newest = predict_sweep(r.sweep, r.case, own_release=False)
         except InputError:
             continue
-        if any(a.predicted_time_us != b.predicted_time_us for a, b in zip(r.points, own.points)):
-            out.append((r, own, resolve(v)))
+        if any(a.predicted_time_us != b.predicted_time_us for a, b in zip(r.points, newest.points)):
+            out.append((r, newest, resolve(v)))
     return out
 
 

@@ -76,7 +76,10 @@ class DeployedNet:
 
 NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constants)")
 
-# Fitted by simulator.calibration.deployed_fit on every system of data/nccl; how each value does
+# Fitted by simulator.calibration.deployed_fit on every system of data/nccl, each sweep timed with the
+# tuner tables of the NCCL release its header names (sweep_prediction.sweep_release: the release is
+# an input of the run, not a fitted constant; with 2.30.7's tables for every sweep RoCE's tree LL128
+# came out x 0.6, with each sweep's own release x 1); how each value does
 # on a system it was not fitted on is the headline (leave-one-system-out) table of
 # docs/validation-collectives.md. Rows are keyed by transport, and by transport and library for
 # RCCL (deployed_key). The InfiniBand row rests on two systems (2 x 1 A100-PCIe, 2 x 8 DGX A100;
@@ -99,7 +102,7 @@ CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(7, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
-    "roce": DeployedNet(20, (0.35, 1), (0.35, 0.6), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce": DeployedNet(20, (0.35, 1), (0.35, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0.5, 0.6), (0.5, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0.35, 1), (0.35, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (0.35, 1), (0.35, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "

@@ -3,13 +3,13 @@
 The latencies and switch points of ``src/graph/tuning.cc`` moved between releases: 2.21 set the
 Tree/Simple hop latency to 28 us on every link class (4/4/14 before and after), 2.21 raised the
 Hopper LL cap from Ampere's 87.7 GB/s to 141, 2.23 added PAT (its bandwidth x 0.85, then x 0.75
-from 2.27) and the rule that one GPU per node uses the network Tree latency for every algorithm,
-2.27 added Blackwell rows, 2.30 raised the NVLSTree network hop from 14 to 20.9 us. Which of them
+from 2.25) and the rule that one GPU per node uses the network Tree latency for every algorithm,
+2.25 added Blackwell rows (and LL128 on Blackwell; v2.25.1-1, not 2.27), 2.29 raised the NVLSTree network hop from 14 to 20.9 us (v2.29.2-1; not 2.30). Which of them
 NCCL chooses, and when, follows.
 
 Source: ``docs/reference/NCCL-COST-MODEL.md`` §5 (the version history of the constants), each
 table checked against ``src/graph/tuning.cc`` of the NVIDIA/nccl tags v2.8.4-1, v2.16.5-1, v2.18.3-1, v2.21.5-1,
-v2.23.4-1, v2.27.3-1, v2.28.3-1 and the 2.30.7 commit the document reads. Where the tag differs
+v2.23.4-1, v2.25.1-1, v2.27.3-1, v2.28.3-1, v2.29.2-1 and the 2.30.7 commit the document reads. Where the tag differs
 from the document, the tag is encoded: 2.18.3 has PCI Tree/Simple 6 us (not 4) and NVLS/NVLSTree
 NVLink hops of 0 (the 23 us is their base latency); PAT's latency starts from a fixed 8 us in
 every release that has PAT (``8 // Base time`` until 2.27, ``baseLatencies[PAT] = 8`` from 2.28).
@@ -26,7 +26,7 @@ at a quarter of the ring's bus bandwidth for AllReduce (and across nodes), a thi
 2.21 made it a half (``ring_ll_fraction``).
 
 A release between two encoded ones uses the latest encoded release not newer than it (2.22.3 runs
-with 2.21.5's tables, 2.26.2 with 2.23.4's, 2.12.12 with 2.8.4's); a release older than 2.8.4
+with 2.21.5's tables, 2.26.2 with 2.25.1's, 2.12.12 with 2.8.4's); a release older than 2.8.4
 uses 2.8.4's, one newer than 2.30.7 uses 2.30.7's.
 
 The NVLS/NVLSTree bandwidth model is versioned too (``nvls_bw_model``; ``tuning.cc`` of each
@@ -118,7 +118,7 @@ class NcclTables:
 
     def arch_row(self, arch: str) -> str:
         """The GPU row NCCL indexes: a GPU newer than the release's last row uses that row
-        (``compCapIndex`` caps at Hopper before 2.27)."""
+        (``compCapIndex`` caps at Hopper before 2.25)."""
         return arch if arch in self.per_ch_max_tree else "hopper"
 
 
@@ -236,18 +236,28 @@ def _twice(row: Row) -> Row:
     return (2 * row[0], 2 * row[1], 2 * row[2])
 
 
-def _tables_2_27_3() -> NcclTables:
+def _tables_2_25_1() -> NcclTables:
+    """v2.25.1-1's tuning.cc: Blackwell rows (BLACKWELL_COMPCAP_IDX, twice Hopper's llMaxBw and
+    per-channel caps), LL128 enabled on compute capability 100/120 (``case 100: pEnable &= 1``; the
+    ``default: pEnable &= 0`` of 2.23.4 before) and PAT × 0.75 (× .85 in 2.23.4); the latencies and
+    the NVLS rating are 2.23.4's. v2.26.2-1 changes none of these numbers (``git diff v2.25.1-1
+    v2.26.2-1 -- src/graph/tuning.cc``: the TREE-pattern test reads ``comm->maxTreePattern``)."""
     t = _tables_2_23_4()
     return NcclTables(
-        version="2.27.3",
+        version="2.25.1",
         base_latency_us=t.base_latency_us, hw_latency_us=t.hw_latency_us,
         ll_max_bw={**t.ll_max_bw, "blackwell": _twice(_HOPPER_LL)},
         per_ch_max_ring_ll128={**_RING_LL128, "blackwell": _twice(_RING_LL128["hopper"])},
         per_ch_max_tree_ll128={**_TREE_LL128, "blackwell": _twice(_TREE_LL128["hopper"])},
         per_ch_max_tree={**_TREE, "blackwell": _twice(_TREE["hopper"])},
         pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
-        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.27",
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19",
     )
+
+
+def _tables_2_27_3() -> NcclTables:
+    """2.25.1's tables with 2.27's own NVLS AllGather/ReduceScatter rating."""
+    return replace(_tables_2_25_1(), version="2.27.3", nvls_bw_model="2.27")
 
 
 def _tables_2_28_3() -> NcclTables:
@@ -266,22 +276,25 @@ def _tables_2_28_3() -> NcclTables:
     )
 
 
-def _tables_2_30_7() -> NcclTables:
+def _tables_2_29_2() -> NcclTables:
+    """v2.29.2-1's tuning.cc (``git diff v2.28.3-1 v2.29.2-1``): the NVLSTree network hop 14 ->
+    20.9 us and Blackwell's Ring/LL128 per-channel cap 2 x 36.7 -> 34.5/34.6/34.5 GB/s."""
     t = _tables_2_28_3()
     hw = {link: dict(row) for link, row in t.hw_latency_us.items()}
     hw["net"]["nvls_tree"] = (0.0, 0.0, 20.9)
-    return NcclTables(
-        version="2.30.7",
-        base_latency_us=t.base_latency_us, hw_latency_us=hw, ll_max_bw=t.ll_max_bw,
-        per_ch_max_ring_ll128={**_RING_LL128, "blackwell": (40.0, 40.0, 40.0)},
-        per_ch_max_tree_ll128=t.per_ch_max_tree_ll128, per_ch_max_tree=t.per_ch_max_tree,
-        pat_bw_factor=0.75, ppn1_uses_tree_net_latency=True, ring_allreduce_inter_steps_per_node=False,
-        allgather_ring_only=False, nvls_tree_linear_hops=False,
-    )
+    return replace(t, version="2.29.2", hw_latency_us=hw,
+                   per_ch_max_ring_ll128={**_RING_LL128, "blackwell": (34.5, 34.6, 34.5)})
+
+
+def _tables_2_30_7() -> NcclTables:
+    """2.29.2's with Blackwell's Ring/LL128 cap at 40 GB/s per channel."""
+    return replace(_tables_2_29_2(), version="2.30.7",
+                   per_ch_max_ring_ll128={**_RING_LL128, "blackwell": (40.0, 40.0, 40.0)})
 
 
 _BUILDERS = {"2.8.4": _tables_2_8_4, "2.16.5": _tables_2_16_5, "2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
-             "2.27.3": _tables_2_27_3, "2.28.3": _tables_2_28_3, "2.30.7": _tables_2_30_7}
+             "2.25.1": _tables_2_25_1, "2.27.3": _tables_2_27_3, "2.28.3": _tables_2_28_3, "2.29.2": _tables_2_29_2,
+             "2.30.7": _tables_2_30_7}
 ENCODED: tuple[str, ...] = tuple(_BUILDERS)
 
 def resolve(version: str | None) -> str:

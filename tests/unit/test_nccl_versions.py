@@ -37,16 +37,20 @@ def test_tree_simple_hop_28us_in_2_21_only():
 
 def test_caps_and_pat_per_release():
     """§5: Hopper's LL cap equal to Ampere's in 2.18.3, raised to 141/45/35 in 2.21.5; PAT from
-    2.23.4 at x0.85, x0.75 from 2.27; Blackwell rows from 2.27 (LL cap twice Hopper's); the NET
-    NVLSTree hop 19 (2.18.3), 14 (2.21.5 to 2.28.3), 20.9 (2.30.7)."""
+    2.23.4 at x0.85, x0.75 from 2.25; Blackwell rows from 2.25 (LL cap twice Hopper's; v2.25.1-1's
+    tuning.cc, BLACKWELL_COMPCAP_IDX); the NET NVLSTree hop 19 (2.18.3), 14 (2.21.5 to 2.28.3),
+    20.9 (v2.29.2-1 on); Blackwell's Ring/LL128 cap 2 x 36.7 (2.25 to 2.28), 34.5 (2.29), 40 (2.30)."""
     assert tables_for("2.18.3").ll_max_bw["hopper"] == (87.7, 22.5, 19.0) == tables_for("2.18.3").ll_max_bw["ampere"]
     assert tables_for("2.21.5").ll_max_bw["hopper"] == (141.0, 45.0, 35.0)
-    assert [tables_for(v).pat_bw_factor for v in ENCODED] == [0.0, 0.0, 0.0, 0.0, 0.85, 0.75, 0.75, 0.75]
+    assert [tables_for(v).pat_bw_factor for v in ENCODED] == [0.0, 0.0, 0.0, 0.0, 0.85, 0.75, 0.75, 0.75, 0.75, 0.75]
     assert "blackwell" not in tables_for("2.23.4").ll_max_bw
-    assert tables_for("2.27.3").ll_max_bw["blackwell"] == (282.0, 90.0, 70.0)
+    assert tables_for("2.25.1").ll_max_bw["blackwell"] == tables_for("2.27.3").ll_max_bw["blackwell"] == (282.0, 90.0, 70.0)
     assert tables_for("2.23.4").arch_row("blackwell") == "hopper"
+    assert tables_for("2.26.2").arch_row("blackwell") == "blackwell"
     assert [tables_for(v).hw_latency_us["net"]["nvls_tree"][SIMPLE] for v in ENCODED] == [
-        0.0, 0.0, 19.0, 14.0, 14.0, 14.0, 14.0, 20.9]  # no NVLS before 2.17
+        0.0, 0.0, 19.0, 14.0, 14.0, 14.0, 14.0, 14.0, 20.9, 20.9]  # no NVLS before 2.17
+    assert [tables_for(v).per_ch_max_ring_ll128["blackwell"][0] for v in ("2.25.1", "2.28.3", "2.29.2", "2.30.7")] == [
+        73.4, 73.4, 34.5, 40.0]
 
 
 def test_newest_tables_are_the_module_defaults():
@@ -58,7 +62,8 @@ def test_newest_tables_are_the_module_defaults():
 
 
 @pytest.mark.parametrize("asked, used", [
-    ("2.22.3", "2.21.5"), ("2.26.2", "2.23.4"), ("2.27.7", "2.27.3"), ("2.29.2", "2.28.3"), ("2.23.4", "2.23.4"),
+    ("2.22.3", "2.21.5"), ("2.26.2", "2.25.1"), ("2.24.3", "2.23.4"), ("2.27.7", "2.27.3"), ("2.28.9", "2.28.3"),
+    ("2.29.3", "2.29.2"), ("2.23.4", "2.23.4"),
     ("2.8.4", "2.8.4"), ("2.12.12", "2.8.4"), ("2.7.8", "2.8.4"), ("2.17.1", "2.16.5"), ("2.19.3", "2.18.3"),
     ("2.31.0", "2.30.7"), ("2.21", "2.18.3"), (None, "2.30.7"),
 ])
@@ -327,23 +332,29 @@ def test_abci_sweeps_are_closer_with_the_nccl_that_ran_them(name, nodes, bound):
     assert 0 < old <= bound and old < new - 0.05
 
 
-def test_validation_predicts_a_sweep_with_its_own_release_on_request():
-    """collective_validation's release section: the sweep's `# software:` release replaces the
-    newest tables only when asked (own_release), and only where the profile names no release
-    (abci-a100 names ABCI's 2.8.4 itself, so a sweep's release never replaces it)."""
+def test_validation_predicts_each_sweep_with_its_own_release():
+    """collective_validation and the deployed fit time a sweep with the tuner tables of the release
+    its `# software:` line names (an input of the run, as its rank layout), the newest only when
+    asked (own_release=False), and only where the profile names no release (abci-a100 names ABCI's
+    2.8.4 itself, so a sweep's release never replaces it). Polaris' 256-node AllReduce ran NCCL
+    2.21.5: from 1 MiB its signed median is about +1.6% with 2.30.7's tables and -4.8% with its own
+    (2.21.5's Tree/Simple and Ring/LL128 latencies and rates; the page's release section)."""
     from simulator.calibration.measured import read_sweep
-    from simulator.calibration.sweep_prediction import case_for, case_profile, predict_sweep
+    from simulator.calibration.sweep_prediction import case_for, case_profile, predict_sweep, sweep_release
 
     data = Path(__file__).parents[2] / "data" / "nccl"
     sweep = read_sweep(data / "a100x1024_allreduce_256node_polaris_slingshot.csv")
     case = case_for(sweep)
-    assert case_profile(case).nccl_version is None
+    assert sweep_release(sweep) == "2.21.5" and case_profile(case).nccl_version is None
     assert case_profile(case, version=sweep.nccl_version).nccl_version == "2.21.5"
-    shipped, own = predict_sweep(sweep, case), predict_sweep(sweep, case, own_release=True)
-    signed = [statistics.median(p.error for p in r.points if p.size_bytes >= 1 << 20) for r in (shipped, own)]
-    assert signed[1] < signed[0] - 0.05  # +21% -> +13.5% (the page's section)
+    own, newest = predict_sweep(sweep, case), predict_sweep(sweep, case, own_release=False)
+    signed = [statistics.median(p.error for p in r.points if p.size_bytes >= 1 << 20) for r in (own, newest)]
+    assert signed[0] < signed[1] - 0.04
+    assert own.points == predict_sweep(sweep, case, own_release=True).points
     abci = case_for(read_sweep(data / "a100x16_allreduce_2node_abci.csv"))
     assert case_profile(abci, version="2.16.5").nccl_version == "2.8.4"
+    rccl = read_sweep(data / "mi355x16_allreduce_2node_aac14_pollara.csv")  # RCCL 2.26.6: RCCL's own tuner
+    assert rccl.nccl_version == "2.26.6" and sweep_release(rccl) is None
 
 
 @pytest.mark.parametrize("name, nodes, bound", [

@@ -119,16 +119,20 @@ LOSO_BOUNDS = {
     "dgx-h100": TARGETS,
     "aac8-mi300x": TARGETS,
     "aac11-mi325x": TARGETS,
-    "gb200-nvl72": TARGETS,  # 12.3% / -9.8% / 12.3% (Simple has no deployed factor)
-    # 13% / -11% / 36%: the OKE sweep (NCCL's own choice) reaches 238 GB/s busbw at 8 GiB over 16 RoCE
-    # VFs per node, above what dgx-a100's 8 x 200 Gb/s give the model (-15..-20% from 1 GiB) and its
-    # 1-64 MiB rows run faster than the RoCE row held out predicts; the B4.8 sweep (pinned Ring, 1-8 GiB)
-    # is within 0.4%
-    "oci-a100": (0.15, 0.13, 0.40),
+    "gb200-nvl72": TARGETS,  # 12.6% / -9.8% / 12.6% (NCCL 2.26.2: v2.25.1-1's Blackwell rows) (Simple has no deployed factor)
+    # 15.3% / -15.3% / 35.6% with each sweep's own NCCL (13.1% / -10.8% with 2.30.7's tables for both): the
+    # OKE sweep ran NCCL 2.19.3 (2.18.3's tables), whose Ring/LL128 is rated and timed slower at 16-64 MiB,
+    # and reaches 238 GB/s busbw at 8 GiB (Tree from 1 GiB) over 16 RoCE VFs per node, above what dgx-a100's
+    # 8 x 200 Gb/s give the model (-15..-20% from 1 GiB): before 2.20.3 NCCL does not merge the two ports
+    # of a NIC into one device (net_ib.cc IB_MERGE_NICS), not modelled; the B4.8 sweep (pinned Ring,
+    # 1-8 GiB) is within 0.4%
+    "oci-a100": (0.17, 0.17, 0.40),
     # 5.9% / +4.0% / 13.7% (9.8% / +9.6% before a Ring/Simple channel ran as two CTAs at 20.6 GB/s); all
     # sizes: AllGather below 1 MiB (Ring LL/LL128 over RoCE)
     "gcp-a3-ultra": TARGETS,
-    "sophia-a100": (0.15, 0.10, 0.40),  # all sizes 37%: 2-node latency regime (NCCL 2.22 over HDR)
+    # 11.7% / -0.1% / 23.4% timed with the tables of its NCCL 2.22.3 (2.21.5's; 8.4% / -1.1% / 36.5% with
+    # 2.30.7's): 2.21's Ring/LL at half the ring's bandwidth and its latencies fit the 2-node latency regime
+    "sophia-a100": TARGETS,
     "a100-pcie": (0.15, 0.10, 0.35),  # all sizes 32%: LL over one IB HCA, 1-1024 KiB
     "gh200-alps": (0.15, 0.10, 0.35),  # 10% / -3% / 28%: all sizes, Slingshot's 64 KiB-1 MiB collapse at 2-4 nodes
     # RCCL over RoCE is its own row (AAC11 MI325X, AAC14 MI355X). AAC10 is scored, not fitted: its RCCL
@@ -139,15 +143,15 @@ LOSO_BOUNDS = {
     # graph a TREE pattern (Tree x 0.85 in the choice), which hands 64 MiB to NVLS-tree one size earlier
     # (-26% -> +63%), where the model's NVLS-tree ramp is already 35-44% fast at 128-256 MiB
     "aws-p5": (TARGET_MEDIAN_BIG, 0.11, TARGET_MEDIAN_ALL),
-    "aws-p5-samples": TARGETS,  # 8.6% / +7% / 13.5%: as aws-p5 (NVLS-tree approaching its plateau)
-    # 8.6% / +0.7% / 4.7%: aws-ofi-nccl's SENDRECV protocol on p4de forces Simple (costs/transports.py), whose
+    "aws-p5-samples": TARGETS,  # 11.2% / +8.6% / 17.2%: as aws-p5 (NVLS-tree approaching its plateau)
+    # 9.2% / +0.8% / 10.4%: aws-ofi-nccl's SENDRECV protocol on p4de forces Simple (costs/transports.py), whose
     # ~170 us floor meets the measured 161 us; its 1-16 MiB rows (40-86% slower than Tree/Simple's bytes and
     # hops) are the per-message cost, fitted on GPUDirect-TCPXO when p4de is held out (9 us; 27% / +27% without)
     "aws-p4de": TARGETS,
     # 5.8% / -1.6% / 37% with RCCL's own tuner (Tree/Simple 2-64 MiB, Ring/Simple from 128 MiB) and the RCCL
     # row fitted on AAC11 alone; all sizes: the 40 us floor is predicted at ~85 us and LL up to 1 MiB too slow
     "mi355x": (TARGET_MEDIAN_BIG, TARGET_SIGNED, 0.40),
-    # TCPXO runs Simple only (costs/transports.py): the ~123 us floor is met. 19.4% / -8.1% / 12.6% (35% /
+    # TCPXO runs Simple only (costs/transports.py): the ~123 us floor is met. 16.8% / -1.3% / 11.1% (35% /
     # +35% / 17% without a per-message cost): held out it takes the host class's 12 us per message (p4de's,
     # with every host-message system at half weight; Slingshot's CXI rendezvous is a class of its own:
     # pooled with it, 6 us and +18% signed), which makes 64 MiB-1 GiB too slow while 4-16 MiB stay 15-50%
@@ -172,9 +176,11 @@ LOSO_BOUNDS = {
     # nodes (~10 us per remote peer measured, ~33 us predicted with Slingshot's 30 us hop extra), and the
     # hop extra itself, which Polaris' ring LL AllGathers (~8 us per ring step at 2-540 nodes) ask of the
     # transport while its tree LL AllReduces below 64 KiB (23 us on 2 nodes) ask for ~0
-    "polaris-a100": (0.30, 0.12, 0.36),  # 28.0% / +10.3% / 33.9%
+    "polaris-a100": (0.30, 0.12, 0.36),  # 28.8% / +10.1% / 33.9%
     "sirius-a100": (0.21, TARGET_SIGNED, 0.38),  # 18.6% / -2.0% / 35.6%
-    # Two NVL72 racks over RoCE with NCCL_NVLS_ENABLE=0 (header env): Tree/Ring, 21.3% / +15.5% / 34.1%
+    # Two NVL72 racks over RoCE with NCCL_NVLS_ENABLE=0 (header env): Tree/Ring, 17.1% / +17.1% / 34.1% (NCCL 2.29.2's tables)
+    # (12.3% / +8.0% / 33.0% while the RoCE row, fitted with 2.30.7's tables for every sweep, had tree LL128
+    # x 0.6; fitted with each sweep's own release it is x 1)
     # (171% / +171% / 91% while NVLS-Tree was predicted): Tree/LL128 over the 64-GPU chains at 4-256 MiB runs
     # 21-34% below the NCCL RoCE row's LL128 rate (1.0, fitted on 2-node clusters); below 1 MiB Tree/LL's
     # chain is priced at ~130 us against ~185 us measured (kept out of the fit); the plateau within 5%
