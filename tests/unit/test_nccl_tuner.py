@@ -142,6 +142,18 @@ def test_graph_gives_a_rank_its_own_nics_only():
     assert g.graph_from_profile(p5, 2, 2).n_channels == 4
 
 
+def test_one_rank_per_node_has_no_nvls():
+    """ncclNvlsInit (nvls.cc) leaves NVLS off with fewer than two GPUs in the node's topology."""
+    from simulator.config.hardware import load_profile
+
+    h100 = load_profile("dgx-h100")
+    one = g.context_from_profile(h100, 10, 10)
+    two = g.context_from_profile(h100, 20, 10)
+    assert not t.enabled(one, "allreduce", "nvls_tree", "simple")
+    assert t.enabled(two, "allreduce", "nvls_tree", "simple")
+    assert t.select(one, "allreduce", 1 << 30)[0] == "ring"
+
+
 def test_mesh_graph_rates_peers_as_nccl_and_rccl_do():
     from simulator.config.hardware import load_profile
 
