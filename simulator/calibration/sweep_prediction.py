@@ -166,6 +166,23 @@ CASES.update({
     f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 })
+# The same nodes with 1, 2 or 4 GPUs each (N10_G1/G2/G4 logs): 48.7-49.2 GB/s busbw per GPU, one NIC each.
+_PER_NODE_NOTE = ("the 80-rank sweeps' nodes with {g} GPU(s) each: a rank rings through its own NIC only "
+                  "(nccl_graph.reachable_nics: {ch} graph channels x 24 GB/s, where every NIC of the node was rated before)")
+_PER_NODE_OP_NOTE = {
+    (1, "allreduce"): "; no NVLS with one GPU per node (nvls.cc), so Ring: 22% -> 3.5% median",
+    (2, "allreduce"): "; NVLS-tree predicted 12-19% too slow (NCCL's NVLS graph has one head per GPU, search.cc, "
+                      "which the model's 16 NVLS channels do not follow)",
+    (4, "allreduce"): "; NVLS-tree as with 2 GPUs per node",
+    (1, "sendrecv"): "; SendRecv moves half a NIC (24-26 GB/s) at every GPU count: +11-13% at 1-2 GPUs per node "
+                     "(+90% while the 8 NICs gave 16 p2p channels)",
+}
+CASES.update({
+    f"h100x{10 * g}_{op}_10node_xxrjun_ib_{g}pernode": Case(
+        "dgx-h100", op, 10 * g, g, family="xxrjun-h100",
+        note=_PER_NODE_NOTE.format(g=g, ch=2 * g) + _PER_NODE_OP_NOTE.get((g, op), ""))
+    for g in (1, 2, 4) for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
+})
 _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and one beside GPU 3 (nics.local_gpus): "
                  "rings and trees cross the network at those GPUs, a channel per NIC and direction, with no LL128 "
                  "(the GPUs reach the NICs through the CPU's host bridge: nics.gpu_path). The links give the rings "

@@ -116,7 +116,7 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         # NICs of one NCCL node: the NVLink domain's (all of an MNNVL rack's trays, whose
         # topologies NCCL fuses into one: init.cc "XML topo fusion", MNNVL clique support).
         domain_nics = profile.node.nics.count * profile.nodes_per_domain
-        nics = max(1, min(domain_nics, MAX_CHANNELS // 2) if domain_nics else 1)
+        nics = max(1, min(domain_nics, MAX_CHANNELS // 2, reachable_nics(profile, ppn)) if domain_nics else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
         # The intra-node chains must feed every NIC. Through a switch all channels share the
@@ -137,6 +137,26 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
     return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk,
                       simple_tree_pattern(profile, ppn, n_nodes))
+
+
+def reachable_nics(profile, ppn: int) -> int:
+    """NICs that a communicator with `ppn` ranks per node can give ring channels: its GPUs' own.
+
+    NCCL builds each node's topology from the communicator's GPUs only (with every NIC of the
+    node), and its graph search charges a channel's bandwidth to every link on the GPU-to-NIC path
+    (``search.cc`` ``ncclTopoFollowPath``). A NIC that is not the GPU's own is reached through that
+    GPU's PCIe link too, so a rank's channels share one PCIe link whichever NICs they pick: one GPU
+    per node fills its link with its own NIC (``ncclTopoSelectNets`` lists the GPU's closest NICs
+    first), and PXN, which reaches another GPU's NIC over NVLink, needs that GPU in the
+    communicator. So a rank drives its own NICs (``nics.count / gpus``, at least one), and the
+    graph has ``ppn`` times that many channels before ``ncclTopoDupChannels``. Measured on one
+    10-node H100 cluster (data/nccl/h100x{10,20,40}_*_10node_xxrjun_ib_*pernode.csv): 1, 2 and 4
+    GPUs per node reach 48.7-49.2 GB/s busbw per GPU on AllReduce, AllGather and ReduceScatter,
+    one 400 Gb/s NIC each; 8 channels at 48 GB/s for one GPU would rate a ring 8x that.
+    """
+    gpus = max(1, profile.node.gpus)
+    per_gpu = max(1, (profile.node.nics.count or 0) // gpus)
+    return max(1, ppn) * per_gpu
 
 
 def simple_tree_pattern(profile, ppn: int, n_nodes: int) -> bool:

@@ -149,6 +149,14 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
     if algo in ("nvls", "nvls_tree"):
         if proto != "simple" or not ctx.nvls_supported or nvls_efficiency(ctx) == 0:
             return False
+        if ctx.ppn < 2:
+            # One GPU per node: ncclNvlsInit (src/transport/nvls.cc, v2.29.2-1 line 161) leaves
+            # nvlsSupport at 0 when the node's topology has fewer than two GPUs, and the NVLS graph
+            # has at most one head per GPU (search.cc line 1064), below the two channels tuning.cc
+            # requires ("NVLS/NVLStree needs at least 2 channels"). Measured: one H100 per node on
+            # 10 nodes runs AllReduce at 48.9 GB/s busbw, its NIC's ring rate
+            # (data/nccl/h100x10_allreduce_10node_xxrjun_ib_1pernode.csv).
+            return False
         if algo == "nvls_tree" and ctx.n_nodes == 1:
             return False
         if algo == "nvls" and ctx.n_nodes > 1:

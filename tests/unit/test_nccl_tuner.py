@@ -124,6 +124,36 @@ def test_multi_node_graph_uses_one_channel_per_nic_and_nvls_keeps_nvlink_rate():
     assert g2.nvls_intra_total_GBps == pytest.approx(g1.n_channels * g1.bw_intra_GBps)
 
 
+def test_graph_gives_a_rank_its_own_nics_only():
+    """NCCL's graph charges every channel to the rank's GPU-to-NIC path (search.cc), so a
+    communicator with one H100 per node rings through that GPU's one 400 Gb/s NIC: one channel at
+    48 GB/s, duplicated into 2 x 24 (ncclTopoDupChannels), 48 GB/s in all, not 8 NICs' worth."""
+    from simulator.config.hardware import load_profile
+
+    h100 = load_profile("dgx-h100")
+    assert g.reachable_nics(h100, 1) == 1 and g.reachable_nics(h100, 8) == 8
+    for ppn, n_ch in ((1, 2), (2, 4), (4, 8)):
+        gr = g.graph_from_profile(h100, 10 * ppn, 10)
+        assert (gr.n_channels, gr.bw_inter_GBps) == (n_ch, 24.0)
+        assert gr.n_channels * gr.bw_inter_GBps == pytest.approx(48.0 * ppn)
+    full = g.graph_from_profile(h100, 80, 10)  # a full node keeps one channel per NIC
+    assert (full.n_channels, full.bw_inter_GBps) == (8, 45.0)
+    p5 = load_profile("aws-p5")  # 4 EFA devices per GPU: one rank per node still drives its 4
+    assert g.graph_from_profile(p5, 2, 2).n_channels == 4
+
+
+def test_one_rank_per_node_has_no_nvls():
+    """ncclNvlsInit (nvls.cc) leaves NVLS off with fewer than two GPUs in the node's topology."""
+    from simulator.config.hardware import load_profile
+
+    h100 = load_profile("dgx-h100")
+    one = g.context_from_profile(h100, 10, 10)
+    two = g.context_from_profile(h100, 20, 10)
+    assert not t.enabled(one, "allreduce", "nvls_tree", "simple")
+    assert t.enabled(two, "allreduce", "nvls_tree", "simple")
+    assert t.select(one, "allreduce", 1 << 30)[0] == "ring"
+
+
 def test_mesh_graph_rates_peers_as_nccl_and_rccl_do():
     from simulator.config.hardware import load_profile
 
