@@ -14,14 +14,27 @@ import simpy
 
 
 class ActiveFlow:
-    """One active flow. ``rem`` is what was left at time ``t_ref``; since then it has moved at
-    ``rate``, so it finishes at ``finish = t_ref + rem / rate`` unless its rate changes first."""
+    """One active flow, or a *class* of ``n`` flows that move in lockstep: the same size, cap,
+    bytes left and rate, over different links (an All-to-All's sends, started together).
 
-    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish")
+    ``rem`` is what each member had left at time ``t_ref``; since then it has moved at ``rate``,
+    so all members finish at ``finish = t_ref + rem / rate`` unless their rate changes first.
+    ``mlinks``: each member's links; ``links``: theirs end to end (a link crossed by k members
+    appears k times: per-link counts and bytes are per member); ``ulinks``: each link once.
+    ``slots``: the members' rows in the network's numpy mirror (None until it holds them).
 
-    def __init__(self, fid: int, links: tuple[int, ...], size: float, cap: float, group: "FlowGroup") -> None:
+    Rates are always solved member by member (``links.FlowNetwork``); a class only stands for
+    members the solver gave one rate. Members given different rates are split into classes of
+    equal rate (``FlowNetwork._split``), so the bookkeeping (heap entries, per-link maps, the
+    completion) is per class while every member moves exactly as it would alone.
+    """
+
+    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish", "n", "mlinks", "ulinks",
+                 "slots")
+
+    def __init__(self, fid: int, links: tuple[int, ...], size: float, cap: float, group: "FlowGroup",
+                 mlinks: Sequence[tuple[int, ...]] | None = None) -> None:
         self.fid = fid
-        self.links = links
         self.size = size
         self.cap = cap
         self.group = group
@@ -29,6 +42,23 @@ class ActiveFlow:
         self.rate = 0.0
         self.t_ref = 0.0
         self.finish = float("inf")
+        self.slots: np.ndarray | None = None
+        if mlinks is None:
+            self.n = 1
+            self.links = self.ulinks = links
+            self.mlinks: Sequence[tuple[int, ...]] = (links,)
+        else:
+            self.set_members(mlinks)
+
+    def set_members(self, mlinks: Sequence[tuple[int, ...]]) -> None:
+        """Make the class these members (each member's links)."""
+        self.n = len(mlinks)
+        self.mlinks = mlinks
+        if self.n == 1:
+            self.links = self.ulinks = mlinks[0]
+        else:
+            self.links = tuple(chain.from_iterable(mlinks))
+            self.ulinks = tuple(dict.fromkeys(self.links))
 
 
 class FlowGroup:
@@ -89,50 +119,92 @@ def checked_flows(flows: Iterable[Any], n_links: int) -> list[tuple[tuple[int, .
 
 class Mirror:
     """numpy copy of the active flows' flow-link incidence, kept only while large components
-    occur: per entry the flow id and link; per flow id its cap, current rate and whether it is
-    active. Flows that start or finish are applied in bulk at the next large recompute."""
+    occur, member by member: each member of a class (``ActiveFlow``) has a *slot*; per entry the
+    slot and the link; per slot its cap, current rate, whether it is active and the id of the
+    class holding it (``owner``). Flows that start or finish are applied in bulk at the next
+    large recompute (:meth:`sync`). Slots are numbered afresh once most of them are dead, so the
+    arrays stay in proportion to the flows in flight, not to every flow the step has started."""
 
-    def __init__(self, flows: Iterable[ActiveFlow], size: int) -> None:
-        self.m_fid = np.zeros(0, dtype=np.int64)
+    def __init__(self, flows: Iterable[ActiveFlow]) -> None:
+        self.m_slot = np.zeros(0, dtype=np.int64)
         self.m_link = np.zeros(0, dtype=np.int64)
         self.alive = np.zeros(0, dtype=bool)
         self.cap = np.zeros(0)
         self.rate = np.zeros(0)
+        self.owner = np.zeros(0, dtype=np.int64)
+        self.n_slots = 0  # slots handed out (alive or dead)
+        self.n_alive = 0
         self.dead_entries = 0
         self.added: list[ActiveFlow] = list(flows)
+        for f in self.added:
+            f.slots = None
         self.gone: list[ActiveFlow] = []
-        self.reserve(size)
 
-    def reserve(self, size: int) -> None:
+    def _grow(self, size: int) -> None:
         if size > self.alive.size:
             n = max(size, 2 * self.alive.size, 1024)
-            self.alive = np.concatenate([self.alive, np.zeros(n - self.alive.size, dtype=bool)])
-            self.cap = np.concatenate([self.cap, np.zeros(n - self.cap.size)])
-            self.rate = np.concatenate([self.rate, np.zeros(n - self.rate.size)])
+            pad = n - self.alive.size
+            self.alive = np.concatenate([self.alive, np.zeros(pad, dtype=bool)])
+            self.cap = np.concatenate([self.cap, np.zeros(pad)])
+            self.rate = np.concatenate([self.rate, np.zeros(pad)])
+            self.owner = np.concatenate([self.owner, np.zeros(pad, dtype=np.int64)])
 
-    def sync(self) -> None:
+    def sync(self, flows: Iterable[ActiveFlow]) -> None:
+        """Apply the starts and finishes since the last sync (``flows``: every active flow, for
+        renumbering the slots)."""
         # Added first: a flow that started and finished since the last sync ends up inactive.
         if self.added:
             added = [f for f in self.added if f.links]
-            links_of = [f.links for f in added]
-            lengths = np.fromiter(map(len, links_of), dtype=np.int64, count=len(added))
-            fids = np.fromiter([f.fid for f in added], dtype=np.int64, count=len(added))
-            links = np.fromiter(chain.from_iterable(links_of), dtype=np.int64, count=int(lengths.sum()))
-            self.m_fid = np.concatenate([self.m_fid, np.repeat(fids, lengths)])
+            counts = np.fromiter([f.n for f in added], dtype=np.int64, count=len(added))
+            total = int(counts.sum())
+            first = self.n_slots
+            self._grow(first + total)
+            k = first
+            for f in added:
+                f.slots = np.arange(k, k + f.n, dtype=np.int64)
+                k += f.n
+            slots = np.arange(first, first + total, dtype=np.int64)
+            lengths = np.fromiter((len(m) for f in added for m in f.mlinks), dtype=np.int64, count=total)
+            links = np.fromiter(chain.from_iterable([f.links for f in added]), dtype=np.int64,
+                                count=int(lengths.sum()))
+            self.m_slot = np.concatenate([self.m_slot, np.repeat(slots, lengths)])
             self.m_link = np.concatenate([self.m_link, links])
-            self.alive[fids] = True
-            self.cap[fids] = [f.cap for f in added]
-            self.rate[fids] = [f.rate for f in added]
+            self.alive[first:k] = True
+            self.cap[first:k] = np.repeat([f.cap for f in added], counts)
+            self.rate[first:k] = np.repeat([f.rate for f in added], counts)
+            self.owner[first:k] = np.repeat([f.fid for f in added], counts)
+            self.n_slots = k
+            self.n_alive += total
             self.added = []
         if self.gone:
-            gone = np.fromiter([f.fid for f in self.gone], dtype=np.int64, count=len(self.gone))
-            self.alive[gone] = False
-            self.dead_entries += sum(map(len, [f.links for f in self.gone]))
+            gone = [f.slots for f in self.gone if f.slots is not None]
+            if gone:
+                dead = np.concatenate(gone)
+                self.alive[dead] = False
+                self.n_alive -= dead.size
+                self.dead_entries += sum([len(f.links) for f in self.gone if f.slots is not None])
             self.gone = []
-        if self.dead_entries * 2 > self.m_fid.size:
-            keep = self.alive[self.m_fid]
-            self.m_fid, self.m_link = self.m_fid[keep], self.m_link[keep]
+        if self.dead_entries * 2 > self.m_slot.size:
+            keep = self.alive[self.m_slot]
+            self.m_slot, self.m_link = self.m_slot[keep], self.m_link[keep]
             self.dead_entries = 0
+            if self.n_slots > 2 * self.n_alive + 4096:
+                self._renumber(flows)
+
+    def _renumber(self, flows: Iterable[ActiveFlow]) -> None:
+        """Number the live slots 0..n_alive-1, in the order they had."""
+        live = np.flatnonzero(self.alive[:self.n_slots])
+        new = np.full(self.n_slots, -1, dtype=np.int64)
+        new[live] = np.arange(live.size, dtype=np.int64)
+        self.m_slot = new[self.m_slot]
+        for f in flows:
+            if f.slots is not None:
+                f.slots = new[f.slots]
+        n = live.size
+        self.cap[:n], self.rate[:n], self.owner[:n] = self.cap[live], self.rate[live], self.owner[live]
+        self.alive[:n] = True
+        self.alive[n:] = False
+        self.n_slots = n
 
     def backlog(self) -> int:
         return len(self.added) + len(self.gone)

@@ -85,6 +85,7 @@ class FlowNetwork:
         # (Folded per link only when asked or when many chunks are pending: a bincount over every
         # link per completion would cost in proportion to the fabric, not to the flows.)
         self._link_done: list[tuple[np.ndarray, np.ndarray]] = []
+        self._link_done_entries = 0  # entries in those chunks
         self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
@@ -117,7 +118,7 @@ class FlowNetwork:
     # ------------------------------------------------------------------ public
     @property
     def active_flows(self) -> int:
-        return len(self._flows)
+        return sum([f.n for f in self._flows.values()])
 
     @property
     def link_bytes(self) -> np.ndarray:
@@ -144,7 +145,7 @@ class FlowNetwork:
         if self._new or self._dirty or self._seeds:
             self._admit()
             self._refresh_rates()
-        return np.array([f.rate for f in self._flows.values()], dtype=np.float64)
+        return np.array([f.rate for f in self._flows.values() for _ in range(f.n)], dtype=np.float64)
 
     def transfer(self, links: Sequence[int], nbytes: float, rate_cap_Bps: float | None = None) -> simpy.Event:
         """Start one flow of ``nbytes`` over ``links``; the event fires when it has finished."""
@@ -271,17 +272,26 @@ class FlowNetwork:
             trigger.succeed()
 
     def _materialize(self, shape: PhaseShape, left: list[tuple[int, float]], group: FlowGroup, now: float) -> None:
-        """Put flows of a phase on the network as ordinary flows, with ``left`` bytes to go."""
-        fid = self._next_fid
+        """Put flows of a phase on the network as ordinary flows, with ``left`` bytes to go:
+        flows with the same size, bytes left and cap as one class (``ActiveFlow``), which the
+        rate computation splits where its members' rates differ."""
+        specs = shape.specs
+        classes: dict[tuple[float, float, float], list[int]] = {}
         for i, rem in left:
-            links, size, cap = shape.specs[i]
-            f = ActiveFlow(fid, links, size, cap, group)
+            _, size, cap = specs[i]
+            classes.setdefault((size, rem, cap), []).append(i)
+        fid = self._next_fid
+        for (size, rem, cap), members in classes.items():
+            if len(members) == 1:
+                f = ActiveFlow(fid, specs[members[0]][0], size, cap, group)
+            else:
+                f = ActiveFlow(fid, (), size, cap, group, [specs[i][0] for i in members])
             f.rem = rem
             f.t_ref = now
             self._new.append(f)
             fid += 1
         self._next_fid = fid
-        group.outstanding += len(left)
+        group.outstanding += len(classes)
 
     def _break(self, block_ids: np.ndarray, links: np.ndarray, now: float) -> None:
         """Hand the components of running blocks that hold ``links`` to the network as ordinary
@@ -320,19 +330,26 @@ class FlowNetwork:
             nbytes = np.concatenate([nbytes for _, nbytes in self._link_done])
             self._link_done_sum += np.bincount(links, weights=nbytes, minlength=self._n_links)
             self._link_done = []
+            self._link_done_entries = 0
         return self._link_done_sum
+
+    def _done(self, links: np.ndarray, nbytes: np.ndarray) -> None:
+        """Record bytes carried by finished flows (per entry: a link and its flow's bytes);
+        folded per link once the pending chunks are many or long."""
+        self._link_done.append((links, nbytes))
+        self._link_done_entries += links.size
+        if len(self._link_done) > 4096 or self._link_done_entries > 2 * self._n_links + 65536:
+            self._done_per_link()
 
     def _account(self, shape: PhaseShape, flows: list[int]) -> None:
         """Count flows of a phase that finished inside a block."""
         if not flows:
             return
         specs = shape.specs
-        self._link_done.append((np.fromiter((link for i in flows for link in specs[i][0]), dtype=np.int64),
-                                np.fromiter((specs[i][1] for i in flows for _ in specs[i][0]), dtype=np.float64)))
+        self._done(np.fromiter((link for i in flows for link in specs[i][0]), dtype=np.int64),
+                   np.fromiter((specs[i][1] for i in flows for _ in specs[i][0]), dtype=np.float64))
         self.stats.bytes_delivered += sum(specs[i][1] for i in flows)
         self.stats.flows_finished += len(flows)
-        if len(self._link_done) > 4096:
-            self._done_per_link()
 
     def _complete_blocks(self, blocks: list[SoloBlock]) -> None:
         for block in blocks:
@@ -340,7 +357,7 @@ class FlowNetwork:
             shape = block.shape
             if all(block.alive):
                 self._owner[shape.links] = -1
-                self._link_done.append((shape.flow_links, shape.flow_bytes))
+                self._done(shape.flow_links, shape.flow_bytes)
                 self.stats.bytes_delivered += shape.total_bytes
                 self.stats.flows_finished += shape.n_flows
                 continue
@@ -350,11 +367,9 @@ class FlowNetwork:
             # accounted as they broke)
             alive = np.asarray(block.alive, dtype=bool)
             entries = alive[shape.entry_comp]
-            self._link_done.append((shape.flow_links[entries], shape.flow_bytes[entries]))
+            self._done(shape.flow_links[entries], shape.flow_bytes[entries])
             self.stats.bytes_delivered += float(shape.comp_bytes[alive].sum())
             self.stats.flows_finished += int(shape.comp_flows[alive].sum())
-        if len(self._link_done) > 4096:
-            self._done_per_link()
         for block in blocks:
             group = block.group
             group.outstanding -= 1
@@ -389,7 +404,7 @@ class FlowNetwork:
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
-            for link in f_links:
+            for link in f.ulinks:
                 users = get(link)
                 if users is None:
                     on_link[link] = {fid: f}
@@ -400,7 +415,6 @@ class FlowNetwork:
             if mirror.backlog() > 4 * len(flows) + 4096:  # no large component for a long while
                 self._mirror = None
             else:
-                mirror.reserve(self._next_fid)
                 mirror.added.extend(self._new)
         self._new = []
 
@@ -420,8 +434,8 @@ class FlowNetwork:
         f.rate = rate
         f.finish = now + f.rem / rate
         heapq.heappush(self._heap, (f.finish, f.fid, f))
-        if self._mirror is not None:
-            self._mirror.rate[f.fid] = rate
+        if self._mirror is not None and f.slots is not None:
+            self._mirror.rate[f.slots] = rate
 
     def _on_start(self, _event: simpy.Event) -> None:
         self._update()
@@ -433,20 +447,22 @@ class FlowNetwork:
 
     def _component(self) -> list[ActiveFlow] | None:
         """Active flows connected (through shared links) to the new flows and to the links that
-        finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS."""
+        finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS flows
+        (members of classes counted one by one)."""
         on_link = self._on_link
         n_active = len(self._flows)
         seen_links = set(self._dirty)
         stack = list(seen_links)
         members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
+        n_members = sum([f.n for f in self._seeds])
         if len(members) < n_active:
             for f in self._seeds:
-                for link in f.links:
+                for link in f.ulinks:
                     if link not in seen_links:
                         seen_links.add(link)
                         stack.append(link)
         while stack and len(members) < n_active:
-            if len(members) > LARGE_COMPONENT_FLOWS:
+            if n_members > LARGE_COMPONENT_FLOWS:
                 return None
             users = on_link.get(stack.pop())
             if not users:
@@ -454,11 +470,12 @@ class FlowNetwork:
             for fid, f in users.items():
                 if fid not in members:
                     members[fid] = f
-                    for link in f.links:
+                    n_members += f.n
+                    for link in f.ulinks:
                         if link not in seen_links:
                             seen_links.add(link)
                             stack.append(link)
-        if len(members) > LARGE_COMPONENT_FLOWS:
+        if n_members > LARGE_COMPONENT_FLOWS:
             return None
         if len(members) == n_active:  # everything is connected: no need to sort
             return list(self._flows.values())
@@ -481,47 +498,110 @@ class FlowNetwork:
             return
         if not flows:
             return
-        if len(flows) == 1:  # alone on its links: the slowest link or its cap
+        if len(flows) == 1 and flows[0].n == 1:  # alone on its links: the slowest link or its cap
             f = flows[0]
             r = min(f.cap, min(self._capacity_list[link] for link in f.links))
             if r != f.rate:
                 self._set_rate(f, r, now)
             return
-        e_flow = [i for i, f in enumerate(flows) for _ in f.links]
+        # one row per member flow (a class's members are solved one by one)
+        e_flow = [i for i, links in enumerate(m for f in flows for m in f.mlinks) for _ in links]
         e_link = [link for f in flows for link in f.links]
-        caps = [f.cap for f in flows]
+        caps = [f.cap for f in flows for _ in range(f.n)]
         if len(e_link) <= SMALL_COMPONENT_ENTRIES:
-            rates = max_min_rates_small(e_flow, e_link, len(flows), self._capacity_list, caps)
+            rates = max_min_rates_small(e_flow, e_link, len(caps), self._capacity_list, caps)
         else:
-            rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(flows),
+            rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(caps),
                                   self.capacity_Bps, np.array(caps)).tolist()
-        for f, r in zip(flows, rates):
+        k = 0
+        for f in flows:
+            n = f.n  # (a class that splits has fewer members after)
+            if n == 1:
+                r = rates[k]
+                if r != f.rate:
+                    self._set_rate(f, r, now)
+            else:
+                self._class_rates(f, rates[k:k + n], now)
+            k += n
+
+    def _class_rates(self, f: ActiveFlow, rates: Sequence[float], now: float) -> None:
+        """Give class ``f`` its members' new rates: one rate if they all got the same, else
+        the class splits into classes of equal rate."""
+        r = rates[0]
+        if all(x == r for x in rates):
             if r != f.rate:
                 self._set_rate(f, r, now)
+        else:
+            self._split(f, rates, now)
+
+    def _split(self, f: ActiveFlow, rates: Sequence[float], now: float) -> None:
+        """Split class ``f`` by its members' new ``rates``: the members sharing the first
+        member's rate stay in ``f``, each other rate becomes a new class with the same bytes
+        left, in the same completion group."""
+        if now != f.t_ref:
+            f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            f.t_ref = now
+        parts: dict[float, list[int]] = {}
+        for k, x in enumerate(rates):
+            parts.setdefault(x, []).append(k)
+        on_link, fid = self._on_link, f.fid
+        for link in f.ulinks:
+            del on_link[link][fid]
+        mirror = self._mirror
+        slots, mlinks = f.slots, f.mlinks
+        for x, idx in parts.items():
+            if idx[0] == 0:
+                g = f
+                g.set_members([mlinks[k] for k in idx])
+            else:
+                g = ActiveFlow(self._next_fid, (), f.size, f.cap, f.group, [mlinks[k] for k in idx])
+                self._next_fid += 1
+                g.rem, g.t_ref, g.rate = f.rem, now, float("nan")  # nan: always given its rate below
+                self._flows[g.fid] = g
+                f.group.outstanding += 1
+                if mirror is not None and slots is None:
+                    mirror.added.append(g)  # f is there too, not yet synced
+            if slots is not None:
+                g.slots = slots[idx]
+                if mirror is not None:
+                    mirror.owner[g.slots] = g.fid
+            for link in g.ulinks:
+                users = on_link.get(link)
+                if users is None:
+                    on_link[link] = {g.fid: g}
+                else:
+                    users[g.fid] = g
+            if x != g.rate:
+                self._set_rate(g, x, now)
 
     def _refresh_all(self, now: float) -> None:
         """Re-share every active flow with the vectorised water-filling (components are
         independent, so this gives each component what a per-component recompute would)."""
         if self._mirror is None:
-            self._mirror = Mirror(self._flows.values(), self._next_fid)
+            self._mirror = Mirror(self._flows.values())
         mirror = self._mirror
-        mirror.sync()
-        entries = mirror.alive[mirror.m_fid]
-        m_fid, m_link = mirror.m_fid[entries], mirror.m_link[entries]
-        # The active flows' ids, ascending (every mirrored flow has a link), and each entry's
-        # position among them: over the live entries, not over every id the step has issued
-        # (a flag per flow id ever started, scanned per recompute, grows with the step).
-        active = _distinct(m_fid)
-        rates = max_min_rates(np.searchsorted(active, m_fid), m_link, active.size, self.capacity_Bps,
+        mirror.sync(self._flows.values())
+        entries = mirror.alive[mirror.m_slot]
+        m_slot, m_link = mirror.m_slot[entries], mirror.m_link[entries]
+        # The active members' slots, ascending, and each entry's position among them: over the
+        # live entries, not over every slot handed out.
+        active = _distinct(m_slot)
+        rates = max_min_rates(np.searchsorted(active, m_slot), m_link, active.size, self.capacity_Bps,
                               mirror.cap[active])
         changed = np.flatnonzero(rates != mirror.rate[active])
-        fids = active[changed]
+        slots = active[changed]
         new_rates = rates[changed]
-        mirror.rate[fids] = new_rates
+        mirror.rate[slots] = new_rates
         # _set_rate for each changed flow, its mirror write done above for all of them at once
         flows, heap, push = self._flows, self._heap, heapq.heappush
-        for fid, r in zip(fids.tolist(), new_rates.tolist()):
+        classes: set[int] = set()
+        for fid, r in zip(mirror.owner[slots].tolist(), new_rates.tolist()):
             f = flows[fid]
+            if f.n != 1:
+                if fid not in classes:
+                    classes.add(fid)
+                    self._class_rates(f, mirror.rate[f.slots].tolist(), now)
+                continue
             if now != f.t_ref:
                 f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
                 f.t_ref = now
@@ -576,30 +656,30 @@ class FlowNetwork:
         sizes: list[float] = []
         counts: list[int] = []
         extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        n_finished = 0
         for f in finished:
             fid = f.fid
             del flows[fid]
             size = f.size
-            delivered += size
-            links = f.links
-            for link in links:
+            delivered += size * f.n
+            n_finished += f.n
+            for link in f.ulinks:
                 users = on_link[link]
                 del users[fid]
                 if not users:
                     del on_link[link]
+            links = f.links
             extend(links)
             add_size(size)
             add_count(len(links))
         self._dirty.update(gone_links)
         gone = np.array(gone_links, dtype=np.int64)
         self._count_busy(gone, -1)
-        self._link_done.append((gone, np.repeat(np.array(sizes, dtype=np.float64), counts)))
-        if len(self._link_done) > 4096:
-            self._done_per_link()
+        self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered
-        self.stats.flows_finished += len(finished)
+        self.stats.flows_finished += n_finished
         for f in finished:
             group = f.group
             group.outstanding -= 1
