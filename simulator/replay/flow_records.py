@@ -19,9 +19,10 @@ class ActiveFlow:
 
     ``rem`` is what each member had left at time ``t_ref``; since then it has moved at ``rate``,
     so all members finish at ``finish = t_ref + rem / rate`` unless their rate changes first.
-    ``mlinks``: each member's links; ``links``: theirs end to end (a link crossed by k members
-    appears k times: per-link counts and bytes are per member); ``ulinks``: each link once.
-    ``slots``: the members' rows in the network's numpy mirror (None until it holds them).
+    A single flow's ``links`` is a tuple; a class's is a numpy array of its members' links end to
+    end (member i's are ``links[ptr[i]:ptr[i+1]]``; a link crossed by k members appears k times:
+    per-link counts and bytes are per member). ``ulinks``: each link once. ``slots``: the
+    members' rows in the network's numpy mirror (None until it holds them).
 
     Rates are always solved member by member (``links.FlowNetwork``); a class only stands for
     members the solver gave one rate. Members given different rates are split into classes of
@@ -29,11 +30,11 @@ class ActiveFlow:
     completion) is per class while every member moves exactly as it would alone.
     """
 
-    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish", "n", "mlinks", "ulinks",
-                 "slots")
+    __slots__ = ("fid", "links", "size", "cap", "group", "rem", "rate", "t_ref", "finish", "n", "ptr", "ulinks",
+                 "slots", "uarr", "weight", "upos", "cover")
 
-    def __init__(self, fid: int, links: tuple[int, ...], size: float, cap: float, group: "FlowGroup",
-                 mlinks: Sequence[tuple[int, ...]] | None = None) -> None:
+    def __init__(self, fid: int, links: Any, size: float, cap: float, group: "FlowGroup",
+                 ptr: np.ndarray | None = None) -> None:
         self.fid = fid
         self.size = size
         self.cap = cap
@@ -43,22 +44,69 @@ class ActiveFlow:
         self.t_ref = 0.0
         self.finish = float("inf")
         self.slots: np.ndarray | None = None
-        if mlinks is None:
+        # For the rates solved per class (FlowNetwork._class_level_rates): ``ulinks`` as an
+        # array, how many members cross each, each member entry's position in it, and the links
+        # (a mask over ``uarr``) shown to give every member a bottleneck at the last check.
+        self.uarr: np.ndarray | None = None
+        self.weight: np.ndarray | None = None
+        self.upos: np.ndarray | None = None
+        self.cover: np.ndarray | None = None
+        if ptr is None:
             self.n = 1
             self.links = self.ulinks = links
-            self.mlinks: Sequence[tuple[int, ...]] = (links,)
+            self.ptr: np.ndarray | None = None
         else:
-            self.set_members(mlinks)
+            self.set_members(ptr, links)
 
-    def set_members(self, mlinks: Sequence[tuple[int, ...]]) -> None:
-        """Make the class these members (each member's links)."""
-        self.n = len(mlinks)
-        self.mlinks = mlinks
+    def set_members(self, ptr: np.ndarray, links: np.ndarray) -> None:
+        """Make the class these members (``ptr``, ``links``: their links, as the class holds them)."""
+        self.n = ptr.size - 1
         if self.n == 1:
-            self.links = self.ulinks = mlinks[0]
+            self.links = self.ulinks = tuple(links.tolist())
+            self.ptr = self.uarr = self.weight = self.upos = None
         else:
-            self.links = tuple(chain.from_iterable(mlinks))
-            self.ulinks = tuple(dict.fromkeys(self.links))
+            self.ptr, self.links = ptr, links
+            uarr, upos, counts = np.unique(links, return_inverse=True, return_counts=True)
+            self.uarr, self.upos, self.weight = uarr, upos.reshape(-1), counts.astype(np.float64)
+            self.ulinks = tuple(uarr.tolist())
+        self.cover = None
+
+    def members(self) -> list[tuple[int, ...]]:
+        """Each member's links."""
+        if self.ptr is None:
+            return [self.links]
+        flat, p = self.links.tolist(), self.ptr.tolist()
+        return [tuple(flat[p[i]:p[i + 1]]) for i in range(self.n)]
+
+    def lengths(self) -> np.ndarray:
+        """How many links each member crosses."""
+        return np.diff(self.ptr) if self.ptr is not None else np.array([len(self.links)], dtype=np.int64)
+
+
+def csr_take(ptr: np.ndarray, links: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``idx`` of the row-compressed table (``ptr``, ``links``), as a table of their own."""
+    lengths = ptr[idx + 1] - ptr[idx]
+    new_ptr = np.zeros(idx.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_ptr[1:])
+    pos = np.repeat(ptr[idx] - new_ptr[:-1], lengths) + np.arange(new_ptr[-1], dtype=np.int64)
+    return new_ptr, links[pos]
+
+
+def entries(flows: Iterable[ActiveFlow]) -> np.ndarray:
+    """The links of ``flows`` end to end (every member's, repeats counted)."""
+    parts: list[np.ndarray] = []
+    run: list[tuple[int, ...]] = []
+    for f in flows:
+        if f.ptr is None:
+            run.append(f.links)
+        else:
+            if run:
+                parts.append(np.fromiter(chain.from_iterable(run), dtype=np.int64))
+                run = []
+            parts.append(f.links)
+    if run or not parts:
+        parts.append(np.fromiter(chain.from_iterable(run), dtype=np.int64))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 class FlowGroup:
@@ -81,6 +129,7 @@ class FlowStats:
     flows_finished: int = 0
     bytes_delivered: float = 0.0  # integral of rate over time, all flows
     components_broken: int = 0  # lone phase components another flow met (transfer_phase)
+    class_level: int = 0  # large recomputes solved class by class (FlowNetwork._class_level_rates)
 
 
 def unpack_flow(flow: Any) -> tuple[Sequence[int], float, float | None]:
@@ -154,7 +203,7 @@ class Mirror:
         renumbering the slots)."""
         # Added first: a flow that started and finished since the last sync ends up inactive.
         if self.added:
-            added = [f for f in self.added if f.links]
+            added = [f for f in self.added if len(f.links)]
             counts = np.fromiter([f.n for f in added], dtype=np.int64, count=len(added))
             total = int(counts.sum())
             first = self.n_slots
@@ -164,9 +213,11 @@ class Mirror:
                 f.slots = np.arange(k, k + f.n, dtype=np.int64)
                 k += f.n
             slots = np.arange(first, first + total, dtype=np.int64)
-            lengths = np.fromiter((len(m) for f in added for m in f.mlinks), dtype=np.int64, count=total)
-            links = np.fromiter(chain.from_iterable([f.links for f in added]), dtype=np.int64,
-                                count=int(lengths.sum()))
+            if all(f.ptr is None for f in added):
+                lengths = np.fromiter(map(len, [f.links for f in added]), dtype=np.int64, count=total)
+            else:
+                lengths = np.concatenate([f.lengths() for f in added])
+            links = entries(added)
             self.m_slot = np.concatenate([self.m_slot, np.repeat(slots, lengths)])
             self.m_link = np.concatenate([self.m_link, links])
             self.alive[first:k] = True

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
 import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows
-from simulator.replay.solo_phases import PhaseShape, PhaseShapes, SoloBlock
+from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take, entries
+from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
@@ -40,6 +39,10 @@ ABS_TOL_S = 1e-15
 # Components with at most this many flow-link entries are water-filled in plain Python: numpy's
 # per-call overhead (~20 calls a pass) dominates below a few hundred entries.
 SMALL_COMPONENT_ENTRIES = 160
+
+# The class-level rates are accepted when every member has a bottleneck within this relative
+# tolerance (links saturated, rates the highest on the link): float round-off of the weighted sums.
+CHECK_TOL = 1e-9
 
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
@@ -127,6 +130,9 @@ class FlowNetwork:
         now = self.env.now
         for f in self._flows.values():
             moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            if f.ptr is not None:
+                np.add.at(out, f.links, moved)
+                continue
             for link in f.links:
                 out[link] += moved
         for block in self._blocks.values():
@@ -145,7 +151,7 @@ class FlowNetwork:
         if self._new or self._dirty or self._seeds:
             self._admit()
             self._refresh_rates()
-        return np.array([f.rate for f in self._flows.values() for _ in range(f.n)], dtype=np.float64)
+        return np.repeat([f.rate for f in self._flows.values()], [f.n for f in self._flows.values()]).astype(np.float64)
 
     def transfer(self, links: Sequence[int], nbytes: float, rate_cap_Bps: float | None = None) -> simpy.Event:
         """Start one flow of ``nbytes`` over ``links``; the event fires when it has finished."""
@@ -249,7 +255,7 @@ class FlowNetwork:
         for c in met:
             alive[c] = False
             comp = shape.components[c]
-            self._materialize(shape, [(i, shape.specs[i][1]) for i in comp.flows], group, now)
+            self._materialize(shape.component_classes(c), group, now)
         if len(met) < len(shape.components):
             block = SoloBlock(fid, shape, start, alive, group)
             group.outstanding += 1
@@ -271,22 +277,14 @@ class FlowNetwork:
             trigger.callbacks.append(self._on_start)
             trigger.succeed()
 
-    def _materialize(self, shape: PhaseShape, left: list[tuple[int, float]], group: FlowGroup, now: float) -> None:
-        """Put flows of a phase on the network as ordinary flows, with ``left`` bytes to go:
-        flows with the same size, bytes left and cap as one class (``ActiveFlow``), which the
+    def _materialize(self, classes: list[FlowClass], group: FlowGroup, now: float) -> None:
+        """Put flows of a phase on the network as ordinary flows: each class of flows with the
+        same size, bytes left and cap (``PhaseShape.classes``) as one ``ActiveFlow``, which the
         rate computation splits where its members' rates differ."""
-        specs = shape.specs
-        classes: dict[tuple[float, float, float], list[int]] = {}
-        for i, rem in left:
-            _, size, cap = specs[i]
-            classes.setdefault((size, rem, cap), []).append(i)
         fid = self._next_fid
-        for (size, rem, cap), members in classes.items():
-            if len(members) == 1:
-                f = ActiveFlow(fid, specs[members[0]][0], size, cap, group)
-            else:
-                f = ActiveFlow(fid, (), size, cap, group, [specs[i][0] for i in members])
-            f.rem = rem
+        for c in classes:
+            f = ActiveFlow(fid, c.links, c.size, c.cap, group, c.ptr)
+            f.rem = c.rem
             f.t_ref = now
             self._new.append(f)
             fid += 1
@@ -312,7 +310,10 @@ class FlowNetwork:
             left = comp.remaining(now - block.t0)
             moving = {i for i, _ in left}
             self._account(shape, [i for i in comp.flows if i not in moving])
-            self._materialize(shape, left, block.group, now)
+            if left:
+                idx = np.fromiter((i for i, _ in left), dtype=np.int64, count=len(left))
+                rem = np.fromiter((r for _, r in left), dtype=np.float64, count=len(left))
+                self._materialize(shape.classes(idx, rem), block.group, now)
             before = block.finish
             block.settle(comp)
             finish = block.finish
@@ -381,7 +382,7 @@ class FlowNetwork:
         now = self.env.now
         if self._new:
             n_new = len(self._new)
-            links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
+            links = entries(self._new)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
                 self._claim(links)
             if self._blocks:
@@ -391,7 +392,7 @@ class FlowNetwork:
                 if clash.any():
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
-                links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
+                links = entries(self._new)
             self._count_busy(links, 1)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
         get = on_link.get
@@ -399,8 +400,7 @@ class FlowNetwork:
             f.t_ref = now
             fid = f.fid
             flows[fid] = f
-            f_links = f.links
-            if not f_links:  # a flow over no link runs at its cap and never shares anything
+            if not len(f.links):  # a flow over no link runs at its cap and never shares anything
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
@@ -505,8 +505,9 @@ class FlowNetwork:
                 self._set_rate(f, r, now)
             return
         # one row per member flow (a class's members are solved one by one)
-        e_flow = [i for i, links in enumerate(m for f in flows for m in f.mlinks) for _ in links]
-        e_link = [link for f in flows for link in f.links]
+        routes = [m for f in flows for m in f.members()]
+        e_flow = [i for i, links in enumerate(routes) for _ in links]
+        e_link = [link for links in routes for link in links]
         caps = [f.cap for f in flows for _ in range(f.n)]
         if len(e_link) <= SMALL_COMPONENT_ENTRIES:
             rates = max_min_rates_small(e_flow, e_link, len(caps), self._capacity_list, caps)
@@ -524,37 +525,42 @@ class FlowNetwork:
                 self._class_rates(f, rates[k:k + n], now)
             k += n
 
-    def _class_rates(self, f: ActiveFlow, rates: Sequence[float], now: float) -> None:
+    def _class_rates(self, f: ActiveFlow, rates: Any, now: float) -> None:
         """Give class ``f`` its members' new rates: one rate if they all got the same, else
         the class splits into classes of equal rate."""
-        r = rates[0]
-        if all(x == r for x in rates):
+        rates = np.asarray(rates, dtype=np.float64)
+        r = float(rates[0])
+        if (rates == r).all():
             if r != f.rate:
                 self._set_rate(f, r, now)
         else:
             self._split(f, rates, now)
 
-    def _split(self, f: ActiveFlow, rates: Sequence[float], now: float) -> None:
+    def _split(self, f: ActiveFlow, rates: np.ndarray, now: float) -> None:
         """Split class ``f`` by its members' new ``rates``: the members sharing the first
         member's rate stay in ``f``, each other rate becomes a new class with the same bytes
         left, in the same completion group."""
+        assert f.ptr is not None
         if now != f.t_ref:
             f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
             f.t_ref = now
-        parts: dict[float, list[int]] = {}
-        for k, x in enumerate(rates):
-            parts.setdefault(x, []).append(k)
+        values, first, inverse = np.unique(rates, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        groups = np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
         on_link, fid = self._on_link, f.fid
         for link in f.ulinks:
             del on_link[link][fid]
         mirror = self._mirror
-        slots, mlinks = f.slots, f.mlinks
-        for x, idx in parts.items():
+        slots, ptr, links = f.slots, f.ptr, f.links
+        for u in np.argsort(first, kind="stable").tolist():
+            idx = groups[u]
+            x = float(values[u])
+            sub_ptr, sub_links = csr_take(ptr, links, idx)
             if idx[0] == 0:
                 g = f
-                g.set_members([mlinks[k] for k in idx])
+                g.set_members(sub_ptr, sub_links)
             else:
-                g = ActiveFlow(self._next_fid, (), f.size, f.cap, f.group, [mlinks[k] for k in idx])
+                g = ActiveFlow(self._next_fid, sub_links, f.size, f.cap, f.group, sub_ptr)
                 self._next_fid += 1
                 g.rem, g.t_ref, g.rate = f.rem, now, float("nan")  # nan: always given its rate below
                 self._flows[g.fid] = g
@@ -574,9 +580,70 @@ class FlowNetwork:
             if x != g.rate:
                 self._set_rate(g, x, now)
 
+    def _class_level_rates(self, now: float) -> bool:
+        """Re-share every active flow class by class, if that is exact; False (nothing done)
+        where it is not.
+
+        The water-filling runs on the classes (``max_min_rates`` with each class-link entry
+        weighted by the members crossing the link), a few hundred entries where the members
+        have tens of thousands. Its answer, every member at its class's rate, is then checked
+        against the characterisation of the max-min fair allocation (Bertsekas & Gallager,
+        *Data Networks*, 2nd ed., §6.5.2): feasible, and every flow either at its cap or with a
+        *bottleneck*, a saturated link on which no flow has a higher rate. That allocation is
+        unique, so if every member has one the answer is exact. A class whose members all
+        crossed some bottleneck link at the last check (``cover``) and still have them needs no
+        member-level look; otherwise its member entries are scanned. When some member has no
+        bottleneck (the classes are no longer interchangeable: a newcomer loads some members'
+        links and not others'), the caller solves member by member and splits the classes."""
+        flows = [f for f in self._flows.values() if len(f.links)]
+        k = len(flows)
+        if not any(f.n > 1 for f in flows):
+            return False  # nothing folded: the member-level computation is the same one
+        for f in flows:
+            if f.uarr is None:  # a single flow
+                f.uarr = np.array(f.links, dtype=np.int64)
+                f.weight = np.ones(f.uarr.size)
+        lengths = np.fromiter((f.uarr.size for f in flows), dtype=np.int64, count=k)
+        c_link = np.concatenate([f.uarr for f in flows])
+        c_w = np.concatenate([f.weight for f in flows])
+        cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
+        caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
+        used, c_local = np.unique(c_link, return_inverse=True)
+        c_local = c_local.reshape(-1)
+        capacity = self.capacity_Bps[used]
+        x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
+        xe = x[cls]
+        load = np.bincount(c_local, weights=xe * c_w, minlength=used.size)
+        highest = np.zeros(used.size)
+        np.maximum.at(highest, c_local, xe)
+        keep = 1.0 - CHECK_TOL
+        bottleneck = (load >= capacity * keep)[c_local] & (xe >= highest[c_local] * keep)
+        capped = x >= caps * keep
+        if not (capped | (np.bincount(cls[bottleneck], minlength=k) > 0)).all():
+            return False
+        ends = np.cumsum(lengths)
+        for i, f in enumerate(flows):
+            if f.n == 1 or capped[i]:
+                continue
+            b = bottleneck[ends[i] - f.uarr.size:ends[i]]
+            if f.cover is not None and not (f.cover & ~b).any():
+                continue  # the links that covered every member are bottlenecks still
+            if not np.logical_or.reduceat(b[f.upos], f.ptr[:-1]).all():
+                return False
+            f.cover = b
+        for f, r in zip(flows, x.tolist()):
+            if r != f.rate:
+                self._set_rate(f, r, now)
+        return True
+
     def _refresh_all(self, now: float) -> None:
         """Re-share every active flow with the vectorised water-filling (components are
-        independent, so this gives each component what a per-component recompute would)."""
+        independent, so this gives each component what a per-component recompute would):
+        class by class where that is exact (:meth:`_class_level_rates`), else member by
+        member, splitting the classes whose members' rates differ."""
+        if self._class_level_rates(now):
+            self.stats.class_level += 1
+            return
         if self._mirror is None:
             self._mirror = Mirror(self._flows.values())
         mirror = self._mirror
@@ -596,11 +663,12 @@ class FlowNetwork:
         flows, heap, push = self._flows, self._heap, heapq.heappush
         classes: set[int] = set()
         for fid, r in zip(mirror.owner[slots].tolist(), new_rates.tolist()):
+            if fid in classes:  # given its members' rates already (and maybe split since)
+                continue
             f = flows[fid]
             if f.n != 1:
-                if fid not in classes:
-                    classes.add(fid)
-                    self._class_rates(f, mirror.rate[f.slots].tolist(), now)
+                classes.add(fid)
+                self._class_rates(f, mirror.rate[f.slots], now)
                 continue
             if now != f.t_ref:
                 f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
@@ -652,10 +720,10 @@ class FlowNetwork:
         """Remove finished flows and fire the events of groups with nothing left."""
         delivered = 0.0
         flows, on_link = self._flows, self._on_link
-        gone_links: list[int] = []
         sizes: list[float] = []
         counts: list[int] = []
-        extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        add_size, add_count = sizes.append, counts.append
+        dirty = self._dirty
         n_finished = 0
         for f in finished:
             fid = f.fid
@@ -668,12 +736,10 @@ class FlowNetwork:
                 del users[fid]
                 if not users:
                     del on_link[link]
-            links = f.links
-            extend(links)
+            dirty.update(f.ulinks)
             add_size(size)
-            add_count(len(links))
-        self._dirty.update(gone_links)
-        gone = np.array(gone_links, dtype=np.int64)
+            add_count(len(f.links))
+        gone = entries(finished)
         self._count_busy(gone, -1)
         self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import checked_flows
+from simulator.replay.flow_records import checked_flows, csr_take
 
 # As links.FlowNetwork: flows whose finish times differ by less than this fraction (plus an
 # absolute femtosecond) complete together.
@@ -71,6 +71,18 @@ class Component:
         return [(i, max(r - rate * dt, 0.0) * k) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
 
 
+@dataclass(frozen=True, slots=True)
+class FlowClass:
+    """Flows of a phase that start together with the same size, bytes left and cap: their
+    links as one row-compressed table (``ptr`` None: a single flow, ``links`` its tuple)."""
+
+    size: float
+    rem: float
+    cap: float
+    ptr: np.ndarray | None
+    links: Any
+
+
 @dataclass
 class PhaseShape:
     """A phase decomposed once: its flows as (links, bytes, cap), its components, and per link
@@ -91,12 +103,54 @@ class PhaseShape:
     entry_comp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comp_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     comp_flows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # per flow: where its entries start in flow_links (n + 1 offsets), its size and cap
+    flow_ptr: np.ndarray = field(init=False)
+    sizes: np.ndarray = field(init=False)
+    caps: np.ndarray = field(init=False)
+    # per component, its flows grouped as classes at the start (FlowNetwork._materialize)
+    start_classes: dict[int, list[FlowClass]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.duration = max((c.duration for c in self.components), default=0.0)
-        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64)
-        self.flow_bytes = np.fromiter((size for links, size, _ in self.specs for _ in links), dtype=np.float64)
+        n = len(self.specs)
+        lengths = np.fromiter((len(links) for links, _, _ in self.specs), dtype=np.int64, count=n)
+        self.flow_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.flow_ptr[1:])
+        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64,
+                                      count=int(self.flow_ptr[-1]))
+        self.sizes = np.fromiter((size for _, size, _ in self.specs), dtype=np.float64, count=n)
+        self.caps = np.fromiter((cap for _, _, cap in self.specs), dtype=np.float64, count=n)
+        self.flow_bytes = np.repeat(self.sizes, lengths)
         self.total_bytes = float(sum(size for _, size, _ in self.specs))
+        self.start_classes = {}
+
+    def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
+        """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
+        flows of each group move in lockstep until their rates differ."""
+        key = np.stack([self.sizes[idx], rem, self.caps[idx]], axis=1)
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        perm = np.argsort(inverse, kind="stable")
+        groups = np.split(perm, np.cumsum(np.bincount(inverse))[:-1])
+        out: list[FlowClass] = []
+        for u in np.argsort(first, kind="stable").tolist():
+            members = idx[groups[u]]
+            i = int(members[0])
+            size, cap, r = self.specs[i][1], self.specs[i][2], float(rem[groups[u][0]])
+            if members.size == 1:
+                out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
+            else:
+                ptr, links = csr_take(self.flow_ptr, self.flow_links, members)
+                out.append(FlowClass(size, r, cap, ptr, links))
+        return out
+
+    def component_classes(self, c: int) -> list[FlowClass]:
+        """:meth:`classes` of component ``c``'s flows at the start (worked out once)."""
+        got = self.start_classes.get(c)
+        if got is None:
+            idx = np.asarray(self.components[c].flows, dtype=np.int64)
+            got = self.start_classes[c] = self.classes(idx, self.sizes[idx])
+        return got
 
     @property
     def n_flows(self) -> int:

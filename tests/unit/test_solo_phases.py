@@ -195,3 +195,5 @@ def test_an_all_to_all_met_by_asymmetric_co_users_moves_as_flow_by_flow(topo, la
     _, fast, _ = _same(topo, [("a2a", 0.0, a2a.phases, 2), ("p2p", arrive * t, p2p.phases, 1),
                               ("half", 0.3 * t, half.phases, 2)])
     assert fast.stats.components_broken >= 1
+    if large == 8:  # some large recomputes were exact class by class, some had to split classes
+        assert 1 <= fast.stats.class_level < fast.stats.recomputes
