@@ -34,7 +34,7 @@ class ActiveFlow:
                  "slots", "uarr", "weight", "upos", "cover")
 
     def __init__(self, fid: int, links: Any, size: float, cap: float, group: "FlowGroup",
-                 ptr: np.ndarray | None = None) -> None:
+                 ptr: np.ndarray | None = None, distinct: "DistinctLinks | None" = None) -> None:
         self.fid = fid
         self.size = size
         self.cap = cap
@@ -56,19 +56,18 @@ class ActiveFlow:
             self.links = self.ulinks = links
             self.ptr: np.ndarray | None = None
         else:
-            self.set_members(ptr, links)
+            self.set_members(ptr, links, distinct)
 
-    def set_members(self, ptr: np.ndarray, links: np.ndarray) -> None:
-        """Make the class these members (``ptr``, ``links``: their links, as the class holds them)."""
+    def set_members(self, ptr: np.ndarray, links: np.ndarray, distinct: "DistinctLinks | None" = None) -> None:
+        """Make the class these members (``ptr``, ``links``: their links, as the class holds them;
+        ``distinct``: :func:`distinct_links` of ``links`` where the caller has it)."""
         self.n = ptr.size - 1
         if self.n == 1:
             self.links = self.ulinks = tuple(links.tolist())
             self.ptr = self.uarr = self.weight = self.upos = None
         else:
             self.ptr, self.links = ptr, links
-            uarr, upos, counts = np.unique(links, return_inverse=True, return_counts=True)
-            self.uarr, self.upos, self.weight = uarr, upos.reshape(-1), counts.astype(np.float64)
-            self.ulinks = tuple(uarr.tolist())
+            self.uarr, self.upos, self.weight, self.ulinks = distinct or distinct_links(links)
         self.cover = None
 
     def members(self) -> list[tuple[int, ...]]:
@@ -81,6 +80,19 @@ class ActiveFlow:
     def lengths(self) -> np.ndarray:
         """How many links each member crosses."""
         return np.diff(self.ptr) if self.ptr is not None else np.array([len(self.links)], dtype=np.int64)
+
+
+DistinctLinks = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]
+
+
+def distinct_links(links: np.ndarray) -> DistinctLinks:
+    """The distinct links of a class's entries, ascending; each entry's position among them; how
+    many entries each has (as floats: weights); and the distinct links as a tuple. A count per
+    link id (ids are small integers) instead of np.unique's sort."""
+    counts = np.bincount(links)
+    uarr = np.flatnonzero(counts)
+    position = np.cumsum(counts > 0) - 1
+    return uarr, position[links], counts[uarr].astype(np.float64), tuple(uarr.tolist())
 
 
 def csr_take(ptr: np.ndarray, links: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

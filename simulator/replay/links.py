@@ -283,7 +283,7 @@ class FlowNetwork:
         rate computation splits where its members' rates differ."""
         fid = self._next_fid
         for c in classes:
-            f = ActiveFlow(fid, c.links, c.size, c.cap, group, c.ptr)
+            f = ActiveFlow(fid, c.links, c.size, c.cap, group, c.ptr, c.distinct)
             f.rem = c.rem
             f.t_ref = now
             self._new.append(f)
@@ -307,12 +307,10 @@ class FlowNetwork:
             self.stats.components_broken += 1
             comp = shape.components[c]
             self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
-            left = comp.remaining(now - block.t0)
-            moving = {i for i, _ in left}
-            self._account(shape, [i for i in comp.flows if i not in moving])
-            if left:
-                idx = np.fromiter((i for i, _ in left), dtype=np.int64, count=len(left))
-                rem = np.fromiter((r for _, r in left), dtype=np.float64, count=len(left))
+            idx, rem = comp.remaining_arrays(now - block.t0)
+            flows = comp.flow_array()
+            self._account(shape, flows[np.isin(flows, idx, assume_unique=True, invert=True)] if idx.size else flows)
+            if idx.size:
                 self._materialize(shape.classes(idx, rem), block.group, now)
             before = block.finish
             block.settle(comp)
@@ -342,15 +340,15 @@ class FlowNetwork:
         if len(self._link_done) > 4096 or self._link_done_entries > 2 * self._n_links + 65536:
             self._done_per_link()
 
-    def _account(self, shape: PhaseShape, flows: list[int]) -> None:
+    def _account(self, shape: PhaseShape, flows: np.ndarray) -> None:
         """Count flows of a phase that finished inside a block."""
-        if not flows:
+        if not flows.size:
             return
-        specs = shape.specs
-        self._done(np.fromiter((link for i in flows for link in specs[i][0]), dtype=np.int64),
-                   np.fromiter((specs[i][1] for i in flows for _ in specs[i][0]), dtype=np.float64))
-        self.stats.bytes_delivered += sum(specs[i][1] for i in flows)
-        self.stats.flows_finished += len(flows)
+        ptr, links = csr_take(shape.flow_ptr, shape.flow_links, flows)
+        sizes = shape.sizes[flows]
+        self._done(links, np.repeat(sizes, np.diff(ptr)))
+        self.stats.bytes_delivered += float(sizes.sum())
+        self.stats.flows_finished += int(flows.size)
 
     def _complete_blocks(self, blocks: list[SoloBlock]) -> None:
         for block in blocks:
@@ -599,13 +597,17 @@ class FlowNetwork:
         k = len(flows)
         if not any(f.n > 1 for f in flows):
             return False  # nothing folded: the member-level computation is the same one
+        uarrs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
         for f in flows:
-            if f.uarr is None:  # a single flow
+            if f.uarr is None or f.weight is None:  # a single flow
                 f.uarr = np.array(f.links, dtype=np.int64)
                 f.weight = np.ones(f.uarr.size)
-        lengths = np.fromiter((f.uarr.size for f in flows), dtype=np.int64, count=k)
-        c_link = np.concatenate([f.uarr for f in flows])
-        c_w = np.concatenate([f.weight for f in flows])
+            uarrs.append(f.uarr)
+            weights.append(f.weight)
+        lengths = np.fromiter(map(len, uarrs), dtype=np.int64, count=k)
+        c_link = np.concatenate(uarrs)
+        c_w = np.concatenate(weights)
         cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
         caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
         used, c_local = np.unique(c_link, return_inverse=True)
@@ -623,9 +625,9 @@ class FlowNetwork:
             return False
         ends = np.cumsum(lengths)
         for i, f in enumerate(flows):
-            if f.n == 1 or capped[i]:
+            if f.n == 1 or capped[i] or f.upos is None or f.ptr is None:
                 continue
-            b = bottleneck[ends[i] - f.uarr.size:ends[i]]
+            b = bottleneck[ends[i] - lengths[i]:ends[i]]
             if f.cover is not None and not (f.cover & ~b).any():
                 continue  # the links that covered every member are bottlenecks still
             if not np.logical_or.reduceat(b[f.upos], f.ptr[:-1]).all():

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import checked_flows, csr_take
+from simulator.replay.flow_records import DistinctLinks, checked_flows, csr_take, distinct_links
 
 # As links.FlowNetwork: flows whose finish times differ by less than this fraction (plus an
 # absolute femtosecond) complete together.
@@ -39,6 +39,14 @@ class Segment:
     alive: list[int]
     rem: list[float]
     rate: list[float]
+    _arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``alive``, ``rem`` and ``rate`` as numpy arrays (made on first use)."""
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.alive, dtype=np.int64), np.asarray(self.rem, dtype=np.float64),
+                            np.asarray(self.rate, dtype=np.float64))
+        return self._arrays
 
 
 @dataclass
@@ -53,6 +61,7 @@ class Component:
     # the segments' times and bytes are this factor times those stored (a phase scaled from
     # another, scaled_shape): the rates are the same
     scale: float = 1.0
+    _flow_array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def remaining(self, elapsed: float) -> list[tuple[int, float]]:
         """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
@@ -70,6 +79,28 @@ class Component:
             return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
         return [(i, max(r - rate * dt, 0.0) * k) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
 
+    def remaining_arrays(self, elapsed: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`remaining` as arrays (flow indices, bytes left): the same operations, element
+        by element."""
+        if elapsed >= self.duration:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        k = self.scale
+        e = elapsed / k if k != 1.0 else elapsed
+        seg = self.segments[0]
+        for s in self.segments[1:]:
+            if s.t > e:
+                break
+            seg = s
+        alive, rem, rate = seg.arrays()
+        left = np.maximum(rem - rate * (e - seg.t), 0.0)
+        return alive, (left if k == 1.0 else left * k)
+
+    def flow_array(self) -> np.ndarray:
+        """``flows`` as an array."""
+        if self._flow_array is None:
+            self._flow_array = np.asarray(self.flows, dtype=np.int64)
+        return self._flow_array
+
 
 @dataclass(frozen=True, slots=True)
 class FlowClass:
@@ -81,6 +112,7 @@ class FlowClass:
     cap: float
     ptr: np.ndarray | None
     links: Any
+    distinct: DistinctLinks | None = None  # distinct_links(links), for a class of several flows
 
 
 @dataclass
@@ -127,8 +159,12 @@ class PhaseShape:
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
         flows of each group move in lockstep until their rates differ."""
-        key = np.stack([self.sizes[idx], rem, self.caps[idx]], axis=1)
-        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        sizes, caps = self.sizes[idx], self.caps[idx]
+        if (sizes == sizes[0]).all() and (caps == caps[0]).all():
+            _, first, inverse = np.unique(rem, return_index=True, return_inverse=True)
+        else:
+            key = np.stack([sizes, rem, caps], axis=1)
+            _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         perm = np.argsort(inverse, kind="stable")
         groups = np.split(perm, np.cumsum(np.bincount(inverse))[:-1])
@@ -141,7 +177,7 @@ class PhaseShape:
                 out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
             else:
                 ptr, links = csr_take(self.flow_ptr, self.flow_links, members)
-                out.append(FlowClass(size, r, cap, ptr, links))
+                out.append(FlowClass(size, r, cap, ptr, links, distinct_links(links)))
         return out
 
     def component_classes(self, c: int) -> list[FlowClass]:
