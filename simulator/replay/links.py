@@ -28,7 +28,8 @@ import numpy as np
 import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take, entries
+from simulator.replay.flow_records import (FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take,
+                                           distinct_links, entries)
 from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
@@ -356,7 +357,7 @@ class FlowNetwork:
             shape = block.shape
             if all(block.alive):
                 self._owner[shape.links] = -1
-                self._done(shape.flow_links, shape.flow_bytes)
+                self._done(*shape.link_totals())
                 self.stats.bytes_delivered += shape.total_bytes
                 self.stats.flows_finished += shape.n_flows
                 continue
@@ -453,6 +454,8 @@ class FlowNetwork:
         stack = list(seen_links)
         members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
         n_members = sum([f.n for f in self._seeds])
+        if n_members > LARGE_COMPONENT_FLOWS:
+            return None
         if len(members) < n_active:
             for f in self._seeds:
                 for link in f.ulinks:
@@ -469,6 +472,8 @@ class FlowNetwork:
                 if fid not in members:
                     members[fid] = f
                     n_members += f.n
+                    if n_members > LARGE_COMPONENT_FLOWS:
+                        return None
                     for link in f.ulinks:
                         if link not in seen_links:
                             seen_links.add(link)
@@ -610,8 +615,7 @@ class FlowNetwork:
         c_w = np.concatenate(weights)
         cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
         caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
-        used, c_local = np.unique(c_link, return_inverse=True)
-        c_local = c_local.reshape(-1)
+        used, c_local, _, _ = distinct_links(c_link)  # the links in play, numbered 0..k-1
         capacity = self.capacity_Bps[used]
         x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
         xe = x[cls]
@@ -728,6 +732,11 @@ class FlowNetwork:
         dirty = self._dirty
         n_finished = 0
         for f in finished:
+            if f.uarr is not None and f.weight is not None and f.n > 1:  # a class: bytes per distinct link
+                self._done(f.uarr, f.weight * f.size)
+            else:
+                add_size(f.size)
+                add_count(len(f.links))
             fid = f.fid
             del flows[fid]
             size = f.size
@@ -739,11 +748,11 @@ class FlowNetwork:
                 if not users:
                     del on_link[link]
             dirty.update(f.ulinks)
-            add_size(size)
-            add_count(len(f.links))
         gone = entries(finished)
         self._count_busy(gone, -1)
-        self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
+        if sizes:
+            singles = gone if len(sizes) == len(finished) else entries([f for f in finished if f.n == 1])
+            self._done(singles, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered

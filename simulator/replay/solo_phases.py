@@ -141,6 +141,7 @@ class PhaseShape:
     caps: np.ndarray = field(init=False)
     # per component, its flows grouped as classes at the start (FlowNetwork._materialize)
     start_classes: dict[int, list[FlowClass]] = field(init=False)
+    _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.duration = max((c.duration for c in self.components), default=0.0)
@@ -155,6 +156,16 @@ class PhaseShape:
         self.flow_bytes = np.repeat(self.sizes, lengths)
         self.total_bytes = float(sum(size for _, size, _ in self.specs))
         self.start_classes = {}
+        self._link_totals = None
+
+    def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
+        summed once (what a block that ran to its end delivered, per link)."""
+        if self._link_totals is None:
+            carried = np.bincount(self.flow_links, weights=self.flow_bytes)
+            used = np.flatnonzero(np.bincount(self.flow_links))
+            self._link_totals = (used, carried[used])
+        return self._link_totals
 
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
