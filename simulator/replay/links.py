@@ -15,6 +15,15 @@ the vectorised water-filling (a few numpy passes per fair-share level over ~20,0
 finishing within a relative 1e-9 of each other complete in the same event: a symmetric
 collective phase is one event, not one per rank.
 
+Flows of a phase that go on the network together with the same size, bytes left and cap are one
+*class* (``flow_records.ActiveFlow`` with ``n`` members, their links as a numpy table): an
+All-to-All of 64 ranks is 4,032 flows but a handful of classes, each with one heap entry, one
+completion and one entry per link. A large component is water-filled class by class (entries
+weighted by the members crossing each link) when that is exact: every member must then have a
+bottleneck, a saturated link on which no flow is faster (Bertsekas & Gallager §6.5.2: the
+max-min allocation is the unique feasible one where every flow has one); otherwise member by
+member, and classes whose members got different rates split. Folding never changes a rate.
+
 Latency is not added here; the caller (the replay engine) adds the route/protocol latency.
 """
 
