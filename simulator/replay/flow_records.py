@@ -87,9 +87,14 @@ DistinctLinks = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]
 
 def distinct_links(links: np.ndarray) -> DistinctLinks:
     """The distinct links of a class's entries, ascending; each entry's position among them; how
-    many entries each has (as floats: weights); and the distinct links as a tuple. A count per
-    link id (ids are small integers) instead of np.unique's sort."""
-    counts = np.bincount(links)
+    many entries each has (as floats: weights); and the distinct links as a tuple. Many entries
+    (an All-to-All class has tens of thousands) are counted per link id, an array as long as
+    the highest id; a few are sorted (np.unique)."""
+    top = int(links.max())
+    if links.size * 8 < top:
+        uarr, position, counts = np.unique(links, return_inverse=True, return_counts=True)
+        return uarr, position.reshape(-1), counts.astype(np.float64), tuple(uarr.tolist())
+    counts = np.bincount(links, minlength=top + 1)
     uarr = np.flatnonzero(counts)
     position = np.cumsum(counts > 0) - 1
     return uarr, position[links], counts[uarr].astype(np.float64), tuple(uarr.tolist())
@@ -102,6 +107,26 @@ def csr_take(ptr: np.ndarray, links: np.ndarray, idx: np.ndarray) -> tuple[np.nd
     np.cumsum(lengths, out=new_ptr[1:])
     pos = np.repeat(ptr[idx] - new_ptr[:-1], lengths) + np.arange(new_ptr[-1], dtype=np.int64)
     return new_ptr, links[pos]
+
+
+def link_counts(flows: Sequence[ActiveFlow]) -> tuple[np.ndarray, np.ndarray]:
+    """(links, how many members of ``flows`` cross each): a single flow's links once each, a
+    class's distinct links with their member counts (links may repeat across flows)."""
+    if all(f.ptr is None for f in flows):
+        links = entries(flows)
+        return links, np.ones(links.size, dtype=np.int64)
+    links_parts: list[np.ndarray] = []
+    count_parts: list[np.ndarray] = []
+    singles = [f for f in flows if f.ptr is None]
+    if singles:
+        single = entries(singles)
+        links_parts.append(single)
+        count_parts.append(np.ones(single.size, dtype=np.int64))
+    for f in flows:
+        if f.ptr is not None and f.uarr is not None and f.weight is not None:
+            links_parts.append(f.uarr)
+            count_parts.append(f.weight.astype(np.int64))
+    return np.concatenate(links_parts), np.concatenate(count_parts)
 
 
 def entries(flows: Iterable[ActiveFlow]) -> np.ndarray:

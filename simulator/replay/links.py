@@ -38,7 +38,7 @@ import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import (FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take,
-                                           distinct_links, entries)
+                                           entries, link_counts)
 from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
@@ -390,7 +390,7 @@ class FlowNetwork:
         now = self.env.now
         if self._new:
             n_new = len(self._new)
-            links = entries(self._new)
+            links, counts = link_counts(self._new)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
                 self._claim(links)
             if self._blocks:
@@ -400,8 +400,8 @@ class FlowNetwork:
                 if clash.any():
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
-                links = entries(self._new)
-            self._count_busy(links, 1)
+                links, counts = link_counts(self._new)
+            self._count_busy(links, 1, counts)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
         get = on_link.get
         for f in self._new:
@@ -426,13 +426,16 @@ class FlowNetwork:
                 mirror.added.extend(self._new)
         self._new = []
 
-    def _count_busy(self, links: np.ndarray, delta: int) -> None:
-        """Add ``delta`` to the count of active flows on each of ``links`` (repeats counted):
-        unbuffered per entry for a few entries, one bincount over the fabric for many."""
+    def _count_busy(self, links: np.ndarray, delta: int, counts: np.ndarray | None = None) -> None:
+        """Add ``delta`` (times ``counts``: members per link) to the count of active flows on each
+        of ``links`` (repeats counted): unbuffered per entry for a few entries, one bincount over
+        the fabric for many."""
         if links.size * 8 < self._n_links:
-            np.add.at(self._busy, links, delta)
-        else:
+            np.add.at(self._busy, links, delta if counts is None else delta * counts)
+        elif counts is None:
             self._busy += delta * np.bincount(links, minlength=self._n_links)
+        else:
+            self._busy += delta * np.bincount(links, weights=counts, minlength=self._n_links).astype(np.int64)
 
     def _set_rate(self, f: ActiveFlow, rate: float, now: float) -> None:
         """Change a flow's rate from ``now`` on; its new finish time goes on the heap."""
@@ -624,7 +627,8 @@ class FlowNetwork:
         c_w = np.concatenate(weights)
         cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
         caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
-        used, c_local, _, _ = distinct_links(c_link)  # the links in play, numbered 0..k-1
+        used, c_local = np.unique(c_link, return_inverse=True)  # the links in play, numbered 0..k-1
+        c_local = c_local.reshape(-1)
         capacity = self.capacity_Bps[used]
         x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
         xe = x[cls]
@@ -757,10 +761,10 @@ class FlowNetwork:
                 if not users:
                     del on_link[link]
             dirty.update(f.ulinks)
-        gone = entries(finished)
-        self._count_busy(gone, -1)
+        gone, members = link_counts(finished)
+        self._count_busy(gone, -1, members)
         if sizes:
-            singles = gone if len(sizes) == len(finished) else entries([f for f in finished if f.n == 1])
+            singles = gone if len(sizes) == len(finished) else entries([f for f in finished if f.ptr is None])
             self._done(singles, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
