@@ -43,7 +43,7 @@ class ActiveFlow:
         self.rate = 0.0
         self.t_ref = 0.0
         self.finish = float("inf")
-        self.slots: np.ndarray | None = None
+        self.slots: np.ndarray | int | None = None  # an int for a single flow
         # For the rates solved per class (FlowNetwork._class_level_rates): ``ulinks`` as an
         # array, how many members cross each, each member entry's position in it, and the links
         # (a mask over ``uarr``) shown to give every member a bottleneck at the last check.
@@ -109,12 +109,12 @@ def csr_take(ptr: np.ndarray, links: np.ndarray, idx: np.ndarray) -> tuple[np.nd
     return new_ptr, links[pos]
 
 
-def link_counts(flows: Sequence[ActiveFlow]) -> tuple[np.ndarray, np.ndarray]:
+def link_counts(flows: Sequence[ActiveFlow]) -> tuple[np.ndarray, np.ndarray | None]:
     """(links, how many members of ``flows`` cross each): a single flow's links once each, a
-    class's distinct links with their member counts (links may repeat across flows)."""
+    class's distinct links with their member counts (links may repeat across flows); counts
+    None when every flow is a single one (each entry counts once)."""
     if all(f.ptr is None for f in flows):
-        links = entries(flows)
-        return links, np.ones(links.size, dtype=np.int64)
+        return entries(flows), None
     links_parts: list[np.ndarray] = []
     count_parts: list[np.ndarray] = []
     singles = [f for f in flows if f.ptr is None]
@@ -247,7 +247,7 @@ class Mirror:
             self._grow(first + total)
             k = first
             for f in added:
-                f.slots = np.arange(k, k + f.n, dtype=np.int64)
+                f.slots = k if f.n == 1 else np.arange(k, k + f.n, dtype=np.int64)
                 k += f.n
             slots = np.arange(first, first + total, dtype=np.int64)
             if all(f.ptr is None for f in added):
@@ -265,9 +265,10 @@ class Mirror:
             self.n_alive += total
             self.added = []
         if self.gone:
-            gone = [f.slots for f in self.gone if f.slots is not None]
-            if gone:
-                dead = np.concatenate(gone)
+            singles = [f.slots for f in self.gone if f.slots is not None and not isinstance(f.slots, np.ndarray)]
+            arrays = [f.slots for f in self.gone if isinstance(f.slots, np.ndarray)]
+            if singles or arrays:
+                dead = np.concatenate([np.asarray(singles, dtype=np.int64)] + arrays)
                 self.alive[dead] = False
                 self.n_alive -= dead.size
                 self.dead_entries += sum([len(f.links) for f in self.gone if f.slots is not None])
@@ -286,8 +287,10 @@ class Mirror:
         new[live] = np.arange(live.size, dtype=np.int64)
         self.m_slot = new[self.m_slot]
         for f in flows:
-            if f.slots is not None:
+            if isinstance(f.slots, np.ndarray):
                 f.slots = new[f.slots]
+            elif f.slots is not None:
+                f.slots = int(new[f.slots])
         n = live.size
         self.cap[:n], self.rate[:n], self.owner[:n] = self.cap[live], self.rate[live], self.owner[live]
         self.alive[:n] = True

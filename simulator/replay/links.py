@@ -408,7 +408,7 @@ class FlowNetwork:
             f.t_ref = now
             fid = f.fid
             flows[fid] = f
-            if not len(f.links):  # a flow over no link runs at its cap and never shares anything
+            if not f.ulinks:  # a flow over no link runs at its cap and never shares anything
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
@@ -520,15 +520,25 @@ class FlowNetwork:
                 self._set_rate(f, r, now)
             return
         # one row per member flow (a class's members are solved one by one)
-        routes = [m for f in flows for m in f.members()]
+        plain = all(f.ptr is None for f in flows)
+        if plain:
+            routes = [f.links for f in flows]
+            caps = [f.cap for f in flows]
+        else:
+            routes = [m for f in flows for m in f.members()]
+            caps = [f.cap for f in flows for _ in range(f.n)]
         e_flow = [i for i, links in enumerate(routes) for _ in links]
         e_link = [link for links in routes for link in links]
-        caps = [f.cap for f in flows for _ in range(f.n)]
         if len(e_link) <= SMALL_COMPONENT_ENTRIES:
             rates = max_min_rates_small(e_flow, e_link, len(caps), self._capacity_list, caps)
         else:
             rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(caps),
                                   self.capacity_Bps, np.array(caps)).tolist()
+        if plain:
+            for f, r in zip(flows, rates):
+                if r != f.rate:
+                    self._set_rate(f, r, now)
+            return
         k = 0
         for f in flows:
             n = f.n  # (a class that splits has fewer members after)
@@ -582,7 +592,7 @@ class FlowNetwork:
                 f.group.outstanding += 1
                 if mirror is not None and slots is None:
                     mirror.added.append(g)  # f is there too, not yet synced
-            if slots is not None:
+            if isinstance(slots, np.ndarray):
                 g.slots = slots[idx]
                 if mirror is not None:
                     mirror.owner[g.slots] = g.fid
@@ -610,10 +620,10 @@ class FlowNetwork:
         member-level look; otherwise its member entries are scanned. When some member has no
         bottleneck (the classes are no longer interchangeable: a newcomer loads some members'
         links and not others'), the caller solves member by member and splits the classes."""
-        flows = [f for f in self._flows.values() if len(f.links)]
-        k = len(flows)
-        if not any(f.n > 1 for f in flows):
+        if not any(f.ptr is not None for f in self._flows.values()):
             return False  # nothing folded: the member-level computation is the same one
+        flows = [f for f in self._flows.values() if f.ulinks]
+        k = len(flows)
         uarrs: list[np.ndarray] = []
         weights: list[np.ndarray] = []
         for f in flows:
@@ -739,33 +749,38 @@ class FlowNetwork:
         """Remove finished flows and fire the events of groups with nothing left."""
         delivered = 0.0
         flows, on_link = self._flows, self._on_link
+        gone_links: list[int] = []
         sizes: list[float] = []
         counts: list[int] = []
-        add_size, add_count = sizes.append, counts.append
-        dirty = self._dirty
-        n_finished = 0
+        extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        n_finished = len(finished)
         for f in finished:
-            if f.uarr is not None and f.weight is not None and f.n > 1:  # a class: bytes per distinct link
-                self._done(f.uarr, f.weight * f.size)
-            else:
-                add_size(f.size)
-                add_count(len(f.links))
             fid = f.fid
             del flows[fid]
             size = f.size
-            delivered += size * f.n
-            n_finished += f.n
+            if f.ptr is None:
+                delivered += size
+                links = f.links
+                extend(links)
+                add_size(size)
+                add_count(len(links))
+            else:  # a class: its members' bytes and counts per distinct link
+                delivered += size * f.n
+                n_finished += f.n - 1
+                self._dirty.update(f.ulinks)
+                if f.uarr is not None and f.weight is not None:
+                    self._done(f.uarr, f.weight * size)
+                    self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
             for link in f.ulinks:
                 users = on_link[link]
                 del users[fid]
                 if not users:
                     del on_link[link]
-            dirty.update(f.ulinks)
-        gone, members = link_counts(finished)
-        self._count_busy(gone, -1, members)
-        if sizes:
-            singles = gone if len(sizes) == len(finished) else entries([f for f in finished if f.ptr is None])
-            self._done(singles, np.repeat(np.array(sizes, dtype=np.float64), counts))
+        if gone_links:
+            self._dirty.update(gone_links)
+            gone = np.array(gone_links, dtype=np.int64)
+            self._count_busy(gone, -1)
+            self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered
