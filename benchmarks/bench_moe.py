@@ -7,7 +7,8 @@ the simulated ranks and the step time. Run: ``python benchmarks/bench_moe.py``.
 
 Last measured (2-core machine shared with other jobs, load ~5): the schedule builds in 0.32 CPU s
 (alltoall, 140,290 ops) and 0.29 CPU s (deepep, 134,722 ops). The replay, at the 32 micro-batches
-per pipeline here: 11.5 CPU s (alltoall, step 19.72 s) and 1.2 CPU s (deepep, step 14.04 s); at
+per pipeline here: 11.5 CPU s (alltoall; 344 CPU s before, same step 19.71753624109201 s) and
+1.2 CPU s (deepep, step 14.04 s); at
 8 micro-batches (global batch 1,024): 3.0 CPU s (alltoall; 50.0 CPU s before the changes below,
 same step 9.372115402017165 s) and 0.6 CPU s (deepep).
 
