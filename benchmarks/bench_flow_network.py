@@ -5,7 +5,9 @@
 2. A ring step of an AllGather on 1,024 H100 GPUs (128 DGX nodes): 1,024 flows on real routes,
    started with one transfer_many; events and recomputes it costs.
 3. 16 ring steps of 8 concurrent 128-GPU rings sharing the fabric (one phase after another).
-4. ~20,000 flows of a sparse All-to-All on real routes: one max-min recompute.
+4. ~20,000 flows of a sparse All-to-All on real routes: one max-min recompute, and the first 100
+   events of those flows started one by one.
+4b. Two overlapping 64-rank expert-parallel All-to-Alls (4,032 flows each) and a send/recv, 4 times.
 5. The 137k routes of a 1,024-rank All-to-All: Topology.route_matrix against route() calls.
 6. Staggered send/recv: 1,024 ring hops (a CP ring per node pair) started at random instants, so
    every start and finish is its own event; incremental rates touch only the hop's component.
@@ -97,6 +99,35 @@ def alltoall_like(nodes: int = 128, peers: int = 20) -> None:
           f"per network event")
 
 
+def ep_alltoall_met(nodes: int = 128, ranks: int = 64, repeat: int = 4) -> None:
+    """Two expert-parallel All-to-Alls (``ranks`` GPUs over ranks/8 nodes each: 4,032 flows for
+    64), the second over half the first's nodes and half others, started 0.3 ms later, plus a
+    send/recv on one NIC, ``repeat`` times in a row: as FlowNetwork phases, their flows go on the
+    network as classes, split where their rates differ."""
+    from simulator.costs.collectives import effective_capacity_Bps, plan_collective
+
+    topo = build_topology(load_profile("dgx-h100"), nodes)
+    a = plan_collective("alltoall", list(range(ranks)), 256 << 20, topo).phases[0]
+    b = plan_collective("alltoall", list(range(ranks // 2, ranks // 2 + ranks)), 256 << 20, topo).phases[0]
+    env = simpy.Environment()
+    net = FlowNetwork(env, effective_capacity_Bps(topo))
+
+    def proc(phase, delay, p2p):
+        yield env.timeout(delay)
+        for _ in range(repeat):
+            if p2p:
+                net.transfer(topo.route(0, 8).links, 64e6)
+            yield net.transfer_phase(phase)
+
+    t = time.perf_counter()
+    env.process(proc(a, 0.0, True))
+    env.process(proc(b, 3e-4, False))
+    env.run()
+    print(f"two {ranks}-rank All-to-Alls ({len(a)} flows each) overlapping, and a send/recv, x{repeat}: "
+          f"{1e3 * (time.perf_counter() - t):.0f} ms wall, sim {env.now * 1e3:.3f} ms, events {net.stats.events}, "
+          f"recomputes {net.stats.recomputes} ({getattr(net.stats, 'class_level', 0)} class by class)")
+
+
 def bulk_routes(nodes: int = 128) -> None:
     """The 137k (src, dst) pairs of a 1,024-rank All-to-All (PXN-style aggregation: 7 local peers
     plus one peer per other node): scalar Topology.route() against one route_matrix() call."""
@@ -145,6 +176,7 @@ def staggered_sendrecv(nodes: int = 128, rounds: int = 8) -> None:
 if __name__ == "__main__":
     random_recompute()
     alltoall_like()
+    ep_alltoall_met()
     ring_step()
     concurrent_rings()
     bulk_routes()

@@ -5,23 +5,23 @@ Targets (issue 13): the schedule builds in under 2 s and one step replays in und
 cores. Prints, per token dispatcher, the build and replay times (wall and CPU), the op counts,
 the simulated ranks and the step time. Run: ``python benchmarks/bench_moe.py``.
 
-Last measured (2-core machine shared with other jobs): the schedule builds in 1.05 CPU s
-(alltoall, 123,586 ops) and 1.00 CPU s (deepep, 134,722 ops), under the 2 s target. The replay
-misses its target by far: with the alltoall dispatcher it had not finished after 195 CPU s. A
-profile of the same plan at 2 micro-batches per pipeline (global batch 256: 43 CPU s) puts the
-time in the flow network (``replay/links.py`` ``_update``/``_admit``/``_complete``, about
-865,000 flow-rate updates): each All-to-All of a 64-rank EP group spanning 8 nodes is replayed
-flow by flow, sharing the NICs with the pipeline's sends and other stages' All-to-Alls. The
-schedule side is not what bounds it.
+Last measured (2-core machine shared with other jobs, load ~5): the schedule builds in 0.32 CPU s
+(alltoall, 140,290 ops) and 0.29 CPU s (deepep, 134,722 ops). The replay, at the 32 micro-batches
+per pipeline here: 11.5 CPU s (alltoall; 344 CPU s before, same step 19.71753624109201 s) and
+1.2 CPU s (deepep, step 14.04 s); at
+8 micro-batches (global batch 1,024): 3.0 CPU s (alltoall; 50.0 CPU s before the changes below,
+same step 9.372115402017165 s) and 0.6 CPU s (deepep).
 
-With 8 micro-batches per pipeline (global batch 1,024), measured back to back on the same main
-(load ~5 on 2 cores), the replay took 160.6 -> 87.0 CPU s once it kept CPython's cyclic garbage
-collector off its long-lived objects and the flow network did less Python per flow (collections,
-timed with gc.callbacks: 24.8 -> 0.4 s); the same step, 9.478000920416282 s, and 30,057 events.
-What is left is still per-flow Python in the flow network: each All-to-All's 4,032 flows are
-admitted, re-shared and completed one by one once the fabric's spine links join them to other
-stages' All-to-Alls and the pipeline's sends; the 10 s target needs those flows handled in
-batches or timed in closed form.
+What made the All-to-All replay cheap (replay/links.py, flow_records.py, solo_phases.py): each
+All-to-All of a 64-rank EP group over 8 nodes puts 4,032 flows on the network when the spine links
+join it to other stages' All-to-Alls and the pipeline's sends. Those flows now go on the network
+as classes (flows of one phase with the same size, bytes left and cap, their links held as numpy
+tables): one heap entry, one completion and one set of per-link entries per class. Rates of large
+components are water-filled class by class (a few hundred weighted entries instead of ~40,000)
+and accepted only when every member then has a bottleneck link (the characterisation of the
+max-min allocation); otherwise they are solved member by member and the classes split where
+the members' rates differ. The replayed times are those of the flow-by-flow network to float
+round-off (here identical to the last digit).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
-from typing import Callable, Sequence
+from itertools import chain
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
 
 MAX_FLOWS_PER_PATTERN = 20000  # beyond this, All-to-All flows are aggregated per link
-ROUTE_CHUNK = 1 << 20  # All-to-All sends whose routes are looked up at once
+ROUTE_CHUNK = 1 << 18  # All-to-All sends whose routes are looked up at once (~100 MB of route tables)
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,11 +404,23 @@ def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rail-aligned: rank i of a node hands everything bound for another node to that node's GPU
     of the same local index (PXN-style), which forwards it inside the node.
     """
+    return tuple(np.concatenate(parts) for parts in zip(*_direct_send_chunks(lay)))  # type: ignore[return-value]
+
+
+def _direct_send_chunks(lay: Layout) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`_direct_sends` in chunks of about :data:`ROUTE_CHUNK` sends where every node holds
+    k members and the group is over 128 ranks (blocks of source nodes, :func:`_uniform_chunk`),
+    so that an 8,192-rank group's 8.4 million sends are never all held at once; else one chunk."""
     n = len(lay.gpus)
     exact = n <= 128
     sizes = {len(m) for m in lay.by_node}
     if not exact and len(sizes) == 1:
-        return _direct_sends_uniform(lay, n)
+        table = np.asarray(lay.by_node, dtype=np.int64)  # (nodes, k)
+        nodes, k = table.shape
+        step = max(1, ROUTE_CHUNK // ((nodes - 1) * k + k * (k - 1)))
+        for a0 in range(0, nodes, step):
+            yield _uniform_chunk(table, np.arange(a0, min(a0 + step, nodes)), n)
+        return
     src, dst, weight = [], [], []
     for members in lay.by_node:
         here = np.asarray(members, dtype=np.int64)
@@ -423,33 +436,36 @@ def _direct_sends(lay: Layout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                 src.append(here)
                 dst.append(there[np.arange(here.size) % there.size])
                 weight.append(np.full(here.size, there.size / n))
-    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+    yield np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
 
 
-def _direct_sends_uniform(lay: Layout, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_direct_sends` above 128 ranks when every node holds k members: the same sends in
-    the same order (per source node, destination nodes in layout order), built per source node
-    instead of per node pair (a 8,192-rank group has a million node pairs)."""
-    table = np.asarray(lay.by_node, dtype=np.int64)  # (nodes, k)
+def _uniform_chunk(table: np.ndarray, a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sends of source nodes ``a`` when every node holds k members (``table``: members by
+    node): member i of node a to member i of every other node b (weight k/n; the rail-aligned
+    inter-node part, b ascending), then every ordered pair inside each node a (weight 1/n)."""
     nodes, k = table.shape
-    keep = ~np.eye(k, dtype=bool).ravel()
-    src, dst, weight = [], [], []
-    for a in range(nodes):
-        here = table[a]
-        intra_s, intra_d = np.repeat(here, k)[keep], np.tile(here, k)[keep]
-        src += [np.tile(here, a), intra_s, np.tile(here, nodes - a - 1)]
-        dst += [table[:a].ravel(), intra_d, table[a + 1:].ravel()]
-        weight += [np.full(a * k, k / n), np.full(intra_s.size, 1.0 / n), np.full((nodes - a - 1) * k, k / n)]
-    return np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+    r = np.tile(np.repeat(np.arange(nodes - 1, dtype=np.int64), k), a.size)
+    src_node = np.repeat(a, (nodes - 1) * k)
+    dst_node = r + (r >= src_node)  # every node but the source's, ascending
+    lane = np.tile(np.arange(k, dtype=np.int64), a.size * (nodes - 1))
+    ii, jj = np.nonzero(~np.eye(k, dtype=bool))
+    rows = table[a]
+    src = np.concatenate([table[src_node, lane], rows[:, ii].ravel()])
+    dst = np.concatenate([table[dst_node, lane], rows[:, jj].ravel()])
+    weight = np.concatenate([np.full(src_node.size, k / n), np.full(a.size * ii.size, 1.0 / n)])
+    return src, dst, weight
 
 
 def direct_pattern(topo: TopologyView, lay: Layout) -> Pattern:
     """All-to-All as flows: sends with identical routes merged; very large patterns are
     aggregated into one flow per link (the same link loads). Routes are looked up in chunks of
     :data:`ROUTE_CHUNK` sends, so memory stays bounded for thousands of ranks."""
-    src, dst, weight = _direct_sends(lay)
-    if src.size > ROUTE_CHUNK:
-        return _direct_pattern_chunked(topo, src, dst, weight)
+    chunks = _direct_send_chunks(lay)
+    src, dst, weight = next(chunks)
+    more = next(chunks, None)
+    if more is not None or src.size > ROUTE_CHUNK:
+        rest = chain([(src, dst, weight)], [] if more is None else [more], chunks)
+        return _direct_pattern_chunked(topo, rest)
     routes = topo.route_matrix(src, dst)
     rows, inverse = np.unique(routes.links, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -463,8 +479,10 @@ def direct_pattern(topo: TopologyView, lay: Layout) -> Pattern:
     return [((int(l),), float(w[l]), int(mult[l])) for l in np.flatnonzero(mult)]
 
 
-def _direct_pattern_chunked(topo: TopologyView, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Pattern:
-    """:func:`direct_pattern` for more than ROUTE_CHUNK sends: the distinct routes of each chunk
+def _direct_pattern_chunked(topo: TopologyView,
+                            sends: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Pattern:
+    """:func:`direct_pattern` for more than ROUTE_CHUNK sends (``sends``: chunks of (src, dst,
+    weight), each looked up ROUTE_CHUNK at a time): the distinct routes of each chunk
     are merged with those of the chunks before (weights summed per chunk, then across chunks)
     while there are at most MAX_FLOWS_PER_PATTERN of them; the link loads are summed chunk by
     chunk for when there are more."""
@@ -472,8 +490,8 @@ def _direct_pattern_chunked(topo: TopologyView, src: np.ndarray, dst: np.ndarray
     m_link = np.zeros(topo.n_links, dtype=np.int64)
     merged: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     per_link = False
-    for c in range(0, src.size, ROUTE_CHUNK):
-        sl = slice(c, c + ROUTE_CHUNK)
+    for src, dst, weight, sl in ((src, dst, weight, slice(c, c + ROUTE_CHUNK)) for src, dst, weight in sends
+                                 for c in range(0, src.size, ROUTE_CHUNK)):
         routes = topo.route_matrix(src[sl], dst[sl])
         pair, link = routes.entries()
         w_link += np.bincount(link, weights=weight[sl][pair], minlength=topo.n_links)

@@ -21,6 +21,7 @@ def max_min_rates(
     n_flows: int,
     capacity_Bps: np.ndarray,
     rate_cap_Bps: np.ndarray | None = None,
+    weight_of_entry: np.ndarray | None = None,
 ) -> np.ndarray:
     """Max-min fair rates by progressive filling (water-filling), many bottlenecks per pass.
 
@@ -32,6 +33,12 @@ def max_min_rates(
     at that share. Freezing all such local minima at once (plus flows held by their own cap) gives
     the same allocation as raising one global level at a time (Bertsekas & Gallager, *Data
     Networks*, 2nd ed., §6.5.2), in far fewer passes when shares differ from link to link.
+
+    ``weight_of_entry[i]``: entry i stands for that many flows crossing the link, all with flow
+    ``flow_of_entry[i]``'s rate (a *class* of flows, ``links.FlowNetwork``): a link's share is
+    its residual over the weighted count, and a frozen class takes weight × rate from it. With
+    every weight 1 this is the per-flow computation; the per-member allocation it stands for is
+    the max-min one only when the members really are interchangeable, which the caller checks.
     """
     cap = np.full(n_flows, np.inf) if rate_cap_Bps is None else np.asarray(rate_cap_Bps, dtype=np.float64)
     rate = np.zeros(n_flows)
@@ -59,8 +66,9 @@ def max_min_rates(
     frozen |= ~linked
     # Entries of unfrozen flows only; they shrink every pass as flows freeze.
     le_flow, le_link = e_flow, e_link
+    le_w = None if weight_of_entry is None else np.asarray(weight_of_entry, dtype=np.float64)
     while not frozen.all():
-        n_on_link = np.bincount(le_link, minlength=n_links)
+        n_on_link = np.bincount(le_link, weights=le_w, minlength=n_links)
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(n_on_link > 0, residual / n_on_link, np.inf)
         flow_min = np.full(n_flows, np.inf)
@@ -78,9 +86,12 @@ def max_min_rates(
         rate[hit] = limit[hit]
         frozen |= hit
         newly = hit[le_flow]
-        residual -= np.bincount(le_link[newly], weights=rate[le_flow[newly]], minlength=n_links)
+        taken = rate[le_flow[newly]] if le_w is None else rate[le_flow[newly]] * le_w[newly]
+        residual -= np.bincount(le_link[newly], weights=taken, minlength=n_links)
         np.maximum(residual, 0.0, out=residual)
         le_flow, le_link = le_flow[~newly], le_link[~newly]
+        if le_w is not None:
+            le_w = le_w[~newly]
     return rate
 
 

@@ -15,6 +15,15 @@ the vectorised water-filling (a few numpy passes per fair-share level over ~20,0
 finishing within a relative 1e-9 of each other complete in the same event: a symmetric
 collective phase is one event, not one per rank.
 
+Flows of a phase that go on the network together with the same size, bytes left and cap are one
+*class* (``flow_records.ActiveFlow`` with ``n`` members, their links as a numpy table): an
+All-to-All of 64 ranks is 4,032 flows but a handful of classes, each with one heap entry, one
+completion and one entry per link. A large component is water-filled class by class (entries
+weighted by the members crossing each link) when that is exact: every member must then have a
+bottleneck, a saturated link on which no flow is faster (Bertsekas & Gallager §6.5.2: the
+max-min allocation is the unique feasible one where every flow has one); otherwise member by
+member, and classes whose members got different rates split. Folding never changes a rate.
+
 Latency is not added here; the caller (the replay engine) adds the route/protocol latency.
 """
 
@@ -22,15 +31,15 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
 import simpy
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows
-from simulator.replay.solo_phases import PhaseShape, PhaseShapes, SoloBlock
+from simulator.replay.flow_records import (FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take,
+                                           entries, link_counts)
+from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
@@ -40,6 +49,10 @@ ABS_TOL_S = 1e-15
 # Components with at most this many flow-link entries are water-filled in plain Python: numpy's
 # per-call overhead (~20 calls a pass) dominates below a few hundred entries.
 SMALL_COMPONENT_ENTRIES = 160
+
+# The class-level rates are accepted when every member has a bottleneck within this relative
+# tolerance (links saturated, rates the highest on the link): float round-off of the weighted sums.
+CHECK_TOL = 1e-9
 
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
@@ -85,6 +98,7 @@ class FlowNetwork:
         # (Folded per link only when asked or when many chunks are pending: a bincount over every
         # link per completion would cost in proportion to the fabric, not to the flows.)
         self._link_done: list[tuple[np.ndarray, np.ndarray]] = []
+        self._link_done_entries = 0  # entries in those chunks
         self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
@@ -117,7 +131,7 @@ class FlowNetwork:
     # ------------------------------------------------------------------ public
     @property
     def active_flows(self) -> int:
-        return len(self._flows)
+        return sum([f.n for f in self._flows.values()])
 
     @property
     def link_bytes(self) -> np.ndarray:
@@ -126,6 +140,9 @@ class FlowNetwork:
         now = self.env.now
         for f in self._flows.values():
             moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            if f.ptr is not None:
+                np.add.at(out, f.links, moved)
+                continue
             for link in f.links:
                 out[link] += moved
         for block in self._blocks.values():
@@ -144,7 +161,7 @@ class FlowNetwork:
         if self._new or self._dirty or self._seeds:
             self._admit()
             self._refresh_rates()
-        return np.array([f.rate for f in self._flows.values()], dtype=np.float64)
+        return np.repeat([f.rate for f in self._flows.values()], [f.n for f in self._flows.values()]).astype(np.float64)
 
     def transfer(self, links: Sequence[int], nbytes: float, rate_cap_Bps: float | None = None) -> simpy.Event:
         """Start one flow of ``nbytes`` over ``links``; the event fires when it has finished."""
@@ -248,7 +265,7 @@ class FlowNetwork:
         for c in met:
             alive[c] = False
             comp = shape.components[c]
-            self._materialize(shape, [(i, shape.specs[i][1]) for i in comp.flows], group, now)
+            self._materialize(shape.component_classes(c), group, now)
         if len(met) < len(shape.components):
             block = SoloBlock(fid, shape, start, alive, group)
             group.outstanding += 1
@@ -270,18 +287,19 @@ class FlowNetwork:
             trigger.callbacks.append(self._on_start)
             trigger.succeed()
 
-    def _materialize(self, shape: PhaseShape, left: list[tuple[int, float]], group: FlowGroup, now: float) -> None:
-        """Put flows of a phase on the network as ordinary flows, with ``left`` bytes to go."""
+    def _materialize(self, classes: list[FlowClass], group: FlowGroup, now: float) -> None:
+        """Put flows of a phase on the network as ordinary flows: each class of flows with the
+        same size, bytes left and cap (``PhaseShape.classes``) as one ``ActiveFlow``, which the
+        rate computation splits where its members' rates differ."""
         fid = self._next_fid
-        for i, rem in left:
-            links, size, cap = shape.specs[i]
-            f = ActiveFlow(fid, links, size, cap, group)
-            f.rem = rem
+        for c in classes:
+            f = ActiveFlow(fid, c.links, c.size, c.cap, group, c.ptr, c.distinct)
+            f.rem = c.rem
             f.t_ref = now
             self._new.append(f)
             fid += 1
         self._next_fid = fid
-        group.outstanding += len(left)
+        group.outstanding += len(classes)
 
     def _break(self, block_ids: np.ndarray, links: np.ndarray, now: float) -> None:
         """Hand the components of running blocks that hold ``links`` to the network as ordinary
@@ -299,10 +317,11 @@ class FlowNetwork:
             self.stats.components_broken += 1
             comp = shape.components[c]
             self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
-            left = comp.remaining(now - block.t0)
-            moving = {i for i, _ in left}
-            self._account(shape, [i for i in comp.flows if i not in moving])
-            self._materialize(shape, left, block.group, now)
+            idx, rem = comp.remaining_arrays(now - block.t0)
+            flows = comp.flow_array()
+            self._account(shape, flows[np.isin(flows, idx, assume_unique=True, invert=True)] if idx.size else flows)
+            if idx.size:
+                self._materialize(shape.classes(idx, rem), block.group, now)
             before = block.finish
             block.settle(comp)
             finish = block.finish
@@ -320,19 +339,26 @@ class FlowNetwork:
             nbytes = np.concatenate([nbytes for _, nbytes in self._link_done])
             self._link_done_sum += np.bincount(links, weights=nbytes, minlength=self._n_links)
             self._link_done = []
+            self._link_done_entries = 0
         return self._link_done_sum
 
-    def _account(self, shape: PhaseShape, flows: list[int]) -> None:
-        """Count flows of a phase that finished inside a block."""
-        if not flows:
-            return
-        specs = shape.specs
-        self._link_done.append((np.fromiter((link for i in flows for link in specs[i][0]), dtype=np.int64),
-                                np.fromiter((specs[i][1] for i in flows for _ in specs[i][0]), dtype=np.float64)))
-        self.stats.bytes_delivered += sum(specs[i][1] for i in flows)
-        self.stats.flows_finished += len(flows)
-        if len(self._link_done) > 4096:
+    def _done(self, links: np.ndarray, nbytes: np.ndarray) -> None:
+        """Record bytes carried by finished flows (per entry: a link and its flow's bytes);
+        folded per link once the pending chunks are many or long."""
+        self._link_done.append((links, nbytes))
+        self._link_done_entries += links.size
+        if len(self._link_done) > 4096 or self._link_done_entries > 2 * self._n_links + 65536:
             self._done_per_link()
+
+    def _account(self, shape: PhaseShape, flows: np.ndarray) -> None:
+        """Count flows of a phase that finished inside a block."""
+        if not flows.size:
+            return
+        ptr, links = csr_take(shape.flow_ptr, shape.flow_links, flows)
+        sizes = shape.sizes[flows]
+        self._done(links, np.repeat(sizes, np.diff(ptr)))
+        self.stats.bytes_delivered += float(sizes.sum())
+        self.stats.flows_finished += int(flows.size)
 
     def _complete_blocks(self, blocks: list[SoloBlock]) -> None:
         for block in blocks:
@@ -340,7 +366,7 @@ class FlowNetwork:
             shape = block.shape
             if all(block.alive):
                 self._owner[shape.links] = -1
-                self._link_done.append((shape.flow_links, shape.flow_bytes))
+                self._done(*shape.link_totals())
                 self.stats.bytes_delivered += shape.total_bytes
                 self.stats.flows_finished += shape.n_flows
                 continue
@@ -350,11 +376,9 @@ class FlowNetwork:
             # accounted as they broke)
             alive = np.asarray(block.alive, dtype=bool)
             entries = alive[shape.entry_comp]
-            self._link_done.append((shape.flow_links[entries], shape.flow_bytes[entries]))
+            self._done(shape.flow_links[entries], shape.flow_bytes[entries])
             self.stats.bytes_delivered += float(shape.comp_bytes[alive].sum())
             self.stats.flows_finished += int(shape.comp_flows[alive].sum())
-        if len(self._link_done) > 4096:
-            self._done_per_link()
         for block in blocks:
             group = block.group
             group.outstanding -= 1
@@ -366,7 +390,7 @@ class FlowNetwork:
         now = self.env.now
         if self._new:
             n_new = len(self._new)
-            links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
+            links, counts = link_counts(self._new)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
                 self._claim(links)
             if self._blocks:
@@ -376,20 +400,19 @@ class FlowNetwork:
                 if clash.any():
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
-                links = np.fromiter(chain.from_iterable([f.links for f in self._new]), dtype=np.int64)
-            self._count_busy(links, 1)
+                links, counts = link_counts(self._new)
+            self._count_busy(links, 1, counts)
         flows, on_link, seeds = self._flows, self._on_link, self._seeds
         get = on_link.get
         for f in self._new:
             f.t_ref = now
             fid = f.fid
             flows[fid] = f
-            f_links = f.links
-            if not f_links:  # a flow over no link runs at its cap and never shares anything
+            if not f.ulinks:  # a flow over no link runs at its cap and never shares anything
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
-            for link in f_links:
+            for link in f.ulinks:
                 users = get(link)
                 if users is None:
                     on_link[link] = {fid: f}
@@ -400,17 +423,19 @@ class FlowNetwork:
             if mirror.backlog() > 4 * len(flows) + 4096:  # no large component for a long while
                 self._mirror = None
             else:
-                mirror.reserve(self._next_fid)
                 mirror.added.extend(self._new)
         self._new = []
 
-    def _count_busy(self, links: np.ndarray, delta: int) -> None:
-        """Add ``delta`` to the count of active flows on each of ``links`` (repeats counted):
-        unbuffered per entry for a few entries, one bincount over the fabric for many."""
+    def _count_busy(self, links: np.ndarray, delta: int, counts: np.ndarray | None = None) -> None:
+        """Add ``delta`` (times ``counts``: members per link) to the count of active flows on each
+        of ``links`` (repeats counted): unbuffered per entry for a few entries, one bincount over
+        the fabric for many."""
         if links.size * 8 < self._n_links:
-            np.add.at(self._busy, links, delta)
-        else:
+            np.add.at(self._busy, links, delta if counts is None else delta * counts)
+        elif counts is None:
             self._busy += delta * np.bincount(links, minlength=self._n_links)
+        else:
+            self._busy += delta * np.bincount(links, weights=counts, minlength=self._n_links).astype(np.int64)
 
     def _set_rate(self, f: ActiveFlow, rate: float, now: float) -> None:
         """Change a flow's rate from ``now`` on; its new finish time goes on the heap."""
@@ -420,8 +445,8 @@ class FlowNetwork:
         f.rate = rate
         f.finish = now + f.rem / rate
         heapq.heappush(self._heap, (f.finish, f.fid, f))
-        if self._mirror is not None:
-            self._mirror.rate[f.fid] = rate
+        if self._mirror is not None and f.slots is not None:
+            self._mirror.rate[f.slots] = rate
 
     def _on_start(self, _event: simpy.Event) -> None:
         self._update()
@@ -433,20 +458,24 @@ class FlowNetwork:
 
     def _component(self) -> list[ActiveFlow] | None:
         """Active flows connected (through shared links) to the new flows and to the links that
-        finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS."""
+        finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS flows
+        (members of classes counted one by one)."""
         on_link = self._on_link
         n_active = len(self._flows)
         seen_links = set(self._dirty)
         stack = list(seen_links)
         members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
+        n_members = sum([f.n for f in self._seeds])
+        if n_members > LARGE_COMPONENT_FLOWS:
+            return None
         if len(members) < n_active:
             for f in self._seeds:
-                for link in f.links:
+                for link in f.ulinks:
                     if link not in seen_links:
                         seen_links.add(link)
                         stack.append(link)
         while stack and len(members) < n_active:
-            if len(members) > LARGE_COMPONENT_FLOWS:
+            if n_members > LARGE_COMPONENT_FLOWS:
                 return None
             users = on_link.get(stack.pop())
             if not users:
@@ -454,11 +483,14 @@ class FlowNetwork:
             for fid, f in users.items():
                 if fid not in members:
                     members[fid] = f
-                    for link in f.links:
+                    n_members += f.n
+                    if n_members > LARGE_COMPONENT_FLOWS:
+                        return None
+                    for link in f.ulinks:
                         if link not in seen_links:
                             seen_links.add(link)
                             stack.append(link)
-        if len(members) > LARGE_COMPONENT_FLOWS:
+        if n_members > LARGE_COMPONENT_FLOWS:
             return None
         if len(members) == n_active:  # everything is connected: no need to sort
             return list(self._flows.values())
@@ -481,47 +513,192 @@ class FlowNetwork:
             return
         if not flows:
             return
-        if len(flows) == 1:  # alone on its links: the slowest link or its cap
+        if len(flows) == 1 and flows[0].n == 1:  # alone on its links: the slowest link or its cap
             f = flows[0]
             r = min(f.cap, min(self._capacity_list[link] for link in f.links))
             if r != f.rate:
                 self._set_rate(f, r, now)
             return
-        e_flow = [i for i, f in enumerate(flows) for _ in f.links]
-        e_link = [link for f in flows for link in f.links]
-        caps = [f.cap for f in flows]
-        if len(e_link) <= SMALL_COMPONENT_ENTRIES:
-            rates = max_min_rates_small(e_flow, e_link, len(flows), self._capacity_list, caps)
+        # one row per member flow (a class's members are solved one by one)
+        plain = all(f.ptr is None for f in flows)
+        if plain:
+            routes = [f.links for f in flows]
+            caps = [f.cap for f in flows]
         else:
-            rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(flows),
+            routes = [m for f in flows for m in f.members()]
+            caps = [f.cap for f in flows for _ in range(f.n)]
+        e_flow = [i for i, links in enumerate(routes) for _ in links]
+        e_link = [link for links in routes for link in links]
+        if len(e_link) <= SMALL_COMPONENT_ENTRIES:
+            rates = max_min_rates_small(e_flow, e_link, len(caps), self._capacity_list, caps)
+        else:
+            rates = max_min_rates(np.array(e_flow, dtype=np.int64), np.array(e_link, dtype=np.int64), len(caps),
                                   self.capacity_Bps, np.array(caps)).tolist()
-        for f, r in zip(flows, rates):
+        if plain:
+            for f, r in zip(flows, rates):
+                if r != f.rate:
+                    self._set_rate(f, r, now)
+            return
+        k = 0
+        for f in flows:
+            n = f.n  # (a class that splits has fewer members after)
+            if n == 1:
+                r = rates[k]
+                if r != f.rate:
+                    self._set_rate(f, r, now)
+            else:
+                self._class_rates(f, rates[k:k + n], now)
+            k += n
+
+    def _class_rates(self, f: ActiveFlow, rates: Any, now: float) -> None:
+        """Give class ``f`` its members' new rates: one rate if they all got the same, else
+        the class splits into classes of equal rate."""
+        rates = np.asarray(rates, dtype=np.float64)
+        r = float(rates[0])
+        if (rates == r).all():
             if r != f.rate:
                 self._set_rate(f, r, now)
+        else:
+            self._split(f, rates, now)
+
+    def _split(self, f: ActiveFlow, rates: np.ndarray, now: float) -> None:
+        """Split class ``f`` by its members' new ``rates``: the members sharing the first
+        member's rate stay in ``f``, each other rate becomes a new class with the same bytes
+        left, in the same completion group."""
+        assert f.ptr is not None
+        if now != f.t_ref:
+            f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
+            f.t_ref = now
+        values, first, inverse = np.unique(rates, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        groups = np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
+        on_link, fid = self._on_link, f.fid
+        for link in f.ulinks:
+            del on_link[link][fid]
+        mirror = self._mirror
+        slots, ptr, links = f.slots, f.ptr, f.links
+        for u in np.argsort(first, kind="stable").tolist():
+            idx = groups[u]
+            x = float(values[u])
+            sub_ptr, sub_links = csr_take(ptr, links, idx)
+            if idx[0] == 0:
+                g = f
+                g.set_members(sub_ptr, sub_links)
+            else:
+                g = ActiveFlow(self._next_fid, sub_links, f.size, f.cap, f.group, sub_ptr)
+                self._next_fid += 1
+                g.rem, g.t_ref, g.rate = f.rem, now, float("nan")  # nan: always given its rate below
+                self._flows[g.fid] = g
+                f.group.outstanding += 1
+                if mirror is not None and slots is None:
+                    mirror.added.append(g)  # f is there too, not yet synced
+            if isinstance(slots, np.ndarray):
+                g.slots = slots[idx]
+                if mirror is not None:
+                    mirror.owner[g.slots] = g.fid
+            for link in g.ulinks:
+                users = on_link.get(link)
+                if users is None:
+                    on_link[link] = {g.fid: g}
+                else:
+                    users[g.fid] = g
+            if x != g.rate:
+                self._set_rate(g, x, now)
+
+    def _class_level_rates(self, now: float) -> bool:
+        """Re-share every active flow class by class, if that is exact; False (nothing done)
+        where it is not.
+
+        The water-filling runs on the classes (``max_min_rates`` with each class-link entry
+        weighted by the members crossing the link), a few hundred entries where the members
+        have tens of thousands. Its answer, every member at its class's rate, is then checked
+        against the characterisation of the max-min fair allocation (Bertsekas & Gallager,
+        *Data Networks*, 2nd ed., §6.5.2): feasible, and every flow either at its cap or with a
+        *bottleneck*, a saturated link on which no flow has a higher rate. That allocation is
+        unique, so if every member has one the answer is exact. A class whose members all
+        crossed some bottleneck link at the last check (``cover``) and still have them needs no
+        member-level look; otherwise its member entries are scanned. When some member has no
+        bottleneck (the classes are no longer interchangeable: a newcomer loads some members'
+        links and not others'), the caller solves member by member and splits the classes."""
+        if not any(f.ptr is not None for f in self._flows.values()):
+            return False  # nothing folded: the member-level computation is the same one
+        flows = [f for f in self._flows.values() if f.ulinks]
+        k = len(flows)
+        uarrs: list[np.ndarray] = []
+        weights: list[np.ndarray] = []
+        for f in flows:
+            if f.uarr is None or f.weight is None:  # a single flow
+                f.uarr = np.array(f.links, dtype=np.int64)
+                f.weight = np.ones(f.uarr.size)
+            uarrs.append(f.uarr)
+            weights.append(f.weight)
+        lengths = np.fromiter(map(len, uarrs), dtype=np.int64, count=k)
+        c_link = np.concatenate(uarrs)
+        c_w = np.concatenate(weights)
+        cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
+        caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
+        used, c_local = np.unique(c_link, return_inverse=True)  # the links in play, numbered 0..k-1
+        c_local = c_local.reshape(-1)
+        capacity = self.capacity_Bps[used]
+        x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
+        xe = x[cls]
+        load = np.bincount(c_local, weights=xe * c_w, minlength=used.size)
+        highest = np.zeros(used.size)
+        np.maximum.at(highest, c_local, xe)
+        keep = 1.0 - CHECK_TOL
+        bottleneck = (load >= capacity * keep)[c_local] & (xe >= highest[c_local] * keep)
+        capped = x >= caps * keep
+        if not (capped | (np.bincount(cls[bottleneck], minlength=k) > 0)).all():
+            return False
+        ends = np.cumsum(lengths)
+        for i, f in enumerate(flows):
+            if f.n == 1 or capped[i] or f.upos is None or f.ptr is None:
+                continue
+            b = bottleneck[ends[i] - lengths[i]:ends[i]]
+            if f.cover is not None and not (f.cover & ~b).any():
+                continue  # the links that covered every member are bottlenecks still
+            if not np.logical_or.reduceat(b[f.upos], f.ptr[:-1]).all():
+                return False
+            f.cover = b
+        for f, r in zip(flows, x.tolist()):
+            if r != f.rate:
+                self._set_rate(f, r, now)
+        return True
 
     def _refresh_all(self, now: float) -> None:
         """Re-share every active flow with the vectorised water-filling (components are
-        independent, so this gives each component what a per-component recompute would)."""
+        independent, so this gives each component what a per-component recompute would):
+        class by class where that is exact (:meth:`_class_level_rates`), else member by
+        member, splitting the classes whose members' rates differ."""
+        if self._class_level_rates(now):
+            self.stats.class_level += 1
+            return
         if self._mirror is None:
-            self._mirror = Mirror(self._flows.values(), self._next_fid)
+            self._mirror = Mirror(self._flows.values())
         mirror = self._mirror
-        mirror.sync()
-        entries = mirror.alive[mirror.m_fid]
-        m_fid, m_link = mirror.m_fid[entries], mirror.m_link[entries]
-        # The active flows' ids, ascending (every mirrored flow has a link), and each entry's
-        # position among them: over the live entries, not over every id the step has issued
-        # (a flag per flow id ever started, scanned per recompute, grows with the step).
-        active = _distinct(m_fid)
-        rates = max_min_rates(np.searchsorted(active, m_fid), m_link, active.size, self.capacity_Bps,
+        mirror.sync(self._flows.values())
+        entries = mirror.alive[mirror.m_slot]
+        m_slot, m_link = mirror.m_slot[entries], mirror.m_link[entries]
+        # The active members' slots, ascending, and each entry's position among them: over the
+        # live entries, not over every slot handed out.
+        active = _distinct(m_slot)
+        rates = max_min_rates(np.searchsorted(active, m_slot), m_link, active.size, self.capacity_Bps,
                               mirror.cap[active])
         changed = np.flatnonzero(rates != mirror.rate[active])
-        fids = active[changed]
+        slots = active[changed]
         new_rates = rates[changed]
-        mirror.rate[fids] = new_rates
+        mirror.rate[slots] = new_rates
         # _set_rate for each changed flow, its mirror write done above for all of them at once
         flows, heap, push = self._flows, self._heap, heapq.heappush
-        for fid, r in zip(fids.tolist(), new_rates.tolist()):
+        classes: set[int] = set()
+        for fid, r in zip(mirror.owner[slots].tolist(), new_rates.tolist()):
+            if fid in classes:  # given its members' rates already (and maybe split since)
+                continue
             f = flows[fid]
+            if f.n != 1:
+                classes.add(fid)
+                self._class_rates(f, mirror.rate[f.slots], now)
+                continue
             if now != f.t_ref:
                 f.rem = max(f.rem - f.rate * (now - f.t_ref), 0.0)
                 f.t_ref = now
@@ -576,30 +753,38 @@ class FlowNetwork:
         sizes: list[float] = []
         counts: list[int] = []
         extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        n_finished = len(finished)
         for f in finished:
             fid = f.fid
             del flows[fid]
             size = f.size
-            delivered += size
-            links = f.links
-            for link in links:
+            if f.ptr is None:
+                delivered += size
+                links = f.links
+                extend(links)
+                add_size(size)
+                add_count(len(links))
+            else:  # a class: its members' bytes and counts per distinct link
+                delivered += size * f.n
+                n_finished += f.n - 1
+                self._dirty.update(f.ulinks)
+                if f.uarr is not None and f.weight is not None:
+                    self._done(f.uarr, f.weight * size)
+                    self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
+            for link in f.ulinks:
                 users = on_link[link]
                 del users[fid]
                 if not users:
                     del on_link[link]
-            extend(links)
-            add_size(size)
-            add_count(len(links))
-        self._dirty.update(gone_links)
-        gone = np.array(gone_links, dtype=np.int64)
-        self._count_busy(gone, -1)
-        self._link_done.append((gone, np.repeat(np.array(sizes, dtype=np.float64), counts)))
-        if len(self._link_done) > 4096:
-            self._done_per_link()
+        if gone_links:
+            self._dirty.update(gone_links)
+            gone = np.array(gone_links, dtype=np.int64)
+            self._count_busy(gone, -1)
+            self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered
-        self.stats.flows_finished += len(finished)
+        self.stats.flows_finished += n_finished
         for f in finished:
             group = f.group
             group.outstanding -= 1

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
-from simulator.replay.flow_records import checked_flows
+from simulator.replay.flow_records import DistinctLinks, checked_flows, csr_take, distinct_links
 
 # As links.FlowNetwork: flows whose finish times differ by less than this fraction (plus an
 # absolute femtosecond) complete together.
@@ -39,6 +39,14 @@ class Segment:
     alive: list[int]
     rem: list[float]
     rate: list[float]
+    _arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``alive``, ``rem`` and ``rate`` as numpy arrays (made on first use)."""
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.alive, dtype=np.int64), np.asarray(self.rem, dtype=np.float64),
+                            np.asarray(self.rate, dtype=np.float64))
+        return self._arrays
 
 
 @dataclass
@@ -53,6 +61,7 @@ class Component:
     # the segments' times and bytes are this factor times those stored (a phase scaled from
     # another, scaled_shape): the rates are the same
     scale: float = 1.0
+    _flow_array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def remaining(self, elapsed: float) -> list[tuple[int, float]]:
         """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
@@ -69,6 +78,41 @@ class Component:
         if k == 1.0:
             return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
         return [(i, max(r - rate * dt, 0.0) * k) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
+
+    def remaining_arrays(self, elapsed: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`remaining` as arrays (flow indices, bytes left): the same operations, element
+        by element."""
+        if elapsed >= self.duration:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        k = self.scale
+        e = elapsed / k if k != 1.0 else elapsed
+        seg = self.segments[0]
+        for s in self.segments[1:]:
+            if s.t > e:
+                break
+            seg = s
+        alive, rem, rate = seg.arrays()
+        left = np.maximum(rem - rate * (e - seg.t), 0.0)
+        return alive, (left if k == 1.0 else left * k)
+
+    def flow_array(self) -> np.ndarray:
+        """``flows`` as an array."""
+        if self._flow_array is None:
+            self._flow_array = np.asarray(self.flows, dtype=np.int64)
+        return self._flow_array
+
+
+@dataclass(frozen=True, slots=True)
+class FlowClass:
+    """Flows of a phase that start together with the same size, bytes left and cap: their
+    links as one row-compressed table (``ptr`` None: a single flow, ``links`` its tuple)."""
+
+    size: float
+    rem: float
+    cap: float
+    ptr: np.ndarray | None
+    links: Any
+    distinct: DistinctLinks | None = None  # distinct_links(links), for a class of several flows
 
 
 @dataclass
@@ -91,12 +135,69 @@ class PhaseShape:
     entry_comp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comp_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     comp_flows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # per flow: where its entries start in flow_links (n + 1 offsets), its size and cap
+    flow_ptr: np.ndarray = field(init=False)
+    sizes: np.ndarray = field(init=False)
+    caps: np.ndarray = field(init=False)
+    # per component, its flows grouped as classes at the start (FlowNetwork._materialize)
+    start_classes: dict[int, list[FlowClass]] = field(init=False)
+    _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.duration = max((c.duration for c in self.components), default=0.0)
-        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64)
-        self.flow_bytes = np.fromiter((size for links, size, _ in self.specs for _ in links), dtype=np.float64)
+        n = len(self.specs)
+        lengths = np.fromiter((len(links) for links, _, _ in self.specs), dtype=np.int64, count=n)
+        self.flow_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.flow_ptr[1:])
+        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64,
+                                      count=int(self.flow_ptr[-1]))
+        self.sizes = np.fromiter((size for _, size, _ in self.specs), dtype=np.float64, count=n)
+        self.caps = np.fromiter((cap for _, _, cap in self.specs), dtype=np.float64, count=n)
+        self.flow_bytes = np.repeat(self.sizes, lengths)
         self.total_bytes = float(sum(size for _, size, _ in self.specs))
+        self.start_classes = {}
+        self._link_totals = None
+
+    def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
+        summed once (what a block that ran to its end delivered, per link)."""
+        if self._link_totals is None:
+            carried = np.bincount(self.flow_links, weights=self.flow_bytes)
+            used = np.flatnonzero(np.bincount(self.flow_links))
+            self._link_totals = (used, carried[used])
+        return self._link_totals
+
+    def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
+        """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
+        flows of each group move in lockstep until their rates differ."""
+        sizes, caps = self.sizes[idx], self.caps[idx]
+        if (sizes == sizes[0]).all() and (caps == caps[0]).all():
+            _, first, inverse = np.unique(rem, return_index=True, return_inverse=True)
+        else:
+            key = np.stack([sizes, rem, caps], axis=1)
+            _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        perm = np.argsort(inverse, kind="stable")
+        groups = np.split(perm, np.cumsum(np.bincount(inverse))[:-1])
+        out: list[FlowClass] = []
+        for u in np.argsort(first, kind="stable").tolist():
+            members = idx[groups[u]]
+            i = int(members[0])
+            size, cap, r = self.specs[i][1], self.specs[i][2], float(rem[groups[u][0]])
+            if members.size == 1:
+                out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
+            else:
+                ptr, links = csr_take(self.flow_ptr, self.flow_links, members)
+                out.append(FlowClass(size, r, cap, ptr, links, distinct_links(links)))
+        return out
+
+    def component_classes(self, c: int) -> list[FlowClass]:
+        """:meth:`classes` of component ``c``'s flows at the start (worked out once)."""
+        got = self.start_classes.get(c)
+        if got is None:
+            idx = np.asarray(self.components[c].flows, dtype=np.int64)
+            got = self.start_classes[c] = self.classes(idx, self.sizes[idx])
+        return got
 
     @property
     def n_flows(self) -> int:

@@ -315,3 +315,23 @@ def test_mi300x_two_node_allreduce_reaches_nic_level_busbw():
     r = time_collective("allreduce", list(range(16)), 8 << 30, topo)
     assert r.algorithm == "ring"
     assert 330e9 < r.busbw <= 8 * 64e9 * 0.69
+
+
+@pytest.mark.parametrize("ranks", [256, 512])
+def test_all_to_all_sends_looked_up_in_chunks_give_the_same_flows(ranks, monkeypatch):
+    """Above 128 ranks the All-to-All's sends are made and routed in blocks of source nodes
+    (flow_patterns._direct_send_chunks): with chunks far smaller than the group, the pattern
+    (routes merged, weights and channel-hops summed) must be the one built from all sends at
+    once, to float round-off in the summed weights."""
+    from simulator.config.hardware import load_profile
+    from simulator.costs import flow_patterns as fp
+
+    topo = build_topology(load_profile("dgx-h100"), ranks // 8)
+    lay = fp.layout(topo, list(range(ranks)))
+    whole = {links: (w, m) for links, w, m in fp.direct_pattern(topo, lay)}
+    monkeypatch.setattr(fp, "ROUTE_CHUNK", 3000)
+    assert len(list(fp._direct_send_chunks(lay))) > 1
+    chunked = {links: (w, m) for links, w, m in fp.direct_pattern(topo, lay)}
+    assert chunked.keys() == whole.keys()
+    for links, (w, m) in whole.items():
+        assert chunked[links][0] == pytest.approx(w, rel=1e-12) and chunked[links][1] == m

@@ -329,3 +329,59 @@ def test_distinct_ids_are_numpys_unique(ids):
 
     a = np.asarray(ids, dtype=np.int64)
     assert _distinct(a).tolist() == np.unique(a).tolist()
+
+
+def _class_case(co_user_links, monkeypatch):
+    """A phase of four equal flows, each over one of four 10 B/s links and a shared 100 B/s one
+    (so that they form one component), met by single flows on ``co_user_links``: the phase goes
+    on the network as one class of four members. Returns the network after the rate
+    computation, its flows (classes), and the rates the plain per-flow solver gives."""
+    import simulator.replay.links as links_module
+
+    monkeypatch.setattr(links_module, "LARGE_COMPONENT_FLOWS", 1)  # the vectorised, class-level path
+    cap = np.array([10.0, 10.0, 10.0, 10.0, 100.0])
+    env = simpy.Environment()
+    net = FlowNetwork(env, cap)
+    phase = [((k, 4), 100.0) for k in range(4)]
+    for link in co_user_links:
+        net.transfer((link,), 100.0)
+    net.transfer_phase(phase)
+    env.run(until=1e-9)
+    members = [f for f in net._flows.values()]
+    routes = [(k, 4) for k in range(4)] + [(link,) for link in co_user_links]
+    return net, members, np.sort(fair_rates(routes, cap))
+
+
+def test_class_of_interchangeable_flows_is_solved_once_with_the_per_flow_rates(monkeypatch):
+    """Every member shares its link with one other flow: the members are interchangeable, the
+    class-level water-filling (weighted entries) is exact, and the class stays whole."""
+    net, flows, want = _class_case([0, 1, 2, 3], monkeypatch)
+    assert np.array_equal(np.sort(net.rates()), want)  # all 5 B/s
+    assert net.stats.class_level >= 1
+    assert sorted(f.n for f in flows) == [1, 1, 1, 1, 4]
+
+
+def test_class_whose_members_see_different_loads_is_split_to_the_per_flow_rates(monkeypatch):
+    """One co-user on link 0 only: the class-level answer (every member at link 0's share,
+    5 B/s) leaves the members on links 1-3 without a bottleneck, so it must be rejected and the
+    class split: the member on link 0 gets 5 B/s, the other three 10 B/s, as flow by flow."""
+    net, flows, want = _class_case([0], monkeypatch)
+    assert list(want) == [5.0, 5.0, 10.0, 10.0, 10.0]
+    assert np.array_equal(np.sort(net.rates()), want)
+    assert net.stats.class_level == 0
+    assert sorted(f.n for f in flows) == [1, 1, 3]
+
+
+def test_weighted_entries_are_the_flows_they_stand_for():
+    """max_min_rates with an entry of weight k is the same allocation as k copies of the flow
+    over those links (random classes of interchangeable copies)."""
+    rng = np.random.default_rng(3)
+    cap = rng.uniform(5, 50, size=12)
+    n = 15
+    routes = [sorted(rng.choice(12, size=rng.integers(1, 4), replace=False).tolist()) for _ in range(n)]
+    copies = rng.integers(1, 5, size=n)
+    e_flow = np.repeat(np.arange(n), [len(r) for r in routes])
+    e_link = np.concatenate([np.asarray(r) for r in routes])
+    weighted = max_min_rates(e_flow, e_link, n, cap, weight_of_entry=copies[e_flow].astype(float))
+    expanded = fair_rates([r for r, c in zip(routes, copies) for _ in range(c)], cap)
+    assert np.allclose(np.repeat(weighted, copies), expanded, rtol=1e-12)

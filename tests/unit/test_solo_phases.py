@@ -175,3 +175,25 @@ def test_a_phase_scaled_from_one_already_decomposed_has_the_shape_worked_out_afr
     assert got.total_bytes == pytest.approx(fresh.total_bytes, rel=1e-12)
     other = plan_collective("allreduce", [0, 8], 32 << 20, topo, algo="ring", proto="simple").phases[0]
     _same(topo, [("small", 0.0, (small,), 1), ("big", 0.0, (big,), 2), ("other", 1e-4, (other,), 1)])
+
+
+@pytest.mark.parametrize("large", [512, 8])
+@pytest.mark.parametrize("arrive", [0.0, 0.4])
+def test_an_all_to_all_met_by_asymmetric_co_users_moves_as_flow_by_flow(topo, large, arrive, monkeypatch):
+    """An All-to-All over both nodes goes on the network as classes of flows with equal bytes
+    (FlowNetwork._materialize) when a send/recv and a second, smaller All-to-All meet it: the
+    classes split wherever the members' max-min rates differ, and every finish time and link
+    byte count must be those of the same flows started one by one (transfer_many), through the
+    plain-Python and the vectorised (``large``: LARGE_COMPONENT_FLOWS) rate paths."""
+    import simulator.replay.links as links_module
+
+    monkeypatch.setattr(links_module, "LARGE_COMPONENT_FLOWS", large)
+    a2a = plan_collective("alltoall", list(range(16)), 64 << 20, topo)
+    half = plan_collective("alltoall", [0, 1, 2, 8, 9], 16 << 20, topo)
+    p2p = plan_collective("sendrecv", [3, 12], 32 << 20, topo)
+    t = _run(topo, [("x", 0.0, a2a.phases, 1)], False)[0]["x"]
+    _, fast, _ = _same(topo, [("a2a", 0.0, a2a.phases, 2), ("p2p", arrive * t, p2p.phases, 1),
+                              ("half", 0.3 * t, half.phases, 2)])
+    assert fast.stats.components_broken >= 1
+    if large == 8:  # some large recomputes were exact class by class, some had to split classes
+        assert 1 <= fast.stats.class_level < fast.stats.recomputes
