@@ -149,18 +149,18 @@ def _cluster(scn: Scenario) -> _Cluster:
     return hit
 
 
-def _collective_s(cluster: _Cluster, op: CommOp, members: tuple[int, ...], max_members: int) -> float:
+def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: int, max_members: int) -> float:
     """The collective's latency and phases alone on an empty network
     (:meth:`CostModel.time_alone_s`): a phase's flows cannot cross their busiest link faster than
     its capacity, nor beat their rate caps, however the replay shares the links. Groups larger
     than ``max_members`` (the node's GPUs) count 0: pricing a large plan costs more than it saves."""
     if len(members) <= 1 or len(members) > max_members:
         return 0.0
-    key = (op.op, members, op.size_bytes)
+    key = (kind, members, size)
     t = cluster.alone.get(key)
     if t is None:
         costs = cluster.costs
-        t = _bounded(cluster.alone)[key] = costs.time_alone_s(costs.plan(op.op, members, op.size_bytes))
+        t = _bounded(cluster.alone)[key] = costs.time_alone_s(costs.plan(kind, members, size))
     return t
 
 
@@ -201,26 +201,24 @@ def _critical_path(ops: list[Op], gpu: Any, comm_s: list[float]) -> float:
 
 def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
     """The plan's layer spec (CP index 0) and what its passes cost at least on each pipeline
-    stage (on the rank of the stage's TP, CP and DP coordinates 0), priced once per spec and
-    process groups."""
+    stage (on the rank of the stage's TP, CP and DP coordinates 0). The chains are walked once
+    per spec and times of its collectives, which the stages of a symmetric cluster share."""
     spec = LayerSpec.from_scenario(scn)
     grid = make_grid(scn)
     passes = _passes_of(spec)
-    axes = sorted({op.axes for ops in passes.all() for op in ops if isinstance(op, CommOp)})
+    comms = sorted({(op.op, op.axes, op.size_bytes) for ops in passes.all() for op in ops if isinstance(op, CommOp)})
     cluster = _cluster(scn)
     gpu = scn.profile.gpu
     out = []
     for stage in range(scn.parallel.pp):
         rank = grid.rank_of({"pp": stage})
-        groups = tuple((a, grid.group(rank, a)) for a in axes)
-        key = (spec, groups)
+        alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
+                 for kind, axes, size in comms}
+        key = (spec, tuple(alone.values()))
         times = cluster.times.get(key)
         if times is None:
-            members = dict(groups)
-
             def path(ops: list[Op]) -> float:
-                comm = [_collective_s(cluster, op, members[op.axes], scn.gpus_per_node)
-                        if isinstance(op, CommOp) else 0.0 for op in ops]
+                comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
                 return _critical_path(ops, gpu, comm)
 
             times = PassTimes((path(passes.dense[0]), path(passes.moe[0])),
@@ -231,9 +229,7 @@ def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
     return spec, out
 
 
-def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
-    """``T(j)``: seconds per micro-batch of each pipeline stage's passes, at least."""
-    spec, times = stage_pass_times(scn)
+def _stage_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[float]:
     pp = scn.parallel.pp
     out = []
     for s, st in enumerate(times):
@@ -246,10 +242,7 @@ def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
     return out
 
 
-def chunk0_lower_bounds(scn: Scenario) -> list[tuple[float, float]]:
-    """``(F0(i), B0(i))``: the forward and backward of model chunk 0 of each stage, one
-    micro-batch (transformer layers only), at least."""
-    spec, times = stage_pass_times(scn)
+def _chunk0_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[tuple[float, float]]:
     vl = virtual_layers(scn)
     out = []
     for s, st in enumerate(times):
@@ -261,13 +254,23 @@ def chunk0_lower_bounds(scn: Scenario) -> list[tuple[float, float]]:
     return out
 
 
+def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
+    """``T(j)``: seconds per micro-batch of each pipeline stage's passes, at least."""
+    return _stage_bounds(scn, *stage_pass_times(scn))
+
+
+def chunk0_lower_bounds(scn: Scenario) -> list[tuple[float, float]]:
+    """``(F0(i), B0(i))``: the forward and backward of model chunk 0 of each stage, one
+    micro-batch (transformer layers only), at least."""
+    return _chunk0_bounds(scn, *stage_pass_times(scn))
+
+
 def step_lower_bound(scn: Scenario) -> float:
     """Seconds no replay of this plan can beat (module docstring)."""
-    T = stage_compute_lower_bounds(scn)
-    chunk0 = chunk0_lower_bounds(scn)
+    spec, times = stage_pass_times(scn)
     micro = scn.n_micro
     best, before = 0.0, 0.0
-    for tj, (f0, b0) in zip(T, chunk0):
+    for tj, (f0, b0) in zip(_stage_bounds(scn, spec, times), _chunk0_bounds(scn, spec, times)):
         best = max(best, micro * tj + before)
         before += f0 + b0
     return best
