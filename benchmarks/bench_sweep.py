@@ -5,6 +5,7 @@ replay, how many the lower bound prunes, and the cost per simulated plan.
     python benchmarks/bench_sweep.py --simulate      # also run the sweeps (minutes) with --jobs 2
     python benchmarks/bench_sweep.py --simulate gpt3 # only the cases whose name contains "gpt3"
     python benchmarks/bench_sweep.py --simulate --max-plans 6   # a sample: the 6 most promising plans
+    python benchmarks/bench_sweep.py --simulate llama --jobs 1  # one worker (a shared machine)
 
 Cases (issue "Plan search that scales past one machine"):
 
@@ -70,7 +71,9 @@ def screen(base, bounds) -> tuple[int, int, float]:
 def main(argv: list[str]) -> int:
     simulate = "--simulate" in argv
     max_plans = int(argv[argv.index("--max-plans") + 1]) if "--max-plans" in argv else None
-    only = [a for i, a in enumerate(argv) if not a.startswith("--") and (i == 0 or argv[i - 1] != "--max-plans")]
+    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else min(2, os.cpu_count() or 1)
+    only = [a for i, a in enumerate(argv)
+            if not a.startswith("--") and (i == 0 or argv[i - 1] not in ("--max-plans", "--jobs"))]
     bad = 0
     for name, base, bounds in cases():
         if only and not any(o in name for o in only):
@@ -84,13 +87,13 @@ def main(argv: list[str]) -> int:
         if not simulate:
             continue
         c0, t0 = cpu_all(), time.perf_counter()
-        result = run_plans(base, enumerate_plans(base, bounds), simulate_scenario, jobs=min(2, os.cpu_count() or 1),
+        result = run_plans(base, enumerate_plans(base, bounds), simulate_scenario, jobs=jobs,
                            max_plans=max_plans, progress=Progress())
         wall, cpu = time.perf_counter() - t0, cpu_all() - c0
         c = count_kinds(result.plans)
         sim = max(c["simulated"], 1)
         pruned = c["skipped_by"]["lower_bound"]
-        print(f"  sweep: {wall:.1f} s wall, {c['simulated']} simulated, {pruned} pruned by the lower bound "
+        print(f"  sweep: {wall:.1f} s wall, {cpu:.1f} CPU s, {c['simulated']} simulated, {pruned} pruned by the lower bound "
               f"({100 * pruned / max(runnable, 1):.0f}% of those that could run), "
               f"{c['simulated'] / wall:.2f} simulated plans/s, {cpu / sim:.1f} CPU s per simulated plan; "
               f"best {result.best.label if result.best else '-'}", flush=True)

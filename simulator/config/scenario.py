@@ -8,6 +8,7 @@ file, the field path and the arithmetic ("tp=8 x cp=4 x pp=4 = 128 does not divi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,8 @@ class Scenario:
         p = self.parallel
         if p.pp_layers is not None and len(p.pp_layers) == p.pp * p.vp and p.vp > 1:
             return p.pp_layers
-        return tuple(self.stage_layers[v % p.pp] // p.vp for v in range(p.pp * p.vp))
+        stages = self.stage_layers  # once: each read splits the layers again
+        return tuple(stages[v % p.pp] // p.vp for v in range(p.pp * p.vp))
 
     def with_parallel(self, parallel: Parallel) -> "Scenario":
         """The same scenario under another plan, validated again (for sweeps and comparisons)."""
@@ -102,6 +104,7 @@ class Scenario:
         return out
 
 
+@functools.lru_cache(maxsize=1024)
 def split_layers(layers: int, pp: int) -> tuple[int, ...]:
     """Split layers over pp stages as evenly as possible.
 

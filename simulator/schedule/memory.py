@@ -114,7 +114,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
-from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_unit, stage_layers,
+from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_kinds, stage_layers,
                                        stage_params)
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
 
@@ -306,7 +306,7 @@ def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:
     if p.zero < 3:
         return 0.0, 0.0
     layers = stage_layers(scn, stage)
-    layer = max((layer_unit(scn, i).numel for i in layers), default=0)
+    layer = max((d + e for (d, e), _ in layer_kinds(scn, layers)), default=0)
     w = WEIGHT_BYTES
     if p.zero3_impl == "fsdp2":
         if p.pp > 1 and scn.n_micro > 1:  # the stage stays gathered; its gradients accumulate unsharded

@@ -206,5 +206,28 @@ class StageParams:
 
 
 def stage_params(scn: Scenario, stage: int) -> StageParams:
-    mods = [m for chunk in stage_units(scn, stage) for u in chunk for m in u.modules]
-    return StageParams(dense=sum(m.numel for m in mods if not m.expert), expert=sum(m.numel for m in mods if m.expert))
+    """The parameters of :func:`stage_units`, each kind of transformer layer (dense, MoE) counted
+    once: the memory model asks for every stage of every plan a sweep screens."""
+    p = scn.parallel
+    units = ([embedding_unit(scn)] if stage == 0 else []) + ([head_unit(scn)] if stage == p.pp - 1 else [])
+    dense = sum(m.numel for u in units for m in u.modules if not m.expert)
+    expert = sum(m.numel for u in units for m in u.modules if m.expert)
+    for (d, e), n in layer_kinds(scn, stage_layers(scn, stage)):
+        dense, expert = dense + n * d, expert + n * e
+    return StageParams(dense=dense, expert=expert)
+
+
+def layer_kinds(scn: Scenario, layers: list[int]) -> list[tuple[tuple[int, int], int]]:
+    """((dense, expert) parameters of one layer, how many of ``layers`` hold that many) per kind
+    of layer: the layers of one kind (dense or MoE) hold the same parameters."""
+    count: dict[bool, int] = {}
+    first: dict[bool, int] = {}
+    for layer in layers:
+        kind = scn.model.is_moe_layer(layer)
+        count[kind] = count.get(kind, 0) + 1
+        first.setdefault(kind, layer)
+    out = []
+    for kind, n in count.items():
+        mods = layer_unit(scn, first[kind]).modules
+        out.append(((sum(m.numel for m in mods if not m.expert), sum(m.numel for m in mods if m.expert)), n))
+    return out

@@ -1,83 +1,276 @@
-"""An analytical lower bound on a plan's step time, to skip plans that cannot beat the best one
-simulated so far without replaying them.
+"""A lower bound on a plan's step time, to skip plans that cannot beat the best one simulated so
+far without replaying them.
 
-The bound is compute at the best rate the profile allows plus the pipeline bubble no schedule
-avoids; every approximation errs low, so a plan is only skipped when its replay could not have
-been faster than the best:
+The bound prices the ops the replay itself would run, with the replay's own cost model, and
+keeps only what no schedule can hide:
 
-* **Compute per micro-batch on pipeline stage j**, ``T(j)``: the stage's layers' GEMM FLOPs
-  (forward, ``BWD_GEMM_FACTOR`` x forward for dgrad + wgrad, the recomputed forward under
-  ``recompute: full``) over the dtype's dense peak x the *highest* point of the profile's GEMM
-  efficiency curve, plus attention FLOPs (forward, ``FLASH_BWD_FACTOR`` x for backward, the
-  recomputed forward under selective or full recompute) over the 16-bit peak x the highest
-  GEMM efficiency or attention efficiency times its kernel shape factor at the full sequence
-  (``costs.attention_shape``; shorter chunks only lower it); the last stage adds the LM head
-  (3 x the logits GEMM). The work of one micro-batch on a stage is split over tp x cp x ulysses GPUs, so it is divided by that
-  product (perfect balance, no communication). Attention is counted with the diagonal causal
-  fraction and a 10% margin: context-parallel schedules split the causal triangle in blocks
-  whose sum can be slightly smaller. Memory-bound kernels, launch gaps, communication and the
-  optimizer step are left out (all >= 0).
-* **Bubble**: stage j cannot start its first forward before stages 0..j-1 ran their first
-  forward chunk, and the step cannot end before those stages ran the backward of the last
-  micro-batch after stage j's: with ``vp`` chunks per stage, ``sum_{i<j} T(i) / vp``
-  (Narayanan et al. 2021, arXiv:2104.04473 §2.2: the 1F1B bubble (p-1)/vp of a micro-batch's
-  time). So ``step >= max_j (m x T(j) + sum_{i<j} T(i) / vp)`` with m micro-batches per step.
+* **A layer pass's chain.** The forward and the backward (with its recompute) of one
+  transformer layer, the embedding and the LM head with the loss are built by the schedule's
+  own :class:`~simulator.schedule.transformer.LayerBuilder` for this plan's per-rank shapes. Each
+  kernel is priced by :func:`simulator.costs.compute.compute_times`: GEMMs at their shape's
+  efficiency (tile and wave quantisation, the TP-overlap chunks and their SM share), attention
+  at its kernel's figure and shape factor, norms and elementwise kernels at their bandwidth, the
+  launch floor. Each collective of a group inside one node (TP, CP, Ulysses) is priced at its
+  time alone on an empty network (:meth:`CostModel.time_alone_s`: latency, then per phase the
+  busiest link at its capacity or the tightest rate cap, which no sharing of the links can
+  beat); larger groups and sends count 0. A pass costs at least its longest chain from its
+  first to its last compute-stream kernel through dependencies and each stream's FIFO order
+  (the replay's semantics, ``replay/engine.py``: an op starts when its deps and the ops before
+  it on its stream are done; a kernel takes at least its compute time, ``overlap_slowdown`` and
+  the host's issue only lengthen it). The compute stream's FIFO order joins the last kernel of
+  one pass to the first of the next, so the chains of a stage's passes add up; the chain holds
+  every compute-stream kernel of the pass, so it is never below their sum. The optimizer step,
+  data-parallel and pipeline traffic and any op outside these passes count 0. Passes are built
+  once per distinct :class:`~simulator.schedule.transformer.LayerSpec` (tp, cp, micro-batch,
+  recompute, overlap mode...) and priced once per spec and process groups, which a sweep's
+  plans share by the hundred.
+* **Bubble**: stage j cannot start its first layer before stages 0..j-1 ran the forward of model
+  chunk 0 of the first micro-batch (its input comes through them), and the step cannot end before
+  stages j-1..0 ran the backward of chunk 0 of the last micro-batch after stage j's last kernel,
+  which is that backward (1F1B and Megatron's interleaved 1F1B end with chunk 0 of the last
+  micro-batch: ``get_model_chunk_id`` of Megatron-LM's schedules.py gives the backward chunk
+  ``vp - 1 - (k // pp) % vp``, 0 at k = m·vp - 1 with m a multiple of pp). So
+  ``step >= max_j (sum_{i<j} F0(i) + m x T(j) + sum_{i<j} B0(i))``, with ``T(j)`` the passes of
+  one micro-batch on stage j and ``F0(i)``, ``B0(i)`` the forward and backward of stage i's
+  chunk 0: with equal chunks, the 1F1B bubble ``(p-1)/vp`` of a micro-batch's time
+  (Narayanan et al. 2021, arXiv:2104.04473 §2.2).
 
 ``tests/unit/test_sweep_bound.py`` checks the bound stays below the simulated step time over
-sweeps of several scenarios; the sweep reports how many plans it pruned.
+plans of several shapes and that pruning keeps an unpruned sweep's ranking; the sweep reports
+how many plans it pruned.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from simulator.config.scenario import Scenario
-from simulator.costs.attention_shape import shape_factor
-from simulator.schedule.attention import FLASH_BWD_FACTOR, causal_fraction_diagonal
-from simulator.schedule.flops import BWD_GEMM_FACTOR, attention_core_dim, layer_flops, logits_flops
-from simulator.schedule.shapes import RankShapes
+from simulator.costs.compute import compute_times
+from simulator.costs.model import CostModel
+from simulator.schedule.build import make_grid
+from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
+from simulator.schedule.shapes import stage_layers, virtual_layers
+from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
-ATTENTION_MARGIN = 0.9
+# Entries kept per cache before it is emptied; a sweep of thousands of plans needs a few hundred.
+_CACHE_SIZE = 4096
 
 
-def _rates(scn: Scenario) -> tuple[float, float]:
-    """Best achievable FLOP/s of GEMMs (training dtype) and of attention (16-bit)."""
+@dataclass(frozen=True)
+class PassTimes:
+    """Seconds no replay of one micro-batch's passes on one rank can beat (module docstring)."""
+
+    fwd: tuple[float, float]  # (dense layer, MoE layer) forward
+    bwd: tuple[float, float]  # (dense layer, MoE layer) backward, recompute included
+    embedding: float  # embedding forward + backward
+    head: float  # LM head and loss forward + backward
+
+    def layer(self, spec: LayerSpec, layer: int) -> tuple[float, float]:
+        k = 1 if spec.is_moe(layer) else 0
+        return self.fwd[k], self.bwd[k]
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """The ops of every pass of one LayerSpec, each a program of its own."""
+
+    dense: tuple[list[Op], list[Op]]
+    moe: tuple[list[Op], list[Op]]
+    embedding: list[Op]
+    head: list[Op]
+
+    def all(self) -> tuple[list[Op], ...]:
+        return (*self.dense, *self.moe, self.embedding, self.head)
+
+
+class _Cluster:
+    """What one cluster's plans share: its cost model, collectives' times alone, pass times."""
+
+    def __init__(self, scn: Scenario):
+        from simulator.hardware.topology import build_topology
+
+        self.profile = scn.profile  # kept alive: its id keys this entry
+        self.costs = CostModel(build_topology(scn.profile, scn.nodes))
+        self.alone: dict[tuple, float] = {}
+        self.times: dict[tuple, PassTimes] = {}
+
+
+_passes: dict[Any, _Passes] = {}
+_clusters: dict[tuple[int, int], _Cluster] = {}
+
+
+def _bounded(cache: dict) -> dict:
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    return cache
+
+
+def _layer_ops(spec: LayerSpec, layer: int) -> tuple[list[Op], list[Op]]:
+    pb = ProgramBuilder()
+    lb = LayerBuilder(spec)
+    out = lb.forward(pb, layer, 0, -1)
+    n_fwd = len(pb)
+    lb.backward(pb, layer, 0, out)
+    return _rebased(pb.ops[:n_fwd], 0), _rebased(pb.ops[n_fwd:], n_fwd)
+
+
+def _rebased(ops: list[Op], start: int) -> list[Op]:
+    """A slice of a program as a program of its own: dependencies before it dropped."""
+    from dataclasses import replace
+
+    return [replace(op, deps=tuple(d - start for d in op.deps if d >= start)) for op in ops]
+
+
+def _passes_of(spec: LayerSpec) -> _Passes:
+    hit = _passes.get(spec)
+    if hit is not None:
+        return hit
+    dense = _layer_ops(spec, 0)
+    moe_layer = max(spec.first_dense, 0)
+    moe = _layer_ops(spec, moe_layer) if spec.is_moe(moe_layer) else dense
+    lb = LayerBuilder(spec)
+    pb = ProgramBuilder()
+    lb.embedding_backward(pb, 0, lb.embedding_forward(pb, 0))
+    emb = pb.ops
+    pb = ProgramBuilder()
+    lb.head_backward(pb, 0, lb.head_forward(pb, 0, -1))
+    out = _bounded(_passes)[spec] = _Passes(dense, moe, emb, pb.ops)
+    return out
+
+
+def _cluster(scn: Scenario) -> _Cluster:
+    """One entry per cluster (profile object and node count), its cost model built as the
+    replay builds it."""
+    key = (id(scn.profile), scn.nodes)
+    hit = _clusters.get(key)
+    if hit is None or hit.profile is not scn.profile:
+        hit = _bounded(_clusters)[key] = _Cluster(scn)
+    return hit
+
+
+def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: int, max_members: int) -> float:
+    """The collective's latency and phases alone on an empty network
+    (:meth:`CostModel.time_alone_s`): a phase's flows cannot cross their busiest link faster than
+    its capacity, nor beat their rate caps, however the replay shares the links. Groups larger
+    than ``max_members`` (the node's GPUs) count 0: pricing a large plan costs more than it saves."""
+    if len(members) <= 1 or len(members) > max_members:
+        return 0.0
+    key = (kind, members, size)
+    t = cluster.alone.get(key)
+    if t is None:
+        costs = cluster.costs
+        t = _bounded(cluster.alone)[key] = costs.time_alone_s(costs.plan(kind, members, size))
+    return t
+
+
+def _critical_path(ops: list[Op], gpu: Any, comm_s: list[float]) -> float:
+    """Longest chain from the first to the last compute-stream kernel of a pass, through its
+    dependencies and the FIFO order of each stream: kernels at their compute time, collectives at
+    ``comm_s``, sends and receives at 0. Every kernel of the compute stream lies on that chain, so
+    it is at least their sum; chained passes (the compute stream's FIFO order joins the last kernel
+    of one to the first of the next) add up."""
+    kernels = [i for i, op in enumerate(ops) if isinstance(op, ComputeOp) and op.stream == "compute"]
+    if not kernels:
+        return 0.0
+    first, last = kernels[0], kernels[-1]
+    times = compute_times(ops, gpu)
+    end: list[float | None] = [None] * len(ops)
+    last_on: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        preds = list(op.deps)
+        prev = last_on.get(op.stream)
+        if prev is not None:
+            preds.append(prev)
+        last_on[op.stream] = i
+        if i < first:
+            continue
+        if i == first:
+            start: float | None = 0.0
+        else:
+            reached = [e for e in (end[p] for p in preds) if e is not None]
+            start = max(reached) if reached else None
+        if start is None:
+            continue
+        t = times[i]
+        end[i] = start + (t if t is not None else comm_s[i])
+        if i == last:
+            break
+    return end[last] or 0.0
+
+
+def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
+    """The plan's layer spec (CP index 0) and what its passes cost at least on each pipeline
+    stage (on the rank of the stage's TP, CP and DP coordinates 0). The chains are walked once
+    per spec and times of its collectives, which the stages of a symmetric cluster share."""
+    spec = LayerSpec.from_scenario(scn)
+    grid = make_grid(scn)
+    passes = _passes_of(spec)
+    comms = sorted({(op.op, op.axes, op.size_bytes) for ops in passes.all() for op in ops if isinstance(op, CommOp)})
+    cluster = _cluster(scn)
     gpu = scn.profile.gpu
-    dtype = scn.training.dtype
-    best_gemm = max(p.efficiency for p in gpu.gemm_efficiency)
-    if dtype == "fp8":
-        best_gemm = min(1.0, best_gemm * gpu.fp8_gemm_efficiency_scale)
-    seq, d = scn.model.seq_len, attention_core_dim(scn.model)
-    # a fused kernel reaches its figure times its shape factor; its kernels are at most seq long,
-    # causal or not (context-parallel steps run unmasked chunks), and the factor grows with length
-    best_attn = max([best_gemm] + [max(e.fwd, e.bwd) * max(shape_factor(seq, seq, causal, d, k) for causal in (True, False))
-                                   for k, e in gpu.attention_efficiency.items()])
-    attn_dtype = "bf16" if dtype == "fp8" else dtype
-    return gpu.peak_flops(dtype) * best_gemm, gpu.peak_flops(attn_dtype) * min(best_attn, 1.0)
+    out = []
+    for stage in range(scn.parallel.pp):
+        rank = grid.rank_of({"pp": stage})
+        alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
+                 for kind, axes, size in comms}
+        key = (spec, tuple(alone.values()))
+        times = cluster.times.get(key)
+        if times is None:
+            def path(ops: list[Op]) -> float:
+                comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
+                return _critical_path(ops, gpu, comm)
+
+            times = PassTimes((path(passes.dense[0]), path(passes.moe[0])),
+                              (path(passes.dense[1]), path(passes.moe[1])), path(passes.embedding),
+                              path(passes.head))
+            _bounded(cluster.times)[key] = times
+        out.append(times)
+    return spec, out
+
+
+def _stage_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[float]:
+    pp = scn.parallel.pp
+    out = []
+    for s, st in enumerate(times):
+        t = sum(sum(st.layer(spec, layer)) for layer in stage_layers(scn, s))
+        if s == 0:
+            t += st.embedding
+        if s == pp - 1:
+            t += st.head
+        out.append(t)
+    return out
+
+
+def _chunk0_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[tuple[float, float]]:
+    vl = virtual_layers(scn)
+    out = []
+    for s, st in enumerate(times):
+        f = b = 0.0
+        for layer in vl[s]:
+            lf, lb = st.layer(spec, layer)
+            f, b = f + lf, b + lb
+        out.append((f, b))
+    return out
 
 
 def stage_compute_lower_bounds(scn: Scenario) -> list[float]:
-    """``T(j)``: seconds of compute per micro-batch on each pipeline stage, at the best rates."""
-    m, t = scn.model, scn.training
-    tokens = t.micro_batch * m.seq_len
-    lf = layer_flops(m, tokens, m.seq_len, causal_fraction_diagonal(m.seq_len))
-    recompute = t.recompute
-    gemm = lf.gemms * (1 + BWD_GEMM_FACTOR + (1 if recompute == "full" else 0))
-    attn = ATTENTION_MARGIN * lf.attention * (1 + FLASH_BWD_FACTOR + (1 if recompute in ("selective", "full") else 0))
-    gemm_rate, attn_rate = _rates(scn)
-    per_layer = gemm / gemm_rate + attn / attn_rate
-    shard = RankShapes.of(scn).layer_split
-    stages = list(scn.stage_layers)
-    out = [n * per_layer / shard for n in stages]
-    out[-1] += 3 * logits_flops(m, tokens) / gemm_rate / shard
-    return out
+    """``T(j)``: seconds per micro-batch of each pipeline stage's passes, at least."""
+    return _stage_bounds(scn, *stage_pass_times(scn))
+
+
+def chunk0_lower_bounds(scn: Scenario) -> list[tuple[float, float]]:
+    """``(F0(i), B0(i))``: the forward and backward of model chunk 0 of each stage, one
+    micro-batch (transformer layers only), at least."""
+    return _chunk0_bounds(scn, *stage_pass_times(scn))
 
 
 def step_lower_bound(scn: Scenario) -> float:
     """Seconds no replay of this plan can beat (module docstring)."""
-    T = stage_compute_lower_bounds(scn)
+    spec, times = stage_pass_times(scn)
     micro = scn.n_micro
-    vp = max(scn.parallel.vp, 1)
     best, before = 0.0, 0.0
-    for tj in T:
-        best = max(best, micro * tj + before / vp)
-        before += tj
+    for tj, (f0, b0) in zip(_stage_bounds(scn, spec, times), _chunk0_bounds(scn, spec, times)):
+        best = max(best, micro * tj + before)
+        before += f0 + b0
     return best

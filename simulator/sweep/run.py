@@ -25,6 +25,7 @@ skipped (pruned, ``max_plans``, failed replays), invalid plans.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,6 +193,7 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
             continue
         record(res)
     queue.sort(key=lambda q: (q[0], q[1]))
+    bounds = [q[0] for q in queue]
     resumed = sum(r.resumed for r in results)
     if progress is not None:
         progress.start(len(results), len(queue), resumed)
@@ -236,8 +238,12 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
                         best, best_label = out.step_time_s, f"{out.step_time_s * 1e3:.1f} ms ({res.label})"
                 record(res)
                 if progress is not None:
-                    progress.update(done=simulated, total=total, feasible=feasible, best=best_label,
-                                    force=simulated == total)
+                    # plans still to run: those handed out, and the queued ones whose bound is below
+                    # the best so far (the others will be pruned), so the ETA does not count them
+                    left = total if not prune or best is None else \
+                        min(total, started + bisect.bisect_left(bounds, best, nxt) - nxt)
+                    progress.update(done=simulated, total=left, feasible=feasible, best=best_label,
+                                    force=simulated == left)
     except BaseException:
         if executor is not None:
             executor.terminate()

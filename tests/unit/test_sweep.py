@@ -205,7 +205,8 @@ def test_data_parallel_zero1_beats_tp8_for_a_small_model_on_one_node():
 
     tp8 = Candidate(Parallel(tp=8, sequence_parallel=True), 1)
     dp8 = Candidate(Parallel(zero=1), 1)
-    result = run_plans(scn, [tp8, dp8], simulate_scenario)
+    # both replayed (the lower bound alone already rules tp8 out: its TP collectives sit between kernels)
+    result = run_plans(scn, [tp8, dp8], simulate_scenario, prune=False)
     assert [r.candidate for r in result.plans] == [dp8, tp8]
     assert result.best.candidate == dp8 and result.best.dp == 8
     fast, slow = result.plans
@@ -224,7 +225,8 @@ def test_parallel_jobs_give_the_same_ranking():
 
     scn = scenario(layers=2)
     plans = enumerate_plans(scn, SweepBounds(fixed={"pp": 1, "zero": 1}))
-    serial = run_plans(scn, plans, simulate_scenario, jobs=1)
-    parallel = run_plans(scn, plans, simulate_scenario, jobs=2)
+    # unpruned: which plans pruning skips depends on which finished first (run.py), the figures not
+    serial = run_plans(scn, plans, simulate_scenario, jobs=1, prune=False)
+    parallel = run_plans(scn, plans, simulate_scenario, jobs=2, prune=False)
     assert [r.label for r in serial.plans] == [r.label for r in parallel.plans]
     assert [r.step_time_s for r in serial.plans] == pytest.approx([r.step_time_s for r in parallel.plans])
