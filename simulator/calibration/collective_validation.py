@@ -49,7 +49,8 @@ def render_loso(held_out) -> list[str]:
         "",
         "Each system (one cluster: its sweeps at every size, node count and collective) is predicted "
         "with the deployed-fabric constants (`simulator/costs/deployed.py`: per transport, an extra "
-        "latency per inter-node hop and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree; "
+        "latency per network crossing (a tree's inter-node hops; the crossings of a ring's chain, "
+        "`nccl_tuner.ring_net_crossings`) and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree; "
         "and, where the transport's message protocol runs in host software (EFA's SENDRECV path on p4d/p4de, "
         "GPUDirect-TCPXO; Slingshot with the CXI provider's alt_read rendezvous, `node.nics.rdzv_proto`: Polaris, "
         "Sirius), a cost per network message of NCCL's Simple chunks and p2p chunks, "

@@ -64,8 +64,8 @@ HELD_OUT_ASSERTED: dict[str, tuple[str, ...]] = {
     "aac11-mi325x": ("scale: fit ≤ 32 GPUs, predict 64",),
     # gb200-nvl72's scale split (fit <= 128 GPUs, predict 1,440) is no longer asserted: 10.0% at >= 1 MiB
     # (2.5% while InfiniBand's deployed hop extra was 3 us). Calibrated keys stack on the deployed row,
-    # refitted at 7 us per inter-node hop with the 20-system corpus, and the 1,440-rank ring rows pay
-    # it on every hop while the 72-128-rank sweeps the fit sees barely constrain it.
+    # refitted at 5 us per network crossing with the 20-system corpus, and the 1,440-rank ring rows pay
+    # it on every crossing (40) while the 72-128-rank sweeps the fit sees barely constrain it.
 }
 
 

@@ -59,6 +59,28 @@ def net_plugin_latency_us(ctx: TunerContext, proto: str) -> float:
     return lat * (2 if proto == "simple" else 1)
 
 
+def ring_net_crossings(nsteps: int, ppn: int, inter_steps: int) -> int:
+    """Network crossings on a ring's critical path: what the deployed per-hop extra
+    (``net_hop_extra_us``, a time NCCL does not know) is paid for.
+
+    A small call's time is the chain of one chunk through the ring's ``nsteps`` consecutive
+    steps (``src/device/all_reduce.h`` ``runRing``: each step receives what the previous rank
+    sent), and the chunks start at every rank. With ``ppn`` ranks per node the ring leaves a node
+    once every ``ppn`` steps, so the worst chunk, starting just before a node boundary, crosses
+    the network ``ceil(nsteps / ppn)`` times: ``nodes`` times for an AllGather or a
+    ReduceScatter (``n - 1`` steps), ``2 * nodes`` for an AllReduce (``2(n - 1)`` steps) when
+    ``ppn >= 3``. NCCL's tuner (``src/graph/tuning.cc``) counts ``nNodes - 1`` and, from 2.23,
+    ``2(nNodes - 1)`` inter-node steps: its latency tables keep that count (they are NCCL's
+    estimate, which steers its choice), the deployed extra counts the crossings. With one rank per
+    node every step crosses (``nsteps``, fewer than the ``2 * nNodes`` of NCCL releases before
+    2.23); those rings keep NCCL's count: one-rank-per-node rings (their channels and protocol)
+    are modelled apart, and with ``nsteps`` the one such system (2 x 1 A100-PCIe) would alone
+    pull InfiniBand's fitted extra from 5 to 15 us per crossing."""
+    if ppn <= 1:
+        return inter_steps
+    return -(-nsteps // ppn)
+
+
 def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     """NCCL's per-call latency term for (collective, algorithm, protocol), microseconds."""
     p = PROTOS.index(proto)
@@ -69,7 +91,8 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     if proto == "ll" and ctx.n_nodes > 1:
         intra *= t.ll_intra_latency_multinode
     inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 and t.ppn1_uses_tree_net_latency else algo
-    inter = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto) + k.net_hop_extra_us
+    tuned = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto)
+    inter = tuned + k.net_hop_extra_us
     n, nodes = ctx.n_ranks, ctx.n_nodes
     log2n = int(math.log2(nodes)) if nodes > 0 else 0
     if algo == "ring":
@@ -79,7 +102,9 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
             inter_steps = 0 if nodes == 1 else (2 * (nodes - (0 if per_node else 1)) if coll == "allreduce"
                                                 else nodes - 1)
             net_oh = _net_overhead_us(ctx, proto) if nodes > 1 else 0.0
-            return base + (nsteps - inter_steps) * max(intra, net_oh) + inter_steps * inter
+            crossings = ring_net_crossings(nsteps, ctx.ppn, inter_steps) if nodes > 1 else 0
+            return (base + (nsteps - inter_steps) * max(intra, net_oh) + inter_steps * tuned
+                    + crossings * k.net_hop_extra_us)
         hop = inter if nodes > 1 else intra
         return base + hop  # broadcast: every channel shares the ring order
     if algo == "tree":

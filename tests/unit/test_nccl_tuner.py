@@ -35,6 +35,30 @@ def test_ring_latency_grows_with_inter_node_steps():
     assert t.latency_us(ctx, "allreduce", "ring", "ll") == pytest.approx(6.6 + 28 * 1.0 + 2 * 2.7)
 
 
+@pytest.mark.parametrize("nsteps,ppn,inter_steps,expected", [
+    (30, 8, 2, 4),    # AllReduce, 2 x 8: a chunk's 30 steps run the ring almost twice, leaving each node twice
+    (15, 8, 1, 2),    # AllGather, 2 x 8: 15 steps from just before a node boundary cross both boundaries
+    (14, 4, 2, 4),    # AllReduce, 2 x 4 (Alps, Polaris)
+    (30, 2, 14, 15),  # AllReduce, 8 x 2: ceil(30 / 2)
+    (158, 8, 18, 20), # AllReduce, 10 x 8: 2 x nodes
+    (2, 1, 4, 4),     # one rank per node keeps NCCL's count (modelled apart)
+])
+def test_ring_net_crossings_closed_form(nsteps, ppn, inter_steps, expected):
+    assert t.ring_net_crossings(nsteps, ppn, inter_steps) == expected
+
+
+def test_deployed_hop_extra_is_paid_per_ring_crossing_not_per_tuner_step():
+    """NCCL's own latency keeps its inter-node step count (1 for a 2-node AllGather, 2 for an
+    AllReduce from 2.23); the deployed per-hop extra is paid per crossing of the critical chain
+    (2 and 4: ring_net_crossings)."""
+    for coll, tuner_steps, crossings in (("allgather", 1, 2), ("allreduce", 2, 4)):
+        base = t.latency_us(_ctx(n=16, nodes=2), coll, "ring", "ll")
+        extra = t.latency_us(_ctx(n=16, nodes=2, net_hop_extra_us=10.0), coll, "ring", "ll")
+        assert extra - base == pytest.approx(10.0 * crossings) and crossings > tuner_steps
+    tree = t.latency_us(_ctx(n=16, nodes=2, net_hop_extra_us=10.0), "allreduce", "tree", "ll")
+    assert tree - t.latency_us(_ctx(n=16, nodes=2), "allreduce", "tree", "ll") == pytest.approx(20.0)
+
+
 def test_selection_tiny_is_ll_and_large_is_nvls_on_h100():
     ctx = _ctx()
     assert t.select(ctx, "allreduce", 8)[1] == "ll"

@@ -104,11 +104,14 @@ def test_ring_allreduce_counted_2n_network_steps_before_2_23():
     ctx_old = nccl_graph.context_from_profile(_h100("2.21.5"), 16, 2)
     ctx_new = nccl_graph.context_from_profile(_h100("2.23.4"), 16, 2)
     k = ctx_new.constants
-    inter = k.hw_latency_us["net"]["ring"][0] + k.net_hop_extra_us + nccl_tuner.net_plugin_latency_us(ctx_new, "ll")
+    inter = k.hw_latency_us["net"]["ring"][0] + nccl_tuner.net_plugin_latency_us(ctx_new, "ll")
     intra = max(k.hw_latency_us["nvlink"]["ring"][0], 1.0)  # the net overhead of an Intel host, 1 us for LL
-    # 2(n-1) = 30 steps; 2(N-1) = 2 of them on the network from 2.23, 2N = 4 before
-    assert nccl_tuner.latency_us(ctx_new, "allreduce", "ring", "ll") == pytest.approx(6.6 + 28 * intra + 2 * inter)
-    assert nccl_tuner.latency_us(ctx_old, "allreduce", "ring", "ll") == pytest.approx(6.6 + 26 * intra + 4 * inter)
+    # 2(n-1) = 30 steps; 2(N-1) = 2 of them on the network from 2.23, 2N = 4 before; the deployed hop extra
+    # is paid per crossing of the chain in both (4: nccl_tuner.ring_net_crossings)
+    extra = 4 * k.net_hop_extra_us
+    assert k.net_hop_extra_us > 0
+    assert nccl_tuner.latency_us(ctx_new, "allreduce", "ring", "ll") == pytest.approx(6.6 + 28 * intra + 2 * inter + extra)
+    assert nccl_tuner.latency_us(ctx_old, "allreduce", "ring", "ll") == pytest.approx(6.6 + 26 * intra + 4 * inter + extra)
 
 
 def test_profile_overrides_replace_the_release_tables():
@@ -358,12 +361,13 @@ def test_validation_predicts_each_sweep_with_its_own_release():
 
 
 @pytest.mark.parametrize("name, nodes, bound", [
-    ("a100x16_allreduce_2node_abci", 2, 0.36), ("a100x128_allreduce_16node_abci", 16, 0.30)])
+    ("a100x16_allreduce_2node_abci", 2, 0.36), ("a100x128_allreduce_16node_abci", 16, 0.33)])
 def test_abci_profile_runs_the_nccl_its_sweeps_ran(name, nodes, bound):
     """hardware_profiles/abci-a100.yaml names the NCCL of ABCI's environment module
     (nccl/2.8/2.8.4-1: aistabci/abci2.0benchmark allreduce/nccl_anode.sh and README.md), so the
     profile as shipped predicts ABCI's multi-node sweeps with v2.8.4-1's tuner tables: from 1 MiB
-    the signed median error is +34% (2 nodes) and +28% (16 nodes), where the newest tables gave
+    the signed median error is +34% (2 nodes) and +32% (16 nodes: +28% while InfiniBand's hop extra was
+    7 us per NCCL inter-node step, now 5 us per crossing), where the newest tables gave
     +48% and +36%."""
     from simulator.calibration.measured import read_sweep
     from simulator.calibration.sweep_prediction import case_for, predict_sweep
