@@ -63,10 +63,9 @@ class Component:
     scale: float = 1.0
     _flow_array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
-    def remaining(self, elapsed: float) -> list[tuple[int, float]]:
-        """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
-        if elapsed >= self.duration:
-            return []
+    def _segment_at(self, elapsed: float) -> tuple[Segment, float]:
+        """The segment in force ``elapsed`` s after the start, and that time on the stored
+        (unscaled) clock."""
         k = self.scale
         e = elapsed / k if k != 1.0 else elapsed
         seg = self.segments[0]
@@ -74,6 +73,14 @@ class Component:
             if s.t > e:
                 break
             seg = s
+        return seg, e
+
+    def remaining(self, elapsed: float) -> list[tuple[int, float]]:
+        """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
+        if elapsed >= self.duration:
+            return []
+        k = self.scale
+        seg, e = self._segment_at(elapsed)
         dt = e - seg.t
         if k == 1.0:
             return [(i, max(r - rate * dt, 0.0)) for i, r, rate in zip(seg.alive, seg.rem, seg.rate)]
@@ -85,12 +92,7 @@ class Component:
         if elapsed >= self.duration:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         k = self.scale
-        e = elapsed / k if k != 1.0 else elapsed
-        seg = self.segments[0]
-        for s in self.segments[1:]:
-            if s.t > e:
-                break
-            seg = s
+        seg, e = self._segment_at(elapsed)
         alive, rem, rate = seg.arrays()
         left = np.maximum(rem - rate * (e - seg.t), 0.0)
         return alive, (left if k == 1.0 else left * k)

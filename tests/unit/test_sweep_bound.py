@@ -15,14 +15,11 @@ from simulator.simulation import simulate_scenario
 from simulator.sweep.bound import stage_compute_lower_bounds, step_lower_bound
 from simulator.sweep.plans import SweepBounds, enumerate_plans
 from simulator.sweep.run import run_plans
+from tests.unit.test_sweep_run import scenario
 
 
 def small(nodes: int = 1, global_batch: int = 16, **model):
-    shape = dict(layers=4, hidden=2048, heads=16, kv_heads=8, vocab=51200, mlp="gelu", seq_len=2048,
-                 tied_embeddings=True)
-    shape.update(model)
-    return build_scenario(dict(name="tiny", hardware="dgx-h100", nodes=nodes, model=shape,
-                               training=dict(micro_batch=1, global_batch=global_batch)))
+    return scenario(nodes, global_batch, **model)
 
 
 def llama70b():
