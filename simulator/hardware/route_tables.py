@@ -17,6 +17,7 @@ and its switch paths are found on that graph with networkx, once per leaf pair, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Hashable
 
 from numpy.typing import ArrayLike
@@ -32,11 +33,12 @@ class FabricLinks:
     """The link ids of a built cluster, by the role each link plays: what ``Topology`` hands to
     :meth:`RouteTables.build` (a plain record, so the tables never read the topology itself).
 
-    Keys: ``scale_up[(gpu, peer)]`` is a mesh link (``peer = -1``: the GPU→switch link of an
-    NVSwitch), ``switch_down[gpu]`` the switch→GPU link; ``pcie_up[gpu]``/``pcie_down[gpu]``
-    GPU→host and host→GPU; ``nic_pcie[(node, rail)] = (host→NIC, NIC→host)``,
-    ``nic_leaf[(node, rail)] = (NIC→leaf, leaf→NIC)``, ``leaf_spine[(unit, leaf rail, spine)] =
-    (leaf→spine, spine→leaf)``. ``nic_leaf`` is empty when there is no scale-out fabric.
+    Arrays of link ids, indexed by what the link belongs to: ``su_up[gpu]``/``su_down[gpu]`` the
+    GPU→switch and switch→GPU links of an NVSwitch, ``mesh[gpu, local peer]`` a mesh link (-1 on
+    the diagonal); ``pcie_up[gpu]``/``pcie_down[gpu]`` GPU→host and host→GPU; ``nic_pcie[node,
+    rail] = (host→NIC, NIC→host)``, ``nic_leaf[node, rail] = (NIC→leaf, leaf→NIC)``,
+    ``leaf_spine[unit, leaf rail, spine] = (leaf→spine, spine→leaf)``. ``nic_leaf`` is empty
+    when there is no scale-out fabric, ``leaf_spine`` when there is no spine layer.
     """
 
     profile_name: str
@@ -51,13 +53,14 @@ class FabricLinks:
     scale_up_kind: str  # nvswitch | mesh | none
     scale_out_kind: str  # rail_fat_tree | fat_tree | none
     latency_s: np.ndarray  # per link id
-    scale_up: dict[tuple[int, int], int]
-    switch_down: dict[int, int]
-    pcie_up: list[int]
-    pcie_down: list[int]
-    nic_pcie: dict[tuple[int, int], tuple[int, int]]
-    nic_leaf: dict[tuple[int, int], tuple[int, int]]
-    leaf_spine: dict[tuple[int, int, int], tuple[int, int]]
+    su_up: np.ndarray  # [gpu] (nvswitch)
+    su_down: np.ndarray  # [gpu] (nvswitch)
+    mesh: np.ndarray  # [gpu, local peer] (mesh)
+    pcie_up: np.ndarray  # [gpu]
+    pcie_down: np.ndarray  # [gpu]
+    nic_pcie: np.ndarray  # [node, rail, 2]
+    nic_leaf: np.ndarray  # [node, rail, 2]
+    leaf_spine: np.ndarray  # [unit, leaf rail, spine, 2]
     # Switch-to-switch links of a fabric routed on its graph (dragonfly): (from, to) -> link id,
     # leaves named by their leaf index (unit * leaf_rails + rail), other switches by any name.
     switch_links: dict[tuple[Hashable, Hashable], int] = field(default_factory=dict)
@@ -74,6 +77,13 @@ class FabricLinks:
         i*rails//gpus)."""
         local = gpu % self.gpus_per_node
         return self.gpu_nics[local] if self.gpu_nics else local * self.rails // self.gpus_per_node
+
+    def nic_of_all(self) -> np.ndarray:
+        """:meth:`nic_of` of every GPU, as an array."""
+        local = np.arange(self.n_gpus, dtype=np.int64) % self.gpus_per_node
+        if self.gpu_nics:
+            return np.asarray(self.gpu_nics, dtype=np.int64)[local]
+        return local * self.rails // self.gpus_per_node
 
 
 def _ecmp(a: int, b: int, buckets: int) -> int:
@@ -114,22 +124,8 @@ class RouteTables:
         self.fabric = fabric
         self.gpn, self.rails = fabric.gpus_per_node, fabric.rails
         self.dom = fabric.domain_gpus
-        self.latency: list[float] = []
         self.intra_class: LinkClass = "nvlink"
         self.su_kind = "none"
-        self.su_up: list[int] = []
-        self.su_down: list[int] = []
-        self.mesh: dict[tuple[int, int], int] = {}
-        self.pcie_up: list[int] = []
-        self.pcie_down: list[int] = []
-        self.nic_of: list[int] = []
-        self.nic_out: list[list[tuple[int, int]]] = []  # [node][rail] -> (host→NIC, NIC→leaf)
-        self.nic_in: list[list[tuple[int, int]]] = []  # [node][rail] -> (leaf→NIC, NIC→host)
-        self.leaf: list[list[int]] = []  # [node][rail] -> leaf index
-        self.spine_up: list[list[int]] = []  # [leaf][spine] -> leaf→spine
-        self.spine_down: list[list[int]] = []  # [leaf][spine] -> spine→leaf
-        self.up_own: list[tuple[int, int, int]] = []  # [gpu] -> GPU→host, host→NIC, NIC→leaf (own rail)
-        self.down_own: list[tuple[int, int, int]] = []  # [gpu] -> leaf→NIC, NIC→host, host→GPU
         self.spines = 0
         self.a: dict[str, np.ndarray] = {}
         self.graph_routed = bool(fabric.switch_links)
@@ -138,49 +134,93 @@ class RouteTables:
 
     @classmethod
     def build(cls, topo: FabricLinks) -> "RouteTables":
+        """The bulk path's arrays, read off the fabric's id arrays with numpy; the scalar path's
+        Python tables below are made from them on the first scalar route (a replay that routes
+        in bulk never pays one Python object per GPU and link)."""
         t = cls(topo)
-        gpn, n = topo.gpus_per_node, topo.n_gpus
-        t.latency = topo.latency_s.tolist()
         t.su_kind = topo.scale_up_kind
         t.intra_class = "nvlink" if t.su_kind in ("nvswitch", "mesh") else "pcie"
-        if t.su_kind == "nvswitch":
-            t.su_up = [topo.scale_up[(g, -1)] for g in range(n)]
-            t.su_down = [topo.switch_down[g] for g in range(n)]
-        t.mesh = topo.scale_up if t.su_kind == "mesh" else {}
-        t.pcie_up, t.pcie_down = list(topo.pcie_up), list(topo.pcie_down)
-        t.nic_of = [topo.nic_of(g) for g in range(n)]
         a = t.a
-        a["su_up"] = np.asarray(t.su_up, dtype=np.int64)
-        a["su_down"] = np.asarray(t.su_down, dtype=np.int64)
-        a["pcie_up"] = np.asarray(t.pcie_up, dtype=np.int64)
-        a["pcie_down"] = np.asarray(t.pcie_down, dtype=np.int64)
-        a["nic_of"] = np.asarray(t.nic_of, dtype=np.int64)
+        a["su_up"] = np.asarray(topo.su_up if t.su_kind == "nvswitch" else (), dtype=np.int64)
+        a["su_down"] = np.asarray(topo.su_down if t.su_kind == "nvswitch" else (), dtype=np.int64)
+        a["pcie_up"] = np.asarray(topo.pcie_up, dtype=np.int64)
+        a["pcie_down"] = np.asarray(topo.pcie_down, dtype=np.int64)
+        a["nic_of"] = topo.nic_of_all()
         if t.su_kind == "mesh":
-            mesh = np.full((n, gpn), -1, dtype=np.int64)
-            for (g, peer), link in topo.scale_up.items():
-                mesh[g, peer % gpn] = link
-            a["mesh"] = mesh
+            a["mesh"] = np.asarray(topo.mesh, dtype=np.int64)
         a["latency"] = topo.latency_s
-        if topo.nic_leaf:  # a scale-out fabric exists
-            leaf_rails, spines = topo.leaf_rails, topo.spines
-            t.nic_out = [[(topo.nic_pcie[(nd, r)][0], topo.nic_leaf[(nd, r)][0]) for r in range(topo.rails)] for nd in range(topo.nodes)]
-            t.nic_in = [[(topo.nic_leaf[(nd, r)][1], topo.nic_pcie[(nd, r)][1]) for r in range(topo.rails)] for nd in range(topo.nodes)]
-            t.leaf = [[(nd // topo.nodes_per_unit) * leaf_rails + (0 if leaf_rails == 1 else r) for r in range(topo.rails)]
-                      for nd in range(topo.nodes)]
+        if topo.nic_leaf.size:  # a scale-out fabric exists
+            leaf_rails, spines, nodes, rails = topo.leaf_rails, topo.spines, topo.nodes, topo.rails
+            unit = np.arange(nodes, dtype=np.int64)[:, None] // topo.nodes_per_unit
+            leaf = unit * leaf_rails + (0 if leaf_rails == 1 else np.arange(rails, dtype=np.int64)[None, :])
+            a["nic_out"] = np.stack([topo.nic_pcie[:, :, 0], topo.nic_leaf[:, :, 0]], axis=-1)
+            a["nic_in"] = np.stack([topo.nic_leaf[:, :, 1], topo.nic_pcie[:, :, 1]], axis=-1)
+            a["leaf"] = np.broadcast_to(leaf, (nodes, rails)).astype(np.int64)
             t.spines = spines
-            if topo.leaf_spine:
-                n_leaves = topo.units * leaf_rails
-                t.spine_up = [[topo.leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][0] for s in range(spines)] for lf in range(n_leaves)]
-                t.spine_down = [[topo.leaf_spine[(lf // leaf_rails, lf % leaf_rails, s)][1] for s in range(spines)] for lf in range(n_leaves)]
-            # GPU→leaf and leaf→GPU pieces through each GPU's own rail (the default route)
-            t.up_own = [(t.pcie_up[g], *t.nic_out[g // gpn][t.nic_of[g]]) for g in range(n)]
-            t.down_own = [(*t.nic_in[g // gpn][t.nic_of[g]], t.pcie_down[g]) for g in range(n)]
-            a["nic_out"] = np.asarray(t.nic_out, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
-            a["nic_in"] = np.asarray(t.nic_in, dtype=np.int64).reshape(topo.nodes, topo.rails, 2)
-            a["leaf"] = np.asarray(t.leaf, dtype=np.int64).reshape(topo.nodes, topo.rails)
-            a["spine_up"] = np.asarray(t.spine_up, dtype=np.int64).reshape(-1, max(1, spines))
-            a["spine_down"] = np.asarray(t.spine_down, dtype=np.int64).reshape(-1, max(1, spines))
+            by_leaf = (topo.leaf_spine.reshape(-1, spines, 2) if topo.leaf_spine.size
+                       else np.zeros((0, max(1, spines), 2), dtype=np.int64))
+            a["spine_up"] = np.ascontiguousarray(by_leaf[:, :, 0])
+            a["spine_down"] = np.ascontiguousarray(by_leaf[:, :, 1])
         return t
+
+    # ------------------------------------------------------------ scalar tables (lazy)
+    def _list(self, key: str, flat: bool = False) -> list[Any]:
+        arr = self.a.get(key)
+        return [] if arr is None else (arr.ravel() if flat else arr).tolist()
+
+    @cached_property
+    def latency(self) -> list[float]:
+        return self._list("latency")
+
+    @cached_property
+    def su_up(self) -> list[int]:
+        return self._list("su_up")
+
+    @cached_property
+    def su_down(self) -> list[int]:
+        return self._list("su_down")
+
+    @cached_property
+    def mesh(self) -> list[list[int]]:
+        """[gpu][local peer] -> mesh link (-1 for the GPU itself)."""
+        return self._list("mesh")
+
+    @cached_property
+    def pcie_up(self) -> list[int]:
+        return self._list("pcie_up")
+
+    @cached_property
+    def pcie_down(self) -> list[int]:
+        return self._list("pcie_down")
+
+    @cached_property
+    def nic_of(self) -> list[int]:
+        return self._list("nic_of")
+
+    @cached_property
+    def nic_out(self) -> list[int]:
+        """Flat [(node * rails + rail) * 2 + k] -> host→NIC (k=0), NIC→leaf (k=1)."""
+        return self._list("nic_out", flat=True)
+
+    @cached_property
+    def nic_in(self) -> list[int]:
+        """Flat [(node * rails + rail) * 2 + k] -> leaf→NIC (k=0), NIC→host (k=1)."""
+        return self._list("nic_in", flat=True)
+
+    @cached_property
+    def leaf(self) -> list[list[int]]:
+        """[node][rail] -> leaf index."""
+        return self._list("leaf")
+
+    @cached_property
+    def spine_up(self) -> list[list[int]]:
+        """[leaf][spine] -> leaf→spine."""
+        return self._list("spine_up")
+
+    @cached_property
+    def spine_down(self) -> list[list[int]]:
+        """[leaf][spine] -> spine→leaf."""
+        return self._list("spine_down")
 
     # ------------------------------------------------------------ checks
     def check_gpu(self, gpu: int) -> None:
@@ -199,20 +239,21 @@ class RouteTables:
         if self.su_kind == "nvswitch":
             return (self.su_up[src], self.su_down[dst])
         if self.su_kind == "mesh":
-            return (self.mesh[(src, dst)],)
+            return (self.mesh[src][dst % self.gpn],)
         return (self.pcie_up[src], self.pcie_down[dst])
 
     def inter(self, src: int, dst: int, rail: int | None) -> tuple[int, ...]:
         if rail is None:
             if self.rails == 0:
                 self.check_rail(0)
-            up, down = self.up_own[src], self.down_own[dst]
             rs, rd = self.nic_of[src], self.nic_of[dst]
         else:
             self.check_rail(rail)
             rs = rd = rail
-            up = (self.pcie_up[src], *self.nic_out[src // self.gpn][rail])
-            down = (*self.nic_in[dst // self.gpn][rail], self.pcie_down[dst])
+        out, in_ = self.nic_out, self.nic_in
+        i, j = 2 * ((src // self.gpn) * self.rails + rs), 2 * ((dst // self.gpn) * self.rails + rd)
+        up = (self.pcie_up[src], out[i], out[i + 1])
+        down = (in_[j], in_[j + 1], self.pcie_down[dst])
         ls, ld = self.leaf[src // self.gpn][rs], self.leaf[dst // self.gpn][rd]
         if ls == ld:
             return up + down

@@ -31,7 +31,7 @@ between nodes, or between rails, traverses the spine layer."
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Hashable, Literal, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Literal, Sequence
 
 from numpy.typing import ArrayLike
 
@@ -48,33 +48,62 @@ LinkKind = Literal["nvlink", "xgmi", "pcie", "nic", "net"]
 
 
 class _LinkTable:
-    """Accumulates link directions while the cluster is built (the graph is made from it lazily)."""
+    """Accumulates link directions while the cluster is built, a block of like links at a time.
+
+    A block is a run of consecutive link ids of one kind whose capacities, latencies and endpoint
+    names follow from arithmetic on the id; its endpoint names are made only when the graph is
+    (lazily), so a 100k-GPU fabric (~800k link directions) costs a few numpy passes, not one
+    Python record per link. Link ids are positions, in the order the blocks are added.
+    """
 
     def __init__(self) -> None:
-        # one record per link direction, its id its position (a 100k-GPU fabric adds ~800k:
-        # one append each, the per-field lists are read off once the table is complete)
-        self.edges: list[tuple[str, str, int, str, float, float]] = []
+        self.n = 0
+        self._capacity: list[np.ndarray] = []
+        self._latency: list[np.ndarray] = []
+        self._kind: list[str] = []
+        self._names: list[Callable[[], Iterable[tuple[str, str]]]] = []
 
-    def add(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> int:
-        link = len(self.edges)
-        self.edges.append((u, v, link, kind, capacity_Bps, latency_s))
-        return link
+    def add_block(self, count: int, capacity_Bps: ArrayLike, latency_s: ArrayLike, kind: str,
+                  names: Callable[[], Iterable[tuple[str, str]]]) -> np.ndarray:
+        """``count`` link directions with ids ``n .. n + count - 1`` (returned); ``capacity_Bps``
+        and ``latency_s`` are one value or one per link, ``names()`` yields each link's (u, v)
+        in id order."""
+        ids = np.arange(self.n, self.n + count, dtype=np.int64)
+        self.n += count
+        self._capacity.append(np.broadcast_to(np.asarray(capacity_Bps, dtype=np.float64), (count,)))
+        self._latency.append(np.broadcast_to(np.asarray(latency_s, dtype=np.float64), (count,)))
+        self._kind.append(kind)
+        self._names.append(names)
+        return ids
+
+    def _cat(self, parts: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
     @property
-    def capacity(self) -> list[float]:
-        return [e[4] for e in self.edges]
+    def capacity(self) -> np.ndarray:
+        return self._cat(self._capacity)
 
     @property
-    def latency(self) -> list[float]:
-        return [e[5] for e in self.edges]
+    def latency(self) -> np.ndarray:
+        return self._cat(self._latency)
 
     @property
     def kind(self) -> list[str]:
-        return [e[3] for e in self.edges]
+        out: list[str] = []
+        for kind, cap in zip(self._kind, self._capacity):
+            out += [kind] * cap.size
+        return out
 
-    def add_pair(self, u: str, v: str, capacity_Bps: float, latency_s: float, kind: str) -> tuple[int, int]:
-        """Both directions of one cable; returns (u→v, v→u)."""
-        return self.add(u, v, capacity_Bps, latency_s, kind), self.add(v, u, capacity_Bps, latency_s, kind)
+    @cached_property
+    def edges(self) -> list[tuple[str, str, int, str, float, float]]:
+        """(u, v, link, kind, capacity, latency) of every link direction, indexed by link id
+        (made on first use, once the cluster is built)."""
+        out: list[tuple[str, str, int, str, float, float]] = []
+        for kind, cap, lat, names in zip(self._kind, self._capacity, self._latency, self._names):
+            first = len(out)
+            out += [(u, v, link, kind, c, l)
+                    for link, (u, v), c, l in zip(range(first, first + cap.size), names(), cap.tolist(), lat.tolist())]
+        return out
 
     def to_graph(self) -> nx.DiGraph:
         graph = nx.DiGraph()
@@ -83,6 +112,15 @@ class _LinkTable:
             for u, v, link, kind, cap, lat in self.edges
         )
         return graph
+
+
+def _pairs(names: Callable[[], Iterable[tuple[str, str]]]) -> Callable[[], Iterator[tuple[str, str]]]:
+    """Both directions of each cable ``names()`` yields: (u, v) then (v, u)."""
+    def both() -> Iterator[tuple[str, str]]:
+        for u, v in names():
+            yield u, v
+            yield v, u
+    return both
 
 
 class Topology:
@@ -107,21 +145,23 @@ class Topology:
         self._route_cache: dict[tuple[int, int, int | None], Route] = {}
 
         t = _LinkTable()
-        self._scale_up: dict[tuple[int, int], int] = {}  # (gpu, peer or -1 for switch) -> link
-        self._switch_down: dict[int, int] = {}  # gpu -> switch→gpu link
-        self._pcie_up: list[int] = []  # gpu -> host link
-        self._pcie_down: list[int] = []
-        self._nic_pcie: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (host→nic, nic→host)
-        self._nic_leaf: dict[tuple[int, int], tuple[int, int]] = {}  # (node, rail) -> (nic→leaf, leaf→nic)
-        self._leaf_spine: dict[tuple[int, int, int], tuple[int, int]] = {}  # (unit, rail, spine) -> (up, down)
+        # Link ids by role (arrays indexed arithmetically; -1 where a link does not exist):
+        self._su_up = np.zeros(0, dtype=np.int64)  # [gpu] -> GPU→switch link (nvswitch)
+        self._su_down = np.zeros(0, dtype=np.int64)  # [gpu] -> switch→GPU link (nvswitch)
+        self._mesh = np.zeros((0, 0), dtype=np.int64)  # [gpu, local peer] -> direct link (mesh)
+        self._pcie_up = np.zeros(0, dtype=np.int64)  # [gpu] -> GPU→host
+        self._pcie_down = np.zeros(0, dtype=np.int64)  # [gpu] -> host→GPU
+        self._nic_pcie = np.zeros((nodes, self.rails, 2), dtype=np.int64)  # [node, rail] -> (host→NIC, NIC→host)
+        self._nic_leaf = np.zeros((0, self.rails, 2), dtype=np.int64)  # [node, rail] -> (NIC→leaf, leaf→NIC)
+        self._leaf_spine = np.zeros((0, 0, 0, 2), dtype=np.int64)  # [unit, leaf rail, spine] -> (up, down)
         self._global: dict[tuple[Hashable, Hashable], int] = {}  # dragonfly: (group, group) -> link
         self._build_scale_up(t)
         self._build_pcie(t)
         self._build_scale_out(t)
 
         self._links = t
-        self.capacity_Bps = np.asarray(t.capacity, dtype=np.float64)
-        self.latency_s = np.asarray(t.latency, dtype=np.float64)
+        self.capacity_Bps = t.capacity
+        self.latency_s = t.latency
         self.kind: list[str] = t.kind
         so = profile.scale_out
         self._tables = RouteTables.build(FabricLinks(
@@ -129,7 +169,7 @@ class Topology:
             domain_gpus=self.domain_gpus,
             units=self.units, leaf_rails=self._leaf_rails, nodes_per_unit=so.nodes_per_unit, spines=so.spines,
             scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
-            scale_up=self._scale_up, switch_down=self._switch_down, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
+            su_up=self._su_up, su_down=self._su_down, mesh=self._mesh, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
             nic_pcie=self._nic_pcie, nic_leaf=self._nic_leaf, leaf_spine=self._leaf_spine,
             switch_links=self._global, gpu_nics=profile.gpu_nics if self.rails else (),
         ))
@@ -140,38 +180,44 @@ class Topology:
         return self._links.to_graph()
 
     # ---------------------------------------------------------------- building
+    # Each builder adds its links in blocks whose ids follow the loops in its names() (the
+    # order the links were always numbered in), so the ids by role are reshaped aranges.
     def _build_scale_up(self, t: _LinkTable) -> None:
         su = self.profile.node.scale_up
         bw = su.link_Bps
         lat = units.us(su.latency_us)
+        n, dom, gpn = self.n_gpus, self.domain_gpus, self.gpus_per_node
         if su.kind == "nvswitch":
-            for g in range(self.n_gpus):
-                sw = f"nvsw{self.domain_of(g)}"
-                up, down = t.add_pair(f"gpu{g}", sw, bw, lat / 2, "nvlink")
-                self._scale_up[(g, -1)] = up
-                self._switch_down[g] = down
+            ids = t.add_block(2 * n, bw, lat / 2, "nvlink",
+                              _pairs(lambda: ((f"gpu{g}", f"nvsw{g // dom}") for g in range(n)))).reshape(n, 2)
+            self._su_up, self._su_down = ids[:, 0], ids[:, 1]
         elif su.kind == "mesh":
             kind = "xgmi" if self.profile.gpu.arch in ("cdna3", "cdna4") else "nvlink"
-            for n in range(self.nodes):
-                base = n * self.gpus_per_node
-                for i in range(self.gpus_per_node):
-                    for j in range(self.gpus_per_node):
-                        if i != j:
-                            self._scale_up[(base + i, base + j)] = t.add(f"gpu{base + i}", f"gpu{base + j}", bw, lat, kind)
+
+            def names() -> Iterator[tuple[str, str]]:
+                for nd in range(self.nodes):
+                    base = nd * gpn
+                    for i in range(gpn):
+                        for j in range(gpn):
+                            if i != j:
+                                yield f"gpu{base + i}", f"gpu{base + j}"
+            off_diag = np.tile(~np.eye(gpn, dtype=bool), (self.nodes, 1))  # [gpu, local peer]: peer != gpu
+            self._mesh = np.full((n, gpn), -1, dtype=np.int64)
+            self._mesh[off_diag] = t.add_block(n * (gpn - 1), bw, lat, kind, names)
 
     def _build_pcie(self, t: _LinkTable) -> None:
         pcie = self.profile.node.pcie
         bw = pcie.Bps
         half = units.us(pcie.latency_us) / 2
-        for g in range(self.n_gpus):
-            up, down = t.add_pair(f"gpu{g}", f"host{self.node_of(g)}", bw, half, "pcie")
-            self._pcie_up.append(up)
-            self._pcie_down.append(down)
-        for n in range(self.nodes):
-            for r in range(self.rails):
-                # An aggregated NIC (several adapters per GPU) has several PCIe links too.
-                nic_pcie = max(bw, self.nic_Bps) if self.profile.node.nics.count > self.gpus_per_node else bw
-                self._nic_pcie[(n, r)] = t.add_pair(f"host{n}", f"nic{n}.{r}", nic_pcie, half, "pcie")
+        n, gpn, rails = self.n_gpus, self.gpus_per_node, self.rails
+        ids = t.add_block(2 * n, bw, half, "pcie", _pairs(lambda: ((f"gpu{g}", f"host{g // gpn}") for g in range(n))))
+        self._pcie_up, self._pcie_down = ids[0::2], ids[1::2]
+        # An aggregated NIC (several adapters per GPU) has several PCIe links too.
+        nic_pcie = max(bw, self.nic_Bps) if self.profile.node.nics.count > gpn else bw
+        self._nic_pcie = t.add_block(
+            2 * self.nodes * rails, nic_pcie, half, "pcie",
+            _pairs(lambda: ((f"host{nd}", f"nic{nd}.{r}") for nd in range(self.nodes) for r in range(rails))),
+        ).reshape(self.nodes, rails, 2)
 
     def _build_scale_out(self, t: _LinkTable) -> None:
         so = self.profile.scale_out
@@ -180,13 +226,18 @@ class Topology:
         nic_lat = units.us(self.profile.node.nics.latency_us) / 2
         cable = units.us(so.cable_latency_us)
         hop = units.us(so.switch_latency_us)
-        for n in range(self.nodes):
-            for r in range(self.rails):
-                leaf = self._leaf_name(n, r)
-                self._nic_leaf[(n, r)] = (
-                    t.add(f"nic{n}.{r}", leaf, self.nic_Bps, nic_lat + cable, "nic"),
-                    t.add(leaf, f"nic{n}.{r}", self.nic_Bps, hop + cable + nic_lat, "nic"),
-                )
+        rails = self.rails
+
+        def nic_names() -> Iterator[tuple[str, str]]:
+            for nd in range(self.nodes):
+                for r in range(rails):
+                    leaf = self._leaf_name(nd, r)
+                    yield f"nic{nd}.{r}", leaf
+                    yield leaf, f"nic{nd}.{r}"
+        count = self.nodes * rails
+        self._nic_leaf = t.add_block(
+            2 * count, self.nic_Bps, np.tile([nic_lat + cable, hop + cable + nic_lat], count), "nic", nic_names,
+        ).reshape(self.nodes, rails, 2)
         if so.kind == "dragonfly":
             self._build_global_links(t)
             return
@@ -197,14 +248,11 @@ class Topology:
         # rail of every node for a non-rail fat tree.
         ports_down = so.nodes_per_unit * (self.rails if so.kind == "fat_tree" else 1)
         uplink = ports_down * self.nic_Bps / so.oversubscription / so.spines
-        for u in range(self.units):
-            for r in range(self._leaf_rails):
-                leaf = f"leaf{u}.{r}"
-                for s in range(so.spines):
-                    self._leaf_spine[(u, r, s)] = (
-                        t.add(leaf, f"spine{s}", uplink, hop + cable, "net"),
-                        t.add(f"spine{s}", leaf, uplink, hop + cable, "net"),
-                    )
+        self._leaf_spine = t.add_block(
+            2 * self.units * self._leaf_rails * so.spines, uplink, hop + cable, "net",
+            _pairs(lambda: ((f"leaf{u}.{r}", f"spine{s}") for u in range(self.units)
+                            for r in range(self._leaf_rails) for s in range(so.spines))),
+        ).reshape(self.units, self._leaf_rails, so.spines, 2)
 
     def _build_global_links(self, t: _LinkTable) -> None:
         """Dragonfly: a direct link each way between every pair of groups, each carrying the
@@ -217,10 +265,9 @@ class Topology:
         inject = so.nodes_per_unit * self.rails * self.nic_Bps
         bw = inject / so.oversubscription / (self.units - 1)
         lat = units.us(so.switch_latency_us) + units.us(so.cable_latency_us)
-        for u in range(self.units):
-            for v in range(self.units):
-                if u != v:
-                    self._global[(u, v)] = t.add(f"leaf{u}.0", f"leaf{v}.0", bw, lat, "net")
+        pairs = [(u, v) for u in range(self.units) for v in range(self.units) if u != v]
+        ids = t.add_block(len(pairs), bw, lat, "net", lambda: ((f"leaf{u}.0", f"leaf{v}.0") for u, v in pairs))
+        self._global = dict(zip(pairs, ids.tolist()))
 
     def _needs_spine_layer(self) -> bool:
         return self.units > 1 or self._leaf_rails > 1
