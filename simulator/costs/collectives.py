@@ -69,7 +69,7 @@ from simulator.costs import nccl_constants, nccl_graph, net_messages
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
-    Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, make_phase, nvls_intra,
+    Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, link_loads, make_phase, nvls_intra,
     nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
 )
 from simulator.costs.topology_view import TopologyView
@@ -444,15 +444,15 @@ def phase_time_s(flows: Sequence[Flow], capacity_Bps: np.ndarray) -> float:
             used, unit = a.unit_load
             busiest = float(np.max(unit / capacity_Bps[used])) * flows.scale if used.size else 0.0
         else:
-            load = np.bincount(a.links, weights=flows.nbytes[a.flow_of_link], minlength=capacity_Bps.size)
-            busiest = float(np.max(load / capacity_Bps))
+            used, load = link_loads(a.links, flows.nbytes[a.flow_of_link])
+            busiest = float(np.max(load / capacity_Bps[used])) if used.size else 0.0
         return max(float(np.max(flows.nbytes / flows.caps)), busiest)
     lengths = [len(f.links) for f in flows]
     links = np.fromiter((link for f in flows for link in f.links), dtype=np.int64, count=sum(lengths))
     nbytes = np.fromiter((f.nbytes for f in flows), dtype=np.float64, count=len(flows))
-    load = np.bincount(links, weights=np.repeat(nbytes, lengths), minlength=capacity_Bps.size)
+    used, load = link_loads(links, np.repeat(nbytes, lengths))
     caps = np.fromiter((f.rate_cap_Bps or np.inf for f in flows), dtype=np.float64, count=len(flows))
-    return max(float(np.max(nbytes / caps)), float(np.max(load / capacity_Bps)))
+    return max(float(np.max(nbytes / caps)), float(np.max(load / capacity_Bps[used])) if used.size else 0.0)
 
 
 # nccl-tests' busbw / algbw per tool (NCCL-COST-MODEL.md §6; nccl-tests src/*.cu GetBw), n ranks.

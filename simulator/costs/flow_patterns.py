@@ -85,6 +85,8 @@ def _rotate_to_rail(topo: TopologyView, members: tuple[int, ...], rail: int) -> 
     """``members`` rotated to start at the GPU a channel through NIC ``rail`` enters at: the
     NIC's local GPU (``HardwareProfile.nic_local_gpus``) when it is a member, else the first
     member that sends through that NIC."""
+    if len(members) == 1:  # one GPU per domain (a DP group across nodes): nothing to rotate
+        return members
     local = topo.profile.nic_local_gpus
     if rail < len(local):
         for i, g in enumerate(members):
@@ -320,20 +322,32 @@ def _cross_nic_ring_orders(topo: TopologyView, lay: Layout, n_ch: int,
 
 
 def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
+    """Every channel's ring hops, routed in one :meth:`TopologyView.route_matrix` call (the rows
+    equal ``route(a, b, rail)``; a DP ring over 784 nodes has ~37k hops, which one by one cost
+    more than the rest of the plan), merged by route in hop order."""
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
     rings = _ring_orders(topo, lay, n_ch)
     per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
+    src: list[int] = []
+    dst: list[int] = []
+    rails: list[int] = []
     for order, rail in rings:
         if not closed:  # broadcast: open chain starting at the root
             i0 = order.index(lay.gpus[0])
             order = order[i0:] + order[:i0]
         hops = len(order) if closed else len(order) - 1
-        for i in range(hops):
-            a, b = order[i], order[(i + 1) % len(order)]
-            cross = topo.domain_of(a) != topo.domain_of(b)
-            e = acc[topo.route(a, b, (topo.nic_of(a) if rail is None else rail) if cross else None).links]
-            e[0] += per_ring / n_ch
-            e[1] += per_ring
+        src += order[:hops]
+        dst += (order[1:] + order[:1])[:hops]
+        # an inter-domain hop leaves and enters through the ring's rail, else the sender's NIC
+        rails += [rail] * hops if rail is not None else [topo.nic_of(a) if topo.rails else 0 for a in order[:hops]]
+    if not src:
+        return []
+    m = topo.route_matrix(src, dst, rails)
+    w, mult = per_ring / n_ch, per_ring
+    for row, k in zip(m.links.tolist(), m.n_links.tolist()):
+        e = acc[tuple(row[:k])]
+        e[0] += w
+        e[1] += mult
     return _merge(acc)
 
 
@@ -541,6 +555,14 @@ def cached_pattern(cache: dict, key: tuple, build: Callable[[], Pattern]) -> Pat
     return cache[key]
 
 
+def link_loads(links: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct links of ``links``, sorted; each one's summed ``weights``): sized by the
+    entries, not by the fabric (a bincount over link ids is as long as the cluster's ~800k
+    links at 100k GPUs). The sums add each link's entries in order, as such a bincount does."""
+    used, inverse = np.unique(links, return_inverse=True)
+    return used, np.bincount(inverse.reshape(-1), weights=weights, minlength=used.size)
+
+
 class PatternArrays:
     """A pattern's flows (those with weight > 0) as arrays, for the closed-form phase time:
     the links of every flow end to end (``links``), the flow each entry belongs to
@@ -573,9 +595,7 @@ class PatternArrays:
     def unit_load(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, load): every link some flow crosses, and the summed weight of its flows."""
         if self._unit_load is None:
-            load = np.bincount(self.links, weights=self.w[self.flow_of_link])
-            used = np.flatnonzero(load)
-            self._unit_load = (used, load[used])
+            self._unit_load = link_loads(self.links, self.w[self.flow_of_link])
         return self._unit_load
 
 

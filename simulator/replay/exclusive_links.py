@@ -11,12 +11,31 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+import numpy as np
 import simpy
 
+from simulator.costs.flow_patterns import Phase
 from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import CommOp
 
 _SHARED = object()  # a link that more than one collective group or P2P direction can use
+
+
+def plan_links(plan: Any) -> np.ndarray:
+    """Every link some flow of ``plan`` crosses, sorted, once each: a :class:`Phase`'s are its
+    pattern's ``unit_load`` links (cached with the pattern, which the closed-form phase time has
+    mostly computed already), so that a ring over hundreds of nodes makes no Flow objects here;
+    phases sharing a pattern are read once."""
+    parts: dict[int, np.ndarray] = {}
+    for phase in plan.phases:
+        if isinstance(phase, Phase):
+            if id(phase.arrays) not in parts:
+                parts[id(phase.arrays)] = phase.arrays.unit_load[0]
+        elif phase:
+            parts[id(phase)] = np.fromiter((link for flow in phase for link in flow.links), dtype=np.int64)
+    if len(parts) == 1 and isinstance(plan.phases[0], Phase):
+        return next(iter(parts.values()))
+    return np.unique(np.concatenate(list(parts.values()))) if parts else np.zeros(0, dtype=np.int64)
 
 
 def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...]], tuple[tuple[int, ...], int]],
@@ -40,10 +59,7 @@ def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...
             members, _ = group(R.rank, axes)
             if len(members) > 1 and (stream, members, kind, size) not in seen:
                 seen.add((stream, members, kind, size))
-                mine = links_of.setdefault((stream, members), set())
-                for phase in plan_of(kind, members, size).phases:
-                    for flow in phase:
-                        mine.update(flow.links)
+                links_of.setdefault((stream, members), set()).update(plan_links(plan_of(kind, members, size)).tolist())
         for axis, offset, is_send in R.table.p2p_dirs:
             peer = grid_peer(R.rank, axis, offset)
             src, dst = (R.rank, peer) if is_send else (peer, R.rank)
@@ -81,9 +97,8 @@ class ExclusiveLinks:
         if key in self._alone:
             return self._alone[key]
         owner = (op.stream, members)
-        links = {link for phase in plan.phases for flow in phase for link in flow.links}
         t: float | None = None
-        if self._owners is not None and all(self._owners.get(link) == owner for link in links):
+        if self._owners is not None and all(self._owners.get(link) == owner for link in plan_links(plan).tolist()):
             t = float(plan.latency_s)
             for phase in plan.phases:
                 if phase and self._phase_duration is not None:

@@ -91,3 +91,43 @@ def test_a_100k_gpu_fabric_builds_without_per_link_python():
     for i, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
         r = t.route(s, d)
         assert m.links[i, :len(r.links)].tolist() == list(r.links) and m.latency_s[i] == r.latency_s
+
+
+def _ring_pattern_hop_by_hop(t: Topology, lay, n_ch: int, closed: bool):
+    """The ring pattern as it was computed, one scalar route per hop."""
+    from collections import defaultdict
+
+    from simulator.costs.flow_patterns import _merge, _ring_orders
+
+    acc: dict = defaultdict(lambda: [0.0, 0])
+    rings = _ring_orders(t, lay, n_ch)
+    per_ring = n_ch / len(rings)
+    for order, rail in rings:
+        if not closed:
+            i0 = order.index(lay.gpus[0])
+            order = order[i0:] + order[:i0]
+        for i in range(len(order) if closed else len(order) - 1):
+            a, b = order[i], order[(i + 1) % len(order)]
+            cross = t.domain_of(a) != t.domain_of(b)
+            e = acc[t.route(a, b, (t.nic_of(a) if rail is None else rail) if cross else None).links]
+            e[0] += per_ring / n_ch
+            e[1] += per_ring
+    return _merge(acc)
+
+
+@pytest.mark.parametrize("profile,nodes,pick", [
+    ("dgx-h100", 70, lambda t: list(range(3, t.n_gpus, 8))),  # a DP group: one GPU per node, 3 units
+    ("dgx-h100", 70, lambda t: list(range(16, 16 + 8 * 40))),  # whole nodes
+    ("gh200-alps", 6, lambda t: list(range(t.n_gpus))[::-1]),  # mesh nodes, rail None
+    ("polaris-a100", 3, lambda t: list(range(t.n_gpus))),  # cross-NIC rings
+    ("gb200-nvl72", 40, lambda t: list(range(0, t.n_gpus, 3))),  # multi-node NVLink domains
+    ("a100-pcie", 3, lambda t: [0, 1, 5, 4, 3]),
+])
+@pytest.mark.parametrize("closed", [True, False])
+def test_ring_pattern_routed_in_bulk_equals_hop_by_hop(profile, nodes, pick, closed):
+    from simulator.costs.flow_patterns import layout, ring_pattern
+
+    t = build_topology(load_profile(profile), nodes)
+    lay = layout(t, pick(t))
+    for n_ch in (1, 3, 8):
+        assert ring_pattern(t, lay, n_ch, closed) == _ring_pattern_hop_by_hop(t, lay, n_ch, closed)
