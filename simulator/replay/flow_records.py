@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simulator.costs.flow_patterns import Phase
+
 
 class ActiveFlow:
     """One active flow, or a *class* of ``n`` flows that move in lockstep: the same size, cap,
@@ -184,6 +186,10 @@ def checked_flows(flows: Iterable[Any], n_links: int) -> list[tuple[tuple[int, .
     """The flows as ``(links, nbytes, cap)`` with an infinite cap for none, checked: a finite
     size >= 0, a positive cap, link ids in ``0..n_links-1``. Zero-byte flows, and flows over
     no link without a cap, are dropped: they finish at once."""
+    if isinstance(flows, Phase):
+        got = _checked_phase(flows, n_links)
+        if got is not None:
+            return got
     inf = float("inf")
     out: list[tuple[tuple[int, ...], float, float]] = []
     for flow in flows:
@@ -201,6 +207,31 @@ def checked_flows(flows: Iterable[Any], n_links: int) -> list[tuple[tuple[int, .
             raise ValueError(f"link id out of range 0..{n_links - 1}")
         out.append((links, nbytes, inf if cap is None else float(cap)))
     return out
+
+
+def _checked_phase(phase: Phase, n_links: int) -> list[tuple[tuple[int, ...], float, float]] | None:
+    """:func:`checked_flows` of a :class:`Phase`, checked on its arrays (a DP ring over 784
+    nodes has ~100k flows: no Flow object, no per-flow unpacking); None when any flow fails a
+    check, so that the flow-by-flow pass raises the same error."""
+    a, nbytes = phase.arrays, phase.nbytes
+    flow_links = a.flow_links
+    if not bool(np.all((nbytes >= 0) & (nbytes < np.inf))):
+        return None
+    if a.links.size and (int(a.links.min()) < 0 or int(a.links.max()) >= n_links):
+        return None
+    if not all(type(links) is tuple for links in flow_links):
+        return None
+    n = len(flow_links)
+    no_cap = np.ones(n, dtype=bool) if phase.flow_caps is None else np.isnan(phase.flow_caps)
+    if phase.flow_caps is not None and not bool(np.all(no_cap | (phase.flow_caps > 0))):
+        return None
+    caps = np.full(n, np.inf) if phase.flow_caps is None else np.where(no_cap, np.inf, phase.flow_caps)
+    lengths = np.bincount(a.flow_of_link, minlength=n)
+    drop = (nbytes == 0) | ((lengths == 0) & no_cap)
+    specs = zip(flow_links, nbytes.tolist(), caps.tolist())
+    if not drop.any():
+        return list(specs)
+    return [spec for spec, gone in zip(specs, drop.tolist()) if not gone]
 
 
 class Mirror:

@@ -50,3 +50,24 @@ def test_plan_links_and_phase_time_match_the_flows(op, gpus, algo):
         assert got == pytest.approx(ref, rel=1e-12)
         if isinstance(phase, Phase):  # the same phase as plain flows takes the generic path
             assert phase_time_s(tuple(phase), topo.capacity_Bps) == pytest.approx(ref, rel=1e-12)
+
+
+@pytest.mark.parametrize("op,gpus,algo", [
+    ("allreduce", list(range(0, 256, 8)), "ring"),
+    ("allreduce", list(range(64)), "tree"),
+    ("alltoall", list(range(0, 64, 4)), None),
+    ("allreduce", list(range(16)), "nvls_tree"),
+])
+def test_checked_flows_of_a_phase_read_off_its_arrays_equal_flow_by_flow(op, gpus, algo):
+    from simulator.replay.flow_records import checked_flows
+
+    topo = build_topology(load_profile("dgx-h100"), 32)
+    plan = CostModel(topo, algo).plan(op, gpus, 64 << 20)
+    phases = [p for p in plan.phases if isinstance(p, Phase)]
+    assert phases
+    for phase in phases:
+        got = checked_flows(phase, topo.n_links)
+        assert got == checked_flows(tuple(phase), topo.n_links)
+        assert all(type(x) is float for _, nbytes, cap in got for x in (nbytes, cap))
+        with pytest.raises(ValueError, match="link id out of range"):  # a failed check: the same error
+            checked_flows(phase, int(phase.arrays.links.max()))
