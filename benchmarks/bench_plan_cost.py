@@ -99,6 +99,18 @@ kernels (the SP backward's AllGather beside the dgrad GEMM, the ReduceScatter be
 same steps (to 3e-14): events 189,356 -> 110,201 (tp8sp pp32 dp4 z1) and 164,328 -> 128,842
 (tp8sp pp4 dp32 z2), but the event loop 5-10% slower, since every start or end of communication
 on the rank re-plans the rest of a now much longer block: events are not what a plan costs.
+
+Then what grew with the GPU count was cut (cProfile of 100,352 against 1,024 GPUs): the
+topology was built link by link (827,904 link directions, 1.65 s) and is now built in blocks
+whose ids by role are reshaped aranges (0.03 s; names only with the graph); the DP ring's hops
+(~37k over 784 nodes) are routed in one route_matrix call; link loads are summed over a plan's
+distinct links, not by a bincount as long as the fabric's links; link_owners, the replay's
+held links and checked_flows read a plan's arrays instead of its Flow objects. Back to back
+against the same main (load 2.5 on 2 cores), 405b: 0.71 / 1.00 / 2.60 and 0.73 / 1.01 / 2.65
+-> 0.72 / 0.86 / 1.41 and 0.73 / 0.85 / 1.42 CPU s, peak RSS at 100k 582 -> 356 MiB; same steps
+(repr) and events. What still grows (100k - 1k, no profiler, ~0.6 s): replay/solo_phases.py
+(phase shapes walk every flow of the 784-member ring, link_totals bincounts over every link
+id), link_owners' per-link claims and the ring patterns themselves (flows in proportion to DP).
 """
 
 from __future__ import annotations

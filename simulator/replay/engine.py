@@ -51,7 +51,7 @@ from simulator.costs.topology_view import TopologyView
 from simulator.errors import HangError
 from simulator.hardware.routes import Route
 from simulator.replay.collector import built_frozen, collector_spared
-from simulator.replay.exclusive_links import ExclusiveLinks, link_owners
+from simulator.replay.exclusive_links import ExclusiveLinks, link_owners, plan_links
 from simulator.replay.fold import fold_replay
 from simulator.replay.hang import hang_report
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
@@ -474,9 +474,7 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     t += self.net.phase_duration(phase)
-            links = np.unique(np.fromiter((link for phase in plan.phases for f in phase for link in f.links),
-                                          dtype=np.int64))
-            hit = self._alone_any[key] = (t, links)
+            hit = self._alone_any[key] = (t, plan_links(plan))
         return hit
 
     # -- streams -------------------------------------------------------------------------

@@ -34,7 +34,9 @@ def plan_links(plan: Any) -> np.ndarray:
         elif phase:
             parts[id(phase)] = np.fromiter((link for flow in phase for link in flow.links), dtype=np.int64)
     if len(parts) == 1 and isinstance(plan.phases[0], Phase):
-        return next(iter(parts.values()))
+        shared = next(iter(parts.values())).view()  # the pattern's own array: read-only here
+        shared.flags.writeable = False
+        return shared
     return np.unique(np.concatenate(list(parts.values()))) if parts else np.zeros(0, dtype=np.int64)
 
 
