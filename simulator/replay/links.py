@@ -54,6 +54,10 @@ SMALL_COMPONENT_ENTRIES = 160
 # tolerance (links saturated, rates the highest on the link): float round-off of the weighted sums.
 CHECK_TOL = 1e-9
 
+# Links left by finished flows beyond this many are narrowed to those still in use with one
+# numpy pass before the component search (below it, a dict lookup per link is cheaper).
+DIRTY_FILTER_LINKS = 32
+
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
@@ -119,6 +123,7 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
+        self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
         # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
@@ -462,8 +467,16 @@ class FlowNetwork:
         (members of classes counted one by one)."""
         on_link = self._on_link
         n_active = len(self._flows)
-        seen_links = set(self._dirty)
-        stack = list(seen_links)
+        seen_links = self._dirty
+        if len(seen_links) > DIRTY_FILTER_LINKS:
+            # a class that finished left hundreds of links, most of them now empty: keep those
+            # that active flows still cross (_busy), in one pass instead of a lookup per link
+            dirty = np.fromiter(seen_links, dtype=np.int64, count=len(seen_links))
+            stack = dirty[self._busy[dirty] > 0].tolist()
+            seen_links = set(stack)
+        else:
+            seen_links = set(seen_links)
+            stack = list(seen_links)
         members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
         n_members = sum([f.n for f in self._seeds])
         if n_members > LARGE_COMPONENT_FLOWS:
@@ -637,8 +650,7 @@ class FlowNetwork:
         c_w = np.concatenate(weights)
         cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
         caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
-        used, c_local = np.unique(c_link, return_inverse=True)  # the links in play, numbered 0..k-1
-        c_local = c_local.reshape(-1)
+        used, c_local = self._number_links(c_link)
         capacity = self.capacity_Bps[used]
         x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
         xe = x[cls]
@@ -664,6 +676,20 @@ class FlowNetwork:
             if r != f.rate:
                 self._set_rate(f, r, now)
         return True
+
+    def _number_links(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct ``links`` and each entry's number among them: ``np.unique(links,
+        return_inverse=True)`` up to the links' order, without its sort (a scratch array over the
+        fabric: each link keeps the index of one of its entries, whichever the write left, and
+        that entry stands for it). The water-filling and the bottleneck check sum and compare
+        per link, each link's entries in entry order, so numbering the links differently
+        changes no result."""
+        slot = self._link_slot
+        at = np.arange(links.size, dtype=np.int64)
+        slot[links] = at
+        used = links[slot[links] == at]
+        slot[used] = np.arange(used.size, dtype=np.int64)
+        return used, slot[links]
 
     def _refresh_all(self, now: float) -> None:
         """Re-share every active flow with the vectorised water-filling (components are
