@@ -58,6 +58,10 @@ CHECK_TOL = 1e-9
 # numpy pass before the component search (below it, a dict lookup per link is cheaper).
 DIRTY_FILTER_LINKS = 32
 
+# _class_level_rates' outcomes kept (then started over): the same classes meet again and again
+# (a phase's All-to-All classes, one micro-batch after another).
+CLASS_LEVEL_KNOWN = 4096
+
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
@@ -124,6 +128,8 @@ class FlowNetwork:
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
         self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
+        # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
+        self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
         # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
@@ -632,10 +638,35 @@ class FlowNetwork:
         crossed some bottleneck link at the last check (``cover``) and still have them needs no
         member-level look; otherwise its member entries are scanned. When some member has no
         bottleneck (the classes are no longer interchangeable: a newcomer loads some members'
-        links and not others'), the caller solves member by member and splits the classes."""
+        links and not others'), the caller solves member by member and splits the classes.
+
+        Both the rates and the check's verdict are a function of the classes' link tables and
+        caps alone, so each outcome is kept by those (``_class_level_known``): the same classes
+        meet again every micro-batch, and then cost one dict lookup."""
         if not any(f.ptr is not None for f in self._flows.values()):
             return False  # nothing folded: the member-level computation is the same one
         flows = [f for f in self._flows.values() if f.ulinks]
+        # The outcome depends on the classes' link tables and caps alone, in this order: a
+        # class by its table's identity (kept alive in the entry), a single flow by its links.
+        key = tuple([(f.cap, f.links if f.ptr is None else id(f.uarr)) for f in flows])
+        known = self._class_level_known.get(key)
+        if known is None:
+            known = self._class_level_solve(flows)
+            if len(self._class_level_known) >= CLASS_LEVEL_KNOWN:
+                self._class_level_known.clear()
+            self._class_level_known[key] = known
+        x = known[0]
+        if x is None:
+            return False
+        for f, r in zip(flows, x):
+            if r != f.rate:
+                self._set_rate(f, r, now)
+        return True
+
+    def _class_level_solve(self, flows: list[ActiveFlow]) -> tuple[list[float] | None, list[np.ndarray]]:
+        """:meth:`_class_level_rates`' water-filling and exactness check for ``flows``: their
+        rates, or None where some member has no bottleneck; and the classes' tables (held so
+        that their identities, the key of the result, stay theirs)."""
         k = len(flows)
         uarrs: list[np.ndarray] = []
         weights: list[np.ndarray] = []
@@ -661,7 +692,7 @@ class FlowNetwork:
         bottleneck = (load >= capacity * keep)[c_local] & (xe >= highest[c_local] * keep)
         capped = x >= caps * keep
         if not (capped | (np.bincount(cls[bottleneck], minlength=k) > 0)).all():
-            return False
+            return None, uarrs
         ends = np.cumsum(lengths)
         for i, f in enumerate(flows):
             if f.n == 1 or capped[i] or f.upos is None or f.ptr is None:
@@ -670,12 +701,9 @@ class FlowNetwork:
             if f.cover is not None and not (f.cover & ~b).any():
                 continue  # the links that covered every member are bottlenecks still
             if not np.logical_or.reduceat(b[f.upos], f.ptr[:-1]).all():
-                return False
+                return None, uarrs
             f.cover = b
-        for f, r in zip(flows, x.tolist()):
-            if r != f.rate:
-                self._set_rate(f, r, now)
-        return True
+        return x.tolist(), uarrs
 
     def _number_links(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The distinct ``links`` and each entry's number among them: ``np.unique(links,
