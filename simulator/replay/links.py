@@ -110,6 +110,11 @@ class FlowNetwork:
         self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
+        # Classes of more than LARGE_COMPONENT_FLOWS members are not in _on_link: any component
+        # that reaches one is re-shared whole, so the search only needs to know that one crosses
+        # a link (how many, per link), which costs one numpy pass per class instead of a dict
+        # entry per link (an All-to-All class crosses ~1,300).
+        self._large_on_link = np.zeros(cap.size, dtype=np.int64)
         # (finish, fid, flow or solo block); stale entries skipped
         self._heap: list[tuple[float, int, ActiveFlow | SoloBlock]] = []
         self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
@@ -423,6 +428,9 @@ class FlowNetwork:
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
+            if f.n > LARGE_COMPONENT_FLOWS:
+                self._large_on_link[f.uarr] += 1
+                continue
             for link in f.ulinks:
                 users = get(link)
                 if users is None:
@@ -471,7 +479,7 @@ class FlowNetwork:
         """Active flows connected (through shared links) to the new flows and to the links that
         finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS flows
         (members of classes counted one by one)."""
-        on_link = self._on_link
+        on_link, large = self._on_link, self._large_on_link
         n_active = len(self._flows)
         seen_links = self._dirty
         if len(seen_links) > DIRTY_FILTER_LINKS:
@@ -496,7 +504,10 @@ class FlowNetwork:
         while stack and len(members) < n_active:
             if n_members > LARGE_COMPONENT_FLOWS:
                 return None
-            users = on_link.get(stack.pop())
+            link = stack.pop()
+            if large[link]:  # a class too large on its own
+                return None
+            users = on_link.get(link)
             if not users:
                 continue
             for fid, f in users.items():
@@ -592,8 +603,11 @@ class FlowNetwork:
         inverse = inverse.reshape(-1)
         groups = np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
         on_link, fid = self._on_link, f.fid
-        for link in f.ulinks:
-            del on_link[link][fid]
+        if f.n > LARGE_COMPONENT_FLOWS:
+            self._large_on_link[f.uarr] -= 1
+        else:
+            for link in f.ulinks:
+                del on_link[link][fid]
         mirror = self._mirror
         slots, ptr, links = f.slots, f.ptr, f.links
         for u in np.argsort(first, kind="stable").tolist():
@@ -615,12 +629,15 @@ class FlowNetwork:
                 g.slots = slots[idx]
                 if mirror is not None:
                     mirror.owner[g.slots] = g.fid
-            for link in g.ulinks:
-                users = on_link.get(link)
-                if users is None:
-                    on_link[link] = {g.fid: g}
-                else:
-                    users[g.fid] = g
+            if g.n > LARGE_COMPONENT_FLOWS:
+                self._large_on_link[g.uarr] += 1
+            else:
+                for link in g.ulinks:
+                    users = on_link.get(link)
+                    if users is None:
+                        on_link[link] = {g.fid: g}
+                    else:
+                        users[g.fid] = g
             if x != g.rate:
                 self._set_rate(g, x, now)
 
@@ -825,6 +842,9 @@ class FlowNetwork:
                 if f.uarr is not None and f.weight is not None:
                     self._done(f.uarr, f.weight * size)
                     self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
+                    if f.n > LARGE_COMPONENT_FLOWS:
+                        self._large_on_link[f.uarr] -= 1
+                        continue
             for link in f.ulinks:
                 users = on_link[link]
                 del users[fid]
