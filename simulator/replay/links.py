@@ -397,11 +397,10 @@ class FlowNetwork:
             self._owner[shape.links[mask]] = -1
             # the components still alive delivered all their flows' bytes (broken ones were
             # accounted as they broke)
-            alive = np.asarray(block.alive, dtype=bool)
-            entries = alive[shape.entry_comp]
-            self._done(shape.flow_links[entries], shape.flow_bytes[entries])
-            self.stats.bytes_delivered += float(shape.comp_bytes[alive].sum())
-            self.stats.flows_finished += int(shape.comp_flows[alive].sum())
+            links, nbytes, delivered, n_flows = shape.alive_totals(block.alive)
+            self._done(links, nbytes)
+            self.stats.bytes_delivered += delivered
+            self.stats.flows_finished += n_flows
         for block in blocks:
             group = block.group
             group.outstanding -= 1

@@ -151,6 +151,9 @@ class PhaseShape:
     # entries in all (:meth:`_members_table`)
     _tables: dict[bytes, tuple[np.ndarray, np.ndarray, DistinctLinks]] = field(init=False)
     _table_entries: int = field(init=False)
+    # alive_totals by pattern of live components, and their entries in all
+    _alive_totals: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray, float, int]] = field(init=False)
+    _alive_entries: int = field(init=False)
     _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -168,6 +171,8 @@ class PhaseShape:
         self.start_classes = {}
         self._tables = {}
         self._table_entries = 0
+        self._alive_totals = {}
+        self._alive_entries = 0
         self._link_totals = None
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +183,24 @@ class PhaseShape:
             used = np.flatnonzero(np.bincount(self.flow_links))
             self._link_totals = (used, carried[used])
         return self._link_totals
+
+    def alive_totals(self, alive: list[bool]) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """What the components flagged ``alive`` delivered by the end: their entries' links and
+        bytes, their bytes and their flows. Kept by pattern (the same components break every
+        micro-batch), up to TABLE_CACHE_FACTOR times the phase's entries."""
+        key = tuple(alive)
+        got = self._alive_totals.get(key)
+        if got is None:
+            mask = np.asarray(alive, dtype=bool)
+            entries = mask[self.entry_comp]
+            got = (self.flow_links[entries], self.flow_bytes[entries], float(self.comp_bytes[mask].sum()),
+                   int(self.comp_flows[mask].sum()))
+            if self._alive_entries + got[0].size > TABLE_CACHE_FACTOR * self.flow_links.size:
+                self._alive_totals.clear()
+                self._alive_entries = 0
+            self._alive_totals[key] = got
+            self._alive_entries += got[0].size
+        return got
 
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
