@@ -286,8 +286,9 @@ class FlowNetwork:
             block = SoloBlock(fid, shape, start, alive, group)
             group.outstanding += 1
             self._blocks[fid] = block
-            mask = np.ones(shape.links.size, dtype=bool) if not met else ~np.isin(shape.component_of_link, list(met))
-            self._owner[shape.links[mask]] = fid
+            # the links of the components kept in the block
+            kept = shape.links if not met else shape.links[np.asarray(alive, dtype=bool)[shape.component_of_link]]
+            self._owner[kept] = fid
             heapq.heappush(self._heap, (block.finish, fid, block))
         self.stats.flows_started += shape.n_flows
         self._schedule_update()
@@ -342,7 +343,11 @@ class FlowNetwork:
             self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
             idx, rem = comp.remaining_arrays(now - block.t0)
             flows = comp.flow_array()
-            self._account(shape, flows[np.isin(flows, idx, assume_unique=True, invert=True)] if idx.size else flows)
+            if idx.size:  # the component's flows that finished inside the block, in order
+                done = np.ones(len(shape.specs), dtype=bool)
+                done[idx] = False
+                flows = flows[done[flows]]
+            self._account(shape, flows)
             if idx.size:
                 self._materialize(shape.classes(idx, rem), block.group, now)
             before = block.finish
