@@ -7,11 +7,11 @@ the simulated ranks and the step time. Run: ``python benchmarks/bench_moe.py``.
 
 Last measured (2-core machine shared with other jobs, load ~2.5): the schedule builds in 0.31 CPU s
 (alltoall, 144,002 ops) and 0.27 CPU s (deepep, 134,722 ops). The replay, at the 32 micro-batches
-per pipeline here: 6.7 CPU s (alltoall; 13.9 CPU s before the kept class-level outcomes, member
-tables and per-link counts below, 344 CPU s before classes; step 19.60565072972531 s throughout)
-and 1.2 CPU s (deepep, step 14.04 s); at 8 micro-batches (global batch 1,024): 2.5 CPU s
-(alltoall; 3.6 CPU s before, 50.0 CPU s before classes; step 9.320142685924496 s) and 0.6 CPU s
-(deepep).
+per pipeline here: 5.3 CPU s (alltoall; 12.4 CPU s before the kept class-level outcomes, member
+tables, block totals and per-link counts below, 344 CPU s before classes; step 19.60565072972531 s
+throughout) and 1.2 CPU s (deepep, step 14.04 s); at 8 micro-batches (global batch 1,024):
+2.1 CPU s (alltoall; 3.3 CPU s before, 50.0 CPU s before classes; step 9.320142685924496 s) and
+0.6 CPU s (deepep).
 
 What made the All-to-All replay cheap (replay/links.py, flow_records.py, solo_phases.py): each
 All-to-All of a 64-rank EP group over 8 nodes puts 4,032 flows on the network when the spine links
@@ -26,8 +26,9 @@ round-off (here identical to the last digit).
 
 What is left per event is kept rather than redone: a class-level outcome (rates, or the check's
 rejection) by the classes in play, since the same All-to-All classes meet again every
-micro-batch; a broken component's member tables by member set; and classes too large for the
-component search as a count per link instead of a dict entry per link.
+micro-batch; a broken component's member tables by member set; what a block's surviving
+components delivered by pattern of survivors; and classes too large for the component search as
+a count per link instead of a dict entry per link.
 """
 
 from __future__ import annotations
