@@ -5,12 +5,13 @@ Targets (issue 13): the schedule builds in under 2 s and one step replays in und
 cores. Prints, per token dispatcher, the build and replay times (wall and CPU), the op counts,
 the simulated ranks and the step time. Run: ``python benchmarks/bench_moe.py``.
 
-Last measured (2-core machine shared with other jobs, load ~5): the schedule builds in 0.32 CPU s
-(alltoall, 140,290 ops) and 0.29 CPU s (deepep, 134,722 ops). The replay, at the 32 micro-batches
-per pipeline here: 11.5 CPU s (alltoall; 344 CPU s before, same step 19.71753624109201 s) and
-1.2 CPU s (deepep, step 14.04 s); at
-8 micro-batches (global batch 1,024): 3.0 CPU s (alltoall; 50.0 CPU s before the changes below,
-same step 9.372115402017165 s) and 0.6 CPU s (deepep).
+Last measured (2-core machine shared with other jobs, load ~2.5): the schedule builds in 0.31 CPU s
+(alltoall, 144,002 ops) and 0.27 CPU s (deepep, 134,722 ops). The replay, at the 32 micro-batches
+per pipeline here: 5.3 CPU s (alltoall; 12.4 CPU s before the kept class-level outcomes, member
+tables, block totals and per-link counts below, 344 CPU s before classes; step 19.60565072972531 s
+throughout) and 1.2 CPU s (deepep, step 14.04 s); at 8 micro-batches (global batch 1,024):
+2.1 CPU s (alltoall; 3.3 CPU s before, 50.0 CPU s before classes; step 9.320142685924496 s) and
+0.6 CPU s (deepep).
 
 What made the All-to-All replay cheap (replay/links.py, flow_records.py, solo_phases.py): each
 All-to-All of a 64-rank EP group over 8 nodes puts 4,032 flows on the network when the spine links
@@ -22,6 +23,12 @@ and accepted only when every member then has a bottleneck link (the characterisa
 max-min allocation); otherwise they are solved member by member and the classes split where
 the members' rates differ. The replayed times are those of the flow-by-flow network to float
 round-off (here identical to the last digit).
+
+What is left per event is kept rather than redone: a class-level outcome (rates, or the check's
+rejection) by the classes in play, since the same All-to-All classes meet again every
+micro-batch; a broken component's member tables by member set; what a block's surviving
+components delivered by pattern of survivors; and classes too large for the component search as
+a count per link instead of a dict entry per link.
 """
 
 from __future__ import annotations

@@ -54,6 +54,14 @@ SMALL_COMPONENT_ENTRIES = 160
 # tolerance (links saturated, rates the highest on the link): float round-off of the weighted sums.
 CHECK_TOL = 1e-9
 
+# Links left by finished flows beyond this many are narrowed to those still in use with one
+# numpy pass before the component search (below it, a dict lookup per link is cheaper).
+DIRTY_FILTER_LINKS = 32
+
+# _class_level_rates' outcomes kept (then started over): the same classes meet again and again
+# (a phase's All-to-All classes, one micro-batch after another).
+CLASS_LEVEL_KNOWN = 4096
+
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
@@ -102,6 +110,11 @@ class FlowNetwork:
         self._link_done_sum = np.zeros(cap.size)
         self._flows: dict[int, ActiveFlow] = {}  # active flows by id, in start order
         self._on_link: dict[int, dict[int, ActiveFlow]] = {}  # link -> active flows crossing it
+        # Classes of more than LARGE_COMPONENT_FLOWS members are not in _on_link: any component
+        # that reaches one is re-shared whole, so the search only needs to know that one crosses
+        # a link (how many, per link), which costs one numpy pass per class instead of a dict
+        # entry per link (an All-to-All class crosses ~1,300).
+        self._large_on_link = np.zeros(cap.size, dtype=np.int64)
         # (finish, fid, flow or solo block); stale entries skipped
         self._heap: list[tuple[float, int, ActiveFlow | SoloBlock]] = []
         self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
@@ -119,6 +132,9 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
+        self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
+        # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
+        self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
         # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
@@ -270,8 +286,9 @@ class FlowNetwork:
             block = SoloBlock(fid, shape, start, alive, group)
             group.outstanding += 1
             self._blocks[fid] = block
-            mask = np.ones(shape.links.size, dtype=bool) if not met else ~np.isin(shape.component_of_link, list(met))
-            self._owner[shape.links[mask]] = fid
+            # the links of the components kept in the block
+            kept = shape.links if not met else shape.links[np.asarray(alive, dtype=bool)[shape.component_of_link]]
+            self._owner[kept] = fid
             heapq.heappush(self._heap, (block.finish, fid, block))
         self.stats.flows_started += shape.n_flows
         self._schedule_update()
@@ -304,13 +321,20 @@ class FlowNetwork:
     def _break(self, block_ids: np.ndarray, links: np.ndarray, now: float) -> None:
         """Hand the components of running blocks that hold ``links`` to the network as ordinary
         flows, with the bytes their solo trajectories have left at ``now``."""
-        for fid, link in set(zip(block_ids.tolist(), links.tolist())):
+        pairs = list(set(zip(block_ids.tolist(), links.tolist())))  # (block, link) each once
+        # each pair's component, one search per block (a newcomer can meet thousands of links)
+        pair_block = np.fromiter((b for b, _ in pairs), dtype=np.int64, count=len(pairs))
+        pair_link = np.fromiter((link for _, link in pairs), dtype=np.int64, count=len(pairs))
+        pair_comp = np.empty(len(pairs), dtype=np.int64)
+        for fid in np.unique(pair_block).tolist():
+            sel = pair_block == fid
+            held = self._blocks[fid].shape  # (only running blocks own links)
+            pair_comp[sel] = held.component_of_link[np.searchsorted(held.links, pair_link[sel])]
+        for (fid, _), c in zip(pairs, pair_comp.tolist()):
             block = self._blocks.get(fid)
             if block is None:
                 continue
             shape = block.shape
-            k = int(np.searchsorted(shape.links, link))
-            c = int(shape.component_of_link[k])
             if not block.alive[c]:
                 continue
             block.alive[c] = False
@@ -319,7 +343,11 @@ class FlowNetwork:
             self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
             idx, rem = comp.remaining_arrays(now - block.t0)
             flows = comp.flow_array()
-            self._account(shape, flows[np.isin(flows, idx, assume_unique=True, invert=True)] if idx.size else flows)
+            if idx.size:  # the component's flows that finished inside the block, in order
+                done = np.ones(len(shape.specs), dtype=bool)
+                done[idx] = False
+                flows = flows[done[flows]]
+            self._account(shape, flows)
             if idx.size:
                 self._materialize(shape.classes(idx, rem), block.group, now)
             before = block.finish
@@ -374,11 +402,10 @@ class FlowNetwork:
             self._owner[shape.links[mask]] = -1
             # the components still alive delivered all their flows' bytes (broken ones were
             # accounted as they broke)
-            alive = np.asarray(block.alive, dtype=bool)
-            entries = alive[shape.entry_comp]
-            self._done(shape.flow_links[entries], shape.flow_bytes[entries])
-            self.stats.bytes_delivered += float(shape.comp_bytes[alive].sum())
-            self.stats.flows_finished += int(shape.comp_flows[alive].sum())
+            links, nbytes, delivered, n_flows = shape.alive_totals(block.alive)
+            self._done(links, nbytes)
+            self.stats.bytes_delivered += delivered
+            self.stats.flows_finished += n_flows
         for block in blocks:
             group = block.group
             group.outstanding -= 1
@@ -412,6 +439,9 @@ class FlowNetwork:
                 self._set_rate(f, f.cap, now)
                 continue
             seeds.append(f)
+            if f.n > LARGE_COMPONENT_FLOWS:
+                self._large_on_link[f.uarr] += 1
+                continue
             for link in f.ulinks:
                 users = get(link)
                 if users is None:
@@ -460,10 +490,18 @@ class FlowNetwork:
         """Active flows connected (through shared links) to the new flows and to the links that
         finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS flows
         (members of classes counted one by one)."""
-        on_link = self._on_link
+        on_link, large = self._on_link, self._large_on_link
         n_active = len(self._flows)
-        seen_links = set(self._dirty)
-        stack = list(seen_links)
+        seen_links = self._dirty
+        if len(seen_links) > DIRTY_FILTER_LINKS:
+            # a class that finished left hundreds of links, most of them now empty: keep those
+            # that active flows still cross (_busy), in one pass instead of a lookup per link
+            dirty = np.fromiter(seen_links, dtype=np.int64, count=len(seen_links))
+            stack = dirty[self._busy[dirty] > 0].tolist()
+            seen_links = set(stack)
+        else:
+            seen_links = set(seen_links)
+            stack = list(seen_links)
         members: dict[int, ActiveFlow] = {f.fid: f for f in self._seeds}
         n_members = sum([f.n for f in self._seeds])
         if n_members > LARGE_COMPONENT_FLOWS:
@@ -477,7 +515,10 @@ class FlowNetwork:
         while stack and len(members) < n_active:
             if n_members > LARGE_COMPONENT_FLOWS:
                 return None
-            users = on_link.get(stack.pop())
+            link = stack.pop()
+            if large[link]:  # a class too large on its own
+                return None
+            users = on_link.get(link)
             if not users:
                 continue
             for fid, f in users.items():
@@ -573,8 +614,11 @@ class FlowNetwork:
         inverse = inverse.reshape(-1)
         groups = np.split(np.argsort(inverse, kind="stable"), np.cumsum(np.bincount(inverse))[:-1])
         on_link, fid = self._on_link, f.fid
-        for link in f.ulinks:
-            del on_link[link][fid]
+        if f.n > LARGE_COMPONENT_FLOWS:
+            self._large_on_link[f.uarr] -= 1
+        else:
+            for link in f.ulinks:
+                del on_link[link][fid]
         mirror = self._mirror
         slots, ptr, links = f.slots, f.ptr, f.links
         for u in np.argsort(first, kind="stable").tolist():
@@ -596,12 +640,15 @@ class FlowNetwork:
                 g.slots = slots[idx]
                 if mirror is not None:
                     mirror.owner[g.slots] = g.fid
-            for link in g.ulinks:
-                users = on_link.get(link)
-                if users is None:
-                    on_link[link] = {g.fid: g}
-                else:
-                    users[g.fid] = g
+            if g.n > LARGE_COMPONENT_FLOWS:
+                self._large_on_link[g.uarr] += 1
+            else:
+                for link in g.ulinks:
+                    users = on_link.get(link)
+                    if users is None:
+                        on_link[link] = {g.fid: g}
+                    else:
+                        users[g.fid] = g
             if x != g.rate:
                 self._set_rate(g, x, now)
 
@@ -619,10 +666,35 @@ class FlowNetwork:
         crossed some bottleneck link at the last check (``cover``) and still have them needs no
         member-level look; otherwise its member entries are scanned. When some member has no
         bottleneck (the classes are no longer interchangeable: a newcomer loads some members'
-        links and not others'), the caller solves member by member and splits the classes."""
+        links and not others'), the caller solves member by member and splits the classes.
+
+        Both the rates and the check's verdict are a function of the classes' link tables and
+        caps alone, so each outcome is kept by those (``_class_level_known``): the same classes
+        meet again every micro-batch, and then cost one dict lookup."""
         if not any(f.ptr is not None for f in self._flows.values()):
             return False  # nothing folded: the member-level computation is the same one
         flows = [f for f in self._flows.values() if f.ulinks]
+        # The outcome depends on the classes' link tables and caps alone, in this order: a
+        # class by its table's identity (kept alive in the entry), a single flow by its links.
+        key = tuple([(f.cap, f.links if f.ptr is None else id(f.uarr)) for f in flows])
+        known = self._class_level_known.get(key)
+        if known is None:
+            known = self._class_level_solve(flows)
+            if len(self._class_level_known) >= CLASS_LEVEL_KNOWN:
+                self._class_level_known.clear()
+            self._class_level_known[key] = known
+        x = known[0]
+        if x is None:
+            return False
+        for f, r in zip(flows, x):
+            if r != f.rate:
+                self._set_rate(f, r, now)
+        return True
+
+    def _class_level_solve(self, flows: list[ActiveFlow]) -> tuple[list[float] | None, list[np.ndarray]]:
+        """:meth:`_class_level_rates`' water-filling and exactness check for ``flows``: their
+        rates, or None where some member has no bottleneck; and the classes' tables (held so
+        that their identities, the key of the result, stay theirs)."""
         k = len(flows)
         uarrs: list[np.ndarray] = []
         weights: list[np.ndarray] = []
@@ -637,8 +709,7 @@ class FlowNetwork:
         c_w = np.concatenate(weights)
         cls = np.repeat(np.arange(k, dtype=np.int64), lengths)
         caps = np.fromiter((f.cap for f in flows), dtype=np.float64, count=k)
-        used, c_local = np.unique(c_link, return_inverse=True)  # the links in play, numbered 0..k-1
-        c_local = c_local.reshape(-1)
+        used, c_local = self._number_links(c_link)
         capacity = self.capacity_Bps[used]
         x = max_min_rates(cls, c_local, k, capacity, caps, weight_of_entry=c_w)
         xe = x[cls]
@@ -649,7 +720,7 @@ class FlowNetwork:
         bottleneck = (load >= capacity * keep)[c_local] & (xe >= highest[c_local] * keep)
         capped = x >= caps * keep
         if not (capped | (np.bincount(cls[bottleneck], minlength=k) > 0)).all():
-            return False
+            return None, uarrs
         ends = np.cumsum(lengths)
         for i, f in enumerate(flows):
             if f.n == 1 or capped[i] or f.upos is None or f.ptr is None:
@@ -658,12 +729,23 @@ class FlowNetwork:
             if f.cover is not None and not (f.cover & ~b).any():
                 continue  # the links that covered every member are bottlenecks still
             if not np.logical_or.reduceat(b[f.upos], f.ptr[:-1]).all():
-                return False
+                return None, uarrs
             f.cover = b
-        for f, r in zip(flows, x.tolist()):
-            if r != f.rate:
-                self._set_rate(f, r, now)
-        return True
+        return x.tolist(), uarrs
+
+    def _number_links(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct ``links`` and each entry's number among them: ``np.unique(links,
+        return_inverse=True)`` up to the links' order, without its sort (a scratch array over the
+        fabric: each link keeps the index of one of its entries, whichever the write left, and
+        that entry stands for it). The water-filling and the bottleneck check sum and compare
+        per link, each link's entries in entry order, so numbering the links differently
+        changes no result."""
+        slot = self._link_slot
+        at = np.arange(links.size, dtype=np.int64)
+        slot[links] = at
+        used = links[slot[links] == at]
+        slot[used] = np.arange(used.size, dtype=np.int64)
+        return used, slot[links]
 
     def _refresh_all(self, now: float) -> None:
         """Re-share every active flow with the vectorised water-filling (components are
@@ -771,6 +853,9 @@ class FlowNetwork:
                 if f.uarr is not None and f.weight is not None:
                     self._done(f.uarr, f.weight * size)
                     self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
+                    if f.n > LARGE_COMPONENT_FLOWS:
+                        self._large_on_link[f.uarr] -= 1
+                        continue
             for link in f.ulinks:
                 users = on_link[link]
                 del users[fid]

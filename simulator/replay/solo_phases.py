@@ -29,6 +29,10 @@ REL_TOL = 1e-9
 ABS_TOL_S = 1e-15
 SMALL_COMPONENT_ENTRIES = 160
 
+# A phase shape keeps its member sets' link tables up to this many times its own entries
+# (PhaseShape._members_table), then starts over.
+TABLE_CACHE_FACTOR = 8
+
 
 @dataclass
 class Segment:
@@ -143,6 +147,13 @@ class PhaseShape:
     caps: np.ndarray = field(init=False)
     # per component, its flows grouped as classes at the start (FlowNetwork._materialize)
     start_classes: dict[int, list[FlowClass]] = field(init=False)
+    # member sets' link tables (csr_take, distinct_links) by the members' indices, and their
+    # entries in all (:meth:`_members_table`)
+    _tables: dict[bytes, tuple[np.ndarray, np.ndarray, DistinctLinks]] = field(init=False)
+    _table_entries: int = field(init=False)
+    # alive_totals by pattern of live components, and their entries in all
+    _alive_totals: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray, float, int]] = field(init=False)
+    _alive_entries: int = field(init=False)
     _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +169,10 @@ class PhaseShape:
         self.flow_bytes = np.repeat(self.sizes, lengths)
         self.total_bytes = float(sum(size for _, size, _ in self.specs))
         self.start_classes = {}
+        self._tables = {}
+        self._table_entries = 0
+        self._alive_totals = {}
+        self._alive_entries = 0
         self._link_totals = None
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +183,24 @@ class PhaseShape:
             used = np.flatnonzero(np.bincount(self.flow_links))
             self._link_totals = (used, carried[used])
         return self._link_totals
+
+    def alive_totals(self, alive: list[bool]) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """What the components flagged ``alive`` delivered by the end: their entries' links and
+        bytes, their bytes and their flows. Kept by pattern (the same components break every
+        micro-batch), up to TABLE_CACHE_FACTOR times the phase's entries."""
+        key = tuple(alive)
+        got = self._alive_totals.get(key)
+        if got is None:
+            mask = np.asarray(alive, dtype=bool)
+            entries = mask[self.entry_comp]
+            got = (self.flow_links[entries], self.flow_bytes[entries], float(self.comp_bytes[mask].sum()),
+                   int(self.comp_flows[mask].sum()))
+            if self._alive_entries + got[0].size > TABLE_CACHE_FACTOR * self.flow_links.size:
+                self._alive_totals.clear()
+                self._alive_entries = 0
+            self._alive_totals[key] = got
+            self._alive_entries += got[0].size
+        return got
 
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
@@ -189,9 +222,27 @@ class PhaseShape:
             if members.size == 1:
                 out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
             else:
-                ptr, links = csr_take(self.flow_ptr, self.flow_links, members)
-                out.append(FlowClass(size, r, cap, ptr, links, distinct_links(links)))
+                out.append(FlowClass(size, r, cap, *self._members_table(members)))
         return out
+
+    def _members_table(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, DistinctLinks]:
+        """The link table of flows ``members`` and its distinct links, kept by member set: a
+        phase's components break again and again into the same classes (an All-to-All's
+        members met by the same traffic each micro-batch), and the table of tens of thousands
+        of entries costs far more than hashing the member indices. Never written to by its
+        users (the classes' arrays are only read or replaced). At most
+        TABLE_CACHE_FACTOR times the phase's entries are kept."""
+        key = members.tobytes()
+        got = self._tables.get(key)
+        if got is None:
+            ptr, links = csr_take(self.flow_ptr, self.flow_links, members)
+            got = (ptr, links, distinct_links(links))
+            if self._table_entries + links.size > TABLE_CACHE_FACTOR * self.flow_links.size:
+                self._tables.clear()
+                self._table_entries = 0
+            self._tables[key] = got
+            self._table_entries += links.size
+        return got
 
     def component_classes(self, c: int) -> list[FlowClass]:
         """:meth:`classes` of component ``c``'s flows at the start (worked out once)."""

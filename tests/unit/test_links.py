@@ -385,3 +385,38 @@ def test_weighted_entries_are_the_flows_they_stand_for():
     weighted = max_min_rates(e_flow, e_link, n, cap, weight_of_entry=copies[e_flow].astype(float))
     expanded = fair_rates([r for r, c in zip(routes, copies) for _ in range(c)], cap)
     assert np.allclose(np.repeat(weighted, copies), expanded, rtol=1e-12)
+
+
+def test_class_level_outcome_is_reused_only_for_the_same_classes_and_co_users(monkeypatch):
+    """The same phase (hence the same class tables) meets interchangeable co-users, then a
+    co-user on link 0 alone, then the interchangeable ones again: the second meeting must not
+    take the first one's outcome (its members on links 1-3 would be held at 5 B/s instead of
+    10 B/s, as flow by flow), and the third takes the first's stored outcome."""
+    import simulator.replay.links as links_module
+
+    monkeypatch.setattr(links_module, "LARGE_COMPONENT_FLOWS", 1)
+    cap = np.array([10.0, 10.0, 10.0, 10.0, 100.0])
+    env = simpy.Environment()
+    net = FlowNetwork(env, cap)
+    phase = [((k, 4), 100.0) for k in range(4)]
+    seen: list[tuple[list[float], int]] = []
+
+    def meeting(co_user_links):
+        for link in co_user_links:
+            net.transfer((link,), 100.0)
+        done = net.transfer_phase(phase)
+        yield env.timeout(1e-9)
+        seen.append((sorted(net.rates().tolist()), len(net._class_level_known)))
+        yield done
+        yield env.timeout(100.0)  # the co-users have finished too
+
+    def run():
+        for co_users in ([0, 1, 2, 3], [0], [0, 1, 2, 3]):
+            yield from meeting(co_users)
+
+    env.process(run())
+    env.run()
+    assert seen[0][0] == [5.0] * 8
+    assert seen[1][0] == [5.0, 5.0, 10.0, 10.0, 10.0]
+    assert seen[2][0] == [5.0] * 8
+    assert seen[2][1] == seen[1][1]  # nothing new stored: the first meeting's outcome served
