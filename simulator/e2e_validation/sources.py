@@ -540,8 +540,8 @@ SOURCES: list[Source] = [
             "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
             "launches are priced as eager launches.",
             "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
-            "up-projections and MLPs, which are not modelled. The H100 Qwen3-235B row (512 micro-batches "
-            "through 32 virtual stages) is skipped for run time."]),
+            "up-projections and MLPs, which are not modelled. The H100 Qwen3-235B row runs 512 micro-batches "
+            "through 32 virtual stages with the combined-1F1B A2A overlap."]),
     Source("bridge_moe_overlap", "Megatron-Bridge Qwen3-30B-A3B expert-parallel overlap A/B (16 H100, BF16, HybridEP)",
            "megatron_bridge_moe_ep_overlap_h100.csv", bridge_ep_overlap,
            ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "

@@ -42,31 +42,33 @@ def test_uneven_virtual_stages():
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
-    """Five rows of Megatron-Bridge 26.04.01 (DeepSeek-V3's left out, and the H100 Qwen3-235B one for
-    run time: 512 micro-batches through 32 virtual stages), on the profile of the GPU the
+    """Six rows of Megatron-Bridge 26.04.01 (DeepSeek-V3's left out), on the profile of the GPU the
     table names, with its precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A
     overlap: HybridEP (a DeepEP-style flex backend) for Qwen3-30B, alltoall elsewhere, combined 1F1B
-    only for the H100 Qwen3-235B run."""
+    only for the H100 Qwen3-235B run (512 micro-batches through 32 virtual stages)."""
     cs = _moe_cases("bridge_moe")
     got = [(c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus, c.scenario["training"]["dtype"],
             c.scenario["training"].get("fp8_recipe"), c.scenario["parallel"]["ep"],
             c.scenario["parallel"]["moe_dispatcher"]) for c in cs]
     assert got == [("qwen3-30b-a3b", "dgx-h100", 16, "fp8", "current", 16, "deepep"),
+                   ("qwen3-235b-a22b", "dgx-h100", 256, "fp8", "current", 32, "alltoall"),
                    ("gpt-oss-120b", "dgx-h100", 64, "bf16", None, 8, "alltoall"),
                    ("qwen3-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
                    ("qwen3-235b-a22b", "dgx-b200", 256, "fp8", "mxfp8", 8, "alltoall"),
                    ("gpt-oss-120b", "dgx-b200", 64, "bf16", None, 8, "alltoall")]
+    # only the H100 Qwen3-235B recipe sets the A2A overlap
+    assert [c.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False) for c in cs] == [
+        False, True, False, False, False, False]
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
-        assert not p.get("overlap_moe_expert_parallel_comm", False)  # only the H100 Qwen3-235B recipe sets it
         # HybridEP's kernels hold the recipe's moe_hybridep_num_sms = 16 SMs (DeepEP's default: 20)
         assert p.get("moe_deepep_sms", 20) == (16 if p["moe_dispatcher"] == "deepep" else 20)
         # tokens per step: the printed global batch of 4,096-token sequences
         assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 1280, 256: 8192}[
             c.n_gpus] * 4096
-        if p.get("pp_layers"):  # Qwen3-235B on B200: (94 + 2) / 8 stages
-            assert p["pp_layers"] == [11, 12, 12, 12, 12, 12, 12, 11]
+        if p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 4) on H100
+            assert p["pp_layers"] == ([11] + [12] * 6 + [11] if p.get("vp", 1) == 1 else [2] + [3] * 30 + [2])
         vocab = c.scenario["model"]["vocab"]
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
             "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088}[c.scenario["model"]["preset"]] <= vocab
