@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from simulator.config.scenario import build_scenario, load_scenario  # noqa: E402
 from simulator.simulation import simulate_scenario  # noqa: E402
-from simulator.sweep.bound import step_lower_bound  # noqa: E402
+from simulator.sweep.bound import passes_lower_bound  # noqa: E402
 from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked  # noqa: E402
 from simulator.sweep.progress import Progress  # noqa: E402
 from simulator.sweep.run import count_kinds, run_plans  # noqa: E402
@@ -63,7 +63,7 @@ def screen(base, bounds) -> tuple[int, int, float]:
     runnable = 0
     for _, scn, mem, reason in iter_checked(base, plans):
         if scn is not None and not reason:
-            step_lower_bound(scn)
+            passes_lower_bound(scn)
             runnable += 1
     return len(plans), runnable, time.perf_counter() - t0
 

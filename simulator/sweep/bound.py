@@ -34,6 +34,28 @@ keeps only what no schedule can hide:
   one micro-batch on stage j and ``F0(i)``, ``B0(i)`` the forward and backward of stage i's
   chunk 0: with equal chunks, the 1F1B bubble ``(p-1)/vp`` of a micro-batch's time
   (Narayanan et al. 2021, arXiv:2104.04473 §2.2).
+* **What the schedule's own dependencies keep out of the passes** (:func:`program_floor`), on
+  stage 0, whose last kernel ends the chain above: before its first forward kernel, whatever
+  that kernel waits for (ZeRO-3's AllGather of the first unit's parameters, ``schedule/zero.py``);
+  after its last forward or backward kernel, the longest chain that starts there (the last
+  gradient bucket's AllReduce or ReduceScatter issued after that kernel, then the gradient
+  clipping and the optimizer step that wait for it, and for ZeRO-1/2 the parameter AllGather
+  after the step, ``schedule/data_parallel.py``). Both are walked in the stage's real program
+  built with its fewest micro-batches (``pp`` per flush: these ops do not depend on how many
+  micro-batches the step has), kernels at their compute time, every collective at its time
+  alone on an empty network (its group's size uncapped), sends at 0. Ops not reached from the
+  anchor count 0, so the chain is a lower bound of what follows it whatever runs alongside.
+  Every chain of the bubble term starts at or after stage 0's first forward kernel and ends at
+  or before its last kernel (the compute stream is FIFO), so ``step >= before + max_j(...) +
+  after``.
+* **The busiest stream**: a stream runs its ops one after the other (``schedule/ir.py``), so the
+  step is at least the sum of one stream's ops at their floors. On the data-parallel stream of a
+  ZeRO-3 plan that is every micro-batch's parameter AllGathers (forward and backward) and
+  gradient ReduceScatters (DeepSpeed's stage3 hooks; ``schedule/zero.py``), which the passes'
+  chains leave out whatever their overlap: GPT-3 175B at tp 8, pp 1, ZeRO-3 over dp 128 replays
+  in 88 s, where the passes bound 24 s. The sums are taken at ``pp`` and ``2 pp`` micro-batches
+  per flush and extended along their line to the plan's count (each further micro-batch adds the
+  same ops; a stream sum that would shrink adds 0).
 
 ``tests/unit/test_sweep_bound.py`` checks the bound stays below the simulated step time over
 plans of several shapes and that pruning keeps an unpruned sweep's ranking; the sweep reports
@@ -48,7 +70,7 @@ from typing import Any
 from simulator.config.scenario import Scenario
 from simulator.costs.compute import compute_times
 from simulator.costs.model import CostModel
-from simulator.schedule.build import make_grid
+from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
 from simulator.schedule.shapes import stage_layers, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
@@ -265,8 +287,97 @@ def chunk0_lower_bounds(scn: Scenario) -> list[tuple[float, float]]:
     return _chunk0_bounds(scn, *stage_pass_times(scn))
 
 
-def step_lower_bound(scn: Scenario) -> float:
-    """Seconds no replay of this plan can beat (module docstring)."""
+def _with_micro_batches(scn: Scenario, n: int) -> Scenario:
+    """The plan with ``n`` micro-batches per step (the schedule reads nothing else of the batch)."""
+    from dataclasses import replace
+
+    t = scn.training
+    return replace(scn, training=t.model_copy(update={"global_batch": t.micro_batch * scn.dp * n}))
+
+
+def _priced_program(scn: Scenario) -> tuple[list[Op], list[float]]:
+    """Stage 0's program and each op's seconds at least: kernels at their compute time, every
+    collective at its time alone (its group's size uncapped), sends and receives at 0."""
+    ops = build_program(scn, 0)
+    grid = make_grid(scn)
+    rank = grid.rank_of({"pp": 0})
+    cluster = _cluster(scn)
+    times = compute_times(ops, scn.profile.gpu)
+    groups: dict[tuple[str, ...], tuple[int, ...]] = {}
+    out = []
+    for op, t in zip(ops, times):
+        if t is None:
+            t = 0.0
+            if isinstance(op, CommOp):
+                members = groups.get(op.axes)
+                if members is None:
+                    members = groups[op.axes] = grid.group(rank, op.axes)
+                t = _collective_s(cluster, op.op, members, op.size_bytes, scn.n_gpus)
+        out.append(t)
+    return ops, out
+
+
+def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None) -> list[float | None]:
+    """End times of the ops reached from op ``start`` (ending at 0; ``start`` -1: every op, none
+    waiting at first) through dependencies and each stream's FIFO order, up to op ``stop``."""
+    end: list[float | None] = [None] * len(ops)
+    last_on: dict[str, int] = {}
+    for i, op in enumerate(ops[:len(ops) if stop is None else stop + 1]):
+        prev = last_on.get(op.stream)
+        last_on[op.stream] = i
+        if i < start:
+            continue
+        if i == start:
+            end[i] = 0.0
+            continue
+        reached = [e for e in (end[p] for p in (*op.deps, *(() if prev is None else (prev,)))) if e is not None]
+        if reached or start < 0:
+            end[i] = max(reached, default=0.0) + durations[i]
+    return end
+
+
+def _stream_sums(ops: list[Op], durations: list[float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for op, t in zip(ops, durations):
+        out[op.stream] = out.get(op.stream, 0.0) + t
+    return out
+
+
+@dataclass(frozen=True)
+class ProgramFloor:
+    """What stage 0's program itself forces beyond its passes' chains (module docstring)."""
+
+    before: float  # before its first forward kernel can start
+    after: float  # after its last forward or backward kernel has ended
+    stream: float  # the busiest stream's ops end to end (a stream is FIFO)
+
+
+def program_floor(scn: Scenario) -> ProgramFloor:
+    """Stage 0's ends and busiest stream, from its program with ``pp`` micro-batches per flush
+    (the fewest every schedule accepts) and twice that: what one more micro-batch adds to a
+    stream is the same for every micro-batch of a flush, so the stream's sum at the plan's own
+    count is the line through those two (module docstring)."""
+    per_flush = scn.parallel.pp * scn.parallel.pp_flushes
+    few = scn if scn.n_micro <= per_flush else _with_micro_batches(scn, per_flush)
+    ops, durations = _priced_program(few)
+    sums = _stream_sums(ops, durations)
+    if few is not scn:
+        more = _stream_sums(*_priced_program(_with_micro_batches(scn, 2 * per_flush)))
+        scale = (scn.n_micro - per_flush) / per_flush
+        sums = {k: v + scale * max(more.get(k, 0.0) - v, 0.0) for k, v in sums.items()}
+    kernels = [i for i, op in enumerate(ops)
+               if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase in ("fwd", "bwd")]
+    if not kernels:
+        return ProgramFloor(0.0, 0.0, max(sums.values(), default=0.0))
+    first, last = kernels[0], kernels[-1]
+    head = _walk(ops, durations, -1, first)
+    after = max((e for e in _walk(ops, durations, last, None) if e is not None), default=0.0)
+    return ProgramFloor((head[first] or 0.0) - durations[first], after, max(sums.values(), default=0.0))
+
+
+def passes_lower_bound(scn: Scenario) -> float:
+    """Seconds no replay of this plan's passes and bubble can beat (the first two terms of the
+    module docstring): milliseconds, and shared by a sweep's plans, so every plan gets it."""
     spec, times = stage_pass_times(scn)
     micro = scn.n_micro
     best, before = 0.0, 0.0
@@ -274,3 +385,13 @@ def step_lower_bound(scn: Scenario) -> float:
         best = max(best, micro * tj + before)
         before += f0 + b0
     return best
+
+
+def step_lower_bound(scn: Scenario, passes: float | None = None) -> float:
+    """Seconds no replay of this plan can beat (module docstring). Walking stage 0's program costs
+    a tenth of a second or more, so a sweep asks for it only of plans whose ``passes`` bound
+    (:func:`passes_lower_bound`) does not already rule them out."""
+    if passes is None:
+        passes = passes_lower_bound(scn)
+    floor = program_floor(scn)
+    return max(floor.before + passes + floor.after, floor.stream)

@@ -114,3 +114,48 @@ def test_bound_below_the_replay_of_bundled_scenarios(name):
     scn = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / name)
     bound, step = step_lower_bound(scn), simulate_scenario(scn).report.step_time_s
     assert 0.7 * step <= bound <= step
+
+
+def gpt3_175b(**parallel):
+    from pathlib import Path
+
+    from simulator.config.scenario import load_scenario
+
+    base = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "gpt3-175b-3d-a100.yaml")
+    return base.with_parallel(Parallel(sequence_parallel=True, **parallel))
+
+
+def test_zero3_data_parallel_stream_bounds_the_step():
+    """GPT-3 175B, tp 8, pp 1, ZeRO-3 over dp 128 (16 DGX A100 nodes per group): per micro-batch,
+    DeepSpeed gathers every parameter for the forward and again for the backward and
+    reduce-scatters the gradients, all on the one DP stream (FIFO). Each moves (n-1)/n of the
+    rank's 43.75 GB fp16 shard out of the node, where the 8 TP ranks run the same collective at
+    once over the node's 8 NICs of 200 Gb/s (the backward's gathers 95% of it: the
+    last layer's parameters are still gathered), so the 12 micro-batches cannot take less than
+    12 x 3 x 0.95 x 43.75 GB x 127/128 / 25 GB/s = 59 s, whatever overlaps. The bound of the passes
+    alone said 23.7 s (the replay: 87.9 s); with the DP stream it is at least that closed form, and
+    the first unit's AllGather before the first forward kernel is counted too."""
+    from simulator.sweep.bound import passes_lower_bound, program_floor
+
+    scn = gpt3_175b(tp=8, pp=1, zero=3)
+    shard = 175e9 / 8 * 2  # fp16 parameters of one TP rank (GPT-3: 174.6 B parameters)
+    n, nic = scn.dp, 200e9 / 8
+    closed_form = scn.n_micro * 3 * 0.95 * shard * (n - 1) / n / nic
+    floor = program_floor(scn)
+    assert floor.before > 0 and passes_lower_bound(scn) < closed_form
+    bound, step = step_lower_bound(scn), simulate_scenario(scn).report.step_time_s
+    assert closed_form <= bound <= step
+
+
+def test_optimizer_and_last_bucket_follow_the_last_kernel():
+    """GPT-3 175B, tp 4, pp 2, ZeRO-2 over dp 128: after stage 0's last backward kernel come the
+    ReduceScatter of the gradient bucket it filled, the gradient clipping and the Adam step over
+    the rank's shard that wait for it, then the AllGather of the updated parameters: at least
+    their time alone, added to the passes' bound and still below the replayed step."""
+    from simulator.sweep.bound import passes_lower_bound, program_floor
+
+    scn = gpt3_175b(tp=4, pp=2, zero=2)
+    floor, passes = program_floor(scn), passes_lower_bound(scn)
+    assert floor.before == 0 and floor.after > 0.1
+    bound, step = step_lower_bound(scn), simulate_scenario(scn).report.step_time_s
+    assert bound == pytest.approx(passes + floor.after) and bound <= step

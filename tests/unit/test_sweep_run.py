@@ -17,7 +17,7 @@ import pytest
 from simulator.config.scenario import build_scenario
 from simulator.errors import InputError
 from simulator.report.summary import Breakdown, Report
-from simulator.sweep.bound import chunk0_lower_bounds, stage_compute_lower_bounds, step_lower_bound
+from simulator.sweep.bound import chunk0_lower_bounds, passes_lower_bound, stage_compute_lower_bounds, step_lower_bound
 from simulator.sweep.plans import CHOICES, SweepBounds, enumerate_plans
 from simulator.sweep.results_file import iter_lines
 from simulator.sweep.run import run_plans, sweep_json
@@ -165,7 +165,7 @@ def test_bound_is_the_closed_form_for_uniform_stages():
         body = vp * (f0 + b0)  # a stage's layers: the stages' layers are equal
         m = scn.n_micro
         expected = max(m * T[-1] + (pp - 1) * body / vp, m * T[0])
-        assert step_lower_bound(scn) == pytest.approx(expected)
+        assert passes_lower_bound(scn) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("seq_len, cp, vary", [
