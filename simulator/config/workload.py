@@ -79,7 +79,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "deepseek-v2-lite": _moe(27, 2048, 16, 16, 102400, 4096, experts=64, top_k=6, moe_ffn=1408, ffn=10944,
                              shared=2, first_dense=1, **_deepseek_mla(0)),
     # deepseek-ai/DeepSeek-V3 config.json (arXiv:2412.19437 §4.2): 61 layers, the first 3 dense
-    # (18432), 256 routed experts of 2048, 8 per token, 1 shared; the MTP module is not counted.
+    # (18432), 256 routed experts of 2048, 8 per token, 1 shared; the MTP module only with model.mtp_layers.
     "deepseek-v3": _moe(61, 7168, 128, 128, 129280, 4096, experts=256, top_k=8, moe_ffn=2048, ffn=18432,
                         shared=1, first_dense=3, expert_groups=8, topk_groups=4, **_deepseek_mla(1536)),
     # moonshotai/Kimi-K2-Base config.json: the DeepSeek-V3 design with 64 heads, 384 experts, 1 dense layer.
@@ -125,6 +125,8 @@ class Model(_Strict):
                                                                   "(0: shared_experts x moe_ffn_hidden)")
     first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP (DeepSeek's "
                                                                    "first_k_dense_replace)")
+    mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction depths on the last pipeline "
+                            "stage (DeepSeek-V3's MTP module, Megatron-Core --mtp-num-layers; 0: none)")
     capacity_factor: float | None = Field(default=None, gt=0, description="expert capacity as a multiple of the "
                                           "balanced load; tokens beyond it are dropped (None: dropless)")
     expert_groups: int = Field(default=0, ge=0, description="groups the experts are split into for "

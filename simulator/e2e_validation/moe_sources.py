@@ -76,14 +76,33 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
     return out
 
 
-# Megatron-Bridge 26.04.01 performance summary: table name -> preset. DeepSeek-V3's row is left
-# out: its recipe adds a multi-token-prediction layer (pp_layout "Et*4|(t*4|)*14tmL") and
-# recomputes the MLA up-projections and MLPs, neither of which is modelled.
+# Megatron-Bridge 26.04.01 performance summary: table name -> preset. DeepSeek-V3's recipe adds a
+# multi-token-prediction layer on the last stage (pp_layout "Et*4|(t*4|)*14tmL", model.mtp_layers)
+# and recomputes the MLA up-projections and the dense MLPs, which are not modelled (run, not redone).
 MEGATRON_BRIDGE_MOE: dict[str, str] = {
     "Qwen3_30B_a3B": "qwen3-30b-a3b",
     "Qwen3_235B_a22B": "qwen3-235b-a22b",
     "GPT OSS 120B": "gpt-oss-120b",
+    "DeepSeekV3": "deepseek-v3",
 }
+
+# Selective recompute modules the simulator models; the others a recipe lists are left out.
+MODELLED_RECOMPUTE = frozenset({"layernorm", "moe_act"})
+
+
+def pp_layout(layout: str) -> tuple[list[int], int]:
+    """Transformer layers per virtual stage and MTP depths of a Megatron-Core
+    ``pipeline_model_parallel_layout`` (megatron/core/transformer/pipeline_parallel_layer_layout.py):
+    ``|`` separates the virtual stages, ``t`` is a transformer layer, ``m`` an MTP depth, ``E`` and
+    ``L`` the embedding and the loss, ``x*N`` and ``(...)*N`` repeat."""
+    while True:
+        out = re.sub(r"\(([^()]*)\)\*(\d+)", lambda g: g.group(1) * int(g.group(2)), layout)
+        out = re.sub(r"([A-Za-z])\*(\d+)", lambda g: g.group(1) * int(g.group(2)), out)
+        if out == layout:
+            break
+        layout = out
+    stages = layout.split("|")
+    return [st.count("t") for st in stages], layout.count("m")
 
 # Models whose routed experts carry biases (Megatron-Bridge's GPTOSSBridge sets add_bias_linear,
 # src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py at 21d102f5e): Megatron-Core adds the FC2 bias
@@ -122,7 +141,7 @@ def _note(notes: str, key: str) -> str:
 
 
 def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
-    """Every Qwen3-30B-A3B, Qwen3-235B-A22B and GPT-OSS-120B pre-training row on DGX H100 and DGX
+    """Every Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B and DeepSeek-V3 pre-training row on DGX H100 and DGX
     B200 of Megatron-Bridge's 26.04.01 performance summary, with the printed TP, PP, VP, EP,
     micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
     gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute (GPT-OSS: its
@@ -130,8 +149,9 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
     else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
     overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
-    Qwen3 layer split that counts the embedding and the loss as layers. DeepSeek-V3's row is left out
-    (multi-token prediction is not modelled)."""
+    Qwen3 layer split that counts the embedding and the loss as layers; DeepSeek-V3's row with its
+    recipe's ``pp_layout`` and its multi-token-prediction layer (its recompute of the MLA
+    up-projections and dense MLPs is not modelled)."""
     return bridge_cases("bridge_moe", rows)
 
 
@@ -193,13 +213,16 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     vocab = PRESETS[preset]["vocab"]
     m = 128 * tp  # Megatron pads the vocabulary to a multiple of 128 x TP
     model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": -(-vocab // m) * m}
+    layout = _note(notes, "pp_layout").split(" ")[0]
+    if layout:
+        parallel["pp_layers"], model["mtp_layers"] = pp_layout(layout)
     scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
                         global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
     if preset in BIASED_EXPERTS:
         scn["training"]["moe_expert_bias"] = "per_expert"
-    modules = [m for m in _note(notes, "recompute_modules").split("+") if m]
+    modules = [m for m in _note(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]
     if modules:  # the recipe's selective recompute_modules (layernorm, moe_act)
         scn["training"]["recompute_modules"] = modules
     dp = n // (tp * pp)

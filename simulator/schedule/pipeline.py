@@ -118,6 +118,11 @@ class StageBuilder:
             return lb.forward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()), self.sync.gate(mb))
         if unit.name == "embedding":
             return lb.embedding_forward(pb, mb, after, w.get("emb", ()))
+        if unit.name.startswith("mtp"):  # a multi-token-prediction depth: its input, or its loss
+            depth = int(unit.name[3:].split(".")[0])
+            if unit.name.endswith(".head"):
+                return lb.head_forward(pb, mb, after, w.get("head", ()), prefix=f"{unit.name[:-4]}")
+            return lb.mtp_forward(pb, depth, mb, after, w.get("head", ()))
         return lb.head_forward(pb, mb, after, w.get("head", ()))
 
     def _end_forward(self, chunk: int, mb: int, after: int) -> int:
@@ -148,6 +153,10 @@ class StageBuilder:
             return lb.backward(pb, unit.layer, mb, after, w.get("attn", ()), w.get("mlp", ()), self.sync.gate(mb))
         if unit.name == "embedding":
             return lb.embedding_backward(pb, mb, after)
+        if unit.name.startswith("mtp"):
+            if unit.name.endswith(".head"):
+                return lb.head_backward(pb, mb, after, prefix=f"{unit.name[:-4]}")
+            return lb.mtp_backward(pb, int(unit.name[3:]), mb, after)
         return lb.head_backward(pb, mb, after)
 
     def _end_backward(self, chunk: int, mb: int, after: int) -> int:

@@ -163,12 +163,44 @@ def head_unit(scn: Scenario) -> ParamUnit:
     return ParamUnit("head", None, tuple(mods))
 
 
+def mtp_unit(scn: Scenario, depth: int) -> ParamUnit:
+    """The parameters of multi-token-prediction depth `depth` before its transformer layer:
+    ``enorm`` and ``hnorm`` (RMSNorms of the shifted token embedding and of the hidden state) and
+    ``eh_proj``, the column-parallel 2h -> h projection of their concatenation
+    (megatron/core/transformer/multi_token_prediction.py, ``MultiTokenPredictionLayer``); with
+    pp > 1 the stage also holds a copy of the input embedding (``GPTModel`` builds it where
+    ``pre_process or mtp_process``)."""
+    m, p = scn.model, scn.parallel
+    h = m.hidden
+    mods = [Module(f"mtp{depth}.enorm", h, "head"), Module(f"mtp{depth}.hnorm", h, "head"),
+            Module(f"mtp{depth}.eh_proj", 2 * h * h // p.tp, "head")]
+    if depth == 0 and p.pp > 1:  # GPTModel builds the embedding on the MTP stage too (shared with stage 0's)
+        mods.append(Module("mtp.embedding", embedding_params(m) // p.tp, "head"))
+    return ParamUnit(f"mtp{depth}", None, tuple(mods))
+
+
+def mtp_head_unit(scn: Scenario, depth: int) -> ParamUnit:
+    """MTP depth `depth`'s own final norm after its layer; its logits use the shared output layer."""
+    return ParamUnit(f"mtp{depth}.head", None, (Module(f"mtp{depth}.final_norm", scn.model.hidden, "head"),))
+
+
+def mtp_layers(scn: Scenario) -> list[int]:
+    """Global indices of the MTP depths' transformer layers, after the model's: layer
+    ``layers + k`` is an MoE layer when the model's last one is (DeepSeek-V3), as Megatron-Core
+    builds it from the decoder's last layer spec."""
+    m = scn.model
+    return list(range(m.layers, m.layers + m.mtp_layers))
+
+
 def virtual_layers(scn: Scenario) -> list[list[int]]:
-    """Global layer indices of every virtual stage v = chunk·pp + stage."""
+    """Global layer indices of every virtual stage v = chunk·pp + stage; the last one also holds
+    the MTP depths' layers (Megatron-Core builds the MTP block on the stage with the loss, the
+    ``m`` before ``L`` of a ``pipeline_model_parallel_layout``)."""
     out, start = [], 0
     for n in scn.virtual_stage_layers:
         out.append(list(range(start, start + n)))
         start += n
+    out[-1] += mtp_layers(scn)
     return out
 
 
@@ -180,8 +212,10 @@ def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
     for c in range(p.vp):
         v = c * p.pp + stage
         units = [embedding_unit(scn)] if v == 0 else []
-        units += [layer_unit(scn, layer) for layer in vl[v]]
+        units += [layer_unit(scn, layer) for layer in vl[v] if layer < scn.model.layers]
         if v == p.pp * p.vp - 1:
+            for k, layer in enumerate(mtp_layers(scn)):
+                units += [mtp_unit(scn, k), layer_unit(scn, layer), mtp_head_unit(scn, k)]
             units.append(head_unit(scn))
         chunks.append(units)
     return chunks
@@ -210,6 +244,8 @@ def stage_params(scn: Scenario, stage: int) -> StageParams:
     once: the memory model asks for every stage of every plan a sweep screens."""
     p = scn.parallel
     units = ([embedding_unit(scn)] if stage == 0 else []) + ([head_unit(scn)] if stage == p.pp - 1 else [])
+    if stage == p.pp - 1:
+        units += [u for k in range(scn.model.mtp_layers) for u in (mtp_unit(scn, k), mtp_head_unit(scn, k))]
     dense = sum(m.numel for u in units for m in u.modules if not m.expert)
     expert = sum(m.numel for u in units for m in u.modules if m.expert)
     for (d, e), n in layer_kinds(scn, stage_layers(scn, stage)):

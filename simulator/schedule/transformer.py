@@ -563,25 +563,26 @@ class LayerBuilder:
         return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),
                              dtype=self.spec.act_dtype, tag=tag))
 
-    def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = ()) -> int:
+    def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = (),
+                          name: str = "embedding") -> int:
         """Vocab-parallel embedding lookup; its partial rows are reduced over tp (RS with SP,
         AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
         s = self.spec
         tag = Tag("fwd", None, mb)
-        op = _mem_op(pb, "embedding.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, _deps(after, wait), tag)
+        op = _mem_op(pb, f"{name}.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, _deps(after, wait), tag)
         if s.tp > 1:
-            op = self._tp_comm(pb, "embedding.fwd." + ("rs" if s.sp else "ar"),
+            op = self._tp_comm(pb, f"{name}.fwd." + ("rs" if s.sp else "ar"),
                                "reducescatter" if s.sp else "allreduce", s.act, op, tag)
         return op
 
-    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         if s.sp:
-            after = self._tp_comm(pb, "embedding.bwd.ag", "allgather", s.act, after, tag)
-        return _mem_op(pb, "embedding.bwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, (after,), tag)
+            after = self._tp_comm(pb, f"{name}.bwd.ag", "allgather", s.act, after, tag)
+        return _mem_op(pb, f"{name}.bwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, (after,), tag)
 
-    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = ()) -> int:
+    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (), prefix: str = "") -> int:
         """Final norm, output layer (column-parallel over the vocabulary) and the vocab-parallel
         cross-entropy, whose max / sum-exp / target-logit reductions are 3 AllReduces of b·s fp32
         values over tp (megatron/core/tensor_parallel/cross_entropy.py)."""
@@ -589,15 +590,15 @@ class LayerBuilder:
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
-        ln = _mem_op(pb, "final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
+        ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
                      ew.norm_impl)
-        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, ln)
+        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
         fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
-        loss = _mem_op(pb, "loss.fwd", "loss", fwd.bytes_per_logit * s.tokens * s.shape.vocab, (logits,), tag,
+        loss = _mem_op(pb, f"{prefix}loss.fwd", "loss", fwd.bytes_per_logit * s.tokens * s.shape.vocab, (logits,), tag,
                        fwd.kernels)
         if s.tp > 1:
             for what in ("max", "sumexp", "target"):
-                loss = self._tp_comm(pb, f"loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
+                loss = self._tp_comm(pb, f"{prefix}loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
         return loss
 
     def train_metrics(self, pb: ProgramBuilder, mb: int, after: int) -> int:
@@ -612,13 +613,49 @@ class LayerBuilder:
                        s.train_metrics * one.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
                        Tag("other", None, mb), s.train_metrics * one.kernels)
 
-    def head_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
+    def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
-        loss = _mem_op(pb, "loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,), tag,
+        loss = _mem_op(pb, f"{prefix}loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,), tag,
                        bwd.kernels)
-        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), "lm_head", s.shape.vocab, loss)
+        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
-        return _mem_op(pb, "final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
+        return _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
+
+    # -- multi-token prediction (megatron/core/transformer/multi_token_prediction.py) -------------
+
+    def mtp_forward(self, pb: ProgramBuilder, depth: int, mb: int, after: int, wait: tuple[int, ...] = ()) -> int:
+        """``MultiTokenPredictionLayer.forward`` before its transformer layer: the embedding of the
+        tokens shifted by depth + 1, ``enorm`` of it and ``hnorm`` of the hidden state, and
+        ``eh_proj`` (column-parallel, 2h -> h) of their concatenation, whose output shards are
+        gathered over tp (``gather_from_tensor_model_parallel_region``, then a local sequence
+        slice under sequence parallelism)."""
+        s, ew = self.spec, self.spec.elementwise
+        tag = Tag("fwd", None, mb)
+        name = f"mtp{depth}"
+        emb = self.embedding_forward(pb, mb, after, wait, name=f"{name}.embedding")
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        norms = _mem_op(pb, f"{name}.norms.fwd", "norm", 2 * ew.norm_fwd[0] * hb, _deps(after, emb), tag,
+                        2 * ew.norm_fwd[1], ew.norm_impl)
+        ctx = replace(self._tp(-1, mb), hidden=2 * s.hidden)
+        op = tensor_parallel.column_parallel_fwd(pb, ctx, f"{name}.eh_proj", s.hidden // s.tp, norms)
+        if s.tp > 1:
+            op = self._tp_comm(pb, f"{name}.eh_proj.fwd.ag", "allgather", s.act, op, tag)
+        return op
+
+    def mtp_backward(self, pb: ProgramBuilder, depth: int, mb: int, after: int) -> int:
+        """The reverse of :meth:`mtp_forward`: (sequence parallel) the AllGather of the sliced
+        gradient, ``eh_proj``'s dgrad and wgrad, the two norms and the embedding's gradient."""
+        s, ew = self.spec, self.spec.elementwise
+        tag = Tag("bwd", None, mb)
+        name = f"mtp{depth}"
+        if s.tp > 1 and s.sp:
+            after = self._tp_comm(pb, f"{name}.eh_proj.bwd.ag", "allgather", s.act, after, tag)
+        ctx = replace(self._tp(-1, mb), hidden=2 * s.hidden)
+        dx = tensor_parallel.column_parallel_bwd(pb, ctx, f"{name}.eh_proj", s.hidden // s.tp, after)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        norms = _mem_op(pb, f"{name}.norms.bwd", "norm", 2 * ew.norm_bwd[0] * hb, (dx,), tag, 2 * ew.norm_bwd[1],
+                        ew.norm_impl)
+        return self.embedding_backward(pb, mb, norms, name=f"{name}.embedding")

@@ -215,15 +215,17 @@ def test_automodel_moe_errors():
 
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
-    """Every row optimistic (the finding on the page): Qwen3-30B on 16 H100 +13.1%, Qwen3-235B on
-    256 H100 (FP8-CS, 32 virtual stages, A2A overlap) +3.6%, GPT-OSS-120B on 64 H100 +9.5%,
-    Qwen3-30B on 8 B200 +2.2%, Qwen3-235B on 256 B200 +17.3%, GPT-OSS-120B on 64 B200 +20.6%;
-    median +11.3% (+13.1% without the H100 Qwen3-235B row; +20.0% before the GPT-OSS expert-bias loop and recompute
-    modules, the FP8 row padding and current scaling's four kernels per quantised tensor). Upper
-    bounds, so a change that moves them further off fails."""
+    """Every row but DeepSeek-V3's optimistic (the finding on the page): Qwen3-30B on 16 H100 +13.1%,
+    Qwen3-235B on 256 H100 (FP8-CS, 32 virtual stages, A2A overlap) +3.6%, GPT-OSS-120B on 64 H100
+    +9.5%, Qwen3-30B on 8 B200 +2.2%, Qwen3-235B on 256 B200 +17.3%, GPT-OSS-120B on 64 B200 +20.6%,
+    DeepSeek-V3 on 256 B200 (MXFP8, layout "Et*4|(t*4|)*14tmL", A2A overlap) -10.0% with its MTP layer
+    (-2.4% without: the MTP layer and its second LM head make the last stage the busiest);
+    median 10.0% (11.3% without DeepSeek-V3; +20.0% before the GPT-OSS expert-bias loop and recompute
+    modules, the FP8 row padding and current scaling's four kernels per quantised tensor). Bounds, so
+    a change that moves them further off fails."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(0.0 <= e <= 0.25 for e in errors), errors
+    assert all(-0.12 <= e <= 0.25 for e in errors), errors
     assert scoring.median_abs_error(results) <= 0.15
 
 

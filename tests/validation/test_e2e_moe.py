@@ -7,6 +7,7 @@ import pytest
 
 from simulator.e2e_validation import sources
 from simulator.e2e_validation.moe_sources import (
+    pp_layout,
     stages_with_embedding_and_loss,
     uneven_virtual_stages,
 )
@@ -36,16 +37,24 @@ def test_automodel_moe_rows_build_the_printed_plans():
     assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [4, 1, 2, 1, 1, 1]
 
 
+def test_pp_layout():
+    """Megatron-Core's layout strings: DeepSeek-V3's 26.04.01 recipe and a nested repeat."""
+    assert pp_layout("Et*4|(t*4|)*14tmL") == ([4] * 15 + [1], 1)
+    assert pp_layout("Et|(tt|)*2t*3mmL") == ([1, 2, 2, 3], 2)
+
+
 def test_uneven_virtual_stages():
     assert uneven_virtual_stages(61, 32) == (1,) + (2,) * 29 + (1, 1)
     assert uneven_virtual_stages(8, 4) == (2, 2, 2, 2)
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
-    """Six rows of Megatron-Bridge 26.04.01 (DeepSeek-V3's left out), on the profile of the GPU the
-    table names, with its precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A
-    overlap: HybridEP (a DeepEP-style flex backend) for Qwen3-30B, alltoall elsewhere, combined 1F1B
-    only for the H100 Qwen3-235B run (512 micro-batches through 32 virtual stages)."""
+    """Seven rows of Megatron-Bridge 26.04.01, on the profile of the GPU the table names, with its
+    precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A overlap: HybridEP (a
+    DeepEP-style flex backend) for Qwen3-30B, DeepEP for DeepSeek-V3, alltoall elsewhere, combined
+    1F1B for the H100 Qwen3-235B run (512 micro-batches through 32 virtual stages) and DeepSeek-V3;
+    DeepSeek-V3's recipe layout "Et*4|(t*4|)*14tmL": 4 layers on each of 15 virtual stages, 1 and the
+    MTP layer on the last."""
     cs = _moe_cases("bridge_moe")
     got = [(c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus, c.scenario["training"]["dtype"],
             c.scenario["training"].get("fp8_recipe"), c.scenario["parallel"]["ep"],
@@ -55,23 +64,29 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
                    ("gpt-oss-120b", "dgx-h100", 64, "bf16", None, 8, "alltoall"),
                    ("qwen3-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
                    ("qwen3-235b-a22b", "dgx-b200", 256, "fp8", "mxfp8", 8, "alltoall"),
-                   ("gpt-oss-120b", "dgx-b200", 64, "bf16", None, 8, "alltoall")]
-    # only the H100 Qwen3-235B recipe sets the A2A overlap
+                   ("gpt-oss-120b", "dgx-b200", 64, "bf16", None, 8, "alltoall"),
+                   ("deepseek-v3", "dgx-b200", 256, "fp8", "mxfp8", 32, "deepep")]
+    # the H100 Qwen3-235B and DeepSeek-V3 recipes set the A2A overlap
     assert [c.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False) for c in cs] == [
-        False, True, False, False, False, False]
+        False, True, False, False, False, False, True]
+    assert [c.scenario["model"].get("mtp_layers", 0) for c in cs] == [0] * 6 + [1]
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
         # HybridEP's kernels hold the recipe's moe_hybridep_num_sms = 16 SMs (DeepEP's default: 20)
-        assert p.get("moe_deepep_sms", 20) == (16 if p["moe_dispatcher"] == "deepep" else 20)
+        qwen_hybridep = p["moe_dispatcher"] == "deepep" and c.scenario["model"]["preset"].startswith("qwen3")
+        assert p.get("moe_deepep_sms", 20) == (16 if qwen_hybridep else 20)
         # tokens per step: the printed global batch of 4,096-token sequences
-        assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 1280, 256: 8192}[
-            c.n_gpus] * 4096
-        if p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 4) on H100
+        deepseek = c.scenario["model"]["preset"] == "deepseek-v3"
+        assert t["global_batch"] * c.scenario["model"]["seq_len"] == (4096 if deepseek else {
+            8: 512, 16: 1024, 64: 1280, 256: 8192}[c.n_gpus]) * 4096
+        if deepseek:
+            assert p["pp_layers"] == [4] * 15 + [1] and p["vp"] == 2
+        elif p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 4) on H100
             assert p["pp_layers"] == ([11] + [12] * 6 + [11] if p.get("vp", 1) == 1 else [2] + [3] * 30 + [2])
         vocab = c.scenario["model"]["vocab"]
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
-            "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088}[c.scenario["model"]["preset"]] <= vocab
+            "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088, "deepseek-v3": 129280}[c.scenario["model"]["preset"]] <= vocab
 
 
 def test_bridge_ep_overlap_pair_differs_only_in_the_overlap():
