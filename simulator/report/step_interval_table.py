@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 2ce428d from the
-leave-one-source-out errors of the 184 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 1a748c4 from the
+leave-one-source-out errors of the 185 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 85.9% of 184 rows, 78.9% averaged over 17 sources.
+Nested held-out coverage of the 80% band: 85.9% of 185 rows, 78.9% averaged over 17 sources.
 """
 
 BANDS = {
-    'all runs': (-0.125425, 0.1886, 17, 184),
+    'all runs': (-0.125425, 0.1886, 17, 185),
 }
 
 ROWS = (
@@ -55,6 +55,7 @@ ROWS = (
     ('one node', 'bridge_moe', 'Qwen3_30B_a3B B200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.02136),
     ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B B200 MXFP8 tp1 pp8 ep8 dp32 256 GPUs', 0.159924),
     ('multi-node', 'bridge_moe', 'GPT OSS 120B B200 BF16 tp1 pp1 ep8 dp64 64 GPUs', 0.187343),
+    ('multi-node', 'bridge_moe', 'DeepSeekV3 B200 MXFP8 tp1 pp8 vp2 ep32 dp32 256 GPUs A2A overlap', -0.105622),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs', -0.071347),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs A2A overlap', -0.001687),
     ('multi-node', 'mcore2024', 'GPT-1.7B tp1 pp1 vp1 dp48 48 GPUs', 0.109061),
