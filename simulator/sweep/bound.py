@@ -188,37 +188,16 @@ def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: 
 
 def _critical_path(ops: list[Op], gpu: Any, comm_s: list[float]) -> float:
     """Longest chain from the first to the last compute-stream kernel of a pass, through its
-    dependencies and the FIFO order of each stream: kernels at their compute time, collectives at
-    ``comm_s``, sends and receives at 0. Every kernel of the compute stream lies on that chain, so
-    it is at least their sum; chained passes (the compute stream's FIFO order joins the last kernel
-    of one to the first of the next) add up."""
+    dependencies and the FIFO order of each stream (:func:`_walk`): kernels at their compute time,
+    collectives at ``comm_s``, sends and receives at 0. Every kernel of the compute stream lies on
+    that chain, so it is at least their sum; chained passes (the compute stream's FIFO order joins
+    the last kernel of one to the first of the next) add up."""
     kernels = [i for i, op in enumerate(ops) if isinstance(op, ComputeOp) and op.stream == "compute"]
     if not kernels:
         return 0.0
     first, last = kernels[0], kernels[-1]
-    times = compute_times(ops, gpu)
-    end: list[float | None] = [None] * len(ops)
-    last_on: dict[str, int] = {}
-    for i, op in enumerate(ops):
-        preds = list(op.deps)
-        prev = last_on.get(op.stream)
-        if prev is not None:
-            preds.append(prev)
-        last_on[op.stream] = i
-        if i < first:
-            continue
-        if i == first:
-            start: float | None = 0.0
-        else:
-            reached = [e for e in (end[p] for p in preds) if e is not None]
-            start = max(reached) if reached else None
-        if start is None:
-            continue
-        t = times[i]
-        end[i] = start + (t if t is not None else comm_s[i])
-        if i == last:
-            break
-    return end[last] or 0.0
+    durations = [c if t is None else t for t, c in zip(compute_times(ops, gpu), comm_s)]
+    return _walk(ops, durations, first, last, origin=durations[first])[last] or 0.0
 
 
 def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
@@ -317,9 +296,11 @@ def _priced_program(scn: Scenario) -> tuple[list[Op], list[float]]:
     return ops, out
 
 
-def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None) -> list[float | None]:
-    """End times of the ops reached from op ``start`` (ending at 0; ``start`` -1: every op, none
-    waiting at first) through dependencies and each stream's FIFO order, up to op ``stop``."""
+def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
+          origin: float = 0.0) -> list[float | None]:
+    """End times of the ops reached from op ``start`` (ending at ``origin``; ``start`` -1: every
+    op, none waiting at first) through dependencies and each stream's FIFO order, up to op
+    ``stop``."""
     end: list[float | None] = [None] * len(ops)
     last_on: dict[str, int] = {}
     for i, op in enumerate(ops[:len(ops) if stop is None else stop + 1]):
@@ -328,7 +309,7 @@ def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None) -
         if i < start:
             continue
         if i == start:
-            end[i] = 0.0
+            end[i] = origin
             continue
         reached = [e for e in (end[p] for p in (*op.deps, *(() if prev is None else (prev,)))) if e is not None]
         if reached or start < 0:
