@@ -225,6 +225,28 @@ grows from a quarter to 97% of the model FLOPs.
   attention kernel rate of that stack. A two-term fit of the H100 rows, with the 4K row of the
   same page (4 GPUs, simulated on 8) added, needs attention × 1.39 and the rest × 1.06; the
   same fit on the B200 rows gives attention × 1.06 and the rest × 0.93.
+- **What the published kernel sweeps say (`data/kernels/cudnn_sdpa_benchmarks.csv`).** cuDNN's
+  own SDPA sweeps, forward and backward, bf16, d = 128 (cudnn-frontend: H200 with cuDNN 9.1.0 and
+  9.4.0 beside PyTorch's FlashAttention-2, SM clock locked at 1980 MHz; B200 with 9.10.2), are
+  the backward measurements the FlashAttention papers do not print.
+  `python -m simulator.calibration.attention_bench` scores the pricing on them: the flash3 shape
+  factor follows cuDNN's length dependence on Hopper from 4K to 64K within 2-6% in the median,
+  forward and backward, causal and unmasked (causal 4K: 0.917 modelled, 0.924 forward and 0.891
+  backward measured), and dgx-h100's flash3 pair (0.60, 0.45) runs a forward plus its backward
+  at 0.485 of the peak where cuDNN 9.1.0 and 9.4.0 reach 0.486 and 0.491 at 16K causal (of the
+  peak at the sweep's clock); flash2's pair gives 0.305, PyTorch's FlashAttention-2 0.290. So
+  the data confirm the profile and the shape pricing, and do not explain these rows. Nor does
+  the CP steps' shape: the ring's kernels are priced at their blocks (the causal diagonal over
+  both local chunks, n × n with n = s/cp, and the unmasked n × n/2 steps), and n ≥ 16K on every
+  CP row here, where the factor is 0.97-1.0. Fitted on the eight H100 rows as
+  1/rate = (1 − a)/R_d + a/R_a (a: attention's share of Megatron's model FLOPs, 0.25 at 8K to
+  0.98 at 1M), R_a = 530 model TFLOP/s reproduces every row within 3%, flat from 8K without CP
+  to 1M at cp 32: about 310 TFLOP/s of fused-attention forward plus backward on the computed
+  (causal) FLOPs, the FlashAttention-2 level (PyTorch's FlashAttention-2 in the H200 sweep
+  311-328 at 16K-64K), where cuDNN 9.1.0 gives 520. With the flash2 pair the rows without CP land
+  at −0.6% and −0.9% and the CP rows at −9% to −15%; TE 1.4's backend selection picks
+  FusedAttention on sm90 whenever both are available, and no published figure of NeMo 24.03's
+  cuDNN 9.0 kernels was found, so neither is adopted.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 

@@ -1,0 +1,146 @@
+"""Score the fused-attention pricing (:mod:`simulator.costs.attention_shape` and a profile's
+``gpu.attention_efficiency``) against published kernel benchmarks.
+
+Data: ``data/kernels/cudnn_sdpa_benchmarks.csv``, cuDNN's own SDPA training sweeps
+(NVIDIA/cudnn-frontend): forward and backward TFLOP/s, bf16, head dim 128, causal and unmasked,
+4K-64K tokens on H200 (cuDNN 9.1.0 of May 2024 and 9.4.0 of September 2024, each beside the
+FlashAttention-2 of PyTorch's SDPA in the same container) and 512-128K on B200 (cuDNN 9.10.2 and
+flash-attn 2.7.3). These are the measured backward rates that the FlashAttention papers do not
+print as numbers.
+
+Two checks, both on the scripts' own FLOP convention (the forward's 4·b·h·s_q·s_k·d, halved when
+causal; the backward 2.5× that), which is the simulator's:
+
+* **length dependence** (:func:`length_errors`): a kernel's rate at s tokens over its rate at
+  ``REF_SEQ`` (16K) in the same sweep, against :func:`~simulator.costs.attention_shape.shape_factor`
+  for the backend's kernel generation (``cudnn`` → ``flash3``, the FlashAttention-2 backends →
+  ``flash2``), forward and backward apart. The shape factor is read off FlashAttention-3's
+  forward curves (H100); these rows test it on backward kernels and on cuDNN's.
+* **long-kernel rate** (:func:`fwd_bwd_fraction`): the fraction of the dense bf16 peak that one
+  forward plus one backward reaches, 3.5 / (1 / fwd + 2.5 / bwd), against a profile's pair. The
+  H200 sweeps ran with the SM clock locked at 1980 MHz (the README's settings), so their peak is
+  132 SMs × 4 tensor cores × 1024 FLOP/clock × 1.98 GHz (:func:`clock_peak_tflops`), not the
+  1830 MHz datasheet figure the dgx-h100 profile's 989.4 TFLOP/s stands for.
+
+``python -m simulator.calibration.attention_bench`` prints both.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from simulator.costs.attention_shape import REF_SEQ, shape_factor
+from simulator.files import bundled_dir
+
+DATA = bundled_dir("data/kernels") / "cudnn_sdpa_benchmarks.csv"
+KERNEL_OF_BACKEND = {"cudnn": "flash3", "pytorch_sdpa_flash": "flash2", "flash_attn_2": "flash2"}
+DENSE_BF16_FLOP_PER_CLOCK_PER_SM = 4 * 1024  # Hopper: 4 tensor cores × 1024 dense bf16 FLOP per clock
+H200_BENCH_CLOCK_GHZ = 1.98  # cudnn-frontend benchmark/README.md: nvidia-smi -ac 3201,1980
+HOPPER_SMS = 132
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One measured kernel pair: forward and backward TFLOP/s of one shape on one stack."""
+
+    commit: str
+    gpu: str
+    cudnn: str
+    backend: str
+    batch: int
+    q_heads: int
+    kv_heads: int
+    seq_q: int
+    seq_kv: int
+    head_dim: int
+    causal: bool
+    fwd_tflops: float
+    bwd_tflops: float
+
+    @property
+    def kernel(self) -> str:
+        return KERNEL_OF_BACKEND[self.backend]
+
+    @property
+    def sweep(self) -> tuple:
+        """The points of one curve: same file, backend, masking and head layout."""
+        return (self.commit, self.backend, self.causal, self.q_heads, self.kv_heads, self.head_dim)
+
+
+@dataclass(frozen=True)
+class LengthError:
+    point: BenchPoint
+    modelled: float  # shape_factor at the point's shape (1 at REF_SEQ)
+    fwd_measured: float  # the point's forward rate over the same sweep's at REF_SEQ
+    bwd_measured: float
+
+    @property
+    def fwd_error(self) -> float:
+        return self.modelled / self.fwd_measured - 1.0
+
+    @property
+    def bwd_error(self) -> float:
+        return self.modelled / self.bwd_measured - 1.0
+
+
+def read_points(path: Path = DATA) -> list[BenchPoint]:
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [BenchPoint(r["commit"], r["gpu"], r["cudnn"], r["backend"], int(r["batch"]), int(r["q_heads"]),
+                       int(r["kv_heads"]), int(r["seq_q"]), int(r["seq_kv"]), int(r["head_dim"]),
+                       r["causal"] == "true", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
+
+
+def length_errors(points: list[BenchPoint], min_seq: int = 0) -> list[LengthError]:
+    """Each point of at least ``min_seq`` tokens against its sweep's ``REF_SEQ`` point (batch 1)."""
+    ref = {p.sweep: p for p in points if p.seq_q == REF_SEQ and p.seq_kv == REF_SEQ and p.batch == 1}
+    out = []
+    for p in points:
+        r = ref.get(p.sweep)
+        if r is None or p.seq_q < min_seq:
+            continue
+        out.append(LengthError(p, shape_factor(p.seq_q, p.seq_kv, p.causal, p.head_dim, p.kernel),
+                               p.fwd_tflops / r.fwd_tflops, p.bwd_tflops / r.bwd_tflops))
+    return out
+
+
+def fwd_bwd_fraction(fwd: float, bwd: float) -> float:
+    """Rate of one forward plus one backward (2.5× its FLOPs) from their rates (or fractions)."""
+    return (1.0 + 2.5) / (1.0 / fwd + 2.5 / bwd)
+
+
+def clock_peak_tflops(sms: int = HOPPER_SMS, clock_ghz: float = H200_BENCH_CLOCK_GHZ) -> float:
+    """Dense bf16 peak of a Hopper GPU at ``clock_ghz``."""
+    return sms * DENSE_BF16_FLOP_PER_CLOCK_PER_SM * clock_ghz * 1e9 / 1e12
+
+
+def summary(points: list[BenchPoint], min_seq: int = 4096) -> dict[tuple[str, str, str, bool, str], float]:
+    """Median |error| of the shape factor per (gpu, cuDNN release, backend, causal, direction)."""
+    groups: dict[tuple[str, str, str, bool, str], list[float]] = {}
+    for e in length_errors(points, min_seq):
+        p = e.point
+        if p.seq_q == REF_SEQ and p.batch == 1:
+            continue
+        groups.setdefault((p.gpu, p.cudnn, p.backend, p.causal, "fwd"), []).append(abs(e.fwd_error))
+        groups.setdefault((p.gpu, p.cudnn, p.backend, p.causal, "bwd"), []).append(abs(e.bwd_error))
+    return {k: statistics.median(v) for k, v in groups.items()}
+
+
+def main() -> None:
+    points = read_points()
+    print("shape factor vs measured length dependence, 4K-128K tokens (median |error|):")
+    for (gpu, ver, backend, causal, direction), err in sorted(summary(points).items()):
+        print(f"  {gpu} cuDNN {ver:7s} {backend:19s} {'causal' if causal else 'full  '} {direction}: {100 * err:4.1f}%")
+    peak = clock_peak_tflops()
+    print(f"H200 long kernels (16K tokens, causal), fraction of the {peak:.0f} TFLOP/s peak at 1980 MHz:")
+    for p in points:
+        if p.gpu == "H200" and p.causal and p.seq_q == REF_SEQ:
+            print(f"  cuDNN {p.cudnn:6s} {p.backend:19s} fwd {p.fwd_tflops / peak:.3f} bwd {p.bwd_tflops / peak:.3f} "
+                  f"fwd+bwd {fwd_bwd_fraction(p.fwd_tflops, p.bwd_tflops) / peak:.3f}")
+
+
+if __name__ == "__main__":
+    main()

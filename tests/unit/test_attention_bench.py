@@ -1,0 +1,64 @@
+"""Fused-attention pricing against cuDNN's published SDPA sweeps (data/kernels/cudnn_sdpa_benchmarks.csv,
+calibration/attention_bench.py): the shape factor's length dependence, forward and backward, and
+the profiles' long-kernel pairs."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from simulator.calibration.attention_bench import (
+    clock_peak_tflops, fwd_bwd_fraction, length_errors, read_points)
+from simulator.config.hardware import load_profile
+from simulator.costs.attention_shape import REF_SEQ
+
+
+@pytest.fixture(scope="module")
+def points():
+    return read_points()
+
+
+def test_every_row_has_a_known_backend_and_a_16k_reference(points):
+    assert len(points) == 60
+    sweeps = {p.sweep for p in points}
+    refs = {p.sweep for p in points if p.seq_q == REF_SEQ and p.batch == 1}
+    assert sweeps == refs
+    assert {p.kernel for p in points} == {"flash2", "flash3"}
+
+
+@pytest.mark.parametrize("release", ["9.1.0", "9.4.0"])
+def test_shape_factor_follows_cudnn_on_hopper_forward_and_backward(points, release):
+    """cuDNN's H200 sweeps, 4K-64K, causal and unmasked: the flash3 shape factor (read off
+    FlashAttention-3's forward curves) is within 10% of every measured length ratio, 4% in the
+    median, the backward included (e.g. causal 4K: 0.917 modelled, 0.924 fwd / 0.891 bwd measured)."""
+    errs = [e for e in length_errors(points, 4096) if e.point.gpu == "H200" and e.point.backend == "cudnn"
+            and e.point.cudnn == release]
+    assert len(errs) == 10  # 4K-64K, causal and unmasked
+    both = [abs(e.fwd_error) for e in errs] + [abs(e.bwd_error) for e in errs]
+    assert max(both) < 0.10
+    assert statistics.median(both) < 0.04
+
+
+def test_shape_factor_follows_flash_attention_2_forward(points):
+    """PyTorch's FlashAttention-2 on H200, forward: within 6% at 4K-64K. Not asserted: its causal
+    backward at 4K-8K (8-15% below the flash2 factor), and B200's short kernels (flash-attn 2.7.3
+    at 4K 14% below, cuDNN 9.10.2 28% below: Blackwell's tiles are larger than Hopper's, for which
+    the factor's constants were read)."""
+    errs = [e for e in length_errors(points, 4096) if e.point.kernel == "flash2" and e.point.gpu == "H200"]
+    assert len(errs) == 20
+    assert max(abs(e.fwd_error) for e in errs) < 0.06
+
+
+def test_hopper_profile_pairs_match_the_measured_long_kernels(points):
+    """dgx-h100's flash3 pair (0.60 fwd, 0.45 bwd) runs one forward plus one backward at 0.485 of
+    the peak; cuDNN 9.1.0 and 9.4.0 at 16K causal reach 0.486 and 0.491 of the peak at the
+    sweep's locked 1980 MHz. flash2's pair (0.35, 0.29): 0.305, PyTorch's FlashAttention-2 0.290."""
+    eff = load_profile("dgx-h100").gpu.attention_efficiency
+    peak = clock_peak_tflops()
+    assert peak == pytest.approx(1070.5, abs=0.1)
+    long_causal = [p for p in points if p.gpu == "H200" and p.causal and p.seq_q == REF_SEQ]
+    for p in long_causal:
+        measured = fwd_bwd_fraction(p.fwd_tflops, p.bwd_tflops) / peak
+        pair = eff[p.kernel]
+        assert fwd_bwd_fraction(pair.fwd, pair.bwd) == pytest.approx(measured, rel=0.06 if p.kernel == "flash2" else 0.02)
