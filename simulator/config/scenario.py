@@ -266,7 +266,8 @@ def check_plan(scn: Scenario) -> None:
 def check_hybrid(scn: Scenario) -> None:
     """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
     ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers,
-    their FP8 casts and MTP layers are not modelled."""
+    their FP8 casts and MTP layers are not modelled, and the combined-1F1B A2A overlap exists for
+    GPTModel only."""
     m, t, p = scn.model, scn.training, scn.parallel
     if m.mamba_heads and (m.mamba_heads % p.tp or m.mamba_groups % p.tp):
         _fail(scn, "parallel.tp", f"tp={p.tp} must divide mamba_heads={m.mamba_heads} and mamba_groups="
@@ -277,6 +278,11 @@ def check_hybrid(scn: Scenario) -> None:
         _fail(scn, "training.dtype", "fp8 with layer_pattern: the FP8 casts of hybrid blocks are not modelled")
     if m.mtp_layers:
         _fail(scn, "model.mtp_layers", "multi-token prediction with layer_pattern is not modelled")
+    if p.overlap_moe_expert_parallel_comm:
+        # only GPTModel builds the schedule plan combined 1F1B runs (megatron/core/models/gpt/gpt_model.py
+        # build_schedule_plan); MambaModel has none
+        _fail(scn, "parallel.overlap_moe_expert_parallel_comm", "Megatron-Core's combined 1F1B A2A overlap "
+                                                                "plans GPTModel layers only, not hybrid blocks")
 
 
 def check_fp8_param_gather(scn: Scenario) -> None:

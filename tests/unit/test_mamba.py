@@ -163,3 +163,13 @@ def test_plans_the_mixers_cannot_run_exit_2(tmp_path: Path, capsys, parallel, fi
     assert main(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert field in err and "Traceback" not in err
+
+
+def test_a2a_overlap_of_hybrid_blocks_exits_2(tmp_path: Path, capsys):
+    """Megatron-Core builds the combined-1F1B schedule plan for GPTModel only."""
+    scn = _small_scenario(NANO)
+    scn["parallel"] = {"ep": 8, "overlap_moe_expert_parallel_comm": True}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    assert main(["check", str(path)]) == 2
+    assert "parallel.overlap_moe_expert_parallel_comm" in capsys.readouterr().err
