@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
         *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}, top-{m.top_k}, {m.shared_experts} shared, "
            f"{m.first_dense_layers} dense layers first; {active_param_count(m) / 1e9:.2f}B active params; "
            f"ep={p.ep} etp={p.expert_tp} expert-dp={scn.expert_dp} ({p.moe_dispatcher} dispatcher)"] if m.moe else []),
+        *([f"hybrid    {m.layer_pattern.count('M')} Mamba2 (heads {m.mamba_heads} x {m.mamba_head_dim}, state "
+           f"{m.mamba_state}, groups {m.mamba_groups}), {m.layer_pattern.count('*')} attention, "
+           f"{m.layer_pattern.count('E')} MoE, {m.layer_pattern.count('-')} MLP blocks"] if m.hybrid else []),
         f"training  micro_batch={t.micro_batch} global_batch={t.global_batch} dtype={t.dtype} "
         f"recompute={t.recompute}",
         f"plan      tp={p.tp}{' +SP' if p.sp_enabled else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "

@@ -161,7 +161,10 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide heads={m.heads}")
     if m.kv_heads % p.tp:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide kv_heads={m.kv_heads}")
-    if m.ffn_hidden % p.tp and m.layers > m.moe_layers:
+    if m.hybrid:
+        check_hybrid(scn)
+    dense_mlps = any(m.has_mlp(i) and not m.is_moe_layer(i) for i in range(m.layers))
+    if m.ffn_hidden % p.tp and dense_mlps:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide ffn_hidden={m.ffn_hidden} (the column- and "
                                   "row-parallel MLP layers split it evenly, Megatron's ColumnParallelLinear)")
     if p.ulysses > 1:
@@ -258,6 +261,28 @@ def check_plan(scn: Scenario) -> None:
         scn.profile.gpu.resolve_attention(t.attention)
     except InputError as exc:
         _fail(scn, "training.attention", exc.detail)
+
+
+def check_hybrid(scn: Scenario) -> None:
+    """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
+    ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers,
+    their FP8 casts and MTP layers are not modelled, and the combined-1F1B A2A overlap exists for
+    GPTModel only."""
+    m, t, p = scn.model, scn.training, scn.parallel
+    if m.mamba_heads and (m.mamba_heads % p.tp or m.mamba_groups % p.tp):
+        _fail(scn, "parallel.tp", f"tp={p.tp} must divide mamba_heads={m.mamba_heads} and mamba_groups="
+                                  f"{m.mamba_groups} (Megatron-Core's MambaMixer splits both over TP)")
+    if m.mamba_heads and (p.cp > 1 or p.ulysses > 1):
+        _fail(scn, "parallel.cp", "context parallelism of Mamba2 mixers is not modelled (layer_pattern with M)")
+    if t.dtype == "fp8":
+        _fail(scn, "training.dtype", "fp8 with layer_pattern: the FP8 casts of hybrid blocks are not modelled")
+    if m.mtp_layers:
+        _fail(scn, "model.mtp_layers", "multi-token prediction with layer_pattern is not modelled")
+    if p.overlap_moe_expert_parallel_comm:
+        # only GPTModel builds the schedule plan combined 1F1B runs (megatron/core/models/gpt/gpt_model.py
+        # build_schedule_plan); MambaModel has none
+        _fail(scn, "parallel.overlap_moe_expert_parallel_comm", "Megatron-Core's combined 1F1B A2A overlap "
+                                                                "plans GPTModel layers only, not hybrid blocks")
 
 
 def check_fp8_param_gather(scn: Scenario) -> None:

@@ -16,6 +16,8 @@ from simulator.errors import quote
 from simulator.units import BYTES_PER_ELEMENT
 
 Mlp = Literal["swiglu", "gelu"]
+# Megatron-Core's hybrid_override_pattern symbols (megatron/core/ssm/mamba_hybrid_layer_allocation.py)
+HYBRID_BLOCKS = ("M", "*", "-", "E")
 
 
 def _gpt(layers: int, hidden: int, heads: int, vocab: int = 51200, seq_len: int = 2048) -> dict[str, Any]:
@@ -31,13 +33,14 @@ def _llama(layers: int, hidden: int, heads: int, kv_heads: int, ffn: int, vocab:
 
 
 def _moe(layers: int, hidden: int, heads: int, kv_heads: int, vocab: int, seq_len: int, *, experts: int, top_k: int,
-         moe_ffn: int, ffn: int = 0, head_dim: int = 0, shared: int = 0, first_dense: int = 0,
-         **extra: Any) -> dict[str, Any]:
-    """A SwiGLU MoE shape with RoPE and untied embeddings (Mixtral, DeepSeek, Qwen3-MoE, GPT-OSS)."""
+         moe_ffn: int, ffn: int = 0, head_dim: int = 0, shared: int = 0, first_dense: int = 0, shared_ffn: int = 0,
+         mlp: Mlp = "swiglu", **extra: Any) -> dict[str, Any]:
+    """An MoE shape with RoPE and untied embeddings (Mixtral, DeepSeek, Qwen3-MoE, GPT-OSS: SwiGLU;
+    Nemotron-3: two-matrix squared-ReLU experts, ``mlp: gelu``)."""
     return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn or moe_ffn, vocab=vocab,
-                mlp="swiglu", seq_len=seq_len, tied_embeddings=False, position_embedding="rope", head_dim=head_dim,
+                mlp=mlp, seq_len=seq_len, tied_embeddings=False, position_embedding="rope", head_dim=head_dim,
                 experts=experts, top_k=top_k, moe_ffn_hidden=moe_ffn, shared_experts=shared,
-                first_dense_layers=first_dense, **extra)
+                shared_ffn_hidden=shared_ffn, first_dense_layers=first_dense, **extra)
 
 
 def _deepseek_mla(q_lora_rank: int) -> dict[str, Any]:
@@ -92,6 +95,18 @@ PRESETS: dict[str, dict[str, Any]] = {
     # alternating 128-token sliding-window attention is priced as full attention.
     "gpt-oss-120b": _moe(36, 2880, 64, 8, 201088, 4096, experts=128, top_k=4, moe_ffn=2880, head_dim=64),
     "gpt-oss-20b": _moe(24, 2880, 64, 8, 201088, 4096, experts=32, top_k=4, moe_ffn=2880, head_dim=64),
+    # --- Hybrid Mamba2-Transformer (Megatron's hybrid_override_pattern, model.layer_pattern) ---
+    # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (the checkpoint NeMo AutoModel's
+    # examples/benchmark/configs/nemotron_nano_v3_te_deepep.yaml loads, Automodel @08a48f76): 52
+    # blocks "MEMEM*EMEMEM*...", hidden 2688; 23 Mamba2 mixers of 64 heads x 64 (d_inner 4096),
+    # state 128, 8 groups, conv 4, chunk 128; 6 GQA attention blocks of 32 x 128 with 2 KV heads;
+    # 23 MoE blocks of 128 squared-ReLU experts of 1856, 6 per token, one shared expert of 3712;
+    # vocabulary 131072, untied embeddings, no position embedding in attention.
+    "nemotron-3-nano-30b-a3b": _moe(52, 2688, 32, 2, 131072, 4096, experts=128, top_k=6, moe_ffn=1856,
+                                    head_dim=128, shared=1, shared_ffn=3712, mlp="gelu",
+                                    layer_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                                    mamba_heads=64, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
+                                    mamba_conv=4, mamba_chunk=128),
 }
 
 
@@ -138,6 +153,17 @@ class Model(_Strict):
     kv_lora_rank: int = Field(default=0, ge=0, description="MLA key/value compression rank (0: not MLA)")
     qk_rope_head_dim: int = Field(default=0, ge=0, description="MLA decoupled RoPE dims per query/key head")
     v_head_dim: int = Field(default=0, ge=0, description="value head dim (0: head_dim)")
+    # --- Hybrid Mamba2-Transformer (Megatron-Core MambaModel, HF NemotronH) ---------------------
+    layer_pattern: str = Field(default="", description="one character per layer, Megatron-Core's "
+                               "hybrid_override_pattern: M a Mamba2 mixer, * self-attention, - a dense MLP, E an "
+                               "MoE block, each a pre-norm residual block of its own (\"\": every layer is "
+                               "attention + MLP/MoE)")
+    mamba_heads: int = Field(default=0, ge=0, description="Mamba2 heads per mixer (d_inner = heads x head dim)")
+    mamba_head_dim: int = Field(default=64, gt=0, description="Mamba2 head dim P")
+    mamba_state: int = Field(default=128, gt=0, description="Mamba2 state size N (d_state)")
+    mamba_groups: int = Field(default=8, gt=0, description="Mamba2 B/C groups (ngroups)")
+    mamba_conv: int = Field(default=4, gt=0, description="width of the causal depthwise conv1d")
+    mamba_chunk: int = Field(default=128, gt=0, description="chunk length Q of the SSD scan")
 
     @model_validator(mode="before")
     @classmethod
@@ -193,7 +219,49 @@ class Model(_Strict):
                              f"per query head (kv_heads = heads = {self.heads})")
         if self.heads % self.kv_heads:
             raise ValueError(f"kv_heads={self.kv_heads} does not divide heads={self.heads} (GQA groups)")
+        self._check_pattern()
         return self
+
+    def _check_pattern(self) -> None:
+        """``layer_pattern``: one known block per layer, MoE blocks only with experts, Mamba
+        blocks only with mamba_heads (Megatron-Core's ``allocate_layers`` rejects the same)."""
+        pat = self.layer_pattern
+        if not pat:
+            if self.mamba_heads:
+                raise ValueError("mamba_heads needs layer_pattern (which layers are Mamba2 mixers, 'M')")
+            return
+        bad = sorted(set(pat) - set(HYBRID_BLOCKS))
+        if bad:
+            raise ValueError(f"layer_pattern: unknown block {quote(bad[0])}; expected M (Mamba2), * (attention), "
+                             f"- (MLP) or E (MoE)")
+        if len(pat) != self.layers:
+            raise ValueError(f"layer_pattern has {len(pat)} blocks but layers={self.layers}")
+        if ("E" in pat) != (self.experts > 0):
+            raise ValueError("layer_pattern: E (MoE) blocks need experts > 0, and experts > 0 needs E blocks")
+        if ("M" in pat) != (self.mamba_heads > 0):
+            raise ValueError("layer_pattern: M (Mamba2) blocks need mamba_heads > 0, and mamba_heads needs M blocks")
+        if self.first_dense_layers or self.mla:
+            raise ValueError("layer_pattern places the MoE blocks itself (no first_dense_layers) and its attention "
+                             "blocks are plain MHA/GQA (no MLA)")
+        if self.mamba_heads and self.mamba_heads % self.mamba_groups:
+            raise ValueError(f"mamba_groups={self.mamba_groups} does not divide mamba_heads={self.mamba_heads}")
+
+    def block(self, layer: int) -> str:
+        """The block of layer `layer` in ``layer_pattern`` (M, *, -, E), or "" for a transformer
+        layer (attention + MLP/MoE)."""
+        return self.layer_pattern[layer] if self.layer_pattern and layer < len(self.layer_pattern) else ""
+
+    @property
+    def hybrid(self) -> bool:
+        return bool(self.layer_pattern)
+
+    def has_mlp(self, layer: int) -> bool:
+        """Whether layer `layer` has an MLP or MoE block."""
+        return self.block(layer) in ("", "-", "E")
+
+    @property
+    def attention_layers(self) -> int:
+        return self.layer_pattern.count("*") if self.layer_pattern else self.layers
 
     @property
     def moe(self) -> bool:
@@ -211,10 +279,14 @@ class Model(_Strict):
 
     def is_moe_layer(self, layer: int) -> bool:
         """Whether transformer layer `layer` (0-based) has routed experts."""
+        if self.layer_pattern and layer < len(self.layer_pattern):
+            return self.layer_pattern[layer] == "E"
         return self.experts > 0 and layer >= self.first_dense_layers
 
     @property
     def moe_layers(self) -> int:
+        if self.layer_pattern:
+            return self.layer_pattern.count("E")
         return self.layers - self.first_dense_layers if self.experts else 0
 
     @property

@@ -21,6 +21,9 @@ efficiency:
   computed part of the score matrix (causal masking). That figure is a long kernel's; an op with
   an ``attention_shape`` reaches it times ``costs.attention_shape.shape_factor`` (the per-CTA
   fixed cost, whole causal tiles on the diagonal, the softmax's share at its head dimension).
+* scan (the Mamba2 SSD chunked-scan kernels, :mod:`simulator.schedule.mamba`): their
+  tensor-core FLOPs at :data:`SSD_SCAN_EFFICIENCY` of the bf16 peak, or their ``hbm_bytes`` at
+  ``hbm_Bps × hbm_efficiency``, whichever is slower.
 * everything else (elementwise, norm, copy, optimizer, embedding, loss) is memory-bound:
   ``hbm_bytes`` over the bandwidth its kernel class reaches plus a ramp per kernel
   (``costs.memory_bound``: streaming kernels at 0.90 of ``hbm_Bps × hbm_efficiency``, PyTorch's
@@ -48,6 +51,15 @@ from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
 from simulator.costs.memory_bound import kernel_class, memory_time
 from simulator.schedule.ir import ComputeOp, Op
+
+# Fraction of the bf16 dense peak the Mamba2 SSD scan kernels reach: TileLang's published
+# benchmark of the chunk-scan forward kernel (tile-ai/tilelang benchmark/mamba2/README.md @be9c08f6:
+# 8 x 16,384 tokens, 80 heads of 64, state 128, chunk 256) measures 135.7 TFLOP/s on an H800 SXM,
+# whose bf16 dense peak is the H100 SXM's 989 TFLOP/s: 0.137. That is the largest of the scan's
+# kernels and an autotuned one (the same page compares it with mamba_ssm's Triton kernels), so it
+# bounds the others from above; at state 128 the kernels are memory-bound on their fp32 chunk states
+# (schedule/mamba.py ssd_bytes) and the bound rarely binds.
+SSD_SCAN_EFFICIENCY = 135.7 / 989.0
 
 MEMORY_BOUND_KINDS = frozenset({"elementwise", "norm", "copy", "optimizer", "embedding", "loss"})
 
@@ -117,6 +129,8 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
             s_q, s_k, head_dim, causal = op.attention_shape
             eff *= shape_factor(s_q, s_k, causal, head_dim, op.attention_kernel or gpu.default_kernel)
         return gpu.peak_flops(dtype) * min(eff, 1.0)
+    if op.kind == "scan":
+        return gpu.peak_flops("bf16") * SSD_SCAN_EFFICIENCY
     # Memory-bound kinds that still carry FLOPs (optimizer math, loss) run on CUDA cores; a
     # fp32 non-tensor rate is a generous upper bound that only matters if hbm_bytes is missing.
     return gpu.fp32_TFLOPS * 1e12

@@ -525,7 +525,12 @@ SOURCES: list[Source] = [
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
             "on 1,024 GPUs four.",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
-            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU."]),
+            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
+            "Nemotron V3 Nano: the hybrid Mamba2-Transformer MoE of its Hugging Face config (model.layer_pattern), "
+            "Mamba2 mixers priced from their kernels (simulator/schedule/mamba.py). Nemotron V3 Super is left out: "
+            "its LatentMoE experts (dispatched and computed in a 1024-wide latent space) and its MTP layer are "
+            "not modelled; Ultra too (LatentMoE, two MTP layers, and its config.json not transcribed); see "
+            "AUTOMODEL_MOE_SKIPPED in simulator/e2e_validation/moe_sources.py."]),
     Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
            ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "

@@ -33,6 +33,14 @@ without query compression), a KV path h→(r_kv+d_r) then r_kv→a·(d+d_v), and
 projection a·d_v→h; its attention core multiplies a·(d+d_r) by the keys and a·d_v by the values.
 :func:`megatron_flops_per_step` reproduces Megatron-Core's ``num_floating_point_operations``
 (megatron/training/training.py) for the published-TFLOP/s comparisons.
+
+**Hybrid Mamba2-Transformer models** (``model.layer_pattern``, Megatron-Core's
+``hybrid_override_pattern``): every layer is one pre-norm block, a Mamba2 mixer (M), attention
+(*), a dense MLP (-) or an MoE block (E), so a layer holds one norm and one of the terms above. A
+Mamba2 mixer's GEMMs are in_proj (h -> 2·d_inner + 2·G·N + H) and out_proj (d_inner -> h), its
+SSD scan has the chunked algorithm's FLOPs (:mod:`simulator.schedule.mamba`); model FLOPs count
+6·N over the GEMM weights, the attention term over the attention blocks only, and three times
+the scan's forward FLOPs.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from dataclasses import dataclass
 
 from simulator.config.workload import Model
 from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops, causal_fraction_diagonal
+from simulator.schedule.mamba import MambaShape, ssd_flops
 
 BWD_GEMM_FACTOR = 2.0  # dgrad + wgrad
 
@@ -71,8 +80,11 @@ def expert_params(model: Model) -> int:
 
 
 def mlp_params(model: Model, layer: int) -> int:
-    """MLP weights of layer `layer`: the dense MLP, or router + all routed + shared experts."""
+    """MLP weights of layer `layer`: the dense MLP, or router + all routed + shared experts (0 for
+    a hybrid model's attention or Mamba block)."""
     h = model.hidden
+    if not model.has_mlp(layer):
+        return 0
     if not model.is_moe_layer(layer):
         return mlp_matrices(model) * h * model.ffn_hidden
     return h * model.experts + model.experts * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
@@ -86,9 +98,20 @@ def active_mlp_params(model: Model, layer: int) -> int:
     return h * model.experts + model.top_k * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
 
 
+def mamba_params(model: Model) -> int:
+    """Parameters of one Mamba2 mixer (:class:`~simulator.schedule.mamba.MambaShape`), its
+    block's pre-norm not included."""
+    return MambaShape.of(model).params
+
+
 def layer_params(model: Model, layer: int = 0) -> int:
-    """Parameters of transformer layer `layer`: attention, MLP (all experts), two norms (no biases)."""
-    return attention_params(model) + mlp_params(model, layer) + 2 * model.hidden
+    """Parameters of layer `layer`: attention, MLP (all experts), two norms (no biases); a hybrid
+    model's block: its mixer, attention or MLP and one norm."""
+    block = model.block(layer)
+    if not block:
+        return attention_params(model) + mlp_params(model, layer) + 2 * model.hidden
+    mixer = attention_params(model) if block == "*" else mamba_params(model) if block == "M" else 0
+    return mixer + mlp_params(model, layer) + model.hidden
 
 
 def embedding_params(model: Model) -> int:
@@ -119,14 +142,16 @@ def active_param_count(model: Model, input_embedding: bool = True) -> int:
 class LayerFlops:
     """Forward FLOPs of one layer for `tokens` query tokens of sequences of length `seq`."""
 
-    qkv: float
+    qkv: float  # the QKV projection, or a Mamba2 mixer's in_proj
     attention: float
-    out_proj: float
+    out_proj: float  # the attention's or the Mamba2 mixer's output projection
     mlp: float
+    ssd: float = 0.0  # a Mamba2 mixer's SSD scan, forward
+    ssd_bwd: float = 0.0  # and backward (schedule/mamba.py ssd_flops)
 
     @property
     def forward(self) -> float:
-        return self.qkv + self.attention + self.out_proj + self.mlp
+        return self.qkv + self.attention + self.out_proj + self.mlp + self.ssd
 
     @property
     def gemms(self) -> float:
@@ -134,7 +159,7 @@ class LayerFlops:
 
     @property
     def backward(self) -> float:
-        return BWD_GEMM_FACTOR * self.gemms + FLASH_BWD_FACTOR * self.attention
+        return BWD_GEMM_FACTOR * self.gemms + FLASH_BWD_FACTOR * self.attention + self.ssd_bwd
 
 
 def attention_core_dim(model: Model) -> float:
@@ -146,6 +171,14 @@ def layer_flops(model: Model, tokens: int, seq: int, causal_fraction: float = 1.
     """Forward FLOPs of layer `layer`; an MoE layer's MLP counts the active experts (balanced)."""
     h, a = model.hidden, model.heads
     o_in = a * model.v_head_dim
+    block = model.block(layer)
+    if block == "M":
+        ms = MambaShape.of(model)
+        fwd, bwd = ssd_flops(ms)
+        return LayerFlops(qkv=gemm_flops(tokens, ms.in_proj_out, h), attention=0.0,
+                          out_proj=gemm_flops(tokens, h, ms.inner), mlp=0.0, ssd=fwd * tokens, ssd_bwd=bwd * tokens)
+    if block in ("E", "-"):
+        return LayerFlops(qkv=0.0, attention=0.0, out_proj=0.0, mlp=2.0 * tokens * active_mlp_params(model, layer))
     return LayerFlops(
         qkv=2.0 * tokens * (attention_params(model) - o_in * h),
         attention=attention_flops(1, a, tokens, seq, attention_core_dim(model), causal_fraction),  # tokens = b·s rows
@@ -178,9 +211,21 @@ def step_flops(model: Model, tokens: int, seq: int, recompute: str = "none", cau
 def model_flops_per_token(model: Model, seq: int | None = None) -> float:
     """6·N_gemm + 12·l·a·d·s (PaLM / Megatron convention, see module docstring)."""
     s = model.seq_len if seq is None else seq
+    attention = 12.0 * model.attention_layers * model.heads * attention_core_dim(model) * s
+    if model.hybrid:
+        ms = MambaShape.of(model) if model.mamba_heads else None
+        n_gemm = model.vocab * model.hidden
+        ssd = 0.0
+        for i, block in enumerate(model.layer_pattern):
+            if block == "M" and ms is not None:
+                n_gemm += ms.gemm_params
+                ssd += 3.0 * ssd_flops(ms)[0]
+            else:
+                n_gemm += attention_params(model) if block == "*" else active_mlp_params(model, i)
+        return 6.0 * n_gemm + attention + ssd
     n_gemm = active_param_count(model) - embedding_params(model) - output_params(model) \
         - model.layers * 2 * model.hidden + model.vocab * model.hidden
-    return 6.0 * n_gemm + 12.0 * model.layers * model.heads * attention_core_dim(model) * s
+    return 6.0 * n_gemm + attention
 
 
 def megatron_flops_per_step(model: Model, batch: int, seq: int | None = None, mtp_layers: int = 0) -> float:
@@ -191,6 +236,9 @@ def megatron_flops_per_step(model: Model, batch: int, seq: int | None = None, mt
     of the MoE layers, and the logits. The router GEMM and the norms are not counted (only MLA's
     "+1" norm terms are, as there). ``mtp_layers`` adds DeepSeek-V3's multi-token-prediction
     modules as Megatron does (one more MoE/dense layer each, its projection and a logits pass)."""
+    if model.hybrid:
+        raise ValueError("megatron_flops_per_step: a hybrid (layer_pattern) model is counted by Megatron's "
+                         "hybrid_flops, not transformer_flops")
     s = model.seq_len if seq is None else seq
     h, a, d = model.hidden, model.heads, model.head_dim
     km = mlp_matrices(model)

@@ -27,7 +27,8 @@ __all__ = ["COMM_TYPES", "CollectiveKind"]  # re-exported: the IR's vocabulary (
 Phase = Literal["fwd", "bwd", "opt", "other"]
 # host: work of the issuing CPU thread (Python loops, op dispatch, launches) that the GPU waits for
 # with no kernel running; priced as ``count`` launch floors (costs/compute.py).
-ComputeKind = Literal["gemm", "attention", "elementwise", "norm", "embedding", "loss", "optimizer", "copy", "host"]
+ComputeKind = Literal["gemm", "attention", "scan", "elementwise", "norm", "embedding", "loss", "optimizer", "copy",
+                      "host"]
 
 
 

@@ -249,6 +249,31 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     return (replicated / t if sp else replicated) + sharded / t + scores / t
 
 
+def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
+    """Activation bytes one block of a hybrid model (``model.layer_pattern``) keeps for one
+    micro-batch on one GPU without recompute: the block's input and its norm's output (4·sbh,
+    split over tp under SP), then per block the QKV and core outputs of attention (the
+    ``sharded`` attention terms of :func:`layer_activation_bytes`), a dense MLP's tensors, an MoE
+    block's (:func:`moe_layer_activation_bytes`) or a Mamba2 mixer's
+    (:func:`simulator.schedule.mamba.activation_bytes`)."""
+    from simulator.schedule.mamba import MambaShape, activation_bytes
+
+    m, B = scn.model, scn.training.act_bytes
+    shape = RankShapes.of(scn)
+    sbh, t = shape.tokens * m.hidden * B / 2, shape.tp  # layer_activation_bytes' s·b·h (in 2-byte units)
+    out = 4 * sbh / (t if shape.sequence_parallel else 1)
+    block = m.block(layer)
+    if block == "*":
+        out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t
+    elif block == "-":
+        out += (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * m.ffn_hidden / t
+    elif block == "E":
+        out += moe_layer_activation_bytes(scn)
+    elif block == "M":
+        out += activation_bytes(MambaShape.of(m, t), shape.tokens, B)
+    return out
+
+
 def moe_layer_activation_bytes(scn: Scenario) -> float:
     """Extra activation bytes of an MoE layer over a dense one with no MLP, per micro-batch: the
     router logits (fp32, T·E), the permuted dispatch buffer (T·k·h), and for the R rows the
@@ -357,7 +382,10 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     per_layer = layer_activation_bytes(scn)
     layers = stage_layers(scn, stage)
     layer_sum = len(layers) * per_layer
-    if m.moe and tr.recompute != "full":
+    hybrid = m.hybrid and tr.recompute != "full"
+    if hybrid:  # selective recompute changes nothing here: the attention cores keep no score matrix
+        layer_sum = sum(hybrid_block_activation_bytes(scn, i) for i in layers)
+    elif m.moe and tr.recompute != "full":
         dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * shape.ffn
         n_moe = sum(1 for i in layers if m.is_moe_layer(i))
         layer_sum += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
@@ -372,6 +400,8 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     z_loss, z_bwd = zero3_working_bytes(scn, stage)
     loss = loss_buffer_bytes(scn) if last else 0.0
     rebuilt = layer_activation_bytes(scn, "none") if tr.recompute == "full" and layers else 0.0
+    if m.hybrid and rebuilt:
+        rebuilt = max(hybrid_block_activation_bytes(scn, i) for i in layers)
     if loss + z_loss >= rebuilt + z_bwd:
         loss_b, rec_b, zero_b = loss, 0.0, z_loss
     else:

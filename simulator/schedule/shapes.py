@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.flops import embedding_params, expert_params, mlp_matrices
+from simulator.schedule.mamba import MambaShape
 
 
 @dataclass(frozen=True)
@@ -127,10 +128,14 @@ def mla_weights(scn: Scenario) -> MlaWeights:
 
 
 def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
-    """Parameters of transformer layer `layer` on one rank, one :class:`Module` per tensor."""
+    """Parameters of transformer layer `layer` on one rank, one :class:`Module` per tensor; a
+    hybrid model's layer holds its block's norm and its mixer, attention or MLP alone."""
     m, p = scn.model, scn.parallel
     t, h, d = p.tp, m.hidden, m.head_dim
-    if m.mla:
+    block = m.block(layer)
+    if block == "M":  # the Mamba2 mixer: every tensor sharded over tp with its heads (schedule/mamba.py)
+        mods = [Module("ln1", h, "attn"), Module("mamba", MambaShape.of(m, t).params, "attn")]
+    elif m.mla:
         w = mla_weights(scn)
         mods = [Module("ln1", h, "attn"), Module("mla_down", w.down + w.norms, "attn"),
                 Module("mla_up", w.up // t, "attn"), Module("o", w.out // t, "attn"), Module("ln2", h, "mlp")]
@@ -138,12 +143,16 @@ def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
         mods = [Module("ln1", h, "attn"), Module("q", h * m.heads * d // t, "attn"),
                 Module("k", h * m.kv_heads * d // t, "attn"), Module("v", h * m.kv_heads * d // t, "attn"),
                 Module("o", m.heads * d * h // t, "attn"), Module("ln2", h, "mlp")]
+    if block == "*":
+        mods = mods[:-1]
+    elif block in ("E", "-"):
+        mods = [Module("ln2", h, "mlp")]
     names = ("gate", "up", "down") if mlp_matrices(m) == 3 else ("fc1", "fc2")
     if m.is_moe_layer(layer):
         mods.append(Module("router", h * m.experts, "mlp"))
         mods += [Module(f"shared.{n}", h * m.shared_ffn_hidden // t, "mlp") for n in names if m.shared_ffn_hidden]
         mods.append(Module("experts", m.experts // p.ep * expert_params(m) // p.expert_tp, "mlp", expert=True))
-    else:
+    elif m.has_mlp(layer):
         mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
     return ParamUnit(f"L{layer}", layer, tuple(Module(f"L{layer}.{x.name}", x.numel, x.block, x.expert) for x in mods))
 
@@ -255,11 +264,12 @@ def stage_params(scn: Scenario, stage: int) -> StageParams:
 
 def layer_kinds(scn: Scenario, layers: list[int]) -> list[tuple[tuple[int, int], int]]:
     """((dense, expert) parameters of one layer, how many of ``layers`` hold that many) per kind
-    of layer: the layers of one kind (dense or MoE) hold the same parameters."""
-    count: dict[bool, int] = {}
-    first: dict[bool, int] = {}
+    of layer: the layers of one kind (dense or MoE; a hybrid model's block) hold the same
+    parameters."""
+    count: dict[tuple[bool, str], int] = {}
+    first: dict[tuple[bool, str], int] = {}
     for layer in layers:
-        kind = scn.model.is_moe_layer(layer)
+        kind = (scn.model.is_moe_layer(layer), scn.model.block(layer))
         count[kind] = count.get(kind, 0) + 1
         first.setdefault(kind, layer)
     out = []

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import attention, context_parallel, fp8, moe, ring_attention, tensor_parallel, ulysses
+from simulator.schedule import attention, context_parallel, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, restamp_constructor)
@@ -61,6 +61,8 @@ class LayerSpec:
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
+    pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
+    mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -76,13 +78,16 @@ class LayerSpec:
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
-                   recompute_norm="layernorm" in t.recompute_modules)
+                   recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
+                   mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None)
 
     @property
     def elementwise(self) -> "Elementwise":
         return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel)
 
     def is_moe(self, layer: int) -> bool:
+        if self.pattern and layer < len(self.pattern):
+            return self.pattern[layer] == "E"
         return self.moe is not None and layer >= self.first_dense
 
     @property
@@ -483,6 +488,8 @@ class LayerBuilder:
                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
                  pass_: str = "fwd") -> int:
         s = self.spec
+        if s.pattern and layer < len(s.pattern):
+            return self._block_forward(pb, layer, mb, after, wait_attn + wait_mlp, gate, pass_)
         tag = Tag("fwd", layer, mb)
         tp = self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
@@ -525,6 +532,8 @@ class LayerBuilder:
             start = len(pb)
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp, gate, "recompute")
             mark_recompute(pb, start)
+        if s.pattern and layer < len(s.pattern):
+            return self._block_backward(pb, layer, mb, after, wait_attn + wait_mlp, gate)
         ew = s.elementwise
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
                        ew.res_bwd[1])
@@ -556,6 +565,74 @@ class LayerBuilder:
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
+
+    # -- the blocks of a hybrid model (model.layer_pattern) -------------------------------------
+
+    def _block_forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int, wait: tuple[int, ...],
+                       gate: Gate | None, pass_: str) -> int:
+        """One block of a hybrid model, as Megatron-Core's ``MambaStack`` builds it
+        (megatron/core/ssm/mamba_block.py: ``MambaLayer``, a ``TransformerLayer`` with only the
+        attention or only the MLP): pre-norm, the block's mixer or MLP, the residual add. The M block
+        runs :func:`simulator.schedule.mamba.forward`, the E block :func:`simulator.schedule.moe.forward`."""
+        s, ew, block = self.spec, self.spec.elementwise, self.spec.pattern[layer]
+        tag, tp = Tag("fwd", layer, mb), self._tp(layer, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+
+        def g(gemm: str, x: int) -> int:
+            return gate(pb, layer, gemm, pass_, x) if gate is not None else x
+
+        x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
+                    ew.norm_impl)
+        if block == "M":
+            assert s.mamba is not None
+            x = mamba.forward(pb, s.mamba, tp, layer, mb, g("qkv", x), s.act_bytes)
+        elif block == "*":
+            x = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", x))
+            x = self.attn_fwd(pb, self._attn(layer, mb), x)
+            x = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", x))
+        elif block == "E":
+            assert s.moe is not None
+            x = moe.forward(pb, s.moe, tp, layer, mb, x)
+        else:
+            x = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", self._fc1_out, g("fc1", x))
+            x = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", ew.act_fwd[0] * s.tokens * s.shape.ffn * s.act_bytes,
+                        (x,), tag, ew.act_fwd[1])
+            x = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, g("fc2", x))
+        return _mem_op(pb, f"L{layer}.res.fwd", "elementwise", ew.res_fwd[0] * hb, (x,), tag, ew.res_fwd[1])
+
+    def _block_backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int, wait: tuple[int, ...],
+                        gate: Gate | None) -> int:
+        """The reverse of :meth:`_block_forward` (full recompute has re-run the forward already;
+        selective recompute re-runs an attention block's core)."""
+        s, ew, block = self.spec, self.spec.elementwise, self.spec.pattern[layer]
+        tag, tp = Tag("bwd", layer, mb), self._tp(layer, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+
+        def g(gemm: str, x: int) -> int:
+            return gate(pb, layer, gemm, "bwd", x) if gate is not None else x
+
+        x = _mem_op(pb, f"L{layer}.res.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait), tag, ew.res_bwd[1])
+        if block == "M":
+            assert s.mamba is not None
+            x = mamba.backward(pb, s.mamba, tp, layer, mb, g("qkv", x), s.act_bytes)
+        elif block == "*":
+            x = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", x))
+            ctx = self._attn(layer, mb)
+            if s.recompute == "selective":
+                start = len(pb)
+                x = self.attn_fwd(pb, ctx, x)
+                mark_recompute(pb, start)
+            x = self.attn_bwd(pb, ctx, x)
+            x = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", x))
+        elif block == "E":
+            assert s.moe is not None
+            x = moe.backward(pb, s.moe, tp, layer, mb, x)
+        else:
+            x = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, g("fc2", x))
+            x = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", ew.act_bwd[0] * s.tokens * s.shape.ffn * s.act_bytes,
+                        (x,), tag, ew.act_bwd[1])
+            x = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", self._fc1_out, g("fc1", x))
+        return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (x,), tag, ew.norm_bwd[1], ew.norm_impl)
 
     # -- embedding and LM head ----------------------------------------------------------------
 

@@ -326,7 +326,7 @@ GEMMS = ("qkv", "proj", "fc1", "fc2")  # the weight GEMMs of a dense layer, in f
 # Parameters of the schedule's modules each GEMM reads. Megatron-LM holds the QKV projection as one
 # tensor (query_key_value) and, gated, the two up projections as one (the fused GEMM the schedule
 # runs), so each GEMM is one parameter; the layer norms run in the blocks before qkv and fc1.
-_GEMM_OF = {"q": "qkv", "k": "qkv", "v": "qkv", "ln1": "qkv", "o": "proj", "ln2": "fc1", "fc1": "fc1",
+_GEMM_OF = {"q": "qkv", "k": "qkv", "v": "qkv", "ln1": "qkv", "mamba": "qkv", "o": "proj", "ln2": "fc1", "fc1": "fc1",
             "gate": "fc1", "up": "fc1", "fc2": "fc2", "down": "fc2"}
 _FUSED = {"q": "qkv", "k": "qkv", "v": "qkv", "gate": "fc1", "up": "fc1"}
 _NORMS = ("ln1", "ln2", "final_norm")

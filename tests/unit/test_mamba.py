@@ -1,0 +1,175 @@
+"""Hybrid Mamba2-Transformer models: the Mamba2 mixer's closed forms, the Nemotron-3 Nano preset
+against its model card, the layer pattern's validation and the schedule built from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from simulator.cli import main
+from simulator.config.scenario import build_scenario
+from simulator.config.workload import Model
+from simulator.costs.compute import SSD_SCAN_EFFICIENCY, compute_time
+from simulator.schedule.build import build_program
+from simulator.schedule.flops import active_param_count, layer_flops, layer_params, model_flops_per_token, param_count
+from simulator.schedule.ir import ComputeOp
+from simulator.schedule.mamba import MambaShape, ssd_bytes, ssd_flops
+from simulator.schedule.shapes import layer_unit
+
+NANO = "nemotron-3-nano-30b-a3b"
+SMALL = dict(layers=4, hidden=256, heads=4, kv_heads=2, vocab=1024, seq_len=512, layer_pattern="M*M-",
+             mamba_heads=8, mamba_head_dim=32, mamba_state=16, mamba_groups=2, mamba_conv=4, mamba_chunk=64)
+
+
+def nano(**kw) -> Model:
+    return Model.model_validate({"preset": NANO, **kw})
+
+
+def test_mamba2_mixer_parameters_closed_form():
+    """Nano's mixer (h 2688, 64 heads x 64, N 128, G 8, conv 4): in_proj h x (2·4096 + 2·8·128 + 64),
+    conv1d (4096 + 2048) x (4 + 1 bias), dt_bias, A_log and D per head, the gated norm's 4096 and
+    out_proj 4096 x h (HF NemotronH / Megatron-Core MambaMixer tensors)."""
+    s = MambaShape.of(nano())
+    h = 2688
+    assert s.in_proj_out == 10304
+    assert s.params == h * 10304 + 6144 * 5 + 3 * 64 + 4096 + 4096 * h
+    assert layer_params(nano(), 0) == s.params + h  # an M block: the mixer and its pre-norm
+
+
+def test_mamba2_mixer_tensor_parallel_split():
+    """Megatron-Core splits the heads and the groups over TP: every tensor divides by tp."""
+    m = nano()
+    assert MambaShape.of(m, 8).params * 8 == MambaShape.of(m).params
+    with pytest.raises(ValueError, match="tp=16"):
+        MambaShape.of(m, 16)  # 8 groups
+
+
+def test_ssd_flops_of_the_chunked_algorithm():
+    """Per token, forward: C·Bᵀ per group over a chunk (2·G·Q·N), the chunk states and C·states
+    (2·H·P·N each), the causal half of the Q x Q block times x (H·P·Q); backward 6·G·Q·N +
+    10·H·P·N + 3·H·P·Q (module docstring of schedule/mamba.py)."""
+    s = MambaShape.of(nano())
+    fwd, bwd = ssd_flops(s)
+    assert fwd == 2 * 8 * 128 * 128 + 4 * 64 * 64 * 128 + 64 * 64 * 128 == 2_883_584
+    assert bwd == 6 * 8 * 128 * 128 + 10 * 64 * 64 * 128 + 3 * 64 * 64 * 128 == 7_602_176
+    lf = layer_flops(nano(), tokens=4096, seq=4096, layer=0)
+    assert lf.qkv == 2 * 4096 * 2688 * 10304 and lf.out_proj == 2 * 4096 * 4096 * 2688
+    assert lf.ssd == fwd * 4096 and lf.attention == 0 and lf.mlp == 0
+    assert lf.backward == 2 * (lf.qkv + lf.out_proj) + bwd * 4096
+
+
+def test_ssd_kernels_are_memory_bound_at_state_128():
+    """Nano's SSD traffic (fp32 chunk states) outlasts its FLOPs at the published chunk-scan rate on
+    an H100: the op's time is its bytes over the achieved bandwidth."""
+    scn = build_scenario(_small_scenario(NANO))
+    gpu = scn.profile.gpu
+    s = MambaShape.of(scn.model)
+    (f, b), t = ssd_flops(s), 16384
+    rate, bandwidth = gpu.peak_flops("bf16") * SSD_SCAN_EFFICIENCY, gpu.hbm_Bps * gpu.hbm_efficiency
+    assert f / rate < ssd_bytes(s, 2)[0] / bandwidth and b / rate < ssd_bytes(s, 2)[1] / bandwidth
+    op = ComputeOp(name="ssd", kind="scan", flops=f * t, hbm_bytes=ssd_bytes(s, 2)[0] * t, count=5)
+    expected = ssd_bytes(s, 2)[0] * t / (gpu.hbm_Bps * gpu.hbm_efficiency) + 5 * gpu.kernel_launch_us * 1e-6
+    assert compute_time(op, gpu) == pytest.approx(expected)
+
+
+def test_nemotron3_nano_parameter_counts_match_the_model_card():
+    """NVIDIA's Nemotron 3 page: "a 3.2B active (3.6B with embeddings), 31.6B total parameter model"."""
+    m = nano()
+    assert param_count(m) == pytest.approx(31.6e9, rel=0.005)
+    assert active_param_count(m) == pytest.approx(3.6e9, rel=0.01)
+    assert active_param_count(m, input_embedding=False) == pytest.approx(3.2e9, rel=0.01)
+    assert (m.layer_pattern.count("M"), m.layer_pattern.count("*"), m.moe_layers) == (23, 6, 23)
+
+
+def test_model_flops_count_attention_only_in_attention_blocks():
+    """6·N over the GEMM weights (no conv, norms or per-head vectors), 12·a·d·s over the 6 attention
+    blocks only, three times each mixer's SSD forward."""
+    m = nano()
+    s = MambaShape.of(m)
+    attn = 2688 * 128 * (32 + 2 * 2) + 32 * 128 * 2688
+    moe = 2688 * 128 + 6 * 2 * 2688 * 1856 + 2 * 2688 * 3712
+    n_gemm = 23 * s.gemm_params + 6 * attn + 23 * moe + 131072 * 2688
+    expected = 6 * n_gemm + 12 * 6 * 32 * 128 * 4096 + 23 * 3 * ssd_flops(s)[0]
+    assert model_flops_per_token(m) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("patch,message", [
+    (dict(layer_pattern="M*X-"), "unknown block 'X'"),
+    (dict(layer_pattern="M*M"), "layer_pattern has 3 blocks but layers=4"),
+    (dict(layer_pattern="M*ME"), "E (MoE) blocks need experts > 0"),
+    (dict(layer_pattern="-*--"), "M (Mamba2) blocks need mamba_heads > 0"),
+    (dict(mamba_groups=3), "does not divide mamba_heads"),
+])
+def test_layer_pattern_validation(patch, message):
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Model.model_validate({**SMALL, **patch})
+
+
+def test_bad_layer_pattern_exits_2(tmp_path: Path, capsys):
+    scn = _small_scenario(None)
+    scn["model"] = {**SMALL, "layer_pattern": "M*MQ"}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "layer_pattern" in err and "Traceback" not in err
+
+
+def _small_scenario(preset: str | None) -> dict:
+    model = {"preset": preset, "seq_len": 4096} if preset else dict(SMALL)
+    return {"name": "hybrid", "hardware": "dgx-h100", "nodes": 1, "model": model,
+            "training": {"micro_batch": 1, "global_batch": 8},
+            "parallel": {"tp": 2} if not preset else {"ep": 8, "zero": 3, "zero3_impl": "fsdp2"}}
+
+
+def test_schedule_runs_each_block_of_the_pattern():
+    """M*M-: Mamba2 mixers (in_proj, conv, scan, norm, out_proj) in layers 0 and 2, attention in 1,
+    a dense MLP in 3; with tp 2 in_proj has (2·128 + 2·1·16 + 4) columns per rank."""
+    scn = build_scenario(_small_scenario(None))
+    prog = build_program(scn, 0)
+    names = [op.name for op in prog]
+    for layer in (0, 2):
+        for part in ("in_proj.fwd", "mamba.conv1d.fwd", "mamba.ssd.fwd", "mamba.norm.fwd", "out_proj.fwd",
+                     "mamba.ssd.bwd", "in_proj.bwd.dgrad"):
+            assert any(n.startswith(f"L{layer}.") and part in n for n in names), (layer, part)
+    assert any(n.startswith("L1.attn") for n in names) and not any(n.startswith("L1.fc1") for n in names)
+    assert any(n.startswith("L3.fc1") for n in names) and not any(n.startswith("L3.qkv") for n in names)
+    gemm = next(op for op in prog if isinstance(op, ComputeOp) and op.name.startswith("L0.in_proj.fwd"))
+    assert gemm.gemm is not None and gemm.gemm[1] == 2 * 128 + 2 * 16 + 4
+    scans = [op for op in prog if isinstance(op, ComputeOp) and op.kind == "scan"]
+    fwd, bwd = ssd_flops(MambaShape.of(scn.model, 2))
+    # two M layers, each micro-batch's 512 tokens forward and backward
+    assert sum(op.flops for op in scans) == pytest.approx(2 * scn.n_micro * 512 * (fwd + bwd))
+
+
+def test_hybrid_units_hold_one_block_each():
+    scn = build_scenario(_small_scenario(None))
+    mods = {layer: [m.name.split(".", 1)[1] for m in layer_unit(scn, layer).modules] for layer in range(4)}
+    assert mods[0] == ["ln1", "mamba"] and mods[1] == ["ln1", "q", "k", "v", "o"] and mods[3] == ["ln2", "fc1", "fc2"]
+
+
+@pytest.mark.parametrize("parallel,field", [
+    ({"tp": 4}, "parallel.tp"),  # 2 groups
+    ({"tp": 2, "cp": 2}, "parallel.cp"),
+])
+def test_plans_the_mixers_cannot_run_exit_2(tmp_path: Path, capsys, parallel, field):
+    scn = _small_scenario(None)
+    scn["parallel"] = {**parallel, "sequence_parallel": False}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "Traceback" not in err
+
+
+def test_a2a_overlap_of_hybrid_blocks_exits_2(tmp_path: Path, capsys):
+    """Megatron-Core builds the combined-1F1B schedule plan for GPTModel only."""
+    scn = _small_scenario(NANO)
+    scn["parallel"] = {"ep": 8, "overlap_moe_expert_parallel_comm": True}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    assert main(["check", str(path)]) == 2
+    assert "parallel.overlap_moe_expert_parallel_comm" in capsys.readouterr().err
