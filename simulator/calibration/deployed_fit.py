@@ -32,6 +32,7 @@ import numpy as np
 
 from simulator.calibration.measured import bundled_sweeps
 from simulator.calibration.sweep_prediction import SweepResult, case_for, case_profile, pct, predict_sweep
+from simulator.costs.collectives import messages_overlap
 from simulator.costs.deployed import NEUTRAL, DeployedNet, deployed_for, deployed_key, message_class
 from simulator.units import MiB
 
@@ -93,6 +94,7 @@ class Decomposed:
     scaled: np.ndarray  # a protocol efficiency applies (ring/tree LL or LL128 across nodes)
     column: np.ndarray  # the efficiency's column of a candidate (EFF_COLUMNS)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
+    overlap: np.ndarray  # the messages' time overlaps the latency term (collectives.messages_overlap)
 
     @property
     def host_messages(self) -> bool:
@@ -126,7 +128,8 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     out = {}
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
-                                                 "floor_us", "proto", "scaled", "column", "messages")}
+                                                 "floor_us", "proto", "scaled", "column", "messages",
+                                                 "overlap")}
         for i, r in enumerate(rs):
             for p in r.points:
                 cols["sweep"].append(i)
@@ -140,6 +143,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["scaled"].append(p.algorithm in ("ring", "tree") and p.protocol != "simple")
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
+                cols["overlap"].append(messages_overlap(p.algorithm, p.protocol))
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
     return out
 
@@ -154,8 +158,10 @@ def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndar
     """|busbw error| of every row (rows × candidates), with ``message_us`` per host message."""
     eff = grid[:, d.column].T  # rows × combos
     eff = np.where(d.scaled[:, None], eff, 1.0)
-    t = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0] + d.flow_us[:, None] / eff
-    t = t + (d.messages * message_us)[:, None]
+    lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
+    # an overlapping (LL ring) message pays the rendezvous round too when the call pays hops (above the eager limit)
+    msg = d.messages[:, None] * (message_us + np.where(d.overlap & (d.hops > 0), 1.0, 0.0)[:, None] * grid[None, :, 0])
+    t = np.where(d.overlap[:, None], np.maximum(lat, msg), lat + msg) + d.flow_us[:, None] / eff
     t = np.maximum(t, d.floor_us[:, None])
     return np.abs(d.measured_us[:, None] / t - 1.0)
 

@@ -189,8 +189,10 @@ _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and 
                  "2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes: the rest is the "
                  "CXI alt_read rendezvous' host cost per network message (nics.rdzv_proto, costs/transports.py; 1 MiB "
                  "ring slices, 128 KiB p2p chunks), which also accounts for most of All-to-All's gap (2.1-2.4x too "
-                 "fast without it). Left: a ~430 us floor of the 2-16 MiB Simple rings on 2 nodes, and All-to-All "
-                 "below 128 MiB at 256-540 nodes, 2-3x too slow (~10 us per remote peer measured, ~33 predicted)")
+                 "fast without it). Every Ring/LL step waits for its crossing's message: ~7.9 us eager, 27-38 us above "
+                 "CXI's 4,097-byte eager limit (the rendezvous round; collectives.messages_overlap). Left: a ~430 us "
+                 "floor of the 2-16 MiB Simple rings on 2 nodes, and the eager-to-rendezvous switch of the 256-540 node "
+                 "Ring/LL AllGathers, 2-4x later in size than the model's channel count gives it")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
     for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")
@@ -352,7 +354,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
             continue
         plan = costs.plan(case.op, gpus, row.size_bytes)
         r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s, plan=plan)
-        hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol)
+        hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol, row.size_bytes)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages))

@@ -59,7 +59,7 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Sequence
 
@@ -79,7 +79,7 @@ from simulator.vocabulary import PREDICTED_OPS, canonical_op, normalize_op
 OPS = PREDICTED_OPS
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "hierarchical", "direct", "p2p")
 PROTOCOLS = ("ll", "ll128", "simple")
-WIRE_FACTOR = {"ll": 2.0, "ll128": 128.0 / 120.0, "simple": 1.0}
+WIRE_FACTOR = net_messages.WIRE_FACTOR
 _STRUCTURAL = {
     "allreduce": ("ring", "tree", "nvls", "nvls_tree", "hierarchical"),
     "allgather": ("ring", "nvls", "hierarchical"),
@@ -103,8 +103,8 @@ class CollectivePlan:
     size_bytes: int
     n_ranks: int
     channels: int = 1
-    # Network messages a channel sends one after another (a Simple ring/tree across nodes on a
-    # transport whose message protocol runs on the host), or a rank's proxy (a Simple All-to-All or
+    # Network messages a channel sends one after another (a ring/tree across nodes on a
+    # transport whose message protocol runs on the host), or a rank's proxy (an All-to-All or
     # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term;
     # 0 elsewhere.
     net_messages: int = 0
@@ -266,9 +266,12 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             pat = cached_pattern(geo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
         phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
-        latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
+        paid = _eager_gate(ctx, algorithm, protocol, size_bytes, n_ch, lay)
+        latency_us = tuner.latency_us(paid, op, algorithm, protocol)
         msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
-        latency_us += msgs * ctx.constants.net_message_us
+        overlap = messages_overlap(algorithm, protocol)
+        per_message = ctx.constants.net_message_us + (paid.constants.net_hop_extra_us if overlap else 0.0)
+        latency_us = with_messages_us(latency_us, msgs * per_message, overlap)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
@@ -285,12 +288,13 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         phases, latency_us, n_ch = _hierarchical(op, lay, size_bytes, protocol, topo, cache, geo)
     else:  # direct All-to-All or p2p SendRecv
         n_ch = tuner.p2p_channels_used(ctx, _per_peer(op, size_bytes, lay))
+        gated = _eager_gate(ctx, algorithm, protocol, _per_peer(op, size_bytes, lay), n_ch, lay)
         if algorithm == "direct":
             pat = cached_pattern(geo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
-            latency_us = _alltoall_latency_us(ctx, topo, lay, protocol)
+            latency_us = _alltoall_latency_us(gated, topo, lay, protocol)
         else:
             pat = cached_pattern(geo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
-            latency_us = _p2p_latency_us(ctx, protocol)
+            latency_us = _p2p_latency_us(gated, protocol)
         if algorithm == "direct" or n_nodes > 1:
             wire /= ctx.constants.p2p_efficiency
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
@@ -300,14 +304,55 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
 
 
+def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, size_bytes: float, n_channels: int,
+                lay: Layout) -> nccl_graph.TunerContext:
+    """The context whose latency a call pays: without the deployed per-hop extra when its network
+    messages stay within the transport's eager limit (``stack.eager_max_bytes``: libfabric CXI on
+    Slingshot, costs/transports.py), where that extra is the provider's rendezvous."""
+    limit = ctx.stack.eager_max_bytes
+    if not limit or not ctx.constants.net_hop_extra_us:
+        return ctx
+    if algorithm in ("direct", "p2p"):
+        msg = 0.0  # the rendezvous to different peers overlap; what is serial is the host's (host_messages)
+    else:
+        msg = net_messages.coll_message_bytes(algorithm, protocol, int(size_bytes), n_channels, len(lay.gpus),
+                                              ctx.stack.buff_bytes)
+    if msg > limit:
+        return ctx
+    return replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=0.0))
+
+
+def messages_overlap(algorithm: str, protocol: str) -> bool:
+    """Whether a call's host-message time overlaps its latency term rather than adding to it: an LL
+    or LL128 ring, whose every step is one message per channel (``net_messages.ll_messages_per_channel``)
+    that its network crossing handles one at a time, so every step of the ring waits for the crossing's
+    message of the step before: the host's cost per message and, above the transport's eager limit, the
+    rendezvous round (the deployed hop extra, :func:`_eager_gate`). Measured on Polaris and Sirius
+    (data/nccl/a100x*_{allgather,allreduce}_*_slingshot.csv): a Ring/LL step takes ~7.9 us with eager
+    messages at 2, 8, 256 and 540 nodes (246 us for 31 steps, 8,022 us for 1,023, 16,975 us for 2,159),
+    the steps inside a node included, and 27-38 us once a step's message exceeds the eager limit (16-32
+    KiB per rank: 960 us for 31 steps, 32,397 us for 1,023, 69,217 us for 2,159). A Simple step sends
+    its chunk in slices pipelined behind the bytes, and a tree pipelines its chunks through its depth:
+    those add to the latency term."""
+    return algorithm == "ring" and protocol != "simple"
+
+
+def with_messages_us(latency_us: float, messages_us: float, overlap: bool) -> float:
+    """The latency term with the host messages' time (:func:`messages_overlap`)."""
+    return max(latency_us, messages_us) if overlap else latency_us + messages_us
+
+
 def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int,
                   n_channels: int) -> int:
-    """Network messages each channel of a Simple ring or tree sends in order, on a transport whose
+    """Network messages each channel of a ring or tree sends in order, on a transport whose
     message protocol runs in host software (``ctx.stack.host_messages``; costs/net_messages.py):
-    each costs ``net_message_us``. 0 inside a node, for LL/LL128 (their lines are written
-    straight into the peer's buffer) and on every other transport."""
-    if not ctx.stack.host_messages or ctx.n_nodes < 2 or protocol != "simple":
+    each costs ``net_message_us``: Simple's slices and chunks, and LL/LL128's one message per step
+    slot (only Slingshot's alt_read stack runs them: EFA's SENDRECV path and TCPXO force Simple).
+    0 inside a node and on every other transport."""
+    if not ctx.stack.host_messages or ctx.n_nodes < 2:
         return 0
+    if protocol != "simple":
+        return net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, n_channels, ctx.n_ranks)
     return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,
                                              ctx.n_nodes, ctx.stack.buff_bytes)
 
@@ -316,9 +361,9 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
                       size_bytes: int) -> int:
     """Network messages a rank's proxy handles in order in an All-to-All or a SendRecv across nodes
     on a transport whose message protocol runs in host software (costs/net_messages.py
-    ``p2p_messages``; each costs ``net_message_us``). 0 for LL/LL128, inside a node and on every
-    other transport. Counts the first rank's peers, as :func:`_alltoall_latency_us` does."""
-    if not ctx.stack.host_messages or ctx.n_nodes < 2 or protocol != "simple":
+    ``p2p_messages``; each costs ``net_message_us``), whatever the protocol. 0 inside a node and on
+    every other transport. Counts the first rank's peers, as :func:`_alltoall_latency_us` does."""
+    if not ctx.stack.host_messages or ctx.n_nodes < 2:
         return 0
     me = lay.gpus[0]
     if op == "alltoall":
@@ -329,12 +374,11 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,
-                        cache: dict | None = None) -> float:
+                        cache: dict | None = None, size_bytes: int | None = None) -> float:
     """How many inter-node hops the latency term of (algorithm, protocol) counts: the derivative
     of the plan's latency by ``net_hop_extra_us`` (0 inside a node). Used to fit and apply the
-    deployed per-hop cost (costs/deployed.py) without re-planning."""
-    from dataclasses import replace
-
+    deployed per-hop cost (costs/deployed.py) without re-planning. With ``size_bytes``, 0 for a
+    call whose network messages stay within the transport's eager limit (:func:`_eager_gate`)."""
     lay = layout(topo, gpus)
     n, n_nodes = len(lay.gpus), len(lay.by_node)
     if n == 1 or n_nodes == 1 or algorithm == "hierarchical":
@@ -342,6 +386,12 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algori
     ctx = _context(topo, {} if cache is None else cache, n, n_nodes,
                    "p2p" if algorithm in ("direct", "p2p") else "coll")
     bumped = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=ctx.constants.net_hop_extra_us + 1.0))
+    if size_bytes is not None and algorithm in ("ring", "tree", "direct", "p2p"):  # a call within the eager limit
+        size = _per_peer(op, size_bytes, lay) if algorithm in ("direct", "p2p") else size_bytes
+        n_ch = (tuner.p2p_channels_used(ctx, size) if algorithm in ("direct", "p2p")
+                else tuner.channels_used(ctx, algorithm, protocol, size_bytes))
+        if _eager_gate(bumped, algorithm, protocol, size, n_ch, lay) is not bumped:
+            return 0.0
 
     def lat(c: nccl_graph.TunerContext) -> float:
         if algorithm == "direct":

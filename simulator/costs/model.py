@@ -79,10 +79,12 @@ class CostModel:
         return plan_collective(op, gpus, size_bytes, self.topology, algo=algo or self.algo,
                                proto=proto or self.proto, cache=self._patterns, geometry=self._geometry)
 
-    def net_hops_in_latency(self, op: str, gpus: Sequence[int], algorithm: str, protocol: str) -> float:
-        """How many inter-node hops the latency term of (algorithm, protocol) counts
+    def net_hops_in_latency(self, op: str, gpus: Sequence[int], algorithm: str, protocol: str,
+                            size_bytes: int | None = None) -> float:
+        """How many inter-node hops the latency term of (algorithm, protocol) counts at ``size_bytes``
         (:func:`simulator.costs.collectives.net_hops_in_latency`)."""
-        return net_hops_in_latency(op, gpus, self.topology, algorithm, protocol, cache=self._patterns)
+        return net_hops_in_latency(op, gpus, self.topology, algorithm, protocol, cache=self._patterns,
+                                   size_bytes=size_bytes)
 
     def p2p(self, src: int, dst: int, nbytes: int, transport: str = "nccl") -> P2PCost:
         """One send of ``nbytes`` from GPU ``src`` to GPU ``dst``.

@@ -22,6 +22,13 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   one proxy thread of the rank that posts and progresses every one of them (``src/proxy.cc``):
   :func:`p2p_messages` counts the messages the rank sends, as a ring's count is of its sends.
 
+* LL and LL128 (:func:`ll_messages_per_channel`): the proxy sends one network message per step
+  slot the kernel fills (``src/transport/net.cc``: LL's and LL128's buffers are sent slot by slot
+  like Simple's), a slot holding 32 KiB of LL data (``DEFAULT_LL_BUFFSIZE / NCCL_STEPS``: 64 KiB of
+  16-byte lines) or 576,000 bytes of LL128 data: a ring's ``steps x loops``, a tree's chunks.
+  :func:`coll_message_bytes` is the size of one such message on the wire, which decides whether
+  libfabric's CXI provider sends it eagerly (:mod:`simulator.costs.transports`).
+
 On most transports a message costs nothing beyond its bytes and the hop latency NCCL already
 counts. Where the transport's message protocol runs in host software (``TransportStack.
 host_messages``: aws-ofi-nccl's SENDRECV protocol over the libfabric EFA RDM endpoint, and
@@ -81,6 +88,40 @@ def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, 
         per_step = min(chunk, math.ceil(nbytes / (ch * n_ranks * loops)))
         slices = max(1, math.ceil(per_step / (step * RING_SLICE_STEPS)))
         return _ring_steps(op, n_ranks) * loops * slices
+    return 0
+
+
+# Payload bytes one step slot holds per channel (src/device/prims_ll.h, prims_ll128.h, enqueue.cc):
+# LL: DEFAULT_LL_BUFFSIZE / NCCL_STEPS = 64 KiB of 16-byte lines, 8 data bytes each; LL128:
+# DEFAULT_LL128_BUFFSIZE / NCCL_STEPS = 614,400 bytes, 120 of each 128 data; Simple: a ring's slice
+# of ALLREDUCE_SLICESTEPS steps (1 MiB with the 4 MiB buffer).
+LL_STEP_DATA_BYTES = 32768
+LL128_STEP_DATA_BYTES = 576000
+WIRE_FACTOR = {"ll": 2.0, "ll128": 128.0 / 120.0, "simple": 1.0}
+
+
+def coll_message_bytes(algorithm: str, protocol: str, nbytes: int, n_channels: int, n_ranks: int,
+                       buff_bytes: int = DEFAULT_BUFF_BYTES) -> float:
+    """Bytes on the wire of one network message of a ring or tree call: a channel's share of one
+    step (a ring moves ``n_ranks`` chunks per channel and loop, a tree one), at most the protocol's
+    step slot, times the protocol's wire factor (LL's flag words; LL128's 8 of 128 bytes)."""
+    step = {"ll": LL_STEP_DATA_BYTES, "ll128": LL128_STEP_DATA_BYTES}.get(
+        protocol, buff_bytes // NCCL_STEPS * RING_SLICE_STEPS)
+    chunks = max(1, n_channels) * (n_ranks if algorithm == "ring" else 1)
+    return min(step, nbytes / chunks) * WIRE_FACTOR[protocol]
+
+
+def ll_messages_per_channel(op: str, algorithm: str, protocol: str, nbytes: int, n_channels: int, n_ranks: int) -> int:
+    """Network messages one channel of an LL or LL128 ring or tree sends in order: one per step slot
+    (:func:`coll_message_bytes`), a ring's ``steps x loops``, a tree's chunks."""
+    if nbytes <= 0:
+        return 0
+    step = LL_STEP_DATA_BYTES if protocol == "ll" else LL128_STEP_DATA_BYTES
+    ch = max(1, n_channels)
+    if algorithm == "tree":
+        return math.ceil(nbytes / (ch * step))
+    if algorithm == "ring":
+        return _ring_steps(op, n_ranks) * math.ceil(nbytes / (ch * n_ranks * step))
     return 0
 
 

@@ -73,6 +73,21 @@ Sources, per transport:
   host-software rounds at both ends beyond its bytes: ``host_messages``. The default protocol
   (CSCS Alps) has no done-notify, and its 2-512 node sweeps show no such cost (their Simple rings
   reach 0.92 of the NICs' line rate at 4 GiB, where ~2,000 messages per channel would each show).
+* ``eager_max_bytes`` (``slingshot``, either rendezvous protocol): libfabric's CXI provider sends a
+  message of at most ``FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN`` bytes (2048 + 2049 in the
+  releases these sweeps ran) eagerly into the target's request buffers, and a larger one by
+  rendezvous (the target's Get of the payload, software-issued with ``FI_CXI_RX_MATCH_MODE=software``,
+  the setting of both Alps and Polaris). The deployed per-hop extra of Slingshot
+  (:mod:`simulator.costs.deployed`) is that rendezvous, so a ring or tree call whose network messages
+  (a channel's share of one step, times the protocol's wire factor: ``net_messages.coll_message_bytes``)
+  stay within the eager limit does not pay it: NCCL's own Tree/LL estimate is the measured floor of
+  2-512 GH200 nodes from 8 B to 2 KiB (18.3 us measured, 20.4 estimated, on 2 nodes), and each hop
+  costs ~15-35 us more from 8 KiB on (data/nccl/gh200x*_alps_slingshot.csv). An All-to-All's or
+  SendRecv's rendezvous to different peers overlap, so they pay none per peer; what is serial
+  there is the proxy's host cost per message (``host_messages``).
+  With ``alt_read`` the host cost per message covers LL's and LL128's messages too (one per step
+  slot, ``net_messages.ll_messages_per_channel``): a small Ring/LL AllGather on Polaris takes
+  ~7.9 us per ring step at 8, 256 and 540 nodes, whatever share of the steps crosses the network.
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` with the default rendezvous (aws-ofi-nccl over the libfabric CXI provider: the
   AWS platform file is not built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
@@ -96,6 +111,9 @@ class TransportStack:
     nvls: bool = True  # NCCL_NVLS_ENABLE
     host_messages: bool = False  # each network message costs a fixed time (costs/net_messages.py)
     buff_bytes: int = DEFAULT_BUFF_BYTES  # NCCL_BUFFSIZE
+    # The largest message the provider sends eagerly (0: no such limit modelled): the deployed
+    # per-hop extra is the cost of the rendezvous above it (libfabric CXI; module docstring).
+    eager_max_bytes: int = 0
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -106,7 +124,14 @@ class TransportStack:
 
 DEFAULT = TransportStack()
 
+# libfabric CXI's eager limit: FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN (module docstring).
+CXI_EAGER_MAX_BYTES = 2048 + 2049
+
 STACKS: dict[str, TransportStack] = {
+    "slingshot": TransportStack(
+        eager_max_bytes=CXI_EAGER_MAX_BYTES,
+        source="aws-ofi-nccl over libfabric CXI: reports latency 0 and sets nothing; messages above the provider's "
+               "eager limit run its rendezvous (prov/cxi)"),
 
     "efa": TransportStack(
         reported_latency_us=75.0,
@@ -130,7 +155,7 @@ EFA_SENDRECV = TransportStack(
 
 # Slingshot with FI_CXI_RDZV_PROTO=alt_read: a host cost per network message (module docstring).
 SLINGSHOT_ALT_READ = TransportStack(
-    host_messages=True,
+    host_messages=True, eager_max_bytes=CXI_EAGER_MAX_BYTES,
     source="libfabric prov/cxi cxip_msg_hpc.c: alt_read rendezvous, a software-issued restricted Get per message "
            "and a done-notify back to the source (FI_CXI_RDZV_PROTO=alt_read, FI_CXI_RX_MATCH_MODE=software)")
 
