@@ -232,7 +232,7 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     if algo == "ring" and proto == "ll":
         bus = min(ll_max_bw_GBps(ctx), t.ring_ll_fraction(coll, ctx.n_nodes) * bus)
     elif algo == "ring" and proto == "ll128":
-        bus = min(0.92 * bus, n_ch * t.ll128_per_ch_cap(coll, "ring", row, s))
+        bus = min(t.ring_ll128_factor(ctx.ppn) * bus, n_ch * t.ll128_per_ch_cap(coll, "ring", row, s))
     elif algo == "tree" and coll == "allreduce":
         bus = min(0.92 * bus, n_ch * t.per_ch_max_tree[row][s])
         if proto == "ll":

@@ -4,8 +4,11 @@ The latencies and switch points of ``src/graph/tuning.cc`` moved between release
 Tree/Simple hop latency to 28 us on every link class (4/4/14 before and after), 2.21 raised the
 Hopper LL cap from Ampere's 87.7 GB/s to 141, 2.23 added PAT (its bandwidth x 0.85, then x 0.75
 from 2.25) and the rule that one GPU per node uses the network Tree latency for every algorithm,
-2.25 added Blackwell rows (and LL128 on Blackwell; v2.25.1-1, not 2.27), 2.29 raised the NVLSTree network hop from 14 to 20.9 us (v2.29.2-1; not 2.30). Which of them
-NCCL chooses, and when, follows.
+2.25 added Blackwell rows (and LL128 on Blackwell; v2.25.1-1, not 2.27), 2.29 raised the NVLSTree network hop from 14 to 20.9 us (v2.29.2-1; not 2.30). Until
+2.22 a ring's LL128 was rated at 0.7 of its bus bandwidth, not 0.92, on a communicator with fewer
+than two ranks per node (v2.7.3-1 .. v2.22.3-1; ``ring_ll128_below_2ppn``), so a data-parallel
+group of one GPU per node ran its 64-128 MB buckets on Simple where 2.23 onwards runs LL128. Which
+of them NCCL chooses, and when, follows.
 
 Source: ``docs/reference/NCCL-COST-MODEL.md`` §5 (the version history of the constants), each
 table checked against ``src/graph/tuning.cc`` of the NVIDIA/nccl tags v2.8.4-1, v2.16.5-1, v2.18.3-1, v2.21.5-1,
@@ -102,6 +105,20 @@ class NcclTables:
     # ``tuning.cc`` of v2.8.4-1, v2.12.12-1, v2.16.5-1 and v2.17.1-1 has no such rule).
     simple_tree_derate: bool = True
     tree_ll128_net_factor: float = 120 / 128  # Tree/LL128 across nodes (0.915 up to 2.12)
+    # v2.7.3-1 .. v2.22.3-1 rate a ring's LL128 at 0.7 of its bus bandwidth, not 0.92, on a
+    # communicator with fewer than two ranks per node ("if ppn < 2, then we are sending/receiving
+    # at the same GPU through the NIC, apply some bw discount": ``busBw * (ppn < 2 ? 0.7 : 0.92)``
+    # in ``tuning.cc`` of v2.21.5-1 line 181); v2.23.4-1 dropped the discount (0.92 for every ppn).
+    # None: no discount.
+    ring_ll128_below_2ppn: float | None = None
+
+    def ring_ll128_factor(self, ppn: int) -> float:
+        """The share of a ring's bus bandwidth NCCL rates Ring/LL128 at (before its per-channel
+        cap), for a communicator of `ppn` ranks per node (NCCL's ``nRanks / nNodes``, a float:
+        below 2 exactly when the integer quotient is)."""
+        if self.ring_ll128_below_2ppn is not None and ppn < 2:
+            return self.ring_ll128_below_2ppn
+        return 0.92
 
     def ll128_per_ch_cap(self, coll: str, algo: str, row: str, scale: int) -> float:
         """LL128's per-channel bandwidth cap (GB/s) for `coll` on `algo` (ring or tree)."""
@@ -160,7 +177,7 @@ def _tables_2_8_4() -> NcclTables:
         ring_plateau_up_to_2_16=True,
         ll128_per_ch_by_coll={"broadcast": 18.8, "reduce": 12.0, "allgather": 18.3, "reducescatter": 15.2,
                               "allreduce": 16.9},
-        tree_ll128_net_factor=0.915, simple_tree_derate=False,
+        tree_ll128_net_factor=0.915, simple_tree_derate=False, ring_ll128_below_2ppn=0.7,
     )
 
 
@@ -194,6 +211,7 @@ def _tables_2_18_3() -> NcclTables:
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
         allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18", ring_ll_quarter=True,
+        ring_ll128_below_2ppn=0.7,
     )
 
 
@@ -212,7 +230,7 @@ def _tables_2_21_5() -> NcclTables:
         ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": _HOPPER_LL},
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
-        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19",
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19", ring_ll128_below_2ppn=0.7,
     )
 
 

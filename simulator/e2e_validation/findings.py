@@ -778,12 +778,32 @@ Simulated with micro-batch 2 and 4 (error): GPT-1.7B +14.3% / +15.7%, GPT-7.1B +
 GPT-16B −1.9% / +0.2%, GPT-32B −26.7% / −1.4%. At micro-batch 2 the GPT-32B row still exposes
 340 ms of DP traffic: its 200 MB buckets run ring/LL128 at about 32 GB/s bus bandwidth across
 nodes (the deployed InfiniBand constants' LL128 efficiency, fitted on A100 systems), against
-40 GB/s with Simple pinned (1,098 ms, −18.9%). NCCL 2.8-2.22 (mid-2024 NGC PyTorch containers
-ship 2.20-2.22) rate a ring's LL128 at 0.7 of its bus bandwidth, not 0.92, for a communicator
-with fewer than two ranks per node (`tuning.cc` of v2.21.5-1: `busBw * (ppn < 2 ? 0.7 : 0.92)`), which brings its
-estimate for these buckets within 3% of Simple's; the dgx-h100 profile runs the newest tables,
-which have no such rule. A multi-node H100 InfiniBand nccl-tests sweep at one GPU per node
-would settle the rate.
+40 GB/s with Simple pinned (1,098 ms, −18.9%). NCCL 2.7.3-2.22.3 rate a ring's LL128 at 0.7 of
+its bus bandwidth, not 0.92, for a communicator with fewer than two ranks per node (`tuning.cc`
+of v2.21.5-1, line 181: `busBw * (ppn < 2 ? 0.7 : 0.92)`; v2.23.4-1 dropped it), and the README's
+table (2024-07-15) predates NCCL 2.23.4 (2024-09-10), so the rows run NCCL 2.21.5's tables
+(`Case.nccl_version`; the NCCL of the NGC PyTorch containers of spring 2024; 2.19.3, that of the
+commit's CI image 24.01, gives the same six predictions). With micro-batch 1 the tp8 rows' bf16
+parameter AllGathers (96-140 MB per bucket) move from LL128 to Simple; their fp32
+ReduceScatters (192-280 MB) ran Simple already: GPT-32B −35.3% → −33.7%, GPT-70B −15.0% →
+−13.7%, GPT-119B +2.4% → +2.5%, the source 13.2% → 12.6% (signed −7.0% → −6.4%).
+
+What is left on GPT-32B at micro-batch 1 is not NCCL's choice: its compute alone (907 ms; 860 ms
+for GPT-16B tp4) exceeds the measured step (891 ms; 850 ms). Three further leads were settled
+from the sources and measured, none changed:
+Megatron-Core @937571cf buckets `max(4e7, 1e6·dp)` = 48M parameters (as modelled); it turns
+bucketing off on pipeline ranks > 0 and for model chunks after the first
+(`distributed_data_parallel.py`, `training.py`: `disable_bucketing=(model_chunk_idx > 0)`), and
+with `delay_grad_reduce` (on by default) the interleaved schedule reduces each chunk's gradients
+after its last backward, `pp_rank` micro-batches later (not modelled: one bucket per model chunk
+on every rank, what the two amount to, gives GPT-70B −12.9% for −13.7%). The overlapped parameter
+AllGathers are dispatched one bucket at a time, the next when the forward waits for the previous
+(`_finish_param_sync_helper`; not modelled): where they are link-bound (tp8) the first forward
+waits for each bucket either way, and at tp1-tp2 they are hidden. A ring step of one rank per node is priced
+at 19.9 us (NCCL's 14 us network hop and the deployed 5 us per crossing) where the 10-node
+one-GPU-per-node sweeps (`data/nccl/h100x10_*_1pernode`) fit 6.5 us (AllGather) and 9.5 us
+(ReduceScatter) of intercept per step over 32 MiB-1 GiB; at 9.5 us the 48-rank buckets would
+give GPT-32B −30.3% and GPT-70B −11.1%, a fit on one system not made here.
 
 **The pp > 1 rows ran the interleaved schedule.** The README overlaps "pipeline-parallel
 communication (enabled by default)": `--overlap-p2p-communication`, which Megatron-LM of that

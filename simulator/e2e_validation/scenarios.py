@@ -19,6 +19,9 @@ class Case:
     measured: float
     n_gpus: int
     note: str = ""
+    # The NCCL release the run used where its source dates it (None: the profile's): its tuner's
+    # tables choose and time the run's collectives (``nccl.version``, costs/nccl_versions.py).
+    nccl_version: str | None = None
 
 
 def gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: bool = True) -> dict:

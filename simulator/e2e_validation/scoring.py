@@ -91,7 +91,20 @@ _SIMULATED: dict[str, _Simulated] = {}
 
 def _simulation_key(case: Case, hardware: Hardware) -> str:
     hw = hardware.model_dump_json() if isinstance(hardware, HardwareProfile) else hardware
-    return json.dumps([case.scenario, hw], sort_keys=True, default=str)
+    return json.dumps([case.scenario, hw, case.nccl_version], sort_keys=True, default=str)
+
+
+def case_profile(case: Case, hardware: Hardware = None) -> HardwareProfile | None:
+    """The profile `case` runs on when it differs from what `hardware` (or the scenario's
+    ``hardware:``) names: that profile with the case's NCCL release (``Case.nccl_version``), or
+    `hardware` itself when it is a profile built in memory; None otherwise."""
+    from simulator.config.hardware import apply_overlay, load_profile
+
+    if case.nccl_version is None:
+        return hardware if isinstance(hardware, HardwareProfile) else None
+    base = hardware if isinstance(hardware, HardwareProfile) else load_profile(hardware or case.scenario["hardware"])
+    return apply_overlay(base, {"nccl": {"version": case.nccl_version}},
+                         source=f"{base.name} with NCCL {case.nccl_version} (<e2e:{case.label}>)")
 
 
 def _simulate(case: Case, hardware: Hardware) -> _Simulated:
@@ -100,8 +113,9 @@ def _simulate(case: Case, hardware: Hardware) -> _Simulated:
 
     t0 = time.perf_counter()
     source = f"<e2e:{case.label}>"
-    if isinstance(hardware, HardwareProfile):
-        scn = build_scenario(case.scenario, source=source, profile=hardware)
+    profile = case_profile(case, hardware)
+    if profile is not None:
+        scn = build_scenario(case.scenario, source=source, profile=profile)
     else:
         scn = build_scenario(case.scenario if hardware is None else {**case.scenario, "hardware": hardware}, source=source)
     rep = simulate_scenario(scn).report

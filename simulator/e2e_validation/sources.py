@@ -245,6 +245,9 @@ def _automodel(rows: list[Row]) -> list[Case]:
     return out
 
 
+MCORE2024_NCCL = "2.21.5"  # the NCCL of NGC PyTorch 24.04-24.06, the latest containers before the README's table
+
+
 def _mcore2024(rows: list[Row]) -> list[Case]:
     """Weak-scaling GPT rows (tflops_per_gpu = model FLOPs, no recompute; seq 4096, vocab
     131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
@@ -257,7 +260,12 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     commit runs only with the interleaved schedule (``arguments.py`` @937571cf: "Setting
     args.overlap_p2p_comm to False since non-interleaved schedule does not support overlapping p2p
     communication"), so the pp > 1 rows ran interleaved 1F1B; the virtual stages are not printed:
-    the fewest that split a stage's layers evenly, as for the 2021 rows."""
+    the fewest that split a stage's layers evenly, as for the 2021 rows. NCCL 2.21.5: the README
+    of 2024-07-15 (@937571cf) recommends "the latest release of NGC's PyTorch container", then
+    24.06 (NCCL 2.21.5; the CI image of that commit, 24.01, has 2.19.3), and NCCL 2.23.4, the
+    first release whose tuner rates a one-rank-per-node ring's LL128 like any other, came out on
+    2024-09-10: every release the runs can have used (2.7.3-2.22.3) rates it at 0.7 of the ring's
+    bus bandwidth, and the tp8 rows' data-parallel groups have one rank per node."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["tp"]:
@@ -271,7 +279,7 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
                         make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
                                   recompute="none", parallel=par),
-                        "megatron_model_tflops", float(r["value"]), n))
+                        "megatron_model_tflops", float(r["value"]), n, nccl_version=MCORE2024_NCCL))
     return out
 
 

@@ -136,3 +136,24 @@ def test_stats():
     st = loso.stats([0.1, -0.3, 0.05])
     assert (st.rows, st.median, st.max, st.signed_median) == (3, 0.1, 0.3, 0.05)
     assert st.mean == pytest.approx(0.15)
+
+
+def test_a_case_runs_with_its_own_nccl_release():
+    """A case whose source dates its NCCL (``Case.nccl_version``: the Megatron-Core 2024 rows,
+    NCCL 2.21.5) runs on its profile with that release's tuner tables, also when scored on a profile
+    built in memory (the leave-one-source-out GEMM rescaling keeps its curve), and the release
+    enters the simulation's cache key; a case without one runs on the profile as it is."""
+    from dataclasses import replace
+
+    from simulator.e2e_validation.gemm_fit import gemm_scaled
+    from simulator.e2e_validation.scoring import _simulation_key, case_profile
+
+    (c, *_) = [c for c in sources.cases() if c.source == "mcore2024"]
+    assert c.nccl_version == "2.21.5"
+    assert case_profile(c).nccl_version == "2.21.5" and case_profile(c).name == "dgx-h100"
+    scaled = gemm_scaled("dgx-h100", 1.1)
+    p = case_profile(c, scaled)
+    assert p.nccl_version == "2.21.5" and p.gpu.gemm_efficiency == scaled.gpu.gemm_efficiency
+    plain = _step_case("x", measured=1.0)
+    assert case_profile(plain) is None and case_profile(plain, scaled) is scaled
+    assert _simulation_key(c, None) != _simulation_key(replace(c, nccl_version=None), None)

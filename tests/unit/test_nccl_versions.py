@@ -100,6 +100,34 @@ def test_release_changes_the_choice_not_only_the_time():
     assert picks == {"2.21.5": ("nvls_tree", "simple"), "2.30.7": ("tree", "ll128")}
 
 
+def test_one_rank_per_node_ring_ll128_at_0_7_until_2_22():
+    """``tuning.cc`` of v2.7.3-1 to v2.22.3-1 rates a ring's LL128 at ``busBw * (ppn < 2 ? 0.7 :
+    0.92)``; v2.23.4-1 at 0.92 for every ppn. 48 H100, one per node (a tp8 data-parallel group):
+    the LL128 ring bandwidth under 2.21.5 is 0.7/0.92 of 2.23.4's (the per-channel cap, 16 x 36.7
+    GB/s, does not bind), and with two ranks per node the releases agree."""
+    assert [tables_for(v).ring_ll128_factor(1) for v in ENCODED] == [0.7] * 4 + [0.92] * 6
+    assert all(tables_for(v).ring_ll128_factor(2) == 0.92 for v in ENCODED)
+    for coll in ("allgather", "reducescatter"):
+        bw = {v: nccl_tuner.algo_bandwidth_GBps(nccl_graph.context_from_profile(_h100(v), 48, 48), coll, "ring", "ll128")
+              for v in ("2.21.5", "2.23.4")}
+        assert bw["2.21.5"] == pytest.approx(bw["2.23.4"] * 0.7 / 0.92)
+        two = {v: nccl_tuner.algo_bandwidth_GBps(nccl_graph.context_from_profile(_h100(v), 96, 48), coll, "ring", "ll128")
+               for v in ("2.21.5", "2.23.4")}
+        assert two["2.21.5"] == pytest.approx(two["2.23.4"])
+
+
+def test_one_rank_per_node_buckets_choose_simple_before_2_23():
+    """The bf16 parameter AllGather of a Megatron-Core bucket (48M parameters, 96 MB) of a tp8 run
+    on 48 DGX H100, one rank per node: with LL128 at 0.7 of the ring's bandwidth NCCL 2.21.5 runs
+    it on Simple, 2.30.7 on LL128 (up to 128 MB; both on Simple from 160 MB, where the fp32
+    ReduceScatter of the same bucket, 192 MB, lies)."""
+    for coll in ("allgather", "reducescatter"):
+        for size, newest in ((96_000_000, "ll128"), (128_000_000, "ll128"), (192_000_000, "simple")):
+            picks = {v: nccl_tuner.select(nccl_graph.context_from_profile(_h100(v), 48, 48), coll, size)
+                     for v in ("2.21.5", "2.30.7")}
+            assert picks == {"2.21.5": ("ring", "simple"), "2.30.7": ("ring", newest)}, (coll, size)
+
+
 def test_ring_allreduce_counted_2n_network_steps_before_2_23():
     ctx_old = nccl_graph.context_from_profile(_h100("2.21.5"), 16, 2)
     ctx_new = nccl_graph.context_from_profile(_h100("2.23.4"), 16, 2)
