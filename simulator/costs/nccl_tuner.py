@@ -232,7 +232,7 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     if algo == "ring" and proto == "ll":
         bus = min(ll_max_bw_GBps(ctx), t.ring_ll_fraction(coll, ctx.n_nodes) * bus)
     elif algo == "ring" and proto == "ll128":
-        bus = min(0.92 * bus, n_ch * t.ll128_per_ch_cap(coll, "ring", row, s))
+        bus = min(ring_ll128_share(ctx) * bus, n_ch * t.ll128_per_ch_cap(coll, "ring", row, s))
     elif algo == "tree" and coll == "allreduce":
         bus = min(0.92 * bus, n_ch * t.per_ch_max_tree[row][s])
         if proto == "ll":
@@ -252,6 +252,16 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     if algo == "tree":
         return bus * 0.5
     return bus
+
+
+def ring_ll128_share(ctx: TunerContext) -> float:
+    """The share of the ring's bus bandwidth NCCL rates Ring/LL128 at: 0.92 ("120.0/128.0" in
+    its comment), and before 2.23 0.7 with fewer than two ranks per node, where one GPU both sends
+    and receives through the NIC (``ring_ll128_ppn1_share``, costs/nccl_versions.py). It steers
+    the choice (and NCCL's own estimate); a channel's time keeps the lines' 120/128
+    (:func:`channel_bw_GBps`), as NCCL's 0.92 does not time it either."""
+    discounted = ctx.constants.tables.ring_ll128_ppn1_share
+    return discounted if discounted is not None and ctx.n_ranks < 2 * ctx.n_nodes else 0.92
 
 
 def _nvls_bw_before_2_28(ctx: TunerContext, coll: str, algo: str) -> float:

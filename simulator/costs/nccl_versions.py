@@ -102,6 +102,12 @@ class NcclTables:
     # ``tuning.cc`` of v2.8.4-1, v2.12.12-1, v2.16.5-1 and v2.17.1-1 has no such rule).
     simple_tree_derate: bool = True
     tree_ll128_net_factor: float = 120 / 128  # Tree/LL128 across nodes (0.915 up to 2.12)
+    # Ring/LL128's share of the ring's bus bandwidth with fewer than two ranks per node: up to
+    # 2.22 ``tuning.cc`` rates it "busBw * (ppn < 2 ? 0.7 : 0.92)" ("if ppn < 2, then we are
+    # sending/receiving at the same GPU through the NIC, apply some bw discount"; v2.8.4-1 line
+    # 126, v2.16.5-1 line 147, v2.21.5-1 and v2.22.3-1 line 179); v2.23.4-1 dropped the discount
+    # (0.92 for every ppn). None: no discount.
+    ring_ll128_ppn1_share: float | None = None
 
     def ll128_per_ch_cap(self, coll: str, algo: str, row: str, scale: int) -> float:
         """LL128's per-channel bandwidth cap (GB/s) for `coll` on `algo` (ring or tree)."""
@@ -160,7 +166,7 @@ def _tables_2_8_4() -> NcclTables:
         ring_plateau_up_to_2_16=True,
         ll128_per_ch_by_coll={"broadcast": 18.8, "reduce": 12.0, "allgather": 18.3, "reducescatter": 15.2,
                               "allreduce": 16.9},
-        tree_ll128_net_factor=0.915, simple_tree_derate=False,
+        tree_ll128_net_factor=0.915, simple_tree_derate=False, ring_ll128_ppn1_share=0.7,
     )
 
 
@@ -194,6 +200,7 @@ def _tables_2_18_3() -> NcclTables:
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
         allgather_ring_only=True, nvls_tree_linear_hops=True, nvls_bw_model="2.18", ring_ll_quarter=True,
+        ring_ll128_ppn1_share=0.7,
     )
 
 
@@ -212,7 +219,7 @@ def _tables_2_21_5() -> NcclTables:
         ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": _HOPPER_LL},
         per_ch_max_ring_ll128=_RING_LL128, per_ch_max_tree_ll128=_TREE_LL128, per_ch_max_tree=_TREE,
         pat_bw_factor=0.0, ppn1_uses_tree_net_latency=False, ring_allreduce_inter_steps_per_node=True,
-        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19",
+        allgather_ring_only=False, nvls_tree_linear_hops=False, nvls_bw_model="2.19", ring_ll128_ppn1_share=0.7,
     )
 
 

@@ -394,3 +394,27 @@ def test_tree_pattern_derate_from_2_18_only(version, derated):
         return nccl_tuner.algo_bandwidth_GBps(ctx, "allreduce", "tree", "simple")
 
     assert tree_bw(True) == pytest.approx((0.85 if derated else 1.0) * tree_bw(False))
+
+
+@pytest.mark.parametrize("version, share", [("2.8.4", 0.7), ("2.16.5", 0.7), ("2.21.5", 0.7), ("2.23.4", 0.92),
+                                            ("2.30.7", 0.92)])
+def test_ring_ll128_share_with_one_rank_per_node_per_release(version, share):
+    """tuning.cc up to v2.22.3-1: Ring/LL128 = min(busBw x (ppn < 2 ? 0.7 : 0.92), nChannels x the LL128
+    cap) ("we are sending/receiving at the same GPU through the NIC"); v2.23.4-1 dropped the 0.7. With
+    two ranks per node every release rates it x 0.92. The share steers NCCL's choice; a channel's time
+    keeps LL128's line packing (120 of 128 bytes), as for every ppn: the model times 0.92 nowhere."""
+    profile = load_profile("a100-pcie").model_copy(update={"nccl": {"version": version}})
+    one = nccl_graph.context_from_profile(profile, 2, 2, "coll")  # 2 nodes x 1 GPU
+    g, t = one.graph, tables_for(version)
+    bus = g.n_channels * g.bw_intra_GBps
+    cap = g.n_channels * t.ll128_per_ch_cap("allreduce", "ring", "ampere", one.scale)
+    assert nccl_tuner.algo_bandwidth_GBps(one, "allreduce", "ring", "ll128") == pytest.approx(
+        min(share * bus, cap) * 2 / 2)  # n / nsteps = 2 / 2
+    per_ch = min(g.bw_intra_GBps * 120 / 128, t.ll128_per_ch_cap("allreduce", "ring", "ampere", one.scale))
+    assert nccl_tuner.channel_bw_GBps(one, "ring", "ll128") == pytest.approx(per_ch)
+    dgx = nccl_graph.context_from_profile(load_profile("dgx-a100").model_copy(update={"nccl": {"version": version}}),
+                                          16, 2, "coll")
+    g = dgx.graph
+    assert nccl_tuner.algo_bandwidth_GBps(dgx, "allreduce", "ring", "ll128") == pytest.approx(
+        min(0.92 * min(g.n_channels * g.bw_intra_GBps, 235.0 if t.ampere_bus_cap_GBps else 1e9),
+            g.n_channels * t.ll128_per_ch_cap("allreduce", "ring", "ampere", dgx.scale)) * 16 / 30)
