@@ -50,7 +50,9 @@ def render_loso(held_out) -> list[str]:
         "Each system (one cluster: its sweeps at every size, node count and collective) is predicted "
         "with the deployed-fabric constants (`simulator/costs/deployed.py`: per transport, an extra "
         "latency per network crossing (a tree's inter-node hops; the crossings of a ring's chain, "
-        "`nccl_tuner.ring_net_crossings`) and the achievable fraction of LL and LL128 across nodes, per algorithm: ring, tree; "
+        "`nccl_tuner.ring_net_crossings`), what one channel of LL carries across nodes (its lines pass through a "
+        "host-memory buffer that the channel's CTA fills and the proxy scans, `net_ll_channel_GBps`) and the achievable "
+        "fraction of LL128 across nodes, per algorithm: ring, tree; "
         "and, where the transport's message protocol runs in host software (EFA's SENDRECV path on p4d/p4de, "
         "GPUDirect-TCPXO; Slingshot with the CXI provider's alt_read rendezvous, `node.nics.rdzv_proto`: Polaris, "
         "Sirius), a cost per network message of NCCL's Simple chunks, LL step slots and p2p chunks, "
@@ -73,7 +75,9 @@ def render_loso(held_out) -> list[str]:
         transport = transport_of(h.results[0])
         net = h.table.get(transport) or h.table.get("other")
         msg = f", {net.message_us:g} µs/message" if any(p.net_messages for r in h.results for p in r.points) else ""
-        used = f"{transport}: {net.net_hop_extra_us:g} µs/hop, ring LL/LL128 × {net.ring[0]:g}/{net.ring[1]:g}, tree LL/LL128 × {net.tree[0]:g}/{net.tree[1]:g}{msg}" \
+        ll = lambda r: f"{r:g} GB/s" if r > 0 else "NCCL's"  # noqa: E731
+        used = (f"{transport}: {net.net_hop_extra_us:g} µs/hop, LL per channel ring/tree {ll(net.ring[0])}/{ll(net.tree[0])}, "
+                f"LL128 × ring/tree {net.ring[1]:g}/{net.tree[1]:g}{msg}") \
             if h.results[0].points and h.results[0].points[0].spans_nodes or any(r.points and r.points[0].spans_nodes for r in h.results) else "(single node)"
         mb, wb = _pooled(h.results, MiB)
         sb, _ = _pooled(h.results, MiB, signed=True)

@@ -6,12 +6,14 @@ and score them leave-one-system-out.
 prints the table fitted on every system of ``data/nccl`` (what ``costs/deployed.py`` holds) and,
 per system, the table fitted without it and that system's error under it.
 
-Per transport five numbers are fitted: ``net_hop_extra_us`` and ``proto_efficiency.net.<ring|tree>.
-<ll|ll128>`` (Simple has none: it is the links' own efficiency, ``costs/deployed.py``). They act on time only and linearly, so each
+Per transport five numbers are fitted: ``net_hop_extra_us``, ``net_ll_channel_GBps.<ring|tree>``
+and ``proto_efficiency.net.<ring|tree>.ll128`` (Simple has none: it is the links' own efficiency,
+``costs/deployed.py``). They act on time only, so each
 measured row is predicted once with NCCL's own constants (the neutral table) and decomposed into
-its latency term, the number of inter-node hops that term counts, and its flow time; a
-candidate's time is then ``max(floor, latency + hops × extra + flows / efficiency[algorithm,
-protocol])`` (flows scaled only for ring/tree across nodes, as
+its latency term, the number of inter-node hops that term counts, its flow time and, for LL, its
+busiest channel's payload; a candidate's time is then ``max(floor, latency + hops × extra +
+flows / efficiency[algorithm])`` for LL128 and ``max(floor, latency + hops × extra + max(flows,
+payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
 :func:`simulator.costs.collectives.plan_collective` applies them). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is minimised on a grid with ring and tree tied (four numbers, searched
@@ -62,12 +64,13 @@ FIT_EXCLUDED = {
                    "(fit_table)",
 }
 HOP_US = (0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)
-EFF_LL = (1.0, 0.7, 0.5, 0.35, 0.25, 0.18, 0.125)
+# LL's rate per channel across nodes, GB/s (0: NCCL's own rate; costs/deployed.py).
+LL_GBPS = (0.0, 8.0, 4.0, 2.0, 1.5, 1.0, 0.7, 0.5, 0.35)
 EFF_LL128 = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 PROTO_INDEX = {"ll": 0, "ll128": 1, "simple": 2}
-# A candidate: (hop extra, ring LL, ring LL128, tree LL, tree LL128); the column of a row's
-# efficiency by (algorithm, protocol), 0 for Simple (no efficiency: ``scaled`` is False).
-AXES = (HOP_US, EFF_LL, EFF_LL128, EFF_LL, EFF_LL128)
+# A candidate: (hop extra, ring LL rate, ring LL128, tree LL rate, tree LL128); the column of a
+# row's constant by (algorithm, protocol), 0 for Simple (none: ``scaled`` is False).
+AXES = (HOP_US, LL_GBPS, EFF_LL128, LL_GBPS, EFF_LL128)
 
 
 def eff_column(algorithm: str, protocol: str) -> int:
@@ -92,9 +95,10 @@ class Decomposed:
     floor_us: np.ndarray
     proto: np.ndarray  # 0 LL, 1 LL128, 2 Simple
     scaled: np.ndarray  # a protocol efficiency applies (ring/tree LL or LL128 across nodes)
-    column: np.ndarray  # the efficiency's column of a candidate (EFF_COLUMNS)
+    column: np.ndarray  # the constant's column of a candidate (AXES)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
     overlap: np.ndarray  # the messages' time overlaps the latency term (collectives.messages_overlap)
+    ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
 
     @property
     def host_messages(self) -> bool:
@@ -129,7 +133,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
                                                  "floor_us", "proto", "scaled", "column", "messages",
-                                                 "overlap")}
+                                                 "overlap", "ll_channel_us")}
         for i, r in enumerate(rs):
             for p in r.points:
                 cols["sweep"].append(i)
@@ -144,26 +148,38 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
                 cols["overlap"].append(messages_overlap(p.algorithm, p.protocol))
+                cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
     return out
 
 
 def _grid() -> np.ndarray:
     """Every candidate with ring and tree tied: (combos, 5) in the AXES order."""
-    tied = np.asarray(list(itertools.product(HOP_US, EFF_LL, EFF_LL128)))
+    tied = np.asarray(list(itertools.product(HOP_US, LL_GBPS, EFF_LL128)))
     return tied[:, [0, 1, 2, 1, 2]]
 
 
 def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:
     """|busbw error| of every row (rows × candidates), with ``message_us`` per host message."""
-    eff = grid[:, d.column].T  # rows × combos
-    eff = np.where(d.scaled[:, None], eff, 1.0)
+    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us) - 1.0)
+
+
+def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:
+    """Every row's time (us) under every candidate (rows × candidates), with ``message_us`` per
+    host message: what planning again with the candidate's constants gives (module docstring)."""
+    value = grid[:, d.column].T  # rows × combos
+    ll = (d.proto == PROTO_INDEX["ll"]) & d.scaled
+    eff = np.where(d.scaled[:, None] & ~ll[:, None], value, 1.0)
+    flows = d.flow_us[:, None] / eff
+    # LL: the busiest channel at the candidate's rate, where that is below NCCL's (0: none)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)
+    flows = np.where(ll[:, None], np.maximum(flows, capped), flows)
     lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
     # an overlapping (LL ring) message pays the rendezvous round too when the call pays hops (above the eager limit)
     msg = d.messages[:, None] * (message_us + np.where(d.overlap & (d.hops > 0), 1.0, 0.0)[:, None] * grid[None, :, 0])
-    t = np.where(d.overlap[:, None], np.maximum(lat, msg), lat + msg) + d.flow_us[:, None] / eff
-    t = np.maximum(t, d.floor_us[:, None])
-    return np.abs(d.measured_us[:, None] / t - 1.0)
+    t = np.where(d.overlap[:, None], np.maximum(lat, msg), lat + msg) + flows
+    return np.maximum(t, d.floor_us[:, None])
 
 
 def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:

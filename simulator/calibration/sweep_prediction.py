@@ -253,6 +253,9 @@ class Point:
     floor_us: float = 0.0  # the launch floor the time cannot go below
     spans_nodes: bool = False
     net_messages: int = 0  # messages a channel sends in order (d latency / d net_message_us)
+    # An LL ring/tree across nodes: the busiest channel's payload over 1 GB/s, us (its time at
+    # a per-channel LL rate R across nodes is this / R: nccl_tuner.net_ll_cap); 0 elsewhere.
+    ll_channel_us: float = 0.0
 
     @property
     def error(self) -> float:
@@ -357,8 +360,25 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol, row.size_bytes)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
-                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages))
+                            r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages,
+                            ll_channel_us(plan, nodes)))
     return SweepResult(sweep, case, tuple(points))
+
+
+def ll_channel_us(plan, nodes: int) -> float:
+    """The busiest channel's LL payload of a ring or tree across nodes over 1 GB/s, us: what
+    a per-channel LL rate across nodes (``net_ll_channel_GBps``) divides (0 for other plans)."""
+    from simulator.costs.collectives import WIRE_FACTOR
+    from simulator.costs.flow_patterns import Phase
+
+    if nodes < 2 or plan.protocol != "ll" or plan.algorithm not in ("ring", "tree") or not plan.phases:
+        return 0.0
+    phase = plan.phases[0]
+    if not isinstance(phase, Phase):  # a CostModel's plans keep their flows as arrays
+        raise TypeError("expected the plan of a CostModel (a Phase of arrays)")
+    m = phase.arrays.m
+    per_channel = phase.nbytes[m > 0] / m[m > 0]
+    return (float(per_channel.max()) if per_channel.size else 0.0) / WIRE_FACTOR["ll"] / 1e3
 
 
 def release_sensitivity(results: list[SweepResult]) -> list[tuple[SweepResult, SweepResult, str]]:

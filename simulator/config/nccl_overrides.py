@@ -35,6 +35,8 @@ _LATENCY = ("latency", 0.0, MAX_LATENCY_US, "a latency in us")
 _FRACTION = ("fraction", 0.0, 1.0, "a fraction in (0, 1]")
 _BANDWIDTH = ("bandwidth", 0.0, MAX_BANDWIDTH_GBPS, "a bandwidth in GB/s")
 _CHANNELS = ("channels", 1, MAX_CHANNELS, "a whole number of channels")
+# A rate where 0 means "none" (NCCL's own): net_ll_channel_GBps
+_RATE_OR_NONE = ("latency", 0.0, MAX_BANDWIDTH_GBPS, "a bandwidth in GB/s (0: NCCL's own rate)")
 
 
 def _kinds() -> Iterator[tuple[str, tuple]]:
@@ -53,7 +55,9 @@ def _kinds() -> Iterator[tuple[str, tuple]]:
                 ("nvls_efficiency", _FRACTION),
                 ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
                 ("bw_inter_GBps", _BANDWIDTH), ("p2p_channel_GBps", _BANDWIDTH), ("n_channels", _CHANNELS),
-                ("nvls_channels", _CHANNELS))
+                ("nvls_channels", _CHANNELS), ("net_ll_channel_GBps", _RATE_OR_NONE))
+    for a in PROTO_EFFICIENCY_ALGOS:
+        yield f"net_ll_channel_GBps.{a}", _RATE_OR_NONE
 
 
 KEYS: dict[str, tuple] = dict(_kinds())

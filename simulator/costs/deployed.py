@@ -15,10 +15,20 @@ constants per transport capture it, both known to the model already as calibrati
   fitted extra at 15-30 us, pricing every 2-node tree/LL floor at ~1.5-4x the measured one
   (oci-a100: 65 us predicted, 37 measured); per crossing RoCE's is 10 us and InfiniBand's 5;
   held out, 6 fewer of the issue's targets are missed (docs/validation-collectives.md);
-* ``proto_efficiency.net.<ring|tree>.<ll|ll128>``: the achievable fraction of LL's and LL128's
-  rate on a communicator that spans nodes (their flags cross the NIC as RDMA writes), per
-  algorithm: a ring's step-by-step pipeline and a tree's reduce-then-broadcast may lose different
-  shares of a protocol's rate. Simple has none: what the NIC path delivers of the links is the
+* ``net_ll_channel_GBps.<ring|tree>``: what one channel of LL carries across nodes (GB/s of
+  payload): LL lines bound for the network are stored by the channel's CTA into a host-memory
+  buffer and scanned by the proxy line by line before the send is posted (``net.cc``; the
+  constant's comment in :class:`~simulator.costs.nccl_constants.TunerConstants`), a path whose
+  rate per channel does not scale with the links NCCL rates LL from. Measured, one A100 per node
+  (Ring/LL) and eight per node (Tree/LL) run at 0.6-1.1 GB/s per graph channel where NCCL's rates
+  differ 4-8x (tests/unit/test_net_ll_channel.py); as a fraction of NCCL's rate
+  (``proto_efficiency.net.<ring|tree>.ll``, what this replaced) the one-GPU-per-node system set
+  InfiniBand's at x 0.125-0.25, which priced the eight-GPU system's Tree/LL at 1.5-2x its measured
+  time held out (sophia-a100: 24.0% over all sizes, 22.2% with the rate);
+* ``proto_efficiency.net.<ring|tree>.ll128``: the achievable fraction of LL128's rate on a
+  communicator that spans nodes (its flags cross the NIC as RDMA writes), per algorithm: a ring's
+  step-by-step pipeline and a tree's reduce-then-broadcast may lose different shares of it.
+  Simple has none: what the NIC path delivers of the links is the
   profile's ``node.nics.efficiency``, which every pattern's bytes share (All-to-All and SendRecv
   too); a deployed Simple factor on ring and tree alone would give one NIC two rates, and a
   calibration fitting the links' efficiency on rings would carry the difference to an
@@ -68,20 +78,22 @@ class DeployedNet:
     """Time-only constants of one transport as deployed (see the module docstring)."""
 
     net_hop_extra_us: float
-    ring: tuple[float, float]  # ring LL, LL128 across nodes
-    tree: tuple[float, float]  # tree LL, LL128 across nodes
+    # Per algorithm across nodes: (LL's rate per channel in GB/s, 0 for NCCL's own; LL128's
+    # achievable fraction of NCCL's rate).
+    ring: tuple[float, float]
+    tree: tuple[float, float]
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
     message_us: float = 0.0  # net_message_us: host-message transports only (module docstring)
 
     def overrides(self) -> dict[str, float]:
         out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us}
-        for algo, effs in (("ring", self.ring), ("tree", self.tree)):
-            for proto, eff in zip(("ll", "ll128"), effs):
-                out[f"proto_efficiency.net.{algo}.{proto}"] = eff
+        for algo, (ll_GBps, ll128) in (("ring", self.ring), ("tree", self.tree)):
+            out[f"net_ll_channel_GBps.{algo}"] = ll_GBps  # 0: NCCL's own rate
+            out[f"proto_efficiency.net.{algo}.ll128"] = ll128
         return out
 
 
-NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constants)")
+NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constants)")
 
 # Fitted by simulator.calibration.deployed_fit on every system of data/nccl (the hop extra per network
 # crossing: nccl_tuner.ring_net_crossings), each sweep timed with the
@@ -110,14 +122,14 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(5, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
-    "roce": DeployedNet(10, (0.18, 1), (0.18, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (0.5, 1), (0.5, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(20, (1, 0.7), (1, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
-    "other": DeployedNet(20, (1, 1), (1, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
-                                                   "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
-                                                   "sirius-a100, sophia-a100", MESSAGE_US),
+    "efa": DeployedNet(30, (0, 0.7), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "infiniband": DeployedNet(10, (4, 1), (4, 0.4), "a100-pcie, sophia-a100", MESSAGE_US),
+    "roce": DeployedNet(10, (1.5, 1), (1.5, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (1, 1), (1, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
+    "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
+    "other": DeployedNet(20, (0, 1), (0, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
+                                               "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
+                                               "sirius-a100, sophia-a100", MESSAGE_US),
 }
 
 

@@ -141,6 +141,20 @@ class TunerConstants:
     # the AllGather's ring LL reaches ~0.3 of NCCL's LL rate and the AllReduce's tree LL ~0.125
     # (data/nccl/a100x16_*_2node_dgx_ib.csv, docs/validation-calibration.md).
     net_proto_efficiency: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: _unit_per_algo())
+    # What one channel of LL carries across nodes, GB/s of payload, per algorithm (ring, tree:
+    # ``net_ll_channel_GBps.<algo>``; the key without the algorithm sets both). None (the key at
+    # 0): NCCL's own rate. LL lines bound for the network go through a buffer in host memory, whatever GPUDirect
+    # offers: net.cc places the send side's LL buffer in host memory ("p!= NCCL_PROTO_LL &&
+    # resources->useGdr", src/transport/net.cc of v2.16.5-1 line 545; the same test in v2.8.4-1 and
+    # v2.22.3-1), the channel's CTA fills it with 16-byte flag-carrying stores over PCIe, and the proxy
+    # reads every line's flags before it posts the send (line 896: "Check whether all lines are
+    # ready"). What a channel moves is that store-and-scan path's, not a share of the links' rate:
+    # measured, 0.6-1.1 GB/s per graph channel both on one A100 per node (Ring/LL, 4-64 KiB,
+    # data/nccl/a100pcie_x2_allreduce_2node_ib_linear1k.csv) and on 8 per node (Tree/LL, 2-32 KiB,
+    # a100x16_allreduce_2node_dgx_ib.csv, a100x16_allreduce_2node_abci.csv), where NCCL's rates
+    # differ 4-8x. Default per transport: :mod:`simulator.costs.deployed`; NCCL does not know it, so
+    # selection ignores it.
+    net_ll_channel_GBps: Mapping[str, float | None] = field(default_factory=lambda: {"ring": None, "tree": None})
     # Achievable fraction of the links where NCCL's p2p path does more than the channel model
     # (p2p_channel_GBps) says: All-to-All, whose peers share channels (up to 8 operations per
     # channel, and "we lose the sync warp, hence a bit of bandwidth", enqueue.cc), and SendRecv
@@ -185,7 +199,7 @@ OVERRIDE_KEYS = (
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
     "net_latency_us", "net_hop_extra_us", "net_message_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
-    "p2p_efficiency", "p2p_channel_GBps",
+    "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
 
 
@@ -209,6 +223,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
     scalars: dict[str, Any] = {}  # each value checked against its field below
     proto_eff = {a: list(v) for a, v in c.proto_efficiency.items()}
     net_proto_eff = {a: list(v) for a, v in c.net_proto_efficiency.items()}
+    net_ll = dict(c.net_ll_channel_GBps)
     layers = ([under] if under else []) + [overrides]
     for key, value in ((k, v) for layer in layers for k, v in sorted(layer.items(), key=_generic_first)):
         parts = key.split(".")
@@ -232,6 +247,12 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
                                  source=source, field=where)
             for a in algos:
                 table[a][PROTOS.index(rest[-1])] = float(value)
+        elif parts[0] == "net_ll_channel_GBps":
+            if len(parts) > 2 or (len(parts) == 2 and parts[1] not in PROTO_EFFICIENCY_ALGOS) or float(value) < 0:
+                raise InputError("expected net_ll_channel_GBps[.<ring|tree>] >= 0 GB/s (0: NCCL's own rate)",
+                                 source=source, field=where)
+            for a in ([parts[1]] if len(parts) == 2 else list(PROTO_EFFICIENCY_ALGOS)):
+                net_ll[a] = float(value) if float(value) > 0 else None
         elif key == "p2p_efficiency":
             if not 0 < float(value) <= 1:
                 raise InputError(f"expected a fraction in (0, 1], got {value!r}", source=source, field=where)
@@ -256,6 +277,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
         hw_latency_us={lk: {a: _per_protocol(v) for a, v in row.items()} for lk, row in hw.items()},
         proto_efficiency={a: _per_protocol(v) for a, v in proto_eff.items()},
         net_proto_efficiency={a: _per_protocol(v) for a, v in net_proto_eff.items()},
+        net_ll_channel_GBps=net_ll,
         **scalars,
     )
 
@@ -264,7 +286,8 @@ def _generic_first(item: tuple[str, Any]) -> tuple[int, str]:
     """Sort key: a protocol efficiency for every algorithm before an algorithm's own (stable
     otherwise), so that ``proto_efficiency.net.ring.ll`` refines ``proto_efficiency.net.ll``."""
     parts = item[0].split(".")
-    specific = parts[0] == "proto_efficiency" and any(p in PROTO_EFFICIENCY_ALGOS for p in parts[1:-1])
+    specific = (parts[0] == "proto_efficiency" and any(p in PROTO_EFFICIENCY_ALGOS for p in parts[1:-1])) \
+        or (parts[0] == "net_ll_channel_GBps" and len(parts) == 2)
     return (1 if specific else 0), ""
 
 

@@ -373,17 +373,26 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         if nbytes is not None:
             bw *= tree_correction(proto, nbytes)
         if bw > 0:
-            return bw / g.n_channels
+            return net_ll_cap(ctx, algo, bw / g.n_channels) if proto == "ll" else bw / g.n_channels
     t = ctx.constants.tables
     per_ch = g.bw_intra_GBps if ctx.n_nodes <= 2 else g.bw_inter_GBps
     if t.ampere_bus_cap_GBps is not None and ctx.arch == "ampere":
         per_ch = min(per_ch, t.ampere_bus_cap_GBps / g.n_channels)
     if proto == "ll":
-        return min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
+        nccl = min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
+        return net_ll_cap(ctx, algo, nccl)
     if proto == "ll128":
         return min(per_ch * 120 / 128, t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale))
     cta = ring_cta_GBps(ctx)
     return per_ch if cta is None else min(per_ch, RING_CTAS_PER_GRAPH_CHANNEL * cta)
+
+
+def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
+    """An LL channel's rate across nodes: NCCL's, capped at what the host-memory path of network
+    LL lines carries per channel (``net_ll_channel_GBps``, nccl_constants.TunerConstants; none set:
+    NCCL's). Inside a node LL lines go GPU to GPU and keep NCCL's rate."""
+    cap = ctx.constants.net_ll_channel_GBps.get("tree" if algo == "tree" else "ring") if ctx.n_nodes > 1 else None
+    return rate_GBps if cap is None else min(rate_GBps, cap)
 
 
 # NCCL runs every ring of its graph twice: ncclTopoPostset duplicates the graph's channels
