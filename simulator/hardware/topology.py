@@ -94,6 +94,12 @@ class _LinkTable:
             out += [kind] * cap.size
         return out
 
+    @property
+    def kind_runs(self) -> tuple[tuple[str, int], ...]:
+        """:attr:`kind` as runs of (kind, link count) in id order, one per block: what a
+        per-kind array over every link is built from with one ``np.repeat``."""
+        return tuple((kind, int(cap.size)) for kind, cap in zip(self._kind, self._capacity))
+
     @cached_property
     def edges(self) -> list[tuple[str, str, int, str, float, float]]:
         """(u, v, link, kind, capacity, latency) of every link direction, indexed by link id
@@ -163,6 +169,7 @@ class Topology:
         self.capacity_Bps = t.capacity
         self.latency_s = t.latency
         self.kind: list[str] = t.kind
+        self.kind_runs = t.kind_runs
         so = profile.scale_out
         self._tables = RouteTables.build(FabricLinks(
             profile_name=profile.name, nodes=nodes, gpus_per_node=self.gpus_per_node, rails=self.rails,
@@ -356,8 +363,10 @@ class Topology:
         else:
             links = tab.inter(src, dst, rail)
             cls = "net"
-        # Python's left-to-right sum, as route_matrix accumulates column by column.
-        return Route(links, float(sum(map(tab.latency.__getitem__, links))), cls)
+        # Python's left-to-right sum, as route_matrix accumulates column by column; read from the
+        # array (``item``: a Python float), not from a list of every link's latency made on the
+        # first route (~800k at 100k GPUs).
+        return Route(links, float(sum(map(tab.a["latency"].item, links))), cls)
 
     def nvls_routes(self, gpus: Sequence[int]) -> NvlsRoutes:
         """Up and down links of an NVLS reduction among ``gpus`` (all in one NVLS-capable NVLink
@@ -370,8 +379,8 @@ class Topology:
             self._check_gpu(g)
         if len({self.domain_of(g) for g in members}) > 1:
             raise InputError("NVLS reduces inside one NVSwitch domain; these GPUs span several", field="algorithm")
-        up = tuple(self._tables.su_up[g] for g in members)
-        down = tuple(self._tables.su_down[g] for g in members)
+        up = tuple(self._tables.su_up(g) for g in members)
+        down = tuple(self._tables.su_down(g) for g in members)
         return NvlsRoutes(members, up, down, units.us(su.latency_us))
 
     def __repr__(self) -> str:
