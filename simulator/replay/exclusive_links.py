@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import simpy
 
-from simulator.costs.flow_patterns import Phase
+from simulator.costs.flow_patterns import Phase, sorted_distinct
 from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import CommOp
 
@@ -37,7 +37,7 @@ def plan_links(plan: Any) -> np.ndarray:
         shared = next(iter(parts.values())).view()  # the pattern's own array: read-only here
         shared.flags.writeable = False
         return shared
-    return np.unique(np.concatenate(list(parts.values()))) if parts else np.zeros(0, dtype=np.int64)
+    return sorted_distinct(np.concatenate(list(parts.values()))) if parts else np.zeros(0, dtype=np.int64)
 
 
 def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...]], tuple[tuple[int, ...], int]],
@@ -53,29 +53,38 @@ def link_owners(ranks: Iterable[RankState], group: Callable[[int, tuple[str, ...
     """
     # A link's owner depends only on which distinct owners can use it, not on how often or in
     # which order: gather each owner's links once (ranks of one group, and the sizes of one
-    # collective, mostly repeat the same links), then claim them.
-    links_of: dict[Any, set[int]] = {}
+    # collective, mostly repeat the same links), then count the owners of each link.
+    parts: dict[Any, list[np.ndarray]] = {}
     seen: set[tuple[str, tuple[int, ...], str, int]] = set()
     for R in ranks:
         for stream, axes, kind, size in R.table.collectives:
             members, _ = group(R.rank, axes)
             if len(members) > 1 and (stream, members, kind, size) not in seen:
                 seen.add((stream, members, kind, size))
-                links_of.setdefault((stream, members), set()).update(plan_links(plan_of(kind, members, size)).tolist())
+                parts.setdefault((stream, members), []).append(plan_links(plan_of(kind, members, size)))
         for axis, offset, is_send in R.table.p2p_dirs:
             peer = grid_peer(R.rank, axis, offset)
             src, dst = (R.rank, peer) if is_send else (peer, R.rank)
-            if src != dst and ("p2p", src, dst) not in links_of:
-                links_of[("p2p", src, dst)] = set(route(src, dst).links)
-    owners: dict[int, Any] = {}
-    for owner, links in links_of.items():
-        for link in links:
-            held = owners.get(link)
-            if held is None:
-                owners[link] = owner
-            elif held is not _SHARED and held != owner:
-                owners[link] = _SHARED
-    return owners
+            if src != dst and ("p2p", src, dst) not in parts:
+                parts[("p2p", src, dst)] = [np.asarray(route(src, dst).links, dtype=np.int64)]
+    return _claim(list(parts), [sorted_distinct(np.concatenate(p)) for p in parts.values()])
+
+
+def _claim(owners: list[Any], links: list[np.ndarray]) -> dict[int, Any]:
+    """Per link: the one of ``owners`` whose ``links`` (distinct, per owner) hold it, or _SHARED
+    where two do. The owners are distinct (dict keys), so a link is shared exactly when it
+    appears in more than one owner's links: counted with one sort over all of them, not a dict
+    update per claim (a DP group over 784 nodes owns thousands of links)."""
+    if not owners:
+        return {}
+    every = np.concatenate(links)
+    owner_of = np.repeat(np.arange(len(owners)), [a.size for a in links])
+    order = np.argsort(every, kind="stable")
+    every, owner_of = every[order], owner_of[order]
+    first = np.flatnonzero(np.concatenate(([True], every[1:] != every[:-1])))
+    claims = np.diff(np.append(first, every.size))
+    held = [owners[i] if n == 1 else _SHARED for i, n in zip(owner_of[first].tolist(), claims.tolist())]
+    return dict(zip(every[first].tolist(), held))
 
 
 class ExclusiveLinks:
