@@ -362,7 +362,7 @@ def _per_peer(op: str, size: float, lay: Layout) -> float:
 
 
 def _route_class(topo: TopologyView, links: Sequence[int]) -> str:
-    kinds = {topo.kind[link] for link in links}
+    kinds = {topo.kind_of(link) for link in links}
     return "net" if "nic" in kinds else ("nvlink" if kinds == {"nvlink"} else "other")
 
 

@@ -60,6 +60,10 @@ class TopologyView(Protocol):
         where ``kind`` has one entry per link: ~800k at 100k GPUs)."""
         ...
 
+    def kind_of(self, link: int) -> str:
+        """``kind[link]``, without the per-link list."""
+        ...
+
     def node_of(self, gpu: int) -> int: ...
 
     def domain_of(self, gpu: int) -> int:

@@ -30,6 +30,7 @@ between nodes, or between rails, traverses the spine layer."
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from functools import cached_property
 from typing import Callable, Hashable, Iterable, Iterator, Literal, Sequence
 
@@ -168,8 +169,8 @@ class Topology:
         self._links = t
         self.capacity_Bps = t.capacity
         self.latency_s = t.latency
-        self.kind: list[str] = t.kind
         self.kind_runs = t.kind_runs
+        self._kind_ends = np.cumsum([n for _, n in self.kind_runs]).tolist()  # where each run ends
         so = profile.scale_out
         self._tables = RouteTables.build(FabricLinks(
             profile_name=profile.name, nodes=nodes, gpus_per_node=self.gpus_per_node, rails=self.rails,
@@ -319,9 +320,19 @@ class Topology:
     def _gpu_nics(self) -> tuple[int, ...]:
         return self.profile.gpu_nics
 
+    @cached_property
+    def kind(self) -> list[str]:
+        """Per link id its kind (made on first use: ~800k entries at 100k GPUs, where a plan
+        needs :meth:`kind_of` a few links)."""
+        return self._links.kind
+
+    def kind_of(self, link: int) -> str:
+        """The kind of one link (``kind[link]``), found in :attr:`kind_runs`."""
+        return self.kind_runs[bisect_right(self._kind_ends, link)][0]
+
     @property
     def n_links(self) -> int:
-        return len(self.kind)
+        return int(self.capacity_Bps.size)
 
     # ---------------------------------------------------------------- routes
     def route(self, src: int, dst: int, rail: int | None = None) -> Route:

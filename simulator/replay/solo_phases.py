@@ -317,7 +317,7 @@ class PhaseShape:
         return len(self.specs)
 
 
-def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], capacity: list[float],
+def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], capacity: Sequence[float],
           capacity_arr: np.ndarray) -> tuple[float, list[Segment]]:
     """Water-fill the component alone, advance to the next finish, repeat (as FlowNetwork does)."""
     if len(flows) == 1:
@@ -381,14 +381,14 @@ def _flow_table(phase: Sequence[Any], n_links: int) -> tuple[Specs, FlowTable]:
     return specs, _spec_table(specs)
 
 
-def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[float]) -> PhaseShape:
+def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: Sequence[float]) -> PhaseShape:
     """Decompose a phase (flows as accepted by ``FlowNetwork.transfer_many``) into components
     and time each alone. Zero-byte flows, and flows over no link without a cap, are dropped:
     they finish at once."""
     return _decompose(*_flow_table(phase, capacity_Bps.size), capacity_Bps, capacity)
 
 
-def _decompose(specs: Specs, table: FlowTable, capacity_Bps: np.ndarray, capacity: list[float],
+def _decompose(specs: Specs, table: FlowTable, capacity_Bps: np.ndarray, capacity: Sequence[float],
                lone: bool = True) -> PhaseShape:
     """:func:`phase_shape` of checked flows ``specs`` (their :data:`FlowTable`: ``table``).
     ``lone`` False: by the union-find even where no link is shared (the same shape, component
@@ -550,7 +550,7 @@ class PhaseShapes:
     sizes, checked as an array, so it costs a few array passes and a list of its flows, not a
     pass of Python per flow (a DP ring over 784 nodes is met at every size of every bucket)."""
 
-    def __init__(self, capacity_Bps: np.ndarray, capacity: list[float]) -> None:
+    def __init__(self, capacity_Bps: np.ndarray, capacity: Sequence[float]) -> None:
         self._capacity_Bps = capacity_Bps
         self._capacity = capacity
         self._by_id: dict[int, tuple[Any, PhaseShape]] = {}
