@@ -182,7 +182,7 @@ class PhaseShape:
     """A phase decomposed once: its flows as (links, bytes, cap), its components, and per link
     it crosses the component that holds it."""
 
-    specs: list[tuple[tuple[int, ...], float, float]]
+    specs: Sequence[tuple[tuple[int, ...], float, float]]  # the phase's checked flows (links, bytes, cap)
     components: Sequence[Component]
     links: np.ndarray  # every link the phase crosses, sorted
     component_of_link: np.ndarray  # aligned with links
@@ -317,7 +317,7 @@ class PhaseShape:
         return len(self.specs)
 
 
-def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], capacity: Sequence[float],
+def _solo(flows: list[int], specs: Sequence[tuple[tuple[int, ...], float, float]], capacity: Sequence[float],
           capacity_arr: np.ndarray) -> tuple[float, list[Segment]]:
     """Water-fill the component alone, advance to the next finish, repeat (as FlowNetwork does)."""
     if len(flows) == 1:
@@ -348,7 +348,27 @@ def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], c
     return t, segments
 
 
-Specs = list[tuple[tuple[int, ...], float, float]]
+Specs = Sequence[tuple[tuple[int, ...], float, float]]
+
+
+class PhaseSpecs(Sequence[tuple[tuple[int, ...], float, float]]):
+    """A known Phase's checked flows as ``checked_flows`` gives them, (links, bytes, cap), each
+    tuple made on access from the pattern's link tuples, the phase's sizes and the caps (a
+    phase scaled from a known shape rarely reads more than a few of its flows)."""
+
+    __slots__ = ("_links", "_sizes", "_caps")
+
+    def __init__(self, links: list[tuple[int, ...]], sizes: np.ndarray, caps: list[float]) -> None:
+        self._links, self._sizes, self._caps = links, sizes, caps
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def __getitem__(self, i: int) -> tuple[tuple[int, ...], float, float]:  # type: ignore[override]
+        return self._links[i], float(self._sizes[i]), self._caps[i]
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, ...], float, float]]:
+        return zip(self._links, self._sizes.tolist(), self._caps)
 # (flow_ptr, flow_links, sizes, caps): per flow where its entries start (n + 1 offsets), every
 # entry's link, and each flow's bytes and cap
 FlowTable = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -603,8 +623,7 @@ class PhaseShapes:
             # was made; the sizes are this phase's: all finite and > 0, or the general path.
             if nbytes.dtype != np.float64 or not bool(np.all((nbytes > 0) & (nbytes < np.inf))):
                 return None
-            specs = list(zip(a.flow_links, nbytes.tolist(), entry.cap_list))
-            return entry, specs, (entry.ptr, a.links, nbytes, entry.caps)
+            return entry, PhaseSpecs(a.flow_links, nbytes, entry.cap_list), (entry.ptr, a.links, nbytes, entry.caps)
         specs, table = _flow_table(phase, self._capacity_Bps.size)
         if table[1] is not a.links:
             return None
