@@ -130,7 +130,10 @@ def effective_capacity_Bps(topo: TopologyView) -> np.ndarray:
     su_eff, nic_eff = node.scale_up.efficiency, node.nics.efficiency
     pcie_eff = su_eff if node.scale_up.kind == "pcie" else nic_eff
     table = {"nvlink": su_eff, "xgmi": su_eff, "pcie": pcie_eff, "nic": nic_eff, "net": nic_eff}
-    factor = np.fromiter((table.get(k, 1.0) for k in topo.kind), dtype=np.float64, count=len(topo.kind))
+    # per run of like links, not per link: a 100k-GPU fabric has ~800k link directions in a few runs
+    runs = topo.kind_runs
+    factor = np.repeat(np.fromiter((table.get(k, 1.0) for k, _ in runs), dtype=np.float64, count=len(runs)),
+                       np.fromiter((n for _, n in runs), dtype=np.int64, count=len(runs)))
     return np.asarray(topo.capacity_Bps, dtype=np.float64) * factor
 
 
@@ -409,7 +412,7 @@ def _per_peer(op: str, size: float, lay: Layout) -> float:
 
 
 def _route_class(topo: TopologyView, links: Sequence[int]) -> str:
-    kinds = {topo.kind[link] for link in links}
+    kinds = {topo.kind_of(link) for link in links}
     return "net" if "nic" in kinds else ("nvlink" if kinds == {"nvlink"} else "other")
 
 

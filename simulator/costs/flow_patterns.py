@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import gcd
 from itertools import chain
 from typing import Callable, Iterable, Iterator, Sequence
@@ -45,8 +45,9 @@ class Layout:
     nodes: tuple[int, ...]
     by_node: tuple[tuple[int, ...], ...]
 
-    @property
+    @cached_property
     def ppn(self) -> int:
+        """The most members in one domain (worked out once: a DP group has one per node)."""
         return max(len(m) for m in self.by_node)
 
 
@@ -56,11 +57,12 @@ def layout(topo: TopologyView, gpus: Sequence[int]) -> Layout:
         raise InputError("a collective needs at least one GPU", field="gpus")
     if len(set(members)) != len(members):
         raise InputError("a GPU appears twice in the group", field="gpus")
+    if min(members) < 0 or max(members) >= topo.n_gpus:
+        g = next(g for g in members if not 0 <= g < topo.n_gpus)
+        raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
     by: dict[int, list[int]] = {}
-    for g in members:
-        if not 0 <= g < topo.n_gpus:
-            raise InputError(f"GPU {g} is outside this cluster of {topo.n_gpus} GPUs", field="gpus")
-        by.setdefault(topo.domain_of(g), []).append(g)
+    for g, d in zip(members, map(topo.domain_of, members)):
+        by.setdefault(d, []).append(g)
     return Layout(members, tuple(by), tuple(tuple(v) for v in by.values()))
 
 
@@ -243,7 +245,7 @@ def _ring_orders(topo: TopologyView, lay: Layout, n_ch: int) -> list[tuple[tuple
     out: list[tuple[tuple[int, ...], int | None]] = []
     for c in range(n_ch):
         chains, r = _channel_chains(topo, lay, c, n_ch)
-        out.append((sum(chains, ()), r))
+        out.append((tuple(chain.from_iterable(chains)), r))  # (not sum(chains, ()): quadratic in the nodes)
     return out
 
 
@@ -266,6 +268,8 @@ def _channel_chains(topo: TopologyView, lay: Layout, c: int, n_ch: int) -> tuple
         return chains, r
     rails = group_rails(topo, lay.by_node[0])
     r = rails[c % len(rails)]
+    if lay.ppn == 1:  # one GPU per domain (a DP group across nodes): nothing to rotate
+        return list(lay.by_node), r
     return [_rotate_to_rail(topo, members, r) for members in lay.by_node], r
 
 
@@ -324,14 +328,19 @@ def _cross_nic_ring_orders(topo: TopologyView, lay: Layout, n_ch: int,
 def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
     """Every channel's ring hops, routed in one :meth:`TopologyView.route_matrix` call (the rows
     equal ``route(a, b, rail)``; a DP ring over 784 nodes has ~37k hops, which one by one cost
-    more than the rest of the plan), merged by route in hop order."""
-    acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
+    more than the rest of the plan), merged by route in hop order (:func:`_merge_rows`)."""
     rings = _ring_orders(topo, lay, n_ch)
     per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
+    # Channels that run the same ring on the same rail (every channel of a DP group of one GPU
+    # per node: its one rail) are routed once, each of its hops counted once per such channel.
+    times: dict[tuple[tuple[int, ...], int | None], int] = {}
+    for ring in rings:
+        times[ring] = times.get(ring, 0) + 1
     src: list[int] = []
     dst: list[int] = []
     rails: list[int] = []
-    for order, rail in rings:
+    reps: list[int] = []
+    for (order, rail), k in times.items():
         if not closed:  # broadcast: open chain starting at the root
             i0 = order.index(lay.gpus[0])
             order = order[i0:] + order[:i0]
@@ -340,15 +349,35 @@ def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True
         dst += (order[1:] + order[:1])[:hops]
         # an inter-domain hop leaves and enters through the ring's rail, else the sender's NIC
         rails += [rail] * hops if rail is not None else [topo.nic_of(a) if topo.rails else 0 for a in order[:hops]]
+        reps += [k] * hops
     if not src:
         return []
     m = topo.route_matrix(src, dst, rails)
-    w, mult = per_ring / n_ch, per_ring
-    for row, k in zip(m.links.tolist(), m.n_links.tolist()):
-        e = acc[tuple(row[:k])]
-        e[0] += w
-        e[1] += mult
-    return _merge(acc)
+    return _merge_rows(m.links, m.n_links, per_ring / n_ch, per_ring, np.asarray(reps, dtype=np.int64))
+
+
+def _merge_rows(rows: np.ndarray, n_links: np.ndarray, w: float, mult: float, reps: np.ndarray) -> Pattern:
+    """Hops with identical routes merged, each hop (row of ``rows``, padded with -1) adding
+    ``w`` to its route's weight and ``mult`` to its channel-hops ``reps`` times (once per
+    channel that runs it), in order of first appearance; routes over no link dropped. The same
+    numbers as adding hop by hop, channel by channel, into a dict keyed by route (the weights of
+    a route of c hops are ``w`` summed c times left to right: a running sum, read at c), with
+    one ``np.unique`` over the rows (as bytes) instead of a tuple per hop (a ring over 784
+    nodes has ~37k hops; its distinct routes are what the pattern holds)."""
+    if not rows.size:
+        return []
+    rows = np.ascontiguousarray(rows)
+    as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
+    counts = np.bincount(inverse.reshape(-1), weights=reps, minlength=first.size).astype(np.int64)
+    order = np.argsort(first, kind="stable")
+    running_w = np.cumsum(np.full(int(counts.max()), w)).tolist()  # (np.cumsum adds in order)
+    running_m = np.cumsum(np.full(int(counts.max()), mult)).tolist()
+    out: Pattern = []
+    for row, k, c in zip(rows[first[order]].tolist(), n_links[first[order]].tolist(), counts[order].tolist()):
+        if k:
+            out.append((tuple(row[:k]), running_w[c - 1], running_m[c - 1]))
+    return out
 
 
 def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
@@ -555,6 +584,19 @@ def cached_pattern(cache: dict, key: tuple, build: Callable[[], Pattern]) -> Pat
     return cache[key]
 
 
+def sorted_distinct(ids: np.ndarray) -> np.ndarray:
+    """``np.unique(ids)`` of integer ids, by one sort: numpy 2's ``np.unique`` without
+    ``return_*`` goes through a hash table, which on link ids is ~25 times slower than sorting
+    (numpy 2.4: 1 ms against 0.04 ms for 5,000 ids; 14 ms against 0.6 ms for 50,000)."""
+    out = np.sort(ids, axis=None)
+    if out.size > 1:
+        keep = np.empty(out.size, dtype=bool)
+        keep[0] = True
+        np.not_equal(out[1:], out[:-1], out=keep[1:])
+        out = out[keep]
+    return out
+
+
 def link_loads(links: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct links of ``links``, sorted; each one's summed ``weights``): sized by the
     entries, not by the fabric (a bincount over link ids is as long as the cluster's ~800k
@@ -581,15 +623,14 @@ class PatternArrays:
         if pattern is None:  # filled in by join_phases
             self.pattern = None
             return
-        kept = [(links, w, m) for links, w, m in pattern if w > 0]
-        lengths = [len(links) for links, _, _ in kept]
+        kept = [flow for flow in pattern if flow[1] > 0]
         self.pattern = pattern  # held so that the id() keying this in a cache stays unique
         self.flow_links = [links for links, _, _ in kept]
-        self.links = np.fromiter((link for links, _, _ in kept for link in links), dtype=np.int64,
-                                 count=sum(lengths))
+        lengths = list(map(len, self.flow_links))
+        self.links = np.fromiter(chain.from_iterable(self.flow_links), dtype=np.int64, count=sum(lengths))
         self.flow_of_link = np.repeat(np.arange(len(kept), dtype=np.int64), lengths)
-        self.w = np.fromiter((w for _, w, _ in kept), dtype=np.float64, count=len(kept))
-        self.m = np.fromiter((m for _, _, m in kept), dtype=np.float64, count=len(kept))
+        self.w = np.array([w for _, w, _ in kept], dtype=np.float64)
+        self.m = np.array([m for _, _, m in kept], dtype=np.float64)
 
     @property
     def unit_load(self) -> tuple[np.ndarray, np.ndarray]:

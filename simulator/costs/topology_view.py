@@ -54,6 +54,16 @@ class TopologyView(Protocol):
         """Per link id: ``nvlink``, ``xgmi``, ``pcie``, ``nic`` or ``net``."""
         ...
 
+    @property
+    def kind_runs(self) -> Sequence[tuple[str, int]]:
+        """:attr:`kind` run-length encoded: (kind, count) runs in link id order (a few blocks,
+        where ``kind`` has one entry per link: ~800k at 100k GPUs)."""
+        ...
+
+    def kind_of(self, link: int) -> str:
+        """``kind[link]``, without the per-link list."""
+        ...
+
     def node_of(self, gpu: int) -> int: ...
 
     def domain_of(self, gpu: int) -> int:

@@ -17,7 +17,6 @@ and its switch paths are found on that graph with networkx, once per leaf pair, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Hashable
 
 from numpy.typing import ArrayLike
@@ -163,64 +162,19 @@ class RouteTables:
             a["spine_down"] = np.ascontiguousarray(by_leaf[:, :, 1])
         return t
 
-    # ------------------------------------------------------------ scalar tables (lazy)
-    def _list(self, key: str, flat: bool = False) -> list[Any]:
-        arr = self.a.get(key)
-        return [] if arr is None else (arr.ravel() if flat else arr).tolist()
+    # ------------------------------------------------------------ scalar lookups
+    # The scalar path reads the arrays one element at a time (``ndarray.item``: a Python int),
+    # not from lists of every GPU's or node's links made on the first route: those cost in
+    # proportion to the cluster (~100k entries each at 100k GPUs) for the few routes a plan
+    # looks up one by one.
+    def _at(self, key: str, *index: int) -> int:
+        return self.a[key].item(*index)
 
-    @cached_property
-    def latency(self) -> list[float]:
-        return self._list("latency")
+    def su_up(self, gpu: int) -> int:
+        return self._at("su_up", gpu)
 
-    @cached_property
-    def su_up(self) -> list[int]:
-        return self._list("su_up")
-
-    @cached_property
-    def su_down(self) -> list[int]:
-        return self._list("su_down")
-
-    @cached_property
-    def mesh(self) -> list[list[int]]:
-        """[gpu][local peer] -> mesh link (-1 for the GPU itself)."""
-        return self._list("mesh")
-
-    @cached_property
-    def pcie_up(self) -> list[int]:
-        return self._list("pcie_up")
-
-    @cached_property
-    def pcie_down(self) -> list[int]:
-        return self._list("pcie_down")
-
-    @cached_property
-    def nic_of(self) -> list[int]:
-        return self._list("nic_of")
-
-    @cached_property
-    def nic_out(self) -> list[int]:
-        """Flat [(node * rails + rail) * 2 + k] -> host→NIC (k=0), NIC→leaf (k=1)."""
-        return self._list("nic_out", flat=True)
-
-    @cached_property
-    def nic_in(self) -> list[int]:
-        """Flat [(node * rails + rail) * 2 + k] -> leaf→NIC (k=0), NIC→host (k=1)."""
-        return self._list("nic_in", flat=True)
-
-    @cached_property
-    def leaf(self) -> list[list[int]]:
-        """[node][rail] -> leaf index."""
-        return self._list("leaf")
-
-    @cached_property
-    def spine_up(self) -> list[list[int]]:
-        """[leaf][spine] -> leaf→spine."""
-        return self._list("spine_up")
-
-    @cached_property
-    def spine_down(self) -> list[list[int]]:
-        """[leaf][spine] -> spine→leaf."""
-        return self._list("spine_down")
+    def su_down(self, gpu: int) -> int:
+        return self._at("su_down", gpu)
 
     # ------------------------------------------------------------ checks
     def check_gpu(self, gpu: int) -> None:
@@ -236,32 +190,34 @@ class RouteTables:
 
     # ------------------------------------------------------------ scalar pieces
     def intra(self, src: int, dst: int) -> tuple[int, ...]:
+        at = self._at
         if self.su_kind == "nvswitch":
-            return (self.su_up[src], self.su_down[dst])
+            return (at("su_up", src), at("su_down", dst))
         if self.su_kind == "mesh":
-            return (self.mesh[src][dst % self.gpn],)
-        return (self.pcie_up[src], self.pcie_down[dst])
+            return (at("mesh", src, dst % self.gpn),)
+        return (at("pcie_up", src), at("pcie_down", dst))
 
     def inter(self, src: int, dst: int, rail: int | None) -> tuple[int, ...]:
+        at = self._at
         if rail is None:
             if self.rails == 0:
                 self.check_rail(0)
-            rs, rd = self.nic_of[src], self.nic_of[dst]
+            rs, rd = at("nic_of", src), at("nic_of", dst)
         else:
             self.check_rail(rail)
             rs = rd = rail
-        out, in_ = self.nic_out, self.nic_in
-        i, j = 2 * ((src // self.gpn) * self.rails + rs), 2 * ((dst // self.gpn) * self.rails + rd)
-        up = (self.pcie_up[src], out[i], out[i + 1])
-        down = (in_[j], in_[j + 1], self.pcie_down[dst])
-        ls, ld = self.leaf[src // self.gpn][rs], self.leaf[dst // self.gpn][rd]
+        ns, nd = src // self.gpn, dst // self.gpn
+        # nic_out / nic_in: [node, rail] -> (host→NIC, NIC→leaf) / (leaf→NIC, NIC→host)
+        up = (at("pcie_up", src), at("nic_out", ns, rs, 0), at("nic_out", ns, rs, 1))
+        down = (at("nic_in", nd, rd, 0), at("nic_in", nd, rd, 1), at("pcie_down", dst))
+        ls, ld = at("leaf", ns, rs), at("leaf", nd, rd)
         if ls == ld:
             return up + down
         if self.graph_routed:
             paths = self.switch_paths(ls, ld)
             return up + tuple(paths[_ecmp(src, dst, len(paths))].tolist()) + down
         spine = _ecmp(src, dst, self.spines)
-        return up + (self.spine_up[ls][spine], self.spine_down[ld][spine]) + down
+        return up + (at("spine_up", ls, spine), at("spine_down", ld, spine)) + down
 
     def switch_paths(self, ls: int, ld: int) -> np.ndarray:
         """The equal-cost shortest switch paths from leaf ``ls`` to leaf ``ld`` of a graph-routed

@@ -30,6 +30,7 @@ between nodes, or between rails, traverses the spine layer."
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from functools import cached_property
 from typing import Callable, Hashable, Iterable, Iterator, Literal, Sequence
 
@@ -93,6 +94,12 @@ class _LinkTable:
         for kind, cap in zip(self._kind, self._capacity):
             out += [kind] * cap.size
         return out
+
+    @property
+    def kind_runs(self) -> tuple[tuple[str, int], ...]:
+        """:attr:`kind` as runs of (kind, link count) in id order, one per block: what a
+        per-kind array over every link is built from with one ``np.repeat``."""
+        return tuple((kind, int(cap.size)) for kind, cap in zip(self._kind, self._capacity))
 
     @cached_property
     def edges(self) -> list[tuple[str, str, int, str, float, float]]:
@@ -162,7 +169,8 @@ class Topology:
         self._links = t
         self.capacity_Bps = t.capacity
         self.latency_s = t.latency
-        self.kind: list[str] = t.kind
+        self.kind_runs = t.kind_runs
+        self._kind_ends = np.cumsum([n for _, n in self.kind_runs]).tolist()  # where each run ends
         so = profile.scale_out
         self._tables = RouteTables.build(FabricLinks(
             profile_name=profile.name, nodes=nodes, gpus_per_node=self.gpus_per_node, rails=self.rails,
@@ -312,9 +320,19 @@ class Topology:
     def _gpu_nics(self) -> tuple[int, ...]:
         return self.profile.gpu_nics
 
+    @cached_property
+    def kind(self) -> list[str]:
+        """Per link id its kind (made on first use: ~800k entries at 100k GPUs, where a plan
+        needs :meth:`kind_of` a few links)."""
+        return self._links.kind
+
+    def kind_of(self, link: int) -> str:
+        """The kind of one link (``kind[link]``), found in :attr:`kind_runs`."""
+        return self.kind_runs[bisect_right(self._kind_ends, link)][0]
+
     @property
     def n_links(self) -> int:
-        return len(self.kind)
+        return int(self.capacity_Bps.size)
 
     # ---------------------------------------------------------------- routes
     def route(self, src: int, dst: int, rail: int | None = None) -> Route:
@@ -356,8 +374,10 @@ class Topology:
         else:
             links = tab.inter(src, dst, rail)
             cls = "net"
-        # Python's left-to-right sum, as route_matrix accumulates column by column.
-        return Route(links, float(sum(map(tab.latency.__getitem__, links))), cls)
+        # Python's left-to-right sum, as route_matrix accumulates column by column; read from the
+        # array (``item``: a Python float), not from a list of every link's latency made on the
+        # first route (~800k at 100k GPUs).
+        return Route(links, float(sum(map(tab.a["latency"].item, links))), cls)
 
     def nvls_routes(self, gpus: Sequence[int]) -> NvlsRoutes:
         """Up and down links of an NVLS reduction among ``gpus`` (all in one NVLS-capable NVLink
@@ -370,8 +390,8 @@ class Topology:
             self._check_gpu(g)
         if len({self.domain_of(g) for g in members}) > 1:
             raise InputError("NVLS reduces inside one NVSwitch domain; these GPUs span several", field="algorithm")
-        up = tuple(self._tables.su_up[g] for g in members)
-        down = tuple(self._tables.su_down[g] for g in members)
+        up = tuple(self._tables.su_up(g) for g in members)
+        down = tuple(self._tables.su_down(g) for g in members)
         return NvlsRoutes(members, up, down, units.us(su.latency_us))
 
     def __repr__(self) -> str:

@@ -30,6 +30,7 @@ Latency is not added here; the caller (the replay engine) adds the route/protoco
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -61,6 +62,9 @@ DIRTY_FILTER_LINKS = 32
 # _class_level_rates' outcomes kept (then started over): the same classes meet again and again
 # (a phase's All-to-All classes, one micro-batch after another).
 CLASS_LEVEL_KNOWN = 4096
+
+# Fabrics of up to this many links keep their capacities as a list of floats (FlowNetwork).
+LIST_CAPACITY_LINKS = 1 << 16
 
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
@@ -100,7 +104,11 @@ class FlowNetwork:
         self.env = env
         self.capacity_Bps = cap
         self._n_links = int(cap.size)
-        self._capacity_list: list[float] = cap.tolist()  # plain floats for the per-flow paths
+        # plain floats for the per-flow paths: a list (the fastest to index) on a fabric of up to
+        # LIST_CAPACITY_LINKS links, else an array.array of the same floats (one copy of the
+        # buffer, not ~800k float objects at 100k GPUs)
+        self._capacity_list: Sequence[float] = (cap.tolist() if cap.size <= LIST_CAPACITY_LINKS
+                                                else array("d", cap.tobytes()))
         self.stats = FlowStats()
         # Bytes carried by flows already finished: (links, bytes) chunks, summed per link on demand.
         # (Folded per link only when asked or when many chunks are pending: a bincount over every

@@ -15,11 +15,12 @@ network computes, up to float rounding in the order of operations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import InitVar, dataclass, field
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from simulator.costs.flow_patterns import Phase, link_loads
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import DistinctLinks, checked_flows, csr_take, distinct_links
 
@@ -108,6 +109,61 @@ class Component:
         return self._flow_array
 
 
+class LoneComponents(Sequence[Component]):
+    """The components of a phase none of whose links two flows cross: component ``c`` is flow
+    ``c`` alone, at its alone rate (``rates``: its slowest link or its cap) from start to end.
+    Held as arrays, each :class:`Component` made on first access (and kept): a DP ring over 784
+    nodes is 784 such components, and a run mostly needs only their durations
+    (``PhaseShape.comp_durations``), not an object each."""
+
+    __slots__ = ("_ptr", "_links", "_sizes", "_rates", "_made")
+
+    def __init__(self, ptr: np.ndarray, links: np.ndarray, sizes: np.ndarray, rates: np.ndarray) -> None:
+        self._ptr, self._links, self._sizes, self._rates = ptr, links, sizes, rates  # links: sorted per flow
+        self._made: dict[int, Component] = {}
+
+    def __len__(self) -> int:
+        return int(self._sizes.size)
+
+    def __getitem__(self, c: int) -> Component:  # type: ignore[override]
+        got = self._made.get(c)
+        if got is None:
+            if not 0 <= c < self._sizes.size:
+                raise IndexError(c)
+            flows = [c]
+            size, rate = float(self._sizes[c]), float(self._rates[c])
+            links = tuple(self._links[self._ptr[c]:self._ptr[c + 1]].tolist())
+            got = self._made[c] = Component(flows, links, size / rate, [Segment(0.0, flows, [size], [rate])])
+        return got
+
+    def __iter__(self) -> Iterator[Component]:
+        return (self[c] for c in range(len(self)))
+
+
+class ScaledComponents(Sequence[Component]):
+    """``base``'s components with their times and bytes scaled by ``k`` (:func:`scaled_shape`),
+    each made on first access (and kept), sharing the base's flows, links and segments."""
+
+    __slots__ = ("_base", "_k", "_made")
+
+    def __init__(self, base: Sequence[Component], k: float) -> None:
+        self._base, self._k = base, k
+        self._made: dict[int, Component] = {}
+
+    def __len__(self) -> int:
+        return len(self._base)
+
+    def __getitem__(self, c: int) -> Component:  # type: ignore[override]
+        got = self._made.get(c)
+        if got is None:
+            b, k = self._base[c], self._k
+            got = self._made[c] = Component(b.flows, b.links, b.duration * k, b.segments, b.scale * k)
+        return got
+
+    def __iter__(self) -> Iterator[Component]:
+        return (self[c] for c in range(len(self)))
+
+
 @dataclass(frozen=True, slots=True)
 class FlowClass:
     """Flows of a phase that start together with the same size, bytes left and cap: their
@@ -126,8 +182,8 @@ class PhaseShape:
     """A phase decomposed once: its flows as (links, bytes, cap), its components, and per link
     it crosses the component that holds it."""
 
-    specs: list[tuple[tuple[int, ...], float, float]]
-    components: list[Component]
+    specs: Sequence[tuple[tuple[int, ...], float, float]]  # the phase's checked flows (links, bytes, cap)
+    components: Sequence[Component]
     links: np.ndarray  # every link the phase crosses, sorted
     component_of_link: np.ndarray  # aligned with links
     linkless: list[int]  # components over no link (capped flows): never meet anything
@@ -141,6 +197,11 @@ class PhaseShape:
     entry_comp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     comp_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     comp_flows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # per component its duration alone (SoloBlock.settle); None: read from the components
+    comp_durations: np.ndarray | None = None
+    # (flow_ptr, flow_links, sizes, caps) when the caller has them as arrays already; None:
+    # read from the specs
+    table: InitVar[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None] = None
     # per flow: where its entries start in flow_links (n + 1 offsets), its size and cap
     flow_ptr: np.ndarray = field(init=False)
     sizes: np.ndarray = field(init=False)
@@ -156,18 +217,18 @@ class PhaseShape:
     _alive_entries: int = field(init=False)
     _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.duration = max((c.duration for c in self.components), default=0.0)
-        n = len(self.specs)
-        lengths = np.fromiter((len(links) for links, _, _ in self.specs), dtype=np.int64, count=n)
-        self.flow_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=self.flow_ptr[1:])
-        self.flow_links = np.fromiter((link for links, _, _ in self.specs for link in links), dtype=np.int64,
-                                      count=int(self.flow_ptr[-1]))
-        self.sizes = np.fromiter((size for _, size, _ in self.specs), dtype=np.float64, count=n)
-        self.caps = np.fromiter((cap for _, _, cap in self.specs), dtype=np.float64, count=n)
-        self.flow_bytes = np.repeat(self.sizes, lengths)
-        self.total_bytes = float(sum(size for _, size, _ in self.specs))
+    def __post_init__(self, table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        if self.comp_durations is None:
+            self.comp_durations = np.fromiter((c.duration for c in self.components), dtype=np.float64,
+                                              count=len(self.components))
+        self.duration = float(self.comp_durations.max()) if self.comp_durations.size else 0.0
+        if table is None:
+            ptr, links, sizes, caps = _spec_table(self.specs)
+        else:
+            ptr, links, sizes, caps = table
+        self.flow_ptr, self.flow_links, self.sizes, self.caps = ptr, links, sizes, caps
+        self.flow_bytes = np.repeat(self.sizes, np.diff(self.flow_ptr))
+        self.total_bytes = float(sum(self.sizes.tolist()))  # in flow order, as the flows add up
         self.start_classes = {}
         self._tables = {}
         self._table_entries = 0
@@ -179,9 +240,8 @@ class PhaseShape:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
         summed once (what a block that ran to its end delivered, per link)."""
         if self._link_totals is None:
-            carried = np.bincount(self.flow_links, weights=self.flow_bytes)
-            used = np.flatnonzero(np.bincount(self.flow_links))
-            self._link_totals = (used, carried[used])
+            # sized by the phase's entries, not by the fabric's link ids (~800k at 100k GPUs)
+            self._link_totals = link_loads(self.flow_links, self.flow_bytes)
         return self._link_totals
 
     def alive_totals(self, alive: list[bool]) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -257,7 +317,7 @@ class PhaseShape:
         return len(self.specs)
 
 
-def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], capacity: list[float],
+def _solo(flows: list[int], specs: Sequence[tuple[tuple[int, ...], float, float]], capacity: Sequence[float],
           capacity_arr: np.ndarray) -> tuple[float, list[Segment]]:
     """Water-fill the component alone, advance to the next finish, repeat (as FlowNetwork does)."""
     if len(flows) == 1:
@@ -288,16 +348,94 @@ def _solo(flows: list[int], specs: list[tuple[tuple[int, ...], float, float]], c
     return t, segments
 
 
-def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[float]) -> PhaseShape:
+Specs = Sequence[tuple[tuple[int, ...], float, float]]
+
+
+class PhaseSpecs(Sequence[tuple[tuple[int, ...], float, float]]):
+    """A known Phase's checked flows as ``checked_flows`` gives them, (links, bytes, cap), each
+    tuple made on access from the pattern's link tuples, the phase's sizes and the caps (a
+    phase scaled from a known shape rarely reads more than a few of its flows)."""
+
+    __slots__ = ("_links", "_sizes", "_caps")
+
+    def __init__(self, links: list[tuple[int, ...]], sizes: np.ndarray, caps: list[float]) -> None:
+        self._links, self._sizes, self._caps = links, sizes, caps
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def __getitem__(self, i: int) -> tuple[tuple[int, ...], float, float]:  # type: ignore[override]
+        return self._links[i], float(self._sizes[i]), self._caps[i]
+
+    def __iter__(self) -> Iterator[tuple[tuple[int, ...], float, float]]:
+        return zip(self._links, self._sizes.tolist(), self._caps)
+# (flow_ptr, flow_links, sizes, caps): per flow where its entries start (n + 1 offsets), every
+# entry's link, and each flow's bytes and cap
+FlowTable = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _spec_table(specs: Specs) -> FlowTable:
+    """The flows ``specs`` as a :data:`FlowTable`, read flow by flow."""
+    n = len(specs)
+    lengths = np.fromiter((len(links) for links, _, _ in specs), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    links = np.fromiter((link for links, _, _ in specs for link in links), dtype=np.int64, count=int(ptr[-1]))
+    sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=n)
+    caps = np.fromiter((cap for _, _, cap in specs), dtype=np.float64, count=n)
+    return ptr, links, sizes, caps
+
+
+def _flow_table(phase: Sequence[Any], n_links: int) -> tuple[Specs, FlowTable]:
+    """The phase's checked flows (``checked_flows``) and their :data:`FlowTable`: for a
+    :class:`Phase` none of whose flows is dropped, its pattern's arrays as they are (the same
+    numbers: the specs are made from them), else read flow by flow."""
+    specs = checked_flows(phase, n_links)
+    if isinstance(phase, Phase) and len(specs) == len(phase) and phase.arrays.links.dtype == np.int64:
+        a, n = phase.arrays, len(specs)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(a.flow_of_link, minlength=n), out=ptr[1:])
+        fc = phase.flow_caps
+        caps = np.full(n, np.inf) if fc is None else np.where(np.isnan(fc), np.inf, fc)
+        return specs, (ptr, a.links, np.asarray(phase.nbytes, dtype=np.float64), caps)
+    return specs, _spec_table(specs)
+
+
+def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: Sequence[float]) -> PhaseShape:
     """Decompose a phase (flows as accepted by ``FlowNetwork.transfer_many``) into components
     and time each alone. Zero-byte flows, and flows over no link without a cap, are dropped:
     they finish at once."""
-    inf = float("inf")
-    specs = checked_flows(phase, capacity_Bps.size)
+    return _decompose(*_flow_table(phase, capacity_Bps.size), capacity_Bps, capacity)
+
+
+def _decompose(specs: Specs, table: FlowTable, capacity_Bps: np.ndarray, capacity: Sequence[float],
+               lone: bool = True) -> PhaseShape:
+    """:func:`phase_shape` of checked flows ``specs`` (their :data:`FlowTable`: ``table``).
+    ``lone`` False: by the union-find even where no link is shared (the same shape, component
+    by component: tests compare the two)."""
+    ptr, e_link, sizes, caps = table
     n = len(specs)
-    lengths = np.fromiter((len(links) for links, _, _ in specs), dtype=np.int64, count=n)
-    e_link = np.fromiter((link for links, _, _ in specs for link in links), dtype=np.int64, count=int(lengths.sum()))
+    lengths = np.diff(ptr)
     e_flow = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    # Flows alone in their component: the slowest link or the cap (as FlowNetwork times them).
+    link_min = np.full(n, np.inf)
+    has = lengths > 0
+    if has.any():
+        link_min[has] = np.minimum.reduceat(capacity_Bps[e_link], ptr[:-1][has])
+    alone = np.minimum(link_min, caps)
+    # (np.unique, not a bincount over every link: the phase is small beside a large fabric.)
+    _, where, users = np.unique(e_link, return_inverse=True, return_counts=True)
+    shared = users[where.reshape(-1)] > 1
+    if lone and not shared.any():
+        # No link carries two entries (a ring's hops, each on links of its own): every flow is
+        # a component alone, in flow order, as the union-find below would find them; its links
+        # are its own, distinct, so sorting them per flow (and all of them) is all there is.
+        order = np.argsort(e_link, kind="stable")
+        by_flow = np.lexsort((e_link, e_flow))
+        return PhaseShape(specs, LoneComponents(ptr, e_link[by_flow], sizes, alone), e_link[order], e_flow[order],
+                          np.flatnonzero(~has).tolist(), entry_comp=e_flow,
+                          comp_bytes=np.bincount(np.arange(n), weights=sizes, minlength=n),
+                          comp_flows=np.ones(n, dtype=np.int64), comp_durations=sizes / alone, table=table)
     # Components by union-find over links (flows sharing a link are joined); only flows on a
     # link some other flow of the phase crosses can be joined to anything.
     parent = list(range(n))
@@ -308,9 +446,6 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
             i = parent[i]
         return i
 
-    # (np.unique, not a bincount over every link: the phase is small beside a large fabric.)
-    _, where, users = np.unique(e_link, return_inverse=True, return_counts=True)
-    shared = users[where.reshape(-1)] > 1
     first: dict[int, int] = {}
     for i, link in zip(e_flow[shared].tolist(), e_link[shared].tolist()):
         j = first.setdefault(link, i)
@@ -318,13 +453,7 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
             a, b = find(i), find(j)
             if a != b:
                 parent[max(a, b)] = min(a, b)
-    # Flows alone in their component: the slowest link or the cap (as FlowNetwork times them).
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if n else np.zeros(0, dtype=np.int64)
-    link_min = np.full(n, inf)
-    has = lengths > 0
-    if has.any():
-        link_min[has] = np.minimum.reduceat(capacity_Bps[e_link], starts[has])
-    alone_rate = np.minimum(link_min, np.fromiter((cap for _, _, cap in specs), dtype=np.float64, count=n)).tolist()
+    alone_rate = alone.tolist()
     members: dict[int, list[int]] = {}
     for i in range(n):
         members.setdefault(find(i), []).append(i)
@@ -351,12 +480,11 @@ def phase_shape(phase: Sequence[Any], capacity_Bps: np.ndarray, capacity: list[f
     comp_of_flow = np.zeros(n, dtype=np.int64)
     for c, comp in enumerate(components):
         comp_of_flow[comp.flows] = c
-    sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=n)
     return PhaseShape(specs, components, np.asarray(link_list, dtype=np.int64)[order],
                       np.asarray(comp_list, dtype=np.int64)[order], linkless,
                       entry_comp=comp_of_flow[e_flow],
                       comp_bytes=np.bincount(comp_of_flow, weights=sizes, minlength=len(components)),
-                      comp_flows=np.bincount(comp_of_flow, minlength=len(components)))
+                      comp_flows=np.bincount(comp_of_flow, minlength=len(components)), table=table)
 
 
 class SoloBlock:
@@ -382,19 +510,52 @@ class SoloBlock:
         if broken is None and all(self.alive):
             self.span = self.shape.duration
         elif broken is None or broken.duration >= self.span:
-            self.span = max((c.duration for c, a in zip(self.shape.components, self.alive) if a), default=0.0)
+            components = self.shape.components
+            if isinstance(components, list):
+                self.span = max((c.duration for c, a in zip(components, self.alive) if a), default=0.0)
+            else:  # made on access (LoneComponents, ScaledComponents): their durations as an array
+                durations = self.shape.comp_durations
+                assert durations is not None  # (set by PhaseShape.__post_init__)
+                alive = durations[np.asarray(self.alive, dtype=bool)]
+                self.span = float(alive.max()) if alive.size else 0.0
         self.finish = self.t0 + self.span
 
 
-def scaled_shape(base: PhaseShape, specs: list[tuple[tuple[int, ...], float, float]], k: float) -> PhaseShape:
+def scaled_shape(base: PhaseShape, specs: Specs, k: float, sizes: np.ndarray | None = None) -> PhaseShape:
     """The shape of a phase whose flows are ``base``'s (same links, same caps, in the same
-    order) with every size multiplied by ``k`` (``specs``: its flows). Max-min rates depend on
-    which flows are active, not on their sizes, so every flow keeps its rates and the active
-    sets follow one another in the same order; only the times and the bytes left scale by
-    ``k``. The components and their link tables are shared with ``base``."""
-    components = [Component(c.flows, c.links, c.duration * k, c.segments, c.scale * k) for c in base.components]
-    return PhaseShape(specs, components, base.links, base.component_of_link, base.linkless,
-                      entry_comp=base.entry_comp, comp_bytes=base.comp_bytes * k, comp_flows=base.comp_flows)
+    order) with every size multiplied by ``k`` (``specs``: its flows; ``sizes``: their sizes as
+    an array, None: read from ``specs``). Max-min rates depend on which flows are active, not on
+    their sizes, so every flow keeps its rates and the active sets follow one another in the
+    same order; only the times and the bytes left scale by ``k``. The components (made on first
+    access, :class:`ScaledComponents`) and the link tables are shared with ``base``."""
+    if sizes is None:
+        sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=len(specs))
+    assert base.comp_durations is not None  # (set by PhaseShape.__post_init__)
+    return PhaseShape(specs, ScaledComponents(base.components, k), base.links, base.component_of_link, base.linkless,
+                      entry_comp=base.entry_comp, comp_bytes=base.comp_bytes * k, comp_flows=base.comp_flows,
+                      comp_durations=base.comp_durations * k, table=(base.flow_ptr, base.flow_links, sizes, base.caps))
+
+
+def _pattern_key(table: FlowTable) -> tuple[bytes, bytes, bytes]:
+    """What makes two phases one pattern (PhaseShapes): every flow's links and cap, in order,
+    as the bytes of their arrays (equal exactly when the (links, cap) of every flow are: the
+    caps are > 0 or infinite). Bytes keep their hash, so a lookup does not walk the flows."""
+    ptr, links, _, caps = table
+    return ptr.tobytes(), links.tobytes(), caps.tobytes()
+
+
+@dataclass
+class _KnownPattern:
+    """What :class:`PhaseShapes` keeps of a pattern's arrays met with given caps: the
+    ``_by_pattern`` key of their flows (:func:`_pattern_key`), their caps (array and list), where each flow's links
+    start, and the base shape of that key once there is one."""
+
+    arrays: Any  # held: their id() keys the entry
+    key: tuple[bytes, bytes, bytes]
+    caps: np.ndarray
+    cap_list: list[float]
+    ptr: np.ndarray
+    base: tuple[np.ndarray, PhaseShape] | None = None
 
 
 class PhaseShapes:
@@ -402,31 +563,69 @@ class PhaseShapes:
     different sizes are one flow pattern scaled by the per-rank volume (``costs.collectives``'
     ``scaled_flows``): a phase with the flows (links, caps) of one already decomposed and sizes
     all in one ratio to its sizes is that shape scaled (:func:`scaled_shape`), not decomposed
-    and water-filled again."""
+    and water-filled again.
 
-    def __init__(self, capacity_Bps: np.ndarray, capacity: list[float]) -> None:
+    A :class:`Phase` is known by its pattern's arrays and its caps: the first phase of those is
+    checked flow by flow (``checked_flows``) and its key made; a later one only differs in its
+    sizes, checked as an array, so it costs a few array passes and a list of its flows, not a
+    pass of Python per flow (a DP ring over 784 nodes is met at every size of every bucket)."""
+
+    def __init__(self, capacity_Bps: np.ndarray, capacity: Sequence[float]) -> None:
         self._capacity_Bps = capacity_Bps
         self._capacity = capacity
         self._by_id: dict[int, tuple[Any, PhaseShape]] = {}
-        # (links, cap) of every flow -> (sizes, shape) of the first phase decomposed with them
-        self._by_pattern: dict[tuple, tuple[np.ndarray, PhaseShape]] = {}
+        # (links, cap) of every flow (_pattern_key) -> (sizes, shape) of the first phase
+        # decomposed with them
+        self._by_pattern: dict[tuple[bytes, bytes, bytes], tuple[np.ndarray, PhaseShape]] = {}
+        # (id of a pattern's arrays, its flows' caps as bytes) -> what is known of them
+        self._known: dict[tuple[int, bytes], _KnownPattern] = {}
 
     def get(self, phase: Sequence[Any]) -> PhaseShape:
         hit = self._by_id.get(id(phase))
         if hit is not None and hit[0] is phase:
             return hit[1]
-        specs = checked_flows(phase, self._capacity_Bps.size)
-        key = tuple([(links, cap) for links, _, cap in specs])
-        sizes = np.fromiter((size for _, size, _ in specs), dtype=np.float64, count=len(specs))
-        base = self._by_pattern.get(key)
+        known = self._known_phase(phase) if isinstance(phase, Phase) else None
+        if known is not None:
+            entry, specs, table = known
+            key = entry.key
+            if entry.base is None:
+                entry.base = self._by_pattern.get(key)
+            base = entry.base
+        else:
+            specs, table = _flow_table(phase, self._capacity_Bps.size)
+            key = _pattern_key(table)
+            base = self._by_pattern.get(key)
+        sizes = table[2]
         shape: PhaseShape | None = None
         if base is not None and sizes.size:
             k = float(sizes[0] / base[0][0])
             if np.allclose(sizes, base[0] * k, rtol=1e-12, atol=0.0):
-                shape = scaled_shape(base[1], specs, k)
+                shape = scaled_shape(base[1], specs, k, sizes)
         if shape is None:
-            shape = phase_shape(specs, self._capacity_Bps, self._capacity)
+            shape = _decompose(specs, table, self._capacity_Bps, self._capacity)
             if base is None:
                 self._by_pattern[key] = (sizes, shape)
+                if known is not None:
+                    known[0].base = self._by_pattern[key]
         self._by_id[id(phase)] = (phase, shape)
         return shape
+
+    def _known_phase(self, phase: Phase) -> tuple[_KnownPattern, Specs, FlowTable] | None:
+        """The entry of ``phase``'s pattern arrays and caps (made on first sight), its checked
+        flows and their table; None where some flow is dropped or fails a check (the general
+        path then checks it flow by flow and raises what it raises)."""
+        a, nbytes, fc = phase.arrays, phase.nbytes, phase.flow_caps
+        caps = np.full(nbytes.size, np.inf) if fc is None else np.where(np.isnan(fc), np.inf, fc)
+        keyed = (id(a), caps.tobytes())
+        entry = self._known.get(keyed)
+        if entry is not None and entry.arrays is a:
+            # Links, their ids, caps and which flows have links are the entry's, checked when it
+            # was made; the sizes are this phase's: all finite and > 0, or the general path.
+            if nbytes.dtype != np.float64 or not bool(np.all((nbytes > 0) & (nbytes < np.inf))):
+                return None
+            return entry, PhaseSpecs(a.flow_links, nbytes, entry.cap_list), (entry.ptr, a.links, nbytes, entry.caps)
+        specs, table = _flow_table(phase, self._capacity_Bps.size)
+        if table[1] is not a.links:
+            return None
+        entry = self._known[keyed] = _KnownPattern(a, _pattern_key(table), table[3], table[3].tolist(), table[0])
+        return entry, specs, table

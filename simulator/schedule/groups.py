@@ -145,6 +145,9 @@ class Grid:
         """Members of the process group over ``axes`` that contains ``rank``, in rank order."""
         axes = [a for a in axes if self._stride_of(a) and self.size(a) > 1]
         base = rank - sum(self.coord(rank, a) * self._stride_of(a) for a in axes)
+        if len(axes) == 1:  # one axis (a DP group of hundreds): an arithmetic progression, ascending
+            stride = self._stride_of(axes[0])
+            return tuple(range(base, base + self.size(axes[0]) * stride, stride))
         members = [base + sum(c * self._stride_of(a) for a, c in zip(axes, combo))
                    for combo in product(*(range(self.size(a)) for a in axes))]
         return tuple(sorted(members))
