@@ -33,6 +33,10 @@ SMALL_COMPONENT_ENTRIES = 160
 # (PhaseShape._members_table), then starts over.
 TABLE_CACHE_FACTOR = 8
 
+# Flows grouped into classes in plain Python up to this many (PhaseShape._few_classes); numpy's
+# unique, argsort and split cost more below it.
+SMALL_CLASSES = 16
+
 
 @dataclass
 class Segment:
@@ -205,6 +209,8 @@ class PhaseShape:
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
         flows of each group move in lockstep until their rates differ."""
+        if idx.size <= SMALL_CLASSES:
+            return self._few_classes(idx, rem)
         sizes, caps = self.sizes[idx], self.caps[idx]
         if (sizes == sizes[0]).all() and (caps == caps[0]).all():
             _, first, inverse = np.unique(rem, return_index=True, return_inverse=True)
@@ -223,6 +229,29 @@ class PhaseShape:
                 out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
             else:
                 out.append(FlowClass(size, r, cap, *self._members_table(members)))
+        return out
+
+    def _few_classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
+        """:meth:`classes` of a few flows in plain Python: the same groups (equal size, bytes
+        left and cap), in order of their first flow, members in ``idx`` order. A component of
+        a DP ring's hop that a TP collective meets on NVLink holds its two channels' flows,
+        for which numpy's calls cost more than the grouping."""
+        specs = self.specs
+        groups: dict[tuple[float, float, float], list[int]] = {}
+        for i, r in zip(idx.tolist(), rem.tolist()):
+            spec = specs[i]
+            key = (spec[1], r, spec[2])
+            got = groups.get(key)
+            if got is None:
+                groups[key] = [i]
+            else:
+                got.append(i)
+        out: list[FlowClass] = []
+        for (size, r, cap), members in groups.items():
+            if len(members) == 1:
+                out.append(FlowClass(size, r, cap, None, specs[members[0]][0]))
+            else:
+                out.append(FlowClass(size, r, cap, *self._members_table(np.array(members, dtype=np.int64))))
         return out
 
     def _members_table(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, DistinctLinks]:
