@@ -407,11 +407,16 @@ class SoloBlock:
 
     def settle(self, broken: Component | None) -> None:
         """Set ``span`` and ``finish`` after component ``broken`` left (None: from scratch); the
-        components are only scanned when the one that left was the longest."""
+        components are only scanned when the one that left was the longest, and only until one
+        alive is as long (a ring's hops all are: the span stays)."""
         if broken is None and all(self.alive):
             self.span = self.shape.duration
-        elif broken is None or broken.duration >= self.span:
+        elif broken is None:
             self.span = max((c.duration for c, a in zip(self.shape.components, self.alive) if a), default=0.0)
+        elif broken.duration >= self.span:
+            span = self.span
+            if not any(a and c.duration >= span for c, a in zip(self.shape.components, self.alive)):
+                self.span = max((c.duration for c, a in zip(self.shape.components, self.alive) if a), default=0.0)
         self.finish = self.t0 + self.span
 
 
