@@ -324,19 +324,12 @@ class FlowNetwork:
         """Hand the components of running blocks that hold ``links`` to the network as ordinary
         flows, with the bytes their solo trajectories have left at ``now``."""
         pairs = list(set(zip(block_ids.tolist(), links.tolist())))  # (block, link) each once
-        # each pair's component, one search per block (a newcomer can meet thousands of links)
-        pair_block = np.fromiter((b for b, _ in pairs), dtype=np.int64, count=len(pairs))
-        pair_link = np.fromiter((link for _, link in pairs), dtype=np.int64, count=len(pairs))
-        pair_comp = np.empty(len(pairs), dtype=np.int64)
-        for fid in np.unique(pair_block).tolist():
-            sel = pair_block == fid
-            held = self._blocks[fid].shape  # (only running blocks own links)
-            pair_comp[sel] = held.component_of_link[np.searchsorted(held.links, pair_link[sel])]
-        for (fid, _), c in zip(pairs, pair_comp.tolist()):
+        for fid, link in pairs:
             block = self._blocks.get(fid)
             if block is None:
                 continue
             shape = block.shape
+            c = shape.component_at(link)
             if not block.alive[c]:
                 continue
             block.alive[c] = False

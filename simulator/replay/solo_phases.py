@@ -159,6 +159,7 @@ class PhaseShape:
     _alive_totals: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray, float, int]] = field(init=False)
     _alive_entries: int = field(init=False)
     _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
+    _component_at: dict[int, int] | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.duration = max((c.duration for c in self.components), default=0.0)
@@ -178,6 +179,15 @@ class PhaseShape:
         self._alive_totals = {}
         self._alive_entries = 0
         self._link_totals = None
+        self._component_at = None
+
+    def component_at(self, link: int) -> int:
+        """The component that holds ``link`` (one the phase crosses): ``component_of_link`` by
+        link id, as a dict built on first use (a newcomer breaking a ring hop asks for a few)."""
+        got = self._component_at
+        if got is None:
+            got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
+        return got[link]
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,

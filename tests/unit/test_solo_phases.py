@@ -223,3 +223,15 @@ def test_a_few_flows_group_into_the_classes_numpy_groups_them_into(seed, monkeyp
     monkeypatch.setattr(sp, "SMALL_CLASSES", 0)
     assert fields(few) == fields(shape.classes(idx, rem))
     assert any(c.ptr is not None for c in few)
+
+
+def test_component_at_a_link_is_the_sorted_table_lookup(topo):
+    """PhaseShape.component_at (what FlowNetwork._break asks per link a newcomer meets) is
+    component_of_link at the link's place in the sorted links, for every link of a ring."""
+    members = list(range(16))
+    plan = plan_collective("allreduce", members, 64 << 20, topo)
+    cap = effective_capacity_Bps(topo)
+    shape = phase_shape(plan.phases[0], cap, cap.tolist())
+    assert len(shape.components) > 1
+    for link in shape.links.tolist():
+        assert shape.component_at(link) == shape.component_of_link[np.searchsorted(shape.links, link)]
