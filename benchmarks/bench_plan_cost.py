@@ -115,11 +115,11 @@ id), link_owners' per-link claims and the ring patterns themselves (flows in pro
 Then the ZeRO-2 plans that a pruned sweep still replays were cut (docs/sweep.md, "What one plan
 costs"): folding accepts the gradient clipping that waits for every micro-batch's ReduceScatter,
 small components' max-min rates are kept by routes and caps, a broken ring hop's few flows are
-grouped without numpy. The five plans the GPT-3 175B sweep simulates, back to back under a load
-of 8 on 2 cores (mean of two): tp4sp pp4 dp64 z1 1.53 -> 1.42 s, tp4sp pp8 dp32 z1 2.58 -> 2.43 s,
-tp4sp pp2 dp128 z2 2.94 -> 2.17 s, tp4sp pp4 dp64 z2 7.66 -> 5.27 s, tp4sp pp8 dp32 z2 14.74 ->
-5.81 s (459,611 -> 254,959 events, folded): mean 5.89 -> 3.42 s; same steps (the folded one 2e-12
-s apart). ``--plans LABEL,LABEL`` times those plans only.
+grouped and its components found without numpy. The five plans the GPT-3 175B sweep simulates,
+back to back under a load of 6-8 on 2 cores (mean of two): tp4sp pp4 dp64 z1 1.37 -> 1.37 s,
+tp4sp pp8 dp32 z1 2.41 -> 2.39 s, tp4sp pp2 dp128 z2 2.67 -> 2.11 s, tp4sp pp4 dp64 z2 7.35 ->
+5.05 s, tp4sp pp8 dp32 z2 14.71 -> 5.47 s (459,611 -> 254,959 events, folded): mean 5.70 ->
+3.28 s; same steps (the folded one 2e-12 s apart). ``--plans LABEL,LABEL`` times those plans only.
 """
 
 from __future__ import annotations
