@@ -13,7 +13,7 @@ asserts nothing; every case runs in a fresh process (its own peak RSS, no warm c
    cp32 dp4 1024 GPUs" (source nemo_cp), scenarios/llama3-70b-cp-p2p-128k-h100.yaml (cp 8, p2p)
    and scenarios/llama3-8b-ring-attention-128k.yaml (cp 16, ring): CPU seconds per step.
 
-    python benchmarks/bench_plan_cost.py [sweep|405b|alltoall|cp ...] [--every K]
+    python benchmarks/bench_plan_cost.py [sweep|405b|alltoall|cp ...] [--every K] [--plans LABEL,LABEL]
 
 Last measured for ``cp`` (2-core machine shared with other jobs), before -> after the CP roles
 of a stage shared one program where the pattern gives every CP index the same ops (p2p, a2a,
@@ -128,6 +128,15 @@ on 2 cores), 405b: 0.89 / 0.98 / 1.57 and 0.84 / 0.91 / 1.60 -> 0.91 / 0.85 / 1.
 their plans (~0.05 s: a route and a tuple per distinct hop), the network's per-event array
 passes over a ring's ~5k links and its 784 lone components (~0.05 s), the topology and the
 network's arrays over ~800k links (~0.03 s).
+
+Then the ZeRO-2 plans that a pruned sweep still replays were cut (docs/sweep.md, "What one plan
+costs"): folding accepts the gradient clipping that waits for every micro-batch's ReduceScatter,
+small components' max-min rates are kept by routes and caps, a broken ring hop's few flows are
+grouped and its components found without numpy. The five plans the GPT-3 175B sweep simulates,
+back to back under a load of 6-8 on 2 cores (mean of two): tp4sp pp4 dp64 z1 1.37 -> 1.37 s,
+tp4sp pp8 dp32 z1 2.41 -> 2.39 s, tp4sp pp2 dp128 z2 2.67 -> 2.11 s, tp4sp pp4 dp64 z2 7.35 ->
+5.05 s, tp4sp pp8 dp32 z2 14.71 -> 5.47 s (459,611 -> 254,959 events, folded): mean 5.70 ->
+3.28 s; same steps (the folded one 2e-12 s apart). ``--plans LABEL,LABEL`` times those plans only.
 """
 
 from __future__ import annotations
@@ -218,14 +227,15 @@ def _child(code: str, *args: str) -> dict | str:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def sweep(every: int) -> None:
+def sweep(every: int, plans: list[str] | None = None) -> None:
     path = str(ROOT / "scenarios" / "gpt3-175b-3d-a100.yaml")
     labels = _child(SWEEP_LIST, path)
     if isinstance(labels, str):
         print(f"sweep: failed: {labels}")
         return
-    sample = labels[::every]
-    print(f"GPT-3 175B on 1,024 A100: {len(labels)} plans a sweep simulates; timing {len(sample)} (every {every})")
+    sample = [x for x in labels if x in plans] if plans else labels[::every]
+    print(f"GPT-3 175B on 1,024 A100: {len(labels)} plans a sweep simulates; timing {len(sample)} "
+          f"({'those named' if plans else f'every {every}'})")
     print(f"{'plan':<28}{'CPU s':>8}{'step s':>9}{'ranks':>7}{'events':>11}{'peak MiB':>10}")
     cpu = []
     for label in sample:
@@ -282,9 +292,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", default=["sweep", "405b", "alltoall", "cp"])
     ap.add_argument("--every", type=int, default=4, help="time every k-th plan of the sweep (1: all)")
+    ap.add_argument("--plans", default="", help="time only these sweep plans (labels, comma-separated), e.g. "
+                    "those a pruned sweep replays: 'tp4sp pp4 dp64 z1 mb1,tp4sp pp8 dp32 z2 mb1'")
     args = ap.parse_args()
+    named = [x.strip() for x in args.plans.split(",") if x.strip()]
     for case in args.cases:
-        {"sweep": lambda: sweep(args.every), "405b": llama_405b, "alltoall": alltoall,
+        {"sweep": lambda: sweep(args.every, named), "405b": llama_405b, "alltoall": alltoall,
          "cp": context_parallel}[case]()
 
 

@@ -12,8 +12,9 @@ The fold is checked, not assumed; where a check fails the whole step is replayed
 
 1. **Same ops.** Every op of the full program has its counterpart in the reduced one (the
    caller builds it with fewer micro-batches): the same kind, shape, stream, group or messages,
-   and its dependencies at the same distance (or on the same op before the steady periods). So
-   the durations and the links are the same.
+   and its dependencies at the same distance (or on the same op before the steady periods; or,
+   for an op after them, on every copy of an op of the period, as ZeRO-2's gradient clipping
+   waits for every micro-batch's ReduceScatters). So the durations and the links are the same.
 2. **One more period is one T later.** The reduced step is replayed twice, with M' and M' + m
    micro-batches. The second must be the first with one copy of a steady period put back,
    on every simulated rank and for every op (ready, start, end to 1e-12 of the step; algorithm,
@@ -99,7 +100,8 @@ class _Map:
 
 
 def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
-    """Check 1: every full op is its reduced counterpart, dependencies at the same distance."""
+    """Check 1: every full op is its reduced counterpart, dependencies at the same distance,
+    or, for an op after the periods put back, on every copy of an op of the copied period."""
     index = m.index.tolist()
     cut = m.cut
     sigs = [_signature(op) for op in reduced]
@@ -109,13 +111,30 @@ def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
         if type(op) is not kinds[j] or _signature(op) != sigs[j]:
             return False
         deps, rdeps = op.deps, reduced[j].deps
-        if deps != rdeps:
-            if len(deps) != len(rdeps):
+        if deps != rdeps and not (len(deps) == len(rdeps) and all(
+                d - i == e - j or (d == e and e < cut) for d, e in zip(deps, rdeps))):
+            if i < cut + m.n * m.length or sorted(deps) != _every_copy(rdeps, m):
                 return False
-            for d, e in zip(deps, rdeps):
-                if d - i != e - j and not (d == e and e < cut):
-                    return False
     return True
+
+
+def _every_copy(rdeps: Sequence[int], m: _Map) -> list[int]:
+    """The full program's dependencies of an op after the periods put back (n periods later)
+    that waits for every micro-batch: each reduced dependency in the copied period stands for
+    all its copies, one before it the same op, one after it the op n periods later. ZeRO-2's
+    gradient clipping waits so for the ReduceScatter of every micro-batch's buckets
+    (schedule/data_parallel.py). The copies end one period T apart (T > 0), so the last binds,
+    as the dependency at the same distance would; check 2 replays the step with one more
+    period, whose op waits for one copy more, and compares."""
+    out: list[int] = []
+    for e in rdeps:
+        if e < m.cut:
+            out.append(e)
+        elif e < m.cut + m.length:
+            out.extend(m.full_positions(e))
+        else:
+            out.append(e + m.n * m.length)
+    return sorted(out)
 
 
 def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[Any], Any],

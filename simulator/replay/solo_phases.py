@@ -34,6 +34,10 @@ SMALL_COMPONENT_ENTRIES = 160
 # (PhaseShape._members_table), then starts over.
 TABLE_CACHE_FACTOR = 8
 
+# Flows grouped into classes in plain Python up to this many (PhaseShape._few_classes); numpy's
+# unique, argsort and split cost more below it.
+SMALL_CLASSES = 16
+
 
 @dataclass
 class Segment:
@@ -216,6 +220,7 @@ class PhaseShape:
     _alive_totals: dict[tuple[bool, ...], tuple[np.ndarray, np.ndarray, float, int]] = field(init=False)
     _alive_entries: int = field(init=False)
     _link_totals: tuple[np.ndarray, np.ndarray] | None = field(init=False)
+    _component_at: dict[int, int] | None = field(init=False)
 
     def __post_init__(self, table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None) -> None:
         if self.comp_durations is None:
@@ -235,6 +240,15 @@ class PhaseShape:
         self._alive_totals = {}
         self._alive_entries = 0
         self._link_totals = None
+        self._component_at = None
+
+    def component_at(self, link: int) -> int:
+        """The component that holds ``link`` (one the phase crosses): ``component_of_link`` by
+        link id, as a dict built on first use (a newcomer breaking a ring hop asks for a few)."""
+        got = self._component_at
+        if got is None:
+            got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
+        return got[link]
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
@@ -265,6 +279,8 @@ class PhaseShape:
     def classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
         """Flows ``idx`` with ``rem`` bytes left each, grouped by (size, bytes left, cap): the
         flows of each group move in lockstep until their rates differ."""
+        if idx.size <= SMALL_CLASSES:
+            return self._few_classes(idx, rem)
         sizes, caps = self.sizes[idx], self.caps[idx]
         if (sizes == sizes[0]).all() and (caps == caps[0]).all():
             _, first, inverse = np.unique(rem, return_index=True, return_inverse=True)
@@ -283,6 +299,29 @@ class PhaseShape:
                 out.append(FlowClass(size, r, cap, None, self.specs[i][0]))
             else:
                 out.append(FlowClass(size, r, cap, *self._members_table(members)))
+        return out
+
+    def _few_classes(self, idx: np.ndarray, rem: np.ndarray) -> list[FlowClass]:
+        """:meth:`classes` of a few flows in plain Python: the same groups (equal size, bytes
+        left and cap), in order of their first flow, members in ``idx`` order. A component of
+        a DP ring's hop that a TP collective meets on NVLink holds its two channels' flows,
+        for which numpy's calls cost more than the grouping."""
+        specs = self.specs
+        groups: dict[tuple[float, float, float], list[int]] = {}
+        for i, r in zip(idx.tolist(), rem.tolist()):
+            spec = specs[i]
+            key = (spec[1], r, spec[2])
+            got = groups.get(key)
+            if got is None:
+                groups[key] = [i]
+            else:
+                got.append(i)
+        out: list[FlowClass] = []
+        for (size, r, cap), members in groups.items():
+            if len(members) == 1:
+                out.append(FlowClass(size, r, cap, None, specs[members[0]][0]))
+            else:
+                out.append(FlowClass(size, r, cap, *self._members_table(np.array(members, dtype=np.int64))))
         return out
 
     def _members_table(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, DistinctLinks]:
@@ -506,13 +545,16 @@ class SoloBlock:
 
     def settle(self, broken: Component | None) -> None:
         """Set ``span`` and ``finish`` after component ``broken`` left (None: from scratch); the
-        components are only scanned when the one that left was the longest."""
+        components are only scanned when the one that left was the longest, and only until one
+        alive is as long (a ring's hops all are: the span stays)."""
         if broken is None and all(self.alive):
             self.span = self.shape.duration
         elif broken is None or broken.duration >= self.span:
             components = self.shape.components
             if isinstance(components, list):
-                self.span = max((c.duration for c, a in zip(components, self.alive) if a), default=0.0)
+                span = self.span
+                if broken is None or not any(a and c.duration >= span for c, a in zip(components, self.alive)):
+                    self.span = max((c.duration for c, a in zip(components, self.alive) if a), default=0.0)
             else:  # made on access (LoneComponents, ScaledComponents): their durations as an array
                 durations = self.shape.comp_durations
                 assert durations is not None  # (set by PhaseShape.__post_init__)

@@ -1,6 +1,6 @@
 """Micro-batch folding (replay/fold.py) gives the unfolded replay's step: every op of every
 simulated rank the same ready, start and end (to 1e-9 of the step), the same algorithms and
-groups, and the same report, on 1F1B, interleaved 1F1B, ZeRO-3 (FSDP2, DeepSpeed), context
+groups, and the same report, on 1F1B, interleaved 1F1B, ZeRO-2, ZeRO-3 (FSDP2, DeepSpeed), context
 parallelism and MoE plans; and where a period is not a copy of the one before, nothing is folded
 (FSDP2 with pipelining, whose prefetched AllGathers' issue drifts from one period to the next, is
 one such plan: the checks refuse it, and it is replayed whole)."""
@@ -31,6 +31,9 @@ PLANS = {  # (plan, nodes of 4 GPUs (PROFILE), micro-batches per pipeline)
     "interleaved": ({"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}, 2, 64),
     "zero3_fsdp2": ({"zero": 3, "zero3_impl": "fsdp2"}, 2, 32),
     "zero3_deepspeed": ({"zero": 3}, 2, 32),
+    # ZeRO-2: a ReduceScatter per bucket in every micro-batch, the gradient clipping after the
+    # last waiting for all of them (fold._every_copy)
+    "zero2": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 2}, 2, 32),
     "cp_p2p": ({"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2}, 2, 32),
 }
 SLOW = {"1f1b_pp4", "interleaved", "cp_p2p"}

@@ -420,3 +420,50 @@ def test_class_level_outcome_is_reused_only_for_the_same_classes_and_co_users(mo
     assert seen[1][0] == [5.0, 5.0, 10.0, 10.0, 10.0]
     assert seen[2][0] == [5.0] * 8
     assert seen[2][1] == seen[1][1]  # nothing new stored: the first meeting's outcome served
+
+
+def test_a_component_that_recurs_is_solved_once_with_the_same_rates(monkeypatch):
+    """A TP ring meeting a DP flow on one NVLink port, again and again (one micro-batch after
+    another): the component's max-min rates are worked out once and kept by its routes and caps
+    (FlowNetwork._component_rates). Finish times by hand: the DP flow is held at 10 GB/s by its
+    NIC (link 2), the TP flow gets the rest of the 100 GB/s port (link 0), 90 GB/s; and they are
+    those of a network that solves every time."""
+    import simulator.replay.links as links_module
+
+    calls = []
+    solve = links_module.max_min_rates_small
+
+    def counted(*args):
+        calls.append(1)
+        return solve(*args)
+
+    cap = [100 * GB, 300 * GB, 10 * GB]
+    starts = []
+    for k in range(5):  # DP 0.1 GB over port + NIC, TP 0.9 GB over port + its peer's port
+        t = 0.5 * k
+        starts += [(f"dp{k}", t, [0, 2], 1e8, None), (f"tp{k}", t, [0, 1], 9e8, None)]
+    monkeypatch.setattr(links_module, "max_min_rates_small", counted)
+    done, net = _run(cap, starts)
+    assert len(calls) == 1  # five meetings, one solve
+    for k in range(5):
+        assert done[f"dp{k}"] == pytest.approx(0.5 * k + 1e8 / (10 * GB), rel=1e-12)
+        assert done[f"tp{k}"] == pytest.approx(0.5 * k + 9e8 / (90 * GB), rel=1e-12)
+
+    class Forgetful(FlowNetwork):
+        def _component_rates(self, routes, caps):
+            self._component_known.clear()
+            return super()._component_rates(routes, caps)
+
+    env = simpy.Environment()
+    again = Forgetful(env, np.asarray(cap, dtype=float))
+    fresh: dict[str, float] = {}
+
+    def proc(name, t0, links, nbytes, c):
+        yield env.timeout(t0)
+        yield again.transfer(links, nbytes, c)
+        fresh[name] = env.now
+
+    for s in starts:
+        env.process(proc(*s))
+    env.run()
+    assert len(calls) == 6 and fresh == done

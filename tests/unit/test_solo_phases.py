@@ -197,3 +197,41 @@ def test_an_all_to_all_met_by_asymmetric_co_users_moves_as_flow_by_flow(topo, la
     assert fast.stats.components_broken >= 1
     if large == 8:  # some large recomputes were exact class by class, some had to split classes
         assert 1 <= fast.stats.class_level < fast.stats.recomputes
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_few_flows_group_into_the_classes_numpy_groups_them_into(seed, monkeypatch):
+    """PhaseShape.classes groups up to SMALL_CLASSES flows in plain Python (a DP ring hop's two
+    channels broken by a TP collective): the same classes (size, bytes left, cap, members in the
+    same order) as the numpy grouping of any number of flows, with ties, mixed sizes and caps."""
+    import simulator.replay.solo_phases as sp
+
+    rng = np.random.default_rng(seed)
+    n_links = 12
+    cap = np.full(n_links, 100e9)
+    phase = [(tuple(sorted(rng.choice(n_links, size=2, replace=False).tolist())),
+              float(rng.choice([1e6, 2e6])), float(rng.choice([np.inf, 5e9]))) for _ in range(10)]
+    shape = phase_shape(phase, cap, cap.tolist())
+    idx = np.sort(rng.choice(len(shape.specs), size=int(rng.integers(9, 11)), replace=False)).astype(np.int64)
+    rem = rng.choice([0.0, 7e5], size=idx.size)  # 8 (size, left, cap) for 9-10 flows: some tie
+
+    def fields(classes):
+        return [(c.size, c.rem, c.cap, None if c.ptr is None else (c.ptr.tolist(), c.links.tolist()),
+                 c.links if c.ptr is None else None) for c in classes]
+
+    few = shape.classes(idx, rem)
+    monkeypatch.setattr(sp, "SMALL_CLASSES", 0)
+    assert fields(few) == fields(shape.classes(idx, rem))
+    assert any(c.ptr is not None for c in few)
+
+
+def test_component_at_a_link_is_the_sorted_table_lookup(topo):
+    """PhaseShape.component_at (what FlowNetwork._break asks per link a newcomer meets) is
+    component_of_link at the link's place in the sorted links, for every link of a ring."""
+    members = list(range(16))
+    plan = plan_collective("allreduce", members, 64 << 20, topo)
+    cap = effective_capacity_Bps(topo)
+    shape = phase_shape(plan.phases[0], cap, cap.tolist())
+    assert len(shape.components) > 1
+    for link in shape.links.tolist():
+        assert shape.component_at(link) == shape.component_of_link[np.searchsorted(shape.links, link)]
