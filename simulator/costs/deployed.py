@@ -105,15 +105,18 @@ NEUTRAL = DeployedNet(0.0, (1.0, 1.0), (1.0, 1.0), "nothing (NCCL's own constant
 # of its class, with every host-message system pooled at half weight (deployed_fit.fit_table;
 # docs/validation-collectives.md). Every row carries its class's value; it acts only where the
 # stack has host_messages (costs/transports.py).
+# A protocol column that no system of a transport runs across nodes (EFA's ring LL/LL128: its systems
+# run Tree and NVLSTree; RCCL over RoCE's ring LL/LL128) takes the value fitted on every system, not
+# what the grid's ring/tree tie left there (deployed_fit.unexercised_columns).
 # Slingshot's hop extra is paid only by calls whose messages exceed the CXI provider's eager limit
 # (costs/transports.py eager_max_bytes), and its alt_read stack's message cost by LL's messages too.
 MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0.5, 0.7), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "efa": DeployedNet(30, (1, 1), (0.5, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(5, (0.125, 0.8), (0.125, 0.8), "a100-pcie, sophia-a100", MESSAGE_US),
     "roce": DeployedNet(10, (0.18, 1), (0.18, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (0.5, 1), (0.5, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (1, 1), (0.5, 0.7), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (1, 0.7), (1, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (1, 1), (1, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                    "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
