@@ -18,8 +18,12 @@ payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is minimised on a grid with ring and tree tied (four numbers, searched
 exhaustively), then by coordinate descent over the five, one number at a time over its grid
-values, moving only where the objective strictly improves: an algorithm whose rows a
-transport's systems do not run keeps the tied value. A transport without measured systems gets
+values, moving only where the objective strictly improves. A protocol column that no row of a
+transport's systems is scaled by (EFA's ring LL/LL128: its systems run Tree and NVLSTree across
+nodes) takes the value of the fit pooled over every system (:func:`unexercised_columns`): left at
+the tied grid's value it was whatever the ring/tie gave the other algorithm (RoCE held out without
+oci-a100: tree LL128 x 0.4 where every system together gives 0.7; oci-a100's Tree/LL128 rows from
+256 KiB to 8 MiB then ran 8-50% too slow). A transport without measured systems gets
 the fit pooled over all of them (the ``other`` row).
 """
 
@@ -234,8 +238,16 @@ POOLED_WEIGHT = 0.5
 MIN_GAIN = 0.01
 
 
+def unexercised_columns(systems: list[Decomposed]) -> list[int]:
+    """The protocol-efficiency columns (:data:`AXES` 1-4) that no row of ``systems`` is scaled by:
+    what those systems cannot say anything about."""
+    used = {int(c) for d in systems for c in d.column[d.scaled]}
+    return [c for c in range(1, len(AXES)) if c not in used]
+
+
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
-            scores: dict | None = None, message_us: dict[str, float] | None = None) -> DeployedNet:
+            scores: dict | None = None, message_us: dict[str, float] | None = None,
+            fallback: DeployedNet | None = None) -> DeployedNet:
     """The candidate of least score on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``):
     the best of the tied grid, then coordinate descent over the six numbers (module docstring).
     ``scores``: the systems' scores on the tied grid, kept between calls on one decomposition.
@@ -261,6 +273,12 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
                 best, best_score, moved = cands[j].copy(), float(got[j]), True
         if not moved:
             break
+    if fallback is not None:
+        # A protocol the transport's systems never run across nodes takes the value fitted on every
+        # system (``fallback``), not whatever the tied grid left there (the objective cannot tell).
+        pooled_row = _row(fallback)[0]
+        for c in unexercised_columns(systems):
+            best[c] = pooled_row[c]
     return DeployedNet(float(best[0]), (float(best[1]), float(best[2])), (float(best[3]), float(best[4])), label)
 
 
@@ -295,13 +313,14 @@ def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
 
 def _fit_rows(use: list[Decomposed], scores: dict, message_us: dict[str, float]) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
+    other = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
+                    message_us=message_us) if use else None
     for transport in sorted({d.transport for d in use}):
         mine = [d for d in use if d.transport == transport]
         table[transport] = fit_one(mine, ", ".join(d.system for d in mine), pooled=use, scores=scores,
-                                   message_us=message_us)
-    if use:
-        table["other"] = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
-                                 message_us=message_us)
+                                   message_us=message_us, fallback=other)
+    if other is not None:
+        table["other"] = other
     return table
 
 

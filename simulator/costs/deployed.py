@@ -122,10 +122,10 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0, 0.7), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(10, (4, 1), (4, 0.4), "a100-pcie, sophia-a100", MESSAGE_US),
     "roce": DeployedNet(10, (1.5, 1), (1.5, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (1, 1), (1, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (0, 1), (1, 0.7), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (0, 1), (0, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
