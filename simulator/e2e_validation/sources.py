@@ -88,7 +88,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
     AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``). The bf16 final
     run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
     equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
-    (``zero1_impl: deepspeed-bf16``)."""
+    (``zero1_impl: deepspeed-bf16``). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
+    from 02-10 on, tr11-176B-ml.slurm), on the materialised scores of that fork's attention."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
 
@@ -125,7 +126,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
-                                  gpt_model(r, position="rope", tied=True),
+                                  gpt_model(r, position="alibi", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                                 async_tensor_model_parallel_allreduce=False,

@@ -61,6 +61,7 @@ class LayerSpec:
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
+    alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -76,7 +77,7 @@ class LayerSpec:
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
-                   recompute_norm="layernorm" in t.recompute_modules)
+                   recompute_norm="layernorm" in t.recompute_modules, alibi=m.position_embedding == "alibi")
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -455,7 +456,7 @@ class LayerBuilder:
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
-                                eager=not s.fused_kernels, dropout=s.dropout)
+                                eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi)
 
     # -- transformer layer --------------------------------------------------------------------
 
