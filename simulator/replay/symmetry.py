@@ -92,7 +92,7 @@ def nic_private_axes(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.n
     r = np.arange(n_ranks, dtype=np.int64)
     vector = _vector_grid(grid)
     keep = np.ones(n_ranks, dtype=bool)
-    out = []
+    out: list[str] = []
     for a in axes:
         coord = np.asarray(grid.coord(r, a)) if vector else np.array([grid.coord(int(x), a) for x in r])
         trial = keep & (coord == 0)
