@@ -236,6 +236,11 @@ CASES.update({
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
+    "a100x32_allreduce_4node_jeanzay_opa_torchdist": "PyTorch all_reduce_bench.py, one size; NCCL 2.10.3 built one "
+                                                     "ring through one Omni-Path NIC in and one out per node, which "
+                                                     "the channel model does not search (it spreads the ring over "
+                                                     "the 4 NICs): the source of jean-zay-a100's node.nics.efficiency, "
+                                                     "not scored",
 }
 
 

@@ -127,7 +127,9 @@ class Model(_Strict):
     mlp: Mlp = "gelu"
     seq_len: int = Field(gt=0)
     tied_embeddings: bool = False
-    position_embedding: Literal["rope", "learned"] = "rope"
+    # rope and alibi have no weights; alibi (BLOOM, MPT) adds a per-head linear bias to the scores,
+    # which costs traffic only where the scores are materialised (schedule/attention.py).
+    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
     # Query/key head dimension (Megatron's kv_channels); 0: hidden / heads. Qwen3 and GPT-OSS
     # use 128 and 64 with hidden/heads = 64 and 45; under MLA it is the no-RoPE part (qk_nope_head_dim).
     head_dim: int = Field(default=0, ge=0)

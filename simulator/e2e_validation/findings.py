@@ -93,8 +93,10 @@ What this says:
   +24-30% (with today's 0.803 derate; +3.5% to +22% once its gradient AllReduce runs after the backward, as in the section on gradient reduction), both optimistic for stack-era reasons (2020-2022 cuBLAS
   slower than the stack behind MAMF; for Megatron-LM 2020 the cause was later found in its
   layers, PyTorch ops without fused kernels: see the section on small models). BLOOM now runs on Jean Zay's 4 × 100 Gb/s Omni-Path
-  (profile jean-zay-a100) rather than the DGX A100's 8 × 200 Gb/s HDR. That changes its rows by
-  0.5-2 points, so the network is not the cause.
+  (profile jean-zay-a100) rather than the DGX A100's 8 × 200 Gb/s HDR. That changed its rows by
+  0.5-2 points at the HFIs' line rate. Two things hid the network (see "BLOOM's network, as
+  measured"): symmetric mode dropped the replica DP groups that share each HFI, and NCCL got 40.5 of
+  the HFIs' 100 Gb/s on these nodes.
 
 ## Gradient reduction as each stack ran it (`overlap_grad_reduce`, `grad_reduce_dtype`)
 
@@ -547,6 +549,31 @@ of bus bandwidth (9.1 s of the 99.4 s exposed); the PTD-P rows of arXiv:2104.044
 with GEMMs of the same size come out within +4.1% .. +6.9%, so what separates the two is the
 node or the stack (Megatron-DeepSpeed of 2022 with PyTorch 1.11 and `CUDA_LAUNCH_BLOCKING=1`,
 the nodes), not the shape of the plan. Timing one layer on a Jean Zay node would tell which.
+
+## BLOOM's network, as measured
+
+Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 11.0%, signed
++19.0% → +11.0%; the final run +12.1% → +1.5%):
+
+1. **Symmetric mode and shared NICs.** Jean Zay's A100 nodes have 4 Omni-Path HFIs for 8 GPUs.
+   With tp 4 innermost, the DP groups of TP ranks 0 and 1 (GPUs 0, 4 and 1, 5 of each node)
+   AllReduce at once through the same two HFIs. Mirrored along tp, only one of them was on the
+   network and ran twice as fast as with every rank simulated (93.4 s against 95.6 s for the final
+   run). Symmetric mode now keeps unmirrored every axis whose replicas would share a simulated
+   rank's NIC (`replay/symmetry.nic_private_axes`); the e2e profiles with a NIC per GPU are
+   unchanged. BLOOM's rows then simulate 4-8 times more ranks.
+2. **ALiBi on materialised scores.** `torch.baddbmm(alibi, q, k^T, beta=1)` copies the broadcast
+   bias into the score buffer and the GEMM reads it back: two more passes over the scores per
+   forward (+0.9 s on the final run, +0.4 s on the 64-head rows).
+3. **What NCCL got from an HFI.** BigScience timed a 4 GB fp32 AllReduce over 4 × 8 of these GPUs
+   with NCCL 2.10.3 (the release of the final run's PyTorch 1.11): 1.529 s, busbw 5.07 GB/s. Its
+   log shows one ring (2 channels) entering each node through one HFI and leaving through another,
+   with no GPUDirect RDMA: 40.5 Gb/s per HFI, the profile's NIC efficiency (0.405 instead of the
+   0.95 of HDR InfiniBand). The final run's fp32 gradient AllReduce over DP 8 takes 6.9 s instead
+   of 3.0, the tied embedding's AllReduce between the first and last stage 2.8 s instead of 1.2.
+
+What remains is the micro-batch effect at TP 8 (mbs 2 and 6 8-10% slower than mbs 4 where the
+model has them within 2%): the rows at mbs 2 and 6 are still +18% to +24%.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 

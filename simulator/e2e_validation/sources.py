@@ -88,7 +88,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
     AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``). The bf16 final
     run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
     equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
-    (``zero1_impl: deepspeed-bf16``)."""
+    (``zero1_impl: deepspeed-bf16``). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
+    from 02-10 on, tr11-176B-ml.slurm), on the materialised scores of that fork's attention."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
 
@@ -125,7 +126,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
-                                  gpt_model(r, position="rope", tied=True),
+                                  gpt_model(r, position="alibi", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                                 async_tensor_model_parallel_allreduce=False,
@@ -491,9 +492,11 @@ SOURCES: list[Source] = [
            _megatron2020, ["Old stack (2020): no FlashAttention, no fused kernels (PyTorch ops, apex LayerNorm, separate bias adds); batch per GPU is 16 sequences.",
                            "Only rows filling whole DGX nodes can be built (a scenario has whole nodes)."]),
     Source("bloom", "BLOOM 176B (Jean Zay, 384 A100-80GB)", "bloom_176b_bigscience.csv", _bloom,
-           ["Jean Zay's network is modelled as 4 Omni-Path 100 Gb/s links per node (jean-zay-a100). On the DGX "
-            "A100's 8 HDR 200 Gb/s the rows are 0.5-2 points more optimistic: the network is not what makes "
-            "them optimistic.",
+           ["Jean Zay's network is modelled as 4 Omni-Path 100 Gb/s links per node (jean-zay-a100), each at the "
+            "40.5 Gb/s NCCL 2.10.3 got from one HFI in BigScience's own AllReduce benchmark of those nodes "
+            "(data/nccl/a100x32_allreduce_4node_jeanzay_opa_torchdist.csv: no GPUDirect RDMA over the hfi1 verbs "
+            "devices). With the HFIs at line rate the rows were 3-7 points more optimistic (the final run's fp32 "
+            "gradient AllReduce over DP 8 takes 6.9 s instead of 3.0, the tied embedding's 2.8 s instead of 1.2).",
             "Megatron-DeepSpeed 2022: no FlashAttention (the score matrix is materialised)."]),
     Source("megatron2021_zero3", "Megatron-LM 2021 paper, ZeRO-3 without model parallelism (GPT-175B/530B, A100)",
            "megatron_2021_zero3_table2.csv", _megatron2021_zero3,

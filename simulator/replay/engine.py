@@ -660,6 +660,15 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
                        network_factory, exclusive_fast_path, compute_runs, fold)
 
 
+def _nic_key(topology: TopologyView, n_ranks: int) -> np.ndarray | None:
+    """One id per rank for the NIC it sends through, distinct across nodes (symmetry.choose_ranks
+    mirrors no axis whose dropped replicas would share a simulated rank's NIC); None without NICs."""
+    rails = topology.rails
+    if not rails or n_ranks > topology.n_gpus:
+        return None
+    return np.array([topology.node_of(g) * rails + topology.nic_of(g) for g in range(n_ranks)], dtype=np.int64)
+
+
 def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str | None, max_ranks: int | None,
             symmetric: bool | None, op_budget: int, cost_model: Callable[..., CostModel],
             network_factory: Callable[..., Any] | None, exclusive_fast_path: bool, compute_runs: bool,
@@ -670,7 +679,8 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
     grid = schedule.grid
     n_ranks = int(getattr(grid, "n_ranks", 0) or topology.n_gpus)
     t0 = time.perf_counter()
-    ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric)
+    ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
+                                   nic_key=_nic_key(topology, n_ranks))
 
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,

@@ -52,6 +52,7 @@ class AttentionContext:
     kernel: str = ""  # fused attention kernel (flash2 | flash3; "": the GPU's default)
     eager: bool = False  # unfused attention in PyTorch ops (training.fused_kernels false)
     dropout: bool = True  # attention dropout active (training.dropout)
+    alibi: bool = False  # ALiBi bias added to the scores (model.position_embedding alibi)
 
     @property
     def q_bytes(self) -> int:
@@ -154,16 +155,41 @@ def _eager_softmax_passes(ctx: AttentionContext) -> int:
     return 2 if ctx.seq <= PERSISTENT_SOFTMAX_MAX and ctx.seq * ctx.dtype_bytes <= 4096 else 4
 
 
+# ALiBi on materialised scores: Megatron-DeepSpeed's ParallelAttention (BLOOM; bigscience-workshop/
+# Megatron-DeepSpeed megatron/model/transformer.py) starts the scores from the bias,
+# ``matmul_result = alibi[:b·np, :, :sk]`` (shape [b·np, 1, sk], broadcast over the query rows) and
+# ``torch.baddbmm(matmul_result, q, k^T, beta=beta, alpha=1/norm_factor)`` with beta != 0.
+# PyTorch's baddbmm copies the broadcast input into the output before the GEMM when beta != 0
+# (aten/src/ATen/native/LinearAlgebra.cpp, common_checks_baddbmm_bmm: ``if (beta != 0)
+# result.copy_(self)``; Blas.cpp baddbmm_out_cuda_impl before the structured kernels:
+# ``result.resize_as_(self); if (beta != 0) result.copy_(self)``), and cuBLAS's bgemm with beta
+# != 0 reads that output back (C = alpha·AB + beta·C): the score matrix is written once more and
+# read once more per forward. The bias is a constant, so the backward is unchanged. A fused kernel
+# (FlashAttention's alibi_slopes, Triton's attn_bias) adds the bias in registers: no traffic.
+
+
+def _alibi_bias(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
+    """baddbmm's copy of the broadcast ALiBi bias into the score buffer: one write of the
+    scores (the [b·np, 1, s] bias read is s times smaller)."""
+    B, S = ctx.dtype_bytes, _score_elems(ctx)
+    bias_bytes = ctx.micro_batch_size * ctx.heads * ctx.seq * B
+    return _unfused(pb, ctx, "alibi_bias.fwd", "copy", 0.0, S * B + bias_bytes, after, "fwd")
+
+
 def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
     """QK^T → scale/mask/softmax → dropout → ·V, four kernels with the scores in HBM (in eager
     PyTorch ops, ``ctx.eager``: the q/k scaling, the mask and the context copy as kernels of
-    their own, above; no dropout kernel when its p is 0)."""
+    their own, above; no dropout kernel when its p is 0; with ALiBi the bias copied into the
+    scores first and read back by the GEMM, above)."""
     B, S = ctx.dtype_bytes, _score_elems(ctx)
     half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
     qk_bytes = ctx.q_bytes + ctx.kv_bytes / 2 * ctx.heads / max(ctx.kv_heads, 1)  # K expanded to all heads
     if ctx.eager:
         after = _scale_qk(pb, ctx, after, "fwd")
-    i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + S * B, after, "fwd")
+    scores_in = 0
+    if ctx.alibi:
+        after, scores_in = _alibi_bias(pb, ctx, after), S * B
+    i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + scores_in + S * B, after, "fwd")
     softmax_passes = 2
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.fwd", "elementwise", 1.0 * S, 2 * S * B, i, "fwd")

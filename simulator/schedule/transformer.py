@@ -63,6 +63,7 @@ class LayerSpec:
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
+    alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -79,7 +80,8 @@ class LayerSpec:
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
-                   mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None)
+                   mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
+                   alibi=m.position_embedding == "alibi")
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -460,7 +462,7 @@ class LayerBuilder:
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
-                                eager=not s.fused_kernels, dropout=s.dropout)
+                                eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi)
 
     # -- transformer layer --------------------------------------------------------------------
 

@@ -276,6 +276,32 @@ def test_symmetric_mode_agrees_with_full_simulation_on_the_real_network():
     assert sym.timelines[0].end == pytest.approx(full.timelines[0].end, rel=1e-6)
 
 
+def test_symmetric_mode_keeps_replicas_that_share_a_nic_on_shared_nics():
+    """Jean Zay's A100 nodes have 4 NICs for 8 GPUs (NIC r serves GPUs 2r, 2r+1). With tp 4
+    innermost and dp 8 over 4 nodes, the DP groups of TP ranks 0 and 1 (GPUs 0, 4 and 1, 5 of
+    each node) AllReduce at once through NICs 0 and 2. Mirrored along tp, the replica's flows
+    were dropped and the AllReduce ran alone on those NICs, twice as fast as with every rank
+    simulated; tp is now simulated and only dp (whose replicas use NICs 2, 3 against 0, 1) is
+    mirrored, with the same timeline as the full replay."""
+    from simulator.config.hardware import load_profile
+    from simulator.hardware.topology import build_topology
+
+    t = build_topology(load_profile("jean-zay-a100"), 4)
+    pb = ProgramBuilder()
+    a = pb.add(ComputeOp("A", **GEMM))
+    grads = pb.add(CommOp("grads", "allreduce", ("dp",), 2**30, deps=(a,)))
+    pb.add(ComputeOp("B", **GEMM, deps=(grads,)))
+    sched = Sched(Grid.from_sizes({"tp": 4, "dp": 8}), {0: pb.ops})
+    full = replay(sched, t, symmetric=False)
+    sym = replay(sched, t, symmetric=True)
+    assert sym.stats.mirrored_axes == ("dp",) and sym.stats.ranks_simulated == 4
+    assert sym.step_time_s == pytest.approx(full.step_time_s, rel=1e-6)
+    # Two DP groups per NIC pair: each gets half of two NICs, one NIC's worth of a ring.
+    ar = next(r for r in full.records(0) if r.name == "grads")
+    one_nic = t.profile.node.nics.Bps * t.profile.node.nics.efficiency
+    assert ar.end - ar.start == pytest.approx(2 * 7 / 8 * 2**30 / one_nic, rel=0.1)
+
+
 def test_default_mode_switches_to_symmetric_above_max_ranks_or_the_op_budget():
     t = topo(4, 8)
     sched = dp_tp_schedule()

@@ -46,6 +46,22 @@ def test_unfused_attention_moves_the_score_matrix_through_hbm():
     assert not any(o.kind == "attention" for o in ops)
 
 
+def test_alibi_on_materialised_scores_copies_the_bias_in_and_reads_it_back():
+    """Megatron-DeepSpeed's ALiBi (BLOOM): torch.baddbmm(alibi, q, k^T, beta=1) copies the
+    [b·a, 1, s] bias broadcast into the score buffer (one more write of the scores) and the GEMM
+    reads it back as C (one more read): 2 more score passes in forward, one more kernel, the
+    same FLOPs, and nothing in backward (the bias is a constant)."""
+    plain, alibi = _ops(attention.unfused_forward, _ctx()), _ops(attention.unfused_forward, _ctx(alibi=True))
+    score = B * A * S * S
+    bias = B * A * S * BYTES
+    assert sum(o.hbm_bytes for o in alibi) - sum(o.hbm_bytes for o in plain) == pytest.approx(2 * score * BYTES + bias)
+    assert len(alibi) == len(plain) + 1 and sum(o.flops for o in alibi) == sum(o.flops for o in plain)
+    assert sum(o.hbm_bytes for o in _ops(attention.unfused_backward, _ctx(alibi=True))) == \
+        sum(o.hbm_bytes for o in _ops(attention.unfused_backward, _ctx()))
+    # a fused kernel adds the bias in registers: FlashAttention's alibi_slopes move no scores
+    assert _ops(attention.local_forward, _ctx(alibi=True)) == _ops(attention.local_forward, _ctx())
+
+
 def test_unfused_attention_backward_is_four_gemms_and_two_elementwise_passes():
     ops = _ops(attention.unfused_backward, _ctx())
     gemm = [o for o in ops if o.kind == "gemm"]
@@ -92,10 +108,11 @@ node: {gpus: 8, scale_up: {kind: nvswitch, link_GBps: 300, latency_us: 1.0},
 """
 
 
-def _schedule(tmp_path, **training):
+def _schedule(tmp_path, position_embedding="rope", **training):
     (tmp_path / "p.yaml").write_text(PROFILE)
     data = {"name": "s", "hardware": "p.yaml", "nodes": 1,
-            "model": {"layers": 2, "hidden": 256, "heads": 8, "vocab": 1000, "mlp": "gelu", "seq_len": 512},
+            "model": {"layers": 2, "hidden": 256, "heads": 8, "vocab": 1000, "mlp": "gelu", "seq_len": 512,
+                      "position_embedding": position_embedding},
             "training": {"micro_batch": 1, "global_batch": 8, **training}, "parallel": {"tp": 2}}
     return build_schedule(build_scenario(data, source="s.yaml", base_dir=tmp_path))
 
@@ -111,6 +128,11 @@ def test_scenario_knobs_reach_the_schedule(tmp_path):
     assert any(o.kind == "attention" for o in modern)
     assert not any(o.kind == "attention" for o in legacy)
     assert any(".attn.softmax." in o.name for o in legacy)
+    # ALiBi: one bias copy per layer forward (2 layers x 2 micro-batches) on materialised scores,
+    # none in a fused kernel
+    alibi = _compute(_schedule(tmp_path, "alibi", attention="unfused"))
+    assert sum(".attn.alibi_bias." in o.name for o in alibi) == 2 * 2 and not any(".alibi_bias." in o.name for o in legacy)
+    assert not any(".alibi_bias." in o.name for o in _compute(_schedule(tmp_path, "alibi")))
     kernels = lambda ops: sum(o.count for o in ops)  # noqa: E731
     assert kernels(eager) > kernels(modern)
     mem = lambda ops: sum(o.hbm_bytes for o in ops if o.kind in ("norm", "elementwise"))  # noqa: E731

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 
-from simulator.replay.symmetry import choose_ranks
+from simulator.replay.symmetry import choose_ranks, nic_private_axes
 from simulator.schedule.build import Schedule, role_name
 from simulator.schedule.groups import Grid
 
@@ -52,3 +53,18 @@ def test_arithmetic_rank_choice_matches_asking_every_rank(grid: Grid) -> None:
     # Every role is simulated once per combination of the axes that are not mirrored.
     assert len(ranks) == n // grid.degree(axes)
     assert {sched.role_of(r) for r in ranks} == roles
+
+
+def test_no_axis_is_mirrored_whose_replicas_share_a_simulated_ranks_nic() -> None:
+    """8 GPUs and 4 NICs per node (NIC r: GPUs 2r, 2r+1), tp 4 innermost, dp 2 per node: tp
+    replicas share NICs (GPUs 0 and 1), dp replicas do not (GPUs 0-3 on NICs 0-1, 4-7 on 2-3).
+    With a NIC per GPU both axes are mirrored."""
+    grid = Grid.from_sizes({"tp": 4, "dp": 4})
+    n = grid.n_ranks
+    sched = Schedule(grid, {role_name(0, 0): []})
+    shared = np.array([(g // 8) * 4 + (g % 8) // 2 for g in range(n)])
+    ranks, axes = choose_ranks(sched, n, max_ranks=None, op_budget=0, symmetric=True, nic_key=shared)
+    assert axes == ["dp"] and ranks == [0, 1, 2, 3]
+    own = np.arange(n)
+    assert choose_ranks(sched, n, max_ranks=None, op_budget=0, symmetric=True, nic_key=own) == ([0], ["tp", "dp"])
+    assert nic_private_axes(grid, n, ["dp", "tp"], shared) == ["dp"]
