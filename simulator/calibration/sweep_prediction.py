@@ -242,6 +242,12 @@ CASES.update({
     for n in (2, 4, 8)
 })
 CASES.update({
+    "h100x16_allreduce_2node_xe9680_ib": Case(
+        "dgx-h100", "allreduce", 16, 8, family="xe9680-h100",
+        note="2 Dell XE9680 (HGX H100, 8 x CX-7 400 Gb/s InfiniBand: dgx-h100's NICs), NCCL 2.26.2, defaults "
+             "(nccl-tests issue #309's description)"),
+})
+CASES.update({
     "h100x1024_allreduce_128node_issue322_ringll128": Case(
         "dgx-h100", "allreduce", 1024, 8, family="issue322-h100", transport="roce",
         note="128 x 8 H100 (nccl-tests issue #322), NCCL_ALGO=Ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 "
