@@ -42,6 +42,7 @@ class Case:
     # fill it (a multi-rack NVL72 job of 16 trays per rack); None: consecutive nodes.
     domain_nodes: int | None = None
     nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
+    proto: str | None = None  # the header's env pins one NCCL_PROTO (LL, LL128, Simple)
 
     @property
     def system(self) -> str:
@@ -233,6 +234,28 @@ CASES.update({
         "dgx-h100", "allreduce", 16, 8, family="oci-h100", transport="roce",
         note="Oracle Cloud BM.GPU.H100.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-h100's 8 x 400 Gb/s); 1-16 GiB only"),
 })
+# Public logs from nccl-tests issues (data/nccl/INDEX.md), mapped to dgx-h100 (8 x 400 Gb/s per node) as a new
+# user would map an HGX H100 node whose NICs the log does not list.
+CASES.update({
+    f"h100x{8 * n}_allreduce_{n}node_issue309_ib": Case(
+        "dgx-h100", "allreduce", 8 * n, 8, family="issue309-h100",
+        note="an 8-node HGX H100 cluster over 400 Gb/s InfiniBand (nccl-tests issue #309), NCCL defaults; "
+             "NIC count not printed, modelled as dgx-h100's 8 x 400 Gb/s")
+    for n in (2, 4, 8)
+})
+CASES.update({
+    "h100x16_allreduce_2node_xe9680_ib": Case(
+        "dgx-h100", "allreduce", 16, 8, family="xe9680-h100",
+        note="2 Dell XE9680 (HGX H100, 8 x CX-7 400 Gb/s InfiniBand: dgx-h100's NICs), NCCL 2.26.2, defaults "
+             "(nccl-tests issue #309's description)"),
+})
+CASES.update({
+    "h100x1024_allreduce_128node_issue322_ringll128": Case(
+        "dgx-h100", "allreduce", 1024, 8, family="issue322-h100", transport="roce",
+        note="128 x 8 H100 (nccl-tests issue #322), NCCL_ALGO=Ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 "
+             "NCCL_MIN_NCHANNELS=32 (the channel floor is not modelled); fabric not stated, RoCE assumed from "
+             "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
@@ -287,6 +310,7 @@ class SweepResult:
 
 def case_for(sweep: MeasuredSweep) -> Case | None:
     from simulator.costs.collectives import FLOWED
+    from simulator.costs.nccl_constants import PROTOS
 
     case = CASES.get(sweep.name)
     if case is None:
@@ -296,6 +320,9 @@ def case_for(sweep: MeasuredSweep) -> Case | None:
         case = replace(case, algo=pinned)
     if sweep.env.get("NCCL_NVLS_ENABLE") == "0":
         case = replace(case, nvls=False)
+    proto = sweep.env.get("NCCL_PROTO", "").strip().lower()
+    if proto in PROTOS and case.proto is None:  # one protocol pinned, as NCCL_ALGO pins an algorithm
+        case = replace(case, proto=proto)
     return case
 
 
@@ -350,7 +377,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
     profile = case_profile(case, table, sweep_release(sweep) if own_release else None)
     nodes = case.ranks // case.gpus_per_node
     placed = case_nodes(case, profile.nodes_per_domain)
-    costs = CostModel(build_topology(profile, placed[-1] + 1), case.algo)
+    costs = CostModel(build_topology(profile, placed[-1] + 1), case.algo, case.proto)
     gpus = [n * profile.node.gpus + j for n in placed for j in range(case.gpus_per_node)]
     floor_s = sweep.gpus_per_process * profile.gpu.kernel_launch_us * 1e-6
     # "across nodes" in the interval classes means over the scale-out network: NVLink domains

@@ -102,8 +102,9 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # came out x 0.6, with each sweep's own release x 1); how each value does
 # on a system it was not fitted on is the headline (leave-one-system-out) table of
 # docs/validation-collectives.md. Rows are keyed by transport, and by transport and library for
-# RCCL (deployed_key). The InfiniBand row rests on two systems (2 x 1 A100-PCIe, 2 x 8 DGX A100;
-# the 10 x 8 H100 cluster is scored, not fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100
+# RCCL (deployed_key). The InfiniBand row rests on three systems (2 x 1 A100-PCIe, 2 x 8 DGX A100,
+# 2 x 8 H100 Dell XE9680; the 10 x 8 H100 cluster and the nccl-tests issue clusters are scored, not
+# fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100
 # p4de, two 2 x 8 H100 p5 clusters); Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100,
 # 2-540 nodes; its testbed Sirius; the A100 nodes reach their NICs through the CPU's host bridge, so NCCL runs no
 # LL128 across them and Slingshot's LL128 value rests on Alps alone: node.nics.gpu_path); NCCL over RoCE on three (2 x 8 OCI A100 and H100; 2 x 8 Google
@@ -123,13 +124,13 @@ MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(10, (4, 1), (4, 0.4), "a100-pcie, sophia-a100", MESSAGE_US),
-    "roce": DeployedNet(10, (1.5, 1), (1.5, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "infiniband": DeployedNet(7, (2, 0.8), (2, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
+    "roce": DeployedNet(10, (2, 1), (2, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (1, 0.7), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (0, 1), (0, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
-                                               "sirius-a100, sophia-a100", MESSAGE_US),
+                                               "sirius-a100, sophia-a100, xe9680-h100", MESSAGE_US),
 }
 
 

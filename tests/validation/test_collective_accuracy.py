@@ -281,3 +281,19 @@ def test_ring_takes_over_from_tree_at_the_largest_sizes_on_128_gh200_nodes():
     assert abs(by_size[4096 * MiB].error) <= 0.15  # Ring/Simple: -12% (Tree: -33%)
     big = {p.size_bytes: p for p in _result("gh200x2048_allreduce_512node_alps_slingshot").points}
     assert big[1024 * MiB].algorithm == big[2048 * MiB].algorithm == "tree"
+
+
+def test_nccl_proto_in_the_header_pins_the_protocol():
+    """128 x 8 H100 (nccl-tests issue #322) run with NCCL_ALGO=Ring and NCCL_PROTO=LL128 (the header's
+    env): every row is priced as Ring/LL128, as NCCL runs it, where NCCL's own choice on this layout
+    would be Ring/Simple at 16 GiB (the Simple plateau of 8 x 400 Gb/s, which LL128 with its 120 of 128
+    payload bytes per line cannot reach)."""
+    from dataclasses import replace
+
+    name = "h100x1024_allreduce_128node_issue322_ringll128"
+    r = _result(name)
+    assert (r.case.algo, r.case.proto, r.case.nvls) == ("ring", "ll128", False)
+    assert {(p.algorithm, p.protocol) for p in r.points} == {("ring", "ll128")}
+    unpinned = predict_sweep(r.sweep, replace(r.case, proto=None))
+    assert unpinned.points[-1].protocol == "simple"
+    assert r.points[-1].predicted_busbw_GBps < unpinned.points[-1].predicted_busbw_GBps
