@@ -97,6 +97,7 @@ class MoESpec:
     dispatch_bytes: float  # bytes per dispatched element (FP8 + scales, or the activation dtype)
     load: float  # rows of the slowest EP rank over the balanced share (>= dropped-capped)
     nodes_hit: float  # deepep: expected distinct nodes of the EP group a token's k experts fall on
+    ranks_hit: float  # deepep: expected distinct EP ranks a token's k experts fall on
     ep_nodes: int  # deepep: nodes the EP group spans
     shared_overlap: bool
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
@@ -120,6 +121,7 @@ class MoESpec:
                    act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
                    load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
                                                   m.topk_groups), ep_nodes=ep_nodes,
+                   ranks_hit=nodes_hit(m.experts, m.top_k, p.ep, t.moe_routing, m.expert_groups, m.topk_groups),
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
                    beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
@@ -137,13 +139,24 @@ class MoESpec:
         return max(1, round(self.tokens * self.top_k * self.etp * self.load))
 
     @property
+    def copies(self) -> float:
+        """Copies of a token the EP exchange moves: one per routed expert (k), or with DeepEP one per
+        destination rank. DeepEP's dispatch sends a token once to every rank holding at least one of
+        its experts (``is_token_in_rank``; ``recv_x`` has one row per received token, its k expert
+        slots in ``recv_topk_idx``, and ``tests/test_intranode.py`` checks ``recv_x.size(0)`` against
+        the count of tokens per rank), the receiver permutes it to its local experts, and the
+        combine reduces a token's local expert outputs before sending one row back
+        (deepseek-ai/DeepEP ``csrc/kernels/intranode.cu`` at 9249c25)."""
+        return self.ranks_hit if self.dispatcher == "deepep" else float(self.top_k)
+
+    @property
     def dispatch_size(self) -> int:
         """All-to-All send buffer of one rank (nccl-tests size), dispatch direction."""
-        return int(self.tokens * self.top_k * self.load * self.hidden * self.dispatch_bytes)
+        return int(self.tokens * self.copies * self.load * self.hidden * self.dispatch_bytes)
 
     @property
     def combine_size(self) -> int:
-        return int(self.tokens * self.top_k * self.load * self.hidden * self.act_bytes)
+        return int(self.tokens * self.copies * self.load * self.hidden * self.act_bytes)
 
     @property
     def up(self) -> int:

@@ -410,3 +410,19 @@ def test_moe_only_training_keys_need_experts(make, training):
     """recompute_modules and moe_expert_bias act on the MoE layers: a dense model is told so."""
     with pytest.raises(InputError, match=next(iter(training))):
         make({}, training=training, model={"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0})
+
+
+@pytest.mark.parametrize("routing,copies", [
+    ("round_robin", 1.0),  # token t takes experts 2t, 2t+1: both on rank (2t mod 8) // 2
+    ("learned", 4 * (1 - math.comb(6, 2) / math.comb(8, 2))),  # 2 of 8 experts, 2 per rank, 4 ranks
+])
+def test_deepep_sends_each_token_once_per_destination_rank(make, routing, copies):
+    """DeepEP's dispatch moves one row per token and destination rank (``is_token_in_rank``), not
+    one per routed expert: inside a node of 4 EP ranks with 2 experts each, T·copies·h·B bytes per
+    exchange where the alltoall dispatcher moves T·k·h·B (k = 2)."""
+    training = {"moe_routing": routing}
+    deepep = build_schedule(make({"ep": 4, "moe_dispatcher": "deepep"}, nodes=1, training=training))
+    a2a = _a2a(deepep.programs["pp0.cp0"])
+    assert a2a and {op.size_bytes for op in a2a} == {int(512 * copies * 256 * 2)}
+    nccl = build_schedule(make({"ep": 4}, nodes=1, training=training))
+    assert {op.size_bytes for op in _a2a(nccl.programs["pp0.cp0"])} == {512 * 2 * 256 * 2}
