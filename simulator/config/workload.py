@@ -344,12 +344,14 @@ class Training(_Strict):
                                  "(1.0: a balanced router); the EP rank with the hottest expert sets the pace")
     moe_routing_seed: int | None = Field(default=None, description="draw the routing as a seeded uniform "
                                          "multinomial instead of moe_imbalance")
-    moe_expert_bias: Literal["none", "per_expert"] = Field(
+    moe_expert_bias: Literal["none", "per_expert", "per_expert_fc1_fc2"] = Field(
         default="none", description="the routed experts' output bias, weighted by each row's router probability: "
         "none (no expert biases, or biases added inside the GEMM and activation kernels) | per_expert "
         "(Megatron-Core's TEGroupedMLP._apply_bias for models with add_bias_linear, GPT-OSS: per local expert a "
         "multiply and an add, then a concatenation of the rows; backward two multiplies and two reductions per "
-        "expert and the concatenation of the split gradients)")
+        "expert and the concatenation of the split gradients) | per_expert_fc1_fc2 (NeMo AutoModel's grouped_gemm experts, "
+        "GroupedExpertsDeepEP: the same for FC2, and FC1's bias added by a split, an add per local expert and a "
+        "concatenation too)")
     moe_routing: Literal["learned", "round_robin"] = Field(
         default="learned", description="learned: a trained router (experts of a token spread at random, within "
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "

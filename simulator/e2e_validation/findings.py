@@ -757,6 +757,33 @@ the sinks, `fused_attn.cpp`; it would shorten half of the attention), Qwen3's QK
 the RoPE kernels (no model prices RoPE), the router's aux-loss and force-balancing kernels, and
 the fused cross-entropy the recipes select (`cross_entropy_fusion_impl` te / native).
 
+**MoE with DeepEP: one row per token and destination rank.** DeepEP's normal dispatch sends a
+token once to every rank that holds at least one of its experts (`is_token_in_rank`; `recv_x`
+has one row per received token, its expert slots in `recv_topk_idx`; the framework permutes the
+rows to its local experts and reduces their outputs before the combine sends one row back:
+deepseek-ai/DeepEP `csrc/kernels/intranode.cu`, `tests/test_intranode.py` at 9249c25; HybridEP's
+intra-node token buffer likewise holds one row per token). The model had sized the NVLink
+exchange by the T·k routed copies. AutoModel's balanced gate gives a token k consecutive experts,
+so on Qwen3-30B-A3B (16 experts per rank, k = 8) every token goes to exactly one rank, an eighth
+of the volume: −21.3% → −3.4%, Nemotron-3 Nano (k = 6 of 16 per rank) −27.0% → −18.7%. The
+NVLink rate itself agrees with DeepEP's: its README (H800, 24 SMs, 4,096 tokens, hidden 7168,
+top-8; `data/kernels/deepep_v1_normal_kernels_h800.csv`) gives 153 / 158 GB/s per rank for
+dispatch / combine counted as received rows, local ones included, about 0.95 of the ~160 GB/s
+DeepEP measures as the H800's NVLink ceiling; the NCCL All-to-All the exchange is priced as reaches
+351 GB/s at 64 MiB on the H100 (450 GB/s per direction), as a third-party DeepEP run on an H20 (the
+same NVLink) reports 337 GB/s. Two more inputs of the AutoModel rows came from its source: no
+dropout kernels (its model classes have no hidden dropout, and the Hugging Face configs'
+attention dropout is 0; about one point per row), and GPT-OSS's expert biases: `experts: gmm`
+(grouped_gemm's `ops.gmm`, no bias epilogue) adds FC1's and FC2's bias by a split, an add per
+local expert and a concatenation (`_apply_bias`, `components/moe/experts.py`;
+`moe_expert_bias: per_expert_fc1_fc2`): GPT-OSS-20B +15.1% → +5.6%, 120B +14.5% → +6.5%. The
+source goes from 9.7% (signed −0.1%) to 7.8% (+6.5%). Left: Nano's compute (18.4 s against a
+15.6 s step), DeepSeek-V3 on 1,024 GPUs (+20.6%, the 256-GPU row +7.8%), and the host
+synchronisations of every forward dispatch (DeepEP's CPU wait for the received counts, then
+grouped_gemm's `tokens_per_expert.to("cpu")`), which the host issue model (a running sum) cannot
+express yet; AutoModel's shared experts run on a side stream beside the routed path
+(`moe/layers.py`), not modelled (Nano −17.8% → −17.4% with `moe_shared_expert_overlap`).
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at

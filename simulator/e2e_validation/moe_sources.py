@@ -12,7 +12,10 @@ GPT-OSS), full activation checkpointing for DeepSeek-V3, Kimi-K2 and Qwen3 (not 
 table), ``pp_microbatch_size`` 1 and ``layers_per_stage: 2`` for the pipelined runs. The shapes
 are the presets (the models' Hugging Face configs). A pipelined run calls torch pipelining's
 ``schedule.step`` once per gradient-accumulation step (the table's GA): that many pipeline passes,
-each with its fill and drain (``parallel.pp_flushes``).
+each with its fill and drain (``parallel.pp_flushes``). The experts are ``experts: gmm``
+(``GroupedExpertsDeepEP`` on grouped_gemm's ``ops.gmm``, which has no bias epilogue: GPT-OSS's
+FC1 and FC2 biases are added per local expert, ``_apply_bias`` in nemo_automodel/components/moe/
+experts.py at cb976544), and AutoModel's model classes run no dropout (``TORCH_EAGER_TE``).
 """
 
 from __future__ import annotations
@@ -86,6 +89,8 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
                             micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                             dtype="bf16", recompute=recompute, parallel=parallel, stack=TORCH_EAGER_TE)
         scn["training"].update(moe_routing="round_robin", attention=kernel)  # fake_balanced_gate
+        if preset in BIASED_EXPERTS:  # grouped_gemm's gmm has no bias: both biases added per local expert
+            scn["training"]["moe_expert_bias"] = "per_expert_fc1_fc2"
         dp = n // pp
         out.append(Case("automodel_moe", f"{name} FSDP2 dp{dp} ep{ep} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
                         + f" {n} GPUs", scn, "step_time_s", float(r["value"]), n))

@@ -93,8 +93,12 @@ MEGATRON_2020 = Stack(attention="unfused", fused_kernels=False, optimizer="fp16_
 TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused",
                         train_metrics=2, dropout=False, linear_bias="epilogue")
 # PyTorch eager layers (FSDP2) with TransformerEngine's fused attention (NeMo AutoModel); the
-# optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA.
-TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach")
+# optimizer is torch.optim's AdamW, multi-tensor (foreach) by default on CUDA. AutoModel's model
+# classes have no hidden dropout (no nn.Dropout in nemo_automodel/components/models/{llama,
+# qwen3_moe,deepseek_v3,gpt_oss,nemotron_v3} nor components/moe at cb976544) and pass the HF
+# config's attention_dropout, 0.0 for Llama 3, Qwen3-MoE and Nemotron-H, to the attention kernel
+# (llama/model.py, nemotron_v3/layers.py): PyTorch launches no dropout kernel, dropout false.
+TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach", dropout=False)
 
 
 def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:

@@ -531,12 +531,15 @@ SOURCES: list[Source] = [
             "dispatcher, EP of GPT-OSS, attention kernel) come from the benchmark configs it was made with; "
             "see simulator/e2e_validation/moe_sources.py.",
             "The gate is AutoModel's fake_balanced_gate (moe_routing: round_robin): balanced, a token's experts "
-            "neighbours, so DeepEP sends most tokens to one node.",
+            "neighbours, so DeepEP sends most tokens to one node, and to one rank where a rank holds k or more "
+            "consecutive experts (DeepEP moves one row per token and destination rank).",
+            "No dropout kernels: AutoModel's models have no hidden dropout and the HF configs' attention_dropout is 0.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
             "on 1,024 GPUs four.",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
-            "full causal attention; expert biases and the clamped SwiGLU as a plain SwiGLU.",
+            "full causal attention; the clamped SwiGLU as a plain SwiGLU; the expert biases as grouped_gemm's path adds "
+            "them, split, add per local expert and concatenate, FC1's and FC2's (moe_expert_bias: per_expert_fc1_fc2).",
             "Nemotron V3 Nano: the hybrid Mamba2-Transformer MoE of its Hugging Face config (model.layer_pattern), "
             "Mamba2 mixers priced from their kernels (simulator/schedule/mamba.py). Nemotron V3 Super is left out: "
             "its LatentMoE experts (dispatched and computed in a 1024-wide latent space) and its MTP layer are "

@@ -97,12 +97,14 @@ class MoESpec:
     dispatch_bytes: float  # bytes per dispatched element (FP8 + scales, or the activation dtype)
     load: float  # rows of the slowest EP rank over the balanced share (>= dropped-capped)
     nodes_hit: float  # deepep: expected distinct nodes of the EP group a token's k experts fall on
+    ranks_hit: float  # deepep: expected distinct EP ranks a token's k experts fall on
     ep_nodes: int  # deepep: nodes the EP group spans
     shared_overlap: bool
     a2a_overlap: bool = False  # combined 1F1B (Megatron's overlap_moe_expert_parallel_comm)
     hybridep: bool = False  # deepep dispatcher on the HybridEP backend
     beside_exchange_sm_fraction: float = 1.0  # SMs compute keeps beside the exchange (deepep: 1 − its SMs)
     bias_per_expert: bool = False  # the experts' output bias added per local expert (training.moe_expert_bias)
+    bias_fc1_per_expert: bool = False  # FC1's bias added per local expert too (moe_expert_bias per_expert_fc1_fc2)
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
 
@@ -120,10 +122,12 @@ class MoESpec:
                    act_bytes=t.act_bytes, dtype=t.dtype, dispatcher=p.moe_dispatcher, dispatch_bytes=dispatch_bytes,
                    load=load, nodes_hit=nodes_hit(m.experts, m.top_k, ep_nodes, t.moe_routing, m.expert_groups,
                                                   m.topk_groups), ep_nodes=ep_nodes,
+                   ranks_hit=nodes_hit(m.experts, m.top_k, p.ep, t.moe_routing, m.expert_groups, m.topk_groups),
                    shared_overlap=p.moe_shared_expert_overlap, a2a_overlap=p.overlap_moe_expert_parallel_comm,
                    hybridep=p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep",
                    beside_exchange_sm_fraction=beside_exchange_sm_fraction(scn),
-                   bias_per_expert=t.moe_expert_bias == "per_expert",
+                   bias_per_expert=t.moe_expert_bias != "none",
+                   bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
                    recompute_act="moe_act" in t.recompute_modules)
 
@@ -137,13 +141,24 @@ class MoESpec:
         return max(1, round(self.tokens * self.top_k * self.etp * self.load))
 
     @property
+    def copies(self) -> float:
+        """Copies of a token the EP exchange moves: one per routed expert (k), or with DeepEP one per
+        destination rank. DeepEP's dispatch sends a token once to every rank holding at least one of
+        its experts (``is_token_in_rank``; ``recv_x`` has one row per received token, its k expert
+        slots in ``recv_topk_idx``, and ``tests/test_intranode.py`` checks ``recv_x.size(0)`` against
+        the count of tokens per rank), the receiver permutes it to its local experts, and the
+        combine reduces a token's local expert outputs before sending one row back
+        (deepseek-ai/DeepEP ``csrc/kernels/intranode.cu`` at 9249c25)."""
+        return self.ranks_hit if self.dispatcher == "deepep" else float(self.top_k)
+
+    @property
     def dispatch_size(self) -> int:
         """All-to-All send buffer of one rank (nccl-tests size), dispatch direction."""
-        return int(self.tokens * self.top_k * self.load * self.hidden * self.dispatch_bytes)
+        return int(self.tokens * self.copies * self.load * self.hidden * self.dispatch_bytes)
 
     @property
     def combine_size(self) -> int:
-        return int(self.tokens * self.top_k * self.load * self.hidden * self.act_bytes)
+        return int(self.tokens * self.copies * self.load * self.hidden * self.act_bytes)
 
     @property
     def up(self) -> int:
@@ -381,6 +396,25 @@ def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, 
                             count=kernels, tag=tag))
 
 
+def _fc1_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
+    """FC1's bias where the experts' grouped GEMM has no bias epilogue: NeMo AutoModel's
+    ``GroupedExpertsDeepEP`` with ``experts: gmm`` (grouped_gemm's ``ops.gmm``) adds it with
+    ``_apply_bias(output1, gate_up_proj_bias, tokens_per_expert)``, i.e. ``torch.cat([t + b for t, b
+    in zip(split(out, tokens_per_expert), biases)])`` (nemo_automodel/components/moe/experts.py at
+    cb976544). A unit is rows × FC1's output width (gate and up). Forward, per local expert, the add
+    reads the rows and writes the sum (2), then the concatenation reads and writes every row (2):
+    4 units in E_local + 1 kernels. Backward, AddBackward hands the gradient through and reduces it
+    to each expert's bias (one read), and SplitBackward concatenates the rows' gradients (read and
+    write): 3 units in E_local + 1 kernels."""
+    if not s.bias_fc1_per_expert:
+        return dep
+    e = s.local_experts
+    unit = s.rows * s.up * s.act_bytes
+    nbytes = (3 if backward else 4) * unit
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=e + 1, tag=tag))
+
+
 def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
     """One of TransformerEngine's ``fused_multi_row_padding`` / ``fused_multi_row_unpadding``
     copies of the routed rows (:func:`fp8_row_padding`): every row of h activations read and
@@ -432,6 +466,7 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
     fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
+    fc1 = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.fwd", fc1, tag, backward=False)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
     fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
@@ -476,6 +511,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
     fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
+    act = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.bwd", act, tag, backward=True)
     fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, h, s.up, (act,), tag)
     fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
     # The grouped linear's backward returns its input and weight gradients together (dgrad, then

@@ -410,3 +410,41 @@ def test_moe_only_training_keys_need_experts(make, training):
     """recompute_modules and moe_expert_bias act on the MoE layers: a dense model is told so."""
     with pytest.raises(InputError, match=next(iter(training))):
         make({}, training=training, model={"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0})
+
+
+@pytest.mark.parametrize("routing,copies", [
+    ("round_robin", 1.0),  # token t takes experts 2t, 2t+1: both on rank (2t mod 8) // 2
+    ("learned", 4 * (1 - math.comb(6, 2) / math.comb(8, 2))),  # 2 of 8 experts, 2 per rank, 4 ranks
+])
+def test_deepep_sends_each_token_once_per_destination_rank(make, routing, copies):
+    """DeepEP's dispatch moves one row per token and destination rank (``is_token_in_rank``), not
+    one per routed expert: inside a node of 4 EP ranks with 2 experts each, T·copies·h·B bytes per
+    exchange where the alltoall dispatcher moves T·k·h·B (k = 2)."""
+    training = {"moe_routing": routing}
+    deepep = build_schedule(make({"ep": 4, "moe_dispatcher": "deepep"}, nodes=1, training=training))
+    a2a = _a2a(deepep.programs["pp0.cp0"])
+    assert a2a and {op.size_bytes for op in a2a} == {int(512 * copies * 256 * 2)}
+    nccl = build_schedule(make({"ep": 4}, nodes=1, training=training))
+    assert {op.size_bytes for op in _a2a(nccl.programs["pp0.cp0"])} == {512 * 2 * 256 * 2}
+
+
+def test_automodel_gmm_experts_add_both_biases_per_local_expert(make):
+    """NeMo AutoModel's grouped_gemm experts (``moe_expert_bias: per_expert_fc1_fc2``) add FC1's
+    bias by split, add and concatenation too: FC1's output is T·k = 512·2 rows of 2·128 (SwiGLU
+    gate and up) in BF16, one unit 1024·256·2 bytes. Forward an add per expert (2 units) and the
+    concatenation (2): 4 units in 2 + 1 kernels, before the activation; backward the bias
+    reductions (1) and the split gradients' concatenation (2): 3 units in 2 + 1 kernels, before the
+    FC1 dgrad. FC2's bias is added as with ``per_expert``."""
+    scn = make({"ep": 4}, training={"moe_expert_bias": "per_expert_fc1_fc2"})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    fc1 = [op for op in prog if isinstance(op, ComputeOp) and ".experts.fc1_bias." in op.name]
+    unit = 512 * 2 * 256 * 2
+    assert {(op.hbm_bytes, op.count) for op in fc1 if op.tag.phase == "fwd"} == {(4 * unit, 3)}
+    assert {(op.hbm_bytes, op.count) for op in fc1 if op.tag.phase == "bwd"} == {(3 * unit, 3)}
+    assert len(fc1) == 2 * 3 * scn.n_micro
+    for op in prog:
+        if op.name.endswith(".experts.act.fwd"):
+            assert prog[op.deps[0]].name.endswith(".experts.fc1_bias.fwd")
+        if op.name.endswith(".experts.fc1.dgrad"):
+            assert prog[op.deps[0]].name.endswith(".experts.fc1_bias.bwd")
+    assert len([op for op in prog if ".experts.bias." in op.name]) == 2 * 3 * scn.n_micro

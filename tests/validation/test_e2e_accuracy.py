@@ -210,14 +210,21 @@ def test_automodel_moe_errors():
     layers of routing, permutation and norms at 8 GPUs) and to -22.4% with the wgrad wait, hence -0.23.
     Nemotron-3 Nano (hybrid Mamba2-Transformer MoE, the same one-node FSDP2 + EP 8 plan with full
     recompute as Qwen3-30B) -27.0%, pessimistic as Qwen3-30B is; with it the median is 9.7%, signed
-    -0.1%."""
+    -0.1%. DeepEP moves one row per token and destination rank, not one per routed expert (the
+    balanced gate sends a Qwen3 token to one rank): Qwen3-30B -21.3% -> -3.4%, Nano -27.0% ->
+    -18.7%; no dropout kernels (AutoModel's models, the HF configs' attention_dropout 0) -> -2.1% and
+    -17.8%; GPT-OSS's expert biases added per local expert for FC1 and FC2 (grouped_gemm has no
+    bias epilogue): +5.6% / +6.5%. DeepSeek-V3 +20.6% / +7.8%, Kimi-K2 +9.7%: median 7.8%, signed
+    +6.5%."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
+    by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
     nano = [r.error for r in results if r.case.scenario["model"]["preset"].startswith("nemotron")]
     rest = [r.error for r in results if not r.case.scenario["model"]["preset"].startswith("nemotron")]
-    assert all(-0.23 <= e <= 0.3 for e in rest), errors
-    assert len(nano) == 1 and -0.30 <= nano[0] <= -0.20, nano
-    assert scoring.median_abs_error(results) <= 0.12
+    assert all(-0.1 <= e <= 0.25 for e in rest), errors
+    assert abs(by_preset["qwen3-30b-a3b"]) <= 0.05, errors
+    assert len(nano) == 1 and -0.22 <= nano[0] <= -0.12, nano
+    assert scoring.median_abs_error(results) <= 0.10
     assert abs(statistics.median(errors)) <= 0.08
 
 
@@ -230,7 +237,8 @@ def test_megatron_bridge_moe_errors():
     (-2.4% without: the MTP layer and its second LM head make the last stage the busiest);
     median 10.0% (11.3% without DeepSeek-V3; +20.0% before the GPT-OSS expert-bias loop and recompute
     modules, the FP8 row padding and current scaling's four kernels per quantised tensor). Bounds, so
-    a change that moves them further off fails."""
+    a change that moves them further off fails. With DeepEP's one row per destination rank the
+    Qwen3-30B rows move to +16.1% (16 H100, DeepEP) and +10.3% (8 B200, HybridEP): median 10.3%."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.12 <= e <= 0.25 for e in errors), errors
@@ -241,7 +249,8 @@ def test_megatron_bridge_moe_errors():
 def test_bridge_ep_overlap_pair():
     """Megatron-Bridge's A/B of the combined-1F1B A2A overlap on 16 H100 (BF16, HybridEP on 32 SMs), held
     out: doc -6.9% without the overlap (the dispatch's backward waits for the expert wgrad, as the run's
-    profile shows: 0.11% of its communication under compute), -0.1% with it. The simulated overlap
+    profile shows: 0.11% of its communication under compute; -4.4% with HybridEP's one row per
+    destination rank), -0.1% with it. The simulated overlap
     saves more than the measured 15.06% (20.3%): the simulated compute is slower than the profile's
     (17.6 s against 14.6 s of kernels) and hides more of the exchanges (see the page's findings)."""
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)

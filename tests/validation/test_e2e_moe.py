@@ -31,6 +31,9 @@ def test_automodel_moe_rows_build_the_printed_plans():
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 3 and p["zero3_impl"] == "fsdp2" and p["moe_dispatcher"] == "deepep"
         assert t["moe_routing"] == "round_robin" and t["dtype"] == "bf16"
+        assert t["dropout"] is False  # AutoModel's models: no hidden dropout, the HF configs' attention_dropout 0
+        # grouped_gemm's gmm has no bias epilogue: GPT-OSS's expert biases are added per local expert
+        assert t.get("moe_expert_bias", "none") == ("per_expert_fc1_fc2" if "gpt-oss" in c.label.lower() else "none")
         assert not sources.is_fit_case(c)
         if p.get("vp", 1) > 1:
             assert len(p["pp_layers"]) == p["pp"] * p["vp"] and sum(p["pp_layers"]) == 61
@@ -131,3 +134,10 @@ def test_stages_with_embedding_and_loss():
     assert stages_with_embedding_and_loss(94, 8) == (11,) + (12,) * 6 + (11,)
     with pytest.raises(ValueError):
         stages_with_embedding_and_loss(61, 8)
+
+
+def test_automodel_dense_rows_run_no_dropout():
+    """The dense AutoModel rows share the stack: Llama 3's HF config has attention_dropout 0.0 and
+    AutoModel's Llama no hidden dropout."""
+    cs = _moe_cases("automodel")
+    assert cs and all(c.scenario["training"]["dropout"] is False for c in cs)
