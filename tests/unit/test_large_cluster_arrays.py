@@ -1,5 +1,6 @@
 """What grows with the cluster in one plan of Llama-3 405B (100k GPUs): the per-rank NIC keys
-symmetry reads over every rank, computed as arrays. Each must equal the explicit per-rank form."""
+symmetry reads over every rank, computed as arrays, and the DP rings' routes, shared between
+channel counts. Each must equal the explicit per-rank, per-hop form."""
 
 from __future__ import annotations
 
@@ -50,3 +51,26 @@ def test_nic_private_axes_matches_intersect1d(seed: int) -> None:
         key = key.astype(np.int64)
         assert nic_private_axes(grid, n, axes, key) == _explicit_private_axes(grid, n, axes, key)
 
+
+@pytest.mark.parametrize("profile,nodes,group,closed", [
+    ("dgx-h100", 96, [n * 8 for n in range(0, 96, 2)], True),  # one GPU a node: one ring, one rail
+    ("dgx-h100", 96, [n * 8 + 5 for n in range(0, 96, 3)], False),  # a broadcast chain
+    ("dgx-h100", 4, list(range(32)), True),  # whole nodes: rings rotated to each rail
+    ("polaris-a100", 4, list(range(16)), True),  # cross-NIC rings
+])
+def test_ring_routes_shared_across_channel_counts(profile, nodes, group, closed):
+    """Patterns built with the routes of another channel count taken from the cache equal those
+    built alone and those routed hop by hop, bit for bit; a DP group of one GPU per node routes
+    its ring once for every channel count."""
+    from simulator.costs import flow_patterns as fp
+    from tests.unit.test_large_dp_rings import _explicit_ring
+
+    topo = build_topology(load_profile(profile), nodes)
+    lay = fp.layout(topo, group)
+    cache: dict = {}
+    for n_ch in (1, 2, 4, 1, 12):
+        got = fp.ring_pattern(topo, lay, n_ch, closed, cache)
+        assert got == fp.ring_pattern(topo, lay, n_ch, closed) == _explicit_ring(topo, lay, n_ch, closed)
+        assert [type(x) for _, w, m in got for x in (w, m)] == [float] * (2 * len(got))
+    if len(lay.by_node[0]) == 1:
+        assert sum(1 for k in cache if k[0] == "ring routes") == 1
