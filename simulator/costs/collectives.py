@@ -263,7 +263,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes, op) * 1e9 * wire
         if algorithm == "ring":
             closed = op != "broadcast"
-            pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed))
+            pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed, geo))
             volume = _ring_volume(op, n, size_bytes)
         else:
             pat = cached_pattern(geo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
@@ -464,7 +464,7 @@ def _hierarchical(op: str, lay: Layout, size: int, proto: str, topo: TopologyVie
         cap = tuner.channel_bw_GBps(ctx, "ring", proto, coll=sub_op) * 1e9 * wire
         flows: Sequence[Flow] = ()
         for sub in lays:
-            pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch))
+            pat = cached_pattern(geo, ("ring", True, n_ch, sub.gpus), partial(ring_pattern, topo, sub, n_ch, True, geo))
             flows = join_phases(flows, scaled_flows(pat, _ring_volume(sub_op, len(sub.gpus), sub_size) * wire, cap, geo))
         return flows, tuner.latency_us(ctx, sub_op, "ring", proto), n_ch
 

@@ -325,10 +325,16 @@ def _cross_nic_ring_orders(topo: TopologyView, lay: Layout, n_ch: int,
     return out
 
 
-def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True) -> Pattern:
+def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True,
+                 cache: dict | None = None) -> Pattern:
     """Every channel's ring hops, routed in one :meth:`TopologyView.route_matrix` call (the rows
     equal ``route(a, b, rail)``; a DP ring over 784 nodes has ~37k hops, which one by one cost
-    more than the rest of the plan), merged by route in hop order (:func:`_merge_rows`)."""
+    more than the rest of the plan), merged by route in hop order (:func:`_merge_rows`).
+
+    ``cache`` (the cost model's, one per topology) keeps the distinct routes of each set of
+    rings: a DP group of one GPU per node runs every channel on the same ring and rail, so its
+    patterns at 1 and 2 channels (two message sizes) differ only in the counts per route, and
+    route and merge their hops once."""
     rings = _ring_orders(topo, lay, n_ch)
     per_ring = n_ch / len(rings)  # a channel split over several ring orders (full mesh)
     # Channels that run the same ring on the same rail (every channel of a DP group of one GPU
@@ -352,8 +358,14 @@ def ring_pattern(topo: TopologyView, lay: Layout, n_ch: int, closed: bool = True
         reps += [k] * hops
     if not src:
         return []
-    m = topo.route_matrix(src, dst, rails)
-    return _merge_rows(m.links, m.n_links, per_ring / n_ch, per_ring, np.asarray(reps, dtype=np.int64))
+    key = ("ring routes", closed, lay.gpus[0], tuple(times))
+    routed = None if cache is None else cache.get(key)
+    if routed is None:
+        m = topo.route_matrix(src, dst, rails)
+        routed = _distinct_rows(m.links, m.n_links)
+        if cache is not None:
+            cache[key] = routed
+    return _weighted_routes(routed, per_ring / n_ch, per_ring, np.asarray(reps, dtype=np.int64))
 
 
 def _merge_rows(rows: np.ndarray, n_links: np.ndarray, w: float, mult: float, reps: np.ndarray) -> Pattern:
@@ -366,18 +378,30 @@ def _merge_rows(rows: np.ndarray, n_links: np.ndarray, w: float, mult: float, re
     nodes has ~37k hops; its distinct routes are what the pattern holds)."""
     if not rows.size:
         return []
+    return _weighted_routes(_distinct_rows(rows, n_links), w, mult, reps)
+
+
+def _distinct_rows(rows: np.ndarray, n_links: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """(the distinct routes of ``rows`` as link tuples, in order of first appearance, empty ones
+    included; each row's number among them): :func:`_merge_rows` without the weights."""
     rows = np.ascontiguousarray(rows)
     as_bytes = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
     _, first, inverse = np.unique(as_bytes, return_index=True, return_inverse=True)
-    counts = np.bincount(inverse.reshape(-1), weights=reps, minlength=first.size).astype(np.int64)
     order = np.argsort(first, kind="stable")
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size, dtype=np.int64)
+    routes = [tuple(row[:k]) for row, k in zip(rows[first[order]].tolist(), n_links[first[order]].tolist())]
+    return routes, position[inverse.reshape(-1)]
+
+
+def _weighted_routes(routed: tuple[list[tuple[int, ...]], np.ndarray], w: float, mult: float,
+                     reps: np.ndarray) -> Pattern:
+    """The pattern of :func:`_merge_rows` from :func:`_distinct_rows`' routes and rows."""
+    routes, hop_route = routed
+    counts = np.bincount(hop_route, weights=reps, minlength=len(routes)).astype(np.int64)
     running_w = np.cumsum(np.full(int(counts.max()), w)).tolist()  # (np.cumsum adds in order)
     running_m = np.cumsum(np.full(int(counts.max()), mult)).tolist()
-    out: Pattern = []
-    for row, k, c in zip(rows[first[order]].tolist(), n_links[first[order]].tolist(), counts[order].tolist()):
-        if k:
-            out.append((tuple(row[:k]), running_w[c - 1], running_m[c - 1]))
-    return out
+    return [(links, running_w[c - 1], running_m[c - 1]) for links, c in zip(routes, counts.tolist()) if links]
 
 
 def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from simulator.costs.flow_patterns import sorted_distinct
 from simulator.replay.fair_share import max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import (FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take,
                                            entries, link_counts)
@@ -73,9 +74,10 @@ LARGE_COMPONENT_FLOWS = 512
 
 def _distinct(ids: np.ndarray) -> np.ndarray:
     """The distinct values of ``ids``, ascending: ``np.unique``, without its sort when ``ids``
-    is already in order (the mirror's entries are appended in flow-id order)."""
+    is already in order (the mirror's entries are appended in flow-id order), and by one sort
+    otherwise (``sorted_distinct``: numpy 2's hash-based ``np.unique`` is slower on link ids)."""
     if ids.size > 1 and not (ids[1:] >= ids[:-1]).all():
-        return np.unique(ids)
+        return sorted_distinct(ids)
     keep = np.ones(ids.size, dtype=bool)
     np.not_equal(ids[1:], ids[:-1], out=keep[1:])
     return ids[keep]

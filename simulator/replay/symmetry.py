@@ -87,16 +87,21 @@ def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str]) -> list[str
 def nic_private_axes(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> list[str]:
     """The axes of ``axes`` (innermost first) that can be mirrored together without an unsimulated
     rank sending through the NIC of a simulated rank of its node: an axis is kept while the NICs
-    (``nic_key``: one id per rank, distinct across nodes) of the ranks at coordinate 0 of every
+    (``nic_key``: one non-negative id per rank, distinct across nodes) of the ranks at coordinate 0 of every
     kept axis and those of the other ranks stay disjoint. With a NIC per GPU every axis passes."""
     r = np.arange(n_ranks, dtype=np.int64)
     vector = _vector_grid(grid)
     keep = np.ones(n_ranks, dtype=bool)
     out: list[str] = []
+    # The keys are small non-negative ids (node * rails + NIC): the intersection is tested with
+    # a marker array, not np.intersect1d (two hash-based np.unique over every rank in numpy 2).
+    marked = np.zeros(int(nic_key.max()) + 1 if nic_key.size else 0, dtype=bool)
     for a in axes:
         coord = np.asarray(grid.coord(r, a)) if vector else np.array([grid.coord(int(x), a) for x in r])
         trial = keep & (coord == 0)
-        if np.intersect1d(nic_key[trial], nic_key[~trial]).size == 0:
+        marked[:] = False
+        marked[nic_key[trial]] = True
+        if not marked[nic_key[~trial]].any():
             keep, out = trial, out + [a]
     return out
 
