@@ -16,9 +16,9 @@ from simulator.errors import InputError
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "nccl_logs"
 DATA = Path(__file__).resolve().parents[2] / "data" / "nccl"
-# Every transcribed nccl-tests sweep (the PyTorch-measured H200 table and the B200 summary have
-# no nccl-tests rows, so no log is reconstructed from them).
-CSVS = sorted(c for c in DATA.glob("*.csv") if not c.stem.startswith(("h200x8_allreduce_1node_torchdist", "supplement_")))
+# Every transcribed nccl-tests sweep (the PyTorch-measured tables (*_torchdist) and the B200 summary
+# have no nccl-tests rows, so no log is reconstructed from them).
+CSVS = sorted(c for c in DATA.glob("*.csv") if not (c.stem.endswith("_torchdist") or c.stem.startswith("supplement_")))
 HANDMADE = LOGS / "handmade_a100x16_two_runs_info.txt"
 
 
