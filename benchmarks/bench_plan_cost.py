@@ -137,6 +137,14 @@ back to back under a load of 6-8 on 2 cores (mean of two): tp4sp pp4 dp64 z1 1.3
 tp4sp pp8 dp32 z1 2.41 -> 2.39 s, tp4sp pp2 dp128 z2 2.67 -> 2.11 s, tp4sp pp4 dp64 z2 7.35 ->
 5.05 s, tp4sp pp8 dp32 z2 14.71 -> 5.47 s (459,611 -> 254,959 events, folded): mean 5.70 ->
 3.28 s; same steps (the folded one 2e-12 s apart). ``--plans LABEL,LABEL`` times those plans only.
+
+Then a 1F1B step too short to keep six steady periods and pay keeps four (replay/fold.py
+fold_count) and builds of one role's shapes share the layer-pass templates (schedule/build.py):
+the same five plans back to back, load 3-6 on 2 cores (mean of two): tp4sp pp4 dp64 z1 1.40 ->
+1.51 s (now folded: the tail both reduced replays repeat outweighs 9 micro-batches), tp4sp pp8
+dp32 z1 2.32 -> 2.33 s, tp4sp pp2 dp128 z2 2.23 -> 2.17 s, tp4sp pp4 dp64 z2 5.16 -> 3.63 s
+(232,936 -> 146,399 events, 17 of 24 micro-batches folded), tp4sp pp8 dp32 z2 5.44 -> 5.62 s:
+mean 3.31 -> 3.05 s; same steps (4e-13 s apart).
 """
 
 from __future__ import annotations
