@@ -49,18 +49,35 @@ def _keep_cut(period: int) -> tuple[int, int]:
     return (6, 2) if period == 1 else (4, 2)
 
 
+# The fewest steady periods a reduced step can keep: fold_replay looks for each rank's cut among
+# periods 1 .. kept − 2, and checks the periods on either side of it (_repeats: c − 1 .. c + 2),
+# so the stage with the fewest needs periods 0 .. 4 to take the cut at period 2 (_keep_cut).
+_MIN_KEEP = 4
+
+
 def fold_count(schedule: Any) -> int:
-    """How many steady periods of ``schedule`` a fold leaves out (:func:`_keep_cut`); 0 (no fold)
-    where the two reduced steps it replays would hold more than 3/4 of the micro-batches of the
-    step: then folding would not pay for its second replay and its checks."""
+    """How many steady periods of ``schedule`` a fold leaves out; 0 (no fold) where the two
+    reduced steps it replays would hold more than 3/4 of the micro-batches of the step: then
+    folding would not pay for its second replay and its checks.
+
+    The reduced step keeps :func:`_keep_cut`'s periods, or, where that leaves too few to pay
+    (a 1F1B step of 16-30 micro-batches, e.g. GPT-3 175B at pp 4 with 24), only
+    ``_MIN_KEEP``. Fewer kept periods change no figure: a fold stands only when check 2 finds
+    the step with one more period to be the step with a copy put back, op by op (else the step
+    is replayed whole); what they risk is a cut before the pipeline has settled, which that
+    check refuses at the cost of the reduced replay."""
     steady = getattr(schedule, "steady", None)
     if not steady:
         return 0
     period = schedule.steady_period
-    n = max(min((len(s) - 1) // period for s in steady.values()) - _keep_cut(period)[0], 0)
     n_micro, per = int(schedule.meta["n_micro"]), schedule.period_micro_batches
-    kept = n_micro - n * per
-    return n if n >= 2 and 2 * kept + per <= 0.75 * n_micro else 0
+    shortest = min((len(s) - 1) // period for s in steady.values())
+    for keep in sorted({_keep_cut(period)[0], _MIN_KEEP}, reverse=True):
+        n = max(shortest - keep, 0)
+        kept = n_micro - n * per
+        if n >= 2 and 2 * kept + per <= 0.75 * n_micro:
+            return n
+    return 0
 
 
 _COMPUTE = attrgetter("kind", "flops", "hbm_bytes", "gemm", "count", "dtype", "causal_fraction", "sm_fraction", "stream",

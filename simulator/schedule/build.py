@@ -85,9 +85,28 @@ def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
     return _build_stage(scn, stage, cp_index).pb.ops
 
 
+# LayerBuilders (their layer-pass templates) by LayerSpec, shared by the schedules built for one
+# role's shapes: micro-batch folding builds the step three times (the full program and two
+# reduced ones, replay/fold.py), and a sweep's bound and replay build the same stages. A
+# template stands for a pass of any micro-batch (only its dependencies, tags and P2P keys are
+# stamped anew, transformer._stamp), so a schedule built with the templates of an earlier build
+# is the schedule built cold, op for op (tests/unit/test_schedule_templates.py).
+_LAYER_BUILDERS: dict[LayerSpec, LayerBuilder] = {}
+_LAYER_BUILDERS_KEPT = 16
+
+
+def _layer_builder(spec: LayerSpec) -> LayerBuilder:
+    lb = _LAYER_BUILDERS.get(spec)
+    if lb is None:
+        if len(_LAYER_BUILDERS) >= _LAYER_BUILDERS_KEPT:
+            _LAYER_BUILDERS.clear()
+        lb = _LAYER_BUILDERS[spec] = LayerBuilder(spec)
+    return lb
+
+
 def _build_stage(scn: Scenario, stage: int, cp_index: int = 0) -> StageBuilder:
     chunks = stage_units(scn, stage)
-    layers = LayerBuilder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
+    layers = _layer_builder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
     builder = StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks)
     builder.build()
     return builder

@@ -34,6 +34,9 @@ PLANS = {  # (plan, nodes of 4 GPUs (PROFILE), micro-batches per pipeline)
     # ZeRO-2: a ReduceScatter per bucket in every micro-batch, the gradient clipping after the
     # last waiting for all of them (fold._every_copy)
     "zero2": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 2}, 2, 32),
+    # 16 micro-batches: too few to keep six steady periods and pay (fold._keep_cut), folded
+    # keeping four (fold._MIN_KEEP; test_few_micro_batches_fold_keeping_four)
+    "zero2_keep4": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 2}, 2, 16),
     "cp_p2p": ({"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2}, 2, 32),
 }
 SLOW = {"1f1b_pp4", "interleaved", "cp_p2p"}
@@ -96,6 +99,21 @@ def test_too_few_micro_batches_are_not_folded(make):  # noqa: F811 - the fixture
     scn = make({"pp": 2}, training={"global_batch": 32})
     assert fold.fold_count(build_schedule(scn)) == 0
     assert simulate_scenario(scn).trace.stats.folded_micro_batches == 0
+
+
+def test_few_micro_batches_fold_keeping_four(make):  # noqa: F811 - the fixture
+    """pp 2 with 16 micro-batches: keeping six steady periods, the two reduced steps would hold
+    2 x 7 + 1 = 15 micro-batches, more than 3/4 of 16; keeping four (the fewest fold_replay's
+    checks around the cut need), 2 x 5 + 1 = 11, and 11 periods are left out. The folded step is
+    the unfolded one op by op (test_folded_step_is_the_unfolded_step, "zero2_keep4")."""
+    parallel, nodes, mb = PLANS["zero2_keep4"]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    shortest = min(len(s) - 1 for s in full.steady.values())
+    assert shortest == 15 and fold._keep_cut(1)[0] == 6 and fold._MIN_KEEP == 4
+    assert 2 * (16 - (shortest - 6)) + 1 > 0.75 * 16
+    assert fold.fold_count(full) == shortest - 4 == 11
 
 
 def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture

@@ -1,0 +1,75 @@
+"""Layer-pass templates shared between schedule builds (schedule/build.py, _layer_builder): a
+schedule built with the templates an earlier build of the same role's shapes left (another
+micro-batch count, as micro-batch folding builds them, replay/fold.py) is the schedule built
+cold, op for op: every field of every op (name, shape, stream, dependencies, tags, P2P keys), on
+1F1B with ZeRO-1 and ZeRO-2, interleaved 1F1B, ZeRO-3, context parallelism and MoE plans; and the
+warm build runs no layer pass's builder again."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.schedule import build as schedule_build
+from simulator.schedule.build import build_schedule
+from simulator.schedule.transformer import LayerBuilder
+from simulator.simulation import with_micro_batches
+from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+from tests.unit.test_schedule_invariants import make  # noqa: F401 - the fixture
+
+PLANS = {  # (plan, nodes of 4 GPUs, micro-batches per pipeline of the first build, of the second)
+    "1f1b_zero1": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 1}, 2, 12, 7),
+    "1f1b_zero2": ({"tp": 2, "sequence_parallel": True, "pp": 2, "zero": 2}, 2, 7, 12),
+    "interleaved": ({"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}, 2, 12, 6),
+    "zero3": ({"zero": 3}, 2, 8, 5),
+    "cp_p2p": ({"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2}, 2, 10, 6),
+}
+
+
+def _fields(schedule) -> dict:
+    return {role: [(type(op), tuple(getattr(op, n) for n in type(op).__slots__)) for op in prog]
+            for role, prog in schedule.programs.items()}
+
+
+def _real_passes(monkeypatch) -> list[str]:
+    """Count the layer passes built by their builders (not stamped from a template)."""
+    calls: list[str] = []
+    for name in ("_forward", "_backward"):
+        real = getattr(LayerBuilder, name)
+
+        def counted(self, *args, _real=real, _name=name, **kw):
+            calls.append(_name)
+            return _real(self, *args, **kw)
+        monkeypatch.setattr(LayerBuilder, name, counted)
+    return calls
+
+
+def _check(scn, first: int, second: int, monkeypatch) -> None:
+    schedule_build._LAYER_BUILDERS.clear()
+    cold = _fields(build_schedule(with_micro_batches(scn, second)))
+    schedule_build._LAYER_BUILDERS.clear()
+    build_schedule(with_micro_batches(scn, first))
+    calls = _real_passes(monkeypatch)
+    warm = _fields(build_schedule(with_micro_batches(scn, second)))
+    assert warm.keys() == cold.keys()
+    for role in cold:
+        assert len(warm[role]) == len(cold[role])
+        assert warm[role] == cold[role], role
+    assert calls == []  # every pass of the second build stamped from the first's templates
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_warm_build_is_the_cold_build(make, plan, monkeypatch):  # noqa: F811 - the fixture
+    parallel, nodes, first, second = PLANS[plan]
+    scn = make(parallel, nodes=nodes, training={"global_batch": first * 4 * nodes // _model_parallel(parallel),
+                                                "recompute": "selective"})
+    _check(scn, first, second, monkeypatch)
+
+
+def test_warm_moe_build_is_the_cold_build(tmp_path, monkeypatch):
+    make_moe = moe_scenario_maker(tmp_path, MOE, nodes=2, global_batch=8 * 2)
+    scn = make_moe({"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2})
+    _check(scn, 8, 5, monkeypatch)
+
+
+def _model_parallel(p: dict) -> int:
+    return p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
