@@ -85,6 +85,10 @@ NOTES = {
                         "waited for only by the pass that consumes it (Megatron --overlap-p2p-communication) "
                         "instead of one batched, blocking exchange per step",
     "fsdp_reshard_after_forward": "FSDP2: free gathered parameters after forward and gather them again in backward",
+    "fsdp_grad_sync": "FSDP2: microbatch: every backward reduce-scatters the gradients and reshards; optim_step: "
+                      "only the last backward before the optimizer step does, parameters stay gathered and "
+                      "gradients accumulate unsharded until then (NeMo AutoModel's MoE models under PP, "
+                      "MoEFSDPSyncMixin)",
     "head_dim": "query/key head dimension (Megatron kv_channels); 0 = hidden / heads; under MLA the no-RoPE part",
 }
 

@@ -121,6 +121,12 @@ class Parallel(BaseModel):
     pp_flushes: int = Field(default=1, gt=0)
     # FSDP2: re-AllGather in backward (True, default for non-root modules) or keep unsharded.
     fsdp_reshard_after_forward: bool = True
+    # FSDP2 gradient sync: every micro-batch's backward reduce-scatters and reshards (microbatch), or
+    # only the last backward before the optimizer step does (optim_step: NeMo AutoModel's MoE models
+    # under PP, nemo_automodel/components/moe/fsdp_mixin.py patched_backward_maybe_with_nosync, which
+    # sets set_requires_gradient_sync(False) and set_reshard_after_backward(False) on every backward
+    # and runs post_backward only when get_is_optim_step()).
+    fsdp_grad_sync: Literal["microbatch", "optim_step"] = "microbatch"
 
     # --- Mixture of Experts (Megatron-Core's expert_model_parallel_size and friends) --------
     ep: int = Field(default=1, gt=0, description="expert-parallel degree: ranks the routed experts are spread "

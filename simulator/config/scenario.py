@@ -234,6 +234,9 @@ def check_plan(scn: Scenario) -> None:
     if p.pp_flushes > 1 and (p.pp == 1 or n_micro % p.pp_flushes):
         _fail(scn, "parallel.pp_flushes", f"pp_flushes={p.pp_flushes} needs pp > 1 and divides the "
                                           f"micro-batches per step ({n_micro}), got pp={p.pp}")
+    if p.fsdp_grad_sync != "microbatch" and (p.zero != 3 or p.zero3_impl != "fsdp2"):
+        _fail(scn, "parallel.fsdp_grad_sync", f"fsdp_grad_sync={p.fsdp_grad_sync} needs zero: 3 with zero3_impl: "
+                                              f"fsdp2, got zero={p.zero} zero3_impl={p.zero3_impl}")
     n_micro //= p.pp_flushes  # the micro-batches of one pipeline pass
     if p.pp_schedule == "interleaved" and n_micro % p.pp:
         _fail(scn, "parallel.pp_schedule", f"interleaved 1F1B needs micro-batches divisible by pp: "

@@ -12,7 +12,14 @@ GPT-OSS), full activation checkpointing for DeepSeek-V3, Kimi-K2 and Qwen3 (not 
 table), ``pp_microbatch_size`` 1 and ``layers_per_stage: 2`` for the pipelined runs. The shapes
 are the presets (the models' Hugging Face configs). A pipelined run calls torch pipelining's
 ``schedule.step`` once per gradient-accumulation step (the table's GA): that many pipeline passes,
-each with its fill and drain (``parallel.pp_flushes``). The experts are ``experts: gmm``
+each with its fill and drain (``parallel.pp_flushes``). Under PP the stages' backward is
+``patched_backward_maybe_with_nosync`` (nemo_automodel/components/moe/fsdp_mixin.py, the same at
+all three commits): a ``MoEFSDPSyncMixin`` model (DeepSeek-V3 and Kimi-K2 are
+``DeepseekV3ForCausalLM``; the outer model not itself sharded: ``wrap_outer_model: false`` in the
+DeepSeek-V3 configs, no outer wrap at 092af93e) turns off gradient sync and resharding for every
+backward and runs ``post_backward`` only at the last backward of the step's last GA pass
+(``get_is_optim_step``, set by ``prepare_for_final_backward`` in recipes/llm/benchmark.py):
+``parallel.fsdp_grad_sync: optim_step``. The experts are ``experts: gmm``
 (``GroupedExpertsDeepEP`` on grouped_gemm's ``ops.gmm``, which has no bias epilogue: GPT-OSS's
 FC1 and FC2 biases are added per local expert, ``_apply_bias`` in nemo_automodel/components/moe/
 experts.py at cb976544), and AutoModel's model classes run no dropout (``TORCH_EAGER_TE``).
@@ -80,6 +87,8 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         parallel: dict = dict(pp=pp, ep=ep, zero=3, zero3_impl="fsdp2", moe_dispatcher="deepep",
                               fsdp_reshard_after_forward=reshard)
         ga = re.search(r"\bGA=(\d+)", r["notes"])
+        if pp > 1:  # MoEFSDPSyncMixin under PP: reduce-scatter and reshard once per optimizer step
+            parallel["fsdp_grad_sync"] = "optim_step"
         if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
             parallel["pp_flushes"] = int(ga.group(1))
         if vp > 1:

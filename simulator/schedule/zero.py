@@ -25,7 +25,12 @@ layer plus a root group (embedding, final norm, LM head; not resharded after for
 prefetches the next group once the current one has been copied out (one AllGather buffer in
 flight); backward re-gathers (``reshard_after_forward``) and prefetches exactly one group; each
 group's gradients are copied into one buffer and reduce-scattered, and that copy waits for the
-previous group's ReduceScatter (at most one outstanding).
+previous group's ReduceScatter (at most one outstanding). With ``parallel.fsdp_grad_sync:
+optim_step`` (NeMo AutoModel's MoE models under PP, ``patched_backward_maybe_with_nosync`` in
+nemo_automodel/components/moe/fsdp_mixin.py) no backward but the step's last reduce-scatters or
+reshards: a group gathered by a backward stays gathered until its next forward (which reshards it
+only under ``reshard_after_forward``), and after each virtual stage's last backward every group's
+ReduceScatter runs, then the root's final callback makes the compute stream wait for them.
 
 Sizes (nccl-tests convention): AllGather output ``N·Σ⌈n/N⌉·2`` bytes, ReduceScatter input
 ``N·Σ⌈n/N⌉·B_g``; per micro-batch that is about 3Ψ on the wire against DDP's 2Ψ per step.
@@ -215,6 +220,12 @@ class Fsdp2(GradSync):
         self._last_rs: tuple[int, ...] = ()
         self._root_done: dict[int, int] = {}
         self.synced = bool(self.axes or self.expert_axes)
+        # fsdp_grad_sync optim_step: groups left gathered by a backward without resharding, and
+        # the groups whose post_backward waits for the end of the stage's last backward
+        self.once = scn.parallel.fsdp_grad_sync == "optim_step"
+        self._unsharded: set[str] = set()
+        self._inflight: dict[str, str] = {}  # group -> the key of its forward AllGather not yet copied out
+        self._final: list[tuple[str, list[ParamUnit]]] = []
 
     def _parts(self, units: list[ParamUnit]) -> list[tuple[str, tuple[str, ...], int, float]]:
         """(label, group axes, padded elements, gathered bytes) of the dense and the expert part of
@@ -237,6 +248,8 @@ class Fsdp2(GradSync):
     def _gather(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, phase: Phase,
                 deps: tuple[int, ...]) -> tuple[int, ...]:
         key = f"{name}.{phase}.mb{mb}"
+        if self.once and phase == "fwd":  # a prefetch still in flight serves whichever forward comes first
+            key = self._inflight.setdefault(name, key)
         if key not in self._ag:
             self._ag[key] = tuple(
                 self._comm(pb, f"fsdp.ag.{name}{label}.{phase}.mb{mb}", "allgather", nbytes,
@@ -249,6 +262,7 @@ class Fsdp2(GradSync):
         """wait_for_unshard: copy-out of the gathered buffer on the compute stream; the next
         copy-in (AllGather) waits for it, so one gather buffer is in flight."""
         ags = self._gather(pb, name, units, mb, "fwd", (self._copy_out,))
+        self._inflight.pop(name, None)
         self._copy_out = pb.add(ComputeOp(name=f"fsdp.copy_out.{name}.fwd.mb{mb}", kind="copy",
                                           hbm_bytes=2.0 * self._gathered_bytes(units),
                                           deps=ags or ((self._copy_out,) if self._copy_out >= 0 else ()),
@@ -261,21 +275,32 @@ class Fsdp2(GradSync):
         i = self.layers.index(unit) + step
         return self.layers[i] if 0 <= i < len(self.layers) else None
 
+    def _held(self, name: str, mb: int) -> bool:
+        """Whether group `name` is still gathered when micro-batch `mb`'s forward reaches it: the
+        root is kept across the forward; under ``fsdp_grad_sync: optim_step`` a group stays
+        gathered from its backward (nothing resharded) to its next forward."""
+        return name in self._unsharded if self.once else name == "root" and f"root.fwd.mb{mb}" in self._ag
+
     def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.synced:
             return {}
-        if self.root and f"root.fwd.mb{mb}" not in self._ag:
+        root_ready = -1
+        if self.root and not self._held("root", mb):
             root_ready = self._unshard(pb, "root", self.root, mb)
-        else:
-            root_ready = -1
+            if self.once:  # the root is not resharded after forward
+                self._unsharded.add("root")
         if unit.layer is None:
             ready = root_ready if root_ready >= 0 else self._copy_out
-            return {"emb": (ready,), "head": (ready,)}
-        ready = self._unshard(pb, unit.name, [unit], mb)
+            return {"emb": (ready,), "head": (ready,)} if ready >= 0 else {}
+        waits: tuple[int, ...] = ()
+        if not self._held(unit.name, mb):
+            waits = (self._unshard(pb, unit.name, [unit], mb),)
+        if self.once:  # post_forward reshards a group unless reshard_after_forward is off
+            (self._unsharded.discard if self.reshard else self._unsharded.add)(unit.name)
         nxt = self._next_layer(unit, +1)
-        if nxt is not None:
+        if nxt is not None and not self._held(nxt.name, mb):
             self._gather(pb, nxt.name, [nxt], mb, "fwd", (self._copy_out,))
-        return {"attn": (ready,), "mlp": (ready,)}
+        return {"attn": waits, "mlp": waits}
 
     def before_backward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.synced or unit.layer is None or not self.reshard:
@@ -296,6 +321,32 @@ class Fsdp2(GradSync):
             units, name = self.root, "root"
         else:
             units, name = [unit], unit.name
+        if not self.once:
+            self._reduce_scatter(pb, name, units, mb, after)
+            return
+        self._accumulate_unsharded(pb, name, units, mb, after)
+        if mb < self.n_micro - 1:  # no sync, no reshard: the gradient accumulates unsharded
+            self._unsharded.add(name)
+        else:  # the step's last backward: post_backward runs once the stage's backward is done
+            self._final.append((name, units))
+
+    def _accumulate_unsharded(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, after: int) -> None:
+        """Without gradient sync the group's unsharded gradient accumulates across micro-batches
+        (FSDP2 ``FSDPParam.to_accumulated_grad_if_needed`` / ``accumulate_unsharded_grad_if_needed``,
+        torch/distributed/fsdp/_fully_shard/_fsdp_param.py; autograd's AccumulateGrad when the
+        reduction is in the parameters' dtype): the first backward's bf16 gradient is cast to the
+        reduce dtype (read 2 B, write B_g; nothing when B_g = 2), each later one is added to the
+        accumulator (read 2 B + B_g, write B_g)."""
+        numel = self._size(units)
+        per = PARAM_BYTES + 2 * self.grad_bytes if mb else (PARAM_BYTES + self.grad_bytes
+                                                           if self.grad_bytes != PARAM_BYTES else 0)
+        if numel and per:
+            pb.add(ComputeOp(name=f"fsdp.grad_accumulate.{name}.mb{mb}", kind="elementwise", flops=float(numel),
+                             hbm_bytes=float(per * numel), deps=(after,), tag=Tag("bwd", units[0].layer, mb)))
+
+    def _reduce_scatter(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, after: int) -> None:
+        """post_backward of one group: its gradients copied into one buffer (after the previous
+        group's ReduceScatter) and reduce-scattered, per dense and expert part."""
         parts = self._parts(units)
         if not parts:
             return
@@ -306,8 +357,26 @@ class Fsdp2(GradSync):
         self._last_rs = tuple(self._comm(pb, f"fsdp.rs.{name}{label}.mb{mb}", "reducescatter", numel * self.grad_bytes,
                                          (copy_in,), tag, axes=axes) for label, axes, numel, _ in parts)
 
+    def accumulate(self, pb: ProgramBuilder, chunk: int, mb: int, after: int) -> int:
+        """``fsdp_grad_sync: optim_step`` (NeMo AutoModel's ``patched_backward_maybe_with_nosync``
+        for a ``MoEFSDPSyncMixin`` stage, nemo_automodel/components/moe/fsdp_mixin.py): after the
+        stage's last backward of the step, ``_run_post_backward_for_moe_module`` runs every group's
+        ``post_backward`` (its ReduceScatter, the groups in turn) and then the root's
+        ``_root_post_backward_final_callback``, which makes the compute stream wait for them: the
+        pass ends, and its gradient goes to the previous stage, once they are done."""
+        if not self._final:
+            return after
+        for name, units in self._final:
+            self._reduce_scatter(pb, name, units, mb, after)
+            self._unsharded.discard(name)
+        self._final = []
+        if not self._last_rs:
+            return after
+        return pb.add(ComputeOp(name=f"fsdp.post_backward_wait.c{chunk}.mb{mb}", kind="copy", hbm_bytes=0.0,
+                                deps=(after,) + self._last_rs, tag=Tag("bwd", None, mb)))
+
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
-        return self._last_rs[-1] if self._last_rs else -1
+        return -1 if self.once else self._last_rs[-1] if self._last_rs else -1
 
     def pending(self) -> tuple[int, ...]:
         return self._last_rs

@@ -40,6 +40,9 @@ def test_automodel_moe_rows_build_the_printed_plans():
     # GA pipeline passes per step where the table pipelines: DeepSeek-V3 GA=4 (1,024 GPUs) and 1 (256),
     # Kimi-K2 GA=2
     assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 4, 1, 2, 1, 1, 1]
+    # MoEFSDPSyncMixin under PP: FSDP2 reduce-scatters and reshards at the optimizer step's last backward
+    assert [c.scenario["parallel"].get("fsdp_grad_sync", "microbatch") for c in cs] == (
+        ["microbatch"] + ["optim_step"] * 3 + ["microbatch"] * 3)
 
 
 def test_pp_layout():
