@@ -63,7 +63,7 @@ CASES: dict[str, Case] = {
         "modelled as ring: its peak equals the same repo's forced-ring run, so NVLS was inactive (INDEX.md)"),
     "h100x16_allreduce_2node_awsp5_efa": Case(
         "aws-p5", "allreduce", 16, 8, None,
-        "plateau within 7% (NVLS-tree over 16 EFA channels). aws-ofi-nccl 1.9.2 reports a 75 us network latency "
+        "plateau within 6% (NVLS-tree at NCCL's per-channel NVLSTree ceiling, nccl_tuner.nvls_tree_edge_GBps). aws-ofi-nccl 1.9.2 reports a 75 us network latency "
         "to NCCL (costs/transports.py; the log prints it), which keeps Tree/LL128 up to 64 MiB where NCCL's own "
         "constants would switch to NVLS-tree at 8 MiB; the time left after size/plateau-bandwidth still grows to "
         "~350 us at 256 MiB-1 GiB (per-message costs of EFA/SRD that no source here quantifies), so 128 MiB-1 GiB "
@@ -172,9 +172,9 @@ _PER_NODE_NOTE = ("the 80-rank sweeps' nodes with {g} GPU(s) each: a rank rings 
                   "(nccl_graph.reachable_nics: {ch} graph channels x 24 GB/s, where every NIC of the node was rated before)")
 _PER_NODE_OP_NOTE = {
     (1, "allreduce"): "; no NVLS with one GPU per node (nvls.cc), so Ring: 22% -> 3.5% median",
-    (2, "allreduce"): "; NVLS-tree predicted 12-19% too slow (NCCL's NVLS graph has one head per GPU, search.cc, "
+    (2, "allreduce"): "; NVLS-tree predicted 9% too slow (NCCL's NVLS graph has one head per GPU, search.cc, "
                       "which the model's 16 NVLS channels do not follow)",
-    (4, "allreduce"): "; NVLS-tree as with 2 GPUs per node",
+    (4, "allreduce"): "; NVLS-tree predicted 3% too slow (median 7.5%)",
     (1, "sendrecv"): "; SendRecv moves half a NIC (24-26 GB/s) at every GPU count: +11-13% at 1-2 GPUs per node "
                      "(+90% while the 8 NICs gave 16 p2p channels)",
 }

@@ -284,7 +284,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             # the inter-node tree runs Simple across nodes: the network's Simple fraction
             inter_wire = wire / tuner.proto_efficiency(ctx, "simple", "tree")
-            flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire, None, geo))
+            # each tree edge at most NCCL's per-channel NVLSTree ceiling (nccl_tuner.nvls_tree_edge_GBps)
+            edge = tuner.nvls_tree_edge_GBps(ctx)
+            edge_cap = None if edge is None else edge * 1e9 * inter_wire
+            flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire, edge_cap, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":

@@ -125,10 +125,10 @@ CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(7, (2, 0.8), (2, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
-    "roce": DeployedNet(10, (2, 1), (2, 0.4), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (0, 1), (1, 0.7), "aac11-mi325x, mi355x", MESSAGE_US),
+    "roce": DeployedNet(10, (2, 1), (2, 0.3), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (0, 1), (1, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
-    "other": DeployedNet(20, (0, 1), (0, 0.7), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
+    "other": DeployedNet(20, (0, 1), (0, 0.6), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                                "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-h100, polaris-a100, "
                                                "sirius-a100, sophia-a100, xe9680-h100", MESSAGE_US),
 }

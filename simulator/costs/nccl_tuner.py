@@ -254,6 +254,38 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     return bus
 
 
+def nvls_tree_edge_GBps(ctx: TunerContext) -> float | None:
+    """What one NVLSTree tree edge of one local index (one head's share on one of the two trees,
+    one direction: a flow of :func:`simulator.costs.flow_patterns.nvls_tree_inter`) may carry, GB/s;
+    None when NCCL gives no ceiling (one node, an architecture without a row).
+
+    NCCL's tuner caps every NVLSTree channel at ``perChMaxNVLSTreeBws`` (``src/graph/tuning.cc`` of
+    v2.30.7-1, lines 205-210 (Hopper 57.7 GB/s on two nodes, 45.5 on more) and 321-322), busBw per
+    graph channel, and converts busBw to algorithm bandwidth by n/nsteps = n/(2(n-1)) (line 379).
+    Those ceilings are NCCL's own rates for its kernel, whose channels split their
+    warps between the in-node scatter/gather, the reduce-and-send to the network and the
+    receive-and-broadcast from it (``src/device/all_reduce.h``, RunWorkColl NVLS_TREE, lines
+    538-542 of v2.30.7-1, 507-510 of v2.22.3-1: of 20 warps per CTA, 5 reduce and send, 4 receive
+    and broadcast), which is less than the NIC on two nodes, where
+    each NIC carries S/8 per direction. Measured two-node H100 plateaus: 249 GB/s algbw over
+    InfiniBand (data/nccl/h100x16_allreduce_2node_issue309_ib.csv, ..._xe9680_ib.csv: 250),
+    251 over RoCE (..._oci_roce.csv) and 260 over EFA (..._awsp5_efa.csv) against 8 x 57.7 x 16/30
+    = 246 GB/s; the links alone give 278. The kernel's warp split is the same from 2.22 on, so the
+    ceiling applies whatever release's tables choose the algorithm. A graph channel is one head (one
+    local index), whose traffic the pattern spreads over two trees: each tree edge gets half the
+    channel's rate. On more nodes (45.5 GB/s) the NIC binds first on 8-NIC nodes; 10 nodes x 2 GPUs
+    measure 51.5 GB/s algbw against this ceiling's 47.9 (data/nccl/h100x20_allreduce_10node_xxrjun_ib_2pernode.csv).
+    """
+    if ctx.n_nodes < 2:
+        return None
+    row = PER_CH_MAX_NVLS_TREE_BW.get(ctx.arch)
+    per_ch = row[ctx.scale] if row else 0.0
+    if per_ch <= 0:
+        return None
+    n = ctx.n_ranks
+    return per_ch * n / (2 * (n - 1)) / 2
+
+
 def _nvls_bw_before_2_28(ctx: TunerContext, coll: str, algo: str) -> float:
     """NVLS/NVLSTree algorithm bandwidth as releases before 2.28 rate it (``tuning.cc`` of
     v2.18.3-1, v2.19.3-1 .. v2.27.7-1; :mod:`simulator.costs.nccl_versions`): from the NVLS graph's

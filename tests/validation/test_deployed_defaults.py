@@ -122,8 +122,8 @@ def test_bundled_table_is_the_fit_on_every_system():
 def test_protocol_columns_no_system_of_a_transport_runs_take_the_pooled_fit():
     """Held out, oci-a100's RoCE row rests on gcp-a3-ultra (a Ring AllGather) and oci-h100 (NVLSTree
     plateaus): neither runs Tree/LL or Tree/LL128 across nodes, so those columns take the value fitted
-    on every other system (tree LL128 x 0.7, the ``other`` row) instead of the ring/tree tie's x 0.4,
-    and the OKE sweep's Tree/LL and Tree/LL128 rows (8 B-8 MiB, NCCL 2.19.3) come within 26% of the measured
+    on every other system (tree LL128 x 0.6, the ``other`` row) instead of the ring/tree tie's value,
+    and the OKE sweep's Tree/LL and Tree/LL128 rows (8 B-8 MiB, NCCL 2.19.3) come within 34% of the measured
     busbw (up to 76% too slow before: 128 KiB, Tree/LL at x 0.125)."""
     from simulator.calibration.deployed_fit import AXES, _row, decompose, neutral_results, unexercised_columns
 
@@ -136,7 +136,9 @@ def test_protocol_columns_no_system_of_a_transport_runs_take_the_pooled_fit():
     assert (row[3], row[4]) == (pooled[3], pooled[4])
     oke = next(r for r in held.results if r.sweep.name == "a100x16_allreduce_2node_oci_oke_roce")
     tree = [p for p in oke.points if p.algorithm == "tree" and p.protocol != "simple"]
-    assert len(tree) == 21 and max(abs(p.error) for p in tree) < 0.27  # 0.76 at 128 KiB before (2026-12-02)
+    # 0.76 at 128 KiB before; 0.26 with the pooled x 0.7, before the two-node NVLSTree ceiling
+    # (nccl_tuner.nvls_tree_edge_GBps) moved the pooled fit to x 0.6
+    assert len(tree) == 21 and max(abs(p.error) for p in tree) < 0.34
     ma, _ = _pooled(held.results)
     assert ma <= 0.13  # 17.3% with tree LL128 x 0.4 and LL x 0.125 (2026-12-02)
 
