@@ -520,7 +520,10 @@ def test_fitting_rings_moves_alltoall_only_through_the_links(h100):
     calibrated profile take exactly the times of the datasheet profile with the fitted link
     efficiency and nothing else, while a ReduceScatter (a ring too, not fitted) gets the rings'
     own latency. Truth: the rings' inter-node hops cost 20 us more than NCCL's table and the NICs
-    deliver 80% of line rate."""
+    deliver 80% of line rate. The NICs are 200 Gb/s (HDR): at NDR's 400 a ring channel's two-CTA
+    rate and NVLSTree's per-channel ceiling set the plateaus, not the NICs, and no row would tell
+    their efficiency."""
+    h100 = apply_overlay(h100, {"node": {"nics": {"Gbps": 200}}})
     truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}, "nccl": {"coll.net_hop_extra_us": 20.0}})
     sizes = tuple(1 << k for k in range(10, 31, 2))  # 1 KiB .. 1 GiB
     ms = []
