@@ -557,16 +557,21 @@ class LayerBuilder:
         ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, _deps(fc1, wait_attn), tag)
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
-        ctx = self._attn(layer, mb)
-        if s.recompute == "selective":
-            start = len(pb)
-            proj = self.attn_fwd(pb, ctx, proj)
-            mark_recompute(pb, start)
-        core = self.attn_bwd(pb, ctx, proj)
+        core = self._core_attention_bwd(pb, layer, mb, proj)
         core = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, core, tag, "bwd")
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
+
+    def _core_attention_bwd(self, pb: ProgramBuilder, layer: int, mb: int, after: int) -> int:
+        """The attention core's backward, after its forward again under selective recompute
+        (Megatron's attention-core checkpointing)."""
+        ctx = self._attn(layer, mb)
+        if self.spec.recompute == "selective":
+            start = len(pb)
+            after = self.attn_fwd(pb, ctx, after)
+            mark_recompute(pb, start)
+        return self.attn_bwd(pb, ctx, after)
 
     # -- the blocks of a hybrid model (model.layer_pattern) -------------------------------------
 
@@ -619,12 +624,7 @@ class LayerBuilder:
             x = mamba.backward(pb, s.mamba, tp, layer, mb, g("qkv", x), s.act_bytes)
         elif block == "*":
             x = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", x))
-            ctx = self._attn(layer, mb)
-            if s.recompute == "selective":
-                start = len(pb)
-                x = self.attn_fwd(pb, ctx, x)
-                mark_recompute(pb, start)
-            x = self.attn_bwd(pb, ctx, x)
+            x = self._core_attention_bwd(pb, layer, mb, x)
             x = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", x))
         elif block == "E":
             assert s.moe is not None

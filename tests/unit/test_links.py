@@ -16,10 +16,10 @@ from simulator.replay.links import FlowNetwork
 GB = 1e9
 
 
-def _run(capacity, starts):
+def _run(capacity, starts, network: type[FlowNetwork] = FlowNetwork):
     """starts: list of (name, start_time, links, nbytes, cap); returns finish times and the net."""
     env = simpy.Environment()
-    net = FlowNetwork(env, np.asarray(capacity, dtype=float))
+    net = network(env, np.asarray(capacity, dtype=float))
     done: dict[str, float] = {}
 
     def proc(name, t0, links, nbytes, cap):
@@ -454,16 +454,5 @@ def test_a_component_that_recurs_is_solved_once_with_the_same_rates(monkeypatch)
             self._component_known.clear()
             return super()._component_rates(routes, caps)
 
-    env = simpy.Environment()
-    again = Forgetful(env, np.asarray(cap, dtype=float))
-    fresh: dict[str, float] = {}
-
-    def proc(name, t0, links, nbytes, c):
-        yield env.timeout(t0)
-        yield again.transfer(links, nbytes, c)
-        fresh[name] = env.now
-
-    for s in starts:
-        env.process(proc(*s))
-    env.run()
+    fresh, _ = _run(cap, starts, Forgetful)
     assert len(calls) == 6 and fresh == done
