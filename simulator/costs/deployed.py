@@ -13,7 +13,7 @@ constants per transport capture it, both known to the model already as calibrati
   nodes of 3+ ranks, where NCCL's tuner counts ``2(nodes - 1)`` inter-node steps). Paid per
   tuner step, the 2-node rings (whose chains cross twice as often as NCCL counts) held the
   fitted extra at 15-30 us, pricing every 2-node tree/LL floor at ~1.5-4x the measured one
-  (oci-a100: 65 us predicted, 37 measured); per crossing RoCE's is 10 us and InfiniBand's 5;
+  (oci-a100: 65 us predicted, 37 measured); per crossing RoCE's is 10 us and InfiniBand's 7;
   held out, 6 fewer of the issue's targets are missed (docs/validation-collectives.md);
 * ``net_ll_channel_GBps.<ring|tree>``: what one channel of LL carries across nodes (GB/s of
   payload): LL lines bound for the network are stored by the channel's CTA into a host-memory

@@ -75,7 +75,7 @@ def ring_net_crossings(nsteps: int, ppn: int, inter_steps: int) -> int:
     node every step crosses (``nsteps``, fewer than the ``2 * nNodes`` of NCCL releases before
     2.23); those rings keep NCCL's count: one-rank-per-node rings (their channels and protocol)
     are modelled apart, and with ``nsteps`` the one such system (2 x 1 A100-PCIe) would alone
-    pull InfiniBand's fitted extra from 5 to 15 us per crossing."""
+    pull InfiniBand's fitted extra from 5 to 15 us per crossing (fitted on two systems)."""
     if ppn <= 1:
         return inter_steps
     return -(-nsteps // ppn)
