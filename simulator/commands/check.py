@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs",
         f"model     {m.preset or 'custom'}: {param_count(m) / 1e9:.2f}B params, {m.layers} layers, h={m.hidden}, "
         f"heads={m.heads}/{m.kv_heads}, ffn={m.ffn_hidden} ({m.mlp}), vocab={m.vocab}, seq={m.seq_len}",
-        *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}, top-{m.top_k}, {m.shared_experts} shared, "
+        *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}"
+           f"{f' in a {m.moe_latent_size}-wide latent space' if m.moe_latent_size else ''}, top-{m.top_k}, "
+           f"{m.shared_experts} shared, "
            f"{m.first_dense_layers} dense layers first; {active_param_count(m) / 1e9:.2f}B active params; "
            f"ep={p.ep} etp={p.expert_tp} expert-dp={scn.expert_dp} ({p.moe_dispatcher} dispatcher)"] if m.moe else []),
         *([f"hybrid    {m.layer_pattern.count('M')} Mamba2 (heads {m.mamba_heads} x {m.mamba_head_dim}, state "

@@ -107,6 +107,20 @@ PRESETS: dict[str, dict[str, Any]] = {
                                     layer_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
                                     mamba_heads=64, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
                                     mamba_conv=4, mamba_chunk=128),
+    # nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16 config.json (the checkpoint NeMo AutoModel's
+    # nemotron_super_v3_te_deepep.yaml loads; its shape as NVIDIA-NeMo/Automodel
+    # tests/unit_tests/utils/test_flops_utils.py pins it at c0e4fe1b): 88 blocks, hidden 4096; 40
+    # Mamba2 mixers of 128 heads x 64 (d_inner 8192), state 128, 8 groups; 8 GQA attention blocks of
+    # 32 x 128 with 2 KV heads; 40 LatentMoE blocks of 512 squared-ReLU experts of 2688 in a
+    # 1024-wide latent space (moe_latent_size), 22 per token, one shared expert of 5376 at the full
+    # width; vocabulary 131072, untied. Its MTP block (num_nextn_predict_layers 1,
+    # mtp_hybrid_override_pattern "*E") only with model.mtp_layers.
+    "nemotron-3-super-120b-a12b": _moe(88, 4096, 32, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=2688,
+                                       head_dim=128, shared=1, shared_ffn=5376, mlp="gelu", moe_latent_size=1024,
+                                       layer_pattern="MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*"
+                                                     "EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+                                       mamba_heads=128, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
+                                       mamba_conv=4, mamba_chunk=128),
 }
 
 
@@ -144,6 +158,10 @@ class Model(_Strict):
                                                                    "first_k_dense_replace)")
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction depths on the last pipeline "
                             "stage (DeepSeek-V3's MTP module, Megatron-Core --mtp-num-layers; 0: none)")
+    moe_latent_size: int = Field(default=0, ge=0, description="LatentMoE (Nemotron-3 Super/Ultra, Megatron-Core "
+                                 "--moe-latent-size): the routed experts' width; each MoE block projects its input "
+                                 "h -> latent before the dispatch and the combined output latent -> h after it, the "
+                                 "router and the shared experts staying at h (0: experts at the hidden size)")
     capacity_factor: float | None = Field(default=None, gt=0, description="expert capacity as a multiple of the "
                                           "balanced load; tokens beyond it are dropped (None: dropless)")
     expert_groups: int = Field(default=0, ge=0, description="groups the experts are split into for "
@@ -210,7 +228,7 @@ class Model(_Strict):
                                  f"layers={self.layers}")
         else:
             moe_keys = [k for k in ("top_k", "moe_ffn_hidden", "shared_experts", "shared_ffn_hidden",
-                                    "first_dense_layers") if getattr(self, k)]
+                                    "first_dense_layers", "moe_latent_size") if getattr(self, k)]
             if moe_keys or self.capacity_factor is not None:
                 raise ValueError(f"{(moe_keys or ['capacity_factor'])[0]} needs experts > 0 (a Mixture-of-Experts model)")
         if (self.q_lora_rank or self.qk_rope_head_dim) and not self.kv_lora_rank:
@@ -290,6 +308,12 @@ class Model(_Strict):
         if self.layer_pattern:
             return self.layer_pattern.count("E")
         return self.layers - self.first_dense_layers if self.experts else 0
+
+    @property
+    def expert_hidden(self) -> int:
+        """Width of the tokens the routed experts take and return: ``moe_latent_size`` under
+        LatentMoE, else the hidden size."""
+        return self.moe_latent_size or self.hidden
 
     @property
     def gated(self) -> bool:

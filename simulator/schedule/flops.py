@@ -75,27 +75,37 @@ def attention_params(model: Model) -> int:
 
 
 def expert_params(model: Model) -> int:
-    """Weights of one routed expert."""
-    return mlp_matrices(model) * model.hidden * model.moe_ffn_hidden
+    """Weights of one routed expert (at the latent width under LatentMoE)."""
+    return mlp_matrices(model) * model.expert_hidden * model.moe_ffn_hidden
+
+
+def latent_proj_params(model: Model) -> int:
+    """LatentMoE's two projections of an MoE block, h -> latent before the dispatch and latent ->
+    h after the combine (``fc1_latent_proj`` / ``fc2_latent_proj``, no biases), which every token
+    passes through; 0 without ``moe_latent_size``."""
+    return 2 * model.hidden * model.moe_latent_size
 
 
 def mlp_params(model: Model, layer: int) -> int:
-    """MLP weights of layer `layer`: the dense MLP, or router + all routed + shared experts (0 for
-    a hybrid model's attention or Mamba block)."""
+    """MLP weights of layer `layer`: the dense MLP, or router + all routed + shared experts (+
+    LatentMoE's projections) (0 for a hybrid model's attention or Mamba block)."""
     h = model.hidden
     if not model.has_mlp(layer):
         return 0
     if not model.is_moe_layer(layer):
         return mlp_matrices(model) * h * model.ffn_hidden
-    return h * model.experts + model.experts * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+    return (h * model.experts + model.experts * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+            + latent_proj_params(model))
 
 
 def active_mlp_params(model: Model, layer: int) -> int:
-    """MLP weights one token passes through: router, its top_k experts and the shared experts."""
+    """MLP weights one token passes through: router, its top_k experts, the shared experts and
+    LatentMoE's projections."""
     if not model.is_moe_layer(layer):
         return mlp_params(model, layer)
     h = model.hidden
-    return h * model.experts + model.top_k * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+    return (h * model.experts + model.top_k * expert_params(model) + mlp_matrices(model) * h * model.shared_ffn_hidden
+            + latent_proj_params(model))
 
 
 def mamba_params(model: Model) -> int:
@@ -233,7 +243,8 @@ def megatron_flops_per_step(model: Model, batch: int, seq: int | None = None, mt
     (megatron/training/training.py, ``transformer_flops``, 2025) counts them: 3 passes × 2 FLOPs
     per multiply-add over the QKV/MLA projections, half of the score matrix (causal), the output
     projection, the dense MLPs of the first layers, top_k routed experts and the shared experts
-    of the MoE layers, and the logits. The router GEMM and the norms are not counted (only MLA's
+    of the MoE layers (at the latent width with LatentMoE, plus its two projections), and the
+    logits. The router GEMM and the norms are not counted (only MLA's
     "+1" norm terms are, as there). ``mtp_layers`` adds DeepSeek-V3's multi-token-prediction
     modules as Megatron does (one more MoE/dense layer each, its projection and a logits pass)."""
     if model.hybrid:
@@ -254,8 +265,11 @@ def megatron_flops_per_step(model: Model, batch: int, seq: int | None = None, mt
     else:
         q, kv = d * a, d * model.kv_heads
         attn = 6 * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h)
-    mlp = 6 * h * (model.ffn_hidden * km * n_dense
-                   + (model.moe_ffn_hidden * model.top_k * km + model.shared_ffn_hidden * km) * n_moe)
+    # LatentMoE: the routed experts at the latent width d plus the two h x d projections, as
+    # transformer_flops counts them (f·k·km·d/h + 2d, times 6h)
+    d = model.expert_hidden
+    routed = model.moe_ffn_hidden * model.top_k * km * d / h + (2 * d if model.moe_latent_size else 0)
+    mlp = 6 * h * (model.ffn_hidden * km * n_dense + (routed + model.shared_ffn_hidden * km) * n_moe)
     mtp = 6 * mtp_layers * (3 * h + 2 * h * h)
     logits = 6 * h * model.vocab * (mtp_layers + 1)
     return float(batch) * s * (mlp + attn * n_layers + mtp + logits)

@@ -276,9 +276,10 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
 
 def moe_layer_activation_bytes(scn: Scenario) -> float:
     """Extra activation bytes of an MoE layer over a dense one with no MLP, per micro-batch: the
-    router logits (fp32, T·E), the permuted dispatch buffer (T·k·h), and for the R rows the
+    router logits (fp32, T·E), the permuted dispatch buffer (T·k·w), and for the R rows the
     slowest rank's experts process the stored fc1 input, fc1 output(s) and activation output
-    (R·(h + (2(k_m−1) + 2)·f/etp)), plus the shared experts' MLP tensors."""
+    (R·(w + (2(k_m−1) + 2)·f/etp)), plus the shared experts' MLP tensors; w is the routed rows'
+    width, the latent size under LatentMoE, whose output projection keeps its T·w input too."""
     from simulator.schedule.moe import MoESpec
 
     m, B = scn.model, scn.training.act_bytes
@@ -286,7 +287,8 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     tokens = shape.sp_tokens
     spec = MoESpec.from_scenario(scn)
     k_m = 3 if m.gated else 2
-    routed = spec.rows * (m.hidden + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
+    w = m.expert_hidden
+    routed = spec.rows * (w + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
     # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
     # norm's output (the router's and the dispatch's input); both are rebuilt in backward
@@ -295,7 +297,8 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
         dropped += spec.rows * m.moe_ffn_hidden / spec.etp * B
     if "layernorm" in scn.training.recompute_modules:
         dropped += tokens * m.hidden * B
-    return tokens * m.experts * 4 + tokens * m.top_k * m.hidden * B + routed + shared - dropped
+    latent = tokens * w * B if m.moe_latent_size else 0.0
+    return tokens * m.experts * 4 + tokens * m.top_k * w * B + routed + shared + latent - dropped
 
 
 def in_flight(scn: Scenario, stage: int) -> float:

@@ -107,6 +107,7 @@ class MoESpec:
     bias_fc1_per_expert: bool = False  # FC1's bias added per local expert too (moe_expert_bias per_expert_fc1_fc2)
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
+    latent: int = 0  # LatentMoE: width of the routed tokens (model.moe_latent_size; 0: the hidden size)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -129,7 +130,13 @@ class MoESpec:
                    bias_per_expert=t.moe_expert_bias != "none",
                    bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
-                   recompute_act="moe_act" in t.recompute_modules)
+                   recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size)
+
+    @property
+    def width(self) -> int:
+        """Width of a routed row: what the dispatch and the combine carry and the experts' GEMMs
+        take and return (the latent size under LatentMoE, else the hidden size)."""
+        return self.latent or self.hidden
 
     @property
     def local_experts(self) -> int:
@@ -154,11 +161,11 @@ class MoESpec:
     @property
     def dispatch_size(self) -> int:
         """All-to-All send buffer of one rank (nccl-tests size), dispatch direction."""
-        return int(self.tokens * self.copies * self.load * self.hidden * self.dispatch_bytes)
+        return int(self.tokens * self.copies * self.load * self.width * self.dispatch_bytes)
 
     @property
     def combine_size(self) -> int:
-        return int(self.tokens * self.copies * self.load * self.hidden * self.act_bytes)
+        return int(self.tokens * self.copies * self.load * self.width * self.act_bytes)
 
     @property
     def up(self) -> int:
@@ -298,6 +305,28 @@ def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, 
                             gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag))
 
 
+def _latent_proj(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag,
+                 gemm: tuple[int, int, int] | None = None) -> int:
+    """One GEMM of a LatentMoE projection on this rank's T tokens (a TE linear layer of its own,
+    replicated over TP, in the GEMM dtype): forward (m, n, k) = (T, latent, h) into the latent
+    space or (T, h, latent) out of it; ``gemm`` gives a backward GEMM's shape. ``dep`` when the
+    model has no latent space."""
+    if not s.latent:
+        return dep
+    elem = 1 if s.dtype == "fp8" else s.act_bytes
+    return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=(m * k + k * n + m * n) * elem,
+                            deps=(dep,), gemm=gemm or (m, n, k), dtype=s.dtype, tag=tag))
+
+
+def _latent_proj_bwd(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag) -> int:
+    """The backward of the projection whose forward was (m, n, k): the input gradient (m, k, n),
+    then the weight gradient (k, n, m), both before the linear layer's backward returns."""
+    if not s.latent:
+        return dep
+    d = _latent_proj(pb, s, f"{name}.dgrad", m, n, k, dep, tag, gemm=(m, k, n))
+    return _latent_proj(pb, s, f"{name}.wgrad", m, n, k, d, tag, gemm=(k, n, m))
+
+
 def _comm(pb: ProgramBuilder, name: str, op: CollectiveKind, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
           tag: Tag, dtype: str) -> int:
     return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size), deps=deps, dtype=dtype,
@@ -315,7 +344,7 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
     size = s.dispatch_size if dispatch else s.combine_size
     dtype = _wire_dtype(s, dispatch)
     if s.dispatcher == "allgather":
-        gathered = s.tokens * s.ep * s.etp * s.hidden * s.act_bytes
+        gathered = s.tokens * s.ep * s.etp * s.width * s.act_bytes
         if s.ep * s.etp == 1:
             return dep
         return _comm(pb, f"{name}.{'allgather' if dispatch else 'reducescatter'}",
@@ -323,7 +352,7 @@ def _exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, dis
     if s.ep == 1:
         return dep
     if s.dispatcher == "deepep" and s.ep_nodes > 1:
-        inter = int(s.tokens * s.nodes_hit * s.hidden * (s.dispatch_bytes if dispatch else s.act_bytes))
+        inter = int(s.tokens * s.nodes_hit * s.width * (s.dispatch_bytes if dispatch else s.act_bytes))
         first, second = ("ep_inter", "ep_intra") if dispatch else ("ep_intra", "ep_inter")
         sizes = {"ep_inter": inter, "ep_intra": size}
         a = _comm(pb, f"{name}.deepep.{first}", "alltoall", (first,), sizes[first], (dep, *also), tag, dtype)
@@ -371,7 +400,7 @@ def _sort_chunks(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
     than one local expert: the received rows (and their probabilities) read and written once."""
     if s.dispatcher != "alltoall" or s.ep == 1 or s.local_experts == 1:
         return dep
-    return _mem(pb, name, 2 * s.rows * (s.hidden + 1) * s.act_bytes, (dep,), tag)
+    return _mem(pb, name, 2 * s.rows * (s.width + 1) * s.act_bytes, (dep,), tag)
 
 
 def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
@@ -390,7 +419,7 @@ def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, 
     if not s.bias_per_expert:
         return dep
     e = s.local_experts
-    unit = s.rows * s.hidden * s.act_bytes
+    unit = s.rows * s.width * s.act_bytes
     nbytes, kernels = (8 * unit, 5 * e + 2) if backward else (6 * unit, 2 * e + 1)
     return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
                             count=kernels, tag=tag))
@@ -424,7 +453,7 @@ def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
     if not s.fp8_padding:
         return dep
     probs = name.endswith(".pad.fwd") or name.endswith(".pad.bwd")
-    nbytes = 2 * s.rows * (s.hidden + (1 if probs else 0)) * s.act_bytes
+    nbytes = 2 * s.rows * (s.width + (1 if probs else 0)) * s.act_bytes
     return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
                             count=2 if probs else 1, tag=tag))
 
@@ -433,7 +462,7 @@ def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
         return dep
-    return _comm(pb, f"{name}.{op}", op, ("etp",), s.rows * s.hidden * s.act_bytes, (dep,), tag,
+    return _comm(pb, f"{name}.{op}", op, ("etp",), s.rows * s.width * s.act_bytes, (dep,), tag,
                  "bf16" if s.act_bytes == 2 else "fp32")
 
 
@@ -442,12 +471,13 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     which the block's output (routed + shared) is ready."""
     tag = _tag("fwd", layer, mb)
     p = f"L{layer}.moe"
-    T, h, B = s.tokens, s.hidden, s.act_bytes
+    T, h, B, w = s.tokens, s.hidden, s.act_bytes, s.width
+    into = _latent_proj(pb, s, f"{p}.latent.fc1.fwd", T, w, h, after, tag)
     router = pb.add(ComputeOp(name=f"{p}.router.fwd", kind="gemm", flops=2.0 * T * s.experts * h,
-                              hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(after,),
+                              hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(into,),
                               gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
-    permute = _mem(pb, f"{p}.permute.fwd", T * h * B + T * s.top_k * h * B, (topk,), tag)
+    permute = _mem(pb, f"{p}.permute.fwd", T * w * B + T * s.top_k * w * B, (topk,), tag)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
     # issued after the permutation, next to the exchange it feeds (one run of exchanges for the
     # combined 1F1B's node split, moe_overlap.nodes); it waits only for the routing
@@ -465,16 +495,17 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
         shared_done = _shared_fwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
-    fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, h, (rows,), tag)
+    fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, w, (rows,), tag)
     fc1 = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.fwd", fc1, tag, backward=False)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
-    fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, h, s.ffn // s.etp, (act,), tag)
+    fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, w, s.ffn // s.etp, (act,), tag)
     fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
     fc2 = _expert_bias(pb, s, f"{p}.experts.bias.fwd", fc2, tag, backward=False)
     fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
     back = _etp(pb, s, f"{p}.combine.fwd", "reducescatter", fc2, tag)
     combined = _exchange(pb, s, f"{p}.combine.fwd", back, tag, dispatch=False)
-    out = _mem(pb, f"{p}.unpermute.fwd", T * s.top_k * h * B + T * h * B, (combined,), tag)
+    out = _mem(pb, f"{p}.unpermute.fwd", T * s.top_k * w * B + T * w * B, (combined,), tag)
+    out = _latent_proj(pb, s, f"{p}.latent.fc2.fwd", T, h, w, out, tag)
     if s.shared_ffn:
         if shared_done < 0:
             shared_done = _shared_fwd(pb, s, tp, out)
@@ -487,8 +518,9 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     weight gradient of the block are ready."""
     tag = _tag("bwd", layer, mb)
     p = f"L{layer}.moe"
-    T, h, B = s.tokens, s.hidden, s.act_bytes
-    unpermute = _mem(pb, f"{p}.unpermute.bwd", T * s.top_k * h * B + T * h * B, (after,), tag)
+    T, h, B, w = s.tokens, s.hidden, s.act_bytes, s.width
+    grad = _latent_proj_bwd(pb, s, f"{p}.latent.fc2", T, h, w, after, tag)
+    unpermute = _mem(pb, f"{p}.unpermute.bwd", T * s.top_k * w * B + T * w * B, (grad,), tag)
     to_experts = _exchange(pb, s, f"{p}.combine.bwd", unpermute, tag, dispatch=False)
     shared_done = -1
     if s.shared_ffn and s.shared_overlap:
@@ -508,12 +540,12 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
                     tag)
     rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.bwd", rows, tag)
-    fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, h, (rows,), tag)
-    fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, h, f, (fc2_d,), tag, wgrad=True)
+    fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, w, (rows,), tag)
+    fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, w, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
     act = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.bwd", act, tag, backward=True)
-    fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, h, s.up, (act,), tag)
-    fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, h, (fc1_d,), tag, wgrad=True)
+    fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, w, s.up, (act,), tag)
+    fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, w, (fc1_d,), tag, wgrad=True)
     # The grouped linear's backward returns its input and weight gradients together (dgrad, then
     # wgrad), so autograd reaches the dispatcher's backward only after the wgrad (no delay_wgrad).
     padded_back = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.bwd", fc1_w, tag)
@@ -521,7 +553,8 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     back = _etp(pb, s, f"{p}.dispatch.bwd", "reducescatter", sorted_back, tag)
     back = _probs_exchange(pb, s, f"{p}.dispatch.bwd", back, tag)
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
-    permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * h * B + T * h * B, (returned,), tag)
+    permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * w * B + T * w * B, (returned,), tag)
+    permute = _latent_proj_bwd(pb, s, f"{p}.latent.fc1", T, w, h, permute, tag)
     topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (permute,), tag)
     r_d = pb.add(ComputeOp(name=f"{p}.router.dgrad", kind="gemm", flops=2.0 * T * s.experts * h,
                            hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(topk,),
@@ -529,13 +562,15 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     r_w = pb.add(ComputeOp(name=f"{p}.router.wgrad", kind="gemm", flops=2.0 * T * s.experts * h,
                            hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(r_d,),
                            gemm=(h, s.experts, T), dtype="bf16" if B == 2 else "fp32", tag=tag))
-    out = r_w
+    # the input's gradients summed: the router's and the shared experts' (and, under LatentMoE,
+    # the projection's, one more add)
+    adds = 3 * T * h * B * (2 if s.latent else 1)
     if s.shared_ffn:
         if shared_done < 0:
             shared_done = _shared_bwd(pb, s, tp, r_w)
-        out = _mem(pb, f"{p}.grad_add.bwd", 3 * T * h * B, (r_w, shared_done, fc1_w), tag)
+        out = _mem(pb, f"{p}.grad_add.bwd", adds, (r_w, shared_done, fc1_w), tag)
     else:
-        out = _mem(pb, f"{p}.grad_add.bwd", 3 * T * h * B, (r_w, fc1_w), tag)
+        out = _mem(pb, f"{p}.grad_add.bwd", adds, (r_w, fc1_w), tag)
     return out
 
 

@@ -19,7 +19,9 @@ Sizes per rank (Megatron-Core's conventions, arXiv:2205.05198):
   ``ColumnParallelLinear`` over the QKV output);
 * TP splits the QKV / output projections, the MLP and the shared experts, the word embedding
   (``VocabParallelEmbedding``) and the output layer; norms and the router are replicated; MLA's
-  down projections are replicated (Megatron builds them ``duplicated``, ``multi_latent_attention.py``);
+  down projections are replicated (Megatron builds them ``duplicated``, ``multi_latent_attention.py``),
+  and so are LatentMoE's h <-> latent projections (``fc1_latent_proj`` / ``fc2_latent_proj``,
+  ``TELinear(parallel_mode="duplicated")`` in megatron/core/transformer/moe/moe_layer.py);
   a rank holds ``experts / ep`` routed experts, each split over the expert-TP degree ``etp``
   (``TEGroupedMLP``); the first pipeline stage holds the embedding, the last the final norm and
   the output layer, plus a copy of the word embedding when it is tied and ``pp > 1`` (Megatron's
@@ -151,6 +153,8 @@ def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
     if m.is_moe_layer(layer):
         mods.append(Module("router", h * m.experts, "mlp"))
         mods += [Module(f"shared.{n}", h * m.shared_ffn_hidden // t, "mlp") for n in names if m.shared_ffn_hidden]
+        if m.moe_latent_size:  # LatentMoE's h <-> latent projections: replicated over TP ("duplicated")
+            mods += [Module(f"latent.{n}", h * m.moe_latent_size, "mlp") for n in ("fc1", "fc2")]
         mods.append(Module("experts", m.experts // p.ep * expert_params(m) // p.expert_tp, "mlp", expert=True))
     elif m.has_mlp(layer):
         mods += [Module(n, h * m.ffn_hidden // t, "mlp") for n in names]
