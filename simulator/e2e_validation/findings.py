@@ -782,7 +782,8 @@ source goes from 9.7% (signed −0.1%) to 7.8% (+6.5%). Left: Nano's compute (18
 synchronisations of every forward dispatch (DeepEP's CPU wait for the received counts, then
 grouped_gemm's `tokens_per_expert.to("cpu")`), which the host issue model (a running sum) cannot
 express yet; AutoModel's shared experts run on a side stream beside the routed path
-(`moe/layers.py`), not modelled (Nano −17.8% → −17.4% with `moe_shared_expert_overlap`).
+(`moe/layers.py`), not modelled (Nano −17.8% → −17.4% with `moe_shared_expert_overlap`; Super, whose
+DeepEP exchange crosses nodes and leaves 0.72 s of All-to-All exposed, −18.3% → −15.5%).
 
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 

@@ -5,7 +5,8 @@ pre-training rows, the GPUs, TP/PP/VP/EP, the FSDP2 group, the local and global 
 time, but neither the model shape nor the recompute or dispatcher settings. Those come from the
 benchmark configs the table was produced with (NVIDIA-NeMo/Automodel
 ``examples/benchmark/configs/{deepseek_v3,kimi_k2,qwen3_moe_30b,gptoss_20b,gptoss_120b}_te_deepep.yaml``,
-read at 037e04a6/092af93e/080dca53; ``nemotron_nano_v3_te_deepep.yaml`` at 08a48f76): DeepEP dispatch (``enable_deepep`` / ``dispatcher: deepep``),
+read at 037e04a6/092af93e/080dca53; ``nemotron_nano_v3_te_deepep.yaml`` at 08a48f76,
+``nemotron_super_v3_te_deepep.yaml`` at c0e4fe1b, the commit that added the Super row): DeepEP dispatch (``enable_deepep`` / ``dispatcher: deepep``),
 a forced-balanced gate (``fake_balanced_gate``), TE linear layers and attention (FlexAttention for
 GPT-OSS), full activation checkpointing for DeepSeek-V3, Kimi-K2 and Qwen3 (not for GPT-OSS),
 ``reshard_after_forward: false`` for DeepSeek-V3, EP 8 / 64 for GPT-OSS-20B / 120B (blank in the
@@ -45,15 +46,14 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
     # nemotron_nano_v3_te_deepep.yaml (Automodel @08a48f76): activation checkpointing, EP 8, attention
     # through PyTorch SDPA (the table's "TorchSDPA"), whose flash backend is FlashAttention-2
     "Nemotron V3 Nano 30B (26.02)": ("nemotron-3-nano-30b-a3b", "full", 8, True, "flash2"),
+    # nemotron_super_v3_te_deepep.yaml, added with the row (Automodel c0e4fe1b, "feat: Super V3"): the
+    # same settings at EP 64, reshard_after_forward true. No MTP block: AutoModel's NemotronV3 model
+    # builds none before 1f13c9aa ("add Multi-Token Prediction (MTP) support", two months later)
+    "Nemotron V3 Super 120B (26.02)": ("nemotron-3-super-120b-a12b", "full", 64, True, "flash2"),
 }
 
 # Rows left out, with the reason (the source's notes in sources.py repeat it).
 AUTOMODEL_MOE_SKIPPED: dict[str, str] = {
-    # nvidia/NVIDIA-Nemotron-3-Super-120B-A12B config.json as other projects pin it: 88 blocks (40 M,
-    # 40 E, 8 *), hidden 4096, 512 experts of 2688, 22 per token, moe_latent_size 1024, one MTP layer
-    # ("*E"); its benchmark config (nemotron_super_v3_te_deepep.yaml @e344133e) loads /path/to/model
-    "Nemotron V3 Super 120B (26.02)": "LatentMoE (routed experts and their dispatch in a 1024-wide latent "
-                                      "space) and its MTP layer are not modelled",
     # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 (Megatron-Bridge recipes/nemotronh/h100/nemotron_3_ultra.py)
     "Nemotron V3 Ultra 550B (26.04)": "its config.json is not among the stored sources (shape not transcribed); "
                                       "LatentMoE and two MTP layers, not modelled, as for Super",
@@ -73,8 +73,8 @@ def uneven_virtual_stages(layers: int, stages: int) -> tuple[int, ...]:
 
 def automodel_moe(rows: list[Row]) -> list[Case]:
     """MoE pre-training rows of the models above (FSDP2 + EP with DeepEP, BF16, balanced gate), 8 to
-    1,024 GPUs, Nemotron-3 Nano's hybrid Mamba2-Transformer MoE included; its Super and Ultra rows
-    are left out (``AUTOMODEL_MOE_SKIPPED``)."""
+    1,024 GPUs, Nemotron-3 Nano's and Super's hybrid Mamba2-Transformer MoEs included (Super's
+    LatentMoE with ``model.moe_latent_size``); its Ultra row is left out (``AUTOMODEL_MOE_SKIPPED``)."""
     out: list[Case] = []
     for r in rows:
         name = r["model_name"]

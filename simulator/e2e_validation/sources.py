@@ -540,11 +540,13 @@ SOURCES: list[Source] = [
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
             "full causal attention; the clamped SwiGLU as a plain SwiGLU; the expert biases as grouped_gemm's path adds "
             "them, split, add per local expert and concatenate, FC1's and FC2's (moe_expert_bias: per_expert_fc1_fc2).",
-            "Nemotron V3 Nano: the hybrid Mamba2-Transformer MoE of its Hugging Face config (model.layer_pattern), "
-            "Mamba2 mixers priced from their kernels (simulator/schedule/mamba.py). Nemotron V3 Super is left out: "
-            "its LatentMoE experts (dispatched and computed in a 1024-wide latent space) and its MTP layer are "
-            "not modelled; Ultra too (LatentMoE, two MTP layers, and its config.json not transcribed); see "
-            "AUTOMODEL_MOE_SKIPPED in simulator/e2e_validation/moe_sources.py."]),
+            "Nemotron V3 Nano and Super: the hybrid Mamba2-Transformer MoEs of their Hugging Face configs "
+            "(model.layer_pattern), Mamba2 mixers priced from their kernels (simulator/schedule/mamba.py); Super's "
+            "LatentMoE (model.moe_latent_size) projects each MoE block's input to 1024 before the dispatch and back "
+            "to 4096 after the combine, so its experts and its DeepEP exchange run at a quarter of the hidden "
+            "size. No MTP block for Super: AutoModel's NemotronV3 model had none when the row was measured. "
+            "Ultra is left out (its shape not transcribed); see AUTOMODEL_MOE_SKIPPED in "
+            "simulator/e2e_validation/moe_sources.py."]),
     Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
            ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "
