@@ -269,8 +269,9 @@ def check_plan(scn: Scenario) -> None:
 def check_hybrid(scn: Scenario) -> None:
     """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
     ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers,
-    their FP8 casts and MTP layers are not modelled, and the combined-1F1B A2A overlap exists for
-    GPTModel only."""
+    their FP8 casts are not modelled, and the combined-1F1B A2A overlap exists for GPTModel only. A
+    multi-token-prediction depth of a hybrid model is an attention block and an MoE block
+    (Nemotron-3's ``mtp_hybrid_override_pattern: "*E"``), so it needs experts."""
     m, t, p = scn.model, scn.training, scn.parallel
     if m.mamba_heads and (m.mamba_heads % p.tp or m.mamba_groups % p.tp):
         _fail(scn, "parallel.tp", f"tp={p.tp} must divide mamba_heads={m.mamba_heads} and mamba_groups="
@@ -279,8 +280,9 @@ def check_hybrid(scn: Scenario) -> None:
         _fail(scn, "parallel.cp", "context parallelism of Mamba2 mixers is not modelled (layer_pattern with M)")
     if t.dtype == "fp8":
         _fail(scn, "training.dtype", "fp8 with layer_pattern: the FP8 casts of hybrid blocks are not modelled")
-    if m.mtp_layers:
-        _fail(scn, "model.mtp_layers", "multi-token prediction with layer_pattern is not modelled")
+    if m.mtp_layers and not m.moe:
+        _fail(scn, "model.mtp_layers", "a hybrid model's MTP depth is an attention and an MoE block (\"*E\"): "
+                                       "it needs experts > 0")
     if p.overlap_moe_expert_parallel_comm:
         # only GPTModel builds the schedule plan combined 1F1B runs (megatron/core/models/gpt/gpt_model.py
         # build_schedule_plan); MambaModel has none

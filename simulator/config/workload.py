@@ -114,7 +114,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 32 x 128 with 2 KV heads; 40 LatentMoE blocks of 512 squared-ReLU experts of 2688 in a
     # 1024-wide latent space (moe_latent_size), 22 per token, one shared expert of 5376 at the full
     # width; vocabulary 131072, untied. Its MTP block (num_nextn_predict_layers 1,
-    # mtp_hybrid_override_pattern "*E") only with model.mtp_layers.
+    # mtp_hybrid_override_pattern "*E") only with model.mtp_layers: 1.
     "nemotron-3-super-120b-a12b": _moe(88, 4096, 32, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=2688,
                                        head_dim=128, shared=1, shared_ffn=5376, mlp="gelu", moe_latent_size=1024,
                                        layer_pattern="MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*"
@@ -157,7 +157,8 @@ class Model(_Strict):
     first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense MLP (DeepSeek's "
                                                                    "first_k_dense_replace)")
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction depths on the last pipeline "
-                            "stage (DeepSeek-V3's MTP module, Megatron-Core --mtp-num-layers; 0: none)")
+                            "stage (DeepSeek-V3's MTP module, Megatron-Core --mtp-num-layers; with layer_pattern "
+                            "each depth is an attention and an MoE block, Nemotron-3's \"*E\"; 0: none)")
     moe_latent_size: int = Field(default=0, ge=0, description="LatentMoE (Nemotron-3 Super/Ultra, Megatron-Core "
                                  "--moe-latent-size): the routed experts' width; each MoE block projects its input "
                                  "h -> latent before the dispatch and the combined output latent -> h after it, the "

@@ -255,7 +255,8 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
     split over tp under SP), then per block the QKV and core outputs of attention (the
     ``sharded`` attention terms of :func:`layer_activation_bytes`), a dense MLP's tensors, an MoE
     block's (:func:`moe_layer_activation_bytes`) or a Mamba2 mixer's
-    (:func:`simulator.schedule.mamba.activation_bytes`)."""
+    (:func:`simulator.schedule.mamba.activation_bytes`); the layer of a multi-token-prediction depth
+    (beyond the pattern) holds an attention and an MoE block."""
     from simulator.schedule.mamba import MambaShape, activation_bytes
 
     m, B = scn.model, scn.training.act_bytes
@@ -263,7 +264,10 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
     sbh, t = shape.tokens * m.hidden * B / 2, shape.tp  # layer_activation_bytes' s·b·h (in 2-byte units)
     out = 4 * sbh / (t if shape.sequence_parallel else 1)
     block = m.block(layer)
-    if block == "*":
+    if not block:  # an MTP depth's layer ("*E"): its attention block's input, norm and tensors, then its MoE's
+        out *= 2
+        out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t + moe_layer_activation_bytes(scn)
+    elif block == "*":
         out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t
     elif block == "-":
         out += (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * m.ffn_hidden / t

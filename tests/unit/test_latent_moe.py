@@ -10,12 +10,14 @@ import pytest
 
 from simulator.config.scenario import build_scenario
 from simulator.config.workload import Model
+from simulator.errors import InputError
 from simulator.e2e_validation.sources import SOURCES, cases
 from simulator.schedule.build import build_schedule
 from simulator.schedule.flops import (active_mlp_params, active_param_count, layer_params, megatron_flops_per_step,
                                       param_count)
 from simulator.schedule.ir import CommOp, ComputeOp
 from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+from tests.unit.test_schedule_invariants import PROFILE
 
 SUPER = "nemotron-3-super-120b-a12b"
 
@@ -144,3 +146,34 @@ def test_nemotron3_super_row_deepep_volume_closed_form():
     sizes = {op.axes: op.size_bytes for op in fwd}
     assert sizes[("ep_intra",)] == int(T * 3.5 * d * B)
     assert sizes[("ep_inter",)] == int(T * (1 + 10 / 32) * d * B)
+
+
+def test_nemotron3_super_mtp_depth_is_an_attention_and_a_latent_moe_block():
+    """Super's MTP block (num_nextn_predict_layers 1, mtp_hybrid_override_pattern "*E"): enorm,
+    hnorm and the 2h -> h eh_proj, an attention block and a LatentMoE block with their pre-norms,
+    and the depth's final norm, all on the last stage; its layer runs attention and the MoE
+    exchange like the model's own blocks."""
+    from simulator.schedule.shapes import stage_params
+
+    case = next(c for c in cases([s for s in SOURCES if s.key == "automodel_moe"]) if "Super" in c.label)
+    base = build_scenario(case.scenario)
+    mtp = build_scenario({**case.scenario, "model": {**case.scenario["model"], "mtp_layers": 1}})
+    h, e, f, fs, d = 4096, 512, 2688, 5376, 1024
+    attn = h * 128 * (32 + 2 * 2) + 32 * 128 * h
+    dense = 3 * h + 2 * h * h + 2 * h + attn + h * e + 2 * h * fs + 2 * h * d
+    p0, p1 = stage_params(base, 0), stage_params(mtp, 0)
+    assert p1.dense - p0.dense == dense
+    assert p1.expert - p0.expert == e // 64 * 2 * d * f
+    names = {op.name for op in build_schedule(mtp).programs["pp0.cp0"] if op.name.startswith("L88.")}
+    assert {"L88.attn.core.fwd", "L88.moe.latent.fc1.fwd", "L88.moe.dispatch.fwd.deepep.ep_intra"} <= names
+
+
+def test_hybrid_mtp_needs_experts(tmp_path):
+    """A hybrid model's MTP depth is "*E": without experts there is no MoE block to build."""
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    model = {"layers": 3, "hidden": 256, "heads": 8, "kv_heads": 4, "vocab": 1000, "seq_len": 512,
+             "layer_pattern": "M*-", "mamba_heads": 8, "mamba_groups": 8, "mtp_layers": 1}
+    with pytest.raises(InputError, match="needs experts"):
+        build_scenario({"name": "x", "hardware": "p.yaml", "nodes": 1, "model": model,
+                        "training": {"micro_batch": 1, "global_batch": 4}, "parallel": {}},
+                       base_dir=tmp_path)
