@@ -54,9 +54,14 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
 
 # Rows left out, with the reason (the source's notes in sources.py repeat it).
 AUTOMODEL_MOE_SKIPPED: dict[str, str] = {
-    # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 (Megatron-Bridge recipes/nemotronh/h100/nemotron_3_ultra.py)
-    "Nemotron V3 Ultra 550B (26.04)": "its config.json is not among the stored sources (shape not transcribed); "
-                                      "LatentMoE and two MTP layers, not modelled, as for Super",
+    # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16: 108 blocks (48 M, 48 E, 12 *), hidden 8192, 64 heads of
+    # 128 with 2 KV heads, 256 Mamba2 heads, 512 experts of 5120 in a 2048 latent space, 22 per token, a
+    # shared expert of 10240 (a transcription of its config.json; the pattern as Megatron-LM launch scripts
+    # pass it): 550B / 55B active. Its benchmark config (nemotron_ultra_v3_te_deepep.yaml, Automodel
+    # cb976544) runs two MTP depths through one physical "*E" layer (mtp_use_repeated_layer), AutoModel's
+    # FusedLinearCrossEntropy and torch_mm experts
+    "Nemotron V3 Ultra 550B (26.04)": "its repeated MTP layer (two depths, one set of weights) and the fused "
+                                      "linear cross-entropy of its config are not modelled",
 }
 
 
