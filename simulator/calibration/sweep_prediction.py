@@ -88,13 +88,29 @@ CASES: dict[str, Case] = {
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
-        "what the 4 HDR NICs (external, unverified count) carry, while the model predicts 79 GB/s at 32 MiB; "
-        "no source here says which NICs/transport NCCL 2.8 used (the header names UCX 1.9), so not asserted in tests "
-        "beyond the release's effect (the profile names 2.8.4: +34% from 1 MiB, +48% with 2.30.7's tables; test_nccl_versions)"),
+        "what the 4 HDR HCAs carry, while the model predicts 77 GB/s at 32 MiB. Not NCCL 2.8's unflattened Broadcom "
+        "switches (ncclTopoFlattenBcmSwitches came in 2.9.6; NVIDIA/nccl#439 lost half its rings with 2 NICs behind one "
+        "sub-switch uplink): ABCI's node has one HCA per PCIe switch (abci-docs compute-node-a-diagram.png), so each "
+        "ring is bounded by its HCA's own x16 link either way (hardware_profiles/abci-a100.yaml). The same benchmark's "
+        "4-, 8- and 16-node runs plateau at 31, 15 and 27 GB/s with the same graph, so the shortfall varies with the "
+        "job's nodes; not asserted in tests beyond the release's effect (the profile names 2.8.4: +34% from 1 MiB, "
+        "+48% with 2.30.7's tables; test_nccl_versions)"),
     "a100x128_allreduce_16node_abci": Case(
         "abci-a100", "allreduce", 128, 8, None,
         "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
         "slower than NCCL's cost model; not asserted in tests"),
+    "a100x4_allreduce_1node_abci": Case(
+        "abci-a100", "allreduce", 4, 4, None,
+        "NCCL 2.8.4 on CUDA devices 0-3 of one A-node (the same repository's intra_anode/job04): 64 KiB-8 MiB run "
+        "slower than NCCL's own cost model as on all 8 GPUs (a100x8_allreduce_1node_abci); not asserted in tests"),
+    "a100x32_allreduce_4node_abci": Case(
+        "abci-a100", "allreduce", 32, 8, None,
+        "NCCL 2.8.4 on 4 nodes, <= 32 MiB: busbw flattens at 28-31 GB/s from 8 MiB, as on 2 nodes; not asserted in tests"),
+    "a100x64_allreduce_8node_abci": Case(
+        "abci-a100", "allreduce", 64, 8, None,
+        "NCCL 2.8.4 on 8 nodes, <= 32 MiB: from 4 MiB busbw holds at 14-16 GB/s, half of what the same "
+        "benchmark measured on 4 and on 16 nodes (22-33 GB/s); the NCCL graph of an 8-node communicator is the "
+        "4- and 16-node one, so this is that job's nodes or fabric, which no source here describes; not asserted in tests"),
     "a100x16_allreduce_2node_dgx_ib": Case("sophia-a100", "allreduce", 16, 8),
     "a100x16_allgather_2node_dgx_ib": Case("sophia-a100", "allgather", 16, 8),
     "a100x16_alltoall_2node_dgx_ib": Case("sophia-a100", "alltoall", 16, 8),
