@@ -5,15 +5,15 @@ Within one algorithm and protocol a collective's time can only grow with the mes
 message may still run faster than a smaller one where NCCL switches algorithm or protocol: NCCL
 chooses with its own tables, not with the machine's real speeds, so a protocol that is slow on
 this machine keeps running until NCCL's tables switch away from it (data/nccl/
-a100pcie_x2_allreduce_2node_ib_linear1k.csv: LL at 394 KiB takes 421 µs, LL128 at 473 KiB 71 µs).
+a100pcie_x2_allreduce_2node_ib_linear1k.csv: LL at 394 KiB takes 421 µs, Simple at 473 KiB 71 µs).
 A large drop *between sizes where NCCL's tuner keeps the same choice* cannot come from the
 collective model at any parameter values: the run was noisy or contended, or the library switched
 something NCCL's tuner does not (RCCL's own tuning tables, a net plugin's eager/rendezvous
 threshold). The fit down-weights such rows (Huber); this check names them, so that a user
 reads "your data disagree with themselves here" rather than "the fit is poor". Rows within
 ``SWITCH_MARGIN`` of a size where the tuner's choice changes are not judged: the real switch
-point moves with the machine's exact figures (the sweep above switches at 455 KiB where the
-modelled tuner does at 430 KiB).
+point moves with the machine's exact figures (the sweep above switches at 455,680 bytes, the
+modelled tuner at 452,608).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ constants per transport capture it, both known to the model already as calibrati
   nodes of 3+ ranks, where NCCL's tuner counts ``2(nodes - 1)`` inter-node steps). Paid per
   tuner step, the 2-node rings (whose chains cross twice as often as NCCL counts) held the
   fitted extra at 15-30 us, pricing every 2-node tree/LL floor at ~1.5-4x the measured one
-  (oci-a100: 65 us predicted, 37 measured); per crossing RoCE's is 10 us and InfiniBand's 7;
+  (oci-a100: 65 us predicted, 37 measured); per crossing RoCE's is 10 us and InfiniBand's 5;
   held out, 6 fewer of the issue's targets are missed (docs/validation-collectives.md);
 * ``net_ll_channel_GBps.<ring|tree>``: what one channel of LL carries across nodes (GB/s of
   payload): LL lines bound for the network are stored by the channel's CTA into a host-memory
@@ -124,8 +124,8 @@ MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(7, (2, 0.8), (2, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
-    "roce": DeployedNet(10, (2, 1), (2, 0.3), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "infiniband": DeployedNet(5, (1.5, 0.8), (1.5, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
+    "roce": DeployedNet(10, (1.5, 1), (1.5, 0.3), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (1, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (0, 1), (0, 0.6), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "

@@ -855,7 +855,7 @@ on every rank, what the two amount to, gives GPT-70B −12.9% for −13.7%). The
 AllGathers are dispatched one bucket at a time, the next when the forward waits for the previous
 (`_finish_param_sync_helper`; not modelled): where they are link-bound (tp8) the first forward
 waits for each bucket either way, and at tp1-tp2 they are hidden. A ring step of one rank per node is priced
-at 19.9 us (NCCL's 14 us network hop and the deployed 5 us per crossing of then; 7 us since the Dell XE9680 joined InfiniBand's fit) where the 10-node
+at 19.9 us (NCCL's 14 us network hop and the deployed 5 us per crossing) where the 10-node
 one-GPU-per-node sweeps (`data/nccl/h100x10_*_1pernode`) fit 6.5 us (AllGather) and 9.5 us
 (ReduceScatter) of intercept per step over 32 MiB-1 GiB; at 9.5 us the 48-rank buckets would
 give GPT-32B −30.3% and GPT-70B −11.1%, a fit on one system not made here.
