@@ -9,8 +9,9 @@ efficiency:
   top of its ``gpu.gemm_efficiency`` curve) redistributed by shape (``costs.gemm_shape``: tile
   and wave quantisation on the SM count, the per-tile prologue/epilogue that makes skinny-k
   GEMMs slow, a fixed cost per kernel); the waves are counted on the SMs left to the GEMM when
-  communication kernels hold some (``sm_fraction``). GEMMs without a shape (the batched score
-  GEMMs of unfused attention) read the curve itself: points of (flops per kernel, efficiency),
+  communication kernels hold some (``sm_fraction``); a batched GEMM (the score and context GEMMs
+  of unfused attention, one per head) is its per-head shape with the batch in the wave count.
+  GEMMs built without a shape read the curve itself: points of (flops per kernel, efficiency),
   interpolated linearly in log(flops). fp8 GEMMs use the fp8 peak and the bf16 values scaled
   by ``fp8_gemm_efficiency_scale``.
 * fused attention: the profile's ``gpu.attention_efficiency[kernel].fwd`` or ``.bwd`` for the

@@ -168,20 +168,24 @@ def smallest_interleave(layers_per_stage: int) -> int:
 def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     """One PTD-P row of arXiv:2104.04473 as Megatron-LM of early 2021 ran it (sec 5.1: "the
     interleaved pipeline schedule with the scatter/gather optimization enabled"): TP and PP as
-    printed, dp = GPUs / (tp x pp), micro-batch 1 (Table 2 prints it for these runs; Table 1 does
-    not), the fewest virtual stages that split a stage's layers evenly (not printed), full
-    recompute (eq. 3 counts it), fp16 with the legacy kernels (materialised attention scores),
-    the blocking TP AllReduce of the time (``async_tensor_model_parallel_allreduce`` came in Sep
-    2021), no distributed optimizer (it came in 2022), and the local DDP of that commit: every
-    fp16 gradient AllReduced in one flat buffer after the backward
-    (``megatron/model/distributed.py``)."""
+    printed, dp = GPUs / (tp x pp); the micro-batch, the virtual stages and the DDP of the row
+    where the CSV has them (Table 1's rows, from the paper's launch scripts
+    ``examples/sc21/run_table_1.sh``), else micro-batch 1 (Table 2 prints it for its PTD-P rows),
+    the fewest virtual stages that split a stage's layers evenly and the local DDP; full recompute
+    (eq. 3 counts it), fp16 with the legacy kernels (materialised attention scores), the blocking
+    TP AllReduce of the time (``async_tensor_model_parallel_allreduce`` came in Sep 2021), no
+    distributed optimizer (it came in 2022). The local DDP of that commit AllReduces every fp16
+    gradient in one flat buffer after the backward (``megatron/model/distributed.py``);
+    ``--DDP-impl torch`` is PyTorch's DDP, 25 MB buckets reduced during the backward of the last
+    micro-batch (Megatron runs the others under ``no_sync``)."""
     n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
     dp, layers = n // (tp * pp), parse_int(r["layers"])
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
-    par: dict = dict(tp=tp, pp=pp, zero=0, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
-                     ddp_bucket_elements=ONE_FLAT_BUFFER, async_tensor_model_parallel_allreduce=False,
-                     scatter_gather_tensors_in_pipeline=True)
-    vp = smallest_interleave(layers // pp) if pp > 1 else 1
+    torch_ddp = "--DDP-impl torch" in r["notes"]
+    par: dict = dict(tp=tp, pp=pp, zero=0, overlap_grad_reduce=torch_ddp, grad_reduce_dtype="fp16",
+                     ddp_bucket_elements=TORCH_DDP_BUCKET_FP16 if torch_ddp else ONE_FLAT_BUFFER,
+                     async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
+    vp = parse_int(r["vp"]) or (smallest_interleave(layers // pp) if pp > 1 else 1)
     if vp > 1:
         par.update(pp_schedule="interleaved", vp=vp)
     return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} {n} GPUs", make_scenario(
@@ -218,9 +222,13 @@ def _megatron2021_ptdp(rows: list[Row]) -> list[Case]:
 
 def _megatron2021_weak(rows: list[Row]) -> list[Case]:
     """Every row of arXiv:2104.04473 Table 1: GPT 1.7B-1T weak scaling on 32-3,072 DGX A100 GPUs
-    (TP 1-8, PP 1-64, DP 6-32 derived), Megatron-LM of early 2021 with the interleaved schedule
-    and the scatter/gather optimisation; micro-batch and virtual stages are not printed: micro-batch
-    1 (as Table 2's PTD-P rows) and the fewest virtual stages that split a stage's layers evenly.
+    (TP 1-8, PP 1-64, DP 6-32 derived), Megatron-LM of 2021 with the scatter/gather optimisation.
+    The paper prints neither the micro-batch nor the virtual stages; its launch scripts do
+    (NVIDIA/Megatron-LM ``examples/sc21/run_table_1.sh``, "scripts that were used to produce the
+    results" of the paper, whose TP, PP, batch, shape and node count match every row): micro-batch
+    16, 16, 16, 8, 4, 2, 2, 1 from 1.7B to 310B, ``--num-layers-per-virtual-pipeline-stage`` 5, 5
+    and 3 for 76B, 145B and 310B (vp 3, 2, 2) and none for 39B (the plain 1F1B schedule), and
+    ``--DDP-impl torch`` up to 18B (PyTorch's DDP, overlapped with the backward), ``local`` above.
     The 529.6B and 1T rows (more than ``MAX_PIPELINE_PASSES`` pipeline passes) are left out for run
     time."""
     cs = [_megatron2021_ptdp_case("megatron2021_weak", r) for r in rows if r["metric"] == "tflops_per_gpu"]

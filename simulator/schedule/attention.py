@@ -110,9 +110,14 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
 # FlashAttention (arXiv:2205.14135 §2.2, Algorithm 0) counts exactly this HBM traffic: the
 # score and probability matrices are written and read back between the kernels, Θ(s²) per
 # head, which is what FlashAttention removes. The GEMMs compute the whole s×s block (the causal
-# mask is applied inside the softmax), so no causal halving; with k = head_dim the batched
-# GEMMs have an arithmetic intensity of about head_dim FLOP/byte and are HBM-bound on A100/H100,
-# which the roofline of costs.compute captures through hbm_bytes.
+# mask is applied inside the softmax), so no causal halving. Each is b·a GEMMs of one head's shape
+# in one batched call, priced by that shape (costs/gemm_shape.py), not as one large GEMM of the
+# same FLOPs: QK^T and dP = dO·V^T are s×s×d, whose k-loop of d steps is shorter than a tile's
+# prologue and epilogue (gemm_shape.K_OVERHEAD = 167 steps), so at d = 128 they run at about a
+# third of the plateau, slower than their HBM traffic; P·V, dV, dQ and dK are s×d×s, HBM-bound on
+# reading the s×s operand (costs.compute takes the slower of the two through hbm_bytes). Checked
+# against Megatron's attention on an A100-40GB in the FlashAttention paper's appendix tables
+# (data/kernels/flashattention_paper_a100_unfused_attention.csv, tests/unit/test_unfused_attention_bench.py).
 
 ATTENTION_DROPOUT_MASK_BYTES = 1  # torch's dropout keeps a bool (uint8) mask per element
 
@@ -123,9 +128,21 @@ def _score_elems(ctx: AttentionContext) -> int:
 
 
 def _unfused(pb: ProgramBuilder, ctx: AttentionContext, name: str, kind: ComputeKind, flops: float,
-             hbm_bytes: float, after: int, phase: Phase, count: int = 1) -> int:
+             hbm_bytes: float, after: int, phase: Phase, count: int = 1,
+             gemm: tuple[int, int, int] | None = None) -> int:
     return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.{name}", kind=kind, flops=flops, hbm_bytes=hbm_bytes,
-                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index), count=count))
+                            deps=(after,), dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index), count=count,
+                            gemm=gemm))
+
+
+def _score_gemm(ctx: AttentionContext) -> tuple[int, int, int]:
+    """One head's GEMM that produces an s×s matrix from head_dim-deep operands (QK^T, dP = dO·V^T)."""
+    return (ctx.seq, ctx.seq, ctx.head_dim)
+
+
+def _context_gemm(ctx: AttentionContext) -> tuple[int, int, int]:
+    """One head's GEMM that contracts an s×s matrix to head_dim columns (P·V, dV, dQ, dK)."""
+    return (ctx.seq, ctx.head_dim, ctx.seq)
 
 
 # Megatron-LM of Sep 2020 ran the same core in PyTorch ops (megatron/model/transformer.py,
@@ -189,7 +206,8 @@ def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> in
     scores_in = 0
     if ctx.alibi:
         after, scores_in = _alibi_bias(pb, ctx, after), S * B
-    i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + scores_in + S * B, after, "fwd")
+    i = _unfused(pb, ctx, "scores.fwd", "gemm", half, qk_bytes + scores_in + S * B, after, "fwd",
+                 gemm=_score_gemm(ctx))
     softmax_passes = 2
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.fwd", "elementwise", 1.0 * S, 2 * S * B, i, "fwd")
@@ -198,18 +216,19 @@ def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> in
     if ctx.dropout:
         i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "fwd")
-    i = _unfused(pb, ctx, "context.fwd", "gemm", half, S * B + 2 * ctx.q_bytes, i, "fwd")
+    i = _unfused(pb, ctx, "context.fwd", "gemm", half, S * B + 2 * ctx.q_bytes, i, "fwd", gemm=_context_gemm(ctx))
     if ctx.eager:
         i = _unfused(pb, ctx, "context_copy.fwd", "copy", 0.0, 2 * ctx.q_bytes, i, "fwd")
     return i
 
 
 def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
-    """The reverse: dV and dP (two GEMMs reading P, writing dP), dropout and softmax backward
+    """The reverse: dP = dO·V^T (writes dP) and dV = P^T·dO (reads P), dropout and softmax backward
     (softmax' reads y and dy, writes dx), dQ and dK (two GEMMs reading dS)."""
     B, S = ctx.dtype_bytes, _score_elems(ctx)
     half = attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim) / 2
-    i = _unfused(pb, ctx, "context.bwd", "gemm", 2 * half, 2 * S * B + 3 * ctx.q_bytes, after, "bwd")
+    i = _unfused(pb, ctx, "context_dp.bwd", "gemm", half, S * B + 2 * ctx.q_bytes, after, "bwd", gemm=_score_gemm(ctx))
+    i = _unfused(pb, ctx, "context_dv.bwd", "gemm", half, S * B + ctx.q_bytes, i, "bwd", gemm=_context_gemm(ctx))
     if ctx.dropout:
         i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "bwd")
@@ -217,7 +236,8 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
     i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, softmax_bwd_passes * S * B, i, "bwd")
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.bwd", "elementwise", 1.0 * S, 2 * S * B, i, "bwd")
-    i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd")
+    i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd", count=2,
+                 gemm=_context_gemm(ctx))
     if ctx.eager:
         i = _scale_qk(pb, ctx, i, "bwd")
     return i

@@ -577,10 +577,14 @@ def test_smallest_interleave_splits_a_stage_evenly():
 
 def test_megatron2021_ptdp_rows_build_the_printed_plans():
     """arXiv:2104.04473 Tables 1 and 2 (PTD-P): the printed TP and PP, dp = GPUs / (tp x pp),
-    micro-batch 1, the global batch as printed, the interleaved schedule with scatter/gather
-    (sec 5.1) wherever there is a pipeline, Megatron-LM 2021's local DDP after the backward;
-    held out entirely. Table 1's weak scaling keeps the eq. 3 TFLOP/s of the table: its
-    aggregate PFLOP/s column is the per-GPU figure times the GPUs (to the table's rounding)."""
+    the global batch as printed, scatter/gather (sec 5.1); held out entirely. Table 2's rows:
+    micro-batch 1, the interleaved schedule wherever there is a pipeline, Megatron-LM 2021's local
+    DDP after the backward. Table 1's rows as the paper's launch scripts ran them
+    (NVIDIA/Megatron-LM examples/sc21/run_table_1.sh @de7dc40f): micro-batch 16/16/16/8/4/2/2/1,
+    --num-layers-per-virtual-pipeline-stage 5/5/3 for 76B/145B/310B only (vp 3/2/2; the 39B row
+    runs plain 1F1B), --DDP-impl torch (overlapped with the backward) up to 18B. Table 1's weak
+    scaling keeps the eq. 3 TFLOP/s of the table: its aggregate PFLOP/s column is the per-GPU
+    figure times the GPUs (to the table's rounding)."""
     ptdp, weak = _by_source("megatron2021_ptdp"), _by_source("megatron2021_weak")
     # left out for run time: the pipelines of more than MAX_PIPELINE_PASSES passes (pp x vp x micro-batches),
     # GPT-530B (105 virtual stages; 280-1,120 micro-batches) and GPT-1T (128; 512)
@@ -591,12 +595,19 @@ def test_megatron2021_ptdp_rows_build_the_printed_plans():
     for c in ptdp + weak:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert not sources.is_fit_case(c) and c.metric == "megatron_hfu_tflops"
-        assert t["micro_batch"] == 1 and t["recompute"] == "full" and t["attention"] == "unfused"
-        assert p["scatter_gather_tensors_in_pipeline"] and not p["overlap_grad_reduce"]
+        assert t["recompute"] == "full" and t["attention"] == "unfused"
+        assert p["scatter_gather_tensors_in_pipeline"]
         assert p["async_tensor_model_parallel_allreduce"] is False and p["zero"] == 0
-        per_stage = c.scenario["model"]["layers"] // p["pp"]
-        assert p.get("vp", 1) == (sources.smallest_interleave(per_stage) if p["pp"] > 1 else 1)
         assert (p.get("pp_schedule") == "interleaved") == (p.get("vp", 1) > 1)
+    for c in ptdp:
+        p, t = c.scenario["parallel"], c.scenario["training"]
+        per_stage = c.scenario["model"]["layers"] // p["pp"]
+        assert t["micro_batch"] == 1 and not p["overlap_grad_reduce"]
+        assert p.get("vp", 1) == (sources.smallest_interleave(per_stage) if p["pp"] > 1 else 1)
+    # run_table_1.sh, 1.7B .. 310B
+    assert [c.scenario["training"]["micro_batch"] for c in weak] == [16, 16, 16, 8, 4, 2, 2, 1]
+    assert [c.scenario["parallel"].get("vp", 1) for c in weak] == [1, 1, 1, 1, 1, 3, 2, 2]
+    assert [c.scenario["parallel"]["overlap_grad_reduce"] for c in weak] == [True] * 4 + [False] * 4
     assert {(c.scenario["parallel"]["tp"], c.scenario["parallel"]["pp"]) for c in ptdp} == {(8, 12)}
     rows = sources.read_rows(sources.DATA_DIR / "megatron_2021_table1.csv")
     for r in rows:
@@ -620,12 +631,13 @@ def test_megatron2021_ptdp_and_weak_scaling_errors():
     """Held out, on the same 2021 stack as the ZeRO-3 rows: Table 2's PTD-P GPT-175B rows +2.3%,
     +3.1%, +5.1% (384, 768, 1,536 GPUs), the eq. 3 TFLOP/s falling as DP grows 4 -> 16 at the
     fixed batch (measured 153 -> 141, predicted 157 -> 148); Table 1's weak scaling 1.7B-310B
-    -8.4% .. +7.8%, median |error| 4.0%. Upper bounds: a model that came closer must still pass."""
+    at the launch scripts' micro-batches and virtual stages +3.3% .. +11.2%, median |error| 7.1%.
+    Upper bounds: a model that came closer must still pass."""
     ptdp = list(_run_cases(_by_source("megatron2021_ptdp")))
     assert all(-0.05 <= r.error <= 0.10 for r in ptdp), [(r.case.label, round(r.error, 3)) for r in ptdp]
     by_dp = sorted(ptdp, key=lambda r: r.case.n_gpus)
     assert [r.case.measured for r in by_dp] == sorted((r.case.measured for r in by_dp), reverse=True)
     assert [r.predicted for r in by_dp] == sorted((r.predicted for r in by_dp), reverse=True)
     weak = list(_run_cases(_by_source("megatron2021_weak")))
-    assert all(abs(r.error) <= 0.12 for r in weak), [(r.case.label, round(r.error, 3)) for r in weak]
-    assert scoring.median_abs_error(weak) <= 0.06
+    assert all(abs(r.error) <= 0.13 for r in weak), [(r.case.label, round(r.error, 3)) for r in weak]
+    assert scoring.median_abs_error(weak) <= 0.08
