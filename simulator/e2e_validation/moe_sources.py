@@ -55,6 +55,17 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
     "Nemotron V3 Super 120B (26.02)": ("nemotron-3-super-120b-a12b", "full", 64, True, "flash2"),
 }
 
+# Without PP, train_ft's ``_forward_backward_step`` (which the benchmark recipe runs per micro-batch)
+# wraps each in ``get_sync_ctx(model, idx == num_batches - 1)`` (components/distributed/utils.py; at
+# 89e3a9fdd and 8d9bfb90e unconditionally, from 08a48f76 unless FSDP2Config.defer_fsdp_grad_sync is
+# turned off, true by default), i.e. FSDP2's ``set_requires_gradient_sync(False)`` on every
+# micro-batch but the last: gradients are reduce-scattered once per step (``fsdp_grad_sync: no_sync``).
+# It acts only when the model it is given, the outer CausalLM, is an FSDP module: the MoE parallelizer
+# wraps it since 4448734a ("perf regressions for custom MoEs", ``wrap_outer_model``, default true), so
+# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more), not for the Qwen3 and GPT-OSS
+# rows (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped).
+AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)"})
+
 # Rows run without PP whose benchmark config sets ``backend.enable_fsdp_optimizations``: the benchmark
 # recipe (recipes/llm/benchmark.py at 08a48f76) calls ``prepare_for_grad_accumulation`` before the
 # first micro-batch and ``prepare_for_final_backward`` before the last (MoEFSDPSyncMixin,
@@ -104,6 +115,8 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         ga = re.search(r"\bGA=(\d+)", r["notes"])
         if pp > 1 or name in AUTOMODEL_DEFERRED_SYNC:  # MoEFSDPSyncMixin: reduce-scatter once per step
             parallel["fsdp_grad_sync"] = "optim_step"
+        elif name in AUTOMODEL_NO_SYNC:  # get_sync_ctx: gradient sync only on the last micro-batch
+            parallel["fsdp_grad_sync"] = "no_sync"
         if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
             parallel["pp_flushes"] = int(ga.group(1))
         if vp > 1:

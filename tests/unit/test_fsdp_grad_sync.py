@@ -122,3 +122,19 @@ def test_without_pp_the_last_backward_reduce_scatters_group_by_group(make):
                        and op.tag.layer == 0 and op.tag.mb_index == 1)
     assert rs["L7"] < first_l0_bwd
     assert not any(isinstance(op, ComputeOp) and op.name.startswith("fsdp.post_backward_wait") for op in prog)
+
+
+def test_no_sync_reduces_once_and_reshards_as_usual(make):
+    """``no_sync`` (FSDP2 ``set_requires_gradient_sync(False)`` on all micro-batches but the last,
+    AutoModel's ``get_sync_ctx``): resharding is untouched, so with reshard_after_forward every
+    layer group is gathered in each forward and each backward (M = 2 micro-batches: 2 + 2), but
+    reduce-scattered once, in the last micro-batch; the first micro-batch's gradient is kept
+    unsharded (bf16 reduction: no cast) and the last one is added to it: one accumulation per group."""
+    prog = build_schedule(make("no_sync", True, pp=1)).programs["pp0.cp0"]
+    layers = {g: n for g, n in counts(prog, "ag", "fwd").items() if g.startswith("L")}
+    assert len(layers) == 8 and set(layers.values()) == {2}
+    assert set(counts(prog, "ag", "bwd").values()) == {2}
+    assert set(counts(prog, "rs").values()) == {1} and len(counts(prog, "rs")) == 8 + 1
+    assert all(op.tag.mb_index == 1 for op in prog if isinstance(op, CommOp) and op.name.startswith("fsdp.rs."))
+    acc = [op for op in prog if isinstance(op, ComputeOp) and op.name.startswith("fsdp.grad_accumulate.L")]
+    assert len(acc) == 8 and {op.tag.mb_index for op in acc} == {1}
