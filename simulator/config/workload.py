@@ -380,7 +380,7 @@ class Training(_Strict):
     moe_routing: Literal["learned", "round_robin"] = Field(
         default="learned", description="learned: a trained router (experts of a token spread at random, within "
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "
-        "(NeMo AutoModel's fake_balanced_gate benchmarks; that gate has no weight, so no router GEMM runs)")
+        "(NeMo AutoModel's fake_balanced_gate benchmarks)")
 
     # Memory (simulator/schedule/memory.py): the loss implementation, whose logits buffers set the
     # last stage's peak, and the caching allocator's fragmentation (reserved − allocated).

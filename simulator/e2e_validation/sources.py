@@ -532,8 +532,7 @@ SOURCES: list[Source] = [
             "see simulator/e2e_validation/moe_sources.py.",
             "The gate is AutoModel's fake_balanced_gate (moe_routing: round_robin): balanced, a token's experts "
             "neighbours, so DeepEP sends most tokens to one node, and to one rank where a rank holds k or more "
-            "consecutive experts (DeepEP moves one row per token and destination rank). It has no weight: no "
-            "router GEMM runs.",
+            "consecutive experts (DeepEP moves one row per token and destination rank).",
             "No dropout kernels: AutoModel's models have no hidden dropout and the HF configs' attention_dropout is 0.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
