@@ -108,7 +108,6 @@ class MoESpec:
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
     latent: int = 0  # LatentMoE: width of the routed tokens (model.moe_latent_size; 0: the hidden size)
-    fake_gate: bool = False  # round_robin routing: AutoModel's FakeBalancedGate, no router GEMM (:func:`_gate_fwd`)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -131,8 +130,7 @@ class MoESpec:
                    bias_per_expert=t.moe_expert_bias != "none",
                    bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
-                   recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size,
-                   fake_gate=t.moe_routing == "round_robin")
+                   recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size)
 
     @property
     def width(self) -> int:
@@ -475,7 +473,10 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     p = f"L{layer}.moe"
     T, h, B, w = s.tokens, s.hidden, s.act_bytes, s.width
     into = _latent_proj(pb, s, f"{p}.latent.fc1.fwd", T, w, h, after, tag)
-    topk = _gate_fwd(pb, s, p, into, tag)
+    router = pb.add(ComputeOp(name=f"{p}.router.fwd", kind="gemm", flops=2.0 * T * s.experts * h,
+                              hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(into,),
+                              gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
     permute = _mem(pb, f"{p}.permute.fwd", T * w * B + T * s.top_k * w * B, (topk,), tag)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
     # issued after the permutation, next to the exchange it feeds (one run of exchanges for the
@@ -554,7 +555,13 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
     permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * w * B + T * w * B, (returned,), tag)
     permute = _latent_proj_bwd(pb, s, f"{p}.latent.fc1", T, w, h, permute, tag)
-    r_w = permute if s.fake_gate else _router_bwd(pb, s, p, permute, tag)
+    topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (permute,), tag)
+    r_d = pb.add(ComputeOp(name=f"{p}.router.dgrad", kind="gemm", flops=2.0 * T * s.experts * h,
+                           hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(topk,),
+                           gemm=(T, h, s.experts), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    r_w = pb.add(ComputeOp(name=f"{p}.router.wgrad", kind="gemm", flops=2.0 * T * s.experts * h,
+                           hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(r_d,),
+                           gemm=(h, s.experts, T), dtype="bf16" if B == 2 else "fp32", tag=tag))
     # the input's gradients summed: the router's and the shared experts' (and, under LatentMoE,
     # the projection's, one more add)
     adds = 3 * T * h * B * (2 if s.latent else 1)
@@ -565,43 +572,6 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     else:
         out = _mem(pb, f"{p}.grad_add.bwd", adds, (r_w, fc1_w), tag)
     return out
-
-
-# FakeBalancedGate's kernels and bytes per routed slot (T·k of them): the weights ``torch.ones`` in
-# fp32 (write 4), ``/ k`` (read 4, write 4), ``type_as`` to bf16 (read 4, write 2); the indices
-# ``torch.arange`` in int64 (write 8), ``% E`` (read 8, write 8), ``+ skip_first_n_experts`` (read 8, write 8).
-FAKE_GATE_KERNELS = 6
-FAKE_GATE_BYTES_PER_SLOT = 4 + 8 + 6 + 8 + 16 + 16
-
-
-def _gate_fwd(pb: ProgramBuilder, s: MoESpec, p: str, after: int, tag: Tag) -> int:
-    """The router: an h×E GEMM and the top-k over its T×E fp32 logits; or, with ``round_robin``
-    routing, NeMo AutoModel's ``FakeBalancedGate`` (``backend.fake_balanced_gate``,
-    nemo_automodel/components/moe/layers.py at 08a48f76), which has no weight and never reads the
-    tokens: its weights are ``torch.ones(T, k) / k`` and its indices ``arange(T·k) % E``, a few
-    elementwise kernels over the T·k routing slots, and nothing in backward (the weights are
-    constants, so no gradient flows to the block's input through the gate)."""
-    T, h, B = s.tokens, s.hidden, s.act_bytes
-    if s.fake_gate:
-        return pb.add(ComputeOp(name=f"{p}.fake_gate.fwd", kind="elementwise",
-                                flops=float(T * s.top_k), hbm_bytes=float(T * s.top_k * FAKE_GATE_BYTES_PER_SLOT),
-                                deps=(after,), count=FAKE_GATE_KERNELS, tag=tag))
-    router = pb.add(ComputeOp(name=f"{p}.router.fwd", kind="gemm", flops=2.0 * T * s.experts * h,
-                              hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(after,),
-                              gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
-    return _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
-
-
-def _router_bwd(pb: ProgramBuilder, s: MoESpec, p: str, after: int, tag: Tag) -> int:
-    """The top-k's and the router GEMM's backward (dgrad, then wgrad)."""
-    T, h, B = s.tokens, s.hidden, s.act_bytes
-    topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (after,), tag)
-    r_d = pb.add(ComputeOp(name=f"{p}.router.dgrad", kind="gemm", flops=2.0 * T * s.experts * h,
-                           hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(topk,),
-                           gemm=(T, h, s.experts), dtype="bf16" if B == 2 else "fp32", tag=tag))
-    return pb.add(ComputeOp(name=f"{p}.router.wgrad", kind="gemm", flops=2.0 * T * s.experts * h,
-                            hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(r_d,),
-                            gemm=(h, s.experts, T), dtype="bf16" if B == 2 else "fp32", tag=tag))
 
 
 def _shared_fwd(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, after: int) -> int:

@@ -448,21 +448,3 @@ def test_automodel_gmm_experts_add_both_biases_per_local_expert(make):
         if op.name.endswith(".experts.fc1.dgrad"):
             assert prog[op.deps[0]].name.endswith(".experts.fc1_bias.bwd")
     assert len([op for op in prog if ".experts.bias." in op.name]) == 2 * 3 * scn.n_micro
-
-
-def test_round_robin_routing_runs_automodels_fake_gate_without_a_router(make):
-    """AutoModel's FakeBalancedGate has no weight and never reads the tokens: under round_robin
-    routing no router GEMM or top-k runs, forward or backward; one gate op per MoE layer and
-    micro-batch writes the T·k routing slots (weights ones / k cast to bf16, indices arange % E):
-    58 bytes per slot in six kernels. T = 512 tokens, k = 2; 3 MoE layers."""
-    learned = build_schedule(make({"ep": 4})).programs["pp0.cp0"]
-    scn = make({"ep": 4}, training={"moe_routing": "round_robin"})
-    prog = build_schedule(scn).programs["pp0.cp0"]
-    names = Counter(op.name.split(".moe.")[1] for op in prog if isinstance(op, ComputeOp) and ".moe." in op.name)
-    assert not {n for n in names if n.startswith(("router", "topk"))}
-    assert {n for n in Counter(op.name.split(".moe.")[1] for op in learned
-                               if isinstance(op, ComputeOp) and ".moe." in op.name) if n.startswith("router")} == {
-        "router.fwd", "router.dgrad", "router.wgrad"}
-    gates = [op for op in prog if isinstance(op, ComputeOp) and op.name.endswith(".moe.fake_gate.fwd")]
-    assert len(gates) == 3 * scn.n_micro
-    assert {(op.hbm_bytes, op.count) for op in gates} == {(512 * 2 * 58, 6)}
