@@ -221,10 +221,8 @@ def test_automodel_moe_errors():
     +6.2%. The 1,024-GPU row's gap is not FSDP traffic: hence 0.28. Nemotron-3 Super (LatentMoE, EP 64
     on 64 GPUs) -18.3%, as pessimistic as Nano: median 9.5%, signed +5.9%. Nano's FSDP2 settings from
     its config (reshard_after_forward false, enable_fsdp_optimizations: gathered once, reduce-scattered
-    in the last micro-batch) -16.4%; the forced-balanced gate without a router GEMM: Nano -16.2%, Super
-    -17.9%, Qwen3-30B -1.6%, DeepSeek-V3 +26.7% / +7.8%, Kimi-K2 +11.8%, GPT-OSS +5.8% / +6.5%; Super's
-    gradient sync on the last micro-batch only (get_sync_ctx, fsdp_grad_sync no_sync) -17.2%: median
-    9.8%, signed +6.2%."""
+    in the last micro-batch) -16.4%; Super's gradient sync on the last micro-batch only (get_sync_ctx,
+    fsdp_grad_sync no_sync) -17.6%: median 9.5%, signed +5.9%."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
