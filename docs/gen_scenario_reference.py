@@ -88,7 +88,9 @@ NOTES = {
     "fsdp_grad_sync": "FSDP2: microbatch: every backward reduce-scatters the gradients and reshards; optim_step: "
                       "only the last backward before the optimizer step does, parameters stay gathered and "
                       "gradients accumulate unsharded until then (NeMo AutoModel's MoE models under PP, "
-                      "MoEFSDPSyncMixin)",
+                      "MoEFSDPSyncMixin, or without PP with enable_fsdp_optimizations); no_sync: only the last "
+                      "micro-batch's backward reduce-scatters, resharding as usual (FSDP2 "
+                      "set_requires_gradient_sync(False) on the others, AutoModel's get_sync_ctx)",
     "head_dim": "query/key head dimension (Megatron kv_channels); 0 = hidden / heads; under MLA the no-RoPE part",
 }
 

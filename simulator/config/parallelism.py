@@ -125,8 +125,11 @@ class Parallel(BaseModel):
     # only the last backward before the optimizer step does (optim_step: NeMo AutoModel's MoE models
     # under PP, nemo_automodel/components/moe/fsdp_mixin.py patched_backward_maybe_with_nosync, which
     # sets set_requires_gradient_sync(False) and set_reshard_after_backward(False) on every backward
-    # and runs post_backward only when get_is_optim_step()).
-    fsdp_grad_sync: Literal["microbatch", "optim_step"] = "microbatch"
+    # and runs post_backward only when get_is_optim_step()), or no_sync: only the last micro-batch's
+    # backward reduce-scatters, resharding as usual (FSDP2 set_requires_gradient_sync(False) on the
+    # others: NeMo AutoModel's get_sync_ctx, components/distributed/utils.py, in train_ft's
+    # _forward_backward_step without PP, defer_fsdp_grad_sync true by default).
+    fsdp_grad_sync: Literal["microbatch", "optim_step", "no_sync"] = "microbatch"
 
     # --- Mixture of Experts (Megatron-Core's expert_model_parallel_size and friends) --------
     ep: int = Field(default=1, gt=0, description="expert-parallel degree: ranks the routed experts are spread "

@@ -795,6 +795,29 @@ express yet; AutoModel's shared experts run on a side stream beside the routed p
 (`moe/layers.py`), not modelled (Nano −17.8% → −17.4% with `moe_shared_expert_overlap`; Super, whose
 DeepEP exchange crosses nodes and leaves 0.72 s of All-to-All exposed, −18.3% → −15.5%).
 
+**Nemotron-3 Nano and Super: the compute is the GEMMs'.** Their FSDP2 settings now follow the
+configs and the recipe: Nano's config sets `enable_fsdp_optimizations` and no
+`reshard_after_forward`, so its parameters are gathered once per step and its gradients
+reduce-scattered only in the last micro-batch (`fsdp_grad_sync: optim_step`, without PP each group
+as its last backward ends); Super's outer model is an FSDP module, so train_ft's `get_sync_ctx`
+defers its ReduceScatters the same way (`no_sync`). Nano −17.8% → −16.4%, Super −18.3% → −17.6%.
+What is left is compute, and not the Mamba2 mixer's
+own kernels: every block is checkpointed (`apply_ac` wraps each child of `model.layers`), which the
+schedule replays; the SSD scan, conv and gated norm take 1.4 s of Nano's 18.0 s, priced from their
+HBM traffic (90 KB per token forward, the five Triton kernels' reads and writes), at or below
+TileLang's measured chunk-scan kernel (`SSD_SCAN_EFFICIENCY`). At the H100 GEMM plateau (565
+TFLOP/s) Nano's GEMMs, attention and scan alone take 15.2 s against a 15.6 s step, Super's 6.8 s
+against 7.3 s: the measured runs average 442 and 445 TFLOP/s of executed FLOPs over the whole
+step, Qwen3-30B-A3B on the same stack 373. Mechanisms of the stack that would make these rows faster
+are real but not modelled, as they speed up every AutoModel MoE row and the others are already
+predicted fast: grouped_gemm's cuBLAS path runs the local experts' GEMMs round-robin on four streams
+(`NUM_STREAM 4`, csrc/grouped_gemm.cu), filling each other's last waves (Nano −16.4% → about −13%,
+Qwen3 −2% → +2%), the shared experts on their side stream (Super −17.6% → about −15%, DeepSeek-V3
+and Kimi-K2 5 points further off); the bf16 `MaskedCrossEntropy` (`fp32_upcast: false`) streams about 18 bytes per logit,
+not the 52 of the vocab-parallel loss priced; the forced-balanced gate has no weight, so no router
+GEMM runs (Nano and Super 0.2 and 0.4 points closer, the others 0.2 to 0.5 points further off). This is the pattern of the
+section on NVIDIA's BF16 runs above.
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at

@@ -44,13 +44,34 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
     "GPT-OSS 20B": ("gpt-oss-20b", "none", 8, True, "flash2"),
     "GPT-OSS 120B": ("gpt-oss-120b", "none", 64, True, "flash2"),
     # nemotron_nano_v3_te_deepep.yaml (Automodel @08a48f76): activation checkpointing, EP 8, attention
-    # through PyTorch SDPA (the table's "TorchSDPA"), whose flash backend is FlashAttention-2
-    "Nemotron V3 Nano 30B (26.02)": ("nemotron-3-nano-30b-a3b", "full", 8, True, "flash2"),
+    # through PyTorch SDPA (the table's "TorchSDPA"), whose flash backend is FlashAttention-2; no
+    # distributed.moe section, so MoEParallelizerConfig's default reshard_after_forward: false
+    # (components/moe/config.py, recipes/_dist_setup.py at 08a48f76)
+    "Nemotron V3 Nano 30B (26.02)": ("nemotron-3-nano-30b-a3b", "full", 8, False, "flash2"),
     # nemotron_super_v3_te_deepep.yaml, added with the row (Automodel c0e4fe1b, "feat: Super V3"): the
-    # same settings at EP 64, reshard_after_forward true. No MTP block: AutoModel's NemotronV3 model
+    # same settings at EP 64, distributed.moe.reshard_after_forward true, and no
+    # backend.enable_fsdp_optimizations (Nano's config sets it). No MTP block: AutoModel's NemotronV3 model
     # builds none before 1f13c9aa ("add Multi-Token Prediction (MTP) support", two months later)
     "Nemotron V3 Super 120B (26.02)": ("nemotron-3-super-120b-a12b", "full", 64, True, "flash2"),
 }
+
+# Without PP, train_ft's ``_forward_backward_step`` (which the benchmark recipe runs per micro-batch)
+# wraps each in ``get_sync_ctx(model, idx == num_batches - 1)`` (components/distributed/utils.py; at
+# 89e3a9fdd and 8d9bfb90e unconditionally, from 08a48f76 unless FSDP2Config.defer_fsdp_grad_sync is
+# turned off, true by default), i.e. FSDP2's ``set_requires_gradient_sync(False)`` on every
+# micro-batch but the last: gradients are reduce-scattered once per step (``fsdp_grad_sync: no_sync``).
+# It acts only when the model it is given, the outer CausalLM, is an FSDP module: the MoE parallelizer
+# wraps it since 4448734a ("perf regressions for custom MoEs", ``wrap_outer_model``, default true), so
+# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more), not for the Qwen3 and GPT-OSS
+# rows (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped).
+AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)"})
+
+# Rows run without PP whose benchmark config sets ``backend.enable_fsdp_optimizations``: the benchmark
+# recipe (recipes/llm/benchmark.py at 08a48f76) calls ``prepare_for_grad_accumulation`` before the
+# first micro-batch and ``prepare_for_final_backward`` before the last (MoEFSDPSyncMixin,
+# components/moe/fsdp_mixin.py), so gradients are reduce-scattered and parameters resharded after
+# backward only in the step's last micro-batch (``parallel.fsdp_grad_sync: optim_step``).
+AUTOMODEL_DEFERRED_SYNC = frozenset({"Nemotron V3 Nano 30B (26.02)"})
 
 # Rows left out, with the reason (the source's notes in sources.py repeat it).
 AUTOMODEL_MOE_SKIPPED: dict[str, str] = {
@@ -92,8 +113,10 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         parallel: dict = dict(pp=pp, ep=ep, zero=3, zero3_impl="fsdp2", moe_dispatcher="deepep",
                               fsdp_reshard_after_forward=reshard)
         ga = re.search(r"\bGA=(\d+)", r["notes"])
-        if pp > 1:  # MoEFSDPSyncMixin under PP: reduce-scatter and reshard once per optimizer step
+        if pp > 1 or name in AUTOMODEL_DEFERRED_SYNC:  # MoEFSDPSyncMixin: reduce-scatter once per step
             parallel["fsdp_grad_sync"] = "optim_step"
+        elif name in AUTOMODEL_NO_SYNC:  # get_sync_ctx: gradient sync only on the last micro-batch
+            parallel["fsdp_grad_sync"] = "no_sync"
         if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
             parallel["pp_flushes"] = int(ga.group(1))
         if vp > 1:

@@ -545,6 +545,11 @@ SOURCES: list[Source] = [
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
             "on 1,024 GPUs four.",
+            "Nemotron V3 Nano's config sets enable_fsdp_optimizations and no reshard_after_forward: without PP the "
+            "benchmark recipe defers FSDP2's ReduceScatter and resharding to the step's last micro-batch "
+            "(parallel.fsdp_grad_sync: optim_step), so each layer's parameters are gathered once per step. Super's "
+            "outer model is an FSDP module (wrap_outer_model), so train_ft's get_sync_ctx turns gradient sync off "
+            "for all micro-batches but the last (fsdp_grad_sync: no_sync); the Qwen3 and GPT-OSS rows predate it.",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
             "full causal attention; the clamped SwiGLU as a plain SwiGLU; the expert biases as grouped_gemm's path adds "
             "them, split, add per local expert and concatenate, FC1's and FC2's (moe_expert_bias: per_expert_fc1_fc2).",

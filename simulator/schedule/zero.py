@@ -30,7 +30,17 @@ optim_step`` (NeMo AutoModel's MoE models under PP, ``patched_backward_maybe_wit
 nemo_automodel/components/moe/fsdp_mixin.py) no backward but the step's last reduce-scatters or
 reshards: a group gathered by a backward stays gathered until its next forward (which reshards it
 only under ``reshard_after_forward``), and after each virtual stage's last backward every group's
-ReduceScatter runs, then the root's final callback makes the compute stream wait for them.
+ReduceScatter runs, then the root's final callback makes the compute stream wait for them. Without
+PP the same deferral is AutoModel's ``MoEFSDPSyncMixin.prepare_for_grad_accumulation`` (no sync, no
+reshard after backward, the benchmark recipe calls it before the first micro-batch when the
+config's ``backend.enable_fsdp_optimizations`` is set) and ``prepare_for_final_backward`` (sync and
+reshard on before the last micro-batch; recipes/llm/benchmark.py at 08a48f76): the last backward
+runs FSDP's own hooks, each group reduce-scattering as its backward ends, and the root's callback
+waits for them at the end of that backward. ``fsdp_grad_sync: no_sync`` is FSDP2's
+``set_requires_gradient_sync(False)`` on every micro-batch but the last (AutoModel's ``get_sync_ctx``,
+components/distributed/utils.py, used by train_ft's ``_forward_backward_step`` without PP): the
+gradients accumulate unsharded and only the last backward reduce-scatters, group by group, while
+parameters are resharded and re-gathered as without it.
 
 Sizes (nccl-tests convention): AllGather output ``N·Σ⌈n/N⌉·2`` bytes, ReduceScatter input
 ``N·Σ⌈n/N⌉·B_g``; per micro-batch that is about 3Ψ on the wire against DDP's 2Ψ per step.
@@ -223,6 +233,11 @@ class Fsdp2(GradSync):
         # fsdp_grad_sync optim_step: groups left gathered by a backward without resharding, and
         # the groups whose post_backward waits for the end of the stage's last backward
         self.once = scn.parallel.fsdp_grad_sync == "optim_step"
+        # without PP the last backward runs FSDP's own hooks (AutoModel's prepare_for_final_backward):
+        # each group reduce-scatters as its backward ends, as in every backward without the deferral
+        self.hooked_final = self.once and scn.parallel.pp == 1
+        # fsdp_grad_sync no_sync: set_requires_gradient_sync(False) but for the last micro-batch
+        self.no_sync = scn.parallel.fsdp_grad_sync == "no_sync"
         self._unsharded: set[str] = set()
         self._inflight: dict[str, str] = {}  # group -> the key of its forward AllGather not yet copied out
         self._final: list[tuple[str, list[ParamUnit]]] = []
@@ -321,13 +336,20 @@ class Fsdp2(GradSync):
             units, name = self.root, "root"
         else:
             units, name = [unit], unit.name
+        if self.no_sync:  # the gradient accumulates unsharded until the last micro-batch reduces it
+            self._accumulate_unsharded(pb, name, units, mb, after)
+            if mb == self.n_micro - 1:
+                self._reduce_scatter(pb, name, units, mb, after)
+            return
         if not self.once:
             self._reduce_scatter(pb, name, units, mb, after)
             return
         self._accumulate_unsharded(pb, name, units, mb, after)
         if mb < self.n_micro - 1:  # no sync, no reshard: the gradient accumulates unsharded
             self._unsharded.add(name)
-        else:  # the step's last backward: post_backward runs once the stage's backward is done
+        elif self.hooked_final:  # the step's last backward, sync on: the group's post_backward hook
+            self._reduce_scatter(pb, name, units, mb, after)
+        else:  # the step's last backward under PP: post_backward runs once the stage's backward is done
             self._final.append((name, units))
 
     def _accumulate_unsharded(self, pb: ProgramBuilder, name: str, units: list[ParamUnit], mb: int, after: int) -> None:
@@ -376,7 +398,9 @@ class Fsdp2(GradSync):
                                 deps=(after,) + self._last_rs, tag=Tag("bwd", None, mb)))
 
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
-        return -1 if self.once else self._last_rs[-1] if self._last_rs else -1
+        if (self.once or self.no_sync) and not ((self.hooked_final or self.no_sync) and mb == self.n_micro - 1):
+            return -1
+        return self._last_rs[-1] if self._last_rs else -1
 
     def pending(self) -> tuple[int, ...]:
         return self._last_rs

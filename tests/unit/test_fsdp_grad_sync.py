@@ -103,3 +103,38 @@ def test_unsharded_gradients_accumulate_on_later_micro_batches(make):
     per_layer = {op.hbm_bytes for op in acc}
     rs = {op.size_bytes for op in prog if isinstance(op, CommOp) and op.name.startswith("fsdp.rs.L")}
     assert per_layer == {3.0 * r for r in rs}  # the RS input is the group's padded elements x 2 B
+
+
+def test_without_pp_the_last_backward_reduce_scatters_group_by_group(make):
+    """Without PP (AutoModel's ``prepare_for_grad_accumulation`` / ``prepare_for_final_backward``)
+    the deferral is the same, gathers once per step (reshard_after_forward false) and reduce-scatters
+    only in the last micro-batch (M = 16 / dp 8 = 2), but each group's ReduceScatter is issued as its
+    backward ends, by FSDP's own post-backward hook: before the backward of the layers below it,
+    not after the whole backward as under PP, and there is no post-backward wait op."""
+    prog = build_schedule(make("optim_step", False, pp=1)).programs["pp0.cp0"]
+    assert set(counts(prog, "ag").values()) == set(counts(prog, "rs").values()) == {1}
+    assert len(counts(prog, "rs")) == 8 + 1
+    rs = {op.name.split(".")[2]: i for i, op in enumerate(prog)
+          if isinstance(op, CommOp) and op.name.startswith("fsdp.rs.")}
+    assert all(prog[i].tag.mb_index == 1 for i in rs.values())
+    # L7's ReduceScatter is issued before L0's backward compute of the last micro-batch
+    first_l0_bwd = min(i for i, op in enumerate(prog) if isinstance(op, ComputeOp) and op.tag.phase == "bwd"
+                       and op.tag.layer == 0 and op.tag.mb_index == 1)
+    assert rs["L7"] < first_l0_bwd
+    assert not any(isinstance(op, ComputeOp) and op.name.startswith("fsdp.post_backward_wait") for op in prog)
+
+
+def test_no_sync_reduces_once_and_reshards_as_usual(make):
+    """``no_sync`` (FSDP2 ``set_requires_gradient_sync(False)`` on all micro-batches but the last,
+    AutoModel's ``get_sync_ctx``): resharding is untouched, so with reshard_after_forward every
+    layer group is gathered in each forward and each backward (M = 2 micro-batches: 2 + 2), but
+    reduce-scattered once, in the last micro-batch; the first micro-batch's gradient is kept
+    unsharded (bf16 reduction: no cast) and the last one is added to it: one accumulation per group."""
+    prog = build_schedule(make("no_sync", True, pp=1)).programs["pp0.cp0"]
+    layers = {g: n for g, n in counts(prog, "ag", "fwd").items() if g.startswith("L")}
+    assert len(layers) == 8 and set(layers.values()) == {2}
+    assert set(counts(prog, "ag", "bwd").values()) == {2}
+    assert set(counts(prog, "rs").values()) == {1} and len(counts(prog, "rs")) == 8 + 1
+    assert all(op.tag.mb_index == 1 for op in prog if isinstance(op, CommOp) and op.name.startswith("fsdp.rs."))
+    acc = [op for op in prog if isinstance(op, ComputeOp) and op.name.startswith("fsdp.grad_accumulate.L")]
+    assert len(acc) == 8 and {op.tag.mb_index for op in acc} == {1}

@@ -43,9 +43,14 @@ def test_automodel_moe_rows_build_the_printed_plans():
     # GA pipeline passes per step where the table pipelines: DeepSeek-V3 GA=4 (1,024 GPUs) and 1 (256),
     # Kimi-K2 GA=2
     assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 1, 4, 1, 2, 1, 1, 1]
-    # MoEFSDPSyncMixin under PP: FSDP2 reduce-scatters and reshards at the optimizer step's last backward
+    # MoEFSDPSyncMixin under PP, and Nano's enable_fsdp_optimizations without PP: FSDP2 reduce-scatters
+    # and reshards after backward only in the optimizer step's last micro-batch; Super's outer model is
+    # an FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers its ReduceScatters
     assert [c.scenario["parallel"].get("fsdp_grad_sync", "microbatch") for c in cs] == (
-        ["microbatch"] * 2 + ["optim_step"] * 3 + ["microbatch"] * 3)
+        ["no_sync"] + ["optim_step"] * 4 + ["microbatch"] * 3)
+    # Nano's config has no distributed.moe section: MoEParallelizerConfig's reshard_after_forward false;
+    # Super's sets it true
+    assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:2]] == [True, False]
 
 
 def test_pp_layout():
