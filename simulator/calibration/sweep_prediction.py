@@ -208,8 +208,9 @@ CASES.update({
         "gb200-nvl72", "allreduce", 128, 4, family="oci-gb200", transport="roce", domain_nodes=16,
         note="Oracle Cloud, 16 trays in each of 2 NVL72 racks, RoCE between the racks; NCCL 2.29.2 left to choose, with "
              "NCCL_NVLS_ENABLE=0 (the repo's manifest, header env), so Tree and Ring: the 684 GB/s plateau within 5% "
-             "(Ring/Simple from 4 GiB). Tree/LL128 over the chains of 64 GPUs per rack (4-256 MiB) runs 21-34% below "
-             "NCCL's RoCE LL128 rate; below 1 MiB Tree/LL's chain is priced at ~130 us against the ~185 us measured"),
+             "(Ring/Simple from 4 GiB). Tree/LL and Tree/LL128 chain 64 GPUs per rack: 126 NVLink steps, each 0.7 us "
+             "slower on Blackwell than NCCL's table (nccl_constants.NVLINK_HOP_EXTRA_US), ~200 us at 8 B-64 KiB "
+             "against 182-204 us measured (112 us at NCCL's per-step latency)"),
     "a100x16_allreduce_2node_oci_roce_ringalgo": Case(
         "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
         note="Oracle Cloud BM.GPU.B4.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-a100's 8 x 200 Gb/s); 1-8 GiB only"),

@@ -14,9 +14,9 @@ from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
-    MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
-    P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
-    TunerConstants, constants_from_overrides,
+    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES,
+    P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS,
+    ArchRow, LinkClass, TunerConstants, constants_from_overrides,
 )
 
 
@@ -272,6 +272,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
     stack = stack_for_profile(profile)
     if stack.reported_latency_us:
         constants = replace(constants, reported_net_latency_us=stack.reported_latency_us)
+    if constants.nvlink_hop_extra_us is None:  # the GPU generation's NVLink crossing (nccl_constants)
+        constants = replace(constants, nvlink_hop_extra_us=NVLINK_HOP_EXTRA_US.get(arch_row(profile.gpu.arch), 0.0))
     g = graph_from_profile(profile, n_ranks, n_nodes)
     g = replace(
         g,
