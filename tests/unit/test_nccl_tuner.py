@@ -359,3 +359,27 @@ def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
     mi300x = _p2p_ctx("mi300x", 16, 2)
     assert t.ring_cta_GBps(mi300x) is None
 
+
+@pytest.mark.parametrize("version,devices,choice", [
+    ("2.19.3", (16, 12.5), ("tree", "simple")),  # each 100 Gb/s port a device: 16 channels at 12 GB/s
+    ("2.20.3", (8, 25.0), ("ring", "simple")),   # IB_MERGE_NICS: one 200 Gb/s device per NIC
+    ("2.29.3", (8, 25.0), ("ring", "simple")),
+])
+def test_nccl_before_2_20_gives_each_port_of_a_dual_port_nic_its_own_channels(version, devices, choice):
+    """Oracle's A100 nodes: 8 dual-port ConnectX-6 Dx, 2 x 100 Gb/s (oci-hpc-oke's topology file lists two
+    ``net`` per ``nic``). NCCL 2.19's IB plugin makes each port a network device, 2.20's merges them
+    (net_ib.cc IB_MERGE_NICS). With 16 ports the 2-node graph has 16 channels at 12 GB/s and Tree
+    outrates Ring at 1-8 GiB: the NCCL 2.19.3 sweep reaches 219-238 GB/s busbw there, above the
+    8 x 200 Gb/s x 0.95 = 190 GB/s that bounds any ring across two nodes, where the pinned Ring of
+    NCCL 2.29.3 on the same NICs measures 185-189 (data/nccl/a100x16_allreduce_2node_oci_*)."""
+    from simulator.config.hardware import load_profile
+    p = load_profile("dgx-a100")
+    nics = p.node.nics.model_copy(update={"ports": 2, "transport": "roce"})
+    oci = p.model_copy(update={"node": p.node.model_copy(update={"nics": nics}), "nccl": {"version": version}})
+    assert g.net_devices(oci) == devices
+    ctx = g.context_from_profile(oci, 16, 2)
+    assert (ctx.graph.n_channels, ctx.graph.bw_inter_GBps) == (devices[0], 24.0 if devices[0] == 8 else 12.0)
+    assert t.select(ctx, "allreduce", 8 << 30) == choice
+    # a single-port NIC is one device in every release
+    single = p.model_copy(update={"nccl": {"version": version}})
+    assert g.net_devices(single) == (8, 25.0)
