@@ -125,6 +125,8 @@ PROFILE_NOTES = {
                           "across nodes",
     "node.nics.rdzv_proto": "Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO); "
                             "alt_read costs a host-software round per network message (net_message_us)",
+    "node.nics.ports": "network ports per NIC, Gbps being their sum: NCCL before 2.20 gives each port its own "
+                       "network device (and channels), 2.20 onwards merges them into one",
     "scale_out.kind": "rail_fat_tree (a leaf per rail per unit), fat_tree (one leaf per unit), dragonfly (groups "
                       "joined by global links, routed on the fabric graph) or none",
     "scale_out.nodes_per_unit": "nodes under one leaf group (scalable unit; a dragonfly group)",

@@ -53,11 +53,6 @@ FIT_EXCLUDED = {
                    "too, they pulled InfiniBand's hop extra from 3 to 15 us; with them explained (two CTAs per NIC, "
                    "nccl_tuner.ring_cta_GBps) the full fit keeps 7 us with or without it, but held out sophia-a100 "
                    "would take the fit on a100-pcie and this cluster: 8.4% -> 11.0% at >= 1 MiB (scored, not fitted)",
-    "oci-gb200": "two NVL72 racks over RoCE, run with NCCL_NVLS_ENABLE=0 (the header's env): Tree/LL's per-call "
-                 "cost there is a chain of 64 GPUs across a multi-node NVLink rack (NCCL's 63 intra-domain hops), "
-                 "which it prices 28% below the ~185 us measured; fitted in, that gap moved RoCE's hop extra from "
-                 "20 to 40 us (while RoCE was one row for NCCL and RCCL), which the 2-node RoCE systems then pay "
-                 "(held out: gcp-a3-ultra all sizes 25% -> 33%; scored, not fitted)",
     "aac10-mi300x": "RCCL 2.22.3 over RCCL's own verbs transport: every call up to 128 MiB pays a constant ~220 us more than "
                     "on the MI355X cluster of the same provider (RCCL 2.26.6 with AMD's ANP plugin: a 40 us floor), while "
                     "both grow alike from 2 to 64 MiB (129 vs 126 GB/s of Tree/Simple algbw): a per-call cost of that "

@@ -43,6 +43,7 @@ class Case:
     domain_nodes: int | None = None
     nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
     proto: str | None = None  # the header's env pins one NCCL_PROTO (LL, LL128, Simple)
+    nic_ports: int | None = None  # ports per NIC when the cluster's NICs are not the profile's (nics.ports)
 
     @property
     def system(self) -> str:
@@ -219,19 +220,26 @@ CASES.update({
                                                  note="ALCF's Polaris-design testbed: " + _POLARIS_NOTE)
     for op in ("allreduce", "allgather", "alltoall")
 })
+# Oracle's A100 shapes: 8 dual-port ConnectX-6 Dx (2 x 100 Gb/s) where dgx-a100 has 8 single-port
+# 200 Gb/s HCAs, the same links; NCCL before 2.20 gives each port its own channels
+# (nccl_graph.net_devices; oracle-quickstart/oci-hpc-oke manifests/topology/BM.GPU.A100-v2.8.xml).
+_OCI_A100_PORTS = 2
 CASES.update({
     "gb200x128_allreduce_2rack_oci_nvl72_roce": Case(
         "gb200-nvl72", "allreduce", 128, 4, family="oci-gb200", transport="roce", domain_nodes=16,
         note="Oracle Cloud, 16 trays in each of 2 NVL72 racks, RoCE between the racks; NCCL 2.29.2 left to choose, with "
              "NCCL_NVLS_ENABLE=0 (the repo's manifest, header env), so Tree and Ring: the 684 GB/s plateau within 5% "
-             "(Ring/Simple from 4 GiB). Tree/LL128 over the chains of 64 GPUs per rack (4-256 MiB) runs 21-34% below "
-             "NCCL's RoCE LL128 rate; below 1 MiB Tree/LL's chain is priced at ~130 us against the ~185 us measured"),
+             "(Ring/Simple from 4 GiB). Tree/LL and Tree/LL128 chain 64 GPUs per rack: 126 NVLink steps, each 0.7 us "
+             "slower on Blackwell than NCCL's table (nccl_constants.NVLINK_HOP_EXTRA_US), ~200 us at 8 B-64 KiB "
+             "against 182-204 us measured (112 us at NCCL's per-step latency)"),
     "a100x16_allreduce_2node_oci_roce_ringalgo": Case(
-        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
+        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce", nic_ports=_OCI_A100_PORTS,
         note="Oracle Cloud BM.GPU.B4.8 (16 RoCE HCAs of unprinted speed, modelled as dgx-a100's 8 x 200 Gb/s); 1-8 GiB only"),
     "a100x16_allreduce_2node_oci_oke_roce": Case(
-        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce",
-        note="Oracle Cloud A100 (OKE), the same RoCE fabric as the B4.8 sweep; NCCL 2.19.3 left to choose"),
+        "dgx-a100", "allreduce", 16, 8, family="oci-a100", transport="roce", nic_ports=_OCI_A100_PORTS,
+        note="Oracle Cloud A100 (OKE), the same RoCE fabric as the B4.8 sweep; NCCL 2.19.3 left to choose, which "
+             "sees the 16 ports of the 8 dual-port NICs as 16 network devices (nccl_graph.net_devices): 16 channels "
+             "at 12 GB/s, Tree from 512 MiB (238 GB/s busbw measured at 8 GiB, above any 2-node ring's NIC bound)"),
     "a100x16_allreduce_2node_awsp4de_efa": Case(
         "aws-p4de", "allreduce", 16, 8,
         note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, Tree/Simple's floor: "
@@ -352,6 +360,9 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
     profile = load_profile(case.profile)
     if case.transport and case.transport != profile.node.nics.transport:
         nics = profile.node.nics.model_copy(update={"transport": case.transport})
+        profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
+    if case.nic_ports and case.nic_ports != profile.node.nics.ports:
+        nics = profile.node.nics.model_copy(update={"ports": case.nic_ports})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
     if not case.nvls and profile.node.scale_up.nvls:  # NCCL_NVLS_ENABLE=0: no NVLS graph, no NVLS/NVLSTree
         scale_up = profile.node.scale_up.model_copy(update={"nvls": False})

@@ -230,6 +230,10 @@ class NICs(_Strict):
     # only on a done-notify message back (prov/cxi cxip_msg_hpc.c cxip_rdzv_done_notify): a host
     # cost per NCCL network message (costs/transports.py, costs/net_messages.py).
     rdzv_proto: Literal["default", "alt_read"] = "default"
+    # Network ports per NIC, ``Gbps`` being their sum (a dual-port ConnectX-6 Dx of 2 x 100 Gb/s:
+    # ports 2, Gbps 200). The links are the NIC's either way; what changes is what NCCL's graph
+    # sees: before 2.20 one network device per port, from 2.20 one per NIC (nccl_graph.net_devices).
+    ports: int = Field(default=1, ge=1)
 
     @property
     def Bps(self) -> float:

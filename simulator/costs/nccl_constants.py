@@ -45,6 +45,19 @@ PER_CH_MAX_NVLS_TREE_BW = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 1
 # (tuning.cc "graphs[a]->pattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85", every release from 2.18.3).
 SIMPLE_TREE_FACTOR = 0.85
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
+# What one NVLink step of a ring or tree costs beyond NCCL's ``hwLat[NVLINK]`` on each GPU generation,
+# us. NCCL's NVLink row (0.6 / 1.25-1.9 / 3.4-4 us for LL / LL128 / Simple) is one table for every
+# GPU (tuning.cc, unchanged from 2.18 to 2.30), and Hopper runs to it: 2 x 8 H100 Tree/LL at 16-128 B
+# takes 25 us, NCCL's 6.8 + 2 x (7 x 0.6 + 5) (data/nccl/h100x16_allreduce_2node_xe9680_ib.csv).
+# Blackwell's NVLink 5 crossing is slower: the same 8-byte AllReduce with NCCL 2.27's symmetric-memory
+# kernels, whose small-size path is a single exchange over NVLink, takes ~3.0 us on 8 x B200 and
+# ~2.3 us on 8 x H200/H800 under the same tuning (NVIDIA/nccl issue #1940, 2025-12-12): 0.7 us more per
+# crossing, on a one-switch HGX B200 board as on an NVL72 rack. NCCL does not know it (its choice
+# ignores it); a ring or tree pays it once per NVLink step. Measured on 2 x 64 GB200 over two NVL72
+# racks: Tree/LL's 126 NVLink steps take ~185 us where NCCL's table gives 92 us
+# (data/nccl/gb200x128_allreduce_2rack_oci_nvl72_roce.csv: 8 B-64 KiB predicted 112 -> 201 us with
+# RoCE's deployed hop extra, measured 182-204 us).
+NVLINK_HOP_EXTRA_US = {"volta": 0.0, "ampere": 0.0, "hopper": 0.0, "blackwell": 0.7}
 
 # Tree AllReduce correction, index log2(nBytes/64), 64 B .. 512 MiB (§2 "Tree correction").
 TREE_CORRECTION: dict[str, tuple[float, ...]] = {
@@ -118,6 +131,11 @@ class TunerConstants:
     # inter-node hop's time like a fitted hop latency; NCCL does not know it, so selection ignores
     # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
     net_hop_extra_us: float = 0.0
+    # What one NVLink step of a ring or tree costs beyond NCCL's NVLink hop latency on this GPU
+    # generation (us; NVLINK_HOP_EXTRA_US). None: not given, i.e. 0 here and the table's value for
+    # the profile's GPU in nccl_graph.context_from_profile. NCCL does not know it, so selection
+    # ignores it.
+    nvlink_hop_extra_us: float | None = None
     # What one network message costs where the transport's message protocol runs in host
     # software (``TransportStack.host_messages``: EFA's SENDRECV path, GPUDirect-TCPXO, Slingshot's
     # CXI alt_read rendezvous), paid once per message a channel of a Simple ring or tree sends, or
@@ -197,7 +215,7 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "net_latency_us", "net_hop_extra_us", "net_message_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
@@ -261,7 +279,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             if not float(value) > 0:
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
-        elif key in ("net_latency_us", "net_hop_extra_us", "net_message_us"):
+        elif key in ("net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from simulator.config.nccl_overrides import scoped
+from simulator.config.nccl_overrides import scoped, version_key
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
-    MAX_CHANNELS, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES,
-    P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass,
-    TunerConstants, constants_from_overrides,
+    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES,
+    P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS,
+    ArchRow, LinkClass, TunerConstants, constants_from_overrides,
 )
 
 
@@ -112,10 +112,10 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         n_ch, bw = _pick_speed(intra_total, SPEEDS_INTRA[row])
         bw_inter = bw
     else:
-        nic_GBps = profile.node.nics.GBps
+        devices, nic_GBps = net_devices(profile)
         # NICs of one NCCL node: the NVLink domain's (all of an MNNVL rack's trays, whose
         # topologies NCCL fuses into one: init.cc "XML topo fusion", MNNVL clique support).
-        domain_nics = profile.node.nics.count * profile.nodes_per_domain
+        domain_nics = devices * profile.nodes_per_domain
         nics = max(1, min(domain_nics, MAX_CHANNELS // 2, reachable_nics(profile, ppn)) if domain_nics else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
@@ -139,6 +139,30 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
                       simple_tree_pattern(profile, ppn, n_nodes))
 
 
+# The first release whose IB plugin merges the ports of one NIC into one network device.
+MERGED_PORTS_FROM = "2.20.3"
+
+
+def net_devices(profile) -> tuple[int, float]:
+    """The network devices NCCL's graph sees on a node: (count, GB/s each).
+
+    A NIC with several ports (``nics.ports``) is one PCI device in NCCL's topology in every
+    release ("merge multi-port NICs into one PCI device", ``topo.cc``), but up to 2.19 the IB
+    plugin lists each port as its own network device of the port's speed (``net_ib.cc`` of
+    v2.19.3-1: one ``ncclIbDevs`` entry per active port), so the graph search gives each port
+    its channels at the port's rate. v2.20.3-1 merges a NIC's ports into one device of their summed
+    speed (``NCCL_IB_MERGE_NICS``, default 1: ``ncclIbMergedDevs``). Oracle's A100 shapes carry
+    8 dual-port ConnectX-6 Dx, 2 x 100 Gb/s each, listed as two ``net`` entries per ``nic`` in the
+    topology file their NCCL runs read (oracle-quickstart/oci-hpc-oke
+    manifests/topology/BM.GPU.A100-v2.8.xml)."""
+    nics = profile.node.nics
+    ports = nics.ports
+    version = profile.nccl_version
+    if ports > 1 and version is not None and version_key(version) < version_key(MERGED_PORTS_FROM):
+        return nics.count * ports, nics.GBps / ports
+    return nics.count, nics.GBps
+
+
 def reachable_nics(profile, ppn: int) -> int:
     """NICs that a communicator with `ppn` ranks per node can give ring channels: its GPUs' own.
 
@@ -155,7 +179,7 @@ def reachable_nics(profile, ppn: int) -> int:
     one 400 Gb/s NIC each; 8 channels at 48 GB/s for one GPU would rate a ring 8x that.
     """
     gpus = max(1, profile.node.gpus)
-    per_gpu = max(1, (profile.node.nics.count or 0) // gpus)
+    per_gpu = max(1, net_devices(profile)[0] // gpus)
     return max(1, ppn) * per_gpu
 
 
@@ -210,9 +234,9 @@ def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tup
         else:
             peers.append(2)
     if n_nodes > 1:
-        nics = profile.node.nics
-        local = max(1, (nics.count or 1) // profile.node.gpus)
-        peers.append(max(local, math.ceil(local * nics.GBps / P2P_PER_CHANNEL_NET_GBPS)))
+        devices, device_GBps = net_devices(profile)
+        local = max(1, (devices or 1) // profile.node.gpus)
+        peers.append(max(local, math.ceil(local * device_GBps / P2P_PER_CHANNEL_NET_GBPS)))
     per_peer = _pow2_up(min(peers)) if peers else 1
     if n_nodes > 1:
         while per_peer * math.ceil(n_ranks / P2P_PER_BATCH) > p2p and per_peer > 1:
@@ -272,6 +296,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
     stack = stack_for_profile(profile)
     if stack.reported_latency_us:
         constants = replace(constants, reported_net_latency_us=stack.reported_latency_us)
+    if constants.nvlink_hop_extra_us is None:  # the GPU generation's NVLink crossing (nccl_constants)
+        constants = replace(constants, nvlink_hop_extra_us=NVLINK_HOP_EXTRA_US.get(arch_row(profile.gpu.arch), 0.0))
     g = graph_from_profile(profile, n_ranks, n_nodes)
     g = replace(
         g,

@@ -81,6 +81,15 @@ def ring_net_crossings(nsteps: int, ppn: int, inter_steps: int) -> int:
     return -(-nsteps // ppn)
 
 
+def nvlink_hop_extra_us(ctx: TunerContext) -> float:
+    """What one NVLink step of a ring or tree costs beyond NCCL's table on the communicator's GPUs
+    (``nccl_constants.NVLINK_HOP_EXTRA_US``: 0.7 us on Blackwell, NVIDIA/nccl issue #1940; set
+    per GPU by ``nccl_graph.context_from_profile``), us; 0 over PCIe and in NCCL's own choice
+    (:func:`selection_context`)."""
+    own = ctx.constants.nvlink_hop_extra_us
+    return own if own is not None and ctx.intra_link == "nvlink" else 0.0
+
+
 def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     """NCCL's per-call latency term for (collective, algorithm, protocol), microseconds."""
     p = PROTOS.index(proto)
@@ -90,6 +99,8 @@ def latency_us(ctx: TunerContext, coll: str, algo: str, proto: str) -> float:
     t = k.tables
     if proto == "ll" and ctx.n_nodes > 1:
         intra *= t.ll_intra_latency_multinode
+    if algo in ("ring", "tree"):  # each step a GPU-to-GPU exchange (NVLS's is the switch's own)
+        intra += nvlink_hop_extra_us(ctx)
     inter_algo = "tree" if ctx.ppn == 1 and ctx.n_nodes > 1 and t.ppn1_uses_tree_net_latency else algo
     tuned = k.hw_latency_us["net"][inter_algo][p] + net_plugin_latency_us(ctx, proto)
     inter = tuned + k.net_hop_extra_us

@@ -59,6 +59,29 @@ def test_deployed_hop_extra_is_paid_per_ring_crossing_not_per_tuner_step():
     assert tree - t.latency_us(_ctx(n=16, nodes=2), "allreduce", "tree", "ll") == pytest.approx(20.0)
 
 
+def test_blackwell_nvlink_step_pays_its_extra_crossing_latency_in_time_not_in_choice():
+    """NCCL's NVLink hop latency is one table for every GPU; a Blackwell NVLink crossing costs
+    0.7 us more (NVIDIA/nccl issue #1940: 8-byte AllReduce 3.0 us on 8 x B200, 2.3 us on Hopper).
+    2 x 64 GB200 over two NVL72 racks, Tree/LL: 2 x 63 NVLink steps, 6.8 + 2 (63 x 1.3 + 5) =
+    180.4 us (NCCL's 92.4 us); measured 182-204 us at 8 B-64 KiB with RoCE's two 10 us crossings
+    (data/nccl/gb200x128_allreduce_2rack_oci_nvl72_roce.csv). Hopper and NCCL's choice keep the table."""
+    from simulator.config.hardware import load_profile
+    assert g.context_from_profile(load_profile("gb200-nvl72"), 72, 1).constants.nvlink_hop_extra_us == 0.7
+    assert g.context_from_profile(load_profile("dgx-h100"), 8, 1).constants.nvlink_hop_extra_us == 0.0
+    extra = k.NVLINK_HOP_EXTRA_US["blackwell"]
+    bw = _ctx(arch="blackwell", n=128, nodes=2, nvlink_hop_extra_us=extra)
+    assert t.latency_us(bw, "allreduce", "tree", "ll") == pytest.approx(6.8 + 2 * (63 * 1.3 + 5.0))
+    assert t.latency_us(t.selection_context(bw), "allreduce", "tree", "ll") == pytest.approx(92.4)
+    assert t.latency_us(_ctx(n=128, nodes=2), "allreduce", "tree", "ll") == pytest.approx(92.4)
+    # a one-rack ring: 2 x 71 NVLink steps, each 0.7 us more; NVLS (the switch's own op) unchanged
+    rack = _ctx(arch="blackwell", n=72, nvlink_hop_extra_us=extra)
+    assert t.latency_us(rack, "allreduce", "ring", "simple") == pytest.approx(8.4 + 142 * (3.4 + 0.7))
+    assert t.latency_us(rack, "allreduce", "nvls", "simple") == t.latency_us(_ctx(n=72), "allreduce", "nvls", "simple")
+    # over PCIe no NVLink step; a profile's own value replaces the table's
+    assert t.latency_us(_ctx(arch="blackwell", link="pci", nvlink_hop_extra_us=extra), "allreduce", "ring", "ll") == \
+        t.latency_us(_ctx(link="pci"), "allreduce", "ring", "ll")
+
+
 def test_selection_tiny_is_ll_and_large_is_nvls_on_h100():
     ctx = _ctx()
     assert t.select(ctx, "allreduce", 8)[1] == "ll"
@@ -335,3 +358,28 @@ def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
     # RCCL's kernels are not NCCL's CTAs: no such limit
     mi300x = _p2p_ctx("mi300x", 16, 2)
     assert t.ring_cta_GBps(mi300x) is None
+
+
+@pytest.mark.parametrize("version,devices,choice", [
+    ("2.19.3", (16, 12.5), ("tree", "simple")),  # each 100 Gb/s port a device: 16 channels at 12 GB/s
+    ("2.20.3", (8, 25.0), ("ring", "simple")),   # IB_MERGE_NICS: one 200 Gb/s device per NIC
+    ("2.29.3", (8, 25.0), ("ring", "simple")),
+])
+def test_nccl_before_2_20_gives_each_port_of_a_dual_port_nic_its_own_channels(version, devices, choice):
+    """Oracle's A100 nodes: 8 dual-port ConnectX-6 Dx, 2 x 100 Gb/s (oci-hpc-oke's topology file lists two
+    ``net`` per ``nic``). NCCL 2.19's IB plugin makes each port a network device, 2.20's merges them
+    (net_ib.cc IB_MERGE_NICS). With 16 ports the 2-node graph has 16 channels at 12 GB/s and Tree
+    outrates Ring at 1-8 GiB: the NCCL 2.19.3 sweep reaches 219-238 GB/s busbw there, above the
+    8 x 200 Gb/s x 0.95 = 190 GB/s that bounds any ring across two nodes, where the pinned Ring of
+    NCCL 2.29.3 on the same NICs measures 185-189 (data/nccl/a100x16_allreduce_2node_oci_*)."""
+    from simulator.config.hardware import load_profile
+    p = load_profile("dgx-a100")
+    nics = p.node.nics.model_copy(update={"ports": 2, "transport": "roce"})
+    oci = p.model_copy(update={"node": p.node.model_copy(update={"nics": nics}), "nccl": {"version": version}})
+    assert g.net_devices(oci) == devices
+    ctx = g.context_from_profile(oci, 16, 2)
+    assert (ctx.graph.n_channels, ctx.graph.bw_inter_GBps) == (devices[0], 24.0 if devices[0] == 8 else 12.0)
+    assert t.select(ctx, "allreduce", 8 << 30) == choice
+    # a single-port NIC is one device in every release
+    single = p.model_copy(update={"nccl": {"version": version}})
+    assert g.net_devices(single) == (8, 25.0)
