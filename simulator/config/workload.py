@@ -121,6 +121,20 @@ PRESETS: dict[str, dict[str, Any]] = {
                                                      "EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
                                        mamba_heads=128, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
                                        mamba_conv=4, mamba_chunk=128),
+    # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 (the checkpoint NeMo AutoModel's
+    # nemotron_ultra_v3_te_deepep.yaml loads, Automodel @cb976544), its shape as NVIDIA/Megatron-LM
+    # examples/post_training/modelopt/conf/nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh (@453761c5)
+    # passes it: 108 blocks, hidden 8192; 48 Mamba2 mixers of 256 heads x 64 (d_inner 16384), Megatron's
+    # default state 128 and 8 groups; 12 GQA attention blocks of 64 x 128 with 2 KV heads; 48 LatentMoE
+    # blocks of 512 squared-ReLU experts of 5120 in a 2048-wide latent space, 22 per token, one shared
+    # expert of 10240 at the full width; vocabulary 131072, untied. Its MTP block (two depths through one
+    # "*E" layer, mtp_use_repeated_layer) only with model.mtp_layers: 2, model.mtp_repeated_layer: true.
+    "nemotron-3-ultra-550b-a55b": _moe(108, 8192, 64, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=5120,
+                                       head_dim=128, shared=1, shared_ffn=10240, mlp="gelu", moe_latent_size=2048,
+                                       layer_pattern="MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*"
+                                                     "EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                                       mamba_heads=256, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
+                                       mamba_conv=4, mamba_chunk=128),
 }
 
 
@@ -159,6 +173,10 @@ class Model(_Strict):
     mtp_layers: int = Field(default=0, ge=0, description="multi-token-prediction depths on the last pipeline "
                             "stage (DeepSeek-V3's MTP module, Megatron-Core --mtp-num-layers; with layer_pattern "
                             "each depth is an attention and an MoE block, Nemotron-3's \"*E\"; 0: none)")
+    mtp_repeated_layer: bool = Field(default=False, description="the MTP depths run through one physical depth "
+                                     "(Megatron-Core --mtp-use-repeated-layer, NeMo AutoModel mtp_use_repeated_layer, "
+                                     "Nemotron-3 Ultra): every depth computed, its weights, gradients and optimizer "
+                                     "state held once")
     moe_latent_size: int = Field(default=0, ge=0, description="LatentMoE (Nemotron-3 Super/Ultra, Megatron-Core "
                                  "--moe-latent-size): the routed experts' width; each MoE block projects its input "
                                  "h -> latent before the dispatch and the combined output latent -> h after it, the "
@@ -384,12 +402,14 @@ class Training(_Strict):
 
     # Memory (simulator/schedule/memory.py): the loss implementation, whose logits buffers set the
     # last stage's peak, and the caching allocator's fragmentation (reserved − allocated).
-    cross_entropy: Literal["vocab_parallel", "torch", "fused"] = Field(
+    cross_entropy: Literal["vocab_parallel", "torch", "fused", "fused_linear"] = Field(
         default="vocab_parallel", description="loss implementation (its kernels' traffic and memory): vocab_parallel "
         "(Megatron's vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak, six "
         "forward passes over them) | torch (F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; "
         "16 with TP > 1, DTensor loss_parallel) | fused (one cross-entropy kernel on the bf16 logits: flash-attn's, "
-        "llm-foundry's default: 4 bytes per logit)")
+        "llm-foundry's default: 4 bytes per logit) | fused_linear (the LM head and the loss in one blockwise kernel "
+        "that never writes the logits: Cut Cross-Entropy, NeMo AutoModel's FusedLinearCrossEntropy; no logits "
+        "buffers, the head's GEMM run again in backward)")
     train_metrics: int = Field(
         default=0, ge=0, description="cross-entropy metrics computed on every micro-batch's logits besides the "
         "loss, after its backward (Composer's default training metrics of a causal LM, LanguageCrossEntropy and "

@@ -53,6 +53,18 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
     # backend.enable_fsdp_optimizations (Nano's config sets it). No MTP block: AutoModel's NemotronV3 model
     # builds none before 1f13c9aa ("add Multi-Token Prediction (MTP) support", two months later)
     "Nemotron V3 Super 120B (26.02)": ("nemotron-3-super-120b-a12b", "full", 64, True, "flash2"),
+    # examples/llm_benchmark/nemotron/nemotron_ultra_v3_te_deepep.yaml (Automodel cb976544): activation
+    # checkpointing, EP 64, reshard_after_forward true, attention through TE (attn: te). Its experts:
+    # torch_mm, torch._grouped_mm over the same argsorted token groups: two grouped GEMMs, priced as gmm's
+    "Nemotron V3 Ultra 550B (26.04)": ("nemotron-3-ultra-550b-a55b", "full", 64, True, "auto"),
+}
+
+# The same configs' model and training settings beyond the shape: Ultra's num_nextn_predict_layers 2 with
+# mtp_use_repeated_layer (two MTP depths through one physical "*E" layer) and its loss_fn,
+# FusedLinearCrossEntropy (Cut Cross-Entropy: the LM head and the loss without logits), for every head
+# (nemo_automodel/components/loss/mtp.py calculate_mtp_loss passes the MTP depths' hidden states to it too).
+AUTOMODEL_MOE_KEYS: dict[str, tuple[dict, dict]] = {
+    "Nemotron V3 Ultra 550B (26.04)": ({"mtp_layers": 2, "mtp_repeated_layer": True}, {"cross_entropy": "fused_linear"}),
 }
 
 # Without PP, train_ft's ``_forward_backward_step`` (which the benchmark recipe runs per micro-batch)
@@ -62,9 +74,10 @@ AUTOMODEL_MOE: dict[str, tuple[str, str, int, bool, str]] = {
 # micro-batch but the last: gradients are reduce-scattered once per step (``fsdp_grad_sync: no_sync``).
 # It acts only when the model it is given, the outer CausalLM, is an FSDP module: the MoE parallelizer
 # wraps it since 4448734a ("perf regressions for custom MoEs", ``wrap_outer_model``, default true), so
-# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more), not for the Qwen3 and GPT-OSS
-# rows (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped).
-AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)"})
+# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more) and Ultra (cb976544; its row runs
+# one micro-batch per step, GA=1, so the deferral does not act), not for the Qwen3 and GPT-OSS rows
+# (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped).
+AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)", "Nemotron V3 Ultra 550B (26.04)"})
 
 # Rows run without PP whose benchmark config sets ``backend.enable_fsdp_optimizations``: the benchmark
 # recipe (recipes/llm/benchmark.py at 08a48f76) calls ``prepare_for_grad_accumulation`` before the
@@ -74,16 +87,7 @@ AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)"})
 AUTOMODEL_DEFERRED_SYNC = frozenset({"Nemotron V3 Nano 30B (26.02)"})
 
 # Rows left out, with the reason (the source's notes in sources.py repeat it).
-AUTOMODEL_MOE_SKIPPED: dict[str, str] = {
-    # nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16: 108 blocks (48 M, 48 E, 12 *), hidden 8192, 64 heads of
-    # 128 with 2 KV heads, 256 Mamba2 heads, 512 experts of 5120 in a 2048 latent space, 22 per token, a
-    # shared expert of 10240 (a transcription of its config.json; the pattern as Megatron-LM launch scripts
-    # pass it): 550B / 55B active. Its benchmark config (nemotron_ultra_v3_te_deepep.yaml, Automodel
-    # cb976544) runs two MTP depths through one physical "*E" layer (mtp_use_repeated_layer), AutoModel's
-    # FusedLinearCrossEntropy and torch_mm experts
-    "Nemotron V3 Ultra 550B (26.04)": "its repeated MTP layer (two depths, one set of weights) and the fused "
-                                      "linear cross-entropy of its config are not modelled",
-}
+AUTOMODEL_MOE_SKIPPED: dict[str, str] = {}
 
 
 def uneven_virtual_stages(layers: int, stages: int) -> tuple[int, ...]:
@@ -100,7 +104,7 @@ def uneven_virtual_stages(layers: int, stages: int) -> tuple[int, ...]:
 def automodel_moe(rows: list[Row]) -> list[Case]:
     """MoE pre-training rows of the models above (FSDP2 + EP with DeepEP, BF16, balanced gate), 8 to
     1,024 GPUs, Nemotron-3 Nano's and Super's hybrid Mamba2-Transformer MoEs included (Super's
-    LatentMoE with ``model.moe_latent_size``); its Ultra row is left out (``AUTOMODEL_MOE_SKIPPED``)."""
+    LatentMoE with ``model.moe_latent_size``, Ultra's repeated MTP layer and fused linear cross-entropy)."""
     out: list[Case] = []
     for r in rows:
         name = r["model_name"]
@@ -125,7 +129,9 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         scn = make_scenario(f"automodel-moe-{len(out)}", "dgx-h100", n, model,
                             micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                             dtype="bf16", recompute=recompute, parallel=parallel, stack=TORCH_EAGER_TE)
-        scn["training"].update(moe_routing="round_robin", attention=kernel)  # fake_balanced_gate
+        model_keys, training_keys = AUTOMODEL_MOE_KEYS.get(name, ({}, {}))
+        scn["model"].update(model_keys)
+        scn["training"].update(moe_routing="round_robin", attention=kernel, **training_keys)  # fake_balanced_gate
         if preset in BIASED_EXPERTS:  # grouped_gemm's gmm has no bias: both biases added per local expert
             scn["training"]["moe_expert_bias"] = "per_expert_fc1_fc2"
         dp = n // pp

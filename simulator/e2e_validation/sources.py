@@ -558,8 +558,10 @@ SOURCES: list[Source] = [
             "LatentMoE (model.moe_latent_size) projects each MoE block's input to 1024 before the dispatch and back "
             "to 4096 after the combine, so its experts and its DeepEP exchange run at a quarter of the hidden "
             "size. No MTP block for Super: AutoModel's NemotronV3 model had none when the row was measured. "
-            "Ultra is left out (its repeated two-depth MTP layer and fused linear cross-entropy are not "
-            "modelled); see AUTOMODEL_MOE_SKIPPED in simulator/e2e_validation/moe_sources.py."]),
+            "Ultra (108 blocks, LatentMoE at 2048) as its benchmark config runs it: two MTP depths through one "
+            "physical \"*E\" layer (model.mtp_repeated_layer: each depth computed, its weights held once) and "
+            "AutoModel's FusedLinearCrossEntropy for every head (training.cross_entropy: fused_linear, Cut "
+            "Cross-Entropy: no logits, the head's GEMM run again in backward)."]),
     Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
            ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "

@@ -23,6 +23,21 @@ softmax runs in fp32 (4 B):
   llm-foundry's MPT uses by default, ``loss_fn: fused_crossentropy``; the apex ``xentropy``
   kernel of flash-attn 1.0.x): forward reads the row for its max and again for the sum of
   exponentials (2B), backward reads it and writes the gradient (2B).
+* ``fused_linear``: the LM head and the loss in one blockwise kernel that never writes the logits,
+  Apple's Cut Cross-Entropy (``cut_cross_entropy.linear_cross_entropy``, arXiv:2411.09009), which
+  NeMo AutoModel's ``FusedLinearCrossEntropy`` calls with ``filter_eps=None``
+  (nemo_automodel/components/loss/linear_ce.py at cb976544). Forward
+  (``cce_lse_forward.py``): each tile of E·Cᵀ is reduced to a running log-sum-exp in registers:
+  the head's GEMM and no pass over logits. Backward (``cce_backward.py``, ``_cce_backward_kernel``):
+  each tile is computed again (``tl.dot(e, c)``), turned into softmax − one-hot in registers, and
+  multiplied into dE (by C) and dC (by E) with locked adds; without filtering every tile does all
+  three: the GEMM again, its dgrad and its wgrad, and no memory pass. So the loss costs one more
+  forward GEMM of the head and no bytes per logit (:class:`~simulator.schedule.transformer.
+  LayerBuilder` ``head_forward`` / ``head_backward``), and the logits buffers are gone
+  (``memory.CROSS_ENTROPY_BYTES``). The Triton tiles are priced at the GEMM's rate: the
+  repository's README benchmark (A100-SXM4, PyTorch 2.4.1) times the forward at 46.4 ms for
+  8,192 tokens x 256,000 x 2,304 (9.66 TFLOP), 67% of the bf16 peak, against 75% for a GEMM that
+  large in the dgx-a100 profile; its backward is timed with gradient filtering only.
 
 A training metric computed on the logits besides the loss (``training.train_metrics``) is one more
 forward of PyTorch's cross-entropy, under no_grad, on the low-precision logits the model returned
@@ -46,7 +61,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CrossEntropyImpl = Literal["vocab_parallel", "torch", "fused"]
+CrossEntropyImpl = Literal["vocab_parallel", "torch", "fused", "fused_linear"]
 
 
 @dataclass(frozen=True)

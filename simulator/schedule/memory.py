@@ -123,7 +123,8 @@ ADAM_BYTES = 12
 
 # Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
 # module docstring for the tensors of each implementation.
-CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12, "fused": 4}
+# fused_linear (Cut Cross-Entropy) keeps no logits: its forward saves one fp32 log-sum-exp per token
+CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12, "fused": 4, "fused_linear": 0}
 TORCH_LOSS_PARALLEL_BYTES = 16  # "torch" with TP > 1: DTensor loss_parallel's decomposed log-softmax
 
 # Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: the

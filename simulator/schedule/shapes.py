@@ -104,6 +104,9 @@ class ParamUnit:
     name: str
     layer: int | None
     modules: tuple[Module, ...]
+    # a layer run again with another unit's weights (a repeated MTP depth): the modules it calls,
+    # which FSDP2 gathers and reduce-scatters per call, held and updated with their own unit
+    shares: tuple[Module, ...] = ()
 
     @property
     def numel(self) -> int:
@@ -205,6 +208,26 @@ def mtp_layers(scn: Scenario) -> list[int]:
     return list(range(m.layers, m.layers + m.mtp_layers))
 
 
+def repeated_mtp_depths(scn: Scenario) -> range:
+    """The MTP depths that run through depth 0's weights under ``model.mtp_repeated_layer``
+    (NeMo AutoModel ``MTPModule.forward``, nemo_automodel/components/models/common/mtp/mtp.py at
+    cb976544: ``physical_depth = 0 if use_repeated else depth``, every sublayer and its fusion
+    modules; Megatron-Core ``--mtp-use-repeated-layer``): their compute runs, their parameters are
+    depth 0's."""
+    m = scn.model
+    return range(1, m.mtp_layers) if m.mtp_repeated_layer else range(0)
+
+
+def reused(unit: ParamUnit) -> ParamUnit:
+    """`unit` run again with weights another unit holds: no parameters of its own to update, keep
+    or reduce in a bucket. A layer's weights are ``shares``: FSDP2 unshards a module at every call
+    and reshards it after (``FSDPParamGroup.pre_forward`` / ``post_forward``, and per call in
+    backward ``pre_backward`` / ``post_backward``'s ReduceScatter, torch/distributed/fsdp/
+    _fully_shard/_fsdp_param_group.py), so its gathers and reductions run again; the MTP fusion
+    norms and projection sit in the root group, gathered once."""
+    return ParamUnit(unit.name, unit.layer, (), unit.modules if unit.layer is not None else ())
+
+
 def virtual_layers(scn: Scenario) -> list[list[int]]:
     """Global layer indices of every virtual stage v = chunk·pp + stage; the last one also holds
     the MTP depths' layers (Megatron-Core builds the MTP block on the stage with the loss, the
@@ -228,7 +251,8 @@ def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
         units += [layer_unit(scn, layer) for layer in vl[v] if layer < scn.model.layers]
         if v == p.pp * p.vp - 1:
             for k, layer in enumerate(mtp_layers(scn)):
-                units += [mtp_unit(scn, k), layer_unit(scn, layer), mtp_head_unit(scn, k)]
+                depth = [mtp_unit(scn, k), layer_unit(scn, layer), mtp_head_unit(scn, k)]
+                units += [reused(u) for u in depth] if k in repeated_mtp_depths(scn) else depth
             units.append(head_unit(scn))
         chunks.append(units)
     return chunks
@@ -257,11 +281,13 @@ def stage_params(scn: Scenario, stage: int) -> StageParams:
     once: the memory model asks for every stage of every plan a sweep screens."""
     p = scn.parallel
     units = ([embedding_unit(scn)] if stage == 0 else []) + ([head_unit(scn)] if stage == p.pp - 1 else [])
+    shared = {layer for k, layer in enumerate(mtp_layers(scn)) if k in repeated_mtp_depths(scn)}
     if stage == p.pp - 1:
-        units += [u for k in range(scn.model.mtp_layers) for u in (mtp_unit(scn, k), mtp_head_unit(scn, k))]
+        units += [u for k in range(scn.model.mtp_layers) if k not in repeated_mtp_depths(scn)
+                  for u in (mtp_unit(scn, k), mtp_head_unit(scn, k))]
     dense = sum(m.numel for u in units for m in u.modules if not m.expert)
     expert = sum(m.numel for u in units for m in u.modules if m.expert)
-    for (d, e), n in layer_kinds(scn, stage_layers(scn, stage)):
+    for (d, e), n in layer_kinds(scn, [layer for layer in stage_layers(scn, stage) if layer not in shared]):
         dense, expert = dense + n * d, expert + n * e
     return StageParams(dense=dense, expert=expert)
 

@@ -672,9 +672,11 @@ class LayerBuilder:
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
-        fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
-        loss = _mem_op(pb, f"{prefix}loss.fwd", "loss", fwd.bytes_per_logit * s.tokens * s.shape.vocab, (logits,), tag,
-                       fwd.kernels)
+        loss = logits
+        if s.cross_entropy != "fused_linear":  # fused_linear: the GEMM's tiles reduced in place (schedule/loss.py)
+            fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
+            loss = _mem_op(pb, f"{prefix}loss.fwd", "loss", fwd.bytes_per_logit * s.tokens * s.shape.vocab, (logits,),
+                           tag, fwd.kernels)
         if s.tp > 1:
             for what in ("max", "sumexp", "target"):
                 loss = self._tp_comm(pb, f"{prefix}loss.fwd.ar_{what}", "allreduce", s.tokens * 4, loss, tag)
@@ -695,9 +697,14 @@ class LayerBuilder:
     def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
-        _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
-        loss = _mem_op(pb, f"{prefix}loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,), tag,
-                       bwd.kernels)
+        if s.cross_entropy == "fused_linear":  # the logits' tiles computed again, then dgrad and wgrad (loss.py)
+            start = len(pb.ops)
+            loss = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, after)
+            mark_recompute(pb, start)
+        else:
+            _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
+            loss = _mem_op(pb, f"{prefix}loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
+                           tag, bwd.kernels)
         dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise

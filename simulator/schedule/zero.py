@@ -248,7 +248,7 @@ class Fsdp2(GradSync):
         out = []
         for expert, label, axes, n in ((False, "", self.axes, self.group_size),
                                        (True, ".experts", self.expert_axes, self.expert_group_size)):
-            mods = [m for u in units for m in u.modules if m.expert == expert]
+            mods = [m for u in units for m in u.modules + u.shares if m.expert == expert]
             numel = sum(padded(m.numel, n) for m in mods)
             if numel and axes:
                 out.append((label, axes, numel, sum(padded(m.numel, n) * self.weight_bytes(m.name) for m in mods)))

@@ -18,15 +18,14 @@ def _moe_cases(source: str = "automodel_moe") -> list[sources.Case]:
 
 
 def test_automodel_moe_rows_build_the_printed_plans():
-    """Eight rows, 8 to 1,024 GPUs (Nemotron-3 Nano's and Super's hybrids included, the Ultra row left
-    out), EP as printed (or the config's for GPT-OSS), GPUs = PP x DP, FSDP2 with DeepEP and the
-    balanced gate."""
+    """Nine rows, 8 to 1,024 GPUs (Nemotron-3 Nano's, Super's and Ultra's hybrids included), EP as
+    printed (or the config's for GPT-OSS), GPUs = PP x DP, FSDP2 with DeepEP and the balanced gate."""
     cs = _moe_cases()
     assert [c.scenario["model"]["preset"] for c in cs] == [
-        "nemotron-3-super-120b-a12b", "nemotron-3-nano-30b-a3b", "deepseek-v3", "deepseek-v3", "kimi-k2",
-        "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b"]
-    assert [c.scenario["parallel"]["ep"] for c in cs] == [64, 8, 64, 64, 32, 8, 8, 64]
-    assert [c.n_gpus for c in cs] == [64, 8, 1024, 256, 256, 8, 8, 64]
+        "nemotron-3-super-120b-a12b", "nemotron-3-nano-30b-a3b", "nemotron-3-ultra-550b-a55b", "deepseek-v3",
+        "deepseek-v3", "kimi-k2", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b"]
+    assert [c.scenario["parallel"]["ep"] for c in cs] == [64, 8, 64, 64, 64, 32, 8, 8, 64]
+    assert [c.n_gpus for c in cs] == [64, 8, 128, 1024, 256, 256, 8, 8, 64]
     for c in cs[:2]:  # the Nemotron-3 configs: activation checkpointing, attention through PyTorch SDPA
         assert c.scenario["training"]["recompute"] == "full" and c.scenario["training"]["attention"] == "flash2"
     assert "mtp_layers" not in cs[0].scenario["model"]  # AutoModel built no MTP block then
@@ -42,15 +41,16 @@ def test_automodel_moe_rows_build_the_printed_plans():
             assert len(p["pp_layers"]) == p["pp"] * p["vp"] and sum(p["pp_layers"]) == 61
     # GA pipeline passes per step where the table pipelines: DeepSeek-V3 GA=4 (1,024 GPUs) and 1 (256),
     # Kimi-K2 GA=2
-    assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 1, 4, 1, 2, 1, 1, 1]
+    assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 1, 1, 4, 1, 2, 1, 1, 1]
     # MoEFSDPSyncMixin under PP, and Nano's enable_fsdp_optimizations without PP: FSDP2 reduce-scatters
-    # and reshards after backward only in the optimizer step's last micro-batch; Super's outer model is
-    # an FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers its ReduceScatters
+    # and reshards after backward only in the optimizer step's last micro-batch; Ultra's and Super's outer
+    # model is an FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers their
+    # ReduceScatters
     assert [c.scenario["parallel"].get("fsdp_grad_sync", "microbatch") for c in cs] == (
-        ["no_sync"] + ["optim_step"] * 4 + ["microbatch"] * 3)
+        ["no_sync"] * 2 + ["optim_step"] * 4 + ["microbatch"] * 3)
     # Nano's config has no distributed.moe section: MoEParallelizerConfig's reshard_after_forward false;
-    # Super's sets it true
-    assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:2]] == [True, False]
+    # Ultra's and Super's set it true
+    assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:3]] == [True, True, False]
 
 
 def test_pp_layout():
