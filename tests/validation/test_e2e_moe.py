@@ -47,10 +47,10 @@ def test_automodel_moe_rows_build_the_printed_plans():
     # model is an FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers their
     # ReduceScatters
     assert [c.scenario["parallel"].get("fsdp_grad_sync", "microbatch") for c in cs] == (
-        ["no_sync"] * 2 + ["optim_step"] * 4 + ["microbatch"] * 3)
+        ["no_sync", "optim_step", "no_sync"] + ["optim_step"] * 3 + ["microbatch"] * 3)
     # Nano's config has no distributed.moe section: MoEParallelizerConfig's reshard_after_forward false;
-    # Ultra's and Super's set it true
-    assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:3]] == [True, True, False]
+    # Super's and Ultra's set it true
+    assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:3]] == [True, False, True]
 
 
 def test_pp_layout():
