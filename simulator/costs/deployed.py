@@ -120,8 +120,8 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # stack has host_messages (costs/transports.py).
 # Slingshot's hop extra is paid only by calls whose messages exceed the CXI provider's eager limit
 # (costs/transports.py eager_max_bytes), and its alt_read stack's message cost by LL's messages too.
-MESSAGE_US = 10.0
-CXI_MESSAGE_US = 10.0
+MESSAGE_US = 9.0
+CXI_MESSAGE_US = 9.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(7, (2, 0.8), (2, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
