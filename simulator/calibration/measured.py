@@ -57,8 +57,11 @@ class MeasuredSweep:
     def nccl_version(self) -> str | None:
         """The NCCL release the ``# software:`` line names (``NCCL 2.22.3-1+cuda12.6`` ->
         ``2.22.3``), None when it names none (an RCCL line counts: RCCL numbers its releases by
-        the NCCL API it implements)."""
-        m = re.search(r"\b[NR]CCL (?:version )?(\d+\.\d+\.\d+)", self.meta.get("software", ""))
+        the NCCL API it implements). A line that names the minor release only (``NCCL 2.18``: a
+        run whose log prints no patch release, dated by its library's source, as ALCF's
+        ``results_*/nccl_2_18`` runs of the HPC SDK 23.9 build) gives ``2.18``: every patch
+        release of a minor one runs the same encoded tuner tables (``nccl_versions.resolve``)."""
+        m = re.search(r"\b[NR]CCL (?:version )?(\d+\.\d+(?:\.\d+)?)\b", self.meta.get("software", ""))
         return m.group(1) if m else None
 
     @property

@@ -30,7 +30,9 @@ at a quarter of the ring's bus bandwidth for AllReduce (and across nodes), a thi
 
 A release between two encoded ones uses the latest encoded release not newer than it (2.22.3 runs
 with 2.21.5's tables, 2.26.2 with 2.25.1's, 2.12.12 with 2.8.4's); a release older than 2.8.4
-uses 2.8.4's, one newer than 2.30.7 uses 2.30.7's.
+uses 2.8.4's, one newer than 2.30.7 uses 2.30.7's. A minor release named without its patch
+(``2.18``: a run whose log prints none) is one of its patch releases, so it runs the latest
+encoded release of that minor one (2.18.3's), not the one before it.
 
 The NVLS/NVLSTree bandwidth model is versioned too (``nvls_bw_model``; ``tuning.cc`` of each
 tag): 2.18.3 rates them like any algorithm (``bwIntra`` on <= 2 nodes, else ``bwInter``) and
@@ -320,6 +322,8 @@ def resolve(version: str | None) -> str:
     if version is None:
         return NEWEST
     key = version_key(version)
+    if version.strip().count(".") == 1:  # "2.18": any of its patch releases (module docstring)
+        key = (key[0], key[1], 1 << 30)
     chosen = ENCODED[0]
     for v in ENCODED:
         if version_key(v) <= key:

@@ -65,10 +65,23 @@ def test_newest_tables_are_the_module_defaults():
     ("2.22.3", "2.21.5"), ("2.26.2", "2.25.1"), ("2.24.3", "2.23.4"), ("2.27.7", "2.27.3"), ("2.28.9", "2.28.3"),
     ("2.29.3", "2.29.2"), ("2.23.4", "2.23.4"),
     ("2.8.4", "2.8.4"), ("2.12.12", "2.8.4"), ("2.7.8", "2.8.4"), ("2.17.1", "2.16.5"), ("2.19.3", "2.18.3"),
-    ("2.31.0", "2.30.7"), ("2.21", "2.18.3"), (None, "2.30.7"),
+    ("2.31.0", "2.30.7"), (None, "2.30.7"),
+    # a minor release without its patch is one of its patch releases: its latest encoded one
+    ("2.21", "2.21.5"), ("2.18", "2.18.3"), ("2.20", "2.18.3"),
 ])
 def test_release_between_encoded_ones_uses_the_latest_not_newer(asked, used):
     assert resolve(asked) == used
+
+
+def test_alcf_hpc_sdk_runs_name_their_minor_release():
+    """ALCF's Polaris and Sirius sweeps of the HPC SDK 23.9 build (alcf-nccl-tests results_*/nccl_2_18;
+    their logs print no patch release) name NCCL 2.18 and run 2.18.3's tuner tables, not the newest."""
+    from simulator.calibration.measured import bundled_sweeps
+    from simulator.calibration.sweep_prediction import sweep_release
+
+    alcf = [s for s in bundled_sweeps() if "HPC SDK 23.9" in s.meta.get("software", "")]
+    assert len(alcf) == 12
+    assert {sweep_release(s) for s in alcf} == {"2.18"} and resolve("2.18") == "2.18.3"
 
 
 def _h100(version: str | None):
