@@ -544,7 +544,8 @@ SOURCES: list[Source] = [
             "No dropout kernels: AutoModel's models have no hidden dropout and the HF configs' attention_dropout is 0.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
-            "on 1,024 GPUs four.",
+            "on 1,024 GPUs four, through the 16 virtual stages of its config's layers_per_stage 4 (VP 4, not the "
+            "printed 8); the extra layers on the first virtual stages, as AutoModel splits the model.",
             "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
             "full causal attention; the clamped SwiGLU as a plain SwiGLU; the expert biases as grouped_gemm's path adds "
             "them, split, add per local expert and concatenate, FC1's and FC2's (moe_expert_bias: per_expert_fc1_fc2).",

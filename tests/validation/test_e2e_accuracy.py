@@ -219,13 +219,17 @@ def test_automodel_moe_errors():
     AutoModel's MoEFSDPSyncMixin does): DeepSeek-V3 1,024 GPUs +26.4% (its per-micro-batch gathers and
     copies gone, less NIC contention with DeepEP), 256 GPUs +7.6%, Kimi-K2 +11.4%: median 7.6%, signed
     +6.2%. The 1,024-GPU row's gap is not FSDP traffic: hence 0.28. Nemotron-3 Super (LatentMoE, EP 64
-    on 64 GPUs) -18.3%, as pessimistic as Nano: median 9.5%, signed +5.9%."""
+    on 64 GPUs) -18.3%, as pessimistic as Nano: median 9.5%, signed +5.9%. The pipelined rows on their
+    configs' virtual stages (layers_per_stage 4 for the 1,024-GPU DeepSeek-V3 run: VP 4, not the
+    printed 8) split as AutoModel splits them (the extra layers on the first stages): DeepSeek-V3
+    +26.6% -> +21.5% / +7.7% -> +7.0%, Kimi-K2 +11.5% -> +9.9%: median 9.6% -> 8.4%, signed +6.0%;
+    hence 0.24."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
     nano = [r.error for r in results if r.case.scenario["model"]["preset"].startswith("nemotron")]
     rest = [r.error for r in results if not r.case.scenario["model"]["preset"].startswith("nemotron")]
-    assert all(-0.1 <= e <= 0.28 for e in rest), errors
+    assert all(-0.1 <= e <= 0.24 for e in rest), errors
     assert abs(by_preset["qwen3-30b-a3b"]) <= 0.05, errors
     assert len(nano) == 2 and all(-0.22 <= e <= -0.12 for e in nano), nano
     assert scoring.median_abs_error(results) <= 0.10
