@@ -10,7 +10,8 @@ read at 037e04a6/092af93e/080dca53; ``nemotron_nano_v3_te_deepep.yaml`` at 08a48
 a forced-balanced gate (``fake_balanced_gate``), TE linear layers and attention (FlexAttention for
 GPT-OSS), full activation checkpointing for DeepSeek-V3, Kimi-K2 and Qwen3 (not for GPT-OSS),
 ``reshard_after_forward: false`` for DeepSeek-V3, EP 8 / 64 for GPT-OSS-20B / 120B (blank in the
-table), ``pp_microbatch_size`` 1 and ``layers_per_stage: 2`` for the pipelined runs. The shapes
+table), ``pp_microbatch_size`` 1 and the virtual stages of ``layers_per_stage`` (``AUTOMODEL_LAYERS_PER_STAGE``:
+2, but 4 for DeepSeek-V3 on 1,024 GPUs) for the pipelined runs. The shapes
 are the presets (the models' Hugging Face configs). A pipelined run calls torch pipelining's
 ``schedule.step`` once per gradient-accumulation step (the table's GA): that many pipeline passes,
 each with its fill and drain (``parallel.pp_flushes``). Under PP the stages' backward is
@@ -90,15 +91,30 @@ AUTOMODEL_DEFERRED_SYNC = frozenset({"Nemotron V3 Nano 30B (26.02)"})
 AUTOMODEL_MOE_SKIPPED: dict[str, str] = {}
 
 
-def uneven_virtual_stages(layers: int, stages: int) -> tuple[int, ...]:
-    """Layers of `stages` virtual pipeline stages of about two layers each (torch pipelining's
-    ``layers_per_stage: 2``): as even as possible, the short stages first and last, where the
-    embedding and the LM head also run."""
+# ``autopipeline.layers_per_stage`` of the pipelined rows' configs (Automodel examples/benchmark/configs/):
+# deepseek_v3_te_deepep.yaml 2; deepseek_v3_te_deepep_1024.yaml, the 1,024-GPU run's own config, 4 in every
+# version of it (b039c59b 2025-10-03, the day after the table's "Last Updated", to cb976544), though the table
+# prints VP 8 for both DeepSeek-V3 rows; kimi_k2_te_deepep.yaml 2 (89e3a9fd .. cb976544).
+AUTOMODEL_LAYERS_PER_STAGE: dict[tuple[str, int], int] = {
+    ("DeepSeek V3 671B", 256): 2, ("DeepSeek V3 671B", 1024): 4, ("Kimi K2", 256): 2}
+
+
+def automodel_virtual_stages(layers: int, layers_per_stage: int, pp: int) -> int:
+    """Virtual pipeline stages of AutoModel's ``calculate_virtual_stages`` as the table's runs had it
+    (nemo_automodel/components/distributed/pipelining/functional.py at 89e3a9fd and b039c59b):
+    ``ceil(layers / layers_per_stage) + 1``, rounded down to a multiple of pp
+    (``round_virtual_stages_to_pp_multiple: down``). 61 layers at 2 per stage: 32 (VP 8 on PP 4, VP 4
+    on PP 8, as printed); at 4 per stage: 17 -> 16, VP 4 on PP 4. (The ``+ 1`` is gone by 037e04a6.)"""
+    stages = -(-layers // layers_per_stage) + 1
+    return stages - stages % pp
+
+
+def front_loaded_stages(layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per virtual stage as AutoModel splits the model (``generate_hf_model_fqn_per_model_part``,
+    same file, 89e3a9fd .. cb976544): ``layers // stages`` each, the first ``layers % stages`` stages one
+    more; the embedding runs on the first stage and the final norm and LM head on the last."""
     base, extra = divmod(layers, stages)
-    counts = [base] * stages
-    for i in range(1, extra + 1):
-        counts[i] += 1
-    return tuple(counts)
+    return tuple(base + (i < extra) for i in range(stages))
 
 
 def automodel_moe(rows: list[Row]) -> list[Case]:
@@ -123,9 +139,11 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
             parallel["fsdp_grad_sync"] = "no_sync"
         if pp > 1 and ga and int(ga.group(1)) > 1:  # one schedule.step, fill and drain, per GA step
             parallel["pp_flushes"] = int(ga.group(1))
+        layers = PRESETS[preset]["layers"]
+        if (name, n) in AUTOMODEL_LAYERS_PER_STAGE:  # the config's stages, where they differ from the table's VP
+            vp = automodel_virtual_stages(layers, AUTOMODEL_LAYERS_PER_STAGE[name, n], pp) // pp
         if vp > 1:
-            parallel.update(pp_schedule="interleaved", vp=vp,
-                            pp_layers=list(uneven_virtual_stages(PRESETS[preset]["layers"], pp * vp)))
+            parallel.update(pp_schedule="interleaved", vp=vp, pp_layers=list(front_loaded_stages(layers, pp * vp)))
         scn = make_scenario(f"automodel-moe-{len(out)}", "dgx-h100", n, model,
                             micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                             dtype="bf16", recompute=recompute, parallel=parallel, stack=TORCH_EAGER_TE)

@@ -544,7 +544,8 @@ SOURCES: list[Source] = [
             "No dropout kernels: AutoModel's models have no hidden dropout and the HF configs' attention_dropout is 0.",
             "With PP, AutoModel runs local_batch/pp_microbatch micro-batches per pipeline pass and GA passes per "
             "step, each filling and draining the pipeline: Kimi-K2 runs two (parallel.pp_flushes: 2), DeepSeek-V3 "
-            "on 1,024 GPUs four.",
+            "on 1,024 GPUs four, through the 16 virtual stages of its config's layers_per_stage 4 (VP 4, not the "
+            "printed 8); the extra layers on the first virtual stages, as AutoModel splits the model.",
             "Nemotron V3 Nano's config sets enable_fsdp_optimizations and no reshard_after_forward: without PP the "
             "benchmark recipe defers FSDP2's ReduceScatter and resharding to the step's last micro-batch "
             "(parallel.fsdp_grad_sync: optim_step), so each layer's parameters are gathered once per step. Super's "

@@ -224,13 +224,17 @@ def test_automodel_moe_errors():
     in the last micro-batch) -16.4%; Super's gradient sync on the last micro-batch only (get_sync_ctx,
     fsdp_grad_sync no_sync) -17.6%: median 9.5%, signed +5.9%. Nemotron-3 Ultra (128 GPUs, EP 64, two
     MTP depths through one layer, the fused linear cross-entropy) +15.9%, optimistic where Nano and
-    Super are pessimistic: median 11.4%, signed +6.2%."""
+    Super are pessimistic: median 11.4%, signed +6.2%. The pipelined rows on their configs' virtual
+    stages (layers_per_stage 4 for the 1,024-GPU DeepSeek-V3 run: VP 4, not the printed 8) split as
+    AutoModel splits them (the extra layers on the first stages): DeepSeek-V3 +26.6% -> +21.5% /
+    +7.7% -> +7.0%, Kimi-K2 +11.5% -> +9.9% (the eight rows before Ultra: median 9.6% -> 8.4%, signed
+    +6.0%); hence 0.24."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
     nano = [e for p, e in by_preset.items() if p.startswith(("nemotron-3-nano", "nemotron-3-super"))]
     rest = [r.error for r in results if not r.case.scenario["model"]["preset"].startswith("nemotron")]
-    assert all(-0.1 <= e <= 0.28 for e in rest), errors
+    assert all(-0.1 <= e <= 0.24 for e in rest), errors
     assert abs(by_preset["qwen3-30b-a3b"]) <= 0.05, errors
     assert len(nano) == 2 and all(-0.22 <= e <= -0.12 for e in nano), nano
     assert 0.10 <= by_preset["nemotron-3-ultra-550b-a55b"] <= 0.22, errors

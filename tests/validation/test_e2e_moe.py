@@ -7,9 +7,10 @@ import pytest
 
 from simulator.e2e_validation import sources
 from simulator.e2e_validation.moe_sources import (
+    automodel_virtual_stages,
+    front_loaded_stages,
     pp_layout,
     stages_with_embedding_and_loss,
-    uneven_virtual_stages,
 )
 
 
@@ -59,9 +60,27 @@ def test_pp_layout():
     assert pp_layout("Et|(tt|)*2t*3mmL") == ([1, 2, 2, 3], 2)
 
 
-def test_uneven_virtual_stages():
-    assert uneven_virtual_stages(61, 32) == (1,) + (2,) * 29 + (1, 1)
-    assert uneven_virtual_stages(8, 4) == (2, 2, 2, 2)
+def test_automodel_virtual_stages_and_split():
+    """AutoModel's calculate_virtual_stages at the table's commit, ceil(61 / layers_per_stage) + 1
+    rounded down to a multiple of PP: 32 at 2 per stage (VP 8 on PP 4, VP 4 on Kimi-K2's PP 8, as
+    printed), 17 -> 16 at 4 per stage (VP 4 on PP 4); generate_hf_model_fqn_per_model_part puts the
+    61 % stages extra layers on the first stages."""
+    assert automodel_virtual_stages(61, 2, 4) == 32 and automodel_virtual_stages(61, 2, 8) == 32
+    assert automodel_virtual_stages(61, 4, 4) == 16
+    assert front_loaded_stages(61, 32) == (2,) * 29 + (1,) * 3
+    assert front_loaded_stages(61, 16) == (4,) * 13 + (3,) * 3
+    assert front_loaded_stages(8, 4) == (2, 2, 2, 2)
+
+
+def test_automodel_pipelined_rows_run_their_configs_virtual_stages():
+    """deepseek_v3_te_deepep_1024.yaml sets layers_per_stage 4 (the 256-GPU config and Kimi-K2's, 2):
+    the 1,024-GPU DeepSeek-V3 row runs 16 virtual stages, VP 4, though the table prints VP 8."""
+    piped = {(c.scenario["model"]["preset"], c.n_gpus): c.scenario["parallel"] for c in _moe_cases()
+             if c.scenario["parallel"]["pp"] > 1}
+    assert {k: (p["pp"], p["vp"]) for k, p in piped.items()} == {
+        ("deepseek-v3", 1024): (4, 4), ("deepseek-v3", 256): (4, 8), ("kimi-k2", 256): (8, 4)}
+    assert piped["deepseek-v3", 1024]["pp_layers"] == [4] * 13 + [3] * 3
+    assert piped["deepseek-v3", 256]["pp_layers"] == piped["kimi-k2", 256]["pp_layers"] == [2] * 29 + [1] * 3
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
