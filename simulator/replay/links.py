@@ -301,7 +301,7 @@ class FlowNetwork:
         now = self.env.now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
-        reserve = [links]
+        others: set[int] = set()  # the links of those components
         if busy.any():
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
@@ -311,9 +311,7 @@ class FlowNetwork:
             if connected is None:
                 return None
             flows, comp_links = connected
-            if (self._reserved[comp_links] >= 0).any():
-                return None
-            reserve.append(comp_links)
+            others.update(comp_links)
             for f in flows:
                 until = min(until, f.finish)
                 fixed.extend((m, f.cap, f.rate) for m in f.members())
@@ -329,10 +327,7 @@ class FlowNetwork:
             until = min(until, block.t0 + end)
             if seg is None:
                 continue  # ended: its links carry nothing until the block ends
-            comp_links = np.asarray(comp.links, dtype=np.int64)
-            if (self._reserved[comp_links] >= 0).any():
-                return None
-            reserve.append(comp_links)
+            others.update(comp.links)
             specs = block.shape.specs
             fixed.extend((specs[i][0], specs[i][2], r) for i, r in zip(seg.alive, seg.rate))
         key = tuple(fixed)
@@ -347,10 +342,14 @@ class FlowNetwork:
             if got[1] is None:
                 return None
             shapes.append(got[1])
-        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until,
-                      sorted_distinct(np.concatenate(reserve)) if len(reserve) > 1 else links)
+        if others:
+            others.update(links.tolist())
+            links = np.array(sorted(others), dtype=np.int64)
+            if (self._reserved[links] >= 0).any():
+                return None
+        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
 
-    def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], np.ndarray] | None:
+    def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], set[int]] | None:
         """The active flows connected (through shared links) to ``links`` and every link they
         cross; None when a class too large to be kept per link is among them."""
         on_link, large = self._on_link, self._large_on_link
@@ -368,7 +367,7 @@ class FlowNetwork:
                         if other not in seen:
                             seen.add(other)
                             stack.append(other)
-        return list(members.values()), np.array(sorted(seen), dtype=np.int64)
+        return list(members.values()), seen
 
     def _residual_shape(self, shape: PhaseShape,
                         fixed: list[tuple[tuple[int, ...], float, float]]) -> PhaseShape | None:
