@@ -218,6 +218,8 @@ class Replayer:
         token = run.token
         timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
+        if run.beside:
+            self._expire(run)
 
     def _compute_run(self, R: RankState, indices: list[int], p: int) -> ComputeRun | None:
         """The kernels from ``indices[p]`` on that can replay as one block: consecutive compute
@@ -302,8 +304,6 @@ class Replayer:
             self._holders[run.holder] = (R, run)
             self.net.reserve(run.holder, self._held_links(run))
             run.beside = besides
-            if besides:
-                self._expire(run)
         return run
 
     def _beside(self, op: CommOp, members: tuple[int, ...], links: np.ndarray, start: float) -> Beside | None:
@@ -320,13 +320,15 @@ class Replayer:
         return Beside(b.shapes, plan.latency_s + b.duration, b.until, b.links)
 
     def _expire(self, run: ComputeRun) -> None:
-        """At the time the traffic a collective the block holds was timed beside changes its
-        rates (``Beside.until``), the block is called back as by traffic arriving on those
-        links (:meth:`_on_reserved`): if it still holds that collective (its kernels before it
-        ran slower or later than laid out when it was taken in), the collective goes on the
-        network where its closed form has it; if not, the links are released."""
-        for j, b in run.beside.items():
-            if b.until != float("inf") and b.until not in run.expiring:
+        """When the traffic a collective the block holds was timed beside changes its rates
+        (``Beside.until``) before the block (as now laid out) ends, the block is called back
+        then as by traffic arriving on those links (:meth:`_on_reserved`): if it still holds
+        that collective (its kernels before it ran slower or later than laid out when it was
+        taken in), the collective goes on the network where its closed form has it; if not,
+        the links are released. (A block that ends first releases them as it ends.)"""
+        last = run.end[-1]
+        for b in run.beside.values():
+            if last > b.until and b.until not in run.expiring:
                 run.expiring.add(b.until)
                 holder, links = run.holder, b.links
                 timer = self.env.timeout(max(b.until - self.env.now, 0.0))
@@ -445,8 +447,17 @@ class Replayer:
                 first = (self.net.resume_phase(beside.shapes[k], t) if beside is not None
                          else self.net.transfer_phase(phases[k], t0=t))
                 k += 1
+        if first is not None and k == len(phases):  # its last phase: no process to wait for it
+            first.callbacks.append(lambda _ev: self._ended_on_network(R, done))
+            return
         self.env.process(self._rest_on_network(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:],
                                                done))
+
+    def _ended_on_network(self, R: RankState | None, done: simpy.Event) -> None:
+        """A collective handed to the network has ended (as :meth:`_rest_on_network` ends)."""
+        if R is not None:
+            self._comm_started(R, -1)
+        done.succeed()
 
     def _rest_on_network(self, R: RankState | None, first: simpy.Event | None, wait: float, phases: list[Any],
                          done: simpy.Event):
@@ -457,9 +468,7 @@ class Replayer:
             yield self.env.timeout(wait)
         for phase in phases:
             yield self._phase(phase)
-        if R is not None:
-            self._comm_started(R, -1)
-        done.succeed()
+        self._ended_on_network(R, done)
 
     def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray, beside: Beside | None = None):
         """Run a collective (one simulated member, links shared over the step but idle now) by
