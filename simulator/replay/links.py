@@ -351,9 +351,11 @@ class FlowNetwork:
 
     def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], set[int]] | None:
         """The active flows connected (through shared links) to ``links`` and every link they
-        cross; None when a class too large to be kept per link is among them."""
+        cross; None when they are more than LARGE_COMPONENT_FLOWS (members counted), or a class
+        too large to be kept per link is among them."""
         on_link, large = self._on_link, self._large_on_link
         members: dict[int, ActiveFlow] = {}
+        n_members = 0
         seen = set(links)
         stack = list(links)
         while stack:
@@ -363,6 +365,9 @@ class FlowNetwork:
             for fid, f in on_link.get(link, {}).items():
                 if fid not in members:
                     members[fid] = f
+                    n_members += f.n
+                    if n_members > LARGE_COMPONENT_FLOWS:
+                        return None
                     for other in f.ulinks:
                         if other not in seen:
                             seen.add(other)
