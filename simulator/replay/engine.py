@@ -55,6 +55,7 @@ from simulator.replay.collector import built_frozen, collector_spared
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners, plan_links
 from simulator.replay.fold import fold_replay
 from simulator.replay.hang import hang_report
+from simulator.replay.links import Beside
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
@@ -89,6 +90,7 @@ class _Hold:
     end: float
     links: np.ndarray
     done: simpy.Event
+    beside: Beside | None = None  # its phases timed beside traffic of fixed rates (FlowNetwork.beside)
 
 
 class Replayer:
@@ -137,6 +139,8 @@ class Replayer:
         self._reservable = exclusive_fast_path and hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
         if self._reservable:
             self.net.on_reserved = self._on_reserved
+        # ... and while other traffic of fixed rates is on their links, timed beside it
+        self._besides = self._reservable and hasattr(self.net, "beside")
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
         self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
         self._next_holder = 0
@@ -214,6 +218,8 @@ class Replayer:
         token = run.token
         timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
+        if run.beside:
+            self._expire(run)
 
     def _compute_run(self, R: RankState, indices: list[int], p: int) -> ComputeRun | None:
         """The kernels from ``indices[p]`` on that can replay as one block: consecutive compute
@@ -229,6 +235,7 @@ class Replayer:
         durs = [dts[k]]
         taken: set[int] = set()  # collectives taken into this block
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
+        besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
         while True:
             ws = watchers.get(k)
             if ws is not None:
@@ -242,8 +249,6 @@ class Replayer:
                 info = self._absorbable(R, c)
                 if info is None:
                     break
-                if info.links is not None and not self.net.idle(info.links):
-                    break  # other traffic is on its links now: it goes on the network
                 pred = table.stream_pred[c]
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
@@ -251,9 +256,20 @@ class Replayer:
                 if not all(done[d] or d in taken or (first <= d <= k and table.program[d].stream == "compute")
                            for d in table.program[c].deps):
                     break
-                alone, members, algo = info.alone, info.members, info.algo
-                if info.links is not None:
-                    held.append((len(ops), info.links))
+                alone, members, algo, links = info.alone, info.members, info.algo, info.links
+                if links is not None and not self.net.idle(links):
+                    # Other traffic is on its links now: it goes on the network, unless it can
+                    # be timed beside that traffic until it ends (from the end of the block's
+                    # kernels so far, laid out slowed: a later start is covered by the timer
+                    # that hands it back, _expire).
+                    beside = self._beside(cast(CommOp, table.program[c]), members, links,
+                                          self.env.now + sum([d[1] for d in cast("list[tuple[float, float]]", durs)]))
+                    if beside is None:
+                        break
+                    alone, links = beside.duration, beside.links
+                    besides[len(ops)] = beside
+                if links is not None:
+                    held.append((len(ops), links))
                 R.groups[c] = members
                 if algo is not None:
                     R.algorithm[c] = algo
@@ -287,7 +303,37 @@ class Replayer:
             self._next_holder += 1
             self._holders[run.holder] = (R, run)
             self.net.reserve(run.holder, self._held_links(run))
+            run.beside = besides
         return run
+
+    def _beside(self, op: CommOp, members: tuple[int, ...], links: np.ndarray, start: float) -> Beside | None:
+        """The collective (one simulated member; ``links``: those it crosses) timed from
+        ``start`` beside the traffic of fixed rates on its links now (``FlowNetwork.beside``):
+        its latency plus its phases there, provided that traffic keeps its rates until it
+        ends; None otherwise."""
+        if not self._besides:
+            return None
+        plan = self._ready_plan(op, members)[0]
+        b = self.net.beside([ph for ph in plan.phases if ph], links)
+        if b is None or start + plan.latency_s + b.duration > b.until:
+            return None
+        return Beside(b.shapes, plan.latency_s + b.duration, b.until, b.links)
+
+    def _expire(self, run: ComputeRun) -> None:
+        """When the traffic a collective the block holds was timed beside changes its rates
+        (``Beside.until``) before the block (as now laid out) ends, the block is called back
+        then as by traffic arriving on those links (:meth:`_on_reserved`): if it still holds
+        that collective (its kernels before it ran slower or later than laid out when it was
+        taken in), the collective goes on the network where its closed form has it; if not,
+        the links are released. (A block that ends first releases them as it ends.)"""
+        last = run.end[-1]
+        for b in run.beside.values():
+            if last > b.until and b.until not in run.expiring:
+                run.expiring.add(b.until)
+                holder, links = run.holder, b.links
+                timer = self.env.timeout(max(b.until - self.env.now, 0.0))
+                timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
+                                       if self._holders.get(holder, (None, None))[1] is run else None)
 
     @staticmethod
     def _held_links(run: ComputeRun) -> np.ndarray:
@@ -317,7 +363,7 @@ class Replayer:
                 if hold.end > due:  # (one ending now ends before the newcomer starts)
                     del self._holds[h]
                     self.net.release(h, hold.links)
-                    self._continue_on_network(hold.plan, hold.start, now, due, None, hold.done)
+                    self._continue_on_network(hold.plan, hold.start, now, due, None, hold.done, hold.beside)
                 continue
             hit = self._holders.get(h)
             if hit is None:
@@ -358,6 +404,7 @@ class Replayer:
                     R.coll_seq[prog[o].stream] -= 1
         self.net.release(run.holder, self._held_links(run))
         start_c = run.start[j]
+        beside = run.beside.get(j)
         run.cut(j)
         run.n_kernels = sum(1 for o in run.ops if table.dt[o] is not None)
         if run.held:
@@ -373,31 +420,44 @@ class Replayer:
         done = self.env.event()
         R.handed[c] = (start_c, done)
         self._comm_started(R, +1)
-        self._continue_on_network(plan, start_c, now, due, R, done)
+        self._continue_on_network(plan, start_c, now, due, R, done, beside)
 
     def _continue_on_network(self, plan: CollectivePlan, start: float, now: float, due: float,
-                             R: RankState | None, done: simpy.Event) -> None:
+                             R: RankState | None, done: simpy.Event, beside: Beside | None = None) -> None:
         """A collective timed in closed form since ``start`` goes on the network at ``now``
         where its closed form has it: the rest of its latency, or its current phase started at
         that phase's own start (``transfer_phase(t0=...)``), then the later phases. The phase
         is put on the network at once (before the traffic that called it back starts); then
-        ``done`` fires when the last phase ends (and R's communication count goes down)."""
+        ``done`` fires when the last phase ends (and R's communication count goes down). One
+        timed beside traffic of fixed rates (``beside``) has moved along its phases' trajectories
+        there; its current phase goes on the network flow by flow as that has it
+        (``resume_phase``)."""
         phases = [ph for ph in plan.phases if ph]
         t = start + plan.latency_s
         first: simpy.Event | None = None
         k = 0
         if t <= now:
             while k < len(phases):
-                d = self.net.phase_duration(phases[k])
+                d = beside.shapes[k].duration if beside is not None else self.net.phase_duration(phases[k])
                 if t + d > due:
                     break
                 t += d
                 k += 1
             if k < len(phases):
-                first = self.net.transfer_phase(phases[k], t0=t)
+                first = (self.net.resume_phase(beside.shapes[k], t) if beside is not None
+                         else self.net.transfer_phase(phases[k], t0=t))
                 k += 1
+        if first is not None and k == len(phases):  # its last phase: no process to wait for it
+            first.callbacks.append(lambda _ev: self._ended_on_network(R, done))
+            return
         self.env.process(self._rest_on_network(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:],
                                                done))
+
+    def _ended_on_network(self, R: RankState | None, done: simpy.Event) -> None:
+        """A collective handed to the network has ended (as :meth:`_rest_on_network` ends)."""
+        if R is not None:
+            self._comm_started(R, -1)
+        done.succeed()
 
     def _rest_on_network(self, R: RankState | None, first: simpy.Event | None, wait: float, phases: list[Any],
                          done: simpy.Event):
@@ -408,11 +468,9 @@ class Replayer:
             yield self.env.timeout(wait)
         for phase in phases:
             yield self._phase(phase)
-        if R is not None:
-            self._comm_started(R, -1)
-        done.succeed()
+        self._ended_on_network(R, done)
 
-    def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray):
+    def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray, beside: Beside | None = None):
         """Run a collective (one simulated member, links shared over the step but idle now) by
         its time alone while it holds its links reserved; traffic that arrives on them hands it
         to the network where it stands (:meth:`_on_reserved`). One timer instead of its
@@ -420,9 +478,9 @@ class Replayer:
         hid = self._next_holder
         self._next_holder += 1
         now = self.env.now
-        hold = _Hold(plan, now, now + alone, links, self.env.event())
+        hold = _Hold(plan, now, now + alone, links, self.env.event(), beside)
         self._holds[hid] = hold
-        self.net.reserve(hid, links)
+        self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
         timer = self.env.timeout(alone)
         timer.callbacks.append(lambda _ev: self._hold_ends(hid, hold))
         yield hold.done
@@ -606,6 +664,8 @@ class Replayer:
             yield self.env.timeout(alone)
         elif held is not None and self.net.idle(held[1]):
             yield from self._held(plan, *held)
+        elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
+            yield from self._held(plan, beside.duration, beside.links, beside)
         else:
             if plan.latency_s > 0:
                 yield self.env.timeout(plan.latency_s)

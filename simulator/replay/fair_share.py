@@ -159,3 +159,39 @@ def fair_rates(
     if rate_caps is not None:
         caps = np.array([np.inf if c is None else c for c in rate_caps], dtype=np.float64)
     return max_min_rates(e_flow, e_link, len(routes), capacity_Bps, caps)
+
+
+def is_max_min(
+    routes: Sequence[Sequence[int]],
+    caps: Sequence[float],
+    rates: Sequence[float],
+    capacity_Bps: Sequence[float] | np.ndarray,
+    tol: float = 1e-9,
+) -> bool:
+    """Whether ``rates`` is the max-min fair allocation of flows ``routes`` (with rate caps
+    ``caps``, ``inf`` for none) on links of ``capacity_Bps``, every flow on those links being
+    among ``routes``: every rate positive and within its cap, no link loaded beyond its
+    capacity, and every flow
+    either at its cap or with a *bottleneck*, a saturated link on which no flow is faster. That
+    allocation is unique (Bertsekas & Gallager, *Data Networks*, 2nd ed., §6.5.2), so rates
+    that pass are those :func:`max_min_rates` gives, up to ``tol`` (relative)."""
+    load: dict[int, float] = {}
+    top: dict[int, float] = {}
+    for links, r in zip(routes, rates):
+        if not r > 0.0:
+            return False
+        for link in links:
+            load[link] = load.get(link, 0.0) + r
+            if r > top.get(link, 0.0):
+                top[link] = r
+    keep = 1.0 - tol
+    if any(x > float(capacity_Bps[link]) * (1.0 + tol) for link, x in load.items()):
+        return False
+    for links, cap, r in zip(routes, caps, rates):
+        if r >= cap * keep:
+            if r > cap * (1.0 + tol):
+                return False
+            continue
+        if not any(load[link] >= float(capacity_Bps[link]) * keep and r >= top[link] * keep for link in links):
+            return False
+    return True

@@ -24,6 +24,13 @@ bottleneck, a saturated link on which no flow is faster (Bertsekas & Gallager §
 max-min allocation is the unique feasible one where every flow has one); otherwise member by
 member, and classes whose members got different rates split. Folding never changes a rate.
 
+Traffic can also be timed outside the network on links it reserves (:meth:`FlowNetwork.reserve`:
+traffic arriving there calls the holder back, which hands what it holds over). While the links
+of a phase carry only components of fixed rates (phase blocks within one segment of their solo
+trajectories, or ordinary flows until one of them ends), :meth:`FlowNetwork.beside` times the
+phase in closed form on the capacity they leave, checked to be the max-min allocation of both
+(``fair_share.is_max_min``); :meth:`FlowNetwork.resume_phase` hands such a phase over.
+
 Latency is not added here; the caller (the replay engine) adds the route/protocol latency.
 """
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,10 +46,10 @@ import numpy as np
 import simpy
 
 from simulator.costs.flow_patterns import sorted_distinct
-from simulator.replay.fair_share import max_min_rates, max_min_rates_small
+from simulator.replay.fair_share import is_max_min, max_min_rates, max_min_rates_small
 from simulator.replay.flow_records import (FlowStats, ActiveFlow, FlowGroup, Mirror, checked_flows, csr_take,
                                            entries, link_counts)
-from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock
+from simulator.replay.solo_phases import FlowClass, PhaseShape, PhaseShapes, SoloBlock, residual_shape
 
 # Flows whose finish times differ by less than this fraction of the current simulated time
 # (plus an absolute femtosecond) complete together.
@@ -70,6 +78,18 @@ LIST_CAPACITY_LINKS = 1 << 16
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+
+
+@dataclass(frozen=True)
+class Beside:
+    """Phases timed in closed form beside traffic of fixed rates (:meth:`FlowNetwork.beside`):
+    each phase's trajectory on the capacity that traffic leaves, their total duration, until
+    when (absolute) the traffic keeps its rates, and the links to reserve meanwhile."""
+
+    shapes: tuple[PhaseShape, ...]
+    duration: float
+    until: float
+    links: np.ndarray
 
 
 def _distinct(ids: np.ndarray) -> np.ndarray:
@@ -155,6 +175,8 @@ class FlowNetwork:
         self._reserved = np.full(cap.size, -1, dtype=np.int64)
         self._n_reserved = 0
         self.on_reserved: Any = None
+        # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
+        self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
 
     # ------------------------------------------------------------------ public
     @property
@@ -245,6 +267,162 @@ class FlowNetwork:
         mine = links[self._reserved[links] == holder]
         self._reserved[mine] = -1
         self._n_reserved -= int(mine.size)
+
+    def beside(self, phases: Sequence[Sequence[Any]], links: np.ndarray) -> Beside | None:
+        """``phases``, run one after the other from now on ``links`` (every link they cross),
+        timed in closed form beside the traffic of fixed rates that holds some of those links
+        now; None where that is not exact. Traffic timed outside the network on those links
+        (reservations) is called back first, as for any newcomer; if none is left there, the
+        phases are timed alone.
+
+        The traffic on those links must be components of running phase blocks or of ordinary
+        flows (no other reservation). From now until the first of those components moves to
+        its next segment, or one of their flows ends (``Beside.until``), each moves at fixed
+        rates: the link
+        capacity it leaves is known, and the phases' own trajectory on that residual capacity
+        is their closed form (``solo_phases.residual_shape``). It is the network's trajectory
+        exactly when, at every segment of it, the phases' rates with the components' fixed ones
+        are the max-min fair allocation of both (``fair_share.is_max_min``: the components keep
+        their rates, capped or bottlenecked elsewhere, and the phases take what they leave). A
+        TP collective on the NVLink of a node whose DP ring hop runs at its per-channel cap is
+        the case in point. The caller reserves ``Beside.links`` (the phases' and those
+        components' links) and hands the phases over (:meth:`resume_phase`) when traffic
+        arrives there or at ``until``, whichever comes first."""
+        if self._n_reserved:  # traffic timed outside the network there comes onto it first
+            self._claim(links)
+        if (self._reserved[links] >= 0).any():
+            return None
+        held = self._owner[links]
+        on = held >= 0
+        busy = self._busy[links] > 0
+        if not on.any() and not busy.any():  # (what the claim put on the network has not started yet)
+            return Beside(tuple(map(self._shape, phases)), sum([self._shape(ph).duration for ph in phases]),
+                          float("inf"), links)
+        now = self.env.now
+        until = float("inf")
+        fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
+        others: set[int] = set()  # the links of those components
+        if busy.any():
+            # Ordinary flows: their components keep their rates until one of their flows ends
+            # (or traffic arrives, which the reservation of their links calls back).
+            if self._new or self._seeds or self._dirty or self._update_pending:
+                return None  # rates not yet worked out for this instant
+            connected = self._flow_components(links[busy].tolist())
+            if connected is None:
+                return None
+            flows, comp_links = connected
+            others.update(comp_links)
+            for f in flows:
+                until = min(until, f.finish)
+                fixed.extend((m, f.cap, f.rate) for m in f.members())
+        seen: set[tuple[int, int]] = set()
+        for fid, link in zip(held[on].tolist(), links[on].tolist()):
+            block = self._blocks[fid]
+            c = block.shape.component_at(link)
+            if (fid, c) in seen:
+                continue
+            seen.add((fid, c))
+            comp = block.shape.components[c]
+            seg, end = comp.segment_window(now - block.t0)
+            until = min(until, block.t0 + end)
+            if seg is None:
+                continue  # ended: its links carry nothing until the block ends
+            others.update(comp.links)
+            specs = block.shape.specs
+            fixed.extend((specs[i][0], specs[i][2], r) for i, r in zip(seg.alive, seg.rate))
+        key = tuple(fixed)
+        shapes: list[PhaseShape] = []
+        for phase in phases:
+            got = self._beside_known.get((id(phase), key))
+            if got is None or got[0] is not phase:
+                got = (phase, self._residual_shape(self._shape(phase), fixed))
+                if len(self._beside_known) >= CLASS_LEVEL_KNOWN:
+                    self._beside_known.clear()
+                self._beside_known[(id(phase), key)] = got
+            if got[1] is None:
+                return None
+            shapes.append(got[1])
+        if others:
+            others.update(links.tolist())
+            links = np.array(sorted(others), dtype=np.int64)
+            if (self._reserved[links] >= 0).any():
+                return None
+        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+
+    def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], set[int]] | None:
+        """The active flows connected (through shared links) to ``links`` and every link they
+        cross; None when they are more than LARGE_COMPONENT_FLOWS (members counted), or a class
+        too large to be kept per link is among them."""
+        on_link, large = self._on_link, self._large_on_link
+        members: dict[int, ActiveFlow] = {}
+        n_members = 0
+        seen = set(links)
+        stack = list(links)
+        while stack:
+            link = stack.pop()
+            if large[link]:
+                return None
+            for fid, f in on_link.get(link, {}).items():
+                if fid not in members:
+                    members[fid] = f
+                    n_members += f.n
+                    if n_members > LARGE_COMPONENT_FLOWS:
+                        return None
+                    for other in f.ulinks:
+                        if other not in seen:
+                            seen.add(other)
+                            stack.append(other)
+        return list(members.values()), seen
+
+    def _residual_shape(self, shape: PhaseShape,
+                        fixed: list[tuple[tuple[int, ...], float, float]]) -> PhaseShape | None:
+        """:meth:`beside`'s trajectory of one phase beside flows ``fixed`` (links, cap, rate),
+        or None where it is not the max-min one (or the fixed flows leave a link no room)."""
+        residual = self.capacity_Bps.copy()
+        for links, _, r in fixed:
+            for link in links:
+                residual[link] -= r
+        touched = np.unique(np.fromiter((link for links, _, _ in fixed for link in links), dtype=np.int64))
+        if (residual[touched] <= 0.0).any():
+            return None
+        out = residual_shape(shape, residual)
+        f_routes = [links for links, _, _ in fixed]
+        f_caps = [cap for _, cap, _ in fixed]
+        f_rates = [r for _, _, r in fixed]
+        loaded = set(touched.tolist())
+        specs = out.specs
+        for comp in out.components:
+            if loaded.isdisjoint(comp.links):
+                continue
+            for seg in comp.segments:
+                routes = [specs[i][0] for i in seg.alive] + f_routes
+                caps = [specs[i][2] for i in seg.alive] + f_caps
+                if not is_max_min(routes, caps, list(seg.rate) + f_rates, self.capacity_Bps):
+                    return None
+        return out
+
+    def resume_phase(self, shape: PhaseShape, t0: float) -> simpy.Event:
+        """Put on the network, flow by flow, a phase that started at ``t0`` and has moved
+        since along ``shape``'s trajectory (timed outside the network, :meth:`beside`), with
+        the bytes each flow has left now; the event fires when they have all finished."""
+        event = self.env.event()
+        group = FlowGroup(0, event)
+        if self._n_reserved:
+            self._claim(shape.links)
+        now = self.env.now
+        self.stats.flows_started += shape.n_flows
+        left = np.zeros(shape.n_flows, dtype=bool)
+        for comp in shape.components:
+            idx, rem = comp.remaining_arrays(now - t0)
+            if idx.size:
+                left[idx] = True
+                self._materialize(shape.classes(idx, rem), group, now)
+        self._account(shape, np.flatnonzero(~left))
+        if group.outstanding:
+            self._schedule_update()
+        else:
+            event.succeed()
+        return event
 
     def _claim(self, links: np.ndarray) -> None:
         """Traffic is about to start on ``links``: call back the holders of reserved ones."""

@@ -162,7 +162,8 @@ class ComputeRun:
     ``durs`` holds each entry's (alone, beside communication) seconds, ``n_kernels`` how many
     of the entries are the compute stream's."""
 
-    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token", "held", "holder")
+    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token", "held", "holder",
+                 "beside", "expiring")
 
     def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event,
                  gates: list[float] | None = None) -> None:
@@ -179,12 +180,17 @@ class ComputeRun:
         # lasts: (entry index, links), and the reservation's holder id (-1: none)
         self.held: list[tuple[int, np.ndarray]] = []
         self.holder = -1
+        # held entries timed beside traffic of fixed rates: entry index -> the network's
+        # closed form of their phases there (links.Beside)
+        self.beside: dict[int, Any] = {}
+        self.expiring: set[float] = set()  # the times those are handed back at (engine._arm)
 
     def cut(self, j: int) -> None:
         """Drop entries ``j``.. (the run ends at entry ``j - 1``; j >= 1)."""
         for seq in (self.ops, self.durs, self.gates, self.start, self.end, self.slowed):
             del seq[j:]
         self.held = [(k, links) for k, links in self.held if k < j]
+        self.beside = {k: b for k, b in self.beside.items() if k < j}
 
     def plan(self, first: int, t: float, inflight: bool) -> None:
         """Entries ``first``.. back to back from ``t``, none before the host has issued it, under

@@ -84,6 +84,20 @@ class Component:
             seg = s
         return seg, e
 
+    def segment_window(self, elapsed: float) -> tuple[Segment | None, float]:
+        """The segment in force ``elapsed`` s after the start (None once the component has
+        ended) and until when, in seconds after the start (``inf`` after the end: nothing
+        changes any more)."""
+        if elapsed >= self.duration:
+            return None, float("inf")
+        k = self.scale
+        e = elapsed / k if k != 1.0 else elapsed
+        segments = self.segments
+        j = 0
+        while j + 1 < len(segments) and segments[j + 1].t <= e:
+            j += 1
+        return segments[j], (segments[j + 1].t * k if j + 1 < len(segments) else self.duration)
+
     def remaining(self, elapsed: float) -> list[tuple[int, float]]:
         """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""
         if elapsed >= self.duration:
@@ -561,6 +575,13 @@ class SoloBlock:
                 alive = durations[np.asarray(self.alive, dtype=bool)]
                 self.span = float(alive.max()) if alive.size else 0.0
         self.finish = self.t0 + self.span
+
+
+def residual_shape(shape: PhaseShape, capacity_Bps: np.ndarray) -> PhaseShape:
+    """``shape``'s phase decomposed and timed alone on links of ``capacity_Bps`` instead: the
+    capacity that other traffic of fixed rates leaves (``FlowNetwork.beside``)."""
+    table = (shape.flow_ptr, shape.flow_links, shape.sizes, shape.caps)
+    return _decompose(shape.specs, table, capacity_Bps, capacity_Bps)  # type: ignore[arg-type]
 
 
 def scaled_shape(base: PhaseShape, specs: Specs, k: float, sizes: np.ndarray | None = None) -> PhaseShape:
