@@ -43,6 +43,7 @@ class Case:
     domain_nodes: int | None = None
     nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
     proto: str | None = None  # the header's env pins one NCCL_PROTO (LL, LL128, Simple)
+    min_channels: int | None = None  # the header's env sets NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS
 
     @property
     def system(self) -> str:
@@ -253,7 +254,7 @@ CASES.update({
     "h100x1024_allreduce_128node_issue322_ringll128": Case(
         "dgx-h100", "allreduce", 1024, 8, family="issue322-h100", transport="roce",
         note="128 x 8 H100 (nccl-tests issue #322), NCCL_ALGO=Ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 "
-             "NCCL_MIN_NCHANNELS=32 (the channel floor is not modelled); fabric not stated, RoCE assumed from "
+             "NCCL_MIN_NCHANNELS=32 (four CTAs per ring: nccl_tuner.ring_ctas_per_channel); fabric not stated, RoCE assumed from "
              "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
 })
 NOT_MODELLED = {
@@ -323,6 +324,9 @@ def case_for(sweep: MeasuredSweep) -> Case | None:
     proto = sweep.env.get("NCCL_PROTO", "").strip().lower()
     if proto in PROTOS and case.proto is None:  # one protocol pinned, as NCCL_ALGO pins an algorithm
         case = replace(case, proto=proto)
+    floors = [int(v) for k in ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS") if (v := sweep.env.get(k, "").strip()).isdigit()]
+    if floors and case.min_channels is None:  # a channel floor (nccl_tuner.ring_ctas_per_channel)
+        case = replace(case, min_channels=max(floors))
     return case
 
 
@@ -340,6 +344,8 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
     if not case.nvls and profile.node.scale_up.nvls:  # NCCL_NVLS_ENABLE=0: no NVLS graph, no NVLS/NVLSTree
         scale_up = profile.node.scale_up.model_copy(update={"nvls": False})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"scale_up": scale_up})})
+    if case.min_channels:  # NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS, as the run set them
+        profile = profile.model_copy(update={"nccl": {**profile.nccl, "min_channels": case.min_channels}})
     if version and not profile.nccl_version:  # the tuner tables of the release that ran the sweep
         profile = profile.model_copy(update={"nccl": {**profile.nccl, "version": version}})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)

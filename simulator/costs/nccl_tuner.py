@@ -24,7 +24,7 @@ import math
 from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
-    ALGOS, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
+    ALGOS, LL_MAX_BW_MULTINODE, MAX_CHANNELS, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
@@ -413,10 +413,13 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     if proto == "ll":
         nccl = min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
         return net_ll_cap(ctx, algo, nccl)
+    ctas = ring_ctas_per_channel(ctx)
     if proto == "ll128":
-        return min(per_ch * 120 / 128, t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale))
+        # NCCL's per-channel LL128 cap rates a graph channel, which runs as two CTAs: more CTAs move more
+        cap = t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale) * ctas / RING_CTAS_PER_GRAPH_CHANNEL
+        return min(per_ch * 120 / 128, cap)
     cta = ring_cta_GBps(ctx)
-    return per_ch if cta is None else min(per_ch, RING_CTAS_PER_GRAPH_CHANNEL * cta)
+    return per_ch if cta is None else min(per_ch, ctas * cta)
 
 
 def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
@@ -432,6 +435,22 @@ def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
 # std::min(MAXCHANNELS,nChannels*2)"), and each of those channels is one CTA of the kernel. The
 # graph's per-channel speed (``TunerGraph``) is thus shared by two CTAs.
 RING_CTAS_PER_GRAPH_CHANNEL = 2
+
+
+def ring_ctas_per_channel(ctx: TunerContext) -> float:
+    """CTAs that run one graph channel of a ring: two (:data:`RING_CTAS_PER_GRAPH_CHANNEL`), more
+    when ``NCCL_MIN_NCHANNELS`` / ``NCCL_MIN_CTAS`` (``min_channels``) asks for more channels than the
+    duplicated graph has: ``ncclTopoPostset`` (src/graph/connect.cc of v2.26.2-1, lines 478-485)
+    copies the rings up to that floor, at most ``MAXCHANNELS`` (32), so each ring runs on more CTAs.
+    Measured: 128 x 8 H100 with NCCL_MIN_NCHANNELS=32 run Ring/LL128 at 367 GB/s busbw from 8 GiB
+    (data/nccl/h100x1024_allreduce_128node_issue322_ringll128.csv), 45.9 GB/s of payload per
+    400 Gb/s NIC, above the 8 x 36.7 = 294 GB/s NCCL's LL128 cap gives two CTAs per NIC."""
+    m = ctx.constants.min_channels
+    n = max(1, ctx.graph.n_channels)
+    if not m:
+        return float(RING_CTAS_PER_GRAPH_CHANNEL)
+    runtime = max(min(RING_CTAS_PER_GRAPH_CHANNEL * n, MAX_CHANNELS), min(m, MAX_CHANNELS))
+    return max(float(RING_CTAS_PER_GRAPH_CHANNEL), runtime / n)
 
 
 def ring_cta_GBps(ctx: TunerContext) -> float | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.costs import nccl_constants as k
@@ -335,3 +337,21 @@ def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
     # RCCL's kernels are not NCCL's CTAs: no such limit
     mi300x = _p2p_ctx("mi300x", 16, 2)
     assert t.ring_cta_GBps(mi300x) is None
+
+
+def test_a_channel_floor_runs_each_graph_channel_on_more_ctas():
+    """NCCL_MIN_NCHANNELS=32 (``min_channels``) on 8 graph channels of 2 x 8 H100: ncclTopoPostset copies
+    the duplicated 16 rings up to 32, four CTAs per graph channel. A Simple channel then runs at its
+    graph rate (45 < 4 x 20.6) and an LL128 one at its wire share, 45 x 120/128 = 42.2 GB/s, instead of
+    NCCL's per-channel LL128 cap for two CTAs (36.7); NCCL's own rating (the choice) is unchanged."""
+    two_nodes = _p2p_ctx("dgx-h100", 16, 2)
+    floor = replace(two_nodes, constants=replace(two_nodes.constants, min_channels=32))
+    assert t.ring_ctas_per_channel(two_nodes) == 2 and t.ring_ctas_per_channel(floor) == 4
+    assert t.channel_bw_GBps(two_nodes, "ring", "ll128") == pytest.approx(36.7)
+    assert t.channel_bw_GBps(floor, "ring", "ll128") == pytest.approx(45 * 120 / 128)
+    assert t.channel_bw_GBps(floor, "ring", "simple") == pytest.approx(45.0)
+    assert t.algo_bandwidth_GBps(t.selection_context(floor), "allreduce", "ring", "ll128") == \
+        t.algo_bandwidth_GBps(two_nodes, "allreduce", "ring", "ll128")
+    # a floor below the duplicated rings changes nothing; above MAXCHANNELS it stops there
+    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=8))) == 2
+    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=64))) == 4
