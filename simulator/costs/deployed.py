@@ -123,9 +123,9 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 MESSAGE_US = 10.0
 CXI_MESSAGE_US = 10.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(30, (0, 1), (0, 0.7), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(7, (2, 0.8), (2, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
-    "roce": DeployedNet(10, (2, 1), (2, 0.3), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
+    "efa": DeployedNet(40, (0, 1), (0, 0.8), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "infiniband": DeployedNet(5, (8, 0.8), (8, 0.8), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
+    "roce": DeployedNet(10, (2, 1), (2, 1), "gcp-a3-ultra, oci-a100, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (1, 0.6), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(20, (0, 0.7), (0, 0.7), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(20, (0, 1), (0, 0.6), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
