@@ -162,8 +162,9 @@ CASES.update({
 # to the closest bundled profile as a new user would pick it, with the transport the header names.
 _XXRJUN_NOTE = ("10 x 8 H100 over InfiniBand (one 400 Gb/s NIC per GPU by the N10_G1 rate), >= 32 MiB only: "
                 "AllGather and ReduceScatter plateau at 324 GB/s, the two CTAs of each NIC's ring channel at "
-                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the NVLS-tree AllReduce plateau "
-                "(320 GB/s) is predicted 17-18% too fast; All-to-All and SendRecv within 8%")
+                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the AllReduce from 4 GiB is "
+                "NCCL's Ring at that level (320 GB/s; NVLSTree rated on its search graph, nccl_graph.nvls_graph), "
+                "below it NVLSTree; All-to-All and SendRecv within 8%")
 CASES.update({
     f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")

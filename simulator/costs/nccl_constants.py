@@ -68,6 +68,7 @@ SPEEDS_INTER = {
 }
 MAX_CHANNELS = 32  # NCCL MAXCHANNELS; graph search keeps at most half before duplication
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}  # NCCL_NVLS_NCHANNELS defaults
+NVLS_MAX_ARITY = 32  # NCCL_MAX_NVLS_ARITY (src/include/device.h): the most NVLS heads per node
 MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}  # §4
 THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}  # bytes per thread (§4)
 

@@ -218,11 +218,10 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     if algo in ("nvls", "nvls_tree") and t.nvls_bw_model != "2.28":
         return _nvls_bw_before_2_28(ctx, coll, algo)
     if algo in ("nvls", "nvls_tree"):
-        n_ch = g.nvls_channels
-        total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
-        intra = (total / n_ch) * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
+        n_ch, bw_intra, bw_inter = nvls_search_graph(ctx)
+        intra = bw_intra * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
         intra *= 2 if coll == "allreduce" else (ctx.ppn - 1) / ctx.ppn
-        inter = g.bw_inter_GBps * (2 if algo == "nvls_tree" and ctx.n_nodes <= 2 else 1) if ctx.n_nodes > 1 else math.inf
+        inter = bw_inter * (2 if algo == "nvls_tree" and ctx.n_nodes <= 2 else 1) if ctx.n_nodes > 1 else math.inf
         per_ch = min(intra, inter)
         if algo == "nvls_tree":
             per_ch = min(per_ch, PER_CH_MAX_NVLS_TREE_BW[ctx.arch][s])
@@ -286,16 +285,26 @@ def nvls_tree_edge_GBps(ctx: TunerContext) -> float | None:
     return per_ch * n / (2 * (n - 1)) / 2
 
 
+def nvls_search_graph(ctx: TunerContext) -> tuple[int, float, float]:
+    """(channels, bwIntra, bwInter) NCCL's tuner rates NVLS/NVLSTree with: across nodes the NVLS
+    search graph (:func:`simulator.costs.nccl_graph.nvls_graph`: one channel per head); on one node
+    the runtime channels' share of the NVLink total, as before (the ring graph's bwInter)."""
+    g = ctx.graph
+    if ctx.n_nodes > 1 and g.nvls_graph is not None and not ctx.constants.nvls_channels:
+        return g.nvls_graph
+    n_ch = g.nvls_channels
+    total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
+    return n_ch, total / n_ch, g.bw_inter_GBps
+
+
 def _nvls_bw_before_2_28(ctx: TunerContext, coll: str, algo: str) -> float:
     """NVLS/NVLSTree algorithm bandwidth as releases before 2.28 rate it (``tuning.cc`` of
     v2.18.3-1, v2.19.3-1 .. v2.27.7-1; :mod:`simulator.costs.nccl_versions`): from the NVLS graph's
     own bwIntra (its NVLink total over its channels) and bwInter (the network speed across nodes),
     without ``nvlsEfficiency``, converted to algorithm bandwidth by 5/6 instead of n/nsteps."""
-    g, model, nodes = ctx.graph, ctx.constants.tables.nvls_bw_model, ctx.n_nodes
-    n_ch = g.nvls_channels
-    total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
-    bw_intra = total / n_ch
-    bw_inter = g.bw_inter_GBps if nodes > 1 else bw_intra
+    model, nodes = ctx.constants.tables.nvls_bw_model, ctx.n_nodes
+    n_ch, bw_intra, bw_inter = nvls_search_graph(ctx)
+    bw_inter = bw_inter if nodes > 1 else bw_intra
     if model == "2.18":
         bw = bw_intra if nodes <= 2 else bw_inter
         ratio = 5 / 6 if algo == "nvls" else 0.70 * nodes / (2 * (nodes - 1))
@@ -462,7 +471,7 @@ def ring_cta_GBps(ctx: TunerContext) -> float | None:
     NCCL's nominal per-link NVLink bandwidth, 20.6 GB/s on SM90, or the profile's
     ``nccl.p2p_channel_GBps``), whatever the link behind it. Inside a node NCCL's graph gives a
     ring channel less than that (an H100 node: 24 CTAs at 15 GB/s); across nodes one graph channel
-    per 400 Gb/s NIC runs at 45 GB/s on Hopper (search.cc speed list, no duplication at
+    per 400 Gb/s NIC runs at 48 GB/s on Hopper (search.cc speed list, no duplication at
     bwIntra < 50 with more than 4 channels), which its two CTAs cannot reach: 2 x 20.6 = 41.2 GB/s per
     NIC. Measured: 8 x 40.5-40.7 GB/s busbw on the Ring AllGather and ReduceScatter plateaus of
     10 x 8 H100 over InfiniBand (data/nccl/h100x80_allgather_10node_xxrjun_ib.csv: 324 GB/s at
