@@ -57,12 +57,12 @@ FIT_EXCLUDED = {
                     "on the MI355X cluster of the same provider (RCCL 2.26.6 with AMD's ANP plugin: a 40 us floor), while "
                     "both grow alike from 2 to 64 MiB (129 vs 126 GB/s of Tree/Simple algbw): a per-call cost of that "
                     "installation, not of the RoCE hops (scored, not fitted)",
-    "issue309-h100": "8 HGX H100 nodes over 400 Gb/s InfiniBand, NCCL defaults, sweeps from 1 MiB: the NVLS-tree "
-                     "plateau is a bandwidth question (as xxrjun-h100's, 16-50% too fast); fitted in (with issue322-h100) "
-                     "it moved the held-out constants of the other systems (sophia-a100 9.3% -> 16.0%, xxrjun-h100 "
-                     "6.7% -> 8.1% at >= 1 MiB; scored, not fitted)",
-    "issue322-h100": "128 x 8 H100, 1-16 GiB only, run with NCCL_MIN_NCHANNELS=32, a channel floor the model does not "
-                     "take: no row is the network's latency (scored, not fitted)",
+    "issue309-h100": "8 HGX H100 nodes over 400 Gb/s InfiniBand, NCCL defaults, sweeps from 1 MiB, mostly NVLSTree "
+                     "(its chunk pipeline's fill, costs/nvls_pipeline.py) and, from 1-4 GiB on 4 and 8 nodes, "
+                     "Ring/Simple (NCCL rates NVLSTree on its NVLS search graph below the ring: nccl_graph.nvls_graph): "
+                     "bandwidth questions, no hop latency to fit (scored, not fitted)",
+    "issue322-h100": "128 x 8 H100, 1-16 GiB only, run with NCCL_MIN_NCHANNELS=32 (four CTAs per ring: "
+                     "nccl_tuner.ring_ctas_per_channel): no row is the network's latency (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system: its rows would pull the pooled row every transport's fit leans "
                    "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the Simple protocol its "
                    "stack enforces, are TCPXO's per-message cost (costs/net_messages.py), whose constant it does help fit "

@@ -44,6 +44,7 @@ class Case:
     nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
     proto: str | None = None  # the header's env pins one NCCL_PROTO (LL, LL128, Simple)
     nic_ports: int | None = None  # ports per NIC when the cluster's NICs are not the profile's (nics.ports)
+    min_channels: int | None = None  # the header's env sets NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS
 
     @property
     def system(self) -> str:
@@ -178,8 +179,9 @@ CASES.update({
 # to the closest bundled profile as a new user would pick it, with the transport the header names.
 _XXRJUN_NOTE = ("10 x 8 H100 over InfiniBand (one 400 Gb/s NIC per GPU by the N10_G1 rate), >= 32 MiB only: "
                 "AllGather and ReduceScatter plateau at 324 GB/s, the two CTAs of each NIC's ring channel at "
-                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the NVLS-tree AllReduce plateau "
-                "(320 GB/s) is predicted 17-18% too fast; All-to-All and SendRecv within 8%")
+                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the AllReduce from 4 GiB is "
+                "NCCL's Ring at that level (320 GB/s; NVLSTree rated on its search graph, nccl_graph.nvls_graph), "
+                "below it NVLSTree; All-to-All and SendRecv within 8%")
 CASES.update({
     f"h100x80_{op}_10node_xxrjun_ib": Case("dgx-h100", op, 80, 8, family="xxrjun-h100", note=_XXRJUN_NOTE)
     for op in ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
@@ -277,7 +279,7 @@ CASES.update({
     "h100x1024_allreduce_128node_issue322_ringll128": Case(
         "dgx-h100", "allreduce", 1024, 8, family="issue322-h100", transport="roce",
         note="128 x 8 H100 (nccl-tests issue #322), NCCL_ALGO=Ring NCCL_PROTO=LL128 NCCL_NVLS_ENABLE=0 "
-             "NCCL_MIN_NCHANNELS=32 (the channel floor is not modelled); fabric not stated, RoCE assumed from "
+             "NCCL_MIN_NCHANNELS=32 (four CTAs per ring: nccl_tuner.ring_ctas_per_channel); fabric not stated, RoCE assumed from "
              "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
 })
 NOT_MODELLED = {
@@ -347,6 +349,9 @@ def case_for(sweep: MeasuredSweep) -> Case | None:
     proto = sweep.env.get("NCCL_PROTO", "").strip().lower()
     if proto in PROTOS and case.proto is None:  # one protocol pinned, as NCCL_ALGO pins an algorithm
         case = replace(case, proto=proto)
+    floors = [int(v) for k in ("NCCL_MIN_NCHANNELS", "NCCL_MIN_CTAS") if (v := sweep.env.get(k, "").strip()).isdigit()]
+    if floors and case.min_channels is None:  # a channel floor (nccl_tuner.ring_ctas_per_channel)
+        case = replace(case, min_channels=max(floors))
     return case
 
 
@@ -367,6 +372,8 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
     if not case.nvls and profile.node.scale_up.nvls:  # NCCL_NVLS_ENABLE=0: no NVLS graph, no NVLS/NVLSTree
         scale_up = profile.node.scale_up.model_copy(update={"nvls": False})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"scale_up": scale_up})})
+    if case.min_channels:  # NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS, as the run set them
+        profile = profile.model_copy(update={"nccl": {**profile.nccl, "min_channels": case.min_channels}})
     if version and not profile.nccl_version:  # the tuner tables of the release that ran the sweep
         profile = profile.model_copy(update={"nccl": {**profile.nccl, "version": version}})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)

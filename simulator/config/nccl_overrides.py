@@ -55,7 +55,7 @@ def _kinds() -> Iterator[tuple[str, tuple]]:
                 ("nvls_efficiency", _FRACTION),
                 ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
                 ("bw_inter_GBps", _BANDWIDTH), ("p2p_channel_GBps", _BANDWIDTH), ("n_channels", _CHANNELS),
-                ("nvls_channels", _CHANNELS), ("net_ll_channel_GBps", _RATE_OR_NONE))
+                ("nvls_channels", _CHANNELS), ("min_channels", _CHANNELS), ("net_ll_channel_GBps", _RATE_OR_NONE))
     for a in PROTO_EFFICIENCY_ALGOS:
         yield f"net_ll_channel_GBps.{a}", _RATE_OR_NONE
 
@@ -104,7 +104,7 @@ def check_override(key: str, value: float) -> str | None:
         return ("unknown key; expected base_latency_us.<algo>.<proto>, "
                 f"hw_latency_us.<{'|'.join(LINK_CLASSES)}>.<algo>.<proto>, proto_efficiency[.net][.<ring|tree>].<proto> or one of "
                 "net_overhead_us, net_latency_us, nvls_efficiency, p2p_efficiency, ll_max_bw_GBps, bw_intra_GBps, "
-                "bw_inter_GBps, p2p_channel_GBps, n_channels, nvls_channels "
+                "bw_inter_GBps, p2p_channel_GBps, n_channels, nvls_channels, min_channels "
                 f"(algo: {', '.join(ALGOS)}; proto: {', '.join(PROTOS)})")
     name, lo, hi, what = kind
     if name == "latency" and not lo <= value <= hi:

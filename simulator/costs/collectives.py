@@ -65,7 +65,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import nccl_constants, nccl_graph, net_messages
+from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -278,6 +278,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
+        if algorithm == "nvls_tree":
+            # the chunk pipeline's fill: rounds of nvlsChannels x heads chunks (costs/nvls_pipeline.py);
+            # every GPU of a node is the head of one slice of each channel
+            scale *= nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes)
         intra = cached_pattern(geo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
         flows = scaled_flows(intra, size_bytes * scale, None, geo)
         if algorithm == "nvls_tree":
@@ -287,7 +291,8 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             # each tree edge at most NCCL's per-channel NVLSTree ceiling (nccl_tuner.nvls_tree_edge_GBps)
             edge = tuner.nvls_tree_edge_GBps(ctx)
             edge_cap = None if edge is None else edge * 1e9 * inter_wire
-            flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire, edge_cap, geo))
+            fill = nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes)
+            flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire * fill, edge_cap, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)
     elif algorithm == "hierarchical":

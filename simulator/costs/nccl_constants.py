@@ -81,6 +81,7 @@ SPEEDS_INTER = {
 }
 MAX_CHANNELS = 32  # NCCL MAXCHANNELS; graph search keeps at most half before duplication
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}  # NCCL_NVLS_NCHANNELS defaults
+NVLS_MAX_ARITY = 32  # NCCL_MAX_NVLS_ARITY (src/include/device.h): the most NVLS heads per node
 MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}  # §4
 THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}  # bytes per thread (§4)
 
@@ -117,6 +118,11 @@ class TunerConstants:
     bw_intra_GBps: float | None = None
     bw_inter_GBps: float | None = None
     nvls_channels: int | None = None
+    # NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS: the fewest channels (CTAs) a ring or tree call runs on
+    # (``ncclTopoPostset``, src/graph/connect.cc of v2.26.2-1 lines 478-485: the graph's channels are
+    # copied up to it after their duplication); NCCL's tuner does not see it (it rates the graph's
+    # channels), the kernel does: nccl_tuner.ring_ctas_per_channel. None: NCCL's default (no floor).
+    min_channels: int | None = None
     # Calibration knobs (defaults leave NCCL's model unchanged):
     # the net plugin's per-message latency (NCCL ``latencyInter``, from the NIC's ``latency``
     # property; NCCL's IB/socket transports report 0, AWS's EFA plugin does not), added once per
@@ -215,7 +221,7 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "min_channels", "net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
@@ -285,7 +291,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             scalars[key] = float(value)
         elif key in ("net_overhead_us", "nvls_efficiency", "ll_max_bw_GBps", "bw_intra_GBps", "bw_inter_GBps"):
             scalars[key] = float(value)
-        elif key in ("n_channels", "nvls_channels"):
+        elif key in ("n_channels", "nvls_channels", "min_channels"):
             if int(value) != value or value < 1:
                 raise InputError(f"expected a positive whole number, got {value!r}", source=source, field=where)
             scalars[key] = int(value)

@@ -14,9 +14,9 @@ from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
-    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES,
-    P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS,
-    ArchRow, LinkClass, TunerConstants, constants_from_overrides,
+    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, NVLS_MAX_ARITY, P2P_NET_CHUNK_BYTES,
+    P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA,
+    XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass, TunerConstants, constants_from_overrides,
 )
 
 
@@ -36,6 +36,9 @@ class TunerGraph:
     # The tree graph is NCCL_TOPO_PATTERN_TREE (one NIC per chain, both directions), not the
     # BALANCED_TREE NCCL searches first: NCCL's tuner then rates Tree × 0.85 (simple_tree_pattern).
     simple_tree: bool = False
+    # NCCL's NVLS *search* graph across nodes (what its tuner rates NVLS/NVLSTree with: one channel per
+    # head, nvls_graph): channels, bwIntra, bwInter; None on one node (the runtime channels' share above)
+    nvls_graph: tuple[int, float, float] | None = None
 
     @property
     def tree_intra_GBps(self) -> float:
@@ -122,7 +125,11 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         # The intra-node chains must feed every NIC. Through a switch all channels share the
         # GPU's total; on a full mesh each channel's chain is its own Hamiltonian path, so the
         # ppn(ppn-1) peer links each carry n_ch/ppn channels (flow_patterns.hamiltonian_paths).
-        chain_total = mesh_peer_GBps(profile) * ppn if su.kind == "mesh" else intra_total
+        # Through a switch a ring enters a node at one GPU and leaves at another: ppn - 1 of its
+        # ppn GPUs send it on over NVLink, so a GPU's link carries (ppn - 1)/ppn of the channels
+        # (search.cc ncclTopoFollowPath charges each GPU-to-GPU hop): 8 x 48 GB/s on 8 x 400 Gb/s
+        # H100 nodes (NCCL's "Pattern 4, ..., nChannels 8, bw 48.000000/48.000000" there).
+        chain_total = mesh_peer_GBps(profile) * ppn if su.kind == "mesh" else intra_total * ppn / max(1, ppn - 1)
         if n_ch * bw > chain_total and ppn > 1:
             bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= chain_total), bw)
         bw_inter = bw
@@ -135,8 +142,39 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
     nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
     p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
+    search = nvls_graph(profile, ppn, n_nodes, intra_total) if su.nvls else None
     return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk,
-                      simple_tree_pattern(profile, ppn, n_nodes))
+                      simple_tree_pattern(profile, ppn, n_nodes), search)
+
+
+def nvls_graph(profile, ppn: int, n_nodes: int, intra_total: float) -> tuple[int, float, float] | None:
+    """NCCL's NVLS search graph across nodes: (channels, bwIntra, bwInter) GB/s, which its tuner rates
+    NVLS and NVLSTree with (``tuning.cc``: ``graphs[a]->nChannels * bw``), not the runtime
+    ``nvlsChannels`` (16 on Hopper) that split the data (NVIDIA/nccl#1041: "Search channels and
+    execution channels are not the same ... for NVLSTree, NVLS, or CollnetDirect, they are completely
+    decorrelated"). ``search.cc`` (v2.26.2-1): one channel per GPU and its NIC, the heads (line 975,
+    ``maxChannels = min(NCCL_MAX_NVLS_ARITY, nGPUs)``); each channel pulls bwIntra from the NVSwitch
+    to every GPU and twice to its head (``ncclTopoSearchTryNvls``), so ``(heads + 1) x bwIntra``
+    fits the GPU's NVLink; pass 2 raises bwInter while it stays below twice bwIntra and the NIC
+    carries it (lines 1112-1115). 8-GPU H100 nodes with 8 x 400 Gb/s NICs: 8 channels, 40 / 48 GB/s
+    (NVIDIA/nccl#1197 prints "Pattern 5, crossNic 0, nChannels 8, bw 40.000000/60.000000" for faster
+    NICs). None on one node or without exactly one NIC per GPU."""
+    if n_nodes <= 1 or profile.node.scale_up.kind != "nvswitch":
+        return None
+    if (profile.node.nics.count or 0) != profile.node.gpus:
+        # one NIC per GPU is what the search pairs with a head; with several (AWS p5's four EFA devices
+        # per H100) NCCL's NVLS channels are not one NIC's speed (NVLSTree reaches 488 GB/s busbw there,
+        # data/nccl/h100x16_allreduce_2node_awsp5_efa.csv): keep the runtime channels' share
+        return None
+    row = arch_row(profile.gpu.arch)
+    speeds = SPEEDS_INTER[row if row in SPEEDS_INTER else "ampere"]
+    heads = min(ppn, NVLS_MAX_ARITY, reachable_nics(profile, ppn))
+    if heads < 1:
+        return None
+    bw_intra = next((float(s) for s in speeds if (heads + 1) * s <= intra_total), float(speeds[-1]))
+    nic = profile.node.nics.GBps
+    bw_inter = next((float(s) for s in speeds if s <= nic and s < 2 * bw_intra), bw_intra)
+    return heads, bw_intra, max(bw_intra, bw_inter)
 
 
 # The first release whose IB plugin merges the ports of one NIC into one network device.

@@ -24,7 +24,7 @@ import math
 from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
-    ALGOS, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
+    ALGOS, LL_MAX_BW_MULTINODE, MAX_CHANNELS, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs.nccl_graph import TunerContext
@@ -229,11 +229,10 @@ def algo_bandwidth_GBps(ctx: TunerContext, coll: str, algo: str, proto: str, *, 
     if algo in ("nvls", "nvls_tree") and t.nvls_bw_model != "2.28":
         return _nvls_bw_before_2_28(ctx, coll, algo)
     if algo in ("nvls", "nvls_tree"):
-        n_ch = g.nvls_channels
-        total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
-        intra = (total / n_ch) * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
+        n_ch, bw_intra, bw_inter = nvls_search_graph(ctx)
+        intra = bw_intra * nvls_efficiency(ctx) * (n_ch - 1) / n_ch
         intra *= 2 if coll == "allreduce" else (ctx.ppn - 1) / ctx.ppn
-        inter = g.bw_inter_GBps * (2 if algo == "nvls_tree" and ctx.n_nodes <= 2 else 1) if ctx.n_nodes > 1 else math.inf
+        inter = bw_inter * (2 if algo == "nvls_tree" and ctx.n_nodes <= 2 else 1) if ctx.n_nodes > 1 else math.inf
         per_ch = min(intra, inter)
         if algo == "nvls_tree":
             per_ch = min(per_ch, PER_CH_MAX_NVLS_TREE_BW[ctx.arch][s])
@@ -297,16 +296,26 @@ def nvls_tree_edge_GBps(ctx: TunerContext) -> float | None:
     return per_ch * n / (2 * (n - 1)) / 2
 
 
+def nvls_search_graph(ctx: TunerContext) -> tuple[int, float, float]:
+    """(channels, bwIntra, bwInter) NCCL's tuner rates NVLS/NVLSTree with: across nodes the NVLS
+    search graph (:func:`simulator.costs.nccl_graph.nvls_graph`: one channel per head); on one node
+    the runtime channels' share of the NVLink total, as before (the ring graph's bwInter)."""
+    g = ctx.graph
+    if ctx.n_nodes > 1 and g.nvls_graph is not None and not ctx.constants.nvls_channels:
+        return g.nvls_graph
+    n_ch = g.nvls_channels
+    total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
+    return n_ch, total / n_ch, g.bw_inter_GBps
+
+
 def _nvls_bw_before_2_28(ctx: TunerContext, coll: str, algo: str) -> float:
     """NVLS/NVLSTree algorithm bandwidth as releases before 2.28 rate it (``tuning.cc`` of
     v2.18.3-1, v2.19.3-1 .. v2.27.7-1; :mod:`simulator.costs.nccl_versions`): from the NVLS graph's
     own bwIntra (its NVLink total over its channels) and bwInter (the network speed across nodes),
     without ``nvlsEfficiency``, converted to algorithm bandwidth by 5/6 instead of n/nsteps."""
-    g, model, nodes = ctx.graph, ctx.constants.tables.nvls_bw_model, ctx.n_nodes
-    n_ch = g.nvls_channels
-    total = g.nvls_intra_total_GBps if g.nvls_intra_total_GBps is not None else g.n_channels * g.bw_intra_GBps
-    bw_intra = total / n_ch
-    bw_inter = g.bw_inter_GBps if nodes > 1 else bw_intra
+    model, nodes = ctx.constants.tables.nvls_bw_model, ctx.n_nodes
+    n_ch, bw_intra, bw_inter = nvls_search_graph(ctx)
+    bw_inter = bw_inter if nodes > 1 else bw_intra
     if model == "2.18":
         bw = bw_intra if nodes <= 2 else bw_inter
         ratio = 5 / 6 if algo == "nvls" else 0.70 * nodes / (2 * (nodes - 1))
@@ -424,10 +433,13 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     if proto == "ll":
         nccl = min(t.ring_ll_fraction(coll, ctx.n_nodes) * per_ch, ll_max_bw_GBps(ctx) / g.n_channels)
         return net_ll_cap(ctx, algo, nccl)
+    ctas = ring_ctas_per_channel(ctx)
     if proto == "ll128":
-        return min(per_ch * 120 / 128, t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale))
+        # NCCL's per-channel LL128 cap rates a graph channel, which runs as two CTAs: more CTAs move more
+        cap = t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale) * ctas / RING_CTAS_PER_GRAPH_CHANNEL
+        return min(per_ch * 120 / 128, cap)
     cta = ring_cta_GBps(ctx)
-    return per_ch if cta is None else min(per_ch, RING_CTAS_PER_GRAPH_CHANNEL * cta)
+    return per_ch if cta is None else min(per_ch, ctas * cta)
 
 
 def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
@@ -445,6 +457,22 @@ def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
 RING_CTAS_PER_GRAPH_CHANNEL = 2
 
 
+def ring_ctas_per_channel(ctx: TunerContext) -> float:
+    """CTAs that run one graph channel of a ring: two (:data:`RING_CTAS_PER_GRAPH_CHANNEL`), more
+    when ``NCCL_MIN_NCHANNELS`` / ``NCCL_MIN_CTAS`` (``min_channels``) asks for more channels than the
+    duplicated graph has: ``ncclTopoPostset`` (src/graph/connect.cc of v2.26.2-1, lines 478-485)
+    copies the rings up to that floor, at most ``MAXCHANNELS`` (32), so each ring runs on more CTAs.
+    Measured: 128 x 8 H100 with NCCL_MIN_NCHANNELS=32 run Ring/LL128 at 367 GB/s busbw from 8 GiB
+    (data/nccl/h100x1024_allreduce_128node_issue322_ringll128.csv), 45.9 GB/s of payload per
+    400 Gb/s NIC, above the 8 x 36.7 = 294 GB/s NCCL's LL128 cap gives two CTAs per NIC."""
+    m = ctx.constants.min_channels
+    n = max(1, ctx.graph.n_channels)
+    if not m:
+        return float(RING_CTAS_PER_GRAPH_CHANNEL)
+    runtime = max(min(RING_CTAS_PER_GRAPH_CHANNEL * n, MAX_CHANNELS), min(m, MAX_CHANNELS))
+    return max(float(RING_CTAS_PER_GRAPH_CHANNEL), runtime / n)
+
+
 def ring_cta_GBps(ctx: TunerContext) -> float | None:
     """What one CTA of a Simple ring moves, GB/s (None: no limit modelled: RCCL's kernels, GPUs
     without an NVLink class).
@@ -454,7 +482,7 @@ def ring_cta_GBps(ctx: TunerContext) -> float | None:
     NCCL's nominal per-link NVLink bandwidth, 20.6 GB/s on SM90, or the profile's
     ``nccl.p2p_channel_GBps``), whatever the link behind it. Inside a node NCCL's graph gives a
     ring channel less than that (an H100 node: 24 CTAs at 15 GB/s); across nodes one graph channel
-    per 400 Gb/s NIC runs at 45 GB/s on Hopper (search.cc speed list, no duplication at
+    per 400 Gb/s NIC runs at 48 GB/s on Hopper (search.cc speed list, no duplication at
     bwIntra < 50 with more than 4 channels), which its two CTAs cannot reach: 2 x 20.6 = 41.2 GB/s per
     NIC. Measured: 8 x 40.5-40.7 GB/s busbw on the Ring AllGather and ReduceScatter plateaus of
     10 x 8 H100 over InfiniBand (data/nccl/h100x80_allgather_10node_xxrjun_ib.csv: 324 GB/s at

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.costs import nccl_constants as k
@@ -171,6 +173,23 @@ def test_multi_node_graph_uses_one_channel_per_nic_and_nvls_keeps_nvlink_rate():
     assert g2.nvls_intra_total_GBps == pytest.approx(g1.n_channels * g1.bw_intra_GBps)
 
 
+def test_nvls_search_graph_is_one_channel_per_head():
+    """NCCL's tuner rates NVLS/NVLSTree on the NVLS search graph (search.cc: one channel per GPU and its
+    NIC; the NVSwitch feeds every GPU once and the head twice per channel, so 9 x bwIntra fits 18 x 20.6
+    GB/s: 40; bwInter raised to the NIC's 48), not on the 16 runtime channels: 8 x min(40 x 0.85 x 7/8
+    x 2, 48, 45.5) = 364 GB/s busBw on 8 H100 nodes, x 64/126 in algorithm bandwidth; on one node as
+    before. With several NICs per GPU (AWS p5) the model keeps the runtime channels' share."""
+    from simulator.config.hardware import load_profile
+
+    h100 = load_profile("dgx-h100")
+    assert g.graph_from_profile(h100, 64, 8).nvls_graph == (8, 40.0, 48.0)
+    assert g.graph_from_profile(h100, 8, 1).nvls_graph is None
+    assert g.graph_from_profile(load_profile("aws-p5"), 16, 2).nvls_graph is None
+    ctx = g.context_from_profile(h100, 64, 8)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "nvls_tree", "simple") == pytest.approx(8 * 45.5 * 64 / 126)
+    assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "simple") == pytest.approx(8 * 48 * 64 / 126)
+
+
 def test_graph_gives_a_rank_its_own_nics_only():
     """NCCL's graph charges every channel to the rank's GPU-to-NIC path (search.cc), so a
     communicator with one H100 per node rings through that GPU's one 400 Gb/s NIC: one channel at
@@ -183,8 +202,8 @@ def test_graph_gives_a_rank_its_own_nics_only():
         gr = g.graph_from_profile(h100, 10 * ppn, 10)
         assert (gr.n_channels, gr.bw_inter_GBps) == (n_ch, 24.0)
         assert gr.n_channels * gr.bw_inter_GBps == pytest.approx(48.0 * ppn)
-    full = g.graph_from_profile(h100, 80, 10)  # a full node keeps one channel per NIC
-    assert (full.n_channels, full.bw_inter_GBps) == (8, 45.0)
+    full = g.graph_from_profile(h100, 80, 10)  # a full node keeps one channel per NIC, at the NIC's 48
+    assert (full.n_channels, full.bw_inter_GBps) == (8, 48.0)
     p5 = load_profile("aws-p5")  # 4 EFA devices per GPU: one rank per node still drives its 4
     assert g.graph_from_profile(p5, 2, 2).n_channels == 4
 
@@ -343,10 +362,10 @@ def test_simple_tree_pattern_from_the_profile(profile, ranks, nodes, expected):
 def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
     """ncclTopoPostset runs every graph channel as two CTAs (connect.cc "nChannels*2"), and one CTA
     moves what one p2p channel moves: 20.6 GB/s on Hopper. Across nodes a DGX H100's graph channel
-    (one per 400 Gb/s NIC) is rated 45 GB/s, which its two CTAs cannot reach: 2 x 20.6 = 41.2.
+    (one per 400 Gb/s NIC) is rated 48 GB/s, which its two CTAs cannot reach: 2 x 20.6 = 41.2.
     Inside a node (12 channels at 30) and for LL128 (NCCL's own per-channel table) nothing changes."""
     two_nodes = _p2p_ctx("dgx-h100", 16, 2)
-    assert (two_nodes.graph.n_channels, two_nodes.graph.bw_intra_GBps) == (8, 45.0)
+    assert (two_nodes.graph.n_channels, two_nodes.graph.bw_intra_GBps) == (8, 48.0)
     assert t.channel_bw_GBps(two_nodes, "ring", "simple") == pytest.approx(2 * 20.6)
     one_node = _p2p_ctx("dgx-h100", 8, 1)
     assert t.channel_bw_GBps(one_node, "ring", "simple") == pytest.approx(30.0)
@@ -383,3 +402,21 @@ def test_nccl_before_2_20_gives_each_port_of_a_dual_port_nic_its_own_channels(ve
     # a single-port NIC is one device in every release
     single = p.model_copy(update={"nccl": {"version": version}})
     assert g.net_devices(single) == (8, 25.0)
+
+
+def test_a_channel_floor_runs_each_graph_channel_on_more_ctas():
+    """NCCL_MIN_NCHANNELS=32 (``min_channels``) on 8 graph channels of 2 x 8 H100: ncclTopoPostset copies
+    the duplicated 16 rings up to 32, four CTAs per graph channel. A Simple channel then runs at its
+    graph rate (48 < 4 x 20.6) and an LL128 one at its wire share, 48 x 120/128 = 45 GB/s, instead of
+    NCCL's per-channel LL128 cap for two CTAs (36.7); NCCL's own rating (the choice) is unchanged."""
+    two_nodes = _p2p_ctx("dgx-h100", 16, 2)
+    floor = replace(two_nodes, constants=replace(two_nodes.constants, min_channels=32))
+    assert t.ring_ctas_per_channel(two_nodes) == 2 and t.ring_ctas_per_channel(floor) == 4
+    assert t.channel_bw_GBps(two_nodes, "ring", "ll128") == pytest.approx(36.7)
+    assert t.channel_bw_GBps(floor, "ring", "ll128") == pytest.approx(48 * 120 / 128)
+    assert t.channel_bw_GBps(floor, "ring", "simple") == pytest.approx(48.0)
+    assert t.algo_bandwidth_GBps(t.selection_context(floor), "allreduce", "ring", "ll128") == \
+        t.algo_bandwidth_GBps(two_nodes, "allreduce", "ring", "ll128")
+    # a floor below the duplicated rings changes nothing; above MAXCHANNELS it stops there
+    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=8))) == 2
+    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=64))) == 4

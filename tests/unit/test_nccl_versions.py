@@ -372,7 +372,7 @@ def test_abci_sweeps_are_slower_with_the_nccl_that_ran_them(name, nodes, bound):
     at 235 GB/s: from 1 MiB the 2- and 16-node AllReduce come out slower than with 2.30.7's tables
     (2 nodes: +45% -> +35%, 16 nodes: +41% -> +32%, both still too fast with InfiniBand's deployed 5 us
     per crossing and LL at 1.5 GB/s per channel: the network part is not the tuner's, data/nccl/INDEX.md;
-    +31% and +28% while the A100-PCIe rows ran LL128 across a PHB path and held the hop extra at 7 us)."""
+    +31% and +28% while the A100-PCIe rows ran LL128 across a PHB path and held the hop extra at 7 us).; with the NVLSTree chunk fill, LL at 8 GB/s per channel and 5 us per crossing, +32%)."""
     old, new = _abci_signed_median(name, nodes, "2.8.4"), _abci_signed_median(name, nodes, "2.30.7")
     assert abs(old) <= bound and old < new - 0.05
 
@@ -409,8 +409,8 @@ def test_abci_profile_runs_the_nccl_its_sweeps_ran(name, nodes, bound):
     (nccl/2.8/2.8.4-1: aistabci/abci2.0benchmark allreduce/nccl_anode.sh and README.md), so the
     profile as shipped predicts ABCI's multi-node sweeps with v2.8.4-1's tuner tables: from 1 MiB
     the signed median error is +41% (2 nodes) and -29% (16 nodes; +32% while InfiniBand's deployed
-    tree LL128 was x 0.8 and its LL a share of NCCL's rate), where the newest tables give +53% and
-    -22%."""
+    tree LL128 was x 0.8 and its LL a share of NCCL's rate, and again with LL at 8 GB/s per channel),
+    where the newest tables give +53% and -22%."""
     from simulator.calibration.measured import read_sweep
     from simulator.calibration.sweep_prediction import case_for, predict_sweep
 

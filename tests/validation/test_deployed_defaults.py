@@ -281,6 +281,15 @@ LOSO_BOUNDS = {
     # NVLINK_HOP_EXTRA_US: the 126-step Tree/LL chain ~200 us against 182-204 us measured at 8 B-64 KiB)
     # and the RoCE row held out fitted on oci-a100 with its NICs' ports as NCCL 2.19.3 saw them (tree LL128 x 0.9)
     "oci-gb200": (0.07, 0.07, 0.07),
+    # 8 HGX H100 nodes over InfiniBand (nccl-tests issue #309), scored, not fitted: 4.5% / +2.9% / 4.5% (20.1% /
+    # +20.1% / 20.1% before): the 2-node ramp 27-35% fast at 8-64 MiB was the NVLSTree chunk pipeline's fill
+    # (costs/nvls_pipeline.py; 10.7% / +10.2% with it), the 4- and 8-node plateau from 1 GiB (+9-13%) NCCL's
+    # Ring/Simple, which its tuner prefers once NVLSTree is rated on the NVLS search graph (nccl_graph.nvls_graph)
+    "issue309-h100": TARGETS,
+    # 128 x 8 H100, NCCL_MIN_NCHANNELS=32 (issue #322), scored, not fitted: 14.7% / -9.6% / 14.7% with four CTAs per
+    # ring (nccl_tuner.ring_ctas_per_channel; 18.6% / -14.0% with the 45 GB/s ring graph; 28.1% / -24.6% before);
+    # left: 1 GiB runs at a ~19 ms floor (+45%) that the additive ring latency (7 ms) does not reach
+    "issue322-h100": TARGETS,
 }
 
 
