@@ -114,8 +114,9 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         n, pp, vp = parse_int(r["num_gpus"]), parse_int(r["pp"], 1), parse_int(r["vp"], 1)
         ep = parse_int(r["ep"], ep_default)
         model = {"preset": preset, "seq_len": parse_int(r["seq_len"])}
-        # the MoE parallelizer's own MixedPrecisionPolicy reduces in fp32 (components/moe/parallelizer.py,
-        # reduce_dtype=torch.float32 at every row's commit): over bf16 shards FSDP2 keeps that reduce dtype
+        # the MoE parallelizer's MixedPrecisionPolicy reduces in fp32 (components/moe/parallelizer.py,
+        # reduce_dtype=torch.float32 at every row's commit); FSDP2 drops a reduce dtype only when it equals
+        # param_dtype (FSDPParam.init_dtype_attrs), so the bf16 gradients are reduce-scattered in fp32
         parallel: dict = dict(pp=pp, ep=ep, zero=3, zero3_impl="fsdp2", moe_dispatcher="deepep",
                               fsdp_reshard_after_forward=reshard, grad_reduce_dtype="fp32")
         ga = re.search(r"\bGA=(\d+)", r["notes"])
