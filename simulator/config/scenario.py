@@ -252,6 +252,11 @@ def check_plan(scn: Scenario) -> None:
     if p.zero == 3 and p.pp > 1 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
+    fixed_master = ((p.zero == 1 and p.zero1_impl == "deepspeed-bf16" and "zero1_impl: deepspeed-bf16")
+                    or (p.zero == 3 and p.zero3_impl == "deepspeed-2021" and "zero3_impl: deepspeed-2021"))
+    if fixed_master and t.master_dtype != "fp32":
+        _fail(scn, "training.master_dtype", f"{fixed_master} steps fp32 master weights by construction "
+                                            f"(DeepSpeed's optimizer wrapper), got master_dtype {t.master_dtype}")
     check_moe(scn, dp)
     if t.fp8_param_gather:
         check_fp8_param_gather(scn)

@@ -433,6 +433,17 @@ class Training(_Strict):
                             "--clip-grad, DeepSpeed's gradient_clipping, max_norm in torchtitan and llm-foundry): "
                             "a norm pass, a one-element AllReduce over the ranks holding different gradients, "
                             "a scaling pass")
+    # What the optimizer updates, in which dtype (memory: model states; costs: the step's HBM bytes).
+    master_dtype: Literal["fp32", "bf16"] = Field(
+        default="fp32", description="dtype of the weights the optimizer updates and of the gradients it reads: "
+        "fp32 (mixed precision: an fp32 master copy beside the bf16 weights, Megatron and DeepSpeed; FSDP2 over "
+        "an fp32 model, torchtitan, whose sharded parameters and gradients are fp32) | bf16 (the model built and "
+        "stepped in bf16, no fp32 copy anywhere: FSDP2 keeps bf16 shards and casts each reduced gradient back to "
+        "them; NeMo AutoModel, whose from_config/from_pretrained torch_dtype defaults to bf16)")
+    optimizer_state_dtype: Literal["fp32", "bf16"] | None = Field(
+        default=None, description="dtype of Adam's moments (exp_avg, exp_avg_sq); none: master_dtype's, as "
+        "torch.optim allocates them (zeros_like the parameter). TransformerEngine's FusedAdam keeps them fp32 "
+        "(exp_avg_dtype, exp_avg_sq_dtype) over bf16 parameters")
 
     fp8_recipe: Literal["delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(
         default="delayed", description="FP8 scaling recipe with dtype fp8 (simulator/schedule/fp8.py): delayed "
@@ -457,6 +468,14 @@ class Training(_Strict):
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")
+        if self.optimizer == "fp16_optimizer" and (self.master_dtype, self.state_dtype) != ("fp32", "fp32"):
+            raise ValueError("optimizer: fp16_optimizer keeps fp32 master weights and moments (master_dtype and "
+                             "optimizer_state_dtype fp32)")
+        if self.master_dtype == "bf16" and self.dtype == "fp16":
+            raise ValueError("master_dtype: bf16 steps the model's own weights, which are fp16 with dtype fp16")
+        if self.optimizer in ("foreach", "for_loop") and self.state_dtype != self.master_dtype:
+            raise ValueError(f"optimizer: {self.optimizer} (torch.optim) keeps its moments in the parameters' dtype: "
+                             f"optimizer_state_dtype {self.state_dtype} with master_dtype {self.master_dtype}")
         return self
 
     @model_validator(mode="before")
@@ -487,3 +506,16 @@ class Training(_Strict):
     @property
     def act_bytes(self) -> int:
         return BYTES_PER_ELEMENT[self.act_dtype]
+
+    @property
+    def state_dtype(self) -> str:
+        """Dtype of Adam's moments: ``optimizer_state_dtype``, else the master weights'."""
+        return self.optimizer_state_dtype or self.master_dtype
+
+    @property
+    def master_bytes(self) -> int:
+        return BYTES_PER_ELEMENT[self.master_dtype]
+
+    @property
+    def state_bytes(self) -> int:
+        return BYTES_PER_ELEMENT[self.state_dtype]

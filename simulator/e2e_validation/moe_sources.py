@@ -33,7 +33,7 @@ import re
 
 from simulator.config.workload import PRESETS
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int
-from simulator.e2e_validation.scenarios import TORCH_EAGER_TE, Case, make_scenario, megatron_parallel
+from simulator.e2e_validation.scenarios import AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel
 
 # table name -> (preset, recompute, ep when the table leaves it blank, FSDP2 reshard after forward,
 # attention kernel: TE's fused attention, or FlexAttention for GPT-OSS, which PyTorch's FlexAttention
@@ -130,8 +130,11 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
         n, pp, vp = parse_int(r["num_gpus"]), parse_int(r["pp"], 1), parse_int(r["vp"], 1)
         ep = parse_int(r["ep"], ep_default)
         model = {"preset": preset, "seq_len": parse_int(r["seq_len"])}
+        # the MoE parallelizer's MixedPrecisionPolicy reduces in fp32 (components/moe/parallelizer.py,
+        # reduce_dtype=torch.float32 at every row's commit); FSDP2 drops a reduce dtype only when it equals
+        # param_dtype (FSDPParam.init_dtype_attrs), so the bf16 gradients are reduce-scattered in fp32
         parallel: dict = dict(pp=pp, ep=ep, zero=3, zero3_impl="fsdp2", moe_dispatcher="deepep",
-                              fsdp_reshard_after_forward=reshard)
+                              fsdp_reshard_after_forward=reshard, grad_reduce_dtype="fp32")
         ga = re.search(r"\bGA=(\d+)", r["notes"])
         if pp > 1 or name in AUTOMODEL_DEFERRED_SYNC:  # MoEFSDPSyncMixin: reduce-scatter once per step
             parallel["fsdp_grad_sync"] = "optim_step"
@@ -149,7 +152,8 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
                             dtype="bf16", recompute=recompute, parallel=parallel, stack=TORCH_EAGER_TE)
         model_keys, training_keys = AUTOMODEL_MOE_KEYS.get(name, ({}, {}))
         scn["model"].update(model_keys)
-        scn["training"].update(moe_routing="round_robin", attention=kernel, **training_keys)  # fake_balanced_gate
+        scn["training"].update(moe_routing="round_robin", attention=kernel, **AUTOMODEL_STATES,  # torch.optim.Adam
+                               **training_keys)  # fake_balanced_gate
         if preset in BIASED_EXPERTS:  # grouped_gemm's gmm has no bias: both biases added per local expert
             scn["training"]["moe_expert_bias"] = "per_expert_fc1_fc2"
         dp = n // pp

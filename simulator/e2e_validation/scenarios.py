@@ -100,6 +100,18 @@ TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_
 # (llama/model.py, nemotron_v3/layers.py): PyTorch launches no dropout kernel, dropout false.
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach", dropout=False)
 
+# NeMo AutoModel's model states and step end, for every row of its performance summary. Its models are
+# built in bf16: ``from_config`` / ``from_pretrained`` turn ``torch_dtype: "auto"`` into torch.bfloat16
+# (nemo_automodel/_transformers/auto_model.py at 08a48f76, c0e4fe1b, cb976544; the benchmark configs set
+# none, the dense Llama one sets ``torch_dtype: bf16``), and the MoE classes of 89e3a9fdd cast themselves
+# with ``self.to(dtype)``, bf16, in ``initialize_weights``. FSDP2 then shards bf16 parameters (its
+# MixedPrecisionPolicy ``param_dtype`` bf16 casts nothing) and casts each reduced gradient back to them;
+# no fp32 copy is made anywhere (AutoModel's docs/guides/mixed-precision-training.mdx at cb976544: with
+# torch.optim "the EMA buffers ... end up in this dtype", TE FusedAdam keeps fp32 ones): master_dtype bf16.
+# The benchmark recipe steps right after the last backward, without clipping (``run_benchmark`` in
+# recipes/llm/benchmark.py; the table's notes: "no grad clipping"): grad_clip false.
+AUTOMODEL_STATES: dict = dict(master_dtype="bf16", grad_clip=False)
+
 
 def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:
     """The parallel block of a Megatron-Core / NeMo run with the printed TP, PP, VP and CP: the

@@ -11,6 +11,7 @@ from typing import Callable, Iterable
 
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_precision, parse_recompute, read_rows
 from simulator.e2e_validation.scenarios import (
+    AUTOMODEL_STATES,
     MEGATRON_2020,
     MEGATRON_LEGACY,
     Case,
@@ -244,12 +245,17 @@ def _automodel(rows: list[Row]) -> list[Case]:
         if not r["model_name"].lower().startswith("llama"):
             continue
         n, tp, pp, cp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1), parse_int(r["cp"], 1)
-        out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs",
-                        make_scenario(f"automodel-{len(out)}", "dgx-h100", n, llama_model(r),
-                                  micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                                  dtype="bf16", recompute=parse_recompute(r),
-                                  parallel=dict(tp=tp, pp=pp, cp=cp, zero=3, zero3_impl="fsdp2"),
-                                  stack=TORCH_EAGER_TE),
+        scn = make_scenario(f"automodel-{len(out)}", "dgx-h100", n, llama_model(r),
+                            micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                            dtype="bf16", recompute=parse_recompute(r),
+                            parallel=dict(tp=tp, pp=pp, cp=cp, zero=3, zero3_impl="fsdp2"), stack=TORCH_EAGER_TE)
+        # The Llama 3 70B row's config (examples/llm_pretrain/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml
+        # at 2013a4dd6, the commit that added the row) steps TransformerEngine's FusedAdam without
+        # master_weights: the bf16 parameters updated in place, fp32 moments (its exp_avg_dtype and
+        # exp_avg_sq_dtype default). FSDP2Config's default MixedPrecisionPolicy there reduces in bf16
+        # (components/distributed/config.py at 2013a4dd6; fp32 from later commits): grad_reduce_dtype bf16.
+        scn["training"].update(AUTOMODEL_STATES, optimizer="fused", optimizer_state_dtype="fp32")
+        out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs", scn,
                         "step_time_s", float(r["value"]), n))
     return out
 

@@ -22,8 +22,21 @@ buffers unless ``--grad-reduce-in-bf16`` (``arguments.py``: ``accumulate_allredu
 is set for bf16; the DDP grad buffer is allocated in that dtype, ``distributed_data_parallel.py``),
 so a Megatron bf16 run is ``grad_reduce_dtype: fp32``: 2 + 4 + 12/N bytes per parameter (the
 "bf16 param, fp32 grads" row of Megatron's distributed-optimizer table). FSDP2 (``zero3_impl:
-fsdp2``) keeps the sharded parameter in fp32 and its gradient in fp32 (``MixedPrecisionPolicy``
-casts only the unsharded copy to bf16): 4 + 4 + 8 bytes per parameter, over N.
+fsdp2``) keeps the sharded parameter in the dtype the model was built in and its gradient in the
+same (``MixedPrecisionPolicy`` casts only the unsharded copy to bf16; ``foreach_reduce`` in
+torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py casts the reduced gradient back to the
+parameter's ``orig_dtype``): over an fp32 model (torchtitan) 4 + 4 + 8 bytes per parameter, over N.
+
+``training.master_dtype`` and ``optimizer_state_dtype`` set the bytes B_m of the weights the
+optimizer updates and B_s of each Adam moment (the 12 above is 4 + 2·4). A model built and
+stepped in bf16 keeps no fp32 copy: NeMo AutoModel builds its models in bf16 (``from_config`` /
+``from_pretrained``: ``torch_dtype`` "auto" is ``torch.bfloat16``, nemo_automodel/_transformers/
+auto_model.py) and torch.optim allocates the moments ``zeros_like`` the parameter, so under FSDP2
+that is 2 + 2 + 4 bytes per parameter over N; TransformerEngine's FusedAdam over bf16 parameters
+keeps fp32 moments (``exp_avg_dtype`` fp32 by default): 2 + 2 + 8 (AutoModel's
+docs/guides/mixed-precision-training.mdx tabulates both). Without FSDP2 the model's bf16 weights
+and the gradient stay as above and the optimizer holds 2·B_s, plus B_m where the master is a
+copy of its own (fp32).
 
 **Activations** (arXiv:2205.05198 §4): per layer and micro-batch, in bytes, with s tokens of
 sequence, b sequences, h hidden, a heads and t the TP degree:
@@ -119,7 +132,6 @@ from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, la
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
 
 WEIGHT_BYTES = 2
-ADAM_BYTES = 12
 
 # Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
 # module docstring for the tensors of each implementation.
@@ -212,13 +224,17 @@ class MemoryEstimate:
         return {k: getattr(self, k) / GiB for k in keys}
 
 
-def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2,
-                                zero3_impl: str = "deepspeed") -> tuple[float, float, float]:
-    """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways.
-    FSDP2 keeps fp32 sharded parameters and gradients and 8 bytes of Adam state."""
+def model_state_bytes_per_param(zero: int, n: int, grad_bytes: int = 2, zero3_impl: str = "deepspeed",
+                                master_bytes: int = 4, state_bytes: int = 4) -> tuple[float, float, float]:
+    """(weights, grads, optimizer) bytes per parameter under ZeRO stage `zero` sharded n ways, with
+    master weights of `master_bytes` and two Adam moments of `state_bytes` each. FSDP2's sharded
+    parameter is the master and its gradient has the master's dtype: (B_m, B_m, 2·B_s) / n.
+    Otherwise bf16 weights, the gradient in the reduce dtype, and the moments plus an fp32 master
+    copy where the master is not the bf16 weight itself (2, B_g, 2·B_s + B_m: 2 + B_g + 12)."""
     if zero >= 3 and zero3_impl == "fsdp2":
-        return 4.0 / n, 4.0 / n, 8.0 / n
-    w, g, o = float(WEIGHT_BYTES), float(grad_bytes), float(ADAM_BYTES)
+        return master_bytes / n, master_bytes / n, 2.0 * state_bytes / n
+    copy = master_bytes if master_bytes != WEIGHT_BYTES else 0
+    w, g, o = float(WEIGHT_BYTES), float(grad_bytes), float(2 * state_bytes + copy)
     if zero >= 1:
         o /= n
     if zero >= 2:
@@ -385,8 +401,9 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     shape = RankShapes.of(scn)
     n = stage_params(scn, stage)
     grad_bytes = BYTES_PER_ELEMENT[p.grad_reduce_dtype]
-    w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes, p.zero3_impl)
-    we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes, p.zero3_impl)
+    dtypes = (tr.master_bytes, tr.state_bytes)
+    w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes, p.zero3_impl, *dtypes)
+    we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes, p.zero3_impl, *dtypes)
     per_layer = layer_activation_bytes(scn)
     layers = stage_layers(scn, stage)
     layer_sum = len(layers) * per_layer

@@ -5,7 +5,7 @@ implementation) and ``training.grad_clip``:
 
 * **Gradient clipping** (``grad_clip``, on by default: Megatron's ``--clip-grad 1.0``,
   DeepSpeed's ``gradient_clipping``, llm-foundry's and torchtitan's ``max_norm: 1.0``): the L2
-  norm of every local gradient (one read of the fp32 main gradients, 4 bytes per parameter),
+  norm of every local gradient (one read of the main gradients, fp32: 4 bytes per parameter),
   a one-element fp32 AllReduce of the squared norm over the ranks that hold different
   gradients (the caller's ``norm_axes``: the shard group when gradients are sharded, as FSDP2's
   ``total_norm.full_tensor()`` and Megatron's ``clip_grad_norm_fp32`` over its
@@ -21,6 +21,17 @@ implementation) and ``training.grad_clip``:
   (12), ``v.mul_`` (8), ``v.addcmul_(g, g)`` (12), ``sqrt(v)`` (8), ``div_`` (8), ``add_(eps)``
   (8) and ``p.addcdiv_(m, denom)`` (16): 80 bytes per parameter. ``foreach`` launches each op
   over lists of tensors, ``for_loop`` once per tensor.
+
+Those bytes are for fp32 master weights, gradients and moments. With ``training.master_dtype``
+bf16 (a model built and stepped in bf16: no master copy, the gradients the optimizer reads in
+bf16, FSDP2 casting each reduced gradient to its bf16 shard) and moments of
+``optimizer_state_dtype`` (:func:`adam_bytes`), with B_m and B_s bytes: the fused pass reads the
+gradient, the weight and both moments and writes the weight and the moments, 3·B_m + 4·B_s, plus
+the copy into the bf16 model weight only when the master is an fp32 copy (TransformerEngine's
+FusedAdam updates bf16 parameters in place, keeping fp32 moments: 22 bytes); the unfused ops touch
+the weight 4 times, the gradient twice and the moments 14 times, 6·B_m + 14·B_s (torch.optim's
+moments follow the parameters' dtype: 40 bytes in bf16, ``_multi_tensor_adam`` in
+torch/optim/adam.py). Clipping reads B_m and scales 2·B_m.
 
 ``fp16_optimizer`` is Megatron-LM 2020's ``FP16_Optimizer`` (``megatron/fp16/fp16.py``,
 ``loss_scaler.py``, ``mpu/grads.py`` at the Sep 2020 README commit) for fp16 weights and
@@ -67,8 +78,8 @@ MAX_BLOCKS = 320
 MAX_TENSORS = {1: 110, 2: 64, 3: 48, 4: 36, 5: 30}
 
 GRAD_BYTES = 4  # fp32 main gradients (Megatron's main_grad; FSDP's fp32 sharded gradients)
-FUSED_ADAM_BYTES = 32
-UNFUSED_ADAM_BYTES = 80
+MODEL_WEIGHT_BYTES = 2  # the bf16 weights the model computes with
+MODEL_COPY_BYTES = 4  # fused, fp32 master: the bf16 model weight written (2) and the master read again (2)
 # The list depth of each op of the unfused update, in _multi_tensor_adamw's order.
 UNFUSED_ADAM_DEPTHS = (1, 2, 1, 3, 2, 1, 1, 3)
 
@@ -200,28 +211,38 @@ def zero3_2021_fp16_ops(pb: ProgramBuilder, params: LocalParams, tensors: int, g
     return kernel("fp16_copy", DS_FP16_COPY_BYTES, 1, deps)[0]
 
 
+def adam_bytes(impl: OptimizerImpl, master: int = GRAD_BYTES, state: int = GRAD_BYTES) -> int:
+    """HBM bytes per parameter of the Adam step with master weights (and the gradients it reads)
+    of `master` bytes and moments of `state` bytes (module docstring): 32 and 80 in fp32."""
+    if impl == "fused":
+        return 3 * master + 4 * state + (MODEL_COPY_BYTES if master != MODEL_WEIGHT_BYTES else 0)
+    return 6 * master + 14 * state
+
+
 def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_clip: bool,
-             norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...]) -> int:
-    """Append gradient clipping (if on) and the Adam step; returns the step's last op."""
+             norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...],
+             master_bytes: int = GRAD_BYTES, state_bytes: int = GRAD_BYTES) -> int:
+    """Append gradient clipping (if on) and the Adam step over master weights of `master_bytes`
+    and moments of `state_bytes`; returns the step's last op."""
     if impl == "fp16_optimizer":
         return fp16_optimizer_ops(pb, params, grad_clip, deps)
     tag = Tag("opt")
     n = params.total
     if grad_clip:
         # norm: one pass per tensor list, then the per-tensor norms stacked and reduced (2 kernels)
-        norm = pb.add(ComputeOp(name="grad_clip.norm", kind="optimizer", flops=2.0 * n, hbm_bytes=GRAD_BYTES * n,
+        norm = pb.add(ComputeOp(name="grad_clip.norm", kind="optimizer", flops=2.0 * n, hbm_bytes=master_bytes * n,
                                 count=_launches(impl, params, (1,)) + 2, deps=deps, tag=tag))
         deps = (norm,)
         if norm_axes:
             deps = (pb.add(CommOp(name="grad_clip.norm.allreduce", op="allreduce", axes=norm_axes, size_bytes=4,
                                   dtype="fp32", deps=deps, tag=tag, stream=norm_stream)),)
-        deps = (pb.add(ComputeOp(name="grad_clip.scale", kind="optimizer", flops=float(n), hbm_bytes=2 * GRAD_BYTES * n,
-                                 count=_launches(impl, params, (1,)), deps=deps, tag=tag)),)
-    if impl == "fused":
-        count = _launches(impl, params, (4, 2))  # the Adam pass, then the master-to-model copy
-        nbytes = FUSED_ADAM_BYTES * n
+        deps = (pb.add(ComputeOp(name="grad_clip.scale", kind="optimizer", flops=float(n),
+                                 hbm_bytes=2 * master_bytes * n, count=_launches(impl, params, (1,)), deps=deps,
+                                 tag=tag)),)
+    if impl == "fused":  # the Adam pass, then (fp32 master) the master-to-model copy
+        count = _launches(impl, params, (4, 2) if master_bytes != MODEL_WEIGHT_BYTES else (4,))
     else:
         count = _launches(impl, params, UNFUSED_ADAM_DEPTHS)
-        nbytes = UNFUSED_ADAM_BYTES * n
+    nbytes = adam_bytes(impl, master_bytes, state_bytes) * n
     return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n, hbm_bytes=nbytes, count=count,
                             deps=deps, tag=tag))

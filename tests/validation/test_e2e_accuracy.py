@@ -228,7 +228,11 @@ def test_automodel_moe_errors():
     stages (layers_per_stage 4 for the 1,024-GPU DeepSeek-V3 run: VP 4, not the printed 8) split as
     AutoModel splits them (the extra layers on the first stages): DeepSeek-V3 +26.6% -> +21.5% /
     +7.7% -> +7.0%, Kimi-K2 +11.5% -> +9.9% (the eight rows before Ultra: median 9.6% -> 8.4%, signed
-    +6.0%); hence 0.24."""
+    +6.0%); hence 0.24.
+    The model states as AutoModel keeps them (bf16 parameters, gradients and Adam moments, no fp32
+    master; no clipping; the MoE parallelizer's fp32 ReduceScatter), measured before the virtual
+    stages above: Ultra +16.0% -> +14.6%, DeepSeek-V3 +26.6% -> +23.7% / +7.7% -> +6.0%, Kimi-K2
+    +11.5% -> +10.5%: median 11.5% -> 10.5%, signed +6.5% -> +6.0%."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
