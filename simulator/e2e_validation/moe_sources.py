@@ -75,10 +75,10 @@ AUTOMODEL_MOE_KEYS: dict[str, tuple[dict, dict]] = {
 # micro-batch but the last: gradients are reduce-scattered once per step (``fsdp_grad_sync: no_sync``).
 # It acts only when the model it is given, the outer CausalLM, is an FSDP module: the MoE parallelizer
 # wraps it since 4448734a ("perf regressions for custom MoEs", ``wrap_outer_model``, default true), so
-# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more) and Ultra (cb976544; its row runs
-# one micro-batch per step, GA=1, so the deferral does not act), not for the Qwen3 and GPT-OSS rows
-# (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped).
-AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)", "Nemotron V3 Ultra 550B (26.04)"})
+# for Nemotron V3 Super (c0e4fe1b; Nano's mixin does the same and more), not for the Qwen3 and GPT-OSS
+# rows (89e3a9fdd, 8d9bfb90e: only the inner model is wrapped), nor Ultra (its config sets
+# wrap_outer_model: false; one micro-batch per step there anyway, GA=1).
+AUTOMODEL_NO_SYNC = frozenset({"Nemotron V3 Super 120B (26.02)"})
 
 # Rows run without PP whose benchmark config sets ``backend.enable_fsdp_optimizations``: the benchmark
 # recipe (recipes/llm/benchmark.py at 08a48f76) calls ``prepare_for_grad_accumulation`` before the

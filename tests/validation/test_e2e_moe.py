@@ -44,11 +44,11 @@ def test_automodel_moe_rows_build_the_printed_plans():
     # Kimi-K2 GA=2
     assert [c.scenario["parallel"].get("pp_flushes", 1) for c in cs] == [1, 1, 1, 4, 1, 2, 1, 1, 1]
     # MoEFSDPSyncMixin under PP, and Nano's enable_fsdp_optimizations without PP: FSDP2 reduce-scatters
-    # and reshards after backward only in the optimizer step's last micro-batch; Ultra's and Super's outer
-    # model is an FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers their
-    # ReduceScatters
+    # and reshards after backward only in the optimizer step's last micro-batch; Super's outer model is an
+    # FSDP module, so get_sync_ctx's set_requires_gradient_sync(False) defers its ReduceScatters (Ultra's
+    # config sets wrap_outer_model: false)
     assert [c.scenario["parallel"].get("fsdp_grad_sync", "microbatch") for c in cs] == (
-        ["no_sync", "optim_step", "no_sync"] + ["optim_step"] * 3 + ["microbatch"] * 3)
+        ["no_sync", "optim_step", "microbatch"] + ["optim_step"] * 3 + ["microbatch"] * 3)
     # Nano's config has no distributed.moe section: MoEParallelizerConfig's reshard_after_forward false;
     # Super's and Ultra's set it true
     assert [c.scenario["parallel"]["fsdp_reshard_after_forward"] for c in cs[:3]] == [True, False, True]
