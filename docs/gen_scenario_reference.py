@@ -63,6 +63,9 @@ NOTES = {
                                              "layer's input gradient overlaps its wgrad GEMM (Megatron-LM since "
                                              "Sep 2021); false: it follows the layer's backward, blocking "
                                              "(Megatron-LM 2020, BLOOM's Megatron-DeepSpeed)",
+    "tp_overlap_sm_margin": "TransformerEngine's set_sm_margin for its pipeline and bulk overlaps: the GEMM beside "
+                            "the communication kernel runs on SMs - 16 (TE >= 2.0's default); false: on every SM, "
+                            "slowed by overlap_slowdown while communication runs (TE 1.x's default)",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",
     "zero3_prefetch_bucket_elements": "DeepSpeed stage3_prefetch_bucket_size",
     "zero3_max_live_parameters": "DeepSpeed stage3_max_live_parameters",

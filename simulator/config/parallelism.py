@@ -70,6 +70,12 @@ class Parallel(BaseModel):
     # of copy_to_tensor_model_parallel_region and runs after the layer's whole backward, dgrad and
     # wgrad, blocking (Megatron-LM 2020-2021, Megatron-DeepSpeed of BLOOM).
     async_tensor_model_parallel_allreduce: bool = True
+    # TransformerEngine Userbuffers' ``set_sm_margin`` for its pipeline and bulk overlaps: true, the
+    # GEMM beside a communication kernel is launched on SMs − num_sm (TE >= 2.0's initialize_ub
+    # default, ``"set_sm_margin": not method == "ring_exchange"``); false, on every SM, sharing them
+    # with the communication kernel as any kernel beside NCCL does (TE 1.x: ``add_ub(...,
+    # set_sm_margin=0)``, what Megatron-Core r0.8.0's --tp-comm-overlap ran without a yaml).
+    tp_overlap_sm_margin: bool = True
     # zero 1: megatron (Megatron's distributed optimizer, DeepSpeed ZeRO-1 in fp16: the gradients
     # ReduceScattered, the updated parameters AllGathered) or deepspeed-bf16 (DeepSpeed's
     # BF16_Optimizer, BLOOM: every micro-batch's bf16 gradients added into fp32 ones, those

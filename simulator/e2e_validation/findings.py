@@ -832,6 +832,15 @@ SM margin for bulk and pipelined overlap, none for ring exchange, 4 splits, up t
 streams): against `tp_overlap: none` it costs 110 ms of compute (790 → 900 ms: the ring-exchange
 chunks of m = 512 rows, the 16 SMs given up beside bulk and pipelined collectives) and hides about
 140 ms of TP collectives (1,505 ms with `none`), so the overlap model is not what is missing.
+The 16 SMs, though, are TE 2.0's default, not that of the TE these rows ran: TE 1.x registers
+every default communicator with `set_sm_margin = 0` (`module/base.py` v1.8, `add_ub`;
+`comm_gemm_overlap.h`: `_math_sms = (set_sm_margin) ? SMs - num_comm_sm : SMs`), and
+Megatron-Core r0.8.0 passes no userbuffers yaml, so the pipeline and bulk GEMMs were launched on
+all 132 SMs beside the 16-block communication kernels, which the replay prices as any kernel
+beside NCCL (`overlap_slowdown`); TE 2.0 (2025-02) made the margin the default
+(`parallel.tp_overlap_sm_margin`, false for these rows). GPT-1.7B +11.5% (no TP), GPT-7.1B +0.9% →
++3.2%, GPT-16B −16.9% → −16.3%, GPT-32B −33.7% → −33.2%, GPT-70B −13.7% → −12.6%, GPT-119B
++2.5% → +4.1%; the source 12.6% → 12.1% median, signed −6.4% → −4.7%.
 
 **Where the TP trend comes from.** Across these rows the error follows the TP degree (+11.8% at
 tp1 to −39.7% at tp8), but what grows is the gradient each NIC carries, which is the model's

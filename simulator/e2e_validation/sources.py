@@ -267,7 +267,18 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     """Weak-scaling GPT rows (tflops_per_gpu = model FLOPs, no recompute; seq 4096, vocab
     131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
     recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
-    --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) and the
+    --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) with the
+    GEMMs of its pipeline and bulk overlaps on every SM: Megatron-Core r0.8.0 (the label of the
+    README's plots) passes ``ub_cfgs = {}`` to ``initialize_ub`` without --tp-comm-overlap-cfg
+    (``initialize.py`` @937571cf), and every TransformerEngine of 2024 (1.x, the NGC PyTorch
+    containers 24.01-24.12) then registers the communicators with ``set_sm_margin = 0``
+    (``module/base.py`` v1.8 ``add_ub``; ``comm_gemm_overlap.h``: ``_math_sms = (set_sm_margin) ?
+    SMs - num_comm_sm : SMs``); TE 2.0 (2025-02, commit 544dd14b) made the margin the default
+    (``tp_overlap_sm_margin``). bf16 is what the table's MFU column counts against: each row's
+    TFLOP/s over its MFU is 978-999 TFLOP/s, H100 SXM's dense bf16 peak (989.4) within the rounding
+    of the percentages, not its fp8 peak (1979). The launch scripts were never published (NVIDIA/
+    Megatron-LM issue #1571, May 2025, asks for them unanswered), so micro-batch and recompute stay
+    the defaults. The
     distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather),
     gradients reduced during backward (--overlap-grad-reduce) in fp32 (Megatron's main grads for
     bf16, ``accumulate_allreduce_grads_in_fp32``). The README also overlaps "pipeline-parallel
@@ -289,7 +300,7 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         if n > 1536:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
         vp = smallest_interleave(parse_int(r["layers"]) // pp) if pp > 1 else 1
-        par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32")
+        par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32", tp_overlap_sm_margin=False)
         out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp)} {n} GPUs",
                         make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
                                   micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
@@ -594,7 +605,9 @@ SOURCES: list[Source] = [
             "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
             "eager launches."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
-           ["Precision, micro-batch, vp and recompute are not stated; bf16, micro-batch 1, no recompute assumed.",
+           ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), micro-batch 1, "
+            "no recompute assumed.",
+            "TE 1.x's Userbuffers defaults: pipeline and bulk overlap GEMMs on every SM (set_sm_margin 0).",
             "Rows above 1536 GPUs are skipped for run time."]),
     Source("mpt", "MosaicML llm-foundry MPT (FSDP, BF16)", "llm_foundry_mpt.csv", _mpt,
            ["MPT uses ALiBi and no biases; modelled as a GeLU GPT without learned positions.",

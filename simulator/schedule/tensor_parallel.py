@@ -27,7 +27,9 @@ Overlap modes (TE ``initialize_ub`` in ``transformer_engine/pytorch/module/base.
 * ``none``: plain NCCL as above.
 * ``bulk``: only TE's bulk overlaps (``tp_comm_bulk_dgrad``/``tp_comm_bulk_wgrad``): in the column
   backward the whole re-AllGather runs beside the whole dgrad GEMM and the whole ReduceScatter(dX)
-  beside the whole wgrad GEMM, on ``UB_COMM_SMS`` SMs, so those GEMMs run on ``SMs − 16``.
+  beside the whole wgrad GEMM, on ``UB_COMM_SMS`` SMs, so those GEMMs run on ``SMs − 16`` (TE's
+  ``set_sm_margin``, its default from 2.0 on; TE 1.x launches them on every SM:
+  ``TPContext.margin_fraction``, ``parallel.tp_overlap_sm_margin``).
   Forward AG/RS and the row-backward AG(dY) stay blocking.
 * ``pipelined``: bulk as above, plus every collective a GEMM waits on (fprop AG/RS, dgrad AG(dY))
   is split into ``UB_NUM_SPLITS`` = 4 chunks interleaved with GEMM chunks, the GEMM chunks running
@@ -124,6 +126,7 @@ class TPContext:
     mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     sms: int  # GPU SM count (pipelined overlap steals some)
     async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
+    sm_margin: bool = True  # TE set_sm_margin: pipeline/bulk GEMMs on SMs − num_sm (else on all SMs)
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -153,6 +156,15 @@ class TPContext:
 
     def sm_fraction(self, comm_sms: int) -> float:
         return max(self.sms - comm_sms, 1) / self.sms
+
+    @property
+    def margin_fraction(self) -> float:
+        """SMs a GEMM of TE's pipeline or bulk overlap is launched on: SMs − ``UB_COMM_SMS`` with
+        ``set_sm_margin`` (TE >= 2.0's default), else all of them (TE 1.x's default,
+        ``comm_gemm_overlap.h`` of v1.8: ``_math_sms = (set_sm_margin) ? SMs − num_comm_sm :
+        SMs``): the communication kernel then competes for SMs as an NCCL kernel does, and the
+        replay charges the GPU's ``overlap_slowdown`` to the GEMM it runs beside."""
+        return self.sm_fraction(UB_COMM_SMS) if self.sm_margin else 1.0
 
     def method(self, gemm: str, site: Site) -> Method:
         """The method in effect for ``gemm`` (plain NCCL without SP: Userbuffers requires it)."""
@@ -205,7 +217,7 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase
         for i in range(UB_NUM_SPLITS):
             ag = _coll(pb, ctx, f"{label}.ag{i}", phase, "allgather", ctx.ag_bytes // UB_NUM_SPLITS, (after,))
             last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ag,),
-                         parts=UB_NUM_SPLITS, sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
+                         parts=UB_NUM_SPLITS, sm_fraction=ctx.margin_fraction)
         return last
     if method == "ring_exchange":
         # split_overlap_ag: step i multiplies the chunk held now and forwards it to tp+1 while
@@ -235,13 +247,14 @@ def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: P
     if method == "pipeline":
         # split_overlap_rs: the output's N dimension in UB_NUM_SPLITS column blocks; RS of block i
         # starts when GEMM block i is done. RS ops share the tp stream, so the last one ends last.
-        # Every GEMM block runs on SMs − UB_COMM_SMS (set_sm_margin). TE gives the last RS, which
-        # runs after the last GEMM block, UB_MAX_SM = 32 SMs; a CommOp carries no SM count, so
-        # that only matters to the comm cost model's bandwidth, not to the GEMMs here.
+        # Every GEMM block runs on SMs − UB_COMM_SMS with set_sm_margin (else on every SM). TE
+        # gives the last RS, which runs after the last GEMM block, UB_MAX_SM = 32 SMs; a CommOp
+        # carries no SM count, so that only matters to the comm cost model's bandwidth, not to
+        # the GEMMs here.
         last = after
         for i in range(UB_NUM_SPLITS):
             g = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, h, k, (after,),
-                      parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.sm_fraction(UB_COMM_SMS))
+                      parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.margin_fraction)
             last = _coll(pb, ctx, f"{label}.rs{i}", phase, "reducescatter", ctx.rs_bytes // UB_NUM_SPLITS, (g,))
         return last
     if method == "ring_exchange":
@@ -301,7 +314,7 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
     """
     label = f"L{ctx.layer}.{name}.bwd"
     m, h, t = ctx.tokens, ctx.hidden, ctx.tp
-    bulk_sm = ctx.sm_fraction(UB_COMM_SMS)
+    bulk_sm = ctx.margin_fraction
     dgrad_sm = bulk_sm if ctx.method(f"{name}_dgrad", "bulk") == "bulk" else 1.0
     wgrad_sm = bulk_sm if ctx.method(f"{name}_wgrad", "bulk") == "bulk" else 1.0
     if t == 1:

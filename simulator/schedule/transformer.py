@@ -54,6 +54,7 @@ class LayerSpec:
     proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
     fp8_recipe: str = "delayed"
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
+    tp_sm_margin: bool = True  # parallel.tp_overlap_sm_margin
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
@@ -76,7 +77,8 @@ class LayerSpec:
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a, cp_qkv_format=p.cp_qkv_format,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
-                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce, cross_entropy=t.cross_entropy,
+                   async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
+                   tp_sm_margin=p.tp_overlap_sm_margin, cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
@@ -453,7 +455,7 @@ class LayerBuilder:
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
-                                         async_allreduce=s.async_tp_allreduce)
+                                         async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec

@@ -290,6 +290,33 @@ def test_te_default_sm_fractions():
     assert gemms["L3.fc1.bwd.dgrad"].sm_fraction == pytest.approx(pipe)
 
 
+def test_te1_default_launches_pipeline_and_bulk_gemms_on_every_sm():
+    """TE 1.x's initialize_ub registers every default Userbuffers communicator with
+    set_sm_margin = 0 (transformer_engine/pytorch/module/base.py of v1.7/v1.8, ``add_ub(...,
+    set_sm_margin: int = 0)``), and ``comm_gemm_overlap.h`` sets ``_math_sms = (set_sm_margin) ?
+    SMs - num_comm_sm : SMs``: the GEMMs of the pipeline and bulk overlaps take every SM (132 of
+    132), not 116; TE 2.0 made the margin the default for those two methods. Ring-exchange chunks
+    are the same either way (the copy engine's ~1 SM)."""
+    c = TPContext(tp=8, sp=True, overlap="te_default", tokens=B * S, hidden=H, dtype="bf16", dtype_bytes=2,
+                  layer=3, mb_index=1, sms=SMS, sm_margin=False)
+    pb, _ = layer(c)
+    gemms = {op.name: op for op in pb.ops if isinstance(op, ComputeOp) and op.kind == "gemm"}
+    ring = (SMS - UB_RING_EXCHANGE_SMS) / SMS
+    assert all(gemms[f"L3.proj.fwd.gemm{i}"].sm_fraction == 1.0 for i in range(UB_NUM_SPLITS))
+    assert all(gemms[f"L3.fc2.fwd.gemm{i}"].sm_fraction == 1.0 for i in range(UB_NUM_SPLITS))
+    assert [gemms[f"L3.{n}.bwd.{g}"].sm_fraction for n in ("qkv", "fc1") for g in ("dgrad", "wgrad")] == [1.0] * 4
+    assert all(gemms[f"L3.qkv.fwd.gemm{i}"].sm_fraction == pytest.approx(ring) for i in range(8))
+    assert all(gemms[f"L3.fc2.bwd.dgrad.gemm{i}"].sm_fraction == pytest.approx(ring) for i in range(8))
+
+
+def test_sm_margin_is_a_config_value_defaulting_to_te2():
+    from simulator.config.parallelism import Parallel
+
+    assert Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default").tp_overlap_sm_margin is True
+    assert Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default",
+                    tp_overlap_sm_margin=False).tp_overlap_sm_margin is False
+
+
 def test_te_default_leaves_gemms_outside_te_on_plain_nccl():
     """Megatron's output layer is a plain ColumnParallelLinear: no Userbuffers for lm_head."""
     assert gemm_method("te_default", "lm_head_fprop", "ag_gemm") == "nccl"

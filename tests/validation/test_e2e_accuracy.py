@@ -405,6 +405,27 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
         assert r_te.predicted >= r_pl.predicted, c.label
 
 
+def test_megatron_core_rows_run_te1_userbuffers_without_sm_margin():
+    """Megatron-Core r0.8.0 (the README plots' label) passes ``ub_cfgs = {}`` to TE's
+    ``initialize_ub`` without --tp-comm-overlap-cfg, and TE 1.x registers every communicator with
+    ``set_sm_margin = 0``: the pipeline and bulk overlap GEMMs run on all 132 SMs, sharing them
+    with the communication kernel, where TE >= 2.0 (the project's default, the dgxc recipes of NeMo
+    25.09) launches them on 116. On the tp2 row, whose TP GEMMs beside a bulk or pipelined
+    collective are most of its compute, the step can gain at most what 16 SMs of 116 give,
+    16/116 = 13.8%, and gains something (doc: 465.9 measured, 470.2 -> 481.0 predicted)."""
+    import copy
+
+    cs = _by_source("mcore2024")
+    assert all(c.scenario["parallel"].get("tp_overlap_sm_margin") is False for c in cs)
+    assert all(c.scenario["parallel"].get("tp_overlap_sm_margin", True) for c in _by_source("dgxc"))
+    (row,) = [c for c in cs if c.scenario["parallel"]["tp"] == 2]
+    margin = copy.deepcopy(row.scenario)
+    margin["parallel"]["tp_overlap_sm_margin"] = True
+    r_te1, r_te2 = _run_case(row), _run_case(dataclasses.replace(row, scenario=margin))
+    assert 0.0 < r_te1.predicted / r_te2.predicted - 1 < 16 / 116
+    assert abs(r_te1.error) <= 0.08
+
+
 def test_unknown_source_key_is_a_usage_error(capsys):
     from simulator.e2e_validation.__main__ import main
 
