@@ -221,6 +221,24 @@ class Replayer:
         if run.beside:
             self._expire(run)
 
+    @staticmethod
+    def _synced(R: RankState, i: int) -> bool:
+        """Whether the host has passed the last host synchronisation before op ``i``
+        (ComputeOp.host_sync): the synced op has ended, or there is none."""
+        after = R.table.synced_after
+        return after is None or (s := after[i]) < 0 or bool(R.done[s])
+
+    @staticmethod
+    def _issued(R: RankState, i: int) -> float:
+        """When rank R's host has issued op ``i`` (costs/host.py). After a host synchronisation
+        on op s the host resumes when s ends, then pays the host costs of the ops between:
+        ``issue[i] - issue[s]`` later. Requires :meth:`_synced`."""
+        table = R.table
+        after = table.synced_after
+        if after is None or (s := after[i]) < 0:
+            return table.issue[i]
+        return float(R.end[s]) + table.issue[i] - table.issue[s]
+
     def _compute_run(self, R: RankState, indices: list[int], p: int) -> ComputeRun | None:
         """The kernels from ``indices[p]`` on that can replay as one block: consecutive compute
         ops whose other-stream dependencies are done, ending at one another stream waits for,
@@ -246,6 +264,8 @@ class Replayer:
                 nxt = indices[q + 1]
                 if dts[nxt] is None or c not in table.program[nxt].deps:
                     break
+                if not self._synced(R, c) or not self._synced(R, nxt):
+                    break  # the host issues them only once the GPU has ended a synced op
                 info = self._absorbable(R, c)
                 if info is None:
                     break
@@ -289,6 +309,8 @@ class Replayer:
                 cr = cross[nxt]
                 if cr and not all(done[d] or d in taken for d in cr):
                     break
+                if not self._synced(R, nxt):
+                    break  # the host issues it only once the GPU has ended a synced op
             q += 1
             k = nxt
             ops.append(k)
@@ -296,7 +318,7 @@ class Replayer:
         if len(ops) == 1:
             return None
         run = ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
-                         [table.issue[o] for o in ops])
+                         [self._issued(R, o) for o in ops])
         if held:
             run.held = held
             run.holder = self._next_holder
@@ -542,6 +564,7 @@ class Replayer:
         prog = R.table.program
         dts = R.table.dt
         issue = R.table.issue
+        synced_after = R.table.synced_after
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -556,8 +579,18 @@ class Replayer:
                         ev = R.waiters[d] = env.event()
                     R.blocked[op.stream] = (i, d)
                     yield ev
-            if issue[i] > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
-                yield env.timeout(issue[i] - env.now)
+            at = issue[i]
+            if synced_after is not None and (s := synced_after[i]) >= 0 and not R.done[i]:
+                # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
+                if not R.done[s]:
+                    ev = R.waiters.get(s)
+                    if ev is None:
+                        ev = R.waiters[s] = env.event()
+                    R.blocked[op.stream] = (i, s)
+                    yield ev
+                at = self._issued(R, i)
+            if at > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
+                yield env.timeout(at - env.now)
             if R.done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
             R.ready[i] = env.now

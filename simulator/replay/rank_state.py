@@ -34,6 +34,17 @@ class RoleTable:
         # without host costs (a test's stand-in) issues everything at once.
         issue = getattr(costs, "issue_times", None)
         self.issue: list[float] = list(issue(program)) if issue is not None else [0.0] * len(program)
+        # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
+        # program order after which the host waited for the GPU (-1: none), or None when the
+        # program has none. Such an op is issued ``issue[i] - issue[s]`` after op s has ended.
+        self.synced_after: list[int] | None = None
+        if issue is not None and any(getattr(op, "host_sync", False) for op in program):
+            last, after = -1, []
+            for i, op in enumerate(program):
+                after.append(last)
+                if getattr(op, "host_sync", False):
+                    last = i
+            self.synced_after = after
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each

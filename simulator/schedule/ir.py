@@ -58,6 +58,10 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     ``host_issue`` false: what the host thread spends issuing the op is already timed by a host
     op (the op is one, or its kernels are launched inside one's loop: ZeRO-3 of 2021's per-rank
     copies), so the issue queue (costs/host.py) charges nothing for it.
+    ``host_sync``: once it has issued this op, the host waits until the GPU has finished it
+    before it issues the next op of the program (a device-to-host read the framework blocks
+    on: DeepEP's received-token counts, a ``.cpu()`` of split sizes). The run-ahead the host
+    had is lost, so the host costs of the ops after it are exposed until it is ahead again.
     ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
     compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
     blocks share the SMs and a partly empty wave of one chunk is filled by the next.
@@ -88,6 +92,7 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     concurrent: int = 1
     host_issue: bool = True
     impl: str = ""
+    host_sync: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,7 @@ class CommOp:
     dtype: str = "bf16"
     tag: Tag = field(default_factory=Tag)
     type: Literal["comm"] = "comm"
+    host_sync: bool = False  # the host waits for it to end before issuing more (ComputeOp.host_sync)
 
     def __post_init__(self) -> None:
         if not self.stream:

@@ -372,17 +372,46 @@ def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, 
                  s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
 
 
+def _deepep_host_sync(pb: ProgramBuilder, s: MoESpec, before: int) -> None:
+    """DeepEP's normal-mode dispatch blocks the host on every forward dispatch (the recomputed
+    one too; backward reuses the handle and does not): ``Buffer::intranode_dispatch`` /
+    ``internode_dispatch`` (deepseek-ai/DeepEP csrc/deep_ep.cpp) launch ``notify_dispatch`` on
+    the communication stream, which first waits for the compute stream, then busy-wait on the
+    CPU until the kernel has written the received-token counts to host-mapped memory
+    (``moe_recv_counter``, ``moe_recv_expert_counter``; "DeepEP error: CPU recv timeout"), to
+    size the receive buffers before the dispatch kernel is launched. The caller is told so:
+    "the CPU will wait for GPU's signal to arrive, so this is not compatible with CUDA graph"
+    (``FusedDispatch.forward``, megatron/core/transformer/moe/fused_a2a.py of Megatron-Core and
+    nemo_automodel/components/moe/megatron/fused_a2a.py of NeMo AutoModel at 037d6c9f, which
+    then builds ``tokens_per_expert = torch.tensor(num_recv_tokens_per_expert_list)`` on the
+    CPU, so grouped_gemm's cuBLAS path needs no second device-to-host copy). The host therefore
+    waits for the GPU to finish the op the dispatch waits for (``before``); HybridEP is not
+    DeepEP's normal mode."""
+    if s.dispatcher != "deepep" or s.hybridep or s.ep == 1:
+        return
+    op = pb.ops[before]
+    if isinstance(op, (ComputeOp, CommOp)):
+        pb.ops[before] = replace(op, host_sync=True)
+
+
 def _counts_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
     """The alltoall dispatcher's preprocessing before every forward dispatch: each rank's tokens per
     expert (E int64 counts, ``routing_map.sum(dim=0).long()``) AllGathered over the expert-TP × EP
     group (``gather_from_sequence_parallel_region(num_local_tokens_per_expert,
     group=self.tp_ep_group)`` in ``MoEAlltoAllTokenDispatcher.preprocess``,
     megatron/core/transformer/moe/token_dispatcher.py at Megatron-LM 4415119), from which the
-    All-to-All's split sizes come, so the dispatch waits for it. Backward reuses the splits."""
+    All-to-All's split sizes come, so the dispatch waits for it. Backward reuses the splits.
+    The splits are read on the host: without drop-and-pad, ``preprocess`` sets
+    ``cuda_sync_point = "before_ep_alltoall"`` (dropless, "A synchronization is needed before
+    expert parallel AlltoAll communication to get the `input_splits` and `output_splits` CPU
+    values") or ``"before_permutation_1"`` (capacity without padding), and
+    ``_maybe_dtoh_and_synchronize`` blocks the host there on the copy of the gathered counts:
+    the gather is a host synchronisation (``CommOp.host_sync``)."""
     if s.dispatcher != "alltoall" or s.ep * s.etp == 1:
         return dep
-    return _comm(pb, f"{name}.counts.allgather", "allgather", ("etp", "ep"), 8 * s.experts * s.ep * s.etp, (dep,),
-                 tag, "fp32")
+    return pb.add(CommOp(name=f"{name}.counts.allgather", op="allgather", axes=("etp", "ep"),
+                         size_bytes=8 * s.experts * s.ep * s.etp, deps=(dep,), dtype="fp32", tag=tag,
+                         host_sync=s.ep > 1))
 
 
 def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -478,6 +507,7 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
                               gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
     permute = _mem(pb, f"{p}.permute.fwd", T * w * B + T * s.top_k * w * B, (topk,), tag)
+    _deepep_host_sync(pb, s, permute)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
     # issued after the permutation, next to the exchange it feeds (one run of exchanges for the
     # combined 1F1B's node split, moe_overlap.nodes); it waits only for the routing

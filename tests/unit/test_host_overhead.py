@@ -79,3 +79,36 @@ def test_host_time_of_a_schedule_is_its_kernel_and_collective_counts():
     want = (fwd * host.FWD_KERNEL_US + bwd * host.BWD_KERNEL_US + opt * host.OPT_KERNEL_US
             + comm * host.COLLECTIVE_US) * 1e-6
     assert host.issue_times(prog)[-1] == pytest.approx(want)
+
+
+@pytest.mark.parametrize("runs", [True, False])
+def test_host_sync_exposes_the_launch_cost_of_the_ops_after_it(runs: bool):
+    """A long GEMM, then five short kernels. Without a sync the host issues them all while the
+    GEMM runs and they follow it back to back: step = issue(GEMM) + g + 5 d. When the host waits
+    for the GEMM (``host_sync``: a device-to-host read after it) it issues kernel j only
+    j forward-kernel host costs after the GEMM ends, and each kernel (d < 11 µs) waits for its
+    issue: step = issue(GEMM) + g + 5 x FWD_KERNEL_US + d."""
+    from simulator.costs.compute import compute_time
+    from simulator.replay.engine import replay
+    from simulator.schedule.groups import Grid
+    from simulator.schedule.ir import ProgramBuilder
+    from tests.unit.replay_fixtures import Sched, topo
+
+    t = topo(1, 1)
+    gpu = t.profile.gpu
+    fwd = Tag("fwd")
+
+    def step(sync: bool) -> float:
+        pb = ProgramBuilder()
+        prev = pb.add(ComputeOp("gemm", "gemm", flops=2 * 4096**3, tag=fwd, host_sync=sync))
+        for j in range(5):
+            prev = pb.add(ComputeOp(f"k{j}", "elementwise", hbm_bytes=4096, deps=(prev,), tag=fwd))
+        return replay(Sched(Grid.from_sizes({"tp": 1}), {0: pb.ops}), t, compute_runs=runs).step_time_s
+
+    g = compute_time(ComputeOp("gemm", "gemm", flops=2 * 4096**3), gpu)
+    d = compute_time(ComputeOp("k", "elementwise", hbm_bytes=4096), gpu)
+    us = 1e-6
+    assert d < host.FWD_KERNEL_US * us < g / 5
+    first = host.FWD_KERNEL_US * us
+    assert step(False) == pytest.approx(first + g + 5 * d, rel=1e-9)
+    assert step(True) == pytest.approx(first + g + 5 * host.FWD_KERNEL_US * us + d, rel=1e-9)
