@@ -14,7 +14,10 @@ its latency term, the number of inter-node hops that term counts, its flow time 
 busiest channel's payload; a candidate's time is then ``max(floor, latency + hops × extra +
 flows / efficiency[algorithm])`` for LL128 and ``max(floor, latency + hops × extra + max(flows,
 payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
-:func:`simulator.costs.collectives.plan_collective` applies them). The objective, over the
+:func:`simulator.costs.collectives.plan_collective` applies them). A host-message transport's
+messages add ``messages × net_message_us``, except on an LL or LL128 ring, where that chain runs
+alongside the latency and the bytes and the row takes the longer of the two
+(:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is minimised on a grid with ring and tree tied (four numbers, searched
 exhaustively), then by coordinate descent over the five, one number at a time over its grid
@@ -102,7 +105,7 @@ class Decomposed:
     scaled: np.ndarray  # a protocol efficiency applies (ring/tree LL or LL128 across nodes)
     column: np.ndarray  # the constant's column of a candidate (AXES)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
-    overlap: np.ndarray  # the messages' time overlaps the latency term (collectives.messages_overlap)
+    overlap: np.ndarray  # the messages' chain overlaps the latency term and the bytes (collectives.messages_overlap)
     ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
 
     @property
@@ -181,9 +184,8 @@ def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) ->
         capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)
     flows = np.where(ll[:, None], np.maximum(flows, capped), flows)
     lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
-    # an overlapping (LL ring) message pays the rendezvous round too when the call pays hops (above the eager limit)
-    msg = d.messages[:, None] * (message_us + np.where(d.overlap & (d.hops > 0), 1.0, 0.0)[:, None] * grid[None, :, 0])
-    t = np.where(d.overlap[:, None], np.maximum(lat, msg), lat + msg) + flows
+    msg = d.messages[:, None] * message_us
+    t = np.where(d.overlap[:, None], np.maximum(lat + flows, msg), lat + msg + flows)
     return np.maximum(t, d.floor_us[:, None])
 
 

@@ -209,10 +209,11 @@ _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and 
                  "2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes: the rest is the "
                  "CXI alt_read rendezvous' host cost per network message (nics.rdzv_proto, costs/transports.py; 1 MiB "
                  "ring slices, 128 KiB p2p chunks), which also accounts for most of All-to-All's gap (2.1-2.4x too "
-                 "fast without it). Every Ring/LL step waits for its crossing's message: ~7.9 us eager, 27-38 us above "
-                 "CXI's 4,097-byte eager limit (the rendezvous round; collectives.messages_overlap). Left: a ~430 us "
-                 "floor of the 2-16 MiB Simple rings on 2 nodes, and the eager-to-rendezvous switch of the 256-540 node "
-                 "Ring/LL AllGathers, 2-4x later in size than the model's channel count gives it")
+                 "fast without it). A Ring/LL step costs ~7.9 us per channel NCCL launches (twice the graph's, fewer for "
+                 "small calls: nccl_tuner.launched_channels), one rank's proxy serving each channel's message in turn, "
+                 "eager or not, the LL bytes overlapping that chain (collectives.messages_overlap). Left: a ~430 us "
+                 "floor of the 2-16 MiB Simple rings on 2 nodes, and the 540-node 32 MiB AllGather, whose 3 launched "
+                 "channels cost what 2 do (5.5 us per step and channel)")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
     for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")

@@ -273,8 +273,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         latency_us = tuner.latency_us(paid, op, algorithm, protocol)
         msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
         overlap = messages_overlap(algorithm, protocol)
-        per_message = ctx.constants.net_message_us + (paid.constants.net_hop_extra_us if overlap else 0.0)
-        latency_us = with_messages_us(latency_us, msgs * per_message, overlap)
+        # an overlapping chain runs alongside the channels' bytes: at most their time at the channel cap
+        bytes_us = volume * wire / proto_eff / (n_ch * cap) * 1e6 if overlap and cap > 0 else 0.0
+        latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us, overlap, bytes_us)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         scale = wire / tuner.nvls_efficiency(ctx)
@@ -334,23 +335,29 @@ def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, siz
 
 
 def messages_overlap(algorithm: str, protocol: str) -> bool:
-    """Whether a call's host-message time overlaps its latency term rather than adding to it: an LL
-    or LL128 ring, whose every step is one message per channel (``net_messages.ll_messages_per_channel``)
-    that its network crossing handles one at a time, so every step of the ring waits for the crossing's
-    message of the step before: the host's cost per message and, above the transport's eager limit, the
-    rendezvous round (the deployed hop extra, :func:`_eager_gate`). Measured on Polaris and Sirius
-    (data/nccl/a100x*_{allgather,allreduce}_*_slingshot.csv): a Ring/LL step takes ~7.9 us with eager
-    messages at 2, 8, 256 and 540 nodes (246 us for 31 steps, 8,022 us for 1,023, 16,975 us for 2,159),
-    the steps inside a node included, and 27-38 us once a step's message exceeds the eager limit (16-32
-    KiB per rank: 960 us for 31 steps, 32,397 us for 1,023, 69,217 us for 2,159). A Simple step sends
-    its chunk in slices pipelined behind the bytes, and a tree pipelines its chunks through its depth:
-    those add to the latency term."""
+    """Whether a call's host messages form one chain that runs alongside its bytes rather than
+    adding to the latency term: an LL or LL128 ring. Each of its steps sends one message per
+    launched channel (``nccl_tuner.launched_channels``: twice the graph's, fewer for small calls),
+    and one proxy thread per rank posts and progresses every channel's sends (``src/proxy.cc``,
+    ``ncclProxyProgress``), so a step waits for the rank's proxy to serve all of them in turn:
+    ``channels x steps`` messages of ``net_message_us`` each (:func:`host_messages`). The
+    LL lines themselves are written as the data arrives, so the bytes overlap that chain.
+    Measured on Polaris (data/nccl/a100x*_allgather_*node_polaris_slingshot.csv, Ring/LL AllGather):
+    per ring step 7.8-9.2 us on one launched channel (16 KiB-4 MiB at 256 nodes, 33 KiB-8 MiB at 540,
+    1-128 KiB at 8), 14.5-18.5 us on two (8 MiB at 256 nodes, 256 KiB at 8), 27-32 us on four (16-128
+    MiB at 256 nodes, 64-128 MiB at 540, 0.5-2 MiB at 8; tests/unit/test_net_messages.py): the time
+    follows the channels, not the messages' size, so no rendezvous round is
+    added per message above the CXI eager limit (those messages, up to 64 KiB, cost what the eager
+    ones do). A Simple step sends its chunk in slices pipelined behind the bytes, and a tree
+    pipelines its chunks through its depth: those add to the latency term."""
     return algorithm == "ring" and protocol != "simple"
 
 
-def with_messages_us(latency_us: float, messages_us: float, overlap: bool) -> float:
-    """The latency term with the host messages' time (:func:`messages_overlap`)."""
-    return max(latency_us, messages_us) if overlap else latency_us + messages_us
+def with_messages_us(latency_us: float, messages_us: float, overlap: bool, bytes_us: float = 0.0) -> float:
+    """The latency term with the host messages' time (:func:`messages_overlap`): an overlapping
+    chain shows only where it outlasts the latency term plus the bytes' time (``bytes_us``, which
+    the flows add after it), else it adds."""
+    return max(latency_us, messages_us - bytes_us) if overlap else latency_us + messages_us
 
 
 def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int,
@@ -362,6 +369,11 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
     0 inside a node and on every other transport."""
     if not ctx.stack.host_messages or ctx.n_nodes < 2:
         return 0
+    if messages_overlap(algorithm, protocol):
+        # the rank's proxy serves every launched channel's step message in turn (messages_overlap)
+        launched = tuner.launched_channels(ctx, algorithm, protocol, size_bytes)
+        return launched * net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, launched,
+                                                               ctx.n_ranks)
     if protocol != "simple":
         return net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, n_channels, ctx.n_ranks)
     return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,

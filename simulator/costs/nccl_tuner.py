@@ -396,12 +396,32 @@ def channels_used(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> int:
     """Channels one call actually launches (§4): fewer for small messages."""
     if algo in ("nvls", "nvls_tree"):
         return ctx.graph.nvls_channels
-    nc = ctx.graph.n_channels
+    return _thread_threshold_channels(ctx, algo, proto, nbytes, ctx.graph.n_channels)
+
+
+def _thread_threshold_channels(ctx: TunerContext, algo: str, proto: str, nbytes: int, nc: int) -> int:
+    """``enqueue.cc``'s reduction of a call's channels: one fewer while ``nBytes < nc * nt *
+    threadThreshold`` (the ring LL threshold times the ranks: ``tuning.cc``)."""
     nt = MAX_THREADS[proto]
     thr = THREAD_THRESHOLD[proto] * (ctx.n_ranks if (algo == "ring" and proto == "ll") else 1)
     while nc > 1 and nbytes < nc * nt * thr:
         nc -= 1
     return nc
+
+
+# NCCL's MAXCHANNELS (src/include/device.h, 32 up to 2.23).
+MAX_CHANNELS = 32
+
+
+def launched_channels(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> int:
+    """Channels a ring or tree call really runs, each with its own network connection: the
+    communicator's channels, twice the graph's (``ncclTopoPostset``, src/graph/connect.cc of
+    v2.18.5, line 391: ``nChannels = comm->nChannels = std::min(MAXCHANNELS,nChannels*2)``;
+    :data:`RING_CTAS_PER_GRAPH_CHANNEL`), reduced by the same thread-threshold rule as
+    :func:`channels_used` (``enqueue.cc`` starts it from ``comm->nChannels``). What the tuner's
+    bandwidth counts stays the graph's (:func:`channels_used`); this is what the proxy serves."""
+    nc = min(MAX_CHANNELS, RING_CTAS_PER_GRAPH_CHANNEL * ctx.graph.n_channels)
+    return _thread_threshold_channels(ctx, algo, proto, nbytes, nc)
 
 
 def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None = None,

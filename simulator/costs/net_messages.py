@@ -27,7 +27,8 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   like Simple's), a slot holding 32 KiB of LL data (``DEFAULT_LL_BUFFSIZE / NCCL_STEPS``: 64 KiB of
   16-byte lines) or 576,000 bytes of LL128 data: a ring's ``steps x loops``, a tree's chunks.
   :func:`coll_message_bytes` is the size of one such message on the wire, which decides whether
-  libfabric's CXI provider sends it eagerly (:mod:`simulator.costs.transports`).
+  libfabric's CXI provider sends it eagerly (:mod:`simulator.costs.transports`). A ring's count is
+  per channel; the channels a call launches (``nccl_tuner.launched_channels``) each send theirs.
 
 On most transports a message costs nothing beyond its bytes and the hop latency NCCL already
 counts. Where the transport's message protocol runs in host software (``TransportStack.

@@ -86,8 +86,11 @@ Sources, per transport:
   SendRecv's rendezvous to different peers overlap, so they pay none per peer; what is serial
   there is the proxy's host cost per message (``host_messages``).
   With ``alt_read`` the host cost per message covers LL's and LL128's messages too (one per step
-  slot, ``net_messages.ll_messages_per_channel``): a small Ring/LL AllGather on Polaris takes
-  ~7.9 us per ring step at 8, 256 and 540 nodes, whatever share of the steps crosses the network.
+  slot and launched channel, ``net_messages.ll_messages_per_channel``, ``nccl_tuner.launched_channels``):
+  a Ring/LL AllGather on Polaris takes ~7.9 us per ring step and launched channel at 8, 256 and 540
+  nodes, whatever share of the steps crosses the network, and the same whether a step's message
+  (up to 64 KiB of LL lines) is below or above the eager limit: a Ring/LL call's messages pay that
+  host cost and no rendezvous round besides (``collectives.messages_overlap``).
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` with the default rendezvous (aws-ofi-nccl over the libfabric CXI provider: the
   AWS platform file is not built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
