@@ -80,7 +80,13 @@ SPEEDS_INTER = {
     "blackwell": (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
 }
 MAX_CHANNELS = 32  # NCCL MAXCHANNELS; graph search keeps at most half before duplication
-NVLS_CHANNELS = {"hopper": 16, "blackwell": 24}  # NCCL_NVLS_NCHANNELS defaults
+# NCCL_NVLS_NCHANNELS defaults (src/transport/nvls.cc ncclNvlsInit): NVLS_NCHANNELS_SM90 16 on
+# Hopper, NVLS_NCHANNELS_SM100 32 on Blackwell (v2.25.1-1 .. v2.26.x); from v2.27.3-1 a Blackwell
+# communicator inside one node or one MNNVL clique gets NVLS_NCHANNELS_SM100_NVL 24 ("Use a reduced
+# number of channels for single node/MNNVL domain on Blackwell"), one spanning domains keeps 32.
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
+NVLS_CHANNELS_ONE_DOMAIN = {"blackwell": 24}
+NVLS_ONE_DOMAIN_FROM = "2.27.3"
 NVLS_MAX_ARITY = 32  # NCCL_MAX_NVLS_ARITY (src/include/device.h): the most NVLS heads per node
 MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}  # §4
 THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}  # bytes per thread (§4)

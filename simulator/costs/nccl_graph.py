@@ -14,7 +14,8 @@ from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
-    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, NVLS_MAX_ARITY, P2P_NET_CHUNK_BYTES,
+    MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY,
+    NVLS_ONE_DOMAIN_FROM, P2P_NET_CHUNK_BYTES,
     P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA,
     XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass, TunerConstants, constants_from_overrides,
 )
@@ -136,7 +137,7 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     tree_bw = tree_bw_intra(bw, n_ch, intra_total, SPEEDS_INTER[row]) if n_nodes == 2 else bw
     if bw >= 25 and not (arch in ("hopper", "blackwell") and bw < 50 and n_ch > 4):
         n_ch, bw, bw_inter, tree_bw = min(2 * n_ch, MAX_CHANNELS), bw / 2, bw_inter / 2, tree_bw / 2
-    nvls_ch = NVLS_CHANNELS.get(arch, 0)
+    nvls_ch = nvls_channel_count(arch, profile.nccl_version, n_nodes)
     # NVLS has its own graph, searched over NVLink only: on several nodes its intra-node rate is
     # not the NIC-bound ring graph's (NCCL search.cc, NCCL_TOPO_PATTERN_NVLS).
     nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
@@ -145,6 +146,17 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     search = nvls_graph(profile, ppn, n_nodes, intra_total) if su.nvls else None
     return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk,
                       simple_tree_pattern(profile, ppn, n_nodes), search)
+
+
+def nvls_channel_count(arch: str, version: str | None, n_domains: int) -> int:
+    """NCCL's runtime NVLS channels (``nvlsChannels``, nvls.cc ``ncclNvlsInit``; nccl_constants.NVLS_CHANNELS):
+    32 on Blackwell, 24 from 2.27.3 when the communicator stays in one node or MNNVL clique
+    (``n_domains`` = 1; ``version`` None = the newest release's rule)."""
+    one_domain = NVLS_CHANNELS_ONE_DOMAIN.get(arch)
+    newer = version is None or version_key(version) >= version_key(NVLS_ONE_DOMAIN_FROM)
+    if one_domain is not None and n_domains <= 1 and newer:
+        return one_domain
+    return NVLS_CHANNELS.get(arch, 0)
 
 
 def nvls_graph(profile, ppn: int, n_nodes: int, intra_total: float) -> tuple[int, float, float] | None:

@@ -420,3 +420,14 @@ def test_a_channel_floor_runs_each_graph_channel_on_more_ctas():
     # a floor below the duplicated rings changes nothing; above MAXCHANNELS it stops there
     assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=8))) == 2
     assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=64))) == 4
+
+
+@pytest.mark.parametrize("arch,version,domains,expected", [
+    ("hopper", None, 1, 16), ("hopper", "2.26.2", 2, 16),  # NVLS_NCHANNELS_SM90
+    ("blackwell", "2.25.1", 1, 32), ("blackwell", "2.26.2", 1, 32),  # NVLS_NCHANNELS_SM100, any communicator
+    ("blackwell", "2.27.7", 1, 24), ("blackwell", None, 1, 24),  # from 2.27.3: SM100_NVL inside one node/clique
+    ("blackwell", "2.27.7", 2, 32), ("blackwell", "2.29.2", 20, 32),  # spanning domains keeps SM100
+])
+def test_nvls_channels_follow_nvls_cc_by_release_and_domain(arch, version, domains, expected):
+    """nvls.cc ncclNvlsInit of v2.26.2-1 (32 on compCap >= 100) and v2.27.7-1 (24 inside one clique)."""
+    assert g.nvls_channel_count(arch, version, domains) == expected
