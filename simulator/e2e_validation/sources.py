@@ -170,9 +170,10 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     """One PTD-P row of arXiv:2104.04473 as Megatron-LM of early 2021 ran it (sec 5.1: "the
     interleaved pipeline schedule with the scatter/gather optimization enabled"): TP and PP as
     printed, dp = GPUs / (tp x pp); the micro-batch, the virtual stages and the DDP of the row
-    where the CSV has them (Table 1's rows, from the paper's launch scripts
-    ``examples/sc21/run_table_1.sh``), else micro-batch 1 (Table 2 prints it for its PTD-P rows),
-    the fewest virtual stages that split a stage's layers evenly and the local DDP; full recompute
+    where the CSV has them (every row of Tables 1 and 2: the paper's launch scripts,
+    NVIDIA/Megatron-LM ``examples/sc21/`` @de7dc40f, whose ``--checkpoint-activations`` and
+    ``CONFIG.sh`` ``--fp16`` every row follows), else micro-batch 1, the fewest virtual stages that
+    split a stage's layers evenly and the local DDP; full recompute
     (eq. 3 counts it), fp16 with the legacy kernels (materialised attention scores), the blocking
     TP AllReduce of the time (``async_tensor_model_parallel_allreduce`` came in Sep 2021), no
     distributed optimizer (it came in 2022). The local DDP of that commit AllReduces every fp16
@@ -196,10 +197,11 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
 
 
 # Forward and backward passes of one pipeline (pp x vp x micro-batches) above which a Megatron 2021
-# row is left out for run time: GPT-530B on 2,520 GPUs (280 micro-batches through 105 virtual stages)
-# takes 47 CPU s, GPT-1T (512 through 128) about three times that, and the interleaved schedule with
-# that few micro-batches per stage is not folded (replay/fold.py).
-MAX_PIPELINE_PASSES = 10_000
+# row is left out for run time: GPT-530B on 2,520 GPUs (280 micro-batches through 105 virtual stages,
+# 29,400) takes 47 CPU s, GPT-1T (512 through 64 stages, 32,768) more, and a pipeline with that few
+# micro-batches per stage is not folded (replay/fold.py). GPT-175B on 384 GPUs at vp 4 (384
+# micro-batches through 48 virtual stages, 18,432) folds (32 periods of 12) and takes about 11 s.
+MAX_PIPELINE_PASSES = 20_000
 
 
 def _affordable(c: Case) -> bool:
@@ -211,11 +213,16 @@ def _affordable(c: Case) -> bool:
 def _megatron2021_ptdp(rows: list[Row]) -> list[Case]:
     """The PTD-P rows of arXiv:2104.04473 Table 2, the comparison the ZeRO-3 rows belong to:
     GPT-175B (TP 8 x PP 12) on 384-1,536 and GPT-530B (TP 8 x PP 35) on 560-2,240 DGX A100 GPUs at
-    a fixed global batch, micro-batch 1, so DP grows 4 -> 16 and 2 -> 8 while the micro-batches
-    per pipeline fall 384 -> 96 and 1,120 -> 280. The TP x PP split of the printed model-parallel
-    size (96, 280) is the one of Table 1; built as the Table 1 rows (``megatron2021_weak``). Rows
-    whose pipeline runs more than ``MAX_PIPELINE_PASSES`` passes (the GPT-530B rows: 280-1,120
-    micro-batches through 105 virtual stages) are left out for run time."""
+    a fixed global batch, micro-batch 1 (printed), so DP grows 4 -> 16 and 2 -> 8 while the
+    micro-batches per pipeline fall 384 -> 96 and 1,120 -> 280. The TP x PP split of the printed
+    model-parallel size (96, 280) is the one of Table 1; built as the Table 1 rows
+    (``megatron2021_weak``). The paper's launch scripts (NVIDIA/Megatron-LM ``examples/sc21/``
+    @de7dc40f) have none for Table 2 or Figure 10; the rows take the settings of the scripts that
+    run the same model at the same split: GPT-175B at TP 8 x PP 12 in ``run_figure_12.sh`` and ``run_figure_18.sh``
+    (``--num-layers-per-virtual-pipeline-stage 2``: vp 4, not the fewest even split, 2),
+    GPT-530B at TP 8 x PP 35 in ``run_table_1.sh`` (``... 1``: vp 3); both ``MBS=1``,
+    ``DDP=local``. Rows whose pipeline runs more than ``MAX_PIPELINE_PASSES`` passes (the GPT-530B
+    rows: 280-1,120 micro-batches through 105 virtual stages) are left out for run time."""
     cs = [_megatron2021_ptdp_case("megatron2021_ptdp", r) for r in rows
           if r["metric"] == "tflops_per_gpu" and "PTD-P" in r["zero_stage_or_fsdp"]]
     return [c for c in cs if _affordable(c)]
@@ -535,17 +542,18 @@ SOURCES: list[Source] = [
            "megatron_2021_zero3_table2.csv", _megatron2021_ptdp,
            ["Held out entirely (no row fits anything): DP grows 4 -> 16 and 2 -> 8 at a fixed global batch.",
             "The TP x PP split of the printed model-parallel size, the virtual stages and the DDP of the runs "
-            "are not printed: TP 8 with PP 12 or 35 (Table 1's split), the fewest virtual stages that split a "
-            "stage evenly (2 for 8 layers, 3 for 3), Megatron-LM's local DDP of 2021 (one flat fp16 AllReduce "
-            "after the backward); fp16 assumed (the paper says mixed precision).",
+            "are not printed, and the paper's launch scripts (Megatron-LM examples/sc21/ @de7dc40f) have none "
+            "for Table 2: TP 8 with PP 12 or 35 (Table 1's split); the scripts of the same model at the same "
+            "split: vp 4 for GPT-175B (run_figure_12.sh, run_figure_18.sh: 2 layers per virtual stage), vp 3 "
+            "for GPT-530B (run_table_1.sh), micro-batch 1, Megatron-LM's local DDP of 2021 (one flat fp16 "
+            "AllReduce after the backward), --fp16 (CONFIG.sh).",
             "The GPT-530B rows (280-1,120 micro-batches through 105 virtual stages) are left out for run time."]),
     Source("megatron2021_weak", "Megatron-LM 2021 paper, weak scaling (GPT 1.7B-310B, 32-1,920 A100)",
            "megatron_2021_table1.csv", _megatron2021_weak,
            ["Held out entirely (no row fits anything).",
-            "Micro-batch and virtual stages are not printed: 1 (as the PTD-P rows of Table 2) and the fewest "
-            "virtual stages that split a stage's layers evenly; fp16 and the local DDP of 2021 assumed, as for "
-            "megatron2021_ptdp.",
-            "The 529.6B and 1T rows (280 and 512 micro-batches through 105 and 128 virtual stages) are left out "
+            "Micro-batch, virtual stages and DDP are not printed: those of the paper's launch script "
+            "(Megatron-LM examples/sc21/run_table_1.sh @de7dc40f), --fp16 (CONFIG.sh).",
+            "The 529.6B and 1T rows (280 and 512 micro-batches through 105 virtual and 64 stages) are left out "
             "for run time."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
