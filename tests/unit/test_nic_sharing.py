@@ -111,7 +111,7 @@ def test_measured_two_node_plateau_needs_both_nics(stem):
     # use both NICs. The links give 2 NICs x 25 GB/s x 0.9 = 45 GB/s, 22-24% above the measurement
     # (a one-NIC ring gave 22.5 GB/s, 39% below it); the rest is the CXI alt_read rendezvous' cost
     # per network message (costs/transports.py: 896 messages of 1 MiB per channel at 1 GiB), within
-    # 3.5% with the deployed value (3% at 10 us; 9 us since the ALCF sweeps are fitted with the tuner
+    # 5.5% with the deployed value (3% at 10 us; 9 us since the ALCF sweeps are fitted with the tuner
     # tables of their NCCL 2.18: +3.2% on the Polaris AllGather).
     sweep = next(s for s in bundled_sweeps() if s.name == stem)
     row = max(sweep.rows, key=lambda r: r.size_bytes)
@@ -127,7 +127,9 @@ def test_measured_two_node_plateau_needs_both_nics(stem):
         plan = costs.plan(op, list(range(8)), row.size_bytes)
         predicted = row.size_bytes / costs.time_alone_s(plan) * factor
         assert plan.algorithm == "ring" and predicted <= 2 * 25e9 * 0.9
-        assert predicted / measured - 1 == pytest.approx(gap, abs=0.035), message_us
+        # abs 0.055: +3.9..+5.1% with the deployed CXI cost of 8 us per message (9 us before; refitted with
+        # Slingshot's row at NCCL's LL rate and LL128 x 1/0.8: deployed_fit.parsimonious)
+        assert predicted / measured - 1 == pytest.approx(gap, abs=0.055), message_us
 
 
 def test_effective_nic_capacity_is_the_profiles():

@@ -151,6 +151,65 @@ def test_protocol_columns_no_system_of_a_transport_runs_take_the_pooled_fit():
     assert ma <= 0.12  # 17.3% with tree LL128 x 0.4 and LL x 0.125 (2026-12-02); 12.4% before the ports
 
 
+def test_parsimonious_keeps_the_simplest_candidate_within_the_minimum_gain():
+    """Of the candidates within MIN_GAIN of the least score, the fit keeps the one of fewest grid
+    steps from NCCL's own constants; a rival further from NCCL that beats it by less than MIN_GAIN
+    does not displace it, one that beats it by more does (closed form: scores in points of the
+    objective)."""
+    from simulator.calibration.deployed_fit import MIN_GAIN, parsimonious
+
+    steps = np.asarray([0, 3, 1, 5])
+    base = np.asarray([0.100, 0.106, 0.104, 0.093])
+    assert parsimonious(base, steps) == 0  # 0.7 point above the best, and NCCL's own values
+    for gain in (0.1, 0.5, 0.99):  # the rival this fraction of MIN_GAIN below the kept candidate
+        rival = base.copy()
+        rival[3] = base[0] - gain * MIN_GAIN
+        assert parsimonious(rival, steps) == 0, gain
+    rival = base.copy()
+    rival[3] = base[0] - 1.01 * MIN_GAIN
+    assert parsimonious(rival, steps) == 3  # a gain above MIN_GAIN buys the departure
+    assert parsimonious(base, steps, min_gain=0.0) == 3  # the argmin
+
+
+@pytest.mark.slow
+def test_a_rival_within_the_minimum_gain_does_not_move_a_fitted_row(monkeypatch):
+    """RoCE's row fitted on every system (as fit_table times it: the bundled per-message costs) stays
+    the same when a candidate of the tied grid further from NCCL's constants is made to beat it by 0.9 x
+    MIN_GAIN (the objective lowered at that candidate alone), while the argmin (min_gain 0) takes
+    another row. Before the rule, RoCE's row fitted without oci-a100 flipped between (7 us, LL 1.5 GB/s,
+    LL128 x 0.8) and (10 us, 0.7 GB/s, x 0.9) on 0.0008 of the objective: those are the rivals here."""
+    from simulator.calibration import deployed_fit as fit
+    from simulator.costs.deployed import CXI_MESSAGE_US, MESSAGE_US
+
+    message_us = {"host": MESSAGE_US, "cxi": CXI_MESSAGE_US}
+    decomposed = fit.decompose(fit.neutral_results())
+    use = [d for s, d in sorted(decomposed.items()) if s not in fit.FIT_EXCLUDED]
+    roce = [d for d in use if d.transport == "roce"]
+    original = fit._score
+
+    def objective(row):
+        return float(original(roce, row[None, :], None, message_us)[0]
+                     + fit.POOLED_WEIGHT * original(use, row[None, :], None, message_us)[0])
+
+    kept = fit.fit_one(roce, "roce", pooled=use, message_us=message_us)
+    kept_row = fit._row(kept)[0]
+    assert (kept.net_hop_extra_us, kept.ring, kept.tree) == (7.0, (0.0, 0.9), (0.0, 0.9))  # DEPLOYED["roce"]
+    for rival in (np.asarray([10.0, 0.7, 0.9, 0.7, 0.9]), np.asarray([7.0, 1.5, 0.8, 1.5, 0.8])):
+        assert fit.grid_steps(rival[None, :])[0] > fit.grid_steps(kept_row[None, :])[0]
+        bump = objective(rival) - (objective(kept_row) - 0.9 * fit.MIN_GAIN)
+
+        def perturbed(systems, cands, scores=None, message_us=None, rival=rival, bump=bump):
+            out = original(systems, cands, None, message_us)
+            return out - bump * np.all(cands == rival, axis=1) if systems is roce else out
+
+        monkeypatch.setattr(fit, "_score", perturbed)
+        again = fit.fit_one(roce, "roce", pooled=use, message_us=message_us)
+        assert (again.net_hop_extra_us, again.ring, again.tree) == (kept.net_hop_extra_us, kept.ring, kept.tree)
+        argmin = fit.fit_one(roce, "roce", pooled=use, message_us=message_us, min_gain=0.0)
+        assert not np.array_equal(fit._row(argmin)[0], kept_row)
+        monkeypatch.setattr(fit, "_score", original)
+
+
 # Leave-one-system-out bounds (docs/validation-collectives.md headline): (median >= 1 MiB,
 # |signed median| >= 1 MiB, median over all sizes). The issue's targets are 15% / 10% / 25%;
 # where a system does not meet one yet, today's figure + a margin, and the reason.
@@ -165,7 +224,9 @@ LOSO_BOUNDS = {
     # and two racks -12.3% -> -13.7%, -13.1% -> -16.2%. Those rings were already too slow from 1 GiB
     # (Ring/Simple 705 GB/s busbw predicted, 810-834 measured: the profile's NVLink efficiency of 0.83, a p2p
     # write test's 746 of 900 GB/s, is below what these rings reach), which the added latency widens
-    "gb200-nvl72": (TARGET_MEDIAN_BIG, 0.14, TARGET_MEDIAN_ALL),
+    # 13.0% / -10.4% / 13.0% (13.7% / -12.4% before) with InfiniBand's row held out at LL128 x 1 on rings, the
+    # fit keeping NCCL's values within a point of its best (deployed_fit.parsimonious)
+    "gb200-nvl72": (TARGET_MEDIAN_BIG, 0.11, TARGET_MEDIAN_ALL),
     # 15.3% / -15.3% / 35.6% with each sweep's own NCCL (13.1% / -10.8% with 2.30.7's tables for both): the
     # OKE sweep ran NCCL 2.19.3 (2.18.3's tables), whose Ring/LL128 is rated and timed slower at 16-64 MiB,
     # and reaches 238 GB/s busbw at 8 GiB (Tree from 1 GiB) over 16 RoCE VFs per node, above what dgx-a100's
@@ -181,7 +242,10 @@ LOSO_BOUNDS = {
     # (nccl_graph.net_devices: 16 channels at 12 GB/s; Tree from 512 MiB, as the 238 GB/s busbw shows) and
     # the RoCE row is fitted with oci-gb200 (held out: tree LL128 x 0.7, LL 0.7 GB/s per channel; the pooled
     # x 0.6 and NCCL's LL rate before)
-    "oci-a100": (0.13, 0.11, 0.13),
+    # 5.0% / +0.4% / 2.9% once the fit keeps NCCL's values within a point of its best (deployed_fit.
+    # parsimonious; 6.5% / -5.5% / 10.0% before: RoCE held out at 10 us, LL 0.7 GB/s per channel, now 7 us
+    # and NCCL's LL rate)
+    "oci-a100": TARGETS,
     # 3.2% / +2.0% / 7.2% (5.9% / +4.0% / 13.7% while the deployed hop extra was paid per NCCL inter-node
     # step, 1 for a 2-node AllGather ring, whose chain crosses the network twice; 9.8% / +9.6% before a
     # Ring/Simple channel ran as two CTAs at 20.6 GB/s)
@@ -212,7 +276,9 @@ LOSO_BOUNDS = {
     # 10.5% / +10.5% / 15.7%: held out, EFA is the two other AWS clusters; one EFA set per H100 makes NCCL's tree
     # graph a TREE pattern (Tree x 0.85 in the choice), which hands 64 MiB to NVLS-tree one size earlier
     # (-26% -> +63%), where the model's NVLS-tree ramp is already 35-44% fast at 128-256 MiB
-    "aws-p5": (TARGET_MEDIAN_BIG, 0.11, TARGET_MEDIAN_ALL),
+    # 4.5% / +1.9% / 9.3% (5.0% / +3.7% / 9.5% before) with EFA's row held out at 40 us, NCCL's LL rate,
+    # LL128 x 1/0.9 (deployed_fit.parsimonious)
+    "aws-p5": TARGETS,
     "aws-p5-samples": TARGETS,  # 8.6% / +8.6% / 13.7%: as aws-p5 (NVLS-tree approaching its plateau)
     # 9.2% / +0.8% / 10.4%: aws-ofi-nccl's SENDRECV protocol on p4de forces Simple (costs/transports.py), whose
     # ~170 us floor meets the measured 161 us; its 1-16 MiB rows (40-86% slower than Tree/Simple's bytes and
@@ -235,7 +301,10 @@ LOSO_BOUNDS = {
     # 42.4% / +42.4% / 33.0% (36.2% over all sizes while LL across nodes was a share of NCCL's rate);
     # 32.9% / +23.8% / 43.3% held out with the CXI eager limit in the pooled fit (InfiniBand's row: 10 us
     # per crossing, LL at 4 GB/s per channel, tree LL128 x 0.4: the 16-node sweep turns -29%)
-    "abci-a100": (0.45, 0.45, 0.45),
+    # 59.9% / +59.9% / 31.3% before the fit kept NCCL's values within a point of its best (deployed_fit.
+    # parsimonious): 50.1% / +50.1% / 23.7% held out with InfiniBand's row at 3 us, NCCL's LL rate, LL128 x
+    # 1/0.7 (the 4- and 16-node sweeps 36% -> 11%, 49% -> 22% at >= 1 MiB)
+    "abci-a100": (0.52, 0.52, 0.30),
     # 6.8% / -1.8% / 6.8% over 20 sweeps (8.4% / +2.1% over the 5 of 8 GPUs per node; 10.7% / +10.1% before
     # a Ring/Simple channel ran as two CTAs): the Ring AllGather/ReduceScatter plateaus are two CTAs per NIC
     # at 20.6 GB/s (nccl_tuner.ring_cta_GBps), within 3% from 1 GiB; with 1, 2 or 4 GPUs per node a rank
@@ -295,7 +364,11 @@ LOSO_BOUNDS = {
     # 128 x 8 H100, NCCL_MIN_NCHANNELS=32 (issue #322), scored, not fitted: 14.7% / -9.6% / 14.7% with four CTAs per
     # ring (nccl_tuner.ring_ctas_per_channel; 18.6% / -14.0% with the 45 GB/s ring graph; 28.1% / -24.6% before);
     # left: 1 GiB runs at a ~19 ms floor (+45%) that the additive ring latency (7 ms) does not reach
-    "issue322-h100": TARGETS,
+    # 22.2% / -18.1% with RoCE's ring LL128 at x 0.9 (fitted on the other RoCE systems), 21.2% / -17.5% with
+    # 7 us per crossing (deployed_fit.parsimonious): 4-16 GiB run 17-23% too slow at x 0.9 (the measured
+    # 367 GB/s busbw plateau is NCCL's LL128 rate), 1 GiB still +50%: the measured ~9.5 us per ring step
+    # (2,046 steps) is 4x NCCL's own LL128 ring latency (tuning.cc: ~2.2 us per step at 128 x 8), not modelled
+    "issue322-h100": (0.23, 0.19, 0.23),
 }
 
 
