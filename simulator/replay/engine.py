@@ -228,6 +228,15 @@ class Replayer:
         after = R.table.synced_after
         return after is None or (s := after[i]) < 0 or bool(R.done[s])
 
+    def _waiter(self, R: RankState, stream: str, i: int, d: int) -> simpy.Event:
+        """The event rank R's op ``i`` waits on until op ``d`` ends (one per awaited op, shared by
+        every op that waits for it); the stream is marked blocked there."""
+        ev = R.waiters.get(d)
+        if ev is None:
+            ev = R.waiters[d] = self.env.event()
+        R.blocked[stream] = (i, d)
+        return ev
+
     @staticmethod
     def _issued(R: RankState, i: int) -> float:
         """When rank R's host has issued op ``i`` (costs/host.py). After a host synchronisation
@@ -574,20 +583,12 @@ class Replayer:
             op = prog[i]
             for d in op.deps:
                 if not R.done[d]:
-                    ev = R.waiters.get(d)
-                    if ev is None:
-                        ev = R.waiters[d] = env.event()
-                    R.blocked[op.stream] = (i, d)
-                    yield ev
+                    yield self._waiter(R, op.stream, i, d)
             at = issue[i]
             if synced_after is not None and (s := synced_after[i]) >= 0 and not R.done[i]:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
                 if not R.done[s]:
-                    ev = R.waiters.get(s)
-                    if ev is None:
-                        ev = R.waiters[s] = env.event()
-                    R.blocked[op.stream] = (i, s)
-                    yield ev
+                    yield self._waiter(R, op.stream, i, s)
                 at = self._issued(R, i)
             if at > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
                 yield env.timeout(at - env.now)

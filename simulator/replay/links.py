@@ -353,16 +353,27 @@ class FlowNetwork:
         """The active flows connected (through shared links) to ``links`` and every link they
         cross; None when they are more than LARGE_COMPONENT_FLOWS (members counted), or a class
         too large to be kept per link is among them."""
-        on_link, large = self._on_link, self._large_on_link
         members: dict[int, ActiveFlow] = {}
-        n_members = 0
         seen = set(links)
-        stack = list(links)
-        while stack:
+        if self._grow_component(members, 0, list(links), seen) is None:
+            return None
+        return list(members.values()), seen
+
+    def _grow_component(self, members: dict[int, ActiveFlow], n_members: int, stack: list[int],
+                        seen: set[int], stop_at: float = float("inf")) -> int | None:
+        """Add to ``members`` every active flow reachable from the links on ``stack`` through
+        shared links (``seen`` grows with the links visited), until ``stop_at`` flows are members.
+        The members' flow count, or None past LARGE_COMPONENT_FLOWS or at a link whose class is
+        too large to be kept per link."""
+        on_link, large = self._on_link, self._large_on_link
+        while stack and len(members) < stop_at:
             link = stack.pop()
             if large[link]:
                 return None
-            for fid, f in on_link.get(link, {}).items():
+            users = on_link.get(link)
+            if not users:
+                continue
+            for fid, f in users.items():
                 if fid not in members:
                     members[fid] = f
                     n_members += f.n
@@ -372,7 +383,7 @@ class FlowNetwork:
                         if other not in seen:
                             seen.add(other)
                             stack.append(other)
-        return list(members.values()), seen
+        return n_members
 
     def _residual_shape(self, shape: PhaseShape,
                         fixed: list[tuple[tuple[int, ...], float, float]]) -> PhaseShape | None:
@@ -673,7 +684,6 @@ class FlowNetwork:
         """Active flows connected (through shared links) to the new flows and to the links that
         finished flows left, in start order; None when that is over LARGE_COMPONENT_FLOWS flows
         (members of classes counted one by one)."""
-        on_link, large = self._on_link, self._large_on_link
         n_active = len(self._flows)
         seen_links = self._dirty
         if len(seen_links) > DIRTY_FILTER_LINKS:
@@ -695,26 +705,7 @@ class FlowNetwork:
                     if link not in seen_links:
                         seen_links.add(link)
                         stack.append(link)
-        while stack and len(members) < n_active:
-            if n_members > LARGE_COMPONENT_FLOWS:
-                return None
-            link = stack.pop()
-            if large[link]:  # a class too large on its own
-                return None
-            users = on_link.get(link)
-            if not users:
-                continue
-            for fid, f in users.items():
-                if fid not in members:
-                    members[fid] = f
-                    n_members += f.n
-                    if n_members > LARGE_COMPONENT_FLOWS:
-                        return None
-                    for link in f.ulinks:
-                        if link not in seen_links:
-                            seen_links.add(link)
-                            stack.append(link)
-        if n_members > LARGE_COMPONENT_FLOWS:
+        if self._grow_component(members, n_members, stack, seen_links, n_active) is None:
             return None
         if len(members) == n_active:  # everything is connected: no need to sort
             return list(self._flows.values())
