@@ -278,11 +278,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us, overlap, bytes_us)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
-        scale = wire / tuner.nvls_efficiency(ctx)
-        if algorithm == "nvls_tree":
-            # the chunk pipeline's fill: rounds of nvlsChannels x heads chunks (costs/nvls_pipeline.py);
-            # every GPU of a node is the head of one slice of each channel
-            scale *= nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes)
+        # NVLSTree's chunk pipeline fill: rounds of nvlsChannels x heads chunks (costs/nvls_pipeline.py);
+        # every GPU of a node is the head of one slice of each channel
+        fill = nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes) if algorithm == "nvls_tree" else 1.0
+        scale = wire / tuner.nvls_efficiency(ctx) * fill
         intra = cached_pattern(geo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
         flows = scaled_flows(intra, size_bytes * scale, None, geo)
         if algorithm == "nvls_tree":
@@ -292,7 +291,6 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             # each tree edge at most NCCL's per-channel NVLSTree ceiling (nccl_tuner.nvls_tree_edge_GBps)
             edge = tuner.nvls_tree_edge_GBps(ctx)
             edge_cap = None if edge is None else edge * 1e9 * inter_wire
-            fill = nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes)
             flows = join_phases(flows, scaled_flows(inter, size_bytes * inter_wire * fill, edge_cap, geo))
         phases = (flows,)
         latency_us = tuner.latency_us(ctx, op, algorithm, protocol)

@@ -15,9 +15,9 @@ from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
 from simulator.costs.nccl_constants import (
     MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY,
-    NVLS_ONE_DOMAIN_FROM, P2P_NET_CHUNK_BYTES,
-    P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH, P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA,
-    XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass, TunerConstants, constants_from_overrides,
+    NVLS_ONE_DOMAIN_FROM, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH,
+    P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass, TunerConstants,
+    constants_from_overrides,
 )
 
 

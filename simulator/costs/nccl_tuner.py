@@ -409,10 +409,6 @@ def _thread_threshold_channels(ctx: TunerContext, algo: str, proto: str, nbytes:
     return nc
 
 
-# NCCL's MAXCHANNELS (src/include/device.h, 32 up to 2.23).
-MAX_CHANNELS = 32
-
-
 def launched_channels(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> int:
     """Channels a ring or tree call really runs, each with its own network connection: the
     communicator's channels, twice the graph's (``ncclTopoPostset``, src/graph/connect.cc of

@@ -296,8 +296,8 @@ class FlowNetwork:
         on = held >= 0
         busy = self._busy[links] > 0
         if not on.any() and not busy.any():  # (what the claim put on the network has not started yet)
-            return Beside(tuple(map(self._shape, phases)), sum([self._shape(ph).duration for ph in phases]),
-                          float("inf"), links)
+            alone = tuple(map(self._shape, phases))
+            return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
         now = self.env.now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows

@@ -38,13 +38,13 @@ class RoleTable:
         # program order after which the host waited for the GPU (-1: none), or None when the
         # program has none. Such an op is issued ``issue[i] - issue[s]`` after op s has ended.
         self.synced_after: list[int] | None = None
-        if issue is not None and any(getattr(op, "host_sync", False) for op in program):
+        if issue is not None:
             last, after = -1, []
             for i, op in enumerate(program):
                 after.append(last)
                 if getattr(op, "host_sync", False):
                     last = i
-            self.synced_after = after
+            self.synced_after = after if last >= 0 else None
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each
@@ -194,7 +194,7 @@ class ComputeRun:
         # held entries timed beside traffic of fixed rates: entry index -> the network's
         # closed form of their phases there (links.Beside)
         self.beside: dict[int, Any] = {}
-        self.expiring: set[float] = set()  # the times those are handed back at (engine._arm)
+        self.expiring: set[float] = set()  # the times those are handed back at (engine._expire)
 
     def cut(self, j: int) -> None:
         """Drop entries ``j``.. (the run ends at entry ``j - 1``; j >= 1)."""

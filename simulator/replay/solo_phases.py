@@ -72,17 +72,22 @@ class Component:
     scale: float = 1.0
     _flow_array: np.ndarray | None = field(default=None, repr=False, compare=False)
 
+    def _segment_index(self, elapsed: float) -> tuple[int, float]:
+        """The index of the segment in force ``elapsed`` s after the start, and that time on
+        the stored (unscaled) clock."""
+        k = self.scale
+        e = elapsed / k if k != 1.0 else elapsed
+        segments = self.segments
+        j = 0
+        while j + 1 < len(segments) and segments[j + 1].t <= e:
+            j += 1
+        return j, e
+
     def _segment_at(self, elapsed: float) -> tuple[Segment, float]:
         """The segment in force ``elapsed`` s after the start, and that time on the stored
         (unscaled) clock."""
-        k = self.scale
-        e = elapsed / k if k != 1.0 else elapsed
-        seg = self.segments[0]
-        for s in self.segments[1:]:
-            if s.t > e:
-                break
-            seg = s
-        return seg, e
+        j, e = self._segment_index(elapsed)
+        return self.segments[j], e
 
     def segment_window(self, elapsed: float) -> tuple[Segment | None, float]:
         """The segment in force ``elapsed`` s after the start (None once the component has
@@ -90,13 +95,9 @@ class Component:
         changes any more)."""
         if elapsed >= self.duration:
             return None, float("inf")
-        k = self.scale
-        e = elapsed / k if k != 1.0 else elapsed
+        j, _ = self._segment_index(elapsed)
         segments = self.segments
-        j = 0
-        while j + 1 < len(segments) and segments[j + 1].t <= e:
-            j += 1
-        return segments[j], (segments[j + 1].t * k if j + 1 < len(segments) else self.duration)
+        return segments[j], (segments[j + 1].t * self.scale if j + 1 < len(segments) else self.duration)
 
     def remaining(self, elapsed: float) -> list[tuple[int, float]]:
         """(flow index, bytes left) of the flows still moving ``elapsed`` s after the start."""

@@ -328,9 +328,9 @@ def _latent_proj_bwd(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, 
 
 
 def _comm(pb: ProgramBuilder, name: str, op: CollectiveKind, axes: tuple[str, ...], size: int, deps: tuple[int, ...],
-          tag: Tag, dtype: str) -> int:
+          tag: Tag, dtype: str, host_sync: bool = False) -> int:
     return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size), deps=deps, dtype=dtype,
-                         tag=tag))
+                         tag=tag, host_sync=host_sync))
 
 
 def _wire_dtype(s: MoESpec, dispatch: bool) -> str:
@@ -409,9 +409,8 @@ def _counts_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: 
     the gather is a host synchronisation (``CommOp.host_sync``)."""
     if s.dispatcher != "alltoall" or s.ep * s.etp == 1:
         return dep
-    return pb.add(CommOp(name=f"{name}.counts.allgather", op="allgather", axes=("etp", "ep"),
-                         size_bytes=8 * s.experts * s.ep * s.etp, deps=(dep,), dtype="fp32", tag=tag,
-                         host_sync=s.ep > 1))
+    return _comm(pb, f"{name}.counts.allgather", "allgather", ("etp", "ep"), 8 * s.experts * s.ep * s.etp, (dep,),
+                 tag, "fp32", host_sync=s.ep > 1)
 
 
 def _probs_exchange(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
