@@ -278,9 +278,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us, overlap, bytes_us)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
-        # NVLSTree's chunk pipeline fill: rounds of nvlsChannels x heads chunks (costs/nvls_pipeline.py);
-        # every GPU of a node is the head of one slice of each channel
-        fill = nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes) if algorithm == "nvls_tree" else 1.0
+        # the AllReduce kernels' chunk pipeline fill: rounds of nvlsChannels x heads chunks
+        # (costs/nvls_pipeline.py); every GPU of a node is the head of one slice of each channel
+        fill = (nvls_pipeline.nvls_tree_fill_factor(size_bytes, n_ch * ctx.ppn, n_nodes) if algorithm == "nvls_tree"
+                else nvls_pipeline.nvls_fill_factor(size_bytes, n_ch * ctx.ppn) if op == "allreduce" else 1.0)
         scale = wire / tuner.nvls_efficiency(ctx) * fill
         intra = cached_pattern(geo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
         flows = scaled_flows(intra, size_bytes * scale, None, geo)

@@ -1,5 +1,5 @@
-"""The pipeline fill of an NVLSTree AllReduce: what a call pays beyond its bytes at the links' rate
-and NCCL's per-call latency, because the kernel moves the data in chunks through stages.
+"""The pipeline fill of an NVLSTree or NVLS AllReduce: what a call pays beyond its bytes at the
+links' rate and NCCL's per-call latency, because the kernel moves the data in chunks through stages.
 
 NCCL splits an NVLSTree call over ``nvlsChannels x nHeads`` concurrent operations (every channel
 runs on every GPU, each GPU the head of one slice of each channel: ``src/device/all_reduce.h``,
@@ -37,6 +37,38 @@ def nvls_tree_chunk_bytes(nbytes: float, concurrent_ops: int, n_nodes: int) -> i
         if nbytes < rounds * ops * chunk and chunk > floor:
             chunk = floor
     return chunk
+
+
+def nvls_chunk_bytes(nbytes: float, concurrent_ops: int) -> int:
+    """NVLS's (one NVLink domain) ``chunkSize`` for a call of `nbytes` over `concurrent_ops`
+    (channels x heads) operations: ``NCCL_NVLS_CHUNKSIZE``, halved to 64 KiB below 64 rounds of
+    ``concurrentOps x chunkSize``, to 32 KiB below 8 and to 16 KiB below 2 (``src/enqueue.cc`` of
+    v2.26.2-1 lines 1877-1887; the same rule from v2.19.3-1 to v2.29.7-1)."""
+    chunk = NVLS_CHUNK_BYTES
+    ops = max(1, concurrent_ops)
+    for rounds, floor in ((64, 65536), (8, 32768), (2, 16384)):
+        if nbytes < rounds * ops * chunk and chunk > floor:
+            chunk = floor
+    return chunk
+
+
+def nvls_fill_factor(nbytes: float, concurrent_ops: int) -> float:
+    """:func:`nvls_tree_fill_factor` for NVLS inside one NVLink domain, whose kernel is a pipeline
+    of three warp groups (``src/device/all_reduce.h`` of v2.26.2-1, RunWorkColl NVLS, oneNode,
+    lines 408-455): the scatter into the GPU's NVLS buffer, the switch's reduce and multicast
+    (``directRecvDirectSend``: ``multimem.ld_reduce`` then ``multimem.st``) and the gather out of
+    it, each forwarding a whole chunk of every head before the next takes it: the call takes
+    ``rounds + 2`` rounds at the reduction's rate, as NVLSTree's measured (module docstring).
+    One GB200 NVL72 rack (72 heads x 32 channels: 75.5 MB rounds of 32 KiB chunks at 512 MiB and
+    1 GiB, 151 MB of 64 KiB from 2 GiB) takes 3.0 and 3.1 rounds more than its bytes at the 8 GiB
+    row's rate (423 GB/s algbw) at 512 MiB and 1 GiB, 1.4 at 2 GiB and none at 4 GiB
+    (data/nccl/gb200x72_allreduce_1rack_nvl72.csv): the pipeline's 2 lie between. On 8 H100
+    (16 channels x 8 heads) the 32-128 MiB rows, 26%, 18% and 12% too fast at the links' rate
+    alone, come within 4% (data/nccl/h100x8_allreduce_1node.csv)."""
+    if nbytes <= 0:
+        return 1.0
+    round_bytes = max(1, concurrent_ops) * nvls_chunk_bytes(nbytes, concurrent_ops)
+    return 1.0 + min(STAGES_BEHIND * round_bytes, nbytes) / nbytes
 
 
 def nvls_tree_fill_factor(nbytes: float, concurrent_ops: int, n_nodes: int) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.config.hardware import HardwareProfile
-from simulator.costs import nccl_graph, nccl_tuner
+from simulator.costs import nccl_graph, nccl_tuner, nvls_pipeline
 from simulator.costs.collectives import (
     effective_capacity_Bps, phase_time_s, plan_collective,
 )
@@ -109,10 +109,13 @@ def test_nvls_allreduce_link_loads():
     plan = plan_collective("allreduce", [0, 1, 2, 3], size, topo, algo="nvls")
     ctx = nccl_graph.context_from_profile(topo.profile, 4, 1)
     eff = nccl_tuner.nvls_efficiency(ctx)
+    # the chunk pipeline's fill: two more rounds of channels x 4 heads chunks (costs/nvls_pipeline.py)
+    fill = nvls_pipeline.nvls_fill_factor(size, plan.channels * 4)
+    assert fill > 1
     # each GPU pushes S (reduce reads) + S/n (its reduced shard) up, and receives the same down
-    assert plan.wire_bytes == pytest.approx(8 * (1 + 1 / 4) * size / eff)
+    assert plan.wire_bytes == pytest.approx(8 * (1 + 1 / 4) * size / eff * fill)
     r = time_collective("allreduce", [0, 1, 2, 3], size, topo, "nvls")
-    assert r.time_s == pytest.approx(25e-6 + (1 + 1 / 4) * size / eff / (LINK_GBPS * 1e9), rel=1e-6)
+    assert r.time_s == pytest.approx(25e-6 + (1 + 1 / 4) * size / eff * fill / (LINK_GBPS * 1e9), rel=1e-6)
 
 
 def test_nvls_rejected_without_in_switch_reduction():
