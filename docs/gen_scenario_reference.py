@@ -117,6 +117,8 @@ PROFILE_NOTES = {
                                  "72 for a GB200 NVL72 rack of 18 four-GPU trays; consecutive nodes form a domain, "
                                  "routes inside it are NVLink and NCCL treats it as one node; null = the node",
     "node.scale_up.efficiency": "achievable fraction of the link for NCCL's copy kernels",
+    "node.scale_up.nvls_reduce_GBps": "in-switch (NVLS) reduction rate per GPU, GB/s of ReduceScatter bus bytes: "
+                                      "an NVLS AllReduce's busbw is at most twice it at any group size; null = links only",
     "node.nics.count": "NICs per node (rail i = NIC i)", "node.nics.Gbps": "line rate per NIC",
     "node.nics.latency_us": "one-way NIC and software latency", "node.nics.efficiency": "achievable fraction of line rate",
     "node.nics.transport": "selects the deployed-fabric constants (simulator/costs/deployed.py)",

@@ -185,6 +185,10 @@ class ScaleUp(_Strict):
     domain_gpus: int | None = Field(default=None, gt=0)  # GPUs of one NVLink domain spanning nodes (MNNVL)
     # Achievable fraction of link bandwidth for NCCL's copy kernels (documented constant, not fitted).
     efficiency: float = Field(default=0.8, gt=0, le=1)
+    # What the switches' in-network reduction (NVLS) delivers per GPU, GB/s of reduced data counted
+    # as a ReduceScatter's bus bytes ((k-1)/k of the buffer among k GPUs): an NVLS AllReduce reaches
+    # twice it in busbw, whatever k (costs/nvls_reduce.py). None: the links alone bound NVLS.
+    nvls_reduce_GBps: float | None = Field(default=None, gt=0)
 
     @property
     def link_Bps(self) -> float:

@@ -65,7 +65,7 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline
+from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -284,7 +284,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
                 else nvls_pipeline.nvls_fill_factor(size_bytes, n_ch * ctx.ppn) if op == "allreduce" else 1.0)
         scale = wire / tuner.nvls_efficiency(ctx) * fill
         intra = cached_pattern(geo, ("nvls", op) + key_base, lambda: nvls_intra(topo, lay, op))
-        flows = scaled_flows(intra, size_bytes * scale, None, geo)
+        # the switches' reduction rate bounds each GPU's share of it (costs/nvls_reduce.py)
+        reduce_cap = nvls_reduce.reduce_cap_Bps(topo.profile.node.scale_up.nvls_reduce_GBps, op, scale / fill)
+        flows = scaled_flows(intra, size_bytes * scale, reduce_cap, geo)
         if algorithm == "nvls_tree":
             inter = cached_pattern(geo, ("nvls_tree",) + key_base, lambda: nvls_tree_inter(topo, lay))
             # the inter-node tree runs Simple across nodes: the network's Simple fraction

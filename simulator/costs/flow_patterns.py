@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from simulator.costs import nvls_reduce
 from simulator.costs.topology_view import TopologyView
 from simulator.errors import InputError
 
@@ -438,14 +439,17 @@ def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
 
 
 def nvls_intra(topo: TopologyView, lay: Layout, op: str) -> Pattern:
-    """Per-GPU up/down link loads of the in-switch reduction, as multiples of S."""
+    """Per-GPU up/down link loads of the in-switch reduction, as multiples of S; each flow's cap
+    multiplier makes a cap of the switch's reduction rate bind at ``(k - 1)/k x S / rate``
+    (:func:`simulator.costs.nvls_reduce.flow_multiplier`)."""
     out: Pattern = []
     for members in lay.by_node:
         k = len(members)
         up_w, down_w = {"allreduce": (1 + 1 / k, 1 + 1 / k), "allgather": (1 / k, 1.0),
                         "reducescatter": (1.0, 1 / k)}[op]
+        up_m, down_m = (nvls_reduce.flow_multiplier(op, w, k) for w in (up_w, down_w))
         routes = topo.nvls_routes(members)
-        out += [((u,), up_w, 1) for u in routes.up] + [((d,), down_w, 1) for d in routes.down]
+        out += [((u,), up_w, up_m) for u in routes.up] + [((d,), down_w, down_m) for d in routes.down]
     return out
 
 
