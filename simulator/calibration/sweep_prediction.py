@@ -155,32 +155,31 @@ CASES: dict[str, Case] = {
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
         "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here")),
 }
-# The three GB200 NVL72 sweeps (coreweave/nccl-tests, NCCL 2.26.2, >= 512 MiB) are pinned to Ring,
-# although NCCL most likely did not run Ring on one or two racks: their plateaus (839 GB/s on 1 rack,
-# 810 and still rising on 2) exceed what a ring reaches over NVLink5 (682.2 GB/s on 8 B200, p6-b200,
-# NCCL 2.27.7, HARDWARE.md section 3d; 684 on Oracle's NVL72 racks with NCCL_NVLS_ENABLE=0, the
-# oci-gb200 case below) and equal B200's NVLS (838.0 GB/s at 8 ranks). The pin stays because the
-# model's NVLS is link-bound (busbw rising as 2(n-1)/(n+1)): 1,074 GB/s at 72 ranks (+28%), and
-# NVLSTree +17-40% on 2 racks, +164-355% on 20, where measured NVLS algbw is 479 GB/s at 8 ranks
-# (24 channels, nvls.cc v2.27) and 425 at 72 (32 channels, v2.26): neither the link nor a per-CTA
-# kernel rate explains both. The time is also close to a + S/B with a per-call cost a of 574 us
-# (1 rack), 869 us (2 racks) and 4.6 ms (20 racks), fitted on each sweep's rows, which grows with the
-# ranks as NCCL's ring latency does (the model's ring term: 491 us, 907 us, 5.8 ms); the 20-rack
-# sweep (406 GB/s) is within a ring's reach.
-_NVL72_NOTE = ("pinned to ring (the per-call cost grows with the ranks as NCCL's ring latency does: fitted a = {a} us "
-               "vs the ring term's {ring} us); the >= 810 GB/s plateaus of 1 and 2 racks exceed NVLink5 rings' "
-               "682-684 GB/s, so NCCL more likely ran NVLS/NVLSTree, which the model's link-bound NVLS predicts 17-28% "
-               "too fast; bandwidth regime only (>= 512 MiB)")
+# The three GB200 NVL72 sweeps (coreweave/nccl-tests, NCCL 2.26.2, >= 512 MiB). One and two racks run
+# what NCCL chooses, NVLS and NVLSTree: their plateaus (839 GB/s on 1 rack, 810 and still rising on 2)
+# exceed what a ring reaches over NVLink5 (682.2 GB/s on 8 B200, p6-b200, NCCL 2.27.7, HARDWARE.md
+# section 3d; 684 on Oracle's NVL72 racks with NCCL_NVLS_ENABLE=0, the oci-gb200 case below) and equal
+# B200's NVLS (838.0 GB/s at 8 ranks): the switches' reduction rate, not the links, bounds NVLS, at a
+# busbw that does not grow with the ranks (costs/nvls_reduce.py; the links alone gave 1,074 GB/s at 72
+# ranks, +28%). The 20-rack sweep stays pinned to Ring: its time is a + S/B with a per-call cost a of
+# 4.6 ms fitted on its rows, as NCCL's ring latency grows with the ranks (the model's ring term 5.8 ms;
+# NVLSTree's is 0.16 ms), and its 406 GB/s is within a ring's reach, where NVLSTree would give 831
+# (+105%).
+_NVL72_NOTE = ("NCCL's choice: {algo}, bound by the switches' reduction rate (costs/nvls_reduce.py: 419 GB/s per GPU "
+               "from 8 B200, a busbw of 838 at any rank count, where the links alone gave +17-28%) and the chunk "
+               "pipeline's fill (costs/nvls_pipeline.py); bandwidth regime only (>= 512 MiB)")
 CASES.update({
     "gb200x72_allreduce_1rack_nvl72": Case(
-        "gb200-nvl72", "allreduce", 72, 4, "ring", _NVL72_NOTE.format(a=574, ring=491) + "; one rack, 18 trays",
+        "gb200-nvl72", "allreduce", 72, 4, None, _NVL72_NOTE.format(algo="NVLS") + "; one rack, 18 trays",
         family="gb200-nvl72"),
     "gb200x128_allreduce_2rack_nvl72_ib": Case(
-        "gb200-nvl72", "allreduce", 128, 4, "ring", _NVL72_NOTE.format(a=869, ring=907) + "; 16 trays in each of 2 racks",
-        family="gb200-nvl72", domain_nodes=16),
+        "gb200-nvl72", "allreduce", 128, 4, None, _NVL72_NOTE.format(algo="NVLSTree over the 2 racks")
+        + "; 16 trays in each of 2 racks", family="gb200-nvl72", domain_nodes=16),
     "gb200x1440_allreduce_20rack_nvl72_ib": Case(
-        "gb200-nvl72", "allreduce", 1440, 4, "ring", _NVL72_NOTE.format(a=4608, ring=5828) + "; 20 racks over InfiniBand",
-        family="gb200-nvl72"),
+        "gb200-nvl72", "allreduce", 1440, 4, "ring",
+        "pinned to ring (the per-call cost grows with the ranks as NCCL's ring latency does: fitted a = 4608 us vs "
+        "the ring term's 5828 us, NVLSTree's 161 us; NVLSTree would give 831 GB/s where 406 was measured); "
+        "bandwidth regime only (>= 512 MiB); 20 racks over InfiniBand", family="gb200-nvl72"),
 })
 # Multi-node systems added from public logs (data/nccl/INDEX.md, "Multi-node systems"), each mapped
 # to the closest bundled profile as a new user would pick it, with the transport the header names.
