@@ -15,8 +15,9 @@ busiest channel's payload; a candidate's time is then ``max(floor, latency + hop
 flows / efficiency[algorithm])`` for LL128 and ``max(floor, latency + hops × extra + max(flows,
 payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
 :func:`simulator.costs.collectives.plan_collective` applies them). A host-message transport's
-messages add ``messages × net_message_us``, except on an LL or LL128 ring, where that chain runs
-alongside the latency and the bytes and the row takes the longer of the two
+messages add ``messages × net_message_us``, except on an LL or LL128 ring and on a Tree/Simple call
+(unless the stack moves each payload inside the message's host round: CXI alt_read), where that
+chain runs alongside the latency and the bytes and the row takes the longer of the two
 (:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is searched on a grid with ring and tree tied (three numbers, searched
@@ -61,6 +62,7 @@ from simulator.calibration.measured import bundled_sweeps
 from simulator.calibration.sweep_prediction import SweepResult, case_for, case_profile, pct, predict_sweep
 from simulator.costs.collectives import messages_overlap
 from simulator.costs.deployed import NEUTRAL, DeployedNet, deployed_for, deployed_key, message_class
+from simulator.costs.transports import stack_for_profile
 from simulator.units import MiB
 
 # Systems whose multi-node slowness is not the network's, kept out of the fit (still scored).
@@ -85,9 +87,9 @@ FIT_EXCLUDED = {
     "issue322-h100": "128 x 8 H100, 1-16 GiB only, run with NCCL_MIN_NCHANNELS=32 (four CTAs per ring: "
                      "nccl_tuner.ring_ctas_per_channel): no row is the network's latency (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system: its rows would pull the pooled row every transport's fit leans "
-                   "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the Simple protocol its "
-                   "stack enforces, are TCPXO's per-message cost (costs/net_messages.py), whose constant it does help fit "
-                   "(fit_table)",
+                   "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the bytes and hops of the "
+                   "Simple protocol its stack enforces, are the fill of NCCL 2.21's 1 MiB Tree/Simple chunks "
+                   "(costs/tree_pipeline.py); it does help fit the host-message cost (fit_table)",
 }
 HOP_US = (0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)
 # LL's rate per channel across nodes, GB/s (0: NCCL's own rate; costs/deployed.py).
@@ -161,6 +163,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                                                  "floor_us", "proto", "scaled", "column", "messages",
                                                  "overlap", "ll_channel_us")}
         for i, r in enumerate(rs):
+            stack = stack_for_profile(case_profile(r.case))
             for p in r.points:
                 cols["sweep"].append(i)
                 cols["big"].append(p.size_bytes >= MiB)
@@ -173,7 +176,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["scaled"].append(p.algorithm in ("ring", "tree") and p.protocol != "simple")
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
-                cols["overlap"].append(messages_overlap(p.algorithm, p.protocol))
+                cols["overlap"].append(messages_overlap(p.algorithm, p.protocol, stack))
                 cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
     return out

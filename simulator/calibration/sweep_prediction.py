@@ -146,10 +146,13 @@ CASES: dict[str, Case] = {
     "h100x16_allreduce_2node_gcp_a3mega_tcpxo": Case(
         "gcp-a3-mega", "allreduce", 16, 8, None, family="gcp-a3-mega",
         note="GPUDirect-TCPXO: its stack enforces NCCL_PROTO=Simple, NCCL_ALGO=Ring,Tree and no NVLS "
-             "(costs/transports.py), so even 8 B pays Simple's latency: predicted 132 us, measured ~123 us. 1-128 MiB "
-             "ran up to 3.5x slower than Simple's bytes and hops: TCPXO's per-message cost times NCCL's Tree/Simple "
-             "messages per channel (costs/net_messages.py) accounts for most of it (the 4-16 MiB rows are still "
-             "15-50% too fast); TCPXO has no other measured system, so its other deployed constants are the pooled row"),
+             "(costs/transports.py), so even 8 B pays Simple's latency: predicted ~122 us, measured ~123 us. 1-128 MiB "
+             "ran up to 3.5x slower than Simple's bytes and hops: NCCL 2.21's Tree/Simple chunk is a whole step, 1 MiB "
+             "with TCPXO's 8 MiB buffer, and its first chunk crosses 14 NVLink stages at one CTA's rate before the "
+             "rest stream (costs/tree_pipeline.py): 203 us at 1 MiB to 978 at 16 MiB, then ~5.7 us per MiB. The "
+             "host's cost per message overlaps the 1 MiB chunks' bytes (collectives.messages_overlap); the 16 MiB-8 GiB "
+             "rows stay ~9% too slow at NCCL's Tree estimate of the bandwidth (166 GB/s of algbw; 183 measured). TCPXO "
+             "has no other measured system, so its other deployed constants are the pooled row"),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
         "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
@@ -253,9 +256,10 @@ CASES.update({
         "aws-p4de", "allreduce", 16, 8,
         note="2 x p4de.24xlarge (4 x 100 Gb/s EFA): every call up to 8 KiB takes 161-178 us, Tree/Simple's floor: "
              "with fewer EFA devices than GPUs aws-ofi-nccl runs its SENDRECV protocol and sets NCCL_PROTO=simple "
-             "(costs/transports.py; predicted ~172 us, ~105 us with LL). 1-16 MiB ran 40-86% slower than "
-             "Tree/Simple's bytes and hops: SENDRECV's per-message cost times NCCL's Tree/Simple messages per channel "
-             "(32-128 KiB chunks there; costs/net_messages.py) accounts for it"),
+             "(costs/transports.py; predicted ~150 us, ~105 us with LL). 1-16 MiB ran 40-86% slower than "
+             "Tree/Simple's bytes and hops: the run set no NCCL_BUFFSIZE (header), so NCCL 2.20's Tree/Simple chunk "
+             "is a 512 KiB step whose first chunk fills 14 NVLink stages (costs/tree_pipeline.py); SENDRECV's cost "
+             "per message overlaps the chunks' bytes (collectives.messages_overlap)"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),

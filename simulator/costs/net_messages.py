@@ -6,12 +6,18 @@ is one step, a ring's chunk ``ALLREDUCE_CHUNKSTEPS`` = 4 steps sent in slices of
 ``ALLREDUCE_SLICESTEPS`` = 2). How big a message is therefore follows from the size of the call,
 through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2.2x):
 
-* Tree/Simple (``ncclPatternTreeUpDown``): the chunk starts at one step and is halved while the
-  call gives each channel fewer than ``depth*8`` chunks (down to 128 KiB), fewer than
+* Tree/Simple (``ncclPatternTreeUpDown``): the chunk is one step. Until NCCL 2.19 it is halved
+  while the call gives each channel fewer than ``depth*8`` chunks (down to 128 KiB), fewer than
   ``depth*4`` (down to 64 KiB) and fewer than ``depth`` (down to 32 KiB), with ``depth =
-  ranks per node - 1 + log2(nodes)`` (``connectTrees`` in ``src/graph/connect.cc``). So a 16 MiB
+  ranks per node - 1 + log2(nodes)`` (``connectTrees`` in ``src/graph/connect.cc``; the rule is
+  ``src/enqueue.cc`` v2.18.5-1 lines 1313-1318, v2.19.3-1 lines 1334-1339). So a 16 MiB
   AllReduce over 2 x 8 GPUs on 4 channels moves 128 KiB messages, 32 per channel each way, and
-  from 8 MiB down the count per channel halves with the size at 64 and then 32 KiB.
+  from 8 MiB down the count per channel halves with the size at 64 and then 32 KiB. NCCL 2.20
+  moved the chunk rules into ``computeCollChunkInfo`` (v2.21.5-1 ``src/enqueue.cc`` line 1722)
+  and kept the halving for CollNet, NVLS, NVLSTree and Tree/LL128 only: from 2.20 a Tree/Simple
+  chunk is a whole step, ``NCCL_BUFFSIZE / 8`` (512 KiB by default, 1 MiB with the 8 MiB buffer
+  GPUDirect-TCPXO requires), whatever the size (:func:`tree_chunk_halving`); a channel's share
+  smaller than that is one chunk (``enqueue.cc`` ``countPerChannel = DIVUP(count, nChannels)``).
 * Ring/Simple: each of the ``2(n-1)`` steps of an AllReduce (``n-1`` of an AllGather or a
   ReduceScatter) sends one chunk per loop of ``channels x n x chunk`` bytes, in slices; below a
   full chunk the slice shrinks with the data but is still one message per slice.
@@ -42,6 +48,8 @@ from __future__ import annotations
 
 import math
 
+from simulator.config.nccl_overrides import version_key
+
 NCCL_STEPS = 8
 RING_CHUNK_STEPS = 4  # ALLREDUCE_CHUNKSTEPS = ALLGATHER_CHUNKSTEPS = REDUCESCATTER_CHUNKSTEPS = NCCL_STEPS/2
 RING_SLICE_STEPS = 2  # the *_SLICESTEPS = NCCL_STEPS/4
@@ -53,9 +61,23 @@ def tree_depth(ppn: int, n_nodes: int) -> int:
     return ppn - 1 + (int(math.log2(n_nodes)) if n_nodes > 1 else 0)
 
 
-def tree_simple_chunk_bytes(nbytes: int, n_channels: int, depth: int, buff_bytes: int = DEFAULT_BUFF_BYTES) -> int:
-    """The Tree/Simple chunk of ``enqueue.cc`` (module docstring)."""
+# The first release whose Tree/Simple chunk is a whole step at every size (module docstring).
+TREE_CHUNK_WHOLE_STEP_FROM = (2, 20, 0)
+
+
+def tree_chunk_halving(version: str | None) -> bool:
+    """Whether NCCL release ``version`` halves a small call's Tree/Simple chunk (before 2.20;
+    module docstring). None is the newest release, which does not."""
+    return version is not None and version_key(version) < TREE_CHUNK_WHOLE_STEP_FROM
+
+
+def tree_simple_chunk_bytes(nbytes: int, n_channels: int, depth: int, buff_bytes: int = DEFAULT_BUFF_BYTES,
+                            version: str | None = None) -> int:
+    """The Tree/Simple chunk of ``enqueue.cc`` in NCCL release ``version`` (None: the newest;
+    module docstring)."""
     chunk = buff_bytes // NCCL_STEPS
+    if not tree_chunk_halving(version):
+        return chunk
     ch = max(1, n_channels)
     while nbytes / (ch * chunk) < depth * 8 and chunk > 131072:
         chunk //= 2
@@ -71,7 +93,7 @@ def _ring_steps(op: str, n: int) -> int:
 
 
 def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, n_ranks: int, ppn: int,
-                         n_nodes: int, buff_bytes: int = DEFAULT_BUFF_BYTES) -> int:
+                         n_nodes: int, buff_bytes: int = DEFAULT_BUFF_BYTES, version: str | None = None) -> int:
     """Network messages one channel sends, one after another, in one Simple call of ``nbytes``
     (nccl-tests size convention). A tree channel's reduce and broadcast run each way at once, so
     one direction's count is the one that adds up; a ring's count is that of the rank that
@@ -80,7 +102,7 @@ def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, 
         return 0
     ch = max(1, n_channels)
     if algorithm == "tree":
-        chunk = tree_simple_chunk_bytes(nbytes, ch, tree_depth(ppn, n_nodes), buff_bytes)
+        chunk = tree_simple_chunk_bytes(nbytes, ch, tree_depth(ppn, n_nodes), buff_bytes, version)
         return math.ceil(nbytes / (ch * chunk))
     if algorithm == "ring":
         step = buff_bytes // NCCL_STEPS

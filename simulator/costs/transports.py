@@ -53,9 +53,11 @@ Sources, per transport:
   writes each message with one ``fi_write``. GPUDirect-TCPXO moves every message as TCP segments
   of an offloaded flow that the receiving NCCL kernel unpacks from bounce-buffer pages (the plugin
   reports ``netDeviceType`` HOST with ``NCCL_NET_DEVICE_UNPACK_VERSION``, ``maxRecvs = 1``;
-  ``nccl_shim.cc``). Both environments set ``NCCL_BUFFSIZE=8388608`` (TCPXO:
-  ``nccl-env-profile*.sh``; EFA: aws-samples/awsome-distributed-training
-  ``slurm/nccl-tests.sbatch``, the bundled p4de/p5 sweeps' env). NCCL's IB verbs transport
+  ``nccl_shim.cc``). TCPXO's environment requires ``NCCL_BUFFSIZE=8388608``
+  (``nccl-env-profile*.sh``), so its Tree/Simple chunk is 1 MiB from NCCL 2.20
+  (costs/net_messages.py). aws-ofi-nccl sets no buffer size: the EFA stack keeps NCCL's default
+  4 MiB (the bundled p4de sweep predates the sbatch that added ``NCCL_BUFFSIZE=8388608``:
+  data/nccl/a100x16_allreduce_2node_awsp4de_efa.csv header). NCCL's IB verbs transport
   posts one RDMA write per message from the proxy, whose per-message cost the deployed hop
   extra already covers.
 * ``slingshot`` with the CXI provider's ``alt_read`` rendezvous (``FI_CXI_RDZV_PROTO=alt_read``,
@@ -117,6 +119,9 @@ class TransportStack:
     # The largest message the provider sends eagerly (0: no such limit modelled): the deployed
     # per-hop extra is the cost of the rendezvous above it (libfabric CXI; module docstring).
     eager_max_bytes: int = 0
+    # Each message's payload moves inside its host round (a software-issued Get: CXI alt_read), so
+    # a pipelined Tree/Simple call's per-message time adds to its bytes (collectives.messages_overlap)
+    payload_in_host_round: bool = False
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -150,7 +155,7 @@ STACKS: dict[str, TransportStack] = {
 
 # aws-ofi-nccl's SENDRECV protocol (fewer EFA devices than GPUs): Simple only (module docstring).
 EFA_SENDRECV = TransportStack(
-    reported_latency_us=75.0, protocols=("simple",), host_messages=True, buff_bytes=8 << 20,
+    reported_latency_us=75.0, protocols=("simple",), host_messages=True,
     source="aws-ofi-nccl v1.8.1-aws src/nccl_ofi_net.c (SENDRECV unless GPUs < EFA devices) and "
            "src/platform-aws.c configure_nccl_proto: no in-order 128-byte delivery, NCCL_PROTO=simple; "
            "latency 75.0 us on p4d/p4de")
@@ -158,7 +163,7 @@ EFA_SENDRECV = TransportStack(
 
 # Slingshot with FI_CXI_RDZV_PROTO=alt_read: a host cost per network message (module docstring).
 SLINGSHOT_ALT_READ = TransportStack(
-    host_messages=True, eager_max_bytes=CXI_EAGER_MAX_BYTES,
+    host_messages=True, eager_max_bytes=CXI_EAGER_MAX_BYTES, payload_in_host_round=True,
     source="libfabric prov/cxi cxip_msg_hpc.c: alt_read rendezvous, a software-issued restricted Get per message "
            "and a done-notify back to the source (FI_CXI_RDZV_PROTO=alt_read, FI_CXI_RX_MATCH_MODE=software)")
 

@@ -15,27 +15,41 @@ MiB = 1 << 20
 
 
 def test_tree_simple_chunk_follows_enqueue_cc_halving():
-    """2 x 8 ranks: depth 7 + 1 = 8; NCCL_BUFFSIZE 8 MiB gives 1 MiB steps. Halved while a channel
-    has < 64 chunks (down to 128 KiB), < 32 (down to 64 KiB), < 8 (down to 32 KiB)."""
+    """Before NCCL 2.20, 2 x 8 ranks: depth 7 + 1 = 8; NCCL_BUFFSIZE 8 MiB gives 1 MiB steps. Halved
+    while a channel has < 64 chunks (down to 128 KiB), < 32 (down to 64 KiB), < 8 (down to 32 KiB)."""
     assert tree_depth(8, 2) == 8 and tree_depth(4, 16) == 7 and tree_depth(8, 1) == 7
     buff = 8 * MiB
-    # 16 MiB on 4 channels: 4 MiB per channel -> 128 KiB gives 32 chunks (>= 32), stops there
-    assert tree_simple_chunk_bytes(16 * MiB, 4, 8, buff) == 128 << 10
-    # 2 MiB on 4 channels: 512 KiB per channel -> 64 KiB gives 8 (< 32, but the second loop stops at 64 KiB),
-    # the third loop needs < 8: 8 is not, so 64 KiB
-    assert tree_simple_chunk_bytes(2 * MiB, 4, 8, buff) == 64 << 10
-    # 1 MiB on 4 channels: 256 KiB per channel -> 64 KiB gives 4 (< 8) -> 32 KiB
-    assert tree_simple_chunk_bytes(1 * MiB, 4, 8, buff) == 32 << 10
-    # 1 GiB on 4 channels: 256 MiB per channel = 256 steps of 1 MiB: no halving
-    assert tree_simple_chunk_bytes(1 << 30, 4, 8, buff) == MiB
-    # NCCL's default 4 MiB buffer: 512 KiB steps
-    assert tree_simple_chunk_bytes(1 << 30, 4, 8) == 512 << 10
+    for v in ("2.18.5", "2.19.4"):
+        # 16 MiB on 4 channels: 4 MiB per channel -> 128 KiB gives 32 chunks (>= 32), stops there
+        assert tree_simple_chunk_bytes(16 * MiB, 4, 8, buff, v) == 128 << 10
+        # 2 MiB on 4 channels: 512 KiB per channel -> 64 KiB gives 8 (< 32, but the second loop stops at 64 KiB),
+        # the third loop needs < 8: 8 is not, so 64 KiB
+        assert tree_simple_chunk_bytes(2 * MiB, 4, 8, buff, v) == 64 << 10
+        # 1 MiB on 4 channels: 256 KiB per channel -> 64 KiB gives 4 (< 8) -> 32 KiB
+        assert tree_simple_chunk_bytes(1 * MiB, 4, 8, buff, v) == 32 << 10
+        # 1 GiB on 4 channels: 256 MiB per channel = 256 steps of 1 MiB: no halving
+        assert tree_simple_chunk_bytes(1 << 30, 4, 8, buff, v) == MiB
+        # NCCL's default 4 MiB buffer: 512 KiB steps
+        assert tree_simple_chunk_bytes(1 << 30, 4, 8, version=v) == 512 << 10
+
+
+def test_tree_simple_chunk_is_a_whole_step_from_2_20():
+    """v2.20+ computeCollChunkInfo keeps the halving for CollNet, NVLS, NVLSTree and Tree/LL128 only:
+    a Tree/Simple chunk is NCCL_BUFFSIZE / 8 at every size (None: the newest release)."""
+    from simulator.costs.net_messages import tree_chunk_halving
+
+    assert tree_chunk_halving("2.19.4") and not tree_chunk_halving("2.20.3") and not tree_chunk_halving(None)
+    for v in ("2.20.3", "2.21.5", "2.22.3", None):
+        for size in (8, MiB, 16 * MiB, 1 << 30):
+            assert tree_simple_chunk_bytes(size, 4, 8, 8 * MiB, v) == MiB, (v, size)
+            assert tree_simple_chunk_bytes(size, 4, 8, version=v) == 512 << 10, (v, size)
 
 
 def test_messages_per_channel_closed_forms():
     buff = 8 * MiB
-    # tree: per-channel bytes / chunk
-    assert messages_per_channel("allreduce", "tree", 16 * MiB, 4, 16, 8, 2, buff) == 32
+    # tree: per-channel bytes / chunk (halved before 2.20; a whole step after)
+    assert messages_per_channel("allreduce", "tree", 16 * MiB, 4, 16, 8, 2, buff, "2.18.5") == 32
+    assert messages_per_channel("allreduce", "tree", 16 * MiB, 4, 16, 8, 2, buff, "2.21.5") == 4
     assert messages_per_channel("allreduce", "tree", 8, 4, 16, 8, 2, buff) == 1
     assert messages_per_channel("allreduce", "tree", 2 << 30, 4, 16, 8, 2, buff) == 512
     # ring AllReduce: 2(n-1) steps x loops x slices; a loop is channels x n x 4 MiB (4 steps of 1 MiB)
@@ -55,14 +69,14 @@ def _with(profile_name: str, nccl: dict):
 
 def test_per_message_cost_applies_to_host_message_stacks_only():
     """p4de (EFA with fewer EFA devices than GPUs: the SENDRECV protocol) pays net_message_us per
-    message of a Tree/Simple channel; an InfiniBand DGX does not, whatever the constant."""
+    message of a Ring/Simple channel; an InfiniBand DGX does not, whatever the constant."""
     gpus = list(range(16))
     size = 16 * MiB
     for name, pays in (("aws-p4de", True), ("dgx-a100", False)):
         a = plan_collective("allreduce", gpus, size, build_topology(_with(name, {"net_message_us": 0.0}), 2),
-                            algo="tree", proto="simple")
+                            algo="ring", proto="simple")
         b = plan_collective("allreduce", gpus, size, build_topology(_with(name, {"net_message_us": 10.0}), 2),
-                            algo="tree", proto="simple")
+                            algo="ring", proto="simple")
         assert (a.algorithm, a.protocol) == (b.algorithm, b.protocol)
         if pays:
             assert b.net_messages == a.net_messages > 0
@@ -71,11 +85,12 @@ def test_per_message_cost_applies_to_host_message_stacks_only():
             assert b.net_messages == 0 and b.latency_s == a.latency_s
 
 
-def test_per_message_cost_explains_the_p4de_mid_sizes():
+def test_tree_fill_explains_the_p4de_mid_sizes():
     """Measured (data/nccl/a100x16_allreduce_2node_awsp4de_efa.csv): 8 MiB takes 763 us and 16 MiB
-    1192 us, ~75% more than Tree/Simple's bytes and hops (390 / 695 us without a message cost). With
-    the deployed per-message cost both come within 25%; at 1-2 GiB (1 MiB messages) the cost is a
-    few percent of the time."""
+    1192 us, ~75% more than Tree/Simple's bytes and hops (390 / 695 us). The run set no NCCL_BUFFSIZE
+    (header), so NCCL 2.20's Tree/Simple chunk is a 512 KiB step, whose fill through 14 NVLink stages
+    (costs/tree_pipeline.py) brings both within 25%; the host's cost per message overlaps the 512 KiB
+    chunks' bytes (collectives.messages_overlap), and 1-2 GiB stay within 10%."""
     from simulator.calibration.measured import DATA_DIR, read_sweep
     from simulator.calibration.sweep_prediction import case_for, predict_sweep
 

@@ -32,12 +32,14 @@ FULL_RANGE = ["h100x8_allgather_1node_full_ringalgo", "h100x8_reducescatter_1nod
 MESH_AND_MULTINODE = {
     "mi300x8_allreduce_1node": 0.06,  # 2.2%: rings over all 7 xGMI links
     "gh200x4_allreduce_1node_alps_slingshot": 0.10,  # 6.4%: rings over all 3 NVLink peers
-    "gh200x8_allreduce_2node_alps_slingshot": 0.13,  # 9.4%: Tree on two nodes (tree graph bwIntra)
-    # Tree/Simple over a host-message transport, with its per-message cost (costs/net_messages.py):
-    "a100x16_allreduce_2node_awsp4de_efa": 0.10,  # 7.2% (26.7% without): EFA's SENDRECV path on p4de
-    # 14.6% (34.7% without): GPUDirect-TCPXO; 15.4% -> 18.3% with the pooled row at 15 us per crossing and
-    # NCCL's LL rate and LL128 (20 us, 2 GB/s, x 0.9 before: deployed_fit.parsimonious): 1-2 MiB +12% -> +19%
-    "h100x16_allreduce_2node_gcp_a3mega_tcpxo": 0.19,
+    # 9.4%: Tree on two nodes (tree graph bwIntra); 12.2% with the Tree/Simple fill of its 512 KiB chunks
+    # (costs/tree_pipeline.py; the 128 MiB-4 GiB rows, 8-15% too slow, are the Tree bandwidth estimate's)
+    "gh200x8_allreduce_2node_alps_slingshot": 0.13,
+    # Tree/Simple over a host-message transport: the fill of NCCL 2.20+'s whole-step chunks
+    # (costs/tree_pipeline.py), the per-message cost overlapping their bytes (collectives.messages_overlap):
+    "a100x16_allreduce_2node_awsp4de_efa": 0.10,  # 5.1% (7.2% with a serial cost per message; 26.7% without)
+    # 9.1% (18.3% with a serial cost per message and no fill): GPUDirect-TCPXO, 1 MiB chunks
+    "h100x16_allreduce_2node_gcp_a3mega_tcpxo": 0.12,
 }
 # Sweeps whose mid sizes are still far off (see the doc's notes) but whose bandwidth regime
 # (>= 512 MiB) is modelled: median |error| there, achieved + margin.
