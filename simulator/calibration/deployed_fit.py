@@ -14,7 +14,10 @@ its latency term, the number of inter-node hops that term counts, its flow time 
 busiest channel's payload; a candidate's time is then ``max(floor, latency + hops × extra +
 flows / efficiency[algorithm])`` for LL128 and ``max(floor, latency + hops × extra + max(flows,
 payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
-:func:`simulator.costs.collectives.plan_collective` applies them). A host-message transport's
+:func:`simulator.costs.collectives.plan_collective` applies them); a ring's LL128 efficiency slows its
+CTAs, not the links (:func:`simulator.costs.collectives.channel_fraction`), so its rows take
+``max(link part, flows / efficiency)``, the part the links hold read off a second neutral prediction
+at the grid's least efficiency (:func:`_ll128_split`). A host-message transport's
 messages add ``messages × net_message_us``, except on an LL or LL128 ring and on a Tree/Simple call
 (unless the stack moves each payload inside the message's host round: CXI alt_read), where that
 chain runs alongside the latency and the bytes and the row takes the longer of the two
@@ -127,6 +130,9 @@ class Decomposed:
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
     overlap: np.ndarray  # the messages' chain overlaps the latency term and the bytes (collectives.messages_overlap)
     ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
+    # LL128 rows across nodes: the flow time the links hold whatever the channels' rate (us, else 0);
+    # the row's flow time at an LL128 fraction f is max(link_us, flow_us / f) (collectives.channel_fraction)
+    link_us: np.ndarray
 
     @property
     def host_messages(self) -> bool:
@@ -161,16 +167,17 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
                                                  "floor_us", "proto", "scaled", "column", "messages",
-                                                 "overlap", "ll_channel_us")}
+                                                 "overlap", "ll_channel_us", "link_us")}
         for i, r in enumerate(rs):
             stack = stack_for_profile(case_profile(r.case))
-            for p in r.points:
+            for p, (flow_us, link_us) in zip(r.points, _ll128_split(r)):
                 cols["sweep"].append(i)
                 cols["big"].append(p.size_bytes >= MiB)
                 cols["measured_us"].append(p.measured_time_us)
                 cols["latency_us"].append(p.latency_us)
                 cols["hops"].append(p.net_hops)
-                cols["flow_us"].append(max(0.0, p.predicted_time_us - p.latency_us))
+                cols["flow_us"].append(flow_us)
+                cols["link_us"].append(link_us)
                 cols["floor_us"].append(p.floor_us)
                 cols["proto"].append(PROTO_INDEX[p.protocol])
                 cols["scaled"].append(p.algorithm in ("ring", "tree") and p.protocol != "simple")
@@ -180,6 +187,38 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
     return out
+
+
+# The least LL128 fraction of the grid (EFF_LL128): where a row's flows still run at the links' rate
+# with the channels this slow, they do at every fraction of the grid.
+_LEAST_LL128 = min(EFF_LL128)
+
+
+def _flow_us(p) -> float:
+    return max(0.0, p.predicted_time_us - p.latency_us)
+
+
+def _ll128_split(r: SweepResult) -> list[tuple[float, float]]:
+    """Per row of a neutral prediction, (flow_us, link_us) with the row's flow time at an LL128
+    fraction f = max(link_us, flow_us / f): the part the channels' rate sets and the part the links
+    hold (collectives.channel_fraction). Read off a second prediction with the fraction at the grid's
+    least (:data:`_LEAST_LL128`): a row that is no slower there runs at its links' rate throughout
+    (flow_us 0), else its channels' part is that time x the fraction (flow_us), and the links hold the
+    neutral time where it is above that (link_us)."""
+    split = [(_flow_us(p), 0.0) for p in r.points]
+    rows = [i for i, p in enumerate(r.points) if p.spans_nodes and p.protocol == "ll128" and p.algorithm == "ring"]
+    if not rows:
+        return split
+    slow = replace(NEUTRAL, ring=(0.0, _LEAST_LL128), tree=(0.0, _LEAST_LL128))
+    low = predict_sweep(r.sweep, r.case, table={"other": slow}).points
+    for i in rows:
+        t1, t_low = split[i][0], _flow_us(low[i])
+        if t_low <= t1 * (1 + 1e-9):
+            split[i] = (0.0, t1)
+        else:
+            channels = t_low * _LEAST_LL128
+            split[i] = (channels, t1 if t1 > channels * (1 + 1e-9) else 0.0)
+    return split
 
 
 def _grid() -> np.ndarray:
@@ -199,7 +238,7 @@ def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) ->
     value = grid[:, d.column].T  # rows × combos
     ll = (d.proto == PROTO_INDEX["ll"]) & d.scaled
     eff = np.where(d.scaled[:, None] & ~ll[:, None], value, 1.0)
-    flows = d.flow_us[:, None] / eff
+    flows = np.maximum(d.link_us[:, None], d.flow_us[:, None] / eff)
     # LL: the busiest channel at the candidate's rate, where that is below NCCL's (0: none)
     with np.errstate(divide="ignore", invalid="ignore"):
         capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)

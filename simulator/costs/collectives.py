@@ -46,7 +46,8 @@ each link (profile ``scale_up.efficiency``, ``nics.efficiency``) scales link cap
 Calibration knobs from the profile's ``nccl:`` mapping (:class:`~simulator.costs.nccl_constants.TunerConstants`;
 their defaults change nothing): ``proto_efficiency.[<ring|tree>.]<proto>``
 (``proto_efficiency.net.[<ring|tree>.]<proto>`` for a communicator spanning nodes) divides the
-wire bytes of ring (and hierarchical) or tree flows, ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
+wire bytes of ring (and hierarchical) or tree flows (a ring's LL128 across nodes: it scales what its
+CTAs move instead, :func:`channel_fraction`), ``p2p_efficiency`` those of All-to-All and of SendRecv across nodes, and ``net_latency_us``
 (NCCL's ``latencyInter``) is added to every inter-node hop's latency. A key prefixed ``coll.``
 times only the collective algorithms and one prefixed ``p2p.`` only All-to-All and SendRecv
 (:func:`pattern_scope`): what ``clustersim calibrate`` writes when it measured one of them.
@@ -261,7 +262,11 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
-        cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes, op) * 1e9 * wire
+        # the network's LL128 fraction on a ring slows its channels' CTAs, not the bytes (channel_fraction)
+        per_cta = channel_fraction(algorithm, protocol, n_nodes)
+        cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes, op,
+                                    ll128_fraction=proto_eff if per_cta else 1.0) * 1e9 * wire
+        byte_eff = 1.0 if per_cta else proto_eff
         if algorithm == "ring":
             closed = op != "broadcast"
             pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed, geo))
@@ -269,14 +274,14 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         else:
             pat = cached_pattern(geo, ("tree", n_ch) + key_base, lambda: tree_pattern(topo, lay, n_ch))
             volume = float(size_bytes)
-        phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / proto_eff, cap, geo),)
+        phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / byte_eff, cap, geo),)
         paid = _eager_gate(ctx, algorithm, protocol, size_bytes, n_ch, lay)
         latency_us = tuner.latency_us(paid, op, algorithm, protocol) + tree_fill_us(ctx, op, algorithm, protocol,
                                                                                     size_bytes)
         msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
         overlap = messages_overlap(algorithm, protocol, ctx.stack)
         # an overlapping chain runs alongside the channels' bytes: at most their time at the channel cap
-        bytes_us = volume * wire / proto_eff / (n_ch * cap) * 1e6 if overlap and cap > 0 else 0.0
+        bytes_us = volume * wire / byte_eff / (n_ch * cap) * 1e6 if overlap and cap > 0 else 0.0
         latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us, overlap, bytes_us)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
@@ -335,6 +340,26 @@ def tree_fill_us(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol
                                                  ctx.stack.buff_bytes, ctx.constants.nccl_version)
     net = ctx.graph.bw_inter_GBps * ctx.graph.n_channels / max(1, launched)
     return tree_pipeline.tree_simple_fill_us(size_bytes, launched, chunk, ctx.ppn, ctx.n_nodes, nvlink, net)
+
+
+def channel_fraction(algorithm: str, protocol: str, n_nodes: int) -> bool:
+    """Whether the network's achievable fraction of LL128 (``proto_efficiency.net.ring.ll128``, the
+    deployed constant of :mod:`simulator.costs.deployed`) scales what a ring's LL128 CTAs move
+    (``nccl_tuner.channel_bw_GBps``) rather than the bytes every link carries: a ring across nodes.
+
+    A ring channel's LL128 rate is the lesser of the graph's speed (its NIC's share) and what its
+    CTAs move (NCCL's per-channel LL128 cap, for the two CTAs a graph channel runs as: each CTA polls
+    the flag of every 128-byte line and forwards it, ``src/device/prims_ll128.h``). A shortfall of
+    LL128 across the network is the CTAs' (they run the protocol; the NIC moves bytes as for Simple),
+    so it shows where they bind, with two CTAs per NIC, and not where more CTAs than the NIC can feed
+    share it: 128 x 8 H100 over RoCE with NCCL_MIN_NCHANNELS=32 (four CTAs per 400 Gb/s NIC,
+    ``nccl_tuner.ring_ctas_per_channel``) run Ring/LL128 at 364-367 GB/s busbw from 8 GiB
+    (data/nccl/h100x1024_allreduce_128node_issue322_ringll128.csv), 45.9 GB/s of payload per NIC,
+    above the 0.9 x 8 x 48 x 120/128 = 324 GB/s that RoCE's fraction (x 0.9, fitted on 2-node systems
+    whose rings run two CTAs per NIC) allowed on the bytes. A tree channel's rate is NCCL's tree
+    estimate, not a CTA cap, and Simple, LL and the fractions inside a node are the links': there the
+    fraction divides the wire bytes."""
+    return algorithm == "ring" and protocol == "ll128" and n_nodes > 1
 
 
 def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, size_bytes: float, n_channels: int,

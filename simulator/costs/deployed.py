@@ -116,6 +116,9 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # Blackwell's NVLink step, nccl_constants.NVLINK_HOP_EXTRA_US); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
 # both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
+# A ring's LL128 fraction scales what its CTAs move, not the NIC's share (collectives.channel_fraction): with
+# it Slingshot's ring LL128 came out x 0.8 (x 1 while it also scaled the GH200 rings' NIC-bound rows) and
+# RoCE's x 0.9 no longer caps the 128 x 8 H100 rings that run four CTAs per NIC (nccl-tests issue #322).
 # The per-message cost of host-message transports (net_message_us), per message class
 # (message_class): the host protocol stacks (EFA over aws-ofi-nccl's SENDRECV protocol on aws-p4de,
 # GPUDirect-TCPXO on gcp-a3-mega) fitted on those two systems; Slingshot's CXI alt_read rendezvous
@@ -132,7 +135,7 @@ DEPLOYED: dict[str, DeployedNet] = {
     "infiniband": DeployedNet(3, (0, 1), (0, 0.7), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
     "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(20, (0, 0.9), (0, 0.9), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
+    "slingshot": DeployedNet(20, (0, 0.8), (0, 0.8), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(15, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-gb200, oci-h100, "
                                              "polaris-a100, sirius-a100, sophia-a100, xe9680-h100", MESSAGE_US),

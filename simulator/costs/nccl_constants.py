@@ -167,7 +167,7 @@ class TunerConstants:
     # path whose cost has nothing to do with the NVLink one (measured: LL over IB/Slingshot at an
     # eighth to a half of NCCL's estimate while the same GPUs' NVLink LL matches it, data/nccl/
     # a100pcie_*, gh200x*). The slowest hop of a multi-node ring or tree is the network one, so the
-    # whole communicator runs at this rate. Ring and tree differ here most: on 2 x 8 A100 over IB
+    # whole communicator runs at this rate (a ring's LL128: what its CTAs move, collectives.channel_fraction). Ring and tree differ here most: on 2 x 8 A100 over IB
     # the AllGather's ring LL reaches ~0.3 of NCCL's LL rate and the AllReduce's tree LL ~0.125
     # (data/nccl/a100x16_*_2node_dgx_ib.csv, docs/validation-calibration.md).
     net_proto_efficiency: Mapping[str, tuple[float, float, float]] = field(default_factory=lambda: _unit_per_algo())

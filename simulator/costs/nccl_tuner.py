@@ -421,10 +421,12 @@ def launched_channels(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> 
 
 
 def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None = None,
-                    coll: str = "allreduce") -> float:
+                    coll: str = "allreduce", ll128_fraction: float = 1.0) -> float:
     """Payload bandwidth one channel of `coll` can drive (GB/s): the graph's per-channel speed,
     capped by the protocol's per-channel maxima (LL: the release's share of the ring's rate,
     llMaxBw spread over the channels; before 2.17 also Ampere's 235 GB/s bus cap).
+    ``ll128_fraction`` scales what a ring's LL128 CTAs move (the network's LL128 fraction,
+    ``collectives.channel_fraction``), not the graph's speed.
 
     Tree AllReduce channels run at NCCL's own tree estimate (its algorithm bandwidth, with the
     size correction when `nbytes` is given) divided over the channels: the tuner's constants
@@ -453,7 +455,7 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     if proto == "ll128":
         # NCCL's per-channel LL128 cap rates a graph channel, which runs as two CTAs: more CTAs move more
         cap = t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale) * ctas / RING_CTAS_PER_GRAPH_CHANNEL
-        return min(per_ch * 120 / 128, cap)
+        return min(per_ch * 120 / 128, cap * ll128_fraction)
     cta = ring_cta_GBps(ctx)
     return per_ch if cta is None else min(per_ch, ctas * cta)
 

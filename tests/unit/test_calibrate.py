@@ -275,6 +275,13 @@ def _deployed_net_eff(profile, algo, proto):
     return context_from_profile(profile, 16, 2, "coll").constants.net_proto_efficiency[algo][PROTOS.index(proto)]
 
 
+def _load(plan) -> float:
+    """What a protocol fraction divides: the wire bytes over the flows' rate caps (the fraction divides
+    the bytes, or, on a ring's LL128 across nodes, scales the caps of its CTAs: collectives.channel_fraction)."""
+    caps = sum(f.rate_cap_Bps for ph in plan.phases for f in ph if f.rate_cap_Bps)
+    return plan.wire_bytes / caps
+
+
 @pytest.mark.parametrize("proto", ["ll", "ll128"])
 def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100, proto):
     eff = 0.25
@@ -283,9 +290,9 @@ def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100,
     deployed = _deployed_net_eff(h100, "ring", proto)  # what the uncalibrated profile runs at across nodes
     for nodes, scaled, kept, was in ((2, net, intra, deployed), (1, intra, net, 1.0)):
         a = _plan(h100, "allgather", nodes, 1 << 20, algo="ring", proto=proto)
-        assert _plan(scaled, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == \
-            pytest.approx(a.wire_bytes * was / eff, rel=1e-12)
-        assert _plan(kept, "allgather", nodes, 1 << 20, algo="ring", proto=proto).wire_bytes == a.wire_bytes
+        assert _load(_plan(scaled, "allgather", nodes, 1 << 20, algo="ring", proto=proto)) == \
+            pytest.approx(_load(a) * was / eff, rel=1e-12)
+        assert _load(_plan(kept, "allgather", nodes, 1 << 20, algo="ring", proto=proto)) == _load(a)
     paths = {p.bare for p in candidate_params(h100, [MeasuredCollective("s", "allgather", 16, 2, 8, (1 << 12,), (1e-5,))])}
     assert "nccl.proto_efficiency.net.ring.ll" in paths and not any(".ll" in p and "net" not in p for p in paths
                                                                       if "proto_efficiency" in p)
@@ -294,21 +301,33 @@ def test_net_proto_efficiency_applies_to_communicators_spanning_nodes_only(h100,
 @pytest.mark.parametrize("proto", ["ll", "ll128"])
 def test_protocol_efficiency_per_algorithm_scales_only_that_algorithm(h100, proto):
     """``proto_efficiency.net.<ring|tree>.<proto>`` divides the wire bytes of that algorithm's
-    flows only; the key without the algorithm sets both, and an algorithm's own key wins over it
+    flows only (a ring's LL128: scales its channels' rate, :func:`_load`); the key without the algorithm sets both, and an algorithm's own key wins over it
     whatever their order."""
     size, eff = 1 << 22, 0.3
-    base = {a: _plan(h100, "allreduce", 2, size, algo=a, proto=proto).wire_bytes for a in ("ring", "tree")}
+    base = {a: _load(_plan(h100, "allreduce", 2, size, algo=a, proto=proto)) for a in ("ring", "tree")}
     was = {a: _deployed_net_eff(h100, a, proto) for a in base}
     for algo, other in (("ring", "tree"), ("tree", "ring")):
         cal = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.{algo}.{proto}": eff}})
-        assert _plan(cal, "allreduce", 2, size, algo=algo, proto=proto).wire_bytes == \
+        assert _load(_plan(cal, "allreduce", 2, size, algo=algo, proto=proto)) == \
             pytest.approx(base[algo] * was[algo] / eff, rel=1e-12)
-        assert _plan(cal, "allreduce", 2, size, algo=other, proto=proto).wire_bytes == base[other]
+        assert _load(_plan(cal, "allreduce", 2, size, algo=other, proto=proto)) == base[other]
     both = apply_overlay(h100, {"nccl": {f"proto_efficiency.net.ring.{proto}": 0.9, f"proto_efficiency.net.{proto}": eff}})
-    assert _plan(both, "allreduce", 2, size, algo="ring", proto=proto).wire_bytes == \
+    assert _load(_plan(both, "allreduce", 2, size, algo="ring", proto=proto)) == \
         pytest.approx(base["ring"] * was["ring"] / 0.9, rel=1e-12)
-    assert _plan(both, "allreduce", 2, size, algo="tree", proto=proto).wire_bytes == \
+    assert _load(_plan(both, "allreduce", 2, size, algo="tree", proto=proto)) == \
         pytest.approx(base["tree"] * was["tree"] / eff, rel=1e-12)
+
+
+def test_a_rings_net_ll128_fraction_keeps_its_bytes_and_slows_its_ctas(h100):
+    """Across nodes a ring's LL128 fraction leaves the wire bytes as they are and scales the channels'
+    rate (two CTAs per graph channel: NCCL's 36.7 GB/s cap on 2 x 8 H100, under the 45 GB/s NIC share)."""
+    eff = 0.5
+    cal = apply_overlay(h100, {"nccl": {"proto_efficiency.net.ring.ll128": eff}})
+    a, b = (_plan(p, "allgather", 2, 1 << 20, algo="ring", proto="ll128") for p in (h100, cal))
+    was = _deployed_net_eff(h100, "ring", "ll128")
+    assert b.wire_bytes == a.wire_bytes
+    caps = [sum(f.rate_cap_Bps for ph in p.phases for f in ph) for p in (a, b)]
+    assert caps[1] == pytest.approx(caps[0] * eff / was, rel=1e-12)
 
 
 def test_calibration_writes_the_efficiency_of_the_algorithm_it_measured(h100):

@@ -422,6 +422,22 @@ def test_a_channel_floor_runs_each_graph_channel_on_more_ctas():
     assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=64))) == 4
 
 
+def test_the_networks_ll128_fraction_slows_a_rings_ctas_not_its_nic_share():
+    """A ring's LL128 rate across nodes is min(the graph's 48 x 120/128 = 45 GB/s NIC share, CTAs x
+    NCCL's LL128 cap); the network's LL128 fraction (``ll128_fraction``, collectives.channel_fraction)
+    scales the CTAs' part. Two CTAs per graph channel (36.7 GB/s) run at x 0.9 of it (33.0); four (the
+    NCCL_MIN_NCHANNELS=32 floor, 73.4 GB/s) stay at the NIC share until the fraction is below
+    45 / 73.4 = 0.61. On the bundled 128 x 8 H100 RoCE sweep (nccl-tests issue #322) that is the
+    measured 364-367 GB/s busbw at 8-16 GiB against 8 x 45 x 0.9 = 324 with the fraction on the bytes."""
+    two_nodes = _p2p_ctx("dgx-h100", 16, 2)
+    floor = replace(two_nodes, constants=replace(two_nodes.constants, min_channels=32))
+    assert t.channel_bw_GBps(two_nodes, "ring", "ll128", ll128_fraction=0.9) == pytest.approx(0.9 * 36.7)
+    for fraction in (1.0, 0.9, 0.7, 0.62):
+        assert t.channel_bw_GBps(floor, "ring", "ll128", ll128_fraction=fraction) == pytest.approx(48 * 120 / 128)
+    assert t.channel_bw_GBps(floor, "ring", "ll128", ll128_fraction=0.5) == pytest.approx(0.5 * 2 * 36.7)
+    assert t.channel_bw_GBps(floor, "ring", "simple", ll128_fraction=0.5) == pytest.approx(48.0)
+
+
 @pytest.mark.parametrize("arch,version,domains,expected", [
     ("hopper", None, 1, 16), ("hopper", "2.26.2", 2, 16),  # NVLS_NCHANNELS_SM90
     ("blackwell", "2.25.1", 1, 32), ("blackwell", "2.26.2", 1, 32),  # NVLS_NCHANNELS_SM100, any communicator
