@@ -82,7 +82,15 @@ def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
 
 
 def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
-    return _build_stage(scn, stage, cp_index).pb.ops
+    """One stage's program, built with the cyclic GC off as :func:`build_schedule` builds (the
+    sweep's lower bound builds two per refined plan: its collections took a quarter of that)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_stage(scn, stage, cp_index).pb.ops
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # LayerBuilders (their layer-pass templates) by LayerSpec, shared by the schedules built for one

@@ -31,6 +31,7 @@ Sizes per rank (Megatron-Core's conventions, arXiv:2205.05198):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.flops import embedding_params, expert_params, mlp_matrices
@@ -68,6 +69,16 @@ class RankShapes:
 
     @classmethod
     def of(cls, scn: Scenario) -> "RankShapes":
+        # The last scenario's shapes are kept (a Scenario is frozen): the memory model asks for
+        # them on every stage of every plan a sweep screens.
+        if _LAST_SHAPES[0] is scn and cls is RankShapes:
+            return cast(RankShapes, _LAST_SHAPES[1])
+        shapes = cls._of(scn)
+        _LAST_SHAPES[:] = [scn, shapes]
+        return shapes
+
+    @classmethod
+    def _of(cls, scn: Scenario) -> "RankShapes":
         m, t, p = scn.model, scn.training, scn.parallel
         sp = p.sp_enabled
         seq_local = m.seq_len // (p.cp * p.ulysses)
@@ -231,13 +242,24 @@ def reused(unit: ParamUnit) -> ParamUnit:
 def virtual_layers(scn: Scenario) -> list[list[int]]:
     """Global layer indices of every virtual stage v = chunk·pp + stage; the last one also holds
     the MTP depths' layers (Megatron-Core builds the MTP block on the stage with the loss, the
-    ``m`` before ``L`` of a ``pipeline_model_parallel_layout``)."""
-    out, start = [], 0
-    for n in scn.virtual_stage_layers:
-        out.append(list(range(start, start + n)))
-        start += n
-    out[-1] += mtp_layers(scn)
-    return out
+    ``m`` before ``L`` of a ``pipeline_model_parallel_layout``). The last scenario's are kept
+    (a Scenario is frozen; the memory model asks on every stage of every plan a sweep screens:
+    a third of the screening's time went here), and handed out as new lists."""
+    if _LAST_LAYERS[0] is not scn:
+        out, start = [], 0
+        for n in scn.virtual_stage_layers:
+            out.append(range(start, start + n))
+            start += n
+        _LAST_LAYERS[:] = [scn, tuple(out), mtp_layers(scn)]
+    _, ranges, mtp = _LAST_LAYERS
+    vl = [list(r) for r in ranges]
+    vl[-1] += mtp
+    return vl
+
+
+# The last scenario asked for and its virtual stages' layer ranges and MTP layers; its RankShapes.
+_LAST_LAYERS: list[Any] = [None, (), []]
+_LAST_SHAPES: list[Any] = [None, None]
 
 
 def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:

@@ -57,6 +57,24 @@ keeps only what no schedule can hide:
   per flush and extended along their line to the plan's count (each further micro-batch adds the
   same ops; a stream sum that would shrink adds 0).
 
+* **Kernels slowed beside communication** (:func:`slowdown_bound`), on the last stage: the
+  replay runs a kernel that starts while its rank has communication in flight ``1 +
+  overlap_slowdown`` times longer, and the rest of one already running when communication
+  starts (``replay/engine.py``, ``_comm_started``; ``replay/rank_state.py``; kernels with
+  ``sm_fraction`` < 1 excepted). So a kernel of base time c overlapped by communication for
+  ``o`` seconds takes at least ``c + o s/(1+s)``. Let ``Z`` be the time of the stage's window
+  (its first to its last pass kernel) in which none of its slowable pass kernels runs: at least
+  ``G + U``, the gaps its passes force between consecutive compute-stream kernels (a kernel
+  waiting for a TP collective that waits for the kernel before it: nothing else of the pass can
+  run there, the stream is FIFO) and the kernels that are never slowed. A comm stream busy ``D``
+  seconds (its ops at their time alone; a stream runs one at a time) overlaps slowable kernels
+  for at least ``D - Z - (outside the window)``, so ``step >= O + W + G + max(D - O - G - U, 0)
+  s/(1+s)``, with ``W`` the pass kernels' base time and ``O`` the bubble and ends outside the
+  window (as above), each of which the right side grows with. On GPT-3 175B's ZeRO-2 plans,
+  whose gradient ReduceScatters keep the DP stream busy half the step beside the kernels, this
+  is the tightest term. Not where combined 1F1B interleaves two micro-batches' passes (the
+  gaps of one are not free of the other's kernels).
+
 ``tests/unit/test_sweep_bound.py`` checks the bound stays below the simulated step time over
 plans of several shapes and that pruning keeps an unpruned sweep's ranking; the sweep reports
 how many plans it pruned.
@@ -65,7 +83,7 @@ how many plans it pruned.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from simulator.config.scenario import Scenario
 from simulator.costs.compute import compute_times
@@ -115,7 +133,7 @@ class _Cluster:
         self.profile = scn.profile  # kept alive: its id keys this entry
         self.costs = CostModel(build_topology(scn.profile, scn.nodes))
         self.alone: dict[tuple, float] = {}
-        self.times: dict[tuple, PassTimes] = {}
+        self.times: dict[tuple, tuple[PassTimes, PassTimes, PassTimes]] = {}
 
 
 _passes: dict[Any, _Passes] = {}
@@ -186,31 +204,67 @@ def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: 
     return t
 
 
-def _critical_path(ops: list[Op], gpu: Any, comm_s: list[float]) -> float:
-    """Longest chain from the first to the last compute-stream kernel of a pass, through its
-    dependencies and the FIFO order of each stream (:func:`_walk`): kernels at their compute time,
-    collectives at ``comm_s``, sends and receives at 0. Every kernel of the compute stream lies on
-    that chain, so it is at least their sum; chained passes (the compute stream's FIFO order joins
-    the last kernel of one to the first of the next) add up."""
+def _pass_costs(ops: list[Op], gpu: Any, comm_s: list[float]) -> tuple[float, float, float]:
+    """(chain, busy, free) of one pass: kernels at their compute time, collectives at ``comm_s``,
+    sends and receives at 0.
+
+    ``chain``: the longest chain from the first to the last compute-stream kernel, through the
+    dependencies and the FIFO order of each stream (:func:`_walk`). Every kernel of the compute
+    stream lies on that chain, so it is at least their sum; chained passes (the compute stream's
+    FIFO order joins the last kernel of one to the first of the next) add up.
+    ``busy``: the compute-stream kernels plus the gaps the pass forces between consecutive ones
+    (the longest chain from a kernel's end to the next kernel's start through the ops that wait
+    for it: a TP collective between them); ``free``: those gaps plus the kernels never slowed
+    beside communication (``sm_fraction`` < 1). Both for :func:`slowdown_bound`."""
     kernels = [i for i, op in enumerate(ops) if isinstance(op, ComputeOp) and op.stream == "compute"]
     if not kernels:
-        return 0.0
+        return 0.0, 0.0, 0.0
     first, last = kernels[0], kernels[-1]
     durations = [c if t is None else t for t, c in zip(compute_times(ops, gpu), comm_s)]
-    return _walk(ops, durations, first, last, origin=durations[first])[last] or 0.0
+    chain = _walk(ops, durations, first, last, origin=durations[first])[last] or 0.0
+    gaps = _forced_gaps(ops, durations, kernels)
+    unslowed = sum(durations[k] for k in kernels if cast(ComputeOp, ops[k]).sm_fraction < 1.0)
+    return chain, sum(durations[k] for k in kernels) + gaps, gaps + unslowed
+
+
+def _forced_gaps(ops: list[Op], durations: list[float], kernels: list[int]) -> float:
+    """Sum over consecutive compute-stream kernels k, k' of the longest chain from k's end to
+    k''s start through the ops between them that wait for k (dependencies and each stream's FIFO
+    order, as :func:`_walk`). Only those ops can delay k' (dependencies point backwards), so
+    each op is visited once."""
+    before: list[int] = []
+    last_on: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        before.append(last_on.get(op.stream, -1))
+        last_on[op.stream] = i
+    total = 0.0
+    for k, nxt in zip(kernels, kernels[1:]):
+        end = {k: 0.0}  # ends after k's end, of the ops reached from k
+        for i in range(k + 1, nxt):
+            reached = [end[d] for d in (*ops[i].deps, before[i]) if d in end]
+            if reached:
+                end[i] = max(reached) + durations[i]
+        total += max([end[d] for d in (*ops[nxt].deps, before[nxt]) if d in end], default=0.0)
+    return total
 
 
 def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
     """The plan's layer spec (CP index 0) and what its passes cost at least on each pipeline
     stage (on the rank of the stage's TP, CP and DP coordinates 0). The chains are walked once
     per spec and times of its collectives, which the stages of a symmetric cluster share."""
+    spec, costs = _stage_pass_costs(scn)
+    return spec, [c[0] for c in costs]
+
+
+def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, PassTimes, PassTimes]]]:
+    """Per stage, the (chain, busy, free) of :func:`_pass_costs` of every pass, each as PassTimes."""
     spec = LayerSpec.from_scenario(scn)
     grid = make_grid(scn)
     passes = _passes_of(spec)
     comms = sorted({(op.op, op.axes, op.size_bytes) for ops in passes.all() for op in ops if isinstance(op, CommOp)})
     cluster = _cluster(scn)
     gpu = scn.profile.gpu
-    out = []
+    out: list[tuple[PassTimes, PassTimes, PassTimes]] = []
     for stage in range(scn.parallel.pp):
         rank = grid.rank_of({"pp": stage})
         alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
@@ -218,13 +272,16 @@ def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
         key = (spec, tuple(alone.values()))
         times = cluster.times.get(key)
         if times is None:
-            def path(ops: list[Op]) -> float:
+            def path(ops: list[Op]) -> tuple[float, float, float]:
                 comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
-                return _critical_path(ops, gpu, comm)
+                return _pass_costs(ops, gpu, comm)
 
-            times = PassTimes((path(passes.dense[0]), path(passes.moe[0])),
-                              (path(passes.dense[1]), path(passes.moe[1])), path(passes.embedding),
-                              path(passes.head))
+            df, mf, db, mb, emb, head = (path(ops) for ops in (passes.dense[0], passes.moe[0], passes.dense[1],
+                                                               passes.moe[1], passes.embedding, passes.head))
+            def part(k: int) -> PassTimes:
+                return PassTimes((df[k], mf[k]), (db[k], mb[k]), emb[k], head[k])
+
+            times = (part(0), part(1), part(2))
             _bounded(cluster.times)[key] = times
         out.append(times)
     return spec, out
@@ -274,12 +331,12 @@ def _with_micro_batches(scn: Scenario, n: int) -> Scenario:
     return replace(scn, training=t.model_copy(update={"global_batch": t.micro_batch * scn.dp * n}))
 
 
-def _priced_program(scn: Scenario) -> tuple[list[Op], list[float]]:
-    """Stage 0's program and each op's seconds at least: kernels at their compute time, every
+def _priced_program(scn: Scenario, stage: int = 0) -> tuple[list[Op], list[float]]:
+    """A stage's program and each op's seconds at least: kernels at their compute time, every
     collective at its time alone (its group's size uncapped), sends and receives at 0."""
-    ops = build_program(scn, 0)
+    ops = build_program(scn, stage)
     grid = make_grid(scn)
-    rank = grid.rank_of({"pp": 0})
+    rank = grid.rank_of({"pp": stage})
     cluster = _cluster(scn)
     times = compute_times(ops, scn.profile.gpu)
     groups: dict[tuple[str, ...], tuple[int, ...]] = {}
@@ -317,11 +374,26 @@ def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
     return end
 
 
-def _stream_sums(ops: list[Op], durations: list[float]) -> dict[str, float]:
+def _stream_sums(ops: list[Op], durations: list[float], comm_only: bool = False) -> dict[str, float]:
     out: dict[str, float] = {}
     for op, t in zip(ops, durations):
-        out[op.stream] = out.get(op.stream, 0.0) + t
+        if not comm_only or isinstance(op, CommOp):
+            out[op.stream] = out.get(op.stream, 0.0) + t
     return out
+
+
+def _fewest(scn: Scenario) -> tuple[int, Scenario]:
+    """Micro-batches per flush (``pp``: the fewest every schedule accepts) and the plan with that
+    many, or the plan itself where it has no more."""
+    per_flush = scn.parallel.pp * scn.parallel.pp_flushes
+    return per_flush, (scn if scn.n_micro <= per_flush else _with_micro_batches(scn, per_flush))
+
+
+def _extended(scn: Scenario, per_flush: int, sums: dict[str, float], more: dict[str, float]) -> dict[str, float]:
+    """Stream sums at the plan's micro-batches, on the line through those at ``per_flush``
+    (``sums``) and twice that (``more``): one more micro-batch adds the same ops to a stream."""
+    scale = (scn.n_micro - per_flush) / per_flush
+    return {k: v + scale * max(more.get(k, 0.0) - v, 0.0) for k, v in sums.items()}
 
 
 @dataclass(frozen=True)
@@ -333,19 +405,34 @@ class ProgramFloor:
     stream: float  # the busiest stream's ops end to end (a stream is FIFO)
 
 
+def _priced_programs(scn: Scenario, stage: int) -> list[tuple[list[Op], list[float]]]:
+    """The stage's priced program (:func:`_priced_program`) with ``pp`` micro-batches per flush,
+    and with twice that where the plan has more; the last ones asked for are kept (the bounds of
+    one plan read stage 0's and the last stage's, the same stage when ``pp`` is 1)."""
+    key = (id(scn), scn.training.global_batch, stage)
+    if _programs_kept[0] == key:
+        return _programs_kept[1]
+    per_flush, few = _fewest(scn)
+    out = [_priced_program(few, stage)]
+    if few is not scn:
+        out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage))
+    _programs_kept[:] = [key, out, scn]  # scn kept alive: its id keys the entry
+    return out
+
+
+_programs_kept: list[Any] = [None, None, None]
+
+
 def program_floor(scn: Scenario) -> ProgramFloor:
     """Stage 0's ends and busiest stream, from its program with ``pp`` micro-batches per flush
     (the fewest every schedule accepts) and twice that: what one more micro-batch adds to a
     stream is the same for every micro-batch of a flush, so the stream's sum at the plan's own
     count is the line through those two (module docstring)."""
-    per_flush = scn.parallel.pp * scn.parallel.pp_flushes
-    few = scn if scn.n_micro <= per_flush else _with_micro_batches(scn, per_flush)
-    ops, durations = _priced_program(few)
+    programs = _priced_programs(scn, 0)
+    ops, durations = programs[0]
     sums = _stream_sums(ops, durations)
-    if few is not scn:
-        more = _stream_sums(*_priced_program(_with_micro_batches(scn, 2 * per_flush)))
-        scale = (scn.n_micro - per_flush) / per_flush
-        sums = {k: v + scale * max(more.get(k, 0.0) - v, 0.0) for k, v in sums.items()}
+    if len(programs) > 1:
+        sums = _extended(scn, _fewest(scn)[0], sums, _stream_sums(*programs[1]))
     kernels = [i for i, op in enumerate(ops)
                if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase in ("fwd", "bwd")]
     if not kernels:
@@ -368,11 +455,74 @@ def passes_lower_bound(scn: Scenario) -> float:
     return best
 
 
-def step_lower_bound(scn: Scenario, passes: float | None = None) -> float:
+def _after_backward(ops: list[Op], durations: list[float]) -> set[str]:
+    """The streams whose first op waits, through dependencies, for the first backward kernel of
+    the compute stream (a gradient's ReduceScatter): nothing of them is in flight before the
+    stage's first pass kernel, a forward that comes before that kernel on the FIFO stream."""
+    first = next((i for i, op in enumerate(ops)
+                  if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd"), None)
+    if first is None:
+        return set()
+    reached = _walk(ops, durations, first, None)
+    heads: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        heads.setdefault(op.stream, i)
+    return {stream for stream, i in heads.items() if reached[i] is not None}
+
+
+def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
+    """Per communication stream of ``stage``: the seconds it is in flight at least (its
+    collectives one after the other at their time alone, at the plan's micro-batches: the line
+    through ``pp`` and ``2 pp`` per flush, as :func:`program_floor`), and whether its first op
+    waits for the first backward kernel (:func:`_after_backward`, in both programs)."""
+    programs = _priced_programs(scn, stage)
+    ops, durations = programs[0]
+    sums, late = _stream_sums(ops, durations, comm_only=True), _after_backward(ops, durations)
+    if len(programs) > 1:
+        ops, durations = programs[1]
+        sums = _extended(scn, _fewest(scn)[0], sums, _stream_sums(ops, durations, comm_only=True))
+        late &= _after_backward(ops, durations)
+    return {k: (v, k in late) for k, v in sums.items()}
+
+
+def slowdown_bound(scn: Scenario, floor: ProgramFloor) -> float:
+    """``O + W + G + max(D - O - G - U, 0) s/(1+s)`` on the last stage (module docstring,
+    "Kernels slowed beside communication"): ``O`` the time outside its window, before (``floor``'s
+    ``before`` and chunk 0's forward on the stages before it) and after (their backward of the
+    last micro-batch and ``floor``'s ``after``), ``W + G`` its passes' kernels and forced gaps,
+    ``G + U`` the part of its window no slowable pass kernel fills, ``D`` a communication
+    stream's seconds in flight, the best stream. A stream whose first op waits for a backward
+    kernel is in flight only after the window has begun: only the time after it is taken off."""
+    s = scn.profile.gpu.overlap_slowdown
+    if scn.parallel.overlap_moe_expert_parallel_comm:
+        # Combined 1F1B interleaves one micro-batch's forward with another's backward
+        # (schedule/moe_overlap.py): the other pass's kernels may fill a pass's gaps.
+        return 0.0
+    spec, costs = _stage_pass_costs(scn)
+    last = scn.parallel.pp - 1
+    chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])
+    before = floor.before + sum(f for f, _ in chunk0[:last])
+    after = floor.after + sum(b for _, b in chunk0[:last])
+    micro = scn.n_micro
+    busy = micro * _stage_bounds(scn, spec, [c[1] for c in costs])[last]
+    if s <= 0:
+        return before + after + busy
+    free = micro * _stage_bounds(scn, spec, [c[2] for c in costs])[last]
+    beside = max((d - after - (0.0 if late else before) - free for d, late in comm_streams_s(scn, last).values()),
+                 default=0.0)
+    return before + after + busy + max(beside, 0.0) * s / (1.0 + s)
+
+
+def step_lower_bound(scn: Scenario, passes: float | None = None, enough: float | None = None) -> float:
     """Seconds no replay of this plan can beat (module docstring). Walking stage 0's program costs
     a tenth of a second or more, so a sweep asks for it only of plans whose ``passes`` bound
-    (:func:`passes_lower_bound`) does not already rule them out."""
+    (:func:`passes_lower_bound`) does not already rule them out. With ``enough`` (the best step
+    so far), the slowdown term, which builds the last stage's program too, is left out where
+    stage 0's terms already reach it: a bound that high prunes the plan either way."""
     if passes is None:
         passes = passes_lower_bound(scn)
     floor = program_floor(scn)
-    return max(floor.before + passes + floor.after, floor.stream)
+    bound = max(floor.before + passes + floor.after, floor.stream)
+    if enough is not None and bound >= enough:
+        return bound
+    return max(bound, slowdown_bound(scn, floor))

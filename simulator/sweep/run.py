@@ -12,9 +12,9 @@ picklable callable ``Scenario -> Simulation`` (the commands pass
    with at most as many plans in flight as there are workers. Before a plan is handed out, its
    bound is compared with the best step simulated so far: when the bound is not lower, neither
    it nor any plan after it can win, and they are *pruned* (with ``prune=True``). A plan that
-   may still win first gets the bound of its whole program (what the data-parallel traffic and
-   the optimizer step add, a tenth of a second to walk): pruned alone when that reaches the
-   best, otherwise queued again at that bound.
+   may still win first gets the bound of its whole program (what the data-parallel traffic, the
+   optimizer step and the kernels slowed beside communication add, a tenth of a second to walk):
+   pruned alone when that reaches the best, otherwise queued again at that bound.
 3. Every decided plan is appended at once to the results file (:mod:`simulator.sweep.results_file`);
    with ``resume`` the plans that file already holds are taken from it, not simulated again.
 
@@ -229,7 +229,7 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
                     break
                 if id(res) not in refined:
                     refined.add(id(res))
-                    res.lower_bound_s = step_lower_bound(scn, bound)
+                    res.lower_bound_s = step_lower_bound(scn, bound, enough=best if prune else None)
                     if res.lower_bound_s > bound:  # queued again at its whole bound (pruned alone once above the best)
                         entry = (res.lower_bound_s, queue[nxt - 1][1], res, scn)
                         at = bisect.bisect_left(queue, entry[:2], nxt, key=lambda q: q[:2])
