@@ -125,7 +125,10 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # stack has host_messages (costs/transports.py).
 # Slingshot's hop extra is paid only by calls whose messages exceed the CXI provider's eager limit
 # (costs/transports.py eager_max_bytes), and its alt_read stack's message cost by LL's messages too.
-MESSAGE_US = 9.0
+# A message whose receive NCCL flushes (GPUDirect on A100: p4de, Polaris, Sirius) counts 3/2 of the
+# value, its send and receive plus the plugin's flush read (costs/net_messages.py gdr_flush): the host
+# class went 9 -> 7 us per message with it (p4de's flushed message ~10 us), the CXI class stayed at 8.
+MESSAGE_US = 7.0
 CXI_MESSAGE_US = 8.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),

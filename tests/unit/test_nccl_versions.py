@@ -384,8 +384,9 @@ def test_validation_predicts_each_sweep_with_its_own_release():
     its `# software:` line names (an input of the run, as its rank layout), the newest only when
     asked (own_release=False), and only where the profile names no release (abci-a100 names ABCI's
     2.8.4 itself, so a sweep's release never replaces it). Polaris' 256-node AllReduce ran NCCL
-    2.21.5: from 1 MiB its signed median is about +1.6% with 2.30.7's tables and -4.8% with its own
-    (2.21.5's Tree/Simple and Ring/LL128 latencies and rates; the page's release section)."""
+    2.21.5: from 1 MiB its signed median is about -3.4% with 2.30.7's tables and -6.4% with its own
+    (2.21.5's Tree/Simple and Ring/LL128 latencies and rates; the page's release section; +1.6% and
+    -4.8% before a flushed Simple receive counted 3/2 of a message, costs/net_messages.py gdr_flush)."""
     from simulator.calibration.measured import read_sweep
     from simulator.calibration.sweep_prediction import case_for, case_profile, predict_sweep, sweep_release
 
@@ -396,7 +397,7 @@ def test_validation_predicts_each_sweep_with_its_own_release():
     assert case_profile(case, version=sweep.nccl_version).nccl_version == "2.21.5"
     own, newest = predict_sweep(sweep, case), predict_sweep(sweep, case, own_release=False)
     signed = [statistics.median(p.error for p in r.points if p.size_bytes >= 1 << 20) for r in (own, newest)]
-    assert signed[0] < signed[1] - 0.04
+    assert signed[0] < signed[1] - 0.025
     assert own.points == predict_sweep(sweep, case, own_release=True).points
     abci = case_for(read_sweep(data / "a100x16_allreduce_2node_abci.csv"))
     assert case_profile(abci, version="2.16.5").nccl_version == "2.8.4"
