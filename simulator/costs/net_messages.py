@@ -49,7 +49,7 @@ fixed time, so the call pays that time once per message a channel sends, in orde
   an All-to-All's or SendRecv's messages are flushed too. ``needFlush`` holds on GPUs before Hopper,
   and on Hopper and later only up to 2.18, where ``NCCL_NET_FORCE_FLUSH`` defaults to 1
   (``src/graph/paths.cc`` ``ncclTopoNeedFlush``: ``cudaCompCap < 90 ? 1 : ncclParamNetForceFlush()``;
-  default 0 from 2.19.3). aws-ofi-nccl's flush is one more libfabric operation with its own
+  default 0 from 2.19.1). aws-ofi-nccl's flush is one more libfabric operation with its own
   completion, an ``fi_read`` of the received buffer through the NIC ("Flush is an expensive
   operation": ``src/nccl_ofi_sendrecv.c`` ``flush()`` in v1.9.1-aws, ``src/nccl_ofi_net.c`` in
   v1.6.0), unless ``OFI_NCCL_CUDA_FLUSH_ENABLE`` selects CUDA's flush (off by default).

@@ -261,7 +261,7 @@ def test_gdr_flush_follows_ncclTopoNeedFlush():
 
     assert gdr_flush("ampere", (2, 18, 3), True) and gdr_flush("ampere", (2, 21, 5), True)
     assert gdr_flush("hopper", (2, 18, 3), True)
-    assert not gdr_flush("hopper", (2, 19, 3), True) and not gdr_flush("hopper", (2, 23, 4), True)
+    assert not gdr_flush("hopper", (2, 19, 1), True) and not gdr_flush("hopper", (2, 23, 4), True)
     assert not gdr_flush("ampere", (2, 21, 5), False)
 
 
