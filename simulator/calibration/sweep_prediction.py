@@ -221,17 +221,23 @@ _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and 
                  "ring slices, 128 KiB p2p chunks), which also accounts for most of All-to-All's gap (2.1-2.4x too "
                  "fast without it). A Ring/LL step costs ~7.9 us per channel NCCL launches (twice the graph's, fewer for "
                  "small calls: nccl_tuner.launched_channels), one rank's proxy serving each channel's message in turn, "
-                 "eager or not, the LL bytes overlapping that chain (collectives.messages_overlap). Left: a ~430 us "
-                 "floor of the 2-16 MiB Simple rings on 2 nodes, and the 540-node 32 MiB AllGather, whose 3 launched "
-                 "channels cost what 2 do (5.5 us per step and channel)")
+                 "eager or not, the LL bytes overlapping that chain (collectives.messages_overlap). A Simple or p2p "
+                 "message costs 3/2 of that: NCCL flushes each Simple receive into an A100 with GPUDirect, one more "
+                 "read through the NIC (net_messages.gdr_flush). Left: a ~430 us floor of the 2-16 MiB Simple rings "
+                 "on 2 nodes (~60 us per step where a step's message reaches 128 KiB), the 256/540-node All-to-Alls' "
+                 "small messages (~10 us per peer measured, 12 priced), and the 540-node 32 MiB AllGather, whose 3 "
+                 "launched channels cost what 2 do (5.5 us per step and channel)")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)
     for nodes in (2, 8, 256, 540) for op in ("allreduce", "allgather", "alltoall")
 })
 CASES.update({
-    f"a100x8_{op}_2node_sirius_slingshot": Case("polaris-a100", op, 8, 4, family="sirius-a100",
-                                                 note="ALCF's Polaris-design testbed: " + _POLARIS_NOTE)
+    f"a100x8_{op}_2node_sirius{build}_slingshot": Case("polaris-a100", op, 8, 4, family="sirius-a100",
+                                                        note="ALCF's Polaris-design testbed: " + _POLARIS_NOTE)
     for op in ("allreduce", "allgather", "alltoall")
+    # Two runs of one job on two node pairs: NCCL 2.18 of HPC SDK 23.9 (nccl-tests on its CUDA runtime), and
+    # NCCL 2.21.5 on CUDA 12.4.1, the build of Polaris' 2.21.5 runs (data/nccl/INDEX.md)
+    for build in ("", "_nccl2215")
 })
 # Oracle's A100 shapes: 8 dual-port ConnectX-6 Dx (2 x 100 Gb/s) where dgx-a100 has 8 single-port
 # 200 Gb/s HCAs, the same links; NCCL before 2.20 gives each port its own channels
@@ -318,7 +324,7 @@ class Point:
     net_hops: float = 0.0  # inter-node hops that latency counts (d latency / d net_hop_extra_us)
     floor_us: float = 0.0  # the launch floor the time cannot go below
     spans_nodes: bool = False
-    net_messages: int = 0  # messages a channel sends in order (d latency / d net_message_us)
+    net_messages: float = 0  # messages a channel sends in order, a flushed one 3/2 (d latency / d net_message_us)
     # An LL ring/tree across nodes: the busiest channel's payload over 1 GB/s, us (its time at
     # a per-channel LL rate R across nodes is this / R: nccl_tuner.net_ll_cap); 0 elsewhere.
     ll_channel_us: float = 0.0

@@ -107,9 +107,9 @@ class CollectivePlan:
     channels: int = 1
     # Network messages a channel sends one after another (a ring/tree across nodes on a
     # transport whose message protocol runs on the host), or a rank's proxy (an All-to-All or
-    # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term;
-    # 0 elsewhere.
-    net_messages: int = 0
+    # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term
+    # (a flushed receive's counts 3/2: net_messages.FLUSHED_MESSAGE_WEIGHT); 0 elsewhere.
+    net_messages: float = 0
 
     @property
     def n_flows(self) -> int:
@@ -258,7 +258,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     # the links for p2p traffic, applied as extra wire bytes like nvlsEfficiency (rate caps stay).
     proto_eff = tuner.proto_efficiency(ctx, protocol, algorithm)
     key_base = (lay.gpus,)
-    msgs = 0
+    msgs: float = 0.0
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
@@ -426,7 +426,7 @@ def with_messages_us(latency_us: float, messages_us: float, overlap: bool, bytes
 
 
 def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int,
-                  n_channels: int) -> int:
+                  n_channels: int) -> float:
     """Network messages each channel of a ring or tree sends in order, on a transport whose
     message protocol runs in host software (``ctx.stack.host_messages``; costs/net_messages.py):
     each costs ``net_message_us``: Simple's slices and chunks, and LL/LL128's one message per step
@@ -441,12 +441,19 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
                                                                ctx.n_ranks)
     if protocol != "simple":
         return net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, n_channels, ctx.n_ranks)
-    return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,
-                                             ctx.n_nodes, ctx.stack.buff_bytes, ctx.constants.nccl_version)
+    return flush_weight(ctx) * net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks,
+                                                                 ctx.ppn, ctx.n_nodes, ctx.stack.buff_bytes,
+                                                                 ctx.constants.nccl_version)
+
+
+def flush_weight(ctx: nccl_graph.TunerContext) -> float:
+    """What one Simple network message counts of ``net_message_us``: 3/2 where NCCL flushes its
+    receive (the plugin's read, a third operation: ``net_messages.gdr_flush``), else 1."""
+    return net_messages.FLUSHED_MESSAGE_WEIGHT if ctx.gdr_flush else 1.0
 
 
 def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str, protocol: str,
-                      size_bytes: int) -> int:
+                      size_bytes: int) -> float:
     """Network messages a rank's proxy handles in order in an All-to-All or a SendRecv across nodes
     on a transport whose message protocol runs in host software (costs/net_messages.py
     ``p2p_messages``; each costs ``net_message_us``), whatever the protocol. 0 inside a node and on
@@ -458,7 +465,9 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
         remote = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me))
     else:  # SendRecv: one peer each way, across nodes when the group spans them
         remote = 1
-    return net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote, ctx.graph.p2p_chunk_bytes)
+    # network p2p runs Simple whatever the call's label (net_messages: no LL buffers for it)
+    return flush_weight(ctx) * net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote,
+                                                         ctx.graph.p2p_chunk_bytes)
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, replace
 
 from simulator.config.nccl_overrides import scoped, version_key
+from simulator.costs import net_messages
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
@@ -65,6 +66,9 @@ class TunerContext:
     # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path): LL128 across nodes
     # needs it no farther than PXB (nccl_tuner.enabled)
     net_path: str = "pxb"
+    # NCCL flushes every Simple receive from the network (GPUDirect RDMA on a GPU that needs it):
+    # the proxy's third operation per message (costs/net_messages.py gdr_flush)
+    gdr_flush: bool = False
 
     @property
     def ppn(self) -> int:
@@ -370,4 +374,6 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         stack=stack,
         library=profile.collective_library,
         net_path=profile.node.nics.gpu_path,
+        gdr_flush=net_messages.gdr_flush(profile.gpu.arch, version_key(constants.nccl_version),
+                                         profile.node.nics.gpu_direct),
     )

@@ -42,6 +42,27 @@ host_messages``: aws-ofi-nccl's SENDRECV protocol over the libfabric EFA RDM end
 GPUDirect-TCPXO; :mod:`simulator.costs.transports`), each message occupies the connection for a
 fixed time, so the call pays that time once per message a channel sends, in order: the
 ``net_message_us`` deployed constant (:mod:`simulator.costs.deployed`) times :func:`messages_per_channel`.
+
+* The flush of a Simple receive (:func:`gdr_flush`, :data:`FLUSHED_MESSAGE_WEIGHT`): a message costs
+  its send and its receive, two operations of the proxies; where NCCL flushes the receive, the
+  receiving proxy posts a third, so the message counts 3/2. With GPUDirect RDMA the receive buffers
+  are in GPU memory (``src/transport/net.cc`` 2.18.3 ``recvProxyConnect``: every protocol's buffer
+  ``NCCL_NET_MAP_ADD_POINTER(map, 0, resources->useGdr, ...)``), and after a Simple receive completes
+  the proxy calls the plugin's ``iflush`` and tells the GPU only when that completes
+  (``recvProxyProgress``: ``if (totalSize > 0 && p == NCCL_PROTO_SIMPLE && needFlush)``); LL's and
+  LL128's receives are not flushed (their flag words tell the GPU the data has landed). Network p2p
+  runs Simple (LL buffers only with ``NCCL_ALLOC_P2P_NET_LL_BUFFERS``, default 0: ``src/init.cc``), so
+  an All-to-All's or SendRecv's messages are flushed too. ``needFlush`` holds on GPUs before Hopper,
+  and on Hopper and later only up to 2.18, where ``NCCL_NET_FORCE_FLUSH`` defaults to 1
+  (``src/graph/paths.cc`` ``ncclTopoNeedFlush``: ``cudaCompCap < 90 ? 1 : ncclParamNetForceFlush()``;
+  default 0 from 2.19.1). aws-ofi-nccl's flush is one more libfabric operation with its own
+  completion, an ``fi_read`` of the received buffer through the NIC ("Flush is an expensive
+  operation": ``src/nccl_ofi_sendrecv.c`` ``flush()`` in v1.9.1-aws, ``src/nccl_ofi_net.c`` in
+  v1.6.0), unless ``OFI_NCCL_CUDA_FLUSH_ENABLE`` selects CUDA's flush (off by default).
+  Measured on Polaris (A100, alt_read; tests/unit/test_net_messages.py): with the per-message cost a
+  Ring/LL step shows at 256 nodes (7.8-8.0 us per launched channel, unflushed), the 2-node
+  All-to-All's 128 MiB-1 GiB rows (128 KiB flushed chunks; NCCL 2.18 on Polaris, 2.21.5 on Sirius)
+  come 3-6% short of their measured times with the flush counted, 18-22% without it.
 """
 
 from __future__ import annotations
@@ -54,6 +75,25 @@ NCCL_STEPS = 8
 RING_CHUNK_STEPS = 4  # ALLREDUCE_CHUNKSTEPS = ALLGATHER_CHUNKSTEPS = REDUCESCATTER_CHUNKSTEPS = NCCL_STEPS/2
 RING_SLICE_STEPS = 2  # the *_SLICESTEPS = NCCL_STEPS/4
 DEFAULT_BUFF_BYTES = 1 << 22  # NCCL's DEFAULT_BUFFSIZE for Simple (4 MiB)
+
+
+# A message whose receive the proxy flushes costs its send, its receive and the flush: three operations
+# where an unflushed one has two (module docstring).
+FLUSHED_MESSAGE_WEIGHT = 1.5
+# NCCL_NET_FORCE_FLUSH's default became 0 (no flush on Hopper and later) in this release (paths.cc).
+FORCE_FLUSH_DEFAULT_OFF = (2, 19, 0)
+_FLUSHED_BEFORE_HOPPER = ("volta", "ampere")
+
+
+def gdr_flush(arch: str, version_key: tuple[int, int, int], gpu_direct: bool) -> bool:
+    """Whether NCCL flushes every Simple receive from the network (module docstring): with
+    GPUDirect RDMA, on a GPU before Hopper, or on a later one under a release before 2.19
+    (``version_key``: the release whose tables time the call, as a tuple)."""
+    if not gpu_direct:
+        return False
+    if arch in _FLUSHED_BEFORE_HOPPER:
+        return True
+    return arch in ("hopper", "blackwell") and version_key < FORCE_FLUSH_DEFAULT_OFF
 
 
 def tree_depth(ppn: int, n_nodes: int) -> int:

@@ -72,7 +72,8 @@ Sources, per transport:
   target announces with a zero-byte done-notify message back to the source, the send completing
   only then (``cxip_msg_hpc.c``: ``cxip_rdzv_done_notify``, "used when restricted get DMA
   (CXIP_RDZV_PROTO_ALT_READ) is used to transfer non-eager data"). Each NCCL message thus costs
-  host-software rounds at both ends beyond its bytes: ``host_messages``. The default protocol
+  host-software rounds at both ends beyond its bytes: ``host_messages`` (a Simple receive into an A100
+  is flushed besides, one more read through the NIC: ``net_messages.gdr_flush``). The default protocol
   (CSCS Alps) has no done-notify, and its 2-512 node sweeps show no such cost (their Simple rings
   reach 0.92 of the NICs' line rate at 4 GiB, where ~2,000 messages per channel would each show).
 * ``eager_max_bytes`` (``slingshot``, either rendezvous protocol): libfabric's CXI provider sends a
