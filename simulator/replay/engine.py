@@ -254,12 +254,16 @@ class Replayer:
         unless what waits there is a collective the block can take in (:meth:`_absorbable`):
         one the kernel after it waits for. None when the block would be one kernel alone."""
         table = R.table
-        dts, watchers, cross, done = table.dt, table.watchers, table.cross_deps, R.done
+        dts, watchers, cross, done, program = table.dt, table.watchers, table.cross_deps, R.done, table.program
+        after = table.synced_after  # host synchronisations (None: the program has none)
+        # (this loop visits every kernel of the step: its look-ups are bound once, and the
+        # checks that are calls elsewhere (_synced, all(...)) are written out)
         n = len(indices)
         q = p
         k = indices[p]
         ops = [k]
-        durs = [dts[k]]
+        durs: list[tuple[float, float]] = [dts[k]]  # type: ignore[list-item]
+        add_op, add_dur = ops.append, durs.append
         taken: set[int] = set()  # collectives taken into this block
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
@@ -271,9 +275,9 @@ class Replayer:
                 if len(ws) != 1 or q + 1 >= n:
                     break
                 nxt = indices[q + 1]
-                if dts[nxt] is None or c not in table.program[nxt].deps:
+                if dts[nxt] is None or c not in program[nxt].deps:
                     break
-                if not self._synced(R, c) or not self._synced(R, nxt):
+                if after is not None and not (self._synced(R, c) and self._synced(R, nxt)):
                     break  # the host issues them only once the GPU has ended a synced op
                 info = self._absorbable(R, c)
                 if info is None:
@@ -282,8 +286,8 @@ class Replayer:
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
                 first = indices[p]
-                if not all(done[d] or d in taken or (first <= d <= k and table.program[d].stream == "compute")
-                           for d in table.program[c].deps):
+                if not all(done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")
+                           for d in program[c].deps):
                     break
                 alone, members, algo, links = info.alone, info.members, info.algo, info.links
                 if links is not None and not self.net.idle(links):
@@ -291,8 +295,8 @@ class Replayer:
                     # be timed beside that traffic until it ends (from the end of the block's
                     # kernels so far, laid out slowed: a later start is covered by the timer
                     # that hands it back, _expire).
-                    beside = self._beside(cast(CommOp, table.program[c]), members, links,
-                                          self.env.now + sum([d[1] for d in cast("list[tuple[float, float]]", durs)]))
+                    beside = self._beside(program[c], members, links,  # type: ignore[arg-type]
+                                          self.env.now + sum([d[1] for d in durs]))
                     if beside is None:
                         break
                     alone, links = beside.duration, beside.links
@@ -302,32 +306,45 @@ class Replayer:
                 R.groups[c] = members
                 if algo is not None:
                     R.algorithm[c] = algo
-                    stream = table.program[c].stream
+                    stream = program[c].stream
                     R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
                 taken.add(c)
-                ops.append(c)
-                durs.append((alone, alone))
-                if not all(done[d] or d in taken for d in cross[nxt]):
+                add_op(c)
+                add_dur((alone, alone))
+                stop = False
+                for d in cross[nxt]:
+                    if not (done[d] or d in taken):
+                        stop = True
+                        break
+                if stop:
                     break  # the block ends with the collective
             else:
                 if q + 1 >= n:
                     break
                 nxt = indices[q + 1]
-                if dts[nxt] is None:
+                dt = dts[nxt]
+                if dt is None:
                     break
                 cr = cross[nxt]
-                if cr and not all(done[d] or d in taken for d in cr):
-                    break
-                if not self._synced(R, nxt):
+                if cr:
+                    stop = False
+                    for d in cr:
+                        if not (done[d] or d in taken):
+                            stop = True
+                            break
+                    if stop:
+                        break
+                if after is not None and not self._synced(R, nxt):
                     break  # the host issues it only once the GPU has ended a synced op
             q += 1
             k = nxt
-            ops.append(k)
-            durs.append(dts[k])
+            add_op(k)
+            add_dur(dts[k])  # type: ignore[arg-type]
         if len(ops) == 1:
             return None
-        run = ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
-                         [self._issued(R, o) for o in ops])
+        issue = table.issue
+        gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
+        run = ComputeRun(ops, durs, q - p + 1, self.env.event(), gates)
         if held:
             run.held = held
             run.holder = self._next_holder

@@ -79,6 +79,12 @@ LIST_CAPACITY_LINKS = 1 << 16
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
 
+try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through Python wrappers
+    # (~1 us a call, on arrays of a few links asked about hundreds of thousands of times a step)
+    from numpy._core.multiarray import count_nonzero as _count_nonzero
+except ImportError:  # numpy < 2
+    from numpy.core.multiarray import count_nonzero as _count_nonzero
+
 
 @dataclass(frozen=True)
 class Beside:
@@ -162,6 +168,10 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
+        # per link, how many of a block (_owner) and a reservation (_reserved) hold it: with
+        # _busy, what idle() asks in two look-ups (it is asked for every collective a compute
+        # block may hold, tens of thousands of times a step)
+        self._held_n = np.zeros(cap.size, dtype=np.int64)
         self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
         # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
         self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
@@ -249,7 +259,7 @@ class FlowNetwork:
     def idle(self, links: np.ndarray) -> bool:
         """Whether no flow, phase block or reservation holds any of ``links`` now (flows started
         this instant are not counted yet: their arrival calls ``on_reserved`` like any other)."""
-        return not (self._busy[links].any() or (self._owner[links] >= 0).any() or (self._reserved[links] >= 0).any())
+        return not (_count_nonzero(self._busy[links]) or _count_nonzero(self._held_n[links]))
 
     def reserve(self, holder: int, links: np.ndarray) -> None:
         """Reserve ``links`` (idle ones, :meth:`idle`) for ``holder`` (an id >= 0): until
@@ -259,13 +269,18 @@ class FlowNetwork:
         else uses; called back, it puts that traffic on the network as it stands at that
         moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
         if the traffic had been on the network all along."""
-        self._n_reserved += int(np.count_nonzero(self._reserved[links] < 0))
+        free = self._reserved[links] < 0
+        n_free = int(_count_nonzero(free))
+        if n_free:
+            self._n_reserved += n_free
+            self._held_n[links if n_free == links.size else links[free]] += 1
         self._reserved[links] = holder
 
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
         mine = links[self._reserved[links] == holder]
         self._reserved[mine] = -1
+        self._held_n[mine] -= 1
         self._n_reserved -= int(mine.size)
 
     def beside(self, phases: Sequence[Sequence[Any]], links: np.ndarray) -> Beside | None:
@@ -290,19 +305,19 @@ class FlowNetwork:
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
-        if (self._reserved[links] >= 0).any():
+        if _count_nonzero(self._reserved[links] >= 0):
             return None
         held = self._owner[links]
         on = held >= 0
         busy = self._busy[links] > 0
-        if not on.any() and not busy.any():  # (what the claim put on the network has not started yet)
+        if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
         now = self.env.now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
         others: set[int] = set()  # the links of those components
-        if busy.any():
+        if _count_nonzero(busy):
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
             if self._new or self._seeds or self._dirty or self._update_pending:
@@ -345,7 +360,7 @@ class FlowNetwork:
         if others:
             others.update(links.tolist())
             links = np.array(sorted(others), dtype=np.int64)
-            if (self._reserved[links] >= 0).any():
+            if _count_nonzero(self._reserved[links] >= 0):
                 return None
         return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
 
@@ -439,7 +454,7 @@ class FlowNetwork:
         """Traffic is about to start on ``links``: call back the holders of reserved ones."""
         held = self._reserved[links]
         hit = held >= 0
-        if hit.any() and self.on_reserved is not None:
+        if _count_nonzero(hit) and self.on_reserved is not None:
             self.on_reserved(held[hit], links[hit])
 
     def transfer_phase(self, phase: Sequence[Any], t0: float | None = None) -> simpy.Event:
@@ -468,12 +483,12 @@ class FlowNetwork:
         met: set[int] = set()
         if self._flows:
             busy = self._busy[shape.links] > 0
-            if busy.any():
+            if _count_nonzero(busy):
                 met.update(shape.component_of_link[busy].tolist())
         if self._blocks:
             held = self._owner[shape.links]
             clash = held >= 0
-            if clash.any():
+            if _count_nonzero(clash):
                 met.update(shape.component_of_link[clash].tolist())
                 self._break(held[clash], shape.links[clash], now)
         fid = self._next_fid
@@ -489,7 +504,7 @@ class FlowNetwork:
             self._blocks[fid] = block
             # the links of the components kept in the block
             kept = shape.links if not met else shape.links[np.asarray(alive, dtype=bool)[shape.component_of_link]]
-            self._owner[kept] = fid
+            self._set_owner(kept, fid)
             heapq.heappush(self._heap, (block.finish, fid, block))
         self.stats.flows_started += shape.n_flows
         self._schedule_update()
@@ -534,7 +549,7 @@ class FlowNetwork:
             block.alive[c] = False
             self.stats.components_broken += 1
             comp = shape.components[c]
-            self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
+            self._set_owner(np.asarray(comp.links, dtype=np.int64), -1)
             idx, rem = comp.remaining_arrays(now - block.t0)
             flows = comp.flow_array()
             if idx.size:  # the component's flows that finished inside the block, in order
@@ -553,6 +568,15 @@ class FlowNetwork:
                 block.group.outstanding -= 1  # its flows are all ordinary now (never 0 here)
             elif finish != before:
                 heapq.heappush(self._heap, (finish, fid, block))
+
+    def _set_owner(self, links: np.ndarray, fid: int) -> None:
+        """Mark ``links`` held by block ``fid`` (-1: by none), keeping ``_held_n`` in step."""
+        was = self._owner[links] >= 0
+        self._owner[links] = fid
+        if fid >= 0:
+            self._held_n[links[~was]] += 1
+        else:
+            self._held_n[links[was]] -= 1
 
     def _done_per_link(self) -> np.ndarray:
         """Bytes per link carried by finished flows (the pending chunks folded in)."""
@@ -587,13 +611,13 @@ class FlowNetwork:
             del self._blocks[block.fid]
             shape = block.shape
             if all(block.alive):
-                self._owner[shape.links] = -1
+                self._set_owner(shape.links, -1)
                 self._done(*shape.link_totals())
                 self.stats.bytes_delivered += shape.total_bytes
                 self.stats.flows_finished += shape.n_flows
                 continue
             mask = self._owner[shape.links] == block.fid
-            self._owner[shape.links[mask]] = -1
+            self._set_owner(shape.links[mask], -1)
             # the components still alive delivered all their flows' bytes (broken ones were
             # accounted as they broke)
             links, nbytes, delivered, n_flows = shape.alive_totals(block.alive)
@@ -618,7 +642,7 @@ class FlowNetwork:
                 # New flows on links a block holds: that block's component becomes ordinary flows.
                 held = self._owner[links]
                 clash = held >= 0
-                if clash.any():
+                if _count_nonzero(clash):
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
                 links, counts = link_counts(self._new)
