@@ -55,7 +55,7 @@ from simulator.replay.collector import built_frozen, collector_spared
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners, plan_links
 from simulator.replay.fold import fold_replay
 from simulator.replay.hang import hang_report
-from simulator.replay.links import Beside
+from simulator.replay.links import ABS_TOL_S, REL_TOL, Beside
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
@@ -385,8 +385,17 @@ class Replayer:
 
     @staticmethod
     def _held_links(run: ComputeRun) -> np.ndarray:
-        held = run.held  # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
-        return held[0][1] if len(held) == 1 else sorted_distinct(np.concatenate([links for _, links in held]))
+        """The links the run's held collectives cross, once per ``run.held`` list (a new list
+        whenever it changes: ComputeRun.cut, _on_reserved): a block reserves and releases them,
+        and is called back on them, several times."""
+        held = run.held
+        cached = run.held_links
+        if cached is not None and cached[0] is held:
+            return cached[1]
+        # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
+        links = held[0][1] if len(held) == 1 else sorted_distinct(np.concatenate([links for _, links in held]))
+        run.held_links = (held, links)
+        return links
 
     def _release(self, run: ComputeRun) -> None:
         """The run has ended (or holds no reserved collective any more): free its links."""
@@ -401,8 +410,6 @@ class Replayer:
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
         that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
         links with it as it would have on the op-by-op replay."""
-        from simulator.replay.links import ABS_TOL_S, REL_TOL
-
         now = self.env.now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         for h in set(holders.tolist()):
@@ -587,10 +594,11 @@ class Replayer:
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
         env = self.env
-        prog = R.table.program
-        dts = R.table.dt
-        issue = R.table.issue
-        synced_after = R.table.synced_after
+        table = R.table
+        prog, dts, issue, synced_after = table.program, table.dt, table.issue, table.synced_after
+        # R's arrays and tables are never replaced during the replay: bound once (this loop
+        # runs for every op of every simulated rank)
+        done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -599,36 +607,36 @@ class Replayer:
             p += 1
             op = prog[i]
             for d in op.deps:
-                if not R.done[d]:
+                if not done[d]:
                     yield self._waiter(R, op.stream, i, d)
             at = issue[i]
-            if synced_after is not None and (s := synced_after[i]) >= 0 and not R.done[i]:
+            if synced_after is not None and (s := synced_after[i]) >= 0 and not done[i]:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
-                if not R.done[s]:
+                if not done[s]:
                     yield self._waiter(R, op.stream, i, s)
                 at = self._issued(R, i)
-            if at > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
-                yield env.timeout(at - env.now)
-            if R.done[i]:
+            now = env.now
+            if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
+                yield env.timeout(at - now)
+                now = env.now
+            if done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
-            R.ready[i] = env.now
+            r_ready[i] = now
             dt = dts[i]
             if dt is not None and blocks and (run := self._compute_run(R, indices, p - 1)) is not None:
                 R.run = run
-                run.plan(0, env.now, R.inflight > 0)
+                run.plan(0, now, R.inflight > 0)
                 self._arm(run)
                 yield run.event
                 R.run = None
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                R.ready[ops] = run.start
-                R.start[ops] = run.start
-                R.end[ops] = run.end
-                done = R.done
+                r_ready[ops] = run.start
+                r_start[ops] = run.start
+                r_end[ops] = run.end
                 for k in ops:
                     done[k] = 1
-                waiters = R.waiters
                 if waiters:
                     for k in ops:
                         ev = waiters.pop(k, None)
@@ -638,10 +646,10 @@ class Replayer:
                 p += run.n_kernels - 1
                 continue
             if dt is not None:
-                R.start[i] = env.now
+                r_start[i] = now
                 slowed = R.inflight > 0
                 dur = dt[1] if slowed else dt[0]
-                R.running = (env.now + dur, slowed or dt[1] == dt[0])
+                R.running = (now + dur, slowed or dt[1] == dt[0])
                 yield env.timeout(dur)
                 while R.extend > 0:
                     extra, R.extend = R.extend, 0.0
@@ -652,16 +660,17 @@ class Replayer:
                 if handed is None:
                     yield from self._collective(R, i, op)
                 else:  # a compute block had taken it in and handed it back (_hand_back)
-                    R.ready[i] = R.start[i] = handed[0]
+                    r_ready[i] = r_start[i] = handed[0]
                     yield handed[1]
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
-            R.end[i] = env.now
-            R.done[i] = 1
+            r_end[i] = env.now
+            done[i] = 1
             R.n_done += 1
-            ev = R.waiters.pop(i, None)
-            if ev is not None:
-                ev.succeed()
+            if waiters:
+                ev = waiters.pop(i, None)
+                if ev is not None:
+                    ev.succeed()
 
     def _collective(self, R: RankState, i: int, op: CommOp):
         members, n_sim = self._group(R.rank, op.axes)

@@ -187,6 +187,8 @@ class FlowNetwork:
         self.on_reserved: Any = None
         # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
         self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
+        # _beside_links' answers by (links, block components), held by identity
+        self._beside_links_known: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = {}
 
     # ------------------------------------------------------------------ public
     @property
@@ -316,7 +318,8 @@ class FlowNetwork:
         now = self.env.now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
-        others: set[int] = set()  # the links of those components
+        others: set[int] = set()  # the links of those components (of ordinary flows)
+        comps: list[Any] = []  # those components (of phase blocks)
         if _count_nonzero(busy):
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
@@ -342,7 +345,7 @@ class FlowNetwork:
             until = min(until, block.t0 + end)
             if seg is None:
                 continue  # ended: its links carry nothing until the block ends
-            others.update(comp.links)
+            comps.append(comp)
             specs = block.shape.specs
             fixed.extend((specs[i][0], specs[i][2], r) for i, r in zip(seg.alive, seg.rate))
         key = tuple(fixed)
@@ -357,12 +360,32 @@ class FlowNetwork:
             if got[1] is None:
                 return None
             shapes.append(got[1])
-        if others:
-            others.update(links.tolist())
-            links = np.array(sorted(others), dtype=np.int64)
+        if others or comps:
+            links = self._beside_links(links, comps, others)
             if _count_nonzero(self._reserved[links] >= 0):
                 return None
         return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+
+    def _beside_links(self, links: np.ndarray, comps: list[Any], others: set[int]) -> np.ndarray:
+        """:meth:`beside`'s links to reserve: ``links``, the block components ``comps``' and the
+        flows' ``others``, sorted. Without flows they are kept by the components and ``links``
+        (the objects themselves, held in the entry): a DP ring's component crosses hundreds of
+        links, and the same TP ring meets the same components again and again."""
+        key = None
+        if not others:
+            key = (id(links), *map(id, comps))
+            got = self._beside_links_known.get(key)
+            if got is not None and got[0] is links and all(a is b for a, b in zip(got[1], comps)):
+                return got[2]
+        for comp in comps:
+            others.update(comp.links)
+        others.update(links.tolist())
+        out = np.array(sorted(others), dtype=np.int64)
+        if key is not None:
+            if len(self._beside_links_known) >= CLASS_LEVEL_KNOWN:
+                self._beside_links_known.clear()
+            self._beside_links_known[key] = (links, tuple(comps), out)
+        return out
 
     def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], set[int]] | None:
         """The active flows connected (through shared links) to ``links`` and every link they
