@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import simpy
+from simpy.events import Event, Timeout
 
 from simulator.costs.collectives import CollectivePlan
 from simulator.costs.flow_patterns import sorted_distinct
@@ -63,23 +64,36 @@ from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp, P2POp
 
 
-_schedule = simpy.Environment.schedule
-
-
 class _CountingEnv(simpy.Environment):
-    """A SimPy environment that counts the events it schedules (for the sim stats): every event
-    (a timeout, a succeeded event, a process start) passes through ``schedule`` once. The
-    count is its own (SimPy's event ids are private); calling the base method directly rather
-    than through ``super()`` keeps the cost per event to well under a microsecond."""
+    """A SimPy environment that counts the events it processes (for the sim stats). Run to
+    the end of its schedule, every event scheduled (a timeout, a succeeded event, a process
+    start) is processed once, so ``run()`` counts its steps: one addition per event in the
+    loop, rather than a Python override of ``schedule`` that every event would pass through."""
 
     def __init__(self) -> None:
         super().__init__()
         self.n_events = 0
+        # SimPy binds its event constructors (env.timeout, env.event, ...) to the instance at
+        # init (BoundClass.bind_early), but only those in the instance's own class dict: for a
+        # subclass, every env.timeout would build a bound method first. Bound here as SimPy does.
+        for name in ("event", "timeout", "process", "all_of", "any_of"):
+            setattr(self, name, getattr(self, name))
 
-    def schedule(self, event: simpy.events.Event, priority: Any = simpy.events.NORMAL, delay: Any = 0) -> None:
-        self.n_events += 1
-        _schedule(self, event, priority, delay)
-
+    def run(self, until: Any = None) -> Any:
+        """``Environment.run()`` to the end of the schedule (as SimPy's loop: step until the
+        schedule is empty), counting the events; with ``until``, SimPy's own, uncounted."""
+        if until is not None:
+            return super().run(until)
+        step = self.step
+        n = 0
+        try:
+            while True:
+                step()
+                n += 1
+        except simpy.core.EmptySchedule:
+            return None
+        finally:
+            self.n_events += n
 
 @dataclass
 class _Hold:
@@ -216,7 +230,7 @@ class Replayer:
         """(Re)set the timer that ends the run at its last kernel's end."""
         run.token += 1
         token = run.token
-        timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
+        timer = Timeout(self.env, max(run.end[-1] - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
         if run.beside:
             self._expire(run)
@@ -233,7 +247,7 @@ class Replayer:
         every op that waits for it); the stream is marked blocked there."""
         ev = R.waiters.get(d)
         if ev is None:
-            ev = R.waiters[d] = self.env.event()
+            ev = R.waiters[d] = Event(self.env)
         R.blocked[stream] = (i, d)
         return ev
 
@@ -344,7 +358,7 @@ class Replayer:
             return None
         issue = table.issue
         gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
-        run = ComputeRun(ops, durs, q - p + 1, self.env.event(), gates)
+        run = ComputeRun(ops, durs, q - p + 1, Event(self.env), gates)
         if held:
             run.held = held
             run.holder = self._next_holder
@@ -379,7 +393,7 @@ class Replayer:
             if last > b.until and b.until not in run.expiring:
                 run.expiring.add(b.until)
                 holder, links = run.holder, b.links
-                timer = self.env.timeout(max(b.until - self.env.now, 0.0))
+                timer = Timeout(self.env, max(b.until - self.env.now, 0.0))
                 timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
                                        if self._holders.get(holder, (None, None))[1] is run else None)
 
@@ -472,7 +486,7 @@ class Replayer:
             return
         op = cast(CommOp, prog[c])
         plan, _, _ = self._ready_plan(op, R.groups[c])
-        done = self.env.event()
+        done = Event(self.env)
         R.handed[c] = (start_c, done)
         self._comm_started(R, +1)
         self._continue_on_network(plan, start_c, now, due, R, done, beside)
@@ -520,7 +534,7 @@ class Replayer:
         if first is not None:
             yield first
         elif wait > 0:
-            yield self.env.timeout(wait)
+            yield Timeout(self.env, wait)
         for phase in phases:
             yield self._phase(phase)
         self._ended_on_network(R, done)
@@ -533,10 +547,10 @@ class Replayer:
         hid = self._next_holder
         self._next_holder += 1
         now = self.env.now
-        hold = _Hold(plan, now, now + alone, links, self.env.event(), beside)
+        hold = _Hold(plan, now, now + alone, links, Event(self.env), beside)
         self._holds[hid] = hold
         self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
-        timer = self.env.timeout(alone)
+        timer = Timeout(self.env, alone)
         timer.callbacks.append(lambda _ev: self._hold_ends(hid, hold))
         yield hold.done
 
@@ -617,7 +631,7 @@ class Replayer:
                 at = self._issued(R, i)
             now = env.now
             if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
-                yield env.timeout(at - now)
+                yield Timeout(env, at - now)
                 now = env.now
             if done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
@@ -650,10 +664,10 @@ class Replayer:
                 slowed = R.inflight > 0
                 dur = dt[1] if slowed else dt[0]
                 R.running = (now + dur, slowed or dt[1] == dt[0])
-                yield env.timeout(dur)
+                yield Timeout(env, dur)
                 while R.extend > 0:
                     extra, R.extend = R.extend, 0.0
-                    yield env.timeout(extra)
+                    yield Timeout(env, extra)
                 R.running = None
             elif type(op) is CommOp:
                 handed = R.handed.pop(i, None) if R.handed else None
@@ -688,7 +702,7 @@ class Replayer:
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
         if rv is None:
-            rv = self.rendezvous[key] = Rendezvous(op, members, n_sim, self.env.event())
+            rv = self.rendezvous[key] = Rendezvous(op, members, n_sim, Event(self.env))
         rv.arrived.append((R, i))
         if len(rv.arrived) < rv.expected:
             R.blocked[op.stream] = (i, "rendezvous")
@@ -721,14 +735,14 @@ class Replayer:
         if alone is None and self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
             held = self._alone_anyway(op, members, plan)
         if alone is not None:
-            yield self.env.timeout(alone)
+            yield Timeout(self.env, alone)
         elif held is not None and self.net.idle(held[1]):
             yield from self._held(plan, *held)
         elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
             yield from self._held(plan, beside.duration, beside.links, beside)
         else:
             if plan.latency_s > 0:
-                yield self.env.timeout(plan.latency_s)
+                yield Timeout(self.env, plan.latency_s)
             for phase in plan.phases:
                 if phase:
                     yield self._phase(phase)

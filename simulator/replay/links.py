@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import simpy
+from simpy.events import Event, Timeout
 
 from simulator.costs.flow_patterns import sorted_distinct
 from simulator.replay.fair_share import is_max_min, max_min_rates, max_min_rates_small
@@ -234,7 +235,7 @@ class FlowNetwork:
         have finished. Items: ``(links, nbytes[, rate_cap_Bps])`` or objects with those fields.
         Zero-byte flows, and flows over no link without a cap, finish immediately."""
         batch = checked_flows(flows, self._n_links)
-        event = self.env.event()
+        event = Event(self.env)
         if not batch:
             event.succeed()
             return event
@@ -454,7 +455,7 @@ class FlowNetwork:
         """Put on the network, flow by flow, a phase that started at ``t0`` and has moved
         since along ``shape``'s trajectory (timed outside the network, :meth:`beside`), with
         the bytes each flow has left now; the event fires when they have all finished."""
-        event = self.env.event()
+        event = Event(self.env)
         group = FlowGroup(0, event)
         if self._n_reserved:
             self._claim(shape.links)
@@ -491,7 +492,7 @@ class FlowNetwork:
         since then outside the network (a reservation's holder handing it over, :meth:`reserve`);
         its flows are where their solo trajectories put them at the current time."""
         shape = self._shape(phase)
-        event = self.env.event()
+        event = Event(self.env)
         if not shape.components:
             event.succeed()
             return event
@@ -539,7 +540,7 @@ class FlowNetwork:
             # Defer the recompute to the end of this instant so that every flow started now
             # (by any caller) shares one recompute.
             self._update_pending = True
-            trigger = self.env.event()
+            trigger = Event(self.env)
             trigger.callbacks.append(self._on_start)
             trigger.succeed()
 
@@ -1061,7 +1062,7 @@ class FlowNetwork:
         if self._timer_at != finish:
             self._timer_token += 1
             self._timer_at = finish
-            timer = self.env.timeout(max(finish - now, 0.0), value=self._timer_token)
+            timer = Timeout(self.env, max(finish - now, 0.0), self._timer_token)
             timer.callbacks.append(self._on_timer)
 
     def _complete(self, finished: list[ActiveFlow]) -> None:
