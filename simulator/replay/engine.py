@@ -160,6 +160,7 @@ class Replayer:
         self._next_holder = 0
         # plan key -> (seconds alone on an empty network, the links it crosses), shared links or not
         self._alone_any: dict[tuple, tuple[float, np.ndarray]] = {}
+        self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -300,8 +301,12 @@ class Replayer:
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
                 first = indices[p]
-                if not all(done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")
-                           for d in program[c].deps):
+                stop = False
+                for d in program[c].deps:
+                    if not (done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")):
+                        stop = True
+                        break
+                if stop:
                     break
                 alone, members, algo, links = info.alone, info.members, info.algo, info.links
                 if links is not None and not self.net.idle(links):
@@ -376,10 +381,17 @@ class Replayer:
         if not self._besides:
             return None
         plan = self._ready_plan(op, members)[0]
-        b = self.net.beside([ph for ph in plan.phases if ph], links)
+        b = self.net.beside(self._phases(plan), links)
         if b is None or start + plan.latency_s + b.duration > b.until:
             return None
         return Beside(b.shapes, plan.latency_s + b.duration, b.until, b.links)
+
+    def _phases(self, plan: CollectivePlan) -> list[Any]:
+        """The plan's phases that move bytes (plans are kept per replay: listed once each)."""
+        hit = self._phase_lists.get(id(plan))
+        if hit is None or hit[0] is not plan:
+            hit = self._phase_lists[id(plan)] = (plan, [ph for ph in plan.phases if ph])
+        return hit[1]
 
     def _expire(self, run: ComputeRun) -> None:
         """When the traffic a collective the block holds was timed beside changes its rates
@@ -501,7 +513,7 @@ class Replayer:
         timed beside traffic of fixed rates (``beside``) has moved along its phases' trajectories
         there; its current phase goes on the network flow by flow as that has it
         (``resume_phase``)."""
-        phases = [ph for ph in plan.phases if ph]
+        phases = self._phases(plan)
         t = start + plan.latency_s
         first: simpy.Event | None = None
         k = 0

@@ -169,21 +169,23 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
-        # per link, how many of a block (_owner) and a reservation (_reserved) hold it: with
-        # _busy, what idle() asks in two look-ups (it is asked for every collective a compute
-        # block may hold, tens of thousands of times a step)
-        self._held_n = np.zeros(cap.size, dtype=np.int64)
+        # per link, 1 where a block holds it (_owner >= 0): with _busy and _reserved, what
+        # idle() asks without comparisons (it is asked for every collective a compute block may
+        # hold, tens of thousands of times a step)
+        self._owned = np.zeros(cap.size, dtype=np.int64)
         self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
         # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
         self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
         # _component_rates' outcomes by the component's routes and caps
         self._component_known: dict[tuple[Any, ...], list[float]] = {}
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
-        # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
+        # collective they time alone, engine._compute_run): per link the holder's id plus one
+        # (0: none; reserve and release, asked once or twice per collective held, test and count
+        # it without a comparison).
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
         # that the holder can put what it holds there on the network before the newcomer is
         # placed (:meth:`reserve`).
-        self._reserved = np.full(cap.size, -1, dtype=np.int64)
+        self._reserved = np.zeros(cap.size, dtype=np.int64)
         self._n_reserved = 0
         self.on_reserved: Any = None
         # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
@@ -262,7 +264,8 @@ class FlowNetwork:
     def idle(self, links: np.ndarray) -> bool:
         """Whether no flow, phase block or reservation holds any of ``links`` now (flows started
         this instant are not counted yet: their arrival calls ``on_reserved`` like any other)."""
-        return not (_count_nonzero(self._busy[links]) or _count_nonzero(self._held_n[links]))
+        return not (_count_nonzero(self._busy[links]) or _count_nonzero(self._owned[links])
+                    or _count_nonzero(self._reserved[links]))
 
     def reserve(self, holder: int, links: np.ndarray) -> None:
         """Reserve ``links`` (idle ones, :meth:`idle`) for ``holder`` (an id >= 0): until
@@ -272,19 +275,18 @@ class FlowNetwork:
         else uses; called back, it puts that traffic on the network as it stands at that
         moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
         if the traffic had been on the network all along."""
-        free = self._reserved[links] < 0
-        n_free = int(_count_nonzero(free))
-        if n_free:
-            self._n_reserved += n_free
-            self._held_n[links if n_free == links.size else links[free]] += 1
-        self._reserved[links] = holder
+        reserved = self._reserved
+        self._n_reserved += links.size - int(_count_nonzero(reserved[links]))
+        reserved[links] = holder + 1
 
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
-        mine = links[self._reserved[links] == holder]
-        self._reserved[mine] = -1
-        self._held_n[mine] -= 1
-        self._n_reserved -= int(mine.size)
+        reserved = self._reserved
+        mine = reserved[links] == holder + 1
+        n = int(_count_nonzero(mine))
+        if n:
+            reserved[links if n == links.size else links[mine]] = 0
+            self._n_reserved -= n
 
     def beside(self, phases: Sequence[Sequence[Any]], links: np.ndarray) -> Beside | None:
         """``phases``, run one after the other from now on ``links`` (every link they cross),
@@ -308,7 +310,7 @@ class FlowNetwork:
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
-        if _count_nonzero(self._reserved[links] >= 0):
+        if _count_nonzero(self._reserved[links]):
             return None
         held = self._owner[links]
         on = held >= 0
@@ -363,7 +365,7 @@ class FlowNetwork:
             shapes.append(got[1])
         if others or comps:
             links = self._beside_links(links, comps, others)
-            if _count_nonzero(self._reserved[links] >= 0):
+            if _count_nonzero(self._reserved[links]):
                 return None
         return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
 
@@ -477,9 +479,9 @@ class FlowNetwork:
     def _claim(self, links: np.ndarray) -> None:
         """Traffic is about to start on ``links``: call back the holders of reserved ones."""
         held = self._reserved[links]
-        hit = held >= 0
-        if _count_nonzero(hit) and self.on_reserved is not None:
-            self.on_reserved(held[hit], links[hit])
+        if _count_nonzero(held) and self.on_reserved is not None:
+            hit = held > 0
+            self.on_reserved(held[hit] - 1, links[hit])
 
     def transfer_phase(self, phase: Sequence[Any], t0: float | None = None) -> simpy.Event:
         """:meth:`transfer_many` for a phase that starts again and again (a collective plan's
@@ -594,13 +596,9 @@ class FlowNetwork:
                 heapq.heappush(self._heap, (finish, fid, block))
 
     def _set_owner(self, links: np.ndarray, fid: int) -> None:
-        """Mark ``links`` held by block ``fid`` (-1: by none), keeping ``_held_n`` in step."""
-        was = self._owner[links] >= 0
+        """Mark ``links`` held by block ``fid`` (-1: by none), and ``_owned`` with them."""
         self._owner[links] = fid
-        if fid >= 0:
-            self._held_n[links[~was]] += 1
-        else:
-            self._held_n[links[was]] -= 1
+        self._owned[links] = 1 if fid >= 0 else 0
 
     def _done_per_link(self) -> np.ndarray:
         """Bytes per link carried by finished flows (the pending chunks folded in)."""
