@@ -38,9 +38,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import simpy
@@ -87,11 +86,12 @@ except ImportError:  # numpy < 2
     from numpy.core.multiarray import count_nonzero as _count_nonzero
 
 
-@dataclass(frozen=True)
-class Beside:
+class Beside(NamedTuple):
     """Phases timed in closed form beside traffic of fixed rates (:meth:`FlowNetwork.beside`):
     each phase's trajectory on the capacity that traffic leaves, their total duration, until
-    when (absolute) the traffic keeps its rates, and the links to reserve meanwhile."""
+    when (absolute) the traffic keeps its rates, and the links to reserve meanwhile. (A named
+    tuple: built once or twice per collective timed beside, a frozen dataclass's per-field
+    ``object.__setattr__`` cost more than the rest of the answer.)"""
 
     shapes: tuple[PhaseShape, ...]
     duration: float
