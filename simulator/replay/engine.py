@@ -709,7 +709,7 @@ class Replayer:
         if n_sim == 1:
             # The only simulated member (the others are mirror images): no rendezvous to wait at,
             # so no rendezvous record and no event to wake anyone.
-            yield from self._run_collective(op, members, ((R, i),))
+            yield from self._run_collective(op, members, ((R, i),), True)
             return
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
@@ -721,7 +721,7 @@ class Replayer:
             yield rv.event
             return
         del self.rendezvous[key]
-        yield from self._run_collective(op, members, rv.arrived)
+        yield from self._run_collective(op, members, rv.arrived, False)
         rv.event.succeed()
 
     def _ready_plan(self, op: CommOp, members: tuple[int, ...]) -> tuple[CollectivePlan, tuple[str, str], float | None]:
@@ -735,8 +735,10 @@ class Replayer:
             hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan))
         return hit
 
-    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]]):
-        """Every member has issued the collective: run it (latency, then its phases' flows)."""
+    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]],
+                        lone: bool):
+        """Every member has issued the collective: run it (latency, then its phases' flows).
+        ``lone``: the group has one simulated member (the others are its mirror images)."""
         now = self.env.now
         plan, algo, alone = self._ready_plan(op, members)
         for Rm, im in arrived:
@@ -744,7 +746,7 @@ class Replayer:
             self._comm_started(Rm, +1)
             Rm.algorithm[im] = algo
         held: tuple[float, np.ndarray] | None = None
-        if alone is None and self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
+        if alone is None and lone and self._reservable:
             held = self._alone_anyway(op, members, plan)
         if alone is not None:
             yield Timeout(self.env, alone)

@@ -190,6 +190,8 @@ class FlowNetwork:
         self.on_reserved: Any = None
         # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
         self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
+        # _beside_known_shapes' answers by (phases, block specs and segments), held by identity
+        self._beside_seg_known: dict[tuple[int, ...], tuple[tuple[Any, ...], list[PhaseShape] | None]] = {}
         # _beside_links' answers by (links, block components), held by identity
         self._beside_links_known: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = {}
 
@@ -323,7 +325,9 @@ class FlowNetwork:
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
         others: set[int] = set()  # the links of those components (of ordinary flows)
         comps: list[Any] = []  # those components (of phase blocks)
-        if _count_nonzero(busy):
+        held_by: list[Any] = []  # (specs, segment in force) of each of them
+        flowing = bool(_count_nonzero(busy))
+        if flowing:
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
             if self._new or self._seeds or self._dirty or self._update_pending:
@@ -349,7 +353,24 @@ class FlowNetwork:
             if seg is None:
                 continue  # ended: its links carry nothing until the block ends
             comps.append(comp)
-            specs = block.shape.specs
+            held_by.append(block.shape.specs)
+            held_by.append(seg)
+        shapes = self._beside_shapes(phases, fixed, held_by) if flowing else self._beside_known_shapes(phases, held_by)
+        if shapes is None:
+            return None
+        if others or comps:
+            links = self._beside_links(links, comps, others)
+            if _count_nonzero(self._reserved[links]):
+                return None
+        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+
+    def _beside_shapes(self, phases: Sequence[Sequence[Any]], fixed: list[tuple[tuple[int, ...], float, float]],
+                       held_by: list[Any]) -> list[PhaseShape] | None:
+        """:meth:`beside`'s trajectories of ``phases`` beside the flows ``fixed`` (links, cap,
+        rate) and the block components' segments in force (``held_by``: specs, segment, ...),
+        kept by those (``_beside_known``); None where one is not the max-min one."""
+        for j in range(0, len(held_by), 2):
+            specs, seg = held_by[j], held_by[j + 1]
             fixed.extend((specs[i][0], specs[i][2], r) for i, r in zip(seg.alive, seg.rate))
         key = tuple(fixed)
         shapes: list[PhaseShape] = []
@@ -363,11 +384,22 @@ class FlowNetwork:
             if got[1] is None:
                 return None
             shapes.append(got[1])
-        if others or comps:
-            links = self._beside_links(links, comps, others)
-            if _count_nonzero(self._reserved[links]):
-                return None
-        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+        return shapes
+
+    def _beside_known_shapes(self, phases: Sequence[Sequence[Any]], held_by: list[Any]) -> list[PhaseShape] | None:
+        """:meth:`_beside_shapes` beside phase blocks alone, kept by the phases and the blocks'
+        (specs, segment) objects themselves (held in the entry): their fixed flows follow from
+        those, so the same TP ring beside the same DP hop's segment costs a lookup of a few ids,
+        not a tuple of every flow's links, caps and rates built and hashed."""
+        key = (*map(id, phases), *map(id, held_by))
+        got = self._beside_seg_known.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], (*phases, *held_by))):
+            return got[1]
+        shapes = self._beside_shapes(phases, [], held_by)
+        if len(self._beside_seg_known) >= CLASS_LEVEL_KNOWN:
+            self._beside_seg_known.clear()
+        self._beside_seg_known[key] = ((*phases, *held_by), shapes)
+        return shapes
 
     def _beside_links(self, links: np.ndarray, comps: list[Any], others: set[int]) -> np.ndarray:
         """:meth:`beside`'s links to reserve: ``links``, the block components ``comps``' and the
