@@ -83,7 +83,7 @@ try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through
     # (~1 us a call, on arrays of a few links asked about hundreds of thousands of times a step)
     from numpy._core.multiarray import count_nonzero as _count_nonzero
 except ImportError:  # numpy < 2
-    from numpy.core.multiarray import count_nonzero as _count_nonzero
+    from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
 
 
 class Beside(NamedTuple):
