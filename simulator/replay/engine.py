@@ -141,7 +141,7 @@ class Replayer:
         self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
                                  comm_started=self._comm_started)
         # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
-        self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None]] = {}
+        self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None, tuple[int, ...]]] = {}
         owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._route)
                   if exclusive_fast_path else None)
         self._exclusive = ExclusiveLinks(owners, network_factory, costs.capacity_Bps,
@@ -158,9 +158,12 @@ class Replayer:
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
         self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
         self._next_holder = 0
-        # plan key -> (seconds alone on an empty network, the links it crosses), shared links or not
-        self._alone_any: dict[tuple, tuple[float, np.ndarray]] = {}
+        # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
+        # shared links or not
+        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {}
         self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
+        # _absorbable's answers by (group, kind, size, stream, side kernels): (members, answer)
+        self._absorb_known: dict[tuple, tuple[tuple[int, ...], Absorbable | None]] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -592,30 +595,38 @@ class Replayer:
         info: Absorbable | None = None
         if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
             members, n_sim = self._group(R.rank, op.axes)
-            if len(members) <= 1:
-                info = Absorbable(0.0, members, None)
-            elif n_sim == 1:
-                plan, algo, alone = self._ready_plan(op, members)
-                if alone is not None:
-                    info = Absorbable(alone, members, algo)
-                elif self._reservable and not table.side_kernels:
-                    t, links = self._alone_anyway(op, members, plan)
-                    info = Absorbable(t, members, algo, links)
+            # the same for every op of that kind, size and stream in that group (members: the
+            # group's one tuple, _group): kept by those, not worked out again per op and rank
+            key = (id(members), op.op, op.size_bytes, op.stream, table.side_kernels)
+            hit = self._absorb_known.get(key)
+            if hit is not None and hit[0] is members:
+                info = hit[1]
+            else:
+                if len(members) <= 1:
+                    info = Absorbable(0.0, members, None)
+                elif n_sim == 1:
+                    plan, algo, alone = self._ready_plan(op, members)
+                    if alone is not None:
+                        info = Absorbable(alone, members, algo)
+                    elif self._reservable and not table.side_kernels:
+                        t, links = self._alone_anyway(op, members, plan)
+                        info = Absorbable(t, members, algo, links)
+                self._absorb_known[key] = (members, info)
         absorb[c] = info
         return info
 
     def _alone_anyway(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan) -> tuple[float, np.ndarray]:
         """The plan's seconds alone on an empty network (as ExclusiveLinks times an exclusive
-        one: latency, then each phase's closed form) and the links it crosses."""
-        key = (op.op, members, op.size_bytes)
-        hit = self._alone_any.get(key)
-        if hit is None:
+        one: latency, then each phase's closed form) and the links it crosses. Kept by the plan
+        (one per kind, members and size, _plan_of), checked to be the same."""
+        hit = self._alone_any.get(id(plan))
+        if hit is None or hit[0] is not plan:
             t = float(plan.latency_s)
             for phase in plan.phases:
                 if phase:
                     t += self.net.phase_duration(phase)
-            hit = self._alone_any[key] = (t, plan_links(plan))
-        return hit
+            hit = self._alone_any[id(plan)] = (plan, t, plan_links(plan))
+        return hit[1], hit[2]
 
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
@@ -726,14 +737,16 @@ class Replayer:
 
     def _ready_plan(self, op: CommOp, members: tuple[int, ...]) -> tuple[CollectivePlan, tuple[str, str], float | None]:
         """The collective's plan, its (algorithm, protocol) and its time alone (None when its
-        links are not its own), once per (kind, members, size, stream)."""
-        key = (op.op, members, op.size_bytes, op.stream)
+        links are not its own), once per (kind, members, size, stream). Kept by the members'
+        tuple itself (_group's, one per group: a DP group's hundred ranks are not hashed per
+        call), checked to be the same."""
+        key = (id(members), op.op, op.size_bytes, op.stream)
         hit = self._ready_plans.get(key)
-        if hit is None:
+        if hit is None or hit[3] is not members:
             plan = self._plan(op, members)
             algo = (str(getattr(plan, "algorithm", "")), str(getattr(plan, "protocol", "")))
-            hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan))
-        return hit
+            hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan), members)
+        return hit[0], hit[1], hit[2]
 
     def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]],
                         lone: bool):
