@@ -44,6 +44,7 @@ from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import simpy
+from simpy.events import Event, Timeout
 
 from simulator.costs.collectives import CollectivePlan
 from simulator.costs.flow_patterns import sorted_distinct
@@ -55,7 +56,7 @@ from simulator.replay.collector import built_frozen, collector_spared
 from simulator.replay.exclusive_links import ExclusiveLinks, link_owners, plan_links
 from simulator.replay.fold import fold_replay
 from simulator.replay.hang import hang_report
-from simulator.replay.links import Beside
+from simulator.replay.links import ABS_TOL_S, REL_TOL, Beside
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
@@ -63,23 +64,36 @@ from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp, P2POp
 
 
-_schedule = simpy.Environment.schedule
-
-
 class _CountingEnv(simpy.Environment):
-    """A SimPy environment that counts the events it schedules (for the sim stats): every event
-    (a timeout, a succeeded event, a process start) passes through ``schedule`` once. The
-    count is its own (SimPy's event ids are private); calling the base method directly rather
-    than through ``super()`` keeps the cost per event to well under a microsecond."""
+    """A SimPy environment that counts the events it processes (for the sim stats). Run to
+    the end of its schedule, every event scheduled (a timeout, a succeeded event, a process
+    start) is processed once, so ``run()`` counts its steps: one addition per event in the
+    loop, rather than a Python override of ``schedule`` that every event would pass through."""
 
     def __init__(self) -> None:
         super().__init__()
         self.n_events = 0
+        # SimPy binds its event constructors (env.timeout, env.event, ...) to the instance at
+        # init (BoundClass.bind_early), but only those in the instance's own class dict: for a
+        # subclass, every env.timeout would build a bound method first. Bound here as SimPy does.
+        for name in ("event", "timeout", "process", "all_of", "any_of"):
+            setattr(self, name, getattr(self, name))
 
-    def schedule(self, event: simpy.events.Event, priority: Any = simpy.events.NORMAL, delay: Any = 0) -> None:
-        self.n_events += 1
-        _schedule(self, event, priority, delay)
-
+    def run(self, until: Any = None) -> Any:
+        """``Environment.run()`` to the end of the schedule (as SimPy's loop: step until the
+        schedule is empty), counting the events; with ``until``, SimPy's own, uncounted."""
+        if until is not None:
+            return super().run(until)
+        step = self.step
+        n = 0
+        try:
+            while True:
+                step()
+                n += 1
+        except simpy.core.EmptySchedule:
+            return None
+        finally:
+            self.n_events += n
 
 @dataclass
 class _Hold:
@@ -127,7 +141,7 @@ class Replayer:
         self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
                                  comm_started=self._comm_started)
         # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
-        self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None]] = {}
+        self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None, tuple[int, ...]]] = {}
         owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._route)
                   if exclusive_fast_path else None)
         self._exclusive = ExclusiveLinks(owners, network_factory, costs.capacity_Bps,
@@ -144,8 +158,12 @@ class Replayer:
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
         self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
         self._next_holder = 0
-        # plan key -> (seconds alone on an empty network, the links it crosses), shared links or not
-        self._alone_any: dict[tuple, tuple[float, np.ndarray]] = {}
+        # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
+        # shared links or not
+        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {}
+        self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
+        # _absorbable's answers by (group, kind, size, stream, side kernels): (members, answer)
+        self._absorb_known: dict[tuple, tuple[tuple[int, ...], Absorbable | None]] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -216,7 +234,7 @@ class Replayer:
         """(Re)set the timer that ends the run at its last kernel's end."""
         run.token += 1
         token = run.token
-        timer = self.env.timeout(max(run.end[-1] - self.env.now, 0.0))
+        timer = Timeout(self.env, max(run.end[-1] - self.env.now, 0.0))
         timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
         if run.beside:
             self._expire(run)
@@ -233,7 +251,7 @@ class Replayer:
         every op that waits for it); the stream is marked blocked there."""
         ev = R.waiters.get(d)
         if ev is None:
-            ev = R.waiters[d] = self.env.event()
+            ev = R.waiters[d] = Event(self.env)
         R.blocked[stream] = (i, d)
         return ev
 
@@ -254,12 +272,16 @@ class Replayer:
         unless what waits there is a collective the block can take in (:meth:`_absorbable`):
         one the kernel after it waits for. None when the block would be one kernel alone."""
         table = R.table
-        dts, watchers, cross, done = table.dt, table.watchers, table.cross_deps, R.done
+        dts, watchers, cross, done, program = table.dt, table.watchers, table.cross_deps, R.done, table.program
+        after = table.synced_after  # host synchronisations (None: the program has none)
+        # (this loop visits every kernel of the step: its look-ups are bound once, and the
+        # checks that are calls elsewhere (_synced, all(...)) are written out)
         n = len(indices)
         q = p
         k = indices[p]
         ops = [k]
-        durs = [dts[k]]
+        durs: list[tuple[float, float]] = [dts[k]]  # type: ignore[list-item]
+        add_op, add_dur = ops.append, durs.append
         taken: set[int] = set()  # collectives taken into this block
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
@@ -271,9 +293,9 @@ class Replayer:
                 if len(ws) != 1 or q + 1 >= n:
                     break
                 nxt = indices[q + 1]
-                if dts[nxt] is None or c not in table.program[nxt].deps:
+                if dts[nxt] is None or c not in program[nxt].deps:
                     break
-                if not self._synced(R, c) or not self._synced(R, nxt):
+                if after is not None and not (self._synced(R, c) and self._synced(R, nxt)):
                     break  # the host issues them only once the GPU has ended a synced op
                 info = self._absorbable(R, c)
                 if info is None:
@@ -282,8 +304,12 @@ class Replayer:
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
                 first = indices[p]
-                if not all(done[d] or d in taken or (first <= d <= k and table.program[d].stream == "compute")
-                           for d in table.program[c].deps):
+                stop = False
+                for d in program[c].deps:
+                    if not (done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")):
+                        stop = True
+                        break
+                if stop:
                     break
                 alone, members, algo, links = info.alone, info.members, info.algo, info.links
                 if links is not None and not self.net.idle(links):
@@ -291,8 +317,8 @@ class Replayer:
                     # be timed beside that traffic until it ends (from the end of the block's
                     # kernels so far, laid out slowed: a later start is covered by the timer
                     # that hands it back, _expire).
-                    beside = self._beside(cast(CommOp, table.program[c]), members, links,
-                                          self.env.now + sum([d[1] for d in cast("list[tuple[float, float]]", durs)]))
+                    beside = self._beside(program[c], members, links,  # type: ignore[arg-type]
+                                          self.env.now + sum([d[1] for d in durs]))
                     if beside is None:
                         break
                     alone, links = beside.duration, beside.links
@@ -302,32 +328,45 @@ class Replayer:
                 R.groups[c] = members
                 if algo is not None:
                     R.algorithm[c] = algo
-                    stream = table.program[c].stream
+                    stream = program[c].stream
                     R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
                 taken.add(c)
-                ops.append(c)
-                durs.append((alone, alone))
-                if not all(done[d] or d in taken for d in cross[nxt]):
+                add_op(c)
+                add_dur((alone, alone))
+                stop = False
+                for d in cross[nxt]:
+                    if not (done[d] or d in taken):
+                        stop = True
+                        break
+                if stop:
                     break  # the block ends with the collective
             else:
                 if q + 1 >= n:
                     break
                 nxt = indices[q + 1]
-                if dts[nxt] is None:
+                dt = dts[nxt]
+                if dt is None:
                     break
                 cr = cross[nxt]
-                if cr and not all(done[d] or d in taken for d in cr):
-                    break
-                if not self._synced(R, nxt):
+                if cr:
+                    stop = False
+                    for d in cr:
+                        if not (done[d] or d in taken):
+                            stop = True
+                            break
+                    if stop:
+                        break
+                if after is not None and not self._synced(R, nxt):
                     break  # the host issues it only once the GPU has ended a synced op
             q += 1
             k = nxt
-            ops.append(k)
-            durs.append(dts[k])
+            add_op(k)
+            add_dur(dts[k])  # type: ignore[arg-type]
         if len(ops) == 1:
             return None
-        run = ComputeRun(ops, cast("list[tuple[float, float]]", durs), q - p + 1, self.env.event(),
-                         [self._issued(R, o) for o in ops])
+        issue = table.issue
+        gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
+        run = ComputeRun(ops, durs, q - p + 1, Event(self.env), gates)
         if held:
             run.held = held
             run.holder = self._next_holder
@@ -345,10 +384,17 @@ class Replayer:
         if not self._besides:
             return None
         plan = self._ready_plan(op, members)[0]
-        b = self.net.beside([ph for ph in plan.phases if ph], links)
+        b = self.net.beside(self._phases(plan), links)
         if b is None or start + plan.latency_s + b.duration > b.until:
             return None
         return Beside(b.shapes, plan.latency_s + b.duration, b.until, b.links)
+
+    def _phases(self, plan: CollectivePlan) -> list[Any]:
+        """The plan's phases that move bytes (plans are kept per replay: listed once each)."""
+        hit = self._phase_lists.get(id(plan))
+        if hit is None or hit[0] is not plan:
+            hit = self._phase_lists[id(plan)] = (plan, [ph for ph in plan.phases if ph])
+        return hit[1]
 
     def _expire(self, run: ComputeRun) -> None:
         """When the traffic a collective the block holds was timed beside changes its rates
@@ -362,14 +408,23 @@ class Replayer:
             if last > b.until and b.until not in run.expiring:
                 run.expiring.add(b.until)
                 holder, links = run.holder, b.links
-                timer = self.env.timeout(max(b.until - self.env.now, 0.0))
+                timer = Timeout(self.env, max(b.until - self.env.now, 0.0))
                 timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
                                        if self._holders.get(holder, (None, None))[1] is run else None)
 
     @staticmethod
     def _held_links(run: ComputeRun) -> np.ndarray:
-        held = run.held  # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
-        return held[0][1] if len(held) == 1 else sorted_distinct(np.concatenate([links for _, links in held]))
+        """The links the run's held collectives cross, once per ``run.held`` list (a new list
+        whenever it changes: ComputeRun.cut, _on_reserved): a block reserves and releases them,
+        and is called back on them, several times."""
+        held = run.held
+        cached = run.held_links
+        if cached is not None and cached[0] is held:
+            return cached[1]
+        # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
+        links = held[0][1] if len(held) == 1 else sorted_distinct(np.concatenate([links for _, links in held]))
+        run.held_links = (held, links)
+        return links
 
     def _release(self, run: ComputeRun) -> None:
         """The run has ended (or holds no reserved collective any more): free its links."""
@@ -384,8 +439,6 @@ class Replayer:
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
         that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
         links with it as it would have on the op-by-op replay."""
-        from simulator.replay.links import ABS_TOL_S, REL_TOL
-
         now = self.env.now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         for h in set(holders.tolist()):
@@ -448,7 +501,7 @@ class Replayer:
             return
         op = cast(CommOp, prog[c])
         plan, _, _ = self._ready_plan(op, R.groups[c])
-        done = self.env.event()
+        done = Event(self.env)
         R.handed[c] = (start_c, done)
         self._comm_started(R, +1)
         self._continue_on_network(plan, start_c, now, due, R, done, beside)
@@ -463,7 +516,7 @@ class Replayer:
         timed beside traffic of fixed rates (``beside``) has moved along its phases' trajectories
         there; its current phase goes on the network flow by flow as that has it
         (``resume_phase``)."""
-        phases = [ph for ph in plan.phases if ph]
+        phases = self._phases(plan)
         t = start + plan.latency_s
         first: simpy.Event | None = None
         k = 0
@@ -496,7 +549,7 @@ class Replayer:
         if first is not None:
             yield first
         elif wait > 0:
-            yield self.env.timeout(wait)
+            yield Timeout(self.env, wait)
         for phase in phases:
             yield self._phase(phase)
         self._ended_on_network(R, done)
@@ -509,10 +562,10 @@ class Replayer:
         hid = self._next_holder
         self._next_holder += 1
         now = self.env.now
-        hold = _Hold(plan, now, now + alone, links, self.env.event(), beside)
+        hold = _Hold(plan, now, now + alone, links, Event(self.env), beside)
         self._holds[hid] = hold
         self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
-        timer = self.env.timeout(alone)
+        timer = Timeout(self.env, alone)
         timer.callbacks.append(lambda _ev: self._hold_ends(hid, hold))
         yield hold.done
 
@@ -542,38 +595,47 @@ class Replayer:
         info: Absorbable | None = None
         if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
             members, n_sim = self._group(R.rank, op.axes)
-            if len(members) <= 1:
-                info = Absorbable(0.0, members, None)
-            elif n_sim == 1:
-                plan, algo, alone = self._ready_plan(op, members)
-                if alone is not None:
-                    info = Absorbable(alone, members, algo)
-                elif self._reservable and not table.side_kernels:
-                    t, links = self._alone_anyway(op, members, plan)
-                    info = Absorbable(t, members, algo, links)
+            # the same for every op of that kind, size and stream in that group (members: the
+            # group's one tuple, _group): kept by those, not worked out again per op and rank
+            key = (id(members), op.op, op.size_bytes, op.stream, table.side_kernels)
+            hit = self._absorb_known.get(key)
+            if hit is not None and hit[0] is members:
+                info = hit[1]
+            else:
+                if len(members) <= 1:
+                    info = Absorbable(0.0, members, None)
+                elif n_sim == 1:
+                    plan, algo, alone = self._ready_plan(op, members)
+                    if alone is not None:
+                        info = Absorbable(alone, members, algo)
+                    elif self._reservable and not table.side_kernels:
+                        t, links = self._alone_anyway(op, members, plan)
+                        info = Absorbable(t, members, algo, links)
+                self._absorb_known[key] = (members, info)
         absorb[c] = info
         return info
 
     def _alone_anyway(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan) -> tuple[float, np.ndarray]:
         """The plan's seconds alone on an empty network (as ExclusiveLinks times an exclusive
-        one: latency, then each phase's closed form) and the links it crosses."""
-        key = (op.op, members, op.size_bytes)
-        hit = self._alone_any.get(key)
-        if hit is None:
+        one: latency, then each phase's closed form) and the links it crosses. Kept by the plan
+        (one per kind, members and size, _plan_of), checked to be the same."""
+        hit = self._alone_any.get(id(plan))
+        if hit is None or hit[0] is not plan:
             t = float(plan.latency_s)
             for phase in plan.phases:
                 if phase:
                     t += self.net.phase_duration(phase)
-            hit = self._alone_any[key] = (t, plan_links(plan))
-        return hit
+            hit = self._alone_any[id(plan)] = (plan, t, plan_links(plan))
+        return hit[1], hit[2]
 
     # -- streams -------------------------------------------------------------------------
     def _stream(self, R: RankState, indices: list[int]):
         env = self.env
-        prog = R.table.program
-        dts = R.table.dt
-        issue = R.table.issue
-        synced_after = R.table.synced_after
+        table = R.table
+        prog, dts, issue, synced_after = table.program, table.dt, table.issue, table.synced_after
+        # R's arrays and tables are never replaced during the replay: bound once (this loop
+        # runs for every op of every simulated rank)
+        done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -582,36 +644,36 @@ class Replayer:
             p += 1
             op = prog[i]
             for d in op.deps:
-                if not R.done[d]:
+                if not done[d]:
                     yield self._waiter(R, op.stream, i, d)
             at = issue[i]
-            if synced_after is not None and (s := synced_after[i]) >= 0 and not R.done[i]:
+            if synced_after is not None and (s := synced_after[i]) >= 0 and not done[i]:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
-                if not R.done[s]:
+                if not done[s]:
                     yield self._waiter(R, op.stream, i, s)
                 at = self._issued(R, i)
-            if at > env.now and not R.done[i]:  # the host has not issued it yet (costs/host.py)
-                yield env.timeout(at - env.now)
-            if R.done[i]:
+            now = env.now
+            if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
+                yield Timeout(env, at - now)
+                now = env.now
+            if done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
-            R.ready[i] = env.now
+            r_ready[i] = now
             dt = dts[i]
             if dt is not None and blocks and (run := self._compute_run(R, indices, p - 1)) is not None:
                 R.run = run
-                run.plan(0, env.now, R.inflight > 0)
+                run.plan(0, now, R.inflight > 0)
                 self._arm(run)
                 yield run.event
                 R.run = None
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                R.ready[ops] = run.start
-                R.start[ops] = run.start
-                R.end[ops] = run.end
-                done = R.done
+                r_ready[ops] = run.start
+                r_start[ops] = run.start
+                r_end[ops] = run.end
                 for k in ops:
                     done[k] = 1
-                waiters = R.waiters
                 if waiters:
                     for k in ops:
                         ev = waiters.pop(k, None)
@@ -621,30 +683,31 @@ class Replayer:
                 p += run.n_kernels - 1
                 continue
             if dt is not None:
-                R.start[i] = env.now
+                r_start[i] = now
                 slowed = R.inflight > 0
                 dur = dt[1] if slowed else dt[0]
-                R.running = (env.now + dur, slowed or dt[1] == dt[0])
-                yield env.timeout(dur)
+                R.running = (now + dur, slowed or dt[1] == dt[0])
+                yield Timeout(env, dur)
                 while R.extend > 0:
                     extra, R.extend = R.extend, 0.0
-                    yield env.timeout(extra)
+                    yield Timeout(env, extra)
                 R.running = None
             elif type(op) is CommOp:
                 handed = R.handed.pop(i, None) if R.handed else None
                 if handed is None:
                     yield from self._collective(R, i, op)
                 else:  # a compute block had taken it in and handed it back (_hand_back)
-                    R.ready[i] = R.start[i] = handed[0]
+                    r_ready[i] = r_start[i] = handed[0]
                     yield handed[1]
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
-            R.end[i] = env.now
-            R.done[i] = 1
+            r_end[i] = env.now
+            done[i] = 1
             R.n_done += 1
-            ev = R.waiters.pop(i, None)
-            if ev is not None:
-                ev.succeed()
+            if waiters:
+                ev = waiters.pop(i, None)
+                if ev is not None:
+                    ev.succeed()
 
     def _collective(self, R: RankState, i: int, op: CommOp):
         members, n_sim = self._group(R.rank, op.axes)
@@ -657,34 +720,38 @@ class Replayer:
         if n_sim == 1:
             # The only simulated member (the others are mirror images): no rendezvous to wait at,
             # so no rendezvous record and no event to wake anyone.
-            yield from self._run_collective(op, members, ((R, i),))
+            yield from self._run_collective(op, members, ((R, i),), True)
             return
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
         if rv is None:
-            rv = self.rendezvous[key] = Rendezvous(op, members, n_sim, self.env.event())
+            rv = self.rendezvous[key] = Rendezvous(op, members, n_sim, Event(self.env))
         rv.arrived.append((R, i))
         if len(rv.arrived) < rv.expected:
             R.blocked[op.stream] = (i, "rendezvous")
             yield rv.event
             return
         del self.rendezvous[key]
-        yield from self._run_collective(op, members, rv.arrived)
+        yield from self._run_collective(op, members, rv.arrived, False)
         rv.event.succeed()
 
     def _ready_plan(self, op: CommOp, members: tuple[int, ...]) -> tuple[CollectivePlan, tuple[str, str], float | None]:
         """The collective's plan, its (algorithm, protocol) and its time alone (None when its
-        links are not its own), once per (kind, members, size, stream)."""
-        key = (op.op, members, op.size_bytes, op.stream)
+        links are not its own), once per (kind, members, size, stream). Kept by the members'
+        tuple itself (_group's, one per group: a DP group's hundred ranks are not hashed per
+        call), checked to be the same."""
+        key = (id(members), op.op, op.size_bytes, op.stream)
         hit = self._ready_plans.get(key)
-        if hit is None:
+        if hit is None or hit[3] is not members:
             plan = self._plan(op, members)
             algo = (str(getattr(plan, "algorithm", "")), str(getattr(plan, "protocol", "")))
-            hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan))
-        return hit
+            hit = self._ready_plans[key] = (plan, algo, self._exclusive.time_alone(op, members, plan), members)
+        return hit[0], hit[1], hit[2]
 
-    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]]):
-        """Every member has issued the collective: run it (latency, then its phases' flows)."""
+    def _run_collective(self, op: CommOp, members: tuple[int, ...], arrived: Sequence[tuple[RankState, int]],
+                        lone: bool):
+        """Every member has issued the collective: run it (latency, then its phases' flows).
+        ``lone``: the group has one simulated member (the others are its mirror images)."""
         now = self.env.now
         plan, algo, alone = self._ready_plan(op, members)
         for Rm, im in arrived:
@@ -692,17 +759,17 @@ class Replayer:
             self._comm_started(Rm, +1)
             Rm.algorithm[im] = algo
         held: tuple[float, np.ndarray] | None = None
-        if alone is None and self._reservable and len(arrived) == 1 and self._group(arrived[0][0].rank, op.axes)[1] == 1:
+        if alone is None and lone and self._reservable:
             held = self._alone_anyway(op, members, plan)
         if alone is not None:
-            yield self.env.timeout(alone)
+            yield Timeout(self.env, alone)
         elif held is not None and self.net.idle(held[1]):
             yield from self._held(plan, *held)
         elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
             yield from self._held(plan, beside.duration, beside.links, beside)
         else:
             if plan.latency_s > 0:
-                yield self.env.timeout(plan.latency_s)
+                yield Timeout(self.env, plan.latency_s)
             for phase in plan.phases:
                 if phase:
                     yield self._phase(phase)

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from dataclasses import dataclass
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import simpy
+from simpy.events import Event, Timeout
 
 from simulator.costs.flow_patterns import sorted_distinct
 from simulator.replay.fair_share import is_max_min, max_min_rates, max_min_rates_small
@@ -79,12 +79,19 @@ LIST_CAPACITY_LINKS = 1 << 16
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
 
+try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through Python wrappers
+    # (~1 us a call, on arrays of a few links asked about hundreds of thousands of times a step)
+    from numpy._core.multiarray import count_nonzero as _count_nonzero
+except ImportError:  # numpy < 2
+    from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
 
-@dataclass(frozen=True)
-class Beside:
+
+class Beside(NamedTuple):
     """Phases timed in closed form beside traffic of fixed rates (:meth:`FlowNetwork.beside`):
     each phase's trajectory on the capacity that traffic leaves, their total duration, until
-    when (absolute) the traffic keeps its rates, and the links to reserve meanwhile."""
+    when (absolute) the traffic keeps its rates, and the links to reserve meanwhile. (A named
+    tuple: built once or twice per collective timed beside, a frozen dataclass's per-field
+    ``object.__setattr__`` cost more than the rest of the answer.)"""
 
     shapes: tuple[PhaseShape, ...]
     duration: float
@@ -162,21 +169,31 @@ class FlowNetwork:
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
         self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
+        # per link, 1 where a block holds it (_owner >= 0): with _busy and _reserved, what
+        # idle() asks without comparisons (it is asked for every collective a compute block may
+        # hold, tens of thousands of times a step)
+        self._owned = np.zeros(cap.size, dtype=np.int64)
         self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
         # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
         self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
         # _component_rates' outcomes by the component's routes and caps
         self._component_known: dict[tuple[Any, ...], list[float]] = {}
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
-        # collective they time alone, engine._compute_run): per link the holder's id (-1: none).
+        # collective they time alone, engine._compute_run): per link the holder's id plus one
+        # (0: none; reserve and release, asked once or twice per collective held, test and count
+        # it without a comparison).
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
         # that the holder can put what it holds there on the network before the newcomer is
         # placed (:meth:`reserve`).
-        self._reserved = np.full(cap.size, -1, dtype=np.int64)
+        self._reserved = np.zeros(cap.size, dtype=np.int64)
         self._n_reserved = 0
         self.on_reserved: Any = None
         # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
         self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
+        # _beside_known_shapes' answers by (phases, block specs and segments), held by identity
+        self._beside_seg_known: dict[tuple[int, ...], tuple[tuple[Any, ...], list[PhaseShape] | None]] = {}
+        # _beside_links' answers by (links, block components), held by identity
+        self._beside_links_known: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = {}
 
     # ------------------------------------------------------------------ public
     @property
@@ -222,7 +239,7 @@ class FlowNetwork:
         have finished. Items: ``(links, nbytes[, rate_cap_Bps])`` or objects with those fields.
         Zero-byte flows, and flows over no link without a cap, finish immediately."""
         batch = checked_flows(flows, self._n_links)
-        event = self.env.event()
+        event = Event(self.env)
         if not batch:
             event.succeed()
             return event
@@ -249,7 +266,8 @@ class FlowNetwork:
     def idle(self, links: np.ndarray) -> bool:
         """Whether no flow, phase block or reservation holds any of ``links`` now (flows started
         this instant are not counted yet: their arrival calls ``on_reserved`` like any other)."""
-        return not (self._busy[links].any() or (self._owner[links] >= 0).any() or (self._reserved[links] >= 0).any())
+        return not (_count_nonzero(self._busy[links]) or _count_nonzero(self._owned[links])
+                    or _count_nonzero(self._reserved[links]))
 
     def reserve(self, holder: int, links: np.ndarray) -> None:
         """Reserve ``links`` (idle ones, :meth:`idle`) for ``holder`` (an id >= 0): until
@@ -259,14 +277,18 @@ class FlowNetwork:
         else uses; called back, it puts that traffic on the network as it stands at that
         moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
         if the traffic had been on the network all along."""
-        self._n_reserved += int(np.count_nonzero(self._reserved[links] < 0))
-        self._reserved[links] = holder
+        reserved = self._reserved
+        self._n_reserved += links.size - int(_count_nonzero(reserved[links]))
+        reserved[links] = holder + 1
 
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
-        mine = links[self._reserved[links] == holder]
-        self._reserved[mine] = -1
-        self._n_reserved -= int(mine.size)
+        reserved = self._reserved
+        mine = reserved[links] == holder + 1
+        n = int(_count_nonzero(mine))
+        if n:
+            reserved[links if n == links.size else links[mine]] = 0
+            self._n_reserved -= n
 
     def beside(self, phases: Sequence[Sequence[Any]], links: np.ndarray) -> Beside | None:
         """``phases``, run one after the other from now on ``links`` (every link they cross),
@@ -290,19 +312,22 @@ class FlowNetwork:
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
-        if (self._reserved[links] >= 0).any():
+        if _count_nonzero(self._reserved[links]):
             return None
         held = self._owner[links]
         on = held >= 0
         busy = self._busy[links] > 0
-        if not on.any() and not busy.any():  # (what the claim put on the network has not started yet)
+        if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
         now = self.env.now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
-        others: set[int] = set()  # the links of those components
-        if busy.any():
+        others: set[int] = set()  # the links of those components (of ordinary flows)
+        comps: list[Any] = []  # those components (of phase blocks)
+        held_by: list[Any] = []  # (specs, segment in force) of each of them
+        flowing = bool(_count_nonzero(busy))
+        if flowing:
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
             if self._new or self._seeds or self._dirty or self._update_pending:
@@ -327,8 +352,25 @@ class FlowNetwork:
             until = min(until, block.t0 + end)
             if seg is None:
                 continue  # ended: its links carry nothing until the block ends
-            others.update(comp.links)
-            specs = block.shape.specs
+            comps.append(comp)
+            held_by.append(block.shape.specs)
+            held_by.append(seg)
+        shapes = self._beside_shapes(phases, fixed, held_by) if flowing else self._beside_known_shapes(phases, held_by)
+        if shapes is None:
+            return None
+        if others or comps:
+            links = self._beside_links(links, comps, others)
+            if _count_nonzero(self._reserved[links]):
+                return None
+        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+
+    def _beside_shapes(self, phases: Sequence[Sequence[Any]], fixed: list[tuple[tuple[int, ...], float, float]],
+                       held_by: list[Any]) -> list[PhaseShape] | None:
+        """:meth:`beside`'s trajectories of ``phases`` beside the flows ``fixed`` (links, cap,
+        rate) and the block components' segments in force (``held_by``: specs, segment, ...),
+        kept by those (``_beside_known``); None where one is not the max-min one."""
+        for j in range(0, len(held_by), 2):
+            specs, seg = held_by[j], held_by[j + 1]
             fixed.extend((specs[i][0], specs[i][2], r) for i, r in zip(seg.alive, seg.rate))
         key = tuple(fixed)
         shapes: list[PhaseShape] = []
@@ -342,12 +384,43 @@ class FlowNetwork:
             if got[1] is None:
                 return None
             shapes.append(got[1])
-        if others:
-            others.update(links.tolist())
-            links = np.array(sorted(others), dtype=np.int64)
-            if (self._reserved[links] >= 0).any():
-                return None
-        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
+        return shapes
+
+    def _beside_known_shapes(self, phases: Sequence[Sequence[Any]], held_by: list[Any]) -> list[PhaseShape] | None:
+        """:meth:`_beside_shapes` beside phase blocks alone, kept by the phases and the blocks'
+        (specs, segment) objects themselves (held in the entry): their fixed flows follow from
+        those, so the same TP ring beside the same DP hop's segment costs a lookup of a few ids,
+        not a tuple of every flow's links, caps and rates built and hashed."""
+        key = (*map(id, phases), *map(id, held_by))
+        got = self._beside_seg_known.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], (*phases, *held_by))):
+            return got[1]
+        shapes = self._beside_shapes(phases, [], held_by)
+        if len(self._beside_seg_known) >= CLASS_LEVEL_KNOWN:
+            self._beside_seg_known.clear()
+        self._beside_seg_known[key] = ((*phases, *held_by), shapes)
+        return shapes
+
+    def _beside_links(self, links: np.ndarray, comps: list[Any], others: set[int]) -> np.ndarray:
+        """:meth:`beside`'s links to reserve: ``links``, the block components ``comps``' and the
+        flows' ``others``, sorted. Without flows they are kept by the components and ``links``
+        (the objects themselves, held in the entry): a DP ring's component crosses hundreds of
+        links, and the same TP ring meets the same components again and again."""
+        key = None
+        if not others:
+            key = (id(links), *map(id, comps))
+            got = self._beside_links_known.get(key)
+            if got is not None and got[0] is links and all(a is b for a, b in zip(got[1], comps)):
+                return got[2]
+        for comp in comps:
+            others.update(comp.links)
+        others.update(links.tolist())
+        out = np.array(sorted(others), dtype=np.int64)
+        if key is not None:
+            if len(self._beside_links_known) >= CLASS_LEVEL_KNOWN:
+                self._beside_links_known.clear()
+            self._beside_links_known[key] = (links, tuple(comps), out)
+        return out
 
     def _flow_components(self, links: list[int]) -> tuple[list[ActiveFlow], set[int]] | None:
         """The active flows connected (through shared links) to ``links`` and every link they
@@ -416,7 +489,7 @@ class FlowNetwork:
         """Put on the network, flow by flow, a phase that started at ``t0`` and has moved
         since along ``shape``'s trajectory (timed outside the network, :meth:`beside`), with
         the bytes each flow has left now; the event fires when they have all finished."""
-        event = self.env.event()
+        event = Event(self.env)
         group = FlowGroup(0, event)
         if self._n_reserved:
             self._claim(shape.links)
@@ -438,9 +511,9 @@ class FlowNetwork:
     def _claim(self, links: np.ndarray) -> None:
         """Traffic is about to start on ``links``: call back the holders of reserved ones."""
         held = self._reserved[links]
-        hit = held >= 0
-        if hit.any() and self.on_reserved is not None:
-            self.on_reserved(held[hit], links[hit])
+        if _count_nonzero(held) and self.on_reserved is not None:
+            hit = held > 0
+            self.on_reserved(held[hit] - 1, links[hit])
 
     def transfer_phase(self, phase: Sequence[Any], t0: float | None = None) -> simpy.Event:
         """:meth:`transfer_many` for a phase that starts again and again (a collective plan's
@@ -453,7 +526,7 @@ class FlowNetwork:
         since then outside the network (a reservation's holder handing it over, :meth:`reserve`);
         its flows are where their solo trajectories put them at the current time."""
         shape = self._shape(phase)
-        event = self.env.event()
+        event = Event(self.env)
         if not shape.components:
             event.succeed()
             return event
@@ -468,12 +541,12 @@ class FlowNetwork:
         met: set[int] = set()
         if self._flows:
             busy = self._busy[shape.links] > 0
-            if busy.any():
+            if _count_nonzero(busy):
                 met.update(shape.component_of_link[busy].tolist())
         if self._blocks:
             held = self._owner[shape.links]
             clash = held >= 0
-            if clash.any():
+            if _count_nonzero(clash):
                 met.update(shape.component_of_link[clash].tolist())
                 self._break(held[clash], shape.links[clash], now)
         fid = self._next_fid
@@ -489,7 +562,7 @@ class FlowNetwork:
             self._blocks[fid] = block
             # the links of the components kept in the block
             kept = shape.links if not met else shape.links[np.asarray(alive, dtype=bool)[shape.component_of_link]]
-            self._owner[kept] = fid
+            self._set_owner(kept, fid)
             heapq.heappush(self._heap, (block.finish, fid, block))
         self.stats.flows_started += shape.n_flows
         self._schedule_update()
@@ -501,7 +574,7 @@ class FlowNetwork:
             # Defer the recompute to the end of this instant so that every flow started now
             # (by any caller) shares one recompute.
             self._update_pending = True
-            trigger = self.env.event()
+            trigger = Event(self.env)
             trigger.callbacks.append(self._on_start)
             trigger.succeed()
 
@@ -534,7 +607,7 @@ class FlowNetwork:
             block.alive[c] = False
             self.stats.components_broken += 1
             comp = shape.components[c]
-            self._owner[np.asarray(comp.links, dtype=np.int64)] = -1
+            self._set_owner(np.asarray(comp.links, dtype=np.int64), -1)
             idx, rem = comp.remaining_arrays(now - block.t0)
             flows = comp.flow_array()
             if idx.size:  # the component's flows that finished inside the block, in order
@@ -553,6 +626,11 @@ class FlowNetwork:
                 block.group.outstanding -= 1  # its flows are all ordinary now (never 0 here)
             elif finish != before:
                 heapq.heappush(self._heap, (finish, fid, block))
+
+    def _set_owner(self, links: np.ndarray, fid: int) -> None:
+        """Mark ``links`` held by block ``fid`` (-1: by none), and ``_owned`` with them."""
+        self._owner[links] = fid
+        self._owned[links] = 1 if fid >= 0 else 0
 
     def _done_per_link(self) -> np.ndarray:
         """Bytes per link carried by finished flows (the pending chunks folded in)."""
@@ -587,13 +665,13 @@ class FlowNetwork:
             del self._blocks[block.fid]
             shape = block.shape
             if all(block.alive):
-                self._owner[shape.links] = -1
+                self._set_owner(shape.links, -1)
                 self._done(*shape.link_totals())
                 self.stats.bytes_delivered += shape.total_bytes
                 self.stats.flows_finished += shape.n_flows
                 continue
             mask = self._owner[shape.links] == block.fid
-            self._owner[shape.links[mask]] = -1
+            self._set_owner(shape.links[mask], -1)
             # the components still alive delivered all their flows' bytes (broken ones were
             # accounted as they broke)
             links, nbytes, delivered, n_flows = shape.alive_totals(block.alive)
@@ -618,7 +696,7 @@ class FlowNetwork:
                 # New flows on links a block holds: that block's component becomes ordinary flows.
                 held = self._owner[links]
                 clash = held >= 0
-                if clash.any():
+                if _count_nonzero(clash):
                     self._break(held[clash], links[clash], now)
             if len(self._new) != n_new:  # flows of broken components joined them
                 links, counts = link_counts(self._new)
@@ -1014,7 +1092,7 @@ class FlowNetwork:
         if self._timer_at != finish:
             self._timer_token += 1
             self._timer_at = finish
-            timer = self.env.timeout(max(finish - now, 0.0), value=self._timer_token)
+            timer = Timeout(self.env, max(finish - now, 0.0), self._timer_token)
             timer.callbacks.append(self._on_timer)
 
     def _complete(self, finished: list[ActiveFlow]) -> None:

@@ -174,7 +174,7 @@ class ComputeRun:
     of the entries are the compute stream's."""
 
     __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token", "held", "holder",
-                 "beside", "expiring")
+                 "beside", "expiring", "held_links")
 
     def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event,
                  gates: list[float] | None = None) -> None:
@@ -191,6 +191,7 @@ class ComputeRun:
         # lasts: (entry index, links), and the reservation's holder id (-1: none)
         self.held: list[tuple[int, np.ndarray]] = []
         self.holder = -1
+        self.held_links: tuple[list[tuple[int, np.ndarray]], np.ndarray] | None = None  # engine._held_links
         # held entries timed beside traffic of fixed rates: entry index -> the network's
         # closed form of their phases there (links.Beside)
         self.beside: dict[int, Any] = {}
