@@ -137,6 +137,13 @@ def _bloom(rows: list[Row]) -> list[Case]:
     return out[:8]
 
 
+# The NCCL of the 2021 paper's runs: its launch scripts (NVIDIA/Megatron-LM examples/sc21/SRUN.sh @de7dc40f)
+# run every job in ``nvcr.io/nvidia/pytorch:20.12-py3``, whose release notes list NCCL 2.8.3; it
+# runs with the tables of 2.8.4, the oldest encoded release (costs/nccl_versions.py: one older
+# than 2.8.4 uses 2.8.4's), whose tuner (v2.8.4-1 ``tuning.cc``) has the same latencies and caps.
+MEGATRON2021_NCCL = "2.8.3"
+
+
 def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
     """The ZeRO-3 rows of arXiv:2104.04473 Table 2: GPT-175B and GPT-530B under DeepSpeed ZeRO-3
     with no tensor or pipeline parallelism (dp = GPUs), on DGX A100 (Selene), global batch fixed
@@ -156,7 +163,7 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
             f"mlm2021-zero3-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
             micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16", recompute="full",
             parallel=dict(zero=3, zero3_impl="deepspeed-2021"), stack=MEGATRON_LEGACY),
-            "megatron_hfu_tflops", float(r["value"]), n))
+            "megatron_hfu_tflops", float(r["value"]), n, nccl_version=MEGATRON2021_NCCL))
     return out
 
 
@@ -193,7 +200,8 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} {n} GPUs", make_scenario(
         f"mlm2021-{source}-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
         micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16", recompute="full",
-        parallel=par, stack=MEGATRON_LEGACY), "megatron_hfu_tflops", float(r["value"]), n)
+        parallel=par, stack=MEGATRON_LEGACY), "megatron_hfu_tflops", float(r["value"]), n,
+        nccl_version=MEGATRON2021_NCCL)
 
 
 # Forward and backward passes of one pipeline (pp x vp x micro-batches) above which a Megatron 2021
