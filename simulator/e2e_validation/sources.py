@@ -186,12 +186,16 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     distributed optimizer (it came in 2022). The local DDP of that commit AllReduces every fp16
     gradient in one flat buffer after the backward (``megatron/model/distributed.py``);
     ``--DDP-impl torch`` is PyTorch's DDP, 25 MB buckets reduced during the backward of the last
-    micro-batch (Megatron runs the others under ``no_sync``)."""
+    micro-batch (Megatron runs the others under ``no_sync``). Either way the weight gradients
+    accumulate through autograd: ``F.linear`` in ``mpu/layers.py`` (fused accumulation came in
+    2022), so every micro-batch after the first adds its fp16 gradients into ``param.grad``
+    (``gradient_accumulation_fusion: false``)."""
     n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
     dp, layers = n // (tp * pp), parse_int(r["layers"])
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     torch_ddp = "--DDP-impl torch" in r["notes"]
     par: dict = dict(tp=tp, pp=pp, zero=0, overlap_grad_reduce=torch_ddp, grad_reduce_dtype="fp16",
+                     gradient_accumulation_fusion=False,
                      ddp_bucket_elements=TORCH_DDP_BUCKET_FP16 if torch_ddp else ONE_FLAT_BUFFER,
                      async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
     vp = parse_int(r["vp"]) or (smallest_interleave(layers // pp) if pp > 1 else 1)
