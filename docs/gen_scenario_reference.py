@@ -52,6 +52,7 @@ NOTES = {
                   "synchronisation at every fetch) or as FSDP2 (per block)",
     "pp_layers": "transformer layers per pipeline stage; default: as even as possible",
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
+    "gradient_accumulation_fusion": "the weight-gradient GEMM accumulates into the gradient buffer (Megatron --gradient-accumulation-fusion, 2022 on); false: autograd adds each micro-batch's weight gradients in a kernel per tensor (Megatron-LM 2020-2021)",
     "zero1_impl": "ZeRO-1 as Megatron's distributed optimizer runs it (ReduceScatter of the gradients, AllGather "
                   "of the parameters) or as DeepSpeed's BF16_Optimizer (deepspeed-bf16, BLOOM: fp32 gradients "
                   "accumulated every micro-batch and AllReduced whole)",

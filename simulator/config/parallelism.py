@@ -90,6 +90,13 @@ class Parallel(BaseModel):
     scatter_gather_tensors_in_pipeline: bool = False
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    # true: the weight-gradient GEMM accumulates into the gradient buffer itself (Megatron-LM's
+    # --gradient-accumulation-fusion, 2022-02 onwards, 83b1e42f; Megatron-Core's default). false:
+    # each micro-batch's weight gradients are a new tensor that autograd's AccumulateGrad adds to
+    # the accumulated ones, one kernel per parameter tensor (Megatron-LM 2020-2021: F.linear in
+    # mpu/layers.py; simulator/schedule/data_parallel.py ``unfused_accumulate_bytes``). DDP and
+    # ZeRO-1 only: ZeRO-2/3 and DeepSpeed's bf16 optimizer model their own accumulation.
+    gradient_accumulation_fusion: bool = True
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).
     ddp_bucket_elements: int | None = Field(default=None, gt=0)
     # DeepSpeed ZeRO-3 knobs in elements, defaults of deepspeed/runtime/zero/config.py.

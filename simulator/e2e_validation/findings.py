@@ -450,7 +450,7 @@ GPT-530B 157 and 151 s against 180 and 184 s), so what is left is mostly not a c
 every row but the first is 14-22% optimistic. It is not the compute either: the table's PTD-P
 rows, on the same models, GPUs and 2021 stack (source `megatron2021_ptdp`: TP 8 × PP 12, the
 interleaved schedule with scatter/gather, micro-batch 1, full recompute, Megatron's local DDP
-reducing after the backward), come out at +3.1%, +4.6% and +8.0% (GPT-175B on 384, 768 and
+reducing after the backward), come out at +0.2%, +1.7% and +5.0% (GPT-175B on 384, 768 and
 1,536 GPUs; the GPT-530B rows, run non-interleaved for an earlier version of this finding, were
 within ±1.5%). What remains is in the ZeRO-3 path: the AllGathers
 and AllReduces over rings of 48 to 280 nodes (the model's 1.2 GB AllGather over 1,536 ranks
@@ -490,7 +490,13 @@ DP 6-32), Table 2 runs GPT-175B at TP 8 × PP 12 on 384, 768 and 1,536 GPUs at a
 scored sources (`megatron2021_weak`, `megatron2021_ptdp`), built as that Megatron-LM ran them:
 "the interleaved pipeline schedule with the scatter/gather optimization enabled" (§5.1),
 materialised attention scores, the blocking TP AllReduce of early 2021, the local DDP's one flat
-fp16 AllReduce after the backward. Neither table prints the micro-batch or the virtual stages.
+fp16 AllReduce after the backward, and the gradient accumulation of a Megatron-LM without fused
+accumulation (it came in 2022): every linear layer is `F.linear` (`mpu/layers.py` @de7dc40f), so
+autograd adds each micro-batch's fp16 weight gradients into `param.grad` after the first, a
+memory-bound pass of 6 bytes per parameter per micro-batch (about 7 ms per micro-batch on a
+GPT-175B rank of 1.82B parameters, 3.6% of its step at micro-batch 1), and NCCL 2.8.3, that of the
+NGC PyTorch 20.12 container of the launch scripts (`SRUN.sh`). Neither table prints the
+micro-batch or the virtual stages.
 Table 1's come from the paper's launch scripts (NVIDIA/Megatron-LM `examples/sc21/run_table_1.sh`):
 micro-batch 16, 16, 16, 8, 4, 2, 2, 1 from 1.7B to 310B, vp 3, 2, 2 for 76B, 145B, 310B and the
 plain 1F1B schedule for 39B, PyTorch's DDP (overlapped with the backward) up to 18B. Table 2 has
@@ -501,31 +507,46 @@ GPT-530B at TP 8 × PP 35 1 layer (vp 3, `run_table_1.sh`), both the local DDP. 
 530B and 1T pipelines (280-1,120 micro-batches through 105-128 virtual stages, not folded) are
 left out for run time.
 
-- Table 1, 1.7B-310B: +3.3% to +11.2%, median |error| 7.1%, all optimistic. At micro-batch 16
+- Table 1, 1.7B-310B: +3.2% to +10.1%, median |error| 7.9%, all optimistic (the accumulation
+  moves the pipelined rows 39B-310B from +4.0/+12.1/+5.8/+7.5% to +3.2/+10.1/+3.8/+3.3%; the
+  1.7B-7.5B rows run one micro-batch per step and have none). At micro-batch 16
   the 1.7B step is 99.8% compute, a third of it the materialised attention core at seq 2048;
   its batched GEMMs are priced by their per-head shape (s×s×d, s×d×s), checked on Megatron's
   attention in the FlashAttention paper's appendix tables (A100-40GB, d = 64: the fused-softmax
   backward within 7% at seq 2048). What may remain there is the fused softmax's forward: the
   paper's masked forward row (its kernel; 5.80 ms) is 1.5 ms slower than the unmasked one
   (PyTorch's softmax), where the model's forward is 3.6 ms.
-- Table 2, GPT-175B: +3.1%, +4.6%, +8.0%: the measured eq. 3 TFLOP/s fall 153 → 149 → 141 as
-  DP grows, the predicted 157.7 → 155.8 → 152.2. The cost that grows with DP at this fixed batch
-  is the pipeline bubble (11 of 1,536 → 384 virtual-stage passes at vp 4) and the one fp16
-  AllReduce of 3.6 GB per GPU that the step's compute no longer dwarfs; the model has both, and
-  misses more than half of the measured drop (−7.8% measured, −3.5% predicted).
+- Table 2, GPT-175B: +0.2%, +1.7%, +5.0% (+3.9%, +5.5%, +8.8% before the accumulation): the
+  measured eq. 3 TFLOP/s fall 153 → 149 → 141 as DP grows, the predicted 153.3 → 151.5 → 148.0.
+  The cost that grows with DP at this fixed batch is the pipeline bubble (11 of 1,536 → 384
+  virtual-stage passes at vp 4) and the one fp16 AllReduce of 3.8 GB per GPU that the step's
+  compute no longer dwarfs; the model has both, and misses more than half of the measured drop
+  (−7.8% measured, −3.4% predicted). Written as step = a·m + b over the m = 384, 192, 96
+  micro-batches per pipeline, the measured steps (76.8, 39.4, 20.8 s, to the table's rounding)
+  give a = 0.193-0.196 s and b = 2.0-2.5 s; the model has a = 0.197 s and b = 0.9 s (bubble
+  0.51 s, the DP AllReduce 0.25-0.31 s, the optimizer 0.05 s). The AllReduce is NCCL 2.8's ring
+  on Simple at 23.6 GB/s of bus bandwidth, one HDR NIC per GPU (each of a node's 8 data-parallel
+  groups on its own NIC; the stage's pipeline exchanges are over by then), the per-GPU NIC rate
+  the ZeRO-3 rows' non-compute time matches: it accounts for 0.06 s of growth from DP 4 to 16
+  and 0.3 s in all, where the measured fixed cost exceeds the model's by about 1.1-1.6 s; at that
+  NIC rate the AllReduce cannot be it (it would take 5 GB/s). Megatron-LM's other per-step work
+  of that commit is small: the fp16 → fp32 gradient copy and unscale of
+  `Float16OptimizerWithFloat16Params` (14 bytes per parameter, about 17 ms), the local DDP's
+  flatten and copy back (about 15 ms), the found-inf and gradient-norm AllReduces over the
+  model-parallel group and the tied embedding's AllReduce (latency, and 157 MB between two nodes).
 
 These rows put the multi-node regime (≥ 512 GPUs) on runs that share the A100 derate's era and
 the ZeRO-3 rows' clusters: where the ZeRO-3 rows are 11-25% optimistic, the PTD-P rows on the
-same clusters and GPUs are within +3.1% .. +11.2%.
+same clusters and GPUs are within +0.2% .. +10.1%.
 
 What the other rows at ≥ 512 GPUs share is their source, not their scale. Each source's bias is
 the same on its small runs: Megatron-LM 2020 is +13% to +17% from 128 to 1,024 GPUs; NeMo's
 context-parallel H100 rows grow with the sequence (the attention kernel's share), +11% at 8K on
 8 GPUs to +37% at 1M on 1,024; Megatron-Core 2024 is pessimistic at every TP > 1, from 96 GPUs
 on; the ZeRO-3 rows are optimistic from the first (384 GPUs). Where the GPUs grow for one model
-of one source, the error moves by a few points: +3.1% → +8.0% (PTD-P GPT-175B, 384 → 1,536
+of one source, the error moves by a few points: +0.2% → +5.0% (PTD-P GPT-175B, 384 → 1,536
 GPUs), +10.9% → +16.3% and +20.4% → +25.3% (ZeRO-3, 384 → 1,536 and 640 → 2,240), and the
-Megatron-LM 2021 weak scaling stays within +3.3% .. +11.2% from 32 to 1,920 GPUs.
+Megatron-LM 2021 weak scaling stays within +3.2% .. +10.1% from 32 to 1,920 GPUs.
 
 ## BLOOM's shape search: the production batch
 

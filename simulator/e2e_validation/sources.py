@@ -137,6 +137,13 @@ def _bloom(rows: list[Row]) -> list[Case]:
     return out[:8]
 
 
+# The NCCL of the 2021 paper's runs: its launch scripts (NVIDIA/Megatron-LM examples/sc21/SRUN.sh @de7dc40f)
+# run every job in ``nvcr.io/nvidia/pytorch:20.12-py3``, whose release notes list NCCL 2.8.3; it
+# runs with the tables of 2.8.4, the oldest encoded release (costs/nccl_versions.py: one older
+# than 2.8.4 uses 2.8.4's), whose tuner (v2.8.4-1 ``tuning.cc``) has the same latencies and caps.
+MEGATRON2021_NCCL = "2.8.3"
+
+
 def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
     """The ZeRO-3 rows of arXiv:2104.04473 Table 2: GPT-175B and GPT-530B under DeepSpeed ZeRO-3
     with no tensor or pipeline parallelism (dp = GPUs), on DGX A100 (Selene), global batch fixed
@@ -156,7 +163,7 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
             f"mlm2021-zero3-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
             micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16", recompute="full",
             parallel=dict(zero=3, zero3_impl="deepspeed-2021"), stack=MEGATRON_LEGACY),
-            "megatron_hfu_tflops", float(r["value"]), n))
+            "megatron_hfu_tflops", float(r["value"]), n, nccl_version=MEGATRON2021_NCCL))
     return out
 
 
@@ -179,12 +186,16 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     distributed optimizer (it came in 2022). The local DDP of that commit AllReduces every fp16
     gradient in one flat buffer after the backward (``megatron/model/distributed.py``);
     ``--DDP-impl torch`` is PyTorch's DDP, 25 MB buckets reduced during the backward of the last
-    micro-batch (Megatron runs the others under ``no_sync``)."""
+    micro-batch (Megatron runs the others under ``no_sync``). Either way the weight gradients
+    accumulate through autograd: ``F.linear`` in ``mpu/layers.py`` (fused accumulation came in
+    2022), so every micro-batch after the first adds its fp16 gradients into ``param.grad``
+    (``gradient_accumulation_fusion: false``)."""
     n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
     dp, layers = n // (tp * pp), parse_int(r["layers"])
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     torch_ddp = "--DDP-impl torch" in r["notes"]
     par: dict = dict(tp=tp, pp=pp, zero=0, overlap_grad_reduce=torch_ddp, grad_reduce_dtype="fp16",
+                     gradient_accumulation_fusion=False,
                      ddp_bucket_elements=TORCH_DDP_BUCKET_FP16 if torch_ddp else ONE_FLAT_BUFFER,
                      async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
     vp = parse_int(r["vp"]) or (smallest_interleave(layers // pp) if pp > 1 else 1)
@@ -193,7 +204,8 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
     return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} {n} GPUs", make_scenario(
         f"mlm2021-{source}-{r['model_name']}-{n}", "dgx-a100", n, gpt_model(r),
         micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16", recompute="full",
-        parallel=par, stack=MEGATRON_LEGACY), "megatron_hfu_tflops", float(r["value"]), n)
+        parallel=par, stack=MEGATRON_LEGACY), "megatron_hfu_tflops", float(r["value"]), n,
+        nccl_version=MEGATRON2021_NCCL)
 
 
 # Forward and backward passes of one pipeline (pp x vp x micro-batches) above which a Megatron 2021

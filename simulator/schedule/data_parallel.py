@@ -52,6 +52,21 @@ from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
 PARAM_BYTES = 2
+
+
+def unfused_accumulate_bytes(grad_bytes: int, mb: int) -> int:
+    """HBM bytes per parameter of micro-batch `mb`'s gradient accumulation without fusion
+    (``parallel.gradient_accumulation_fusion`` false): autograd's AccumulateGrad
+    (torch/csrc/autograd/functions/accumulate_grad.h) adopts the first gradient as ``param.grad``
+    when the step began with none (Megatron-LM 2021 zeroes with ``set_to_none=True``:
+    megatron/optimizer/optimizer.py ``zero_grad``) and adds each later one in place,
+    ``variable_grad += new_grad`` (read 2 + 2, write 2 bytes in fp16); into fp32 ``main_grad``
+    buffers (Megatron-LM's local DDP with ``--accumulate-allreduce-grads-in-fp32``, Mar 2021
+    b4bc51b1: ``param.main_grad.add_(param.grad.data)`` in its backward hook) every micro-batch is
+    added, the first included (read 4 + 2, write 4)."""
+    if grad_bytes == PARAM_BYTES:
+        return 3 * PARAM_BYTES if mb else 0
+    return PARAM_BYTES + 2 * grad_bytes
 # update_hp_grads per parameter: lp.grad.to(fp32) reads 2 and writes 4 bytes, add_ reads 4 + 4 and writes 4
 HP_GRAD_UPDATE_BYTES = 18
 
@@ -133,8 +148,19 @@ class GradSync:
 
     def accumulate(self, pb: ProgramBuilder, chunk: int, mb: int, after: int) -> int:
         """After micro-batch `mb`'s backward of model chunk `chunk`: work on its gradients that
-        the pass itself includes (before its gradient is sent on); returns the pass's last op."""
-        return after
+        the pass itself includes (before its gradient is sent on); returns the pass's last op.
+        Here: without gradient-accumulation fusion, autograd's in-place sum of each weight
+        gradient into the accumulated one (:func:`unfused_accumulate_bytes`), a kernel per tensor."""
+        if self.scn.parallel.gradient_accumulation_fusion or self.scn.parallel.zero >= 2:
+            return after
+        mods = [m for u in self.chunks[chunk] for m in u.modules]
+        n = sum(m.numel for m in mods)
+        per = unfused_accumulate_bytes(self.grad_bytes, mb)
+        if not n or not per:
+            return after
+        return pb.add(ComputeOp(name=f"autograd.accumulate_grad.c{chunk}.mb{mb}", kind="elementwise",
+                                flops=float(n), hbm_bytes=float(per * n), count=len(mods),
+                                deps=(after,), tag=Tag("bwd", None, mb)))
 
     def end_backward(self, pb: ProgramBuilder, mb: int, after: int) -> int:
         """End of one micro-batch's backward; returns an op later compute must wait for, or -1."""
@@ -294,7 +320,7 @@ class BucketedSync(GradSync):
 
     def accumulate(self, pb: ProgramBuilder, chunk: int, mb: int, after: int) -> int:
         if not self.bf16_fp32_grads:
-            return after
+            return super().accumulate(pb, chunk, mb, after)
         mods = [m for u in self.chunks[chunk] for m in u.modules]
         n = sum(m.numel for m in mods)
         return pb.add(ComputeOp(name=f"bf16_optimizer.update_hp_grads.c{chunk}.mb{mb}", kind="elementwise",

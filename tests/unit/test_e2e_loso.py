@@ -157,3 +157,13 @@ def test_a_case_runs_with_its_own_nccl_release():
     plain = _step_case("x", measured=1.0)
     assert case_profile(plain) is None and case_profile(plain, scaled) is scaled
     assert _simulation_key(c, None) != _simulation_key(replace(c, nccl_version=None), None)
+
+
+def test_the_2021_megatron_rows_run_the_nccl_of_their_container():
+    """The 2021 paper's runs used NGC PyTorch 20.12 (examples/sc21/SRUN.sh @de7dc40f), NCCL 2.8.3:
+    every row of the three 2021 sources carries it and runs with 2.8.4's tables, not the newest."""
+    from simulator.costs.nccl_versions import resolve
+
+    cs = [c for c in sources.cases() if c.source in ("megatron2021_zero3", "megatron2021_ptdp", "megatron2021_weak")]
+    assert {c.source for c in cs} == {"megatron2021_zero3", "megatron2021_ptdp", "megatron2021_weak"}
+    assert {c.nccl_version for c in cs} == {"2.8.3"} and resolve("2.8.3") == "2.8.4"

@@ -644,6 +644,8 @@ def test_megatron2021_ptdp_rows_build_the_printed_plans():
         assert p["scatter_gather_tensors_in_pipeline"]
         assert p["async_tensor_model_parallel_allreduce"] is False and p["zero"] == 0
         assert (p.get("pp_schedule") == "interleaved") == (p.get("vp", 1) > 1)
+        # no fused weight-gradient accumulation before 2022 (F.linear in mpu/layers.py @de7dc40f)
+        assert p["gradient_accumulation_fusion"] is False and p["grad_reduce_dtype"] == "fp16"
     for c in ptdp:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert t["micro_batch"] == 1 and not p["overlap_grad_reduce"]
@@ -686,13 +688,16 @@ def test_megatron2021_ptdp_and_weak_scaling_errors():
     predicted 157.7 -> 152.2: the model has 45% of the measured drop); Table 1's weak scaling 1.7B-310B
     at the launch scripts' micro-batches and virtual stages +3.3% .. +11.2%, median |error| 7.1%;
     8.1% once the A100 derate is refitted on the unfused attention's shape pricing (0.866 -> 0.876,
-    fitted on the other sources' one-node rows), hence 0.085. Upper bounds: a model that came closer
-    must still pass."""
+    fitted on the other sources' one-node rows), hence 0.085. With autograd's fp16 gradient
+    accumulation of every micro-batch after the first (no gradient-accumulation fusion in 2021;
+    6 bytes per parameter), on NCCL 2.8.3: Table 2 +0.2%, +1.7%, +5.0%, Table 1 +3.2% .. +10.1%
+    (the 1-micro-batch rows 1.7B-7.5B unchanged), median 7.9%. Upper bounds: a model that came
+    closer must still pass."""
     ptdp = list(_run_cases(_by_source("megatron2021_ptdp")))
-    assert all(-0.05 <= r.error <= 0.10 for r in ptdp), [(r.case.label, round(r.error, 3)) for r in ptdp]
+    assert all(-0.05 <= r.error <= 0.06 for r in ptdp), [(r.case.label, round(r.error, 3)) for r in ptdp]
     by_dp = sorted(ptdp, key=lambda r: r.case.n_gpus)
     assert [r.case.measured for r in by_dp] == sorted((r.case.measured for r in by_dp), reverse=True)
     assert [r.predicted for r in by_dp] == sorted((r.predicted for r in by_dp), reverse=True)
     weak = list(_run_cases(_by_source("megatron2021_weak")))
-    assert all(abs(r.error) <= 0.13 for r in weak), [(r.case.label, round(r.error, 3)) for r in weak]
-    assert scoring.median_abs_error(weak) <= 0.085
+    assert all(abs(r.error) <= 0.11 for r in weak), [(r.case.label, round(r.error, 3)) for r in weak]
+    assert scoring.median_abs_error(weak) <= 0.08
