@@ -288,14 +288,12 @@ def _torchtitan(rows: list[Row]) -> list[Case]:
     reduce-scattered in fp32 (``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``),
     fp32 sharded parameters and Adam states, gradient-norm clipping (``max_norm = 1.0``).
 
-    Activation checkpointing: ``none`` and ``full`` as printed. torchtitan's op-level selective
-    checkpointing (``selective_ac_option = "op"``, parallelize_llama.py's ``_save_list``) saves the
-    outputs of every ``aten.mm`` but every second one of a block, of SDPA and of reduce-scatter: it
-    re-runs the norms, RoPE, SiLU and the product, and three of a Llama block's seven GEMMs (wk,
-    wo, w3: 37% of its forward GEMM FLOPs at Llama 3 8B's shape), but not the attention core. The
-    simulator has no such mode; the rows run Megatron's ``selective`` (the attention core only),
-    the nearest in cost (at Llama 3 8B, seq 8192, per token and layer: about 67 MFLOP of attention
-    re-run against 159 MFLOP of GEMMs), so these rows are expected optimistic by 5-6%. The
+    Activation checkpointing: ``none`` and ``full`` as printed; torchtitan's op-level selective
+    checkpointing (``selective_ac_option = "op"``, parallelize_llama.py's ``_save_list``) as
+    ``recompute: selective_op``: the outputs of every ``aten.mm`` but every second one of a block,
+    of SDPA and of reduce-scatter are saved, so wk, wo and w3 (37% of the block's forward GEMM
+    FLOPs at Llama 3 8B's shape), the norms and SiLU-times-w3 re-run, the attention core does not;
+    under Float8 (``aten._scaled_mm``, not in the list) every GEMM but w2 re-runs. The
     ``selective layer`` rows (every N-th block checkpointed, N not printed) are left out: N is not
     stated and the simulator checkpoints all blocks or none.
 
@@ -317,7 +315,7 @@ def _torchtitan(rows: list[Row]) -> list[Case]:
             stack = TORCHTITAN_COMPILED
         scn = make_scenario(f"torchtitan-{len(out)}", "dgx-a100" if a100 else "dgx-h200", n, llama_model(r),
                             micro_batch=mb, global_batch=parse_int(r["global_batch"]), dtype="fp8" if fp8 else "bf16",
-                            recompute=parse_recompute(r),
+                            recompute="selective_op" if r["recompute"] == "selective op" else parse_recompute(r),
                             parallel=dict(zero=3, zero3_impl="fsdp2", grad_reduce_dtype="fp32"), stack=stack)
         if fp8:
             scn["training"].update(fp8_recipe="current", fp8_param_gather=True)
@@ -675,9 +673,9 @@ SOURCES: list[Source] = [
     Source("torchtitan", "torchtitan FSDP2 (Llama 2/3, 64 A100 eager; 32-64 H200 compiled Float8)",
            "torchtitan_benchmarks.csv", _torchtitan,
            ["Held out entirely (none of these rows fits anything).",
-            "Op-level selective checkpointing (torchtitan's selective_ac_option \"op\": every second GEMM of a block "
-            "and the elementwise ops re-run, the attention core saved) has no counterpart: run as Megatron's "
-            "selective recompute (the attention core re-run), which re-runs less; those rows are expected optimistic.",
+            "Op-level selective checkpointing (torchtitan's selective_ac_option \"op\") runs as recompute: "
+            "selective_op: wk, wo, w3 (every GEMM but w2 under Float8), the norms and the activation re-run before "
+            "each block's backward, the attention core kept.",
             "The selective-layer rows (every N-th block checkpointed, N not printed) are left out.",
             "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
             "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
