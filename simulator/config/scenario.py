@@ -258,6 +258,8 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "training.master_dtype", f"{fixed_master} steps fp32 master weights by construction "
                                             f"(DeepSpeed's optimizer wrapper), got master_dtype {t.master_dtype}")
     check_moe(scn, dp)
+    if t.recompute == "selective_op":
+        check_op_level_recompute(scn)
     if t.fp8_param_gather:
         check_fp8_param_gather(scn)
     if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and scn.profile.gpu.arch != "blackwell":
@@ -311,6 +313,21 @@ def check_fp8_param_gather(scn: Scenario) -> None:
     if p.zero < 3 and t.fp8_recipe == "rowwise":
         _fail(scn, key, "rowwise is torchao's recipe; Megatron's fp8_param_gather runs TransformerEngine's "
                         "delayed, current, blockwise or mxfp8")
+
+
+def check_op_level_recompute(scn: Scenario) -> None:
+    """``recompute: selective_op`` is torchtitan's op-level policy on its Llama blocks: dense
+    SwiGLU layers (its every-second-mm rule is counted on wq, wk, wv, wo, w1, w3, w2), without TP
+    (under TP the re-run's collectives are not modelled) and without ZeRO-3 hooks per GEMM
+    (DeepSpeed's coordinator gathers by GEMM; FSDP2 gathers a block once before its backward)."""
+    m, p = scn.model, scn.parallel
+    why = ("a Mixture-of-Experts model" if m.moe else "a hybrid layer pattern" if m.hybrid else
+           f"mlp {m.mlp} (the policy counts a SwiGLU block's seven GEMMs)" if not m.gated else
+           f"tp={p.tp}" if p.tp > 1 else
+           f"zero3_impl {p.zero3_impl}" if p.zero == 3 and p.zero3_impl != "fsdp2" else "")
+    if why:
+        _fail(scn, "training.recompute", f"recompute: selective_op (torchtitan's op-level policy) is modelled "
+                                         f"on dense SwiGLU layers without TP under FSDP2 or no ZeRO-3; got {why}")
 
 
 def check_moe(scn: Scenario, dp: int) -> None:

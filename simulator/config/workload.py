@@ -344,7 +344,12 @@ class Training(_Strict):
     micro_batch: int = Field(gt=0)  # sequences per micro-batch
     global_batch: int = Field(gt=0)  # sequences per optimizer step
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"  # fp8: GEMMs in fp8, everything else bf16
-    recompute: Literal["none", "selective", "full"] = "none"
+    recompute: Literal["none", "selective", "full", "selective_op"] = Field(
+        default="none", description="activation recompute: none | selective (Megatron's: the attention core "
+        "re-run before its backward) | full (the whole layer re-run before its backward) | selective_op "
+        "(torchtitan's op-level selective checkpointing, selective_ac_option \"op\": the outputs of every "
+        "second GEMM of a block and of the attention core are kept; wk, wo, w3 (every GEMM but w2 in fp8), the "
+        "norms and the activation re-run before the block's backward; dense SwiGLU layers without TP)")
     recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
         default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
         "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "

@@ -100,6 +100,21 @@ TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_
 # (llama/model.py, nemotron_v3/layers.py): PyTorch launches no dropout kernel, dropout false.
 TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach", dropout=False)
 
+# torchtitan (pytorch/torchtitan): Llama models in PyTorch layers under FSDP2, attention through
+# F.scaled_dot_product_attention (its flash backend, FlashAttention-2), no dropout, the loss
+# F.cross_entropy on the logits (fp32 from 2024-12: ``pred.float()``), torch.optim.AdamW. Eager
+# (``training.compile = false``, every train config of 2024-04): one kernel per elementwise op, the
+# Triton fused RMSNorm where a config sets ``norm_type = "fused_rmsnorm"``
+# (torchtitan/models/norms.py), foreach AdamW (train.py of f38766edb: ``foreach=True``). Compiled
+# (``training.compile``): Inductor fuses the elementwise ops around the GEMMs; AdamW fused (the
+# ``optimizer.implementation`` default from 2025).
+TORCHTITAN_EAGER = Stack(attention="flash2", fused_kernels=False, optimizer="foreach", cross_entropy="torch",
+                         dropout=False)
+TORCHTITAN_EAGER_FUSED_NORM = Stack(attention="flash2", fused_kernels=False, optimizer="foreach",
+                                    cross_entropy="torch", dropout=False, norm_kernel="fused")
+TORCHTITAN_COMPILED = Stack(attention="flash2", fused_kernels=True, optimizer="fused", cross_entropy="torch",
+                            dropout=False)
+
 # NeMo AutoModel's model states and step end, for every row of its performance summary. Its models are
 # built in bf16: ``from_config`` / ``from_pretrained`` turn ``torch_dtype: "auto"`` into torch.bfloat16
 # (nemo_automodel/_transformers/auto_model.py at 08a48f76, c0e4fe1b, cb976544; the benchmark configs set

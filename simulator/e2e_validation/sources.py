@@ -17,6 +17,9 @@ from simulator.e2e_validation.scenarios import (
     Case,
     TORCH_EAGER_FA1,
     TORCH_EAGER_TE,
+    TORCHTITAN_COMPILED,
+    TORCHTITAN_EAGER,
+    TORCHTITAN_EAGER_FUSED_NORM,
     gpt_model,
     llama_model,
     make_scenario,
@@ -276,6 +279,61 @@ def _automodel(rows: list[Row]) -> list[Case]:
         scn["training"].update(AUTOMODEL_STATES, optimizer="fused", optimizer_state_dtype="fp32")
         out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs", scn,
                         "step_time_s", float(r["value"]), n))
+    return out
+
+
+# torchtitan's train configs of f38766edb (2024-04) that set ``norm_type = "fused_rmsnorm"``:
+# llama3_8b.toml and llama2_13b.toml; the 70B configs use the eager "rmsnorm".
+TORCHTITAN_FUSED_NORM_MODELS = ("Llama 3 8B", "Llama 2 13B")
+
+
+def _torchtitan(rows: list[Row]) -> list[Case]:
+    """torchtitan's published FSDP2 (1D) throughput on A100 and H200. The A100 rows: Llama 2
+    13B/70B (seq 4096) and Llama 3 8B/70B (seq 8192) on 64 A100 80GB (docs/performance.md of
+    f38766edb, 2024-04), eager (every train config of that commit sets ``compile = false``), the
+    Triton fused RMSNorm for 8B and 13B, foreach AdamW. The H200 rows: Llama 3 8B on 32 and 64
+    H200 (benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md), torch.compile with torchao's
+    Float8 tensorwise linears (``dtype: fp8``, ``fp8_recipe: current``) gathered by FSDP2 in fp8
+    (``enable_fsdp_float8_all_gather``: ``fp8_param_gather``), every linear but the LM head
+    (``filter_fqns = ["output"]``; modelled with the head in fp8 too). FSDP2 as torchtitan applies it:
+    ``fully_shard`` per transformer block and the root, parameters gathered in bf16, gradients
+    reduce-scattered in fp32 (``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``),
+    fp32 sharded parameters and Adam states, gradient-norm clipping (``max_norm = 1.0``).
+
+    Activation checkpointing: ``none`` and ``full`` as printed; torchtitan's op-level selective
+    checkpointing (``selective_ac_option = "op"``, parallelize_llama.py's ``_save_list``) as
+    ``recompute: selective_op``: the outputs of every ``aten.mm`` but every second one of a block,
+    of SDPA and of reduce-scatter are saved, so wk, wo and w3 (37% of the block's forward GEMM
+    FLOPs at Llama 3 8B's shape), the norms and SiLU-times-w3 re-run, the attention core does not;
+    under Float8 (``aten._scaled_mm``, not in the list) every GEMM but w2 re-runs. The
+    ``selective layer`` rows (every N-th block checkpointed, N not printed) are left out: N is not
+    stated and the simulator checkpoints all blocks or none.
+
+    Left out: the Grand Teton H100 rows (benchmarks/llama3_h100_202412 and asyncTP_llama3_h100
+    2025-06, torchtitan docs of 2024-08): HBM2e H100s at 2.4 TB/s under a 500 W power limit, which
+    no hardware profile describes (dgx-h100 is HBM3 at 3.35 TB/s and 700 W)."""
+    out: list[Case] = []
+    for r in rows:
+        if r["metric"] != "tokens_per_s_per_gpu" or r["recompute"].startswith("selective layer"):
+            continue
+        a100, h200 = r["gpu"].startswith("A100"), r["gpu"].startswith("H200")
+        if not (a100 or h200):
+            continue
+        n, mb = parse_int(r["num_gpus"]), parse_int(r["micro_batch"])
+        fp8 = "fp8" in r["notes"]
+        if a100:
+            stack = TORCHTITAN_EAGER_FUSED_NORM if r["model_name"] in TORCHTITAN_FUSED_NORM_MODELS else TORCHTITAN_EAGER
+        else:
+            stack = TORCHTITAN_COMPILED
+        scn = make_scenario(f"torchtitan-{len(out)}", "dgx-a100" if a100 else "dgx-h200", n, llama_model(r),
+                            micro_batch=mb, global_batch=parse_int(r["global_batch"]), dtype="fp8" if fp8 else "bf16",
+                            recompute="selective_op" if r["recompute"] == "selective op" else parse_recompute(r),
+                            parallel=dict(zero=3, zero3_impl="fsdp2", grad_reduce_dtype="fp32"), stack=stack)
+        if fp8:
+            scn["training"].update(fp8_recipe="current", fp8_param_gather=True)
+        out.append(Case("torchtitan", f"{r['model_name']} {r['gpu'].split(' ')[0]} FSDP{n} mbs{mb} {r['recompute']}"
+                                      + (" float8 compile" if fp8 else " eager"), scn,
+                        "tokens_per_s_per_gpu", float(r["value"]), n))
     return out
 
 
@@ -624,6 +682,15 @@ SOURCES: list[Source] = [
             "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0.",
             "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
             "eager launches."]),
+    Source("torchtitan", "torchtitan FSDP2 (Llama 2/3, 64 A100 eager; 32-64 H200 compiled Float8)",
+           "torchtitan_benchmarks.csv", _torchtitan,
+           ["Held out entirely (none of these rows fits anything).",
+            "Op-level selective checkpointing (torchtitan's selective_ac_option \"op\") runs as recompute: "
+            "selective_op: wk, wo, w3 (every GEMM but w2 under Float8), the norms and the activation re-run before "
+            "each block's backward, the attention core kept.",
+            "The selective-layer rows (every N-th block checkpointed, N not printed) are left out.",
+            "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
+            "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), micro-batch 1, "
             "no recompute assumed.",
@@ -684,7 +751,7 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap",
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak"})
 

@@ -201,10 +201,18 @@ def logits_flops(model: Model, tokens: int) -> float:
     return gemm_flops(tokens, model.vocab, model.hidden)
 
 
+def _redone(model: Model, lf: LayerFlops, recompute: str) -> float:
+    """Forward FLOPs of one layer re-run in backward: selective_op (torchtitan's op-level policy,
+    bf16) re-runs wk, wo and w3 (``TransformerLayer._op_level_recompute``)."""
+    if recompute == "selective_op":
+        kv = model.kv_heads / (model.heads + 2 * model.kv_heads)
+        return kv * lf.qkv + lf.out_proj + lf.mlp / 3
+    return {"none": 0.0, "selective": lf.attention, "full": lf.forward}[recompute]
+
+
 def recompute_flops(model: Model, tokens: int, seq: int, recompute: str, causal_fraction: float = 1.0) -> float:
     """Extra forward FLOPs per layer that recompute adds in backward."""
-    lf = layer_flops(model, tokens, seq, causal_fraction)
-    return {"none": 0.0, "selective": lf.attention, "full": lf.forward}[recompute]
+    return _redone(model, layer_flops(model, tokens, seq, causal_fraction), recompute)
 
 
 def step_flops(model: Model, tokens: int, seq: int, recompute: str = "none", causal: bool = True) -> float:
@@ -213,7 +221,7 @@ def step_flops(model: Model, tokens: int, seq: int, recompute: str = "none", cau
     total = 3 * logits_flops(model, tokens)
     for layer in range(model.layers):
         lf = layer_flops(model, tokens, seq, frac, layer)
-        redo = {"none": 0.0, "selective": lf.attention, "full": lf.forward}[recompute]
+        redo = _redone(model, lf, recompute)
         total += lf.forward + lf.backward + redo
     return total
 

@@ -257,6 +257,14 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     sp = shape.sequence_parallel
     if recompute == "full":
         return 2 * sbh / (t if sp else 1)
+    if recompute == "selective_op":
+        # torchtitan's op-level policy (tp = 1, bf16 activations): the block's input, the saved mm
+        # outputs wq, wv, w1, w2 and the attention output; in fp8 the Float8 GEMMs' outputs are
+        # not saved (aten._scaled_mm is not in torchtitan's _save_list): the input and the
+        # attention output
+        if t_cfg.dtype == "fp8":
+            return 4 * sbh
+        return 8 * sbh + 2 * sbh * m.kv_heads / a + 2 * s * b * f
     replicated = 10 * sbh
     k_m = 3 if m.gated else 2
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + (2 * (k_m - 1) + 2) * s * b * f

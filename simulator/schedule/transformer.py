@@ -4,8 +4,9 @@ Forward, as Megatron-Core's ``TransformerLayer`` runs it: input norm → QKV (co
 attention core (local FlashAttention, or the Ulysses / Ring / Megatron-CP pattern) → output
 projection (row-parallel) → residual → norm → FC1 (column-parallel) → activation → FC2
 (row-parallel) → residual. Backward runs the same blocks in reverse. Recompute re-runs forward ops
-inside backward: the whole layer (``full``) before its backward, or only the attention core
-(``selective``) before the attention backward. Re-run ops are renamed ``*.recompute``, tagged
+inside backward: the whole layer (``full``) before its backward, only the attention core
+(``selective``) before the attention backward, or torchtitan's op-level policy (``selective_op``:
+every second GEMM and the elementwise ops, not the attention core) before the layer's backward. Re-run ops are renamed ``*.recompute``, tagged
 ``bwd`` and given distinct P2P keys so their sends meet their own receives.
 
 The TP linear layers come from :mod:`simulator.schedule.tensor_parallel` (with tp = 1 they are
@@ -536,6 +537,10 @@ class LayerBuilder:
             start = len(pb)
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp, gate, "recompute")
             mark_recompute(pb, start)
+        elif s.recompute == "selective_op":
+            start = len(pb)
+            after = self._op_level_recompute(pb, layer, mb, _deps(after, wait_attn, wait_mlp), tp)
+            mark_recompute(pb, start)
         if s.pattern and layer < len(s.pattern):
             return self._block_backward(pb, layer, mb, after, wait_attn + wait_mlp, gate)
         ew = s.elementwise
@@ -564,6 +569,34 @@ class LayerBuilder:
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
+
+    def _op_level_recompute(self, pb: ProgramBuilder, layer: int, mb: int, deps: tuple[int, ...],
+                            tp: tensor_parallel.TPContext) -> int:
+        """torchtitan's op-level selective checkpointing (``selective_ac_option = "op"``), re-run
+        when the block's backward unpacks its first saved tensor. The policy
+        (torchtitan/models/llama3/parallelize_llama.py ``_get_custom_policy`` and ``_save_list``,
+        f38766edb to e7c0cae) saves the outputs of ``aten.mm`` except every second one of the block,
+        of SDPA and of reduce-scatter, and re-runs every other op. A Llama block's mms run wq, wk,
+        wv, wo, w1, w3, w2 (``Attention.forward``, ``FeedForward.forward``: w2(silu(w1(x)) * w3(x))),
+        so wk, wo and w3 are re-run (37% of the block's forward GEMM FLOPs at Llama 3 8B), with the
+        input norm feeding wk, the residual add and norm feeding w3, and SiLU times w3's output
+        feeding w2; the attention core is not. torchao's Float8 linears run ``aten._scaled_mm``,
+        which is not in the list: in fp8 every GEMM of the block but w2 is re-run. The re-run
+        stops at the last tensor the backward needs (``torch.utils.checkpoint``'s early stop): w2's
+        input, so neither w2 nor the closing residual add runs again."""
+        s = self.spec
+        tag = Tag("bwd", layer, mb)
+        hb = s.sharded_tokens * s.hidden * s.act_bytes
+        ew = s.elementwise
+        every = s.dtype == "fp8"
+        kv_out = s.shape.kv_heads * s.head_dim
+        x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1], ew.norm_impl)
+        x = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out if every else kv_out, x)
+        x = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, x)
+        x = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, (x,), tag)
+        x = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", self._fc1_out if every else s.shape.ffn, x)
+        act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
+        return _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (x,), tag, ew.act_fwd[1])
 
     def _core_attention_bwd(self, pb: ProgramBuilder, layer: int, mb: int, after: int) -> int:
         """The attention core's backward, after its forward again under selective recompute

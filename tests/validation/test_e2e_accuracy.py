@@ -85,9 +85,9 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
         assert c.n_gpus % mp == 0 and c.n_gpus == 8 * c.scenario["nodes"], c.label
-        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge: per row)
+        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407") else
-                              ("fp8", "bf16") if c.source == "bridge_moe" else ("bf16", "fp16")), c.label
+                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan") else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
 
@@ -106,7 +106,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
-                                                                       "megatron2021_ptdp", "megatron2021_weak"))
+                                                                       "megatron2021_ptdp", "megatron2021_weak", "torchtitan"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -117,7 +117,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
-    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe"}
+    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe", "torchtitan"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -134,7 +134,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
                       "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
-                      "megatron2021_weak": {"unfused"}}
+                      "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
 
