@@ -441,6 +441,10 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
                                                                ctx.n_ranks)
     if protocol != "simple":
         return net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, n_channels, ctx.n_ranks)
+    if algorithm == "tree":
+        # NCCL halves a tree's chunk, and counts its steps, over the channels the call launches
+        # (net_messages.tree_simple_chunk_bytes): each of them sends its own chunks on its own connection
+        n_channels = tuner.launched_channels(ctx, algorithm, protocol, size_bytes)
     return flush_weight(ctx) * net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks,
                                                                  ctx.ppn, ctx.n_nodes, ctx.stack.buff_bytes,
                                                                  ctx.constants.nccl_version)

@@ -10,9 +10,19 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   while the call gives each channel fewer than ``depth*8`` chunks (down to 128 KiB), fewer than
   ``depth*4`` (down to 64 KiB) and fewer than ``depth`` (down to 32 KiB), with ``depth =
   ranks per node - 1 + log2(nodes)`` (``connectTrees`` in ``src/graph/connect.cc``; the rule is
-  ``src/enqueue.cc`` v2.18.5-1 lines 1313-1318, v2.19.3-1 lines 1334-1339). So a 16 MiB
-  AllReduce over 2 x 8 GPUs on 4 channels moves 128 KiB messages, 32 per channel each way, and
-  from 8 MiB down the count per channel halves with the size at 64 and then 32 KiB. NCCL 2.20
+  ``src/enqueue.cc`` v2.18.5-1 lines 1313-1318, v2.19.3-1 lines 1334-1339). The test is integer
+  arithmetic, ``info->nBytes / (info->nChannels*chunkSize)`` (``size_t``), over the channels the
+  call launches: ``info->nChannels`` is what ``getAlgoInfo`` left of ``comm->nChannels`` (twice the
+  graph's channels) after its thread-threshold reduction (v2.18.5-1 lines 1189 and 1207-1213;
+  ``nccl_tuner.launched_channels``), and each of those channels sends ``nLoops = DIVUP(nBytes,
+  nChannels * chunkSize)`` chunks on its own connection (``proxyOp->nsteps``, lines 1376-1377:
+  a tree's loop is one step of one chunk, ``getLoopInfo`` line 1259). So a 16 MiB
+  AllReduce over 2 x 8 GPUs on 4 launched channels moves 128 KiB messages, 32 per channel each
+  way, and from 8 MiB down the count per channel halves with the size at 64 and then 32 KiB; over
+  2 x 4 A100 (depth 4, 4 launched channels: Polaris, NCCL 2.18) 1-4 MiB move 64 KiB chunks, 4, 8
+  and 16 per channel, where halving over the 2 graph channels gave 8, 16 and 16 (128 KiB at 4 MiB):
+  the measured times rise by 110 us from 1 to 2 MiB and by 244 us from 2 to 4 MiB
+  (data/nccl/a100x8_allreduce_2node_polaris_slingshot.csv; the bytes alone ~100 and ~200 us). NCCL 2.20
   moved the chunk rules into ``computeCollChunkInfo`` (v2.21.5-1 ``src/enqueue.cc`` line 1722)
   and kept the halving for CollNet, NVLS, NVLSTree and Tree/LL128 only: from 2.20 a Tree/Simple
   chunk is a whole step, ``NCCL_BUFFSIZE / 8`` (512 KiB by default, 1 MiB with the 8 MiB buffer
@@ -114,16 +124,18 @@ def tree_chunk_halving(version: str | None) -> bool:
 def tree_simple_chunk_bytes(nbytes: int, n_channels: int, depth: int, buff_bytes: int = DEFAULT_BUFF_BYTES,
                             version: str | None = None) -> int:
     """The Tree/Simple chunk of ``enqueue.cc`` in NCCL release ``version`` (None: the newest;
-    module docstring)."""
+    module docstring) for a call of ``nbytes`` on ``n_channels`` launched channels: NCCL's
+    integer quotient ``nBytes / (nChannels * chunkSize)`` against ``depth`` x 8, 4 and 1."""
     chunk = buff_bytes // NCCL_STEPS
     if not tree_chunk_halving(version):
         return chunk
     ch = max(1, n_channels)
-    while nbytes / (ch * chunk) < depth * 8 and chunk > 131072:
+    nbytes = int(nbytes)
+    while nbytes // (ch * chunk) < depth * 8 and chunk > 131072:
         chunk //= 2
-    while nbytes / (ch * chunk) < depth * 4 and chunk > 65536:
+    while nbytes // (ch * chunk) < depth * 4 and chunk > 65536:
         chunk //= 2
-    while nbytes / (ch * chunk) < depth and chunk > 32768:
+    while nbytes // (ch * chunk) < depth and chunk > 32768:
         chunk //= 2
     return chunk
 
@@ -135,7 +147,9 @@ def _ring_steps(op: str, n: int) -> int:
 def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, n_ranks: int, ppn: int,
                          n_nodes: int, buff_bytes: int = DEFAULT_BUFF_BYTES, version: str | None = None) -> int:
     """Network messages one channel sends, one after another, in one Simple call of ``nbytes``
-    (nccl-tests size convention). A tree channel's reduce and broadcast run each way at once, so
+    (nccl-tests size convention). For a tree, ``n_channels`` are the channels the call launches
+    (``nccl_tuner.launched_channels``), each with its own connection, over which NCCL sizes the
+    chunk (module docstring). A tree channel's reduce and broadcast run each way at once, so
     one direction's count is the one that adds up; a ring's count is that of the rank that
     sends across the node boundary. 0 for anything else (no Simple ring or tree across nodes)."""
     if nbytes <= 0 or n_nodes < 2:

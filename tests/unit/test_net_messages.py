@@ -217,6 +217,42 @@ def test_launched_channels_double_the_graph_and_follow_the_thread_threshold():
     assert [launched_channels(ctx, "ring", "ll", s) for s in (128 << 10, 256 << 10, 512 << 10)] == [1, 2, 4]
 
 
+
+def test_nccl_2_18_tree_chunks_are_sized_over_the_launched_channels():
+    """NCCL 2.18's Tree/Simple chunk for 2 x 4 A100 (Polaris, Sirius), by hand from src/enqueue.cc
+    v2.18.5-1: getAlgoInfo keeps comm->nChannels = 4 (twice the 2 graph channels) while nBytes >=
+    nc x 512 threads x 64 (lines 1189, 1207-1213); depth = 4 - 1 + log2(2) = 4 (connect.cc line 135);
+    from a 512 KiB step the chunk halves while nBytes / (4 x chunk) < 32 (to 128 KiB), < 16 (to 64 KiB),
+    < 4 (to 32 KiB) (lines 1316-1318); each launched channel sends DIVUP(nBytes, 4 x chunk) (line 1376):
+    256 KiB: 128 KiB gives 0 -> 64 KiB 1 -> 32 KiB (third loop: 1 < 4, then 2 < 4 but 32 KiB stops), 2 chunks;
+    512 KiB: 64 KiB gives 2 < 4 -> 32 KiB, 4; 1 MiB: 128 KiB gives 2 < 16 -> 64 KiB 4, not < 4, 4;
+    2 MiB: 64 KiB, 8; 4 MiB: 128 KiB gives 8 < 16 -> 64 KiB, 16; 8 MiB: 128 KiB gives 16, 16.
+    Over the 2 graph channels the model counted 4, 4, 8, 16, 16, 32 (128 KiB at 4 MiB): the
+    measured 2-node times rise by 22 us from 512 KiB to 1 MiB and by 244 us from 2 to 4 MiB
+    (a100x8_allreduce_2node_polaris_slingshot.csv), as the source's counts (4, 4, 8, 16) do."""
+    from simulator.costs.nccl_tuner import launched_channels
+
+    _, _, ctx = _polaris_sweep("a100x8_allreduce_2node_polaris_slingshot")
+    assert ctx.constants.nccl_version.startswith("2.18") and ctx.graph.n_channels == 2
+    depth = tree_depth(ctx.ppn, ctx.n_nodes)
+    assert depth == 4
+    sizes = [256 << 10, 512 << 10, MiB, 2 * MiB, 4 * MiB, 8 * MiB]
+    assert [launched_channels(ctx, "tree", "simple", s) for s in sizes] == [4] * 6
+    chunks = [tree_simple_chunk_bytes(s, 4, depth, version=ctx.constants.nccl_version) >> 10 for s in sizes]
+    assert chunks == [32, 32, 64, 64, 64, 128]
+    counts = [messages_per_channel("allreduce", "tree", s, 4, 8, 4, 2, version=ctx.constants.nccl_version)
+              for s in sizes]
+    assert counts == [2, 4, 4, 8, 16, 16]
+    # the plan counts them per launched channel, each flushed (3/2): not 1.5 x (8, 16, 16) at 1-4 MiB
+    from simulator.calibration.measured import DATA_DIR, read_sweep
+    from simulator.calibration.sweep_prediction import case_for, case_profile, sweep_release
+
+    sweep = read_sweep(DATA_DIR / "a100x8_allreduce_2node_polaris_slingshot.csv")
+    topo = build_topology(case_profile(case_for(sweep), None, sweep_release(sweep)), 2)
+    plans = [plan_collective("allreduce", list(range(8)), s, topo, algo="tree", proto="simple") for s in sizes[2:5]]
+    assert [p.net_messages for p in plans] == [1.5 * 4, 1.5 * 8, 1.5 * 16]
+
+
 # (sweep, largest Ring/LL size measured) of Polaris' Ring/LL AllGathers across 8, 256 and 540 nodes
 POLARIS_LL_ALLGATHERS = (("a100x32_allgather_8node_polaris_slingshot", 2 * MiB),
                          ("a100x1024_allgather_256node_polaris_slingshot", 128 * MiB),

@@ -457,7 +457,8 @@ def test_cxi_per_message_cost_held_out_on_polaris():
     """Polaris held out, its CXI alt_read per-message cost fitted on Sirius (and, at half weight, every
     host-message system): the 2- and 8-node AllReduce/AllGather plateaus (1 GiB, 896-992 messages per
     channel) within 10% (21-23% too fast without it), the 2- and 8-node All-to-All at 1 GiB (4,096-7,168
-    messages of 128 KiB per rank) at most 2/3 too fast (2.1-2.4x without it)."""
+    messages of 128 KiB per rank) at most 2/3 too fast (2.1-2.4x without it) and at most 10% too slow
+    (the 9 us Sirius gives since a Tree/Simple call's chunks count per launched channel: -2.6% and +14.1%)."""
     held = _held_out()["polaris-a100"]
     assert held.table["slingshot"].message_us > 0
     last = {r.sweep.name: max(r.points, key=lambda p: p.size_bytes) for r in held.results}
@@ -466,18 +467,20 @@ def test_cxi_per_message_cost_held_out_on_polaris():
             p = last[f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot"]
             assert p.net_messages > 0 and abs(p.error) <= 0.10, (nodes, op, p.error)
         p = last[f"a100x{4 * nodes}_alltoall_{nodes}node_polaris_slingshot"]
-        assert p.net_messages >= 4096 and 0 < p.error <= 2 / 3, (nodes, p.error)
+        assert p.net_messages >= 4096 and -0.10 <= p.error <= 2 / 3, (nodes, p.error)
 
 
 @pytest.mark.slow
 def test_alcf_two_node_allreduce_runs_nccl_2_18_tree():
     """Polaris and Sirius held out, their 2 x 4 A100 AllReduce timed with the tuner tables of the NCCL
     2.18 that ran it (HPC SDK 23.9; measured.MeasuredSweep.nccl_version): NCCL 2.18 runs Tree/Simple at
-    1-2 MiB, which the model then prices within 23% of the measured 242-370 us, too slow (within 15% before
-    the pipeline fill of its 32-64 KiB chunks through 6 NVLink stages, costs/tree_pipeline.py, added ~15 us
-    held out: Polaris -15% / -17%, Sirius -8% / -10%; each of the 8-16 chunks per channel paying the flush
-    of its receive too, net_messages.gdr_flush: Polaris -19.8% / -22.9%, Sirius -15.3% / -19.2%, while the
-    4 MiB rows, Tree/Simple as well, are +6% / +16%). With 2.30.7's tables
+    1-2 MiB, which the model then prices within 10% of the measured 242-370 us: Polaris -6.8% / -5.5%,
+    Sirius +0.8% / +2.3% held out, counting each launched channel's chunks as NCCL 2.18 sizes them over
+    the 4 channels the call launches (64 KiB: 4 and 8 per channel, each flushed; enqueue.cc v2.18.5-1
+    lines 1316-1318, 1376; net_messages.tree_simple_chunk_bytes). Halving the chunk over the 2 graph
+    channels instead counted 8 and 16 (-19.8% / -22.9% and -15.3% / -19.2%, too slow) and gave 4 MiB
+    as many as 2 MiB (16 each; NCCL sends 8 and 16), where the measured time rises by 244 us (the 4 MiB rows:
+    +1.7% / +15.5%). With 2.30.7's tables
     (the sweeps named no release) it chose Ring/LL, predicted 5-7x too slow (-81% / -86% busbw)."""
     held = _held_out()
     for system, name in (("polaris-a100", "a100x8_allreduce_2node_polaris_slingshot"),
@@ -486,4 +489,4 @@ def test_alcf_two_node_allreduce_runs_nccl_2_18_tree():
         for p in result.points:
             if p.size_bytes in (MiB, 2 * MiB):
                 assert (p.algorithm, p.protocol) == ("tree", "simple"), (name, p.size_bytes)
-                assert abs(p.error) <= 0.23, (name, p.size_bytes, p.error)
+                assert abs(p.error) <= 0.10, (name, p.size_bytes, p.error)
