@@ -133,6 +133,62 @@ def evaluate(system: str, profile, train: list[MeasuredCollective], test: list[M
                        b_large, b_all, a_large, a_all, fitted, covered, checked)
 
 
+@dataclass(frozen=True)
+class KeyEffect:
+    """What one fitted key does to the rows a split predicts: the median |busbw error| at sizes
+    >= 1 MiB with every fitted key but this one (``without``) and with this one alone on the
+    uncalibrated profile (``alone``); ``with_all`` is the calibrated profile's."""
+
+    path: str
+    start: float  # the value the fit started from (the profile's, deployed constants included)
+    value: float
+    points: int  # fitted rows sensitive to it
+    with_all: float | None
+    without: float | None
+    alone: float | None
+
+    @property
+    def harms(self) -> bool:
+        """Whether the held-out rows are better without it (by more than half a point)."""
+        return self.with_all is not None and self.without is not None and self.without < self.with_all - 0.005
+
+
+def key_effects(profile, train: list[MeasuredCollective], test: list[MeasuredCollective]) -> list[KeyEffect]:
+    """Attribute a held-out split's change to the keys the fit moved, one key at a time (leave one
+    key out, and one key alone): which fitted key made the rows it did not see better or worse.
+    Keys compensate each other, so the two columns need not add up; a key whose ``without`` is
+    below ``with_all`` is one the training rows moved in a way that does not carry over."""
+    from simulator.calibration.fit import overlay_of
+    from simulator.config.hardware import apply_overlay
+
+    fit = fit_collectives(profile, train)
+    values = {p.param: p.value for p in fit.params if p.fitted}
+    with_all = _medians(fit.profile, test)[0]
+    out = []
+    for fp in fit.params:
+        if not fp.fitted:
+            continue
+        rest = {q: v for q, v in values.items() if q != fp.param}
+        without = apply_overlay(profile, overlay_of(rest)) if rest else profile
+        alone = apply_overlay(profile, overlay_of({fp.param: fp.value}))
+        out.append(KeyEffect(fp.param.path, fp.datasheet, fp.value, fp.points, with_all,
+                             _medians(without, test)[0], _medians(alone, test)[0]))
+    return out
+
+
+def split_sets(ms: list[MeasuredCollective], split: str) -> tuple[list[MeasuredCollective], list[MeasuredCollective]]:
+    """(train, test) of a held-out split named as in the report ("leave out allreduce",
+    "scale: fit ≤ 32 GPUs, ...")."""
+    if split.startswith("leave out "):
+        op = split[len("leave out "):]
+        return [m for m in ms if m.op != op], [m for m in ms if m.op == op]
+    for fit_max, lo, hi in SCALE_SPLITS:
+        if split.startswith(f"scale: fit ≤ {fit_max} "):
+            return [m for m in ms if m.ranks <= fit_max], [m for m in ms if lo <= m.ranks <= hi]
+    raise InputError(f"unknown held-out split {split!r}; expected 'leave out <collective>' or "
+                     f"'scale: fit ≤ <N> GPUs' with N one of {', '.join(str(s[0]) for s in SCALE_SPLITS)}")
+
+
 def interval_coverage(fitted, train: list[MeasuredCollective], test: list[MeasuredCollective]) -> tuple[int, int]:
     """(covered, rows): the held-out rows inside the 80% interval `clustersim collective` prints for
     the calibrated profile (its residual band on the training rows per class, where the training
@@ -478,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="only this system (repeatable); prints the splits and writes nothing")
     ap.add_argument("--splits", choices=("all", "sizes", "collectives", "scale"), default="all",
                     help="with --system: only these splits")
+    ap.add_argument("--attribute", metavar="SPLIT", default=None,
+                    help="with --system: for this held-out split ('leave out allreduce', 'scale: fit ≤ 32 GPUs') "
+                         "print what each fitted key does to the predicted rows (key_effects)")
     args = ap.parse_args(argv)
     import time
 
@@ -488,6 +547,18 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             ap.error(f"unknown system(s) {', '.join(unknown)}; expected one of {', '.join(sorted(by_system))}")
         by_system = {k: v for k, v in by_system.items() if k in args.system}
+    if args.attribute:
+        if not args.system:
+            ap.error("--attribute needs --system")
+        for system, ms in sorted(by_system.items()):
+            train, test = split_sets(ms, args.attribute)
+            print(f"{system}, {args.attribute}: median |busbw error| >= 1 MiB of the predicted rows")
+            print(f"  {'fitted key':46s} {'start':>9s} {'fitted':>9s} {'rows':>4s} {'all keys':>8s} "
+                  f"{'without':>8s} {'alone':>8s}  (before calibration {pct(_medians(system_profile(system), test)[0])})")
+            for e in key_effects(system_profile(system), train, test):
+                print(f"  {e.path:46s} {e.start:9.4g} {e.value:9.4g} {e.points:4d} {pct(e.with_all):>8s} "
+                      f"{pct(e.without):>8s} {pct(e.alone):>8s}{'  harms' if e.harms else ''}")
+        return 0
     results: list[SplitResult] = []
     for system, ms in sorted(by_system.items()):
         for r in cross_validate(system, ms, splits=args.splits if args.system else "all"):
