@@ -402,6 +402,36 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
     return start + tpl.result
 
 
+# Stamped passes kept by what decides their ops: (template, micro-batch, position in the
+# program, external dependencies) -> the ops. Ops are immutable, and a stamp is a function of
+# those alone, so a build that reaches a pass with the same key appends the same op objects.
+# Builds of one plan share long prefixes: micro-batch folding's two reduced steps start as the
+# full step does (replay/fold.py), and the sweep's lower bound builds stages 0 and p-1 with pp
+# and 2·pp micro-batches (sweep/bound.py): a third of the GPT-3 175B sweep's stamped ops.
+_STAMPED: dict[tuple, tuple["_Template", tuple]] = {}
+_STAMPED_KEPT = 600_000  # ops kept at most (~100 MiB), then the entries are dropped
+_stamped_ops = [0]
+
+
+def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...],
+                wm: tuple[int, ...]) -> int:
+    """:func:`_stamp`, appending the ops of an earlier stamp of the same key where there is one."""
+    start = len(pb.ops)
+    key = (id(tpl), mb, start, after, wa, wm)
+    hit = _STAMPED.get(key)
+    if hit is not None and hit[0] is tpl:  # the template is kept alive by its entry: its id is its own
+        pb.ops.extend(hit[1])
+        return start + tpl.result
+    result = _stamp(pb, tpl, mb, after, wa, wm)
+    if _stamped_ops[0] >= _STAMPED_KEPT:
+        _STAMPED.clear()
+        _stamped_ops[0] = 0
+    ops = tuple(pb.ops[start:])
+    _STAMPED[key] = (tpl, ops)
+    _stamped_ops[0] += len(ops)
+    return result
+
+
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     """The template of layer ``old``'s pass as layer ``new``'s: a layer enters a pass's ops only
     in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb0.fc1.step1``); what the ops are
@@ -464,7 +494,7 @@ class LayerBuilder:
             if generic is not None:
                 tpl = self._templates[key] = _relabeled(generic[1], generic[0], layer)
         if tpl is not None:
-            return _stamp(pb, tpl, mb, after, wa, wm)
+            return _stamp_kept(pb, tpl, mb, after, wa, wm)
         start = len(pb)
         result = build(pb, layer, mb, after, wa, wm)
         if key not in self._templates:
