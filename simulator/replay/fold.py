@@ -121,11 +121,16 @@ def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
     or, for an op after the periods put back, on every copy of an op of the copied period."""
     index = m.index.tolist()
     cut = m.cut
-    sigs = [_signature(op) for op in reduced]
-    kinds = [type(op) for op in reduced]
+    sigs: list[tuple | None] = [None] * len(reduced)  # each reduced op's, once asked for
     for i, op in enumerate(full):
         j = index[i]
-        if type(op) is not kinds[j] or _signature(op) != sigs[j]:
+        red = reduced[j]
+        if op is red:  # one op object (a stamp both builds kept, schedule/transformer.py): the same op
+            continue
+        sig = sigs[j]
+        if sig is None:
+            sig = sigs[j] = _signature(red)
+        if type(op) is not type(red) or _signature(op) != sig:
             return False
         deps, rdeps = op.deps, reduced[j].deps
         if deps != rdeps and not (len(deps) == len(rdeps) and all(

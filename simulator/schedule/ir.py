@@ -155,20 +155,34 @@ class P2POp:
 Op = Union[ComputeOp, CommOp, P2POp]
 
 
-def _field_setter_constructor(cls: type) -> Callable[..., Op]:
-    """A constructor of ``cls`` from every field's value in slot order that sets the slots
-    directly, without ``__init__`` (one ``object.__setattr__`` per field of a frozen dataclass)
-    and ``__post_init__`` (its defaults are filled in already). For copies of complete ops with
-    a few fields changed (``transformer._stamp``): a deep pipeline's step stamps millions of
-    them, and this builds one in about half the time. Written out as source, one call per
-    field, as ``dataclasses`` writes ``__init__``."""
+def _writable_twin(cls: type) -> type:
+    """A class of ``cls``'s slots in the same order and nothing else: the same object layout,
+    so an instance built as the twin becomes a ``cls`` by assigning its ``__class__`` (CPython
+    checks the layouts match and raises otherwise, ``object_set_class`` in Objects/typeobject.c).
+    The twin is not frozen, so its slots are set by plain attribute stores, which CPython 3.11
+    specialises (``STORE_ATTR_SLOT``), where a frozen dataclass needs one call of each slot
+    descriptor's ``__set__`` per field: a GPT-3 175B step's ComputeOp in 0.3 us instead of 0.9."""
+    return type(f"_Writable{cls.__name__}", (), {"__slots__": getattr(cls, "__slots__")})
+
+
+def _constructor(cls: type, signature: str, value: Callable[[int, str], str]) -> Callable[..., Op]:
+    """``make(<signature>)``: a ``cls`` whose slot ``i`` (named ``n``) holds ``value(i, n)``,
+    set without ``__init__`` and ``__post_init__`` (the values are a complete op's) on its
+    writable twin (:func:`_writable_twin`). Written out as source, one store per field, as
+    ``dataclasses`` writes ``__init__``."""
     names: tuple[str, ...] = getattr(cls, "__slots__")
-    args = ", ".join(f"a{i}" for i in range(len(names)))
-    body = "".join(f"    set{i}(op, a{i})\n" for i in range(len(names)))
-    scope: dict = {"new": object.__new__, "cls": cls}
-    scope.update({f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)})
-    exec(f"def make({args}):\n    op = new(cls)\n{body}    return op\n", scope)
+    body = "".join(f"    op.{name} = {value(i, name)}\n" for i, name in enumerate(names))
+    scope: dict = {"new": object.__new__, "twin": _writable_twin(cls), "cls": cls}
+    exec(f"def make({signature}):\n    op = new(twin)\n{body}    op.__class__ = cls\n    return op\n", scope)
     return scope["make"]
+
+
+def _field_setter_constructor(cls: type) -> Callable[..., Op]:
+    """A constructor of ``cls`` from every field's value in slot order (:func:`_constructor`).
+    For copies of complete ops with a few fields changed (``transformer._stamp``): a deep
+    pipeline's step stamps millions of them."""
+    names: tuple[str, ...] = getattr(cls, "__slots__")
+    return _constructor(cls, ", ".join(f"a{i}" for i in range(len(names))), lambda i, name: f"a{i}")
 
 
 # Field values in slot order -> the op (see _field_setter_constructor).
@@ -177,16 +191,9 @@ MAKE_OP: dict[type, Callable[..., Op]] = {cls: _field_setter_constructor(cls) fo
 
 def restamp_constructor(cls: type) -> Callable[[tuple, tuple[int, ...], Any], Op]:
     """``make(state, deps, tag)``: an op of ``cls`` with the field values ``state`` (in slot
-    order) but ``deps`` and ``tag``, its slots set directly as :func:`_field_setter_constructor`
-    does, without first copying ``state`` into an argument list (``transformer._stamp`` makes
-    most ops of a deep pipeline's step this way)."""
-    names: tuple[str, ...] = getattr(cls, "__slots__")
-    value = {"deps": "deps", "tag": "tag"}
-    body = "".join(f"    set{i}(op, {value.get(name, f's[{i}]')})\n" for i, name in enumerate(names))
-    scope: dict = {"new": object.__new__, "cls": cls}
-    scope.update({f"set{i}": getattr(cls, name).__set__ for i, name in enumerate(names)})
-    exec(f"def make(s, deps, tag):\n    op = new(cls)\n{body}    return op\n", scope)
-    return scope["make"]
+    order) but ``deps`` and ``tag`` (:func:`_constructor`), without first copying ``state`` into
+    an argument list (``transformer._stamp`` makes most ops of a deep pipeline's step this way)."""
+    return _constructor(cls, "s, deps, tag", lambda i, name: name if name in ("deps", "tag") else f"s[{i}]")
 
 
 def op_to_dict(op: Op) -> dict:

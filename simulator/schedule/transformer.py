@@ -403,37 +403,118 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
     return start + tpl.result
 
 
+# Stamped passes kept by what decides their ops: (template, micro-batch, position in the
+# program, external dependencies) -> the ops. Ops are immutable, and a stamp is a function of
+# those alone, so a build that reaches a pass with the same key appends the same op objects.
+# Builds of one plan share long prefixes: micro-batch folding's two reduced steps start as the
+# full step does (replay/fold.py), and the sweep's lower bound builds stages 0 and p-1 with pp
+# and 2·pp micro-batches (sweep/bound.py): a third of the GPT-3 175B sweep's stamped ops.
+_STAMPED: dict[tuple, tuple["_Template", tuple]] = {}
+_STAMPED_KEPT = 600_000  # ops kept at most (~100 MiB), then the entries are dropped
+_stamped_ops = [0]
+
+
+def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...],
+                wm: tuple[int, ...]) -> int:
+    """:func:`_stamp`, appending the ops of an earlier stamp of the same key where there is one."""
+    start = len(pb.ops)
+    key = (id(tpl), mb, start, after, wa, wm)
+    hit = _STAMPED.get(key)
+    if hit is not None and hit[0] is tpl:  # the template is kept alive by its entry: its id is its own
+        pb.ops.extend(hit[1])
+        return start + tpl.result
+    result = _stamp(pb, tpl, mb, after, wa, wm)
+    if _stamped_ops[0] >= _STAMPED_KEPT:
+        _STAMPED.clear()
+        _stamped_ops[0] = 0
+    ops = tuple(pb.ops[start:])
+    _STAMPED[key] = (tpl, ops)
+    _stamped_ops[0] += len(ops)
+    return result
+
+
+def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
+    """The template of layer ``old``'s pass as layer ``new``'s: a layer enters a pass's ops only
+    in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb0.fc1.step1``); what the ops are
+    depends on the layer only through :meth:`LayerSpec.is_moe` and the hybrid pattern, which
+    :meth:`LayerBuilder._layer_class` keys. None where a name or key names the layer anywhere
+    else (the pass is then built for that layer)."""
+    prefix, marker = f"L{old}.", f".L{old}.mb{_MB}."
+    to_prefix, to_marker = f"L{new}.", f".L{new}.mb{_MB}."
+    if any(t.layer != old for t in tpl.tags):
+        return None
+    state = []
+    for cls, values in zip(tpl.types, tpl.state):
+        name = values[0]
+        if not name.startswith(prefix) or f"L{old}" in name[len(prefix):]:
+            return None
+        values = (to_prefix + name[len(prefix):], *values[1:])
+        if cls is P2POp:
+            args = list(values)
+            for i in _P2P_XFERS:
+                xfers = []
+                for t in args[i]:
+                    if t.key.count(marker) != 1 or f"L{old}" in t.key.replace(marker, ""):
+                        return None
+                    xfers.append(replace(t, key=t.key.replace(marker, to_marker)))
+                args[i] = tuple(xfers)
+            values = tuple(args)
+        state.append(values)
+    return replace(tpl, state=tuple(state), tags=tuple(replace(t, layer=new) for t in tpl.tags))
+
+
 class LayerBuilder:
     """Appends the ops of one layer (or the embedding / LM head) to a program.
 
-    Layer passes are built once per (layer, pass, shape of the waits) with the real builders and
-    stamped for the other micro-batches, which differ only in dependencies and tags.
+    Layer passes are built once per (layer class, pass, shape of the waits) with the real
+    builders and stamped for the other layers of that class and the other micro-batches, which
+    differ only in names, dependencies, tags and P2P keys (:func:`_relabeled`).
     """
 
     def __init__(self, spec: LayerSpec):
         self.spec = spec
         self.attn_fwd, self.attn_bwd = attention_pattern(spec)
         self._templates: dict[tuple, _Template | None] = {}
-        self._seen: dict[tuple, int] = {}  # builds of each pass so far
+        self._seen: dict[tuple, int] = {}  # builds of each pass (of one layer class) so far
+        # (pass, layer class, waits' shape) -> (a layer, its template): the other layers of the
+        # class are stamped from it relabeled (a 96-layer model's pp-micro-batch stage program,
+        # as the sweep's lower bound builds it, builds 3 passes instead of 3 per layer)
+        self._generic: dict[tuple, tuple[int, _Template]] = {}
         self._qkv_out = spec.qkv_out or (spec.shape.heads + 2 * spec.shape.kv_heads) * spec.head_dim
         self._proj_in = spec.proj_in or spec.shape.heads * spec.head_dim
         self._fc1_out = (2 if spec.gated else 1) * spec.shape.ffn  # gate and up columns when gated
 
     def _cached(self, build: Callable[..., int], kind: str, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
-        key = (kind, layer, after >= 0, _wait_shape(after, wa, wm))
+        shape = _wait_shape(after, wa, wm)
+        key = (kind, layer, after >= 0, shape)
         tpl = self._templates.get(key)
+        if tpl is None and key not in self._templates:
+            gkey = (kind, self._layer_class(layer), after >= 0, shape)
+            generic = self._generic.get(gkey)
+            if generic is not None:
+                tpl = self._templates[key] = _relabeled(generic[1], generic[0], layer)
         if tpl is not None:
-            return _stamp(pb, tpl, mb, after, wa, wm)
+            return _stamp_kept(pb, tpl, mb, after, wa, wm)
         start = len(pb)
         result = build(pb, layer, mb, after, wa, wm)
         if key not in self._templates:
             # Making a template costs about one build: worth it from the third build of a pass
-            # on (schedules of one or two micro-batches, as at long context, never stamp).
-            seen = self._seen[key] = self._seen.get(key, 0) + 1
+            # (of any layer of its class) on (schedules of one or two micro-batches of a few
+            # layers, as at long context, never stamp).
+            gkey = (kind, self._layer_class(layer), after >= 0, shape)
+            seen = self._seen[gkey] = self._seen.get(gkey, 0) + 1
             if seen >= 3:
-                self._templates[key] = _symbolic(pb, start, result, after, wa, wm, layer, mb)
+                tpl = self._templates[key] = _symbolic(pb, start, result, after, wa, wm, layer, mb)
+                if tpl is not None and gkey not in self._generic:
+                    self._generic[gkey] = (layer, tpl)
         return result
+
+    def _layer_class(self, layer: int) -> tuple:
+        """What of ``layer`` decides which ops its passes are (beyond their names, tags and P2P
+        keys): whether its MLP is MoE, and its block in a hybrid model."""
+        s = self.spec
+        return (s.is_moe(layer), s.pattern[layer] if s.pattern and layer < len(s.pattern) else "")
 
     def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:

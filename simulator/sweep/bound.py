@@ -340,15 +340,19 @@ def _priced_program(scn: Scenario, stage: int = 0) -> tuple[list[Op], list[float
     cluster = _cluster(scn)
     times = compute_times(ops, scn.profile.gpu)
     groups: dict[tuple[str, ...], tuple[int, ...]] = {}
+    alone: dict[tuple, float] = {}  # by (kind, axes, size): the program's thousands of collectives are a few dozen
     out = []
     for op, t in zip(ops, times):
         if t is None:
             t = 0.0
             if isinstance(op, CommOp):
-                members = groups.get(op.axes)
-                if members is None:
-                    members = groups[op.axes] = grid.group(rank, op.axes)
-                t = _collective_s(cluster, op.op, members, op.size_bytes, scn.n_gpus)
+                key = (op.op, op.axes, op.size_bytes)
+                t = alone.get(key)
+                if t is None:
+                    members = groups.get(op.axes)
+                    if members is None:
+                        members = groups[op.axes] = grid.group(rank, op.axes)
+                    t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes, scn.n_gpus)
         out.append(t)
     return ops, out
 

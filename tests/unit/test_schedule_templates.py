@@ -73,3 +73,39 @@ def test_warm_moe_build_is_the_cold_build(tmp_path, monkeypatch):
 
 def _model_parallel(p: dict) -> int:
     return p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
+
+
+def _untemplated(monkeypatch) -> None:
+    """Every layer pass built by its builder: no template stamped, for any layer or micro-batch."""
+    monkeypatch.setattr(LayerBuilder, "_cached",
+                        lambda self, build, kind, pb, layer, mb, after, wa, wm: build(pb, layer, mb, after, wa, wm))
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_stamped_layers_are_the_built_layers(make, plan, monkeypatch):  # noqa: F811 - the fixture
+    """A pass's template stands for every layer of its class (transformer._relabeled): the
+    schedule stamped from them is the one whose every pass is built, op for op, and a stage of
+    several layers builds each pass once per layer class, not once per layer."""
+    parallel, nodes, first, _ = PLANS[plan]
+    scn = make(parallel, nodes=nodes, training={"global_batch": first * 4 * nodes // _model_parallel(parallel),
+                                                "recompute": "selective"})
+    schedule_build._LAYER_BUILDERS.clear()
+    calls = _real_passes(monkeypatch)
+    stamped = _fields(build_schedule(scn))
+    built_passes = len(calls)
+    schedule_build._LAYER_BUILDERS.clear()
+    _untemplated(monkeypatch)
+    assert stamped == _fields(build_schedule(scn))
+    if plan != "zero3":  # ZeRO-3's gated passes are never templated
+        layers = scn.model.layers
+        assert built_passes < 3 * 2 * layers  # fewer than three builds of each layer's two passes
+
+
+def test_stamped_moe_layers_are_the_built_layers(tmp_path, monkeypatch):
+    make_moe = moe_scenario_maker(tmp_path, MOE, nodes=2, global_batch=8 * 2)
+    scn = make_moe({"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2})
+    schedule_build._LAYER_BUILDERS.clear()
+    stamped = _fields(build_schedule(scn))
+    schedule_build._LAYER_BUILDERS.clear()
+    _untemplated(monkeypatch)
+    assert stamped == _fields(build_schedule(scn))
