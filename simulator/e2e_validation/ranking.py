@@ -4,7 +4,7 @@ on the same cluster, does clustersim order them as the measurements do?
 A sweep is only as useful as its ordering: a constant error in every step time does not change
 which plan wins, a plan-dependent one does. For every group of published cases that share the
 model (shape and sequence length), the hardware profile, the GPU count, the global batch, the
-precision and the metric, and differ only in the plan (tp, pp, dp, micro-batch, ...), this
+precision and the metric, and differ only in the plan (tp, pp, dp, micro-batch, recompute, ...), this
 module simulates each case and reports:
 
 * Kendall's tau-b between the predicted and the measured speed (Kendall 1945, the tie-corrected
