@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.config.scenario import build_scenario
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import ComputeOp
 from simulator.schedule.shapes import stage_units
-from tests.unit.test_schedule_invariants import PROFILE, SMALL
+from tests.unit.test_schedule_invariants import make as small_scenario  # noqa: F401 (fixture)
 
 GB, PP = 16, 2  # 2 nodes x 4 GPUs: dp 4, 4 micro-batches per stage
 
 
 @pytest.fixture
-def make(tmp_path):
-    (tmp_path / "p.yaml").write_text(PROFILE)
-
+def make(small_scenario):
     def _make(**parallel):
-        data = {"name": "accum", "hardware": "p.yaml", "nodes": 2, "model": SMALL,
-                "training": {"micro_batch": 1, "global_batch": GB, "dtype": "fp16"},
-                "parallel": {"pp": PP, "zero": 0, "overlap_grad_reduce": False, **parallel}}
-        return build_scenario(data, source="accum.yaml", base_dir=tmp_path)
+        return small_scenario({"pp": PP, "zero": 0, "overlap_grad_reduce": False, **parallel},
+                              training={"global_batch": GB, "dtype": "fp16"})
     return _make
 
 
