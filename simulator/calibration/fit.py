@@ -25,6 +25,12 @@ sensitive rows each, most stayed unfitted at the deployed value, and the sizes s
 Sophia 3.4% -> 8.2%, ABCI 8.7% -> 12.2% at >= 1 MiB, 2026-12-02.) Latencies are per link class,
 algorithm and protocol (NCCL's own tables).
 
+Bounds: an efficiency is at most 1, and a protocol's efficiency at least
+:data:`PROTO_EFFICIENCY_FLOOR`, the least share of NCCL's LL rate a deployed fabric was measured
+to deliver (the tree LL above, ~0.125). A fit below it is a latency the rows put into the
+bandwidth term: GH200 on Alps fitted on 1-4 nodes took the network LL efficiency to 0.049 and
+mispredicted its own 16-32-node sweeps by 23.5% (17.8% with the floor).
+
 Which parameters a data set can determine is decided numerically: a parameter is fitted only when
 at least ``min_points`` measured rows are sensitive to it (|d log t / d log p| ≥ 0.2 at the
 datasheet value, and again at the fitted point): sizes in the latency regime for a latency, in
@@ -104,6 +110,10 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0}
 # The per-hop latency knob the fit moves across nodes (module docstring, "Transport and pattern").
 NET_LATENCY_KNOB = "net_hop_extra_us"
+# The least fraction of NCCL's LL/LL128 rate a protocol efficiency may be fitted to (module
+# docstring, "Bounds"): the lowest share a deployed fabric delivers across nodes, a tree's LL on
+# 2 x 8 A100 over InfiniBand (costs/deployed.py, net_ll_channel_GBps).
+PROTO_EFFICIENCY_FLOOR = 0.125
 EFFICIENCY_FIELDS = ("node.scale_up.efficiency", "node.nics.efficiency", "nccl.nvls_efficiency",
                      "nccl.proto_efficiency.ll", "nccl.proto_efficiency.ll128", "nccl.proto_efficiency.simple",
                      "nccl.proto_efficiency.net.ll", "nccl.proto_efficiency.net.ll128",
@@ -257,6 +267,15 @@ class Param:
     @property
     def upper(self) -> float:
         return 1.0 if self.bare in EFFICIENCY_FIELDS or self.bare.startswith("nccl.proto_efficiency.") else math.inf
+
+    @property
+    def lower(self) -> float:
+        """The least value the fit may give (module docstring, "Bounds"): 0 but for a protocol's
+        efficiency, which is floored at :data:`PROTO_EFFICIENCY_FLOOR`."""
+        return PROTO_EFFICIENCY_FLOOR if self.bare.startswith("nccl.proto_efficiency.") else 0.0
+
+    def clamp(self, value: float) -> float:
+        return min(max(value, self.lower), self.upper)
 
     def get(self, profile: HardwareProfile) -> float:
         if self.path.startswith("nccl."):
@@ -470,7 +489,7 @@ class _Evaluator:
         self._geometry: dict = {}
 
     def __call__(self, params: Sequence[Param], logv: np.ndarray) -> np.ndarray:
-        values = {p: min(float(np.exp(x)), p.upper) for p, x in zip(params, logv)}
+        values = {p: p.clamp(float(np.exp(x))) for p, x in zip(params, logv)}
         prof = apply_overlay(self.base, overlay_of(values)) if values else self.base
         pred = Predictor(prof, self._geometry if all(_routes_unchanged(p) for p in params) else None)
         return np.concatenate([pred.times(m) for m in self.ms]) if self.ms else np.zeros(0)
@@ -507,6 +526,8 @@ def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.
         return float(np.sum(w * r * r) + np.sum((root * (v - x0)) ** 2))
 
     upper = np.log([p.upper for p in params])
+    with np.errstate(divide="ignore"):
+        lower = np.log([p.lower for p in params])
     lam, it = 1e-2, 0
     pred = f(x)
     r = np.log(pred / meas)
@@ -520,7 +541,7 @@ def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.
         for _ in range(8):
             dx = -np.linalg.solve(A + lam * np.diag(np.diag(A) + 1e-9), g)
             dx = np.clip(dx, -1.0, 1.0)
-            x_new = np.minimum(x + dx, upper)
+            x_new = np.clip(x + dx, lower, upper)
             pred_new = f(x_new)
             r_new = np.log(pred_new / meas)
             if cost(r_new, w, x_new) < c0:
@@ -573,7 +594,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
         root = np.sqrt(np.array([latency_prior if p.bare.startswith(PRIOR_PREFIXES) and datasheet[p] > 0 else 0.0
                                  for p in params]))
         x, it = _solve(evaluate, params, x, x0, root, meas, huber_k, max_iter)
-        point.update({p: min(float(np.exp(v)), p.upper) for p, v in zip(params, x)})
+        point.update({p: p.clamp(float(np.exp(v))) for p, v in zip(params, x)})
         counts = np.maximum(counts, _sensitive_rows(evaluate, cands, point))
     fitted_values = {p: point[p] for p in params}
     warnings = [f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
