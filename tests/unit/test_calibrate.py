@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from simulator.calibration.fit import (
-    MeasuredCollective, Param, Predictor, busbw_errors, fit_collectives, layout_for,
+    PROTO_EFFICIENCY_FLOOR, MeasuredCollective, Param, Predictor, busbw_errors, fit_collectives, layout_for,
 )
 from simulator.config.hardware import apply_overlay
 from simulator.calibration.gemm_fit import fit_gemm_curve
@@ -96,6 +96,17 @@ def test_efficiency_never_exceeds_one(h100):
     fast = replace(m, times_s=tuple(t * 0.5 for t in m.times_s))  # faster than any link allows
     fit = fit_collectives(h100, [fast], candidates=[EFF])
     assert fit.params[0].value <= 1.0
+
+
+def test_protocol_efficiency_never_falls_below_the_deployed_floor(h100):
+    """Rows far slower than any LL rate (a latency the bandwidth term would absorb) leave a
+    protocol's efficiency at PROTO_EFFICIENCY_FLOOR, not at the 0.008 an unbounded fit reaches."""
+    ll = Param("nccl.proto_efficiency.ll")
+    m = synthetic(h100, {ll: 0.5}, sizes=tuple(2**k for k in range(10, 20)))
+    slow = replace(m, times_s=tuple(t * 20 for t in m.times_s))
+    fit = fit_collectives(h100, [slow], candidates=[ll])
+    assert fit.params[0].value == pytest.approx(PROTO_EFFICIENCY_FLOOR)
+    assert Param("node.nics.efficiency").lower == 0.0 and ll.clamp(0.01) == PROTO_EFFICIENCY_FLOOR
 
 
 @pytest.mark.parametrize("ranks,gpn,expect", [(16, None, (2, 8)), (8, None, (1, 8)), (4, None, (1, 4)),
