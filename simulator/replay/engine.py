@@ -103,7 +103,7 @@ class _Hold:
     start: float
     end: float
     links: np.ndarray
-    done: simpy.Event
+    timer: Timeout  # its end by its time alone, which its stream waits on
     beside: Beside | None = None  # its phases timed beside traffic of fixed rates (FlowNetwork.beside)
 
 
@@ -231,11 +231,19 @@ class Replayer:
         self._arm(run)
 
     def _arm(self, run: ComputeRun) -> None:
-        """(Re)set the timer that ends the run at its last kernel's end."""
-        run.token += 1
-        token = run.token
-        timer = Timeout(self.env, max(run.end[-1] - self.env.now, 0.0))
-        timer.callbacks.append(lambda _ev: token == run.token and not run.event.triggered and run.event.succeed())
+        """(Re)set the timer the run's stream waits on (``run.timer``, its one event per block)
+        to the run's last kernel's end. A later end than the pending timer's keeps that timer:
+        when it fires, the stream sets the next (:meth:`_stream`), so a block slowed several
+        times on its way costs no timer per re-plan. An earlier end sets a new timer and moves
+        the stream's wake-up onto it (the old one fires with nothing waiting)."""
+        end = run.end[-1]
+        timer = run.timer
+        if timer is None or timer.callbacks is None or end < run.armed:
+            new = Timeout(self.env, max(end - self.env.now, 0.0))
+            if timer is not None and timer.callbacks:
+                new.callbacks, timer.callbacks = timer.callbacks, []
+            run.timer = new
+            run.armed = end
         if run.beside:
             self._expire(run)
 
@@ -366,7 +374,7 @@ class Replayer:
             return None
         issue = table.issue
         gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
-        run = ComputeRun(ops, durs, q - p + 1, Event(self.env), gates)
+        run = ComputeRun(ops, durs, q - p + 1, gates)
         if held:
             run.held = held
             run.holder = self._next_holder
@@ -447,7 +455,11 @@ class Replayer:
                 if hold.end > due:  # (one ending now ends before the newcomer starts)
                     del self._holds[h]
                     self.net.release(h, hold.links)
-                    self._continue_on_network(hold.plan, hold.start, now, due, None, hold.done, hold.beside)
+                    end = self._continue_on_network(hold.plan, hold.start, now, due, None, hold.beside)
+                    # its stream now waits for that end: its wake-up moves there from the timer
+                    # (which then fires with nothing waiting on it)
+                    end.callbacks.extend(hold.timer.callbacks)
+                    hold.timer.callbacks = []
                 continue
             hit = self._holders.get(h)
             if hit is None:
@@ -501,18 +513,17 @@ class Replayer:
             return
         op = cast(CommOp, prog[c])
         plan, _, _ = self._ready_plan(op, R.groups[c])
-        done = Event(self.env)
-        R.handed[c] = (start_c, done)
         self._comm_started(R, +1)
-        self._continue_on_network(plan, start_c, now, due, R, done, beside)
+        R.handed[c] = (start_c, self._continue_on_network(plan, start_c, now, due, R, beside))
 
     def _continue_on_network(self, plan: CollectivePlan, start: float, now: float, due: float,
-                             R: RankState | None, done: simpy.Event, beside: Beside | None = None) -> None:
+                             R: RankState | None, beside: Beside | None = None) -> simpy.Event:
         """A collective timed in closed form since ``start`` goes on the network at ``now``
         where its closed form has it: the rest of its latency, or its current phase started at
         that phase's own start (``transfer_phase(t0=...)``), then the later phases. The phase
-        is put on the network at once (before the traffic that called it back starts); then
-        ``done`` fires when the last phase ends (and R's communication count goes down). One
+        is put on the network at once (before the traffic that called it back starts). Returns
+        the event of its end, R's communication count down before it fires: the last phase's own
+        event, or one the rest's chain of callbacks succeeds (:meth:`_rest_on_network`). One
         timed beside traffic of fixed rates (``beside``) has moved along its phases' trajectories
         there; its current phase goes on the network flow by flow as that has it
         (``resume_phase``)."""
@@ -532,48 +543,55 @@ class Replayer:
                          else self.net.transfer_phase(phases[k], t0=t))
                 k += 1
         if first is not None and k == len(phases):  # its last phase: no process to wait for it
-            first.callbacks.append(lambda _ev: self._ended_on_network(R, done))
-            return
-        self.env.process(self._rest_on_network(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:],
-                                               done))
+            if R is not None:
+                first.callbacks.append(lambda _ev: self._comm_started(R, -1))
+            return first
+        return self._rest_on_network(R, first, max(t - now, 0.0) if first is None else 0.0, phases[k:])
 
-    def _ended_on_network(self, R: RankState | None, done: simpy.Event) -> None:
-        """A collective handed to the network has ended (as :meth:`_rest_on_network` ends)."""
-        if R is not None:
-            self._comm_started(R, -1)
-        done.succeed()
+    def _rest_on_network(self, R: RankState | None, first: simpy.Event | None, wait: float,
+                         phases: list[Any]) -> simpy.Event:
+        """The rest of a collective handed to the network (:meth:`_continue_on_network`): after
+        ``first`` (or ``wait`` seconds), each phase started by the previous one's callback, and
+        the returned event succeeded after the last (a process would cost two events more: its
+        start and its end)."""
+        done = Event(self.env)
+        rest = iter(phases)
 
-    def _rest_on_network(self, R: RankState | None, first: simpy.Event | None, wait: float, phases: list[Any],
-                         done: simpy.Event):
-        """The rest of a collective handed to the network (:meth:`_continue_on_network`)."""
+        def step(_ev: Any = None) -> None:
+            phase = next(rest, None)
+            if phase is not None:
+                self._phase(phase).callbacks.append(step)
+                return
+            if R is not None:
+                self._comm_started(R, -1)
+            done.succeed()
+
         if first is not None:
-            yield first
+            first.callbacks.append(step)
         elif wait > 0:
-            yield Timeout(self.env, wait)
-        for phase in phases:
-            yield self._phase(phase)
-        self._ended_on_network(R, done)
+            Timeout(self.env, wait).callbacks.append(step)
+        else:
+            step()
+        return done
 
     def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray, beside: Beside | None = None):
         """Run a collective (one simulated member, links shared over the step but idle now) by
         its time alone while it holds its links reserved; traffic that arrives on them hands it
         to the network where it stands (:meth:`_on_reserved`). One timer instead of its
-        latency, its phases' network events and their wake-ups."""
+        latency, its phases' network events and their wake-ups; the stream waits on that timer
+        itself (one event per collective). Handed over, its wake-up moves to the network's end
+        of it (the timer then fires with nothing waiting on it)."""
         hid = self._next_holder
         self._next_holder += 1
         now = self.env.now
-        hold = _Hold(plan, now, now + alone, links, Event(self.env), beside)
+        timer = Timeout(self.env, alone)
+        hold = _Hold(plan, now, now + alone, links, timer, beside)
         self._holds[hid] = hold
         self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
-        timer = Timeout(self.env, alone)
-        timer.callbacks.append(lambda _ev: self._hold_ends(hid, hold))
-        yield hold.done
-
-    def _hold_ends(self, hid: int, hold: "_Hold") -> None:
-        if self._holds.get(hid) is hold:
+        yield timer
+        if self._holds.get(hid) is hold:  # ended by its timer, not on the network (_on_reserved)
             del self._holds[hid]
-            self.net.release(hid, hold.links)
-            hold.done.succeed()
+            self.net.release(hid, links)
 
     def _absorbable(self, R: RankState, c: int) -> Absorbable | None:
         """Whether a compute block of rank R may take in collective ``c``: it is timed by its
@@ -664,7 +682,10 @@ class Replayer:
                 R.run = run
                 run.plan(0, now, R.inflight > 0)
                 self._arm(run)
-                yield run.event
+                yield run.timer
+                while run.end[-1] > run.armed:  # re-planned later than the timer it waited on
+                    self._arm(run)
+                    yield run.timer
                 R.run = None
                 if run.holder >= 0:
                     self._release(run)

@@ -31,6 +31,7 @@ group), so reports, Perfetto traces and plots read it as they read an unfolded o
 
 from __future__ import annotations
 
+from itertools import chain
 from operator import attrgetter
 from typing import Any, Callable, Sequence
 
@@ -132,12 +133,41 @@ def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
             sig = sigs[j] = _signature(red)
         if type(op) is not type(red) or _signature(op) != sig:
             return False
-        deps, rdeps = op.deps, reduced[j].deps
+    for i in _deps_apart(full, reduced, m):
+        j = index[i]
+        deps, rdeps = full[i].deps, reduced[j].deps
         if deps != rdeps and not (len(deps) == len(rdeps) and all(
                 d - i == e - j or (d == e and e < cut) for d, e in zip(deps, rdeps))):
             if i < cut + m.n * m.length or sorted(deps) != _every_copy(rdeps, m):
                 return False
     return True
+
+
+def _deps_apart(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> list[int]:
+    """The full ops whose dependencies are not, one by one, their reduced counterpart's at the
+    same distance (or the same op before the cut): :func:`_same_ops` looks at those alone.
+    Every dependency of the step as one array (a Python test per dependency was a third of
+    the check on a folded plan's tens of thousands of ops)."""
+    fd = [op.deps for op in full]
+    rd = [op.deps for op in reduced]
+    fl = np.fromiter(map(len, fd), np.int64, len(fd))
+    rl = np.fromiter(map(len, rd), np.int64, len(rd))
+    idx = m.index
+    same_len = fl == rl[idx]
+    ff = np.fromiter(chain.from_iterable(fd), np.int64, int(fl.sum()))
+    rf = np.fromiter(chain.from_iterable(rd), np.int64, int(rl.sum()))
+    if rf.size == 0:
+        rf = np.zeros(1, dtype=np.int64)
+    f_off = np.cumsum(fl) - fl
+    r_off = np.cumsum(rl) - rl
+    owner = np.repeat(np.arange(fl.size, dtype=np.int64), fl)  # the full op of each dependency
+    j = idx[owner]
+    at = np.where(same_len[owner], r_off[j] + np.arange(ff.size, dtype=np.int64) - f_off[owner], 0)
+    e = rf[at]
+    good = same_len[owner] & ((ff - owner == e - j) | ((ff == e) & (e < m.cut)))
+    apart = ~same_len
+    apart[owner[~good]] = True
+    return np.flatnonzero(apart).tolist()
 
 
 def _every_copy(rdeps: Sequence[int], m: _Map) -> list[int]:

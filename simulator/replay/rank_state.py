@@ -164,7 +164,8 @@ class ComputeRun:
     the previous ends, slowed by ``overlap_slowdown`` when the rank has communication in flight
     at its start, as the op-by-op replay does. ``plan`` lays them out from a given op on;
     communication that starts or ends on the rank during the run re-plans the rest
-    (engine._comm_started). ``token`` names the live wake-up timer.
+    (engine._comm_started). ``timer`` is the wake-up its stream waits on, set for ``armed``
+    (engine._arm).
 
     A run may also hold collectives of other streams that sit between two of its kernels (the
     kernel before is all they wait for, the kernel after waits for them) and that are timed by
@@ -173,10 +174,10 @@ class ComputeRun:
     ``durs`` holds each entry's (alone, beside communication) seconds, ``n_kernels`` how many
     of the entries are the compute stream's."""
 
-    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "event", "token", "held", "holder",
+    __slots__ = ("ops", "durs", "gates", "n_kernels", "start", "end", "slowed", "timer", "armed", "held", "holder",
                  "beside", "expiring", "held_links")
 
-    def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int, event: simpy.Event,
+    def __init__(self, ops: list[int], durs: list[tuple[float, float]], n_kernels: int,
                  gates: list[float] | None = None) -> None:
         self.ops = ops
         self.durs = durs
@@ -185,8 +186,8 @@ class ComputeRun:
         self.start = [0.0] * len(ops)
         self.end = [0.0] * len(ops)
         self.slowed = [False] * len(ops)  # True: no further slowdown applies to it
-        self.event = event
-        self.token = 0
+        self.timer: simpy.Timeout | None = None
+        self.armed = 0.0  # the time ``timer`` fires at
         # entries holding a collective whose links are reserved on the network while the run
         # lasts: (entry index, links), and the reservation's holder id (-1: none)
         self.held: list[tuple[int, np.ndarray]] = []

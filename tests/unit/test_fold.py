@@ -138,3 +138,28 @@ def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
     topo = build_topology(scn.profile, scn.nodes)
     trace = replay(changed, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
     assert trace.stats.folded_micro_batches == 0
+
+
+def test_check_one_refuses_a_dependency_moved(make):  # noqa: F811 - the fixture
+    """Check 1 (fold._same_ops, its dependencies compared as arrays by fold._deps_apart)
+    accepts the ZeRO-2 step's programs against the reduced step's with the periods put back
+    (the gradient clipping after them waiting for every copy), and refuses them when one
+    dependency of one op, before the cut, in the periods put back or after them, points one
+    op earlier."""
+    parallel, nodes, mb = PLANS["zero2"]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
+    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    for role, prog in full.programs.items():
+        red, steady_r = small.programs[role], small.steady[role]
+        cut = steady_r[2 * period]
+        m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+        assert len(prog) == len(red) + n * m.length and fold._same_ops(prog, red, m)
+        end = cut + n * m.length
+        for lo, hi in ((0, cut), (cut, end), (end, len(prog))):
+            i = next(i for i in range(lo, hi) if prog[i].deps and min(prog[i].deps) > 0)
+            moved = list(prog)
+            moved[i] = dataclasses.replace(prog[i], deps=(prog[i].deps[0] - 1, *prog[i].deps[1:]))
+            assert not fold._same_ops(moved, red, m), (role, i)
