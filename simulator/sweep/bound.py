@@ -467,11 +467,16 @@ def _after_backward(ops: list[Op], durations: list[float]) -> set[str]:
                   if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd"), None)
     if first is None:
         return set()
-    reached = _walk(ops, durations, first, None)
     heads: dict[str, int] = {}
     for i, op in enumerate(ops):
         heads.setdefault(op.stream, i)
-    return {stream for stream, i in heads.items() if reached[i] is not None}
+    # A stream whose first op comes before that kernel is not reached (dependencies and each
+    # stream's FIFO order point backwards): the walk stops at the last first op after it.
+    later = {stream: i for stream, i in heads.items() if i >= first}
+    if not later:
+        return set()
+    reached = _walk(ops, durations, first, max(later.values()))
+    return {stream for stream, i in later.items() if reached[i] is not None}
 
 
 def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
