@@ -178,3 +178,24 @@ def test_kernels_beside_the_zero2_reduce_scatters_are_slowed():
     assert before < step_z1
     bound = step_lower_bound(z2)
     assert step_z1 < bound <= simulate_scenario(z2).report.step_time_s
+
+
+@pytest.mark.parametrize("parallel", [dict(tp=8, pp=1, zero=3), dict(tp=4, pp=4, zero=2)])
+def test_streams_after_the_first_backward_kernel_as_a_whole_walk_finds_them(parallel):
+    """The streams whose first op waits for the first backward kernel: the walk that stops at the
+    last stream's first op after that kernel finds those the walk over the whole program does. At
+    ZeRO-3 every stream starts before it (its parameter AllGathers: none); at ZeRO-2 the DP stream
+    starts with a gradient ReduceScatter issued after it."""
+    from simulator.sweep.bound import _after_backward, _priced_programs, _walk
+
+    scn = gpt3_175b(**parallel)
+    ops, durations = _priced_programs(scn, scn.parallel.pp - 1)[0]
+    first = next(i for i, op in enumerate(ops)
+                 if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd")
+    reached = _walk(ops, durations, first, None)
+    heads: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        heads.setdefault(op.stream, i)
+    whole = {stream for stream, i in heads.items() if reached[i] is not None}
+    assert _after_backward(ops, durations) == whole
+    assert whole == (set() if parallel["zero"] == 3 else {"dp"})
