@@ -31,11 +31,27 @@ Sizes per rank (Megatron-Core's conventions, arXiv:2205.05198):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Callable, TypeVar
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.flops import embedding_params, expert_params, mlp_matrices
 from simulator.schedule.mamba import MambaShape
+
+_T = TypeVar("_T")
+
+
+def _for_last_scenario(fn: Callable[[Scenario], _T]) -> Callable[[Scenario], _T]:
+    """``fn`` kept for the last scenario it was asked about, by identity (a Scenario is frozen):
+    the memory model asks for a plan's shapes and layer split on every stage of every plan a
+    sweep screens (a third of the screening's time went to the layer split alone)."""
+    last: list[Any] = [None, None]
+
+    def of(scn: Scenario) -> _T:
+        if last[0] is not scn:
+            value = fn(scn)
+            last[:] = [scn, value]
+        return last[1]
+    return of
 
 
 @dataclass(frozen=True)
@@ -69,13 +85,7 @@ class RankShapes:
 
     @classmethod
     def of(cls, scn: Scenario) -> "RankShapes":
-        # The last scenario's shapes are kept (a Scenario is frozen): the memory model asks for
-        # them on every stage of every plan a sweep screens.
-        if _LAST_SHAPES[0] is scn and cls is RankShapes:
-            return cast(RankShapes, _LAST_SHAPES[1])
-        shapes = cls._of(scn)
-        _LAST_SHAPES[:] = [scn, shapes]
-        return shapes
+        return _rank_shapes(scn)
 
     @classmethod
     def _of(cls, scn: Scenario) -> "RankShapes":
@@ -92,6 +102,9 @@ class RankShapes:
                    heads=m.heads // p.tp, kv_heads=m.kv_heads // p.tp, ffn=m.ffn_hidden // p.tp,
                    vocab=m.vocab // p.tp, model_parallel=p.model_parallel,
                    grad_shard=scn.dp * p.cp * p.ulysses, layer_split=p.tp * p.cp * p.ulysses)
+
+
+_rank_shapes = _for_last_scenario(RankShapes._of)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,24 +255,21 @@ def reused(unit: ParamUnit) -> ParamUnit:
 def virtual_layers(scn: Scenario) -> list[list[int]]:
     """Global layer indices of every virtual stage v = chunk·pp + stage; the last one also holds
     the MTP depths' layers (Megatron-Core builds the MTP block on the stage with the loss, the
-    ``m`` before ``L`` of a ``pipeline_model_parallel_layout``). The last scenario's are kept
-    (a Scenario is frozen; the memory model asks on every stage of every plan a sweep screens:
-    a third of the screening's time went here), and handed out as new lists."""
-    if _LAST_LAYERS[0] is not scn:
-        out, start = [], 0
-        for n in scn.virtual_stage_layers:
-            out.append(range(start, start + n))
-            start += n
-        _LAST_LAYERS[:] = [scn, tuple(out), mtp_layers(scn)]
-    _, ranges, mtp = _LAST_LAYERS
+    ``m`` before ``L`` of a ``pipeline_model_parallel_layout``). New lists on every call."""
+    ranges, mtp = _stage_layer_ranges(scn)
     vl = [list(r) for r in ranges]
     vl[-1] += mtp
     return vl
 
 
-# The last scenario asked for and its virtual stages' layer ranges and MTP layers; its RankShapes.
-_LAST_LAYERS: list[Any] = [None, (), []]
-_LAST_SHAPES: list[Any] = [None, None]
+@_for_last_scenario
+def _stage_layer_ranges(scn: Scenario) -> tuple[tuple[range, ...], list[int]]:
+    """Every virtual stage's layer range, and the MTP depths' layers (:func:`virtual_layers`)."""
+    out, start = [], 0
+    for n in scn.virtual_stage_layers:
+        out.append(range(start, start + n))
+        start += n
+    return tuple(out), mtp_layers(scn)
 
 
 def stage_units(scn: Scenario, stage: int) -> list[list[ParamUnit]]:
