@@ -95,15 +95,15 @@ FORCE_FLUSH_DEFAULT_OFF = (2, 19, 0)
 _FLUSHED_BEFORE_HOPPER = ("volta", "ampere")
 
 
-def gdr_flush(arch: str, version_key: tuple[int, int, int], gpu_direct: bool) -> bool:
+def gdr_flush(arch: str, release: tuple[int, int, int], gpu_direct: bool) -> bool:
     """Whether NCCL flushes every Simple receive from the network (module docstring): with
     GPUDirect RDMA, on a GPU before Hopper, or on a later one under a release before 2.19
-    (``version_key``: the release whose tables time the call, as a tuple)."""
+    (``release``: the release whose tables time the call, as :func:`version_key` gives it)."""
     if not gpu_direct:
         return False
     if arch in _FLUSHED_BEFORE_HOPPER:
         return True
-    return arch in ("hopper", "blackwell") and version_key < FORCE_FLUSH_DEFAULT_OFF
+    return arch in ("hopper", "blackwell") and release < FORCE_FLUSH_DEFAULT_OFF
 
 
 def tree_depth(ppn: int, n_nodes: int) -> int:
