@@ -332,8 +332,8 @@ def _with_micro_batches(scn: Scenario, n: int) -> Scenario:
     return replace(scn, training=t.model_copy(update={"global_batch": t.micro_batch * scn.dp * n}))
 
 
-def _priced_program(scn: Scenario, stage: int = 0,
-                    build: Callable[[Scenario, int], list[Op]] = build_program) -> tuple[list[Op], list[float]]:
+def _priced_program(scn: Scenario, stage: int,
+                    build: Callable[[Scenario, int], list[Op]]) -> tuple[list[Op], list[float]]:
     """A stage's program and each op's seconds at least: kernels at their compute time, every
     collective at its time alone (its group's size uncapped), sends and receives at 0."""
     ops = build(scn, stage)
@@ -388,11 +388,9 @@ def _stream_sums(ops: list[Op], durations: list[float], comm_only: bool = False)
     return out
 
 
-def _fewest(scn: Scenario) -> tuple[int, Scenario]:
-    """Micro-batches per flush (``pp``: the fewest every schedule accepts) and the plan with that
-    many, or the plan itself where it has no more."""
-    per_flush = scn.parallel.pp * scn.parallel.pp_flushes
-    return per_flush, (scn if scn.n_micro <= per_flush else _with_micro_batches(scn, per_flush))
+def _per_flush(scn: Scenario) -> int:
+    """The fewest micro-batches every schedule accepts: ``pp`` per flush."""
+    return scn.parallel.pp * scn.parallel.pp_flushes
 
 
 def _extended(scn: Scenario, per_flush: int, sums: dict[str, float], more: dict[str, float]) -> dict[str, float]:
@@ -418,7 +416,8 @@ def _priced_programs(scn: Scenario, stage: int) -> list[tuple[list[Op], list[flo
     key = (id(scn), scn.training.global_batch, stage)
     if _programs_kept[0] == key:
         return _programs_kept[1]
-    per_flush, few = _fewest(scn)
+    per_flush = _per_flush(scn)
+    few = scn if scn.n_micro <= per_flush else _with_micro_batches(scn, per_flush)
     # build_program turns the cyclic collector off while it builds, but the first collection
     # after it scanned the two programs' hundreds of thousands of ops (no cycles) while they
     # were priced: 0.56 of 3.1 CPU s of the 53 GPT-3 175B plans' bounds (gc.callbacks), 0.03
@@ -444,7 +443,7 @@ def program_floor(scn: Scenario) -> ProgramFloor:
     ops, durations = programs[0]
     sums = _stream_sums(ops, durations)
     if len(programs) > 1:
-        sums = _extended(scn, _fewest(scn)[0], sums, _stream_sums(*programs[1]))
+        sums = _extended(scn, _per_flush(scn), sums, _stream_sums(*programs[1]))
     kernels = [i for i, op in enumerate(ops)
                if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase in ("fwd", "bwd")]
     if not kernels:
@@ -497,7 +496,7 @@ def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
     sums, late = _stream_sums(ops, durations, comm_only=True), _after_backward(ops, durations)
     if len(programs) > 1:
         ops, durations = programs[1]
-        sums = _extended(scn, _fewest(scn)[0], sums, _stream_sums(ops, durations, comm_only=True))
+        sums = _extended(scn, _per_flush(scn), sums, _stream_sums(ops, durations, comm_only=True))
         late &= _after_backward(ops, durations)
     return {k: (v, k in late) for k, v in sums.items()}
 
