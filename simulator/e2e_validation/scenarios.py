@@ -3,7 +3,7 @@ a :class:`Case` pairs one published measurement with the scenario that reproduce
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simulator.e2e_validation.rows import Row, parse_int
 
@@ -110,8 +110,7 @@ TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach
 # ``optimizer.implementation`` default from 2025).
 TORCHTITAN_EAGER = Stack(attention="flash2", fused_kernels=False, optimizer="foreach", cross_entropy="torch",
                          dropout=False)
-TORCHTITAN_EAGER_FUSED_NORM = Stack(attention="flash2", fused_kernels=False, optimizer="foreach",
-                                    cross_entropy="torch", dropout=False, norm_kernel="fused")
+TORCHTITAN_EAGER_FUSED_NORM = replace(TORCHTITAN_EAGER, norm_kernel="fused")
 TORCHTITAN_COMPILED = Stack(attention="flash2", fused_kernels=True, optimizer="fused", cross_entropy="torch",
                             dropout=False)
 
