@@ -86,7 +86,10 @@ CASES: dict[str, Case] = {
         "v2.8.4-1's estimate for it (3 rings x 42 GB/s doubled, Ring/LL 6.4 us + 31.5 GB/s, LL128 21.4 us + 101 GB/s, "
         "Simple 28.8 us + 126 GB/s): 64 KiB-2 MiB (LL, LL128) take 1.8-2.3x, 8-32 MiB (Simple) 1.04-1.16x. So the "
         "shortfall is the release's (or that software stack's) low-latency protocols, on both node types, not the "
-        "A100 node, its NVSwitch or the network; no source here sizes it, so it is not modelled; not asserted in tests"),
+        "A100 node, its NVSwitch or the network; no source here sizes it, so it is not modelled; not asserted in tests. "
+        "The 4-GPU sweep takes the same time at 256 and 512 KiB (42.3, 56.8 us against 48.2, 58.3) although it runs 6 "
+        "ring steps to 14 and launches 16 channels to 8: the extra cost grows with the bytes, not with steps or "
+        "channels (docs/reference/NCCL-COST-MODEL.md section 5)"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
@@ -96,7 +99,10 @@ CASES: dict[str, Case] = {
         "ring is bounded by its HCA's own x16 link either way (hardware_profiles/abci-a100.yaml). The same benchmark's "
         "4-, 8- and 16-node runs plateau at 31, 15 and 27 GB/s with the same graph, so the shortfall varies with the "
         "job's nodes; not asserted in tests beyond the release's effect (the profile names 2.8.4: +34% from 1 MiB, "
-        "+48% with 2.30.7's tables; test_nccl_versions)"),
+        "+48% with 2.30.7's tables; test_nccl_versions). Time doubles with the size from 8 MiB (535, 1026, 1887 us): "
+        "a bandwidth limit of 8-9 GB/s per HDR HCA, not a latency; v2.8.4-1's graph (4 channels x 24 GB/s, 8 "
+        "launched), LL128 rule, GDR level and GDR-read default are what the model uses (docs/reference/"
+        "NCCL-COST-MODEL.md section 5)"),
     "a100x128_allreduce_16node_abci": Case(
         "abci-a100", "allreduce", 128, 8, None,
         "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
@@ -136,7 +142,8 @@ CASES: dict[str, Case] = {
         "mi300x", "allreduce", 16, 8, None, family="aac10-mi300x", transport="roce", note=(
         "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s (met within 1.5% "
         "from 256 MiB); every call pays ~180-230 us more than AAC14's MI355X sweep at the same slope (floor 218 "
-        "us, RCCL 2.22.3 over its own IB verbs), a cost of the run the header does not state (data/nccl/INDEX.md)")),
+        "us, RCCL 2.22.3 over its own IB verbs), a cost of the run the header does not state (data/nccl/INDEX.md); "
+        "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB, so GPUDirect stays on")),
     "mi325x16_allreduce_2node_aac11_roce_ringalgo": Case(
         "mi300x", "allreduce", 16, 8, None, family="aac11-mi325x", transport="roce", note="MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
     "mi325x32_allreduce_4node_aac11_roce_ringalgo": Case(

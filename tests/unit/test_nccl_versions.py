@@ -312,6 +312,27 @@ def test_nccl_2_8_ring_allreduce_on_one_a100_node_follows_its_tuning_cc():
         min(87.7, 0.5 * 12 * 20.0) * 8 / 14)
 
 
+
+@pytest.mark.parametrize("nodes", [2, 4, 16])
+def test_abci_graph_across_nodes_is_the_one_nccl_2_8_searches(nodes):
+    """v2.8.4-1 across ABCI A-nodes: a channel per HDR HCA at the fastest listed speed its path
+    carries (search.cc speeds 42, 30, 24, ...): the Gen4 x16 link, 16 lanes x 120 / 80 = 24 GB/s
+    (topo.cc kvDictPciGen), below the port's 200000 Mb/s / 8000 = 25 (net_ib.cc, topo.cc). No
+    duplication, which search.cc applies only at speedIntra >= 25; ncclTopoPostset then launches
+    twice the graph's channels (connect.cc line 267). Tuner bus bandwidth: Ring/Simple 4 x 24,
+    Ring/LL128 min(0.92 x 96, 16.9 x 4), Ring/LL min(llMaxBw, 96 / 4), llMaxBw 39.0 on 2 nodes and
+    20.4 beyond on an Intel host (tuning.cc llMaxBws)."""
+    ctx = _a100_ctx("2.8.4", ranks=8 * nodes, nodes=nodes)
+    g = ctx.graph
+    assert (g.n_channels, g.bw_intra_GBps, g.bw_inter_GBps) == (4, 24.0, 24.0)
+    assert nccl_tuner.launched_channels(ctx, "ring", "simple", 32 << 20) == 8
+    n = 8 * nodes
+    ratio = n / (2 * (n - 1))
+    ll_max = 39.0 if nodes == 2 else 20.4  # llMaxBws[Intel row][2 nodes / more]
+    expected = {"simple": 96.0, "ll128": min(0.92 * 96.0, 16.9 * 4), "ll": min(ll_max, 96.0 / 4)}
+    for proto, bus in expected.items():
+        assert nccl_tuner.algo_bandwidth_GBps(ctx, "allreduce", "ring", proto) == pytest.approx(bus * ratio)
+
 @pytest.mark.parametrize("version, allreduce, allgather", [
     ("2.18.3", 1 / 4, 1 / 3), ("2.21.5", 1 / 2, 1 / 2), ("2.30.7", 1 / 2, 1 / 2)])
 def test_ring_ll_share_of_the_ring_bandwidth_per_release(version, allreduce, allgather):
