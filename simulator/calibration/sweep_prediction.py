@@ -143,7 +143,7 @@ CASES: dict[str, Case] = {
         "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s (met within 1.5% "
         "from 256 MiB); every call pays ~180-230 us more than AAC14's MI355X sweep at the same slope (floor 218 "
         "us, RCCL 2.22.3 over its own IB verbs), a cost of the run the header does not state (data/nccl/INDEX.md); "
-        "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB, so GPUDirect stays on")),
+        "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB: GPUDirect allowed, not off")),
     "mi325x16_allreduce_2node_aac11_roce_ringalgo": Case(
         "mi300x", "allreduce", 16, 8, None, family="aac11-mi325x", transport="roce", note="MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
     "mi325x32_allreduce_4node_aac11_roce_ringalgo": Case(
