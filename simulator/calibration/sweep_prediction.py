@@ -87,9 +87,9 @@ CASES: dict[str, Case] = {
         "Simple 28.8 us + 126 GB/s): 64 KiB-2 MiB (LL, LL128) take 1.8-2.3x, 8-32 MiB (Simple) 1.04-1.16x. So the "
         "shortfall is the release's (or that software stack's) low-latency protocols, on both node types, not the "
         "A100 node, its NVSwitch or the network; no source here sizes it, so it is not modelled; not asserted in tests. "
-        "The 4-GPU sweep takes the same time at 256 and 512 KiB (42.3, 56.8 us against 48.2, 58.3) although it runs 6 "
-        "ring steps to 14 and launches 16 channels to 8: the extra cost grows with the bytes, not with steps or "
-        "channels (docs/reference/NCCL-COST-MODEL.md section 5)"),
+        "The 4-GPU sweep takes nearly the same time at 256 and 512 KiB (42.3, 56.8 us against 48.2, 58.3) although "
+        "it runs 6 ring steps to 14 and launches 16 and 24 channels to 8 and 16: the extra cost grows with the "
+        "bytes, not with steps or channels (docs/reference/NCCL-COST-MODEL.md section 5)"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
