@@ -312,7 +312,6 @@ def test_nccl_2_8_ring_allreduce_on_one_a100_node_follows_its_tuning_cc():
         min(87.7, 0.5 * 12 * 20.0) * 8 / 14)
 
 
-
 @pytest.mark.parametrize("nodes", [2, 4, 16])
 def test_abci_graph_across_nodes_is_the_one_nccl_2_8_searches(nodes):
     """v2.8.4-1 across ABCI A-nodes: a channel per HDR HCA at the fastest listed speed its path
@@ -332,6 +331,7 @@ def test_abci_graph_across_nodes_is_the_one_nccl_2_8_searches(nodes):
     expected = {"simple": 96.0, "ll128": min(0.92 * 96.0, 16.9 * 4), "ll": min(ll_max, 96.0 / 4)}
     for proto, bus in expected.items():
         assert nccl_tuner.algo_bandwidth_GBps(ctx, "allreduce", "ring", proto) == pytest.approx(bus * ratio)
+
 
 @pytest.mark.parametrize("version, allreduce, allgather", [
     ("2.18.3", 1 / 4, 1 / 3), ("2.21.5", 1 / 2, 1 / 2), ("2.30.7", 1 / 2, 1 / 2)])
