@@ -83,6 +83,7 @@ how many plans it pruned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, cast
 
 from simulator.config.scenario import Scenario
@@ -91,7 +92,7 @@ from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
-from simulator.schedule.shapes import stage_layers, virtual_layers
+from simulator.schedule.shapes import stage_layers, stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
 # Entries kept per cache before it is emptied; a sweep of thousands of plans needs a few hundred.
@@ -472,8 +473,9 @@ def _priced_programs(scn: Scenario, stage: int) -> list[_Priced]:
     # after it scanned the two programs' hundreds of thousands of ops (no cycles) while they
     # were priced: 0.56 of 3.1 CPU s of the 53 GPT-3 175B plans' bounds (gc.callbacks), 0.03
     # with the ops frozen as built, as the replay does (replay/collector.py).
+    chunks = stage_units(scn, stage)  # the same for both builds (model and parallelism alone)
     with collector_spared() as frozen:
-        build = built_frozen(build_program) if frozen else build_program
+        build = partial(built_frozen(build_program) if frozen else build_program, chunks=chunks)
         # the last stage's are read for their collectives alone (comm_streams_s)
         kernels = stage == 0
         out = [_priced_program(few, stage, build, kernels)]
