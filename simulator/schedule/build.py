@@ -81,13 +81,17 @@ def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
     return BucketedSync(scn, chunks)
 
 
-def build_program(scn: Scenario, stage: int, cp_index: int = 0) -> list[Op]:
+def build_program(scn: Scenario, stage: int, cp_index: int = 0,
+                  chunks: list[list[ParamUnit]] | None = None) -> list[Op]:
     """One stage's program, built with the cyclic GC off as :func:`build_schedule` builds (the
-    sweep's lower bound builds two per refined plan: its collections took a quarter of that)."""
+    sweep's lower bound builds two per refined plan: its collections took a quarter of that).
+    ``chunks``: the stage's :func:`stage_units` where the caller has them (they depend on the
+    model and the parallelism, not on the batch: the bound builds each stage at two
+    micro-batch counts)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build_stage(scn, stage, cp_index).pb.ops
+        return _build_stage(scn, stage, cp_index, chunks).pb.ops
     finally:
         if was_enabled:
             gc.enable()
@@ -112,8 +116,10 @@ def _layer_builder(spec: LayerSpec) -> LayerBuilder:
     return lb
 
 
-def _build_stage(scn: Scenario, stage: int, cp_index: int = 0) -> StageBuilder:
-    chunks = stage_units(scn, stage)
+def _build_stage(scn: Scenario, stage: int, cp_index: int = 0,
+                 chunks: list[list[ParamUnit]] | None = None) -> StageBuilder:
+    if chunks is None:
+        chunks = stage_units(scn, stage)
     layers = _layer_builder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
     builder = StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks)
     builder.build()

@@ -44,10 +44,11 @@ Sizes are nccl-tests ``size_bytes``: the bucket (AllReduce, RS input) or the gat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer, make_comm
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -83,6 +84,7 @@ def grad_axes(scn: Scenario) -> tuple[str, ...]:
     return tuple(a for a, n in (("dp", scn.dp), ("cp", p.cp), ("ulysses", p.ulysses)) if n > 1)
 
 
+@lru_cache(maxsize=64)
 def grad_stream(axes: tuple[str, ...]) -> str:
     """The stream of the gradient-reduction / ZeRO collectives: that group is its own
     communicator (Megatron's ``dp_cp_group``, DeepSpeed's data-parallel group beside its
@@ -201,9 +203,8 @@ class GradSync:
     def _comm(self, pb: ProgramBuilder, name: str, op: CollectiveKind, size: float, deps: tuple[int, ...], tag: Tag,
               dtype: str | None = None, axes: tuple[str, ...] | None = None) -> int:
         axes = self.axes if axes is None else axes
-        return pb.add(CommOp(name=name, op=op, axes=axes, size_bytes=int(size),
-                             deps=deps, dtype=dtype or self.scn.parallel.grad_reduce_dtype, tag=tag,
-                             stream=grad_stream(axes)))
+        return pb.add(make_comm(name, op, axes, int(size), deps, grad_stream(axes) or "+".join(axes),
+                                dtype or self.scn.parallel.grad_reduce_dtype, tag))
 
 
 @dataclass

@@ -83,15 +83,16 @@ how many plans it pruned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, cast
 
 from simulator.config.scenario import Scenario
-from simulator.costs.compute import compute_times
+from simulator.costs.compute import _shape_key, compute_time, compute_times
 from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
-from simulator.schedule.shapes import stage_layers, virtual_layers
+from simulator.schedule.shapes import stage_layers, stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
 # Entries kept per cache before it is emptied; a sweep of thousands of plans needs a few hundred.
@@ -134,6 +135,8 @@ class _Cluster:
         self.profile = scn.profile  # kept alive: its id keys this entry
         self.costs = CostModel(build_topology(scn.profile, scn.nodes))
         self.alone: dict[tuple, float] = {}
+        # kernels' compute times by their shape (costs.compute._shape_key: all compute_time reads)
+        self.kernels: dict[tuple, float] = {}
         self.times: dict[tuple, tuple[PassTimes, PassTimes, PassTimes]] = {}
 
 
@@ -332,31 +335,87 @@ def _with_micro_batches(scn: Scenario, n: int) -> Scenario:
     return replace(scn, training=t.model_copy(update={"global_batch": t.micro_batch * scn.dp * n}))
 
 
-def _priced_program(scn: Scenario, stage: int,
-                    build: Callable[[Scenario, int], list[Op]]) -> tuple[list[Op], list[float]]:
-    """A stage's program and each op's seconds at least: kernels at their compute time, every
-    collective at its time alone (its group's size uncapped), sends and receives at 0."""
+@dataclass
+class _Priced:
+    """A stage's program priced (:func:`_priced_program`), with what the bounds read of it, taken
+    in the one pass that prices it."""
+
+    ops: list[Op]
+    # each op's seconds at least, and per stream its ops' seconds added in program order (a
+    # stream runs them one after the other); None where only the collectives were priced
+    durations: list[float] | None
+    sums: dict[str, float] | None
+    comm_sums: dict[str, float]  # per stream, its collectives' seconds added in program order
+    heads: dict[str, int]  # per stream, its first op
+
+    def compute_kernel(self, phases: tuple[str, ...], last: bool = False) -> int | None:
+        """The first (or last) kernel of the compute stream of one of ``phases``."""
+        ops = self.ops
+        for i in (range(len(ops) - 1, -1, -1) if last else range(len(ops))):
+            op = ops[i]
+            if op.__class__ is ComputeOp and op.stream == "compute" and op.tag.phase in phases:
+                return i
+        return None
+
+
+def _priced_program(scn: Scenario, stage: int, build: Callable[[Scenario, int], list[Op]], kernels: bool) -> _Priced:
+    """A stage's program and each op's seconds at least: kernels at their compute time
+    (:func:`~simulator.costs.compute.compute_time`, one evaluation per kernel shape, as
+    :func:`~simulator.costs.compute.compute_times`), every collective at its time alone (its
+    group's size uncapped), sends and receives at 0. Without ``kernels``, only the collectives
+    (what :func:`comm_streams_s` reads)."""
     ops = build(scn, stage)
     grid = make_grid(scn)
     rank = grid.rank_of({"pp": stage})
     cluster = _cluster(scn)
-    times = compute_times(ops, scn.profile.gpu)
+    gpu = scn.profile.gpu
+    shapes = cluster.kernels
     groups: dict[tuple[str, ...], tuple[int, ...]] = {}
     alone: dict[tuple, float] = {}  # by (kind, axes, size): the program's thousands of collectives are a few dozen
-    out = []
-    for op, t in zip(ops, times):
+    n_gpus = scn.n_gpus
+    comm_sums: dict[str, float] = {}
+    heads: dict[str, int] = {}
+
+    def collective(op: CommOp) -> float:
+        key = (op.op, op.axes, op.size_bytes)
+        t = alone.get(key)
         if t is None:
+            members = groups.get(op.axes)
+            if members is None:
+                members = groups[op.axes] = grid.group(rank, op.axes)
+            t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes, n_gpus)
+        comm_sums[op.stream] = comm_sums.get(op.stream, 0.0) + t
+        return t
+
+    if not kernels:
+        for i, op in enumerate(ops):
+            if op.stream not in heads:
+                heads[op.stream] = i
+            if op.__class__ is CommOp:
+                collective(op)
+        return _Priced(ops, None, None, comm_sums, heads)
+    durations: list[float] = []
+    append = durations.append
+    sums: dict[str, float] = {}
+    for i, op in enumerate(ops):
+        cls = op.__class__
+        if cls is ComputeOp:
+            key = _shape_key(op)  # type: ignore[arg-type]
+            t = shapes.get(key)
+            if t is None:
+                t = shapes[key] = compute_time(op, gpu)  # type: ignore[arg-type]
+        elif cls is CommOp:
+            t = collective(op)  # type: ignore[arg-type]
+        else:
             t = 0.0
-            if isinstance(op, CommOp):
-                key = (op.op, op.axes, op.size_bytes)
-                t = alone.get(key)
-                if t is None:
-                    members = groups.get(op.axes)
-                    if members is None:
-                        members = groups[op.axes] = grid.group(rank, op.axes)
-                    t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes, scn.n_gpus)
-        out.append(t)
-    return ops, out
+        append(t)
+        stream = op.stream
+        v = sums.get(stream)
+        if v is None:
+            heads[stream] = i
+            v = 0.0
+        sums[stream] = v + t
+    return _Priced(ops, durations, sums, comm_sums, heads)
 
 
 def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
@@ -380,14 +439,6 @@ def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
     return end
 
 
-def _stream_sums(ops: list[Op], durations: list[float], comm_only: bool = False) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for op, t in zip(ops, durations):
-        if not comm_only or isinstance(op, CommOp):
-            out[op.stream] = out.get(op.stream, 0.0) + t
-    return out
-
-
 def _per_flush(scn: Scenario) -> int:
     """The fewest micro-batches every schedule accepts: ``pp`` per flush."""
     return scn.parallel.pp * scn.parallel.pp_flushes
@@ -409,7 +460,7 @@ class ProgramFloor:
     stream: float  # the busiest stream's ops end to end (a stream is FIFO)
 
 
-def _priced_programs(scn: Scenario, stage: int) -> list[tuple[list[Op], list[float]]]:
+def _priced_programs(scn: Scenario, stage: int) -> list[_Priced]:
     """The stage's priced program (:func:`_priced_program`) with ``pp`` micro-batches per flush,
     and with twice that where the plan has more; the last ones asked for are kept (the bounds of
     one plan read stage 0's and the last stage's, the same stage when ``pp`` is 1)."""
@@ -422,11 +473,14 @@ def _priced_programs(scn: Scenario, stage: int) -> list[tuple[list[Op], list[flo
     # after it scanned the two programs' hundreds of thousands of ops (no cycles) while they
     # were priced: 0.56 of 3.1 CPU s of the 53 GPT-3 175B plans' bounds (gc.callbacks), 0.03
     # with the ops frozen as built, as the replay does (replay/collector.py).
+    chunks = stage_units(scn, stage)  # the same for both builds (model and parallelism alone)
     with collector_spared() as frozen:
-        build = built_frozen(build_program) if frozen else build_program
-        out = [_priced_program(few, stage, build)]
+        build = partial(built_frozen(build_program) if frozen else build_program, chunks=chunks)
+        # the last stage's are read for their collectives alone (comm_streams_s)
+        kernels = stage == 0
+        out = [_priced_program(few, stage, build, kernels)]
         if few is not scn:
-            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage, build))
+            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage, build, kernels))
     _programs_kept[:] = [key, out, scn]  # scn kept alive: its id keys the entry
     return out
 
@@ -440,15 +494,17 @@ def program_floor(scn: Scenario) -> ProgramFloor:
     stream is the same for every micro-batch of a flush, so the stream's sum at the plan's own
     count is the line through those two (module docstring)."""
     programs = _priced_programs(scn, 0)
-    ops, durations = programs[0]
-    sums = _stream_sums(ops, durations)
+    few = programs[0]
+    sums, ops, durations = few.sums, few.ops, few.durations
+    assert sums is not None and durations is not None  # stage 0's are priced whole
     if len(programs) > 1:
-        sums = _extended(scn, _per_flush(scn), sums, _stream_sums(*programs[1]))
-    kernels = [i for i, op in enumerate(ops)
-               if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase in ("fwd", "bwd")]
-    if not kernels:
+        assert programs[1].sums is not None
+        sums = _extended(scn, _per_flush(scn), sums, programs[1].sums)
+    first = few.compute_kernel(("fwd", "bwd"))
+    if first is None:
         return ProgramFloor(0.0, 0.0, max(sums.values(), default=0.0))
-    first, last = kernels[0], kernels[-1]
+    last = few.compute_kernel(("fwd", "bwd"), last=True)
+    assert last is not None
     head = _walk(ops, durations, -1, first)
     after = max((e for e in _walk(ops, durations, last, None) if e is not None), default=0.0)
     return ProgramFloor((head[first] or 0.0) - durations[first], after, max(sums.values(), default=0.0))
@@ -466,24 +522,60 @@ def passes_lower_bound(scn: Scenario) -> float:
     return best
 
 
-def _after_backward(ops: list[Op], durations: list[float]) -> set[str]:
+def _after_backward(program: _Priced) -> set[str]:
     """The streams whose first op waits, through dependencies, for the first backward kernel of
     the compute stream (a gradient's ReduceScatter): nothing of them is in flight before the
-    stage's first pass kernel, a forward that comes before that kernel on the FIFO stream."""
-    first = next((i for i, op in enumerate(ops)
-                  if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd"), None)
+    stage's first pass kernel, a forward that comes before that kernel on the FIFO stream.
+
+    The ops :func:`_walk` reaches from that kernel, searched backwards from each stream's first
+    op after it: an op is reached when one of its dependencies or its predecessor on its stream
+    is, and every later op of the kernel's own stream is (its FIFO order), where most searches
+    end. A stream whose first op comes before that kernel is not reached (dependencies and each
+    stream's FIFO order point backwards)."""
+    first = program.compute_kernel(("bwd",))
     if first is None:
         return set()
-    heads: dict[str, int] = {}
-    for i, op in enumerate(ops):
-        heads.setdefault(op.stream, i)
-    # A stream whose first op comes before that kernel is not reached (dependencies and each
-    # stream's FIFO order point backwards): the walk stops at the last first op after it.
-    later = {stream: i for stream, i in heads.items() if i >= first}
+    later = {stream: i for stream, i in program.heads.items() if i >= first}
     if not later:
         return set()
-    reached = _walk(ops, durations, first, max(later.values()))
-    return {stream for stream, i in later.items() if reached[i] is not None}
+    ops = program.ops
+    own = ops[first].stream
+    # an op's predecessor on its stream, of the ops the searches visit (a stream's first op has none)
+    prev: dict[int, int] = {i: -1 for i in program.heads.values()}
+    reached: dict[int, bool] = {first: True}
+
+    def predecessor(i: int) -> int:
+        p = prev.get(i)
+        if p is None:
+            stream, p = ops[i].stream, i - 1
+            while p >= first and ops[p].stream != stream:
+                p -= 1
+            prev[i] = p
+        return p
+
+    def is_reached(head: int) -> bool:
+        stack = [head]
+        while stack:
+            i = stack[-1]
+            if i in reached:
+                stack.pop()
+                continue
+            if ops[i].stream == own:  # after the kernel on its FIFO stream
+                reached[i] = True
+                stack.pop()
+                continue
+            # what it waits for, after the kernel and before it (_walk reads only ops already
+            # walked: a dependency on a later op reaches nothing)
+            waits = [d for d in (*ops[i].deps, predecessor(i)) if first <= d < i]
+            open_ = [d for d in waits if d not in reached]
+            if open_:
+                stack.extend(open_)
+                continue
+            reached[i] = any(reached[d] for d in waits)
+            stack.pop()
+        return reached[head]
+
+    return {stream for stream, i in later.items() if is_reached(i)}
 
 
 def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
@@ -492,12 +584,10 @@ def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
     through ``pp`` and ``2 pp`` per flush, as :func:`program_floor`), and whether its first op
     waits for the first backward kernel (:func:`_after_backward`, in both programs)."""
     programs = _priced_programs(scn, stage)
-    ops, durations = programs[0]
-    sums, late = _stream_sums(ops, durations, comm_only=True), _after_backward(ops, durations)
+    sums, late = programs[0].comm_sums, _after_backward(programs[0])
     if len(programs) > 1:
-        ops, durations = programs[1]
-        sums = _extended(scn, _per_flush(scn), sums, _stream_sums(ops, durations, comm_only=True))
-        late &= _after_backward(ops, durations)
+        sums = _extended(scn, _per_flush(scn), sums, programs[1].comm_sums)
+        late &= _after_backward(programs[1])
     return {k: (v, k in late) for k, v in sums.items()}
 
 

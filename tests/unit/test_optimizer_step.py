@@ -23,6 +23,44 @@ def test_multi_tensor_launches_close_on_blocks_or_tensors():
     assert multi_tensor_launches([200 * CHUNK] * 3, 4) == 2
 
 
+def _launches_chunk_by_chunk(numels: list[int], depth: int) -> int:
+    """multi_tensor_apply's loop (apex/csrc/multi_tensor_apply.cuh; torch's
+    _foreach kernels), chunk by chunk."""
+    from simulator.schedule.optimizer import MAX_TENSORS
+
+    launches = tensors = blocks = 0
+    for n in numels:
+        if n <= 0:
+            continue
+        tensors += 1
+        chunks = -(-n // CHUNK)
+        for c in range(chunks):
+            blocks += 1
+            last = c == chunks - 1
+            if blocks == MAX_BLOCKS or (tensors == MAX_TENSORS[depth] and last):
+                launches += 1
+                blocks = 0
+                tensors = 0 if last else 1
+    return launches + (1 if blocks else 0)
+
+
+def test_multi_tensor_launches_as_the_loop_over_every_chunk_counts():
+    """The launches counted a tensor at a time are those of the chunk-by-chunk loop, over tensor
+    sizes that fill, straddle and cut launches (one chunk, exact multiples of MAX_BLOCKS chunks,
+    a chunk more or less, and drawn at random)."""
+    import random
+
+    rng = random.Random(7)
+    edge = [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, (MAX_BLOCKS - 1) * CHUNK, MAX_BLOCKS * CHUNK,
+            MAX_BLOCKS * CHUNK + 1, 2 * MAX_BLOCKS * CHUNK - 1]
+    cases = [[n] * k for n in edge for k in (1, 2, 35, 36, 37, 64, 65, 111)]
+    cases += [[rng.choice(edge[:6] + [rng.randrange(1, 2 * MAX_BLOCKS * CHUNK)]) for _ in range(rng.randrange(1, 150))]
+              for _ in range(60)]
+    for numels in cases:
+        for depth in (1, 2, 3, 4, 5):
+            assert multi_tensor_launches(numels, depth) == _launches_chunk_by_chunk(numels, depth)
+
+
 def _scn(**over):
     training = dict(micro_batch=1, global_batch=8, dtype="bf16")
     training.update(over.pop("training", {}))

@@ -180,22 +180,93 @@ def test_kernels_beside_the_zero2_reduce_scatters_are_slowed():
     assert step_z1 < bound <= simulate_scenario(z2).report.step_time_s
 
 
-@pytest.mark.parametrize("parallel", [dict(tp=8, pp=1, zero=3), dict(tp=4, pp=4, zero=2)])
-def test_streams_after_the_first_backward_kernel_as_a_whole_walk_finds_them(parallel):
-    """The streams whose first op waits for the first backward kernel: the walk that stops at the
-    last stream's first op after that kernel finds those the walk over the whole program does. At
-    ZeRO-3 every stream starts before it (its parameter AllGathers: none); at ZeRO-2 the DP stream
-    starts with a gradient ReduceScatter issued after it."""
-    from simulator.sweep.bound import _after_backward, _priced_programs, _walk
+def _op_by_op(scn, stage: int, micro_batches: int):
+    """A stage's program at ``micro_batches`` per step priced op by op as the bound's definition
+    reads (module docstring of sweep/bound.py): kernels by compute_times, collectives at their
+    time alone on the stage's rank's group, everything else 0."""
+    from simulator.schedule.build import build_program, make_grid
+    from simulator.schedule.ir import CommOp
+    from simulator.sweep.bound import _cluster, _collective_s
 
-    scn = gpt3_175b(**parallel)
-    ops, durations = _priced_programs(scn, scn.parallel.pp - 1)[0]
-    first = next(i for i, op in enumerate(ops)
-                 if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd")
+    scn = _with(scn, global_batch=scn.training.micro_batch * scn.dp * micro_batches)
+    ops = build_program(scn, stage)
+    grid = make_grid(scn)
+    rank = grid.rank_of({"pp": stage})
+    durations = [t if t is not None else
+                 _collective_s(_cluster(scn), op.op, grid.group(rank, op.axes), op.size_bytes, scn.n_gpus)
+                 if isinstance(op, CommOp) else 0.0
+                 for op, t in zip(ops, compute_times(ops, scn.profile.gpu))]
+    return ops, durations
+
+
+def _sums(ops, durations, comm_only=False):
+    from simulator.schedule.ir import CommOp
+
+    out: dict[str, float] = {}
+    for op, t in zip(ops, durations):
+        if not comm_only or isinstance(op, CommOp):
+            out[op.stream] = out.get(op.stream, 0.0) + t
+    return out
+
+
+def _late_streams(ops, durations):
+    """The streams whose first op the whole walk from the first backward kernel reaches."""
+    from simulator.sweep.bound import _walk
+
+    first = next((i for i, op in enumerate(ops)
+                  if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase == "bwd"), None)
+    if first is None:
+        return set()
     reached = _walk(ops, durations, first, None)
     heads: dict[str, int] = {}
     for i, op in enumerate(ops):
         heads.setdefault(op.stream, i)
-    whole = {stream for stream, i in heads.items() if reached[i] is not None}
-    assert _after_backward(ops, durations) == whole
+    return {stream for stream, i in heads.items() if i >= first and reached[i] is not None}
+
+
+@pytest.mark.parametrize("parallel", [dict(tp=8, pp=1, zero=3), dict(tp=4, pp=4, zero=2), dict(tp=8, pp=2, zero=1),
+                                      dict(tp=4, pp=16, zero=0)])
+def test_program_terms_as_priced_op_by_op(parallel):
+    """program_floor and comm_streams_s price each stage program in one pass (collectives only on
+    the last stage), and find the streams after the first backward kernel by searching back from
+    their first ops: bit for bit the figures of the programs priced op by op, their stream sums
+    added in program order and extended along the line through pp and 2 pp micro-batches, the
+    ends walked whole."""
+    from simulator.sweep.bound import _walk, comm_streams_s, program_floor
+
+    scn = gpt3_175b(**parallel)
+    pp, m = scn.parallel.pp, scn.n_micro
+    assert m > 2 * pp
+
+    def line(few: dict, more: dict) -> dict:
+        return {k: v + (m - pp) / pp * max(more.get(k, 0.0) - v, 0.0) for k, v in few.items()}
+
+    ops, durations = _op_by_op(scn, 0, pp)
+    kernels = [i for i, op in enumerate(ops)
+               if isinstance(op, ComputeOp) and op.stream == "compute" and op.tag.phase in ("fwd", "bwd")]
+    first, last = kernels[0], kernels[-1]
+    before = (_walk(ops, durations, -1, first)[first] or 0.0) - durations[first]
+    after = max(e for e in _walk(ops, durations, last, None) if e is not None)
+    stream = max(line(_sums(ops, durations), _sums(*_op_by_op(scn, 0, 2 * pp))).values())
+    floor = program_floor(scn)
+    assert (floor.before, floor.after, floor.stream) == (before, after, stream)
+    for stage in {0, pp - 1}:
+        few, more = _op_by_op(scn, stage, pp), _op_by_op(scn, stage, 2 * pp)
+        sums = line(_sums(*few, comm_only=True), _sums(*more, comm_only=True))
+        late = _late_streams(*few) & _late_streams(*more)
+        assert comm_streams_s(scn, stage) == {k: (v, k in late) for k, v in sums.items()}
+
+
+@pytest.mark.parametrize("parallel", [dict(tp=8, pp=1, zero=3), dict(tp=4, pp=4, zero=2)])
+def test_streams_after_the_first_backward_kernel_as_a_whole_walk_finds_them(parallel):
+    """The streams whose first op waits for the first backward kernel: the search back from each
+    stream's first op after that kernel finds those the walk over the whole program does. At
+    ZeRO-3 every stream starts before it (its parameter AllGathers: none); at ZeRO-2 the DP stream
+    starts with a gradient ReduceScatter issued after it."""
+    from simulator.sweep.bound import _after_backward, _priced_programs
+
+    scn = gpt3_175b(**parallel)
+    program = _priced_programs(scn, scn.parallel.pp - 1)[0]
+    whole = _late_streams(*_op_by_op(scn, scn.parallel.pp - 1, scn.parallel.pp))
+    assert _after_backward(program) == whole
     assert whole == (set() if parallel["zero"] == 3 else {"dp"})
