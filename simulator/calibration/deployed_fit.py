@@ -89,6 +89,10 @@ FIT_EXCLUDED = {
                      "bandwidth questions, no hop latency to fit (scored, not fitted)",
     "issue322-h100": "128 x 8 H100, 1-16 GiB only, run with NCCL_MIN_NCHANNELS=32 (four CTAs per ring: "
                      "nccl_tuner.ring_ctas_per_channel): no row is the network's latency (scored, not fitted)",
+    "alibaba-mi355x": "2 x 8 MI355X over 8 AMD AI NICs per node (RCCL 2.27.7), added as an unseen system to score "
+                      "the uncalibrated prediction (scored, not fitted)",
+    "oci-h200": "2 x 8 H200 over RoCE (BM.GPU.H200.8), 1-16 GiB only, added as an unseen system: no row is the "
+                "network's latency (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system: its rows would pull the pooled row every transport's fit leans "
                    "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the bytes and hops of the "
                    "Simple protocol its stack enforces, are the fill of NCCL 2.21's 1 MiB Tree/Simple chunks "

@@ -307,6 +307,21 @@ CASES.update({
              "NCCL_MIN_NCHANNELS=32 (four CTAs per ring: nccl_tuner.ring_ctas_per_channel); fabric not stated, RoCE assumed from "
              "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
 })
+# Public logs of systems the model had not seen, mapped to the closest bundled profile as a new user would
+# pick it, scored as predicted (deployed_fit.FIT_EXCLUDED: scored, not fitted).
+CASES.update({
+    f"mi355x16_{op}_2node_alibaba_ainic": Case(
+        "mi355x", op, 16, 8, family="alibaba-mi355x",
+        note="2 x 8 MI355X with 8 AMD AI NICs (ionic, 400 Gb/s RoCE) per node, RCCL 2.27.7 (prasad-nair-amd/alibaba "
+             "README): mi355x's own NICs (8 x 400 Gb/s Pollara 400, as AMD's AAC14 cluster); no NCCL_ALGO/NCCL_PROTO")
+    for op in ("allreduce", "alltoall")
+})
+CASES.update({
+    "h200x16_allreduce_2node_oci_roce": Case(
+        "dgx-h200", "allreduce", 16, 8, family="oci-h200", transport="roce",
+        note="Oracle Cloud BM.GPU.H200.8 (8 ConnectX-7 RoCE NICs per node: dgx-h200's 8 x 400 Gb/s), NCCL 2.27.5, the "
+             "oci-hpc stack's sample job (argonne-lcf/oci-howto); 1-16 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",

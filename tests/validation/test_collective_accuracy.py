@@ -233,6 +233,7 @@ MESH_MULTINODE_PLATEAU = {
     "mi325x64_allreduce_8node_aac11_roce_ringalgo": 0.03,
     "mi300x16_allreduce_2node_aac10_roce": 0.05,
     "mi355x16_allreduce_2node_aac14_pollara": 0.08,
+    "mi355x16_allreduce_2node_alibaba_ainic": 0.04,  # 2.0% (RCCL 2.27.7, 8 AMD AI NICs; scored, not fitted)
 }
 
 
