@@ -378,12 +378,34 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
         vp = smallest_interleave(parse_int(r["layers"]) // pp) if pp > 1 else 1
         par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32", tp_overlap_sm_margin=False)
-        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp)} {n} GPUs",
-                        make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
-                                  micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
-                                  recompute="none", parallel=par),
-                        "megatron_model_tflops", float(r["value"]), n, nccl_version=MCORE2024_NCCL))
+        gb, dp = parse_int(r["global_batch"]), n // (tp * pp)
+        scn = largest_fitting_micro_batch(
+            lambda mb: make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
+                                     micro_batch=mb, global_batch=gb, dtype="bf16", recompute="none", parallel=par),
+            gb // (dp * pp))
+        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} mbs{scn['training']['micro_batch']} {n} GPUs",
+                        scn, "megatron_model_tflops", float(r["value"]), n, nccl_version=MCORE2024_NCCL))
     return out
+
+
+def largest_fitting_micro_batch(scenario: Callable[[int], dict], per_stage_batch: int) -> dict:
+    """The scenario with the largest micro-batch that divides `per_stage_batch` (a pipeline's
+    batch over its stages, so the micro-batch count stays a multiple of pp, as Megatron's
+    interleaved schedule requires) and whose peak memory fits the GPU
+    (:func:`~simulator.schedule.memory.memory_per_gpu`); micro-batch 1 if none fits.
+
+    The rule of the launch scripts of NVIDIA's 2021 weak-scaling table (Megatron-LM
+    ``examples/sc21/run_table_1.sh``, the same author and method as the 2024 table): the
+    micro-batch is as large as memory allows, the whole data-parallel batch where it fits
+    (micro-batch 16 = 512 / 32 for every pp 1 row up to 7.5B), smaller as the model grows."""
+    from simulator.config.scenario import build_scenario
+    from simulator.schedule.memory import memory_per_gpu
+
+    for mb in sorted((d for d in range(1, per_stage_batch + 1) if per_stage_batch % d == 0), reverse=True):
+        scn = scenario(mb)
+        if mb == 1 or memory_per_gpu(build_scenario(scn, source=f"<e2e:{scn['name']}>")).fits:
+            return scn
+    raise AssertionError("unreachable: micro-batch 1 is returned")
 
 
 SUB_1B_MPT = ("MPT-125m", "MPT-350m", "MPT-760m")  # their own source, mpt_small
