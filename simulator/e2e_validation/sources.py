@@ -277,6 +277,14 @@ def _automodel(rows: list[Row]) -> list[Case]:
         # exp_avg_sq_dtype default). FSDP2Config's default MixedPrecisionPolicy there reduces in bf16
         # (components/distributed/config.py at 2013a4dd6; fp32 from later commits): grad_reduce_dtype bf16.
         scn["training"].update(AUTOMODEL_STATES, optimizer="fused", optimizer_state_dtype="fp32")
+        # The same config sets ``activation_checkpointing: True`` and ``enable_compile: True``: with
+        # compile, ``fsdp2_strategy_parallelize`` (components/distributed/parallelizer.py at 2013a4dd6)
+        # wraps every layer's ``self_attn`` and ``mlp`` in a non-reentrant checkpoint_wrapper, so
+        # each block's GEMMs and attention re-run in backward (recompute full; the two RMSNorms,
+        # outside the wrappers, are not re-run), and Inductor fuses the elementwise ops between the
+        # TE linears (fused_kernels). Without the checkpointing the 80 layers' activations at 4,096
+        # tokens per rank would not fit an 80 GB H100 (the memory model: 120 GiB).
+        scn["training"].update(recompute="full", fused_kernels=True)
         out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs", scn,
                         "step_time_s", float(r["value"]), n))
     return out

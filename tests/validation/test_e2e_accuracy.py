@@ -117,7 +117,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     assert len(h100_fp8_single) == 3 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
-    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel", "automodel_moe", "torchtitan"}
+    # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
+    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -372,6 +373,28 @@ def test_megatron_core_rows_run_the_largest_micro_batch_that_fits():
     at4 = {**big, "training": {**big["training"], "micro_batch": 4}}
     assert not memory_per_gpu(build_scenario(at4, source="test")).fits
     assert memory_per_gpu(build_scenario(big, source="test")).fits
+
+
+def test_automodel_llama3_70b_runs_its_configs_checkpointing():
+    """The AutoModel Llama 3 70B row's config (custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml
+    at 2013a4dd6) sets activation_checkpointing and enable_compile: the attention and MLP of every
+    block re-run in backward, and it had to: without it, the inputs its backward needs of each GEMM
+    alone (bf16: 2h for QKV, o_proj and the gate/up pair, 2f for down, 4f for the SwiGLU's gate and
+    up outputs, h = 8,192, f = 28,672) take 221 KB per token per layer, 72.5 GB for 4,096 tokens per
+    rank (8,192 over CP 2) and 80 layers, beside 12 bytes per parameter of bf16 weights and
+    gradients and fp32 moments over 32 FSDP ranks (26 GB): above the H100's 80 GB."""
+    from simulator.config.scenario import build_scenario
+    from simulator.schedule.memory import memory_per_gpu
+
+    (c,) = _by_source("automodel")
+    t = c.scenario["training"]
+    assert t["recompute"] == "full" and t["fused_kernels"] is True
+    h, f, tokens, layers = 8192, 28672, 8192 // 2, 80
+    saved = (2 * h * 3 + 2 * f + 4 * f) * tokens * layers
+    assert saved > 72e9 and saved + 12 * 70e9 / 32 > 80e9
+    none = {**c.scenario, "training": {**t, "recompute": "none"}}
+    assert not memory_per_gpu(build_scenario(none, source="test")).fits
+    assert memory_per_gpu(build_scenario(c.scenario, source="test")).fits
 
 
 def test_mpt_small_models_on_a100():
