@@ -350,8 +350,8 @@ MCORE2024_NCCL = "2.21.5"  # the NCCL of NGC PyTorch 24.04-24.06, the latest con
 
 def _mcore2024(rows: list[Row]) -> list[Case]:
     """Weak-scaling GPT rows (tflops_per_gpu = model FLOPs, no recompute; seq 4096, vocab
-    131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
-    recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
+    131072). Precision, micro-batch, vp and recompute are not stated: bf16, the largest
+    micro-batch that fits (:func:`largest_fitting_micro_batch`), no recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
     --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) with the
     GEMMs of its pipeline and bulk overlaps on every SM: Megatron-Core r0.8.0 (the label of the
     README's plots) passes ``ub_cfgs = {}`` to ``initialize_ub`` without --tp-comm-overlap-cfg
@@ -362,8 +362,8 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     (``tp_overlap_sm_margin``). bf16 is what the table's MFU column counts against: each row's
     TFLOP/s over its MFU is 978-999 TFLOP/s, H100 SXM's dense bf16 peak (989.4) within the rounding
     of the percentages, not its fp8 peak (1979). The launch scripts were never published (NVIDIA/
-    Megatron-LM issue #1571, May 2025, asks for them unanswered), so micro-batch and recompute stay
-    the defaults. The
+    Megatron-LM issue #1571, May 2025, asks for them unanswered), so recompute stays the
+    default. The
     distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather),
     gradients reduced during backward (--overlap-grad-reduce) in fp32 (Megatron's main grads for
     bf16, ``accumulate_allreduce_grads_in_fp32``). The README also overlaps "pipeline-parallel
@@ -722,8 +722,8 @@ SOURCES: list[Source] = [
             "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
             "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
-           ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), micro-batch 1, "
-            "no recompute assumed.",
+           ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
+            "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",
             "TE 1.x's Userbuffers defaults: pipeline and bulk overlap GEMMs on every SM (set_sm_margin 0).",
             "Rows above 1536 GPUs are skipped for run time."]),
     Source("mpt", "MosaicML llm-foundry MPT (FSDP, BF16)", "llm_foundry_mpt.csv", _mpt,
