@@ -883,8 +883,8 @@ that traffic was checked against the sources and left as it was: the gradients a
 command line), the ReduceScatters are issued per bucket during the last backward and the
 AllGathers one bucket at a time from `zero_grad` and the forward pre-hooks
 (`distrib_optimizer.py`: "we run with CUDA_DEVICE_MAX_CONNECTIONS=1"), as the schedule does, and
-the one-rank-per-node ring the tp8 rows' DP groups form is priced within 2% of the 10-node,
-one-GPU-per-node H100 sweeps (`data/nccl/h100x10_reducescatter_10node_xxrjun_ib_1pernode`:
+the one-rank-per-node ring the tp8 rows' DP groups form is priced at a median 2.0%
+(ReduceScatter) and 0.6% (AllGather) from the 10-node, one-GPU-per-node H100 sweeps (`data/nccl/h100x10_reducescatter_10node_xxrjun_ib_1pernode`:
 46.7-47.5 GB/s bus bandwidth at 128-512 MiB, one 400 Gb/s NIC). The micro-batch is now the
 largest that divides each pipeline's batch per stage (4 sequences on every row: the batch is
 4 × dp × pp) and fits the memory model (`largest_fitting_micro_batch` in `sources.py`): 4 on the
