@@ -66,6 +66,30 @@ extra fitted, 2026-12-02. A plugin that reports a latency to NCCL says so in
 links' efficiencies carries over where it should (Sophia's All-to-All after its AllReduce and
 AllGather: 11.1% -> 8.0% at >= 1 MiB, docs/validation-calibration.md).
 
+Identifiability: a fit writes only what its own rows can tell apart, judged from the design of
+the fit data, never from rows it did not see. Two tests (the second again at each fitted point):
+
+* hop counts: the per-hop extra multiplies a call's network crossings, which the communicator's
+  node count sets; rows of one node count (one count of network domains) pay it as one more
+  constant per call, which NCCL's per-call base latency of each measured (pattern, algorithm,
+  protocol) holds as well. So ``net_hop_extra_us`` is a candidate only where the rows that cross
+  the network span at least two node counts (:func:`_network_hop_counts`), and the base latency is
+  one wherever they do not (or a configuration was measured at two sizes), counting as sensitive
+  to it the rows of its configuration that are sensitive to the per-hop extra
+  (:func:`_per_call_rows`); what a fit on one node count leaves of the per-hop extra is the
+  transport's deployed value;
+* collinearity: of the keys with enough sensitive rows, the Jacobian of log time (central
+  differences at the current point) is normalised per column, and a key whose column lies within
+  sin θ = 1/sqrt(10) of the span of the others (variance inflation above 10, Marquardt 1970) is
+  not separable from them. The widest such key (:func:`breadth`: the links' efficiencies, then
+  the transport's per-hop extra, a pattern's shared knobs, a protocol's efficiency over both
+  algorithms, one algorithm's, NCCL's base latency, one link's table latency) stays at its
+  deployed value and the rest are re-tested (:func:`separable`): where the rows cannot say which
+  key moved, the one whose change reaches least beyond them takes it, so what the fit did not
+  see moves least. (Two NCCL knobs that act on the same rows the same way, the LL cap
+  ``ll_max_bw_GBps`` and the ring's LL efficiency on rows all capped by it, were both fitted along
+  their common direction before, wherever the damped solver happened to stop.)
+
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
 either by one shared knob (the per-hop extra, an efficiency) or by moving the
@@ -398,6 +422,7 @@ class FittedParam:
     value: float
     points: int  # rows sensitive to it
     fitted: bool
+    separable: bool = True  # False: the rows cannot tell it from the other fitted keys (module docstring)
 
 
 @dataclass
@@ -427,6 +452,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     out: dict[str, None] = {}
     measured = list(measurements)
     both = len({pattern_scope(m.op) for m in measured}) == 2
+    hop_counts = _hop_counts(profile, measured)
     configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
     proto_algos: dict[str, set[str]] = {}  # protocol efficiency key (algorithm left open) -> algorithms measured
     for m in measured:
@@ -436,7 +462,8 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
         link = "net" if net else intra
         out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None  # the link's
-        if net:  # every inter-node hop pays the transport's extra
+        if net and hop_counts >= 2:  # every inter-node hop pays the transport's extra (module docstring,
+            # "Identifiability": at one hop count it is one more per-call constant)
             out[f"nccl.{NET_LATENCY_KNOB}" if both else f"nccl.{fam}.{NET_LATENCY_KNOB}"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
@@ -465,12 +492,124 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     for key, algos in proto_algos.items():
         del out[key]
         out[key.format("" if len(algos) > 1 else f"{next(iter(algos))}.")] = None
-    # NCCL's base latency and the per-hop latency are collinear within one communicator size
-    # (t_lat = base + steps × hop); the base is fitted only where two sizes/layouts separate them.
+    # NCCL's base latency and the per-hop latencies are collinear within one communicator size
+    # (t_lat = base + steps × hop): which of them the rows determine is left to the Jacobian
+    # (:func:`separable`, module docstring "Identifiability").
     for (fam, algo, proto), seen in configs.items():
-        if len(seen) >= 2:
+        if len(seen) >= 2 or hop_counts < 2:
             out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
     return [Param(p) for p in out]
+
+
+def _network_hop_counts(profile: HardwareProfile, measured: Sequence[MeasuredCollective], scope: str | None) -> int:
+    """How many distinct numbers of network domains the measurements that cross the network span
+    (of pattern ``scope``, or of every pattern for None): the per-hop extra multiplies a call's
+    network crossings, which are set by the communicator's node count, so with one count it is
+    one more constant per call (module docstring, "Identifiability")."""
+    from simulator.costs.collectives import pattern_scope
+
+    return len({profile.domains(m.nodes) for m in measured
+                if profile.domains(m.nodes) > 1 and (scope is None or pattern_scope(m.op) == scope)})
+
+
+def _hop_counts(profile: HardwareProfile, measured: Sequence[MeasuredCollective]) -> int:
+    """:func:`_network_hop_counts` of the patterns the per-hop extra would be fitted for: every
+    pattern where both were measured, else the measured one."""
+    from simulator.costs.collectives import pattern_scope
+
+    scopes = {pattern_scope(m.op) for m in measured}
+    return _network_hop_counts(profile, measured, None if len(scopes) != 1 else next(iter(scopes))) if measured else 0
+
+
+def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], cands: Sequence[Param]) -> np.ndarray:
+    """Per candidate: for NCCL's base latency of a (pattern, algorithm, protocol), the rows of that
+    configuration sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
+    profile's value); 0 for other keys. At one hop count the per-hop extra is one more constant
+    per call, and the base latency of each configuration stands for it (module docstring,
+    "Identifiability"): it is offered the rows that would have determined the extra, not only
+    those its own datasheet share moves (a 6.8 us base under a 220 us measured floor moves no row
+    by 20%, a 15 us extra paid on each of 4 crossings does)."""
+    from simulator.costs.collectives import pattern_scope
+
+    out = np.zeros(len(cands), dtype=int)
+    want = {j: p.bare[len("nccl.base_latency_us."):] for j, p in enumerate(cands)
+            if p.bare.startswith("nccl.base_latency_us.")}
+    if not want:
+        return out
+    hop = Param(f"nccl.{NET_LATENCY_KNOB}")
+    value = hop.get(profile) or ZERO_START_US[hop.bare]
+    evaluate = _Evaluator(profile, ms)
+    x = np.log(np.array([value]))
+    t0 = evaluate([hop], x)
+    sens = np.maximum(np.abs(np.log(evaluate([hop], x + 0.1) / t0)), np.abs(np.log(evaluate([hop], x - 0.1) / t0))) / 0.1
+    pred = Predictor(profile)
+    i = 0
+    for m in ms:
+        costs = pred.costs(m.nodes, m.gpus_per_node)
+        for size in m.sizes:
+            if sens[i] >= SENSITIVITY:
+                plan = costs.plan(m.op, m.gpus, size, algo=m.algo)
+                algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
+                for j, key in want.items():
+                    if key == f"{algo}.{plan.protocol}" and cands[j].scope in (None, pattern_scope(m.op)):
+                        out[j] += 1
+            i += 1
+    return out
+
+
+# Breadth of what a key moves beyond the rows that fit it, widest first (module docstring,
+# "Identifiability"): when the rows cannot tell two keys apart, the narrower one takes the effect.
+def breadth(param: Param) -> int:
+    """0 for the links' efficiencies and the launch cost (every pattern), 1 for the transport's
+    per-hop extra, 2 for a pattern's shared knobs (its per-hop extra, NCCL's LL cap, NVLS and p2p
+    rates), 3 for a protocol's efficiency over both algorithms, 4 for one algorithm's protocol
+    efficiency and NCCL's per-call base latency (every link class), 5 for one link's table latency."""
+    bare = param.bare
+    if not bare.startswith("nccl."):
+        return 0
+    if param.scope is None and bare == f"nccl.{NET_LATENCY_KNOB}":
+        return 1
+    key = bare[len("nccl."):].split(".")
+    if key[0] == "proto_efficiency":
+        algo_given = len(key) >= 3 and key[-2] in ("ring", "tree")
+        return 4 if algo_given else 3
+    if key[0] == "base_latency_us":
+        return 4
+    if key[0] == "hw_latency_us":
+        return 5
+    return 2
+
+
+# The largest variance inflation factor a fitted key may have: 1 / (1 - R²) of its Jacobian column
+# regressed on the other fitted keys' columns; above 10 "multicollinearity is unduly influencing
+# the least squares estimates" (Marquardt 1970, Technometrics 12(3) p. 610; Kutner et al., Applied
+# Linear Statistical Models, 5th ed., §10.5).
+MAX_VIF = 10.0
+
+
+def separable(params: Sequence[Param], J: np.ndarray, max_vif: float = MAX_VIF) -> list[Param]:
+    """The keys of ``params`` the rows can tell apart: each column of ``J`` (d log t / d log p per
+    row, one column per key) normalised, and, while some key's variance inflation factor exceeds
+    ``max_vif`` (its column lies within sin θ = 1/sqrt(max_vif) of the span of the others), the
+    widest such key (:func:`breadth`; the less separable one among equals) is dropped and the rest
+    re-tested (module docstring, "Identifiability")."""
+    norms = np.linalg.norm(J, axis=0)
+    keep = [j for j in range(len(params)) if norms[j] > 0]
+    Jn = J[:, keep] / norms[keep] if keep else J[:, :0]
+    idx = list(range(len(keep)))
+    floor = 1.0 / math.sqrt(max_vif)
+    while len(idx) > 1:
+        seps = {}
+        for k in idx:
+            others = Jn[:, [i for i in idx if i != k]]
+            c, *_ = np.linalg.lstsq(others, Jn[:, k], rcond=None)
+            seps[k] = float(np.linalg.norm(Jn[:, k] - others @ c))
+        bad = [k for k in idx if seps[k] < floor]
+        if not bad:
+            break
+        drop = min(bad, key=lambda k: (breadth(params[keep[k]]), seps[k]))
+        idx.remove(drop)
+    return [params[keep[k]] for k in idx]
 
 
 def _routes_unchanged(param: Param) -> bool:
@@ -504,17 +643,20 @@ def _jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, f0: np.ndarr
     return J
 
 
-def _sensitive_rows(evaluate: _Evaluator, cands: Sequence[Param], point: dict[Param, float]) -> np.ndarray:
+def _sensitive_rows(evaluate: _Evaluator, cands: Sequence[Param], point: dict[Param, float]
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose predicted time moves by |d log t / d log p| >= SENSITIVITY, per candidate,
     at `point`; either direction, as a parameter may matter only below or only above its value
-    (a cap that binds on one side)."""
+    (a cap that binds on one side). Also the central-difference Jacobian at `point` (rows x
+    candidates), for :func:`separable`."""
     if not cands:
-        return np.zeros(0, dtype=int)
+        return np.zeros(0, dtype=int), np.zeros((0, 0))
     x = np.log(np.array([point[p] for p in cands], dtype=float))
     f = lambda v: evaluate(cands, v)  # noqa: E731
     t0 = f(x)
-    sens = np.maximum(np.abs(_jacobian(f, x, t0, 0.1)), np.abs(_jacobian(f, x, t0, -0.1)))
-    return (sens >= SENSITIVITY).sum(axis=0)
+    up, down = _jacobian(f, x, t0, 0.1), _jacobian(f, x, t0, -0.1)
+    sens = np.maximum(np.abs(up), np.abs(down))
+    return (sens >= SENSITIVITY).sum(axis=0), (up + down) / 2
 
 
 def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.ndarray, root: np.ndarray,
@@ -558,7 +700,7 @@ def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.
 def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCollective], *,
                     min_points: int = MIN_POINTS, huber_k: float = HUBER_K, max_iter: int = 30,
                     candidates: Sequence[Param] | None = None,
-                    latency_prior: float = LATENCY_PRIOR, rounds: int = 3) -> CollectiveFit:
+                    latency_prior: float = LATENCY_PRIOR, rounds: int = 3, separate: bool = True) -> CollectiveFit:
     """Robust least-squares fit of the profile's collective parameters to the measurements.
 
     Which parameters are free is decided by the rows sensitive to them, first at the datasheet
@@ -579,14 +721,24 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
              for p, v in datasheet.items()}
     point = dict(start)
     evaluate = _Evaluator(profile, ms)
-    counts = _sensitive_rows(evaluate, cands, point)
+    counts, J = _sensitive_rows(evaluate, cands, point)
+    if separate and _hop_counts(profile, ms) < 2:
+        counts = np.maximum(counts, _per_call_rows(profile, ms, cands))
     params: list[Param] = []
+    inseparable: set[Param] = set()
     it = 0
     for _ in range(max(1, rounds)):
-        free = [p for j, p in enumerate(cands) if counts[j] >= min_points]
-        if params and set(free) <= set(params):
+        sensitive = [j for j, p in enumerate(cands) if counts[j] >= min_points]
+        free = separable([cands[j] for j in sensitive], J[:, sensitive]) if separate else \
+            [cands[j] for j in sensitive]
+        inseparable = {cands[j] for j in sensitive} - set(free)
+        if params and set(free) == set(params):
             break
-        params = [p for p in cands if p in set(free) | set(params)]
+        for p in set(params) - set(free):  # no longer separable at the fitted point: back to its start
+            point[p] = start[p]
+        params = [p for p in cands if p in set(free)]
+        if not params:
+            break
         x = np.log(np.array([point[p] for p in params], dtype=float))
         # Prior residuals sqrt(prior) · (x − x0) on the table latencies (zero-valued datasheet
         # entries have no scale to anchor to and stay free).
@@ -595,13 +747,16 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
                                  for p in params]))
         x, it = _solve(evaluate, params, x, x0, root, meas, huber_k, max_iter)
         point.update({p: p.clamp(float(np.exp(v))) for p, v in zip(params, x)})
-        counts = np.maximum(counts, _sensitive_rows(evaluate, cands, point))
+        new_counts, J = _sensitive_rows(evaluate, cands, point)
+        counts = np.maximum(counts, new_counts)
     fitted_values = {p: point[p] for p in params}
     warnings = [f"{p.path}: only {int(counts[j])} measured row(s) depend on it (need {min_points}); "
-                f"left at the datasheet value {datasheet[p]:g}"
+                f"left at the datasheet value {datasheet[p]:g}" if p not in inseparable else
+                f"{p.path}: the measured rows cannot tell it from the other fitted keys (variance inflation "
+                f"above {MAX_VIF:g}); left at the datasheet value {datasheet[p]:g}"
                 for j, p in enumerate(cands) if p not in fitted_values]
-    out = [FittedParam(p, datasheet[p], fitted_values.get(p, datasheet[p]), int(counts[j]), p in fitted_values)
-           for j, p in enumerate(cands)]
+    out = [FittedParam(p, datasheet[p], fitted_values.get(p, datasheet[p]), int(counts[j]), p in fitted_values,
+                       p not in inseparable) for j, p in enumerate(cands)]
     for fp in out:
         if fp.fitted and fp.param.upper < math.inf and fp.value >= fp.param.upper - 1e-9:
             warnings.append(f"{fp.param.path}: fit reached the upper bound 1.0 (the model's other caps may limit it)")
