@@ -508,9 +508,9 @@ back through `_allgather_params` without adding them (only `fetch_sub_module` an
 add what they gather): from the first step that is not skipped for an fp16 overflow on, the count
 slips by the persistent elements once per step (15.4 million for GPT-175B, 28.0 million for
 GPT-530B) and `max_live_parameters` binds less and less. The model counts as the coordinator
-does in the second step, or in any step after one skipped for an overflow (DeepSpeed's dynamic
-loss scale starts at 2^32, so the first steps of a run are), as it did before this change. After
-10 counted steps the GPT-175B rows would be +12.2/+14.6/+9.9% (GPT-530B unchanged); after 50,
+does until then, as it did before this change: through the second step, or through a run's
+first steps skipped for an overflow while DeepSpeed's dynamic loss scale comes down from 2^32 (a
+static scale, as the PTD-P scripts' `--loss-scale 8192`, skips none). After 10 counted steps the GPT-175B rows would be +12.2/+14.6/+9.9% (GPT-530B unchanged); after 50,
 every row is back where it was (+14.4/+20.8/+17.1%, +26.6/+26.9/+29.6%); after 150, GPT-530B
 prefetches everything (+29.3/+36.0/+44.0%). The paper does not say at which iteration it read
 its throughputs; the slip is not modelled.

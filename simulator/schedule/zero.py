@@ -573,10 +573,10 @@ class DeepSpeedZero3Of2021(GradSync):
       ``pinned``) and counted all along in the coordinator's ``total_available_parameter_numel``,
       so prefetching stops whenever it and the live module parameters reach
       ``max_live_parameters`` (GPT-530B's embedding alone, 1.09e9 elements, exceeds the default
-      1e9). The count is the one of the second step: 0.3.13 also subtracts the persistent
-      parameters at the end of every backward (``release_and_reset_parameter``) without adding
-      them back when ``_post_step`` re-gathers them, so from the third step on the limit slips by
-      their elements once per step (not modelled).
+      1e9). The count is exact until the first optimizer step that is not skipped for an fp16
+      overflow: 0.3.13 subtracts the persistent parameters at the end of every backward
+      (``release_and_reset_parameter``) without adding them back when ``_post_step`` re-gathers
+      them, so from then on the limit slips by their elements once per step (not modelled).
 
     Deviations: a gradient enters the reduction at the next module's fetch (with
     ``contiguous_gradients`` the IPG bucket only delays it, each parameter is still its own
