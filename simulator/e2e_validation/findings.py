@@ -481,6 +481,67 @@ there and are mostly hidden (1.1 of 9.8 s exposed at 768 GPUs), and the rows wou
 collectives about 30% slower. A multi-node nccl-tests sweep of DGX A100 at 64-256 nodes would
 settle it.
 
+The tied embedding is held by the root module. Megatron-LM's ZeRO-3 port of March 2021
+(DeepSpeedExamples `Megatron-LM-v1.1.5-ZeRO3` @2cd968f2, the Megatron + ZeRO-3 integration
+DeepSpeed published with stage 3) registers the word embedding as an external parameter of the
+root `GPT2Model` (`register_external_parameter`, `gpt2_model.py`), since the LM head reads it
+outside the embedding module. DeepSpeed 0.3.13's coordinator then gathers it in the root's
+pre-forward hook and keeps it until the end of the backward: at the root's post-forward,
+`_keep_for_later` finds the root's next use (its pre-backward, the first entry of the backward
+trace) zero elements away, and the root's post-backward never runs, since no input of `GPT2Model`
+needs a gradient; `_partition_all_parameters` releases it after the backward. All that time its
+654 million elements (GPT-175B; 1.09 billion for GPT-530B, with the position table the schedule
+holds in the same module) count in `total_available_parameter_numel`, and
+`prefetch_next_sub_modules` prefetches only while that count is below `max_live_parameters`
+(1e9). For GPT-530B that is never: no parameter is prefetched in forward, recompute or backward,
+and every gather runs on demand between the device synchronisations. For GPT-175B the embedding
+and a QKV (453 million) or MLP (604 million) weight already pass 1e9, so a layer prefetches only
+behind its projection. The model had the embedding gathered at its block, again at the LM head
+and in backward, released in between, so it never counted. Modelled (`plan_2021`'s `pinned`),
+the rows go from +14.3/+20.6/+17.0% to +11.8/+12.3/+7.4% (GPT-175B on 384, 768, 1,536 GPUs) and
+from +26.6/+26.9/+29.5% to +23.1/+22.7/+26.4% (GPT-530B on 640, 1,120, 2,240); the source's
+held-out median 23.6% → 17.5%. No other source runs `zero3_impl: deepspeed-2021`.
+
+A caveat on that count. The coordinator subtracts every available parameter at the end of the
+backward (`release_and_reset_parameter`), the persistent ones too, but `_post_step` gathers those
+back through `_allgather_params` without adding them (only `fetch_sub_module` and the prefetch
+add what they gather): from the first step that is not skipped for an fp16 overflow on, the count
+slips by the persistent elements once per step (15.4 million for GPT-175B, 28.0 million for
+GPT-530B) and `max_live_parameters` binds less and less. The model counts as the coordinator
+does until then, as it did before this change: through the second step, or through a run's
+first steps skipped for an overflow while DeepSpeed's dynamic loss scale comes down from 2^32 (a
+static scale, as the PTD-P scripts' `--loss-scale 8192`, skips none). After 10 counted steps the GPT-175B rows would be +12.2/+14.6/+9.9% (GPT-530B unchanged); after 50,
+every row is back where it was (+14.4/+20.8/+17.1%, +26.6/+26.9/+29.6%); after 150, GPT-530B
+prefetches everything (+29.3/+36.0/+44.0%). The paper does not say at which iteration it read
+its throughputs; the slip is not modelled.
+
+What is left is GPT-530B's +23-26%, and it is not the coordinator's overlap: with no prefetch at
+all the GPT-530B rows are the same (+23.1/+22.7/+26.4%), and GPT-175B's +8.8/+9.2/+5.2%. Checked
+and not the cause:
+
+- NCCL 2.8.3's choices, as the model times them (`clustersim collective --nccl-version 2.8.3`).
+  The AllGathers are rings (2.8 has no other), on LL128 or Simple by size and ring length;
+  2.8.3's ring latency (`tuning.cc`) is 8.4 µs plus 3.4 µs per NVLink step and 9.6 µs per network
+  step on Simple (1.9 and 4.0 µs on LL128), 6.4 ms over the 1,535 steps of a 1,536-rank ring, so
+  at 768-1,536 ranks a 1.2 GB gather takes 10-14 ms (85-125 GB/s of bus bandwidth). The
+  AllReduces of 0.3-3.4 GB go Tree/Simple where the ring's 2(n − 1) steps (6.4 ms of latency at
+  768 ranks, 19 ms at 2,240) outweigh the tree's lower bandwidth cap (its latency is
+  2 × (7 × 28 + log2(nodes) × 28) µs, 0.7-0.8 ms): every one of GPT-175B's from 768 ranks and of
+  GPT-530B's at 2,240, the smaller ones at 384-1,120, rings for the rest. The model times the
+  tree at 36-39 GB/s of algorithm bandwidth (72-78 GB/s bus), under the 64 GB/s the tuner itself
+  expects (8 channels × Ampere's 16 GB/s Tree cap, halved), and the rings at 74-81 GB/s. The
+  choice is NCCL's, and the timing is not optimistic against it.
+- The gradient path of 0.3.13 (`reduce_ipg_grads`): `allreduce_bucket` sets `rank = None`, so
+  `buffered_reduce_fallback` always AllReduces (never a reduce per rank); each large weight is its
+  own bucket (reduce_bucket_size 5e8), as modelled. Every parameter has a gradient hook, the
+  persistent ones too, so between two weights their bias and norm gradients form a small bucket
+  of their own: about four per layer, each a Tree/LL AllReduce of 0.10-0.23 ms at 384-2,240 ranks,
+  0.1 s a step in all (0.2%); not modelled.
+- DeepSpeedExamples' own stage-3 config for that port (`ds_zero_stage_3_config.json`: max live
+  and reuse 1e8, prefetch 2.5e7, reduce bucket 5e7, `contiguous_gradients` on, so one
+  ReduceScatter per gradient) makes the rows more optimistic (+12.8/+19.7/+8.8%,
+  +28.1/+32.0/+42.1%); the defaults stay.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same

@@ -155,8 +155,11 @@ def _megatron2021_zero3(rows: list[Row]) -> list[Case]:
     rank list, a device synchronisation at every fetch) and its defaults (prefetch bucket 5e7, max
     live 1e9, persistence threshold 1e5 elements, reduce bucket 5e8, contiguous_gradients off, so
     each bucket of gradients is AllReduced whole), full activation recompute (the
-    eq. 3 TFLOP/s count it), fp16, the legacy kernels (materialised attention scores). The PTD-P
-    rows of the table are the ``megatron2021_ptdp`` source."""
+    eq. 3 TFLOP/s count it), fp16, the legacy kernels (materialised attention scores). Megatron-LM
+    as DeepSpeed ported it to stage 3 (DeepSpeedExamples ``Megatron-LM-v1.1.5-ZeRO3``, March 2021):
+    the tied word embedding is an external parameter of the root module, held for the whole
+    micro-batch (``schedule/zero.py``). The PTD-P rows of the table are the ``megatron2021_ptdp``
+    source."""
     out = []
     for r in rows:
         if r["metric"] != "tflops_per_gpu" or not r["zero_stage_or_fsdp"].startswith("ZeRO-3"):
@@ -637,6 +640,9 @@ SOURCES: list[Source] = [
             "2021, zero3_impl: deepspeed-2021) with its defaults assumed (stage 3 defaults of 0.3.12-0.4.x: "
             "overlap_comm on, contiguous_gradients off, so the gradients are AllReduced per bucket); fp16 "
             "assumed (the paper says mixed precision).",
+            "Megatron-LM as DeepSpeed ported it to ZeRO-3 (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3, March "
+            "2021): the tied word embedding is a registered external parameter of the root GPT2Model, held "
+            "from the forward's start to the backward's end and counted against max_live_parameters.",
             "The table's PTD-P rows of the same comparison are the megatron2021_ptdp source."]),
     Source("megatron2021_ptdp", "Megatron-LM 2021 paper, PTD-P at a fixed batch (GPT-175B, 384-1,536 A100)",
            "megatron_2021_zero3_table2.csv", _megatron2021_ptdp,

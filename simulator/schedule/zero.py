@@ -466,7 +466,8 @@ class _Fetch2021:
     prefetch: tuple[_Param, ...]
 
 
-def plan_2021(trace: list[_Entry], max_live: int, bucket: int, reuse: int) -> list[_Fetch2021]:
+def plan_2021(trace: list[_Entry], max_live: int, bucket: int, reuse: int,
+              pinned: frozenset[str] = frozenset()) -> list[_Fetch2021]:
     """The fetches of DeepSpeed 2021's ``PartitionedParameterCoordinator`` over one micro-batch's
     trace (stage3.py, March 2021): a module's pre-hook gathers its parameters that are not there
     (demand) and synchronises if it gathered any or waits for a prefetched one; then, only if no
@@ -474,7 +475,12 @@ def plan_2021(trace: list[_Entry], max_live: int, bucket: int, reuse: int) -> li
     next parameters of the trace that are not available, until at least ``bucket`` elements (the
     last one may overshoot). The post-hook releases a parameter unless its module recurs within
     ``reuse`` elements of trace (``_keep_for_later``). Unlike later releases there is no
-    exception for a parameter whose later use the prefetcher skipped."""
+    exception for a parameter whose later use the prefetcher skipped. ``pinned`` parameters are
+    never released by a post-hook: the root module's registered external parameters (its
+    pre-hook gathers them first; the root recurs at distance zero, so ``_keep_for_later`` keeps
+    them after the forward; its post-backward never runs because no input of the root needs a
+    gradient). They stay available, and count against ``max_live``, until
+    ``_partition_all_parameters`` at the end of the backward."""
     n = len(trace)
     nxt = [n] * n
     last_seen: dict[tuple[str, str], int] = {}
@@ -512,7 +518,8 @@ def plan_2021(trace: list[_Entry], max_live: int, bucket: int, reuse: int) -> li
         out.append(_Fetch2021(demand, sync, tuple(batch)))
         if nxt[i] >= n or prefix[nxt[i]] - prefix[i + 1] >= reuse:
             for p in e.params:
-                avail.pop(p.name, None)
+                if p.name not in pinned:
+                    avail.pop(p.name, None)
     return out
 
 
@@ -559,12 +566,24 @@ class DeepSpeedZero3Of2021(GradSync):
       (:func:`~simulator.schedule.optimizer.zero3_2021_fp16_ops`).
     * **The persistent parameters are gathered again after every step** (``_post_step``), one
       ``copy_`` per parameter and rank from Python (:meth:`_refresh_persistent`).
+    * **The tied word embedding is held for the whole micro-batch.** Megatron-LM's ZeRO-3 port
+      (DeepSpeedExamples ``Megatron-LM-v1.1.5-ZeRO3``, March 2021) registers it as an external
+      parameter of the root ``GPT2Model`` (``register_external_parameter``): gathered once, by the
+      root's pre-hook, kept through forward, recompute and backward (:func:`plan_2021`'s
+      ``pinned``) and counted all along in the coordinator's ``total_available_parameter_numel``,
+      so prefetching stops whenever it and the live module parameters reach
+      ``max_live_parameters`` (GPT-530B's embedding alone, 1.09e9 elements, exceeds the default
+      1e9). The count is exact until the first optimizer step that is not skipped for an fp16
+      overflow: 0.3.13 subtracts the persistent parameters at the end of every backward
+      (``release_and_reset_parameter``) without adding them back when ``_post_step`` re-gathers
+      them, so from then on the limit slips by their elements once per step (not modelled).
 
     Deviations: a gradient enters the reduction at the next module's fetch (with
     ``contiguous_gradients`` the IPG bucket only delays it, each parameter is still its own
     collective); gradients of persistent parameters (biases, norms) are left out of the reduction
-    (under 0.1% of the bytes of the layers modelled here); the embedding and the LM head
-    fetch at their block.
+    (under 0.1% of the bytes of the layers modelled here); the root gathers the tied embedding at
+    the embedding's block (the next module), not before it, and holds the position table with it
+    (one module of the schedule; 2,048 of the 53,248 rows).
     """
 
     def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
@@ -587,8 +606,12 @@ class DeepSpeedZero3Of2021(GradSync):
                 trace += [_Entry(u.name, g, "recompute", ps) for g, ps in gates[u.name].items()]
             trace += [_Entry(u.name, g, "bwd", ps) for g, ps in reversed(gates[u.name].items())]
         self.trace = trace
+        # Megatron-LM's ZeRO-3 port (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3 @2cd968f2,
+        # megatron/model/gpt2_model.py) registers the tied word embedding as an external parameter
+        # of the root GPT2Model, whose forward ends with the LM head reading it
+        pinned = frozenset(q.name for q in gates["embedding"].get("emb", ())) if tied else frozenset()
         self.fetches = plan_2021(trace, p.zero3_max_live_parameters, p.zero3_prefetch_bucket_elements,
-                                 p.zero3_max_reuse_distance)
+                                 p.zero3_max_reuse_distance, pinned)
         self.index = {(e.unit, e.gate, e.pass_): i for i, e in enumerate(trace)}
         # a gradient is reduced once, after its last backward use (the tied embedding's two uses
         # accumulate into one gradient)

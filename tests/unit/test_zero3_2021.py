@@ -65,6 +65,40 @@ def test_plan_stops_prefetching_at_max_live():
     assert sum(len(f.demand) for f in plan) == 6
 
 
+def test_pinned_parameter_is_gathered_once_and_counts_against_max_live():
+    """E (100 elements, pinned: the root's external parameter), then A and B (50 each), forward
+    then backward, max_live 150, bucket 1, no reuse. E's hook gathers it and, 100 < 150 available,
+    prefetches A; A waits for it, and with E and A there (150) prefetches nothing; B, B's and A's
+    backward uses are then gathered on demand, never prefetched (E + one module = 150); E's
+    backward use finds it there (no gather, no wait). Unpinned, E would be released after the
+    forward and gathered again."""
+    fwd = [_Entry("u", g, "fwd", (_Param(g, k),)) for g, k in (("E", 100), ("A", 50), ("B", 50))]
+    bwd = [_Entry("u", e.gate, "bwd", e.params) for e in reversed(fwd)]
+    plan = plan_2021(fwd + bwd, max_live=150, bucket=1, reuse=0, pinned=frozenset({"E"}))
+    got = [(tuple(p.name for p in f.demand), f.sync, tuple(p.name for p in f.prefetch)) for f in plan]
+    assert got == [(("E",), True, ("A",)), ((), True, ()), (("B",), True, ()),
+                   (("B",), True, ()), (("A",), True, ()), ((), False, ())]
+    unpinned = plan_2021(fwd + bwd, max_live=150, bucket=1, reuse=0)
+    assert sum(p.name == "E" for f in unpinned for p in f.demand + f.prefetch) == 2
+
+
+def test_held_embedding_stops_prefetching_at_max_live(make):
+    """With max_live at the embedding's elements (GPT-530B's 1.09e9 against the default 1e9), the
+    held embedding alone fills it: no fetch of the micro-batch prefetches. With room for the
+    embedding and two of the largest modules (the live one and the one prefetched), prefetching
+    resumes."""
+    probe = make()
+    emb = next(p.numel for e in DeepSpeedZero3Of2021(probe, stage_units(probe, 0)).trace
+               for p in e.params if p.name == "embedding")
+    scn = make({"zero3_max_live_parameters": emb})
+    z = DeepSpeedZero3Of2021(scn, stage_units(scn, 0))
+    assert all(not f.prefetch for f in z.fetches)
+    largest = max(p.numel for e in z.trace for p in e.params if p.name != "embedding")
+    roomy = make({"zero3_max_live_parameters": emb + 2 * largest + 1})
+    z2 = DeepSpeedZero3Of2021(roomy, stage_units(roomy, 0))
+    assert any(f.prefetch for f in z2.fetches)
+
+
 @pytest.mark.parametrize("hidden, fc1_gathers", [(8192, 2), (12288, 3)])
 def test_recomputed_forward_regathers_unless_the_backward_use_is_within_max_reuse_distance(make, hidden,
                                                                                           fc1_gathers):
@@ -75,8 +109,8 @@ def test_recomputed_forward_regathers_unless_the_backward_use_is_within_max_reus
     kept for h = 8192, released for GPT-175B's 12288); proj's and qkv's are 2(4h² + 4h²) + h² and
     more away (released). So each weight is gathered once for forward and once or twice in
     backward (layers 0 and 1 of 4; the last layer's forward use is within reach of its backward at
-    h = 8192); the tied embedding three times (embedding, LM head, embedding backward; the head's
-    backward follows its forward at distance 0)."""
+    h = 8192); the tied embedding once: the root module holds it, a registered external parameter,
+    for the whole micro-batch (Megatron-LM-v1.1.5-ZeRO3's GPT2Model)."""
     model = dict(GPT, hidden=hidden, heads=128, layers=4)
     z = DeepSpeedZero3Of2021(make(model=model), stage_units(make(model=model), 0))
     gathers = Counter(p.name for f in z.fetches for p in f.demand + f.prefetch)
@@ -84,7 +118,7 @@ def test_recomputed_forward_regathers_unless_the_backward_use_is_within_max_reus
     for layer in (0, 1):
         per_gate = {gate_of[(f"L{layer}", name)]: k for name, k in gathers.items() if (f"L{layer}", name) in gate_of}
         assert per_gate == {"qkv": 3, "proj": 3, "fc1": fc1_gathers, "fc2": 2}
-    assert gathers["embedding"] == 3
+    assert gathers["embedding"] == 1
 
 
 def test_every_parameter_is_its_own_collective_with_per_rank_host_work_and_copies(make):
