@@ -229,8 +229,8 @@ grows from a quarter to 97% of the model FLOPs.
   `NVTE_FUSED_ATTN: 0` (its GPT-3 175B example re-enabled cuDNN only on the 24.09 branch), so its
   eight rows run FlashAttention-2 too: the source's held-out median goes from 5.5% to 3.4%, its
   Llama2-7B 4K row from +8.2% to −0.3% and its Llama3-8B 8K cp2 row from +9.7% to −3.3%.
-  That row is on another page, measured with another container, and was not looked at when the
-  setting was found.
+  The setting is read from the launcher's history, not chosen by either page's errors, and this
+  page was measured with another container than the long-context one.
 - **TE's memory passes around each ring step.** TE runs each CP step as its own kernel and
   moves memory around the ring (TE v2.2 `AttnFuncWithCPAndKVP2P`, v1.4 `AttnFuncWithCP`): K and
   V are concatenated into the send buffer, the output is merged once per step after the ring
@@ -270,8 +270,9 @@ grows from a quarter to 97% of the model FLOPs.
   the kernel. With no slowdown at all the same rows are −1.9% to −7.1%. Charging the slowdown
   only while the transfer runs (a kernel sped back up when the last communication beside it
   ends; `replay/engine.py` never speeds one up, while the sweep's lower bound, c + o·s/(1+s)
-  for a kernel of c seconds overlapped for o, is what that rule would charge) would take most of those 6-9 points back; it changes the replay of every overlapped
-  kernel of every source, so it is left for its own change. The SMs NCCL's SendRecv holds are
+  for a kernel of c seconds overlapped for o, is what that rule would charge) would take most
+  of those 6-9 points back; it changes the replay of every overlapped kernel of every source,
+  so it is left for its own change. The SMs NCCL's SendRecv holds are
   not the reason to scale it down: the model gives an inter-node KV send of 64-128 MiB 4
   channels (3% of 132 SMs) but an intra-node one 16 (12%), and the 32K and 64K rows, whose rings
   stay inside a node, are as pessimistic as the rest.

@@ -170,7 +170,7 @@ def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
     Upper bounds on the error (doc: all 6.4% median (7.1% before fused attention was priced by
     kernel shape and the MoE dispatch's backward waited for the expert wgrad); MPT 5.5%, MPT
-    sweeps 4.7%, MPT 125M-760M 3.2%, FlagPerf 5.2%, NeMo 24.07 3.4%, NeMo CP 9.5% (17.7% while its
+    sweeps 4.7%, MPT 125M-760M 3.2%, FlagPerf 5.2%, NeMo 24.07 3.4%, NeMo CP 9.3% (17.7% while its
     H100 rows, and NeMo 24.07's, ran cuDNN's attention: NeMo-Framework-Launcher 24.01-24.07 sets
     NVTE_FUSED_ATTN=0, so TransformerEngine runs flash-attn 2; see the page's findings); regimes: small models 3.6%, ZeRO-3 4.8%, long
     context 6.1%, multi-node >= 512 GPUs 11.7%, signed medians +1.9%, +1.2%, +6.1%, +7.4%). Only
