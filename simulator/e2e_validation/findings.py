@@ -31,8 +31,10 @@ fitted constant per GPU:
 4. **Source-to-stack mapping** (`e2e_validation/scenarios.py`, `Stack`): Megatron 2020 / BLOOM =
    unfused; Megatron 2020 = eager layers (its Sep 2020 code had no fused kernels yet); MPT 2023 =
    flash1 (llm-foundry v0.3.0), eager layers, no dropout, Composer's two training metrics;
-   Megatron-Core 2024 / FlagPerf / NeMo 24.03-25.04 / dgxc = auto (TE: flash3-class on H100 and
-   B200, flash2 on A800); NeMo AutoModel = auto with eager layers.
+   Megatron-Core 2024 / FlagPerf / NeMo 25.04 / dgxc = auto (TE: flash3-class on H100 and
+   B200, flash2 on A800); NeMo 24.03 and 24.07 = flash2 (their launcher exports
+   `NVTE_FUSED_ATTN: 0`, so TE runs flash-attn 2; context-parallel section); NeMo AutoModel =
+   auto with eager layers.
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.876, dgx-h100 × 0.711,
    dgx-b200 × 0.520; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
@@ -195,41 +197,54 @@ grows from a quarter to 97% of the model FLOPs.
   single-node row (32K, cp2) gives × 0.486; the five multi-node rows, held out, then land at
   +3.0% to +4.7%, flat from 64K to 1M as measured. The factor is fitted on fp8, so it includes
   TE's fp8 overheads; bf16 B200 runs are not validated by any row.
-- **H100 (2024 stack): attention between FlashAttention-2 and -3.** Same two-term fit on the
-  eight H100 rows: the dense part is within 2% of the model (R_d 831 vs 819 model TFLOP/s with
-  the 0.636 derate of the day), with no refit; the attention part runs at 0.72× the model's
-  flash3 rate. So the error grows with the attention share: +10% at 8K, +32% at 128K, +38% at
-  1M. TE 1.4 runs cuDNN's fused attention on Hopper, CP included (`DotProductAttention.forward`,
-  "Select FusedAttention on sm90"), and that was the cuDNN of NeMo 24.03's container (early
-  2024), not the FA3-paper kernels (July 2024) that the profile's 0.60/0.45 describe; the
-  backward efficiency, 0.45, is itself assumed (no backward-only figure was found). With
-  `training.attention: flash2` the same rows are −4% to −14%. The measured rate lies between
-  the two kernel generations, and no number is fitted for it. cuDNN's own sweeps say the gap is
-  the release: cudnn-frontend's benchmark of May 2024 (cuDNN 9.1.0 installed over NGC PyTorch
-  24.03, H200 at 1,980 MHz, causal, d = 128) already gives 567-587 TFLOP/s forward and 498-504
-  backward at 16K-64K tokens, at or above the profile's pair, and cuDNN 9.4's release notes
-  report Hopper SDPA 5-30% faster again; NeMo 24.03's container shipped cuDNN 9.0, and no
-  published figure for its kernels was found. Pricing kernels by shape
-  (`costs/attention_shape.py`) does not move these rows: from 32K on, the CP steps' kernels
-  attend 8K-16K-token KV chunks, near the long-kernel figure (+13% to +38% before, +12% to
-  +38% after).
-  The CP ring itself is not where the error comes from: the 8K and 16K rows run without CP and
-  already show the attention gap. From 128K to 1M (cp 4 → 32, 16 → 128 nodes) the measured
-  throughput stays within 4%, and so does the prediction.
+- **H100 (NeMo 24.03.01): FlashAttention-2, because the launcher turned cuDNN attention off.**
+  NeMo 1.0 runs went through NeMo-Framework-Launcher, and its global environment
+  (`launcher_scripts/conf/config.yaml`, `env_vars`) exports `NVTE_FUSED_ATTN: 0  # Disable cudnn
+  FA until we've tested it more` from commit 562dcb45 (2024-02-13) on: in the 24.01, 24.03,
+  24.03.01, 24.05 and 24.07 tags, dropped on the 24.09 branch (04b8d098 "enable fused
+  attention", 2024-08-29). TE 1.4 reads it when it builds `DotProductAttention`
+  (`use_fused_attention = int(os.getenv("NVTE_FUSED_ATTN", "1")) and ...`), so no FusedAttention
+  exists and the backend filter falls through to flash-attn 2, context parallelism included
+  (`AttnFuncWithCP`'s `_flash_attn_forward` / `_flash_attn_backward` path; TE's notes of the
+  time name flash-attn 2.4.2). The H100 rows therefore run `training.attention: flash2`
+  (`scenarios.NEMO_LAUNCHER_2024`), a configuration fact, nothing fitted; the B200 rows (NeMo
+  25.04's NeMo 2.0 recipes, no launcher) keep TE's choice, cuDNN. With cuDNN-class kernels
+  (the profile's flash3 pair) the H100 rows were +14.6% (8K) to +34.6% (1M) and the source's
+  median 17.7%; with FlashAttention-2 the rows without CP, where nothing but the kernel
+  generation separates the two, land at −0.2% (8K, attention 25% of the model FLOPs) and
+  −0.9% (16K, 39%). The data said so before the configuration was found: fitted as
+  1/rate = (1 − a)/R_d + a/R_a (a: attention's share of Megatron's model FLOPs, 0.25 at 8K to
+  0.98 at 1M), R_a = 530 model TFLOP/s reproduces every H100 row within 3%, flat from 8K
+  without CP to 1M at cp 32: about 310 TFLOP/s of forward plus backward on the computed (causal)
+  FLOPs, the FlashAttention-2 level (PyTorch's FlashAttention-2 in cuDNN's H200 sweep 311-328 at
+  16K-64K; `data/kernels/cudnn_sdpa_benchmarks.csv`), where cuDNN 9.1.0 gives 520. The earlier
+  reading, that NeMo 24.03's cuDNN 9.0 was that much slower than 9.1, does not hold up: TE's own
+  attention notes (`docs/examples/attention/attention.ipynb` as added in June 2024, written "as
+  of Transformer Engine 1.7, cuDNN 9.0 and flash-attn 2.4.2") time cuDNN at 1.59× flash-attn 2
+  on an H100 PCIe (12.0 against 19.1 ms: 8K tokens, batch 2, causal, 32 query / 4 KV heads of
+  128, forward plus backward), and the same notebook under TE 1.10 with cuDNN 9.3 on an H100
+  SXM prints 7.49 ms against 11.89 ms, 514 and 324 TFLOP/s on the computed FLOPs, so cuDNN of
+  either release sits well above the 310 TFLOP/s these runs reached.
+- **The same setting holds for NeMo 24.07's summary.** The 24.07 launcher tag still exports
+  `NVTE_FUSED_ATTN: 0` (its GPT-3 175B example re-enabled cuDNN only on the 24.09 branch), so its
+  eight rows run FlashAttention-2 too: the source's held-out median goes from 5.5% to 3.4%, its
+  Llama2-7B 4K row from +8.2% to −0.3% and its Llama3-8B 8K cp2 row from +9.7% to −3.3%.
+  The setting is read from the launcher's history, not chosen by either page's errors, and this
+  page was measured with another container than the long-context one.
 - **TE's memory passes around each ring step.** TE runs each CP step as its own kernel and
   moves memory around the ring (TE v2.2 `AttnFuncWithCPAndKVP2P`, v1.4 `AttnFuncWithCP`): K and
   V are concatenated into the send buffer, the output is merged once per step after the ring
   (c corrections, not one), and the backward adds each step's dQ into the running dQ and its
   dK/dV into the partial received from the neighbour. TE 1.4 (NeMo 24.03; CP in sbhd came
-  with TE 1.7) also transposed q, k, v from Megatron's sbhd to bshd and the output back,
-  copied the KV halves of the off-diagonal steps and concatenated dK, dV
-  (`parallel.cp_qkv_format: bshd` on the H100 rows). `context_parallel.p2p_blocks` prices them:
-  the H100 CP rows move 3.1-4.2 points (32K cp2 +25.0% → +20.8%, 1M cp32 +37.6% → +34.5%),
-  the B200 rows 0.5-1.2 (the cost per step is ∝ 1/(s/c): most at 64K cp4). None of this
-  touches the 8K and 16K rows (no CP), which set the source's median: what remains is the
-  attention kernel rate of that stack. A two-term fit of the H100 rows, with the 4K row of the
-  same page (4 GPUs, simulated on 8) added, needs attention × 1.39 and the rest × 1.06; the
-  same fit on the B200 rows gives attention × 1.06 and the rest × 0.93.
+  with TE 1.7) also copied the KV halves of the off-diagonal steps, concatenated dK, dV and ran
+  in bshd (`parallel.cp_qkv_format: bshd` on the H100 rows): `transpose(0, 1).contiguous()` of
+  q, k, v on entry and of the output and its gradient. At micro-batch 1, as here, those
+  transposes are views: PyTorch's contiguity check skips dimensions of size 1, so a
+  contiguous [s, 1, h, d] tensor is already a contiguous [1, s, h, d] one, and only V, a strided
+  slice of the fused QKV projection's output, is copied (`context_parallel.transpose_bytes`).
+  `context_parallel.p2p_blocks` prices all of it: 2.5% of the critical rank's compute at 32K
+  cp2 and 1.5% at 1M cp32 on H100, 0.5-1.2 points on the B200 rows (the cost per step is
+  ∝ 1/(s/c): most at 64K cp4).
 - **What the published kernel sweeps say (`data/kernels/cudnn_sdpa_benchmarks.csv`).** cuDNN's
   own SDPA sweeps, forward and backward, bf16, d = 128 (cudnn-frontend: H200 with cuDNN 9.1.0 and
   9.4.0 beside PyTorch's FlashAttention-2, SM clock locked at 1980 MHz; B200 with 9.10.2), are
@@ -240,28 +255,40 @@ grows from a quarter to 97% of the model FLOPs.
   backward measured), and dgx-h100's flash3 pair (0.60, 0.45) runs a forward plus its backward
   at 0.485 of the peak where cuDNN 9.1.0 and 9.4.0 reach 0.486 and 0.491 at 16K causal (of the
   peak at the sweep's clock); flash2's pair gives 0.305, PyTorch's FlashAttention-2 0.290. So
-  the data confirm the profile and the shape pricing, and do not explain these rows. Nor does
-  the CP steps' shape: the ring's kernels are priced at their blocks (the causal diagonal over
-  both local chunks, n × n with n = s/cp, and the unmasked n × n/2 steps), and n ≥ 16K on every
-  CP row here, where the factor is 0.97-1.0. Fitted on the eight H100 rows as
-  1/rate = (1 − a)/R_d + a/R_a (a: attention's share of Megatron's model FLOPs, 0.25 at 8K to
-  0.98 at 1M), R_a = 530 model TFLOP/s reproduces every row within 3%, flat from 8K without CP
-  to 1M at cp 32: about 310 TFLOP/s of fused-attention forward plus backward on the computed
-  (causal) FLOPs, the FlashAttention-2 level (PyTorch's FlashAttention-2 in the H200 sweep
-  311-328 at 16K-64K), where cuDNN 9.1.0 gives 520. With the flash2 pair the rows without CP land
-  at −0.6% and −0.9% and the CP rows at −9% to −15%; TE 1.4's backend selection picks
-  FusedAttention on sm90 whenever both are available, and no published figure of NeMo 24.03's
-  cuDNN 9.0 kernels was found, so neither is adopted.
+  both pairs stand as they are, and the B200 rows, which did run cuDNN, confirm the flash3 one
+  there (attention within 5% in the two-term fit above). The CP steps' shapes move nothing:
+  the ring's kernels are priced at their blocks (the causal diagonal over both local chunks,
+  n × n with n = s/cp, and the unmasked n × n/2 steps), and n ≥ 16K on every CP row here,
+  where the factor is 0.97-1.0.
+- **What remains: the H100 CP rows are pessimistic, −8% to −15%.** From 32K on (cp 2-32) the
+  rows land at −8.3% (32K), −10.3%, −11.4%, −12.9%, −15.1% and −13.3% (1M), while the rows
+  without CP are within 1%. The gap is the CP ring, and most of it is how the replay prices
+  compute beside communication: a kernel that starts while communication is in flight on its
+  rank runs `overlap_slowdown` (0.1, assumed) longer for all of its length, and a step's KV
+  SendRecv is posted just before that step's attention kernel, so every ring step's kernel is
+  charged 10% although its transfer lasts 12% (32K, NVLink) to 42% (1M forward, InfiniBand) of
+  the kernel. With no slowdown at all the same rows are −1.9% to −7.1%. Charging the slowdown
+  only while the transfer runs (a kernel sped back up when the last communication beside it
+  ends; `replay/engine.py` never speeds one up, while the sweep's lower bound, c + o·s/(1+s)
+  for a kernel of c seconds overlapped for o, is what that rule would charge) would take most
+  of those 6-9 points back; it changes the replay of every overlapped kernel of every source,
+  so it is left for its own change. The SMs NCCL's SendRecv holds are
+  not the reason to scale it down: the model gives an inter-node KV send of 64-128 MiB 4
+  channels (3% of 132 SMs) but an intra-node one 16 (12%), and the 32K and 64K rows, whose rings
+  stay inside a node, are as pessimistic as the rest.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 
 Eight rows, none fitted: they are fp8, and the dgx-h100 curve is fitted on bf16 rows; the fp8
 path is that curve × `fp8_gemm_efficiency_scale` 0.88 (MAMF's fp8/bf16 ratio, not fitted).
-Median |error| 7.6%. Beyond the other sources they exercise interleaved 1F1B with up to 20
+Median |error| 3.4%. Beyond the other sources they exercise interleaved 1F1B with up to 20
 virtual stages per rank (one layer each), CP 2 under TP 4 and PP 4, and fp8 GEMMs on H100.
-Small models and single-stage plans land within ±12% (GPT3-5B +7.2%, Llama2-7B +4.3%,
-Llama2-13B pp4 vp10 −3.9%, Llama3-8B cp2 +11.2%). The large TP 4 models are pessimistic (−4%
-to −18%), as the Megatron-Core rows with TP ≥ 4 are. GPT3-175B shows it most clearly: going from
+Attention runs FlashAttention-2: the 24.07 launcher's global environment still sets
+`NVTE_FUSED_ATTN: 0` (see the context-parallel section above); priced as cuDNN-class kernels
+the small models were 4-11 points more optimistic (Llama2-7B +8.2% → −0.3%, Llama3-8B cp2
++9.7% → −3.3%). Small models and single-stage plans land within ±7% (GPT3-5B +6.2%, Llama2-7B
+−0.3%, Llama2-13B pp4 vp10 −3.5%, Llama3-8B cp2 −3.3%). The large TP 4 models are pessimistic
+(−1% to −9%), as the Megatron-Core rows with TP ≥ 4 are. GPT3-175B shows it most clearly: going from
 128 to 512 GPUs doubles the micro-batch (1 → 2) at the same 64 micro-batches per pipeline, and
 the measured throughput rises 15% while the simulated one rises 3%. Its GEMMs already sit on the
 curve's plateau, so what the larger micro-batch buys in reality is probably a fixed cost per
@@ -752,11 +779,13 @@ measured bandwidth, whose plateau is 516 TFLOP/s; s = 1.538: the MAMF plateau it
   simulated compute with its FP8 GEMMs on the derated plateau (840-870 TFLOP/s) against a
   9.93 s measured step. What sets NVIDIA's runs about 23% above the others in GEMM rate (the
   software versions of their containers, their clusters) is not in the data, and one factor for
-  NVIDIA's stack does not hold across its own rows: the curve × 1.23 that fits the dgxc 15B row,
-  applied to NeMo 24.07 (FP8, H100), fixes the large models (GPT3-175B on 512 GPUs −17.3% →
-  −1.0%, Llama2-70B −13.2% → +0.8%) but throws the small ones off (GPT3-5B +7.5% → +27.5%,
-  Llama2-7B +4.1% → +21.6%, Llama3-8B +10.9% → +27.0%) and every H100 row of the NeMo
-  long-context page to +27% to +38%. So no factor per stack is added.
+  NVIDIA's stack does not hold across its own rows: the 0.80 derate that fits the dgxc 15B row
+  (0.711 × 1.125), applied to NeMo 24.07 (FP8, H100, FlashAttention-2 as its launcher set it),
+  fixes the large models (GPT3-175B on 512 GPUs −9.4% → +0.4%, Llama2-70B −3.3% → +5.5%) but
+  throws the small ones off (GPT3-5B +6.2% → +16.1%, Llama2-7B −0.3% → +7.8%, GPT3-175B on 128
+  GPUs −0.8% → +9.6%): the source's median goes from 3.4% to 5.1%, signed −3.3% → +5.1%. The
+  H100 rows of the NeMo long-context page without CP go from −0.2% and −0.9% to +6.5% and
+  +3.9%. So no factor per stack is added.
 
 **dgxc Nemotron-4 340B: the last stage's LM head, and the same GEMM rate.** The 340B row
 (−14.5%) books 4,159 ms of compute on its critical rank (the first pipeline stage), 671 ms of

@@ -62,6 +62,14 @@ class Stack:
 # Megatron-Core + TransformerEngine: TE's fused attention (auto = cuDNN / FA3-class on H100,
 # FA2-class on A100), fused kernels.
 MODERN = Stack()
+# NeMo 1.0 runs through NeMo-Framework-Launcher, releases 24.01 to 24.07: the launcher's global
+# environment (launcher_scripts/conf/config.yaml, env_vars) sets ``NVTE_FUSED_ATTN: 0  # Disable
+# cudnn FA until we've tested it more`` (commit 562dcb45, 2024-02-13; in the 24.03.01 and 24.07
+# tags; dropped on the 24.09 branch, 04b8d098 "enable fused attention"). TransformerEngine then
+# builds no FusedAttention (DotProductAttention.__init__, v1.4: use_fused_attention reads
+# NVTE_FUSED_ATTN) and runs flash-attn 2.x, context parallelism included (AttnFuncWithCP's
+# ``_flash_attn_forward`` path): FlashAttention-2's rate, not cuDNN's, on H100.
+NEMO_LAUNCHER_2024 = replace(MODERN, attention="flash2")
 # Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
 # kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
 MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)

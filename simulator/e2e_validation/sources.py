@@ -14,6 +14,9 @@ from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES,
     MEGATRON_2020,
     MEGATRON_LEGACY,
+    MODERN,
+    NEMO_LAUNCHER_2024,
+    Stack,
     Case,
     TORCH_EAGER_FA1,
     TORCH_EAGER_TE,
@@ -529,7 +532,9 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
     communication in 24.03), sequence parallel with TP, the distributed optimizer with overlapped
     parameter AllGather (NeMo's distributed_fused_adam), no recompute. NeMo 24.03's TE 1.4 ran
     its CP attention in bshd (``parallel.cp_qkv_format``), NeMo 25.04's TE 2.x in Megatron's
-    sbhd. Model TFLOP/s as Megatron-Core counts them (full score matrix; see
+    sbhd. The H100 rows run flash-attn 2 (``NEMO_LAUNCHER_2024``: NeMo-Framework-Launcher
+    24.03.01 exports ``NVTE_FUSED_ATTN: 0``), the B200 rows (NeMo 2.0 recipes, no launcher) TE's
+    choice, cuDNN. Model TFLOP/s as Megatron-Core counts them (full score matrix; see
     ``scoring.megatron_model_flops``)."""
     out = []
     for r in rows:
@@ -541,19 +546,21 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
             continue  # a scenario has whole 8-GPU nodes
         tp, pp, cp = parse_int(r["tp"], 1), parse_int(r["pp"], 1), parse_int(r["cp"], 1)
         par = dict(megatron_parallel(tp, pp, cp=cp, tp_overlap="none"), cp_comm="p2p")
+        stack = MODERN
         if hw == "dgx-h100":
             par["cp_qkv_format"] = "bshd"  # TE 1.4 (NeMo 24.03.01)
+            stack = NEMO_LAUNCHER_2024  # the 24.03.01 launcher disables cuDNN attention
         seq = parse_int(r["seq_len"])
         out.append(Case("nemo_cp", f"{r['model_name']} {hw.split('-')[1].upper()} {seq // 1024}K "
                                    f"tp{tp} pp{pp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",
                         make_scenario(f"nemo-cp-{r['model_name']}-{seq}", hw, n, llama_model(r), micro_batch=1,
                                       global_batch=parse_int(r["global_batch"]), dtype="fp8", recompute="none",
-                                      parallel=par),
+                                      parallel=par, stack=stack),
                         "megatron_model_tflops", float(r["value"]), n))
     return out
 
 
-def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str) -> Case:
+def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str, stack: Stack = MODERN) -> Case:
     """An NVIDIA-stack row on DGX H100 with its printed plan (TP, PP, VP, CP, micro-batch,
     global batch), ``megatron_parallel``'s defaults for the rest, no recompute."""
     n = parse_int(r["num_gpus"])
@@ -561,7 +568,8 @@ def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str
     return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",
                 make_scenario(f"{source}-{r['model_name']}-{n}", "dgx-h100", n, model,
                               micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                              dtype=dtype, recompute="none", parallel=megatron_parallel(tp, pp, vp, cp)),
+                              dtype=dtype, recompute="none", parallel=megatron_parallel(tp, pp, vp, cp),
+                              stack=stack),
                 metric, float(r["value"]), n)
 
 
@@ -580,7 +588,8 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
     TP, PP, virtual stages (interleaved 1F1B when vp > 1), CP, micro-batch and global batch as
     printed. Not stated, so NeMo's defaults for these models: sequence parallel and
     TransformerEngine's default TP overlap with TP, the distributed optimizer with overlapped
-    parameter AllGather, no recompute (every row fits in 80 GB)."""
+    parameter AllGather, no recompute (every row fits in 80 GB). Attention: flash-attn 2, which
+    the 24.07 launcher's ``NVTE_FUSED_ATTN: 0`` leaves TransformerEngine (``NEMO_LAUNCHER_2024``)."""
     out = []
     for r in rows:
         if (r["metric"] != "tokens_per_s_per_gpu" or "doc version: final" not in r["notes"]
@@ -591,7 +600,7 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
             model = gpt_model({**r, "vocab": str(vocab)}, position="learned", tied=True)
         else:
             model = llama_model(r)
-        out.append(_printed_plan_case("nemo2407", r, model, "fp8", "tokens_per_s_per_gpu"))
+        out.append(_printed_plan_case("nemo2407", r, model, "fp8", "tokens_per_s_per_gpu", NEMO_LAUNCHER_2024))
     return out
 
 
@@ -759,11 +768,18 @@ SOURCES: list[Source] = [
            _nemo_long_context,
            ["FP8 GEMMs (TransformerEngine), attention in bf16. Micro-batch, recompute and TP comm overlap are "
             "not stated: 1, none (every row fits) and none (NeMo's Llama2-7B default) assumed.",
+            "H100 (NeMo 24.03.01): FlashAttention-2, not cuDNN. NeMo-Framework-Launcher's global environment "
+            "(launcher_scripts/conf/config.yaml, tags 24.01 to 24.07) sets NVTE_FUSED_ATTN: 0 \"Disable cudnn FA "
+            "until we've tested it more\", so TransformerEngine 1.4 builds no FusedAttention and runs flash-attn 2, "
+            "context parallelism included. B200 (NeMo 25.04): TE's default, cuDNN.",
             "The 4K H100 row (4 GPUs) and the 8K/16K B200 rows (2 and 4 GPUs) fill no whole node and are left "
             "out; the rows without CP give no parallel plan."]),
     Source("nemo2407", "NeMo 24.07 performance summary (FP8, H100, pre-training)", "nemo_perf_summary_24.07.csv",
            _nemo_2407,
            ["All rows are FP8 on H100, so none is in the fitting subset (the dgx-h100 curve is fitted on bf16).",
+            "Attention: FlashAttention-2. NeMo-Framework-Launcher 24.07's launcher_scripts/conf/config.yaml sets "
+            "NVTE_FUSED_ATTN: 0 (\"Disable cudnn FA until we've tested it more\"; dropped on the 24.09 branch), so "
+            "TransformerEngine runs flash-attn 2 instead of cuDNN's fused attention.",
             "GPT-3 vocabulary: the GPT-2 BPE (50257) padded as Megatron pads it (a multiple of 128 x TP).",
             "GPT3-20B and Nemotron rows (no shape in the source) and the SFT/LoRA rows are left out."]),
     Source("dgxc", "NVIDIA dgxc-benchmarking worked examples (Nemotron-4, BF16, H100)", "misc_single_points.csv",

@@ -27,7 +27,8 @@ p2p (§5.2, ``AttnFuncWithCPAndKVP2P``): a KV ring over ``cp`` (ring.py), c step
     ``ctx.cp_qkv_format`` bshd (TE ≤ 1.6, whose CP took only bshd; v1.4 ``FusedAttention.forward``
     and ``AttnFuncWithCP``) adds: q, k, v transposed from Megatron's sbhd on entry
     (``transpose(0, 1).contiguous()``, 2(Q + M)), the output back (2Q) and, in backward, the
-    incoming output gradient (2Q); on rank c−1's off-diagonal steps the first halves of K and V
+    incoming output gradient (2Q) (:func:`transpose_bytes`: at micro-batch 1 only V is copied,
+    the rest are views); on rank c−1's off-diagonal steps the first halves of K and V
     copied to contiguous tensors before the kernel (``kv[:, :, 0].contiguous()``, M, forward and
     backward); dK and dV concatenated before the addition (``torch.cat``, 2M on the diagonal, M
     for a half block). In sbhd (TE ≥ 1.7) those halves are contiguous slices and dK, dV share
@@ -102,25 +103,46 @@ def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
                     dtype=ctx.dtype, kernel=ctx.kernel)
 
 
+def transpose_bytes(ctx: AttentionContext) -> tuple[int, int, int]:
+    """HBM bytes of the bshd layout's ``transpose(0, 1).contiguous()`` passes: q, k, v on entry,
+    the output back to sbhd, the output gradient in (read + write of each tensor copied).
+
+    ``contiguous()`` copies only a tensor that is not contiguous already, and PyTorch's
+    contiguity check skips dimensions of size 1 (``is_contiguous``, c10 ``compute_contiguous``).
+    At micro-batch 1 the sbhd → bshd transpose of a contiguous [s, 1, h, d] tensor is therefore
+    a view: q and k come contiguous from the rotary embedding (a new tensor), the output and its
+    gradient from the kernel and from the projection's dgrad. V is still copied: Megatron-Core
+    splits it from the fused QKV projection's output (``get_query_key_value_tensors``:
+    ``torch.split`` of [s, b, g, (a/g + 2)·d]), a strided view. With b > 1 every transpose
+    copies."""
+    q, m = ctx.q_bytes, ctx.kv_bytes
+    if ctx.micro_batch_size == 1:
+        return m, 0, 0  # V alone (half of K + V), read and written
+    return 2 * (q + m), 2 * q, 2 * q
+
+
 def _copy(pb: ProgramBuilder, ctx: AttentionContext, name: str, nbytes: int, phase: Phase, after: int) -> int:
+    if nbytes <= 0:
+        return after
     return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.cp.{phase}.{name}", kind="copy", hbm_bytes=nbytes, deps=(after,),
                             dtype=ctx.dtype, tag=Tag(phase, ctx.layer, ctx.mb_index)))
 
 
 def _p2p_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
     bshd = ctx.cp_qkv_format == "bshd"
+    to_bshd, to_sbhd, grad_in = transpose_bytes(ctx)
     if bshd:  # q, k, v from Megatron's sbhd to bshd
-        after = _copy(pb, ctx, "to_bshd", 2 * (ctx.q_bytes + ctx.kv_bytes), "fwd", after)
+        after = _copy(pb, ctx, "to_bshd", to_bshd, "fwd", after)
     # K and V concatenated into the first send buffer, which step 0's kernel also reads
     kv = _copy(pb, ctx, "kv_cat", 2 * ctx.kv_bytes, "fwd", after)
     out = ring_forward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), out_correction_bytes(ctx), kv, direction=+1,
                        out_kernels=ctx.cp)
-    return _copy(pb, ctx, "to_sbhd", 2 * ctx.q_bytes, "fwd", out) if bshd else out
+    return _copy(pb, ctx, "to_sbhd", to_sbhd, "fwd", out) if bshd else out
 
 
 def _p2p_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int, hop: int = 1) -> int:
     if ctx.cp_qkv_format == "bshd":  # the output gradient to bshd
-        after = _copy(pb, ctx, "to_bshd", 2 * ctx.q_bytes, "bwd", after)
+        after = _copy(pb, ctx, "to_bshd", transpose_bytes(ctx)[2], "bwd", after)
     return ring_backward(pb, _ring_spec(ctx, hop), p2p_blocks(ctx), ctx.kv_bytes, bundle_dkv=True,
                          after=after, direction=-1)
 

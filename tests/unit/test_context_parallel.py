@@ -140,19 +140,28 @@ def test_p2p_backward_accumulates_dq_and_dkv_every_step(c):
 
 
 @pytest.mark.parametrize("c", [2, 4])
-def test_p2p_in_bshd_transposes_and_copies_kv_halves(c):
+@pytest.mark.parametrize("b", [1, 2])
+def test_p2p_in_bshd_transposes_and_copies_kv_halves(c, b):
     """TE <= 1.6 (v1.4 ``FusedAttention.forward``, ``AttnFuncWithCP``) ran CP attention in bshd:
     q, k, v transposed from Megatron's sbhd on entry (read + write of each), the output back and
     the output gradient in; the first halves of K and V of each off-diagonal step made contiguous
     before its kernel (read + write: the local K and V bytes), forward and backward; dK and dV
-    concatenated (read + write) before being added into the received partial."""
-    q = B * (S // c) * A * D * 2
-    m = 2 * B * (S // c) * G * D * 2  # local K + V
-    fwd, bwd = run(ctx(c, rank=c - 1, qkv_format="bshd"))
-    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_bshd")] == [2 * (q + m)]
-    assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_sbhd")] == [2 * q]
+    concatenated (read + write) before being added into the received partial. At micro-batch 1
+    ``transpose(0, 1)`` of a contiguous [s, 1, h, d] tensor is contiguous already (PyTorch skips
+    size-1 dimensions), so ``contiguous()`` copies only V, a strided slice of the fused QKV
+    output: read + write of half the local K + V bytes, and no pass for the output or its
+    gradient."""
+    q = b * (S // c) * A * D * 2
+    m = 2 * b * (S // c) * G * D * 2  # local K + V
+    fwd, bwd = run(replace(ctx(c, rank=c - 1, qkv_format="bshd"), micro_batch_size=b))
+    if b == 1:
+        assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_bshd")] == [2 * (m // 2)]
+        assert not _memory_passes(fwd, ".fwd.to_sbhd") + _memory_passes(bwd, ".bwd.to_bshd")
+    else:
+        assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_bshd")] == [2 * (q + m)]
+        assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.to_sbhd")] == [2 * q]
+        assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.to_bshd")] == [2 * q]
     assert [op.hbm_bytes for op in _memory_passes(fwd, ".fwd.copy.")] == [m] * (c - 1)
-    assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.to_bshd")] == [2 * q]
     assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.copy.")] == [2 * m] + [m] * (c - 1)
     assert [op.hbm_bytes for op in _memory_passes(bwd, ".bwd.dkv_accum.")] == [5 * m] + [2.5 * m] * (c - 1)
     # Megatron's own sbhd (TE >= 1.7): none of these

@@ -224,3 +224,26 @@ def test_flash3_on_an_ampere_profile_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as err:
         _attention_ops(tmp_path, "dgx-a100", attention="flash3")
     assert "training.attention" in str(err.value)
+
+
+def test_nemo_launcher_rows_price_attention_at_flash_attention_2():
+    """NeMo-Framework-Launcher 24.01-24.07 exports ``NVTE_FUSED_ATTN: 0``, so TransformerEngine
+    runs flash-attn 2 (``NEMO_LAUNCHER_2024``). The 16K Llama2-7B row of NeMo's long-context page
+    (TP 2, no CP) then prices its causal forward kernel at the profile's flash2 figure: credited
+    FLOPs 4·s(s+1)/2·(a/t)·d (the lower triangle with its diagonal) at 0.35 of the bf16 peak (989.4 TFLOP/s) × FA2's shape factor for a
+    16K causal kernel of d = 128 (1 at that reference), plus the 4 µs launch floor; the B200 rows
+    of the same page (NeMo 25.04, no launcher) keep ``auto``."""
+    from simulator.e2e_validation import sources
+
+    nemo = [c for c in sources.cases([s for s in sources.SOURCES if s.key == "nemo_cp"])]
+    row = next(c for c in nemo if c.scenario["hardware"] == "dgx-h100" and c.scenario["model"]["seq_len"] == 16384)
+    assert {c.scenario["training"]["attention"] for c in nemo if c.scenario["hardware"] == "dgx-b200"} == {"auto"}
+    scn = build_scenario(row.scenario, source="nemo.yaml")
+    fwd = next(op for prog in build_schedule(scn).programs.values() for op in prog
+               if isinstance(op, ComputeOp) and op.kind == "attention" and op.tag.phase == "fwd")
+    s, heads, d = 16384, 32 // 2, 128
+    assert fwd.attention_kernel == "flash2" and fwd.flops == pytest.approx(4 * s * (s + 1) / 2 * heads * d)
+    gpu = load_profile("dgx-h100").gpu
+    expected = fwd.flops / (0.35 * 989.4e12 * shape_factor(s, s, True, d, "flash2")) + 4e-6
+    assert compute_time(fwd, gpu) == pytest.approx(expected, rel=1e-9)
+    assert shape_factor(s, s, True, d, "flash2") == pytest.approx(1.0)

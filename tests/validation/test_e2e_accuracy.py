@@ -125,19 +125,23 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     """Megatron 2020 / BLOOM: scores materialised; MPT 2023: FlashAttention-1 kernels (llm-foundry
     v0.3.0's ``attn_impl: triton`` and flash-attn 1.0.9);
     Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
-    FA3-class on H100, FA2 on A100), which the GPU profile resolves."""
+    FA3-class on H100, FA2 on A100), which the GPU profile resolves; NeMo 24.03 and 24.07 through
+    NeMo-Framework-Launcher, whose global environment disables cuDNN attention
+    (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; NeMo 25.04 on B200: auto."""
     from simulator.config.hardware import load_profile
 
     kernel: dict[str, set[str]] = {}
     for c in sources.cases():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
-                      "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto"},
-                      "nemo2407": {"auto"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
+                      "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
+                      "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
+    by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in sources.cases() if c.source == "nemo_cp"}
+    assert by_gpu == {("dgx-h100", "flash2"), ("dgx-b200", "auto")}
 
 
 # Before the tests of single sources: it simulates every row on all cores, and those tests
@@ -149,8 +153,8 @@ def test_overall_median_error():
     on jean-zay-a100) 18.5%; Megatron-Core 2024 (tp_overlap te_default, overlap_param_gather, fp32
     gradient reduction; the micro-batch is unstated: the largest that fits, one micro-batch per
     step on the pp 1 rows, where micro-batch 1 left the DP traffic four short overlap windows);
-    NeMo 24.07 (FP8 H100, all held out) 8.5%; NeMo's
-    H100 context-parallel rows optimistic above 16K tokens (see the doc's findings)."""
+    NeMo 24.07 (FP8 H100, all held out) 3.4%; NeMo's
+    H100 context-parallel rows pessimistic from 32K tokens on, -8% to -15% (see the doc's findings)."""
     jobs = min(4, os.cpu_count() or 1)
     results = list(_run_cases(sources.cases(), jobs=jobs))
     assert scoring.median_abs_error(results) <= 0.10
@@ -167,10 +171,9 @@ def _check_leave_one_source_out(results, jobs):
     """The page's headline: every row scored with the derates refitted without its source.
     Upper bounds on the error (doc: all 6.4% median (7.1% before fused attention was priced by
     kernel shape and the MoE dispatch's backward waited for the expert wgrad); MPT 5.5%, MPT
-    sweeps 4.7%, MPT 125M-760M 3.2%, FlagPerf 5.2%, NeMo 24.07 8.4%, NeMo CP 18.2% (16.4% before
-    the H100 derate, which its B200 rows borrow, was refitted from 0.689 to 0.712 after attention
-    was priced by kernel shape: its H100 rows run cuDNN 9.0's attention about 1.37x slower than
-    the profile's figure, see the page's findings); regimes: small models 3.6%, ZeRO-3 4.8%, long
+    sweeps 4.7%, MPT 125M-760M 3.2%, FlagPerf 5.2%, NeMo 24.07 3.4%, NeMo CP 9.3% (17.7% while its
+    H100 rows, and NeMo 24.07's, ran cuDNN's attention: NeMo-Framework-Launcher 24.01-24.07 sets
+    NVTE_FUSED_ATTN=0, so TransformerEngine runs flash-attn 2; see the page's findings); regimes: small models 3.6%, ZeRO-3 4.8%, long
     context 6.1%, multi-node >= 512 GPUs 11.7%, signed medians +1.9%, +1.2%, +6.1%, +7.4%). Only
     rows of sources with fitting rows change: a source without any keeps its in-sample prediction
     exactly."""
@@ -179,7 +182,7 @@ def _check_leave_one_source_out(results, jobs):
     assert loso.stats(errors).median <= 0.075
     per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
                   for k in ("mpt", "mpt_seq", "mpt_small", "flagperf", "nemo2407", "nemo_cp")}
-    bounds = {"mpt": 0.07, "mpt_seq": 0.06, "mpt_small": 0.05, "flagperf": 0.06, "nemo2407": 0.09, "nemo_cp": 0.19}
+    bounds = {"mpt": 0.07, "mpt_seq": 0.06, "mpt_small": 0.05, "flagperf": 0.06, "nemo2407": 0.06, "nemo_cp": 0.12}
     for k, b in bounds.items():
         assert per_source[k].median <= b, (k, per_source[k])
     for name, member in loso.REGIMES.items():
@@ -531,24 +534,26 @@ def test_b200_context_parallel_rows_held_out():
     assert last.predicted / first.predicted == pytest.approx(last.case.measured / first.case.measured, abs=0.04)
 
 
-def test_h100_context_parallel_rows_fall_between_flash2_and_flash3():
-    """NeMo 24.03 on H100 (TE 1.4, cuDNN fused attention of early 2024) at 128K and 256K tokens,
-    where attention is 84-91% of the model FLOPs: the profile's flash3 kernels (FA3-paper
-    efficiencies) predict more throughput than measured (doc: +32.1%, +34.5%) and FlashAttention-2
-    less (about −11%, −12%): the attention of that stack ran between the two generations.
-    The signs are the finding (measured lies between the two kernel generations), so both are
-    asserted; the sizes only have upper bounds."""
+def test_h100_long_context_rows_run_flash_attention_2():
+    """NeMo 24.03.01 on H100 (TE 1.4) through NeMo-Framework-Launcher 24.03.01, whose
+    ``launcher_scripts/conf/config.yaml`` exports ``NVTE_FUSED_ATTN: 0`` ("Disable cudnn FA until
+    we've tested it more"): TE runs flash-attn 2. The 8K and 16K rows have no CP, so attention
+    (25% and 39% of the model FLOPs) is all that separates the kernel generations there: with
+    FlashAttention-2 they land within 3% (doc: -0.2%, -0.9%); with the cuDNN / FA3-class figure
+    the profile gives ``auto`` they would be at least 10% optimistic (doc before: +14.6%,
+    +21.5%). The sign under each kernel is the finding, so both are asserted."""
     import copy
 
-    rows = [c for c in _nemo_cp("dgx-h100") if c.scenario["model"]["seq_len"] in (131072, 262144)]
-    assert len(rows) == 2
+    rows = [c for c in _nemo_cp("dgx-h100") if c.scenario["parallel"]["cp"] == 1]
+    assert [c.scenario["model"]["seq_len"] for c in rows] == [8192, 16384]
     for c in rows:
-        fa2 = copy.deepcopy(c.scenario)
-        fa2["training"]["attention"] = "flash2"
-        r3 = _run_case(c)
-        r2 = _run_case(sources.Case(c.source, c.label, fa2, c.metric, c.measured, c.n_gpus))
-        assert 0 < r3.error <= 0.45, (c.label, r3.error)
-        assert -0.20 <= r2.error < 0, (c.label, r2.error)
+        assert c.scenario["training"]["attention"] == "flash2"
+        fa3 = copy.deepcopy(c.scenario)
+        fa3["training"]["attention"] = "flash3"
+        r2 = _run_case(c)
+        r3 = _run_case(sources.Case(c.source, c.label, fa3, c.metric, c.measured, c.n_gpus))
+        assert abs(r2.error) <= 0.03, (c.label, r2.error)
+        assert r3.error >= 0.10, (c.label, r3.error)
 
 
 def test_nemo_2407_rows_build_the_printed_plans():
@@ -570,11 +575,12 @@ def test_nemo_2407_rows_build_the_printed_plans():
 def test_nemo_2407_single_stage_and_interleaved_rows():
     """Four quick held-out rows (FP8 H100; nothing of NeMo 24.07 is fitted): GPT3-5B dp64,
     Llama2-7B dp8, Llama2-13B pp4 vp10 (interleaved 1F1B, one layer per virtual stage) and
-    Llama3-8B cp2. Doc: +7.2%, +4.3%, -3.9%, +11.2%."""
+    Llama3-8B cp2, all with flash-attn 2 (the 24.07 launcher's NVTE_FUSED_ATTN=0). Doc: +6.2%,
+    -0.3%, -3.5%, -3.3% (+7.2%, +4.3%, -3.9%, +11.2% when they were priced with cuDNN's attention)."""
     names = ("GPT3-5B", "LLAMA2-7B", "LLAMA2-13B", "LLAMA3-8B")
     rs = list(_run_cases([c for c in _by_source("nemo2407") if c.label.split()[0] in names]))
     assert len(rs) == 4
-    assert all(abs(r.error) <= 0.13 for r in rs), [(r.case.label, r.error) for r in rs]
+    assert all(abs(r.error) <= 0.09 for r in rs), [(r.case.label, r.error) for r in rs]
 
 
 @pytest.mark.parametrize("name, per_sample", [("Nemotron-4 15B", 3.85e14), ("Nemotron-4 340B", 8.62124e15)])
