@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from heapq import heappop
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import simpy
@@ -300,6 +300,22 @@ class Replayer:
         n = len(indices)
         q = p
         k = indices[p]
+        # The first kernel's own reasons to stand alone, as the loop below has them, checked
+        # before its lists are set up: half the kernels asked about (the dgrad and wgrad GEMMs
+        # beside the sequence-parallel backward's collectives) end up alone.
+        if p + 1 >= n:
+            return None
+        nxt = indices[p + 1]
+        if dts[nxt] is None:
+            return None
+        ws = watchers.get(k)
+        if ws is not None:
+            if len(ws) != 1 or ws[0] not in program[nxt].deps:
+                return None
+        else:
+            for d in cross[nxt]:
+                if not done[d]:
+                    return None
         ops = [k]
         durs: list[tuple[float, float]] = [dts[k]]  # type: ignore[list-item]
         add_op, add_dur = ops.append, durs.append
@@ -762,19 +778,25 @@ class Replayer:
                 if ev is not None:
                     ev.succeed()
 
-    def _collective(self, R: RankState, i: int, op: CommOp):
+    def _collective(self, R: RankState, i: int, op: CommOp) -> Iterator[Any]:
+        """What rank R's stream yields from to run collective ``i``: nothing for a group of one,
+        the collective itself for the only simulated member of its group (the others are mirror
+        images: no rendezvous to wait at, so no rendezvous record and no event to wake anyone),
+        else its rendezvous (:meth:`_rendezvous`). (Not a generator itself: one generator per
+        collective fewer.)"""
         members, n_sim = self._group(R.rank, op.axes)
         R.groups[i] = members
         if len(members) <= 1:
             R.start[i] = self.env.now
-            return
+            return iter(())
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
         if n_sim == 1:
-            # The only simulated member (the others are mirror images): no rendezvous to wait at,
-            # so no rendezvous record and no event to wake anyone.
-            yield from self._run_collective(op, members, ((R, i),), True)
-            return
+            return self._run_collective(op, members, ((R, i),), True)
+        return self._rendezvous(R, i, op, members, n_sim, seq)
+
+    def _rendezvous(self, R: RankState, i: int, op: CommOp, members: tuple[int, ...], n_sim: int, seq: int):
+        """Wait at the collective's rendezvous; the last member to arrive runs it for all."""
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
         if rv is None:
