@@ -367,11 +367,11 @@ class FlowNetwork:
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
-        if _count_nonzero(self._reserved[links]):
+        occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
+        if _count_nonzero(occupancy[:, 2]):
             return None
-        held = self._owner[links]
-        on = held >= 0
-        busy = self._busy[links] > 0
+        on = occupancy[:, 1] > 0
+        busy = occupancy[:, 0] > 0
         if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
@@ -396,7 +396,7 @@ class FlowNetwork:
                 until = min(until, f.finish)
                 fixed.extend((m, f.cap, f.rate) for m in f.members())
         seen: set[tuple[int, int]] = set()
-        for fid, link in zip(held[on].tolist(), links[on].tolist()):
+        for fid, link in zip(self._owner[links[on]].tolist(), links[on].tolist()):
             block = self._blocks[fid]
             c = block.shape.component_at(link)
             if (fid, c) in seen:
