@@ -121,7 +121,8 @@ class Replayer:
 
     def __init__(self, schedule: Any, costs: CostModel, ranks: Sequence[int], *,
                  network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
-                 compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None) -> None:
+                 compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None,
+                 like: dict[Any, RoleTable] | None = None) -> None:
         self.schedule = schedule
         self.costs = costs
         self.compute_runs = compute_runs
@@ -134,6 +135,8 @@ class Replayer:
         self.slowdown = costs.gpu.overlap_slowdown
         # One table per distinct program object: roles that share a program (the CP roles of a
         # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
+        # ``like``: an earlier replay's tables by role, whose entries for the ops in front that
+        # the programs share are taken as they are (RoleTable).
         tables: dict[int, RoleTable] = {}
         self.ranks: dict[int, RankState] = {}
         for r in ranks:
@@ -141,7 +144,7 @@ class Replayer:
             program = schedule.programs[role]
             table = tables.get(id(program))
             if table is None:
-                table = tables[id(program)] = RoleTable(program, costs)
+                table = tables[id(program)] = RoleTable(program, costs, like.get(role) if like else None)
             self.ranks[r] = RankState(r, role, table)
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
@@ -930,10 +933,14 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
                                    nic_key=_nic_key(topology, n_ranks))
 
     plans: dict[tuple, CollectivePlan] = {}
+    tables: dict[Any, RoleTable] = {}  # the last replay's, by role
 
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
-                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans)
+                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans,
+                      like=tables)
+        tables.clear()
+        tables.update({R.role: R.table for R in rp.ranks.values()})
         rp.run()
         return rp
 
