@@ -80,11 +80,13 @@ def host_cost_s(op: Op) -> float:
     return 0.0
 
 
-def issue_times(program: Sequence[Op]) -> list[float]:
+def issue_times(program: Sequence[Op], start: float = 0.0) -> list[float]:
     """When the host has issued each op of ``program`` (seconds from the step's start): the
-    running sum of host costs in program order, which is the order the host issues them."""
+    running sum of host costs in program order, which is the order the host issues them.
+    ``start``: the sum before the first op (the issue time of the op before it, for a program
+    continued from another's first ops: the same sums, added in the same order)."""
     out: list[float] = []
-    t = 0.0
+    t = start
     for op in program:
         t += host_cost_s(op)
         out.append(t)

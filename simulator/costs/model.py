@@ -110,9 +110,10 @@ class CostModel:
         """Seconds of every compute op of ``program`` alone on its GPU (None for the others)."""
         return compute_times(program, self.gpu)
 
-    def issue_times(self, program: Sequence[Op]) -> list[float]:
-        """When the rank's host has issued each op of ``program`` (:mod:`simulator.costs.host`)."""
-        return issue_times(program)
+    def issue_times(self, program: Sequence[Op], start: float = 0.0) -> list[float]:
+        """When the rank's host has issued each op of ``program`` (:mod:`simulator.costs.host`),
+        the running sum continued from ``start``."""
+        return issue_times(program, start)
 
     def time_alone_s(self, plan: CollectivePlan) -> float:
         """Seconds ``plan`` takes alone on an empty network, in closed form: its latency, then

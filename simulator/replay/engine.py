@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, cast
+from heapq import heappop
+from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import simpy
@@ -84,18 +85,26 @@ class _CountingEnv(simpy.Environment):
         schedule is empty), counting the events; with ``until``, SimPy's own, uncounted."""
         if until is not None:
             return super().run(until)
-        step = self.step
+        # Environment.step written out (its StopSimulation handling is for ``until`` alone):
+        # a method call per event less
+        queue = self._queue
         n = 0
         try:
-            while True:
-                step()
+            while queue:
+                self._now, _, _, event = heappop(queue)
+                callbacks, event.callbacks = event.callbacks, None
+                for callback in callbacks:
+                    callback(event)
                 n += 1
-        except simpy.core.EmptySchedule:
+                if not event._ok and not hasattr(event, "_defused"):
+                    exc = type(event._value)(*event._value.args)
+                    exc.__cause__ = event._value
+                    raise exc
             return None
         finally:
             self.n_events += n
 
-@dataclass
+@dataclass(slots=True)
 class _Hold:
     """A collective run by its time alone on links it holds reserved (Replayer._held)."""
 
@@ -112,7 +121,8 @@ class Replayer:
 
     def __init__(self, schedule: Any, costs: CostModel, ranks: Sequence[int], *,
                  network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
-                 compute_runs: bool = True) -> None:
+                 compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None,
+                 like: dict[Any, RoleTable] | None = None) -> None:
         self.schedule = schedule
         self.costs = costs
         self.compute_runs = compute_runs
@@ -125,6 +135,8 @@ class Replayer:
         self.slowdown = costs.gpu.overlap_slowdown
         # One table per distinct program object: roles that share a program (the CP roles of a
         # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
+        # ``like``: an earlier replay's tables by role, whose entries for the ops in front that
+        # the programs share are taken as they are (RoleTable).
         tables: dict[int, RoleTable] = {}
         self.ranks: dict[int, RankState] = {}
         for r in ranks:
@@ -132,11 +144,13 @@ class Replayer:
             program = schedule.programs[role]
             table = tables.get(id(program))
             if table is None:
-                table = tables[id(program)] = RoleTable(program, costs)
+                table = tables[id(program)] = RoleTable(program, costs, like.get(role) if like else None)
             self.ranks[r] = RankState(r, role, table)
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
-        self._plans: dict[tuple, CollectivePlan] = {}
+        # (kind, members, size) -> plan; shared by the replays of one step (a fold's two
+        # reduced ones), whose networks then meet the same phase objects (links._known_for)
+        self._plans: dict[tuple, CollectivePlan] = {} if plans is None else plans
         self._routes: dict[tuple[int, int], Route] = {}
         self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
                                  comm_started=self._comm_started)
@@ -164,6 +178,8 @@ class Replayer:
         self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
         # _absorbable's answers by (group, kind, size, stream, side kernels): (members, answer)
         self._absorb_known: dict[tuple, tuple[tuple[int, ...], Absorbable | None]] = {}
+        # _held_links' unions by the ids of the link arrays (held in the entry)
+        self._unions: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
 
     # -- helpers -------------------------------------------------------------------------
     def _group(self, rank: int, axes: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
@@ -287,6 +303,22 @@ class Replayer:
         n = len(indices)
         q = p
         k = indices[p]
+        # The first kernel's own reasons to stand alone, as the loop below has them, checked
+        # before its lists are set up: half the kernels asked about (the dgrad and wgrad GEMMs
+        # beside the sequence-parallel backward's collectives) end up alone.
+        if p + 1 >= n:
+            return None
+        nxt = indices[p + 1]
+        if dts[nxt] is None:
+            return None
+        ws = watchers.get(k)
+        if ws is not None:
+            if len(ws) != 1 or ws[0] not in program[nxt].deps:
+                return None
+        else:
+            for d in cross[nxt]:
+                if not done[d]:
+                    return None
         ops = [k]
         durs: list[tuple[float, float]] = [dts[k]]  # type: ignore[list-item]
         add_op, add_dur = ops.append, durs.append
@@ -420,8 +452,7 @@ class Replayer:
                 timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
                                        if self._holders.get(holder, (None, None))[1] is run else None)
 
-    @staticmethod
-    def _held_links(run: ComputeRun) -> np.ndarray:
+    def _held_links(self, run: ComputeRun) -> np.ndarray:
         """The links the run's held collectives cross, once per ``run.held`` list (a new list
         whenever it changes: ComputeRun.cut, _on_reserved): a block reserves and releases them,
         and is called back on them, several times."""
@@ -429,8 +460,20 @@ class Replayer:
         cached = run.held_links
         if cached is not None and cached[0] is held:
             return cached[1]
-        # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
-        links = held[0][1] if len(held) == 1 else sorted_distinct(np.concatenate([links for _, links in held]))
+        if len(held) == 1:
+            links = held[0][1]
+        else:
+            # the same few link arrays (a TP ring's, a DP hop's) are held together block after
+            # block: their union is kept by the arrays themselves (held in the entry)
+            arrays = tuple([links for _, links in held])
+            key = tuple(map(id, arrays))
+            got = self._unions.get(key)
+            if got is not None and all(a is b for a, b in zip(got[0], arrays)):
+                links = got[1]
+            else:
+                # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
+                links = sorted_distinct(np.concatenate(arrays))
+                self._unions[key] = (arrays, links)
         run.held_links = (held, links)
         return links
 
@@ -574,13 +617,15 @@ class Replayer:
             step()
         return done
 
-    def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray, beside: Beside | None = None):
+    def _held(self, plan: CollectivePlan, alone: float, links: np.ndarray,
+              beside: Beside | None = None) -> tuple[int, _Hold]:
         """Run a collective (one simulated member, links shared over the step but idle now) by
         its time alone while it holds its links reserved; traffic that arrives on them hands it
         to the network where it stands (:meth:`_on_reserved`). One timer instead of its
         latency, its phases' network events and their wake-ups; the stream waits on that timer
-        itself (one event per collective). Handed over, its wake-up moves to the network's end
-        of it (the timer then fires with nothing waiting on it)."""
+        itself (one event per collective, ``_Hold.timer``), then calls :meth:`_unheld`. Handed
+        over, its wake-up moves to the network's end of it (the timer then fires with nothing
+        waiting on it). (Not a generator: one per collective cost more than the rest of it.)"""
         hid = self._next_holder
         self._next_holder += 1
         now = self.env.now
@@ -588,10 +633,14 @@ class Replayer:
         hold = _Hold(plan, now, now + alone, links, timer, beside)
         self._holds[hid] = hold
         self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
-        yield timer
-        if self._holds.get(hid) is hold:  # ended by its timer, not on the network (_on_reserved)
+        return hid, hold
+
+    def _unheld(self, hid: int, hold: _Hold) -> None:
+        """The timer of hold ``hid`` (:meth:`_held`) has fired: unless the collective went on
+        the network (_on_reserved), it has ended, and its links are free."""
+        if self._holds.get(hid) is hold:
             del self._holds[hid]
-            self.net.release(hid, links)
+            self.net.release(hid, hold.links)
 
     def _absorbable(self, R: RankState, c: int) -> Absorbable | None:
         """Whether a compute block of rank R may take in collective ``c``: it is timed by its
@@ -690,9 +739,11 @@ class Replayer:
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                r_ready[ops] = run.start
-                r_start[ops] = run.start
-                r_end[ops] = run.end
+                # (each list given to numpy as an index or values is converted: once each here)
+                at_ops, starts = np.array(ops), np.array(run.start)
+                r_ready[at_ops] = starts
+                r_start[at_ops] = starts
+                r_end[at_ops] = run.end
                 for k in ops:
                     done[k] = 1
                 if waiters:
@@ -730,19 +781,25 @@ class Replayer:
                 if ev is not None:
                     ev.succeed()
 
-    def _collective(self, R: RankState, i: int, op: CommOp):
+    def _collective(self, R: RankState, i: int, op: CommOp) -> Iterator[Any]:
+        """What rank R's stream yields from to run collective ``i``: nothing for a group of one,
+        the collective itself for the only simulated member of its group (the others are mirror
+        images: no rendezvous to wait at, so no rendezvous record and no event to wake anyone),
+        else its rendezvous (:meth:`_rendezvous`). (Not a generator itself: one generator per
+        collective fewer.)"""
         members, n_sim = self._group(R.rank, op.axes)
         R.groups[i] = members
         if len(members) <= 1:
             R.start[i] = self.env.now
-            return
+            return iter(())
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
         if n_sim == 1:
-            # The only simulated member (the others are mirror images): no rendezvous to wait at,
-            # so no rendezvous record and no event to wake anyone.
-            yield from self._run_collective(op, members, ((R, i),), True)
-            return
+            return self._run_collective(op, members, ((R, i),), True)
+        return self._rendezvous(R, i, op, members, n_sim, seq)
+
+    def _rendezvous(self, R: RankState, i: int, op: CommOp, members: tuple[int, ...], n_sim: int, seq: int):
+        """Wait at the collective's rendezvous; the last member to arrive runs it for all."""
         key = (op.stream, members, seq, op.op, op.size_bytes)
         rv = self.rendezvous.get(key)
         if rv is None:
@@ -785,9 +842,13 @@ class Replayer:
         if alone is not None:
             yield Timeout(self.env, alone)
         elif held is not None and self.net.idle(held[1]):
-            yield from self._held(plan, *held)
+            hid, hold = self._held(plan, *held)
+            yield hold.timer
+            self._unheld(hid, hold)
         elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
-            yield from self._held(plan, beside.duration, beside.links, beside)
+            hid, hold = self._held(plan, beside.duration, beside.links, beside)
+            yield hold.timer
+            self._unheld(hid, hold)
         else:
             if plan.latency_s > 0:
                 yield Timeout(self.env, plan.latency_s)
@@ -871,9 +932,15 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
     ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
                                    nic_key=_nic_key(topology, n_ranks))
 
+    plans: dict[tuple, CollectivePlan] = {}
+    tables: dict[Any, RoleTable] = {}  # the last replay's, by role
+
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
-                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs)
+                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans,
+                      like=tables)
+        tables.clear()
+        tables.update({R.role: R.table for R in rp.ranks.values()})
         rp.run()
         return rp
 

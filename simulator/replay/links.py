@@ -110,6 +110,42 @@ def _distinct(ids: np.ndarray) -> np.ndarray:
     return ids[keep]
 
 
+class _Known:
+    """What a network works out from its link capacities alone, whatever traffic it carries:
+    its phases' shapes and their trajectories beside fixed traffic, components' max-min
+    rates. Every answer is kept by the objects it was worked out from (held in the entry) or
+    by values, so networks on the same capacities share them (:func:`_known_for`)."""
+
+    __slots__ = ("capacity", "values", "shapes", "component", "beside", "beside_seg", "beside_links")
+
+    def __init__(self, capacity_Bps: np.ndarray, capacity: Sequence[float]) -> None:
+        self.capacity = capacity_Bps
+        self.values = capacity_Bps.copy()  # as they were (an array can be changed in place)
+        self.shapes = PhaseShapes(capacity_Bps, capacity)
+        self.component: dict[tuple[Any, ...], list[float]] = {}
+        self.beside: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
+        self.beside_seg: dict[tuple[int, ...], tuple[tuple[Any, ...], list[PhaseShape] | None]] = {}
+        self.beside_links: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = {}
+
+
+# The last capacities' _Known: a folded step's two reduced replays run on one cost model's
+# capacities (the same array), and the second meets the phases of the same plans
+# (engine._replay shares them) without working out their shapes and trajectories again.
+_LAST_KNOWN: list[_Known] = []
+
+
+def _known_for(capacity_Bps: np.ndarray, capacity: Sequence[float]) -> _Known:
+    """The :class:`_Known` of these capacities: the last one when it was made for this very
+    array with the same values (a caller may have changed them in place), else a new one."""
+    if _LAST_KNOWN:
+        last = _LAST_KNOWN[0]
+        if last.capacity is capacity_Bps and np.array_equal(last.values, capacity_Bps):
+            return last
+    known = _Known(capacity_Bps, capacity)
+    _LAST_KNOWN[:] = [known]
+    return known
+
+
 class FlowNetwork:
     """Fluid model of every link direction as a shared, max-min fair resource.
 
@@ -165,19 +201,22 @@ class FlowNetwork:
         self._update_pending = False
         # Phases run in closed form while alone (solo_phases): their shapes by id(phase), the
         # started ones by id, and per link the id of the block holding it (-1: none).
-        self._shapes = PhaseShapes(self.capacity_Bps, self._capacity_list)
+        known = _known_for(self.capacity_Bps, self._capacity_list)
+        self._shapes = known.shapes
         self._blocks: dict[int, SoloBlock] = {}
         self._owner = np.full(cap.size, -1, dtype=np.int64)
-        self._busy = np.zeros(cap.size, dtype=np.int64)  # active ordinary flows per link
-        # per link, 1 where a block holds it (_owner >= 0): with _busy and _reserved, what
-        # idle() asks without comparisons (it is asked for every collective a compute block may
-        # hold, tens of thousands of times a step)
-        self._owned = np.zeros(cap.size, dtype=np.int64)
+        # Per link: active ordinary flows (_busy), 1 where a block holds it (_owner >= 0,
+        # _owned) and the reservation (_reserved, below), the three columns of one array: idle()
+        # asks for all three of a few links at once (a row take), without comparisons (it is
+        # asked for every collective a compute block may hold, tens of thousands of times a step)
+        self._occupancy = np.zeros((cap.size, 3), dtype=np.int64)
+        self._busy = self._occupancy[:, 0]
+        self._owned = self._occupancy[:, 1]
         self._link_slot = np.zeros(cap.size, dtype=np.int64)  # scratch of _number_links
         # _class_level_rates' outcomes by the classes in play (tables and caps, in order)
         self._class_level_known: dict[tuple[Any, ...], tuple[list[float] | None, list[np.ndarray]]] = {}
         # _component_rates' outcomes by the component's routes and caps
-        self._component_known: dict[tuple[Any, ...], list[float]] = {}
+        self._component_known: dict[tuple[Any, ...], list[float]] = known.component
         # Links reserved by a holder outside the network (the replay's compute blocks holding a
         # collective they time alone, engine._compute_run): per link the holder's id plus one
         # (0: none; reserve and release, asked once or twice per collective held, test and count
@@ -185,15 +224,20 @@ class FlowNetwork:
         # Traffic arriving on a reserved link first calls ``on_reserved(holders, links)``, so
         # that the holder can put what it holds there on the network before the newcomer is
         # placed (:meth:`reserve`).
-        self._reserved = np.zeros(cap.size, dtype=np.int64)
+        self._reserved = self._occupancy[:, 2]
         self._n_reserved = 0
         self.on_reserved: Any = None
+        # holder -> the links it reserved, and the holders some of whose links were reserved
+        # again since (by another, or by itself with other links): release clears a holder's
+        # links without comparing them unless it is one of those
+        self._holding: dict[int, np.ndarray] = {}
+        self._overwritten: set[int] = set()
         # beside()'s trajectories by (id of the phase, the fixed flows): (phase, shape or None)
-        self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = {}
+        self._beside_known: dict[tuple[Any, ...], tuple[Any, PhaseShape | None]] = known.beside
         # _beside_known_shapes' answers by (phases, block specs and segments), held by identity
-        self._beside_seg_known: dict[tuple[int, ...], tuple[tuple[Any, ...], list[PhaseShape] | None]] = {}
+        self._beside_seg_known: dict[tuple[int, ...], tuple[tuple[Any, ...], list[PhaseShape] | None]] = known.beside_seg
         # _beside_links' answers by (links, block components), held by identity
-        self._beside_links_known: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = {}
+        self._beside_links_known: dict[tuple[int, ...], tuple[np.ndarray, tuple[Any, ...], np.ndarray]] = known.beside_links
 
     # ------------------------------------------------------------------ public
     @property
@@ -266,8 +310,7 @@ class FlowNetwork:
     def idle(self, links: np.ndarray) -> bool:
         """Whether no flow, phase block or reservation holds any of ``links`` now (flows started
         this instant are not counted yet: their arrival calls ``on_reserved`` like any other)."""
-        return not (_count_nonzero(self._busy[links]) or _count_nonzero(self._owned[links])
-                    or _count_nonzero(self._reserved[links]))
+        return not _count_nonzero(self._occupancy.take(links, axis=0))
 
     def reserve(self, holder: int, links: np.ndarray) -> None:
         """Reserve ``links`` (idle ones, :meth:`idle`) for ``holder`` (an id >= 0): until
@@ -278,12 +321,24 @@ class FlowNetwork:
         moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
         if the traffic had been on the network all along."""
         reserved = self._reserved
-        self._n_reserved += links.size - int(_count_nonzero(reserved[links]))
+        prev = reserved[links]
+        taken = int(_count_nonzero(prev))
+        if taken:  # links of other holders (or its own) change hands: their release checks
+            self._overwritten.update((prev[prev > 0] - 1).tolist())
+        if self._holding.setdefault(holder, links) is not links:
+            self._overwritten.add(holder)  # a second reservation before the first's release
+        self._n_reserved += links.size - taken
         reserved[links] = holder + 1
 
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
         reserved = self._reserved
+        if self._holding.pop(holder, None) is links and holder not in self._overwritten:
+            # (the common case: the links it reserved, every one still its own)
+            reserved[links] = 0
+            self._n_reserved -= links.size
+            return
+        self._overwritten.discard(holder)
         mine = reserved[links] == holder + 1
         n = int(_count_nonzero(mine))
         if n:
@@ -312,11 +367,11 @@ class FlowNetwork:
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
-        if _count_nonzero(self._reserved[links]):
+        occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
+        if _count_nonzero(occupancy[:, 2]):
             return None
-        held = self._owner[links]
-        on = held >= 0
-        busy = self._busy[links] > 0
+        on = occupancy[:, 1] > 0
+        busy = occupancy[:, 0] > 0
         if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
@@ -341,7 +396,7 @@ class FlowNetwork:
                 until = min(until, f.finish)
                 fixed.extend((m, f.cap, f.rate) for m in f.members())
         seen: set[tuple[int, int]] = set()
-        for fid, link in zip(held[on].tolist(), links[on].tolist()):
+        for fid, link in zip(self._owner[links[on]].tolist(), links[on].tolist()):
             block = self._blocks[fid]
             c = block.shape.component_at(link)
             if (fid, c) in seen:

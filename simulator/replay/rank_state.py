@@ -4,6 +4,7 @@ rank's timeline and stream bookkeeping (``RankState``), and a collective waiting
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -17,8 +18,14 @@ from simulator.schedule.ir import CommOp, Op, P2POp
 class RoleTable:
     """What every rank of one role shares: its program, per-stream op lists, compute times."""
 
-    def __init__(self, program: Sequence[Op], costs: CostModel) -> None:
+    def __init__(self, program: Sequence[Op], costs: CostModel, like: "RoleTable | None" = None) -> None:
         self.program = program
+        # The ops in front that ``like`` (an earlier table of this role: a fold's small reduced
+        # step, replayed before its large one) has too, at the same positions: their entries are
+        # ``like``'s (every entry of an op depends on it and the ops before it alone), and the
+        # pass below starts after them. 57% of a GPT-3 175B tp4 pp8 role's large reduced step:
+        # the builds share the stamps of their first micro-batches.
+        front = _same_front(program, like.program) if like is not None else 0
         # (alone, beside communication): compute_time(op, gpu, overlapped) is t x (1 + slowdown).
         # A kernel scheduled with sm_fraction < 1 already gave up the SMs of the communication
         # kernel it runs beside (TransformerEngine userbuffers); the generic slowdown for NCCL
@@ -33,7 +40,12 @@ class RoleTable:
         # When the host has issued each op (costs/host.py): no op starts earlier. A cost model
         # without host costs (a test's stand-in) issues everything at once.
         issue = getattr(costs, "issue_times", None)
-        self.issue: list[float] = list(issue(program)) if issue is not None else [0.0] * len(program)
+        if issue is None:
+            self.issue: list[float] = [0.0] * len(program)
+        elif front and like is not None:
+            self.issue = like.issue[:front] + list(issue(program[front:], like.issue[front - 1]))
+        else:
+            self.issue = list(issue(program))
         # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
         # program order after which the host waited for the GPU (-1: none), or None when the
         # program has none. Such an op is issued ``issue[i] - issue[s]`` after op s has ended.
@@ -62,12 +74,41 @@ class RoleTable:
         # block takes in only collectives whose links are their own (engine._absorbable).
         self.side_kernels = False
         stream_of: list[str] = []
+        self.stream_of = stream_of  # each op's stream
         no_deps: tuple[int, ...] = ()
-        add_dt, add_cross, add_pred, add_stream = dt.append, cross_deps.append, stream_pred.append, stream_of.append
         add_collective = self.collectives.add
         p2p_dirs = self.p2p_dirs
         side = False
-        for i, (op, t) in enumerate(zip(program, costs.compute_times(program))):
+        if front and like is not None:
+            dt.extend(like.dt[:front])
+            stream_of.extend(like.stream_of[:front])
+            cross_deps.extend(like.cross_deps[:front])
+            stream_pred.extend(like.stream_pred[:front])
+            for stream, listed in like.streams.items():  # (in order of first use, as built)
+                cut = bisect_left(listed, front)
+                if cut:
+                    streams[stream] = listed[:cut]
+            for d, waiting in like.watchers.items():
+                if d < front:
+                    cut = bisect_left(waiting, front)
+                    if cut:
+                        watchers[d] = waiting[:cut]
+            for op, entry, stream in zip(program[:front], dt, stream_of):
+                if entry is None:
+                    if isinstance(op, CommOp):
+                        add_collective((stream, op.axes, op.op, op.size_bytes))
+                    elif isinstance(op, P2POp):
+                        p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
+                        p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
+                elif stream != "compute":
+                    side = True
+        add_dt, add_cross, add_pred, add_stream = dt.append, cross_deps.append, stream_pred.append, stream_of.append
+        # (alone, beside) of each distinct kernel time, made once: the step repeats a few dozen
+        # kernels thousands of times
+        pairs: dict[tuple[float, bool], tuple[float, float]] = {}
+        i = front - 1
+        for op, t in zip(program[front:] if front else program, costs.compute_times(program[front:] if front else program)):
+            i += 1
             stream = op.stream
             add_stream(stream)
             ops_of = streams.get(stream)
@@ -85,7 +126,11 @@ class RoleTable:
                     p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
                     p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
             else:
-                add_dt((t, t if getattr(op, "sm_fraction", 1.0) < 1.0 else t * slow))
+                shared = getattr(op, "sm_fraction", 1.0) < 1.0
+                pair = pairs.get((t, shared))
+                if pair is None:
+                    pair = pairs[(t, shared)] = (t, t if shared else t * slow)
+                add_dt(pair)
                 if stream != "compute":
                     side = True
             deps = op.deps
@@ -108,6 +153,21 @@ class RoleTable:
                 else:
                     w.append(i)
         self.side_kernels = side
+
+
+# Fewer ops in front in common than this: the table is built from scratch.
+_FRONT_MIN = 256
+
+
+def _same_front(program: Sequence[Op], other: Sequence[Op]) -> int:
+    """How many ops in front ``program`` and ``other`` have in common: the same objects (the
+    stamped passes the builds share), or equal (the few built afresh each time); 0 below
+    _FRONT_MIN."""
+    n = min(len(program), len(other))
+    k = 0
+    while k < n and (program[k] is other[k] or program[k] == other[k]):
+        k += 1
+    return k if k >= _FRONT_MIN else 0
 
 
 class RankState:

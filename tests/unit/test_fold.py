@@ -163,3 +163,32 @@ def test_check_one_refuses_a_dependency_moved(make):  # noqa: F811 - the fixture
             moved = list(prog)
             moved[i] = dataclasses.replace(prog[i], deps=(prog[i].deps[0] - 1, *prog[i].deps[1:]))
             assert not fold._same_ops(moved, red, m), (role, i)
+
+
+def test_role_table_from_the_small_reduced_steps_is_built_from_scratch(make):  # noqa: F811 - the fixture
+    """The large reduced step's role tables take the small one's entries for the ops in front
+    they share (rank_state.RoleTable ``like``): the same tables as built from scratch, entry
+    for entry and in the same order, the shared front covering the step's first micro-batches
+    and ending before the period the small step lacks."""
+    from simulator.costs.model import CostModel
+    from simulator.replay.rank_state import RoleTable, _same_front
+
+    parallel, nodes, mb = PLANS["zero2"]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    n_micro, n = full.meta["n_micro"], fold.fold_count(full)
+    small = build_schedule(with_micro_batches(scn, n_micro - n))
+    large = build_schedule(with_micro_batches(scn, n_micro - n + 1))
+    costs = CostModel(build_topology(scn.profile, scn.nodes))
+    for role, program in large.programs.items():
+        before = RoleTable(small.programs[role], costs)
+        front = _same_front(program, before.program)
+        assert 0 < front < len(small.programs[role])
+        shared, alone = RoleTable(program, costs, like=before), RoleTable(program, costs)
+        for name in ("dt", "streams", "collectives", "p2p_dirs", "issue", "synced_after", "watchers", "cross_deps",
+                     "stream_pred", "side_kernels", "stream_of"):
+            got, want = getattr(shared, name), getattr(alone, name)
+            assert got == want, name
+            if isinstance(want, dict):
+                assert list(got) == list(want), name

@@ -456,3 +456,22 @@ def test_a_component_that_recurs_is_solved_once_with_the_same_rates(monkeypatch)
 
     fresh, _ = _run(cap, starts, Forgetful)
     assert len(calls) == 6 and fresh == done
+
+
+def test_networks_on_one_capacity_array_share_phase_times_until_it_changes():
+    """Two networks on the same capacity array (a fold's two reduced replays) share what
+    depends on the capacities alone (links._known_for): a phase's time alone is worked out
+    once. Changed in place, the array is another fabric: the next network works it out again,
+    on the new capacities (2 GB over a 10 GB/s link, then 20 GB/s: 0.2 s, then 0.1 s)."""
+    from simulator.costs.collectives import Flow
+
+    cap = np.array([10 * GB, 10 * GB])
+    phase = (Flow((0,), 2 * GB),)
+    a = FlowNetwork(simpy.Environment(), cap)
+    assert a.phase_duration(phase) == pytest.approx(0.2)
+    b = FlowNetwork(simpy.Environment(), cap)
+    assert b._shapes is a._shapes
+    cap[0] = 20 * GB
+    c = FlowNetwork(simpy.Environment(), cap)
+    assert c._shapes is not a._shapes
+    assert c.phase_duration(phase) == pytest.approx(0.1)
