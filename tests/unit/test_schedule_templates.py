@@ -109,3 +109,36 @@ def test_stamped_moe_layers_are_the_built_layers(tmp_path, monkeypatch):
     schedule_build._LAYER_BUILDERS.clear()
     _untemplated(monkeypatch)
     assert stamped == _fields(build_schedule(scn))
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - the fixture
+    """A template's generated stamper (transformer._stamper: one tuple of constructor calls)
+    makes the ops the op-by-op stamp makes, field for field, at another position, micro-batch
+    and external dependencies; and templates of the same structure share one stamper."""
+    from dataclasses import replace
+
+    from simulator.schedule.transformer import _stamp_ops
+
+    parallel, nodes, first, _ = PLANS[plan]
+    scn = make(parallel, nodes=nodes, training={"global_batch": first * 4 * nodes // _model_parallel(parallel),
+                                                "recompute": "selective"})
+    schedule_build._LAYER_BUILDERS.clear()
+    build_schedule(scn)
+    templates = [t for lb in schedule_build._LAYER_BUILDERS.values() for t in lb._templates.values() if t is not None]
+    from simulator.schedule.ir import P2POp
+
+    assert all((t.stamper is None) == (P2POp in t.types) for t in templates)  # P2P keys: op by op
+    assert any(t.stamper is not None for t in templates) == (plan != "cp_p2p")  # its ring's P2P in every pass
+    for tpl in templates:
+        wa = tuple(7 + k for k in range(max((-2 - d for row in tpl.deps for d in row if -1000 < d <= -2), default=-1) + 1))
+        wm = tuple(300 + k for k in range(max((-1000 - d for row in tpl.deps for d in row if d <= -1000), default=-1) + 1))
+        fast = _stamp_ops(tpl, 1234, 5, 1200, wa, wm)
+        slow = _stamp_ops(replace(tpl, stamper=None), 1234, 5, 1200, wa, wm)
+        assert [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in fast] == \
+               [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in slow]
+        assert all(d < 1234 or d - 1234 < len(fast) for o in fast for d in o.deps)
+    by_structure: dict = {}
+    for tpl in templates:
+        if tpl.stamper is not None:
+            assert by_structure.setdefault((tpl.types, tpl.deps, tpl.tag_of), tpl.stamper) is tpl.stamper
