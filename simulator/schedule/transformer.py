@@ -814,8 +814,29 @@ class LayerBuilder:
         return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),
                              dtype=self.spec.act_dtype, tag=tag))
 
+    # The embedding and the LM head are templated as the layer passes are (their ops name no layer
+    # and no micro-batch; their tags and P2P keys carry it, layer -1 in the LM head's TP keys), under
+    # a kind of their own and layer -1, which no layer class relabels.
+
     def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = (),
                           name: str = "embedding") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._embedding_forward(pb, mb, after, wa, name),
+                            f"EF.{name}", pb, -1, mb, after, tuple(wait), ())
+
+    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._embedding_backward(pb, mb, after, name),
+                            f"EB.{name}", pb, -1, mb, after, (), ())
+
+    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (), prefix: str = "") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._head_forward(pb, mb, after, wa, prefix),
+                            f"HF.{prefix}", pb, -1, mb, after, tuple(wait), ())
+
+    def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._head_backward(pb, mb, after, prefix),
+                            f"HB.{prefix}", pb, -1, mb, after, (), ())
+
+    def _embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = (),
+                           name: str = "embedding") -> int:
         """Vocab-parallel embedding lookup; its partial rows are reduced over tp (RS with SP,
         AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
         s = self.spec
@@ -826,14 +847,15 @@ class LayerBuilder:
                                "reducescatter" if s.sp else "allreduce", s.act, op, tag)
         return op
 
-    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
+    def _embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         if s.sp:
             after = self._tp_comm(pb, f"{name}.bwd.ag", "allgather", s.act, after, tag)
         return _mem_op(pb, f"{name}.bwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, (after,), tag)
 
-    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (), prefix: str = "") -> int:
+    def _head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (),
+                      prefix: str = "") -> int:
         """Final norm, output layer (column-parallel over the vocabulary) and the vocab-parallel
         cross-entropy, whose max / sum-exp / target-logit reductions are 3 AllReduces of b·s fp32
         values over tp (megatron/core/tensor_parallel/cross_entropy.py)."""
@@ -866,7 +888,7 @@ class LayerBuilder:
                        s.train_metrics * one.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
                        Tag("other", None, mb), s.train_metrics * one.kernels)
 
-    def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
+    def _head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         if s.cross_entropy == "fused_linear":  # the logits' tiles computed again, then dgrad and wgrad (loss.py)
