@@ -48,8 +48,8 @@ from functools import lru_cache
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer, make_comm,
-                                   make_tag)
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer,
+                                   make_comm, make_tag)
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 

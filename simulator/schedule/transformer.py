@@ -500,11 +500,13 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     if any(t.layer != old for t in tpl.tags):
         return None
     state = []
+    cut, named = len(prefix), f"L{old}"
     for cls, values in zip(tpl.types, tpl.state):
         name = values[0]
-        if not name.startswith(prefix) or f"L{old}" in name[len(prefix):]:
+        rest = name[cut:]
+        if not name.startswith(prefix) or named in rest:
             return None
-        values = (to_prefix + name[len(prefix):], *values[1:])
+        values = (to_prefix + rest,) + values[1:]
         if cls is P2POp:
             args = list(values)
             for i in _P2P_XFERS:
@@ -516,7 +518,8 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
                 args[i] = tuple(xfers)
             values = tuple(args)
         state.append(values)
-    return replace(tpl, state=tuple(state), tags=tuple(replace(t, layer=new) for t in tpl.tags))
+    tags = tuple(make_tag(t.phase, new, t.mb_index, t.chunk) for t in tpl.tags)
+    return _Template(tpl.types, tuple(state), tpl.deps, tags, tpl.tag_of, tpl.result, tpl.single_dep, tpl.stamper)
 
 
 class LayerBuilder:

@@ -136,8 +136,9 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
     assert all((t.stamper is None) == (P2POp in t.types) for t in templates)  # P2P keys: op by op
     assert any(t.stamper is not None for t in templates)
     for tpl in templates:
-        wa = tuple(7 + k for k in range(max((-2 - d for row in tpl.deps for d in row if -1000 < d <= -2), default=-1) + 1))
-        wm = tuple(300 + k for k in range(max((-1000 - d for row in tpl.deps for d in row if d <= -1000), default=-1) + 1))
+        symbols = [d for row in tpl.deps for d in row if d < -1]
+        wa = tuple(7 + k for k in range(max((-2 - d for d in symbols if d > -1000), default=-1) + 1))
+        wm = tuple(300 + k for k in range(max((-1000 - d for d in symbols if d <= -1000), default=-1) + 1))
         fast = _stamp_ops(tpl, 1234, 5, 1200, wa, wm)
         slow = _stamp_ops(replace(tpl, stamper=None), 1234, 5, 1200, wa, wm)
         assert [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in fast] == \
