@@ -48,7 +48,8 @@ from functools import lru_cache
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import fp8, optimizer
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer, make_comm
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeOp, Gate, P2POp, ProgramBuilder, Tag, Transfer,
+                                   make_comm, make_tag)
 from simulator.schedule.shapes import ParamUnit, RankShapes
 from simulator.units import BYTES_PER_ELEMENT
 
@@ -263,6 +264,7 @@ class BucketedSync(GradSync):
         self.synced = bool(self.axes or self.expert_axes)
         self._gathered: dict[str, int] | None = None  # module name -> its bucket's AllGather op
         self._numel = {m.name: m.numel for c in chunks for u in c for m in u.modules}
+        self._reductions: dict[str, tuple] = {}  # unit name -> its buckets' gradient collectives (_reductions_of)
 
     def before_forward(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, after: int) -> dict[str, tuple[int, ...]]:
         if not self.overlap_param_gather:
@@ -336,13 +338,30 @@ class BucketedSync(GradSync):
         return self._pending[-1] if len(self._pending) > n else -1  # the next micro-batch waits
 
     def _reduce(self, pb: ProgramBuilder, unit: ParamUnit, mb: int, deps: tuple[int, ...]) -> None:
-        tag = Tag("bwd", unit.layer, mb)
+        """The gradient collectives of ``unit``'s buckets for micro-batch ``mb`` (a ZeRO-2 step
+        issues them for every micro-batch: their fields but the name's micro-batch, the deps and
+        the tag are the unit's, :meth:`_reductions_of`)."""
+        reductions = self._reductions.get(unit.name)
+        if reductions is None:
+            reductions = self._reductions[unit.name] = self._reductions_of(unit)
+        if not reductions:
+            return
+        tag, suffix, pending = make_tag("bwd", unit.layer, mb, None), f".mb{mb}", self._pending
+        for name, op, axes, size, stream, dtype in reductions:
+            pending.append(pb.add(make_comm(name + suffix, op, axes, size, deps, stream, dtype, tag)))
+
+    def _reductions_of(self, unit: ParamUnit) -> tuple[tuple[str, CollectiveKind, tuple[str, ...], int, str, str], ...]:
+        """(name before its micro-batch, kind, axes, bytes, stream, dtype) of each collective
+        :meth:`_reduce` issues for ``unit``, as :meth:`_comm` makes them."""
         op: CollectiveKind = "allreduce" if self.zero == 0 or self.bf16_fp32_grads else "reducescatter"
+        out = []
         for i, b in enumerate(self.buckets.get(unit.name, ())):
             axes = self._bucket_axes(b)
             if axes:
-                self._pending.append(self._comm(pb, f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}.mb{mb}",
-                                                op, b.numel * self.grad_bytes, deps, tag, axes=axes))
+                out.append((f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}", op, axes,
+                            int(b.numel * self.grad_bytes), grad_stream(axes) or "+".join(axes),
+                            self.scn.parallel.grad_reduce_dtype))
+        return tuple(out)
 
     def pending(self) -> tuple[int, ...]:
         return tuple(self._pending)

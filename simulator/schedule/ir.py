@@ -197,6 +197,12 @@ make_comm: Callable[..., CommOp] = _constructor(  # type: ignore[assignment]
     lambda i, name: {"op": "kind", "type": '"comm"', "host_sync": "False"}.get(name, name))
 
 
+# Tag(phase, layer, mb_index, chunk) without the frozen __init__'s object.__setattr__ per field
+# (transformer._stamp_ops makes a pass's tags for each micro-batch it stamps)
+make_tag: Callable[[Phase, int | None, int | None, int | None], Tag] = _constructor(  # type: ignore[assignment]
+    Tag, "phase, layer, mb_index, chunk", lambda i, name: name)
+
+
 def restamp_constructor(cls: type) -> Callable[[tuple, tuple[int, ...], Any], Op]:
     """``make(state, deps, tag)``: an op of ``cls`` with the field values ``state`` (in slot
     order) but ``deps`` and ``tag`` (:func:`_constructor`), without first copying ``state`` into
@@ -216,11 +222,13 @@ class ProgramBuilder:
         self.ops: list[Op] = []
 
     def add(self, op: Op) -> int:
+        ops = self.ops
+        n = len(ops)
         for d in op.deps:
-            if not 0 <= d < len(self.ops):
+            if not 0 <= d < n:
                 raise ValueError(f"op {op.name!r} depends on op {d}, which is not in the program yet")
-        self.ops.append(op)
-        return len(self.ops) - 1
+        ops.append(op)
+        return n
 
     def __len__(self) -> int:
         return len(self.ops)

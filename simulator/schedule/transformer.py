@@ -15,14 +15,14 @@ plain GEMMs) and the attention patterns from their own modules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import attention, context_parallel, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
-                                   Transfer, restamp_constructor)
+                                   Transfer, make_tag, restamp_constructor)
 from simulator.schedule.loss import CrossEntropyImpl, loss_kernels, metric_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
@@ -296,11 +296,17 @@ class _Template:
     tag_of: tuple[int, ...]  # each op's index into `tags`
     result: int
     single_dep: tuple[int, ...]  # per op: k when its deps are the k-th op of the block alone, else -1
+    # (start, after, wa, wm, state, tags) -> the stamped ops (:func:`_stamper`); None: stamped
+    # op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
+    # so a relabeled template (``replace``) keeps its own's.
+    stamper: Callable[..., tuple] | None = field(default=None, compare=False, repr=False)
 
 
 def _wait_shape(after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> tuple[int, ...]:
     """Which of a pass's external dependencies are the same op (e.g. one parameter AllGather both
     the attention and the MLP block wait on): a template serves every call of the same shape."""
+    if not wa and not wm:
+        return (0,)
     ext = (after, *wa, *wm)
     return tuple(ext.index(v) for v in ext)
 
@@ -359,10 +365,12 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
     tags: dict[Tag, int] = {}
     for op in ops:
         tags.setdefault(op.tag, len(tags))
-    return _Template(tuple(type(op) for op in ops),
-                     tuple(tuple(getattr(op, n) for n in type(op).__slots__) for op in ops),
-                     tuple(deps), tuple(tags), tuple(tags[op.tag] for op in ops), result - start,
-                     tuple(row[0] if len(row) == 1 and row[0] >= 0 else -1 for row in deps))
+    types = tuple(type(op) for op in ops)
+    tag_of = tuple(tags[op.tag] for op in ops)
+    return _Template(types, tuple(tuple(getattr(op, n) for n in type(op).__slots__) for op in ops),
+                     tuple(deps), tuple(tags), tag_of, result - start,
+                     tuple(row[0] if len(row) == 1 and row[0] >= 0 else -1 for row in deps),
+                     _stamper(types, tuple(deps), tag_of))
 
 
 _POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
@@ -372,14 +380,62 @@ _RESTAMP: dict[type, Callable[[tuple, tuple[int, ...], Tag], ComputeOp | CommOp 
     cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp)}
 
 
+_STAMPERS: dict[tuple, Callable[..., tuple]] = {}  # by the templates' types, dependencies and tag indices
+_STAMPERS_KEPT = 4096
+
+
+def _ext_source(symbol: int) -> str:
+    """The external dependency a template's symbol stands for (:class:`_Template`), as source."""
+    if symbol == -1:
+        return "after"
+    return f"wa[{-2 - symbol}]" if symbol > -1000 else f"wm[{-1000 - symbol}]"
+
+
+def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
+             tag_of: tuple[int, ...]) -> Callable[..., tuple] | None:
+    """``stamp(start, after, wa, wm, state, tags)``: the ops of a template of these types,
+    dependencies and tag indices placed at ``start`` (:func:`_stamp_ops`), written out as one
+    tuple of constructor calls (``ir.restamp_constructor``) with each op's dependencies as a
+    tuple display: the loop's per-op unpacking, branches and look-ups are gone. Kept by those
+    three, which the relabeled templates of a layer class, and the same shapes in other plans,
+    share. None for passes with P2P ops (their keys name the micro-batch): stamped op by op."""
+    if P2POp in types:
+        return None
+    key = (types, deps, tag_of)
+    hit = _STAMPERS.get(key)
+    if hit is not None:
+        return hit
+    calls = []
+    for k, (cls, row, tag) in enumerate(zip(types, deps, tag_of)):
+        items = [f"start + {d}" if d >= 0 else _ext_source(d) for d in row]
+        dep = "()" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        calls.append(f"        {'C' if cls is ComputeOp else 'K'}(s[{k}], {dep}, t[{tag}]),\n")
+    scope: dict[str, Any] = {"C": _RESTAMP[ComputeOp], "K": _RESTAMP[CommOp]}
+    exec("def stamp(start, after, wa, wm, s, t):\n    return (\n" + "".join(calls) + "    )\n", scope)
+    if len(_STAMPERS) >= _STAMPERS_KEPT:
+        _STAMPERS.clear()
+    fn: Callable[..., tuple] = scope["stamp"]
+    _STAMPERS[key] = fn
+    return fn
+
+
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
     """Append a copy of a template for micro-batch `mb`: only deps, tags and the micro-batch in
     P2P keys change. Avoids re-running the pattern code for every micro-batch (a 64-micro-batch
     interleaved GPT-3 175B schedule with TP ring-exchange overlap built in a tenth of the time)."""
     start = len(pb.ops)
+    pb.ops.extend(_stamp_ops(tpl, start, mb, after, wa, wm))
+    return start + tpl.result
+
+
+def _stamp_ops(tpl: _Template, start: int, mb: int, after: int, wa: tuple[int, ...],
+               wm: tuple[int, ...]) -> tuple[ComputeOp | CommOp | P2POp, ...]:
+    """The ops of a template stamped for micro-batch ``mb`` at index ``start`` (:func:`_stamp`)."""
+    tags = [make_tag(t.phase, t.layer, mb, t.chunk) for t in tpl.tags]
+    if tpl.stamper is not None:
+        return tpl.stamper(start, after, wa, wm, tpl.state, tags)
     digits = str(mb)
-    tags = [Tag(t.phase, t.layer, mb, t.chunk) for t in tpl.tags]
-    ops = pb.ops
+    ops: list[ComputeOp | CommOp | P2POp] = []
     ext = {-1: after}
     for k, w in enumerate(wa):
         ext[-2 - k] = w
@@ -400,7 +456,7 @@ def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[in
             append(_RESTAMP[cls](state, (start + one,), tags[tag_id]))
         else:
             append(_RESTAMP[cls](state, tuple([start + d if d >= 0 else ext[d] for d in row]), tags[tag_id]))
-    return start + tpl.result
+    return tuple(ops)
 
 
 # Stamped passes kept by what decides their ops: (template, micro-batch, position in the
@@ -423,14 +479,14 @@ def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tup
     if hit is not None and hit[0] is tpl:  # the template is kept alive by its entry: its id is its own
         pb.ops.extend(hit[1])
         return start + tpl.result
-    result = _stamp(pb, tpl, mb, after, wa, wm)
+    ops = _stamp_ops(tpl, start, mb, after, wa, wm)
+    pb.ops.extend(ops)
     if _stamped_ops[0] >= _STAMPED_KEPT:
         _STAMPED.clear()
         _stamped_ops[0] = 0
-    ops = tuple(pb.ops[start:])
     _STAMPED[key] = (tpl, ops)
     _stamped_ops[0] += len(ops)
-    return result
+    return start + tpl.result
 
 
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
@@ -444,11 +500,13 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     if any(t.layer != old for t in tpl.tags):
         return None
     state = []
+    cut, named = len(prefix), f"L{old}"
     for cls, values in zip(tpl.types, tpl.state):
         name = values[0]
-        if not name.startswith(prefix) or f"L{old}" in name[len(prefix):]:
+        rest = name[cut:]
+        if not name.startswith(prefix) or named in rest:
             return None
-        values = (to_prefix + name[len(prefix):], *values[1:])
+        values = (to_prefix + rest,) + values[1:]
         if cls is P2POp:
             args = list(values)
             for i in _P2P_XFERS:
@@ -460,7 +518,8 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
                 args[i] = tuple(xfers)
             values = tuple(args)
         state.append(values)
-    return replace(tpl, state=tuple(state), tags=tuple(replace(t, layer=new) for t in tpl.tags))
+    tags = tuple(make_tag(t.phase, new, t.mb_index, t.chunk) for t in tpl.tags)
+    return _Template(tpl.types, tuple(state), tpl.deps, tags, tpl.tag_of, tpl.result, tpl.single_dep, tpl.stamper)
 
 
 class LayerBuilder:
@@ -758,8 +817,29 @@ class LayerBuilder:
         return pb.add(CommOp(name=name, op=op, axes=("tp",), size_bytes=size, deps=(dep,),
                              dtype=self.spec.act_dtype, tag=tag))
 
+    # The embedding and the LM head are templated as the layer passes are (their ops name no layer
+    # and no micro-batch; their tags and P2P keys carry it, layer -1 in the LM head's TP keys), under
+    # a kind of their own and layer -1, which no layer class relabels.
+
     def embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = (),
                           name: str = "embedding") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._embedding_forward(pb, mb, after, wa, name),
+                            f"EF.{name}", pb, -1, mb, after, tuple(wait), ())
+
+    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._embedding_backward(pb, mb, after, name),
+                            f"EB.{name}", pb, -1, mb, after, (), ())
+
+    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (), prefix: str = "") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._head_forward(pb, mb, after, wa, prefix),
+                            f"HF.{prefix}", pb, -1, mb, after, tuple(wait), ())
+
+    def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
+        return self._cached(lambda pb, _, mb, after, wa, wm: self._head_backward(pb, mb, after, prefix),
+                            f"HB.{prefix}", pb, -1, mb, after, (), ())
+
+    def _embedding_forward(self, pb: ProgramBuilder, mb: int, after: int = -1, wait: tuple[int, ...] = (),
+                           name: str = "embedding") -> int:
         """Vocab-parallel embedding lookup; its partial rows are reduced over tp (RS with SP,
         AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
         s = self.spec
@@ -770,14 +850,15 @@ class LayerBuilder:
                                "reducescatter" if s.sp else "allreduce", s.act, op, tag)
         return op
 
-    def embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
+    def _embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         if s.sp:
             after = self._tp_comm(pb, f"{name}.bwd.ag", "allgather", s.act, after, tag)
         return _mem_op(pb, f"{name}.bwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, (after,), tag)
 
-    def head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (), prefix: str = "") -> int:
+    def _head_forward(self, pb: ProgramBuilder, mb: int, after: int, wait: tuple[int, ...] = (),
+                      prefix: str = "") -> int:
         """Final norm, output layer (column-parallel over the vocabulary) and the vocab-parallel
         cross-entropy, whose max / sum-exp / target-logit reductions are 3 AllReduces of b·s fp32
         values over tp (megatron/core/tensor_parallel/cross_entropy.py)."""
@@ -810,7 +891,7 @@ class LayerBuilder:
                        s.train_metrics * one.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
                        Tag("other", None, mb), s.train_metrics * one.kernels)
 
-    def head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
+    def _head_backward(self, pb: ProgramBuilder, mb: int, after: int, prefix: str = "") -> int:
         s = self.spec
         tag = Tag("bwd", None, mb)
         if s.cross_entropy == "fused_linear":  # the logits' tiles computed again, then dgrad and wgrad (loss.py)

@@ -111,15 +111,17 @@ class DeepSpeedZero3(GradSync):
         # that use (__params_to_release keeps it), else that use re-gathers it on demand.
         popped_for: dict[str, int] = {}
         q = 0
+        numel = self._numel
+        n_avail = 0  # elements of every parameter in avail (DeepSpeed's n_available), kept as avail changes
         for i, (mod, unit, phase) in enumerate(trace):
             key = (unit, phase)
             issues = self.issues.setdefault(key, [])
             if mod.name not in avail:
                 self.fetches.append(_Fetch((mod,)))
                 avail[mod.name] = len(self.fetches) - 1
+                n_avail += numel[mod.name]
                 issues.append(len(self.fetches) - 1)
             q = max(q, i + 1)
-            n_avail = self._numel_avail(avail)
             budget = min(max_live - n_avail, bucket)
             batch: list[Module] = []
             got = 0
@@ -132,6 +134,7 @@ class DeepSpeedZero3(GradSync):
                 batch.append(e)
                 got += e.numel
                 avail[e.name] = -1
+                n_avail += numel[e.name]
             if batch:
                 self.fetches.append(_Fetch(tuple(batch)))
                 fid = len(self.fetches) - 1
@@ -142,12 +145,9 @@ class DeepSpeedZero3(GradSync):
             # post-hook release, unless the prefetcher already popped a later use or it recurs soon
             if popped_for.get(mod.name, -1) > i:
                 continue
-            if nxt[i] >= n or prefix[nxt[i]] - prefix[i + 1] > reuse:
-                avail.pop(mod.name, None)
-
-    def _numel_avail(self, avail: dict[str, int]) -> int:
-        """Elements of every parameter available or in flight (DeepSpeed's n_available)."""
-        return sum(self._numel[k] for k in avail)
+            if (nxt[i] >= n or prefix[nxt[i]] - prefix[i + 1] > reuse) and mod.name in avail:
+                del avail[mod.name]
+                n_avail -= numel[mod.name]
 
     def _issue(self, pb: ProgramBuilder, key: tuple[str, Phase], mb: int, after: int, layer: int | None) -> dict[str, tuple[int, ...]]:
         phase = key[1]

@@ -3,7 +3,7 @@ schedule built with the templates an earlier build of the same role's shapes lef
 micro-batch count, as micro-batch folding builds them, replay/fold.py) is the schedule built
 cold, op for op: every field of every op (name, shape, stream, dependencies, tags, P2P keys), on
 1F1B with ZeRO-1 and ZeRO-2, interleaved 1F1B, ZeRO-3, context parallelism and MoE plans; and the
-warm build runs no layer pass's builder again."""
+warm build runs no layer pass's builder again, nor the embedding's and the LM head's."""
 
 from __future__ import annotations
 
@@ -30,10 +30,13 @@ def _fields(schedule) -> dict:
             for role, prog in schedule.programs.items()}
 
 
-def _real_passes(monkeypatch) -> list[str]:
-    """Count the layer passes built by their builders (not stamped from a template)."""
+def _real_passes(monkeypatch, ends: bool = False) -> list[str]:
+    """Count the layer passes (``ends``: and the embedding and LM head passes) built by their
+    builders (not stamped from a template)."""
     calls: list[str] = []
-    for name in ("_forward", "_backward"):
+    names = ("_forward", "_backward") + (("_embedding_forward", "_embedding_backward", "_head_forward",
+                                          "_head_backward") if ends else ())
+    for name in names:
         real = getattr(LayerBuilder, name)
 
         def counted(self, *args, _real=real, _name=name, **kw):
@@ -43,12 +46,12 @@ def _real_passes(monkeypatch) -> list[str]:
     return calls
 
 
-def _check(scn, first: int, second: int, monkeypatch) -> None:
+def _check(scn, first: int, second: int, monkeypatch, ends: bool = True) -> None:
     schedule_build._LAYER_BUILDERS.clear()
     cold = _fields(build_schedule(with_micro_batches(scn, second)))
     schedule_build._LAYER_BUILDERS.clear()
     build_schedule(with_micro_batches(scn, first))
-    calls = _real_passes(monkeypatch)
+    calls = _real_passes(monkeypatch, ends)
     warm = _fields(build_schedule(with_micro_batches(scn, second)))
     assert warm.keys() == cold.keys()
     for role in cold:
@@ -62,7 +65,9 @@ def test_warm_build_is_the_cold_build(make, plan, monkeypatch):  # noqa: F811 - 
     parallel, nodes, first, second = PLANS[plan]
     scn = make(parallel, nodes=nodes, training={"global_batch": first * 4 * nodes // _model_parallel(parallel),
                                                 "recompute": "selective"})
-    _check(scn, first, second, monkeypatch)
+    # ZeRO-3: the first micro-batch's embedding waits for its parameters' gather, a pass of its
+    # own each step (built, not stamped)
+    _check(scn, first, second, monkeypatch, ends=plan != "zero3")
 
 
 def test_warm_moe_build_is_the_cold_build(tmp_path, monkeypatch):
@@ -109,3 +114,37 @@ def test_stamped_moe_layers_are_the_built_layers(tmp_path, monkeypatch):
     schedule_build._LAYER_BUILDERS.clear()
     _untemplated(monkeypatch)
     assert stamped == _fields(build_schedule(scn))
+
+
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - the fixture
+    """A template's generated stamper (transformer._stamper: one tuple of constructor calls)
+    makes the ops the op-by-op stamp makes, field for field, at another position, micro-batch
+    and external dependencies; and templates of the same structure share one stamper."""
+    from dataclasses import replace
+
+    from simulator.schedule.transformer import _stamp_ops
+
+    parallel, nodes, first, _ = PLANS[plan]
+    scn = make(parallel, nodes=nodes, training={"global_batch": first * 4 * nodes // _model_parallel(parallel),
+                                                "recompute": "selective"})
+    schedule_build._LAYER_BUILDERS.clear()
+    build_schedule(scn)
+    templates = [t for lb in schedule_build._LAYER_BUILDERS.values() for t in lb._templates.values() if t is not None]
+    from simulator.schedule.ir import P2POp
+
+    assert all((t.stamper is None) == (P2POp in t.types) for t in templates)  # P2P keys: op by op
+    assert any(t.stamper is not None for t in templates)
+    for tpl in templates:
+        symbols = [d for row in tpl.deps for d in row if d < -1]
+        wa = tuple(7 + k for k in range(max((-2 - d for d in symbols if d > -1000), default=-1) + 1))
+        wm = tuple(300 + k for k in range(max((-1000 - d for d in symbols if d <= -1000), default=-1) + 1))
+        fast = _stamp_ops(tpl, 1234, 5, 1200, wa, wm)
+        slow = _stamp_ops(replace(tpl, stamper=None), 1234, 5, 1200, wa, wm)
+        assert [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in fast] == \
+               [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in slow]
+        assert all(d < 1234 or d - 1234 < len(fast) for o in fast for d in o.deps)
+    by_structure: dict = {}
+    for tpl in templates:
+        if tpl.stamper is not None:
+            assert by_structure.setdefault((tpl.types, tpl.deps, tpl.tag_of), tpl.stamper) is tpl.stamper
