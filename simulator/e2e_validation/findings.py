@@ -568,6 +568,45 @@ and not the cause:
   and reuse 1e8, prefetch 2.5e7, reduce bucket 5e7, `contiguous_gradients` on, so one
   ReduceScatter per gradient) makes the rows more optimistic (+12.8/+19.7/+8.8%,
   +28.1/+32.0/+42.1%); the defaults stay.
+- NCCL 2.8.3's own tuner: `src/graph/tuning.cc` is the same file in v2.8.3-1 and v2.8.4-1 (no
+  diff between the tags), so the 2.8.4 tables the rows run with are 2.8.3's. Forcing one
+  algorithm or protocol does not close the rows either: all Simple, +12.5/+13.1/+5.8% and
+  +23.8/+23.6/+26.5%; all rings, +12.7/+19.3/+10.9% and +24.2/+26.3/+36.4%.
+- A slower network alone. With the NICs at 0.5 of their rate the GPT-530B rows come to
+  +10.7/+3.9/+0.6% but GPT-175B's overshoot to +2.1/-6.1/-9.0% (at 0.7: +18.3/+15.2/+15.9% and
+  +8.5/+5.0/+1.6%): no one wire rate fits both models, so what is missing is not the rate of
+  the fabric at 48-280 nodes alone.
+
+A bucket of one gradient is not copied to be flattened: stage 3's `flatten` is apex_C's
+(`torch::utils::flatten_dense_tensors`) or PyTorch's `_flatten_dense_tensors`, and both return
+`tensors[0].contiguous().view(-1)` for a single tensor (`torch/csrc/utils/tensor_flatten.h`),
+which every large weight's bucket is. The model copied it; without that copy the rows go from
++11.8/+12.3/+7.4% to +12.4/+13.1/+8.1% (GPT-175B) and from +23.1/+22.7/+26.4% to
++23.8/+23.8/+27.5% (GPT-530B), 0.4-1.3 s a step. The copy back (`buf.copy_(synced)`, the bucket
+onto itself) stays: whether PyTorch 1.8's `copy_` already returned early for two views of the
+same data is not settled here.
+
+Where the critical rank's time goes. Per step the model has, for GPT-530B on 640 / 1,120 / 2,240
+GPUs: GEMMs (forward, recompute, both backward GEMMs) 151.1 / 79.8 / 48.0 s; the per-rank host
+loops (views, copy launches, the persistent parameters' copies) 10.6 / 18.6 / 37.1 s; 1,157
+AllGathers of 2,821 GB (rings on Simple, plus LL128 for the 0.8-2.5 GB ones from 1,120 ranks on:
+18.2 / 20.4 / 25.5 s, 120-155 GB/s of algorithm bandwidth on the largest) and 421 AllReduces of
+1,059 GB (mostly rings on Simple at 640 ranks, all Tree/Simple at 2,240: 14.3 / 18.8 / 29.8 s),
+all of it exposed (no prefetch, a synchronisation at every fetch). The measured step less the
+model's GEMMs leaves 104 / 100 / 136 s for everything else, where the model has 55 / 66 / 96 s;
+for GPT-175B on 384 / 768 / 1,536 GPUs 30 / 38 / 47 s against 21 / 30 / 42 s. The measured
+non-GEMM time of GPT-530B is 2.6-3.5 times GPT-175B's (the parameters: 3.0×), the model's
+2.2-2.6 times, since its host loops count tensors and ranks (105 layers against 96), not bytes.
+The missing 35-49 s of GPT-530B is 22-31 ms per collective, GPT-175B's 3-6 ms, where the
+gathers grow 2.8×. The 640-GPU row is the one near the memory limit: the model's 69.5 GiB per GPU
+does not yet count the buffers of a 2021 gather (the pinned 2.2 GB embedding and its gradient,
+and for a 3.4 GB MLP weight DeepSpeed's zeroed flat buffer plus the flat output that
+`all_gather` into a rank list allocates beside it), which take it to about 77 GiB of 80 (on 560
+GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There PyTorch 1.8's
+caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
+measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
+shorter, about 15 s that only the 640-GPU row misses, as such retries would. Not modelled; the
+rest (35-40 s at 1,120-2,240) stays unexplained.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 

@@ -694,7 +694,7 @@ class DeepSpeedZero3Of2021(GradSync):
     def _allreduce_bucket(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
         """``reduce_ipg_grads`` through ``buffered_reduce_fallback`` (stage3.py, 0.3.13): wait for the
         previous reduction (``reduction_stream.synchronize()``), flatten the bucket's gradients into
-        one tensor, scale it by 1/N, AllReduce it over the group and copy it back, one ``copy_`` per
+        one tensor (a view when it holds one), scale it by 1/N, AllReduce it over the group and copy it back, one ``copy_`` per
         gradient (``allreduce_and_copy``); on the reduction stream, behind the group's collectives.
         Returns the host op (the module's kernels follow it)."""
         ps, self._bucket = self._bucket, []
@@ -705,8 +705,11 @@ class DeepSpeedZero3Of2021(GradSync):
         prev = (self._last_rs,) if self._last_rs >= 0 else ()
         host = self._host(pb, f"{name}.sync", 1, (last,) + prev, tag)
         stream = grad_stream(self.axes)
-        flat = pb.add(ComputeOp(name=f"{name}.flatten", kind="copy", hbm_bytes=2.0 * size, deps=(host,),
-                                stream=stream, tag=tag))
+        # A bucket of one gradient is flattened to a view of it, not copied: ``flatten`` is apex_C's
+        # (torch::utils::flatten_dense_tensors, torch/csrc/utils/tensor_flatten.h) or torch 1.8's
+        # ``_flatten_dense_tensors``, both ``tensors[0].contiguous().view(-1)`` for a single tensor.
+        flat = host if len(ps) == 1 else pb.add(ComputeOp(
+            name=f"{name}.flatten", kind="copy", hbm_bytes=2.0 * size, deps=(host,), stream=stream, tag=tag))
         scaled = pb.add(ComputeOp(name=f"{name}.scale", kind="copy", hbm_bytes=2.0 * size, deps=(flat,),
                                   stream=stream, tag=tag))
         ar = self._comm(pb, name, "allreduce", size, (scaled,), tag)

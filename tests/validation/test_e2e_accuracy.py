@@ -645,8 +645,8 @@ def test_megatron2021_zero3_rows():
     step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3 as
     released in 2021 (zero3_impl: deepspeed-2021), held out. The measured eq. 3 TFLOP/s nearly
     halve per doubling of the GPUs from the second row on (88 -> 44, 98 -> 48): the step time stays
-    where it was while the compute per GPU halves. Doc: still optimistic on every row, +7% to
-    +26% (+14% to +30% before the tied embedding was held by the root module, a registered
+    where it was while the compute per GPU halves. Doc: still optimistic on every row, +8% to
+    +28% (+14% to +30% before the tied embedding was held by the root module, a registered
     external parameter of Megatron-LM-v1.1.5-ZeRO3's GPT2Model); today's coordinator
     (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
     which the per-parameter gathers, their per-rank host loops and copies, the synchronisation at
@@ -667,7 +667,9 @@ def test_megatron2021_zero3_rows():
     # <= 0.28: GPT-530B on 2,240 GPUs +29.5% -> +26.4% and GPT-175B on 768 +20.6% -> +12.3% since the held
     # embedding counts against max_live_parameters (GPT-530B prefetches nothing)
     assert all(-0.1 < r.error <= 0.28 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
-    assert max(r.error for r in rs if "175B" in r.case.label) <= 0.13
+    # <= 0.14: GPT-175B on 768 GPUs +12.3% -> +13.1% since a one-gradient bucket is flattened to a view,
+    # not copied (torch/csrc/utils/tensor_flatten.h)
+    assert max(r.error for r in rs if "175B" in r.case.label) <= 0.14
     for r in sorted(rs, key=lambda r: r.case.n_gpus)[-2:]:  # 1,536 and 2,240 GPUs
         today = copy.deepcopy(r.case.scenario)
         today["parallel"]["zero3_impl"] = "deepspeed"
