@@ -131,9 +131,13 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 # pinned to NCCL's own constants has no deployed per-hop extra) start here, so that the
 # sensitivity test asks "would these rows notice a few microseconds?" rather than "do they notice
 # 0.1 us?", which no row would.
-ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0}
+ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0, "nccl.net_call_extra_us": 5.0}
 # The per-hop latency knob the fit moves across nodes (module docstring, "Transport and pattern").
 NET_LATENCY_KNOB = "net_hop_extra_us"
+# What the fit moves in its place where the network rows span one node count: the per-call cost
+# of a call that crosses the network, one for every algorithm and protocol (module docstring,
+# "Identifiability").
+NET_CALL_KNOB = "net_call_extra_us"
 # The least fraction of NCCL's LL/LL128 rate a protocol efficiency may be fitted to (module
 # docstring, "Bounds"): the lowest share a deployed fabric delivers across nodes, a tree's LL on
 # 2 x 8 A100 over InfiniBand (costs/deployed.py, net_ll_channel_GBps).
@@ -351,6 +355,8 @@ def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None)
         return float(k.net_latency_us)
     if key == "net_hop_extra_us":
         return float(k.net_hop_extra_us)
+    if key == "net_call_extra_us":
+        return float(k.net_call_extra_us)
     if key == "nvls_efficiency":
         return float(nccl_constants.NVLS_EFFICIENCY.get(nccl_graph.arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
@@ -454,6 +460,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     both = len({pattern_scope(m.op) for m in measured}) == 2
     hop_counts = _hop_counts(profile, measured)
     configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
+    net_configs: set[tuple[str, str, str]] = set()  # configurations measured across the network
     proto_algos: dict[str, set[str]] = {}  # protocol efficiency key (algorithm left open) -> algorithms measured
     for m in measured:
         fam = pattern_scope(m.op)
@@ -462,14 +469,17 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
         link = "net" if net else intra
         out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None  # the link's
-        if net and hop_counts >= 2:  # every inter-node hop pays the transport's extra (module docstring,
-            # "Identifiability": at one hop count it is one more per-call constant)
-            out[f"nccl.{NET_LATENCY_KNOB}" if both else f"nccl.{fam}.{NET_LATENCY_KNOB}"] = None
+        if net:  # every inter-node hop pays the transport's extra; at one hop count that is one more
+            # constant per call, the same for every algorithm and protocol (module docstring, "Identifiability")
+            knob = NET_LATENCY_KNOB if hop_counts >= 2 else NET_CALL_KNOB
+            out[f"nccl.{knob}" if both else f"nccl.{fam}.{knob}"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
             out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
             configs.setdefault((fam, algo, plan.protocol), set()).add((m.ranks, m.nodes))
+            if net:
+                net_configs.add((fam, algo, plan.protocol))
             if plan.protocol == "ll" and fam == "coll" and profile.collective_library == "nccl":
                 out["nccl.coll.ll_max_bw_GBps"] = None  # RCCL has no LL cap (nccl_tuner.ll_max_bw_GBps)
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
@@ -494,9 +504,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         out[key.format("" if len(algos) > 1 else f"{next(iter(algos))}.")] = None
     # NCCL's base latency and the per-hop latencies are collinear within one communicator size
     # (t_lat = base + steps × hop): which of them the rows determine is left to the Jacobian
-    # (:func:`separable`, module docstring "Identifiability").
+    # (:func:`separable`, module docstring "Identifiability"). Across the network at one node count
+    # the per-call extra, common to every configuration, holds what the per-hop extra would have.
     for (fam, algo, proto), seen in configs.items():
-        if len(seen) >= 2 or hop_counts < 2:
+        if len(seen) >= 2 or (hop_counts < 2 and (fam, algo, proto) not in net_configs):
             out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
     return [Param(p) for p in out]
 
@@ -522,18 +533,17 @@ def _hop_counts(profile: HardwareProfile, measured: Sequence[MeasuredCollective]
 
 
 def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], cands: Sequence[Param]) -> np.ndarray:
-    """Per candidate: for NCCL's base latency of a (pattern, algorithm, protocol), the rows of that
-    configuration sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
+    """Per candidate: for the per-call extra across the network (:data:`NET_CALL_KNOB`), the rows
+    of its patterns sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
     profile's value); 0 for other keys. At one hop count the per-hop extra is one more constant
-    per call, and the base latency of each configuration stands for it (module docstring,
-    "Identifiability"): it is offered the rows that would have determined the extra, not only
-    those its own datasheet share moves (a 6.8 us base under a 220 us measured floor moves no row
-    by 20%, a 15 us extra paid on each of 4 crossings does)."""
+    per call, and the per-call extra stands for it (module docstring, "Identifiability"): it is
+    offered the rows that would have determined the extra, not only those its own start value
+    moves (5 us under a 220 us measured floor moves no row by 20%, a 15 us extra paid on each of
+    4 crossings does)."""
     from simulator.costs.collectives import pattern_scope
 
     out = np.zeros(len(cands), dtype=int)
-    want = {j: p.bare[len("nccl.base_latency_us."):] for j, p in enumerate(cands)
-            if p.bare.startswith("nccl.base_latency_us.")}
+    want = [j for j, p in enumerate(cands) if p.bare == f"nccl.{NET_CALL_KNOB}"]
     if not want:
         return out
     hop = Param(f"nccl.{NET_LATENCY_KNOB}")
@@ -542,18 +552,9 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
     x = np.log(np.array([value]))
     t0 = evaluate([hop], x)
     sens = np.maximum(np.abs(np.log(evaluate([hop], x + 0.1) / t0)), np.abs(np.log(evaluate([hop], x - 0.1) / t0))) / 0.1
-    pred = Predictor(profile)
-    i = 0
-    for m in ms:
-        costs = pred.costs(m.nodes, m.gpus_per_node)
-        for size in m.sizes:
-            if sens[i] >= SENSITIVITY:
-                plan = costs.plan(m.op, m.gpus, size, algo=m.algo)
-                algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
-                for j, key in want.items():
-                    if key == f"{algo}.{plan.protocol}" and cands[j].scope in (None, pattern_scope(m.op)):
-                        out[j] += 1
-            i += 1
+    scopes = np.concatenate([np.full(len(m.sizes), pattern_scope(m.op), dtype=object) for m in ms])
+    for j in want:
+        out[j] = int(np.sum((sens >= SENSITIVITY) & ((scopes == cands[j].scope) | (cands[j].scope is None))))
     return out
 
 
@@ -567,7 +568,7 @@ def breadth(param: Param) -> int:
     bare = param.bare
     if not bare.startswith("nccl."):
         return 0
-    if param.scope is None and bare == f"nccl.{NET_LATENCY_KNOB}":
+    if param.scope is None and bare in (f"nccl.{NET_LATENCY_KNOB}", f"nccl.{NET_CALL_KNOB}"):
         return 1
     key = bare[len("nccl."):].split(".")
     if key[0] == "proto_efficiency":
