@@ -71,18 +71,24 @@ the fit data, never from rows it did not see. Two tests (the second again at eac
 
 * hop counts: the per-hop extra multiplies a call's network crossings, which the communicator's
   node count sets; rows of one node count (one count of network domains) pay it as one more
-  constant per call, which NCCL's per-call base latency of each measured (pattern, algorithm,
-  protocol) holds as well. So ``net_hop_extra_us`` is a candidate only where the rows that cross
-  the network span at least two node counts (:func:`_network_hop_counts`), and the base latency is
-  one wherever they do not (or a configuration was measured at two sizes), counting as sensitive
-  to it the rows of its configuration that are sensitive to the per-hop extra
-  (:func:`_per_call_rows`); what a fit on one node count leaves of the per-hop extra is the
-  transport's deployed value;
+  constant per call, the same for every algorithm and protocol. So ``net_hop_extra_us`` is a
+  candidate only where the rows that cross the network span at least two node counts
+  (:func:`_network_hop_counts`), and where they do not, it keeps the transport's deployed value and
+  its per-call shadow is fitted instead: ``net_call_extra_us``, paid once by every call across the
+  network whatever its algorithm and protocol (scoped like the per-hop extra), one number the rows
+  of every measured configuration determine together, counting as sensitive to it the rows
+  sensitive to the per-hop extra (:func:`_per_call_rows`: its 5 us start would move none of
+  them). NCCL's base latency of each measured configuration is a candidate too, with its own
+  rows, as where a configuration was measured at two communicator sizes. (The base latencies
+  alone, offered the per-hop extra's rows, held that cost before: on a 2 x 8 MI300X sweep whose
+  every call pays ~180 us more than a sibling system's, data/nccl/INDEX.md, only tree LL's
+  had the rows, and the fit wrote 181 us there, leaving the tree Simple and LL128 sizes
+  1.5-2.2x too fast: 19.7% at >= 1 MiB on its odd sizes, 4.9% with the per-call extra at 178 us);
 * collinearity: of the keys with enough sensitive rows, the Jacobian of log time (central
   differences at the current point) is normalised per column, and a key whose column lies within
   sin θ = 1/sqrt(10) of the span of the others (variance inflation above 10, Marquardt 1970) is
   not separable from them. The widest such key (:func:`breadth`: the links' efficiencies, then
-  the transport's per-hop extra, a pattern's shared knobs, a protocol's efficiency over both
+  the transport's per-hop or per-call extra, a pattern's shared knobs, a protocol's efficiency over both
   algorithms, one algorithm's, NCCL's base latency, one link's table latency) stays at its
   deployed value and the rest are re-tested (:func:`separable`): where the rows cannot say which
   key moved, the one whose change reaches least beyond them takes it, so what the fit did not
@@ -460,7 +466,6 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     both = len({pattern_scope(m.op) for m in measured}) == 2
     hop_counts = _hop_counts(profile, measured)
     configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
-    net_configs: set[tuple[str, str, str]] = set()  # configurations measured across the network
     proto_algos: dict[str, set[str]] = {}  # protocol efficiency key (algorithm left open) -> algorithms measured
     for m in measured:
         fam = pattern_scope(m.op)
@@ -478,8 +483,6 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
             out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
             configs.setdefault((fam, algo, plan.protocol), set()).add((m.ranks, m.nodes))
-            if net:
-                net_configs.add((fam, algo, plan.protocol))
             if plan.protocol == "ll" and fam == "coll" and profile.collective_library == "nccl":
                 out["nccl.coll.ll_max_bw_GBps"] = None  # RCCL has no LL cap (nccl_tuner.ll_max_bw_GBps)
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):
@@ -504,10 +507,11 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         out[key.format("" if len(algos) > 1 else f"{next(iter(algos))}.")] = None
     # NCCL's base latency and the per-hop latencies are collinear within one communicator size
     # (t_lat = base + steps × hop): which of them the rows determine is left to the Jacobian
-    # (:func:`separable`, module docstring "Identifiability"). Across the network at one node count
-    # the per-call extra, common to every configuration, holds what the per-hop extra would have.
+    # (:func:`separable`, module docstring "Identifiability"). At one node count the per-call extra,
+    # common to every configuration, holds what the per-hop extra would have; a configuration's
+    # own base latency is a candidate beside it, sensitive only to its own rows.
     for (fam, algo, proto), seen in configs.items():
-        if len(seen) >= 2 or (hop_counts < 2 and (fam, algo, proto) not in net_configs):
+        if len(seen) >= 2 or hop_counts < 2:
             out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
     return [Param(p) for p in out]
 
@@ -562,8 +566,8 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
 # "Identifiability"): when the rows cannot tell two keys apart, the narrower one takes the effect.
 def breadth(param: Param) -> int:
     """0 for the links' efficiencies and the launch cost (every pattern), 1 for the transport's
-    per-hop extra, 2 for a pattern's shared knobs (its per-hop extra, NCCL's LL cap, NVLS and p2p
-    rates), 3 for a protocol's efficiency over both algorithms, 4 for one algorithm's protocol
+    per-hop or per-call extra, 2 for a pattern's shared knobs (its per-hop or per-call extra,
+    NCCL's LL cap, NVLS and p2p rates), 3 for a protocol's efficiency over both algorithms, 4 for one algorithm's protocol
     efficiency and NCCL's per-call base latency (every link class), 5 for one link's table latency."""
     bare = param.bare
     if not bare.startswith("nccl."):
