@@ -340,7 +340,9 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str],
         "profile fields the collective model reads — `node.scale_up.efficiency`, `node.nics.efficiency`, "
         "`nccl.nvls_efficiency`, `nccl.hw_latency_us.<link>.<algo>.<proto>`, `nccl.base_latency_us.<algo>.<proto>`, "
         "`nccl.ll_max_bw_GBps`, the calibration knobs `nccl.net_hop_extra_us` (what an inter-node hop costs beyond "
-        "NCCL's table: the transport's software path; time only, as NCCL does not know it), "
+        "NCCL's table: the transport's software path; time only, as NCCL does not know it) and, where the rows span one "
+        "node count, `nccl.net_call_extra_us` in its place (paid once per call across the network, whatever the "
+        "algorithm and protocol), "
         "`nccl.proto_efficiency[.net].[<ring|tree>.]<ll|ll128>` (achievable fraction of the LL/LL128 rate inside a node "
         "and across nodes, for the measured algorithm, or for both where the rows measured ring and tree; Simple is "
         "the link's own efficiency), `nccl.p2p_efficiency` (All-to-All, and SendRecv across nodes) and "
@@ -365,10 +367,11 @@ def render_markdown(results: list[SplitResult], skipped: dict[str, str],
         "**Identifiability** (`fit` module docstring): the fit writes only what its own rows can tell apart, judged "
         "from the design of the fit data and never from the rows a split predicts: the per-hop extra is fitted only "
         "where the rows crossing the network span two or more node counts (at one node count it is one more per-call "
-        "constant, which NCCL's base latency of each measured configuration holds instead), and of the keys with "
+        "constant, the same for every algorithm and protocol, which one per-call extra `nccl.net_call_extra_us` "
+        "holds instead, beside NCCL's base latency of a configuration where its own rows insist), and of the keys with "
         "enough sensitive rows, one whose Jacobian column lies within sin θ = 1/√10 of the span of the others "
         "(variance inflation above 10, Marquardt 1970) stays at its deployed value, the widest first (the links, "
-        "then the per-hop extra, a pattern's shared knobs, a protocol's efficiency, NCCL's base latency, one "
+        "then the per-hop or per-call extra, a pattern's shared knobs, a protocol's efficiency, NCCL's base latency, one "
         "link's table latency), so that what the rows cannot attribute moves what the fit did not see least. "
         "Neither rule, nor its threshold, was chosen by its effect on a held-out split; the in-sample fit quality "
         "is the **sizes** rows of the table. "
@@ -476,7 +479,9 @@ NOTES: dict[tuple[str, str], str] = {
         "on a 77–127 µs plateau, 40–90% slower than the model, while AllReduce's LL128 rows match it."),
     ("sophia-a100", "leave out allreduce"): (
         "Fitted on 2 nodes only, the per-hop extra is not separable from a per-call latency and keeps its "
-        "deployed 3 µs (`fit` docstring, \"Identifiability\"); the AllGather's ring LL128 rows, on a 77–127 µs "
+        "deployed 3 µs (`fit` docstring, \"Identifiability\") and the per-call extra in its place comes out at 0 "
+        "(the AllGather's ring LL and Simple rows and the All-to-All's pay no more per call than the model); "
+        "the AllGather's ring LL128 rows, on a 77–127 µs "
         "plateau at 256 KiB–8 MiB, are written as NCCL's ring LL128 base latency (37 µs) with the LL128 "
         "efficiency at 1, where a fit free to move the extra took it to 0 and the ring LL128 efficiency "
         "to 0.78. From 1 MiB: 7.8% (10.6% with the extra fitted, 4.5% before calibration). Over all sizes "
@@ -489,11 +494,13 @@ NOTES: dict[tuple[str, str], str] = {
         "latencies are theirs."),
     ("aac10-mi300x", "sizes"): (
         "One 2-node sweep: its 8 B–512 KiB rows sit on a 220–310 µs floor, 4× the model's. At one node count "
-        "the fit cannot split that floor into a per-hop and a per-call latency, so it writes the tree LL base "
-        "latency (181 µs) and the per-hop extra keeps its deployed value (4.0% over all sizes; 5.8% when the "
-        "extra was fitted at 104 µs). From 1 MiB the tree Simple rows at 2–32 MiB run 1.5–2.2× slower than "
-        "the model, which the extra at 104 µs per crossing covered (6.2%) and the base latency of the "
-        "tree LL rows does not (19.7%)."),
+        "the fit cannot split that floor into a per-hop and a per-call latency, so the per-hop extra keeps its "
+        "deployed value and the per-call extra across the network, paid by every algorithm and protocol, "
+        "takes it: 178 µs, the +178 µs of the floor over AAC14's (data/nccl/INDEX.md). From 1 MiB the tree "
+        "Simple and LL128 rows at 1–32 MiB pay it too (4.9%; 19.7% when NCCL's tree LL base latency, which "
+        "only the sizes below 1 MiB see, held it at 181 µs; 6.2% with the per-hop extra at 104 µs per "
+        "crossing); what remains is 1 MiB, where RCCL's LL runs at 4.7 GB/s algbw (49% slower than predicted), and "
+        "16 MiB (14%)."),
     ("abci-a100", "scale"): (
         "Fitted on the 1- and 2-node sweeps, whose 0.5–8 MiB rows run LL128/Simple 35–85% slower than the "
         "model, the calibration carries that shortfall to 16 nodes, where LL128 matches the model (NCCL "

@@ -71,18 +71,24 @@ the fit data, never from rows it did not see. Two tests (the second again at eac
 
 * hop counts: the per-hop extra multiplies a call's network crossings, which the communicator's
   node count sets; rows of one node count (one count of network domains) pay it as one more
-  constant per call, which NCCL's per-call base latency of each measured (pattern, algorithm,
-  protocol) holds as well. So ``net_hop_extra_us`` is a candidate only where the rows that cross
-  the network span at least two node counts (:func:`_network_hop_counts`), and the base latency is
-  one wherever they do not (or a configuration was measured at two sizes), counting as sensitive
-  to it the rows of its configuration that are sensitive to the per-hop extra
-  (:func:`_per_call_rows`); what a fit on one node count leaves of the per-hop extra is the
-  transport's deployed value;
+  constant per call, the same for every algorithm and protocol. So ``net_hop_extra_us`` is a
+  candidate only where the rows that cross the network span at least two node counts
+  (:func:`_network_hop_counts`), and where they do not, it keeps the transport's deployed value and
+  its per-call shadow is fitted instead: ``net_call_extra_us``, paid once by every call across the
+  network whatever its algorithm and protocol (scoped like the per-hop extra), one number the rows
+  of every measured configuration determine together, counting as sensitive to it the rows
+  sensitive to the per-hop extra (:func:`_per_call_rows`: its 5 us start would move none of
+  them). NCCL's base latency of each measured configuration is a candidate too, with its own
+  rows, as where a configuration was measured at two communicator sizes. (The base latencies
+  alone, offered the per-hop extra's rows, held that cost before: on a 2 x 8 MI300X sweep whose
+  every call pays ~180 us more than a sibling system's, data/nccl/INDEX.md, only tree LL's
+  had the rows, and the fit wrote 181 us there, leaving the tree Simple and LL128 sizes
+  1.5-2.2x too fast: 19.7% at >= 1 MiB on its odd sizes, 4.9% with the per-call extra at 178 us);
 * collinearity: of the keys with enough sensitive rows, the Jacobian of log time (central
   differences at the current point) is normalised per column, and a key whose column lies within
   sin θ = 1/sqrt(10) of the span of the others (variance inflation above 10, Marquardt 1970) is
   not separable from them. The widest such key (:func:`breadth`: the links' efficiencies, then
-  the transport's per-hop extra, a pattern's shared knobs, a protocol's efficiency over both
+  the transport's per-hop or per-call extra, a pattern's shared knobs, a protocol's efficiency over both
   algorithms, one algorithm's, NCCL's base latency, one link's table latency) stays at its
   deployed value and the rest are re-tested (:func:`separable`): where the rows cannot say which
   key moved, the one whose change reaches least beyond them takes it, so what the fit did not
@@ -131,9 +137,13 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 # pinned to NCCL's own constants has no deployed per-hop extra) start here, so that the
 # sensitivity test asks "would these rows notice a few microseconds?" rather than "do they notice
 # 0.1 us?", which no row would.
-ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0}
+ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0, "nccl.net_call_extra_us": 5.0}
 # The per-hop latency knob the fit moves across nodes (module docstring, "Transport and pattern").
 NET_LATENCY_KNOB = "net_hop_extra_us"
+# What the fit moves in its place where the network rows span one node count: the per-call cost
+# of a call that crosses the network, one for every algorithm and protocol (module docstring,
+# "Identifiability").
+NET_CALL_KNOB = "net_call_extra_us"
 # The least fraction of NCCL's LL/LL128 rate a protocol efficiency may be fitted to (module
 # docstring, "Bounds"): the lowest share a deployed fabric delivers across nodes, a tree's LL on
 # 2 x 8 A100 over InfiniBand (costs/deployed.py, net_ll_channel_GBps).
@@ -351,6 +361,8 @@ def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None)
         return float(k.net_latency_us)
     if key == "net_hop_extra_us":
         return float(k.net_hop_extra_us)
+    if key == "net_call_extra_us":
+        return float(k.net_call_extra_us)
     if key == "nvls_efficiency":
         return float(nccl_constants.NVLS_EFFICIENCY.get(nccl_graph.arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
@@ -462,9 +474,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         net = profile.domains(m.nodes) > 1  # crosses the scale-out network (not one NVLink domain)
         link = "net" if net else intra
         out["node.nics.efficiency" if net else "node.scale_up.efficiency"] = None  # the link's
-        if net and hop_counts >= 2:  # every inter-node hop pays the transport's extra (module docstring,
-            # "Identifiability": at one hop count it is one more per-call constant)
-            out[f"nccl.{NET_LATENCY_KNOB}" if both else f"nccl.{fam}.{NET_LATENCY_KNOB}"] = None
+        if net:  # every inter-node hop pays the transport's extra; at one hop count that is one more
+            # constant per call, the same for every algorithm and protocol (module docstring, "Identifiability")
+            knob = NET_LATENCY_KNOB if hop_counts >= 2 else NET_CALL_KNOB
+            out[f"nccl.{knob}" if both else f"nccl.{fam}.{knob}"] = None
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
@@ -494,7 +507,9 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         out[key.format("" if len(algos) > 1 else f"{next(iter(algos))}.")] = None
     # NCCL's base latency and the per-hop latencies are collinear within one communicator size
     # (t_lat = base + steps × hop): which of them the rows determine is left to the Jacobian
-    # (:func:`separable`, module docstring "Identifiability").
+    # (:func:`separable`, module docstring "Identifiability"). At one node count the per-call extra,
+    # common to every configuration, holds what the per-hop extra would have; a configuration's
+    # own base latency is a candidate beside it, sensitive only to its own rows.
     for (fam, algo, proto), seen in configs.items():
         if len(seen) >= 2 or hop_counts < 2:
             out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
@@ -522,18 +537,17 @@ def _hop_counts(profile: HardwareProfile, measured: Sequence[MeasuredCollective]
 
 
 def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], cands: Sequence[Param]) -> np.ndarray:
-    """Per candidate: for NCCL's base latency of a (pattern, algorithm, protocol), the rows of that
-    configuration sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
+    """Per candidate: for the per-call extra across the network (:data:`NET_CALL_KNOB`), the rows
+    of its patterns sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
     profile's value); 0 for other keys. At one hop count the per-hop extra is one more constant
-    per call, and the base latency of each configuration stands for it (module docstring,
-    "Identifiability"): it is offered the rows that would have determined the extra, not only
-    those its own datasheet share moves (a 6.8 us base under a 220 us measured floor moves no row
-    by 20%, a 15 us extra paid on each of 4 crossings does)."""
+    per call, and the per-call extra stands for it (module docstring, "Identifiability"): it is
+    offered the rows that would have determined the extra, not only those its own start value
+    moves (5 us under a 220 us measured floor moves no row by 20%, a 15 us extra paid on each of
+    4 crossings does)."""
     from simulator.costs.collectives import pattern_scope
 
     out = np.zeros(len(cands), dtype=int)
-    want = {j: p.bare[len("nccl.base_latency_us."):] for j, p in enumerate(cands)
-            if p.bare.startswith("nccl.base_latency_us.")}
+    want = [j for j, p in enumerate(cands) if p.bare == f"nccl.{NET_CALL_KNOB}"]
     if not want:
         return out
     hop = Param(f"nccl.{NET_LATENCY_KNOB}")
@@ -542,18 +556,9 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
     x = np.log(np.array([value]))
     t0 = evaluate([hop], x)
     sens = np.maximum(np.abs(np.log(evaluate([hop], x + 0.1) / t0)), np.abs(np.log(evaluate([hop], x - 0.1) / t0))) / 0.1
-    pred = Predictor(profile)
-    i = 0
-    for m in ms:
-        costs = pred.costs(m.nodes, m.gpus_per_node)
-        for size in m.sizes:
-            if sens[i] >= SENSITIVITY:
-                plan = costs.plan(m.op, m.gpus, size, algo=m.algo)
-                algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
-                for j, key in want.items():
-                    if key == f"{algo}.{plan.protocol}" and cands[j].scope in (None, pattern_scope(m.op)):
-                        out[j] += 1
-            i += 1
+    scopes = np.concatenate([np.full(len(m.sizes), pattern_scope(m.op), dtype=object) for m in ms])
+    for j in want:
+        out[j] = int(np.sum((sens >= SENSITIVITY) & ((scopes == cands[j].scope) | (cands[j].scope is None))))
     return out
 
 
@@ -561,13 +566,13 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
 # "Identifiability"): when the rows cannot tell two keys apart, the narrower one takes the effect.
 def breadth(param: Param) -> int:
     """0 for the links' efficiencies and the launch cost (every pattern), 1 for the transport's
-    per-hop extra, 2 for a pattern's shared knobs (its per-hop extra, NCCL's LL cap, NVLS and p2p
-    rates), 3 for a protocol's efficiency over both algorithms, 4 for one algorithm's protocol
+    per-hop or per-call extra, 2 for a pattern's shared knobs (its per-hop or per-call extra,
+    NCCL's LL cap, NVLS and p2p rates), 3 for a protocol's efficiency over both algorithms, 4 for one algorithm's protocol
     efficiency and NCCL's per-call base latency (every link class), 5 for one link's table latency."""
     bare = param.bare
     if not bare.startswith("nccl."):
         return 0
-    if param.scope is None and bare == f"nccl.{NET_LATENCY_KNOB}":
+    if param.scope is None and bare in (f"nccl.{NET_LATENCY_KNOB}", f"nccl.{NET_CALL_KNOB}"):
         return 1
     key = bare[len("nccl."):].split(".")
     if key[0] == "proto_efficiency":

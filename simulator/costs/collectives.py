@@ -320,6 +320,8 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
         msgs = p2p_host_messages(ctx, topo, lay, op, protocol, size_bytes)
         latency_us += msgs * ctx.constants.net_message_us
+    if n_nodes > 1:  # once per call across the network, whatever its algorithm (nccl_constants)
+        latency_us += ctx.constants.net_call_extra_us
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
 

@@ -143,6 +143,12 @@ class TunerConstants:
     # inter-node hop's time like a fitted hop latency; NCCL does not know it, so selection ignores
     # it. Defaults per transport: :mod:`simulator.costs.deployed` (fitted on data/nccl).
     net_hop_extra_us: float = 0.0
+    # What one call that crosses the network costs beyond NCCL's tables and the per-hop extra,
+    # once per call whatever its algorithm and protocol (us). NCCL does not know it, so selection
+    # ignores it. 0 unless a calibration on sweeps of one node count wrote it: there the rows
+    # cannot split a per-call cost into per-hop and per-call shares, and a cost common to every
+    # measured (algorithm, protocol) is this one number (calibration/fit.py, "Identifiability").
+    net_call_extra_us: float = 0.0
     # What one NVLink step of a ring or tree costs beyond NCCL's NVLink hop latency on this GPU
     # generation (us; NVLINK_HOP_EXTRA_US). None: not given, i.e. 0 here and the table's value for
     # the profile's GPU in nccl_graph.context_from_profile. NCCL does not know it, so selection
@@ -227,7 +233,8 @@ class TunerConstants:
 OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
-    "min_channels", "net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "min_channels", "net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "nvlink_hop_extra_us",
+    "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
@@ -291,7 +298,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
             if not float(value) > 0:
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
-        elif key in ("net_latency_us", "net_hop_extra_us", "net_message_us", "nvlink_hop_extra_us"):
+        elif key in ("net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "nvlink_hop_extra_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)

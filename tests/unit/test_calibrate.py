@@ -478,6 +478,49 @@ def test_one_node_count_keeps_the_hop_extra_and_recovers_the_links(h100):
     assert fitted["node.nics.efficiency"] == pytest.approx(0.8, rel=0.03)
 
 
+def test_one_node_count_recovers_a_per_call_offset_common_to_every_configuration(h100):
+    """A synthetic 2-node AllReduce (8 B .. 1 GiB: tree and ring LL, tree LL128, NVLS tree Simple) generated
+    from known links (NICs at 80% of 200 Gb/s) plus a per-call latency of 150 us that every
+    algorithm and protocol pays (``net_call_extra_us``): at one node count that cost cannot be
+    split into per-hop and per-call shares, but it is one number, and the fit on the even-indexed
+    sizes gives it back and predicts the odd-indexed ones within 1%, the sizes run by Simple and
+    LL128 included (which NCCL's base latency of the small sizes' tree LL could not reach)."""
+    from simulator.calibration.fit import candidate_params
+
+    h100 = apply_overlay(h100, {"node": {"nics": {"Gbps": 200}}})
+    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}, "nccl": {"coll.net_call_extra_us": 150.0}})
+    sizes = tuple(2**k for k in range(3, 31))
+    shell = MeasuredCollective("synthetic", "allreduce", 16, 2, 8, sizes, tuple(1.0 for _ in sizes))
+    m = replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell)))
+    configs = {r.algorithm + "/" + r.protocol for r in Predictor(truth).results(m)}
+    assert len({c.split("/")[1] for c in configs}) == 3  # every protocol pays it (NVLS tree for Simple)
+    even = m.subset([i % 2 == 0 for i in range(len(sizes))])
+    odd = m.subset([i % 2 == 1 for i in range(len(sizes))])
+    paths = {p.path for p in candidate_params(h100, [even])}
+    assert "nccl.coll.net_call_extra_us" in paths and "nccl.coll.net_hop_extra_us" not in paths
+    fit = fit_collectives(h100, [even])
+    got = {p.param.path: p for p in fit.params}
+    assert got["nccl.coll.net_call_extra_us"].fitted
+    assert not any(p.fitted and ".base_latency_us." in p.param.path for p in fit.params)  # one offset, not one each
+    assert got["nccl.coll.net_call_extra_us"].value == pytest.approx(150.0, rel=0.02)
+    assert got["node.nics.efficiency"].value == pytest.approx(0.8, rel=0.01)
+    assert Param("nccl.coll.net_hop_extra_us").get(fit.profile) == 0.0
+    assert np.max(np.abs(busbw_errors(fit.profile, odd))) < 0.01
+    assert np.median(np.abs(busbw_errors(h100, odd))) > 0.1  # the uncalibrated profile misses them
+
+
+def test_net_call_extra_is_paid_once_per_call_across_nodes_only(h100):
+    """``net_call_extra_us`` adds its value to the latency of every call that crosses the network,
+    whatever the algorithm and protocol, and nothing inside a node; NCCL's choice ignores it."""
+    more = apply_overlay(h100, {"nccl": {"net_call_extra_us": 25.0}})
+    for nodes, added in ((1, 0.0), (2, 25e-6)):
+        for op in ("allreduce", "allgather", "alltoall", "sendrecv"):
+            for size in (64, 1 << 16, 1 << 26):
+                a, b = _plan(h100, op, nodes, size), _plan(more, op, nodes, size)
+                assert (a.algorithm, a.protocol) == (b.algorithm, b.protocol)
+                assert b.latency_s - a.latency_s == pytest.approx(added, abs=1e-12), (op, nodes, size)
+
+
 def test_separable_drops_the_widest_of_parallel_columns():
     """Columns of the Jacobian in a fixed ratio (two keys the rows cannot tell apart): the wider
     key (the links' efficiency, then the per-hop extra, ..., a table latency last) goes; a column
