@@ -501,9 +501,12 @@ def _mpt_small(rows: list[Row]) -> list[Case]:
 
 def _flagperf(rows: list[Row]) -> list[Case]:
     """Llama-3 8B/70B Megatron-Core rows in bf16 on H100 and A800 (A800: NVLink 400 GB/s, run
-    on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute. No
-    overlap flag is stated, so Megatron-Core's defaults: gradients reduced after the backward
-    (no ``--overlap-grad-reduce``), in fp32 (main grads for bf16)."""
+    on the DGX A100 profile). ``recompute-activations`` is Megatron's selective recompute. The
+    benchmark's launch script (FlagPerf training/benchmarks/llama3_{8B,70B}/megatron/
+    pretrain_llama3.sh at 1b5a0303, run for every nvidia config) passes ``--sequence-parallel``
+    and ``--use-distributed-optimizer``: sequence parallel wherever TP > 1, ZeRO-1. No overlap
+    flag is passed, so Megatron-Core's defaults: gradients reduced after the backward (no
+    ``--overlap-grad-reduce``), in fp32 (main grads for bf16)."""
     out: list[Case] = []
     for r in rows:
         if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16":
@@ -519,8 +522,8 @@ def _flagperf(rows: list[Row]) -> list[Case]:
                         make_scenario(f"flagperf-{len(out)}", hw, n, llama_model(r),
                                   micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                                   dtype="bf16", recompute=parse_recompute(r),
-                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
-                                                grad_reduce_dtype="fp32")),
+                                  parallel=dict(tp=tp, pp=pp, zero=1, sequence_parallel=tp > 1,
+                                                overlap_grad_reduce=False, grad_reduce_dtype="fp32")),
                         "tokens_per_s_per_gpu", float(r["value"]), n))
     return out
 

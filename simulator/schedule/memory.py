@@ -305,10 +305,18 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
 
 def moe_layer_activation_bytes(scn: Scenario) -> float:
     """Extra activation bytes of an MoE layer over a dense one with no MLP, per micro-batch: the
-    router logits (fp32, T·E), the permuted dispatch buffer (T·k·w), and for the R rows the
-    slowest rank's experts process the stored fc1 input, fc1 output(s) and activation output
-    (R·(w + (2(k_m−1) + 2)·f/etp)), plus the shared experts' MLP tensors; w is the routed rows'
-    width, the latent size under LatentMoE, whose output projection keeps its T·w input too."""
+    router logits (fp32, T·E), and for the R rows the slowest rank's experts process the tensors
+    the grouped MLP saves for backward, R·(w + k_m·f/etp) elements of B bytes: FC1's input (w),
+    FC1's output (2f gated, f otherwise: the activation's saved input) and the activation's
+    output (f, FC2's input); plus the shared experts' MLP tensors; w is the routed rows' width,
+    the latent size under LatentMoE, whose output projection keeps its T·w input too.
+
+    Megatron-Core's ``TEGroupedMLP.forward`` (megatron/core/transformer/moe/experts.py) multiplies
+    the router probabilities inside the activation (``weighted_bias_swiglu_impl``: it saves FC1's
+    output and the probabilities), so the combine's unpermute takes no probabilities; the
+    dispatch's permute and sort (``moe_utils.permute`` / ``sort_chunks_by_idxs``, fused or
+    ``index_select``) and the All-to-All / DeepEP autograd functions save only index maps and
+    handles. No permuted token buffer beyond FC1's input outlives the forward."""
     from simulator.schedule.moe import MoESpec
 
     m, B = scn.model, scn.training.act_bytes
@@ -317,7 +325,7 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     spec = MoESpec.from_scenario(scn)
     k_m = 3 if m.gated else 2
     w = m.expert_hidden
-    routed = spec.rows * (w + (2 * (k_m - 1) + 2) * m.moe_ffn_hidden / spec.etp) * B
+    routed = spec.rows * (w + k_m * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
     # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
     # norm's output (the router's and the dispatch's input); both are rebuilt in backward
@@ -327,7 +335,7 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     if "layernorm" in scn.training.recompute_modules:
         dropped += tokens * m.hidden * B
     latent = tokens * w * B if m.moe_latent_size else 0.0
-    return tokens * m.experts * 4 + tokens * m.top_k * w * B + routed + shared + latent - dropped
+    return tokens * m.experts * 4 + routed + shared + latent - dropped
 
 
 def in_flight(scn: Scenario, stage: int) -> float:

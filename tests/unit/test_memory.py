@@ -249,3 +249,17 @@ def test_training_default_fragmentation_is_the_documented_one():
     from simulator.schedule.memory import DEFAULT_FRAGMENTATION
 
     assert Training(micro_batch=1, global_batch=1).allocator_fragmentation == DEFAULT_FRAGMENTATION
+
+
+def test_moe_layer_keeps_the_grouped_mlps_saved_tensors(scn):
+    """An MoE layer (Qwen3-30B-A3B shape: h 2048, 128 experts of f = 768, top-8, SwiGLU) at EP 8
+    on 8 GPUs, s = 4096, b = 1, balanced routing: each rank's experts take T·k = 4096·8 rows and
+    keep, per Megatron-Core's TEGroupedMLP (probabilities applied in the weighted SwiGLU), FC1's
+    input (h), FC1's output (2f) and the SwiGLU output (f) in bf16, plus the router's fp32 logits:
+    T·k·(h + 3f)·2 + T·E·4 bytes; the permute, All-to-All and unpermute keep no token buffer."""
+    from simulator.schedule.memory import moe_layer_activation_bytes
+
+    model = {"preset": "qwen3-30b-a3b", "seq_len": 4096}
+    s = scn(model, {"micro_batch": 1, "global_batch": 8, "moe_routing": "round_robin"}, {"ep": 8})
+    t, k, h, f, e = 4096, 8, 2048, 768, 128
+    assert moe_layer_activation_bytes(s) == pytest.approx(t * k * (h + 3 * f) * 2 + t * e * 4, rel=1e-12)
