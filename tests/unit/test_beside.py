@@ -175,3 +175,63 @@ def test_is_max_min_accepts_the_water_filling_and_nothing_else():
             bent = list(rates)
             bent[k] *= factor
             assert not is_max_min(routes, caps, bent, cap)
+
+
+def test_beside_a_held_ring_as_beside_its_block(topo):
+    """A DP ring held in closed form on reserved links (``standing``: its phase running since
+    0) stands as the fixed traffic a TP collective is timed beside: the same trajectories,
+    duration, end of validity and links as beside the ring put on the network as a phase
+    block at 0 (which calling the holder back would do); the ring stays reserved beneath the
+    TP collective's reservation, a newcomer calls back both, and the TP holder's release hands
+    the shared links back to the ring's holder."""
+    dp, tp = _plans(topo, 256 << 20)
+    cap = effective_capacity_Bps(topo)
+    tp_links = FlowNetwork(simpy.Environment(), cap)._shape(tp).links
+
+    def on_block():
+        env = simpy.Environment()
+        net = FlowNetwork(env, cap)
+        got = {}
+
+        def job():
+            net.transfer_phase(dp)
+            yield env.timeout(T1)
+            got["b"] = net.beside([tp], tp_links)
+
+        env.process(job())
+        env.run(until=2 * T1)
+        return got["b"]
+
+    env = simpy.Environment()
+    net = FlowNetwork(env, cap)
+    dp_links = net._shape(dp).links
+    called: list[tuple[int, ...]] = []
+    net.standing = lambda h: (dp, 0.0) if h == 5 else None
+    net.on_reserved = lambda holders, links: called.append(tuple(sorted(set(holders.tolist()))))
+    net.reserve(5, dp_links)
+    got = {}
+
+    def job():
+        yield env.timeout(T1)
+        got["b"] = b = net.beside([tp], tp_links)
+        assert b is not None and not called  # the ring was not called back
+        net.reserve(1, b.links)
+        shared = np.intersect1d(tp_links, dp_links)
+        assert shared.size and (net._reserved[shared] == 2).all() and (net._beneath[shared] == 6).all()
+        net.transfer(tuple(shared[:1].tolist()), 1e3)  # a newcomer on a shared hop
+        yield env.timeout(0)
+        net.release(1, b.links)
+
+    env.process(job())
+    env.run()
+    want, b = on_block(), got["b"]
+    assert b.duration == want.duration and b.until == want.until
+    assert np.array_equal(b.links, want.links)
+    for mine, theirs in zip(b.shapes, want.shapes):
+        for c, d in zip(mine.components, theirs.components):
+            assert c.duration == d.duration
+            assert [(s.t, s.rate) for s in c.segments] == [(s.t, s.rate) for s in d.segments]
+    assert T1 + b.duration < b.until  # slowed by the ring's hop, as on the network
+    assert b.duration > net.phase_duration(tp) * 1.05
+    assert called == [(1, 5)]  # the newcomer met both holders
+    assert (net._reserved[dp_links] == 6).all() and not net._beneath.any()  # the ring's again
