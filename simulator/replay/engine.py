@@ -167,11 +167,8 @@ class Replayer:
         self._reservable = exclusive_fast_path and hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
         if self._reservable:
             self.net.on_reserved = self._on_reserved
-        # ... and while other traffic of fixed rates is on their links, timed beside it; a
-        # collective held by its time alone stands as such traffic (_standing)
+        # ... and while other traffic of fixed rates is on their links, timed beside it
         self._besides = self._reservable and hasattr(self.net, "beside")
-        if self._besides and hasattr(self.net, "standing"):
-            self.net.standing = self._standing
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
         self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
         self._next_holder = 0
@@ -638,33 +635,6 @@ class Replayer:
         self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
         return hid, hold
 
-    def _standing(self, hid: int) -> tuple[Any, float] | None:
-        """What hold ``hid`` has on the network's links now, for a newcomer to be timed beside
-        it (``FlowNetwork.beside``) rather than call it back: the phase its closed form has
-        running and when that phase started, as :meth:`_continue_on_network` would put it on
-        the network (``transfer_phase(phase, t0)``). Only for a collective held by its time
-        alone (its links idle when it took them, every arrival since calling it back); None in
-        its latency (nothing on its links yet: a block would start its first phase later, and
-        that start would call the newcomer back), when it ends this instant, and for one timed
-        beside other traffic, or a holder that is a compute block."""
-        hold = self._holds.get(hid)
-        if hold is None or hold.beside is not None:
-            return None
-        now = self.env.now
-        due = now + REL_TOL * now + ABS_TOL_S
-        if hold.end <= due:
-            return None
-        plan = hold.plan
-        t = hold.start + plan.latency_s
-        if t > now:
-            return None
-        for phase in self._phases(plan):
-            d = self.net.phase_duration(phase)
-            if t + d > due:
-                return phase, t
-            t += d
-        return None
-
     def _unheld(self, hid: int, hold: _Hold) -> None:
         """The timer of hold ``hid`` (:meth:`_held`) has fired: unless the collective went on
         the network (_on_reserved), it has ended, and its links are free."""
@@ -906,8 +876,6 @@ class Replayer:
             # tp8sp pp32 dp4 z1 without this, 317 with it (gc.DEBUG_SAVEALL).
             if self._reservable:
                 self.net.on_reserved = None
-            if self._besides and hasattr(self.net, "standing"):
-                self.net.standing = None
             self.sendrecv.close()
 
 

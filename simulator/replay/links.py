@@ -227,18 +227,6 @@ class FlowNetwork:
         self._reserved = self._occupancy[:, 2]
         self._n_reserved = 0
         self.on_reserved: Any = None
-        # A reservation can stand beneath another's on a link: a holder whose closed form
-        # stands as the fixed traffic that another holder is timed beside (:meth:`beside`,
-        # ``standing``) keeps its claim there, per link the holder's id plus one (0: none);
-        # traffic arriving calls back both, and the upper holder's release hands the links
-        # back to the one beneath.
-        self._beneath = np.zeros(cap.size, dtype=np.int64)
-        self._n_beneath = 0
-        self._over: set[int] = set()  # holders whose reservations stand over another's
-        # ``standing(holder)``: (phase, t0) when the holder times one collective alone on links
-        # nothing else uses and its closed form has that phase running since t0 (then
-        # :meth:`beside` times newcomers beside it instead of calling it back); None otherwise
-        self.standing: Any = None
         # holder -> the links it reserved, and the holders some of whose links were reserved
         # again since (by another, or by itself with other links): release clears a holder's
         # links without comparing them unless it is one of those
@@ -331,67 +319,31 @@ class FlowNetwork:
         holder stands for traffic timed outside the network, in closed form, on links nothing
         else uses; called back, it puts that traffic on the network as it stands at that
         moment (``transfer_phase(phase, t0=...)``), so the newcomer shares the links exactly as
-        if the traffic had been on the network all along.
-
-        Links another holder reserved (those of a holder whose closed form ``beside`` took as
-        fixed traffic, ``standing``) are held by both: that one's reservation stands beneath,
-        both are called back, and it has the links again when this one releases them."""
+        if the traffic had been on the network all along."""
         reserved = self._reserved
         prev = reserved[links]
         taken = int(_count_nonzero(prev))
         if taken:  # links of other holders (or its own) change hands: their release checks
             self._overwritten.update((prev[prev > 0] - 1).tolist())
-            other = (prev > 0) & (prev != holder + 1)
-            if _count_nonzero(other):
-                at = links[other]
-                beneath = self._beneath
-                self._n_beneath += int(_count_nonzero(beneath[at] == 0))
-                beneath[at] = prev[other]
-                self._over.add(holder)
         if self._holding.setdefault(holder, links) is not links:
             self._overwritten.add(holder)  # a second reservation before the first's release
         self._n_reserved += links.size - taken
         reserved[links] = holder + 1
 
     def release(self, holder: int, links: np.ndarray) -> None:
-        """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept;
-        those where one stood beneath it are that one's again)."""
+        """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
         reserved = self._reserved
         if self._holding.pop(holder, None) is links and holder not in self._overwritten:
             # (the common case: the links it reserved, every one still its own)
-            if holder not in self._over:
-                reserved[links] = 0
-                self._n_reserved -= links.size
-                return
-            mine = links
-            n = links.size
-        else:
-            self._overwritten.discard(holder)
-            own = reserved[links] == holder + 1
-            n = int(_count_nonzero(own))
-            mine = links if n == links.size else links[own]
-            if self._n_beneath:  # its own claims beneath another's go
-                beneath = self._beneath
-                gone = beneath[links] == holder + 1
-                k = int(_count_nonzero(gone))
-                if k:
-                    beneath[links[gone]] = 0
-                    self._n_beneath -= k
-            if holder not in self._over:
-                if n:
-                    reserved[mine] = 0
-                    self._n_reserved -= n
-                return
-        self._over.discard(holder)
-        if n:  # where another's reservation stood beneath, it is that one's again
-            beneath = self._beneath
-            below = beneath[mine]
-            back = int(_count_nonzero(below))
-            reserved[mine] = below
-            self._n_reserved -= n - back
-            if back:
-                beneath[mine] = 0
-                self._n_beneath -= back
+            reserved[links] = 0
+            self._n_reserved -= links.size
+            return
+        self._overwritten.discard(holder)
+        mine = reserved[links] == holder + 1
+        n = int(_count_nonzero(mine))
+        if n:
+            reserved[links if n == links.size else links[mine]] = 0
+            self._n_reserved -= n
 
     def beside(self, phases: Sequence[Sequence[Any]], links: np.ndarray) -> Beside | None:
         """``phases``, run one after the other from now on ``links`` (every link they cross),
@@ -414,13 +366,7 @@ class FlowNetwork:
         components' links) and hands the phases over (:meth:`resume_phase`) when traffic
         arrives there or at ``until``, whichever comes first."""
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
-            if _count_nonzero(self._reserved[links]):
-                standing = self._standing(links)
-                if standing is not None:
-                    got = self._beside_standing(phases, links, standing)
-                    if got is not None:
-                        return got
-                self._claim(links)
+            self._claim(links)
         occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
         if _count_nonzero(occupancy[:, 2]):
             return None
@@ -470,85 +416,6 @@ class FlowNetwork:
         if others or comps:
             links = self._beside_links(links, comps, others)
             if _count_nonzero(self._reserved[links]):
-                return None
-        return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
-
-    def _standing(self, links: np.ndarray) -> dict[int, tuple[PhaseShape, float]] | None:
-        """The holders of ``links``' reservations, each with the phase its closed form has
-        running and since when (``standing``); None unless every one of them has one."""
-        if self.standing is None:
-            return None
-        held = self._reserved[links]
-        out: dict[int, tuple[PhaseShape, float]] = {}
-        for h in (held[held > 0] - 1).tolist():
-            if h in out:
-                continue
-            got = self.standing(h)
-            if got is None:
-                return None
-            out[h] = (self._shape(got[0]), got[1])
-        return out
-
-    def _beside_standing(self, phases: Sequence[Sequence[Any]], links: np.ndarray,
-                         standing: dict[int, tuple[PhaseShape, float]]) -> Beside | None:
-        """:meth:`beside` on links some of which holders reserved whose closed forms stand
-        (``standing``: per holder, the phase running and since when): their phases as the
-        fixed traffic, exactly as the phase blocks that calling them back would start
-        (``transfer_phase(phase, t0)``: on links nothing else uses, every component alive),
-        the holders left as they are. None (and the caller calls them back,
-        then times the phases beside what that put on the network) where a holder's current
-        phase does not cross the links with a component still moving (its next phase, which a
-        block would start on the network, could meet the phases there), or where the blocks'
-        answer would be None."""
-        occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
-        if _count_nonzero(occupancy[:, 0]):
-            return None  # ordinary flows there too: the network's way (rare)
-        now = self.env.now
-        until = float("inf")
-        comps: list[Any] = []
-        held_by: list[Any] = []
-        seen: set[tuple[int, int]] = set()
-        live: set[int] = set()
-        owner, reserved, blocks = self._owner, self._reserved, self._blocks
-        # the blocks' components and the standing phases' ones, in the order of the links
-        # (as beside() meets blocks): the fixed flows' order is the same as theirs
-        at = links[(occupancy[:, 1] > 0) | (occupancy[:, 2] > 0)]
-        for link, fid, r in zip(at.tolist(), owner[at].tolist(), reserved[at].tolist()):
-            if fid >= 0:
-                block = blocks[fid]
-                shape, t0, key = block.shape, block.t0, fid
-                c = shape.component_at(link)
-            else:
-                shape, t0 = standing[r - 1]
-                c = shape.crossing(link)
-                if c < 0:
-                    continue  # a link of another of its phases: nothing on it now
-                key = -1 - r
-            if (key, c) in seen:
-                continue
-            seen.add((key, c))
-            comp = shape.components[c]
-            seg, end = comp.segment_window(now - t0)
-            until = min(until, t0 + end)
-            if seg is None:
-                continue
-            if key < 0:
-                live.add(key)
-            comps.append(comp)
-            held_by.append(shape.specs)
-            held_by.append(seg)
-        if len(live) < len(standing):
-            return None
-        shapes = self._beside_known_shapes(phases, held_by)
-        if shapes is None:
-            return None
-        links = self._beside_links(links, comps, set())
-        held = reserved[links]
-        if _count_nonzero(held):
-            ok = held == 0
-            for h in standing:
-                ok |= held == h + 1
-            if not ok.all():
                 return None
         return Beside(tuple(shapes), sum([sh.duration for sh in shapes]), until, links)
 
@@ -701,14 +568,7 @@ class FlowNetwork:
         held = self._reserved[links]
         if _count_nonzero(held) and self.on_reserved is not None:
             hit = held > 0
-            holders, at = held[hit] - 1, links[hit]
-            if self._n_beneath:  # the holders beneath, first (their traffic was there first)
-                below = self._beneath[at]
-                deep = below > 0
-                if _count_nonzero(deep):
-                    holders = np.concatenate((below[deep] - 1, holders))
-                    at = np.concatenate((at[deep], at))
-            self.on_reserved(holders, at)
+            self.on_reserved(held[hit] - 1, links[hit])
 
     def transfer_phase(self, phase: Sequence[Any], t0: float | None = None) -> simpy.Event:
         """:meth:`transfer_many` for a phase that starts again and again (a collective plan's

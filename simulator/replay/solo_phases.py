@@ -265,13 +265,6 @@ class PhaseShape:
             got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
         return got[link]
 
-    def crossing(self, link: int) -> int:
-        """:meth:`component_at`, or -1 for a link the phase does not cross."""
-        got = self._component_at
-        if got is None:
-            got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
-        return got.get(link, -1)
-
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
         summed once (what a block that ran to its end delivered, per link)."""
