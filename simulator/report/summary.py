@@ -91,14 +91,27 @@ def mfu_peak_dtype(training_dtype: str) -> str:
     return training_dtype if training_dtype in ("bf16", "fp16", "fp8") else "bf16"
 
 
-def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int]) -> int | None:
-    """The dependency (or earlier op of the stream) of op ``i`` that finished last."""
-    cands = list(tl.program[i].deps)
-    if prev_on_stream[i] >= 0:
-        cands.append(prev_on_stream[i])
-    if not cands:
-        return None
-    return max(cands, key=lambda j: (tl.end[j], j))
+def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int], end: list[float] | None = None) -> int | None:
+    """The dependency (or earlier op of the stream) of op ``i`` that finished last (the latest
+    of them on a tie). ``end``: ``tl.end`` as a list, where the caller has one (a list's floats
+    are read without a numpy scalar per dependency)."""
+    if end is None:
+        end = tl.end.tolist()
+    deps = tl.program[i].deps
+    prev = prev_on_stream[i]
+    if not deps:
+        return prev if prev >= 0 else None
+    # max((*deps, prev), key=lambda j: (end[j], j)), in that order
+    best, e_best = deps[0], end[deps[0]]
+    for j in deps[1:]:
+        e = end[j]
+        if e > e_best or (e == e_best and j > best):
+            best, e_best = j, e
+    if prev >= 0:
+        e = end[prev]
+        if e > e_best or (e == e_best and prev > best):
+            best = prev
+    return best
 
 
 def _prev_on_stream(tl: RankTimeline) -> list[int]:
@@ -134,7 +147,7 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
                 lo = max(a, start[j])
                 carried += max(0.0, b - lo)
                 b = min(b, start[j])
-                j = _blocker(tl, j, prev)
+                j = _blocker(tl, j, prev, end)
                 continue
             kind = comm_type(op_kind(op))
             exposed[kind] += carried
@@ -147,7 +160,7 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
             if b > lo:  # waiting at the rendezvous for other ranks
                 bubble += b - lo
             b = min(b, ready[j])
-            j = _blocker(tl, j, prev)
+            j = _blocker(tl, j, prev, end)
         bubble += carried + max(0.0, b - a)
 
     busy = 0.0
@@ -156,7 +169,7 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
         if op.stream != "compute" or isinstance(op, (CommOp, P2POp)):
             continue
         if start[i] > t:
-            blame(t, start[i], _blocker(tl, i, prev))
+            blame(t, start[i], _blocker(tl, i, prev, end))
         busy += end[i] - start[i]
         t = max(t, end[i])
     if step_time > t:
