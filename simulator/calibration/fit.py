@@ -536,7 +536,8 @@ def _hop_counts(profile: HardwareProfile, measured: Sequence[MeasuredCollective]
     return _network_hop_counts(profile, measured, None if len(scopes) != 1 else next(iter(scopes))) if measured else 0
 
 
-def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], cands: Sequence[Param]) -> np.ndarray:
+def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], cands: Sequence[Param],
+                   evaluate: _Evaluator) -> np.ndarray:
     """Per candidate: for the per-call extra across the network (:data:`NET_CALL_KNOB`), the rows
     of its patterns sensitive to the per-hop extra (|d log t / d log p| >= SENSITIVITY at the
     profile's value); 0 for other keys. At one hop count the per-hop extra is one more constant
@@ -552,10 +553,7 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
         return out
     hop = Param(f"nccl.{NET_LATENCY_KNOB}")
     value = hop.get(profile) or ZERO_START_US[hop.bare]
-    evaluate = _Evaluator(profile, ms)
-    x = np.log(np.array([value]))
-    t0 = evaluate([hop], x)
-    sens = np.maximum(np.abs(np.log(evaluate([hop], x + 0.1) / t0)), np.abs(np.log(evaluate([hop], x - 0.1) / t0))) / 0.1
+    sens = _row_sensitivity(evaluate, [hop], {hop: value})[0][:, 0]
     scopes = np.concatenate([np.full(len(m.sizes), pattern_scope(m.op), dtype=object) for m in ms])
     for j in want:
         out[j] = int(np.sum((sens >= SENSITIVITY) & ((scopes == cands[j].scope) | (cands[j].scope is None))))
@@ -656,12 +654,19 @@ def _sensitive_rows(evaluate: _Evaluator, cands: Sequence[Param], point: dict[Pa
     candidates), for :func:`separable`."""
     if not cands:
         return np.zeros(0, dtype=int), np.zeros((0, 0))
+    sens, central = _row_sensitivity(evaluate, cands, point)
+    return (sens >= SENSITIVITY).sum(axis=0), central
+
+
+def _row_sensitivity(evaluate: _Evaluator, cands: Sequence[Param], point: dict[Param, float]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row and candidate, |d log t / d log p| at `point`, the larger of a step of 0.1 up
+    and down, and the central-difference Jacobian (rows x candidates)."""
     x = np.log(np.array([point[p] for p in cands], dtype=float))
     f = lambda v: evaluate(cands, v)  # noqa: E731
     t0 = f(x)
     up, down = _jacobian(f, x, t0, 0.1), _jacobian(f, x, t0, -0.1)
-    sens = np.maximum(np.abs(up), np.abs(down))
-    return (sens >= SENSITIVITY).sum(axis=0), (up + down) / 2
+    return np.maximum(np.abs(up), np.abs(down)), (up + down) / 2
 
 
 def _solve(evaluate: _Evaluator, params: Sequence[Param], x: np.ndarray, x0: np.ndarray, root: np.ndarray,
@@ -728,7 +733,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     evaluate = _Evaluator(profile, ms)
     counts, J = _sensitive_rows(evaluate, cands, point)
     if separate and _hop_counts(profile, ms) < 2:
-        counts = np.maximum(counts, _per_call_rows(profile, ms, cands))
+        counts = np.maximum(counts, _per_call_rows(profile, ms, cands, evaluate))
     params: list[Param] = []
     inseparable: set[Param] = set()
     it = 0

@@ -78,6 +78,15 @@ class RoleTable:
         no_deps: tuple[int, ...] = ()
         add_collective = self.collectives.add
         p2p_dirs = self.p2p_dirs
+
+        def note_communication(op: Op, stream: str) -> None:
+            """Record a collective's (stream, group, kind, size) or a send/recv's directions."""
+            if isinstance(op, CommOp):
+                add_collective((stream, op.axes, op.op, op.size_bytes))
+            elif isinstance(op, P2POp):
+                p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
+                p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
+
         side = False
         if front and like is not None:
             dt.extend(like.dt[:front])
@@ -95,19 +104,16 @@ class RoleTable:
                         watchers[d] = waiting[:cut]
             for op, entry, stream in zip(program[:front], dt, stream_of):
                 if entry is None:
-                    if isinstance(op, CommOp):
-                        add_collective((stream, op.axes, op.op, op.size_bytes))
-                    elif isinstance(op, P2POp):
-                        p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
-                        p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
+                    note_communication(op, stream)
                 elif stream != "compute":
                     side = True
         add_dt, add_cross, add_pred, add_stream = dt.append, cross_deps.append, stream_pred.append, stream_of.append
         # (alone, beside) of each distinct kernel time, made once: the step repeats a few dozen
         # kernels thousands of times
         pairs: dict[tuple[float, bool], tuple[float, float]] = {}
+        rest = program[front:] if front else program
         i = front - 1
-        for op, t in zip(program[front:] if front else program, costs.compute_times(program[front:] if front else program)):
+        for op, t in zip(rest, costs.compute_times(rest)):
             i += 1
             stream = op.stream
             add_stream(stream)
@@ -120,11 +126,7 @@ class RoleTable:
                 ops_of.append(i)
             if t is None:
                 add_dt(None)
-                if isinstance(op, CommOp):
-                    add_collective((stream, op.axes, op.op, op.size_bytes))
-                elif isinstance(op, P2POp):
-                    p2p_dirs.update([(x.axis, x.offset, True) for x in op.sends])
-                    p2p_dirs.update([(x.axis, x.offset, False) for x in op.recvs])
+                note_communication(op, stream)
             else:
                 shared = getattr(op, "sm_fraction", 1.0) < 1.0
                 pair = pairs.get((t, shared))
