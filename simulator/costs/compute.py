@@ -157,7 +157,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
     return t
 
 
-def _shape_key(op: ComputeOp) -> tuple:
+def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
             op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl)
@@ -172,7 +172,7 @@ def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:
         if not isinstance(op, ComputeOp):
             out.append(None)
             continue
-        key = _shape_key(op)
+        key = shape_key(op)
         t = memo.get(key)
         if t is None:
             t = memo[key] = compute_time(op, gpu)

@@ -87,7 +87,7 @@ from functools import partial
 from typing import Any, Callable, cast
 
 from simulator.config.scenario import Scenario
-from simulator.costs.compute import _shape_key, compute_time, compute_times
+from simulator.costs.compute import compute_time, compute_times, shape_key
 from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
@@ -135,7 +135,7 @@ class _Cluster:
         self.profile = scn.profile  # kept alive: its id keys this entry
         self.costs = CostModel(build_topology(scn.profile, scn.nodes))
         self.alone: dict[tuple, float] = {}
-        # kernels' compute times by their shape (costs.compute._shape_key: all compute_time reads)
+        # kernels' compute times by their shape (costs.compute.shape_key: all compute_time reads)
         self.kernels: dict[tuple, float] = {}
         self.times: dict[tuple, tuple[PassTimes, PassTimes, PassTimes]] = {}
 
@@ -400,7 +400,7 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[[Scenario, int], 
     for i, op in enumerate(ops):
         cls = op.__class__
         if cls is ComputeOp:
-            key = _shape_key(op)  # type: ignore[arg-type]
+            key = shape_key(op)  # type: ignore[arg-type]
             t = shapes.get(key)
             if t is None:
                 t = shapes[key] = compute_time(op, gpu)  # type: ignore[arg-type]
