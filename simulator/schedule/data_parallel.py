@@ -204,7 +204,7 @@ class GradSync:
     def _comm(self, pb: ProgramBuilder, name: str, op: CollectiveKind, size: float, deps: tuple[int, ...], tag: Tag,
               dtype: str | None = None, axes: tuple[str, ...] | None = None) -> int:
         axes = self.axes if axes is None else axes
-        return pb.add(make_comm(name, op, axes, int(size), deps, grad_stream(axes) or "+".join(axes),
+        return pb.add(make_comm(name, op, axes, int(size), deps, grad_stream(axes),
                                 dtype or self.scn.parallel.grad_reduce_dtype, tag))
 
 
@@ -359,7 +359,7 @@ class BucketedSync(GradSync):
             axes = self._bucket_axes(b)
             if axes:
                 out.append((f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}", op, axes,
-                            int(b.numel * self.grad_bytes), grad_stream(axes) or "+".join(axes),
+                            int(b.numel * self.grad_bytes), grad_stream(axes),
                             self.scn.parallel.grad_reduce_dtype))
         return tuple(out)
 
