@@ -176,6 +176,43 @@ def key_effects(profile, train: list[MeasuredCollective], test: list[MeasuredCol
     return out
 
 
+@dataclass(frozen=True)
+class RowComparison:
+    """One predicted row of a held-out split: the measured time and, before (the uncalibrated
+    profile) and after calibration, the algorithm/protocol the model runs and its time."""
+
+    source: str
+    ranks: int
+    nodes: int
+    size: int
+    measured_s: float
+    before: tuple[str, str, float]  # (algorithm, protocol, time s)
+    after: tuple[str, str, float]
+
+    @property
+    def before_error(self) -> float:
+        """Predicted busbw / measured busbw − 1 before calibration (as :func:`fit.busbw_errors`)."""
+        return self.measured_s / self.before[2] - 1.0
+
+    @property
+    def after_error(self) -> float:
+        return self.measured_s / self.after[2] - 1.0
+
+
+def row_comparison(profile, train: list[MeasuredCollective], test: list[MeasuredCollective]) -> list[RowComparison]:
+    """The predicted rows of a split one by one, before and after calibration on ``train``: which
+    sizes (and which of NCCL's algorithm/protocol choices) a calibration moves the wrong way, which
+    the split's medians do not show."""
+    fit = fit_collectives(profile, train)
+    before, after = Predictor(profile), Predictor(fit.profile)
+    out = []
+    for m in test:
+        for size, t, b, a in zip(m.sizes, m.times_s, before.results(m), after.results(m)):
+            out.append(RowComparison(m.source, m.ranks, m.nodes, size, t, (b.algorithm, b.protocol, b.time_s),
+                                     (a.algorithm, a.protocol, a.time_s)))
+    return out
+
+
 def split_sets(ms: list[MeasuredCollective], split: str) -> tuple[list[MeasuredCollective], list[MeasuredCollective]]:
     """(train, test) of a held-out split named as in the report ("leave out allreduce",
     "scale: fit ≤ 32 GPUs, ...")."""
@@ -563,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attribute", metavar="SPLIT", default=None,
                     help="with --system: for this held-out split ('leave out allreduce', 'scale: fit ≤ 32 GPUs') "
                          "print what each fitted key does to the predicted rows (key_effects)")
+    ap.add_argument("--rows", metavar="SPLIT", default=None,
+                    help="with --system: for this held-out split print every predicted row, measured and predicted "
+                         "before and after calibration, with the algorithm/protocol the model runs (row_comparison)")
     args = ap.parse_args(argv)
     import time
 
@@ -573,6 +613,17 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             ap.error(f"unknown system(s) {', '.join(unknown)}; expected one of {', '.join(sorted(by_system))}")
         by_system = {k: v for k, v in by_system.items() if k in args.system}
+    if args.rows:
+        if not args.system:
+            ap.error("--rows needs --system")
+        for system, ms in sorted(by_system.items()):
+            train, test = split_sets(ms, args.rows)
+            print(f"{system}, {args.rows}: predicted busbw / measured - 1 per row, before | after calibration")
+            for r in row_comparison(system_profile(system), train, test):
+                print(f"  {r.source:44s} {r.ranks:5d} {r.size:>12d} B {r.measured_s * 1e6:11.1f} us | "
+                      f"{r.before[2] * 1e6:11.1f} {r.before[0]}/{r.before[1]:6s} {r.before_error:+7.1%} | "
+                      f"{r.after[2] * 1e6:11.1f} {r.after[0]}/{r.after[1]:6s} {r.after_error:+7.1%}")
+        return 0
     if args.attribute:
         if not args.system:
             ap.error("--attribute needs --system")
