@@ -62,10 +62,9 @@ HELD_OUT_ASSERTED: dict[str, tuple[str, ...]] = {
                  "leave out sendrecv"),
     "a100-pcie": ("leave out allreduce",),
     "aac11-mi325x": ("scale: fit ≤ 32 GPUs, predict 64",),
-    # gb200-nvl72's scale split (fit <= 128 GPUs, predict 1,440) is no longer asserted: 10.0% at >= 1 MiB
-    # (2.5% while InfiniBand's deployed hop extra was 3 us). Calibrated keys stack on the deployed row,
-    # refitted at 5 us per network crossing with the 20-system corpus, and the 1,440-rank ring rows pay
-    # it on every crossing (40) while the 72-128-rank sweeps the fit sees barely constrain it.
+    # gb200-nvl72's scale split (fit <= 128 GPUs, predict 1,440) is not asserted: 20.7% at >= 1 MiB before and
+    # after calibration (2.5% while InfiniBand's deployed hop extra was 3 us): the 1,440-rank sweep is pinned to
+    # Ring, which reads no key the 72-128-rank NVLS/NVLSTree sweeps fit (NOTES).
 }
 
 
