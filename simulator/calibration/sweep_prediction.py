@@ -103,7 +103,7 @@ CASES: dict[str, Case] = {
         "a bandwidth limit of 8-9 GB/s per HDR HCA, not a latency; v2.8.4-1's graph (4 channels x 24 GB/s, 8 "
         "launched), LL128 rule, GDR level and GDR-read default are what the model uses (docs/reference/"
         "NCCL-COST-MODEL.md section 5). The transport re-checked (data/nccl/INDEX.md, ABCI note): no NCCL_DEBUG "
-        "line in the source; not NET/Socket (32 us floor) and not GPUDirect off (the 4-node job at 1-8 MiB and "
+        "line in the source; not GPUDirect off nor NET/Socket (the 4-node job at 1-8 MiB and "
         "the 16-node job at 256 KiB-4 MiB match Tree/LL128 within 0-14%, which a host-routed PHB path would "
         "disable); the 16-32 MiB increments give 9.1, 8.3 and 7.2 GB/s per HDR HCA on 2, 4 and 16 nodes, "
         "what an EDR HCA moves on the same stack's V-nodes (10.1)"),
