@@ -102,7 +102,11 @@ CASES: dict[str, Case] = {
         "+48% with 2.30.7's tables; test_nccl_versions). Time doubles with the size from 8 MiB (535, 1026, 1887 us): "
         "a bandwidth limit of 8-9 GB/s per HDR HCA, not a latency; v2.8.4-1's graph (4 channels x 24 GB/s, 8 "
         "launched), LL128 rule, GDR level and GDR-read default are what the model uses (docs/reference/"
-        "NCCL-COST-MODEL.md section 5)"),
+        "NCCL-COST-MODEL.md section 5). The transport re-checked (data/nccl/INDEX.md, ABCI note): no NCCL_DEBUG "
+        "line in the source; not GPUDirect off nor NET/Socket (the 4-node job at 1-8 MiB and "
+        "the 16-node job at 256 KiB-4 MiB match Tree/LL128 within 0-14%, which a host-routed PHB path would "
+        "disable); the 16-32 MiB increments give 9.1, 8.3 and 7.2 GB/s per HDR HCA on 2, 4 and 16 nodes, "
+        "what an EDR HCA moves on the same stack's V-nodes (10.1)"),
     "a100x128_allreduce_16node_abci": Case(
         "abci-a100", "allreduce", 128, 8, None,
         "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
@@ -143,7 +147,9 @@ CASES: dict[str, Case] = {
         "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s (met within 1.5% "
         "from 256 MiB); every call pays ~180-230 us more than AAC14's MI355X sweep at the same slope (floor 218 "
         "us, RCCL 2.22.3 over its own IB verbs), a cost of the run the header does not state (data/nccl/INDEX.md); "
-        "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB: GPUDirect allowed, not off")),
+        "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB: GPUDirect allowed, "
+        "not off; NCCL_SOCKET_IFNAME=ens picks only the bootstrap interface and NCCL_IB_HCA=^mlx5_bond_0 "
+        "leaves RCCL's IB verbs the 8 mlx5 ports (a socket transport could not carry the 190 GB/s algbw plateau)")),
     "mi325x16_allreduce_2node_aac11_roce_ringalgo": Case(
         "mi300x", "allreduce", 16, 8, None, family="aac11-mi325x", transport="roce", note="MI325X shares MI300X's xGMI mesh (HARDWARE.md); 4-16 GiB rows only"),
     "mi325x32_allreduce_4node_aac11_roce_ringalgo": Case(
