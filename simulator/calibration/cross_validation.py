@@ -549,7 +549,15 @@ NOTES: dict[tuple[str, str], str] = {
         "row the Ring/LL128 prediction is 24% too slow at 512 MiB and 38% too fast at 16 GiB: measured, the time "
         "grows at 217 GB/s algbw from 8 to 16 GiB over a ~5.4 ms per-call term, where the model's ring grows at "
         "320 GB/s over ~7.7 ms. Both are the ring's across 20 NVL72 racks (its channels' InfiniBand rate, its "
-        "per-step cost over 1,440 ranks), which no sweep of at most 128 GPUs runs."),
+        "per-step cost over 1,440 ranks), which no sweep of at most 128 GPUs runs. Traced to NCCL 2.26.2: it counts "
+        "one node per MNNVL clique (init.cc numbers a node per distinct ring head), so its own Ring/LL128 term is "
+        "14 + 2,840 NVLink steps × 1.9 + 38 network steps × 4.0 = 5,562 µs (tuning.cc), against 4.4–5.4 ms between "
+        "neighbouring rows; the model adds Blackwell's NVLink step (0.7 µs × 2,840, measured on Tree/LL) and "
+        "InfiniBand's 3 µs × 40 crossings. The rows' rate, 430 GB/s busbw by least squares, is 0.65 of NCCL's "
+        "Ring/LL128 estimate on the model's graph (16 channels × 45 GB/s × 0.92 = 662; tuning.cc rates a ring "
+        "beyond 2 nodes from bwInter) and of the model's 640: 27 GB/s per graph channel where the model has 40. "
+        "Whether NCCL's search found fewer channels or a NIC carries less across 20 racks, no published log of "
+        "the run shows, so neither is modelled."),
     ("gh200-alps", "scale: fit ≤ 32"): (
         "Per row (`--rows`): from 1 MiB the 16- and 32-node rows run Tree/LL128 (1–32 MiB), Ring/LL128 and "
         "Ring/Simple. Fitted on 1, 2 and 4 nodes, the per-crossing extra goes from the deployed 20 µs to 11 µs, and "
@@ -564,7 +572,14 @@ NOTES: dict[tuple[str, str], str] = {
         "4 MiB, 1,386 µs at 16 MiB) where the 2-node Tree/LL128 rows grow at 38–86 GB/s and the model's Tree/LL128 "
         "beyond 2 nodes (NCCL's rate from bwInter) at ~22. No sweep of at most 4 nodes runs Tree/LL128 beyond 2 "
         "nodes (NCCL's tables give Ring/LL128 on 4 nodes from 2 MiB), so the fit has no row of that rate: the model "
-        "lacks it, not a cost per crossing."),
+        "lacks it, not a cost per crossing. What the rate is not, traced to NCCL 2.23.4: its Tree/LL128 chunk "
+        "shrinks with the depth (enqueue.cc: halved while a channel's share is under (1 + log2 nodes + 0.1·ppn) × "
+        "64/ppn and × 16/ppn chunks), 18 KB at 1–4 MiB, 36 KB at 8 MiB and 72 KB at 16 MiB on 16 nodes and "
+        "36–144 KB on 2, yet per launched channel (8) the time grows with the chunk's bytes, not its count: "
+        "9–12 µs per 18 KB on 16 nodes (4→8 MiB doubles the chunk at 29 chunks a channel and adds 321 µs; 2→4 MiB "
+        "doubles the chunks at 18 KB and adds 175), against 1.7–3.8 µs per 18 KB on 2 nodes; and the proxy does "
+        "not scan LL128 lines in a GPUDirect buffer (net.cc sendProxyProgress: `ready = resources->useGdr`), so it "
+        "is not the LL path's per-line host cost either."),
     ("gh200-alps", "scale: fit ≤ 128"): (
         "Per row (`--rows`): the rows from 512 MiB are within 3–10% after calibration on NCCL's choices (Ring/LL128 "
         "and Ring/Simple at 1–4 GiB on 128 nodes, Tree/Simple at 512 MiB–2 GiB on 512), but for the 2,048-rank "
@@ -590,7 +605,13 @@ NOTES: dict[tuple[str, str], str] = {
         "are 6–8% slow at every size before and after (one network channel per peer at NCCL's planned 14 GB/s, "
         "`NCCL_P2P_PER_CHANNEL_NET_BW`, a cap no efficiency moves, where 15.2 GB/s was measured), and the ring "
         "LL128 AllGather and ReduceScatter at 32–128 MiB and the NVLSTree AllReduce at 32–128 MiB are 27–112% too "
-        "fast, on NVLink configurations the fit did not see."),
+        "fast, on NVLink configurations the fit did not see. The plan is NCCL 2.29.2's: a network peer asks for "
+        "max(1 NIC, ⌈50 / 14⌉) = 4 channels (paths.cc ncclTopoGetNchannels; `NCCL_P2P_PER_CHANNEL_NET_BW` is new in "
+        "2.29.2 and only sizes that count), halved until 10 rounds of 8 peers fit the 16 p2p channels "
+        "(ncclTopoComputeP2pChannels), so 1 channel per peer at 80 ranks and 2 at 10, 20 and 40 (enqueue.cc "
+        "addP2pToPlan splits a send over at most that many). Measured, one channel carries 15.2 GB/s and two carry "
+        "24.9–26.2 (12.4–13.1 each, h100x{10,20,40}_sendrecv_*pernode.csv): no rate per channel fits both within "
+        "8%, and the 14 GB/s the model prices lies between them (−8% at 80 ranks, +7–13% at 10–40)."),
 }
 
 

@@ -179,9 +179,17 @@ CASES: dict[str, Case] = {
 # B200's NVLS (838.0 GB/s at 8 ranks): the switches' reduction rate, not the links, bounds NVLS, at a
 # busbw that does not grow with the ranks (costs/nvls_reduce.py; the links alone gave 1,074 GB/s at 72
 # ranks, +28%). The 20-rack sweep stays pinned to Ring: its time is a + S/B with a per-call cost a of
-# 4.6 ms fitted on its rows, as NCCL's ring latency grows with the ranks (the model's ring term 5.8 ms;
-# NVLSTree's is 0.16 ms), and its 406 GB/s is within a ring's reach, where NVLSTree would give 831
-# (+105%).
+# 4.6-4.8 ms fitted on its rows (least squares on time or on relative time; 4.4-5.4 ms between neighbouring
+# rows), as NCCL's ring latency grows with the ranks (NVLSTree's term is 0.16 ms), and its 406 GB/s is within
+# a ring's reach, where NVLSTree would give 831 (+105%). NCCL 2.26.2's own Ring/LL128 term for it is
+# 5,562 us: NCCL counts one node per MNNVL clique (init.cc numbers a node per distinct ring head), so
+# nNodes = 20 and tuning.cc prices baseLat 14 + (2,878 - 38) NVLink steps x 1.9 + 38 network steps x 4.0;
+# the model's 7,670 us adds Blackwell's NVLink step (0.7 us x 2,840, nccl_constants.NVLINK_HOP_EXTRA_US,
+# measured on Tree/LL) and InfiniBand's deployed 3 us x 40 crossings. The rows' rate, 426-438 GB/s busbw
+# between neighbouring rows (430 by least squares), is 0.65 of NCCL's own Ring/LL128 estimate on the graph
+# the model builds (16 channels x 45 GB/s x 0.92 = 662, tuning.cc with bwInter beyond 2 nodes) and of its 640
+# (40 GB/s per graph channel): 27 GB/s per graph channel, whose cause (fewer channels than the graph the
+# model builds, or what a NIC carries across 20 racks) no published log of the run shows.
 _NVL72_NOTE = ("NCCL's choice: {algo}, bound by the switches' reduction rate (costs/nvls_reduce.py: 419 GB/s per GPU "
                "from 8 B200, a busbw of 838 at any rank count, where the links alone gave +17-28%) and the chunk "
                "pipeline's fill (costs/nvls_pipeline.py); bandwidth regime only (>= 512 MiB)")
@@ -194,8 +202,9 @@ CASES.update({
         + "; 16 trays in each of 2 racks", family="gb200-nvl72", domain_nodes=16),
     "gb200x1440_allreduce_20rack_nvl72_ib": Case(
         "gb200-nvl72", "allreduce", 1440, 4, "ring",
-        "pinned to ring (the per-call cost grows with the ranks as NCCL's ring latency does: fitted a = 4608 us vs "
-        "the ring term's 5828 us, NVLSTree's 161 us; NVLSTree would give 831 GB/s where 406 was measured); "
+        "pinned to ring (the per-call cost grows with the ranks as NCCL's ring latency does: fitted a = 4.6-4.8 ms "
+        "vs NCCL 2.26.2's Ring/LL128 term of 5,562 us over 20 MNNVL cliques and the model's 7,670 us, NVLSTree's "
+        "161 us; NVLSTree would give 831 GB/s where 406 was measured); "
         "bandwidth regime only (>= 512 MiB); 20 racks over InfiniBand", family="gb200-nvl72"),
 })
 # Multi-node systems added from public logs (data/nccl/INDEX.md, "Multi-node systems"), each mapped
