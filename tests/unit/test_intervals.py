@@ -359,3 +359,22 @@ def test_sweep_plans_carry_the_step_interval():
             assert p["step_time_interval_s"] == pytest.approx([p["step_time_s"] * lo_f, p["step_time_s"] * hi_f])
         else:
             assert p["step_time_interval_s"] is None
+
+
+def test_fit_residuals_record_the_communicators_per_scope():
+    """`uncertainty.fitted_ranks` is the smallest and largest communicator of the measured sweeps
+    in each scope: an 8-GPU node and 16- and 32-GPU sweeps across nodes of ABCI's A100s."""
+    from simulator.calibration.collective_intervals import fit_residuals
+    from simulator.calibration.fit import from_sweep
+    from simulator.calibration.nccl_log import parse_nccl_log
+    from simulator.config.hardware import Uncertainty, load_profile
+
+    profile = load_profile("abci-a100")
+    logs = ROOT / "tests" / "fixtures" / "nccl_logs"
+    ms = [from_sweep(parse_nccl_log(logs / name)[0], profile)
+          for name in ("a100x8_allreduce_1node_abci.txt", "a100x16_allreduce_2node_abci.txt",
+                       "a100x32_allreduce_4node_abci.txt")]
+    assert [m.ranks for m in ms] == [8, 16, 32]
+    block = fit_residuals(profile, ms)
+    assert block["fitted_ranks"] == {"one node": [8, 8], "across nodes": [16, 32]}
+    Uncertainty(**block)  # what calibrate writes, the profile loader reads
