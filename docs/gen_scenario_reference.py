@@ -106,6 +106,10 @@ PROFILE_NOTES = {
     "provenance": "where the numbers come from", "nccl": "NCCL tuner overrides and `version` (what `clustersim "
     "calibrate` writes); they time the chosen algorithm, not the choice", "uncertainty": "the fit's residual "
     "quantiles per collective class (written by `clustersim calibrate`)",
+    "uncertainty.busbw_log_residual": "[q10, q90] of ln(predicted / measured busbw) per class, e.g. "
+    "`allreduce, across nodes, >= 1 MiB`", "uncertainty.rows": "rows the fit had per class",
+    "uncertainty.fitted_ranks": "[smallest, largest] communicator (ranks) the fit measured per scope (`one node`, "
+    "`across nodes`); outside it `collective` takes the wider of the residual and leave-one-system-out bands",
     "gpu": "the accelerator", "node": "one server (or compute tray)", "scale_out": "the network between nodes",
     "gpu.gemm_efficiency": "achieved fraction of peak by GEMM FLOPs, log-interpolated; its last point is the plateau that the shape model (tiles and waves on `sms`) spreads over GEMMs with a known m×n×k",
     "node.gpus": "GPUs per node", "node.scale_up": "the GPU-to-GPU fabric", "node.pcie": "host links of GPUs and NICs",

@@ -18,8 +18,8 @@ import argparse
 from pathlib import Path
 from typing import Any, Sequence
 
-from simulator.report.intervals import (source_commit, LEVEL, Band, Coverage, bands_by_class, collective_class, log_error,
-                                        nested_coverage, op_class, table_lines)
+from simulator.report.intervals import (source_commit, LEVEL, SCOPES, Band, Coverage, bands_by_class, collective_class,
+                                        log_error, nested_coverage, op_class, table_lines)
 
 TABLE = Path(__file__).resolve().parents[1] / "report" / "collective_interval_table.py"
 
@@ -59,28 +59,35 @@ def fit_residuals(profile: Any, measurements: Sequence[Any]) -> dict[str, Any] |
     measured (collective, scope and size band, :func:`~simulator.report.intervals.op_class`),
     the 80% band of the fitted profile's residuals ln(predicted busbw / measured busbw) in that
     scope and size band, over every collective measured there (each sweep weighing the same: one
-    collective's few rows per band give no 10th-90th percentile of their own), and the
-    collective's row count; None without rows. In-sample residuals: the band says how well the
-    fitted model reproduces these measurements, the narrowest honest claim. A collective the fit
-    did not measure gets no entry, so it keeps the leave-one-system-out band."""
+    collective's few rows per band give no 10th-90th percentile of their own), the collective's
+    row count, and per scope the smallest and largest communicator (ranks) measured there
+    (``fitted_ranks``); None without rows. In-sample residuals: the band says how well the
+    fitted model reproduces these measurements at these scales, the narrowest honest claim. A
+    collective the fit did not measure gets no entry, so it keeps the leave-one-system-out band;
+    a communicator outside ``fitted_ranks`` gets the wider of the two
+    (:func:`simulator.report.intervals.collective_band`)."""
     from simulator.calibration.fit import busbw_errors
 
     by: dict[str, dict[str, list[float]]] = {}
     rows: dict[str, int] = {}
+    ranks: dict[str, list[int]] = {}
     for i, m in enumerate(measurements):
+        net = profile.domains(m.nodes) > 1  # over the scale-out network (not one NVLink domain)
         for size, err in zip(m.sizes, busbw_errors(profile, m)):
             if err > -1.0:
-                net = profile.domains(m.nodes) > 1  # over the scale-out network (not one NVLink domain)
                 by.setdefault(collective_class(net, size), {}).setdefault(str(i), []).append(log_error(float(err)))
                 key = op_class(m.op, net, size)
                 rows[key] = rows.get(key, 0) + 1
+                span = ranks.setdefault(SCOPES[int(net)], [m.ranks, m.ranks])
+                span[:] = [min(span[0], m.ranks), max(span[1], m.ranks)]
     bands = bands_by_class(by)
     if not bands:
         return None
     keys = sorted(rows)
     return {"busbw_log_residual": {k: [round(bands[cls].lo, 6), round(bands[cls].hi, 6)]
                                    for k in keys for cls in (k.split(", ", 1)[1],)},
-            "rows": {k: rows[k] for k in keys}}
+            "rows": {k: rows[k] for k in keys},
+            "fitted_ranks": {scope: ranks[scope] for scope in SCOPES if scope in ranks}}
 
 
 def render_table(held_out: Sequence[Any]) -> str:
@@ -118,7 +125,8 @@ def render_section(held_out: Sequence[Any]) -> list[str]:
              "1 MiB; from 1 MiB, bandwidth-bound). Transports are not told apart: most have one or two systems here. "
              "Every system weighs the same however many rows it has, and the band is widened to contain the "
              "prediction. A profile written by `clustersim calibrate` carries the quantiles of its own fit's "
-             "residuals per class it has rows of instead (`uncertainty.busbw_log_residual`). Code: "
+             "residuals per class it has rows of instead (`uncertainty.busbw_log_residual`), at the communicator "
+             "sizes its fit measured (`uncertainty.fitted_ranks`; outside them, the wider of the two bands). Code: "
              "`simulator/report/intervals.py`; table: `simulator/report/collective_interval_table.py`, written "
              "with this page.", "",
              "Coverage is nested, so it is not in-sample: each system's rows are checked against the band computed "

@@ -210,6 +210,11 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
             overlay["uncertainty"] = residuals
             summary.append("uncertainty.busbw_log_residual: 80% band of the fit's residuals per class ("
                            + ", ".join(f"{c}: {n} rows" for c, n in residuals["rows"].items()) + ")")
+            summary.append("uncertainty.fitted_ranks: the communicators the fit measured ("
+                           + ", ".join(f"{scope}: {lo}" + (f"-{hi}" if hi != lo else "") + " ranks"
+                                       for scope, (lo, hi) in residuals["fitted_ranks"].items())
+                           + "); outside them the interval is the wider of the residual and "
+                           "leave-one-system-out bands")
     if inputs.gemms:
         gfit = fit_gemm_curve(inputs.gemms, profile)
         warnings += gfit.warnings

@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     from simulator.files import STDOUT, OutputSet
     from simulator.hardware.topology import build_topology
     from simulator.replay.single_collective import time_collective
-    from simulator.report.intervals import LEVEL, calibration_residuals, collective_band
+    from simulator.report.intervals import (LEVEL, calibration_ranks, calibration_residuals, collective_band,
+                                            outside_fitted_scale)
 
     check_outputs(args, "json", "log")
     op = _op(args.op)
@@ -152,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     gpus = [node * profile.node.gpus + local for node in range(nodes) for local in range(gpn)]
     floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
     residuals = calibration_residuals(profile)
+    fitted_ranks = calibration_ranks(profile)
 
     rows = []
     for size in sizes(lo, hi, factor):
@@ -165,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"the {op} of {size:,} bytes takes {r.time_s} s on {profile.name}: a bandwidth or "
                              "efficiency of the profile is so small that the time overflows; nothing is written",
                              field="--hardware")
-        band, basis = collective_band(profile.domains(nodes) > 1, size, residuals, op)
+        band, basis = collective_band(profile.domains(nodes) > 1, size, residuals, op, ranks, fitted_ranks)
         t_lo, t_hi = band.around(r.time_s * 1e6)
         rows.append({"size_bytes": size, "count": count_for(op, size, esize, ranks), "type": args.dtype, "time_us": r.time_s * 1e6,
                      "algbw_GBps": r.algbw / 1e9, "busbw_GBps": r.busbw / 1e9,
@@ -179,12 +181,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
               f"busbw factor {busbw_factor(op, ranks):.4g}")
         print(f"# {_inputs_text(inputs)}")
-        fitted = sum("calibration fit" in row["interval_basis"] for row in rows)
+        fitted = sum(row["interval_basis"].startswith("residuals of the calibration fit") for row in rows)
+        wider = sum(row["interval_basis"].startswith("wider of") for row in rows)
         loso = "the leave-one-system-out errors of comparable measured systems (docs/validation-collectives.md)"
+        beyond = outside_fitted_scale(profile.domains(nodes) > 1, ranks, fitted_ranks)
         print(f"# {LEVEL:.0%} interval of busbw: "
               + ("the residuals of this profile's calibration fit" if fitted == len(rows) else
                  f"the residuals of this profile's calibration fit for the {fitted} size(s) of a collective, scope and "
                  f"size band it measured; {loso} for the others" if fitted else
+                 f"the wider of this profile's calibration residuals and {loso}, as {beyond}: the residuals describe "
+                 "the fit at the scales it measured (docs/validation-calibration.md)"
+                 + (f"; {loso} alone for the {len(rows) - wider} size(s) of a size band it did not measure"
+                    if wider < len(rows) else "") if wider else
                  (f"{loso} (the calibration fit measured no {op} of this scope and size band)" if residuals else loso)))
         print(f"#{'size':>12} {'count':>12} {'type':>6} {'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}  "
               f"{'algorithm/protocol':<18}  busbw {LEVEL:.0%}(GB/s)")

@@ -298,10 +298,31 @@ class Uncertainty(_Strict):
     sweep weighing the same, and how many rows. ``clustersim collective`` reads them as the 80%
     interval of a calibrated profile for those classes, and the leave-one-system-out band for any
     other (simulator/report/intervals.py). Keys without the collective (``across nodes, >= 1
-    MiB``, as overlays written before the per-collective bands have them) apply to every collective."""
+    MiB``, as overlays written before the per-collective bands have them) apply to every collective.
+
+    ``fitted_ranks`` records, per scope (``one node``, ``across nodes``), the smallest and largest
+    communicator (ranks) the fit measured there. The residuals describe the fit at those scales
+    only: a prediction outside that range takes the wider of the residual band and the
+    leave-one-system-out band of its class. Absent (overlays written before it), the residual
+    band applies at every scale."""
 
     busbw_log_residual: dict[str, list[float]] = Field(default_factory=dict)
     rows: dict[str, int] = Field(default_factory=dict)
+    fitted_ranks: dict[str, list[int]] = Field(default_factory=dict)
+
+    @field_validator("fitted_ranks")
+    @classmethod
+    def _ranges(cls, value: dict[str, list[int]]) -> dict[str, list[int]]:
+        for key, pair in value.items():
+            if key not in SCOPES:
+                raise ValueError(f"{key!r}: expected a scope, one of {', '.join(SCOPES)}")
+            if len(pair) != 2:
+                raise ValueError(f"{key}: expected [smallest, largest] ranks, got {len(pair)} numbers")
+            lo, hi = pair
+            if not 1 <= lo <= hi:
+                raise ValueError(f"{key}: expected [smallest, largest] ranks with 1 <= smallest <= largest, "
+                                 f"got [{lo}, {hi}]")
+        return value
 
     @field_validator("busbw_log_residual")
     @classmethod

@@ -18,7 +18,14 @@ systems the model was not tuned on:
   (docs/validation-calibration.md scores the fit on held-out rows); a class the fit did not see
   (another collective, scope or size band) falls back to the leave-one-system-out band: on the
   leave-one-collective-out splits of docs/validation-calibration.md the fit's own band covered
-  53% of the held-out collective's rows, the fallback covers 94%;
+  53% of the held-out collective's rows, the fallback covers 94%. Scale is part of the class
+  too: the overlay records the smallest and largest communicator (ranks) the fit measured per
+  scope (``uncertainty.fitted_ranks``), and a prediction outside that range, where the
+  residuals say nothing, takes the wider of the residual band and the leave-one-system-out band
+  (the latter describes the model on a system, or a scale, that no fit saw; the former is kept so
+  that going further from the data never narrows the interval). On the scale splits of
+  docs/validation-calibration.md the residual band alone covered 60% of the larger
+  communicators' rows, the wider band covers 83%;
 * a step time: the leave-one-source-out errors of the published training runs
   (docs/validation-e2e.md), one band for every run (a band per regime, one node or several,
   covers fewer held-out rows on these data; the page shows both). It is the same with a
@@ -170,23 +177,58 @@ def calibration_residuals(profile: Any) -> dict[str, tuple[float, float]] | None
     return {k: (float(v[0]), float(v[1])) for k, v in res.items()} if res else None
 
 
+def calibration_ranks(profile: Any) -> dict[str, tuple[int, int]] | None:
+    """The smallest and largest communicator (ranks) per scope that a calibrated profile's fit
+    measured (``uncertainty.fitted_ranks``; None: not recorded, or not calibrated)."""
+    u = getattr(profile, "uncertainty", None)
+    got = getattr(u, "fitted_ranks", None) if u is not None else None
+    return {k: (int(v[0]), int(v[1])) for k, v in got.items()} if got else None
+
+
+def outside_fitted_scale(multi_node: bool, ranks: int | None,
+                         fitted_ranks: Mapping[str, Sequence[int]] | None) -> str | None:
+    """Why a communicator of ``ranks`` lies outside the scale a calibration fit measured in its
+    scope (None: inside it, or nothing to tell: no ranks given or no range recorded)."""
+    if ranks is None or fitted_ranks is None:
+        return None
+    scope = SCOPES[int(bool(multi_node))]
+    span = fitted_ranks.get(scope)
+    if span is None:
+        return f"the calibration fit measured no communicator {scope}"
+    lo, hi = span
+    if lo <= ranks <= hi:
+        return None
+    measured = f"{lo} ranks" if lo == hi else f"{lo}-{hi} ranks"
+    return f"{ranks} ranks is outside the {measured} the calibration fit measured {scope}"
+
+
 def collective_band(multi_node: bool, size_bytes: int,
-                    residuals: Mapping[str, Sequence[float]] | None = None, op: str | None = None) -> tuple[Band, str]:
-    """The band of a predicted collective ``op``, and where it comes from. ``residuals``: the
-    ``[q10, q90]`` log residuals per class that ``clustersim calibrate`` recorded in the profile
-    (``uncertainty.busbw_log_residual``), used for the classes the fit had rows of (the
-    collective's own class, or a class without a collective that an older overlay recorded);
-    otherwise the leave-one-system-out table."""
+                    residuals: Mapping[str, Sequence[float]] | None = None, op: str | None = None,
+                    ranks: int | None = None,
+                    fitted_ranks: Mapping[str, Sequence[int]] | None = None) -> tuple[Band, str]:
+    """The band of a predicted collective ``op`` on ``ranks`` GPUs, and where it comes from.
+    ``residuals``: the ``[q10, q90]`` log residuals per class that ``clustersim calibrate``
+    recorded in the profile (``uncertainty.busbw_log_residual``), used for the classes the fit had
+    rows of (the collective's own class, or a class without a collective that an older overlay
+    recorded) at a communicator size within ``fitted_ranks`` (``uncertainty.fitted_ranks``);
+    outside that range the wider of the residual band and the leave-one-system-out band (the
+    residuals describe the fit at the scales it measured, not beyond); for any other class the
+    leave-one-system-out table."""
+    from simulator.report.collective_interval_table import BANDS
+
     cls = collective_class(multi_node, size_bytes)
+    t_lo, t_hi, groups, rows = BANDS[cls]
+    loso = f"leave-one-system-out errors of {groups} measured systems, {cls}"
     if residuals:
         for key in ((op_class(op, multi_node, size_bytes),) if op else ()) + (cls,):
             if key in residuals:
                 lo, hi = residuals[key]
-                return Band(min(lo, 0.0), max(hi, 0.0), 1, 0), f"residuals of the calibration fit, {key}"
-    from simulator.report.collective_interval_table import BANDS
-
-    lo, hi, groups, rows = BANDS[cls]
-    return Band(lo, hi, groups, rows), f"leave-one-system-out errors of {groups} measured systems, {cls}"
+                beyond = outside_fitted_scale(multi_node, ranks, fitted_ranks)
+                if beyond is None:
+                    return Band(min(lo, 0.0), max(hi, 0.0), 1, 0), f"residuals of the calibration fit, {key}"
+                return (Band(min(lo, t_lo, 0.0), max(hi, t_hi, 0.0), groups, rows),
+                        f"wider of the residuals of the calibration fit, {key}, and the {loso} ({beyond})")
+    return Band(t_lo, t_hi, groups, rows), loso
 
 
 def step_band() -> tuple[Band, str] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -640,14 +641,20 @@ def test_interval_summary_reads_the_coverage_it_reports():
 
     from simulator.calibration.cross_validation import interval_summary
 
-    def rows(split, n, covered):
-        return SimpleNamespace(split=split, interval_rows=n, covered=covered)
+    def rows(split, n, covered, log_width=0.0):
+        return SimpleNamespace(split=split, interval_rows=n, covered=covered, interval_log_width=log_width)
 
     text = interval_summary([rows("sizes (fit even, predict odd)", 100, 76), rows("leave out allreduce", 100, 53)])[0]
     assert "**64% of 200**" in text and "it holds between measured sizes" in text
     assert "too narrow for a collective the calibration did not measure" in text
     text = interval_summary([rows("sizes (fit even, predict odd)", 100, 50), rows("leave out allreduce", 100, 80)])[0]
     assert "too narrow even between measured sizes" in text and "it holds for a collective" in text
+    # the scale rows (the wider band) and the width: geometric mean of upper / lower end over rows
+    text = interval_summary([rows("sizes (fit even, predict odd)", 100, 80, 100 * math.log(1.5)),
+                             rows("scale: fit ≤ 32 GPUs, predict 64", 40, 20, 20 * math.log(2.0)),
+                             rows("scale: fit ≤ 128 GPUs, predict 512", 10, 5, 10 * math.log(4.0))])[0]
+    assert "50% of 50 at a scale it did not see" in text and "too narrow at a larger scale" in text
+    assert "×1.50, –" in text and f"×{math.exp((20 * math.log(2) + 10 * math.log(4)) / 50):.2f}." in text
 
 
 def test_fitting_rings_moves_alltoall_only_through_the_links(h100):

@@ -194,6 +194,7 @@ def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
     cal = load_profile(str(overlay))
     res = cal.uncertainty.busbw_log_residual
     assert set(res) <= {f"allgather, {c}" for c in BANDS if c.startswith("one node")} and res
+    assert cal.uncertainty.fitted_ranks == {"one node": [8, 8]}  # the log's one 8-GPU communicator
     m = from_sweep(parse_nccl_log(log)[0], load_profile("dgx-h100"), algo="ring")
     logs = np.log1p(busbw_errors(cal, m))
     big = [x for s, x in zip(m.sizes, logs) if s >= 1 << 20]
@@ -222,6 +223,93 @@ def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
     b_lo, b_hi, _, _ = BANDS["one node, >= 1 MiB"]
     assert other["time_interval_us"] == pytest.approx([other["time_us"] * math.exp(b_lo),
                                                        other["time_us"] * math.exp(b_hi)], rel=1e-5)
+    # a communicator the fit did not measure (4 of the 8 GPUs): the wider of the two bands, said so
+    assert main(["collective", "--hardware", str(overlay), "--op", "allgather", "--ranks", "4",
+                 "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    four = json.loads(out.read_text())["rows"][0]
+    assert four["interval_basis"].startswith("wider of") and "outside the 8 ranks" in four["interval_basis"]
+    assert "4 ranks is outside the 8 ranks the calibration fit measured one node" in text
+    assert four["time_interval_us"] == pytest.approx([four["time_us"] * math.exp(min(lo, b_lo)),
+                                                      four["time_us"] * math.exp(max(hi, b_hi))], rel=1e-5)
+
+
+def test_beyond_the_fitted_scale_the_band_is_the_wider_of_the_two():
+    """A calibrated profile's residual band holds at the communicator sizes its fit measured;
+    beyond them (larger, or smaller) the interval is the union of the residual band and the
+    leave-one-system-out band of the class, so it never narrows with distance from the data.
+    Overlays without `fitted_ranks` keep the residual band at every scale."""
+    from simulator.report.collective_interval_table import BANDS
+
+    cls = "across nodes, >= 1 MiB"
+    t_lo, t_hi, systems, _ = BANDS[cls]
+    res = {f"allreduce, {cls}": [-0.02, 0.03]}
+    ranges = {"one node": [8, 8], "across nodes": [16, 32]}
+    for ranks in (16, 24, 32):
+        band, basis = iv.collective_band(True, 1 << 30, res, "allreduce", ranks, ranges)
+        assert (band.lo, band.hi) == (-0.02, 0.03) and basis == f"residuals of the calibration fit, allreduce, {cls}"
+    for ranks in (8, 64, 1024):
+        band, basis = iv.collective_band(True, 1 << 30, res, "allreduce", ranks, ranges)
+        assert (band.lo, band.hi) == (min(-0.02, t_lo), max(0.03, t_hi)) and band.groups == systems
+        assert basis.startswith("wider of") and f"{ranks} ranks is outside the 16-32 ranks" in basis
+    # the wider of the two, side by side: a residual band wider than the table's on one side keeps it
+    wide = {f"allreduce, {cls}": [t_lo - 0.5, 0.0]}
+    band, _ = iv.collective_band(True, 1 << 30, wide, "allreduce", 64, ranges)
+    assert (band.lo, band.hi) == (t_lo - 0.5, t_hi)
+    # a scope the fit measured no communicator of (a legacy key without a collective, here)
+    band, basis = iv.collective_band(True, 1 << 30, {cls: [-0.01, 0.01]}, "alltoall", 16, {"one node": [8, 8]})
+    assert (band.lo, band.hi) == (t_lo, t_hi) and "measured no communicator across nodes" in basis
+    # no range recorded (an overlay written before fitted_ranks): the residual band at any scale
+    assert iv.collective_band(True, 1 << 30, res, "allreduce", 1024, None)[0].lo == -0.02
+    # a class the fit had no rows of stays the leave-one-system-out band whatever the scale
+    band, basis = iv.collective_band(True, 1 << 30, res, "allgather", 64, ranges)
+    assert (band.lo, band.hi) == (t_lo, t_hi) and basis.startswith("leave-one-system-out")
+
+
+def test_collective_says_which_band_beyond_the_fitted_scale(tmp_path, capsys):
+    """`collective` on an overlay whose fit measured 16-32 ranks across nodes: at 16 ranks the
+    residual band, at 64 the wider band, with the header saying why."""
+    from simulator.report.collective_interval_table import BANDS
+
+    cls = "across nodes, >= 1 MiB"
+    overlay = tmp_path / "cal.yaml"
+    overlay.write_text("base: dgx-h100\nuncertainty:\n  busbw_log_residual:\n"
+                       f"    'allreduce, {cls}': [-0.02, 0.03]\n"
+                       "  fitted_ranks:\n    'across nodes': [16, 32]\n")
+    out = tmp_path / "c.json"
+    rows = {}
+    for ranks in (16, 64):
+        assert main(["collective", "--hardware", str(overlay), "--op", "allreduce", "--ranks", str(ranks),
+                     "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]) == 0
+        rows[ranks] = (capsys.readouterr().out, json.loads(out.read_text())["rows"][0])
+    text, row = rows[16]
+    assert "the residuals of this profile's calibration fit" in text and "wider" not in text
+    assert row["time_interval_us"] == pytest.approx([row["time_us"] * math.exp(-0.02),
+                                                     row["time_us"] * math.exp(0.03)], rel=1e-6)
+    text, row = rows[64]
+    header = next(line for line in text.splitlines() if line.startswith("# 80% interval"))
+    assert "wider of this profile's calibration residuals and the leave-one-system-out" in header
+    assert "64 ranks is outside the 16-32 ranks the calibration fit measured across nodes" in header
+    t_lo, t_hi, _, _ = BANDS[cls]
+    assert row["time_interval_us"] == pytest.approx([row["time_us"] * math.exp(min(-0.02, t_lo)),
+                                                     row["time_us"] * math.exp(max(0.03, t_hi))], rel=1e-6)
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("{'across nodes': [sixteen, 32]}", "uncertainty.fitted_ranks.across nodes[0]: Input should be a valid integer"),
+    ("{'across nodes': 16}", "uncertainty.fitted_ranks.across nodes: Input should be a valid list"),
+    ("{'across nodes': [32, 16]}", "1 <= smallest <= largest"),
+    ("{'across the network': [16, 32]}", "expected a scope, one of one node, across nodes"),
+])
+def test_fitted_ranks_is_validated(tmp_path, capsys, value, expected):
+    """A malformed `uncertainty.fitted_ranks` is an input error naming the field: exit 2."""
+    overlay = tmp_path / "bad.yaml"
+    overlay.write_text(f"base: dgx-h100\nuncertainty:\n  fitted_ranks: {value}\n")
+    rc = main(["collective", "--hardware", str(overlay), "--op", "allreduce", "--ranks", "16"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "Traceback" not in err and str(overlay) in err and expected in err, err
+    assert "fitted_ranks" in err
 
 
 def test_residual_classes_name_the_collective():
@@ -271,3 +359,22 @@ def test_sweep_plans_carry_the_step_interval():
             assert p["step_time_interval_s"] == pytest.approx([p["step_time_s"] * lo_f, p["step_time_s"] * hi_f])
         else:
             assert p["step_time_interval_s"] is None
+
+
+def test_fit_residuals_record_the_communicators_per_scope():
+    """`uncertainty.fitted_ranks` is the smallest and largest communicator of the measured sweeps
+    in each scope: an 8-GPU node and 16- and 32-GPU sweeps across nodes of ABCI's A100s."""
+    from simulator.calibration.collective_intervals import fit_residuals
+    from simulator.calibration.fit import from_sweep
+    from simulator.calibration.nccl_log import parse_nccl_log
+    from simulator.config.hardware import Uncertainty, load_profile
+
+    profile = load_profile("abci-a100")
+    logs = ROOT / "tests" / "fixtures" / "nccl_logs"
+    ms = [from_sweep(parse_nccl_log(logs / name)[0], profile)
+          for name in ("a100x8_allreduce_1node_abci.txt", "a100x16_allreduce_2node_abci.txt",
+                       "a100x32_allreduce_4node_abci.txt")]
+    assert [m.ranks for m in ms] == [8, 16, 32]
+    block = fit_residuals(profile, ms)
+    assert block["fitted_ranks"] == {"one node": [8, 8], "across nodes": [16, 32]}
+    Uncertainty(**block)  # what calibrate writes, the profile loader reads
