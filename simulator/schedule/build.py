@@ -19,7 +19,7 @@ from simulator.schedule.data_parallel import BucketedSync, GradSync
 from simulator.schedule.flops import model_flops_per_token
 from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree, program_depends_on_cp_rank
 from simulator.schedule.groups import Grid
-from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
+from simulator.schedule.ir import COMM_TYPES, CommOp, ComputeOp, Op, P2POp, op_to_dict
 from simulator.schedule.pipeline import StageBuilder
 from simulator.schedule.shapes import ParamUnit, RankShapes, stage_units
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
@@ -182,6 +182,8 @@ def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[
     """
     out = {k: 0 for k in COMM_TYPES}
     for i, op in enumerate(program):
+        if op.__class__ is ComputeOp:  # most ops: nothing on the wire
+            continue
         if isinstance(op, CommOp):
             if group_size(i) > 1:
                 out[comm_type(op.op)] += op.size_bytes
