@@ -119,7 +119,7 @@ def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int], end: list[floa
 def _prev_on_stream(tl: RankTimeline) -> list[int]:
     last: dict[str, int] = {}
     get = last.get
-    out = []
+    out: list[int] = []
     append = out.append
     for i, op in enumerate(tl.program):
         stream = op.stream
