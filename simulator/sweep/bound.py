@@ -93,7 +93,7 @@ from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
-from simulator.schedule.shapes import stage_layers, stage_units, virtual_layers
+from simulator.schedule.shapes import stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
 # Entries kept per cache before it is emptied; a sweep of thousands of plans needs a few hundred.
@@ -293,10 +293,11 @@ def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, P
 
 
 def _stage_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[float]:
-    pp = scn.parallel.pp
+    pp, vp = scn.parallel.pp, scn.parallel.vp
+    vl = virtual_layers(scn)  # each stage's layers as stage_layers gives them, the split made once
     out = []
     for s, st in enumerate(times):
-        t = sum(sum(st.layer(spec, layer)) for layer in stage_layers(scn, s))
+        t = sum(sum(st.layer(spec, layer)) for layer in (layer for c in range(vp) for layer in vl[c * pp + s]))
         if s == 0:
             t += st.embedding
         if s == pp - 1:
@@ -435,9 +436,16 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], k
             if seq is None:
                 heads[stream] = i
                 seq = times[stream] = []
-            t = seconds(op)
-            if op.__class__ is CommOp:
-                comm_times.setdefault(stream, []).append(t)
+            if op.__class__ is CommOp:  # the data-parallel collectives, most of the ops left
+                t = alone.get((op.op, op.axes, op.size_bytes))
+                if t is None:
+                    t = collective(op)
+                comm = comm_times.get(stream)
+                if comm is None:
+                    comm = comm_times[stream] = []
+                comm.append(t)
+            else:
+                t = seconds(op)
             if durations is not None:
                 seq.append(t)
                 durations.append(t)
@@ -461,7 +469,8 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], k
         n = len(seg)
         if start < done or tuple(ops[start:start + n]) != seg:
             continue
-        op_by_op(done, start)
+        if done < start:
+            op_by_op(done, start)
         tpl = tpl.origin or tpl  # a relabeled template's ops differ from its origin's in their names alone
         hit = passes.get(id(tpl))
         if hit is None or hit[0] is not tpl:
@@ -493,14 +502,14 @@ def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
           origin: float = 0.0) -> list[float | None]:
     """End times of the ops reached from op ``start`` (ending at ``origin``; ``start`` -1: every
     op, none waiting at first) through dependencies and each stream's FIFO order, up to op
-    ``stop``."""
+    ``stop``. Ops before ``start`` are neither walked nor looked at: none is reached, so an op's
+    predecessor on its stream before ``start`` adds nothing to it."""
     end: list[float | None] = [None] * len(ops)
     last_on: dict[str, int] = {}
-    for i, op in enumerate(ops[:len(ops) if stop is None else stop + 1]):
+    first = max(start, 0)
+    for i, op in enumerate(ops[first:len(ops) if stop is None else stop + 1], first):
         prev = last_on.get(op.stream)
         last_on[op.stream] = i
-        if i < start:
-            continue
         if i == start:
             end[i] = origin
             continue
