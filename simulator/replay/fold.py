@@ -153,12 +153,12 @@ def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map, full_stamps: S
     return True
 
 
-def _alike_stamps(full: Sequence[Op], reduced: Sequence[Op], m: _Map, index: list[int], full_stamps: Sequence[tuple],
-                  reduced_stamps: Sequence[tuple]) -> list[tuple[int, int, Any]]:
-    """The runs ``[a, b)`` (with their template) of full positions, in order, that one stamp of a layer pass's template
-    appended (``ProgramBuilder.stamps``: start, ops, template) and whose counterparts, at
-    consecutive reduced positions, one stamp of the same template did. A stamp's ops take every
-    field but their dependencies, tags and P2P keys from the template
+def _alike_stamps(full: Sequence[Op], reduced: Sequence[Op], m: _Map, index: list[int],
+                  full_stamps: Sequence[tuple], reduced_stamps: Sequence[tuple]) -> list[tuple[int, int, Any]]:
+    """The runs ``[a, b)`` of full positions (with their template), in order, that one stamp of a
+    layer pass's template appended (``ProgramBuilder.stamps``: start, ops, template) and whose
+    counterparts, at consecutive reduced positions, one stamp of the same template did. A
+    stamp's ops take every field but their dependencies, tags and P2P keys from the template
     (``schedule/transformer.py``, ``_stamp_ops``), and :func:`_signature` reads none of those, so
     such a run's ops have their counterparts' signatures. A stamp counts only while the program
     still holds its ops (``tuple`` equality: the build may have moved or replaced some since)."""
@@ -177,8 +177,8 @@ def _alike_stamps(full: Sequence[Op], reduced: Sequence[Op], m: _Map, index: lis
         # a run inside one region of the map (before the cut, one copy of the period, after the
         # copies) has consecutive counterparts
         first, last = a, b - 1
-        if not ((last < m.cut) or (first >= inserted) or (
-                m.cut <= first and last < inserted and (first - m.cut) // m.length == (last - m.cut) // m.length)):
+        one_copy = m.cut <= first and last < inserted and (first - m.cut) // m.length == (last - m.cut) // m.length
+        if not (last < m.cut or first >= inserted or one_copy):
             continue
         j = index[a]
         hit = at.get(j)
@@ -220,7 +220,8 @@ def _deps_to_compare(full: Sequence[Op], alike: list[tuple[int, int, Any]]) -> n
     return np.flatnonzero(keep)
 
 
-def _deps_apart(full: Sequence[Op], reduced: Sequence[Op], m: _Map, positions: np.ndarray | None = None) -> list[int]:
+def _deps_apart(full: Sequence[Op], reduced: Sequence[Op], m: _Map,
+                positions: np.ndarray | None = None) -> list[int]:
     """The full ops (of ``positions``, default all) whose dependencies are not, one by one, their
     reduced counterpart's at the same distance (or the same op before the cut): :func:`_same_ops`
     looks at those alone. Every dependency of the step as one array (a Python test per
