@@ -117,23 +117,33 @@ class _Map:
         return (j + self.n * self.length,)
 
 
-def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
+def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map, full_stamps: Sequence[tuple] = (),
+              reduced_stamps: Sequence[tuple] = ()) -> bool:
     """Check 1: every full op is its reduced counterpart, dependencies at the same distance,
-    or, for an op after the periods put back, on every copy of an op of the copied period."""
+    or, for an op after the periods put back, on every copy of an op of the copied period.
+    Where a run of full ops and their counterparts are stamps of one template
+    (:func:`_alike_stamps`), their signatures are equal by construction: only their
+    dependencies are compared, and of those only the ones outside the stamp (an op that waits
+    only for ops of its own stamp waits for its counterpart's at the same distance)."""
     index = m.index.tolist()
     cut = m.cut
     sigs: list[tuple | None] = [None] * len(reduced)  # each reduced op's, once asked for
-    for i, op in enumerate(full):
-        j = index[i]
-        red = reduced[j]
-        if op is red:  # one op object (a stamp both builds kept, schedule/transformer.py): the same op
-            continue
-        sig = sigs[j]
-        if sig is None:
-            sig = sigs[j] = _signature(red)
-        if type(op) is not type(red) or _signature(op) != sig:
-            return False
-    for i in _deps_apart(full, reduced, m):
+    alike = _alike_stamps(full, reduced, m, index, full_stamps, reduced_stamps)
+    lo = 0
+    for a, b, _ in (*alike, (len(full), len(full), ())):
+        for i in range(lo, a):
+            op = full[i]
+            j = index[i]
+            red = reduced[j]
+            if op is red:  # one op object (a stamp both builds kept, schedule/transformer.py): the same op
+                continue
+            sig = sigs[j]
+            if sig is None:
+                sig = sigs[j] = _signature(red)
+            if type(op) is not type(red) or _signature(op) != sig:
+                return False
+        lo = b
+    for i in _deps_apart(full, reduced, m, _deps_to_compare(full, alike)):
         j = index[i]
         deps, rdeps = full[i].deps, reduced[j].deps
         if deps != rdeps and not (len(deps) == len(rdeps) and all(
@@ -143,31 +153,101 @@ def _same_ops(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> bool:
     return True
 
 
-def _deps_apart(full: Sequence[Op], reduced: Sequence[Op], m: _Map) -> list[int]:
-    """The full ops whose dependencies are not, one by one, their reduced counterpart's at the
-    same distance (or the same op before the cut): :func:`_same_ops` looks at those alone.
-    Every dependency of the step as one array (a Python test per dependency was a third of
-    the check on a folded plan's tens of thousands of ops)."""
-    fd = [op.deps for op in full]
-    rd = [op.deps for op in reduced]
+def _alike_stamps(full: Sequence[Op], reduced: Sequence[Op], m: _Map, index: list[int],
+                  full_stamps: Sequence[tuple], reduced_stamps: Sequence[tuple]) -> list[tuple[int, int, Any]]:
+    """The runs ``[a, b)`` of full positions (with their template), in order, that one stamp of a
+    layer pass's template appended (``ProgramBuilder.stamps``: start, ops, template) and whose
+    counterparts, at consecutive reduced positions, one stamp of the same template did. A
+    stamp's ops take every field but their dependencies, tags and P2P keys from the template
+    (``schedule/transformer.py``, ``_stamp_ops``), and :func:`_signature` reads none of those, so
+    such a run's ops have their counterparts' signatures. A stamp counts only while the program
+    still holds its ops (``tuple`` equality: the build may have moved or replaced some since)."""
+    if not full_stamps or not reduced_stamps:
+        return []
+    at = {start: (ops, tpl) for start, ops, tpl in reduced_stamps}
+    held: dict[int, bool] = {}  # reduced stamps checked against the reduced program
+    inserted = m.cut + m.n * m.length
+    out: list[tuple[int, int, Any]] = []
+    end = 0
+    for a, ops, tpl in full_stamps:
+        n = len(ops)
+        b = a + n
+        if not n or a < end or b > len(full):
+            continue
+        # a run inside one region of the map (before the cut, one copy of the period, after the
+        # copies) has consecutive counterparts
+        first, last = a, b - 1
+        one_copy = m.cut <= first and last < inserted and (first - m.cut) // m.length == (last - m.cut) // m.length
+        if not (last < m.cut or first >= inserted or one_copy):
+            continue
+        j = index[a]
+        hit = at.get(j)
+        if hit is None or hit[1] is not tpl or len(hit[0]) != n:
+            continue
+        ok = held.get(j)
+        if ok is None:
+            ok = held[j] = tuple(reduced[j:j + n]) == hit[0]
+        if ok and tuple(full[a:b]) == ops:
+            out.append((a, b, tpl))
+            end = b
+    return out
+
+
+def _deps_to_compare(full: Sequence[Op], alike: list[tuple[int, int, Any]]) -> np.ndarray | None:
+    """The full positions whose dependencies check 1 compares: all but the ops of the runs of
+    :func:`_alike_stamps` that wait only for ops of their own stamp (a template's dependency
+    inside the pass is ``start + d``: at the same distance in both stamps). Which ops of a
+    stamp wait outside it is the template's (its rows' symbols), found on its first run."""
+    if not alike:
+        return None
+    starts: dict[int, tuple[Any, int, list[int]]] = {}  # by template: its runs' length and starts
+    for a, b, tpl in alike:
+        entry = starts.get(id(tpl))
+        if entry is None or entry[0] is not tpl:
+            entry = starts[id(tpl)] = (tpl, b - a, [])
+        entry[2].append(a)
+    edges = np.zeros(len(full) + 1, dtype=np.int64)
+    runs = np.array([(a, b) for a, b, _ in alike], dtype=np.int64)
+    np.add.at(edges, runs[:, 0], 1)
+    np.add.at(edges, runs[:, 1], -1)
+    keep = np.cumsum(edges[:-1]) == 0
+    for _, n, firsts in starts.values():
+        a = firsts[0]
+        # offsets of the ops that wait outside their stamp (the template's rows with a symbol)
+        outside = np.array([k for k in range(n) if any(d < a for d in full[a + k].deps)], dtype=np.int64)
+        if outside.size:
+            keep[(np.array(firsts, dtype=np.int64)[:, None] + outside[None, :]).ravel()] = True
+    return np.flatnonzero(keep)
+
+
+def _deps_apart(full: Sequence[Op], reduced: Sequence[Op], m: _Map,
+                positions: np.ndarray | None = None) -> list[int]:
+    """The full ops (of ``positions``, default all) whose dependencies are not, one by one, their
+    reduced counterpart's at the same distance (or the same op before the cut): :func:`_same_ops`
+    looks at those alone. Every dependency of the step as one array (a Python test per
+    dependency was a third of the check on a folded plan's tens of thousands of ops)."""
+    at_full = np.arange(len(full), dtype=np.int64) if positions is None else positions
+    idx = m.index[at_full]
+    fd = [op.deps for op in full] if positions is None else [full[i].deps for i in at_full.tolist()]
+    rd = [reduced[j].deps for j in idx.tolist()]
     fl = np.fromiter(map(len, fd), np.int64, len(fd))
     rl = np.fromiter(map(len, rd), np.int64, len(rd))
-    idx = m.index
-    same_len = fl == rl[idx]
+    same_len = fl == rl
     ff = np.fromiter(chain.from_iterable(fd), np.int64, int(fl.sum()))
     rf = np.fromiter(chain.from_iterable(rd), np.int64, int(rl.sum()))
     if rf.size == 0:
         rf = np.zeros(1, dtype=np.int64)
     f_off = np.cumsum(fl) - fl
     r_off = np.cumsum(rl) - rl
-    owner = np.repeat(np.arange(fl.size, dtype=np.int64), fl)  # the full op of each dependency
+    owner = np.repeat(np.arange(fl.size, dtype=np.int64), fl)  # the checked op of each dependency
+    i = at_full[owner]
     j = idx[owner]
-    at = np.where(same_len[owner], r_off[j] + np.arange(ff.size, dtype=np.int64) - f_off[owner], 0)
+    at = np.where(same_len[owner], r_off[owner] + np.arange(ff.size, dtype=np.int64) - f_off[owner], 0)
     e = rf[at]
-    good = same_len[owner] & ((ff - owner == e - j) | ((ff == e) & (e < m.cut)))
+    good = same_len[owner] & ((ff - i == e - j) | ((ff == e) & (e < m.cut)))
     apart = ~same_len
     apart[owner[~good]] = True
-    return np.flatnonzero(apart).tolist()
+    return at_full[np.flatnonzero(apart)].tolist()
 
 
 def _every_copy(rdeps: Sequence[int], m: _Map) -> list[int]:
@@ -290,7 +370,8 @@ def _map_for(full: Any, reduced: Any, role: str, n: int, period: int, cut_period
         length = steady_r[(cut_period + 1) * period] - cut
         if len(prog) == len(red) + n * length:
             m = _Map(cut, length, n, len(prog))
-            if not _same_ops(prog, red, m):
+            if not _same_ops(prog, red, m, getattr(full, "stamps", {}).get(role, ()),
+                             getattr(reduced, "stamps", {}).get(role, ())):
                 m = None
     checked[key] = m
     return m

@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from simulator.errors import InputError
 from simulator.replay.trace import RankTimeline, Trace, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
@@ -116,11 +118,29 @@ def _blocker(tl: RankTimeline, i: int, prev_on_stream: list[int], end: list[floa
 
 def _prev_on_stream(tl: RankTimeline) -> list[int]:
     last: dict[str, int] = {}
-    out = []
+    get = last.get
+    out: list[int] = []
+    append = out.append
     for i, op in enumerate(tl.program):
-        out.append(last.get(op.stream, -1))
-        last[op.stream] = i
+        stream = op.stream
+        append(get(stream, -1))
+        last[stream] = i
     return out
+
+
+def _last_to_end(end: Any) -> int:
+    """``max(range(n), key=lambda k: (end[k], k))``: the op that ends last, the latest of them on a
+    tie. Without NaN, the last position of the array's maximum; with one, that loop's rule (an
+    op replaces the best so far when ``end >= best``, false beside a NaN) op by op."""
+    n = len(end)
+    if not np.isnan(end).any():
+        return n - 1 - int(np.argmax(end[::-1]))
+    values = end.tolist()
+    k, best = 0, values[0]
+    for i in range(1, n):
+        if values[i] >= best:
+            k, best = i, values[i]
+    return k
 
 
 def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
@@ -173,8 +193,7 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
         busy += end[i] - start[i]
         t = max(t, end[i])
     if step_time > t:
-        last = max(range(len(prog)), key=lambda k: (end[k], k)) if prog else None
-        blame(t, step_time, last)
+        blame(t, step_time, _last_to_end(tl.end) if prog else None)
     return Breakdown(busy, exposed, bubble)
 
 
@@ -216,9 +235,17 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     from simulator.schedule.memory import memory_per_gpu
 
     mem = memory_per_gpu(scenario)
+    used: dict[str, set[tuple[str, str]]] = {}  # op kind -> its (algorithm, protocol) pairs
+    program = tl.program
+    for i, pair in tl.algorithm.items():
+        kind = op_kind(program[i])
+        pairs = used.get(kind)
+        if pairs is None:
+            pairs = used[kind] = set()
+        pairs.add(pair)
     algos: dict[str, set[str]] = {}
-    for i, (a, p) in tl.algorithm.items():
-        algos.setdefault(comm_type(op_kind(tl.program[i])), set()).add(f"{a}/{p}")
+    for kind, pairs in used.items():
+        algos.setdefault(comm_type(kind), set()).update(f"{a}/{p}" for a, p in pairs)
     s = trace.stats
     from simulator.report.intervals import step_band
 

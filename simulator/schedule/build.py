@@ -19,7 +19,7 @@ from simulator.schedule.data_parallel import BucketedSync, GradSync
 from simulator.schedule.flops import model_flops_per_token
 from simulator.schedule.context_parallel import A2A_SUBGROUP_AXES, hierarchical_a2a_degree, program_depends_on_cp_rank
 from simulator.schedule.groups import Grid
-from simulator.schedule.ir import COMM_TYPES, CommOp, Op, P2POp, op_to_dict
+from simulator.schedule.ir import COMM_TYPES, CommOp, ComputeOp, Op, P2POp, op_to_dict
 from simulator.schedule.pipeline import StageBuilder
 from simulator.schedule.shapes import ParamUnit, RankShapes, stage_units
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
@@ -42,6 +42,9 @@ class Schedule:
     steady: dict[str, tuple[int, ...]] = field(default_factory=dict)
     steady_period: int = 1
     period_micro_batches: int = 1
+    # Per role, the layer passes its build stamped from a template (ProgramBuilder.stamps): fold's
+    # check 1 compares such passes template to template instead of op by op.
+    stamps: dict[str, list[tuple[int, tuple[Op, ...], Any]]] = field(default_factory=dict)
 
     def role_of(self, rank: int) -> str:
         return role_name(self.grid.coord(rank, "pp"), self.grid.coord(rank, "cp"))
@@ -82,16 +85,17 @@ def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
 
 
 def build_program(scn: Scenario, stage: int, cp_index: int = 0,
-                  chunks: list[list[ParamUnit]] | None = None) -> list[Op]:
+                  chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None) -> list[Op]:
     """One stage's program, built with the cyclic GC off as :func:`build_schedule` builds (the
     sweep's lower bound builds two per refined plan: its collections took a quarter of that).
     ``chunks``: the stage's :func:`stage_units` where the caller has them (they depend on the
     model and the parallelism, not on the batch: the bound builds each stage at two
-    micro-batch counts)."""
+    micro-batch counts). ``stamps``: a list to append the program's stamped layer passes to
+    (:attr:`~simulator.schedule.ir.ProgramBuilder.stamps`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build_stage(scn, stage, cp_index, chunks).pb.ops
+        return _build_stage(scn, stage, cp_index, chunks, stamps).pb.ops
     finally:
         if was_enabled:
             gc.enable()
@@ -117,11 +121,12 @@ def _layer_builder(spec: LayerSpec) -> LayerBuilder:
 
 
 def _build_stage(scn: Scenario, stage: int, cp_index: int = 0,
-                 chunks: list[list[ParamUnit]] | None = None) -> StageBuilder:
+                 chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None) -> StageBuilder:
     if chunks is None:
         chunks = stage_units(scn, stage)
     layers = _layer_builder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
     builder = StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks)
+    builder.pb.stamps = stamps
     builder.build()
     return builder
 
@@ -138,14 +143,16 @@ def build_schedule(scn: Scenario) -> Schedule:
     try:
         programs = {}
         steady: dict[str, tuple[int, ...]] = {}
+        stamps: dict[str, list[tuple[int, tuple[Op, ...], Any]]] = {}
         period = (1, 1)
         for s in range(p.pp):
-            first = _build_stage(scn, s, 0)
+            first = _build_stage(scn, s, 0, stamps=[])
             period = (first.steady_period, first.period_micro_batches)
             for c in range(p.cp):
-                b = first if c == 0 or shared else _build_stage(scn, s, c)
+                b = first if c == 0 or shared else _build_stage(scn, s, c, stamps=[])
                 programs[role_name(s, c)] = b.pb.ops
                 steady[role_name(s, c)] = tuple(b.steady)
+                stamps[role_name(s, c)] = b.pb.stamps or []
     finally:
         if was_enabled:
             gc.enable()
@@ -161,7 +168,7 @@ def build_schedule(scn: Scenario) -> Schedule:
     if not all(steady.values()):
         steady = {}
     return Schedule(grid=make_grid(scn), programs=programs, meta=meta, scenario=scn.name, steady=steady,
-                    steady_period=period[0], period_micro_batches=period[1])
+                    steady_period=period[0], period_micro_batches=period[1], stamps=stamps)
 
 
 def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[str, int]:
@@ -175,6 +182,8 @@ def comm_bytes(program: Sequence[Op], group_size: Callable[[int], int]) -> dict[
     """
     out = {k: 0 for k in COMM_TYPES}
     for i, op in enumerate(program):
+        if op.__class__ is ComputeOp:  # most ops: nothing on the wire
+            continue
         if isinstance(op, CommOp):
             if group_size(i) > 1:
                 out[comm_type(op.op)] += op.size_bytes

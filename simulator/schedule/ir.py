@@ -220,6 +220,10 @@ class ProgramBuilder:
 
     def __init__(self) -> None:
         self.ops: list[Op] = []
+        # Where the caller asks for them (a list; None: not kept), the runs of ops appended as
+        # one stamp of a layer pass's template (``transformer._stamp_kept``): (start, the ops,
+        # the template). The template's fields are every field of its ops but their deps and tags.
+        self.stamps: list[tuple[int, tuple[Op, ...], Any]] | None = None
 
     def add(self, op: Op) -> int:
         ops = self.ops

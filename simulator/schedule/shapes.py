@@ -156,9 +156,29 @@ def mla_weights(scn: Scenario) -> MlaWeights:
                       up=(q_r if q_r else h) * a * (d + d_r) + kv_r * a * (d + d_v), out=a * d_v * h)
 
 
+# layer_unit by what it reads: the model (frozen, by identity, kept alive by its entry), tp, ep,
+# the expert TP degree and the layer. A sweep's plans share the model, and its bound, memory
+# model and schedules ask for the same layers of every plan of one tp again and again.
+_LAYER_UNITS: dict[tuple, tuple[Any, "ParamUnit"]] = {}
+_LAYER_UNITS_KEPT = 4096
+
+
 def layer_unit(scn: Scenario, layer: int) -> ParamUnit:
     """Parameters of transformer layer `layer` on one rank, one :class:`Module` per tensor; a
     hybrid model's layer holds its block's norm and its mixer, attention or MLP alone."""
+    m, p = scn.model, scn.parallel
+    key = (id(m), p.tp, p.ep, p.expert_tp, layer)
+    hit = _LAYER_UNITS.get(key)
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_LAYER_UNITS) >= _LAYER_UNITS_KEPT:
+        _LAYER_UNITS.clear()
+    unit = _layer_unit(scn, layer)
+    _LAYER_UNITS[key] = (m, unit)
+    return unit
+
+
+def _layer_unit(scn: Scenario, layer: int) -> ParamUnit:
     m, p = scn.model, scn.parallel
     t, h, d = p.tp, m.hidden, m.head_dim
     block = m.block(layer)

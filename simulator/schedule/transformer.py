@@ -300,6 +300,9 @@ class _Template:
     # op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
     # so a relabeled template (``replace``) keeps its own's.
     stamper: Callable[..., tuple] | None = field(default=None, compare=False, repr=False)
+    # The template this one was relabeled from (:func:`_relabeled`), whose ops have every field of
+    # this one's but their names and P2P keys; None: this one is its own.
+    origin: "_Template | None" = field(default=None, compare=False, repr=False)
 
 
 def _wait_shape(after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> tuple[int, ...]:
@@ -477,15 +480,17 @@ def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tup
     key = (id(tpl), mb, start, after, wa, wm)
     hit = _STAMPED.get(key)
     if hit is not None and hit[0] is tpl:  # the template is kept alive by its entry: its id is its own
-        pb.ops.extend(hit[1])
-        return start + tpl.result
-    ops = _stamp_ops(tpl, start, mb, after, wa, wm)
+        ops = hit[1]
+    else:
+        ops = _stamp_ops(tpl, start, mb, after, wa, wm)
+        if _stamped_ops[0] >= _STAMPED_KEPT:
+            _STAMPED.clear()
+            _stamped_ops[0] = 0
+        _STAMPED[key] = (tpl, ops)
+        _stamped_ops[0] += len(ops)
     pb.ops.extend(ops)
-    if _stamped_ops[0] >= _STAMPED_KEPT:
-        _STAMPED.clear()
-        _stamped_ops[0] = 0
-    _STAMPED[key] = (tpl, ops)
-    _stamped_ops[0] += len(ops)
+    if pb.stamps is not None:
+        pb.stamps.append((start, ops, tpl))
     return start + tpl.result
 
 
@@ -519,7 +524,8 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
             values = tuple(args)
         state.append(values)
     tags = tuple(make_tag(t.phase, new, t.mb_index, t.chunk) for t in tpl.tags)
-    return _Template(tpl.types, tuple(state), tpl.deps, tags, tpl.tag_of, tpl.result, tpl.single_dep, tpl.stamper)
+    return _Template(tpl.types, tuple(state), tpl.deps, tags, tpl.tag_of, tpl.result, tpl.single_dep, tpl.stamper,
+                     tpl.origin or tpl)
 
 
 class LayerBuilder:

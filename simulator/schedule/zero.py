@@ -88,6 +88,8 @@ class DeepSpeedZero3(GradSync):
         self.fetches: list[_Fetch] = []
         self._numel = {m.name: m.numel for m, _, _ in self.trace}
         self._plan(p.zero3_max_live_parameters, p.zero3_prefetch_bucket_elements, p.zero3_max_reuse_distance)
+        # each fetch's AllGather output, the same for every micro-batch
+        self._fetch_bytes = [f.numel(self.group_size) * PARAM_BYTES for f in self.fetches]
         self._bucket: int = 0
         self._last_rs = -1
         self._prev_unit_after = -1
@@ -154,8 +156,7 @@ class DeepSpeedZero3(GradSync):
         tag = Tag(phase, layer, mb)
         dep = (self._prev_unit_after,) if self._prev_unit_after >= 0 else ()
         for fid in self.issues.get(key, ()):
-            f = self.fetches[fid]
-            size = f.numel(self.group_size) * PARAM_BYTES
+            size = self._fetch_bytes[fid]
             ag = self._comm(pb, f"zero3.ag.f{fid}.mb{mb}", "allgather", size, dep, tag, dtype="bf16")
             self._ops[fid] = pb.add(ComputeOp(name=f"zero3.ag.f{fid}.mb{mb}.unflatten", kind="copy",
                                               hbm_bytes=2.0 * size, deps=(ag,), stream="zero3.copy", tag=tag))

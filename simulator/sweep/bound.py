@@ -83,7 +83,8 @@ how many plans it pruned.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, reduce
+from operator import add
 from typing import Any, Callable, cast
 
 from simulator.config.scenario import Scenario
@@ -92,7 +93,7 @@ from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
-from simulator.schedule.shapes import stage_layers, stage_units, virtual_layers
+from simulator.schedule.shapes import stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
 # Entries kept per cache before it is emptied; a sweep of thousands of plans needs a few hundred.
@@ -292,10 +293,11 @@ def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, P
 
 
 def _stage_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[float]:
-    pp = scn.parallel.pp
+    pp, vp = scn.parallel.pp, scn.parallel.vp
+    vl = virtual_layers(scn)  # each stage's layers as stage_layers gives them, the split made once
     out = []
     for s, st in enumerate(times):
-        t = sum(sum(st.layer(spec, layer)) for layer in stage_layers(scn, s))
+        t = sum(sum(st.layer(spec, layer)) for layer in (layer for c in range(vp) for layer in vl[c * pp + s]))
         if s == 0:
             t += st.embedding
         if s == pp - 1:
@@ -358,13 +360,37 @@ class _Priced:
         return None
 
 
-def _priced_program(scn: Scenario, stage: int, build: Callable[[Scenario, int], list[Op]], kernels: bool) -> _Priced:
+@dataclass(frozen=True)
+class _PricedPass:
+    """The ops of one stamp of a layer pass's template priced (:func:`_priced_program`): every
+    stamp of the template has the same fields but dependencies and tags, so the same seconds."""
+
+    durations: tuple[float, ...]
+    # per stream, in the order of their first op: that op's offset in the pass and the seconds
+    # of the stream's ops in program order
+    streams: tuple[tuple[str, int, tuple[float, ...]], ...]
+    comms: tuple[tuple[str, tuple[float, ...]], ...]  # per stream, its collectives' seconds in order
+
+
+def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], kernels: bool,
+                    passes: dict[int, tuple[Any, _PricedPass]]) -> _Priced:
     """A stage's program and each op's seconds at least: kernels at their compute time
     (:func:`~simulator.costs.compute.compute_time`, one evaluation per kernel shape, as
     :func:`~simulator.costs.compute.compute_times`), every collective at its time alone (its
     group's size uncapped), sends and receives at 0. Without ``kernels``, only the collectives
-    (what :func:`comm_streams_s` reads)."""
-    ops = build(scn, stage)
+    (what :func:`comm_streams_s` reads).
+
+    The layer passes the build stamped from a template (``ProgramBuilder.stamps``; nine tenths
+    of the GPT-3 175B sweep's ops) are priced once per template (``passes``, shared by the
+    builds of one stage; a template relabeled for another layer by the one it was relabeled
+    from, ``_Template.origin``): a stamp's ops are the template's but their dependencies, tags
+    and names, which no price reads. Each stream's sum adds its ops' seconds in program order
+    either way (the ops of other streams do not enter it), so every figure is the one priced
+    op by op (``tests/unit/test_sweep_bound.py``). A stamp whose ops the build replaced or
+    moved since (``tuple`` equality with the ops it appended: MoE's SM share, combined 1F1B's
+    reordering) is priced op by op."""
+    stamps: list[tuple[int, tuple[Op, ...], Any]] = []
+    ops = build(scn, stage, stamps=stamps)
     grid = make_grid(scn)
     rank = grid.rank_of({"pp": stage})
     cluster = _cluster(scn)
@@ -373,7 +399,11 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[[Scenario, int], 
     groups: dict[tuple[str, ...], tuple[int, ...]] = {}
     alone: dict[tuple, float] = {}  # by (kind, axes, size): the program's thousands of collectives are a few dozen
     n_gpus = scn.n_gpus
-    comm_sums: dict[str, float] = {}
+    durations: list[float] | None = [] if kernels else None
+    # per stream, its ops' seconds (with kernels) and its collectives' seconds in program order,
+    # added up at the end
+    times: dict[str, list[float]] = {}
+    comm_times: dict[str, list[float]] = {}
     heads: dict[str, int] = {}
 
     def collective(op: CommOp) -> float:
@@ -384,37 +414,87 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[[Scenario, int], 
             if members is None:
                 members = groups[op.axes] = grid.group(rank, op.axes)
             t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes, n_gpus)
-        comm_sums[op.stream] = comm_sums.get(op.stream, 0.0) + t
         return t
 
-    if not kernels:
-        for i, op in enumerate(ops):
-            if op.stream not in heads:
-                heads[op.stream] = i
-            if op.__class__ is CommOp:
-                collective(op)
-        return _Priced(ops, None, None, comm_sums, heads)
-    durations: list[float] = []
-    append = durations.append
-    sums: dict[str, float] = {}
-    for i, op in enumerate(ops):
+    def seconds(op: Op) -> float:
         cls = op.__class__
-        if cls is ComputeOp:
+        if cls is CommOp:
+            return collective(op)  # type: ignore[arg-type]
+        if cls is ComputeOp and kernels:
             key = shape_key(op)  # type: ignore[arg-type]
             t = shapes.get(key)
             if t is None:
                 t = shapes[key] = compute_time(op, gpu)  # type: ignore[arg-type]
-        elif cls is CommOp:
-            t = collective(op)  # type: ignore[arg-type]
-        else:
-            t = 0.0
-        append(t)
-        stream = op.stream
-        v = sums.get(stream)
-        if v is None:
-            heads[stream] = i
-            v = 0.0
-        sums[stream] = v + t
+            return t
+        return 0.0
+
+    def op_by_op(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            op = ops[i]
+            stream = op.stream
+            seq = times.get(stream)
+            if seq is None:
+                heads[stream] = i
+                seq = times[stream] = []
+            if op.__class__ is CommOp:  # the data-parallel collectives, most of the ops left
+                t = alone.get((op.op, op.axes, op.size_bytes))
+                if t is None:
+                    t = collective(op)
+                comm = comm_times.get(stream)
+                if comm is None:
+                    comm = comm_times[stream] = []
+                comm.append(t)
+            else:
+                t = seconds(op)
+            if durations is not None:
+                seq.append(t)
+                durations.append(t)
+
+    def priced_pass(seg: tuple[Op, ...]) -> _PricedPass:
+        each = [seconds(op) for op in seg]
+        streams: dict[str, tuple[int, list[float]]] = {}
+        comms: dict[str, list[float]] = {}
+        for k, (op, t) in enumerate(zip(seg, each)):
+            entry = streams.get(op.stream)
+            if entry is None:
+                entry = streams[op.stream] = (k, [])
+            entry[1].append(t)
+            if op.__class__ is CommOp:
+                comms.setdefault(op.stream, []).append(t)
+        return _PricedPass(tuple(each), tuple((s, k, tuple(ts)) for s, (k, ts) in streams.items()),
+                           tuple((s, tuple(ts)) for s, ts in comms.items()))
+
+    done = 0  # ops priced so far
+    for start, seg, tpl in stamps:
+        n = len(seg)
+        if start < done or tuple(ops[start:start + n]) != seg:
+            continue
+        if done < start:
+            op_by_op(done, start)
+        tpl = tpl.origin or tpl  # a relabeled template's ops differ from its origin's in their names alone
+        hit = passes.get(id(tpl))
+        if hit is None or hit[0] is not tpl:
+            hit = passes[id(tpl)] = (tpl, priced_pass(seg))
+        priced = hit[1]
+        for stream, first, ts in priced.streams:
+            seq = times.get(stream)
+            if seq is None:
+                heads[stream] = start + first
+                seq = times[stream] = []
+            if durations is not None:
+                seq.extend(ts)
+        for stream, ts in priced.comms:
+            seq = comm_times.get(stream)
+            if seq is None:
+                seq = comm_times[stream] = []
+            seq.extend(ts)
+        if durations is not None:
+            durations.extend(priced.durations)
+        done = start + n
+    op_by_op(done, len(ops))
+    # each sum in program order, as the replay's FIFO stream runs them
+    sums = {k: reduce(add, v, 0.0) for k, v in times.items()} if kernels else None
+    comm_sums = {k: reduce(add, v, 0.0) for k, v in comm_times.items()}
     return _Priced(ops, durations, sums, comm_sums, heads)
 
 
@@ -422,14 +502,14 @@ def _walk(ops: list[Op], durations: list[float], start: int, stop: int | None,
           origin: float = 0.0) -> list[float | None]:
     """End times of the ops reached from op ``start`` (ending at ``origin``; ``start`` -1: every
     op, none waiting at first) through dependencies and each stream's FIFO order, up to op
-    ``stop``."""
+    ``stop``. Ops before ``start`` are neither walked nor looked at: none is reached, so an op's
+    predecessor on its stream before ``start`` adds nothing to it."""
     end: list[float | None] = [None] * len(ops)
     last_on: dict[str, int] = {}
-    for i, op in enumerate(ops[:len(ops) if stop is None else stop + 1]):
+    first = max(start, 0)
+    for i, op in enumerate(ops[first:len(ops) if stop is None else stop + 1], first):
         prev = last_on.get(op.stream)
         last_on[op.stream] = i
-        if i < start:
-            continue
         if i == start:
             end[i] = origin
             continue
@@ -478,9 +558,10 @@ def _priced_programs(scn: Scenario, stage: int) -> list[_Priced]:
         build = partial(built_frozen(build_program) if frozen else build_program, chunks=chunks)
         # the last stage's are read for their collectives alone (comm_streams_s)
         kernels = stage == 0
-        out = [_priced_program(few, stage, build, kernels)]
+        passes: dict[int, tuple[Any, _PricedPass]] = {}  # the stage's layer passes, priced once for both
+        out = [_priced_program(few, stage, build, kernels, passes)]
         if few is not scn:
-            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage, build, kernels))
+            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage, build, kernels, passes))
     _programs_kept[:] = [key, out, scn]  # scn kept alive: its id keys the entry
     return out
 

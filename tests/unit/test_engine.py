@@ -416,3 +416,22 @@ def test_hang_report_cap_keeps_the_rank_at_fault():
     assert len(msg.splitlines()) <= 26
     assert "at fault: ranks [0, 31]" in msg.splitlines()[0]  # 31 never issues it; 0 never receives from 31
     assert f"  rank {n - 1}: op 0 'send' on stream dp: send key 'x' to rank 0" in msg
+
+
+def test_op_that_ends_the_step_is_the_latest_of_the_last_to_end():
+    """The breakdown's tail starts from the op that ends last, the latest one on a tie (what
+    ``max(range(n), key=lambda k: (end[k], k))`` picks), with NaN ends (ops not run) as that
+    expression treats them: never taken, unless the first stays the best."""
+    import numpy as np
+
+    from simulator.report.summary import _last_to_end
+
+    nan = float("nan")
+    cases = [[1.0, 3.0, 2.0], [3.0, 1.0, 3.0, 2.0], [0.0, -0.0], [-0.0, 0.0, -1.0], [5.0],
+             [1.0, nan, 3.0, 3.0, nan], [nan, 1.0, 2.0], [nan, nan], [2.0, nan, 1.0]]
+    rng = np.random.default_rng(0)
+    cases += [list(rng.integers(0, 4, 50).astype(float)) for _ in range(20)]
+    for case in cases:
+        end = np.array(case)
+        listed = end.tolist()  # as critical_path_breakdown reads them: a float object each
+        assert _last_to_end(end) == max(range(len(listed)), key=lambda k: (listed[k], k)), case

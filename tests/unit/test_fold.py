@@ -192,3 +192,60 @@ def test_role_table_from_the_small_reduced_steps_is_built_from_scratch(make):  #
             assert got == want, name
             if isinstance(want, dict):
                 assert list(got) == list(want), name
+
+
+@pytest.mark.parametrize("plan", ["1f1b", "zero2", "zero3_deepspeed", "zero3_fsdp2"])
+def test_check_one_by_stamps_is_check_one_op_by_op(make, plan):  # noqa: F811 - the fixture
+    """Check 1 with the builds' stamps (schedule/build.py, Schedule.stamps) skips the signatures
+    of the runs of full ops stamped from the template that stamped their counterparts, and the
+    dependencies of those of their ops that wait only inside their own stamp. Op by op, those
+    signatures are equal and those dependencies at the same distance: the ops whose
+    dependencies are apart are the same found comparing every op, and the verdict is the same.
+    Most ops are in such runs."""
+    parallel, nodes, mb = PLANS[plan]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
+    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    for role, prog in full.programs.items():
+        red, steady_r = small.programs[role], small.steady[role]
+        cut = steady_r[2 * period]
+        m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+        index = m.index.tolist()
+        alike = fold._alike_stamps(prog, red, m, index, full.stamps[role], small.stamps[role])
+        assert sum(b - a for a, b, _ in alike) > 0.5 * len(prog)
+        for a, b, _ in alike:
+            assert [fold._signature(op) for op in prog[a:b]] == [fold._signature(red[index[i]]) for i in range(a, b)]
+        positions = fold._deps_to_compare(prog, alike)
+        assert len(positions) < 0.5 * len(prog)
+        assert fold._deps_apart(prog, red, m, positions) == fold._deps_apart(prog, red, m)
+        assert fold._same_ops(prog, red, m) and fold._same_ops(prog, red, m, full.stamps[role], small.stamps[role])
+
+
+def test_check_one_by_stamps_refuses_a_changed_op(make):  # noqa: F811 - the fixture
+    """A stamped op replaced after the build (a longer kernel, a dependency one op earlier inside
+    its pass or outside it) is no longer its stamp's: the run is compared op by op and check 1
+    refuses it, with the stamps as without."""
+    parallel, nodes, mb = PLANS["zero2"]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
+    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    role = "pp0.cp0"
+    prog, red, steady_r = full.programs[role], small.programs[role], small.steady[role]
+    cut = steady_r[2 * period]
+    m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+    alike = fold._alike_stamps(prog, red, m, m.index.tolist(), full.stamps[role], small.stamps[role])
+    # a layer pass in the periods put back
+    a, b, _ = next(run for run in alike if run[0] >= cut + m.length and run[1] - run[0] > 8)
+    kernel = next(i for i in range(a, b) if isinstance(prog[i], ComputeOp) and prog[i].flops > 0)
+    inside = next(i for i in range(a, b) if prog[i].deps and min(prog[i].deps) > a)
+    outside = next(i for i in range(a, b) if prog[i].deps and min(prog[i].deps) < a)
+    changes = [(kernel, dict(flops=2 * prog[kernel].flops)), (inside, dict(deps=(prog[inside].deps[0] - 1,))),
+               (outside, dict(deps=tuple(d - 1 if d < a else d for d in prog[outside].deps)))]
+    for i, change in changes:
+        changed = list(prog)
+        changed[i] = dataclasses.replace(prog[i], **change)
+        assert not fold._same_ops(changed, red, m, full.stamps[role], small.stamps[role]), (i, change)

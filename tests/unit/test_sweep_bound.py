@@ -270,3 +270,83 @@ def test_streams_after_the_first_backward_kernel_as_a_whole_walk_finds_them(para
     whole = _late_streams(*_op_by_op(scn, scn.parallel.pp - 1, scn.parallel.pp))
     assert _after_backward(program) == whole
     assert whole == (set() if parallel["zero"] == 3 else {"dp"})
+
+
+def _priced_both_ways(scn, stage: int, change=None, micro_batches: int | None = None):
+    """A stage's program (``pp`` micro-batches unless told) priced by ``_priced_program`` with the
+    build's stamps and with none (every op priced op by op); ``change(ops, stamps)`` may alter
+    the program after its build. Also the share of the ops in stamps that still hold them, and
+    of the stamps."""
+    from dataclasses import fields
+
+    from simulator.schedule.build import build_program
+    from simulator.sweep.bound import _priced_program, _with_micro_batches
+
+    few = _with_micro_batches(scn, micro_batches or scn.parallel.pp)
+    stamps: list = []
+    ops = list(build_program(few, stage, stamps=stamps))
+    if change is not None:
+        change(ops, stamps)
+
+    def built(_scn, _stage, stamps=None, kept=stamps):
+        if stamps is not None:
+            stamps.extend(kept)
+        return ops
+
+    def bare(_scn, _stage, stamps=None):
+        return ops
+
+    out = []
+    for build in (built, bare):
+        priced = _priced_program(few, stage, build, stage == 0, {})
+        out.append({f.name: getattr(priced, f.name) for f in fields(priced)})
+    held = [seg for start, seg, _ in stamps if tuple(ops[start:start + len(seg)]) == seg]
+    return out[0], out[1], sum(map(len, held)) / len(ops), len(held) / max(len(stamps), 1)
+
+
+@pytest.mark.parametrize("parallel", [dict(tp=8, pp=1, zero=3), dict(tp=4, pp=4, zero=2),
+                                      dict(tp=4, pp=4, vp=2, pp_schedule="interleaved", zero=1)])
+def test_stamped_passes_priced_as_op_by_op(parallel):
+    """The layer passes a build stamps are priced once per template (their ops differ from the
+    template's in dependencies and tags alone) and each stream's sum is added in program order:
+    every op's seconds, every stream's sum (in the same key order), the collectives' sums and
+    each stream's first op are those of the program priced op by op, on stage 0 (kernels and
+    collectives) and on the last stage (collectives only). Most of GPT-3 175B's ops are in stamps."""
+    scn = gpt3_175b(**parallel)
+    for stage in {0, scn.parallel.pp - 1}:
+        stamped, op_by_op, covered, _ = _priced_both_ways(scn, stage)
+        assert covered > 0.6
+        for key, value in op_by_op.items():
+            assert stamped[key] == value, key
+            if isinstance(value, dict):
+                assert list(stamped[key]) == list(value), key
+
+
+def test_a_stamped_op_replaced_after_the_build_is_priced_as_it_is():
+    """An op of a stamped pass that the build replaced later (as MoE's SM share or combined 1F1B's
+    reordering do) is no longer the template's: its stamp is priced op by op, with the op as
+    it stands (here a GEMM made twice as long)."""
+    from dataclasses import replace
+
+    def longer(ops, stamps):
+        start, seg, _ = stamps[len(stamps) // 2]
+        k = next(k for k, op in enumerate(seg) if isinstance(op, ComputeOp) and op.kind == "gemm")
+        ops[start + k] = replace(seg[k], flops=2 * seg[k].flops)
+
+    scn = gpt3_175b(tp=4, pp=4, zero=1)
+    stamped, op_by_op, _, _ = _priced_both_ways(scn, 0, longer)
+    _, unchanged, _, _ = _priced_both_ways(scn, 0)
+    assert stamped == op_by_op
+    assert stamped["sums"]["compute"] > unchanged["sums"]["compute"]
+
+
+def test_moe_combined_1f1b_priced_as_op_by_op(tmp_path):
+    """Combined 1F1B interleaves the ops of two stamped passes after the build
+    (schedule/moe_overlap.py): those stamps no longer hold their ops and are priced op by op."""
+    from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+
+    make = moe_scenario_maker(tmp_path, {**MOE, "layers": 8}, nodes=1, global_batch=32)
+    scn = make({"ep": 2, "pp": 2, "pp_schedule": "interleaved", "vp": 2, "overlap_moe_expert_parallel_comm": True})
+    for stage in (0, 1):
+        stamped, op_by_op, _, held = _priced_both_ways(scn, stage, micro_batches=scn.n_micro)
+        assert stamped == op_by_op and 0 < held < 1
