@@ -470,16 +470,6 @@ class HardwareProfile(_Strict):
         return tuple(nics.gpu_paths) if nics.gpu_paths is not None else (nics.gpu_path,) * self.node.gpus
 
     @property
-    def host_staged_gpus(self) -> tuple[bool, ...]:
-        """Per local GPU, whether NCCL stages its network sends and receives through host memory:
-        its path to its NIC is farther than ``NCCL_NET_GDR_LEVEL`` (``node.nics.gdr_level``), or
-        the node has no GPUDirect RDMA (costs/gdr.py)."""
-        from simulator.costs.gdr import uses_gdr
-
-        nics = self.node.nics
-        return tuple(not uses_gdr(p, nics.gdr_level, gpu_direct=nics.gpu_direct) for p in self.gpu_nic_paths)
-
-    @property
     def sys_link_GBps(self) -> float:
         """Per direction, the CPU interconnect a sys path crosses (``node.pcie.sys_GBps``, else
         NCCL's figure for the CPU vendor, src/graph/topo.h)."""

@@ -47,3 +47,11 @@ def uses_gdr(path: PathType, level: PathType | None = None, *, read: bool = Fals
     if read and sm < GDR_READ_ANY_FROM_SM and not nvlink_peer:
         return False
     return PATH_ORDER.index(path) <= PATH_ORDER.index(level or DEFAULT_GDR_LEVEL)
+
+
+def host_staged_gpus(profile) -> tuple[bool, ...]:
+    """Per local GPU of ``profile``, whether NCCL stages its network sends and receives through host
+    memory: its path to its NIC (``HardwareProfile.gpu_nic_paths``) is farther than
+    ``NCCL_NET_GDR_LEVEL`` (``node.nics.gdr_level``), or the node has no GPUDirect RDMA."""
+    nics = profile.node.nics
+    return tuple(not uses_gdr(p, nics.gdr_level, gpu_direct=nics.gpu_direct) for p in profile.gpu_nic_paths)

@@ -9,7 +9,7 @@ import pytest
 from simulator.config.hardware import load_profile
 from simulator.costs import nccl_graph
 from simulator.costs.collectives import effective_capacity_Bps, phase_time_s, plan_collective
-from simulator.costs.gdr import PATH_ORDER, uses_gdr
+from simulator.costs.gdr import PATH_ORDER, host_staged_gpus, uses_gdr
 from simulator.hardware.topology import build_topology
 
 # ncclTopoCheckGdr: GPUDirect when the path is no farther than NCCL_NET_GDR_LEVEL (default PXB).
@@ -39,11 +39,11 @@ def test_gdr_reads_before_ampere_need_an_nvlink_peer():
 def test_polaris_stages_gpu0_and_gpu2_through_host_memory():
     p = load_profile("polaris-a100")
     assert p.gpu_nic_paths == ("sys", "phb", "sys", "phb")
-    assert p.host_staged_gpus == (True, False, True, False)  # NCCL_NET_GDR_LEVEL=PHB
+    assert host_staged_gpus(p) == (True, False, True, False)  # NCCL_NET_GDR_LEVEL=PHB
     # with NCCL's default level (PXB) every Polaris GPU would stage: even the PHB ones
     default = p.model_copy(update={"node": p.node.model_copy(update={"nics": p.node.nics.model_copy(
         update={"gdr_level": None})})})
-    assert default.host_staged_gpus == (True, True, True, True)
+    assert host_staged_gpus(default) == (True, True, True, True)
     assert p.sys_link_GBps == 16.0  # NCCL's AMD_BW (topo.h)
 
 
