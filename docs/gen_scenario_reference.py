@@ -133,6 +133,12 @@ PROFILE_NOTES = {
     "node.nics.gpu_path": "PCIe path from a GPU to its NIC as NCCL classes it: pix (one switch), pxb (switches), "
                           "phb (through the CPU's host bridge), sys (across sockets); beyond pxb NCCL runs no LL128 "
                           "across nodes",
+    "node.nics.gpu_paths": "per local GPU, its path to the NIC it sends through, where the GPUs differ (null: "
+                           "gpu_path for every GPU); a GPU at sys also crosses the CPU interconnect (node.pcie.sys_GBps)",
+    "node.nics.gdr_level": "NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU no farther from its NIC, host "
+                           "memory staging beyond (null: NCCL's default, pxb)",
+    "node.pcie.sys_GBps": "per direction, the CPU interconnect a sys path crosses (between sockets or NUMA domains); "
+                          "null: NCCL's figure for the CPU vendor (topo.h: amd 16, arm 6, intel 10)",
     "node.nics.rdzv_proto": "Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO); "
                             "alt_read costs a host-software round per network message (net_message_us)",
     "node.nics.ports": "network ports per NIC, Gbps being their sum: NCCL before 2.20 gives each port its own "

@@ -201,6 +201,11 @@ class PCIe(_Strict):
     lanes: int = 16
     GBps: float = Field(gt=0)  # per direction
     latency_us: float = Field(default=1.0, ge=0)
+    # Per direction, the CPU interconnect a PCIe path of type sys crosses (between sockets, or between
+    # the NUMA domains of one socket): what a GPU's network traffic to a NIC on another NUMA domain
+    # also goes through (hardware/topology.py). None: NCCL's own figure for the CPU (src/graph/topo.h:
+    # AMD_BW 16, ARM_BW 6, SKL_QPI_BW 10 GB/s), the link NCCL's topology gives two CPU nodes.
+    sys_GBps: float | None = Field(default=None, gt=0)
 
     @property
     def Bps(self) -> float:
@@ -228,6 +233,12 @@ class NICs(_Strict):
     # PATH_PXB"; Hopper and later up to PXN, still closer than PHB): its 128-byte stores are not
     # known to arrive whole through a host bridge.
     gpu_path: Literal["pix", "pxb", "phb", "sys"] = "pxb"
+    # Per local GPU, its path to the NIC it sends through (HardwareProfile.gpu_nics), where the GPUs
+    # differ (ALCF Polaris: two GPUs beside a NIC, two a NUMA domain away); None: gpu_path for all.
+    gpu_paths: list[Literal["pix", "pxb", "phb", "sys"]] | None = None
+    # NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU whose path to its NIC is no farther
+    # (costs/gdr.py); None: NCCL's default, PXB.
+    gdr_level: Literal["pix", "pxb", "phb", "sys"] | None = None
     # Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO). With
     # alt_read every rendezvous message (above FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN, 4 KiB)
     # is pulled by a restricted Get that the target's software issues, and completes at the source
@@ -339,6 +350,11 @@ class Uncertainty(_Strict):
         return value
 
 
+# NCCL's bandwidth of the link between two CPU (NUMA) nodes of its topology, GB/s (src/graph/topo.h
+# v2.21.5-1: AMD_BW 16.0, ARM_BW 6.0, SKL_QPI_BW 10.0 for an Intel Skylake-or-later socket).
+NCCL_SYS_LINK_GBPS: dict[str, float] = {"amd": 16.0, "arm": 6.0, "intel": 10.0}
+
+
 class HardwareProfile(_Strict):
     name: str
     description: str = ""
@@ -420,6 +436,9 @@ class HardwareProfile(_Strict):
                                  "NVLink domain has 72 GPUs): the topology is built element by element")
         if len(self.gpu.gemm_efficiency) > 10_000:
             raise ValueError(f"gpu.gemm_efficiency: {len(self.gpu.gemm_efficiency):,} points; at most 10,000")
+        paths = self.node.nics.gpu_paths
+        if paths is not None and len(paths) != self.node.gpus:
+            raise ValueError(f"node.nics.gpu_paths: expected one path per GPU ({self.node.gpus}), got {len(paths)}")
         local = self.node.nics.local_gpus
         if local is not None:
             nics, gpus = self.node.nics.count, self.node.gpus
@@ -463,6 +482,20 @@ class HardwareProfile(_Strict):
                 k += 1
         return tuple(out)
 
+
+    @property
+    def gpu_nic_paths(self) -> tuple[Literal["pix", "pxb", "phb", "sys"], ...]:
+        """Per local GPU, the PCIe path type to the NIC it sends through (``node.nics.gpu_paths``,
+        else ``gpu_path`` for every GPU)."""
+        nics = self.node.nics
+        return tuple(nics.gpu_paths) if nics.gpu_paths is not None else (nics.gpu_path,) * self.node.gpus
+
+    @property
+    def sys_link_GBps(self) -> float:
+        """Per direction, the CPU interconnect a sys path crosses (``node.pcie.sys_GBps``, else
+        NCCL's figure for the CPU vendor, src/graph/topo.h)."""
+        given = self.node.pcie.sys_GBps
+        return given if given is not None else NCCL_SYS_LINK_GBPS[self.node.cpu_vendor]
 
     @property
     def nvlink_domain_gpus(self) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from simulator.config.nccl_overrides import scoped, version_key
 from simulator.costs import net_messages
+from simulator.costs.gdr import uses_gdr
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
@@ -374,6 +375,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         stack=stack,
         library=profile.collective_library,
         net_path=profile.node.nics.gpu_path,
+        # the rings' and trees' GPUs (at nics.gpu_path from their NICs) run GPUDirect per NCCL's rule
         gdr_flush=net_messages.gdr_flush(profile.gpu.arch, version_key(constants.nccl_version),
-                                         profile.node.nics.gpu_direct),
+                                         uses_gdr(profile.node.nics.gpu_path, profile.node.nics.gdr_level,
+                                                  gpu_direct=profile.node.nics.gpu_direct)),
     )

@@ -66,6 +66,9 @@ class FabricLinks:
     # Per local GPU, the rail its own traffic uses (HardwareProfile.gpu_nics); () = GPU i of a
     # node uses NIC i*rails//gpus.
     gpu_nics: tuple[int, ...] = ()
+    # [gpu] -> (its CPU→the NIC's CPU, back): the CPU-interconnect crossing of a GPU whose path to
+    # its NIC is of type sys, -1 for the others; empty when no GPU has one (Topology._build_sys).
+    sys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @property
     def n_gpus(self) -> int:
@@ -83,6 +86,21 @@ class FabricLinks:
         if self.gpu_nics:
             return np.asarray(self.gpu_nics, dtype=np.int64)[local]
         return local * self.rails // self.gpus_per_node
+
+
+def _insert_sys(links: np.ndarray, rows: np.ndarray, col: np.ndarray | int, link: np.ndarray) -> None:
+    """Insert ``link`` (per row; -1: nothing) at column ``col`` (per row) of ``links[rows]``, moving
+    the links from there one column right (the last column must be free)."""
+    keep = link >= 0
+    if not keep.any():
+        return
+    r, c, v = rows[keep], np.broadcast_to(col, rows.shape)[keep], link[keep]
+    if (links[r, -1] >= 0).any():
+        raise InputError(f"a route crossing the CPU interconnect needs more than {MAX_ROUTE_LINKS} links")
+    for k in np.unique(c).tolist():
+        rr = r[c == k]
+        links[rr, k + 1:] = links[rr, k:-1]
+        links[rr, k] = v[c == k]
 
 
 def _ecmp(a: int, b: int, buckets: int) -> int:
@@ -130,6 +148,7 @@ class RouteTables:
         self.graph_routed = bool(fabric.switch_links)
         self._switch_paths: dict[tuple[int, int], np.ndarray] = {}  # (leaf, leaf) -> (paths, links)
         self._graph: Any = None  # the switch graph (networkx.DiGraph) of a graph-routed fabric, built on first use
+        self.has_sys = False  # some GPU's network route crosses the CPU interconnect (FabricLinks.sys)
 
     @classmethod
     def build(cls, topo: FabricLinks) -> "RouteTables":
@@ -148,6 +167,10 @@ class RouteTables:
         if t.su_kind == "mesh":
             a["mesh"] = np.asarray(topo.mesh, dtype=np.int64)
         a["latency"] = topo.latency_s
+        t.has_sys = bool(topo.sys.size)
+        if t.has_sys:
+            a["sys_out"] = np.ascontiguousarray(topo.sys[:, 0])
+            a["sys_in"] = np.ascontiguousarray(topo.sys[:, 1])
         if topo.nic_leaf.size:  # a scale-out fabric exists
             leaf_rails, spines, nodes, rails = topo.leaf_rails, topo.spines, topo.nodes, topo.rails
             unit = np.arange(nodes, dtype=np.int64)[:, None] // topo.nodes_per_unit
@@ -208,8 +231,8 @@ class RouteTables:
             rs = rd = rail
         ns, nd = src // self.gpn, dst // self.gpn
         # nic_out / nic_in: [node, rail] -> (host→NIC, NIC→leaf) / (leaf→NIC, NIC→host)
-        up = (at("pcie_up", src), at("nic_out", ns, rs, 0), at("nic_out", ns, rs, 1))
-        down = (at("nic_in", nd, rd, 0), at("nic_in", nd, rd, 1), at("pcie_down", dst))
+        up = (at("pcie_up", src), *self._sys_hop("sys_out", src), at("nic_out", ns, rs, 0), at("nic_out", ns, rs, 1))
+        down = (at("nic_in", nd, rd, 0), at("nic_in", nd, rd, 1), *self._sys_hop("sys_in", dst), at("pcie_down", dst))
         ls, ld = at("leaf", ns, rs), at("leaf", nd, rd)
         if ls == ld:
             return up + down
@@ -218,6 +241,14 @@ class RouteTables:
             return up + tuple(paths[_ecmp(src, dst, len(paths))].tolist()) + down
         spine = _ecmp(src, dst, self.spines)
         return up + (at("spine_up", ls, spine), at("spine_down", ld, spine)) + down
+
+    def _sys_hop(self, key: str, gpu: int) -> tuple[int, ...]:
+        """The CPU-interconnect link of ``gpu``'s network route in direction ``key`` (sys_out /
+        sys_in), or none."""
+        if not self.has_sys:
+            return ()
+        link = self._at(key, gpu)
+        return (link,) if link >= 0 else ()
 
     def switch_paths(self, ls: int, ld: int) -> np.ndarray:
         """The equal-cost shortest switch paths from leaf ``ls`` to leaf ``ld`` of a graph-routed
@@ -305,6 +336,9 @@ class RouteTables:
         links[x, base] = down[:, 0]
         links[x, base + 1] = down[:, 1]
         links[x, base + 2] = a["pcie_down"][d]
+        if self.has_sys:
+            _insert_sys(links, x, base + 2, a["sys_in"][d])  # before host→GPU (the later column first)
+            _insert_sys(links, x, np.ones(x.size, dtype=np.int64), a["sys_out"][s])  # after GPU→host
 
     def _graph_hops(self, links: np.ndarray, x: np.ndarray, c: np.ndarray, s: np.ndarray, d: np.ndarray,
                     ls: np.ndarray, ld: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ class NvlsRoutes:
 
 
 LINK_CLASSES: tuple[LinkClass, ...] = ("nvlink", "pcie", "net")
-MAX_ROUTE_LINKS = 8  # GPU→host→NIC→leaf→spine→leaf→NIC→host→GPU
+MAX_ROUTE_LINKS = 10  # GPU→host→NIC→leaf→spine→leaf→NIC→host→GPU, + a CPU-interconnect hop at each end (sys paths)
 
 
 @dataclass(frozen=True)

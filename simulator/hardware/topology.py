@@ -10,6 +10,10 @@ Vertices (names as in docs/architecture.md):
 - ``host{n}``    the node's PCIe root complex / host bridge; every GPU and every NIC hangs off it
                  with its own PCIe link, so GPU→NIC traffic and PCIe peer traffic share the GPU's
                  x16 uplink as they do in hardware
+- ``sys{g}``     the CPU (NUMA domain) GPU g hangs off, where its path to its NIC is of type sys
+                 (``HardwareProfile.gpu_nic_paths``): its traffic to and from the network also
+                 crosses the CPU interconnect between that domain and the NIC's (``host{n}``), one
+                 link each way per such GPU at ``HardwareProfile.sys_link_GBps``
 - ``nic{n}.{r}`` NIC of rail r on node n
 - ``leaf{u}.{r}`` leaf switch of rail r in scalable unit u (``fat_tree``: one leaf per unit, r=0)
 - ``spine{s}``   spine switches, shared by all units and rails
@@ -45,7 +49,7 @@ from simulator.errors import InputError
 from simulator.hardware.route_tables import FabricLinks, RouteTables
 from simulator.hardware.routes import NvlsRoutes, Route, RouteMatrix
 
-LinkKind = Literal["nvlink", "xgmi", "pcie", "nic", "net"]
+LinkKind = Literal["nvlink", "xgmi", "pcie", "nic", "net", "sys"]
 
 
 class _LinkTable:
@@ -162,9 +166,11 @@ class Topology:
         self._nic_leaf = np.zeros((0, self.rails, 2), dtype=np.int64)  # [node, rail] -> (NIC→leaf, leaf→NIC)
         self._leaf_spine = np.zeros((0, 0, 0, 2), dtype=np.int64)  # [unit, leaf rail, spine] -> (up, down)
         self._global: dict[tuple[Hashable, Hashable], int] = {}  # dragonfly: (group, group) -> link
+        self._sys = np.zeros((0, 2), dtype=np.int64)  # [gpu] -> (GPU's CPU→NIC's CPU, back); -1 without
         self._build_scale_up(t)
         self._build_pcie(t)
         self._build_scale_out(t)
+        self._build_sys(t)  # last: the other links keep their ids whether a profile has sys paths or not
 
         self._links = t
         self.capacity_Bps = t.capacity
@@ -179,7 +185,7 @@ class Topology:
             scale_up_kind=node.scale_up.kind, scale_out_kind=so.kind, latency_s=self.latency_s,
             su_up=self._su_up, su_down=self._su_down, mesh=self._mesh, pcie_up=self._pcie_up, pcie_down=self._pcie_down,
             nic_pcie=self._nic_pcie, nic_leaf=self._nic_leaf, leaf_spine=self._leaf_spine,
-            switch_links=self._global, gpu_nics=profile.gpu_nics if self.rails else (),
+            switch_links=self._global, gpu_nics=profile.gpu_nics if self.rails else (), sys=self._sys,
         ))
 
     @cached_property
@@ -218,7 +224,9 @@ class Topology:
         bw = pcie.Bps
         half = units.us(pcie.latency_us) / 2
         n, gpn, rails = self.n_gpus, self.gpus_per_node, self.rails
-        ids = t.add_block(2 * n, bw, half, "pcie", _pairs(lambda: ((f"gpu{g}", f"host{g // gpn}") for g in range(n))))
+        sys = set(self._sys_local)  # such a GPU's PCIe link ends at its own CPU (NUMA domain): _build_sys
+        ids = t.add_block(2 * n, bw, half, "pcie", _pairs(lambda: (
+            (f"gpu{g}", f"sys{g}" if g % gpn in sys else f"host{g // gpn}") for g in range(n))))
         self._pcie_up, self._pcie_down = ids[0::2], ids[1::2]
         # An aggregated NIC (several adapters per GPU) has several PCIe links too.
         nic_pcie = max(bw, self.nic_Bps) if self.profile.node.nics.count > gpn else bw
@@ -226,6 +234,32 @@ class Topology:
             2 * self.nodes * rails, nic_pcie, half, "pcie",
             _pairs(lambda: ((f"host{nd}", f"nic{nd}.{r}") for nd in range(self.nodes) for r in range(rails))),
         ).reshape(self.nodes, rails, 2)
+
+    @cached_property
+    def _sys_local(self) -> tuple[int, ...]:
+        """The local GPUs whose path to their NIC is of type sys, where their crossing is modelled:
+        nodes with a scale-out fabric whose GPUs talk among themselves over NVLink or xGMI (on a
+        PCIe-only node the peer routes would cross it too; not modelled)."""
+        if not self.rails or self.profile.scale_out.kind == "none" or self.profile.node.scale_up.kind not in ("nvswitch", "mesh"):
+            return ()
+        return tuple(i for i, p in enumerate(self.profile.gpu_nic_paths) if p == "sys")
+
+    def _build_sys(self, t: _LinkTable) -> None:
+        """The CPU-interconnect crossing of every GPU whose path to its NIC is of type sys (ALCF
+        Polaris: GPUs 0 and 2, each on its own NUMA domain of the EPYC, a domain away from either
+        NIC): its network sends and receives go between its domain and the NIC's, whether through
+        host memory (NCCL stages them there when the path is beyond NCCL_NET_GDR_LEVEL,
+        costs/gdr.py) or by GPUDirect, so the cross-node route of such a GPU carries one more link
+        each way (route_tables). No such GPU, no links."""
+        local = self._sys_local
+        if not local:
+            return
+        gpn = self.gpus_per_node
+        gpus = [nd * gpn + i for nd in range(self.nodes) for i in local]
+        ids = t.add_block(2 * len(gpus), units.GBps(self.profile.sys_link_GBps), 0.0, "sys",
+                          _pairs(lambda: ((f"sys{g}", f"host{g // gpn}") for g in gpus))).reshape(-1, 2)
+        self._sys = np.full((self.n_gpus, 2), -1, dtype=np.int64)
+        self._sys[np.asarray(gpus, dtype=np.int64)] = ids
 
     def _build_scale_out(self, t: _LinkTable) -> None:
         so = self.profile.scale_out

@@ -1,0 +1,57 @@
+"""Whether NCCL uses GPUDirect RDMA between a GPU and its NIC, from the PCIe path between them.
+
+NCCL's ``ncclTopoCheckGdr`` (``src/graph/paths.cc``; the same test from 2.8 to 2.28) enables
+GPUDirect RDMA for a GPU / NIC pair only when the pair's path type is no farther than
+``NCCL_NET_GDR_LEVEL``, whose default is ``PATH_PXB`` ("int netGdrLevel = PATH_PXB;" then
+"if (distance > netGdrLevel) ... GPU Direct RDMA Disabled"). The path types are ordered by
+distance (``src/graph/topo.h``): PIX (one PCIe switch) < PXB (several switches, not the CPU) <
+PHB (through the CPU's host bridge) < SYS (across the CPU interconnect between NUMA nodes or
+sockets). A send (the NIC reads GPU memory) has one more condition: before compute capability
+8.0 NCCL reads through GDR only when the GPU has an NVLink peer (``NCCL_NET_GDR_READ`` default,
+"Disable GDR Reads pre-Ampere when we have other PCI flows").
+
+Without GPUDirect the network buffers of that connection live in host memory
+(``src/transport/net.cc``: ``NCCL_NET_MAP_ADD_POINTER(map, 0, resources->useGdr, ...)`` places a
+buffer in GPU memory only when ``useGdr``): the kernel writes a send into host-pinned memory over
+the GPU's PCIe link and the NIC reads it from there; a receive is written there by the NIC and
+read by the kernel. Those receives need no flush (``net_messages.gdr_flush`` is GPUDirect's). The
+proxy copies nothing either way (the kernel reaches the host buffer through its device mapping), so
+what the host path adds is the links it crosses: the GPU's PCIe link and, for a path of type sys,
+the CPU interconnect (``hardware/topology.py``, ``HardwareProfile.sys_link_GBps``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+PathType = Literal["pix", "pxb", "phb", "sys"]
+
+# Distance order of the PCIe path types this model names (topo.h: PATH_PIX < PATH_PXB < PATH_PHB < PATH_SYS).
+PATH_ORDER: tuple[PathType, ...] = ("pix", "pxb", "phb", "sys")
+
+# ncclTopoCheckGdr's default netGdrLevel (paths.cc), in every release the project models.
+DEFAULT_GDR_LEVEL: PathType = "pxb"
+
+# Compute capability from which NCCL reads (sends) through GDR without an NVLink peer (paths.cc).
+GDR_READ_ANY_FROM_SM = 80
+
+
+def uses_gdr(path: PathType, level: PathType | None = None, *, read: bool = False, sm: int = 80,
+             nvlink_peer: bool = True, gpu_direct: bool = True) -> bool:
+    """Whether NCCL runs a connection between a GPU and a NIC ``path`` apart with GPUDirect RDMA:
+    the path no farther than ``level`` (``NCCL_NET_GDR_LEVEL``; None: NCCL's default, PXB), GPU and
+    NIC supporting it (``gpu_direct``), and for a send (``read``) a GPU of compute capability
+    ``sm`` >= 8.0 or one with an NVLink peer."""
+    if not gpu_direct:
+        return False
+    if read and sm < GDR_READ_ANY_FROM_SM and not nvlink_peer:
+        return False
+    return PATH_ORDER.index(path) <= PATH_ORDER.index(level or DEFAULT_GDR_LEVEL)
+
+
+def host_staged_gpus(profile) -> tuple[bool, ...]:
+    """Per local GPU of ``profile``, whether NCCL stages its network sends and receives through host
+    memory: its path to its NIC (``HardwareProfile.gpu_nic_paths``) is farther than
+    ``NCCL_NET_GDR_LEVEL`` (``node.nics.gdr_level``), or the node has no GPUDirect RDMA."""
+    nics = profile.node.nics
+    return tuple(not uses_gdr(p, nics.gdr_level, gpu_direct=nics.gpu_direct) for p in profile.gpu_nic_paths)

@@ -1,0 +1,88 @@
+"""NCCL's GPUDirect RDMA rule (costs/gdr.py) and the CPU-interconnect crossing of a GPU whose path to
+its NIC is of type sys (hardware/topology.py): which GPUs stage through host memory, which routes
+cross the link, and the All-to-All time it bounds, in closed form."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.config.hardware import load_profile
+from simulator.costs import nccl_graph
+from simulator.costs.collectives import effective_capacity_Bps, phase_time_s, plan_collective
+from simulator.costs.gdr import PATH_ORDER, host_staged_gpus, uses_gdr
+from simulator.hardware.topology import build_topology
+
+# ncclTopoCheckGdr: GPUDirect when the path is no farther than NCCL_NET_GDR_LEVEL (default PXB).
+RULE = {  # level -> the paths that get GPUDirect
+    None: {"pix", "pxb"},
+    "pix": {"pix"},
+    "pxb": {"pix", "pxb"},
+    "phb": {"pix", "pxb", "phb"},
+    "sys": {"pix", "pxb", "phb", "sys"},
+}
+
+
+@pytest.mark.parametrize("level", list(RULE))
+@pytest.mark.parametrize("path", PATH_ORDER)
+def test_gdr_per_path_type_and_level(path, level):
+    assert uses_gdr(path, level) is (path in RULE[level])
+    assert uses_gdr(path, level, gpu_direct=False) is False  # no GPUDirect support: host memory always
+
+
+def test_gdr_reads_before_ampere_need_an_nvlink_peer():
+    assert uses_gdr("pix", read=True, sm=70, nvlink_peer=False) is False
+    assert uses_gdr("pix", read=True, sm=70, nvlink_peer=True) is True
+    assert uses_gdr("pix", read=False, sm=70, nvlink_peer=False) is True  # receives are not reads
+    assert uses_gdr("pix", read=True, sm=80, nvlink_peer=False) is True
+
+
+def test_polaris_stages_gpu0_and_gpu2_through_host_memory():
+    p = load_profile("polaris-a100")
+    assert p.gpu_nic_paths == ("sys", "phb", "sys", "phb")
+    assert host_staged_gpus(p) == (True, False, True, False)  # NCCL_NET_GDR_LEVEL=PHB
+    # with NCCL's default level (PXB) every Polaris GPU would stage: even the PHB ones
+    default = p.model_copy(update={"node": p.node.model_copy(update={"nics": p.node.nics.model_copy(
+        update={"gdr_level": None})})})
+    assert host_staged_gpus(default) == (True, True, True, True)
+    assert p.sys_link_GBps == 16.0  # NCCL's AMD_BW (topo.h)
+
+
+def test_only_sys_gpus_routes_cross_the_cpu_interconnect():
+    t = build_topology(load_profile("polaris-a100"), 64)
+    sys_links = {i for i, k in enumerate(t.kind) if k == "sys"}
+    assert len(sys_links) == 64 * 2 * 2  # two GPUs per node, one link each way
+    by_id = {d["link"]: (u, v) for u, v, d in t.graph.edges(data=True)}
+    for src, dst, crossing in ((0, 4, 2), (1, 5, 0), (0, 5, 1), (3, 6, 1), (2, 130, 2), (0, 1, 0), (0, 2, 0)):
+        links = t.route(src, dst).links
+        assert sum(link in sys_links for link in links) == crossing
+        hops = [by_id[link] for link in links]
+        assert all(a[1] == b[0] for a, b in zip(hops, hops[1:]))  # still a path of the graph
+        m = t.route_matrix([src], [dst])
+        assert tuple(m.links[0][m.links[0] >= 0].tolist()) == links  # bulk path = scalar path
+    # rings and trees enter and leave nodes at the NICs' local GPUs (1 and 3): no crossing
+    for op, algo in (("allreduce", "ring"), ("allreduce", "tree"), ("allgather", "ring")):
+        plan = plan_collective(op, list(range(32)), 64 << 20, t, algo=algo)
+        assert not {link for phase in plan.phases for flow in phase for link in flow.links} & sys_links
+
+
+def _with_sys(p, gbps):
+    return p.model_copy(update={"node": p.node.model_copy(update={"pcie": p.node.pcie.model_copy(
+        update={"sys_GBps": gbps})})})
+
+
+@pytest.mark.parametrize("sys_GBps", [16.0, 4.0])
+def test_alltoall_time_is_the_nic_or_the_host_staged_crossing(sys_GBps):
+    """Two Polaris nodes, 1 GiB All-to-All: each GPU sends S/8 to each of the 4 GPUs of the other
+    node. A NIC carries two GPUs' sends (its local GPU's and a staged one's) at 25 GB/s x 0.9;
+    a staged GPU's crossing carries its own at ``sys_GBps``: the slower of the two is the phase."""
+    p = _with_sys(load_profile("polaris-a100"), sys_GBps)
+    t = build_topology(p, 2)
+    size = 1 << 30
+    plan = plan_collective("alltoall", list(range(8)), size, t, algo="direct", proto="simple")
+    inflation = 1.0 / nccl_graph.context_from_profile(p, 8, 2, "p2p").constants.p2p_efficiency
+    per_gpu = 4 * size / 8 * inflation  # bytes a GPU sends across nodes
+    nic = 2 * per_gpu / (p.node.nics.Bps * p.node.nics.efficiency)
+    staged = per_gpu / (sys_GBps * 1e9)
+    (phase,) = plan.phases
+    assert phase_time_s(phase, effective_capacity_Bps(t)) == pytest.approx(max(nic, staged), rel=1e-9)
+    assert (staged > nic) is (sys_GBps == 4.0)
