@@ -205,67 +205,8 @@ def ll_messages_per_channel(op: str, algorithm: str, protocol: str, nbytes: int,
 def p2p_messages(per_peer_bytes: float, remote_peers: int, chunk_bytes: int) -> int:
     """Network messages one rank's proxy sends, in order, in a grouped send/receive: to each of
     ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in messages of at most
-    ``chunk_bytes`` (NCCL's p2p network chunk; module docstring). 0 without remote peers or bytes.
-    (NCCL splits a send into parts and tunes the chunk to them: :func:`p2p_send_messages`.)"""
+    ``chunk_bytes`` (NCCL's p2p network chunk; module docstring). 0 without remote peers or bytes."""
     if per_peer_bytes <= 0 or remote_peers <= 0:
         return 0
     return remote_peers * math.ceil(per_peer_bytes / max(1, chunk_bytes))
-
-
-# NCCL_NCHANNELS_PER_NET_PEER's default before 2.20 (src/graph/paths.cc v2.18.6-1 line 667, v2.19.3-1
-# line 669); from 2.20 it is -1 (derived from the scale) and a part is at least half a network chunk.
-NET_PEER_CHANNELS_BEFORE_2_20 = 2
-P2P_SCALED_PARTS_FROM = (2, 20, 0)
-# From 2.23 the network chunk is tuned on the whole send rather than on each part (enqueue.cc).
-P2P_CHUNK_ON_SEND_FROM = (2, 23, 0)
-
-
-def p2p_send_messages(nbytes: int, step: int, version: str | None = None, n_ranks: int = 0,
-                      p2p_channels: int = 1, per_peer_channels: int = 1) -> int:
-    """Network messages of one send (or receive) of ``nbytes`` to a peer on another node.
-
-    NCCL splits the send into parts, one per p2p channel (``scheduleP2pTasksToPlan``'s
-    ``calcP2pChunkSize``, ``src/enqueue.cc``), and moves each part in steps of a network chunk that
-    is tuned to the part (``ncclProxyComputeP2p``, ``src/proxy.cc``): ``NCCL_P2P_NET_CHUNKSIZE``
-    (``step``, 128 KiB) / 4 for a part below one step, / 2 below 8 steps, else whole; every step
-    is one network message. Up to 2.19 (v2.18.6-1 ``enqueue.cc`` lines 630-670) a part is at least
-    ``step / 8`` (16 KiB) and, across nodes, the send is split over ``p2pnChannelsPerPeer`` = 2
-    channels (``NCCL_NCHANNELS_PER_NET_PEER`` = 2, none fewer at any scale); from 2.20 (v2.21.5-1
-    lines 899-936) a part is at least ``step / 2`` and the channels (``per_peer_channels``, at most
-    ``p2pnChannelsPerPeer``) are halved while every rank cannot have its own
-    (``nChannelsMin * nRanks > p2pnChannels``); from 2.23 the chunk is tuned on the whole send
-    (v2.27.3-1 lines 845-849). So under 2.18 a 32 KiB send is two 16 KiB messages and a 128 KiB
-    one four of 32 KiB; under 2.21 at 1,024 ranks a 32 KiB send is one message and a 64 KiB one
-    two of 32 KiB: the per-peer time of Polaris' All-to-All doubles at those sizes (NCCL 2.18 at
-    8 and 540 nodes, 2.21.5 at 256; tests/unit/test_net_messages.py). ``version`` None: the newest."""
-    if nbytes <= 0:
-        return 0
-    release = (99, 0, 0) if version is None else version_key(version)
-    if release < P2P_SCALED_PARTS_FROM:
-        min_part, n_min = step // 8, NET_PEER_CHANNELS_BEFORE_2_20
-        n_max = n_min
-    else:
-        min_part, n_max = step // 2, max(1, per_peer_channels)
-        n_min = n_max
-        while n_min * n_ranks > p2p_channels and n_min > 1:
-            n_min //= 2
-    n = n_min
-    if release >= P2P_CHUNK_ON_SEND_FROM:
-        n = max(1, min(n_min, math.ceil(nbytes / min_part)))
-        part = max(min_part, math.ceil(nbytes / n))
-    else:
-        part = max(min_part, math.ceil(nbytes / n))
-    while part > step and n <= n_max // 2:
-        n *= 2
-        part = math.ceil(nbytes / n)
-    if release < P2P_CHUNK_ON_SEND_FROM:
-        part = math.ceil(part / min_part) * min_part  # alignUp(size, minSize)
-    parts = [min(part, nbytes - i) for i in range(0, nbytes, part)]
-
-    def chunk(tuned_on: int) -> int:
-        return step // 4 if tuned_on < step else step // 2 if tuned_on < 8 * step else step
-
-    if release >= P2P_CHUNK_ON_SEND_FROM:
-        return sum(math.ceil(p / chunk(nbytes)) for p in parts)
-    return sum(math.ceil(p / chunk(p)) for p in parts)
 

@@ -8,9 +8,7 @@ import pytest
 
 from simulator.config.hardware import load_profile
 from simulator.costs.collectives import net_hops_in_latency, plan_collective
-from simulator.costs.net_messages import (
-    messages_per_channel, p2p_messages, p2p_send_messages, tree_depth, tree_simple_chunk_bytes,
-)
+from simulator.costs.net_messages import messages_per_channel, p2p_messages, tree_depth, tree_simple_chunk_bytes
 from simulator.hardware.topology import build_topology
 
 MiB = 1 << 20
@@ -112,61 +110,6 @@ def test_p2p_messages_closed_form():
     assert p2p_messages(chunk + 1, 3, chunk) == 6
     assert p2p_messages(8, 4, chunk) == 4
     assert p2p_messages(0, 4, chunk) == 0 and p2p_messages(MiB, 0, chunk) == 0
-
-
-KiB = 1 << 10
-STEP = 128 * KiB  # NCCL_P2P_NET_CHUNKSIZE
-
-
-def test_p2p_send_messages_follow_enqueue_and_proxy_chunking():
-    """One send to a peer on another node, in NCCL's parts (calcP2pChunkSize) and network chunks
-    (ncclProxyComputeP2p: / 4 below one step, / 2 below 8 steps), worked by hand from the sources.
-    2.18: parts of at least 16 KiB over 2 channels per peer: 32 KiB = 2 x 16 KiB (2 messages); 128 KiB
-    = 2 x 64 KiB, each in 32 KiB chunks (4); 1 MiB = 2 x 512 KiB in 64 KiB chunks (16); 2 MiB = 2 x 1 MiB
-    in 128 KiB chunks (16). 2.21.5 at 1,024 ranks (4 p2p channels, 1 per peer): one part of at least
-    64 KiB: 32 KiB = 1, 64 KiB = 2 x 32 KiB, 128 KiB = 2 x 64 KiB, 1 MiB = 8 x 128 KiB. From 2.23 the
-    chunk is tuned on the whole send: 2 MiB over 2 parts of 1 MiB in 128 KiB chunks (16)."""
-    old = [p2p_send_messages(s * KiB, STEP, "2.18", 32, 4, 2)
-           for s in (1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)]
-    assert old == [1, 1, 2, 2, 4, 4, 8, 16, 16, 32]
-    new = [p2p_send_messages(s * KiB, STEP, "2.21.5", 1024, 4, 1)
-           for s in (1, 16, 32, 64, 128, 256, 512, 1024, 2048)]
-    assert new == [1, 1, 1, 2, 2, 4, 8, 8, 16]
-    assert p2p_send_messages(2048 * KiB, STEP, "2.27.3", 8, 4, 2) == 16
-    assert p2p_send_messages(512 * KiB, STEP, "2.27.3", 8, 4, 2) == 8  # 2 parts of 256 KiB, 64 KiB chunks
-    assert p2p_send_messages(0, STEP, "2.18") == 0
-
-
-def _per_peer_us(name: str) -> dict[int, float]:
-    """Measured time per remote peer of an All-to-All sweep, by bytes per peer (us)."""
-    from simulator.calibration.measured import DATA_DIR, read_sweep
-
-    sweep = read_sweep(DATA_DIR / f"{name}.csv")
-    ranks, ppn = {"a100x32": (32, 4), "a100x1024": (1024, 4), "a100x2160": (2160, 4)}[name.split("_")[0]]
-    return {row.size_bytes // ranks: row.time_us / (ranks - ppn) for row in sweep.rows if row.size_bytes > 0}
-
-
-@pytest.mark.parametrize("name, version, ranks, per_peer", [
-    ("a100x32_alltoall_8node_polaris_slingshot", "2.18", 32, 2),
-    ("a100x2160_alltoall_540node_polaris_slingshot", "2.18", 2160, 2),
-    ("a100x1024_alltoall_256node_polaris_slingshot", "2.21.5", 1024, 1),
-])
-def test_polaris_alltoall_per_peer_time_steps_with_the_message_count(name, version, ranks, per_peer):
-    """Measured (ALCF Polaris, libfabric CXI alt_read): while a send's messages are at most 32 KiB the
-    time per remote peer follows their count, not the bytes: 2.18 doubles from 16 to 32 KiB per peer
-    (one 16 KiB message, then two), stays from 32 to 64 KiB (two) and doubles again at 128 KiB (four of
-    32 KiB); 2.21.5 keeps 32 KiB at one message and doubles at 64 KiB. Each pair of neighbouring sizes
-    from 4 KiB per peer moves as the count (within 25%; every byte ratio is 2). (Larger messages run at
-    the bytes' rate: 2.21.5's 128 KiB, two of 64 KiB, takes 1.36x its 64 KiB.)"""
-    t = _per_peer_us(name)
-
-    def count(s: int) -> int:
-        return p2p_send_messages(s, STEP, version, ranks, 4, per_peer)
-
-    sizes = sorted(s for s in t if 4 * KiB <= s and s <= 32 * KiB * count(s))
-    assert len(sizes) >= 4
-    for a, b in zip(sizes, sizes[1:]):
-        assert t[b] / t[a] == pytest.approx(count(b) / count(a), rel=0.25), (a, b)
 
 
 def _polaris(rdzv_proto: str, message_us: float):
