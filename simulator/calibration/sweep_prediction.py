@@ -428,7 +428,7 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
         scale_up = profile.node.scale_up.model_copy(update={"nvls": False})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"scale_up": scale_up})})
     if case.min_channels:  # NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS, as the run set them
-        profile = profile.model_copy(update={"nccl": {**profile.nccl, "min_channels": case.min_channels}})
+        profile = profile.model_copy(update={"nccl": {**profile.nccl, "min_channels": float(case.min_channels)}})
     if version and not profile.nccl_version:  # the tuner tables of the release that ran the sweep
         profile = profile.model_copy(update={"nccl": {**profile.nccl, "version": version}})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)
