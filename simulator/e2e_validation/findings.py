@@ -606,7 +606,48 @@ GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There 
 caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
 measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
 shorter, about 15 s that only the 640-GPU row misses, as such retries would. Not modelled; the
-rest (35-40 s at 1,120-2,240) stays unexplained.
+rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240 GPUs no such pressure
+exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB with the 2021 gather's
+buffers.
+
+The persistent parameters' copies after the step are one per rank whose partition holds some of
+the parameter, not one per rank: `_allgather_params` copies rank i's share only `if param_start <
+param_size` (`partition_parameters.py` lines 681-693), and a parameter of `numel` elements split
+into partitions of `ceil(numel / N)` has `ceil(numel / ceil(numel / N))` of them (GPT-530B's
+20,480-element LayerNorms and biases over 2,240 ranks: partitions of 10, 2,048 copies). Counted
+so (`persistent_copies`), GPT-530B's copies a step fall from 2,240 x 842 = 1.89 million to 1.76
+million at 2,240 GPUs and from 943,040 to 915,026 at 1,120 (exact at 640 and for GPT-175B, whose
+sizes the GPUs divide): +23.8/+23.8/+27.5% → +23.8/+24.1/+28.8% (GPT-530B), the source's
+median unchanged. The shortfalls below are those of the corrected model.
+
+It is not a latency per ring step. Every gather of these rows is one loop of NCCL 2.8's ring
+on Simple (`all_gather.h` of v2.8.3-1: `loopSize = nChannels * chunkSize` elements per rank, at
+least 8 channels x 1,048,576 fp16 elements, `collectives.h` `ALLGATHER_CHUNKSTEPS` of a 4 MiB
+buffer, against per-rank pieces of at most 2.7 million elements), so each gather is a chain of
+N - 1 steps whose latency nothing hides. The model charges it as NCCL's tuner does
+(`tuning.cc` of v2.8.3-1: ring base 8.4 us, 3.4 us per NVLink step, 9.6 per network step on
+Simple; 10.0, 1.9 and 4.0 on LL128) plus InfiniBand's deployed 3 us per network crossing: 10.19 ms
+(Simple) and 5.69 ms (LL128) at 2,240 ranks, 4.6 and 2.5 us a step. A chain of single-loop steps
+takes about the longer of its summed hop latencies (plus each hop's chunk) and its network
+links' bytes, where the model adds the two, so the model does not under-charge the latency it
+knows. What a step would have to cost beyond it, spreading each row's shortfall over the ring
+steps the model runs (AllGathers and ring AllReduces): 16, 10 and 3 us for GPT-175B on 384, 768,
+1,536 GPUs, 43 (30 without the 640-GPU row's allocator share), 20 and 16 us for GPT-530B on 640,
+1,120, 2,240. The shortfall does not follow the steps: per GB that the gathers and AllReduces
+move it is 7.0, 6.1, 4.0 ms (GPT-175B) and 12.7 (8.8), 9.0, 10.6 ms (GPT-530B). As a what-if, 5 us
+more per NVLink step and 10 us more per network crossing (`nccl: nvlink_hop_extra_us: 5,
+net_hop_extra_us: 13`: 10.2 us a step at 2,240 ranks on Simple, 8.2 on LL128; NCCL's choice
+unchanged) adds 2.8, 4.9, 10.2 s to GPT-175B's steps (9.0, 7.8, 5.1 s missing) and 7.0, 10.9,
+16.5 s to GPT-530B's (49, 35, 41 s missing): it grows with the GPUs where the shortfall does not,
+and 2.4 times as much (`nvlink_hop_extra_us: 12, net_hop_extra_us: 27`) adds 37 s to GPT-530B on
+2,240 GPUs (41 missing) but 23 s to GPT-175B on 1,536 (5 missing). Checked in
+DeepSpeed 0.3.13 too: each partitioned parameter is its own `torch.distributed.all_gather` into
+a rank list (`partition_parameters.py` lines 596-636), issued under `torch.cuda.stream(
+self.comm_stream)` (a stream of its own with `overlap_comm`, `stage3.py` lines 472-481 and
+633-635) and waited on with a device synchronisation, as modelled; gradients are never reduced
+by one `dist.reduce` per rank: `allreduce_bucket` sets `rank = None` before anything else
+(`stage3.py` line 1795), and the reduce-scatter path (`_reduce_scatter_gradient`, one
+`reduce_scatter` through a rank list) runs only with `contiguous_gradients`.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 

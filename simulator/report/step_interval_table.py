@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit f05bc4a from the
+Written by `python -m simulator.e2e_validation --out docs` at commit 6b72c44 from the
 leave-one-source-out errors of the 196 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
@@ -29,8 +29,8 @@ ROWS = (
     ('multi-node', 'megatron2021_zero3', 'GPT-175B ZeRO-3 dp768 mbs2', 0.123289),
     ('multi-node', 'megatron2021_zero3', 'GPT-175B ZeRO-3 dp1536 mbs1', 0.077891),
     ('multi-node', 'megatron2021_zero3', 'GPT-530B ZeRO-3 dp640 mbs4', 0.213872),
-    ('multi-node', 'megatron2021_zero3', 'GPT-530B ZeRO-3 dp1120 mbs2', 0.213542),
-    ('multi-node', 'megatron2021_zero3', 'GPT-530B ZeRO-3 dp2240 mbs1', 0.243254),
+    ('multi-node', 'megatron2021_zero3', 'GPT-530B ZeRO-3 dp1120 mbs2', 0.215587),
+    ('multi-node', 'megatron2021_zero3', 'GPT-530B ZeRO-3 dp2240 mbs1', 0.252772),
     ('multi-node', 'megatron2021_ptdp', 'GPT-175B tp8 pp12 vp4 dp4 384 GPUs', 0.001788),
     ('multi-node', 'megatron2021_ptdp', 'GPT-175B tp8 pp12 vp4 dp8 768 GPUs', 0.01645),
     ('multi-node', 'megatron2021_ptdp', 'GPT-175B tp8 pp12 vp4 dp16 1536 GPUs', 0.048354),

@@ -62,6 +62,16 @@ def padded(numel: int, n: int) -> int:
     return -(-numel // n) * n
 
 
+def persistent_copies(numel: int, n: int) -> int:
+    """The ``copy_`` calls DeepSpeed 0.3.13's ``_allgather_params`` makes for one parameter of
+    ``numel`` elements over ``n`` ranks: one per rank whose partition (``ceil(numel / n)``
+    elements, ``_aligned_size`` over ``n``) starts inside the parameter
+    (``partition_parameters.py`` lines 681-693: ``if param_start < param_size``), so
+    ``ceil(numel / ceil(numel / n))``: ``n`` when ``n`` divides ``numel``, fewer when the last
+    partitions are padding only (GPT-530B's 20,480-element LayerNorms over 2,240 ranks: 2,048)."""
+    return -(-numel // -(-numel // n))
+
+
 @dataclass(frozen=True)
 class _Fetch:
     modules: tuple[Module, ...]
@@ -853,9 +863,11 @@ class DeepSpeedZero3Of2021(GradSync):
         parameter, persistent ones too, and ``_allgather_params`` gathers those back in one
         AllGather through a rank list (N views, N copies inside ``ProcessGroupNCCL``), then copies
         each parameter out of the gathered buffer from Python, one ``copy_`` per parameter and
-        rank: N x (persistent tensors) copy launches once per step, 1,536 x 770 for GPT-175B on
-        1,536 GPUs. The copy kernels run while the host launches them (here on the group's stream,
-        beside the host's loop, as the gathers' copies)."""
+        rank whose partition holds some of it (:func:`persistent_copies`): 1,536 x 770 launches
+        once per step for GPT-175B on 1,536 GPUs, 1.76 million (not 2,240 x 842) for GPT-530B on
+        2,240. The rank loop's iterations that copy nothing are not timed. The copy kernels run
+        while the host launches them (here on the group's stream, beside the host's loop, as the
+        gathers' copies)."""
         tensors = self.small_tensors()
         if not self.axes or not tensors:
             return step
@@ -868,9 +880,10 @@ class DeepSpeedZero3Of2021(GradSync):
         issue = self._host(pb, f"{name}.copy_launches", n, (views,), tag, self._copy_issue_us)
         unflat = pb.add(ComputeOp(name=f"{name}.copies", kind="copy", hbm_bytes=2.0 * size, count=n, deps=(ag,),
                                   stream=grad_stream(self.axes), tag=tag, host_issue=False))
-        k = n * len(tensors)
+        k = sum(persistent_copies(x, n) for x in tensors)
         loop = self._host(pb, f"{name}.param_copy_launches", k, (issue,), tag,
                           PERSISTENT_LOOP_US + self.scn.profile.gpu.kernel_launch_us)
-        copies = pb.add(ComputeOp(name=f"{name}.param_copies", kind="copy", hbm_bytes=2.0 * size, count=k,
+        copied = sum(tensors) * PARAM_BYTES  # the parameters' own elements, not the padding
+        copies = pb.add(ComputeOp(name=f"{name}.param_copies", kind="copy", hbm_bytes=2.0 * copied, count=k,
                                   deps=(unflat,), stream=grad_stream(self.axes), tag=tag, host_issue=False))
         return self._host(pb, f"{name}.done", 1, (loop, copies), tag)

@@ -15,7 +15,7 @@ from simulator.schedule.ir import CommOp, ComputeOp
 from simulator.schedule.shapes import stage_units
 from simulator.costs.host import host_cost_s
 from simulator.schedule.zero import (COPY_DISPATCH_US, GATHER_LOOP_US, PERSISTENT_LOOP_US, SCATTER_LOOP_US,
-                                     DeepSpeedZero3Of2021, _Entry, _Param, padded, plan_2021)
+                                     DeepSpeedZero3Of2021, _Entry, _Param, padded, persistent_copies, plan_2021)
 
 PROFILE = """name: test-gpu
 gpu: {name: T, arch: ampere, sms: 108, bf16_TFLOPS: 312, fp16_TFLOPS: 312, fp32_TFLOPS: 19.5,
@@ -223,6 +223,35 @@ def test_persistent_parameters_are_gathered_after_every_step_with_a_copy_per_ran
         14 * n * (PERSISTENT_LOOP_US + scn.profile.gpu.kernel_launch_us) * 1e-6)
     # the step's last op waits for the loop and its copies
     assert prog[-1].name == "zero3.persistent.done" and loop is prog[prog[-1].deps[0]]
+
+
+@pytest.mark.parametrize("numel, n, expected", [
+    (20480, 640, 640),    # GPT-530B's LayerNorm over 640 ranks: partitions of 32, all inside
+    (20480, 2240, 2048),  # partitions of 10: ranks 2,048-2,239 hold padding only
+    (61440, 2240, 2195),  # its QKV bias: partitions of 28, 61,440 / 28 = 2,194.3
+    (81920, 1120, 1108),  # its fc1 bias over 1,120: partitions of 74, 81,920 / 74 = 1,107.03
+    (12288, 1536, 1536),  # GPT-175B's LayerNorm over 1,536: partitions of 8
+    (100, 2240, 100),     # fewer elements than ranks: one element each, 100 ranks copy
+])
+def test_persistent_copies_skip_the_ranks_holding_padding_only(numel, n, expected):
+    """_allgather_params copies rank i's share of a parameter only if i * ceil(numel / n) < numel."""
+    assert persistent_copies(numel, n) == expected
+    part = padded(numel, n) // n
+    assert expected == sum(1 for i in range(n) if i * part < numel)
+
+
+def test_persistent_copy_launches_count_only_ranks_whose_partition_holds_the_parameter(make):
+    """At h = 40 over 16 ranks every norm and bias is persistent (threshold 300): the LayerNorms'
+    weights and biases and the projection and fc2 biases hold 40 elements (partitions of 3: 14
+    copies), the QKV bias 120 (partitions of 8: 15), the fc1 bias 160 (partitions of 10: 16); two
+    layers and the final LayerNorm: 2 x (6 x 14 + 15 + 16) + 2 x 14 = 258 launches, not 18 x 16."""
+    scn = make(model={**GPT, "hidden": 40, "heads": 4}, training={"global_batch": 16}, nodes=4)
+    assert scn.dp == 16
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    loop = next(op for op in prog if isinstance(op, ComputeOp) and op.name == "zero3.persistent.param_copy_launches")
+    assert loop.count == 258
+    copies = next(op for op in prog if isinstance(op, ComputeOp) and op.name == "zero3.persistent.param_copies")
+    assert copies.count == 258 and copies.hbm_bytes == 2.0 * (2 * (6 * 40 + 120 + 160) + 2 * 40) * 2
 
 
 def test_contiguous_gradients_only_with_deepspeed_2021(make):

@@ -666,7 +666,10 @@ def test_megatron2021_zero3_rows():
     # deployed_fit.parsimonious)
     # <= 0.28: GPT-530B on 2,240 GPUs +29.5% -> +26.4% and GPT-175B on 768 +20.6% -> +12.3% since the held
     # embedding counts against max_live_parameters (GPT-530B prefetches nothing)
-    assert all(-0.1 < r.error <= 0.28 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
+    # <= 0.29: GPT-530B on 2,240 GPUs +27.5% -> +28.8% (1,120: +23.8% -> +24.1%) since _allgather_params
+    # copies a persistent parameter only from the ranks whose partition holds some of it
+    # (schedule/zero.py persistent_copies: 1.76 million copies a step at 2,240 GPUs, not 1.89)
+    assert all(-0.1 < r.error <= 0.29 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
     # <= 0.14: GPT-175B on 768 GPUs +12.3% -> +13.1% since a one-gradient bucket is flattened to a view,
     # not copied (torch/csrc/utils/tensor_flatten.h)
     assert max(r.error for r in rs if "175B" in r.case.label) <= 0.14
