@@ -65,6 +65,9 @@ from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp, P2POp
 
 
+_UNKNOWN: Any = object()  # not asked yet (Replayer._compute_run's look-ups)
+
+
 class _CountingEnv(simpy.Environment):
     """A SimPy environment that counts the events it processes (for the sim stats). Run to
     the end of its schedule, every event scheduled (a timeout, a succeeded event, a process
@@ -132,6 +135,7 @@ class Replayer:
         self.net = network_factory(self.env, costs.capacity_Bps)
         self._transfer_many = getattr(self.net, "transfer_many", None)
         self._transfer_phase = getattr(self.net, "transfer_phase", None)
+        self._net_idle = getattr(self.net, "idle", None)
         self.slowdown = costs.gpu.overlap_slowdown
         # One table per distinct program object: roles that share a program (the CP roles of a
         # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
@@ -175,9 +179,8 @@ class Replayer:
         # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
         # shared links or not
         self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {}
+        self._link_sets: dict[bytes, np.ndarray] = {}  # those links by their ids' bytes
         self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
-        # _absorbable's answers by (group, kind, size, stream, side kernels): (members, answer)
-        self._absorb_known: dict[tuple, tuple[tuple[int, ...], Absorbable | None]] = {}
         # _held_links' unions by the ids of the link arrays (held in the entry)
         self._unions: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
 
@@ -225,7 +228,7 @@ class Replayer:
             self._replan(R, R.run, delta > 0)
         if delta > 0 and self.slowdown > 0 and R.running is not None and not R.running[1]:
             end, _ = R.running
-            R.extend += (end - self.env.now) * self.slowdown
+            R.extend += (end - self.env._now) * self.slowdown
             R.running = (end, True)
 
     def _replan(self, R: RankState, run: ComputeRun, started: bool) -> None:
@@ -233,7 +236,7 @@ class Replayer:
         block of kernels: the kernel running now is slowed for its remaining part if it was not
         (as ``_comm_started`` does for a single kernel), the kernels after it start under the
         new state."""
-        now = self.env.now
+        now = self.env._now
         end = run.end
         k = 0
         while k < len(end) and end[k] <= now:
@@ -255,7 +258,7 @@ class Replayer:
         end = run.end[-1]
         timer = run.timer
         if timer is None or timer.callbacks is None or end < run.armed:
-            new = Timeout(self.env, max(end - self.env.now, 0.0))
+            new = Timeout(self.env, max(end - self.env._now, 0.0))
             if timer is not None and timer.callbacks:
                 new.callbacks, timer.callbacks = timer.callbacks, []
             run.timer = new
@@ -325,6 +328,8 @@ class Replayer:
         taken: set[int] = set()  # collectives taken into this block
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
+        absorb, side_watched, net_idle = R.absorb, table.side_watched, self._net_idle
+        idle_links = None  # the last links found idle (Absorbable.links: one object per set)
         while True:
             ws = watchers.get(k)
             if ws is not None:
@@ -337,7 +342,12 @@ class Replayer:
                     break
                 if after is not None and not (self._synced(R, c) and self._synced(R, nxt)):
                     break  # the host issues them only once the GPU has ended a synced op
-                info = self._absorbable(R, c)
+                op_c = program[c]
+                if type(op_c) is not CommOp or c in side_watched:
+                    break
+                info = absorb.get((op_c.axes, op_c.op, op_c.size_bytes, op_c.stream), _UNKNOWN)
+                if info is _UNKNOWN:
+                    info = self._absorbable(R, c)
                 if info is None:
                     break
                 pred = table.stream_pred[c]
@@ -345,30 +355,36 @@ class Replayer:
                     break
                 first = indices[p]
                 stop = False
-                for d in program[c].deps:
+                for d in op_c.deps:
                     if not (done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")):
                         stop = True
                         break
                 if stop:
                     break
                 alone, members, algo, links = info.alone, info.members, info.algo, info.links
-                if links is not None and not self.net.idle(links):
-                    # Other traffic is on its links now: it goes on the network, unless it can
-                    # be timed beside that traffic until it ends (from the end of the block's
-                    # kernels so far, laid out slowed: a later start is covered by the timer
-                    # that hands it back, _expire).
-                    beside = self._beside(program[c], members, links,  # type: ignore[arg-type]
-                                          self.env.now + sum([d[1] for d in durs]))
-                    if beside is None:
-                        break
-                    alone, links = beside.duration, beside.links
-                    besides[len(ops)] = beside
+                # (nothing changes the network's occupancy between two checks of one block
+                # but _beside's claim: links found idle stay so until then)
+                if links is not None and links is not idle_links:
+                    if net_idle(links):
+                        idle_links = links
+                    else:
+                        # Other traffic is on its links now: it goes on the network, unless it
+                        # can be timed beside that traffic until it ends (from the end of the
+                        # block's kernels so far, laid out slowed: a later start is covered by
+                        # the timer that hands it back, _expire).
+                        idle_links = None
+                        beside = self._beside(op_c, members, links,
+                                              self.env._now + sum([d[1] for d in durs]))
+                        if beside is None:
+                            break
+                        alone, links = beside.duration, beside.links
+                        besides[len(ops)] = beside
                 if links is not None:
                     held.append((len(ops), links))
                 R.groups[c] = members
                 if algo is not None:
                     R.algorithm[c] = algo
-                    stream = program[c].stream
+                    stream = op_c.stream
                     R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
                 taken.add(c)
                 add_op(c)
@@ -405,7 +421,7 @@ class Replayer:
         if len(ops) == 1:
             return None
         issue = table.issue
-        gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
+        gates = list(map(issue.__getitem__, ops)) if after is None else [self._issued(R, o) for o in ops]
         run = ComputeRun(ops, durs, q - p + 1, gates)
         if held:
             run.held = held
@@ -448,7 +464,7 @@ class Replayer:
             if last > b.until and b.until not in run.expiring:
                 run.expiring.add(b.until)
                 holder, links = run.holder, b.links
-                timer = Timeout(self.env, max(b.until - self.env.now, 0.0))
+                timer = Timeout(self.env, max(b.until - self.env._now, 0.0))
                 timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
                                        if self._holders.get(holder, (None, None))[1] is run else None)
 
@@ -460,8 +476,9 @@ class Replayer:
         cached = run.held_links
         if cached is not None and cached[0] is held:
             return cached[1]
-        if len(held) == 1:
-            links = held[0][1]
+        first = held[0][1]
+        if len(held) == 1 or all([links is first for _, links in held]):
+            links = first  # (one collective, or several on one set of links: _alone_anyway)
         else:
             # the same few link arrays (a TP ring's, a DP hop's) are held together block after
             # block: their union is kept by the arrays themselves (held in the entry)
@@ -490,7 +507,7 @@ class Replayer:
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
         that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
         links with it as it would have on the op-by-op replay."""
-        now = self.env.now
+        now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         for h in set(holders.tolist()):
             hold = self._holds.get(h)
@@ -628,7 +645,7 @@ class Replayer:
         waiting on it). (Not a generator: one per collective cost more than the rest of it.)"""
         hid = self._next_holder
         self._next_holder += 1
-        now = self.env.now
+        now = self.env._now
         timer = Timeout(self.env, alone)
         hold = _Hold(plan, now, now + alone, links, timer, beside)
         self._holds[hid] = hold
@@ -654,32 +671,28 @@ class Replayer:
         time between the two: the block holds it as an entry of that duration instead of
         three events (the kernel's end waking the collective's stream, its timer, its end
         waking the compute stream)."""
-        absorb = R.absorb
-        if c in absorb:
-            return absorb[c]
         table = R.table
         op = table.program[c]
+        if type(op) is not CommOp or c in table.side_watched:
+            return None
+        # the same for every op of that kind, size and stream in that group on this rank (and
+        # role: side_kernels): kept by those, not worked out again per op
+        key = (op.axes, op.op, op.size_bytes, op.stream)
+        absorb = R.absorb
+        if key in absorb:
+            return absorb[key]
         info: Absorbable | None = None
-        if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
-            members, n_sim = self._group(R.rank, op.axes)
-            # the same for every op of that kind, size and stream in that group (members: the
-            # group's one tuple, _group): kept by those, not worked out again per op and rank
-            key = (id(members), op.op, op.size_bytes, op.stream, table.side_kernels)
-            hit = self._absorb_known.get(key)
-            if hit is not None and hit[0] is members:
-                info = hit[1]
-            else:
-                if len(members) <= 1:
-                    info = Absorbable(0.0, members, None)
-                elif n_sim == 1:
-                    plan, algo, alone = self._ready_plan(op, members)
-                    if alone is not None:
-                        info = Absorbable(alone, members, algo)
-                    elif self._reservable and not table.side_kernels:
-                        t, links = self._alone_anyway(op, members, plan)
-                        info = Absorbable(t, members, algo, links)
-                self._absorb_known[key] = (members, info)
-        absorb[c] = info
+        members, n_sim = self._group(R.rank, op.axes)
+        if len(members) <= 1:
+            info = Absorbable(0.0, members, None)
+        elif n_sim == 1:
+            plan, algo, alone = self._ready_plan(op, members)
+            if alone is not None:
+                info = Absorbable(alone, members, algo)
+            elif self._reservable and not table.side_kernels:
+                t, links = self._alone_anyway(op, members, plan)
+                info = Absorbable(t, members, algo, links)
+        absorb[key] = info
         return info
 
     def _alone_anyway(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan) -> tuple[float, np.ndarray]:
@@ -692,7 +705,11 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     t += self.net.phase_duration(phase)
-            hit = self._alone_any[id(plan)] = (plan, t, plan_links(plan))
+            links = plan_links(plan)
+            # one array object per set of links (a TP group's AllGather and ReduceScatter cross
+            # the same): a block's checks and unions of its held links go by identity
+            links = self._link_sets.setdefault(links.tobytes(), links)
+            hit = self._alone_any[id(plan)] = (plan, t, links)
         return hit[1], hit[2]
 
     # -- streams -------------------------------------------------------------------------
@@ -719,10 +736,10 @@ class Replayer:
                 if not done[s]:
                     yield self._waiter(R, op.stream, i, s)
                 at = self._issued(R, i)
-            now = env.now
+            now = env._now
             if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
                 yield Timeout(env, at - now)
-                now = env.now
+                now = env._now
             if done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
             r_ready[i] = now
@@ -773,7 +790,7 @@ class Replayer:
                     yield handed[1]
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
-            r_end[i] = env.now
+            r_end[i] = env._now
             done[i] = 1
             R.n_done += 1
             if waiters:
@@ -790,7 +807,7 @@ class Replayer:
         members, n_sim = self._group(R.rank, op.axes)
         R.groups[i] = members
         if len(members) <= 1:
-            R.start[i] = self.env.now
+            R.start[i] = self.env._now
             return iter(())
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
@@ -830,7 +847,7 @@ class Replayer:
                         lone: bool):
         """Every member has issued the collective: run it (latency, then its phases' flows).
         ``lone``: the group has one simulated member (the others are its mirror images)."""
-        now = self.env.now
+        now = self.env._now
         plan, algo, alone = self._ready_plan(op, members)
         for Rm, im in arrived:
             Rm.start[im] = now

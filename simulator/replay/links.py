@@ -248,7 +248,7 @@ class FlowNetwork:
     def link_bytes(self) -> np.ndarray:
         """Bytes carried per link direction so far (finished flows plus the progress of active ones)."""
         out = self._done_per_link().copy()
-        now = self.env.now
+        now = self.env._now
         for f in self._flows.values():
             moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
             if f.ptr is not None:
@@ -288,7 +288,7 @@ class FlowNetwork:
             event.succeed()
             return event
         group = FlowGroup(len(batch), event)
-        now = self.env.now
+        now = self.env._now
         fid = self._next_fid
         for links, nbytes, cap in batch:
             f = ActiveFlow(fid, links, nbytes, cap, group)
@@ -375,7 +375,7 @@ class FlowNetwork:
         if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
-        now = self.env.now
+        now = self.env._now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
         others: set[int] = set()  # the links of those components (of ordinary flows)
@@ -548,7 +548,7 @@ class FlowNetwork:
         group = FlowGroup(0, event)
         if self._n_reserved:
             self._claim(shape.links)
-        now = self.env.now
+        now = self.env._now
         self.stats.flows_started += shape.n_flows
         left = np.zeros(shape.n_flows, dtype=bool)
         for comp in shape.components:
@@ -587,7 +587,7 @@ class FlowNetwork:
             return event
         if self._n_reserved:
             self._claim(shape.links)
-        now = self.env.now
+        now = self.env._now
         start = now if t0 is None else t0
         group = FlowGroup(0, event)
         alive = [True] * len(shape.components)
@@ -741,7 +741,7 @@ class FlowNetwork:
 
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
-        now = self.env.now
+        now = self.env._now
         if self._new:
             n_new = len(self._new)
             links, counts = link_counts(self._new)
@@ -855,7 +855,7 @@ class FlowNetwork:
         flows = self._component()
         self._dirty = set()
         self._seeds = []
-        now = self.env.now
+        now = self.env._now
         if flows is None:
             self._refresh_all(now)
             return
@@ -1115,7 +1115,7 @@ class FlowNetwork:
         """Complete the flows due now, admit the new ones, re-share, and set the next timer."""
         self.stats.events += 1
         self._update_pending = False
-        now = self.env.now
+        now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S
         heap = self._heap
         finished: list[ActiveFlow] = []

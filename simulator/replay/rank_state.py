@@ -5,6 +5,7 @@ rank's timeline and stream bookkeeping (``RankState``), and a collective waiting
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -63,12 +64,17 @@ class RoleTable:
         # op's dependencies on other streams (a run goes on only while they are done), and the
         # op before each op on its stream (a collective taken into a run must be next on it).
         self.watchers: dict[int, list[int]] = {}
+        # The ops an op of a stream other than compute waits for, with the first such op: a
+        # collective awaited off the compute stream is never taken into a block
+        # (engine._absorbable), a set look-up instead of a walk of its watchers per ask.
+        self.side_watched: dict[int, int] = {}
         self.cross_deps: list[tuple[int, ...]] = []
         self.stream_pred: list[int] = []
         # One pass over the program (a deep pipeline's role holds tens of thousands of ops), its
         # attribute look-ups bound once: this table is built for every role of every replay.
         streams, watchers, dt, cross_deps, stream_pred = (self.streams, self.watchers, self.dt, self.cross_deps,
                                                           self.stream_pred)
+        side_watched = self.side_watched
         # Whether a kernel of this role runs on a stream other than compute (ZeRO-3's unflatten
         # copies): then a collective may run beside a kernel outside the compute blocks, and a
         # block takes in only collectives whose links are their own (engine._absorbable).
@@ -102,6 +108,9 @@ class RoleTable:
                     cut = bisect_left(waiting, front)
                     if cut:
                         watchers[d] = waiting[:cut]
+            for d, first in like.side_watched.items():
+                if first < front:
+                    side_watched[d] = first
             for op, entry, stream in zip(program[:front], dt, stream_of):
                 if entry is None:
                     note_communication(op, stream)
@@ -154,6 +163,10 @@ class RoleTable:
                     watchers[d] = [i]
                 else:
                     w.append(i)
+            if stream != "compute":
+                for d in cross:
+                    if d not in side_watched:
+                        side_watched[d] = i
         self.side_kernels = side
 
 
@@ -194,9 +207,9 @@ class RankState:
         self.running: tuple[float, bool] | None = None  # (planned end, slowed) of the compute op running
         self.extend = 0.0  # extra compute time owed because communication started mid-kernel
         self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
-        # collective -> (seconds, members, (algorithm, protocol) or None) when a compute run may
+        # (axes, kind, size, stream) of a collective -> its Absorbable when a compute run may
         # take it in (engine._absorbable), None when it may not; filled as asked
-        self.absorb: dict[int, Absorbable | None] = {}
+        self.absorb: dict[tuple[tuple[str, ...], str, int, str], Absorbable | None] = {}
         # collective -> (its start, the event of its end): a collective a compute block had
         # taken in and handed back to the network when other traffic met its links mid-flight
         # (engine._hand_back); its stream waits for that event instead of running it
@@ -270,22 +283,31 @@ class ComputeRun:
     def plan(self, first: int, t: float, inflight: bool) -> None:
         """Entries ``first``.. back to back from ``t``, none before the host has issued it, under
         the communication state ``inflight``."""
-        start, end, slowed, durs, gates = self.start, self.end, self.slowed, self.durs, self.gates
+        durs, gates = self.durs, self.gates
         # (a replan lays out the rest of a block that may be hundreds of kernels long: no call
-        # per entry, max() written out)
-        for j in range(first, len(durs)):
-            d0, d1 = durs[j]
-            g = gates[j]
-            if g > t:
-                t = g
-            start[j] = t
-            if inflight:
+        # per entry, max() written out, the lists filled by slice)
+        starts: list[float] = []
+        ends: list[float] = []
+        add_start, add_end = starts.append, ends.append
+        pairs = zip(durs, gates) if first == 0 else zip(islice(durs, first, None), islice(gates, first, None))
+        if inflight:
+            for (_, d1), g in pairs:
+                if g > t:
+                    t = g
+                add_start(t)
                 t = t + d1
-                slowed[j] = True
-            else:
+                add_end(t)
+            self.slowed[first:] = [True] * len(ends)
+        else:
+            for (d0, _), g in pairs:
+                if g > t:
+                    t = g
+                add_start(t)
                 t = t + d0
-                slowed[j] = d1 == d0
-            end[j] = t
+                add_end(t)
+            self.slowed[first:] = [d0 == d1 for d0, d1 in (durs if first == 0 else islice(durs, first, None))]
+        self.start[first:] = starts
+        self.end[first:] = ends
 
 
 @dataclass
