@@ -119,6 +119,20 @@ class _Hold:
     beside: Beside | None = None  # its phases timed beside traffic of fixed rates (FlowNetwork.beside)
 
 
+class _CollSig:
+    """A collective's group on one rank and what its replay needs of it (Replayer._coll_sig)."""
+
+    __slots__ = ("members", "n_sim", "plan", "algo", "alone", "held")
+
+    def __init__(self, members: tuple[int, ...], n_sim: int) -> None:
+        self.members = members
+        self.n_sim = n_sim
+        self.plan: Any = None
+        self.algo: tuple[str, str] = ("", "")
+        self.alone: float | None = None
+        self.held: tuple[float, np.ndarray] | None = None
+
+
 class Replayer:
     """One replay of one step. Use :func:`replay`."""
 
@@ -720,6 +734,8 @@ class Replayer:
         # R's arrays and tables are never replaced during the replay: bound once (this loop
         # runs for every op of every simulated rank)
         done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
+        coll_sigs, groups, coll_seq, algorithms = R.coll_sigs, R.groups, R.coll_seq, R.algorithm
+        net_idle = self._net_idle
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -783,11 +799,34 @@ class Replayer:
                 R.running = None
             elif type(op) is CommOp:
                 handed = R.handed.pop(i, None) if R.handed else None
-                if handed is None:
-                    yield from self._collective(R, i, op)
-                else:  # a compute block had taken it in and handed it back (_hand_back)
+                if handed is not None:  # a compute block had taken it in and handed it back (_hand_back)
                     r_ready[i] = r_start[i] = handed[0]
                     yield handed[1]
+                else:
+                    sig = coll_sigs.get((op.axes, op.op, op.size_bytes, op.stream))
+                    if sig is None:
+                        sig = self._coll_sig(R, op)
+                    if sig.n_sim != 1:
+                        yield from self._collective(R, i, op, sig)
+                    else:
+                        # the only simulated member of its group (:meth:`_run_collective`'s
+                        # lone case written out: one generator less per collective)
+                        groups[i] = sig.members
+                        stream = op.stream
+                        coll_seq[stream] = coll_seq.get(stream, 0) + 1
+                        r_start[i] = now
+                        self._comm_started(R, +1)
+                        algorithms[i] = sig.algo
+                        held = sig.held
+                        if sig.alone is not None:
+                            yield Timeout(env, sig.alone)
+                        elif held is not None and net_idle(held[1]):
+                            hid, hold = self._held(sig.plan, *held)
+                            yield hold.timer
+                            self._unheld(hid, hold)
+                        else:
+                            yield from self._run_on_network(op, sig.members, sig.plan, held, now)
+                        self._comm_started(R, -1)
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
             r_end[i] = env._now
@@ -798,22 +837,33 @@ class Replayer:
                 if ev is not None:
                     ev.succeed()
 
-    def _collective(self, R: RankState, i: int, op: CommOp) -> Iterator[Any]:
-        """What rank R's stream yields from to run collective ``i``: nothing for a group of one,
-        the collective itself for the only simulated member of its group (the others are mirror
-        images: no rendezvous to wait at, so no rendezvous record and no event to wake anyone),
-        else its rendezvous (:meth:`_rendezvous`). (Not a generator itself: one generator per
-        collective fewer.)"""
+    def _coll_sig(self, R: RankState, op: CommOp) -> _CollSig:
+        """Rank R's group for the collective, how many of its members are simulated, and (one
+        simulated member) its plan, (algorithm, protocol), time alone or None (links not its
+        own) and then, where links can be reserved, (seconds alone, links): the same for every
+        op of that kind, size and stream of the rank (R.coll_sigs)."""
         members, n_sim = self._group(R.rank, op.axes)
+        sig = _CollSig(members, n_sim)
+        if n_sim == 1 and len(members) > 1:
+            sig.plan, sig.algo, sig.alone = self._ready_plan(op, members)
+            if sig.alone is None and self._reservable:
+                sig.held = self._alone_anyway(op, members, sig.plan)
+        R.coll_sigs[(op.axes, op.op, op.size_bytes, op.stream)] = sig
+        return sig
+
+    def _collective(self, R: RankState, i: int, op: CommOp, sig: _CollSig) -> Iterator[Any]:
+        """What rank R's stream yields from to run collective ``i`` (``sig``: :meth:`_coll_sig`)
+        when it is not the only simulated member of its group (_stream runs that case):
+        nothing for a group of one, else its rendezvous (:meth:`_rendezvous`). (Not a generator
+        itself: one generator per collective fewer.)"""
+        members = sig.members
         R.groups[i] = members
         if len(members) <= 1:
             R.start[i] = self.env._now
             return iter(())
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
-        if n_sim == 1:
-            return self._run_collective(op, members, ((R, i),), True)
-        return self._rendezvous(R, i, op, members, n_sim, seq)
+        return self._rendezvous(R, i, op, members, sig.n_sim, seq)
 
     def _rendezvous(self, R: RankState, i: int, op: CommOp, members: tuple[int, ...], n_sim: int, seq: int):
         """Wait at the collective's rendezvous; the last member to arrive runs it for all."""
@@ -862,7 +912,17 @@ class Replayer:
             hid, hold = self._held(plan, *held)
             yield hold.timer
             self._unheld(hid, hold)
-        elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
+        else:
+            yield from self._run_on_network(op, members, plan, held, now)
+        for Rm, _ in arrived:
+            self._comm_started(Rm, -1)
+
+    def _run_on_network(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan,
+                        held: tuple[float, np.ndarray] | None, now: float) -> Iterator[Any]:
+        """A collective whose links are not its own and not idle (``held``: its time alone and
+        links where they could be reserved): timed beside the traffic of fixed rates on them
+        where that is exact (:meth:`_beside`), else on the network, latency then phases."""
+        if held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
             hid, hold = self._held(plan, beside.duration, beside.links, beside)
             yield hold.timer
             self._unheld(hid, hold)
@@ -872,8 +932,6 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     yield self._phase(phase)
-        for Rm, _ in arrived:
-            self._comm_started(Rm, -1)
 
     # -- run -------------------------------------------------------------------------------
     def run(self) -> None:

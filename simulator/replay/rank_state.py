@@ -50,14 +50,9 @@ class RoleTable:
         # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
         # program order after which the host waited for the GPU (-1: none), or None when the
         # program has none. Such an op is issued ``issue[i] - issue[s]`` after op s has ended.
+        # (the synchronising ops are listed by the pass below, ``syncs``; ``like``'s in front)
         self.synced_after: list[int] | None = None
-        if issue is not None:
-            last, after = -1, []
-            for i, op in enumerate(program):
-                after.append(last)
-                if getattr(op, "host_sync", False):
-                    last = i
-            self.synced_after = after if last >= 0 else None
+        self.syncs: list[int] = [s for s in like.syncs if s < front] if front and like is not None else []
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each
@@ -121,6 +116,7 @@ class RoleTable:
         # kernels thousands of times
         pairs: dict[tuple[float, bool], tuple[float, float]] = {}
         rest = program[front:] if front else program
+        add_sync = self.syncs.append
         i = front - 1
         for op, t in zip(rest, costs.compute_times(rest)):
             i += 1
@@ -135,7 +131,10 @@ class RoleTable:
                 ops_of.append(i)
             if t is None:
                 add_dt(None)
-                note_communication(op, stream)
+                if type(op) is CommOp:  # (note_communication written out for the common case)
+                    add_collective((stream, op.axes, op.op, op.size_bytes))
+                else:
+                    note_communication(op, stream)
             else:
                 shared = getattr(op, "sm_fraction", 1.0) < 1.0
                 pair = pairs.get((t, shared))
@@ -144,6 +143,8 @@ class RoleTable:
                 add_dt(pair)
                 if stream != "compute":
                     side = True
+            if getattr(op, "host_sync", False):
+                add_sync(i)
             deps = op.deps
             if not deps:
                 add_cross(no_deps)
@@ -168,6 +169,16 @@ class RoleTable:
                     if d not in side_watched:
                         side_watched[d] = i
         self.side_kernels = side
+        # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
+        # program order after which the host waited for the GPU (-1: none), or None when the
+        # program has none (or no host costs). Such an op is issued ``issue[i] - issue[s]``
+        # after op s has ended.
+        if self.syncs and issue is not None:
+            after = [-1] * len(program)
+            bounds = self.syncs + [len(program) - 1]
+            for s, nxt in zip(bounds, bounds[1:]):
+                after[s + 1:nxt + 1] = [s] * (nxt - s)
+            self.synced_after = after
 
 
 # Fewer ops in front in common than this: the table is built from scratch.
@@ -190,7 +201,7 @@ class RankState:
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
                  "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb",
-                 "handed")
+                 "handed", "coll_sigs")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
         n = len(table.program)
@@ -215,6 +226,8 @@ class RankState:
         # (engine._hand_back); its stream waits for that event instead of running it
         self.handed: dict[int, tuple[float, simpy.Event]] = {}
         self.coll_seq: dict[str, int] = {}
+        # (axes, kind, size, stream) of a collective -> its group and plan here (engine._coll_sig)
+        self.coll_sigs: dict[tuple[tuple[str, ...], str, int, str], Any] = {}
         # stream -> (op index, what it waits for: a dependency's index, or "rendezvous"/"send/recv")
         self.blocked: dict[str, tuple[int, int | str]] = {}
         self.algorithm: dict[int, tuple[str, str]] = {}
