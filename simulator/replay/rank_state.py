@@ -5,7 +5,6 @@ rank's timeline and stream bookkeeping (``RankState``), and a collective waiting
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -296,31 +295,22 @@ class ComputeRun:
     def plan(self, first: int, t: float, inflight: bool) -> None:
         """Entries ``first``.. back to back from ``t``, none before the host has issued it, under
         the communication state ``inflight``."""
-        durs, gates = self.durs, self.gates
+        start, end, slowed, durs, gates = self.start, self.end, self.slowed, self.durs, self.gates
         # (a replan lays out the rest of a block that may be hundreds of kernels long: no call
-        # per entry, max() written out, the lists filled by slice)
-        starts: list[float] = []
-        ends: list[float] = []
-        add_start, add_end = starts.append, ends.append
-        pairs = zip(durs, gates) if first == 0 else zip(islice(durs, first, None), islice(gates, first, None))
-        if inflight:
-            for (_, d1), g in pairs:
-                if g > t:
-                    t = g
-                add_start(t)
+        # per entry, max() written out)
+        for j in range(first, len(durs)):
+            d0, d1 = durs[j]
+            g = gates[j]
+            if g > t:
+                t = g
+            start[j] = t
+            if inflight:
                 t = t + d1
-                add_end(t)
-            self.slowed[first:] = [True] * len(ends)
-        else:
-            for (d0, _), g in pairs:
-                if g > t:
-                    t = g
-                add_start(t)
+                slowed[j] = True
+            else:
                 t = t + d0
-                add_end(t)
-            self.slowed[first:] = [d0 == d1 for d0, d1 in (durs if first == 0 else islice(durs, first, None))]
-        self.start[first:] = starts
-        self.end[first:] = ends
+                slowed[j] = d1 == d0
+            end[j] = t
 
 
 @dataclass
