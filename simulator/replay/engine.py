@@ -663,7 +663,10 @@ class Replayer:
         timer = Timeout(self.env, alone)
         hold = _Hold(plan, now, now + alone, links, timer, beside)
         self._holds[hid] = hold
-        self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
+        if beside is None:  # (its links were found idle just now: Replayer._stream, _run_collective)
+            self.net.reserve_idle(hid, links)
+        else:  # (one timed beside other traffic ends before that changes)
+            self.net.reserve(hid, links)
         return hid, hold
 
     def _unheld(self, hid: int, hold: _Hold) -> None:

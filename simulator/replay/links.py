@@ -78,6 +78,9 @@ LIST_CAPACITY_LINKS = 1 << 16
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+# Up to this many links, beside() reads their occupancy rows as Python lists rather than
+# with a numpy call per column and test (a TP ring's 8 NVLink hops, most of its calls)
+_FEW_LINKS = 32
 
 try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through Python wrappers
     # (~1 us a call, on arrays of a few links asked about hundreds of thousands of times a step)
@@ -330,6 +333,14 @@ class FlowNetwork:
         self._n_reserved += links.size - taken
         reserved[links] = holder + 1
 
+    def reserve_idle(self, holder: int, links: np.ndarray) -> None:
+        """:meth:`reserve` of links just found idle (:meth:`idle`, nothing between): none is
+        reserved, so none changes hands."""
+        if self._holding.setdefault(holder, links) is not links:
+            self._overwritten.add(holder)
+        self._n_reserved += links.size
+        self._reserved[links] = holder + 1
+
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
         reserved = self._reserved
@@ -368,11 +379,24 @@ class FlowNetwork:
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
         occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
-        if _count_nonzero(occupancy[:, 2]):
-            return None
-        on = occupancy[:, 1] > 0
-        busy = occupancy[:, 0] > 0
-        if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
+        on_links: list[int]  # the links phase blocks hold, and those ordinary flows cross
+        busy_links: list[int]
+        if links.size <= _FEW_LINKS:
+            # (a TP ring's few links: the rows as Python lists cost less than a numpy call each)
+            on_links, busy_links = [], []
+            for link, (b, o, r) in zip(links.tolist(), occupancy.tolist()):
+                if r:
+                    return None
+                if o > 0:
+                    on_links.append(link)
+                if b > 0:
+                    busy_links.append(link)
+        else:
+            if _count_nonzero(occupancy[:, 2]):
+                return None
+            on_links = links[occupancy[:, 1] > 0].tolist()
+            busy_links = links[occupancy[:, 0] > 0].tolist()
+        if not on_links and not busy_links:  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
         now = self.env._now
@@ -381,13 +405,13 @@ class FlowNetwork:
         others: set[int] = set()  # the links of those components (of ordinary flows)
         comps: list[Any] = []  # those components (of phase blocks)
         held_by: list[Any] = []  # (specs, segment in force) of each of them
-        flowing = bool(_count_nonzero(busy))
+        flowing = bool(busy_links)
         if flowing:
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
             if self._new or self._seeds or self._dirty or self._update_pending:
                 return None  # rates not yet worked out for this instant
-            connected = self._flow_components(links[busy].tolist())
+            connected = self._flow_components(busy_links)
             if connected is None:
                 return None
             flows, comp_links = connected
@@ -396,7 +420,7 @@ class FlowNetwork:
                 until = min(until, f.finish)
                 fixed.extend((m, f.cap, f.rate) for m in f.members())
         seen: set[tuple[int, int]] = set()
-        for fid, link in zip(self._owner[links[on]].tolist(), links[on].tolist()):
+        for fid, link in zip(self._owner[on_links].tolist() if on_links else (), on_links):
             block = self._blocks[fid]
             c = block.shape.component_at(link)
             if (fid, c) in seen:
