@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import simpy
-from simpy.events import Event, Timeout
+from simpy.events import URGENT, Event, Timeout
 
 from simulator.costs.collectives import CollectivePlan
 from simulator.costs.flow_patterns import sorted_distinct
@@ -106,6 +106,44 @@ class _CountingEnv(simpy.Environment):
             return None
         finally:
             self.n_events += n
+
+class _StreamProcess:
+    """What ``env.process`` makes of a stream's generator, with only what the replay uses: its
+    start (an urgent event, as SimPy's ``Initialize``), each yielded event resuming it, and at
+    its end one event scheduled (as SimPy schedules the finished process), so the same events
+    run in the same order. Its events never fail (an exception raised by the generator
+    propagates out of ``run``), nothing waits for the process, and its resume is bound once:
+    SimPy's ``Process._resume`` builds a bound method per wait."""
+
+    __slots__ = ("_env", "_send", "_resume")
+
+    def __init__(self, env: simpy.Environment, generator: Iterator[Any]) -> None:
+        self._env = env
+        self._send = cast(Any, generator).send
+        self._resume: Callable[[Event], None] | None = self._step  # (dropped at its end: no cycle left)
+        start = Event(env)
+        start._ok = True
+        start._value = None
+        start.callbacks = [self._resume]
+        env.schedule(start, URGENT)
+
+    def _step(self, event: Event) -> None:
+        send = self._send
+        while True:
+            try:
+                event = send(event._value)
+            except StopIteration:
+                self._resume = None
+                done = Event(self._env)
+                done._ok = True
+                done._value = None
+                self._env.schedule(done)
+                return
+            callbacks = event.callbacks
+            if callbacks is not None:
+                callbacks.append(self._resume)  # type: ignore[arg-type]
+                return
+
 
 @dataclass(slots=True)
 class _Hold:
@@ -940,7 +978,7 @@ class Replayer:
     def run(self) -> None:
         for R in self.ranks.values():
             for indices in R.table.streams.values():
-                self.env.process(self._stream(R, indices))
+                _StreamProcess(self.env, self._stream(R, indices))
         try:
             self.env.run()
             stuck = [R for R in self.ranks.values() if R.n_done < len(R.table.program)]
