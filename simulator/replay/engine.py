@@ -776,7 +776,7 @@ class Replayer:
         # runs for every op of every simulated rank)
         done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
         coll_sigs, groups, coll_seq, algorithms = R.coll_sigs, R.groups, R.coll_seq, R.algorithm
-        net_idle = self._net_idle
+        net_idle, slowdown = self._net_idle, self.slowdown
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -856,7 +856,15 @@ class Replayer:
                         stream = op.stream
                         coll_seq[stream] = coll_seq.get(stream, 0) + 1
                         r_start[i] = now
-                        self._comm_started(R, +1)
+                        # (_comm_started(R, +1) written out)
+                        R.inflight += 1
+                        if slowdown > 0:
+                            if R.run is not None and R.inflight == 1:
+                                self._replan(R, R.run, True)
+                            if R.running is not None and not R.running[1]:
+                                end, _ = R.running
+                                R.extend += (end - now) * slowdown
+                                R.running = (end, True)
                         algorithms[i] = sig.algo
                         held = sig.held
                         if sig.alone is not None:
@@ -867,7 +875,10 @@ class Replayer:
                             self._unheld(hid, hold)
                         else:
                             yield from self._run_on_network(op, sig.members, sig.plan, held, now)
-                        self._comm_started(R, -1)
+                        # (_comm_started(R, -1) written out)
+                        R.inflight -= 1
+                        if R.run is not None and slowdown > 0 and R.inflight == 0:
+                            self._replan(R, R.run, False)
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
             r_end[i] = env._now
