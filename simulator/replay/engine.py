@@ -141,7 +141,7 @@ class _StreamProcess:
                 return
             callbacks = event.callbacks
             if callbacks is not None:
-                callbacks.append(self._resume)  # type: ignore[arg-type]
+                callbacks.append(self._resume)
                 return
 
 
@@ -187,7 +187,8 @@ class Replayer:
         self.net = network_factory(self.env, costs.capacity_Bps)
         self._transfer_many = getattr(self.net, "transfer_many", None)
         self._transfer_phase = getattr(self.net, "transfer_phase", None)
-        self._net_idle = getattr(self.net, "idle", None)
+        # (a network without reservations, a test's stand-in, has no idle(): never asked then)
+        self._net_idle: Callable[[np.ndarray], bool] = getattr(self.net, "idle", None)  # type: ignore[assignment]
         self.slowdown = costs.gpu.overlap_slowdown
         # One table per distinct program object: roles that share a program (the CP roles of a
         # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
