@@ -382,6 +382,7 @@ class Replayer:
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
         absorb, side_watched, net_idle = R.absorb, table.side_watched, self._net_idle
+        stream_pred, groups, algorithms, coll_seq = table.stream_pred, R.groups, R.algorithm, R.coll_seq
         idle_links = None  # the last links found idle (Absorbable.links: one object per set)
         while True:
             ws = watchers.get(k)
@@ -403,7 +404,7 @@ class Replayer:
                     info = self._absorbable(R, c)
                 if info is None:
                     break
-                pred = table.stream_pred[c]
+                pred = stream_pred[c]
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
                 first = indices[p]
@@ -434,11 +435,11 @@ class Replayer:
                         besides[len(ops)] = beside
                 if links is not None:
                     held.append((len(ops), links))
-                R.groups[c] = members
+                groups[c] = members
                 if algo is not None:
-                    R.algorithm[c] = algo
+                    algorithms[c] = algo
                     stream = op_c.stream
-                    R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
+                    coll_seq[stream] = coll_seq.get(stream, 0) + 1
                 taken.add(c)
                 add_op(c)
                 add_dur((alone, alone))
@@ -562,7 +563,9 @@ class Replayer:
         links with it as it would have on the op-by-op replay."""
         now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
-        for h in set(holders.tolist()):
+        holder_ids = set(holders.tolist())
+        single = len(holder_ids) == 1  # (then every link is that holder's)
+        for h in holder_ids:
             hold = self._holds.get(h)
             if hold is not None:
                 if hold.end > due:  # (one ending now ends before the newcomer starts)
@@ -578,7 +581,7 @@ class Replayer:
             if hit is None:
                 continue
             R, run = hit
-            mine = set(links[holders == h].tolist())
+            mine = set(links.tolist() if single else links[holders == h].tolist())
             live = [(j, held) for j, held in run.held if run.end[j] > due]
             first = next((j for j, held in live if not mine.isdisjoint(held.tolist())), None)
             if first is not None:
