@@ -817,12 +817,10 @@ class Replayer:
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                # (each list given to numpy as an index or values is converted: once each here)
-                at_ops, starts = np.array(ops), np.array(run.start)
-                r_ready[at_ops] = starts
-                r_start[at_ops] = starts
-                r_end[at_ops] = run.end
-                for k in ops:
+                for k, t, e in zip(ops, run.start, run.end):
+                    r_ready[k] = t
+                    r_start[k] = t
+                    r_end[k] = e
                     done[k] = 1
                 if waiters:
                     for k in ops:
@@ -995,7 +993,11 @@ class Replayer:
             for indices in R.table.streams.values():
                 _StreamProcess(self.env, self._stream(R, indices))
         try:
-            self.env.run()
+            try:
+                self.env.run()
+            finally:
+                for R in self.ranks.values():
+                    R.finished()
             stuck = [R for R in self.ranks.values() if R.n_done < len(R.table.program)]
             if stuck:
                 raise HangError(hang_report(stuck, self.ranks, self.rendezvous, self.sendrecv.p2p))

@@ -195,6 +195,9 @@ def _same_front(program: Sequence[Op], other: Sequence[Op]) -> int:
     return k if k >= _FRONT_MIN else 0
 
 
+_NAN = float("nan")
+
+
 class RankState:
     """Mutable state of one simulated rank during the replay."""
 
@@ -207,9 +210,12 @@ class RankState:
         self.rank = rank
         self.role = role
         self.table = table
-        self.ready = np.full(n, np.nan)
-        self.start = np.full(n, np.nan)
-        self.end = np.full(n, np.nan)
+        # Python lists while the replay runs (a store costs less than a numpy one: the streams
+        # write every op's times, a compute block its dozens at once), numpy arrays once it has
+        # run (Replayer.run: finished)
+        self.ready: Any = [_NAN] * n
+        self.start: Any = [_NAN] * n
+        self.end: Any = [_NAN] * n
         self.done = bytearray(n)
         self.n_done = 0
         self.waiters: dict[int, simpy.Event] = {}
@@ -231,6 +237,13 @@ class RankState:
         self.blocked: dict[str, tuple[int, int | str]] = {}
         self.algorithm: dict[int, tuple[str, str]] = {}
         self.groups: dict[int, tuple[int, ...]] = {}
+
+    def finished(self) -> None:
+        """The replay has run: its op times become the arrays the trace keeps."""
+        if isinstance(self.ready, list):
+            self.ready = np.array(self.ready, dtype=np.float64)
+            self.start = np.array(self.start, dtype=np.float64)
+            self.end = np.array(self.end, dtype=np.float64)
 
 
 @dataclass(frozen=True)
