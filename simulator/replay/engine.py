@@ -482,7 +482,10 @@ class Replayer:
             run.holder = self._next_holder
             self._next_holder += 1
             self._holders[run.holder] = (R, run)
-            self.net.reserve(run.holder, self._held_links(run))
+            if besides:
+                self.net.reserve(run.holder, self._held_links(run))
+            else:  # (every link held was found idle above, and nothing has started since)
+                self.net.reserve_idle(run.holder, self._held_links(run))
             run.beside = besides
         return run
 
