@@ -820,16 +820,22 @@ class Replayer:
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                for k, t, e in zip(ops, run.start, run.end):
-                    r_ready[k] = t
-                    r_start[k] = t
-                    r_end[k] = e
-                    done[k] = 1
-                if waiters:
-                    for k in ops:
-                        ev = waiters.pop(k, None)
+                if waiters:  # (an event succeeded here only schedules: its waiters run later)
+                    pop = waiters.pop
+                    for k, t, e in zip(ops, run.start, run.end):
+                        r_ready[k] = t
+                        r_start[k] = t
+                        r_end[k] = e
+                        done[k] = 1
+                        ev = pop(k, None)
                         if ev is not None:
                             ev.succeed()
+                else:
+                    for k, t, e in zip(ops, run.start, run.end):
+                        r_ready[k] = t
+                        r_start[k] = t
+                        r_end[k] = e
+                        done[k] = 1
                 R.n_done += len(ops)
                 p += run.n_kernels - 1
                 continue

@@ -833,7 +833,7 @@ class FlowNetwork:
         self._update()
 
     def _on_timer(self, event: simpy.Event) -> None:
-        if event.value == self._timer_token:
+        if event._value == self._timer_token:
             self._timer_at = None
             self._update()
 
