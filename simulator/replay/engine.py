@@ -41,6 +41,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from heapq import heappop
+from operator import is_
 from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
@@ -427,8 +428,7 @@ class Replayer:
                         # block's kernels so far, laid out slowed: a later start is covered by
                         # the timer that hands it back, _expire).
                         idle_links = None
-                        beside = self._beside(op_c, members, links,
-                                              self.env._now + sum([d[1] for d in durs]))
+                        beside = self._beside(info.plan, links, self.env._now + sum([d[1] for d in durs]))
                         if beside is None:
                             break
                         alone, links = beside.duration, beside.links
@@ -489,14 +489,13 @@ class Replayer:
             run.beside = besides
         return run
 
-    def _beside(self, op: CommOp, members: tuple[int, ...], links: np.ndarray, start: float) -> Beside | None:
-        """The collective (one simulated member; ``links``: those it crosses) timed from
-        ``start`` beside the traffic of fixed rates on its links now (``FlowNetwork.beside``):
-        its latency plus its phases there, provided that traffic keeps its rates until it
-        ends; None otherwise."""
+    def _beside(self, plan: CollectivePlan, links: np.ndarray, start: float) -> Beside | None:
+        """The collective of ``plan`` (one simulated member; ``links``: those it crosses) timed
+        from ``start`` beside the traffic of fixed rates on its links now
+        (``FlowNetwork.beside``): its latency plus its phases there, provided that traffic
+        keeps its rates until it ends; None otherwise."""
         if not self._besides:
             return None
-        plan = self._ready_plan(op, members)[0]
         b = self.net.beside(self._phases(plan), links)
         if b is None or start + plan.latency_s + b.duration > b.until:
             return None
@@ -542,7 +541,7 @@ class Replayer:
             arrays = tuple([links for _, links in held])
             key = tuple(map(id, arrays))
             got = self._unions.get(key)
-            if got is not None and all(a is b for a, b in zip(got[0], arrays)):
+            if got is not None and all(map(is_, got[0], arrays)):
                 links = got[1]
             else:
                 # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
@@ -753,7 +752,7 @@ class Replayer:
                 info = Absorbable(alone, members, algo)
             elif self._reservable and not table.side_kernels:
                 t, links = self._alone_anyway(op, members, plan)
-                info = Absorbable(t, members, algo, links)
+                info = Absorbable(t, members, algo, links, plan)
         absorb[key] = info
         return info
 
@@ -793,7 +792,12 @@ class Replayer:
             op = prog[i]
             for d in op.deps:
                 if not done[d]:
-                    yield self._waiter(R, op.stream, i, d)
+                    # (_waiter written out: every op that waits on another stream's comes here)
+                    ev = waiters.get(d)
+                    if ev is None:
+                        ev = waiters[d] = Event(env)
+                    R.blocked[op.stream] = (i, d)
+                    yield ev
             at = issue[i]
             if synced_after is not None and (s := synced_after[i]) >= 0 and not done[i]:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
@@ -985,7 +989,7 @@ class Replayer:
         """A collective whose links are not its own and not idle (``held``: its time alone and
         links where they could be reserved): timed beside the traffic of fixed rates on them
         where that is exact (:meth:`_beside`), else on the network, latency then phases."""
-        if held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
+        if held is not None and (beside := self._beside(plan, held[1], now)) is not None:
             hid, hold = self._held(plan, beside.duration, beside.links, beside)
             yield hold.timer
             self._unheld(hid, hold)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Iterable, Sequence
+from operator import is_
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -472,7 +473,7 @@ class FlowNetwork:
         not a tuple of every flow's links, caps and rates built and hashed."""
         key = (*map(id, phases), *map(id, held_by))
         got = self._beside_seg_known.get(key)
-        if got is not None and all(a is b for a, b in zip(got[0], (*phases, *held_by))):
+        if got is not None and all(map(is_, got[0], (*phases, *held_by))):
             return got[1]
         shapes = self._beside_shapes(phases, [], held_by)
         if len(self._beside_seg_known) >= CLASS_LEVEL_KNOWN:
@@ -489,7 +490,7 @@ class FlowNetwork:
         if not others:
             key = (id(links), *map(id, comps))
             got = self._beside_links_known.get(key)
-            if got is not None and got[0] is links and all(a is b for a, b in zip(got[1], comps)):
+            if got is not None and got[0] is links and all(map(is_, got[1], comps)):
                 return got[2]
         for comp in comps:
             others.update(comp.links)

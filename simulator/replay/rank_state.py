@@ -257,6 +257,7 @@ class Absorbable:
     members: tuple[int, ...]
     algo: tuple[str, str] | None
     links: np.ndarray | None = None
+    plan: Any = None  # its CollectivePlan, where ``links`` is given
 
 
 class ComputeRun:
