@@ -178,6 +178,7 @@ class Replayer:
     def __init__(self, schedule: Any, costs: CostModel, ranks: Sequence[int], *,
                  network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
                  compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None,
+                 alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] | None = None,
                  like: dict[Any, RoleTable] | None = None) -> None:
         self.schedule = schedule
         self.costs = costs
@@ -232,8 +233,10 @@ class Replayer:
         self._next_holder = 0
         # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
         # shared links or not
-        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {}
-        self._link_sets: dict[bytes, np.ndarray] = {}  # those links by their ids' bytes
+        # shared, as ``plans``, by the replays of one step (``alone``): they depend on the plan
+        # and the capacities alone
+        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {} if alone is None else alone[0]
+        self._link_sets: dict[bytes, np.ndarray] = {} if alone is None else alone[1]  # those links by their ids' bytes
         self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
         # _held_links' unions by the ids of the link arrays (held in the entry)
         self._unions: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
@@ -1079,11 +1082,12 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
                                    nic_key=_nic_key(topology, n_ranks))
 
     plans: dict[tuple, CollectivePlan] = {}
+    alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] = ({}, {})
     tables: dict[Any, RoleTable] = {}  # the last replay's, by role
 
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
-                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans,
+                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans, alone=alone,
                       like=tables)
         tables.clear()
         tables.update({R.role: R.table for R in rp.ranks.values()})
