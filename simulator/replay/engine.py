@@ -786,6 +786,8 @@ class Replayer:
         done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
         coll_sigs, groups, coll_seq, algorithms = R.coll_sigs, R.groups, R.coll_seq, R.algorithm
         net_idle, slowdown = self._net_idle, self.slowdown
+        holds = self._holds
+        net = self.net
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -888,9 +890,18 @@ class Replayer:
                         if sig.alone is not None:
                             yield Timeout(env, sig.alone)
                         elif held is not None and net_idle(held[1]):
-                            hid, hold = self._held(sig.plan, *held)
+                            # (_held and _unheld written out: the collective by its time alone
+                            # while it holds its idle links reserved)
+                            hid = self._next_holder
+                            self._next_holder = hid + 1
+                            alone, links = held
+                            hold = _Hold(sig.plan, now, now + alone, links, Timeout(env, alone))
+                            holds[hid] = hold
+                            net.reserve_idle(hid, links)
                             yield hold.timer
-                            self._unheld(hid, hold)
+                            if holds.get(hid) is hold:
+                                del holds[hid]
+                                net.release(hid, links)
                         else:
                             yield from self._run_on_network(op, sig.members, sig.plan, held, now)
                         # (_comm_started(R, -1) written out)
