@@ -903,7 +903,7 @@ class Replayer:
                                 del holds[hid]
                                 net.release(hid, links)
                         else:
-                            yield from self._run_on_network(op, sig.members, sig.plan, held, now)
+                            yield from self._run_on_network(sig.plan, held, now)
                         # (_comm_started(R, -1) written out)
                         R.inflight -= 1
                         if R.run is not None and slowdown > 0 and R.inflight == 0:
@@ -994,12 +994,12 @@ class Replayer:
             yield hold.timer
             self._unheld(hid, hold)
         else:
-            yield from self._run_on_network(op, members, plan, held, now)
+            yield from self._run_on_network(plan, held, now)
         for Rm, _ in arrived:
             self._comm_started(Rm, -1)
 
-    def _run_on_network(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan,
-                        held: tuple[float, np.ndarray] | None, now: float) -> Iterator[Any]:
+    def _run_on_network(self, plan: CollectivePlan, held: tuple[float, np.ndarray] | None,
+                        now: float) -> Iterator[Any]:
         """A collective whose links are not its own and not idle (``held``: its time alone and
         links where they could be reserved): timed beside the traffic of fixed rates on them
         where that is exact (:meth:`_beside`), else on the network, latency then phases."""
