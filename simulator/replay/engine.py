@@ -41,11 +41,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from heapq import heappop
+from operator import is_
 from typing import Any, Callable, Iterator, Sequence, cast
 
 import numpy as np
 import simpy
-from simpy.events import Event, Timeout
+from simpy.events import URGENT, Event, Timeout
 
 from simulator.costs.collectives import CollectivePlan
 from simulator.costs.flow_patterns import sorted_distinct
@@ -63,6 +64,9 @@ from simulator.replay.sendrecv import SendRecv
 from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
 from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp, P2POp
+
+
+_UNKNOWN: Any = object()  # not asked yet (Replayer._compute_run's look-ups)
 
 
 class _CountingEnv(simpy.Environment):
@@ -104,6 +108,44 @@ class _CountingEnv(simpy.Environment):
         finally:
             self.n_events += n
 
+class _StreamProcess:
+    """What ``env.process`` makes of a stream's generator, with only what the replay uses: its
+    start (an urgent event, as SimPy's ``Initialize``), each yielded event resuming it, and at
+    its end one event scheduled (as SimPy schedules the finished process), so the same events
+    run in the same order. Its events never fail (an exception raised by the generator
+    propagates out of ``run``), nothing waits for the process, and its resume is bound once:
+    SimPy's ``Process._resume`` builds a bound method per wait."""
+
+    __slots__ = ("_env", "_send", "_resume")
+
+    def __init__(self, env: simpy.Environment, generator: Iterator[Any]) -> None:
+        self._env = env
+        self._send = cast(Any, generator).send
+        self._resume: Callable[[Event], None] | None = self._step  # (dropped at its end: no cycle left)
+        start = Event(env)
+        start._ok = True
+        start._value = None
+        start.callbacks = [self._resume]
+        env.schedule(start, URGENT)
+
+    def _step(self, event: Event) -> None:
+        send = self._send
+        while True:
+            try:
+                event = send(event._value)
+            except StopIteration:
+                self._resume = None
+                done = Event(self._env)
+                done._ok = True
+                done._value = None
+                self._env.schedule(done)
+                return
+            callbacks = event.callbacks
+            if callbacks is not None:
+                callbacks.append(self._resume)
+                return
+
+
 @dataclass(slots=True)
 class _Hold:
     """A collective run by its time alone on links it holds reserved (Replayer._held)."""
@@ -116,12 +158,27 @@ class _Hold:
     beside: Beside | None = None  # its phases timed beside traffic of fixed rates (FlowNetwork.beside)
 
 
+class _CollSig:
+    """A collective's group on one rank and what its replay needs of it (Replayer._coll_sig)."""
+
+    __slots__ = ("members", "n_sim", "plan", "algo", "alone", "held")
+
+    def __init__(self, members: tuple[int, ...], n_sim: int) -> None:
+        self.members = members
+        self.n_sim = n_sim
+        self.plan: Any = None
+        self.algo: tuple[str, str] = ("", "")
+        self.alone: float | None = None
+        self.held: tuple[float, np.ndarray] | None = None
+
+
 class Replayer:
     """One replay of one step. Use :func:`replay`."""
 
     def __init__(self, schedule: Any, costs: CostModel, ranks: Sequence[int], *,
                  network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
                  compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None,
+                 alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] | None = None,
                  like: dict[Any, RoleTable] | None = None) -> None:
         self.schedule = schedule
         self.costs = costs
@@ -132,6 +189,8 @@ class Replayer:
         self.net = network_factory(self.env, costs.capacity_Bps)
         self._transfer_many = getattr(self.net, "transfer_many", None)
         self._transfer_phase = getattr(self.net, "transfer_phase", None)
+        # (a network without reservations, a test's stand-in, has no idle(): never asked then)
+        self._net_idle: Callable[[np.ndarray], bool] = getattr(self.net, "idle", None)  # type: ignore[assignment]
         self.slowdown = costs.gpu.overlap_slowdown
         # One table per distinct program object: roles that share a program (the CP roles of a
         # stage under p2p or a2a, schedule/build.py) share its compute times and stream lists.
@@ -174,10 +233,11 @@ class Replayer:
         self._next_holder = 0
         # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
         # shared links or not
-        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {}
+        # shared, as ``plans``, by the replays of one step (``alone``): they depend on the plan
+        # and the capacities alone
+        self._alone_any: dict[int, tuple[CollectivePlan, float, np.ndarray]] = {} if alone is None else alone[0]
+        self._link_sets: dict[bytes, np.ndarray] = {} if alone is None else alone[1]  # those links by their ids' bytes
         self._phase_lists: dict[int, tuple[CollectivePlan, list[Any]]] = {}  # _phases
-        # _absorbable's answers by (group, kind, size, stream, side kernels): (members, answer)
-        self._absorb_known: dict[tuple, tuple[tuple[int, ...], Absorbable | None]] = {}
         # _held_links' unions by the ids of the link arrays (held in the entry)
         self._unions: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
 
@@ -225,7 +285,7 @@ class Replayer:
             self._replan(R, R.run, delta > 0)
         if delta > 0 and self.slowdown > 0 and R.running is not None and not R.running[1]:
             end, _ = R.running
-            R.extend += (end - self.env.now) * self.slowdown
+            R.extend += (end - self.env._now) * self.slowdown
             R.running = (end, True)
 
     def _replan(self, R: RankState, run: ComputeRun, started: bool) -> None:
@@ -233,7 +293,7 @@ class Replayer:
         block of kernels: the kernel running now is slowed for its remaining part if it was not
         (as ``_comm_started`` does for a single kernel), the kernels after it start under the
         new state."""
-        now = self.env.now
+        now = self.env._now
         end = run.end
         k = 0
         while k < len(end) and end[k] <= now:
@@ -255,7 +315,7 @@ class Replayer:
         end = run.end[-1]
         timer = run.timer
         if timer is None or timer.callbacks is None or end < run.armed:
-            new = Timeout(self.env, max(end - self.env.now, 0.0))
+            new = Timeout(self.env, max(end - self.env._now, 0.0))
             if timer is not None and timer.callbacks:
                 new.callbacks, timer.callbacks = timer.callbacks, []
             run.timer = new
@@ -325,6 +385,9 @@ class Replayer:
         taken: set[int] = set()  # collectives taken into this block
         held: list[tuple[int, np.ndarray]] = []  # (entry, links) of those on links reserved
         besides: dict[int, Beside] = {}  # entries of those timed beside traffic of fixed rates
+        absorb, side_watched, net_idle = R.absorb, table.side_watched, self._net_idle
+        stream_pred, groups, algorithms, coll_seq = table.stream_pred, R.groups, R.algorithm, R.coll_seq
+        idle_links = None  # the last links found idle (Absorbable.links: one object per set)
         while True:
             ws = watchers.get(k)
             if ws is not None:
@@ -337,39 +400,49 @@ class Replayer:
                     break
                 if after is not None and not (self._synced(R, c) and self._synced(R, nxt)):
                     break  # the host issues them only once the GPU has ended a synced op
-                info = self._absorbable(R, c)
+                op_c = program[c]
+                if type(op_c) is not CommOp or c in side_watched:
+                    break
+                info = absorb.get((op_c.axes, op_c.op, op_c.size_bytes, op_c.stream), _UNKNOWN)
+                if info is _UNKNOWN:
+                    info = self._absorbable(R, c)
                 if info is None:
                     break
-                pred = table.stream_pred[c]
+                pred = stream_pred[c]
                 if pred >= 0 and not done[pred] and pred not in taken:
                     break
                 first = indices[p]
                 stop = False
-                for d in program[c].deps:
+                for d in op_c.deps:
                     if not (done[d] or d in taken or (first <= d <= k and program[d].stream == "compute")):
                         stop = True
                         break
                 if stop:
                     break
                 alone, members, algo, links = info.alone, info.members, info.algo, info.links
-                if links is not None and not self.net.idle(links):
-                    # Other traffic is on its links now: it goes on the network, unless it can
-                    # be timed beside that traffic until it ends (from the end of the block's
-                    # kernels so far, laid out slowed: a later start is covered by the timer
-                    # that hands it back, _expire).
-                    beside = self._beside(program[c], members, links,  # type: ignore[arg-type]
-                                          self.env.now + sum([d[1] for d in durs]))
-                    if beside is None:
-                        break
-                    alone, links = beside.duration, beside.links
-                    besides[len(ops)] = beside
+                # (nothing changes the network's occupancy between two checks of one block
+                # but _beside's claim: links found idle stay so until then)
+                if links is not None and links is not idle_links:
+                    if net_idle(links):
+                        idle_links = links
+                    else:
+                        # Other traffic is on its links now: it goes on the network, unless it
+                        # can be timed beside that traffic until it ends (from the end of the
+                        # block's kernels so far, laid out slowed: a later start is covered by
+                        # the timer that hands it back, _expire).
+                        idle_links = None
+                        beside = self._beside(info.plan, links, self.env._now + sum([d[1] for d in durs]))
+                        if beside is None:
+                            break
+                        alone, links = beside.duration, beside.links
+                        besides[len(ops)] = beside
                 if links is not None:
                     held.append((len(ops), links))
-                R.groups[c] = members
+                groups[c] = members
                 if algo is not None:
-                    R.algorithm[c] = algo
-                    stream = program[c].stream
-                    R.coll_seq[stream] = R.coll_seq.get(stream, 0) + 1
+                    algorithms[c] = algo
+                    stream = op_c.stream
+                    coll_seq[stream] = coll_seq.get(stream, 0) + 1
                 taken.add(c)
                 add_op(c)
                 add_dur((alone, alone))
@@ -405,25 +478,27 @@ class Replayer:
         if len(ops) == 1:
             return None
         issue = table.issue
-        gates = [issue[o] for o in ops] if after is None else [self._issued(R, o) for o in ops]
+        gates = list(map(issue.__getitem__, ops)) if after is None else [self._issued(R, o) for o in ops]
         run = ComputeRun(ops, durs, q - p + 1, gates)
         if held:
             run.held = held
             run.holder = self._next_holder
             self._next_holder += 1
             self._holders[run.holder] = (R, run)
-            self.net.reserve(run.holder, self._held_links(run))
+            if besides:
+                self.net.reserve(run.holder, self._held_links(run))
+            else:  # (every link held was found idle above, and nothing has started since)
+                self.net.reserve_idle(run.holder, self._held_links(run))
             run.beside = besides
         return run
 
-    def _beside(self, op: CommOp, members: tuple[int, ...], links: np.ndarray, start: float) -> Beside | None:
-        """The collective (one simulated member; ``links``: those it crosses) timed from
-        ``start`` beside the traffic of fixed rates on its links now (``FlowNetwork.beside``):
-        its latency plus its phases there, provided that traffic keeps its rates until it
-        ends; None otherwise."""
+    def _beside(self, plan: CollectivePlan, links: np.ndarray, start: float) -> Beside | None:
+        """The collective of ``plan`` (one simulated member; ``links``: those it crosses) timed
+        from ``start`` beside the traffic of fixed rates on its links now
+        (``FlowNetwork.beside``): its latency plus its phases there, provided that traffic
+        keeps its rates until it ends; None otherwise."""
         if not self._besides:
             return None
-        plan = self._ready_plan(op, members)[0]
         b = self.net.beside(self._phases(plan), links)
         if b is None or start + plan.latency_s + b.duration > b.until:
             return None
@@ -448,7 +523,7 @@ class Replayer:
             if last > b.until and b.until not in run.expiring:
                 run.expiring.add(b.until)
                 holder, links = run.holder, b.links
-                timer = Timeout(self.env, max(b.until - self.env.now, 0.0))
+                timer = Timeout(self.env, max(b.until - self.env._now, 0.0))
                 timer.callbacks.append(lambda _ev: self._on_reserved(np.full(links.size, holder, dtype=np.int64), links)
                                        if self._holders.get(holder, (None, None))[1] is run else None)
 
@@ -460,15 +535,16 @@ class Replayer:
         cached = run.held_links
         if cached is not None and cached[0] is held:
             return cached[1]
-        if len(held) == 1:
-            links = held[0][1]
+        first = held[0][1]
+        if len(held) == 1 or all([links is first for _, links in held]):
+            links = first  # (one collective, or several on one set of links: _alone_anyway)
         else:
             # the same few link arrays (a TP ring's, a DP hop's) are held together block after
             # block: their union is kept by the arrays themselves (held in the entry)
             arrays = tuple([links for _, links in held])
             key = tuple(map(id, arrays))
             got = self._unions.get(key)
-            if got is not None and all(a is b for a, b in zip(got[0], arrays)):
+            if got is not None and all(map(is_, got[0], arrays)):
                 links = got[1]
             else:
                 # sorted_distinct: np.unique's hash table is slower on link ids (numpy 2)
@@ -490,9 +566,11 @@ class Replayer:
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
         that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
         links with it as it would have on the op-by-op replay."""
-        now = self.env.now
+        now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
-        for h in set(holders.tolist()):
+        holder_ids = set(holders.tolist())
+        single = len(holder_ids) == 1  # (then every link is that holder's)
+        for h in holder_ids:
             hold = self._holds.get(h)
             if hold is not None:
                 if hold.end > due:  # (one ending now ends before the newcomer starts)
@@ -508,7 +586,7 @@ class Replayer:
             if hit is None:
                 continue
             R, run = hit
-            mine = set(links[holders == h].tolist())
+            mine = set(links.tolist() if single else links[holders == h].tolist())
             live = [(j, held) for j, held in run.held if run.end[j] > due]
             first = next((j for j, held in live if not mine.isdisjoint(held.tolist())), None)
             if first is not None:
@@ -628,11 +706,14 @@ class Replayer:
         waiting on it). (Not a generator: one per collective cost more than the rest of it.)"""
         hid = self._next_holder
         self._next_holder += 1
-        now = self.env.now
+        now = self.env._now
         timer = Timeout(self.env, alone)
         hold = _Hold(plan, now, now + alone, links, timer, beside)
         self._holds[hid] = hold
-        self.net.reserve(hid, links)  # (one timed beside other traffic ends before that changes)
+        if beside is None:  # (its links were found idle just now: Replayer._stream, _run_collective)
+            self.net.reserve_idle(hid, links)
+        else:  # (one timed beside other traffic ends before that changes)
+            self.net.reserve(hid, links)
         return hid, hold
 
     def _unheld(self, hid: int, hold: _Hold) -> None:
@@ -654,32 +735,28 @@ class Replayer:
         time between the two: the block holds it as an entry of that duration instead of
         three events (the kernel's end waking the collective's stream, its timer, its end
         waking the compute stream)."""
-        absorb = R.absorb
-        if c in absorb:
-            return absorb[c]
         table = R.table
         op = table.program[c]
+        if type(op) is not CommOp or c in table.side_watched:
+            return None
+        # the same for every op of that kind, size and stream in that group on this rank (and
+        # role: side_kernels): kept by those, not worked out again per op
+        key = (op.axes, op.op, op.size_bytes, op.stream)
+        absorb = R.absorb
+        if key in absorb:
+            return absorb[key]
         info: Absorbable | None = None
-        if type(op) is CommOp and all(table.program[w].stream == "compute" for w in table.watchers.get(c, ())):
-            members, n_sim = self._group(R.rank, op.axes)
-            # the same for every op of that kind, size and stream in that group (members: the
-            # group's one tuple, _group): kept by those, not worked out again per op and rank
-            key = (id(members), op.op, op.size_bytes, op.stream, table.side_kernels)
-            hit = self._absorb_known.get(key)
-            if hit is not None and hit[0] is members:
-                info = hit[1]
-            else:
-                if len(members) <= 1:
-                    info = Absorbable(0.0, members, None)
-                elif n_sim == 1:
-                    plan, algo, alone = self._ready_plan(op, members)
-                    if alone is not None:
-                        info = Absorbable(alone, members, algo)
-                    elif self._reservable and not table.side_kernels:
-                        t, links = self._alone_anyway(op, members, plan)
-                        info = Absorbable(t, members, algo, links)
-                self._absorb_known[key] = (members, info)
-        absorb[c] = info
+        members, n_sim = self._group(R.rank, op.axes)
+        if len(members) <= 1:
+            info = Absorbable(0.0, members, None)
+        elif n_sim == 1:
+            plan, algo, alone = self._ready_plan(op, members)
+            if alone is not None:
+                info = Absorbable(alone, members, algo)
+            elif self._reservable and not table.side_kernels:
+                t, links = self._alone_anyway(op, members, plan)
+                info = Absorbable(t, members, algo, links, plan)
+        absorb[key] = info
         return info
 
     def _alone_anyway(self, op: CommOp, members: tuple[int, ...], plan: CollectivePlan) -> tuple[float, np.ndarray]:
@@ -692,7 +769,11 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     t += self.net.phase_duration(phase)
-            hit = self._alone_any[id(plan)] = (plan, t, plan_links(plan))
+            links = plan_links(plan)
+            # one array object per set of links (a TP group's AllGather and ReduceScatter cross
+            # the same): a block's checks and unions of its held links go by identity
+            links = self._link_sets.setdefault(links.tobytes(), links)
+            hit = self._alone_any[id(plan)] = (plan, t, links)
         return hit[1], hit[2]
 
     # -- streams -------------------------------------------------------------------------
@@ -703,6 +784,10 @@ class Replayer:
         # R's arrays and tables are never replaced during the replay: bound once (this loop
         # runs for every op of every simulated rank)
         done, waiters, r_ready, r_start, r_end = R.done, R.waiters, R.ready, R.start, R.end
+        coll_sigs, groups, coll_seq, algorithms = R.coll_sigs, R.groups, R.coll_seq, R.algorithm
+        net_idle, slowdown = self._net_idle, self.slowdown
+        holds = self._holds
+        net = self.net
         n = len(indices)
         p = 0
         blocks = self.compute_runs and prog[indices[0]].stream == "compute"
@@ -712,17 +797,22 @@ class Replayer:
             op = prog[i]
             for d in op.deps:
                 if not done[d]:
-                    yield self._waiter(R, op.stream, i, d)
+                    # (_waiter written out: every op that waits on another stream's comes here)
+                    ev = waiters.get(d)
+                    if ev is None:
+                        ev = waiters[d] = Event(env)
+                    R.blocked[op.stream] = (i, d)
+                    yield ev
             at = issue[i]
             if synced_after is not None and (s := synced_after[i]) >= 0 and not done[i]:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
                 if not done[s]:
                     yield self._waiter(R, op.stream, i, s)
                 at = self._issued(R, i)
-            now = env.now
+            now = env._now
             if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
                 yield Timeout(env, at - now)
-                now = env.now
+                now = env._now
             if done[i]:
                 continue  # a collective a compute block took in (_compute_run) has run there
             r_ready[i] = now
@@ -739,18 +829,22 @@ class Replayer:
                 if run.holder >= 0:
                     self._release(run)
                 ops = run.ops
-                # (each list given to numpy as an index or values is converted: once each here)
-                at_ops, starts = np.array(ops), np.array(run.start)
-                r_ready[at_ops] = starts
-                r_start[at_ops] = starts
-                r_end[at_ops] = run.end
-                for k in ops:
-                    done[k] = 1
-                if waiters:
-                    for k in ops:
-                        ev = waiters.pop(k, None)
+                if waiters:  # (an event succeeded here only schedules: its waiters run later)
+                    pop = waiters.pop
+                    for k, t, e in zip(ops, run.start, run.end):
+                        r_ready[k] = t
+                        r_start[k] = t
+                        r_end[k] = e
+                        done[k] = 1
+                        ev = pop(k, None)
                         if ev is not None:
                             ev.succeed()
+                else:
+                    for k, t, e in zip(ops, run.start, run.end):
+                        r_ready[k] = t
+                        r_start[k] = t
+                        r_end[k] = e
+                        done[k] = 1
                 R.n_done += len(ops)
                 p += run.n_kernels - 1
                 continue
@@ -766,14 +860,57 @@ class Replayer:
                 R.running = None
             elif type(op) is CommOp:
                 handed = R.handed.pop(i, None) if R.handed else None
-                if handed is None:
-                    yield from self._collective(R, i, op)
-                else:  # a compute block had taken it in and handed it back (_hand_back)
+                if handed is not None:  # a compute block had taken it in and handed it back (_hand_back)
                     r_ready[i] = r_start[i] = handed[0]
                     yield handed[1]
+                else:
+                    sig = coll_sigs.get((op.axes, op.op, op.size_bytes, op.stream))
+                    if sig is None:
+                        sig = self._coll_sig(R, op)
+                    if sig.n_sim != 1:
+                        yield from self._collective(R, i, op, sig)
+                    else:
+                        # the only simulated member of its group (:meth:`_run_collective`'s
+                        # lone case written out: one generator less per collective)
+                        groups[i] = sig.members
+                        stream = op.stream
+                        coll_seq[stream] = coll_seq.get(stream, 0) + 1
+                        r_start[i] = now
+                        # (_comm_started(R, +1) written out)
+                        R.inflight += 1
+                        if slowdown > 0:
+                            if R.run is not None and R.inflight == 1:
+                                self._replan(R, R.run, True)
+                            if R.running is not None and not R.running[1]:
+                                end, _ = R.running
+                                R.extend += (end - now) * slowdown
+                                R.running = (end, True)
+                        algorithms[i] = sig.algo
+                        held = sig.held
+                        if sig.alone is not None:
+                            yield Timeout(env, sig.alone)
+                        elif held is not None and net_idle(held[1]):
+                            # (_held and _unheld written out: the collective by its time alone
+                            # while it holds its idle links reserved)
+                            hid = self._next_holder
+                            self._next_holder = hid + 1
+                            alone, links = held
+                            hold = _Hold(sig.plan, now, now + alone, links, Timeout(env, alone))
+                            holds[hid] = hold
+                            net.reserve_idle(hid, links)
+                            yield hold.timer
+                            if holds.get(hid) is hold:
+                                del holds[hid]
+                                net.release(hid, links)
+                        else:
+                            yield from self._run_on_network(sig.plan, held, now)
+                        # (_comm_started(R, -1) written out)
+                        R.inflight -= 1
+                        if R.run is not None and slowdown > 0 and R.inflight == 0:
+                            self._replan(R, R.run, False)
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
-            r_end[i] = env.now
+            r_end[i] = env._now
             done[i] = 1
             R.n_done += 1
             if waiters:
@@ -781,22 +918,33 @@ class Replayer:
                 if ev is not None:
                     ev.succeed()
 
-    def _collective(self, R: RankState, i: int, op: CommOp) -> Iterator[Any]:
-        """What rank R's stream yields from to run collective ``i``: nothing for a group of one,
-        the collective itself for the only simulated member of its group (the others are mirror
-        images: no rendezvous to wait at, so no rendezvous record and no event to wake anyone),
-        else its rendezvous (:meth:`_rendezvous`). (Not a generator itself: one generator per
-        collective fewer.)"""
+    def _coll_sig(self, R: RankState, op: CommOp) -> _CollSig:
+        """Rank R's group for the collective, how many of its members are simulated, and (one
+        simulated member) its plan, (algorithm, protocol), time alone or None (links not its
+        own) and then, where links can be reserved, (seconds alone, links): the same for every
+        op of that kind, size and stream of the rank (R.coll_sigs)."""
         members, n_sim = self._group(R.rank, op.axes)
+        sig = _CollSig(members, n_sim)
+        if n_sim == 1 and len(members) > 1:
+            sig.plan, sig.algo, sig.alone = self._ready_plan(op, members)
+            if sig.alone is None and self._reservable:
+                sig.held = self._alone_anyway(op, members, sig.plan)
+        R.coll_sigs[(op.axes, op.op, op.size_bytes, op.stream)] = sig
+        return sig
+
+    def _collective(self, R: RankState, i: int, op: CommOp, sig: _CollSig) -> Iterator[Any]:
+        """What rank R's stream yields from to run collective ``i`` (``sig``: :meth:`_coll_sig`)
+        when it is not the only simulated member of its group (_stream runs that case):
+        nothing for a group of one, else its rendezvous (:meth:`_rendezvous`). (Not a generator
+        itself: one generator per collective fewer.)"""
+        members = sig.members
         R.groups[i] = members
         if len(members) <= 1:
-            R.start[i] = self.env.now
+            R.start[i] = self.env._now
             return iter(())
         seq = R.coll_seq.get(op.stream, 0)
         R.coll_seq[op.stream] = seq + 1
-        if n_sim == 1:
-            return self._run_collective(op, members, ((R, i),), True)
-        return self._rendezvous(R, i, op, members, n_sim, seq)
+        return self._rendezvous(R, i, op, members, sig.n_sim, seq)
 
     def _rendezvous(self, R: RankState, i: int, op: CommOp, members: tuple[int, ...], n_sim: int, seq: int):
         """Wait at the collective's rendezvous; the last member to arrive runs it for all."""
@@ -830,7 +978,7 @@ class Replayer:
                         lone: bool):
         """Every member has issued the collective: run it (latency, then its phases' flows).
         ``lone``: the group has one simulated member (the others are its mirror images)."""
-        now = self.env.now
+        now = self.env._now
         plan, algo, alone = self._ready_plan(op, members)
         for Rm, im in arrived:
             Rm.start[im] = now
@@ -845,7 +993,17 @@ class Replayer:
             hid, hold = self._held(plan, *held)
             yield hold.timer
             self._unheld(hid, hold)
-        elif held is not None and (beside := self._beside(op, members, held[1], now)) is not None:
+        else:
+            yield from self._run_on_network(plan, held, now)
+        for Rm, _ in arrived:
+            self._comm_started(Rm, -1)
+
+    def _run_on_network(self, plan: CollectivePlan, held: tuple[float, np.ndarray] | None,
+                        now: float) -> Iterator[Any]:
+        """A collective whose links are not its own and not idle (``held``: its time alone and
+        links where they could be reserved): timed beside the traffic of fixed rates on them
+        where that is exact (:meth:`_beside`), else on the network, latency then phases."""
+        if held is not None and (beside := self._beside(plan, held[1], now)) is not None:
             hid, hold = self._held(plan, beside.duration, beside.links, beside)
             yield hold.timer
             self._unheld(hid, hold)
@@ -855,16 +1013,18 @@ class Replayer:
             for phase in plan.phases:
                 if phase:
                     yield self._phase(phase)
-        for Rm, _ in arrived:
-            self._comm_started(Rm, -1)
 
     # -- run -------------------------------------------------------------------------------
     def run(self) -> None:
         for R in self.ranks.values():
             for indices in R.table.streams.values():
-                self.env.process(self._stream(R, indices))
+                _StreamProcess(self.env, self._stream(R, indices))
         try:
-            self.env.run()
+            try:
+                self.env.run()
+            finally:
+                for R in self.ranks.values():
+                    R.finished()
             stuck = [R for R in self.ranks.values() if R.n_done < len(R.table.program)]
             if stuck:
                 raise HangError(hang_report(stuck, self.ranks, self.rendezvous, self.sendrecv.p2p))
@@ -933,11 +1093,12 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
                                    nic_key=_nic_key(topology, n_ranks))
 
     plans: dict[tuple, CollectivePlan] = {}
+    alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] = ({}, {})
     tables: dict[Any, RoleTable] = {}  # the last replay's, by role
 
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
-                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans,
+                      exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans, alone=alone,
                       like=tables)
         tables.clear()
         tables.update({R.role: R.table for R in rp.ranks.values()})

@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Iterable, Sequence
+from operator import is_
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -78,6 +79,9 @@ LIST_CAPACITY_LINKS = 1 << 16
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+# Up to this many links, beside() reads their occupancy rows as Python lists rather than
+# with a numpy call per column and test (a TP ring's 8 NVLink hops, most of its calls)
+_FEW_LINKS = 32
 
 try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through Python wrappers
     # (~1 us a call, on arrays of a few links asked about hundreds of thousands of times a step)
@@ -248,7 +252,7 @@ class FlowNetwork:
     def link_bytes(self) -> np.ndarray:
         """Bytes carried per link direction so far (finished flows plus the progress of active ones)."""
         out = self._done_per_link().copy()
-        now = self.env.now
+        now = self.env._now
         for f in self._flows.values():
             moved = f.size - max(f.rem - f.rate * (now - f.t_ref), 0.0)
             if f.ptr is not None:
@@ -288,7 +292,7 @@ class FlowNetwork:
             event.succeed()
             return event
         group = FlowGroup(len(batch), event)
-        now = self.env.now
+        now = self.env._now
         fid = self._next_fid
         for links, nbytes, cap in batch:
             f = ActiveFlow(fid, links, nbytes, cap, group)
@@ -330,6 +334,14 @@ class FlowNetwork:
         self._n_reserved += links.size - taken
         reserved[links] = holder + 1
 
+    def reserve_idle(self, holder: int, links: np.ndarray) -> None:
+        """:meth:`reserve` of links just found idle (:meth:`idle`, nothing between): none is
+        reserved, so none changes hands."""
+        if self._holding.setdefault(holder, links) is not links:
+            self._overwritten.add(holder)
+        self._n_reserved += links.size
+        self._reserved[links] = holder + 1
+
     def release(self, holder: int, links: np.ndarray) -> None:
         """Drop ``holder``'s reservation of ``links`` (links another holder reserved are kept)."""
         reserved = self._reserved
@@ -368,26 +380,39 @@ class FlowNetwork:
         if self._n_reserved:  # traffic timed outside the network there comes onto it first
             self._claim(links)
         occupancy = self._occupancy.take(links, axis=0)  # (busy, owned, reserved) per link
-        if _count_nonzero(occupancy[:, 2]):
-            return None
-        on = occupancy[:, 1] > 0
-        busy = occupancy[:, 0] > 0
-        if not _count_nonzero(on) and not _count_nonzero(busy):  # (what the claim put on the network has not started yet)
+        on_links: list[int]  # the links phase blocks hold, and those ordinary flows cross
+        busy_links: list[int]
+        if links.size <= _FEW_LINKS:
+            # (a TP ring's few links: the rows as Python lists cost less than a numpy call each)
+            on_links, busy_links = [], []
+            for link, (b, o, r) in zip(links.tolist(), occupancy.tolist()):
+                if r:
+                    return None
+                if o > 0:
+                    on_links.append(link)
+                if b > 0:
+                    busy_links.append(link)
+        else:
+            if _count_nonzero(occupancy[:, 2]):
+                return None
+            on_links = links[occupancy[:, 1] > 0].tolist()
+            busy_links = links[occupancy[:, 0] > 0].tolist()
+        if not on_links and not busy_links:  # (what the claim put on the network has not started yet)
             alone = tuple(map(self._shape, phases))
             return Beside(alone, sum([sh.duration for sh in alone]), float("inf"), links)
-        now = self.env.now
+        now = self.env._now
         until = float("inf")
         fixed: list[tuple[tuple[int, ...], float, float]] = []  # (links, cap, rate) of their flows
         others: set[int] = set()  # the links of those components (of ordinary flows)
         comps: list[Any] = []  # those components (of phase blocks)
         held_by: list[Any] = []  # (specs, segment in force) of each of them
-        flowing = bool(_count_nonzero(busy))
+        flowing = bool(busy_links)
         if flowing:
             # Ordinary flows: their components keep their rates until one of their flows ends
             # (or traffic arrives, which the reservation of their links calls back).
             if self._new or self._seeds or self._dirty or self._update_pending:
                 return None  # rates not yet worked out for this instant
-            connected = self._flow_components(links[busy].tolist())
+            connected = self._flow_components(busy_links)
             if connected is None:
                 return None
             flows, comp_links = connected
@@ -396,7 +421,7 @@ class FlowNetwork:
                 until = min(until, f.finish)
                 fixed.extend((m, f.cap, f.rate) for m in f.members())
         seen: set[tuple[int, int]] = set()
-        for fid, link in zip(self._owner[links[on]].tolist(), links[on].tolist()):
+        for fid, link in zip(self._owner[on_links].tolist() if on_links else (), on_links):
             block = self._blocks[fid]
             c = block.shape.component_at(link)
             if (fid, c) in seen:
@@ -448,7 +473,7 @@ class FlowNetwork:
         not a tuple of every flow's links, caps and rates built and hashed."""
         key = (*map(id, phases), *map(id, held_by))
         got = self._beside_seg_known.get(key)
-        if got is not None and all(a is b for a, b in zip(got[0], (*phases, *held_by))):
+        if got is not None and all(map(is_, got[0], (*phases, *held_by))):
             return got[1]
         shapes = self._beside_shapes(phases, [], held_by)
         if len(self._beside_seg_known) >= CLASS_LEVEL_KNOWN:
@@ -465,7 +490,7 @@ class FlowNetwork:
         if not others:
             key = (id(links), *map(id, comps))
             got = self._beside_links_known.get(key)
-            if got is not None and got[0] is links and all(a is b for a, b in zip(got[1], comps)):
+            if got is not None and got[0] is links and all(map(is_, got[1], comps)):
                 return got[2]
         for comp in comps:
             others.update(comp.links)
@@ -548,7 +573,7 @@ class FlowNetwork:
         group = FlowGroup(0, event)
         if self._n_reserved:
             self._claim(shape.links)
-        now = self.env.now
+        now = self.env._now
         self.stats.flows_started += shape.n_flows
         left = np.zeros(shape.n_flows, dtype=bool)
         for comp in shape.components:
@@ -587,7 +612,7 @@ class FlowNetwork:
             return event
         if self._n_reserved:
             self._claim(shape.links)
-        now = self.env.now
+        now = self.env._now
         start = now if t0 is None else t0
         group = FlowGroup(0, event)
         alive = [True] * len(shape.components)
@@ -741,7 +766,7 @@ class FlowNetwork:
 
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
-        now = self.env.now
+        now = self.env._now
         if self._new:
             n_new = len(self._new)
             links, counts = link_counts(self._new)
@@ -809,7 +834,7 @@ class FlowNetwork:
         self._update()
 
     def _on_timer(self, event: simpy.Event) -> None:
-        if event.value == self._timer_token:
+        if event._value == self._timer_token:
             self._timer_at = None
             self._update()
 
@@ -855,7 +880,7 @@ class FlowNetwork:
         flows = self._component()
         self._dirty = set()
         self._seeds = []
-        now = self.env.now
+        now = self.env._now
         if flows is None:
             self._refresh_all(now)
             return
@@ -1115,7 +1140,7 @@ class FlowNetwork:
         """Complete the flows due now, admit the new ones, re-share, and set the next timer."""
         self.stats.events += 1
         self._update_pending = False
-        now = self.env.now
+        now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S
         heap = self._heap
         finished: list[ActiveFlow] = []

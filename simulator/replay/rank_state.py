@@ -49,26 +49,26 @@ class RoleTable:
         # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
         # program order after which the host waited for the GPU (-1: none), or None when the
         # program has none. Such an op is issued ``issue[i] - issue[s]`` after op s has ended.
+        # (the synchronising ops are listed by the pass below, ``syncs``; ``like``'s in front)
         self.synced_after: list[int] | None = None
-        if issue is not None:
-            last, after = -1, []
-            for i, op in enumerate(program):
-                after.append(last)
-                if getattr(op, "host_sync", False):
-                    last = i
-            self.synced_after = after if last >= 0 else None
+        self.syncs: list[int] = [s for s in like.syncs if s < front] if front and like is not None else []
         # For runs of kernels replayed as one timed block (engine._compute_run): the ops an op
         # of another stream waits for, with those waiting ops (a run ends there, so that op's
         # end can wake them, unless the one waiting is a collective the run takes in), each
         # op's dependencies on other streams (a run goes on only while they are done), and the
         # op before each op on its stream (a collective taken into a run must be next on it).
         self.watchers: dict[int, list[int]] = {}
+        # The ops an op of a stream other than compute waits for, with the first such op: a
+        # collective awaited off the compute stream is never taken into a block
+        # (engine._absorbable), a set look-up instead of a walk of its watchers per ask.
+        self.side_watched: dict[int, int] = {}
         self.cross_deps: list[tuple[int, ...]] = []
         self.stream_pred: list[int] = []
         # One pass over the program (a deep pipeline's role holds tens of thousands of ops), its
         # attribute look-ups bound once: this table is built for every role of every replay.
         streams, watchers, dt, cross_deps, stream_pred = (self.streams, self.watchers, self.dt, self.cross_deps,
                                                           self.stream_pred)
+        side_watched = self.side_watched
         # Whether a kernel of this role runs on a stream other than compute (ZeRO-3's unflatten
         # copies): then a collective may run beside a kernel outside the compute blocks, and a
         # block takes in only collectives whose links are their own (engine._absorbable).
@@ -102,6 +102,9 @@ class RoleTable:
                     cut = bisect_left(waiting, front)
                     if cut:
                         watchers[d] = waiting[:cut]
+            for d, first in like.side_watched.items():
+                if first < front:
+                    side_watched[d] = first
             for op, entry, stream in zip(program[:front], dt, stream_of):
                 if entry is None:
                     note_communication(op, stream)
@@ -112,6 +115,7 @@ class RoleTable:
         # kernels thousands of times
         pairs: dict[tuple[float, bool], tuple[float, float]] = {}
         rest = program[front:] if front else program
+        add_sync = self.syncs.append
         i = front - 1
         for op, t in zip(rest, costs.compute_times(rest)):
             i += 1
@@ -126,7 +130,10 @@ class RoleTable:
                 ops_of.append(i)
             if t is None:
                 add_dt(None)
-                note_communication(op, stream)
+                if type(op) is CommOp:  # (note_communication written out for the common case)
+                    add_collective((stream, op.axes, op.op, op.size_bytes))
+                else:
+                    note_communication(op, stream)
             else:
                 shared = getattr(op, "sm_fraction", 1.0) < 1.0
                 pair = pairs.get((t, shared))
@@ -135,6 +142,8 @@ class RoleTable:
                 add_dt(pair)
                 if stream != "compute":
                     side = True
+            if getattr(op, "host_sync", False):
+                add_sync(i)
             deps = op.deps
             if not deps:
                 add_cross(no_deps)
@@ -154,7 +163,21 @@ class RoleTable:
                     watchers[d] = [i]
                 else:
                     w.append(i)
+            if stream != "compute":
+                for d in cross:
+                    if d not in side_watched:
+                        side_watched[d] = i
         self.side_kernels = side
+        # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
+        # program order after which the host waited for the GPU (-1: none), or None when the
+        # program has none (or no host costs). Such an op is issued ``issue[i] - issue[s]``
+        # after op s has ended.
+        if self.syncs and issue is not None:
+            after = [-1] * len(program)
+            bounds = self.syncs + [len(program) - 1]
+            for s, nxt in zip(bounds, bounds[1:]):
+                after[s + 1:nxt + 1] = [s] * (nxt - s)
+            self.synced_after = after
 
 
 # Fewer ops in front in common than this: the table is built from scratch.
@@ -172,21 +195,27 @@ def _same_front(program: Sequence[Op], other: Sequence[Op]) -> int:
     return k if k >= _FRONT_MIN else 0
 
 
+_NAN = float("nan")
+
+
 class RankState:
     """Mutable state of one simulated rank during the replay."""
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
                  "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb",
-                 "handed")
+                 "handed", "coll_sigs")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
         n = len(table.program)
         self.rank = rank
         self.role = role
         self.table = table
-        self.ready = np.full(n, np.nan)
-        self.start = np.full(n, np.nan)
-        self.end = np.full(n, np.nan)
+        # Python lists while the replay runs (a store costs less than a numpy one: the streams
+        # write every op's times, a compute block its dozens at once), numpy arrays once it has
+        # run (Replayer.run: finished)
+        self.ready: Any = [_NAN] * n
+        self.start: Any = [_NAN] * n
+        self.end: Any = [_NAN] * n
         self.done = bytearray(n)
         self.n_done = 0
         self.waiters: dict[int, simpy.Event] = {}
@@ -194,18 +223,27 @@ class RankState:
         self.running: tuple[float, bool] | None = None  # (planned end, slowed) of the compute op running
         self.extend = 0.0  # extra compute time owed because communication started mid-kernel
         self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
-        # collective -> (seconds, members, (algorithm, protocol) or None) when a compute run may
+        # (axes, kind, size, stream) of a collective -> its Absorbable when a compute run may
         # take it in (engine._absorbable), None when it may not; filled as asked
-        self.absorb: dict[int, Absorbable | None] = {}
+        self.absorb: dict[tuple[tuple[str, ...], str, int, str], Absorbable | None] = {}
         # collective -> (its start, the event of its end): a collective a compute block had
         # taken in and handed back to the network when other traffic met its links mid-flight
         # (engine._hand_back); its stream waits for that event instead of running it
         self.handed: dict[int, tuple[float, simpy.Event]] = {}
         self.coll_seq: dict[str, int] = {}
+        # (axes, kind, size, stream) of a collective -> its group and plan here (engine._coll_sig)
+        self.coll_sigs: dict[tuple[tuple[str, ...], str, int, str], Any] = {}
         # stream -> (op index, what it waits for: a dependency's index, or "rendezvous"/"send/recv")
         self.blocked: dict[str, tuple[int, int | str]] = {}
         self.algorithm: dict[int, tuple[str, str]] = {}
         self.groups: dict[int, tuple[int, ...]] = {}
+
+    def finished(self) -> None:
+        """The replay has run: its op times become the arrays the trace keeps."""
+        if isinstance(self.ready, list):
+            self.ready = np.array(self.ready, dtype=np.float64)
+            self.start = np.array(self.start, dtype=np.float64)
+            self.end = np.array(self.end, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -219,6 +257,7 @@ class Absorbable:
     members: tuple[int, ...]
     algo: tuple[str, str] | None
     links: np.ndarray | None = None
+    plan: Any = None  # its CollectivePlan, where ``links`` is given
 
 
 class ComputeRun:

@@ -86,7 +86,7 @@ class SendRecv:
             src = self._peer(R.rank, t.axis, t.offset)
             sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), src, t.transport))
         if not sides:
-            R.start[i] = self.env.now
+            R.start[i] = self.env._now
             return
         R.blocked[op.stream] = (i, "send/recv")
         # Wait for each side in turn (the op ends with the last); cheaper than an AllOf condition,
@@ -100,7 +100,7 @@ class SendRecv:
               mirrored_peer: int, transport: str) -> P2PSide:
         """Post one side of a send/recv; start the flow once both sides are posted."""
         if src == dst:
-            side = P2PSide(self.env.event(), nbytes, [who], self.env.now, transport)
+            side = P2PSide(self.env.event(), nbytes, [who], self.env._now, transport)
             side.event.succeed()
             return side
         if mirrored_peer not in self.ranks:
@@ -126,7 +126,7 @@ class SendRecv:
         Chained event callbacks rather than a SimPy process: a process costs two extra events
         (its start and its end) per flow, and a 128K-token CP ring has tens of thousands of flows.
         """
-        side.matched_at = self.env.now
+        side.matched_at = self.env._now
         route = self._route(src, dst)
         self._inflight((src, dst), +1)
         cost = self.costs.p2p(src, dst, side.nbytes, side.transport)

@@ -161,8 +161,8 @@ def test_a_collective_beside_dp_traffic_of_fixed_rates_is_timed_there_in_closed_
     timed = []
     beside = Replayer._beside
 
-    def spy(self, op, members, links, start):
-        got = beside(self, op, members, links, start)
+    def spy(self, plan, links, start):
+        got = beside(self, plan, links, start)
         timed.append(got is not None and got.until < float("inf"))
         return got
 
