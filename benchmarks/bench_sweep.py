@@ -93,9 +93,9 @@ def main(argv: list[str]) -> int:
         c = count_kinds(result.plans)
         sim = max(c["simulated"], 1)
         pruned = c["skipped_by"]["lower_bound"]
-        print(f"  sweep: {wall:.1f} s wall, {cpu:.1f} CPU s, {c['simulated']} simulated, {pruned} pruned by the lower bound "
+        print(f"  sweep: {wall:.1f} s wall, {cpu:.2f} CPU s, {c['simulated']} simulated, {pruned} pruned by the lower bound "
               f"({100 * pruned / max(runnable, 1):.0f}% of those that could run), "
-              f"{c['simulated'] / wall:.2f} simulated plans/s, {cpu / sim:.1f} CPU s per simulated plan; "
+              f"{c['simulated'] / wall:.2f} simulated plans/s, {cpu / sim:.2f} CPU s per simulated plan; "
               f"best {result.best.label if result.best else '-'}", flush=True)
     return 1 if bad else 0
 
