@@ -91,6 +91,10 @@ FIT_EXCLUDED = {
                      "nccl_tuner.ring_ctas_per_channel): no row is the network's latency (scored, not fitted)",
     "alibaba-mi355x": "2 x 8 MI355X over 8 AMD AI NICs per node (RCCL 2.27.7), added as an unseen system to score "
                       "the uncalibrated prediction (scored, not fitted)",
+    "aws-p4d-2021": "2 x p4d under NCCL 2.8.3 and the aws-ofi-nccl of Feb 2021, two to three years older than the "
+                    "plugin of every other EFA sweep (costs/transports.py, EFA_NET_V4): its message costs and its "
+                    "32.7 GB/s Ring plateau (the p4de run of 2024: 78) belong to that plugin, not to EFA's hops; "
+                    "added as an unseen system (scored, not fitted)",
     "oci-h200": "2 x 8 H200 over RoCE (BM.GPU.H200.8), 1-16 GiB only, added as an unseen system: no row is the "
                 "network's latency (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system: its rows would pull the pooled row every transport's fit leans "
@@ -98,6 +102,8 @@ FIT_EXCLUDED = {
                    "Simple protocol its stack enforces, are the fill of NCCL 2.21's 1 MiB Tree/Simple chunks "
                    "(costs/tree_pipeline.py); it does help fit the host-message cost (fit_table)",
 }
+# Excluded from the per-message cost's fit as well: their messages are another plugin release's.
+MESSAGE_FIT_EXCLUDED = frozenset({"aws-p4d-2021"})
 HOP_US = (0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0, 60.0, 80.0, 120.0)
 # LL's rate per channel across nodes, GB/s (0: NCCL's own rate; costs/deployed.py).
 LL_GBPS = (0.0, 8.0, 4.0, 2.0, 1.5, 1.0, 0.7, 0.5, 0.35)
@@ -433,7 +439,8 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
     use = [d for s, d in sorted(decomposed.items()) if s != exclude and s not in FIT_EXCLUDED]
     scores = {} if scores is None else scores
     table = _fit_rows(use, scores, {})
-    hosts = [d for s, d in sorted(decomposed.items()) if s != exclude and d.host_messages]
+    hosts = [d for s, d in sorted(decomposed.items())
+             if s != exclude and s not in MESSAGE_FIT_EXCLUDED and d.host_messages]
     pooled = fit_message_us(hosts, table)
     classes = {message_class(k) for k in table} | {message_class(d.transport) for d in hosts}
     message_us = {}

@@ -289,6 +289,11 @@ CASES.update({
              "Tree/Simple's bytes and hops: the run set no NCCL_BUFFSIZE (header), so NCCL 2.20's Tree/Simple chunk "
              "is a 512 KiB step whose first chunk fills 14 NVLink stages (costs/tree_pipeline.py); SENDRECV's cost "
              "per message overlaps the chunks' bytes (collectives.messages_overlap)"),
+    "a100x16_allreduce_2node_awsp4d_nccl283_efa_ringalgo": Case(
+        "aws-p4de", "allreduce", 16, 8, "ring", family="aws-p4d-2021",
+        note="2 x p4d.24xlarge (A100-40GB, 4 x 100 Gb/s EFA), NCCL 2.8.3 with the aws-ofi-nccl of early 2021 "
+             "(aws-samples/aws-efa-eks, Feb 2021), NCCL_ALGO=RING, 8 channels (log): 32.7 GB/s busbw at 1 GiB, "
+             "17.4 GB/s algbw over 50 GB/s of EFA per node; the p4de run of 2024 (NCCL 2.18-2.20) reaches 78"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),

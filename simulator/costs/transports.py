@@ -42,6 +42,16 @@ Sources, per transport:
   simple"). So a p4de call pays Simple's latency at every size: NCCL 2.20's Tree/Simple over two
   p4de nodes, the ~161 us floor of data/nccl/a100x16_allreduce_2node_awsp4de_efa.csv, where LL's
   would be ~105 us.
+* ``efa`` under NCCL <= 2.11 (the bundled p4d sweep of Feb 2021,
+  data/nccl/a100x16_allreduce_2node_awsp4d_nccl283_efa_ringalgo.csv, NCCL 2.8.3): NCCL's net API
+  of those releases (``ncclNetProperties_v4_t``, ``src/include/nccl_net.h`` v2.8.4-1 to v2.11.4-1)
+  has no latency field, so no plugin latency reaches the tuner; ``float latency`` appears in
+  v2.12.7-1. The plugin of that time (aws/aws-ofi-nccl, ``aws`` branch at d733e02, 2021-02-22,
+  v1.1.1 + 3) has one protocol, ``fi_tsend`` tagged sends on an ``FI_EP_RDM`` endpoint (the
+  provider's host-side message protocols, as SENDRECV later), and sets only ``NCCL_TOPO_FILE``
+  and ``RDMAV_FORK_SAFE``: ``NCCL_PROTO=simple`` is set from f62e405 (2023-01-25, "Configure
+  NCCL and Libfabric for AWS during init"), a reported latency from d087749 (2022-01-24). So a
+  NCCL <= 2.11 run on EFA keeps LL and LL128 and pays the per-message host cost.
 * ``host_messages`` / ``buff_bytes``: whether the transport's message protocol runs in host
   software, so that every network message of a call costs a fixed time beyond its bytes
   (:mod:`simulator.costs.net_messages`; the time is the deployed ``net_message_us``), and the
@@ -162,6 +172,17 @@ EFA_SENDRECV = TransportStack(
            "latency 75.0 us on p4d/p4de")
 
 
+# aws-ofi-nccl as it ran under NCCL <= 2.11 (module docstring, "NCCL <= 2.11 on EFA"): tagged sends on the
+# RDM endpoint (a host cost per message, as SENDRECV), no NCCL_PROTO set, no latency NCCL could read.
+EFA_NET_V4 = TransportStack(
+    host_messages=True,
+    source="aws-ofi-nccl aws branch of Feb 2021 (d733e02, v1.1.1+): fi_tsend on FI_EP_RDM, sets only NCCL_TOPO_FILE "
+           "and RDMAV_FORK_SAFE; NCCL v2.8.4-1-v2.11.4-1 nccl_net.h: ncclNetProperties_v4_t has no latency field")
+
+# The first NCCL release whose net API carries a plugin-reported latency (nccl_net.h v2.12.7-1).
+NET_LATENCY_SINCE = "2.12"
+
+
 # Slingshot with FI_CXI_RDZV_PROTO=alt_read: a host cost per network message (module docstring).
 SLINGSHOT_ALT_READ = TransportStack(
     host_messages=True, eager_max_bytes=CXI_EAGER_MAX_BYTES, payload_in_host_round=True,
@@ -179,8 +200,18 @@ def stack_for_profile(profile) -> TransportStack:
     the ratio of GPUs to EFA devices; on Slingshot, the CXI provider's rendezvous protocol
     (module docstring)."""
     nics = profile.node.nics
+    if nics.transport == "efa" and STACKS.get("efa") is not None and _before_net_latency(profile.nccl_version):
+        return EFA_NET_V4
     if nics.transport == "efa" and STACKS.get("efa") is not None and nics.count <= profile.node.gpus:
         return EFA_SENDRECV
     if nics.transport == "slingshot" and nics.rdzv_proto == "alt_read":
         return SLINGSHOT_ALT_READ
     return stack_for(nics.transport)
+
+
+def _before_net_latency(version: str | None) -> bool:
+    """Whether NCCL release ``version`` predates the net API that carries a plugin's latency
+    (None: the newest encoded release, which does not)."""
+    from simulator.config.nccl_overrides import version_key
+
+    return version is not None and version_key(version) < version_key(NET_LATENCY_SINCE)

@@ -1,8 +1,8 @@
 """Collective interval table of `clustersim collective` (simulator/report/intervals.py). GENERATED:
 do not edit.
 
-Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit 44829f5 from the
-leave-one-system-out predictions of 91 sweeps of 26 systems in data/nccl
+Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit 078fa92 from the
+leave-one-system-out predictions of 92 sweeps of 27 systems in data/nccl
 (docs/validation-collectives.md). BANDS[class] = (q10, q90, systems, rows): quantiles of
 ln(predicted busbw / measured busbw) = ln(measured time / predicted time), every system weighing
 the same, widened to contain 0. COVERAGE[class] = (rows, rows covered, systems, mean over systems

@@ -118,3 +118,32 @@ def test_p4de_pays_simples_floor_as_measured():
     assert {p.protocol for p in r.points} == {"simple"}
     small = [p for p in r.points if p.size_bytes <= KiB]
     assert small and all(abs(p.error) <= 0.10 for p in small), [round(p.error, 3) for p in small]
+
+
+def test_efa_under_nccl_2_11_or_older_runs_the_2021_plugin_stack():
+    """NCCL <= 2.11's net API (ncclNetProperties_v4_t) carries no latency and the aws-ofi-nccl of
+    that time set no NCCL_PROTO; from 2.12 the p4de stack is SENDRECV's (Simple, 75 us)."""
+    from simulator.costs.transports import EFA_NET_V4, EFA_SENDRECV, stack_for_profile
+
+    p4de = load_profile("aws-p4de")
+    for version, stack in (("2.8.3", EFA_NET_V4), ("2.11.4", EFA_NET_V4), ("2.12.7", EFA_SENDRECV),
+                           ("2.20.3", EFA_SENDRECV)):
+        told = p4de.model_copy(update={"nccl": {**p4de.nccl, "version": version}})
+        assert stack_for_profile(told) is stack, version
+    assert EFA_NET_V4.reported_latency_us == 0.0 and "ll" in EFA_NET_V4.protocols and EFA_NET_V4.host_messages
+    # IB's stack does not depend on the release
+    h100 = load_profile("dgx-h100")
+    old = h100.model_copy(update={"nccl": {**h100.nccl, "version": "2.8.4"}})
+    assert stack_for_profile(old) is stack_for("infiniband")
+
+
+def test_p4d_under_nccl_2_8_3_pays_lls_floor_not_simples():
+    """2 x p4d under NCCL 2.8.3 (Feb 2021, NCCL_ALGO=RING): 8 B-4 KiB take 167-233 us. Ring/LL
+    with the per-message cost is within a factor 1.5; SENDRECV's Simple-only stack of 2023+ would
+    predict ~643 us, 2.8-3.8x the measured time."""
+    sweep = read_sweep(DATA_DIR / "a100x16_allreduce_2node_awsp4d_nccl283_efa_ringalgo.csv")
+    r = predict_sweep(sweep, case_for(sweep))
+    small = [p for p in r.points if p.size_bytes <= 4 * KiB and p.size_bytes != 512]  # 512 B: outlier row
+    assert small and all(p.algorithm == "ring" and p.protocol == "ll" for p in small)
+    assert all(1 / 1.5 <= p.predicted_time_us / p.measured_time_us <= 1.5 for p in small), \
+        [(p.size_bytes, round(p.predicted_time_us), p.measured_time_us) for p in small]
