@@ -163,8 +163,9 @@ class Model(_Strict):
     # Query/key head dimension (Megatron's kv_channels); 0: hidden / heads. Qwen3 and GPT-OSS
     # use 128 and 64 with hidden/heads = 64 and 45; under MLA it is the no-RoPE part (qk_nope_head_dim).
     head_dim: int = Field(default=0, ge=0)
-    # Qwen3's per-head RMSNorm of the queries and keys before RoPE (HF Qwen3Attention q_norm /
-    # k_norm; Megatron-Core's qk_layernorm, which Megatron-Bridge's Qwen3 bridges set).
+    # Qwen3's per-head RMSNorm of the queries and keys before RoPE (HF Qwen3MoeAttention q_norm /
+    # k_norm; Megatron-Core's qk_layernorm, which Megatron-Bridge's Qwen3MoEBridge sets:
+    # src/megatron/bridge/models/qwen/qwen3_moe_bridge.py).
     qk_norm: bool = Field(default=False, description="a norm over head_dim on every query and key head")
     # --- Mixture of Experts (Megatron-Core's --num-experts, --moe-router-topk, ...) -----------
     experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0: a dense model)")
