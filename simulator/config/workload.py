@@ -89,8 +89,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "kimi-k2": _moe(61, 7168, 64, 64, 163840, 4096, experts=384, top_k=8, moe_ffn=2048, ffn=18432,
                     shared=1, first_dense=1, **_deepseek_mla(1536)),
     # Qwen/Qwen3-30B-A3B and Qwen3-235B-A22B config.json (head_dim 128, no shared experts).
-    "qwen3-30b-a3b": _moe(48, 2048, 32, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=768, head_dim=128),
-    "qwen3-235b-a22b": _moe(94, 4096, 64, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=1536, head_dim=128),
+    "qwen3-30b-a3b": _moe(48, 2048, 32, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=768, head_dim=128,
+                          qk_norm=True),
+    "qwen3-235b-a22b": _moe(94, 4096, 64, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=1536, head_dim=128,
+                            qk_norm=True),
     # openai/gpt-oss-120b and -20b config.json (model card arXiv:2508.10925 Table 1); the
     # alternating 128-token sliding-window attention is priced as full attention.
     "gpt-oss-120b": _moe(36, 2880, 64, 8, 201088, 4096, experts=128, top_k=4, moe_ffn=2880, head_dim=64),
@@ -161,6 +163,10 @@ class Model(_Strict):
     # Query/key head dimension (Megatron's kv_channels); 0: hidden / heads. Qwen3 and GPT-OSS
     # use 128 and 64 with hidden/heads = 64 and 45; under MLA it is the no-RoPE part (qk_nope_head_dim).
     head_dim: int = Field(default=0, ge=0)
+    # Qwen3's per-head RMSNorm of the queries and keys before RoPE (HF Qwen3MoeAttention q_norm /
+    # k_norm; Megatron-Core's qk_layernorm, which Megatron-Bridge's Qwen3MoEBridge sets:
+    # src/megatron/bridge/models/qwen/qwen3_moe_bridge.py).
+    qk_norm: bool = Field(default=False, description="a norm over head_dim on every query and key head")
     # --- Mixture of Experts (Megatron-Core's --num-experts, --moe-router-topk, ...) -----------
     experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0: a dense model)")
     top_k: int = Field(default=0, ge=0, description="experts each token is routed to (0: 1 when experts > 0)")

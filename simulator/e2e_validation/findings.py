@@ -986,6 +986,18 @@ the sinks, `fused_attn.cpp`; it would shorten half of the attention), Qwen3's QK
 the RoPE kernels (no model prices RoPE), the router's aux-loss and force-balancing kernels, and
 the fused cross-entropy the recipes select (`cross_entropy_fusion_impl` te / native).
 
+**Megatron-Bridge MoE: Qwen3's query and key norms.** Megatron-Bridge's Qwen3-MoE bridge sets
+`qk_layernorm` (`models/qwen/qwen3_moe_bridge.py`: "Qwen3 MoE uses QK layernorm", mapping
+`q_norm`/`k_norm`), so Megatron-Core's `SelfAttention` runs two more norms per layer over
+`head_dim` on the query and key heads, forward and backward (`model.qk_norm`, priced as the
+stack's norm kernel on T·(heads + kv_heads)·head_dim). Qwen3-30B on 16 H100 +16.4% → +15.2%, on 8
+B200 +10.3% → +9.0%, Qwen3-235B on 256 B200 +17.3% → +16.5% (on 256 H100 +6.1%, its step set
+by the A2A-overlapped pipeline); the source's median 10.3% → 9.5%. The same norms are in the
+Hugging Face model AutoModel runs: its Qwen3-30B row −2.2% → −4.6%, and the BF16 overlap A/B
+−4.3% / −0.1% → −5.2% / −1.4%, what the layers' norms cost at these shapes. The RoPE kernels
+(TransformerEngine's fused RoPE on the same queries and keys, as large again) are still unpriced
+for every model.
+
 **MoE with DeepEP: one row per token and destination rank.** DeepEP's normal dispatch sends a
 token once to every rank that holds at least one of its experts (`is_token_in_rank`; `recv_x`
 has one row per received token, its expert slots in `recv_topk_idx`; the framework permutes the

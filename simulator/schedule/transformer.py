@@ -66,6 +66,7 @@ class LayerSpec:
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
     alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
+    qk_norm: bool = False  # model.qk_norm: the queries and keys normalised per head (:meth:`LayerBuilder._qk_norm`)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -84,7 +85,7 @@ class LayerSpec:
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
-                   alibi=m.position_embedding == "alibi")
+                   alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm)
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -615,6 +616,26 @@ class LayerBuilder:
 
     # -- transformer layer --------------------------------------------------------------------
 
+    def _qk_norm(self, pb: ProgramBuilder, layer: int, after: int, tag: Tag, direction: str) -> int:
+        """The per-head norms of the queries and the keys (``model.qk_norm``): Megatron-Core's
+        ``SelfAttention`` with ``qk_layernorm`` runs ``q_layernorm`` and ``k_layernorm``, two norm
+        modules over ``head_dim`` (``hidden_size_per_attention_head``), on the QKV GEMM's query and
+        key outputs before RoPE and the attention core (megatron/core/transformer/attention.py,
+        ``SelfAttention.get_query_key_value_tensors``); Hugging Face's ``Qwen3Attention`` has the
+        same ``q_norm`` and ``k_norm``. Each is the stack's norm kernel (:attr:`Elementwise.norm_fwd`
+        and ``norm_bwd``, in units of the tensor it normalises) on this rank's query heads and KV
+        heads: two kernels forward, the norms' backward kernels in backward; the values are not
+        normalised."""
+        s = self.spec
+        if not s.qk_norm:
+            return after
+        ew = s.elementwise
+        d = self._qkv_out // (s.shape.heads + 2 * s.shape.kv_heads)  # head_dim
+        qk = s.tokens * (s.shape.heads + s.shape.kv_heads) * d * s.act_bytes
+        units, kernels = ew.norm_fwd if direction == "fwd" else ew.norm_bwd
+        return _mem_op(pb, f"L{layer}.qk_norm.{direction}", "norm", units * qk, (after,), tag, 2 * kernels,
+                       ew.norm_impl)
+
     def _bias(self, pb: ProgramBuilder, layer: int, gemm: str, features: int, tokens: int, after: int, tag: Tag,
               direction: str) -> int:
         """The bias of linear layer ``gemm`` as a kernel of its own (``training.linear_bias:
@@ -653,6 +674,7 @@ class LayerBuilder:
                       ew.norm_fwd[1], ew.norm_impl)
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         qkv = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, qkv, tag, "fwd")
+        qkv = self._qk_norm(pb, layer, qkv, tag, "fwd")
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
         proj = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, proj, tag, "fwd")
@@ -711,6 +733,7 @@ class LayerBuilder:
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         core = self._core_attention_bwd(pb, layer, mb, proj)
+        core = self._qk_norm(pb, layer, core, tag, "bwd")
         core = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, core, tag, "bwd")
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)

@@ -448,3 +448,27 @@ def test_automodel_gmm_experts_add_both_biases_per_local_expert(make):
         if op.name.endswith(".experts.fc1.dgrad"):
             assert prog[op.deps[0]].name.endswith(".experts.fc1_bias.bwd")
     assert len([op for op in prog if ".experts.bias." in op.name]) == 2 * 3 * scn.n_micro
+
+
+def test_qk_norm_normalises_the_query_and_key_heads_of_every_layer(make):
+    """``model.qk_norm`` (Qwen3, Megatron-Core's ``qk_layernorm``): per layer and micro-batch, two
+    norm kernels over the query and key heads after the QKV GEMM and before the attention core
+    (fused stack: read and write, 2 · 512 tokens · (4 + 2) heads per TP rank · 32 head dims · 2
+    bytes at TP 2), their backward between the attention core's and the QKV GEMM's (read the
+    input and the gradient, write the gradient: 3 ·); none without it. The values (the other 2
+    KV heads per rank) are not normalised."""
+    plan = {"ep": 2, "tp": 2, "sequence_parallel": True, "etp": 1}
+    base = build_schedule(make(plan)).programs["pp0.cp0"]
+    scn = make(plan, model={"qk_norm": True})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    assert not [op for op in base if ".qk_norm." in op.name]
+    fwd = [op for op in prog if op.name.endswith(".qk_norm.fwd")]
+    bwd = [op for op in prog if op.name.endswith(".qk_norm.bwd")]
+    assert len(fwd) == len(bwd) == 4 * scn.n_micro  # the dense layer too
+    qk = 512 * (4 + 2) * 32 * 2
+    assert {op.hbm_bytes for op in fwd} == {2 * qk}
+    assert {op.hbm_bytes for op in bwd} == {3 * qk}
+    assert {op.count for op in fwd + bwd} == {2}
+    order = [op.name.split(".", 1)[1] for op in prog if op.tag.layer == 2 and op.tag.mb_index == 0]
+    assert order.index("qkv.fwd.gemm") < order.index("qk_norm.fwd") < order.index("attn.core.fwd")
+    assert order.index("attn.core.bwd") < order.index("qk_norm.bwd") < order.index("qkv.bwd.dgrad")

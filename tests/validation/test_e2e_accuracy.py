@@ -239,7 +239,8 @@ def test_automodel_moe_errors():
     +11.5% -> +10.5%: median 11.5% -> 10.5%, signed +6.5% -> +6.0%.
     DeepEP's host wait for the received counts on every forward dispatch (ComputeOp.host_sync),
     measured on the eight rows before Ultra: Kimi-K2 +11.5% -> +11.1%, the others within 0.1 point
-    (the dispatch's own host cost is what it exposes; the GPU work after it is long)."""
+    (the dispatch's own host cost is what it exposes; the GPU work after it is long).
+    Qwen3's query and key norms (model.qk_norm, its q_norm / k_norm): Qwen3-30B -2.2% -> -4.6%."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
@@ -263,7 +264,9 @@ def test_megatron_bridge_moe_errors():
     median 10.0% (11.3% without DeepSeek-V3; +20.0% before the GPT-OSS expert-bias loop and recompute
     modules, the FP8 row padding and current scaling's four kernels per quantised tensor). Bounds, so
     a change that moves them further off fails. With DeepEP's one row per destination rank the
-    Qwen3-30B rows move to +16.1% (16 H100, DeepEP) and +10.3% (8 B200, HybridEP): median 10.3%."""
+    Qwen3-30B rows move to +16.1% (16 H100, DeepEP) and +10.3% (8 B200, HybridEP): median 10.3%.
+    Qwen3's query and key norms (model.qk_norm): Qwen3-30B +15.2% / +9.0%, Qwen3-235B on 256 B200
+    +16.5%: median 9.5%."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.12 <= e <= 0.25 for e in errors), errors
@@ -277,7 +280,8 @@ def test_bridge_ep_overlap_pair():
     profile shows: 0.11% of its communication under compute; -4.4% with HybridEP's one row per
     destination rank), -0.1% with it. The simulated overlap
     saves more than the measured 15.06% (20.3%): the simulated compute is slower than the profile's
-    (17.6 s against 14.6 s of kernels) and hides more of the exchanges (see the page's findings)."""
+    (17.6 s against 14.6 s of kernels) and hides more of the exchanges (see the page's findings).
+    Qwen3's query and key norms (model.qk_norm): -4.3% / -0.1% -> -5.2% / -1.4%."""
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)
     assert -0.10 <= off.error <= 0.0 and abs(on.error) <= 0.03, (off.error, on.error)
     assert on.step_time_s < off.step_time_s
