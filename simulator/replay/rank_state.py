@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from itertools import accumulate
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import simpy
@@ -18,7 +19,8 @@ from simulator.schedule.ir import CommOp, Op, P2POp
 class RoleTable:
     """What every rank of one role shares: its program, per-stream op lists, compute times."""
 
-    def __init__(self, program: Sequence[Op], costs: CostModel, like: "RoleTable | None" = None) -> None:
+    def __init__(self, program: Sequence[Op], costs: CostModel, like: "RoleTable | None" = None,
+                 stamps: Sequence[tuple[int, tuple[Op, ...], Any]] = ()) -> None:
         self.program = program
         # The ops in front that ``like`` (an earlier table of this role: a fold's small reduced
         # step, replayed before its large one) has too, at the same positions: their entries are
@@ -39,9 +41,21 @@ class RoleTable:
         self.p2p_dirs: set[tuple[str, int, bool]] = set()
         # When the host has issued each op (costs/host.py): no op starts earlier. A cost model
         # without host costs (a test's stand-in) issues everything at once.
+        # ``stamps``: the program's stamped layer passes (``ProgramBuilder.stamps``), whose
+        # kernel times and host costs are priced once per template (_priced_by_stamps).
         issue = getattr(costs, "issue_times", None)
+        hosts_of = getattr(costs, "host_costs", None) if issue is not None else None
+        times: Sequence[float | None] | None = None
+        hosts: list[float] | None = None
+        if stamps:
+            times, hosts = _priced_by_stamps(program, front, stamps, costs.compute_times, hosts_of)
         if issue is None:
             self.issue: list[float] = [0.0] * len(program)
+        elif times is not None and hosts is not None:
+            # the running sum issue_times adds, in the same order from the same start
+            issued = list(accumulate(hosts, initial=like.issue[front - 1] if front and like is not None else 0.0))
+            del issued[0]
+            self.issue = like.issue[:front] + issued if front and like is not None else issued
         elif front and like is not None:
             self.issue = like.issue[:front] + list(issue(program[front:], like.issue[front - 1]))
         else:
@@ -117,7 +131,7 @@ class RoleTable:
         rest = program[front:] if front else program
         add_sync = self.syncs.append
         i = front - 1
-        for op, t in zip(rest, costs.compute_times(rest)):
+        for op, t in zip(rest, costs.compute_times(rest) if times is None else times):
             i += 1
             stream = op.stream
             add_stream(stream)
@@ -178,6 +192,48 @@ class RoleTable:
             for s, nxt in zip(bounds, bounds[1:]):
                 after[s + 1:nxt + 1] = [s] * (nxt - s)
             self.synced_after = after
+
+
+def _priced_by_stamps(program: Sequence[Op], lo: int, stamps: Sequence[tuple[int, tuple[Op, ...], Any]],
+                      compute_times: Callable[[Sequence[Op]], list[float | None]],
+                      host_costs: Callable[[Sequence[Op]], list[float]] | None
+                      ) -> tuple[list[float | None], list[float] | None]:
+    """Each kernel time of ``program[lo:]`` (``CostModel.compute_times``) and each op's host cost
+    (``CostModel.host_costs``, None without it), the stamped layer passes priced once per
+    template. A stamp's ops are its template's but their dependencies, tags and names
+    (transformer._stamp_ops; a relabeled template's, ``_Template.origin``, differ from its
+    origin's in their names alone): neither price reads those but the tag's phase and whether
+    the name ends in ``.recompute`` (costs/host.py, costs/compute.py ``_is_backward``), which a
+    stamp keeps. A stamp counts only while the program still holds its ops (an op replaced after
+    the build, e.g. a recomputed pass renamed): else its ops are priced one by one, as the sweep's
+    bound does (sweep/bound.py ``_priced_program``)."""
+    times: list[float | None] = []
+    hosts: list[float] | None = [] if host_costs is not None else None
+    passes: dict[int, tuple[Any, list[float | None], list[float] | None]] = {}
+    done = lo
+
+    def one_by_one(a: int, b: int) -> None:
+        part = program[a:b]
+        times.extend(compute_times(part))
+        if hosts is not None and host_costs is not None:
+            hosts.extend(host_costs(part))
+
+    for start, seg, tpl in stamps:
+        n = len(seg)
+        if start < done or tuple(program[start:start + n]) != seg:
+            continue
+        if done < start:
+            one_by_one(done, start)
+        tpl = tpl.origin or tpl
+        hit = passes.get(id(tpl))
+        if hit is None or hit[0] is not tpl:
+            hit = passes[id(tpl)] = (tpl, compute_times(seg), host_costs(seg) if host_costs is not None else None)
+        times.extend(hit[1])
+        if hosts is not None and hit[2] is not None:
+            hosts.extend(hit[2])
+        done = start + n
+    one_by_one(done, len(program))
+    return times, hosts
 
 
 # Fewer ops in front in common than this: the table is built from scratch.
