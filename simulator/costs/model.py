@@ -30,7 +30,7 @@ from simulator.costs.collectives import (
     CollectivePlan, effective_capacity_Bps, net_hops_in_latency, phase_time_s, plan_collective,
 )
 from simulator.costs.compute import compute_times
-from simulator.costs.host import issue_times
+from simulator.costs.host import host_cost_s, issue_times
 from simulator.costs.topology_view import TopologyView
 from simulator.schedule.ir import Op
 
@@ -109,6 +109,11 @@ class CostModel:
     def compute_times(self, program: Sequence[Op]) -> list[float | None]:
         """Seconds of every compute op of ``program`` alone on its GPU (None for the others)."""
         return compute_times(program, self.gpu)
+
+    def host_costs(self, program: Sequence[Op]) -> list[float]:
+        """Seconds of host time to issue each op of ``program`` (:func:`~simulator.costs.host.host_cost_s`):
+        :meth:`issue_times` is their running sum."""
+        return [host_cost_s(op) for op in program]
 
     def issue_times(self, program: Sequence[Op], start: float = 0.0) -> list[float]:
         """When the rank's host has issued each op of ``program`` (:mod:`simulator.costs.host`),

@@ -203,7 +203,8 @@ class Replayer:
             program = schedule.programs[role]
             table = tables.get(id(program))
             if table is None:
-                table = tables[id(program)] = RoleTable(program, costs, like.get(role) if like else None)
+                table = tables[id(program)] = RoleTable(program, costs, like.get(role) if like else None,
+                                                               getattr(schedule, "stamps", {}).get(role, ()))
             self.ranks[r] = RankState(r, role, table)
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}

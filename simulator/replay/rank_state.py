@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from itertools import accumulate
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import simpy
@@ -18,7 +19,8 @@ from simulator.schedule.ir import CommOp, Op, P2POp
 class RoleTable:
     """What every rank of one role shares: its program, per-stream op lists, compute times."""
 
-    def __init__(self, program: Sequence[Op], costs: CostModel, like: "RoleTable | None" = None) -> None:
+    def __init__(self, program: Sequence[Op], costs: CostModel, like: "RoleTable | None" = None,
+                 stamps: Sequence[tuple[int, tuple[Op, ...], Any]] = ()) -> None:
         self.program = program
         # The ops in front that ``like`` (an earlier table of this role: a fold's small reduced
         # step, replayed before its large one) has too, at the same positions: their entries are
@@ -39,9 +41,22 @@ class RoleTable:
         self.p2p_dirs: set[tuple[str, int, bool]] = set()
         # When the host has issued each op (costs/host.py): no op starts earlier. A cost model
         # without host costs (a test's stand-in) issues everything at once.
+        # ``stamps``: the program's stamped layer passes (``ProgramBuilder.stamps``), whose
+        # kernel times and host costs are priced once per template (_priced_by_stamps).
         issue = getattr(costs, "issue_times", None)
+        hosts_of = getattr(costs, "host_costs", None) if issue is not None else None
+        times: Sequence[float | None] | None = None
+        hosts: list[float] | None = None
+        runs = _stamped_runs(program, front, stamps) if stamps else []
+        if runs:
+            times, hosts = _priced_by_stamps(program, front, runs, costs.compute_times, hosts_of)
         if issue is None:
             self.issue: list[float] = [0.0] * len(program)
+        elif times is not None and hosts is not None:
+            # the running sum issue_times adds, in the same order from the same start
+            issued = list(accumulate(hosts, initial=like.issue[front - 1] if front and like is not None else 0.0))
+            del issued[0]
+            self.issue = like.issue[:front] + issued if front and like is not None else issued
         elif front and like is not None:
             self.issue = like.issue[:front] + list(issue(program[front:], like.issue[front - 1]))
         else:
@@ -114,59 +129,129 @@ class RoleTable:
         # (alone, beside) of each distinct kernel time, made once: the step repeats a few dozen
         # kernels thousands of times
         pairs: dict[tuple[float, bool], tuple[float, float]] = {}
-        rest = program[front:] if front else program
+        if times is None:
+            times = costs.compute_times(program[front:] if front else program)
         add_sync = self.syncs.append
+        # The ops between the stamped layer passes one by one; each stamp (_stamped_runs) by its
+        # template's entries (_StampPlan), once per template: the same entries, in the same order.
+        plans: dict[int, tuple[Any, _StampPlan]] = {}
+        done = front
         i = front - 1
-        for op, t in zip(rest, costs.compute_times(rest)):
-            i += 1
-            stream = op.stream
-            add_stream(stream)
-            ops_of = streams.get(stream)
-            if ops_of is None:
-                streams[stream] = [i]
-                add_pred(-1)
-            else:
-                add_pred(ops_of[-1])
-                ops_of.append(i)
-            if t is None:
-                add_dt(None)
-                if type(op) is CommOp:  # (note_communication written out for the common case)
-                    add_collective((stream, op.axes, op.op, op.size_bytes))
+        segments: list[tuple[int, tuple[Op, ...], Any]] = [*runs, (len(program), (), None)]
+        for start, seg, origin in segments:
+            for op, t in zip(program[done:start], times[done - front:start - front]):
+                i += 1
+                stream = op.stream
+                add_stream(stream)
+                ops_of = streams.get(stream)
+                if ops_of is None:
+                    streams[stream] = [i]
+                    add_pred(-1)
                 else:
-                    note_communication(op, stream)
-            else:
-                shared = getattr(op, "sm_fraction", 1.0) < 1.0
-                pair = pairs.get((t, shared))
-                if pair is None:
-                    pair = pairs[(t, shared)] = (t, t if shared else t * slow)
-                add_dt(pair)
-                if stream != "compute":
-                    side = True
-            if getattr(op, "host_sync", False):
-                add_sync(i)
-            deps = op.deps
-            if not deps:
-                add_cross(no_deps)
-                continue
-            cross: tuple[int, ...]
-            if len(deps) == 1:
-                if stream_of[deps[0]] == stream:
+                    add_pred(ops_of[-1])
+                    ops_of.append(i)
+                if t is None:
+                    add_dt(None)
+                    if type(op) is CommOp:  # (note_communication written out for the common case)
+                        add_collective((stream, op.axes, op.op, op.size_bytes))
+                    else:
+                        note_communication(op, stream)
+                else:
+                    shared = getattr(op, "sm_fraction", 1.0) < 1.0
+                    pair = pairs.get((t, shared))
+                    if pair is None:
+                        pair = pairs[(t, shared)] = (t, t if shared else t * slow)
+                    add_dt(pair)
+                    if stream != "compute":
+                        side = True
+                if getattr(op, "host_sync", False):
+                    add_sync(i)
+                deps = op.deps
+                if not deps:
                     add_cross(no_deps)
                     continue
-                cross = deps
-            else:
-                cross = tuple([d for d in deps if stream_of[d] != stream])
-            add_cross(cross)
-            for d in cross:
-                w = watchers.get(d)
-                if w is None:
-                    watchers[d] = [i]
+                cross: tuple[int, ...]
+                if len(deps) == 1:
+                    if stream_of[deps[0]] == stream:
+                        add_cross(no_deps)
+                        continue
+                    cross = deps
                 else:
-                    w.append(i)
-            if stream != "compute":
+                    cross = tuple([d for d in deps if stream_of[d] != stream])
+                add_cross(cross)
                 for d in cross:
-                    if d not in side_watched:
-                        side_watched[d] = i
+                    w = watchers.get(d)
+                    if w is None:
+                        watchers[d] = [i]
+                    else:
+                        w.append(i)
+                if stream != "compute":
+                    for d in cross:
+                        if d not in side_watched:
+                            side_watched[d] = i
+            if origin is None:
+                break
+            n = len(seg)
+            hit = plans.get(id(origin))
+            if hit is None or hit[0] is not origin:
+                plan = _StampPlan(seg, start, times[start - front:start - front + n], pairs, slow)
+                hit = plans[id(origin)] = (origin, plan)
+                for op, entry, stream in zip(seg, plan.dt, plan.streams):  # once per template: sets
+                    if entry is None:
+                        note_communication(op, stream)
+                side = side or plan.side
+            plan = hit[1]
+            stream_of.extend(plan.streams)
+            dt.extend(plan.dt)
+            lasts = {name: (streams[name][-1] if name in streams else -1) for name, _ in plan.by_stream}
+            stream_pred.extend([start + p if p >= 0 else lasts[name] for p, name in zip(plan.pred, plan.streams)])
+            for name, ks in plan.by_stream:
+                ops_of = streams.get(name)
+                if ops_of is None:
+                    streams[name] = [start + k for k in ks]
+                else:
+                    ops_of.extend([start + k for k in ks])
+            if plan.syncs:
+                self.syncs.extend([start + k for k in plan.syncs])
+            cross_deps.extend(plan.no_cross)
+            if plan.inner is not None:
+                singles, multiples, watching, side_first = plan.inner
+                for k, d in singles:
+                    cross_deps[start + k] = (start + d,)
+                for k, offsets in multiples:
+                    cross_deps[start + k] = tuple([start + d for d in offsets])
+                for d, ks in watching:  # (no op before the pass waits for one in it)
+                    watchers[start + d] = [start + ks[0]] if len(ks) == 1 else [start + k for k in ks]
+                for d, k in side_first:
+                    side_watched[start + d] = start + k
+            for k, offsets in plan.waits:
+                i = start + k
+                stream = plan.streams[k]
+                if offsets is None:  # it waits for an op before the stamp: looked up as above
+                    deps = seg[k].deps
+                    if len(deps) == 1:
+                        if stream_of[deps[0]] == stream:
+                            continue
+                        cross = deps
+                    else:
+                        cross = tuple([d for d in deps if stream_of[d] != stream])
+                        if not cross:
+                            continue
+                else:
+                    cross = tuple([start + d for d in offsets])
+                cross_deps[i] = cross
+                for d in cross:
+                    w = watchers.get(d)
+                    if w is None:
+                        watchers[d] = [i]
+                    else:
+                        w.append(i)
+                if stream != "compute":
+                    for d in cross:
+                        if d not in side_watched:
+                            side_watched[d] = i
+            i = start + n - 1
+            done = start + n
         self.side_kernels = side
         # Host synchronisations (ComputeOp.host_sync): for each op, the last op before it in
         # program order after which the host waited for the GPU (-1: none), or None when the
@@ -178,6 +263,135 @@ class RoleTable:
             for s, nxt in zip(bounds, bounds[1:]):
                 after[s + 1:nxt + 1] = [s] * (nxt - s)
             self.synced_after = after
+
+
+def _stamped_runs(program: Sequence[Op], lo: int, stamps: Sequence[tuple[int, tuple[Op, ...], Any]]
+                  ) -> list[tuple[int, tuple[Op, ...], Any]]:
+    """The stamped layer passes of ``program`` from op ``lo`` on (``ProgramBuilder.stamps``), each
+    as (start, its ops, the template it was stamped from, or the one that template was relabeled
+    from: ``_Template.origin``), in program order. A stamp counts only while the program still
+    holds its ops (``tuple`` equality, as the sweep's bound, sweep/bound.py ``_priced_program``):
+    an op replaced or moved after the build (a test's longer kernel, MoE's SM share, combined
+    1F1B's order) leaves its pass to be read op by op."""
+    runs = []
+    done = lo
+    for start, seg, tpl in stamps:
+        n = len(seg)
+        if start < done or tuple(program[start:start + n]) != seg:
+            continue
+        runs.append((start, seg, tpl.origin or tpl))
+        done = start + n
+    return runs
+
+
+def _priced_by_stamps(program: Sequence[Op], lo: int, runs: Sequence[tuple[int, tuple[Op, ...], Any]],
+                      compute_times: Callable[[Sequence[Op]], list[float | None]],
+                      host_costs: Callable[[Sequence[Op]], list[float]] | None
+                      ) -> tuple[list[float | None], list[float] | None]:
+    """Each kernel time of ``program[lo:]`` (``CostModel.compute_times``) and each op's host cost
+    (``CostModel.host_costs``, None without it), the stamped passes (:func:`_stamped_runs`)
+    priced once per template. A stamp's ops are its template's but their dependencies, tags and
+    names (transformer._stamp_ops; a relabeled template's differ from its origin's in their
+    names alone): neither price reads those but the tag's phase and whether the name ends in
+    ``.recompute`` (costs/host.py, costs/compute.py ``_is_backward``), which a stamp keeps."""
+    times: list[float | None] = []
+    hosts: list[float] | None = [] if host_costs is not None else None
+    passes: dict[int, tuple[Any, list[float | None], list[float] | None]] = {}
+    done = lo
+
+    def one_by_one(a: int, b: int) -> None:
+        part = program[a:b]
+        times.extend(compute_times(part))
+        if hosts is not None and host_costs is not None:
+            hosts.extend(host_costs(part))
+
+    for start, seg, tpl in runs:
+        if done < start:
+            one_by_one(done, start)
+        hit = passes.get(id(tpl))
+        if hit is None or hit[0] is not tpl:
+            hit = passes[id(tpl)] = (tpl, compute_times(seg), host_costs(seg) if host_costs is not None else None)
+        times.extend(hit[1])
+        if hosts is not None and hit[2] is not None:
+            hosts.extend(hit[2])
+        done = start + len(seg)
+    one_by_one(done, len(program))
+    return times, hosts
+
+
+class _StampPlan:
+    """A stamped pass's entries in a role table (``RoleTable``), relative to its first op: the same
+    for every stamp of its template (its ops' streams, kernel times, host synchronisations and
+    dependencies inside the pass are the template's; a dependency on an op before the pass,
+    its ``after`` and waits, is looked up per stamp). Made from one stamp at ``start``."""
+
+    __slots__ = ("streams", "dt", "side", "syncs", "pred", "by_stream", "no_cross", "waits", "inner")
+
+    def __init__(self, seg: tuple[Op, ...], start: int, times: Sequence[float | None],
+                 pairs: dict[tuple[float, bool], tuple[float, float]], slow: float) -> None:
+        self.streams = tuple(op.stream for op in seg)
+        dt: list[tuple[float, float] | None] = []
+        self.side = False
+        for op, t, stream in zip(seg, times, self.streams):
+            if t is None:
+                dt.append(None)
+                continue
+            shared = getattr(op, "sm_fraction", 1.0) < 1.0
+            pair = pairs.get((t, shared))
+            if pair is None:
+                pair = pairs[(t, shared)] = (t, t if shared else t * slow)
+            dt.append(pair)
+            if stream != "compute":
+                self.side = True
+        self.dt = tuple(dt)
+        self.syncs = tuple(k for k, op in enumerate(seg) if getattr(op, "host_sync", False))
+        # each op's predecessor on its stream inside the pass (-1: the stream's last op before it)
+        last: dict[str, int] = {}
+        pred: list[int] = []
+        by_stream: dict[str, list[int]] = {}  # (in order of first use)
+        for k, stream in enumerate(self.streams):
+            pred.append(last.get(stream, -1))
+            last[stream] = k
+            by_stream.setdefault(stream, []).append(k)
+        self.pred = tuple(pred)
+        self.by_stream = tuple((s, tuple(ks)) for s, ks in by_stream.items())
+        self.no_cross: tuple[tuple[int, ...], ...] = ((),) * len(seg)
+        # The ops that may wait for another stream: (k, the offsets of those it waits for inside
+        # the pass), or (k, None) where it waits for an op before the pass (looked up per stamp).
+        # Where no op of the latter waits for one inside the pass on another stream, the ops
+        # that wait inside it alone are entered at once (``inner``): their cross-stream waits,
+        # each waited-for op's waiting ops (all in the pass, in order) and its first one off the
+        # compute stream; ``waits`` then holds the others.
+        streams = self.streams
+        waits: list[tuple[int, tuple[int, ...] | None]] = []
+        inside: list[tuple[int, tuple[int, ...]]] = []
+        mixed = False
+        for k, op in enumerate(seg):
+            deps = op.deps
+            if not deps:
+                continue
+            if min(deps) < start:
+                waits.append((k, None))
+                mixed = mixed or any(d >= start and streams[d - start] != streams[k] for d in deps)
+                continue
+            offsets = tuple(d - start for d in deps if streams[d - start] != streams[k])
+            if offsets:
+                waits.append((k, offsets))
+                inside.append((k, offsets))
+        self.inner: tuple[tuple, tuple, tuple, tuple] | None = None
+        if not mixed:
+            watching: dict[int, list[int]] = {}
+            side_first: dict[int, int] = {}
+            for k, offsets in inside:
+                for d in offsets:
+                    watching.setdefault(d, []).append(k)
+                    if streams[k] != "compute":
+                        side_first.setdefault(d, k)
+            self.inner = (tuple((k, offsets[0]) for k, offsets in inside if len(offsets) == 1),
+                          tuple((k, offsets) for k, offsets in inside if len(offsets) > 1),
+                          tuple((d, tuple(ks)) for d, ks in watching.items()), tuple(side_first.items()))
+            waits = [(k, offsets) for k, offsets in waits if offsets is None]
+        self.waits = tuple(waits)
 
 
 # Fewer ops in front in common than this: the table is built from scratch.

@@ -85,17 +85,19 @@ def make_sync(scn: Scenario, chunks: list[list[ParamUnit]]) -> GradSync:
 
 
 def build_program(scn: Scenario, stage: int, cp_index: int = 0,
-                  chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None) -> list[Op]:
+                  chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None,
+                  priced_only: bool = False) -> list[Op]:
     """One stage's program, built with the cyclic GC off as :func:`build_schedule` builds (the
     sweep's lower bound builds two per refined plan: its collections took a quarter of that).
     ``chunks``: the stage's :func:`stage_units` where the caller has them (they depend on the
     model and the parallelism, not on the batch: the bound builds each stage at two
     micro-batch counts). ``stamps``: a list to append the program's stamped layer passes to
-    (:attr:`~simulator.schedule.ir.ProgramBuilder.stamps`)."""
+    (:attr:`~simulator.schedule.ir.ProgramBuilder.stamps`). ``priced_only``: a program read for
+    its ops' costs and streams alone (:attr:`~simulator.schedule.ir.ProgramBuilder.priced_only`)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build_stage(scn, stage, cp_index, chunks, stamps).pb.ops
+        return _build_stage(scn, stage, cp_index, chunks, stamps, priced_only).pb.ops
     finally:
         if was_enabled:
             gc.enable()
@@ -121,12 +123,14 @@ def _layer_builder(spec: LayerSpec) -> LayerBuilder:
 
 
 def _build_stage(scn: Scenario, stage: int, cp_index: int = 0,
-                 chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None) -> StageBuilder:
+                 chunks: list[list[ParamUnit]] | None = None, stamps: list | None = None,
+                 priced_only: bool = False) -> StageBuilder:
     if chunks is None:
         chunks = stage_units(scn, stage)
     layers = _layer_builder(LayerSpec.from_scenario(scn, cp_rank=cp_index))
     builder = StageBuilder(scn, stage, layers, make_sync(scn, chunks), chunks)
     builder.pb.stamps = stamps
+    builder.pb.priced_only = priced_only
     builder.build()
     return builder
 

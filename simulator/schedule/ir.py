@@ -224,6 +224,12 @@ class ProgramBuilder:
         # one stamp of a layer pass's template (``transformer._stamp_kept``): (start, the ops,
         # the template). The template's fields are every field of its ops but their deps and tags.
         self.stamps: list[tuple[int, tuple[Op, ...], Any]] | None = None
+        # True: the program is read for what its ops cost alone and on which stream, in program
+        # order (the sweep's bound, sweep/bound.py ``_priced_programs``): a stamped pass then
+        # appends the ops of an earlier stamp of its template (``transformer._stamp_kept``),
+        # every field of them the pass's own but their dependencies, micro-batch tags and P2P
+        # keys, which are that stamp's.
+        self.priced_only = False
 
     def add(self, op: Op) -> int:
         ops = self.ops

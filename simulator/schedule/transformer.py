@@ -478,6 +478,13 @@ def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tup
                 wm: tuple[int, ...]) -> int:
     """:func:`_stamp`, appending the ops of an earlier stamp of the same key where there is one."""
     start = len(pb.ops)
+    if pb.priced_only:
+        seen = _ANY_STAMP.get(id(tpl))
+        if seen is not None and seen[0] is tpl:
+            pb.ops.extend(seen[1])
+            if pb.stamps is not None:
+                pb.stamps.append((start, seen[1], tpl))
+            return start + tpl.result
     key = (id(tpl), mb, start, after, wa, wm)
     hit = _STAMPED.get(key)
     if hit is not None and hit[0] is tpl:  # the template is kept alive by its entry: its id is its own
@@ -492,7 +499,16 @@ def _stamp_kept(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tup
     pb.ops.extend(ops)
     if pb.stamps is not None:
         pb.stamps.append((start, ops, tpl))
+    if len(_ANY_STAMP) >= _ANY_STAMP_KEPT:
+        _ANY_STAMP.clear()
+    _ANY_STAMP[id(tpl)] = (tpl, ops)
     return start + tpl.result
+
+
+# The last stamp of each template: what a priced-only program (ProgramBuilder.priced_only) appends
+# for a pass of that template, made again for none of its micro-batches and positions.
+_ANY_STAMP: dict[int, tuple["_Template", tuple]] = {}
+_ANY_STAMP_KEPT = 4096
 
 
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:

@@ -561,7 +561,11 @@ def _priced_programs(scn: Scenario, stage: int) -> list[_Priced]:
         passes: dict[int, tuple[Any, _PricedPass]] = {}  # the stage's layer passes, priced once for both
         out = [_priced_program(few, stage, build, kernels, passes)]
         if few is not scn:
-            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage, build, kernels, passes))
+            # Read for its stream sums alone where the stage is not the last (program_floor);
+            # the last stage's is walked through its dependencies too (_after_backward).
+            last = stage == scn.parallel.pp - 1
+            out.append(_priced_program(_with_micro_batches(scn, 2 * per_flush), stage,
+                                       build if last else partial(build, priced_only=True), kernels, passes))
     _programs_kept[:] = [key, out, scn]  # scn kept alive: its id keys the entry
     return out
 

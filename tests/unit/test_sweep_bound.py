@@ -350,3 +350,49 @@ def test_moe_combined_1f1b_priced_as_op_by_op(tmp_path):
     for stage in (0, 1):
         stamped, op_by_op, _, held = _priced_both_ways(scn, stage, micro_batches=scn.n_micro)
         assert stamped == op_by_op and 0 < held < 1
+
+
+def _priced_only_and_full(scn, stage: int, micro_batches: int):
+    """Stage ``stage``'s program at ``micro_batches`` priced from a priced-only build
+    (``ProgramBuilder.priced_only``: each stamped pass the ops of an earlier stamp of its
+    template) and from the full build, each with its own stamps."""
+    from simulator.schedule.build import build_program
+    from simulator.sweep.bound import _priced_program, _with_micro_batches
+
+    few = _with_micro_batches(scn, micro_batches)
+    build_program(_with_micro_batches(scn, scn.parallel.pp), stage)  # (as the bound builds before)
+    lazy = _priced_program(few, stage, lambda *a, **k: build_program(*a, priced_only=True, **k), stage == 0, {})
+    full = _priced_program(few, stage, build_program, stage == 0, {})
+    return lazy, full
+
+
+@pytest.mark.parametrize("parallel", [dict(tp=4, pp=4, zero=1), dict(tp=8, pp=2, zero=2),
+                                      dict(tp=4, pp=4, vp=2, pp_schedule="interleaved", zero=1)])
+def test_priced_only_build_prices_as_the_full_build(parallel):
+    """The bound reads stage 0's program at twice ``pp`` micro-batches for its stream sums alone
+    and builds it priced-only: a stamped pass appends an earlier stamp's ops (their dependencies
+    and micro-batch tags another pass's). No builder reads them: the program has every op of
+    the full build, by class, name and stream, in the same order; every op's seconds, every
+    stream's sum (to the last bit, keys in order) and first op are the full build's; and
+    most of its stamped ops are ones made before."""
+    scn = gpt3_175b(**parallel)
+    lazy, full = _priced_only_and_full(scn, 0, 2 * scn.parallel.pp)
+    assert [(type(a), a.name, a.stream) for a in lazy.ops] == [(type(a), a.name, a.stream) for a in full.ops]
+    assert repr(lazy.sums) == repr(full.sums) and repr(lazy.comm_sums) == repr(full.comm_sums)
+    assert lazy.durations == full.durations and lazy.heads == full.heads
+    assert sum(a is not b and a.deps != b.deps for a, b in zip(lazy.ops, full.ops)) > len(full.ops) / 3
+
+
+def test_priced_only_moe_combined_1f1b_prices_as_the_full_build(tmp_path):
+    """Combined 1F1B reorders two stamped passes after the build and MoE holds SMs beside the
+    token exchanges (schedule/moe_overlap.py): on a priced-only build they read the names and
+    phases of the ops they move, which are the pass's own, and the stream sums are the full
+    build's."""
+    from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+
+    make = moe_scenario_maker(tmp_path, {**MOE, "layers": 8}, nodes=1, global_batch=32)
+    scn = make({"ep": 2, "pp": 2, "pp_schedule": "interleaved", "vp": 2, "overlap_moe_expert_parallel_comm": True})
+    lazy, full = _priced_only_and_full(scn, 0, 2 * scn.parallel.pp)
+    assert [(type(a), a.name, a.stream) for a in lazy.ops] == [(type(a), a.name, a.stream) for a in full.ops]
+    assert repr(lazy.sums) == repr(full.sums) and repr(lazy.comm_sums) == repr(full.comm_sums)
+    assert lazy.durations == full.durations
