@@ -135,6 +135,21 @@ class RoleTable:
         # The ops between the stamped layer passes one by one; each stamp (_stamped_runs) by its
         # template's entries (_StampPlan), once per template: the same entries, in the same order.
         plans: dict[int, tuple[Any, _StampPlan]] = {}
+
+        def watch(i: int, cross: tuple[int, ...], stream: str) -> None:
+            """Op ``i`` (on ``stream``) waits for the ops ``cross`` of other streams: it is their
+            watcher, and the first op other than compute waiting for one is its side watcher."""
+            for d in cross:
+                w = watchers.get(d)
+                if w is None:
+                    watchers[d] = [i]
+                else:
+                    w.append(i)
+            if stream != "compute":
+                for d in cross:
+                    if d not in side_watched:
+                        side_watched[d] = i
+
         done = front
         i = front - 1
         segments: list[tuple[int, tuple[Op, ...], Any]] = [*runs, (len(program), (), None)]
@@ -179,16 +194,7 @@ class RoleTable:
                 else:
                     cross = tuple([d for d in deps if stream_of[d] != stream])
                 add_cross(cross)
-                for d in cross:
-                    w = watchers.get(d)
-                    if w is None:
-                        watchers[d] = [i]
-                    else:
-                        w.append(i)
-                if stream != "compute":
-                    for d in cross:
-                        if d not in side_watched:
-                            side_watched[d] = i
+                watch(i, cross, stream)
             if origin is None:
                 break
             n = len(seg)
@@ -240,16 +246,7 @@ class RoleTable:
                 else:
                     cross = tuple([start + d for d in offsets])
                 cross_deps[i] = cross
-                for d in cross:
-                    w = watchers.get(d)
-                    if w is None:
-                        watchers[d] = [i]
-                    else:
-                        w.append(i)
-                if stream != "compute":
-                    for d in cross:
-                        if d not in side_watched:
-                            side_watched[d] = i
+                watch(i, cross, stream)
             i = start + n - 1
             done = start + n
         self.side_kernels = side
