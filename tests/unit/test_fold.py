@@ -15,7 +15,7 @@ import pytest
 from simulator.hardware.topology import build_topology
 from simulator.replay import fold
 from simulator.replay.engine import replay
-from simulator.schedule.build import build_schedule
+from simulator.schedule.build import Schedule, build_schedule
 from simulator.schedule.ir import ComputeOp
 from simulator.simulation import simulate_scenario, with_micro_batches
 from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
@@ -140,22 +140,33 @@ def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
     assert trace.stats.folded_micro_batches == 0
 
 
+def _full_and_reduced(make, plan: str) -> tuple[Schedule, Schedule, dict[str, tuple[int, fold._Map]]]:  # noqa: F811 - the fixture
+    """A plan's step, the reduced step check 1 compares it with (its folded periods taken out),
+    and per role where the periods put back start and how full ops map to reduced ones."""
+    parallel, nodes, mb = PLANS[plan]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
+    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    maps: dict[str, tuple[int, fold._Map]] = {}
+    for role, prog in full.programs.items():
+        steady_r = small.steady[role]
+        cut = steady_r[2 * period]
+        maps[role] = (cut, fold._Map(cut, steady_r[3 * period] - cut, n, len(prog)))
+    return full, small, maps
+
+
 def test_check_one_refuses_a_dependency_moved(make):  # noqa: F811 - the fixture
     """Check 1 (fold._same_ops, its dependencies compared as arrays by fold._deps_apart)
     accepts the ZeRO-2 step's programs against the reduced step's with the periods put back
     (the gradient clipping after them waiting for every copy), and refuses them when one
     dependency of one op, before the cut, in the periods put back or after them, points one
     op earlier."""
-    parallel, nodes, mb = PLANS["zero2"]
-    scn = make(parallel, nodes=nodes, model=BIG,
-               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
-    full = build_schedule(scn)
-    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
-    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    full, small, maps = _full_and_reduced(make, "zero2")
+    n = fold.fold_count(full)
     for role, prog in full.programs.items():
-        red, steady_r = small.programs[role], small.steady[role]
-        cut = steady_r[2 * period]
-        m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+        red, (cut, m) = small.programs[role], maps[role]
         assert len(prog) == len(red) + n * m.length and fold._same_ops(prog, red, m)
         end = cut + n * m.length
         for lo, hi in ((0, cut), (cut, end), (end, len(prog))):
@@ -202,16 +213,9 @@ def test_check_one_by_stamps_is_check_one_op_by_op(make, plan):  # noqa: F811 - 
     signatures are equal and those dependencies at the same distance: the ops whose
     dependencies are apart are the same found comparing every op, and the verdict is the same.
     Most ops are in such runs."""
-    parallel, nodes, mb = PLANS[plan]
-    scn = make(parallel, nodes=nodes, model=BIG,
-               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
-    full = build_schedule(scn)
-    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
-    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    full, small, maps = _full_and_reduced(make, plan)
     for role, prog in full.programs.items():
-        red, steady_r = small.programs[role], small.steady[role]
-        cut = steady_r[2 * period]
-        m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+        red, (_, m) = small.programs[role], maps[role]
         index = m.index.tolist()
         alike = fold._alike_stamps(prog, red, m, index, full.stamps[role], small.stamps[role])
         assert sum(b - a for a, b, _ in alike) > 0.5 * len(prog)
@@ -227,16 +231,9 @@ def test_check_one_by_stamps_refuses_a_changed_op(make):  # noqa: F811 - the fix
     """A stamped op replaced after the build (a longer kernel, a dependency one op earlier inside
     its pass or outside it) is no longer its stamp's: the run is compared op by op and check 1
     refuses it, with the stamps as without."""
-    parallel, nodes, mb = PLANS["zero2"]
-    scn = make(parallel, nodes=nodes, model=BIG,
-               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
-    full = build_schedule(scn)
-    n, period, per = fold.fold_count(full), full.steady_period, full.period_micro_batches
-    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * per))
+    full, small, maps = _full_and_reduced(make, "zero2")
     role = "pp0.cp0"
-    prog, red, steady_r = full.programs[role], small.programs[role], small.steady[role]
-    cut = steady_r[2 * period]
-    m = fold._Map(cut, steady_r[3 * period] - cut, n, len(prog))
+    prog, red, (cut, m) = full.programs[role], small.programs[role], maps[role]
     alike = fold._alike_stamps(prog, red, m, m.index.tolist(), full.stamps[role], small.stamps[role])
     # a layer pass in the periods put back
     a, b, _ = next(run for run in alike if run[0] >= cut + m.length and run[1] - run[0] > 8)
