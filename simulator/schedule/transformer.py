@@ -68,6 +68,7 @@ class LayerSpec:
     alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
     qk_norm: bool = False  # model.qk_norm: the queries and keys normalised per head (:meth:`LayerBuilder._qk_norm`)
     rope_dim: int = 0  # model.position_embedding rope: dims rotated per query/key head (0: no RoPE; MLA: d_r)
+    rope_kernel: str = "auto"  # training.rope_kernel (:meth:`LayerBuilder._rope`)
     rope_k_heads: int = -1  # key heads rotated per TP rank (-1: the rank's KV heads; MLA: its one shared k_pe)
 
     @classmethod
@@ -87,7 +88,8 @@ class LayerSpec:
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
-                   alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, **_rope_shape(scn))
+                   alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
+                   **_rope_shape(scn))
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -684,7 +686,10 @@ class LayerBuilder:
         ``torch.compile``: Inductor fuses the cast, complex multiply and cast back into the same
         read and write.
 
-        Eager stacks: torchtitan's ``apply_rotary_emb`` (torchtitan/models/llama3/model.py):
+        NeMo AutoModel's eager layers call the same TE kernel (``BackendConfig.rope_fusion``, on
+        where TE is installed): ``rope_kernel: fused``.
+
+        Eager stacks (``rope_kernel: complex``): torchtitan's ``apply_rotary_emb`` (torchtitan/models/llama3/model.py):
         ``xq.float()`` (reads B, writes 4 bytes per element), ``view_as_complex``, the complex64
         multiply by ``freqs_cis`` (reads and writes 4), ``view_as_real``/``flatten`` (views) and
         ``type_as`` (reads 4, writes B): three kernels per tensor, 2(B + 4) + 8 bytes per element;
@@ -697,7 +702,7 @@ class LayerBuilder:
         k_heads = s.shape.kv_heads if s.rope_k_heads < 0 else s.rope_k_heads
         elems = s.tokens * (s.shape.heads + k_heads) * s.rope_dim
         B = s.act_bytes
-        if s.fused_kernels:
+        if s.rope_kernel == "fused" or (s.rope_kernel == "auto" and s.fused_kernels):
             per_elem, kernels = 2 * B, 1
         elif B < 4:
             per_elem, kernels = 2 * (B + 4) + 8, 3

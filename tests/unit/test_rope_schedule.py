@@ -89,3 +89,11 @@ def test_op_level_recompute_reruns_the_rotation(make):
     ops = [op for op in build_schedule(scn).programs["pp0.cp0"] if ".rope." in op.name and op.tag.mb_index == 0]
     assert [op.tag.phase for op in ops] == ["fwd", "bwd", "bwd"]
     assert ops[1].hbm_bytes == ops[2].hbm_bytes == ops[0].hbm_bytes
+
+
+def test_eager_layers_with_te_fused_rope(make):
+    """NeMo AutoModel: eager PyTorch layers, TE's fused RoPE (``rope_kernel: fused``): 2 B per
+    element in one kernel per tensor, as Megatron-Core's."""
+    scn = make({}, training={"fused_kernels": False, "rope_kernel": "fused"})
+    ops = _rope(scn, "fwd") + _rope(scn, "bwd")
+    assert {(op.hbm_bytes, op.count) for op in ops} == {(2 * 2 * 8192 * (32 + 8) * 128, 2)}
