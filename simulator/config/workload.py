@@ -381,6 +381,11 @@ class Training(_Strict):
         default="auto", description="the norm kernels of eager layers (fused_kernels: false): auto = eager "
         "(PyTorch's own LayerNorm/RMSNorm kernels) | fused (apex's FusedLayerNorm or a Triton norm, a kernel of "
         "its own at streaming bandwidth: Megatron-LM 2020)")
+    rope_kernel: Literal["auto", "fused", "complex"] = Field(
+        default="auto", description="the RoPE kernels of position_embedding rope: auto = fused with fused_kernels, "
+        "complex with eager layers | fused (TransformerEngine's fused_apply_rotary_pos_emb, one kernel per q and "
+        "k: Megatron-Core's apply_rope_fusion, NeMo AutoModel's rope_fusion with TE) | complex (torchtitan's eager "
+        "apply_rotary_emb: fp32 cast, complex multiply, cast back)")
     dropout: bool = Field(
         default=True, description="hidden and attention dropout active (p > 0). With p = 0 PyTorch launches no "
         "dropout kernel (llm-foundry's MPT, Llama-style models); the eager layers and unfused attention then "

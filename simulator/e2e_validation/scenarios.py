@@ -48,12 +48,13 @@ class Stack:
     dropout: bool = True  # training.dropout
     norm_kernel: str = "auto"  # training.norm_kernel
     linear_bias: str = "none"  # training.linear_bias
+    rope_kernel: str = "auto"  # training.rope_kernel
 
     def training(self) -> dict:
         out: dict = dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
                          cross_entropy=self.cross_entropy)
         defaults = Stack.__dataclass_fields__
-        for key in ("train_metrics", "dropout", "norm_kernel", "linear_bias"):
+        for key in ("train_metrics", "dropout", "norm_kernel", "linear_bias", "rope_kernel"):
             if getattr(self, key) != defaults[key].default:
                 out[key] = getattr(self, key)
         return out
@@ -106,7 +107,10 @@ TORCH_EAGER_FA1 = Stack(attention="flash1", fused_kernels=False, optimizer="for_
 # qwen3_moe,deepseek_v3,gpt_oss,nemotron_v3} nor components/moe at cb976544) and pass the HF
 # config's attention_dropout, 0.0 for Llama 3, Qwen3-MoE and Nemotron-H, to the attention kernel
 # (llama/model.py, nemotron_v3/layers.py): PyTorch launches no dropout kernel, dropout false.
-TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach", dropout=False)
+# Its BackendConfig's ``rope_fusion`` defaults to on where TE is installed
+# (nemo_automodel/components/models/common/utils.py): TE's fused RoPE, rope_kernel fused.
+TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach", dropout=False,
+                       rope_kernel="fused")
 
 # torchtitan (pytorch/torchtitan): Llama models in PyTorch layers under FSDP2, attention through
 # F.scaled_dot_product_attention (its flash backend, FlashAttention-2), no dropout, the loss

@@ -67,6 +67,9 @@ class LayerSpec:
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
     alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
     qk_norm: bool = False  # model.qk_norm: the queries and keys normalised per head (:meth:`LayerBuilder._qk_norm`)
+    rope_dim: int = 0  # model.position_embedding rope: dims rotated per query/key head (0: no RoPE; MLA: d_r)
+    rope_kernel: str = "auto"  # training.rope_kernel (:meth:`LayerBuilder._rope`)
+    rope_k_heads: int = -1  # key heads rotated per TP rank (-1: the rank's KV heads; MLA: its one shared k_pe)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -85,7 +88,8 @@ class LayerSpec:
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
-                   alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm)
+                   alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
+                   **_rope_shape(scn))
 
     @property
     def elementwise(self) -> "Elementwise":
@@ -154,6 +158,20 @@ def _mla_shapes(scn: Scenario) -> dict[str, int]:
     w = mla_weights(scn)
     return dict(qkv_out=max(1, round((w.down + w.up / t) / m.hidden)),
                 attn_dim=(m.head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2, proj_in=m.heads * m.v_head_dim // t)
+
+
+def _rope_shape(scn: Scenario) -> dict[str, int]:
+    """What RoPE rotates per token on a rank: every query and key head over ``head_dim``, or, with
+    multi-head latent attention, the ``qk_rope_head_dim`` part of each query head and the one
+    decoupled key ``k_pe`` shared by the heads, which each TP rank computes whole (Megatron-Core's
+    ``MLASelfAttention.get_query_key_value_tensors``: ``apply_rotary_pos_emb`` on ``q_pos_emb`` and
+    ``k_pos_emb``, megatron/core/transformer/multi_latent_attention.py)."""
+    m = scn.model
+    if m.position_embedding != "rope":
+        return {}
+    if m.mla:
+        return dict(rope_dim=m.qk_rope_head_dim, rope_k_heads=1)
+    return dict(rope_dim=m.head_dim)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -652,6 +670,46 @@ class LayerBuilder:
         return _mem_op(pb, f"L{layer}.qk_norm.{direction}", "norm", units * qk, (after,), tag, 2 * kernels,
                        ew.norm_impl)
 
+    def _rope(self, pb: ProgramBuilder, layer: int, after: int, tag: Tag, direction: str) -> int:
+        """Rotary position embedding of this rank's queries and keys (``position_embedding: rope``)
+        after the QKV GEMM (and the q/k norms); backward, the inverse rotation of dq and dk. Each
+        TP rank rotates its own heads, each CP / Ulysses rank its own tokens (``tokens`` is
+        b·s_local); the cos/sin table (s·d) is small beside b·s·heads·d and not counted.
+
+        Fused stacks: Megatron-Core's ``apply_rope_fusion`` (default on in Megatron-LM:
+        ``--no-rope-fusion`` is ``store_false`` into it, megatron/training/arguments.py) calls TE's
+        ``fused_apply_rotary_pos_emb``, one kernel per tensor reading it and writing the rotated
+        copy, forward and backward (transformer_engine/pytorch/attention/rope.py,
+        ``FusedRoPEFunc``): 2 B per element, two kernels a pass (``TransformerConfig``'s own
+        default is off, and some Megatron-Bridge recipes keep it off: the unfused
+        ``_apply_rotary_pos_emb_bshd``, rotate_half's several passes, is not modelled). torchtitan under
+        ``torch.compile``: Inductor fuses the cast, complex multiply and cast back into the same
+        read and write.
+
+        NeMo AutoModel's eager layers call the same TE kernel (``BackendConfig.rope_fusion``, on
+        where TE is installed): ``rope_kernel: fused``.
+
+        Eager stacks (``rope_kernel: complex``): torchtitan's ``apply_rotary_emb`` (torchtitan/models/llama3/model.py):
+        ``xq.float()`` (reads B, writes 4 bytes per element), ``view_as_complex``, the complex64
+        multiply by ``freqs_cis`` (reads and writes 4), ``view_as_real``/``flatten`` (views) and
+        ``type_as`` (reads 4, writes B): three kernels per tensor, 2(B + 4) + 8 bytes per element;
+        backward autograd runs the same three (``grad.float()``, ``grad * freqs_cis.conj()`` with
+        the conjugate bit resolved in the multiply, the cast back). With fp32 activations the
+        casts launch nothing."""
+        s = self.spec
+        if not s.rope_dim:
+            return after
+        k_heads = s.shape.kv_heads if s.rope_k_heads < 0 else s.rope_k_heads
+        elems = s.tokens * (s.shape.heads + k_heads) * s.rope_dim
+        B = s.act_bytes
+        if s.rope_kernel == "fused" or (s.rope_kernel == "auto" and s.fused_kernels):
+            per_elem, kernels = 2 * B, 1
+        elif B < 4:
+            per_elem, kernels = 2 * (B + 4) + 8, 3
+        else:
+            per_elem, kernels = 8, 1
+        return _mem_op(pb, f"L{layer}.rope.{direction}", "elementwise", per_elem * elems, (after,), tag, 2 * kernels)
+
     def _bias(self, pb: ProgramBuilder, layer: int, gemm: str, features: int, tokens: int, after: int, tag: Tag,
               direction: str) -> int:
         """The bias of linear layer ``gemm`` as a kernel of its own (``training.linear_bias:
@@ -691,6 +749,7 @@ class LayerBuilder:
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         qkv = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, qkv, tag, "fwd")
         qkv = self._qk_norm(pb, layer, qkv, tag, "fwd")
+        qkv = self._rope(pb, layer, qkv, tag, "fwd")
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
         proj = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, proj, tag, "fwd")
@@ -749,6 +808,7 @@ class LayerBuilder:
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         core = self._core_attention_bwd(pb, layer, mb, proj)
+        core = self._rope(pb, layer, core, tag, "bwd")
         core = self._qk_norm(pb, layer, core, tag, "bwd")
         core = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, core, tag, "bwd")
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
@@ -764,7 +824,8 @@ class LayerBuilder:
         of SDPA and of reduce-scatter, and re-runs every other op. A Llama block's mms run wq, wk,
         wv, wo, w1, w3, w2 (``Attention.forward``, ``FeedForward.forward``: w2(silu(w1(x)) * w3(x))),
         so wk, wo and w3 are re-run (37% of the block's forward GEMM FLOPs at Llama 3 8B), with the
-        input norm feeding wk, the residual add and norm feeding w3, and SiLU times w3's output
+        input norm feeding wk, RoPE on the queries and keys (its casts and complex multiply, whose
+        outputs SDPA's backward reads), the residual add and norm feeding w3, and SiLU times w3's output
         feeding w2; the attention core is not. torchao's Float8 linears run ``aten._scaled_mm``,
         which is not in the list: in fp8 every GEMM of the block but w2 is re-run. The re-run
         stops at the last tensor the backward needs (``torch.utils.checkpoint``'s early stop): w2's
@@ -777,6 +838,7 @@ class LayerBuilder:
         kv_out = s.shape.kv_heads * s.head_dim
         x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1], ew.norm_impl)
         x = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out if every else kv_out, x)
+        x = self._rope(pb, layer, x, tag, "fwd")  # SDPA's backward reads the rotated q and k, not saved
         x = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, x)
         x = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, (x,), tag)
         x = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", self._fc1_out if every else s.shape.ffn, x)
