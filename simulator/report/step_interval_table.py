@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit a3f6b2b from the
+Written by `python -m simulator.e2e_validation --out docs` at commit df573f6 from the
 leave-one-source-out errors of the 196 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
@@ -55,10 +55,10 @@ ROWS = (
     ('multi-node', 'bridge_moe', 'Qwen3_30B_a3B H100-SXM FP8-CS tp1 pp1 ep16 dp16 16 GPUs', 0.132572),
     ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B H100-SXM FP8-CS tp2 pp8 vp4 ep32 dp16 256 GPUs A2A overlap', 0.058781),
     ('multi-node', 'bridge_moe', 'GPT OSS 120B H100-SXM BF16 tp1 pp4 ep8 dp16 64 GPUs', 0.086393),
-    ('one node', 'bridge_moe', 'Qwen3_30B_a3B B200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.076654),
-    ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B B200 MXFP8 tp1 pp8 ep8 dp32 256 GPUs', 0.146754),
-    ('multi-node', 'bridge_moe', 'GPT OSS 120B B200 BF16 tp1 pp1 ep8 dp64 64 GPUs', 0.1841),
-    ('multi-node', 'bridge_moe', 'DeepSeekV3 B200 MXFP8 tp1 pp8 vp2 ep32 dp32 256 GPUs A2A overlap', -0.096559),
+    ('one node', 'bridge_moe', 'Qwen3_30B_a3B B200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.079347),
+    ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B B200 MXFP8 tp1 pp8 ep8 dp32 256 GPUs', 0.149884),
+    ('multi-node', 'bridge_moe', 'GPT OSS 120B B200 BF16 tp1 pp1 ep8 dp64 64 GPUs', 0.188249),
+    ('multi-node', 'bridge_moe', 'DeepSeekV3 B200 MXFP8 tp1 pp8 vp2 ep32 dp32 256 GPUs A2A overlap', -0.093628),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs', -0.061714),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs A2A overlap', -0.025163),
     ('multi-node', 'torchtitan', 'Llama 3 8B A100-80GB FSDP64 mbs1 selective op eager', 0.089938),
@@ -192,12 +192,12 @@ ROWS = (
     ('multi-node', 'nemo_cp', 'LLAMA2-7B H100 256K tp4 pp1 cp8 dp8 256 GPUs', -0.138524),
     ('multi-node', 'nemo_cp', 'LLAMA2-7B H100 512K tp8 pp1 cp16 dp4 512 GPUs', -0.163881),
     ('multi-node', 'nemo_cp', 'LLAMA2-7B H100 1024K tp8 pp1 cp32 dp4 1024 GPUs', -0.143537),
-    ('one node', 'nemo_cp', 'LLAMA3-8B B200 32K tp1 pp1 cp2 dp4 8 GPUs', 0.118155),
-    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 64K tp1 pp1 cp4 dp4 16 GPUs', 0.094816),
-    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 128K tp2 pp1 cp4 dp4 32 GPUs', 0.077004),
-    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 256K tp4 pp1 cp4 dp4 64 GPUs', 0.066115),
-    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 512K tp4 pp1 cp8 dp4 128 GPUs', 0.047976),
-    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 1024K tp4 pp1 cp16 dp4 256 GPUs', 0.054844),
+    ('one node', 'nemo_cp', 'LLAMA3-8B B200 32K tp1 pp1 cp2 dp4 8 GPUs', 0.118059),
+    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 64K tp1 pp1 cp4 dp4 16 GPUs', 0.094758),
+    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 128K tp2 pp1 cp4 dp4 32 GPUs', 0.076968),
+    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 256K tp4 pp1 cp4 dp4 64 GPUs', 0.066096),
+    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 512K tp4 pp1 cp8 dp4 128 GPUs', 0.047966),
+    ('multi-node', 'nemo_cp', 'LLAMA3-8B B200 1024K tp4 pp1 cp16 dp4 256 GPUs', 0.054838),
     ('multi-node', 'nemo2407', 'GPT3-5B tp1 pp1 vp1 cp1 dp64 64 GPUs', 0.060392),
     ('multi-node', 'nemo2407', 'GPT3-175B tp4 pp8 vp6 cp1 dp4 128 GPUs', -0.008263),
     ('multi-node', 'nemo2407', 'GPT3-175B tp4 pp8 vp6 cp1 dp16 512 GPUs', -0.098603),
