@@ -144,6 +144,24 @@ def test_channels_shrink_for_small_messages():
     assert t.channels_used(ctx, "ring", "simple", 5 * 512 * 64) == 5
 
 
+def test_a100_node_runs_every_channel_from_one_mib_and_ll128_up_to_16_mib():
+    """One DGX A100 (8 ranks): 12 graph channels at 20 GB/s (6 x 40 GB/s fill 12 NVLinks x 20, then halved and
+    doubled, search.cc), run as 24 CTAs; enqueue.cc (v2.30.7-1, lines 2091-2096) drops a channel only while
+    nBytes < nc x nt x threadThreshold, i.e. below 24 x 640 x 8 B for LL128 and 24 x 512 x 64 B for Simple,
+    so no medium size (8-32 MiB, data/nccl/INDEX.md) runs fewer channels. NCCL's 2.30.7 tables pick
+    Ring/LL128 at 4-16 MiB (1.9 us per NVLink step: 14 + 14 x 1.9 = 40.6 us) and Ring/Simple from 32 MiB."""
+    from simulator.config.hardware import load_profile
+
+    ctx = g.context_from_profile(load_profile("dgx-a100"), 8, 1, "coll")
+    assert (ctx.graph.n_channels, ctx.graph.bw_intra_GBps) == (12, 20.0)
+    for proto, first_full in (("ll128", 24 * 640 * 8), ("simple", 24 * 512 * 64)):
+        assert t.launched_channels(ctx, "ring", proto, first_full) == 24
+        assert t.launched_channels(ctx, "ring", proto, first_full - 1) == 23
+        assert all(t.launched_channels(ctx, "ring", proto, m << 20) == 24 for m in (1, 8, 16, 32))
+    assert t.latency_us(ctx, "allreduce", "ring", "ll128") == pytest.approx(14 + 14 * 1.9)
+    assert [t.select(ctx, "allreduce", m << 20) for m in (4, 8, 16, 32)] == [("ring", "ll128")] * 3 + [("ring", "simple")]
+
+
 def test_tree_graph_bw_intra_doubles_on_two_nodes_only():
     # search.cc pass 2 raises a tree graph's bwIntra up to 2 × bwInter (next listed speed that fits).
     speeds = k.SPEEDS_INTER["hopper"]
