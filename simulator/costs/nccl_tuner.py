@@ -27,6 +27,7 @@ from simulator.costs.nccl_constants import (
     ALGOS, LL_MAX_BW_MULTINODE, MAX_CHANNELS, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
+from simulator.costs import ring_window
 from simulator.costs.nccl_graph import TunerContext
 from simulator.costs.nccl_versions import tables_for
 
@@ -457,7 +458,28 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         cap = t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale) * ctas / RING_CTAS_PER_GRAPH_CHANNEL
         return min(per_ch * 120 / 128, cap * ll128_fraction)
     cta = ring_cta_GBps(ctx)
-    return per_ch if cta is None else min(per_ch, ctas * cta)
+    if cta is None:
+        return per_ch
+    return min(per_ch, ctas * cta, ring_window_GBps(ctx, algo, proto, nbytes, cta) * ctas)
+
+
+def ring_window_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None, cta_GBps: float) -> float:
+    """What one CTA of a ring across nodes carries through its network connection's window of
+    slots at the call's message size (:mod:`simulator.costs.ring_window`), GB/s: its messages
+    cycle through the receiving CTA (``cta_GBps``), the CTA's share of the NIC and NCCL's network
+    hop latency each way. Infinite inside a node, for other algorithms and protocols, without a
+    size, for libraries without a modelled CTA rate, and for LL and LL128, whose one-step messages
+    (eight in flight) keep the window above their per-channel caps wherever the bytes, not NCCL's
+    latency term, set the time."""
+    if algo != "ring" or ctx.n_nodes < 2 or nbytes is None or proto != "simple" or ring_cta_GBps(ctx) is None:
+        return math.inf
+    launched = launched_channels(ctx, algo, proto, nbytes)
+    buff = ctx.stack.buff_bytes
+    step = ring_window.ring_step_bytes(nbytes, launched, ctx.n_ranks, buff, proto)
+    msg = ring_window.message_bytes(step, proto, buff)
+    share = ctx.graph.bw_inter_GBps / ring_ctas_per_channel(ctx)
+    hop = ctx.constants.hw_latency_us["net"]["ring"][PROTOS.index(proto)] + net_plugin_latency_us(ctx, proto)
+    return ring_window.window_GBps(msg, ring_window.in_flight(proto), cta_GBps, share, hop)
 
 
 def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
