@@ -23,8 +23,17 @@ ranks. With many ranks and channels the chunk is small: 256 MiB AllGathered over
 channels is 210 KB per step, slices of 105 KB, while the same call over 2 x 8 is 1 MiB per step.
 
 The network hop each way is NCCL's own per-hop estimate for the protocol (``tuning.cc`` hwLat NET
-Ring: 14 us for Simple, 4 for LL128, plus the plugin's reported latency), the same figure the
-latency term counts per crossing, not a fitted value.
+Ring: 14 us for Simple), the same figure the latency term counts per crossing, not a fitted value.
+Where the window is slower than the channel's own rate, the difference is time the channel's links
+sit idle: ``collectives.window_stall_us`` adds it to the call's latency term.
+
+Where it binds: two CTAs per NIC (8 NICs, 8 GPUs per node on Hopper: ``nccl_graph`` keeps 8 graph
+channels at 48 GB/s, each run by two CTAs), many ranks and channels per call (small slices), a hop
+latency that is large against a slice's copy. Not measured as such: Google's a3-ultra AllGather
+(data/nccl/h200x16_allgather_2node_gcp_a3ultra_roce.csv, Google's gIB plugin and tuner
+configuration, not printed) runs its 64 MiB Simple row (131 KB slices) at the CTAs' rate, 27% faster
+than the window gives; the 16 channels the model gives it may not be what that tuner configuration
+launches.
 
 Measured (data/nccl/h100x80_allgather_10node_xxrjun_ib.csv, 10 x 8 H100, 2 CTAs per 400 Gb/s NIC):
 a ring step of a 210 KB chunk takes 22.4 us, of 420 KB 30.7 us, of 840 KB 50.6 us and of 1.68 MB
@@ -80,3 +89,24 @@ def window_GBps(message: float, in_flight_msgs: int, cta_GBps: float, share_GBps
         return math.inf
     cycle_us = message / (cta_GBps * 1e3) + message / (share_GBps * 1e3) + 2.0 * hop_us
     return in_flight_msgs * message / (cycle_us * 1e3)
+
+
+def ring_messages(op: str, nbytes: float, channels: int, n_ranks: int, buff_bytes: int = DEFAULT_BUFF_BYTES) -> int:
+    """Simple messages one ring connection carries in a call: every step of every loop, in
+    ``SLICES_PER_CHUNK`` slices (2(n-1) steps for an AllReduce, n-1 for an AllGather or a
+    ReduceScatter)."""
+    if nbytes <= 0:
+        return 0
+    chunk = buff_bytes // NCCL_STEPS * RING_CHUNK_STEPS
+    loops = max(1, math.ceil(nbytes / max(1, channels) / max(1, n_ranks) / chunk))
+    steps = 2 * (n_ranks - 1) if op == "allreduce" else n_ranks - 1
+    return steps * loops * SLICES_PER_CHUNK
+
+
+def windowed_fraction(messages: int, protocol: str = "simple") -> float:
+    """The share of a connection's messages that wait for a slot: none while the call's messages
+    fit the window at once (the first window's round trip is the latency term's), then all but
+    those."""
+    w = in_flight(protocol)
+    return 0.0 if messages <= w else 1.0 - w / messages
+
