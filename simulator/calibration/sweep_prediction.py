@@ -220,7 +220,10 @@ CASES.update({
 # to the closest bundled profile as a new user would pick it, with the transport the header names.
 _XXRJUN_NOTE = ("10 x 8 H100 over InfiniBand (one 400 Gb/s NIC per GPU by the N10_G1 rate), >= 32 MiB only: "
                 "AllGather and ReduceScatter plateau at 324 GB/s, the two CTAs of each NIC's ring channel at "
-                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before); the AllReduce from 4 GiB is "
+                "20.6 GB/s (nccl_tuner.ring_cta_GBps; 8 x 45 = 360 before), and from 256 MiB to 1 GiB below that, "
+                "their 105-420 KB slices four in flight per network connection (costs/ring_window.py: +46% / +21% "
+                "at 256 / 512 MiB before, -5% / +8% with it); the 32-128 MiB LL128 rows stay 27-112% too fast "
+                "(~8 us per ring step measured, 2.7 modelled); the AllReduce from 4 GiB is "
                 "NCCL's Ring at that level (320 GB/s; NVLSTree rated on its search graph, nccl_graph.nvls_graph), "
                 "below it NVLSTree; All-to-All and SendRecv within 8%")
 CASES.update({

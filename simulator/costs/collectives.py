@@ -60,13 +60,14 @@ SendRecv among 8 H100s runs on 4 channels at ~80 GB/s, not at the NVLink's 370.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce, tree_pipeline
+from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce, ring_window, tree_pipeline
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -276,8 +277,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             volume = float(size_bytes)
         phases: tuple[Sequence[Flow], ...] = (scaled_flows(pat, volume * wire / byte_eff, cap, geo),)
         paid = _eager_gate(ctx, algorithm, protocol, size_bytes, n_ch, lay)
-        latency_us = tuner.latency_us(paid, op, algorithm, protocol) + tree_fill_us(ctx, op, algorithm, protocol,
-                                                                                    size_bytes)
+        latency_us = (tuner.latency_us(paid, op, algorithm, protocol)
+                      + tree_fill_us(ctx, op, algorithm, protocol, size_bytes)
+                      + window_stall_us(ctx, op, algorithm, protocol, size_bytes, n_ch, cap / wire / 1e9,
+                                        volume / byte_eff))
         msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
         overlap = messages_overlap(algorithm, protocol, ctx.stack)
         # an overlapping chain runs alongside the channels' bytes: at most their time at the channel cap
@@ -342,6 +345,26 @@ def tree_fill_us(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol
                                                  ctx.stack.buff_bytes, ctx.constants.nccl_version)
     net = ctx.graph.bw_inter_GBps * ctx.graph.n_channels / max(1, launched)
     return tree_pipeline.tree_simple_fill_us(size_bytes, launched, chunk, ctx.ppn, ctx.n_nodes, nvlink, net)
+
+
+def window_stall_us(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int,
+                    n_channels: int, cap_GBps: float, volume: float) -> float:
+    """The time a ring's channels wait on their network connections' windows, us: the ring's
+    ``volume`` (bytes per rank) at the window's rate (``nccl_tuner.ring_window_GBps``,
+    costs/ring_window.py) less its time at the channels' own rate ``cap_GBps`` (per graph channel),
+    when the window is the slower. The links sit idle for it, so it adds to the latency term, and
+    the flows keep rates that do not depend on the size (a larger call's phase is the smaller one's
+    scaled: replay/solo_phases.py), for the messages beyond the first window's
+    (``ring_window.windowed_fraction``: a call of a few messages per connection never waits for a
+    slot). 0 for anything but a Simple ring across nodes."""
+    window = tuner.ring_window_GBps(ctx, algorithm, protocol, size_bytes)
+    if not math.isfinite(window) or window <= 0 or cap_GBps <= 0 or window >= cap_GBps or volume <= 0:
+        return 0.0
+    launched = tuner.launched_channels(ctx, algorithm, protocol, size_bytes)
+    waiting = ring_window.windowed_fraction(
+        ring_window.ring_messages(op, size_bytes, launched, ctx.n_ranks, ctx.stack.buff_bytes), protocol)
+    per_channel = volume / max(1, n_channels) / 1e3  # bytes -> us at 1 GB/s
+    return waiting * (per_channel / window - per_channel / cap_GBps)
 
 
 def channel_fraction(algorithm: str, protocol: str, n_nodes: int) -> bool:

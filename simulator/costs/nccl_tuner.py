@@ -27,6 +27,7 @@ from simulator.costs.nccl_constants import (
     ALGOS, LL_MAX_BW_MULTINODE, MAX_CHANNELS, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
+from simulator.costs import ring_window
 from simulator.costs.nccl_graph import TunerContext
 from simulator.costs.nccl_versions import tables_for
 
@@ -458,6 +459,28 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         return min(per_ch * 120 / 128, cap * ll128_fraction)
     cta = ring_cta_GBps(ctx)
     return per_ch if cta is None else min(per_ch, ctas * cta)
+
+
+def ring_window_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None) -> float:
+    """What one graph channel of a ring across nodes (its CTAs together) carries through the
+    window of slots of its network connections at the call's message size
+    (:mod:`simulator.costs.ring_window`), GB/s: each CTA's messages cycle through the receiving
+    CTA (:func:`ring_cta_GBps`), the CTA's share of the NIC and NCCL's network hop latency each
+    way (the table's hwLat NET Ring, without the plugin's reported latency, which the latency term
+    counts). Infinite inside a node, for other algorithms and protocols, without a size, for
+    libraries without a modelled CTA rate, and for LL and LL128, whose one-step messages (eight in
+    flight) keep the window above their per-channel caps wherever the bytes, not NCCL's latency
+    term, set the time."""
+    cta = ring_cta_GBps(ctx)
+    if algo != "ring" or ctx.n_nodes < 2 or nbytes is None or proto != "simple" or cta is None:
+        return math.inf
+    launched = launched_channels(ctx, algo, proto, nbytes)
+    buff = ctx.stack.buff_bytes
+    step = ring_window.ring_step_bytes(nbytes, launched, ctx.n_ranks, buff, proto)
+    msg = ring_window.message_bytes(step, proto, buff)
+    ctas = ring_ctas_per_channel(ctx)
+    hop = ctx.constants.hw_latency_us["net"]["ring"][PROTOS.index(proto)]
+    return ctas * ring_window.window_GBps(msg, ring_window.in_flight(proto), cta, ctx.graph.bw_inter_GBps / ctas, hop)
 
 
 def net_ll_cap(ctx: TunerContext, algo: str, rate_GBps: float) -> float:
