@@ -795,8 +795,8 @@ GPUs (02-25 to 02-28) sort by TP and micro-batch first, data parallelism second:
 | TP 4, micro-batch 1 | 2 | +12.7%, +58.5% |
 | head dim 108 (`NHIDDEN=13824 NHEADS=128`), 104 heads at TP 4, 128 heads at TP 4 mbs 4 | 5 | +18.5% .. +49.3% |
 
-Head dim 108 breaks the 8-element alignment of the strided batched score GEMMs, and BigScience
-noted which head counts miss the fused softmax's constraints; the other outliers are one
+Head dim 108 is not a multiple of 8, the alignment cuBLAS's fastest tensor-core kernels want of
+the strided batched score GEMMs (a likely cause, not checked on a GPU); the other outliers are one
 measurement each (the same search timed one plan twice at 110.5 and 113.5 s, and the 02-21
 single-node run at 119.2 and 130.4 s). Expressed as missing time per transformer layer and
 micro-batch on a stage, the TP 8 fp16 rows need 10-20 ms whether the micro-batch is 1, 2 or 4
