@@ -777,6 +777,48 @@ Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 1
 What remains is the micro-batch effect at TP 8 (mbs 2 and 6 8-10% slower than mbs 4 where the
 model has them within 2%): the rows at mbs 2 and 6 are still +18% to +24%.
 
+## BLOOM's search rows: what the 44 unscored rows add
+
+The source scores the final run and the first seven rows of the 02-25 search (`out[:8]`), six of
+them at TP 8. Replayed without that cap (vocabulary padded as below), the 44 later rows on 384
+GPUs (02-25 to 02-28) sort by TP and micro-batch first, data parallelism second:
+
+| plan class | rows | error |
+|---|---:|---:|
+| TP 8, micro-batch 1 or 2, fp16 (02-25 to 02-27) | 6 | +20% .. +32% |
+| TP 8, micro-batch 2, bf16 (02-28) | 2 | +16.4%, +17.5% |
+| TP 8, micro-batch 4 | 8 | +3.4% .. +12.4% |
+| TP 8, micro-batch 6 | 1 | +18.4% |
+| TP 4, pp 12 dp 8, micro-batch 2 or 4, the final run included | 21 | −1.8% .. +9.3% (bf16 of 02-28 and the final run: −1.8% .. +3.1%) |
+| TP 4, pp 6 dp 16 | 3 | +10.8% .. +14.8% |
+| TP 2 and TP 1 | 4 | −0.4% .. +6.5% |
+| TP 4, micro-batch 1 | 2 | +12.7%, +58.5% |
+| head dim 108 (`NHIDDEN=13824 NHEADS=128`), 104 heads at TP 4, 128 heads at TP 4 mbs 4 | 5 | +18.5% .. +49.3% |
+
+Head dim 108 is not a multiple of 8, the alignment cuBLAS's fastest tensor-core kernels want of
+the strided batched score GEMMs (a likely cause, not checked on a GPU); the other outliers are one
+measurement each (the same search timed one plan twice at 110.5 and 113.5 s, and the 02-21
+single-node run at 119.2 and 130.4 s). Expressed as missing time per transformer layer and
+micro-batch on a stage, the TP 8 fp16 rows need 10-20 ms whether the micro-batch is 1, 2 or 4
+and at pp 2 as at pp 12 (pp4 dp12 mbs2: 24.4 s over 18 layers × 84 micro-batches; pp12 dp4
+mbs2: 21.5 s over 6 × 256), the TP 4 pp 12 rows 0-12 ms (the final run 2.5 ms): a cost fixed
+per layer invocation, not per token and not per pipeline micro-batch, on top of which the plans
+with the widest data parallelism (dp 12-24) are a few points more optimistic than their
+neighbours. What it is not, from the sources: DeepSpeed's pipeline engine does partition what it
+sends across the TP group (`is_pipe_partitioned = is_model_parallel`, deepspeed/runtime/pipe/engine.py
+of Feb 2022), as the scenarios model; its per-micro-batch host synchronisations (the
+ThroughputTimer's `torch.cuda.synchronize()` at every forward from the third step,
+`PartitionedTensor.from_meta`'s `tolist()`, Megatron's `broadcast_data` of each batch) cost the
+host's issue latency after each, well under a millisecond per micro-batch; DeepSpeed ZeRO-1's fp16
+reduction (`average_tensor`: one `dist.reduce` per owner's slice, stage_1_and_2.py) moves
+dp/(dp − 1) of a ReduceScatter's bytes once per step; `CUDA_LAUNCH_BLOCKING=1` is commented out in
+the 02-25 script (tr11-200B-ml.slurm at bigscience a16f0ea), and BigScience measured it at 0-7% on
+a TP 8 micro-batch-1 run, where a 10 ms host cost per layer would have been +35%; Megatron's
+vocabulary padding is now in the scenarios (250,880 at TP 8 and in the final run; +0.01 s a
+step). Timing one layer's forward, recompute and backward on a Jean Zay node at TP 4 and TP 8
+would tell whether the missing time is in the TP group's six AllReduces per layer and
+micro-batch or in the kernels between them.
+
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
 Both MoE sources are held out. AutoModel's five rows (FSDP2 + EP, DeepEP, a round-robin gate) sit

@@ -83,6 +83,11 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
     return out
 
 
+# tr11-176B-ml.slurm: ``--pad-vocab-size-to 250880`` (the tokenizer's 250,680 tokens and 200 unused
+# ones, "a multiple of 8 * 128"; bigscience commit b4aaa19, 2022-03-01)
+BLOOM_PADDED_VOCAB = 250_880
+
+
 def _bloom(rows: list[Row]) -> list[Case]:
     """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
     on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), at the
@@ -96,7 +101,10 @@ def _bloom(rows: list[Row]) -> list[Case]:
     run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
     equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
     (``zero1_impl: deepspeed-bf16``). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
-    from 02-10 on, tr11-176B-ml.slurm), on the materialised scores of that fork's attention."""
+    from 02-10 on, tr11-176B-ml.slurm), on the materialised scores of that fork's attention. The
+    embedding and LM head have Megatron's padded vocabulary (``_vocab_size_with_padding``): the final
+    run's ``--pad-vocab-size-to 250880``, the search rows' 250,000 rounded up to a multiple of
+    ``make_vocab_size_divisible_by`` (128) x TP, as their scripts set neither option."""
     out: list[Case] = []
     seen: set[tuple[object, ...]] = set()
 
@@ -130,10 +138,11 @@ def _bloom(rows: list[Row]) -> list[Case]:
         # buffers of MEMORY_OPT_ALLREDUCE_SIZE = 5e8 elements (deepspeed/runtime/engine.py)
         bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32",
                         ddp_bucket_elements=500_000_000) if dtype == "bf16" else {}
+        vocab = BLOOM_PADDED_VOCAB if final else padded_vocab(parse_int(r["vocab"]), tp)
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
                         make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
-                                  gpt_model(r, position="alibi", tied=True),
+                                  gpt_model({**r, "vocab": str(vocab)}, position="alibi", tied=True),
                                   micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                                   parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                                 async_tensor_model_parallel_allreduce=False,

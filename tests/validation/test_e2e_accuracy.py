@@ -756,6 +756,20 @@ def test_bloom_rows_take_the_production_batch():
         assert c.scenario["training"]["global_batch"] == 2048, c.label
 
 
+def test_bloom_rows_have_megatrons_padded_vocabulary():
+    """The final run pads its 250,680 tokens to 250,880 (tr11-176B-ml.slurm ``--pad-vocab-size-to
+    250880``); the 02-25 search scripts set no padding option, so Megatron's
+    ``_vocab_size_with_padding`` rounds 250,000 up to a multiple of 128 x TP: 1,024 x 245 at TP 8."""
+    cs = _by_source("bloom")
+    final = [c for c in cs if "final run" in c.label]
+    assert [c.scenario["model"]["vocab"] for c in final] == [250_880]
+    for c in cs:
+        v, tp = c.scenario["model"]["vocab"], c.scenario["parallel"]["tp"]
+        assert v % (128 * tp) == 0 and v - 128 * tp < (250_680 if c in final else 250_000) <= v, c.label
+    assert {c.scenario["model"]["vocab"] for c in cs if c.scenario["parallel"]["tp"] == 8} == {250_880}
+    assert sources.padded_vocab(250_000, 4) == 250_368 and sources.padded_vocab(250_000, 2) == 250_112
+
+
 @pytest.mark.slow
 def test_megatron2021_ptdp_and_weak_scaling_errors():
     """Held out, on the same 2021 stack as the ZeRO-3 rows: Table 2's PTD-P GPT-175B rows +3.1%,
