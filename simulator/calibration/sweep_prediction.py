@@ -252,14 +252,18 @@ _POLARIS_NOTE = ("4 A100 and 2 Slingshot-11 NICs per node, one beside GPU 1 and 
                  "(the GPUs reach the NICs through the CPU's host bridge: nics.gpu_path). The links give the rings "
                  "2 x 25 GB/s x 0.9 = 45 GB/s busbw where NCCL reaches 36-37 GB/s at 2-8 nodes: the rest is the "
                  "CXI alt_read rendezvous' host cost per network message (nics.rdzv_proto, costs/transports.py; 1 MiB "
-                 "ring slices, 128 KiB p2p chunks), which also accounts for most of All-to-All's gap (2.1-2.4x too "
+                 "ring slices; p2p chunks of 32-128 KiB, as many per peer as NCCL's release splits a send into: "
+                 "net_messages.p2p_peer_messages), which also accounts for most of All-to-All's gap (2.1-2.4x too "
                  "fast without it). A Ring/LL step costs ~7.9 us per channel NCCL launches (twice the graph's, fewer for "
                  "small calls: nccl_tuner.launched_channels), one rank's proxy serving each channel's message in turn, "
                  "eager or not, the LL bytes overlapping that chain (collectives.messages_overlap). A Simple or p2p "
                  "message costs 3/2 of that: NCCL flushes each Simple receive into an A100 with GPUDirect, one more "
                  "read through the NIC (net_messages.gdr_flush). Left: a ~430 us floor of the 2-16 MiB Simple rings "
-                 "on 2 nodes (~60 us per step where a step's message reaches 128 KiB), the 256/540-node All-to-Alls' "
-                 "small messages (~10 us per peer measured, 12 priced), and the 540-node 32 MiB AllGather, whose 3 "
+                 "on 2 nodes (~60 us per step where a step's message reaches 128 KiB), the All-to-Alls' messages of up to "
+                 "64 KiB (10-15 us each measured at 2-540 nodes, 12 priced plus their bytes), their bytes from 128 KiB "
+                 "messages at 4.4-5.4 GB/s per GPU at 2-256 nodes and 3.4 at 540 (0.27-0.43 of a GPU's share of "
+                 "its NIC's line rate, priced at "
+                 "the share with the messages in series), and the 540-node 32 MiB AllGather, whose 3 "
                  "launched channels cost what 2 do (5.5 us per step and channel)")
 CASES.update({
     f"a100x{4 * nodes}_{op}_{nodes}node_polaris_slingshot": Case("polaris-a100", op, 4 * nodes, 4, note=_POLARIS_NOTE)

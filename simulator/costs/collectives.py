@@ -220,13 +220,34 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     """Grouped send/recv to every peer: the base latency once, plus one hop latency per peer
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
-    Assumes the group's layout is the same for every rank (the first rank's peers are counted)."""
+    Assumes the group's layout is the same for every rank (the first rank's peers are counted).
+
+    Where the transport's message protocol runs in host software (``stack.host_messages``), what a
+    rank pays per remote peer in order is its proxy's work on that peer's messages, which
+    :func:`p2p_host_messages` prices (``net_message_us`` each, the network round included: the CXI
+    provider's Get and done-notify complete inside it, costs/transports.py); the peers' network
+    hops overlap that chain, so one is paid, not one per peer (remote_hops_in_order). Counting both
+    priced each of Polaris' 1,020 remote peers at 256 nodes the flushed message (1.5 x 8 us) plus
+    NCCL's Ring hop, 2.7 us for LL and 14 us for Simple (the label from 32 KiB a peer): 14.7 and 26 us,
+    where 10.3-12.6 us a peer are measured from 1 to 32 MiB (one message each), with no step where the
+    label changes (data/nccl/a100x1024_alltoall_256node_polaris_slingshot.csv: 12.8 ms at 16 MiB,
+    11.8 ms at 32 MiB)."""
     me = lay.gpus[0]
     local = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) == topo.domain_of(me))
-    remote = len(lay.gpus) - 1 - local
+    remote = remote_hops_in_order(ctx, len(lay.gpus) - 1 - local)
     hop = partial(tuner.p2p_ring_latency_us, ctx, proto=proto)
     return (hop(None) + local * hop(ctx.intra_link)
             + remote * (hop("net") + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
+
+
+def remote_hops_in_order(ctx: nccl_graph.TunerContext, remote_peers: int) -> int:
+    """The network hops an All-to-All's latency adds up over ``remote_peers`` peers on other
+    nodes: one per peer, or one in all where each peer's messages cost the proxy a host round that
+    :func:`p2p_host_messages` already counts in order (``stack.host_messages``;
+    :func:`_alltoall_latency_us`)."""
+    if remote_peers > 0 and ctx.stack.host_messages:
+        return 1
+    return remote_peers
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: TopologyView, *,
@@ -320,7 +341,12 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
             latency_us = _p2p_latency_us(gated, protocol)
         if algorithm == "direct" or n_nodes > 1:
             wire /= ctx.constants.p2p_efficiency
-        phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch),)
+        # a send to a peer on another node runs Simple whatever the call's label: NCCL picks LL for a p2p
+        # operation only where its connection has LL buffers (enqueue.cc addP2pToPlan: ``conn->buffs[
+        # NCCL_PROTO_LL] != nullptr``), which a network connection lacks unless NCCL_ALLOC_P2P_NET_LL_BUFFERS
+        # is set (default 0, init.cc), so only the local peers' bytes carry LL's flag words
+        net_wire = WIRE_FACTOR["simple"] / ctx.constants.p2p_efficiency if n_nodes > 1 else None
+        phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch, net_wire),)
         msgs = p2p_host_messages(ctx, topo, lay, op, protocol, size_bytes)
         latency_us += msgs * ctx.constants.net_message_us
     if n_nodes > 1:  # once per call across the network, whatever its algorithm (nccl_constants)
@@ -495,8 +521,9 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
     else:  # SendRecv: one peer each way, across nodes when the group spans them
         remote = 1
     # network p2p runs Simple whatever the call's label (net_messages: no LL buffers for it)
-    return flush_weight(ctx) * net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote,
-                                                         ctx.graph.p2p_chunk_bytes)
+    n_min, n_max = ctx.graph.p2p_split
+    return flush_weight(ctx) * net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote, n_min, n_max,
+                                                         ctx.graph.p2p_chunk_bytes, ctx.constants.nccl_version)
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,
@@ -540,10 +567,11 @@ def _route_class(topo: TopologyView, links: Sequence[int]) -> str:
 
 
 def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pattern: Pattern, size: float,
-               inflation: float, n_ch: int) -> Sequence[Flow]:
+               inflation: float, n_ch: int, net_inflation: float | None = None) -> Sequence[Flow]:
     """Point-to-point flows of `size` × `inflation` wire bytes (the protocol's wire factor, over
     ``p2p_efficiency`` for All-to-All and for SendRecv across nodes), each send bounded by its `n_ch` channels at ``tuner.p2p_channel_GBps`` of
-    its route class. The bound is on payload, so it is inflated like the bytes."""
+    its route class. The bound is on payload, so it is inflated like the bytes. ``net_inflation``:
+    the factor of the flows whose route crosses the network, where it differs (their Simple protocol)."""
     if size <= 0:
         return ()
     # Route classes per flow (the pattern's entries of weight > 0), found once per pattern (an
@@ -560,9 +588,13 @@ def _p2p_flows(topo: TopologyView, cache: dict, ctx: nccl_graph.TunerContext, pa
     _, names, class_of_flow = hit
     rate = [tuner.p2p_channel_GBps(ctx, cls) for cls in names]
     ch = np.array([np.nan if r is None else r for r in rate], dtype=np.float64)[class_of_flow]
-    volume = size * inflation
-    nbytes = arrays.w * size * inflation
-    flow_caps = arrays.m * n_ch * ch * 1e9 * inflation  # NaN where the class has no channel rate
+    volume: float | None = size * inflation
+    infl: float | np.ndarray = inflation
+    if net_inflation is not None and net_inflation != inflation and "net" in names:
+        infl = np.array([net_inflation if c == "net" else inflation for c in names], dtype=np.float64)[class_of_flow]
+        volume = None  # not one pattern scaled by one volume
+    nbytes = arrays.w * size * infl
+    flow_caps = arrays.m * n_ch * ch * 1e9 * infl  # NaN where the class has no channel rate
     caps = np.where(np.isnan(flow_caps) | (flow_caps == 0), np.inf, flow_caps)
     return make_phase(arrays, nbytes, caps, flow_caps, volume)
 

@@ -36,6 +36,9 @@ class TunerGraph:
     p2p_channels: int = 1  # p2pnChannels: channels send/recv may use
     p2p_channels_per_peer: int = 1  # p2pnChannelsPerPeer: the most one send or receive is split over
     p2p_chunk_bytes: int = P2P_PCI_CHUNK_BYTES  # p2pChunkSize
+    # (nChannelsMin, nChannelsMax) over which the communicator's NCCL release splits one send to a peer
+    # on another node (p2p_split_channels; net_messages.p2p_parts)
+    p2p_split: tuple[int, int] = (1, 1)
     # The tree graph is NCCL_TOPO_PATTERN_TREE (one NIC per chain, both directions), not the
     # BALANCED_TREE NCCL searches first: NCCL's tuner then rates Tree × 0.85 (simple_tree_pattern).
     simple_tree: bool = False
@@ -148,8 +151,9 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
     nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
     p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
+    split = p2p_split_channels(profile, n_ranks, n_nodes, p2p, per_peer)
     search = nvls_graph(profile, ppn, n_nodes, intra_total) if su.nvls else None
-    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk,
+    return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk, split,
                       simple_tree_pattern(profile, ppn, n_nodes), search)
 
 
@@ -301,6 +305,45 @@ def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tup
         per_peer = min(p2p, per_peer)
         chunk = P2P_NVL_CHUNK_BYTES if nvlink else P2P_PCI_CHUNK_BYTES
     return p2p, per_peer, chunk
+
+
+# Releases whose p2p channel rules differ from the newest's (p2p_split_channels): NCCL_NCHANNELS_PER_NET_PEER
+# defaults to 2 up to 2.19 and to -1 (derived) from 2.20 (src/graph/paths.cc v2.19.3-1 line 669, v2.20.5-1
+# line 687), and scheduleP2pTasksToPlan halves nChannelsMin across nodes too from 2.20 (v2.18.5-1: one node only).
+P2P_DERIVED_NET_PEER_FROM = (2, 20, 0)
+P2P_PER_BATCH_FROM = (2, 22, 0)  # the per-peer channels p2p_channels models
+
+
+def p2p_split_channels(profile, n_ranks: int, n_nodes: int, p2p: int, per_peer: int) -> tuple[int, int]:
+    """(nChannelsMin, nChannelsMax) of ``scheduleP2pTasksToPlan`` across nodes in the profile's NCCL
+    release: what one send to a peer on another node is split over (net_messages.p2p_parts).
+
+    ``nChannelsMax`` is ``p2pnChannelsPerPeer``: the least of ``p2pnChannels`` and every peer's
+    channels, rounded up to a power of two (``ncclTopoComputeP2pChannels``). A local peer has two or
+    more (NVLink, PCI), so across nodes the network peer's count binds: up to 2.19
+    ``NCCL_NCHANNELS_PER_NET_PEER`` (2); in 2.20 and 2.21 two, halved while ``2 x nRanks`` exceeds four
+    operations per p2p channel, but at least the GPU's local NICs (``src/graph/paths.cc`` v2.21.5-1
+    lines 714-726); from 2.22 :func:`p2p_channels`'. ``nChannelsMin`` starts there and, from 2.20 (on
+    one node only before), halves while one round of all ranks overflows ``p2pnChannels``
+    (``src/enqueue.cc`` v2.21.5-1 line 904; v2.18.5-1 lines 631-637). On one node: (per_peer, per_peer)."""
+    if n_nodes <= 1:
+        return per_peer, per_peer
+    version = profile.nccl_version
+    rel = (99, 0, 0) if version is None else version_key(version)
+    n_max = per_peer
+    if rel < P2P_PER_BATCH_FROM:
+        net = 2
+        if rel >= P2P_DERIVED_NET_PEER_FROM:
+            devices, _ = net_devices(profile)
+            while net * n_ranks > p2p * 4 and net > 1:
+                net //= 2
+            net = max(max(1, (devices or 1) // profile.node.gpus), net)
+        n_max = _pow2_up(min(p2p, net))
+    n_min = n_max
+    if rel >= P2P_DERIVED_NET_PEER_FROM:
+        while n_min * n_ranks > p2p and n_min > 1:
+            n_min //= 2
+    return n_min, n_max
 
 
 def tree_bw_intra(bw_inter: float, n_ch: int, intra_total: float, speeds: tuple[float, ...]) -> float:

@@ -33,10 +33,20 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   full chunk the slice shrinks with the data but is still one message per slice.
 
 * All-to-All and SendRecv (``ncclSend``/``ncclRecv`` grouped): each send to a peer on another
-  node moves in network messages of at most ``NCCL_P2P_NET_CHUNKSIZE`` (128 KiB, ``src/init.cc``)
-  bytes. The peers' rounds run at once on the p2p channels, so what keeps them in order is the
-  one proxy thread of the rank that posts and progresses every one of them (``src/proxy.cc``):
-  :func:`p2p_messages` counts the messages the rank sends, as a ring's count is of its sends.
+  node is split into parts over the peer's channels, and each part moves in network messages of
+  ``NCCL_P2P_NET_CHUNKSIZE`` (128 KiB, ``src/init.cc``) bytes, or a half or a quarter of that for a
+  small part (:func:`p2p_peer_messages`, per NCCL release). The peers' rounds run at once on the p2p
+  channels, so what keeps them in order is the one proxy thread of the rank that posts and
+  progresses every one of them (``src/proxy.cc``): :func:`p2p_messages` counts the messages the
+  rank sends, as a ring's count is of its sends. Measured, an All-to-All's time steps up where
+  NCCL's count does, at the release's size: NCCL 2.18 (two channels a peer, parts of at least
+  16 KiB) sends a 32 KiB send as two messages, 2.21.5 (one or two, parts of at least 64 KiB) as one
+  and a 64 KiB send as two 32 KiB ones. Polaris at 256 nodes (2.21.5): 11.0-12.8 ms from 4 to
+  32 MiB (1 message per remote peer), 22.7 ms at 64 MiB; at 540 nodes (2.18) 28.7 ms at 32 MiB
+  (15.5 KiB a peer), 60.2 ms at 64 MiB; at 8 nodes (2.18) 354 us at 512 KiB (16 KiB a peer), 669 us
+  at 1 MiB; on 2 nodes 76 us at 128 KiB, 124 us at 256 KiB (2.18) but 87 us under 2.21.5 on Sirius,
+  whose step comes at 512 KiB (136 us) (data/nccl/a100x*_alltoall_*_{polaris,sirius*}_slingshot.csv;
+  tests/unit/test_net_messages.py). The model counted 128 KiB messages, one per peer up to 128 KiB.
 
 * LL and LL128 (:func:`ll_messages_per_channel`): the proxy sends one network message per step
   slot the kernel fills (``src/transport/net.cc``: LL's and LL128's buffers are sent slot by slot
@@ -202,11 +212,76 @@ def ll_messages_per_channel(op: str, algorithm: str, protocol: str, nbytes: int,
     return 0
 
 
-def p2p_messages(per_peer_bytes: float, remote_peers: int, chunk_bytes: int) -> int:
+# Releases that changed how a send or receive across nodes is split (p2p_peer_messages).
+P2P_HALVED_MIN_FROM = (2, 20, 0)  # minSize stepSize/2 across nodes (stepSize/8 before)
+P2P_CHUNK_BY_SEND_FROM = (2, 22, 0)  # the network chunk follows the whole send, not each part
+
+
+def p2p_network_chunk(nbytes: int, step: int) -> int:
+    """The network chunk of a Simple send or receive of ``nbytes`` to a peer on another node:
+    ``ncclProxyComputeP2p``'s "Tune chunk size for the network" (``src/proxy.cc`` v2.18.5-1 lines
+    611-616, v2.21.5-1 lines 621-631; in ``src/enqueue.cc`` from v2.22.3-1): a quarter of
+    ``NCCL_P2P_NET_CHUNKSIZE`` (``step``) below one step, half below eight steps, else a whole one."""
+    if nbytes < step:
+        return max(1, step // 4)
+    if nbytes < 8 * step:
+        return max(1, step // 2)
+    return step
+
+
+def p2p_parts(nbytes: int, n_min: int, n_max: int, step: int, version: str | None = None) -> list[int]:
+    """The parts NCCL release ``version`` (None: the newest) splits one send (or receive) of ``nbytes``
+    to a peer on another node into, each a proxy operation on one of the peer's channels. ``n_min`` /
+    ``n_max``: ``scheduleP2pTasksToPlan``'s ``nChannelsMin`` / ``nChannelsMax``
+    (``nccl_graph.p2p_split_channels``).
+
+    Up to 2.21 (``calcP2pChunkSize``, ``src/enqueue.cc`` v2.18.5-1 lines 601-609 and 667-670) a part
+    is ``max(minSize, nbytes / n_min)``, the channels doubled while it exceeds ``step``, aligned up to
+    ``minSize`` (``step / 8``; from 2.20 ``step / 2`` across nodes, v2.21.5-1 line 933), and the send is
+    cut into parts of that size, the last one shorter. From 2.22 (v2.22.3-1 lines 879-885) the part
+    count is ``min(n_min, nbytes / minPartSize)``, doubled while a part exceeds ``step``, and the send
+    is shared evenly among them."""
+    if nbytes <= 0:
+        return []
+    rel = (99, 0, 0) if version is None else version_key(version)
+    min_part = step // 2 if rel >= P2P_HALVED_MIN_FROM else step // 8
+    lo, hi = max(1, n_min), max(1, n_max)
+    if rel < P2P_CHUNK_BY_SEND_FROM:
+        n, size = lo, max(min_part, math.ceil(nbytes / lo))
+        while size > step and n <= hi // 2:
+            n *= 2
+            size = math.ceil(nbytes / n)
+        size = math.ceil(size / min_part) * min_part
+        full, rest = divmod(nbytes, size)
+        return [size] * full + ([rest] if rest else [])
+    n = min(lo, math.ceil(nbytes / min_part))
+    size = max(min_part, math.ceil(nbytes / n))
+    while size > step and n <= hi // 2:
+        n *= 2
+        size = math.ceil(nbytes / n)
+    base, extra = divmod(nbytes, n)
+    return [base + (1 if i < extra else 0) for i in range(n) if base or i < extra]
+
+
+def p2p_peer_messages(nbytes: float, n_min: int, n_max: int, step: int, version: str | None = None) -> int:
+    """Network messages (proxy steps) of one send, or one receive, of ``nbytes`` to a peer on another
+    node in NCCL release ``version``: each part (:func:`p2p_parts`) moves in network chunks
+    (:func:`p2p_network_chunk`; ``op->nsteps = DIVUP(count, chunkSize)``, ``src/proxy.cc``), sized by
+    the part up to 2.21 and by the whole send from 2.22. One message for an empty send (a sync)."""
+    size = int(math.ceil(nbytes))
+    if size <= 0:
+        return 1
+    parts = p2p_parts(size, n_min, n_max, step, version)
+    by_send = version is None or version_key(version) >= P2P_CHUNK_BY_SEND_FROM
+    return sum(math.ceil(b / p2p_network_chunk(size if by_send else b, step)) for b in parts)
+
+
+def p2p_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: int, step: int,
+                 version: str | None = None) -> int:
     """Network messages one rank's proxy sends, in order, in a grouped send/receive: to each of
-    ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in messages of at most
-    ``chunk_bytes`` (NCCL's p2p network chunk; module docstring). 0 without remote peers or bytes."""
+    ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in the messages NCCL release ``version``
+    splits them into (:func:`p2p_peer_messages`; module docstring). 0 without remote peers or bytes."""
     if per_peer_bytes <= 0 or remote_peers <= 0:
         return 0
-    return remote_peers * math.ceil(per_peer_bytes / max(1, chunk_bytes))
+    return remote_peers * p2p_peer_messages(per_peer_bytes, n_min, n_max, step, version)
 

@@ -76,7 +76,7 @@ Sources, per transport:
   ``FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN`` (2048 + 2049 bytes by default in the 2024 releases
   these systems ran: libfabric ``prov/cxi/include/cxip.h`` ``CXIP_RDZV_THRESHOLD``, ``cxip_info.c``;
   16384 + 2049 since commit c4a6ff3 of June 2025) the CXI provider runs its rendezvous protocol, in
-  which NCCL's Simple messages (1 MiB ring slices, 128 KiB p2p chunks) always fall, and the target
+  which NCCL's Simple messages (1 MiB ring slices, 32-128 KiB p2p chunks) always fall, and the target
   pulls the payload with a Get. Matched in software, that Get is issued by the provider's progress
   on the receiver's host, and with ``alt_read`` it is a *restricted* Get whose completion the
   target announces with a zero-byte done-notify message back to the source, the send completing
