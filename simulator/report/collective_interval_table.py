@@ -1,7 +1,7 @@
 """Collective interval table of `clustersim collective` (simulator/report/intervals.py). GENERATED:
 do not edit.
 
-Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit 3e5eade from the
+Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit 944fd62 from the
 leave-one-system-out predictions of 92 sweeps of 27 systems in data/nccl
 (docs/validation-collectives.md). BANDS[class] = (q10, q90, systems, rows): quantiles of
 ln(predicted busbw / measured busbw) = ln(measured time / predicted time), every system weighing
