@@ -131,8 +131,9 @@ PROFILE_NOTES = {
                             "has one: where rings enter and leave the node; the other GPUs share the NICs round robin "
                             "(null: NIC r serves GPUs r*gpus/count..)",
     "node.nics.gpu_path": "PCIe path from a GPU to its NIC as NCCL classes it: pix (one switch), pxb (switches), "
+                          "p2c (a Grace superchip's GPU over C2C to its CPU's PCIe: phb before NCCL 2.27), "
                           "phb (through the CPU's host bridge), sys (across sockets); beyond pxb NCCL runs no LL128 "
-                          "across nodes",
+                          "across nodes (from 2.27 on Hopper and later, beyond p2c)",
     "node.nics.gpu_paths": "per local GPU, its path to the NIC it sends through, where the GPUs differ (null: "
                            "gpu_path for every GPU); a GPU at sys also crosses the CPU interconnect (node.pcie.sys_GBps)",
     "node.nics.gdr_level": "NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU no farther from its NIC, host "

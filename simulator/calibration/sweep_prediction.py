@@ -142,11 +142,16 @@ CASES: dict[str, Case] = {
     "gh200x8_allreduce_2node_alps_slingshot": Case(
         "gh200-alps", "allreduce", 8, 4, None,
         "64 KiB-1 MiB collapse to ~1 GB/s in the source (INDEX.md: a path switch in the data, not modelled); "
-        "from 64 MiB on NCCL runs Tree (the tree graph's doubled bwIntra on two nodes), matching the 158 GB/s plateau"),
+        "from 64 MiB on NCCL runs Tree (the tree graph's doubled bwIntra on two nodes), matching the 158 GB/s plateau. "
+        "NCCL 2.23.4 runs no LL128 across GH200 nodes (their C2C path to the NIC is PHB to it: gpu_path p2c), so 4-16 MiB "
+        "run Tree/Simple, predicted 25-50% slow: the fill of its 512 KiB chunks through six NVLink stages (~150 us) "
+        "does not show in the measured rows (189 us at 4 MiB)"),
     "gh200x64_allreduce_16node_alps_slingshot": Case(
         "gh200-alps", "allreduce", 64, 4, None,
-        "bandwidth regime (>= 512 MiB) within 4%; 4 KiB-128 MiB run 2-4x slower than predicted, with a dip to "
-        "15 GB/s at 64 MiB: Slingshot/aws-ofi-nccl medium-size behaviour that no source here explains"),
+        "bandwidth regime (>= 512 MiB) within 4%; no LL128 across these nodes under NCCL 2.23.4 (gpu_path p2c): "
+        "Tree/Simple from 512 KiB, predicted 20-40% slow at 512 KiB-8 MiB (NCCL's Simple hop latency and the fill of "
+        "512 KiB chunks, which the measured rows do not show); the 64 MiB row (8.7 ms, 15 GB/s) is 3x the trend of "
+        "the 32 and 128 MiB rows"),
     "gh200x16_allreduce_4node_alps_slingshot": Case("gh200-alps", "allreduce", 16, 4),
     "gh200x128_allreduce_32node_alps_slingshot": Case("gh200-alps", "allreduce", 128, 4),
     "gh200x512_allreduce_128node_alps_slingshot": Case("gh200-alps", "allreduce", 512, 4),

@@ -228,14 +228,15 @@ class NICs(_Strict):
     # the first of which is its local GPU (the PCIe-switch layout of a DGX A100 or p4d).
     local_gpus: list[int] | None = None
     # The PCIe path from a GPU to the NIC it sends through, in NCCL's classes (topo.h): pix (one
-    # PCIe switch), pxb (several switches, not the CPU), phb (through the CPU's host bridge), sys
-    # (across CPU sockets). NCCL runs LL128 across nodes only up to PXB (tuning.cc: "typeInter <=
-    # PATH_PXB"; Hopper and later up to PXN, still closer than PHB): its 128-byte stores are not
-    # known to arrive whole through a host bridge.
-    gpu_path: Literal["pix", "pxb", "phb", "sys"] = "pxb"
+    # PCIe switch), pxb (several switches, not the CPU), p2c (a Grace superchip's GPU over C2C to its
+    # CPU, then the CPU's PCIe: NCCL types it PHB before 2.27, P2C from 2.27; costs/gdr.py), phb
+    # (through the CPU's host bridge), sys (across CPU sockets). NCCL runs LL128 across nodes only up
+    # to PXB (tuning.cc: "typeInter <= PATH_PXB"; Hopper and later up to PXN, and from 2.27 up to P2C,
+    # still closer than PHB): its 128-byte stores are not known to arrive whole through a host bridge.
+    gpu_path: Literal["pix", "pxb", "p2c", "phb", "sys"] = "pxb"
     # Per local GPU, its path to the NIC it sends through (HardwareProfile.gpu_nics), where the GPUs
     # differ (ALCF Polaris: two GPUs beside a NIC, two a NUMA domain away); None: gpu_path for all.
-    gpu_paths: list[Literal["pix", "pxb", "phb", "sys"]] | None = None
+    gpu_paths: list[Literal["pix", "pxb", "p2c", "phb", "sys"]] | None = None
     # NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU whose path to its NIC is no farther
     # (costs/gdr.py); None: NCCL's default, PXB.
     gdr_level: Literal["pix", "pxb", "phb", "sys"] | None = None
@@ -484,7 +485,7 @@ class HardwareProfile(_Strict):
 
 
     @property
-    def gpu_nic_paths(self) -> tuple[Literal["pix", "pxb", "phb", "sys"], ...]:
+    def gpu_nic_paths(self) -> tuple[Literal["pix", "pxb", "p2c", "phb", "sys"], ...]:
         """Per local GPU, the PCIe path type to the NIC it sends through (``node.nics.gpu_paths``,
         else ``gpu_path`` for every GPU)."""
         nics = self.node.nics

@@ -110,14 +110,17 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # 2 x 8 H100 Dell XE9680; the 10 x 8 H100 cluster and the nccl-tests issue clusters are scored, not
 # fitted: deployed_fit.FIT_EXCLUDED); EFA on three (2 x 8 A100
 # p4de, two 2 x 8 H100 p5 clusters); Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100,
-# 2-540 nodes; its testbed Sirius; the A100 nodes reach their NICs through the CPU's host bridge, so NCCL runs no
-# LL128 across them and Slingshot's LL128 value rests on Alps alone: node.nics.gpu_path); NCCL over RoCE on four (2 x 8 OCI A100 and H100; 2 x 8 Google
+# 2-540 nodes; its testbed Sirius; no LL128 runs across any of them: the A100 nodes reach their NICs through the
+# CPU's host bridge, and so do the GH200s under the NCCL 2.23.4 of the Alps sweeps, which types the C2C path PHB
+# (node.nics.gpu_path p2c, costs/gdr.py), so Slingshot's LL128 columns take the fit pooled over every system:
+# deployed_fit.unexercised_columns. Timed as Tree/LL128, the Alps rows of 4-256 MiB had set the pooled tree LL128
+# at x 0.7, which InfiniBand's row (whose systems run none) carried: now x 1); NCCL over RoCE on four (2 x 8 OCI A100 and H100; 2 x 8 Google
 # Cloud A3 Ultra H200; 2 x 64 OCI GB200 over two NVL72 racks, fitted since its NVLink chain is priced at
 # Blackwell's NVLink step, nccl_constants.NVLINK_HOP_EXTRA_US); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
 # both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
 # A ring's LL128 fraction scales what its CTAs move, not the NIC's share (collectives.channel_fraction): with
-# it Slingshot's ring LL128 came out x 0.8 (x 1 while it also scaled the GH200 rings' NIC-bound rows) and
+# it Slingshot's ring LL128 came out x 0.8 while the GH200 rows were timed as LL128 (they run none: above) and
 # RoCE's x 0.9 no longer caps the 128 x 8 H100 rings that run four CTAs per NIC (nccl-tests issue #322).
 # The per-message cost of host-message transports (net_message_us), per message class
 # (message_class): the host protocol stacks (EFA over aws-ofi-nccl's SENDRECV protocol on aws-p4de,
@@ -130,17 +133,17 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # (costs/transports.py eager_max_bytes), and its alt_read stack's message cost by LL's messages too.
 # A message whose receive NCCL flushes (GPUDirect on A100: p4de, Polaris, Sirius) counts 3/2 of the
 # value, its send and receive plus the plugin's flush read (costs/net_messages.py gdr_flush): with it the
-# CXI class went 9 -> 8 us per message and Slingshot's LL128 ring/tree x 0.9/0.9 -> 1/0.8. The host class
+# CXI class went 9 -> 8 us per message (Slingshot's LL128 columns, then fitted on GH200 rows timed as LL128, moved too). The host class
 # (9 -> 8 us) no longer moves its own systems (p4de's and TCPXO's messages overlap the bytes of their
 # Tree/Simple chunks: collectives.messages_overlap), so it follows the pooled Polaris and Sirius.
 MESSAGE_US = 8.0
 CXI_MESSAGE_US = 8.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(3, (0, 1), (0, 0.7), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
+    "infiniband": DeployedNet(3, (0, 1), (0, 1), "a100-pcie, sophia-a100, xe9680-h100", MESSAGE_US),
     "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(20, (0, 0.8), (0, 0.8), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
+    "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(15, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "gcp-a3-ultra, gh200-alps, mi355x, oci-a100, oci-gb200, oci-h100, "
                                              "polaris-a100, sirius-a100, sophia-a100, xe9680-h100", MESSAGE_US),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from simulator.config.nccl_overrides import scoped, version_key
 from simulator.costs import net_messages
-from simulator.costs.gdr import uses_gdr
+from simulator.costs.gdr import nccl_path_type, uses_gdr
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
@@ -67,8 +67,9 @@ class TunerContext:
     stack: TransportStack = DEFAULT_STACK
     # The collective library whose tuner chooses: "nccl", or "rccl" on AMD GPUs (costs/rccl_tuner.py)
     library: str = "nccl"
-    # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path): LL128 across nodes
-    # needs it no farther than PXB (nccl_tuner.enabled)
+    # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path, as the release types it:
+    # costs/gdr.py nccl_path_type): LL128 across nodes needs it no farther than PXB (from 2.27 P2C on
+    # Hopper and later; nccl_tuner.enabled)
     net_path: str = "pxb"
     # NCCL flushes every Simple receive from the network (GPUDirect RDMA on a GPU that needs it):
     # the proxy's third operation per message (costs/net_messages.py gdr_flush)
@@ -406,6 +407,7 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         tree_bw_intra_GBps=constants.bw_intra_GBps or g.tree_bw_intra_GBps,
     )
     kind = profile.node.scale_up.kind
+    release = version_key(constants.nccl_version)
     return TunerContext(
         arch=arch_row(profile.gpu.arch),
         n_ranks=n_ranks,
@@ -417,9 +419,10 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         constants=constants,
         stack=stack,
         library=profile.collective_library,
-        net_path=profile.node.nics.gpu_path,
+        # as the release types it (a Grace superchip's C2C path is PHB before 2.27: costs/gdr.py)
+        net_path=nccl_path_type(profile.node.nics.gpu_path, release),
         # the rings' and trees' GPUs (at nics.gpu_path from their NICs) run GPUDirect per NCCL's rule
-        gdr_flush=net_messages.gdr_flush(profile.gpu.arch, version_key(constants.nccl_version),
+        gdr_flush=net_messages.gdr_flush(profile.gpu.arch, release,
                                          uses_gdr(profile.node.nics.gpu_path, profile.node.nics.gdr_level,
-                                                  gpu_direct=profile.node.nics.gpu_direct)),
+                                                  gpu_direct=profile.node.nics.gpu_direct, release=release)),
     )

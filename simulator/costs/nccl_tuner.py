@@ -31,8 +31,11 @@ from simulator.costs import ring_window
 from simulator.costs.nccl_graph import TunerContext
 from simulator.costs.nccl_versions import tables_for
 
-# GPU-to-NIC paths over which NCCL enables LL128 across nodes (tuning.cc, typeInter <= PATH_PXB).
+# GPU-to-NIC paths over which NCCL enables LL128 across nodes (tuning.cc, typeInter <= PATH_PXB), and
+# the one more it enables on compute capability >= 9.0 from 2.27: a Grace superchip's C2C path (P2C,
+# ``typeInter <= (ncclParamLl128C2c() ? PATH_P2C : PATH_PXN)``, NCCL_LL128_C2C default 1; costs/gdr.py).
 LL128_NET_PATHS = ("pix", "pxb")
+LL128_NET_PATHS_SM90 = LL128_NET_PATHS + ("p2c",)
 
 # --- §1 latency ----------------------------------------------------------------------------
 
@@ -206,10 +209,13 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
         return False
     if proto == "ll128" and ctx.intra_link == "pci" and ctx.n_ranks > ctx.n_nodes:
         return False  # LL128 needs an NVLink path inside the node
-    if proto == "ll128" and ctx.n_nodes > 1 and ctx.net_path not in LL128_NET_PATHS:
+    paths = LL128_NET_PATHS_SM90 if ctx.arch in ("hopper", "blackwell") else LL128_NET_PATHS
+    if proto == "ll128" and ctx.n_nodes > 1 and ctx.net_path not in paths:
         # tuning.cc: "pEnable &= (graphs[a]->typeInter <= PATH_PXB || (minCompCap >= 90 &&
         # graphs[a]->typeInter <= PATH_PXN))": a GPU that reaches its NIC through the CPU's host
-        # bridge (PHB) or across sockets runs no LL128 across nodes, on any architecture.
+        # bridge (PHB) or across sockets runs no LL128 across nodes, on any architecture. A GH200's
+        # GPU reaches its NIC over C2C and the Grace CPU's host bridge: PHB until 2.26, P2C (LL128 on)
+        # from 2.27 (ctx.net_path is the release's type: costs/gdr.py nccl_path_type).
         return False
     return ctx.n_ranks > 1
 

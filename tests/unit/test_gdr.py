@@ -9,24 +9,35 @@ import pytest
 from simulator.config.hardware import load_profile
 from simulator.costs import nccl_graph
 from simulator.costs.collectives import effective_capacity_Bps, phase_time_s, plan_collective
-from simulator.costs.gdr import PATH_ORDER, host_staged_gpus, uses_gdr
+from simulator.costs.gdr import PATH_ORDER, host_staged_gpus, nccl_path_type, uses_gdr
 from simulator.hardware.topology import build_topology
 
-# ncclTopoCheckGdr: GPUDirect when the path is no farther than NCCL_NET_GDR_LEVEL (default PXB).
-RULE = {  # level -> the paths that get GPUDirect
+# ncclTopoCheckGdr: GPUDirect when the path is no farther than NCCL_NET_GDR_LEVEL (default PXB). A Grace
+# superchip's C2C path (p2c) is PATH_PHB before 2.27 (v2.23.4-1 has no C2C path type: topo.h).
+RULE = {  # level -> the paths that get GPUDirect under NCCL 2.23.4
     None: {"pix", "pxb"},
     "pix": {"pix"},
     "pxb": {"pix", "pxb"},
-    "phb": {"pix", "pxb", "phb"},
-    "sys": {"pix", "pxb", "phb", "sys"},
+    "phb": {"pix", "pxb", "p2c", "phb"},
+    "sys": {"pix", "pxb", "p2c", "phb", "sys"},
 }
+R2_23_4 = (2, 23, 4)
 
 
 @pytest.mark.parametrize("level", list(RULE))
 @pytest.mark.parametrize("path", PATH_ORDER)
 def test_gdr_per_path_type_and_level(path, level):
-    assert uses_gdr(path, level) is (path in RULE[level])
-    assert uses_gdr(path, level, gpu_direct=False) is False  # no GPUDirect support: host memory always
+    assert uses_gdr(path, level, release=R2_23_4) is (path in RULE[level])
+    assert uses_gdr(path, level, gpu_direct=False, release=R2_23_4) is False  # no GPUDirect support
+    # from 2.27 the C2C path is P2C and NCCL_NET_GDR_C2C (default 1) gives it GPUDirect at any level
+    assert uses_gdr(path, level, release=(2, 27, 3)) is (path == "p2c" or path in RULE[level])
+
+
+def test_c2c_path_is_phb_until_2_27():
+    """paths.cc of v2.27.3-1 retypes a GPU -> C2C -> CPU -> PCIe -> NIC path from PHB to P2C; before, the
+    C2C link is an NVLink to the CPU (topo.cc ncclTopoAddC2c) and the CPU's PCIe link makes the path PHB."""
+    assert [nccl_path_type("p2c", r) for r in ((2, 23, 4), (2, 26, 2), (2, 27, 3), None)] == ["phb", "phb", "p2c", "p2c"]
+    assert all(nccl_path_type(p, (2, 23, 4)) == p for p in PATH_ORDER if p != "p2c")
 
 
 def test_gdr_reads_before_ampere_need_an_nvlink_peer():

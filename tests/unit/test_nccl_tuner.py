@@ -346,6 +346,30 @@ def test_profile_gpu_path_reaches_the_tuner():
     assert g.context_from_profile(load_profile("dgx-a100"), 16, 2, "coll").net_path == "pxb"
 
 
+@pytest.mark.parametrize("version,ll128_across_nodes", [("2.23.4", False), ("2.26.2", False), ("2.27.3", True),
+                                                         (None, True)])
+def test_gh200_runs_ll128_across_nodes_from_nccl_2_27(version, ll128_across_nodes):
+    """A GH200 reaches its Slingshot NIC over C2C and the Grace CPU's PCIe (gh200-alps: gpu_path p2c). NCCL
+    types that path PHB until 2.26 (topo.cc adds C2C as an NVLink to the CPU; paths.cc: through the CPU's
+    PCIe is PHB), above the PXN that tuning.cc allows LL128 to on compute capability 9.0; v2.27.3-1 types it
+    P2C and allows LL128 up to P2C (NCCL_LL128_C2C, default 1). Inside one node LL128 stays either way."""
+    from simulator.config.hardware import load_profile
+
+    p = load_profile("gh200-alps")
+    assert p.node.nics.gpu_path == "p2c"
+    if version is not None:
+        p = p.model_copy(update={"nccl": {**p.nccl, "version": version}})
+    multi = g.context_from_profile(p, 512, 128, "coll")
+    assert multi.net_path == ("p2c" if ll128_across_nodes else "phb")
+    for algo in ("ring", "tree"):
+        assert t.enabled(multi, "allreduce", algo, "ll128") is ll128_across_nodes
+    assert t.enabled(g.context_from_profile(p, 4, 1, "coll"), "allreduce", "ring", "ll128")
+    # the choice at 8 MiB on 128 nodes: Tree/Simple where LL128 is off, Tree/LL128 where it is on
+    assert t.select(multi, "allreduce", 8 << 20) == ("tree", "ll128" if ll128_across_nodes else "simple")
+    # an Ampere GPU has no C2C: the rule is Hopper's and Blackwell's
+    assert not t.enabled(replace(multi, arch="ampere"), "allreduce", "tree", "ll128")
+
+
 def test_tree_pattern_graph_rates_tree_by_085_for_the_choice_only():
     """tuning.cc: ``graphs[TREE]->pattern == NCCL_TOPO_PATTERN_TREE`` → Tree busBw × 0.85 (every
     protocol, after the LL/LL128 caps); the tree's channels still carry the un-derated estimate."""

@@ -33,8 +33,11 @@ MESH_AND_MULTINODE = {
     "mi300x8_allreduce_1node": 0.06,  # 2.2%: rings over all 7 xGMI links
     "gh200x4_allreduce_1node_alps_slingshot": 0.10,  # 6.4%: rings over all 3 NVLink peers
     # 9.4%: Tree on two nodes (tree graph bwIntra); 12.2% with the Tree/Simple fill of its 512 KiB chunks
-    # (costs/tree_pipeline.py; the 128 MiB-4 GiB rows, 8-15% too slow, are the Tree bandwidth estimate's)
-    "gh200x8_allreduce_2node_alps_slingshot": 0.13,
+    # (costs/tree_pipeline.py; the 128 MiB-4 GiB rows, 8-15% too slow, are the Tree bandwidth estimate's);
+    # 16.4% with no LL128 across the nodes (NCCL 2.23.4 types the GH200's C2C path PHB: gpu_path p2c):
+    # 4-16 MiB run Tree/Simple, whose 512 KiB chunks' fill over 6 NVLink stages (~150 us) the measured
+    # rows do not show (4 MiB: 189 us measured, 369 predicted)
+    "gh200x8_allreduce_2node_alps_slingshot": 0.18,
     # Tree/Simple over a host-message transport: the fill of NCCL 2.20+'s whole-step chunks
     # (costs/tree_pipeline.py), the per-message cost overlapping their bytes (collectives.messages_overlap):
     "a100x16_allreduce_2node_awsp4de_efa": 0.10,  # 5.1% (7.2% with a serial cost per message; 26.7% without)
@@ -341,23 +344,29 @@ def test_polaris_runs_no_ll128_across_nodes():
     """Polaris' A100s reach their Slingshot NICs through the CPU's host bridge (NCCL_NET_GDR_LEVEL=PHB
     in every sweep's header; node.nics.gpu_path): NCCL's tuner enables LL128 only up to PXB, so no
     size of its multi-node sweeps is predicted on LL128, while one Polaris node (NVLink only) keeps
-    it, and the Alps GH200 nodes (their NIC on the GPU's own PCIe path) keep it across nodes."""
+    it. The Alps GH200s reach theirs over C2C and the Grace CPU's PCIe, which their NCCL 2.23.4 types PHB
+    too (node.nics.gpu_path p2c; costs/gdr.py): LL128 on one node only."""
     for name in ("a100x8_allreduce_2node_polaris_slingshot", "a100x8_allgather_2node_polaris_slingshot",
-                 "a100x32_allreduce_8node_polaris_slingshot", "a100x2160_allreduce_540node_polaris_slingshot"):
+                 "a100x32_allreduce_8node_polaris_slingshot", "a100x2160_allreduce_540node_polaris_slingshot",
+                 "gh200x8_allreduce_2node_alps_slingshot", "gh200x64_allreduce_16node_alps_slingshot",
+                 "gh200x2048_allreduce_512node_alps_slingshot"):
         assert all(p.protocol != "ll128" for p in _result(name).points), name
-    assert any(p.protocol == "ll128" for p in _result("gh200x64_allreduce_16node_alps_slingshot").points)
+    assert any(p.protocol == "ll128" for p in _result("gh200x4_allreduce_1node_alps_slingshot").points)
 
 
-def test_ring_takes_over_from_tree_at_the_largest_sizes_on_128_gh200_nodes():
+def test_ring_takes_over_from_tree_where_the_gh200_sweeps_reach_a_rings_busbw():
     """One NIC per GH200 leaves NCCL's tree graph a TREE pattern, which its tuner rates × 0.85
-    (simple_tree_pattern): on 128 nodes (512 ranks) that makes Ring the choice from 1 GiB, where
-    the sweep reaches a ring's 87-89 GB/s at 2-4 GiB (Tree stays at 512 MiB, 60 GB/s measured);
-    on 512 nodes Ring's 2 × 511 steps of latency keep Tree at 1-2 GiB."""
-    r = _result("gh200x512_allreduce_128node_alps_slingshot")
-    by_size = {p.size_bytes: p for p in r.points}
-    assert by_size[512 * MiB].algorithm == "tree"
-    assert all(by_size[s * 1024 * MiB].algorithm == "ring" for s in (1, 2, 4))
-    assert abs(by_size[4096 * MiB].error) <= 0.15  # Ring/Simple: -12% (Tree: -33%)
+    (simple_tree_pattern), and NCCL 2.23.4 runs no LL128 across these nodes (gpu_path p2c: PHB). So
+    Tree/Simple meets Ring/Simple: on 128 nodes (512 ranks) Ring from 2 GiB, where the sweep reaches a
+    ring's 87-89 GB/s (1 GiB, 67 GB/s measured, is Tree's); on 32 nodes from 256 MiB (measured from
+    512 MiB; with LL128 on, Ring/LL128 from 64 MiB); on 512 nodes Ring's 2 × 511 steps of latency keep
+    Tree to 4 GiB."""
+    by_size = {p.size_bytes: p for p in _result("gh200x512_allreduce_128node_alps_slingshot").points}
+    assert by_size[1024 * MiB].algorithm == "tree"
+    assert all(by_size[s * 1024 * MiB].algorithm == "ring" for s in (2, 4))
+    assert abs(by_size[4096 * MiB].error) <= 0.15  # Ring/Simple: -10%
+    mid = {p.size_bytes: p for p in _result("gh200x128_allreduce_32node_alps_slingshot").points}
+    assert mid[128 * MiB].algorithm == "tree" and mid[256 * MiB].algorithm == "ring"
     big = {p.size_bytes: p for p in _result("gh200x2048_allreduce_512node_alps_slingshot").points}
     assert big[1024 * MiB].algorithm == big[2048 * MiB].algorithm == "tree"
 
