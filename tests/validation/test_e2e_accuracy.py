@@ -80,7 +80,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = sources.cases()
-    assert 150 <= len(cs) <= 200
+    assert 550 <= len(cs) <= 650
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
@@ -106,7 +106,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
-                                                                       "megatron2021_ptdp", "megatron2021_weak", "torchtitan"))
+                                                                       "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
+                                                                       "megatron2022", "vtrain_multi", "vtrain_single"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -122,7 +123,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
-    """Megatron 2020 / BLOOM: scores materialised; MPT 2023: FlashAttention-1 kernels (llm-foundry
+    """Megatron 2020-2022 / BLOOM / vTrain's Megatron-DeepSpeed: scores materialised; MPT 2023: FlashAttention-1 kernels (llm-foundry
     v0.3.0's ``attn_impl: triton`` and flash-attn 1.0.9);
     Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
     FA3-class on H100, FA2 on A100), which the GPU profile resolves; NeMo 24.03 and 24.07 through
@@ -137,7 +138,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
                       "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
-                      "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}}
+                      "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
+                      "vtrain_multi": {"unfused"}, "vtrain_single": {"unfused"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in sources.cases() if c.source == "nemo_cp"}
