@@ -29,7 +29,7 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
 )
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
-from simulator.e2e_validation.vtrain_sources import vtrain_multi, vtrain_single
+from simulator.e2e_validation.vtrain_sources import vtrain_multi
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
@@ -726,12 +726,6 @@ SOURCES: list[Source] = [
             "Not stated by the source: the split of the 800 Gb/s per node (4 x HDR 200 Gb/s assumed, profile "
             "vtrain-a100), the ZeRO stage (ZeRO-1 inferred: the 175B TP4 x PP4 rows fit 80 GB only so), the "
             "precision (fp16, as vTrain's traced model) and the software versions."]),
-    Source("vtrain_single", "vTrain ground truth, Megatron-DeepSpeed (GPT hidden 1,024-2,048, 12-24 layers, 8 A100, fp16)",
-           "vtrain_single_node.csv", vtrain_single,
-           ["Held out entirely (no row fits anything): small GEMMs and many small micro-batches, where host "
-            "overhead weighs most.",
-            "Only the 8-GPU rows (a scenario has whole nodes), at the largest global batch of each plan, every "
-            "micro-batch measured there."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
             "automodel_moe source."]),

@@ -12,6 +12,7 @@ from simulator.config.hardware import load_profile
 from simulator.config.scenario import build_scenario
 from simulator.e2e_validation import scoring, sources
 from simulator.e2e_validation.rows import parse_int, read_rows
+from simulator.e2e_validation.vtrain_sources import vtrain_multi, vtrain_single
 
 A100_PEAK = 312e12
 
@@ -86,7 +87,8 @@ def test_vtrain_rows_are_consistent_and_select_the_stated_plans():
             tp, dp, pp = (parse_int(r[k]) for k in ("tp", "dp", "pp"))
             assert tp * dp * pp == parse_int(r["num_gpus"])
             assert parse_int(r["global_batch"]) % (dp * parse_int(r["micro_batch"])) == 0
-    multi, single = _cases("vtrain_multi"), _cases("vtrain_single")
+    multi = vtrain_multi(_rows("vtrain_multi_node.csv"))
+    single = vtrain_single(_rows("vtrain_single_node.csv"))
     assert len(multi) == 108 and len({c.label for c in multi}) == 108
     assert len(single) == 8 * 9 * 4 and all(c.n_gpus == 8 for c in single)
     per_replica = collections.Counter(
@@ -94,6 +96,7 @@ def test_vtrain_rows_are_consistent_and_select_the_stated_plans():
                                                    // (c.scenario["parallel"]["tp"] * c.scenario["parallel"]["pp"]))
         for c in single)
     assert per_replica == {2: 72, 4: 72, 8: 72, 16: 72}
+    assert {"vtrain_multi", "vtrain_single"} <= sources.HELD_OUT_SOURCES
     for c in multi + single:
         assert not sources.is_fit_case(c)
         p, t = c.scenario["parallel"], c.scenario["training"]
