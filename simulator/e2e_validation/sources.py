@@ -29,6 +29,7 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
 )
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
+from simulator.e2e_validation.vtrain_sources import vtrain_multi
 from simulator.files import bundled_dir
 
 DATA_DIR = bundled_dir("data/e2e")
@@ -271,6 +272,43 @@ def _megatron2021_weak(rows: list[Row]) -> list[Case]:
     time."""
     cs = [_megatron2021_ptdp_case("megatron2021_weak", r) for r in rows if r["metric"] == "tflops_per_gpu"]
     return [c for c in cs if _affordable(c)]
+
+
+def _megatron2022(rows: list[Row]) -> list[Case]:
+    """arXiv:2205.05198 Table 5: GPT 22B (TP 8, 8 GPUs), 175B (TP 8 x PP 8, 64), 530B (TP 8 x PP 35,
+    280) and 1T (TP 8 x PP 64, 512) on DGX A100 80GB (Selene) with data parallelism 1 and one
+    micro-batch per GPU of the global batch (4, 64, 280, 512), each with full recompute (tensor
+    parallelism alone) and with the paper's sequence parallelism plus selective recompute (the
+    attention core re-run). Megatron-LM of May 2022: the async column-parallel AllReduce (Sep 2021),
+    fused weight-gradient accumulation (Feb 2022), the scatter/gather pipeline exchange without
+    sequence parallelism (on by default Feb 2021 - Mar 2023), no --overlap-p2p-communication (2023),
+    the legacy kernels (materialised scores, fused softmax), fp16 (not printed: the README's GPT
+    examples run --fp16). Micro-batch and virtual stages are not printed: those of Calculon's
+    validation of the same table (micro-batch 4 for 22B, 1 for the pipelined models; 3 virtual
+    stages for 175B and 530B, none for 1T). Rows whose pipeline runs more than
+    ``MAX_PIPELINE_PASSES`` passes (530B: 280 micro-batches through 105 virtual stages; 1T: 512
+    through 64 stages) are left out for run time."""
+    out = []
+    for r in rows:
+        if r["metric"] != "step_time_s":
+            continue
+        n, tp, pp = parse_int(r["num_gpus"]), parse_int(r["tp"], 1), parse_int(r["pp"], 1)
+        sp = r["sequence_parallel"] == "true"
+        notes = r["notes"]
+        vp = int(notes.split("pipeline_interleaving ", 1)[1].split()[0]) if "pipeline_interleaving " in notes else 1
+        par: dict = dict(tp=tp, pp=pp, zero=0, sequence_parallel=sp, grad_reduce_dtype="fp16",
+                         scatter_gather_tensors_in_pipeline=True)
+        if vp > 1:
+            par.update(pp_schedule="interleaved", vp=vp)
+        recompute = parse_recompute(r)
+        out.append(Case("megatron2022", f"{r['model_name']} tp{tp} pp{pp} vp{vp} {n} GPUs "
+                                        + ("SP + selective" if sp else "full recompute"),
+                        make_scenario(f"mlm2022-{r['model_name']}-{recompute}", "dgx-a100", n, gpt_model(r),
+                                      micro_batch=parse_int(r["micro_batch"], 1),
+                                      global_batch=parse_int(r["global_batch"]), dtype=parse_precision(r) or "fp16",
+                                      recompute=recompute, parallel=par, stack=MEGATRON_LEGACY),
+                        "step_time_s", float(r["value"]), n))
+    return [c for c in out if _affordable(c)]
 
 
 def _automodel(rows: list[Row]) -> list[Case]:
@@ -682,6 +720,21 @@ SOURCES: list[Source] = [
             "(Megatron-LM examples/sc21/run_table_1.sh @de7dc40f), --fp16 (CONFIG.sh).",
             "The 529.6B and 1T rows (280 and 512 micro-batches through 105 virtual and 64 stages) are left out "
             "for run time."]),
+    Source("megatron2022", "Megatron-LM 2022 paper, sequence parallelism and selective recompute (GPT 22B-175B, A100)",
+           "megatron_2022_seqsel_table5.csv", _megatron2022,
+           ["Held out entirely (no row fits anything): one A/B per model, full recompute against sequence "
+            "parallelism with selective recompute, data parallelism 1.",
+            "Micro-batch and virtual stages are not printed: those of Calculon's validation of the table "
+            "(calculon-ai/calculon validation/seqsel/tab5/); fp16 assumed.",
+            "The 530B and 1T rows (280 and 512 micro-batches through 105 virtual and 64 stages) are left out for "
+            "run time."]),
+    Source("vtrain_multi", "vTrain ground truth, Megatron-DeepSpeed (GPT 3.6B-175B, 64-512 A100, fp16)",
+           "vtrain_multi_node.csv", vtrain_multi,
+           ["Held out entirely (no row fits anything). Every measured plan of the file: TP 1-16, PP 1-32, "
+            "micro-batch 2-64 at a fixed global batch per model; see simulator/e2e_validation/vtrain_sources.py.",
+            "Not stated by the source: the split of the 800 Gb/s per node (4 x HDR 200 Gb/s assumed, profile "
+            "vtrain-a100), the ZeRO stage (ZeRO-1 inferred: the 175B TP4 x PP4 rows fit 80 GB only so), the "
+            "precision (fp16, as vTrain's traced model) and the software versions."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
             "automodel_moe source."]),
@@ -818,7 +871,8 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 # Sources held out entirely, single-node rows included.
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "torchtitan",
                               "megatron2021_zero3",
-                              "megatron2021_ptdp", "megatron2021_weak"})
+                              "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
+                              "vtrain_single"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -80,7 +80,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = sources.cases()
-    assert 150 <= len(cs) <= 200
+    assert 280 <= len(cs) <= 340
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1)
@@ -106,7 +106,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
-                                                                       "megatron2021_ptdp", "megatron2021_weak", "torchtitan"))
+                                                                       "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
+                                                                       "megatron2022", "vtrain_multi", "vtrain_single"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -122,7 +123,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
-    """Megatron 2020 / BLOOM: scores materialised; MPT 2023: FlashAttention-1 kernels (llm-foundry
+    """Megatron 2020-2022 / BLOOM / vTrain's Megatron-DeepSpeed: scores materialised; MPT 2023: FlashAttention-1 kernels (llm-foundry
     v0.3.0's ``attn_impl: triton`` and flash-attn 1.0.9);
     Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
     FA3-class on H100, FA2 on A100), which the GPU profile resolves; NeMo 24.03 and 24.07 through
@@ -137,7 +138,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
                       "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
-                      "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}}
+                      "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
+                      "vtrain_multi": {"unfused"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in sources.cases() if c.source == "nemo_cp"}
@@ -287,6 +289,33 @@ def test_bridge_ep_overlap_pair():
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)
     assert -0.10 <= off.error <= 0.0 and abs(on.error) <= 0.03, (off.error, on.error)
     assert on.step_time_s < off.step_time_s
+
+
+@pytest.mark.slow
+def test_vtrain_megatron_deepspeed_errors():
+    """vTrain's Megatron-DeepSpeed ground truth, held out (step time, positive = predicted too
+    fast). Multi-node (108 plans, 64-512 A100): median 3.6%, signed +2.1%; the 51 rows whose TP
+    fills the node median 2.3% (GPT-39.1B TP 8 median +0.7%, GPT-175B -2.4% to -4.0%), GPT-39.1B
+    at TP 2 +44.8% (not the network: 8 x 200 Gb/s moves it by 1-2 points). Single node (288
+    rows, 8 A100, hidden 1,024/2,048): median 22.5%, signed +22.5%, growing with the micro-batches
+    per replica (2: +1.6%, 16: +91.2%): a per-layer, per-micro-batch cost of 1.5-5.2 ms in the
+    measured runs, rising with TP, that the model does not have (see the page's findings). Bounds
+    at what the model reaches today: tighten them when that cost is priced."""
+    multi = _run_cases(_by_source("vtrain_multi"), jobs=min(4, os.cpu_count() or 1))
+    assert scoring.median_abs_error(multi) <= 0.05
+    tp8 = [r for r in multi if r.case.scenario["parallel"]["tp"] == 8]
+    assert len(tp8) == 51 and scoring.median_abs_error(tp8) <= 0.03
+    from simulator.e2e_validation.vtrain_sources import vtrain_single
+
+    single = _run_cases(vtrain_single(sources.read_rows(sources.DATA_DIR / "vtrain_single_node.csv")),
+                        jobs=min(4, os.cpu_count() or 1))
+    assert scoring.median_abs_error(single) <= 0.25
+    by_micro: dict[int, list[float]] = {}
+    for r in single:
+        t, p = r.case.scenario["training"], r.case.scenario["parallel"]
+        micro = t["global_batch"] // (t["micro_batch"] * r.case.n_gpus // (p["tp"] * p["pp"]))
+        by_micro.setdefault(micro, []).append(r.error)
+    assert abs(statistics.median(by_micro[2])) <= 0.04
 
 
 def test_megatron_2020_median_error():
