@@ -649,6 +649,40 @@ by one `dist.reduce` per rank: `allreduce_bucket` sets `rank = None` before anyt
 (`stage3.py` line 1795), and the reduce-scatter path (`_reduce_scatter_gradient`, one
 `reduce_scatter` through a rank list) runs only with `contiguous_gradients`.
 
+What 0.3.13 overlaps with compute, stream by stream (`stage3.py`, `partition_parameters.py` and
+`constants.py` at tag v0.3.13). The parameter gathers: `_all_gather` issues each under
+`torch.cuda.stream(self.comm_stream)` (a stream of its own with `overlap_comm`, on by default in
+stage 3; the default stream without it), and `ProcessGroupNCCL` runs it on its NCCL stream behind
+that one, then copies the flat output to the N views there. A prefetch is `async_op=True` and is
+waited in the next fetch that gathers on demand or finds a parameter in flight (`handle.wait()`,
+`comm_stream.synchronize()`, `torch.cuda.synchronize()`); a demand gather starts with the
+zero-fill and a `torch.cuda.synchronize()`, and the module's kernels are issued after the wait, so
+only a prefetched gather runs beside compute. Releasing a parameter after its module
+(`_partition_param`: `param.data = torch.ones(1).half().to(param.device)`) is a blocking copy from
+host memory, a synchronisation of the default stream at every release; it adds nothing where the
+next fetch synchronises anyway. The defaults are those modelled: prefetch bucket 5e7, max live and
+max reuse 1e9, reduce bucket 5e8, `contiguous_gradients` off, fp16 AllReduces
+(`allreduce_always_fp32` off). None of this is a serialisation the model lacks. The gradients
+are: `reduce_ipg_grads` runs in the hook of the gradient that would overflow the bucket
+(`reduce_independent_p_g_buckets_and_remove_grads`, an AccumulateGrad hook), waits on the host for
+the previous flush (`reduction_stream.synchronize()`) and AllReduces on `self.reduction_stream`,
+which the file never makes wait for the default stream (no `wait_stream`: the gradients it
+reduces were finished at an earlier fetch's synchronisation). A flush therefore runs beside
+whatever the default stream was given before the hook, up to the next fetch. Every parameter has
+a hook, biases and LayerNorms too, and Megatron-LM's layers put one of them between any two
+weights in backward, before the next module's fetch (fc2's and the projection's biases go to the
+fused bias-dropout-add, fc1's to the fused bias-GeLU, the LayerNorms sit between the blocks), QKV's
+bias alone being added inside its module. A weight at or above `reduce_bucket_size` (GPT-530B's
+QKV, fc1 and fc2; GPT-175B's fc1 and fc2) is flushed by the next bias's hook, in front of the next
+fetch, with nothing to hide it, as the model had it. A bucket under the limit (the projection,
+4.2e8 elements in GPT-530B, 1.5e8 in GPT-175B; GPT-175B's QKV, 4.5e8) waits for the next weight's
+hook, after that module's fetch: its AllReduce runs beside that module's backward GEMMs, where the
+model had flushed it in front of the next fetch too. Modelled so (`schedule/zero.py`
+`_bucket_grads`), the rows move away from the measurements: +12.4/+13.1/+8.1% to
++15.2/+19.5/+13.8% (GPT-175B on 384, 768, 1,536 GPUs) and +23.8/+24.1/+28.8% to +24.7/+25.8/+30.7%
+(GPT-530B on 640, 1,120, 2,240), the source's held-out median 18.5% to 22.1%. What the rows miss
+is not in the overlap of DeepSpeed 0.3.13: the model hid less than the release did.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same

@@ -564,7 +564,11 @@ class DeepSpeedZero3Of2021(GradSync):
       and copied back tensor by tensor (``allreduce_and_copy``); each rank keeps its partition
       afterwards. Twice the ReduceScatter's wire time, no per-rank work. With overlap_comm (the
       stage-3 default) this runs on the reduction stream, and the next flush first waits for the
-      previous one on the host (``reduction_stream.synchronize()``).
+      previous one on the host (``reduction_stream.synchronize()``). The flush runs in the hook of
+      the gradient that overflows the bucket, and 0.3.13 never makes the reduction stream wait
+      for the default one: a bucket a weight overflows is AllReduced beside that weight's
+      backward GEMMs, one filled by a weight alone in front of the next fetch, flushed by the
+      bias or norm gradient between them (:meth:`_bucket_grads`).
     * **Gradients, with ``contiguous_gradients``**: each is its own ReduceScatter through a rank
       list (``_reduce_scatter_gradient``: a view per rank, then ``flatten_for_scatter_gather``
       copies the N chunks into a flat buffer), after the gradient is copied into the IPG buffer
@@ -589,12 +593,12 @@ class DeepSpeedZero3Of2021(GradSync):
       (``release_and_reset_parameter``) without adding them back when ``_post_step`` re-gathers
       them, so from then on the limit slips by their elements once per step (not modelled).
 
-    Deviations: a gradient enters the reduction at the next module's fetch (with
-    ``contiguous_gradients`` the IPG bucket only delays it, each parameter is still its own
-    collective); gradients of persistent parameters (biases, norms) are left out of the reduction
-    (under 0.1% of the bytes of the layers modelled here); the root gathers the tied embedding at
-    the embedding's block (the next module), not before it, and holds the position table with it
-    (one module of the schedule; 2,048 of the 53,248 rows).
+    Deviations: with ``contiguous_gradients`` a gradient enters the reduction at the next
+    module's fetch (the IPG bucket only delays it, each parameter is still its own collective);
+    the gradients of biases and norms are left out of the reduction (under 0.1% of the bytes of
+    the layers modelled here), but the flushes their hooks make are timed; the root gathers the
+    tied embedding at the embedding's block (the next module), not before it, and holds the
+    position table with it (one module of the schedule; 2,048 of the 53,248 rows).
     """
 
     def __init__(self, scn: Scenario, chunks: list[list[ParamUnit]]):
@@ -688,19 +692,36 @@ class DeepSpeedZero3Of2021(GradSync):
         return issue
 
     def _reduce(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
-        """``reduce_independent_p_g_buckets_and_remove_grads`` for the gradients computed since the
-        last fetch: into the IPG bucket, flushing it first when a gradient would take it past
-        ``reduce_bucket_size`` elements (without ``contiguous_gradients``), or each reduce-scattered
-        (with it)."""
+        """The gradient hooks that run before the next fetch (stage3.py ``reduce_ready_partitions_and_
+        remove_grads``), for the gradients computed since the last one: with ``contiguous_gradients``
+        each is reduce-scattered; without, the IPG bucket already holds them (:meth:`_bucket_grads`)
+        and the hook of the bias or norm gradient that follows every weight in backward flushes it
+        when it is full (a bucket at ``reduce_bucket_size`` elements: the weight alone filled it)."""
         if self.contiguous:
             return self._reduce_scatter(pb, last, tag, label)
-        limit = self.scn.parallel.zero3_reduce_bucket_elements
-        for p in self._grads:
-            if sum(q.numel for q in self._bucket) + p.numel > limit:
-                last = self._allreduce_bucket(pb, last, tag, label)
-            self._bucket.append(p)
+        if self._grads and sum(q.numel for q in self._bucket) >= self.scn.parallel.zero3_reduce_bucket_elements:
+            last = self._allreduce_bucket(pb, last, tag, label)
         self._grads = ()
         return last
+
+    def _bucket_grads(self, pb: ProgramBuilder, grads: tuple[_Param, ...], fetched: int, tag: Tag,
+                      label: str) -> None:
+        """Without ``contiguous_gradients``: each weight's hook (``reduce_independent_p_g_buckets_
+        and_remove_grads``) runs once autograd has issued the weight's backward GEMMs, after its
+        module's fetch; if the weight would take the IPG bucket past ``reduce_bucket_size``
+        elements, the bucket is flushed there (``reduce_ipg_grads``), on the reduction stream, which
+        0.3.13 never makes wait for the default stream (no ``wait_stream``), so its AllReduce runs
+        beside this module's GEMMs until the next fetch's ``torch.cuda.synchronize()``; then the
+        weight enters the bucket. Megatron-LM's layers have a bias or a norm between any two
+        weights, whose hook runs before the next module's fetch (:meth:`_reduce`): a bucket a weight
+        fills alone is flushed there, with nothing left to overlap it; a bucket under the limit
+        waits for the next weight (GPT-530B: the attention projection's 4.2e8 elements, flushed
+        at the QKV weight's hook)."""
+        limit = self.scn.parallel.zero3_reduce_bucket_elements
+        for p in grads:
+            if self._bucket and sum(q.numel for q in self._bucket) + p.numel > limit:
+                self._allreduce_bucket(pb, fetched, tag, label)
+            self._bucket.append(p)
 
     def _allreduce_bucket(self, pb: ProgramBuilder, last: int, tag: Tag, label: str) -> int:
         """``reduce_ipg_grads`` through ``buffered_reduce_fallback`` (stage3.py, 0.3.13): wait for the
@@ -755,7 +776,10 @@ class DeepSpeedZero3Of2021(GradSync):
         tag = Tag("fwd" if e.pass_ == "fwd" else "bwd", layer, mb)
         label = f"{e.pass_}.mb{mb}"
         last = after
-        if e.pass_ == "bwd" and self._grads:
+        # Megatron-LM's QKV projection adds its bias inside the module (the others leave theirs,
+        # and the LayerNorms theirs, to the fused ops between modules): no gradient hook runs
+        # between the attention projection's weight and the QKV fetch
+        if e.pass_ == "bwd" and self._grads and (self.contiguous or e.gate != "qkv"):
             last = self._reduce(pb, last, tag, label)
         for p in f.demand:
             last = self._gather(pb, p, last, tag, label)
@@ -767,6 +791,8 @@ class DeepSpeedZero3Of2021(GradSync):
             last = self._gather(pb, p, last, tag, label)
         if e.pass_ == "bwd":
             self._grads = tuple(p for p in e.params if self.last_bwd[p.name] == i)
+            if not self.contiguous:
+                self._bucket_grads(pb, self._grads, last, tag, label)
         return last
 
     # -- GradSync hooks -----------------------------------------------------------------------
@@ -806,6 +832,7 @@ class DeepSpeedZero3Of2021(GradSync):
             return -1
         if self._bucket:  # independent_gradient_partition_epilogue: the last bucket
             after = self._allreduce_bucket(pb, after, Tag("bwd", None, mb), f"bwd.mb{mb}")
+        self._grads = ()
         return self._host(pb, f"zero3.epilogue.mb{mb}", 1, (after,) + self._sync_deps(), Tag("bwd", None, mb))
 
     def pending(self) -> tuple[int, ...]:

@@ -186,6 +186,44 @@ def test_without_contiguous_gradients_each_ipg_bucket_is_allreduced_whole(make):
     assert [op.count for op in prog if isinstance(op, ComputeOp) and op.name.endswith(".copy_back")] == [1, 2, 2, 2, 1, 1]
 
 
+def test_a_bucket_a_weight_overflows_is_allreduced_beside_that_weights_backward(make):
+    """Without contiguous_gradients 0.3.13 flushes the IPG bucket from the gradient hook of the
+    tensor that would overflow it, on a reduction stream it never makes wait for the default
+    stream; the next fetch's torch.cuda.synchronize() waits for it. Megatron-LM's layers put a
+    bias or norm gradient between any two weights, before the next module's fetch. With a
+    200,000-element bucket (h = 256: fc2 and fc1 262,144 elements, o 65,536, qkv 196,608): fc2
+    fills a bucket alone, so fc1's bias hook flushes it in front of fc1's fetch, and fc1's
+    gather starts only after that AllReduce's copy back; o stays in the bucket until the QKV
+    weight's hook, after QKV's fetch, so its AllReduce runs while QKV's backward GEMMs do."""
+    from simulator.simulation import simulate_scenario
+
+    # no reuse and no prefetch: every backward use is gathered on demand, by a fetch that
+    # synchronises the device
+    scn = make({"zero3_reduce_bucket_elements": 200_000, "zero3_max_reuse_distance": 0,
+                "zero3_max_live_parameters": 1})
+    res = simulate_scenario(scn)
+    rank = res.report.critical_rank
+    recs = {r.name: r for r in res.trace.records(rank)}
+    prog = res.schedule.programs[res.schedule.role_of(rank)]
+    index = {op.name: i for i, op in enumerate(prog)}
+    ars = [op.name for op in prog if isinstance(op, CommOp) and op.op == "allreduce" and op.name.startswith("zero3.ar.")]
+    # buckets in backward order: [fc2] | [fc1] | [o] | [qkv] (flushed by the next layer's fc2)
+    assert ars[:4] == ["zero3.ar.L1.fc2.bwd.mb0", "zero3.ar.L1.fc1.bwd.mb0", "zero3.ar.L1.o.bwd.mb0",
+                       "zero3.ar.L1.qkv.bwd.mb0"]
+    fc2 = recs["zero3.ar.L1.fc2.bwd.mb0"]
+    assert fc2.start >= recs["L1.fc2.bwd.wgrad"].end
+    assert recs["zero3.ag.L1.fc1.bwd.mb0"].start >= recs["zero3.ar.L1.fc2.bwd.mb0.copy_back"].end
+    # o's flush is issued from QKV's fetch and overlaps QKV's backward GEMMs
+    sync = prog[index["zero3.ar.L1.o.bwd.mb0.sync"]]
+    assert index["zero3.fetch.L1.qkv.bwd.mb0"] in sync.deps
+    o, dgrad = recs["zero3.ar.L1.o.bwd.mb0"], recs["L1.qkv.bwd.dgrad"]
+    assert o.start < dgrad.end and dgrad.start < o.end
+    # and the next layer's first gather waits for it (the synchronisation at every fetch)
+    first_next = next(r for r in res.trace.records(rank)
+                      if r.kind == "allgather" and r.name.startswith("zero3.ag.L0.") and r.start > dgrad.end)
+    assert first_next.start >= recs["zero3.ar.L1.o.bwd.mb0.copy_back"].end
+
+
 def test_per_rank_host_work_is_timed_once(make):
     """The per-rank loops are host ops whose duration is the host's time (N steps of their
     microseconds); the issue queue of costs/host.py must not charge them, nor the copy kernels

@@ -680,8 +680,10 @@ def test_megatron2021_zero3_rows():
     step in every row (the global batch is fixed while the GPUs double), DeepSpeed's stage 3 as
     released in 2021 (zero3_impl: deepspeed-2021), held out. The measured eq. 3 TFLOP/s nearly
     halve per doubling of the GPUs from the second row on (88 -> 44, 98 -> 48): the step time stays
-    where it was while the compute per GPU halves. Doc: still optimistic on every row, +8% to
-    +28% (+14% to +30% before the tied embedding was held by the root module, a registered
+    where it was while the compute per GPU halves. Doc: still optimistic on every row, +14% to
+    +31% (+8% to +29% while every gradient bucket was AllReduced in front of the next fetch,
+    where 0.3.13 overlaps a bucket under reduce_bucket_size with the next weight's backward;
+    +14% to +30% before the tied embedding was held by the root module, a registered
     external parameter of Megatron-LM-v1.1.5-ZeRO3's GPT2Model); today's coordinator
     (zero3_impl: deepspeed) is +167% and +177% on the two largest rows,
     which the per-parameter gathers, their per-rank host loops and copies, the synchronisation at
@@ -704,10 +706,15 @@ def test_megatron2021_zero3_rows():
     # <= 0.29: GPT-530B on 2,240 GPUs +27.5% -> +28.8% (1,120: +23.8% -> +24.1%) since _allgather_params
     # copies a persistent parameter only from the ranks whose partition holds some of it
     # (schedule/zero.py persistent_copies: 1.76 million copies a step at 2,240 GPUs, not 1.89)
-    assert all(-0.1 < r.error <= 0.29 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
+    # <= 0.32: GPT-530B on 2,240 GPUs +28.8% -> +30.7% since a bucket under reduce_bucket_size is flushed by
+    # the next weight's hook and AllReduced beside that weight's backward GEMMs (stage3.py 0.3.13: the
+    # reduction stream never waits for the default one; schedule/zero.py _bucket_grads)
+    assert all(-0.1 < r.error <= 0.32 for r in rs), [(r.case.label, round(r.error, 3)) for r in rs]
     # <= 0.14: GPT-175B on 768 GPUs +12.3% -> +13.1% since a one-gradient bucket is flattened to a view,
     # not copied (torch/csrc/utils/tensor_flatten.h)
-    assert max(r.error for r in rs if "175B" in r.case.label) <= 0.14
+    # <= 0.21: GPT-175B on 768 GPUs +13.1% -> +19.5% since its projection's and QKV's buckets (1.5e8 and
+    # 4.5e8 elements, under the 5e8 limit) are AllReduced beside the next weight's backward GEMMs
+    assert max(r.error for r in rs if "175B" in r.case.label) <= 0.21
     for r in sorted(rs, key=lambda r: r.case.n_gpus)[-2:]:  # 1,536 and 2,240 GPUs
         today = copy.deepcopy(r.case.scenario)
         today["parallel"]["zero3_impl"] = "deepspeed"
