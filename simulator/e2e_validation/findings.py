@@ -1301,11 +1301,34 @@ Nothing was changed in the model for them.
   at TP 8, whatever the hidden size (1,024 or 2,048); the simulator's step grows by 0.5-0.9 ms per
   layer and micro-batch (kernels, collectives and the host's issue cost of `costs/host.py`). The
   measured step is then the host's: a fixed per-layer, per-micro-batch cost that grows with TP and
-  not with the GEMMs, which the model does not have. Candidates, not yet priced: the host work of
-  DeepSpeed's activation checkpointing around every layer (with TP, its partitioned
-  activations), and the small-message latency of the TP AllReduces (vTrain's own nccl-tests table
-  of the node, `trace/a100/AR_GPU8_1M_1024M_LUT`, has a 92 µs floor for 1-4 MB AllReduces on 8
-  GPUs). Registered among the sources (`vtrain_single`), these 288 rows move the all-rows median
+  not with the GEMMs, which the model does not have. At TP 8 (hidden 1,024) a micro-batch costs
+  about the same whatever its size: 62 ms over 12 layers and 122 ms over 24 at micro-batch 1 (the
+  step is that times the micro-batches, within 2 ms), 101, 94 and 115 ms over 24 layers at 2, 4 and
+  8, about 5 ms per layer, where the model predicts 11.7 ms over 12 layers and charges the host 0.46
+  ms per layer and micro-batch (12 forward and 12 recomputed kernels at 11 µs, 18 backward kernels
+  at 6 µs, 6 TP AllReduces at 15 µs): 11 times less, or about 100 µs for each op the model lists.
+  Each plan's step is linear in its micro-batches and its layers (within 2 ms): at micro-batch 1 and
+  hidden 1,024 a layer costs 3.0, 3.3, 3.4 and 5.0 ms per micro-batch at TP 1, 2, 4 and 8 (the
+  model: about 1.8 ms at TP 1, its kernels), while at micro-batch 4 and TP 1, where the kernels take
+  longer than that floor, the model comes within 2-13% (GPT h2048 l12 -2.0%, h1024 l12 +13.4%). What
+  the sources say: vTrain publishes no launch script and no Megatron-DeepSpeed arguments
+  (`data/README.md` names the code base only; its own environment, `docker/Dockerfile`: CUDA 11.8,
+  PyTorch 2.0.1, apex 2386a912), so whether DeepSpeed's activation checkpointing ran with
+  partitioned activations, CPU checkpoints or a synchronize at each layer is not known. Those
+  options of DeepSpeed's `CheckpointFunction`
+  (`deepspeed/runtime/activation_checkpointing/checkpointing.py`) add per layer and micro-batch one
+  AllGather of the layer's input over the TP group (partitioned activations), a device-to-host copy
+  and its return (CPU checkpoints) or four `torch.cuda.synchronize()` calls
+  (`synchronize_checkpoint_boundary`); without them, the RNG states saved and restored around the
+  recompute and a re-entrant `torch.autograd.backward`, tens of µs of host time. The TP AllReduces'
+  small-message floor (vTrain's nccl-tests table of the node, `trace/a100/AR_GPU8_1M_1024M_LUT`:
+  92-96 µs for 1-4 MB on 8 GPUs, 44-61 µs on 2; the model 36-74 µs and 20-33 µs) accounts for about
+  0.3 ms per layer and micro-batch at TP 8. vTrain prices the cost by measurement: its predictor
+  adds to each kernel the idle gap to the next one in a CUPTI trace of a profiled step of its own
+  model (`src/predictor.py`, `parse_traces`), the host's pace on that machine, which the constants
+  of `costs/host.py` (timed with a CPU-only PyTorch) do not carry. Pricing it from the mechanism
+  needs a trace of Megatron-DeepSpeed's layer at these sizes on such a host. Registered among the
+  sources (`vtrain_single`), these 288 rows move the all-rows median
   from 4.8% to 8.5% (signed +2.2% → +5.9%), the small-model regime from 3.5% to 14.1% (signed
   +14.1%) and the nested coverage of the 80% step-time interval from 81% to 60% of the rows,
   beyond the page's targets: the builder and its rows are in `e2e_validation/vtrain_sources.py`
