@@ -20,7 +20,7 @@ import yaml
 
 from simulator.calibration.fit import MeasuredCollective
 from simulator.calibration.kineto import AttentionEvent, GemmEvent
-from simulator.config.hardware import HardwareProfile, merge_overlay
+from simulator.config.hardware import HardwareProfile, apply_overlay, merge_overlay
 from simulator.errors import InputError
 from simulator.vocabulary import canonical_algo
 
@@ -178,17 +178,14 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
         raise InputError("nothing to fit: no collective rows and no GEMM or attention kernels with shapes in the "
                          f"inputs{why}", source=", ".join(f for f, _ in inputs.files))
     warnings: list[str] = inputs.skipped + inconsistent_rows(profile, inputs.measurements)
+    base_version = profile.nccl_version
     overlay: dict[str, Any] = {}
     summary: list[str] = []
-    version, version_note = logged_nccl_version(inputs.measurements)
+    profile, version, version_note = at_logged_release(profile, inputs.measurements)
     if version_note:
         (summary if version else warnings).append(version_note)
-    if version and version != profile.nccl_version:
-        # fit on the tables of the NCCL that ran the sweeps, and record it with the fit
-        from simulator.config.hardware import apply_overlay
-
-        profile = apply_overlay(profile, {"nccl": {"version": version}}, source="the logs' NCCL version")
-        overlay["nccl"] = {"version": version}
+    if version and version != base_version:
+        overlay["nccl"] = {"version": version}  # recorded with the fit
     fitted_profile = profile
     if inputs.measurements:
         fit_rows = [m.thinned(max_rows) for m in inputs.measurements]
@@ -246,6 +243,17 @@ def calibrate(profile: HardwareProfile, inputs: CalibrationInputs, *, max_rows: 
                          "(check the measurements for zero or missing durations)",
                          source=", ".join(f for f, _ in inputs.files))
     return Calibration(overlay, fitted_profile, summary, warnings)
+
+
+def at_logged_release(profile: HardwareProfile, measurements: list[MeasuredCollective]
+                      ) -> tuple[HardwareProfile, str | None, str | None]:
+    """The profile with the tuner tables of the NCCL release the measurements' headers name, where
+    they all name the same one (the NCCL that ran them; :func:`logged_nccl_version`), else the
+    profile as it is; with that release and the line saying so."""
+    version, note = logged_nccl_version(measurements)
+    if version and version != profile.nccl_version:
+        profile = apply_overlay(profile, {"nccl": {"version": version}}, source="the logs' NCCL version")
+    return profile, version, note
 
 
 def logged_nccl_version(measurements: list[MeasuredCollective]) -> tuple[str | None, str | None]:

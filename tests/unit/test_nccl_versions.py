@@ -230,6 +230,30 @@ def test_calibrate_overlay_names_the_logs_release(tmp_path, capsys):
     assert "different NCCL releases (2.21.5: gh200x8_nccl2215.txt; 2.23.4: gh200x8" in err
 
 
+def test_cross_validation_times_each_sweep_with_its_headers_release():
+    """The cross-validation fits and predicts a sweep with the tables of the release its header
+    names, as calibrate fits it and the collective validation predicts it. The GB200 sweeps name
+    2.26.2, the profile none (the newest): 2.26.2 runs 32 NVLS channels on one MNNVL clique, 24 from
+    2.27.3 (nvls.cc ncclNvlsInit). AAC10's header names RCCL 2.22.3: RCCL's own tuner, no NCCL tables."""
+    import numpy as np
+
+    from simulator.calibration.cross_validation import _medians, at_release, system_profile, systems
+    from simulator.calibration.fit import Predictor, busbw_errors
+
+    by_system, _ = systems()
+    rack = next(m for m in by_system["gb200-nvl72"] if m.ranks == 72)
+    profile = system_profile("gb200-nvl72")
+    assert rack.nccl_version == "2.26.2" and profile.nccl_version is None
+    timed = at_release(profile, rack)
+    assert timed.nccl_version == "2.26.2"
+    for p, channels in ((timed, 32), (profile, 24)):
+        plan = Predictor(p).costs(rack.nodes, rack.gpus_per_node).plan("allreduce", rack.gpus, 1 << 30)
+        assert (plan.algorithm, plan.channels) == ("nvls", channels)
+    assert _medians(profile, [rack])[1] == pytest.approx(float(np.median(np.abs(busbw_errors(timed, rack)))))
+    assert _medians(profile, [rack])[1] != pytest.approx(float(np.median(np.abs(busbw_errors(profile, rack)))))
+    assert all(m.nccl_version is None for m in by_system["aac10-mi300x"])
+
+
 def test_sweep_csv_software_line_gives_the_version():
     from simulator.calibration.measured import read_sweep
 
