@@ -1293,7 +1293,23 @@ Nothing was changed in the model for them.
   8 × 200 Gb/s moves the 39.1B TP 2 rows by 1-2 points. Two rows are outliers of the measurement
   itself: GPT-3.6B TP 8 at micro-batch 64 took 9.84 s where micro-batch 32 took 4.97 s (+103%),
   and micro-batch 2 with TP 4 or 8 is 41-54% slower than predicted, the per-micro-batch cost
-  below.
+  below. What the rows' structure says of the TP 2/4 gap: on GPT-3.6B at PP 1 it does not depend
+  on the number of micro-batches at the fixed global batch (TP 2: +0.44 to +0.54 s at 1, 2, 4 and
+  8 micro-batches; TP 4: +0.51 to +0.61 s at 1-8; TP 1: +0.27 to +0.28 s; TP 8: +0.07 to +0.10 s
+  at 2-8; TP 16: −0.37 to +0.19 s), so it is no per-micro-batch cost (host floor, pipeline sends)
+  but one that follows the step's tokens or the step itself. On GPT-39.1B it is not monotone in
+  the plan: TP 2 runs 1.2-1.6 times the model's step; TP 4 × PP 8 is +19% to +24% at micro-batch
+  2-4 and within 1% at 6 and 12, while TP 4 × PP 16 is within 3% at 2-4 and +16% and +26% at 6
+  and 12. The rank layout, the DP groups per node and the pipeline's bytes per step are the same
+  for every micro-batch of a TP × PP pair, so these rows are not evidence of one missing
+  mechanism. One part is priced low: vTrain's own AllReduce tables of the node
+  (`trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT`) give 405, 544 and 580 µs for 64 MiB on 2, 4 and 8
+  GPUs (1,456, 1,929 and 2,162 µs for 256 MiB), where the model gives 302, 459 and 558 µs (1,162,
+  1,750 and 2,064): its NVSwitch AllReduce reaches the 8-GPU bus bandwidth on 2 and 4 GPUs, which
+  the measured node does not (197, 222 and 229 GB/s at 1 GiB). Priced at the measured times, the
+  about 180 TP AllReduces of 201 MB of GPT-3.6B TP 2 at micro-batch 16 take about 40 ms more per
+  step (1,105 µs each against the model's ~875), a tenth of that row's 0.45 s gap; the whole gap
+  would need them 3.8 times the model's time.
 - **Single node (288 rows, 8 GPUs, run alone): median 22.5%, signed +22.5%.** The error grows with the
   number of micro-batches per replica at a fixed batch: 2 micro-batches +1.6%, 4 +9.8%, 8 +28.9%,
   16 +91.2%. Between 2 and 16 micro-batches of the same global batch, each extra micro-batch
