@@ -1342,8 +1342,30 @@ Nothing was changed in the model for them.
   0.3 ms per layer and micro-batch at TP 8. vTrain prices the cost by measurement: its predictor
   adds to each kernel the idle gap to the next one in a CUPTI trace of a profiled step of its own
   model (`src/predictor.py`, `parse_traces`), the host's pace on that machine, which the constants
-  of `costs/host.py` (timed with a CPU-only PyTorch) do not carry. Pricing it from the mechanism
-  needs a trace of Megatron-DeepSpeed's layer at these sizes on such a host. Registered among the
+  of `costs/host.py` (timed with a CPU-only PyTorch) do not carry. The host's own work was timed
+  by a copy of Megatron-DeepSpeed's layer at TP 1 (`benchmarks/bench_layer_host.py`: transformer.py,
+  tensor_parallel layers and RNG tracker, apex LayerNorm and Megatron softmax/bias-GeLU autograd
+  Functions, DeepSpeed's `CheckpointFunction`, op for op, on tiny CPU tensors; torch 2.13 CPU, one
+  thread): 68 dispatched ATen ops in the checkpointed forward and 161 in recompute and backward
+  where the model counts 12 + 30 kernels, and 0.27 ms forward plus 0.78 ms recompute and backward
+  per layer and micro-batch (1.04 ms, minimum of 9 repeats in the fastest of three runs on a
+  shared machine, 1.59 ms in the slowest; ~1.2 ms with a 3 µs launch per kernel), 2.8 times the
+  0.37 ms `costs/host.py` charges at TP 1. Charged at the slowest run's figure (40 µs per forward
+  or recomputed kernel, 38 µs per backward kernel: 1.7 ms per layer and micro-batch), it moves the TP 8, micro-batch 1 rows from
+  0.25 s to 0.46 s (GPT h1024 l16, measured 1.31 s) and leaves the medians as they are: vtrain_single
+  22.5%, by TP +9.1/+15.4/+52.2/+102.2% → +9.0/+15.4/+52.2/+102.2%; megatron2020, mpt, mpt_small,
+  vtrain_multi and bloom unchanged (1.1%, 2.9%, 2.8%, 3.6%, 11.2%: their kernels outlast the host).
+  Where the host runs ahead of the GPU, host work of this size cannot make a 3.0 ms layer of 1.8 ms
+  of kernels: the floor needs the host and the GPU to take turns. One candidate is in the source:
+  Megatron-DeepSpeed's `ParallelTransformerLayer.forward` builds `moe_loss` and `mlp_bias` with
+  `torch.tensor(0.0, device=...)` (MoE support, 50b32515, 2022-06; absent in the 2023-03 tree,
+  back by 2023-08), each a pageable host-to-device copy that PyTorch issues with a stream
+  synchronize (`memcpy_and_sync`), twice per layer in forward and again in recompute; which tree
+  vTrain ran is not published. As a trial, a host wait on the post-attention LayerNorm of every
+  forward and recompute moves vtrain_single from 22.5% to 22.0%, and with the host cost above
+  charged in full to 20.5% (by TP +7.2/+13.2/+47.5/+89.6%; GPT h1024 l16 TP 8 micro-batch 1:
+  0.47 s against 1.31 s measured): the two together make up less than half of the floor, which
+  stays unpriced. Registered among the
   sources (`vtrain_single`), these 288 rows move the all-rows median
   from 4.8% to 8.5% (signed +2.2% → +5.9%), the small-model regime from 3.5% to 14.1% (signed
   +14.1%) and the nested coverage of the 80% step-time interval from 81% to 60% of the rows,
