@@ -313,31 +313,31 @@ def main() -> None:
     layers = [Layer(args.hidden, args.heads) for _ in range(args.layers)]
     n = args.layers
     fwd, bwd, plain_fwd, plain_bwd = [], [], [], []
-    for _ in range(args.repeats):
+    def timed_step(step) -> tuple[float, float]:
+        """Host seconds per layer of one forward through every layer (``step(layer, x)``) and of
+        its backward."""
         x = torch.empty(args.seq, args.micro_batch, args.hidden, device=DEV, dtype=DT, requires_grad=True)
         t0 = time.perf_counter()
         y = x
         for lay in layers:
-            y = CheckpointFunction.apply(lay.forward, y)
-        fwd.append((time.perf_counter() - t0) / n)
+            y = step(lay, y)
+        f = (time.perf_counter() - t0) / n
         t0 = time.perf_counter()
         y.backward(torch.empty_like(y))
-        bwd.append((time.perf_counter() - t0) / n)
+        b = (time.perf_counter() - t0) / n
         for lay in layers:
             for p_ in lay.params:
                 p_.grad = None
+        return f, b
+
+    for _ in range(args.repeats):
+        f, b = timed_step(lambda lay, y: CheckpointFunction.apply(lay.forward, y))
+        fwd.append(f)
+        bwd.append(b)
         # The same layer without checkpointing: forward with autograd recording, then backward.
-        t0 = time.perf_counter()
-        y = x
-        for lay in layers:
-            y = lay.forward(y)
-        plain_fwd.append((time.perf_counter() - t0) / n)
-        t0 = time.perf_counter()
-        y.backward(torch.empty_like(y))
-        plain_bwd.append((time.perf_counter() - t0) / n)
-        for lay in layers:
-            for p_ in lay.params:
-                p_.grad = None
+        f, b = timed_step(lambda lay, y: lay.forward(y))
+        plain_fwd.append(f)
+        plain_bwd.append(b)
     sync = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
