@@ -150,8 +150,15 @@ def tree_simple_chunk_bytes(nbytes: int, n_channels: int, depth: int, buff_bytes
     return chunk
 
 
-def _ring_steps(op: str, n: int) -> int:
+def ring_steps(op: str, n: int) -> int:
+    """Steps of one ring loop over ``n`` ranks: 2(n-1) for an AllReduce, n-1 otherwise."""
     return {"allreduce": 2 * (n - 1), "allgather": n - 1, "reducescatter": n - 1}.get(op, n - 1)
+
+
+def ring_loops(nbytes: float, n_channels: int, n_ranks: int, chunk_bytes: float) -> int:
+    """Loops a ring channel runs over a call of ``nbytes``: each moves ``n_ranks`` chunks of at
+    most ``chunk_bytes`` per channel."""
+    return max(1, math.ceil(nbytes / (max(1, n_channels) * max(1, n_ranks) * chunk_bytes)))
 
 
 def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, n_ranks: int, ppn: int,
@@ -171,10 +178,10 @@ def messages_per_channel(op: str, algorithm: str, nbytes: int, n_channels: int, 
     if algorithm == "ring":
         step = buff_bytes // NCCL_STEPS
         chunk = step * RING_CHUNK_STEPS
-        loops = math.ceil(nbytes / (ch * n_ranks * chunk))
+        loops = ring_loops(nbytes, ch, n_ranks, chunk)
         per_step = min(chunk, math.ceil(nbytes / (ch * n_ranks * loops)))
         slices = max(1, math.ceil(per_step / (step * RING_SLICE_STEPS)))
-        return _ring_steps(op, n_ranks) * loops * slices
+        return ring_steps(op, n_ranks) * loops * slices
     return 0
 
 
@@ -208,7 +215,7 @@ def ll_messages_per_channel(op: str, algorithm: str, protocol: str, nbytes: int,
     if algorithm == "tree":
         return math.ceil(nbytes / (ch * step))
     if algorithm == "ring":
-        return _ring_steps(op, n_ranks) * math.ceil(nbytes / (ch * n_ranks * step))
+        return ring_steps(op, n_ranks) * math.ceil(nbytes / (ch * n_ranks * step))
     return 0
 
 

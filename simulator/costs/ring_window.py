@@ -46,13 +46,13 @@ from __future__ import annotations
 
 import math
 
-from simulator.costs.net_messages import NCCL_STEPS, RING_CHUNK_STEPS, RING_SLICE_STEPS, DEFAULT_BUFF_BYTES
+from simulator.costs.net_messages import (
+    DEFAULT_BUFF_BYTES, LL128_STEP_DATA_BYTES, NCCL_STEPS, RING_CHUNK_STEPS, RING_SLICE_STEPS, ring_loops, ring_steps,
+)
 
 # Slices of one ring chunk (CHUNKSTEPS / SLICESTEPS) and the smallest slice (sliceSize / 32).
 SLICES_PER_CHUNK = RING_CHUNK_STEPS // RING_SLICE_STEPS
 MIN_SLICE_FRACTION = 32
-# LL128 moves one step slot per message (chunkSteps = sliceSteps = 1), 120 data bytes of every 128.
-LL128_STEP_DATA_BYTES = 576000
 
 
 def ring_step_bytes(nbytes: float, channels: int, n_ranks: int, buff_bytes: int = DEFAULT_BUFF_BYTES,
@@ -63,8 +63,7 @@ def ring_step_bytes(nbytes: float, channels: int, n_ranks: int, buff_bytes: int 
         return 0.0
     chunk = float(LL128_STEP_DATA_BYTES if protocol == "ll128" else buff_bytes // NCCL_STEPS * RING_CHUNK_STEPS)
     per_rank = nbytes / max(1, channels) / max(1, n_ranks)
-    loops = max(1, math.ceil(per_rank / chunk))
-    return min(chunk, per_rank / loops)
+    return min(chunk, per_rank / ring_loops(nbytes, channels, n_ranks, chunk))
 
 
 def message_bytes(step_bytes: float, protocol: str, buff_bytes: int = DEFAULT_BUFF_BYTES) -> float:
@@ -97,10 +96,8 @@ def ring_messages(op: str, nbytes: float, channels: int, n_ranks: int, buff_byte
     ReduceScatter)."""
     if nbytes <= 0:
         return 0
-    chunk = buff_bytes // NCCL_STEPS * RING_CHUNK_STEPS
-    loops = max(1, math.ceil(nbytes / max(1, channels) / max(1, n_ranks) / chunk))
-    steps = 2 * (n_ranks - 1) if op == "allreduce" else n_ranks - 1
-    return steps * loops * SLICES_PER_CHUNK
+    loops = ring_loops(nbytes, channels, n_ranks, buff_bytes // NCCL_STEPS * RING_CHUNK_STEPS)
+    return ring_steps(op, n_ranks) * loops * SLICES_PER_CHUNK
 
 
 def windowed_fraction(messages: int, protocol: str = "simple") -> float:
