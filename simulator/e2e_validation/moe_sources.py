@@ -33,7 +33,9 @@ import re
 
 from simulator.config.workload import PRESETS
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int
-from simulator.e2e_validation.scenarios import AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel
+from simulator.e2e_validation.scenarios import (
+    AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel, padded_vocab,
+)
 
 # table name -> (preset, recompute, ep when the table leaves it blank, FSDP2 reshard after forward,
 # attention kernel: TE's fused attention, or FlexAttention for GPT-OSS, which PyTorch's FlexAttention
@@ -296,9 +298,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
         parallel["overlap_moe_expert_parallel_comm"] = True
     if pp > 1 and preset.startswith("qwen3"):
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
-    vocab = PRESETS[preset]["vocab"]
-    m = 128 * tp  # Megatron pads the vocabulary to a multiple of 128 x TP
-    model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": -(-vocab // m) * m}
+    model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": padded_vocab(PRESETS[preset]["vocab"], tp)}
     layout = _note(notes, "pp_layout").split(" ")[0]
     if layout:
         parallel["pp_layers"], model["mtp_layers"] = pp_layout(layout)

@@ -32,6 +32,12 @@ def gpt_model(row: Row, *, mlp: str = "gelu", position: str = "learned", tied: b
                 seq_len=parse_int(row["seq_len"]), tied_embeddings=tied, position_embedding=position)
 
 
+def padded_vocab(vocab: int, tp: int, divisible_by: int = 128) -> int:
+    """Megatron's padded vocabulary: a multiple of ``make_vocab_size_divisible_by`` x TP."""
+    m = divisible_by * tp
+    return -(-vocab // m) * m
+
+
 def llama_model(row: Row) -> dict:
     return gpt_model(row, mlp="swiglu", position="rope", tied=False)
 

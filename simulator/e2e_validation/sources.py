@@ -27,6 +27,7 @@ from simulator.e2e_validation.scenarios import (
     llama_model,
     make_scenario,
     megatron_parallel,
+    padded_vocab,
 )
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
@@ -624,12 +625,6 @@ def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str
 
 
 GPT2_BPE_VOCAB = 50257  # the GPT-2 BPE that NeMo's GPT-3 configs train with
-
-
-def padded_vocab(vocab: int, tp: int, divisible_by: int = 128) -> int:
-    """Megatron's padded vocabulary: a multiple of ``make_vocab_size_divisible_by`` x TP."""
-    m = divisible_by * tp
-    return -(-vocab // m) * m
 
 
 def _nemo_2407(rows: list[Row]) -> list[Case]:

@@ -18,15 +18,9 @@ BPE (50,257), padded as Megatron pads it.
 from __future__ import annotations
 
 from simulator.e2e_validation.rows import Row, parse_int, parse_precision
-from simulator.e2e_validation.scenarios import MEGATRON_LEGACY, Case, gpt_model, make_scenario
+from simulator.e2e_validation.scenarios import MEGATRON_LEGACY, Case, gpt_model, make_scenario, padded_vocab
 
 VTRAIN_PROFILE = "vtrain-a100"
-
-
-def padded_vocab(vocab: int, tp: int, divisible_by: int = 128) -> int:
-    """Megatron's padded vocabulary: a multiple of ``make_vocab_size_divisible_by`` x TP."""
-    m = divisible_by * tp
-    return -(-vocab // m) * m
 
 
 def _vtrain_case(source: str, r: Row) -> Case:
