@@ -131,6 +131,11 @@ def test_vtrain_single_rows_are_a_closed_form_of_per_layer_times():
         for m in ms:  # every micro-batch count on the line through the extremes
             assert by_m[m] == pytest.approx(by_m[ms[0]] + slope * (m - ms[0]), abs=0.005), key
         slopes[key] = slope
+    by_dp: dict[tuple[int, ...], list[float]] = collections.defaultdict(list)
+    for (n, tp, dp, pp, mb, layers, h), slope in slopes.items():
+        by_dp[(tp, pp, mb, layers, h)].append(slope)
+    assert all(max(v) - min(v) < 0.005 for v in by_dp.values())  # DP 1-8 of one TP x PP: one slope
+    assert sum(len(v) > 1 for v in by_dp.values()) >= 100
     per_layer: dict[tuple[int, ...], list[float]] = collections.defaultdict(list)
     for (n, tp, dp, pp, mb, layers, h), slope in slopes.items():
         if layers == 12 and (n, tp, dp, pp, mb, 24, h) in slopes:
