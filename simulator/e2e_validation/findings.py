@@ -1314,9 +1314,9 @@ Nothing was changed in the model for them.
   +9.0/+15.5/+52.3/+102.2%). **These rows are not end-to-end steps: the 1,440 values of the file
   are one closed form over 24 per-layer times.** Checked on every row
   (`tests/validation/test_megatron2022_vtrain_sources.py`): (1) each plan's step is linear in its
-  micro-batches per replica to 5 µs (1,008 rows: 4 global batches per plan at micro-batch 1, 3 at
-  2; a measured step varies by tenths of a ms from run to run), and so is its per-micro-batch slope in the layers
-  (12, 16, 20, 24) to 1 µs; (2) that per-layer time depends only on (hidden, TP, micro-batch),
+  micro-batches per replica to 5 µs (1,008 rows: 4 global batches per plan at micro-batch 1, 3
+  at 2; a measured step varies by tenths of a ms from run to run), and so is its per-micro-batch
+  slope in the layers (12, 16, 20, 24) to 1 µs; (2) that per-layer time depends only on (hidden, TP, micro-batch),
   the key of vTrain's cached traces (`src/predictor.py`, `profile`: `trace_{hidden}_{tp}_{mb}`):
   PP 2 and PP 4 carry the PP-1 time divided by the stages to 1 µs, and every DP of a TP × PP pair
   the same micro-batch slope; (3) each DP doubling adds a constant that is vTrain's own
