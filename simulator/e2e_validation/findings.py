@@ -1312,7 +1312,7 @@ Nothing was changed in the model for them.
   would need them 3.8 times the model's time.
 - **Single node (288 rows, 8 GPUs, run alone): median 22.5%, signed +22.5%** (by TP 1/2/4/8:
   +9.0/+15.5/+52.3/+102.2%). **These rows are not end-to-end steps: the 1,440 values of the file
-  are one closed form over 24 per-layer times.** Checked on every row
+  are one closed form over one per-layer time per (hidden, TP, micro-batch).** Checked on every row
   (`tests/validation/test_megatron2022_vtrain_sources.py`): (1) each plan's step is linear in its
   micro-batches per replica to 5 µs (1,008 rows: 4 global batches per plan at micro-batch 1, 3
   at 2; a measured step varies by tenths of a ms from run to run), and so is its per-micro-batch
@@ -1328,7 +1328,8 @@ Nothing was changed in the model for them.
   hidden-2,048 steps 0.24-1.48 ms *faster* on 4 and 8 GPUs than on 2 (no measured AllReduce
   is). The single-node values are printed to 1 ns (372.160408 ms); the multi-node file, which
   has none of this structure to test, to 0.1 ms as Megatron prints. What the rows carry of a
-  measurement is the 24 per-layer times (2 hiddens × TP 1/2/4/8 × micro-batch 1/2/4) and the
+  measurement is those per-layer times (the 24 of 2 hiddens × TP 1/2/4/8 × micro-batch 1/2/4 can
+  be told apart from the constants; micro-batch 8 has one global batch per plan) and the
   per-micro-batch and per-step constants, whatever produced them, and those do not behave as
   a step's layer does: at hidden 1,024 and TP 8 a layer costs 4.99, 4.04 and 3.70 ms at
   micro-batch 1, 2 and 4 (four times the work in three quarters of the time), at TP 4 3.44,
@@ -1397,7 +1398,7 @@ Nothing was changed in the model for them.
   +14.1%) and the nested coverage of the 80% step-time interval from 81% to 60% of the rows,
   beyond the page's targets. They stay out of the scored sources: the builder and its rows are
   in `e2e_validation/vtrain_sources.py` and `data/e2e/vtrain_single_node.csv`, but a source
-  whose steps are a composition over vTrain's own AllReduce table and 24 per-layer times would
+  whose steps are a composition over vTrain's own AllReduce table and 32 per-layer times would
   score the simulator against that composition, not against a training run, and no framework
   mechanism is to be fitted to a per-layer time that falls as the micro-batch grows.
 """

@@ -300,7 +300,7 @@ def test_vtrain_megatron_deepspeed_errors():
     rows, 8 A100, hidden 1,024/2,048): median 22.5%, signed +22.5%, growing with the micro-batches
     per replica (2: +1.6%, 16: +91.2%; by TP 1/2/4/8: +9.0/+15.5/+52.3/+102.2%): a per-layer,
     per-micro-batch time of 2.7-5.0 ms at micro-batch 1-2 that the model does not have. Those rows
-    are no end-to-end steps but a closed form over 24 per-layer times and vTrain's own AllReduce
+    are no end-to-end steps but a closed form over 32 per-layer times and vTrain's own AllReduce
     table (test_megatron2022_vtrain_sources.py; the page's findings), so they stay unscored.
     Bounds at what the model reaches today."""
     multi = _run_cases(_by_source("vtrain_multi"), jobs=min(4, os.cpu_count() or 1))

@@ -117,7 +117,8 @@ def test_vtrain_single_rows_are_a_closed_form_of_per_layer_times():
     """The single-node "ground truth" is linear in the micro-batches per replica to 5 µs (a
     measured step varies by tenths of a ms between runs), its per-micro-batch slope is linear in
     the layers to 5 µs, and that slope per layer and stage depends on (hidden, TP, micro-batch)
-    only: PP and DP leave it as it is (to 5 µs). 24 per-layer times make the 1,440 rows."""
+    only: PP and DP leave it as it is (to 5 µs). 24 per-layer times (micro-batch 1-4)
+    make the 1,296 rows of micro-batch 1-4."""
     steps = _single_steps_ms()
     groups: dict[tuple[int, ...], dict[int, float]] = collections.defaultdict(dict)
     for (n, tp, dp, pp, mb, gb, layers, h), t in steps.items():
