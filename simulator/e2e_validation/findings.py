@@ -683,6 +683,63 @@ model had flushed it in front of the next fetch too. Modelled so (`schedule/zero
 (GPT-530B on 640, 1,120, 2,240), the source's held-out median 18.5% to 22.1%. What the rows miss
 is not in the overlap of DeepSpeed 0.3.13: the model hid less than the release did.
 
+Memory traffic, the caching allocator and the network, per gathered byte (checked, not the
+cause). The rows are now +15.0/+15.9/+13.9% (GPT-175B on 384, 768, 1,536 GPUs) and
++24.0/+24.8/+25.6% (GPT-530B on 640, 1,120, 2,240): 10.6, 9.2, 8.1 s and 49.4, 35.8, 37.5 s a
+step missing, 8.3, 7.2, 6.3 and 12.7, 9.2, 9.7 ms per GB of AllGather and AllReduce (929 + 349 GB
+a step for GPT-175B, 2,821 + 1,059 GB for GPT-530B). Every pass over those bytes in DeepSpeed
+0.3.13 and PyTorch's `ProcessGroupNCCL` of that release cycle, per gathered byte S:
+`_allgather_param`'s `torch.zeros` (a write of S, charged); the rank's own shard copied into its
+view (`partitions[i].data.copy_(param.ds_tensor.data)`, 2S/N, not charged); the flat output
+`flatten_for_scatter_gather` allocates (`newLikeFlat`: `at::empty`, no fill), which NCCL writes;
+its N `copy_` into the views (2S, charged, N kernels); the release
+(`torch.ones(1).half().to(device)`, 2 bytes). Per AllReduced byte G: the flatten (a view of a
+one-gradient bucket), `div_` by N (2G, charged), the AllReduce in place, the copy back (2G,
+charged) and `partition_previous_reduced_grads` copying the rank's share into
+`grads_in_partition` (2G/N, not charged). `allreduce_always_fp32` is off (no fp32 cast);
+`LinearFunctionForZeroStage3` (`mem_efficient_linear`) is installed only inside `zero.Init` and
+restored at its exit, and Megatron's layers (DeepSpeedExamples `Megatron-LM-v1.1.5-ZeRO3`
+@2cd968f2, `mpu/layers.py`) look `F.linear` up at run time; autograd's `mm_mat2_backward`
+returns the transposed weight's gradient column-major, so each weight gradient is contiguous and
+`AccumulateGrad` takes it without a copy. What the model leaves out is 2/N of one pass: 6.7 GB a
+step for GPT-175B on 384 GPUs, 12 GB for GPT-530B on 640, 5 and 9 ms at 1.4 TB/s. One more read
+and write of every gathered and reduced byte costs 1.8 s a step for GPT-175B and 5.5 s for
+GPT-530B at 1.4 TB/s, so the shortfall would take 4.4-5.8 (GPT-175B) and 6.5-8.9 (GPT-530B) extra
+passes that the code does not make (and a cost per byte of memory traffic would need the same
+count for both models). The model already charges three bytes of traffic per
+gathered byte and four per reduced one: for GPT-530B the zero-fills take 1.7 s a step, the
+scale and copy back 2.6 s, the N copies per gather 6.8, 9.4 and 15.3 s at 640, 1,120 and 2,240
+GPUs (at 2,240 mostly their 4 us launch floor: 2.6 million kernels).
+
+PyTorch's caching allocator of 2021 (`c10/cuda/CUDACachingAllocator.cpp`: blocks cached per
+stream; a request over 1 MiB takes the smallest cached block of its stream that fits and splits
+off the rest when that exceeds 1 MiB, with no cap on splitting large blocks (later releases'
+`max_split_size_mb`); new segments over 10 MiB are `cudaMalloc`ed in multiples of 2 MiB) sees two
+allocations of S per gather, both on DeepSpeed's comm stream: the zeroed flat tensor, freed at
+the release behind an event on the NCCL stream (`recordStream`), and `ProcessGroupNCCL`'s flat
+output, freed with its Work. It calls `cudaMalloc` only when no cached block of the stream fits,
+and `cudaFree` only on its out-of-memory path (`free_cached_blocks`: it waits for the outstanding
+events and frees every unsplit cached block, each `cudaFree` synchronising the device) and in
+`torch.cuda.empty_cache()`, which neither 0.3.13's `stage3.py` and `partition_parameters.py` nor
+the port's `megatron/` call in a step. Once the first step has cached the comm stream's peak
+(the held embedding, the largest weight twice over, the weight kept from recompute to backward:
+about 12 GB for GPT-530B), every gather reuses cached blocks: at 1,120 and 2,240 GPUs a rank
+peaks at about 48 and 32 GB of 80 with these buffers, so a step makes no `cudaMalloc` or
+`cudaFree`, and what a gather costs the allocator is the bookkeeping of two allocations and two
+frees (2,114 of each a step for GPT-175B, 2,312 for GPT-530B: milliseconds). `ProcessGroupNCCL`
+also calls `recordStream` on each of the N views before its copy, one allocator lookup per rank
+(2.6 million a step for GPT-530B on 2,240 GPUs), which `benchmarks/bench_zero3_host_loop.py` does
+not time; it is a cost per rank, like the copies, and grows with N where the shortfall does not.
+Only the 640-GPU row runs near the memory limit (above), where the out-of-memory path and its
+synchronisations can run per gather; no measurement sizes it.
+
+No NCCL sweep of DGX A100 nodes (8 HDR NICs each) at more than a few nodes was found in the
+reference corpora (NVIDIA/nccl and nccl-tests issues, NVIDIA's documentation and DGX SuperPOD
+pages): the nearest are 32 nodes of 8 A100 with 4 HDR NICs each (NVIDIA/nccl#652, AllReduce, 2022)
+and ALCF Polaris at 256 and 540 nodes on Slingshot (in `data/nccl`), neither Selene's fabric.
+Nothing is added to `data/nccl`; the rate of these collectives on 48-280 nodes stays the open
+question, and nothing above is modelled: the rows and the source's median are unchanged.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same
