@@ -160,3 +160,26 @@ def test_sweep_keeps_tp_inside_the_used_gpus(tmp_path):
     plans = enumerate_plans(scn)
     assert {c.parallel.tp for c in plans} == {1, 2, 4}
     assert all(8 % (c.parallel.tp * c.parallel.pp) == 0 for c in plans)
+
+
+def test_collective_gpus_per_node_is_the_scenario_key(tmp_path):
+    """`collective --gpus-per-node 2 --ranks 4` times the ring on the node a scenario's
+    ``gpus_per_node: 2`` builds: two nodes of two GPUs each."""
+    out = tmp_path / "c.json"
+    assert main(["collective", "--hardware", "dgx-a100", "--op", "allreduce", "--ranks", "4", "--gpus-per-node", "2",
+                 "--algo", "ring", "--proto", "simple", "-b", "1G", "-e", "1G", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["rows"][0]
+    costs = CostModel(build_topology(first_gpus(load_profile("dgx-a100"), 2), 2), "ring", "simple")
+    assert row["time_us"] == pytest.approx(time_collective("allreduce", range(4), 1 << 30, costs).time_s * 1e6,
+                                           rel=1e-9)
+
+
+def test_gpus_sharing_a_nic_keep_sharing_it():
+    """AWS p4de: one 100 Gb/s EFA per pair of A100s; the first 2 GPUs of a node have one NIC."""
+    sub = first_gpus(load_profile("aws-p4de"), 2)
+    topo = build_topology(sub, 2)
+    assert (sub.node.nics.count, topo.rails) == (1, 1)
+    assert [topo.nic_of(g) for g in range(4)] == [0, 0, 0, 0]
+    # one ring channel per NIC the used GPUs have, as on the whole node (4 NICs, 4 channels)
+    full = load_profile("aws-p4de")
+    assert [graph_from_profile(first_gpus(full, n), 2 * n, 2).n_channels for n in (2, 4, 8)] == [1, 2, 4]
