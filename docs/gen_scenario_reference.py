@@ -25,7 +25,10 @@ OUT = ROOT / "docs" / "scenario-reference.md"
 NOTES = {
     "name": "scenario name, echoed in reports",
     "hardware": "a profile in hardware_profiles/ (e.g. dgx-h100) or a path to a profile YAML",
-    "nodes": "GPUs = nodes x the profile's GPUs per node",
+    "nodes": "GPUs = nodes x the profile's GPUs per node (or x gpus_per_node)",
+    "gpus_per_node": "use the first N GPUs of every node (2 or 4 GPUs of an 8-GPU server, CUDA_VISIBLE_DEVICES=0,1); "
+                     "1 <= N <= the profile's GPUs per node; null = all. The used GPUs keep their NVSwitch "
+                     "bandwidth, their mesh links to each other and their own NICs (docs/architecture.md)",
     "preset": "a model preset; explicit fields override it",
     "layers": "transformer layers", "hidden": "hidden size", "heads": "query heads",
     "kv_heads": "key/value heads (GQA); 0 = heads", "ffn_hidden": "MLP inner size; 0 = the mlp's rule",

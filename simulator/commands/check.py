@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     mem = memory_per_gpu(scn)
     lines = [
         f"scenario  {scn.name}: OK",
-        f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs",
+        f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs"
+        + (f" (gpus_per_node: the first {scn.first_gpus} of each node)" if scn.first_gpus is not None else ""),
         f"model     {m.preset or 'custom'}: {param_count(m) / 1e9:.2f}B params, {m.layers} layers, h={m.hidden}, "
         f"heads={m.heads}/{m.kv_heads}, ffn={m.ffn_hidden} ({m.mlp}), vocab={m.vocab}, seq={m.seq_len}",
         *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}"

@@ -31,7 +31,9 @@ def register(subparsers) -> None:
                    help=f"one of {', '.join(OPS)}, or an NCCL / nccl-tests spelling (all_reduce, all_gather_perf, ...)")
     p.add_argument("--ranks", default=None,
                    help="number of GPUs in the collective (default: -g, one process driving -g GPUs)")
-    p.add_argument("--gpus-per-node", default=None, help="GPUs per node used (default: the profile's, capped at --ranks)")
+    p.add_argument("--gpus-per-node", default=None,
+                   help="GPUs used of each node, its first ones (default: the profile's, capped at --ranks); "
+                        "a scenario's gpus_per_node")
     p.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default="8",
                    help="smallest size (suffixes K, M, G; default 8)")
     p.add_argument("-e", "--max-bytes", "--maxbytes", dest="max_bytes", default="128M",
@@ -97,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.commands import check_outputs
     from simulator.config.hardware import apply_overlay, load_profile
     from simulator.config.nccl_overrides import check_version
+    from simulator.config.node_subset import first_gpus
     from simulator.costs.model import CostModel
     from simulator.costs.collectives import ALGORITHMS, PROTOCOLS, busbw_factor
     from simulator.files import STDOUT, OutputSet
@@ -149,8 +152,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{ranks} ranks do not fill whole nodes of {gpn} GPUs (ranks must be a multiple of --gpus-per-node)",
                          field="--ranks")
     nodes = ranks // gpn
-    costs = CostModel(build_topology(profile, nodes), algo, proto)
-    gpus = [node * profile.node.gpus + local for node in range(nodes) for local in range(gpn)]
+    # the first gpn GPUs of every node, as a scenario's gpus_per_node: their links and NICs only
+    costs = CostModel(build_topology(first_gpus(profile, gpn), nodes), algo, proto)
+    gpus = list(range(ranks))
     floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
     residuals = calibration_residuals(profile)
     fitted_ranks = calibration_ranks(profile)

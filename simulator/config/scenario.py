@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from simulator.config.hardware import HardwareProfile, is_profile_path, load_profile
 from simulator.config.limits import gpus_problem, layer_passes_problem, layers_problem
 from simulator.config.loader import read_yaml, validate
+from simulator.config.node_subset import first_gpus, first_gpus_problem
 from simulator.config.parallelism import Parallel
 from simulator.config.strict import STRICT_CONFIG
 from simulator.config.workload import Model, Training
@@ -32,6 +33,9 @@ class ScenarioFile(BaseModel):
     name: str
     hardware: str
     nodes: int = Field(gt=0)
+    # The first N GPUs of every node (CUDA_VISIBLE_DEVICES=0,1 on a DGX; a 4-GPU cloud shape of an
+    # 8-GPU server); None: every GPU of the profile's node (config/node_subset.py).
+    gpus_per_node: int | None = Field(default=None, ge=1)
     model: Model
     training: Training
     parallel: Parallel = Parallel()
@@ -47,8 +51,9 @@ class Scenario:
     model: Model
     training: Training
     parallel: Parallel
-    profile: HardwareProfile
+    profile: HardwareProfile  # with the scenario's gpus_per_node applied (node_subset.first_gpus)
     source: str = ""
+    first_gpus: int | None = None  # the scenario's gpus_per_node key, as given (None: the whole node)
 
     @property
     def gpus_per_node(self) -> int:
@@ -138,7 +143,8 @@ def check_plan(scn: Scenario) -> None:
     m, t, p = scn.model, scn.training, scn.parallel
     n = scn.n_gpus
     # sizes first: nothing below may allocate for a size that cannot be meant
-    problem = gpus_problem(n, f"nodes={scn.nodes:,} x {scn.gpus_per_node} GPUs per node")
+    per_node = f"gpus_per_node={scn.first_gpus}" if scn.first_gpus is not None else f"{scn.gpus_per_node} GPUs per node"
+    problem = gpus_problem(n, f"nodes={scn.nodes:,} x {per_node}")
     if problem:
         _fail(scn, "nodes", problem)
     problem = layers_problem(m.layers)
@@ -151,8 +157,7 @@ def check_plan(scn: Scenario) -> None:
         # each does and only their product does not, the plan as a whole
         alone = [a for a, d in (("tp", p.tp), ("cp", p.cp), ("ulysses", p.ulysses), ("pp", p.pp)) if n % d]
         blamed = f"parallel.{alone[0]}" if alone else "parallel"
-        _fail(scn, blamed, f"{text} does not divide {n} GPUs "
-                           f"(nodes={scn.nodes} x {scn.gpus_per_node} GPUs per node)")
+        _fail(scn, blamed, f"{text} does not divide {n} GPUs (nodes={scn.nodes} x {per_node})")
     dp = n // mp
     if p.dp is not None and p.dp != dp:
         _fail(scn, "parallel.dp", f"dp={p.dp} but {n} GPUs / ({text}) = {dp}")
@@ -414,9 +419,14 @@ def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_
             if exc.source is None:
                 raise InputError(exc.detail, source=str(source) if source else None, field=exc.field) from None
             raise
+    if spec.gpus_per_node is not None:
+        problem = first_gpus_problem(profile, spec.gpus_per_node)
+        if problem:
+            raise InputError(problem, source=str(source) if source else None, field="gpus_per_node")
+        profile = first_gpus(profile, spec.gpus_per_node)
     scn = Scenario(name=spec.name, hardware=spec.hardware, nodes=spec.nodes, model=spec.model,
                    training=spec.training, parallel=spec.parallel, profile=profile,
-                   source=str(source) if source else "")
+                   source=str(source) if source else "", first_gpus=spec.gpus_per_node)
     check_plan(scn)
     return scn
 

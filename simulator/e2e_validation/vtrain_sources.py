@@ -30,11 +30,12 @@ def _vtrain_case(source: str, r: Row) -> Case:
     par = dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
                async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
     label = f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} gbs{gb}" + ("" if n == 8 else f" {n} GPUs")
-    return Case(source, label,
-                make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
-                              n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",
-                              recompute="full", parallel=par, stack=MEGATRON_LEGACY),
-                "step_time_s", float(r["value"]), n)
+    scenario = make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
+                             n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",
+                             recompute="full", parallel=par, stack=MEGATRON_LEGACY)
+    if n < 8:  # the first n GPUs of one node (vTrain's 2- and 4-GPU runs)
+        scenario["gpus_per_node"] = n
+    return Case(source, label, scenario, "step_time_s", float(r["value"]), n)
 
 
 def _plan(r: Row) -> tuple[str, ...]:
@@ -56,17 +57,17 @@ def vtrain_multi(rows: list[Row]) -> list[Case]:
     return out
 
 
-def vtrain_single(rows: list[Row]) -> list[Case]:
-    """vTrain's single-node rows on a whole node (8 GPUs: a scenario has whole nodes, so the 2- and
-    4-GPU rows are left out): GPT with hidden 1,024 or 2,048, 16 heads, 12-24 layers, sequence
-    1,024, under each of the 9 plans (TP x DP x PP = 8), at the largest global batch measured for
-    the plan, every micro-batch measured there (1 up to the whole per-replica batch); the smaller
-    global batches of the same plans (the same micro-batches, fewer of them) are left out for run
-    time."""
-    eight = [r for r in rows if r["metric"] == "step_time_s" and parse_int(r["num_gpus"]) == 8]
+def vtrain_single(rows: list[Row], gpus: tuple[int, ...] = (2, 4, 8)) -> list[Case]:
+    """vTrain's single-node rows on ``gpus`` GPUs of one node (the 2- and 4-GPU runs on the
+    first GPUs of the node, a scenario's ``gpus_per_node``): GPT with hidden 1,024 or 2,048, 16
+    heads, 12-24 layers, sequence 1,024, under each plan (TP x DP x PP = the GPUs: 3 on 2 GPUs, 6
+    on 4, 9 on 8), at the largest global batch measured for the plan, every micro-batch measured
+    there (1 up to the whole per-replica batch); the smaller global batches of the same plans (the
+    same micro-batches, fewer of them) are left out for run time."""
+    kept = [r for r in rows if r["metric"] == "step_time_s" and parse_int(r["num_gpus"]) in gpus]
     largest: dict[tuple[str, ...], int] = {}
-    for r in eight:
-        k = (r["model_name"], r["tp"], r["pp"], r["dp"])
+    for r in kept:
+        k = (r["model_name"], r["num_gpus"], r["tp"], r["pp"], r["dp"])
         largest[k] = max(largest.get(k, 0), parse_int(r["global_batch"]))
-    return [_vtrain_case("vtrain_single", r) for r in eight
-            if parse_int(r["global_batch"]) == largest[(r["model_name"], r["tp"], r["pp"], r["dp"])]]
+    return [_vtrain_case("vtrain_single", r) for r in kept
+            if parse_int(r["global_batch"]) == largest[(r["model_name"], r["num_gpus"], r["tp"], r["pp"], r["dp"])]]

@@ -73,6 +73,7 @@ def scenario_inputs(scenario: Any) -> dict[str, Any]:
         "scenario": {"name": scenario.name, **file_inputs(scenario.source or None)},
         "hardware": hardware_inputs(scenario.hardware, scenario.profile.name, scenario.source or None),
         "nodes": scenario.nodes,
+        **({"gpus_per_node": scenario.first_gpus} if getattr(scenario, "first_gpus", None) is not None else {}),
         "plan": plan_inputs(scenario),
         "clustersim": version(),
     }

@@ -78,8 +78,9 @@ def test_megatron2022_held_out_error_and_recompute_speedup():
 def test_vtrain_rows_are_consistent_and_select_the_stated_plans():
     """Every transcribed row: TP x DP x PP = GPUs, the global batch a multiple of DP x micro-batch.
     Multi-node: each of the 108 plans once (109 rows, one plan measured twice). Single-node: the
-    8-GPU rows of the 8 shapes x 9 plans at each plan's largest global batch, the 4 micro-batch
-    sizes measured there (2, 4, 8 and 16 micro-batches per replica)."""
+    rows of the 8 shapes x (3 plans on 2 GPUs, 6 on 4, 9 on 8) at each plan's largest global batch,
+    the 4 micro-batch sizes measured there (2, 4, 8 and 16 micro-batches per replica); the 2- and
+    4-GPU runs on the first GPUs of one node (gpus_per_node)."""
     for name, n_rows in (("vtrain_multi_node.csv", 109), ("vtrain_single_node.csv", 1440)):
         rows = _rows(name)
         assert len(rows) == n_rows
@@ -90,12 +91,15 @@ def test_vtrain_rows_are_consistent_and_select_the_stated_plans():
     multi = vtrain_multi(_rows("vtrain_multi_node.csv"))
     single = vtrain_single(_rows("vtrain_single_node.csv"))
     assert len(multi) == 108 and len({c.label for c in multi}) == 108
-    assert len(single) == 8 * 9 * 4 and all(c.n_gpus == 8 for c in single)
+    assert collections.Counter(c.n_gpus for c in single) == {2: 8 * 3 * 4, 4: 8 * 6 * 4, 8: 8 * 9 * 4}
+    assert len(vtrain_single(_rows("vtrain_single_node.csv"), gpus=(8,))) == 8 * 9 * 4
+    for c in single:
+        assert c.scenario["nodes"] == 1 and c.scenario.get("gpus_per_node", 8) == c.n_gpus
     per_replica = collections.Counter(
         c.scenario["training"]["global_batch"] // (c.scenario["training"]["micro_batch"] * c.n_gpus
                                                    // (c.scenario["parallel"]["tp"] * c.scenario["parallel"]["pp"]))
         for c in single)
-    assert per_replica == {2: 72, 4: 72, 8: 72, 16: 72}
+    assert per_replica == {2: 144, 4: 144, 8: 144, 16: 144}
     assert {"vtrain_multi", "vtrain_single"} <= sources.HELD_OUT_SOURCES
     for c in multi + single:
         assert not sources.is_fit_case(c)
