@@ -71,7 +71,7 @@ def row_scenario(row: Row) -> dict:
                 training=dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
                               recompute=row["recompute"], cross_entropy=row["cross_entropy"],
                               fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
-                              legacy_model=_flag(row.get("legacy_model") or "false")),
+                              legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16"),
                 parallel=parallel)
 
 
