@@ -234,8 +234,8 @@ class MemoryEstimate:
 
     def gib(self) -> dict[str, float]:
         keys = ("params", "grads", "optimizer", "activations", "loss_buffers", "recompute", "comm_buffers",
-                "pipeline_outputs", "workspaces", "stranded", "allocated", "fragmentation", "reserved", "cuda_context", "nccl_buffers",
-                "non_pytorch", "total")
+                "pipeline_outputs", "workspaces", "stranded", "allocated", "fragmentation", "reserved",
+                "cuda_context", "nccl_buffers", "non_pytorch", "total")
         return {k: getattr(self, k) / GiB for k in keys}
 
 
