@@ -432,6 +432,12 @@ class Training(_Strict):
         "LanguagePerplexity: 2). Each is torch.nn.CrossEntropyLoss on the low-precision logits under autocast: a "
         "log-softmax in their dtype (three reads and a write) and the fp32 copy that nll_loss's autocast makes of "
         "its output")
+    legacy_model: bool = Field(
+        default=False, description="Megatron-LM's legacy GPT model (megatron/model/transformer.py: the default "
+        "before --use-mcore-models, --use-legacy-models since; memory only): SwiGLU unfused (torch.chunk, "
+        "F.silu, a multiply: the SiLU output is saved too, 2 bytes per FFN feature and token more than a fused "
+        "bias-SwiGLU), and the flash-attn path keeps the kernel's output beside the contiguous s-b-h copy the "
+        "output projection saves (micro-batch > 1)")
     allocator_fragmentation: float = Field(
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")

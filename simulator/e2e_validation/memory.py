@@ -70,7 +70,8 @@ def row_scenario(row: Row) -> dict:
     return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
                 training=dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
                               recompute=row["recompute"], cross_entropy=row["cross_entropy"],
-                              fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"]),
+                              fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
+                              legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16"),
                 parallel=parallel)
 
 
@@ -106,8 +107,7 @@ def in_sample_fragmentation(results: list[MemoryResult]) -> float | None:
     need = []
     for r in res:
         e = r.estimate
-        dynamic = e.activations + e.loss_buffers + e.recompute + e.comm_buffers
-        need.append((r.measured_gib * GiB - e.allocated) / dynamic)
+        need.append((r.measured_gib * GiB - e.allocated - e.stranded) / e.dynamic)
     return statistics.median(need)
 
 
@@ -149,7 +149,7 @@ def render_memory_section(results: list[MemoryResult] | None = None, bundled: bo
         g = lambda x: f"{x / GiB:.1f}"  # noqa: E731
         lines.append(f"| {r.source} | {r.label} | {r.metric} | {r.measured_gib:.1f} | {r.predicted_gib:.1f} | "
                      f"{100 * r.error:+.1f}% | {g(e.model_states)} | {g(e.activations)} | {g(e.loss_buffers)} | "
-                     f"{g(e.recompute)} | {g(e.comm_buffers + e.workspaces)} | "
+                     f"{g(e.recompute)} | {g(e.comm_buffers + e.pipeline_outputs + e.workspaces)} | "
                      f"{g(e.fragmentation) if r.metric == 'reserved' else '—'} |")
     if bundled:
         lines += bundled_scenarios_table()

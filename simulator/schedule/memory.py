@@ -56,7 +56,12 @@ interleaved schedule holds ``(pp − i − 1)·2 + (vp − 1)·pp + 1`` chunk-mi
 activations (arXiv:2205.05198 §4.2.3), capped by the micro-batches of the step. The first stage
 adds the embedding dropout mask (sbh/t per micro-batch in flight), the last stage the final norm
 input. Each stage with pp > 1 keeps one received activation and one gradient being sent
-(``2·sbh/t_SP`` elements, Megatron's ``p2p_communication``).
+(``2·sbh/t_SP`` elements, Megatron's ``p2p_communication``). ``torch.distributed.pipelining``
+(FSDP2 with pp > 1, torchtitan) keeps more: a receive buffer per micro-batch each way
+(:func:`pipeline_buffer_bytes`) and, on the last stage, every micro-batch's output, the fp32
+logits under torchtitan's loss, to the end of the step (:func:`pipeline_output_bytes`).
+Megatron-LM's legacy model (``training.legacy_model``) saves two tensors per layer more than the
+fused layer (:func:`legacy_model_bytes`).
 
 **Transient buffers at the peak** (:func:`estimate_memory`). The step's allocated peak is the
 larger of two moments:
@@ -111,7 +116,9 @@ cached segment is split to serve a smaller request and only merges back with fre
 Long-lived model states are allocated once in large buffers and do not fragment; the churn is in
 the activations and transient buffers, whose freed blocks are re-split by the next step's
 differently sized requests. We charge ``training.allocator_fragmentation`` times those dynamic
-bytes (:data:`DEFAULT_FRAGMENTATION`; see there for its derivation).
+bytes (:data:`DEFAULT_FRAGMENTATION`; see there for its derivation), plus the one stranded block
+a closed form gives: PyTorch's cross-entropy frees the bf16 logits just before requesting fp32
+tensors twice their size, which that block cannot serve (:func:`stranded_bytes`).
 
 **Outside PyTorch**: the CUDA context (``gpu.cuda_context_GiB``, default 0.5 GiB, an assumed
 typical size: the driver's per-context state and the module images of the CUDA runtime, cuBLAS,
@@ -178,7 +185,9 @@ class MemoryEstimate:
     loss_buffers: float = 0.0  # logits and cross-entropy buffers alive at the peak
     recompute: float = 0.0  # full recompute: the layer being rebuilt in backward
     comm_buffers: float = 0.0  # ZeRO-3 gathered parameters and buckets, pipeline send/recv
+    pipeline_outputs: float = 0.0  # torch.distributed.pipelining: the last stage's kept outputs
     workspaces: float = 0.0  # cuBLAS / TransformerEngine GEMM workspaces
+    stranded: float = 0.0  # cached free blocks no request at the peak can reuse (reserved, not allocated)
     fragmentation_factor: float = DEFAULT_FRAGMENTATION
     cuda_context: float = 0.0
     nccl_buffers: float = 0.0
@@ -191,12 +200,18 @@ class MemoryEstimate:
     def allocated(self) -> float:
         """Peak allocated bytes (``torch.cuda.max_memory_allocated``)."""
         return (self.model_states + self.activations + self.loss_buffers + self.recompute
-                + self.comm_buffers + self.workspaces)
+                + self.comm_buffers + self.pipeline_outputs + self.workspaces)
 
     @property
     def fragmentation(self) -> float:
-        """Reserved − allocated at the peak: the factor times the dynamic bytes."""
-        return self.fragmentation_factor * (self.activations + self.loss_buffers + self.recompute + self.comm_buffers)
+        """Reserved − allocated at the peak: the factor times the dynamic bytes, plus the cached
+        blocks stranded at the peak (:func:`stranded_bytes`)."""
+        return self.fragmentation_factor * self.dynamic + self.stranded
+
+    @property
+    def dynamic(self) -> float:
+        """The activation and transient bytes (those the fragmentation factor applies to)."""
+        return self.activations + self.loss_buffers + self.recompute + self.comm_buffers + self.pipeline_outputs
 
     @property
     def reserved(self) -> float:
@@ -219,8 +234,8 @@ class MemoryEstimate:
 
     def gib(self) -> dict[str, float]:
         keys = ("params", "grads", "optimizer", "activations", "loss_buffers", "recompute", "comm_buffers",
-                "workspaces", "allocated", "fragmentation", "reserved", "cuda_context", "nccl_buffers",
-                "non_pytorch", "total")
+                "pipeline_outputs", "workspaces", "stranded", "allocated", "fragmentation", "reserved",
+                "cuda_context", "nccl_buffers", "non_pytorch", "total")
         return {k: getattr(self, k) / GiB for k in keys}
 
 
@@ -271,7 +286,27 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     scores = 0.0
     if recompute == "none" and not t_cfg.flash_attention:
         scores = 5 * a * s * s_full * b
-    return (replicated / t if sp else replicated) + sharded / t + scores / t
+    return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores / t
+
+
+def legacy_model_bytes(scn: Scenario) -> float:
+    """Activation bytes Megatron-LM's legacy GPT model (``training.legacy_model``; megatron/model/
+    transformer.py, 2023-09 snapshot 1618c7e5) keeps per layer and micro-batch beyond the fused
+    layer of :func:`layer_activation_bytes`, before the TP split: its SwiGLU is
+    ``F.silu(x[0]) * x[1]`` over ``torch.chunk`` of FC1's output, so the SiLU output (s·b·f
+    elements) is saved for the multiply besides FC1's output and the product (a fused bias-SwiGLU
+    saves only its input); and its flash path (``FlashSelfAttention``) hands the kernel's output to
+    ``rearrange(..., 'b s h d -> s b (h d)').contiguous()``, a copy when b > 1, which the output
+    projection saves while flash-attn keeps the original for its backward: s·b·h elements more."""
+    m, t_cfg = scn.model, scn.training
+    if not t_cfg.legacy_model:
+        return 0.0
+    shape = RankShapes.of(scn)
+    tokens, b = shape.seq_local * shape.micro_batch_size, shape.micro_batch_size
+    out = 2.0 * tokens * m.ffn_hidden if m.gated else 0.0
+    if t_cfg.flash_attention and b > 1:
+        out += 2.0 * tokens * m.hidden
+    return out
 
 
 def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
@@ -385,12 +420,65 @@ def zero3_working_bytes(scn: Scenario, stage: int) -> tuple[float, float]:
     return window + bucket, window + bucket
 
 
-def pipeline_buffer_bytes(scn: Scenario) -> float:
-    """One received activation and one gradient in flight between stages (pp > 1)."""
-    if scn.parallel.pp == 1:
+def torch_pipelining(scn: Scenario) -> bool:
+    """Whether the pipeline is ``torch.distributed.pipelining``'s (torchtitan: FSDP2 with pp > 1)
+    rather than Megatron's ``p2p_communication``."""
+    p = scn.parallel
+    return p.pp > 1 and p.zero >= 3 and p.zero3_impl == "fsdp2"
+
+
+def pipeline_buffer_bytes(scn: Scenario, stage: int | None = None) -> float:
+    """Send/receive buffers between pipeline stages (pp > 1), of one stage message each
+    (``sp_tokens × hidden`` activations). Megatron's ``p2p_communication`` allocates a received
+    activation and a gradient being sent as it goes: 2 messages. ``torch.distributed.pipelining``
+    allocates its receive buffers once per micro-batch and keeps them across steps
+    (``_PipelineStageBase._prepare_forward_infra``: a ``_RecvInfo`` buffer per chunk for every
+    stage but the first; ``_prepare_backward_infra``: a gradient buffer per chunk for every stage
+    but the last, torch/distributed/pipelining/stage.py): ``n_micro`` messages each way, for each
+    of the rank's ``vp`` virtual stages under an interleaved schedule (the model's first stage
+    receives no activation, its last no gradient)."""
+    p = scn.parallel
+    if p.pp == 1:
         return 0.0
     shape = RankShapes.of(scn)
-    return 2 * shape.sp_tokens * scn.model.hidden * scn.training.act_bytes
+    message = shape.sp_tokens * scn.model.hidden * scn.training.act_bytes
+    if not torch_pipelining(scn) or stage is None:
+        return 2 * message
+    n_micro = scn.n_micro // p.pp_flushes
+    vp = p.vp if p.pp_schedule == "interleaved" else 1
+    return n_micro * message * (2 * vp - (stage == 0) - (stage == p.pp - 1))
+
+
+def pipeline_output_bytes(scn: Scenario, stage: int) -> float:
+    """Outputs ``torch.distributed.pipelining`` keeps on the last stage: ``forward_one_chunk``
+    appends every micro-batch's output to ``output_chunks`` (merged and returned by
+    ``step``; cleared when the next step starts), so the last stage holds the logits of all
+    ``n_micro`` micro-batches to the end of the step. torchtitan's model returns them in fp32
+    (``self.output(h).float()``, torchtitan/models/llama/model.py of 2024) for PyTorch's
+    cross-entropy (``training.cross_entropy: torch``): tokens × V/t × 4 B each. Counted for that
+    loss only: a fused loss (vocab-parallel, fused-linear: NeMo AutoModel) is not known to leave
+    the logits as the stage's output, and torch releases whose ``step`` takes
+    ``return_outputs=False`` keep nothing."""
+    p = scn.parallel
+    if not torch_pipelining(scn) or stage != p.pp - 1 or scn.training.cross_entropy != "torch":
+        return 0.0
+    shape = RankShapes.of(scn)
+    return (scn.n_micro // p.pp_flushes) * shape.tokens * scn.model.vocab / shape.tp * 4
+
+
+def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
+    """Reserved bytes no request at the loss's peak can use: PyTorch's cross-entropy on logits
+    the LM head made in bf16 (``training.cross_entropy: torch``; torchtitan's
+    ``self.output(h).float()``) frees the bf16 logits (2 B per logit) as soon as they are cast,
+    before the loss's fp32 tensors (4 B per logit each) are requested. The caching allocator
+    serves a request from one cached block at least as large (best fit; a block is split, never
+    merged with another segment, ``CUDACachingAllocator.cpp``), so each fp32 request takes a
+    segment of its own and the freed bf16 block stays reserved, unused, through the peak:
+    reserved − allocated ≥ tokens × V/t × 2 B on the last stage when the loss sets its peak."""
+    if not loss_peak or scn.training.cross_entropy != "torch":
+        return 0.0
+    shape = RankShapes.of(scn)
+    return shape.tokens * scn.model.vocab / shape.tp * scn.training.act_bytes
 
 
 def workspace_bytes(scn: Scenario) -> float:
@@ -452,7 +540,9 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                           optimizer=n.dense * o + n.expert * oe,
                           activations=acts, hbm_bytes=gpu.hbm_bytes, stage=stage,
                           loss_buffers=loss_b, recompute=rec_b,
-                          comm_buffers=zero_b + pipeline_buffer_bytes(scn), workspaces=workspace_bytes(scn),
+                          comm_buffers=zero_b + pipeline_buffer_bytes(scn, stage),
+                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
+                          stranded=stranded_bytes(scn, loss_b > 0),
                           fragmentation_factor=tr.allocator_fragmentation,
                           cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
 

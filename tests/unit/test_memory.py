@@ -241,7 +241,69 @@ def test_fsdp2_under_a_pipeline_keeps_the_stage_gathered_and_accumulates_unshard
     for stage in (0, 1):
         n = stage_params(s, stage).total
         assert zero3_working_bytes(s, stage) == (6 * n, 6 * n)
-    assert estimate_memory(s, 0).comm_buffers == pytest.approx(6 * stage_params(s, 0).total + 2 * 2048 * 1024 * 2)
+    # torch.distributed.pipelining: stage 0 of 2 keeps one gradient receive buffer per micro-batch
+    assert estimate_memory(s, 0).comm_buffers == pytest.approx(6 * stage_params(s, 0).total
+                                                               + s.n_micro * 2048 * 1024 * 2)
+
+
+def test_torch_pipelining_keeps_a_receive_buffer_per_micro_batch(scn):
+    """torch.distributed.pipelining allocates a receive buffer per micro-batch for the activation
+    (every stage but the first) and for the gradient (every stage but the last) and keeps them;
+    Megatron's p2p keeps one of each. 8 GPUs: pp 4 x dp 2, 32 / (1 x 2) = 16 micro-batches of
+    2048 tokens x 1024 hidden x 2 B."""
+    from simulator.schedule.memory import pipeline_buffer_bytes
+
+    fsdp = scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": 32, "recompute": "full"},
+               {"pp": 4, "zero": 3, "zero3_impl": "fsdp2"})
+    msg = 2048 * 1024 * 2
+    assert fsdp.n_micro == 16
+    assert [pipeline_buffer_bytes(fsdp, i) for i in range(4)] == [16 * msg, 32 * msg, 32 * msg, 16 * msg]
+    megatron = scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": 32}, {"pp": 4, "zero": 1})
+    assert {pipeline_buffer_bytes(megatron, i) for i in range(4)} == {2 * msg}
+
+
+def test_torch_pipelining_keeps_every_micro_batchs_logits_on_the_last_stage(scn):
+    """``forward_one_chunk`` appends each output to ``output_chunks`` until the step ends: the last
+    stage keeps n_micro fp32 logits (torchtitan's ``.float()``) of 2048 tokens x 32000 / tp 2."""
+    s = scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": 16, "recompute": "full",
+                                    "cross_entropy": "torch"},
+            {"pp": 2, "tp": 2, "zero": 3, "zero3_impl": "fsdp2"})  # dp 2: 8 micro-batches
+    assert s.n_micro == 8
+    last, first = estimate_memory(s, 1), estimate_memory(s, 0)
+    assert last.pipeline_outputs == 8 * 2048 * 32000 / 2 * 4 and first.pipeline_outputs == 0
+    plain = scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": 16}, {"pp": 2})
+    assert estimate_memory(plain, 1).pipeline_outputs == 0
+
+
+def test_torch_loss_strands_the_freed_bf16_logits_in_reserved(scn):
+    """F.cross_entropy on logits cast from bf16: the 2-byte block freed by the cast cannot serve
+    the 4-byte requests after it, so it stays reserved at the loss's peak: reserved − allocated =
+    factor x dynamic + tokens x V x 2 B; the allocated peak is unchanged; Megatron's in-place
+    vocab-parallel loss keeps its bf16 logits alive and strands nothing."""
+    s = scn(LLAMA, {"micro_batch": 2, "global_batch": 16, "cross_entropy": "torch",
+                    "allocator_fragmentation": 0.25})
+    m = estimate_memory(s, 0)
+    assert m.stranded == 2 * 2048 * 32000 * 2
+    assert m.reserved - m.allocated == pytest.approx(0.25 * m.dynamic + 2 * 2048 * 32000 * 2)
+    assert m.allocated == pytest.approx(m.model_states + m.dynamic + m.workspaces)
+    mega = scn(LLAMA, {"micro_batch": 2, "global_batch": 16})
+    assert estimate_memory(mega, 0).stranded == 0
+
+
+@pytest.mark.parametrize("mlp,b,extra", [("swiglu", 2, 2 * 2816 + 2 * 1024), ("swiglu", 1, 2 * 2816),
+                                         ("gelu", 2, 2 * 1024)])
+def test_legacy_model_saves_the_silu_output_and_the_flash_output_copy(scn, mlp, b, extra):
+    """Megatron-LM's legacy model: the unfused SwiGLU saves F.silu's output (2 B x s x b x f) and,
+    for b > 1, flash-attn's output stays beside its s-b-h copy (2 B x s x b x h); over TP 2."""
+    from simulator.schedule.memory import layer_activation_bytes
+
+    model = dict(LLAMA, mlp=mlp)
+    base = scn(model, {"micro_batch": b, "global_batch": 8 * b}, {"tp": 2})
+    legacy = scn(model, {"micro_batch": b, "global_batch": 8 * b, "legacy_model": True}, {"tp": 2})
+    diff = layer_activation_bytes(legacy) - layer_activation_bytes(base)
+    assert diff == 2048 * b * extra / 2
+    full = scn(model, {"micro_batch": b, "global_batch": 8 * b, "legacy_model": True, "recompute": "full"})
+    assert layer_activation_bytes(full) == 2 * 2048 * b * 1024  # only the layer input kept
 
 
 def test_training_default_fragmentation_is_the_documented_one():

@@ -14,12 +14,40 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_median_error_over_held_out_memory_rows():
+    """The issue's target, median |error| <= 8% over every held-out row, and per source: no source
+    of the 2024 and Megatron ones biased by more than 4% in the median (each was under-predicted by
+    1.6-7.5% before the pipeline's kept buffers and outputs, the allocator's stranded logits block
+    and the legacy Megatron model's saved tensors were modelled); torchtitan's 2025 H200 rows
+    (Float8 with op-level selective checkpointing) within 8%."""
     res = memory_results()
-    assert len(res) >= 20 and len({r.source for r in res}) >= 3
+    assert len(res) >= 40 and len({r.source for r in res}) >= 5
     assert summary(res)["median_abs"] <= 0.08
     by_source = {src: summary([r for r in res if r.source == src]) for src in {r.source for r in res}}
-    assert by_source["megatron_training_info_tool"]["median_abs"] <= 0.09
-    assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.10
+    assert by_source["megatron_training_info_tool"]["median_abs"] <= 0.03
+    assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.05
+    assert by_source["megatron_functional_tests_gpt_small"]["median_abs"] <= 0.05
+    assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.08
+    biased = {src: s["signed_median"] for src, s in by_source.items()
+              if src != "torchtitan_h200_2025" and abs(s["signed_median"]) > 0.04}
+    assert not biased, biased
+
+
+def test_torchtitan_pipeline_row():
+    """torchtitan's 405B 1F1B row (FSDP 8 x TP 8 x PP 8, 8 micro-batches of 4): the last stage
+    keeps every micro-batch's fp32 logits and a gradient / activation receive buffer per
+    micro-batch; it was 33% under before those were modelled, now within 5%."""
+    row = next(r for r in memory_results() if r.label == "Table 5 1F1B")
+    assert abs(row.error) <= 0.05, row.error
+    assert row.estimate.stage == 7 and row.estimate.pipeline_outputs == 8 * 4 * 8192 * 128256 / 8 * 4
+
+
+def test_megatron_small_model_suite():
+    """Megatron-Core's 12-layer h=512 functional tests on H100 (TP 1-4, PP 1-4, CP, interleaving,
+    distributed optimizer, full recompute, RoPE, SwiGLU, untied output, unfused attention, the
+    local layer spec): every row within 8%."""
+    rows = [r for r in memory_results() if r.source == "megatron_functional_tests_gpt_small"]
+    assert len(rows) >= 10
+    assert all(abs(r.error) <= 0.08 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
 
 
 def test_megatron_allocated_peaks():
