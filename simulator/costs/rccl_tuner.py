@@ -53,9 +53,9 @@ LL/LL128 tuning for gfx950" (not encoded: releases from 2.28 take the newest enc
 2.26-2.27 tables were read from ``src/graph/tuning.cc`` of that tree (``tuning_model_5`` and
 ``tuning_model_6``, the ``rcclTuningModel[]`` of 7 models whose ``ncclTopoGetAlgoTime`` batches pipelined
 collectives by ``NCCL_MAX_DEV_WORK_BATCH_COLLS``, NCCL 2.23+ code). The file names no release; it is
-placed by the CHANGELOG entries above: it has 2.26.6's gfx950 table and LL128 ranges, and not the
-2.28.3 retuning (whose ``tuning_model_6`` runs AllReduce LL to 262144 and LL128 to 70640910 bytes per
-rank, and adds per-size channel thresholds):
+placed by the CHANGELOG entries above: it has 2.26.6's gfx950 table and LL128 ranges, and not the later
+retuning (the newest tree's ``tuning_model_6``, 2.30-era, runs AllReduce LL to 262144 and LL128 to
+70640910 bytes per rank and adds per-size channel thresholds):
 
 * gfx950, ``tuning_model_6``: latencies and bandwidth ratios as ``tuning_model_5``; its own per-size
   corrections (:data:`TREE_CORRECTION_6`, :data:`RING_CORRECTION_6`); AllReduce LL in (0, 131071] and
