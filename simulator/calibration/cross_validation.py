@@ -19,7 +19,7 @@ per-sweep facts — ranks, GPUs per node, a pinned algorithm, ``-g`` — are tho
 Each sweep is fitted and predicted with the tuner tables of the NCCL release its header names, as
 `clustersim calibrate` fits it (:func:`simulator.calibration.profile_fit.at_logged_release`: the
 release every fitted sweep names, else the profile's) and the collective validation predicts it
-(``sweep_prediction.sweep_release``: none for RCCL): the release is an input of the run.
+(``sweep_prediction.sweep_release``; on AMD GPUs the RCCL release, which picks RCCL's own tables): the release is an input of the run.
 
 Score: |predicted busbw / measured busbw − 1| on the predicted rows, median over the system's
 rows for sizes ≥ 1 MiB and for all sizes. Target after calibration: ≤ 5 % and ≤ 10 %; on the
@@ -86,7 +86,7 @@ def measurement(sweep: MeasuredSweep, case: Case) -> MeasuredCollective:
 def at_release(profile, m: MeasuredCollective):
     """The profile with the tuner tables of the NCCL release ``m``'s header names, as `clustersim
     calibrate` fits a sweep (:func:`profile_fit.at_logged_release`) and the collective validation
-    predicts one (``sweep_prediction.sweep_release``: none for RCCL, whose tuner is its own)."""
+    predicts one (``sweep_prediction.sweep_release``; RCCL's release picks its own tables)."""
     return at_logged_release(profile, [m])[0]
 
 

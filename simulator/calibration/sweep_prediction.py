@@ -183,8 +183,10 @@ CASES: dict[str, Case] = {
              "has no other measured system, so its other deployed constants are the pooled row"),
     "mi300x8_allreduce_1node": Case(
         "mi300x", "allreduce", 8, 8, None, family="aac8-mi300x", note=(
-        "1-4 MiB are 20-31% low: RCCL chooses protocols with its own rcclTuningModel (per-size correction "
-        "tables in RCCL src/graph/tuning.cc), not NCCL's tuner modelled here")),
+        "512 KiB-8 MiB take 27-85 us where Ring/Simple is timed at 59-104 us (Ring/LL128 44-91): the MI300X "
+        "node's rome model (rome_model_79, mscclEnabled=1) runs MSCCL's 8-GPU allpairs AllReduce there "
+        "(RCCL tools/msccl-algorithms: LL to 512 KiB, Simple 512 KiB-16 MiB), an algorithm not modelled; "
+        "the RCCL release is not printed (data/nccl/INDEX.md)")),
 }
 # The three GB200 NVL72 sweeps (coreweave/nccl-tests, NCCL 2.26.2, >= 512 MiB). One and two racks run
 # what NCCL chooses, NVLS and NVLSTree: their plateaus (839 GB/s on 1 rack, 810 and still rising on 2)
@@ -467,13 +469,12 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
 
 
 def sweep_release(sweep: MeasuredSweep) -> str | None:
-    """The NCCL release whose tuner tables time a sweep: the one its ``# software:`` line names
+    """The release whose tuner tables time a sweep: the one its ``# software:`` line names
     (:attr:`MeasuredSweep.nccl_version`; profile_fit.logged_nccl_version reads logs the same way).
-    The release is an input of the run, like its rank layout, not a constant fitted to it. None
-    for RCCL sweeps: RCCL numbers its releases by the NCCL API it implements, but its tuner is its
-    own (``costs/rccl_tuner.py``), not NCCL's tables of that number."""
-    if "RCCL" in sweep.meta.get("software", ""):
-        return None
+    The release is an input of the run, like its rank layout, not a constant fitted to it. On an
+    RCCL sweep it is the RCCL release, whose own tuner tables choose (``costs/rccl_tuner.py``
+    ``tables_for``; RCCL numbers its releases by the NCCL API it implements, but its tables are
+    its own, not NCCL's of that number: ``nccl_graph.context_from_profile``)."""
     return sweep.nccl_version
 
 
@@ -532,13 +533,14 @@ def release_sensitivity(results: list[SweepResult]) -> list[tuple[SweepResult, S
     """Each NCCL sweep whose header names a release with other tuner tables than the newest
     (``nccl_versions``), predicted again with the newest tables, as a profile that names no release
     would: (with its own release, with the newest, its release's tables), for the sweeps whose
-    prediction the release changes. RCCL sweeps are left out (:func:`sweep_release`)."""
+    prediction the release changes. RCCL sweeps are left out (their release picks RCCL's tables,
+    :func:`sweep_release`)."""
     from simulator.costs.nccl_versions import NEWEST, resolve
 
     out = []
     for r in results:
         v = sweep_release(r.sweep)
-        if not v or resolve(v) == resolve(NEWEST):
+        if not v or "RCCL" in r.sweep.meta.get("software", "") or resolve(v) == resolve(NEWEST):
             continue
         try:
             newest = predict_sweep(r.sweep, r.case, own_release=False)

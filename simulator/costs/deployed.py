@@ -118,7 +118,7 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # Cloud A3 Ultra H200; 2 x 64 OCI GB200 over two NVL72 racks, fitted since its NVLink chain is priced at
 # Blackwell's NVLink step, nccl_constants.NVLINK_HOP_EXTRA_US); RCCL over RoCE on two (AMD AAC11 MI325X, AAC14 MI355X; AAC10 is scored, not
 # fitted). Fitted as one RoCE row, NCCL's and RCCL's systems pulled it apart (LL128 x 0.6 for
-# both, while RCCL runs no LL128 across nodes: costs/rccl_tuner.py).
+# both, while RCCL ran no LL128 across nodes; RCCL 2.26+ runs it on gfx950 (MI355X): costs/rccl_tuner.py).
 # A ring's LL128 fraction scales what its CTAs move, not the NIC's share (collectives.channel_fraction): with
 # it Slingshot's ring LL128 came out x 0.8 while the GH200 rows were timed as LL128 (they run none: above) and
 # RoCE's x 0.9 no longer caps the 128 x 8 H100 rings that run four CTAs per NIC (nccl-tests issue #322).

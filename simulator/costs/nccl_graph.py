@@ -67,6 +67,10 @@ class TunerContext:
     stack: TransportStack = DEFAULT_STACK
     # The collective library whose tuner chooses: "nccl", or "rccl" on AMD GPUs (costs/rccl_tuner.py)
     library: str = "nccl"
+    # RCCL only: the RCCL release whose tuning tables choose (profile nccl.version; None: the newest
+    # encoded, costs/rccl_tuner.py tables_for) and the GPU architecture they are keyed by (cdna3, cdna4)
+    rccl_release: str | None = None
+    gpu_arch: str = ""
     # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path, as the release types it:
     # costs/gdr.py nccl_path_type): LL128 across nodes needs it no farther than PXB (from 2.27 P2C on
     # Hopper and later; nccl_tuner.enabled)
@@ -389,8 +393,12 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
     None: the profile's unscoped ``nccl:`` keys only)."""
     # Every profile starts from its transport's deployed-fabric constants (costs/deployed.py);
     # its own nccl: values for this pattern scope (calibrated) refine them key by key.
+    # An AMD profile's nccl.version names the RCCL release: its own tuner's tables (costs/rccl_tuner.py)
+    # choose, and the time keeps the newest NCCL tables, as for an RCCL profile that names none.
+    rccl = profile.collective_library == "rccl"
     constants = constants_from_overrides(scoped(profile.nccl_overrides, scope), source=f"profile {profile.name}",
-                                         version=profile.nccl_version, under=deployed_overrides(profile))
+                                         version=None if rccl else profile.nccl_version,
+                                         under=deployed_overrides(profile))
     # The transport's plugin and environment (costs/transports.py): what NCCL is told, not fitted.
     stack = stack_for_profile(profile)
     if stack.reported_latency_us:
@@ -419,6 +427,8 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         constants=constants,
         stack=stack,
         library=profile.collective_library,
+        rccl_release=profile.nccl_version if rccl else None,
+        gpu_arch=profile.gpu.arch,
         # as the release types it (a Grace superchip's C2C path is PHB before 2.27: costs/gdr.py)
         net_path=nccl_path_type(profile.node.nics.gpu_path, release),
         # the rings' and trees' GPUs (at nics.gpu_path from their NICs) run GPUDirect per NCCL's rule

@@ -234,7 +234,8 @@ def test_cross_validation_times_each_sweep_with_its_headers_release():
     """The cross-validation fits and predicts a sweep with the tables of the release its header
     names, as calibrate fits it and the collective validation predicts it. The GB200 sweeps name
     2.26.2, the profile none (the newest): 2.26.2 runs 32 NVLS channels on one MNNVL clique, 24 from
-    2.27.3 (nvls.cc ncclNvlsInit). AAC10's header names RCCL 2.22.3: RCCL's own tuner, no NCCL tables."""
+    2.27.3 (nvls.cc ncclNvlsInit). AAC10's header names RCCL 2.22.3: RCCL's own tables of that release,
+    NCCL's newest."""
     import numpy as np
 
     from simulator.calibration.cross_validation import _medians, at_release, system_profile, systems
@@ -251,7 +252,10 @@ def test_cross_validation_times_each_sweep_with_its_headers_release():
         assert (plan.algorithm, plan.channels) == ("nvls", channels)
     assert _medians(profile, [rack])[1] == pytest.approx(float(np.median(np.abs(busbw_errors(timed, rack)))))
     assert _medians(profile, [rack])[1] != pytest.approx(float(np.median(np.abs(busbw_errors(profile, rack)))))
-    assert all(m.nccl_version is None for m in by_system["aac10-mi300x"])
+    assert all(m.nccl_version == "2.22.3" for m in by_system["aac10-mi300x"])
+    from simulator.costs.nccl_graph import context_from_profile
+    aac10 = context_from_profile(at_release(system_profile("aac10-mi300x"), by_system["aac10-mi300x"][0]), 16, 2)
+    assert aac10.rccl_release == "2.22.3" and aac10.constants.nccl_version == NEWEST
 
 
 def test_sweep_csv_software_line_gives_the_version():
@@ -454,8 +458,11 @@ def test_validation_predicts_each_sweep_with_its_own_release():
     assert own.points == predict_sweep(sweep, case, own_release=True).points
     abci = case_for(read_sweep(data / "a100x16_allreduce_2node_abci.csv"))
     assert case_profile(abci, version="2.16.5").nccl_version == "2.8.4"
-    rccl = read_sweep(data / "mi355x16_allreduce_2node_aac14_pollara.csv")  # RCCL 2.26.6: RCCL's own tuner
-    assert rccl.nccl_version == "2.26.6" and sweep_release(rccl) is None
+    rccl = read_sweep(data / "mi355x16_allreduce_2node_aac14_pollara.csv")  # RCCL 2.26.6: RCCL's own tables
+    assert rccl.nccl_version == "2.26.6" and sweep_release(rccl) == "2.26.6"
+    from simulator.costs.nccl_graph import context_from_profile
+    ctx = context_from_profile(case_profile(case_for(rccl), version=sweep_release(rccl)), 16, 2)
+    assert ctx.rccl_release == "2.26.6" and ctx.constants.nccl_version == NEWEST  # NCCL's tables: the newest
 
 
 @pytest.mark.parametrize("name, nodes, bound", [
