@@ -1409,12 +1409,15 @@ TensorBoard), and every one but the CP case `--deterministic-mode` with NCCL_ALG
 these is modelled.
 
 - **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 19.5%, every row optimistic.**
-  TP 1 × PP 4 with vp 8: +7.7% (H100), +17.6% (A100); TP 4 without sequence parallelism: +21.3%
-  and +23.4% (predicted MFU 45.0% and 62.6%). The H100 TP 4 prediction's 80% interval (837-1,056
-  ms) misses the measured 1,115 ms. The candidates, neither priced: the deterministic attention
-  backward (with NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 TransformerEngine keeps cuDNN's fused attention
-  only on its workspace-optimisation path on sm90 and runs flash-attn's deterministic backward
-  elsewhere: `get_attention_backend`, "Filter: Determinism") and the per-layer floor below.
+  TP 1 × PP 4 with vp 8: +7.7% (H100), +17.6% (A100); TP 4 without sequence parallelism: +21.3% and
+  +23.4% (predicted MFU 45.0% and 62.6%). The H100 TP 4 prediction's 80% interval (837-1,056 ms)
+  misses the measured 1,115 ms. The candidates, neither priced: the deterministic attention backward
+  (with NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 TransformerEngine keeps cuDNN's fused attention only on
+  its workspace-optimisation path on sm90 and runs flash-attn's deterministic backward elsewhere:
+  `get_attention_backend`, "Filter: Determinism") and the per-layer floor below. How much the
+  attention weighs at 8,192 tokens: priced at FlashAttention-2's rate instead of cuDNN's, the H100
+  rows would be −0.2% and +12.1%; the A100 rows already run FlashAttention-2's rate and stay at
+  +17.6% and +23.4%, so a slower deterministic backward there, or costs outside attention, remain.
 - **The small GPT (12 layers, h 512, seq 1,024, micro-batch 4), 10 rows under five plans: +146% to
   +783%, median +636%.** The measured step is not the kernels: counted per layer and micro-batch a
   rank runs (forward and backward), it is 6.1-9.2 ms on H100 and 8.5-17.1 ms on A100, where the
