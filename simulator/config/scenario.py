@@ -229,9 +229,17 @@ def check_plan(scn: Scenario) -> None:
         if len(p.pp_layers) != p.pp and not (p.vp > 1 and len(p.pp_layers) == p.pp * p.vp):
             expect = f"pp={p.pp}" + (f" (or pp x vp = {p.pp * p.vp}, one per virtual stage)" if p.vp > 1 else "")
             _fail(scn, "parallel.pp_layers", f"{len(p.pp_layers)} entries but {expect}")
-        if sum(p.pp_layers) != m.layers or min(p.pp_layers) < 1:
+        # The first and last of several virtual stages may hold no transformer layer: the embedding
+        # alone, the output projection and loss alone (Megatron-Core's pipeline layout "E|...|L";
+        # Llama 3's schedule, arXiv:2407.21783 sec. 3.3.2: "the first model chunk on the first stage
+        # has only the embedding, and the last model chunk on the last stage has only output
+        # projection and loss calculation"). Their stages still hold the layers of their other chunks.
+        virtual = p.vp > 1 and len(p.pp_layers) == p.pp * p.vp
+        inner = p.pp_layers[1:-1] if virtual else p.pp_layers
+        if sum(p.pp_layers) != m.layers or min(p.pp_layers) < 0 or min(inner, default=1) < 1:
             _fail(scn, "parallel.pp_layers", f"sum {'+'.join(map(str, p.pp_layers))} = {sum(p.pp_layers)} "
-                                             f"must equal layers={m.layers}, at least 1 per stage")
+                                             f"must equal layers={m.layers}, at least 1 per stage"
+                                             + (" (0 only in the first and the last virtual stage)" if virtual else ""))
     if p.vp > 1 and not (p.pp_layers is not None and len(p.pp_layers) == p.pp * p.vp):
         for i, n_layers in enumerate(scn.stage_layers):
             if n_layers % p.vp:

@@ -29,6 +29,8 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
     padded_vocab,
 )
+from simulator.e2e_validation.llama3_sources import llama3
+from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
 from simulator.files import bundled_dir
@@ -730,6 +732,28 @@ SOURCES: list[Source] = [
             "Not stated by the source: the split of the 800 Gb/s per node (4 x HDR 200 Gb/s assumed, profile "
             "vtrain-a100), the ZeRO stage (ZeRO-1 inferred: the 175B TP4 x PP4 rows fit 80 GB only so), the "
             "precision (fp16, as vTrain's traced model) and the software versions."]),
+    Source("llama3", "Llama 3 405B pre-training, arXiv:2407.21783 Table 4 (8,192-16,384 H100, BF16)",
+           "llama3_405b_table4.csv", llama3,
+           ["Held out entirely (no row fits anything). Model TFLOP/s per GPU as the paper prints them; see the "
+            "file's header and simulator/e2e_validation/llama3_sources.py.",
+            "V = 8 virtual stages of one layer, derived from sec. 3.3.2 (the first chunk holds only the embedding, "
+            "the last only the output projection and loss); the micro-batch (one sequence) is not printed; the "
+            "tunable number N of contiguous micro-batches runs as Megatron's interleaved order.",
+            "FSDP as the paper describes it (parameters kept after forward, fp32 gradients reduce-scattered once) "
+            "runs as the distributed optimizer's communication (zero 1, overlapped).",
+            "The cluster runs on the dgx-h100 profile (H100 SXM 80 GB at 700 W, 8 x 400 Gb/s per node): its RoCE "
+            "fabric (1:7 oversubscribed between pods of 3,072 GPUs), NCCLX and the document mask are not modelled.",
+            "The 128K-token row (CP 16) is transcribed but not scored: see the page's findings."]),
+    Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
+           "megatron_ci_golden_values.csv", megatron_ci,
+           ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
+            "iteration-time from step 3 on; arguments from each test case's model_config.yaml (see the file's "
+            "header and simulator/e2e_validation/megatron_ci_sources.py).",
+            "Not modelled: --deterministic-mode (NVTE_ALLOW_NONDETERMINISTIC_ALGO=0: TransformerEngine's "
+            "deterministic attention backward; NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, "
+            "--log-num-zeros-in-grad, timers and memory to TensorBoard) and NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16.",
+            "The suite's small-GPT cases (12 layers, hidden 512; builder megatron_ci_small) are transcribed but not "
+            "scored: see the page's findings."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
             "automodel_moe source."]),
@@ -867,7 +891,7 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
-                              "vtrain_single"})
+                              "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -50,6 +50,9 @@ CASES = [
     ({"parallel.pp": 4, "parallel.pp_schedule": "interleaved", "parallel.vp": 3}, "parallel.vp",
      "stage 0 holds 20 layers, not divisible by vp=3"),
     ({"parallel.pp": 3, "parallel.pp_layers": [20, 20, 20]}, "parallel.pp_layers", "= 60 must equal layers=80"),
+    ({"parallel.pp": 2, "parallel.pp_schedule": "interleaved", "parallel.vp": 2, "parallel.pp_layers": [1, 0, 39, 40]},
+     "parallel.pp_layers", "at least 1 per stage (0 only in the first and the last virtual stage)"),
+    ({"parallel.pp": 2, "parallel.pp_layers": [0, 80]}, "parallel.pp_layers", "at least 1 per stage"),
     ({"parallel.zero": 3, "parallel.pp": 2}, "parallel.zero", "zero=3 with pp=2"),
     ({"training.dtype": "fp8"}, "training.dtype", "fp8 needs fp8 tensor cores"),
     ({"training.attention": "flash1"}, "training.attention",
@@ -127,3 +130,16 @@ def test_uneven_stages_are_split_not_rejected(tmp_path):
     path = write(tmp_path, {"model": {"preset": "llama3-405b", "seq_len": 8192}, "nodes": 16,
                             "training.global_batch": 128, "parallel.tp": 8, "parallel.pp": 16})
     assert load_scenario(path).stage_layers == split_layers(126, 16)
+
+
+def test_first_and_last_virtual_stages_may_hold_no_layer(tmp_path):
+    """Llama 3 405B's pipeline (arXiv:2407.21783 sec. 3.3.2): 126 layers on 16 stages of 8 chunks, one
+    layer per chunk but the first chunk (the embedding alone) and the last (output projection and
+    loss alone). The stages keep their other chunks' layers: 7, 8 x 14, 7."""
+    pl = [0] + [1] * 126 + [0]
+    path = write(tmp_path, {"model": {"preset": "llama3-405b", "seq_len": 8192}, "nodes": 16,
+                            "training.global_batch": 128, "parallel.tp": 8, "parallel.pp": 16,
+                            "parallel.pp_schedule": "interleaved", "parallel.vp": 8, "parallel.pp_layers": pl})
+    scn = load_scenario(path)
+    assert scn.stage_layers == (7,) + (8,) * 14 + (7,)
+    assert scn.virtual_stage_layers == tuple(pl)
