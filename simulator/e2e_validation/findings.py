@@ -1573,6 +1573,14 @@ What each contrast gives:
   by the medians, but two of the four deterministic H100 cases lie within 15% of the nondeterministic
   ones (0.117, 0.137 s) and two 58-61% above (0.190, 0.194 s): 1.9 ms (A100) to 3 ms (H100) per layer
   and micro-batch where it shows.
+- **NCCL.** Since 2026-04-14 the CI's training script exports `NCCL_PROTO=simple`,
+  `NCCL_ALGO=Ring` and `NCCL_NVLS_ENABLE=0` for every case (`_run_training.sh`, 4e85d74ae9 and
+  ef1888bc5c), so the H100 files, recorded after, ran Ring/Simple without NVLS in the
+  nondeterministic cases too (the A100 files, of 2025-10, did not): on H100 the determinism
+  contrast above is PyTorch's deterministic algorithms, cuBLAS's workspace and TE's
+  deterministic kernels alone. Pinning every collective to Ring/Simple in the simulation moves the
+  7B rows by at most 0.2 point (H100 TP 4: +21.3% → +21.5%) and the small ones by at most 2.2 ms
+  (faster: TP 4 on H100).
 - **NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 alone** (the CP cases run without `--deterministic-mode`):
   nothing on H100 (0.291 against 0.294 s), +22% on A100 (0.419 → 0.510 s, 1.9 ms per layer and
   micro-batch): the deterministic backward of flash-attn (these cases set `--attention-backend flash`),
