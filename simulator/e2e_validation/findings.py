@@ -1560,7 +1560,12 @@ What each contrast gives:
   step on H100 for everything paid once per step (the parameter norm and zero count over the
   gradients with their `.item()`, TensorBoard writes, the optimizer, the logging sync of
   `--log-interval 1`), and 17-25 ms on A100. So the CI's per-step instrumentation is not what
-  puts the model at −85%: the model's whole step for the TP 1 × DP 8 row (with full recompute) is 15 ms.
+  puts the model at −85%: the model's whole step for the TP 1 × DP 8 row (with full recompute) is 15 ms. The largest of those per-step costs
+  by its code, the zero count (`count_zeros_fp32`, megatron/core/optimizer/clip_grads.py: a
+  Python loop over the gradient tensors with a `count_nonzero`, a subtraction and an add for each,
+  about 150 tensors a rank here, then an AllReduce and one `.item()`), is some 450 kernels, 3-5 ms of
+  host time at the model's 6-11 µs a kernel: the intercept has room for it and for little else, and
+  priced it would move these rows by 1-2% of their measured step.
 - **TransformerEngine or not: within noise.** TE against `--transformer-impl local` (fp16 in most
   local cases): −4% .. 0% at TP 1 and TP 4 on H100, +1% .. +14% on A100 (TP 1, 2 × 2, 4), +18% / +7% at TP 1 × PP 4 (whose TE
   cases also carry `--disable-bias-linear`, untied embeddings or sequence parallelism). The floor is the same in
