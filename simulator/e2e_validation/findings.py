@@ -1565,7 +1565,7 @@ What each contrast gives:
   Python loop over the gradient tensors with a `count_nonzero`, a subtraction and an add for each,
   about 150 tensors a rank here, then an AllReduce and one `.item()`), is some 450 kernels, 3-5 ms of
   host time at the model's 6-11 µs a kernel: the intercept has room for it and for little else, and
-  priced it would move these rows by 1-2% of their measured step.
+  priced it would move the ten rows by 1-5% of their measured step.
 - **TransformerEngine or not: within noise.** TE against `--transformer-impl local` (fp16 in most
   local cases): −4% .. 0% at TP 1 and TP 4 on H100, +1% .. +14% on A100 (TP 1, 2 × 2, 4), +18% / +7% at TP 1 × PP 4 (whose TE
   cases also carry `--disable-bias-linear`, untied embeddings or sequence parallelism). The floor is the same in
