@@ -1516,4 +1516,103 @@ these is modelled.
   small-model regime from 3.5% to 4.8% (signed +2.2% → +3.6%) and the all-rows median from 4.8% to
   5.1%, the source itself at a median of +636% against the 12% target: the builder is
   `megatron_ci_sources.megatron_ci_small`, and the source is listed once that cost is priced.
+
+### What the small step is made of: the suite's cases as a controlled experiment
+
+The snapshot's `test_cases/gpt` keeps dev golden values for 89 cases of this 12-layer, h 512 GPT (the
+five above among them; nearly all at micro-batch 4, global batch 32, one node), many of which differ
+from another in one flag or one plan axis.
+Every case runs `--no-gradient-accumulation-fusion`, `CUDA_DEVICE_MAX_CONNECTIONS=1`, the CI's
+per-step logging (`--log-params-norm`, `--log-num-zeros-in-grad`, timers and memory to
+TensorBoard, `--log-interval 1`), so those cannot be isolated; the rest can. Thirty of these files
+(18 cases) are transcribed as `megatron_ci_flags` rows of the same csv (data only; the
+test `test_flag_contrasts_put_the_small_step_in_a_per_layer_floor` checks the contrasts below
+from them; the table counts every case of each group in the snapshot). Step time, median over cases
+of each group (range), and the same per layer and
+micro-batch a rank runs (forward and backward, pipeline bubble not counted):
+
+| group (cases) | layer-mb / rank | H100 s | ms | A100 s | ms |
+|---|---:|---:|---:|---:|---:|
+| TP 1 × DP 8, TE, distributed optimizer (2) | 12 | 0.051 (0.049-0.053) | 4.3 | 0.097 (0.086-0.107) | 8.1 |
+| TP 1 × DP 8, local layers, dist. opt. overlapped (1-2) | 12 | 0.053 | 4.4 | 0.093 (0.090-0.096) | 7.7 |
+| TP 2 × DP 4, TE, dist. opt. / FSDP (2-3) | 24 | 0.161 (0.159-0.163) | 6.7 | 0.208 (0.182-0.289) | 8.7 |
+| TP 4 × DP 2, TE, dist. opt., overlap grad (1-2) | 48 | 0.196 | 4.1 | 0.338 (0.305-0.371) | 7.0 |
+| the same + `--overlap-param-gather` (2) | 48 | 0.311 (0.295-0.328) | 6.5 | 0.389 (0.372-0.406) | 8.1 |
+| TP 4 × DP 2, local layers, DDP (2-3) | 48 | 0.203 | 4.2 | 0.296 (0.291-0.302) | 6.2 |
+| TP 4 × PP 2, TE, not deterministic (2) | 48 | 0.228 (0.196-0.260) | 4.7 | 0.288 | 6.0 |
+| TP 2 × PP 2, TE, `--deterministic-mode` (4 / 10) | 24 | 0.163 (0.117-0.194) | 6.8 | 0.216 (0.199-0.257) | 9.0 |
+| TP 2 × PP 2, TE, not deterministic (3) | 24 | 0.120 (0.118-0.120) | 5.0 | 0.171 (0.167-0.174) | 7.1 |
+| TP 2 × PP 2 × CP 2, flash, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (4) | 48 | 0.291 (0.290-0.292) | 6.1 | 0.510 (0.495-0.515) | 10.6 |
+| the same with =1 (5) | 48 | 0.294 (0.293-0.302) | 6.1 | 0.419 (0.402-0.426) | 8.7 |
+| TP 1 × PP 4, TE, deterministic (3 / 8) | 12 | 0.121 (0.121-0.137) | 10.1 | 0.173 (0.156-0.196) | 14.4 |
+| TP 1 × PP 4, local layers (1 / 2) | 12 | 0.103 | 8.6 | 0.162 (0.156-0.169) | 13.5 |
+| TP 1 × DP 8, TE, DDP, full recompute (1 / 2) | 12 | 0.110 | 9.2 | 0.147 (0.131-0.162) | 12.2 |
+
+What each contrast gives:
+
+- **Per layer and micro-batch, flat in TP.** TP 1 and TP 4 cost the same per layer and
+  micro-batch on H100 (4.3 and 4.1 ms with TE, 4.4 and 4.2 ms with the local layers), though the
+  kernel work per rank falls fourfold from TP 1 to TP 4 and the TP AllReduces go from none to four per
+  layer and micro-batch. Neither the kernels nor the TP collectives set this cost. The A100 node
+  pays 1.5-1.9 times as much (6-8 ms), which fits a host cost (the DGX A100's EPYC 7742 against the
+  DGX H100's Xeon 8480C) better than a GPU one.
+- **Per step: a few ms at most.** The line through TP 1 (12 layer-mb) and TP 4 (48) leaves 3-6 ms a
+  step on H100 for everything paid once per step (the parameter norm and zero count over the
+  gradients with their `.item()`, TensorBoard writes, the optimizer, the logging sync of
+  `--log-interval 1`), and 17-25 ms on A100. So the CI's per-step instrumentation is not what
+  puts the model at −85%: the model's whole step for the TP 1 × DP 8 row (with full recompute) is 15 ms. The largest of those per-step costs
+  by its code, the zero count (`count_zeros_fp32`, megatron/core/optimizer/clip_grads.py: a
+  Python loop over the gradient tensors with a `count_nonzero`, a subtraction and an add for each,
+  about 150 tensors a rank here, then an AllReduce and one `.item()`), is some 450 kernels, 3-5 ms of
+  host time at the model's 6-11 µs a kernel: the intercept has room for it and for little else, and
+  priced it would move the ten rows by 1-5% of their measured step.
+- **TransformerEngine or not: within noise.** TE against `--transformer-impl local` (fp16 in most
+  local cases): −4% .. 0% at TP 1 and TP 4 on H100, +1% .. +14% on A100 (TP 1, 2 × 2, 4), +18% / +7% at TP 1 × PP 4 (whose TE
+  cases also carry `--disable-bias-linear`, untied embeddings or sequence parallelism). The floor is the same in
+  both stacks, so it is not TE's per-module Python (TransformerEngine issue #2053 times a bf16
+  `te.Linear` forward at 90-100 µs of CPU on GH200/GB200 against 33-37 µs for `torch.nn.Linear` there,
+  and `torch.nn.Linear` at 13.5 µs on a DGX H100: even at Grace's 100 µs for each of six modules a
+  layer, forward and backward, 1.2 ms).
+- **`--deterministic-mode` (with NCCL_ALGO=Ring, cuBLAS workspace, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0).**
+  TP 2 × PP 2: +26% on A100 (0.171 → 0.216 s over ten deterministic cases, every one slower), +36% on H100
+  by the medians, but two of the four deterministic H100 cases lie within 15% of the nondeterministic
+  ones (0.117, 0.137 s) and two 58-61% above (0.190, 0.194 s): 1.9 ms (A100) to 3 ms (H100) per layer
+  and micro-batch where it shows.
+- **NCCL.** Since 2026-04-14 the CI's training script exports `NCCL_PROTO=simple`,
+  `NCCL_ALGO=Ring` and `NCCL_NVLS_ENABLE=0` for every case (`_run_training.sh`, 4e85d74ae9 and
+  ef1888bc5c), so the H100 files, recorded after, ran Ring/Simple without NVLS in the
+  nondeterministic cases too (the A100 files, of 2025-10, did not): on H100 the determinism
+  contrast above is PyTorch's deterministic algorithms, cuBLAS's workspace and TE's
+  deterministic kernels alone. Pinning every collective to Ring/Simple in the simulation moves the
+  7B rows by at most 0.2 point (H100 TP 4: +21.3% → +21.5%) and the small ones by at most 2.2 ms
+  (faster: TP 4 on H100).
+- **NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 alone** (the CP cases run without `--deterministic-mode`):
+  nothing on H100 (0.291 against 0.294 s), +22% on A100 (0.419 → 0.510 s, 1.9 ms per layer and
+  micro-batch): the deterministic backward of flash-attn (these cases set `--attention-backend flash`),
+  which costs nothing measurable on H100.
+- **`--overlap-param-gather`** at TP 4: +59% on H100 (0.196 → 0.295/0.328 s), +33% between the
+  two regular A100 cases (0.305 → 0.406 s) and +0.2% between the two resume ones (0.371 → 0.372
+  s). Its forward pre-hook (`distributed_data_parallel.py`, `_make_forward_pre_hook`: a loop over
+  each module's parameters) costs µs a module; the contrast is not consistent enough to price.
+- **Full recompute** (DDP, TP 1 × DP 8): +0.057 s on H100 over the distributed-optimizer case
+  for 12 recomputed layer forwards (4.7 ms each, more than a layer's forward and backward
+  elsewhere); confounded with DDP against the distributed optimizer.
+- **Recording spread.** Cases that differ only in checkpointing or in a flag with no bearing on
+  the step (`defer_embedding_wgrad_compute`, `no_create_attention_mask_in_dataloader`,
+  `ddp_average_in_collective`) lie 0.117-0.194 s at TP 2 × PP 2 on H100: golden files recorded on
+  different days and machines spread by ±25%, the size of most contrasts above.
+
+Against the model: `costs/host.py` charges 0.24-0.30 ms of host time per layer and micro-batch
+here (12 forward kernels at 11 µs, 18 backward kernels at 6 µs, four TP AllReduces at 15 µs at TP 4),
+a fourteenth to a seventeenth of the 4.1 ms the H100 node measures
+(`test_model_host_charge_is_a_tenth_of_the_floor`): about 120 µs for each op the model lists, as on vTrain's rows (about 100 µs, above), and no published per-op or per-module host
+time on an H100 host comes near it. A floor fitted to these rows (4.1 ms per layer and micro-batch
+on the critical path, H100) would still leave the five H100 rows 24-55% short (TP 1 × PP 4 vp 3:
+15 on the critical path, 0.062 s against 0.092; TP 2 × PP 2: 30, 0.123 against 0.194; CP 2: 54,
+0.221 against 0.291; TP 4: 48, 0.197 against 0.328; full recompute: 0.049 s plus the recompute
+against 0.110), since each of the ten scored-candidate rows also carries one of the costs above
+(determinism, `--overlap-param-gather`, recompute) that the contrasts do not price consistently.
+The source stays unscored: what the floor is (the CI pods' CPU share, the fault-tolerance launcher
+and the persistent checkpoint worker beside eight ranks, or the framework) is not in the repository,
+and timing one layer of this model on such a node would tell.
 """
