@@ -372,9 +372,9 @@ CASES.update({
         note="Azure NDm A100 v4 VMs on AKS (8 A100-80GB and 8 HDR InfiniBand HCAs per VM: dgx-a100's), NCCL "
              "version not printed (modelled with the newest tables; 2.16.5's give 10.7% from 1 MiB, 13.7% over all "
              "sizes), Azure's NCCL topology file. From 128 MiB within 0-9% (Ring/Simple, 189 GB/s busbw at 8 GiB); "
-             "the Tree/LL rows of 8-64 KiB (46-60 us measured, 35-41 predicted) and the Tree/LL128 ones of 256 KiB-"
-             "8 MiB take 14-31% longer than NCCL's LL128 rate gives, as the A100 NVSwitch node's LL128 does on one node "
-             "(data/nccl/INDEX.md)"),
+             "the Tree/LL rows of 8-64 KiB (46-60 us measured, 35-41 predicted) and the Tree/LL128 ones of "
+             "256 KiB-8 MiB take 14-31% longer than NCCL's LL128 rate gives, as the A100 NVSwitch node's LL128 "
+             "does on one node (data/nccl/INDEX.md)"),
     "h100x32_allreduce_4node_issue309vm_ib": Case(
         "dgx-h100", "allreduce", 32, 8, family="issue309vm-h100",
         note="4 VMs of 8 H100 and 8 CX-7 400 Gb/s InfiniBand each (nccl-tests issue #309, qoofyk's 4-node run), "
