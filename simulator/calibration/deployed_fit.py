@@ -97,6 +97,8 @@ FIT_EXCLUDED = {
                     "added as an unseen system (scored, not fitted)",
     "oci-h200": "2 x 8 H200 over RoCE (BM.GPU.H200.8), 1-16 GiB only, added as an unseen system: no row is the "
                 "network's latency (scored, not fitted)",
+    "gcp-a4": "2 x 8 B200 over RoCE (Google Cloud A4), 8 MiB-8 GiB only, added as an unseen system: no row is the "
+              "network's latency (scored, not fitted)",
     "gcp-a3-mega": "the only GPUDirect-TCPXO system: its rows would pull the pooled row every transport's fit leans "
                    "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the bytes and hops of the "
                    "Simple protocol its stack enforces, are the fill of NCCL 2.21's 1 MiB Tree/Simple chunks "

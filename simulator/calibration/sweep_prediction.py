@@ -365,6 +365,42 @@ CASES.update({
         note="Oracle Cloud BM.GPU.H200.8 (8 ConnectX-7 RoCE NICs per node: dgx-h200's 8 x 400 Gb/s), NCCL 2.27.5, the "
              "oci-hpc stack's sample job (argonne-lcf/oci-howto); 1-16 GiB only"),
 })
+# Clusters of public cloud and on-premises logs (data/nccl/INDEX.md, "Clusters added from cloud and
+# issue logs"), each mapped to the bundled profile of its node (same GPUs, NVLink fabric and NIC
+# count and rate), with the transport its header names.
+CASES.update({
+    "a100x16_allreduce_2node_azure_ndmv4_ib": Case(
+        "dgx-a100", "allreduce", 16, 8, family="azure-ndmv4",
+        note="Azure NDm A100 v4 VMs on AKS (8 A100-80GB and 8 HDR InfiniBand HCAs per VM: dgx-a100's), NCCL "
+             "version not printed (modelled with the newest tables; 2.16.5's give 10.7% from 1 MiB, 13.7% over all "
+             "sizes), Azure's NCCL topology file. From 128 MiB within 0-9% (Ring/Simple, 189 GB/s busbw at 8 GiB); "
+             "the Tree/LL rows of 8-64 KiB (46-60 us measured, 35-41 predicted) and the Tree/LL128 ones of "
+             "256 KiB-8 MiB take 14-31% longer than NCCL's LL128 rate gives, as the A100 NVSwitch node's LL128 "
+             "does on one node (data/nccl/INDEX.md)"),
+    "h100x32_allreduce_4node_issue309vm_ib": Case(
+        "dgx-h100", "allreduce", 32, 8, family="issue309vm-h100",
+        note="4 VMs of 8 H100 and 8 CX-7 400 Gb/s InfiniBand each (nccl-tests issue #309, qoofyk's 4-node run), "
+             "NCCL 2.26.2, a hand-written topology file (NCCL_TOPO_FILE=vm_topo_mod.xml, not printed), defaults. "
+             "1-16 GiB reach 358-366 GB/s busbw, above what NCCL's Ring can carry on 8 NICs (16 channels of two "
+             "CTAs at 20.6 GB/s: 330), so NCCL ran NVLSTree there, where the model, rating NVLSTree on its NVLS "
+             "search graph (364 GB/s against the ring graph's 8 x 48, nccl_graph.nvls_graph), runs Ring (-10% to "
+             "-12%), as the bare-metal 4- and 8-node issue #309 cluster and xxrjun's 10 nodes measured (314-325 GB/s). "
+             "The choice turns on the ring graph's speed, which the run's topology file sets and its output does "
+             "not print: not modelled"),
+    "h100x16_allreduce_2node_nebius_ib": Case(
+        "dgx-h100", "allreduce", 16, 8, family="nebius-h100",
+        note="2 Nebius H100 VMs over InfiniBand (dstack's example run), NCCL version not printed, defaults"),
+    "b200x16_allreduce_2node_lambda_ib": Case(
+        "dgx-b200", "allreduce", 16, 8, family="lambda-b200",
+        note="2 Lambda 1-Click Cluster B200 nodes over InfiniBand (dstack's example run), NCCL 2.26.2, defaults; "
+             "64 MiB-2 GiB within 1-8% (NVLSTree), 8 B-128 KiB within 13% but for the 512 B outlier; 1-16 MiB run at a "
+             "~115 us floor (114-118 us at 1-4 MiB) that the NVLSTree estimate puts at 65-81 us (+27% to +79%), "
+             "where two H100 nodes over the same NICs take 72-94 us (h100x16_allreduce_2node_xe9680_ib): not modelled"),
+    "b200x16_allreduce_2node_gcp_a4_roce": Case(
+        "dgx-b200", "allreduce", 16, 8, family="gcp-a4", transport="roce",
+        note="2 Google Cloud A4 VMs (8 B200, 8 CX-7 RoCE NICs each: dgx-b200's 8 x 400 Gb/s), NCCL version not "
+             "printed, 8 MiB-8 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",

@@ -141,9 +141,11 @@ def test_hopper_ring_plateau_is_two_ctas_per_nic(name):
 # measured, NCCL's own per-channel NVLSTree ceiling (tuning.cc perChMaxNVLSTreeBws, Hopper on
 # two nodes 57.7 GB/s busBw per graph channel; nccl_tuner.nvls_tree_edge_GBps) gives
 # 8 x 57.7 x 16/30 = 246.2 GB/s; the links alone gave 278 (7-12% too fast). Every NVLSTree row of
-# 4 GiB and up within 6% of the measured busbw (worst today 5.5%, aws-p5 at 16 GiB).
+# 4 GiB and up within 6% of the measured busbw (worst today 5.5%, aws-p5 at 16 GiB). Nebius' two H100
+# VMs (dstack's example run, added after the ceiling was set) meet it within 1.4-1.9%.
 NVLS_TREE_TWO_NODE = ["h100x16_allreduce_2node_issue309_ib", "h100x16_allreduce_2node_xe9680_ib",
-                      "h100x16_allreduce_2node_oci_roce", "h100x16_allreduce_2node_awsp5_efa"]
+                      "h100x16_allreduce_2node_oci_roce", "h100x16_allreduce_2node_awsp5_efa",
+                      "h100x16_allreduce_2node_nebius_ib"]
 
 
 @pytest.mark.parametrize("name", NVLS_TREE_TWO_NODE)
@@ -179,8 +181,9 @@ def test_largest_allreduce_from_four_h100_nodes_is_nccls_ring(name):
 # rate and NCCL's latency give (70 us at 32 MiB), two rounds of 16 channels x 8 heads x the chunk
 # (128 KiB; 64 KiB below 64 MiB) at ~250 GB/s: the chunk pipeline's fill
 # (costs/nvls_pipeline.py). Without it those rows ran 11-37% fast; every row from 32 MiB is now
-# within 5% of the measured busbw (worst today 3.7%).
-@pytest.mark.parametrize("name", ["h100x16_allreduce_2node_issue309_ib", "h100x16_allreduce_2node_xe9680_ib"])
+# within 5% of the measured busbw (worst today 3.7%; Nebius' two H100 VMs, added later: 1.9%).
+@pytest.mark.parametrize("name", ["h100x16_allreduce_2node_issue309_ib", "h100x16_allreduce_2node_xe9680_ib",
+                                  "h100x16_allreduce_2node_nebius_ib"])
 def test_two_node_nvls_tree_ramp_is_the_chunk_pipeline_fill(name):
     r = _result(name)
     mid = [p for p in r.points if 32 * MiB <= p.size_bytes <= 2048 * MiB]
