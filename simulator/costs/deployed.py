@@ -149,7 +149,7 @@ DEPLOYED: dict[str, DeployedNet] = {
     "infiniband": DeployedNet(3, (0, 0.9), (0, 0.9), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
                                                      "nebius-h100, sophia-a100, xe9680-h100", MESSAGE_US),
     "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(7, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
     "other": DeployedNet(10, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "azure-ndmv4, gcp-a3-ultra, gh200-alps, issue309vm-h100, lambda-b200, "
