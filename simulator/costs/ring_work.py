@@ -30,7 +30,7 @@ sets its rate. The NVLink efficiency of an A100 profile is the 8-GPU AllReduce p
 
 (a no-op at the full node). vTrain's tables of its A100 node (data/nccl/a100x{2,4,8}_allreduce_1node_
 vtrain_dgx.csv) add 512 MiB -> 1 GiB at 206, 227 and 235 GB/s busbw on 2, 4 and 8 GPUs; the closed
-form gives 185, 222 and 235. No constant is fitted: the count is NCCL's step sequence, the rate the
+form gives 184, 221 and 234. No constant is fitted: the count is NCCL's step sequence, the rate the
 profile's measured 8-GPU plateau. Hopper and later write (no P2P read, ``paths.cc``) and no 2- or
 4-GPU sweep of them is bundled, so the bound is applied to the read path only.
 """
