@@ -137,7 +137,8 @@ def render_section(held_out: Sequence[Any]) -> list[str]:
              f"**The {LEVEL:.0%} interval covers {overall.row_fraction:.0%} of the {overall.rows} held-out rows** "
              f"({overall.group_mean:.0%} averaged over the {overall.groups} systems"
              + (f"; {big_hit / big_rows:.0%} of the {big_rows} rows from 1 MiB" if big_rows else "") + "). "
-             "The row count is dominated by the two 1,023-row scans of a100-pcie; the mean over systems weighs "
+             "The row count is dominated by the two 1,023-row scans of a100-pcie and vTrain's three 1,024-row "
+             "tables (1 MiB steps, most of them on the plateau); the mean over systems weighs "
              "each system once. With three to seven other systems per class, a held-out system is often an "
              "extrapolation, so the mean over systems falls short of the nominal 80%: read the interval as the "
              "spread between deployed systems, not as a guarantee.", ""]

@@ -99,6 +99,22 @@ CASES: dict[str, Case] = {
             "call up to 512 MiB and not from 1 GiB, a cost of one host thread driving 8 GPUs that the -g floor (8 "
             "launches) does not carry; the one-process-per-GPU run is itself +21-23% at 8-32 MiB (the medium-size gap "
             "the ABCI node also shows there) and within 10% at 1-4 MiB, where ABCI's 2.8.4 node is 2x; not asserted in tests")),
+    # vTrain's nccl-tests tables of its A100 node: 2 and 4 GPUs are the first of the board's 8 (a ring of
+    # fewer GPUs than the node: costs/ring_work.py), as `clustersim collective --ranks N --gpus-per-node N`
+    "a100x2_allreduce_1node_vtrain_dgx": Case(
+        "vtrain-a100", "allreduce", 2, 2, None,
+        "2 of the node's 8 A100: from 64 MiB (Simple) within 8% once a ring's CTAs are priced by their memory accesses "
+        "per busbw byte (costs/ring_work.py: W(2) = 4 against the 8-GPU plateau's 22/7); below, a per-call cost of "
+        "~25 us beyond NCCL's latency, the same from 1 to 64 MiB, that no source here explains (data/nccl/INDEX.md); "
+        "tests/unit/test_ring_work.py asserts 64 MiB-1 GiB"),
+    "a100x4_allreduce_1node_vtrain_dgx": Case(
+        "vtrain-a100", "allreduce", 4, 4, None,
+        "4 of the node's 8 A100: from 64 MiB within 13% (W(4) = 10/3, costs/ring_work.py); 16-59 us per call beyond "
+        "NCCL's latency below, and Ring/LL128 at 2-4 MiB +40%; tests/unit/test_ring_work.py asserts 64 MiB-1 GiB"),
+    "a100x8_allreduce_1node_vtrain_dgx": Case(
+        "vtrain-a100", "allreduce", 8, 8, None,
+        "the full node: within 12% from 64 MiB (+17% at 32 MiB); a 92-96 us floor at 1-4 MiB (the process layout is not recorded) and "
+        "Ring/LL128 at 8-16 MiB on 41 us + 159 GB/s busbw, 0.73 of NCCL's rate (data/nccl/INDEX.md); not asserted"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "

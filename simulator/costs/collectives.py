@@ -67,7 +67,8 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce, ring_window, tree_pipeline
+from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce, ring_window, ring_work,
+                             tree_pipeline)
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -289,6 +290,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         cap = tuner.channel_bw_GBps(ctx, algorithm, protocol, size_bytes, op,
                                     ll128_fraction=proto_eff if per_cta else 1.0) * 1e9 * wire
         byte_eff = 1.0 if per_cta else proto_eff
+        work = ring_work_cap_Bps(topo, op, algorithm, protocol, n, n_nodes)
+        if work is not None:  # fewer GPUs than the node: the CTAs' reads and reductions bind (costs/ring_work.py)
+            cap = min(cap, work / n_ch * wire)
         if algorithm == "ring":
             closed = op != "broadcast"
             pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed, geo))
@@ -353,6 +357,21 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         latency_us += ctx.constants.net_call_extra_us
     phases = tuple(p for p in phases if p)
     return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
+
+
+def ring_work_cap_Bps(topo: TopologyView, op: str, algorithm: str, protocol: str, n: int,
+                      n_nodes: int) -> float | None:
+    """The busbw (bytes/s) a ring's CTAs reach on ``n`` GPUs of one node
+    (:func:`simulator.costs.ring_work.allreduce_busbw_cap_GBps`); None where it does not bind."""
+    if algorithm != "ring":
+        return None
+    profile = topo.profile
+    su = profile.node.scale_up
+    if profile.collective_library != "nccl":
+        return None
+    cap = ring_work.allreduce_busbw_cap_GBps(op, protocol, n, n_nodes, profile.node.gpus, profile.gpu.arch,
+                                             su.kind, su.link_GBps, su.efficiency)
+    return None if cap is None else cap * 1e9
 
 
 def tree_fill_us(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protocol: str, size_bytes: int) -> float:

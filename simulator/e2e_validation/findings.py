@@ -1342,10 +1342,10 @@ activation checkpointing, 1F1B): GPT 3.6B-175B on 64-512 GPUs and GPT with hidde
 and 12-24 layers on one node, under every TP × DP × PP plan and micro-batch they measured.
 Nothing was changed in the model for them.
 
-- **Multi-node (108 plans): median 3.6%, signed +2.1%.** The rows whose TP fills the node are
-  close (GPT-39.1B TP 8: median +0.7%; GPT-175B at TP 2-8: −2.4% to −4.0%). Rows with TP 2 or 4
+- **Multi-node (108 plans): median 3.7%, signed +2.1%.** The rows whose TP fills the node are
+  close (GPT-39.1B TP 8: median +0.7%; GPT-175B at TP 2-8: −2.4% to −4.4%). Rows with TP 2 or 4
   at 3.6B-39.1B, where a node holds two to four model-parallel groups, are optimistic (GPT-39.1B
-  TP 2: median +44.8%, TP 4: +13.8%; 3.6B and 18.4B TP 2/4: +13% to +16%). It is not the network
+  TP 2: median +43.9%, TP 4: +13.3%; 3.6B and 18.4B TP 2/4: +12% to +16%). It is not the network
   assumption: the 800 Gb/s per node of vTrain's configs as 4 × 200 Gb/s or the DGX A100's
   8 × 200 Gb/s moves the 39.1B TP 2 rows by 1-2 points. Two rows are outliers of the measurement
   itself: GPT-3.6B TP 8 at micro-batch 64 took 9.84 s where micro-batch 32 took 4.97 s (+103%),
@@ -1361,12 +1361,14 @@ Nothing was changed in the model for them.
   for every micro-batch of a TP × PP pair, so these rows are not evidence of one missing
   mechanism. One part is priced low: vTrain's own AllReduce tables of the node
   (`trace/a100/AR_GPU{2,4,8}_1M_1024M_LUT`) give 405, 544 and 580 µs for 64 MiB on 2, 4 and 8
-  GPUs (1,456, 1,929 and 2,162 µs for 256 MiB), where the model gives 302, 459 and 558 µs (1,162,
-  1,750 and 2,064): its NVSwitch AllReduce reaches the 8-GPU bus bandwidth on 2 and 4 GPUs, which
-  the measured node does not (197, 222 and 229 GB/s at 1 GiB). Priced at the measured times, the
-  about 180 TP AllReduces of 201 MB of GPT-3.6B TP 2 at micro-batch 16 take about 40 ms more per
-  step (1,105 µs each against the model's ~875), a tenth of that row's 0.45 s gap; the whole gap
-  would need them 3.8 times the model's time.
+  GPUs (1,456, 1,929 and 2,162 µs for 256 MiB; data/nccl/a100x{2,4,8}_allreduce_1node_vtrain_dgx.csv),
+  where the model gave 302, 459 and 558 µs (1,162, 1,750 and 2,064) while its NVSwitch AllReduce
+  reached the 8-GPU bus bandwidth on 2 and 4 GPUs, which the measured node does not (197, 222 and
+  229 GB/s at 1 GiB). With a ring's CTAs priced by their memory accesses per busbw byte on fewer
+  GPUs than the node (costs/ring_work.py) it gives 380, 485 and 558 µs (1,475, 1,854 and 2,064),
+  and the about 180 TP AllReduces of 201 MB of GPT-3.6B TP 2 at micro-batch 16 take 1,108 µs each
+  (1,105 measured; ~875 before), about 40 ms more per step: that row moves from +12.9% to +11.5%,
+  a tenth of its 0.45 s gap; the whole gap would need them 3.8 times the model's former time.
 - **Single node (288 rows, 8 GPUs, run alone): median 22.5%, signed +22.5%** (by TP 1/2/4/8:
   +9.0/+15.5/+52.3/+102.2%). **These rows are not end-to-end steps: the 1,440 values of the file
   are one closed form over one per-layer time per (hidden, TP, micro-batch).** Checked on every row
@@ -1422,7 +1424,7 @@ Nothing was changed in the model for them.
   (`synchronize_checkpoint_boundary`); without them, the RNG states saved and restored around the
   recompute and a re-entrant `torch.autograd.backward`, tens of µs of host time. The TP AllReduces'
   small-message floor (vTrain's nccl-tests table of the node, `trace/a100/AR_GPU8_1M_1024M_LUT`:
-  92-96 µs for 1-4 MB on 8 GPUs, 44-61 µs on 2; the model 36-74 µs and 20-33 µs) accounts for about
+  92-96 µs for 1-4 MB on 8 GPUs, 44-61 µs on 2; the model 36-74 µs and 21-38 µs) accounts for about
   0.3 ms per layer and micro-batch at TP 8. vTrain prices the cost by measurement: its predictor
   adds to each kernel the idle gap to the next one in a CUPTI trace of a profiled step of its own
   model (`src/predictor.py`, `parse_traces`), the host's pace on that machine, which the constants
