@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
             check_outputs(argparse.Namespace(plot=str(path)), "plot")
     sim = simulate_scenario(load_scenario(args.scenario, args.hardware), algo=args.algo, proto=args.proto,
                             max_ranks=args.max_ranks, fold=not args.no_fold)
+    # the NCCL algorithm / protocol pinned on the command line change every number: echo them
+    sim.report.inputs.update({k: v for k, v in (("algo", args.algo), ("proto", args.proto)) if v})
     to_stdout = STDOUT in (args.json, args.trace)
     if not to_stdout:
         print(format_table(sim.report))
