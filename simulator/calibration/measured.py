@@ -9,6 +9,7 @@ no time column) become None.
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,14 +72,20 @@ class MeasuredSweep:
         return int(m.group(1)) if m else 1
 
 
-def _num(text: str, cast, where: str):
+def _num(text: str, cast, where: str, column: str, *, whole: bool = False):
+    """A row's value in ``column``: None when empty, else a finite number >= 0 (a whole one for
+    ``whole``); anything else is an :class:`InputError` naming the line and the column."""
     text = text.strip()
     if text == "":
         return None
+    what = "a whole number >= 0" if whole else "a finite number >= 0"
     try:
-        return cast(text)
+        value = cast(text)
     except ValueError:
-        raise InputError(f"expected a number, got {text!r}", source=where) from None
+        raise InputError(f"expected {what}, got {text!r}", source=where, field=column) from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"expected {what}, got {text!r}", source=where, field=column)
+    return value
 
 
 def read_sweep(path: str | Path) -> MeasuredSweep:
@@ -102,11 +109,15 @@ def read_sweep(path: str | Path) -> MeasuredSweep:
     rows = []
     for i, rec in enumerate(reader, start=len(header) + 2):
         where = f"{p}:{i}"
+        if None in rec or any(v is None for v in rec.values()):  # DictReader: extra cells / missing ones
+            got = len(COLUMNS) + len(rec.get(None) or ()) - sum(v is None for k, v in rec.items() if k is not None)
+            raise InputError(f"expected {len(COLUMNS)} cells ({','.join(COLUMNS)}), got {got}", source=where)
         rows.append(MeasuredRow(
-            size_bytes=_num(rec["size_bytes"], int, where), count=_num(rec["count"], int, where),
-            dtype=rec["dtype"].strip(), time_us=_num(rec["time_us"], float, where),
-            algbw_GBps=_num(rec["algbw_GBps"], float, where) or 0.0,
-            busbw_GBps=_num(rec["busbw_GBps"], float, where) or 0.0,
+            size_bytes=_num(rec["size_bytes"], int, where, "size_bytes", whole=True),
+            count=_num(rec["count"], int, where, "count", whole=True),
+            dtype=rec["dtype"].strip(), time_us=_num(rec["time_us"], float, where, "time_us"),
+            algbw_GBps=_num(rec["algbw_GBps"], float, where, "algbw_GBps") or 0.0,
+            busbw_GBps=_num(rec["busbw_GBps"], float, where, "busbw_GBps") or 0.0,
             inplace=rec["inplace"].strip() == "1",
         ))
     return MeasuredSweep(p, tuple(header), meta, tuple(rows))

@@ -140,7 +140,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.nccl_version is not None and check_version(args.nccl_version):
         raise InputError(str(check_version(args.nccl_version)), source="command line", field="--nccl-version")
-    profile = load_profile(args.hardware)
+    try:
+        profile = load_profile(args.hardware)
+    except InputError as exc:
+        if exc.source not in (None, "hardware"):  # a profile file's own error names that file
+            raise
+        raise InputError(exc.detail, source="command line", field="--hardware") from None
     if args.nccl_version is not None:
         profile = apply_overlay(profile, {"nccl": {"version": args.nccl_version}}, source="--nccl-version")
     if algo in ("nvls", "nvls_tree") and not profile.nvls_available:

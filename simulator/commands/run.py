@@ -65,8 +65,15 @@ def run(args: argparse.Namespace) -> int:
 
         for path in plot_paths(args.plot):
             check_outputs(argparse.Namespace(plot=str(path)), "plot")
+    from simulator.costs.collectives import ALGORITHMS, PROTOCOLS
+
+    for option, value, known in (("--algo", args.algo, ALGORITHMS), ("--proto", args.proto, PROTOCOLS)):
+        if value is not None and value.lower() not in known:
+            raise InputError(f"{value!r}: expected one of {', '.join(known)}", source="command line", field=option)
     sim = simulate_scenario(load_scenario(args.scenario, args.hardware), algo=args.algo, proto=args.proto,
                             max_ranks=args.max_ranks, fold=not args.no_fold)
+    # the NCCL algorithm / protocol pinned on the command line change every number: echo them
+    sim.report.inputs.update({k: v for k, v in (("algo", args.algo), ("proto", args.proto)) if v})
     to_stdout = STDOUT in (args.json, args.trace)
     if not to_stdout:
         print(format_table(sim.report))

@@ -99,7 +99,7 @@ def emit(result, args: argparse.Namespace, base=None) -> int:
     JSON starts with the ``inputs`` (the base scenario) and ends with ``meta`` (the wall time)."""
     from simulator.commands import figure_png
     from simulator.files import STDOUT, OutputSet
-    from simulator.report.inputs import inputs_line, scenario_inputs
+    from simulator.report.inputs import fixed_inputs_title, inputs_line, scenario_inputs
     from simulator.sweep.run import sweep_json
     from simulator.sweep.table import csv_text, format_plans, plot_rows
 
@@ -107,10 +107,11 @@ def emit(result, args: argparse.Namespace, base=None) -> int:
     meta = {"wall_s": doc.pop("wall_s")} if "wall_s" in doc else {}
     inputs = scenario_inputs(base) if base is not None else {}
     doc = {"inputs": inputs, **doc, "meta": meta}
+    title = fixed_inputs_title(inputs) if inputs else result.scenario
     if STDOUT not in (args.json, args.csv):
         print(format_plans(result, top=args.top))
         if inputs:
-            print(inputs_line(inputs))
+            print(inputs_line(inputs, plan_label="base plan (each row overrides it)"))
     with OutputSet() as out:
         if args.json:
             out.add(args.json, json.dumps(doc, indent=2) + "\n", "--json")
@@ -120,12 +121,12 @@ def emit(result, args: argparse.Namespace, base=None) -> int:
             from simulator.report.compare_plots import plot_plan_comparison
 
             out.add(args.plot, figure_png(plot_plan_comparison(plot_rows(result.plans, args.top),
-                                                               title=result.scenario)), "--plot")
+                                                               title=title)), "--plot")
         if getattr(args, "pareto", None):
             from simulator.report.compare_plots import plot_pareto
             from simulator.sweep.table import pareto_points
 
-            out.add(args.pareto, figure_png(plot_pareto(pareto_points(result.plans), title=result.scenario,
+            out.add(args.pareto, figure_png(plot_pareto(pareto_points(result.plans), title=title,
                                                         memory_cap_gib=getattr(args, "memory_cap", None))),
                     "--pareto")
     return 0

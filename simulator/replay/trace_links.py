@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import numpy as np
+
 from simulator.costs.topology_view import TopologyView
 from simulator.replay.trace import Trace
 from simulator.schedule.ir import CommOp, P2POp
@@ -169,18 +171,29 @@ def utilisation_counters(trace: Trace, topology: TopologyView, grid: Any | None,
         {"ph": "M", "name": "process_name", "pid": LINK_PID, "args": {"name": "links (utilisation, op average)"}},
         {"ph": "M", "name": "process_sort_index", "pid": LINK_PID, "args": {"sort_index": LINK_PID}}]
     for link in busiest:
-        deltas: dict[float, float] = {}
-        for lo, hi, rate in loads[link]:
-            deltas[lo] = deltas.get(lo, 0.0) + rate
-            deltas[hi] = deltas.get(hi, 0.0) - rate
         u, v = ends.get(link, ("?", "?"))
         name = f"link {link} {topology.kind[link]} {u}->{v}"
-        level = 0.0
-        for t in sorted(deltas):
-            level += deltas[t]
-            out.append({"ph": "C", "name": name, "pid": LINK_PID, "ts": _slice_ts(t),
-                        "args": {"utilisation": round(max(level, 0.0) / float(cap[link]), 6)}})
+        times, levels = _step_function(loads[link])
+        c = float(cap[link])
+        out += [{"ph": "C", "name": name, "pid": LINK_PID, "ts": ts, "args": {"utilisation": round(level / c, 6)}}
+                for ts, level in zip((times * 1e6).tolist(), np.maximum(levels, 0.0).tolist())]
     return out
+
+
+def _step_function(spans: list[tuple[float, float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The instants where a sum of (start, end, rate) boxes changes, in order, and the sum from
+    each on: every box adds its rate at its start and takes it back at its end; the changes at
+    one instant are summed in the order of ``spans``, then accumulated in time order (the same
+    float operations, in the same order, as a dict of deltas walked in sorted order; sorting
+    and accumulating in numpy keeps a 14,000-op link track from costing seconds)."""
+    a = np.asarray(spans, dtype=float).reshape(-1, 3)
+    t = a[:, :2].ravel()  # lo0, hi0, lo1, hi1, ...: the order the deltas are added in
+    d = np.empty_like(t)
+    d[0::2], d[1::2] = a[:, 2], -a[:, 2]
+    times, slot = np.unique(t, return_inverse=True)
+    deltas = np.zeros(len(times))
+    np.add.at(deltas, slot.ravel(), d)
+    return times, np.cumsum(deltas)
 
 
 def _link_ends(topology: TopologyView) -> dict[int, tuple[str, str]]:

@@ -67,6 +67,22 @@ def plan_inputs(scenario: Any) -> dict[str, Any]:
     return plan
 
 
+def workload_inputs(scenario: Any) -> dict[str, Any]:
+    """The model (its preset, if named), the sequence length and the precision: with the plan's
+    global batch, what one step processes."""
+    model, training = scenario.model, scenario.training
+    return {"preset": model.preset, "seq_len": model.seq_len, "dtype": training.dtype,
+            "recompute": training.recompute}
+
+
+def nccl_inputs(profile: Any) -> dict[str, Any]:
+    """``nccl_version``: the profile's ``nccl.version`` (None: not set); ``nccl_tables``: the
+    NCCL release whose tuner tables price the collectives (the newest encoded when not set)."""
+    from simulator.costs.nccl_versions import resolve
+
+    return {"nccl_version": profile.nccl_version, "nccl_tables": resolve(profile.nccl_version)}
+
+
 def scenario_inputs(scenario: Any) -> dict[str, Any]:
     """The ``inputs`` block of a result computed from one scenario."""
     return {
@@ -74,13 +90,33 @@ def scenario_inputs(scenario: Any) -> dict[str, Any]:
         "hardware": hardware_inputs(scenario.hardware, scenario.profile.name, scenario.source or None),
         "nodes": scenario.nodes,
         **({"gpus_per_node": scenario.first_gpus} if getattr(scenario, "first_gpus", None) is not None else {}),
+        "gpus": scenario.n_gpus,
+        "model": workload_inputs(scenario),
+        **nccl_inputs(scenario.profile),
         "plan": plan_inputs(scenario),
         "clustersim": version(),
     }
 
 
-def inputs_line(inputs: dict[str, Any]) -> str:
-    """One line for a table: ``inputs: scenario PATH (sha256 1234abcd) hardware NAME ... clustersim V``."""
+def fixed_inputs_title(inputs: dict[str, Any]) -> str:
+    """A plot title for plans compared on one scenario: what every plan shares (scenario,
+    hardware, GPUs, model, global batch, NCCL tables), not the plan."""
+    scn, hw, model, plan = (inputs.get(k) or {} for k in ("scenario", "hardware", "model", "plan"))
+    parts = [hw.get("profile", "")]
+    if inputs.get("gpus") and inputs.get("nodes"):
+        parts.append(f"{inputs['nodes']} x {inputs['gpus'] // inputs['nodes']} GPUs")
+    if model:
+        parts.append(f"{model.get('preset') or 'custom model'} seq {model.get('seq_len')} {model.get('dtype')}")
+    if plan.get("global_batch"):
+        parts.append(f"global batch {plan['global_batch']}")
+    if inputs.get("nccl_tables"):
+        parts.append(f"NCCL {inputs.get('nccl_version') or inputs['nccl_tables']}")
+    return f"{scn.get('name', '')}: " + ", ".join(p for p in parts if p)
+
+
+def inputs_line(inputs: dict[str, Any], plan_label: str = "plan") -> str:
+    """One line for a table: ``inputs: scenario PATH (sha256 1234abcd) hardware NAME ... clustersim V``;
+    ``plan_label`` names the plan (a sweep's rows override the base scenario's)."""
     parts = []
     scn = inputs.get("scenario")
     if isinstance(scn, dict) and scn.get("path"):
@@ -89,10 +125,24 @@ def inputs_line(inputs: dict[str, Any]) -> str:
     if isinstance(hw, dict):
         parts.append(f"hardware {hw['profile']}" + (f" from {hw['path']} (sha256 {hw['sha256'][:12]})"
                                                     if hw.get("path") and hw.get("sha256") else ""))
+    if inputs.get("gpus") and inputs.get("nodes"):
+        parts.append(f"{inputs['nodes']} nodes x {inputs['gpus'] // inputs['nodes']} GPUs = {inputs['gpus']} GPUs")
+    if inputs.get("nccl_tables"):
+        parts.append(f"NCCL {inputs.get('nccl_version') or inputs['nccl_tables']} tuner tables"
+                     + (f" (those of {inputs['nccl_tables']})"
+                        if inputs.get("nccl_version") not in (None, inputs["nccl_tables"]) else ""))
+    model = inputs.get("model")
+    if isinstance(model, dict):
+        parts.append(f"model {model.get('preset') or 'custom'} seq {model.get('seq_len')} {model.get('dtype')}"
+                     + (f" recompute {model['recompute']}" if model.get("recompute") not in (None, "none") else ""))
     plan = inputs.get("plan")
     if isinstance(plan, dict):
-        knobs = [f"{k}={plan[k]}" for k in ("tp", "cp", "ulysses", "pp", "vp", "dp", "zero", "micro_batch")
+        knobs = [f"{k}={plan[k]}" for k in ("tp", "cp", "ulysses", "pp", "vp", "dp", "ep", "zero", "micro_batch",
+                                            "global_batch")
                  if k in plan and plan[k] is not None]
-        parts.append("plan " + " ".join(knobs))
+        parts.append(f"{plan_label} " + " ".join(knobs))
+    pins = [f"{k} {inputs[k]}" for k in ("algo", "proto") if inputs.get(k)]
+    if pins:
+        parts.append("pinned " + " ".join(pins))
     parts.append(f"clustersim {inputs.get('clustersim', version())}")
     return "inputs: " + "; ".join(parts)

@@ -50,4 +50,6 @@ def run_title(scenario: Any, step_time_s: float) -> str:
     gpus = f"{scenario.nodes} x {scenario.gpus_per_node} GPUs"
     plan = plan_label(scenario.parallel, scenario.dp, scenario.training.micro_batch,
                       scenario.training.recompute if scenario.training.recompute != "none" else None)
-    return f"{scenario.name}: {hw}, {gpus}, {plan}, step {step_time_s * 1e3:.1f} ms"
+    t = scenario.training
+    batch = f"batch {t.global_batch} x {scenario.model.seq_len} tokens {t.dtype}"
+    return f"{scenario.name}: {hw}, {gpus}, {plan}, {batch}, step {step_time_s * 1e3:.1f} ms"
