@@ -107,8 +107,17 @@ def test_flagperf_rows_run_the_benchmark_scripts_plan():
 
 
 # Published e2e rows whose predicted allocated peak is allowed past their GPUs' memory, with the
-# documented reason (none at present).
-E2E_MEMORY_EXCEPTIONS: dict[str, str] = {}
+# documented reason.
+_LLAMA3_FSDP = ("Meta's FSDP shards the gradients as well as the optimizer states (arXiv:2407.21783 sec. 3.3.2, "
+                "ZeRO-2-like, no reshard after forward); the row is built with Megatron's distributed optimizer, "
+                "whose unsharded gradient buffer over-counts the peak")
+E2E_MEMORY_EXCEPTIONS: dict[str, str] = {
+    "llama3: Llama 3 405B tp8 cp1 pp16 vp8 dp64 seq8192 8192 GPUs": _LLAMA3_FSDP,
+    "llama3: Llama 3 405B tp8 cp1 pp16 vp8 dp128 seq8192 16384 GPUs": _LLAMA3_FSDP,
+    "usp: LLAMA3-8B 208K gbs1 tp8 ulysses1 ring2 dp1 16 GPUs": (
+        "0.2 GiB over 80: the USP paper prints neither recompute nor the framework's buffers for its "
+        "longest run; the row assumes no recompute (the paper's out-of-memory remarks), at the edge"),
+}
 
 
 def test_every_published_e2e_run_fits_its_gpus_memory():
