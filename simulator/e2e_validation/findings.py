@@ -852,9 +852,10 @@ Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 1
    With tp 4 innermost, the DP groups of TP ranks 0 and 1 (GPUs 0, 4 and 1, 5 of each node)
    AllReduce at once through the same two HFIs. Mirrored along tp, only one of them was on the
    network and ran twice as fast as with every rank simulated (93.4 s against 95.6 s for the final
-   run). Symmetric mode now keeps unmirrored every axis whose replicas would share a simulated
-   rank's NIC (`replay/symmetry.nic_private_axes`); the e2e profiles with a NIC per GPU are
-   unchanged. BLOOM's rows then simulate 4-8 times more ranks.
+   run). Symmetric mode now mirrors an axis whose replicas would share a simulated rank's NIC
+   only in blocks of the ranks that share one (`replay/symmetry.nic_private_blocks`: TP ranks 0
+   and 1, the others their mirror images on NICs of their own); the e2e profiles with a NIC per
+   GPU are unchanged. BLOOM's rows then simulate twice as many ranks (tp 4: 2 of 4 per stage).
 2. **ALiBi on materialised scores.** `torch.baddbmm(alibi, q, k^T, beta=1)` copies the broadcast
    bias into the score buffer and the GEMM reads it back: two more passes over the scores per
    forward (+0.9 s on the final run, +0.4 s on the 64-head rows).

@@ -84,26 +84,46 @@ def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str]) -> list[str
     return out
 
 
-def nic_private_axes(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> list[str]:
-    """The axes of ``axes`` (innermost first) that can be mirrored together without an unsimulated
-    rank sending through the NIC of a simulated rank of its node: an axis is kept while the NICs
-    (``nic_key``: one non-negative id per rank, distinct across nodes) of the ranks at coordinate 0 of every
-    kept axis and those of the other ranks stay disjoint. With a NIC per GPU every axis passes."""
+def nic_private_blocks(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> dict[str, int]:
+    """How far each axis of ``axes`` (innermost first) can be mirrored without an unsimulated rank
+    sending through the NIC of a simulated rank of its node: ``{axis: b}``, the ranks at
+    coordinates ``0 .. b-1`` along it simulated (b = 1: the axis mirrored whole; an axis absent:
+    not mirrored). An axis is mirrored whole while the NICs (``nic_key``: one non-negative id per
+    rank, distinct across nodes) of the ranks kept so far at coordinate 0 of it and those of the
+    other ranks stay disjoint. Where that fails, the smallest block b dividing its degree whose
+    ranks' NICs are disjoint from the others' is kept: on a node with a NIC per two GPUs (NIC r
+    serving GPUs 2r and 2r+1), TP ranks 0 and 1 are simulated and ranks 2..7 are their mirror
+    images (rank c runs the timeline of rank c mod 2), each pair with its NIC to itself. The NIC
+    each simulated rank shares is then shared as on the full cluster, and what is dropped is, as
+    for an axis mirrored whole, traffic of replicas on NICs of their own (module docstring). With a
+    NIC per GPU every axis is mirrored whole."""
     r = np.arange(n_ranks, dtype=np.int64)
     vector = _vector_grid(grid)
     keep = np.ones(n_ranks, dtype=bool)
-    out: list[str] = []
+    out: dict[str, int] = {}
     # The keys are small non-negative ids (node * rails + NIC): the intersection is tested with
     # a marker array, not np.intersect1d (two hash-based np.unique over every rank in numpy 2).
     marked = np.zeros(int(nic_key.max()) + 1 if nic_key.size else 0, dtype=bool)
     for a in axes:
         coord = np.asarray(grid.coord(r, a)) if vector else np.array([grid.coord(int(x), a) for x in r])
-        trial = keep & (coord == 0)
-        marked[:] = False
-        marked[nic_key[trial]] = True
-        if not marked[nic_key[~trial]].any():
-            keep, out = trial, out + [a]
+        degree = len(grid.group(0, (a,)))
+        for b in range(1, degree // 2 + 1):
+            if degree % b:
+                continue
+            trial = keep & (coord < b)
+            marked[:] = False
+            marked[nic_key[trial]] = True
+            if not marked[nic_key[~trial]].any():
+                keep, out[a] = trial, b
+                break
     return out
+
+
+def nic_private_axes(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> list[str]:
+    """The axes of ``axes`` (innermost first) that can be mirrored whole together without an
+    unsimulated rank sending through the NIC of a simulated rank of its node
+    (:func:`nic_private_blocks`, b = 1). With a NIC per GPU every axis passes."""
+    return [a for a, b in nic_private_blocks(grid, n_ranks, axes, nic_key).items() if b == 1]
 
 
 def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budget: int,
@@ -115,7 +135,10 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
     The simulated ranks are those at coordinate 0 of every mirrored axis (the first member of
     each of their groups along it), found from the coordinates, not by listing groups.
     ``nic_key`` (one NIC id per rank, distinct across nodes; None: a NIC per GPU) keeps the
-    mirrored axes to those whose replicas have NICs of their own (:func:`nic_private_axes`).
+    mirrored axes to those whose replicas have NICs of their own, and mirrors an axis whose
+    ranks share NICs in blocks of the ranks that share them (:func:`nic_private_blocks`: TP
+    ranks 0 and 1 of a node with a NIC per two GPUs, a quarter of the TP ranks instead of all
+    of them). The axes returned are those mirrored whole.
     """
     if symmetric is None:
         limit = DEFAULT_MAX_RANKS if max_ranks is None else max_ranks
@@ -125,13 +148,15 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
         return list(range(n_ranks)), []
     grid = schedule.grid
     axes = symmetric_axes(schedule, n_ranks, grid_axes(grid))
+    blocks = {a: 1 for a in axes}
     if nic_key is not None:
-        axes = nic_private_axes(grid, n_ranks, axes, nic_key)
+        blocks = nic_private_blocks(grid, n_ranks, axes, nic_key)
+    axes = [a for a, b in blocks.items() if b == 1]  # mirrored whole (a block of b > 1: in part)
     if _vector_grid(grid):
         r = np.arange(n_ranks, dtype=np.int64)
         keep = np.ones(n_ranks, dtype=bool)
-        for a in axes:
-            keep &= np.asarray(grid.coord(r, a)) == 0
+        for a, b in blocks.items():
+            keep &= np.asarray(grid.coord(r, a)) < b
         return r[keep].tolist(), axes
     ranks = [r for r in range(n_ranks) if all(grid.group(r, (a,))[0] == r for a in axes)]
     return ranks, axes

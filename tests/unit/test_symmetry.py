@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simulator.replay.symmetry import choose_ranks, nic_private_axes
+from simulator.replay.symmetry import choose_ranks, nic_private_axes, nic_private_blocks
 from simulator.schedule.build import Schedule, role_name
 from simulator.schedule.groups import Grid
 
@@ -58,13 +58,27 @@ def test_arithmetic_rank_choice_matches_asking_every_rank(grid: Grid) -> None:
 def test_no_axis_is_mirrored_whose_replicas_share_a_simulated_ranks_nic() -> None:
     """8 GPUs and 4 NICs per node (NIC r: GPUs 2r, 2r+1), tp 4 innermost, dp 2 per node: tp
     replicas share NICs (GPUs 0 and 1), dp replicas do not (GPUs 0-3 on NICs 0-1, 4-7 on 2-3).
-    With a NIC per GPU both axes are mirrored."""
+    tp is mirrored in blocks of the two GPUs of a NIC: ranks 0 and 1 simulated, 2 and 3 (NIC 1)
+    their mirror images. With a NIC per GPU both axes are mirrored whole."""
     grid = Grid.from_sizes({"tp": 4, "dp": 4})
     n = grid.n_ranks
     sched = Schedule(grid, {role_name(0, 0): []})
     shared = np.array([(g // 8) * 4 + (g % 8) // 2 for g in range(n)])
     ranks, axes = choose_ranks(sched, n, max_ranks=None, op_budget=0, symmetric=True, nic_key=shared)
-    assert axes == ["dp"] and ranks == [0, 1, 2, 3]
+    assert axes == ["dp"] and ranks == [0, 1]
+    assert nic_private_blocks(grid, n, ["tp", "dp"], shared) == {"tp": 2, "dp": 1}
     own = np.arange(n)
     assert choose_ranks(sched, n, max_ranks=None, op_budget=0, symmetric=True, nic_key=own) == ([0], ["tp", "dp"])
     assert nic_private_axes(grid, n, ["dp", "tp"], shared) == ["dp"]
+
+
+def test_a_block_is_kept_only_where_its_nics_are_its_own() -> None:
+    """4 NICs for 8 GPUs, NIC r serving GPUs r and r + 4 (a NIC shared across the halves of the
+    node): tp 8 has no block of 2 or 4 consecutive ranks with NICs of its own; not mirrored."""
+    grid = Grid.from_sizes({"tp": 8, "dp": 2})
+    n = grid.n_ranks
+    strided = np.array([(g // 8) * 4 + (g % 8) % 4 for g in range(n)])
+    assert nic_private_blocks(grid, n, ["tp", "dp"], strided) == {"dp": 1}
+    sched = Schedule(grid, {role_name(0, 0): []})
+    assert choose_ranks(sched, n, max_ranks=None, op_budget=0, symmetric=True,
+                        nic_key=strided) == (list(range(8)), ["dp"])
