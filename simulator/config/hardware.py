@@ -269,6 +269,15 @@ class Node(_Strict):
     pcie: PCIe
     nics: NICs
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
+    # The GPUs of the physical board when a run uses only its first ``gpus`` (a scenario's
+    # ``gpus_per_node``, config/node_subset.py); None: the board is ``gpus``. The switch
+    # efficiencies were measured on the whole board, which costs/ring_work.py scales from.
+    board_gpus: int | None = Field(default=None, gt=0)
+
+    @property
+    def physical_gpus(self) -> int:
+        """GPUs on the physical node (``board_gpus``, else ``gpus``)."""
+        return self.board_gpus if self.board_gpus is not None else self.gpus
 
 
 class ScaleOut(_Strict):

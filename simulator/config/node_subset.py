@@ -58,7 +58,8 @@ def first_gpus(profile: HardwareProfile, n: int) -> HardwareProfile:
     if su.domain_gpus is not None:
         scale_up["domain_gpus"] = su.domain_gpus // g * n
     data = profile.model_dump()
-    data["node"] = {**data["node"], "gpus": n, "scale_up": {**data["node"]["scale_up"], **scale_up}}
+    data["node"] = {**data["node"], "gpus": n, "board_gpus": node.physical_gpus,
+                    "scale_up": {**data["node"]["scale_up"], **scale_up}}
     if nics.gpu_paths is not None:
         data["node"]["nics"] = {**data["node"]["nics"], "gpu_paths": list(nics.gpu_paths[:n])}
     count = nics.count

@@ -369,7 +369,7 @@ def ring_work_cap_Bps(topo: TopologyView, op: str, algorithm: str, protocol: str
     su = profile.node.scale_up
     if profile.collective_library != "nccl":
         return None
-    cap = ring_work.allreduce_busbw_cap_GBps(op, protocol, n, n_nodes, profile.node.gpus, profile.gpu.arch,
+    cap = ring_work.allreduce_busbw_cap_GBps(op, protocol, n, n_nodes, profile.node.physical_gpus, profile.gpu.arch,
                                              su.kind, su.link_GBps, su.efficiency)
     return None if cap is None else cap * 1e9
 

@@ -66,7 +66,9 @@ def test_plan_must_divide_nodes_times_n(tmp_path, capsys):
 @pytest.mark.parametrize("n", [2, 4])
 def test_ring_allreduce_on_n_gpus_of_an_nvswitch_node_closed_form(tmp_path, n):
     """Each GPU keeps its 300 GB/s into the switches: a ring moves 2(n-1)/n of the buffer through
-    every GPU's link at the link's achievable rate (the profile's efficiency), after the plan's latency."""
+    every GPU's link after the plan's latency, at the link's achievable rate (the profile's
+    efficiency, measured on the whole 8-GPU board) scaled by the CTAs' memory accesses per busbw
+    byte on n of its GPUs against 8 (costs/ring_work.py: (3n-2)/(n-1), Ampere's P2P reads)."""
     scn = load_scenario(_write(tmp_path, gpus_per_node=n, parallel_tp=n))
     assert (scn.n_gpus, scn.gpus_per_node, scn.dp) == (n, n, 1)
     costs = CostModel(build_topology(scn.profile, scn.nodes), "ring", "simple")
@@ -75,7 +77,9 @@ def test_ring_allreduce_on_n_gpus_of_an_nvswitch_node_closed_form(tmp_path, n):
     plan = costs.plan("allreduce", gpus, size)
     su = scn.profile.node.scale_up
     assert (su.link_GBps, scn.profile.node.nics.count) == (300.0, n)
-    expected = plan.latency_s + 2 * (n - 1) / n * size / (300e9 * su.efficiency)
+    assert scn.profile.node.physical_gpus == 8
+    accesses = {2: 4.0, 4: 10 / 3, 8: 22 / 7}  # (3n-2)/(n-1)
+    expected = plan.latency_s + 2 * (n - 1) / n * size / (300e9 * su.efficiency * accesses[8] / accesses[n])
     assert time_collective("allreduce", gpus, size, costs).time_s == pytest.approx(expected, rel=1e-9)
     # the same ring on the first n GPUs of the whole node
     whole = CostModel(build_topology(load_profile("dgx-a100"), 1), "ring", "simple")
