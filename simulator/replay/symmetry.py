@@ -15,8 +15,8 @@ and 1 (GPUs 0, 4 and 1, 5 of every node) run the same AllReduce at the same time
 and 2. Mirrored along tp, only the first group's flows were on those NICs: it ran at twice the
 bandwidth it gets beside its replica (BLOOM-176B, tp4 pp12 dp8: 0.18 s per 2.5 GB bucket against
 0.36 s with every rank simulated, the step 93.4 s against 95.6 s). So an axis is mirrored only
-while no unsimulated rank shares a NIC with a simulated rank of its node
-(:func:`nic_private_axes`).
+while no unsimulated rank shares a NIC with a simulated rank of its node, whole or in blocks of
+the ranks that share a NIC (:func:`nic_private_blocks`).
 """
 
 from __future__ import annotations
@@ -117,13 +117,6 @@ def nic_private_blocks(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np
                 keep, out[a] = trial, b
                 break
     return out
-
-
-def nic_private_axes(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> list[str]:
-    """The axes of ``axes`` (innermost first) that can be mirrored whole together without an
-    unsimulated rank sending through the NIC of a simulated rank of its node
-    (:func:`nic_private_blocks`, b = 1). With a NIC per GPU every axis passes."""
-    return [a for a, b in nic_private_blocks(grid, n_ranks, axes, nic_key).items() if b == 1]
 
 
 def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budget: int,
