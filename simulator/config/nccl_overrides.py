@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 ALGOS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 PROTOS: tuple[str, ...] = ("ll", "ll128", "simple")
@@ -128,6 +128,20 @@ def version_key(version: object) -> tuple[int, int, int]:
     if not m or int(m.group(1)) < 2:
         raise ValueError(f"expected an NCCL 2 release such as \"2.23.4\" (in YAML, a quoted string), got {version!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def release_reached(version: str, releases: Sequence[str]) -> str:
+    """The last of ``releases`` (ascending) that ``version`` reaches, the first where it reaches
+    none: the encoded tables a run of ``version`` uses. A "major.minor" version ("2.18") reaches
+    every patch release of its minor."""
+    key = version_key(version)
+    if version.strip().count(".") == 1:
+        key = (key[0], key[1], 1 << 30)
+    chosen = releases[0]
+    for release in releases:
+        if version_key(release) <= key:
+            chosen = release
+    return chosen
 
 
 def check_version(value: object) -> str | None:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Mapping
 
-from simulator.config.nccl_overrides import version_key
+from simulator.config.nccl_overrides import release_reached
 
 Row = tuple[float, float, float]  # LL, LL128, Simple  -- or N1, N2, N4 for the caps
 
@@ -321,14 +321,7 @@ def resolve(version: str | None) -> str:
     """The encoded release whose tables `version` runs with (see the module docstring)."""
     if version is None:
         return NEWEST
-    key = version_key(version)
-    if version.strip().count(".") == 1:  # "2.18": any of its patch releases (module docstring)
-        key = (key[0], key[1], 1 << 30)
-    chosen = ENCODED[0]
-    for v in ENCODED:
-        if version_key(v) <= key:
-            chosen = v
-    return chosen
+    return release_reached(version, ENCODED)  # "2.18": any of its patch releases (module docstring)
 
 
 @lru_cache(maxsize=None)

@@ -83,7 +83,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from simulator.config.nccl_overrides import version_key
+from simulator.config.nccl_overrides import release_reached
 from simulator.costs.nccl_constants import PROTOS
 from simulator.costs.nccl_graph import TunerContext
 
@@ -168,14 +168,9 @@ LL128_MAX_SCALE_BEYOND_2_NODES = 3.8
 def tables_for(release: str | None, gpu_arch: str) -> RcclTables:
     """The tables RCCL ``release`` applies on ``gpu_arch`` (None: the newest encoded release;
     a release before the first encoded one takes the first)."""
-    key = version_key(release) if release else None
-    chosen = RELEASES[-1]
-    if key is not None:
-        chosen = RELEASES[0]
-        for rel in RELEASES:
-            if key >= version_key(rel[0]):
-                chosen = rel
-    return chosen[1].get(gpu_arch, MODEL_5)
+    sets = dict(RELEASES)
+    first = release_reached(release, tuple(sets)) if release else RELEASES[-1][0]
+    return sets[first].get(gpu_arch, MODEL_5)
 
 
 def _tables(ctx: TunerContext) -> RcclTables:
