@@ -1484,6 +1484,22 @@ Megatron-Core's layout `E|t|...|t|L` writes it). Nothing was fitted on the rows.
   counted causal (−4.4%); at 131,072 tokens the two counts differ by a factor 1.40 (by 1.04 at
   8,192). The paper cites PaLM's definition but prints no FLOPs per token; the document mask it
   trains with (sec. 3.2) removes further attention work that neither count sees.
+- **Gradients sharded (ZeRO-2) instead: −6.0% and −13.3%, and the 8,192-GPU plan still over 80 GiB.**
+  Sec. 3.3.2 says the FSDP "shards optimizer states and gradients"; sec. 3.3.4 that gradients are
+  accumulated in FP32 "over multiple micro-batches" and reduce-scattered in FP32. Gradients kept
+  sharded while they accumulate must be reduce-scattered in every micro-batch (`parallel.zero: 2`,
+  DeepSpeed stage 2: "ZeRO stage >= 2 communicates during non gradient accumulation boundaries as
+  well", `allreduce_gradients` in deepspeed/runtime/engine.py, 0.16.5, whose pipeline engine
+  refuses stage 2: `pipe/engine.py`). In FP32 that is 32 (16) ReduceScatters of each GPU's 3.2e9
+  parameters × 4 bytes per step, and the rows drop to 404.1 and 346.8 TFLOP/s (−6.0%, −13.3%); in bf16 they
+  would stay at +3.0% and +3.6%, but the paper says FP32. The rows keep the plan that accumulates
+  the whole FP32 gradient and reduce-scatters it once (the distributed optimizer's, 2 + 4 + 12/DP
+  bytes per parameter). Memory: the predicted allocated peak (stage 1) is 92.9 GiB at DP 64 and
+  85.7 GiB at DP 128 with it, 81.2 and 73.9 GiB with sharded gradients; either way the activations
+  of Megatron's interleaved schedule with N = PP micro-batches per round, 143 one-layer chunks in
+  flight (74.4 GiB; 67.5 at DP 128, where all 16 micro-batches' forwards come first), leave DP 64
+  over the H100's 80 GiB. The schedule's N, which Meta tunes (sec. 3.3.2) and does not print, sets
+  that count.
 - Not modelled: Meta's RoCE fabric (the rows run on dgx-h100's 8 × 400 Gb/s fat tree; the pods of
   3,072 GPUs are joined 1:7 oversubscribed), NCCLX, the tunable N of the schedule, FSDP's parameter
   memory (its communication is the distributed optimizer's: parameters gathered once a step, fp32

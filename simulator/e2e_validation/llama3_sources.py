@@ -35,8 +35,10 @@ def llama3_case(r: Row) -> Case:
     micro-batches per pipeline), V = 8 chunks of one layer, FSDP as the paper runs it (optimizer
     states and gradients sharded, fp32 gradients accumulated over the micro-batches and
     reduce-scattered once, parameters gathered once a step and kept: the communication of the
-    distributed optimizer, ``zero: 1`` with both overlaps), sequence parallelism (Korthikanti et
-    al.), asynchronous pipeline exchanges, all-gather context parallelism, no recompute."""
+    distributed optimizer, ``zero: 1`` with both overlaps; gradients kept sharded while they
+    accumulate, ``zero: 2``, would need an FP32 ReduceScatter in every micro-batch, 6-13% slower
+    than the table, see the page's findings), sequence parallelism (Korthikanti et al.),
+    asynchronous pipeline exchanges, all-gather context parallelism, no recompute."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     model = llama_model(r)
     par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_grad_reduce=True, overlap_param_gather=True,

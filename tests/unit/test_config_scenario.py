@@ -88,6 +88,8 @@ def test_cross_field_rules(tmp_path, patch, field, arith, capsys):
     ({"parallel.tp_overlap": "bulk"}, "needs tp > 1 and sequence_parallel"),
     ({"parallel.tpp": 2}, "parallel.tpp: unknown key"),
     ({"parallel.tp": "eight"}, "parallel.tp"),
+    ({"parallel.zero": 4}, "parallel.zero: Input should be 0, 1, 2 or 3 (got 4)"),
+    ({"parallel.zero": "shard_grad_op"}, "parallel.zero: Input should be 0, 1, 2 or 3 (got 'shard_grad_op')"),
     ({"model": {"preset": "gpt5"}}, "unknown model preset 'gpt5'"),
     ({"model": {"hidden": 1024, "heads": 16, "vocab": 10, "seq_len": 64}}, "model.layers: required field is missing"),
     ({"hardware": "nope-profile"}, "unknown hardware profile 'nope-profile'"),

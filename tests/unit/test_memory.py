@@ -63,6 +63,21 @@ def test_zero_bytes_per_param(zero, n, expected):
     assert sum(model_state_bytes_per_param(zero, n)) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize("zero,grads_per_param", [(1, 4), (2, 4 / 16)])
+def test_zero2_shards_the_gradient_over_dp(scn, zero, grads_per_param):
+    """A 16-GPU data-parallel replica of every parameter P (tp = pp = 1): fp32 gradients (Megatron's
+    main_grad, Llama 3's FP32 reduce-scatter) take 4·P bytes on every rank with the distributed
+    optimizer (zero 1, the whole buffer accumulates over the micro-batches) and 4·P/16 once they are
+    sharded (zero 2: each rank keeps only its partition, DeepSpeed's
+    ``averaged_gradients``/``partition_gradients`` in deepspeed/runtime/zero/stage_1_and_2.py);
+    the bf16 weights stay whole (2·P) and the optimizer states are sharded in both (12·P/16)."""
+    s = scn(LLAMA, {"micro_batch": 1, "global_batch": 32}, {"zero": zero, "grad_reduce_dtype": "fp32"}, nodes=2)
+    P = param_count(s.model)
+    m = estimate_memory(s, 0)
+    assert s.dp == 16
+    assert (m.params, m.grads, m.optimizer) == pytest.approx((2 * P, grads_per_param * P, 12 * P / 16), rel=1e-12)
+
+
 def test_pipeline_in_flight_first_stage(scn):
     """1F1B keeps pp micro-batches on stage 0; interleaving multiplies by 1 + (pp-1)/(pp·vp)."""
     model = dict(GPT, layers=8)

@@ -72,3 +72,26 @@ def test_exposing_the_reduction_never_speeds_the_step(make):
     on = simulate_scenario(make({"zero": 1})).report
     off = simulate_scenario(make({"zero": 1, "overlap_grad_reduce": False})).report
     assert off.step_time_s > on.step_time_s
+
+
+@pytest.mark.parametrize("zero,dtype", [(1, "bf16"), (2, "bf16"), (2, "fp32")])
+def test_zero2_reduce_scatters_every_micro_batch_and_gathers_once(make, zero, dtype):
+    """ZeRO-2 (DeepSpeed stage 2, ``allreduce_gradients`` in deepspeed/runtime/engine.py: "ZeRO
+    stage >= 2 communicates during non gradient accumulation boundaries as well"): every
+    micro-batch's backward ReduceScatters the gradients of every parameter, P elements in the
+    reduce dtype, where the distributed optimizer (zero 1) does so once, in the last micro-batch;
+    both AllGather the P updated bf16 parameters once after the step. No gradient AllReduce."""
+    from simulator.schedule.flops import param_count
+
+    scn = make({"zero": zero, "grad_reduce_dtype": dtype, "overlap_grad_reduce": False})
+    prog = build_schedule(scn).programs["pp0.cp0"]
+    P, g = param_count(scn.model), {"bf16": 2, "fp32": 4}[dtype]
+    assert scn.n_micro == 2 and scn.dp == 8
+    per_mb: dict[int, int] = {}
+    for _, op in _grads(prog):
+        assert op.op == "reducescatter" and op.axes == ("dp",)
+        per_mb[op.tag.mb_index] = per_mb.get(op.tag.mb_index, 0) + op.size_bytes
+    assert per_mb == ({mb: P * g for mb in range(scn.n_micro)} if zero == 2 else {scn.n_micro - 1: P * g})
+    gathers = [op for op in prog if isinstance(op, CommOp) and op.name.startswith("dp.param.allgather")]
+    assert sum(op.size_bytes for op in gathers) == P * 2 and all(op.op == "allgather" for op in gathers)
+    assert len({op.name for op in gathers}) == len(gathers)
