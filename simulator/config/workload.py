@@ -390,6 +390,13 @@ class Training(_Strict):
         default=True, description="hidden and attention dropout active (p > 0). With p = 0 PyTorch launches no "
         "dropout kernel (llm-foundry's MPT, Llama-style models); the eager layers and unfused attention then "
         "skip the dropout passes")
+    deterministic: bool = Field(
+        default=False, description="the fused attention backward runs its deterministic algorithm (Megatron's "
+        "--deterministic-mode, TransformerEngine's NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, flash-attn's "
+        "deterministic=True). Priced for FlashAttention-2 (flash2, what TE runs on Ampere then): its backward "
+        "launches ceil(SMs / (batch x heads)) thread blocks per head instead of one per key block, and sums "
+        "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic Hopper path "
+        "(flash3) and the unfused attention keep their cost")
     linear_bias: Literal["none", "epilogue", "separate"] = Field(
         default="none", description="linear-layer biases as kernels of their own: none (no biases, or biases "
         "folded into fused kernels forward and backward: GEMM epilogues, bias-GeLU, bias-dropout-add) | epilogue "

@@ -22,6 +22,8 @@ efficiency:
   computed part of the score matrix (causal masking). That figure is a long kernel's; an op with
   an ``attention_shape`` reaches it times ``costs.attention_shape.shape_factor`` (the per-CTA
   fixed cost, whole causal tiles on the diagonal, the softmax's share at its head dimension).
+  A FlashAttention-2 backward that runs its deterministic algorithm (``deterministic_heads``) is
+  stretched by its smaller grid and pays its split dQ buffers (``costs.attention_determinism``).
 * scan (the Mamba2 SSD chunked-scan kernels, :mod:`simulator.schedule.mamba`): their
   tensor-core FLOPs at :data:`SSD_SCAN_EFFICIENCY` of the bf16 peak, or their ``hbm_bytes`` at
   ``hbm_Bps × hbm_efficiency``, whichever is slower.
@@ -48,6 +50,7 @@ import math
 from typing import Sequence
 
 from simulator.config.hardware import GPU
+from simulator.costs import attention_determinism
 from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
 from simulator.costs.memory_bound import kernel_class, memory_time
@@ -151,16 +154,33 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
         t_mem = memory_time(op.hbm_bytes, count, kernel_class(op.kind, op.impl), gpu)
     else:
         t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
+    if op.kind == "attention" and op.deterministic_heads > 0:
+        t_flops, t_mem = _deterministic_backward(op, gpu, t_flops, t_mem)
     t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
     return t
 
 
+def _deterministic_backward(op: ComputeOp, gpu: GPU, t_flops: float, t_mem: float) -> tuple[float, float]:
+    """(arithmetic, memory) time of an attention backward that runs its deterministic algorithm
+    (``costs.attention_determinism``): FlashAttention-2's smaller grid stretches the arithmetic
+    time, its split dQ buffers add HBM traffic after the kernel; other kernels keep their cost."""
+    kernel = op.attention_kernel or gpu.default_kernel
+    if kernel not in attention_determinism.PRICED_KERNELS or op.attention_shape is None or not _is_backward(op):
+        return t_flops, t_mem
+    s_q, s_k, head_dim, causal = op.attention_shape
+    bh = op.deterministic_heads
+    slow = attention_determinism.grid_slowdown(bh, s_q, s_k, causal, head_dim, gpu.sms)
+    extra = max(op.count, 1) * attention_determinism.dq_accum_extra_bytes(bh, s_q, head_dim, gpu.sms)
+    return t_flops * slow + extra / (gpu.hbm_Bps * gpu.hbm_efficiency), t_mem
+
+
 def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl)
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl,
+            op.deterministic_heads)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -1511,21 +1511,48 @@ Megatron-LM's CI keeps the measured iteration time of every step of its function
 DGX H100 and one DGX A100 node, with the exact arguments (`data/e2e/megatron_ci_golden_values.csv`).
 Every case sets NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and runs without gradient-accumulation fusion and
 with the CI's per-step logging (parameter norm, zeros in the gradients, timers and memory to
-TensorBoard), and every one but the CP case `--deterministic-mode` with NCCL_ALGO=Ring; none of
-these is modelled.
+TensorBoard), and every one but the CP case `--deterministic-mode` with NCCL_ALGO=Ring. The first
+is modelled (`training.deterministic`, below); the rest is not.
 
-- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 19.5%, every row optimistic.**
-  TP 1 × PP 4 with vp 8: +7.7% (H100), +17.6% (A100); TP 4 without sequence parallelism: +21.3% and
-  +23.4% (predicted MFU 45.0% and 62.6%). The H100 TP 4 prediction's 80% interval (837-1,056 ms)
-  misses the measured 1,115 ms. The candidates, neither priced: the deterministic attention backward
-  (with NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 TransformerEngine keeps cuDNN's fused attention only on
-  its workspace-optimisation path on sm90 and runs flash-attn's deterministic backward elsewhere:
-  `get_attention_backend`, "Filter: Determinism") and the per-layer floor below. How much the
-  attention weighs at 8,192 tokens: priced at FlashAttention-2's rate instead of cuDNN's, the H100
-  rows would be −0.2% and +12.1%; the A100 rows already run FlashAttention-2's rate and stay at
-  +17.6% and +23.4%, so a slower deterministic backward there, or costs outside attention, remain.
+- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 13.4%, every row optimistic.**
+  TP 1 × PP 4 with vp 8: +7.7% (H100), +11.8% (A100); TP 4 without sequence parallelism: +21.3% and
+  +15.0% (predicted MFU 45.0% and 58.3%). What determinism costs, mechanism by mechanism:
+  - *The attention backward on A100 (priced).* With NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
+    TransformerEngine drops cuDNN's fused attention below sm90 (`get_attention_backend`, "Filter:
+    Determinism", TE @d0067d0) and runs flash-attn's deterministic FlashAttention-2 backward: a grid
+    of ceil(SMs / (batch × heads)) thread blocks per head, each looping over every nsplits-th key
+    block, instead of one block per key block, and that many fp32 dQ copies zeroed and summed
+    (`flash_bwd_launch_template.h`, `flash_api.cpp`). On 108 SMs that is 4 blocks per head for TP 1
+    (32 heads, micro-batch 1) and 7 for TP 4 (8 heads, micro-batch 2): with causal masking their
+    work is unequal and the grid leaves a second, nearly empty wave, 1.62× and 1.70× the default
+    backward (`costs/attention_determinism.py`). The same count gives 1.56× for the one published
+    pair (flash-attn PR #1893, H100, 16 heads × batch 2 at 8K: 166.0 TFLOP/s deterministic, against
+    1.574× from cuDNN's sweep of the default FA2 on the same shape). Priced, the A100 rows move from
+    +20.3% and +26.1% to +11.8% and +15.0%.
+  - *The attention backward on H100 (not priced).* TE keeps cuDNN there, and cudnn-frontend forces
+    its dP-workspace decomposition for a deterministic backward on Hopper (before cuDNN 9.25:
+    `scaled_dot_product_flash_attention.h`, NVIDIA/cudnn-frontend PR #398), a workspace of
+    b·h·s²·2 bytes: 2.1 GB (TP 4) and 4.3 GB (TP 1) a layer and micro-batch here. No timing of that
+    path beside the default one is published; written and read once at the HBM rate (half of it if
+    only the causal tiles are) it would add 0.7-1.4 ms to TP 4's 1.6 ms backward and 1.4-2.9 ms to
+    TP 1's 3.2 ms, 45-90 ms a step on either rank.
+  - *PyTorch's NaN fill (not priced).* `--deterministic-mode` calls
+    `torch.use_deterministic_algorithms(True)` (megatron/training/arguments.py at both golden
+    commits), and with `torch.utils.deterministic.fill_uninitialized_memory` at its default every
+    `empty*` allocation is filled with NaN first (ATen `fill_empty_deterministic_`): one more write
+    of every GEMM output and activation. Counted from the model's kernels (GEMM outputs plus half the
+    traffic of the memory-bound kernels), 85 GB a step on a TP 1 × PP 4 rank and 170 GB on a TP 4
+    rank: 31 and 61 ms on H100, 52 and 103 ms on A100, at the fill's streaming rate.
+  - *NCCL_ALGO=Ring, NCCL_PROTO=simple, no NVLS:* at most 0.2 point (the TP 4 AllReduces run as
+    fast on a 4-GPU NVLink ring as through NVLS); *CUBLAS_WORKSPACE_CONFIG=:4096:8*: PyTorch's own
+    Hopper default, and TransformerEngine's GEMMs keep their own cuBLASLt workspace; *the per-step
+    logging* (parameter norm, zero count over a rank's 6.7 GB of fp32 gradients): 2-4 ms of 1-3 s.
+  The H100 TP 4 row keeps the largest gap (+21.3%); the two unpriced candidates above would add
+  106-151 ms to its 919 ms (+9% .. +4%), and 76-121 ms of compute a rank to TP 1 × PP 4, whose
+  +7.7% they would overshoot: neither is priced until a timing of cuDNN's deterministic path, and
+  of the fill at these sizes, bounds it.
 - **The small GPT (12 layers, h 512, seq 1,024, micro-batch 4), 10 rows under five plans: +146% to
-  +783%, median +636%.** The measured step is not the kernels: counted per layer and micro-batch a
+  +767%, median +624%.** The measured step is not the kernels: counted per layer and micro-batch a
   rank runs (forward and backward), it is 6.1-9.2 ms on H100 and 8.5-17.1 ms on A100, where the
   model's step is 0.8-5.7 ms per layer and micro-batch. TP 4 runs 48 such passes a rank and measured
   0.328 s (H100) against 0.038 s predicted; TP 1 × PP 4 runs 12 and measured 0.092 s against 0.037

@@ -7,8 +7,11 @@ provenance). Every case runs Megatron-Core with TransformerEngine layers in bf16
 positions, a GeLU MLP of 4h, ``--no-gradient-accumulation-fusion`` (autograd accumulates each
 micro-batch's weight gradients), Megatron's fp32 main gradients (reduced in fp32), no sequence
 parallelism unless the case sets it and no TP communication overlap. The CI's per-step logging
-(``--log-params-norm``, ``--log-num-zeros-in-grad``, timers and memory to TensorBoard) and
-``--deterministic-mode`` (``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0``, ``NCCL_ALGO=Ring``) are not modelled.
+(``--log-params-norm``, ``--log-num-zeros-in-grad``, timers and memory to TensorBoard) and the rest of
+``--deterministic-mode`` (``NCCL_ALGO=Ring``, cuBLAS's workspace, cuDNN's deterministic attention
+backward on H100) are not modelled; ``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0`` is
+(``training.deterministic``: FlashAttention-2's deterministic backward, which TransformerEngine runs
+on A100).
 The file's ``megatron_ci_flags`` rows (more cases of the small GPT, one flag or plan axis apart) are data
 for the findings' decomposition of the small cases' step; no builder reads them.
 """
@@ -55,10 +58,12 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     gpu = "H100" if hw == "dgx-h100" else "A100"
     label = f"{r['model_name'].split(' (')[0]} {gpu} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "") + \
         (f" cp{cp}" if cp > 1 else "") + f" dp{8 // (tp * pp * cp)}" + (" full recompute" if r["recompute"] == "full" else "")
-    return Case(source, label,
-                make_scenario(f"{source}-{test}-{gpu}", hw, 8, model, micro_batch=mb, global_batch=gb, dtype="bf16",
-                              recompute=parse_recompute(r), parallel=par, stack=stack),
-                "step_time_s", float(r["value"]), 8)
+    scenario = make_scenario(f"{source}-{test}-{gpu}", hw, 8, model, micro_batch=mb, global_batch=gb, dtype="bf16",
+                             recompute=parse_recompute(r), parallel=par, stack=stack)
+    # NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (with or without --deterministic-mode): TE's deterministic
+    # attention backward (flash-attn's on A100)
+    scenario["training"]["deterministic"] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0" in _note(r, "env")
+    return Case(source, label, scenario, "step_time_s", float(r["value"]), 8)
 
 
 def megatron_ci(rows: list[Row]) -> list[Case]:

@@ -750,9 +750,12 @@ SOURCES: list[Source] = [
            ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
             "iteration-time from step 3 on; arguments from each test case's model_config.yaml (see the file's "
             "header and simulator/e2e_validation/megatron_ci_sources.py).",
-            "Not modelled: --deterministic-mode (NVTE_ALLOW_NONDETERMINISTIC_ALGO=0: TransformerEngine's "
-            "deterministic attention backward; NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, "
-            "--log-num-zeros-in-grad, timers and memory to TensorBoard) and NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16.",
+            "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 runs as training.deterministic: on A100 TransformerEngine runs "
+            "flash-attn's deterministic FlashAttention-2 backward (costs/attention_determinism.py). Not modelled: "
+            "the rest of --deterministic-mode (cuDNN's deterministic backward on H100, which has no published "
+            "timing; PyTorch's NaN fill of every allocation under torch.use_deterministic_algorithms; "
+            "NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, --log-num-zeros-in-grad, timers and "
+            "memory to TensorBoard) and NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16.",
             "The suite's small-GPT cases (12 layers, hidden 512; builder megatron_ci_small) are transcribed but not "
             "scored: see the page's findings."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,

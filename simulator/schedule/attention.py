@@ -53,6 +53,13 @@ class AttentionContext:
     eager: bool = False  # unfused attention in PyTorch ops (training.fused_kernels false)
     dropout: bool = True  # attention dropout active (training.dropout)
     alibi: bool = False  # ALiBi bias added to the scores (model.position_embedding alibi)
+    deterministic: bool = False  # the fused backward runs its deterministic algorithm (training.deterministic)
+
+    @property
+    def deterministic_heads(self) -> int:
+        """``ComputeOp.deterministic_heads`` of this layer's backward kernels: sequences x query
+        heads on this rank when the backward is deterministic, else 0."""
+        return self.micro_batch_size * self.heads if self.deterministic else 0
 
     @property
     def q_bytes(self) -> int:
@@ -98,7 +105,8 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape()))
+        tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
+        deterministic_heads=ctx.deterministic_heads))
 
 
 # ---------------------------------------------------------------------------------------------

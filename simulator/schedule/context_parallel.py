@@ -100,7 +100,7 @@ def out_correction_bytes(ctx: AttentionContext) -> int:
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
     return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
                     key=f"cp.L{ctx.layer}.mb{ctx.mb_index}", layer=ctx.layer, mb_index=ctx.mb_index,
-                    dtype=ctx.dtype, kernel=ctx.kernel)
+                    dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads)
 
 
 def transpose_bytes(ctx: AttentionContext) -> tuple[int, int, int]:
@@ -176,7 +176,8 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: Phase, deps:
             flops=scale * attention_flops(ctx.micro_batch_size, ctx.heads, chunk, s_k, ctx.head_dim, frac),
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
             causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),
-            attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(chunk, s_k)))
+            attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(chunk, s_k),
+            deterministic_heads=ctx.deterministic_heads if phase == "bwd" else 0))
     return last
 
 

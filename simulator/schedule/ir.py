@@ -93,6 +93,9 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     host_issue: bool = True
     impl: str = ""
     host_sync: bool = False
+    # attention backward: sequences x query heads of a kernel that runs its deterministic algorithm
+    # (training.deterministic; costs/attention_determinism.py); 0: the default algorithm
+    deterministic_heads: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,7 @@ class LayerSpec:
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
+    deterministic: bool = False  # training.deterministic: the attention backward's deterministic algorithm
     norm_kernel: str = "auto"  # training.norm_kernel
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
@@ -84,7 +85,8 @@ class LayerSpec:
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
                    tp_sm_margin=p.tp_overlap_sm_margin, cross_entropy=t.cross_entropy,
-                   train_metrics=t.train_metrics, dropout=t.dropout, norm_kernel=t.norm_kernel,
+                   train_metrics=t.train_metrics, dropout=t.dropout, deterministic=t.deterministic,
+                   norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
@@ -646,7 +648,8 @@ class LayerBuilder:
                                 causal=True, cp=s.cp, cp_rank=s.cp_rank, ulysses=s.ulysses, cp_comm=s.cp_comm,
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
-                                eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi)
+                                eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
+                                deterministic=s.deterministic)
 
     # -- transformer layer --------------------------------------------------------------------
 
