@@ -332,7 +332,13 @@ CASES.update({
         "aws-p4de", "allreduce", 16, 8, "ring", family="aws-p4d-2021",
         note="2 x p4d.24xlarge (A100-40GB, 4 x 100 Gb/s EFA), NCCL 2.8.3 with the aws-ofi-nccl of early 2021 "
              "(aws-samples/aws-efa-eks, Feb 2021), NCCL_ALGO=RING, 8 channels (log): 32.7 GB/s busbw at 1 GiB, "
-             "17.4 GB/s algbw over 50 GB/s of EFA per node; the p4de run of 2024 (NCCL 2.18-2.20) reaches 78"),
+             "17.4 GB/s algbw over 50 GB/s of EFA per node; the p4de run of 2024 (NCCL 2.18-2.20) reaches 78. "
+             "The log's rings 0-3 cross the node boundary at four GPUs through four EFA devices (channels 4-7 "
+             "repeat them), so a crossing rank's proxy queues the messages of at most two channels "
+             "(collectives.channels_per_crossing_rank): Ring/LL at 64-256 KiB (1, 2, 4 launched channels: 274-305 us) "
+             "and Ring/LL128 at 0.5-1 MiB within 15%; Ring/Simple from 256 MiB +27-37%. Ring/LL128 at 2-32 MiB "
+             "runs at ~24 GB/s busbw (76-83 us per MiB), half of what the model's LL128 ring carries over the four "
+             "100 Gb/s devices (+37% to +110%): no source here sizes LL128 over that plugin"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),

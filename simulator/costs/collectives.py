@@ -457,7 +457,9 @@ def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None
     fewer for small calls),
     and one proxy thread per rank posts and progresses every channel's sends (``src/proxy.cc``,
     ``ncclProxyProgress``), so a step waits for the rank's proxy to serve all of them in turn:
-    ``channels x steps`` messages of ``net_message_us`` each (:func:`host_messages`). The
+    ``channels x steps`` messages of ``net_message_us`` each (:func:`host_messages`; on a stack whose
+    cost is paid in the sending rank's process, the channels crossing at one rank:
+    :func:`channels_per_crossing_rank`). The
     LL lines themselves are written as the data arrives, so the bytes overlap that chain.
     Measured on Polaris (data/nccl/a100x*_allgather_*node_polaris_slingshot.csv, Ring/LL AllGather):
     per ring step 7.8-9.2 us on one launched channel (16 KiB-4 MiB at 256 nodes, 33 KiB-8 MiB at 540,
@@ -507,8 +509,8 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
     if algorithm == "ring" and protocol != "simple":
         # the rank's proxy serves every launched channel's step message in turn (messages_overlap)
         launched = tuner.launched_channels(ctx, algorithm, protocol, size_bytes)
-        return launched * net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, launched,
-                                                               ctx.n_ranks)
+        return channels_per_crossing_rank(ctx, launched) * net_messages.ll_messages_per_channel(
+            op, algorithm, protocol, size_bytes, launched, ctx.n_ranks)
     if protocol != "simple":
         return net_messages.ll_messages_per_channel(op, algorithm, protocol, size_bytes, n_channels, ctx.n_ranks)
     if algorithm == "tree":
@@ -518,6 +520,24 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
     return flush_weight(ctx) * net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks,
                                                                  ctx.ppn, ctx.n_nodes, ctx.stack.buff_bytes,
                                                                  ctx.constants.nccl_version)
+
+
+def channels_per_crossing_rank(ctx: nccl_graph.TunerContext, launched: int) -> int:
+    """The launched ring channels whose network messages one rank's proxy serves in turn.
+
+    Every launched channel where the stack gives no finer unit (Slingshot with alt_read: measured
+    per launched channel, :func:`messages_overlap`). Where the stack's message protocol runs in
+    the sending rank's own process (``TransportStack.messages_per_crossing_rank``: aws-ofi-nccl's
+    tagged sends under NCCL <= 2.11, costs/transports.py), only the channels that cross the node
+    boundary at that rank: the communicator's channels are the ring graph's, duplicated
+    (``ncclTopoPostset``: channel ``c`` and ``c + nGraph`` run the same ring), a call launches the
+    first ``launched`` of them, and each graph ring leaves the node at its own GPU through its own
+    NIC (NCCL before 2.12 has no PXN to route another GPU's sends through a NIC's local one), so a
+    crossing rank serves ``ceil(launched / graph channels)``."""
+    if not ctx.stack.messages_per_crossing_rank:
+        return launched
+    rings = max(1, min(ctx.graph.n_channels, ctx.ppn))
+    return max(1, math.ceil(launched / rings))
 
 
 def flush_weight(ctx: nccl_graph.TunerContext) -> float:

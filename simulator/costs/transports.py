@@ -52,6 +52,19 @@ Sources, per transport:
   and ``RDMAV_FORK_SAFE``: ``NCCL_PROTO=simple`` is set from f62e405 (2023-01-25, "Configure
   NCCL and Libfabric for AWS during init"), a reported latency from d087749 (2022-01-24). So a
   NCCL <= 2.11 run on EFA keeps LL and LL128 and pays the per-message host cost.
+  That cost is paid in the sending rank's own process (the provider's progress runs in the proxy
+  thread that posts the send), so the messages that queue behind each other are those of the
+  channels crossing the node boundary at that rank (``messages_per_crossing_rank``;
+  ``collectives.channels_per_crossing_rank``). The run's log (aws-samples/aws-efa-eks README at
+  1a3c504) shows where they cross: 8 channels, rings 0-3 leaving each node at four different GPUs
+  through four EFA devices (1->8 and 9->0 via NET/0, 3->10 via NET/1, 5->12 via NET/2, 7->14 via
+  NET/3), channels 4-7 repeating them; NCCL 2.8 has no PXN (2.12) to route one GPU's sends
+  through another's NIC. So a crossing rank serves one channel's messages up to 4 launched
+  channels and two from 5: its Ring/LL rows at 64, 128 and 256 KiB, which launch 1, 2 and 4
+  channels, take 274, 294 and 305 us, where a chain over every launched channel (Slingshot's
+  measured count) would grow 4x, and its Ring/LL128 rows at 0.5-1 MiB (8 launched) queue two
+  channels' messages, 60 per call. (A Simple ring's count, taken over the graph's channels, already
+  is a crossing rank's: each graph channel carries the data of its two launched ones.)
 * ``host_messages`` / ``buff_bytes``: whether the transport's message protocol runs in host
   software, so that every network message of a call costs a fixed time beyond its bytes
   (:mod:`simulator.costs.net_messages`; the time is the deployed ``net_message_us``), and the
@@ -133,6 +146,10 @@ class TransportStack:
     # Each message's payload moves inside its host round (a software-issued Get: CXI alt_read), so
     # a pipelined Tree/Simple call's per-message time adds to its bytes (collectives.messages_overlap)
     payload_in_host_round: bool = False
+    # The rank's proxy serves the messages of the channels whose network sends are its own, not
+    # every launched channel's: a ring's host messages count per channel of one crossing rank
+    # (collectives.channels_per_crossing_rank; module docstring, "NCCL <= 2.11 on EFA").
+    messages_per_crossing_rank: bool = False
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -175,7 +192,7 @@ EFA_SENDRECV = TransportStack(
 # aws-ofi-nccl as it ran under NCCL <= 2.11 (module docstring, "NCCL <= 2.11 on EFA"): tagged sends on the
 # RDM endpoint (a host cost per message, as SENDRECV), no NCCL_PROTO set, no latency NCCL could read.
 EFA_NET_V4 = TransportStack(
-    host_messages=True,
+    host_messages=True, messages_per_crossing_rank=True,
     source="aws-ofi-nccl aws branch of Feb 2021 (d733e02, v1.1.1+): fi_tsend on FI_EP_RDM, sets only NCCL_TOPO_FILE "
            "and RDMAV_FORK_SAFE; NCCL v2.8.4-1-v2.11.4-1 nccl_net.h: ncclNetProperties_v4_t has no latency field")
 

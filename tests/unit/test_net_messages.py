@@ -439,3 +439,71 @@ def test_polaris_alltoall_chunks_pay_the_flush():
             assert 0.94 <= p.predicted_time_us / p.measured_time_us <= 0.97, (name, p.size_bytes)
             unflushed = p.predicted_time_us - p.net_messages / 3 * per_message
             assert 0.78 <= unflushed / p.measured_time_us <= 0.82, (name, p.size_bytes)
+
+
+def _p4d_2021():
+    from simulator.calibration.measured import DATA_DIR, read_sweep
+    from simulator.calibration.sweep_prediction import case_for, case_profile, sweep_release
+    from simulator.costs.nccl_graph import context_from_profile
+
+    sweep = read_sweep(DATA_DIR / "a100x16_allreduce_2node_awsp4d_nccl283_efa_ringalgo.csv")
+    case = case_for(sweep)
+    profile = case_profile(case, None, sweep_release(sweep))
+    return sweep, context_from_profile(profile, case.ranks, case.ranks // case.gpus_per_node, "coll")
+
+
+def test_p4d_2021_crossing_rank_serves_its_own_rings_channels():
+    """The p4d run's log (aws-samples/aws-efa-eks README, 1a3c504, NCCL 2.8.3): 8 channels, rings 0-3
+    leave each node through four different GPUs and EFA devices (1->8 and 9->0 via NET/0, 3->10 via
+    NET/1, 5->12 via NET/2, 7->14 via NET/3) and channels 4-7 repeat rings 0-3. A crossing rank's proxy
+    therefore serves ceil(launched / 4) channels: 1 up to 4 launched, 2 for 5-8. Slingshot with
+    alt_read keeps the measured count of every launched channel."""
+    from simulator.costs.collectives import channels_per_crossing_rank
+    from simulator.costs.nccl_tuner import launched_channels
+
+    _, ctx = _p4d_2021()
+    assert ctx.stack.messages_per_crossing_rank and ctx.graph.n_channels == 4
+    assert [channels_per_crossing_rank(ctx, n) for n in range(1, 9)] == [1, 1, 1, 1, 2, 2, 2, 2]
+    # Ring/LL on 16 ranks drops a channel while nBytes < nc x 512 x 128: 64, 128, 256 KiB launch 1, 2, 4
+    assert [launched_channels(ctx, "ring", "ll", s << 10) for s in (64, 128, 256)] == [1, 2, 4]
+    _, _, polaris = _polaris_sweep("a100x32_allgather_8node_polaris_slingshot")
+    assert not polaris.stack.messages_per_crossing_rank
+    assert [channels_per_crossing_rank(polaris, n) for n in (1, 2, 4)] == [1, 2, 4]
+
+
+def test_p4d_2021_ll_step_time_does_not_follow_the_launched_channels():
+    """Measured (data/nccl/a100x16_allreduce_2node_awsp4d_nccl283_efa_ringalgo.csv, Ring/LL): 64, 128
+    and 256 KiB launch 1, 2 and 4 channels and take 273.9, 294.2 and 304.9 us, within 12% of each other
+    (Polaris' chain grows 4x over the same channel counts). One message per ring step at a crossing
+    rank (30 steps) is what the plan counts there; every launched channel's would be 30, 60, 120; and
+    the predicted times follow the measured ones within 25%."""
+    from simulator.calibration.sweep_prediction import case_for, predict_sweep
+    from simulator.costs.collectives import host_messages
+
+    sweep, ctx = _p4d_2021()
+    rows = {r.size_bytes: r.time_us for r in sweep.rows}
+    sizes = (64 << 10, 128 << 10, 256 << 10)
+    times = [rows[s] for s in sizes]
+    assert max(times) / min(times) < 1.12
+    assert [host_messages(ctx, "allreduce", "ring", "ll", s, 4) for s in sizes] == [30, 30, 30]
+    r = predict_sweep(sweep, case_for(sweep))
+    got = {p.size_bytes: p for p in r.points}
+    assert all(got[s].protocol == "ll" and abs(got[s].predicted_time_us / rows[s] - 1) < 0.25 for s in sizes), \
+        [(s, round(got[s].predicted_time_us), rows[s]) for s in sizes]
+
+
+def test_p4d_2021_ring_simple_count_is_already_a_crossing_ranks():
+    """A Simple ring's count is taken over the graph's 4 channels: at 1 GiB each moves 1 GiB / (4 x 16)
+    = 16 MiB a step, 2 MiB chunks in 1 MiB slices over 8 loops, 30 x 8 x 2 = 480 messages. The 8
+    launched channels each send 1 GiB / (8 x 16) = 8 MiB a step in 8 slices, 240, and a crossing rank
+    serves two of them: the same 480, flushed (x 3/2). So the crossing-rank rule changes no Simple row."""
+    from simulator.costs.collectives import channels_per_crossing_rank, host_messages
+    from simulator.costs.nccl_tuner import channels_used, launched_channels
+
+    _, ctx = _p4d_2021()
+    graph = channels_used(ctx, "ring", "simple", 1 << 30)
+    launched = launched_channels(ctx, "ring", "simple", 1 << 30)
+    assert (graph, launched) == (4, 8)
+    per_launched = 30 * 8
+    assert host_messages(ctx, "allreduce", "ring", "simple", 1 << 30, graph) == \
+        1.5 * channels_per_crossing_rank(ctx, launched) * per_launched == 720
