@@ -740,6 +740,58 @@ and ALCF Polaris at 256 and 540 nodes on Slingshot (in `data/nccl`), neither Sel
 Nothing is added to `data/nccl`; the rate of these collectives on 48-280 nodes stays the open
 question, and nothing above is modelled: the rows and the source's median are unchanged.
 
+What the rows ask of the collectives (checked on the current model; nothing here is modelled).
+The rows are +14.9/+15.5/+12.5% (GPT-175B on 384, 768, 1,536 GPUs) and +24.0/+24.6/+24.9%
+(GPT-530B on 640, 1,120, 2,240), the source's held-out median 19.8%. The measured step less the
+model's compute share (GEMMs and kernels, the per-rank host loops, the optimizer) leaves 19.1,
+23.6, 22.3 s and 84.7, 76.8, 96.6 s, where the model exposes 8.3, 13.4, 13.6 s and 34.6, 40.6,
+56.4 s of AllGather and AllReduce: each row asks for the exposed collective time x2.30, x1.76,
+x1.64 (GPT-175B) and x2.45, x1.89, x1.71 (GPT-530B). The factor is the same for both models at
+the same micro-batch (within 0.15), though GPT-530B gathers 3.0 times the bytes through 1.09
+times the tensors and prefetches nothing; a cost per rank, per tensor or per call would differ
+between the two models by those ratios, and grow with the GPUs where the factor falls. Read as
+a rate, the rows would have the AllGather bytes plus twice the AllReduce bytes move at 69-85 GB/s
+of bus bandwidth (GPT-175B; an upper bound, part of it hidden) and 51-64 GB/s (GPT-530B), where
+two DGX A100 nodes measure 173-182 GB/s at 256 MiB-1 GiB
+(`a100x16_{allgather,allreduce}_2node_dgx_ib.csv`, NCCL 2.22). As what-ifs only: the NICs at
+half their rate (`node.nics.efficiency` 0.475) put the rows at +5.7/-2.1/-5.5% and
++10.6/+4.0/-1.7% (median 4.9%), at 0.7 of it at +11.3/+8.1/+5.7% and +17.9/+15.1/+12.8% (12.0%),
+at 0.3 at -4.8/-19.5/-23.4% and -1.8/-13.2/-22.9%. No measurement of Selene's fabric (or of
+any 8-NIC A100 fabric) at 48-280 nodes gives such a rate, so none is modelled. Further
+candidates, each quantified and not the cause:
+
+- The DeepSpeed release. Stage 3 first shipped in 0.3.12 (2021-03-12; 0.3.11 has no
+  `stage3.py`); 0.3.13 (2021-03-16) differs from it in the gradient partition's buffer view, the
+  alignment of the fp16 flat buffer and a hook for inference, and 0.3.14 (2021-04-08, the day
+  before the paper's first arXiv version) in `GatheredParameters` and in leaving
+  `torch.nn.functional.linear` patched with `LinearFunctionForZeroStage3` after `zero.Init`
+  (the same GEMMs; its ids are CPU tensors, so its `.item()` calls do not synchronise): none
+  changes how parameters are gathered or gradients reduced. From 0.3.15 (ZeRO-Infinity,
+  DeepSpeed#976, 2021-04-18) until #1453 (January 2022) `fetch_sub_module` formats
+  `param.norm()` into a debug message for every parameter of every fetched module, built though
+  never printed: a read of every fetched byte and a synchronisation per parameter, 3.2 TB a step
+  for GPT-530B and 1.0 TB for GPT-175B, about 2 and 0.6 s (1%) at the HBM rate; after the
+  paper, and small.
+- The debug strings of 0.3.13 itself: `print_rank_0` and `see_memory_usage` messages are
+  f-strings built whether printed or not; none in the hooks, gathers, reductions or step
+  synchronises or loops over ranks (the lists of partition norms are in `__init__` and
+  `old_step`, which stage 3 does not run).
+- Host loops slower on the 2021 stack (Python 3.8, PyTorch 1.8, EPYC 7742) than measured here:
+  the per-rank loop costs x1.5 give +11.9/+8.7/+0.2% and +22.1/+19.9/+16.2%, a kernel launch of
+  6 us instead of 4 +12.5/+10.1/+2.8% and +22.5/+20.9/+17.9%. Both grow with the GPUs: GPT-175B's
+  1,536-GPU row closes before its 384-GPU row moves, where the measured shortfall is flat.
+- A fixed cost per call as measured on DeepSpeed of June 2021 (DeepSpeed#1069: about 0.5 ms per
+  parameter AllGather on one p4d node, 130 us before the launch and 250 us for it): 1,157
+  AllGathers and 421 AllReduces a step (GPT-530B) make 0.8 s, where 36-50 s are missing.
+- LL128 across nodes at 0.45 of its rate (ring and tree): +13.8/+11.3/+0.9% and
+  +24.0/+22.9/+18.4%; only the rows of 1,120 ranks and more run it on large messages.
+- No prefetch for GPT-175B either (`zero3_max_live_parameters: 1`): +11.5/+11.9/+9.9% (GPT-530B
+  prefetches nothing already).
+- The NIC rate alone at 640 ranks: with the NICs ten times faster GPT-530B's 640-GPU step drops
+  by 3.6 s of 206 (its rings there are bound by NVLink in the model), so the 50 s that row misses
+  would need the fabric at about 0.3 of its line rate, which leaves the 1,120- and 2,240-GPU rows
+  13-23% pessimistic (above).
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same
