@@ -480,7 +480,8 @@ def _mpt_case(r: Row, source: str, label: str, hw: str, n: int) -> Case:
     """One llm-foundry row as a scenario: Composer's FSDP (FULL_SHARD as FSDP2 ZeRO-3,
     SHARD_GRAD_OP as ZeRO-2 with FSDP's gradients made in backward, ``grad_allocation: lazy``),
     eager layers, FlashAttention-1 kernels, the row's micro-batch and activation checkpointing."""
-    par = dict(zero=2, grad_allocation="lazy") if "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"] else dict(zero=3, zero3_impl="fsdp2")
+    fsdp1 = "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"]
+    par = dict(zero=2, grad_allocation="lazy") if fsdp1 else dict(zero=3, zero3_impl="fsdp2")
     return Case(source, label,
                 make_scenario(f"{source}-{label.split()[0]}-{r['seq_len']}-{n}", hw, n, gpt_model(r, position="alibi"),
                               micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
