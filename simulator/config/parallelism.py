@@ -143,6 +143,16 @@ class Parallel(BaseModel):
     # others: NeMo AutoModel's get_sync_ctx, components/distributed/utils.py, in train_ft's
     # _forward_backward_step without PP, defer_fsdp_grad_sync true by default).
     fsdp_grad_sync: Literal["microbatch", "optim_step", "no_sync"] = "microbatch"
+    # When the gradients are allocated. buffer: one contiguous gradient buffer made at model build
+    # (Megatron's DDP and distributed optimizer, param_and_grad_buffer.py), alive all the time.
+    # lazy: autograd makes a parameter's .grad in the backward of its layer and the optimizer's
+    # zero_grad(set_to_none=True) frees it (PyTorch FSDP1 and FSDP2, Meta's Llama 3 stack), so the
+    # activation peak holds only the gradients of the layers back-propagated before it
+    # (simulator/schedule/memory.py). Unset: lazy for zero 3 with zero3_impl fsdp2, buffer otherwise.
+    grad_allocation: Literal["buffer", "lazy"] | None = Field(
+        default=None, description="when gradients are allocated: buffer (Megatron's contiguous grad buffer, "
+                                  "alive all step) | lazy (autograd in each layer's backward: PyTorch FSDP); "
+                                  "null: lazy for zero 3 with zero3_impl fsdp2, buffer otherwise")
 
     # --- Mixture of Experts (Megatron-Core's expert_model_parallel_size and friends) --------
     ep: int = Field(default=1, gt=0, description="expert-parallel degree: ranks the routed experts are spread "

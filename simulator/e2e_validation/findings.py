@@ -1546,12 +1546,17 @@ Megatron-Core's layout `E|t|...|t|L` writes it). Nothing was fitted on the rows.
   parameters × 4 bytes per step, and the rows drop to 404.1 and 346.8 TFLOP/s (−6.0%, −13.3%); in bf16 they
   would stay at +3.0% and +3.6%, but the paper says FP32. The rows keep the plan that accumulates
   the whole FP32 gradient and reduce-scatters it once (the distributed optimizer's, 2 + 4 + 12/DP
-  bytes per parameter). Memory: the predicted allocated peak (stage 1) is 92.9 GiB at DP 64 and
-  85.7 GiB at DP 128 with it, 81.2 and 73.9 GiB with sharded gradients; either way the activations
-  of Megatron's interleaved schedule with N = PP micro-batches per round, 143 one-layer chunks in
-  flight (74.4 GiB; 67.5 at DP 128, where all 16 micro-batches' forwards come first), leave DP 64
-  over the H100's 80 GiB. The schedule's N, which Meta tunes (sec. 3.3.2) and does not print, sets
-  that count.
+  bytes per parameter). Memory: Meta's stack is PyTorch's, whose autograd makes each gradient in
+  its layer's first backward of the step (`parallel.grad_allocation: lazy`), not in a buffer made
+  at model build as Megatron does. At DP 128 all 16 micro-batches' forwards (128 chunk forwards,
+  fewer than the 141-155 of the warm-up on stages 0-7) come before any backward, so stage 1's
+  activation peak (67.5 GiB of activations) holds no gradient: the worst stage's allocated peak is
+  74.8 GiB (stage 8, one chunk's gradient; 85.7 GiB with the whole FP32 gradient counted), under
+  the H100's 80 GiB. At DP 64, 113 backwards precede stage 0's last steady-state forward, every
+  chunk has its gradient and the peak stays 92.9 GiB (81.2 with sharded gradients): the
+  activations of Megatron's interleaved schedule with N = PP micro-batches per round, 143 one-layer
+  chunks in flight (74.4 GiB), leave it over 80 GiB. The schedule's N, which Meta tunes
+  (sec. 3.3.2) and does not print, sets that count.
 - Not modelled: Meta's RoCE fabric (the rows run on dgx-h100's 8 × 400 Gb/s fat tree; the pods of
   3,072 GPUs are joined 1:7 oversubscribed), NCCLX, the tunable N of the schedule, FSDP's parameter
   memory (its communication is the distributed optimizer's: parameters gathered once a step, fp32

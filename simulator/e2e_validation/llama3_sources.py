@@ -37,13 +37,15 @@ def llama3_case(r: Row) -> Case:
     reduce-scattered once, parameters gathered once a step and kept: the communication of the
     distributed optimizer, ``zero: 1`` with both overlaps; gradients kept sharded while they
     accumulate, ``zero: 2``, would need an FP32 ReduceScatter in every micro-batch, 6-13% slower
-    than the table, see the page's findings), sequence parallelism (Korthikanti et al.),
+    than the table, see the page's findings), gradients made by autograd in each layer's backward
+    (``grad_allocation: lazy``, PyTorch's, not a buffer made at model build), sequence parallelism (Korthikanti et al.),
     asynchronous pipeline exchanges, all-gather context parallelism, no recompute."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     model = llama_model(r)
     par: dict = dict(tp=tp, pp=pp, cp=cp, zero=1, overlap_grad_reduce=True, overlap_param_gather=True,
                      grad_reduce_dtype="fp32", sequence_parallel=True, pp_schedule="interleaved", vp=vp,
-                     pp_layers=llama3_layers_per_chunk(model["layers"], pp, vp), overlap_p2p_comm=True)
+                     pp_layers=llama3_layers_per_chunk(model["layers"], pp, vp), overlap_p2p_comm=True,
+                     grad_allocation="lazy")
     if cp > 1:
         par["cp_comm"] = "all_gather"
     dp = n // (tp * pp * cp)

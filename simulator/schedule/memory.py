@@ -27,6 +27,15 @@ same (``MixedPrecisionPolicy`` casts only the unsharded copy to bf16; ``foreach_
 torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py casts the reduced gradient back to the
 parameter's ``orig_dtype``): over an fp32 model (torchtitan) 4 + 4 + 8 bytes per parameter, over N.
 
+**When the gradient exists.** Megatron's DDP and distributed optimizer allocate one contiguous
+grad buffer at model build (``param_and_grad_buffer.py``), alive at every moment. PyTorch's
+autograd makes a parameter's ``.grad`` in its layer's backward and the optimizer's
+``zero_grad(set_to_none=True)`` frees it (FSDP1, FSDP2, Meta's Llama 3 stack;
+``parallel.grad_allocation: lazy``, the default under FSDP2): at the activation peak only the
+gradients of the layers back-propagated before it exist, which the schedule's order gives
+(:func:`backpropagated_fraction`); the end of the backward, all gradients made and the
+activations freed, is then a candidate peak of its own.
+
 ``training.master_dtype`` and ``optimizer_state_dtype`` set the bytes B_m of the weights the
 optimizer updates and B_s of each Adam moment (the 12 above is 4 + 2·4). A model built and
 stepped in bf16 keeps no fp32 copy: NeMo AutoModel builds its models in bf16 (``from_config`` /
@@ -131,11 +140,11 @@ connection buffers, which NCCL allocates with ``cudaMalloc``/``cuMem`` itself
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from simulator.config.scenario import Scenario
 from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_kinds, stage_layers,
-                                       stage_params)
+                                       stage_params, stage_units)
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
 
 WEIGHT_BYTES = 2
@@ -385,6 +394,58 @@ def in_flight(scn: Scenario, stage: int) -> float:
     return float(min(p.pp - stage, n_micro))
 
 
+def lazy_gradients(scn: Scenario) -> bool:
+    """Whether the plan's gradients are made by autograd in backward rather than in a buffer made
+    at model build (``parallel.grad_allocation``; unset: lazy for FSDP2, buffer otherwise)."""
+    p = scn.parallel
+    if p.grad_allocation is not None:
+        return p.grad_allocation == "lazy"
+    return p.zero >= 3 and p.zero3_impl == "fsdp2"
+
+
+def backpropagated_fraction(scn: Scenario, stage: int) -> float:
+    """Fraction of stage `stage`'s gradients that exist at its activation peak when gradients are
+    allocated lazily: a parameter's ``.grad`` is made by its layer's first backward of the step
+    (``AccumulateGrad``; later micro-batches accumulate into it) and freed by the optimizer's
+    ``zero_grad(set_to_none=True)``, PyTorch's default since 2.0.
+
+    The peak holds :func:`in_flight` activation sets; the schedule repeats that moment after every
+    forward of its steady state, so the worst one is the last, after ``F − C`` backwards (``F``
+    forwards of the pass, ``C`` chunk-micro-batches in flight). Without a pipeline the peak is the
+    loss of the last micro-batch, after ``n_micro − 1`` backwards; under 1F1B stage i reaches it
+    after ``n_micro − (pp − i)``; any backward makes the whole stage's gradients. Megatron's
+    interleaved schedule runs the backwards of a group of pp micro-batches on one chunk, the last
+    chunk first (``get_model_chunk_id(..., forward=False)`` in
+    megatron/core/pipeline_parallel/schedules.py), so ``j`` backwards have made the gradients of
+    ``ceil(j / pp)`` chunks (weighted by their parameters). An earlier pass of the step
+    (``pp_flushes`` > 1) has made them all. FSDP2 under ``torch.distributed.pipelining`` makes the
+    sharded gradient only in a pass's last backward (``set_requires_gradient_sync(False)`` on the
+    others, ``backward_maybe_with_nosync`` in torch/distributed/pipelining/stage.py), and under
+    ``fsdp_grad_sync: optim_step`` or ``no_sync`` only in the step's last: none at the activation
+    peak of a single pass (the unsharded accumulators are in :func:`zero3_working_bytes`). Without
+    a pipeline those two keep the whole sharded gradient here: their unsharded accumulators are
+    not modelled, so nothing is taken off."""
+    p = scn.parallel
+    if not lazy_gradients(scn):
+        return 1.0
+    n = scn.n_micro // p.pp_flushes
+    if torch_pipelining(scn) and scn.n_micro > 1:
+        return 1.0 if p.pp_flushes > 1 and p.fsdp_grad_sync == "microbatch" else 0.0
+    if p.zero >= 3 and p.fsdp_grad_sync != "microbatch" and scn.n_micro > 1:
+        return 1.0  # the unsharded accumulators are not modelled
+    if p.pp_flushes > 1:
+        return 1.0
+    if p.pp == 1:
+        return 1.0 if n > 1 else 0.0
+    if not (p.pp_schedule == "interleaved" and p.vp > 1):
+        return 1.0 if n > p.pp - stage else 0.0
+    chunks_in_flight = round(in_flight(scn, stage) * p.vp)
+    done = n * p.vp - chunks_in_flight
+    with_grad = min(p.vp, -(-done // p.pp))
+    per_chunk = [sum(u.numel for u in units) for units in stage_units(scn, stage)]
+    return sum(per_chunk[p.vp - with_grad:]) / sum(per_chunk) if with_grad else 0.0
+
+
 def loss_buffer_bytes(scn: Scenario) -> float:
     """Logits and cross-entropy buffers of one micro-batch on the last stage at the loss's peak:
     tokens × V/t × :data:`CROSS_ENTROPY_BYTES` of ``training.cross_entropy`` (``torch`` with
@@ -536,15 +597,22 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     else:
         loss_b, rec_b, zero_b = 0.0, rebuilt, z_bwd
     gpu = scn.profile.gpu
-    return MemoryEstimate(params=n.dense * w + n.expert * we, grads=n.dense * g + n.expert * ge,
-                          optimizer=n.dense * o + n.expert * oe,
-                          activations=acts, hbm_bytes=gpu.hbm_bytes, stage=stage,
-                          loss_buffers=loss_b, recompute=rec_b,
-                          comm_buffers=zero_b + pipeline_buffer_bytes(scn, stage),
-                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
-                          stranded=stranded_bytes(scn, loss_b > 0),
-                          fragmentation_factor=tr.allocator_fragmentation,
-                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
+    grads = n.dense * g + n.expert * ge
+    est = MemoryEstimate(params=n.dense * w + n.expert * we, grads=grads * backpropagated_fraction(scn, stage),
+                         optimizer=n.dense * o + n.expert * oe,
+                         activations=acts, hbm_bytes=gpu.hbm_bytes, stage=stage,
+                         loss_buffers=loss_b, recompute=rec_b,
+                         comm_buffers=zero_b + pipeline_buffer_bytes(scn, stage),
+                         pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
+                         stranded=stranded_bytes(scn, loss_b > 0),
+                         fragmentation_factor=tr.allocator_fragmentation,
+                         cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
+    if est.grads < grads:  # lazy gradients: the end of the backward holds them all, the activations freed
+        end = replace(est, grads=grads, activations=0.0, loss_buffers=0.0, recompute=0.0, stranded=0.0,
+                      comm_buffers=z_bwd + pipeline_buffer_bytes(scn, stage))
+        if end.allocated > est.allocated:
+            return end
+    return est
 
 
 def memory_per_gpu(scn: Scenario) -> MemoryEstimate:

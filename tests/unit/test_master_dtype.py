@@ -44,8 +44,9 @@ FSDP2 = dict(zero=3, zero3_impl="fsdp2")
 ])
 def test_fsdp2_model_states_follow_the_master_and_moment_dtypes(training, per_param):
     """FSDP2 over 8 ranks: the sharded parameter is the master, its gradient has the master's dtype
-    (FSDP2 casts the reduced gradient back to it) and the optimizer holds two moments."""
-    scn = _scn(training, FSDP2)
+    (FSDP2 casts the reduced gradient back to it) and the optimizer holds two moments. Two
+    micro-batches: the first's backward has made every gradient before the second's peak."""
+    scn = _scn(dict(training, global_batch=16), FSDP2)
     m = estimate_memory(scn, 0)
     n = sum(_numels(scn, 1))
     assert (m.params + m.grads + m.optimizer) == pytest.approx(per_param * n / 8, rel=1e-3)

@@ -340,3 +340,47 @@ def test_moe_layer_keeps_the_grouped_mlps_saved_tensors(scn):
     s = scn(model, {"micro_batch": 1, "global_batch": 8, "moe_routing": "round_robin"}, {"ep": 8})
     t, k, h, f, e = 4096, 8, 2048, 768, 128
     assert moe_layer_activation_bytes(s) == pytest.approx(t * k * (h + 3 * f) * 2 + t * e * 4, rel=1e-12)
+
+
+def test_lazy_gradients_exist_only_for_the_layers_back_propagated_before_the_peak(scn):
+    """Lazy gradients (FSDP2, or ``grad_allocation: lazy``): N = 8 layers in 4 pipeline stages of
+    vp = 2 one-layer chunks (stage 1: layers 1 and 5, no embedding or head), DP 2. Stage 1's
+    interleaved schedule holds C = (4 − 1 − 1)·2 + (2 − 1)·4 + 1 = 9 chunk forwards at its peak;
+    with 4 micro-batches (F = 8 chunk forwards, C capped at 8) every forward runs before the first
+    backward: no gradient at the peak. With 8 (F = 16) F − C = 7 backwards precede the last
+    steady-state forward: ceil(7 / 4) = 2 chunks, the whole gradient. Megatron's buffer (the
+    default under zero 1) keeps the whole gradient at any moment."""
+    from simulator.schedule.memory import backpropagated_fraction
+    from simulator.schedule.shapes import stage_params
+
+    def plan(gbs, lazy):
+        par = {"pp": 4, "pp_schedule": "interleaved", "vp": 2, "zero": 1, "grad_reduce_dtype": "fp32"}
+        if lazy:
+            par["grad_allocation"] = "lazy"
+        return scn(dict(LLAMA, layers=8), {"micro_batch": 1, "global_batch": gbs}, par)
+
+    lazy4, lazy8, buffer4 = plan(8, True), plan(16, True), plan(8, False)
+    assert (lazy4.n_micro, lazy8.n_micro) == (4, 8)
+    p = stage_params(lazy4, 1).total
+    assert estimate_memory(buffer4, 1).grads == 4 * p
+    assert backpropagated_fraction(lazy4, 1) == 0 and estimate_memory(lazy4, 1).grads == 0
+    assert backpropagated_fraction(lazy8, 1) == 1 and estimate_memory(lazy8, 1).grads == 4 * p
+    # stage 3 with 4 micro-batches: C = 5 of F = 8, so 3 backwards before its last peak, all on its
+    # last chunk (layer 7 and the output projection): k = 1 of its 2 layers, plus the head
+    from simulator.schedule.shapes import head_unit, layer_unit
+    k = layer_unit(lazy4, 7).numel + head_unit(lazy4).numel
+    assert backpropagated_fraction(lazy4, 3) == pytest.approx(k / stage_params(lazy4, 3).total, rel=1e-12)
+    assert estimate_memory(lazy4, 3).grads == pytest.approx(4 * k, rel=1e-12)
+
+
+def test_fsdp2_one_micro_batch_peak_holds_no_gradient(scn):
+    """FSDP2 without a pipeline and one micro-batch a step: the loss's peak comes before any backward,
+    so the model states are the fp32 shard and Adam's moments only (4 + 8 B over N); with two
+    micro-batches the first backward has made every sharded gradient (4 B over N more)."""
+    par = {"zero": 3, "zero3_impl": "fsdp2", "grad_reduce_dtype": "fp32"}
+    one = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, par), 0)
+    two = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 16}, par), 0)
+    n = one.params / 4 * 8  # the fp32 shard: 4 B over 8 ranks
+    assert one.grads == 0 and one.optimizer == pytest.approx(8 * n / 8)
+    assert two.grads == pytest.approx(4 * n / 8)
+    assert two.allocated == pytest.approx(one.allocated + 4 * n / 8)

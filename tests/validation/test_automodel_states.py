@@ -37,7 +37,8 @@ def test_automodel_rows_step_bf16_parameters_without_clipping():
 def test_nemotron_ultra_fits_the_h100_it_ran_on():
     """Nemotron-3 Ultra 550B on 128 H100 (FSDP2 128, EP 64): 2 + 2 + 4 bytes of model states per
     parameter over the shard group, half the 4 + 4 + 8 of fp32 master weights, and the plan fits the
-    80 GB the run had (with fp32 states the model put it at 99.3 GiB)."""
+    80 GB the run had (with fp32 states the model put it at 99.3 GiB). Its one micro-batch a step
+    reaches the activation peak before any backward, so no sharded gradient is alive then."""
     (case,) = [c for c in _cases("automodel_moe") if c.label.startswith("Nemotron V3 Ultra")]
     scn = build_scenario(case.scenario, source=case.label)
     fp32 = copy.deepcopy(case.scenario)
@@ -46,4 +47,5 @@ def test_nemotron_ultra_fits_the_h100_it_ran_on():
     bf16_mem, fp32_mem = memory_per_gpu(scn), memory_per_gpu(mixed)
     assert bf16_mem.model_states == pytest.approx(fp32_mem.model_states / 2)
     assert bf16_mem.fits and not fp32_mem.fits
-    assert 60 * GiB < bf16_mem.total < 75 * GiB
+    assert bf16_mem.grads == 0
+    assert 50 * GiB < bf16_mem.total < 75 * GiB

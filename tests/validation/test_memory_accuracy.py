@@ -18,7 +18,9 @@ def test_median_error_over_held_out_memory_rows():
     of the 2024 and Megatron ones biased by more than 4% in the median (each was under-predicted by
     1.6-7.5% before the pipeline's kept buffers and outputs, the allocator's stranded logits block
     and the legacy Megatron model's saved tensors were modelled); torchtitan's 2025 H200 rows
-    (Float8 with op-level selective checkpointing) within 8%."""
+    (Float8 with op-level selective checkpointing) within 9% (6.9% with the sharded gradient
+    counted at the peak; FSDP2 makes it in backward, after the peak of these one-micro-batch
+    steps, which leaves 8.4%: what remains under-predicted there is not the gradient)."""
     res = memory_results()
     assert len(res) >= 40 and len({r.source for r in res}) >= 5
     assert summary(res)["median_abs"] <= 0.08
@@ -26,7 +28,7 @@ def test_median_error_over_held_out_memory_rows():
     assert by_source["megatron_training_info_tool"]["median_abs"] <= 0.03
     assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.05
     assert by_source["megatron_functional_tests_gpt_small"]["median_abs"] <= 0.05
-    assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.08
+    assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.09
     biased = {src: s["signed_median"] for src, s in by_source.items()
               if src != "torchtitan_h200_2025" and abs(s["signed_median"]) > 0.04}
     assert not biased, biased
@@ -35,9 +37,12 @@ def test_median_error_over_held_out_memory_rows():
 def test_torchtitan_pipeline_row():
     """torchtitan's 405B 1F1B row (FSDP 8 x TP 8 x PP 8, 8 micro-batches of 4): the last stage
     keeps every micro-batch's fp32 logits and a gradient / activation receive buffer per
-    micro-batch; it was 33% under before those were modelled, now within 5%."""
+    micro-batch; it was 33% under before those were modelled, now within 6% (-1.7% with the sharded
+    gradient counted at the peak; FSDP2 makes it only in the step's last backward under
+    torch.distributed.pipelining, after the peak: -5.2%)."""
     row = next(r for r in memory_results() if r.label == "Table 5 1F1B")
-    assert abs(row.error) <= 0.05, row.error
+    assert abs(row.error) <= 0.06, row.error
+    assert row.estimate.grads == 0
     assert row.estimate.stage == 7 and row.estimate.pipeline_outputs == 8 * 4 * 8192 * 128256 / 8 * 4
 
 
@@ -109,14 +114,13 @@ def test_flagperf_rows_run_the_benchmark_scripts_plan():
 # Published e2e rows whose predicted allocated peak is allowed past their GPUs' memory, with the
 # documented reason.
 _LLAMA3_FSDP = ("the activations of Megatron's interleaved schedule with N = PP micro-batches per round (143 "
-                "one-layer chunks in flight on stage 1: 74.4 GiB at DP 64, 67.5 at DP 128) beside the FP32 "
-                "gradient accumulated whole over the micro-batches (11.9 GiB, arXiv:2407.21783 sec. 3.3.4) "
-                "pass 80 GiB (92.9 and 85.7); Meta tunes N (sec. 3.3.2) and does not print it. Sharded "
-                "gradients (zero: 2, a ReduceScatter per micro-batch) would give 81.2 and 73.9 GiB but "
-                "-6.0% and -13.3% step time (simulator/e2e_validation/findings.py)")
+                "one-layer chunks in flight on stage 0, 141 on stage 1: 74.4 GiB) beside the FP32 gradient "
+                "accumulated whole over the micro-batches (11.9 GiB, arXiv:2407.21783 sec. 3.3.4), all made by "
+                "the backwards that precede the last steady-state forward, pass 80 GiB (92.9); Meta tunes N "
+                "(sec. 3.3.2) and does not print it. Sharded gradients (zero: 2, a ReduceScatter per "
+                "micro-batch) would give 81.2 GiB but -6.0% step time (simulator/e2e_validation/findings.py)")
 E2E_MEMORY_EXCEPTIONS: dict[str, str] = {
     "llama3: Llama 3 405B tp8 cp1 pp16 vp8 dp64 seq8192 8192 GPUs": _LLAMA3_FSDP,
-    "llama3: Llama 3 405B tp8 cp1 pp16 vp8 dp128 seq8192 16384 GPUs": _LLAMA3_FSDP,
     "usp: LLAMA3-8B 208K gbs1 tp8 ulysses1 ring2 dp1 16 GPUs": (
         "0.2 GiB over 80: the USP paper prints neither recompute nor the framework's buffers for its "
         "longest run; the row assumes no recompute (the paper's out-of-memory remarks), at the edge"),
@@ -144,31 +148,48 @@ def test_every_published_e2e_run_fits_its_gpus_memory():
     assert not over, over
 
 
-def test_llama3_sharded_gradients_leave_dp64_over_its_memory():
-    """The Llama 3 405B exception: with the gradients sharded (``zero: 2``) instead of accumulated
-    whole in FP32, each rank keeps 4·P/DP gradient bytes of its P ≈ 405e9/(8·16) parameters and
-    the allocated peak falls by exactly 4·P·(1 − 1/DP): 92.9 → 81.2 GiB at DP 64, still past the
-    H100's 80 GiB (the activations alone are 74.4 GiB), and 85.7 → 73.9 GiB at DP 128."""
+def test_llama3_lazy_gradients_fit_dp128_and_leave_dp64_over():
+    """Llama 3 405B's stack makes each gradient in its layer's backward (``grad_allocation: lazy``).
+    At DP 128 each pipeline runs 16 micro-batches of its 8 one-layer chunks: 128 chunk forwards,
+    fewer than the interleaved schedule's warm-up on stages 0-7 (141-155), so every forward runs
+    before any backward and the activation peak holds no gradient there; stage s >= 8 reaches its
+    peak after 128 - (2·(15 - s) + 113) backwards, ceil(that / 16) chunks' gradients (stage 15's
+    last chunk is the output projection alone). Stage 1's
+    peak is its 128 chunks' activations and the states without the FP32 gradient (85.7 GiB with it,
+    whole); the worst stage fits the H100's 80 GiB. At DP 64 (256 chunk forwards) 113 backwards
+    precede stage 0's last peak, every chunk has its gradient, and the row stays at 92.9 GiB; with
+    the gradients sharded (``zero: 2``) it is 4·P·(1 − 1/64) lower, still over."""
     import copy
 
     from simulator.config.scenario import build_scenario
     from simulator.e2e_validation import sources
-    from simulator.schedule.memory import estimate_memory
+    from simulator.schedule.memory import backpropagated_fraction, estimate_memory
+    from simulator.schedule.shapes import stage_params
 
-    rows = [c for c in sources.cases() if c.source == "llama3"]
-    assert len(rows) == 2 and all(f"llama3: {c.label}" in E2E_MEMORY_EXCEPTIONS for c in rows)
-    peaks = {}
-    for c in rows:
-        assert c.scenario["parallel"]["zero"] == 1 and c.scenario["parallel"]["grad_reduce_dtype"] == "fp32"
-        sharded = copy.deepcopy(c.scenario)
-        sharded["parallel"]["zero"] = 2
-        whole, part = build_scenario(c.scenario), build_scenario(sharded)
-        dp = whole.dp
-        for stage in range(whole.parallel.pp):
-            a, b = estimate_memory(whole, stage), estimate_memory(part, stage)
-            P = a.params / 2  # bf16 weights, kept whole in both plans
-            assert 0.94 < P / (405e9 / 128) < 1.01  # 8 layers, or 7 and the embedding or the output
-            assert (a.grads, b.grads) == pytest.approx((4 * P, 4 * P / dp), rel=1e-12)
-            assert b.allocated == pytest.approx(a.allocated - 4 * P * (1 - 1 / dp), rel=1e-12)
-        peaks[dp] = max(estimate_memory(part, i).allocated for i in range(part.parallel.pp)) / GiB
-    assert peaks[64] > 80 > peaks[128]
+    rows = {build_scenario(c.scenario).dp: c for c in sources.cases() if c.source == "llama3"}
+    assert sorted(rows) == [64, 128]
+    assert f"llama3: {rows[64].label}" in E2E_MEMORY_EXCEPTIONS
+    assert f"llama3: {rows[128].label}" not in E2E_MEMORY_EXCEPTIONS
+    s128, s64 = (build_scenario(rows[d].scenario) for d in (128, 64))
+    assert s128.n_micro == 16 and s64.n_micro == 32
+    for stage in range(15):  # eight chunks of one layer each (stage 0's first holds the embedding)
+        warmup = min(2 * (15 - stage) + 7 * 16 + 1, 128)
+        assert backpropagated_fraction(s128, stage) == -(-(128 - warmup) // 16) / 8
+        assert backpropagated_fraction(s64, stage) == 1.0
+    # stage 15: 15 backwards, all on its last chunk, which holds the output projection alone
+    head = 16384 * 128256 / 8
+    assert backpropagated_fraction(s128, 15) == pytest.approx(head / stage_params(s128, 15).total, rel=1e-3)
+    one = estimate_memory(s128, 1)
+    P = stage_params(s128, 1).total
+    assert one.grads == 0 and one.params == 2 * P
+    peak128 = max(estimate_memory(s128, i).allocated for i in range(16)) / GiB
+    assert 70 < peak128 < 80
+    sharded = copy.deepcopy(rows[64].scenario)
+    sharded["parallel"]["zero"] = 2
+    part = build_scenario(sharded)
+    for stage in range(16):
+        a, b = estimate_memory(s64, stage), estimate_memory(part, stage)
+        P = stage_params(s64, stage).total
+        assert (a.grads, b.grads) == pytest.approx((4 * P, 4 * P / 64), rel=1e-12)
+        assert b.allocated == pytest.approx(a.allocated - 4 * P * (1 - 1 / 64), rel=1e-12)
+    assert max(estimate_memory(part, i).allocated for i in range(16)) / GiB > 80
