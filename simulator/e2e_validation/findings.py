@@ -868,6 +868,50 @@ Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 1
 
 What remains is the micro-batch effect at TP 8 (mbs 2 and 6 8-10% slower than mbs 4 where the
 model has them within 2%): the rows at mbs 2 and 6 are still +18% to +24%.
+That micro-batch effect is now priced (next section).
+
+## BLOOM's search: which rows ran Megatron's fused softmax
+
+Megatron's `FusedScaleMaskSoftmax` runs its fused scale-mask-softmax kernel only when
+`is_kernel_available` holds for the rank's [b, np, s, s] scores, and otherwise
+`forward_torch_softmax`: with `apply_query_key_layer_scaling` (Megatron's default) the scores are
+cast to fp32, multiplied by the layer number, masked in place, softmaxed in fp32 (a 2,048-key row
+is 8 KB, past what PyTorch's warp softmax holds: three reads and a write) and cast back, five
+kernels each way and 44 bytes per score element forward instead of 4, 48 instead of 6 backward
+(`training.masked_softmax: torch`, `schedule/attention.py`). The check requires b·np to be a
+multiple of the fused kernel's rows per 128-thread block. BigScience's Megatron-DeepSpeed from
+9f5f5d4c (2021-10-21, a sync of Megatron-LM's 40becfc9, which upstream fixed the same day in
+0d350c8d) to 1cb76a64 (2022-03-06) declares `get_batch_per_block(b, np, sq, sk)` but calls it
+with `(sq, sk, b, np)`, so the CUDA helper sizes the block from a key length equal to np, the heads
+on the rank: at TP 8 with 64 heads (np 8) that is 32 rows a block, and only micro-batches 4 and 8
+pass; 1, 2 and 6 ran PyTorch's softmax. The whole Feb 2022 search ran that tree (its
+`--abort-on-unmet-fused-kernel-constraints`, 406022ed, checks the different rule of
+`initialize.py`, (heads/TP)·MBS % 4, which every row met); the final run (from 2022-03-11) ran the
+fixed one and takes the fused kernel (`sources.bloom_fused_softmax`).
+
+The search's own tables test this. Its "NHEADs comparison" (02-23/02-24, TP 8 PP 6 DP 8,
+micro-batch 4, 72 layers of h 14,336) varied only the heads: 16, 32, 64, 112, 128 and 256 heads
+took 121.0, 124.0, 120.2, 138.7, 124.9 and 132.9 s; 16, 32 and 112 heads (np 2, 4, 14) miss the
+swapped rule. Replayed (before the node fix of 02-25, so a few points more optimistic than the
+scored rows) the six rows are +15.5% .. +17.3% with the fallback priced, against +15.8% .. +31.2%
+with every row fused (112 heads: +31.2% → +15.5%; the step ratios 112/64 and 112/128 are 1.157 and
+1.128 against the measured 1.154 and 1.111). The 02-21 micro-batch sweeps at TP 8 (72 layers,
+PP 12 and PP 6) go from +29.6/+24.8/+13.4/+12.1% (micro-batch 1/2/4/8) and +32.4/+28.0/+17.0% to
++20.9/+16.1/+13.4/+12.1% and +23.2/+18.7/+17.0%; the other 02-21 and 02-23 shapes at micro-batch 2
+(h 13,824, 13,312, 12,288) from +26% .. +31% to +17% .. +20%, beside their micro-batch 4 rows at
++14% .. +17%. Head dim 108 (h 13,824 with 128 heads, +52%) is unchanged: its rule passes.
+
+Scored rows (held out; nothing fitted): BLOOM 11.2% → 9.8% median (signed +11.2% → +9.8%, mean
+12.9% → 9.6%, max 24.2% → 15.2%): tp8 pp6 mbs6 +18.4% → +9.6%, tp8 pp12 mbs2 +20.0% → +11.6%, tp8
+pp4 mbs2 +24.2% → +15.2%; the final run and the micro-batch 4 rows are unchanged. Megatron-LM's own
+trees and microsoft/Megatron-DeepSpeed (vTrain's) have the fixed rule, which every plan of the
+Megatron 2020-2022 sources passes; of vTrain's, GPT-18.4B (48 heads) at TP 16 and micro-batch 2 has
+b·np = 6, not a multiple of 4, and now runs the fallback: +3.1% → −8.2% (vtrain_multi's median
+3.7% → 3.75%, signed +2.1% → +2.05%), as do eight unscored single-node rows (16 heads at TP 8,
+micro-batch 1). What is left at TP 8 is an offset common to every micro-batch and head count,
++7% .. +12% after the node fix (+13% .. +20% before it), where the TP 4 final run is +1.7%; the
+02-24 row of 96 heads at h 12,288 (np 12, fused under either rule: 145.4 s against 123.0 s with 64
+heads, +36.8%) is the one head count the mechanism leaves out.
 
 ## BLOOM's search rows: what the 44 unscored rows add
 
