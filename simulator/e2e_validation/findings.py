@@ -913,6 +913,25 @@ micro-batch 1). What is left at TP 8 is an offset common to every micro-batch an
 02-24 row of 96 heads at h 12,288 (np 12, fused under either rule: 145.4 s against 123.0 s with 64
 heads, +36.8%) is the one head count the mechanism leaves out.
 
+## torchtitan's A100 rows: what they ran, and where the gap is not (held out)
+
+The six A100 rows (docs/performance.md of f38766edb, 2024-04) are +5.4% .. +14.7%. What they ran,
+from that commit: every train config sets `compile = false` and no Float8 (both only on the H200
+rows); FSDP2 with `reshard_after_forward` on every block but the last (parallelize_llama.py, as
+`zero3_impl: fsdp2` models it); attention is `F.scaled_dot_product_attention(xq, xk, xv,
+is_causal=True)` on bf16 heads of 128 with no mask tensor, after `repeat_kv` for Llama 3's GQA
+(model.py): on sm80 these inputs meet the flash backend's constraints, first in SDPA's order
+ahead of mem-efficient, and that backend is FlashAttention-2 from PyTorch 2.2 on (torchtitan
+required a nightly). So `attention: flash2` is the right class. Its rate is not where the
+gap is: the model's attention is 4.5% .. 13.9% of the compute of these rows (GEMMs 75-88%), and
+the error does not follow that share (Llama 3 8B, 13.9%: +11.7%; Llama 2 70B selective, 4.5%:
++14.7%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
+What the errors follow is the checkpointing: the two full-recompute rows are +5.4% and +6.0%, the
+four without (none, op-level selective) +11.7% .. +14.7%, at low and high predicted memory alike
+(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. The rows are
+compute-bound in the model (exposed FSDP collectives 0.7% of the Llama 2 13B step), so the
+network assumption (DGX A100) does not decide them either.
+
 ## BLOOM's search rows: what the 44 unscored rows add
 
 The source scores the final run and the first seven rows of the 02-25 search (`out[:8]`), six of
