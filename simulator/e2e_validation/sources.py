@@ -100,10 +100,10 @@ def bloom_fused_softmax(micro_batch: int, heads_per_rank: int, seq: int, final: 
     the tree between 9f5f5d4c and 1cb76a64, whose ``is_kernel_available`` sizes the kernel's rows
     per block from the heads on the rank instead of the key length: at TP 8 with 64 heads the
     fused kernel runs for micro-batches of 4 and 8 only, and PyTorch's fp32 softmax for 1, 2 and
-    6. The final run (from 2022-03-11) ran the fixed tree (1cb76a64: keys up to 4,096). The
-    search's ``NHEADS`` table (TP 8, micro-batch 4, chronicles-prequel.md "NHEADs comparison")
-    shows the step: 112 heads (np 14: 16 rows per block against b·np = 56) took 138.7 s where
-    64 and 128 heads took 120.2 and 124.9 s."""
+    6. The final run (from 2022-03-11) ran the fixed tree (1cb76a64: keys up to 4,096); its plan
+    (b·np = 56) passes either rule. The search's ``NHEADS`` table (TP 8, micro-batch 4,
+    chronicles-prequel.md "NHEADs comparison") shows the step: 112 heads (np 14: 16 rows per
+    block against b·np = 56) took 138.7 s where 64 and 128 heads took 120.2 and 124.9 s."""
     if final:
         return megatron_fused_softmax_available(micro_batch, heads_per_rank, seq, max_seq=4096)
     return megatron_fused_softmax_available(micro_batch, heads_per_rank, seq, swapped_batch_per_block=True)
