@@ -920,27 +920,8 @@ They go from +17.5% .. +32.1% to +2.8% .. +23.4%: the 104-head row, an outlier o
 below, +18.2% → +2.8%; the bf16 TP 8 micro-batch 2 row (02-28) +17.5% → +7.3%; TP 8 pp 2 dp 24
 +32.1% / +27.8% → +23.4% / +19.2% (micro-batch 1 / 2). The other 49 are unchanged. Still out:
 head dim 108 (+46% .. +49%), 128 heads at TP 4 and micro-batch 4 (+23.3%; micro-batch 2 is
-+8.2%), TP 4 micro-batch 1 at h 13,824 (+58.0%). The table below is the replay before this
-mechanism.
-
-## torchtitan's A100 rows: what they ran, and where the gap is not (held out)
-
-The six A100 rows (docs/performance.md of f38766edb, 2024-04) are +5.4% .. +14.7%. What they ran,
-from that commit: every train config sets `compile = false` and no Float8 (both only on the H200
-rows); FSDP2 with `reshard_after_forward` on every block but the last (parallelize_llama.py, as
-`zero3_impl: fsdp2` models it); attention is `F.scaled_dot_product_attention(xq, xk, xv,
-is_causal=True)` on bf16 heads of 128 with no mask tensor, after `repeat_kv` for Llama 3's GQA
-(model.py): on sm80 these inputs meet the flash backend's constraints, first in SDPA's order
-ahead of mem-efficient, and that backend is FlashAttention-2 from PyTorch 2.2 on (torchtitan
-required a nightly). So `attention: flash2` is the right class. Its rate is not where the
-gap is: the model's attention is 4.5% .. 13.9% of the compute of these rows (GEMMs 75-88%), and
-the error does not follow that share (Llama 3 8B, 13.9%: +11.7%; Llama 2 70B selective, 4.5%:
-+14.7%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
-What the errors follow is the checkpointing: the two full-recompute rows are +5.4% and +6.0%, the
-four without (none, op-level selective) +11.7% .. +14.7%, at low and high predicted memory alike
-(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. The rows are
-compute-bound in the model (exposed FSDP collectives 0.7% of the Llama 2 13B step), so the
-network assumption (DGX A100) does not decide them either.
++8.2%), TP 4 micro-batch 1 at h 13,824 (+58.0%). The table of "BLOOM's search rows: what the 44
+unscored rows add" is the replay before this mechanism.
 
 ## BLOOM's search rows: what the 44 unscored rows add
 
@@ -983,6 +964,25 @@ vocabulary padding is now in the scenarios (250,880 at TP 8 and in the final run
 step). Timing one layer's forward, recompute and backward on a Jean Zay node at TP 4 and TP 8
 would tell whether the missing time is in the TP group's six AllReduces per layer and
 micro-batch or in the kernels between them.
+
+## torchtitan's A100 rows: what they ran, and where the gap is not (held out)
+
+The six A100 rows (docs/performance.md of f38766edb, 2024-04) are +5.4% .. +14.7%. What they ran,
+from that commit: every train config sets `compile = false` and no Float8 (both only on the H200
+rows); FSDP2 with `reshard_after_forward` on every block but the last (parallelize_llama.py, as
+`zero3_impl: fsdp2` models it); attention is `F.scaled_dot_product_attention(xq, xk, xv,
+is_causal=True)` on bf16 heads of 128 with no mask tensor, after `repeat_kv` for Llama 3's GQA
+(model.py): on sm80 these inputs meet the flash backend's constraints, first in SDPA's order
+ahead of mem-efficient, and that backend is FlashAttention-2 from PyTorch 2.2 on (torchtitan
+required a nightly). So `attention: flash2` is the right class. Its rate is not where the
+gap is: the model's attention is 4.5% .. 13.9% of the compute of these rows (GEMMs 75-88%), and
+the error does not follow that share (Llama 3 8B, 13.9%: +11.7%; Llama 2 70B selective, 4.5%:
++14.7%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
+What the errors follow is the checkpointing: the two full-recompute rows are +5.4% and +6.0%, the
+four without (none, op-level selective) +11.7% .. +14.7%, at low and high predicted memory alike
+(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. The rows are
+compute-bound in the model (exposed FSDP collectives 0.7% of the Llama 2 13B step), so the
+network assumption (DGX A100) does not decide them either.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 
