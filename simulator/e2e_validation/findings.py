@@ -913,12 +913,13 @@ micro-batch 1). What is left at TP 8 is an offset common to every micro-batch an
 02-24 row of 96 heads at h 12,288 (np 12, fused under either rule: 145.4 s against 123.0 s with 64
 heads, +36.8%) is the one head count the mechanism leaves out.
 
-Replayed without the source's eight-row cap, the 02-25 .. 02-28 rows on 384 GPUs (59, the 1,568 and
-2,016 batches included) that ran the fallback are ten: TP 8 at micro-batch 1, 2 or 6 (64 and 96
+Replayed without the source's eight-row cap, the 02-25 .. 02-28 rows on 384 GPUs (60, the 1,568 and
+2,016 batches included) that ran the fallback are eleven: TP 8 at micro-batch 1, 2 or 6 (64 and 96
 heads) and 104 heads at TP 4 with micro-batch 2 (np 26, b·np 52: 8 rows a block under the swap).
 They go from +17.5% .. +32.1% to +2.8% .. +23.4%: the 104-head row, an outlier of the table
-below, +18.2% → +2.8%; the bf16 TP 8 micro-batch 2 row (02-28) +17.5% → +7.3%; TP 8 pp 2 dp 24
-+32.1% / +27.8% → +23.4% / +19.2% (micro-batch 1 / 2). The other 49 are unchanged. Still out:
+below, +18.2% → +2.8%; the two bf16 TP 8 micro-batch 2 rows (02-28) +17.5% / +16.4% → +7.3% /
++8.1%; TP 8 pp 2 dp 24 +32.1% / +27.8% → +23.4% / +19.2% (micro-batch 1 / 2). The other 49 are
+unchanged. Still out:
 head dim 108 (+46% .. +49%), 128 heads at TP 4 and micro-batch 4 (+23.3%; micro-batch 2 is
 +8.2%), TP 4 micro-batch 1 at h 13,824 (+58.0%). The table of "BLOOM's search rows: what the 44
 unscored rows add" is the replay before this mechanism.
