@@ -386,6 +386,12 @@ class Training(_Strict):
         "complex with eager layers | fused (TransformerEngine's fused_apply_rotary_pos_emb, one kernel per q and "
         "k: Megatron-Core's apply_rope_fusion, NeMo AutoModel's rope_fusion with TE) | complex (torchtitan's eager "
         "apply_rotary_emb: fp32 cast, complex multiply, cast back)")
+    masked_softmax: Literal["fused", "torch"] = Field(
+        default="fused", description="what runs the scale-mask-softmax of unfused attention with fused kernels: "
+        "fused (Megatron's scaled_upper_triang_masked_softmax kernel: one read, one write of the scores) | torch "
+        "(Megatron's FusedScaleMaskSoftmax.forward_torch_softmax, taken when is_kernel_available fails for the "
+        "rank's shape: the scores cast to fp32, scaled, masked in place, softmaxed and cast back, five kernels "
+        "each way; schedule/attention.py megatron_fused_softmax_available gives the rule)")
     dropout: bool = Field(
         default=True, description="hidden and attention dropout active (p > 0). With p = 0 PyTorch launches no "
         "dropout kernel (llm-foundry's MPT, Llama-style models); the eager layers and unfused attention then "
@@ -488,6 +494,10 @@ class Training(_Strict):
     def _routing(self) -> "Training":
         if self.norm_kernel != "auto" and self.fused_kernels:
             raise ValueError(f"norm_kernel: {self.norm_kernel} describes eager layers: it needs fused_kernels: false")
+        if self.masked_softmax == "torch" and (self.attention != "unfused" or not self.fused_kernels):
+            raise ValueError("masked_softmax: torch is Megatron's fallback for unfused attention with fused kernels: "
+                             f"it needs attention: unfused and fused_kernels: true (got attention: {self.attention}, "
+                             f"fused_kernels: {str(self.fused_kernels).lower()})")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

@@ -920,6 +920,61 @@ Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 1
 
 What remains is the micro-batch effect at TP 8 (mbs 2 and 6 8-10% slower than mbs 4 where the
 model has them within 2%): the rows at mbs 2 and 6 are still +18% to +24%.
+That micro-batch effect is now priced (next section).
+
+## BLOOM's search: which rows ran Megatron's fused softmax
+
+Megatron's `FusedScaleMaskSoftmax` runs its fused scale-mask-softmax kernel only when
+`is_kernel_available` holds for the rank's [b, np, s, s] scores, and otherwise
+`forward_torch_softmax`: with `apply_query_key_layer_scaling` (Megatron's default) the scores are
+cast to fp32, multiplied by the layer number, masked in place, softmaxed in fp32 (a 2,048-key row
+is 8 KB, past what PyTorch's warp softmax holds: three reads and a write) and cast back, five
+kernels each way and 44 bytes per score element forward instead of 4, 48 instead of 6 backward
+(`training.masked_softmax: torch`, `schedule/attention.py`). The check requires b·np to be a
+multiple of the fused kernel's rows per 128-thread block. BigScience's Megatron-DeepSpeed from
+9f5f5d4c (2021-10-21, a sync of Megatron-LM's 40becfc9, which upstream fixed the same day in
+0d350c8d) to 1cb76a64 (2022-03-06) declares `get_batch_per_block(b, np, sq, sk)` but calls it
+with `(sq, sk, b, np)`, so the CUDA helper sizes the block from a key length equal to np, the heads
+on the rank: at TP 8 with 64 heads (np 8) that is 32 rows a block, and only micro-batches 4 and 8
+pass; 1, 2 and 6 ran PyTorch's softmax. The whole Feb 2022 search ran that tree (its
+`--abort-on-unmet-fused-kernel-constraints`, 406022ed, checks the different rule of
+`initialize.py`, (heads/TP)·MBS % 4, which every row met); the final run (from 2022-03-11) ran the
+fixed one and takes the fused kernel (`sources.bloom_fused_softmax`).
+
+The search's own tables test this. Its "NHEADs comparison" (02-23/02-24, TP 8 PP 6 DP 8,
+micro-batch 4, 72 layers of h 14,336) varied only the heads: 16, 32, 64, 112, 128 and 256 heads
+took 121.0, 124.0, 120.2, 138.7, 124.9 and 132.9 s; 16, 32 and 112 heads (np 2, 4, 14) miss the
+swapped rule. Replayed (before the node fix of 02-25, so a few points more optimistic than the
+scored rows) the six rows are +15.5% .. +17.3% with the fallback priced, against +15.8% .. +31.2%
+with every row fused (112 heads: +31.2% → +15.5%; the step ratios 112/64 and 112/128 are 1.157 and
+1.128 against the measured 1.154 and 1.111). The 02-21 micro-batch sweeps at TP 8 (72 layers,
+PP 12 and PP 6) go from +29.6/+24.8/+13.4/+12.1% (micro-batch 1/2/4/8) and +32.4/+28.0/+17.0% to
++20.9/+16.1/+13.4/+12.1% and +23.2/+18.7/+17.0%; the other 02-21 and 02-23 shapes at micro-batch 2
+(h 13,824, 13,312, 12,288) from +26% .. +31% to +17% .. +20%, beside their micro-batch 4 rows at
++14% .. +17%. Head dim 108 (h 13,824 with 128 heads, +52%) is unchanged: its rule passes.
+
+Scored rows (held out; nothing fitted): BLOOM 11.2% → 9.8% median (signed +11.2% → +9.8%, mean
+12.9% → 9.6%, max 24.2% → 15.2%): tp8 pp6 mbs6 +18.4% → +9.6%, tp8 pp12 mbs2 +20.0% → +11.6%, tp8
+pp4 mbs2 +24.2% → +15.2%; the final run and the micro-batch 4 rows are unchanged. Megatron-LM's own
+trees and microsoft/Megatron-DeepSpeed (vTrain's) have the fixed rule, which every plan of the
+Megatron 2020-2022 sources passes; of vTrain's, GPT-18.4B (48 heads) at TP 16 and micro-batch 2 has
+b·np = 6, not a multiple of 4, and now runs the fallback: +3.1% → −8.2% (vtrain_multi's median
+3.7% → 3.75%, signed +2.1% → +2.05%), as do eight unscored single-node rows (16 heads at TP 8,
+micro-batch 1). What is left at TP 8 is an offset common to every micro-batch and head count,
++7% .. +12% after the node fix (+13% .. +20% before it), where the TP 4 final run is +1.7%; the
+02-24 row of 96 heads at h 12,288 (np 12, fused under either rule: 145.4 s against 123.0 s with 64
+heads, +36.8%) is the one head count the mechanism leaves out.
+
+Replayed without the source's eight-row cap, the 02-25 .. 02-28 rows on 384 GPUs (60, the 1,568 and
+2,016 batches included) that ran the fallback are eleven: TP 8 at micro-batch 1, 2 or 6 (64 and 96
+heads) and 104 heads at TP 4 with micro-batch 2 (np 26, b·np 52: 8 rows a block under the swap).
+They go from +17.5% .. +32.1% to +2.8% .. +23.4%: the 104-head row, an outlier of the table
+below, +18.2% → +2.8%; the two bf16 TP 8 micro-batch 2 rows (02-28) +17.5% / +16.4% → +7.3% /
++8.1%; TP 8 pp 2 dp 24 +32.1% / +27.8% → +23.4% / +19.2% (micro-batch 1 / 2). The other 49 are
+unchanged. Still out:
+head dim 108 (+46% .. +49%), 128 heads at TP 4 and micro-batch 4 (+23.3%; micro-batch 2 is
++8.2%), TP 4 micro-batch 1 at h 13,824 (+58.0%). The table of "BLOOM's search rows: what the 44
+unscored rows add" is the replay before this mechanism.
 
 ## BLOOM's search rows: what the 44 unscored rows add
 
@@ -962,6 +1017,25 @@ vocabulary padding is now in the scenarios (250,880 at TP 8 and in the final run
 step). Timing one layer's forward, recompute and backward on a Jean Zay node at TP 4 and TP 8
 would tell whether the missing time is in the TP group's six AllReduces per layer and
 micro-batch or in the kernels between them.
+
+## torchtitan's A100 rows: what they ran, and where the gap is not (held out)
+
+The six A100 rows (docs/performance.md of f38766edb, 2024-04) are +5.4% .. +14.7%. What they ran,
+from that commit: every train config sets `compile = false` and no Float8 (both only on the H200
+rows); FSDP2 with `reshard_after_forward` on every block but the last (parallelize_llama.py, as
+`zero3_impl: fsdp2` models it); attention is `F.scaled_dot_product_attention(xq, xk, xv,
+is_causal=True)` on bf16 heads of 128 with no mask tensor, after `repeat_kv` for Llama 3's GQA
+(model.py): on sm80 these inputs meet the flash backend's constraints, first in SDPA's order
+ahead of mem-efficient, and that backend is FlashAttention-2 from PyTorch 2.2 on (torchtitan
+required a nightly). So `attention: flash2` is the right class. Its rate is not where the
+gap is: the model's attention is 4.5% .. 13.9% of the compute of these rows (GEMMs 75-88%), and
+the error does not follow that share (Llama 3 8B, 13.9%: +11.7%; Llama 2 70B selective, 4.5%:
++14.7%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
+What the errors follow is the checkpointing: the two full-recompute rows are +5.4% and +6.0%, the
+four without (none, op-level selective) +11.7% .. +14.7%, at low and high predicted memory alike
+(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. The rows are
+compute-bound in the model (exposed FSDP collectives 0.7% of the Llama 2 13B step), so the
+network assumption (DGX A100) does not decide them either.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 

@@ -35,6 +35,7 @@ from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overla
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
 from simulator.files import bundled_dir
+from simulator.schedule.attention import megatron_fused_softmax_available
 
 DATA_DIR = bundled_dir("data/e2e")
 
@@ -93,6 +94,21 @@ def _megatron2020(rows: list[Row]) -> list[Case]:
 BLOOM_PADDED_VOCAB = 250_880
 
 
+def bloom_fused_softmax(micro_batch: int, heads_per_rank: int, seq: int, final: bool) -> bool:
+    """Whether a BLOOM run's attention took Megatron-DeepSpeed's fused scale-mask-softmax kernel
+    (``schedule.attention.megatron_fused_softmax_available``). The shape search of Feb 2022 ran
+    the tree between 9f5f5d4c and 1cb76a64, whose ``is_kernel_available`` sizes the kernel's rows
+    per block from the heads on the rank instead of the key length: at TP 8 with 64 heads the
+    fused kernel runs for micro-batches of 4 and 8 only, and PyTorch's fp32 softmax for 1, 2 and
+    6. The final run (from 2022-03-11) ran the fixed tree (1cb76a64: keys up to 4,096); its plan
+    (b·np = 56) passes either rule. The search's ``NHEADS`` table (TP 8, micro-batch 4,
+    chronicles-prequel.md "NHEADs comparison") shows the step: 112 heads (np 14: 16 rows per
+    block against b·np = 56) took 138.7 s where 64 and 128 heads took 120.2 and 124.9 s."""
+    if final:
+        return megatron_fused_softmax_available(micro_batch, heads_per_rank, seq, max_seq=4096)
+    return megatron_fused_softmax_available(micro_batch, heads_per_rank, seq, swapped_batch_per_block=True)
+
+
 def _bloom(rows: list[Row]) -> list[Case]:
     """The final BLOOM-176B run (GBS 2048) and the 02-25 and later shape/topology search rows
     on the full 384 GPUs (after the node fix), one per distinct (shape, plan, micro-batch), at the
@@ -144,16 +160,18 @@ def _bloom(rows: list[Row]) -> list[Case]:
         bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32",
                         ddp_bucket_elements=500_000_000) if dtype == "bf16" else {}
         vocab = BLOOM_PADDED_VOCAB if final else padded_vocab(parse_int(r["vocab"]), tp)
+        scn = make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
+                            gpt_model({**r, "vocab": str(vocab)}, position="alibi", tied=True),
+                            micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
+                            parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
+                                          async_tensor_model_parallel_allreduce=False,
+                                          scatter_gather_tensors_in_pipeline=True, **bf16_opt),
+                            stack=MEGATRON_LEGACY)
+        if not bloom_fused_softmax(mb, parse_int(r["heads"]) // tp, parse_int(r["seq_len"]), final):
+            scn["training"]["masked_softmax"] = "torch"
         out.append(Case("bloom", f"{r['model_name']} l{r['layers']} h{r['hidden']} a{r['heads']} "
                                  f"tp{tp} pp{pp} dp{dp} mbs{mb}" + (" (final run)" if final else f" ({date})"),
-                        make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
-                                  gpt_model({**r, "vocab": str(vocab)}, position="alibi", tied=True),
-                                  micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
-                                  parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
-                                                async_tensor_model_parallel_allreduce=False,
-                                                scatter_gather_tensors_in_pipeline=True, **bf16_opt),
-                                  stack=MEGATRON_LEGACY),
-                        "step_time_s", float(r["value"]), n))
+                        scn, "step_time_s", float(r["value"]), n))
     return out[:8]
 
 
@@ -690,7 +708,12 @@ SOURCES: list[Source] = [
             "(data/nccl/a100x32_allreduce_4node_jeanzay_opa_torchdist.csv: no GPUDirect RDMA over the hfi1 verbs "
             "devices). With the HFIs at line rate the rows were 3-7 points more optimistic (the final run's fp32 "
             "gradient AllReduce over DP 8 takes 6.9 s instead of 3.0, the tied embedding's 2.8 s instead of 1.2).",
-            "Megatron-DeepSpeed 2022: no FlashAttention (the score matrix is materialised)."]),
+            "Megatron-DeepSpeed 2022: no FlashAttention (the score matrix is materialised).",
+            "The Feb 2022 search ran the Megatron-DeepSpeed tree whose FusedScaleMaskSoftmax.is_kernel_available "
+            "sizes the fused kernel's rows per block from the heads on the rank instead of the key length "
+            "(9f5f5d4c to 1cb76a64, swapped get_batch_per_block arguments): at TP 8 with 64 heads its micro-batch 2 "
+            "and 6 rows ran PyTorch's fp32 softmax (training.masked_softmax: torch), the micro-batch 4 rows and the "
+            "final run the fused kernel."]),
     Source("megatron2021_zero3", "Megatron-LM 2021 paper, ZeRO-3 without model parallelism (GPT-175B/530B, A100)",
            "megatron_2021_zero3_table2.csv", _megatron2021_zero3,
            ["Held out entirely (none of these rows fits anything).",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from simulator.e2e_validation.rows import Row, parse_int, parse_precision
 from simulator.e2e_validation.scenarios import MEGATRON_LEGACY, Case, gpt_model, make_scenario, padded_vocab
+from simulator.schedule.attention import megatron_fused_softmax_available
 
 VTRAIN_PROFILE = "vtrain-a100"
 
@@ -35,6 +36,12 @@ def _vtrain_case(source: str, r: Row) -> Case:
                              recompute="full", parallel=par, stack=MEGATRON_LEGACY)
     if n < 8:  # the first n GPUs of one node (vTrain's 2- and 4-GPU runs)
         scenario["gpus_per_node"] = n
+    # Megatron's fused softmax takes b·np multiples of 4 (the fixed rule of 2022 on; vTrain's tree is
+    # of 2023, PyTorch 2.0.1): a plan whose heads per rank times micro-batch is not runs PyTorch's
+    # fp32 softmax (GPT-18.4B's 48 heads at TP 16: np 3)
+    heads = parse_int(r["heads"])
+    if not megatron_fused_softmax_available(mb, heads // tp, parse_int(r["seq_len"]), max_seq=4096):
+        scenario["training"]["masked_softmax"] = "torch"
     return Case(source, label, scenario, "step_time_s", float(r["value"]), n)
 
 

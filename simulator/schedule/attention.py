@@ -54,6 +54,7 @@ class AttentionContext:
     dropout: bool = True  # attention dropout active (training.dropout)
     alibi: bool = False  # ALiBi bias added to the scores (model.position_embedding alibi)
     deterministic: bool = False  # the fused backward runs its deterministic algorithm (training.deterministic)
+    softmax: str = "fused"  # unfused attention's scale-mask-softmax: fused | torch (training.masked_softmax)
 
     @property
     def deterministic_heads(self) -> int:
@@ -173,11 +174,71 @@ def _scale_qk(pb: ProgramBuilder, ctx: AttentionContext, after: int, phase: Phas
                     phase, 2)
 
 
-def _eager_softmax_passes(ctx: AttentionContext) -> int:
+def _eager_softmax_passes(ctx: AttentionContext, elem_bytes: int | None = None) -> int:
     """HBM passes over the scores of PyTorch's own softmax forward (read + write, or three reads
     and a write when the row does not fit the warp kernel; its backward then reads the gradient
-    and the output twice and writes: five instead of three)."""
-    return 2 if ctx.seq <= PERSISTENT_SOFTMAX_MAX and ctx.seq * ctx.dtype_bytes <= 4096 else 4
+    and the output twice and writes: five instead of three), on elements of ``elem_bytes``
+    (default: the activations')."""
+    row_bytes = ctx.seq * (ctx.dtype_bytes if elem_bytes is None else elem_bytes)
+    return 2 if ctx.seq <= PERSISTENT_SOFTMAX_MAX and row_bytes <= 4096 else 4
+
+
+# Megatron's FusedScaleMaskSoftmax (megatron/model/fused_softmax.py) runs its fused kernel only when
+# ``is_kernel_available`` holds for the rank's [b, np, sq, sk] scores; otherwise
+# ``forward_torch_softmax`` runs the same three steps in PyTorch ops. With
+# ``apply_query_key_layer_scaling`` (Megatron's default: ``--no-query-key-layer-scaling`` is a
+# store_false) the softmax is in fp32 and scaled by the layer number: ``input.float()``,
+# ``input * self.scale``, the mask function's in-place ``masked_fill_(mask, -10000.0)``
+# (megatron/model/utils.py attention_mask_func; the [1, 1, s, s] bool mask stays in L2),
+# ``torch.nn.Softmax`` on fp32 rows (a 2,048-long row is 8 KB, past the 4 KB the warp kernel holds:
+# three reads and a write), and ``probs.half()`` / ``.bfloat16()``. Autograd runs the reverse:
+# the cast of the incoming gradient to fp32, softmax's backward (five passes on such rows), the
+# masked_fill's and the multiply's backward (a read and a write each), the cast back.
+# The fused kernel (scaled_upper_triang_masked_softmax) reads the scores once and writes the
+# probabilities once in the activations' dtype (backward: two reads, one write).
+
+def _megatron_batch_per_block(key_len: int) -> int:
+    """``get_batch_per_block`` of Megatron's scaled_masked_softmax.h: rows a 128-thread block of
+    the warp softmax takes, from the next power of two of the key length."""
+    pow2 = 1 << max(0, (key_len - 1).bit_length())
+    warp_size = min(pow2, 32)
+    batches_per_warp = 2 if pow2 <= 128 else 1
+    return (128 // warp_size) * batches_per_warp
+
+
+def megatron_fused_softmax_available(micro_batch: int, heads: int, seq: int, *, max_seq: int = 2048,
+                                     swapped_batch_per_block: bool = False) -> bool:
+    """Whether Megatron's ``FusedScaleMaskSoftmax.is_kernel_available`` takes the fused causal
+    kernel for ``micro_batch`` sequences of ``seq`` tokens and ``heads`` heads on the rank (fp16
+    or bf16 scores, a mask given): 16 < s <= ``max_seq`` (2,048 until Megatron-LM's kernels took
+    4,096 in 2022), s % 4 == 0, b·np % 4 == 0 and b·np a multiple of the kernel's rows per block.
+
+    ``swapped_batch_per_block``: Megatron-DeepSpeed from 9f5f5d4c (2021-10-21, "fused softmax
+    layer bug fix sync") to 1cb76a64 (2022-03-06, "sync the whole Meg-LM fused_kernels
+    sub-tree") declares ``get_batch_per_block(b, np, sq, sk)`` but calls it as
+    ``self.get_batch_per_block(sq, sk, b, np)``, and the method passes ``(sq, sk, b, np)`` on to the
+    CUDA ``get_batch_per_block(query_seq_len, key_seq_len, batches, attn_heads)``: the rows per
+    block are then those of a key length equal to the heads on the rank, np, instead of s. At
+    TP 8 with 64 heads (np = 8: 32 rows per block) only b·np multiples of 32 pass, micro-batches
+    of 4 and 8, not 1, 2 or 6. The swap is Megatron-LM's 40becfc9 (2021-08-13), which upstream
+    fixed the same day (0d350c8d, "fix bugs in fused softmax"; microsoft/Megatron-DeepSpeed has
+    the fix): only BigScience's fork ran it for months."""
+    attn_batches = micro_batch * heads
+    if not (16 < seq <= max_seq and seq % 4 == 0 and attn_batches % 4 == 0):
+        return False
+    return attn_batches % _megatron_batch_per_block(heads if swapped_batch_per_block else seq) == 0
+
+
+def _torch_softmax_bytes(ctx: AttentionContext, phase: Phase) -> int:
+    """Bytes per score element of ``forward_torch_softmax`` (above) and of its backward."""
+    B = ctx.dtype_bytes
+    persistent = _eager_softmax_passes(ctx, 4) == 2
+    if phase == "fwd":  # float(), * scale, masked_fill_, softmax, cast back
+        return (B + 4) + 8 + 8 + (2 if persistent else 4) * 4 + (4 + B)
+    return (B + 4) + (3 if persistent else 5) * 4 + 8 + 8 + (4 + B)
+
+
+TORCH_SOFTMAX_KERNELS = 5  # the cast, the scale, the mask, the softmax, the cast back (each way)
 
 
 # ALiBi on materialised scores: Megatron-DeepSpeed's ParallelAttention (BLOOM; bigscience-workshop/
@@ -220,7 +281,11 @@ def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> in
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.fwd", "elementwise", 1.0 * S, 2 * S * B, i, "fwd")
         softmax_passes = _eager_softmax_passes(ctx)
-    i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, softmax_passes * S * B, i, "fwd")
+    if ctx.softmax == "torch" and not ctx.eager:
+        i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, _torch_softmax_bytes(ctx, "fwd") * S, i, "fwd",
+                     count=TORCH_SOFTMAX_KERNELS)
+    else:
+        i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, softmax_passes * S * B, i, "fwd")
     if ctx.dropout:
         i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "fwd")
@@ -241,7 +306,11 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
         i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "bwd")
     softmax_bwd_passes = 3 if not ctx.eager or _eager_softmax_passes(ctx) == 2 else 5
-    i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, softmax_bwd_passes * S * B, i, "bwd")
+    if ctx.softmax == "torch" and not ctx.eager:
+        i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, _torch_softmax_bytes(ctx, "bwd") * S, i, "bwd",
+                     count=TORCH_SOFTMAX_KERNELS)
+    else:
+        i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, softmax_bwd_passes * S * B, i, "bwd")
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.bwd", "elementwise", 1.0 * S, 2 * S * B, i, "bwd")
     i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd", count=2,

@@ -67,6 +67,7 @@ class LayerSpec:
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
     alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
+    masked_softmax: str = "fused"  # training.masked_softmax: unfused attention's softmax kernel (attention.py)
     qk_norm: bool = False  # model.qk_norm: the queries and keys normalised per head (:meth:`LayerBuilder._qk_norm`)
     rope_dim: int = 0  # model.position_embedding rope: dims rotated per query/key head (0: no RoPE; MLA: d_r)
     rope_kernel: str = "auto"  # training.rope_kernel (:meth:`LayerBuilder._rope`)
@@ -91,6 +92,7 @@ class LayerSpec:
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
                    alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
+                   masked_softmax=t.masked_softmax,
                    **_rope_shape(scn))
 
     @property
@@ -649,7 +651,7 @@ class LayerBuilder:
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
                                 eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
-                                deterministic=s.deterministic)
+                                deterministic=s.deterministic, softmax=s.masked_softmax)
 
     # -- transformer layer --------------------------------------------------------------------
 
