@@ -36,7 +36,7 @@ fitted constant per GPU:
    `NVTE_FUSED_ATTN: 0`, so TE runs flash-attn 2; context-parallel section); NeMo AutoModel =
    auto with eager layers.
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.876, dgx-h100 × 0.711,
-   dgx-b200 × 0.560; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
+   dgx-b200 × 0.524; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
    (8-GPU) rows only** (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the
    context-parallel section), median signed error = 0 per profile; nothing per row or per source.
@@ -49,7 +49,7 @@ fitted constant per GPU:
    (`costs/memory_bound.py`, fitted on Liger-Kernel's published timings) to 0.668 and 0.842, and pricing the eager stacks' separate kernels (Megatron-LM 2020, MPT) and
    Composer's training metrics to 0.689 and 0.862, and pricing fused attention by kernel shape
    (`costs/attention_shape.py`: sequence length, head dim, causal diagonal tiles, from the
-   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced, 0.560 with the output layer's GEMMs in bf16 under FP8), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; a GEMM with a shape reads only the curve's top (its plateau). The headline
+   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; a GEMM with a shape reads only the curve's top (its plateau). The headline
    of this page refits the derates once per source without that source's rows
    (`e2e_validation/loso.py`): MPT's own rows move the A100 derate by 5% (0.803 without them
    0.847), FlagPerf's by 4%, Megatron 2020's by 2%; without NeMo's context-parallel page no
@@ -1013,26 +1013,37 @@ moves that GEMM to the flush, it does not remove it). The measured run carries t
 imbalance, so the last stage's compute, about 4.6 s simulated, has to fit in 4.31 s: the
 row needs the faster GEMMs of the 15B row, not another pipeline mechanism.
 
-**dgxc-benchmarking v25.05: the same plans in BF16 and FP8, and the output layer in bf16.** The
-v25.05 release of dgxc-benchmarking (container nemo:25.04.00) printed measured H100 step times
-for its two Nemotron-4 plans in both precisions: 15B on 16 GPUs 2.746 s (BF16) and 1.988 s (FP8),
-340B on 256 GPUs 4.606 s and 3.107 s (the later worked example of the 340B, 4.31 s, is a newer
-container on the same plan). Same container, plan and cluster, so whatever the two precisions
-share (communication, pipeline schedule, attention, norms, the loss) cancels in the pair. The
-model reads the FP8 rows at -4.0% and -6.2% and the BF16 rows at -10.6% and -8.8%: the BF16/FP8
-step ratio is 1.381 and 1.482 measured, 1.482 and 1.526 simulated. What the model misses on
-NVIDIA's stack therefore sits in its BF16 GEMMs (about 12% too slow for the 15B), while the
-same derate prices NVIDIA's FP8 GEMMs to within 4-6%; the single-node fitting rows that set the
-H100 derate are all BF16 stacks other than NVIDIA's. No per-precision factor is added (no BF16 row
-of NVIDIA's stack is single-node to fit it on).
+**dgxc-benchmarking v25.05: the same plans in BF16 and FP8.** The v25.05 release of
+dgxc-benchmarking (container nemo:25.04.00) printed measured H100 step times for its two
+Nemotron-4 plans in both precisions: 15B on 16 GPUs 2.746 s (BF16) and 1.988 s (FP8), 340B on 256
+GPUs 4.606 s and 3.107 s (the later worked example of the 340B, 4.31 s, is a newer container on
+the same plan). Same container, plan and cluster, so whatever the two precisions share
+(communication, pipeline schedule, attention, norms, the loss) cancels in the pair. The model
+reads the FP8 rows at +2.0% and -0.4% and the BF16 rows at -10.6% and -8.8%: the BF16/FP8 step
+ratio is 1.381 and 1.482 measured, 1.576 and 1.619 simulated. What the model misses on NVIDIA's
+stack is in its BF16 GEMMs (about 12% too slow for the 15B, whose GEMMs are 86% of its
+simulated compute), not in what the precisions share; the single-node rows that set the H100
+derate are all BF16 stacks other than NVIDIA's, and no single-node BF16 row of NVIDIA's stack
+exists to fit a per-stack rate on.
 
-Checking the FP8 rows found one mechanism the model lacked: Megatron-Core's output layer is its
-own `tensor_parallel.ColumnParallelLinear` (megatron/core/models/gpt/gpt_model.py), a plain
-matmul outside TransformerEngine, so `fp8_autocast` leaves it in bf16; torchtitan's Float8
-converter skips it too (`filter_fqns = ["output"]`). The model had run the LM head at the FP8
-rate. With it in bf16 (`schedule/transformer.py`, `_tp_head`; closed-form test in
-`test_fp8_recipes.py`) the 15B FP8 row moves from +2.0% to -4.0% (its head is 3 × 12.9 TFLOP per
-micro-batch at V = 256,000), and the B200 derate, fitted on one FP8 row, from 0.524 to 0.560.
+**The output layer runs in bf16 under FP8; modelling it alone moves NVIDIA's FP8 rows the wrong
+way.** Megatron-Core's output layer is its own `tensor_parallel.ColumnParallelLinear`
+(megatron/core/models/gpt/gpt_model.py), a plain matmul outside TransformerEngine, so
+`fp8_autocast` leaves it in bf16 (torchtitan's Float8 converter skips it too,
+`filter_fqns = ["output"]`); the model prices the LM head at the FP8 rate. Priced in bf16 (the
+B200 derate, fitted on one FP8 row, refitted 0.524 -> 0.560 with it), every Megatron FP8 row
+moves 1-10 points towards pessimistic: dgxc 15B FP8 +2.0% -> -4.0% and 340B FP8 -0.4% -> -6.2%;
+NeMo 24.07 GPT3-5B +6.2% -> +3.8%, GPT3-175B -0.8% -> -2.6% (128 GPUs) and -9.4% -> -11.1% (512),
+Llama2-7B -1.8% -> -2.8%, 13B -4.6% -> -7.0%, 70B -3.9% -> -4.8%, Llama3-8B -4.0% -> -6.6% (source
+median 4.3% -> about 5.7%, signed -3.9% -> about -5.7%); NeMo's long-context H100 rows 0.1-1.6
+points; Megatron-Bridge Qwen3-30B (16 H100, FP8-CS) +14.1% -> +12.5%, Qwen3-235B +6.1% -> +1.6%
+(H100) and +16.2% -> +11.7% (B200), DeepSeek-V3 (B200, its last stage two bf16 heads of 129,280 x
+7,168 beside one layer and the MTP layer) -8.9% -> -18.3%, GPT-OSS-120B on B200 (BF16, on the
+refitted FP8 derate) +20.7% -> +25.0%; torchtitan's H200 Float8 rows +1.0% / +2.0% -> -1.7% /
+-0.7%. The FP8 rows had agreed with the model partly because the head ran at the FP8 rate: with
+it in bf16 NVIDIA's FP8 runs are 4-6% faster than the derate allows, as its BF16 runs are 9-12%
+faster. The head stays at the FP8 rate until the GEMM rate of NVIDIA's stack has a
+measurement to stand on; the two belong together.
 
 **NeMo AutoModel Llama 3 70B: the config's activation checkpointing.** The row had run without
 recompute, the CSV's recompute column being empty, and read +17.7%; the memory model put it at

@@ -360,7 +360,7 @@ def _torchtitan(rows: list[Row]) -> list[Case]:
     H200 (benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md), torch.compile with torchao's
     Float8 tensorwise linears (``dtype: fp8``, ``fp8_recipe: current``) gathered by FSDP2 in fp8
     (``enable_fsdp_float8_all_gather``: ``fp8_param_gather``), every linear but the LM head
-    (``filter_fqns = ["output"]``: the head's GEMMs in bf16, as the model runs every FP8 stack's). FSDP2 as torchtitan applies it:
+    (``filter_fqns = ["output"]``; modelled with the head in fp8 too). FSDP2 as torchtitan applies it:
     ``fully_shard`` per transformer block and the root, parameters gathered in bf16, gradients
     reduce-scattered in fp32 (``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``),
     fp32 sharded parameters and Adam states, gradient-norm clipping (``max_norm = 1.0``).

@@ -639,14 +639,6 @@ class LayerBuilder:
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
                                          async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin)
 
-    def _tp_head(self, mb: int) -> tensor_parallel.TPContext:
-        """The output layer's context: its GEMMs and their gathers run in the activation dtype
-        (bf16) when the transformer layers run FP8. Megatron-Core builds ``output_layer`` as its
-        own ``tensor_parallel.ColumnParallelLinear`` (megatron/core/models/gpt/gpt_model.py),
-        a ``torch.matmul`` outside TransformerEngine, which ``fp8_autocast`` does not touch;
-        torchtitan's Float8 converter skips it (``filter_fqns = ["output"]``)."""
-        return replace(self._tp(-1, mb), dtype=self.spec.act_dtype)
-
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
         return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.shape.heads,
@@ -983,7 +975,7 @@ class LayerBuilder:
         ew = s.elementwise
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
                      ew.norm_impl)
-        logits = tensor_parallel.column_parallel_fwd(pb, self._tp_head(mb), f"{prefix}lm_head", s.shape.vocab, ln)
+        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
         loss = logits
         if s.cross_entropy != "fused_linear":  # fused_linear: the GEMM's tiles reduced in place (schedule/loss.py)
             fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
@@ -1011,13 +1003,13 @@ class LayerBuilder:
         tag = Tag("bwd", None, mb)
         if s.cross_entropy == "fused_linear":  # the logits' tiles computed again, then dgrad and wgrad (loss.py)
             start = len(pb.ops)
-            loss = tensor_parallel.column_parallel_fwd(pb, self._tp_head(mb), f"{prefix}lm_head", s.shape.vocab, after)
+            loss = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, after)
             mark_recompute(pb, start)
         else:
             _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
             loss = _mem_op(pb, f"{prefix}loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
                            tag, bwd.kernels)
-        dx = tensor_parallel.column_parallel_bwd(pb, self._tp_head(mb), f"{prefix}lm_head", s.shape.vocab, loss)
+        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
         return _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)

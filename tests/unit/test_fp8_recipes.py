@@ -127,21 +127,3 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
                              model={"shared_experts": 1})).programs["pp0.cp0"]
     assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx((1 + 1 / 32) * fwd + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
     assert quant(mx, 1, "fwd").count == 4 + 2 * (8 // 4)  # one kernel per operand and per split
-
-
-@pytest.mark.parametrize("recipe", ["delayed", "current"])
-def test_output_layer_stays_in_bf16(make, recipe):
-    """Megatron-Core's ``output_layer`` is a plain ``ColumnParallelLinear`` outside TE's
-    fp8_autocast (torchtitan filters ``output`` from Float8): under FP8 the LM head's GEMMs are
-    the bf16 run's, b·s × vocab/tp × h each (512 × 500 × 256), and the layers' GEMMs are not."""
-    fp8, bf16 = _ops(make(recipe)), _ops(make("delayed", dtype="bf16"))
-
-    def gemms(prog, head):
-        return {op.name: op for op in prog if isinstance(op, ComputeOp) and op.kind == "gemm"
-                and op.tag.mb_index == 0 and ("lm_head" in op.name) == head}
-    head8, head16 = gemms(fp8, True), gemms(bf16, True)
-    assert head8 and set(head8) == set(head16)
-    for name, op in head8.items():
-        assert op.dtype == "bf16" and op.flops == pytest.approx(2 * 512 * 500 * 256)
-        assert (op.gemm, op.hbm_bytes) == (head16[name].gemm, head16[name].hbm_bytes)
-    assert {op.dtype for op in gemms(fp8, False).values()} == {"fp8"}
