@@ -1139,6 +1139,38 @@ moves that GEMM to the flush, it does not remove it). The measured run carries t
 imbalance, so the last stage's compute, about 4.6 s simulated, has to fit in 4.31 s: the
 row needs the faster GEMMs of the 15B row, not another pipeline mechanism.
 
+**dgxc-benchmarking v25.05: the same plans in BF16 and FP8.** The v25.05 release of
+dgxc-benchmarking (container nemo:25.04.00) printed measured H100 step times for its two
+Nemotron-4 plans in both precisions: 15B on 16 GPUs 2.746 s (BF16) and 1.988 s (FP8), 340B on 256
+GPUs 4.606 s and 3.107 s (the later worked example of the 340B, 4.31 s, is a newer container on
+the same plan). Same container, plan and cluster, so whatever the two precisions share
+(communication, pipeline schedule, attention, norms, the loss) cancels in the pair. The model
+reads the FP8 rows at +2.0% and -0.4% and the BF16 rows at -10.6% and -8.8%: the BF16/FP8 step
+ratio is 1.381 and 1.482 measured, 1.576 and 1.619 simulated. What the model misses on NVIDIA's
+stack is in its BF16 GEMMs (about 12% too slow for the 15B, whose GEMMs are 86% of its
+simulated compute), not in what the precisions share; the single-node rows that set the H100
+derate are all BF16 stacks other than NVIDIA's, and no single-node BF16 row of NVIDIA's stack
+exists to fit a per-stack rate on.
+
+**The output layer runs in bf16 under FP8; modelling it alone moves NVIDIA's FP8 rows the wrong
+way.** Megatron-Core's output layer is its own `tensor_parallel.ColumnParallelLinear`
+(megatron/core/models/gpt/gpt_model.py), a plain matmul outside TransformerEngine, so
+`fp8_autocast` leaves it in bf16 (torchtitan's Float8 converter skips it too,
+`filter_fqns = ["output"]`); the model prices the LM head at the FP8 rate. Priced in bf16 (the
+B200 derate, fitted on one FP8 row, refitted 0.524 -> 0.560 with it), every Megatron FP8 row
+moves 1-10 points towards pessimistic: dgxc 15B FP8 +2.0% -> -4.0% and 340B FP8 -0.4% -> -6.2%;
+NeMo 24.07 GPT3-5B +6.2% -> +3.8%, GPT3-175B -0.8% -> -2.6% (128 GPUs) and -9.4% -> -11.1% (512),
+Llama2-7B -1.8% -> -2.8%, 13B -4.6% -> -7.0%, 70B -3.9% -> -4.8%, Llama3-8B -4.0% -> -6.6% (source
+median 4.3% -> about 5.7%, signed -3.9% -> about -5.7%); NeMo's long-context H100 rows 0.1-1.6
+points; Megatron-Bridge Qwen3-30B (16 H100, FP8-CS) +14.1% -> +12.5%, Qwen3-235B +6.1% -> +1.6%
+(H100) and +16.2% -> +11.7% (B200), DeepSeek-V3 (B200, its last stage two bf16 heads of 129,280 x
+7,168 beside one layer and the MTP layer) -8.9% -> -18.3%, GPT-OSS-120B on B200 (BF16, on the
+refitted FP8 derate) +20.7% -> +25.0%; torchtitan's H200 Float8 rows +1.0% / +2.0% -> -1.7% /
+-0.7%. The FP8 rows had agreed with the model partly because the head ran at the FP8 rate: with
+it in bf16 NVIDIA's FP8 runs are 4-6% faster than the derate allows, as its BF16 runs are 9-12%
+faster. The head stays at the FP8 rate until the GEMM rate of NVIDIA's stack has a
+measurement to stand on; the two belong together.
+
 **NeMo AutoModel Llama 3 70B: the config's activation checkpointing.** The row had run without
 recompute, the CSV's recompute column being empty, and read +17.7%; the memory model put it at
 120 GiB per GPU. Its config (`custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml` at 2013a4dd6,

@@ -5,7 +5,7 @@ Each builder's docstring is its selection rule; the report prints it under the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -681,20 +681,29 @@ NEMOTRON4 = {
 
 
 def _dgxc(rows: list[Row]) -> list[Case]:
-    """The two NVIDIA dgxc-benchmarking worked examples that quote a measured BF16 step time with
-    its plan: Nemotron-4 15B (TP2, DP32, micro-batch 2, 64 H100) and Nemotron-4 340B (TP8, PP8,
-    VP12, DP4, micro-batch 1, 256 H100). Not stated, so NeMo's defaults: sequence parallel with
-    TransformerEngine's default TP overlap, the distributed optimizer with overlapped parameter
-    AllGather, no recompute."""
+    """NVIDIA dgxc-benchmarking's measured Nemotron-4 steps on H100: the two worked examples
+    (BF16: 15B with TP2, DP32, micro-batch 2 on 64 GPUs; 340B with TP8, PP8, VP12, DP4,
+    micro-batch 1 on 256 GPUs) and v25.05's performance table (NeMo 25.04: the 15B plan on 16
+    GPUs and the 340B plan on 256, each in BF16 and FP8). Not stated, so NeMo's defaults:
+    sequence parallel with TransformerEngine's default TP overlap, the distributed optimizer with
+    overlapped parameter AllGather, no recompute. FP8 is NeMo 2.0's ``bf16_with_fp8_mixed``
+    (nemo/collections/llm/recipes/precision/mixed_precision.py): delayed scaling with
+    ``fp8_param_gather = True``."""
     out = []
     for r in rows:
         if not r["source_id"].startswith("dgxc-benchmarking") or r["metric"] != "step_time_s":
             continue
-        if parse_precision(r) != "bf16" or r["model_name"] not in NEMOTRON4:
+        fp8 = "prec=fp8" in r["notes"].lower()
+        if (not fp8 and parse_precision(r) != "bf16") or r["model_name"] not in NEMOTRON4:
             continue
         model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
                      position_embedding="rope", tied_embeddings=False)
-        out.append(_printed_plan_case("dgxc", r, model, "bf16", "step_time_s"))
+        case = _printed_plan_case("dgxc", r, model, "fp8" if fp8 else "bf16", "step_time_s")
+        if fp8:
+            case.scenario["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
+        if r["source_id"].endswith("-table"):
+            case = replace(case, label=f"{case.label} {'FP8' if fp8 else 'BF16'} (v25.05 table)")
+        out.append(case)
     return out
 
 
@@ -907,7 +916,8 @@ SOURCES: list[Source] = [
             "TransformerEngine runs flash-attn 2 instead of cuDNN's fused attention.",
             "GPT-3 vocabulary: the GPT-2 BPE (50257) padded as Megatron pads it (a multiple of 128 x TP).",
             "GPT3-20B and Nemotron rows (no shape in the source) and the SFT/LoRA rows are left out."]),
-    Source("dgxc", "NVIDIA dgxc-benchmarking worked examples (Nemotron-4, BF16, H100)", "misc_single_points.csv",
+    Source("dgxc", "NVIDIA dgxc-benchmarking Nemotron-4 on H100 (worked examples, BF16; v25.05 table, BF16 and FP8)",
+           "misc_single_points.csv",
            _dgxc,
            ["Nemotron-4's squared-ReLU MLP runs as the two-matrix GeLU MLP (same GEMMs; the activation is one "
             "elementwise kernel either way).",

@@ -85,9 +85,9 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
         assert c.n_gpus % mp == 0 and c.n_gpus == 8 * c.scenario["nodes"], c.label
-        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan: per row)
+        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan, dgxc: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407") else
-                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan") else ("bf16", "fp16")), c.label
+                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc") else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
 
@@ -651,14 +651,31 @@ def test_nemotron4_shapes_reproduce_nvidias_model_flops_per_sample(name, per_sam
     assert scoring.megatron_model_flops(model, batch=1) == pytest.approx(per_sample, rel=1e-5)
 
 
-def test_dgxc_nemotron_examples_held_out():
-    """Nemotron-4 15B (TP2, DP32) and 340B (TP8 PP8 VP12), BF16 on H100, both held out: NVIDIA's
-    tuned runs at 58% and 50% MFU are faster than the dgx-h100 GEMM derate fitted on the
-    single-node rows allows (pessimistic, like the other NVIDIA runs). Doc: -17.2% and -23.9%;
+def test_dgxc_nemotron_rows_held_out():
+    """Nemotron-4 15B (TP2) and 340B (TP8 PP8 VP12) on H100: the two BF16 worked examples and
+    v25.05's table (the same plans in BF16 and FP8), all held out. NVIDIA's tuned BF16 runs are
+    faster than the dgx-h100 GEMM derate fitted on the single-node rows allows (pessimistic, like
+    the other NVIDIA runs). Doc: -12.2%, -14.7% (examples), -10.6%, +2.0%, -8.8%, -0.4% (table);
     asserted as an upper bound on the error."""
     rs = list(_run_cases(_by_source("dgxc")))
-    assert len(rs) == 2 and not any(sources.is_fit_case(r.case) for r in rs)
-    assert all(abs(r.error) <= 0.30 for r in rs), [(r.case.label, r.error) for r in rs]
+    assert len(rs) == 6 and not any(sources.is_fit_case(r.case) for r in rs)
+    assert all(abs(r.error) <= 0.20 for r in rs), [(r.case.label, r.error) for r in rs]
+
+
+@pytest.mark.slow
+def test_dgxc_same_plan_bf16_is_where_the_gap_is():
+    """dgxc-benchmarking v25.05 measured each H100 plan in BF16 and FP8 (same container, plan and
+    cluster): 15B 2.746 / 1.988 s, 340B 4.606 / 3.107 s. The FP8 runs land within 8% of the
+    model, and each BF16 run at least 5 points more pessimistic than its FP8 twin: what the model
+    misses on NVIDIA's stack is in its BF16 GEMMs, not in what the two precisions share
+    (communication, pipeline, attention, norms). Doc: 15B -10.6% / +2.0%, 340B -8.8% / -0.4%."""
+    table = [c for c in _by_source("dgxc") if c.label.endswith("(v25.05 table)")]
+    rs = {r.case.label: r for r in _run_cases(table)}
+    assert len(rs) == 4
+    for model in ("Nemotron-4 15B", "Nemotron-4 340B"):
+        bf16, fp8 = (next(r for k, r in rs.items() if k.startswith(model) and f" {p} " in k) for p in ("BF16", "FP8"))
+        assert abs(fp8.error) <= 0.08, (fp8.case.label, fp8.error)
+        assert bf16.error <= fp8.error - 0.05, (bf16.error, fp8.error)
 
 
 def _mpt_seq(model: str, gpu: str) -> list[sources.Case]:
