@@ -74,7 +74,7 @@ def test_rows_build_the_papers_plan_held_out():
 def test_held_out_error_and_dp_scaling():
     """Held out (about 100 s of simulation): -6.0, -3.3, +1.0, +2.5% at 768 sequences on 256-1,024
     GPUs and +0.2, -2.4, +4.7, +4.0% at 6,144 on 3,072-12,288 (positive: the simulator faster);
-    median |error| 2.8%. The error drifts with DP by +8.5 and +3.8 points across each group, not the
+    median |error| 2.9%, signed +0.6%. The error drifts with DP by +8.5 and +3.8 points across each group, not the
     +20 points of a model that exposes a cost growing with DP at a fixed batch."""
     res = list(scoring.run_cases(megascale(_rows())))
     errs = [r.error for r in res]
