@@ -30,6 +30,7 @@ from simulator.e2e_validation.scenarios import (
     padded_vocab,
 )
 from simulator.e2e_validation.llama3_sources import llama3
+from simulator.e2e_validation.megascale_sources import megascale
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.usp_sources import usp
@@ -778,6 +779,17 @@ SOURCES: list[Source] = [
             "The cluster runs on the dgx-h100 profile (H100 SXM 80 GB at 700 W, 8 x 400 Gb/s per node): its RoCE "
             "fabric (1:7 oversubscribed between pods of 3,072 GPUs), NCCLX and the document mask are not modelled.",
             "The 128K-token row (CP 16) is transcribed but not scored: see the page's findings."]),
+    Source("megascale", "MegaScale's Megatron-LM baseline, arXiv:2402.15627 Table 2 (GPT-175B, 256-12,288 Ampere GPUs)",
+           "megascale_table2.csv", megascale,
+           ["Held out entirely (no row fits anything): DP grows 4 -> 16 at 768 sequences and 48 -> 192 at 6,144, "
+            "the batch fixed; step time as printed. The MegaScale rows (its own stack) are transcribed, not scored.",
+            "Printed: TP 8, PP 8, six virtual stages, sequence 2,048, vocabulary 64,000, Megatron-LM 285068c8 "
+            "(2023-01-11). Not printed, taken from that commit's defaults and NVIDIA's GPT-175B recipe of the time: "
+            "bf16 with fp32 gradient buffers AllReduced after the backward (local DDP, no distributed optimizer), "
+            "micro-batch 1, sequence parallelism with selective recompute, no FlashAttention (see "
+            "simulator/e2e_validation/megascale_sources.py).",
+            "The cluster runs on the dgx-a100 profile (8 x 200 Gb/s per node as printed; the GPU model and NVLink are "
+            "not): its RoCE fabric (Tomahawk 4, three layers at 1:1) and congestion control are not modelled."]),
     Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
            "megatron_ci_golden_values.csv", megatron_ci,
            ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
@@ -941,7 +953,8 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
-                              "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp"})
+                              "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
+                              "megascale"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -108,7 +108,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                                                        "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                                                        "megatron2022", "vtrain_multi", "vtrain_single",
-                                                                       "megatron_ci", "llama3", "usp"))
+                                                                       "megatron_ci", "llama3", "usp", "megascale"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -140,7 +140,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
-                      "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"}}
+                      "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
+                      "megascale": {"unfused"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in sources.cases() if c.source == "nemo_cp"}
