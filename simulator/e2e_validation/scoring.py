@@ -133,6 +133,26 @@ def run_case(case: Case, hardware: Hardware = None) -> Result:
     return simulate_many([(case, hardware)])[0]
 
 
+def replay_work(case: Case) -> int:
+    """A rough measure of the replay work of ``case``, to start the longest first in
+    :func:`scored_in_order`: micro-batches per pipeline x layers (each simulated pipeline stage
+    replays its share of both), x 4 for a Mixture-of-Experts model (its dispatch and combine
+    All-to-Alls and expert GEMMs add ops to every layer pass). Only an order: no figure depends
+    on it."""
+    from simulator.config.scenario import Model
+
+    s = case.scenario
+    try:
+        par, tr = s.get("parallel", {}), s["training"]
+        model_parallel = par.get("tp", 1) * par.get("pp", 1) * par.get("cp", 1) * par.get("ulysses", 1)
+        dp = max(1, case.n_gpus // max(1, model_parallel))
+        micro = max(1, tr["global_batch"] // (tr.get("micro_batch", 1) * dp))
+        model = Model(**s["model"])
+    except (KeyError, TypeError, ValueError):  # a scenario its simulation will reject
+        return 0
+    return micro * model.layers * (4 if model.experts else 1)
+
+
 def _simulate_job(job: tuple[Case, Hardware]) -> _Simulated:
     return _simulate(*job)
 
@@ -152,11 +172,12 @@ def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iter
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-            done = zip(todo, pool.map(_simulate_job, todo.values()))
+            # longest first: a long row started last would run alone at the end
+            futures = {k: pool.submit(_simulate_job, todo[k])
+                       for k in sorted(todo, key=lambda k: -replay_work(todo[k][0]))}
             for (c, _), k in zip(jobs, keys):
-                while k not in _SIMULATED:
-                    key, sim = next(done)
-                    _SIMULATED[key] = sim
+                if k not in _SIMULATED:
+                    _SIMULATED[k] = futures[k].result()
                 yield _scored(c, _SIMULATED[k])
         return
     for (c, hw), k in zip(jobs, keys):

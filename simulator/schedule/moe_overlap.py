@@ -28,11 +28,10 @@ norm before its MLP into its attention and MLP nodes.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 from simulator.schedule import moe
-from simulator.schedule.ir import CommOp, ProgramBuilder
+from simulator.schedule.ir import CommOp, ProgramBuilder, with_deps
 
 EXCHANGE_AXES = frozenset({"ep", "etp", "ep_intra", "ep_inter"})  # the token dispatch / combine groups
 
@@ -97,9 +96,14 @@ def interleave(pb: ProgramBuilder, start: int, mid: int, sm_fraction: float = 1.
              + f_rest)
     new = {old: start + k for k, old in enumerate(order)}
     ops = pb.ops
-    moved = [ops[old] for old in order]
-    for k, op in enumerate(moved):
-        if any(start <= d < end for d in op.deps):
-            op = replace(op, deps=tuple(new.get(d, d) for d in op.deps))
-        ops[start + k] = op
+    moved = []
+    for old in order:
+        op = ops[old]
+        deps = op.deps
+        for d in deps:
+            if start <= d < end:
+                op = with_deps(op, tuple([new.get(d, d) for d in deps]))
+                break
+        moved.append(op)
+    ops[start:end] = moved
     return lambda i: new.get(i, i)

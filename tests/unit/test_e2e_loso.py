@@ -167,3 +167,22 @@ def test_the_2021_megatron_rows_run_the_nccl_of_their_container():
     cs = [c for c in sources.cases() if c.source in ("megatron2021_zero3", "megatron2021_ptdp", "megatron2021_weak")]
     assert {c.source for c in cs} == {"megatron2021_zero3", "megatron2021_ptdp", "megatron2021_weak"}
     assert {c.nccl_version for c in cs} == {"2.8.3"} and resolve("2.8.3") == "2.8.4"
+
+
+def test_the_longest_rows_are_started_first():
+    """replay_work: micro-batches per pipeline x layers, x 4 for MoE. The Megatron-Bridge
+    Qwen3-235B H100 row (global batch 8,192, micro-batch 1, dp 256 / (tp 2 x pp 8) = 16: 512
+    micro-batches, 94 MoE layers) is the heaviest of every source, so a pool of workers starts it
+    first rather than leaving it to run alone at the end."""
+    from simulator.e2e_validation.scoring import replay_work
+
+    every = sources.cases(sources.SOURCES)
+    qwen = [c for c in every if c.source == "bridge_moe" and "235B" in c.label and "H100" in c.label]
+    assert len(qwen) == 1
+    assert replay_work(qwen[0]) == 512 * 94 * 4
+    assert max(every, key=replay_work) is qwen[0]
+    # a dense row: GPT-3 175B at tp8 pp12 dp4 (384 GPUs), global batch 1,536 of micro-batch 1
+    dense = _step_case("x", 1.0, n_gpus=384)
+    dense.scenario.update(model=dict(layers=96, hidden=12288, heads=96, seq_len=2048, vocab=51200),
+                          training=dict(dtype="bf16", global_batch=1536, micro_batch=1), parallel=dict(tp=8, pp=12))
+    assert replay_work(dense) == 384 * 96

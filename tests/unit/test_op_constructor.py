@@ -1,6 +1,7 @@
 """ir.MAKE_OP builds an op from its field values without __init__ (transformer._stamp's copies),
 and ir.restamp_constructor one from a template op's values with new deps and tag: the op must be
-the one __init__ builds from the same values, and as immutable."""
+the one __init__ builds from the same values, and as immutable; ir.with_deps the op
+dataclasses.replace(op, deps=...) builds (moe_overlap.interleave's renumbering)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from simulator.schedule.ir import MAKE_OP, CommOp, ComputeOp, P2POp, Tag, Transfer, restamp_constructor
+from simulator.schedule.ir import MAKE_OP, CommOp, ComputeOp, P2POp, Tag, Transfer, make_comm, restamp_constructor, with_deps
 
 OPS = [
     ComputeOp(name="L3.fc1.bwd", kind="gemm", flops=3.5e12, hbm_bytes=1e8, deps=(4, 7), gemm=(8192, 4096, 1024),
@@ -41,3 +42,20 @@ def test_restamp_builds_the_op_with_new_deps_and_tag(op):
     assert dataclasses.asdict(made) == dataclasses.asdict(want)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.tag = None  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: type(op).__name__)
+def test_with_deps_is_replace_of_the_deps(op):
+    made = with_deps(op, (11, 3))
+    want = dataclasses.replace(op, deps=(11, 3))
+    assert type(made) is type(op) and made == want and hash(made) == hash(want)
+    assert dataclasses.asdict(made) == dataclasses.asdict(want) and op.deps != (11, 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.deps = ()  # type: ignore[misc]
+
+
+def test_with_deps_fills_an_empty_stream_as_replace_does():
+    """make_comm takes the stream as given; an empty one is filled by __post_init__ on replace."""
+    bare = make_comm("ep.a2a", "alltoall", ("ep",), 1 << 20, (1,), "", "bf16", Tag("fwd", 0, 0))
+    assert bare.stream == ""
+    assert with_deps(bare, (2,)) == dataclasses.replace(bare, deps=(2,)) and with_deps(bare, (2,)).stream == "ep"
