@@ -6,7 +6,8 @@ of v2.30.7-1, lines 416-417, "Enable P2P Read for Ampere/NVLink only"; the same 
 Simple receive loads the chunk from the sender's buffer, because reads reach the better AllReduce
 bandwidth on a DGX A100 (NVIDIA/nccl issue #512). The low-latency protocols never read: in read mode
 ``src/transport/p2p.cc`` keeps only the Simple buffer on the sender (``if (info->read) sendSize +=
-comm->buffSizes[NCCL_PROTO_SIMPLE]``) and the LL and LL128 buffers on the receiver, into which the
+comm->buffSizes[NCCL_PROTO_SIMPLE]``) and the LL and LL128 buffers on the receiver (``if (!(info->read &&
+p == NCCL_PROTO_SIMPLE)) recvSize += comm->buffSizes[p]``, v2.30.7-1 line 489), into which the
 sending CTAs *store* their lines over NVLink (``src/device/prims_ll.h``, ``prims_ll128.h``
 ``store128``). A profile's NVLink efficiency on A100 is a Simple plateau, the read path's rate
 (:mod:`simulator.costs.ring_work`); the store path has its own.
