@@ -93,7 +93,8 @@ CASES: dict[str, Case] = {
     "a100x8_allreduce_1node_galvatron_dgx": Case(
         "dgx-a100", "allreduce", 8, 8, None, family="galvatron-dgxa100", note=(
             "a DGX A100 (40 GB) run kept as a unit-test fixture, one process driving the 8 GPUs (-g 8), NCCL version "
-            "not printed (modelled with the newest tables): +119% at 1 MiB falling to +68% at 16 MiB, +13-19% at "
+            "not printed (modelled with the newest tables): +119% at 1 MiB falling to +34% at 16 MiB "
+            "(Ring/LL128 at the NVLink store rate, costs/nvlink_store.py), +13-19% at "
             "64-512 MiB, +1% at 1 GiB. Two HGX A100 sweeps read but not copied (data/nccl/INDEX.md: no repository to "
             "cite) show where it comes from: the same node's -g 8 and one-process-per-GPU runs differ by 15-380 us per "
             "call up to 512 MiB and not from 1 GiB, a cost of one host thread driving 8 GPUs that the -g floor (8 "
@@ -110,11 +111,16 @@ CASES: dict[str, Case] = {
     "a100x4_allreduce_1node_vtrain_dgx": Case(
         "vtrain-a100", "allreduce", 4, 4, None,
         "4 of the node's 8 A100: from 64 MiB within 13% (W(4) = 10/3, costs/ring_work.py); 16-59 us per call beyond "
-        "NCCL's latency below, and Ring/LL128 at 2-4 MiB +40%; tests/unit/test_ring_work.py asserts 64 MiB-1 GiB"),
+        "NCCL's latency below, and Ring/LL128 at 2-5 MiB +15-25% (+37-43% before its NVLink store rate was priced, "
+        "costs/nvlink_store.py); tests/unit/test_ring_work.py asserts 64 MiB-1 GiB"),
     "a100x8_allreduce_1node_vtrain_dgx": Case(
         "vtrain-a100", "allreduce", 8, 8, None,
         "the full node: within 12% from 64 MiB (+17% at 32 MiB); a 92-96 us floor at 1-4 MiB (the process layout is not recorded) and "
-        "Ring/LL128 at 8-16 MiB on 41 us + 159 GB/s busbw, 0.73 of NCCL's rate (data/nccl/INDEX.md); not asserted"),
+        "Ring/LL128 at 6-16 MiB within 7% (159 GB/s busbw measured from 8 to 16 MiB, 0.73 of NCCL's rate) "
+        "at the NVLink store rate NCCL's Ampere LL ceiling states, 2 x 87.7 x 120/128 = 164 GB/s "
+        "(costs/nvlink_store.py; tests/unit/test_nvlink_store.py asserts it); the Simple rows carry 25-40 us per "
+        "call beyond NCCL's latency "
+        "(data/nccl/INDEX.md), not asserted"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
         "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "

@@ -67,8 +67,8 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvls_pipeline, nvls_reduce, ring_window, ring_work,
-                             tree_pipeline)
+from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvlink_store, nvls_pipeline, nvls_reduce,
+                             ring_window, ring_work, tree_pipeline)
 from simulator.costs import nccl_tuner as tuner
 from simulator.costs import rccl_tuner
 from simulator.costs.flow_patterns import (
@@ -293,6 +293,9 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         work = ring_work_cap_Bps(topo, op, algorithm, protocol, n, n_nodes)
         if work is not None:  # fewer GPUs than the node: the CTAs' reads and reductions bind (costs/ring_work.py)
             cap = min(cap, work / n_ch * wire)
+        store = ll128_store_cap_Bps(topo, ctx, algorithm, protocol, n_nodes)
+        if store is not None:  # LL128 stores over NVLink where Simple reads (costs/nvlink_store.py)
+            cap = min(cap, store / n_ch * wire)
         if algorithm == "ring":
             closed = op != "broadcast"
             pat = cached_pattern(geo, ("ring", closed, n_ch) + key_base, lambda: ring_pattern(topo, lay, n_ch, closed, geo))
@@ -371,6 +374,19 @@ def ring_work_cap_Bps(topo: TopologyView, op: str, algorithm: str, protocol: str
         return None
     cap = ring_work.allreduce_busbw_cap_GBps(op, protocol, n, n_nodes, profile.node.physical_gpus, profile.gpu.arch,
                                              su.kind, su.link_GBps, su.efficiency)
+    return None if cap is None else cap * 1e9
+
+
+def ll128_store_cap_Bps(topo: TopologyView, ctx: nccl_graph.TunerContext, algorithm: str, protocol: str,
+                        n_nodes: int) -> float | None:
+    """The busbw (bytes/s) a Ring/LL128 call of one node reaches at the NVLink store rate of NCCL's
+    LL ceiling where Simple reads (:func:`simulator.costs.nvlink_store.ll128_busbw_cap_GBps`); None
+    where it does not bind."""
+    profile = topo.profile
+    if profile.collective_library != "nccl" or algorithm != "ring" or protocol != "ll128":
+        return None
+    cap = nvlink_store.ll128_busbw_cap_GBps(algorithm, protocol, n_nodes, profile.gpu.arch,
+                                            profile.node.scale_up.kind, tuner.ll_max_bw_GBps(ctx))
     return None if cap is None else cap * 1e9
 
 
