@@ -429,6 +429,18 @@ CASES.update({
         note="2 Google Cloud A4 VMs (8 B200, 8 CX-7 RoCE NICs each: dgx-b200's 8 x 400 Gb/s), NCCL version not "
              "printed, 8 MiB-8 GiB only"),
 })
+# Together AI's B200 cluster (data/nccl/INDEX.md, "Clusters added from cloud and issue logs"): sendrecv_perf
+# rings of 2, 8 and 64 nodes, NCCL 2.29.7, NVLS off, SHARP off.
+CASES.update({
+    f"b200x{8 * nodes}_sendrecv_{nodes}node_together_ib": Case(
+        "dgx-b200", "sendrecv", 8 * nodes, 8, family="together-b200", nvls=False,
+        note="Together AI B200 cluster (8 CX-7 400 Gb/s InfiniBand NICs per node: dgx-b200's), NCCL 2.29.7, "
+             "NCCL_NVLS_ENABLE=0, 1 KiB-256 MiB. The plateau's fall from 2 to 8 to 64 nodes (43.1, 26.1, 14.8 GB/s) is "
+             "NCCL splitting a send over fewer channels as the ring grows (nccl_graph.p2p_split_channels): +9.6%, "
+             "+6.9%, -5.5% at 256 MiB. The 1-16 KiB p2p/LL rows take 23-35 us where the model gives 14-16 us: "
+             "not modelled (data/nccl/INDEX.md)")
+    for nodes in (2, 8, 64)
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
