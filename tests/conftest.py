@@ -4,9 +4,15 @@ CI runs the suite with pytest-xdist, one file per work unit (``-n auto --dist lo
 xdist hands the files to the workers in collection order. A file of long tests handed out last
 runs on at the end while the other workers sit idle, so the longest files are collected first
 and the many short ones fill the other workers around them: the all-rows e2e accuracy file
-(over three minutes of simulation on two cores, most of it in one test), then the files with
-the most slow-marked tests. Tests keep their order inside a file (the e2e file's
-single-source tests read the step times its all-rows test simulated).
+(over five minutes of simulation on two cores, most of it in one test), then the other files
+whose tests take longest (``LONGEST_FIRST``, by measured run time), then the files with the
+most slow-marked tests. Tests keep their order inside a file (the e2e file's single-source
+tests read the step times its all-rows test simulated).
+
+pytest-xdist >= 3.6 reorders loadfile's work units by their number of tests unless told not
+to (``--loadscope-reorder``, on by default), which put the e2e file eleventh, the calibration
+accuracy file (nine tests, minutes of fitting) 72nd and the type check (one test, a whole mypy
+run) 134th of 135: ``pytest_configure`` turns that off so that the order above holds.
 """
 
 from __future__ import annotations
@@ -16,7 +22,16 @@ from pathlib import Path
 
 import pytest
 
-LONGEST_FIRST = ("validation/test_e2e_accuracy.py",)
+# By CPU time on one core (2026-12): the e2e file over ten minutes (its all-rows test splits over
+# the cores), the calibration splits ~100 s, the deployed-constants fits ~65 s, then 20-35 s each.
+LONGEST_FIRST = ("validation/test_e2e_accuracy.py", "validation/test_calibration_accuracy.py",
+                 "validation/test_deployed_defaults.py", "unit/test_sweep_run.py", "golden/test_scenarios.py",
+                 "unit/test_notebook.py", "unit/test_typecheck.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "loadscopereorder", None) is not None:  # pytest-xdist installed
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -122,18 +122,34 @@ def test_fit_decomposition_reproduces_the_per_message_cost():
     assert t == pytest.approx([p.predicted_time_us for p in exact.points], rel=1e-6)
 
 
+# Every scored sweep under NCCL's own constants and its decomposition, computed once for the
+# tests of this file (read only; about a quarter of the file's run time each time it was redone).
+@lru_cache(maxsize=None)
+def _neutral() -> tuple:
+    from simulator.calibration.deployed_fit import neutral_results
+
+    return tuple(neutral_results())
+
+
+@lru_cache(maxsize=None)
+def _decomposed() -> dict:
+    from simulator.calibration.deployed_fit import decompose
+
+    return decompose(list(_neutral()))
+
+
 @lru_cache(maxsize=None)
 def _held_out():
     from simulator.calibration.deployed_fit import leave_one_system_out
 
-    return {h.system: h for h in leave_one_system_out()}
+    return {h.system: h for h in leave_one_system_out(list(_neutral()))}
 
 
 @pytest.mark.slow
 def test_bundled_table_is_the_fit_on_every_system():
-    from simulator.calibration.deployed_fit import decompose, fit_table, neutral_results
+    from simulator.calibration.deployed_fit import fit_table
 
-    fitted = fit_table(decompose(neutral_results()))
+    fitted = fit_table(_decomposed())
     for transport, net in fitted.items():
         d = DEPLOYED[transport]
         assert (d.net_hop_extra_us, d.ring, d.tree, d.message_us) == \
@@ -150,9 +166,9 @@ def test_protocol_columns_no_system_of_a_transport_runs_take_the_pooled_fit():
     run across nodes: the OKE sweep's Tree/LL and Tree/LL128 rows (8 B-256 MiB, NCCL 2.19.3, its
     16 ports as 16 network devices) come within 26% of the measured busbw."""
     from simulator.calibration.deployed_fit import (
-        AXES, FIT_EXCLUDED, _row, decompose, fit_one, neutral_results, unexercised_columns)
+        AXES, FIT_EXCLUDED, _row, fit_one, unexercised_columns)
 
-    decomposed = decompose(neutral_results())
+    decomposed = _decomposed()
     roce = [decomposed[s] for s in ("gcp-a3-ultra", "oci-h100")]
     assert unexercised_columns(roce) == [3, 4]  # tree LL, tree LL128
     assert {3, 4}.isdisjoint(unexercised_columns([decomposed["oci-a100"]])) and len(AXES) == 5
@@ -203,7 +219,7 @@ def test_a_rival_within_the_minimum_gain_does_not_move_a_fitted_row(monkeypatch)
     from simulator.costs.deployed import CXI_MESSAGE_US, MESSAGE_US
 
     message_us = {"host": MESSAGE_US, "cxi": CXI_MESSAGE_US}
-    decomposed = fit.decompose(fit.neutral_results())
+    decomposed = _decomposed()
     use = [d for s, d in sorted(decomposed.items()) if s not in fit.FIT_EXCLUDED]
     roce = [d for d in use if d.transport == "roce"]
     original = fit._score
