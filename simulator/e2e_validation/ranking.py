@@ -36,11 +36,18 @@ def group_key(c: Case) -> tuple:
 
 def plan_groups(selected: Iterable[Case], min_plans: int = 2) -> list[list[Case]]:
     """Groups of cases that differ only in the plan, in source order, with at least
-    ``min_plans`` plans each."""
-    groups: dict[tuple, list[Case]] = defaultdict(list)
+    ``min_plans`` plans each. A plan measured twice (dgxc prints Nemotron-4 340B's plan from two
+    container releases) is one choice, so a group keeps its first measurement."""
+    groups: dict[tuple, dict[str, Case]] = defaultdict(dict)
     for c in selected:
-        groups[group_key(c)].append(c)
-    return [g for g in groups.values() if len(g) >= min_plans]
+        groups[group_key(c)].setdefault(plan_key(c), c)
+    return [list(g.values()) for g in groups.values() if len(g) >= min_plans]
+
+
+def plan_key(c: Case) -> str:
+    """What a sweep of plans varies: the parallel block, the micro-batch and the recompute mode."""
+    t = c.scenario["training"]
+    return json.dumps([c.scenario.get("parallel"), t.get("micro_batch"), t.get("recompute")], sort_keys=True)
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:

@@ -153,8 +153,9 @@ def test_a_collective_beside_dp_traffic_of_fixed_rates_is_timed_there_in_closed_
     (FlowNetwork.beside) and taken into a block or held, instead of going on the network flow
     by flow. Every op keeps the times of the replay with every collective on the network. The
     events it saves are measured on the GPT-3 175B sweep (benchmarks/bench_sweep.py, docs/sweep.md):
-    on this 4-node plan, since the ring graph's 48 GB/s channels, the hand-backs cost about what the
-    timed collectives save (1,479 events against 1,461 with it off), so the count is not asserted."""
+    on this small plan, since the ring graph's 48 GB/s channels, the hand-backs cost about what the
+    timed collectives save, so the count is not asserted. Two nodes: at four, the deployed
+    InfiniBand row (LL128 x0.6 on a tree) moves the DP collectives off the NVLink cap, leaving 2."""
     from simulator.hardware.topology import build_topology
     from simulator.replay.engine import Replayer
 
@@ -167,11 +168,11 @@ def test_a_collective_beside_dp_traffic_of_fixed_rates_is_timed_there_in_closed_
         return got
 
     monkeypatch.setattr(Replayer, "_beside", spy)
-    scn = make(PLANS["tp2_dp_nvlink_zero2"], nodes=4, training={"global_batch": 32, "recompute": "full"})
+    scn = make(PLANS["tp2_dp_nvlink_zero2"], nodes=2, training={"global_batch": 32, "recompute": "full"})
     sched = build_schedule(scn)
     t = build_topology(scn.profile, scn.nodes)
     fast = replay(sched, t, symmetric=True)
-    assert sum(timed) >= 5  # timed beside DP traffic on their links (8 on this plan)
+    assert sum(timed) >= 10  # timed beside DP traffic on their links (15 on this plan)
     flows = replay(sched, t, symmetric=True, compute_runs=False, exclusive_fast_path=False)
     _same_timelines(fast, flows)
 

@@ -105,7 +105,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = sources.cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
+    assert len(cs) - len(fit) == 100 + sum(len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                                                        "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                                                        "megatron2022", "vtrain_multi", "vtrain_single",
                                                                        "megatron_ci", "llama3", "usp", "megascale"))
