@@ -241,6 +241,17 @@ def _torch_softmax_bytes(ctx: AttentionContext, phase: Phase) -> int:
 TORCH_SOFTMAX_KERNELS = 5  # the cast, the scale, the mask, the softmax, the cast back (each way)
 
 
+def _softmax(pb: ProgramBuilder, ctx: AttentionContext, phase: Phase, flops: float, passes: int, after: int) -> int:
+    """The softmax of materialised scores: Megatron's PyTorch fallback (``training.masked_softmax:
+    torch`` with fused kernels on) as its :data:`TORCH_SOFTMAX_KERNELS` kernels moving
+    :func:`_torch_softmax_bytes`, otherwise one kernel of ``passes`` passes over the scores."""
+    S = _score_elems(ctx)
+    if ctx.softmax == "torch" and not ctx.eager:
+        return _unfused(pb, ctx, f"softmax.{phase}", "elementwise", flops, _torch_softmax_bytes(ctx, phase) * S, after,
+                        phase, count=TORCH_SOFTMAX_KERNELS)
+    return _unfused(pb, ctx, f"softmax.{phase}", "elementwise", flops, passes * S * ctx.dtype_bytes, after, phase)
+
+
 # ALiBi on materialised scores: Megatron-DeepSpeed's ParallelAttention (BLOOM; bigscience-workshop/
 # Megatron-DeepSpeed megatron/model/transformer.py) starts the scores from the bias,
 # ``matmul_result = alibi[:b·np, :, :sk]`` (shape [b·np, 1, sk], broadcast over the query rows) and
@@ -281,11 +292,7 @@ def unfused_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> in
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.fwd", "elementwise", 1.0 * S, 2 * S * B, i, "fwd")
         softmax_passes = _eager_softmax_passes(ctx)
-    if ctx.softmax == "torch" and not ctx.eager:
-        i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, _torch_softmax_bytes(ctx, "fwd") * S, i, "fwd",
-                     count=TORCH_SOFTMAX_KERNELS)
-    else:
-        i = _unfused(pb, ctx, "softmax.fwd", "elementwise", 5.0 * S, softmax_passes * S * B, i, "fwd")
+    i = _softmax(pb, ctx, "fwd", 5.0 * S, softmax_passes, i)
     if ctx.dropout:
         i = _unfused(pb, ctx, "dropout.fwd", "elementwise", 2.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "fwd")
@@ -306,11 +313,7 @@ def unfused_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> i
         i = _unfused(pb, ctx, "dropout.bwd", "elementwise", 1.0 * S, S * (2 * B + ATTENTION_DROPOUT_MASK_BYTES), i,
                      "bwd")
     softmax_bwd_passes = 3 if not ctx.eager or _eager_softmax_passes(ctx) == 2 else 5
-    if ctx.softmax == "torch" and not ctx.eager:
-        i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, _torch_softmax_bytes(ctx, "bwd") * S, i, "bwd",
-                     count=TORCH_SOFTMAX_KERNELS)
-    else:
-        i = _unfused(pb, ctx, "softmax.bwd", "elementwise", 3.0 * S, softmax_bwd_passes * S * B, i, "bwd")
+    i = _softmax(pb, ctx, "bwd", 3.0 * S, softmax_bwd_passes, i)
     if ctx.eager:
         i = _unfused(pb, ctx, "mask.bwd", "elementwise", 1.0 * S, 2 * S * B, i, "bwd")
     i = _unfused(pb, ctx, "scores.bwd", "gemm", 2 * half, 2 * S * B + 4 * ctx.q_bytes, i, "bwd", count=2,
