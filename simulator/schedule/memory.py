@@ -598,18 +598,19 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
         loss_b, rec_b, zero_b = 0.0, rebuilt, z_bwd
     gpu = scn.profile.gpu
     grads = n.dense * g + n.expert * ge
+    pipeline_buffers = pipeline_buffer_bytes(scn, stage)
     est = MemoryEstimate(params=n.dense * w + n.expert * we, grads=grads * backpropagated_fraction(scn, stage),
                          optimizer=n.dense * o + n.expert * oe,
                          activations=acts, hbm_bytes=gpu.hbm_bytes, stage=stage,
                          loss_buffers=loss_b, recompute=rec_b,
-                         comm_buffers=zero_b + pipeline_buffer_bytes(scn, stage),
+                         comm_buffers=zero_b + pipeline_buffers,
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
                          stranded=stranded_bytes(scn, loss_b > 0),
                          fragmentation_factor=tr.allocator_fragmentation,
                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
     if est.grads < grads:  # lazy gradients: the end of the backward holds them all, the activations freed
         end = replace(est, grads=grads, activations=0.0, loss_buffers=0.0, recompute=0.0, stranded=0.0,
-                      comm_buffers=z_bwd + pipeline_buffer_bytes(scn, stage))
+                      comm_buffers=z_bwd + pipeline_buffers)
         if end.allocated > est.allocated:
             return end
     return est
