@@ -792,6 +792,66 @@ candidates, each quantified and not the cause:
   would need the fabric at about 0.3 of its line rate, which leaves the 1,120- and 2,240-GPU rows
   13-23% pessimistic (above).
 
+A second look from the paper, DeepSpeedExamples' port and DeepSpeed 0.3.12-0.4.0 (checked on
+the current model, rows +14.8/+15.5/+13.0% and +23.9/+24.4/+25.0%, held-out median 19.7%;
+nothing here is modelled and no row moves):
+
+- The shortfall does not depend on the GPU count. The model's steps are 71.1, 57.8, 59.0 s
+  (GPT-175B on 384, 768, 1,536 GPUs) and 206.3, 144.7, 146.9 s (GPT-530B on 640, 1,120, 2,240)
+  against 81.6, 66.7, 66.7 s and 255.5, 179.9, 183.7 s measured. From 768 to 1,536 GPUs the model
+  grows by 1.2 s where the measurement grows by 0.0 s; from 1,120 to 2,240 by 2.2 s against 3.8 s:
+  the per-rank costs (host loops, N copies per gather, ring latency) follow the measurement within
+  2 s. What is missing is a constant per model, 10.5/8.9/7.7 s and 49.2/35.2/36.8 s, 4.0-4.8
+  times larger for GPT-530B (3.0 times the bytes, 1.09 times the tensors and layers). Per byte of
+  AllGather plus twice the AllReduce (1,627 GB a step for GPT-175B, 4,939 GB for GPT-530B) it is
+  6.5/5.5/4.7 ms/GB (a lower bound: part of GPT-175B's gathers is hidden) and 10.0/7.1/7.5 ms/GB:
+  about 6.5 ms/GB at micro-batch 1-2 for both models, more at micro-batch 4.
+- No uniform rate of the links gives that. With NVLink and the NICs both at half their rate
+  (`node.scale_up.efficiency` 0.39, `node.nics.efficiency` 0.475) the rows are +5.6/-2.4/-7.1% and
+  +10.5/+3.8/-2.0%; at two thirds (0.52, 0.63) +10.4/+6.1/+3.1% and +16.7/+13.1/+10.1%; NVLink alone
+  at half +11.2/+12.5/+11.2% and +17.8/+17.0/+20.8%. Slower links add most where the model's
+  collectives are longest (the most ranks, Tree AllReduces) and least on the micro-batch-4 rows,
+  where GPT-175B's prefetched gathers hide behind four sequences of compute and GPT-530B's rings
+  (640 ranks) are NVLink-bound in the model; the measurement wants the opposite. A cost per call (a
+  launch, a poll, a synchronisation) is about the same for both models, so it cannot give the
+  4-5:1 ratio either.
+- Micro-batches per step: B / (b x N) is 1 on every row (1,536 / (4 x 384), 2,560 / (4 x 640),
+  ..., 2,240 / (1 x 2,240)), so what runs once per micro-batch runs once a step: no gradient
+  accumulation, no fp16 accumulation into `param.grad`, no second gather and reduce of the
+  parameters; the rows differ by micro-batch size only.
+- DeepSpeedExamples' ZeRO-3 launch script (`Megatron-LM-v1.1.5-ZeRO3/examples/
+  ds_pretrain_gpt2-zero3.sh`) checkpoints through DeepSpeed's activation checkpointing with
+  `--partition-activations --checkpoint-in-cpu --contigious-checkpointing
+  --synchronize-each-layer`, and its release config offloads the optimizer and parameters to the
+  CPU. The paper's asterisk rules both out for its runs: GPT-530B at micro-batch 4 did not fit on
+  560 GPUs. The model puts that run at 71.3 GiB (69.5 at 640 GPUs; about 79 with the buffers of a
+  2021 gather, above), of which 33.3 GiB are the checkpointed layer inputs and 10.6 GiB the fp32
+  optimizer states: with the checkpoints in host memory it would need about 46 GiB, with the
+  optimizer on the CPU about 68, and would have fit. Partitioning activations is a no-op at
+  model-parallel size 1, a synchronisation per layer adds nothing to the synchronisation at every
+  fetch, and the contiguous copy of the checkpoints moves 35 GB a step for GPT-530B at micro-batch
+  4 (about 40 ms of reads and writes at the HBM rate).
+- The port's Megatron-LM (v1.1.5, 2020: no fused softmax, bias-GeLU or bias-dropout-add) instead
+  of the fused kernels of the paper's own code base ("we integrated ZeRO into our codebase using
+  the DeepSpeed Python library", sec. 5.2): +9.8/+12.5/+11.6% and +20.9/+22.2/+23.9%, one to five
+  points, and not what the paper ran.
+- DeepSpeed's prefetch trace. `finish_tracing` runs in every `step`'s `_pre_step` (0.3.12-0.4.0,
+  `stage3.py`), so the trace is complete after the first step and prefetching runs from the second
+  step on, as modelled; `see_memory_usage(..., force=False)`, called around every release and
+  gradient partition, returns before anything else in 0.3.12-0.4.0 (`runtime/utils.py`; the
+  `gc.collect()` 0.3.16 added sits after that test), so no hook collects garbage.
+
+- NCCL 2.8's own multi-node sweeps in `data/nccl` carry a fraction of their links (ABCI, 2.8.4:
+  7-9 GB/s per HDR HCA; AWS p4d, 2.8.3: 32.7 GB/s busbw over 4 x 100 Gb/s EFA; both left out of
+  the collective bands, `data/nccl/INDEX.md`), but at such a rate (NICs at 0.3) these rows overshoot,
+  -4.8/-19.5/-23.4% and -1.8/-13.2/-22.9% (above), and neither is Selene's fabric.
+
+What the rows ask is a cost of about 6.5 ms per GB of collective traffic at every scale, larger at
+micro-batch 4 (and the 640-GPU row near the memory limit, above), that neither the 2021 code
+paths nor a link rate of the model supplies; a constant per byte fitted on these six rows would be
+a factor for one table, so none is added, and the rate of NCCL 2.8's rings and trees on 48-280
+DGX A100 nodes stays unmeasured here.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same
