@@ -342,9 +342,12 @@ CASES.update({
              "The log's rings 0-3 cross the node boundary at four GPUs through four EFA devices (channels 4-7 "
              "repeat them), so a crossing rank's proxy queues the messages of at most two channels "
              "(collectives.channels_per_crossing_rank): Ring/LL at 64-256 KiB (1, 2, 4 launched channels: 274-305 us) "
-             "and Ring/LL128 at 0.5-1 MiB within 15%; Ring/Simple from 256 MiB +27-37%. Ring/LL128 at 2-32 MiB "
-             "runs at ~24 GB/s busbw (76-83 us per MiB), half of what the model's LL128 ring carries over the four "
-             "100 Gb/s devices (+37% to +110%): no source here sizes LL128 over that plugin"),
+             "within 30%. LL128 leaves GPU memory, which the EFA provider of 2021 (libfabric 1.11) sends by its read "
+             "message protocol, so the 60 messages add to the bytes (costs/transports.py): Ring/LL128 at 2-32 MiB "
+             "-17% to +46% (+37% to +110% with the chain overlapped), at 0.5-1 MiB -44% and -36% (the measured "
+             "410-484 us sit at the chain alone). Ring/LL128 at 2-32 MiB runs at ~24 GB/s busbw (76-85 us per MiB), "
+             "0.62 of the four devices' rate that the model gives LL128, and Ring/Simple from 256 MiB +27-37%: "
+             "no source here sizes either over that provider"),
     "h100x16_allreduce_2node_awsp5_samples_efa": Case(
         "aws-p5", "allreduce", 16, 8, family="aws-p5-samples",
         note="a second p5 cluster (aws-samples/awsome-distributed-training README), NCCL version not printed"),

@@ -500,8 +500,18 @@ def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None
     would add 1,024 x 8 us to the 8 GiB call (-22% held out; -10% with the overlap); EFA's SENDRECV
     path on 2 x 8 A100 (a100x16_allreduce_2node_awsp4de_efa.csv, 512 KiB chunks) likewise reaches
     42.6 GB/s over its four 100 Gb/s NICs from 1 to 2 GiB. A Simple ring step sends its chunk in
-    slices behind the bytes of the step before: those add to the latency term."""
+    slices behind the bytes of the step before: those add to the latency term.
+
+    A Ring/LL128 call's messages add too where their payload moves inside the host round
+    (``payload_in_host_round``): NCCL keeps a network connection's LL128 buffers in GPU memory under
+    GPUDirect RDMA and its proxy sends a step once the GPU has written all of it, so each message is
+    a whole step pulled by the provider's read protocol (EFA under NCCL <= 2.11, costs/transports.py;
+    Ring/LL128 at 2-32 MiB over 2 x p4d, +37% to +110% with the overlap, -17% to +46% without). LL
+    keeps its send buffer in host memory (``src/transport/net.cc`` v2.8.3-1, ``protoLoc``), sent
+    eagerly, and its lines stream as they arrive."""
     if algorithm == "tree" and protocol == "simple":
+        return stack is None or not stack.payload_in_host_round
+    if algorithm == "ring" and protocol == "ll128":
         return stack is None or not stack.payload_in_host_round
     return algorithm == "ring" and protocol != "simple"
 

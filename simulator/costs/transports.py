@@ -65,6 +65,25 @@ Sources, per transport:
   measured count) would grow 4x, and its Ring/LL128 rows at 0.5-1 MiB (8 launched) queue two
   channels' messages, 60 per call. (A Simple ring's count, taken over the graph's channels, already
   is a crossing rank's: each graph channel carries the data of its two launched ones.)
+  The EFA provider of that time (libfabric v1.11.1-v1.13.2, ``prov/efa/src/rxr/rxr_msg.c``
+  ``rxr_msg_post_cuda_rtm``: "Currently cuda data must be sent using read message protocol"; the
+  EFA installer of Feb 2021 ships 1.11) sends every message from GPU memory, whatever its size,
+  with its read message protocol: the sender posts an RTM packet, the receiver's progress matches
+  it and issues the RDMA read of the payload (``rxr_read.c`` ``rxr_read_post``), then sends an EOR
+  packet back, on which the send completes. Under GPUDirect RDMA (the log's "GDRDMA" on every
+  network channel) NCCL 2.8 places the LL128 and Simple buffers of a network connection in GPU
+  memory and LL's send buffer in host memory (``src/transport/net.cc`` v2.8.3-1 ``netSendSetup``,
+  ``protoLoc``), and its proxy sends an LL128 step only once the GPU has written all of it
+  (``netSendProxy`` waits for the tail the LL128 primitives bump per step). So an LL128 message's
+  payload moves inside its host round, as under CXI's alt_read (``payload_in_host_round``: the
+  chain adds to the bytes, ``collectives.messages_overlap``), and LL's (host memory, at most
+  64 KiB: the provider's eager and medium protocols) keeps the overlapped chain. Measured: the
+  Ring/LL128 rows from 2 to 32 MiB take ~400-490 us plus 76-85 us per MiB, the chain of 60
+  messages (480 us at 8 us) plus the bytes, where an overlapped chain would leave the bytes alone
+  (+37% to +110% at 2-32 MiB; -17% to +46% with the chain added). Their byte rate, ~24 GB/s busbw (6.2 GB/s of
+  LL128 lines per EFA device, 0.62 of what the Ring/Simple rows from 128 MiB carry per device), and
+  the 0.5-1 MiB rows (410 and 484 us, under the 60 messages plus their bytes) are not explained by
+  a source here.
 * ``host_messages`` / ``buff_bytes``: whether the transport's message protocol runs in host
   software, so that every network message of a call costs a fixed time beyond its bytes
   (:mod:`simulator.costs.net_messages`; the time is the deployed ``net_message_us``), and the
@@ -143,8 +162,9 @@ class TransportStack:
     # The largest message the provider sends eagerly (0: no such limit modelled): the deployed
     # per-hop extra is the cost of the rendezvous above it (libfabric CXI; module docstring).
     eager_max_bytes: int = 0
-    # Each message's payload moves inside its host round (a software-issued Get: CXI alt_read), so
-    # a pipelined Tree/Simple call's per-message time adds to its bytes (collectives.messages_overlap)
+    # Each message's payload moves inside its host round (a software-issued Get: CXI alt_read; the
+    # EFA read message protocol of libfabric <= 1.13 for GPU memory), so a pipelined Tree/Simple call's
+    # and a Ring/LL128 call's per-message time adds to their bytes (collectives.messages_overlap)
     payload_in_host_round: bool = False
     # The rank's proxy serves the messages of the channels whose network sends are its own, not
     # every launched channel's: a ring's host messages count per channel of one crossing rank
@@ -192,9 +212,10 @@ EFA_SENDRECV = TransportStack(
 # aws-ofi-nccl as it ran under NCCL <= 2.11 (module docstring, "NCCL <= 2.11 on EFA"): tagged sends on the
 # RDM endpoint (a host cost per message, as SENDRECV), no NCCL_PROTO set, no latency NCCL could read.
 EFA_NET_V4 = TransportStack(
-    host_messages=True, messages_per_crossing_rank=True,
+    host_messages=True, messages_per_crossing_rank=True, payload_in_host_round=True,
     source="aws-ofi-nccl aws branch of Feb 2021 (d733e02, v1.1.1+): fi_tsend on FI_EP_RDM, sets only NCCL_TOPO_FILE "
-           "and RDMAV_FORK_SAFE; NCCL v2.8.4-1-v2.11.4-1 nccl_net.h: ncclNetProperties_v4_t has no latency field")
+           "and RDMAV_FORK_SAFE; NCCL v2.8.4-1-v2.11.4-1 nccl_net.h: ncclNetProperties_v4_t has no latency field; "
+           "libfabric v1.11.1 prov/efa rxr_msg.c: GPU-memory messages by the read message protocol")
 
 # The first NCCL release whose net API carries a plugin-reported latency (nccl_net.h v2.12.7-1).
 NET_LATENCY_SINCE = "2.12"

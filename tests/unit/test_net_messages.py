@@ -507,3 +507,27 @@ def test_p4d_2021_ring_simple_count_is_already_a_crossing_ranks():
     per_launched = 30 * 8
     assert host_messages(ctx, "allreduce", "ring", "simple", 1 << 30, graph) == \
         1.5 * channels_per_crossing_rank(ctx, launched) * per_launched == 720
+
+
+def test_p4d_2021_ll128_messages_add_to_their_bytes():
+    """The EFA provider of 2021 (libfabric v1.11.1 ``prov/efa/src/rxr/rxr_msg.c``,
+    ``rxr_msg_post_cuda_rtm``) sends every message from GPU memory by its read message protocol (RTM,
+    the receiver's RDMA read, EOR back), and NCCL 2.8.3 keeps a network connection's LL128 buffers in
+    GPU memory under GPUDirect RDMA, LL's send buffer in host memory (``net.cc`` ``protoLoc``). So a
+    Ring/LL128 call's 60 messages at a crossing rank (30 steps, two channels) add to its bytes, and
+    Ring/LL's chain still overlaps them. Measured, the 2-32 MiB rows take 660-3107 us, each above the
+    chain at 8 us a message plus its bytes at the 4 x 100 Gb/s line rate (S x 15/8 over 50 GB/s);
+    predicted within -20% / +50% of their busbw, where the overlapped chain gave +37% to +110%."""
+    from simulator.calibration.sweep_prediction import case_for, predict_sweep
+    from simulator.costs.collectives import messages_overlap
+    from simulator.costs.transports import SLINGSHOT_ALT_READ
+
+    sweep, ctx = _p4d_2021()
+    assert ctx.stack.payload_in_host_round
+    assert not messages_overlap("ring", "ll128", ctx.stack) and messages_overlap("ring", "ll", ctx.stack)
+    assert messages_overlap("ring", "ll", SLINGSHOT_ALT_READ)
+    r = predict_sweep(sweep, case_for(sweep))
+    rows = [p for p in r.points if 2 << 20 <= p.size_bytes <= 32 << 20]
+    assert len(rows) == 5 and all(p.protocol == "ll128" and p.net_messages == 60 for p in rows)
+    assert all(p.measured_time_us > 60 * 8 + p.size_bytes * 15 / 8 / 50e3 for p in rows)
+    assert all(-0.20 <= p.error <= 0.50 for p in rows), [(p.size_bytes, round(p.error, 3)) for p in rows]
