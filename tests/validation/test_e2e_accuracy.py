@@ -509,7 +509,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     cs = sources.cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
     assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama"}
-    assert all(c.scenario["parallel"]["tp"] > 1 for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
+    assert all(c.scenario["parallel"]["tp"] > 1
+               for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                if c.scenario["parallel"].get("tp_overlap") == "te_default")
     assert all(c.scenario["parallel"].get("tp_overlap") == "te_default"
                for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] > 1)
