@@ -1,0 +1,86 @@
+"""NVIDIA dgxc-benchmarking's Llama 3.1 pre-training recipe on H100 (release v25.04), as e2e cases.
+
+The v25.04 release's ``llama3.1/README.md`` prints measured step times of its launch script's plans
+on 8 to 2,048 H100 (container nvcr.io/nvidia/nemo:25.02.01), each model in BF16 and FP8, at a
+global batch that grows with the GPUs (weak scaling): Llama 3.1 8B (TP 1, CP 2), 70B (TP 4 and SP,
+PP 4 x VP 5 with CP 2 in BF16, PP 8 x VP 5 in FP8) and 405B (TP 8 and SP, PP 8 x VP 8, CP 2) with
+three shortened 405B "proxies" on 32-128 GPUs (``data/e2e/dgxc_llama31_h100.csv``, whose header
+has the provenance). The plan of every row is ``llama31_auto_configs`` of the same release's
+``llama3.1/llama31_utils.py``; the rest is the NeMo 2.0 recipe of the commit its ``setup.sh``
+pins (NVIDIA/NeMo d2b21556, ``nemo/collections/llm/recipes/llama3_8b.py``, ``llama3_70b.py``,
+``llama31_405b.py`` with ``performance_mode=True``; ``scripts/performance/utils.py``
+``set_primary_perf_configs``):
+
+- the distributed optimizer with overlapped gradient ReduceScatter and parameter AllGather
+  (``DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)``), the
+  gradients reduced in bf16 (``pretrain_performance_optimizations``: ``grad_reduce_in_fp32 =
+  False``), sequence parallelism wherever TP > 1, no activation recompute;
+- TransformerEngine's TP communication overlap for 70B and 405B (``MegatronCommOverlapCallback``
+  with the ``userbuffers_{bf16,fp8}_h100_h8192_tp4`` / ``h16384_tp8_cp2`` configurations: ring
+  exchange for the QKV and FC1 forward GEMMs, pipelined splits for the projection and FC2, bulk
+  overlap of the backward), not for 8B (``tp_comm_overlap=False``; TP 1);
+- interleaved 1F1B with overlapped pipeline exchanges where VP > 1; for 405B the embedding and the
+  loss each count as one layer in the pipeline split (``account_for_embedding_in_pipeline_split``
+  and ``account_for_loss_in_pipeline_split``, the recipe's trainer defaults), so the first
+  virtual stage holds one layer fewer, as does the last;
+- context parallelism by Megatron-Core's default ``cp_comm_type`` (p2p, TE's KV ring);
+- FP8 as ``bf16_with_fp8_mixed`` (``fp8='hybrid'``, delayed scaling with a 1,024-step amax history,
+  ``fp8_params=True``): delayed scaling with fp8 parameter AllGather;
+- attention: the executor's ``NVTE_FLASH_ATTN=1`` and ``NVTE_FUSED_ATTN=1`` leave TE's choice,
+  cuDNN's fused attention on H100 (the profile's default kernel).
+"""
+
+from __future__ import annotations
+
+from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
+from simulator.e2e_validation.rows import Row, parse_int
+from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel
+
+# The rows scored, as (model size, precision, GPUs). A pipelined row costs 20-100 CPU seconds to
+# simulate (64 micro-batches through 20-64 virtual stages), a row without pipeline about one, so:
+# every 8B row (one node, then data parallelism from 4 to 64 replicas over InfiniBand), the 405B
+# proxy on 32 GPUs in both precisions (TP 8 with CP 2, no pipeline), and the cheapest pipelined
+# row of each precision (70B FP8 on 64 GPUs: TP 4, PP 8 x VP 5; the 405B proxy in BF16 on 64:
+# TP 8, CP 2, PP 4 x VP 8 at one layer per virtual stage). Each weak-scaling table's step times
+# lie within 3% of each other, so the larger runs of the same plans add simulation time more than
+# information.
+SCORED: frozenset[tuple[str, str, int]] = frozenset(
+    {("8b", dtype, n) for dtype in ("bf16", "fp8") for n in (8, 16, 32, 64, 128)}
+    | {("405b", "bf16", 32), ("405b", "fp8", 32), ("70b", "fp8", 64), ("405b", "bf16", 64)})
+
+
+def _recipe(row: Row) -> tuple[str, str, int]:
+    """(MODEL_SIZE, DTYPE, JOB_TOTAL_GPUS) of the launch script, from the row's source id
+    ``dgxc-benchmarking-v25.04-llama3.1-<size>-<dtype>-<gpus>``."""
+    size, dtype, n = row["source_id"].split("-")[-3:]
+    return size, dtype, int(n)
+
+
+def dgxc_llama_case(r: Row) -> Case:
+    """One README row as a scenario (the module docstring gives every setting and its source)."""
+    n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
+    size, fp8 = _recipe(r)[0], "prec=fp8" in r["notes"].lower()
+    model = llama_model(r)
+    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if size != "8b" else "none"),
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+    if size == "405b" and pp > 1:
+        par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
+    dp = n // (tp * pp * cp)
+    dtype = "fp8" if fp8 else "bf16"
+    label = f"{r['model_name']} {dtype.upper()} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs"
+    scn = make_scenario(f"dgxc-llama31-{size}-{dtype}-{n}", "dgx-h100", n, model,
+                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                        dtype=dtype, recompute="none", parallel=par, stack=MODERN)
+    if fp8:
+        scn["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
+    return Case("dgxc_llama", label, scn, "step_time_s", float(r["value"]), n)
+
+
+def dgxc_llama(rows: list[Row]) -> list[Case]:
+    """dgxc-benchmarking v25.04's measured Llama 3.1 step times on H100 (NeMo 25.02.01), BF16 and
+    FP8, with the TP, PP, VP, CP, micro-batch 1 and global batch of the launch script: every 8B
+    run (8 to 128 GPUs), the 405B proxy on 32 GPUs in both precisions, 70B FP8 on 64 GPUs and the
+    405B proxy in BF16 on 64 (``SCORED``). Transcribed but not scored, for simulation time: the
+    other 20 runs (70B and 405B at larger data-parallel sizes, 70B BF16, the 128-GPU proxy and
+    the 405B FP8 proxy on 64), whose pipelined plans cost 20-100 CPU seconds each."""
+    return [dgxc_llama_case(r) for r in rows if r["metric"] == "step_time_s" and _recipe(r) in SCORED]
