@@ -130,12 +130,15 @@ Sources, per transport:
   used"): from GPU memory a CUDA copy (or a CPU read through a device mapping), made by the sending
   proxy's thread before the command is written, where a larger eager or rendezvous send only
   registers the buffer (MR cache) and lets the NIC read it. NCCL's network p2p runs Simple
-  (``net_messages``: no LL buffers for it) from GPU memory wherever GPUDirect RDMA serves the send, so
-  every send of 1-192 bytes to a peer on another node pays that copy on top of its message
-  (``net_messages.p2p_inject_messages``; the copy's time is the deployed ``net_inject_copy_us``).
-  LL's and LL128's network sends come from host-memory buffers (``src/transport/net.cc``: LL's send
+  (``net_messages``: no LL buffers for it) from GPU memory wherever GPUDirect RDMA serves the send
+  (``src/transport/net.cc`` v2.18.5-1 ``sendProxySetup``: the shared p2p Simple buffer is GPU memory
+  under GPUDirect, line 624), so every send of 1-192 bytes to a peer on another node pays that copy on
+  top of its message (``net_messages.p2p_inject_messages``; the copy's time is the deployed
+  ``net_inject_copy_us``). LL's network sends come from a host-memory buffer (line 607: LL's send
   buffer is never GPUDirect), whose copy is a ``memcpy``, and a Simple ring's or tree's messages are
-  far above 192 bytes. Measured on Polaris and Sirius (A100, NCCL 2.18 and 2.21.5, libfabric
+  far above 192 bytes. (The code cited is the upstream provider's; the HPE build the sweeps ran,
+  libfabric 1.15.2.0, predates its upstreaming and is not public, and the step below confirms the
+  same path.) Measured on Polaris and Sirius (A100, NCCL 2.18 and 2.21.5, libfabric
   1.15.2.0): an All-to-All costs 21-23 us per remote peer with at most 128 bytes a peer and 9.4-10.2 us
   with 240 bytes or more, the step between 128 and 240 bytes a peer at every scale (8, 32, 1,024 and
   2,160 ranks: 1,024 ranks take 23.4 ms at 128 KiB and 10.4 ms at 256 KiB), and zero bytes cost the
