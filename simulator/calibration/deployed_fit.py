@@ -18,8 +18,9 @@ payload / rate[algorithm]))`` for LL (ring/tree across nodes only, as
 CTAs, not the links (:func:`simulator.costs.collectives.channel_fraction`), so its rows take
 ``max(link part, flows / efficiency)``, the part the links hold read off a second neutral prediction
 at the grid's least efficiency (:func:`_ll128_split`). A host-message transport's
-messages add ``messages × net_message_us``, except on an LL or LL128 ring and on a Tree/Simple call
-(unless the stack moves each payload inside the message's host round: CXI alt_read), where that
+messages add ``messages × net_message_us`` (and, where the provider injects small p2p sends from
+GPU memory, ``copies × net_inject_copy_us``: the pair is fitted per message class,
+:func:`fit_message_us`), except on an LL or LL128 ring and on a Tree/Simple call (unless the stack moves each payload inside the message's host round: CXI alt_read), where that
 chain runs alongside the latency and the bytes and the row takes the longer of the two
 (:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
@@ -140,6 +141,7 @@ class Decomposed:
     scaled: np.ndarray  # a protocol efficiency applies (ring/tree LL or LL128 across nodes)
     column: np.ndarray  # the constant's column of a candidate (AXES)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
+    copies: np.ndarray  # of a rank's p2p messages, those injected from GPU memory (d time / d net_inject_copy_us)
     overlap: np.ndarray  # the messages' chain overlaps the latency term and the bytes (collectives.messages_overlap)
     ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
     # LL128 rows across nodes: the flow time the links hold whatever the channels' rate (us, else 0);
@@ -179,7 +181,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
                                                  "floor_us", "proto", "scaled", "column", "messages",
-                                                 "overlap", "ll_channel_us", "link_us")}
+                                                 "copies", "overlap", "ll_channel_us", "link_us")}
         for i, r in enumerate(rs):
             stack = stack_for_profile(case_profile(r.case))
             for p, (flow_us, link_us) in zip(r.points, _ll128_split(r)):
@@ -195,6 +197,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["scaled"].append(p.algorithm in ("ring", "tree") and p.protocol != "simple")
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
+                cols["copies"].append(p.inject_copies)
                 cols["overlap"].append(messages_overlap(p.algorithm, p.protocol, stack))
                 cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
@@ -239,14 +242,16 @@ def _grid() -> np.ndarray:
     return tied[:, [0, 1, 2, 1, 2]]
 
 
-def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:
-    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message."""
-    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us) - 1.0)
+def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
+    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message and
+    ``copy_us`` per injected copy."""
+    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us) - 1.0)
 
 
-def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:
+def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
     """Every row's time (us) under every candidate (rows × candidates), with ``message_us`` per
-    host message: what planning again with the candidate's constants gives (module docstring)."""
+    host message and ``copy_us`` per p2p message injected from GPU memory: what planning again with
+    the candidate's constants gives (module docstring)."""
     value = grid[:, d.column].T  # rows × combos
     ll = (d.proto == PROTO_INDEX["ll"]) & d.scaled
     eff = np.where(d.scaled[:, None] & ~ll[:, None], value, 1.0)
@@ -256,15 +261,15 @@ def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) ->
         capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)
     flows = np.where(ll[:, None], np.maximum(flows, capped), flows)
     lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
-    msg = d.messages[:, None] * message_us
+    msg = d.messages[:, None] * message_us + d.copies[:, None] * copy_us
     t = np.where(d.overlap[:, None], np.maximum(lat + flows, msg), lat + msg + flows)
     return np.maximum(t, d.floor_us[:, None])
 
 
-def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> np.ndarray:
+def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
     """One system's score per candidate: the mean over its sweeps of (median |error| >= 1 MiB
     + half the median over all sizes)."""
-    err = _errors(d, grid, message_us)
+    err = _errors(d, grid, message_us, copy_us)
     terms = []
     for i in np.unique(d.sweep):
         rows = d.sweep == i
@@ -276,25 +281,26 @@ def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0) -> n
     return np.mean(terms, axis=0)
 
 
-def _message_us(d: Decomposed, message_us: dict[str, float] | None) -> float:
-    """The per-message cost a system's rows are timed with: its message class's value (0 when its
-    transport pays none)."""
-    return (message_us or {}).get(message_class(d.transport), 0.0) if d.host_messages else 0.0
+def _message_us(d: Decomposed, message_us: dict[str, tuple[float, float]] | None) -> tuple[float, float]:
+    """The per-message cost and the per-injected-copy cost a system's rows are timed with: its
+    message class's values (each 0 where its rows pay none)."""
+    mu, cu = (message_us or {}).get(message_class(d.transport), (0.0, 0.0))
+    return (mu if d.host_messages else 0.0), (cu if d.copies.any() else 0.0)
 
 
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
-           message_us: dict[str, float] | None = None) -> np.ndarray:
+           message_us: dict[str, tuple[float, float]] | None = None) -> np.ndarray:
     """Mean over systems of :func:`_system_score`: every system weighs the same, however many
     sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
     which others are pooled with it, and the leave-one-out fits pool each one many times).
-    ``message_us``: per message class, the per-message cost (:func:`_message_us`)."""
+    ``message_us``: per message class, the per-message and per-injected-copy costs (:func:`_message_us`)."""
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        mu = _message_us(d, message_us)
-        key = (d.system, mu)
+        mu, cu = _message_us(d, message_us)
+        key = (d.system, mu, cu)
         if key not in scores:
-            scores[key] = _system_score(d, grid, mu)
+            scores[key] = _system_score(d, grid, mu, cu)
         per_system.append(scores[key])
     return np.mean(per_system, axis=0)
 
@@ -343,7 +349,7 @@ def unexercised_columns(systems: list[Decomposed]) -> list[int]:
 
 
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
-            scores: dict | None = None, message_us: dict[str, float] | None = None,
+            scores: dict | None = None, message_us: dict[str, tuple[float, float]] | None = None,
             fallback: DeployedNet | None = None, min_gain: float = MIN_GAIN) -> DeployedNet:
     """The candidate the objective on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``) supports:
     :func:`parsimonious` on the tied grid, then coordinate descent over the five numbers, one at a
@@ -385,6 +391,9 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
 
 # Candidates of the per-message cost of host-message transports (net_message_us, us).
 MESSAGE_US = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 15.0, 20.0, 30.0)
+# Candidates of the cost of copying an injected p2p send out of GPU memory (net_inject_copy_us, us):
+# fitted beside the per-message cost where a class's rows inject any (libfabric CXI; 0 elsewhere).
+COPY_US = (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0)
 
 
 def _row(net: DeployedNet) -> np.ndarray:
@@ -393,26 +402,31 @@ def _row(net: DeployedNet) -> np.ndarray:
 
 
 def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
-                   pooled: list[Decomposed] | None = None) -> float:
-    """The per-message cost of host-message transports: the value of :data:`MESSAGE_US` of least
-    mean score over ``hosts`` (each system timed with its transport's row of ``table``), plus
-    :data:`POOLED_WEIGHT` × the mean over ``pooled`` (every host-message system: what a class's
-    one or two systems leave open follows them all, as a transport's rows follow every system);
-    0 without such systems."""
+                   pooled: list[Decomposed] | None = None) -> tuple[float, float]:
+    """The per-message cost of host-message transports and the per-copy cost of their injected p2p
+    sends: the pair of :data:`MESSAGE_US` x :data:`COPY_US` of least mean score over ``hosts`` (each
+    system timed with its transport's row of ``table``), plus :data:`POOLED_WEIGHT` × the mean over
+    ``pooled`` (every host-message system: what a class's one or two systems leave open follows them
+    all, as a transport's rows follow every system); the copy stays 0 where no row of ``hosts``
+    injects one; (0, 0) without such systems."""
     if not hosts:
-        return 0.0
+        return 0.0, 0.0
+    copies = COPY_US if any(d.copies.any() for d in hosts) else (0.0,)
+    pairs = list(itertools.product(MESSAGE_US, copies))
 
     def mean_score(systems: list[Decomposed]) -> np.ndarray:
-        return np.asarray([np.mean([_system_score(d, _row(deployed_for(d.transport, table)), c)[0] for d in systems])
-                           for c in MESSAGE_US])
+        return np.asarray([np.mean([_system_score(d, _row(deployed_for(d.transport, table)), m, c)[0]
+                                    for d in systems]) for m, c in pairs])
 
     score = mean_score(hosts)
     if pooled:
         score = score + POOLED_WEIGHT * mean_score(pooled)
-    return float(MESSAGE_US[int(np.argmin(score))])
+    m, c = pairs[int(np.argmin(score))]
+    return float(m), float(c)
 
 
-def _fit_rows(use: list[Decomposed], scores: dict, message_us: dict[str, float]) -> dict[str, DeployedNet]:
+def _fit_rows(use: list[Decomposed], scores: dict,
+              message_us: dict[str, tuple[float, float]]) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
     other = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
                     message_us=message_us) if use else None
@@ -448,10 +462,15 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
     message_us = {}
     for cls in sorted(classes):
         mine = [d for d in hosts if message_class(d.transport) == cls]
-        message_us[cls] = fit_message_us(mine, table, hosts) if mine else pooled
-    if any(message_us.values()) and any(d.host_messages for d in use):
+        # a class without systems takes the pooled per-message cost and no copy (nothing injects)
+        message_us[cls] = fit_message_us(mine, table, hosts) if mine else (pooled[0], 0.0)
+    if any(any(v) for v in message_us.values()) and any(d.host_messages for d in use):
         table = _fit_rows(use, scores, message_us)
-    return {k: replace(v, message_us=message_us.get(message_class(k), pooled)) for k, v in table.items()}
+    out = {}
+    for k, v in table.items():
+        mu, cu = message_us.get(message_class(k), (pooled[0], 0.0))
+        out[k] = replace(v, message_us=mu, inject_copy_us=cu)
+    return out
 
 
 @dataclass(frozen=True)
@@ -487,7 +506,7 @@ def signed_median(result: SweepResult, min_bytes: int = 0) -> float | None:
 
 def _fmt(net: DeployedNet) -> str:
     return (f"DeployedNet({net.net_hop_extra_us:g}, ({net.ring[0]:g}, {net.ring[1]:g}), ({net.tree[0]:g}, "
-            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g})")
+            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g}, {net.inject_copy_us:g})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -472,6 +472,9 @@ class Point:
     # An LL ring/tree across nodes: the busiest channel's payload over 1 GB/s, us (its time at
     # a per-channel LL rate R across nodes is this / R: nccl_tuner.net_ll_cap); 0 elsewhere.
     ll_channel_us: float = 0.0
+    # p2p messages across nodes whose payload the provider copies out of GPU memory to inject it
+    # (d latency / d net_inject_copy_us: collectives.p2p_inject_copies)
+    inject_copies: float = 0
 
     @property
     def error(self) -> float:
@@ -588,7 +591,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages,
-                            ll_channel_us(plan, nodes)))
+                            ll_channel_us(plan, nodes), plan.net_inject_copies))
     return SweepResult(sweep, case, tuple(points))
 
 

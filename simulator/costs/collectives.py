@@ -112,6 +112,9 @@ class CollectivePlan:
     # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term
     # (a flushed receive's counts 3/2: net_messages.FLUSHED_MESSAGE_WEIGHT); 0 elsewhere.
     net_messages: float = 0
+    # Of a rank's p2p messages across nodes, those the provider injects after copying them out of
+    # GPU memory (p2p_inject_copies), each costing ``net_inject_copy_us`` more; 0 elsewhere.
+    net_inject_copies: float = 0
 
     @property
     def n_flows(self) -> int:
@@ -282,6 +285,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     proto_eff = tuner.proto_efficiency(ctx, protocol, algorithm)
     key_base = (lay.gpus,)
     msgs: float = 0.0
+    copies: float = 0.0
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
@@ -355,11 +359,12 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         net_wire = WIRE_FACTOR["simple"] / ctx.constants.p2p_efficiency if n_nodes > 1 else None
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch, net_wire),)
         msgs = p2p_host_messages(ctx, topo, lay, op, protocol, size_bytes)
-        latency_us += msgs * ctx.constants.net_message_us
+        copies = p2p_inject_copies(ctx, topo, lay, op, size_bytes)
+        latency_us += msgs * ctx.constants.net_message_us + copies * ctx.constants.net_inject_copy_us
     if n_nodes > 1:  # once per call across the network, whatever its algorithm (nccl_constants)
         latency_us += ctx.constants.net_call_extra_us
     phases = tuple(p for p in phases if p)
-    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs)
+    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs, copies)
 
 
 def ring_work_cap_Bps(topo: TopologyView, op: str, algorithm: str, protocol: str, n: int,
@@ -589,6 +594,24 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
     n_min, n_max = ctx.graph.p2p_split
     return flush_weight(ctx) * net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote, n_min, n_max,
                                                          ctx.graph.p2p_chunk_bytes, ctx.constants.nccl_version)
+
+
+def p2p_inject_copies(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str,
+                      size_bytes: int) -> float:
+    """Messages a rank's proxy sends in order in an All-to-All or a SendRecv across nodes that the
+    provider injects after copying their payload out of GPU memory (``stack.inject_max_bytes``: the
+    libfabric CXI provider's IDC sends of 1-192 bytes, costs/transports.py), each costing
+    ``net_inject_copy_us`` beyond its ``net_message_us``: network p2p runs Simple, from GPU memory where
+    GPUDirect RDMA serves the send (``ctx.gdr_send``; else from a host buffer, whose copy is a
+    ``memcpy``). Counts the first rank's peers, as :func:`p2p_host_messages` does; 0 inside a node."""
+    inject = ctx.stack.inject_max_bytes
+    if not inject or not ctx.gdr_send or ctx.n_nodes < 2:
+        return 0
+    me = lay.gpus[0]
+    remote = (sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me)) if op == "alltoall" else 1)
+    n_min, n_max = ctx.graph.p2p_split
+    return net_messages.p2p_inject_messages(_per_peer(op, size_bytes, lay), remote, n_min, n_max,
+                                            ctx.graph.p2p_chunk_bytes, inject, ctx.constants.nccl_version)
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,

@@ -55,6 +55,14 @@ A third kind of constant belongs to a class of transports rather than to one:
   scored on a system it was not fitted on). A class without another system takes the value
   pooled over every host-message system. Every row carries its class's value and it acts only
   on those stacks.
+* ``net_inject_copy_us``: what copying a send's payload out of GPU memory costs where the provider
+  injects it (``TransportStack.inject_max_bytes``: libfabric CXI's IDC sends of 1-192 bytes, which
+  NCCL's Simple p2p sends from GPU memory under GPUDirect RDMA; :mod:`simulator.costs.transports`),
+  paid once per such message a rank's proxy sends in an All-to-All or SendRecv across nodes, beside
+  its ``net_message_us`` (:func:`simulator.costs.collectives.p2p_inject_copies`). Fitted per message
+  class with the per-message cost, as a pair (a class whose rows inject nothing keeps 0): on Polaris
+  and Sirius 12 us, where the All-to-Alls step by 10.8-13.4 us per remote peer between 128 and 240-256
+  bytes a peer at 8 to 2,160 ranks (tests/unit/test_net_messages.py).
 
 They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
 transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
@@ -88,9 +96,11 @@ class DeployedNet:
     tree: tuple[float, float]
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
     message_us: float = 0.0  # net_message_us: host-message transports only (module docstring)
+    inject_copy_us: float = 0.0  # net_inject_copy_us: transports that inject small sends (module docstring)
 
     def overrides(self) -> dict[str, float]:
-        out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us}
+        out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us,
+                                 "net_inject_copy_us": self.inject_copy_us}
         for algo, (ll_GBps, ll128) in (("ring", self.ring), ("tree", self.tree)):
             out[f"net_ll_channel_GBps.{algo}"] = ll_GBps  # 0: NCCL's own rate
             out[f"proto_efficiency.net.{algo}.ll128"] = ll128
@@ -149,6 +159,7 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # Tree/Simple chunks: collectives.messages_overlap), so it follows the pooled Polaris and Sirius.
 MESSAGE_US = 8.0
 CXI_MESSAGE_US = 8.0
+CXI_INJECT_COPY_US = 12.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(5, (0, 1), (0, 0.6), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
@@ -156,7 +167,8 @@ DEPLOYED: dict[str, DeployedNet] = {
                               MESSAGE_US),
     "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
     "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
-    "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US),
+    "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US,
+                             CXI_INJECT_COPY_US),
     "other": DeployedNet(10, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "azure-ndmv4, gcp-a3-ultra, gh200-alps, issue309vm-h100, lambda-b200, "
                                              "mi355x, nebius-h100, oci-a100, oci-gb200, oci-h100, polaris-a100, "

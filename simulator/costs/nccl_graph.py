@@ -78,6 +78,9 @@ class TunerContext:
     # NCCL flushes every Simple receive from the network (GPUDirect RDMA on a GPU that needs it):
     # the proxy's third operation per message (costs/net_messages.py gdr_flush)
     gdr_flush: bool = False
+    # NCCL sends from GPU memory (GPUDirect RDMA read: costs/gdr.py uses_gdr): a Simple p2p send the
+    # provider injects must first be copied out of it (costs/net_messages.py p2p_inject_messages)
+    gdr_send: bool = False
 
     @property
     def ppn(self) -> int:
@@ -435,4 +438,6 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         gdr_flush=net_messages.gdr_flush(profile.gpu.arch, release,
                                          uses_gdr(profile.node.nics.gpu_path, profile.node.nics.gdr_level,
                                                   gpu_direct=profile.node.nics.gpu_direct, release=release)),
+        gdr_send=uses_gdr(profile.node.nics.gpu_path, profile.node.nics.gdr_level, read=True,
+                          gpu_direct=profile.node.nics.gpu_direct, release=release),
     )

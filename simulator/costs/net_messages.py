@@ -47,6 +47,9 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   at 1 MiB; on 2 nodes 76 us at 128 KiB, 124 us at 256 KiB (2.18) but 87 us under 2.21.5 on Sirius,
   whose step comes at 512 KiB (136 us) (data/nccl/a100x*_alltoall_*_{polaris,sirius*}_slingshot.csv;
   tests/unit/test_net_messages.py). The model counted 128 KiB messages, one per peer up to 128 KiB.
+  Of those messages, the ones of 1 to 192 bytes the libfabric CXI provider injects, copying the
+  payload out of GPU memory first (:func:`p2p_inject_messages`; ``TransportStack.inject_max_bytes``,
+  costs/transports.py): each costs ``net_inject_copy_us`` beyond its message.
 
 * LL and LL128 (:func:`ll_messages_per_channel`): the proxy sends one network message per step
   slot the kernel fills (``src/transport/net.cc``: LL's and LL128's buffers are sent slot by slot
@@ -292,3 +295,31 @@ def p2p_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: in
         return 0
     return remote_peers * p2p_peer_messages(per_peer_bytes, n_min, n_max, step, version)
 
+
+
+def p2p_peer_inject_messages(nbytes: float, n_min: int, n_max: int, step: int, inject_max: int,
+                             version: str | None = None) -> int:
+    """Of the network messages of one send of ``nbytes`` to a peer on another node
+    (:func:`p2p_peer_messages`), those of 1 to ``inject_max`` bytes: what the libfabric CXI provider
+    injects, copying the payload out of the send buffer first (``TransportStack.inject_max_bytes``,
+    costs/transports.py). Each part moves in chunks of :func:`p2p_network_chunk`, the last one
+    shorter. 0 for an empty send (the provider's eager DMA path) or without an inject size."""
+    size = int(math.ceil(nbytes))
+    if size <= 0 or inject_max <= 0:
+        return 0
+    by_send = version is None or version_key(version) >= P2P_CHUNK_BY_SEND_FROM
+    count = 0
+    for b in p2p_parts(size, n_min, n_max, step, version):
+        chunk = p2p_network_chunk(size if by_send else b, step)
+        full, rest = divmod(b, chunk)
+        count += (full if chunk <= inject_max else 0) + (1 if 0 < rest <= inject_max else 0)
+    return count
+
+
+def p2p_inject_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: int, step: int,
+                        inject_max: int, version: str | None = None) -> int:
+    """The injected messages (:func:`p2p_peer_inject_messages`) one rank's proxy sends, in order, in a
+    grouped send/receive of ``per_peer_bytes`` to each of ``remote_peers`` peers on other nodes."""
+    if per_peer_bytes <= 0 or remote_peers <= 0:
+        return 0
+    return remote_peers * p2p_peer_inject_messages(per_peer_bytes, n_min, n_max, step, inject_max, version)

@@ -136,6 +136,32 @@ Sources, per transport:
   nodes, whatever share of the steps crosses the network, and the same whether a step's message
   (up to 64 KiB of LL lines) is below or above the eager limit: a Ring/LL call's messages pay that
   host cost and no rendezvous round besides (``collectives.messages_overlap``).
+* ``inject_max_bytes`` (``slingshot``, either rendezvous protocol): the CXI provider sends a message
+  of 1 to ``CXIP_INJECT_SIZE`` bytes as an IDC (immediate data command: the payload written into the
+  command queue by the host) rather than as a DMA the NIC reads from the buffer: ``_cxip_send_req``
+  (libfabric ``prov/cxi/src/cxip_msg_hpc.c``; ``cxip_msg.c`` at the provider's upstreaming, fd950a5a3,
+  Jan 2024) takes the IDC path where ``cxip_send_eager_idc`` holds (``len <= CXIP_INJECT_SIZE`` and
+  ``FI_CXI_DISABLE_NON_INJECT_MSG_IDC`` unset, its default), a zero-byte send the eager DMA path.
+  ``CXIP_INJECT_SIZE`` is ``C_MAX_IDC_PAYLOAD_UNR`` (``prov/cxi/include/cxip.h``), 192 bytes
+  (HewlettPackard/shs-cassini-headers ``include/cassini_user_defs.h``). With ``FI_HMEM`` (GPU buffers, as
+  aws-ofi-nccl opens the endpoint) ``cxip_send_buf_init`` first copies the payload out of the buffer
+  into a host bounce buffer (``cxip_txc_copy_from_hmem``: "a bounce buffer is needed if FI_HMEM is being
+  used"): from GPU memory a CUDA copy (or a CPU read through a device mapping), made by the sending
+  proxy's thread before the command is written, where a larger eager or rendezvous send only
+  registers the buffer (MR cache) and lets the NIC read it. NCCL's network p2p runs Simple
+  (``net_messages``: no LL buffers for it) from GPU memory wherever GPUDirect RDMA serves the send
+  (``src/transport/net.cc`` v2.18.5-1 ``sendProxySetup``: the shared p2p Simple buffer is GPU memory
+  under GPUDirect, line 624), so every send of 1-192 bytes to a peer on another node pays that copy on
+  top of its message (``net_messages.p2p_inject_messages``; the copy's time is the deployed
+  ``net_inject_copy_us``). LL's network sends come from a host-memory buffer (line 607: LL's send
+  buffer is never GPUDirect), whose copy is a ``memcpy``, and a Simple ring's or tree's messages are
+  far above 192 bytes. (The code cited is the upstream provider's; the HPE build the sweeps ran,
+  libfabric 1.15.2.0, predates its upstreaming and is not public, and the step below confirms the
+  same path.) Measured on Polaris and Sirius (A100, NCCL 2.18 and 2.21.5, libfabric
+  1.15.2.0): an All-to-All costs 21-23 us per remote peer with at most 128 bytes a peer and 9.4-10.2 us
+  with 240 bytes or more, the step between 128 and 240 bytes a peer at every scale (8, 32, 1,024 and
+  2,160 ranks: 1,024 ranks take 23.4 ms at 128 KiB and 10.4 ms at 256 KiB), and zero bytes cost the
+  least (data/nccl/a100x*_alltoall_*_{polaris,sirius*}_slingshot.csv).
 * ``infiniband``, ``roce`` (NCCL's own IB verbs transport, ``net_ib.cc``: latency 0),
   ``slingshot`` with the default rendezvous (aws-ofi-nccl over the libfabric CXI provider: the
   AWS platform file is not built, so the reported latency stays 0), ``omnipath``: NCCL's defaults.
@@ -170,6 +196,9 @@ class TransportStack:
     # every launched channel's: a ring's host messages count per channel of one crossing rank
     # (collectives.channels_per_crossing_rank; module docstring, "NCCL <= 2.11 on EFA").
     messages_per_crossing_rank: bool = False
+    # The largest send the provider injects (its payload copied by the host into the command: a
+    # copy out of GPU memory for NCCL's Simple p2p sends; module docstring); 0: none modelled.
+    inject_max_bytes: int = 0
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -182,10 +211,12 @@ DEFAULT = TransportStack()
 
 # libfabric CXI's eager limit: FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN (module docstring).
 CXI_EAGER_MAX_BYTES = 2048 + 2049
+# libfabric CXI's inject size: CXIP_INJECT_SIZE = C_MAX_IDC_PAYLOAD_UNR (module docstring).
+CXI_INJECT_MAX_BYTES = 192
 
 STACKS: dict[str, TransportStack] = {
     "slingshot": TransportStack(
-        eager_max_bytes=CXI_EAGER_MAX_BYTES,
+        eager_max_bytes=CXI_EAGER_MAX_BYTES, inject_max_bytes=CXI_INJECT_MAX_BYTES,
         source="aws-ofi-nccl over libfabric CXI: reports latency 0 and sets nothing; messages above the provider's "
                "eager limit run its rendezvous (prov/cxi)"),
 
@@ -224,6 +255,7 @@ NET_LATENCY_SINCE = "2.12"
 # Slingshot with FI_CXI_RDZV_PROTO=alt_read: a host cost per network message (module docstring).
 SLINGSHOT_ALT_READ = TransportStack(
     host_messages=True, eager_max_bytes=CXI_EAGER_MAX_BYTES, payload_in_host_round=True,
+    inject_max_bytes=CXI_INJECT_MAX_BYTES,
     source="libfabric prov/cxi cxip_msg_hpc.c: alt_read rendezvous, a software-issued restricted Get per message "
            "and a done-notify back to the source (FI_CXI_RDZV_PROTO=alt_read, FI_CXI_RX_MATCH_MODE=software)")
 

@@ -531,3 +531,59 @@ def test_p4d_2021_ll128_messages_add_to_their_bytes():
     assert len(rows) == 5 and all(p.protocol == "ll128" and p.net_messages == 60 for p in rows)
     assert all(p.measured_time_us > 60 * 8 + p.size_bytes * 15 / 8 / 50e3 for p in rows)
     assert all(-0.20 <= p.error <= 0.50 for p in rows), [(p.size_bytes, round(p.error, 3)) for p in rows]
+
+
+def test_p2p_inject_messages_closed_form():
+    """libfabric CXI injects a send of 1 to 192 bytes (CXIP_INJECT_SIZE = C_MAX_IDC_PAYLOAD_UNR),
+    copying it out of the buffer first; a zero-byte send takes the eager DMA path (costs/transports.py).
+    NCCL 2.18 splits a send across nodes into parts of at least 16 KiB (step / 8) on its two
+    channels a peer, and moves each part in 32 KiB chunks below one step: 16,484 bytes are a
+    16,384-byte part and a 100-byte one, the second injected."""
+    from simulator.costs.net_messages import p2p_inject_messages, p2p_peer_inject_messages
+
+    step = 128 << 10
+    assert [p2p_peer_inject_messages(b, 2, 2, step, 192, "2.18.5") for b in (0, 1, 128, 192, 193, 256, 4096)] == \
+        [0, 1, 1, 1, 0, 0, 0]
+    assert p2p_peer_inject_messages(16384 + 100, 2, 2, step, 192, "2.18.5") == 1
+    assert p2p_peer_inject_messages(16384 + 100, 2, 2, step, 0, "2.18.5") == 0
+    # 2.21.5 (parts of at least step / 2 = 64 KiB across nodes): 64 KiB + 150 B is one part, sent as
+    # two 32 KiB chunks and a 150-byte one
+    assert p2p_peer_inject_messages((64 << 10) + 150, 1, 2, step, 192, "2.21.5") == 1
+    assert p2p_inject_messages(128, 1020, 1, 1, step, 192, "2.21.5") == 1020
+    assert p2p_inject_messages(256, 1020, 1, 1, step, 192, "2.21.5") == 0
+
+
+def test_alltoall_steps_down_past_the_cxi_inject_size():
+    """Measured (data/nccl/a100x*_alltoall_*_{polaris,sirius*}_slingshot.csv; NCCL 2.18 and 2.21.5,
+    libfabric 1.15.2.0): at every scale an All-to-All with at most 128 bytes a peer takes longer than
+    with 240-256 bytes a peer (1,024 ranks: 23.4 ms at 128 KiB, 10.4 ms at 256 KiB), by 10.8-13.4 us per
+    remote peer, and the empty call is faster than both: the CXI provider copies a send of 1-192 bytes
+    out of GPU memory to inject it (costs/transports.py). The model's step between the two rows, the
+    injected sends times the deployed copy cost, is within 20% of each sweep's, and it counts one
+    injected send per remote peer below the inject size and none above it."""
+    from simulator.calibration.sweep_prediction import predict_sweep
+
+    for name in POLARIS_ALLTOALLS:
+        sweep, case, ctx = _polaris_sweep(name)
+        assert ctx.stack.inject_max_bytes == 192 and ctx.gdr_send
+        remote = case.ranks - case.gpus_per_node
+        pts = predict_sweep(sweep, case).points
+        below = max((p for p in pts if p.size_bytes / case.ranks <= 192), key=lambda p: p.size_bytes)
+        above = min((p for p in pts if p.size_bytes / case.ranks > 192), key=lambda p: p.size_bytes)
+        assert below.inject_copies == remote and above.inject_copies == 0, name
+        measured = below.measured_time_us - above.measured_time_us
+        assert 10.5 <= measured / remote <= 13.5, (name, measured / remote)
+        predicted = below.predicted_time_us - above.predicted_time_us
+        assert 0.8 <= predicted / measured <= 1.2, (name, predicted, measured)
+
+
+def test_inject_copy_needs_a_gpu_send_buffer():
+    """Without GPUDirect RDMA NCCL sends from a host buffer, whose copy into the command is a memcpy:
+    no injected copy is priced (collectives.p2p_inject_copies)."""
+    p = load_profile("polaris-a100")
+    gpus = list(range(8))
+    with_gdr = plan_collective("alltoall", gpus, 1024, build_topology(p, 2), algo="direct", proto="simple")
+    nics = p.node.nics.model_copy(update={"gpu_direct": False})
+    host = p.model_copy(update={"node": p.node.model_copy(update={"nics": nics})})
+    staged = plan_collective("alltoall", gpus, 1024, build_topology(host, 2), algo="direct", proto="simple")
+    assert with_gdr.net_inject_copies == 4 and staged.net_inject_copies == 0

@@ -122,6 +122,24 @@ def test_fit_decomposition_reproduces_the_per_message_cost():
     assert t == pytest.approx([p.predicted_time_us for p in exact.points], rel=1e-6)
 
 
+def test_fit_decomposition_reproduces_the_injected_copy_cost():
+    """On Slingshot with CXI alt_read (Polaris, 2 x 4 A100) the fit times an All-to-All's rows with
+    messages × the per-message cost plus injected copies × the copy cost (the sends of 1-192 bytes a
+    peer: collectives.p2p_inject_copies); that must equal planning again with both costs."""
+    from simulator.calibration.deployed_fit import candidate_times, decompose
+
+    sweep = read_sweep(DATA_DIR / "a100x8_alltoall_2node_polaris_slingshot.csv")
+    case = case_for(sweep)
+    neutral = predict_sweep(sweep, case, table={"other": NEUTRAL})
+    net = DeployedNet(15.0, (0.0, 1.0), (0.0, 1.0), "test", message_us=8.0, inject_copy_us=12.0)
+    exact = predict_sweep(sweep, case, table={"other": net})
+    d = decompose([neutral])[case.system]
+    assert d.copies.max() == 4 and (d.copies > 0).sum() == 6  # 32 B-1 KiB: 4-128 B to each of 4 remote peers
+    t = candidate_times(d, np.asarray([[net.net_hop_extra_us, *net.ring, *net.tree]]), net.message_us,
+                        net.inject_copy_us)[:, 0]
+    assert t == pytest.approx([p.predicted_time_us for p in exact.points], rel=1e-6)
+
+
 # Every scored sweep under NCCL's own constants and its decomposition, computed once for the
 # tests of this file (read only; about a quarter of the file's run time each time it was redone).
 @lru_cache(maxsize=None)
@@ -152,8 +170,8 @@ def test_bundled_table_is_the_fit_on_every_system():
     fitted = fit_table(_decomposed())
     for transport, net in fitted.items():
         d = DEPLOYED[transport]
-        assert (d.net_hop_extra_us, d.ring, d.tree, d.message_us) == \
-            (net.net_hop_extra_us, net.ring, net.tree, net.message_us), transport
+        assert (d.net_hop_extra_us, d.ring, d.tree, d.message_us, d.inject_copy_us) == \
+            (net.net_hop_extra_us, net.ring, net.tree, net.message_us, net.inject_copy_us), transport
 
 
 @pytest.mark.slow
