@@ -70,7 +70,7 @@ import numpy as np
 from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvlink_store, nvls_pipeline, nvls_reduce,
                              ring_window, ring_work, tree_pipeline)
 from simulator.costs import nccl_tuner as tuner
-from simulator.costs import rccl_tuner
+from simulator.costs import rccl_p2p, rccl_tuner
 from simulator.costs.flow_patterns import (
     Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, link_loads, make_phase, nvls_intra,
     nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
@@ -225,6 +225,8 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
     latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
     Assumes the group's layout is the same for every rank (the first rank's peers are counted).
+    RCCL gives every round its own channels across nodes, so its peers' latencies overlap
+    (:func:`_rccl_rounds_latency_us`, costs/rccl_p2p.py).
 
     Where the transport's message protocol runs in host software (``stack.host_messages``), what a
     rank pays per remote peer in order is its proxy's work on that peer's messages, which
@@ -238,10 +240,26 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     11.8 ms at 32 MiB)."""
     me = lay.gpus[0]
     local = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) == topo.domain_of(me))
-    remote = remote_hops_in_order(ctx, len(lay.gpus) - 1 - local)
     hop = partial(tuner.p2p_ring_latency_us, ctx, proto=proto)
+    if rccl_p2p.rounds_have_own_channels(ctx):
+        return hop(None) + _rccl_rounds_latency_us(ctx, local, len(lay.gpus) - 1 - local, hop(ctx.intra_link))
+    remote = remote_hops_in_order(ctx, len(lay.gpus) - 1 - local)
     return (hop(None) + local * hop(ctx.intra_link)
             + remote * (hop("net") + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
+
+
+def _rccl_rounds_latency_us(ctx: nccl_graph.TunerContext, local: int, remote: int, local_hop_us: float) -> float:
+    """The hops of RCCL's All-to-All rounds beyond the base latency, us: each round on its own
+    channels (costs/rccl_p2p.py), a channel runs ``rounds_in_order`` of them in order, the slowest
+    channel's remote rounds first; a remote round is its Simple send's network hop (the send runs
+    Simple whatever the call's protocol: rccl_p2p), with the plugin's latency and flush and the
+    deployed hop extra. NCCL's grouped sends add one hop per peer instead (:func:`_alltoall_latency_us`)."""
+    in_order = rccl_p2p.rounds_in_order(ctx)
+    remote_in_order = min(remote, in_order)
+    local_in_order = min(local, in_order - remote_in_order)
+    net = (tuner.p2p_ring_latency_us(ctx, "net", "simple") + tuner.net_plugin_latency_us(ctx, "simple")
+           + ctx.constants.net_hop_extra_us)
+    return remote_in_order * net + local_in_order * local_hop_us
 
 
 def remote_hops_in_order(ctx: nccl_graph.TunerContext, remote_peers: int) -> int:
