@@ -215,7 +215,7 @@ def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hard
 
     pending = sorted(todo, key=lambda k: -replay_work(todo[k][0]))
     running: dict[Future[_Simulated], str] = {}
-    slots = min(workers, len(pending))
+    slots = max(1, min(workers, len(pending)))
     pool = ProcessPoolExecutor(max_workers=slots) if slots > 1 else None
 
     def store(key: str, sim: _Simulated) -> None:
@@ -224,19 +224,20 @@ def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hard
 
     try:
         while pending or running:
-            for k in list(pending):
-                values = shared.get(k)
-                if values is not None:
-                    _SIMULATED[k] = _Simulated(**values)
-                    pending.remove(k)
-            started = False
-            for k in list(pending):
+            progressed = False
+            for k in list(pending):  # the next keys, longest first, while a worker is free
                 if len(running) >= slots:
                     break
-                if not shared.claim(k):
+                values = shared.get(k)
+                if values is not None:  # another process simulated it
+                    _SIMULATED[k] = _Simulated(**values)
+                    pending.remove(k)
+                    progressed = True
                     continue
+                if not shared.claim(k):
+                    continue  # another process is simulating it: looked at again on the next pass
                 pending.remove(k)
-                started = True
+                progressed = True
                 if pool is None:
                     try:
                         sim = _simulate(*todo[k])
@@ -244,14 +245,16 @@ def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hard
                         shared.release(k)
                         raise
                     store(k, sim)
-                    break  # look for what the others stored meanwhile before claiming the next
+                    break  # the next pass starts from the longest key left again
                 running[pool.submit(_simulate_job, todo[k])] = k
             if running:
-                done, _ = wait(running, timeout=_POLL_S, return_when=FIRST_COMPLETED)
+                # every worker busy: wait for one; otherwise the keys left are held by others: look again soon
+                done, _ = wait(running, timeout=None if len(running) >= slots else _POLL_S,
+                               return_when=FIRST_COMPLETED)
                 for f in done:
                     sim = f.result()  # a failed simulation raises here; `finally` releases its key
                     store(running.pop(f), sim)
-            elif pending and not started:
+            elif pending and not progressed:
                 time.sleep(_POLL_S)  # every key left is held by another process
     finally:
         for k in running.values():
