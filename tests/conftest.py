@@ -9,6 +9,12 @@ whose tests take longest (``LONGEST_FIRST``, by measured run time), then the fil
 most slow-marked tests. Tests keep their order inside a file (the e2e file's single-source
 tests read the step times its all-rows test simulated).
 
+The workers share the step times the e2e tests simulate (``scoring.share_simulations``): one
+folder of the run's temporary directory, which the controller hands to every worker, holds each
+simulated scenario once, so a row simulated by the all-rows test in one worker is read, not
+simulated again, by the file of its source in another (and the other way round). The folder is
+new with every run: the step times compared are always simulated by the code under test.
+
 pytest-xdist >= 3.6 reorders loadfile's work units by their number of tests unless told not
 to (``--loadscope-reorder``, on by default), which put the e2e file eleventh, the calibration
 accuracy file (nine tests, minutes of fitting) 72nd and the type check (one test, a whole mypy
@@ -18,7 +24,9 @@ run) 134th of 135: ``pytest_configure`` turns that off so that the order above h
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +35,29 @@ import pytest
 LONGEST_FIRST = ("validation/test_e2e_accuracy.py", "validation/test_calibration_accuracy.py",
                  "validation/test_deployed_defaults.py", "unit/test_sweep_run.py", "golden/test_scenarios.py",
                  "unit/test_notebook.py", "unit/test_typecheck.py")
+
+
+def _simulations_folder(config: pytest.Config) -> Path:
+    """The run's folder of shared e2e simulations: a worker's comes from the controller."""
+    given = getattr(config, "workerinput", {}).get("e2e_simulations")
+    if given is not None:
+        return Path(given)
+    return config._tmp_path_factory.getbasetemp() / "e2e-simulations"  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, in the controller: each worker gets the run's folder of shared simulations."""
+    node.workerinput["e2e_simulations"] = str(_simulations_folder(node.config))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _share_e2e_simulations(request: pytest.FixtureRequest) -> Iterator[None]:
+    from simulator.e2e_validation import scoring
+
+    scoring.share_simulations(_simulations_folder(request.config))
+    yield
+    scoring.share_simulations(None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

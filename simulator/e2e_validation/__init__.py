@@ -16,7 +16,8 @@ positive error means the simulator is optimistic.
 
 Modules: ``rows`` reads the CSVs, ``scenarios`` builds scenario mappings and the software stacks,
 ``sources`` selects and maps each source's rows to :class:`~.sources.Case` s, ``scoring`` runs a
-case and computes its error, ``gemm_fit`` fits the GEMM derate on the single-node rows,
+case and computes its error (``shared`` lets several processes, the test suite's workers, simulate
+each scenario once between them), ``gemm_fit`` fits the GEMM derate on the single-node rows,
 ``loso`` re-scores every row with the derates fitted without its source (the page's headline),
 ``report`` and ``findings`` write the page, ``__main__`` is the command line.
 """

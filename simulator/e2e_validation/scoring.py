@@ -8,9 +8,11 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from simulator.config.hardware import HardwareProfile
+from simulator.e2e_validation.shared import SharedSimulations
 from simulator.e2e_validation.sources import Case
 
 
@@ -165,9 +167,13 @@ def simulate_many(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> list[R
 def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iterator[Result]:
     """Each (case, hardware) scored, in order, as soon as its simulation is done; scenarios not
     simulated yet in this process run in `workers` processes (each is independent; the simulation
-    is single-threaded Python)."""
+    is single-threaded Python). With :func:`share_simulations` on, the results come once every
+    job's scenario is simulated, here or by another process sharing the folder."""
     keys = [_simulation_key(c, hw) for c, hw in jobs]
     todo = {k: job for k, job in zip(keys, jobs) if k not in _SIMULATED}
+    if _SHARED is not None and todo:
+        _simulate_shared(_SHARED, todo, workers)
+        todo = {}
     if workers > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -184,6 +190,77 @@ def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iter
         if k not in _SIMULATED:
             _SIMULATED[k] = _simulate(c, hw)
         yield _scored(c, _SIMULATED[k])
+
+
+def share_simulations(directory: Path | None) -> None:
+    """Share the simulated step times of this process with every process given the same folder
+    (:mod:`simulator.e2e_validation.shared`): a scenario simulated by one is read by the others
+    instead of simulated again. The test suite gives its workers one folder of the run's temporary
+    directory; None stops sharing."""
+    global _SHARED
+    _SHARED = None if directory is None else SharedSimulations(directory)
+
+
+_SHARED: SharedSimulations | None = None
+_POLL_S = 0.2  # how often a process that waits for another's simulations looks for them
+
+
+def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hardware]], workers: int) -> None:
+    """Fill ``_SIMULATED`` for every key of `todo`: read what is stored, claim and simulate what
+    nobody holds (longest first, at most `workers` at a time, claiming a key only when a worker is
+    free so that the other processes take their share of the rest), and wait for the keys others
+    hold. A process claims a key only to start simulating it at once, so a process that waits
+    holds nothing unstarted and two processes never wait for each other."""
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+    pending = sorted(todo, key=lambda k: -replay_work(todo[k][0]))
+    running: dict[Future[_Simulated], str] = {}
+    slots = max(1, min(workers, len(pending)))
+    pool = ProcessPoolExecutor(max_workers=slots) if slots > 1 else None
+
+    def store(key: str, sim: _Simulated) -> None:
+        _SIMULATED[key] = sim
+        shared.put(key, {"step_time_s": sim.step_time_s, "mfu": sim.mfu, "wall_s": sim.wall_s})
+
+    try:
+        while pending or running:
+            progressed = False
+            for k in list(pending):  # the next keys, longest first, while a worker is free
+                if len(running) >= slots:
+                    break
+                values = shared.get(k)
+                if values is not None:  # another process simulated it
+                    _SIMULATED[k] = _Simulated(**values)
+                    pending.remove(k)
+                    progressed = True
+                    continue
+                if not shared.claim(k):
+                    continue  # another process is simulating it: looked at again on the next pass
+                pending.remove(k)
+                progressed = True
+                if pool is None:
+                    try:
+                        sim = _simulate(*todo[k])
+                    except BaseException:
+                        shared.release(k)
+                        raise
+                    store(k, sim)
+                    break  # the next pass starts from the longest key left again
+                running[pool.submit(_simulate_job, todo[k])] = k
+            if running:
+                # every worker busy: wait for one; otherwise the keys left are held by others: look again soon
+                done, _ = wait(running, timeout=None if len(running) >= slots else _POLL_S,
+                               return_when=FIRST_COMPLETED)
+                for f in done:
+                    sim = f.result()  # a failed simulation raises here; `finally` releases its key
+                    store(running.pop(f), sim)
+            elif pending and not progressed:
+                time.sleep(_POLL_S)  # every key left is held by another process
+    finally:
+        for k in running.values():
+            shared.release(k)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
 
 
 def run_cases(selected: list[Case], progress: bool = False, jobs: int = 1) -> Iterator[Result]:

@@ -8,6 +8,7 @@ multi-node rows are the held-out check. Tighten when the model improves, loosen 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import statistics
@@ -40,8 +41,20 @@ def _run_case(case: sources.Case) -> scoring.Result:
     return _run_cases([case])[0]
 
 
+@functools.cache
+def _every_case() -> tuple[sources.Case, ...]:
+    return tuple(sources.cases())
+
+
+def _all_cases() -> list[sources.Case]:
+    """Every row's case, built once per process (building them all takes ~0.2 s; this file asks for
+    them some 60 times). The tests copy a scenario before changing it, and the simulation leaves
+    its scenario as it is."""
+    return list(_every_case())
+
+
 def _by_source(key: str) -> list[sources.Case]:
-    return [c for c in sources.cases() if c.source == key]
+    return [c for c in _all_cases() if c.source == key]
 
 
 def test_megatron_flop_formula_reproduces_the_readme_tflops():
@@ -79,7 +92,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
-    cs = sources.cases()
+    cs = _all_cases()
     assert 320 <= len(cs) <= 400
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
@@ -103,7 +116,7 @@ def test_error_sign_convention():
 def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     """The GEMM derate was fitted on 8-GPU rows only; every multi-node row is held out. fp8 rows
     fit only dgx-b200, the one profile without a single-node bf16/fp16 row."""
-    cs = sources.cases()
+    cs = _all_cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 100 + sum(len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
@@ -135,7 +148,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     from simulator.config.hardware import load_profile
 
     kernel: dict[str, set[str]] = {}
-    for c in sources.cases():
+    for c in _all_cases():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
@@ -146,7 +159,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
-    by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in sources.cases() if c.source == "nemo_cp"}
+    by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
     assert by_gpu == {("dgx-h100", "flash2"), ("dgx-b200", "auto")}
 
 
@@ -162,7 +175,7 @@ def test_overall_median_error():
     NeMo 24.07 (FP8 H100, all held out) 3.4%; NeMo's
     H100 context-parallel rows pessimistic from 32K tokens on, -8% to -15% (see the doc's findings)."""
     jobs = min(4, os.cpu_count() or 1)
-    results = list(_run_cases(sources.cases(), jobs=jobs))
+    results = list(_run_cases(_all_cases(), jobs=jobs))
     assert scoring.median_abs_error(results) <= 0.10
     held = [r for r in results if not sources.is_fit_case(r.case)]
     assert scoring.median_abs_error(held) <= 0.12
@@ -384,12 +397,12 @@ def test_gradient_reduction_follows_each_stacks_defaults():
     (``accumulate_allreduce_grads_in_fp32``); it overlaps the reduction only with
     ``--overlap-grad-reduce`` (stated by the Megatron-Core 2024 README, NeMo's default), and
     DeepSpeed ZeRO-1 (BLOOM) only with ``overlap_comm``."""
-    by = {c.source: c.scenario["parallel"] for c in sources.cases()}
+    by = {c.source: c.scenario["parallel"] for c in _all_cases()}
     assert by["mcore2024"]["grad_reduce_dtype"] == "fp32" and by["mcore2024"].get("overlap_grad_reduce", True)
     assert by["flagperf"]["grad_reduce_dtype"] == "fp32" and by["flagperf"]["overlap_grad_reduce"] is False
     assert by["bloom"]["overlap_grad_reduce"] is False
     assert all(c.scenario["parallel"]["overlap_grad_reduce"] is (c.scenario["parallel"]["tp"] > 2)
-               for c in sources.cases() if c.source == "megatron2020")  # local DDP up to tp 2
+               for c in _all_cases() if c.source == "megatron2020")  # local DDP up to tp 2
 
 
 def test_megatron_core_pipelined_rows_run_the_interleaved_schedule():
@@ -484,7 +497,7 @@ def test_h100_fit_rows_are_centred_and_flash1_prices_mpt_attention():
     are the dgx-h100 fitting subset: their median signed error is ~0. Running MPT-7B's attention
     as flash3 instead of flash1 speeds it up by less than its attention share of the FLOPs,
     s/(6h) = 8.3%, times the flash3/flash1 forward efficiency ratio."""
-    fit = [c for c in sources.cases() if sources.is_fit_case(c) and c.scenario["hardware"] == "dgx-h100"]
+    fit = [c for c in _all_cases() if sources.is_fit_case(c) and c.scenario["hardware"] == "dgx-h100"]
     assert len(fit) == 5
     rs = list(_run_cases(fit))
     assert abs(statistics.median(r.error for r in rs)) <= 0.03
@@ -506,7 +519,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     tp4 -10.8%."""
     import copy
 
-    cs = sources.cases()
+    cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
     assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama"}
     assert all(c.scenario["parallel"]["tp"] > 1
