@@ -47,8 +47,10 @@ class SendRecv:
 
     def __init__(self, env: simpy.Environment, net: Any, ranks: dict[int, RankState], grid: Any, *,
                  costs: CostModel, route: Callable[[int, int], Route],
-                 comm_started: Callable[[RankState, int], None]) -> None:
+                 comm_started: Callable[[RankState, int], None],
+                 image_of: Callable[[int], list[int]] | None = None) -> None:
         self.env = env
+        self._image_of = image_of
         self.net = net
         self.ranks = ranks
         self.grid = grid
@@ -61,6 +63,7 @@ class SendRecv:
     def close(self) -> None:
         """The replay has ended: drop the replayer's callbacks (its reference cycle)."""
         self._route = self._comm_started = _closed
+        self._image_of = _closed if self._image_of is not None else None
 
     def _peer(self, rank: int, axis: str, offset: int) -> int:
         key = (rank, axis, offset)
@@ -138,7 +141,14 @@ class SendRecv:
 
     def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Route, wire: float, cap: float | None) -> None:
         if side.nbytes > 0 and route.links:
-            done = self.net.transfer(route.links, wire, cap)
+            if self._image_of is not None:
+                # the image ranks' send/recv, at the same moment by symmetry, each on its own route
+                flows = [(route.links, wire, cap)]
+                for s, d in zip(self._image_of(src), self._image_of(dst)):
+                    flows.append((self._route(s, d).links, wire, cap))
+                done = self.net.transfer_many(flows)
+            else:
+                done = self.net.transfer(route.links, wire, cap)
             done.callbacks.append(lambda _ev: self._flow_done(src, dst, side))
         else:
             self._flow_done(src, dst, side)
