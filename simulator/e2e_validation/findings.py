@@ -967,7 +967,10 @@ Three mechanisms close most of BLOOM's gap (8 rows, held out: median 19.0% → 1
    run). Symmetric mode now mirrors an axis whose replicas would share a simulated rank's NIC
    only in blocks of the ranks that share one (`replay/symmetry.nic_private_blocks`: TP ranks 0
    and 1, the others their mirror images on NICs of their own); the e2e profiles with a NIC per
-   GPU are unchanged. BLOOM's rows then simulate twice as many ranks (tp 4: 2 of 4 per stage).
+   GPU are unchanged. BLOOM's rows then simulated twice as many ranks (tp 4: 2 of 4 per stage);
+   TP rank 1 is now an *image* of rank 0 instead (`symmetry.choose_ranks_with_images`: not
+   simulated, its DP and pipeline flows put on the network beside rank 0's), one rank per stage
+   again with the same step (to 1e-13 relative) and the two-rank replay's CPU time halved.
 2. **ALiBi on materialised scores.** `torch.baddbmm(alibi, q, k^T, beta=1)` copies the broadcast
    bias into the score buffer and the GEMM reads it back: two more passes over the scores per
    forward (+0.9 s on the final run, +0.4 s on the 64-head rows).

@@ -30,26 +30,27 @@ Semantics (docs/architecture.md, "Replay engine"):
   which op.
 
 Beside this module: ``symmetry`` picks the simulated ranks (symmetric mode: only coordinate 0
-of axes along which every rank has the same role), ``rank_state`` holds the per-role tables and
-per-rank state, ``sendrecv`` matches sends with receives and runs their flows,
-``exclusive_links`` times collectives that own every link they cross, ``hang`` writes the
-HangError text.
+of axes along which every rank has the same role; ranks that share a simulated rank's NIC are
+*images* of it whose traffic joins its own on the network, :meth:`Replayer._with_images`),
+``rank_state`` holds the per-role tables and per-rank state, ``sendrecv`` matches sends with
+receives and runs their flows, ``exclusive_links`` times collectives that own every link they
+cross, ``hang`` writes the HangError text.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from heapq import heappop
 from operator import is_
-from typing import Any, Callable, Iterator, Sequence, cast
+from typing import Any, Callable, Iterator, NamedTuple, Sequence, cast
 
 import numpy as np
 import simpy
 from simpy.events import URGENT, Event, Timeout
 
 from simulator.costs.collectives import CollectivePlan
-from simulator.costs.flow_patterns import sorted_distinct
+from simulator.costs.flow_patterns import join_phases, sorted_distinct
 from simulator.costs.model import CostModel
 from simulator.costs.topology_view import TopologyView
 from simulator.errors import HangError
@@ -61,9 +62,15 @@ from simulator.replay.hang import hang_report
 from simulator.replay.links import ABS_TOL_S, REL_TOL, Beside
 from simulator.replay.rank_state import Absorbable, ComputeRun, RankState, Rendezvous, RoleTable
 from simulator.replay.sendrecv import SendRecv
-from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks
+from simulator.replay.symmetry import DEFAULT_OP_BUDGET, choose_ranks, choose_ranks_with_images
 from simulator.replay.trace import RankTimeline, SimStats, Trace
 from simulator.schedule.ir import CommOp, P2POp
+
+
+class _Links(NamedTuple):
+    """The links of a send/recv direction and of its images' flows (Replayer._image_route)."""
+
+    links: tuple[int, ...]
 
 
 _UNKNOWN: Any = object()  # not asked yet (Replayer._compute_run's look-ups)
@@ -179,8 +186,10 @@ class Replayer:
                  network_factory: Callable[..., Any], exclusive_fast_path: bool = True,
                  compute_runs: bool = True, plans: dict[tuple, CollectivePlan] | None = None,
                  alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] | None = None,
-                 like: dict[Any, RoleTable] | None = None) -> None:
+                 like: dict[Any, RoleTable] | None = None,
+                 images: tuple[tuple[tuple[str, int], ...], ...] = ()) -> None:
         self.schedule = schedule
+        self._images = images
         self.costs = costs
         self.compute_runs = compute_runs
         self.grid = schedule.grid
@@ -213,10 +222,10 @@ class Replayer:
         self._plans: dict[tuple, CollectivePlan] = {} if plans is None else plans
         self._routes: dict[tuple[int, int], Route] = {}
         self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
-                                 comm_started=self._comm_started)
+                                 comm_started=self._comm_started, image_of=self._image_of if images else None)
         # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
         self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None, tuple[int, ...]]] = {}
-        owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._route)
+        owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._image_route)
                   if exclusive_fast_path else None)
         self._exclusive = ExclusiveLinks(owners, network_factory, costs.capacity_Bps,
                                          getattr(self.net, "phase_duration", None))
@@ -260,8 +269,54 @@ class Replayer:
         key = (kind, members, size)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self.costs.plan(kind, members, size)
+            plan = self.costs.plan(kind, members, size)
+            if self._images:
+                plan = self._with_images(plan, kind, members, size)
+            self._plans[key] = plan
         return plan
+
+    def _with_images(self, plan: CollectivePlan, kind: str, members: tuple[int, ...], size: int) -> CollectivePlan:
+        """``plan`` with the flows of its image groups (its members' images: the same
+        collective of the image ranks, run at the same moment by symmetry) joined to each phase.
+        A group that spans an image axis is its own image (its plan already has every
+        member's flows); one that does not is disjoint from its images."""
+        mset = set(members)
+        phases = list(plan.phases)
+        seen = [mset]
+        for image in zip(*map(self._image_of, members)):
+            iset = set(image)
+            if any(iset == other for other in seen):
+                continue
+            if any(not iset.isdisjoint(other) for other in seen):
+                raise RuntimeError(f"image group {image} of {members} overlaps it")  # (groups follow grid axes)
+            seen.append(iset)
+            other = self.costs.plan(kind, image, size)
+            if len(other.phases) != len(phases) or other.latency_s != plan.latency_s:
+                raise RuntimeError(f"the plan of image group {image} differs from that of {members}")
+            phases = [join_phases(p, q) for p, q in zip(phases, other.phases)]
+        return plan if len(seen) == 1 else replace(plan, phases=tuple(phases))
+
+    def _image_of(self, rank: int) -> list[int]:
+        """The image ranks of ``rank`` (symmetry.choose_ranks_with_images), one per image."""
+        out = []
+        peer = self.grid.peer
+        for steps in self._images:
+            r = rank
+            for axis, j in steps:
+                r = int(peer(r, axis, j))
+            out.append(r)
+        return out
+
+    def _image_route(self, src: int, dst: int) -> Any:
+        """The links of the send/recv flow from ``src`` to ``dst`` and of its images' flows
+        (what link_owners needs of a P2P direction)."""
+        route = self._route(src, dst)
+        if not self._images:
+            return route
+        links = list(route.links)
+        for s, d in zip(self._image_of(src), self._image_of(dst)):
+            links.extend(self._route(s, d).links)
+        return _Links(tuple(links))
 
     def _route(self, src: int, dst: int) -> Route:
         route = self._routes.get((src, dst))
@@ -1044,7 +1099,7 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
            max_ranks: int | None = None, symmetric: bool | None = None,
            op_budget: int = DEFAULT_OP_BUDGET, cost_model: Callable[..., CostModel] = CostModel,
            network_factory: Callable[..., Any] | None = None, exclusive_fast_path: bool = True,
-           compute_runs: bool = True, fold: Callable[[int], Any] | None = None) -> Trace:
+           compute_runs: bool = True, fold: Callable[[int], Any] | None = None, image_ranks: bool = True) -> Trace:
     """Replay one training step of ``schedule`` on ``topology``; returns its :class:`Trace`.
 
     ``algo``/``proto`` pin the NCCL algorithm/protocol of every collective (default: the tuner's
@@ -1053,7 +1108,10 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
     kernels of the compute stream that nothing else waits on as one timed block; ``fold``
     (the schedule of the same step with a given number of micro-batches per pipeline; None:
     off) replays repeated steady micro-batches once (``replay/fold.py``) where its checks
-    pass. Turning any of them off must not change results.
+    pass; ``image_ranks`` (symmetric mode on nodes with fewer NICs than GPUs) replaces the
+    ranks that share a simulated rank's NIC by images of it whose traffic goes on the network
+    beside its own (``symmetry.choose_ranks_with_images``) instead of simulating them.
+    Turning any of them off must not change results.
     ``cost_model(topology, algo, proto)`` builds the costs (default :class:`CostModel`) and
     ``network_factory(env, capacity_Bps)`` the network (default ``replay.links.FlowNetwork``,
     built on the cost model's capacities); both are injectable for tests.
@@ -1062,7 +1120,7 @@ def replay(schedule: Any, topology: TopologyView, *, algo: str | None = None, pr
         if fold is not None and frozen:
             fold = built_frozen(fold)
         return _replay(schedule, topology, algo, proto, max_ranks, symmetric, op_budget, cost_model,
-                       network_factory, exclusive_fast_path, compute_runs, fold)
+                       network_factory, exclusive_fast_path, compute_runs, fold, image_ranks)
 
 
 def _nic_key(topology: TopologyView, n_ranks: int) -> np.ndarray | None:
@@ -1083,15 +1141,21 @@ def _nic_key(topology: TopologyView, n_ranks: int) -> np.ndarray | None:
 def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str | None, max_ranks: int | None,
             symmetric: bool | None, op_budget: int, cost_model: Callable[..., CostModel],
             network_factory: Callable[..., Any] | None, exclusive_fast_path: bool, compute_runs: bool,
-            fold: Callable[[int], Any] | None) -> Trace:
+            fold: Callable[[int], Any] | None, image_ranks: bool = True) -> Trace:
     costs = cost_model(topology, algo, proto)
     from simulator.replay.links import FlowNetwork
 
     grid = schedule.grid
     n_ranks = int(getattr(grid, "n_ranks", 0) or topology.n_gpus)
     t0 = time.perf_counter()
-    ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
-                                   nic_key=_nic_key(topology, n_ranks))
+    images: tuple[tuple[tuple[str, int], ...], ...] = ()
+    if image_ranks:
+        ranks, mirrored, images = choose_ranks_with_images(
+            schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
+            nic_key=_nic_key(topology, n_ranks))
+    else:
+        ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget,
+                                       symmetric=symmetric, nic_key=_nic_key(topology, n_ranks))
 
     plans: dict[tuple, CollectivePlan] = {}
     alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] = ({}, {})
@@ -1100,7 +1164,7 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
     def run(sched: Any) -> Replayer:
         rp = Replayer(sched, costs, ranks, network_factory=network_factory or FlowNetwork,
                       exclusive_fast_path=exclusive_fast_path, compute_runs=compute_runs, plans=plans, alone=alone,
-                      like=tables)
+                      like=tables, images=images)
         tables.clear()
         tables.update({R.role: R.table for R in rp.ranks.values()})
         rp.run()

@@ -47,8 +47,11 @@ class SendRecv:
 
     def __init__(self, env: simpy.Environment, net: Any, ranks: dict[int, RankState], grid: Any, *,
                  costs: CostModel, route: Callable[[int, int], Route],
-                 comm_started: Callable[[RankState, int], None]) -> None:
+                 comm_started: Callable[[RankState, int], None],
+                 image_of: Callable[[int], list[int]] | None = None) -> None:
         self.env = env
+        self._image_of = image_of
+        self._images_started: set[tuple[int, int, str]] = set()  # image flows (src, dst, key) started
         self.net = net
         self.ranks = ranks
         self.grid = grid
@@ -61,6 +64,7 @@ class SendRecv:
     def close(self) -> None:
         """The replay has ended: drop the replayer's callbacks (its reference cycle)."""
         self._route = self._comm_started = _closed
+        self._image_of = _closed if self._image_of is not None else None
 
     def _peer(self, rank: int, axis: str, offset: int) -> int:
         key = (rank, axis, offset)
@@ -106,7 +110,7 @@ class SendRecv:
         if mirrored_peer not in self.ranks:
             # The peer is a mirror image of a simulated rank: it posts its side now, by symmetry.
             side = P2PSide(self.env.event(), nbytes, [who], transport=transport)
-            self._start_flow(src, dst, side)
+            self._start_flow(src, dst, side, key)
             return side
         k = (src, dst, key)
         posted = self.p2p.pop(k, None)
@@ -117,10 +121,10 @@ class SendRecv:
         side.posted_by.append(who)
         if who[2] == "send":
             side.nbytes = nbytes
-        self._start_flow(src, dst, side)
+        self._start_flow(src, dst, side, key)
         return side
 
-    def _start_flow(self, src: int, dst: int, side: P2PSide) -> None:
+    def _start_flow(self, src: int, dst: int, side: P2PSide, key: str = "") -> None:
         """Run one send/recv flow: NCCL's latency, then the bytes on the route.
 
         Chained event callbacks rather than a SimPy process: a process costs two extra events
@@ -132,13 +136,32 @@ class SendRecv:
         cost = self.costs.p2p(src, dst, side.nbytes, side.transport)
         latency, wire, cap = cost.latency_s, cost.wire_bytes, cost.rate_cap_Bps
         if latency > 0:
-            self.env.timeout(latency).callbacks.append(lambda _ev: self._flow_bytes(src, dst, side, route, wire, cap))
+            self.env.timeout(latency).callbacks.append(
+                lambda _ev: self._flow_bytes(src, dst, side, route, wire, cap, key))
         else:
-            self._flow_bytes(src, dst, side, route, wire, cap)
+            self._flow_bytes(src, dst, side, route, wire, cap, key)
 
-    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Route, wire: float, cap: float | None) -> None:
+    def _flow_bytes(self, src: int, dst: int, side: P2PSide, route: Route, wire: float, cap: float | None,
+                    key: str = "") -> None:
         if side.nbytes > 0 and route.links:
-            done = self.net.transfer(route.links, wire, cap)
+            if self._image_of is not None:
+                # the image ranks' send/recv, at the same moment by symmetry, each on its own
+                # route: those between two ranks not simulated, once each while in flight (along
+                # an image axis, the image of 0 -> 1 is 1 -> 2, and that of 3 -> 0 is 0 -> 1,
+                # posted by rank 0 itself, or 1 -> 2 again at a shift of 2)
+                flows = [(route.links, wire, cap)]
+                ranks, started = self.ranks, self._images_started
+                mine = []
+                for s, d in zip(self._image_of(src), self._image_of(dst)):
+                    if s not in ranks and d not in ranks and (s, d, key) not in started:
+                        mine.append((s, d, key))
+                        flows.append((self._route(s, d).links, wire, cap))
+                started.update(mine)
+                done = self.net.transfer_many(flows)
+                if mine:
+                    done.callbacks.append(lambda _ev: started.difference_update(mine))
+            else:
+                done = self.net.transfer(route.links, wire, cap)
             done.callbacks.append(lambda _ev: self._flow_done(src, dst, side))
         else:
             self._flow_done(src, dst, side)

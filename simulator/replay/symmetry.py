@@ -16,11 +16,14 @@ and 2. Mirrored along tp, only the first group's flows were on those NICs: it ra
 bandwidth it gets beside its replica (BLOOM-176B, tp4 pp12 dp8: 0.18 s per 2.5 GB bucket against
 0.36 s with every rank simulated, the step 93.4 s against 95.6 s). So an axis is mirrored only
 while no unsimulated rank shares a NIC with a simulated rank of its node, whole or in blocks of
-the ranks that share a NIC (:func:`nic_private_blocks`).
+the ranks that share a NIC (:func:`nic_private_blocks`); or, with image ranks
+(:func:`choose_ranks_with_images`, the engine's default), mirrored whole while the ranks that share
+a simulated rank's NICs put their traffic on the network beside its own.
 """
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any, Iterable
 
 import numpy as np
@@ -153,3 +156,42 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
         return r[keep].tolist(), axes
     ranks = [r for r in range(n_ranks) if all(grid.group(r, (a,))[0] == r for a in axes)]
     return ranks, axes
+
+
+
+def choose_ranks_with_images(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budget: int,
+                             symmetric: bool | None, nic_key: np.ndarray | None
+                             ) -> tuple[list[int], list[str], tuple[tuple[tuple[str, int], ...], ...]]:
+    """:func:`choose_ranks` with *image ranks*: every axis along which every rank has the same
+    role is mirrored whole, also those :func:`choose_ranks` mirrors in blocks of the ranks that
+    share a NIC, or not at all. The ranks it would simulate at coordinates 1 .. b-1 of such an
+    axis run, by symmetry, the timeline of the rank at coordinate 0 (same program, same
+    collectives, their flows crossing NICs shared as those of coordinate 0): they are not
+    simulated, but their traffic off the groups that span the axis (a DP AllReduce, a pipeline
+    send/recv) goes on the network beside that of the simulated rank, on its own links (the
+    engine joins each image group's plan to the simulated group's, and each image flow of a
+    send/recv to the simulated one). So the NICs they share carry what they carry with every
+    rank of the block simulated, and the ranks simulated are those of choose_ranks over b.
+
+    Returns the ranks, the axes mirrored (whole or with images), and the images: one tuple of
+    (axis, shift) steps per image rank of a simulated rank (shifts along several axes compose).
+    Without a NIC key (a NIC per GPU) or outside symmetric mode: :func:`choose_ranks`' answer and
+    no images."""
+    plain = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
+                         nic_key=nic_key)
+    if nic_key is None or len(plain[0]) == n_ranks or not _vector_grid(schedule.grid):
+        return plain[0], plain[1], ()
+    grid = schedule.grid
+    axes = symmetric_axes(schedule, n_ranks, grid_axes(grid))
+    blocks = nic_private_blocks(grid, n_ranks, axes, nic_key)
+    # an axis nic_private_blocks left out is simulated whole along its degree: a block of all of it
+    span = {a: blocks.get(a, len(grid.group(0, (a,)))) for a in axes}
+    steps = [[(a, j) for j in range(b)] for a, b in span.items() if b > 1]
+    if not steps:
+        return plain[0], plain[1], ()
+    r = np.arange(n_ranks, dtype=np.int64)
+    keep = np.ones(n_ranks, dtype=bool)
+    for a in axes:
+        keep &= np.asarray(grid.coord(r, a)) < 1
+    images = tuple(tuple((a, j) for a, j in combo if j) for combo in product(*steps))
+    return r[keep].tolist(), list(axes), tuple(im for im in images if im)
