@@ -457,7 +457,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     the pattern of the rows that exercise them (``nccl.coll.*`` for ring/tree/NVLS, ``nccl.p2p.*``
     for All-to-All and SendRecv); ``net_hop_extra_us`` is the transport's when both patterns were
     measured and the measured pattern's own otherwise."""
-    from simulator.costs.collectives import pattern_scope
+    from simulator.costs.collectives import net_p2p_protocol, pattern_scope
 
     pred = Predictor(profile)
     intra = "nvlink" if profile.node.scale_up.kind in ("nvswitch", "mesh") else "pci"
@@ -481,8 +481,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
-            out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{plan.protocol}"] = None
-            configs.setdefault((fam, algo, plan.protocol), set()).add((m.ranks, m.nodes))
+            # a SendRecv across nodes waits on its network send, which runs Simple (net_p2p_protocol)
+            timed = net_p2p_protocol(plan.protocol) if plan.algorithm == "p2p" and net else plan.protocol
+            out[f"nccl.{fam}.hw_latency_us.{link}.{algo}.{timed}"] = None
+            configs.setdefault((fam, algo, timed), set()).add((m.ranks, m.nodes))
             if plan.protocol == "ll" and fam == "coll" and profile.collective_library == "nccl":
                 out["nccl.coll.ll_max_bw_GBps"] = None  # RCCL has no LL cap (nccl_tuner.ll_max_bw_GBps)
             if plan.algorithm in ("ring", "tree", "hierarchical") and plan.protocol in ("ll", "ll128"):

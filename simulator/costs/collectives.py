@@ -213,11 +213,32 @@ def _choose(op: str, size: int, ctx: nccl_graph.TunerContext, lay: Layout, algo:
     raise InputError(f"no algorithm/protocol combination is enabled for {op} (algo={algo}, proto={proto})", field="algo")
 
 
+def net_p2p_protocol(proto: str) -> str:
+    """The protocol a send to a peer on another node runs: Simple, whatever the call's label.
+
+    NCCL picks LL for a p2p operation only where every channel's connection has LL buffers
+    (``addP2pToPlan``: ``protoLL[dir] &= conn->conn.buffs[NCCL_PROTO_LL] != nullptr``,
+    src/enqueue.cc of v2.29.7-1 line 866), and a network connection of the p2p connector gets
+    them only under ``NCCL_ALLOC_P2P_NET_LL_BUFFERS`` (default 0, src/init.cc line 800;
+    src/transport/net.cc lines 901 and 1073 add ``buffs[NCCL_PROTO_LL]`` only then). So a 1 KiB
+    send across nodes goes through the Simple path: the receiver's proxy posts the receive (its
+    clear-to-send), the sender's proxy writes the chunk once the GPU has filled the buffer, the
+    receiver's proxy flushes and hands it to the GPU; NCCL's Ring/Simple row (8.4 us base, 14 us
+    network hop, src/graph/tuning.cc of v2.29.7-1 lines 144-167) rather than its LL row (6.6 + 2.7)."""
+    return "simple" if proto == "ll" else proto
+
+
 def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
-    """One send/recv: NCCL's ring base latency plus one hop of the link class."""
-    link = "net" if ctx.n_nodes > 1 else ctx.intra_link
-    plugin = tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us if ctx.n_nodes > 1 else 0.0
-    return tuner.p2p_ring_latency_us(ctx, None, proto) + tuner.p2p_ring_latency_us(ctx, link, proto) + plugin
+    """One send/recv: NCCL's ring base latency plus one hop of the link class. A SendRecv ring
+    across nodes waits on its network send, which runs Simple whatever its size
+    (:func:`net_p2p_protocol`): Together's 2 x 8, 8 x 8 and 64 x 8 B200 rings take 23-35 us at
+    1-16 KiB (data/nccl/b200x*_sendrecv_*node_together_ib.csv), where the LL rows give 9.3 us
+    before the deployed hop extra."""
+    if ctx.n_nodes == 1:
+        return tuner.p2p_ring_latency_us(ctx, None, proto) + tuner.p2p_ring_latency_us(ctx, ctx.intra_link, proto)
+    net = net_p2p_protocol(proto)
+    plugin = tuner.net_plugin_latency_us(ctx, net) + ctx.constants.net_hop_extra_us
+    return tuner.p2p_ring_latency_us(ctx, None, net) + tuner.p2p_ring_latency_us(ctx, "net", net) + plugin
 
 
 def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str) -> float:
