@@ -123,37 +123,33 @@ CASES: dict[str, Case] = {
         "(data/nccl/INDEX.md), not asserted"),
     "a100x16_allreduce_2node_abci": Case(
         "abci-a100", "allreduce", 16, 8, None,
-        "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), about a third of "
-        "what the 4 HDR HCAs carry, while the model predicts 77 GB/s at 32 MiB. Not NCCL 2.8's unflattened Broadcom "
-        "switches (ncclTopoFlattenBcmSwitches came in 2.9.6; NVIDIA/nccl#439 lost half its rings with 2 NICs behind one "
-        "sub-switch uplink): ABCI's node has one HCA per PCIe switch (abci-docs compute-node-a-diagram.png), so each "
-        "ring is bounded by its HCA's own x16 link either way (hardware_profiles/abci-a100.yaml). The same benchmark's "
-        "4-, 8- and 16-node runs plateau at 31, 15 and 27 GB/s with the same graph, so the shortfall varies with the "
-        "job's nodes; not asserted in tests beyond the release's effect (the profile names 2.8.4: +34% from 1 MiB, "
-        "+48% with 2.30.7's tables; test_nccl_versions). Time doubles with the size from 8 MiB (535, 1026, 1887 us): "
-        "a bandwidth limit of 8-9 GB/s per HDR HCA, not a latency; v2.8.4-1's graph (4 channels x 24 GB/s, 8 "
-        "launched), LL128 rule, GDR level and GDR-read default are what the model uses (docs/reference/"
-        "NCCL-COST-MODEL.md section 5). The transport re-checked (data/nccl/INDEX.md, ABCI note): no NCCL_DEBUG "
-        "line in the source; not GPUDirect off nor NET/Socket (the 4-node job at 1-8 MiB and "
-        "the 16-node job at 256 KiB-4 MiB match Tree/LL128 within 0-14%, which a host-routed PHB path would "
-        "disable); the 16-32 MiB increments give 9.1, 8.3 and 7.2 GB/s per HDR HCA on 2, 4 and 16 nodes, "
-        "what an EDR HCA moves on the same stack's V-nodes (10.1)"),
+        "NCCL 2.8.4; busbw flattens at 30-33 GB/s from 8 to 32 MiB (incremental ~36 GB/s), 9.1 GB/s per HDR HCA: "
+        "what the HCAs carry from GPU memory on these nodes, 39.0 GB/s over the four, measured by the same "
+        "repository's osu_mbw_mr with device buffers (pt2pt/inter_anode job04/job08; 95 GB/s from host memory), the "
+        "profile's node.nics.efficiency 0.39 (hardware_profiles/abci-a100.yaml): from 2 MiB within -6..+8% "
+        "(+32..+134% at the line rate). NCCL's graph is the one v2.8.4-1 searches (4 channels x 24 GB/s, 8 "
+        "launched, LL128 across nodes on a PXB path, GPUDirect RDMA read and write: docs/reference/"
+        "NCCL-COST-MODEL.md section 5, data/nccl/INDEX.md); the 4- and 16-node Tree/LL128 rows say LL128 ran, "
+        "so GPUDirect was on; tests/unit/test_nccl_versions.py asserts 2-16 nodes"),
     "a100x128_allreduce_16node_abci": Case(
         "abci-a100", "allreduce", 128, 8, None,
-        "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: as the 1-node ABCI sweep, medium sizes are about 2x "
-        "slower than NCCL's cost model; not asserted in tests"),
+        "NCCL 2.8.4 on 16 nodes, sizes <= 32 MiB only: Tree/LL128 from 256 KiB, each graph channel running both "
+        "trees through its HCA (flow_patterns.tree_pattern) at the HCAs' GPU-memory rate (node.nics.efficiency "
+        "0.39): 1-32 MiB 6-22% too slow with InfiniBand's deployed tree LL128 x 0.6; tests/unit/test_nccl_versions.py"),
     "a100x4_allreduce_1node_abci": Case(
         "abci-a100", "allreduce", 4, 4, None,
         "NCCL 2.8.4 on CUDA devices 0-3 of one A-node (the same repository's intra_anode/job04): 64 KiB-8 MiB run "
         "slower than NCCL's own cost model as on all 8 GPUs (a100x8_allreduce_1node_abci); not asserted in tests"),
     "a100x32_allreduce_4node_abci": Case(
         "abci-a100", "allreduce", 32, 8, None,
-        "NCCL 2.8.4 on 4 nodes, <= 32 MiB: busbw flattens at 28-31 GB/s from 8 MiB, as on 2 nodes; not asserted in tests"),
+        "NCCL 2.8.4 on 4 nodes, <= 32 MiB: busbw flattens at 28-31 GB/s from 8 MiB, as on 2 nodes, the HCAs' "
+        "GPU-memory rate (node.nics.efficiency 0.39); tests/unit/test_nccl_versions.py"),
     "a100x64_allreduce_8node_abci": Case(
         "abci-a100", "allreduce", 64, 8, None,
-        "NCCL 2.8.4 on 8 nodes, <= 32 MiB: from 4 MiB busbw holds at 14-16 GB/s, half of what the same "
-        "benchmark measured on 4 and on 16 nodes (22-33 GB/s); the NCCL graph of an 8-node communicator is the "
-        "4- and 16-node one, so this is that job's nodes or fabric, which no source here describes; not asserted in tests"),
+        "NCCL 2.8.4 on 8 nodes, <= 32 MiB: from 4 MiB busbw holds at 14-16 GB/s, below what the same "
+        "benchmark measured on 4 and on 16 nodes (22-33 GB/s); Tree/LL128 at 1-16 MiB 3-29% too fast at the HCAs' "
+        "GPU-memory rate, the 32 MiB Ring/LL128 row 2x slower than predicted: that job's nodes or fabric, which no "
+        "source here describes; not asserted in tests"),
     "a100x16_allreduce_2node_dgx_ib": Case("sophia-a100", "allreduce", 16, 8),
     "a100x16_allgather_2node_dgx_ib": Case("sophia-a100", "allgather", 16, 8),
     "a100x16_alltoall_2node_dgx_ib": Case("sophia-a100", "alltoall", 16, 8),

@@ -414,13 +414,19 @@ def _binary_tree_edges(k: int, mirrored: bool) -> list[tuple[int, int]]:
 
 
 def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
+    """The tree's flows over ``n_ch`` graph channels. Each graph channel runs both trees of the
+    double binary tree, half its bytes on each: NCCL gives graph channel c the first tree and its
+    duplicate, channel c + nChannels, the second, on the same intra-node chain and NIC (connect.cc
+    connectTrees, ``channel1 = channel0 + nChannels``, then ncclTopoPostset doubles the channels:
+    v2.8.4-1 lines 137-160 and 267, the same in v2.30.7-1), so each NIC carries one channel of each
+    tree and a node's inner-node traffic is spread over all its NICs."""
     acc: dict[tuple[int, ...], list[float]] = defaultdict(lambda: [0.0, 0])
 
-    def add(a: int, b: int, rail: int | None) -> None:
+    def add(a: int, b: int, rail: int | None, share: float = 1.0) -> None:
         for s, d in ((a, b), (b, a)):  # reduce up and broadcast down, pipelined
             e = acc[topo.route(s, d, rail).links]
-            e[0] += 1.0 / n_ch
-            e[1] += 1
+            e[0] += share / n_ch
+            e[1] += share
 
     # On a full mesh each channel's intra-node chain is one of the balanced Hamiltonian paths
     # from its rail's GPU, so the channels' chains load every peer link alike (as the rings).
@@ -433,8 +439,9 @@ def tree_pattern(topo: TopologyView, lay: Layout, n_ch: int) -> Pattern:
         for chain in chains:
             for i in range(len(chain) - 1):
                 add(chain[i + 1], chain[i], None)
-        for child, parent in _binary_tree_edges(len(chains), mirrored=bool(c % 2)):
-            add(chains[child][0], chains[parent][0], r)
+        for mirrored in (False, True):  # the channel and its duplicate: one tree each
+            for child, parent in _binary_tree_edges(len(chains), mirrored):
+                add(chains[child][0], chains[parent][0], r, 0.5)
     return _merge(acc)
 
 

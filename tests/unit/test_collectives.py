@@ -338,3 +338,27 @@ def test_all_to_all_sends_looked_up_in_chunks_give_the_same_flows(ranks, monkeyp
     assert chunked.keys() == whole.keys()
     for links, (w, m) in whole.items():
         assert chunked[links][0] == pytest.approx(w, rel=1e-12) and chunked[links][1] == m
+
+
+def test_tree_graph_channel_runs_both_trees_through_its_nic():
+    """NCCL gives graph channel c the first tree of the double binary tree and its duplicate,
+    channel c + nChannels, the second, on the same NIC (connect.cc connectTrees, v2.8.4-1 and
+    v2.30.7-1): every NIC of a node carries one channel of each tree, so a node that is inner in
+    one tree and a leaf in the other loads its NICs alike. On ABCI's nodes (4 HCAs, 8 GPUs) over
+    16 nodes every node's four NIC->switch links carry the same bytes, and a node's total is
+    what its two trees send: (1 + 2) / 2 + 1 / 2 = 2 buffers for an inner node with two children
+    (position 1 of the first tree, a leaf of the mirrored one)."""
+    from simulator.config.hardware import load_profile
+
+    nodes, size = 16, 1 << 26
+    topo = build_topology(load_profile("abci-a100"), nodes)
+    plan = plan_collective("allreduce", list(range(8 * nodes)), size, topo, algo="tree", proto="simple")
+    load: dict[int, float] = {}
+    for f in plan.phases[0]:
+        for link in f.links:
+            load[link] = load.get(link, 0.0) + f.nbytes
+    nic_out = {u: d["link"] for u, v, d in topo.graph.edges(data=True) if u.startswith("nic") and v.startswith("leaf")}
+    for node in range(nodes):
+        out = [load.get(nic_out[f"nic{node}.{r}"], 0.0) for r in range(4)]
+        assert min(out) == pytest.approx(max(out), rel=1e-9) and min(out) > 0
+    assert sum(load.get(nic_out[f"nic1.{r}"], 0.0) for r in range(4)) == pytest.approx(2 * size, rel=1e-9)

@@ -331,6 +331,8 @@ LOSO_BOUNDS = {
     "xe9680-h100": TARGETS,
     # 9.6% / -2.5% / 16.5% with the CXI eager limit (23.0% over all sizes before: its 8 B-2 KiB floors are NCCL's
     # own Tree/LL estimate, which the hop extra priced 2-3x)
+    # 13.4% / -3.1% / 16.7% (10.0% / -5.2% / 15.9% while a tree's graph channels alternated trees, so that
+    # half a node's NICs carried only one tree: 32- and 128-node Tree/Simple at 64-128 MiB now +15-25% fast)
     "gh200-alps": TARGETS,
     # RCCL over RoCE is its own row (AAC11 MI325X, AAC14 MI355X). AAC10 is scored, not fitted: its RCCL
     # 2.22.3 pays ~220 us per call up to 128 MiB (deployed_fit.FIT_EXCLUDED), so held out it is too fast:
@@ -388,7 +390,11 @@ LOSO_BOUNDS = {
     # is the fit pooled over every system, which the Alps rows (Tree/Simple, timed as Tree/LL128) had set at
     # x 0.7; the pooled fit now keeps NCCL's rate (x 1) and ABCI's NCCL 2.8.4 mid sizes, already 2x NCCL's own
     # estimate, show whole
-    "abci-a100": (0.70, 0.70, 0.33),
+    # 17.6% / +8.1% / 24.4% (42.8% / +42.8% / 28.0% before) once the HCAs carry what the same repository's
+    # osu_mbw_mr moved from GPU memory (node.nics.efficiency 0.39: 2-node 52.1% -> 6.6% at >= 1 MiB) and each
+    # tree graph channel runs both trees through its NIC (flow_patterns.tree_pattern: 16 nodes -39.9% -> -15.8%);
+    # left: the two 1-node sweeps (+67%, +88% at >= 1 MiB), the release's or that stack's own
+    "abci-a100": (0.19, 0.10, 0.25),
     # 6.8% / -1.8% / 6.8% over 20 sweeps (8.4% / +2.1% over the 5 of 8 GPUs per node; 10.7% / +10.1% before
     # a Ring/Simple channel ran as two CTAs): the Ring AllGather/ReduceScatter plateaus are two CTAs per NIC
     # at 20.6 GB/s (nccl_tuner.ring_cta_GBps), within 3% from 1 GiB; with 1, 2 or 4 GPUs per node a rank
@@ -430,6 +436,8 @@ LOSO_BOUNDS = {
     # costs/net_messages.py gdr_flush; 256- and 540-node AllGathers 24.7% -> 9.3%, 18.6% -> 10.4%, 2-node
     # All-to-All 12.7% -> 3.6%) and Sirius' run of Polaris' NCCL 2.21.5 build among the data: held out it takes
     # 8 us per message (10 before); its 256/540-node All-to-Alls are now 26-30% too slow (small messages)
+    # 13.5% / -4.7% / 18.1% with both trees on every graph channel's NIC (13.0% / 17.7% before: the 540-node
+    # Tree/Simple plateau +26% -> +39% fast)
     "polaris-a100": TARGETS,  # 29.2% / +8.9% / 33.9% before (28.8% / +10.1% / 33.9% before crossings)
     # 18.6% / -2.7% / 28.1% before (35.6% over all sizes before crossings); 9.7% / +2.7% / 14.5% before the flush
     # and its NCCL 2.21.5 run (6 sweeps): 4.6% / -0.1% / 12.0%; its 2.18 All-to-All, 1.4x faster than the 2.21.5
