@@ -387,16 +387,17 @@ def test_ll128_cap_per_collective_in_2_8_and_flat_in_2_16():
 
 def test_sends_are_priced_alike_in_every_release():
     """NCCL's tuner never rates sends, so a SendRecv between two nodes costs the same whichever
-    release's collective tables a profile names; a fitted value of the profile still applies."""
+    release's collective tables a profile names; a fitted value of the profile still applies (a send
+    across nodes runs Simple whatever its size: collectives.net_p2p_protocol)."""
     times = {}
     for v in ("2.8.4", "2.16.5", "2.30.7"):
         p = apply_overlay(load_profile("a100-pcie"), {"nccl": {"version": v}}, source="test")
         times[v] = time_collective("sendrecv", [0, 2], 8, CostModel(build_topology(p, 2))).time_s  # node 0 -> 1
     assert times["2.8.4"] == times["2.16.5"] == times["2.30.7"]
-    p = apply_overlay(load_profile("a100-pcie"), {"nccl": {"version": "2.16.5", "base_latency_us.ring.ll": 50.0}},
+    p = apply_overlay(load_profile("a100-pcie"), {"nccl": {"version": "2.16.5", "base_latency_us.ring.simple": 50.0}},
                       source="test")
     fitted = time_collective("sendrecv", [0, 2], 8, CostModel(build_topology(p, 2))).time_s
-    assert fitted == pytest.approx(times["2.30.7"] + (50.0 - tables_for(None).base_latency_us["ring"][0]) * 1e-6)
+    assert fitted == pytest.approx(times["2.30.7"] + (50.0 - tables_for(None).base_latency_us["ring"][2]) * 1e-6)
 
 
 def _abci_signed_median(name: str, nodes: int, version: str, profile=None) -> float:
