@@ -79,7 +79,7 @@ class TunerContext:
     # the proxy's third operation per message (costs/net_messages.py gdr_flush)
     gdr_flush: bool = False
     # NCCL sends from GPU memory (GPUDirect RDMA read: costs/gdr.py uses_gdr): a Simple p2p send the
-    # provider injects must first be copied out of it (costs/net_messages.py p2p_inject_messages)
+    # provider injects must first be copied out of it (costs/collectives.py p2p_inject_copies)
     gdr_send: bool = False
 
     @property
