@@ -20,8 +20,9 @@ CTAs, not the links (:func:`simulator.costs.collectives.channel_fraction`), so i
 at the grid's least efficiency (:func:`_ll128_split`). A host-message transport's
 messages add ``messages × net_message_us`` (and, where the provider injects small p2p sends from
 GPU memory, ``copies × net_inject_copy_us``: the pair is fitted per message class,
-:func:`fit_message_us`), except on an LL or LL128 ring and on a Tree/Simple call (unless the stack moves each payload inside the message's host round: CXI alt_read), where that
-chain runs alongside the latency and the bytes and the row takes the longer of the two
+:func:`fit_message_us`), except on an LL ring, and on an LL128 ring or a Tree/Simple call unless
+the stack moves each payload inside the message's host round (CXI alt_read; EFA under NCCL <= 2.11),
+where that chain runs alongside the latency and the bytes and the row takes the longer of the two
 (:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is searched on a grid with ring and tree tied (three numbers, searched

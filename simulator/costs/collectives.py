@@ -495,7 +495,8 @@ def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, siz
 
 def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None = None) -> bool:
     """Whether a call's host messages form one chain that runs alongside its bytes rather than
-    adding to the latency term: an LL or LL128 ring, and a Tree/Simple call (below). Each ring step
+    adding to the latency term: an LL ring, and an LL128 ring or a Tree/Simple call unless the stack
+    moves each payload inside its message's host round (below). Each ring step
     sends one message per launched channel (``nccl_tuner.launched_channels``: twice the graph's,
     fewer for small calls),
     and one proxy thread per rank posts and progresses every channel's sends (``src/proxy.cc``,
@@ -533,14 +534,13 @@ def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None
     (``payload_in_host_round``): NCCL keeps a network connection's LL128 buffers in GPU memory under
     GPUDirect RDMA and its proxy sends a step once the GPU has written all of it, so each message is
     a whole step pulled by the provider's read protocol (EFA under NCCL <= 2.11, costs/transports.py;
-    Ring/LL128 at 2-32 MiB over 2 x p4d, +37% to +110% with the overlap, -17% to +46% without). LL
+    Ring/LL128 at 2-32 MiB over 2 x p4d, +37% to +110% with the overlap, -17% to +46% without; CXI's
+    alt_read Get likewise, though NCCL picks Ring/LL128 on no measured Slingshot row). LL
     keeps its send buffer in host memory (``src/transport/net.cc`` v2.8.3-1, ``protoLoc``), sent
     eagerly, and its lines stream as they arrive."""
-    if algorithm == "tree" and protocol == "simple":
+    if (algorithm, protocol) in (("tree", "simple"), ("ring", "ll128")):
         return stack is None or not stack.payload_in_host_round
-    if algorithm == "ring" and protocol == "ll128":
-        return stack is None or not stack.payload_in_host_round
-    return algorithm == "ring" and protocol != "simple"
+    return algorithm == "ring" and protocol == "ll"
 
 
 def with_messages_us(latency_us: float, messages_us: float, overlap: bool, bytes_us: float = 0.0) -> float:

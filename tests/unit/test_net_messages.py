@@ -525,7 +525,8 @@ def test_p4d_2021_ll128_messages_add_to_their_bytes():
     sweep, ctx = _p4d_2021()
     assert ctx.stack.payload_in_host_round
     assert not messages_overlap("ring", "ll128", ctx.stack) and messages_overlap("ring", "ll", ctx.stack)
-    assert messages_overlap("ring", "ll", SLINGSHOT_ALT_READ)
+    assert messages_overlap("ring", "ll", SLINGSHOT_ALT_READ) and not messages_overlap("ring", "ll128", SLINGSHOT_ALT_READ)
+    assert messages_overlap("ring", "ll128") and not messages_overlap("ring", "simple", SLINGSHOT_ALT_READ)
     r = predict_sweep(sweep, case_for(sweep))
     rows = [p for p in r.points if 2 << 20 <= p.size_bytes <= 32 << 20]
     assert len(rows) == 5 and all(p.protocol == "ll128" and p.net_messages == 60 for p in rows)
