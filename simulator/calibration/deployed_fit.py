@@ -20,8 +20,9 @@ CTAs, not the links (:func:`simulator.costs.collectives.channel_fraction`), so i
 at the grid's least efficiency (:func:`_ll128_split`). A host-message transport's
 messages add ``messages × net_message_us`` (and, where the provider injects small p2p sends from
 GPU memory, ``copies × net_inject_copy_us``: the pair is fitted per message class,
-:func:`fit_message_us`), except on an LL or LL128 ring and on a Tree/Simple call (unless the stack moves each payload inside the message's host round: CXI alt_read), where that
-chain runs alongside the latency and the bytes and the row takes the longer of the two
+:func:`fit_message_us`), except on an LL ring, and on an LL128 ring or a Tree/Simple call unless
+the stack moves each payload inside the message's host round (CXI alt_read; EFA under NCCL <= 2.11),
+where that chain runs alongside the latency and the bytes and the row takes the longer of the two
 (:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
 transport's systems, is the mean per-sweep median |busbw error| at sizes >= 1 MiB plus half of
 that over all sizes. It is searched on a grid with ring and tree tied (three numbers, searched
@@ -281,7 +282,11 @@ def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy
     return np.mean(terms, axis=0)
 
 
-def _message_us(d: Decomposed, message_us: dict[str, tuple[float, float]] | None) -> tuple[float, float]:
+# Per message class (deployed.message_class): (net_message_us, net_inject_copy_us), as fit_message_us gives them.
+MessageCosts = dict[str, tuple[float, float]]
+
+
+def _message_costs(d: Decomposed, message_us: MessageCosts | None) -> tuple[float, float]:
     """The per-message cost and the per-injected-copy cost a system's rows are timed with: its
     message class's values (each 0 where its rows pay none)."""
     mu, cu = (message_us or {}).get(message_class(d.transport), (0.0, 0.0))
@@ -289,15 +294,15 @@ def _message_us(d: Decomposed, message_us: dict[str, tuple[float, float]] | None
 
 
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
-           message_us: dict[str, tuple[float, float]] | None = None) -> np.ndarray:
+           message_us: MessageCosts | None = None) -> np.ndarray:
     """Mean over systems of :func:`_system_score`: every system weighs the same, however many
     sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
     which others are pooled with it, and the leave-one-out fits pool each one many times).
-    ``message_us``: per message class, the per-message and per-injected-copy costs (:func:`_message_us`)."""
+    ``message_us``: per message class, the per-message and per-injected-copy costs (:func:`_message_costs`)."""
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        mu, cu = _message_us(d, message_us)
+        mu, cu = _message_costs(d, message_us)
         key = (d.system, mu, cu)
         if key not in scores:
             scores[key] = _system_score(d, grid, mu, cu)
@@ -349,7 +354,7 @@ def unexercised_columns(systems: list[Decomposed]) -> list[int]:
 
 
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
-            scores: dict | None = None, message_us: dict[str, tuple[float, float]] | None = None,
+            scores: dict | None = None, message_us: MessageCosts | None = None,
             fallback: DeployedNet | None = None, min_gain: float = MIN_GAIN) -> DeployedNet:
     """The candidate the objective on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``) supports:
     :func:`parsimonious` on the tied grid, then coordinate descent over the five numbers, one at a
@@ -426,7 +431,7 @@ def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
 
 
 def _fit_rows(use: list[Decomposed], scores: dict,
-              message_us: dict[str, tuple[float, float]]) -> dict[str, DeployedNet]:
+              message_us: MessageCosts) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
     other = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
                     message_us=message_us) if use else None
@@ -459,16 +464,17 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
              if s != exclude and s not in MESSAGE_FIT_EXCLUDED and d.host_messages]
     pooled = fit_message_us(hosts, table)
     classes = {message_class(k) for k in table} | {message_class(d.transport) for d in hosts}
-    message_us = {}
+    # a class without systems takes the pooled per-message cost and no copy (nothing injects)
+    unfitted = (pooled[0], 0.0)
+    message_us: MessageCosts = {}
     for cls in sorted(classes):
         mine = [d for d in hosts if message_class(d.transport) == cls]
-        # a class without systems takes the pooled per-message cost and no copy (nothing injects)
-        message_us[cls] = fit_message_us(mine, table, hosts) if mine else (pooled[0], 0.0)
+        message_us[cls] = fit_message_us(mine, table, hosts) if mine else unfitted
     if any(any(v) for v in message_us.values()) and any(d.host_messages for d in use):
         table = _fit_rows(use, scores, message_us)
     out = {}
     for k, v in table.items():
-        mu, cu = message_us.get(message_class(k), (pooled[0], 0.0))
+        mu, cu = message_us.get(message_class(k), unfitted)
         out[k] = replace(v, message_us=mu, inject_copy_us=cu)
     return out
 

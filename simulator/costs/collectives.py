@@ -259,14 +259,20 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     where 10.3-12.6 us a peer are measured from 1 to 32 MiB (one message each), with no step where the
     label changes (data/nccl/a100x1024_alltoall_256node_polaris_slingshot.csv: 12.8 ms at 16 MiB,
     11.8 ms at 32 MiB)."""
-    me = lay.gpus[0]
-    local = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) == topo.domain_of(me))
+    remote = _remote_peers(topo, lay, "alltoall")
+    local = len(lay.gpus) - 1 - remote
     hop = partial(tuner.p2p_ring_latency_us, ctx, proto=proto)
     if rccl_p2p.rounds_have_own_channels(ctx):
-        return hop(None) + _rccl_rounds_latency_us(ctx, local, len(lay.gpus) - 1 - local, hop(ctx.intra_link))
-    remote = remote_hops_in_order(ctx, len(lay.gpus) - 1 - local)
+        return hop(None) + _rccl_rounds_latency_us(ctx, local, remote, hop(ctx.intra_link))
     return (hop(None) + local * hop(ctx.intra_link)
-            + remote * (hop("net") + tuner.net_plugin_latency_us(ctx, proto) + ctx.constants.net_hop_extra_us))
+            + remote_hops_in_order(ctx, remote) * _net_hop_us(ctx, proto))
+
+
+def _net_hop_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
+    """One p2p hop to a peer on another node, us: NCCL's network hop of the protocol, the plugin's
+    latency (twice for Simple: the flush) and the deployed hop extra."""
+    return (tuner.p2p_ring_latency_us(ctx, "net", proto) + tuner.net_plugin_latency_us(ctx, proto)
+            + ctx.constants.net_hop_extra_us)
 
 
 def _rccl_rounds_latency_us(ctx: nccl_graph.TunerContext, local: int, remote: int, local_hop_us: float) -> float:
@@ -278,9 +284,7 @@ def _rccl_rounds_latency_us(ctx: nccl_graph.TunerContext, local: int, remote: in
     in_order = rccl_p2p.rounds_in_order(ctx)
     remote_in_order = min(remote, in_order)
     local_in_order = min(local, in_order - remote_in_order)
-    net = (tuner.p2p_ring_latency_us(ctx, "net", "simple") + tuner.net_plugin_latency_us(ctx, "simple")
-           + ctx.constants.net_hop_extra_us)
-    return remote_in_order * net + local_in_order * local_hop_us
+    return remote_in_order * _net_hop_us(ctx, "simple") + local_in_order * local_hop_us
 
 
 def remote_hops_in_order(ctx: nccl_graph.TunerContext, remote_peers: int) -> int:
@@ -512,7 +516,8 @@ def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, siz
 
 def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None = None) -> bool:
     """Whether a call's host messages form one chain that runs alongside its bytes rather than
-    adding to the latency term: an LL or LL128 ring, and a Tree/Simple call (below). Each ring step
+    adding to the latency term: an LL ring, and an LL128 ring or a Tree/Simple call unless the stack
+    moves each payload inside its message's host round (below). Each ring step
     sends one message per launched channel (``nccl_tuner.launched_channels``: twice the graph's,
     fewer for small calls),
     and one proxy thread per rank posts and progresses every channel's sends (``src/proxy.cc``,
@@ -550,14 +555,13 @@ def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None
     (``payload_in_host_round``): NCCL keeps a network connection's LL128 buffers in GPU memory under
     GPUDirect RDMA and its proxy sends a step once the GPU has written all of it, so each message is
     a whole step pulled by the provider's read protocol (EFA under NCCL <= 2.11, costs/transports.py;
-    Ring/LL128 at 2-32 MiB over 2 x p4d, +37% to +110% with the overlap, -17% to +46% without). LL
+    Ring/LL128 at 2-32 MiB over 2 x p4d, +37% to +110% with the overlap, -17% to +46% without; CXI's
+    alt_read Get likewise, though NCCL picks Ring/LL128 on no measured Slingshot row). LL
     keeps its send buffer in host memory (``src/transport/net.cc`` v2.8.3-1, ``protoLoc``), sent
     eagerly, and its lines stream as they arrive."""
-    if algorithm == "tree" and protocol == "simple":
+    if (algorithm, protocol) in (("tree", "simple"), ("ring", "ll128")):
         return stack is None or not stack.payload_in_host_round
-    if algorithm == "ring" and protocol == "ll128":
-        return stack is None or not stack.payload_in_host_round
-    return algorithm == "ring" and protocol != "simple"
+    return algorithm == "ring" and protocol == "ll"
 
 
 def with_messages_us(latency_us: float, messages_us: float, overlap: bool, bytes_us: float = 0.0) -> float:
@@ -624,15 +628,8 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
     every other transport. Counts the first rank's peers, as :func:`_alltoall_latency_us` does."""
     if not ctx.stack.host_messages or ctx.n_nodes < 2:
         return 0
-    me = lay.gpus[0]
-    if op == "alltoall":
-        remote = sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me))
-    else:  # SendRecv: one peer each way, across nodes when the group spans them
-        remote = 1
     # network p2p runs Simple whatever the call's label (net_messages: no LL buffers for it)
-    n_min, n_max = ctx.graph.p2p_split
-    return flush_weight(ctx) * net_messages.p2p_messages(_per_peer(op, size_bytes, lay), remote, n_min, n_max,
-                                                         ctx.graph.p2p_chunk_bytes, ctx.constants.nccl_version)
+    return flush_weight(ctx) * _p2p_network_messages(ctx, topo, lay, op, size_bytes)
 
 
 def p2p_inject_copies(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str,
@@ -646,11 +643,25 @@ def p2p_inject_copies(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
     inject = ctx.stack.inject_max_bytes
     if not inject or not ctx.gdr_send or ctx.n_nodes < 2:
         return 0
-    me = lay.gpus[0]
-    remote = (sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me)) if op == "alltoall" else 1)
+    return _p2p_network_messages(ctx, topo, lay, op, size_bytes, at_most=inject)
+
+
+def _p2p_network_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str,
+                          size_bytes: int, at_most: int | None = None) -> int:
+    """The network messages (with ``at_most``, only those of 1 to ``at_most`` bytes) the first rank
+    of ``lay`` sends in order in an All-to-All or a SendRecv (net_messages.p2p_messages)."""
     n_min, n_max = ctx.graph.p2p_split
-    return net_messages.p2p_inject_messages(_per_peer(op, size_bytes, lay), remote, n_min, n_max,
-                                            ctx.graph.p2p_chunk_bytes, inject, ctx.constants.nccl_version)
+    return net_messages.p2p_messages(_per_peer(op, size_bytes, lay), _remote_peers(topo, lay, op), n_min, n_max,
+                                     ctx.graph.p2p_chunk_bytes, ctx.constants.nccl_version, at_most)
+
+
+def _remote_peers(topo: TopologyView, lay: Layout, op: str) -> int:
+    """The first rank's peers on other nodes: in an All-to-All every rank outside its node; in a
+    SendRecv one each way, across nodes when the group spans them."""
+    if op != "alltoall":
+        return 1
+    me = lay.gpus[0]
+    return sum(1 for g in lay.gpus[1:] if topo.domain_of(g) != topo.domain_of(me))
 
 
 def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,

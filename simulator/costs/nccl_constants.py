@@ -164,7 +164,7 @@ class TunerConstants:
     # where the provider sends it as an inject (``TransportStack.inject_max_bytes``: libfabric CXI's
     # IDC, whose payload the host first copies out of the GPU; costs/transports.py), paid per such
     # message a rank sends in an All-to-All or SendRecv across nodes (costs/net_messages.py
-    # ``p2p_inject_messages``); 0 elsewhere. NCCL does not know it. Default: :mod:`simulator.costs.deployed`.
+    # ``p2p_messages`` at_most); 0 elsewhere. NCCL does not know it. Default: :mod:`simulator.costs.deployed`.
     net_inject_copy_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
     # NCCL's caps, per algorithm (ring, tree: ``proto_efficiency.<algo>.<proto>``; the key without

@@ -79,7 +79,7 @@ class TunerContext:
     # the proxy's third operation per message (costs/net_messages.py gdr_flush)
     gdr_flush: bool = False
     # NCCL sends from GPU memory (GPUDirect RDMA read: costs/gdr.py uses_gdr): a Simple p2p send the
-    # provider injects must first be copied out of it (costs/net_messages.py p2p_inject_messages)
+    # provider injects must first be copied out of it (costs/collectives.py p2p_inject_copies)
     gdr_send: bool = False
 
     @property
@@ -347,11 +347,18 @@ def p2p_split_channels(profile, n_ranks: int, n_nodes: int, p2p: int, per_peer: 
                 net //= 2
             net = max(max(1, (devices or 1) // profile.node.gpus), net)
         n_max = _pow2_up(min(p2p, net))
-    n_min = n_max
-    if rel >= P2P_DERIVED_NET_PEER_FROM:
-        while n_min * n_ranks > p2p and n_min > 1:
-            n_min //= 2
+    n_min = p2p_channels_min(n_max, n_ranks, p2p) if rel >= P2P_DERIVED_NET_PEER_FROM else n_max
     return n_min, n_max
+
+
+def p2p_channels_min(per_peer: int, n_ranks: int, p2p: int) -> int:
+    """``nChannelsMin`` of ``scheduleP2pTasksToPlan``: ``per_peer`` channels, halved while one round
+    of all ranks (``per_peer x nRanks``) overflows the ``p2p`` channels (``src/enqueue.cc`` v2.21.5-1
+    line 904), at least one."""
+    n_min = per_peer
+    while n_min * n_ranks > p2p and n_min > 1:
+        n_min //= 2
+    return n_min
 
 
 def tree_bw_intra(bw_inter: float, n_ch: int, intra_total: float, speeds: tuple[float, ...]) -> float:

@@ -48,7 +48,7 @@ through the chunk-size rules of ``src/enqueue.cc`` (unchanged from NCCL 2.8 to 2
   whose step comes at 512 KiB (136 us) (data/nccl/a100x*_alltoall_*_{polaris,sirius*}_slingshot.csv;
   tests/unit/test_net_messages.py). The model counted 128 KiB messages, one per peer up to 128 KiB.
   Of those messages, the ones of 1 to 192 bytes the libfabric CXI provider injects, copying the
-  payload out of GPU memory first (:func:`p2p_inject_messages`; ``TransportStack.inject_max_bytes``,
+  payload out of GPU memory first (:func:`p2p_messages` with ``at_most``; ``TransportStack.inject_max_bytes``,
   costs/transports.py): each costs ``net_inject_copy_us`` beyond its message.
 
 * LL and LL128 (:func:`ll_messages_per_channel`): the proxy sends one network message per step
@@ -273,53 +273,38 @@ def p2p_parts(nbytes: int, n_min: int, n_max: int, step: int, version: str | Non
     return [base + (1 if i < extra else 0) for i in range(n) if base or i < extra]
 
 
-def p2p_peer_messages(nbytes: float, n_min: int, n_max: int, step: int, version: str | None = None) -> int:
+def p2p_peer_messages(nbytes: float, n_min: int, n_max: int, step: int, version: str | None = None,
+                      at_most: int | None = None) -> int:
     """Network messages (proxy steps) of one send, or one receive, of ``nbytes`` to a peer on another
     node in NCCL release ``version``: each part (:func:`p2p_parts`) moves in network chunks
     (:func:`p2p_network_chunk`; ``op->nsteps = DIVUP(count, chunkSize)``, ``src/proxy.cc``), sized by
-    the part up to 2.21 and by the whole send from 2.22. One message for an empty send (a sync)."""
+    the part up to 2.21 and by the whole send from 2.22, the last chunk of a part shorter. One message
+    for an empty send (a sync).
+
+    With ``at_most``, only the messages of 1 to ``at_most`` bytes: those the libfabric CXI provider
+    injects, copying the payload out of the send buffer first (``TransportStack.inject_max_bytes``,
+    costs/transports.py); an empty send takes the provider's eager DMA path and counts none."""
     size = int(math.ceil(nbytes))
     if size <= 0:
-        return 1
-    parts = p2p_parts(size, n_min, n_max, step, version)
-    by_send = version is None or version_key(version) >= P2P_CHUNK_BY_SEND_FROM
-    return sum(math.ceil(b / p2p_network_chunk(size if by_send else b, step)) for b in parts)
-
-
-def p2p_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: int, step: int,
-                 version: str | None = None) -> int:
-    """Network messages one rank's proxy sends, in order, in a grouped send/receive: to each of
-    ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in the messages NCCL release ``version``
-    splits them into (:func:`p2p_peer_messages`; module docstring). 0 without remote peers or bytes."""
-    if per_peer_bytes <= 0 or remote_peers <= 0:
-        return 0
-    return remote_peers * p2p_peer_messages(per_peer_bytes, n_min, n_max, step, version)
-
-
-
-def p2p_peer_inject_messages(nbytes: float, n_min: int, n_max: int, step: int, inject_max: int,
-                             version: str | None = None) -> int:
-    """Of the network messages of one send of ``nbytes`` to a peer on another node
-    (:func:`p2p_peer_messages`), those of 1 to ``inject_max`` bytes: what the libfabric CXI provider
-    injects, copying the payload out of the send buffer first (``TransportStack.inject_max_bytes``,
-    costs/transports.py). Each part moves in chunks of :func:`p2p_network_chunk`, the last one
-    shorter. 0 for an empty send (the provider's eager DMA path) or without an inject size."""
-    size = int(math.ceil(nbytes))
-    if size <= 0 or inject_max <= 0:
-        return 0
+        return 1 if at_most is None else 0
     by_send = version is None or version_key(version) >= P2P_CHUNK_BY_SEND_FROM
     count = 0
     for b in p2p_parts(size, n_min, n_max, step, version):
         chunk = p2p_network_chunk(size if by_send else b, step)
         full, rest = divmod(b, chunk)
-        count += (full if chunk <= inject_max else 0) + (1 if 0 < rest <= inject_max else 0)
+        if at_most is None or chunk <= at_most:
+            count += full
+        if rest and (at_most is None or rest <= at_most):
+            count += 1
     return count
 
 
-def p2p_inject_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: int, step: int,
-                        inject_max: int, version: str | None = None) -> int:
-    """The injected messages (:func:`p2p_peer_inject_messages`) one rank's proxy sends, in order, in a
-    grouped send/receive of ``per_peer_bytes`` to each of ``remote_peers`` peers on other nodes."""
+def p2p_messages(per_peer_bytes: float, remote_peers: int, n_min: int, n_max: int, step: int,
+                 version: str | None = None, at_most: int | None = None) -> int:
+    """Network messages one rank's proxy sends, in order, in a grouped send/receive: to each of
+    ``remote_peers`` peers on other nodes, ``per_peer_bytes`` in the messages NCCL release ``version``
+    splits them into (:func:`p2p_peer_messages`; module docstring), with ``at_most`` only those of 1 to
+    ``at_most`` bytes. 0 without remote peers or bytes."""
     if per_peer_bytes <= 0 or remote_peers <= 0:
         return 0
-    return remote_peers * p2p_peer_inject_messages(per_peer_bytes, n_min, n_max, step, inject_max, version)
+    return remote_peers * p2p_peer_messages(per_peer_bytes, n_min, n_max, step, version, at_most)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 
-from simulator.costs.nccl_graph import TunerContext
+from simulator.costs.nccl_graph import TunerContext, p2p_channels_min
 
 
 def rounds_have_own_channels(ctx: TunerContext) -> bool:
@@ -53,7 +53,5 @@ def rounds_in_order(ctx: TunerContext) -> int:
     """The p2p rounds one channel runs in order when every round has its own base: the ``n_ranks``
     rounds of ``nChannelsMin`` channels each over ``p2pnChannels``, at least one."""
     p2p = max(1, ctx.graph.p2p_channels)
-    n_min = max(1, ctx.graph.p2p_channels_per_peer)
-    while n_min * ctx.n_ranks > p2p and n_min > 1:
-        n_min //= 2
+    n_min = p2p_channels_min(max(1, ctx.graph.p2p_channels_per_peer), ctx.n_ranks, p2p)
     return max(1, math.ceil(ctx.n_ranks * n_min / p2p))

@@ -152,7 +152,7 @@ Sources, per transport:
   (``net_messages``: no LL buffers for it) from GPU memory wherever GPUDirect RDMA serves the send
   (``src/transport/net.cc`` v2.18.5-1 ``sendProxySetup``: the shared p2p Simple buffer is GPU memory
   under GPUDirect, line 624), so every send of 1-192 bytes to a peer on another node pays that copy on
-  top of its message (``net_messages.p2p_inject_messages``; the copy's time is the deployed
+  top of its message (``collectives.p2p_inject_copies``; the copy's time is the deployed
   ``net_inject_copy_us``). LL's network sends come from a host-memory buffer (line 607: LL's send
   buffer is never GPUDirect), whose copy is a ``memcpy``, and a Simple ring's or tree's messages are
   far above 192 bytes. (The code cited is the upstream provider's; the HPE build the sweeps ran,

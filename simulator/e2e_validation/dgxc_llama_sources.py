@@ -59,14 +59,14 @@ def _recipe(row: Row) -> tuple[str, str, int]:
 def dgxc_llama_case(r: Row) -> Case:
     """One README row as a scenario (the module docstring gives every setting and its source)."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
-    size, fp8 = _recipe(r)[0], "prec=fp8" in r["notes"].lower()
+    size, dtype, _ = _recipe(r)
+    fp8 = dtype == "fp8"
     model = llama_model(r)
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if size != "8b" else "none"),
                overlap_grad_reduce=True, grad_reduce_dtype="bf16")
     if size == "405b" and pp > 1:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     dp = n // (tp * pp * cp)
-    dtype = "fp8" if fp8 else "bf16"
     label = f"{r['model_name']} {dtype.upper()} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs"
     scn = make_scenario(f"dgxc-llama31-{size}-{dtype}-{n}", "dgx-h100", n, model,
                         micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),

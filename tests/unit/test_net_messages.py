@@ -525,7 +525,8 @@ def test_p4d_2021_ll128_messages_add_to_their_bytes():
     sweep, ctx = _p4d_2021()
     assert ctx.stack.payload_in_host_round
     assert not messages_overlap("ring", "ll128", ctx.stack) and messages_overlap("ring", "ll", ctx.stack)
-    assert messages_overlap("ring", "ll", SLINGSHOT_ALT_READ)
+    assert messages_overlap("ring", "ll", SLINGSHOT_ALT_READ) and not messages_overlap("ring", "ll128", SLINGSHOT_ALT_READ)
+    assert messages_overlap("ring", "ll128") and not messages_overlap("ring", "simple", SLINGSHOT_ALT_READ)
     r = predict_sweep(sweep, case_for(sweep))
     rows = [p for p in r.points if 2 << 20 <= p.size_bytes <= 32 << 20]
     assert len(rows) == 5 and all(p.protocol == "ll128" and p.net_messages == 60 for p in rows)
@@ -533,24 +534,27 @@ def test_p4d_2021_ll128_messages_add_to_their_bytes():
     assert all(-0.20 <= p.error <= 0.50 for p in rows), [(p.size_bytes, round(p.error, 3)) for p in rows]
 
 
-def test_p2p_inject_messages_closed_form():
+def test_p2p_injected_messages_closed_form():
     """libfabric CXI injects a send of 1 to 192 bytes (CXIP_INJECT_SIZE = C_MAX_IDC_PAYLOAD_UNR),
     copying it out of the buffer first; a zero-byte send takes the eager DMA path (costs/transports.py).
     NCCL 2.18 splits a send across nodes into parts of at least 16 KiB (step / 8) on its two
     channels a peer, and moves each part in 32 KiB chunks below one step: 16,484 bytes are a
     16,384-byte part and a 100-byte one, the second injected."""
-    from simulator.costs.net_messages import p2p_inject_messages, p2p_peer_inject_messages
+    from simulator.costs.net_messages import p2p_peer_messages
 
     step = 128 << 10
-    assert [p2p_peer_inject_messages(b, 2, 2, step, 192, "2.18.5") for b in (0, 1, 128, 192, 193, 256, 4096)] == \
+    assert [p2p_peer_messages(b, 2, 2, step, "2.18.5", at_most=192) for b in (0, 1, 128, 192, 193, 256, 4096)] == \
         [0, 1, 1, 1, 0, 0, 0]
-    assert p2p_peer_inject_messages(16384 + 100, 2, 2, step, 192, "2.18.5") == 1
-    assert p2p_peer_inject_messages(16384 + 100, 2, 2, step, 0, "2.18.5") == 0
+    assert p2p_peer_messages(16384 + 100, 2, 2, step, "2.18.5", at_most=192) == 1
+    assert p2p_peer_messages(16384 + 100, 2, 2, step, "2.18.5", at_most=0) == 0
     # 2.21.5 (parts of at least step / 2 = 64 KiB across nodes): 64 KiB + 150 B is one part, sent as
     # two 32 KiB chunks and a 150-byte one
-    assert p2p_peer_inject_messages((64 << 10) + 150, 1, 2, step, 192, "2.21.5") == 1
-    assert p2p_inject_messages(128, 1020, 1, 1, step, 192, "2.21.5") == 1020
-    assert p2p_inject_messages(256, 1020, 1, 1, step, 192, "2.21.5") == 0
+    assert p2p_peer_messages((64 << 10) + 150, 1, 2, step, "2.21.5", at_most=192) == 1
+    assert p2p_peer_messages((64 << 10) + 150, 1, 2, step, "2.21.5") == 3
+    # the empty send: one sync message, not injected
+    assert p2p_peer_messages(0, 2, 2, step, "2.18.5") == 1
+    assert p2p_messages(128, 1020, 1, 1, step, "2.21.5", at_most=192) == 1020
+    assert p2p_messages(256, 1020, 1, 1, step, "2.21.5", at_most=192) == 0
 
 
 def test_alltoall_steps_down_past_the_cxi_inject_size():

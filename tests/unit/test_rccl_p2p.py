@@ -28,14 +28,17 @@ def _mi355x(release: str = "2.27.7"):
 
 def test_rounds_in_order_follow_the_p2p_channels():
     """``ceil(nRanks x nChannelsMin / p2pnChannels)``, nChannelsMin halved from p2pnChannelsPerPeer
-    while one round of all ranks overflows p2pnChannels (enqueue.cc)."""
-    for nodes in (2, 4, 8, 16):
+    while one round of all ranks overflows p2pnChannels (enqueue.cc). MI355X nodes of 8 have 32 p2p
+    channels, 2 a peer up to 16 nodes and 1 from 32: on 2 nodes 16 ranks x 2 fill the 32 (one round
+    a channel); on 4 nodes 32 x 2 overflow, so 1 a round, 32 / 32 = 1; then 64, 128, 256 and 512
+    ranks x 1 over 32 run 2, 4, 8 and 16 rounds a channel in order."""
+    expected = {2: (32, 2, 2, 1), 4: (32, 2, 1, 1), 8: (32, 2, 1, 2), 16: (32, 2, 1, 4), 32: (32, 1, 1, 8),
+                64: (32, 1, 1, 16)}
+    for nodes, (p2p, per_peer, n_min, rounds) in expected.items():
         ctx = context_from_profile(_mi355x(), 8 * nodes, nodes, pattern_scope("alltoall"))
-        p2p, per_peer, n = ctx.graph.p2p_channels, ctx.graph.p2p_channels_per_peer, 8 * nodes
-        n_min = per_peer
-        while n_min * n > p2p and n_min > 1:
-            n_min //= 2
-        assert rccl_p2p.rounds_in_order(ctx) == max(1, math.ceil(n * n_min / p2p))
+        assert (ctx.graph.p2p_channels, ctx.graph.p2p_channels_per_peer, ctx.graph.p2p_split[0]) == \
+            (p2p, per_peer, n_min), nodes
+        assert rccl_p2p.rounds_in_order(ctx) == rounds == math.ceil(8 * nodes * n_min / p2p), nodes
     two = context_from_profile(_mi355x(), 16, 2, pattern_scope("alltoall"))
     assert (two.graph.p2p_channels, two.graph.p2p_channels_per_peer) == (32, 2)
     assert rccl_p2p.rounds_in_order(two) == 1  # 16 rounds x 2 channels on 32: every round its own

@@ -234,9 +234,9 @@ def test_a_rival_within_the_minimum_gain_does_not_move_a_fitted_row(monkeypatch)
     another row. Before the rule, RoCE's row fitted without oci-a100 flipped between (7 us, LL 1.5 GB/s,
     LL128 x 0.8) and (10 us, 0.7 GB/s, x 0.9) on 0.0008 of the objective: those are the rivals here."""
     from simulator.calibration import deployed_fit as fit
-    from simulator.costs.deployed import CXI_MESSAGE_US, MESSAGE_US
+    from simulator.costs.deployed import CXI_INJECT_COPY_US, CXI_MESSAGE_US, MESSAGE_US
 
-    message_us = {"host": MESSAGE_US, "cxi": CXI_MESSAGE_US}
+    message_us = {"host": (MESSAGE_US, 0.0), "cxi": (CXI_MESSAGE_US, CXI_INJECT_COPY_US)}
     decomposed = _decomposed()
     use = [d for s, d in sorted(decomposed.items()) if s not in fit.FIT_EXCLUDED]
     roce = [d for d in use if d.transport == "roce"]
