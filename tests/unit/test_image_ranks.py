@@ -51,6 +51,14 @@ def test_an_axis_never_mirrored_has_every_other_coordinate_as_image() -> None:
     assert ranks == [0] and images == ((("tp", 1),),)
 
 
+def _with_and_without_images(data: dict):
+    """The symmetric replay of the scenario ``data``, with image ranks and with the ranks they
+    stand for simulated."""
+    scn = build_scenario(data, source="img.yaml")
+    sched, topo = build_schedule(scn), build_topology(scn.profile, scn.nodes)
+    return replay(sched, topo, symmetric=True), replay(sched, topo, symmetric=True, image_ranks=False)
+
+
 @pytest.mark.parametrize("parallel", [{"tp": 4, "pp": 1}, {"tp": 4, "pp": 2}, {"tp": 2, "pp": 2}, {"tp": 1, "pp": 2}])
 def test_images_give_the_step_of_the_ranks_they_stand_for(parallel: dict) -> None:
     """vtrain-a100 (4 NICs for 8 GPUs) on 4 nodes: the step with image ranks is the step with
@@ -60,10 +68,7 @@ def test_images_give_the_step_of_the_ranks_they_stand_for(parallel: dict) -> Non
     data = {"name": "img", "hardware": "vtrain-a100", "nodes": 4, "model": SMALL,
             "training": {"micro_batch": 2, "global_batch": 64, "dtype": "fp16"},
             "parallel": {**parallel, "zero": 1}}
-    scn = build_scenario(data, source="img.yaml")
-    sched, topo = build_schedule(scn), build_topology(scn.profile, scn.nodes)
-    with_images = replay(sched, topo, symmetric=True)
-    simulated = replay(sched, topo, symmetric=True, image_ranks=False)
+    with_images, simulated = _with_and_without_images(data)
     assert with_images.stats.ranks_simulated * 2 == simulated.stats.ranks_simulated
     assert with_images.step_time_s == pytest.approx(simulated.step_time_s, rel=1e-12)
 
@@ -80,9 +85,6 @@ def test_send_recv_along_the_image_axis_runs_once(parallel: dict) -> None:
     data = {"name": "img", "hardware": "vtrain-a100", "nodes": 2, "model": {**SMALL, "seq_len": 2048},
             "training": {"micro_batch": 1, "global_batch": 8, "dtype": "bf16"},
             "parallel": {**parallel, "zero": 1}}
-    scn = build_scenario(data, source="img.yaml")
-    sched, topo = build_schedule(scn), build_topology(scn.profile, scn.nodes)
-    with_images = replay(sched, topo, symmetric=True)
-    simulated = replay(sched, topo, symmetric=True, image_ranks=False)
+    with_images, simulated = _with_and_without_images(data)
     assert with_images.stats.ranks_simulated < simulated.stats.ranks_simulated
     assert with_images.step_time_s == pytest.approx(simulated.step_time_s, rel=1e-12)
