@@ -793,8 +793,10 @@ candidates, each quantified and not the cause:
   13-23% pessimistic (above).
 
 A second look from the paper, DeepSpeedExamples' port and DeepSpeed 0.3.12-0.4.0 (checked on
-the current model, rows +14.8/+15.5/+13.0% and +23.9/+24.4/+25.0%, held-out median 19.7%;
-nothing here is modelled and no row moves):
+the model of the time, rows +14.8/+15.5/+13.0% and +23.9/+24.4/+25.0%, held-out median 19.7%;
+nothing here is modelled and no row moves; since each graph channel's two trees share one NIC, as
+NCCL's connectTrees lays them out, the rows are +14.8/+20.3/+16.8% and +23.9/+26.1/+28.0%, median
+22.1%: the trees no longer load half the NICs 1.5 times, which had hidden part of the shortfall):
 
 - The shortfall does not depend on the GPU count. The model's steps are 71.1, 57.8, 59.0 s
   (GPT-175B on 384, 768, 1,536 GPUs) and 206.3, 144.7, 146.9 s (GPT-530B on 640, 1,120, 2,240)
