@@ -842,7 +842,6 @@ NCCL's connectTrees lays them out, the rows are +14.8/+20.3/+16.8% and +23.9/+26
   step on, as modelled; `see_memory_usage(..., force=False)`, called around every release and
   gradient partition, returns before anything else in 0.3.12-0.4.0 (`runtime/utils.py`; the
   `gc.collect()` 0.3.16 added sits after that test), so no hook collects garbage.
-
 - NCCL 2.8's own multi-node sweeps in `data/nccl` carry a fraction of their links (ABCI, 2.8.4:
   7-9 GB/s per HDR HCA; AWS p4d, 2.8.3: 32.7 GB/s busbw over 4 x 100 Gb/s EFA; both left out of
   the collective bands, `data/nccl/INDEX.md`), but at such a rate (NICs at 0.3) these rows overshoot,
