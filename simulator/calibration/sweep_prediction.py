@@ -177,8 +177,9 @@ CASES: dict[str, Case] = {
     "mi300x16_allreduce_2node_aac10_roce": Case(
         "mi300x", "allreduce", 16, 8, None, family="aac10-mi300x", transport="roce", note=(
         "8 mlx5 RoCE NICs per node of unprinted speed, modelled as the profile's 8 x 400 Gb/s (met within 1.5% "
-        "from 256 MiB); every call pays ~180-230 us more than AAC14's MI355X sweep at the same slope (floor 218 "
-        "us, RCCL 2.22.3 over its own IB verbs), a cost of the run the header does not state (data/nccl/INDEX.md); "
+        "from 256 MiB); every Tree call of 8 B-256 KiB and 2-64 MiB pays 164-240 us more than modelled and no Ring "
+        "call does (floor 218 us, RCCL 2.22.3 over its own IB verbs), a cost of its trees the header does not size "
+        "(data/nccl/INDEX.md); "
         "its NCCL_NET_GDR_LEVEL=3 reads as PHB (levelsOldToNew), wider than the default PXB: GPUDirect allowed, "
         "not off; NCCL_SOCKET_IFNAME=ens picks only the bootstrap interface and NCCL_IB_HCA=^mlx5_bond_0 "
         "leaves RCCL's IB verbs the 8 mlx5 ports (a socket transport could not carry the 190 GB/s algbw plateau)")),
