@@ -376,7 +376,7 @@ def test_gh200_tree_simple_rate_holds_to_512_nodes_and_its_per_call_cost_to_32()
 def test_gh200_tree_ll_floor_is_nccls_per_level_latency_to_32_nodes():
     """The 8-64 B rows (Tree/LL) take NCCL 2.23.4's tree latency, 6.8 + 2 x (3 x 0.6 + log2(nodes) x
     5.0) us (tuning.cc; LL messages stay within the CXI eager limit, so no rendezvous extra), within 10%
-    on 2 to 32 nodes: 18.7 / 30.3 / 54.0 / 64.9 us measured (medians) against 20.4 / 30.4 / 50.4 / 60.4.
+    on 2 to 32 nodes: 18.7 / 30.4 / 54.1 / 65.0 us measured (medians) against 20.4 / 30.4 / 50.4 / 60.4.
     On 512 nodes the floor is 131.5 us, 1.31 x NCCL's 100.4: the measured cost of a tree level rises
     from 10-12 us (2 to 32 nodes) to 16.6 us per level from 32 to 512 nodes, the same leap beyond 32 nodes
     the Tree/Simple per-call term shows (test above); the 128-node floor scatters (93-253 us)."""
