@@ -328,6 +328,92 @@ def test_nvl72_per_call_cost_grows_with_the_ring():
     assert ring == pytest.approx(fitted, rel=0.75), f"fitted {fitted:.0f} us, ring term {ring:.0f} us"
 
 
+def _per_call_and_rate(points, measured: bool) -> tuple[float, float]:
+    """Least squares of time = a + S / B over ``points``: (a in us, B in GB/s), on the measured or the
+    predicted times."""
+    xs = [float(p.size_bytes) for p in points]
+    ys = [p.measured_time_us if measured else p.predicted_time_us for p in points]
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - slope * mx, 1e-3 / slope
+
+
+def test_nvl72_20_racks_ran_ring_ll128_not_simple():
+    """The 20-rack per-call cost is an LL128 ring's, so NCCL 2.26.2 ran LL128 across the racks, as the
+    model does. NCCL's Ring/Simple term (tuning.cc of v2.26.2-1: base 8.4 us, 3.4 us per NVLink step,
+    14 us per network step, x 1.4 for a Simple ring across nodes) for 128 ranks over 2 MNNVL cliques is
+    1.4 x (8.4 + 252 x 3.4 + 2 x 14) = 1,250 us, and Oracle's 2-rack Ring/Simple rows (4-32 GiB) cost
+    1.07 ms per call (least squares), 0.85 of it. For 1,440 ranks over 20 cliques the same term is
+    1.4 x (8.4 + 2,840 x 3.4 + 38 x 14) = 14,275 us; the 20-rack rows cost 4.83 ms per call, 0.34 of
+    it, and 0.87 of NCCL's Ring/LL128 term, 14 + 2,840 x 1.9 + 38 x 4.0 = 5,562 us. NCCL enables LL128
+    across nodes only on a GPU-to-NIC path no farther than PXN (tuning.cc), so on these GB200 trays the
+    path is not the PHB that NCCL before 2.27 gives a GH200's C2C path (costs/gdr.py): the profile
+    leaves gb200-nvl72 without ``gpu_path: p2c``, which would turn the sweep to Ring/Simple."""
+    def simple(n: int, cliques: int) -> float:
+        return 1.4 * (8.4 + (2 * (n - 1) - 2 * (cliques - 1)) * 3.4 + 2 * (cliques - 1) * 14.0)
+
+    ll128_1440 = 14.0 + (2 * 1439 - 38) * 1.9 + 38 * 4.0
+    assert simple(128, 2) == pytest.approx(1250.5, abs=0.1) and ll128_1440 == pytest.approx(5562.0)
+    oci = [p for p in _result("gb200x128_allreduce_2rack_oci_nvl72_roce").points if p.size_bytes >= 4096 * MiB]
+    assert {(p.algorithm, p.protocol) for p in oci} == {("ring", "simple")}
+    oci_call, _ = _per_call_and_rate(oci, measured=True)
+    assert 0.75 <= oci_call / simple(128, 2) <= 1.0, oci_call  # 0.85
+    r = _result("gb200x1440_allreduce_20rack_nvl72_ib")
+    call, _ = _per_call_and_rate(r.points, measured=True)
+    assert call < 0.5 * simple(1440, 20), call  # 4,831 us: 0.34 of the Simple term
+    assert 0.75 <= call / ll128_1440 <= 1.0, call  # 0.87
+    assert {(p.algorithm, p.protocol) for p in r.points} == {("ring", "ll128")}
+
+
+def test_gh200_tree_simple_rate_holds_to_512_nodes_and_its_per_call_cost_to_32():
+    """Tree/Simple on the Alps GH200 sweeps (NCCL 2.23.4; the rows where NCCL's tables and the model
+    run it). Least squares of time = a + S/B: the model's rate B is within 10% of the measured on 128
+    nodes (128 MiB-1 GiB: 38.4 against 36.1 GB/s algbw) and on 512 (128 MiB-2 GiB: 32.7 against 35.2),
+    and its per-call term a within 20% on 16 nodes (8-32 MiB: 0.69 against 0.73 ms) and 32 (8-128 MiB:
+    1.02 against 0.89 ms). Beyond 32 nodes the measured a leaps, 2.59 ms on 128 nodes and 3.65 ms on 512,
+    where the model's (NCCL's tree latency, the deployed 15 us per crossing and the fill of 512 KiB
+    chunks through 2 x log2(nodes) network stages, costs/tree_pipeline.py) gives 1.16 and 1.45: some
+    1.4-2.2 ms per call, 100-120 us per network stage of the chunk, that no sweep of at most 32 nodes
+    shows and NCCL's source does not give. Those rows' errors (+22..+52% at 16-256 MiB) are that gap."""
+    cases = {"gh200x64_allreduce_16node_alps_slingshot": (8, 32), "gh200x128_allreduce_32node_alps_slingshot": (8, 128),
+             "gh200x512_allreduce_128node_alps_slingshot": (128, 1024),
+             "gh200x2048_allreduce_512node_alps_slingshot": (128, 2048)}
+    fits = {}
+    for name, (lo, hi) in cases.items():
+        rows = [p for p in _result(name).points if lo * MiB <= p.size_bytes <= hi * MiB]
+        assert len(rows) >= 3 and {(p.algorithm, p.protocol) for p in rows} == {("tree", "simple")}, name
+        fits[name] = _per_call_and_rate(rows, measured=True), _per_call_and_rate(rows, measured=False)
+    for name in ("gh200x512_allreduce_128node_alps_slingshot", "gh200x2048_allreduce_512node_alps_slingshot"):
+        (_, rate), (_, predicted_rate) = fits[name]
+        assert predicted_rate == pytest.approx(rate, rel=0.10), (name, rate, predicted_rate)
+    for name in ("gh200x64_allreduce_16node_alps_slingshot", "gh200x128_allreduce_32node_alps_slingshot"):
+        (call, _), (predicted_call, _) = fits[name]
+        assert predicted_call == pytest.approx(call, rel=0.20), (name, call, predicted_call)
+
+
+def test_gh200_tree_ll_floor_is_nccls_per_level_latency_to_32_nodes():
+    """The 8-64 B rows (Tree/LL) take NCCL 2.23.4's tree latency, 6.8 + 2 x (3 x 0.6 + log2(nodes) x
+    5.0) us (tuning.cc; LL messages stay within the CXI eager limit, so no rendezvous extra), within 10%
+    on 2 to 32 nodes: 18.7 / 30.4 / 54.1 / 65.0 us measured (medians) against 20.4 / 30.4 / 50.4 / 60.4.
+    On 512 nodes the floor is 131.5 us, 1.31 x NCCL's 100.4: the measured cost of a tree level rises
+    from 10-12 us (2 to 32 nodes) to 16.6 us per level from 32 to 512 nodes, the same leap beyond 32 nodes
+    the Tree/Simple per-call term shows (test above); the 128-node floor scatters (93-253 us)."""
+    import statistics
+
+    for name, nodes in (("gh200x8_allreduce_2node_alps_slingshot", 2), ("gh200x16_allreduce_4node_alps_slingshot", 4),
+                        ("gh200x64_allreduce_16node_alps_slingshot", 16), ("gh200x128_allreduce_32node_alps_slingshot", 32),
+                        ("gh200x2048_allreduce_512node_alps_slingshot", 512)):
+        small = [p for p in _result(name).points if p.size_bytes <= 64]
+        assert {(p.algorithm, p.protocol) for p in small} == {("tree", "ll")}, name
+        nccl = 6.8 + 2 * (3 * 0.6 + (nodes.bit_length() - 1) * 5.0)
+        measured = statistics.median(p.measured_time_us for p in small)
+        assert statistics.median(p.predicted_time_us for p in small) == pytest.approx(nccl, abs=0.5), name
+        if nodes <= 32:
+            assert measured == pytest.approx(nccl, rel=0.10), (name, measured, nccl)
+        else:
+            assert measured > 1.25 * nccl, (name, measured, nccl)
+
+
 def test_nvl72_one_and_two_racks_run_nvls():
     """Unpinned, one rack runs NVLS and two NVLSTree at every size (NCCL 2.26.2's tables), and their
     4-16 GiB plateaus land within 8% of the measured 743-839 GB/s busbw: the switches' reduction
