@@ -78,8 +78,6 @@ def render_loso(held_out) -> list[str]:
         msg = f", {net.message_us:g} µs/message" if any(p.net_messages for r in h.results for p in r.points) else ""
         if any(p.inject_copies for r in h.results for p in r.points):
             msg += f", {net.inject_copy_us:g} µs/injected copy"
-        if any(p.net_flushes for r in h.results for p in r.points):
-            msg += f", {net.flush_us:g} µs/flush"
         ll = lambda r: f"{r:g} GB/s" if r > 0 else "NCCL's"  # noqa: E731
         used = (f"{transport}: {net.net_hop_extra_us:g} µs/hop, LL per channel ring/tree {ll(net.ring[0])}/{ll(net.tree[0])}, "
                 f"LL128 × ring/tree {net.ring[1]:g}/{net.tree[1]:g}{msg}") \

@@ -143,7 +143,6 @@ class Decomposed:
     column: np.ndarray  # the constant's column of a candidate (AXES)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
     copies: np.ndarray  # of a rank's p2p messages, those injected from GPU memory (d time / d net_inject_copy_us)
-    flushes: np.ndarray  # of the host messages, those whose receive NCCL flushes (d time / d net_flush_us)
     overlap: np.ndarray  # the messages' chain overlaps the latency term and the bytes (collectives.messages_overlap)
     ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
     # LL128 rows across nodes: the flow time the links hold whatever the channels' rate (us, else 0);
@@ -183,7 +182,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
                                                  "floor_us", "proto", "scaled", "column", "messages",
-                                                 "copies", "flushes", "overlap", "ll_channel_us", "link_us")}
+                                                 "copies", "overlap", "ll_channel_us", "link_us")}
         for i, r in enumerate(rs):
             stack = stack_for_profile(case_profile(r.case))
             for p, (flow_us, link_us) in zip(r.points, _ll128_split(r)):
@@ -200,7 +199,6 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
                 cols["copies"].append(p.inject_copies)
-                cols["flushes"].append(p.net_flushes)
                 cols["overlap"].append(messages_overlap(p.algorithm, p.protocol, stack))
                 cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
@@ -245,25 +243,16 @@ def _grid() -> np.ndarray:
     return tied[:, [0, 1, 2, 1, 2]]
 
 
-def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0,
-            flush_us: float = 0.0) -> np.ndarray:
-    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message,
-    ``copy_us`` per injected copy and ``flush_us`` per flushed receive."""
-    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us, flush_us) - 1.0)
+def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
+    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message and
+    ``copy_us`` per injected copy."""
+    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us) - 1.0)
 
 
-def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0,
-                    flush_us: float = 0.0) -> np.ndarray:
+def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
     """Every row's time (us) under every candidate (rows × candidates), with ``message_us`` per
-    host message, ``copy_us`` per p2p message injected from GPU memory and ``flush_us`` per host
-    message whose receive NCCL flushes: what planning again with the candidate's constants gives
-    (module docstring)."""
-    msg = d.messages[:, None] * message_us + d.copies[:, None] * copy_us + d.flushes[:, None] * flush_us
-    return _with_messages(d, _latency_and_flows(d, grid), msg)
-
-
-def _latency_and_flows(d: Decomposed, grid: np.ndarray) -> np.ndarray:
-    """Every row's latency term plus flow time (us) under every candidate, without host messages."""
+    host message and ``copy_us`` per p2p message injected from GPU memory: what planning again with
+    the candidate's constants gives (module docstring)."""
     value = grid[:, d.column].T  # rows × combos
     ll = (d.proto == PROTO_INDEX["ll"]) & d.scaled
     eff = np.where(d.scaled[:, None] & ~ll[:, None], value, 1.0)
@@ -273,26 +262,15 @@ def _latency_and_flows(d: Decomposed, grid: np.ndarray) -> np.ndarray:
         capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)
     flows = np.where(ll[:, None], np.maximum(flows, capped), flows)
     lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
-    return lat + flows
-
-
-def _with_messages(d: Decomposed, lat_flows: np.ndarray, msg: np.ndarray) -> np.ndarray:
-    """The rows' times from their latency plus flows and their host messages' time (columns broadcast):
-    an overlapping chain shows where it outlasts the rest, else it adds; at least the floor."""
-    t = np.where(d.overlap[:, None], np.maximum(lat_flows, msg), lat_flows + msg)
+    msg = d.messages[:, None] * message_us + d.copies[:, None] * copy_us
+    t = np.where(d.overlap[:, None], np.maximum(lat + flows, msg), lat + msg + flows)
     return np.maximum(t, d.floor_us[:, None])
 
 
-def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0,
-                  flush_us: float = 0.0) -> np.ndarray:
+def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
     """One system's score per candidate: the mean over its sweeps of (median |error| >= 1 MiB
     + half the median over all sizes)."""
-    return _sweep_score(d, _errors(d, grid, message_us, copy_us, flush_us))
-
-
-def _sweep_score(d: Decomposed, err: np.ndarray) -> np.ndarray:
-    """Per candidate (column of ``err``, the rows' |errors|): the mean over the system's sweeps of
-    (median >= 1 MiB + half the median over all sizes)."""
+    err = _errors(d, grid, message_us, copy_us)
     terms = []
     for i in np.unique(d.sweep):
         rows = d.sweep == i
@@ -304,16 +282,15 @@ def _sweep_score(d: Decomposed, err: np.ndarray) -> np.ndarray:
     return np.mean(terms, axis=0)
 
 
-# Per message class (deployed.message_class): (net_message_us, net_inject_copy_us, net_flush_us), as
-# fit_message_us gives them.
-MessageCosts = dict[str, tuple[float, float, float]]
+# Per message class (deployed.message_class): (net_message_us, net_inject_copy_us), as fit_message_us gives them.
+MessageCosts = dict[str, tuple[float, float]]
 
 
-def _message_costs(d: Decomposed, message_us: MessageCosts | None) -> tuple[float, float, float]:
-    """The per-message, per-injected-copy and per-flush costs a system's rows are timed with: its
+def _message_costs(d: Decomposed, message_us: MessageCosts | None) -> tuple[float, float]:
+    """The per-message cost and the per-injected-copy cost a system's rows are timed with: its
     message class's values (each 0 where its rows pay none)."""
-    mu, cu, fu = (message_us or {}).get(message_class(d.transport), (0.0, 0.0, 0.0))
-    return (mu if d.host_messages else 0.0), (cu if d.copies.any() else 0.0), (fu if d.flushes.any() else 0.0)
+    mu, cu = (message_us or {}).get(message_class(d.transport), (0.0, 0.0))
+    return (mu if d.host_messages else 0.0), (cu if d.copies.any() else 0.0)
 
 
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
@@ -325,10 +302,10 @@ def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = No
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        mu, cu, fu = _message_costs(d, message_us)
-        key = (d.system, mu, cu, fu)
+        mu, cu = _message_costs(d, message_us)
+        key = (d.system, mu, cu)
         if key not in scores:
-            scores[key] = _system_score(d, grid, mu, cu, fu)
+            scores[key] = _system_score(d, grid, mu, cu)
         per_system.append(scores[key])
     return np.mean(per_system, axis=0)
 
@@ -422,9 +399,6 @@ MESSAGE_US = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0, 15.0
 # Candidates of the cost of copying an injected p2p send out of GPU memory (net_inject_copy_us, us):
 # fitted beside the per-message cost where a class's rows inject any (libfabric CXI; 0 elsewhere).
 COPY_US = (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0)
-# Candidates of the cost of flushing one received Simple message (net_flush_us, us): fitted beside the
-# per-message cost where a class's rows flush any (GPUDirect receives on GPUs NCCL flushes; 0 elsewhere).
-FLUSH_US = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0)
 
 
 def _row(net: DeployedNet) -> np.ndarray:
@@ -432,37 +406,28 @@ def _row(net: DeployedNet) -> np.ndarray:
     return np.asarray([[net.net_hop_extra_us, *net.ring, *net.tree]], dtype=np.float64)
 
 
-def _cost_scores(d: Decomposed, row: np.ndarray, costs: np.ndarray) -> np.ndarray:
-    """:func:`_system_score` of one table row (``row``: 1 x 5) under each of ``costs`` (k x 3: per
-    message, per injected copy, per flush) at once."""
-    msg = d.messages[:, None] * costs[None, :, 0] + d.copies[:, None] * costs[None, :, 1] \
-        + d.flushes[:, None] * costs[None, :, 2]
-    return _sweep_score(d, np.abs(d.measured_us[:, None] / _with_messages(d, _latency_and_flows(d, row), msg) - 1.0))
-
-
 def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
-                   pooled: list[Decomposed] | None = None) -> tuple[float, float, float]:
-    """The per-message cost of host-message transports, the per-copy cost of their injected p2p
-    sends and the per-flush cost of their flushed receives: the triple of :data:`MESSAGE_US` x
-    :data:`COPY_US` x :data:`FLUSH_US` of least mean score over ``hosts`` (each system timed with its
-    transport's row of ``table``), plus :data:`POOLED_WEIGHT` × the mean over ``pooled`` (every
-    host-message system: what a class's one or two systems leave open follows them all, as a
-    transport's rows follow every system); the copy stays 0 where no row of ``hosts`` injects one,
-    the flush where none flushes; (0, 0, 0) without such systems."""
+                   pooled: list[Decomposed] | None = None) -> tuple[float, float]:
+    """The per-message cost of host-message transports and the per-copy cost of their injected p2p
+    sends: the pair of :data:`MESSAGE_US` x :data:`COPY_US` of least mean score over ``hosts`` (each
+    system timed with its transport's row of ``table``), plus :data:`POOLED_WEIGHT` × the mean over
+    ``pooled`` (every host-message system: what a class's one or two systems leave open follows them
+    all, as a transport's rows follow every system); the copy stays 0 where no row of ``hosts``
+    injects one; (0, 0) without such systems."""
     if not hosts:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0
     copies = COPY_US if any(d.copies.any() for d in hosts) else (0.0,)
-    flushes = FLUSH_US if any(d.flushes.any() for d in hosts) else (0.0,)
-    triples = np.asarray(list(itertools.product(MESSAGE_US, copies, flushes)), dtype=np.float64)
+    pairs = list(itertools.product(MESSAGE_US, copies))
 
     def mean_score(systems: list[Decomposed]) -> np.ndarray:
-        return np.mean([_cost_scores(d, _row(deployed_for(d.transport, table)), triples) for d in systems], axis=0)
+        return np.asarray([np.mean([_system_score(d, _row(deployed_for(d.transport, table)), m, c)[0]
+                                    for d in systems]) for m, c in pairs])
 
     score = mean_score(hosts)
     if pooled:
         score = score + POOLED_WEIGHT * mean_score(pooled)
-    m, c, f = triples[int(np.argmin(score))]
-    return float(m), float(c), float(f)
+    m, c = pairs[int(np.argmin(score))]
+    return float(m), float(c)
 
 
 def _fit_rows(use: list[Decomposed], scores: dict,
@@ -500,7 +465,7 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
     pooled = fit_message_us(hosts, table)
     classes = {message_class(k) for k in table} | {message_class(d.transport) for d in hosts}
     # a class without systems takes the pooled per-message cost and no copy (nothing injects)
-    unfitted = (pooled[0], 0.0, 0.0)
+    unfitted = (pooled[0], 0.0)
     message_us: MessageCosts = {}
     for cls in sorted(classes):
         mine = [d for d in hosts if message_class(d.transport) == cls]
@@ -509,8 +474,8 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
         table = _fit_rows(use, scores, message_us)
     out = {}
     for k, v in table.items():
-        mu, cu, fu = message_us.get(message_class(k), unfitted)
-        out[k] = replace(v, message_us=mu, inject_copy_us=cu, flush_us=fu)
+        mu, cu = message_us.get(message_class(k), unfitted)
+        out[k] = replace(v, message_us=mu, inject_copy_us=cu)
     return out
 
 
@@ -547,7 +512,7 @@ def signed_median(result: SweepResult, min_bytes: int = 0) -> float | None:
 
 def _fmt(net: DeployedNet) -> str:
     return (f"DeployedNet({net.net_hop_extra_us:g}, ({net.ring[0]:g}, {net.ring[1]:g}), ({net.tree[0]:g}, "
-            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g}, {net.inject_copy_us:g}, {net.flush_us:g})")
+            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g}, {net.inject_copy_us:g})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -464,15 +464,13 @@ class Point:
     net_hops: float = 0.0  # inter-node hops that latency counts (d latency / d net_hop_extra_us)
     floor_us: float = 0.0  # the launch floor the time cannot go below
     spans_nodes: bool = False
-    net_messages: float = 0  # messages a channel sends in order (d latency / d net_message_us)
+    net_messages: float = 0  # messages a channel sends in order, a flushed one 3/2 (d latency / d net_message_us)
     # An LL ring/tree across nodes: the busiest channel's payload over 1 GB/s, us (its time at
     # a per-channel LL rate R across nodes is this / R: nccl_tuner.net_ll_cap); 0 elsewhere.
     ll_channel_us: float = 0.0
     # p2p messages across nodes whose payload the provider copies out of GPU memory to inject it
     # (d latency / d net_inject_copy_us: collectives.p2p_inject_copies)
     inject_copies: float = 0
-    # of those messages, the ones whose receive NCCL flushes (d latency / d net_flush_us: collectives.host_flushes)
-    net_flushes: float = 0
 
     @property
     def error(self) -> float:
@@ -589,7 +587,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages,
-                            ll_channel_us(plan, nodes), plan.net_inject_copies, plan.net_flushes))
+                            ll_channel_us(plan, nodes), plan.net_inject_copies))
     return SweepResult(sweep, case, tuple(points))
 
 

@@ -109,15 +109,12 @@ class CollectivePlan:
     channels: int = 1
     # Network messages a channel sends one after another (a ring/tree across nodes on a
     # transport whose message protocol runs on the host), or a rank's proxy (an All-to-All or
-    # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term;
-    # 0 elsewhere.
+    # SendRecv there; costs/net_messages.py), each costing ``net_message_us`` of the latency term
+    # (a flushed receive's counts 3/2: net_messages.FLUSHED_MESSAGE_WEIGHT); 0 elsewhere.
     net_messages: float = 0
     # Of a rank's p2p messages across nodes, those the provider injects after copying them out of
     # GPU memory (p2p_inject_copies), each costing ``net_inject_copy_us`` more; 0 elsewhere.
     net_inject_copies: float = 0
-    # Of those network messages, the ones whose receive NCCL flushes (net_messages.gdr_flush: the
-    # plugin's RMA read, host_flushes), each costing ``net_flush_us`` more; 0 elsewhere.
-    net_flushes: float = 0
 
     @property
     def n_flows(self) -> int:
@@ -332,7 +329,6 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     key_base = (lay.gpus,)
     msgs: float = 0.0
     copies: float = 0.0
-    flushes: float = 0.0
 
     if algorithm in ("ring", "tree"):
         n_ch = tuner.channels_used(ctx, algorithm, protocol, size_bytes)
@@ -361,12 +357,10 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
                       + window_stall_us(ctx, op, algorithm, protocol, size_bytes, n_ch, cap / wire / 1e9,
                                         volume / byte_eff))
         msgs = host_messages(ctx, op, algorithm, protocol, size_bytes, n_ch)
-        flushes = host_flushes(ctx, protocol, msgs)
         overlap = messages_overlap(algorithm, protocol, ctx.stack)
         # an overlapping chain runs alongside the channels' bytes: at most their time at the channel cap
         bytes_us = volume * wire / byte_eff / (n_ch * cap) * 1e6 if overlap and cap > 0 else 0.0
-        latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us
-                                      + flushes * ctx.constants.net_flush_us, overlap, bytes_us)
+        latency_us = with_messages_us(latency_us, msgs * ctx.constants.net_message_us, overlap, bytes_us)
     elif algorithm in ("nvls", "nvls_tree"):
         n_ch = ctx.graph.nvls_channels
         # the AllReduce kernels' chunk pipeline fill: rounds of nvlsChannels x heads chunks
@@ -409,15 +403,11 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         phases = (_p2p_flows(topo, geo, ctx, pat, size_bytes, wire, n_ch, net_wire),)
         msgs = p2p_host_messages(ctx, topo, lay, op, protocol, size_bytes)
         copies = p2p_inject_copies(ctx, topo, lay, op, size_bytes)
-        # an empty send is a sync whose receive NCCL does not flush (recvProxyProgress: totalSize > 0)
-        flushes = host_flushes(ctx, "simple", msgs) if size_bytes > 0 else 0.0
-        latency_us += (msgs * ctx.constants.net_message_us + copies * ctx.constants.net_inject_copy_us
-                       + flushes * ctx.constants.net_flush_us)
+        latency_us += msgs * ctx.constants.net_message_us + copies * ctx.constants.net_inject_copy_us
     if n_nodes > 1:  # once per call across the network, whatever its algorithm (nccl_constants)
         latency_us += ctx.constants.net_call_extra_us
     phases = tuple(p for p in phases if p)
-    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs, copies,
-                          flushes)
+    return CollectivePlan(op, algorithm, protocol, latency_us * 1e-6, phases, size_bytes, n, n_ch, msgs, copies)
 
 
 def ring_work_cap_Bps(topo: TopologyView, op: str, algorithm: str, protocol: str, n: int,
@@ -601,8 +591,9 @@ def host_messages(ctx: nccl_graph.TunerContext, op: str, algorithm: str, protoco
         # NCCL halves a tree's chunk, and counts its steps, over the channels the call launches
         # (net_messages.tree_simple_chunk_bytes): each of them sends its own chunks on its own connection
         n_channels = tuner.launched_channels(ctx, algorithm, protocol, size_bytes)
-    return net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks, ctx.ppn,
-                                             ctx.n_nodes, ctx.stack.buff_bytes, ctx.constants.nccl_version)
+    return flush_weight(ctx) * net_messages.messages_per_channel(op, algorithm, size_bytes, n_channels, ctx.n_ranks,
+                                                                 ctx.ppn, ctx.n_nodes, ctx.stack.buff_bytes,
+                                                                 ctx.constants.nccl_version)
 
 
 def channels_per_crossing_rank(ctx: nccl_graph.TunerContext, launched: int) -> int:
@@ -623,13 +614,10 @@ def channels_per_crossing_rank(ctx: nccl_graph.TunerContext, launched: int) -> i
     return max(1, math.ceil(launched / rings))
 
 
-def host_flushes(ctx: nccl_graph.TunerContext, protocol: str, messages: float) -> float:
-    """Of ``messages`` host messages of a call's ``protocol``, those whose receive NCCL flushes, each
-    costing ``net_flush_us`` beyond its ``net_message_us``: every Simple one where NCCL flushes
-    GPUDirect receives (``ctx.gdr_flush``; net_messages.gdr_flush), none of LL's or LL128's (their
-    flags tell the GPU the data has landed). The flush is the plugin's own operation, not a message
-    of the transport's protocol (costs/net_messages.py), so it is priced apart from the message."""
-    return float(messages) if protocol == "simple" and ctx.gdr_flush else 0.0
+def flush_weight(ctx: nccl_graph.TunerContext) -> float:
+    """What one Simple network message counts of ``net_message_us``: 3/2 where NCCL flushes its
+    receive (the plugin's read, a third operation: ``net_messages.gdr_flush``), else 1."""
+    return net_messages.FLUSHED_MESSAGE_WEIGHT if ctx.gdr_flush else 1.0
 
 
 def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str, protocol: str,
@@ -641,7 +629,7 @@ def p2p_host_messages(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Lay
     if not ctx.stack.host_messages or ctx.n_nodes < 2:
         return 0
     # network p2p runs Simple whatever the call's label (net_messages: no LL buffers for it)
-    return _p2p_network_messages(ctx, topo, lay, op, size_bytes)
+    return flush_weight(ctx) * _p2p_network_messages(ctx, topo, lay, op, size_bytes)
 
 
 def p2p_inject_copies(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, op: str,

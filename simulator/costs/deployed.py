@@ -97,11 +97,10 @@ class DeployedNet:
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
     message_us: float = 0.0  # net_message_us: host-message transports only (module docstring)
     inject_copy_us: float = 0.0  # net_inject_copy_us: transports that inject small sends (module docstring)
-    flush_us: float = 0.0  # net_flush_us: host-message transports whose GPUDirect receives NCCL flushes
 
     def overrides(self) -> dict[str, float]:
         out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us,
-                                 "net_inject_copy_us": self.inject_copy_us, "net_flush_us": self.flush_us}
+                                 "net_inject_copy_us": self.inject_copy_us}
         for algo, (ll_GBps, ll128) in (("ring", self.ring), ("tree", self.tree)):
             out[f"net_ll_channel_GBps.{algo}"] = ll_GBps  # 0: NCCL's own rate
             out[f"proto_efficiency.net.{algo}.ll128"] = ll128
@@ -158,29 +157,22 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # CXI class went 9 -> 8 us per message (Slingshot's LL128 columns, then fitted on GH200 rows timed as LL128, moved too). The host class
 # (9 -> 8 us) no longer moves its own systems (p4de's and TCPXO's messages overlap the bytes of their
 # Tree/Simple chunks: collectives.messages_overlap), so it follows the pooled Polaris and Sirius.
-# The flush of a received Simple message is priced apart (net_flush_us: aws-ofi-nccl's 4-byte fi_read,
-# costs/net_messages.py), fitted per class with the two others.
-MESSAGE_US = 10.0
-MESSAGE_FLUSH_US = 1.0
-CXI_MESSAGE_US = 10.0
+MESSAGE_US = 8.0
+CXI_MESSAGE_US = 8.0
 CXI_INJECT_COPY_US = 12.0
-CXI_FLUSH_US = 2.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US,
-                       flush_us=MESSAGE_FLUSH_US),
+    "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
     "infiniband": DeployedNet(5, (0, 1), (0, 0.6), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
                                                    "nebius-h100, sophia-a100, together-b200, xe9680-h100",
-                              MESSAGE_US, flush_us=MESSAGE_FLUSH_US),
-    "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US,
-                        flush_us=MESSAGE_FLUSH_US),
-    "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US, flush_us=MESSAGE_FLUSH_US),
+                              MESSAGE_US),
+    "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
+    "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
     "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US,
-                             CXI_INJECT_COPY_US, CXI_FLUSH_US),
+                             CXI_INJECT_COPY_US),
     "other": DeployedNet(10, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "azure-ndmv4, gcp-a3-ultra, gh200-alps, issue309vm-h100, lambda-b200, "
                                              "mi355x, nebius-h100, oci-a100, oci-gb200, oci-h100, polaris-a100, "
-                                             "sirius-a100, sophia-a100, together-b200, xe9680-h100", MESSAGE_US,
-                         flush_us=MESSAGE_FLUSH_US),
+                                             "sirius-a100, sophia-a100, together-b200, xe9680-h100", MESSAGE_US),
 }
 
 

@@ -166,11 +166,6 @@ class TunerConstants:
     # message a rank sends in an All-to-All or SendRecv across nodes (costs/net_messages.py
     # ``p2p_messages`` at_most); 0 elsewhere. NCCL does not know it. Default: :mod:`simulator.costs.deployed`.
     net_inject_copy_us: float = 0.0
-    # What the flush of one received Simple message costs its proxy beyond ``net_message_us`` where
-    # NCCL flushes GPUDirect receives (costs/net_messages.py gdr_flush) on a host-message transport:
-    # the plugin's ``iflush``, one RMA read of 4 bytes through the NIC (aws-ofi-nccl), paid per
-    # flushed message; 0 elsewhere. NCCL does not know it. Default: :mod:`simulator.costs.deployed`.
-    net_flush_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
     # NCCL's caps, per algorithm (ring, tree: ``proto_efficiency.<algo>.<proto>``; the key without
     # the algorithm sets both): flag polling and line packing cost more on some GPUs/links than the
@@ -245,7 +240,7 @@ OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
     "min_channels", "net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "net_inject_copy_us",
-    "net_flush_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
@@ -310,7 +305,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
         elif key in ("net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "net_inject_copy_us",
-                     "net_flush_us", "nvlink_hop_extra_us"):
+                     "nvlink_hop_extra_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
