@@ -27,9 +27,10 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
 * zero 1 with ``zero1_impl: internlm`` (InternLM's ``HybridZeroOptimizer``, InternLM/InternLM
   fa7337b ``internlm/solver/optimizer/hybrid_zero_optim.py``): each bucket of accumulated bf16
   gradients is AllReduced over dp (``reduce_tensor`` with ``dst_rank=None`` → ``dist.all_reduce``
-  over ``ParallelMode.DATA``), not ReduceScattered; each rank steps its shard and broadcasts its
-  updated bf16 parameters to the others (``broadcast_params``), one broadcast per rank: the bytes
-  each link carries are an AllGather's, modelled as one.
+  over ``ParallelMode.DATA``), not ReduceScattered; each rank steps its shard (InternLM's greedy
+  split of the parameter tensors, :func:`internlm_shards`) and broadcasts its updated bf16
+  parameters to the others (``broadcast_params``): one broadcast call per rank that owns
+  parameters, in rank order on the one communicator, each a ring over the whole group.
 * ``overlap_grad_reduce: false`` (Megatron's default without ``--overlap-grad-reduce``; DeepSpeed
   ZeRO-1/2 without ``overlap_comm``): no bucket is launched during backward; every bucket's
   collective is issued in backward order once the step's backward is over
