@@ -1981,12 +1981,16 @@ Simulation cost: 9 CPU seconds for the 20 rows.
   multi-node row (+6.9% to +9.7% from 16 to 64 GPUs at TP 1): 0.29 s of the 4.03 s TP 1 step on the
   compute side, with dgx-a100's derate (fitted on Megatron-LM and MPT rows) pricing a PyTorch 1.13,
   flash-attention 1.0.5 and apex stack. The predicted compute is 3.68 s, 82% of it GEMMs (3.01 s)
-  and 0.32 s flash-attention 1 kernels: the offset is 9.5% of the GEMM time, or as much again as the
+  and 0.32 s flash-attention 1 kernels: the offset is 9.5% of the GEMM time, or about the whole
   attention time. Not diagnosed further (the GEMMs ran through flash-attn's fused_dense on cuBLASLt
   of CUDA 11.7; no kernel timing of that stack is at hand).
 - Transcribed, not scored: the multi-node `zero1=8` / `zero1=4` rows (the optimizer sharded inside
   each node while the gradients are AllReduced over all of them, which the simulator's ZeRO-1 does
-  not describe), and the FLOPS tables' TFLOPS (Megatron's eq. 3 of their TGS, three rows 2-3% off as
+  not describe). Tried as a split axis of dp (consecutive dp ranks, as `cp_a2a` splits cp), the
+  shards and broadcasts inside a node price the TP 1 rows on 16 and 32 GPUs at +10.4% and +8.9%; from
+  64 GPUs the replay's image ranks (two GPUs per NIC: dp mirrored in steps of one rank) reject a
+  group that is a block of dp ("image group ... overlaps it"), so the rows stay unscored until image
+  groups follow split axes. Also not scored: the FLOPS tables' TFLOPS (Megatron's eq. 3 of their TGS, three rows 2-3% off as
   printed). Documents packed into each row with attention inside each document
   (`pack_sample_into_one=False`) are priced as attention over 2,048 tokens, an upper bound.
 """
