@@ -57,8 +57,10 @@ NOTES = {
     "grad_reduce_dtype": "dtype of the gradient reduction (Megatron's grad_reduce_in_fp32 = fp32)",
     "gradient_accumulation_fusion": "the weight-gradient GEMM accumulates into the gradient buffer (Megatron --gradient-accumulation-fusion, 2022 on); false: autograd adds each micro-batch's weight gradients in a kernel per tensor (Megatron-LM 2020-2021)",
     "zero1_impl": "ZeRO-1 as Megatron's distributed optimizer runs it (ReduceScatter of the gradients, AllGather "
-                  "of the parameters) or as DeepSpeed's BF16_Optimizer (deepspeed-bf16, BLOOM: fp32 gradients "
-                  "accumulated every micro-batch and AllReduced whole)",
+                  "of the parameters), as DeepSpeed's BF16_Optimizer (deepspeed-bf16, BLOOM: fp32 gradients "
+                  "accumulated every micro-batch and AllReduced whole) or as InternLM's HybridZeroOptimizer of "
+                  "2023 (internlm: bf16 gradients AllReduced whole in buckets, then one broadcast of its shard "
+                  "per rank that owns parameters, in rank order)",
     "scatter_gather_tensors_in_pipeline": "without sequence parallelism: each TP rank sends 1/tp of the "
                                           "activation between pipeline stages and the receiver AllGathers it "
                                           "(Megatron-LM 2021-2023, DeepSpeed's pipeline engine); false: the "

@@ -80,8 +80,11 @@ class Parallel(BaseModel):
     # ReduceScattered, the updated parameters AllGathered) or deepspeed-bf16 (DeepSpeed's
     # BF16_Optimizer, BLOOM: every micro-batch's bf16 gradients added into fp32 ones, those
     # AllReduced whole over dp after the backward, each rank stepping its shard, then the bf16
-    # parameters AllGathered; simulator/schedule/data_parallel.py).
-    zero1_impl: Literal["megatron", "deepspeed-bf16"] = "megatron"
+    # parameters AllGathered; simulator/schedule/data_parallel.py) or internlm (InternLM's
+    # HybridZeroOptimizer of 2023: the bf16 gradients AllReduced whole over dp in buckets, each
+    # rank stepping its shard, then one broadcast of its updated bf16 shard per rank that owns
+    # parameters, in rank order).
+    zero1_impl: Literal["megatron", "deepspeed-bf16", "internlm"] = "megatron"
     # Without sequence parallelism and with tp > 1: each TP rank sends and receives 1/tp of the
     # activation (or gradient) between pipeline stages and the receiver AllGathers it over tp
     # (Megatron-LM's scatter_gather_tensors_in_pipeline, on by default Feb 2021 - Mar 2023;

@@ -1942,4 +1942,55 @@ against 0.110), since each of the ten scored-candidate rows also carries one of 
 The source stays unscored: what the floor is (the CI pods' CPU share, the fault-tolerance launcher
 and the persistent checkpoint worker beside eight ranks, or the framework) is not in the repository,
 and timing one layer of this model on such a node would tell.
+
+## InternLM-7B on A100 with four 100 Gb/s RoCE NICs per node (InternLM's training-performance page, held out)
+
+Shanghai AI Laboratory's page of July 2023 (`data/e2e/internlm_7b_train_performance.csv`) times
+InternLM-7B at 16,384 tokens per GPU and step on 8-1,024 A100 with 400 Gb/s per node, a quarter of a
+DGX A100's network, under InternLM's HybridZeroOptimizer. Scored: the `zero1=-1` throughput rows
+(optimizer sharded over the whole data-parallel group, TP 1 and 2) and the one-node rows; 20 rows,
+median |error| 11.1%, mean 11.8%, max 22.6%, signed +11.1%, every row optimistic. Nothing was fitted
+on them (no row of the source fits anything; dgx-a100's committed derate through `internlm-a100`).
+Simulation cost: 9 CPU seconds for the 20 rows.
+
+- **The optimizer as InternLM ran it (`zero1_impl: internlm`).** InternLM fa7337b AllReduces the bf16
+  gradients of each 512M-element bucket over the whole data-parallel group (`reduce_tensor` with no
+  destination rank), steps each rank's shard, and then every rank that owns parameters broadcasts
+  its flat shard, one `dist.broadcast` per owner in rank order (`broadcast_params`); the owners come
+  from a greedy split of the parameter tensors (largest first, to the least-loaded rank), so on 512
+  and 1,024 ranks only the 291 tensors' owners broadcast, each one tensor. Priced as Megatron's
+  distributed optimizer prices the gather (one AllGather per bucket, the same bytes), the 1,024-GPU
+  rows were +59.9% (TP 1) and +29.3% (TP 2), 512 GPUs +26.7% and +22.5% (source median 11.5%,
+  mean 16.3%); with the broadcasts +22.6%, +12.4%, +12.1%, +14.8% (median 11.1%, mean 11.8%).
+- **Where the 1,024-GPU TP 1 step goes.** Predicted 5.89 s against 7.21 measured: compute to the
+  end of the backward 3.63 s, the gradient AllReduce's exposed tail 0.50 s, the 291 broadcasts 1.74
+  s. The page's `zero1=8` row of the same size (the same run with the optimizer sharded inside each
+  node, so the broadcasts stay on NVLink) takes 4.52 s: the gradient AllReduce costs 4.52 − 4.02 =
+  0.50 s over the one-node step, as predicted, and the DP-wide broadcasts 7.21 − 4.52 = 2.69 s, of
+  which the simulator prices 1.74 (65%). Likewise 1.45 s measured against 0.93 at 512 GPUs, 0.93
+  against 0.59 at 256, 0.42 against 0.36 at 128.
+- **The measured broadcasts cost ~8 µs per rank of the ring, per call.** Less their bytes (14 GB
+  through the node's four NICs, ~0.31 s at any size), the measured broadcast phase is 0.9, 2.4, 3.9
+  and 8.2 ms per call on 128, 256, 512 and 1,024 ranks: 6.8-9.4 µs times the ring's length. That is
+  the signature of a pipelined ring broadcast's fill (a call's first chunk crosses n − 1 hops before
+  the last rank holds it), which NCCL's tuner latency for a ring broadcast (base plus one hop) leaves
+  out. The simulator's broadcast grows with n only through the ring window stall
+  (`costs/collectives.py`, `window_stall_us`), ~6 µs per rank at 1,024 and less below. Not
+  modelled: a ring-broadcast fill; `data/nccl/` holds no measured broadcast sweep to ground one.
+- **One node: +6.6% to +7.6% at TP 1, +10.3% and +12.0% at TP 2,** and the same offset under every
+  multi-node row (+6.9% to +9.7% from 16 to 64 GPUs at TP 1): 0.29 s of the 4.03 s TP 1 step on the
+  compute side, with dgx-a100's derate (fitted on Megatron-LM and MPT rows) pricing a PyTorch 1.13,
+  flash-attention 1.0.5 and apex stack. The predicted compute is 3.68 s, 82% of it GEMMs (3.01 s)
+  and 0.32 s flash-attention 1 kernels: the offset is 9.5% of the GEMM time, or about the whole
+  attention time. Not diagnosed further (the GEMMs ran through flash-attn's fused_dense on cuBLASLt
+  of CUDA 11.7; no kernel timing of that stack is at hand).
+- Transcribed, not scored: the multi-node `zero1=8` / `zero1=4` rows (the optimizer sharded inside
+  each node while the gradients are AllReduced over all of them, which the simulator's ZeRO-1 does
+  not describe). Tried as a split axis of dp (consecutive dp ranks, as `cp_a2a` splits cp), the
+  shards and broadcasts inside a node price the TP 1 rows on 16 and 32 GPUs at +10.4% and +8.9%; from
+  64 GPUs the replay's image ranks (two GPUs per NIC: dp mirrored in steps of one rank) reject a
+  group that is a block of dp ("image group ... overlaps it"), so the rows stay unscored until image
+  groups follow split axes. Also not scored: the FLOPS tables' TFLOPS (Megatron's eq. 3 of their TGS, three rows 2-3% off as
+  printed). Documents packed into each row with attention inside each document
+  (`pack_sample_into_one=False`) are priced as attention over 2,048 tokens, an upper bound.
 """

@@ -31,6 +31,7 @@ from simulator.e2e_validation.scenarios import (
 )
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
 from simulator.e2e_validation.llama3_sources import llama3
+from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.megascale_sources import megascale
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
@@ -791,6 +792,20 @@ SOURCES: list[Source] = [
             "simulator/e2e_validation/megascale_sources.py).",
             "The cluster runs on the dgx-a100 profile (8 x 200 Gb/s per node as printed; the GPU model and NVLink are "
             "not): its RoCE fabric (Tomahawk 4, three layers at 1:1) and congestion control are not modelled."]),
+    Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
+           "internlm_7b_train_performance.csv", internlm,
+           ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "
+            "GPU and step, TP 1 and 2, no pipeline; see the file's header and "
+            "simulator/e2e_validation/internlm_sources.py.",
+            "InternLM's HybridZeroOptimizer (zero1_impl: internlm): the bf16 gradients AllReduced over the "
+            "data-parallel group in 512M-element buckets during the backward, then one broadcast per rank that "
+            "owns parameters (InternLM's greedy split of the parameter tensors), in rank order.",
+            "Scored: the zero1=-1 rows (the optimizer sharded over the whole data-parallel group) and the "
+            "one-node rows; the multi-node zero1=8 / zero1=4 rows shard within a node, which the simulator's "
+            "ZeRO-1 does not describe: transcribed, not scored.",
+            "The cluster runs on the internlm-a100 profile (dgx-a100 with four 100 Gb/s NICs per node, as "
+            "printed; the RoCE fabric itself is not modelled). Documents packed with attention within each "
+            "(pack_sample_into_one=False) are priced as attention over 2,048 tokens."]),
     Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
            "megatron_ci_golden_values.csv", megatron_ci,
            ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
@@ -968,7 +983,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "dgxc_llama"})
+                              "megascale", "dgxc_llama", "internlm"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -24,6 +24,13 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
   4 + 4 bytes per parameter); after the backward the whole fp32 gradient is AllReduced over dp
   (``_bf16_reduce_grads`` → ``buffered_allreduce_fallback``, not a ReduceScatter), each rank steps
   its shard and the bf16 parameters are AllGathered as in stage 1.
+* zero 1 with ``zero1_impl: internlm`` (InternLM's ``HybridZeroOptimizer``, InternLM/InternLM
+  fa7337b ``internlm/solver/optimizer/hybrid_zero_optim.py``): each bucket of accumulated bf16
+  gradients is AllReduced over dp (``reduce_tensor`` with ``dst_rank=None`` → ``dist.all_reduce``
+  over ``ParallelMode.DATA``), not ReduceScattered; each rank steps its shard (InternLM's greedy
+  split of the parameter tensors, :func:`internlm_shards`) and broadcasts its updated bf16
+  parameters to the others (``broadcast_params``): one broadcast call per rank that owns
+  parameters, in rank order on the one communicator, each a ring over the whole group.
 * ``overlap_grad_reduce: false`` (Megatron's default without ``--overlap-grad-reduce``; DeepSpeed
   ZeRO-1/2 without ``overlap_comm``): no bucket is launched during backward; every bucket's
   collective is issued in backward order once the step's backward is over
@@ -217,6 +224,17 @@ class _Bucket:
     chunk: int = 0  # the model chunk (virtual pipeline stage) whose buffer holds it
 
 
+def internlm_shards(numels: list[int], ranks: int) -> list[int]:
+    """The elements each rank of a ZeRO group of ``ranks`` owns under InternLM's
+    ``HybridZeroOptimizer._partition_param_list`` (InternLM fa7337b): the parameter tensors,
+    largest first, each to the rank that owns the fewest elements so far (the first such rank);
+    the ranks that own none are left out (they broadcast nothing)."""
+    owned = [0] * ranks
+    for n in sorted(numels, reverse=True):
+        owned[owned.index(min(owned))] += n
+    return [n for n in owned if n]
+
+
 def make_buckets(units_bwd_order: list[ParamUnit], bucket_elements: int) -> list[_Bucket]:
     """Pack parameters in backward order into buckets of at least `bucket_elements` (Megatron
     closes a bucket once it reaches the size; a larger parameter gets a bucket of its own)."""
@@ -353,7 +371,8 @@ class BucketedSync(GradSync):
     def _reductions_of(self, unit: ParamUnit) -> tuple[tuple[str, CollectiveKind, tuple[str, ...], int, str, str], ...]:
         """(name before its micro-batch, kind, axes, bytes, stream, dtype) of each collective
         :meth:`_reduce` issues for ``unit``, as :meth:`_comm` makes them."""
-        op: CollectiveKind = "allreduce" if self.zero == 0 or self.bf16_fp32_grads else "reducescatter"
+        whole = self.zero == 0 or self.bf16_fp32_grads or self.scn.parallel.zero1_impl == "internlm"
+        op: CollectiveKind = "allreduce" if whole else "reducescatter"
         out = []
         for i, b in enumerate(self.buckets.get(unit.name, ())):
             axes = self._bucket_axes(b)
@@ -390,6 +409,18 @@ class BucketedSync(GradSync):
                          recvs=(Transfer("pp", offset, nbytes, recv_key),), deps=after, tag=Tag("opt")))
         return after + (x,)
 
+    def _broadcast_shards(self, pb: ProgramBuilder, step: int) -> int:
+        """InternLM's ``broadcast_params``: every rank that owns parameters broadcasts its flat
+        bf16 shard (:func:`internlm_shards`) to the data-parallel group, one ``dist.broadcast``
+        per owner, issued in rank order on the one communicator's stream: the calls run one
+        after another, each paying its ring's pipeline over the whole group."""
+        last = step
+        numels = [m.numel for c in self.chunks for u in c for m in u.modules if not m.expert]
+        for rank, numel in enumerate(internlm_shards(numels, self.group_size)):
+            last = self._comm(pb, f"dp.param.broadcast.r{rank}", "broadcast", numel * PARAM_BYTES, (last,),
+                              Tag("opt"), dtype="bf16")
+        return last
+
     def finish(self, pb: ProgramBuilder, after: tuple[int, ...]) -> int:
         self._reduce_deferred(pb, after)
         after = self.tied_embedding_allreduce(pb, after)
@@ -406,6 +437,8 @@ class BucketedSync(GradSync):
         amax = {expert: self.fp8_amax_allreduce(pb, (step,), expert) for expert in (False, True)}
         if self.overlap_param_gather:  # the gathers run in the next step's forward
             return max((step, *amax[False], *amax[True]))
+        if self.scn.parallel.zero1_impl == "internlm":
+            return self._broadcast_shards(pb, step)
         last = step
         for i, b in enumerate(self.all_buckets):
             if self._bucket_axes(b):

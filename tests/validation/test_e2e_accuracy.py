@@ -123,7 +123,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                                                        "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                                                        "megatron2022", "vtrain_multi", "vtrain_single",
                                                                        "megatron_ci", "llama3", "usp", "megascale",
-                                                                       "dgxc_llama"))
+                                                                       "dgxc_llama", "internlm"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -135,7 +135,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
-    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan"}
+    # InternLM of 2023: PyTorch 1.13 ops around flash-attn 1 and apex's RMSNorm
+    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan", "internlm"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -156,7 +157,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
-                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}}
+                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
