@@ -459,8 +459,11 @@ _OCI_GB300_OP_NOTE = {
     ("1tray", "alltoall"): "; the 628 GB/s busbw plateau is 0.84 of the NVLink write rate the model gives p2p "
                            "(900 x 0.83): +19% to +43% fast from 16 MiB",
     ("1rack", "alltoall"): "; 2-16 MiB take 33-127 us where the model adds 63 NVLink Simple hops in order (225-245 us, "
-                           "-48% to -86%): NCCL gives the 64 rounds of one node delta 8 channel bases "
-                           "(ncclP2pChannelBaseForRound, batches of 8), so they do not all run in order; not modelled",
+                           "-48% to -86%). In one NVLink domain NCCL gives every round its own channel base "
+                           "(channel.h ncclP2pChannelBaseForRound: base = p2pRound when nNodes == 1), but pricing the "
+                           "rounds side by side (rccl_p2p.rounds_have_own_channels) makes every one-node All-to-All too "
+                           "fast (this sweep 19.6% -> 38.3% from 1 MiB, 1 tray 20.6% -> 43.8%, 8 x H100 10.7% -> 14.1%): "
+                           "the in-order hops stand for a ramp of the bytes the model lacks; not modelled",
     ("2rack", "alltoall"): "; 47.7 GB/s busbw from 128 MiB (24 GB/s per GPU across the racks) against 117 modelled "
                            "(+146%; 4 NICs: +96%); Oracle's GB200 README runs the same 2 x 16 trays at 90: "
                            "that run's fabric or settings, not modelled",
