@@ -111,6 +111,8 @@ FIT_EXCLUDED = {
                  "not of the RoCE hops; added as an unseen system (scored, not fitted)",
     "oci-mi355x": "MI355X with 8 Pollara 400 NICs on Oracle Cloud, 8-16 GiB only, added as an unseen system: no row is "
                   "the network's latency (scored, not fitted)",
+    "oci-mi300x": "2 x 8 MI300X over RoCE on Oracle Cloud, 1-16 GiB only, added as an unseen system: no row is the "
+                  "network's latency (scored, not fitted)",
 }
 # Excluded from the per-message cost's fit as well: their messages are another plugin release's.
 MESSAGE_FIT_EXCLUDED = frozenset({"aws-p4d-2021"})

@@ -489,6 +489,14 @@ CASES.update({
              + _OCI_MI355X_NOTE.get((nodes, op), ""))
     for nodes in (1, 2, 4) for op in ("allreduce", "alltoall")
 })
+# Oracle Cloud's MI300X shape on OKE's Slurm operator (data/nccl/INDEX.md): mi300x's node (8 MI300X, 8 x 400 Gb/s),
+# RoCE between the nodes.
+CASES.update({
+    "mi300x16_allreduce_2node_oci_roce": Case(
+        "mi300x", "allreduce", 16, 8, family="oci-mi300x", transport="roce",
+        note="2 x Oracle Cloud BM.GPU.MI300X.8, 8 RoCE NICs per node of unprinted speed (modelled as mi300x's 8 x "
+             "400 Gb/s), RCCL release not printed, NCCL_IB_QPS_PER_CONNECTION=4; 1-16 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",

@@ -243,6 +243,7 @@ MESH_MULTINODE_PLATEAU = {
     # Oracle Cloud's MI355X with 8 Pollara 400 NICs, 8-16 GiB only (scored, not fitted): 2.4% and 1.9%
     "mi355x16_allreduce_2node_oci_pollara": 0.03,
     "mi355x32_allreduce_4node_oci_pollara": 0.03,
+    "mi300x16_allreduce_2node_oci_roce": 0.03,  # 1.7% (2 x 8 MI300X over RoCE, Oracle Cloud; scored, not fitted)
 }
 
 

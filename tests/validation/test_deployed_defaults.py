@@ -517,6 +517,8 @@ LOSO_BOUNDS = {
     # 2.5% / +2.3% / 2.5%; left: the one-node AllReduce -22% (408 GB/s busbw against the assumed xGMI efficiency's
     # 320) and the 4-node All-to-All +22%
     "oci-mi355x": TARGETS,
+    # 2 x 8 MI300X over RoCE on Oracle Cloud (OKE), 1-16 GiB, scored, not fitted: 1.7% / -1.7% / 1.7% (Ring/Simple)
+    "oci-mi300x": TARGETS,
     # Oracle Cloud's GB300 NVL72 trays (1 and 2 trays, 1 and 2 racks; AllReduce and All-to-All, 512 KiB-16 GiB) on
     # the GB200 NVL72 profile with 8 NICs per tray, scored, not fitted: 17.4% / +9.9% / 17.9%. Left: NVLS's per-call
     # cost growing with the trays of the domain (17.9 / 30.3 / 66.3 us at 512 KiB on 1 / 2 / 16 trays), the 2-rack
