@@ -105,6 +105,14 @@ FIT_EXCLUDED = {
                    "on; scored with the pooled row. Its 1-128 MiB rows, up to 3.5x slower than the bytes and hops of the "
                    "Simple protocol its stack enforces, are the fill of NCCL 2.21's 1 MiB Tree/Simple chunks "
                    "(costs/tree_pipeline.py); it does help fit the host-message cost (fit_table)",
+    "oci-gb300": "GB300 NVL72 trays on Oracle Cloud (1 and 2 trays, 1 and 2 racks), modelled on gb200-nvl72: its "
+                 "errors below 64 MiB are NVLS inside the rack (18, 30 and 66 us at 512 KiB on 1, 2 and 16 trays) and a "
+                 "~490 us floor of the 2-rack AllReduce at 512 KiB-16 MiB, costs of the NVLink domain and of that run, "
+                 "not of the RoCE hops; added as an unseen system (scored, not fitted)",
+    "oci-mi355x": "MI355X with 8 Pollara 400 NICs on Oracle Cloud, 8-16 GiB only, added as an unseen system: no row is "
+                  "the network's latency (scored, not fitted)",
+    "oci-mi300x": "2 x 8 MI300X over RoCE on Oracle Cloud, 1-16 GiB only, added as an unseen system: no row is the "
+                  "network's latency (scored, not fitted)",
 }
 # Excluded from the per-message cost's fit as well: their messages are another plugin release's.
 MESSAGE_FIT_EXCLUDED = frozenset({"aws-p4d-2021"})

@@ -44,6 +44,7 @@ class Case:
     nvls: bool = True  # False: the header's env sets NCCL_NVLS_ENABLE=0
     proto: str | None = None  # the header's env pins one NCCL_PROTO (LL, LL128, Simple)
     nic_ports: int | None = None  # ports per NIC when the cluster's NICs are not the profile's (nics.ports)
+    nics: int | None = None  # NICs per node when the cluster has more or fewer than the profile (nics.count)
     min_channels: int | None = None  # the header's env sets NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS
 
     @property
@@ -466,6 +467,62 @@ CASES.update({
              "not modelled (data/nccl/INDEX.md)")
     for nodes in (2, 8, 64)
 })
+# Oracle Cloud's GB300 NVL72 racks (data/nccl/INDEX.md): no GB300 profile is bundled, so the sweeps run on
+# the GB200 NVL72 profile, the same NVLink 5 rack of 18 trays x 4 GPUs, with the tray's 8 RoCE NICs of 400 Gb/s
+# (BM.GPU.GB300.4; gb200-nvl72 has 4) and RoCE between the racks, as a new user would set it up.
+_OCI_GB300_LAYOUT = {"1tray": (1, None), "2tray": (2, None), "1rack": (16, None), "2rack": (32, 16)}
+_OCI_GB300_NOTE = ("Oracle Cloud BM.GPU.GB300.4 trays (4 B300, 8 x 400 Gb/s RoCE NICs) in GB300 NVL72 racks, NCCL 2.28.7, "
+                   "NVLS and MNNVL on, 512 KiB-16 GiB; modelled on the GB200 NVL72 profile with 8 NICs per tray")
+_OCI_GB300_OP_NOTE = {
+    ("2tray", "allreduce"): "; 4-64 MiB (NVLS/Simple) +23% to +46% fast, where the one-tray run is within 17%",
+    ("1rack", "allreduce"): "; NVLS's per-call cost grows with the trays of the domain, not modelled: 512 KiB takes 17.9, "
+                            "30.3 and 66.3 us on 1, 2 and 16 trays (27.5 us modelled at 16), so 512 KiB-16 MiB are "
+                            "+43% to +141% fast; 16 GiB reaches 930 GB/s busbw, above the 838 of the NVLS bound "
+                            "(costs/nvls_reduce.py, from B200), -12%",
+    ("2rack", "allreduce"): "; 512 KiB-16 MiB take a flat ~490 us (NVLSTree modelled at 70-146 us, +250% to +780%), "
+                            "a per-call cost of that run the model's latency terms do not reach; from 512 MiB "
+                            "-2% to +13%",
+    ("1tray", "alltoall"): "; the 628 GB/s busbw plateau is 0.84 of the NVLink write rate the model gives p2p "
+                           "(900 x 0.83): +19% to +43% fast from 16 MiB",
+    ("1rack", "alltoall"): "; 2-16 MiB take 33-127 us where the model adds 63 NVLink Simple hops in order (225-245 us, "
+                           "-48% to -86%). In one NVLink domain NCCL gives every round its own channel base "
+                           "(channel.h ncclP2pChannelBaseForRound: base = p2pRound when nNodes == 1), but pricing the "
+                           "rounds side by side (rccl_p2p.rounds_have_own_channels) makes every one-node All-to-All too "
+                           "fast (this sweep 19.6% -> 38.3% from 1 MiB, 1 tray 20.6% -> 43.8%, 8 x H100 10.7% -> 14.1%): "
+                           "the in-order hops stand for a ramp of the bytes the model lacks; not modelled",
+    ("2rack", "alltoall"): "; 47.7 GB/s busbw from 128 MiB (24 GB/s per GPU across the racks) against 117 modelled "
+                           "(+146%; 4 NICs: +96%); Oracle's GB200 README runs the same 2 x 16 trays at 90: "
+                           "that run's fabric or settings, not modelled",
+}
+CASES.update({
+    f"gb300x{4 * nodes}_{op}_{tag}_oci_nvl72" + ("_roce" if tag == "2rack" else ""): Case(
+        "gb200-nvl72", op, 4 * nodes, 4, family="oci-gb300", transport="roce", nics=8, domain_nodes=domain,
+        note=_OCI_GB300_NOTE + _OCI_GB300_OP_NOTE.get((tag, op), ""))
+    for tag, (nodes, domain) in _OCI_GB300_LAYOUT.items() for op in ("allreduce", "alltoall")
+})
+# Oracle Cloud's MI355X 'Pollara' shape (data/nccl/INDEX.md): mi355x's own node (8 MI355X, 8 Pollara 400 NICs);
+# the README prints the 8 and 16 GiB rows only and no command line.
+_OCI_MI355X_NOTE = {
+    (1, "allreduce"): "; one node reaches 408 GB/s busbw, 58 GB/s per xGMI link, where mi355x's assumed link efficiency "
+                      "(0.69, carried over from MI300X) gives 320 (-22%); its All-to-All, on the same links, is within 3%",
+    (4, "alltoall"): "; 4 nodes: 50.4 GB/s busbw against 61.3 modelled (+22%), where 2 nodes (86.7) are within 3%",
+}
+CASES.update({
+    f"mi355x{8 * nodes}_{op}_{nodes}node_oci_pollara": Case(
+        "mi355x", op, 8 * nodes, 8, family="oci-mi355x",
+        note="Oracle Cloud BM.GPU.MI355x.v0.8 with 8 AMD Pollara 400 NICs per node (mi355x's NICs), RCCL release and "
+             "env not printed (the README's images carry RCCL 2.26.6 and AMD's ANP plugin); 8-16 GiB only"
+             + _OCI_MI355X_NOTE.get((nodes, op), ""))
+    for nodes in (1, 2, 4) for op in ("allreduce", "alltoall")
+})
+# Oracle Cloud's MI300X shape on OKE's Slurm operator (data/nccl/INDEX.md): mi300x's node (8 MI300X, 8 x 400 Gb/s),
+# RoCE between the nodes.
+CASES.update({
+    "mi300x16_allreduce_2node_oci_roce": Case(
+        "mi300x", "allreduce", 16, 8, family="oci-mi300x", transport="roce",
+        note="2 x Oracle Cloud BM.GPU.MI300X.8, 8 RoCE NICs per node of unprinted speed (modelled as mi300x's 8 x "
+             "400 Gb/s), RCCL release not printed, NCCL_IB_QPS_PER_CONNECTION=4; 1-16 GiB only"),
+})
 NOT_MODELLED = {
     "h200x8_allreduce_1node_torchdist": "measured with PyTorch all_reduce_bench.py, no time column: "
                                         "not an nccl-tests timing, so it is not scored",
@@ -555,6 +612,9 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
     if case.nic_ports and case.nic_ports != profile.node.nics.ports:
         nics = profile.node.nics.model_copy(update={"ports": case.nic_ports})
+        profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
+    if case.nics and case.nics != profile.node.nics.count:
+        nics = profile.node.nics.model_copy(update={"count": case.nics})
         profile = profile.model_copy(update={"node": profile.node.model_copy(update={"nics": nics})})
     if not case.nvls and profile.node.scale_up.nvls:  # NCCL_NVLS_ENABLE=0: no NVLS graph, no NVLS/NVLSTree
         scale_up = profile.node.scale_up.model_copy(update={"nvls": False})

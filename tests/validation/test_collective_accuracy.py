@@ -240,6 +240,10 @@ MESH_MULTINODE_PLATEAU = {
     "mi300x16_allreduce_2node_aac10_roce": 0.05,
     "mi355x16_allreduce_2node_aac14_pollara": 0.08,
     "mi355x16_allreduce_2node_alibaba_ainic": 0.04,  # 2.0% (RCCL 2.27.7, 8 AMD AI NICs; scored, not fitted)
+    # Oracle Cloud's MI355X with 8 Pollara 400 NICs, 8-16 GiB only (scored, not fitted): 2.4% and 1.9%
+    "mi355x16_allreduce_2node_oci_pollara": 0.03,
+    "mi355x32_allreduce_4node_oci_pollara": 0.03,
+    "mi300x16_allreduce_2node_oci_roce": 0.03,  # 1.7% (2 x 8 MI300X over RoCE, Oracle Cloud; scored, not fitted)
 }
 
 
@@ -425,6 +429,36 @@ def test_nvl72_one_and_two_racks_run_nvls():
         for p in r.points:
             if p.size_bytes >= 4 * 1024 * MiB:
                 assert p.predicted_busbw_GBps == pytest.approx(p.measured_busbw_GBps, rel=0.08), (name, p.size_bytes)
+
+
+def test_gb300_nvls_plateau_is_the_b200_switch_rate():
+    """Oracle Cloud's GB300 NVL72 trays (NCCL 2.28.7, NVLS on), modelled on gb200-nvl72: one and two
+    trays run NVLS and two racks NVLSTree from 4 MiB, and the two trays' 2-16 GiB plateau (823-842 GB/s
+    busbw) is the switches' reduction rate measured on 8 B200 of another machine (838 GB/s,
+    costs/nvls_reduce.py), within 2% (-0.8% to -1.1% achieved)."""
+    for name, algo in (("gb300x4_allreduce_1tray_oci_nvl72", "nvls"), ("gb300x8_allreduce_2tray_oci_nvl72", "nvls"),
+                       ("gb300x128_allreduce_2rack_oci_nvl72_roce", "nvls_tree")):
+        r = _result(name)
+        assert {p.algorithm for p in r.points if p.size_bytes >= 4 * MiB} == {algo}, name
+    for p in _result("gb300x8_allreduce_2tray_oci_nvl72").points:
+        if p.size_bytes >= 2048 * MiB:
+            assert p.predicted_busbw_GBps == pytest.approx(p.measured_busbw_GBps, rel=0.02), p.size_bytes
+
+
+def test_a_nic_count_in_the_case_replaces_the_profiles():
+    """A GB300 tray has 8 RoCE NICs of 400 Gb/s (its header) where the gb200-nvl72 profile has 4: the
+    case's count reaches the profile the sweep is predicted on, and the two racks' All-to-All, whose
+    bytes between the racks cross the NICs, runs faster with 8 than with 4."""
+    from dataclasses import replace
+
+    from simulator.calibration.sweep_prediction import CASES, case_profile
+    from simulator.config.hardware import load_profile
+
+    case = CASES["gb300x128_alltoall_2rack_oci_nvl72_roce"]
+    assert case_profile(case).node.nics.count == 8 and load_profile("gb200-nvl72").node.nics.count == 4
+    sweep = read_sweep(DATA_DIR / "gb300x128_alltoall_2rack_oci_nvl72_roce.csv")
+    eight, four = predict_sweep(sweep, case).points[-1], predict_sweep(sweep, replace(case, nics=4)).points[-1]
+    assert eight.predicted_busbw_GBps > 1.2 * four.predicted_busbw_GBps
 
 
 def test_nvls_enable_0_in_the_header_keeps_nvls_off():

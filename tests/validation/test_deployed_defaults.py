@@ -513,6 +513,18 @@ LOSO_BOUNDS = {
     # a send across nodes pays Ring/Simple's, the protocol it runs (collectives.net_p2p_protocol: no LL buffers
     # on a network p2p connection)
     "together-b200": TARGETS,
+    # Oracle Cloud's MI355X with 8 Pollara 400 NICs (8 and 16 GiB rows of 1, 2 and 4 nodes), scored, not fitted:
+    # 2.5% / +2.3% / 2.5%; left: the one-node AllReduce -22% (408 GB/s busbw against the assumed xGMI efficiency's
+    # 320) and the 4-node All-to-All +22%
+    "oci-mi355x": TARGETS,
+    # 2 x 8 MI300X over RoCE on Oracle Cloud (OKE), 1-16 GiB, scored, not fitted: 1.7% / -1.7% / 1.7% (Ring/Simple)
+    "oci-mi300x": TARGETS,
+    # Oracle Cloud's GB300 NVL72 trays (1 and 2 trays, 1 and 2 racks; AllReduce and All-to-All, 512 KiB-16 GiB) on
+    # the GB200 NVL72 profile with 8 NICs per tray, scored, not fitted: 17.4% / +9.9% / 17.9%. Left: NVLS's per-call
+    # cost growing with the trays of the domain (17.9 / 30.3 / 66.3 us at 512 KiB on 1 / 2 / 16 trays), the 2-rack
+    # AllReduce's ~490 us floor to 16 MiB, the 1-rack All-to-All's 63 NVLink peers priced in order (-48..-86% at
+    # 2-16 MiB) and the 2-rack All-to-All's 47.7 GB/s plateau (+146%) (the cases' notes in sweep_prediction.CASES)
+    "oci-gb300": (0.18, TARGET_SIGNED, 0.19),
 }
 
 
