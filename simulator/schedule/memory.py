@@ -360,7 +360,10 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     output and the probabilities), so the combine's unpermute takes no probabilities; the
     dispatch's permute and sort (``moe_utils.permute`` / ``sort_chunks_by_idxs``, fused or
     ``index_select``) and the All-to-All / DeepEP autograd functions save only index maps and
-    handles. No permuted token buffer beyond FC1's input outlives the forward."""
+    handles. No permuted token buffer beyond FC1's input outlives the forward. Without a weighted
+    kernel (``training.moe_activation: unfused``: GeLU experts, or bias_activation_fusion off) the
+    activation and the multiply by the probabilities are two autograd ops, and the multiply saves
+    the activation's output: f/etp elements more per row (``bias_act_func``, same file)."""
     from simulator.schedule.moe import MoESpec
 
     m, B = scn.model, scn.training.act_bytes
@@ -371,11 +374,17 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     w = m.expert_hidden
     routed = spec.rows * (w + k_m * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
+    # moe_activation unfused: the multiply by the probabilities after the activation saves the
+    # activation's output too (experts.py bias_act_func without a weighted kernel)
+    if scn.training.moe_activation == "unfused":
+        routed += spec.rows * m.moe_ffn_hidden / spec.etp * B
     # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
-    # norm's output (the router's and the dispatch's input); both are rebuilt in backward
+    # norm's output (the router's and the dispatch's input); both are rebuilt in backward. The
+    # checkpointed bias_act_func drops what it saves inside as well (the unfused multiply's input).
     dropped = 0.0
     if "moe_act" in scn.training.recompute_modules:
-        dropped += spec.rows * m.moe_ffn_hidden / spec.etp * B
+        unfused = scn.training.moe_activation == "unfused"
+        dropped += (2 if unfused else 1) * spec.rows * m.moe_ffn_hidden / spec.etp * B
     if "layernorm" in scn.training.recompute_modules:
         dropped += tokens * m.hidden * B
     latent = tokens * w * B if m.moe_latent_size else 0.0
