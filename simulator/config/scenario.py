@@ -353,9 +353,10 @@ def check_moe(scn: Scenario, dp: int) -> None:
             _fail(scn, f"parallel.{key}", f"{key}={getattr(p, key)} needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         t = scn.training
-        if t.recompute_modules or t.moe_expert_bias != "none" or t.moe_activation != "fused":
+        if t.recompute_modules or t.moe_expert_bias != "none" or t.moe_activation != "fused" or t.moe_grouped_gemm:
             key = ("recompute_modules" if t.recompute_modules else
-                   "moe_expert_bias" if t.moe_expert_bias != "none" else "moe_activation")
+                   "moe_expert_bias" if t.moe_expert_bias != "none" else
+                   "moe_activation" if t.moe_activation != "fused" else "moe_grouped_gemm")
             _fail(scn, f"training.{key}", f"{key} describes the MoE layers: it needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         return

@@ -424,6 +424,12 @@ class Training(_Strict):
         "expert and the concatenation of the split gradients) | per_expert_fc1_fc2 (NeMo AutoModel's grouped_gemm experts, "
         "GroupedExpertsDeepEP: the same for FC2, and FC1's bias added by a split, an add per local expert and a "
         "concatenation too)")
+    moe_grouped_gemm: bool = Field(
+        default=False, description="Megatron-Core's --moe-grouped-gemm (default off) with TransformerEngine "
+        "(fused_kernels): the experts run as TE GroupedLinear, whose grouped GEMM keeps one cuBLAS workspace per "
+        "compute stream (transformer_engine/pytorch/cpp_extensions/gemm.py get_cublas_workspace: "
+        "get_num_cublas_streams() = 4, common/util/multi_stream.cpp) for the whole run: 4 x 32 MiB on Hopper "
+        "and later, 4 x 4 MiB before. Memory only: the step-time model runs the experts as grouped GEMMs either way")
     moe_activation: Literal["fused", "unfused"] = Field(
         default="fused", description="how the routed experts weight their rows by the router probabilities: "
         "fused (Megatron-Core's weighted_bias_swiglu_impl / weighted_squared_relu_impl: the probabilities "

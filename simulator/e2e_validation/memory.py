@@ -83,8 +83,8 @@ def row_scenario(row: Row) -> dict:
 def add_expert_plan(row: Row, model: dict, parallel: dict, training: dict) -> None:
     """The expert columns of a Mixture-of-Experts row (Megatron-Core's --num-experts, --moe-router-topk,
     --moe-ffn-hidden-size, --moe-shared-expert-intermediate-size, --expert-model-parallel-size,
-    --expert-tensor-parallel-size, --moe-token-dispatcher-type, and whether the experts weight their rows
-    inside the activation kernel) into the scenario mapping."""
+    --expert-tensor-parallel-size, --moe-token-dispatcher-type, --moe-grouped-gemm, and whether the
+    experts weight their rows inside the activation kernel) into the scenario mapping."""
     shared = parse_int(row["shared_ffn_hidden"])
     model.update(experts=parse_int(row["experts"]), top_k=parse_int(row["top_k"]),
                  moe_ffn_hidden=parse_int(row["moe_ffn_hidden"]))
@@ -93,6 +93,7 @@ def add_expert_plan(row: Row, model: dict, parallel: dict, training: dict) -> No
     parallel.update(ep=parse_int(row["ep"], 1), etp=parse_int(row["etp"], parallel["tp"]),
                     moe_dispatcher=row["moe_dispatcher"] or "allgather")
     training["moe_activation"] = row["moe_activation"] or "fused"
+    training["moe_grouped_gemm"] = _flag(row["moe_grouped_gemm"])
 
 
 def estimate_for(scn: Scenario, measured_rank: str) -> MemoryEstimate:

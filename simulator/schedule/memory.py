@@ -116,7 +116,8 @@ GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cu
 workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
 ``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
 (``fused_kernels``), TE's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before,
-``get_cublas_workspace_size_bytes``).
+``get_cublas_workspace_size_bytes``), and TE's grouped GEMM of the experts
+(``training.moe_grouped_gemm``) four more of the same size, one per compute stream.
 
 **Fragmentation** (reserved − allocated). PyTorch's caching allocator (``CUDACachingAllocator.cpp``)
 rounds requests up to 512 B, serves those ≤ 1 MiB from 2 MiB segments and those of 1–10 MiB
@@ -179,6 +180,10 @@ NCCL_CHANNELS = 16
 
 CUBLAS_WORKSPACE = {"new": 8 * 4 * MiB, "old": 2 * 4 * MiB + 8 * 16 * KiB}  # PyTorch's default config
 TE_WORKSPACE = {"new": 32 * MiB, "old": 4 * MiB}
+# TransformerEngine's grouped GEMM: a workspace per compute stream, cached for the run
+# (pytorch/cpp_extensions/gemm.py get_cublas_workspace(grouped_gemm=True); num_compute_streams = 4
+# in common/util/multi_stream.cpp, TE d0067d0da)
+TE_GROUPED_GEMM_STREAMS = 4
 
 
 @dataclass(frozen=True)
@@ -552,9 +557,13 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
 
 
 def workspace_bytes(scn: Scenario) -> float:
-    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels."""
+    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels; TE's grouped
+    GEMM (``training.moe_grouped_gemm``) keeps one more per compute stream
+    (:data:`TE_GROUPED_GEMM_STREAMS`)."""
     gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
-    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if scn.training.fused_kernels else 0)
+    te = scn.training.fused_kernels
+    grouped = TE_GROUPED_GEMM_STREAMS if te and scn.training.moe_grouped_gemm and scn.model.moe else 0
+    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
 
 
 def communicators(scn: Scenario) -> int:

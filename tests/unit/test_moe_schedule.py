@@ -406,10 +406,10 @@ def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispat
 
 
 @pytest.mark.parametrize("training", [{"recompute_modules": ["moe_act"]}, {"moe_expert_bias": "per_expert"},
-                                      {"moe_activation": "unfused"}])
+                                      {"moe_activation": "unfused"}, {"moe_grouped_gemm": True}])
 def test_moe_only_training_keys_need_experts(make, training):
-    """recompute_modules, moe_expert_bias and moe_activation act on the MoE layers: a dense model is
-    told so."""
+    """recompute_modules, moe_expert_bias, moe_activation and moe_grouped_gemm act on the MoE layers:
+    a dense model is told so."""
     with pytest.raises(InputError, match=next(iter(training))):
         make({}, training=training, model={"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0})
 

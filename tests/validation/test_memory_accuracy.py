@@ -37,7 +37,7 @@ def test_median_error_over_held_out_memory_rows():
     assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.05
     assert by_source["megatron_functional_tests_gpt_small"]["median_abs"] <= 0.05
     assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.09
-    assert by_source["megatron_functional_tests_moe"]["median_abs"] <= 0.07
+    assert by_source["megatron_functional_tests_moe"]["median_abs"] <= 0.06
     biased = {src: s["signed_median"] for src, s in by_source.items()
               if src not in ("torchtitan_h200_2025", "megatron_functional_tests_moe")
               and abs(s["signed_median"]) > 0.04}
@@ -68,14 +68,42 @@ def test_megatron_small_model_suite():
 def test_megatron_moe_suite():
     """Megatron-Core's MoE functional tests on H100 (data/e2e/peak_memory_moe.csv: 12-layer h=512
     GPT with 4 or 8 GeLU experts, top-1/2, EP 2-8, ETP 1-2, TP/CP/PP, allgather and alltoall
-    dispatchers, distributed optimizer or not), held out: median |error| 9.5% before the unfused
-    probability multiply's saved activation output was modelled, 6.6% after; every row still
-    under-predicted (what remains is not the experts' activations: the two fp32-router cases are
-    11% and 18% under), none by more than 19%."""
+    dispatchers, distributed optimizer or not), held out: median |error| 9.5% (max 20.3%) before
+    the unfused probability multiply's saved activation output was modelled, 6.6% after, 5.7%
+    (max 8.7%) with TransformerEngine's grouped-GEMM workspaces. Every row is still under-predicted;
+    what remains is mostly resident between steps (the logged mem-allocated-bytes exceeds the model
+    states and workspaces by 0.04-0.10 GiB), as in the dense small-model suite."""
     rows = [r for r in memory_results() if r.source == "megatron_functional_tests_moe"]
     assert len(rows) == 10
-    assert summary(rows)["median_abs"] <= 0.07
-    assert all(-0.19 <= r.error < 0 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+    assert summary(rows)["median_abs"] <= 0.06
+    assert all(-0.09 <= r.error < 0 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+
+
+def test_grouped_gemm_keeps_a_workspace_per_stream():
+    """TransformerEngine's grouped GEMM (--moe-grouped-gemm) caches one cuBLAS workspace per compute
+    stream, 4 streams: 4 x 32 MiB on Hopper, 4 x 4 MiB on Ampere; SequentialMLP experts, or the
+    local layer spec without TE, keep none."""
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.rows import read_rows
+    from simulator.e2e_validation.sources import DATA_DIR
+    from simulator.schedule.memory import estimate_memory
+
+    row = next(r for r in read_rows(DATA_DIR / memory.MOE_MEMORY_CSV)
+               if r["config"].startswith("gpt3_mcore_te_tp2_pp1_te_8experts_etp1_ep4 "))
+    mapping = memory.row_scenario(row)
+    assert mapping["training"]["moe_grouped_gemm"] is True
+    for hardware, per_stream in (("dgx-h100", 32 * 2**20), ("dgx-a100", 4 * 2**20)):
+        mapping["hardware"] = hardware
+        mapping["training"].update(moe_grouped_gemm=True, fused_kernels=True)
+        grouped = estimate_memory(build_scenario(mapping), 0)
+        mapping["training"]["moe_grouped_gemm"] = False
+        sequential = estimate_memory(build_scenario(mapping), 0)
+        assert grouped.workspaces - sequential.workspaces == 4 * per_stream
+        assert grouped.allocated - sequential.allocated == pytest.approx(4 * per_stream, rel=1e-12)
+    mapping["training"].update(moe_grouped_gemm=True, fused_kernels=False)
+    local = estimate_memory(build_scenario(mapping), 0)
+    mapping["training"]["moe_grouped_gemm"] = False
+    assert local.workspaces == estimate_memory(build_scenario(mapping), 0).workspaces
 
 
 def test_unfused_expert_activation_saves_its_output():
