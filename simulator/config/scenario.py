@@ -353,13 +353,18 @@ def check_moe(scn: Scenario, dp: int) -> None:
             _fail(scn, f"parallel.{key}", f"{key}={getattr(p, key)} needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         t = scn.training
-        if t.recompute_modules or t.moe_expert_bias != "none":
-            key = "recompute_modules" if t.recompute_modules else "moe_expert_bias"
+        if t.recompute_modules or t.moe_expert_bias != "none" or t.moe_activation != "fused" or t.moe_grouped_gemm:
+            key = ("recompute_modules" if t.recompute_modules else
+                   "moe_expert_bias" if t.moe_expert_bias != "none" else
+                   "moe_activation" if t.moe_activation != "fused" else "moe_grouped_gemm")
             _fail(scn, f"training.{key}", f"{key} describes the MoE layers: it needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         return
     if m.experts % p.ep:
         _fail(scn, "parallel.ep", f"ep={p.ep} does not divide experts={m.experts}")
+    if scn.training.moe_activation == "unfused" and m.gated:
+        _fail(scn, "training.moe_activation", "unfused is modelled for non-gated experts (mlp gelu); "
+                                              f"mlp {m.mlp} needs fused")
     block = p.tp * p.cp * dp
     if block % (etp * p.ep):
         _fail(scn, "parallel.ep", f"etp={etp} x ep={p.ep} = {etp * p.ep} does not divide tp x cp x dp = "

@@ -424,6 +424,20 @@ class Training(_Strict):
         "expert and the concatenation of the split gradients) | per_expert_fc1_fc2 (NeMo AutoModel's grouped_gemm experts, "
         "GroupedExpertsDeepEP: the same for FC2, and FC1's bias added by a split, an add per local expert and a "
         "concatenation too)")
+    moe_grouped_gemm: bool = Field(
+        default=False, description="Megatron-Core's --moe-grouped-gemm (default off) with TransformerEngine "
+        "(fused_kernels): the experts run as TE GroupedLinear, whose grouped GEMM keeps one cuBLAS workspace per "
+        "compute stream (transformer_engine/pytorch/cpp_extensions/gemm.py get_cublas_workspace: "
+        "get_num_cublas_streams() = 4, common/util/multi_stream.cpp) for the whole run: 4 x 32 MiB on Hopper "
+        "and later, 4 x 4 MiB before. Memory only: the step-time model runs the experts as grouped GEMMs either way")
+    moe_activation: Literal["fused", "unfused"] = Field(
+        default="fused", description="how the routed experts weight their rows by the router probabilities: "
+        "fused (Megatron-Core's weighted_bias_swiglu_impl / weighted_squared_relu_impl: the probabilities "
+        "multiplied inside the activation kernel, which saves its input and the probabilities) | unfused (the "
+        "activation, then a multiply by the probabilities, megatron/core/transformer/moe/experts.py "
+        "TEGroupedMLP.forward and mlp.py MLP.forward without bias_activation_fusion: the multiply saves the "
+        "activation's output as well, one more moe_ffn_hidden/etp elements per routed row; the only path for "
+        "GeLU experts, for which Megatron-Core has no weighted kernel; modelled for non-gated experts)")
     moe_routing: Literal["learned", "round_robin"] = Field(
         default="learned", description="learned: a trained router (experts of a token spread at random, within "
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "

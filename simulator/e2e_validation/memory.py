@@ -1,4 +1,5 @@
-"""Peak memory against published measurements (``data/e2e/peak_memory.csv``).
+"""Peak memory against published measurements (``data/e2e/peak_memory.csv``, and
+``data/e2e/peak_memory_moe.csv`` for Mixture-of-Experts runs: the same columns plus the expert plan).
 
 Each row is a training run with its parallel plan and one measured peak: PyTorch's allocated peak
 (``max_memory_allocated``) or its reserved peak (``max_memory_reserved``), on the last rank or the
@@ -27,6 +28,8 @@ from simulator.schedule.memory import MemoryEstimate, estimate_memory, memory_pe
 from simulator.units import GiB
 
 MEMORY_CSV = "peak_memory.csv"
+MOE_MEMORY_CSV = "peak_memory_moe.csv"
+MEMORY_CSVS = (MEMORY_CSV, MOE_MEMORY_CSV)
 METRICS = {"peak_allocated_gib": "allocated", "peak_reserved_gib": "reserved"}
 
 
@@ -66,13 +69,31 @@ def row_scenario(row: Row) -> dict:
                  kv_heads=parse_int(row["kv_heads"]), ffn_hidden=parse_int(row["ffn_hidden"]),
                  vocab=parse_int(row["vocab"]), seq_len=parse_int(row["seq_len"]), mlp=row["mlp"],
                  tied_embeddings=_flag(row["tied_embeddings"]), position_embedding=row["position_embedding"])
+    training = dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
+                    recompute=row["recompute"], cross_entropy=row["cross_entropy"],
+                    fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
+                    legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16")
+    if parse_int(row.get("experts") or "0"):
+        add_expert_plan(row, model, parallel, training)
     gpus = parse_int(row["gpus"])
     return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
-                training=dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
-                              recompute=row["recompute"], cross_entropy=row["cross_entropy"],
-                              fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
-                              legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16"),
-                parallel=parallel)
+                training=training, parallel=parallel)
+
+
+def add_expert_plan(row: Row, model: dict, parallel: dict, training: dict) -> None:
+    """The expert columns of a Mixture-of-Experts row (Megatron-Core's --num-experts, --moe-router-topk,
+    --moe-ffn-hidden-size, --moe-shared-expert-intermediate-size, --expert-model-parallel-size,
+    --expert-tensor-parallel-size, --moe-token-dispatcher-type, --moe-grouped-gemm, and whether the
+    experts weight their rows inside the activation kernel) into the scenario mapping."""
+    shared = parse_int(row["shared_ffn_hidden"])
+    model.update(experts=parse_int(row["experts"]), top_k=parse_int(row["top_k"]),
+                 moe_ffn_hidden=parse_int(row["moe_ffn_hidden"]))
+    if shared:
+        model.update(shared_experts=1, shared_ffn_hidden=shared)
+    parallel.update(ep=parse_int(row["ep"], 1), etp=parse_int(row["etp"], parallel["tp"]),
+                    moe_dispatcher=row["moe_dispatcher"] or "allgather")
+    training["moe_activation"] = row["moe_activation"] or "fused"
+    training["moe_grouped_gemm"] = _flag(row["moe_grouped_gemm"])
 
 
 def estimate_for(scn: Scenario, measured_rank: str) -> MemoryEstimate:
@@ -84,8 +105,9 @@ def estimate_for(scn: Scenario, measured_rank: str) -> MemoryEstimate:
 
 def memory_results(data_dir: Path = DATA_DIR) -> list[MemoryResult]:
     out = []
-    for row in read_rows(data_dir / MEMORY_CSV):
-        scn = build_scenario(row_scenario(row), source=f"{MEMORY_CSV}: {row['config']}")
+    rows = [(name, row) for name in MEMORY_CSVS if (data_dir / name).exists() for row in read_rows(data_dir / name)]
+    for name, row in rows:
+        scn = build_scenario(row_scenario(row), source=f"{name}: {row['config']}")
         out.append(MemoryResult(source=row["source"], label=row["config"], metric=METRICS[row["metric"]],
                                 measured_gib=float(row["value"]), estimate=estimate_for(scn, row["measured_rank"])))
     return out
@@ -119,7 +141,7 @@ def render_memory_section(results: list[MemoryResult] | None = None, bundled: bo
     sources = sorted({r.source for r in results})
     lines = ["", "## Peak memory", "",
              f"{len(results)} published peak-memory measurements from {len(sources)} sources "
-             f"(`data/e2e/{MEMORY_CSV}`), against the memory model (`simulator/schedule/memory.py`): PyTorch's "
+             f"(`data/e2e/{MEMORY_CSV}`; Mixture-of-Experts runs in `data/e2e/{MOE_MEMORY_CSV}`), against the memory model (`simulator/schedule/memory.py`): PyTorch's "
              "allocated peak where the source logs `max_memory_allocated`, its reserved peak where it logs "
              "`max_memory_reserved`; the last pipeline stage where the source logs the last rank, the stage with "
              "the largest peak where it reports the maximum over GPUs. Every row is held out: no memory constant is "

@@ -116,7 +116,8 @@ GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cu
 workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
 ``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
 (``fused_kernels``), TE's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before,
-``get_cublas_workspace_size_bytes``).
+``get_cublas_workspace_size_bytes``), and TE's grouped GEMM of the experts
+(``training.moe_grouped_gemm``) four more of the same size, one per compute stream.
 
 **Fragmentation** (reserved − allocated). PyTorch's caching allocator (``CUDACachingAllocator.cpp``)
 rounds requests up to 512 B, serves those ≤ 1 MiB from 2 MiB segments and those of 1–10 MiB
@@ -179,6 +180,10 @@ NCCL_CHANNELS = 16
 
 CUBLAS_WORKSPACE = {"new": 8 * 4 * MiB, "old": 2 * 4 * MiB + 8 * 16 * KiB}  # PyTorch's default config
 TE_WORKSPACE = {"new": 32 * MiB, "old": 4 * MiB}
+# TransformerEngine's grouped GEMM: a workspace per compute stream, cached for the run
+# (pytorch/cpp_extensions/gemm.py get_cublas_workspace(grouped_gemm=True); num_compute_streams = 4
+# in common/util/multi_stream.cpp, TE d0067d0da)
+TE_GROUPED_GEMM_STREAMS = 4
 
 
 @dataclass(frozen=True)
@@ -360,7 +365,10 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     output and the probabilities), so the combine's unpermute takes no probabilities; the
     dispatch's permute and sort (``moe_utils.permute`` / ``sort_chunks_by_idxs``, fused or
     ``index_select``) and the All-to-All / DeepEP autograd functions save only index maps and
-    handles. No permuted token buffer beyond FC1's input outlives the forward."""
+    handles. No permuted token buffer beyond FC1's input outlives the forward. Without a weighted
+    kernel (``training.moe_activation: unfused``: GeLU experts, or bias_activation_fusion off) the
+    activation and the multiply by the probabilities are two autograd ops, and the multiply saves
+    the activation's output: f/etp elements more per row (``bias_act_func``, same file)."""
     from simulator.schedule.moe import MoESpec
 
     m, B = scn.model, scn.training.act_bytes
@@ -371,11 +379,17 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     w = m.expert_hidden
     routed = spec.rows * (w + k_m * m.moe_ffn_hidden / spec.etp) * B
     shared = (2 * (k_m - 1) + 2) * shape.tokens * m.shared_ffn_hidden / shape.tp
+    # moe_activation unfused: the multiply by the probabilities after the activation saves the
+    # activation's output too (experts.py bias_act_func without a weighted kernel)
+    if scn.training.moe_activation == "unfused":
+        routed += spec.rows * m.moe_ffn_hidden / spec.etp * B
     # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
-    # norm's output (the router's and the dispatch's input); both are rebuilt in backward
+    # norm's output (the router's and the dispatch's input); both are rebuilt in backward. The
+    # checkpointed bias_act_func drops what it saves inside as well (the unfused multiply's input).
     dropped = 0.0
     if "moe_act" in scn.training.recompute_modules:
-        dropped += spec.rows * m.moe_ffn_hidden / spec.etp * B
+        unfused = scn.training.moe_activation == "unfused"
+        dropped += (2 if unfused else 1) * spec.rows * m.moe_ffn_hidden / spec.etp * B
     if "layernorm" in scn.training.recompute_modules:
         dropped += tokens * m.hidden * B
     latent = tokens * w * B if m.moe_latent_size else 0.0
@@ -543,9 +557,13 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
 
 
 def workspace_bytes(scn: Scenario) -> float:
-    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels."""
+    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels; TE's grouped
+    GEMM (``training.moe_grouped_gemm``) keeps one more per compute stream
+    (:data:`TE_GROUPED_GEMM_STREAMS`)."""
     gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
-    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if scn.training.fused_kernels else 0)
+    te = scn.training.fused_kernels
+    grouped = TE_GROUPED_GEMM_STREAMS if te and scn.training.moe_grouped_gemm and scn.model.moe else 0
+    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
 
 
 def communicators(scn: Scenario) -> int:

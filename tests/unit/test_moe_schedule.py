@@ -405,9 +405,11 @@ def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispat
     assert not gathers(build_schedule(make({"ep": 8, "moe_dispatcher": "deepep"})).programs["pp0.cp0"])
 
 
-@pytest.mark.parametrize("training", [{"recompute_modules": ["moe_act"]}, {"moe_expert_bias": "per_expert"}])
+@pytest.mark.parametrize("training", [{"recompute_modules": ["moe_act"]}, {"moe_expert_bias": "per_expert"},
+                                      {"moe_activation": "unfused"}, {"moe_grouped_gemm": True}])
 def test_moe_only_training_keys_need_experts(make, training):
-    """recompute_modules and moe_expert_bias act on the MoE layers: a dense model is told so."""
+    """recompute_modules, moe_expert_bias, moe_activation and moe_grouped_gemm act on the MoE layers:
+    a dense model is told so."""
     with pytest.raises(InputError, match=next(iter(training))):
         make({}, training=training, model={"experts": 0, "top_k": 0, "moe_ffn_hidden": 0, "first_dense_layers": 0})
 

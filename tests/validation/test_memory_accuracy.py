@@ -30,15 +30,17 @@ def test_median_error_over_held_out_memory_rows():
     counted at the peak; FSDP2 makes it in backward, after the peak of these one-micro-batch
     steps, which leaves 8.4%: what remains under-predicted there is not the gradient)."""
     res = memory_results()
-    assert len(res) >= 40 and len({r.source for r in res}) >= 5
+    assert len(res) >= 50 and len({r.source for r in res}) >= 6
     assert summary(res)["median_abs"] <= 0.08
     by_source = {src: summary([r for r in res if r.source == src]) for src in {r.source for r in res}}
     assert by_source["megatron_training_info_tool"]["median_abs"] <= 0.03
     assert by_source["torchtitan_h100_2024"]["median_abs"] <= 0.05
     assert by_source["megatron_functional_tests_gpt_small"]["median_abs"] <= 0.05
     assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.09
+    assert by_source["megatron_functional_tests_moe"]["median_abs"] <= 0.06
     biased = {src: s["signed_median"] for src, s in by_source.items()
-              if src != "torchtitan_h200_2025" and abs(s["signed_median"]) > 0.04}
+              if src not in ("torchtitan_h200_2025", "megatron_functional_tests_moe")
+              and abs(s["signed_median"]) > 0.04}
     assert not biased, biased
 
 
@@ -61,6 +63,88 @@ def test_megatron_small_model_suite():
     rows = [r for r in memory_results() if r.source == "megatron_functional_tests_gpt_small"]
     assert len(rows) >= 10
     assert all(abs(r.error) <= 0.08 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+
+
+def test_megatron_moe_suite():
+    """Megatron-Core's MoE functional tests on H100 (data/e2e/peak_memory_moe.csv: 12-layer h=512
+    GPT with 4 or 8 GeLU experts, top-1/2, EP 2-8, ETP 1-2, TP/CP/PP, allgather and alltoall
+    dispatchers, distributed optimizer or not), held out: median |error| 9.5% (max 20.3%) before
+    the unfused probability multiply's saved activation output was modelled, 6.6% after, 5.7%
+    (max 8.7%) with TransformerEngine's grouped-GEMM workspaces. Every row is still under-predicted;
+    what remains is mostly resident between steps (the logged mem-allocated-bytes exceeds the model
+    states and workspaces by 0.04-0.10 GiB), as in the dense small-model suite."""
+    rows = [r for r in memory_results() if r.source == "megatron_functional_tests_moe"]
+    assert len(rows) == 10
+    assert summary(rows)["median_abs"] <= 0.06
+    assert all(-0.09 <= r.error < 0 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+
+
+def test_grouped_gemm_keeps_a_workspace_per_stream():
+    """TransformerEngine's grouped GEMM (--moe-grouped-gemm) caches one cuBLAS workspace per compute
+    stream, 4 streams: 4 x 32 MiB on Hopper, 4 x 4 MiB on Ampere; SequentialMLP experts, or the
+    local layer spec without TE, keep none."""
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.rows import read_rows
+    from simulator.e2e_validation.sources import DATA_DIR
+    from simulator.schedule.memory import estimate_memory
+
+    row = next(r for r in read_rows(DATA_DIR / memory.MOE_MEMORY_CSV)
+               if r["config"].startswith("gpt3_mcore_te_tp2_pp1_te_8experts_etp1_ep4 "))
+    mapping = memory.row_scenario(row)
+    assert mapping["training"]["moe_grouped_gemm"] is True
+    for hardware, per_stream in (("dgx-h100", 32 * 2**20), ("dgx-a100", 4 * 2**20)):
+        mapping["hardware"] = hardware
+        mapping["training"].update(moe_grouped_gemm=True, fused_kernels=True)
+        grouped = estimate_memory(build_scenario(mapping), 0)
+        mapping["training"]["moe_grouped_gemm"] = False
+        sequential = estimate_memory(build_scenario(mapping), 0)
+        assert grouped.workspaces - sequential.workspaces == 4 * per_stream
+        assert grouped.allocated - sequential.allocated == pytest.approx(4 * per_stream, rel=1e-12)
+    mapping["training"].update(moe_grouped_gemm=True, fused_kernels=False)
+    local = estimate_memory(build_scenario(mapping), 0)
+    mapping["training"]["moe_grouped_gemm"] = False
+    assert local.workspaces == estimate_memory(build_scenario(mapping), 0).workspaces
+
+
+def test_unfused_expert_activation_saves_its_output():
+    """GeLU experts have no weighted kernel in Megatron-Core: ``bias_act_func`` (moe/experts.py)
+    runs the activation, then multiplies by the router probabilities, and the multiply saves the
+    activation's output: one more moe_ffn_hidden/etp bf16 elements per routed row. The EP 4 x TP 2
+    case (ETP 1, SP): 4·1024/2 tokens per rank, top-2, spread over 4 EP ranks of 2 experts from
+    4 ranks' tokens: 4,096 rows per rank; 2,048-wide experts, 12 layers, one micro-batch in flight
+    on the only stage: 4096·2048·2·12 bytes more than the fused kernel's."""
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.rows import read_rows
+    from simulator.e2e_validation.sources import DATA_DIR
+    from simulator.schedule.memory import estimate_memory
+
+    row = next(r for r in read_rows(DATA_DIR / memory.MOE_MEMORY_CSV)
+               if r["config"].startswith("gpt3_mcore_te_tp2_pp1_te_8experts_etp1_ep4 "))
+    mapping = memory.row_scenario(row)
+    assert mapping["training"]["moe_activation"] == "unfused"
+    unfused = estimate_memory(build_scenario(mapping), 0)
+    mapping["training"]["moe_activation"] = "fused"
+    fused = estimate_memory(build_scenario(mapping), 0)
+    assert unfused.activations - fused.activations == pytest.approx(4096 * 2048 * 2 * 12, rel=1e-12)
+    mapping["training"].update(moe_activation="unfused", recompute_modules=["moe_act"])
+    rebuilt = estimate_memory(build_scenario(mapping), 0)
+    mapping["training"]["moe_activation"] = "fused"
+    rebuilt_fused = estimate_memory(build_scenario(mapping), 0)
+    assert rebuilt.activations == pytest.approx(rebuilt_fused.activations, rel=1e-12)
+
+
+def test_unfused_expert_activation_is_for_non_gated_experts():
+    """The unfused path is modelled for GeLU experts only: a gated (SwiGLU) model is told so."""
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.rows import read_rows
+    from simulator.e2e_validation.sources import DATA_DIR
+    from simulator.errors import InputError
+
+    row = next(iter(read_rows(DATA_DIR / memory.MOE_MEMORY_CSV)))
+    mapping = memory.row_scenario(row)
+    mapping["model"]["mlp"] = "swiglu"
+    with pytest.raises(InputError, match="moe_activation"):
+        build_scenario(mapping)
 
 
 def test_megatron_allocated_peaks():
