@@ -2010,7 +2010,7 @@ TransformerEngine module, so `fp8_autocast` leaves it alone) and a cast pass for
 no TE norm writes, which `schedule/fp8.py` does not do yet, takes the FP8 rows to +9.3% and +11.1%
 (gain 1.361, 5% above). The dgxc pairs (NeMo 25.02-25.04 on NVIDIA's clusters) show the
 same excess: 1.465 simulated against 1.315 measured for Llama 3.1 8B, 1.576 / 1.619 against
-1.381 / 1.482 for Nemotron-4. So the FP8 rows of NVIDIA's stack agree with the model partly
+1.381 / 1.482 for Nemotron-4 (1.43 / 1.49 with the output layer and the casts priced). So the FP8 rows of NVIDIA's stack agree with the model partly
 because the model prices FP8's gain too high on every stack; their BF16 rows' pessimism is not a
 BF16 matter.
 
@@ -2020,8 +2020,8 @@ dgxc v25.04's (TP 1, CP 2, no recompute, NeMo 25.02) 10,682 and 14,048 (128 x 8,
 12.27 s and 9.33 s): NVIDIA's run is 32% and 34% faster, the model makes it 8% faster in either
 precision (8,422 against 9,121; 12,333 against 13,354). The 22-24% left between them is the same in BF16
 and FP8, so it is neither the BF16 GEMM rate by shape nor the FP8 path. No published GEMM
-measurement separates the two: MAMF (`torch.matmul`, cuBLASLt), XLA's sm_90 table and
-TransformerEngine's BF16 linears (cuBLASLt too) run the same library. The fitting rows did run
+measurement separates the two stacks: MAMF's `torch.matmul` and TransformerEngine's BF16 linears
+both call cuBLASLt, and no GEMM table was published from either cluster. The fitting rows did run
 Hopper kernels: llm-foundry's H100 BF16 table comes from `mosaicml/pytorch:2.1.0_cu121-nightly20230827`
 (CUDA 12.1; `scripts/train/benchmarking/h100new.md` at beb8dee6), and the same plans under
 `2.0.1_cu118` (`h100old.md`, PURE mixed precision) ran 0-8% slower (median 2%). What the 22-24% is
