@@ -579,10 +579,17 @@ def _flagperf(rows: list[Row]) -> list[Case]:
     pretrain_llama3.sh at 1b5a0303, run for every nvidia config) passes ``--sequence-parallel``
     and ``--use-distributed-optimizer``: sequence parallel wherever TP > 1, ZeRO-1. No overlap
     flag is passed, so Megatron-Core's defaults: gradients reduced after the backward (no
-    ``--overlap-grad-reduce``), in fp32 (main grads for bf16)."""
+    ``--overlap-grad-reduce``), in fp32 (main grads for bf16).
+
+    The H100 rows printed ``prec=bf16+fp8`` ran the same plan in the same image with
+    TransformerEngine's FP8 (FlagPerf training/nvidia/llama3_8B-megatron/config/
+    training_adapter_H100_fp8.sh at 66eb17e4: ``--fp8-format hybrid --fp8-amax-compute-algo max
+    --fp8-amax-history-len 1024``, Megatron's ``DelayedScaling`` recipe, no ``--fp8-param-gather``):
+    the pair prices the BF16/FP8 step ratio on a stack and cluster other than NVIDIA's."""
     out: list[Case] = []
     for r in rows:
-        if r["metric"] != "tokens_per_s_per_gpu" or parse_precision(r) != "bf16":
+        fp8 = "prec=bf16+fp8" in r["notes"].lower() and "H100" in r["gpu"]
+        if r["metric"] != "tokens_per_s_per_gpu" or (parse_precision(r) != "bf16" and not fp8):
             continue
         if "Llama 3" not in r["model_name"]:
             continue
@@ -591,13 +598,16 @@ def _flagperf(rows: list[Row]) -> list[Case]:
         if hw is None or n > 64:
             continue
         tp, pp = parse_int(r["tp"], 1), parse_int(r["pp"], 1)
-        out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}",
-                        make_scenario(f"flagperf-{len(out)}", hw, n, llama_model(r),
-                                  micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                                  dtype="bf16", recompute=parse_recompute(r),
-                                  parallel=dict(tp=tp, pp=pp, zero=1, sequence_parallel=tp > 1,
-                                                overlap_grad_reduce=False, grad_reduce_dtype="fp32")),
-                        "tokens_per_s_per_gpu", float(r["value"]), n))
+        scn = make_scenario(f"flagperf-{len(out)}", hw, n, llama_model(r),
+                            micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                            dtype="fp8" if fp8 else "bf16", recompute=parse_recompute(r),
+                            parallel=dict(tp=tp, pp=pp, zero=1, sequence_parallel=tp > 1,
+                                          overlap_grad_reduce=False, grad_reduce_dtype="fp32"))
+        if fp8:
+            scn["training"].update(fp8_recipe="delayed")
+        out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}"
+                                    + (" FP8" if fp8 else ""),
+                        scn, "tokens_per_s_per_gpu", float(r["value"]), n))
     return out
 
 
@@ -905,8 +915,11 @@ SOURCES: list[Source] = [
             "memory-bound kernels, the LM head and host overhead weigh most.",
             "Built as the MPT rows (ALiBi, no learned positions, FSDP as FSDP2 ZeRO-3, "
             "FlashAttention-1 kernels); A100-40GB rows have no profile and are left out."]),
-    Source("flagperf", "FlagPerf Llama-3 (Megatron-Core 0.6, BF16)", "flagperf_nvidia.csv", _flagperf,
+    Source("flagperf", "FlagPerf Llama-3 (Megatron-Core 0.6, BF16; FP8 on H100)", "flagperf_nvidia.csv", _flagperf,
            ["A800 rows run on the DGX A100 profile (A800 NVLink is 400 GB/s, not 600).",
+            "The two H100 rows printed bf16+fp8 are the BF16 plan run with TransformerEngine's FP8 "
+            "(delayed scaling: FlagPerf training/nvidia/llama3_8B-megatron/config/training_adapter_H100_fp8.sh); "
+            "held out like every FP8 row on H100.",
             "Distributed optimizer not stated; ZeRO-1 assumed.",
             "FlagPerf lists flash attention 2 among the case's optimisations, but its image "
             "(nvcr.io/nvidia/pytorch:24.02-py3, FlagPerf training/nvidia/docker_image/megatron_core060/Dockerfile) "

@@ -93,14 +93,14 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = _all_cases()
-    assert 320 <= len(cs) <= 400
+    assert 320 <= len(cs) <= 420
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
         assert c.n_gpus % mp == 0 and c.n_gpus == 8 * c.scenario["nodes"], c.label
-        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan, dgxc: per row)
+        # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407") else
-                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama")
+                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -119,7 +119,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     cs = _all_cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 17 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 100 + sum(len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
+    assert len(cs) - len(fit) == 102 + sum(len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                                                        "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                                                        "megatron2022", "vtrain_multi", "vtrain_single",
                                                                        "megatron_ci", "llama3", "usp", "megascale",
@@ -131,7 +131,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                     and c.scenario["training"]["dtype"] != "fp8"]
     h100_fp8_single = [c for c in cs if c.scenario["hardware"] == "dgx-h100" and c.n_gpus == 8
                        and c.scenario["training"]["dtype"] == "fp8"]
-    assert len(h100_fp8_single) == 4 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
+    assert len(h100_fp8_single) == 5 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
