@@ -20,7 +20,7 @@ CTAs, not the links (:func:`simulator.costs.collectives.channel_fraction`), so i
 at the grid's least efficiency (:func:`_ll128_split`). A host-message transport's
 messages add ``messages × net_message_us`` (and, where the provider injects small p2p sends from
 GPU memory, ``copies × net_inject_copy_us``: the pair is fitted per message class,
-:func:`fit_message_us`), except on an LL ring, and on an LL128 ring or a Tree/Simple call unless
+:func:`fit_message_costs`), except on an LL ring, and on an LL128 ring or a Tree/Simple call unless
 the stack moves each payload inside the message's host round (CXI alt_read; EFA under NCCL <= 2.11),
 where that chain runs alongside the latency and the bytes and the row takes the longer of the two
 (:func:`simulator.costs.collectives.messages_overlap`). The objective, over the
@@ -43,7 +43,7 @@ across unrelated changes), so a held-out score rested on ties. With the rule a d
 NCCL's constants has to buy a stated gain, and a rival that beats the kept row by less than
 :data:`MIN_GAIN` cannot displace it (tests/validation/test_deployed_defaults.py). Held out, the
 mean over the systems of the median at >= 1 MiB / |signed| went 10.5% / 7.5% -> 9.9% / 6.7% with
-it (2026-12-02, docs/validation-collectives.md). The per-message cost (:func:`fit_message_us`)
+it (2026-12-02, docs/validation-collectives.md). The per-message cost (:func:`fit_message_costs`)
 keeps its argmin: every host-message system pays one, so 0 is no neutral value there (the rule
 there gave 10.0% / 6.9%: gcp-a3-mega and sirius-a100 worse). A protocol column that no row of a
 transport's systems is scaled by (EFA's ring LL/LL128: its systems run Tree and NVLSTree across
@@ -290,27 +290,27 @@ def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy
     return np.mean(terms, axis=0)
 
 
-# Per message class (deployed.message_class): (net_message_us, net_inject_copy_us), as fit_message_us gives them.
+# Per message class (deployed.message_class): (net_message_us, net_inject_copy_us), as fit_message_costs gives them.
 MessageCosts = dict[str, tuple[float, float]]
 
 
-def _message_costs(d: Decomposed, message_us: MessageCosts | None) -> tuple[float, float]:
+def _message_costs(d: Decomposed, message_costs: MessageCosts | None) -> tuple[float, float]:
     """The per-message cost and the per-injected-copy cost a system's rows are timed with: its
     message class's values (each 0 where its rows pay none)."""
-    mu, cu = (message_us or {}).get(message_class(d.transport), (0.0, 0.0))
+    mu, cu = (message_costs or {}).get(message_class(d.transport), (0.0, 0.0))
     return (mu if d.host_messages else 0.0), (cu if d.copies.any() else 0.0)
 
 
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
-           message_us: MessageCosts | None = None) -> np.ndarray:
+           message_costs: MessageCosts | None = None) -> np.ndarray:
     """Mean over systems of :func:`_system_score`: every system weighs the same, however many
     sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
     which others are pooled with it, and the leave-one-out fits pool each one many times).
-    ``message_us``: per message class, the per-message and per-injected-copy costs (:func:`_message_costs`)."""
+    ``message_costs``: per message class, the per-message and per-injected-copy costs (:func:`_message_costs`)."""
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
-        mu, cu = _message_costs(d, message_us)
+        mu, cu = _message_costs(d, message_costs)
         key = (d.system, mu, cu)
         if key not in scores:
             scores[key] = _system_score(d, grid, mu, cu)
@@ -362,21 +362,21 @@ def unexercised_columns(systems: list[Decomposed]) -> list[int]:
 
 
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
-            scores: dict | None = None, message_us: MessageCosts | None = None,
+            scores: dict | None = None, message_costs: MessageCosts | None = None,
             fallback: DeployedNet | None = None, min_gain: float = MIN_GAIN) -> DeployedNet:
     """The candidate the objective on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``) supports:
     :func:`parsimonious` on the tied grid, then coordinate descent over the five numbers, one at a
     time, moving only where a value beats the current row by more than ``min_gain`` (then the
     :func:`parsimonious` one of those; module docstring).
     ``scores``: the systems' scores on the tied grid, kept between calls on one decomposition.
-    ``message_us``: per message class, the host-message cost the rows are timed with (fitted first:
+    ``message_costs``: per message class, the host-message cost the rows are timed with (fitted first:
     :func:`fit_table`); the returned row carries none (:func:`fit_table` sets its class's)."""
     grid = _grid()
     scores = {} if scores is None else scores
 
     def total(cands: np.ndarray, cache: dict | None) -> np.ndarray:
-        score = _score(systems, cands, cache, message_us)
-        return score + POOLED_WEIGHT * _score(pooled, cands, cache, message_us) if pooled else score
+        score = _score(systems, cands, cache, message_costs)
+        return score + POOLED_WEIGHT * _score(pooled, cands, cache, message_costs) if pooled else score
 
     tied = total(grid, scores)
     i = parsimonious(tied, grid_steps(grid, (0, 1, 2)), min_gain)
@@ -414,8 +414,8 @@ def _row(net: DeployedNet) -> np.ndarray:
     return np.asarray([[net.net_hop_extra_us, *net.ring, *net.tree]], dtype=np.float64)
 
 
-def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
-                   pooled: list[Decomposed] | None = None) -> tuple[float, float]:
+def fit_message_costs(hosts: list[Decomposed], table: dict[str, DeployedNet],
+                      pooled: list[Decomposed] | None = None) -> tuple[float, float]:
     """The per-message cost of host-message transports and the per-copy cost of their injected p2p
     sends: the pair of :data:`MESSAGE_US` x :data:`COPY_US` of least mean score over ``hosts`` (each
     system timed with its transport's row of ``table``), plus :data:`POOLED_WEIGHT` × the mean over
@@ -439,14 +439,14 @@ def fit_message_us(hosts: list[Decomposed], table: dict[str, DeployedNet],
 
 
 def _fit_rows(use: list[Decomposed], scores: dict,
-              message_us: MessageCosts) -> dict[str, DeployedNet]:
+              message_costs: MessageCosts) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
     other = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
-                    message_us=message_us) if use else None
+                    message_costs=message_costs) if use else None
     for transport in sorted({d.transport for d in use}):
         mine = [d for d in use if d.transport == transport]
         table[transport] = fit_one(mine, ", ".join(d.system for d in mine), pooled=use, scores=scores,
-                                   message_us=message_us, fallback=other)
+                                   message_costs=message_costs, fallback=other)
     if other is not None:
         table["other"] = other
     return table
@@ -470,19 +470,19 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
     table = _fit_rows(use, scores, {})
     hosts = [d for s, d in sorted(decomposed.items())
              if s != exclude and s not in MESSAGE_FIT_EXCLUDED and d.host_messages]
-    pooled = fit_message_us(hosts, table)
+    pooled = fit_message_costs(hosts, table)
     classes = {message_class(k) for k in table} | {message_class(d.transport) for d in hosts}
     # a class without systems takes the pooled per-message cost and no copy (nothing injects)
     unfitted = (pooled[0], 0.0)
-    message_us: MessageCosts = {}
+    message_costs: MessageCosts = {}
     for cls in sorted(classes):
         mine = [d for d in hosts if message_class(d.transport) == cls]
-        message_us[cls] = fit_message_us(mine, table, hosts) if mine else unfitted
-    if any(any(v) for v in message_us.values()) and any(d.host_messages for d in use):
-        table = _fit_rows(use, scores, message_us)
+        message_costs[cls] = fit_message_costs(mine, table, hosts) if mine else unfitted
+    if any(any(v) for v in message_costs.values()) and any(d.host_messages for d in use):
+        table = _fit_rows(use, scores, message_costs)
     out = {}
     for k, v in table.items():
-        mu, cu = message_us.get(message_class(k), unfitted)
+        mu, cu = message_costs.get(message_class(k), unfitted)
         out[k] = replace(v, message_us=mu, inject_copy_us=cu)
     return out
 

@@ -237,8 +237,7 @@ def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     if ctx.n_nodes == 1:
         return tuner.p2p_ring_latency_us(ctx, None, proto) + tuner.p2p_ring_latency_us(ctx, ctx.intra_link, proto)
     net = net_p2p_protocol(proto)
-    plugin = tuner.net_plugin_latency_us(ctx, net) + ctx.constants.net_hop_extra_us
-    return tuner.p2p_ring_latency_us(ctx, None, net) + tuner.p2p_ring_latency_us(ctx, "net", net) + plugin
+    return tuner.p2p_ring_latency_us(ctx, None, net) + _net_hop_us(ctx, net)
 
 
 def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str) -> float:

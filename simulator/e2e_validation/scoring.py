@@ -7,9 +7,10 @@ import json
 import math
 import statistics
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Generator, Iterable, Iterator
 
 from simulator.config.hardware import HardwareProfile
 from simulator.e2e_validation.shared import SharedSimulations
@@ -167,29 +168,15 @@ def simulate_many(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> list[R
 def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iterator[Result]:
     """Each (case, hardware) scored, in order, as soon as its simulation is done; scenarios not
     simulated yet in this process run in `workers` processes (each is independent; the simulation
-    is single-threaded Python). With :func:`share_simulations` on, the results come once every
-    job's scenario is simulated, here or by another process sharing the folder."""
+    is single-threaded Python). With :func:`share_simulations` on, a scenario another process
+    sharing the folder simulated is read, not simulated again."""
     keys = [_simulation_key(c, hw) for c, hw in jobs]
     todo = {k: job for k, job in zip(keys, jobs) if k not in _SIMULATED}
-    if _SHARED is not None and todo:
-        _simulate_shared(_SHARED, todo, workers)
-        todo = {}
-    if workers > 1 and len(todo) > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
-            # longest first: a long row started last would run alone at the end
-            futures = {k: pool.submit(_simulate_job, todo[k])
-                       for k in sorted(todo, key=lambda k: -replay_work(todo[k][0]))}
-            for (c, _), k in zip(jobs, keys):
-                if k not in _SIMULATED:
-                    _SIMULATED[k] = futures[k].result()
-                yield _scored(c, _SIMULATED[k])
-        return
-    for (c, hw), k in zip(jobs, keys):
-        if k not in _SIMULATED:
-            _SIMULATED[k] = _simulate(c, hw)
-        yield _scored(c, _SIMULATED[k])
+    with closing(_simulate_pending(todo, workers, _SHARED)) as simulated:
+        for (c, _), k in zip(jobs, keys):
+            while k not in _SIMULATED:
+                next(simulated)
+            yield _scored(c, _SIMULATED[k])
 
 
 def share_simulations(directory: Path | None) -> None:
@@ -205,22 +192,31 @@ _SHARED: SharedSimulations | None = None
 _POLL_S = 0.2  # how often a process that waits for another's simulations looks for them
 
 
-def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hardware]], workers: int) -> None:
-    """Fill ``_SIMULATED`` for every key of `todo`: read what is stored, claim and simulate what
-    nobody holds (longest first, at most `workers` at a time, claiming a key only when a worker is
-    free so that the other processes take their share of the rest), and wait for the keys others
-    hold. A process claims a key only to start simulating it at once, so a process that waits
-    holds nothing unstarted and two processes never wait for each other."""
+def _simulate_pending(todo: dict[str, tuple[Case, Hardware]], workers: int,
+                      shared: SharedSimulations | None) -> Generator[str, None, None]:
+    """Fill ``_SIMULATED`` for every key of `todo`, yielding each key once its values are in.
+
+    Without `shared`: simulate every key, at most `workers` at a time in a process pool (longest
+    first: a long row started last would run alone at the end), or one after the other in order.
+    With `shared`: read what another process stored, claim and simulate what nobody holds (longest
+    first, claiming a key only when a worker is free so that the other processes take their share
+    of the rest), and wait for the keys others hold. A process claims a key only to start
+    simulating it at once, so a process that waits holds nothing unstarted and two processes never
+    wait for each other."""
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    pending = sorted(todo, key=lambda k: -replay_work(todo[k][0]))
-    running: dict[Future[_Simulated], str] = {}
+    pending = list(todo)
     slots = max(1, min(workers, len(pending)))
+    if slots > 1 or shared is not None:
+        pending.sort(key=lambda k: -replay_work(todo[k][0]))
+    running: dict[Future[_Simulated], str] = {}
     pool = ProcessPoolExecutor(max_workers=slots) if slots > 1 else None
 
-    def store(key: str, sim: _Simulated) -> None:
+    def store(key: str, sim: _Simulated) -> str:
         _SIMULATED[key] = sim
-        shared.put(key, {"step_time_s": sim.step_time_s, "mfu": sim.mfu, "wall_s": sim.wall_s})
+        if shared is not None:
+            shared.put(key, {"step_time_s": sim.step_time_s, "mfu": sim.mfu, "wall_s": sim.wall_s})
+        return key
 
     try:
         while pending or running:
@@ -228,37 +224,44 @@ def _simulate_shared(shared: SharedSimulations, todo: dict[str, tuple[Case, Hard
             for k in list(pending):  # the next keys, longest first, while a worker is free
                 if len(running) >= slots:
                     break
-                values = shared.get(k)
+                values = shared.get(k) if shared is not None else None
+                if shared is not None and values is None:
+                    if not shared.claim(k):
+                        continue  # another process is simulating it: looked at again on the next pass
+                    values = shared.get(k)  # stored by a holder that finished between the look and the claim
+                    if values is not None:
+                        shared.release(k)
                 if values is not None:  # another process simulated it
                     _SIMULATED[k] = _Simulated(**values)
                     pending.remove(k)
                     progressed = True
+                    yield k
                     continue
-                if not shared.claim(k):
-                    continue  # another process is simulating it: looked at again on the next pass
                 pending.remove(k)
                 progressed = True
                 if pool is None:
                     try:
                         sim = _simulate(*todo[k])
                     except BaseException:
-                        shared.release(k)
+                        if shared is not None:
+                            shared.release(k)
                         raise
-                    store(k, sim)
-                    break  # the next pass starts from the longest key left again
+                    yield store(k, sim)
+                    break  # the next pass starts from the first key left again
                 running[pool.submit(_simulate_job, todo[k])] = k
             if running:
-                # every worker busy: wait for one; otherwise the keys left are held by others: look again soon
-                done, _ = wait(running, timeout=None if len(running) >= slots else _POLL_S,
+                # wait for a worker; while one is free, the keys left are held by others: look again soon
+                done, _ = wait(running, timeout=_POLL_S if pending and len(running) < slots else None,
                                return_when=FIRST_COMPLETED)
                 for f in done:
                     sim = f.result()  # a failed simulation raises here; `finally` releases its key
-                    store(running.pop(f), sim)
+                    yield store(running.pop(f), sim)
             elif pending and not progressed:
                 time.sleep(_POLL_S)  # every key left is held by another process
     finally:
-        for k in running.values():
-            shared.release(k)
+        if shared is not None:
+            for k in running.values():
+                shared.release(k)
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 

@@ -95,6 +95,27 @@ def test_a_row_held_by_another_process_is_waited_for(shared, monkeypatch):
     assert [r.step_time_s for r in results] == [0.1, 7.0]
 
 
+def test_a_row_stored_between_the_look_and_the_claim_is_read_not_simulated(shared, monkeypatch):
+    """The holder can store a row and release it after this process looked for the row and before
+    it claims it: the claim then succeeds, and the stored values, not a second simulation, give it
+    (the waiting test above met this under load)."""
+    ran = _counted(monkeypatch)
+    c = _case(0)
+    key = scoring._simulation_key(c, None)
+    other = SharedSimulations(shared.directory)
+    assert other.claim(key)
+    claim = SharedSimulations.claim
+
+    def claim_once_the_holder_is_done(self: SharedSimulations, k: str) -> bool:
+        if other.held(k):
+            other.put(k, {"step_time_s": 7.0, "mfu": 0.3, "wall_s": 1.0})
+        return claim(self, k)
+
+    monkeypatch.setattr(SharedSimulations, "claim", claim_once_the_holder_is_done)
+    assert scoring.run_case(c).step_time_s == 7.0
+    assert ran == [] and not shared.held(key)
+
+
 def test_a_failed_simulation_releases_its_row(shared, monkeypatch):
     def fails(case: sources.Case, hardware: scoring.Hardware) -> scoring._Simulated:
         raise ValueError("no such plan")
@@ -105,3 +126,18 @@ def test_a_failed_simulation_releases_its_row(shared, monkeypatch):
         scoring.run_case(c)
     key = scoring._simulation_key(c, None)
     assert shared.get(key) is None and not shared.held(key)
+
+
+def test_without_sharing_each_row_is_simulated_once_and_scored_as_soon_as_it_is_done(monkeypatch):
+    """The same loop without a folder: rows in the order asked, a repeated row simulated once, and
+    the first result out before the second row is simulated (the progress lines of a serial run)."""
+    monkeypatch.setattr(scoring, "_SIMULATED", {})
+    monkeypatch.setattr(scoring, "_SHARED", None)
+    ran = _counted(monkeypatch)
+    cs = [_case(i) for i in range(3)]
+    results = scoring.scored_in_order([(c, None) for c in cs + cs[1:2]])
+    first = next(results)
+    assert (first.case.label, ran) == ("row 0", ["row 0"])
+    rest = list(results)
+    assert ran == ["row 0", "row 1", "row 2"]
+    assert [r.step_time_s for r in [first, *rest]] == [0.1, 0.1 + 1 / 3, 0.1 + 2 / 3, 0.1 + 1 / 3]

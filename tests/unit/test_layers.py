@@ -9,6 +9,8 @@ simulator/ is read with ``ast`` (including ones inside functions), relative impo
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Mapping
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,8 @@ def _modules() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _imports(path: Path) -> list[str]:
+@cache  # read once for the file's tests (each of them reads every module)
+def _imports(path: Path) -> tuple[str, ...]:
     """Absolute dotted names imported by a module (``from a import b`` gives ``a.b`` as well)."""
     rel = path.relative_to(PKG.parent).with_suffix("")
     parts = list(rel.parts)
@@ -51,7 +54,7 @@ def _imports(path: Path) -> list[str]:
                 mod = node.module or ""
             out.append(mod)
             out += [f"{mod}.{a.name}" for a in node.names]
-    return out
+    return tuple(out)
 
 
 def _layer(dotted: str) -> str | None:
@@ -155,17 +158,18 @@ def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
     return out
 
 
-def _package_import_graph() -> dict[str, set[str]]:
+@cache  # built once for the two tests that read it
+def _package_import_graph() -> dict[str, frozenset[str]]:
     """Module -> the modules of the same package (``simulator.costs.*``) it imports."""
     paths = {_module_name(p): p for p in _modules()}
-    graph: dict[str, set[str]] = {}
+    graph: dict[str, frozenset[str]] = {}
     for name, path in paths.items():
         pkg = name.split(".")[:2]
-        graph[name] = {d for d in _runtime_imports(path, set(paths)) if d != name and d.split(".")[:2] == pkg}
+        graph[name] = frozenset(d for d in _runtime_imports(path, set(paths)) if d != name and d.split(".")[:2] == pkg)
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def _cycles(graph: Mapping[str, Collection[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan 1972)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

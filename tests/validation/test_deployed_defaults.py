@@ -236,31 +236,31 @@ def test_a_rival_within_the_minimum_gain_does_not_move_a_fitted_row(monkeypatch)
     from simulator.calibration import deployed_fit as fit
     from simulator.costs.deployed import CXI_INJECT_COPY_US, CXI_MESSAGE_US, MESSAGE_US
 
-    message_us = {"host": (MESSAGE_US, 0.0), "cxi": (CXI_MESSAGE_US, CXI_INJECT_COPY_US)}
+    message_costs = {"host": (MESSAGE_US, 0.0), "cxi": (CXI_MESSAGE_US, CXI_INJECT_COPY_US)}
     decomposed = _decomposed()
     use = [d for s, d in sorted(decomposed.items()) if s not in fit.FIT_EXCLUDED]
     roce = [d for d in use if d.transport == "roce"]
     original = fit._score
 
     def objective(row):
-        return float(original(roce, row[None, :], None, message_us)[0]
-                     + fit.POOLED_WEIGHT * original(use, row[None, :], None, message_us)[0])
+        return float(original(roce, row[None, :], None, message_costs)[0]
+                     + fit.POOLED_WEIGHT * original(use, row[None, :], None, message_costs)[0])
 
-    kept = fit.fit_one(roce, "roce", pooled=use, message_us=message_us)
+    kept = fit.fit_one(roce, "roce", pooled=use, message_costs=message_costs)
     kept_row = fit._row(kept)[0]
     assert (kept.net_hop_extra_us, kept.ring, kept.tree) == (7.0, (0.0, 0.9), (0.0, 0.9))  # DEPLOYED["roce"]
     for rival in (np.asarray([10.0, 0.7, 0.9, 0.7, 0.9]), np.asarray([7.0, 1.5, 0.8, 1.5, 0.8])):
         assert fit.grid_steps(rival[None, :])[0] > fit.grid_steps(kept_row[None, :])[0]
         bump = objective(rival) - (objective(kept_row) - 0.9 * fit.MIN_GAIN)
 
-        def perturbed(systems, cands, scores=None, message_us=None, rival=rival, bump=bump):
-            out = original(systems, cands, None, message_us)
+        def perturbed(systems, cands, scores=None, message_costs=None, rival=rival, bump=bump):
+            out = original(systems, cands, None, message_costs)
             return out - bump * np.all(cands == rival, axis=1) if systems is roce else out
 
         monkeypatch.setattr(fit, "_score", perturbed)
-        again = fit.fit_one(roce, "roce", pooled=use, message_us=message_us)
+        again = fit.fit_one(roce, "roce", pooled=use, message_costs=message_costs)
         assert (again.net_hop_extra_us, again.ring, again.tree) == (kept.net_hop_extra_us, kept.ring, kept.tree)
-        argmin = fit.fit_one(roce, "roce", pooled=use, message_us=message_us, min_gain=0.0)
+        argmin = fit.fit_one(roce, "roce", pooled=use, message_costs=message_costs, min_gain=0.0)
         assert not np.array_equal(fit._row(argmin)[0], kept_row)
         monkeypatch.setattr(fit, "_score", original)
 
