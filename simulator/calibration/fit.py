@@ -112,6 +112,11 @@ latency (14 -> 33 us) that the AllGather's 256 KiB-8 MiB plateau sets and the Al
 rows do not show (8.3% without that key); on Alps GH200 fitted on <= 128 GPUs, the 512- and
 2,048-rank Tree/Simple rows at 16-256 MiB are 10-52% too fast before calibration already, and
 the NICs' 0.974, right for the smaller sweeps, widens that (20.5% without it, 26.2% with).
+Offering a configuration's base latency at one node count only where two collectives ran it
+(NCCL prices one per algorithm and protocol for every collective) was tried too: Sophia's
+AllGather plateau then went into the ring LL128 efficiency (1 -> 0.857), a bandwidth term that
+reaches the AllReduce's 16-64 MiB ring LL128 rows further, and the held-out AllReduce went to
+12.1% (10.1%); rows one collective alone shows move whichever key of their configuration is free.
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
