@@ -723,3 +723,34 @@ def test_rccl_profile_fits_no_ll_bandwidth_cap():
     assert "nccl.coll.ll_max_bw_GBps" not in paths  # ... without NCCL's LL cap
     dgx = load_profile("dgx-h100")
     assert "nccl.coll.ll_max_bw_GBps" in [p.path for p in candidate_params(dgx, [replace(shell, gpus_per_node=8)])]
+
+
+def test_held_out_tree_keys_stay_at_their_defaults_after_a_ring_fit(h100):
+    """Leave-one-collective-out honesty after the fit, not only in the candidate list: AllGather
+    rows across 2 and 4 nodes run rings only, so nothing in them identifies what a tree or a p2p
+    pattern achieves. Truth: NICs at 80% of line rate, 20 us more per inter-node hop. The fit
+    recovers both, writes no protocol efficiency for both algorithms, and every tree, NVLS and p2p
+    key an AllReduce or an All-to-All it did not see would read keeps the value it had before the
+    fit."""
+    h100 = apply_overlay(h100, {"node": {"nics": {"Gbps": 200}}})
+    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}},
+                                 "nccl": {"coll.net_hop_extra_us": 20.0}})
+    sizes = tuple(1 << k for k in range(10, 31, 2))  # 1 KiB .. 1 GiB
+    ms = []
+    for nodes in (2, 4):
+        shell = MeasuredCollective("synthetic", "allgather", 8 * nodes, nodes, 8, sizes, tuple(1.0 for _ in sizes))
+        ms.append(replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell))))
+    fit = fit_collectives(h100, ms)
+    fitted = {p.param.path: p.value for p in fit.params if p.fitted}
+    assert fitted["node.nics.efficiency"] == pytest.approx(0.8, rel=0.03)
+    assert fitted["nccl.coll.net_hop_extra_us"] == pytest.approx(20.0, rel=0.1)
+    assert not any(".tree." in p or "nvls" in p or p.startswith("nccl.p2p.") for p in fitted)
+    assert not any(p.startswith(("nccl.coll.proto_efficiency.net.ll", "nccl.coll.proto_efficiency.ll")) for p in fitted)
+    held_out = [Param(f"nccl.coll.{kind}.{proto}") for proto in ("ll", "ll128", "simple")
+                for kind in ("hw_latency_us.net.tree", "hw_latency_us.nvlink.tree", "base_latency_us.tree")]
+    held_out += [Param(f"nccl.coll.proto_efficiency.net.tree.{proto}") for proto in ("ll", "ll128")]
+    held_out += [Param("nccl.coll.nvls_efficiency"), Param("nccl.p2p.p2p_efficiency"),
+                 Param("nccl.p2p.net_hop_extra_us"), Param("nccl.p2p.hw_latency_us.net.ring.simple")]
+    for p in held_out:
+        assert p.get(fit.profile) == p.get(h100), p.path
+    assert np.median(np.abs(busbw_errors(fit.profile, ms[0]))) < 0.03
