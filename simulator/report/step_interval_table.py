@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 9e93adc from the
-leave-one-source-out errors of the 380 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 8beabb3 from the
+leave-one-source-out errors of the 402 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 80.5% of 380 rows, 79.8% averaged over 25 sources.
+Nested held-out coverage of the 80% band: 79.9% of 402 rows, 78.4% averaged over 26 sources.
 """
 
 BANDS = {
-    'all runs': (-0.085362, 0.137878, 25, 380),
+    'all runs': (-0.082521, 0.139501, 26, 402),
 }
 
 ROWS = (
@@ -164,6 +164,26 @@ ROWS = (
     ('multi-node', 'megascale', 'GPT 175B tp8 pp8 vp6 dp96 gbs6144 6144 GPUs', -0.024117),
     ('multi-node', 'megascale', 'GPT 175B tp8 pp8 vp6 dp128 gbs6144 8192 GPUs', 0.045996),
     ('multi-node', 'megascale', 'GPT 175B tp8 pp8 vp6 dp192 gbs6144 12288 GPUs', 0.038609),
+    ('one node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs64 8 GPUs (throughput)', 0.073697),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs128 16 GPUs (throughput)', 0.066837),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs256 32 GPUs (throughput)', 0.076123),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs512 64 GPUs (throughput)', 0.092873),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs1024 128 GPUs (throughput)', 0.114345),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs2048 256 GPUs (throughput)', 0.162636),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs4096 512 GPUs (throughput)', 0.11445),
+    ('multi-node', 'internlm', 'InternLM-7B tp1 zero1=-1 mbs2 gbs8192 1024 GPUs (throughput)', 0.203461),
+    ('one node', 'internlm', 'InternLM-7B tp1 zero1=8 mbs2 gbs64 8 GPUs (throughput)', 0.069766),
+    ('one node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs64 8 GPUs (throughput)', 0.09762),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs128 16 GPUs (throughput)', 0.082277),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs256 32 GPUs (throughput)', 0.099774),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs512 64 GPUs (throughput)', 0.11049),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs1024 128 GPUs (throughput)', 0.148516),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs2048 256 GPUs (throughput)', 0.195614),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs4096 512 GPUs (throughput)', 0.138181),
+    ('multi-node', 'internlm', 'InternLM-7B tp2 zero1=-1 mbs4 gbs8192 1024 GPUs (throughput)', 0.116506),
+    ('one node', 'internlm', 'InternLM-7B tp2 zero1=4 mbs4 gbs64 8 GPUs (throughput)', 0.113709),
+    ('one node', 'internlm', 'InternLM-7B tp1 zero1=8 mbs8 gbs64 8 GPUs (FLOPS ckpt full)', 0.067812),
+    ('one node', 'internlm', 'InternLM-7B tp1 zero1=8 mbs2 gbs64 8 GPUs (FLOPS ckpt none)', 0.063654),
     ('one node', 'megatron_ci', 'GPT 6.7B H100 tp1 pp4 vp8 dp2', 0.074248),
     ('one node', 'megatron_ci', 'GPT 6.7B A100 tp1 pp4 vp8 dp2', 0.111894),
     ('one node', 'megatron_ci', 'GPT 6.7B H100 tp4 pp1 dp2', 0.193407),
@@ -305,7 +325,9 @@ ROWS = (
     ('multi-node', 'flagperf', 'Llama 3 70B H100-SXM-80GB tp8 pp4 dp2', 0.019602),
     ('one node', 'flagperf', 'Llama 3 8B A800-SXM4-80GB tp1 pp2 dp4', -0.044104),
     ('one node', 'flagperf', 'Llama 3 8B H100-SXM-80GB tp2 pp1 dp4', 0.039836),
+    ('one node', 'flagperf', 'Llama 3 8B H100-SXM-80GB tp2 pp1 dp4 FP8', 0.163289),
     ('multi-node', 'flagperf', 'Llama 3 8B H100-SXM-80GB tp2 pp1 dp8', 0.060494),
+    ('multi-node', 'flagperf', 'Llama 3 8B H100-SXM-80GB tp2 pp1 dp8 FP8', 0.178762),
     ('one node', 'flagperf', 'Llama 3 8B A800-SXM4-80GB tp1 pp4 dp2', -0.052421),
     ('one node', 'flagperf', 'Llama 3 8B A800-SXM4-80GB tp2 pp2 dp2', -0.029385),
     ('one node', 'flagperf', 'Llama 3 8B A800-SXM4-80GB tp4 pp2 dp1', 0.028159),
