@@ -1149,13 +1149,14 @@ def _replay(schedule: Any, topology: TopologyView, algo: str | None, proto: str 
     n_ranks = int(getattr(grid, "n_ranks", 0) or topology.n_gpus)
     t0 = time.perf_counter()
     images: tuple[tuple[tuple[str, int], ...], ...] = ()
+    gpn = topology.gpus_per_node if n_ranks <= topology.n_gpus else None  # rank r on GPU r
     if image_ranks:
         ranks, mirrored, images = choose_ranks_with_images(
             schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
-            nic_key=_nic_key(topology, n_ranks))
+            nic_key=_nic_key(topology, n_ranks), gpus_per_node=gpn)
     else:
         ranks, mirrored = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget,
-                                       symmetric=symmetric, nic_key=_nic_key(topology, n_ranks))
+                                       symmetric=symmetric, nic_key=_nic_key(topology, n_ranks), gpus_per_node=gpn)
 
     plans: dict[tuple, CollectivePlan] = {}
     alone: tuple[dict[int, Any], dict[bytes, np.ndarray]] = ({}, {})

@@ -62,8 +62,12 @@ def _vector_grid(grid: Any) -> bool:
         return False
 
 
-def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str]) -> list[str]:
-    """Axes of degree > 1 along which every rank has the same role as its neighbour.
+def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str], gpus_per_node: int | None = None) -> list[str]:
+    """Axes of degree > 1 along which every rank has the same role as its neighbour; with
+    ``gpus_per_node``, also an axis whose groups each lie on one node and along which every
+    rank's program equals its neighbour's (:func:`_same_programs`): inside a node every member
+    reaches the others alike, so equal programs run equal timelines. (A CP ring across nodes
+    is not mirrored so: the ranks whose hop crosses the nodes wait longer.)
 
     When the schedule names the axes its roles depend on (``role_axes``) and the grid is
     arithmetic, this is a comparison of coordinate arrays: a step along ``a`` keeps every rank's
@@ -79,12 +83,32 @@ def symmetric_axes(schedule: Any, n_ranks: int, axes: Iterable[str]) -> list[str
             continue
         if r is not None and role_axes is not None:  # the vector path
             peer = grid.peer(r, a, 1)
-            same = all(np.array_equal(grid.coord(peer, b), grid.coord(r, b)) for b in role_axes)
+            here = [np.asarray(grid.coord(r, b)) for b in role_axes]
+            there = [np.asarray(grid.coord(peer, b)) for b in role_axes]
+            same = all(np.array_equal(x, y) for x, y in zip(here, there))
+            if not same and gpus_per_node and np.array_equal(peer // gpus_per_node, r // gpus_per_node):
+                # roles named apart, groups on one node: one rank per distinct pair of role coordinates
+                _, first = np.unique(np.stack(here + there, axis=1), axis=0, return_index=True)
+                same = _same_programs(schedule, {(schedule.role_of(int(r[i])), schedule.role_of(int(peer[i])))
+                                                 for i in first})
         else:
-            same = all(schedule.role_of(rk) == schedule.role_of(grid.peer(rk, a, 1)) for rk in range(n_ranks))
+            pairs = {(schedule.role_of(rk), schedule.role_of(grid.peer(rk, a, 1))) for rk in range(n_ranks)}
+            same = all(x == y for x, y in pairs) or bool(
+                gpus_per_node and all(grid.peer(rk, a, 1) // gpus_per_node == rk // gpus_per_node
+                                      for rk in range(n_ranks))
+                and _same_programs(schedule, pairs))
         if same:
             out.append(a)
     return out
+
+
+def _same_programs(schedule: Any, pairs: set[tuple[Any, Any]]) -> bool:
+    """Whether the roles of each pair run the same program. Roles named apart can run equal
+    programs (the CP ranks of a load-balanced causal split, ``role_name(pp, cp)``: every CP rank
+    gets chunks i and 2·cp−1−i, the same kernels and ring messages), and then the ranks run the
+    same timeline as ranks of one role do."""
+    programs = schedule.programs
+    return all(x == y or programs[x] == programs[y] for x, y in pairs)
 
 
 def nic_private_blocks(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np.ndarray) -> dict[str, int]:
@@ -123,7 +147,8 @@ def nic_private_blocks(grid: Any, n_ranks: int, axes: Iterable[str], nic_key: np
 
 
 def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budget: int,
-                 symmetric: bool | None, nic_key: np.ndarray | None = None) -> tuple[list[int], list[str]]:
+                 symmetric: bool | None, nic_key: np.ndarray | None = None,
+                 gpus_per_node: int | None = None) -> tuple[list[int], list[str]]:
     """Which ranks to simulate and which axes are mirrored.
 
     ``symmetric`` True/False forces the mode; None picks it: all ranks when there are at most
@@ -134,7 +159,8 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
     mirrored axes to those whose replicas have NICs of their own, and mirrors an axis whose
     ranks share NICs in blocks of the ranks that share them (:func:`nic_private_blocks`: TP
     ranks 0 and 1 of a node with a NIC per two GPUs, a quarter of the TP ranks instead of all
-    of them). The axes returned are those mirrored whole.
+    of them). ``gpus_per_node`` (None: unknown) lets an axis inside a node whose roles run equal
+    programs be mirrored (:func:`symmetric_axes`). The axes returned are those mirrored whole.
     """
     if symmetric is None:
         limit = DEFAULT_MAX_RANKS if max_ranks is None else max_ranks
@@ -143,7 +169,7 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
     if not symmetric:
         return list(range(n_ranks)), []
     grid = schedule.grid
-    axes = symmetric_axes(schedule, n_ranks, grid_axes(grid))
+    axes = symmetric_axes(schedule, n_ranks, grid_axes(grid), gpus_per_node)
     blocks = {a: 1 for a in axes}
     if nic_key is not None:
         blocks = nic_private_blocks(grid, n_ranks, axes, nic_key)
@@ -160,7 +186,7 @@ def choose_ranks(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budge
 
 
 def choose_ranks_with_images(schedule: Any, n_ranks: int, *, max_ranks: int | None, op_budget: int,
-                             symmetric: bool | None, nic_key: np.ndarray | None
+                             symmetric: bool | None, nic_key: np.ndarray | None, gpus_per_node: int | None = None
                              ) -> tuple[list[int], list[str], tuple[tuple[tuple[str, int], ...], ...]]:
     """:func:`choose_ranks` with *image ranks*: every axis along which every rank has the same
     role is mirrored whole, also those :func:`choose_ranks` mirrors in blocks of the ranks that
@@ -178,11 +204,11 @@ def choose_ranks_with_images(schedule: Any, n_ranks: int, *, max_ranks: int | No
     Without a NIC key (a NIC per GPU) or outside symmetric mode: :func:`choose_ranks`' answer and
     no images."""
     plain = choose_ranks(schedule, n_ranks, max_ranks=max_ranks, op_budget=op_budget, symmetric=symmetric,
-                         nic_key=nic_key)
+                         nic_key=nic_key, gpus_per_node=gpus_per_node)
     if nic_key is None or len(plain[0]) == n_ranks or not _vector_grid(schedule.grid):
         return plain[0], plain[1], ()
     grid = schedule.grid
-    axes = symmetric_axes(schedule, n_ranks, grid_axes(grid))
+    axes = symmetric_axes(schedule, n_ranks, grid_axes(grid), gpus_per_node)
     blocks = nic_private_blocks(grid, n_ranks, axes, nic_key)
     # an axis nic_private_blocks left out is simulated whole along its degree: a block of all of it
     span = {a: blocks.get(a, len(grid.group(0, (a,)))) for a in axes}

@@ -109,3 +109,30 @@ def test_link_owners_gathered_per_owner_match_claim_by_claim(tmp_path, comm, tp)
     # On the rings some links have one owner (a TP group's NVLink); under a2a+p2p every link
     # this plan uses is met by the All-to-All and the ring.
     assert any(v != "shared" for v in want.values()) or comm == "a2a+p2p"
+
+
+def test_cp_inside_a_node_is_mirrored_and_times_the_step_as_every_rank_simulated(tmp_path):
+    """CP roles with equal programs whose CP groups lie on one node run one timeline: symmetric
+    mode mirrors cp (replay/symmetry.symmetric_axes), and the step is that of every rank simulated."""
+    data = {"name": "cp-node", "hardware": "dgx-h100", "nodes": 2,
+            "model": {"preset": "llama3-8b", "layers": 2, "seq_len": 16384},
+            "training": {"micro_batch": 1, "global_batch": 4, "dtype": "bf16", "recompute": "none"},
+            "parallel": {"tp": 2, "sequence_parallel": True, "cp": 4, "cp_comm": "p2p", "zero": 1,
+                         "order": ["tp", "cp", "dp", "pp"]}}
+    scn = build_scenario(data, base_dir=tmp_path)
+    sched = build_schedule(scn)
+    topo = build_topology(scn.profile, scn.nodes)
+    full = replay(sched, topo, symmetric=False)
+    mirrored = replay(sched, topo, symmetric=True)
+    assert "cp" in mirrored.stats.mirrored_axes
+    assert mirrored.stats.ranks_simulated == 1 and full.stats.ranks_simulated == 16
+    assert mirrored.step_time_s == pytest.approx(full.step_time_s, rel=1e-9)
+    np.testing.assert_allclose(mirrored.timelines[0].end, full.timelines[0].end, rtol=1e-9, atol=0)
+
+
+def test_cp_ring_across_nodes_is_not_mirrored(tmp_path):
+    """The flat ring of cp 8 over two nodes: two of its hops cross the nodes, so its ranks'
+    timelines differ although their programs do not (above) and cp stays simulated."""
+    scn = _scenario(tmp_path, "p2p")
+    trace = replay(build_schedule(scn), build_topology(scn.profile, scn.nodes), symmetric=True)
+    assert "cp" not in trace.stats.mirrored_axes

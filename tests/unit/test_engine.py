@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from simulator.costs.compute import compute_time
@@ -209,9 +211,22 @@ def test_roles_that_differ_along_an_axis_are_not_mirrored():
     t = topo(1, 4)
     sched = pipeline_ring(4, 2**20)
     sched.roles = {0: 0, 1: 1, 2: 0, 3: 1}
-    sched.programs[1] = sched.programs[0]
+    sched.programs[1] = [*sched.programs[0][:1], replace(sched.programs[0][1], flops=2e12)]
     sym = replay(sched, t, symmetric=True, **FAKES)
     assert sym.stats.ranks_simulated == 4
+
+
+def test_roles_named_apart_with_equal_programs_inside_a_node_are_mirrored():
+    """Equal programs under two role names, the ring inside one node: one timeline (mirrored),
+    the step of every rank simulated."""
+    t = topo(1, 4)
+    sched = pipeline_ring(4, 2**20)
+    sched.roles = {0: 0, 1: 1, 2: 0, 3: 1}
+    sched.programs[1] = list(sched.programs[0])
+    sym = replay(sched, t, symmetric=True, **FAKES)
+    full = replay(sched, t, symmetric=False, **FAKES)
+    assert sym.stats.ranks_simulated == 1 and full.stats.ranks_simulated == 4
+    assert sym.step_time_s == pytest.approx(full.step_time_s, rel=1e-9)
 
 
 # -- the breakdown of report.summary on these traces ----------------------------------------
