@@ -1977,6 +1977,22 @@ Simulation cost: 9 CPU seconds for the 20 rows.
   out. The simulator's broadcast grows with n only through the ring window stall
   (`costs/collectives.py`, `window_stall_us`), ~6 µs per rank at 1,024 and less below. Not
   modelled: a ring-broadcast fill; `data/nccl/` holds no measured broadcast sweep to ground one.
+- **NCCL's tuner does not price that fill either (checked, not adopted).** In NCCL v2.14.3
+  (`src/graph/tuning.cc`, lines 156-164; InternLM's torch 1.13 ships 2.14.3) a ring Broadcast or
+  Reduce costs base plus one hop when the ring graph has `sameChannels`, else base plus
+  nsteps = nRanks hops, the Simple hop replaced by the Tree/Simple one ("Add some chunk latency,
+  waiting for proper chunk modeling"): 28 µs on the network in 2.14 (14 µs in the later tables
+  this profile runs). A 4-NIC node probably takes the second branch (`src/graph/search.cc`: with
+  `sameChannels` a later channel replays channel 0's GPUs, whose PCIe switch holds only one of
+  the four NICs, so the `sameChannels 0` search finds more channels; no log of that cluster
+  confirms it). But that per-rank term is 28 (or 14) µs against the measured 6.8-9.4: 28.7 ms
+  per call at 1,024 ranks (about +8 s on the 5.89 s step that misses 1.32 s) and 3.6 ms at 128
+  (+0.46 s against 0.06 s missing). Nor would NCCL run Simple under it: its LL hop is 2.7 µs, so
+  the tuner moves the calls to LL. Pricing the formula faithfully (latency and the tuner's
+  choice, the profile's tables) moves the 1,024-GPU TP 1 row from +22.6% to +30.2%, TP 2 from
+  +12.4% to +15.5%, 512 GPUs +12.1% to +13.2% and +14.8% to +15.8%, 128 GPUs +12.1% to +11.0%:
+  further from the measurement. The fill stays unmodelled until a measured broadcast sweep
+  across nodes can ground it.
 - **One node: +6.6% to +7.6% at TP 1, +10.3% and +12.0% at TP 2,** and the same offset under every
   multi-node row (+6.9% to +9.7% from 16 to 64 GPUs at TP 1): 0.29 s of the 4.03 s TP 1 step on the
   compute side, with dgx-a100's derate (fitted on Megatron-LM and MPT rows) pricing a PyTorch 1.13,
