@@ -34,7 +34,10 @@ mispredicted its own 16-32-node sweeps by 23.5% (17.8% with the floor).
 Which parameters a data set can determine is decided numerically: a parameter is fitted only when
 at least ``min_points`` measured rows are sensitive to it (|d log t / d log p| ≥ 0.2 at the
 datasheet value, and again at the fitted point): sizes in the latency regime for a latency, in
-the bandwidth regime for an efficiency. Others stay at the datasheet value with a warning.
+the bandwidth regime for an efficiency. A protocol's efficiency is probed at its floor too
+(:func:`_floor_rows`): at its start another cap or the start latencies may hide it from rows that
+run far below it (a ring LL AllGather across nodes at 0.3: 1 row sensitive at 0.9, every LL row
+at the floor). Others stay at the datasheet value with a warning.
 
 Solver: Levenberg–Marquardt on log-parameters, residuals ``log(t_pred / t_meas)`` (relative
 error; sizes span ten decades), reweighted each iteration with Huber weights (IRLS, Huber 1964;
@@ -584,6 +587,23 @@ def _per_call_rows(profile: HardwareProfile, ms: Sequence[MeasuredCollective], c
     return out
 
 
+def _floor_rows(cands: Sequence[Param], evaluate: _Evaluator) -> np.ndarray:
+    """Per candidate: for a protocol's efficiency, the rows sensitive to it (|d log t / d log p|
+    >= SENSITIVITY) with it at :data:`PROTO_EFFICIENCY_FLOOR`, the other keys at the profile's
+    values; 0 for other keys. At its start (0.9 of NCCL's rate) another cap of the protocol's
+    channels may bind (the LL cap, the links' share), so the efficiency moves few rows there
+    even where the measured rows run far below it: a 2/4-node ring LL AllGather at 0.3 moves 1
+    row at 0.9 and every LL row at the floor. Its range is [floor, 1], and a key whose rows
+    depend on it anywhere in that range is one the data can determine; the fit then starts it
+    at its start value as for any other key."""
+    out = np.zeros(len(cands), dtype=int)
+    for j, p in enumerate(cands):
+        if p.lower > 0 and p.upper < math.inf:
+            sens = _row_sensitivity(evaluate, [p], {p: p.lower})[0][:, 0]
+            out[j] = int(np.sum(sens >= SENSITIVITY))
+    return out
+
+
 # Breadth of what a key moves beyond the rows that fit it, widest first (module docstring,
 # "Identifiability"): when the rows cannot tell two keys apart, the narrower one takes the effect.
 def breadth(param: Param) -> int:
@@ -758,6 +778,7 @@ def fit_collectives(profile: HardwareProfile, measurements: Sequence[MeasuredCol
     counts, J = _sensitive_rows(evaluate, cands, point)
     if separate and _hop_counts(profile, ms) < 2:
         counts = np.maximum(counts, _per_call_rows(profile, ms, cands, evaluate))
+    counts = np.maximum(counts, _floor_rows(cands, evaluate))
     params: list[Param] = []
     inseparable: set[Param] = set()
     it = 0

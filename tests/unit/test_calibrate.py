@@ -754,3 +754,27 @@ def test_held_out_tree_keys_stay_at_their_defaults_after_a_ring_fit(h100):
     for p in held_out:
         assert p.get(fit.profile) == p.get(h100), p.path
     assert np.median(np.abs(busbw_errors(fit.profile, ms[0]))) < 0.03
+
+
+def test_ring_ll_efficiency_hidden_at_its_start_is_freed_and_recovered(h100):
+    """A key whose rows depend on it only away from its start value is still fitted: AllGather
+    rows across 2 and 4 nodes whose ring LL runs at 0.3 of NCCL's LL rate across nodes. At the
+    fit's start (0.9, with the per-hop extra at its 5 us start) the LL rows are latency-bound and
+    1 row of 42 moves by |d log t / d log p| >= 0.2; at the floor every LL row from 64 KiB does
+    (fit._floor_rows). The fit frees the key, recovers 0.3, and reproduces the LL rows, which the
+    start profile predicts 1.7-2.1x too fast (time ratio of the truth's LL rows to the start's)."""
+    key = Param("nccl.coll.proto_efficiency.net.ring.ll")
+    truth = apply_overlay(h100, _overlay({key: 0.3}))
+    sizes = tuple(1 << k for k in range(10, 31))  # 1 KiB .. 1 GiB
+    ms = []
+    for nodes in (2, 4):
+        shell = MeasuredCollective("synthetic", "allgather", 8 * nodes, nodes, 8, sizes, tuple(1.0 for _ in sizes))
+        ms.append(replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell))))
+    ll_rows = [(m, i) for m in ms for i, s in enumerate(m.sizes)
+               if 64 << 10 <= s <= 1 << 20 and Predictor(truth).results(m)[i].protocol == "ll"]
+    assert len(ll_rows) == 10
+    assert min(abs(busbw_errors(h100, m)[i]) for m, i in ll_rows) > 0.5  # the start is far off on them
+    fit = fit_collectives(h100, ms)
+    got = {p.param.path: p for p in fit.params}
+    assert got[key.path].fitted and got[key.path].value == pytest.approx(0.3, rel=0.05)
+    assert max(abs(busbw_errors(fit.profile, m)[i]) for m, i in ll_rows) < 0.03
