@@ -353,11 +353,11 @@ def check_moe(scn: Scenario, dp: int) -> None:
             _fail(scn, f"parallel.{key}", f"{key}={getattr(p, key)} needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         t = scn.training
-        if t.recompute_modules or t.moe_expert_bias != "none" or t.moe_activation != "fused" or t.moe_grouped_gemm:
-            key = ("recompute_modules" if t.recompute_modules else
-                   "moe_expert_bias" if t.moe_expert_bias != "none" else
-                   "moe_activation" if t.moe_activation != "fused" else "moe_grouped_gemm")
-            _fail(scn, f"training.{key}", f"{key} describes the MoE layers: it needs a Mixture-of-Experts model "
+        moe_only = {"recompute_modules": bool(t.recompute_modules), "moe_expert_bias": t.moe_expert_bias != "none",
+                    "moe_activation": t.moe_activation != "fused", "moe_grouped_gemm": t.moe_grouped_gemm}
+        moe_key = next((k for k, set_ in moe_only.items() if set_), None)
+        if moe_key is not None:
+            _fail(scn, f"training.{moe_key}", f"{moe_key} describes the MoE layers: it needs a Mixture-of-Experts model "
                                           "(model.experts > 0)")
         return
     if m.experts % p.ep:
