@@ -31,6 +31,8 @@ NOT_COMPARABLE = {
                  "(+84% at >= 1 MiB on one NVSwitch node, with the release's own tuner tables; ABCI's V100 "
                  "nodes show the same shortfall under the same release): a library four years older than any "
                  "other sweep, not a cluster property a user's prediction would share",
+    "abci-a100-bcast": "ABCI's Broadcast under the same NCCL 2.8.4 stack as abci-a100 (+93..+96% at >= 1 MiB on "
+                       "one node): the same four-year-older library",
     "aws-p4d-2021": "NCCL 2.8.3 with the aws-ofi-nccl of Feb 2021 (costs/transports.py, EFA_NET_V4): 32.7 GB/s "
                     "Ring busbw at 1 GiB where the same 4 x 100 Gb/s EFA carried 78 under the 2024 stack; a plugin "
                     "three years older than any other EFA sweep, not a property a user's prediction would share",

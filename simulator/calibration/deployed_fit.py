@@ -74,6 +74,9 @@ from simulator.units import MiB
 FIT_EXCLUDED = {
     "abci-a100": "NCCL 2.8.4: its single-node sweep is as far below the model as its multi-node ones, "
                  "so what slows it is not the network",
+    "abci-a100-bcast": "ABCI's Broadcast under the same NCCL 2.8.4 stack as abci-a100: its one-node sweeps run "
+                       "+93..+96% at >= 1 MiB (a per-call cost of 44-68 us, as the stack's one-node AllReduce), so "
+                       "what slows its multi-node rows is not only the network (scored, not fitted)",
     "gb200-nvl72": "bandwidth-regime sweeps (>= 512 MiB) of NVLS inside NVL72 racks: their per-call cost grows with "
                    "the ranks of the NVLink domain, not with the InfiniBand hops between racks (scored, not fitted)",
     "xxrjun-h100": "10 x 8 H100, sweeps from 32 MiB only: no row is latency-bound, and its NVLS-tree AllReduce plateau "

@@ -8,7 +8,8 @@ figures carried over; the code is ours):
 * ``current`` (nccl-tests >= 2.14): version line, ``Collective test starting``, ``Group`` in the
   rank lines, ``redop root`` columns, ``#wrong`` counts;
 * ``root`` (about 2.10-2.13): the same table without the version/starting lines;
-* ``old`` (2.0-2.9, NCCL 2.8 era): no ``Group``, no ``root`` column, ``error`` = max abs error.
+* ``old`` (2.0-2.9, NCCL 2.8 era): no ``Group``, one ``redop`` column (a rooted tool such as
+  ``broadcast_perf`` prints ``root`` there instead), ``error`` = max abs error.
 
 A size measured only out-of-place prints ``N/A`` in the four in-place columns (and vice versa);
 that is our convention for partial data, which :mod:`.nccl_log` reads back as "not measured".
@@ -140,9 +141,10 @@ def format_sweep(sweep: Sweep, *, style: Style = "current", nccl_tests_version: 
                        f"device {d.device:2d} [{d.bus_id}] {d.name}")
     out.extend(preamble)
     out.append("#")
-    if style == "old":
+    if style == "old":  # a rooted tool prints its root where the others print the reduction
+        column = "root" if op in _ROOTED else "redop"
         out.append(f"# {'':>10s}  {'':>12s}  {'':>6s}  {'':>6s}        out-of-place                       in-place          ")
-        out.append(f"# {'size':>10s}  {'count':>12s}  {'type':>6s}  {'redop':>6s}  {'time':>7s}  {'algbw':>6s}  "
+        out.append(f"# {'size':>10s}  {'count':>12s}  {'type':>6s}  {column:>6s}  {'time':>7s}  {'algbw':>6s}  "
                    f"{'busbw':>6s}  {'error':>5s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  {'error':>5s}")
         out.append(f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  "
                    f"{'(GB/s)':>6s}  {'':>5s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>5s}")
@@ -156,7 +158,10 @@ def format_sweep(sweep: Sweep, *, style: Style = "current", nccl_tests_version: 
         first = oop or ip
         assert first is not None
         redop = first.redop or ("sum" if op in _REDUCING else "none")
-        if style == "old":
+        if style == "old" and op in _ROOTED:
+            root = first.root if first.root is not None else 0
+            head = f"{first.size_bytes:12d}  {first.count:12d}  {first.dtype:>6s}  {root:6d}"
+        elif style == "old":
             head = f"{first.size_bytes:12d}  {first.count:12d}  {first.dtype:>6s}  {redop:>6s}"
         else:
             root = first.root if first.root is not None else (0 if op in _ROOTED else -1)

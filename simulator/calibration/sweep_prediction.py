@@ -167,6 +167,42 @@ CASES: dict[str, Case] = {
         "benchmark measured on 4 and on 16 nodes (22-33 GB/s); Tree/LL128 at 1-16 MiB 3-29% too fast at the HCAs' "
         "GPU-memory rate, the 32 MiB Ring/LL128 row 2x slower than predicted: that job's nodes or fabric, which no "
         "source here describes; not asserted in tests"),
+    # The same repository's broadcast_perf runs (bcast/, same NCCL 2.8.4 stack, job scripts and nodes as the
+    # AllReduce jobs at 8 and 16 nodes): the only cross-node Broadcast sweeps bundled (data/nccl/INDEX.md),
+    # scored as their own system so that the AllReduce's figures stay readable beside them.
+    "a100x4_broadcast_1node_abci": Case(
+        "abci-a100", "broadcast", 4, 4, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4 on CUDA devices 0-3 of one A-node: Ring/Simple from 1 MiB on a line of 68 us + 273 GB/s "
+        "(16 -> 32 MiB) where the model gives 12 us + 234; 64-512 KiB (Ring/LL) take 19-45 us against 7-11: "
+        "the per-call cost the same stack's one-node AllReduce shows (a100x4_allreduce_1node_abci); not modelled"),
+    "a100x8_broadcast_1node_abci": Case(
+        "abci-a100", "broadcast", 8, 8, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4 on one A-node: 1-4 MiB take 55-65 us (model 16-30), 16 -> 32 MiB adds bytes at 194 GB/s "
+        "(model 234) over a 44 us intercept (model 12): the one-node per-call cost of that stack, as its "
+        "AllReduce (a100x8_allreduce_1node_abci); not modelled"),
+    "a100x16_broadcast_2node_abci": Case(
+        "abci-a100", "broadcast", 16, 8, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4, 2 nodes: 16 -> 32 MiB adds bytes at 29.8 GB/s algbw, 7.5 GB/s per HDR HCA, where the same "
+        "stack's AllReduce moves 9.1 per HCA (a100x16_allreduce_2node_abci) and the model's chain 43 GB/s at the "
+        "HCAs' GPU-memory rate (node.nics.efficiency 0.39, osu_mbw_mr's 39.0 GB/s per node): +32..+65% from 2 MiB. "
+        "The 4-512 B floor, 7.5-7.8 us at every node count (model 11.3), is one launch, not the chain: nccl-tests' "
+        "pipelined loop lets each rank start its next call once it has forwarded its part"),
+    "a100x32_broadcast_4node_abci": Case(
+        "abci-a100", "broadcast", 32, 8, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4, 4 nodes: 16 -> 32 MiB at 30.0 GB/s (model 50.5) over a 402 us intercept (model 310); "
+        "256 KiB-1 MiB (Ring/LL) 109-253 us against 26-48: not modelled"),
+    "a100x64_broadcast_8node_abci": Case(
+        "abci-a100", "broadcast", 64, 8, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4 on the 8 nodes (a0021-a0029) whose AllReduce job ran at half the 4- and 16-node rate "
+        "(a100x64_allreduce_8node_abci): 16 -> 32 MiB adds bytes at 10.4 GB/s (model 26.8), +115..+173% from "
+        "2 MiB: that job's nodes or fabric, not modelled"),
+    "a100x128_broadcast_16node_abci": Case(
+        "abci-a100", "broadcast", 128, 8, None, family="abci-a100-bcast", note=
+        "NCCL 2.8.4 on the 16 nodes of the 16-node AllReduce (a0061-a0076): 16 -> 32 MiB adds bytes at 27.4 GB/s, "
+        "as on 2 and 4 nodes, but the line's intercept is 1,615 us (model 628): measured intercepts 124 / 402 / "
+        "1,615 us on 1 / 3 / 15 network crossings of the chain, ~100-140 us each, about one 512 KiB Simple step "
+        "at a channel's measured 3.7 GB/s (29.8 GB/s over 8 channels: 141 us), where the model's chain fill gives "
+        "42-107 us per crossing; the 4 MiB row (2,123 us) above the 8 MiB one (2,008) kept as printed; not modelled"),
     "a100x16_allreduce_2node_dgx_ib": Case("sophia-a100", "allreduce", 16, 8),
     "a100x16_allgather_2node_dgx_ib": Case("sophia-a100", "allgather", 16, 8),
     "a100x16_alltoall_2node_dgx_ib": Case("sophia-a100", "alltoall", 16, 8),

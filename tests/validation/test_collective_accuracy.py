@@ -6,6 +6,7 @@ multi-node systems fixed later (docs/validation-collectives.md lists the numbers
 
 from __future__ import annotations
 
+import statistics
 from functools import lru_cache
 
 import pytest
@@ -584,3 +585,43 @@ def test_a100_pcie_simple_rows_grow_at_the_gdr_path_rate(op, low):
     size = np.asarray([p.size_bytes for p in pts], dtype=float)
     slope = {k: np.polyfit(size, [getattr(p, k) for p in pts], 1)[0] for k in ("measured_time_us", "predicted_time_us")}
     assert abs(slope["predicted_time_us"] / slope["measured_time_us"] - 1) <= 0.10, slope
+
+
+def _increment_GBps(name: str, lo: int, hi: int, measured: bool = True) -> float:
+    """What a sweep adds per byte from ``lo`` to ``hi`` (GB/s of algbw): the rate its bytes run at,
+    free of the per-call cost."""
+    pts = {p.size_bytes: p for p in _result(name).points}
+    t = (lambda p: p.measured_time_us) if measured else (lambda p: p.predicted_time_us)
+    return (hi - lo) / (t(pts[hi]) - t(pts[lo])) / 1e3
+
+
+def test_abci_broadcast_carries_less_per_hca_than_its_allreduce():
+    """ABCI's Broadcast and AllReduce under the same NCCL 2.8.4 stack (aistabci/abci2.0benchmark): from 16
+    to 32 MiB a 2- or 4-node Broadcast adds bytes at 29.8-30.0 GB/s, 7.5 GB/s per HDR HCA (the chain enters
+    and leaves each node once), where the 2-node AllReduce moves busbw 36.5 GB/s, 9.1 per HCA, and the model,
+    at the HCAs' GPU-memory rate (node.nics.efficiency 0.39), gives the Broadcast 43-51 GB/s. The gap is
+    pinned, not modelled (data/nccl/INDEX.md)."""
+    per_hca = [_increment_GBps(f"a100x{n}_broadcast_{n // 8}node_abci", 16 * MiB, 32 * MiB) / 4 for n in (16, 32)]
+    assert all(7.2 <= x <= 7.7 for x in per_hca), per_hca
+    ar = _increment_GBps("a100x16_allreduce_2node_abci", 16 * MiB, 32 * MiB) * 2 * 15 / 16 / 4
+    assert 8.9 <= ar <= 9.3, ar
+    model = [_increment_GBps(f"a100x{n}_broadcast_{n // 8}node_abci", 16 * MiB, 32 * MiB, measured=False) / 4
+             for n in (16, 32)]
+    assert all(x > 1.3 * y for x, y in zip(model, per_hca)), (model, per_hca)
+
+
+def test_abci_broadcast_per_call_cost_grows_with_the_chains_network_crossings():
+    """The line through the 16 and 32 MiB rows of ABCI's Broadcast: the same byte rate on 2, 4 and 16 nodes
+    (27.4-30.0 GB/s) but an intercept of 124, 402 and 1,615 us on 1, 3 and 15 network crossings of the chain,
+    100-140 us per crossing (about one 512 KiB Simple step at a channel's 3.7 GB/s), where the model's fill
+    gives 42-107 us; while the 4-512 B rows stay at 7.5-7.8 us (median) on every node count (nccl-tests'
+    pipelined loop overlaps the calls' chains there). Not modelled: the rows say how much, not why."""
+    for nodes, lo, hi in ((2, 100, 150), (4, 350, 450), (16, 1500, 1700)):
+        name = f"a100x{8 * nodes}_broadcast_{nodes}node_abci"
+        rate = _increment_GBps(name, 16 * MiB, 32 * MiB)
+        assert 27.0 <= rate <= 30.5, (name, rate)
+        pts = {p.size_bytes: p for p in _result(name).points}
+        intercept = pts[32 * MiB].measured_time_us - 32 * MiB / (rate * 1e3)
+        assert lo <= intercept <= hi, (name, intercept)
+        floor = statistics.median(p.measured_time_us for p in _result(name).points if p.size_bytes <= 512)
+        assert 7.4 <= floor <= 7.9, (name, floor)
