@@ -510,14 +510,21 @@ _OCI_GB300_LAYOUT = {"1tray": (1, None), "2tray": (2, None), "1rack": (16, None)
 _OCI_GB300_NOTE = ("Oracle Cloud BM.GPU.GB300.4 trays (4 B300, 8 x 400 Gb/s RoCE NICs) in GB300 NVL72 racks, NCCL 2.28.7, "
                    "NVLS and MNNVL on, 512 KiB-16 GiB; modelled on the GB200 NVL72 profile with 8 NICs per tray")
 _OCI_GB300_OP_NOTE = {
-    ("2tray", "allreduce"): "; 4-64 MiB (NVLS/Simple) +23% to +46% fast, where the one-tray run is within 17%",
-    ("1rack", "allreduce"): "; NVLS's per-call cost grows with the trays of the domain, not modelled: 512 KiB takes 17.9, "
+    ("2tray", "allreduce"): "; 4-64 MiB (NVLS/Simple) +23% to +46% fast, where the one-tray run is within 17%; busbw "
+                            "steps from 725 to 823 GB/s between 1 and 2 GiB: NVLS within 1.1% from 2 GiB and 10-12% "
+                            "fast below, Ring/Simple pinned within 3.2% at 128 MiB-1 GiB, though NCCL 2.28.7's tables "
+                            "pick NVLS from 4 MiB (data/nccl/INDEX.md, GB300 note (2))",
+    ("1rack", "allreduce"): "; NVLS's per-call cost grows with the trays of the domain, where NCCL 2.28.7 prices it at "
+                            "25 us whatever the ranks (tuning.cc), not modelled (data/nccl/INDEX.md, GB300 note (1)): "
+                            "512 KiB takes 17.9, "
                             "30.3 and 66.3 us on 1, 2 and 16 trays (27.5 us modelled at 16), so 512 KiB-16 MiB are "
                             "+43% to +141% fast; 16 GiB reaches 930 GB/s busbw, above the 838 of the NVLS bound "
                             "(costs/nvls_reduce.py, from B200), -12%",
     ("2rack", "allreduce"): "; 512 KiB-16 MiB take a flat ~490 us (NVLSTree modelled at 70-146 us, +250% to +780%), "
                             "a per-call cost of that run the model's latency terms do not reach; from 512 MiB "
-                            "-2% to +13%",
+                            "-2% to +13%. With NVLS off (Tree, then Ring) the same case meets 512 MiB-16 GiB within "
+                            "4.5% (NCCL drops NVLS silently when its setup fails; no log says it did): "
+                            "data/nccl/INDEX.md, GB300 note (3)",
     ("1tray", "alltoall"): "; the 628 GB/s busbw plateau is 0.84 of the NVLink write rate the model gives p2p "
                            "(900 x 0.83): +19% to +43% fast from 16 MiB",
     ("1rack", "alltoall"): "; 2-16 MiB take 33-127 us where the model adds 63 NVLink Simple hops in order (225-245 us, "
@@ -528,7 +535,8 @@ _OCI_GB300_OP_NOTE = {
                            "the in-order hops stand for a ramp of the bytes the model lacks; not modelled",
     ("2rack", "alltoall"): "; 47.7 GB/s busbw from 128 MiB (24 GB/s per GPU across the racks) against 117 modelled "
                            "(+146%; 4 NICs: +96%); Oracle's GB200 README runs the same 2 x 16 trays at 90: "
-                           "that run's fabric or settings, not modelled",
+                           "that run's fabric or settings, not NCCL 2.28.7's p2p schedule (every remote peer in "
+                           "flight), not modelled (data/nccl/INDEX.md, GB300 note (4))",
 }
 CASES.update({
     f"gb300x{4 * nodes}_{op}_{tag}_oci_nvl72" + ("_roce" if tag == "2rack" else ""): Case(

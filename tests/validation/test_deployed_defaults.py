@@ -529,7 +529,8 @@ LOSO_BOUNDS = {
     # the GB200 NVL72 profile with 8 NICs per tray, scored, not fitted: 17.4% / +9.9% / 17.9%. Left: NVLS's per-call
     # cost growing with the trays of the domain (17.9 / 30.3 / 66.3 us at 512 KiB on 1 / 2 / 16 trays), the 2-rack
     # AllReduce's ~490 us floor to 16 MiB, the 1-rack All-to-All's 63 NVLink peers priced in order (-48..-86% at
-    # 2-16 MiB) and the 2-rack All-to-All's 47.7 GB/s plateau (+146%) (the cases' notes in sweep_prediction.CASES)
+    # 2-16 MiB) and the 2-rack All-to-All's 47.7 GB/s plateau (+146%) (the cases' notes in sweep_prediction.CASES;
+    # what NCCL 2.28.7's source does and does not explain: data/nccl/INDEX.md, GB300 note)
     "oci-gb300": (0.18, TARGET_SIGNED, 0.19),
 }
 
