@@ -675,6 +675,38 @@ def sweep_drops(by_system: dict[str, list[MeasuredCollective]]) -> dict[str, lis
     return out
 
 
+@dataclass(frozen=True)
+class SelfFit:
+    """A held-out split against the same rows fitted on themselves: the median |busbw error| at
+    sizes >= 1 MiB before calibration, after calibration on the split's training rows
+    (``held_out``) and after calibration on the predicted rows themselves (``own``, with the
+    fitted keys in ``fitted``). ``own`` is what the fit's keys and rules reach in-sample on those
+    rows; where it misses a target, no choice of training rows or carry-over rule can meet it, and
+    what remains is the model's structure (or rows that disagree with each other), not the fit.
+    It is not a strict bound: the fit minimises a Huber loss on log time over every size, not this
+    median."""
+
+    before: float | None
+    held_out: float | None
+    own: float | None
+    fitted: tuple[str, ...]
+
+    @property
+    def gap(self) -> float | None:
+        """How much of the held-out error the carry-over adds to the in-sample fit's."""
+        return None if self.held_out is None or self.own is None else self.held_out - self.own
+
+
+def self_fit(profile, train: list[MeasuredCollective], test: list[MeasuredCollective]) -> SelfFit:
+    """Fit ``train`` and predict ``test`` as a split does, and fit ``test`` on itself (:class:`SelfFit`):
+    separates what a calibration could not carry over (``held_out`` above ``own``) from what no
+    calibration of the offered keys reaches (``own`` itself)."""
+    held = fit_collectives(at_logged_release(profile, train)[0], train)
+    own = fit_collectives(at_logged_release(profile, test)[0], test)
+    return SelfFit(_medians(profile, test)[0], _medians(held.profile, test)[0], _medians(own.profile, test)[0],
+                   tuple(f"{p.param.path}={p.value:.4g}" for p in own.params if p.fitted))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.calibration.cross_validation",
                                  description=__doc__.split("\n\n")[0])
@@ -689,7 +721,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", metavar="SPLIT", default=None,
                     help="with --system: for this held-out split print every predicted row, measured and predicted "
                          "before and after calibration, with the algorithm/protocol the model runs (row_comparison)")
+    ap.add_argument("--self-fit", metavar="SPLIT", default=None,
+                    help="with --system: for this held-out split print the median |busbw error| >= 1 MiB before, after "
+                         "calibration on the training rows, and after fitting the predicted rows on themselves "
+                         "(self_fit: what no carry-over rule can beat)")
     args = ap.parse_args(argv)
+    for flag, split in (("--rows", args.rows), ("--attribute", args.attribute), ("--self-fit", args.self_fit)):
+        if split is not None:
+            try:
+                split_sets([], split)
+            except InputError as exc:
+                ap.error(f"{flag}: {exc.detail}")
     import time
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -709,6 +751,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {row.source:44s} {row.ranks:5d} {row.size:>12d} B {row.measured_s * 1e6:11.1f} us | "
                       f"{row.before[2] * 1e6:11.1f} {row.before[0]}/{row.before[1]:6s} {row.before_error:+7.1%} | "
                       f"{row.after[2] * 1e6:11.1f} {row.after[0]}/{row.after[1]:6s} {row.after_error:+7.1%}")
+        return 0
+    if args.self_fit:
+        if not args.system:
+            ap.error("--self-fit needs --system")
+        for system, ms in sorted(by_system.items()):
+            train, test = split_sets(ms, args.self_fit)
+            sf = self_fit(system_profile(system), train, test)
+            print(f"{system}, {args.self_fit}: median |busbw error| >= 1 MiB of the predicted rows: before "
+                  f"{pct(sf.before)}, fitted on the training rows {pct(sf.held_out)}, fitted on themselves "
+                  f"{pct(sf.own)}")
+            print(f"  fitted on themselves: {', '.join(sf.fitted) or '(no key)'}")
         return 0
     if args.attribute:
         if not args.system:

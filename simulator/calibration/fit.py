@@ -120,6 +120,9 @@ Offering a configuration's base latency at one node count only where two collect
 AllGather plateau then went into the ring LL128 efficiency (1 -> 0.857), a bandwidth term that
 reaches the AllReduce's 16-64 MiB ring LL128 rows further, and the held-out AllReduce went to
 12.1% (10.1%); rows one collective alone shows move whichever key of their configuration is free.
+Of the 16 held-out splits that miss 8% (2026-12-03), 9 miss it when their own rows are fitted on
+themselves (``cross_validation --self-fit``), and the other 7 need keys of an algorithm, protocol or
+link their training rows do not run: per split, docs/calibration.md ("When a held-out split misses").
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes

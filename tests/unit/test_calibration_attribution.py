@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulator.calibration.cross_validation import key_effects, row_comparison, split_sets
+from simulator.calibration.cross_validation import key_effects, row_comparison, self_fit, split_sets
 from simulator.calibration.fit import MeasuredCollective, Param, Predictor, busbw_errors, overlay_of
 from simulator.config.hardware import apply_overlay, load_profile
 from simulator.errors import InputError
@@ -68,3 +68,38 @@ def test_row_comparison_prints_each_predicted_row_before_and_after():
     after = [r.after_error for r in rows]
     assert all(a > b for a, b in zip(after, after[1:]))  # the latency's share falls with the size
     assert {r.after[0] for r in rows} == {"ring"}
+
+
+def test_self_fit_separates_carry_over_from_what_no_calibration_reaches():
+    """Held-out rows at 0.70 of the NVLink, training rows at 0.55: fitted on the training rows the
+    held-out busbw is 1 - 0.55/0.70 = 21.4% low, fitted on themselves the link's fraction is
+    recovered and the error vanishes, so the whole gap is carry-over."""
+    profile = load_profile("dgx-h100")
+    r = self_fit(profile, [_sweep(profile, 0.55)], [_sweep(profile, 0.70)])
+    assert r.held_out == pytest.approx(1 - 0.55 / 0.70, abs=0.01)
+    assert r.own is not None and r.own < 0.005
+    assert r.gap == pytest.approx(r.held_out - r.own)
+    assert any(f.startswith(EFF.path + "=0.7") for f in r.fitted)
+
+
+def test_self_fit_of_two_sweeps_that_disagree_stays_above_their_disagreement():
+    """Two sweeps of one configuration, one at 0.55 of the NVLink and one at 0.70 (as two runs of
+    one cluster under different releases can be): one profile times both alike, so with a fraction
+    e in [0.55, 0.70] half the rows are e/0.55 - 1 fast and half 1 - e/0.70 slow, and the median of
+    the two is (e/0.55 - e/0.70)/2 >= 0.55 x (1/0.55 - 1/0.70)/2 = 10.7% (e = 0.55; outside the
+    range one side only grows): in-sample, no calibration of the offered keys gets below it."""
+    profile = load_profile("dgx-h100")
+    test = [_sweep(profile, 0.55), _sweep(profile, 0.70)]
+    r = self_fit(profile, [_sweep(profile, 0.60)], test)
+    bound = 0.55 * (1 / 0.55 - 1 / 0.70) / 2
+    assert r.own is not None and r.own >= bound - 0.005
+
+
+@pytest.mark.parametrize("flag", ["--rows", "--attribute", "--self-fit"])
+def test_an_unknown_split_name_is_a_usage_error(flag, capsys):
+    from simulator.calibration.cross_validation import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--system", "sophia-a100", flag, "leave in allreduce"])
+    assert exc.value.code == 2
+    assert f"{flag}: unknown held-out split 'leave in allreduce'" in capsys.readouterr().err
