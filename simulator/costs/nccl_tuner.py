@@ -480,12 +480,15 @@ def rccl_ring_unpaced(ctx: TunerContext, algo: str) -> bool:
     ``GFX95X_XGMI_WIDTH`` alike, 48 GB/s (``src/graph/topo.h`` of ROCm/rccl 0cbce2a and of
     ROCm/rocm-systems ``projects/rccl``), and its rome models spread the GPU's total over their
     channels (``rome_models.cc`` parseGraph: ``bwIntra = bwInter = totalBw / nChannels``): a number
-    for the tuner's choice, not a pace its kernels keep (``connect.cc`` then doubles the channels up
-    to 64 on gfx94x, nothing rates them). The speed is the same on MI300X's 64 GB/s links and on
-    MI355X's 76.8 GB/s ones, and one MI355X node runs a Ring AllReduce at 408 GB/s busbw
+    for the tuner's choice, not a pace its kernels keep (``connect.cc`` then doubles the channels, up
+    to 64 on gfx94x, without rating them again). The speed is the same on MI300X's 64 GB/s links and
+    on MI355X's 76.5 GB/s ones, and one MI355X node runs a Ring AllReduce at 408 GB/s busbw
     (data/nccl/mi355x8_allreduce_1node_oci_pollara.csv), above the 7 x 48 = 336 the graph gives it
     at most: the links (``scale_up.efficiency``) bound it, not the graph. Across nodes the graph's
-    speed is the NIC's (``net_devices``), a rate the NIC does keep, so it stays a cap there."""
+    speed is the NIC's (``net_devices``), a rate the NIC does keep, so it stays a cap there. On 2 and
+    4 GPUs of an MI300X node a ring then runs at 1 and 3 links' rate, 44.1 and 132 GB/s busbw (the
+    graph's 40 and 120 before; 44 GB/s is the one-link P2P figure the profile's efficiency comes
+    from); no such sweep is bundled."""
     return ctx.library == "rccl" and ctx.n_nodes == 1 and ctx.intra_link == "nvlink" and algo == "ring"
 
 
