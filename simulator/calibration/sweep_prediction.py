@@ -547,8 +547,11 @@ CASES.update({
 # Oracle Cloud's MI355X 'Pollara' shape (data/nccl/INDEX.md): mi355x's own node (8 MI355X, 8 Pollara 400 NICs);
 # the README prints the 8 and 16 GiB rows only and no command line.
 _OCI_MI355X_NOTE = {
-    (1, "allreduce"): "; one node reaches 408 GB/s busbw, 58 GB/s per xGMI link, where mi355x's assumed link efficiency "
-                      "(0.69, carried over from MI300X) gives 320 (-22%); its All-to-All, on the same links, is within 3%",
+    (1, "allreduce"): "; one node reaches 408 GB/s busbw, 58 GB/s per xGMI link, above the 7 x 48 = 336 GB/s RCCL's graph "
+                      "rates the node at on gfx950 as on gfx942 (topo.h): the ring runs at its links' rate "
+                      "(nccl_tuner.rccl_ring_unpaced; the graph's 320 gave -22%), 7 x 76.5 x 0.69 = 369.5 (-9.6%). "
+                      "The per-link fraction left (0.763 here, 0.674 on this node's All-to-All, 0.705 on MI300X's "
+                      "AllReduce) is not modelled: the All-to-All, on the same links, is within 3% (data/nccl/INDEX.md)",
     (4, "alltoall"): "; 4 nodes: 50.4 GB/s busbw against 61.3 modelled (+22%), where 2 nodes (86.7) are within 3%",
 }
 CASES.update({

@@ -439,6 +439,9 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
     size correction when `nbytes` is given) divided over the channels: the tuner's constants
     encode how far a pipelined chain+tree falls short of the links, which a fluid model of the
     links alone would not see.
+
+    A Simple ring of RCCL on one xGMI node has no per-channel bound (``math.inf``,
+    :func:`rccl_ring_unpaced`): its links bound it.
     """
     g = ctx.graph
     if algo == "tree":
@@ -463,8 +466,30 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         # NCCL's per-channel LL128 cap rates a graph channel, which runs as two CTAs: more CTAs move more
         cap = t.ll128_per_ch_cap(coll, algo, _row(ctx), ctx.scale) * ctas / RING_CTAS_PER_GRAPH_CHANNEL
         return min(per_ch * 120 / 128, cap * ll128_fraction)
+    if rccl_ring_unpaced(ctx, algo):
+        return math.inf
     cta = ring_cta_GBps(ctx)
     return per_ch if cta is None else min(per_ch, ctas * cta)
+
+
+def rccl_ring_unpaced(ctx: TunerContext, algo: str) -> bool:
+    """Whether a Simple ring's channels run at the links' rate rather than the graph's speed: RCCL
+    on one node of xGMI.
+
+    RCCL's graph rates every xGMI link at a nominal width, ``GFX94X_XGMI_WIDTH`` and
+    ``GFX95X_XGMI_WIDTH`` alike, 48 GB/s (``src/graph/topo.h`` of ROCm/rccl 0cbce2a and of
+    ROCm/rocm-systems ``projects/rccl``), and its rome models spread the GPU's total over their
+    channels (``rome_models.cc`` parseGraph: ``bwIntra = bwInter = totalBw / nChannels``): a number
+    for the tuner's choice, not a pace its kernels keep (``connect.cc`` then doubles the channels, up
+    to 64 on gfx94x, without rating them again). The speed is the same on MI300X's 64 GB/s links and
+    on MI355X's 76.5 GB/s ones, and one MI355X node runs a Ring AllReduce at 408 GB/s busbw
+    (data/nccl/mi355x8_allreduce_1node_oci_pollara.csv), above the 7 x 48 = 336 the graph gives it
+    at most: the links (``scale_up.efficiency``) bound it, not the graph. Across nodes the graph's
+    speed is the NIC's (``net_devices``), a rate the NIC does keep, so it stays a cap there. On 2 and
+    4 GPUs of an MI300X node a ring then runs at 1 and 3 links' rate, 44.1 and 132 GB/s busbw (the
+    graph's 40 and 120 before; 44 GB/s is the one-link P2P figure the profile's efficiency comes
+    from); no such sweep is bundled."""
+    return ctx.library == "rccl" and ctx.n_nodes == 1 and ctx.intra_link == "nvlink" and algo == "ring"
 
 
 def ring_window_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None) -> float:

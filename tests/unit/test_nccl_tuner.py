@@ -421,6 +421,25 @@ def test_a_simple_ring_channel_is_two_ctas_at_the_p2p_channel_rate():
     assert t.ring_cta_GBps(mi300x) is None
 
 
+@pytest.mark.parametrize("profile", ["mi300x", "mi355x"])
+def test_rccl_one_node_ring_is_not_paced_at_the_graph_speed(profile):
+    """RCCL rates every xGMI link at 48 GB/s (topo.h GFX94X_XGMI_WIDTH = GFX95X_XGMI_WIDTH), so the
+    graph of an 8-GPU node is the same on MI300X and MI355X (7 x 48 = 336, picked as 16 channels x 20
+    from the speed list): a tuner number, not a channel's pace. On one node a Simple ring's channels
+    are unbounded (the xGMI links bound the ring); its LL keeps the graph's rate, and across nodes
+    the graph's speed is the NIC's and stays the cap."""
+    one = _p2p_ctx(profile, 8, 1)
+    assert (one.graph.n_channels, one.graph.bw_intra_GBps) == (16, 20.0)
+    assert t.rccl_ring_unpaced(one, "ring")
+    assert t.channel_bw_GBps(one, "ring", "simple") == float("inf")
+    assert t.channel_bw_GBps(one, "ring", "ll") <= one.graph.bw_intra_GBps
+    two = _p2p_ctx(profile, 16, 2)
+    assert not t.rccl_ring_unpaced(two, "ring")
+    assert t.channel_bw_GBps(two, "ring", "simple") == pytest.approx(two.graph.bw_intra_GBps)
+    # NCCL's one-node rings keep their graph's speed (NCCL's CTAs: ring_cta_GBps)
+    assert not t.rccl_ring_unpaced(_p2p_ctx("dgx-h100", 8, 1), "ring")
+
+
 @pytest.mark.parametrize("version,devices,choice", [
     ("2.19.3", (16, 12.5), ("tree", "simple")),  # each 100 Gb/s port a device: 16 channels at 12 GB/s
     ("2.20.3", (8, 25.0), ("ring", "simple")),   # IB_MERGE_NICS: one 200 Gb/s device per NIC

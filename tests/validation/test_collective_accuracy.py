@@ -223,6 +223,29 @@ def test_mi300x_ring_uses_every_xgmi_link():
     assert r.points[-1].predicted_busbw_GBps > 6 * 64 * 0.69
 
 
+def test_mi355x_one_node_ring_reaches_its_xgmi_links_not_rccls_graph():
+    """One MI355X node (Oracle Cloud, 8 and 16 GiB): RCCL's graph rates each xGMI link at 48 GB/s on
+    gfx950 as on gfx942 (7 x 48 = 336 GB/s, taken as 16 channels x 20 = 320), which the measured
+    408 GB/s busbw exceeds: the ring runs at its 7 links' rate, 7 x 76.5 x 0.69 = 369.5 GB/s (was 320,
+    -22%). What is left, -9.5%, is the per-link fraction: 58.4 GB/s of 76.5 (0.763) on this AllReduce,
+    0.705 on MI300X's (mi300x8_allreduce_1node), 0.674 on this node's own All-to-All (data/nccl/INDEX.md)."""
+    from simulator.config.hardware import load_profile
+
+    su = load_profile("mi355x").node.scale_up
+    links = su.links_per_gpu * su.link_GBps * su.efficiency
+    assert links == pytest.approx(369.5, abs=0.1)
+    r = _result("mi355x8_allreduce_1node_oci_pollara")
+    for p in r.points:
+        assert (p.algorithm, p.protocol) == ("ring", "simple")
+        assert p.predicted_busbw_GBps == pytest.approx(links, rel=0.005)
+        assert p.predicted_busbw_GBps > 7 * 48.0  # above all RCCL's graph rates the node at
+        assert p.error == pytest.approx(links / p.measured_busbw_GBps - 1, abs=0.005)
+        assert -0.105 <= p.error <= -0.085
+    # the same node's All-to-All, on the same links at the same fraction, stays within 3%
+    a2a = _result("mi355x8_alltoall_1node_oci_pollara")
+    assert all(abs(p.error) <= 0.03 for p in a2a.points)
+
+
 def test_h100_sendrecv_follows_nccls_p2p_channels():
     """8-rank SendRecv: 32-64 MiB on 4 channels (~80 GB/s measured), 128 MiB on 8, 256 MiB on 16,
     then the NVLink: every row within 10% (worst 8.5% at 256 MiB; 324% when a send ran at the link)."""

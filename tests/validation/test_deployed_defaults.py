@@ -520,8 +520,9 @@ LOSO_BOUNDS = {
     # on a network p2p connection)
     "together-b200": TARGETS,
     # Oracle Cloud's MI355X with 8 Pollara 400 NICs (8 and 16 GiB rows of 1, 2 and 4 nodes), scored, not fitted:
-    # 2.5% / +2.3% / 2.5%; left: the one-node AllReduce -22% (408 GB/s busbw against the assumed xGMI efficiency's
-    # 320) and the 4-node All-to-All +22%
+    # 2.5% / +2.3% / 2.5%; left: the one-node AllReduce -9.6% (408 GB/s busbw against the 7 xGMI links' 369.5 at the
+    # assumed efficiency; -22% while RCCL's graph speed, 320, capped the ring: nccl_tuner.rccl_ring_unpaced) and the
+    # 4-node All-to-All +22%
     "oci-mi355x": TARGETS,
     # 2 x 8 MI300X over RoCE on Oracle Cloud (OKE), 1-16 GiB, scored, not fitted: 1.7% / -1.7% / 1.7% (Ring/Simple)
     "oci-mi300x": TARGETS,
