@@ -2047,4 +2047,29 @@ Hopper kernels: llm-foundry's H100 BF16 table comes from `mosaicml/pytorch:2.1.0
 made of (container versions from 24.02 to 25.04, TP against CP, recompute, the clusters' clocks) is
 not in these data, so no rate per stack is added; the model still prices FP8's gain 5% high once the
 output layer and the casts are priced.
+
+**Megatron-Bridge 25.11's dense Llama rows: NVIDIA's FP8 stack on B200, held out.** The 25.11
+performance summary (Megatron-Bridge v0.2.0, source `bridge_dense`, held out entirely, the
+single-node B200 rows included) measured Llama 3 8B on 8 B200 (TP 1, micro-batch 2), Llama 3 70B
+on 64 H100 (TP 4, PP 8 x VP 5) and Llama 3.1 405B on 128 B200 (TP 4, PP 8 x VP 8, CP 2) and 1,024
+H100 (TP 8, PP 8 x VP 8, CP 2) in FP8 current scaling, the B200 plans also in MXFP8. Scored: 8B
+B200 FP8-CS -8.9%, MXFP8 -4.1%, 70B H100 -5.6%, 405B B200 FP8-CS -16.3% (median |error| 7.2%,
+mean 8.7%, signed median -7.2%); built, not scored for run time: 405B on 1,024 H100 -0.5%, 405B
+B200 MXFP8 -11.1%. The recipes' TE cross-entropy kernel (`cross_entropy_fusion_impl = "te"`,
+priced as `cross_entropy: fused`) took 8B from -11.1% to -8.9% and 70B from -7.8% to -5.6%; no
+other setting of the recipes is left unmodelled on the scored rows but the B200 8B run's
+full-iteration CUDA graph and the SM counts of the userbuffers configurations (TE's default
+methods are priced). Each row is pessimistic in its compute, not its communication: the 8B
+step is 99.9% compute (GEMMs 69%, attention 19%, the rest 12%), simulated 4.70 s against 4.28 s
+measured; the 405B B200 step's compute on one rank alone (6.55 s) exceeds the measured step
+(6.20 s); on 70B the last stage's compute (10.42 s: 9.50 s of layers and 0.92 s of LM head and
+loss, which the 70B recipe does not offset with `account_for_loss_in_pipeline_split`) exceeds the
+measured 10.23 s, and the 10% bubble the simulator reports is the other stages waiting for it.
+This is the level gap of NVIDIA's stack that the dgxc rows show on H100 (above), now on a
+second release and on B200, where the derate (0.524) was fitted on one NeMo FP8 row at 32K tokens
+(attention-heavy): at 8K, where GEMMs dominate, the B200 rows need 10-16% less compute. The
+MXFP8/FP8-CS ratio of the compute-bound 8B pair is 0.964 measured and 1.015 simulated: the model
+prices MXFP8's GEMMs at the per-tensor FP8 rate and charges current scaling an amax pass per
+operand, while cuBLAS's block-scaled GEMMs of 2025 ran slower than per-tensor ones. Nothing is
+fitted to these rows.
 """

@@ -29,6 +29,7 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
     padded_vocab,
 )
+from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
 from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
@@ -886,6 +887,19 @@ SOURCES: list[Source] = [
             "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0.",
             "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
             "eager launches."]),
+    Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, FP8-CS and MXFP8)",
+           "megatron_bridge_perf_summary_dense.csv", bridge_dense,
+           ["Held out entirely (none of these rows fits anything, the single-node B200 rows included). Settings "
+            "the table omits come from the performance recipes of Megatron-Bridge v0.2.0, the release of the 25.11 "
+            "container; see the file's header and simulator/e2e_validation/bridge_dense_sources.py.",
+            "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default); the "
+            "recipes' userbuffers configurations set the same methods with their own SM counts.",
+            "The B200 8B recipe captures the whole iteration in CUDA graphs (cuda_graph_impl local): not modelled, "
+            "its launches are priced as eager launches.",
+            "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
+            "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
+            "the 405B plan on 128 B200 (-11.1%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
+            "and recompute_num_layers 5 instead) is transcribed but not built."]),
     Source("torchtitan", "torchtitan FSDP2 (Llama 2/3, 64 A100 eager; 32-64 H200 compiled Float8)",
            "torchtitan_benchmarks.csv", _torchtitan,
            ["Held out entirely (none of these rows fits anything).",
@@ -992,7 +1006,8 @@ FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 
 
 # Sources held out entirely, single-node rows included.
-HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "torchtitan",
+HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "bridge_dense",
+                              "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",

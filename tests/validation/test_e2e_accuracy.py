@@ -99,7 +99,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
         assert c.n_gpus % mp == 0 and c.n_gpus == 8 * c.scenario["nodes"], c.label
         # fp8 only where the source states it (NeMo's pages: every row; Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
-        assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407") else
+        assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
@@ -123,7 +123,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                                                        "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                                                        "megatron2022", "vtrain_multi", "vtrain_single",
                                                                        "megatron_ci", "llama3", "usp", "megascale",
-                                                                       "dgxc_llama", "internlm"))
+                                                                       "dgxc_llama", "internlm", "bridge_dense"))
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
@@ -157,7 +157,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
-                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"}}
+                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
+                      "bridge_dense": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
@@ -513,7 +514,8 @@ def test_h100_fit_rows_are_centred_and_flash1_prices_mpt_attention():
 def test_megatron_core_rows_run_te_default_tp_overlap():
     """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
     no other source states TE comm overlap but dgxc-benchmarking's Llama 3.1 recipes (70B and 405B:
-    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``), and the TP > 1 rows of NeMo 24.07 and of
+    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``) and Megatron-Bridge v0.2.0's (70B and 405B:
+    ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), and the TP > 1 rows of NeMo 24.07 and of
     the dgxc examples assume it (NeMo's default for those models). On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
     chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc has tp2 -2.3% and
@@ -522,7 +524,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                if c.scenario["parallel"].get("tp_overlap") == "te_default")

@@ -1,0 +1,112 @@
+"""Megatron-Bridge's 25.11 performance summary, dense Llama pre-training on DGX H100 and DGX B200, as
+e2e cases.
+
+The page (NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary.md``, NeMo container 25.11; the
+file ``data/e2e/megatron_bridge_perf_summary_dense.csv`` has the provenance) prints tokens/s/GPU of
+Llama 3 8B, Llama 3 70B and Llama 3.1 405B at sequence 8,192 with GBS, MBS, TP, PP, CP and VP, in
+FP8 with per-tensor current scaling (FP8-CS) and, on B200, MXFP8. What the table omits comes
+from the performance recipes of the release the container ships (Megatron-Bridge v0.2.0:
+``scripts/performance/configs/llama3``, ``configs/llama31``, ``recipes/llama/llama3.py``,
+``training/mixed_precision.py``):
+
+- the distributed optimizer with overlapped gradient ReduceScatter and parameter AllGather,
+  gradients reduced in bf16 (``set_llama3_common_configs``: ``grad_reduce_in_fp32 = False``),
+  no activation recompute, sequence parallelism wherever TP > 1;
+- TransformerEngine's userbuffers TP overlap for 70B and 405B (``tp_comm_overlap_cfg``
+  ``userbuffers_fp8_{h100,b200}_h{8192,16384}_...``), none for 8B (TP 1);
+- interleaved 1F1B with overlapped pipeline exchanges where VP > 1; 405B counts the embedding and
+  the loss as one layer each in the pipeline split (``account_for_embedding_in_pipeline_split``,
+  ``account_for_loss_in_pipeline_split``), so its first and last virtual stages hold one layer;
+- FP8-CS as ``bf16_with_fp8_current_scaling_mixed`` with ``first_last_layers_bf16 = False``
+  (``utils/precision.py``), MXFP8 as ``bf16_with_mxfp8_mixed``; both gather parameters in FP8
+  (``fp8_param_gather = True``); the 405B MXFP8 recipe turns ``overlap_param_gather`` off ("keeping
+  this enabled causes NaN grad norm");
+- the vocabulary 128,256 padded to a multiple of 128 x TP (``should_pad_vocab``);
+- the loss as TransformerEngine's fused cross-entropy kernel on the bf16 logits
+  (``cross_entropy_loss_fusion = True``, the GPT provider's default, with the recipe's
+  ``cross_entropy_fusion_impl = "te"``): ``training.cross_entropy: fused``;
+- B200 8B runs ``cuda_graph_impl = "local"`` over the full iteration: not modelled, its kernel
+  launches are priced as eager launches.
+
+Scored (``SCORED``), within about 20 CPU seconds of simulation: the 8B rows on one B200 node in
+both precisions (under a second each), 70B on 64 H100 (about 8 s: 64 micro-batches through 40
+virtual stages) and 405B on 128 B200 in FP8-CS, the table's primary value (about 10 s: 32
+micro-batches through 64 virtual stages). Built (``bridge_dense_all``) but not scored, for run
+time: 405B on 1,024 H100 (about 47 s: 64 micro-batches through 64 virtual stages on eight
+data-parallel replicas) and the MXFP8 value of the 405B B200 plan (the same plan, printed in
+parentheses; the 8B pair already sets the two precisions side by side); the slow test of
+``tests/validation/test_bridge_dense_source.py`` scores them. Not built: the H100 8B row, whose
+printed plan (Megatron-FSDP) is not the recipe's (CP 1 with ``recompute_num_layers = 5``, no
+FSDP) and whose partial-layer recompute the simulator does not describe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
+from simulator.e2e_validation.rows import Row, parse_int
+from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel, padded_vocab
+
+# Megatron-Core with TransformerEngine (MODERN) and TE's fused cross-entropy (cross_entropy_fusion_impl "te")
+BRIDGE_2511 = replace(MODERN, cross_entropy="fused")
+
+# The table's precisions: (training.dtype, training.fp8_recipe)
+BRIDGE_DENSE_PRECISION: dict[str, tuple[str, str]] = {"fp8-cs": ("fp8", "current"), "mxfp8": ("fp8", "mxfp8")}
+
+
+def _prec(r: Row) -> str:
+    return r["notes"].split("prec=", 1)[1].split(";")[0].strip()
+
+
+# The rows scored, as (model, system, precision): see the module docstring.
+SCORED: frozenset[tuple[str, str, str]] = frozenset({
+    ("LLAMA3_8B", "dgx-b200", "FP8-CS"), ("LLAMA3_8B", "dgx-b200", "MXFP8"),
+    ("LLAMA3_70B", "dgx-h100", "FP8-CS"), ("LLAMA3.1_405B", "dgx-b200", "FP8-CS")})
+
+
+def _system(r: Row) -> str:
+    return "dgx-b200" if r["gpu"].startswith("B200") else "dgx-h100"
+
+
+def buildable(r: Row) -> bool:
+    """A tokens/s row whose plan the recipe determines (all but the H100 8B row: see the module)."""
+    return r["metric"] == "tokens_per_s_per_gpu" and not r["zero_stage_or_fsdp"].startswith("Megatron-FSDP")
+
+
+def bridge_dense_case(r: Row) -> Case:
+    """One table row as a scenario (the module docstring gives every setting and its source)."""
+    n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
+    prec = _prec(r)
+    dtype, recipe = BRIDGE_DENSE_PRECISION[prec.lower()]
+    hw = _system(r)
+    model = dict(llama_model(r), vocab=padded_vocab(parse_int(r["vocab"]), tp))
+    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+    if "overlap_param_gather=False" in r["notes"]:
+        par["overlap_param_gather"] = False
+    if r["model_name"].startswith("LLAMA3.1_405B") and pp > 1:
+        par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
+    mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
+    dp = n // (tp * pp * cp)
+    label = (f"{r['model_name']} {hw.split('-')[1].upper()} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+             + (f" cp{cp}" if cp > 1 else "") + f" dp{dp} mbs{mb} {n} GPUs")
+    scn = make_scenario(f"bridge-dense-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n, model,
+                        micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511)
+    scn["training"].update(fp8_recipe=recipe, fp8_param_gather=True)
+    return Case("bridge_dense", label, scn, "tokens_per_s_per_gpu", float(r["value"]), n)
+
+
+def bridge_dense_all(rows: list[Row]) -> list[Case]:
+    """Every row with a determined plan (:func:`buildable`): six runs."""
+    return [bridge_dense_case(r) for r in rows if buildable(r)]
+
+
+def bridge_dense(rows: list[Row]) -> list[Case]:
+    """Megatron-Bridge 25.11's dense Llama pre-training on DGX B200 (8B on 8 GPUs in FP8-CS and
+    MXFP8, 405B on 128 in FP8-CS) and DGX H100 (70B on 64, FP8-CS) with the printed plan and the
+    v0.2.0 recipes' settings. Built, not scored, for run time: 405B on 1,024 H100 and the MXFP8
+    value of 405B on 128 B200; transcribed, not built: the H100 8B row (its plan is not the
+    recipe's)."""
+    return [bridge_dense_case(r) for r in rows
+            if buildable(r) and (r["model_name"], _system(r), _prec(r)) in SCORED]

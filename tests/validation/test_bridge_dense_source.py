@@ -1,0 +1,118 @@
+"""Megatron-Bridge 25.11's dense Llama rows (source ``bridge_dense``): the table is consistent as
+transcribed, the rows build the v0.2.0 recipes' plans, are held out, and score as the page says."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.e2e_validation import scoring, sources
+from simulator.e2e_validation.bridge_dense_sources import bridge_dense, bridge_dense_all
+from simulator.e2e_validation.rows import parse_int, read_rows
+
+SEQ = 8192
+
+
+def _rows() -> list[dict[str, str]]:
+    return read_rows(sources.DATA_DIR / "megatron_bridge_perf_summary_dense.csv")
+
+
+def _causal_model_flops_per_token(r: dict[str, str]) -> float:
+    """Megatron-Core's model FLOPs per token with the causal half of the score matrix:
+    12 l h^2 (1 + g/a + s/2h) + 18 l f h + 6 V h (SwiGLU, GQA, untied head)."""
+    l_, h, a, g, f, v = (parse_int(r[k]) for k in ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab"))
+    return 12 * l_ * h * h * (1 + g / a + SEQ / (2 * h)) + 18 * l_ * f * h + 6 * v * h
+
+
+def test_table_is_consistent_as_transcribed():
+    """Seven runs x 2 metrics. TP x PP x CP x DP = GPUs, and the page's GA = GBS / (MBS x DP);
+    every printed Model TFLOP/s/GPU is the printed tokens/s/GPU times Megatron's causal model
+    FLOPs per token within 1% (Llama 3 8B: 51.5 GFLOP, 70B: 449, 405B: 2,524; 744 TFLOP/s =
+    14,451 x 51.5e9 for the H100 8B row)."""
+    rows = _rows()
+    assert len(rows) == 14
+    runs: dict[tuple[str, ...], dict[str, float]] = {}
+    for r in rows:
+        n, tp, pp, cp, dp = (parse_int(r[k]) for k in ("num_gpus", "tp", "pp", "cp", "dp"))
+        assert tp * pp * cp * dp == n
+        ga = int(r["notes"].split("GA=", 1)[1].split(";")[0])
+        assert ga * parse_int(r["micro_batch"]) * dp == parse_int(r["global_batch"])
+        prec = r["notes"].split("prec=", 1)[1].split(";")[0]
+        run = runs.setdefault((r["model_name"], r["gpu"], prec), {"flops": _causal_model_flops_per_token(r)})
+        run[r["metric"]] = float(r["value"])
+    assert len(runs) == 7
+    assert runs[("LLAMA3_8B", "H100-SXM (DGX-H100)", "FP8-CS")]["flops"] == pytest.approx(51.5e9, rel=1e-3)
+    for run in runs.values():
+        assert run["tokens_per_s_per_gpu"] * run["flops"] / 1e12 == pytest.approx(run["model_tflops_per_gpu"], rel=1e-2)
+
+
+def test_rows_build_the_recipes_plan_held_out():
+    """Six runs built, four scored, none in the fitting subset (the single-node B200 rows
+    included); the distributed optimizer with both overlaps and bf16 gradient reduction, no
+    recompute, TE's fused cross-entropy; TE TP overlap with sequence parallelism where TP > 1;
+    FP8 current scaling or MXFP8 with FP8 parameter AllGather, whose overlap the 405B MXFP8 recipe
+    turns off; 405B's pipeline split with the embedding and the loss as one layer each (126 + 2
+    layers over 64 virtual stages: one layer in the first and the last, two in the others); the
+    vocabulary padded to a multiple of 128 x TP."""
+    built, scored = bridge_dense_all(_rows()), bridge_dense(_rows())
+    assert len(built) == 6 and len(scored) == 4
+    assert {c.label for c in scored} < {c.label for c in built}
+    assert "bridge_dense" in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("bridge_dense") == 1
+    for c in built:
+        build_scenario(c.scenario)
+        p, t, m = c.scenario["parallel"], c.scenario["training"], c.scenario["model"]
+        assert not sources.is_fit_case(c) and c.metric == "tokens_per_s_per_gpu"
+        assert (p["zero"], p["overlap_grad_reduce"], p["grad_reduce_dtype"]) == (1, True, "bf16")
+        mx405 = t["fp8_recipe"] == "mxfp8" and m["layers"] == 126
+        assert p["overlap_param_gather"] is not mx405
+        assert (t["recompute"], t["cross_entropy"], t["dtype"], t["fp8_param_gather"]) == ("none", "fused", "fp8", True)
+        assert t["fp8_recipe"] in ("current", "mxfp8")
+        assert p.get("tp_overlap", "none") == ("none" if p["tp"] == 1 else "te_default")
+        assert p.get("sequence_parallel", False) == (p["tp"] > 1)
+        assert m["vocab"] % (128 * p["tp"]) == 0 and 0 <= m["vocab"] - 128256 < 128 * p["tp"]
+        if m["layers"] == 126:
+            assert p["pp_layers"] == [1] + [2] * 62 + [1]
+    plans = {(c.scenario["model"]["layers"], c.scenario["hardware"], c.n_gpus):
+             (c.scenario["parallel"]["tp"], c.scenario["parallel"]["pp"], c.scenario["parallel"].get("vp", 1),
+              c.scenario["parallel"]["cp"], c.scenario["training"]["micro_batch"], c.scenario["training"]["global_batch"])
+             for c in built}
+    assert plans == {(80, "dgx-h100", 64): (4, 8, 5, 1, 1, 128), (126, "dgx-h100", 1024): (8, 8, 8, 2, 1, 512),
+                     (32, "dgx-b200", 8): (1, 1, 1, 1, 2, 128), (126, "dgx-b200", 128): (4, 8, 8, 2, 1, 64)}
+
+
+@pytest.mark.slow
+def test_held_out_error():
+    """The scored rows, held out (about 20 CPU seconds of simulation). The model is pessimistic on
+    every row, as on the other NVIDIA-tuned FP8 sources (dgxc_llama, the page's findings): 8B on 8
+    B200 -8.9% (FP8-CS) and -4.1% (MXFP8), 70B on 64 H100 -5.6%, 405B on 128 B200 -16.3%; median
+    |error| 7.3%, signed -7.3%. Tolerances from that: median |error| <= 10%, every row within
+    -20%..+3%. The 8B plan is compute-bound (exposed communication < 5 ms of a 4.7 s step), so
+    its MXFP8/FP8-CS throughput ratio isolates the two recipes' compute: measured 0.964 (MXFP8
+    slower), simulated 1.015 (MXFP8 faster: the model's current scaling pays an amax pass and a
+    separate cast per operand, its MXFP8 GEMMs run at the FP8 rate); the pin: the simulated
+    ratio lies 3-8% above the measured one.
+    """
+    res = list(scoring.run_cases(bridge_dense(_rows())))
+    errs = [r.error for r in res]
+    assert statistics.median(abs(e) for e in errs) <= 0.10, errs
+    assert all(-0.20 <= e <= 0.03 for e in errs), errs
+    eight = {r.case.scenario["training"]["fp8_recipe"]: r for r in res if r.case.n_gpus == 8}
+    measured = eight["mxfp8"].case.measured / eight["current"].case.measured
+    assert measured == pytest.approx(29521 / 30624)
+    assert 1.03 <= eight["mxfp8"].predicted / eight["current"].predicted / measured <= 1.08
+
+
+@pytest.mark.slow
+def test_rows_built_for_the_findings():
+    """The two runs built but not scored for run time (about 60 CPU seconds): 405B on 1,024 H100
+    (TP 8, PP 8 x VP 8, CP 2, DP 8) -0.5%, and the MXFP8 value of the 405B plan on 128 B200 -11.1%;
+    asserted within 5 points of those."""
+    scored = {c.label for c in bridge_dense(_rows())}
+    res = {r.case.label: r.error for r in scoring.run_cases([c for c in bridge_dense_all(_rows())
+                                                              if c.label not in scored])}
+    assert len(res) == 2
+    h100 = next(e for k, e in res.items() if "1024 GPUs" in k)
+    b200 = next(e for k, e in res.items() if "MXFP8" in k)
+    assert h100 == pytest.approx(-0.005, abs=0.05) and b200 == pytest.approx(-0.111, abs=0.05)
