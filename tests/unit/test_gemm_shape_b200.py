@@ -41,7 +41,7 @@ def test_sm90_shape_model_reproduces_the_sm100_table(table, dtype, median_max):
     big = [abs(e) for e in gt.errors(table, dtype, ml, gt.MIN_FLOPS)]
     assert len(big) == 20
     assert statistics.median(big) < median_max
-    assert max(big) < 0.20  # 4096x4096x1024-class shapes of two short waves: +15% (bf16), +19% (fp8)
+    assert max(big) < 0.20  # 4096x4096x512, short k over 4096x4096: +15% (bf16), +19% (fp8)
 
 
 def test_fp8_mid_shapes_pay_more_than_the_sm90_tile_overhead(table):
