@@ -19,7 +19,10 @@ sources, and S's rows are scored with it:
   fitting rows use that interpolation, its other rows are re-simulated on the rescaled profile;
 - if no other source fits the profile (dgx-b200: only NeMo's context-parallel page has B200
   rows), the profile borrows the derate of its predecessor (``FALLBACK``), i.e. its MAMF-shape
-  curve × that GPU's fitted derate: a prediction made with no B200 measurement at all.
+  curve × that GPU's fitted derate × :func:`kernel_transfer`: a prediction made with no B200
+  training row at all. The transfer is read off the two GPUs' measured GEMM kernels: a derate
+  is stated on MAMF's best searched shape, and XLA's unsearched GEMMs sit at 0.973 of MAMF on
+  B200 (its sm_100 table) but 1.052 on H100 (sm_90), so H100's 0.711 transfers as 0.656.
 """
 
 from __future__ import annotations
@@ -98,6 +101,18 @@ def fit_scale(probes: list[Probe], lo: float = 0.5, hi: float = 2.0, iters: int 
     return (lo + hi) / 2
 
 
+def kernel_transfer(profile: str, donor: str) -> float:
+    """The factor a borrowed derate takes for the two GPUs' kernels: both derates are stated on
+    MAMF's best searched shape, and an unsearched GEMM (XLA's measured table, extrapolated to the
+    reference shape by the shape model) sits at a different fraction of MAMF on each GPU
+    (:func:`simulator.calibration.gemm_table.table_over_mamf`; 0.973 on B200, 1.052 on H100).
+    1 where either GPU has no table."""
+    from simulator.calibration.gemm_table import table_over_mamf
+
+    mine, theirs = table_over_mamf(profile), table_over_mamf(donor)
+    return 1.0 if mine is None or theirs is None else mine / theirs
+
+
 @dataclass(frozen=True)
 class Refit:
     """The derate a held-out source's rows on one fitted profile are scored with."""
@@ -123,8 +138,11 @@ def refit_without(source: str, profile: str, probes: dict[str, list[Probe]]) -> 
     donor = FALLBACK.get(profile)
     if donor is None:
         return Refit(profile, 1.0, 0, "no other source fits this profile in the selection: committed fit (in-sample)")
-    scale = fitted_derate(donor) / fitted_derate(profile)
-    return Refit(profile, scale, 0, f"no other source: {donor}'s derate {fitted_derate(donor):.3f} borrowed")
+    transfer = kernel_transfer(profile, donor)
+    scale = fitted_derate(donor) * transfer / fitted_derate(profile)
+    return Refit(profile, scale, 0, f"no other source: {donor}'s derate {fitted_derate(donor):.3f} borrowed"
+                 + (f" x {transfer:.3f} (where XLA-measured GEMMs sit against MAMF, {profile} over {donor})"
+                    if transfer != 1.0 else ""))
 
 
 @dataclass(frozen=True)

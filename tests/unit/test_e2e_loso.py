@@ -63,7 +63,16 @@ def test_refit_without_a_source():
     assert loso.refit_without("b", "dgx-a100", probes).scale == pytest.approx(1 / 1.1, rel=1e-9)
     borrowed = loso.refit_without("c", "dgx-b200", probes)
     assert borrowed.rows == 0 and "dgx-h100" in borrowed.how
-    assert borrowed.derate == pytest.approx(loso.fitted_derate("dgx-h100"), rel=1e-12)
+    transfer = loso.kernel_transfer("dgx-b200", "dgx-h100")
+    assert borrowed.derate == pytest.approx(loso.fitted_derate("dgx-h100") * transfer, rel=1e-12)
+
+
+def test_borrowed_derate_carries_the_kernel_tables():
+    """B200's XLA-measured GEMMs sit at 0.973 of its MAMF plateau at the reference shape, H100's at
+    1.052 of its own (HARDWARE.md §1e, data/kernels/xla_sm100_gemm.csv): the borrowed derate × 0.92.
+    A GPU without a table borrows unchanged."""
+    assert loso.kernel_transfer("dgx-b200", "dgx-h100") == pytest.approx(0.923, abs=0.005)
+    assert loso.kernel_transfer("dgx-a100", "dgx-h100") == 1.0
 
 
 @pytest.mark.parametrize("profile, family", [("dgx-a100", "dgx-a100"), ("jean-zay-a100", "dgx-a100"),
