@@ -11,7 +11,8 @@ from the performance recipes of the release the container ships (Megatron-Bridge
 
 - the distributed optimizer with overlapped gradient ReduceScatter and parameter AllGather,
   gradients reduced in bf16 (``set_llama3_common_configs``: ``grad_reduce_in_fp32 = False``),
-  no activation recompute, sequence parallelism wherever TP > 1;
+  no activation recompute, sequence parallelism wherever TP > 1; no dropout (the Llama
+  providers' ``hidden_dropout`` and ``attention_dropout`` are 0.0: ``training.dropout: false``);
 - TransformerEngine's userbuffers TP overlap for 70B and 405B (``tp_comm_overlap_cfg``
   ``userbuffers_fp8_{h100,b200}_h{8192,16384}_...``), none for 8B (TP 1);
 - interleaved 1F1B with overlapped pipeline exchanges where VP > 1; 405B counts the embedding and
@@ -48,8 +49,10 @@ from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
 from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel, padded_vocab
 
-# Megatron-Core with TransformerEngine (MODERN) and TE's fused cross-entropy (cross_entropy_fusion_impl "te")
-BRIDGE_2511 = replace(MODERN, cross_entropy="fused")
+# Megatron-Core with TransformerEngine (MODERN) and TE's fused cross-entropy (cross_entropy_fusion_impl "te");
+# the Llama providers set hidden_dropout = attention_dropout = 0.0 (Megatron-Bridge v0.2.0
+# src/megatron/bridge/models/llama/llama_provider.py), and a dropout of p = 0 keeps no mask: dropout false
+BRIDGE_2511 = replace(MODERN, cross_entropy="fused", dropout=False)
 
 # The table's precisions: (training.dtype, training.fp8_recipe)
 BRIDGE_DENSE_PRECISION: dict[str, tuple[str, str]] = {"fp8-cs": ("fp8", "current"), "mxfp8": ("fp8", "mxfp8")}

@@ -2099,4 +2099,31 @@ block-scaled GEMM kernels' rate, the scale-swizzling passes) has no published B2
 here to be priced from. The gaps are not run-to-run spread: the 25.09 release measured the same
 plans within 3.4% of these (H100 70B 1,619 and 405B 302; B200 8B 29,994 and 29,388, 405B 664 and
 622 tokens/s/GPU; `docs/performance-summary-archive.md`). Nothing is fitted to these rows.
+
+**The 70B H100 plan of `bridge_dense` fits: what the memory model over-counted.** The run
+(64 H100 80 GB, TP 4, PP 8 x VP 5, DP 2, micro-batch 1, FP8 current scaling) ran, yet the memory
+model put its first stage at 80.9 GiB (does not fit). Term by term against Megatron-Core and
+TransformerEngine 2.9 (the release Megatron-Bridge v0.2.0 pins), on stage 0: model states of
+2.40e9 parameters, 4.47 GiB bf16 weights (with `fp8_param_gather` the linear weights are FP8
+tensors, 1 B plus the 1 B transpose Hopper's FP8 GEMMs need: the same 2 B), 4.47 GiB bf16
+gradient buffer, 13.42 GiB of fp32 master weights and Adam moments over DP 2: right. The
+interleaved schedule's in-flight count, (pp - 1)·2 + (vp - 1)·pp + 1 = 47 chunk-micro-batches
+of 2 layers: right. The activations per layer and micro-batch were over-counted twice: (1) TE
+saves each linear layer's input quantised, one byte per element, not the bf16 tensor
+(`linear.py` / `layernorm_linear.py`: column-wise data only for the row-parallel projection and
+FC2, the quantised norm's row-wise output for QKV and FC1 under sequence parallelism), so the
+QKV, FC1 and FC2 inputs halve while the projection keeps an FP8 copy beside the bf16 attention
+output (`schedule/memory.py` `fp8_saved_bytes`); (2) the Llama providers set hidden and
+attention dropout to 0.0 (`models/llama/llama_provider.py`), and a dropout of p = 0 stores no
+mask (`training.dropout: false` now drops the two masks per layer and the embedding's). Per
+layer 595.6 MB became 486.5 MB: activations 52.3 -> 42.6 GiB, device total 80.9 -> 70.3 GiB
+(allocated 65.1, reserved 69.4, of which 4.3 GiB is the assumed 10% fragmentation). No measured
+peak of this run is published, so the 70.3 GiB is a prediction, pinned by
+`tests/validation/test_bridge_dense_source.py`. Not modelled, all under-counts: TE's userbuffers
+for the TP overlap (`initialize_ub`: twelve communication buffers of the gathered s·b x h shape,
+FP8 for the all-gather ones, bf16 for the reduce-scatter ones, about 1 GiB at s = 8,192, h =
+8,192, allocated outside PyTorch's allocator) and its three-fold cuBLAS workspace for the overlap
+streams (96 MiB). The 55 measured peak-memory rows are unchanged (none is a TE FP8 run or sets
+dropout off: median |error| 2.5%, signed -2.3%, max 8.9%), and so are the `bridge_dense` step
+times (dropout changes no kernel of the fused stack).
 """

@@ -57,7 +57,10 @@ without SP: two norm inputs, the QKV and FC1 inputs, two dropout masks; 24sbh TP
 V, the projection input, and the MLP's 16sbh for a 4h GeLU MLP). With FlashAttention
 (``training.flash_attention``, default) the score matrix is never stored, so the 5as²b term is
 dropped as under selective recompute. CP and Ulysses divide s (each rank keeps s/(cp·ulysses)
-tokens; the score term is (s/cp)·s per rank).
+tokens; the score term is (s/cp)·s per rank). Two refinements of the paper's 34: the dropout
+masks exist only with p > 0 (``training.dropout``; ATen's dropout returns its input when p = 0,
+and Llama-style models train without dropout), and TransformerEngine's FP8 layers save each
+GEMM input quantised, one byte per element (:func:`fp8_saved_bytes`).
 
 **Pipeline**: stage i of 1F1B holds pp − i micro-batches in flight (the first stage pp); the
 interleaved schedule holds ``(pp − i − 1)·2 + (vp − 1)·pp + 1`` chunk-micro-batches of
@@ -294,13 +297,49 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
         if t_cfg.dtype == "fp8":
             return 4 * sbh
         return 8 * sbh + 2 * sbh * m.kv_heads / a + 2 * s * b * f
-    replicated = 10 * sbh
-    k_m = 3 if m.gated else 2
-    sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + (2 * (k_m - 1) + 2) * s * b * f
+    fp8 = fp8_saved_bytes(scn)
+    # two norm inputs (bf16), the QKV and FC1 inputs (FP8 under TE), two dropout masks (only with
+    # p > 0: ATen's dropout returns its input when p == 0, aten/src/ATen/native/Dropout.cpp)
+    replicated = 4 * sbh + 2 * (fp8 or 2) * sbh + (2 * sbh if t_cfg.dropout else 0.0)
+    # Q, K, V, the attention output (bf16, saved by the kernel) and, under TE FP8, the output
+    # projection's own FP8 copy of it; then the MLP's
+    sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + fp8 * sbh + dense_mlp_bytes(scn, s * b * f)
     scores = 0.0
     if recompute == "none" and not t_cfg.flash_attention:
         scores = 5 * a * s * s_full * b
     return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores / t
+
+
+def fp8_saved_bytes(scn: Scenario) -> float:
+    """Bytes per element of a GEMM input TransformerEngine saves for backward in an FP8 run
+    (``dtype: fp8`` with TE layers, ``fused_kernels``); 0 where the saved inputs are bf16.
+
+    TransformerEngine 2.9 (``pytorch/module/linear.py`` and ``layernorm_linear.py``, tag v2.9,
+    the release NeMo 25.11 / Megatron-Bridge v0.2.0 pins) quantises each linear layer's input
+    and saves the quantised tensor, not the bf16 one: a row-parallel ``Linear`` (output
+    projection, FC2) keeps only its column-wise FP8 data (``update_usage(rowwise_usage=False)``),
+    a ``LayerNormLinear`` (QKV, FC1) has its norm write FP8 directly (``with_quantized_norm``)
+    and keeps one usage of that output: row-wise where the input is all-gathered under sequence
+    parallelism with per-tensor scaling (``supports_only_rowwise_all_gather``), column-wise
+    otherwise; either way one byte per element of the rank's (local) shard, plus the scales of
+    block recipes (MXFP8: one E8M0 byte per 32 elements; 1x128 blocks: a 4-byte scale per 128).
+    The bf16 norm inputs, the attention's Q, K, V and output and FC1's output (the activation's
+    saved input) stay bf16. torchao's ``Float8Linear`` (torchtitan, ``fused_kernels: false``)
+    saves its bf16 inputs and re-casts them in backward: 0 here."""
+    t_cfg = scn.training
+    if t_cfg.dtype != "fp8" or not t_cfg.fused_kernels:
+        return 0.0
+    return 1.0 + {"mxfp8": 1 / 32, "blockwise": 4 / 128}.get(t_cfg.fp8_recipe, 0.0)
+
+
+def dense_mlp_bytes(scn: Scenario, sbf: float) -> float:
+    """Bytes a dense MLP keeps per layer and micro-batch before the TP split, for ``sbf`` elements
+    of one FFN-wide tensor: FC1's output (2f gated, f otherwise: the activation's saved input)
+    and the activation's output (FC2's input; GeLU also saves its own input, counted with FC1's
+    output): 2·(k_m − 1)·sbf + 2·sbf bytes in bf16, FC2's input at :func:`fp8_saved_bytes` under
+    TransformerEngine FP8."""
+    k_m = 3 if scn.model.gated else 2
+    return (2 * (k_m - 1) + (fp8_saved_bytes(scn) or 2)) * sbf
 
 
 def legacy_model_bytes(scn: Scenario) -> float:
@@ -594,12 +633,12 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     if hybrid:  # selective recompute changes nothing here: the attention cores keep no score matrix
         layer_sum = sum(hybrid_block_activation_bytes(scn, i) for i in layers)
     elif m.moe and tr.recompute != "full":
-        dense_mlp = (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * shape.ffn
+        dense_mlp = dense_mlp_bytes(scn, shape.tokens * shape.ffn)
         n_moe = sum(1 for i in layers if m.is_moe_layer(i))
         layer_sum += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
     acts = layer_sum * in_flight(scn, stage)
     sb, t = shape.tokens, shape.tp
-    if stage == 0:
+    if stage == 0 and tr.dropout:
         acts += sb * m.hidden / t * min(p.pp, scn.n_micro)  # embedding dropout masks
     last = stage == p.pp - 1
     if last:

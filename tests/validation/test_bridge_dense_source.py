@@ -116,3 +116,28 @@ def test_rows_built_for_the_findings():
     h100 = next(e for k, e in res.items() if "1024 GPUs" in k)
     b200 = next(e for k, e in res.items() if "MXFP8" in k)
     assert h100 == pytest.approx(-0.005, abs=0.05) and b200 == pytest.approx(-0.111, abs=0.05)
+
+
+def test_llama3_70b_h100_plan_fits_the_gpus_it_ran_on():
+    """The 70B run (64 H100 80 GB, TP4 PP8 VP5 DP2, FP8-CS, MBS 1, GBS 128) ran, so its plan must
+    fit. The first pipeline stage holds the most: model states of its 2.40e9 parameters (bf16
+    weights 2 B, bf16 gradient buffer 2 B, fp32 master and Adam moments 12 B over DP 2) and the
+    activations of (pp − 1)·2 + (vp − 1)·pp + 1 = 47 chunk-micro-batches of 80 / 40 = 2 layers
+    each. Per layer and micro-batch, with s·b·h = 8192·8192 elements, f = 28672, TP 4 and
+    sequence parallelism, no dropout (p = 0) and TE saving the four GEMM inputs in FP8: bf16 norm
+    inputs 4 sbh, FP8 QKV and FC1 inputs 2 sbh, Q 2 sbh, K and V 4 sbh·8/64, the attention output
+    2 sbh and the projection's FP8 copy 1 sbh, FC1's output 4 sbf and FC2's FP8 input 1 sbf,
+    all over 4: 486.5 MB. The expected device total is those plus 10% fragmentation of the
+    activations, the workspaces, a 0.5 GiB CUDA context and NCCL's buffers: 69-72 GiB, with
+    the activations 94 × 486.5 MB = 42.6 GiB."""
+    from simulator.schedule.memory import estimate_memory, memory_per_gpu
+    from simulator.units import GiB
+
+    (case,) = [c for c in bridge_dense(_rows()) if c.label.startswith("LLAMA3_70B")]
+    scn = build_scenario(case.scenario, source="test")
+    mem = memory_per_gpu(scn)
+    assert mem.fits and mem.stage == 0
+    sbh, sbf, t = 8192 * 8192, 8192 * 28672, 4
+    per_layer = (4 * sbh + 2 * sbh + 2 * sbh + 4 * sbh * 8 / 64 + 2 * sbh + sbh + 4 * sbf + sbf) / t
+    assert estimate_memory(scn, 0).activations == pytest.approx(47 * 2 * per_layer, rel=1e-9)
+    assert 69 * GiB < mem.total < 72 * GiB
