@@ -72,7 +72,8 @@ def row_scenario(row: Row) -> dict:
     training = dict(micro_batch=parse_int(row["micro_batch"]), global_batch=parse_int(row["global_batch"]),
                     recompute=row["recompute"], cross_entropy=row["cross_entropy"],
                     fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
-                    legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16")
+                    legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16",
+                    dropout=_flag(row.get("dropout") or "true"))
     if parse_int(row.get("experts") or "0"):
         add_expert_plan(row, model, parallel, training)
     gpus = parse_int(row["gpus"])

@@ -285,3 +285,27 @@ def test_llama3_lazy_gradients_fit_dp128_and_leave_dp64_over():
         assert (a.grads, b.grads) == pytest.approx((4 * P, 4 * P / 64), rel=1e-12)
         assert b.allocated == pytest.approx(a.allocated - 4 * P * (1 - 1 / 64), rel=1e-12)
     assert max(estimate_memory(part, i).allocated for i in range(16)) / GiB > 80
+
+
+def test_rows_trained_without_dropout_store_no_masks():
+    """The ``dropout`` column: torchtitan's Llama has no dropout module, and the Megatron cases whose
+    model_config sets --hidden-dropout and --attention-dropout to 0 store no masks (PyTorch's dropout
+    with p = 0 returns its input). Each such row builds ``training.dropout: false`` and its estimate
+    holds fewer activation bytes than the same plan with dropout; every other row keeps dropout on."""
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.rows import read_rows
+    from simulator.e2e_validation.sources import DATA_DIR
+    from simulator.schedule.memory import estimate_memory
+
+    rows = [r for name in memory.MEMORY_CSVS for r in read_rows(DATA_DIR / name)]
+    off = [r for r in rows if memory.row_scenario(r)["training"]["dropout"] is False]
+    assert {r["source"] for r in rows if r["source"].startswith("torchtitan")} <= {r["source"] for r in off}
+    assert all(r["source"].startswith("torchtitan") or "dropout 0" in r["notes"] for r in off)
+    assert len(off) == 22 and len(rows) - len(off) == 33
+    row = next(r for r in off if r["config"] == "gpt3_mcore_te_tp2_pp2_cp2 dgx_h100")
+    mapping = memory.row_scenario(row)
+    without = estimate_memory(build_scenario(mapping), 0)
+    mapping["training"]["dropout"] = True
+    with_masks = estimate_memory(build_scenario(mapping), 0)
+    assert without.activations < with_masks.activations
+    assert without.params == with_masks.params and without.optimizer == with_masks.optimizer
