@@ -72,6 +72,11 @@ NOTES = {
     "tp_overlap_sm_margin": "TransformerEngine's set_sm_margin for its pipeline and bulk overlaps: the GEMM beside "
                             "the communication kernel runs on SMs - 16 (TE >= 2.0's default); false: on every SM, "
                             "slowed by overlap_slowdown while communication runs (TE 1.x's default)",
+    "tp_overlap_gemm_sms": "a tuned Userbuffers configuration (NeMo's TransformerLayerTPOverlapCfg): per GEMM of TE's "
+                           "overlap table (qkv_dgrad, fc2_fprop, ...), the SMs its bulk or pipeline communication kernel "
+                           "withholds from it: the config's num_sm where it sets set_sm_margin, 0 where not (the GEMM "
+                           "on every SM, slowed by overlap_slowdown while communication runs); unnamed GEMMs keep "
+                           "TE's default",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",
     "zero3_prefetch_bucket_elements": "DeepSpeed stage3_prefetch_bucket_size",
     "zero3_max_live_parameters": "DeepSpeed stage3_max_live_parameters",

@@ -18,6 +18,9 @@ Axis = Literal["tp", "cp", "ulysses", "dp", "pp"]
 AXES: tuple[Axis, ...] = ("tp", "cp", "ulysses", "dp", "pp")
 USP_CP_COMM = ("ring", "p2p")  # the CP flavours that compose with ulysses > 1 (a ring across Ulysses groups)
 DEFAULT_ORDER: tuple[Axis, ...] = AXES  # innermost first, as Megatron's tp-cp-ep-dp-pp
+# The GEMMs TransformerEngine's Userbuffers names in its overlap configuration (``initialize_ub``).
+UbGemm = Literal["qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad",
+                 "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad"]
 
 
 def sequence_parallel_in_effect(tp: int, sequence_parallel: bool) -> bool:
@@ -76,6 +79,13 @@ class Parallel(BaseModel):
     # with the communication kernel as any kernel beside NCCL does (TE 1.x: ``add_ub(...,
     # set_sm_margin=0)``, what Megatron-Core r0.8.0's --tp-comm-overlap ran without a yaml).
     tp_overlap_sm_margin: bool = True
+    # A tuned Userbuffers configuration (NeMo's ``TransformerLayerTPOverlapCfg``, e.g.
+    # ``userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192``): per GEMM (TE's ub names, e.g.
+    # ``fc1_dgrad``), the SMs its bulk or pipeline communication kernel withholds from it: the
+    # config's ``num_sm`` where it sets ``set_sm_margin``, 0 where it does not (the GEMM then runs
+    # on every SM beside the communication kernel). GEMMs not named keep TE's default (16 SMs with
+    # ``tp_overlap_sm_margin``, else 0); ring-exchange GEMMs hold their one copy-engine SM.
+    tp_overlap_gemm_sms: dict[UbGemm, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     # zero 1: megatron (Megatron's distributed optimizer, DeepSpeed ZeRO-1 in fp16: the gradients
     # ReduceScattered, the updated parameters AllGathered) or deepspeed-bf16 (DeepSpeed's
     # BF16_Optimizer, BLOOM: every micro-batch's bf16 gradients added into fp32 ones, those

@@ -18,7 +18,8 @@ pins (NVIDIA/NeMo d2b21556, ``nemo/collections/llm/recipes/llama3_8b.py``, ``lla
 - TransformerEngine's TP communication overlap for 70B and 405B (``MegatronCommOverlapCallback``
   with the ``userbuffers_{bf16,fp8}_h100_h8192_tp4`` / ``h16384_tp8_cp2`` configurations: ring
   exchange for the QKV and FC1 forward GEMMs, pipelined splits for the projection and FC2, bulk
-  overlap of the backward), not for 8B (``tp_comm_overlap=False``; TP 1);
+  overlap of the backward, with the SMs each configuration gives its GEMMs: ``UB_TUNED_H100``), not
+  for 8B (``tp_comm_overlap=False``; TP 1);
 - interleaved 1F1B with overlapped pipeline exchanges where VP > 1; for 405B the embedding and the
   loss each count as one layer in the pipeline split (``account_for_embedding_in_pipeline_split``
   and ``account_for_loss_in_pipeline_split``, the recipe's trainer defaults), so the first
@@ -35,6 +36,20 @@ from __future__ import annotations
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
 from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel
+
+# The recipe's tuned Userbuffers configurations (NeMo ``nemo/collections/llm/recipes/
+# tp_overlap_configs/userbuffers.py``; the bf16 and fp8 variants differ only in FP8 buffers), as
+# the SMs each bulk or pipeline communication kernel withholds from its GEMM
+# (``parallel.tp_overlap_gemm_sms``): the four bulk overlaps of the column-parallel backward set
+# ``set_sm_margin=False`` (the GEMM on all 132 SMs beside a 2-24-SM communication kernel), the two
+# pipelined GEMM-ReduceScatters keep the margin with their own ``num_sm``. TE's defaults, which
+# ``tp_overlap: te_default`` alone runs, withhold 16 SMs from all six.
+UB_TUNED_H100: dict[str, dict[str, int]] = {
+    # userbuffers_{bf16,fp8}_h100_h8192_tp4_mbs1_seqlen8192 (70B): proj_fprop num_sm 24, fc2_fprop 16
+    "70b": dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=16),
+    # userbuffers_{bf16,fp8}_h100_h16384_tp8_cp2_mbs1_seqlen8192 (405B): proj_fprop 24, fc2_fprop 8
+    "405b": dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=8),
+}
 
 # The rows scored, as (model size, precision, GPUs). A pipelined row costs 20-100 CPU seconds to
 # simulate (64 micro-batches through 20-64 virtual stages), a row without pipeline about one, so:
@@ -64,6 +79,8 @@ def dgxc_llama_case(r: Row) -> Case:
     model = llama_model(r)
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if size != "8b" else "none"),
                overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+    if size in UB_TUNED_H100:
+        par["tp_overlap_gemm_sms"] = dict(UB_TUNED_H100[size])
     if size == "405b" and pp > 1:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     dp = n // (tp * pp * cp)

@@ -985,8 +985,10 @@ SOURCES: list[Source] = [
             "(distributed optimizer, overlapped gradient and parameter communication in bf16, no recompute, "
             "TE TP overlap for 70B and 405B); see the file's header and "
             "simulator/e2e_validation/dgxc_llama_sources.py.",
-            "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default); the "
-            "recipe's userbuffers configurations set the same methods with their own SM counts.",
+            "The TP overlap runs TransformerEngine's default per-GEMM methods (tp_overlap: te_default) with the "
+            "SM counts of the recipe's userbuffers configurations (tp_overlap_gemm_sms: the four bulk "
+            "overlaps on every SM, set_sm_margin False; proj_fprop 24 and fc2_fprop 16 (70B) or 8 (405B) SMs "
+            "withheld), where TE's defaults withhold 16 SMs from all six.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
             "Scored, for simulation time (a pipelined row costs 20-100 CPU seconds): every 8B run, the 405B proxy "
             "on 32 GPUs in both precisions, 70B FP8 and the 405B proxy in BF16 on 64 GPUs (14 of the 34 runs; "

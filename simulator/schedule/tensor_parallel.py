@@ -127,6 +127,7 @@ class TPContext:
     sms: int  # GPU SM count (pipelined overlap steals some)
     async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
     sm_margin: bool = True  # TE set_sm_margin: pipeline/bulk GEMMs on SMs − num_sm (else on all SMs)
+    gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -165,6 +166,16 @@ class TPContext:
         SMs``): the communication kernel then competes for SMs as an NCCL kernel does, and the
         replay charges the GPU's ``overlap_slowdown`` to the GEMM it runs beside."""
         return self.sm_fraction(UB_COMM_SMS) if self.sm_margin else 1.0
+
+    def ub_sm_fraction(self, gemm: str) -> float:
+        """SMs the pipeline or bulk GEMM ``gemm`` is launched on: those a tuned Userbuffers
+        configuration leaves it (``parallel.tp_overlap_gemm_sms``: its ``num_sm`` where it sets
+        ``set_sm_margin``, none withheld where it does not), else TE's default
+        (:attr:`margin_fraction`)."""
+        for name, comm_sms in self.gemm_sms:
+            if name == gemm:
+                return self.sm_fraction(comm_sms)
+        return self.margin_fraction
 
     def method(self, gemm: str, site: Site) -> Method:
         """The method in effect for ``gemm`` (plain NCCL without SP: Userbuffers requires it)."""
@@ -208,7 +219,7 @@ def _key(ctx: TPContext, label: str, step: int) -> str:
 
 
 def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase,
-                    n: int, k: int, after: int, method: Method) -> int:
+                    n: int, k: int, after: int, method: Method, gemm: str = "") -> int:
     """AllGather of the sequence-sharded input (A), then the GEMM (m = b·s, n, k) that consumes it,
     run with ``method`` (nccl | pipeline | ring_exchange). Returns the last GEMM op."""
     m, t = ctx.tokens, ctx.tp
@@ -217,7 +228,7 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase
         for i in range(UB_NUM_SPLITS):
             ag = _coll(pb, ctx, f"{label}.ag{i}", phase, "allgather", ctx.ag_bytes // UB_NUM_SPLITS, (after,))
             last = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, n, k, (ag,),
-                         parts=UB_NUM_SPLITS, sm_fraction=ctx.margin_fraction)
+                         parts=UB_NUM_SPLITS, sm_fraction=ctx.ub_sm_fraction(gemm))
         return last
     if method == "ring_exchange":
         # split_overlap_ag: step i multiplies the chunk held now and forwards it to tp+1 while
@@ -239,7 +250,7 @@ def _allgather_gemm(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase
 
 
 def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: Phase,
-                        k: int, after: int, method: Method) -> int:
+                        k: int, after: int, method: Method, gemm: str = "") -> int:
     """GEMM (m = b·s, n = h, k) producing partial sums, then their ReduceScatter over tp, run with
     ``method`` (nccl | pipeline | ring_exchange). Returns the op after which the reduced,
     sequence-sharded output is ready."""
@@ -254,7 +265,7 @@ def _gemm_reducescatter(pb: ProgramBuilder, ctx: TPContext, label: str, phase: P
         last = after
         for i in range(UB_NUM_SPLITS):
             g = _gemm(pb, ctx, f"{label}.gemm{i}", phase, m, h, k, (after,),
-                      parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.margin_fraction)
+                      parts=UB_NUM_SPLITS, split="n", sm_fraction=ctx.ub_sm_fraction(gemm))
             last = _coll(pb, ctx, f"{label}.rs{i}", phase, "reducescatter", ctx.rs_bytes // UB_NUM_SPLITS, (g,))
         return last
     if method == "ring_exchange":
@@ -293,14 +304,14 @@ def column_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
     if not ctx.sp:
         return _gemm(pb, ctx, f"{label}.gemm", "fwd", ctx.tokens, n_out_local, ctx.hidden, (after,))
     return _allgather_gemm(pb, ctx, label, "fwd", n_out_local, ctx.hidden, after,
-                           ctx.method(f"{name}_fprop", "ag_gemm"))
+                           ctx.method(f"{name}_fprop", "ag_gemm"), f"{name}_fprop")
 
 
 def row_parallel_fwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: int, after: int) -> int:
     """Y = X·W with W split by rows: GEMM (b·s, h, k_in_local), then ReduceScatter (SP) or
     AllReduce of the partial sums."""
     return _gemm_reducescatter(pb, ctx, f"L{ctx.layer}.{name}.fwd", "fwd", k_in_local, after,
-                               ctx.method(f"{name}_fprop", "gemm_rs"))
+                               ctx.method(f"{name}_fprop", "gemm_rs"), f"{name}_fprop")
 
 
 def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_local: int, after: int) -> int:
@@ -314,9 +325,8 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
     """
     label = f"L{ctx.layer}.{name}.bwd"
     m, h, t = ctx.tokens, ctx.hidden, ctx.tp
-    bulk_sm = ctx.margin_fraction
-    dgrad_sm = bulk_sm if ctx.method(f"{name}_dgrad", "bulk") == "bulk" else 1.0
-    wgrad_sm = bulk_sm if ctx.method(f"{name}_wgrad", "bulk") == "bulk" else 1.0
+    dgrad_sm = ctx.ub_sm_fraction(f"{name}_dgrad") if ctx.method(f"{name}_dgrad", "bulk") == "bulk" else 1.0
+    wgrad_sm = ctx.ub_sm_fraction(f"{name}_wgrad") if ctx.method(f"{name}_wgrad", "bulk") == "bulk" else 1.0
     if t == 1:
         _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
         return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
@@ -342,7 +352,7 @@ def row_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: 
     m, h = ctx.tokens, ctx.hidden
     if ctx.sp:
         dgrad = _allgather_gemm(pb, ctx, f"{label}.dgrad", "bwd", k_in_local, h, after,
-                                ctx.method(f"{name}_dgrad", "ag_gemm"))
+                                ctx.method(f"{name}_dgrad", "ag_gemm"), f"{name}_dgrad")
     else:
         dgrad = _gemm(pb, ctx, f"{label}.dgrad.gemm", "bwd", m, k_in_local, h, (after,))
     return _gemm(pb, ctx, f"{label}.wgrad", "bwd", h, k_in_local, m, (dgrad,))

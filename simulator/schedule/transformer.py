@@ -56,6 +56,7 @@ class LayerSpec:
     fp8_recipe: str = "delayed"
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     tp_sm_margin: bool = True  # parallel.tp_overlap_sm_margin
+    tp_gemm_sms: tuple[tuple[str, int], ...] = ()  # parallel.tp_overlap_gemm_sms, sorted
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
@@ -85,7 +86,8 @@ class LayerSpec:
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a, cp_qkv_format=p.cp_qkv_format,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
-                   tp_sm_margin=p.tp_overlap_sm_margin, cross_entropy=t.cross_entropy,
+                   tp_sm_margin=p.tp_overlap_sm_margin,
+                   tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())), cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, deterministic=t.deterministic,
                    norm_kernel=t.norm_kernel,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
@@ -641,7 +643,8 @@ class LayerBuilder:
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
-                                         async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin)
+                                         async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin,
+                                         gemm_sms=s.tp_gemm_sms)
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec

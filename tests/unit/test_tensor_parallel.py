@@ -317,6 +317,37 @@ def test_sm_margin_is_a_config_value_defaulting_to_te2():
                     tp_overlap_sm_margin=False).tp_overlap_sm_margin is False
 
 
+def test_tuned_userbuffers_config_sets_each_gemms_sms():
+    """NeMo's userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192 (the Llama 3.1 405B recipe on
+    H100, nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py): the four bulk overlaps
+    with ``set_sm_margin=False`` run their GEMMs on all 132 SMs, proj_fprop's pipeline keeps a
+    24-SM margin (108 of 132) and fc2_fprop's an 8-SM one (124 of 132); the ring-exchange GEMMs
+    keep the copy engine's one SM, and a GEMM the config leaves out keeps TE's default 16."""
+    tuned = (("fc1_dgrad", 0), ("fc1_wgrad", 0), ("fc2_fprop", 8), ("proj_fprop", 24), ("qkv_dgrad", 0))
+    c = TPContext(tp=8, sp=True, overlap="te_default", tokens=B * S, hidden=H, dtype="bf16", dtype_bytes=2,
+                  layer=3, mb_index=1, sms=SMS, gemm_sms=tuned)
+    pb, _ = layer(c)
+    gemms = {op.name: op for op in pb.ops if isinstance(op, ComputeOp) and op.kind == "gemm"}
+    assert [gemms[f"L3.{g}"].sm_fraction for g in ("fc1.bwd.dgrad", "fc1.bwd.wgrad", "qkv.bwd.dgrad")] == [1.0] * 3
+    assert gemms["L3.qkv.bwd.wgrad"].sm_fraction == pytest.approx(116 / 132)  # not in the config: TE's 16
+    assert all(gemms[f"L3.proj.fwd.gemm{i}"].sm_fraction == pytest.approx(108 / 132) for i in range(UB_NUM_SPLITS))
+    assert all(gemms[f"L3.fc2.fwd.gemm{i}"].sm_fraction == pytest.approx(124 / 132) for i in range(UB_NUM_SPLITS))
+    assert all(gemms[f"L3.fc1.fwd.gemm{i}"].sm_fraction == pytest.approx(131 / 132) for i in range(8))
+
+
+def test_tuned_userbuffers_config_names_te_gemms_only():
+    from pydantic import ValidationError
+
+    from simulator.config.parallelism import Parallel
+
+    p = Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default", tp_overlap_gemm_sms={"fc2_fprop": 8})
+    assert p.tp_overlap_gemm_sms == {"fc2_fprop": 8}
+    with pytest.raises(ValidationError, match="tp_overlap_gemm_sms"):
+        Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default", tp_overlap_gemm_sms={"lm_head_fprop": 8})
+    with pytest.raises(ValidationError, match="tp_overlap_gemm_sms"):
+        Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default", tp_overlap_gemm_sms={"fc2_fprop": -1})
+
+
 def test_te_default_leaves_gemms_outside_te_on_plain_nccl():
     """Megatron's output layer is a plain ColumnParallelLinear: no Userbuffers for lm_head."""
     assert gemm_method("te_default", "lm_head_fprop", "ag_gemm") == "nccl"
