@@ -318,10 +318,13 @@ def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tup
 # Releases whose p2p channel rules differ from the newest's (p2p_split_channels): NCCL_NCHANNELS_PER_NET_PEER
 # defaults to 2 up to 2.19 and to -1 (derived) from 2.20 (src/graph/paths.cc v2.19.3-1 line 669, v2.20.5-1
 # line 687), and scheduleP2pTasksToPlan halves nChannelsMin across nodes too from 2.20 (v2.18.5-1: one node only).
+# The derived rule (two per net peer, halved while 2 x nRanks > 4 x p2pnChannels, at least the NICs the GPU
+# needs) stands unchanged through v2.28.9-1 (paths.cc lines 836-851); v2.29.2-1 replaces it with one channel
+# per NIC and enough at NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s) to fill them (paths.cc lines 823-853) and only
+# then halves p2pnChannelsPerPeer while a round of ceil(nRanks / NCCL_MAX_DEV_WORK_P2P_PER_BATCH) peers
+# overflows p2pnChannels (ncclTopoComputeP2pChannels; v2.28.9-1 keeps min(perPeer, p2pnChannels)).
 P2P_DERIVED_NET_PEER_FROM = (2, 20, 0)
-P2P_PER_BATCH_FROM = (2, 22, 0)  # the per-peer channels p2p_channels models
-
-
+P2P_PER_BATCH_FROM = (2, 29, 0)  # the per-peer channels p2p_channels models
 def p2p_split_channels(profile, n_ranks: int, n_nodes: int, p2p: int, per_peer: int) -> tuple[int, int]:
     """(nChannelsMin, nChannelsMax) of ``scheduleP2pTasksToPlan`` across nodes in the profile's NCCL
     release: what one send to a peer on another node is split over (net_messages.p2p_parts).
@@ -329,9 +332,9 @@ def p2p_split_channels(profile, n_ranks: int, n_nodes: int, p2p: int, per_peer: 
     ``nChannelsMax`` is ``p2pnChannelsPerPeer``: the least of ``p2pnChannels`` and every peer's
     channels, rounded up to a power of two (``ncclTopoComputeP2pChannels``). A local peer has two or
     more (NVLink, PCI), so across nodes the network peer's count binds: up to 2.19
-    ``NCCL_NCHANNELS_PER_NET_PEER`` (2); in 2.20 and 2.21 two, halved while ``2 x nRanks`` exceeds four
+    ``NCCL_NCHANNELS_PER_NET_PEER`` (2); from 2.20 to 2.28 two, halved while ``2 x nRanks`` exceeds four
     operations per p2p channel, but at least the GPU's local NICs (``src/graph/paths.cc`` v2.21.5-1
-    lines 714-726); from 2.22 :func:`p2p_channels`'. ``nChannelsMin`` starts there and, from 2.20 (on
+    lines 714-726, v2.28.9-1 lines 836-851); from 2.29 :func:`p2p_channels`'. ``nChannelsMin`` starts there and, from 2.20 (on
     one node only before), halves while one round of all ranks overflows ``p2pnChannels``
     (``src/enqueue.cc`` v2.21.5-1 line 904; v2.18.5-1 lines 631-637). On one node: (per_peer, per_peer)."""
     if n_nodes <= 1:

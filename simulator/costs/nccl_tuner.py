@@ -600,13 +600,18 @@ def p2p_channels_used(ctx: TunerContext, nbytes: float) -> int:
     part exceeds ``maxPart``, up to ``p2pnChannelsPerPeer``. Inside a node a part may reach 32 NVLink
     chunks (16 MiB), so a 32 MiB SendRecv among 8 H100s runs on 4 channels, 256 MiB on 16: the
     measured busbw doubles with each doubling of size from 64 MiB to 256 MiB
-    (data/nccl/h100x8_sendrecv_1node.csv). Across nodes parts stay within one network chunk.
+    (data/nccl/h100x8_sendrecv_1node.csv). Across nodes parts stay within one network chunk, and
+    (nChannelsMin, nChannelsMax) are those of the communicator's NCCL release
+    (:func:`~simulator.costs.nccl_graph.p2p_split_channels`), which the message count uses too.
     """
     g = ctx.graph
-    n_max = g.p2p_channels_per_peer
-    n_min = n_max
-    while n_min * ctx.n_ranks > g.p2p_channels and n_min > 1:
-        n_min //= 2
+    if ctx.n_nodes > 1:  # the release's own split across nodes (nccl_graph.p2p_split_channels)
+        n_min, n_max = g.p2p_split
+    else:
+        n_max = g.p2p_channels_per_peer
+        n_min = n_max
+        while n_min * ctx.n_ranks > g.p2p_channels and n_min > 1:
+            n_min //= 2
     if nbytes <= 0:
         return 1
     step = g.p2p_chunk_bytes

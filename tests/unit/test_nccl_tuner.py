@@ -314,6 +314,26 @@ def test_p2p_channels_across_nodes_follow_the_nics():
     assert t.p2p_channel_GBps(ctx, "other") is None
 
 
+@pytest.mark.parametrize("version,split,big,small", [
+    ("2.29.2", (1, 4), 4, 1), ("2.28.9", (1, 2), 2, 1), ("2.22.3", (1, 2), 2, 1), ("2.21.5", (1, 2), 2, 1),
+    ("2.19.3", (2, 2), 2, 2), ("2.18.3", (2, 2), 2, 2)])
+def test_p2p_channels_across_nodes_follow_the_release(version, split, big, small):
+    """2 x 8 H100, one 400 Gb/s NIC per GPU, p2pnChannels 16. nChannelsMax (paths.cc): from 2.29.2
+    max(1 NIC, ceil(50 / NCCL_P2P_PER_CHANNEL_NET_BW 14)) = 4, 4 x ceil(16 / 8) = 8 <= 16 keeps it;
+    2.20 to 2.28.9 the derived NCCL_NCHANNELS_PER_NET_PEER: 2, kept while 2 x 16 <= 4 x 16, at least
+    the 1 NIC; up to 2.19 the default 2. nChannelsMin (enqueue.cc): halved while x 16 > 16 from 2.20,
+    not across nodes before. A 64 MiB send takes nChannelsMax channels, a 100 KiB one min(nChannelsMin,
+    ceil(100 KiB / 64 KiB)). Before, every release from 2.22 took 2.29.2's four channels."""
+    from simulator.config.hardware import load_profile
+
+    p = load_profile("dgx-h100")
+    ctx = g.context_from_profile(p.model_copy(update={"nccl": {**p.nccl, "version": version}}), 16, 2, "p2p")
+    assert ctx.graph.p2p_channels == 16
+    assert ctx.graph.p2p_split == split
+    assert t.p2p_channels_used(ctx, 64 * 2**20) == big
+    assert t.p2p_channels_used(ctx, 100 * 1024) == small
+
+
 def test_p2p_channel_rate_is_calibratable():
     ctx = g.TunerContext("hopper", 8, 1, "nvlink", "intel", True, _p2p_ctx("dgx-h100", 8, 1).graph,
                          k.constants_from_overrides({"p2p_channel_GBps": 25.0}))
