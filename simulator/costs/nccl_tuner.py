@@ -349,14 +349,16 @@ def predict_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int)
         elif nbytes / (ctx.graph.n_channels * ctx.n_ranks) >= 64:
             lat *= 1.4 if ctx.arch != "volta" else 1.9
     if algo == "tree" and coll == "allreduce":
-        bw *= tree_correction(proto, nbytes)
+        bw *= tree_correction(proto, nbytes, ctx.constants.tables.tree_ll128_correction)
     return lat + nbytes / (1000.0 * bw)
 
 
-def tree_correction(proto: str, nbytes: int) -> float:
-    """NCCL's size-dependent Tree AllReduce bandwidth factor (index log2(nBytes/64), 0..22)."""
+def tree_correction(proto: str, nbytes: int, ll128_row: tuple[float, ...] | None = None) -> float:
+    """NCCL's size-dependent Tree AllReduce bandwidth factor (index log2(nBytes/64), 0..22);
+    `ll128_row`: the release's own LL128 row where it differs (``NcclTables.tree_ll128_correction``)."""
     idx = int(math.log2(nbytes / 64)) if nbytes >= 64 else 0
-    return TREE_CORRECTION[proto][idx] if idx <= 22 else 1.0
+    row = ll128_row if proto == "ll128" and ll128_row is not None else TREE_CORRECTION[proto]
+    return row[idx] if idx <= 22 else 1.0
 
 
 def selection_context(ctx: TunerContext) -> TunerContext:
@@ -451,7 +453,7 @@ def channel_bw_GBps(ctx: TunerContext, algo: str, proto: str, nbytes: int | None
         # below with the factor), as the 512-rank Tree rows do (60 GB/s at 512 MiB).
         bw = algo_bandwidth_GBps(ctx, "allreduce", "tree", proto, tree_pattern=False)
         if nbytes is not None:
-            bw *= tree_correction(proto, nbytes)
+            bw *= tree_correction(proto, nbytes, ctx.constants.tables.tree_ll128_correction)
         if bw > 0:
             return net_ll_cap(ctx, algo, bw / g.n_channels) if proto == "ll" else bw / g.n_channels
     t = ctx.constants.tables

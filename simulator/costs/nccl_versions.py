@@ -28,8 +28,14 @@ a ring Simple plateau of x 1.9 from nRanks/16 x 64 KiB; 2.8.4 caps LL128 per col
 at a quarter of the ring's bus bandwidth for AllReduce (and across nodes), a third otherwise;
 2.21 made it a half (``ring_ll_fraction``).
 
+Three releases between them are encoded from their tags too, for Volta and Ampere: v2.10.3-1 (2.16.5's
+caps, Tree rules and size correction, with 2.8.4's 2 x (nNodes - 1) network steps of a ring
+AllReduce), v2.12.7-1 (2.16.5's, with a network Ring/Simple hop of 28 us, until v2.13.4-1) and
+v2.14.3-1 (2.16.5's). The Tree/LL128 size correction (``treeCorrectionFactor``) of v2.8.3-1 ..
+v2.9.9-1 rates Tree/LL128 lower from 512 KiB than every later release (``tree_ll128_correction``).
+
 A release between two encoded ones uses the latest encoded release not newer than it (2.22.3 runs
-with 2.21.5's tables, 2.26.2 with 2.25.1's, 2.12.12 with 2.8.4's); a release older than 2.8.4
+with 2.21.5's tables, 2.26.2 with 2.25.1's, 2.12.12 with 2.12.7's); a release older than 2.8.4
 uses 2.8.4's, one newer than 2.30.7 uses 2.30.7's. A minor release named without its patch
 (``2.18``: a run whose log prints none) is one of its patch releases, so it runs the latest
 encoded release of that minor one (2.18.3's), not the one before it.
@@ -42,8 +48,8 @@ converted by 5/6; 2.27 adds ``min(bwIntra·(ppn−1)/ppn, 0.9·bwInter)`` for NV
 AllGather/ReduceScatter, left unconverted; 2.28 introduced ``nvlsEfficiency`` and
 ``perChMaxNVLSTreeBws`` (the n/nsteps conversion of Ring).
 
-Not versioned: the Tree correction table and the channel/thread rules (unchanged over these
-releases), and CollNet (no bundled profile has SHARP).
+Not versioned: the Tree correction table's LL and Simple rows and the channel/thread rules
+(unchanged over these releases), and CollNet (no bundled profile has SHARP).
 """
 
 from __future__ import annotations
@@ -113,6 +119,11 @@ class NcclTables:
     # in ``tuning.cc`` of v2.21.5-1 line 181); v2.23.4-1 dropped the discount (0.92 for every ppn).
     # None: no discount.
     ring_ll128_below_2ppn: float | None = None
+    # The LL128 row of the Tree AllReduce size correction (``treeCorrectionFactor``, index
+    # log2(nBytes/64)), where it is not the row of 2.10.3 onwards (``nccl_constants.TREE_CORRECTION``):
+    # v2.8.3-1 .. v2.9.9-1 rate Tree/LL128 lower from 512 KiB (0.5 at 512 KiB, 0.7 at 4-8 MiB,
+    # 0.8 at 16 MiB, 0.92 from 128 MiB, against 0.6, 0.8-0.9, 0.9 and 1.0). None: the newer row.
+    tree_ll128_correction: tuple[float, ...] | None = None
 
     def ring_ll128_factor(self, ppn: int) -> float:
         """The share of a ring's bus bandwidth NCCL rates Ring/LL128 at (before its per-channel
@@ -153,6 +164,12 @@ _TREE_LL128 = {"volta": (20.0, 20.0, 20.0), "ampere": (20.0, 20.0, 20.0), "hoppe
 _TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0)}
 
 
+# ``treeCorrectionFactor[NCCL_PROTO_LL128]`` of v2.8.4-1 (the same in v2.8.3-1 .. v2.9.9-1, and in v2.7.x to 64 MiB; v2.10.3-1
+# raised entries 13 and 16-22 to the row ``nccl_constants.TREE_CORRECTION`` holds), 64 B .. 256 MiB.
+TREE_LL128_CORRECTION_UP_TO_2_9: tuple[float, ...] = (
+    1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92)
+
+
 def _tables_2_8_4() -> NcclTables:
     """``tuning.cc`` of v2.8.4-1: three algorithms (Tree, Ring, CollNet), older latencies (Ring
     base 3.6/10/8.4 us, NVLink Ring LL hop 0.47 us, Tree/Simple hops 28 us on every link), LL128
@@ -180,6 +197,7 @@ def _tables_2_8_4() -> NcclTables:
         ll128_per_ch_by_coll={"broadcast": 18.8, "reduce": 12.0, "allgather": 18.3, "reducescatter": 15.2,
                               "allreduce": 16.9},
         tree_ll128_net_factor=0.915, simple_tree_derate=False, ring_ll128_below_2ppn=0.7,
+        tree_ll128_correction=TREE_LL128_CORRECTION_UP_TO_2_9,
     )
 
 
@@ -193,7 +211,30 @@ def _tables_2_16_5() -> NcclTables:
         t, version="2.16.5", ll_max_bw={**_VOLTA_AMPERE_LL, "hopper": (87.7, 22.5, 19.0)},
         per_ch_max_ring_ll128=flat, per_ch_max_tree_ll128=flat,
         per_ch_max_tree={"volta": _TREE["volta"], "ampere": _TREE["ampere"], "hopper": _TREE["ampere"]},
-        ring_allreduce_inter_steps_per_node=True, ll128_per_ch_by_coll=None, tree_ll128_net_factor=120 / 128)
+        ring_allreduce_inter_steps_per_node=True, ll128_per_ch_by_coll=None, tree_ll128_net_factor=120 / 128,
+        tree_ll128_correction=None)
+
+
+def _tables_2_10_3() -> NcclTables:
+    """``tuning.cc`` of v2.10.3-1 (and v2.11.4-1): 2.16.5's caps and Tree/LL128 rules (one LL128 cap of
+    20 GB/s per channel, ``ll128MaxBwPerCh = 20.0``; Ampere Tree caps 24/23.6/17.8; Tree/LL128 across
+    nodes at 120/128; the newer size-correction row), with 2.8.4's 2 x (nNodes - 1) network steps in a
+    multi-node ring AllReduce (``nInterSteps``; 2 x nNodes from v2.12.7-1)."""
+    return replace(_tables_2_16_5(), version="2.10.3", ring_allreduce_inter_steps_per_node=False)
+
+
+def _tables_2_12_7() -> NcclTables:
+    """``tuning.cc`` of v2.12.7-1 .. v2.13.4-1: 2.16.5's tables, except a network Ring/Simple hop of 28 us
+    (``hwLat[NCCL_HW_NET][RING][SIMPLE]``; 9.6 in v2.8.4-1 .. v2.11.4-1 and again from v2.14.3-1)."""
+    t = _tables_2_16_5()
+    net = {**t.hw_latency_us["net"], "ring": (2.7, 4.0, 28.0)}
+    return replace(t, version="2.12.7", hw_latency_us={**t.hw_latency_us, "net": net})
+
+
+def _tables_2_14_3() -> NcclTables:
+    """``tuning.cc`` of v2.14.3-1 .. v2.16.4-1: for Volta and Ampere the tables of v2.16.5-1 (the network
+    Ring/Simple hop back at 9.6 us). Hopper rows are 2.16.5's, as 2.8.4's are Ampere's (not read per tag)."""
+    return replace(_tables_2_16_5(), version="2.14.3")
 
 
 def _tables_2_18_3() -> NcclTables:
@@ -312,7 +353,8 @@ def _tables_2_30_7() -> NcclTables:
                    per_ch_max_ring_ll128={**_RING_LL128, "blackwell": (40.0, 40.0, 40.0)})
 
 
-_BUILDERS = {"2.8.4": _tables_2_8_4, "2.16.5": _tables_2_16_5, "2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
+_BUILDERS = {"2.8.4": _tables_2_8_4, "2.10.3": _tables_2_10_3, "2.12.7": _tables_2_12_7, "2.14.3": _tables_2_14_3,
+             "2.16.5": _tables_2_16_5, "2.18.3": _tables_2_18_3, "2.21.5": _tables_2_21_5, "2.23.4": _tables_2_23_4,
              "2.25.1": _tables_2_25_1, "2.27.3": _tables_2_27_3, "2.28.3": _tables_2_28_3, "2.29.2": _tables_2_29_2,
              "2.30.7": _tables_2_30_7}
 ENCODED: tuple[str, ...] = tuple(_BUILDERS)

@@ -393,7 +393,9 @@ LOSO_BOUNDS = {
     # 17.6% / +8.1% / 24.4% (42.8% / +42.8% / 28.0% before) once the HCAs carry what the same repository's
     # osu_mbw_mr moved from GPU memory (node.nics.efficiency 0.39: 2-node 52.1% -> 6.6% at >= 1 MiB) and each
     # tree graph channel runs both trees through its NIC (flow_patterns.tree_pattern: 16 nodes -39.9% -> -15.8%);
-    # left: the two 1-node sweeps (+67%, +88% at >= 1 MiB), the release's or that stack's own
+    # left: the two 1-node sweeps (+67%, +88% at >= 1 MiB), the release's or that stack's own;
+    # 17.6% / +8.1% / 24.7% with v2.8.4-1's Tree/LL128 size correction (nccl_versions.tree_ll128_correction:
+    # 4 nodes 9.2% -> 10.6%, 8 nodes 20.4% -> 22.1% at >= 1 MiB)
     "abci-a100": (0.19, 0.10, 0.25),
     # ABCI's Broadcast (the same NCCL 2.8.4 stack and nodes, 1-16 nodes, <= 32 MiB; scored, not fitted):
     # 116.5% / +116.5% / 69.2%, the model too fast everywhere: one node +93..+96% (the stack's per-call cost,
