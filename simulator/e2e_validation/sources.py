@@ -647,20 +647,42 @@ def _nemo_long_context(rows: list[Row]) -> list[Case]:
     return out
 
 
-def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str, stack: Stack = MODERN) -> Case:
+def _printed_plan_case(source: str, r: Row, model: dict, dtype: str, metric: str, stack: Stack = MODERN,
+                       extra_parallel: dict | None = None) -> Case:
     """An NVIDIA-stack row on DGX H100 with its printed plan (TP, PP, VP, CP, micro-batch,
-    global batch), ``megatron_parallel``'s defaults for the rest, no recompute."""
+    global batch), ``megatron_parallel``'s defaults for the rest (``extra_parallel`` on top), no
+    recompute."""
     n = parse_int(r["num_gpus"])
     tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
+    par = {**megatron_parallel(tp, pp, vp, cp), **(extra_parallel or {})}
     return Case(source, f"{r['model_name']} tp{tp} pp{pp} vp{vp} cp{cp} dp{n // (tp * pp * cp)} {n} GPUs",
                 make_scenario(f"{source}-{r['model_name']}-{n}", "dgx-h100", n, model,
                               micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                              dtype=dtype, recompute="none", parallel=megatron_parallel(tp, pp, vp, cp),
-                              stack=stack),
+                              dtype=dtype, recompute="none", parallel=par, stack=stack),
                 metric, float(r["value"]), n)
 
 
 GPT2_BPE_VOCAB = 50257  # the GPT-2 BPE that NeMo's GPT-3 configs train with
+
+# NeMo-Framework-Launcher 24.07 (tag 24.07, commit 8325688d8345a5513660f0f8390f0482a721c009)
+# names a tuned Userbuffers configuration in each TP-4 model's training yaml
+# (``launcher_scripts/conf/training/{gpt3/175b,llama/llama2_70b,llama/llama3_70b}.yaml``, defaults
+# ``tp_overlap@model.ub_tp_comm_overlap_cfg``), read from
+# ``launcher_scripts/conf/training/tp_overlap/ub_cfg_h100_<shape>.yaml``. As
+# ``parallel.tp_overlap_gemm_sms``: the four bulk overlaps set ``set_sm_margin: 0`` (their GEMM on
+# every SM), the two pipelined GEMM-ReduceScatters keep the margin at their ``num_sm``. The
+# Llama 3 70B FP8 file (``ub_cfg_h100_fp8_h8192_tp4_mbs1_seqlen8192``) differs from the one named
+# only in ``fp8_buf``. GPT-3 175B's yaml leaves ``ub_tp_comm_overlap: False`` (and ``fp8: False``)
+# as its default; the summary's FP8 runs override the yaml, and the configuration it names is the
+# one tuned for them (its header: "H100/175B/TP4/MBS1/SeqLen2K/FP8").
+NEMO_LAUNCHER_2407_UB: dict[tuple[int, int], dict[str, int]] = {
+    # (hidden, seq_len): ub_cfg_h100_h12288_tp4_mbs1_seqlen2048 (GPT-3 175B)
+    (12288, 2048): dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=20),
+    # ub_cfg_h100_h8192_tp4_mbs1_seqlen4096 (Llama 2 70B)
+    (8192, 4096): dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=16),
+    # ub_cfg_h100_h8192_tp4_mbs1_seqlen8192 (Llama 3 70B)
+    (8192, 8192): dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=16),
+}
 
 
 def _nemo_2407(rows: list[Row]) -> list[Case]:
@@ -668,7 +690,8 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
     H100) whose model shape is given: GPT-3 5B/175B, Llama 2 7B/13B/70B, Llama 3 8B/70B, with
     TP, PP, virtual stages (interleaved 1F1B when vp > 1), CP, micro-batch and global batch as
     printed. Not stated, so NeMo's defaults for these models: sequence parallel and
-    TransformerEngine's default TP overlap with TP, the distributed optimizer with overlapped
+    TransformerEngine's TP overlap with TP, with the launcher's tuned Userbuffers SM counts for
+    the TP-4 models (``NEMO_LAUNCHER_2407_UB``), the distributed optimizer with overlapped
     parameter AllGather, no recompute (every row fits in 80 GB). Attention: flash-attn 2, which
     the 24.07 launcher's ``NVTE_FUSED_ATTN: 0`` leaves TransformerEngine (``NEMO_LAUNCHER_2024``)."""
     out = []
@@ -681,7 +704,10 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
             model = gpt_model({**r, "vocab": str(vocab)}, position="learned", tied=True)
         else:
             model = llama_model(r)
-        out.append(_printed_plan_case("nemo2407", r, model, "fp8", "tokens_per_s_per_gpu", NEMO_LAUNCHER_2024))
+        ub = NEMO_LAUNCHER_2407_UB.get((parse_int(r["hidden"]), parse_int(r["seq_len"])))
+        extra = {"tp_overlap_gemm_sms": dict(ub)} if ub and parse_int(r["tp"], 1) == 4 else None
+        out.append(_printed_plan_case("nemo2407", r, model, "fp8", "tokens_per_s_per_gpu", NEMO_LAUNCHER_2024,
+                                      extra_parallel=extra))
     return out
 
 

@@ -9,7 +9,7 @@ Three figures, as a training log prints them:
 * **reserved peak** (``torch.cuda.max_memory_reserved``): what the caching allocator holds from
   the driver, the allocated peak plus fragmentation (below);
 * **device total**: reserved plus what lives outside PyTorch's allocator (the CUDA context, NCCL's
-  buffers). This is what must fit in HBM (``fits``), what ``total`` reports and what the sweep's
+  buffers, TransformerEngine's Userbuffers). This is what must fit in HBM (``fits``), what ``total`` reports and what the sweep's
   memory cap compares against.
 
 **Model states** (ZeRO, arXiv:1910.02054 §3): mixed-precision Adam keeps 2 bytes of bf16/fp16
@@ -140,6 +140,24 @@ since CUDA 12.2; it varies with the driver and the libraries loaded, so set it f
 ``nvidia-smi`` minus ``torch.cuda.memory_reserved`` on the target system) and NCCL's
 connection buffers, which NCCL allocates with ``cudaMalloc``/``cuMem`` itself
 (:func:`nccl_buffer_bytes`).
+
+**TP communication overlap** (``parallel.tp_overlap`` other than ``none``: Megatron's
+``--tp-comm-overlap``, NeMo's ``ub_tp_comm_overlap``). TransformerEngine's ``initialize_ub``
+(``transformer_engine/pytorch/module/base.py``, TE v1.8 to v2.1: NeMo 24.07 to 25.02) creates one
+Userbuffers communicator per overlapped GEMM whatever method the run uses, ten of them: four
+ring-exchange AllGathers (qkv/fc1 fprop, proj/fc2 dgrad), two pipelined ReduceScatters (proj/fc2
+fprop) and four bulk overlaps (qkv/fc1 dgrad AllGather and wgrad ReduceScatter). Each registers
+a buffer of the gathered activation shape, ``(seq_len × micro_batch / cp, hidden)``, that
+Userbuffers allocates itself (``register_user_buffer_collective``: ``cuMemCreate`` with CUDA
+multicast, ``cudaMalloc`` without), so outside PyTorch's allocator: in the device total, not in
+the allocated or reserved peaks (:func:`userbuffer_bytes`). The buffer is 1 B per element for the
+six AllGather buffers in an FP8 run (``fp8_buf``), else 2 B (bf16). A ReduceScatter ring
+exchange would hold ``2·tp − 1`` chunks, but no default method is one. TE v2.8 and later add two
+``external`` buffers for proj/fc2 wgrad, not counted here; the communicator's own flag region
+(about 1.6 MB, once) is left out too. ``initialize_ub`` also replaces TE's cuBLAS workspace by
+``_NUM_MAX_UB_STREAMS`` = 3 copies of it (``get_workspace().repeat(3)``, one per overlap compute
+stream): a PyTorch tensor, so the two extra copies count in the allocated peak
+(:func:`ub_workspace_bytes`).
 """
 
 from __future__ import annotations
@@ -187,6 +205,13 @@ TE_WORKSPACE = {"new": 32 * MiB, "old": 4 * MiB}
 # (pytorch/cpp_extensions/gemm.py get_cublas_workspace(grouped_gemm=True); num_compute_streams = 4
 # in common/util/multi_stream.cpp, TE d0067d0da)
 TE_GROUPED_GEMM_STREAMS = 4
+# TransformerEngine's initialize_ub (v1.8-v2.1): the overlapped GEMMs that get a Userbuffers
+# buffer, and those whose buffer is FP8 (``layers_all_gather_overlap``) in an FP8 run; the cuBLAS
+# workspace is repeated once per overlap stream (``_NUM_MAX_UB_STREAMS``).
+UB_GEMMS = ("qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad", "proj_fprop", "fc2_fprop",
+            "qkv_dgrad", "qkv_wgrad", "fc1_dgrad", "fc1_wgrad")
+UB_FP8_BUFFERS = frozenset({"qkv_fprop", "qkv_dgrad", "proj_dgrad", "fc1_fprop", "fc1_dgrad", "fc2_dgrad"})
+UB_NUM_MAX_STREAMS = 3
 
 
 @dataclass(frozen=True)
@@ -204,10 +229,12 @@ class MemoryEstimate:
     comm_buffers: float = 0.0  # ZeRO-3 gathered parameters and buckets, pipeline send/recv
     pipeline_outputs: float = 0.0  # torch.distributed.pipelining: the last stage's kept outputs
     workspaces: float = 0.0  # cuBLAS / TransformerEngine GEMM workspaces
+    ub_workspaces: float = 0.0  # TE's extra cuBLAS workspaces for the TP-overlap streams
     stranded: float = 0.0  # cached free blocks no request at the peak can reuse (reserved, not allocated)
     fragmentation_factor: float = DEFAULT_FRAGMENTATION
     cuda_context: float = 0.0
     nccl_buffers: float = 0.0
+    userbuffers: float = 0.0  # TE's Userbuffers for TP comm overlap (outside PyTorch)
 
     @property
     def model_states(self) -> float:
@@ -217,7 +244,7 @@ class MemoryEstimate:
     def allocated(self) -> float:
         """Peak allocated bytes (``torch.cuda.max_memory_allocated``)."""
         return (self.model_states + self.activations + self.loss_buffers + self.recompute
-                + self.comm_buffers + self.pipeline_outputs + self.workspaces)
+                + self.comm_buffers + self.pipeline_outputs + self.workspaces + self.ub_workspaces)
 
     @property
     def fragmentation(self) -> float:
@@ -237,8 +264,9 @@ class MemoryEstimate:
 
     @property
     def non_pytorch(self) -> float:
-        """Device memory outside PyTorch's allocator: CUDA context and NCCL buffers."""
-        return self.cuda_context + self.nccl_buffers
+        """Device memory outside PyTorch's allocator: CUDA context, NCCL buffers and TE's
+        Userbuffers."""
+        return self.cuda_context + self.nccl_buffers + self.userbuffers
 
     @property
     def total(self) -> float:
@@ -251,8 +279,8 @@ class MemoryEstimate:
 
     def gib(self) -> dict[str, float]:
         keys = ("params", "grads", "optimizer", "activations", "loss_buffers", "recompute", "comm_buffers",
-                "pipeline_outputs", "workspaces", "stranded", "allocated", "fragmentation", "reserved",
-                "cuda_context", "nccl_buffers", "non_pytorch", "total")
+                "pipeline_outputs", "workspaces", "ub_workspaces", "stranded", "allocated", "fragmentation", "reserved",
+                "cuda_context", "nccl_buffers", "userbuffers", "non_pytorch", "total")
         return {k: getattr(self, k) / GiB for k in keys}
 
 
@@ -605,6 +633,30 @@ def workspace_bytes(scn: Scenario) -> float:
     return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
 
 
+def tp_comm_overlap(scn: Scenario) -> bool:
+    """Whether the run initialises TE's Userbuffers (any ``parallel.tp_overlap`` but ``none``)."""
+    return scn.parallel.tp_overlap != "none"
+
+
+def userbuffer_bytes(scn: Scenario) -> float:
+    """TE's Userbuffers with TP comm overlap: one buffer of the gathered activation shape per
+    overlapped GEMM (:data:`UB_GEMMS`), 1 B per element for the FP8 AllGather buffers of an FP8
+    run, else 2 B (see the module docstring)."""
+    if not tp_comm_overlap(scn):
+        return 0.0
+    elems = RankShapes.of(scn).tokens * scn.model.hidden
+    fp8 = scn.training.dtype == "fp8"
+    return sum(elems * (1 if fp8 and name in UB_FP8_BUFFERS else 2) for name in UB_GEMMS)
+
+
+def ub_workspace_bytes(scn: Scenario) -> float:
+    """The cuBLAS workspaces ``initialize_ub`` adds to TE's one: ``_NUM_MAX_UB_STREAMS`` − 1."""
+    if not tp_comm_overlap(scn):
+        return 0.0
+    gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
+    return (UB_NUM_MAX_STREAMS - 1) * TE_WORKSPACE[gen]
+
+
 def communicators(scn: Scenario) -> int:
     """NCCL communicators one rank is part of: one per parallel axis of degree > 1 (TP, CP,
     Ulysses, the DP gradient group, the pipeline's send/recv pairs, EP)."""
@@ -662,6 +714,7 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                          loss_buffers=loss_b, recompute=rec_b,
                          comm_buffers=zero_b + pipeline_buffers,
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
+                         ub_workspaces=ub_workspace_bytes(scn), userbuffers=userbuffer_bytes(scn),
                          stranded=stranded_bytes(scn, loss_b > 0),
                          fragmentation_factor=tr.allocator_fragmentation,
                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))

@@ -384,3 +384,22 @@ def test_fsdp2_one_micro_batch_peak_holds_no_gradient(scn):
     assert one.grads == 0 and one.optimizer == pytest.approx(8 * n / 8)
     assert two.grads == pytest.approx(4 * n / 8)
     assert two.allocated == pytest.approx(one.allocated + 4 * n / 8)
+
+
+@pytest.mark.parametrize("dtype, bytes_per_token_hidden", [("bf16", 10 * 2), ("fp8", 6 * 1 + 4 * 2)])
+def test_tp_comm_overlap_userbuffers_sit_outside_pytorch(scn, dtype, bytes_per_token_hidden):
+    """TE's initialize_ub: ten buffers of (seq·mbs/cp, hidden), FP8 for the six AllGather ones in
+    an FP8 run, outside the allocator (in total only); two more 32 MiB cuBLAS workspaces (allocated)."""
+    from simulator.units import MiB
+
+    par = {"tp": 4, "cp": 2, "sequence_parallel": True}
+    training = {"micro_batch": 2, "global_batch": 16, "dtype": dtype}
+    off = estimate_memory(scn(LLAMA, training, par), 0)
+    on = estimate_memory(scn(LLAMA, training, dict(par, tp_overlap="te_default")), 0)
+    tokens = 2 * 2048 // 2  # micro-batch × seq_len / cp
+    assert off.userbuffers == 0 and off.ub_workspaces == 0
+    assert on.userbuffers == tokens * 1024 * bytes_per_token_hidden
+    assert on.ub_workspaces == 2 * 32 * MiB
+    assert on.allocated - off.allocated == 2 * 32 * MiB
+    assert on.reserved - off.reserved == 2 * 32 * MiB  # workspaces are not dynamic: no fragmentation
+    assert on.total - off.total == 2 * 32 * MiB + on.userbuffers

@@ -636,6 +636,21 @@ def test_h100_long_context_rows_run_flash_attention_2():
         assert r3.error >= 0.10, (c.label, r3.error)
 
 
+def test_nemo_2407_tp4_rows_carry_the_launchers_tuned_userbuffers():
+    """NeMo-Framework-Launcher 24.07's ub_cfg_h100_h12288_tp4_mbs1_seqlen2048 (GPT-3 175B) and
+    ub_cfg_h100_h8192_tp4_mbs1_seqlen{4096,8192} (Llama 2 / 3 70B): the bulk overlaps on every SM
+    (set_sm_margin 0), proj_fprop num_sm 24, fc2_fprop 20 (175B) or 16 (70B); TP-1 rows have none."""
+    bulk = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0)
+    want = {"GPT3-175B": dict(bulk, proj_fprop=24, fc2_fprop=20), "LLAMA2-70B": dict(bulk, proj_fprop=24, fc2_fprop=16),
+            "LLAMA3-70B": dict(bulk, proj_fprop=24, fc2_fprop=16)}
+    cs = _by_source("nemo2407")
+    for c in cs:
+        p = c.scenario["parallel"]
+        assert p.get("tp_overlap_gemm_sms") == want.get(c.label.split()[0]), c.label
+        assert (p["tp"] == 4) == ("tp_overlap_gemm_sms" in p), c.label
+    assert sum("tp_overlap_gemm_sms" in c.scenario["parallel"] for c in cs) == 4
+
+
 def test_nemo_2407_rows_build_the_printed_plans():
     """Eight pre-training rows with shapes; vp > 1 runs the interleaved schedule; GPT-3's GPT-2
     BPE is padded to a multiple of 128·TP as Megatron does (50257 → 50304 at TP 1, 50688 at 4)."""
