@@ -94,14 +94,13 @@ def largest(points: list[TablePoint]) -> TablePoint:
     return max(points, key=lambda p: p.flops)
 
 
-def table_over_mamf(profile: str) -> float | None:
+def table_over_mamf(profile: str, training_derate: float) -> float | None:
     """What an XLA-measured (unsearched) GEMM reaches at ``REFERENCE_SHAPE``, extrapolated by the
     shape model from the profile's GPU's XLA table, over the profile's MAMF-shape plateau (its curve's
-    top / its training derate). dgx-h100: the sm_90 table's k-loop rate ``XLA_MAINLOOP_FRACTION``
-    (HARDWARE.md §1e); dgx-b200: the sm_100 table's (:func:`fit_mainloop`, bf16). None for other
-    profiles (no XLA table for their GPU here)."""
+    top / ``training_derate``, the derate its header states). dgx-h100: the sm_90 table's k-loop
+    rate ``XLA_MAINLOOP_FRACTION`` (HARDWARE.md §1e); dgx-b200: the sm_100 table's
+    (:func:`fit_mainloop`, bf16). None for other profiles (no XLA table for their GPU here)."""
     from simulator.config.hardware import load_profile
-    from simulator.e2e_validation.loso import fitted_derate
 
     m, n, k = gs.REFERENCE_SHAPE
     if profile == "dgx-h100":
@@ -111,7 +110,7 @@ def table_over_mamf(profile: str) -> float | None:
     else:
         return None
     gpu = load_profile(profile).gpu
-    return table / (gpu.gemm_efficiency[-1].efficiency / fitted_derate(profile))
+    return table / (gpu.gemm_efficiency[-1].efficiency / training_derate)
 
 
 def main() -> None:

@@ -109,7 +109,7 @@ def kernel_transfer(profile: str, donor: str) -> float:
     1 where either GPU has no table."""
     from simulator.calibration.gemm_table import table_over_mamf
 
-    mine, theirs = table_over_mamf(profile), table_over_mamf(donor)
+    mine, theirs = table_over_mamf(profile, fitted_derate(profile)), table_over_mamf(donor, fitted_derate(donor))
     return 1.0 if mine is None or theirs is None else mine / theirs
 
 
