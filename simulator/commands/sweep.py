@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=("step_time", "tokens_per_s"), default="step_time",
                    help="what ranks the plans (the global batch is fixed, so both give the same order)")
     p.add_argument("--memory-cap", type=float, metavar="GiB", default=None,
-                   help="treat plans needing more than this many GiB per GPU (peak reserved + CUDA context and NCCL) as infeasible")
+                   help="treat plans needing more than this many GiB per GPU (peak reserved + CUDA context, "
+                        "NCCL buffers and userbuffers) as infeasible")
     p.add_argument("--no-prune", action="store_true",
                    help="simulate every feasible plan, even those whose lower bound cannot beat the best")
     add_output_options(p)

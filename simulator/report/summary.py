@@ -335,7 +335,7 @@ def format_table(report: Report) -> str:
                             ("workspaces", "workspaces")) if mem.get(k)))
     if "allocated" in mem:
         lines.append(f"  peak allocated {mem['allocated']:.1f}  reserved {mem['reserved']:.1f}  "
-                     f"+ CUDA context and NCCL {mem['non_pytorch']:.1f}  = total {mem['total']:.1f}"
+                     f"+ CUDA context, NCCL, userbuffers {mem['non_pytorch']:.1f}  = total {mem['total']:.1f}"
                      + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
     else:
         lines.append(f"  total {mem['total']:.1f}" + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))

@@ -328,7 +328,7 @@ def memory_reason(mem: MemoryEstimate) -> str:
     from simulator.units import GiB
 
     return (f"does not fit: {mem.total / GiB:.1f} GiB per GPU on pipeline stage {mem.stage} (peak reserved "
-            f"{mem.reserved / GiB:.1f} + CUDA context and NCCL {mem.non_pytorch / GiB:.1f}) "
+            f"{mem.reserved / GiB:.1f} + CUDA context, NCCL, userbuffers {mem.non_pytorch / GiB:.1f}) "
             f"> {mem.hbm_bytes / GiB:.1f} GiB HBM")
 
 
