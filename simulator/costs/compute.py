@@ -13,7 +13,9 @@ efficiency:
   of unfused attention, one per head) is its per-head shape with the batch in the wave count.
   GEMMs built without a shape read the curve itself: points of (flops per kernel, efficiency),
   interpolated linearly in log(flops). fp8 GEMMs use the fp8 peak and the bf16 values scaled
-  by ``fp8_gemm_efficiency_scale``.
+  by ``fp8_gemm_efficiency_scale``. An fp8 GEMM whose operands are MX block-scaled
+  (``op.scaling == "mxfp8"``) takes :data:`BLOCK_SCALED_GEMM_TIME` times as long as the same GEMM
+  with per-tensor scales.
 * fused attention: the profile's ``gpu.attention_efficiency[kernel].fwd`` or ``.bwd`` for the
   op's kernel generation (``attention_kernel``: flash2, flash3; empty = the GPU's default).
   Kept apart from the GEMM curve on purpose: the same GPU runs FlashAttention-2 at ~35% of H100
@@ -64,6 +66,23 @@ from simulator.schedule.ir import ComputeOp, Op
 # bounds the others from above; at state 128 the kernels are memory-bound on their fp32 chunk states
 # (schedule/mamba.py ssd_bytes) and the bound rarely binds.
 SSD_SCAN_EFFICIENCY = 135.7 / 989.0
+
+# Time of an MXFP8 GEMM (1x32 blocks, E8M0 scales) over the same GEMM in per-tensor FP8 on
+# Blackwell, the kernel's own cost with its operands quantised beforehand: TransformerEngine's
+# GEMM profiling guide (docs/examples/gemm_profiling/gemm_profiling.rst, added in NVIDIA/
+# TransformerEngine@1609c890e, 2026-06-01; benchmarks/gemm/benchmark_gemm.py --pre-quantize, CUDA
+# events, 100 iterations) times the twelve GEMMs of a layer of hidden 4,096, FFN 16,384 at
+# M = 15,872 tokens on a B300 SXM: 7.161 ms per layer in MXFP8 against 6.812 ms in FP8 current
+# scaling (fprop 2.365 / 2.158, dgrad 2.397 / 2.329, wgrad 2.400 / 2.325). What the ratio holds:
+# cuBLASLt's block-scaled kernel (the scale factors read beside each k-tile of both operands) and,
+# since the benchmark's pre-quantised tensors keep TE's compact scale layout (MXFP8Quantizer's
+# optimize_for_gemm defaults to False), the two scale-swizzling kernels TE's generic_gemm runs
+# before each MXFP8 GEMM (pytorch/csrc/extensions/swizzle.cpp, swizzle_scales_for_gemm), as it
+# does in training before TE 2.12 (Linear then asks its quantisers for GEMM-ready scales). One
+# published measurement, on a B300 (Blackwell Ultra) and not a B200: both run MXFP8 through the
+# same block-scaled tcgen05 MMA; its shapes are within 13% of Llama 3 8B's (M 16,384, FFN
+# 14,336). Not fitted to any end-to-end row.
+BLOCK_SCALED_GEMM_TIME: dict[str, float] = {"mxfp8": 7.161 / 6.812}
 
 MEMORY_BOUND_KINDS = frozenset({"elementwise", "norm", "copy", "optimizer", "embedding", "loss"})
 
@@ -125,7 +144,7 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
     """Achieved arithmetic throughput (FLOP/s) of one kernel of ``op``, before SM sharing
     (except for a shaped GEMM, whose waves are counted on the SMs it gets)."""
     if op.kind == "gemm":
-        return gpu.peak_flops(op.dtype) * gemm_op_efficiency(op, gpu)
+        return gpu.peak_flops(op.dtype) * gemm_op_efficiency(op, gpu) / BLOCK_SCALED_GEMM_TIME.get(op.scaling, 1.0)
     if op.kind == "attention":
         dtype = "bf16" if op.dtype == "fp8" else op.dtype
         eff = gpu.attention_fraction(op.attention_kernel, _is_backward(op))
@@ -180,7 +199,7 @@ def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
             op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl,
-            op.deterministic_heads)
+            op.deterministic_heads, op.scaling)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -216,7 +216,8 @@ grows from a quarter to 97% of the model FLOPs.
   derate (0.524) is 0.74 of H100's; the kernels explain 0.92 of it. Not in any published data:
   B200's clock under a training step's load (both kernel sources time GEMM loops), TE's fp8 cast
   and amax kernels on B200 (lumped into the derate), and MXFP8 GEMMs apart from per-tensor fp8
-  (Megatron-Bridge's B200 rows run MXFP8; no published B200 table separates the two), so the
+  on B200 (Megatron-Bridge's B200 rows run MXFP8; TE's GEMM profiling guide separates the two on a
+  B300, the ratio the model now uses: see "MXFP8 on Blackwell" below), so the
   fitted 0.524 stays, a single-row fit on fp8 that the bf16 B200 row (GPT-OSS-120B, +20.7%) also
   uses. The factor 0.923 depends on the shape model's per-tile cost: with that cost taken as a
   fixed time (K_OVERHEAD scaled by the per-SM rate, 339 k-steps for B200 bf16) the table's
@@ -2145,9 +2146,9 @@ performance summary (Megatron-Bridge v0.2.0, source `bridge_dense`, held out ent
 single-node B200 rows included) measured Llama 3 8B on 8 B200 (TP 1, micro-batch 2), Llama 3 70B
 on 64 H100 (TP 4, PP 8 x VP 5) and Llama 3.1 405B on 128 B200 (TP 4, PP 8 x VP 8, CP 2) and 1,024
 H100 (TP 8, PP 8 x VP 8, CP 2) in FP8 current scaling, the B200 plans also in MXFP8. Scored: 8B
-B200 FP8-CS -8.9%, MXFP8 -4.1%, 70B H100 -5.6%, 405B B200 FP8-CS -16.3% (median |error| 7.2%,
-mean 8.7%, signed median -7.2%); built, not scored for run time: 405B on 1,024 H100 -0.5%, 405B
-B200 MXFP8 -11.1%. The recipes' TE cross-entropy kernel (`cross_entropy_fusion_impl = "te"`,
+B200 FP8-CS -8.9%, MXFP8 -7.3%, 70B H100 -5.6%, 405B B200 FP8-CS -16.3% (median |error| 8.1%,
+mean 9.5%, signed median -8.1%); built, not scored for run time: 405B on 1,024 H100 -0.5%, 405B
+B200 MXFP8 -14.7%. The recipes' TE cross-entropy kernel (`cross_entropy_fusion_impl = "te"`,
 priced as `cross_entropy: fused`) took 8B from -11.1% to -8.9% and 70B from -7.8% to -5.6%; no
 other setting of the recipes is left unmodelled on the scored rows but the B200 8B run's
 full-iteration CUDA graph and the SM counts of the userbuffers configurations (TE's default
@@ -2160,11 +2161,8 @@ measured 10.23 s, and the 10% bubble the simulator reports is the other stages w
 This is the level gap of NVIDIA's stack that the dgxc rows show on H100 (above), now on a
 second release and on B200, where the derate (0.524) was fitted on one NeMo FP8 row at 32K tokens
 (attention-heavy): at 8K, where GEMMs dominate, the B200 rows need 10-16% less compute. The
-MXFP8/FP8-CS throughput ratio of the compute-bound 8B pair is 0.964 measured and 1.015 simulated:
-the model prices MXFP8's GEMMs at the per-tensor FP8 rate and charges current scaling an amax pass
-per operand, so MXFP8 comes out faster; what makes the measured MXFP8 step 3.6% slower (the
-block-scaled GEMM kernels' rate, the scale-swizzling passes) has no published B200 measurement
-here to be priced from. The gaps are not run-to-run spread: the 25.09 release measured the same
+MXFP8/FP8-CS throughput ratio of the compute-bound 8B pair is 0.964 measured and 0.981 simulated
+(1.015 while MXFP8's GEMMs ran at the per-tensor FP8 rate; next paragraph). The gaps are not run-to-run spread: the 25.09 release measured the same
 plans within 3.4% of these (H100 70B 1,619 and 405B 302; B200 8B 29,994 and 29,388, 405B 664 and
 622 tokens/s/GPU; `docs/performance-summary-archive.md`). Nothing is fitted to these rows.
 
@@ -2187,11 +2185,54 @@ mask (`training.dropout: false` now drops the two masks per layer and the embedd
 layer 595.6 MB became 486.5 MB: activations 52.3 -> 42.6 GiB, device total 80.9 -> 70.3 GiB
 (allocated 65.1, reserved 69.4, of which 4.3 GiB is the assumed 10% fragmentation). No measured
 peak of this run is published, so the 70.3 GiB is a prediction, pinned by
-`tests/validation/test_bridge_dense_source.py`. Not modelled, all under-counts: TE's userbuffers
-for the TP overlap (`initialize_ub`: twelve communication buffers of the gathered s·b x h shape,
-FP8 for the all-gather ones, bf16 for the reduce-scatter ones, about 1 GiB at s = 8,192, h =
-8,192, allocated outside PyTorch's allocator) and its three-fold cuBLAS workspace for the overlap
-streams (96 MiB). The 55 measured peak-memory rows are unchanged (none is a TE FP8 run or sets
-dropout off: median |error| 2.5%, signed -2.3%, max 8.9%), and so are the `bridge_dense` step
-times (dropout changes no kernel of the fused stack).
+`tests/validation/test_bridge_dense_source.py`. TE's userbuffers for the TP overlap (`initialize_ub`: ten
+communicators whatever the overlap method, buffers of the gathered s·b x h shape, FP8 for the all-gather ones
+in an FP8 run, allocated outside PyTorch's allocator) and its three-fold cuBLAS workspace for the overlap
+streams are their own terms (`userbuffers` 0.875 GiB here, `ub_workspaces` 64 MiB): device total 71.2 GiB.
+Neither term moves a measured peak-memory row (none sets the TP overlap, and the userbuffers sit outside
+allocated and reserved); the dropout term moves the 22 rows whose runs train without dropout (the `dropout`
+column of `peak_memory.csv`: torchtitan's Llama, the Megatron cases that set it to 0), held-out median
+|error| 2.5% -> 3.0%, signed -2.3%. The `bridge_dense` step times do not move (dropout changes no kernel of
+the fused stack).
+
+**MXFP8 on Blackwell: the block-scaled GEMM's rate, from a published kernel measurement.** What
+MXFP8 costs over per-tensor current scaling per linear layer, from TransformerEngine's source
+(v2.9, the 25.11 container's generation): (1) the cast: one `mxfp8_quantize` kernel per operand
+(`common/util/cast_kernels.cuh`, `ScalingType::BIDIMENSIONAL`) reads the BF16 tensor once and
+writes a row-wise and a column-wise FP8 copy with one E8M0 scale per 32 elements each, where
+current scaling launches four kernels (amax zeroing, amax reduction, scale, cast; two for a
+norm-fed input, whose norm kernel returns the amax: `FUSED_NORM_AMAX_FP8` in
+`pytorch/csrc/extensions/normalization.cpp`) and reads the tensor once more for its amax; MXFP8's
+norm output is written in BF16 and cast apart (`UNFUSED` unless `NVTE_NORM_FWD_USE_CUDNN`), as is
+current scaling's. The model had the column-wise copy and one copy's scales; it now writes both
+copies' scales (1 + 2/32 bytes per element over the cast), which moves the 8B step by 1.4 ms. (2)
+No amax AllReduce over TP: already so (`fp8.layer_overhead`). (3) Before each MXFP8 GEMM TE's
+`generic_gemm` swizzles both operands' scales into cuBLAS's tiled layout
+(`swizzle_scaling_factors` at v2.9; from v2.12 a `Linear` asks its quantisers for GEMM-ready
+scales, `optimize_for_gemm`): six small kernels per linear per micro-batch. (4) The GEMM: cuBLASLt's
+block-scaled kernel, which TE's GEMM profiling guide (`docs/examples/gemm_profiling`, 2026-06)
+times pre-quantised on a B300 for a layer of hidden 4,096 and FFN 16,384 at 15,872 tokens: 7.161
+ms per layer in MXFP8 against 6.812 ms in FP8 current scaling (fprop +9.6%, dgrad +2.9%, wgrad
++3.2%), with (3)'s swizzles inside the timed call (the benchmark's quantiser keeps compact
+scales). The same guide's autocast timings, the quantisation included, put MXFP8 ahead (8.984
+against 9.147 ms): its casts are cheaper, its GEMMs slower, as the model now has it. The model
+prices every MXFP8 GEMM of a transformer layer (dense, shared-expert and grouped expert GEMMs; not
+the output layer, which Megatron keeps out of TE) at 7.161/6.812 = 1.051 times its per-tensor
+time (`costs/compute.py` `BLOCK_SCALED_GEMM_TIME`), with no separate swizzle kernels (they are in
+the ratio). Nothing is fitted to a training row. Held out, no non-MXFP8 row moves (bridge_dense
+FP8-CS, bridge_moe H100 and BF16, nemo_cp, whose NeMo 2.0 rows run delayed scaling and fit the
+B200 derate, are unchanged to the last digit): the 8B B200 pair ratio MXFP8/FP8-CS goes from
+1.015 to 0.981 against 0.964 measured, the 405B B200 pair (TP 4, PP 8 x VP 8, CP 2) from 1.002 to
+0.961 against 0.944 measured; their MXFP8 rows from -4.1% to -7.3% and -11.1% to -14.7% (the
+level gap of the paragraph above, now the same on both recipes). bridge_moe's MXFP8 rows on B200:
+Qwen3-30B on 8 +8.3% to +6.2%, Qwen3-235B on 256 +16.2% to +13.9%, DeepSeek-V3 on 256 -9.0% to
+-10.1% (mean |error| of the three 11.2% to 10.1%; the source's median |error| 9.0% to 10.1%, its
+mean 11.6% to 11.1%). What is left of the pairs' gap (1.7 points on both): the measurement is a
+B300's at the 8B shapes, one ratio for fprop, dgrad and wgrad and for the grouped GEMMs' smaller
+per-expert shapes, and TE's version (from v2.12, which a 26.04 container would carry, `Linear`
+and `GroupedLinear` quantise into GEMM-ready scales, so for bridge_moe the ratio holds swizzles
+that no longer run apart; the container's TE version is not printed). One known gap on current scaling, not yet corrected:
+the model charges its amax read to the norm-fed inputs too (QKV, FC1),
+whose amax the norm kernel returns: 2 bytes x 2h per token per layer forward, 10.6 ms of the 8B
+step (0.2%; the pair ratio would go to 0.979).
 """

@@ -924,7 +924,7 @@ SOURCES: list[Source] = [
             "its launches are priced as eager launches.",
             "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
-            "the 405B plan on 128 B200 (-11.1%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
+            "the 405B plan on 128 B200 (-14.7%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
     Source("torchtitan", "torchtitan FSDP2 (Llama 2/3, 64 A100 eager; 32-64 H200 compiled Float8)",
            "torchtitan_benchmarks.csv", _torchtitan,

@@ -19,8 +19,13 @@ in the passes and collectives around the GEMMs (TransformerEngine ``common/recip
 * ``blockwise`` (``Float8BlockScaling``, DeepSeek-V3's 1×128 / 128×128 scaling) and ``mxfp8``
   (``MXFP8BlockScaling``, 1×32 blocks with E8M0 scales, Blackwell tensor cores only): a block's
   scale runs along the GEMM's reduction dimension, so each tensor is quantised twice, row-wise
-  and column-wise (the transposed use in wgrad/dgrad): one more FP8 copy (1 byte per element)
-  plus its scales (4/128 or 1/32 bytes) is written per quantised tensor.
+  and column-wise (the transposed use in wgrad/dgrad), in one kernel that reads the tensor once
+  (TransformerEngine's ``mxfp8_quantize``, common/util/cast_kernels.cuh at v2.9, writes both
+  usages with their scales, ``ScalingType::BIDIMENSIONAL``): over a per-tensor
+  cast, one more FP8 copy (1 byte per element) and the scales of both copies (4/128 or 1/32 bytes
+  each) are written, and no amax is read. MXFP8 runs its GEMMs as cuBLASLt's block-scaled kernels,
+  whose rate the costs price (``costs/compute.py`` ``BLOCK_SCALED_GEMM_TIME``, with the scale
+  swizzles TransformerEngine runs before each such GEMM; :func:`gemm_scaling`).
 
 Quantised per layer pass (per TP rank): forward, the inputs of the QKV, output-projection, FC1
 and FC2 GEMMs; backward, the output gradients of the same four GEMMs. In an MoE layer the expert
@@ -69,6 +74,12 @@ LINEAR_WEIGHTS = frozenset({"q", "k", "v", "o", "mla_down", "mla_up", "gate", "u
 WEIGHT_SCALE_BYTES = {"blockwise": 4 / (128 * 128), "mxfp8": 1 / 32}  # per weight element
 SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
 GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
+
+
+def gemm_scaling(dtype: str, recipe: str) -> str:
+    """``ComputeOp.scaling`` of a TransformerEngine linear's GEMMs: ``"mxfp8"`` where the recipe
+    block-scales their operands with MX scales, else ``""`` (one scale per tensor, or no FP8)."""
+    return "mxfp8" if dtype == "fp8" and recipe == "mxfp8" else ""
 
 
 def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
@@ -146,7 +157,7 @@ def extra_bytes_per_element(recipe: str, act_bytes: int) -> float:
     if recipe in ("current", "rowwise"):
         return float(act_bytes)  # the amax pass reads the tensor once more
     if recipe in SCALE_BYTES:
-        return 1.0 + SCALE_BYTES[recipe]  # the column-wise copy and its scales
+        return 1.0 + 2 * SCALE_BYTES[recipe]  # the column-wise copy, the scales of both copies
     return 0.0
 
 

@@ -70,7 +70,7 @@ from typing import Iterable
 import numpy as np
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import tensor_parallel
+from simulator.schedule import fp8, tensor_parallel
 from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import RankShapes
 
@@ -108,6 +108,7 @@ class MoESpec:
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
     latent: int = 0  # LatentMoE: width of the routed tokens (model.moe_latent_size; 0: the hidden size)
+    gemm_scaling: str = ""  # block scaling of the fp8 expert GEMMs' operands (ComputeOp.scaling)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -130,7 +131,8 @@ class MoESpec:
                    bias_per_expert=t.moe_expert_bias != "none",
                    bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
-                   recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size)
+                   recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size,
+                   gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe))
 
     @property
     def width(self) -> int:
@@ -302,7 +304,8 @@ def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, 
     io = (m * k + e * k * n + m * n) * elem
     rows = max(m // e, 1)
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
-                            gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag))
+                            gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag,
+                            scaling=s.gemm_scaling))
 
 
 def _latent_proj(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag,
@@ -315,7 +318,7 @@ def _latent_proj(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: i
         return dep
     elem = 1 if s.dtype == "fp8" else s.act_bytes
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=(m * k + k * n + m * n) * elem,
-                            deps=(dep,), gemm=gemm or (m, n, k), dtype=s.dtype, tag=tag))
+                            deps=(dep,), gemm=gemm or (m, n, k), dtype=s.dtype, tag=tag, scaling=s.gemm_scaling))
 
 
 def _latent_proj_bwd(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag) -> int:

@@ -128,6 +128,7 @@ class TPContext:
     async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
     sm_margin: bool = True  # TE set_sm_margin: pipeline/bulk GEMMs on SMs − num_sm (else on all SMs)
     gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
+    scaling: str = ""  # block scaling of the fp8 GEMMs' operands (ComputeOp.scaling; "": per tensor)
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -199,7 +200,7 @@ def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n
     io = (a_bytes / parts + b_bytes + c_bytes / parts) if split == "m" else (a_bytes + (b_bytes + c_bytes) / parts)
     return pb.add(ComputeOp(
         name=name, kind="gemm", flops=2.0 * m * n * k / parts, hbm_bytes=io * elem, deps=deps,
-        gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase),
+        gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase), scaling=ctx.scaling,
         concurrent=min(parts, UB_MAX_STREAMS)))
 
 

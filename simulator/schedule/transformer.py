@@ -639,12 +639,15 @@ class LayerBuilder:
         return self._cached(self._backward, "B", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
 
     def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
+        """The TP context of layer ``layer``'s GEMMs (-1: the output layer, Megatron's plain
+        ColumnParallelLinear, which TransformerEngine's recipe never block-scales)."""
         s = self.spec
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
                                          async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin,
-                                         gemm_sms=s.tp_gemm_sms)
+                                         gemm_sms=s.tp_gemm_sms,
+                                         scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "")
 
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec

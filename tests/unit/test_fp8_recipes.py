@@ -1,8 +1,11 @@
 """FP8 recipes: what each adds to a step, in closed form."""
 
+import dataclasses
+
 import pytest
 
 from simulator.config.scenario import build_scenario
+from simulator.costs.compute import compute_time
 from simulator.errors import InputError
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp, ComputeOp
@@ -62,10 +65,12 @@ def test_block_scaling_writes_a_column_wise_copy(make):
     fwd = tokens * (h + h // tp + h + f // tp)
     bwd = tokens * ((8 + 2 * 4) * 32 // tp + h + 2 * f // tp + h)  # QKV out (heads + 2 kv) x d, proj, FC1 (gated), FC2
     prog = _ops(make("blockwise"))
-    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 4 / 128) * fwd)
-    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 4 / 128) * bwd)
+    # over a per-tensor cast: the column-wise FP8 copy and the scales of both copies
+    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 2 * 4 / 128) * fwd)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 2 * 4 / 128) * bwd)
     prog = _ops(make("mxfp8", hardware="b.yaml"))
-    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 1 / 32) * fwd)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 2 / 32) * fwd)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 2 / 32) * bwd)
 
 
 def test_recipe_rules(make):
@@ -125,5 +130,43 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
     assert quant(delayed_b200, 1, "bwd").hbm_bytes == pytest.approx(3 * routed_bwd)
     mx = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "mxfp8"},
                              model={"shared_experts": 1})).programs["pp0.cp0"]
-    assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx((1 + 1 / 32) * fwd + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
+    assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx((1 + 2 / 32) * fwd + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
     assert quant(mx, 1, "fwd").count == 4 + 2 * (8 // 4)  # one kernel per operand and per split
+
+
+def test_quantisation_kernels_and_bytes_per_recipe(make):
+    """Per dense layer pass over a per-tensor cast fused into its producer (delayed scaling), from
+    TransformerEngine's quantizers (v2.9): current scaling zeroes the amax, reduces it, computes
+    the scale and casts (4 kernels per operand; the QKV and FC1 inputs take their amax from the
+    norm: 2) and reads each operand once more (2 bytes); MXFP8 casts each operand in one kernel
+    that writes a row-wise and a column-wise copy with their 1x32 scales (1 + 2/32 bytes more)."""
+    h, f, tp, tokens = 256, 512, 2, 512
+    fwd = tokens * (h + h // tp + h + f // tp)
+    bwd = tokens * ((8 + 2 * 4) * 32 // tp + h + 2 * f // tp + h)
+
+    def quantize(prog, phase):
+        return next(op for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
+                    and op.tag.phase == phase and op.tag.layer == 0 and op.tag.mb_index == 0)
+
+    cur, mx = _ops(make("current", hardware="b.yaml")), _ops(make("mxfp8", hardware="b.yaml"))
+    assert (quantize(cur, "fwd").count, quantize(cur, "bwd").count) == (4 * 4 - 2 * 2, 4 * 4)
+    assert (quantize(mx, "fwd").count, quantize(mx, "bwd").count) == (4, 4)
+    assert quantize(cur, "fwd").hbm_bytes + quantize(cur, "bwd").hbm_bytes == pytest.approx(2 * (fwd + bwd))
+    assert quantize(mx, "fwd").hbm_bytes + quantize(mx, "bwd").hbm_bytes == pytest.approx((1 + 2 / 32) * (fwd + bwd))
+
+
+def test_mxfp8_gemms_run_at_the_block_scaled_rate(make):
+    """The layers' GEMMs of an MXFP8 run carry ``scaling: mxfp8`` (the output layer, Megatron's
+    plain ColumnParallelLinear, does not; nor does any GEMM under current scaling), and one takes
+    7.161 / 6.812 of its per-tensor time, launch floor aside: the pre-quantised per-layer GEMM times
+    of TransformerEngine's GEMM profiling guide (B300, hidden 4,096, FFN 16,384, 15,872 tokens)."""
+    mx, cur = _ops(make("mxfp8", hardware="b.yaml")), _ops(make("current", hardware="b.yaml"))
+    gemms = [op for op in mx if isinstance(op, ComputeOp) and op.kind == "gemm"]
+    assert {op.scaling for op in gemms if op.tag.layer is not None and op.tag.layer >= 0} == {"mxfp8"}
+    assert {op.scaling for op in gemms if "lm_head" in op.name} == {""}
+    assert {op.scaling for op in cur if isinstance(op, ComputeOp) and op.kind == "gemm"} == {""}
+    gpu = make("mxfp8", hardware="b.yaml").profile.gpu
+    op = next(op for op in gemms if op.scaling == "mxfp8" and op.tag.phase == "fwd")
+    floor = max(op.count, 1) * gpu.kernel_launch_us * 1e-6
+    t_mx, t_pt = compute_time(op, gpu), compute_time(dataclasses.replace(op, scaling=""), gpu)
+    assert (t_mx - floor) / (t_pt - floor) == pytest.approx(7.161 / 6.812)
