@@ -341,7 +341,12 @@ def predict_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int)
     bw = algo_bandwidth_GBps(ctx, coll, algo, proto)
     if bw <= 0:
         return math.inf
-    lat = latency_us(ctx, coll, algo, proto)
+    return _sized_us(ctx, coll, algo, proto, nbytes, bw, latency_us(ctx, coll, algo, proto))
+
+
+def _sized_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int, bw: float, lat: float) -> float:
+    """:func:`predict_us` from the call's algorithm bandwidth ``bw`` (> 0) and latency term
+    ``lat``, which do not depend on the size."""
     if algo == "ring" and proto == "simple" and coll == "allreduce" and ctx.n_nodes > 1:
         if ctx.constants.tables.ring_plateau_up_to_2_16:
             if nbytes >= ctx.n_ranks / 16 * 65536:
@@ -377,6 +382,24 @@ def selection_context(ctx: TunerContext) -> TunerContext:
     return ctx if known is ctx.constants else replace(ctx, constants=known)
 
 
+def _selection_terms(ctx: TunerContext, coll: str, algo: str, proto: str) -> tuple[TunerContext, float, float]:
+    """The :func:`selection_context` and, on it, the algorithm bandwidth of (``algo``, ``proto``)
+    and, where that is > 0, its latency term (else 0): what :func:`predict_us` computes before the
+    size. Kept on the communicator's context (it is frozen), as a sweep asks its choice at every
+    size: the tuner's tables are read once per communicator, collective and combination, not once
+    per size."""
+    memo = ctx.__dict__.setdefault("_selection_terms", {})
+    key = (coll, algo, proto)
+    got = memo.get(key)
+    if got is None:
+        sel = memo.get("context")
+        if sel is None:
+            sel = memo["context"] = selection_context(ctx)
+        bw = algo_bandwidth_GBps(sel, coll, algo, proto)
+        got = memo[key] = (sel, bw, latency_us(sel, coll, algo, proto) if bw > 0 else 0.0)
+    return got
+
+
 def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
            proto: str | None = None, algos: tuple[str, ...] = ALGOS) -> tuple[str, str]:
     """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` on the
@@ -385,7 +408,6 @@ def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
 
     Raises ValueError when the pins leave nothing enabled.
     """
-    ctx = selection_context(ctx)
     best: tuple[float, str, str] | None = None
     for a in algos:
         if algo is not None and a != algo:
@@ -393,7 +415,8 @@ def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
         for p in PROTOS:
             if proto is not None and p != proto:
                 continue
-            t = predict_us(ctx, coll, a, p, max(1, nbytes))
+            sel, bw, lat = _selection_terms(ctx, coll, a, p)  # predict_us(selection_context(ctx), ...)
+            t = _sized_us(sel, coll, a, p, max(1, nbytes), bw, lat) if bw > 0 else math.inf
             if t < math.inf and (best is None or t < best[0]):
                 best = (t, a, p)
     if best is None:
