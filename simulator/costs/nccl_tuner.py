@@ -382,21 +382,29 @@ def selection_context(ctx: TunerContext) -> TunerContext:
     return ctx if known is ctx.constants else replace(ctx, constants=known)
 
 
-def _selection_terms(ctx: TunerContext, coll: str, algo: str, proto: str) -> tuple[TunerContext, float, float]:
-    """The :func:`selection_context` and, on it, the algorithm bandwidth of (``algo``, ``proto``)
-    and, where that is > 0, its latency term (else 0): what :func:`predict_us` computes before the
-    size. Kept on the communicator's context (it is frozen), as a sweep asks its choice at every
-    size: the tuner's tables are read once per communicator, collective and combination, not once
+def _selection_terms(ctx: TunerContext, coll: str, algos: tuple[str, ...], algo: str | None, proto: str | None
+                     ) -> tuple[TunerContext, tuple[tuple[str, str, float, float], ...]]:
+    """The :func:`selection_context` and, on it, every enabled (algorithm, protocol) :func:`select`
+    considers, in its order, with its algorithm bandwidth and latency term: what :func:`predict_us`
+    computes before the size. Kept on the communicator's context (it is frozen), as a sweep asks its
+    choice at every size: the tuner's tables are read once per communicator and question, not once
     per size."""
     memo = ctx.__dict__.setdefault("_selection_terms", {})
-    key = (coll, algo, proto)
+    key = (coll, algos, algo, proto)
     got = memo.get(key)
     if got is None:
-        sel = memo.get("context")
-        if sel is None:
-            sel = memo["context"] = selection_context(ctx)
-        bw = algo_bandwidth_GBps(sel, coll, algo, proto)
-        got = memo[key] = (sel, bw, latency_us(sel, coll, algo, proto) if bw > 0 else 0.0)
+        sel = selection_context(ctx)
+        terms = []
+        for a in algos:
+            if algo is not None and a != algo:
+                continue
+            for p in PROTOS:
+                if proto is not None and p != proto:
+                    continue
+                bw = algo_bandwidth_GBps(sel, coll, a, p)
+                if bw > 0:
+                    terms.append((a, p, bw, latency_us(sel, coll, a, p)))
+        got = memo[key] = (sel, tuple(terms))
     return got
 
 
@@ -409,16 +417,11 @@ def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
     Raises ValueError when the pins leave nothing enabled.
     """
     best: tuple[float, str, str] | None = None
-    for a in algos:
-        if algo is not None and a != algo:
-            continue
-        for p in PROTOS:
-            if proto is not None and p != proto:
-                continue
-            sel, bw, lat = _selection_terms(ctx, coll, a, p)  # predict_us(selection_context(ctx), ...)
-            t = _sized_us(sel, coll, a, p, max(1, nbytes), bw, lat) if bw > 0 else math.inf
-            if t < math.inf and (best is None or t < best[0]):
-                best = (t, a, p)
+    sel, terms = _selection_terms(ctx, coll, algos, algo, proto)
+    for a, p, bw, lat in terms:  # predict_us(selection_context(ctx), coll, a, p, size) of each enabled one
+        t = _sized_us(sel, coll, a, p, max(1, nbytes), bw, lat)
+        if t < math.inf and (best is None or t < best[0]):
+            best = (t, a, p)
     if best is None:
         raise ValueError(f"no enabled algorithm/protocol for {coll} with algo={algo} proto={proto}")
     return best[1], best[2]
