@@ -13,6 +13,7 @@ for NVLSTree (src/enqueue.cc, ``ncclAlgoStr``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
 from simulator.errors import InputError
@@ -46,9 +47,10 @@ NCCL_TESTS_OPS: tuple[str, ...] = tuple(sorted(set(OP_ALIASES.values())))
 NCCL_ALGORITHMS: tuple[str, ...] = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
 
 
+@lru_cache(maxsize=4096)
 def canonical_op(name: str) -> str | None:
     """'all_reduce_perf', 'all-reduce', 'AllReduce', 'ncclAllReduce' -> 'allreduce'; None if not
-    a collective."""
+    a collective. (Kept per name: every planned call asks it, with a handful of names.)"""
     key = name.strip().lower().replace("-", "_")
     key = re.sub(r"_perf(_mpi)?$", "", key)
     if key.startswith("nccl") and key != "nccl":

@@ -31,10 +31,11 @@ from typing import Any
 import pytest
 
 # By CPU time on one core (2026-12): the e2e file over ten minutes (its all-rows test splits over
-# the cores), the calibration splits ~100 s, the deployed-constants fits ~65 s, then 20-35 s each.
+# the cores), the calibration splits ~45 s, the gloo measurement runs (torchrun ranks) ~35 s, the
+# sweep runs ~25 s, the deployed-constants fits ~18 s, then 10-20 s each.
 LONGEST_FIRST = ("validation/test_e2e_accuracy.py", "validation/test_calibration_accuracy.py",
-                 "validation/test_deployed_defaults.py", "unit/test_sweep_run.py", "golden/test_scenarios.py",
-                 "unit/test_notebook.py", "unit/test_typecheck.py")
+                 "unit/test_measure.py", "unit/test_sweep_run.py", "validation/test_deployed_defaults.py",
+                 "golden/test_scenarios.py", "unit/test_notebook.py", "unit/test_typecheck.py")
 
 
 def _simulations_folder(config: pytest.Config) -> Path:

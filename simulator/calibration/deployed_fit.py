@@ -254,13 +254,15 @@ def _grid() -> np.ndarray:
     return tied[:, [0, 1, 2, 1, 2]]
 
 
-def _errors(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
+def _errors(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
+            copy_us: float | np.ndarray = 0.0) -> np.ndarray:
     """|busbw error| of every row (rows × candidates), with ``message_us`` per host message and
     ``copy_us`` per injected copy."""
     return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us) - 1.0)
 
 
-def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
+def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
+                    copy_us: float | np.ndarray = 0.0) -> np.ndarray:
     """Every row's time (us) under every candidate (rows × candidates), with ``message_us`` per
     host message and ``copy_us`` per p2p message injected from GPU memory: what planning again with
     the candidate's constants gives (module docstring)."""
@@ -278,9 +280,13 @@ def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, co
     return np.maximum(t, d.floor_us[:, None])
 
 
-def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy_us: float = 0.0) -> np.ndarray:
+def _system_score(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
+                  copy_us: float | np.ndarray = 0.0, columns: bool = False) -> np.ndarray:
     """One system's score per candidate: the mean over its sweeps of (median |error| >= 1 MiB
-    + half the median over all sizes)."""
+    + half the median over all sizes). ``message_us`` / ``copy_us`` may be arrays, one value per
+    candidate (broadcast against ``grid``'s rows). ``columns``: average each candidate's terms on
+    their own, as a one-candidate call does (the same numbers to the last bit as calling once per
+    candidate; numpy sums a lone column pairwise, a block's columns in sequence)."""
     err = _errors(d, grid, message_us, copy_us)
     terms = []
     for i in np.unique(d.sweep):
@@ -290,6 +296,9 @@ def _system_score(d: Decomposed, grid: np.ndarray, message_us: float = 0.0, copy
         if big.any():
             term = term + np.median(err[big], axis=0)
         terms.append(term)
+    if columns:
+        block = np.asarray(terms)
+        return np.asarray([np.mean(block[:, [j]], axis=0)[0] for j in range(block.shape[1])])
     return np.mean(terms, axis=0)
 
 
@@ -371,7 +380,8 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
     :func:`parsimonious` on the tied grid, then coordinate descent over the five numbers, one at a
     time, moving only where a value beats the current row by more than ``min_gain`` (then the
     :func:`parsimonious` one of those; module docstring).
-    ``scores``: the systems' scores on the tied grid, kept between calls on one decomposition.
+    ``scores``: the systems' scores on the tied grid (and on the rows the descent tries), kept between
+    calls on one decomposition.
     ``message_costs``: per message class, the host-message cost the rows are timed with (fitted first:
     :func:`fit_table`); the returned row carries none (:func:`fit_table` sets its class's)."""
     grid = _grid()
@@ -389,7 +399,9 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
         for axis, values in enumerate(AXES):
             cands = np.repeat(best[None, :], len(values), axis=0)
             cands[:, axis] = values
-            got = total(cands, None)
+            # the systems' scores on these candidates, kept beside the tied grid's: the descent of
+            # another fit on the same decomposition (another system left out) passes the same rows
+            got = total(cands, scores.setdefault(("descent", cands.tobytes()), {}))
             better = np.flatnonzero(got < best_score - min_gain)
             if better.size:
                 j = better[parsimonious(got[better], grid_steps(cands[better], (axis,)), min_gain)]
@@ -430,9 +442,14 @@ def fit_message_costs(hosts: list[Decomposed], table: dict[str, DeployedNet],
     copies = COPY_US if any(d.copies.any() for d in hosts) else (0.0,)
     pairs = list(itertools.product(MESSAGE_US, copies))
 
+    mu = np.asarray([m for m, _ in pairs])
+    cu = np.asarray([c for _, c in pairs])
+
     def mean_score(systems: list[Decomposed]) -> np.ndarray:
-        return np.asarray([np.mean([_system_score(d, _row(deployed_for(d.transport, table)), m, c)[0]
-                                    for d in systems]) for m, c in pairs])
+        # every pair at once (one column each; a column's numbers are those of its pair alone)
+        per = np.asarray([_system_score(d, _row(deployed_for(d.transport, table)), mu, cu, columns=True)
+                          for d in systems])
+        return np.asarray([np.mean(per[:, j].tolist()) for j in range(len(pairs))])
 
     score = mean_score(hosts)
     if pooled:
@@ -499,15 +516,18 @@ class HeldOut:
     results: tuple[SweepResult, ...]
 
 
-def leave_one_system_out(neutral: list[SweepResult] | None = None) -> list[HeldOut]:
-    """Every scored system, predicted with deployed constants fitted on the other systems."""
+def leave_one_system_out(neutral: list[SweepResult] | None = None, decomposed: dict[str, Decomposed] | None = None,
+                         scores: dict | None = None) -> list[HeldOut]:
+    """Every scored system, predicted with deployed constants fitted on the other systems.
+    ``decomposed``: ``decompose(neutral)`` where the caller has it; ``scores``: the systems' scores
+    kept by other fits on that decomposition (:func:`fit_table`)."""
     neutral = neutral_results() if neutral is None else neutral
-    decomposed = decompose(neutral)
+    decomposed = decompose(neutral) if decomposed is None else decomposed
     systems: dict[str, list[SweepResult]] = {}
     for r in neutral:
         systems.setdefault(r.case.system, []).append(r)
     out = []
-    scores: dict[str, np.ndarray] = {}
+    scores = {} if scores is None else scores
     for system, rs in systems.items():
         table = fit_table(decomposed, exclude=system, scores=scores)
         if system in decomposed:  # single-node systems do not depend on the deployed constants
@@ -530,12 +550,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m simulator.calibration.deployed_fit", description=__doc__.split("\n\n")[0])
     ap.parse_args(argv)
     neutral = neutral_results()
-    table = fit_table(decompose(neutral))
+    decomposed = decompose(neutral)
+    scores: dict = {}
+    table = fit_table(decomposed, scores=scores)
     print("# fitted on every system (costs/deployed.py DEPLOYED):")
     for transport, net in table.items():
         print(f"    {transport!r}: {_fmt(net)},")
     print("# leave one system out:")
-    for held in leave_one_system_out(neutral):
+    for held in leave_one_system_out(neutral, decomposed, scores):
         for r in held.results:
             print(f"{held.system:14s} {r.sweep.name:46s} median>=1MiB {pct(r.median_error(MiB)):>7} "
                   f"signed {pct(signed_median(r, MiB)):>7} all {pct(r.median_error()):>7}")

@@ -8,6 +8,7 @@ it can use memory or time (a 450-byte YAML alias bomb expands to gigabytes if co
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any, TypeVar
@@ -100,8 +101,28 @@ def _check_expansion(root: Any) -> None:
     walk(root)
 
 
+# Parsed documents by their text. PyYAML's pure-Python parser takes ~80 ms for a hardware profile, and
+# the same few profile files are read hundreds of times in a process (every predicted sweep, every
+# perturbed profile of a fit loads its profile by name); the data parsed from a text is always the
+# same, so each text is parsed once and every caller gets its own deep copy (callers change the data).
+_PARSED: dict[str, Any] = {}
+_PARSED_MAX_TEXTS = 512
+_PARSED_MAX_CHARS = 256 * 1024
+
+
 def parse_yaml(text: str, source: str | None = None) -> Any:
     """YAML text to Python data, within the limits above; InputError (with the line) otherwise."""
+    if text in _PARSED:
+        return copy.deepcopy(_PARSED[text])
+    data = _parse_yaml(text, source)
+    if len(text) <= _PARSED_MAX_CHARS:
+        if len(_PARSED) >= _PARSED_MAX_TEXTS:
+            _PARSED.clear()
+        _PARSED[text] = copy.deepcopy(data)
+    return data
+
+
+def _parse_yaml(text: str, source: str | None) -> Any:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()

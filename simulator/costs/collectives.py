@@ -510,7 +510,10 @@ def _eager_gate(ctx: nccl_graph.TunerContext, algorithm: str, protocol: str, siz
                                               ctx.stack.buff_bytes)
     if msg > limit:
         return ctx
-    return replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=0.0))
+    gated = ctx.__dict__.get("_eager_gated")  # made once per (frozen) context: a sweep gates every small size
+    if gated is None:
+        gated = ctx.__dict__["_eager_gated"] = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=0.0))
+    return gated
 
 
 def messages_overlap(algorithm: str, protocol: str, stack: TransportStack | None = None) -> bool:

@@ -341,7 +341,12 @@ def predict_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int)
     bw = algo_bandwidth_GBps(ctx, coll, algo, proto)
     if bw <= 0:
         return math.inf
-    lat = latency_us(ctx, coll, algo, proto)
+    return _sized_us(ctx, coll, algo, proto, nbytes, bw, latency_us(ctx, coll, algo, proto))
+
+
+def _sized_us(ctx: TunerContext, coll: str, algo: str, proto: str, nbytes: int, bw: float, lat: float) -> float:
+    """:func:`predict_us` from the call's algorithm bandwidth ``bw`` (> 0) and latency term
+    ``lat``, which do not depend on the size."""
     if algo == "ring" and proto == "simple" and coll == "allreduce" and ctx.n_nodes > 1:
         if ctx.constants.tables.ring_plateau_up_to_2_16:
             if nbytes >= ctx.n_ranks / 16 * 65536:
@@ -377,6 +382,32 @@ def selection_context(ctx: TunerContext) -> TunerContext:
     return ctx if known is ctx.constants else replace(ctx, constants=known)
 
 
+def _selection_terms(ctx: TunerContext, coll: str, algos: tuple[str, ...], algo: str | None, proto: str | None
+                     ) -> tuple[TunerContext, tuple[tuple[str, str, float, float], ...]]:
+    """The :func:`selection_context` and, on it, every enabled (algorithm, protocol) :func:`select`
+    considers, in its order, with its algorithm bandwidth and latency term: what :func:`predict_us`
+    computes before the size. Kept on the communicator's context (it is frozen), as a sweep asks its
+    choice at every size: the tuner's tables are read once per communicator and question, not once
+    per size."""
+    memo = ctx.__dict__.setdefault("_selection_terms", {})
+    key = (coll, algos, algo, proto)
+    got = memo.get(key)
+    if got is None:
+        sel = selection_context(ctx)
+        terms = []
+        for a in algos:
+            if algo is not None and a != algo:
+                continue
+            for p in PROTOS:
+                if proto is not None and p != proto:
+                    continue
+                bw = algo_bandwidth_GBps(sel, coll, a, p)
+                if bw > 0:
+                    terms.append((a, p, bw, latency_us(sel, coll, a, p)))
+        got = memo[key] = (sel, tuple(terms))
+    return got
+
+
 def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
            proto: str | None = None, algos: tuple[str, ...] = ALGOS) -> tuple[str, str]:
     """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` on the
@@ -385,17 +416,12 @@ def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
 
     Raises ValueError when the pins leave nothing enabled.
     """
-    ctx = selection_context(ctx)
     best: tuple[float, str, str] | None = None
-    for a in algos:
-        if algo is not None and a != algo:
-            continue
-        for p in PROTOS:
-            if proto is not None and p != proto:
-                continue
-            t = predict_us(ctx, coll, a, p, max(1, nbytes))
-            if t < math.inf and (best is None or t < best[0]):
-                best = (t, a, p)
+    sel, terms = _selection_terms(ctx, coll, algos, algo, proto)
+    for a, p, bw, lat in terms:  # predict_us(selection_context(ctx), coll, a, p, size) of each enabled one
+        t = _sized_us(sel, coll, a, p, max(1, nbytes), bw, lat)
+        if t < math.inf and (best is None or t < best[0]):
+            best = (t, a, p)
     if best is None:
         raise ValueError(f"no enabled algorithm/protocol for {coll} with algo={algo} proto={proto}")
     return best[1], best[2]

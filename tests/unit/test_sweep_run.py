@@ -363,17 +363,20 @@ def test_sigterm_midway_then_resume_gives_the_same_ranking_and_leaves_no_orphans
 
 
 @pytest.mark.slow
-def test_a_sweep_on_a_local_ray_instance_matches_the_local_one(tmp_path):
+def test_a_sweep_on_a_local_ray_instance_matches_the_local_one(tmp_path, monkeypatch):
     """Starts a local Ray instance (2 CPUs), sweeps on it with a results file, resumes on it, and
-    compares with the same sweep in this process."""
+    compares with the same sweep in this process. The workers import this checkout through
+    PYTHONPATH, which they inherit from the instance's raylet: a job ``runtime_env`` made Ray start a
+    second set of workers for it beside the ones it starts in advance (12.8 -> 10.0 CPU seconds)."""
     ray = pytest.importorskip("ray")
+    import os
     from pathlib import Path
 
     from simulator.simulation import simulate_scenario
 
     root = str(Path(__file__).resolve().parents[2])
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": root}})
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         scn = scenario(layers=2, global_batch=8)
         plans = enumerate_plans(scn, SweepBounds(fixed={"tp": 2}))

@@ -156,18 +156,22 @@ def _decomposed() -> dict:
     return decompose(list(_neutral()))
 
 
+# The systems' scores on the fit's candidates, shared by every fit on _decomposed() (deployed_fit.fit_table).
+_SCORES: dict = {}
+
+
 @lru_cache(maxsize=None)
 def _held_out():
     from simulator.calibration.deployed_fit import leave_one_system_out
 
-    return {h.system: h for h in leave_one_system_out(list(_neutral()))}
+    return {h.system: h for h in leave_one_system_out(list(_neutral()), _decomposed(), _SCORES)}
 
 
 @pytest.mark.slow
 def test_bundled_table_is_the_fit_on_every_system():
     from simulator.calibration.deployed_fit import fit_table
 
-    fitted = fit_table(_decomposed())
+    fitted = fit_table(_decomposed(), scores=_SCORES)
     for transport, net in fitted.items():
         d = DEPLOYED[transport]
         assert (d.net_hop_extra_us, d.ring, d.tree, d.message_us, d.inject_copy_us) == \
@@ -192,8 +196,8 @@ def test_protocol_columns_no_system_of_a_transport_runs_take_the_pooled_fit():
     assert {3, 4}.isdisjoint(unexercised_columns([decomposed["oci-a100"]])) and len(AXES) == 5
     assert {3, 4}.isdisjoint(unexercised_columns([decomposed["oci-gb200"]]))
     use = [d for s, d in sorted(decomposed.items()) if s not in FIT_EXCLUDED and s not in ("oci-a100", "oci-gb200")]
-    other = fit_one(use, "every other system")
-    row = fit_one(roce, "gcp-a3-ultra, oci-h100", pooled=use, fallback=other)
+    other = fit_one(use, "every other system", scores=_SCORES)
+    row = fit_one(roce, "gcp-a3-ultra, oci-h100", pooled=use, fallback=other, scores=_SCORES)
     assert (row.tree[0], row.tree[1]) == (_row(other)[0][3], _row(other)[0][4])
     held = _held_out()["oci-a100"]
     assert "oci-gb200" in held.table["roce"].fitted_on
