@@ -122,3 +122,25 @@ def test_deepep_shared_expert_overlap_keeps_the_sms_left(make):
     assert _gemm_fractions(prog, "L1.moe.experts.fc1") == [1.0]
     with pytest.raises(InputError, match="moe_deepep_sms=132 leaves no SM"):
         make({"ep": 4, "moe_dispatcher": "deepep", "moe_deepep_sms": 132})
+
+
+@pytest.mark.parametrize("name", ["pp1", "interleaved", "deepep_2nodes"])
+def test_pairs_reordered_by_their_templates_plan_equal_the_pairs_reordered_op_by_op(make, monkeypatch, name):
+    """A pair of stamped passes is reordered by its templates' plan (moe_overlap.PairPlan): the
+    same ops, field for field (dependencies, SMs held beside DeepEP's exchanges), as working the
+    order out from the ops of every pair, and the same step. 16 micro-batches per pipeline, so
+    that most passes are stamps (a pass is templated from its third build on)."""
+    from simulator.schedule import moe_overlap
+
+    nodes = 2 if "2nodes" in name else 1
+    dp = 8 * nodes // (PLANS[name].get("tp", 1) * PLANS[name].get("pp", 1))
+    scn = make({**PLANS[name], **OVERLAP}, nodes=nodes, training={"global_batch": 16 * dp})
+    planned = build_schedule(scn)
+    assert any(isinstance(tpl, moe_overlap.PairPlan) for stamps in planned.stamps.values() for _, _, tpl in stamps)
+    with monkeypatch.context() as m:
+        m.setattr(moe_overlap, "_stamped_pair", lambda pb, start, mid: None)
+        plain = build_schedule(scn)
+        assert not any(isinstance(tpl, moe_overlap.PairPlan) for stamps in plain.stamps.values() for _, _, tpl in stamps)
+        plain_step = simulate_scenario(scn).report.step_time_s
+    assert planned.programs == plain.programs
+    assert simulate_scenario(scn).report.step_time_s == plain_step
