@@ -144,3 +144,25 @@ def test_pairs_reordered_by_their_templates_plan_equal_the_pairs_reordered_op_by
         plain_step = simulate_scenario(scn).report.step_time_s
     assert planned.programs == plain.programs
     assert simulate_scenario(scn).report.step_time_s == plain_step
+
+
+@pytest.mark.parametrize("name", ["interleaved", "deepep_2nodes"])
+def test_role_table_prices_a_reordered_pair_once_per_plan_as_op_by_op(make, name):
+    """A reordered pair counts as one stamp of its plan (moe_overlap.PairPlan), which the replay's
+    role table prices once per plan (replay/rank_state.py): every entry equals the one priced op
+    by op, the SMs held beside DeepEP's exchanges included."""
+    from simulator.costs.model import CostModel
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.rank_state import RoleTable
+    from simulator.schedule import moe_overlap
+    from tests.unit.test_role_table_stamps import _same
+
+    nodes = 2 if "2nodes" in name else 1
+    dp = 8 * nodes // PLANS[name].get("pp", 1)
+    scn = make({**PLANS[name], **OVERLAP}, nodes=nodes, training={"global_batch": 16 * dp})
+    schedule = build_schedule(scn)
+    costs = CostModel(build_topology(scn.profile, scn.nodes), None, None)
+    for role, program in schedule.programs.items():
+        stamps = schedule.stamps[role]
+        assert sum(len(seg) for _, seg, tpl in stamps if isinstance(tpl, moe_overlap.PairPlan)) > 0.5 * len(program)
+        _same(RoleTable(program, costs, stamps=stamps), RoleTable(program, costs))
