@@ -8,6 +8,7 @@ it can use memory or time (a 450-byte YAML alias bomb expands to gigabytes if co
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any, TypeVar
@@ -100,8 +101,27 @@ def _check_expansion(root: Any) -> None:
     walk(root)
 
 
+# Documents parsed so far, by their text (a few dozen files: the bundled profiles, their overlays,
+# a sweep's scenario): the data of a text is a function of the text alone, and a validation run
+# loads the same profile for each of its hundreds of rows, where parsing is nine tenths of a
+# profile's load (~5 ms a file). Each caller gets a copy of its own (load_profile pops ``base``).
+_PARSED: dict[str, Any] = {}
+_PARSED_KEPT = 64
+
+
 def parse_yaml(text: str, source: str | None = None) -> Any:
     """YAML text to Python data, within the limits above; InputError (with the line) otherwise."""
+    if text in _PARSED:
+        return copy.deepcopy(_PARSED[text])
+    data = _parse(text, source)
+    if len(_PARSED) >= _PARSED_KEPT:
+        _PARSED.clear()
+    _PARSED[text] = copy.deepcopy(data)
+    return data
+
+
+def _parse(text: str, source: str | None) -> Any:
+    """:func:`parse_yaml` without the memo."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
