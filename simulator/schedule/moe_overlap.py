@@ -89,7 +89,9 @@ def interleave(pb: ProgramBuilder, start: int, mid: int, sm_fraction: float = 1.
     Where both passes were stamped from layer templates (``ProgramBuilder.stamps``), the
     reordering is worked out once per pair of templates (:class:`PairPlan`) and replayed for every
     other pair of their stamps; the pair then counts as one stamp of that plan."""
-    stamped = _stamped_pair(pb, start, mid)
+    # (a priced-only program's stamps hold an earlier stamp's dependencies, ProgramBuilder.priced_only:
+    # its pairs are reordered op by op, and no plan is made from them)
+    stamped = None if pb.priced_only else _stamped_pair(pb, start, mid)
     if stamped is None:
         return _interleave_ops(pb, start, mid, sm_fraction)
     forward, backward = stamped

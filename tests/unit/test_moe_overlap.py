@@ -5,7 +5,7 @@ import pytest
 
 from simulator.config.hardware import apply_overlay, load_profile
 from simulator.errors import InputError
-from simulator.schedule.build import build_schedule
+from simulator.schedule.build import build_program, build_schedule
 from simulator.schedule.ir import CommOp
 from simulator.simulation import simulate_scenario
 from tests.unit.test_moe_schedule import moe_scenario_maker
@@ -129,12 +129,18 @@ def test_pairs_reordered_by_their_templates_plan_equal_the_pairs_reordered_op_by
     """A pair of stamped passes is reordered by its templates' plan (moe_overlap.PairPlan): the
     same ops, field for field (dependencies, SMs held beside DeepEP's exchanges), as working the
     order out from the ops of every pair, and the same step. 16 micro-batches per pipeline, so
-    that most passes are stamps (a pass is templated from its third build on)."""
+    that most passes are stamps (a pass is templated from its third build on), after a
+    priced-only build of the same plan."""
     from simulator.schedule import moe_overlap
 
     nodes = 2 if "2nodes" in name else 1
     dp = 8 * nodes // (PLANS[name].get("tp", 1) * PLANS[name].get("pp", 1))
     scn = make({**PLANS[name], **OVERLAP}, nodes=nodes, training={"global_batch": 16 * dp})
+    # a priced-only build first (the sweep's bound, ProgramBuilder.priced_only): its pairs hold
+    # an earlier stamp's dependencies, and the plans are made from the full build's
+    build_program(scn, 0, priced_only=True)  # (the second appends the first's stamps)
+    monkeypatch.setattr(moe_overlap, "_PLANS", {})
+    build_program(scn, 0, priced_only=True)
     planned = build_schedule(scn)
     assert any(isinstance(tpl, moe_overlap.PairPlan) for stamps in planned.stamps.values() for _, _, tpl in stamps)
     with monkeypatch.context() as m:
