@@ -1,3 +1,4 @@
+import datetime
 from typing import Literal
 
 import pytest
@@ -56,3 +57,20 @@ def test_missing_file_and_non_mapping(tmp_path):
         read_yaml(tmp_path / "nope.yaml")
     with pytest.raises(InputError, match="mapping"):
         read_yaml(write(tmp_path, "- 1\n- 2\n"))
+
+
+def test_a_text_parsed_again_is_the_same_data_and_a_copy_of_its_own():
+    """parse_yaml keeps each text's data (a validation run loads one profile per row): a second
+    parse of a text gives the data a fresh parse gives, anchors shared as they were, and a
+    caller's change to its copy (load_profile pops ``base``) reaches no other caller."""
+    from simulator.config import loader
+
+    text = "base: dgx-h100\ngpu: &g {name: x, sms: [1, 2]}\nalso: *g\nwhen: 2024-01-02\n"
+    first = loader.parse_yaml(text)
+    first.pop("base")
+    first["gpu"]["sms"].append(3)
+    again = loader.parse_yaml(text)
+    assert again == loader._parse_yaml(text, None) == {"base": "dgx-h100", "gpu": {"name": "x", "sms": [1, 2]},
+                                                  "also": {"name": "x", "sms": [1, 2]},
+                                                  "when": datetime.date(2024, 1, 2)}
+    assert again["gpu"] is again["also"]

@@ -5,7 +5,7 @@ import pytest
 
 from simulator.config.hardware import apply_overlay, load_profile
 from simulator.errors import InputError
-from simulator.schedule.build import build_schedule
+from simulator.schedule.build import build_program, build_schedule
 from simulator.schedule.ir import CommOp
 from simulator.simulation import simulate_scenario
 from tests.unit.test_moe_schedule import moe_scenario_maker
@@ -122,3 +122,53 @@ def test_deepep_shared_expert_overlap_keeps_the_sms_left(make):
     assert _gemm_fractions(prog, "L1.moe.experts.fc1") == [1.0]
     with pytest.raises(InputError, match="moe_deepep_sms=132 leaves no SM"):
         make({"ep": 4, "moe_dispatcher": "deepep", "moe_deepep_sms": 132})
+
+
+@pytest.mark.parametrize("name", ["pp1", "interleaved", "deepep_2nodes"])
+def test_pairs_reordered_by_their_templates_plan_equal_the_pairs_reordered_op_by_op(make, monkeypatch, name):
+    """A pair of stamped passes is reordered by its templates' plan (moe_overlap.PairPlan): the
+    same ops, field for field (dependencies, SMs held beside DeepEP's exchanges), as working the
+    order out from the ops of every pair, and the same step. 16 micro-batches per pipeline, so
+    that most passes are stamps (a pass is templated from its third build on), after a
+    priced-only build of the same plan."""
+    from simulator.schedule import moe_overlap
+
+    nodes = 2 if "2nodes" in name else 1
+    dp = 8 * nodes // (PLANS[name].get("tp", 1) * PLANS[name].get("pp", 1))
+    scn = make({**PLANS[name], **OVERLAP}, nodes=nodes, training={"global_batch": 16 * dp})
+    # a priced-only build first (the sweep's bound, ProgramBuilder.priced_only): its pairs hold
+    # an earlier stamp's dependencies, and the plans are made from the full build's
+    build_program(scn, 0, priced_only=True)  # (the second appends the first's stamps)
+    monkeypatch.setattr(moe_overlap, "_PLANS", {})
+    build_program(scn, 0, priced_only=True)
+    planned = build_schedule(scn)
+    assert any(isinstance(tpl, moe_overlap.PairPlan) for stamps in planned.stamps.values() for _, _, tpl in stamps)
+    with monkeypatch.context() as m:
+        m.setattr(moe_overlap, "_stamped_pair", lambda pb, start, mid: None)
+        plain = build_schedule(scn)
+        assert not any(isinstance(tpl, moe_overlap.PairPlan) for stamps in plain.stamps.values() for _, _, tpl in stamps)
+        plain_step = simulate_scenario(scn).report.step_time_s
+    assert planned.programs == plain.programs
+    assert simulate_scenario(scn).report.step_time_s == plain_step
+
+
+@pytest.mark.parametrize("name", ["interleaved", "deepep_2nodes"])
+def test_role_table_prices_a_reordered_pair_once_per_plan_as_op_by_op(make, name):
+    """A reordered pair counts as one stamp of its plan (moe_overlap.PairPlan), which the replay's
+    role table prices once per plan (replay/rank_state.py): every entry equals the one priced op
+    by op, the SMs held beside DeepEP's exchanges included."""
+    from simulator.costs.model import CostModel
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.rank_state import RoleTable
+    from simulator.schedule import moe_overlap
+    from tests.unit.test_role_table_stamps import _same
+
+    nodes = 2 if "2nodes" in name else 1
+    dp = 8 * nodes // PLANS[name].get("pp", 1)
+    scn = make({**PLANS[name], **OVERLAP}, nodes=nodes, training={"global_batch": 16 * dp})
+    schedule = build_schedule(scn)
+    costs = CostModel(build_topology(scn.profile, scn.nodes), None, None)
+    for role, program in schedule.programs.items():
+        stamps = schedule.stamps[role]
+        assert sum(len(seg) for _, seg, tpl in stamps if isinstance(tpl, moe_overlap.PairPlan)) > 0.5 * len(program)
+        _same(RoleTable(program, costs, stamps=stamps), RoleTable(program, costs))
