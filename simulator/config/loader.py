@@ -123,6 +123,7 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
 
 
 def _parse_yaml(text: str, source: str | None) -> Any:
+    """:func:`parse_yaml` without the memo."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
