@@ -43,7 +43,9 @@ Each of the ``count`` kernels then pays the launch floor ``kernel_launch_us`` on
 between back-to-back kernels that the profile calibrates). ``sm_fraction`` < 1 scales
 arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
 overlap); ``overlapped`` stretches the kernel by ``1 + overlap_slowdown`` for SM and HBM
-contention with a concurrent collective.
+contention with a concurrent collective over its whole length. The replay charges that rate
+only while communication runs beside the kernel (``replay/engine.py``, ``_retime``): a kernel of
+c seconds overlapped for o seconds takes ``c + o s/(1+s)``.
 """
 
 from __future__ import annotations

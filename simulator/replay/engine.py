@@ -18,9 +18,14 @@ Semantics (docs/architecture.md, "Replay engine"):
 * Every cost comes from one :class:`~simulator.costs.model.CostModel`: collective plans,
   send/recv prices, kernel times, and the link capacities the network runs on (raw capacity x
   the profile's achievable fraction, the capacities the plans' flows assume).
-* Compute ops take :meth:`CostModel.compute_times`, slowed by ``overlap_slowdown`` when they start while the
-  rank has communication (a collective or a P2P flow) in flight; a kernel that is already running
-  when communication starts runs its remaining part slowed (never sped up when it ends). Kernels
+* Compute ops take :meth:`CostModel.compute_times`, slowed by ``overlap_slowdown`` while the rank
+  has communication (a collective or a P2P flow) in flight: a kernel progresses at rate
+  ``1/(1 + overlap_slowdown)`` of its time alone while at least one communication op of its rank
+  runs, at rate 1 otherwise, its end moved at each transition (communication starting or the last
+  of it ending mid-kernel). A kernel of ``c`` seconds overlapped for ``o`` seconds thus takes
+  ``c + o s/(1+s)`` (the rule sweep/bound.py's ``slowdown_bound`` assumes): the NCCL kernel holds
+  SMs and HBM bandwidth only while it runs, and a bulk TP re-gather lasting a tenth of the GEMM
+  it overlaps slows a tenth of it, not the whole GEMM (e2e_validation/findings.py). Kernels
   scheduled with ``sm_fraction < 1`` (TransformerEngine userbuffers overlap) already pay for the
   communication kernel beside them in :func:`compute_time` and are not slowed again.
 * No op starts before the rank's host has issued it (:mod:`simulator.costs.host`: the running
@@ -334,21 +339,43 @@ class Replayer:
         return self.env.all_of([self.net.transfer(f.links, f.nbytes, f.rate_cap_Bps) for f in flows])
 
     def _comm_started(self, R: RankState, delta: int) -> None:
-        """Count communication in flight on a rank; a kernel already running unslowed when
-        communication starts runs its remaining part slowed by ``overlap_slowdown``."""
+        """Count communication in flight on a rank. When the first starts or the last ends, the
+        kernel running now goes on at its new rate for its remaining work (``_retime``, or
+        ``_replan`` for a block of kernels)."""
         R.inflight += delta
-        if R.run is not None and self.slowdown > 0 and R.inflight == (delta if delta > 0 else 0):
-            self._replan(R, R.run, delta > 0)
-        if delta > 0 and self.slowdown > 0 and R.running is not None and not R.running[1]:
-            end, _ = R.running
-            R.extend += (end - self.env._now) * self.slowdown
-            R.running = (end, True)
+        if self.slowdown > 0 and R.inflight == (delta if delta > 0 else 0):
+            if R.run is not None:
+                self._replan(R, R.run, delta > 0)
+            if R.running:
+                for k in R.running.values():
+                    self._retime(k, delta > 0)
+
+    def _retime(self, k: list[Any], started: bool) -> None:
+        """A slowable kernel running on a rank (one of ``RankState.running``: [planned end,
+        slowed, timer, the time that timer fires at]) when communication starts (``started``) or the
+        last of it ends: its remaining work, ``end - now`` seconds at its old rate, goes on at
+        rate ``1/(1+s)`` (started) or 1. A later end keeps the timer (its stream, woken then,
+        waits for the rest); an earlier one moves the stream's wake-up onto a new timer (the
+        old one fires with nothing waiting on it)."""
+        if k[1] == started:
+            return
+        now = self.env._now
+        slow = 1.0 + self.slowdown
+        end = now + (k[0] - now) * slow if started else now + (k[0] - now) / slow
+        k[0] = end
+        k[1] = started
+        if end < k[3]:
+            timer = k[2]
+            new = Timeout(self.env, end - now)
+            new.callbacks, timer.callbacks = timer.callbacks, []
+            k[2] = new
+            k[3] = now + (end - now)  # (the time SimPy schedules it at)
 
     def _replan(self, R: RankState, run: ComputeRun, started: bool) -> None:
         """Communication started (``started``) or the last of it ended on a rank running a
-        block of kernels: the kernel running now is slowed for its remaining part if it was not
-        (as ``_comm_started`` does for a single kernel), the kernels after it start under the
-        new state."""
+        block of kernels: the kernel running now goes on at its new rate for its remaining
+        work (as ``_retime`` does for a single kernel), the kernels after it run under the new
+        state. One that has not started yet (waiting for its host) is laid out afresh."""
         now = self.env._now
         end = run.end
         k = 0
@@ -356,10 +383,15 @@ class Replayer:
             k += 1
         if k == len(end):
             return  # every kernel of the run has ended; its wake-up is due now
-        if started and not run.slowed[k]:
-            end[k] = end[k] + (end[k] - now) * self.slowdown
-            run.slowed[k] = True
-        run.plan(k + 1, end[k], R.inflight > 0)
+        if run.start[k] >= now:
+            run.plan(k, now, R.inflight > 0)
+        else:
+            d0, d1 = run.durs[k]
+            if d0 != d1 and run.slowed[k] != started:
+                slow = 1.0 + self.slowdown
+                end[k] = now + (end[k] - now) * slow if started else now + (end[k] - now) / slow
+                run.slowed[k] = started
+            run.plan(k + 1, end[k], R.inflight > 0)
         self._arm(run)
 
     def _arm(self, run: ComputeRun) -> None:
@@ -906,14 +938,25 @@ class Replayer:
                 continue
             if dt is not None:
                 r_start[i] = now
-                slowed = R.inflight > 0
-                dur = dt[1] if slowed else dt[0]
-                R.running = (now + dur, slowed or dt[1] == dt[0])
-                yield Timeout(env, dur)
-                while R.extend > 0:
-                    extra, R.extend = R.extend, 0.0
-                    yield Timeout(env, extra)
-                R.running = None
+                d0, d1 = dt
+                if d1 == d0:  # never slowed (sm_fraction < 1, or no slowdown)
+                    yield Timeout(env, d0)
+                else:
+                    # [planned end, slowed, timer, when the timer fires]: moved by _retime when
+                    # communication starts or the last of it ends while it runs
+                    slowed = R.inflight > 0
+                    timer = Timeout(env, d1 if slowed else d0)
+                    ks: list[Any] = [now + (d1 if slowed else d0), slowed, timer, 0.0]
+                    ks[3] = ks[0]
+                    running = R.running
+                    running[op.stream] = ks
+                    yield timer
+                    while ks[0] > ks[3]:  # slowed after its timer was set: wait for the rest
+                        now = env._now
+                        ks[2] = Timeout(env, ks[0] - now)
+                        ks[3] = now + (ks[0] - now)
+                        yield ks[2]
+                    del running[op.stream]
             elif type(op) is CommOp:
                 handed = R.handed.pop(i, None) if R.handed else None
                 if handed is not None:  # a compute block had taken it in and handed it back (_hand_back)
@@ -934,13 +977,12 @@ class Replayer:
                         r_start[i] = now
                         # (_comm_started(R, +1) written out)
                         R.inflight += 1
-                        if slowdown > 0:
-                            if R.run is not None and R.inflight == 1:
+                        if slowdown > 0 and R.inflight == 1:
+                            if R.run is not None:
                                 self._replan(R, R.run, True)
-                            if R.running is not None and not R.running[1]:
-                                end, _ = R.running
-                                R.extend += (end - now) * slowdown
-                                R.running = (end, True)
+                            if R.running:
+                                for kr in R.running.values():
+                                    self._retime(kr, True)
                         algorithms[i] = sig.algo
                         held = sig.held
                         if sig.alone is not None:
@@ -962,8 +1004,12 @@ class Replayer:
                             yield from self._run_on_network(sig.plan, held, now)
                         # (_comm_started(R, -1) written out)
                         R.inflight -= 1
-                        if R.run is not None and slowdown > 0 and R.inflight == 0:
-                            self._replan(R, R.run, False)
+                        if slowdown > 0 and R.inflight == 0:
+                            if R.run is not None:
+                                self._replan(R, R.run, False)
+                            if R.running:
+                                for kr in R.running.values():
+                                    self._retime(kr, False)
             else:  # the ops left are send/recv batches
                 yield from self.sendrecv.run_op(R, i, cast(P2POp, op))
             r_end[i] = env._now

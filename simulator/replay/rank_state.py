@@ -28,7 +28,8 @@ class RoleTable:
         # pass below starts after them. 57% of a GPT-3 175B tp4 pp8 role's large reduced step:
         # the builds share the stamps of their first micro-batches.
         front = _same_front(program, like.program) if like is not None else 0
-        # (alone, beside communication): compute_time(op, gpu, overlapped) is t x (1 + slowdown).
+        # (alone, wholly beside communication): compute_time(op, gpu, overlapped) is t x (1 +
+        # slowdown); the replay charges the second only while communication runs (engine._retime).
         # A kernel scheduled with sm_fraction < 1 already gave up the SMs of the communication
         # kernel it runs beside (TransformerEngine userbuffers); the generic slowdown for NCCL
         # kernels competing for SMs is not applied to it a second time.
@@ -413,7 +414,7 @@ class RankState:
     """Mutable state of one simulated rank during the replay."""
 
     __slots__ = ("rank", "role", "table", "ready", "start", "end", "done", "waiters", "inflight",
-                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "extend", "run", "absorb",
+                 "coll_seq", "blocked", "algorithm", "groups", "n_done", "running", "run", "absorb",
                  "handed", "coll_sigs")
 
     def __init__(self, rank: int, role: Any, table: RoleTable) -> None:
@@ -431,8 +432,9 @@ class RankState:
         self.n_done = 0
         self.waiters: dict[int, simpy.Event] = {}
         self.inflight = 0
-        self.running: tuple[float, bool] | None = None  # (planned end, slowed) of the compute op running
-        self.extend = 0.0  # extra compute time owed because communication started mid-kernel
+        # stream -> the slowable kernel running on it outside a block (engine._retime): [planned
+        # end, slowed now, the timer its stream waits on, the time that timer fires at]
+        self.running: dict[str, list[Any]] = {}
         self.run: ComputeRun | None = None  # the run of kernels replayed as one block, if any
         # (axes, kind, size, stream) of a collective -> its Absorbable when a compute run may
         # take it in (engine._absorbable), None when it may not; filled as asked
@@ -473,8 +475,8 @@ class Absorbable:
 
 class ComputeRun:
     """Consecutive kernels of the compute stream replayed as one timed block: each starts when
-    the previous ends, slowed by ``overlap_slowdown`` when the rank has communication in flight
-    at its start, as the op-by-op replay does. ``plan`` lays them out from a given op on;
+    the previous ends, slowed by ``overlap_slowdown`` while the rank has communication in flight,
+    as the op-by-op replay does. ``plan`` lays them out from a given op on;
     communication that starts or ends on the rank during the run re-plans the rest
     (engine._comm_started). ``timer`` is the wake-up its stream waits on, set for ``armed``
     (engine._arm).
@@ -497,7 +499,7 @@ class ComputeRun:
         self.n_kernels = n_kernels
         self.start = [0.0] * len(ops)
         self.end = [0.0] * len(ops)
-        self.slowed = [False] * len(ops)  # True: no further slowdown applies to it
+        self.slowed = [False] * len(ops)  # True: laid out at its slowed rate (beside communication)
         self.timer: simpy.Timeout | None = None
         self.armed = 0.0  # the time ``timer`` fires at
         # entries holding a collective whose links are reserved on the network while the run
@@ -531,10 +533,10 @@ class ComputeRun:
             start[j] = t
             if inflight:
                 t = t + d1
-                slowed[j] = True
+                slowed[j] = d1 != d0
             else:
                 t = t + d0
-                slowed[j] = d1 == d0
+                slowed[j] = False
             end[j] = t
 
 

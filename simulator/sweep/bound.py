@@ -58,11 +58,11 @@ keeps only what no schedule can hide:
   same ops; a stream sum that would shrink adds 0).
 
 * **Kernels slowed beside communication** (:func:`slowdown_bound`), on the last stage: the
-  replay runs a kernel that starts while its rank has communication in flight ``1 +
-  overlap_slowdown`` times longer, and the rest of one already running when communication
-  starts (``replay/engine.py``, ``_comm_started``; ``replay/rank_state.py``; kernels with
-  ``sm_fraction`` < 1 excepted). So a kernel of base time c overlapped by communication for
-  ``o`` seconds takes at least ``c + o s/(1+s)``. Let ``Z`` be the time of the stage's window
+  replay runs a kernel at ``1/(1 + overlap_slowdown)`` of its speed alone while its rank has
+  communication in flight, at full speed otherwise (``replay/engine.py``, ``_comm_started``,
+  ``_retime``; ``replay/rank_state.py``; kernels with ``sm_fraction`` < 1 excepted). So a
+  kernel of base time c overlapped by communication for ``o`` seconds takes exactly
+  ``c + o s/(1+s)``. Let ``Z`` be the time of the stage's window
   (its first to its last pass kernel) in which none of its slowable pass kernels runs: at least
   ``G + U``, the gaps its passes force between consecutive compute-stream kernels (a kernel
   waiting for a TP collective that waits for the kernel before it: nothing else of the pass can

@@ -11,7 +11,7 @@ from simulator.errors import HangError
 from simulator.replay.engine import replay
 from simulator.schedule.groups import Grid
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, Tag, Transfer
-from tests.unit.replay_fixtures import FAKES, LAT, Sched, ring_time, topo
+from tests.unit.replay_fixtures import FAKES, LAT, NVLINK_Bps, Sched, ring_time, topo
 
 GEMM = dict(kind="gemm", flops=2 * 4096**3)  # ~0.19 ms on the test H100
 
@@ -66,12 +66,79 @@ def test_collective_hidden_under_compute_and_exposed_by_a_dependency():
 
 
 def test_overlap_slowdown_stretches_compute_that_runs_beside_a_collective():
+    """GEMM B starts with the AllReduce and outlasts it: slowed only while it runs beside it,
+    B takes g + comm s/(1+s), not g (1+s)."""
     t = topo(1, 8, overlap_slowdown=0.2)
     sched, size = tp_overlap_schedule(dependent=False)
     trace = replay(sched, t, **FAKES)
     gpu = t.profile.gpu
     g = compute_time(ComputeOp("A", **GEMM), gpu)
-    assert trace.step_time_s == pytest.approx(g + 1.2 * g, rel=1e-9)
+    comm = ring_time("allreduce", 8, size)
+    assert comm < g
+    assert trace.step_time_s == pytest.approx(2 * g + comm * 0.2 / 1.2, rel=1e-9)
+
+
+def _side(n: int, share: float) -> ComputeOp:
+    """A kernel on a stream of its own holding half the SMs (sm_fraction < 1: never slowed by
+    overlap), ``share`` of GEMM's FLOPs: it delays the collective issued after it."""
+    return ComputeOp(f"S{n}", kind="gemm", flops=share * GEMM["flops"], sm_fraction=0.5, stream=f"side{n}")
+
+
+def _beside_schedule(comms: list[tuple[ComputeOp | None, int]], kernels: int) -> Sched:
+    """``kernels`` GEMMs in a chain on the compute stream from t = 0 and, per (side kernel,
+    size) of ``comms``, a TP AllReduce on a stream of its own issued after that side kernel
+    (None: at t = 0)."""
+    pb = ProgramBuilder()
+    prev = pb.add(ComputeOp("B0", **GEMM))
+    for k in range(1, kernels):
+        prev = pb.add(ComputeOp(f"B{k}", **GEMM, deps=(prev,)))
+    for n, (side, size) in enumerate(comms):
+        deps = (pb.add(side),) if side is not None else ()
+        pb.add(CommOp(f"ar{n}", "allreduce", ("tp",), size, deps=deps, stream=f"c{n}"))
+    return Sched(Grid.from_sizes({"tp": 8}), {0: pb.ops})
+
+
+@pytest.mark.parametrize("compute_runs", [False, True])
+@pytest.mark.parametrize("case", ["start", "middle", "spanning", "outlasting", "two apart", "two together"])
+def test_kernel_is_slowed_only_while_communication_runs_beside_it(case: str, compute_runs: bool):
+    """A kernel progresses at 1/(1+s) of its speed alone while its rank has communication in
+    flight, at full speed otherwise: kernels of c seconds (in all) overlapped for o seconds end
+    at c + o s/(1+s) (sweep/bound.py's slowdown_bound); ones whose communication outlasts them
+    from t0 on end at t0 + (c - t0)(1+s). Communication starting with the kernels, in their
+    middle, covering them, outlasting them, and two transfers (apart: their o add up; one
+    starting inside the other: the union of their spans counts)."""
+    s = 0.25
+    t = topo(1, 8, overlap_slowdown=s)
+    gpu = t.profile.gpu
+    g = compute_time(ComputeOp("B", **GEMM), gpu)
+    kernels = 2
+    c = kernels * g
+    small, big = 4 * 2**20, 1024 * 2**20
+    o_small, o_big = ring_time("allreduce", 8, small), ring_time("allreduce", 8, big)
+    early, late = _side(0, 0.1), _side(1, 0.35)
+    t_early, t_late = compute_time(early, gpu), compute_time(late, gpu)
+    assert 0 < t_early < t_early + o_small < t_late < t_late + o_small < c < c * (1 + s) < o_big
+    comms: list[tuple[ComputeOp | None, int]]
+    if case == "start":
+        comms, expected = [(None, small)], c + o_small * s / (1 + s)
+    elif case == "middle":
+        comms, expected = [(late, small)], c + o_small * s / (1 + s)
+    elif case == "spanning":
+        comms, expected = [(None, big)], c * (1 + s)
+    elif case == "outlasting":
+        comms, expected = [(late, big)], t_late + (c - t_late) * (1 + s)
+    elif case == "two apart":
+        comms, expected = [(early, small), (_side(1, 0.35), small)], c + 2 * o_small * s / (1 + s)
+    else:
+        # one from 0 that ends halfway through the other's, issued at t_early: in flight together
+        # from t_early to o_mid, so the rank has communication from 0 to t_early + o_small
+        mid = round((t_early + o_small / 2 - LAT) * NVLINK_Bps / (2 * 7 / 8))
+        o_mid = ring_time("allreduce", 8, mid)
+        assert t_early < o_mid < t_early + o_small
+        comms, expected = [(None, mid), (early, small)], c + (t_early + o_small) * s / (1 + s)
+    trace = replay(_beside_schedule(comms, kernels), t, compute_runs=compute_runs, **FAKES)
+    ends = {r.name: r.end for r in trace.records(0)}
+    assert ends[f"B{kernels - 1}"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_kernel_that_gave_up_sms_to_communication_is_not_slowed_twice():
