@@ -35,8 +35,8 @@ fitted constant per GPU:
    B200, flash2 on A800); NeMo 24.03 and 24.07 = flash2 (their launcher exports
    `NVTE_FUSED_ATTN: 0`, so TE runs flash-attn 2; context-parallel section); NeMo AutoModel =
    auto with eager layers.
-5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.876, dgx-h100 × 0.711,
-   dgx-b200 × 0.524; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
+5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.864, dgx-h100 × 0.698,
+   dgx-b200 × 0.479; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
    (8-GPU) rows only** (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the
    context-parallel section), median signed error = 0 per profile; nothing per row or per source.
@@ -49,13 +49,13 @@ fitted constant per GPU:
    (`costs/memory_bound.py`, fitted on Liger-Kernel's published timings) to 0.668 and 0.842, and pricing the eager stacks' separate kernels (Megatron-LM 2020, MPT) and
    Composer's training metrics to 0.689 and 0.862, and pricing fused attention by kernel shape
    (`costs/attention_shape.py`: sequence length, head dim, causal diagonal tiles, from the
-   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; a GEMM with a shape reads only the curve's top (its plateau). The headline
+   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; charging `overlap_slowdown` only while communication runs beside a kernel (it was charged for the kernel's whole length) moved them to 0.698 and 0.864 (B200 0.479); a GEMM with a shape reads only the curve's top (its plateau). The headline
    of this page refits the derates once per source without that source's rows
    (`e2e_validation/loso.py`): MPT's own rows move the A100 derate by 5% (0.803 without them
    0.847), FlagPerf's by 4%, Megatron 2020's by 2%; without NeMo's context-parallel page no
    B200 row is left, so its B200 rows borrow the H100 derate, carried over by the two GPUs'
    measured GEMM kernels (`loso.kernel_transfer`: XLA's unsearched GEMMs reach 0.973 of MAMF on
-   B200, 1.052 on H100, so 0.711 × 0.923 = 0.656 on the B200 MAMF-shape curve), and come out
+   B200, 1.052 on H100, so 0.698 × 0.923 = 0.644 on the B200 MAMF-shape curve), and come out
    4.6-9.3% optimistic (most at 32K, least at 512K-1M, where attention, which the derate does not
    touch, is most of the FLOPs); borrowed without the kernel factor they were 4.9-12.5%.
 
