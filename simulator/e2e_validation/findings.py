@@ -301,6 +301,18 @@ grows from a quarter to 97% of the model FLOPs.
   not the reason to scale it down: the model gives an inter-node KV send of 64-128 MiB 4
   channels (3% of 132 SMs) but an intra-node one 16 (12%), and the 32K and 64K rows, whose rings
   stay inside a node, are as pessimistic as the rest.
+- **What the same rule moved the other way.** With the derates refitted on it (dgx-a100 0.876
+  -> 0.864, dgx-h100 0.711 -> 0.698, dgx-b200 0.524 -> 0.479, each on its 8-GPU rows), every
+  source whose kernels run beside long transfers gained: USP 4.0% / +2.0% -> 5.2% / +5.2% (its
+  64K-80K TP4 plans +15% to +19.5%), the B200 context-parallel rows +3.0..+4.7% -> +5.0..+13.2%
+  (the prediction now rises 8% from 64K to 1M where the measurement is flat), the MPT, FlagPerf,
+  Megatron-Core 2024 and Llama 3 rows 1-2 points; all rows 4.9% / +2.2% -> 5.2% / +2.3%. The B200
+  derate, fitted on one 32K CP row whose ring the rule sped up, fell by 9%, and the GEMM-bound
+  `bridge_dense` B200 rows moved 5 points more pessimistic with it. So the old whole-kernel
+  charge was standing in for something: either the slowdown itself (`overlap_slowdown` 0.1 is
+  assumed, not measured; published measurements of a GEMM or attention kernel beside NCCL
+  kernels would set it) or B200's long-sequence attention rates (assumed in dgx-b200.yaml).
+  Neither is fitted here; both are the next leads.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 

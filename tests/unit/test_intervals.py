@@ -133,7 +133,9 @@ def test_step_table_rows_are_the_held_out_errors_of_the_page():
                    if line.startswith("| ") and not line.startswith(("| configuration", "|---"))]
         assert len(printed) == len(mine), s.key
         for (_regime, _src, label, err), cell in zip(mine, printed):
-            assert f"{100 * math.expm1(err):+.1f}%" == cell, (s.key, label)
+            # the page rounds the error of the printed step times, the table stores ln(meas/pred) to
+            # 6 decimals: equal within the page's 0.05-point rounding (a tie may round either way)
+            assert abs(100 * math.expm1(err) - float(cell.rstrip("%"))) <= 0.05 + 1e-3, (s.key, label, cell)
 
 
 def test_collective_prints_and_writes_the_interval(tmp_path, capsys):
