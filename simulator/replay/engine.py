@@ -360,8 +360,7 @@ class Replayer:
         if k[1] == started:
             return
         now = self.env._now
-        slow = 1.0 + self.slowdown
-        end = now + (k[0] - now) * slow if started else now + (k[0] - now) / slow
+        end = self._rescaled_end(k[0], now, started)
         k[0] = end
         k[1] = started
         if end < k[3]:
@@ -370,6 +369,12 @@ class Replayer:
             new.callbacks, timer.callbacks = timer.callbacks, []
             k[2] = new
             k[3] = now + (end - now)  # (the time SimPy schedules it at)
+
+    def _rescaled_end(self, end: float, now: float, started: bool) -> float:
+        """The new end of a kernel planned to end at ``end`` whose remaining work goes on at rate
+        ``1/(1+s)`` from ``now`` (communication ``started``) or at rate 1 (the last of it ended)."""
+        slow = 1.0 + self.slowdown
+        return now + (end - now) * slow if started else now + (end - now) / slow
 
     def _replan(self, R: RankState, run: ComputeRun, started: bool) -> None:
         """Communication started (``started``) or the last of it ended on a rank running a
@@ -388,8 +393,7 @@ class Replayer:
         else:
             d0, d1 = run.durs[k]
             if d0 != d1 and run.slowed[k] != started:
-                slow = 1.0 + self.slowdown
-                end[k] = now + (end[k] - now) * slow if started else now + (end[k] - now) / slow
+                end[k] = self._rescaled_end(end[k], now, started)
                 run.slowed[k] = started
             run.plan(k + 1, end[k], R.inflight > 0)
         self._arm(run)

@@ -165,6 +165,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simulator.config.scenario import Scenario
+from simulator.schedule import fp8
 from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_kinds, stage_layers,
                                        stage_params, stage_units)
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
@@ -357,7 +358,7 @@ def fp8_saved_bytes(scn: Scenario) -> float:
     t_cfg = scn.training
     if t_cfg.dtype != "fp8" or not t_cfg.fused_kernels:
         return 0.0
-    return 1.0 + {"mxfp8": 1 / 32, "blockwise": 4 / 128}.get(t_cfg.fp8_recipe, 0.0)
+    return 1.0 + fp8.SCALE_BYTES.get(t_cfg.fp8_recipe, 0.0)
 
 
 def dense_mlp_bytes(scn: Scenario, sbf: float) -> float:
@@ -623,11 +624,17 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
     return shape.tokens * scn.model.vocab / shape.tp * scn.training.act_bytes
 
 
+def _workspace_generation(scn: Scenario) -> str:
+    """Which default workspace sizes apply (:data:`CUBLAS_WORKSPACE`, :data:`TE_WORKSPACE`):
+    ``new`` on Hopper and later."""
+    return "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
+
+
 def workspace_bytes(scn: Scenario) -> float:
     """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels; TE's grouped
     GEMM (``training.moe_grouped_gemm``) keeps one more per compute stream
     (:data:`TE_GROUPED_GEMM_STREAMS`)."""
-    gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
+    gen = _workspace_generation(scn)
     te = scn.training.fused_kernels
     grouped = TE_GROUPED_GEMM_STREAMS if te and scn.training.moe_grouped_gemm and scn.model.moe else 0
     return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
@@ -653,7 +660,7 @@ def ub_workspace_bytes(scn: Scenario) -> float:
     """The cuBLAS workspaces ``initialize_ub`` adds to TE's one: ``_NUM_MAX_UB_STREAMS`` − 1."""
     if not tp_comm_overlap(scn):
         return 0.0
-    gen = "new" if scn.profile.gpu.arch in ("hopper", "blackwell") else "old"
+    gen = _workspace_generation(scn)
     return (UB_NUM_MAX_STREAMS - 1) * TE_WORKSPACE[gen]
 
 

@@ -232,7 +232,12 @@ def hold_sms(pb: ProgramBuilder, indices: Iterable[int], fraction: float) -> Non
     for i in indices:
         op = pb.ops[i]
         if isinstance(op, ComputeOp) and op.kind in ("gemm", "attention"):
-            pb.ops[i] = replace(op, sm_fraction=op.sm_fraction * fraction)
+            pb.ops[i] = held(op, fraction)
+
+
+def held(op: ComputeOp, fraction: float) -> ComputeOp:
+    """``op`` keeping ``fraction`` of the SMs it had (:func:`hold_sms`)."""
+    return replace(op, sm_fraction=op.sm_fraction * fraction)
 
 
 def expected_nodes_hit(experts: int, top_k: int, nodes: int) -> float:

@@ -28,7 +28,7 @@ norm before its MLP into its attention and MLP nodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from simulator.schedule import moe
@@ -222,7 +222,7 @@ def _reorderer(pair: list[Op], at: int, order: list[int], new: list[int], held: 
             display = f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
             expr = f"W({expr}, {display})"
         items.append(f"        {expr},\n")
-    scope: dict[str, Any] = {"W": with_deps, "H": lambda op: replace(op, sm_fraction=op.sm_fraction * sm_fraction)}
+    scope: dict[str, Any] = {"W": with_deps, "H": lambda op: moe.held(op, sm_fraction)}
     exec("def reorder(o, start):\n    return (\n" + "".join(items) + "    )\n", scope)
     fn: Callable[[list[Op], int], tuple[Op, ...]] = scope["reorder"]
     return fn
