@@ -313,6 +313,43 @@ grows from a quarter to 97% of the model FLOPs.
   assumed, not measured; published measurements of a GEMM or attention kernel beside NCCL
   kernels would set it) or B200's long-sequence attention rates (assumed in dgx-b200.yaml).
   Neither is fitted here; both are the next leads.
+- **B200's published attention kernels: not the rate curve (a negative result).** The B200
+  rows' attention kernels run at n = s/cp local tokens: 16K (32K and 64K rows), 32K (128K) and
+  64K (256K-1M). cuDNN's own B200 sweeps (cudnn-frontend, causal, 128 query / 8 KV heads of 128:
+  9.10.2 in June and again in July 2025, 9.13.0 in October 2025;
+  `data/kernels/cudnn_sdpa_benchmarks.csv`) measure one forward plus one backward at
+  1138-1143 TFLOP/s (16K), 1183-1205 (32K) and 1146-1157 (64K); the profile's flash3 pair
+  (0.60 / 0.45, assumed as H100's FA3) × the shape factor charges 1090, 1107 and 1116, 3-8%
+  *below* every sweep, and rises 2.3% from 16K to 64K where the sweeps rise 0.6-1.2%
+  (`python -m simulator.calibration.attention_bench`; `tests/unit/test_attention_bench.py`).
+  The unmasked off-diagonal steps (n × n/2) are charged 1-2% below the causal diagonal. So no
+  published B200 kernel figure is slower than the model at these shapes, and the length curve
+  moves the 64K-1M rows by about a point, not eight. FlashAttention-4 (arXiv:2603.05451,
+  Together AI's blog) prints its B200 curves as figures only: up to 1613 TFLOP/s forward (71% of
+  the peak), 1.3x cuDNN 9.13; NeMo 25.04's TE runs cuDNN, not FA4. cuDNN's GB200 sweeps
+  (cuDNN 9.18-9.22, Llama 3.1 70B heads, 2K-32K) run a 1200 W part and stop at 32K: not used.
+- **Where the rise comes from instead.** The critical rank's step is attention kernels (and the
+  ring's passes around them) for 47% (32K), 63%, 76%, 85%, 92% and 95% (1M) of the predicted time.
+  A least-squares two-term fit of the six rows, measured time = a × attention + g × the rest
+  (in-sample derate), gives a = 1.144 and g = 0.883 (every row within 1.2 points): attention
+  takes 14% longer than modelled while the rest, with the derate fitted on the 32K row, is 12%
+  too slow. Held out (the derate borrowed from
+  H100), the same rows are +13.5%, +14.2%, +15.0%, +14.0%, +12.8%, +14.0%: flat. The in-sample
+  rise from 64K to 1M is the single-row derate absorbing a uniform optimism at 32K into the dense
+  part, which then leaves the attention-dominated rows 13-14% fast. What slows both is not in the
+  kernel tables. One published lead: flashinfer's benchmark utilities (flashinfer-ai/flashinfer
+  PR #2899, March 2026) time FA4 on a B200 back to back (batch 4, 8K, 16 heads of 128, bf16) and
+  see the SM clock fall from 1965 to about 1580 MHz at about 1000 W, the rate from 1450 to
+  1237 TFLOP/s (-15%) within about 70 calls. Pricing B200's flash3 pair at that ratio (× 0.853)
+  as an experiment puts the held-out rows at +4.0%, +2.1%, +1.1%, -0.8%, -2.6%, -2.0% and refits
+  the derate × 1.20 (0.479 -> 0.575). Not adopted: cuDNN's sweeps time 10 calls after 5 warm-up
+  calls back to back, so from 16K on (0.1 to 20 s of uninterrupted kernels) they are in the
+  regime flashinfer calls throttled, and the pair is already at or below them; scaling it would
+  count the clock twice unless those benchmark nodes held a higher clock than a training node
+  does, which nothing published says. The sweeps' own fall beyond 32K (-4% to -7% at 128K
+  against 32K) fits a clock that sinks over the longer loops but does not prove it. The B200
+  kernel tables leave the pair as it is; a measured B200 clock (or step-level profile) under a
+  training load is what would settle the 14%.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 
