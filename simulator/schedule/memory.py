@@ -669,6 +669,23 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
     return shape.tokens * scn.model.vocab / shape.tp * scn.training.act_bytes
 
 
+def reduce_stream_cached_bytes(scn: Scenario, freed_grads: float) -> float:
+    """Reserved bytes of FSDP2's sharded gradients that do not exist at the peak (``freed_grads``:
+    lazily allocated, freed by the previous step's ``zero_grad``) and stay cached for the
+    reduce-scatter stream. ``foreach_reduce`` (torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py) allocates each group's reduce-scatter output under
+    ``torch.cuda.stream(reduce_scatter_stream)`` and views the sharded gradients out of it, so the
+    block belongs to that stream; PyTorch's caching allocator reuses a freed block only for a
+    request of the same stream (``get_free_block`` compares the block's stream,
+    CUDACachingAllocator.cpp), and the forward's activations and the loss, on the default stream,
+    cannot use it: reserved keeps the whole sharded gradient through the step's peak. Other stacks
+    keep their gradients allocated (a grad buffer) or free them on the default stream: 0."""
+    p = scn.parallel
+    if p.zero < 3 or p.zero3_impl != "fsdp2" or not lazy_gradients(scn):
+        return 0.0
+    return freed_grads
+
+
 def _workspace_generation(scn: Scenario) -> str:
     """Which default workspace sizes apply (:data:`CUBLAS_WORKSPACE`, :data:`TE_WORKSPACE`):
     ``new`` on Hopper and later."""
@@ -767,7 +784,8 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                          comm_buffers=zero_b + pipeline_buffers,
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
                          ub_workspaces=ub_workspace_bytes(scn), userbuffers=userbuffer_bytes(scn),
-                         stranded=stranded_bytes(scn, loss_b > 0),
+                         stranded=stranded_bytes(scn, loss_b > 0)
+                         + reduce_stream_cached_bytes(scn, grads * (1 - backpropagated_fraction(scn, stage))),
                          fragmentation_factor=tr.allocator_fragmentation,
                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
     if est.grads < grads:  # lazy gradients: the end of the backward holds them all, the activations freed

@@ -468,3 +468,20 @@ def test_cp_received_kv_only_where_q_views_the_qkv_output(scn, model, training, 
     assert layer_activation_bytes(full, "none") - layer_activation_bytes(
         scn(MHA_LEARNED, {"micro_batch": 1, "global_batch": 4, "recompute": "full"}, {"cp": 2, "cp_comm": "all_gather"}),
         "none") == 2 * 1024 * 1024 * 2
+
+
+def test_fsdp2_freed_gradients_stay_reserved_for_the_reduce_scatter_stream(scn):
+    """FSDP2 views each sharded gradient out of a reduce-scatter output allocated on the
+    reduce-scatter stream; freed by zero_grad, the block is cached for that stream only, so at the
+    forward's peak (no gradient allocated) reserved still holds them: 4 B over N per parameter
+    beyond allocated, none once the first backward has made them (two micro-batches), none for
+    DeepSpeed's stage 3 or Megatron's grad buffer."""
+    par = {"zero": 3, "zero3_impl": "fsdp2", "grad_reduce_dtype": "fp32"}
+    one = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, par), 0)
+    two = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 16}, par), 0)
+    n = one.params / 4 * 8
+    assert one.reserved - one.allocated == pytest.approx(one.fragmentation_factor * one.dynamic + 4 * n / 8)
+    assert one.stranded == pytest.approx(4 * n / 8) and two.stranded == 0
+    assert one.reserved == pytest.approx(two.reserved - (two.dynamic - one.dynamic) * two.fragmentation_factor)
+    for other in ({"zero": 3, "zero3_impl": "deepspeed"}, {"zero": 1}):
+        assert estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, other), 0).stranded == 0
