@@ -2245,6 +2245,49 @@ column of `peak_memory.csv`: torchtitan's Llama, the Megatron cases that set it 
 |error| 2.5% -> 3.0%, signed -2.3%. The `bridge_dense` step times do not move (dropout changes no kernel of
 the fused stack).
 
+**What the dropout masks covered on the 22 dropout-0 memory rows.** Megatron's functional tests log
+the allocated bytes after each step (`mem-allocated-bytes`) beside the peak, which splits a measured
+peak into what stays resident and what the step adds. On the 12-layer h 512 TE rows on H100 the
+resident bytes exceeded the model states plus workspaces by 33-47 MiB on every non-interleaved row
+(17.7 MiB on A100), dropout or not, while the transient matched within -15..+21 MiB (most within
+9) on the rows without CP and exceeded it by 9-28 MiB on the CP rows; the dropout masks (2 bytes per token and hidden unit per
+layer, 6-12 MiB here) had hidden both gaps on the five Megatron rows that train with dropout 0.
+Three mechanisms from the sources, none fitted to a row: (1) PyTorch keeps a cuBLAS workspace per
+handle and stream and hands out handles per thread (`CublasHandlePool.cpp`), and the backward runs on
+autograd's device thread, so a training step holds two: +32 MiB on Hopper and later, +8.1 MiB before
+(`schedule/memory.py` `CUBLAS_THREADS`); the resident excess becomes 0.5-14.7 MiB (H100) and 9.5 MiB
+(A100), except the two interleaved rows (28-41 MiB, not understood) and the two local-spec rows (75
+MiB, of which 64 MiB is Megatron-Core's `GlobalMemoryBuffer` that its local `DotProductAttention`
+keeps for the run as the `baddbmm` input, [b·a/t, s, s] in bf16; not modelled, as no setting tells
+Megatron-Core's local layers from other eager stacks). (2) TransformerEngine's P2P context-parallel
+attention saves the last K/V chunk it received, while the saved q, a view of the QKV projection's
+output under multi-head attention without RoPE, keeps the rank's own K and V alive:
+2·(s/cp)·b·h/t bf16 elements per layer (`cp_received_kv_bytes`); the CP rows' transient excess goes
+9.4/8.4/12.4 -> -2.6/-3.6/+0.4 MiB (TP 2 PP 2 CP 2 on H100/A100/GB200), 27.5 -> 3.5 (TP 2 CP 2),
+15.9 -> -8.1 and 26.3 -> 14.3 MiB (the MoE CP rows). (3) FSDP2 allocates each sharded gradient
+group on the reduce-scatter stream and the caching allocator reuses a freed block only on its own
+stream, so the gradients `zero_grad` frees stay reserved through the next forward's peak: 4 B per
+parameter over the shard group in reserved, not allocated (`reduce_stream_cached_bytes`). It makes
+torchtitan's eager Table 1 and Table 3 rows (8 and 128 GPUs, measured 15.4 GiB apart) 14.0 GiB
+apart instead of 10.5 (-5.5%/+0.5% -> -1.0%/+0.9%); the H200 pair (32 and 64 GPUs, measured 0.99 GiB
+apart) goes from 1.40 to 1.87 GiB apart. Held out, all 55 rows: median |error| 3.0% -> 1.6%, signed
+-2.3% -> -0.9%, mean 3.5% -> 2.5%, max 9.1% -> 9.0%; the 22 dropout-0 rows 3.7% -> 2.5% (signed -2.8%
+-> -0.3%), the other 33 2.1% -> 1.3%. Per source: Megatron memory-regression 1.6% -> 0.7%, small-GPT
+2.7% -> 0.9%, MoE 5.7% -> 2.9%, training-info tool 1.5% -> 1.4%, torchtitan H100 2.5% -> 2.7% (signed
+-1.8% -> +2.4%), torchtitan H200 8.5% -> 7.0%. Terms (1) and (2) alone give 1.6% (signed -1.4%); adding
+(3) leaves the median at 1.6% (signed -0.9%) and moves the dropout-0 rows from 2.0% to 2.5% (signed
+-1.6% -> -0.3%). What the torchtitan rows still miss, per row (GiB, measured vs
+predicted): Table 2 (full checkpointing, 8B, 32K tokens per GPU) 83.9-84.5 vs 86.2 (+2.0 to +2.7%);
+Table 4 2D 71.9 vs 67.5 and with async TP 67.6 vs 67.5 (the 4.3 GiB between the two is not
+modelled); Table 5 82.5 vs 81.1; Table 6 rises from 75.3 to 84.9 as CP goes from 1 to 8 at the same
+tokens per GPU while the model stays at 81.1 (+7.7% to -4.5%: no CP-dependent term is known); Tables
+1 and 3 with `torch.compile` of the blocks are 5.4 and 5.0 GiB below eager (not modelled: +6.0%,
++9.0%); the H200 rows (torchtitan e7c0cae compiles the loss, `build_cross_entropy_loss`, which the
+model still charges as eager `F.cross_entropy` at 12 B per logit) 48.0 vs 45.1 and 47.0 vs 43.2
+(-6.0%, -8.0%). No step-time row moves: memory enters only the fits verdicts, and the one source that
+picks its micro-batch by them (mcore2024) picks the same; the bundled scenarios gain 32 MiB allocated
+each, none changes its verdict.
+
 **MXFP8 on Blackwell: the block-scaled GEMM's rate, from a published kernel measurement.** What
 MXFP8 costs over per-tensor current scaling per linear layer, from TransformerEngine's source
 (v2.9, the 25.11 container's generation): (1) the cast: one `mxfp8_quantize` kernel per operand

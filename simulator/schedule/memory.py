@@ -57,7 +57,8 @@ without SP: two norm inputs, the QKV and FC1 inputs, two dropout masks; 24sbh TP
 V, the projection input, and the MLP's 16sbh for a 4h GeLU MLP). With FlashAttention
 (``training.flash_attention``, default) the score matrix is never stored, so the 5as²b term is
 dropped as under selective recompute. CP and Ulysses divide s (each rank keeps s/(cp·ulysses)
-tokens; the score term is (s/cp)·s per rank). Two refinements of the paper's 34: the dropout
+tokens; the score term is (s/cp)·s per rank; TransformerEngine's P2P context-parallel attention
+keeps one K/V chunk more, :func:`cp_received_kv_bytes`). Two refinements of the paper's 34: the dropout
 masks exist only with p > 0 (``training.dropout``; ATen's dropout returns its input when p = 0,
 and Llama-style models train without dropout), and TransformerEngine's FP8 layers save each
 GEMM input quantised, one byte per element (:func:`fp8_saved_bytes`).
@@ -117,7 +118,8 @@ the gradient term; ZeRO-3's buckets are counted above.
 
 GEMM workspaces are allocated through PyTorch's allocator and held: PyTorch's cuBLAS handle
 workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper and later,
-``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``) and, for TransformerEngine stacks
+``:4096:2:16:8`` = 8 MiB + 128 KiB before; ``CUDABlas.cpp``), one per thread that runs GEMMs
+(:data:`CUBLAS_THREADS`: the forward's and autograd's device thread), and, for TransformerEngine stacks
 (``fused_kernels``), TE's cuBLASLt workspace (32 MiB on sm90+, 4 MiB before,
 ``get_cublas_workspace_size_bytes``), and TE's grouped GEMM of the experts
 (``training.moe_grouped_gemm``) four more of the same size, one per compute stream.
@@ -201,6 +203,15 @@ NCCL_LL128_BUFFSIZE = 120 * 640 * 8 * 8
 NCCL_CHANNELS = 16
 
 CUBLAS_WORKSPACE = {"new": 8 * 4 * MiB, "old": 2 * 4 * MiB + 8 * 16 * KiB}  # PyTorch's default config
+# PyTorch keeps a cuBLAS workspace per handle and stream (aten/src/ATen/cuda/CublasHandlePool.cpp,
+# setWorkspaceForHandle: a map keyed by (handle, stream), allocated through the caching allocator
+# and never freed), and hands out handles per thread (DeviceThreadHandlePool: a thread-local pool
+# window). A training step runs GEMMs on two threads: the forward on the Python thread, the
+# backward on the autograd engine's worker thread of the device (torch/csrc/autograd/engine.cpp
+# runs CUDA backward functions on one thread per device), so two workspaces are held, both on the
+# default stream. TransformerEngine's GEMMs use its own workspace (one tensor, not per thread);
+# Megatron's output layer and everything in torchtitan run through PyTorch's cuBLAS.
+CUBLAS_THREADS = 2
 TE_WORKSPACE = {"new": 32 * MiB, "old": 4 * MiB}
 # TransformerEngine's grouped GEMM: a workspace per compute stream, cached for the run
 # (pytorch/cpp_extensions/gemm.py get_cublas_workspace(grouped_gemm=True); num_compute_streams = 4
@@ -333,10 +344,44 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     # Q, K, V, the attention output (bf16, saved by the kernel) and, under TE FP8, the output
     # projection's own FP8 copy of it; then the MLP's
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + fp8 * sbh + dense_mlp_bytes(scn, s * b * f)
+    if recompute == "none":
+        sharded += cp_received_kv_bytes(scn)
     scores = 0.0
     if recompute == "none" and not t_cfg.flash_attention:
         scores = 5 * a * s * s_full * b
     return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores / t
+
+
+def cp_received_kv_bytes(scn: Scenario) -> float:
+    """Bytes per layer and micro-batch, before the TP split, that TransformerEngine's P2P
+    context-parallel attention (``parallel.cp_comm: p2p``, sbhd layout; Megatron's default
+    ``--cp-comm-type p2p``) keeps beyond the Q, K and V of :func:`layer_activation_bytes`: one
+    K/V chunk the size of the rank's own.
+
+    ``AttnFuncWithCPAndKVP2P.forward`` (transformer_engine/pytorch/attention/dot_product_attention/
+    context_parallel.py, TE d0067d0da) copies K and V into one send buffer
+    (``torch.cat((k.view(-1), v.view(-1)))``), receives the next rank's chunk into a buffer of the
+    same size at each ring step, and saves for backward ``q``, the last received chunk
+    (``kv = p2p_comm_buffers[-1]``), the output and the log-sum-exp, not the rank's own K and V.
+    Megatron-Core's q, k and v are views of the QKV projection's output
+    (``get_query_key_value_tensors``: a view, a split along the head dimension, and a reshape of
+    the query that stays a view when each group has one query head), and the saved q keeps that
+    whole output alive, its K and V included: so the received chunk is held on top, 2 tensors of
+    s·b·h·(kv/a) elements. Where q is a new tensor the projection's output is freed and nothing is
+    added: grouped-query attention (the query reshape copies), RoPE (``apply_rotary_pos_emb``
+    writes new q and k), the bshd layout of TE <= 1.6 (q, k, v transposed on entry), FP8 (the
+    saved tensors are quantised copies), and selective or full recompute (the core attention's
+    own saved tensors are not kept); other CP implementations (``ring``, ``all_gather``,
+    ``a2a``) save the rank's own K/V."""
+    p, m, t_cfg = scn.parallel, scn.model, scn.training
+    if p.cp == 1 or p.cp_comm != "p2p" or p.cp_qkv_format != "sbhd":
+        return 0.0
+    if not t_cfg.fused_kernels or not t_cfg.flash_attention or t_cfg.dtype == "fp8":
+        return 0.0
+    if m.kv_heads != m.heads or m.position_embedding == "rope" or m.kv_lora_rank:
+        return 0.0
+    shape = RankShapes.of(scn)
+    return 2.0 * shape.tokens * m.hidden * t_cfg.act_bytes
 
 
 def fp8_saved_bytes(scn: Scenario) -> float:
@@ -624,6 +669,23 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
     return shape.tokens * scn.model.vocab / shape.tp * scn.training.act_bytes
 
 
+def reduce_stream_cached_bytes(scn: Scenario, freed_grads: float) -> float:
+    """Reserved bytes of FSDP2's sharded gradients that do not exist at the peak (``freed_grads``:
+    lazily allocated, freed by the previous step's ``zero_grad``) and stay cached for the
+    reduce-scatter stream. ``foreach_reduce`` (torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py) allocates each group's reduce-scatter output under
+    ``torch.cuda.stream(reduce_scatter_stream)`` and views the sharded gradients out of it, so the
+    block belongs to that stream; PyTorch's caching allocator reuses a freed block only for a
+    request of the same stream (``get_free_block`` compares the block's stream,
+    CUDACachingAllocator.cpp), and the forward's activations and the loss, on the default stream,
+    cannot use it: reserved keeps the whole sharded gradient through the step's peak. Other stacks
+    keep their gradients allocated (a grad buffer) or free them on the default stream: 0."""
+    p = scn.parallel
+    if p.zero < 3 or p.zero3_impl != "fsdp2" or not lazy_gradients(scn):
+        return 0.0
+    return freed_grads
+
+
 def _workspace_generation(scn: Scenario) -> str:
     """Which default workspace sizes apply (:data:`CUBLAS_WORKSPACE`, :data:`TE_WORKSPACE`):
     ``new`` on Hopper and later."""
@@ -631,13 +693,13 @@ def _workspace_generation(scn: Scenario) -> str:
 
 
 def workspace_bytes(scn: Scenario) -> float:
-    """PyTorch's cuBLAS workspace, and TransformerEngine's with fused (TE) kernels; TE's grouped
-    GEMM (``training.moe_grouped_gemm``) keeps one more per compute stream
-    (:data:`TE_GROUPED_GEMM_STREAMS`)."""
+    """PyTorch's cuBLAS workspaces, one per GEMM-running thread (:data:`CUBLAS_THREADS`), and
+    TransformerEngine's with fused (TE) kernels; TE's grouped GEMM (``training.moe_grouped_gemm``)
+    keeps one more per compute stream (:data:`TE_GROUPED_GEMM_STREAMS`)."""
     gen = _workspace_generation(scn)
     te = scn.training.fused_kernels
     grouped = TE_GROUPED_GEMM_STREAMS if te and scn.training.moe_grouped_gemm and scn.model.moe else 0
-    return CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
+    return CUBLAS_THREADS * CUBLAS_WORKSPACE[gen] + (TE_WORKSPACE[gen] if te else 0) + grouped * TE_WORKSPACE[gen]
 
 
 def tp_comm_overlap(scn: Scenario) -> bool:
@@ -722,7 +784,8 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                          comm_buffers=zero_b + pipeline_buffers,
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
                          ub_workspaces=ub_workspace_bytes(scn), userbuffers=userbuffer_bytes(scn),
-                         stranded=stranded_bytes(scn, loss_b > 0),
+                         stranded=stranded_bytes(scn, loss_b > 0)
+                         + reduce_stream_cached_bytes(scn, grads * (1 - backpropagated_fraction(scn, stage))),
                          fragmentation_factor=tr.allocator_fragmentation,
                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
     if est.grads < grads:  # lazy gradients: the end of the backward holds them all, the activations freed

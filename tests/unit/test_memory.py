@@ -222,7 +222,9 @@ def test_pipeline_buffers_workspaces_and_nccl(scn):
             {"pp": 2, "tp": 2, "sequence_parallel": True})  # 8 GPUs: tp 2, pp 2, dp 2
     m = estimate_memory(s, 0)
     assert m.comm_buffers == 2 * (2 * 2048 // 2) * 1024 * 2  # a received activation + a sent gradient, SP-split
-    assert m.workspaces == 32 * MiB + 32 * MiB  # Hopper: PyTorch's :4096:8 cuBLAS + TE's cuBLASLt
+    # Hopper: PyTorch's :4096:8 cuBLAS workspace on the forward thread and on autograd's device
+    # thread, + TE's cuBLASLt workspace
+    assert m.workspaces == 2 * 32 * MiB + 32 * MiB
     assert communicators(s) == 3  # TP, DP, PP
     per_channel = 4 * MiB + 512 * 1024 + 4_915_200
     assert nccl_buffer_bytes(s) == 3 * NCCL_CHANNELS * per_channel
@@ -403,3 +405,83 @@ def test_tp_comm_overlap_userbuffers_sit_outside_pytorch(scn, dtype, bytes_per_t
     assert on.allocated - off.allocated == 2 * 32 * MiB
     assert on.reserved - off.reserved == 2 * 32 * MiB  # workspaces are not dynamic: no fragmentation
     assert on.total - off.total == 2 * 32 * MiB + on.userbuffers
+
+
+def test_pytorch_cublas_workspace_per_gemm_thread(scn):
+    """PyTorch keeps a cuBLAS workspace per (thread-local handle, stream): one for the forward's
+    thread and one for autograd's device thread. Hopper: 2 x 32 MiB (+ 32 MiB of TE's own with
+    fused kernels); before Hopper 2 x (8 MiB + 128 KiB) (+ TE's 4 MiB)."""
+    from simulator.schedule.memory import CUBLAS_THREADS
+    from simulator.units import KiB, MiB
+
+    assert CUBLAS_THREADS == 2
+    te = scn(GPT, {"micro_batch": 1, "global_batch": 8})
+    eager = scn(GPT, {"micro_batch": 1, "global_batch": 8, "fused_kernels": False})
+    assert estimate_memory(te, 0).workspaces == 2 * 32 * MiB + 32 * MiB
+    assert estimate_memory(eager, 0).workspaces == 2 * 32 * MiB
+    a100 = build_scenario({"name": "a", "hardware": "dgx-a100", "nodes": 1, "model": GPT,
+                           "training": {"micro_batch": 1, "global_batch": 8}})
+    assert estimate_memory(a100, 0).workspaces == 2 * (8 * MiB + 128 * KiB) + 4 * MiB
+
+
+MHA_LEARNED = dict(GPT, position_embedding="learned")
+
+
+@pytest.mark.parametrize("tp,sp", [(1, False), (2, True), (4, False)])
+def test_te_p2p_context_parallel_keeps_the_received_kv_chunk(scn, tp, sp):
+    """TE's P2P CP attention saves the last received K/V chunk while the saved q (a view of the QKV
+    projection's output under MHA without RoPE) keeps the rank's own K and V: per layer and
+    micro-batch 2 tensors of (s/cp)·b·h/t bf16 elements more than the same plan's all-gather CP."""
+    cp, b = 2, 2
+    kw = dict(tp=tp, sequence_parallel=sp, cp=cp)
+    p2p = scn(MHA_LEARNED, {"micro_batch": b, "global_batch": 8 * b}, dict(kw, cp_comm="p2p"))
+    ag = scn(MHA_LEARNED, {"micro_batch": b, "global_batch": 8 * b}, dict(kw, cp_comm="all_gather"))
+    extra = 2 * (2048 // cp) * b * 1024 * 2 / tp
+    assert layer_activation_bytes(p2p) - layer_activation_bytes(ag) == pytest.approx(extra, rel=1e-12)
+    # one stage, one micro-batch in flight: the peak's activations hold it once per layer
+    assert estimate_memory(p2p, 0).activations - estimate_memory(ag, 0).activations == pytest.approx(
+        4 * extra, rel=1e-12)
+
+
+@pytest.mark.parametrize("model,training,parallel", [
+    (GPT, {}, {}),  # RoPE writes new q and k: the QKV output is freed
+    (dict(MHA_LEARNED, kv_heads=4), {}, {}),  # GQA: the query reshape copies
+    (MHA_LEARNED, {"recompute": "selective"}, {}),  # core attention recomputed
+    (MHA_LEARNED, {}, {"cp_qkv_format": "bshd"}),  # TE <= 1.6 transposes q, k, v on entry
+    (MHA_LEARNED, {"dtype": "fp8"}, {}),  # quantised saved tensors
+    (MHA_LEARNED, {"fused_kernels": False}, {}),  # not TransformerEngine
+])
+def test_cp_received_kv_only_where_q_views_the_qkv_output(scn, model, training, parallel):
+    """Where q is a tensor of its own the QKV output is freed and P2P CP holds what all-gather CP
+    holds; the full-recompute working set (the layer rebuilt) does keep the chunk."""
+    from simulator.schedule.memory import cp_received_kv_bytes
+
+    def build(cp_comm: str):
+        return scn(model, dict({"micro_batch": 1, "global_batch": 4}, **training),
+                   dict({"cp": 2, "cp_comm": cp_comm}, **parallel))
+    if "recompute" not in training:  # under selective recompute the term is there but not stored
+        assert cp_received_kv_bytes(build("p2p")) == 0.0
+    if "cp_qkv_format" not in parallel:  # bshd is a layout of p2p only
+        assert layer_activation_bytes(build("p2p")) == layer_activation_bytes(build("all_gather"))
+    assert cp_received_kv_bytes(scn(MHA_LEARNED, {"micro_batch": 1, "global_batch": 8})) == 0.0  # no CP
+    full = {"micro_batch": 1, "global_batch": 4, "recompute": "full"}
+    rebuilt = [layer_activation_bytes(scn(MHA_LEARNED, full, {"cp": 2, "cp_comm": c}), "none")
+               for c in ("p2p", "all_gather")]
+    assert rebuilt[0] - rebuilt[1] == 2 * 1024 * 1024 * 2  # K and V of 1024 tokens x 1024 hidden, bf16
+
+
+def test_fsdp2_freed_gradients_stay_reserved_for_the_reduce_scatter_stream(scn):
+    """FSDP2 views each sharded gradient out of a reduce-scatter output allocated on the
+    reduce-scatter stream; freed by zero_grad, the block is cached for that stream only, so at the
+    forward's peak (no gradient allocated) reserved still holds them: 4 B over N per parameter
+    beyond allocated, none once the first backward has made them (two micro-batches), none for
+    DeepSpeed's stage 3 or Megatron's grad buffer."""
+    par = {"zero": 3, "zero3_impl": "fsdp2", "grad_reduce_dtype": "fp32"}
+    one = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, par), 0)
+    two = estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 16}, par), 0)
+    n = one.params / 4 * 8
+    assert one.reserved - one.allocated == pytest.approx(one.fragmentation_factor * one.dynamic + 4 * n / 8)
+    assert one.stranded == pytest.approx(4 * n / 8) and two.stranded == 0
+    assert one.reserved == pytest.approx(two.reserved - (two.dynamic - one.dynamic) * two.fragmentation_factor)
+    for other in ({"zero": 3, "zero3_impl": "deepspeed"}, {"zero": 1}):
+        assert estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, other), 0).stranded == 0

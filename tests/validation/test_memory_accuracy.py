@@ -26,9 +26,10 @@ def test_median_error_over_held_out_memory_rows():
     of the 2024 and Megatron ones biased by more than 4% in the median (each was under-predicted by
     1.6-7.5% before the pipeline's kept buffers and outputs, the allocator's stranded logits block
     and the legacy Megatron model's saved tensors were modelled); torchtitan's 2025 H200 rows
-    (Float8 with op-level selective checkpointing) within 9% (6.9% with the sharded gradient
-    counted at the peak; FSDP2 makes it in backward, after the peak of these one-micro-batch
-    steps, which leaves 8.4%: what remains under-predicted there is not the gradient)."""
+    (Float8 with op-level selective checkpointing) within 9%: 8.5% with the gradient absent at the
+    peak of these one-micro-batch steps (FSDP2 makes it in backward), 7.0% now that the freed
+    sharded gradients stay reserved for FSDP2's reduce-scatter stream (schedule/memory.py
+    reduce_stream_cached_bytes: reserved, not allocated)."""
     res = memory_results()
     assert len(res) >= 50 and len({r.source for r in res}) >= 6
     assert summary(res)["median_abs"] <= 0.08
@@ -47,9 +48,10 @@ def test_median_error_over_held_out_memory_rows():
 def test_torchtitan_pipeline_row():
     """torchtitan's 405B 1F1B row (FSDP 8 x TP 8 x PP 8, 8 micro-batches of 4): the last stage
     keeps every micro-batch's fp32 logits and a gradient / activation receive buffer per
-    micro-batch; it was 33% under before those were modelled, now within 6% (-1.7% with the sharded
-    gradient counted at the peak; FSDP2 makes it only in the step's last backward under
-    torch.distributed.pipelining, after the peak: -5.2%)."""
+    micro-batch; it was 33% under before those were modelled, now within 6%: -5.2% with no sharded
+    gradient at the peak (FSDP2 makes it only in the step's last backward under
+    torch.distributed.pipelining), -1.7% with the previous step's freed gradients kept reserved for
+    the reduce-scatter stream (4 B per parameter of the stage over the 8-way shard group)."""
     row = next(r for r in memory_results() if r.label == "Table 5 1F1B")
     assert abs(row.error) <= 0.06, row.error
     assert row.estimate.grads == 0
@@ -59,10 +61,12 @@ def test_torchtitan_pipeline_row():
 def test_megatron_small_model_suite():
     """Megatron-Core's 12-layer h=512 functional tests on H100 (TP 1-4, PP 1-4, CP, interleaving,
     distributed optimizer, full recompute, RoPE, SwiGLU, untied output, unfused attention, the
-    local layer spec): every row within 8%."""
+    local layer spec): every row within 8% before PyTorch's second cuBLAS workspace (autograd's
+    thread) and TransformerEngine's received K/V chunk under P2P CP were modelled (max 6.2%), within
+    4% after (max 2.9%)."""
     rows = [r for r in memory_results() if r.source == "megatron_functional_tests_gpt_small"]
     assert len(rows) >= 10
-    assert all(abs(r.error) <= 0.08 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
+    assert all(abs(r.error) <= 0.04 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
 
 
 def test_megatron_moe_suite():
@@ -70,12 +74,14 @@ def test_megatron_moe_suite():
     GPT with 4 or 8 GeLU experts, top-1/2, EP 2-8, ETP 1-2, TP/CP/PP, allgather and alltoall
     dispatchers, distributed optimizer or not), held out: median |error| 9.5% (max 20.3%) before
     the unfused probability multiply's saved activation output was modelled, 6.6% after, 5.7%
-    (max 8.7%) with TransformerEngine's grouped-GEMM workspaces. Every row is still under-predicted;
-    what remains is mostly resident between steps (the logged mem-allocated-bytes exceeds the model
-    states and workspaces by 0.04-0.10 GiB), as in the dense small-model suite."""
+    (max 8.7%) with TransformerEngine's grouped-GEMM workspaces, 2.9% (max 6.1%) with PyTorch's
+    second cuBLAS workspace and TE's received K/V chunk under P2P CP. Every row is still
+    under-predicted; the logged mem-allocated-bytes (resident between steps) still exceeds the model
+    states and workspaces by 7-33 MiB on the TE rows and 50-73 MiB on the two local-spec rows
+    (Megatron-Core's GlobalMemoryBuffer for the local attention's baddbmm is not modelled)."""
     rows = [r for r in memory_results() if r.source == "megatron_functional_tests_moe"]
     assert len(rows) == 10
-    assert summary(rows)["median_abs"] <= 0.06
+    assert summary(rows)["median_abs"] <= 0.035
     assert all(-0.09 <= r.error < 0 for r in rows), [(r.label, round(r.error, 3)) for r in rows]
 
 
