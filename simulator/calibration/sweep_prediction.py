@@ -368,6 +368,11 @@ CASES.update({
 # NERSC Perlmutter (data/nccl/INDEX.md): Polaris' node with 4 Slingshot-11 NICs, one per GPU, each GPU's
 # rings and trees on its own NIC with GPUDirect, and no FI_CXI_RDZV_PROTO=alt_read (perlmutter-a100.yaml).
 CASES.update({
+    "a100x8_allreduce_2node_perlmutter_nccl2223_slingshot": Case(
+        "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
+        note="NERSC Perlmutter, another node pair under NCCL 2.22.3 (NERSC/nccl-ofi-plugin's regression logs), aws-ofi-nccl "
+             "1.6.0, no alt_read: the same 73.8 GB/s busbw plateau (18.4 GB/s per NIC) as the 2.21.5 run, again ~21% "
+             "below the model's Ring/Simple (data/nccl/INDEX.md)"),
     "a100x8_allreduce_2node_perlmutter_slingshot": Case(
         "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
         note="NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 over "
