@@ -376,8 +376,8 @@ CASES.update({
     "a100x8_allreduce_2node_perlmutter_slingshot": Case(
         "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
         note="NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 over "
-             "aws-ofi-nccl 1.6.0, CXI rendezvous left at libfabric's default (no alt_read). From 64 MiB the Ring/Simple "
-             "plateau is predicted ~21% fast: 42.4 GB/s algbw measured, 18.6 GB/s per NIC, what Polaris' rings reach "
+             "aws-ofi-nccl 1.6.0, CXI rendezvous left at libfabric's default (no alt_read). From 128 MiB the Ring/Simple "
+             "plateau is predicted 19-22% fast: 42.4 GB/s algbw measured, 18.6 GB/s per NIC, what Polaris' rings reach "
              "per NIC (36.8 GB/s busbw over 2 NICs) under alt_read, whose per-message host cost the Polaris note "
              "credits with that gap: the same per-NIC rate without alt_read says the gap is the NIC path's, not the "
              "rendezvous protocol's (data/nccl/INDEX.md); not modelled. 4-8 MiB Ring/Simple and 256 KiB-2 MiB Ring/LL "
