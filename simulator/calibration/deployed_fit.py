@@ -116,6 +116,12 @@ FIT_EXCLUDED = {
                   "the network's latency (scored, not fitted)",
     "oci-mi300x": "2 x 8 MI300X over RoCE on Oracle Cloud, 1-16 GiB only, added as an unseen system: no row is the "
                   "network's latency (scored, not fitted)",
+    "perlmutter-a100": "2 x 4 A100 with 4 Slingshot-11 NICs per node (NERSC Perlmutter, NCCL 2.21.5, CXI rendezvous at "
+                       "libfabric's default), added as an unseen system to score the uncalibrated prediction "
+                       "(scored, not fitted)",
+    "kestrel-h100": "16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NREL Kestrel, NCCL 2.21.5), modelled on "
+                    "gh200-alps with 2 NICs, added as an unseen system to score the uncalibrated prediction "
+                    "(scored, not fitted)",
 }
 # Excluded from the per-message cost's fit as well: their messages are another plugin release's.
 MESSAGE_FIT_EXCLUDED = frozenset({"aws-p4d-2021"})

@@ -365,6 +365,45 @@ CASES.update({
     # NCCL 2.21.5 on CUDA 12.4.1, the build of Polaris' 2.21.5 runs (data/nccl/INDEX.md)
     for build in ("", "_nccl2215")
 })
+# NERSC Perlmutter (data/nccl/INDEX.md): Polaris' node with 4 Slingshot-11 NICs, one per GPU, each GPU's
+# rings and trees on its own NIC with GPUDirect, and no FI_CXI_RDZV_PROTO=alt_read (perlmutter-a100.yaml).
+CASES.update({
+    "a100x8_allreduce_2node_perlmutter_nccl2223_slingshot": Case(
+        "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
+        note="NERSC Perlmutter, another node pair under NCCL 2.22.3 (NERSC/nccl-ofi-plugin's regression logs), aws-ofi-nccl "
+             "1.6.0, no alt_read: the same 73.8 GB/s busbw plateau (18.4 GB/s per NIC) as the 2.21.5 run, again ~21% "
+             "below the model's Ring/Simple (data/nccl/INDEX.md)"),
+    "a100x8_allreduce_2node_perlmutter_slingshot": Case(
+        "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
+        note="NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 over "
+             "aws-ofi-nccl 1.6.0, CXI rendezvous left at libfabric's default (no alt_read). From 128 MiB the Ring/Simple "
+             "plateau is predicted 19-22% fast: 42.4 GB/s algbw measured, 18.6 GB/s per NIC, what Polaris' rings reach "
+             "per NIC (36.8 GB/s busbw over 2 NICs) under alt_read, whose per-message host cost the Polaris note "
+             "credits with that gap: the same per-NIC rate without alt_read says the gap is the NIC path's, not the "
+             "rendezvous protocol's (data/nccl/INDEX.md); not modelled. 4-8 MiB Ring/Simple and 256 KiB-2 MiB Ring/LL "
+             "run 20-34% faster than predicted"),
+})
+# NREL Kestrel (data/nccl/INDEX.md): 4 H100 SXM and 2 Slingshot-11 NICs per GPU node, NCCL 2.21.5 over aws-ofi-nccl
+# 1.6.0, no alt_read. No H100 mesh profile is bundled: modelled on gh200-alps, the bundled node of 4 Hopper GPUs in an
+# NVLink4 mesh over Slingshot-11 (its GPUs reach their NICs through the CPU, typed PHB before NCCL 2.27, as Kestrel's
+# NCCL_NET_GDR_LEVEL=PHB run sees them), with Kestrel's 2 NICs, as a new user would set it up.
+_KESTREL_NOTE = {
+    "allreduce": "; from 256 MiB within 2-6% (Ring/Simple, 45.7 GB/s busbw: 22.9 GB/s per NIC, 0.91 of the line rate, "
+                 "where the A100 nodes of Polaris and Perlmutter reach 18.4-18.6 with the same NICs, plugin and libfabric); "
+                 "128 KiB-8 MiB take 0.3-3.0 ms (not monotone in size) where Tree/LL and Ring/LL give 0.2-1.4 ms, "
+                 "and 32-128 MiB run 12-27% faster than the Ring/Simple prediction",
+    "allgather": "; from 512 MiB within 2-6% (Ring/Simple, 45.6 GB/s busbw); 1 KiB-8 MiB take 0.55-1.4 ms where Ring/LL "
+                 "gives 0.1-0.7 ms: ~9 us per ring step over the 63 steps, the per-step cost Polaris' rings pay under "
+                 "alt_read, here without it (data/nccl/INDEX.md); 16-64 MiB run 25-40% faster than predicted",
+}
+CASES.update({
+    f"h100x64_{op}_16node_kestrel_slingshot": Case(
+        "gh200-alps", op, 64, 4, family="kestrel-h100", nics=2,
+        note="NREL Kestrel, 16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NREL's system page), NCCL 2.21.5 (the "
+             "repository's build script) over aws-ofi-nccl 1.6.0, CXI rendezvous at libfabric's default; modelled on "
+             "gh200-alps (4 Hopper GPUs in an NVLink4 mesh over Slingshot-11) with 2 NICs" + _KESTREL_NOTE[op])
+    for op in ("allreduce", "allgather")
+})
 # Oracle's A100 shapes: 8 dual-port ConnectX-6 Dx (2 x 100 Gb/s) where dgx-a100 has 8 single-port
 # 200 Gb/s HCAs, the same links; NCCL before 2.20 gives each port its own channels
 # (nccl_graph.net_devices; oracle-quickstart/oci-hpc-oke manifests/topology/BM.GPU.A100-v2.8.xml).

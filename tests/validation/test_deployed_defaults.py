@@ -455,6 +455,17 @@ LOSO_BOUNDS = {
     # and its NCCL 2.21.5 run (6 sweeps): 4.6% / -0.1% / 12.0%; its 2.18 All-to-All, 1.4x faster than the 2.21.5
     # run's from 8 MiB, 14.4% -> 25.2% too fast
     "sirius-a100": TARGETS,
+    # NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 and 2.22.3 runs, CXI
+    # rendezvous at libfabric's default; scored, not fitted: 21.6% / +19.6% / 20.2%. Its Ring/Simple plateau (18.4-18.6 GB/s
+    # per NIC, Polaris' per-NIC rate under alt_read) is predicted 19-23% fast, since without alt_read no message cost
+    # applies; with Polaris' alt_read message cost its plateau would be within 4% but 1-16 MiB 21-85% too slow, so the
+    # missing term is a per-byte rate of the A100 node's path to its NICs, not a per-message cost (data/nccl/INDEX.md)
+    "perlmutter-a100": (0.23, 0.21, 0.22),
+    # NREL Kestrel, 16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NCCL 2.21.5, no alt_read), modelled on gh200-alps
+    # with 2 NICs; scored, not fitted: 15.4% / -2.7% / 26.5% (AllReduce 12.5% / -2.2%, AllGather 25.4% / -3.5%). Both
+    # plateaus within 6% from 512 MiB (22.9 GB/s per NIC); the AllGather's 1 KiB-8 MiB rows pay ~9 us per ring step
+    # (0.55-1.4 ms measured, Ring/LL 0.1-0.7 ms predicted) with no alt_read message cost to carry it (data/nccl/INDEX.md)
+    "kestrel-h100": (0.17, TARGET_SIGNED, 0.28),
     # Two NVL72 racks over RoCE with NCCL_NVLS_ENABLE=0 (header env): Tree/Ring, 17.1% / +17.1% / 34.1% (NCCL 2.29.2's tables)
     # (12.3% / +8.0% / 33.0% while the RoCE row, fitted with 2.30.7's tables for every sweep, had tree LL128
     # x 0.6; fitted with each sweep's own release it is x 1)
