@@ -18,7 +18,8 @@ all nodes; the simulator's ZeRO-1 shards over the whole data-parallel group only
 transcribed, not scored.
 
 The stack of fa7337b (``doc/en/install.md``: PyTorch 1.13.1, CUDA 11.7, flash-attention v1.0.5,
-apex 23.05): flash-attention 1 kernels, apex's fused RMSNorm, flash-attn's rotary and fused
+apex 23.05): flash-attention 1 kernels, apex's fused mixed-dtype RMSNorm fed an fp32 copy of its input (its
+dropout/add/norm blocks checkpointed and re-run in backward), flash-attn's rotary and fused
 cross-entropy, torch 1.13's ``torch.optim.AdamW`` (no ``foreach``: a loop over the tensors),
 dropout rate 0 (no kernels). Throughput-table rows pack documents into each micro_bsz x 2,048
 row (``pack_sample_into_one=False``): attention within each document, priced as attention over
