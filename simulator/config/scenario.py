@@ -300,6 +300,9 @@ def check_hybrid(scn: Scenario) -> None:
         _fail(scn, "parallel.cp", "context parallelism of Mamba2 mixers is not modelled (layer_pattern with M)")
     if t.dtype == "fp8":
         _fail(scn, "training.dtype", "fp8 with layer_pattern: the FP8 casts of hybrid blocks are not modelled")
+    if t.recompute_norm_blocks:
+        _fail(scn, "training.recompute_norm_blocks", "re-running the norm blocks of hybrid blocks (layer_pattern) "
+                                                     "is not modelled")
     if m.mtp_layers and not m.moe:
         _fail(scn, "model.mtp_layers", "a hybrid model's MTP depth is an attention and an MoE block (\"*E\"): "
                                        "it needs experts > 0")

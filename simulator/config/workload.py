@@ -381,6 +381,15 @@ class Training(_Strict):
         default="auto", description="the norm kernels of eager layers (fused_kernels: false): auto = eager "
         "(PyTorch's own LayerNorm/RMSNorm kernels) | fused (apex's FusedLayerNorm or a Triton norm, a kernel of "
         "its own at streaming bandwidth: Megatron-LM 2020)")
+    norm_input: Literal["act", "fp32"] = Field(
+        default="act", description="what the norms of eager layers read (fused_kernels: false, norm_kernel: fused): "
+        "act (the activation itself) | fp32 (an fp32 copy of it: InternLM 2023's norm(x.float()) into apex's "
+        "MixedFusedRMSNorm, which reads 4-byte inputs and writes the activation dtype, and whose input gradient is "
+        "fp32 again; a cast kernel before the norm forward and after its backward)")
+    recompute_norm_blocks: bool = Field(
+        default=False, description="the dropout, residual add and norm ahead of the attention and of the MLP of "
+        "every layer are re-run before their backward instead of kept (InternLM 2023's dropout_selective_checkpoint, "
+        "on unless the whole layer is checkpointed); eager layers, not with recompute: full or selective_op")
     rope_kernel: Literal["auto", "fused", "complex"] = Field(
         default="auto", description="the RoPE kernels of position_embedding rope: auto = fused with fused_kernels, "
         "complex with eager layers | fused (TransformerEngine's fused_apply_rotary_pos_emb, one kernel per q and "
@@ -508,6 +517,14 @@ class Training(_Strict):
     def _routing(self) -> "Training":
         if self.norm_kernel != "auto" and self.fused_kernels:
             raise ValueError(f"norm_kernel: {self.norm_kernel} describes eager layers: it needs fused_kernels: false")
+        if self.norm_input == "fp32" and (self.fused_kernels or self.norm_kernel != "fused"):
+            raise ValueError("norm_input: fp32 is apex's mixed-dtype norm beside eager layers: it needs fused_kernels: "
+                             f"false and norm_kernel: fused (got fused_kernels: {str(self.fused_kernels).lower()}, "
+                             f"norm_kernel: {self.norm_kernel})")
+        if self.recompute_norm_blocks and (self.fused_kernels or self.recompute in ("full", "selective_op")):
+            raise ValueError("recompute_norm_blocks re-runs the eager dropout/add/norm blocks: it needs fused_kernels: "
+                             f"false and recompute none or selective (got fused_kernels: "
+                             f"{str(self.fused_kernels).lower()}, recompute: {self.recompute})")
         if self.masked_softmax == "torch" and (self.attention != "unfused" or not self.fused_kernels):
             raise ValueError("masked_softmax: torch is Megatron's fallback for unfused attention with fused kernels: "
                              f"it needs attention: unfused and fused_kernels: true (got attention: {self.attention}, "

@@ -1975,6 +1975,37 @@ is modelled (`training.deterministic`, below); the rest is not.
   106-151 ms to its 919 ms (+9% .. +4%), and 76-121 ms of compute a rank to TP 1 × PP 4, whose
   +7.7% they would overshoot: neither is priced until a timing of cuDNN's deterministic path, and
   of the fill at these sizes, bounds it.
+- **Three more per-step costs of the 7B cases, checked against the code of the golden commits and not
+  priced (together 2-3% of the step, a tenth of the gap).** The rows now read +6.5% (H100 TP 1 x PP 4),
+  +11.2% (A100), +21.0% (H100 TP 4) and +15.2% (A100): 70, 295, 194 and 342 ms short.
+  - *Attention dropout inside the fused kernels.* The 7B configs keep Megatron's default dropout 0.1,
+    so cuDNN (H100) and flash-attn 2 (A100) draw the mask in-kernel; the model's fused attention
+    prices no dropout. Published pairs: cuDNN through TE 2.15 on H200, 4 x 1,024 tokens, 16 heads,
+    d 128, sbhd: 0.594 -> 0.614 ms forward and backward (+3.4%, TransformerEngine issue #3312);
+    flash-attn 2 on GB200, packed (thd): 0.695 -> 0.728 ms (+4.7%, TE PR #3313). On the model's attention time per
+    rank (133 ms on H100 in either plan, 499-532 ms on A100) that is 4.5 ms (0.5%) and 23-25 ms (1%).
+  - *The data loader's attention mask.* `--no-create-attention-mask-in-dataloader` is not set, so
+    every sample carries a b x 1 x s x s bool mask (67 MB at 8,192 tokens; `GPTDataset` caches it,
+    `_get_ltor_masks_and_position_ids`); TP rank 0 copies it to the GPU on the compute stream
+    (`.cuda(non_blocking=True)` from pinned memory) and broadcasts it to its TP group
+    (`get_batch_on_this_tp_rank`, megatron/core/utils.py at 6e091e1b68); TE ignores it for the causal
+    mask type. TP 4, micro-batch 2: 134 MB a micro-batch, ~3 ms on a DGX H100 (PCIe Gen5) and ~6 ms
+    on a DGX A100 (Gen4) with the broadcast, 6 and 12 ms a step (0.6%); TP 1 x PP 4: 67 MB a
+    micro-batch on the first and last stage, 5 and 11 ms a step there.
+  - *Megatron-Core DDP's pre-reduction passes.* `start_grad_sync` runs, per bucket group,
+    `check_grads` (a `grad_data.norm()` whose `isnan` / `isinf` checks read the result back to the
+    host: `--check-for-nan-in-loss-and-grad` is on by default) and `grad_data *= 1/dp`
+    (`gradient_scaling_factor`, `average_in_collective` off): 12 bytes per fp32 gradient element a
+    step, 20 GB on either plan's rank (1.69B parameters), 7.3 ms on H100 and 12.3 ms on A100 (0.8%,
+    0.5%), plus two host reads per bucket (about 34 buckets of >= 40M parameters at TP 4). It runs
+    in every Megatron-Core source (the model prices neither pass anywhere), so it is a change for
+    all of them, under 1% of a step each, not for these rows alone.
+  Priced together they would take H100 TP 4 from +21.0% to about +18.7% and A100 TP 4 from +15.2% to
+  about +12.8%. Also read and ruled out at these commits: `--log-params-norm` takes the sharded fp32
+  main parameters (`calc_params_l2_norm`: `main_param_sharded`, no fp32 copy); `--deterministic-mode`
+  also switches the embedding lookup to advanced indexing (`self.weight[masked_input]`, a sort-based
+  deterministic backward over 16,384 tokens: well under a millisecond); eval (interval 1,000) and
+  checkpoint saves (interval 10,000) fall outside the 25 steps.
 - **The small GPT (12 layers, h 512, seq 1,024, micro-batch 4), 10 rows under five plans: +146% to
   +767%, median +624%.** The measured step is not the kernels: counted per layer and micro-batch a
   rank runs (forward and backward), it is 6.1-9.2 ms on H100 and 8.5-17.1 ms on A100, where the
@@ -2092,9 +2123,43 @@ Shanghai AI Laboratory's page of July 2023 (`data/e2e/internlm_7b_train_performa
 InternLM-7B at 16,384 tokens per GPU and step on 8-1,024 A100 with 400 Gb/s per node, a quarter of a
 DGX A100's network, under InternLM's HybridZeroOptimizer. Scored: the `zero1=-1` throughput rows
 (optimizer sharded over the whole data-parallel group, TP 1 and 2) and the one-node rows; 20 rows,
-median |error| 11.1%, mean 11.8%, max 22.6%, signed +11.1%, every row optimistic. Nothing was fitted
-on them (no row of the source fits anything; dgx-a100's committed derate through `internlm-a100`).
-Simulation cost: 9 CPU seconds for the 20 rows.
+median |error| 6.7%, mean 8.1%, max 20.3%, signed +6.7%, every row optimistic (11.0%, 11.4%, 21.9%,
++11.0% before the norms below were priced). Nothing was fitted on them (no row of the source fits
+anything; dgx-a100's committed derate through `internlm-a100`). Simulation cost: 9 CPU seconds for
+the 20 rows.
+
+- **The norms as InternLM ran them (`norm_input: fp32`, `recompute_norm_blocks`).** Every RMSNorm of
+  fa7337b is fed an fp32 copy of its input: `self.norm1(_residual.float())`, `self.norm2(...)` and the
+  final `self.norm(hidden_states.float())` (internlm/model/modeling_internlm.py), into apex's
+  `MixedFusedRMSNorm`, whose forward writes the weight's dtype (bf16) and whose backward returns an
+  fp32 input gradient (`empty_like(input)`, csrc/layer_norm_cuda.cpp), which autograd casts back to
+  bf16. And since `build_model_with_cfg` defaults `dropout_selective_checkpoint=True` and the configs
+  leave `checkpoint` off, each layer's two blocks (dropout of p = 0, the residual add of the second,
+  the cast and the norm) run under `activation_checkpoint` and are run again before their backward.
+  In units of one bf16 hidden activation (hb) a norm then moves 6 hb forward (cast 1 + 2, norm 2 + 1)
+  and 11 hb backward (two passes reading dy and the fp32 x, one writing the fp32 dx, then the cast
+  2 + 1), against 2 and 5 on bf16, plus 15 hb of re-run per layer (3 + 6 + 6): 35 hb more per layer
+  and micro-batch, 150 GB a step on the TP 1 rank (4 micro-batches of 4,096 tokens), twice that at
+  TP 2, whose norms run on the whole micro-batch on both ranks (no sequence parallelism). Priced,
+  with no constant fitted, the one-node TP 1 step goes from 3.78 to 3.88 s (measured 4.03), and the
+  rows move (signed error, before -> after): TP 1 zero1=-1 on 8, 16, 32, 64, 128, 256, 512, 1,024
+  GPUs +6.7 -> +4.0, +5.9 -> +3.4, +6.9 -> +4.5, +8.7 -> +6.2, +11.1 -> +8.6, +16.6 -> +14.1,
+  +11.4 -> +9.7, +21.9 -> +20.3%; TP 1 zero1=8 one node +6.2 -> +3.6%; TP 2 zero1=-1 on 8 to 1,024
+  +10.9 -> +5.7, +9.0 -> +4.3, +10.8 -> +6.1, +12.0 -> +7.3, +16.3 -> +11.4, +21.9 -> +16.9,
+  +15.2 -> +11.5, +12.7 -> +9.4%; TP 2 zero1=4 one node +12.7 -> +7.5%; the FLOPS table's one-node
+  rows +5.9 -> +4.3% (full recompute: the fp32 norms re-run with the layer, no block checkpoint)
+  and +5.6 -> +2.9%. No other source sets either key (both default off; the eager sources
+  megatron2020, mpt_small and torchtitan score to the digit as before).
+- **What the optimizer step still leaves out (checked, not priced: under 0.5% of the one-node step).**
+  HybridZeroOptimizer's `_step` also checks every shard gradient for overflow tensor by tensor
+  (`float(tensor.float().sum())`: 10 bytes per element and a host read per tensor), computes the
+  clipping norm over `g.data.float()` copies (6 bytes more than the 4 the model reads), flattens the
+  bf16 shard and casts it to fp32 (10 bytes) and copies the fp32 master back into the bf16 flat
+  shard (6 bytes): 32 bytes per element of the rank's shard, 29 GB on one node (0.92B elements at
+  DP 8 or TP 2 x DP 4), 18 ms of the 4.0 s step at the stream bandwidth; every bucket's reduction
+  starts with a `torch.cuda.synchronize()` (`_reduce_and_copy` with `zero_overlap_communication`),
+  about 14 buckets of 512M elements a step, each leaving the GPU idle while the host launches the
+  bucket's copies and the next kernels.
 
 - **The optimizer as InternLM ran it (`zero1_impl: internlm`).** InternLM fa7337b AllReduces the bf16
   gradients of each 512M-element bucket over the whole data-parallel group (`reduce_tensor` with no
@@ -2136,13 +2201,14 @@ Simulation cost: 9 CPU seconds for the 20 rows.
   +12.4% to +15.5%, 512 GPUs +12.1% to +13.2% and +14.8% to +15.8%, 128 GPUs +12.1% to +11.0%:
   further from the measurement. The fill stays unmodelled until a measured broadcast sweep
   across nodes can ground it.
-- **One node: +6.6% to +7.6% at TP 1, +10.3% and +12.0% at TP 2,** and the same offset under every
-  multi-node row (+6.9% to +9.7% from 16 to 64 GPUs at TP 1): 0.29 s of the 4.03 s TP 1 step on the
-  compute side, with dgx-a100's derate (fitted on Megatron-LM and MPT rows) pricing a PyTorch 1.13,
-  flash-attention 1.0.5 and apex stack. The predicted compute is 3.68 s, 82% of it GEMMs (3.01 s)
-  and 0.32 s flash-attention 1 kernels: the offset is 9.5% of the GEMM time, or about the whole
-  attention time. Not diagnosed further (the GEMMs ran through flash-attn's fused_dense on cuBLASLt
-  of CUDA 11.7; no kernel timing of that stack is at hand).
+- **One node: +2.9% to +4.3% at TP 1, +5.7% and +7.5% at TP 2** (+5.6% to +6.7% and +10.9%, +12.7%
+  before the norms above), and the same offset under every multi-node row (+3.4% to +6.2% from 16
+  to 64 GPUs at TP 1): 0.15 s of the 4.03 s TP 1 step on the compute side, with dgx-a100's derate
+  (fitted on Megatron-LM and MPT rows) pricing a PyTorch 1.13, flash-attention 1.0.5 and apex stack.
+  The predicted compute was 3.68 s before the norms, 82% of it GEMMs (3.01 s) and 0.32 s
+  flash-attention 1 kernels: what is left is 5% of the GEMM time. Not diagnosed further (the GEMMs
+  ran through flash-attn's fused_dense on cuBLASLt of CUDA 11.7; no kernel timing of that stack is
+  at hand).
 - Transcribed, not scored: the multi-node `zero1=8` / `zero1=4` rows (the optimizer sharded inside
   each node while the gradients are AllReduced over all of them, which the simulator's ZeRO-1 does
   not describe). Tried as a split axis of dp (consecutive dp ranks, as `cp_a2a` splits cp), the

@@ -18,7 +18,8 @@ all nodes; the simulator's ZeRO-1 shards over the whole data-parallel group only
 transcribed, not scored.
 
 The stack of fa7337b (``doc/en/install.md``: PyTorch 1.13.1, CUDA 11.7, flash-attention v1.0.5,
-apex 23.05): flash-attention 1 kernels, apex's fused RMSNorm, flash-attn's rotary and fused
+apex 23.05): flash-attention 1 kernels, apex's fused mixed-dtype RMSNorm fed an fp32 copy of its input (its
+dropout/add/norm blocks checkpointed and re-run in backward), flash-attn's rotary and fused
 cross-entropy, torch 1.13's ``torch.optim.AdamW`` (no ``foreach``: a loop over the tensors),
 dropout rate 0 (no kernels). Throughput-table rows pack documents into each micro_bsz x 2,048
 row (``pack_sample_into_one=False``): attention within each document, priced as attention over
@@ -26,6 +27,8 @@ row (``pack_sample_into_one=False``): attention within each document, priced as 
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from simulator.e2e_validation.rows import Row, parse_int, parse_recompute
 from simulator.e2e_validation.scenarios import Case, Stack, llama_model, make_scenario
@@ -35,8 +38,15 @@ INTERNLM_PROFILE = "internlm-a100"
 REDUCE_BUCKET_ELEMENTS = 512 * 1024 * 1024
 # InternLM fa7337b: flash-attn 1.0.5 attention, rotary and cross-entropy kernels, apex's fused
 # RMSNorm, the other elementwise ops PyTorch's, torch 1.13's for-loop AdamW, no dropout kernels.
+# Every norm is fed an fp32 copy of its input (``self.norm1(_residual.float())``, ``norm2`` and the
+# final ``self.norm(hidden_states.float())`` in internlm/model/modeling_internlm.py) and is apex's
+# MixedFusedRMSNorm (fp32 in, bf16 out, fp32 input gradient): norm_input fp32. Without full
+# recompute each layer's dropout / residual add / norm blocks run under ``activation_checkpoint``
+# (``dropout_selective_checkpoint``, True by default in ``build_model_with_cfg`` and enabled when
+# ``checkpoint`` is off): recompute_norm_blocks.
 INTERNLM_2023 = Stack(attention="flash1", fused_kernels=False, optimizer="for_loop", cross_entropy="fused",
-                      dropout=False, norm_kernel="fused", rope_kernel="fused")
+                      dropout=False, norm_kernel="fused", rope_kernel="fused", norm_input="fp32",
+                      recompute_norm_blocks=True)
 
 
 def zero1_group(r: Row) -> int:
@@ -58,9 +68,12 @@ def internlm_case(r: Row) -> Case:
     recompute = parse_recompute(r)
     table = "throughput" if r["notes"].startswith("throughput") else f"FLOPS ckpt {recompute}"
     label = f"InternLM-7B tp{tp} {r['zero_stage_or_fsdp']} mbs{mb} gbs{gb} {n} GPUs ({table})"
+    # the norm blocks' own checkpoint is off when the whole layer is checkpointed (PackedFlashBaseLayer1D:
+    # dropout_selective_checkpoint and checkpoint is False)
+    stack = INTERNLM_2023 if recompute != "full" else replace(INTERNLM_2023, recompute_norm_blocks=False)
     scenario = make_scenario(f"internlm-7b-{tp}-{n}-{mb}-{gb}-{recompute}", INTERNLM_PROFILE, n, llama_model(r),
                              micro_batch=mb, global_batch=gb, dtype="bf16", recompute=recompute, parallel=par,
-                             stack=INTERNLM_2023)
+                             stack=stack)
     return Case("internlm", label, scenario, "tokens_per_s_per_gpu", float(r["value"]), n)
 
 

@@ -55,12 +55,15 @@ class Stack:
     norm_kernel: str = "auto"  # training.norm_kernel
     linear_bias: str = "none"  # training.linear_bias
     rope_kernel: str = "auto"  # training.rope_kernel
+    norm_input: str = "act"  # training.norm_input
+    recompute_norm_blocks: bool = False  # training.recompute_norm_blocks
 
     def training(self) -> dict:
         out: dict = dict(attention=self.attention, fused_kernels=self.fused_kernels, optimizer=self.optimizer,
                          cross_entropy=self.cross_entropy)
         defaults = Stack.__dataclass_fields__
-        for key in ("train_metrics", "dropout", "norm_kernel", "linear_bias", "rope_kernel"):
+        for key in ("train_metrics", "dropout", "norm_kernel", "linear_bias", "rope_kernel", "norm_input",
+                    "recompute_norm_blocks"):
             if getattr(self, key) != defaults[key].default:
                 out[key] = getattr(self, key)
         return out

@@ -837,6 +837,9 @@ SOURCES: list[Source] = [
             "InternLM's HybridZeroOptimizer (zero1_impl: internlm): the bf16 gradients AllReduced over the "
             "data-parallel group in 512M-element buckets during the backward, then one broadcast per rank that "
             "owns parameters (InternLM's greedy split of the parameter tensors), in rank order.",
+            "Every RMSNorm is fed an fp32 copy of its input (norm_input: fp32: InternLM's norm(x.float()) into "
+            "apex's MixedFusedRMSNorm) and each layer's dropout/add/norm blocks are re-run in backward "
+            "(recompute_norm_blocks: InternLM's dropout_selective_checkpoint), except under full recompute.",
             "Scored: the zero1=-1 rows (the optimizer sharded over the whole data-parallel group) and the "
             "one-node rows; the multi-node zero1=8 / zero1=4 rows shard within a node, which the simulator's "
             "ZeRO-1 does not describe: transcribed, not scored.",

@@ -62,6 +62,8 @@ class LayerSpec:
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
     deterministic: bool = False  # training.deterministic: the attention backward's deterministic algorithm
     norm_kernel: str = "auto"  # training.norm_kernel
+    norm_input: str = "act"  # training.norm_input: act | fp32 (Elementwise.of)
+    recompute_norm_blocks: bool = False  # training.recompute_norm_blocks (LayerBuilder._backward)
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
@@ -89,7 +91,7 @@ class LayerSpec:
                    tp_sm_margin=p.tp_overlap_sm_margin,
                    tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())), cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, deterministic=t.deterministic,
-                   norm_kernel=t.norm_kernel,
+                   norm_kernel=t.norm_kernel, norm_input=t.norm_input, recompute_norm_blocks=t.recompute_norm_blocks,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
@@ -99,7 +101,7 @@ class LayerSpec:
 
     @property
     def elementwise(self) -> "Elementwise":
-        return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel)
+        return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel, self.norm_input)
 
     def is_moe(self, layer: int) -> bool:
         if self.pattern and layer < len(self.pattern):
@@ -244,6 +246,15 @@ class Elementwise:
     (``norm_kernel: fused`` with eager layers, Megatron-LM 2020). Counts of bytes, not
     measurements: the kernel model turns them into time. Fused stacks have no separate norm
     block (0, 0).
+
+    ``norm_input`` fp32 (InternLM 2023: ``self.norm1(residual.float())`` into apex's
+    ``MixedFusedRMSNorm``, modeling_internlm.py at fa7337b): the cast reads the activation and
+    writes it in fp32 (1 + 2 hb), the norm reads fp32 and writes the activation dtype (2 + 1 hb),
+    and apex's mixed-dtype kernel returns an fp32 input gradient (``empty_like(input)``), so its
+    two backward passes each read dy and the fp32 x and the grad-input pass writes fp32
+    (2·(1 + 2) + 2 = 8 hb), then autograd's cast back reads fp32 and writes the activation
+    (2 + 1 hb): 6 hb in two kernels forward, 11 hb in three backward (2 and 5 for a norm on the
+    activation itself, by the same counts).
     """
 
     res_ln_fwd: tuple[float, int]
@@ -267,16 +278,25 @@ class Elementwise:
         return self.ln_bwd if self.ln_bwd[1] else (3, 1)
 
     @classmethod
-    def of(cls, fused: bool, gated: bool, dropout: bool = True, norm_kernel: str = "auto") -> "Elementwise":
+    def of(cls, fused: bool, gated: bool, dropout: bool = True, norm_kernel: str = "auto",
+           norm_input: str = "act") -> "Elementwise":
         if fused:
             return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=(3 if gated else 2, 1),
                        res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=(5 if gated else 3, 1))
         drop, k = (2.5, 1) if dropout else (0.0, 0)
+        ln_fwd, ln_bwd = ((FP32_NORM_FWD_HB, 2), (FP32_NORM_BWD_HB, 3)) if norm_input == "fp32" else ((2, 1), (5, 2))
         return cls(res_ln_fwd=(drop + 3, k + 1), res_fwd=(drop + 3, k + 1),
                    act_fwd=((2 + 3, 2) if gated else (2, 1)),
                    res_bwd=(3 + drop, 1 + k), res_ln_bwd=(3 + drop, 1 + k),
                    act_bwd=((3 + 5, 3) if gated else (3, 1)),
-                   ln_fwd=(2, 1), ln_bwd=(5, 2), norm_impl="" if norm_kernel == "fused" else "eager", eager=True)
+                   ln_fwd=ln_fwd, ln_bwd=ln_bwd, norm_impl="" if norm_kernel == "fused" else "eager", eager=True)
+
+
+# A norm fed an fp32 copy of a 2-byte activation (Elementwise, norm_input fp32), in hb: forward the
+# cast (read 1, write 2) and the norm (read 2, write 1); backward the norm's two passes reading dy (1)
+# and x (2) each and writing dx in fp32 (2), then the cast back (read 2, write 1)
+FP32_NORM_FWD_HB = (1 + 2) + (2 + 1)
+FP32_NORM_BWD_HB = 2 * (1 + 2) + 2 + (2 + 1)
 
 
 def _residual_norm(pb: ProgramBuilder, prefix: str, direction: str, ew: Elementwise, hb: float,
@@ -815,7 +835,12 @@ class LayerBuilder:
             act = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", act_bytes, (fc2,), tag, ew.act_bwd[1])
             act = self._bias(pb, layer, "fc1", self._fc1_out, s.tokens, act, tag, "bwd")
             fc1 = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", self._fc1_out, g("fc1", act))
-        ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, _deps(fc1, wait_attn), tag)
+        before_ln2 = _deps(fc1, wait_attn)
+        if s.recompute_norm_blocks:  # the residual add and the MLP's norm re-run from the kept block inputs
+            start = len(pb)
+            before_ln2 = (_residual_norm(pb, f"L{layer}", "fwd", ew, hb, before_ln2, tag),)
+            mark_recompute(pb, start)
+        ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, before_ln2, tag)
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         core = self._core_attention_bwd(pb, layer, mb, proj)
@@ -823,6 +848,11 @@ class LayerBuilder:
         core = self._qk_norm(pb, layer, core, tag, "bwd")
         core = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, core, tag, "bwd")
         qkv = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", core))
+        if s.recompute_norm_blocks:  # the attention's norm re-run from the layer's input
+            start = len(pb)
+            qkv = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, (qkv,), tag, ew.norm_fwd[1],
+                          ew.norm_impl)
+            mark_recompute(pb, start)
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 

@@ -122,3 +122,50 @@ def test_epilogue_biases_cost_only_their_gradient(tmp_path):
     assert not any(".bias.fwd" in o.name for o in ops)
     bwd = {o.name: o.hbm_bytes for o in ops if ".bias.bwd" in o.name and o.name.startswith("L0.")}
     assert sum(bwd.values()) == (3 * H + H + FFN + H) * T * 2
+
+
+def test_norm_fed_an_fp32_copy(tmp_path):
+    """norm_input fp32 (InternLM's ``norm(x.float())`` into apex's MixedFusedRMSNorm): forward the
+    cast (read 1 hb, write 2) and the norm (read 2, write 1): 6 hb in 2 kernels; backward the norm's
+    two passes, each reading dy (1) and the fp32 x (2), the first writing the fp32 dx (2), then the
+    cast back (read 2, write 1): 11 hb in 3 kernels. Every norm (both of each layer, the final one)."""
+    ops = _ops(tmp_path, fused_kernels=False, norm_kernel="fused", dropout=False, norm_input="fp32")
+    norms = {o.name: (o.hbm_bytes, o.count) for o in ops if o.kind == "norm"}
+    fwd = ["L0.ln1.fwd", "L0.ln2.fwd", "L1.ln1.fwd", "final_norm.fwd"]
+    bwd = ["L0.ln1.bwd", "L0.ln2.bwd", "L1.ln2.bwd", "final_norm.bwd"]
+    assert {norms[n] for n in fwd} == {(6 * HB, 2)}
+    assert {norms[n] for n in bwd} == {(11 * HB, 3)}
+    with pytest.raises(InputError, match="norm_input"):
+        _ops(tmp_path, fused_kernels=False, norm_input="fp32")  # PyTorch's own norm has no fp32-in, bf16-out form
+
+
+def test_recomputed_norm_blocks(tmp_path):
+    """recompute_norm_blocks (InternLM's dropout_selective_checkpoint): before the MLP norm's
+    backward the residual add (3 hb) and that norm re-run, before the attention norm's backward
+    that norm; each re-run ahead of the backward it feeds, and nothing else re-run."""
+    base = dict(fused_kernels=False, norm_kernel="fused", dropout=False, norm_input="fp32")
+    plain = _ops(tmp_path, **base)
+    ops = _ops(tmp_path, **base, recompute_norm_blocks=True)
+    names = [o.name for o in ops]
+    rec = {o.name: (o.hbm_bytes, o.count) for o in ops if o.name.endswith(".recompute")}
+    assert rec == {f"L{i}.{n}.recompute": v for i in range(2) for n, v in
+                   (("res1.fwd", (3 * HB, 1)), ("ln2.fwd", (6 * HB, 2)), ("ln1.fwd", (6 * HB, 2)))}
+    for i in range(2):
+        assert names.index(f"L{i}.ln2.fwd.recompute") + 1 == names.index(f"L{i}.ln2.bwd")
+        assert names.index(f"L{i}.ln1.fwd.recompute") + 1 == names.index(f"L{i}.ln1.bwd")
+    extra = sum(o.hbm_bytes for o in ops) - sum(o.hbm_bytes for o in plain)
+    assert extra == pytest.approx(2 * (3 + 6 + 6) * HB)
+    for bad in (dict(base, recompute="full"), dict(base, fused_kernels=True, norm_kernel="auto", norm_input="act")):
+        with pytest.raises(InputError, match="recompute_norm_blocks"):
+            _ops(tmp_path, **bad, recompute_norm_blocks=True)
+
+
+def test_internlm_rows_feed_fp32_norms_and_recompute_their_blocks():
+    """InternLM fa7337b: every row's norms read an fp32 copy; the norm blocks are checkpointed
+    unless the whole layer is (the FLOPS table's full-recompute row)."""
+    from simulator.e2e_validation.sources import SOURCES, cases
+
+    rows = cases([s for s in SOURCES if s.key == "internlm"])
+    assert rows and all(c.scenario["training"]["norm_input"] == "fp32" for c in rows)
+    assert {(c.scenario["training"]["recompute"], c.scenario["training"].get("recompute_norm_blocks", False))
+            for c in rows} == {("none", True), ("full", False)}

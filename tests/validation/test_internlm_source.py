@@ -109,13 +109,16 @@ def test_hybrid_zero_allreduces_and_broadcasts_each_owners_shard():
 
 @pytest.mark.slow
 def test_internlm_errors():
-    """Doc: median |error| 11.1%, every row optimistic (+6.6% to +22.6%): +7-12% on one node (the
-    compute side), growing to +12-23% from 128 GPUs where the broadcasts of the zero1=-1 rows are
+    """Doc: median |error| 6.7%, every row optimistic (+2.9% to +20.3%): +3-8% on one node (the
+    compute side), growing to +9-20% from 128 GPUs where the broadcasts of the zero1=-1 rows are
     priced at ~65% of what the measurements imply (the page's findings). Without the broadcasts
-    (one bucketed AllGather, the traffic alone) the 1,024-GPU TP 1 row was +60%."""
+    (one bucketed AllGather, the traffic alone) the 1,024-GPU TP 1 row was +60%; without the fp32
+    norm inputs and the re-run norm blocks the median was 11.0% and the one-node rows +6-13%."""
     results = list(scoring.run_cases(internlm(_rows())))
     errors = [r.error for r in results]
-    assert statistics.median(abs(e) for e in errors) <= 0.13
-    assert all(0.0 < e <= 0.25 for e in errors)
+    assert statistics.median(abs(e) for e in errors) <= 0.08
+    assert all(0.0 < e <= 0.22 for e in errors)
     by = {r.case.label: r.error for r in results}
-    assert by["InternLM-7B tp1 zero1=-1 mbs2 gbs8192 1024 GPUs (throughput)"] <= 0.25
+    assert by["InternLM-7B tp1 zero1=-1 mbs2 gbs8192 1024 GPUs (throughput)"] <= 0.22
+    one_node = [e for r, e in zip(results, errors) if r.case.n_gpus == 8]
+    assert len(one_node) == 6 and all(0.0 < e <= 0.08 for e in one_node)
