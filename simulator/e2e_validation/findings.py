@@ -1590,7 +1590,7 @@ What each row ran, from the frameworks' sources at the versions behind the rows:
   committed script has it (no recompute), the row goes from +5.5% to +10.2% at 0.698, further
   from the tuned stacks. It is not the median row, so the derate does not move.
 - **The same stacks on A100.** At the A100 MAMF plateau (271 TFLOP/s), MPT's 8-GPU A100 rows
-  are +5% to +19% and FlagPerf's A800 rows +6% to +17%, so a derate of 0.85-0.87 fits them. On
+  are +4% to +16% and FlagPerf's A800 rows +6% to +17%, so a derate of 0.85-0.87 fits them. On
   H100 the same software needs 0.70 (MPT), or 0.65 with FlagPerf alone (its leave-one-source-out
   refit). Relative to A100, H100 keeps 0.81 of the A100 fraction (MPT) and 0.76 (FlagPerf).
   Megatron-LM's CI functional tests on one H100 node (GPT 6.7B, held out, 2026 containers) are
