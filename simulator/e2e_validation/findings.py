@@ -1613,11 +1613,11 @@ measurement, covers it. What the slow fitting rows share is Hopper software from
 2024: cuBLAS 12.1 in PyTorch's image, cuBLAS 12.3 and TE 1.x in NGC 24.02. MAMF was measured on
 torch 2.7 with cuBLAS 12.6, and dgxc ran NeMo 25.02 on CUDA 12.8. The same images' A100 kernels
 reach MAMF's fraction. That points to the Hopper GEMM kernels of the time, but it is not shown:
-a factor per cuBLAS release would need the rows' GEMM shapes timed under cuBLAS 12.1 and 12.3 on H100, and
-`data/` holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
+a factor per cuBLAS release would need the rows' GEMM shapes timed under cuBLAS 12.1 and 12.3
+on H100, and `data/` holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
 (PyTorch eager and FSDP, Megatron-Core and TE in their defaults). The tuned NVIDIA stacks come
-out pessimistic by the ratio of their GEMM rate to it (about 0.87 / 0.70), as the two sections
-above report.
+out pessimistic by the ratio of their GEMM rate to it (about 0.87 / 0.70), as the section on
+NVIDIA-tuned stacks reports.
 
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
