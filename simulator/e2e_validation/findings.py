@@ -1573,9 +1573,12 @@ What each row ran, from the frameworks' sources at the versions behind the rows:
     5.9% (+3.8%) → 5.8% (+4.4%); Megatron-LM 2020 1.1% → 1.0%. The NVIDIA-tuned H100 rows take
     the refitted derate and go from 5.2% (−4.0%) to 5.0% (−3.6%): dgxc Nemotron −10.7% → −10.2%
     and dgxc Llama 3.1 −5.9% → −5.3%. That closes little of the gap.
-  - *Not priced, with a bound on each:* FSDP1 casts the unsharded gradient (6 B per parameter)
-    and pre-divides it (8 B) where the FSDP2 copy-in charges 8 B. On MPT-7B that is about
-    6 B × 6.7e9 / 3 TB/s ≈ 13 ms of 1.155 s (1.1%). The FlashAttention-1 rate on H100 (0.233
+  - *Not priced, with a bound on each:* FSDP1 (torch 2.1 `_post_backward_hook`, `_reduce_grad`)
+    casts each unit's unsharded gradient to fp32 (6 B per parameter) and pre-divides it (8 B),
+    where the FSDP2 copy-in the rows run charges 8 B: 6 B more, about 13 ms of MPT-7B's 1.155 s
+    (6 B × 6.7e9 / 3 TB/s). But FSDP1 gathers straight into its flat parameter, with no FSDP2
+    copy-out (4 B per parameter per gather, forward and backward), so FULL_SHARD nets 2 B per
+    parameter less than what is priced, not more. The FlashAttention-1 rate on H100 (0.233
     forward, 0.194 backward) was derived from A100 figures, not measured. But attention is only
     0.131 s of MPT-7B's step. Slowing it enough to close the gap would make the 32K-64K sweep
     rows, where attention is most of the step, strongly pessimistic; they are +2% to +10% now.
