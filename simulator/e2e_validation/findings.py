@@ -1569,6 +1569,96 @@ not the 52 of the vocab-parallel loss priced; the forced-balanced gate has no we
 GEMM runs (Nano and Super 0.2 and 0.4 points closer, the others 0.2 to 0.5 points further off). This is the pattern of the
 section on NVIDIA's BF16 runs above.
 
+## What sets the H100 GEMM derate: the five fitting rows, row by row
+
+The dgx-h100 derate is fitted on five 8-GPU BF16 rows: llm-foundry's MPT-1B, -7B, -13B and
+-30B (2023) and FlagPerf's Llama-3 8B (2024). With the GEMM curve at the MAMF plateau (derate
+1.0, 794 TFLOP/s on a large GEMM) every one of them is a quarter optimistic. NVIDIA's held-out
+run of nearly the same model on the same 8 GPUs is not:
+
+| row (8 H100, BF16) | stack | error at 1.0 | at 0.698 | step not accounted for at 1.0 | GEMM rate that matches |
+|---|---|---:|---:|---:|---:|
+| MPT-1B, mbs 14 | torch 2.1.0+cu121, Composer 0.16 FSDP1 SHARD_GRAD_OP | +23.7% | −0.5% | 0.121 of 0.631 s (19%) | 549 TFLOP/s |
+| MPT-7B, mbs 6 | same, FULL_SHARD | +26.5% | −2.0% | 0.242 of 1.155 s (21%) | 565 TFLOP/s |
+| MPT-13B, mbs 2 | same | +27.7% | +1.4% | 0.185 of 0.855 s (22%) | 518 TFLOP/s |
+| MPT-30B, mbs 3, full recompute | same | +27.8% | −4.0% | 14.0 of 64.4 s (22%) | 576 TFLOP/s |
+| FlagPerf Llama-3 8B, TP 2 | NGC PyTorch 24.02, Megatron-Core 0.6, TE | +33.7% | +5.5% | 16.3 of 64.7 s (25%) | 505 TFLOP/s |
+| dgxc Llama 3.1 8B, CP 2 (held out) | NeMo 25.02.01, vboost on | +10.1% | −14.7% | (none) | about 690 TFLOP/s |
+
+(MPT errors with the fp32 gradient reduction below. "GEMM rate that matches" is the mean rate of
+the critical rank's GEMMs that would make the simulated step equal the measured one, everything
+else as simulated.)
+
+What each row ran, from the frameworks' sources at the versions behind the rows:
+
+- **MPT.** `sweep.sh` at llm-foundry b2a43a14 (the commit that added the H100 tables) submits
+  every H100 row with the image `mosaicml/pytorch:2.1.0_cu121-python3.10-ubuntu20.04`, and
+  `submit_benchmarks.py` runs the `v0.3.0` branch whatever commit is asked for. That is torch
+  2.1.0 with cuBLAS 12.1, Composer 0.16 and FSDP1, `attn_impl: triton` (the FlashAttention-1
+  port, compiled by `triton-pre-mlir`'s sm90 branch), `low_precision_layernorm`, biases on,
+  DecoupledAdamW with norm clipping, and throughput as the last 10-batch window of a 30-batch run.
+  The model already prices the eager layers, the bias epilogue, the attention kernel, Composer's
+  training metrics, the per-tensor optimizer and clipping, and the host's issue queue.
+  - *Priced now:* "MP Mode DEFAULT" is Composer's `get_mixed_precision('DEFAULT')`
+    (composer/trainer/mosaic_fsdp_utils.py, v0.16): bf16 parameters but `reduce_dtype=float32`,
+    so FSDP casts each unit's gradient to fp32 and reduce-scatters it in fp32. The rows ran with
+    bf16 reductions before. MPT-13B moves by −3.2 points, -30B by −1.8, -7B by −1.1, and -1B
+    (SHARD_GRAD_OP, the median row) by −0.4. The refit moves dgx-h100 by × 1.007
+    (0.698 → 0.703) and dgx-a100 by × 0.999. Held-out medians, with each source left out of
+    the fit, before → after: MPT 5.2% (−2.3%) → 5.2% (−4.4%), in-sample 3.4% → 2.8%; MPT
+    sweeps 5.3% (+0.5%) → 5.4% (+0.3%); MPT 125M-760M 2.8% (+0.3%) → 2.9% (+0.2%); FlagPerf
+    5.9% (+3.8%) → 5.8% (+4.4%); Megatron-LM 2020 1.1% → 1.0%. The NVIDIA-tuned H100 rows take
+    the refitted derate and go from 5.2% (−4.0%) to 5.0% (−3.6%): dgxc Nemotron −10.7% → −10.2%
+    and dgxc Llama 3.1 −5.9% → −5.3%. That closes little of the gap.
+  - *Not priced, with a bound on each:* FSDP1 (torch 2.1 `_post_backward_hook`, `_reduce_grad`)
+    casts each unit's unsharded gradient to fp32 (6 B per parameter) and pre-divides it (8 B),
+    where the FSDP2 copy-in the rows run charges 8 B: 6 B more, about 13 ms of MPT-7B's 1.155 s
+    (6 B × 6.7e9 / 3 TB/s). But FSDP1 gathers straight into its flat parameter, with no FSDP2
+    copy-out (4 B per parameter per gather, forward and backward), so FULL_SHARD nets 2 B per
+    parameter less than what is priced, not more. The FlashAttention-1 rate on H100 (0.233
+    forward, 0.194 backward) was derived from A100 figures, not measured. But attention is only
+    0.131 s of MPT-7B's step. Slowing it enough to close the gap would make the 32K-64K sweep
+    rows, where attention is most of the step, strongly pessimistic; they are +2% to +10% now.
+    PyTorch 2.1 runs the forward `addmm` (a linear layer with bias) through cuBLASLt with a
+    compile-time 1 MiB workspace. cuBLAS recommends 32 MiB on Hopper, and pytorch#101145 saw
+    H100 GEMMs slow down with the smaller one, but only on small shapes (m = 1024). No timing at
+    these rows' shapes (12K-29K tokens by 2K-29K) is in the data.
+- **FlagPerf.** The Dockerfile is `nvcr.io/nvidia/pytorch:24.02-py3` (CUDA 12.3) with Megatron-LM
+  `core_v0.6.0`. `pretrain_llama3.sh` (1b5a0303) passes `--transformer-impl transformer_engine
+  --use-mcore-models --use-flash-attn --sequence-parallel --use-distributed-optimizer --bf16
+  --log-interval 1`. `run_pretraining.py` reads the last "elapsed time per iteration" of 300
+  steps. The script passes no recompute flag, no `--position-embedding-type rope`, no
+  `--disable-bias-linear` and no `--untie-embeddings-and-output-weights`, so Megatron's defaults
+  apply: learned absolute positions, biases and tied embeddings, each well under 1% of the step.
+  The README lists "recompute-activations" among the case's optimisations, in the A100 section
+  (the H100 rows have no environment section), and the row keeps selective recompute. Run as the
+  committed script has it (no recompute), the row goes from +5.5% to +10.2% at 0.698, further
+  from the tuned stacks. It is not the median row, so the derate does not move.
+- **The same stacks on A100.** At the A100 MAMF plateau (271 TFLOP/s), MPT's 8-GPU A100 rows
+  are +4% to +16% and FlagPerf's A800 rows +6% to +17%, so a derate of 0.85-0.87 fits them. On
+  H100 the same software needs 0.70 (MPT), or 0.65 with FlagPerf alone (its leave-one-source-out
+  refit). Relative to A100, H100 keeps 0.81 of the A100 fraction (MPT) and 0.76 (FlagPerf).
+  Megatron-LM's CI functional tests on one H100 node (GPT 6.7B, held out, 2026 containers) are
+  +6.5% and +21% at 0.698. They also run deterministic mode and per-step instrumentation that the
+  model does not price, so they say nothing about the stacks' date. Only the dgxc row, NVIDIA's
+  tuned 2025 stack, reaches about 0.87.
+
+What the derate absorbs on these rows is 19-25% of each measured step. That share stays within
+those bounds over a 30x range of model size (MPT-1B to -30B) and in FlagPerf's Megatron-Core.
+It is as large as a GEMM-rate loss would be (GEMMs are 57-78% of the simulated compute at 1.0),
+and larger than anything the model prices separately: attention is 7-18% of the measured step,
+norms, element-wise kernels, loss and optimizer 6-20%, exposed communication and pipeline idle
+0.5% on MPT and 4% on FlagPerf. No mechanism in these frameworks' sources, priced from a
+measurement, covers it. What the slow fitting rows share is Hopper software from 2023 to early
+2024: cuBLAS 12.1 in PyTorch's image, cuBLAS 12.3 and TE 1.x in NGC 24.02. MAMF was measured on
+torch 2.7 with cuBLAS 12.6, and dgxc ran NeMo 25.02 on CUDA 12.8. The same images' A100 kernels
+reach MAMF's fraction. That points to the Hopper GEMM kernels of the time, but it is not shown:
+a factor per cuBLAS release would need the rows' GEMM shapes timed under cuBLAS 12.1 and 12.3
+on H100, and `data/` holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
+(PyTorch eager and FSDP, Megatron-Core and TE in their defaults). The tuned NVIDIA stacks come
+out pessimistic by the ratio of their GEMM rate to it (about 0.87 / 0.70), as the section on
+NVIDIA-tuned stacks reports.
+
 ## Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)
 
 **The micro-batch: the largest that fits.** The rows had run micro-batch 1, which the README does

@@ -501,9 +501,16 @@ SUB_1B_MPT = ("MPT-125m", "MPT-350m", "MPT-760m")  # their own source, mpt_small
 def _mpt_case(r: Row, source: str, label: str, hw: str, n: int) -> Case:
     """One llm-foundry row as a scenario: Composer's FSDP (FULL_SHARD as FSDP2 ZeRO-3,
     SHARD_GRAD_OP as ZeRO-2 with FSDP's gradients made in backward, ``grad_allocation: lazy``),
-    eager layers, FlashAttention-1 kernels, the row's micro-batch and activation checkpointing."""
+    eager layers, FlashAttention-1 kernels, the row's micro-batch and activation checkpointing.
+
+    Gradients are reduced in fp32: the tables' "MP Mode DEFAULT" is Composer's FSDP mixed
+    precision ``DEFAULT`` (composer/trainer/mosaic_fsdp_utils.py ``get_mixed_precision``, v0.16,
+    llm-foundry v0.3.0's pin), i.e. ``MixedPrecision(param_dtype=bf16, reduce_dtype=float32,
+    buffer_dtype=bf16)``: parameters gathered in bf16, each unit's bf16 gradient cast to fp32
+    and reduce-scattered in fp32 (torch FSDP ``_post_backward_hook``)."""
     fsdp1 = "SHARD_GRAD_OP" in r["zero_stage_or_fsdp"]
     par = dict(zero=2, grad_allocation="lazy") if fsdp1 else dict(zero=3, zero3_impl="fsdp2")
+    par["grad_reduce_dtype"] = "fp32"
     return Case(source, label,
                 make_scenario(f"{source}-{label.split()[0]}-{r['seq_len']}-{n}", hw, n, gpt_model(r, position="alibi"),
                               micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
