@@ -1,4 +1,4 @@
-"""NeMo 25.02's performance summary on DGX B200: Llama 3 8B pre-training on one node, as an e2e case.
+"""NeMo 25.02's performance summary on DGX B200: Llama 3 8B and 70B pre-training, as e2e cases.
 
 The NeMo Framework user guide's performance page, in the revision for container 25.02, printed a
 DGX-B200 pre-training table in FP8 (``data/e2e/nemo_perf_summary_25.02_b200.csv`` has the
@@ -19,9 +19,16 @@ performance scripts and recipes (tags v2.2.0 and v2.2.1 agree):
 - ``scripts/llm/performance/utils.py`` ``slurm_executor``: ``NVTE_FUSED_ATTN=1`` and ``NVTE_FLASH_ATTN=1``
   leave TransformerEngine its choice of attention kernel (the profile's ``auto``, cuDNN on B200).
 
-The 70B and 405B rows of the same table are transcribed but not built: the B200 userbuffers
-configuration of the 70B plan is not traced here, and the 405B plan printed (PP 8 x VP 8 on 128
-GPUs) is not the one the v2.2 configuration table lists (PP 9 x VP 7 on 144).
+The 70B row (64 GPUs: TP 2 with sequence parallelism, PP 4 x VP 5, CP 2, DP 4, micro-batch 1) is
+built and held out, with ``pretrain_llama3_70b.py``'s B200 userbuffers configuration
+(``recipes/tp_overlap_configs/userbuffers.py`` ``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``):
+the four bulk overlaps of the column-parallel backward on every SM (``set_sm_margin=False``), the
+forward AllGathers and the dgrad re-gathers by ring exchange, and the projection's and FC2's
+forward ReduceScatters also by ring exchange (``num_sm=1``), which the simulator prices as TE's
+default pipelined GEMM-ReduceScatter with one SM withheld (``tp_overlap_gemm_sms``); context
+parallelism by Megatron-Core's default p2p ring. The 405B row is transcribed, not built: the plan
+printed (PP 8 x VP 8 on 128 GPUs) is not the one the v2.2 configuration table lists (PP 9 x VP 7 on
+144), so the recipe's other settings for it are not determined.
 """
 
 from __future__ import annotations
@@ -35,18 +42,25 @@ from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_s
 NEMO_2502 = replace(MODERN, dropout=False)
 
 # The rows built, by the page's model name (module docstring)
-BUILT = frozenset({"LLAMA3-8B"})
+BUILT = frozenset({"LLAMA3-8B", "LLAMA3-70B"})
+
+# userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192 as the SMs each overlapped GEMM gives up: the bulk
+# overlaps set_sm_margin=False (0), the two ring-exchange ReduceScatters num_sm=1 with the margin
+UB_B200_70B: dict[str, int] = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=1, fc2_fprop=1)
 
 
 def nemo_b200_case(r: Row) -> Case:
     """One table row as a scenario (the module docstring gives every setting and its source)."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     model = dict(llama_model(r), vocab=padded_vocab(parse_int(r["vocab"]), tp))
-    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="none"), overlap_grad_reduce=True,
-               grad_reduce_dtype="bf16")
+    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+    if tp > 1:
+        par["tp_overlap_gemm_sms"] = dict(UB_B200_70B)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     dp = n // (tp * pp * cp)
-    label = f"{r['model_name']} B200 FP8 tp{tp} pp{pp} cp{cp} dp{dp} mbs{mb} {n} GPUs"
+    label = (f"{r['model_name']} B200 FP8 tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+             + f" cp{cp} dp{dp} mbs{mb} {n} GPUs")
     scn = make_scenario(f"nemo2502-{r['model_name'].lower()}-b200-{n}", "dgx-b200", n, model, micro_batch=mb,
                         global_batch=gb, dtype="fp8", recompute="none", parallel=par, stack=NEMO_2502)
     scn["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
@@ -54,7 +68,7 @@ def nemo_b200_case(r: Row) -> Case:
 
 
 def nemo_b200(rows: list[Row]) -> list[Case]:
-    """NeMo 25.02's Llama 3 8B pre-training on one DGX B200 (FP8, delayed scaling, TP 1, micro-batch
-    2) with the NeMo 2.2 performance recipe's settings; the 70B and 405B rows are transcribed, not
-    built."""
+    """NeMo 25.02's Llama 3 pre-training on DGX B200 (FP8, delayed scaling): 8B on one node (TP 1,
+    micro-batch 2) and 70B on 64 GPUs (TP 2, PP 4 x VP 5, CP 2), with the NeMo 2.2 performance
+    recipes' settings; the 405B row is transcribed, not built."""
     return [nemo_b200_case(r) for r in rows if r["metric"] == "tokens_per_s_per_gpu" and r["model_name"] in BUILT]

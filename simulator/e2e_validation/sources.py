@@ -929,14 +929,18 @@ SOURCES: list[Source] = [
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
             "the 405B plan on 128 B200 (-14.7%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
-    Source("nemo2502_b200", "NeMo 25.02 performance summary, Llama 3 8B on one DGX B200 (FP8, delayed scaling)",
+    Source("nemo2502_b200", "NeMo 25.02 performance summary, Llama 3 8B and 70B on 8-64 B200 (FP8, delayed scaling)",
            "nemo_perf_summary_25.02_b200.csv", nemo_b200,
-           ["Its one scored row is a fitting row of the dgx-b200 GEMM derate (one node, per-tensor FP8 on B200). "
-            "Settings the table omits come from the NeMo 2.2 performance scripts and the llama3_8b recipe "
-            "(performance_mode); see the file's header and simulator/e2e_validation/nemo_b200_sources.py.",
+           ["The 8B row (one node, per-tensor FP8 on B200) is a fitting row of the dgx-b200 GEMM derate; the 70B "
+            "row is held out. Settings the table omits come from the NeMo 2.2 performance scripts and the "
+            "llama3_8b / llama3_70b recipes (performance_mode); see the file's header and "
+            "simulator/e2e_validation/nemo_b200_sources.py.",
+            "70B's userbuffers configuration runs the projection's and FC2's forward ReduceScatters by ring "
+            "exchange on one SM; priced as TE's default pipelined GEMM-ReduceScatter with one SM withheld.",
             "CUDA graphs are off in this release's script on every GPU: its launches are eager, as priced.",
-            "The network is not printed; one node, so it does not enter.",
-            "The 70B (64 GPUs) and 405B (128 GPUs) rows of the same table are transcribed, not built."]),
+            "The network is not printed: the dgx-b200 profile (8 x 400 Gb/s InfiniBand per node).",
+            "The 405B row (128 GPUs) is transcribed, not built: its printed plan is not the release's "
+            "configuration table's."]),
     Source("torchtitan", "torchtitan FSDP2 (Llama 2/3, 64 A100 eager; 32-64 H200 compiled Float8)",
            "torchtitan_benchmarks.csv", _torchtitan,
            ["Held out entirely (none of these rows fits anything).",

@@ -117,11 +117,12 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     """The GEMM derate was fitted on 8-GPU rows only; every multi-node row is held out. fp8 rows
     fit only dgx-b200, the one profile without a single-node bf16/fp16 row, and only with
     per-tensor scaling (three rows: nemo_cp's 32K, bridge_dense's 8B FP8-CS, nemo2502_b200's 8B;
-    bridge_dense's other three rows, its 8B MXFP8 value among them, are held out)."""
+    bridge_dense's other three rows, its 8B MXFP8 value among them, and nemo2502_b200's 70B row are
+    held out)."""
     cs = _all_cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 19 and all(c.n_gpus == 8 for c in fit)
-    assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + sum(
+    assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
         len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
@@ -525,7 +526,8 @@ def test_h100_fit_rows_are_centred_and_flash1_prices_mpt_attention():
 def test_megatron_core_rows_run_te_default_tp_overlap():
     """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
     no other source states TE comm overlap but dgxc-benchmarking's Llama 3.1 recipes (70B and 405B:
-    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``) and Megatron-Bridge v0.2.0's (70B and 405B:
+    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``), NeMo 2.2's 70B performance script on B200
+    (``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``) and Megatron-Bridge v0.2.0's (70B and 405B:
     ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), and the TP > 1 rows of NeMo 24.07 and of
     the dgxc examples assume it (NeMo's default for those models). On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
@@ -536,7 +538,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense", "nemo2502_b200"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                if c.scenario["parallel"].get("tp_overlap") == "te_default")
