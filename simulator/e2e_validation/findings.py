@@ -2270,17 +2270,16 @@ and Bridge 25.11 runs the same 8K plan 17.8% faster than NeMo 25.02 (30,624 agai
 tokens/s/GPU), a software gain between releases the model does not describe. `--fit-gemm` on the
 three gives x 1.000 (their median is the 32K row): the derate stays 0.479 (on the two rows of
 the earlier data alone, the CP row and the Bridge row, it would be 0.547, halfway between them). Held out,
-each source now takes the derate fitted on the other two sources' rows (before -> after,
-median |error|, signed):
+each source now takes the derate fitted on the other two sources' rows (before -> after):
 
-| source | rows | B200 derate scored with (before -> after) | median |error| | signed median |
+| source | rows | B200 derate scored with (before -> after) | median abs. error | signed median |
 |---|---:|---|---:|---:|
 | nemo_cp (B200 rows +12.8..+15.0% -> +4.6..+13.5%) | 14 | 0.644 borrowed -> 0.529 | 8.7% -> 7.6% | -1.7% -> -1.7% |
 | bridge_dense (8B FP8-CS -14.5% -> -15.0%, 405B -21.9% -> -22.4%) | 4 | 0.479 -> 0.476 | 13.9% -> 14.3% | -13.9% -> -14.3% |
 | nemo2502_b200 (new; 8B +10.8%, 70B +3.5%) | 2 | 0.547 | 7.1% | +7.1% |
 | bridge_moe (held out, committed fit) | 7 | 0.479 -> 0.479 | 9.5% -> 9.5% | +7.9% -> +7.9% |
 | the four sources | 25 -> 27 | | 9.7% -> 8.2% | -0.9% -> +2.6% |
-| all rows | 406 -> 408 | | 5.2% -> 5.2% | +2.3% -> +2.3% |
+| all rows (no row of another source runs on dgx-b200) | 406 -> 408 | | 5.2% -> 5.2% | +2.3% -> +2.3% |
 
 Without the NeMo 25.02 row, nemo_cp would have been scored at 0.600, fitted on the Bridge row
 alone (+10.3..+13.8%, median unchanged at 8.7%). What the rows still say: alone, the Bridge row
