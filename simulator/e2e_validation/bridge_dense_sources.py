@@ -29,7 +29,9 @@ from the performance recipes of the release the container ships (Megatron-Bridge
 - B200 8B runs ``cuda_graph_impl = "local"`` over the full iteration: not modelled, its kernel
   launches are priced as eager launches.
 
-Scored (``SCORED``), within about 20 CPU seconds of simulation: the 8B rows on one B200 node in
+The 8B FP8-CS row is a fitting row of the dgx-b200 GEMM derate (one node, per-tensor FP8:
+``sources.is_fit_case``); the MXFP8 value of the same run is not, its block-scaled GEMMs being
+priced with a factor of their own. Scored (``SCORED``), within about 20 CPU seconds of simulation: the 8B rows on one B200 node in
 both precisions (under a second each), 70B on 64 H100 (about 8 s: 64 micro-batches through 40
 virtual stages) and 405B on 128 B200 in FP8-CS, the table's primary value (about 10 s: 32
 micro-batches through 64 virtual stages). Built (``bridge_dense_all``) but not scored, for run

@@ -38,8 +38,8 @@ fitted constant per GPU:
 5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.864, dgx-h100 × 0.698,
    dgx-b200 × 0.479; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
-   (8-GPU) rows only** (17 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 1 B200 in fp8, see the
-   context-parallel section), median signed error = 0 per profile; nothing per row or per source.
+   (8-GPU) rows only** (19 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 3 B200 in per-tensor fp8
+   from three sources, see the last section), median signed error = 0 per profile; nothing per row or per source.
    With the attention kernels separated, the refit moved dgx-h100 from 0.62 to 0.636 (× 1.025)
    and left dgx-a100 at 0.78 (its kernels did not change); pricing MPT's attention as the
    FlashAttention-1 kernels it ran moved them to 0.644 and 0.803 (last section), and pricing
@@ -52,12 +52,12 @@ fitted constant per GPU:
    FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; charging `overlap_slowdown` only while communication runs beside a kernel (it was charged for the kernel's whole length) moved them to 0.698 and 0.864 (B200 0.479); a GEMM with a shape reads only the curve's top (its plateau). The headline
    of this page refits the derates once per source without that source's rows
    (`e2e_validation/loso.py`): MPT's own rows move the A100 derate by 5% (0.803 without them
-   0.847), FlagPerf's by 4%, Megatron 2020's by 2%; without NeMo's context-parallel page no
-   B200 row is left, so its B200 rows borrow the H100 derate, carried over by the two GPUs'
-   measured GEMM kernels (`loso.kernel_transfer`: XLA's unsearched GEMMs reach 0.973 of MAMF on
-   B200, 1.052 on H100, so 0.698 × 0.923 = 0.644 on the B200 MAMF-shape curve), and come out
-   4.6-9.3% optimistic (most at 32K, least at 512K-1M, where attention, which the derate does not
-   touch, is most of the FLOPs); borrowed without the kernel factor they were 4.9-12.5%.
+   0.847), FlagPerf's by 4%, Megatron 2020's by 2%; each B200 source's rows take the derate
+   fitted on the other two sources' B200 rows (last section). Only a selection that keeps one
+   B200 source borrows the H100 derate, carried over by the two GPUs' measured GEMM kernels
+   (`loso.kernel_transfer`: XLA's unsearched GEMMs reach 0.973 of MAMF on B200, 1.052 on H100, so
+   0.698 × 0.923 = 0.644 on the B200 MAMF-shape curve); with NeMo's context-parallel page as the
+   only B200 source its B200 rows came out +12.8% to +15.0% that way.
 
 Before → after separating the attention kernel (same rows, same replay code; median |error|,
 median signed error in brackets):
@@ -2370,7 +2370,8 @@ second release and on B200, where the derate (0.524) was fitted on one NeMo FP8 
 MXFP8/FP8-CS throughput ratio of the compute-bound 8B pair is 0.964 measured and 0.981 simulated
 (1.015 while MXFP8's GEMMs ran at the per-tensor FP8 rate; next paragraph). The gaps are not run-to-run spread: the 25.09 release measured the same
 plans within 3.4% of these (H100 70B 1,619 and 405B 302; B200 8B 29,994 and 29,388, 405B 664 and
-622 tokens/s/GPU; `docs/performance-summary-archive.md`). Nothing is fitted to these rows.
+622 tokens/s/GPU; `docs/performance-summary-archive.md`). Nothing was fitted to these rows then;
+the 8B FP8-CS row is now one of dgx-b200's three fitting rows (last section).
 
 **The 70B H100 plan of `bridge_dense` fits: what the memory model over-counted.** The run
 (64 H100 80 GB, TP 4, PP 8 x VP 5, DP 2, micro-batch 1, FP8 current scaling) ran, yet the memory
@@ -2484,4 +2485,40 @@ that no longer run apart; the container's TE version is not printed). One known 
 the model charges its amax read to the norm-fed inputs too (QKV, FC1),
 whose amax the norm kernel returns: 2 bytes x 2h per token per layer forward, 10.6 ms of the 8B
 step (0.2%; the pair ratio would go to 0.979).
+
+**dgx-b200's GEMM derate on three single-node rows, one per source.** The derate (x 0.479) was
+fitted on one row, NeMo 25.04's Llama 3 8B at 32K tokens with CP 2 (`nemo_cp`), and scored
+without that source it could only borrow H100's derate (x 0.644 with the kernel factor). The
+project's rule for a fitting row is one node, and on B200 (no single-node BF16 row) per-tensor
+FP8. Two rows meet it besides the CP row: Megatron-Bridge 25.11's 8B on 8 B200 in FP8-CS
+(`bridge_dense`, held out entirely until now; its MXFP8 value of the same run does not fit, its
+block-scaled GEMMs carry their own factor, and bridge_moe's Qwen3-30B on 8 B200 is MXFP8 and MoE,
+held out), and NeMo 25.02's 8B on 8 B200 (TP 1, micro-batch 2, FP8 delayed scaling, CUDA graphs
+off), a row of the NeMo user guide's 25.02 performance page now transcribed with its NeMo 2.2
+recipe (`nemo2502_b200`, `data/e2e/nemo_perf_summary_25.02_b200.csv`; the same table's 70B on 64
+B200, TP 2, PP 4 x VP 5, CP 2 with the B200 userbuffers configuration, is scored held out: -6.6%
+at 0.479, +3.5% at the 0.547 it is scored with). The Bridge row's
+full-iteration CUDA graph is not modelled, but the eager launches it saves are 1.1% of the
+simulated step (4.0 µs each; -14.5% at 4 µs, -13.6% at 0), so the row is a GEMM-bound one-node
+FP8 row like the others. At x 0.479 the three rows read +0.0% (NeMo 25.04, 32K), +0.8% (NeMo
+25.02, 8K) and -14.5% (Bridge 25.11, 8K): the two NeMo releases agree at either sequence length,
+and Bridge 25.11 runs the same 8K plan 17.8% faster than NeMo 25.02 (30,624 against 26,006
+tokens/s/GPU), a software gain between releases the model does not describe. `--fit-gemm` on the
+three gives x 1.000 (their median is the 32K row): the derate stays 0.479 (on the two rows of
+the earlier data alone, the CP row and the Bridge row, it would be 0.547, halfway between them). Held out,
+each source now takes the derate fitted on the other two sources' rows (before -> after):
+
+| source | rows | B200 derate scored with (before -> after) | median abs. error | signed median |
+|---|---:|---|---:|---:|
+| nemo_cp (B200 rows +12.8..+15.0% -> +4.6..+13.5%) | 14 | 0.644 borrowed -> 0.529 | 8.7% -> 7.6% | -1.7% -> -1.7% |
+| bridge_dense (8B FP8-CS -14.5% -> -15.0%, 405B -21.9% -> -22.4%) | 4 | 0.479 -> 0.476 | 13.9% -> 14.3% | -13.9% -> -14.3% |
+| nemo2502_b200 (new; 8B +10.8%, 70B +3.5%) | 2 | 0.547 | 7.1% | +7.1% |
+| bridge_moe (held out, committed fit) | 7 | 0.479 -> 0.479 | 9.5% -> 9.5% | +7.9% -> +7.9% |
+| the four sources | 25 -> 27 | | 9.7% -> 8.2% | -0.9% -> +2.6% |
+| all rows (no row of another source runs on dgx-b200) | 406 -> 408 | | 5.2% -> 5.2% | +2.3% -> +2.3% |
+
+Without the NeMo 25.02 row, nemo_cp would have been scored at 0.600, fitted on the Bridge row
+alone (+10.3..+13.8%, median unchanged at 8.7%). What the rows still say: alone, the Bridge row
+needs 0.600 and the two NeMo rows 0.47-0.48, so one B200 derate cannot place both releases'
+8K runs; the held-out B200 errors above are that spread between releases, not noise.
 """

@@ -88,7 +88,7 @@ def render_markdown(results: list[Result], sources: list[Source] = SOURCES,
                          f"{100 * statistics.median(r.error for r in rs):+.1f}% |")
     lines.append(f"| **all** | {len(results)} | **{100 * median_abs_error(results):.1f}%** | "
                  f"{100 * statistics.median(r.error for r in results):+.1f}% |")
-    for title, keep in (("fitting subset (single-node bf16/fp16 rows; fp8 on dgx-b200)", True),
+    for title, keep in (("fitting subset (single-node bf16/fp16 rows; per-tensor fp8 on dgx-b200)", True),
                         ("**held out (multi-node, sweep and other fp8 rows)**", False)):
         rs = [r for r in results if is_fit_case(r.case) == keep]
         if rs:

@@ -49,8 +49,9 @@ def test_table_is_consistent_as_transcribed():
 
 
 def test_rows_build_the_recipes_plan_held_out():
-    """Six runs built, four scored, none in the fitting subset (the single-node B200 rows
-    included); the distributed optimizer with both overlaps and bf16 gradient reduction, no
+    """Six runs built, four scored, one in the fitting subset: 8B on one B200 node in FP8-CS (the
+    dgx-b200 derate is fitted on single-node per-tensor FP8 rows; the MXFP8 value of the same run
+    is not, its block-scaled GEMMs carry their own factor); the distributed optimizer with both overlaps and bf16 gradient reduction, no
     recompute, TE's fused cross-entropy; TE TP overlap with sequence parallelism where TP > 1;
     FP8 current scaling or MXFP8 with FP8 parameter AllGather, whose overlap the 405B MXFP8 recipe
     turns off; 405B's pipeline split with the embedding and the loss as one layer each (126 + 2
@@ -59,11 +60,12 @@ def test_rows_build_the_recipes_plan_held_out():
     built, scored = bridge_dense_all(_rows()), bridge_dense(_rows())
     assert len(built) == 6 and len(scored) == 4
     assert {c.label for c in scored} < {c.label for c in built}
-    assert "bridge_dense" in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("bridge_dense") == 1
+    assert "bridge_dense" not in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("bridge_dense") == 1
+    assert [c.label for c in built if sources.is_fit_case(c)] == ["LLAMA3_8B B200 FP8-CS tp1 pp1 dp8 mbs2 8 GPUs"]
     for c in built:
         build_scenario(c.scenario)
         p, t, m = c.scenario["parallel"], c.scenario["training"], c.scenario["model"]
-        assert not sources.is_fit_case(c) and c.metric == "tokens_per_s_per_gpu"
+        assert c.metric == "tokens_per_s_per_gpu"
         assert (p["zero"], p["overlap_grad_reduce"], p["grad_reduce_dtype"]) == (1, True, "bf16")
         mx405 = t["fp8_recipe"] == "mxfp8" and m["layers"] == 126
         assert p["overlap_param_gather"] is not mx405
@@ -87,9 +89,10 @@ def test_held_out_error():
     """The scored rows, held out (about 20 CPU seconds of simulation). The model is pessimistic on
     every row, as on the other NVIDIA-tuned FP8 sources (dgxc_llama, the page's findings): 8B on 8
     B200 -14.5% (FP8-CS) and -13.2% (MXFP8), 70B on 64 H100 -6.5%, 405B on 128 B200 -21.9%; median
-    |error| 13.9%, signed -13.9% (the B200 rows run on dgx-b200's derate, fitted on one NeMo FP8
-    row with context parallelism: 0.524 -> 0.479 when the overlap slowdown became
-    while-concurrent, and these rows, without CP, moved by -5 points with it). Tolerances from
+    |error| 13.9%, signed -13.9% (the B200 rows run on dgx-b200's derate, 0.524 -> 0.479 when the
+    overlap slowdown became while-concurrent, and these rows, without CP, moved by -5 points with
+    it; refitted on three single-node rows, the 8B FP8-CS one of them, it stays 0.479; held out,
+    this source is scored at 0.476 fitted on the other two: -15.0%, -13.6%, -22.4%). Tolerances from
     that: median |error| <= 15%, every row within -25%..+3%. The 8B plan is compute-bound (exposed communication < 5 ms of a 4.7 s step), so
     its MXFP8/FP8-CS throughput ratio isolates the two recipes' compute: measured 0.964 (MXFP8
     slower), simulated 0.981 with MXFP8's GEMMs at the block-scaled kernel's published rate
