@@ -2149,9 +2149,16 @@ Simulation cost: about 40 CPU seconds for the 26 rows.
   model carries: it is of fixed size per step at a given scale and grows about fivefold from 32 to
   64 nodes. The source measures one iteration (nanotron's benchmark mode logs iteration 3 and exits),
   so the slowest of 512 ranks in that step, the gradient-norm and loss reductions, the host side of
-  nanotron's DDP hook (an fp32 add per gradient tensor, then `reduce_scatter_coalesced` or
-  `all_reduce_coalesced` per bucket) and the fabric of Hugging Face's cluster (not printed; priced as
-  DGX H100 InfiniBand) all fall in it; the data cannot tell them apart. The 80B row on 64 nodes (TP 16
+  nanotron's collectives and the fabric of Hugging Face's cluster (not printed; priced as DGX H100
+  InfiniBand) all fall in it. One host-side cost is in the code and not in the model: ZeRO-1's
+  `all_gather_coalesced` (`nanotron/distributed.py`, called by `_all_gather_params` after each step)
+  flattens one buffer per DP rank, gathers into that list, then copies every rank's slice of every
+  parameter back, DP x (parameter tensors) `copy_` kernels per step (128 x 170 = 21,760 for the
+  3.57B TP 4 plan, 128 x 68 = 8,700 for the 1.34B stage), and `reduce_scatter_coalesced` in the DDP
+  hook flattens each gradient bucket into DP per-destination buffers; the simulator prices one
+  bucketed collective each. It cannot be the whole gap: the ZeRO-0 8.86B row, which runs neither
+  (PyTorch's `all_reduce_coalesced` per DDP bucket), misses as much time. The data cannot separate
+  the rest. The 80B row on 64 nodes (TP 16
   across two nodes, +58%) adds TP collectives over the inter-node network to the same effect.
 - **80B on 4 nodes: memory pressure, as the source says.** TP 8 x PP 4 with 256 micro-batches
   measures 14.8% MFU (113.5 s per step) where the same model on 8-32 nodes measures 30-34% (and is
