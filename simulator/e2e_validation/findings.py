@@ -2309,6 +2309,57 @@ the 20 rows.
   printed). Documents packed into each row with attention inside each document
   (`pack_sample_into_one=False`) are priced as attention over 2,048 tokens, an upper bound.
 
+## Hugging Face's Ultra-Scale Playbook: nanotron's best plans on 8-512 H100 (held out)
+
+The playbook's benchmark summary (`data/e2e/nanotron_playbook_h100.csv`, from huggingface/nanotron
+`docs/benchmark_summary.svg`) prints, for four Llama-like models (1.34B-80B, MHA, vocabulary
+131,072, sequence 4,096, 256 sequences per step) on 1-64 nodes of 8 H100, the MFU of the best of
+the thousands of plans its authors ran, with the plan (DP, TP, PP, gradient-accumulation steps,
+micro-batch, ZeRO 0 or 1). 26 rows, compared as tokens per second per GPU (the MFU over nanotron's
+model FLOPs at an assumed 989 TFLOP/s); nothing fitted on them. Median |error| 7.2%, signed median
++0.0%, mean |error| 29.7%: 21 rows within -18% to +30% (median |error| 5.7%, signed -2.4%) and five
+far off, all optimistic. The stack is read from nanotron's code, not from these rows; the rotary
+kernel was first priced as PyTorch ops (nanotron's `RotaryEmbedding` class) until the training path
+was read (it calls flash-attn's rotary kernel): with PyTorch ops the median was 10.7%, signed -2.6%.
+Simulation cost: about 40 CPU seconds for the 26 rows.
+
+- **1-8 nodes: pessimistic, most for the smallest model.** Where the batch runs as 8-128
+  micro-batches through two or four pipeline stages, 1.34B is -15% to -18% on 8-32 GPUs (-7% on 64),
+  3.57B -5% to -7%, 8.86B -2% to -6%. On one node the 1.34B plan (DP 4 x PP 2, nanotron's split puts 11
+  of the 16 layers on stage 0 and 5 beside the 131,072-word head) measures 2.89 s per step; the
+  simulated compute of stage 0 alone is about 3.3 s (its GEMMs at about 540 TFLOP/s, FlashAttention-2
+  at head dimension 64 about a fifth, the rest elementwise), so the gap is in the compute pricing of
+  an H100 at hidden 2,048, not in communication or the pipeline: the pattern of "NVIDIA's own BF16
+  runs" above (the fitted H100 curve a lower bound of about 0.8x on throughput), here on a stack
+  that is neither NVIDIA's nor PyTorch eager with FSDP.
+- **A fixed cost per step that grows with the node count.** Measured minus predicted step time on the
+  rows with DP 32-128 and one micro-batch per replica: 0.035-0.047 s on 16 nodes (1.34B TP 2 +21%,
+  3.57B TP 4 +6%), 0.036-0.085 s on 32 (1.34B TP 4 +30%, 3.57B TP 4 +27%, 8.86B TP 8 +5%), and
+  0.22-0.29 s on 64: 1.34B (DP 128 x TP 2 x PP 2) 0.381 s against 0.142 (+168%), 3.57B (DP 128 x TP 4,
+  ZeRO-1) 0.507 against 0.217 (+133%), 8.86B (DP 128 x TP 4, ZeRO-0) 0.625 against 0.400 (+56%). The
+  missing time does not follow the data-parallel traffic, which differs ninefold between the three
+  64-node rows (2.0, 5.3 and 17.6 GB of fp32 gradients and bf16 parameters per GPU) and whose cost the
+  model carries: it is of fixed size per step at a given scale and grows about fivefold from 32 to
+  64 nodes. The source measures one iteration (nanotron's benchmark mode logs iteration 3 and exits),
+  so the slowest of 512 ranks in that step, the gradient-norm and loss reductions, the host side of
+  nanotron's collectives and the fabric of Hugging Face's cluster (not printed; priced as DGX H100
+  InfiniBand) all fall in it. One host-side cost is in the code and not in the model: ZeRO-1's
+  `all_gather_coalesced` (`nanotron/distributed.py`, called by `_all_gather_params` after each step)
+  flattens one buffer per DP rank, gathers into that list, then copies every rank's slice of every
+  parameter back, DP x (parameter tensors) `copy_` kernels per step (128 x 170 = 21,760 for the
+  3.57B TP 4 plan, 128 x 68 = 8,700 for the 1.34B stage), and `reduce_scatter_coalesced` in the DDP
+  hook flattens each gradient bucket into DP per-destination buffers; the simulator prices one
+  bucketed collective each. It cannot be the whole gap: the ZeRO-0 8.86B row, which runs neither
+  (PyTorch's `all_reduce_coalesced` per DDP bucket), misses as much time. The data cannot separate
+  the rest. The 80B row on 64 nodes (TP 16
+  across two nodes, +58%) adds TP collectives over the inter-node network to the same effect.
+- **80B on 4 nodes: memory pressure, as the source says.** TP 8 x PP 4 with 256 micro-batches
+  measures 14.8% MFU (113.5 s per step) where the same model on 8-32 nodes measures 30-34% (and is
+  predicted within -0.3% to +18%); the prediction is 44.2 s (+157%). The playbook's reading: the model
+  "barely fits but runs inefficiently due to operating near the GPU memory limits" (65.97 GB printed;
+  the memory model gives 59 GiB reserved for the largest stage): the caching allocator's retries and
+  frees near capacity, which the simulator does not model.
+
 ## FlagPerf's FP8 pair: the model over-prices FP8's gain on a stack other than NVIDIA's too
 
 FlagPerf ran its Llama 3 8B plan on H100 (TP 2 with sequence parallelism, micro-batch 1, 8,192

@@ -33,6 +33,7 @@ from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
 from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
+from simulator.e2e_validation.nanotron_sources import nanotron_playbook
 from simulator.e2e_validation.megascale_sources import megascale
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
@@ -854,6 +855,18 @@ SOURCES: list[Source] = [
             "The cluster runs on the internlm-a100 profile (dgx-a100 with four 100 Gb/s NICs per node, as "
             "printed; the RoCE fabric itself is not modelled). Documents packed with attention within each "
             "(pack_sample_into_one=False) are priced as attention over 2,048 tokens."]),
+    Source("nanotron_playbook", "Ultra-Scale Playbook best configurations, nanotron v0.5 (1.34B-80B, 8-512 H100, BF16)",
+           "nanotron_playbook_h100.csv", nanotron_playbook,
+           ["Held out entirely (no row fits anything, the single-node rows included): the best DP x TP x PP plan "
+            "of each model size and node count at 256 sequences of 4,096 tokens, MFU as printed converted to "
+            "tokens per second per GPU with nanotron's model FLOPs and 989 TFLOP/s (the peak is not printed); "
+            "see the file's header and simulator/e2e_validation/nanotron_sources.py.",
+            "fp32 gradient accumulation (one add per tensor and micro-batch), the fp32 gradients AllReduced "
+            "(ZeRO-0) or ReduceScattered (ZeRO-1) in DDP buckets during the last backward, ZeRO-1's parameter "
+            "AllGather after the step; nanotron's cost-balanced pipeline split (the LM head's stage holds fewer layers).",
+            "nanotron's tp_linear_async_communication (the input AllGather beside the local-shard GEMM) is priced "
+            "without overlap; the network is not printed: the dgx-h100 profile (8 x 400 Gb/s per node).",
+            "Each value is a single iteration (nanotron's benchmark mode logs iteration 3 and exits)."]),
     Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
            "megatron_ci_golden_values.csv", megatron_ci,
            ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
@@ -1068,7 +1081,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "dgxc_llama", "internlm"})
+                              "megascale", "dgxc_llama", "internlm", "nanotron_playbook"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -93,7 +93,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = _all_cases()
-    assert 320 <= len(cs) <= 420
+    assert 340 <= len(cs) <= 440
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
@@ -127,7 +127,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
                                      "megatron_ci", "llama3", "usp", "megascale",
-                                     "dgxc_llama", "internlm"))
+                                     "dgxc_llama", "internlm", "nanotron_playbook"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -141,7 +141,9 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
     # InternLM of 2023: PyTorch 1.13 ops around flash-attn 1 and apex's RMSNorm
-    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan", "internlm"}
+    # nanotron v0.5: PyTorch ops around flash-attn 2 and its Triton RMSNorm
+    assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan", "internlm",
+                     "nanotron_playbook"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -163,7 +165,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
-                      "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}}
+                      "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
