@@ -62,6 +62,34 @@ class AttentionEfficiency(_Strict):
     bwd: float = Field(gt=0, le=1)
 
 
+# Slowdown of a compute kernel while a communication kernel of its rank runs beside it (the NCCL or
+# RCCL kernel holds SMs/CUs, L2 and HBM bandwidth; replay/engine.py runs the kernel at 1/(1 + s) of
+# its speed while communication is in flight, so a kernel of c seconds overlapped for o takes
+# c + o·s/(1+s)). 0.189 is the one published measurement of that quantity found: Lee, Oh, Kim, Go,
+# Park, Mahajan, "Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep
+# Learning: Performance and Power Implications" (arXiv:2507.03114, 2025, abstract and §1): GPT and
+# LLaMA training on 4 A100, 4 H100, MI250 and MI210, compute overlapped with communication runs on
+# average 18.9% (at most 40.0%) longer than the same compute with no communication beside it. The
+# paper's accessible text gives the average over the four GPUs, not one figure per GPU, so every
+# profile takes it; B200, GB200, MI300X and MI355X have no measurement and carry it over.
+# Searched (papers, docs, issue threads) and found no per-GPU or per-kernel figure to use instead:
+# T3 (Pati et al., ASPLOS 2024, arXiv:2401.16677), Flux (arXiv:2406.06858), Domino
+# (arXiv:2409.15241), FlashOverlap (arXiv:2504.19519), NanoFlow, Centauri, TransformerEngine
+# userbuffers and PyTorch async-TP name SM and HBM contention as the cost of overlap but give no
+# GEMM-beside-NCCL time in the text read; Agrawal, Aga, Pati, Islam (AMD, arXiv:2412.14335),
+# GEMMs beside RCCL collectives on MI300X, report that concurrent runs realise 21% of the ideal
+# speedup on average (42% with CU partitioning), compute and communication slowing each other,
+# which does not separate into a compute slowdown. Single kernels in issue threads run far slower
+# (NVIDIA/nccl#1428, A100 GPT training: a GEMM 1.18 -> 2.08 ms and an attention kernel 0.18 ->
+# 0.33 ms beside an AllGather, put down to HBM traffic; an NVIDIA forum report of a one-wave
+# 132-CTA H100 GEMM nearly doubling beside a 24-block AllGather, wave quantization): single kernels
+# beyond the study's 40% maximum, not an average over a run. The SM share alone is of the same order:
+# a GEMM that loses k of the GPU's SMs to a collective's k channels runs k/(SMs - k) longer, 16-24
+# of H100's 132 SMs 0.14-0.22. The model does not price that share per collective (the engine holds
+# one rate per rank, and no source measured the slowdown against channels or SMs).
+OVERLAP_SLOWDOWN = 0.189
+
+
 def _default_attention_efficiency() -> dict[AttentionKernel, AttentionEfficiency]:
     # The single pair every profile had before kernels were told apart: (assumed) defaults.
     return {"flash2": AttentionEfficiency(fwd=0.6, bwd=0.45), "flash3": AttentionEfficiency(fwd=0.6, bwd=0.45)}
@@ -90,8 +118,9 @@ class GPU(_Strict):
     # The kernel a current Megatron-Core/TransformerEngine stack runs on this GPU (what
     # training.attention: auto means). None: flash3 on hopper/blackwell, flash2 otherwise.
     default_attention: AttentionKernel | None = None
-    # Fraction by which compute slows while a collective runs beside it (SM and HBM contention).
-    overlap_slowdown: float = Field(default=0.1, ge=0, lt=1)
+    # Fraction by which compute slows while a collective runs beside it (SM, L2 and HBM
+    # contention): OVERLAP_SLOWDOWN, measured (arXiv:2507.03114; see there).
+    overlap_slowdown: float = Field(default=OVERLAP_SLOWDOWN, ge=0, lt=1)
     kernel_launch_us: float = Field(default=4.0, ge=0)
     # Device memory the CUDA context takes outside PyTorch's allocator (module images of the
     # CUDA runtime, cuBLAS, cuDNN and NCCL kernels, loaded lazily; simulator/schedule/memory.py).

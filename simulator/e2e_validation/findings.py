@@ -350,6 +350,22 @@ grows from a quarter to 97% of the model FLOPs.
   against 32K) fits a clock that sinks over the longer loops but does not prove it. The B200
   kernel tables leave the pair as it is; a measured B200 clock (or step-level profile) under a
   training load is what would settle the 14%.
+- **The slowdown, now from a measurement.** `overlap_slowdown` is 0.189 in every profile
+  (`config/hardware.py`, `OVERLAP_SLOWDOWN`): Lee et al., "Characterizing Compute-Communication
+  Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114), GPT and LLaMA
+  training on 4 A100, 4 H100, MI250 and MI210, measured compute overlapped with communication
+  18.9% slower on average (40.0% at most) than the same compute alone. It is the one compute-only
+  figure found; the text read gives no figure per GPU or per collective's SM count, so one value
+  serves every GPU (B200, GB200, MI300X and MI355X unmeasured) and the engine keeps one rate per
+  rank (the comment at `OVERLAP_SLOWDOWN` lists what else was searched and why it does not set
+  the value). Held out (leave one source out), 0.1 -> 0.189: all rows 5.2% / +2.3% -> 5.0% /
+  +2.0%; Llama 3 4.2% -> 3.2%, torchtitan 8.3% -> 7.4%, InternLM 11.0% -> 10.4%, USP 5.2% ->
+  4.7%, Megatron-Core 2024 6.1% / +3.0% -> 5.6% / +0.8%, long-context regime 5.5% -> 4.9%; the
+  NVIDIA-tuned H100 stacks, already pessimistic, move further: NeMo CP 8.7% -> 10.6% (its H100
+  ring rows -6.1..-9.7% -> -7.6..-11.5%), dgxc Llama 5.9% -> 6.5%, NeMo 24.07 3.5% -> 3.8%, NeMo
+  AutoModel's one row -7.0% -> -8.6%, the regime 5.2% / -4.0% -> 5.9% / -4.3%. The GEMM derates
+  refitted on the 8-GPU rows move by 1.000 (A100), 1.004 (H100) and 1.002 (B200), so the
+  committed ones stand.
 
 ## NeMo 24.07 FP8 pre-training on H100 (held out)
 
