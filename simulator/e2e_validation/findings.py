@@ -2278,7 +2278,16 @@ wrapper subclass under `create_selective_checkpoint_contexts`: the policy is ask
 Float8 rows (equal to their bf16 rows) show for torchao eab345c. With both, the bf16 set less w2's
 output and the 4 B compiled loss, the H200 rows read -6.5% and -8.5% (the all-row median stays
 1.5%, mean 2.3%). Not adopted here: the step-time model re-runs every GEMM but w2 under Float8 on
-the same ground (`_op_level_recompute`), and both must change together. No step-time row moves: memory enters only the fits verdicts, and the one source that
+the same ground (`_op_level_recompute`), and both must change together; re-running only wk, wo and
+w3 there takes the H200 step-time rows from +0.3% and +1.7% to +6.1% and +7.5% (the source's
+median 8.3% -> 9.1%), so the two figures pull apart and neither settles the Float8 set alone.
+Without checkpointing the partitioner's saved set of the same block is, in bf16 bytes per s·b·h
+(h = 4,096, f = 14,336, 8 of 32 heads for K/V): the input and both norm outputs 2 each, the rotated
+q and the repeated K and V 2 each, the attention output and its contiguous copy 2 each, wo's
+output 2, w1's and w3's outputs and their SiLU product 7 each: 39.1, against the model's 34 (no
+fp32 norm or RoPE intermediate and no SiLU output is kept; the eager set is larger still). That set
+enters only the full-checkpointing working set, which sets no torchtitan row's peak (the loss
+does), so it is left as is. No step-time row moves: memory enters only the fits verdicts, and the one source that
 picks its micro-batch by them (mcore2024) picks the same; the bundled scenarios gain 32 MiB allocated
 each, none changes its verdict.
 
