@@ -474,6 +474,13 @@ class Training(_Strict):
         "F.silu, a multiply: the SiLU output is saved too, 2 bytes per FFN feature and token more than a fused "
         "bias-SwiGLU), and the flash-attn path keeps the kernel's output beside the contiguous s-b-h copy the "
         "output projection saves (micro-batch > 1)")
+    compile: Literal["none", "blocks", "blocks_and_loss"] = Field(
+        default="none", description="torch.compile of an FSDP2/PyTorch-layer stack (memory only): none (eager) | "
+        "blocks (each transformer block compiled, torchtitan's apply_compile: AOTAutograd's min-cut partition "
+        "saves only what the block's backward reads, so an op-level checkpointing policy's saved output that no "
+        "backward op uses is not kept, schedule/memory.py compiled_unsaved_bytes) | blocks_and_loss (also the "
+        "loss function, torchtitan's build_cross_entropy_loss from 2025: recorded, not modelled; see "
+        "data/e2e/INDEX.md)")
     allocator_fragmentation: float = Field(
         default=0.10, ge=0, le=2, description="PyTorch caching-allocator fragmentation: reserved − allocated "
         "as a fraction of the activation and transient bytes (memory)")

@@ -2505,10 +2505,50 @@ predicted): Table 2 (full checkpointing, 8B, 32K tokens per GPU) 83.9-84.5 vs 86
 Table 4 2D 71.9 vs 67.5 and with async TP 67.6 vs 67.5 (the 4.3 GiB between the two is not
 modelled); Table 5 82.5 vs 81.1; Table 6 rises from 75.3 to 84.9 as CP goes from 1 to 8 at the same
 tokens per GPU while the model stays at 81.1 (+7.7% to -4.5%: no CP-dependent term is known); Tables
-1 and 3 with `torch.compile` of the blocks are 5.4 and 5.0 GiB below eager (not modelled: +6.0%,
-+9.0%); the H200 rows (torchtitan e7c0cae compiles the loss, `build_cross_entropy_loss`, which the
+1 and 3 with `torch.compile` of the blocks are 5.4 and 5.0 GiB below eager (modelled since, see the
+next paragraph); the H200 rows (torchtitan e7c0cae compiles the loss, `build_cross_entropy_loss`, which the
 model still charges as eager `F.cross_entropy` at 12 B per logit) 48.0 vs 45.1 and 47.0 vs 43.2
-(-6.0%, -8.0%). No step-time row moves: memory enters only the fits verdicts, and the one source that
+(-6.0%, -8.0%).
+
+**Peak memory: what `torch.compile` of torchtitan's blocks keeps.** Eager op-level checkpointing
+(`torch.utils.checkpoint`'s `_CachingTorchDispatchMode`) stores the output of every op its policy
+marks `MUST_SAVE`, read in backward or not; torchtitan's policy saves every odd `aten.mm` of a
+block (wq, wv, w1, w2 in the order wq, wk, wv, wo, w1, w3, w2) and the SDPA outputs, and w2's output
+feeds only the residual add, whose backward reads no input. Compiled (`apply_compile`, the
+`compile` column `blocks`), the policy becomes tags on the joint graph and AOTAutograd's
+`min_cut_rematerialization_partition`, Inductor's partition function, saves only values the
+backward graph reads: the partitioner's forward graph of the block (torch 2.13, small shapes on the
+CPU) returns exactly the input, wq's, wv's and w1's outputs and the attention output and
+log-sum-exp, not w2's. So a compiled block keeps 2·s·b·h bytes less per layer
+(`compiled_unsaved_bytes`): 4.0 GiB allocated over Llama 3.1 8B's 32 layers at 2 × 8,192 tokens,
+4.4 GiB reserved with the fragmentation, against 5.4 and 5.0 GiB measured. Tables 1 and 3 compiled
+go +6.0% -> +0.3% and +9.0% -> +1.9%; nothing else moves (full checkpointing saves only the input,
+Float8's op-level set in the model is read in backward). Held out, all 55 rows: median |error| 1.6%
+-> 1.5%, signed -0.9% -> -0.9%, mean 2.5% -> 2.3%, max 9.0% -> 8.0%; the 22 dropout-0 rows 2.5% ->
+2.0% (signed -0.3% -> -0.4%); torchtitan H100 2.7% -> 2.4% (signed +2.4% -> +1.9%). The compiled
+loss of the H200 rows (`blocks_and_loss`) is recorded, not modelled: Inductor's partition of
+`F.cross_entropy(pred.float())` saves the bf16 logits and two per-token reductions and its backward
+writes only the bf16 gradient (no fp32 copy, no log-softmax output: 4 B per logit, and no stranded
+bf16 block), which alone takes the H200 rows to -50.1% and -53.0%. That is because the model's
+Float8 op-level set (the input and the attention output, on the ground that torchao's
+`aten._scaled_mm` is outside torchtitan's `_save_list`) does not hold at torchao 0afa4c1: its
+`matmul_with_hp_or_float8_args` calls `torch.mm` on `Float8TrainingTensor`s, and a dispatch mode
+sees the subclass-level `aten.mm` before the subclass turns it into `_scaled_mm` (checked with a
+wrapper subclass under `create_selective_checkpoint_contexts`: the policy is asked about
+`aten.mm.default` only), so Float8 linears' outputs are saved like bf16 ones, as Tables 1 and 3's
+Float8 rows (equal to their bf16 rows) show for torchao eab345c. With both, the bf16 set less w2's
+output and the 4 B compiled loss, the H200 rows read -6.5% and -8.5% (the all-row median stays
+1.5%, mean 2.3%). Not adopted here: the step-time model re-runs every GEMM but w2 under Float8 on
+the same ground (`_op_level_recompute`), and both must change together; re-running only wk, wo and
+w3 there takes the H200 step-time rows from +0.3% and +1.7% to +6.1% and +7.5% (the source's
+median 8.3% -> 9.1%), so the two figures pull apart and neither settles the Float8 set alone.
+Without checkpointing the partitioner's saved set of the same block is, in bf16 bytes per s·b·h
+(h = 4,096, f = 14,336, 8 of 32 heads for K/V): the input and both norm outputs 2 each, the rotated
+q and the repeated K and V 2 each, the attention output and its contiguous copy 2 each, wo's
+output 2, w1's and w3's outputs and their SiLU product 7 each: 39.1, against the model's 34 (no
+fp32 norm or RoPE intermediate and no SiLU output is kept; the eager set is larger still). That set
+enters only the full-checkpointing working set, which sets no torchtitan row's peak (the loss
+does), so it is left as is. No step-time row moves: memory enters only the fits verdicts, and the one source that
 picks its micro-batch by them (mcore2024) picks the same; the bundled scenarios gain 32 MiB allocated
 each, none changes its verdict.
 

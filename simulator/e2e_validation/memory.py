@@ -73,7 +73,7 @@ def row_scenario(row: Row) -> dict:
                     recompute=row["recompute"], cross_entropy=row["cross_entropy"],
                     fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
                     legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16",
-                    dropout=_flag(row.get("dropout") or "true"))
+                    dropout=_flag(row.get("dropout") or "true"), compile=row.get("compile") or "none")
     if parse_int(row.get("experts") or "0"):
         add_expert_plan(row, model, parallel, training)
     gpus = parse_int(row["gpus"])

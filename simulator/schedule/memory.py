@@ -331,12 +331,13 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
         return 2 * sbh / (t if sp else 1)
     if recompute == "selective_op":
         # torchtitan's op-level policy (tp = 1, bf16 activations): the block's input, the saved mm
-        # outputs wq, wv, w1, w2 and the attention output; in fp8 the Float8 GEMMs' outputs are
+        # outputs wq, wv, w1, w2 (not w2 in a compiled block, compiled_unsaved_bytes) and the
+        # attention output; in fp8 the Float8 GEMMs' outputs are
         # not saved (aten._scaled_mm is not in torchtitan's _save_list): the input and the
         # attention output
         if t_cfg.dtype == "fp8":
             return 4 * sbh
-        return 8 * sbh + 2 * sbh * m.kv_heads / a + 2 * s * b * f
+        return 8 * sbh + 2 * sbh * m.kv_heads / a + 2 * s * b * f - compiled_unsaved_bytes(scn)
     fp8 = fp8_saved_bytes(scn)
     # two norm inputs (bf16), the QKV and FC1 inputs (FP8 under TE), two dropout masks (only with
     # p > 0: ATen's dropout returns its input when p == 0, aten/src/ATen/native/Dropout.cpp)
@@ -350,6 +351,35 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     if recompute == "none" and not t_cfg.flash_attention:
         scores = 5 * a * s * s_full * b
     return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores / t
+
+
+def compiled_unsaved_bytes(scn: Scenario) -> float:
+    """Bytes per layer and micro-batch that torchtitan's op-level selective checkpointing keeps in
+    eager and a compiled block (``training.compile`` other than ``none``) does not: the output of
+    the FFN's second GEMM, w2 (2·s·b·h bf16).
+
+    Eager: ``torch.utils.checkpoint``'s ``_CachingTorchDispatchMode`` stores the output of every op
+    the policy marks ``MUST_SAVE`` in the checkpoint's storage, whether or not a backward op reads
+    it, until the block's recompute. torchtitan's policy (``_custom_policy`` in
+    parallelize_llama.py, 9dec370) saves every odd ``aten.mm`` of the block, in the order wq, wk,
+    wv, wo, w1, w3, w2: wq, wv, w1 and w2, with the SDPA outputs and the checkpoint's input. The
+    w2 output feeds only the residual add, whose backward reads neither input, so nothing in the
+    backward consumes it. Compiled (``torch.compile`` of the checkpointed block, torchtitan's
+    ``apply_compile``): the policy becomes tags on the joint graph's nodes, and AOTAutograd's
+    ``min_cut_rematerialization_partition`` (torch/_functorch/partitioners.py), Inductor's
+    partition function, saves only forward values the backward graph uses: the tag forces a
+    node into the saved set only among those. So the compiled block keeps the input, wq's, wv's
+    and w1's outputs and the attention output and log-sum-exp, and not w2's: 2·s·b·h bytes per
+    layer less (measured on the partitioner's forward graph of the block at torch 2.13: the saved
+    outputs are exactly these). Under Float8 the policy's set (the input and the attention
+    output) is read by the backward: 0. Nothing under full checkpointing (only the input is saved)
+    or without checkpointing (the model's saved set there is the fused layer's, which holds no
+    value the backward does not read)."""
+    t_cfg = scn.training
+    if t_cfg.compile == "none" or t_cfg.recompute != "selective_op" or t_cfg.dtype == "fp8":
+        return 0.0
+    shape = RankShapes.of(scn)
+    return 2.0 * shape.seq_local * shape.micro_batch_size * scn.model.hidden
 
 
 def cp_received_kv_bytes(scn: Scenario) -> float:

@@ -69,6 +69,33 @@ def test_between_selective_and_full_in_cost_and_memory():
     assert layer_activation_bytes(scn, "full") < layer_activation_bytes(scn) < layer_activation_bytes(scn, "none")
 
 
+def _compiled(recompute: str, dtype: str = "bf16", compile: str = "blocks") -> dict:
+    data = _data(recompute, dtype)
+    data["training"]["compile"] = compile
+    return data
+
+
+@pytest.mark.parametrize("compile", ["blocks", "blocks_and_loss"])
+def test_compiled_block_does_not_keep_w2_output(compile):
+    """A compiled block keeps only what its backward reads (AOTAutograd's min-cut partition):
+    eager op-level checkpointing stores w2's output, which only the residual add consumes; the
+    compiled block drops it, 2·s·b·h bytes per layer: input, wq, wv, w1 and the attention output."""
+    sbh = T * H
+    scn = build_scenario(_compiled("selective_op", compile=compile))
+    assert layer_activation_bytes(scn) == pytest.approx(6 * sbh + 2 * sbh * KV / HEADS + 2 * T * FFN)
+    eager = build_scenario(_data("selective_op"))
+    assert layer_activation_bytes(eager) - layer_activation_bytes(scn) == pytest.approx(2 * sbh)
+
+
+@pytest.mark.parametrize("recompute, dtype", [("full", "bf16"), ("none", "bf16"), ("selective", "bf16"),
+                                              ("selective_op", "fp8")])
+def test_compile_changes_nothing_where_every_saved_tensor_is_read(recompute, dtype):
+    """Full checkpointing saves the input, the fused layer's set and Float8's op-level set (input,
+    attention output) are all read by the backward: compiling changes none of them."""
+    eager = layer_activation_bytes(build_scenario(_data(recompute, dtype)))
+    assert layer_activation_bytes(build_scenario(_compiled(recompute, dtype))) == pytest.approx(eager)
+
+
 @pytest.mark.parametrize("change, why", [({"parallel": {"tp": 2}}, "tp=2"),
                                          ({"model": {"mlp": "gelu"}}, "mlp gelu"),
                                          ({"parallel": {"zero3_impl": "deepspeed"}}, "zero3_impl deepspeed")])
