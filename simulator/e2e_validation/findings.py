@@ -2156,7 +2156,11 @@ Simulation cost: about 70 CPU seconds for the 26 rows.
   the network too): on EFA (aws-ofi-nccl, a host-software message path) the deployed
   constants price 40 us per crossing against InfiniBand's 5, and a 50 MiB ReduceScatter over 64
   nodes x 2 ranks takes 3.5 ms (busbw 14.7 GB/s) where `dgx-h100` gives 1.3 ms (over 32 nodes 2.1
-  against 0.9 ms). The 16- and 32-node rows with DP 32-64 are ZeRO-0, AllReduces for which NCCL picks trees (a
+  against 0.9 ms). No sweep in data/nccl measures DP-sized calls (25-50 MiB) on rings of hundreds
+  of H100: the one H100 sweep at scale (nccl-tests issue #322, 128 x 8, Ring/LL128 forced, RoCE
+  assumed) starts at 1 GiB, where it takes 19.4 ms against 12.2 simulated, while its 4-16 GiB rows lie
+  on a line of 3.7 ms intercept (the model's ring latency there is 6.2 ms), so it neither confirms nor
+  rules out `dgx-h100`'s pricing of these calls. The 16- and 32-node rows with DP 32-64 are ZeRO-0, AllReduces for which NCCL picks trees (a
   logarithmic count of crossings), and barely move; the 64-node ZeRO-1 rows, ReduceScatter and
   AllGather rings, move most. Hugging Face's own
   nccl-tests on the same fleet (Smol Training Playbook, 2025) measured 40-53 us for an 8-byte
