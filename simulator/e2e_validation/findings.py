@@ -2332,43 +2332,77 @@ The playbook's benchmark summary (`data/e2e/nanotron_playbook_h100.csv`, from hu
 131,072, sequence 4,096, 256 sequences per step) on 1-64 nodes of 8 H100, the MFU of the best of
 the thousands of plans its authors ran, with the plan (DP, TP, PP, gradient-accumulation steps,
 micro-batch, ZeRO 0 or 1). 26 rows, compared as tokens per second per GPU (the MFU over nanotron's
-model FLOPs at an assumed 989 TFLOP/s); nothing fitted on them. Median |error| 7.2%, signed median
-+0.0%, mean |error| 29.7%: 21 rows within -18% to +30% (median |error| 5.7%, signed -2.4%) and five
-far off, all optimistic. The stack is read from nanotron's code, not from these rows; the rotary
+model FLOPs at an assumed 989 TFLOP/s); nothing fitted on them. They run on the `aws-p5` profile:
+the figure prints no network, but the cluster is Hugging Face's AWS p5 fleet (32 x 100 Gb/s EFA per
+node; the CSV header gives the evidence), whose EFA constants were fitted on nccl-tests sweeps of
+other p4de and p5 clusters, not on these rows.
+Median |error| 8.4%, signed median -1.0%, mean |error| 21.0%: 24 rows within -18% to +38% (median
+|error| 6.6%, signed -1.9%) and two far off, both optimistic (on `dgx-h100`, as first scored: 7.2%,
++0.0%, 29.7%; 21 rows within -18% to +30% and five far off). The stack is read from nanotron's code, not from these rows; the rotary
 kernel was first priced as PyTorch ops (nanotron's `RotaryEmbedding` class) until the training path
 was read (it calls flash-attn's rotary kernel): with PyTorch ops the median was 10.7%, signed -2.6%.
-Simulation cost: about 40 CPU seconds for the 26 rows.
+Simulation cost: about 70 CPU seconds for the 26 rows.
 
 - **1-8 nodes: pessimistic, most for the smallest model.** Where the batch runs as 8-128
-  micro-batches through two or four pipeline stages, 1.34B is -15% to -18% on 8-32 GPUs (-7% on 64),
-  3.57B -5% to -7%, 8.86B -2% to -6%. On one node the 1.34B plan (DP 4 x PP 2, nanotron's split puts 11
+  micro-batches through two or four pipeline stages, 1.34B is -16% to -18% on 8-32 GPUs (-9.5% on 64),
+  3.57B -2% to -7%, 8.86B -3% to -6%. On one node the 1.34B plan (DP 4 x PP 2, nanotron's split puts 11
   of the 16 layers on stage 0 and 5 beside the 131,072-word head) measures 2.89 s per step; the
   simulated compute of stage 0 alone is about 3.3 s (its GEMMs at about 540 TFLOP/s, FlashAttention-2
   at head dimension 64 about a fifth, the rest elementwise), so the gap is in the compute pricing of
   an H100 at hidden 2,048, not in communication or the pipeline: the pattern of "NVIDIA's own BF16
   runs" above (the fitted H100 curve a lower bound of about 0.8x on throughput), here on a stack
   that is neither NVIDIA's nor PyTorch eager with FSDP.
-- **A fixed cost per step that grows with the node count.** Measured minus predicted step time on the
-  rows with DP 32-128 and one micro-batch per replica: 0.035-0.047 s on 16 nodes (1.34B TP 2 +21%,
-  3.57B TP 4 +6%), 0.036-0.085 s on 32 (1.34B TP 4 +30%, 3.57B TP 4 +27%, 8.86B TP 8 +5%), and
-  0.22-0.29 s on 64: 1.34B (DP 128 x TP 2 x PP 2) 0.381 s against 0.142 (+168%), 3.57B (DP 128 x TP 4,
-  ZeRO-1) 0.507 against 0.217 (+133%), 8.86B (DP 128 x TP 4, ZeRO-0) 0.625 against 0.400 (+56%). The
-  missing time does not follow the data-parallel traffic, which differs ninefold between the three
-  64-node rows (2.0, 5.3 and 17.6 GB of fp32 gradients and bf16 parameters per GPU) and whose cost the
-  model carries: it is of fixed size per step at a given scale and grows about fivefold from 32 to
-  64 nodes. The source measures one iteration (nanotron's benchmark mode logs iteration 3 and exits),
-  so the slowest of 512 ranks in that step, the gradient-norm and loss reductions, the host side of
-  nanotron's collectives and the fabric of Hugging Face's cluster (not printed; priced as DGX H100
-  InfiniBand) all fall in it. One host-side cost is in the code and not in the model: ZeRO-1's
-  `all_gather_coalesced` (`nanotron/distributed.py`, called by `_all_gather_params` after each step)
-  flattens one buffer per DP rank, gathers into that list, then copies every rank's slice of every
-  parameter back, DP x (parameter tensors) `copy_` kernels per step (128 x 170 = 21,760 for the
-  3.57B TP 4 plan, 128 x 68 = 8,700 for the 1.34B stage), and `reduce_scatter_coalesced` in the DDP
-  hook flattens each gradient bucket into DP per-destination buffers; the simulator prices one
-  bucketed collective each. It cannot be the whole gap: the ZeRO-0 8.86B row, which runs neither
-  (PyTorch's `all_reduce_coalesced` per DDP bucket), misses as much time. The data cannot separate
-  the rest. The 80B row on 64 nodes (TP 16
-  across two nodes, +58%) adds TP collectives over the inter-node network to the same effect.
+- **64 nodes: the EFA fabric, and a gap left on two rows.** Measured minus predicted step time on
+  the rows with DP 32-128 and one micro-batch per replica is 0.035-0.047 s on 16 nodes (1.34B TP 2
+  +20%, 3.57B TP 4 +6%) and 0.030-0.083 s on 32 (1.34B TP 4 +29%, 3.57B TP 4 +26%, 8.86B TP 8 +4%),
+  on either profile. On 64 nodes `dgx-h100` (eight NDR InfiniBand NICs, 5 us per crossing) missed
+  0.22-0.29 s per step whatever the data-parallel traffic: 1.34B (DP 128 x TP 2 x PP 2, ZeRO-1)
+  0.381 s measured against 0.142 (+168%), 3.57B (DP 128 x TP 4, ZeRO-1) 0.507 against 0.217 (+133%),
+  8.86B (DP 128 x TP 4, ZeRO-0) 0.625 against 0.400 (+56%), 80B (DP 32 x TP 16, ZeRO-1) 5.89 against
+  3.73 (+58%). The DP groups of the three smaller plans are rings of 128 ranks with 2-4 per node,
+  so a ReduceScatter or AllGather chunk crosses the network 32-64 times per pass and what each
+  crossing costs sets the call (80B's TP 16 spans two nodes, so its per-layer TP collectives cross
+  the network too): on EFA (aws-ofi-nccl, a host-software message path) the deployed
+  constants price 40 us per crossing against InfiniBand's 5, and a 50 MiB ReduceScatter over 64
+  nodes x 2 ranks takes 3.5 ms (busbw 14.7 GB/s) where `dgx-h100` gives 1.3 ms (over 32 nodes 2.1
+  against 0.9 ms). No sweep in data/nccl measures DP-sized calls (25-50 MiB) on rings of hundreds
+  of H100: the one H100 sweep at scale (nccl-tests issue #322, 128 x 8, Ring/LL128 forced, RoCE
+  assumed) starts at 1 GiB, where it takes 19.4 ms against 12.2 simulated, while its 4-16 GiB rows lie
+  on a line of 3.7 ms intercept (the model's ring latency there is 6.2 ms), so it neither confirms nor
+  rules out `dgx-h100`'s pricing of these calls. The 16- and 32-node rows with DP 32-64 are ZeRO-0, AllReduces for which NCCL picks trees (a
+  logarithmic count of crossings), and barely move; the 64-node ZeRO-1 rows, ReduceScatter and
+  AllGather rings, move most. Hugging Face's own
+  nccl-tests on the same fleet (Smol Training Playbook, 2025) measured 40-53 us for an 8-byte
+  SendRecv across nodes, the size of that per-crossing cost. On `aws-p5`: 3.57B 0.457 s (+10.9%),
+  80B 5.25 s (+12.1%), 8.86B 0.453 s (+38.0%), 1.34B 0.172 s (+121.7%); the rows up to 32 nodes move
+  by at most 2.5 points (the 1.34B DP 32 x PP 2 plan on 8 nodes -7.0% -> -9.5%). The profile matches
+  the playbook's large AllReduce on the fleet (479 GB/s busbw on 2 nodes, 320-350 on 3-16: 434, 343,
+  330 simulated) and prices its 8-byte AllReduce 1.6-1.9x too slow (105 and 375 us against 55.5 and
+  235 on 2 and 16 nodes), a small-message gap the 64-node rows do not rest on
+  (`tests/validation/test_nanotron_playbook_source.py`). With NCCL 2.18.1 (PyTorch 2.1's wheel, as
+  the launcher's `2-1-cu121` environment suggests; not printed for the runs), which the model runs
+  with its 2.16.5 tables, 8.86B is 0.487 s (+28%), 80B 5.17 s (+14%), 1.34B and 3.57B move by under
+  0.01 s; the release is not set.
+  Left: 0.17 s on 8.86B (ZeRO-0: one `all_reduce_coalesced` per DDP bucket, which PyTorch 2.1 issues
+  as one NCCL AllReduce per tensor in a group; buckets hold 1-3 tensors here, so pricing a call per
+  tensor adds little) and 0.21 s on 1.34B (its step is 0.06 s of compute, 0.05 s of bubble with one
+  micro-batch through two stages, 0.05 s of exposed AllGather; the tied-embedding gradient AllReduce
+  across the two stages is priced). Read in nanotron's code and not the cause: the loss AllReduce
+  over DP and the grad-norm AllReduce over TP x PP (one float each), the `dist.barrier()` and
+  `torch.cuda.synchronize()` that close each timed step (one 512-rank AllReduce), sanity checks
+  (`ignore_sanity_checks: true` in the benchmark config), the pipeline's metadata sends (two small
+  blocking sends before each activation or gradient transfer, two transfers per step here), checkpointing (never in the three benchmark iterations).
+  ZeRO-1's `all_gather_coalesced` (`nanotron/distributed.py`, called by `_all_gather_params` after
+  each step) flattens one buffer per DP rank, gathers into that list, then copies every rank's slice
+  of every parameter back, DP x (parameter tensors) `copy_` kernels per step (128 x 170 = 21,760 for
+  the 3.57B TP 4 plan, 128 x 68 = 8,700 for the 1.34B stage), and `reduce_scatter_coalesced` in the
+  DDP hook flattens each gradient bucket into DP per-destination buffers; the simulator prices one
+  bucketed collective each. Priced at a launch each, these would take 3.57B past its measurement
+  (+0.1 s against 0.05 s left) and cannot reach the ZeRO-0 8.86B row, so they are not modelled. The
+  launcher of March 2025 (`examples/mamba/run_multinode.sh` @77f54c10, written with the script's
+  salloc mode) exports `TORCH_DISTRIBUTED_DEBUG=DETAIL`, whose process-group wrapper runs a Gloo
+  barrier and fingerprint AllGather on the host before every collective; the December 2024 launcher
+  does not, and which one ran these cells is not recorded, so it is not modelled either.
 - **80B on 4 nodes: memory pressure, as the source says.** TP 8 x PP 4 with 256 micro-batches
   measures 14.8% MFU (113.5 s per step) where the same model on 8-32 nodes measures 30-34% (and is
   predicted within -0.3% to +18%); the prediction is 44.2 s (+157%). The playbook's reading: the model

@@ -865,7 +865,8 @@ SOURCES: list[Source] = [
             "(ZeRO-0) or ReduceScattered (ZeRO-1) in DDP buckets during the last backward, ZeRO-1's parameter "
             "AllGather after the step; nanotron's cost-balanced pipeline split (the LM head's stage holds fewer layers).",
             "nanotron's tp_linear_async_communication (the input AllGather beside the local-shard GEMM) is priced "
-            "without overlap; the network is not printed: the dgx-h100 profile (8 x 400 Gb/s per node).",
+            "without overlap; the figure prints no network: the aws-p5 profile (32 x 100 Gb/s EFA per node), "
+            "Hugging Face's cluster by the launcher's host names (the file's header).",
             "Each value is a single iteration (nanotron's benchmark mode logs iteration 3 and exits)."]),
     Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
            "megatron_ci_golden_values.csv", megatron_ci,

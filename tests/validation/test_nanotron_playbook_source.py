@@ -75,7 +75,7 @@ def test_pipeline_split_follows_nanotrons_cost_balance():
 def test_rows_build_the_printed_plans_held_out():
     """Every cell: bf16, no recompute, fp32 gradients reduced in DDP buckets during the backward,
     ZeRO stage as printed, sequence parallel with TP, nanotron's split with PP; flash-attn 2,
-    PyTorch ops; the dgx-h100 profile; held out."""
+    PyTorch ops; the aws-p5 profile (Hugging Face's cluster); held out."""
     cs = nanotron_playbook(_rows())
     assert len(cs) == 26
     assert "nanotron_playbook" in sources.HELD_OUT_SOURCES and not any(sources.is_fit_case(c) for c in cs)
@@ -86,26 +86,59 @@ def test_rows_build_the_printed_plans_held_out():
         assert p.get("sequence_parallel", False) == (p["tp"] > 1)
         assert ("pp_layers" in p) == (p["pp"] > 1)
         assert m["tied_embeddings"] == (m["ffn_hidden"] < 10_000)
-        assert c.scenario["hardware"] == "dgx-h100" and c.metric == "tokens_per_s_per_gpu"
+        assert c.scenario["hardware"] == "aws-p5" and c.metric == "tokens_per_s_per_gpu"
 
 
 @pytest.mark.slow
 def test_nanotron_playbook_errors():
-    """Held out, nothing fitted on them (about 40 CPU seconds). Doc: 26 rows, median |error| 7.2%,
-    signed median +0.0%. Up to 32 nodes (21 rows) within -18% to +30%, median |error| 5.7%, signed
-    -2.4% (the 1.34B plans on 1-4 nodes the most pessimistic, -15% to -18%); the four 64-node rows
-    +56% to +168% (0.22-0.29 s per step missing whatever their data-parallel traffic, 2-18 GB per
-    GPU) and 80B on 4 nodes +157% (the source's memory-pressure run, 14.8% MFU): the page's
-    findings."""
+    """Held out, nothing fitted on them (about 70 CPU seconds). Doc: 26 rows, median |error| 8.4%,
+    signed median -1.0%, mean 21.0%. Up to 32 nodes (21 rows) within -18% to +30%, median |error|
+    5.7% (the 1.34B plans on 1-8 nodes the most pessimistic, -9% to -18%); on 64 nodes the EFA
+    fabric prices the 3.57B (ZeRO-1) and 80B rows within +11-12%, while 8.86B (ZeRO-0) stays +38%
+    and 1.34B (DP 128 x TP 2 x PP 2) +122%; 80B on 4 nodes +157% (the source's memory-pressure run,
+    14.8% MFU): the page's findings."""
     results = list(scoring.run_cases(nanotron_playbook(_rows())))
     errors = {r.case.label: r.error for r in results}
-    assert statistics.median(abs(e) for e in errors.values()) <= 0.08
+    assert statistics.median(abs(e) for e in errors.values()) <= 0.09
     assert abs(statistics.median(errors.values())) <= 0.03
     far = {k for k, e in errors.items() if abs(e) > 0.40}
-    assert far == {k for k in errors if k.endswith("512 GPUs")} | {"nanotron-80B dp1 tp8 pp4 mbs1 gas256 zero0 32 GPUs"}
-    assert all(e > 0.5 for k, e in errors.items() if k in far)
+    assert far == {"nanotron-1.34B dp128 tp2 pp2 mbs2 gas1 zero1 512 GPUs",
+                   "nanotron-80B dp1 tp8 pp4 mbs1 gas256 zero0 32 GPUs"}
+    assert all(e > 1.0 for k, e in errors.items() if k in far)
     near = [e for k, e in errors.items() if k not in far]
-    assert len(near) == 21 and statistics.median(abs(e) for e in near) <= 0.065
-    assert -0.20 <= min(near) and max(near) <= 0.32
+    assert len(near) == 24 and statistics.median(abs(e) for e in near) <= 0.07
+    assert -0.20 <= min(near) and max(near) <= 0.40
+    assert 0.30 <= errors["nanotron-8.86B dp128 tp4 pp1 mbs2 gas1 zero0 512 GPUs"] <= 0.40  # the gap left
+    for k in ("nanotron-3.57B dp128 tp4 pp1 mbs2 gas1 zero1 512 GPUs", "nanotron-80B dp32 tp16 pp1 mbs2 gas4 zero1 512 GPUs"):
+        assert 0.05 <= errors[k] <= 0.15
     small = [e for k, e in errors.items() if k.startswith("nanotron-1.34B") and " pp2 " in k and k not in far]
     assert len(small) == 4 and all(-0.20 <= e <= -0.05 for e in small)
+
+
+def _allreduce(nodes: int, size: int) -> tuple[float, float]:
+    """(time in us, busbw in GB/s) of an nccl-tests AllReduce over `nodes` x 8 GPUs of aws-p5."""
+    from simulator.config.hardware import load_profile
+    from simulator.costs.model import CostModel
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.single_collective import time_collective
+
+    p = load_profile("aws-p5")
+    costs = CostModel(build_topology(p, nodes), None, None)
+    gpus = [n * p.node.gpus + j for n in range(nodes) for j in range(p.node.gpus)]
+    r = time_collective("allreduce", gpus, size, costs, launch_floor_s=p.gpu.kernel_launch_us * 1e-6,
+                        plan=costs.plan("allreduce", gpus, size))
+    return r.time_s * 1e6, r.busbw / 1e9
+
+
+def test_aws_p5_profile_against_hugging_faces_own_cluster():
+    """The profile the rows run on, against what Hugging Face measured on the same p5 fleet (Smol
+    Training Playbook, 2025, "GPU-to-GPU Internode", nccl-tests with aws-samples' settings): AllReduce
+    busbw 479 GB/s on 2 nodes and 320-350 GB/s on 3-16 nodes (within 10%); the 8-byte AllReduce took
+    55.5 us on 2 nodes and 235 us on 16, which the profile prices 1.6-1.9x too slow (Tree/LL with
+    aws-ofi-nccl's 75 us reported latency and EFA's deployed 40 us per crossing, both fitted or read
+    elsewhere): a gap pinned here, small-message only, that the 64-node rows do not depend on."""
+    assert _allreduce(2, 1 << 30)[1] == pytest.approx(479, rel=0.10)
+    for nodes in (4, 8, 16):
+        assert 320 * 0.95 <= _allreduce(nodes, 1 << 30)[1] <= 350 * 1.05
+    assert 1.6 <= _allreduce(2, 8)[0] / 55.5 <= 2.0
+    assert 1.4 <= _allreduce(16, 8)[0] / 235 <= 1.8
