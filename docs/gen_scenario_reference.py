@@ -77,6 +77,8 @@ NOTES = {
                            "withholds from it: the config's num_sm where it sets set_sm_margin, 0 where not (the GEMM "
                            "on every SM, slowed by overlap_slowdown while communication runs); unnamed GEMMs keep "
                            "TE's default",
+    "ddp_grad_check": "Megatron-Core DDP's check_for_nan_in_grad before each bucket's collective: none | norm (the bucket's norm only: Megatron-Core 0.10-0.11 with reruns disabled) | nan (norm, isnan and one blocking host read per bucket: 0.6-0.9) | nan_inf (isnan and isinf, two reads: 0.12 on); zero 0, or zero 1 with zero1_impl megatron",
+    "ddp_grad_scaling": "Megatron-Core DDP's 1/(dp x cp) average: none (not priced) | buffer (average_in_collective off: each bucket multiplied in place before its collective, read + write) | collective (average_in_collective: NCCL AVG; expert buckets still scaled by edp/(dp x cp) where not 1)",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",
     "zero3_prefetch_bucket_elements": "DeepSpeed stage3_prefetch_bucket_size",
     "zero3_max_live_parameters": "DeepSpeed stage3_max_live_parameters",

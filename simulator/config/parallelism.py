@@ -110,6 +110,23 @@ class Parallel(BaseModel):
     # mpu/layers.py; simulator/schedule/data_parallel.py ``unfused_accumulate_bytes``). DDP and
     # ZeRO-1 only: ZeRO-2/3 and DeepSpeed's bf16 optimizer model their own accumulation.
     gradient_accumulation_fusion: bool = True
+    # Megatron-Core DDP's passes over each bucket's gradient buffer before its collective
+    # (``start_grad_sync`` in megatron/core/distributed/param_and_grad_buffer.py;
+    # simulator/schedule/data_parallel.py). ddp_grad_check, ``check_for_nan_in_grad`` (Megatron-LM's
+    # --check-for-nan-in-loss-and-grad, on by default; NeMo 2.0's and Megatron-Bridge's recipes set
+    # it, Bridge's performance scripts clear it): none (off, or a stack without it) | norm (the
+    # bucket's ``grad_data.norm()`` only: Megatron-Core 0.10-0.11, whose ``validate_result``
+    # returns before looking at it while reruns are disabled) | nan (the norm, ``isnan`` and one
+    # device-to-host read the host blocks on: 0.6-0.9's ``assert not norm.isnan()``) | nan_inf
+    # (isnan and isinf, two blocking reads: 0.12 on, ``validate_result`` in disabled mode).
+    ddp_grad_check: Literal["none", "norm", "nan", "nan_inf"] = "none"
+    # ddp_grad_scaling, where the 1/(dp x cp) average of the gradients is taken: none (not priced:
+    # stacks other than Megatron-Core DDP) | buffer (``average_in_collective`` off, Megatron-Core's
+    # default: ``grad_data *= gradient_scaling_factor`` over each bucket, read and write, wherever
+    # the factor is not 1) | collective (``average_in_collective``: NCCL's AVG reduction, no pass
+    # over the dense buckets; the expert buckets are still scaled by edp / (dp x cp) where that is
+    # not 1).
+    ddp_grad_scaling: Literal["none", "buffer", "collective"] = "none"
     # DDP / distributed-optimizer bucket in elements; None = Megatron's max(4e7, 1e6·dp_size).
     ddp_bucket_elements: int | None = Field(default=None, gt=0)
     # DeepSpeed ZeRO-3 knobs in elements, defaults of deepspeed/runtime/zero/config.py.

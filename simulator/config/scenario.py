@@ -265,6 +265,12 @@ def check_plan(scn: Scenario) -> None:
     if p.zero == 3 and p.pp > 1 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")
+    megatron_ddp = p.zero == 0 or (p.zero == 1 and p.zero1_impl == "megatron")
+    for key, value in (("ddp_grad_check", p.ddp_grad_check), ("ddp_grad_scaling", p.ddp_grad_scaling)):
+        if value != "none" and not megatron_ddp:
+            _fail(scn, f"parallel.{key}", f"{key}: {value} prices Megatron-Core DDP's passes over its gradient "
+                                          f"buffer and needs zero 0, or zero 1 with zero1_impl: megatron; got "
+                                          f"zero={p.zero}, zero1_impl={p.zero1_impl}")
     fixed_master = ((p.zero == 1 and p.zero1_impl == "deepspeed-bf16" and "zero1_impl: deepspeed-bf16")
                     or (p.zero == 3 and p.zero3_impl == "deepspeed-2021" and "zero3_impl: deepspeed-2021"))
     if fixed_master and t.master_dtype != "fp32":

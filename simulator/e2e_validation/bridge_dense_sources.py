@@ -49,7 +49,8 @@ from dataclasses import replace
 
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel, padded_vocab
+from simulator.e2e_validation.scenarios import (BRIDGE_PERF_DDP, MODERN, Case, llama_model, make_scenario,
+                                                megatron_parallel, padded_vocab)
 
 # Megatron-Core with TransformerEngine (MODERN) and TE's fused cross-entropy (cross_entropy_fusion_impl "te");
 # the Llama providers set hidden_dropout = attention_dropout = 0.0 (Megatron-Bridge v0.2.0
@@ -87,7 +88,7 @@ def bridge_dense_case(r: Row) -> Case:
     hw = _system(r)
     model = dict(llama_model(r), vocab=padded_vocab(parse_int(r["vocab"]), tp))
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
-               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16", **BRIDGE_PERF_DDP)
     if "overlap_param_gather=False" in r["notes"]:
         par["overlap_param_gather"] = False
     if r["model_name"].startswith("LLAMA3.1_405B") and pp > 1:

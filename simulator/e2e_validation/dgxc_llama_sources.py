@@ -35,7 +35,8 @@ from __future__ import annotations
 
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel
+from simulator.e2e_validation.scenarios import (MODERN, NEMO2_DDP_MCORE_011, Case, llama_model, make_scenario,
+                                                megatron_parallel)
 
 # The recipe's tuned Userbuffers configurations (NeMo ``nemo/collections/llm/recipes/
 # tp_overlap_configs/userbuffers.py``; the bf16 and fp8 variants differ only in FP8 buffers), as
@@ -78,7 +79,7 @@ def dgxc_llama_case(r: Row) -> Case:
     fp8 = dtype == "fp8"
     model = llama_model(r)
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if size != "8b" else "none"),
-               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16", **NEMO2_DDP_MCORE_011)
     if size in UB_TUNED_H100:
         par["tp_overlap_gemm_sms"] = dict(UB_TUNED_H100[size])
     if size == "405b" and pp > 1:

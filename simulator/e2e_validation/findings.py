@@ -137,6 +137,13 @@ buckets reduced during the backward) at the larger model-parallel sizes.
 - Megatron-Core 2024: fp32 doubles the ReduceScatter bytes. The rows get more pessimistic
   (−14.0% → −17.0% median; GPT-32B tp8 −23.8% → −33.6%): the reduction competes with the TP
   collectives the model already over-exposes on these rows (see the TE overlap section).
+- Megatron-Core DDP's passes over each bucket before its collective (`parallel.ddp_grad_check`,
+  `ddp_grad_scaling`, schedule/data_parallel.py): the NaN check's norm of the bucket and its
+  isnan (and from 0.12 isinf) read back to the host, and `grad_data *= 1/dp` unless
+  `average_in_collective`, both on the compute stream before the collective; which ones each
+  stack ran is set per source (`scenarios.py`) and given, with the rows they move, in the
+  functional tests' section ("Three more per-step costs"): Megatron-Core 2024 1.6-2.2 points
+  slower per row, the CI's 7B rows 0.7-2.7 points, FlagPerf, NeMo and dgxc within 0.2 point.
 
 ## TransformerEngine's default TP overlap (`tp_overlap: te_default`)
 
@@ -2081,9 +2088,9 @@ is modelled (`training.deterministic`, below); the rest is not.
   106-151 ms to its 919 ms (+9% .. +4%), and 76-121 ms of compute a rank to TP 1 × PP 4, whose
   +7.7% they would overshoot: neither is priced until a timing of cuDNN's deterministic path, and
   of the fill at these sizes, bounds it.
-- **Three more per-step costs of the 7B cases, checked against the code of the golden commits and not
-  priced (together 2-3% of the step, a tenth of the gap).** The rows now read +6.5% (H100 TP 1 x PP 4),
-  +11.2% (A100), +21.0% (H100 TP 4) and +15.2% (A100): 70, 295, 194 and 342 ms short.
+- **Three more per-step costs of the 7B cases, checked against the code of the golden commits
+  (together 2-3% of the step, a tenth of the gap); the third is now priced.** Before it the rows
+  read +6.3% (H100 TP 1 x PP 4), +11.1% (A100), +20.5% (H100 TP 4) and +14.7% (A100).
   - *Attention dropout inside the fused kernels.* The 7B configs keep Megatron's default dropout 0.1,
     so cuDNN (H100) and flash-attn 2 (A100) draw the mask in-kernel; the model's fused attention
     prices no dropout. Published pairs: cuDNN through TE 2.15 on H200, 4 x 1,024 tokens, 16 heads,
@@ -2098,16 +2105,39 @@ is modelled (`training.deterministic`, below); the rest is not.
     mask type. TP 4, micro-batch 2: 134 MB a micro-batch, ~3 ms on a DGX H100 (PCIe Gen5) and ~6 ms
     on a DGX A100 (Gen4) with the broadcast, 6 and 12 ms a step (0.6%); TP 1 x PP 4: 67 MB a
     micro-batch on the first and last stage, 5 and 11 ms a step there.
-  - *Megatron-Core DDP's pre-reduction passes.* `start_grad_sync` runs, per bucket group,
-    `check_grads` (a `grad_data.norm()` whose `isnan` / `isinf` checks read the result back to the
-    host: `--check-for-nan-in-loss-and-grad` is on by default) and `grad_data *= 1/dp`
-    (`gradient_scaling_factor`, `average_in_collective` off): 12 bytes per fp32 gradient element a
-    step, 20 GB on either plan's rank (1.69B parameters), 7.3 ms on H100 and 12.3 ms on A100 (0.8%,
-    0.5%), plus two host reads per bucket (about 34 buckets of >= 40M parameters at TP 4). It runs
-    in every Megatron-Core source (the model prices neither pass anywhere), so it is a change for
-    all of them, under 1% of a step each, not for these rows alone.
-  Priced together they would take H100 TP 4 from +21.0% to about +18.7% and A100 TP 4 from +15.2% to
-  about +12.8%. Also read and ruled out at these commits: `--log-params-norm` takes the sharded fp32
+  - *Megatron-Core DDP's pre-reduction passes (now priced, `parallel.ddp_grad_check` and
+    `ddp_grad_scaling`).* `start_grad_sync` runs, per bucket group, `check_grads` (a
+    `grad_data.norm()`, then `validate_result` with `torch.isnan` and `torch.isinf`, each
+    `if rejection_func(result)` a read the host blocks on: `--check-for-nan-in-loss-and-grad` is on
+    by default) and `grad_data *= 1/dp` (`gradient_scaling_factor`, `average_in_collective` off):
+    12 bytes per fp32 gradient element a step, 20 GB on either plan's rank (1.69B parameters),
+    7.3 ms on H100 and 12.3 ms on A100 at the HBM rate, plus two host reads per bucket. Priced as
+    kernels on the compute stream before each bucket's ReduceScatter (the hook or
+    `finish_grad_sync` issues them there, so the backward after them waits) with `host_sync` reads,
+    the step grows by 9.4 ms (H100) and 14.0 ms (A100) at TP 4 and by 27.5 ms and 44.3 ms at TP 1
+    x PP 4: there each chunk's passes run in the pipeline's drain, between its last backward and
+    the gradient it sends to the previous stage, so the stages' passes add up along the drain.
+    Held out, the rows go +6.3% -> +3.6% (H100 TP 1 x PP 4), +11.1% -> +9.3% (A100), +20.5% ->
+    +19.3% (H100 TP 4) and +14.7% -> +14.0% (A100); median 12.9% -> 11.6%.
+    The same passes, per stack (what each source's scenario sets, `scenarios.py`): Megatron-Core
+    0.6-0.9 (FlagPerf, Megatron-Core 2024) assert on the norm's `isnan` (one read per bucket;
+    0.6 scales every bucket, >= 0.8 where the factor is not 1); 0.10-0.11 (NeMo 25.02, dgxc
+    v25.04) evaluate the norm but `validate_result` returns before testing it while reruns are
+    disabled, and NeMo 2.0's recipes set `average_in_collective` (no scaling pass on dense
+    buckets); from 0.12 (4dc6b7157a) the isnan and isinf tests run in disabled mode too (the CI
+    rows); Megatron-Bridge's performance scripts clear `check_for_nan_in_grad` and its Llama
+    recipes keep `average_in_collective`, so its dense rows run neither. Held out, per source
+    (restricted run of the six Megatron-Core sources, median |error| and signed): Megatron-Core
+    2024 5.6% -> 5.5% (+0.8% -> -0.3%; each row 1.6-2.2 points slower, e.g. GPT-1.7B 404.6 ->
+    412.0 ms, its 2.2B parameters a rank at 12 bytes), FlagPerf 5.2% (its steps are long:
+    within 0.1 point), dgxc 6.5% and NeMo 25.02 B200 14.0% (the norm alone: within 0.2 point),
+    Bridge dense 14.5% (unchanged rows; the B200 derate refitted on NeMo's 8B row moves). Not
+    priced: the 0.6 pass over buckets with nothing to reduce (dp 1: FlagPerf's TP 4 x PP 2 and
+    TP 1 x PP 8 A800 rows, about 12 bytes x 1 B parameters, a few ms of a multi-second step), and
+    the MoE sources' expert buckets (Bridge's Qwen3 recipes run a per-token loss, scaling nothing;
+    its GPT-OSS recipes keep `average_in_collective` off), left at `none`.
+  The first two, priced, would take H100 TP 4 a further 1.1 points and A100 TP 4 about 1.6 points
+  lower (dropout 4.5 and 23-25 ms, the mask 6 and 12 ms a step). Also read and ruled out at these commits: `--log-params-norm` takes the sharded fp32
   main parameters (`calc_params_l2_norm`: `main_param_sharded`, no fp32 copy); `--deterministic-mode`
   also switches the embedding lookup to advanced indexing (`self.weight[masked_input]`, a sort-based
   deterministic backward over 16,384 tokens: well under a millisecond); eval (interval 1,000) and

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_recompute
-from simulator.e2e_validation.scenarios import MODERN, Case, gpt_model, make_scenario
+from simulator.e2e_validation.scenarios import MEGATRON_LM_DDP_2025, MODERN, Case, gpt_model, make_scenario
 
 # --attention-backend as the case sets it (notes), to the kernel it runs: ``flash`` is TE's
 # flash-attn path (FlashAttention-2 class), ``unfused`` materialises the scores, the default
@@ -47,7 +47,11 @@ def megatron_ci_case(source: str, r: Row) -> Case:
                      overlap_grad_reduce="--overlap-grad-reduce" in flags,
                      overlap_param_gather="--overlap-param-gather" in flags,
                      grad_reduce_dtype="fp32", gradient_accumulation_fusion=False,
-                     sequence_parallel=r["sequence_parallel"] == "true")
+                     sequence_parallel=r["sequence_parallel"] == "true", **MEGATRON_LM_DDP_2025)
+    if "--no-check-for-nan-in-loss-and-grad" in flags:
+        par["ddp_grad_check"] = "none"
+    if "--ddp-average-in-collective" in flags:
+        par["ddp_grad_scaling"] = "collective"
     if vp > 1:  # Megatron-LM overlaps the interleaved schedule's exchanges by default (--overlap-p2p-communication)
         par.update(pp_schedule="interleaved", vp=vp, overlap_p2p_comm=True)
     attention = _ATTENTION[_note(r, "attention-backend").split()[0]]

@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import MODERN, Case, llama_model, make_scenario, megatron_parallel, padded_vocab
+from simulator.e2e_validation.scenarios import (MODERN, NEMO2_DDP_MCORE_011, Case, llama_model, make_scenario,
+                                                megatron_parallel, padded_vocab)
 
 # NeMo 2.2's Llama 3 models set both dropouts to 0.0, and a dropout of p = 0 keeps no mask
 NEMO_2502 = replace(MODERN, dropout=False)
@@ -54,7 +55,7 @@ def nemo_b200_case(r: Row) -> Case:
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     model = dict(llama_model(r), vocab=padded_vocab(parse_int(r["vocab"]), tp))
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
-               overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+               overlap_grad_reduce=True, grad_reduce_dtype="bf16", **NEMO2_DDP_MCORE_011)
     if tp > 1:
         par["tp_overlap_gemm_sms"] = dict(UB_B200_70B)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])

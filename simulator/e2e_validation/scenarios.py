@@ -148,6 +148,25 @@ TORCHTITAN_COMPILED = Stack(attention="flash2", fused_kernels=True, optimizer="f
 AUTOMODEL_STATES: dict = dict(master_dtype="bf16", grad_clip=False)
 
 
+# Megatron-Core DDP's passes over each gradient bucket before its collective (``parallel.ddp_grad_check``
+# and ``ddp_grad_scaling``, simulator/schedule/data_parallel.py), as each Megatron-Core stack ran them:
+# * Megatron-LM's own training loop (pretrain_gpt.py): --check-for-nan-in-loss-and-grad is on unless
+#   --no-check-for-nan-in-loss-and-grad, --ddp-average-in-collective off (r0.8.0 on; 0.6 has no such
+#   flag and always scales). Megatron-Core 0.6-0.9 assert on the norm's isnan (one host read per bucket);
+#   from 0.12 (4dc6b7157a, Feb 2025) ``validate_result`` tests isnan and isinf even with reruns disabled.
+MEGATRON_LM_DDP_2024 = dict(ddp_grad_check="nan", ddp_grad_scaling="buffer")
+MEGATRON_LM_DDP_2025 = dict(ddp_grad_check="nan_inf", ddp_grad_scaling="buffer")
+# * NeMo 2.0's recipes (nemo/collections/llm/recipes/llama3_8b.py, llama3_70b.py at d2b21556 and
+#   v2.2.0): ``DistributedDataParallelConfig(check_for_nan_in_grad=True, ..., average_in_collective=True)``
+#   on Megatron-Core 0.11 (NeMo 25.02), whose ``validate_result`` returns before testing while reruns
+#   are disabled (megatron/core/rerun_state_machine.py at core_r0.11.0): the norm runs, nothing is read.
+NEMO2_DDP_MCORE_011 = dict(ddp_grad_check="norm", ddp_grad_scaling="collective")
+# * Megatron-Bridge's performance scripts (scripts/performance/utils/helpers.py at v0.2.0,
+#   utils/overrides.py at 26.04): ``check_for_nan_in_grad = False``; the Llama recipes keep
+#   ``average_in_collective = True``.
+BRIDGE_PERF_DDP = dict(ddp_grad_check="none", ddp_grad_scaling="collective")
+
+
 def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:
     """The parallel block of a Megatron-Core / NeMo run with the printed TP, PP, VP and CP: the
     distributed optimizer (ZeRO-1) with its parameter AllGather overlapped with forward

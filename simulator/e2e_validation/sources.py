@@ -14,6 +14,7 @@ from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES,
     MEGATRON_2020,
     MEGATRON_LEGACY,
+    MEGATRON_LM_DDP_2024,
     MODERN,
     NEMO_LAUNCHER_2024,
     Stack,
@@ -466,7 +467,8 @@ def _mcore2024(rows: list[Row]) -> list[Case]:
         if n > 1536:
             continue  # keep the run time reasonable; the 2304-6144 GPU rows behave like 1536
         vp = smallest_interleave(parse_int(r["layers"]) // pp) if pp > 1 else 1
-        par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32", tp_overlap_sm_margin=False)
+        par = dict(megatron_parallel(tp, pp, vp), grad_reduce_dtype="fp32", tp_overlap_sm_margin=False,
+                   **MEGATRON_LM_DDP_2024)
         gb, dp = parse_int(r["global_batch"]), n // (tp * pp)
         scn = largest_fitting_micro_batch(
             lambda mb: make_scenario(f"mcore-{r['model_name']}", "dgx-h100", n, gpt_model(r, position="rope", tied=False),
@@ -612,7 +614,8 @@ def _flagperf(rows: list[Row]) -> list[Case]:
                             micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                             dtype="fp8" if fp8 else "bf16", recompute=parse_recompute(r),
                             parallel=dict(tp=tp, pp=pp, zero=1, sequence_parallel=tp > 1,
-                                          overlap_grad_reduce=False, grad_reduce_dtype="fp32"))
+                                          overlap_grad_reduce=False, grad_reduce_dtype="fp32",
+                                          **MEGATRON_LM_DDP_2024))
         if fp8:
             scn["training"].update(fp8_recipe="delayed")
         out.append(Case("flagperf", f"{r['model_name']} {r['gpu'].split(' ')[0]} tp{tp} pp{pp} dp{n // (tp * pp)}"

@@ -44,6 +44,24 @@ Ulysses degree where DeepSpeed reduces over the sequence-data-parallel group (§
   previous step's AllGathers issued at the start of the step, in forward order, each bucket's
   first forward use waiting for it.
 
+Megatron-Core DDP's passes over a bucket before its collective (``start_grad_sync``,
+``megatron/core/distributed/param_and_grad_buffer.py``; ``parallel.ddp_grad_check`` and
+``ddp_grad_scaling``), on the compute stream where the hook or ``finish_grad_sync`` issues them:
+
+* the NaN check: ``grad_data.norm(p=2)`` reads the bucket's buffer once (its ``grad_reduce_dtype``
+  bytes per element), then per check (``isnan``; from 0.12 also ``isinf``) a one-element kernel
+  whose result the host reads back (``assert not norm.isnan()`` in 0.6-0.9; ``validate_result``'s
+  ``if rejection_func(result)`` from 0.12, also while reruns are disabled); the host waits for the
+  GPU to drain there, so its run-ahead over the backward is lost once per read (``host_sync``).
+  Megatron-Core 0.10-0.11 evaluate the norm but skip the test while reruns are disabled.
+* the average: ``grad_data *= gradient_scaling_factor`` (1 / (dp x cp) with ``average_in_collective``
+  off; with it on, 1 for the dense buckets and edp / (dp x cp) for the expert ones), a read and a
+  write of the buffer, run wherever the factor is not 1 (Megatron-Core >= 0.8 tests ``!= 1.0``).
+
+With ``overlap_grad_reduce`` off the collectives are issued synchronously (``async_op=False``): the
+compute stream waits for each bucket's collective before the next bucket's passes run, so passes
+and collectives alternate after the backward.
+
 Sizes are nccl-tests ``size_bytes``: the bucket (AllReduce, RS input) or the gathered parameters
 (AG output), in ``grad_reduce_dtype`` for gradients (bf16 by default) and bf16 for parameters.
 """
@@ -78,6 +96,10 @@ def unfused_accumulate_bytes(grad_bytes: int, mb: int) -> int:
     return PARAM_BYTES + 2 * grad_bytes
 # update_hp_grads per parameter: lp.grad.to(fp32) reads 2 and writes 4 bytes, add_ reads 4 + 4 and writes 4
 HP_GRAD_UPDATE_BYTES = 18
+# Megatron-Core's check_for_nan_in_grad: the one-element tests on a bucket's norm whose results the
+# host reads back, per ``parallel.ddp_grad_check`` (module docstring)
+GRAD_CHECK_TESTS: dict[str, tuple[str, ...]] = {"none": (), "norm": (), "nan": ("isnan",),
+                                                "nan_inf": ("isnan", "isinf")}
 
 
 def expert_grad_axes(scn: Scenario) -> tuple[str, ...]:
@@ -365,12 +387,48 @@ class BucketedSync(GradSync):
         if not reductions:
             return
         tag, suffix, pending = make_tag("bwd", unit.layer, mb, None), f".mb{mb}", self._pending
-        for name, op, axes, size, stream, dtype in reductions:
-            pending.append(pb.add(make_comm(name + suffix, op, axes, size, deps, stream, dtype, tag)))
+        blocking = not self.overlap_grad_reduce and self.has_pre_passes
+        for name, op, axes, size, stream, dtype, numel, factor in reductions:
+            if blocking and pending:  # the compute stream waits for the previous synchronous collective
+                deps = tuple(sorted(set(deps) | {pending[-1]}))
+            pre = self._pre_reduction_passes(pb, name + suffix, numel, factor, deps, tag)
+            pending.append(pb.add(make_comm(name + suffix, op, axes, size, pre, stream, dtype, tag)))
 
-    def _reductions_of(self, unit: ParamUnit) -> tuple[tuple[str, CollectiveKind, tuple[str, ...], int, str, str], ...]:
-        """(name before its micro-batch, kind, axes, bytes, stream, dtype) of each collective
-        :meth:`_reduce` issues for ``unit``, as :meth:`_comm` makes them."""
+    @property
+    def has_pre_passes(self) -> bool:
+        p = self.scn.parallel
+        return p.ddp_grad_check != "none" or p.ddp_grad_scaling != "none"
+
+    def scaling_factor(self, expert: bool) -> float:
+        """``gradient_scaling_factor`` of a dense or expert bucket (module docstring); 1 where no
+        pass is priced (``ddp_grad_scaling: none``)."""
+        mode, group = self.scn.parallel.ddp_grad_scaling, self.group_size
+        if mode == "buffer":
+            return 1.0 / group
+        if mode == "collective" and expert:
+            return self.expert_group_size / group
+        return 1.0
+
+    def _pre_reduction_passes(self, pb: ProgramBuilder, name: str, numel: int, factor: float,
+                              deps: tuple[int, ...], tag: Tag) -> tuple[int, ...]:
+        """Megatron-Core DDP's NaN check and in-buffer average of one bucket (module docstring);
+        returns what its collective waits for."""
+        check = self.scn.parallel.ddp_grad_check
+        if check != "none":
+            deps = (pb.add(ComputeOp(name=f"{name}.check_grads.norm", kind="elementwise", flops=2.0 * numel,
+                                     hbm_bytes=float(self.grad_bytes * numel), deps=deps, tag=tag)),)
+            for test in GRAD_CHECK_TESTS[check]:
+                deps = (pb.add(ComputeOp(name=f"{name}.check_grads.{test}", kind="elementwise", flops=1.0,
+                                         hbm_bytes=8.0, deps=deps, tag=tag, host_sync=True)),)
+        if factor != 1.0:
+            deps = (pb.add(ComputeOp(name=f"{name}.scale", kind="elementwise", flops=float(numel),
+                                     hbm_bytes=float(2 * self.grad_bytes * numel), deps=deps, tag=tag)),)
+        return deps
+
+    def _reductions_of(self, unit: ParamUnit) -> tuple[tuple[str, CollectiveKind, tuple[str, ...], int, str, str,
+                                                             int, float], ...]:
+        """(name before its micro-batch, kind, axes, bytes, stream, dtype, elements, scaling factor)
+        of each collective :meth:`_reduce` issues for ``unit``, as :meth:`_comm` makes them."""
         whole = self.zero == 0 or self.bf16_fp32_grads or self.scn.parallel.zero1_impl == "internlm"
         op: CollectiveKind = "allreduce" if whole else "reducescatter"
         out = []
@@ -379,7 +437,7 @@ class BucketedSync(GradSync):
             if axes:
                 out.append((f"{'edp' if b.expert else 'dp'}.grad.{op}.{unit.name}.b{i}", op, axes,
                             int(b.numel * self.grad_bytes), grad_stream(axes),
-                            self.scn.parallel.grad_reduce_dtype))
+                            self.scn.parallel.grad_reduce_dtype, b.numel, self.scaling_factor(b.expert)))
         return tuple(out)
 
     def pending(self) -> tuple[int, ...]:

@@ -98,8 +98,11 @@ def test_builders_build_the_config_plans_held_out():
 
 
 def test_7b_cases_held_out_error():
-    """Held out (step time, positive = predicted too fast): TP 1 x PP 4 vp 8 +7.7% (H100) and +11.8%
-    (A100), TP 4 without sequence parallelism +21.3% and +15.0%: median 13.4%, every row optimistic.
+    """Held out (step time, positive = predicted too fast): TP 1 x PP 4 vp 8 +3.6% (H100) and +9.3%
+    (A100), TP 4 without sequence parallelism +19.3% and +14.0%: median 11.6%, every row optimistic
+    (with Megatron-Core DDP's NaN/Inf check and 1/dp scaling of each fp32 bucket before its
+    ReduceScatter, ``ddp_grad_check: nan_inf``, ``ddp_grad_scaling: buffer``: +6.3%, +11.1%, +20.5%
+    and +14.7% without them).
     The A100 rows run FlashAttention-2's deterministic backward (training.deterministic: +20.3% and
     +26.1% without it); not modelled: cuDNN's deterministic backward on H100, PyTorch's NaN fill of
     every allocation under torch.use_deterministic_algorithms, the CI's per-step logging and the
@@ -110,7 +113,7 @@ def test_7b_cases_held_out_error():
     assert statistics.median(abs(e) for e in errors) <= 0.14
     a100 = [r for r in rs if "A100" in r.case.label]
     assert all(r.case.scenario["training"]["deterministic"] for r in rs)
-    assert all(0.10 <= r.error <= 0.16 for r in a100), [r.error for r in a100]
+    assert all(0.08 <= r.error <= 0.16 for r in a100), [r.error for r in a100]
 
 
 def test_small_cases_show_a_per_layer_floor_the_model_lacks():
