@@ -35,8 +35,8 @@ fitted constant per GPU:
    B200, flash2 on A800); NeMo 24.03 and 24.07 = flash2 (their launcher exports
    `NVTE_FUSED_ATTN: 0`, so TE runs flash-attn 2; context-parallel section); NeMo AutoModel =
    auto with eager layers.
-5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.864, dgx-h100 × 0.698,
-   dgx-b200 × 0.479; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
+5. **Fitted GEMM training derate** (`gpu.gemm_efficiency` of dgx-a100 × 0.864, dgx-h100 × 0.706,
+   dgx-b200 × 0.480; a100-pcie borrows dgx-a100's; overlays abci-a100, sophia-a100, jean-zay-a100, aws-p5 and dgx-h200 inherit
    theirs), fitted with `python -m simulator.e2e_validation --fit-gemm` on the **single-node
    (8-GPU) rows only** (19 rows: 11 A100/A800 and 5 H100 in bf16/fp16, 3 B200 in per-tensor fp8
    from three sources, see the last section), median signed error = 0 per profile; nothing per row or per source.
@@ -49,14 +49,14 @@ fitted constant per GPU:
    (`costs/memory_bound.py`, fitted on Liger-Kernel's published timings) to 0.668 and 0.842, and pricing the eager stacks' separate kernels (Megatron-LM 2020, MPT) and
    Composer's training metrics to 0.689 and 0.862, and pricing fused attention by kernel shape
    (`costs/attention_shape.py`: sequence length, head dim, causal diagonal tiles, from the
-   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; charging `overlap_slowdown` only while communication runs beside a kernel (it was charged for the kernel's whole length) moved them to 0.698 and 0.864 (B200 0.479); a GEMM with a shape reads only the curve's top (its plateau). The headline
+   FlashAttention-2/3 papers' curves) to 0.712 and 0.866 (B200 0.506 -> 0.510), then 0.711 on a refit (B200 0.520, its one row priced with TE's per-step context-parallel passes; 0.524 with RoPE priced), and pricing unfused attention's per-head GEMMs by shape moved dgx-a100 to 0.876; charging `overlap_slowdown` only while communication runs beside a kernel (it was charged for the kernel's whole length) moved them to 0.698 and 0.864 (B200 0.479), and `overlap_slowdown` at the measured 0.189 (was 0.1, assumed) with MPT's fp32 gradient reduction and Megatron-Core's DDP passes priced moved dgx-h100 to 0.706 (B200 0.480; A100 unchanged); a GEMM with a shape reads only the curve's top (its plateau). The headline
    of this page refits the derates once per source without that source's rows
    (`e2e_validation/loso.py`): MPT's own rows move the A100 derate by 5% (0.803 without them
    0.847), FlagPerf's by 4%, Megatron 2020's by 2%; each B200 source's rows take the derate
    fitted on the other two sources' B200 rows (last section). Only a selection that keeps one
    B200 source borrows the H100 derate, carried over by the two GPUs' measured GEMM kernels
    (`loso.kernel_transfer`: XLA's unsearched GEMMs reach 0.973 of MAMF on B200, 1.052 on H100, so
-   0.698 × 0.923 = 0.644 on the B200 MAMF-shape curve); with NeMo's context-parallel page as the
+   0.706 × 0.923 = 0.652 on the B200 MAMF-shape curve); with NeMo's context-parallel page as the
    only B200 source its B200 rows came out +12.8% to +15.0% that way.
 
 Before → after separating the attention kernel (same rows, same replay code; median |error|,
