@@ -155,16 +155,20 @@ class RateCheck:
 
 def modelled_fwd_bwd_tflops(profile: str, s_q: int, s_k: int, causal: bool, head_dim: int = 128,
                             kernel: str = "flash3") -> float:
-    """TFLOP/s the simulator charges one forward plus one backward of this shape on ``profile``
-    (``costs.compute.achieved_flops`` of the two kernels: pair x shape factor x bf16 peak)."""
+    """TFLOP/s the simulator charges one forward plus one backward of this shape on ``profile``:
+    ``costs.compute.achieved_flops`` of the two kernels (pair x shape factor x bf16 peak)."""
     from simulator.config.hardware import load_profile
+    from simulator.costs.compute import achieved_flops
+    from simulator.schedule.ir import ComputeOp
 
     gpu = load_profile(profile).gpu
-    factor = shape_factor(s_q, s_k, causal, head_dim, kernel)
-    peak = gpu.peak_flops("bf16") / 1e12
-    fwd = peak * min(1.0, gpu.attention_fraction(kernel, False) * factor)
-    bwd = peak * min(1.0, gpu.attention_fraction(kernel, True) * factor)
-    return fwd_bwd_fraction(fwd, bwd)
+
+    def rate(direction: str) -> float:
+        op = ComputeOp(name=f"attn.{direction}", kind="attention", attention_kernel=kernel,
+                       attention_shape=(s_q, s_k, head_dim, causal))
+        return achieved_flops(op, gpu) / 1e12
+
+    return fwd_bwd_fraction(rate("fwd"), rate("bwd"))
 
 
 def b200_cp_rates(points: list[BenchPoint], seqs: tuple[int, ...] = B200_CP_SEQS) -> list[RateCheck]:
