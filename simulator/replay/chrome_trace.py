@@ -64,27 +64,43 @@ def _rank_ops(tl: Any, cols: list[tuple[str, int, str, int, bool]]) -> Iterator[
                start_ts[i], dur[i])
 
 
-def _rank_slices_json(trace: Trace, rank: int, cols: list[tuple[str, int, str, int, bool]]) -> list[str]:
+def _program_json(cols: list[tuple[str, int, str, int, bool]]) -> list[tuple[str, str, str]]:
+    """Per op of a program the JSON text its slices repeat on every rank of the role: the wait
+    slice's name, the op's name and category, and the kind again in ``args``."""
+    dumps = json.dumps
+    out = []
+    for name, _tid, kind, _nbytes, _comm in cols:
+        jkind = dumps(kind)
+        out.append((dumps("wait " + name), f'"name":{dumps(name)},"cat":{jkind}', jkind))
+    return out
+
+
+def _rank_slices_json(trace: Trace, rank: int, cols: list[tuple[str, int, str, int, bool]],
+                      texts: list[tuple[str, str, str]] | None = None) -> list[str]:
     """The rank's slices of :func:`chrome_trace_events` as JSON text, written directly: at a
-    few hundred thousand ops, building a dict per slice and encoding it cost twice this."""
+    few hundred thousand ops, building a dict per slice and encoding it cost twice this; the
+    names and kinds are encoded once per program (``texts``, :func:`_program_json`), not per rank."""
     tl = trace.timelines[rank]
     dumps = json.dumps
+    if texts is None:
+        texts = _program_json(cols)
     out: list[str] = []
     append = out.append
     head = f',"pid":{rank},"tid":'
-    for i, name, tid, kind, nbytes, wait, ts, dur in _rank_ops(tl, cols):
+    groups, algorithms = tl.groups, tl.algorithm
+    for i, _name, tid, _kind, nbytes, wait, ts, dur in _rank_ops(tl, cols):
         extra = ""
-        group = tl.groups.get(i)
+        group = groups.get(i)
         if group:
             extra = ',"group":[' + ",".join(map(str, group)) + "]"
-        algo = tl.algorithm.get(i)
+        algo = algorithms.get(i)
         if algo is not None and algo[0]:
             extra += f',"algorithm":{dumps(algo[0])},"protocol":{dumps(algo[1])}'
-        jkind = dumps(kind)
+        jwait, jnamecat, jkind = texts[i]
         if wait is not None:
-            append(f'{{"ph":"X","name":{dumps("wait " + name)},"cat":"wait"{head}{tid},"ts":{wait[0]!r},'
+            append(f'{{"ph":"X","name":{jwait},"cat":"wait"{head}{tid},"ts":{wait[0]!r},'
                    f'"dur":{wait[1]!r}}}')
-        append(f'{{"ph":"X","name":{dumps(name)},"cat":{jkind}{head}{tid},"ts":{ts!r},"dur":{dur!r},'
+        append(f'{{"ph":"X",{jnamecat}{head}{tid},"ts":{ts!r},"dur":{dur!r},'
                f'"args":{{"kind":{jkind},"bytes":{nbytes},"op_index":{i}{extra}}}}}')
     return out
 
@@ -133,24 +149,27 @@ def chrome_trace_json(trace: Trace, ranks: Iterable[int] | None = None,
     other: dict[str, Any] = {"ranks": trace.stats.ranks, "ranks_simulated": trace.stats.ranks_simulated}
     if inputs:
         other["inputs"] = inputs
-    from simulator.replay.trace_links import flow_events, utilisation_counters
+    from simulator.replay.trace_links import flow_events, utilisation_counters_json
 
     # the events of chrome_trace_events, in its order; the slices written as text directly
     ranks = list(trace.ranks if ranks is None else ranks)
     dumps = json.dumps
     parts: list[str] = []
     programs: dict[int, tuple[dict[str, int], list[tuple[str, int, str, int, bool]]]] = {}
+    texts: dict[int, list[tuple[str, str, str]]] = {}
     for rank in ranks:
         tids, cols = _columns(trace, rank, programs)
         parts += map(dumps, _rank_metadata(rank, tids))
         tl = trace.timelines[rank]
         if all(np.isfinite(a).all() for a in (tl.ready, tl.start, tl.end)):
-            parts += _rank_slices_json(trace, rank, cols)
+            if id(cols) not in texts:
+                texts[id(cols)] = _program_json(cols)
+            parts += _rank_slices_json(trace, rank, cols, texts[id(cols)])
         else:  # repr() of nan/inf is not JSON: let json.dumps write them (NaN, Infinity) as it does elsewhere
             parts += [dumps(e) for e in chrome_trace_events(trace, [rank]) if e["ph"] == "X"]
     parts += map(dumps, flow_events(trace, ranks, grid))
     if topology is not None:
-        parts += map(dumps, utilisation_counters(trace, topology, grid, ranks))
+        parts += utilisation_counters_json(trace, topology, grid, ranks)
     return ('{"traceEvents":[' + ",\n".join(parts) + '],"displayTimeUnit":"ms","otherData":' + dumps(other) + "}")
 
 
