@@ -2555,7 +2555,7 @@ output under multi-head attention without RoPE, keeps the rank's own K and V ali
 15.9 -> -8.1 and 26.3 -> 14.3 MiB (the MoE CP rows). (3) FSDP2 allocates each sharded gradient
 group on the reduce-scatter stream and the caching allocator reuses a freed block only on its own
 stream, so the gradients `zero_grad` frees stay reserved through the next forward's peak: 4 B per
-parameter over the shard group in reserved, not allocated (`reduce_stream_cached_bytes`). It makes
+parameter over the shard group in reserved, not allocated (`reduce_stream_keeps_freed_grads`). It makes
 torchtitan's eager Table 1 and Table 3 rows (8 and 128 GPUs, measured 15.4 GiB apart) 14.0 GiB
 apart instead of 10.5 (-5.5%/+0.5% -> -1.0%/+0.9%); the H200 pair (32 and 64 GPUs, measured 0.99 GiB
 apart) goes from 1.40 to 1.87 GiB apart. Held out, all 55 rows: median |error| 3.0% -> 1.6%, signed

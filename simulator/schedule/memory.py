@@ -699,21 +699,19 @@ def stranded_bytes(scn: Scenario, loss_peak: bool) -> float:
     return shape.tokens * scn.model.vocab / shape.tp * scn.training.act_bytes
 
 
-def reduce_stream_cached_bytes(scn: Scenario, freed_grads: float) -> float:
-    """Reserved bytes of FSDP2's sharded gradients that do not exist at the peak (``freed_grads``:
-    lazily allocated, freed by the previous step's ``zero_grad``) and stay cached for the
-    reduce-scatter stream. ``foreach_reduce`` (torch/distributed/fsdp/_fully_shard/
+def reduce_stream_keeps_freed_grads(scn: Scenario) -> bool:
+    """Whether the sharded gradients that do not exist at the peak (lazily allocated, freed by
+    the previous step's ``zero_grad``) stay reserved, cached for the reduce-scatter stream:
+    FSDP2 with lazy gradients. ``foreach_reduce`` (torch/distributed/fsdp/_fully_shard/
     _fsdp_collectives.py) allocates each group's reduce-scatter output under
     ``torch.cuda.stream(reduce_scatter_stream)`` and views the sharded gradients out of it, so the
     block belongs to that stream; PyTorch's caching allocator reuses a freed block only for a
     request of the same stream (``get_free_block`` compares the block's stream,
     CUDACachingAllocator.cpp), and the forward's activations and the loss, on the default stream,
     cannot use it: reserved keeps the whole sharded gradient through the step's peak. Other stacks
-    keep their gradients allocated (a grad buffer) or free them on the default stream: 0."""
+    keep their gradients allocated (a grad buffer) or free them on the default stream."""
     p = scn.parallel
-    if p.zero < 3 or p.zero3_impl != "fsdp2" or not lazy_gradients(scn):
-        return 0.0
-    return freed_grads
+    return p.zero >= 3 and p.zero3_impl == "fsdp2" and lazy_gradients(scn)
 
 
 def _workspace_generation(scn: Scenario) -> str:
@@ -806,6 +804,7 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
         loss_b, rec_b, zero_b = 0.0, rebuilt, z_bwd
     gpu = scn.profile.gpu
     grads = n.dense * g + n.expert * ge
+    freed_grads = grads * (1 - backpropagated_fraction(scn, stage))  # not allocated at the peak
     pipeline_buffers = pipeline_buffer_bytes(scn, stage)
     est = MemoryEstimate(params=n.dense * w + n.expert * we, grads=grads * backpropagated_fraction(scn, stage),
                          optimizer=n.dense * o + n.expert * oe,
@@ -815,7 +814,7 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
                          ub_workspaces=ub_workspace_bytes(scn), userbuffers=userbuffer_bytes(scn),
                          stranded=stranded_bytes(scn, loss_b > 0)
-                         + reduce_stream_cached_bytes(scn, grads * (1 - backpropagated_fraction(scn, stage))),
+                         + (freed_grads if reduce_stream_keeps_freed_grads(scn) else 0.0),
                          fragmentation_factor=tr.allocator_fragmentation,
                          cuda_context=gpu.cuda_context_bytes, nccl_buffers=nccl_buffer_bytes(scn))
     if est.grads < grads:  # lazy gradients: the end of the backward holds them all, the activations freed

@@ -5,13 +5,8 @@ import pytest
 
 from simulator.config.scenario import build_scenario
 from simulator.schedule.memory import estimate_memory, fp8_saved_bytes, layer_activation_bytes
+from tests.unit.test_schedule_invariants import PROFILE  # 4 GPUs per node: a node per 4 ranks of the plan
 
-PROFILE = """name: test-gpu
-gpu: {name: T, arch: hopper, sms: 132, bf16_TFLOPS: 989, fp16_TFLOPS: 989, fp8_TFLOPS: 1979, fp32_TFLOPS: 67,
-      hbm_GiB: 80, hbm_GBps: 3350, gemm_efficiency: [{flops: 1.0e12, efficiency: 0.7}]}
-node: {gpus: 8, scale_up: {kind: nvswitch, link_GBps: 450, latency_us: 1.0},
-       pcie: {gen: 5, GBps: 64}, nics: {count: 8, Gbps: 400, latency_us: 2.0}}
-"""
 LLAMA = {"layers": 8, "hidden": 1024, "heads": 16, "kv_heads": 4, "ffn_hidden": 3584, "vocab": 1024,
          "seq_len": 2048, "mlp": "swiglu"}
 S, H, F, T = 2048, 1024, 3584, 4
@@ -22,9 +17,11 @@ def scn(tmp_path):
     (tmp_path / "p.yaml").write_text(PROFILE)
 
     def make(training, parallel=None):
-        data = {"name": "m", "hardware": "p.yaml", "nodes": 1, "model": LLAMA,
+        par = parallel or {"tp": T, "sequence_parallel": True}
+        ranks = par.get("tp", 1) * par.get("pp", 1)  # dp = 1 in every case: the memory of one replica
+        data = {"name": "m", "hardware": "p.yaml", "nodes": ranks // 4, "model": LLAMA,
                 "training": {"micro_batch": 1, "global_batch": 8, **training},
-                "parallel": parallel or {"tp": T, "sequence_parallel": True}}
+                "parallel": par}
         return build_scenario(data, source="m.yaml", base_dir=tmp_path)
     return make
 

@@ -29,7 +29,7 @@ def test_median_error_over_held_out_memory_rows():
     (Float8 with op-level selective checkpointing) within 9%: 8.5% with the gradient absent at the
     peak of these one-micro-batch steps (FSDP2 makes it in backward), 7.0% now that the freed
     sharded gradients stay reserved for FSDP2's reduce-scatter stream (schedule/memory.py
-    reduce_stream_cached_bytes: reserved, not allocated)."""
+    reduce_stream_keeps_freed_grads: reserved, not allocated)."""
     res = memory_results()
     assert len(res) >= 50 and len({r.source for r in res}) >= 6
     assert summary(res)["median_abs"] <= 0.08
