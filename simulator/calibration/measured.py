@@ -88,6 +88,9 @@ def _num(text: str, cast, where: str, column: str, *, whole: bool = False):
     return value
 
 
+MAX_SWEEP_BYTES = 64 * 1024 * 1024  # the bundled sweeps are under 60 KB; a dense one of every size is a few MB
+
+
 def read_sweep(path: str | Path) -> MeasuredSweep:
     p = Path(path)
     if not p.is_file():
@@ -95,7 +98,10 @@ def read_sweep(path: str | Path) -> MeasuredSweep:
     header: list[str] = []
     meta: dict[str, str] = {}
     body: list[str] = []
-    for line in p.read_text().splitlines():
+    from simulator.config.loader import read_text
+
+    text = read_text(p, max_bytes=MAX_SWEEP_BYTES, what="a measured sweep CSV (data/nccl/ layout)")
+    for line in text.splitlines():
         if line.startswith("#"):
             header.append(line)
             m = re.match(r"#\s*([A-Za-z][\w /()-]*?):\s*(.*)$", line)

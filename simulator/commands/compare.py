@@ -35,4 +35,4 @@ def run(args: argparse.Namespace) -> int:
     if len(unique) < len(candidates):
         print(f"note: {len(candidates) - len(unique)} duplicate plan(s) in {args.plans} simulated once")
     # every listed plan is simulated: the user asked for each of them
-    return execute(base, unique, args, prune=False)
+    return execute(base, unique, args, prune=False, where=(str(args.plans), "plans"))

@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if args.plot == STDOUT:
         raise InputError("--plot writes two PNG files (F-gantt.png, F-breakdown.png); give a file name, not '-'",
                          source="command line", field="--plot")
+    if args.max_ranks is not None and args.max_ranks < 1:
+        raise InputError(f"{args.max_ranks}: expected a number of ranks >= 1", source="command line",
+                         field="--max-ranks")
     check_outputs(args, "json", "trace")
     if args.plot:
         from simulator.report.plots import plot_paths

@@ -32,6 +32,9 @@ def _vary(text: str) -> frozenset[str]:
     from simulator.sweep.plans import VARY_KEYS
 
     names = {t.strip() for t in text.split(",") if t.strip()}
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected knobs separated by commas ({', '.join(VARY_KEYS)} or all), "
+                                         f"got {text!r}")
     return frozenset(VARY_KEYS) if "all" in names else frozenset(names)
 
 
@@ -151,8 +154,22 @@ class _SignalsAsExceptions:
             signal.signal(s, h)
 
 
-def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
-    """Run the plans with the options shared by compare and sweep; report an interruption."""
+def _none_can_run(result, source: str, field: str) -> InputError | None:
+    """An empty sweep is bad input: when every plan is invalid (not one could even be built,
+    as opposed to plans that do not fit in memory, which are results with their numbers), the
+    error names the plans' first reasons and writes nothing."""
+    plans = result.plans
+    if not plans or any(p.status != "invalid" for p in plans):
+        return None
+    shown = "; ".join(f"{p.label}: {p.reason}" for p in plans[:3])
+    more = f" (and {len(plans) - 3} more)" if len(plans) > 3 else ""
+    return InputError(f"none of the {len(plans)} plans can run: {shown}{more}", source=source, field=field)
+
+
+def execute(base, candidates, args: argparse.Namespace, *, where: tuple[str, str] = ("command line", "--fix/--max"),
+            **kwargs) -> int:
+    """Run the plans with the options shared by compare and sweep; report an interruption.
+    ``where``: the source and field an empty sweep (every plan invalid) is blamed on."""
     from simulator.simulation import simulate_scenario
     from simulator.sweep.progress import Progress
     from simulator.sweep.run import Interrupted, run_plans
@@ -164,9 +181,12 @@ def execute(base, candidates, args: argparse.Namespace, **kwargs) -> int:
                                resume=args.resume, ray=args.ray, progress=progress, **kwargs)
     except (KeyboardInterrupt, Interrupted) as exc:
         saved = args.results or args.resume
-        where = f"; finished plans are in {saved}, continue with --resume {saved}" if saved else ""
-        print(f"clustersim: sweep interrupted{where}", file=sys.stderr)
+        resume = f"; finished plans are in {saved}, continue with --resume {saved}" if saved else ""
+        print(f"clustersim: sweep interrupted{resume}", file=sys.stderr)
         return 128 + (exc.signum if isinstance(exc, Interrupted) else signal.SIGINT)
+    empty = _none_can_run(result, *where)
+    if empty is not None:
+        raise empty
     if "-" in (args.json, args.csv):  # no table on stdout: say what the sweep did on stderr
         from simulator.sweep.table import counts_line
 
@@ -183,6 +203,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--max-plans {args.max_plans}: expected at least 1", source="command line")
     if args.memory_cap is not None and not (0 < args.memory_cap < float("inf")):
         raise InputError(f"--memory-cap {args.memory_cap}: expected a positive number of GiB", source="command line")
+    for option, pairs in (("--fix", args.fix), ("--max", args.maximum)):
+        given: dict[str, int | str] = {}
+        for key, value in pairs:
+            if key in given and given[key] != value:
+                raise InputError(f"{key} is given twice ({key}={given[key]} and {key}={value}); expected one value",
+                                 source="command line", field=option)
+            given[key] = value
     bounds = SweepBounds(fixed=dict(args.fix), maximum=dict(args.maximum), vary=args.vary)
     base = load_scenario(args.scenario, args.hardware)
     candidates = enumerate_plans(base, bounds)

@@ -617,6 +617,10 @@ def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> Hardware
             "or a path to a profile YAML (one with a / or ending in .yaml)",
             field="hardware",
         )
+    if not path.is_file():  # the scenario (or the command line) that names it is where the mistake is
+        what = "a directory" if path.is_dir() else "no such file"
+        raise InputError(f"{str(path)!r}: {what}; expected a profile YAML file or the name of a bundled profile "
+                         f"({', '.join(available_profiles())})", field="hardware")
     data = read_yaml(path)
     resolved = path.resolve()
     if "base" in data:

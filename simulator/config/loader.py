@@ -55,6 +55,22 @@ class _Loader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """A key written twice in one mapping is refused: PyYAML keeps the last silently, so
+        ``nodes: 2`` below ``nodes: 16`` would run a different cluster than the one read first.
+        A merge (``<<: *base``) may still be overridden by a key of the mapping itself."""
+        if isinstance(node, yaml.MappingNode):
+            first: dict[tuple[str, Any], Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = (key_node.tag, key_node.value)
+                if key in first:
+                    raise _Refused(f"the key {quote(key_node.value)} appears twice in one mapping (first at line "
+                                   f"{first[key].line + 1}); a key may be given once", key_node.start_mark)
+                first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
     def construct_yaml_int(self, node: Any) -> int:
         digits = sum(c.isdigit() for c in str(node.value))
         if digits > MAX_INT_DIGITS:

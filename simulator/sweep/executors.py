@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import queue
 import signal
+import socket
+import sys
 from typing import Any, Callable
 
 Task = Callable[[Any, Any], Any]  # (simulate, scenario) -> Report | reason
@@ -108,6 +110,27 @@ class PoolExecutor:
         self.pool.join()
 
 
+RAY_CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``--ray`` address whose host does not resolve or whose port does not answer,
+    before ``ray.init``: Ray retries an unreachable head for minutes (over 13 on a 2-core
+    machine for ``bogus:1``) before giving up with a ConnectionError."""
+    from simulator.errors import InputError
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"{address!r}: expected 'auto', HOST:PORT or ray://HOST:PORT", source="command line",
+                         field="--ray")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach a Ray cluster at {address!r}: {exc.strerror or exc}", source="command line",
+                         field="--ray") from None
+
+
 class RayExecutor:
     """Plans as Ray tasks. ``address``: ``auto`` (the cluster this machine belongs to, started
     with ``ray start``; a local instance when there is none) or ``ray://host:10001`` /
@@ -115,6 +138,9 @@ class RayExecutor:
     is used as it is."""
 
     def __init__(self, task: Task, simulate: Any, address: str):
+        loaded = sys.modules.get("ray")
+        if address != "auto" and not (loaded is not None and loaded.is_initialized()):
+            _check_reachable(address)  # before the import: a bad address is named with or without Ray
         try:
             import ray
         except ImportError:
@@ -127,9 +153,12 @@ class RayExecutor:
         if not ray.is_initialized():
             try:
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-            except ConnectionError:
+            except ConnectionError as exc:
                 if address != "auto":
-                    raise
+                    from simulator.errors import InputError
+
+                    raise InputError(f"cannot connect to a Ray cluster at {address!r}: {exc}",
+                                     source="command line", field="--ray") from None
                 ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
             self.owned = True
         self.remote = ray.remote(task)

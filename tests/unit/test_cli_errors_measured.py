@@ -38,3 +38,13 @@ def test_bad_row_of_a_measured_csv_is_exit_2_naming_line_and_column(tmp_path, ca
     assert rc == 2
     assert f"{bad}:{line}: {expected}" in err
     assert "Traceback" not in err and not (tmp_path / "out.yaml").exists()
+
+
+def test_a_measured_csv_that_is_not_text_is_exit_2(tmp_path, capsys):
+    """A binary file named .csv was an internal error (UnicodeDecodeError)."""
+    bad = tmp_path / "bin.csv"
+    bad.write_bytes(b"size_bytes,count\n" + bytes(range(128, 256)))
+    rc = main(["calibrate", str(bad), "--hardware", "dgx-a100", "-o", str(tmp_path / "out.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{bad}: not UTF-8 text: byte 17 (line 2)" in err
+    assert "Traceback" not in err and not (tmp_path / "out.yaml").exists()

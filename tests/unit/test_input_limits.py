@@ -254,3 +254,32 @@ def test_every_key_the_cost_model_reads_is_a_known_nccl_key():
         parts = [choices.get(p, (p,)) for p in template.split(".")]
         expanded |= {".".join(c) for c in itertools.product(*parts)}
     assert expanded == set(KEYS)
+
+
+# --- found by a systematic audit of every input (mutated bundled scenarios, profiles, flags) ----
+
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path, capsys):
+    """PyYAML keeps the last of two equal keys silently: ``nodes: 2`` under ``nodes: 1`` ran two
+    nodes. Both lines are named; a merge key may still be overridden."""
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump(QUICKSTART, sort_keys=False) + "nodes: 2\n")
+    exit2(capsys, ["check", str(path)], str(path), "the key 'nodes' appears twice in one mapping (first at line 3)")
+    merged = tmp_path / "merge.yaml"
+    merged.write_text("base: &b {tp: 4, sequence_parallel: true}\n" + yaml.safe_dump(
+        {k: v for k, v in QUICKSTART.items() if k != "parallel"}) + "parallel:\n  <<: *b\n  tp: 8\n")
+    assert main(["check", str(merged)]) == 2  # `base:` is not a scenario key...
+    assert "base: unknown key" in capsys.readouterr().err  # ...but the merged-then-overridden tp parsed
+
+
+@pytest.mark.parametrize("hardware, expected", [
+    ("missing.yaml", "'{d}/missing.yaml': no such file; expected a profile YAML file"),
+    ("sub/", "'{d}/sub': a directory; expected a profile YAML file"),
+])
+def test_a_hardware_path_that_is_no_file_blames_the_scenario_field(tmp_path, capsys, hardware, expected):
+    """The profile path is taken from the scenario's folder; the message names the scenario and
+    its ``hardware`` field (it named only the path, as if that file were the one at fault)."""
+    (tmp_path / "sub").mkdir()
+    path = scenario(tmp_path, hardware=hardware)
+    exit2(capsys, ["check", str(path)], f"{path}: hardware: " + expected.format(d=tmp_path))
+    exit2(capsys, ["run", str(scenario(tmp_path)), "--hardware", str(tmp_path / "sub")],
+          "command line: --hardware: ", "a directory")
