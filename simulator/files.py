@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from importlib import resources
@@ -75,9 +76,34 @@ def _stage(path: Path, data: bytes) -> Path:
     return Path(tmp)
 
 
+def is_special_file(path: Path) -> bool:
+    """Whether ``path`` exists and is neither a regular file nor a folder: a device such as
+    ``/dev/null`` or ``/dev/stdout``, a FIFO, a socket. Such a target is written in place, never
+    renamed over: a rename would replace ``/dev/null`` itself with a regular file (as root, or
+    wherever the folder is writable)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_in_place(path: Path, data: bytes, option: str | None = None) -> None:
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:  # /dev/full, a FIFO nobody reads that was closed, ...
+        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}", source="command line",
+                         field=option) from None
+
+
 def write_atomically(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename (gzip for ``*.gz``)."""
+    """Write ``data`` to ``path`` through a temporary file and a rename (gzip for ``*.gz``); a
+    device or FIFO (:func:`is_special_file`) is written in place."""
     p = Path(path)
+    if is_special_file(p):
+        _write_in_place(p, _encode(p, data))
+        return p
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = _stage(p, _encode(p, data))
     try:
@@ -94,6 +120,10 @@ def check_output_path(path: str | Path | None, option: str) -> None:
     if path is None or str(path) == STDOUT:
         return
     p = Path(path)
+    if is_special_file(p):  # a device or FIFO is written in place: it must be writable itself
+        if not os.access(p, os.W_OK):
+            raise InputError(f"cannot write {str(path)!r}: not writable", source="command line", field=option)
+        return
     if str(path) == "" or p.is_dir():
         raise InputError(f"{str(path)!r} is a directory; expected a file path", source="command line", field=option)
     folder = p.parent
@@ -116,6 +146,7 @@ class OutputSet:
 
     def __init__(self) -> None:
         self._staged: list[tuple[Path, Path]] = []
+        self._special: list[tuple[Path, bytes, str | None]] = []  # devices and FIFOs: written in place (is_special_file)
         self._stdout: list[str] = []
         self.written: list[Path] = []  # the files renamed into place by commit
 
@@ -124,6 +155,9 @@ class OutputSet:
             self._stdout.append(data if isinstance(data, str) else data.decode())
             return
         p = Path(path)
+        if is_special_file(p):  # written in place at commit, after the staged files are in place
+            self._special.append((p, _encode(p, data), option))
+            return
         try:
             self._staged.append((_stage(p, _encode(p, data)), p))
         except OSError as exc:
@@ -134,10 +168,11 @@ class OutputSet:
         for tmp, _ in self._staged:
             tmp.unlink(missing_ok=True)
         self._staged.clear()
+        self._special.clear()
         self._stdout.clear()
 
     def commit(self) -> list[Path]:
-        done, text = [], list(self._stdout)
+        done, text, special = [], list(self._stdout), list(self._special)
         try:
             for tmp, target in self._staged:
                 os.replace(tmp, target)
@@ -145,6 +180,10 @@ class OutputSet:
                 self.written.append(target)
         finally:
             self.abort()  # whatever was not renamed
+        for target, data, option in special:
+            _write_in_place(target, data, option)
+            done.append(target)
+            self.written.append(target)
         for t in text:
             sys.stdout.write(t if t.endswith("\n") else t + "\n")
         return done

@@ -128,6 +128,26 @@ def test_output_set_is_all_or_nothing(tmp_path):
     assert (a.read_text(), b.read_text()) == ("new a", "new b")
 
 
+def test_a_fifo_or_device_output_is_written_in_place_not_replaced(tmp_path, capsys):
+    """``--json /dev/null`` renamed a temporary file over the device: as root (a container) it
+    replaced /dev/null with a regular file. A device or FIFO is written in place and stays one."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert main(["schedule", str(small_scenario(tmp_path)), "-o", str(fifo)]) == 0
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and json.loads(got[0])["inputs"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe", "small.yaml"]  # no temporary file left
+    from simulator.files import is_special_file
+
+    assert is_special_file(Path(os.devnull)) and not is_special_file(fifo.parent / "small.yaml")
+    assert not is_special_file(tmp_path) and not is_special_file(tmp_path / "missing")
+
+
 def test_run_json_and_table_echo_their_inputs(tmp_path, capsys):
     scn = small_scenario(tmp_path)
     overlay = tmp_path / "slow.yaml"
