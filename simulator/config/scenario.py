@@ -453,11 +453,26 @@ def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_
     return scn
 
 
+def _refuse_missing(p: Path) -> None:
+    """A scenario path that does not exist; when it names a bundled scenario (``clustersim run
+    quickstart``), say where that one is and how to get a copy."""
+    from simulator.files import bundled_dir
+
+    bundled = bundled_dir("scenarios") / f"{p.name.removesuffix('.yaml')}.yaml"
+    hint = ""
+    if bundled.is_file():
+        hint = (f"; {bundled.stem!r} is a bundled scenario: clustersim scenarios copy {bundled.stem} "
+                f"writes it to {bundled.stem}.yaml here (it is {bundled})")
+    raise InputError(f"no such file{hint}", source=str(p))
+
+
 def load_scenario(path: str | Path, hardware: str | None = None) -> Scenario:
     """Read, validate and resolve a scenario YAML; `hardware` (a bundled profile name or a
     profile path relative to the working directory, e.g. a calibrated overlay) replaces the
     file's ``hardware:``."""
     p = Path(path)
+    if not p.exists():
+        _refuse_missing(p)
     data = read_yaml(p)
     if hardware is not None:
         if is_profile_path(hardware):  # a path on the command line is relative to the working directory

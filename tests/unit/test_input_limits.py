@@ -283,3 +283,11 @@ def test_a_hardware_path_that_is_no_file_blames_the_scenario_field(tmp_path, cap
     exit2(capsys, ["check", str(path)], f"{path}: hardware: " + expected.format(d=tmp_path))
     exit2(capsys, ["run", str(scenario(tmp_path)), "--hardware", str(tmp_path / "sub")],
           "command line: --hardware: ", "a directory")
+
+
+def test_a_bundled_scenario_name_instead_of_a_path_says_how_to_get_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exit2(capsys, ["run", "quickstart"], "quickstart: no such file; 'quickstart' is a bundled scenario: "
+                                         "clustersim scenarios copy quickstart writes it to quickstart.yaml here")
+    err = exit2(capsys, ["check", "nope.yaml"], "nope.yaml: no such file")
+    assert "bundled" not in err
