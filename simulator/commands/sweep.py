@@ -112,15 +112,16 @@ def emit(result, args: argparse.Namespace, base=None) -> int:
     inputs = scenario_inputs(base) if base is not None else {}
     doc = {"inputs": inputs, **doc, "meta": meta}
     title = fixed_inputs_title(inputs) if inputs else result.scenario
+    line = inputs_line(inputs, plan_label="base plan (each row overrides it)") if inputs else ""
     if STDOUT not in (args.json, args.csv):
         print(format_plans(result, top=args.top))
-        if inputs:
-            print(inputs_line(inputs, plan_label="base plan (each row overrides it)"))
+        if line:
+            print(line)
     with OutputSet() as out:
         if args.json:
             out.add(args.json, json.dumps(doc, indent=2) + "\n", "--json")
         if args.csv:
-            out.add(args.csv, csv_text(result), "--csv")
+            out.add(args.csv, csv_text(result, line), "--csv")
         if args.plot:
             from simulator.report.compare_plots import plot_plan_comparison
 

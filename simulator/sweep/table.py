@@ -81,14 +81,19 @@ CSV_COLUMNS = ("rank", "label", "status", "tp", "pp", "vp", "cp", "ulysses", "dp
                "reason")
 
 
-def csv_text(result: SweepResult) -> str:
-    """``--csv F``: one row per plan, in the ranking's order (rank empty for plans not simulated)."""
+def csv_text(result: SweepResult, inputs: str = "") -> str:
+    """``--csv F``: one row per plan, in the ranking's order (rank empty for plans not simulated),
+    below a ``# inputs: ...`` comment line (``inputs``, the table's inputs line) when given, as the
+    measured sweeps of data/nccl/ carry their provenance: a CSV passed on keeps what its numbers
+    were computed from (read it with ``pandas.read_csv(F, comment="#")``)."""
     import csv
     import io
 
     from simulator.sweep.run import plan_json
 
     buf = io.StringIO()
+    if inputs:
+        buf.write("# " + " ".join(inputs.splitlines()) + "\n")
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
     n = 0

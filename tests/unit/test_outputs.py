@@ -258,3 +258,19 @@ def test_check_echoes_its_inputs(tmp_path, capsys):
     assert main(["check", str(scn)]) == 0
     out = capsys.readouterr().out
     assert f"inputs: scenario {scn} (sha256 " in out and f"clustersim {__version__}" in out
+
+
+def test_sweep_csv_carries_its_inputs_line(tmp_path, capsys):
+    """Every number beside its inputs: the CSV opens with the table's inputs line (scenario and
+    its sha256, hardware, GPUs, NCCL tables, version) as a ``#`` comment, as data/nccl/ CSVs do."""
+    import csv
+
+    scn = small_scenario(tmp_path)
+    out = tmp_path / "plans.csv"
+    assert main(["sweep", str(scn), "--fix", "tp=8", "--fix", "micro_batch=1", "--quiet", "--csv", str(out)]) == 0
+    table_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("inputs: "))
+    first, *rest = out.read_text().splitlines()
+    sha = hashlib.sha256(scn.read_bytes()).hexdigest()[:12]
+    assert first == "# " + table_line and f"(sha256 {sha})" in first and f"clustersim {__version__}" in first
+    rows = list(csv.DictReader(rest))
+    assert rows and {r["tp"] for r in rows} == {"8"}
