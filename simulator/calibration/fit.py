@@ -129,7 +129,7 @@ reaches the AllReduce's 16-64 MiB ring LL128 rows further, and the held-out AllR
 Of the 18 held-out splits that miss 8% (2026-12-04), 10 miss it when their own rows are fitted on
 themselves (``cross_validation --self-fit``), Polaris' AllReduce reaches it only at its edge (8.0%),
 and the other 7 need keys of an algorithm, protocol or link their training rows do not run: per
-split, docs/calibration.md ("When a held-out split misses"). Two changes of what the fit shares
+split, docs/calibration.md ("When a held-out split misses"). Three changes of what the fit shares
 and weighs were measured on all 38 held-out splits and are not used (2026-12-04; count meeting 8%
 / median at >= 1 MiB, against 20 / 7.3% with the rules above): each sweep's rows weighted to one
 sweep's worth (a 128-row sweep outvotes a 15-row one otherwise): 20 / 7.25%, the sizes splits'
@@ -139,7 +139,11 @@ even where both were measured (an All-to-All across 2 racks of GB300 pays none o
 AllReduce's NVLS tree does there): 20 / 7.3%, and Sirius' held-out AllGather went from 11.6% to
 18.9% over all sizes. On GB300 it does not move the 2-rack floor off NVLS tree's network latency
 either (20.9 -> 208 us): every 2-rack row runs NVLS tree Simple, so a per-call extra and that
-latency are one column, and the narrower key takes it (separable).
+latency are one column, and the narrower key takes it (separable). The prior below extended
+from the table latencies to every key with a deployed value (the links', NVLS, p2p and protocol
+efficiencies, the per-hop and per-call extras), a pull toward the deployed defaults: 18 / 8.2%
+(issue #309's H100 scale split 5.5% -> 12.3%, xxrjun's held-out All-to-All 6.0% -> 8.6%, against
+GH200 fitted on <= 128 GPUs 26.2% -> 23.4% and Alibaba's All-to-All 4.7% -> 1.8%): not used.
 
 Prior: the per-(link, algorithm, protocol) latencies are NCCL's own measured tables, and there
 are many of them; a data set exercising one collective can usually explain its small sizes
