@@ -585,6 +585,20 @@ NOTES: dict[tuple[str, str], str] = {
         "8-node rows stay 2–107% too fast (median 49%, 70% before): that job's busbw from 4 MiB is about half the 4- and "
         "16-node runs' (14–16 vs 22–33 GB/s, data/nccl/INDEX.md), its nodes or fabric, not a cost that grows with "
         "the node count."),
+    ("abci-a100-bcast", "scale"): (
+        "Per row (`--rows`): from 1 MiB the 8- and 16-node Broadcasts take 0.4–3.4 ms, 2.2–12.6× the model's before "
+        "calibration and 1.5–4.4× after: a floor of 401 µs at 64 ranks and 599 µs at 128 (1 MiB), where the model's "
+        "ring LL128 takes 48 µs, and Ring/Simple at 2–32 MiB 1.2–2.0× slower than the model's, growing with the "
+        "ranks. No key the 1–4-node sweeps fit reaches that per-rank cost: fitted on themselves (`--self-fit`) the "
+        "held-out rows reach 12.1% only with the NICs at 0.12, a bandwidth standing in for a latency."),
+    ("kestrel-h100", "leave out allgather"): (
+        "The training set is one 16-node AllReduce: Tree/LL to 256 KiB, Ring/LL at 512 KiB–4 MiB (bound by the LL "
+        "rate, 0 rows sensitive to the ring LL latency), Tree/Simple at 8–16 MiB and Ring/Simple from 32 MiB, where "
+        "2 rows are sensitive to the ring Simple latency (3 needed), so both stay at NCCL's 2.7 and 14 µs. Per row "
+        "(`--rows`), the AllGather's 1–8 MiB Ring/LL rows go from 79–222% too fast to −36% to +85% with the network "
+        "LL efficiency the AllReduce fits (0.22, ring and tree), and its 16–64 MiB Ring/Simple rows (63 ring steps) "
+        "stay 23–40% too slow. Fitted on themselves (`--self-fit`, 3.8%) they take the network ring Simple latency "
+        "to 5.6 µs and ring LL to 34 µs, which the AllReduce's rows do not determine."),
     ("gb200-nvl72", "scale"): (
         "The 1- and 2-rack sweeps run NVLS and NVLSTree, whose one fitted key is `nvls_efficiency`; the 20-rack "
         "sweep is pinned to Ring (its case note), which reads none of it, so calibration leaves it as it was. Per "

@@ -778,3 +778,29 @@ def test_ring_ll_efficiency_hidden_at_its_start_is_freed_and_recovered(h100):
     got = {p.param.path: p for p in fit.params}
     assert got[key.path].fitted and got[key.path].value == pytest.approx(0.3, rel=0.05)
     assert max(abs(busbw_errors(fit.profile, m)[i]) for m, i in ll_rows) < 0.03
+
+
+def test_a_time_the_rows_want_at_zero_is_written_as_zero_and_the_solver_stops(h100):
+    """A synthetic 2-node AllReduce generated with no per-call extra and NICs at 80%, fitted from a
+    profile that has 20 us of per-call extra: the rows ask for none of it. In log space its bound 0 is never reached; the fit of the two keys
+    must end it at 0 exactly (not 5 us x e^-30, one clipped step per iteration), say so, stop
+    before its iteration limit, and still give the NICs back."""
+    from simulator.calibration.fit import LATENCY_RESOLUTION_US
+
+    h100 = apply_overlay(h100, {"node": {"nics": {"Gbps": 200}}})
+    truth = apply_overlay(h100, {"node": {"nics": {"efficiency": 0.8}}})
+    start = apply_overlay(h100, {"nccl": {"coll.net_call_extra_us": 20.0}})
+    sizes = tuple(2**k for k in range(3, 31, 2))
+    shell = MeasuredCollective("synthetic", "allreduce", 16, 2, 8, sizes, tuple(1.0 for _ in sizes))
+    m = replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell)))
+    keys = [Param("node.nics.efficiency"), Param("nccl.coll.net_call_extra_us")]
+    fit = fit_collectives(start, [m], max_iter=30, candidates=keys, separate=False)
+    got = {p.param.path: p for p in fit.params}
+    call = got["nccl.coll.net_call_extra_us"]
+    assert call.fitted and call.value == 0.0
+    assert Param("nccl.coll.net_call_extra_us").get(fit.profile) == 0.0
+    assert any("net_call_extra_us: fit reached the lower bound 0" in w for w in fit.warnings)
+    assert fit.iterations < 30
+    assert got["node.nics.efficiency"].value == pytest.approx(0.8, rel=0.01)
+    assert np.max(np.abs(busbw_errors(fit.profile, m))) < 0.01
+    assert LATENCY_RESOLUTION_US == 0.01  # nccl-tests prints times to 0.01 us
