@@ -29,7 +29,10 @@ from simulator.units import GiB
 
 MEMORY_CSV = "peak_memory.csv"
 MOE_MEMORY_CSV = "peak_memory_moe.csv"
-MEMORY_CSVS = (MEMORY_CSV, MOE_MEMORY_CSV)
+HYBRID_MEMORY_CSV = "peak_memory_hybrid.csv"
+MEMORY_CSVS = (MEMORY_CSV, MOE_MEMORY_CSV, HYBRID_MEMORY_CSV)
+# the hybrid block plan's columns (peak_memory_hybrid.csv): Megatron-Core's --hybrid-layer-pattern and the mixer's sizes
+HYBRID_COLUMNS = ("mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv", "mamba_chunk")
 METRICS = {"peak_allocated_gib": "allocated", "peak_reserved_gib": "reserved"}
 
 
@@ -76,6 +79,9 @@ def row_scenario(row: Row) -> dict:
                     dropout=_flag(row.get("dropout") or "true"), compile=row.get("compile") or "none")
     if parse_int(row.get("experts") or "0"):
         add_expert_plan(row, model, parallel, training)
+    if row.get("layer_pattern"):
+        model["layer_pattern"] = row["layer_pattern"]
+        model.update({k: parse_int(row[k]) for k in HYBRID_COLUMNS})
     gpus = parse_int(row["gpus"])
     return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
                 training=training, parallel=parallel)
