@@ -149,8 +149,9 @@ def render_memory_section(results: list[MemoryResult] | None = None, bundled: bo
     sources = sorted({r.source for r in results})
     lines = ["", "## Peak memory", "",
              f"{len(results)} published peak-memory measurements from {len(sources)} sources "
-             f"(`data/e2e/{MEMORY_CSV}`; Mixture-of-Experts runs in `data/e2e/{MOE_MEMORY_CSV}`, hybrid Mamba2-Transformer "
-             f"runs in `data/e2e/{HYBRID_MEMORY_CSV}`), against the memory model (`simulator/schedule/memory.py`): PyTorch's "
+             f"(`data/e2e/{MEMORY_CSV}`; Mixture-of-Experts runs in `data/e2e/{MOE_MEMORY_CSV}`, "
+             f"hybrid Mamba2-Transformer runs in `data/e2e/{HYBRID_MEMORY_CSV}`), against the memory model "
+             "(`simulator/schedule/memory.py`): PyTorch's "
              "allocated peak where the source logs `max_memory_allocated`, its reserved peak where it logs "
              "`max_memory_reserved`; the last pipeline stage where the source logs the last rank, the stage with "
              "the largest peak where it reports the maximum over GPUs. Every row is held out: no memory constant is "
