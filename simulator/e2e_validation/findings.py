@@ -2660,8 +2660,8 @@ mask is 1 B per element with dropout > 0; (3) `mamba_split_conv1d_scan_combined`
 saves the scan's ungated output `out_x` beside `zxbcdt`, and the gated output it returns is copied
 (`rearrange(...).contiguous()`) into the gated RMSNorm, which saves it: in_proj's output plus three
 d_inner-wide tensors per token, not two (`schedule/mamba.py` `activation_bytes`). With the three the
-rows read -0.5% to -0.7%, the transient within 6-50 MiB. No other row moves (no GPT row is unfused
-with GQA beyond what the GPT path already charged; no bundled scenario is hybrid). All rows: 55 ->
+rows read -0.5% to -0.7%, the transient within 6-50 MiB. No other row moves (the GPT path charged the
+score matrix already; no bundled scenario is hybrid). All rows: 55 ->
 59, median |error| 1.5% -> 1.4%, signed -0.9% -> -0.8%, mean 2.3% -> 2.2%, max 8.0%. The terms were
 found on these four rows (held out from any fit, but not blind: the rows pointed at the transient).
 Not used: the TP 2 x CP 4 case (2.56 GiB; context parallelism of Mamba2 mixers is not modelled).
