@@ -1,5 +1,6 @@
-"""Peak memory against published measurements (``data/e2e/peak_memory.csv``, and
-``data/e2e/peak_memory_moe.csv`` for Mixture-of-Experts runs: the same columns plus the expert plan).
+"""Peak memory against published measurements (``data/e2e/peak_memory.csv``,
+``data/e2e/peak_memory_moe.csv`` for Mixture-of-Experts runs: the same columns plus the expert plan,
+and ``data/e2e/peak_memory_hybrid.csv`` for hybrid Mamba2-Transformer runs: plus the block pattern).
 
 Each row is a training run with its parallel plan and one measured peak: PyTorch's allocated peak
 (``max_memory_allocated``) or its reserved peak (``max_memory_reserved``), on the last rank or the
@@ -29,7 +30,10 @@ from simulator.units import GiB
 
 MEMORY_CSV = "peak_memory.csv"
 MOE_MEMORY_CSV = "peak_memory_moe.csv"
-MEMORY_CSVS = (MEMORY_CSV, MOE_MEMORY_CSV)
+HYBRID_MEMORY_CSV = "peak_memory_hybrid.csv"
+MEMORY_CSVS = (MEMORY_CSV, MOE_MEMORY_CSV, HYBRID_MEMORY_CSV)
+# the hybrid block plan's columns (peak_memory_hybrid.csv): Megatron-Core's --hybrid-layer-pattern and the mixer's sizes
+HYBRID_COLUMNS = ("mamba_heads", "mamba_head_dim", "mamba_state", "mamba_groups", "mamba_conv", "mamba_chunk")
 METRICS = {"peak_allocated_gib": "allocated", "peak_reserved_gib": "reserved"}
 
 
@@ -76,6 +80,9 @@ def row_scenario(row: Row) -> dict:
                     dropout=_flag(row.get("dropout") or "true"), compile=row.get("compile") or "none")
     if parse_int(row.get("experts") or "0"):
         add_expert_plan(row, model, parallel, training)
+    if row.get("layer_pattern"):
+        model["layer_pattern"] = row["layer_pattern"]
+        model.update({k: parse_int(row[k]) for k in HYBRID_COLUMNS})
     gpus = parse_int(row["gpus"])
     return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
                 training=training, parallel=parallel)
@@ -142,7 +149,9 @@ def render_memory_section(results: list[MemoryResult] | None = None, bundled: bo
     sources = sorted({r.source for r in results})
     lines = ["", "## Peak memory", "",
              f"{len(results)} published peak-memory measurements from {len(sources)} sources "
-             f"(`data/e2e/{MEMORY_CSV}`; Mixture-of-Experts runs in `data/e2e/{MOE_MEMORY_CSV}`), against the memory model (`simulator/schedule/memory.py`): PyTorch's "
+             f"(`data/e2e/{MEMORY_CSV}`; Mixture-of-Experts runs in `data/e2e/{MOE_MEMORY_CSV}`, "
+             f"hybrid Mamba2-Transformer runs in `data/e2e/{HYBRID_MEMORY_CSV}`), against the memory model "
+             "(`simulator/schedule/memory.py`): PyTorch's "
              "allocated peak where the source logs `max_memory_allocated`, its reserved peak where it logs "
              "`max_memory_reserved`; the last pipeline stage where the source logs the last rank, the stage with "
              "the largest peak where it reports the maximum over GPUs. Every row is held out: no memory constant is "

@@ -163,7 +163,12 @@ def backward(pb: ProgramBuilder, s: MambaShape, tp: tensor_parallel.TPContext, l
 
 
 def activation_bytes(s: MambaShape, tokens: int, act_bytes: int) -> float:
-    """Bytes one mixer keeps for its backward, per micro-batch on one rank: in_proj's output (z,
-    x, B, C, dt), the conv's input is that output, the scan's output y and the norm's output
-    (out_proj's input)."""
-    return tokens * act_bytes * (s.in_proj_out + 2 * s.inner)
+    """Bytes one mixer keeps for its backward, per micro-batch on one rank, as Megatron-Core's
+    training path runs it (``MambaMixer._ssm_training``, megatron/core/ssm/mamba_mixer.py @d98e8a64,
+    with mamba_ssm's ``mamba_split_conv1d_scan_combined``): in_proj's output (z, x, B, C, dt; the
+    kernel saves the ``b l d`` copy it is handed, the ``l b d`` original is freed), the SSD scan's
+    ungated output ``out_x`` (the kernel returns y·silu(z) and saves the y it gated: with z given,
+    ``MambaSplitConv1dScanCombinedFn.forward`` saves ``out_x`` beside ``zxbcdt``; the conv's output
+    is recomputed), the gated output's ``l b d`` copy (the gated RMSNorm's saved input) and the
+    norm's output (out_proj's input): in_proj_out + 3·d_inner elements per token."""
+    return tokens * act_bytes * (s.in_proj_out + 3 * s.inner)

@@ -347,10 +347,22 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + fp8 * sbh + dense_mlp_bytes(scn, s * b * f)
     if recompute == "none":
         sharded += cp_received_kv_bytes(scn)
-    scores = 0.0
-    if recompute == "none" and not t_cfg.flash_attention:
-        scores = 5 * a * s * s_full * b
-    return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores / t
+    scores = unfused_scores_bytes(scn) if recompute == "none" else 0.0
+    return (replicated / t if sp else replicated) + (sharded + legacy_model_bytes(scn)) / t + scores
+
+
+def unfused_scores_bytes(scn: Scenario) -> float:
+    """Bytes one attention layer keeps per micro-batch for the score matrix when the attention is
+    not a fused kernel (``training.attention: unfused``): arXiv:2205.05198's 5·a·s²·b over TP (the
+    softmax output, its dropout mask and the dropout's output, the ·V GEMM's input; s the rank's
+    query tokens against the whole sequence under CP). Counted for every attention layer of the
+    stack, a GPT layer's or a hybrid model's attention block (``model.layer_pattern`` "*")
+    alike; 0 with FlashAttention (the scores are never stored) and under selective or full
+    recompute (the caller leaves them out)."""
+    if scn.training.flash_attention:
+        return 0.0
+    shape = RankShapes.of(scn)
+    return 5.0 * scn.model.heads * shape.seq_local * scn.model.seq_len * shape.micro_batch_size / shape.tp
 
 
 def compiled_unsaved_bytes(scn: Scenario) -> float:
@@ -469,8 +481,10 @@ def legacy_model_bytes(scn: Scenario) -> float:
 def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
     """Activation bytes one block of a hybrid model (``model.layer_pattern``) keeps for one
     micro-batch on one GPU without recompute: the block's input and its norm's output (4·sbh,
-    split over tp under SP), then per block the QKV and core outputs of attention (the
-    ``sharded`` attention terms of :func:`layer_activation_bytes`), a dense MLP's tensors, an MoE
+    split over tp under SP) and its residual dropout mask (sbh bytes, with ``training.dropout``),
+    then per block the QKV and core outputs of attention (the ``sharded`` attention terms of
+    :func:`layer_activation_bytes`, and the score matrix when unfused: :func:`unfused_scores_bytes`),
+    a dense MLP's tensors, an MoE
     block's (:func:`moe_layer_activation_bytes`) or a Mamba2 mixer's
     (:func:`simulator.schedule.mamba.activation_bytes`); the layer of a multi-token-prediction depth
     (beyond the pattern) holds an attention and an MoE block."""
@@ -479,13 +493,16 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
     m, B = scn.model, scn.training.act_bytes
     shape = RankShapes.of(scn)
     sbh, t = shape.tokens * m.hidden * B / 2, shape.tp  # layer_activation_bytes' s·b·h (in 2-byte units)
-    out = 4 * sbh / (t if shape.sequence_parallel else 1)
+    # the block's input and its norm's output, and with dropout p > 0 the mask of the block's one
+    # bias-dropout-add (1 byte per element: every block of hybrid_stack_spec ends in one,
+    # mamba_bda / self_attn_bda / mlp_bda, megatron/core/models/hybrid/hybrid_layer_specs.py)
+    out = (4 * sbh + (sbh if scn.training.dropout else 0.0)) / (t if shape.sequence_parallel else 1)
     block = m.block(layer)
     if not block:  # an MTP depth's layer ("*E"): its attention block's input, norm and tensors, then its MoE's
         out *= 2
         out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t + moe_layer_activation_bytes(scn)
     elif block == "*":
-        out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t
+        out += (4 * sbh + 4 * sbh * m.kv_heads / m.heads) / t + unfused_scores_bytes(scn)
     elif block == "-":
         out += (2 * ((3 if m.gated else 2) - 1) + 2) * shape.tokens * m.ffn_hidden / t
     elif block == "E":

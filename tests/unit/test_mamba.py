@@ -173,3 +173,33 @@ def test_a2a_overlap_of_hybrid_blocks_exits_2(tmp_path: Path, capsys):
     path.write_text(yaml.safe_dump(scn))
     assert main(["check", str(path)]) == 2
     assert "parallel.overlap_moe_expert_parallel_comm" in capsys.readouterr().err
+
+
+def test_hybrid_block_activations_closed_form():
+    """SMALL (h 256, 8 mixer heads x 32, N 16, G 2) at tp 1, one micro-batch of 512 tokens, no
+    dropout and flash attention: a Mamba2 block keeps its input and norm output (4·T·h) and the
+    mixer's in_proj output (z, x, B, C, dt: 2·256 + 2·2·16 + 8 = 584 columns), the scan's ungated
+    output out_x, the gated output's copy and the norm's output (3·256), in bf16; with dropout
+    p > 0 every block adds its residual mask (T·h bytes); an attention block with unfused attention
+    adds the score matrix, 5·a·s²·b bytes (arXiv:2205.05198)."""
+    from simulator.schedule.mamba import activation_bytes
+    from simulator.schedule.memory import hybrid_block_activation_bytes, unfused_scores_bytes
+
+    base = _small_scenario(None)
+    base["parallel"] = {"tp": 1}
+    base["training"].update(dropout=False)
+    scn = build_scenario(base)
+    t, h = 512, 256
+    assert MambaShape.of(scn.model).in_proj_out == 584
+    assert activation_bytes(MambaShape.of(scn.model), t, 2) == t * 2 * (584 + 3 * 256)
+    assert hybrid_block_activation_bytes(scn, 0) == 4 * t * h + t * 2 * (584 + 3 * 256)
+    with_dropout = build_scenario({**base, "training": {**base["training"], "dropout": True}})
+    for layer in range(4):
+        assert (hybrid_block_activation_bytes(with_dropout, layer)
+                - hybrid_block_activation_bytes(scn, layer)) == t * h
+    unfused = build_scenario({**base, "training": {**base["training"], "attention": "unfused"}})
+    assert unfused_scores_bytes(scn) == 0.0
+    assert unfused_scores_bytes(unfused) == 5 * 4 * 512 * 512 * 1
+    assert (hybrid_block_activation_bytes(unfused, 1) - hybrid_block_activation_bytes(scn, 1)
+            == 5 * 4 * 512 * 512)
+    assert hybrid_block_activation_bytes(unfused, 0) == hybrid_block_activation_bytes(scn, 0)

@@ -142,3 +142,32 @@ def test_aws_p5_profile_against_hugging_faces_own_cluster():
         assert 320 * 0.95 <= _allreduce(nodes, 1 << 30)[1] <= 350 * 1.05
     assert 1.6 <= _allreduce(2, 8)[0] / 55.5 <= 2.0
     assert 1.4 <= _allreduce(16, 8)[0] / 235 <= 1.8
+
+
+def test_printed_memory_gap_as_the_findings_record():
+    """The figure's memory (rank 0 = the first pipeline stage, max_memory_allocated or
+    max_memory_reserved: the figure does not say which) against the memory model on stage 0 of
+    each printed plan: every row is under-predicted as allocated (-9.9% to -39.6%, median -26.8%)
+    and as reserved (median -22.6%): the model prices nanotron's stack as Megatron's, and the terms
+    nanotron keeps on top (torch DDP's bucket copy of the bf16 gradients, the sharded
+    cross-entropy's extra fp32 copy, the stacked Q/K/V and K/V copies, the eager SwiGLU's SiLU
+    output) are recorded in the findings, not modelled. A model that prices them moves these
+    bounds, which is the point of pinning them."""
+    import re
+
+    from simulator.config.scenario import build_scenario
+    from simulator.e2e_validation.nanotron_sources import nanotron_case
+    from simulator.schedule.memory import estimate_memory
+    from simulator.units import GiB
+
+    alloc, res = [], []
+    for r in _rows():
+        scn = nanotron_case(r).scenario
+        scn = scn if not isinstance(scn, dict) else build_scenario(scn)
+        printed = float(re.search(r"mem=([\d.]+)GB", r["notes"]).group(1))
+        e = estimate_memory(scn, 0)
+        alloc.append(e.allocated / GiB / printed - 1)
+        res.append(e.reserved / GiB / printed - 1)
+    assert len(alloc) == 26 and max(alloc) < -0.09 and min(alloc) > -0.40
+    assert statistics.median(alloc) == pytest.approx(-0.268, abs=0.005)
+    assert statistics.median(res) == pytest.approx(-0.226, abs=0.005)
