@@ -67,6 +67,10 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     # NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (with or without --deterministic-mode): TE's deterministic
     # attention backward (flash-attn's on A100)
     scenario["training"]["deterministic"] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0" in _note(r, "env")
+    # --attention-dropout (0.1 unless the case sets 0): TE's fused kernels draw it per score element
+    scenario["training"]["fused_attention_dropout"] = dropout and attention != "unfused"
+    # GPTDataset's b x 1 x s x s mask, copied to the GPU and broadcast over TP by get_batch
+    scenario["training"]["dataloader_attention_mask"] = "--no-create-attention-mask-in-dataloader" not in flags
     return Case(source, label, scenario, "step_time_s", float(r["value"]), 8)
 
 
