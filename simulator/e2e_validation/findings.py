@@ -2123,7 +2123,12 @@ broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both 
     `DotProductAttention` defaults to causal) every figure halves and the rows read +2.6%, +4.7%,
     +18.2%, +9.0% (median 6.9%); with FlashAttention-1's A100 figure in place of the transferred
     one the A100 rows read +2.5% and +6.6% (median 4.6%). The kernels without a published pair
-    (flash1, and the ring and CP chunks of any source) are not priced; no other source sets the key.
+    (flash1) are not priced. No other source sets the key: the other scenarios' `dropout` flag was
+    set for the eager and unfused paths and the memory model, and several Llama-style sources keep
+    it on whatever their recipes set. Forced on wherever `dropout` is on and the attention fused
+    (restricted runs, held out): Megatron-Core 2024 5.5% -> 5.3% (each row 0.6-2.0 points slower),
+    FlagPerf 5.2% -> 8.0% (its A800 rows 4.7-6.5 points slower, to -11%): a source should get the
+    key once its attention dropout is read from its configs, not by default.
   - *The data loader's attention mask (now priced, `training.dataloader_attention_mask`,
     `schedule/data_loading.py`).* `--no-create-attention-mask-in-dataloader` is not set, so
     every sample carries a b x 1 x s x s bool mask (67 MB at 8,192 tokens; `GPTDataset` caches it,
