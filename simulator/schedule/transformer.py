@@ -1001,25 +1001,26 @@ class LayerBuilder:
         AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
         s = self.spec
         tag = Tag("fwd", None, mb)
-        after = self._load_mask(pb, name, _deps(after, wait), tag)
-        op = _mem_op(pb, f"{name}.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, _deps(after), tag)
+        deps = self._load_mask(pb, name, _deps(after, wait), tag)
+        op = _mem_op(pb, f"{name}.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, deps, tag)
         if s.tp > 1:
             op = self._tp_comm(pb, f"{name}.fwd." + ("rs" if s.sp else "ar"),
                                "reducescatter" if s.sp else "allreduce", s.act, op, tag)
         return op
 
-    def _load_mask(self, pb: ProgramBuilder, name: str, deps: tuple[int, ...], tag: Tag) -> int:
+    def _load_mask(self, pb: ProgramBuilder, name: str, deps: tuple[int, ...], tag: Tag) -> tuple[int, ...]:
         """The data loader's attention mask of one micro-batch (``training.dataloader_attention_mask``,
-        :mod:`simulator.schedule.data_loading`): its copy to the GPU on the compute stream, then its
-        broadcast from TP rank 0 over the TP group; the last op of ``deps`` when there is none."""
+        :mod:`simulator.schedule.data_loading`): its copy to the GPU on the compute stream after
+        ``deps``, then its broadcast from TP rank 0 over the TP group. Returns what the next op
+        waits for: the last of these, or ``deps`` unchanged when there is no mask."""
         s = self.spec
         if s.mask_h2d_us <= 0:
-            return deps[-1] if deps else -1
+            return deps
         op = pb.add(ComputeOp(name=f"{name}.mask.h2d", kind="host", host_us=s.mask_h2d_us, deps=deps, tag=tag))
         if s.tp > 1:
             op = self._tp_comm(pb, f"{name}.mask.bcast", "broadcast",
                                data_loading.mask_bytes(s.b, s.seq), op, tag)
-        return op
+        return (op,)
 
     def _embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
         s = self.spec
@@ -1037,10 +1038,10 @@ class LayerBuilder:
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
+        deps = _deps(after, wait)
         if s.mask_at_head and not prefix:
-            after = self._load_mask(pb, f"{prefix}lm_head", _deps(after, wait), tag)
-            wait = ()
-        ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
+            deps = self._load_mask(pb, "lm_head", deps, tag)
+        ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
         loss = logits
