@@ -2111,9 +2111,10 @@ broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both 
     ps; flash-attn 2.7.4 on GB200 (TE PR #3313, thd) 0.695 -> 0.728 ms: 0.491 ps, moved to A100 by
     the CUDA-core (fp32) rates, 80 / 19.5: 2.02 ps. The only pair measured on an A100,
     FlashAttention-1's own (arXiv:2205.14135 Tables 15-16 against 18-19, 8K and 16K tokens, d 64),
-    gives 1.61-1.65 ps an element and pass: the transferred figure is 1.23-1.25 times that. At these
-    rows' 8,192 tokens a layer's causal block is 1.07 G elements a sequence and head group of the
-    rank (b x heads / tp x s(s+1)/2, the same for both plans per micro-batch and layer pair), so the
+    gives 1.61-1.65 ps an element and pass: the transferred figure is 1.23-1.25 times that. At 8,192
+    tokens one head's causal block is 33.6 M elements; a rank computes 32 of them per layer and
+    micro-batch at TP 1 (32 such passes a step) and 2 x 8 at TP 4 (64 passes), 34.4 G elements a
+    step either way, each drawn forward and backward (20.5 ms on H100, 139 ms on A100), so the
     step grows by 22 ms (H100 TP 1 x PP 4), 198 ms (A100), 20 ms (H100 TP 4) and 186 ms (A100; on
     A100 the deterministic backward's grid stretches the backward's draws with its tiles): +4.5% ->
     +2.4%, +9.3% -> +1.8%, +20.2% -> +17.6%, +14.0% -> +5.4% with the mask still unpriced. The old
