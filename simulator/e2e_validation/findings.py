@@ -2139,9 +2139,9 @@ broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both 
     (`get_batch_on_this_tp_rank`, megatron/core/utils.py; megatron/training/utils.py at
     adc69dba2d, the A100 files' commit, does the same); TE ignores it for the causal mask type.
     Priced as a copy of b·s² bytes at nvbandwidth's pinned host-to-device rate (55.43 of 63 GB/s on
-    Gen5 x16, the same fraction of Gen4's 31.5 GB/s on the DGX A100) before the embedding (and, with
-    PP, before the LM head on the last stage), then a broadcast over TP: 2.4 ms (H100) and 4.8 ms
-    (A100) a micro-batch at TP 4, 1.2 and 2.4 ms at TP 1. The rows move by 9 ms (H100 TP 1 x PP 4,
+    Gen5 x16, the same fraction of the DGX A100 profile's 31 GB/s Gen4 link) before the embedding
+    (and, with PP, before the LM head on the last stage), then a broadcast over TP: 2.4 ms (H100) and
+    4.9 ms (A100) a micro-batch at TP 4, 1.2 and 2.5 ms at TP 1. The rows move by 9 ms (H100 TP 1 x PP 4,
     +2.4% -> +1.6%), 19 ms (A100, +1.8% -> +1.1%), 5.5 ms (H100 TP 4, +17.6% -> +16.9%) and 10.5 ms
     (A100 TP 4, +5.4% -> +4.9%). The tokens, labels, loss mask and position ids (28 bytes a token)
     are left out.

@@ -17,7 +17,8 @@ The copy is a DMA over the GPU's PCIe link the compute stream waits for (no SM, 
 contention): priced as a ``host`` op of ``bytes / (pcie.Bps x PCIE_H2D_EFFICIENCY)``, with
 :data:`PCIE_H2D_EFFICIENCY` the pinned host-to-device rate nvbandwidth measures on a Gen5 x16
 link (8x H200: 55.43 of 63 GB/s, docs/reference/HARDWARE.md §3d); the same fraction is used on
-Gen4 (Azure's acceptance floor for A100 nodes, 21-23 of 31.5 GB/s, is below it). With TP the
+Gen4 (the DGX A100 profile's 31 GB/s; Azure's acceptance floor for A100 nodes, 21-23 GB/s, is
+below it). With TP the
 broadcast over the TP group follows it. A pipeline of one stage loads once per micro-batch; with
 PP the first stage loads before the embedding and the last before the LM head.
 """
