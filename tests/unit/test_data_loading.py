@@ -34,7 +34,7 @@ def test_the_copy_is_the_mask_over_pcie():
     assert us == pytest.approx(nbytes / 55.43e9 * 1e6)
     op = ComputeOp(name="embedding.mask.h2d", kind="host", host_us=us)
     assert compute_time(op, h100.gpu) == pytest.approx(2.4214e-3, rel=1e-3)
-    # Gen4 x16 (DGX A100): the same fraction of 31.5 GB/s, twice as long
+    # Gen4 x16 (DGX A100, the profile's 31 GB/s): the same fraction of its link
     a100 = load_profile("dgx-a100")
     assert data_loading.h2d_us(nbytes, a100.node.pcie.Bps) / us == pytest.approx(63.0 / a100.node.pcie.GBps)
 
