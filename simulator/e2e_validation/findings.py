@@ -2176,7 +2176,15 @@ broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both 
     TP 1 x PP 8 A800 rows, about 12 bytes x 1 B parameters, a few ms of a multi-second step), and
     the MoE sources' expert buckets (Bridge's Qwen3 recipes run a per-token loss, scaling nothing;
     its GPT-OSS recipes keep `average_in_collective` off), left at `none`.
-  Also read and ruled out at these commits: `--log-params-norm` takes the sharded fp32
+  Also read and ruled out at these commits: `NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16` leaves TE's
+  LayerNorm kernels 116 of 132 SMs (92 of 108 on A100); the model's layer norms take 11 and 45 ms a
+  step on an H100 rank (TP 1 x PP 4, TP 4) and 19 and 74 ms on A100, so even a bandwidth falling
+  with the SMs (it saturates before) adds at most 6 and 13 ms at TP 4, half a point;
+  `--check-weight-hash-across-dp-replicas-interval` is not set in either model_config.yaml;
+  `LAUNCHER: ft_launcher` only restarts failed ranks (`--max-restarts=3`, `_run_training.sh`; no
+  `--enable-ft-package` among the arguments, so no per-step heartbeat; the script adds only
+  `--exit-duration-in-mins`, whose check is a one-integer AllReduce and `.item()` a step, tens of
+  microseconds); `--log-throughput` is host arithmetic; `--log-params-norm` takes the sharded fp32
   main parameters (`calc_params_l2_norm`: `main_param_sharded`, no fp32 copy); `--deterministic-mode`
   also switches the embedding lookup to advanced indexing (`self.weight[masked_input]`, a sort-based
   deterministic backward over 16,384 tokens: well under a millisecond); eval (interval 1,000) and
