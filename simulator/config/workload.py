@@ -412,6 +412,16 @@ class Training(_Strict):
         "launches ceil(SMs / (batch x heads)) thread blocks per head instead of one per key block, and sums "
         "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic Hopper path "
         "(flash3) and the unfused attention keep their cost")
+    fused_attention_dropout: bool = Field(
+        default=False, description="the fused attention kernel applies an attention dropout of p > 0 itself "
+        "(Megatron's --attention-dropout, default 0.1, run by TransformerEngine's cuDNN or flash-attn backend): a "
+        "Philox draw per computed score element, forward and again in the backward, priced per element from "
+        "published pairs with and without dropout (costs/attention_dropout.py: cuDNN on Hopper, flash-attn 2). "
+        "Off by default: set where the run's attention dropout is known to be > 0; needs dropout: true")
+    dataloader_attention_mask: bool = Field(
+        default=False, description="the data loader builds a b x 1 x s x s bool causal mask each micro-batch and "
+        "the first and last pipeline stages copy it to the GPU on the compute stream and broadcast it over TP "
+        "(Megatron-LM's GPTDataset unless --no-create-attention-mask-in-dataloader; schedule/data_loading.py)")
     linear_bias: Literal["none", "epilogue", "separate"] = Field(
         default="none", description="linear-layer biases as kernels of their own: none (no biases, or biases "
         "folded into fused kernels forward and backward: GEMM epilogues, bias-GeLU, bias-dropout-add) | epilogue "
@@ -536,6 +546,9 @@ class Training(_Strict):
             raise ValueError("masked_softmax: torch is Megatron's fallback for unfused attention with fused kernels: "
                              f"it needs attention: unfused and fused_kernels: true (got attention: {self.attention}, "
                              f"fused_kernels: {str(self.fused_kernels).lower()})")
+        if self.fused_attention_dropout and not self.dropout:
+            raise ValueError("fused_attention_dropout prices an attention dropout of p > 0: it needs dropout: true "
+                             "(got dropout: false)")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

@@ -26,6 +26,8 @@ efficiency:
   fixed cost, whole causal tiles on the diagonal, the softmax's share at its head dimension).
   A FlashAttention-2 backward that runs its deterministic algorithm (``deterministic_heads``) is
   stretched by its smaller grid and pays its split dQ buffers (``costs.attention_determinism``).
+  A kernel that applies the attention dropout itself (``attention_dropout``) adds its Philox
+  draws, a time per computed score element and pass (``costs.attention_dropout``).
 * scan (the Mamba2 SSD chunked-scan kernels, :mod:`simulator.schedule.mamba`): their
   tensor-core FLOPs at :data:`SSD_SCAN_EFFICIENCY` of the bf16 peak, or their ``hbm_bytes`` at
   ``hbm_Bps × hbm_efficiency``, whichever is slower.
@@ -54,10 +56,11 @@ import math
 from typing import Sequence
 
 from simulator.config.hardware import GPU
-from simulator.costs import attention_determinism
+from simulator.costs import attention_determinism, attention_dropout
 from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
 from simulator.costs.memory_bound import kernel_class, memory_time
+from simulator.schedule.attention import FLASH_BWD_FACTOR
 from simulator.schedule.ir import ComputeOp, Op
 
 # Fraction of the bf16 dense peak the Mamba2 SSD scan kernels reach: TileLang's published
@@ -175,12 +178,26 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
         t_mem = memory_time(op.hbm_bytes, count, kernel_class(op.kind, op.impl), gpu)
     else:
         t_mem = op.hbm_bytes / (gpu.hbm_Bps * gpu.hbm_efficiency) if op.hbm_bytes > 0 else 0.0
+    if op.kind == "attention" and op.attention_dropout:
+        t_flops += _dropout_rng(op, gpu)
     if op.kind == "attention" and op.deterministic_heads > 0:
         t_flops, t_mem = _deterministic_backward(op, gpu, t_flops, t_mem)
     t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
     return t
+
+
+def _dropout_rng(op: ComputeOp, gpu: GPU) -> float:
+    """Arithmetic time the in-kernel attention dropout adds (``costs.attention_dropout``): one
+    Philox draw per computed score element, ``flops / (4 d)`` of them forward and
+    ``flops / (2.5 x 4 d)`` backward, on the SMs the kernel has."""
+    if op.attention_shape is None:
+        return 0.0
+    head_dim = op.attention_shape[2]
+    per_element = 4.0 * head_dim * (FLASH_BWD_FACTOR if _is_backward(op) else 1.0)
+    kernel = op.attention_kernel or gpu.default_kernel
+    return attention_dropout.rng_seconds(op.flops / per_element, kernel, gpu) / _sm_share(op)
 
 
 def _deterministic_backward(op: ComputeOp, gpu: GPU, t_flops: float, t_mem: float) -> tuple[float, float]:
@@ -201,7 +218,7 @@ def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
             op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl,
-            op.deterministic_heads, op.scaling)
+            op.deterministic_heads, op.scaling, op.attention_dropout)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -2049,11 +2049,17 @@ DGX H100 and one DGX A100 node, with the exact arguments (`data/e2e/megatron_ci_
 Every case sets NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 and runs without gradient-accumulation fusion and
 with the CI's per-step logging (parameter norm, zeros in the gradients, timers and memory to
 TensorBoard), and every one but the CP case `--deterministic-mode` with NCCL_ALGO=Ring. The first
-is modelled (`training.deterministic`, below); the rest is not.
+is modelled (`training.deterministic`, below); the rest is not. Every case also keeps Megatron's
+default dropout of 0.1, which TransformerEngine's fused attention draws inside the kernel
+(`training.fused_attention_dropout`), and the data loader's attention mask, copied to the GPU and
+broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both priced (below).
 
-- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 13.4%, every row optimistic.**
-  TP 1 × PP 4 with vp 8: +7.7% (H100), +11.8% (A100); TP 4 without sequence parallelism: +21.3% and
-  +15.0% (predicted MFU 45.0% and 58.3%). What determinism costs, mechanism by mechanism:
+- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 3.3% (mean 6.1%, max 16.9%), every
+  row optimistic.** TP 1 × PP 4 with vp 8: +1.6% (H100), +1.1% (A100); TP 4 without sequence
+  parallelism: +16.9% and +4.9%. Before the in-kernel attention dropout and the data loader's mask
+  were priced (the next bullets but one) the same rows read +4.5%, +9.3%, +20.2% and +14.0% (median
+  11.6%). What determinism costs, mechanism by mechanism (the figures in this bullet are from before
+  the DDP passes, the dropout and the mask were priced):
   - *The attention backward on A100 (priced).* With NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
     TransformerEngine drops cuDNN's fused attention below sm90 (`get_attention_backend`, "Filter:
     Determinism", TE @d0067d0) and runs flash-attn's deterministic FlashAttention-2 backward: a grid
@@ -2080,31 +2086,65 @@ is modelled (`training.deterministic`, below); the rest is not.
     of every GEMM output and activation. Counted from the model's kernels (GEMM outputs plus half the
     traffic of the memory-bound kernels), 85 GB a step on a TP 1 × PP 4 rank and 170 GB on a TP 4
     rank: 31 and 61 ms on H100, 52 and 103 ms on A100, at the fill's streaming rate.
-  - *NCCL_ALGO=Ring, NCCL_PROTO=simple, no NVLS:* at most 0.2 point (the TP 4 AllReduces run as
+  - *NCCL_ALGO=Ring, NCCL_PROTO=simple, no NVLS:* the model's tuner picks NVLS for the H100 TP 4
+    AllReduces, which `NCCL_NVLS_ENABLE=0` forbids; rerun with the profile's `nvls: false` the row's
+    step is 0.9525 s against 0.9536 s (ring is no slower here). At most 0.2 point (the TP 4 AllReduces run as
     fast on a 4-GPU NVLink ring as through NVLS); *CUBLAS_WORKSPACE_CONFIG=:4096:8*: PyTorch's own
     Hopper default, and TransformerEngine's GEMMs keep their own cuBLASLt workspace; *the per-step
     logging* (parameter norm, zero count over a rank's 6.7 GB of fp32 gradients): 2-4 ms of 1-3 s.
-  The H100 TP 4 row keeps the largest gap (+21.3%); the two unpriced candidates above would add
-  106-151 ms to its 919 ms (+9% .. +4%), and 76-121 ms of compute a rank to TP 1 × PP 4, whose
-  +7.7% they would overshoot: neither is priced until a timing of cuDNN's deterministic path, and
-  of the fill at these sizes, bounds it.
-- **Three more per-step costs of the 7B cases, checked against the code of the golden commits
-  (together 2-3% of the step, a tenth of the gap); the third is now priced.** Before it the rows
-  read +6.3% (H100 TP 1 x PP 4), +11.1% (A100), +20.5% (H100 TP 4) and +14.7% (A100).
-  - *Attention dropout inside the fused kernels.* The 7B configs keep Megatron's default dropout 0.1,
-    so cuDNN (H100) and flash-attn 2 (A100) draw the mask in-kernel; the model's fused attention
-    prices no dropout. Published pairs: cuDNN through TE 2.15 on H200, 4 x 1,024 tokens, 16 heads,
-    d 128, sbhd: 0.594 -> 0.614 ms forward and backward (+3.4%, TransformerEngine issue #3312);
-    flash-attn 2 on GB200, packed (thd): 0.695 -> 0.728 ms (+4.7%, TE PR #3313). On the model's attention time per
-    rank (133 ms on H100 in either plan, 499-532 ms on A100) that is 4.5 ms (0.5%) and 23-25 ms (1%).
-  - *The data loader's attention mask.* `--no-create-attention-mask-in-dataloader` is not set, so
+  The H100 TP 4 row keeps the largest gap (+16.9% now: 0.954 s predicted, 1.115 s measured); the
+  two unpriced candidates above would add 106-151 ms to it (+5% .. +1%), and 76-121 ms of compute a
+  rank to H100 TP 1 × PP 4, whose +1.6% they would overshoot by several points; the fill alone
+  (52 and 103 ms) would take the A100 rows to about -0.7% and +0.7%. Neither is priced until a
+  timing of cuDNN's deterministic path, and of the fill at these sizes, bounds it.
+- **Three more per-step costs of the 7B cases, checked against the code of the golden commits; all
+  three are now priced.** Before any of them the rows read +6.3% (H100 TP 1 x PP 4), +11.1% (A100),
+  +20.5% (H100 TP 4) and +14.7% (A100).
+  - *Attention dropout inside the fused kernels (now priced, `training.fused_attention_dropout`,
+    `costs/attention_dropout.py`).* The 7B configs keep Megatron's default `--attention-dropout
+    0.1`, so cuDNN (H100) and flash-attn 2 (A100) draw a Philox number per computed score element,
+    forward and again in the backward (which regenerates the mask instead of reading one). That is
+    integer work beside the tile's tensor-core GEMMs, so it is priced per element and pass, from the
+    published pairs with and without dropout (`data/kernels/attention_dropout_pairs.csv`): cuDNN on
+    H200 through TE 2.15, 4 x 1,024 tokens, 16 heads of 128, sbhd, 0.594 -> 0.614 ms forward and
+    backward (TransformerEngine issue #3312), over the causal block's 33.6 M elements twice: 0.298
+    ps; flash-attn 2.7.4 on GB200 (TE PR #3313, thd) 0.695 -> 0.728 ms: 0.491 ps, moved to A100 by
+    the CUDA-core (fp32) rates, 80 / 19.5: 2.02 ps. The only pair measured on an A100,
+    FlashAttention-1's own (arXiv:2205.14135 Tables 15-16 against 18-19, 8K and 16K tokens, d 64),
+    gives 1.61-1.65 ps an element and pass: the transferred figure is 1.23-1.25 times that. At 8,192
+    tokens one head's causal block is 33.6 M elements; a rank computes 32 of them per layer and
+    micro-batch at TP 1 (32 such passes a step) and 2 x 8 at TP 4 (64 passes), 34.4 G elements a
+    step either way, each drawn forward and backward (20.5 ms on H100, 139 ms on A100), so the
+    step grows by 22 ms (H100 TP 1 x PP 4), 198 ms (A100), 20 ms (H100 TP 4) and 186 ms (A100; on
+    A100 the deterministic backward's grid stretches the backward's draws with its tiles): +4.5% ->
+    +2.4%, +9.3% -> +1.8%, +20.2% -> +17.6%, +14.0% -> +5.4% with the mask still unpriced. The old
+    estimate here, the pair's +3.4% on the model's attention time (4.5 ms on H100), took the short
+    benchmark's relative increment; an increment per element does not shrink with the kernel's
+    length. Two readings bound it: if the TE benchmark ran unmasked (the issue prints no mask; TE's
+    `DotProductAttention` defaults to causal) every figure halves and the rows read +2.6%, +4.7%,
+    +18.2%, +9.0% (median 6.9%); with FlashAttention-1's A100 figure in place of the transferred
+    one the A100 rows read +2.5% and +6.6% (median 4.6%). The kernels without a published pair
+    (flash1) are not priced. No other source sets the key: the other scenarios' `dropout` flag was
+    set for the eager and unfused paths and the memory model, and several Llama-style sources keep
+    it on whatever their recipes set. Forced on wherever `dropout` is on and the attention fused
+    (restricted runs, held out): Megatron-Core 2024 5.5% -> 5.3% (each row 0.6-2.0 points slower),
+    FlagPerf 5.2% -> 8.0% (its A800 rows 4.7-6.5 points slower, to -11%): a source should get the
+    key once its attention dropout is read from its configs, not by default.
+  - *The data loader's attention mask (now priced, `training.dataloader_attention_mask`,
+    `schedule/data_loading.py`).* `--no-create-attention-mask-in-dataloader` is not set, so
     every sample carries a b x 1 x s x s bool mask (67 MB at 8,192 tokens; `GPTDataset` caches it,
-    `_get_ltor_masks_and_position_ids`); TP rank 0 copies it to the GPU on the compute stream
-    (`.cuda(non_blocking=True)` from pinned memory) and broadcasts it to its TP group
-    (`get_batch_on_this_tp_rank`, megatron/core/utils.py at 6e091e1b68); TE ignores it for the causal
-    mask type. TP 4, micro-batch 2: 134 MB a micro-batch, ~3 ms on a DGX H100 (PCIe Gen5) and ~6 ms
-    on a DGX A100 (Gen4) with the broadcast, 6 and 12 ms a step (0.6%); TP 1 x PP 4: 67 MB a
-    micro-batch on the first and last stage, 5 and 11 ms a step there.
+    `_get_ltor_masks_and_position_ids`); TP rank 0 of the stages holding the first or last virtual
+    stage copies it to the GPU on the compute stream (`.cuda(non_blocking=True)` from pinned memory,
+    `get_batch` of pretrain_gpt.py at 6e091e1b68) and broadcasts it to its TP group
+    (`get_batch_on_this_tp_rank`, megatron/core/utils.py; megatron/training/utils.py at
+    adc69dba2d, the A100 files' commit, does the same); TE ignores it for the causal mask type.
+    Priced as a copy of b·s² bytes at nvbandwidth's pinned host-to-device rate (55.43 of 63 GB/s on
+    Gen5 x16, the same fraction of the DGX A100 profile's 31 GB/s Gen4 link) before the embedding
+    (and, with PP, before the LM head on the last stage), then a broadcast over TP: 2.4 ms (H100) and
+    4.9 ms (A100) a micro-batch at TP 4, 1.2 and 2.5 ms at TP 1. The rows move by 9 ms (H100 TP 1 x PP 4,
+    +2.4% -> +1.6%), 19 ms (A100, +1.8% -> +1.1%), 5.5 ms (H100 TP 4, +17.6% -> +16.9%) and 10.5 ms
+    (A100 TP 4, +5.4% -> +4.9%). The tokens, labels, loss mask and position ids (28 bytes a token)
+    are left out.
   - *Megatron-Core DDP's pre-reduction passes (now priced, `parallel.ddp_grad_check` and
     `ddp_grad_scaling`).* `start_grad_sync` runs, per bucket group, `check_grads` (a
     `grad_data.norm()`, then `validate_result` with `torch.isnan` and `torch.isinf`, each
@@ -2136,8 +2176,15 @@ is modelled (`training.deterministic`, below); the rest is not.
     TP 1 x PP 8 A800 rows, about 12 bytes x 1 B parameters, a few ms of a multi-second step), and
     the MoE sources' expert buckets (Bridge's Qwen3 recipes run a per-token loss, scaling nothing;
     its GPT-OSS recipes keep `average_in_collective` off), left at `none`.
-  The first two, priced, would take H100 TP 4 a further 1.1 points and A100 TP 4 about 1.6 points
-  lower (dropout 4.5 and 23-25 ms, the mask 6 and 12 ms a step). Also read and ruled out at these commits: `--log-params-norm` takes the sharded fp32
+  Also read and ruled out at these commits: `NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16` leaves TE's
+  LayerNorm kernels 116 of 132 SMs (92 of 108 on A100); the model's layer norms take 11 and 45 ms a
+  step on an H100 rank (TP 1 x PP 4, TP 4) and 19 and 74 ms on A100, so even a bandwidth falling
+  with the SMs (it saturates before) adds at most 6 and 13 ms at TP 4, half a point;
+  `--check-weight-hash-across-dp-replicas-interval` is not set in either model_config.yaml;
+  `LAUNCHER: ft_launcher` only restarts failed ranks (`--max-restarts=3`, `_run_training.sh`; no
+  `--enable-ft-package` among the arguments, so no per-step heartbeat; the script adds only
+  `--exit-duration-in-mins`, whose check is a one-integer AllReduce and `.item()` a step, tens of
+  microseconds); `--log-throughput` is host arithmetic; `--log-params-norm` takes the sharded fp32
   main parameters (`calc_params_l2_norm`: `main_param_sharded`, no fp32 copy); `--deterministic-mode`
   also switches the embedding lookup to advanced indexing (`self.weight[masked_input]`, a sort-based
   deterministic backward over 16,384 tokens: well under a millisecond); eval (interval 1,000) and

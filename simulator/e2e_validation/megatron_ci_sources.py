@@ -11,7 +11,10 @@ parallelism unless the case sets it and no TP communication overlap. The CI's pe
 ``--deterministic-mode`` (``NCCL_ALGO=Ring``, cuBLAS's workspace, cuDNN's deterministic attention
 backward on H100) are not modelled; ``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0`` is
 (``training.deterministic``: FlashAttention-2's deterministic backward, which TransformerEngine runs
-on A100).
+on A100). Megatron's default attention dropout of 0.1 runs inside TE's fused kernels
+(``training.fused_attention_dropout``: a Philox draw per score element, costs/attention_dropout.py),
+and ``GPTDataset``'s b x 1 x s x s attention mask is copied to the GPU and broadcast over TP each
+micro-batch (``training.dataloader_attention_mask``, schedule/data_loading.py): both are set here.
 The file's ``megatron_ci_flags`` rows (more cases of the small GPT, one flag or plan axis apart) are data
 for the findings' decomposition of the small cases' step; no builder reads them.
 """
@@ -67,6 +70,10 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     # NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (with or without --deterministic-mode): TE's deterministic
     # attention backward (flash-attn's on A100)
     scenario["training"]["deterministic"] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0" in _note(r, "env")
+    # --attention-dropout (0.1 unless the case sets 0): TE's fused kernels draw it per score element
+    scenario["training"]["fused_attention_dropout"] = dropout and attention != "unfused"
+    # GPTDataset's b x 1 x s x s mask, copied to the GPU and broadcast over TP by get_batch
+    scenario["training"]["dataloader_attention_mask"] = "--no-create-attention-mask-in-dataloader" not in flags
     return Case(source, label, scenario, "step_time_s", float(r["value"]), 8)
 
 

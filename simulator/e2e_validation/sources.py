@@ -877,7 +877,11 @@ SOURCES: list[Source] = [
             "iteration-time from step 3 on; arguments from each test case's model_config.yaml (see the file's "
             "header and simulator/e2e_validation/megatron_ci_sources.py).",
             "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 runs as training.deterministic: on A100 TransformerEngine runs "
-            "flash-attn's deterministic FlashAttention-2 backward (costs/attention_determinism.py). Not modelled: "
+            "flash-attn's deterministic FlashAttention-2 backward (costs/attention_determinism.py). Megatron's "
+            "default attention dropout 0.1 is drawn inside the fused kernels (training.fused_attention_dropout, "
+            "costs/attention_dropout.py: per score element, from published pairs with and without dropout), and "
+            "the data loader's b x s x s attention mask is copied to the GPU and broadcast over TP each "
+            "micro-batch (training.dataloader_attention_mask). Not modelled: "
             "the rest of --deterministic-mode (cuDNN's deterministic backward on H100, which has no published "
             "timing; PyTorch's NaN fill of every allocation under torch.use_deterministic_algorithms; "
             "NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, --log-num-zeros-in-grad, timers and "

@@ -83,7 +83,7 @@ def fold_count(schedule: Any) -> int:
 
 _COMPUTE = attrgetter("kind", "flops", "hbm_bytes", "gemm", "count", "dtype", "causal_fraction", "sm_fraction", "stream",
                       "attention_kernel", "attention_shape", "host_us", "concurrent", "host_sync",
-                      "deterministic_heads", "scaling")
+                      "deterministic_heads", "scaling", "attention_dropout")
 _COMM = attrgetter("op", "axes", "size_bytes", "stream", "dtype", "host_sync")
 _TRANSFER = attrgetter("axis", "offset", "nbytes", "transport")
 

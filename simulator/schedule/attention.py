@@ -54,6 +54,7 @@ class AttentionContext:
     dropout: bool = True  # attention dropout active (training.dropout)
     alibi: bool = False  # ALiBi bias added to the scores (model.position_embedding alibi)
     deterministic: bool = False  # the fused backward runs its deterministic algorithm (training.deterministic)
+    fused_dropout: bool = False  # the fused kernel draws the attention dropout (training.fused_attention_dropout)
     softmax: str = "fused"  # unfused attention's scale-mask-softmax: fused | torch (training.masked_softmax)
 
     @property
@@ -97,7 +98,8 @@ def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
         name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
         flops=attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
-        tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape()))
+        tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
+        attention_dropout=ctx.fused_dropout))
 
 
 def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
@@ -107,7 +109,7 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
-        deterministic_heads=ctx.deterministic_heads))
+        deterministic_heads=ctx.deterministic_heads, attention_dropout=ctx.fused_dropout))
 
 
 # ---------------------------------------------------------------------------------------------

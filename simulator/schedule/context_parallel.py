@@ -100,7 +100,8 @@ def out_correction_bytes(ctx: AttentionContext) -> int:
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
     return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
                     key=f"cp.L{ctx.layer}.mb{ctx.mb_index}", layer=ctx.layer, mb_index=ctx.mb_index,
-                    dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads)
+                    dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads,
+                    dropout=ctx.fused_dropout)
 
 
 def transpose_bytes(ctx: AttentionContext) -> tuple[int, int, int]:
@@ -177,7 +178,7 @@ def _ag_attention(pb: ProgramBuilder, ctx: AttentionContext, phase: Phase, deps:
             hbm_bytes=(ctx.q_bytes + kv_io) * (2 if phase == "bwd" else 1), deps=deps, dtype=ctx.dtype,
             causal_fraction=frac, tag=Tag(phase, ctx.layer, ctx.mb_index),
             attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(chunk, s_k),
-            deterministic_heads=ctx.deterministic_heads if phase == "bwd" else 0))
+            deterministic_heads=ctx.deterministic_heads if phase == "bwd" else 0, attention_dropout=ctx.fused_dropout))
     return last
 
 

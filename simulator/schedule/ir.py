@@ -96,6 +96,9 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # attention backward: sequences x query heads of a kernel that runs its deterministic algorithm
     # (training.deterministic; costs/attention_determinism.py); 0: the default algorithm
     deterministic_heads: int = 0
+    # attention: the kernel applies the attention dropout itself (training.fused_attention_dropout):
+    # a Philox draw per computed score element (costs/attention_dropout.py)
+    attention_dropout: bool = False
     # fp8 GEMM: the block scaling of its operands ("mxfp8": 1x32 E8M0 scales, run as cuBLAS's
     # block-scaled kernel, costs/compute.py BLOCK_SCALED_GEMM_TIME); "": one scale per tensor
     scaling: str = ""

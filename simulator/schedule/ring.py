@@ -75,6 +75,7 @@ class RingSpec:
     dtype: str = "bf16"
     kernel: str = ""  # fused attention kernel of the blocks (flash2 | flash3; "": the GPU's default)
     deterministic_heads: int = 0  # the backward blocks' ComputeOp.deterministic_heads
+    dropout: bool = False  # the blocks' ComputeOp.attention_dropout (in-kernel attention dropout)
 
 
 def _p2p(pb: ProgramBuilder, spec: RingSpec, name: str, key: str, nbytes: int, direction: int,
@@ -92,7 +93,8 @@ def _block(pb: ProgramBuilder, spec: RingSpec, name: str, blk: RingBlock, bwd: b
         name=name, kind="attention", flops=blk.flops * scale, hbm_bytes=blk.hbm_bytes * (2 if bwd else 1),
         deps=deps, dtype=spec.dtype, causal_fraction=blk.causal_fraction,
         tag=Tag("bwd" if bwd else "fwd", spec.layer, spec.mb_index), attention_kernel=spec.kernel,
-        attention_shape=blk.shape, deterministic_heads=spec.deterministic_heads if bwd else 0))
+        attention_shape=blk.shape, deterministic_heads=spec.deterministic_heads if bwd else 0,
+        attention_dropout=spec.dropout))
 
 
 def _close(pb: ProgramBuilder, spec: RingSpec, name: str, hbm_bytes: float, phase: Phase, deps: tuple[int, ...],

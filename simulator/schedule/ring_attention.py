@@ -48,7 +48,8 @@ def blocks(ctx: AttentionContext) -> list[RingBlock | None]:
 def _spec(ctx: AttentionContext) -> RingSpec:
     return RingSpec(axis="cp", hop=1, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.ring",
                     key=f"ring.L{ctx.layer}.mb{ctx.mb_index}", layer=ctx.layer, mb_index=ctx.mb_index,
-                    dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads)
+                    dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads,
+                    dropout=ctx.fused_dropout)
 
 
 def dkv_bytes(ctx: AttentionContext) -> int:

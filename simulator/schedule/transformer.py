@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import attention, context_parallel, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses
+from simulator.schedule import (attention, context_parallel, data_loading, fp8, mamba, moe, ring_attention, tensor_parallel,
+                                ulysses)
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, make_tag, restamp_constructor)
@@ -61,6 +62,9 @@ class LayerSpec:
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
     deterministic: bool = False  # training.deterministic: the attention backward's deterministic algorithm
+    fused_attention_dropout: bool = False  # training.fused_attention_dropout: the fused kernel's dropout RNG
+    mask_h2d_us: float = 0.0  # training.dataloader_attention_mask: the mask's H2D copy a micro-batch (0: none)
+    mask_at_head: bool = False  # with PP the last stage loads the mask again, before the LM head
     norm_kernel: str = "auto"  # training.norm_kernel
     norm_input: str = "act"  # training.norm_input: act | fp32 (Elementwise.of)
     recompute_norm_blocks: bool = False  # training.recompute_norm_blocks (LayerBuilder._backward)
@@ -91,6 +95,10 @@ class LayerSpec:
                    tp_sm_margin=p.tp_overlap_sm_margin,
                    tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())), cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, deterministic=t.deterministic,
+                   fused_attention_dropout=t.fused_attention_dropout,
+                   mask_h2d_us=data_loading.h2d_us(data_loading.mask_bytes(t.micro_batch, m.seq_len),
+                                                   scn.profile.node.pcie.Bps) if t.dataloader_attention_mask else 0.0,
+                   mask_at_head=p.pp > 1,
                    norm_kernel=t.norm_kernel, norm_input=t.norm_input, recompute_norm_blocks=t.recompute_norm_blocks,
                    linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
@@ -677,7 +685,8 @@ class LayerBuilder:
                                 layer=layer, mb_index=mb, dtype=s.act_dtype, cp_a2a=s.cp_a2a, cp_qkv_format=s.cp_qkv_format,
                                 kernel="" if s.attention == "unfused" else s.attention,
                                 eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
-                                deterministic=s.deterministic, softmax=s.masked_softmax)
+                                deterministic=s.deterministic, softmax=s.masked_softmax,
+                                fused_dropout=s.fused_attention_dropout and s.attention != "unfused")
 
     # -- transformer layer --------------------------------------------------------------------
 
@@ -992,11 +1001,26 @@ class LayerBuilder:
         AllReduce without; megatron VocabParallelEmbedding, MECHANICS.md §2.2 extras)."""
         s = self.spec
         tag = Tag("fwd", None, mb)
-        op = _mem_op(pb, f"{name}.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, _deps(after, wait), tag)
+        deps = self._load_mask(pb, name, _deps(after, wait), tag)
+        op = _mem_op(pb, f"{name}.fwd", "embedding", 2 * s.tokens * s.hidden * s.act_bytes, deps, tag)
         if s.tp > 1:
             op = self._tp_comm(pb, f"{name}.fwd." + ("rs" if s.sp else "ar"),
                                "reducescatter" if s.sp else "allreduce", s.act, op, tag)
         return op
+
+    def _load_mask(self, pb: ProgramBuilder, name: str, deps: tuple[int, ...], tag: Tag) -> tuple[int, ...]:
+        """The data loader's attention mask of one micro-batch (``training.dataloader_attention_mask``,
+        :mod:`simulator.schedule.data_loading`): its copy to the GPU on the compute stream after
+        ``deps``, then its broadcast from TP rank 0 over the TP group. Returns what the next op
+        waits for: the last of these, or ``deps`` unchanged when there is no mask."""
+        s = self.spec
+        if s.mask_h2d_us <= 0:
+            return deps
+        op = pb.add(ComputeOp(name=f"{name}.mask.h2d", kind="host", host_us=s.mask_h2d_us, deps=deps, tag=tag))
+        if s.tp > 1:
+            op = self._tp_comm(pb, f"{name}.mask.bcast", "broadcast",
+                               data_loading.mask_bytes(s.b, s.seq), op, tag)
+        return (op,)
 
     def _embedding_backward(self, pb: ProgramBuilder, mb: int, after: int, name: str = "embedding") -> int:
         s = self.spec
@@ -1014,7 +1038,10 @@ class LayerBuilder:
         tag = Tag("fwd", None, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
-        ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
+        deps = _deps(after, wait)
+        if s.mask_at_head and not prefix:
+            deps = self._load_mask(pb, "lm_head", deps, tag)
+        ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
         loss = logits
