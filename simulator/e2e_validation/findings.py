@@ -2719,8 +2719,15 @@ twice the model's share on that row.
 Transcribed, not built: 7B (HYBRID_SHARD: sharded over a node's 8 GPUs, replicated over nodes,
 which the simulator does not describe), 13B (HFU / MFU 1.14-1.16: about every second block
 checkpointed; the simulator checkpoints all blocks or none) and the torch.compile table of
-2024-05 (34B and 70B switch to "Selective AC" with the block interval not printed; its H100 HFU /
-MFU ratios, 1.24-1.29, fit neither every block nor every second one). The MFU column agrees with
+2024-05 (34B and 70B switch to "Selective AC" with the block interval not printed). Built anyway
+with every block checkpointed and Inductor's fused elementwise kernels (`fused_kernels: true`, the
+optimizer still foreach: only the model is compiled), the four compiled 34B / 70B rows read -11.3%,
+-9.3%, -12.0%, -6.8%: measured, compile lifts them +11% to +18% over the eager table, the model's
+fusion +2%. A switch to every second block checkpointed would account for most of the rest (one
+forward of recompute in eight, 12.5% of the compute), and the H100 HFU / MFU ratios of that table
+(1.29 and 1.24) point that way, but its A100 ratios (1.345 on both rows, 4/3 within rounding) say
+every block, and the same scripts ran on both clusters: the table is not consistent enough to fix
+the plan, so these rows stay unscored. The MFU column agrees with
 the tokens/s by nanoGPT's 6N + 12Lhs within -1%..+4% for 7B and 13B, and is 5-8% under it for the
 GQA shapes (34B, 70B) in both tables; the scored metric is the tokens/s.
 """
