@@ -2703,8 +2703,8 @@ the eager 34B and 70B rows (FULL_SHARD, every block checkpointed: HFU / MFU = 1.
 printed), with the settings of the commit's code (bf16 gathers and reductions over fp32 shards,
 `limit_all_gathers`, foreach AdamW, SDPA FlashAttention-2, PyTorch ops elsewhere): 34B A100 +1.8%,
 34B H100 +4.1%, 70B A100 -4.3%, 70B H100 +1.0%; median |error| 2.9%, signed +1.4%. The regime
-ZeRO-3 / FSDP goes from 5.4% to 5.1% over 129 rows (signed +1.6%), all rows 4.9% to 4.9% over 438
-(signed +2.1% to +2.0%).
+ZeRO-3 / FSDP goes from 5.4% over 125 rows to 5.1% over 129 (signed +1.6%); all rows stay at 4.9%
+(434 -> 438 rows with this source alone, signed +2.1% -> +2.0%).
 
 The network is printed once per cluster, not per GPU; read as per node (profiles `fms-a100`,
 2 x 200 Gb/s, and `fms-h100`, 2 x 400 Gb/s; the split is not printed, and 8 NICs of 50 / 100 Gb/s
