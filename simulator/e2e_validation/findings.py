@@ -2789,4 +2789,57 @@ Without the NeMo 25.02 row, nemo_cp would have been scored at 0.600, fitted on t
 alone (+10.3..+13.8%, median unchanged at 8.7%). What the rows still say: alone, the Bridge row
 needs 0.600 and the two NeMo rows 0.47-0.48, so one B200 derate cannot place both releases'
 8K runs; the held-out B200 errors above are that spread between releases, not noise.
+
+## IBM's FSDP1 table: Llama 2 34B and 70B on 128 A100 and 96 H100 (fms-fsdp, held out)
+
+IBM's fms-fsdp README (@4ffb9bd, 2024-03; the PyTorch blog "Maximizing training throughput using
+PyTorch FSDP" prints the same table) gives tokens/s per GPU for Llama 2 shapes trained with PyTorch
+FSDP1 and no model parallelism, 2 sequences of 4,096 per GPU, on "A100 80G 128 GPUs with 400Gbps"
+and "H100 96 GPUs with 800 Gbps" (`fms_fsdp`, `data/e2e/fms_fsdp_llama2.csv`). Scored, held out:
+the eager 34B and 70B rows (FULL_SHARD, every block checkpointed: HFU / MFU = 1.32-1.38 as
+printed), with the settings of the commit's code (bf16 gathers and reductions over fp32 shards,
+`limit_all_gathers`, foreach AdamW, SDPA FlashAttention-2, PyTorch ops elsewhere): 34B A100 +1.8%,
+34B H100 +4.1%, 70B A100 -4.3%, 70B H100 +1.0%; median |error| 2.9%, signed +1.4%. The regime
+ZeRO-3 / FSDP goes from 5.4% over 125 rows to 5.1% over 129 (signed +1.6%); all rows stay at 4.9%
+(434 -> 438 rows with this source alone, signed +2.1% -> +2.0%).
+
+The network is printed once per cluster, not per GPU; read as per node (profiles `fms-a100`,
+2 x 200 Gb/s, and `fms-h100`, 2 x 400 Gb/s; the split is not printed, and 8 NICs of 50 / 100 Gb/s
+give the same four errors to the digit). On DGX networks (8 x 200 / 400 Gb/s per node) the rows
+read +7.4%, +10.1%, +0.7%, +6.7% (median 7.0%): the per-node reading is the one the rows favour,
+and a per-GPU one (3.2 / 6.4 Tb/s per node) would be faster still. In the model the slower network
+costs the 70B H100 step 0.54 s of 10.1 s: 0.07 s more exposed AllGather and ReduceScatter, and
+0.48 s of compute slowed while the longer collectives run beside it (`overlap_slowdown`). The blog
+reports, from H100 profiles, "a 10% gap due to network 'peeking' out": the same cause, about
+twice the model's share on that row.
+
+Transcribed, not built: 7B (HYBRID_SHARD: sharded over a node's 8 GPUs, replicated over nodes,
+which the simulator does not describe), 13B (HFU / MFU 1.14-1.16: about every second block
+checkpointed; the simulator checkpoints all blocks or none) and the torch.compile table of
+2024-05 (34B and 70B switch to "Selective AC" with the block interval not printed). Built anyway
+with every block checkpointed and Inductor's fused elementwise kernels (`fused_kernels: true`, the
+optimizer still foreach: only the model is compiled), the four compiled 34B / 70B rows read -11.3%,
+-9.3%, -12.0%, -6.8%: measured, compile lifts them +11% to +18% over the eager table, the model's
+fusion +2%. A switch to every second block checkpointed would account for most of the rest (one
+forward of recompute in eight, 12.5% of the compute), and the H100 HFU / MFU ratios of that table
+(1.29 and 1.24) point that way, but its A100 ratios (1.345 on both rows, 4/3 within rounding) say
+every block, and the same scripts ran on both clusters: the table is not consistent enough to fix
+the plan, so these rows stay unscored. The MFU column agrees with
+the tokens/s by nanoGPT's 6N + 12Lhs within -1%..+4% for 7B and 13B, and is 5-8% under it for the
+GQA shapes (34B, 70B) in both tables; the scored metric is the tokens/s.
+
+## Megatron-Bridge's Qwen3-8B verification card: one BF16 step on 16 H100 (held out)
+
+Megatron-Bridge's model verification card for Qwen3-8B (`bridge_card`,
+`data/e2e/megatron_bridge_qwen3_8b_card_h100.csv`) records the last 10 of 100 steps of the recipe
+`qwen3_8b_pretrain_16gpu_h100_bf16_config`: TP 1, PP 1, CP 1, DP 16, 64 micro-batches of one
+4,096-token sequence, BF16, 24.36 s per step. Its model TFLOP/s is Megatron's causal count to
+0.01% (49.03 GFLOP per token). The recipe runs the distributed optimizer with both overlaps, bf16
+gradient reduction, no recompute, no CUDA graphs; the card says the run was not
+performance-tuned. Predicted 26.05 s: -6.5%, all of it compute (exposed communication 8 ms).
+It is the sign of NVIDIA's other BF16 H100 rows (the section "NVIDIA's own BF16 runs of large
+models are faster than the fitted H100 curve allows"), at a smaller size: hidden 4,096, TP 1, where
+no TP overlap or userbuffers tuning can be the cause. The regime "NVIDIA-tuned stacks on H100"
+goes from 48 to 49 rows, median 5.35% to 5.4%, signed -3.8% unchanged; all rows 4.9% over 439
+(signed +2.0%).
 """

@@ -30,8 +30,10 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
     padded_vocab,
 )
+from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
+from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
@@ -960,6 +962,14 @@ SOURCES: list[Source] = [
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
             "the 405B plan on 128 B200 (-14.7%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
+    Source("bridge_card", "Megatron-Bridge Qwen3-8B verification card (16 H100, BF16, DP 16)",
+           "megatron_bridge_qwen3_8b_card_h100.csv", bridge_card,
+           ["Held out (none of these rows fits anything). One measured run: the last 10 of 100 steps of the recipe "
+            "the card names; settings off the card from that recipe (distributed optimizer with overlapped "
+            "communication, bf16 gradient reduction, no recompute, no CUDA graphs, TE fused cross-entropy); see "
+            "simulator/e2e_validation/bridge_card_sources.py.",
+            "The card states the run was not performance-tuned.",
+            "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node)."]),
     Source("nemo2502_b200", "NeMo 25.02 performance summary, Llama 3 8B and 70B on 8-64 B200 (FP8, delayed scaling)",
            "nemo_perf_summary_25.02_b200.csv", nemo_b200,
            ["The 8B row (one node, per-tensor FP8 on B200) is a fitting row of the dgx-b200 GEMM derate; the 70B "
@@ -981,6 +991,16 @@ SOURCES: list[Source] = [
             "The selective-layer rows (every N-th block checkpointed, N not printed) are left out.",
             "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
             "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
+    Source("fms_fsdp", "IBM fms-fsdp, PyTorch FSDP1 full sharding (Llama 2 34B/70B, 128 A100 and 96 H100, BF16, eager)",
+           "fms_fsdp_llama2.csv", fms_fsdp,
+           ["Held out entirely (none of these rows fits anything).",
+            "FSDP1 FULL_SHARD per block with bf16 gathers and reductions over the fp32 model, modelled as the "
+            "simulator's FSDP ZeRO-3; every block checkpointed (the printed Full AC); the torchtitan eager stack "
+            "(PyTorch ops, SDPA FlashAttention-2, foreach AdamW); see simulator/e2e_validation/fms_fsdp_sources.py.",
+            "The network is printed per cluster only (400 and 800 Gb/s): profiles fms-a100 and fms-h100, the NIC "
+            "split assumed.",
+            "Transcribed, not built: 7B (HYBRID_SHARD), 13B (every second block checkpointed) and the torch.compile "
+            "table (34B/70B with every n-th block checkpointed, n not printed)."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
             "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",
@@ -1089,7 +1109,8 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "dgxc_llama", "internlm", "nanotron_playbook"})
+                              "megascale", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "bridge_card"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -153,7 +153,7 @@ def test_nvls_needs_both_the_switch_and_a_hopper_class_gpu():
     """NVLink SHARP is in the third-generation NVSwitch (H100 systems on); an A100 NVSwitch has
     none, and a profile that claimed it on an older GPU would still not get it (NCCL, SM90+)."""
     assert [n for n in available_profiles() if load_profile(n).nvls_available] == \
-        ["aws-p5", "dgx-b200", "dgx-h100", "dgx-h200", "gb200-nvl72", "gcp-a3-mega"]
+        ["aws-p5", "dgx-b200", "dgx-h100", "dgx-h200", "fms-h100", "gb200-nvl72", "gcp-a3-mega"]
     from simulator.config.hardware import apply_overlay
 
     a100 = load_profile("dgx-a100")

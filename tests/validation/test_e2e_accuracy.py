@@ -127,7 +127,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
                                      "megatron_ci", "llama3", "usp", "megascale",
-                                     "dgxc_llama", "internlm", "nanotron_playbook"))
+                                     "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp", "bridge_card"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -142,8 +142,9 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
     # InternLM of 2023: PyTorch 1.13 ops around flash-attn 1 and apex's RMSNorm
     # nanotron v0.5: PyTorch ops around flash-attn 2 and its Triton RMSNorm
+    # IBM's fms-fsdp of 2024: the FMS LLaMA's PyTorch ops around SDPA, eager in the table scored
     assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan", "internlm",
-                     "nanotron_playbook"}
+                     "nanotron_playbook", "fms_fsdp"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -165,7 +166,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
-                      "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"}}
+                      "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
+                      "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}

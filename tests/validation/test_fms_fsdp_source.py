@@ -1,0 +1,128 @@
+"""IBM's PyTorch-FSDP table (source ``fms_fsdp``): the rows are consistent as transcribed, the MFU and
+HFU columns follow from the printed throughput, the built rows are the eager full-shard, fully
+checkpointed plans on the printed clusters, held out, and score as the page's findings say."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from simulator.config.hardware import load_profile
+from simulator.e2e_validation import scoring, sources
+from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
+from simulator.e2e_validation.rows import parse_int, read_rows
+
+SEQ = 4096
+PEAK = {"A100-80GB": 312e12, "H100-80GB": 989e12}
+
+
+def _rows() -> list[dict[str, str]]:
+    return read_rows(sources.DATA_DIR / "fms_fsdp_llama2.csv")
+
+
+def _params(r: dict[str, str]) -> int:
+    """The FMS LLaMA's parameters: GQA attention, SwiGLU, two RMSNorm weights per block, the final
+    norm, untied embedding and head."""
+    layers, h, heads, kv, ffn, vocab = (parse_int(r[k]) for k in ("layers", "hidden", "heads", "kv_heads",
+                                                                   "ffn_hidden", "vocab"))
+    per_block = 2 * h * h + 2 * h * kv * (h // heads) + 3 * h * ffn + 2 * h
+    return layers * per_block + 2 * vocab * h + h
+
+
+def test_rows_are_consistent_as_transcribed():
+    """48 rows: 8 configurations x 3 metrics in each of the two tables; pure data parallelism, two
+    sequences per GPU, the params_b label the shape's count."""
+    rows = _rows()
+    assert len(rows) == 48
+    for r in rows:
+        n = parse_int(r["num_gpus"])
+        assert n == {"A100-80GB": 128, "H100-80GB": 96}[r["gpu"]]
+        assert parse_int(r["dp"]) == n and parse_int(r["tp"]) == parse_int(r["pp"]) == parse_int(r["cp"]) == 1
+        assert parse_int(r["micro_batch"]) == 2 and parse_int(r["global_batch"]) == 2 * n
+        assert parse_int(r["seq_len"]) == SEQ
+        assert f"{_params(r) / 1e9:.{len(r['params_b'].split('.')[1])}f}" == r["params_b"]
+
+
+def _by_config() -> dict[tuple[str, str, str], dict[str, float]]:
+    out: dict[tuple[str, str, str], dict[str, float]] = {}
+    for r in _rows():
+        out.setdefault((r["source_id"], r["model_name"], r["gpu"]), {})[r["metric"]] = float(r["value"])
+    return out
+
+
+def test_printed_mfu_follows_from_the_throughput():
+    """MFU = tokens/s x (6N + 12 L h s) / peak (nanoGPT / PaLM), in both tables: the 7B and 13B prints
+    within -1%..+4.5% of it (the two-digit print rounds by up to 1.4%), the 34B and 70B prints (the GQA
+    shapes) 5-8% under it (the file's header)."""
+    rows = {(r["source_id"], r["model_name"], r["gpu"]): r for r in _rows()}
+    for key, m in _by_config().items():
+        r = rows[key]
+        per_token = 6 * _params(r) + 12 * parse_int(r["layers"]) * parse_int(r["hidden"]) * SEQ
+        off = m["mfu"] / 100 / (m["tokens_per_s_per_gpu"] * per_token / PEAK[key[2]]) - 1
+        lo, hi = (-0.01, 0.045) if key[1] in ("Llama 2 7B", "Llama 2 13B") else (-0.08, -0.05)
+        assert lo <= off <= hi, (key, off)
+
+
+def test_hfu_over_mfu_shows_each_rows_checkpointing():
+    """Eager table: every block re-run (Full AC) adds one forward, HFU / MFU = 4/3 within the
+    two-digit rounding; none for 7B; the 13B "Selective AC" rows sit near 7/6 (every second block)."""
+    for (sid, model, gpu), m in _by_config().items():
+        if sid != "fms-fsdp-2024-03":
+            continue
+        ratio = m["hfu"] / m["mfu"]
+        want = {"Llama 2 7B": 1.0, "Llama 2 13B": 7 / 6}.get(model, 4 / 3)
+        assert ratio == pytest.approx(want, abs=0.045), (model, gpu)
+
+
+def test_built_rows_are_the_eager_full_shard_plans_held_out():
+    cases = fms_fsdp(_rows())
+    assert [c.label.split(" FSDP1")[0] for c in cases] == ["Llama 2 34B A100", "Llama 2 34B H100",
+                                                           "Llama 2 70B A100", "Llama 2 70B H100"]
+    for c in cases:
+        scn = c.scenario
+        assert scn["parallel"] == dict(zero=3, zero3_impl="fsdp2", grad_reduce_dtype="bf16")
+        assert scn["training"]["recompute"] == "full" and scn["training"]["micro_batch"] == 2
+        assert scn["training"]["attention"] == "flash2" and not scn["training"]["fused_kernels"]
+        assert not sources.is_fit_case(c)
+        prof = load_profile(scn["hardware"])
+        per_node = prof.node.nics.count * prof.node.nics.Gbps
+        assert per_node == (400 if "A100" in c.label else 800)
+
+
+@pytest.mark.slow
+def test_errors():
+    """Doc (findings): +1.8%, +4.1%, -4.3%, +1.0% (34B A100, 34B H100, 70B A100, 70B H100); median
+    |error| 2.9%, signed +1.4%."""
+    results = scoring.run_cases(fms_fsdp(_rows()))
+    errors = [r.error for r in results]
+    assert errors == pytest.approx([0.018, 0.041, -0.043, 0.010], abs=0.006)
+    assert statistics.median(abs(e) for e in errors) <= 0.035
+
+
+@pytest.mark.slow
+def test_the_printed_per_node_bandwidth_shows_in_the_step():
+    """Findings: the FSDP traffic is not all hidden. On DGX networks (8 NICs of 200 / 400 Gb/s per
+    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.4%, +10.1%, +0.7%, +6.7%:
+    the printed 400 / 800 Gb/s per node costs the model 4-6% of the step, 2.9% -> 7.0% median."""
+    cases = fms_fsdp(_rows())
+    for c in cases:
+        c.scenario["hardware"] = "dgx-a100" if "A100" in c.label else "dgx-h100"
+    errors = [r.error for r in scoring.run_cases(cases)]
+    assert errors == pytest.approx([0.074, 0.101, 0.007, 0.067], abs=0.006)
+
+
+@pytest.mark.slow
+def test_compiled_rows_as_every_block_checkpointed_are_pessimistic():
+    """Findings: the torch.compile table's 34B / 70B rows, built with every block checkpointed and fused
+    elementwise kernels, read -11.3%, -9.3%, -12.0%, -6.8% (not scored: the table's checkpointing is not
+    determined); the model's compile gain over the eager rows is about +2%, the measured one +11..+18%."""
+    from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp_case
+
+    rows = [r for r in _rows() if r["source_id"] == "fms-fsdp-2024-05" and r["metric"] == "tokens_per_s_per_gpu"
+            and r["model_name"] in ("Llama 2 34B", "Llama 2 70B")]
+    cases = [fms_fsdp_case(r) for r in rows]
+    for c in cases:
+        c.scenario["training"]["fused_kernels"] = True
+    errors = [r.error for r in scoring.run_cases(cases)]
+    assert errors == pytest.approx([-0.113, -0.093, -0.120, -0.068], abs=0.006)
