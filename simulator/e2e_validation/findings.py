@@ -2764,4 +2764,19 @@ Bridge's B200 rows stay 14-19% pessimistic when scored with a derate fitted on t
 25.04 rows, and why one dgx-b200 derate cannot place both releases (the section above). The
 tests pin the B200 gap (`test_same_b200_plan_two_releases_the_gap_is_pinned`: simulated ratio
 within 1% of 1 and at most 1.03 with no launch floor) and the H100 pair.
+
+The rest of the recipes' list, checked against the scenarios: `fp8_param_gather` (NeMo's
+`fp8_params`, Bridge's precision configs), `overlap_param_gather` and `overlap_grad_reduce`, bf16
+gradient reduction, `apply_rope_fusion`, `bias_activation_fusion`, `masked_softmax_fusion` and
+gradient-accumulation fusion are modelled and set per source; `bias_dropout_fusion` is inert
+without biases and dropout; `use_te_rng_tracker` only accompanies CUDA graphs; `manual_gc` (both
+stacks, every 100 steps) and `nccl_ub` / userbuffer registration (off in every scored recipe) are
+host or allocation settings; no scored recipe sets `fp8_dot_product_attention` (attention stays
+bf16) or an MoE setting on these dense rows. One setting is not modelled and is bounded instead:
+the Nemotron-4 340B recipe's `defer_embedding_wgrad_compute` with `wgrad_deferral_limit = 22`
+(NeMo b4148d21 `recipes/nemotron4_340b.py`), which with 16 micro-batches moves every output-layer
+wgrad of the last pipeline stage (32,000 x 18,432 x 4,096 per micro-batch at TP 8, 8.5 ms priced,
+137 ms a step) from the steady state, where that stage sets the pace, to the flush. Even if the
+flush hid all of it, the 340B rows would gain at most 3.2% (4.31 s example) and 3.0% (4.606 s
+table row): -14.6% -> about -11.8% and -8.7% -> about -5.7%, the FP8 row -0.2% -> at most +2.9%.
 """

@@ -966,8 +966,8 @@ SOURCES: list[Source] = [
             "its launches are priced as eager launches (with no launch floor at all the row's step is 1.1% "
             "shorter).",
             "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
-            "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
-            "the 405B plan on 128 B200 (-14.7%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
+            "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (+2.7%) and the MXFP8 value of "
+            "the 405B plan on 128 B200 (-17.2%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
     Source("nemo2502_b200", "NeMo 25.02 performance summary, Llama 3 8B and 70B on 8-64 B200 (FP8, delayed scaling)",
            "nemo_perf_summary_25.02_b200.csv", nemo_b200,
