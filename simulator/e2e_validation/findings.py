@@ -2727,10 +2727,21 @@ Two settings were missing from the scenarios and are now set from those files:
   -5.7% -> -2.2%, 405B on 128 B200 -22.5% -> -19.1% (held out); bridge_dense's median stays
   14.2% (signed -14.2%; mean 14.2% -> 12.4%, max 22.5% -> 19.1%), its two 8B rows (TP 1) do not move.
 
-No fitting row moves (the dgxc rows and the TP rows of Bridge fit nothing; Bridge's 8B fitting
-row has TP 1), so no derate changes. dgxc_llama stays at 5.5% (signed -5.5%). The NVIDIA-tuned
-regime on H100 (48 rows): median 5.4% -> 5.4%, mean 6.4% -> 6.3%, max 15.2% -> 14.6%, signed
--3.8% -> -3.6%.
+- **The same loss in Megatron-Bridge's MoE runs.** The 26.04.01 performance scripts override every
+  recipe's `cross_entropy_fusion_impl` with "te" (`scripts/performance/utils/overrides.py`
+  `_set_common_perf_overrides` at 21d102f5e, over GPT-OSS's "native"), and the A/B card's recipe
+  sets it itself (`recipes/qwen/h100/qwen3_moe.py` at 30297677). These rows were already
+  optimistic, and the setting moves them further (vocabularies of 130,000-201,000 entries):
+  bridge_moe Qwen3-30B +13.8% -> +16.7% (16 H100) and +2.6% -> +5.7% (8 B200), Qwen3-235B +3.7%
+  -> +5.2% (H100) and +9.3% -> +13.1% (B200), GPT-OSS-120B +8.5% -> +18.0% (H100, hidden 2,880:
+  the loss is a large part of its step) and +14.1% -> +16.5% (B200), DeepSeek-V3 -13.5% -> -9.9%;
+  median 9.3% -> 13.1%, signed +8.5% -> +13.1%. The A/B pair -6.4% / -3.3% -> -4.1% / -0.4%
+  (median 4.8% -> 2.3%). The recipe is what ran; what the MoE rows' optimism compensated is in
+  the MoE path (the section on AutoModel and Megatron-Bridge disagreeing on the same models).
+
+No fitting row moves (the dgxc, MoE and Bridge TP rows fit nothing; Bridge's 8B fitting row has
+TP 1), so no derate changes. dgxc_llama stays at 5.5% (signed -5.5%). The NVIDIA-tuned regime on
+H100 (48 rows): REGIME_LINE.
 
 What the releases gained beyond the recipes:
 
