@@ -2703,7 +2703,8 @@ flag by flag (NeMo v2.2.0 `scripts/llm/performance/pretrain_llama3_8b.py`, `reci
 `gpt/model/nemotron.py`; Megatron-Bridge v0.2.0 `scripts/performance/utils/helpers.py`,
 `configs/llama3`, `configs/llama31`, `src/megatron/bridge/training/comm_overlap.py`).
 
-Two settings were missing from the scenarios and are now set from those files:
+Three settings were missing from the scenarios and are now set from those files (the MoE one
+from the 26.04.01 scripts of the bridge_moe rows):
 
 - **TE's fused cross-entropy in NeMo's performance scripts from 2.3 on.** `set_primary_perf_configs`
   (NeMo b4148d21 `scripts/performance/utils.py`; `helpers.py` `set_perf_optimization_configs` from
@@ -2726,7 +2727,6 @@ Two settings were missing from the scenarios and are now set from those files:
   SMs); the rows had TE's default 16 SMs withheld from all six (`UB_BRIDGE_FP8`). 70B on 64 H100
   -5.7% -> -2.2%, 405B on 128 B200 -22.5% -> -19.1% (held out); bridge_dense's median stays
   14.2% (signed -14.2%; mean 14.2% -> 12.4%, max 22.5% -> 19.1%), its two 8B rows (TP 1) do not move.
-
 - **The same loss in Megatron-Bridge's MoE runs.** The 26.04.01 performance scripts override every
   recipe's `cross_entropy_fusion_impl` with "te" (`scripts/performance/utils/overrides.py`
   `_set_common_perf_overrides` at 21d102f5e, over GPT-OSS's "native"), and the A/B card's recipe
