@@ -201,6 +201,13 @@ BIASED_EXPERTS = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
 # (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), in place of DeepEP's default 20.
 HYBRIDEP_NUM_SMS = 16
 
+# The loss of every Megatron-Bridge MoE row: TransformerEngine's fused cross-entropy. The 26.04.01
+# performance scripts override every recipe's ``cross_entropy_fusion_impl`` with "te"
+# (``scripts/performance/utils/overrides.py`` ``_set_common_perf_overrides`` at 21d102f5e, over
+# GPT-OSS's "native"), and the A/B card's recipe sets it itself
+# (``src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py`` at 30297677).
+BRIDGE_MOE_CROSS_ENTROPY = "fused"
+
 # The table's precision -> (dtype, fp8_recipe): FP8 on H100 is TransformerEngine's current scaling
 # (the page's "FP8-CS"), FP8 on B200 MXFP8.
 BRIDGE_PRECISION: dict[str, tuple[str, str | None]] = {
@@ -237,7 +244,8 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
     else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
     overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
-    Qwen3 layer split that counts the embedding and the loss as layers; DeepSeek-V3's row with its
+    Qwen3 layer split that counts the embedding and the loss as layers, TE's fused cross-entropy
+    (``BRIDGE_MOE_CROSS_ENTROPY``); DeepSeek-V3's row with its
     recipe's ``pp_layout`` and its multi-token-prediction layer (its recompute of the MLA
     up-projections and dense MLPs is not modelled)."""
     return bridge_cases("bridge_moe", rows)
@@ -306,6 +314,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
                         global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
+    scn["training"]["cross_entropy"] = BRIDGE_MOE_CROSS_ENTROPY
     if preset in BIASED_EXPERTS:
         scn["training"]["moe_expert_bias"] = "per_expert"
     modules = [m for m in _note(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]

@@ -733,6 +733,16 @@ NEMOTRON4 = {
     "Nemotron-4 340B": dict(layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728, vocab=256000),
 }
 
+# NeMo's performance scripts from 2.3 (container 25.04) on, which every dgxc Nemotron-4 row ran
+# (dgxc-benchmarking v25.05 ``nemotron/setup.sh`` pins NeMo b4148d21, "r2.3.0 llmb-nemo"; the
+# worked examples of 80634adf run container 25.09): ``set_primary_perf_configs``
+# (``scripts/performance/utils.py`` at b4148d21; ``helpers.py`` ``set_perf_optimization_configs``
+# from v2.4.0) sets ``cross_entropy_fusion_impl = "te"`` for every model, so the loss is
+# TransformerEngine's fused cross-entropy kernel (``cross_entropy: fused``; NeMo 2.2, the release of
+# the dgxc Llama rows, has no such line). ``Nemotron4Config15B`` / ``340B`` inherit
+# ``hidden_dropout = attention_dropout = 0.0`` (``gpt/model/nemotron.py``): no dropout mask.
+DGXC_NEMO_PERF = replace(MODERN, cross_entropy="fused", dropout=False)
+
 
 def _dgxc(rows: list[Row]) -> list[Case]:
     """NVIDIA dgxc-benchmarking's measured Nemotron-4 steps on H100: the two worked examples
@@ -740,7 +750,8 @@ def _dgxc(rows: list[Row]) -> list[Case]:
     micro-batch 1 on 256 GPUs) and v25.05's performance table (NeMo 25.04: the 15B plan on 16
     GPUs and the 340B plan on 256, each in BF16 and FP8). Not stated, so NeMo's defaults:
     sequence parallel with TransformerEngine's default TP overlap, the distributed optimizer with
-    overlapped parameter AllGather, no recompute. FP8 is NeMo 2.0's ``bf16_with_fp8_mixed``
+    overlapped parameter AllGather, no recompute; the performance scripts' TE cross-entropy and the
+    model's zero dropout (``DGXC_NEMO_PERF``). FP8 is NeMo 2.0's ``bf16_with_fp8_mixed``
     (nemo/collections/llm/recipes/precision/mixed_precision.py): delayed scaling with
     ``fp8_param_gather = True``."""
     out = []
@@ -752,7 +763,7 @@ def _dgxc(rows: list[Row]) -> list[Case]:
             continue
         model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
                      position_embedding="rope", tied_embeddings=False)
-        case = _printed_plan_case("dgxc", r, model, "fp8" if fp8 else "bf16", "step_time_s")
+        case = _printed_plan_case("dgxc", r, model, "fp8" if fp8 else "bf16", "step_time_s", stack=DGXC_NEMO_PERF)
         if fp8:
             case.scenario["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
         if r["source_id"].endswith("-table"):
@@ -954,13 +965,15 @@ SOURCES: list[Source] = [
             "block-scaled GEMMs carry a factor of their own), nor is any other row. Settings "
             "the table omits come from the performance recipes of Megatron-Bridge v0.2.0, the release of the 25.11 "
             "container; see the file's header and simulator/e2e_validation/bridge_dense_sources.py.",
-            "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default); the "
-            "recipes' userbuffers configurations set the same methods with their own SM counts.",
+            "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default) with the "
+            "SMs of the recipes' userbuffers configurations (tp_overlap_gemm_sms: the four bulk overlaps on every "
+            "SM, the two forward ReduceScatters by ring exchange on one).",
             "The B200 8B recipe captures the whole iteration in CUDA graphs (cuda_graph_impl local): not modelled, "
-            "its launches are priced as eager launches.",
+            "its launches are priced as eager launches (with no launch floor at all the row's step is 1.1% "
+            "shorter).",
             "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
-            "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (-0.5%) and the MXFP8 value of "
-            "the 405B plan on 128 B200 (-14.7%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
+            "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (+2.7%) and the MXFP8 value of "
+            "the 405B plan on 128 B200 (-17.2%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
     Source("bridge_card", "Megatron-Bridge Qwen3-8B verification card (16 H100, BF16, DP 16)",
            "megatron_bridge_qwen3_8b_card_h100.csv", bridge_card,
@@ -1068,6 +1081,9 @@ SOURCES: list[Source] = [
            _dgxc,
            ["Nemotron-4's squared-ReLU MLP runs as the two-matrix GeLU MLP (same GEMMs; the activation is one "
             "elementwise kernel either way).",
+            "The loss is TransformerEngine's fused cross-entropy: NeMo's performance scripts set "
+            "cross_entropy_fusion_impl te for every model from 2.3 (container 25.04) on, the releases these rows ran; "
+            "Nemotron-4's configs have no dropout.",
             "The other rows of the file are left out: OPT-175B gives no plan, and the MLPerf GPT-3 row is a "
             "third-party summary of a 10,752-GPU run."]),
     Source("dgxc_llama", "NVIDIA dgxc-benchmarking v25.04 Llama 3.1 8B/70B/405B on H100 (NeMo 25.02.01, BF16 and FP8)",

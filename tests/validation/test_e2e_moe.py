@@ -108,6 +108,8 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
+        # the performance scripts' cross_entropy_fusion_impl "te" (overrides.py at 21d102f5e)
+        assert t["cross_entropy"] == "fused"
         # HybridEP's kernels hold the recipe's moe_hybridep_num_sms = 16 SMs (DeepEP's default: 20)
         qwen_hybridep = p["moe_dispatcher"] == "deepep" and c.scenario["model"]["preset"].startswith("qwen3")
         assert p.get("moe_deepep_sms", 20) == (16 if qwen_hybridep else 20)
@@ -136,6 +138,7 @@ def test_bridge_ep_overlap_pair_differs_only_in_the_overlap():
         assert (p["tp"], p["pp"], p["ep"], p["etp"], p["moe_dispatcher"], p["moe_deepep_backend"]) == (
             1, 1, 16, 1, "deepep", "hybridep")
         assert p["moe_deepep_sms"] == 32 and t["dtype"] == "bf16" and "fp8_recipe" not in t
+        assert t["cross_entropy"] == "fused"  # the recipe's cross_entropy_fusion_impl "te"
         assert (t["micro_batch"], t["global_batch"]) == (1, 1024) and not sources.is_fit_case(c)
     assert not off.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False)
     assert on.scenario["parallel"]["overlap_moe_expert_parallel_comm"] is True
