@@ -986,23 +986,25 @@ PP 64 x DP 6) "the effective bisection bandwidth of point-to-point communication
 stages is 892 GB/s, while the effective bisection bandwidth of all-reduce operations among
 data-parallel replicas is 12.9 TB/s". The measure is not defined. Megatron-LM's groups
 (`initialize_model_parallel`: TP innermost, then DP, then PP) put each DP group on one GPU of 6
-adjacent nodes within one stage's block, so no DP ring crosses the machine's bisection. Read as
-the traffic across each group's own bisection, both ways (two links of each 6-rank ring, 512
-groups; one way they would carry 25.2 GB/s, over HDR's 25 GB/s line rate), it is 12.6 GB/s per
-ring link, where the model moves that run's fp16 AllReduce (3.93 GB over 6 ranks, one per node,
-NCCL 2.8.3's tables: Ring/Simple) at 23.7 GB/s busbw: 0.53. The pipeline figure read the same way
-(48 pipelines, each boundary crossed by an activation and its gradient) is 9.3 GB/s per 13.1 MB
-send, against the model's 22.6 GB/s: 0.41. Read as a sum over the 3,072 GPUs it is 4.2 GB/s per
-GPU (0.18-0.30 of the model's AllReduce) and 0.29 GB/s for the pipeline (no link rate); as bytes
-over the 102.4 s step (eq. 3 over the printed 502.0 PFLOP/s), 118-197 GB/s of all-reduce traffic, not 12.9 TB/s. As a what-if only, the
-DGX A100 NICs at 0.53 of their rate give the six rows +5.8/+4.6/+0.7% and +11.1/+7.3/+7.6% (median
-21.3% -> 6.5%), the same paper's PTD-P rows -1.8/-0.7/+1.8% (from -0.7/+0.8/+4.0%) and its
-weak-scaling median 6.1% -> 5.6%, and Megatron-LM 2020's README rows (DGX A100, up to 128-way DP)
-0.4% -> 2.3% (its 128-way row -3.9% -> -7.5%). Not modelled: the paper does not define the figure,
-and no mechanism (routing on the three-level fat tree, congestion of 384 nodes at once) is
-identified that a constant would stand for. If that reading is accepted, the change is a Selene
-overlay of dgx-a100 whose `node.nics.efficiency` comes from sec. 5.9 (0.95 x 0.53 = 0.50), as
-`jean-zay-a100` takes its own from BigScience's measured AllReduce.
+adjacent nodes within one stage's block, so no DP ring crosses the machine's bisection. Read as the
+traffic across each group's own bisection, both ways (two links of each 6-rank ring, 512 groups; one
+way they would carry 25.2 GB/s, over HDR's 25 GB/s line rate), it is 12.6 GB/s per ring link, where
+the model moves that run's fp16 AllReduce (3.93 GB over 6 ranks, one per node, NCCL 2.8.3's tables:
+Ring/Simple) at 23.7 GB/s busbw: 0.53. The pipeline figure read the same way (48 pipelines, each
+boundary crossed by an activation and its gradient) is 9.3 GB/s per 13.1 MB send, against the
+model's 22.6 GB/s: 0.41. Read as a sum over the 3,072 GPUs it is 4.2 GB/s per GPU (0.18-0.30 of the
+model's AllReduce) and 0.29 GB/s for the pipeline (no link rate); as bytes over the 102.4 s step
+(eq. 3 over the printed 502.0 PFLOP/s), 118-197 GB/s of all-reduce traffic, not 12.9 TB/s. As a
+what-if only, the DGX A100 NICs at 0.53 of their rate give the six rows +5.8/+4.6/+0.7% and
++11.1/+7.3/+7.6% (median 21.3% -> 6.5%), the same paper's PTD-P rows -1.8/-0.7/+1.8% (from
+-0.7/+0.8/+4.0%: of their fall from 153 to 141 TFLOP/s as DP grows 4 -> 16 the model then has 56%,
+44% before) and its weak-scaling median 6.1% -> 5.6%, and Megatron-LM 2020's README rows (DGX A100,
+128-way DP on 16-128 nodes) 0.4% -> 2.3% (GPT-2 8B, TP 8 x DP 128 on 128 nodes, -3.9% -> -7.5%). Not
+modelled: the paper does not define the figure, and no mechanism (routing on the three-level fat
+tree, congestion of 384 nodes at once) is identified that a constant would stand for. If that
+reading is accepted, the change is a Selene overlay of dgx-a100 whose `node.nics.efficiency` comes
+from sec. 5.9 (0.95 x 0.53 = 0.50), as `jean-zay-a100` takes its own from BigScience's measured
+AllReduce.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
