@@ -950,6 +950,62 @@ paths nor a link rate of the model supplies; a constant per byte fitted on these
 a factor for one table, so none is added, and the rate of NCCL 2.8's rings and trees on 48-280
 DGX A100 nodes stays unmeasured here.
 
+The collectives' rate at 48-280 nodes, looked for again (checked; nothing modelled, no row moves;
+the rows +14.2/+19.4/+16.3% and +23.1/+25.4/+27.4%, median 21.3%). The issue, page and code
+corpora hold no nccl-tests table of DGX A100 (or any eight-HDR A100) nodes beyond two. What they
+hold: NVIDIA/nccl#812 (a maintainer reports 192 GB/s of AllReduce busbw on a DGX A100 with 8 x 200
+Gb/s InfiniBand, node count not given; the bundled two-node DGX A100 sweeps reach 173-182);
+NVIDIA/nccl#1123 (FSDP at about 1,000 ranks held back by its AllGathers, no figures; the answer
+is SHARP AllGather/ReduceScatter in NCCL 2.20); NVIDIA/nccl#1712 (one A100 per node, ring
+AllReduce bandwidth at mid sizes falling with the nodes, a plot only); De Sensi et al., SC24
+(arXiv:2408.14090: Leonardo, four A100 per node on an InfiniBand HDR Dragonfly+, loses up to half
+of its AllReduce goodput at 1,024 GPUs to other jobs' traffic, in its summary; no table found);
+the PCCL paper (arXiv:2504.18658: NCCL's ring AllGather and ReduceScatter on Perlmutter up to
+5.7x slower than hierarchical ones, figures only). None is Selene's fat tree or NCCL 2.8, so
+nothing is added to `data/nccl`. DeepSpeed 0.3-0.5's stage 3 per step (prefetch and bucket
+defaults, the fp16 overflow and norm checks, one rank-list `all_gather` per parameter) is the
+one described above; nothing was found to add.
+
+What the model's rates do at such scales on the large sweeps `data/nccl` holds (bundled
+constants; predicted busbw / measured - 1): ring AllGathers of 0.12-1 MiB per rank over 1,024 and
+2,160 ranks (Polaris, 256 and 540 nodes of 4 A100 and 2 Slingshot NICs; the rows gather 0.1-3 MB
+per rank over 384-2,240), 256 MiB-1 GiB, -6.5..+9.5% and -21.4..+11.3%: the chain of N - 1
+single-loop steps is priced right at that length. Tree AllReduces at 128 MiB-1 GiB: Polaris on
+256 nodes -10..-17% (the model slower), Alps (GH200, Slingshot) on 128 nodes +10..+27%, on 512
++1..+37% (+52% at 64 MiB), Polaris on 540 +23..+39%. Rings of 1,024 H100 (nccl-tests#322,
+Ring/LL128 pinned, RoCE assumed) -9..-16% at 4-16 GiB with a ~19 ms floor at 1-2 GiB (+58% at 1
+GiB); 20 GB200 NVL72 racks over InfiniBand +21..+45% at 4-16 GiB. The model is not optimistic
+throughout at 128-256 nodes; it is at 512-540 nodes and 20 racks, beyond every row but GPT-530B's
+280 nodes. With the DGX A100 NICs (`node.nics.efficiency`, 0.95) scaled by those ratios, as
+what-ifs: x 0.85 (Alps' 128-node trees) +12.7/+15.6/+12.3% and +20.4/+20.7/+23.6% (median
+18.0%); x 0.72 (Polaris' 540-node trees, the worst) +10.8/+11.5/+8.8% and +17.5/+16.4/+18.4%
+(14.0%).
+
+The one Selene rate of the time is the paper's own (sec. 5.9): on the 1T model (3,072 GPUs, TP 8 x
+PP 64 x DP 6) "the effective bisection bandwidth of point-to-point communication among pipeline
+stages is 892 GB/s, while the effective bisection bandwidth of all-reduce operations among
+data-parallel replicas is 12.9 TB/s". The measure is not defined. Megatron-LM's groups
+(`initialize_model_parallel`: TP innermost, then DP, then PP) put each DP group on one GPU of 6
+adjacent nodes within one stage's block, so no DP ring crosses the machine's bisection. Read as the
+traffic across each group's own bisection, both ways (two links of each 6-rank ring, 512 groups; one
+way they would carry 25.2 GB/s, over HDR's 25 GB/s line rate), it is 12.6 GB/s per ring link, where
+the model moves that run's fp16 AllReduce (3.93 GB over 6 ranks, one per node, NCCL 2.8.3's tables:
+Ring/Simple) at 23.7 GB/s busbw: 0.53. The pipeline figure read the same way (48 pipelines, each
+boundary crossed by an activation and its gradient) is 9.3 GB/s per 13.1 MB send, against the
+model's 22.6 GB/s: 0.41. Read as a sum over the 3,072 GPUs it is 4.2 GB/s per GPU (0.18-0.30 of the
+model's AllReduce) and 0.29 GB/s for the pipeline (no link rate); as bytes over the 102.4 s step
+(eq. 3 over the printed 502.0 PFLOP/s), 118-197 GB/s of all-reduce traffic, not 12.9 TB/s. As a
+what-if only, the DGX A100 NICs at 0.53 of their rate give the six rows +5.8/+4.6/+0.7% and
++11.1/+7.3/+7.6% (median 21.3% -> 6.5%), the same paper's PTD-P rows -1.8/-0.7/+1.8% (from
+-0.7/+0.8/+4.0%: of their fall from 153 to 141 TFLOP/s as DP grows 4 -> 16 the model then has 56%,
+44% before) and its weak-scaling median 6.1% -> 5.6%, and Megatron-LM 2020's README rows (DGX A100,
+128-way DP on 16-128 nodes) 0.4% -> 2.3% (GPT-2 8B, TP 8 x DP 128 on 128 nodes, -3.9% -> -7.5%). Not
+modelled: the paper does not define the figure, and no mechanism (routing on the three-level fat
+tree, congestion of 384 nodes at once) is identified that a constant would stand for. If that
+reading is accepted, the change is a Selene overlay of dgx-a100 whose `node.nics.efficiency` comes
+from sec. 5.9 (0.95 x 0.53 = 0.50), as `jean-zay-a100` takes its own from BigScience's measured
+AllReduce.
+
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
 The paper behind the ZeRO-3 rows (arXiv:2104.04473) measured its own PTD-P runs on the same
