@@ -122,6 +122,12 @@ FIT_EXCLUDED = {
     "kestrel-h100": "16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NREL Kestrel, NCCL 2.21.5), modelled on "
                     "gh200-alps with 2 NICs, added as an unseen system to score the uncalibrated prediction "
                     "(scored, not fitted)",
+    "crusoe-a100": "2 x 8 A100-80GB VMs with 8 HDR InfiniBand HCAs each (Crusoe Cloud, NCCL release not printed), added "
+                   "as an unseen system to score the uncalibrated prediction (scored, not fitted)",
+    "coreweave-h200": "2 x 8 H200 over InfiniBand (CoreWeave), 512 MiB-8 GiB only, added as an unseen system: no row "
+                      "is the network's latency (scored, not fitted)",
+    "together-h100": "2 x 8 H100 over InfiniBand (Together AI), 512 MiB-8 GiB only, added as an unseen system: no row "
+                     "is the network's latency (scored, not fitted)",
 }
 # Excluded from the per-message cost's fit as well: their messages are another plugin release's.
 MESSAGE_FIT_EXCLUDED = frozenset({"aws-p4d-2021"})

@@ -530,6 +530,22 @@ CASES.update({
         note="2 Google Cloud A4 VMs (8 B200, 8 CX-7 RoCE NICs each: dgx-b200's 8 x 400 Gb/s), NCCL version not "
              "printed, 8 MiB-8 GiB only"),
 })
+# Three more clouds' 2-node runs from public examples (data/nccl/INDEX.md), each mapped to the bundled profile of
+# its node (GPU, NVSwitch and NIC count and rate) as a new user would map it, scored, not fitted.
+CASES.update({
+    "a100x16_allreduce_2node_crusoe_ib": Case(
+        "dgx-a100", "allreduce", 16, 8, family="crusoe-a100",
+        note="2 Crusoe Cloud A100-80GB VMs (8 HDR InfiniBand HCAs each: dgx-a100's) as a dstack SSH fleet, NCCL "
+             "version not printed, Crusoe's topology file, NCCL_IB_QPS_PER_CONNECTION=2, defaults otherwise"),
+    "h200x16_allreduce_2node_coreweave_ib": Case(
+        "dgx-h200", "allreduce", 16, 8, family="coreweave-h200",
+        note="2 CoreWeave H200 nodes on Kubernetes over InfiniBand (SkyPilot's example run; dgx-h200's 8 x 400 Gb/s), "
+             "NCCL 2.26.2 (the example's image), defaults, 512 MiB-8 GiB only"),
+    "h100x16_allreduce_2node_together_k8s_ib": Case(
+        "dgx-h100", "allreduce", 16, 8, family="together-h100",
+        note="2 Together AI H100 nodes on Kubernetes over InfiniBand (SkyPilot's example run; dgx-h100's 8 x 400 Gb/s), "
+             "NCCL version not printed, defaults, 512 MiB-8 GiB only"),
+})
 # Together AI's B200 cluster (data/nccl/INDEX.md, "Clusters added from cloud and issue logs"): sendrecv_perf
 # rings of 2, 8 and 64 nodes, NCCL 2.29.7, NVLS off, SHARP off.
 CASES.update({

@@ -550,6 +550,15 @@ LOSO_BOUNDS = {
     # 2-16 MiB) and the 2-rack All-to-All's 47.7 GB/s plateau (+146%) (the cases' notes in sweep_prediction.CASES;
     # what NCCL 2.28.7's source does and does not explain: data/nccl/INDEX.md, GB300 note)
     "oci-gb300": (0.18, TARGET_SIGNED, 0.19),
+    # Three more clouds' 2 x 8 runs over InfiniBand from public examples, each on the bundled profile of its node,
+    # scored, not fitted (deployed_fit.FIT_EXCLUDED): Crusoe's A100-80GB VMs (8 HDR, dgx-a100) 5.1% / -5.1% /
+    # 13.9%, its 4-8 MiB Tree/LL128 rows 25-26% and 8 B-1 KiB floor 15-21% predicted slow (fitted on, the
+    # InfiniBand row would go from 5 us, tree LL128 x 0.6 to 3 us, x 0.7 and move lambda-b200 6.8% -> 8.4%);
+    # CoreWeave H200 (dgx-h200, NCCL 2.26.2) 4.0% / -4.0% / 4.0% and Together AI H100 (dgx-h100) 1.7% / -1.7% /
+    # 1.7%, both NVLSTree at 512 MiB-8 GiB
+    "crusoe-a100": TARGETS,
+    "coreweave-h200": TARGETS,
+    "together-h100": TARGETS,
 }
 
 
