@@ -2860,8 +2860,8 @@ ZeRO-3 / FSDP goes from 5.4% over 125 rows to 5.1% over 129 (signed +1.6%); all 
 (434 -> 438 rows with this source alone, signed +2.1% -> +2.0%).
 
 The network is printed once per cluster, not per GPU; read as per node (profiles `fms-a100`,
-2 x 200 Gb/s, and `fms-h100`, 2 x 400 Gb/s; the split is not printed, and 8 NICs of 50 / 100 Gb/s
-give the same four errors to the digit). On DGX networks (8 x 200 / 400 Gb/s per node) the rows
+8 x 50 Gb/s, and `fms-h100`, 8 x 100 Gb/s, one NIC per GPU as on their DGX bases; the split is not
+printed, and 2 NICs of 200 / 400 Gb/s give the same four errors to the digit). On DGX networks (8 x 200 / 400 Gb/s per node) the rows
 read +7.4%, +10.1%, +0.7%, +6.7% (median 7.0%): the per-node reading is the one the rows favour,
 and a per-GPU one (3.2 / 6.4 Tb/s per node) would be faster still. In the model the slower network
 costs the 70B H100 step 0.54 s of 10.1 s: 0.07 s more exposed AllGather and ReduceScatter, and
