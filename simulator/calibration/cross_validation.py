@@ -23,7 +23,10 @@ release every fitted sweep names, else the profile's) and the collective validat
 
 Score: |predicted busbw / measured busbw − 1| on the predicted rows, median over the system's
 rows for sizes ≥ 1 MiB and for all sizes. Target after calibration: ≤ 5 % and ≤ 10 %; on the
-held-out splits (a collective or a scale the fit did not see) ≤ 8 % for sizes ≥ 1 MiB.
+held-out splits (a collective or a scale the fit did not see) ≤ 8 % for sizes ≥ 1 MiB. A held-out
+split that misses it is fitted once more on its own predicted rows, and the report names its cause
+(:func:`miss_cause`: a mechanism the model lacks, a key carried over that harms, or keys the training
+rows do not determine).
 """
 
 from __future__ import annotations
