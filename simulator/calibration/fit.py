@@ -127,9 +127,12 @@ AllGather plateau then went into the ring LL128 efficiency (1 -> 0.857), a bandw
 reaches the AllReduce's 16-64 MiB ring LL128 rows further, and the held-out AllReduce went to
 12.1% (10.1%); rows one collective alone shows move whichever key of their configuration is free.
 Of the 18 held-out splits that miss 8% (2026-12-04), 10 miss it when their own rows are fitted on
-themselves (``cross_validation --self-fit``), Polaris' AllReduce reaches it only at its edge (8.0%),
-and the other 7 need keys of an algorithm, protocol or link their training rows do not run: per
-split, docs/calibration.md ("When a held-out split misses"). Three changes of what the fit shares
+themselves (``cross_validation --self-fit``; cause "mechanism", ``cross_validation.miss_cause``),
+7 need keys of an algorithm, protocol or link their training rows do not run ("undetermined";
+Polaris' AllReduce reaches 8.0% in-sample only at its edge), and one, Sophia's AllReduce (7.0%
+before, 10.1% after), is made worse by keys its training rows set ("carry-over": the NICs, right
+for its own 0.5-1 GiB rows, on top of a Ring/Simple per-call term the model overprices there, and
+the ring LL128 base latency): per split, docs/calibration.md ("When a held-out split misses"). Three changes of what the fit shares
 and weighs were measured on all 38 held-out splits and are not used (2026-12-04; count meeting 8%
 / median at >= 1 MiB, against 20 / 7.3% with the rules above): each sweep's rows weighted to one
 sweep's worth (a 128-row sweep outvotes a 15-row one otherwise): 20 / 7.25%, the sizes splits'

@@ -459,12 +459,15 @@ LOSO_BOUNDS = {
     # rendezvous at libfabric's default; scored, not fitted: 21.6% / +19.6% / 20.2%. Its Ring/Simple plateau (18.4-18.6 GB/s
     # per NIC, Polaris' per-NIC rate under alt_read) is predicted 19-23% fast, since without alt_read no message cost
     # applies; with Polaris' alt_read message cost its plateau would be within 4% but 1-16 MiB 21-85% too slow, so the
-    # missing term is a per-byte rate of the A100 node's path to its NICs, not a per-message cost (data/nccl/INDEX.md)
+    # missing term is a per-byte rate of the A100 node's path to its NICs, not a per-message cost (data/nccl/INDEX.md);
+    # NCCL's Intel P2P overhead (x 5/6) on the x86 host-bridge profiles carries it (3.0% / +0.9% / 9.2%) but puts
+    # Sirius at 13.6% / -11.5% / 16.6% (data/nccl/INDEX.md, the Slingshot mechanisms tried)
     "perlmutter-a100": (0.23, 0.21, 0.22),
     # NREL Kestrel, 16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NCCL 2.21.5, no alt_read), modelled on gh200-alps
     # with 2 NICs; scored, not fitted: 15.4% / -2.7% / 26.5% (AllReduce 12.5% / -2.2%, AllGather 25.4% / -3.5%). Both
     # plateaus within 6% from 512 MiB (22.9 GB/s per NIC); the AllGather's 1 KiB-8 MiB rows pay ~9 us per ring step
-    # (0.55-1.4 ms measured, Ring/LL 0.1-0.7 ms predicted) with no alt_read message cost to carry it (data/nccl/INDEX.md)
+    # (0.55-1.4 ms measured, Ring/LL 0.1-0.7 ms predicted) with no alt_read message cost to carry it (data/nccl/INDEX.md);
+    # that cost on its eager Ring/LL steps gives 15.2% over all sizes, a rule no source ties to those steps alone
     "kestrel-h100": (0.17, TARGET_SIGNED, 0.28),
     # Two NVL72 racks over RoCE with NCCL_NVLS_ENABLE=0 (header env): Tree/Ring, 17.1% / +17.1% / 34.1% (NCCL 2.29.2's tables)
     # (12.3% / +8.0% / 33.0% while the RoCE row, fitted with 2.30.7's tables for every sweep, had tree LL128
