@@ -126,6 +126,8 @@ FIT_EXCLUDED = {
                    "as an unseen system to score the uncalibrated prediction (scored, not fitted)",
     "coreweave-h200": "2 x 8 H200 over InfiniBand (CoreWeave), 512 MiB-8 GiB only, added as an unseen system: no row "
                       "is the network's latency (scored, not fitted)",
+    "aws-p5-hyperpod": "2-32 x AWS p5 over EFA (SageMaker HyperPod, NCCL 2.27.7 by the image), 32 MiB-8 GiB only, "
+                       "a summary table without times: no row is the network's latency (scored, not fitted)",
     "together-h100": "2 x 8 H100 over InfiniBand (Together AI), 512 MiB-8 GiB only, added as an unseen system: no row "
                      "is the network's latency (scored, not fitted)",
 }

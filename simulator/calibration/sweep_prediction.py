@@ -479,6 +479,16 @@ CASES.update({
              "NCCL_MIN_NCHANNELS=32 (four CTAs per ring: nccl_tuner.ring_ctas_per_channel); fabric not stated, RoCE assumed from "
              "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
 })
+# AWS p5 beyond two nodes: SageMaker HyperPod p5.48xlarge at 2-32 nodes (crazyguitar/aws-gpu-communication-
+# benchmark; NCCL 2.27.7 by the image, defaults), the only Ring/Simple runs across p5 nodes here, 32 MiB and up
+# (deployed_fit.FIT_EXCLUDED: scored, not fitted).
+CASES.update({
+    f"h100x{8 * n}_{op}_{n}node_awsp5_hyperpod_efa": Case(
+        "aws-p5", op, 8 * n, 8, family="aws-p5-hyperpod",
+        note=f"SageMaker HyperPod, {n} x p5.48xlarge (32 x 100 Gb/s EFA per node), NCCL 2.27.7 (the image's), "
+             "NCCL_BUFFSIZE=8 MiB; a summary table without times (time = size / algbw), 32 MiB and up")
+    for op in ("allreduce", "allgather", "alltoall") for n in (2, 4, 8, 16, 32)
+})
 # Public logs of systems the model had not seen, mapped to the closest bundled profile as a new user would
 # pick it, scored as predicted (deployed_fit.FIT_EXCLUDED: scored, not fitted).
 CASES.update({

@@ -29,7 +29,7 @@ PROTO_EFFICIENCY_ALGOS: tuple[str, ...] = ("ring", "tree")
 # table latency is 31 us; a second per collective launch is already absurd.
 MAX_LATENCY_US = 1e6
 MAX_BANDWIDTH_GBPS = 1e5  # 100 TB/s per channel or link class; an NVLink 5 GPU has 0.9 TB/s
-MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (64 since 2.21; 32 before)
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (64 since 2.25.1; 32 before: src/include/device.h)
 
 _LATENCY = ("latency", 0.0, MAX_LATENCY_US, "a latency in us")
 _FRACTION = ("fraction", 0.0, 1.0, "a fraction in (0, 1]")

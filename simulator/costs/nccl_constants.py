@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, Literal, Mapping
 
 from simulator.config.nccl_overrides import ALGOS, PROTO_EFFICIENCY_ALGOS, PROTOS  # noqa: F401 - re-exported
+from simulator.config.nccl_overrides import version_key
 from simulator.costs.nccl_versions import NEWEST, NcclTables, tables_for
 from simulator.errors import InputError
 
@@ -79,7 +80,31 @@ SPEEDS_INTER = {
     "hopper": (48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
     "blackwell": (96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12),
 }
-MAX_CHANNELS = 32  # NCCL MAXCHANNELS; graph search keeps at most half before duplication
+MAX_CHANNELS = 32  # NCCL MAXCHANNELS up to 2.24 (max_channels: the release's); the graph search keeps half
+# NCCL's MAXCHANNELS per release (src/include/device.h): 32 up to v2.24.3-1, 64 from v2.25.1-1. It bounds
+# the ring graph's search (``ringGraph->maxChannels = MAXCHANNELS/2``, src/init.cc of every tag from
+# v2.19.3-1 to v2.27.7-1, unchanged), the duplicated channels of ``ncclTopoPostset`` (src/graph/connect.cc:
+# ``std::min(MAXCHANNELS, nChannels*2)``) and the p2p channels. (release, MAXCHANNELS from that release)
+MAX_CHANNELS_FROM: tuple[tuple[str, int], ...] = (("2.25.1", 64),)
+
+
+def max_channels(version: str | None, library: str = "nccl") -> int:
+    """NCCL's ``MAXCHANNELS`` in release `version` (None: the newest encoded release). RCCL keeps
+    :data:`MAX_CHANNELS` here: its own limit is not modelled (its graph rules are NCCL's as the
+    model reads them), so an RCCL release numbered 2.25 or later does not change channel counts."""
+    if library != "nccl":
+        return MAX_CHANNELS
+    release = version or NEWEST
+    key = version_key(release)
+    if release.strip().count(".") == 1:  # "2.25": one of its patch releases, the latest encoded rule
+        key = (key[0], key[1], 1 << 30)
+    limit = MAX_CHANNELS
+    for release, value in MAX_CHANNELS_FROM:
+        if key >= version_key(release):
+            limit = value
+    return limit
+
+
 # NCCL_NVLS_NCHANNELS defaults (src/transport/nvls.cc ncclNvlsInit): NVLS_NCHANNELS_SM90 16 on
 # Hopper, NVLS_NCHANNELS_SM100 32 on Blackwell (v2.25.1-1 .. v2.26.x); from v2.27.3-1 a Blackwell
 # communicator inside one node or one MNNVL clique gets NVLS_NCHANNELS_SM100_NVL 24 ("Use a reduced

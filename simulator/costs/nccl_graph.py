@@ -19,7 +19,7 @@ from simulator.costs.nccl_constants import (
     MAX_CHANNELS, NVLINK_HOP_EXTRA_US, NVLINK_PER_LINK_BW, NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY,
     NVLS_ONE_DOMAIN_FROM, P2P_NET_CHUNK_BYTES, P2P_NVL_CHUNK_BYTES, P2P_PCI_CHUNK_BYTES, P2P_PER_BATCH,
     P2P_PER_CHANNEL_NET_GBPS, SPEEDS_INTER, SPEEDS_INTRA, XGMI_WIDTH_CDNA3_GBPS, ArchRow, LinkClass, TunerConstants,
-    constants_from_overrides,
+    constants_from_overrides, max_channels,
 )
 
 
@@ -45,6 +45,9 @@ class TunerGraph:
     # NCCL's NVLS *search* graph across nodes (what its tuner rates NVLS/NVLSTree with: one channel per
     # head, nvls_graph): channels, bwIntra, bwInter; None on one node (the runtime channels' share above)
     nvls_graph: tuple[int, float, float] | None = None
+    # The release's MAXCHANNELS (nccl_constants.max_channels): the most channels the communicator runs
+    # after ncclTopoPostset's duplication; the ring graph's search keeps half of it.
+    max_channels: int = MAX_CHANNELS
 
     @property
     def tree_intra_GBps(self) -> float:
@@ -100,28 +103,50 @@ def arch_row(arch: str) -> ArchRow:
 _ARCH_ROWS: dict[str, ArchRow] = {"volta": "volta", "ampere": "ampere", "hopper": "hopper", "blackwell": "blackwell"}
 
 
-def _pick_speed(total: float, speeds: tuple[float, ...], min_channels: int = 1) -> tuple[int, float]:
-    """Fastest per-channel speed from NCCL's list that fits at least `min_channels` channels."""
+def _pick_speed(total: float, speeds: tuple[float, ...], min_channels: int = 1,
+                limit: int = MAX_CHANNELS) -> tuple[int, float]:
+    """Fastest per-channel speed from NCCL's list that fits at least `min_channels` channels
+    (at most half the release's MAXCHANNELS, `limit`)."""
     for s in speeds:
         n = int(total // s)
         if n >= min_channels:
-            return min(n, MAX_CHANNELS // 2), float(s)
+            return min(n, limit // 2), float(s)
     return 1, float(speeds[-1])
+
+
+def _chain_bound(nics: int, nic_speed: float, chain_total: float, speeds: tuple[float, ...]) -> tuple[int, float]:
+    """Channels and speed of a ring graph whose intra-node chains cannot feed one channel per NIC at the
+    NIC's speed: NCCL's search (``search.cc`` ``ncclTopoCompute``) starts at the fastest listed speed and
+    keeps a slower one only for more bandwidth in all (``nChannels x bw``), so at each speed the chains
+    carry ``chain_total // speed`` channels (at most one per NIC) and the fastest speed of the largest
+    total wins. (Taking every NIC at the fastest speed they all fit gives the same total where the cap of
+    channels is the NICs; where MAXCHANNELS lets more NICs in than the chains can feed, as from 2.25 on an
+    MNNVL domain, it would trade speed for channels the search does not.)"""
+    best = (0.0, 1, nic_speed)
+    for s in speeds:
+        if s > nic_speed:
+            continue
+        n = min(nics, int(chain_total // s))
+        if n >= 1 and n * s > best[0] + 1e-9:
+            best = (n * s, n, float(s))
+    return (best[1], best[2]) if best[0] > 0 else (nics, nic_speed)
 
 
 def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     """Approximate NCCL's ring graph for this communicator from the profile's datasheet numbers.
 
     Intra-node total = NCCL's nominal per-link NVLink bandwidth × links (topo.h), or the PCIe /
-    xGMI figure; across nodes one channel per NIC (up to MAXCHANNELS/2; a GPU with several NICs
-    behind its PCIe switch, as the 4 EFA devices per H100 of AWS p5, drives each on its own
-    channel) at the fastest listed speed the NIC carries.
+    xGMI figure; across nodes one channel per network device NCCL sees (:func:`net_devices`: the 4 EFA
+    devices per H100 of AWS p5 are one device of 4 rails; up to MAXCHANNELS/2 of the profile's release:
+    16 up to 2.24, 32 from 2.25, nccl_constants.max_channels) at the fastest listed speed the device
+    carries, fewer where the intra-node chains cannot feed them all (:func:`_chain_bound`).
     Channel duplication as in tuning.cc (bwIntra ≥ 25 → 2× channels at half the speed).
     """
     arch = arch_row(profile.gpu.arch)
     su = profile.node.scale_up
     ppn = max(1, n_ranks // max(1, n_nodes))
     row = arch if arch in SPEEDS_INTRA else "ampere"
+    limit = max_channels(profile.nccl_version, profile.collective_library)
     if su.kind == "nvswitch":
         intra_total = NVLINK_PER_LINK_BW[arch] * su.links_per_gpu
     elif su.kind == "mesh":
@@ -129,14 +154,14 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
     else:  # pcie / none: NCCL's PCI model width × rate / 80 ≈ 0.75 of the per-direction figure
         intra_total = 0.75 * profile.node.pcie.GBps
     if n_nodes <= 1:
-        n_ch, bw = _pick_speed(intra_total, SPEEDS_INTRA[row])
+        n_ch, bw = _pick_speed(intra_total, SPEEDS_INTRA[row], limit=limit)
         bw_inter = bw
     else:
         devices, nic_GBps = net_devices(profile)
         # NICs of one NCCL node: the NVLink domain's (all of an MNNVL rack's trays, whose
         # topologies NCCL fuses into one: init.cc "XML topo fusion", MNNVL clique support).
         domain_nics = devices * profile.nodes_per_domain
-        nics = max(1, min(domain_nics, MAX_CHANNELS // 2, reachable_nics(profile, ppn)) if domain_nics else 1)
+        nics = max(1, min(domain_nics, limit // 2, reachable_nics(profile, ppn)) if domain_nics else 1)
         bw = next((float(s) for s in SPEEDS_INTER[row] if s <= nic_GBps), SPEEDS_INTER[row][-1])
         n_ch = nics
         # The intra-node chains must feed every NIC. Through a switch all channels share the
@@ -148,21 +173,21 @@ def graph_from_profile(profile, n_ranks: int, n_nodes: int) -> TunerGraph:
         # H100 nodes (NCCL's "Pattern 4, ..., nChannels 8, bw 48.000000/48.000000" there).
         chain_total = mesh_peer_GBps(profile) * ppn if su.kind == "mesh" else intra_total * ppn / max(1, ppn - 1)
         if n_ch * bw > chain_total and ppn > 1:
-            bw = next((float(s) for s in SPEEDS_INTER[row] if n_ch * s <= chain_total), bw)
+            n_ch, bw = _chain_bound(n_ch, bw, chain_total, SPEEDS_INTER[row])
         bw_inter = bw
     tree_bw = tree_bw_intra(bw, n_ch, intra_total, SPEEDS_INTER[row]) if n_nodes == 2 else bw
     if bw >= 25 and not (arch in ("hopper", "blackwell") and bw < 50 and n_ch > 4):
-        n_ch, bw, bw_inter, tree_bw = min(2 * n_ch, MAX_CHANNELS), bw / 2, bw_inter / 2, tree_bw / 2
+        n_ch, bw, bw_inter, tree_bw = min(2 * n_ch, limit), bw / 2, bw_inter / 2, tree_bw / 2
     nvls_ch = nvls_channel_count(arch, profile.nccl_version, n_nodes)
     # NVLS has its own graph, searched over NVLink only: on several nodes its intra-node rate is
     # not the NIC-bound ring graph's (NCCL search.cc, NCCL_TOPO_PATTERN_NVLS).
-    nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row])
+    nvls_ch_1node, nvls_bw_1node = _pick_speed(intra_total, SPEEDS_INTRA[row], limit=limit)
     nvls_total = nvls_ch_1node * nvls_bw_1node if su.nvls else None
-    p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch)
+    p2p, per_peer, chunk = p2p_channels(profile, n_ranks, n_nodes, n_ch, limit)
     split = p2p_split_channels(profile, n_ranks, n_nodes, p2p, per_peer)
     search = nvls_graph(profile, ppn, n_nodes, intra_total) if su.nvls else None
     return TunerGraph(n_ch, bw, bw_inter, nvls_ch, tree_bw, nvls_total, p2p, per_peer, chunk, split,
-                      simple_tree_pattern(profile, ppn, n_nodes), search)
+                      simple_tree_pattern(profile, ppn, n_nodes), search, limit)
 
 
 def nvls_channel_count(arch: str, version: str | None, n_domains: int) -> int:
@@ -190,10 +215,10 @@ def nvls_graph(profile, ppn: int, n_nodes: int, intra_total: float) -> tuple[int
     NICs). None on one node or without exactly one NIC per GPU."""
     if n_nodes <= 1 or profile.node.scale_up.kind != "nvswitch":
         return None
-    if (profile.node.nics.count or 0) != profile.node.gpus:
-        # one NIC per GPU is what the search pairs with a head; with several (AWS p5's four EFA devices
-        # per H100) NCCL's NVLS channels are not one NIC's speed (NVLSTree reaches 488 GB/s busbw there,
-        # data/nccl/h100x16_allreduce_2node_awsp5_efa.csv): keep the runtime channels' share
+    devices, device_GBps = net_devices(profile)
+    if (devices or 0) != profile.node.gpus:
+        # one network device per GPU is what the search pairs with a head (AWS p5's four EFA devices per
+        # H100 are one device of four rails to NCCL: net_devices); otherwise keep the runtime channels' share
         return None
     row = arch_row(profile.gpu.arch)
     speeds = SPEEDS_INTER[row if row in SPEEDS_INTER else "ampere"]
@@ -201,7 +226,7 @@ def nvls_graph(profile, ppn: int, n_nodes: int, intra_total: float) -> tuple[int
     if heads < 1:
         return None
     bw_intra = next((float(s) for s in speeds if (heads + 1) * s <= intra_total), float(speeds[-1]))
-    nic = profile.node.nics.GBps
+    nic = device_GBps
     bw_inter = next((float(s) for s in speeds if s <= nic and s < 2 * bw_intra), bw_intra)
     return heads, bw_intra, max(bw_intra, bw_inter)
 
@@ -221,12 +246,20 @@ def net_devices(profile) -> tuple[int, float]:
     speed (``NCCL_IB_MERGE_NICS``, default 1: ``ncclIbMergedDevs``). Oracle's A100 shapes carry
     8 dual-port ConnectX-6 Dx, 2 x 100 Gb/s each, listed as two ``net`` entries per ``nic`` in the
     topology file their NCCL runs read (oracle-quickstart/oci-hpc-oke
-    manifests/topology/BM.GPU.A100-v2.8.xml)."""
+    manifests/topology/BM.GPU.A100-v2.8.xml).
+
+    A plugin that groups the NICs next to each GPU as rails of one device (aws-ofi-nccl's RDMA
+    protocol on AWS p5: ``TransportStack.rail_groups``) shows NCCL one device per GPU at the rails'
+    summed speed: 8 of 4 x 100 Gb/s on a p5.48xlarge, as its NCCL logs print (costs/transports.py)."""
     nics = profile.node.nics
     ports = nics.ports
     version = profile.nccl_version
     if ports > 1 and version is not None and version_key(version) < version_key(MERGED_PORTS_FROM):
         return nics.count * ports, nics.GBps / ports
+    gpus = max(1, profile.node.gpus)
+    if nics.count > gpus and nics.count % gpus == 0 and stack_for_profile(profile).rail_groups:
+        rails = nics.count // gpus  # one device per GPU, its NICs as rails (transports.py "rail groups")
+        return gpus, nics.GBps * rails
     return nics.count, nics.GBps
 
 
@@ -275,7 +308,8 @@ def _pow2_up(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, n))))
 
 
-def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tuple[int, int, int]:
+def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int,
+                 limit: int = MAX_CHANNELS) -> tuple[int, int, int]:
     """NCCL's point-to-point channels of a communicator: (p2pnChannels, p2pnChannelsPerPeer,
     p2pChunkSize).
 
@@ -290,7 +324,7 @@ def p2p_channels(profile, n_ranks: int, n_nodes: int, coll_channels: int) -> tup
     su = profile.node.scale_up
     arch = arch_row(profile.gpu.arch)
     ppn = max(1, n_ranks // max(1, n_nodes))
-    p2p = _pow2_up(min(MAX_CHANNELS, 2 * coll_channels))
+    p2p = _pow2_up(min(limit, 2 * coll_channels))
     nvlink = su.kind == "nvswitch" or (su.kind == "mesh" and profile.gpu.arch in NVLINK_PER_LINK_BW)
     peers: list[int] = []
     if ppn > 1:

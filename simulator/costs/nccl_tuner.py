@@ -24,7 +24,7 @@ import math
 from dataclasses import replace
 
 from simulator.costs.nccl_constants import (
-    ALGOS, LL_MAX_BW_MULTINODE, MAX_CHANNELS, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
+    ALGOS, LL_MAX_BW_MULTINODE, MAX_THREADS, NVLINK_PER_LINK_BW, NVLS_EFFICIENCY, P2P_LL_THRESHOLD,
     P2P_PER_CHANNEL_NET_GBPS, PER_CH_MAX_NVLS_TREE_BW, PROTOS, SIMPLE_TREE_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION,
 )
 from simulator.costs import ring_window
@@ -451,7 +451,7 @@ def launched_channels(ctx: TunerContext, algo: str, proto: str, nbytes: int) -> 
     :data:`RING_CTAS_PER_GRAPH_CHANNEL`), reduced by the same thread-threshold rule as
     :func:`channels_used` (``enqueue.cc`` starts it from ``comm->nChannels``). What the tuner's
     bandwidth counts stays the graph's (:func:`channels_used`); this is what the proxy serves."""
-    nc = min(MAX_CHANNELS, RING_CTAS_PER_GRAPH_CHANNEL * ctx.graph.n_channels)
+    nc = min(ctx.graph.max_channels, RING_CTAS_PER_GRAPH_CHANNEL * ctx.graph.n_channels)
     return _thread_threshold_channels(ctx, algo, proto, nbytes, nc)
 
 
@@ -565,7 +565,7 @@ def ring_ctas_per_channel(ctx: TunerContext) -> float:
     """CTAs that run one graph channel of a ring: two (:data:`RING_CTAS_PER_GRAPH_CHANNEL`), more
     when ``NCCL_MIN_NCHANNELS`` / ``NCCL_MIN_CTAS`` (``min_channels``) asks for more channels than the
     duplicated graph has: ``ncclTopoPostset`` (src/graph/connect.cc of v2.26.2-1, lines 478-485)
-    copies the rings up to that floor, at most ``MAXCHANNELS`` (32), so each ring runs on more CTAs.
+    copies the rings up to that floor, at most ``MAXCHANNELS`` (32; 64 from 2.25), so each ring runs on more CTAs.
     Measured: 128 x 8 H100 with NCCL_MIN_NCHANNELS=32 run Ring/LL128 at 367 GB/s busbw from 8 GiB
     (data/nccl/h100x1024_allreduce_128node_issue322_ringll128.csv), 45.9 GB/s of payload per
     400 Gb/s NIC, above the 8 x 36.7 = 294 GB/s NCCL's LL128 cap gives two CTAs per NIC."""
@@ -573,7 +573,8 @@ def ring_ctas_per_channel(ctx: TunerContext) -> float:
     n = max(1, ctx.graph.n_channels)
     if not m:
         return float(RING_CTAS_PER_GRAPH_CHANNEL)
-    runtime = max(min(RING_CTAS_PER_GRAPH_CHANNEL * n, MAX_CHANNELS), min(m, MAX_CHANNELS))
+    cap = ctx.graph.max_channels
+    runtime = max(min(RING_CTAS_PER_GRAPH_CHANNEL * n, cap), min(m, cap))
     return max(float(RING_CTAS_PER_GRAPH_CHANNEL), runtime / n)
 
 

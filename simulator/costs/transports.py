@@ -84,6 +84,15 @@ Sources, per transport:
   LL128 lines per EFA device, 0.62 of what the Ring/Simple rows from 128 MiB carry per device), and
   the 0.5-1 MiB rows (410 and 484 us, under the 60 messages plus their bytes) are not explained by
   a source here.
+* ``rail_groups`` (``efa`` with the RDMA protocol): aws-ofi-nccl groups the EFA devices nearest each
+  GPU into one network device whose rails they are, and reports its speed as the first rail's times the
+  rails (``nccl_ofi_rdma.c`` ``get_properties``: "Scale speed by the total number of rails", from
+  v1.7.0-aws; ``props->port_speed *= plugin->topo->max_group_size`` in v1.16.3). NCCL's graph search
+  thus sees 8 devices of 4 x 100 Gb/s on a p5.48xlarge, not 32 of 100 Gb/s. The bundled p5 log
+  (KeitaW/p5-nccl-test-2024-07-19 ``nccl-test-output-v2.22.3-1.log``, NCCL 2.22.3, aws-ofi-nccl
+  1.9.2-aws) shows it: "NIC group 0 device #0..#3" for each of 8 groups, every network connection via
+  ``NET/AWS Libfabric/0`` .. ``/7``, 8 rings (channels 8-15 repeat 0-7) and "16 coll channels, ... 16
+  p2p channels, 2 p2p channels per peer" on every rank (``nccl_graph.net_devices``).
 * ``host_messages`` / ``buff_bytes``: whether the transport's message protocol runs in host
   software, so that every network message of a call costs a fixed time beyond its bytes
   (:mod:`simulator.costs.net_messages`; the time is the deployed ``net_message_us``), and the
@@ -199,6 +208,10 @@ class TransportStack:
     # The largest send the provider injects (its payload copied by the host into the command: a
     # copy out of GPU memory for NCCL's Simple p2p sends; module docstring); 0: none modelled.
     inject_max_bytes: int = 0
+    # The plugin shows NCCL one network device per GPU, the NICs next to it as rails of that device,
+    # at their summed speed (aws-ofi-nccl's RDMA protocol; module docstring, "rail groups"), not
+    # each NIC as a device of its own: NCCL's graph search gives that GPU's channels one device.
+    rail_groups: bool = False
     source: str = "NCCL's defaults (the plugin reports no latency and sets nothing)"
 
     def allows(self, algo: str, proto: str) -> bool:
@@ -221,9 +234,10 @@ STACKS: dict[str, TransportStack] = {
                "eager limit run its rendezvous (prov/cxi)"),
 
     "efa": TransportStack(
-        reported_latency_us=75.0,
+        reported_latency_us=75.0, rail_groups=True,
         source="aws-ofi-nccl v1.9.2-aws src/platform-aws.c: p5.48xlarge latency 75.0 us, RDMA protocol, "
-               "NCCL_PROTO left unset on p5"),
+               "NCCL_PROTO left unset on p5; src/nccl_ofi_rdma.c: one device per GPU of its EFA rails, "
+               "port_speed x num_rails"),
     "tcpxo": TransportStack(
         protocols=("simple",), algorithms=("ring", "tree"), nvls=False, host_messages=True, buff_bytes=8 << 20,
         source="container-engine-accelerators gpudirect-tcpxo/README.md (May 2024-Feb 2025 releases) and "

@@ -181,14 +181,46 @@ def test_two_node_tree_beats_ring_when_tree_intra_is_doubled():
     assert t.algo_bandwidth_GBps(three, "allreduce", "tree", "simple") == pytest.approx(min(0.92 * 96, 4 * 36.0) / 2)
 
 
-def test_multi_node_graph_uses_one_channel_per_nic_and_nvls_keeps_nvlink_rate():
+def test_multi_node_graph_uses_one_channel_per_network_device_and_nvls_keeps_nvlink_rate():
+    """AWS p5: aws-ofi-nccl's RDMA protocol shows NCCL one device per GPU, its 4 EFA devices as rails at
+    4 x 100 Gb/s (transports.py "rail groups"). The bundled 2.22.3 log prints it: connections via
+    NET/AWS Libfabric/0..7, 8 rings, "16 coll channels, ... 16 p2p channels, 2 p2p channels per peer"."""
     from simulator.config.hardware import load_profile
 
-    p5 = load_profile("aws-p5")  # 32 EFA NICs of 100 Gb/s: one channel each, up to MAXCHANNELS/2
-    g2 = g.graph_from_profile(p5, 16, 2)
-    assert g2.n_channels == k.MAX_CHANNELS // 2 and g2.bw_inter_GBps == 12.0
+    p5 = load_profile("aws-p5")
+    assert g.net_devices(p5) == (8, 50.0)
+    at_2223 = p5.model_copy(update={"nccl": {**p5.nccl, "version": "2.22.3"}})
+    g2 = g.graph_from_profile(at_2223, 16, 2)
+    assert (g2.n_channels, g2.bw_inter_GBps) == (8, 48.0)  # one channel per device, 48 <= 50 GB/s
+    ctx = g.context_from_profile(at_2223, 16, 2)
+    assert t.launched_channels(ctx, "ring", "simple", 1 << 30) == 16  # "16 coll channels"
+    assert (g2.p2p_channels, g2.p2p_split[1]) == (16, 2)  # "16 p2p channels, 2 p2p channels per peer"
     g1 = g.graph_from_profile(p5, 8, 1)
     assert g2.nvls_intra_total_GBps == pytest.approx(g1.n_channels * g1.bw_intra_GBps)
+
+
+@pytest.mark.parametrize("version,cap", [("2.18.3", 32), ("2.24.3", 32), ("2.25", 64), ("2.25.1", 64), ("2.27.7", 64),
+                                         (None, 64)])
+def test_ring_graph_channels_follow_the_release_maxchannels(version, cap):
+    """MAXCHANNELS (src/include/device.h) is 32 up to v2.24.3-1 and 64 from v2.25.1-1; the ring graph's
+    search keeps half (init.cc ``ringGraph->maxChannels = MAXCHANNELS/2``) and the communicator at most
+    all of it after duplication (connect.cc ``min(MAXCHANNELS, 2 nChannels)``). A node with 32 NICs of
+    100 Gb/s each seen by NCCL as its own device (InfiniBand here: no rail groups) gets min(32, cap/2)
+    graph channels at 12 GB/s, and launches twice that. RCCL keeps 32."""
+    from simulator.config.hardware import load_profile
+
+    assert k.max_channels(version) == cap
+    assert k.max_channels(version, "rccl") == 32
+    h100 = load_profile("dgx-h100")
+    nics = h100.node.nics.model_copy(update={"count": 32, "Gbps": 100})
+    prof = h100.model_copy(update={"node": h100.node.model_copy(update={"nics": nics})})
+    if version is not None:
+        prof = prof.model_copy(update={"nccl": {**prof.nccl, "version": version}})
+    gr = g.graph_from_profile(prof, 16, 2)
+    assert (gr.n_channels, gr.bw_inter_GBps, gr.max_channels) == (cap // 2, 12.0, cap)
+    ctx = g.context_from_profile(prof, 16, 2)
+    assert t.launched_channels(ctx, "ring", "simple", 1 << 30) == cap
+    assert gr.p2p_channels == cap  # a power of two of min(MAXCHANNELS, 2 x graph channels)
 
 
 def test_nvls_search_graph_is_one_channel_per_head():
@@ -196,13 +228,14 @@ def test_nvls_search_graph_is_one_channel_per_head():
     NIC; the NVSwitch feeds every GPU once and the head twice per channel, so 9 x bwIntra fits 18 x 20.6
     GB/s: 40; bwInter raised to the NIC's 48), not on the 16 runtime channels: 8 x min(40 x 0.85 x 7/8
     x 2, 48, 45.5) = 364 GB/s busBw on 8 H100 nodes, x 64/126 in algorithm bandwidth; on one node as
-    before. With several NICs per GPU (AWS p5) the model keeps the runtime channels' share."""
+    before. AWS p5's four EFA devices per GPU are one network device to NCCL (rail groups): the same graph.
+    With several devices per GPU the model keeps the runtime channels' share."""
     from simulator.config.hardware import load_profile
 
     h100 = load_profile("dgx-h100")
     assert g.graph_from_profile(h100, 64, 8).nvls_graph == (8, 40.0, 48.0)
     assert g.graph_from_profile(h100, 8, 1).nvls_graph is None
-    assert g.graph_from_profile(load_profile("aws-p5"), 16, 2).nvls_graph is None
+    assert g.graph_from_profile(load_profile("aws-p5"), 16, 2).nvls_graph == (8, 40.0, 48.0)
     ctx = g.context_from_profile(h100, 64, 8)
     assert t.algo_bandwidth_GBps(ctx, "allreduce", "nvls_tree", "simple") == pytest.approx(8 * 45.5 * 64 / 126)
     assert t.algo_bandwidth_GBps(ctx, "allreduce", "ring", "simple") == pytest.approx(8 * 48 * 64 / 126)
@@ -222,8 +255,9 @@ def test_graph_gives_a_rank_its_own_nics_only():
         assert gr.n_channels * gr.bw_inter_GBps == pytest.approx(48.0 * ppn)
     full = g.graph_from_profile(h100, 80, 10)  # a full node keeps one channel per NIC, at the NIC's 48
     assert (full.n_channels, full.bw_inter_GBps) == (8, 48.0)
-    p5 = load_profile("aws-p5")  # 4 EFA devices per GPU: one rank per node still drives its 4
-    assert g.graph_from_profile(p5, 2, 2).n_channels == 4
+    p5 = load_profile("aws-p5")  # 4 EFA rails per GPU, one device: one rank per node drives its 400 Gb/s
+    one = g.graph_from_profile(p5, 2, 2)
+    assert (one.n_channels, one.bw_inter_GBps) == (2, 24.0)
 
 
 def test_one_rank_per_node_has_no_nvls():
@@ -498,9 +532,11 @@ def test_a_channel_floor_runs_each_graph_channel_on_more_ctas():
     assert t.channel_bw_GBps(floor, "ring", "simple") == pytest.approx(48.0)
     assert t.algo_bandwidth_GBps(t.selection_context(floor), "allreduce", "ring", "ll128") == \
         t.algo_bandwidth_GBps(two_nodes, "allreduce", "ring", "ll128")
-    # a floor below the duplicated rings changes nothing; above MAXCHANNELS it stops there
+    # a floor below the duplicated rings changes nothing; above MAXCHANNELS (64 from 2.25) it stops there
     assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=8))) == 2
-    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=64))) == 4
+    assert t.ring_ctas_per_channel(replace(floor, constants=replace(floor.constants, min_channels=128))) == 8
+    old = replace(floor, graph=replace(floor.graph, max_channels=32))  # MAXCHANNELS 32: up to v2.24.3-1
+    assert t.ring_ctas_per_channel(replace(old, constants=replace(old.constants, min_channels=64))) == 4
 
 
 def test_the_networks_ll128_fraction_slows_a_rings_ctas_not_its_nic_share():

@@ -898,3 +898,51 @@ def test_sophia_ring_simple_rows_pay_little_of_the_per_call_term_the_model_adds(
     assert abs(a_meas) < 40.0, f"measured per-call cost {a_meas:.0f} us"
     assert a_pred == pytest.approx(240.4, abs=1.0), f"model per-call cost {a_pred:.0f} us"
     assert b_pred == pytest.approx(b_meas, rel=0.08)
+
+# AWS p5 on 2-32 nodes (SageMaker HyperPod, NCCL 2.27.7 by the image, 32 MiB and up; a summary table, time =
+# size / algbw). aws-ofi-nccl's RDMA protocol shows NCCL one network device of 4 EFA rails per GPU
+# (nccl_graph.net_devices), so a ring has 8 graph channels at 48 GB/s on every release: 16 at 12 GB/s (32
+# single devices under a MAXCHANNELS of 32) predicted its AllGather 37-44% slow at 1-2 GiB.
+P5_NODES = (2, 4, 8, 16, 32)
+
+
+@pytest.mark.parametrize("nodes", P5_NODES)
+def test_p5_allgather_rings_over_one_device_per_gpu(nodes):
+    """The 2 GiB AllGather row (Ring) within 12% on every node count (measured 263-331 GB/s busbw;
+    achieved -11.0..+0.3%), and the 1 GiB row within 20% (the 8-node one, a dip in the measured curve,
+    +18.6%; the 4-node curve dips at 512 MiB instead: +20.5%)."""
+    r = _result(f"h100x{8 * nodes}_allgather_{nodes}node_awsp5_hyperpod_efa")
+    big = {p.size_bytes: p for p in r.points if p.size_bytes >= 1024 * MiB}
+    assert len(big) == 2 and all(p.algorithm == "ring" for p in big.values())
+    assert abs(big[2048 * MiB].error) <= 0.12, big[2048 * MiB].error
+    assert all(abs(p.error) <= 0.20 for p in big.values()), {s >> 20: p.error for s, p in big.items()}
+
+
+def test_p5_two_node_allreduce_is_nvls_tree():
+    """2 nodes: NVLSTree from 64 MiB (as the AWS tuner's region for 16 ranks above 30 MiB), 128 MiB-8 GiB
+    within 5% (achieved -4.1..+3.8%)."""
+    r = _result("h100x16_allreduce_2node_awsp5_hyperpod_efa")
+    big = [p for p in r.points if p.size_bytes >= 128 * MiB]
+    assert len(big) == 7
+    assert all(p.algorithm == "nvls_tree" and abs(p.error) <= 0.05 for p in big), [(p.size_bytes >> 20, p.error) for p in big]
+
+
+@pytest.mark.parametrize("nodes", (4, 8))
+def test_p5_allreduce_beyond_two_nodes_pins_the_gaps_left(nodes):
+    """What the model does not explain yet, pinned. (1) The 4-8 GiB rows (Ring/Simple, 351-357 GB/s
+    measured) are predicted 9-12% slow: two CTAs per graph channel at 20.6 GB/s each
+    (nccl_tuner.ring_cta_GBps) give 16 x 20.6 = 330 GB/s at most. (2) The run's choice is not NCCL's
+    tuner: aws-ofi-nccl 1.16 carries its own tuner in the net plugin, which NCCL 2.27 loads when
+    NCCL_TUNER_PLUGIN names no library it can open (src/plugin/tuner.cc: ncclGetNetPluginLib), and for
+    p5 with 8 GPUs per node it picks by region (src/tuner/nccl_ofi_regions.cpp of v1.16.3): Ring/LL128
+    between the Tree/LL128 region (to 36 MiB at 32 ranks, 112 MiB at 64) and Ring/Simple (from
+    1.5 GiB at 32 ranks, 2.5 GiB at 64), the measured 273-280 GB/s shelf before the jump to 347-357.
+    NCCL's own tables, as modelled, pick NVLSTree there on 8 nodes (+16..+26% at 512 MiB-2 GiB)."""
+    r = _result(f"h100x{8 * nodes}_allreduce_{nodes}node_awsp5_hyperpod_efa")
+    by = {p.size_bytes >> 20: p for p in r.points}
+    for size in (4096, 8192):
+        assert (by[size].algorithm, by[size].protocol) == ("ring", "simple")
+        assert -0.15 <= by[size].error <= -0.05, (size, by[size].error)
+    if nodes == 8:
+        mid = [by[s] for s in (512, 1024, 2048)]
+        assert all(p.algorithm == "nvls_tree" and 0.10 <= p.error <= 0.35 for p in mid), [p.error for p in mid]

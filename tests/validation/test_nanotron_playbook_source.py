@@ -94,9 +94,13 @@ def test_nanotron_playbook_errors():
     """Held out, nothing fitted on them (about 70 CPU seconds). Doc: 26 rows, median |error| 8.4%,
     signed median -1.0%, mean 21.0%. Up to 32 nodes (21 rows) within -18% to +30%, median |error|
     5.7% (the 1.34B plans on 1-8 nodes the most pessimistic, -9% to -18%); on 64 nodes the EFA
-    fabric prices the 3.57B (ZeRO-1) and 80B rows within +11-12%, while 8.86B (ZeRO-0) stays +38%
-    and 1.34B (DP 128 x TP 2 x PP 2) +122%; 80B on 4 nodes +157% (the source's memory-pressure run,
-    14.8% MFU): the page's findings."""
+    fabric prices the 3.57B (ZeRO-1) row within +11% and 80B (TP 16 across two nodes) within +27%,
+    while 8.86B (ZeRO-0) stays +30% and 1.34B (DP 128 x TP 2 x PP 2) +122%; 80B on 4 nodes +157% (the
+    source's memory-pressure run, 14.8% MFU): the page's findings. Since NCCL sees a p5 node's 32 EFA
+    devices as 8 devices of 4 rails (nccl_graph.net_devices; median 8.0% -> 7.4%), 8.86B moved from +38%
+    to +30% and 80B from +12% to +27%: its two-node TP AllReduces of 32-64 MiB now run NVLSTree, which
+    NCCL's tables rate above Tree/LL128 there, as on the 2-node p5 sweep's 32 MiB row (+36%,
+    tests/unit/test_transports.py)."""
     results = list(scoring.run_cases(nanotron_playbook(_rows())))
     errors = {r.case.label: r.error for r in results}
     assert statistics.median(abs(e) for e in errors.values()) <= 0.09
@@ -108,9 +112,9 @@ def test_nanotron_playbook_errors():
     near = [e for k, e in errors.items() if k not in far]
     assert len(near) == 24 and statistics.median(abs(e) for e in near) <= 0.07
     assert -0.20 <= min(near) and max(near) <= 0.40
-    assert 0.30 <= errors["nanotron-8.86B dp128 tp4 pp1 mbs2 gas1 zero0 512 GPUs"] <= 0.40  # the gap left
-    for k in ("nanotron-3.57B dp128 tp4 pp1 mbs2 gas1 zero1 512 GPUs", "nanotron-80B dp32 tp16 pp1 mbs2 gas4 zero1 512 GPUs"):
-        assert 0.05 <= errors[k] <= 0.15
+    assert 0.25 <= errors["nanotron-8.86B dp128 tp4 pp1 mbs2 gas1 zero0 512 GPUs"] <= 0.35  # the gap left
+    assert 0.05 <= errors["nanotron-3.57B dp128 tp4 pp1 mbs2 gas1 zero1 512 GPUs"] <= 0.15
+    assert 0.20 <= errors["nanotron-80B dp32 tp16 pp1 mbs2 gas4 zero1 512 GPUs"] <= 0.32  # NVLSTree at 32-64 MiB
     small = [e for k, e in errors.items() if k.startswith("nanotron-1.34B") and " pp2 " in k and k not in far]
     assert len(small) == 4 and all(-0.20 <= e <= -0.05 for e in small)
 
