@@ -376,11 +376,21 @@ def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, 
     (one bool byte per token and expert) AllGathered over the EP group
     (``torch.distributed.all_gather_into_tensor(global_routing_map, routing_map, self.group)`` in
     deepseek-ai/DeepEP ``deep_ep/hybrid_ep_buffer.py``, ``dispatch_with_permute`` without a
-    handle), which the dispatch waits for. Backward reuses the handle: no gather."""
+    handle), which the dispatch waits for. Backward reuses the handle: no gather.
+
+    The host then blocks: without a static budget of permuted rows (Megatron-Core's
+    ``MoEFlexTokenDispatcher`` passes ``num_permuted_tokens`` only under
+    ``moe_expert_rank_capacity_factor`` or drop-and-pad, neither set by these recipes;
+    token_dispatcher.py at Megatron-LM 4415119: "HybridEP sizes buffers dynamically (CPU sync in
+    dispatch)"), ``hybrid_ep_dispatch`` calls ``dispatch_with_permute`` with ``non_blocking=False``
+    (moe/fused_a2a.py), which synchronises the stream to read the received-token counts from pinned
+    memory before it launches the dispatch (deepseek-ai/DeepEP hybrid-ep branch,
+    docs/Hybrid-EP_Implementation.md, "Non-blocking Mode"): the gather, the metadata step it feeds,
+    is a host synchronisation (``CommOp.host_sync``)."""
     if not s.hybridep or s.ep * s.etp == 1:
         return dep
     return _comm(pb, f"{name}.routing_map.allgather", "allgather", ("etp", "ep"),
-                 s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
+                 s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16", host_sync=True)
 
 
 def _deepep_host_sync(pb: ProgramBuilder, s: MoESpec, before: int) -> None:

@@ -268,7 +268,8 @@ def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
     """HybridEP's metadata preprocessing: every forward dispatch first AllGathers each rank's T×E
     routing map (a bool byte per token and expert) over the EP group; backward reuses the handle.
     T = 512 tokens, E = 8 experts, ep = 8: 512·8·8 bytes gathered, once per MoE layer and
-    micro-batch."""
+    micro-batch. Without a static budget of permuted rows the dispatch then blocks the host on the
+    received counts (``non_blocking=False``): the gather is a host synchronisation."""
     def gathers(scn):
         prog = build_schedule(scn).programs["pp0.cp0"]
         return [op for op in prog if isinstance(op, CommOp) and "routing_map" in op.name]
@@ -277,6 +278,7 @@ def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
     ops = gathers(scn)
     assert len(ops) == 3 * scn.n_micro and {op.tag.phase for op in ops} == {"fwd"}
     assert {(op.op, op.axes, op.size_bytes) for op in ops} == {("allgather", ("etp", "ep"), 512 * 8 * 8)}
+    assert all(op.host_sync for op in ops)
     assert not gathers(make({"ep": 8, "moe_dispatcher": "deepep"}))
     with pytest.raises(InputError, match="moe_deepep_backend"):
         make({"ep": 8, "moe_deepep_backend": "hybridep"})
