@@ -363,7 +363,8 @@ def check_moe(scn: Scenario, dp: int) -> None:
                                           "(model.experts > 0)")
         t = scn.training
         moe_only = {"recompute_modules": bool(t.recompute_modules), "moe_expert_bias": t.moe_expert_bias != "none",
-                    "moe_activation": t.moe_activation != "fused", "moe_grouped_gemm": t.moe_grouped_gemm}
+                    "moe_activation": t.moe_activation != "fused", "moe_grouped_gemm": t.moe_grouped_gemm,
+                    "moe_router_kernels": bool(t.moe_router_kernels)}
         moe_key = next((k for k, set_ in moe_only.items() if set_), None)
         if moe_key is not None:
             _fail(scn, f"training.{moe_key}", f"{moe_key} describes the MoE layers: it needs a Mixture-of-Experts model "

@@ -390,11 +390,14 @@ class Training(_Strict):
         default=False, description="the dropout, residual add and norm ahead of the attention and of the MLP of "
         "every layer are re-run before their backward instead of kept (InternLM 2023's dropout_selective_checkpoint, "
         "on unless the whole layer is checkpointed); eager layers, not with recompute: full or selective_op")
-    rope_kernel: Literal["auto", "fused", "complex"] = Field(
+    rope_kernel: Literal["auto", "fused", "complex", "unfused"] = Field(
         default="auto", description="the RoPE kernels of position_embedding rope: auto = fused with fused_kernels, "
         "complex with eager layers | fused (TransformerEngine's fused_apply_rotary_pos_emb, one kernel per q and "
         "k: Megatron-Core's apply_rope_fusion, NeMo AutoModel's rope_fusion with TE) | complex (torchtitan's eager "
-        "apply_rotary_emb: fp32 cast, complex multiply, cast back)")
+        "apply_rotary_emb: fp32 cast, complex multiply, cast back) | unfused (Megatron-Core's "
+        "_apply_rotary_pos_emb_bshd: cos/sin multiplies, rotate_half's negate and concatenation, the add and the "
+        "final concatenation as kernels of their own; taken with apply_rope_fusion when YaRN's mscale is not 1, "
+        "as for GPT-OSS)")
     masked_softmax: Literal["fused", "torch"] = Field(
         default="fused", description="what runs the scale-mask-softmax of unfused attention with fused kernels: "
         "fused (Megatron's scaled_upper_triang_masked_softmax kernel: one read, one write of the scores) | torch "
@@ -457,6 +460,12 @@ class Training(_Strict):
         "TEGroupedMLP.forward and mlp.py MLP.forward without bias_activation_fusion: the multiply saves the "
         "activation's output as well, one more moe_ffn_hidden/etp elements per routed row; the only path for "
         "GeLU experts, for which Megatron-Core has no weighted kernel; modelled for non-gated experts)")
+    moe_router_kernels: list[Literal["random_logits", "aux_loss"]] = Field(
+        default_factory=list, description="Megatron-Core router kernels beside the gating GEMM and the fused "
+        "top-k (schedule/moe.py router_extra_cost): random_logits (moe_router_force_load_balancing's RandomSTE: "
+        "the logits cloned and overwritten by normal_ draws) | aux_loss (a load-balancing loss, aux_loss or "
+        "seq_aux_loss with moe_router_fusion: TE's fused scores for the loss, the tokens-per-expert sum, TE's "
+        "fused loss and its tracker; backward the loss's and the scores' gradients summed into the logits')")
     moe_routing: Literal["learned", "round_robin"] = Field(
         default="learned", description="learned: a trained router (experts of a token spread at random, within "
         "topk_groups if set); round_robin: token t goes to experts t·k .. t·k+k-1 mod E, perfectly balanced "

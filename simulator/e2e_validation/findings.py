@@ -1597,6 +1597,58 @@ Hugging Face model AutoModel runs: its Qwen3-30B row −2.2% → −4.6%, and th
 (TransformerEngine's fused RoPE on the same queries and keys, as large again) are still unpriced
 for every model.
 
+**Megatron-Bridge MoE after the TE loss: what the recipes still run that was unpriced, and the gap
+left.** With the performance scripts' fused cross-entropy (the section on NVIDIA's releases) the
+26.04.01 rows read median 13.1%, signed +13.1%. Four mechanisms of the same scripts and of
+Megatron-LM 4415119, each from the source, each with a closed-form test: (1) GPT-OSS's RoPE runs
+unfused. The scripts set `apply_rope_fusion` (`_set_common_perf_overrides`), but GPT-OSS's YaRN
+(`GPTOSSBridge`: factor 32, `yarn_mscale` None) has a concentration factor of 0.1 ln 32 + 1 = 1.347,
+which TE's fused RoPE does not take, so `apply_rotary_pos_emb` falls back to
+`_apply_rotary_pos_emb_bshd` (rope_utils.py: "Using unfused implementation"): per query and key
+tensor 12 B per element in 6 kernels plus 6 on the cos/sin tables forward, 17 B in 9 kernels
+backward, against the fused kernel's 2 B in one (`rope_kernel: unfused`, `test_rope_schedule.py`):
+GPT-OSS-120B on 64 H100 +18.0% → +14.3%, on 64 B200 +16.5% → +13.8%. (2) The router's kernels
+beside the gating GEMM and the fused top-k (`training.moe_router_kernels`, `test_moe_schedule.py`):
+the forced balancing's `RandomSTE` (`logits.clone().normal_()`, every row) and the load-balancing
+loss Qwen3 (`aux_loss`, 1e-3) and DeepSeek-V3 (`seq_aux_loss`, 1e-4) carry, fused under the
+scripts' `moe_router_fusion` (TE's scores for the loss, the tokens-per-expert sum, TE's loss, the
+tracker; backward the two gradients summed into the logits'), 7 + 5 small kernels per layer and
+micro-batch: Qwen3-30B +16.7% → +15.8% (16 H100) and +5.7% → +5.1% (8 B200), Qwen3-235B +5.2% →
++4.9% (H100) and +13.1% → +12.5% (B200), DeepSeek-V3 −9.9% → −10.0%, the A/B pair −4.1% / −0.4% →
+−4.8% / −1.3%. (3) HybridEP's dispatch blocks the host: no recipe gives it a budget of permuted rows
+(`num_permuted_tokens`, only under `moe_expert_rank_capacity_factor` or drop-and-pad), so
+`dispatch_with_permute` runs with `non_blocking=False` and reads the received counts from pinned
+memory after a stream synchronisation (the routing-map gather is a `host_sync`): Qwen3-30B +15.8% →
++15.6% and +5.1% → +4.9%, the A/B pair −4.9% / −1.4%. (4) The scripts give HybridEP 32 SMs, not the
+Qwen3 recipes' 16 (`moe_hybridep_num_sms = 32` in the same overrides, applied after the configs name
+the backend); nothing runs beside the non-overlapped rows' exchanges, so no row moves. The source
+goes from 13.1% to 12.5% (mean 12.2% → 10.9%, max 18.0% → 15.6%, signed +13.1% → +12.5%), the
+A/B pair from 2.2% to 3.2%; AutoModel's rows do not move (its own gate, TE's fused RoPE, no
+Megatron router).
+
+Still above the 12% target; what is left, and what does not close it: Qwen3-30B on 16 H100
+(+15.6%, 25.3 s simulated against 29.3 s), GPT-OSS-120B on 64 H100 (+14.3%, 12.3 s against 14.1 s)
+and on 64 B200 (+13.8%), Qwen3-235B on 256 B200 (+12.5%, 30.9 s against 34.7 s): 1.3 ms, 2.4 ms
+and 1.3 ms per layer and micro-batch on the busiest stage that no priced kernel accounts for.
+Ruled out, with numbers: the forced-balanced router's load imbalance (per-expert counts binomial:
+on Qwen3-235B's 8 EP ranks 32,768 ± 165 routed rows each, a token's 8 of 128 experts landing on a
+rank of 16 hypergeometrically, the busiest of 8 about 1.4 standard deviations over, +0.7%); HybridEP's SM count (its README's H100 table, 16 ranks, BF16 dispatch through the
+Torch API: 57.7 GB/s on 8 SMs, 54.5 on 16, so the RDMA leg is saturated well below the rows' 32,
+and the model's inter-node dispatch of the Qwen3-30B row runs at about 44 GB/s); the grouped GEMMs
+of small experts (GPT-OSS's 1,024 × 5,760 × 2,880 per expert on H100), which TE 2.14 issues as one
+cuBLAS GEMM per expert round-robin on four streams (`nvte_multi_tensor_gemm`), so their waves fill
+each other's tails: pricing each expert alone, as the model does, is if anything slow, not fast.
+Priced wrong the other way and left so: GPT-OSS's sliding window on every other layer (half the
+attention of those layers) and DeepSeek-V3's fp32 router GEMM (`moe_router_dtype` fp32,
+`DeepSeekV3Bridge`), which would move GPT-OSS further optimistic and DeepSeek-V3 further
+pessimistic. What the rows share is eager Megatron-Core MoE layers without CUDA graphs on the
+router and preprocessing (the two graphed rows, Qwen3-30B on 8 B200 and DeepSeek-V3, are +4.9% and
+−10.0%): the Python of `TEGroupedMLP` and `GroupedLinear` per local expert (quantisers, splits,
+`tolist`) after each forward host synchronisation is the remaining candidate, and it needs a host
+timing of one Megatron-Core MoE layer, which no published source gives (the A/B profile's idle GPU,
+0.6 ms per layer and micro-batch, is with the router and preprocessing graphed). The gap is pinned
+in `test_e2e_accuracy.py::test_megatron_bridge_moe_errors`.
+
 **MoE with DeepEP: one row per token and destination rank.** DeepEP's normal dispatch sends a
 token once to every rank that holds at least one of its experts (`is_token_in_rank`; `recv_x`
 has one row per received token, its expert slots in `recv_topk_idx`; the framework permutes the

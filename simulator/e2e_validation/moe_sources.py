@@ -197,9 +197,26 @@ def pp_layout(layout: str) -> tuple[list[int], int]:
 # per local expert (training.moe_expert_bias: per_expert).
 BIASED_EXPERTS = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
 
+# Models whose Megatron-Core attention applies RoPE unfused although the performance scripts turn
+# ``apply_rope_fusion`` on (``scripts/performance/utils/overrides.py`` at 21d102f5e): GPT-OSS's YaRN
+# (``GPTOSSBridge``: ``yarn_rotary_scaling_factor`` 32, ``yarn_mscale`` None) gives a concentration
+# factor of 0.1 ln 32 + 1 = 1.347, which TE's fused RoPE does not take, so ``apply_rotary_pos_emb``
+# falls back to ``_apply_rotary_pos_emb_bshd`` (Megatron-LM 4415119, training.rope_kernel: unfused).
+UNFUSED_ROPE = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
+
+# Presets whose Megatron-Bridge model carries a load-balancing loss: Qwen3-MoE ``aux_loss``, coefficient
+# 1e-3 (``Qwen3MoEBridge``, models/qwen/qwen3_moe_bridge.py at 21d102f5e), DeepSeek-V3 ``seq_aux_loss``,
+# 1e-4 (models/deepseek/deepseek_v3_bridge.py); GPT-OSS sets ``moe_router_load_balancing_type`` "none".
+# The router runs it even under the forced balancing (router.py ``routing``: on while training with a
+# nonzero coefficient), fused (the performance scripts set ``moe_router_fusion``).
+AUX_LOSS_PRESETS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"})
+
 # SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
-# (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), in place of DeepEP's default 20.
-HYBRIDEP_NUM_SMS = 16
+# (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), but the performance scripts that ran
+# the 26.04.01 rows raise it to 32 for every HybridEP recipe (``_set_common_perf_overrides``,
+# scripts/performance/utils/overrides.py at 21d102f5e: "moe_hybridep_num_sms = 32", applied by
+# ``set_workload_base_configs`` after the Qwen3 configs name the hybridep backend).
+HYBRIDEP_NUM_SMS = 32
 
 # The loss of every Megatron-Bridge MoE row: TransformerEngine's fused cross-entropy. The 26.04.01
 # performance scripts override every recipe's ``cross_entropy_fusion_impl`` with "te"
@@ -243,7 +260,7 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     selective ``recompute_modules``, the pre-MLP norm and the experts' activation), the dispatcher
     (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
     else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
-    overlap where ``moe_a2a_overlap`` is set, the 16 SMs the Qwen3 recipes give HybridEP, and the
+    overlap where ``moe_a2a_overlap`` is set, the 32 SMs the performance scripts give HybridEP, and the
     Qwen3 layer split that counts the embedding and the loss as layers, TE's fused cross-entropy
     (``BRIDGE_MOE_CROSS_ENTROPY``); DeepSeek-V3's row with its
     recipe's ``pp_layout`` and its multi-token-prediction layer (its recompute of the MLA
@@ -317,6 +334,10 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     scn["training"]["cross_entropy"] = BRIDGE_MOE_CROSS_ENTROPY
     if preset in BIASED_EXPERTS:
         scn["training"]["moe_expert_bias"] = "per_expert"
+    if preset in UNFUSED_ROPE:
+        scn["training"]["rope_kernel"] = "unfused"
+    # every row: the page's forced-balanced router (RandomSTE's random logits), and the model's aux loss
+    scn["training"]["moe_router_kernels"] = ["random_logits"] + (["aux_loss"] if preset in AUX_LOSS_PRESETS else [])
     modules = [m for m in _note(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]
     if modules:  # the recipe's selective recompute_modules (layernorm, moe_act)
         scn["training"]["recompute_modules"] = modules

@@ -940,11 +940,13 @@ SOURCES: list[Source] = [
             "performance recipes of the same commit; see the file's header and "
             "simulator/e2e_validation/moe_sources.py.",
             "The router is forced to balance (moe_router_force_load_balancing) and dropless: a learned router "
-            "with moe_imbalance 1.0.",
+            "with moe_imbalance 1.0, plus the kernels of RandomSTE's random logits and, for Qwen3 and "
+            "DeepSeek-V3, of their load-balancing loss (training.moe_router_kernels).",
             "GPT-OSS recomputes its pre-MLP norms and expert activations (recompute_modules layernorm, moe_act), "
             "as modelled. Its sliding-window attention and sinks are "
             "priced as full causal attention; its experts' output bias as Megatron-Core adds it, per local "
-            "expert (moe_expert_bias: per_expert).",
+            "expert (moe_expert_bias: per_expert); its YaRN RoPE unfused, as Megatron-Core falls back for a "
+            "concentration factor other than 1 (rope_kernel: unfused).",
             "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
             "launches are priced as eager launches.",
             "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
@@ -955,7 +957,8 @@ SOURCES: list[Source] = [
            ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "
             "with overlap_moe_expert_parallel_comm (combined 1F1B); settings off the card come from the recipe "
             "it names (HybridEP on 32 SMs, no recompute); see the file's header.",
-            "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0.",
+            "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0, plus the "
+            "kernels of its random logits and aux loss (training.moe_router_kernels).",
             "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
             "eager launches."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, FP8-CS and MXFP8)",

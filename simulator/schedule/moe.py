@@ -109,6 +109,8 @@ class MoESpec:
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
     latent: int = 0  # LatentMoE: width of the routed tokens (model.moe_latent_size; 0: the hidden size)
     gemm_scaling: str = ""  # block scaling of the fp8 expert GEMMs' operands (ComputeOp.scaling)
+    random_logits: bool = False  # forced-balanced router: RandomSTE's logits (training.moe_router_kernels)
+    aux_loss: bool = False  # a load-balancing loss on the router's scores (training.moe_router_kernels)
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -132,7 +134,8 @@ class MoESpec:
                    bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
                    recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size,
-                   gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe))
+                   gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe),
+                   random_logits="random_logits" in t.moe_router_kernels, aux_loss="aux_loss" in t.moe_router_kernels)
 
     @property
     def width(self) -> int:
@@ -373,11 +376,21 @@ def _routing_map_allgather(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, 
     (one bool byte per token and expert) AllGathered over the EP group
     (``torch.distributed.all_gather_into_tensor(global_routing_map, routing_map, self.group)`` in
     deepseek-ai/DeepEP ``deep_ep/hybrid_ep_buffer.py``, ``dispatch_with_permute`` without a
-    handle), which the dispatch waits for. Backward reuses the handle: no gather."""
+    handle), which the dispatch waits for. Backward reuses the handle: no gather.
+
+    The host then blocks: without a static budget of permuted rows (Megatron-Core's
+    ``MoEFlexTokenDispatcher`` passes ``num_permuted_tokens`` only under
+    ``moe_expert_rank_capacity_factor`` or drop-and-pad, neither set by these recipes;
+    token_dispatcher.py at Megatron-LM 4415119: "HybridEP sizes buffers dynamically (CPU sync in
+    dispatch)"), ``hybrid_ep_dispatch`` calls ``dispatch_with_permute`` with ``non_blocking=False``
+    (moe/fused_a2a.py), which synchronises the stream to read the received-token counts from pinned
+    memory before it launches the dispatch (deepseek-ai/DeepEP hybrid-ep branch,
+    docs/Hybrid-EP_Implementation.md, "Non-blocking Mode"): the gather, the metadata step it feeds,
+    is a host synchronisation (``CommOp.host_sync``)."""
     if not s.hybridep or s.ep * s.etp == 1:
         return dep
     return _comm(pb, f"{name}.routing_map.allgather", "allgather", ("etp", "ep"),
-                 s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16")
+                 s.tokens * s.experts * s.ep * s.etp, (dep,), tag, "bf16", host_sync=True)
 
 
 def _deepep_host_sync(pb: ProgramBuilder, s: MoESpec, before: int) -> None:
@@ -494,6 +507,45 @@ def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
                             count=2 if probs else 1, tag=tag))
 
 
+def router_extra_cost(logit_bytes: int, random_logits: bool, aux_loss: bool, backward: bool) -> tuple[float, int]:
+    """Bytes per routing-map element (token x expert) and kernels of Megatron-Core's router beside
+    the gating GEMM and the fused top-k (``TopKRouter.forward`` / ``routing``,
+    megatron/core/transformer/moe/router.py and moe_utils.py at Megatron-LM 4415119, with
+    ``moe_router_fusion``), logits of ``logit_bytes``.
+
+    ``random_logits`` (``moe_router_force_load_balancing``, ``RandomSTE``): ``logits.clone()``
+    (read and write) and ``.normal_()`` (write): 3 units in 2 kernels forward; its backward hands
+    the gradient through.
+
+    ``aux_loss`` (``aux_loss`` or ``seq_aux_loss``): forward, TE's
+    ``fused_compute_score_for_moe_aux_loss`` (reads the logits, writes fp32 scores and a bool
+    routing map: L + 4 + 1 bytes), the tokens-per-expert sum of that map (1), TE's
+    ``fused_moe_aux_loss`` (reads the scores, 4), and the tracker's ``aux_loss / coeff`` and ``+=``
+    on scalars: L + 10 bytes in 5 kernels. Backward, ``MoEAuxLossAutoScaler`` (``ones_like`` x the
+    scale, two scalar kernels), the loss's backward (writes fp32 score gradients, 4), the scores'
+    backward (reads them and the saved scores, writes the logits' gradient: 8 + L) and that
+    gradient summed with the top-k's (3 L): 12 + 4 L bytes in 5 kernels."""
+    L = logit_bytes
+    nbytes, kernels = 0.0, 0
+    if random_logits and not backward:
+        nbytes, kernels = 3.0 * L, 2
+    if aux_loss:
+        nbytes += (12.0 + 4 * L) if backward else (L + 10.0)
+        kernels += 5
+    return nbytes, kernels
+
+
+def _router_extra(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, random_logits: bool,
+                  aux_loss: bool, backward: bool) -> int:
+    """The router kernels of :func:`router_extra_cost` on this rank's T x E routing map."""
+    per, kernels = router_extra_cost(s.act_bytes, random_logits, aux_loss, backward)
+    if kernels == 0:
+        return dep
+    nbytes = per * s.tokens * s.experts
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=kernels, tag=tag))
+
+
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
     """Expert-TP AllGather-V / ReduceScatter-V of the rows (alltoall and deepep dispatchers)."""
     if s.etp == 1 or s.dispatcher == "allgather":
@@ -512,7 +564,9 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     router = pb.add(ComputeOp(name=f"{p}.router.fwd", kind="gemm", flops=2.0 * T * s.experts * h,
                               hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(into,),
                               gemm=(T, s.experts, h), dtype="bf16" if B == 2 else "fp32", tag=tag))
+    router = _router_extra(pb, s, f"{p}.router.random.fwd", router, tag, s.random_logits, False, backward=False)
     topk = _mem(pb, f"{p}.topk.fwd", 2 * T * s.experts * 4, (router,), tag)
+    topk = _router_extra(pb, s, f"{p}.router.aux_loss.fwd", topk, tag, False, s.aux_loss, backward=False)
     permute = _mem(pb, f"{p}.permute.fwd", T * w * B + T * s.top_k * w * B, (topk,), tag)
     _deepep_host_sync(pb, s, permute)
     permute = _routing_map_allgather(pb, s, f"{p}.dispatch.fwd", permute, tag)
@@ -592,6 +646,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     returned = _exchange(pb, s, f"{p}.dispatch.bwd", back, tag, dispatch=True)
     permute = _mem(pb, f"{p}.permute.bwd", T * s.top_k * w * B + T * w * B, (returned,), tag)
     permute = _latent_proj_bwd(pb, s, f"{p}.latent.fc1", T, w, h, permute, tag)
+    permute = _router_extra(pb, s, f"{p}.router.aux_loss.bwd", permute, tag, False, s.aux_loss, backward=True)
     topk = _mem(pb, f"{p}.topk.bwd", 2 * T * s.experts * 4, (permute,), tag)
     r_d = pb.add(ComputeOp(name=f"{p}.router.dgrad", kind="gemm", flops=2.0 * T * s.experts * h,
                            hbm_bytes=(T * h + h * s.experts + T * s.experts) * B, deps=(topk,),

@@ -220,6 +220,24 @@ def _deps(*idx: int | tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+
+def unfused_rope_cost(act_bytes: int, backward: bool) -> tuple[float, int]:
+    """HBM bytes per rotated element and kernels per tensor (q or k) of Megatron-Core's unfused
+    ``_apply_rotary_pos_emb_bshd`` (megatron/core/models/common/embeddings/rope_utils.py at
+    Megatron-LM 4415119) with the rotary dimension the whole head (``t_pass`` empty), in units of
+    B = ``act_bytes``. Forward: ``t * cos_`` (read and write, 2), ``_rotate_half``'s ``-x2`` on
+    half the elements (1) and ``torch.cat((-x2, x1))`` (2), ``* sin_`` (2), the add (3) and
+    ``torch.cat((t, t_pass))`` (2): 12 B in 6 kernels, plus the cos/sin tables (``cos``, ``*
+    mscale``, ``.to`` for each: 6 kernels on s x d values, bytes not counted). Backward, autograd:
+    the two multiplies (2 + 2), the negation (1), ``chunk``'s SplitBackward concatenating the
+    halves (2), the two paths' gradients summed (3), and the slices' SliceBackward (a zero-filled
+    tensor and the copy into it, 1 + 2, and the empty ``t_pass``'s zero-filled gradient, 1)
+    summed into the input's gradient (3): 17 B in 9 kernels. The fused kernel is 2 B in one."""
+    if backward:
+        return 17.0 * act_bytes, 9
+    return 12.0 * act_bytes, 12
+
+
 def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, deps: tuple[int, ...], tag: Tag,
             count: int = 1, impl: str = "") -> int:
     """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
@@ -735,14 +753,23 @@ class LayerBuilder:
         ``type_as`` (reads 4, writes B): three kernels per tensor, 2(B + 4) + 8 bytes per element;
         backward autograd runs the same three (``grad.float()``, ``grad * freqs_cis.conj()`` with
         the conjugate bit resolved in the multiply, the cast back). With fp32 activations the
-        casts launch nothing."""
+        casts launch nothing.
+
+        Megatron-Core unfused (``rope_kernel: unfused``, :func:`unfused_rope_cost`): what
+        ``apply_rotary_pos_emb`` runs when ``apply_rope_fusion`` is off, or on with a YaRN
+        concentration factor other than 1 ("mscale ... is not supported by TE's fused RoPE. Using
+        unfused implementation", megatron/core/models/common/embeddings/rope_utils.py at
+        Megatron-LM 4415119), as for GPT-OSS (factor 32: mscale 0.1 ln 32 + 1 = 1.347)."""
         s = self.spec
         if not s.rope_dim:
             return after
         k_heads = s.shape.kv_heads if s.rope_k_heads < 0 else s.rope_k_heads
         elems = s.tokens * (s.shape.heads + k_heads) * s.rope_dim
         B = s.act_bytes
-        if s.rope_kernel == "fused" or (s.rope_kernel == "auto" and s.fused_kernels):
+        per_elem: float
+        if s.rope_kernel == "unfused":
+            per_elem, kernels = unfused_rope_cost(B, direction == "bwd")
+        elif s.rope_kernel == "fused" or (s.rope_kernel == "auto" and s.fused_kernels):
             per_elem, kernels = 2 * B, 1
         elif B < 4:
             per_elem, kernels = 2 * (B + 4) + 8, 3

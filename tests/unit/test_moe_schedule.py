@@ -268,7 +268,8 @@ def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
     """HybridEP's metadata preprocessing: every forward dispatch first AllGathers each rank's T×E
     routing map (a bool byte per token and expert) over the EP group; backward reuses the handle.
     T = 512 tokens, E = 8 experts, ep = 8: 512·8·8 bytes gathered, once per MoE layer and
-    micro-batch."""
+    micro-batch. Without a static budget of permuted rows the dispatch then blocks the host on the
+    received counts (``non_blocking=False``): the gather is a host synchronisation."""
     def gathers(scn):
         prog = build_schedule(scn).programs["pp0.cp0"]
         return [op for op in prog if isinstance(op, CommOp) and "routing_map" in op.name]
@@ -277,6 +278,7 @@ def test_hybridep_gathers_the_routing_map_before_each_forward_dispatch(make):
     ops = gathers(scn)
     assert len(ops) == 3 * scn.n_micro and {op.tag.phase for op in ops} == {"fwd"}
     assert {(op.op, op.axes, op.size_bytes) for op in ops} == {("allgather", ("etp", "ep"), 512 * 8 * 8)}
+    assert all(op.host_sync for op in ops)
     assert not gathers(make({"ep": 8, "moe_dispatcher": "deepep"}))
     with pytest.raises(InputError, match="moe_deepep_backend"):
         make({"ep": 8, "moe_deepep_backend": "hybridep"})
@@ -406,7 +408,8 @@ def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispat
 
 
 @pytest.mark.parametrize("training", [{"recompute_modules": ["moe_act"]}, {"moe_expert_bias": "per_expert"},
-                                      {"moe_activation": "unfused"}, {"moe_grouped_gemm": True}])
+                                      {"moe_activation": "unfused"}, {"moe_grouped_gemm": True},
+                                      {"moe_router_kernels": ["aux_loss"]}])
 def test_moe_only_training_keys_need_experts(make, training):
     """recompute_modules, moe_expert_bias, moe_activation and moe_grouped_gemm act on the MoE layers:
     a dense model is told so."""
@@ -474,3 +477,33 @@ def test_qk_norm_normalises_the_query_and_key_heads_of_every_layer(make):
     order = [op.name.split(".", 1)[1] for op in prog if op.tag.layer == 2 and op.tag.mb_index == 0]
     assert order.index("qkv.fwd.gemm") < order.index("qk_norm.fwd") < order.index("attn.core.fwd")
     assert order.index("attn.core.bwd") < order.index("qk_norm.bwd") < order.index("qkv.bwd.dgrad")
+
+
+def test_router_random_logits_and_aux_loss_kernels(make):
+    """Megatron-Core's forced-balanced router and its load-balancing loss on the T x E routing map
+    (T = 512 tokens, E = 8, bf16 logits): RandomSTE's clone and normal_ (3 x 2 bytes per element, 2
+    kernels) before the top-k; the fused aux loss's scores, tokens-per-expert sum, loss and tracker
+    after it (2 + 10 bytes, 5 kernels), which the permutation waits for; backward, the loss's and the
+    scores' gradients summed into the logits' (12 + 4 x 2 bytes, 5 kernels) before the top-k's."""
+    from simulator.schedule.moe import router_extra_cost
+
+    assert router_extra_cost(2, True, False, False) == (6.0, 2)
+    assert router_extra_cost(2, True, False, True) == (0.0, 0)
+    assert router_extra_cost(2, False, True, False) == (12.0, 5)
+    assert router_extra_cost(2, True, True, True) == (20.0, 5)
+    prog = build_schedule(make({"ep": 4}, training={"moe_router_kernels": ["random_logits", "aux_loss"]})).programs[
+        "pp0.cp0"]
+    te = 512 * 8
+    by = {}
+    for op in prog:
+        if ".router.random." in op.name or ".router.aux_loss." in op.name:
+            by.setdefault(op.name.split(".", 1)[1], set()).add((op.hbm_bytes, op.count))
+    assert by == {"moe.router.random.fwd": {(6 * te, 2)}, "moe.router.aux_loss.fwd": {(12 * te, 5)},
+                  "moe.router.aux_loss.bwd": {(20 * te, 5)}}
+    for i, op in enumerate(prog):
+        if op.name.endswith(".moe.permute.fwd"):
+            assert prog[op.deps[0]].name.endswith(".router.aux_loss.fwd")
+        if op.name.endswith(".moe.topk.fwd"):
+            assert prog[op.deps[0]].name.endswith(".router.random.fwd")
+    plain = build_schedule(make({"ep": 4})).programs["pp0.cp0"]
+    assert not any(".router.random." in op.name or ".router.aux_loss." in op.name for op in plain)

@@ -97,3 +97,36 @@ def test_eager_layers_with_te_fused_rope(make):
     scn = make({}, training={"fused_kernels": False, "rope_kernel": "fused"})
     ops = _rope(scn, "fwd") + _rope(scn, "bwd")
     assert {(op.hbm_bytes, op.count) for op in ops} == {(2 * 2 * 8192 * (32 + 8) * 128, 2)}
+
+
+def test_megatron_unfused_rope_is_rotate_half_in_separate_kernels(make):
+    """Megatron-Core's ``_apply_rotary_pos_emb_bshd`` (``rope_kernel: unfused``; what GPT-OSS's YaRN
+    factor forces under ``apply_rope_fusion``): forward per tensor ``t * cos`` (2 B per element),
+    ``-x2`` on half of it (1 B), ``cat`` (2 B), ``* sin`` (2 B), the add (3 B) and the concatenation
+    with the empty pass-through part (2 B): 12 B = 24 bytes in bf16, in 6 kernels and 6 more on the
+    cos/sin tables; backward 17 B = 34 bytes in 9 kernels (two multiplies, the negation, the
+    halves' concatenation, two sums, two zero fills and a copy of SliceBackward). Against the fused
+    kernel's 2 B: 12 and 17 times the traffic."""
+    from simulator.schedule.transformer import unfused_rope_cost
+
+    scn = make({}, training={"rope_kernel": "unfused"})
+    elems = 8192 * (32 + 8) * 128
+    fwd, bwd = _rope(scn, "fwd"), _rope(scn, "bwd")
+    assert {(op.hbm_bytes, op.count) for op in fwd} == {(24 * elems, 24)}
+    assert {(op.hbm_bytes, op.count) for op in bwd} == {(34 * elems, 18)}
+    assert unfused_rope_cost(2, False) == ((2 + 1 + 2 + 2 + 3 + 2) * 2, 6 + 6)
+    assert unfused_rope_cost(2, True) == ((2 + 2 + 1 + 2 + 3 + 1 + 2 + 1 + 3) * 2, 9)
+
+
+def test_bridge_gpt_oss_rows_rotate_unfused_and_qwen3_fused():
+    """Megatron-Bridge's GPT-OSS rows take Megatron-Core's unfused RoPE (YaRN concentration factor
+    0.1 ln 32 + 1 = 1.347, which TE's fused kernel does not take); the Qwen3 rows keep the fused one."""
+    import math
+
+    from simulator.e2e_validation.sources import cases
+
+    assert 0.1 * math.log(32) + 1 == pytest.approx(1.3466, abs=1e-4)
+    kernels = {c.label.split(" H100")[0].split(" B200")[0]: c.scenario["training"].get("rope_kernel", "auto")
+               for c in cases() if c.source == "bridge_moe"}
+    assert kernels["GPT OSS 120B"] == "unfused"
+    assert kernels["Qwen3_30B_a3B"] == kernels["Qwen3_235B_a22B"] == "auto"

@@ -306,11 +306,18 @@ def test_megatron_bridge_moe_errors():
     0.711 -> 0.698, dgx-b200 0.524 -> 0.479): +13.5%, +4.0%, +7.9%, +2.6%, +9.5%, +14.8%, -13.4%;
     median 9.5%. The performance scripts' TE cross-entropy (cross_entropy: fused, overrides.py at
     21d102f5e), in place of Megatron's vocab-parallel loss: +16.7%, +5.2%, +18.0%, +5.7%, +13.1%,
-    +16.5%, -9.9%; median 9.3% -> 13.1%."""
+    +16.5%, -9.9%; median 9.3% -> 13.1%. GPT-OSS's unfused YaRN RoPE, the router's random-logits and
+    aux-loss kernels, HybridEP's blocking dispatch: +15.6%, +4.9%, +14.3%, +4.9%, +12.5%, +13.8%,
+    -10.0%; median 12.5%, still above the 12% target. The gap is pinned: the four eager rows without
+    graphed routers stay 12-17% optimistic (the page's findings: about 1.3-2.4 ms per layer and
+    micro-batch that no priced kernel accounts for); a change that closes it has to move them."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.15 <= e <= 0.25 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.15
+    assert scoring.median_abs_error(results) <= 0.13
+    gap = {r.case.label.split(" tp")[0]: r.error for r in results}
+    assert all(0.11 <= gap[k] <= 0.17 for k in ("Qwen3_30B_a3B H100-SXM FP8-CS", "GPT OSS 120B H100-SXM BF16",
+                                                  "Qwen3_235B_a22B B200 MXFP8", "GPT OSS 120B B200 BF16")), gap
 
 
 @pytest.mark.slow
@@ -323,7 +330,8 @@ def test_bridge_ep_overlap_pair():
     (17.6 s against 14.6 s of kernels) and hides more of the exchanges (see the page's findings).
     Qwen3's query and key norms (model.qk_norm): -4.3% / -0.1% -> -5.2% / -1.4%. Kernels slowed only
     while communication runs beside them, the H100 derate refitted on it: -6.8% / -3.5%. The
-    recipe's TE cross-entropy (cross_entropy: fused): -6.4% / -3.3% -> -4.1% / -0.4%."""
+    recipe's TE cross-entropy (cross_entropy: fused): -6.4% / -3.3% -> -4.1% / -0.4%. The router's
+    random-logits and aux-loss kernels and HybridEP's blocking dispatch: -4.9% / -1.4%."""
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)
     assert -0.10 <= off.error <= 0.0 and abs(on.error) <= 0.05, (off.error, on.error)
     assert on.step_time_s < off.step_time_s

@@ -110,9 +110,10 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
         # the performance scripts' cross_entropy_fusion_impl "te" (overrides.py at 21d102f5e)
         assert t["cross_entropy"] == "fused"
-        # HybridEP's kernels hold the recipe's moe_hybridep_num_sms = 16 SMs (DeepEP's default: 20)
+        # HybridEP's kernels hold the performance scripts' moe_hybridep_num_sms = 32 SMs (overrides.py
+        # at 21d102f5e, over the Qwen3 recipes' 16; DeepEP's default: 20)
         qwen_hybridep = p["moe_dispatcher"] == "deepep" and c.scenario["model"]["preset"].startswith("qwen3")
-        assert p.get("moe_deepep_sms", 20) == (16 if qwen_hybridep else 20)
+        assert p.get("moe_deepep_sms", 20) == (32 if qwen_hybridep else 20)
         # tokens per step: the printed global batch of 4,096-token sequences
         deepseek = c.scenario["model"]["preset"] == "deepseek-v3"
         assert t["global_batch"] * c.scenario["model"]["seq_len"] == (4096 if deepseek else {
