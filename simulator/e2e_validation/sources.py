@@ -38,6 +38,7 @@ from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
 from simulator.e2e_validation.megascale_sources import megascale
+from simulator.e2e_validation.mtnlg_sources import mtnlg
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
@@ -854,6 +855,15 @@ SOURCES: list[Source] = [
             "simulator/e2e_validation/megascale_sources.py).",
             "The cluster runs on the dgx-a100 profile (8 x 200 Gb/s per node as printed; the GPU model and NVLink are "
             "not): its RoCE fabric (Tomahawk 4, three layers at 1:1) and congestion control are not modelled."]),
+    Source("mtnlg", "Megatron-Turing NLG 530B, arXiv:2201.11990 sec. 2.4 (2,240-3,360 DGX A100 GPUs, batch 1,920)",
+           "mtnlg_530b_2201_11990.csv", mtnlg,
+           ["Held out entirely (no row fits anything): TP 8 x PP 35 as printed, DP 8, 10 and 12 at a fixed batch of "
+            "1,920 sequences (240 -> 160 micro-batches per pipeline); step time as printed.",
+            "Megatron-DeepSpeed of 2021, as the bloom source runs it: DeepSpeed's 1F1B pipeline engine with "
+            "partitioned boundary tensors, ZeRO-1 reducing fp16 gradients after the backward, materialised attention "
+            "scores. Not printed, assumed: fp16, micro-batch 1, full recompute (the printed TFLOP/s count it) "
+            "(simulator/e2e_validation/mtnlg_sources.py).",
+            "The cluster runs on the dgx-a100 profile (Selene: 8 x HDR 200 Gb/s per node, full fat tree)."]),
     Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
            "internlm_7b_train_performance.csv", internlm,
            ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "
@@ -1125,7 +1135,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card"})
 
 
