@@ -39,6 +39,7 @@ from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
 from simulator.e2e_validation.megascale_sources import megascale
 from simulator.e2e_validation.mtnlg_sources import mtnlg
+from simulator.e2e_validation.mlperf_sources import mlperf_gpt3
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
@@ -864,6 +865,16 @@ SOURCES: list[Source] = [
             "scores. Not printed, assumed: fp16, micro-batch 1, full recompute (the printed TFLOP/s count it) "
             "(simulator/e2e_validation/mtnlg_sources.py).",
             "The cluster runs on the dgx-a100 profile (Selene: 8 x HDR 200 Gb/s per node, full fat tree)."]),
+    Source("mlperf_gpt3", "MLPerf Training v3.1, NVIDIA GPT-3 175B on Eos (512-10,752 H100, NeMo 23.09, FP8)",
+           "mlperf_v31_gpt3_h100.csv", mlperf_gpt3,
+           ["Held out entirely (no row fits anything): the median logged train_step_timing of three runs per "
+            "system; TP 4 x PP 8 x 12 virtual stages, micro-batch 1, batch and micro-batches per pipeline as "
+            "logged (128, 16, 8).",
+            "Settings from the submission's code (config_common.sh, config_fp8.sh, conf/custom.yaml): FP8 delayed "
+            "scaling, sequence parallelism with Userbuffers TP overlap, Apex's distributed optimizer with both "
+            "overlaps, no recompute, no dropout, flash-attn 2 (simulator/e2e_validation/mlperf_sources.py); the "
+            "vocabulary size (50,257) is assumed.",
+            "Eos runs on the dgx-h100 profile (8 x ConnectX-7 NDR 400 Gb/s per node, as the systems json prints)."]),
     Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
            "internlm_7b_train_performance.csv", internlm,
            ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "
@@ -1135,7 +1146,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card"})
 
 

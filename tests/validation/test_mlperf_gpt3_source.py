@@ -1,0 +1,57 @@
+"""NVIDIA's MLPerf Training v3.1 GPT-3 175B submissions (source ``mlperf_gpt3``): the transcription
+is consistent with the logs' batch bookkeeping, the rows build the submission's plan, are held out,
+and score as the page's findings say."""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.config.scenario import build_scenario
+from simulator.e2e_validation import scoring, sources
+from simulator.e2e_validation.mlperf_sources import MLPERF_V31_UB, mlperf_gpt3
+from simulator.e2e_validation.rows import parse_int, read_rows
+
+
+def _rows() -> list[dict[str, str]]:
+    return read_rows(sources.DATA_DIR / "mlperf_v31_gpt3_h100.csv")
+
+
+def test_logged_batch_bookkeeping_and_plan():
+    """Seven systems (64-1,344 DGX H100 nodes); TP x PP x DP = GPUs; the logged
+    gradient_accumulation_steps (micro-batches per pipeline at micro-batch 1) x DP = the logged
+    global batch; the value lies within the three per-run medians (to 0.2%)."""
+    rows = _rows()
+    assert [parse_int(r["num_gpus"]) for r in rows] == [512, 768, 4096, 6144, 8192, 10240, 10752]
+    for r in rows:
+        n, tp, pp, dp = (parse_int(r[k]) for k in ("num_gpus", "tp", "pp", "dp"))
+        assert (tp, pp, parse_int(r["vp"]), parse_int(r["micro_batch"])) == (4, 8, 12, 1) and tp * pp * dp == n
+        ga = parse_int(r["notes"].split("gradient_accumulation_steps ", 1)[1].split()[0])
+        assert ga * dp == parse_int(r["global_batch"])
+        runs = [float(x) for x in r["notes"].split("per-run medians ", 1)[1].split()[0].split("/")]
+        assert min(runs) * 0.998 <= float(r["value"]) <= max(runs) * 1.002
+
+
+def test_rows_build_the_submission_plan_held_out():
+    """FP8 delayed scaling, interleaved 1F1B over 12 virtual stages with overlapped exchanges,
+    sequence parallelism with the submission's Userbuffers SM counts, the distributed optimizer,
+    no recompute, no dropout, the vocabulary padded to 50,688 at TP 4; no row fits anything."""
+    cs = mlperf_gpt3(_rows())
+    assert len(cs) == 7
+    assert "mlperf_gpt3" in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("mlperf_gpt3") == 1
+    for c in cs:
+        build_scenario(c.scenario)
+        p, t = c.scenario["parallel"], c.scenario["training"]
+        assert not sources.is_fit_case(c) and c.metric == "step_time_s" and c.scenario["hardware"] == "dgx-h100"
+        assert (p["tp"], p["pp"], p["vp"], p["pp_schedule"], p["zero"]) == (4, 8, 12, "interleaved", 1)
+        assert p["sequence_parallel"] and p["overlap_p2p_comm"] and p["overlap_param_gather"]
+        assert p["tp_overlap_gemm_sms"] == MLPERF_V31_UB
+        assert (t["dtype"], t["fp8_recipe"], t["recompute"], t["dropout"]) == ("fp8", "delayed", "none", False)
+        assert c.scenario["model"]["vocab"] == 50688
+
+
+@pytest.mark.slow
+def test_held_out_errors_are_within_two_percent():
+    """Held out (20-80 CPU s of simulation per row): +0.6, +0.8, +0.5, +1.0, +0.9, -1.0, -0.6%
+    (positive: the simulator faster)."""
+    errs = [r.error for r in scoring.run_cases(mlperf_gpt3(_rows()))]
+    assert len(errs) == 7 and all(abs(e) <= 0.02 for e in errs), errs
