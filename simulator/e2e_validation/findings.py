@@ -2165,8 +2165,12 @@ derate (no fitting row in the source):
 | 8,192 | 256 | 4,096 | 16 | 1.619 s | 1.605 s | +0.9% |
 | 10,240 | 320 | 2,560 | 8 | 0.926 s | 0.935 s | -1.0% |
 | 10,752 | 336 | 2,688 | 8 | 0.930 s | 0.935 s | -0.6% |
+| 10,752 (Azure ND H100 v5) | 336 | 2,688 | 8 | 0.947 s | 0.935 s | +1.3% |
 
-Median |error| 0.8%, signed +0.6%. Where the step goes on the critical rank: at 512 GPUs 10.31 s
+Median |error| 0.85%, signed +0.7%. Azure submitted the same code at the largest plan on its own
+cluster (8 x 400 Gb/s InfiniBand per VM, as a DGX H100): its steps took 1.8% longer than Eos'
+(0.947 against 0.930 s; its three runs' medians 0.945, 0.945 and 0.954 s), which the model, with
+one profile for both, does not separate. Where the step goes on the critical rank: at 512 GPUs 10.31 s
 of compute, a 0.38 s pipeline bubble and 0.29 s of exposed communication (the distributed
 optimizer's reduce-scatter 0.17 s); at 4,096 GPUs 1.30, 0.15 and 0.16 s (pipeline exchanges
 0.07 s); at 10,752 GPUs 0.66, 0.12 and 0.15 s. With 8 micro-batches through 8 stages of 12 chunks

@@ -6,7 +6,9 @@ submission repository holds the launch configuration of the same code (mlcommons
 sequence 2,048) on 512 to 10,752 H100, TP 4 x PP 8 with 12 virtual stages, the batch and the
 micro-batches per pipeline as logged (128, 16 or 8 per pipeline: the largest runs drive the
 interleaved pipeline with as many micro-batches as it has stages). An NVIDIA-tuned FP8 stack at
-the largest scale any source reaches.
+the largest scale any source reaches. Azure submitted the same code at Eos' largest plan on 1,344
+ND H100 v5 VMs (8 x 400 Gb/s InfiniBand each, as a DGX H100): the same scenario on another
+cluster.
 
 What the submission's code sets, as the scenario describes it:
 
@@ -52,15 +54,17 @@ def mlperf_gpt3_case(r: Row) -> Case:
     gb = parse_int(r["global_batch"])
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
     par = {**megatron_parallel(tp, pp, vp), "tp_overlap_gemm_sms": dict(MLPERF_V31_UB)}
-    scn = make_scenario(f"mlperf-v31-gpt3-{n}", "dgx-h100", n, model, micro_batch=parse_int(r["micro_batch"], 1),
-                        global_batch=gb, dtype="fp8", recompute="none", parallel=par, stack=MLPERF_V31_STACK)
+    azure = "Azure" in r["source_id"]
+    scn = make_scenario(f"mlperf-v31-gpt3-{n}{'-azure' if azure else ''}", "dgx-h100", n, model,
+                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=gb, dtype="fp8", recompute="none",
+                        parallel=par, stack=MLPERF_V31_STACK)
     scn["training"]["fp8_recipe"] = "delayed"
-    return Case(SOURCE, f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} gbs{gb} {n} GPUs", scn, "step_time_s",
-                float(r["value"]), n)
+    label = f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} gbs{gb} {n} GPUs" + (" (Azure ND H100 v5)" if azure else "")
+    return Case(SOURCE, label, scn, "step_time_s", float(r["value"]), n)
 
 
 def mlperf_gpt3(rows: list[Row]) -> list[Case]:
     """NVIDIA's seven MLPerf Training v3.1 GPT-3 175B systems on Eos (512-10,752 H100, NeMo 23.09,
-    FP8), TP 4 x PP 8 x 12 virtual stages, the logged batch, step time as logged (the median of
-    every step of three runs; module docstring)."""
+    FP8) and Azure's one (10,752 H100, the same code), TP 4 x PP 8 x 12 virtual stages, the logged
+    batch, step time as logged (the median of every step of three runs; module docstring)."""
     return [mlperf_gpt3_case(r) for r in rows if r["metric"] == "step_time_s"]

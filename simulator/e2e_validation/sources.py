@@ -865,7 +865,7 @@ SOURCES: list[Source] = [
             "scores. Not printed, assumed: fp16, micro-batch 1, full recompute (the printed TFLOP/s count it) "
             "(simulator/e2e_validation/mtnlg_sources.py).",
             "The cluster runs on the dgx-a100 profile (Selene: 8 x HDR 200 Gb/s per node, full fat tree)."]),
-    Source("mlperf_gpt3", "MLPerf Training v3.1, NVIDIA GPT-3 175B on Eos (512-10,752 H100, NeMo 23.09, FP8)",
+    Source("mlperf_gpt3", "MLPerf Training v3.1, GPT-3 175B on Eos and Azure (512-10,752 H100, NeMo 23.09, FP8)",
            "mlperf_v31_gpt3_h100.csv", mlperf_gpt3,
            ["Held out entirely (no row fits anything): the median logged train_step_timing of three runs per "
             "system; TP 4 x PP 8 x 12 virtual stages, micro-batch 1, batch and micro-batches per pipeline as "
@@ -874,7 +874,8 @@ SOURCES: list[Source] = [
             "scaling, sequence parallelism with Userbuffers TP overlap, Apex's distributed optimizer with both "
             "overlaps, no recompute, no dropout, flash-attn 2 (simulator/e2e_validation/mlperf_sources.py); the "
             "vocabulary size (50,257) is assumed.",
-            "Eos runs on the dgx-h100 profile (8 x ConnectX-7 NDR 400 Gb/s per node, as the systems json prints)."]),
+            "Eos and Azure's ND H100 v5 run on the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node, as both "
+            "systems json print)."]),
     Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
            "internlm_7b_train_performance.csv", internlm,
            ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "

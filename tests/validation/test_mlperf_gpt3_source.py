@@ -17,11 +17,11 @@ def _rows() -> list[dict[str, str]]:
 
 
 def test_logged_batch_bookkeeping_and_plan():
-    """Seven systems (64-1,344 DGX H100 nodes); TP x PP x DP = GPUs; the logged
+    """Seven Eos systems (64-1,344 DGX H100 nodes) and Azure's 1,344 ND H100 v5 VMs; TP x PP x DP = GPUs; the logged
     gradient_accumulation_steps (micro-batches per pipeline at micro-batch 1) x DP = the logged
     global batch; the value lies within the three per-run medians (to 0.2%)."""
     rows = _rows()
-    assert [parse_int(r["num_gpus"]) for r in rows] == [512, 768, 4096, 6144, 8192, 10240, 10752]
+    assert [parse_int(r["num_gpus"]) for r in rows] == [512, 768, 4096, 6144, 8192, 10240, 10752, 10752]
     for r in rows:
         n, tp, pp, dp = (parse_int(r[k]) for k in ("num_gpus", "tp", "pp", "dp"))
         assert (tp, pp, parse_int(r["vp"]), parse_int(r["micro_batch"])) == (4, 8, 12, 1) and tp * pp * dp == n
@@ -36,7 +36,7 @@ def test_rows_build_the_submission_plan_held_out():
     sequence parallelism with the submission's Userbuffers SM counts, the distributed optimizer,
     no recompute, no dropout, the vocabulary padded to 50,688 at TP 4; no row fits anything."""
     cs = mlperf_gpt3(_rows())
-    assert len(cs) == 7
+    assert len(cs) == 8
     assert "mlperf_gpt3" in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("mlperf_gpt3") == 1
     for c in cs:
         build_scenario(c.scenario)
@@ -51,7 +51,7 @@ def test_rows_build_the_submission_plan_held_out():
 
 @pytest.mark.slow
 def test_held_out_errors_are_within_two_percent():
-    """Held out (20-80 CPU s of simulation per row): +0.6, +0.8, +0.5, +1.0, +0.9, -1.0, -0.6%
-    (positive: the simulator faster)."""
+    """Held out (20-80 CPU s of simulation per row): +0.6, +0.8, +0.5, +1.0, +0.9, -1.0, -0.6% on
+    Eos and +1.3% on Azure's VMs, whose plan is Eos' largest (positive: the simulator faster)."""
     errs = [r.error for r in scoring.run_cases(mlperf_gpt3(_rows()))]
-    assert len(errs) == 7 and all(abs(e) <= 0.02 for e in errs), errs
+    assert len(errs) == 8 and all(abs(e) <= 0.02 for e in errs), errs
