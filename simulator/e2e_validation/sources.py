@@ -39,7 +39,7 @@ from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
 from simulator.e2e_validation.megascale_sources import megascale
 from simulator.e2e_validation.mtnlg_sources import mtnlg
-from simulator.e2e_validation.mlperf_sources import mlperf_gpt3
+from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
@@ -876,6 +876,13 @@ SOURCES: list[Source] = [
             "vocabulary size (50,257) is assumed.",
             "Eos and Azure's ND H100 v5 run on the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node, as both "
             "systems json print)."]),
+    Source("mlperf_gpt3_v30", "MLPerf Training v3.0, GPT-3 175B on DGX H100 and CoreWeave HGX H100 (512-3,584 GPUs, NeMo 23.04, FP8)",
+           "mlperf_v30_gpt3_h100.csv", mlperf_gpt3_v30,
+           ["Held out entirely (no row fits anything): the median logged train_step_timing of three runs per "
+            "system; the v3.1 plan and settings (TP 4 x PP 8 x 12 virtual stages, FP8, Userbuffers TP overlap with "
+            "v3.0's SM counts, distributed optimizer, no recompute), the release six months older.",
+            "Both clusters run on the dgx-h100 profile (8 x ConnectX-7 NDR 400 Gb/s per node, as the systems json "
+            "print)."]),
     Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
            "internlm_7b_train_performance.csv", internlm,
            ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "
@@ -1147,7 +1154,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "mlperf_gpt3", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card"})
 
 

@@ -101,7 +101,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         # fp8 only where the source states it (NeMo's pages and the MLPerf GPT-3 configs: every row;
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
-                                                       "mlperf_gpt3") else
+                                                       "mlperf_gpt3", "mlperf_gpt3_v30") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
@@ -128,7 +128,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
         len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
-                                     "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3",
+                                     "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
                                      "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp", "bridge_card"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
