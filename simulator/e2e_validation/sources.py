@@ -38,6 +38,8 @@ from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
 from simulator.e2e_validation.megascale_sources import megascale
+from simulator.e2e_validation.mtnlg_sources import mtnlg
+from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
@@ -854,6 +856,33 @@ SOURCES: list[Source] = [
             "simulator/e2e_validation/megascale_sources.py).",
             "The cluster runs on the dgx-a100 profile (8 x 200 Gb/s per node as printed; the GPU model and NVLink are "
             "not): its RoCE fabric (Tomahawk 4, three layers at 1:1) and congestion control are not modelled."]),
+    Source("mtnlg", "Megatron-Turing NLG 530B, arXiv:2201.11990 sec. 2.4 (2,240-3,360 DGX A100 GPUs, batch 1,920)",
+           "mtnlg_530b_2201_11990.csv", mtnlg,
+           ["Held out entirely (no row fits anything): TP 8 x PP 35 as printed, DP 8, 10 and 12 at a fixed batch of "
+            "1,920 sequences (240 -> 160 micro-batches per pipeline); step time as printed.",
+            "Megatron-DeepSpeed of 2021, as the bloom source runs it: DeepSpeed's 1F1B pipeline engine with "
+            "partitioned boundary tensors, ZeRO-1 reducing fp16 gradients after the backward, materialised attention "
+            "scores. Not printed, assumed: fp16, micro-batch 1, full recompute (the printed TFLOP/s count it) "
+            "(simulator/e2e_validation/mtnlg_sources.py).",
+            "The cluster runs on the dgx-a100 profile (Selene: 8 x HDR 200 Gb/s per node, full fat tree)."]),
+    Source("mlperf_gpt3", "MLPerf Training v3.1, GPT-3 175B on Eos and Azure (512-10,752 H100, NeMo 23.09, FP8)",
+           "mlperf_v31_gpt3_h100.csv", mlperf_gpt3,
+           ["Held out entirely (no row fits anything): the median logged train_step_timing of three runs per "
+            "system; TP 4 x PP 8 x 12 virtual stages, micro-batch 1, batch and micro-batches per pipeline as "
+            "logged (128, 16, 8).",
+            "Settings from the submission's code (config_common.sh, config_fp8.sh, conf/custom.yaml): FP8 delayed "
+            "scaling, sequence parallelism with Userbuffers TP overlap, Apex's distributed optimizer with both "
+            "overlaps, no recompute, no dropout, flash-attn 2 (simulator/e2e_validation/mlperf_sources.py); the "
+            "vocabulary size (50,257) is assumed.",
+            "Eos and Azure's ND H100 v5 run on the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node, as both "
+            "systems json print)."]),
+    Source("mlperf_gpt3_v30", "MLPerf Training v3.0, GPT-3 175B on DGX H100 and CoreWeave HGX H100 (512-3,584 GPUs, NeMo 23.04, FP8)",
+           "mlperf_v30_gpt3_h100.csv", mlperf_gpt3_v30,
+           ["Held out entirely (no row fits anything): the median logged train_step_timing of three runs per "
+            "system; the v3.1 plan and settings (TP 4 x PP 8 x 12 virtual stages, FP8, Userbuffers TP overlap with "
+            "v3.0's SM counts, distributed optimizer, no recompute), the release six months older.",
+            "Both clusters run on the dgx-h100 profile (8 x ConnectX-7 NDR 400 Gb/s per node, as the systems json "
+            "print)."]),
     Source("internlm", "InternLM-7B training performance, HybridZeroOptimizer (8-1,024 A100, 4 x 100 Gb/s RoCE, BF16)",
            "internlm_7b_train_performance.csv", internlm,
            ["Held out entirely (no row fits anything): tokens per GPU per second at a fixed number of tokens per "
@@ -1128,7 +1157,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card"})
 
 
