@@ -116,7 +116,8 @@ NOTES = {
 PROFILE_NOTES = {
     "name": "profile name (`hardware:` of a scenario)", "description": "one line shown in reports",
     "provenance": "where the numbers come from", "nccl": "NCCL tuner overrides and `version` (what `clustersim "
-    "calibrate` writes); they time the chosen algorithm, not the choice", "uncertainty": "the fit's residual "
+    "calibrate` writes); they time the chosen algorithm, not the choice; `tuner_plugin` (e.g. "
+    "`aws-ofi-nccl-1.16:p5.48xlarge`) names a tuner plugin the runs load, whose choice comes first", "uncertainty": "the fit's residual "
     "quantiles per collective class (written by `clustersim calibrate`)",
     "uncertainty.busbw_log_residual": "[q10, q90] of ln(predicted / measured busbw) per class, e.g. "
     "`allreduce, across nodes, >= 1 MiB`", "uncertainty.rows": "rows the fit had per class",

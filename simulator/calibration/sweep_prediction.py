@@ -46,6 +46,9 @@ class Case:
     nic_ports: int | None = None  # ports per NIC when the cluster's NICs are not the profile's (nics.ports)
     nics: int | None = None  # NICs per node when the cluster has more or fewer than the profile (nics.count)
     min_channels: int | None = None  # the header's env sets NCCL_MIN_NCHANNELS / NCCL_MIN_CTAS
+    # A tuner plugin the run loaded (profile nccl.tuner_plugin, costs/aws_ofi_tuner.py), where the header's
+    # software and env show it; None: NCCL's own tuner chose
+    tuner_plugin: str | None = None
 
     @property
     def system(self) -> str:
@@ -479,14 +482,21 @@ CASES.update({
              "NCCL_MIN_NCHANNELS=32 (four CTAs per ring: nccl_tuner.ring_ctas_per_channel); fabric not stated, RoCE assumed from "
              "NCCL_IB_GID_INDEX=3; 1-16 GiB only"),
 })
+# The HyperPod image's plugin: aws-ofi-nccl from EFA installer 1.43.2, the release the Dockerfile declares
+# (AWS_OFI_NCCL_VERSION=v1.16.3, the one paired with NCCL 2.27.7 in its release notes); from 1.16.0 its
+# tuner is inside the net plugin, and NCCL 2.27.7 takes it from there when NCCL_TUNER_PLUGIN names a
+# library it cannot open (the job's /opt/aws-ofi-nccl/install/... path, which the image does not
+# install): costs/aws_ofi_tuner.py. The 2.22.3 sweep of aws-p5 ran aws-ofi-nccl 1.9.2 (no such tuner).
+P5_HYPERPOD_TUNER = "aws-ofi-nccl-1.16:p5.48xlarge"
 # AWS p5 beyond two nodes: SageMaker HyperPod p5.48xlarge at 2-32 nodes (crazyguitar/aws-gpu-communication-
 # benchmark; NCCL 2.27.7 by the image, defaults), the only Ring/Simple runs across p5 nodes here, 32 MiB and up
 # (deployed_fit.FIT_EXCLUDED: scored, not fitted).
 CASES.update({
     f"h100x{8 * n}_{op}_{n}node_awsp5_hyperpod_efa": Case(
-        "aws-p5", op, 8 * n, 8, family="aws-p5-hyperpod",
+        "aws-p5", op, 8 * n, 8, family="aws-p5-hyperpod", tuner_plugin=P5_HYPERPOD_TUNER,
         note=f"SageMaker HyperPod, {n} x p5.48xlarge (32 x 100 Gb/s EFA per node), NCCL 2.27.7 (the image's), "
-             "NCCL_BUFFSIZE=8 MiB; a summary table without times (time = size / algbw), 32 MiB and up")
+             "NCCL_BUFFSIZE=8 MiB, aws-ofi-nccl 1.16's tuner; a summary table without times (time = size / algbw), "
+             "32 MiB and up")
     for op in ("allreduce", "allgather", "alltoall") for n in (2, 4, 8, 16, 32)
 })
 # Public logs of systems the model had not seen, mapped to the closest bundled profile as a new user would
@@ -735,11 +745,15 @@ def case_profile(case: Case, table: dict | None = None, version: str | None = No
         profile = profile.model_copy(update={"nccl": {**profile.nccl, "min_channels": float(case.min_channels)}})
     if version and not profile.nccl_version:  # the tuner tables of the release that ran the sweep
         profile = profile.model_copy(update={"nccl": {**profile.nccl, "version": version}})
+    if case.tuner_plugin and not profile.nccl_tuner_plugin:  # the plugin whose choice the run ran
+        profile = profile.model_copy(update={"nccl": {**profile.nccl, "tuner_plugin": case.tuner_plugin}})
     if table is not None:  # the table's constants under the profile's own (as the bundled ones would be)
         nccl: dict[str, float | str] = {**deployed_for(deployed_key(profile), table).overrides(),
                                         **profile.nccl_overrides}
         if profile.nccl_version:
             nccl["version"] = profile.nccl_version
+        if profile.nccl_tuner_plugin:
+            nccl["tuner_plugin"] = profile.nccl_tuner_plugin
         profile = profile.model_copy(update={"nccl": nccl})
     return profile
 

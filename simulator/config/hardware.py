@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from simulator import units
 from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
 from simulator.config.nccl_overrides import check_override, check_version
+from simulator.costs.aws_ofi_tuner import check_tuner_plugin
 from simulator.config.strict import STRICT_CONFIG
 from simulator.vocabulary import PREDICTED_OPS
 from simulator.errors import InputError, quote
@@ -405,7 +406,9 @@ class HardwareProfile(_Strict):
     # calibration knobs. They time the collectives; NCCL's choice of algorithm and protocol keeps
     # its built-in tables (nccl_tuner.selection_context), except for the net plugin's net_latency_us.
     # ``version`` ("2.23.4", a string) names the NCCL release whose tables those are
-    # (costs/nccl_versions.py); absent: the newest encoded (2.30.7).
+    # (costs/nccl_versions.py); absent: the newest encoded (2.30.7). ``tuner_plugin``
+    # ("aws-ofi-nccl-1.16:p5.48xlarge", a string) names a tuner plugin the runs load, whose choice of
+    # algorithm and protocol replaces NCCL's where it has one (costs/aws_ofi_tuner.py).
     nccl: dict[str, float | str] = Field(default_factory=dict)
     provenance: str = ""
     uncertainty: Uncertainty | None = None  # written by `clustersim calibrate` with a collective fit
@@ -419,6 +422,8 @@ class HardwareProfile(_Strict):
         for key, value in overrides.items():
             if key == "version":
                 problem = check_version(value)
+            elif key == "tuner_plugin":
+                problem = check_tuner_plugin(value)
             else:
                 try:
                     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -434,14 +439,20 @@ class HardwareProfile(_Strict):
 
     @property
     def nccl_overrides(self) -> dict[str, float]:
-        """The numeric ``nccl:`` values (every key but ``version``)."""
-        return {k: float(v) for k, v in self.nccl.items() if k != "version"}
+        """The numeric ``nccl:`` values (every key but ``version`` and ``tuner_plugin``)."""
+        return {k: float(v) for k, v in self.nccl.items() if k not in ("version", "tuner_plugin")}
 
     @property
     def nccl_version(self) -> str | None:
         """``nccl.version``: the NCCL release the tuner's tables are taken from (None: newest)."""
         v = self.nccl.get("version")
         return v if isinstance(v, str) else None
+
+    @property
+    def nccl_tuner_plugin(self) -> str | None:
+        """``nccl.tuner_plugin``: the tuner plugin the runs load (None: NCCL's own tuner chooses)."""
+        v = self.nccl.get("tuner_plugin")
+        return v.strip() if isinstance(v, str) else None
 
     @property
     def collective_library(self) -> str:

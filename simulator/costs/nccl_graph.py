@@ -84,6 +84,9 @@ class TunerContext:
     # NCCL sends from GPU memory (GPUDirect RDMA read: costs/gdr.py uses_gdr): a Simple p2p send the
     # provider injects must first be copied out of it (costs/collectives.py p2p_inject_copies)
     gdr_send: bool = False
+    # A tuner plugin the runs load whose choice replaces NCCL's where it has one (profile
+    # nccl.tuner_plugin, e.g. "aws-ofi-nccl-1.16:p5.48xlarge": costs/aws_ofi_tuner.py); None: NCCL's own
+    tuner_plugin: str | None = None
 
     @property
     def ppn(self) -> int:
@@ -484,4 +487,5 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
                                                   gpu_direct=profile.node.nics.gpu_direct, release=release)),
         gdr_send=uses_gdr(profile.node.nics.gpu_path, profile.node.nics.gdr_level, read=True,
                           gpu_direct=profile.node.nics.gpu_direct, release=release),
+        tuner_plugin=None if rccl else profile.nccl_tuner_plugin,
     )

@@ -29,6 +29,7 @@ from simulator.costs.nccl_constants import (
 )
 from simulator.costs import ring_window
 from simulator.costs.nccl_graph import TunerContext
+from simulator.costs.aws_ofi_tuner import plugin_choice
 from simulator.costs.nccl_versions import tables_for
 
 # GPU-to-NIC paths over which NCCL enables LL128 across nodes (tuning.cc, typeInter <= PATH_PXB), and
@@ -412,12 +413,19 @@ def select(ctx: TunerContext, coll: str, nbytes: int, algo: str | None = None,
            proto: str | None = None, algos: tuple[str, ...] = ALGOS) -> tuple[str, str]:
     """The (algorithm, protocol) NCCL would run: argmin of :func:`predict_us` on the
     :func:`selection_context` over the enabled combinations of `algos`, restricted to
-    `algo`/`proto` where pinned (like NCCL_ALGO / NCCL_PROTO).
+    `algo`/`proto` where pinned (like NCCL_ALGO / NCCL_PROTO). Where the profile names a tuner
+    plugin the runs load (``nccl.tuner_plugin``), its choice among those enabled comes first
+    (:func:`simulator.costs.aws_ofi_tuner.plugin_choice`), as NCCL runs the pair the plugin costs at 0.
 
     Raises ValueError when the pins leave nothing enabled.
     """
     best: tuple[float, str, str] | None = None
     sel, terms = _selection_terms(ctx, coll, algos, algo, proto)
+    if ctx.tuner_plugin:  # a loaded tuner plugin's choice among the enabled pairs, where it has one
+        chosen = plugin_choice(ctx.tuner_plugin, coll, nbytes, ctx.n_ranks, ctx.n_nodes,
+                               {(a, p) for a, p, _, _ in terms})
+        if chosen is not None:
+            return chosen
     for a, p, bw, lat in terms:  # predict_us(selection_context(ctx), coll, a, p, size) of each enabled one
         t = _sized_us(sel, coll, a, p, max(1, nbytes), bw, lat)
         if t < math.inf and (best is None or t < best[0]):

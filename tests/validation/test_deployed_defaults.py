@@ -562,10 +562,12 @@ LOSO_BOUNDS = {
     "crusoe-a100": TARGETS,
     "coreweave-h200": TARGETS,
     "together-h100": TARGETS,
-    # AWS p5 on 2-32 nodes (SageMaker HyperPod, NCCL 2.27.7, 32 MiB and up), scored, not fitted: 12.3% / +0.2% /
-    # 12.3% since NCCL sees one network device of 4 EFA rails per GPU (nccl_graph.net_devices; 25.6% / -23.4% /
-    # 25.6% with 32 devices of 12 GB/s). Left: the AllReduce from 8 nodes (+20..+28%), chosen by aws-ofi-nccl's
-    # own tuner in the run, not NCCL's tables (data/nccl/INDEX.md, p5 HyperPod note), and All-to-All from 4 nodes
+    # AWS p5 on 2-32 nodes (SageMaker HyperPod, NCCL 2.27.7, 32 MiB and up), scored, not fitted: 11.8% / -2.7% /
+    # 11.8% with the AllReduce choice of aws-ofi-nccl 1.16's tuner, which the runs loaded from the net plugin
+    # (costs/aws_ofi_tuner.py; 12.3% / +0.2% / 12.3% with NCCL's own tables: its AllReduce rows 16.0% -> 12.2%),
+    # since NCCL sees one network device of 4 EFA rails per GPU (nccl_graph.net_devices; 25.6% / -23.4% / 25.6%
+    # with 32 devices of 12 GB/s). Left: the 32-node AllReduce (25.5%: the plugin's NVLSTree at 512 MiB-1 GiB
+    # +49..+90%) and All-to-All from 4 nodes
     "aws-p5-hyperpod": TARGETS,
 }
 
