@@ -192,6 +192,7 @@ class FlowNetwork:
         # a link (how many, per link), which costs one numpy pass per class instead of a dict
         # entry per link (an All-to-All class crosses ~1,300).
         self._large_on_link = np.zeros(cap.size, dtype=np.int64)
+        self._n_large = 0  # active classes counted in _large_on_link
         # (finish, fid, flow or solo block); stale entries skipped
         self._heap: list[tuple[float, int, ActiveFlow | SoloBlock]] = []
         self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
@@ -518,12 +519,15 @@ class FlowNetwork:
         shared links (``seen`` grows with the links visited), until ``stop_at`` flows are members.
         The members' flow count, or None past LARGE_COMPONENT_FLOWS or at a link whose class is
         too large to be kept per link."""
-        on_link, large = self._on_link, self._large_on_link
+        # (a numpy read per link visited only while a class too large to be kept per link is
+        # active: most of a step has none)
+        large = self._large_on_link if self._n_large else None
+        get = self._on_link.get
         while stack and len(members) < stop_at:
             link = stack.pop()
-            if large[link]:
+            if large is not None and large[link]:
                 return None
-            users = on_link.get(link)
+            users = get(link)
             if not users:
                 continue
             for fid, f in users.items():
@@ -532,10 +536,10 @@ class FlowNetwork:
                     n_members += f.n
                     if n_members > LARGE_COMPONENT_FLOWS:
                         return None
-                    for other in f.ulinks:
-                        if other not in seen:
-                            seen.add(other)
-                            stack.append(other)
+                    new = [other for other in f.ulinks if other not in seen]
+                    if new:
+                        seen.update(new)
+                        stack.extend(new)
         return n_members
 
     def _residual_shape(self, shape: PhaseShape,
@@ -793,6 +797,7 @@ class FlowNetwork:
             seeds.append(f)
             if f.n > LARGE_COMPONENT_FLOWS:
                 self._large_on_link[f.uarr] += 1
+                self._n_large += 1
                 continue
             for link in f.ulinks:
                 users = get(link)
@@ -964,6 +969,7 @@ class FlowNetwork:
         on_link, fid = self._on_link, f.fid
         if f.n > LARGE_COMPONENT_FLOWS:
             self._large_on_link[f.uarr] -= 1
+            self._n_large -= 1
         else:
             for link in f.ulinks:
                 del on_link[link][fid]
@@ -990,6 +996,7 @@ class FlowNetwork:
                     mirror.owner[g.slots] = g.fid
             if g.n > LARGE_COMPONENT_FLOWS:
                 self._large_on_link[g.uarr] += 1
+                self._n_large += 1
             else:
                 for link in g.ulinks:
                     users = on_link.get(link)
@@ -1203,6 +1210,7 @@ class FlowNetwork:
                     self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
                     if f.n > LARGE_COMPONENT_FLOWS:
                         self._large_on_link[f.uarr] -= 1
+                        self._n_large -= 1
                         continue
             for link in f.ulinks:
                 users = on_link[link]
