@@ -1187,9 +1187,10 @@ class FlowNetwork:
         delivered = 0.0
         flows, on_link = self._flows, self._on_link
         gone_links: list[int] = []
-        sizes: list[float] = []
-        counts: list[int] = []
-        extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        # each entry's bytes, listed as the entries are (a flow's size once per link it crossed:
+        # cheaper than an np.repeat of the sizes for the few flows that end at once)
+        entry_bytes: list[float] = []
+        extend, extend_bytes = gone_links.extend, entry_bytes.extend
         n_finished = len(finished)
         for f in finished:
             fid = f.fid
@@ -1199,8 +1200,7 @@ class FlowNetwork:
                 delivered += size
                 links = f.links
                 extend(links)
-                add_size(size)
-                add_count(len(links))
+                extend_bytes([size] * len(links))
             else:  # a class: its members' bytes and counts per distinct link
                 delivered += size * f.n
                 n_finished += f.n - 1
@@ -1221,7 +1221,7 @@ class FlowNetwork:
             self._dirty.update(gone_links)
             gone = np.array(gone_links, dtype=np.int64)
             self._count_busy(gone, -1)
-            self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
+            self._done(gone, np.array(entry_bytes, dtype=np.float64))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered
