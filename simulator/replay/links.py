@@ -79,6 +79,9 @@ LIST_CAPACITY_LINKS = 1 << 16
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+# Up to this many flow-link entries, the flows admitted at one instant are counted on their
+# links one by one rather than with numpy (FlowNetwork._admit)
+_FEW_ENTRIES = 16
 # Up to this many links, beside() reads their occupancy rows as Python lists rather than
 # with a numpy call per column and test (a TP ring's 8 NVLink hops, most of its calls)
 _FEW_LINKS = 32
@@ -88,6 +91,16 @@ try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through
     from numpy._core.multiarray import count_nonzero as _count_nonzero
 except ImportError:  # numpy < 2
     from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
+
+
+def _few_plain(flows: list[ActiveFlow]) -> bool:
+    """Whether ``flows`` are single flows (no classes) crossing _FEW_ENTRIES links in all."""
+    n = 0
+    for f in flows:
+        if f.ptr is not None:
+            return False
+        n += len(f.links)
+    return n <= _FEW_ENTRIES
 
 
 class Beside(NamedTuple):
@@ -771,7 +784,14 @@ class FlowNetwork:
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
         now = self.env._now
-        if self._new:
+        if self._new and not self._n_reserved and not self._blocks and _few_plain(self._new):
+            # (no link held or reserved to check, and a few entries: counted one by one, without
+            # the arrays below; 99% of the send/recv flows of a 128K ring-attention step)
+            busy = self._busy
+            for f in self._new:
+                for link in f.links:
+                    busy[link] += 1
+        elif self._new:
             n_new = len(self._new)
             links, counts = link_counts(self._new)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
