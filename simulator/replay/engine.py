@@ -561,8 +561,8 @@ class Replayer:
                             break
                     if stop:
                         break
-                if after is not None and not self._synced(R, nxt):
-                    break  # the host issues it only once the GPU has ended a synced op
+                if after is not None and (s := after[nxt]) >= 0 and not done[s]:
+                    break  # the host issues it only once the GPU has ended a synced op (_synced)
             q += 1
             k = nxt
             add_op(k)
@@ -570,7 +570,11 @@ class Replayer:
         if len(ops) == 1:
             return None
         issue = table.issue
-        gates = list(map(issue.__getitem__, ops)) if after is None else [self._issued(R, o) for o in ops]
+        if after is None:
+            gates = list(map(issue.__getitem__, ops))
+        else:  # (_issued written out: one call per entry of every block otherwise)
+            r_end = R.end
+            gates = [issue[o] if (s := after[o]) < 0 else float(r_end[s]) + issue[o] - issue[s] for o in ops]
         run = ComputeRun(ops, durs, q - p + 1, gates)
         if held:
             run.held = held
@@ -900,7 +904,7 @@ class Replayer:
                 # the host waited for op s to end before it went on issuing (ComputeOp.host_sync)
                 if not done[s]:
                     yield self._waiter(R, op.stream, i, s)
-                at = self._issued(R, i)
+                at = float(r_end[s]) + issue[i] - issue[s]  # (_issued written out)
             now = env._now
             if at > now and not done[i]:  # the host has not issued it yet (costs/host.py)
                 yield Timeout(env, at - now)

@@ -79,6 +79,9 @@ LIST_CAPACITY_LINKS = 1 << 16
 # A change whose component reaches more flows than this is re-shared over every active flow at
 # once with the vectorised water-filling (a 1,024-rank All-to-All connects everything).
 LARGE_COMPONENT_FLOWS = 512
+# Up to this many flow-link entries, the flows admitted at one instant are counted on their
+# links one by one rather than with numpy (FlowNetwork._admit)
+_FEW_ENTRIES = 16
 # Up to this many links, beside() reads their occupancy rows as Python lists rather than
 # with a numpy call per column and test (a TP ring's 8 NVLink hops, most of its calls)
 _FEW_LINKS = 32
@@ -88,6 +91,16 @@ try:  # numpy's C count_nonzero: np.count_nonzero and ndarray.any() pass through
     from numpy._core.multiarray import count_nonzero as _count_nonzero
 except ImportError:  # numpy < 2
     from numpy.core.multiarray import count_nonzero as _count_nonzero  # type: ignore[no-redef]
+
+
+def _few_plain(flows: list[ActiveFlow]) -> bool:
+    """Whether ``flows`` are single flows (no classes) crossing _FEW_ENTRIES links in all."""
+    n = 0
+    for f in flows:
+        if f.ptr is not None:
+            return False
+        n += len(f.links)
+    return n <= _FEW_ENTRIES
 
 
 class Beside(NamedTuple):
@@ -192,6 +205,7 @@ class FlowNetwork:
         # a link (how many, per link), which costs one numpy pass per class instead of a dict
         # entry per link (an All-to-All class crosses ~1,300).
         self._large_on_link = np.zeros(cap.size, dtype=np.int64)
+        self._n_large = 0  # active classes counted in _large_on_link
         # (finish, fid, flow or solo block); stale entries skipped
         self._heap: list[tuple[float, int, ActiveFlow | SoloBlock]] = []
         self._new: list[ActiveFlow] = []  # started this instant, not yet given a rate
@@ -518,12 +532,15 @@ class FlowNetwork:
         shared links (``seen`` grows with the links visited), until ``stop_at`` flows are members.
         The members' flow count, or None past LARGE_COMPONENT_FLOWS or at a link whose class is
         too large to be kept per link."""
-        on_link, large = self._on_link, self._large_on_link
+        # (a numpy read per link visited only while a class too large to be kept per link is
+        # active: most of a step has none)
+        large = self._large_on_link if self._n_large else None
+        get = self._on_link.get
         while stack and len(members) < stop_at:
             link = stack.pop()
-            if large[link]:
+            if large is not None and large[link]:
                 return None
-            users = on_link.get(link)
+            users = get(link)
             if not users:
                 continue
             for fid, f in users.items():
@@ -532,10 +549,10 @@ class FlowNetwork:
                     n_members += f.n
                     if n_members > LARGE_COMPONENT_FLOWS:
                         return None
-                    for other in f.ulinks:
-                        if other not in seen:
-                            seen.add(other)
-                            stack.append(other)
+                    new = [other for other in f.ulinks if other not in seen]
+                    if new:
+                        seen.update(new)
+                        stack.extend(new)
         return n_members
 
     def _residual_shape(self, shape: PhaseShape,
@@ -767,7 +784,14 @@ class FlowNetwork:
     def _admit(self) -> None:
         """Enter the flows started this instant; they seed the next rate computation."""
         now = self.env._now
-        if self._new:
+        if self._new and not self._n_reserved and not self._blocks and _few_plain(self._new):
+            # (no link held or reserved to check, and a few entries: counted one by one, without
+            # the arrays below; 99% of the send/recv flows of a 128K ring-attention step)
+            busy = self._busy
+            for f in self._new:
+                for link in f.links:
+                    busy[link] += 1
+        elif self._new:
             n_new = len(self._new)
             links, counts = link_counts(self._new)
             if self._n_reserved:  # reserved links: their holders put what they hold on the network first
@@ -793,6 +817,7 @@ class FlowNetwork:
             seeds.append(f)
             if f.n > LARGE_COMPONENT_FLOWS:
                 self._large_on_link[f.uarr] += 1
+                self._n_large += 1
                 continue
             for link in f.ulinks:
                 users = get(link)
@@ -964,6 +989,7 @@ class FlowNetwork:
         on_link, fid = self._on_link, f.fid
         if f.n > LARGE_COMPONENT_FLOWS:
             self._large_on_link[f.uarr] -= 1
+            self._n_large -= 1
         else:
             for link in f.ulinks:
                 del on_link[link][fid]
@@ -990,6 +1016,7 @@ class FlowNetwork:
                     mirror.owner[g.slots] = g.fid
             if g.n > LARGE_COMPONENT_FLOWS:
                 self._large_on_link[g.uarr] += 1
+                self._n_large += 1
             else:
                 for link in g.ulinks:
                     users = on_link.get(link)
@@ -1180,9 +1207,10 @@ class FlowNetwork:
         delivered = 0.0
         flows, on_link = self._flows, self._on_link
         gone_links: list[int] = []
-        sizes: list[float] = []
-        counts: list[int] = []
-        extend, add_size, add_count = gone_links.extend, sizes.append, counts.append
+        # each entry's bytes, listed as the entries are (a flow's size once per link it crossed:
+        # cheaper than an np.repeat of the sizes for the few flows that end at once)
+        entry_bytes: list[float] = []
+        extend, extend_bytes = gone_links.extend, entry_bytes.extend
         n_finished = len(finished)
         for f in finished:
             fid = f.fid
@@ -1192,8 +1220,7 @@ class FlowNetwork:
                 delivered += size
                 links = f.links
                 extend(links)
-                add_size(size)
-                add_count(len(links))
+                extend_bytes([size] * len(links))
             else:  # a class: its members' bytes and counts per distinct link
                 delivered += size * f.n
                 n_finished += f.n - 1
@@ -1203,6 +1230,7 @@ class FlowNetwork:
                     self._count_busy(f.uarr, -1, f.weight.astype(np.int64))
                     if f.n > LARGE_COMPONENT_FLOWS:
                         self._large_on_link[f.uarr] -= 1
+                        self._n_large -= 1
                         continue
             for link in f.ulinks:
                 users = on_link[link]
@@ -1213,7 +1241,7 @@ class FlowNetwork:
             self._dirty.update(gone_links)
             gone = np.array(gone_links, dtype=np.int64)
             self._count_busy(gone, -1)
-            self._done(gone, np.repeat(np.array(sizes, dtype=np.float64), counts))
+            self._done(gone, np.array(entry_bytes, dtype=np.float64))
         if self._mirror is not None:
             self._mirror.gone.extend(finished)
         self.stats.bytes_delivered += delivered

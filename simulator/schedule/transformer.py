@@ -606,7 +606,9 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
                 for t in args[i]:
                     if t.key.count(marker) != 1 or f"L{old}" in t.key.replace(marker, ""):
                         return None
-                    xfers.append(replace(t, key=t.key.replace(marker, to_marker)))
+                    # (built directly: dataclasses.replace, which reads every field by name,
+                    # was a tenth of building the 128K ring-attention schedule)
+                    xfers.append(Transfer(t.axis, t.offset, t.nbytes, t.key.replace(marker, to_marker), t.transport))
                 args[i] = tuple(xfers)
             values = tuple(args)
         state.append(values)
