@@ -143,6 +143,9 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # A ring's LL128 fraction scales what its CTAs move, not the NIC's share (collectives.channel_fraction): with
 # it Slingshot's ring LL128 came out x 0.8 while the GH200 rows were timed as LL128 (they run none: above) and
 # RoCE's x 0.9 no longer caps the 128 x 8 H100 rings that run four CTAs per NIC (nccl-tests issue #322).
+# With NCCL's channel cap per release (nccl_constants.max_channels: 32, 64 from 2.25) and NCCL's search
+# trimming channels the NVLink chains cannot feed (nccl_graph._chain_bound), InfiniBand's tree LL128 went
+# x 0.6 -> x 1, a near tie in the fit (2026-12-04; held-out figures in docs/validation-collectives.md).
 # The per-message cost of host-message transports (net_message_us), per message class
 # (message_class): the host protocol stacks (EFA over aws-ofi-nccl's SENDRECV protocol on aws-p4de,
 # GPUDirect-TCPXO on gcp-a3-mega) fitted on those two systems; Slingshot's CXI alt_read rendezvous
@@ -162,7 +165,7 @@ CXI_MESSAGE_US = 8.0
 CXI_INJECT_COPY_US = 12.0
 DEPLOYED: dict[str, DeployedNet] = {
     "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
-    "infiniband": DeployedNet(5, (0, 1), (0, 0.6), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
+    "infiniband": DeployedNet(5, (0, 1), (0, 1), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
                                                    "nebius-h100, sophia-a100, together-b200, xe9680-h100",
                               MESSAGE_US),
     "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
