@@ -49,7 +49,7 @@ def mtnlg_case(r: Row) -> Case:
                         dtype=parse_precision(r) or "fp16", recompute="full",
                         parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                       async_tensor_model_parallel_allreduce=False,
-                                      scatter_gather_tensors_in_pipeline=True),
+                                      scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed"),
                         stack=MEGATRON_LEGACY)
     return Case(SOURCE, f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} {n} GPUs", scn, "step_time_s",
                 float(r["value"]), n)

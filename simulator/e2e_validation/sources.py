@@ -176,7 +176,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
                             micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                             parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                           async_tensor_model_parallel_allreduce=False,
-                                          scatter_gather_tensors_in_pipeline=True, **bf16_opt),
+                                          scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed",
+                                          **bf16_opt),
                             stack=MEGATRON_LEGACY)
         if not bloom_fused_softmax(mb, parse_int(r["heads"]) // tp, parse_int(r["seq_len"]), final):
             scn["training"]["masked_softmax"] = "torch"

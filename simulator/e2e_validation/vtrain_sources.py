@@ -29,7 +29,8 @@ def _vtrain_case(source: str, r: Row) -> Case:
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
     par = dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
-               async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
+               async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True,
+               pp_engine="deepspeed")
     label = f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} gbs{gb}" + ("" if n == 8 else f" {n} GPUs")
     scenario = make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
                              n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",
