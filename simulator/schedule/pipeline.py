@@ -278,7 +278,7 @@ class StageBuilder:
         activation, then receives the gradient). The first waits for the pass before it (the NCCL
         stream waits on the compute stream), each for the one before (the compute stream waits on
         each), and the index returned is the last: the pass after waits for all of them."""
-        order = [([], [t]) for t in recvs] + [([t], []) for t in sends]
+        order: list[tuple[list[Transfer], list[Transfer]]] = [([], [t]) for t in recvs] + [([t], []) for t in sends]
         if not recvs_first:
             order = order[len(recvs):] + order[:len(recvs)]
         idx, after = -1, tuple(deps)

@@ -46,6 +46,7 @@ def test_rows_build_the_printed_plan_held_out():
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert not sources.is_fit_case(c) and c.metric == "step_time_s"
         assert (p["tp"], p["pp"], p["zero"], p.get("vp", 1)) == (8, 35, 1, 1)
+        assert p["pp_engine"] == "deepspeed" and p["scatter_gather_tensors_in_pipeline"]
         assert (t["dtype"], t["recompute"], t["micro_batch"]) == ("fp16", "full", 1)
         assert c.scenario["model"]["vocab"] == 51200
         micro.append(t["global_batch"] // (c.n_gpus // 280))
