@@ -10,8 +10,9 @@ is Megatron-DeepSpeed's, built as the BLOOM rows of the same code base are (``so
 with DeepSpeed ZeRO-1 (the optimizer states of the 175B rows at TP4 x PP4 fit 80 GB only sharded)
 reducing the gradients after the backward (``overlap_comm`` off by default), Megatron's legacy
 kernels (materialised attention scores, fused softmax and bias-GeLU, which vTrain's traced model
-runs), the blocking column-parallel AllReduce and DeepSpeed's pipeline engine sending each TP rank's
-1/tp of an activation and AllGathering it on receipt. The vocabulary is vTrain's default, the GPT-2
+runs), the blocking column-parallel AllReduce and DeepSpeed's pipeline engine (Megatron-DeepSpeed's
+GPTModelPipe) sending each TP rank's 1/tp of an activation and AllGathering it on
+receipt, each send and receive a blocking transfer of its own (``pp_engine: deepspeed``). The vocabulary is vTrain's default, the GPT-2
 BPE (50,257), padded as Megatron pads it.
 """
 

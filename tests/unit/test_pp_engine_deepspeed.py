@@ -111,3 +111,11 @@ def test_the_serial_exchange_adds_one_message_per_steady_cycle(tmp_path):
     small, large = per_cycle(16), per_cycle(32)
     message = lambda mb: mb * SMALL["seq_len"] * SMALL["hidden"] * 2  # bf16 activation, bytes
     assert large - small == pytest.approx((message(32) - message(16)) / (400e9 / 8 * 0.9), rel=0.02)
+
+
+def test_folded_replay_gives_the_unfolded_step(make):
+    """The serial exchanges repeat each steady micro-batch alike, so the replay's folding of the
+    steady section (replay/fold.py) gives the step of the whole replay."""
+    scn = make(scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed")
+    assert simulate_scenario(scn).report.step_time_s == pytest.approx(
+        simulate_scenario(scn, fold=False).report.step_time_s, rel=1e-9)
