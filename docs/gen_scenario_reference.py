@@ -65,6 +65,9 @@ NOTES = {
                                           "activation between pipeline stages and the receiver AllGathers it "
                                           "(Megatron-LM 2021-2023, DeepSpeed's pipeline engine); false: the "
                                           "whole activation (Megatron-Core)",
+    "pp_engine": "megatron: Megatron's pipeline schedule; deepspeed: DeepSpeed's PipelineEngine, which frees a "
+                 "partitioned stage output once sent and AllGathers it back over tp before its backward "
+                 "(Megatron-DeepSpeed: BLOOM, MT-NLG, vTrain)",
     "async_tensor_model_parallel_allreduce": "without sequence parallelism: the AllReduce of a column-parallel "
                                              "layer's input gradient overlaps its wgrad GEMM (Megatron-LM since "
                                              "Sep 2021); false: it follows the layer's backward, blocking "

@@ -101,6 +101,16 @@ class Parallel(BaseModel):
     # DeepSpeed's pipeline engine partitions the same way whenever it has model parallelism).
     # Megatron-Core's pipeline sends the whole tensor (false).
     scatter_gather_tensors_in_pipeline: bool = False
+    # The pipeline engine's handling of a partitioned (scatter/gather) activation. megatron:
+    # Megatron-LM's schedule keeps the stage's whole output for its backward. deepspeed: DeepSpeed's
+    # PipelineEngine (Megatron-DeepSpeed: BLOOM, MT-NLG, vTrain) frees it once the 1/tp share is
+    # sent (``first_output.data = torch.zeros(1)``) and, before that micro-batch's backward,
+    # AllGathers the share back over tp (``PartitionedTensor.from_meta(...).full()`` in
+    # ``_exec_backward_pass``, DeepSpeed 0.5-0.10; ``_exec_recv_grads`` in 0.3-0.4): one more
+    # AllGather of the activation per micro-batch on every stage but the last, ahead of the
+    # backward. Takes effect only where the activation is partitioned (the key above, tp > 1,
+    # no sequence parallelism).
+    pp_engine: Literal["megatron", "deepspeed"] = "megatron"
     # Gradient reduction dtype of DDP / ZeRO (Megatron's grad_reduce_in_fp32 makes it fp32).
     grad_reduce_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
     # true: the weight-gradient GEMM accumulates into the gradient buffer itself (Megatron-LM's

@@ -262,6 +262,9 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.zero3_contiguous_gradients", "selects how DeepSpeed ZeRO-3 of 2021 reduces gradients "
                                                           "and needs zero: 3 with zero3_impl: deepspeed-2021, got "
                                                           f"zero={p.zero}, zero3_impl={p.zero3_impl}")
+    if p.pp_engine == "deepspeed" and p.pp_schedule != "1f1b":
+        _fail(scn, "parallel.pp_engine", f"pp_engine: deepspeed runs DeepSpeed's TrainSchedule, a non-interleaved "
+                                         f"1F1B; pp_schedule must be 1f1b, got {p.pp_schedule}")
     if p.zero == 3 and p.pp > 1 and p.zero3_impl.startswith("deepspeed"):
         _fail(scn, "parallel.zero", f"zero=3 with pp={p.pp}: DeepSpeed's pipeline engine supports ZeRO "
                                     "stages 0-1 only (use zero3_impl: fsdp2)")

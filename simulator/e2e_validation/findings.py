@@ -1093,12 +1093,21 @@ which every run set against Jean Zay's hangs and which makes the host wait for e
 adds under 0.5% (BigScience measured 0 to 7%).
 
 Two more checks place BLOOM's gap on the node. (1) DeepSpeed's pipeline engine does not run
-Megatron's 1F1B: its `TrainSchedule` (deepspeed/runtime/pipe/schedule.py) alternates forward and
-backward steps by stage parity, and each send and receive is a blocking `dist.send`/`dist.recv`
-of its own instead of one batched exchange. Replayed that way, the eight rows move by +0.1 to
-+0.3 points (the final run 93.78 → 93.60 s predicted): the messages (1/tp of an activation,
-7-29 MB) take milliseconds against passes of 0.4-1.4 s, and with no transfer time the order
-gives the 1F1B step exactly. It is not modelled. (2) The same search timed one node alone (02-21: TP 8,
+Megatron's 1F1B exchanges: its `TrainSchedule` (deepspeed/runtime/pipe/schedule.py) orders the
+passes as 1F1B does (forward of micro-batch m on stage s at step 2m + s, backward at
+2m + 2·pp − 1 − s), but each send and receive is a blocking `dist.send`/`dist.recv` of its own
+(p2p.py): a backward step sends the activation, then receives the gradient; a forward step
+receives, then sends. Where Megatron's batched exchange moves the two messages at once over the
+full-duplex link, DeepSpeed's moves one after the other; and the engine frees each partitioned
+output once it is sent and AllGathers it back over tp before that micro-batch's backward
+(engine.py `_exec_backward_pass`). Both are modelled (`parallel.pp_engine: deepspeed`,
+`schedule/pipeline.py`): one message more per exchange on the stage that sets the pace. On
+Jean Zay's HFIs (58 MB per HFI a message, 11.5 ms at 40.5 Gb/s) that is 21 ms a micro-batch on
+the final run, whose 6-layer middle stages set the pace and exchange with two neighbours (104.00 →
+106.99 s, +0.7% → −2.1%), and 4-12 ms on the TP 8 rows, whose last stage (the LM head) sets it
+with one (each 0.5-1.4 points closer). The source: median 8.7% → 8.0%, signed +8.7% → +8.0%, max
+14.2% → 13.7%. (A replay of the same order before the HFIs' efficiency was measured moved the
+rows by 0.1-0.3 points: the messages were 2.5 times faster.) (2) The same search timed one node alone (02-21: TP 8,
 6 layers of h 14,336, the 250K vocabulary, micro-batch 2, GBS 512): 119.2 s and 130.4 s in two
 runs of the same configuration, where the model predicts 99.4 s (+20%, +31%); the 02-17 row of
 8 layers of h 14,400, before the node fix, is +44% (536 against 770 s). With no network, no
@@ -2159,13 +2168,13 @@ out, step time, micro-batch 1, fp16, ZeRO-1, full recompute, DeepSpeed's 1F1B pi
 
 | GPUs | DP | micro-batches per pipeline | measured | predicted | error | compute | bubble | exposed comm |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| 2,240 | 8 | 240 | 60.1 s | 46.81 s | +28.4% | 35.77 s | 7.42 s | 3.63 s |
-| 2,800 | 10 | 192 | 50.2 s | 38.63 s | +29.9% | 28.61 s | 7.04 s | 2.97 s |
-| 3,360 | 12 | 160 | 44.4 s | 33.18 s | +33.8% | 23.85 s | 6.79 s | 2.54 s |
+| 2,240 | 8 | 240 | 60.1 s | 46.94 s | +28.0% | 35.77 s | 7.36 s | 3.81 s |
+| 2,800 | 10 | 192 | 50.2 s | 38.73 s | +29.6% | 28.61 s | 7.00 s | 3.11 s |
+| 3,360 | 12 | 160 | 44.4 s | 33.26 s | +33.5% | 23.85 s | 6.76 s | 2.65 s |
 
 (Critical rank's breakdown; the exposed communication is mostly AllReduce, 3.12, 2.49 and 2.08 s:
 the blocking TP AllReduces and the tied embedding's; the ZeRO-1 reduce-scatter and gather 0.4 s.) The model
-is 28-34% optimistic, and more so as DP grows at the fixed batch (+5.4 points from DP 8 to 12).
+is 28-34% optimistic, and more so as DP grows at the fixed batch (+5.5 points from DP 8 to 12).
 
 It is not the model's price of this model on this cluster at this split: Megatron-LM's own runs
 of the same 530B shape at TP 8 x PP 35 on Selene, arXiv:2104.04473's Table 1 row (2,520 GPUs, DP
@@ -2175,7 +2184,7 @@ virtual stages and not scored for run time (`MAX_PIPELINE_PASSES`), simulate at 
 159 on the same GPUs. The interleaving accounts for part of that: the 1F1B bubble of 34 stages
 over 240 micro-batches is 14% of the pipeline against 4% for three virtual stages over 280, which
 would put the non-interleaved Megatron-LM run near 145 TFLOP/s; the model gives the MT-NLG plan
-161 (its bubble 7.4 s of 46.8). The remaining 13% or more is the production stack and run, on
+161 (its bubble 7.4 s of 46.9). The remaining 13% or more is the production stack and run, on
 which the paper prints nothing further.
 
 The unprinted settings, each tried on the 2,240-GPU row (none is applied; the rows fit nothing):
@@ -2190,12 +2199,21 @@ these rows would tune on them. The predicted memory (21.6 GiB per GPU at micro-b
 
 What the three rows are consistent with, as a diagnostic only: the compute x 1.106 and the
 pipeline bubble x 2.28 reproduce all three measured times within 1% (60.1, 50.7, 44.4 s). That is
-a fit on the scored rows, so it is not applied. Candidates of that shape, neither checked here
-against DeepSpeed's code of 2021 nor modelled: a pipeline engine whose neighbouring stages wait on
-each other's blocking exchanges during warm-up and flush (a longer bubble), and a per-micro-batch
-cost of the engine's Python instruction loop and of partitioned activation checkpoints (the
-compute term). The BLOOM rows (the same engine in 2022, PP 12 with 128 micro-batches of 2 per
-pipeline, a 1F1B bubble of 11/128 of the pipeline) sit at +0.7% to +14%, where the bubble matters
+a fit on the scored rows, so it is not applied. DeepSpeed's engine of the time (v0.5.8:
+deepspeed/runtime/pipe/engine.py, schedule.py, p2p.py) does not have that shape: its
+`TrainSchedule` orders the passes as 1F1B does and its blocking sends and receives meet the
+neighbours where Megatron's exchanges do, so warm-up and flush are no longer. What differs is
+modelled (`pp_engine: deepspeed`, BLOOM's section): the two messages of an exchange one after the
+other (10.5 MB, 0.45 ms here) and the sender's output AllGathered back over tp before each
+backward. It moves the rows by 0.3-0.4 points: 46.81 → 46.94, 38.63 → 38.73, 33.18 → 33.26 s
+(+28.0%, +29.6%, +33.5%). Not modelled, and bounded: the engine's host synchronisations (the
+throughput timer's `torch.cuda.synchronize()` at every forward, `PartitionedTensor.from_meta`'s
+`meta.tolist()`, `to_meta()`'s blocking copy: four a micro-batch) idle the GPU for the host's
+latency after each, well under 1 ms against about 200 ms of passes a micro-batch.
+Megatron-DeepSpeed's `GPTModelPipe` does not send the attention mask (it keeps it in
+`args.attn_mask`), DeepSpeed checkpoints only the transformer layers (`_is_checkpointable`), and
+the loss broadcast runs once a step. The engine does not explain the gap. The BLOOM rows (the same engine in 2022, PP 12 with 128 micro-batches of 2 per
+pipeline, a 1F1B bubble of 11/128 of the pipeline) sit at −2.1% to +13.7%, where the bubble matters
 less; a timing of one DeepSpeed pipeline at PP 35 would tell the two apart. `tests/validation/test_mtnlg_source.py` pins
 the rows' error.
 

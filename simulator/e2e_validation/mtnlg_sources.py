@@ -13,7 +13,9 @@ The stack is Megatron-DeepSpeed of 2021, the one BigScience forked for BLOOM a f
 
 - DeepSpeed's pipeline engine: the non-interleaved 1F1B schedule (``TrainSchedule``), each TP rank
   sending its 1/tp of the boundary activations and gathering them on receipt (partitioned
-  activations and gradients: ``scatter_gather_tensors_in_pipeline``);
+  activations and gradients: ``scatter_gather_tensors_in_pipeline``), each send and receive a
+  blocking transfer of its own and the sent output gathered back before its backward
+  (``pp_engine: deepspeed``);
 - ZeRO stage 1 over DP (the pipeline engine accepts stage 0 or 1; without ZeRO the model's step is
   0.1% longer), reducing the fp16 gradients after the backward (``overlap_comm`` off by default);
 - fp16, assumed: the precision of Megatron-LM's 2021 scripts and of BLOOM's fp16 search rows of
@@ -49,7 +51,7 @@ def mtnlg_case(r: Row) -> Case:
                         dtype=parse_precision(r) or "fp16", recompute="full",
                         parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                       async_tensor_model_parallel_allreduce=False,
-                                      scatter_gather_tensors_in_pipeline=True),
+                                      scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed"),
                         stack=MEGATRON_LEGACY)
     return Case(SOURCE, f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} {n} GPUs", scn, "step_time_s",
                 float(r["value"]), n)

@@ -129,7 +129,9 @@ def _bloom(rows: list[Row]) -> list[Case]:
     column-parallel backward AllReduce follows the wgrad GEMM (Megatron-DeepSpeed's
     ColumnParallelLinear: ``copy_to_tensor_model_parallel_region`` then ``F.linear``), and
     DeepSpeed's pipeline engine sends each TP rank's 1/tp of the activations and gradients and
-    AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``). The bf16 final
+    AllGathers them on receipt (``is_pipe_partitioned``, ``is_grad_partitioned``), each send and
+    receive a blocking ``dist.send``/``dist.recv`` of its own, and gathers a sent output back over
+    tp before its backward (``pp_engine: deepspeed``). The bf16 final
     run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
     equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
     (``zero1_impl: deepspeed-bf16``). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
@@ -176,7 +178,8 @@ def _bloom(rows: list[Row]) -> list[Case]:
                             micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
                             parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
                                           async_tensor_model_parallel_allreduce=False,
-                                          scatter_gather_tensors_in_pipeline=True, **bf16_opt),
+                                          scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed",
+                                          **bf16_opt),
                             stack=MEGATRON_LEGACY)
         if not bloom_fused_softmax(mb, parse_int(r["heads"]) // tp, parse_int(r["seq_len"]), final):
             scn["training"]["masked_softmax"] = "torch"

@@ -10,8 +10,9 @@ is Megatron-DeepSpeed's, built as the BLOOM rows of the same code base are (``so
 with DeepSpeed ZeRO-1 (the optimizer states of the 175B rows at TP4 x PP4 fit 80 GB only sharded)
 reducing the gradients after the backward (``overlap_comm`` off by default), Megatron's legacy
 kernels (materialised attention scores, fused softmax and bias-GeLU, which vTrain's traced model
-runs), the blocking column-parallel AllReduce and DeepSpeed's pipeline engine sending each TP rank's
-1/tp of an activation and AllGathering it on receipt. The vocabulary is vTrain's default, the GPT-2
+runs), the blocking column-parallel AllReduce and DeepSpeed's pipeline engine (Megatron-DeepSpeed's
+GPTModelPipe) sending each TP rank's 1/tp of an activation and AllGathering it on
+receipt, each send and receive a blocking transfer of its own (``pp_engine: deepspeed``). The vocabulary is vTrain's default, the GPT-2
 BPE (50,257), padded as Megatron pads it.
 """
 
@@ -29,7 +30,8 @@ def _vtrain_case(source: str, r: Row) -> Case:
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
     par = dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
-               async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True)
+               async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True,
+               pp_engine="deepspeed")
     label = f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} gbs{gb}" + ("" if n == 8 else f" {n} GPUs")
     scenario = make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
                              n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",

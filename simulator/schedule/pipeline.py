@@ -26,7 +26,17 @@ every TP rank holds the whole activation; with ``scatter_gather_tensors_in_pipel
 1/tp of it and the receiver AllGathers the pieces over tp before using them (Megatron-LM
 ``p2p_communication._communicate``: ``split_tensor_into_1d_equal_chunks`` /
 ``gather_split_1d_tensor``; DeepSpeed's ``PartitionedTensor`` in ``pipe/engine.py``). The first
-virtual stage runs the embedding, the last the LM head and loss.
+virtual stage runs the embedding, the last the LM head and loss. DeepSpeed's ``PipelineEngine``
+(``pp_engine: deepspeed``) keeps only the 1/tp share of a partitioned output after sending it
+(``first_output.data = torch.zeros(1)``) and AllGathers it back over tp before that micro-batch's
+backward, which needs the output tensor whole (``_exec_backward_pass``): one more AllGather per
+micro-batch on every stage but the last. Its ``TrainSchedule`` runs the passes in 1F1B's order
+(forward of micro-batch m on stage s at step 2m + s, backward at 2m + 2·pp − 1 − s) with each send
+and receive a blocking ``dist.send``/``dist.recv`` of its own; the rendezvous between neighbours
+are those of Megatron's batched exchanges, but each exchange of two messages runs as two
+blocking transfers one after the other (a backward step sends the activation, then receives the
+gradient; a forward step receives the activation, then sends the gradient), where Megatron's
+batched exchange runs both directions at once.
 
 With ``overlap_moe_expert_parallel_comm`` the steady passes are Megatron's combined 1F1B
 (``pipeline_parallel/combined_1f1b.py``): a forward and the backward of another micro-batch as one
@@ -82,6 +92,10 @@ class StageBuilder:
         self.gathered = 0
         if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
             self.gathered, self.msg = self.msg, self.msg // p.tp
+        # DeepSpeed's engine frees the sent output and gathers it back before the backward
+        self.restore_output = bool(self.gathered) and p.pp_engine == "deepspeed"
+        # ... and issues each send and receive of an exchange as a blocking call of its own
+        self.serial_p2p = p.pp_engine == "deepspeed"
         self.act_dtype = spec.act_dtype
         self.pb = ProgramBuilder()
         self.recv: dict[tuple[str, int, int], int] = {}  # (F|B, chunk, mb) -> recv op
@@ -140,8 +154,19 @@ class StageBuilder:
         n_layers = sum(1 for u in self.chunks[chunk] if u.layer is not None)
         return fp8.amax_reduction(self.pb, axes, n_layers, mb, after, phase, chunk)
 
-    def backward(self, chunk: int, mb: int) -> int:
+    def _backward_input(self, chunk: int, mb: int) -> int:
+        """What a backward pass waits for: the received gradient (or the forward's end) and, in
+        DeepSpeed's engine with a partitioned activation, the AllGather that rebuilds the
+        stage's own output from the 1/tp share it kept when sending it (module docstring)."""
         after = self.recv.get(("B", chunk, mb), self.out[("F", chunk, mb)])
+        if self.restore_output and not self.last_v(chunk):
+            after = self.pb.add(CommOp(name=f"pp.out.v{self.v(chunk)}.mb{mb}.restore.allgather", op="allgather",
+                                       axes=("tp",), size_bytes=self.gathered, deps=(after,),
+                                       dtype=self.act_dtype, tag=Tag("other", None, mb)))
+        return after
+
+    def backward(self, chunk: int, mb: int) -> int:
+        after = self._backward_input(chunk, mb)
         for unit in reversed(self.chunks[chunk]):
             after = self._backward_unit(unit, mb, after, self.sync.before_backward(self.pb, unit, mb, after))
             self.sync.after_backward(self.pb, unit, mb, after)
@@ -178,7 +203,7 @@ class StageBuilder:
         :func:`simulator.schedule.moe_overlap.interleave`, then what is left of either pass."""
         pb, sync = self.pb, self.sync
         fa = self.recv.get(("F", f.chunk, f.mb), self.fence)
-        ba = self.recv.get(("B", b.chunk, b.mb), self.out[("F", b.chunk, b.mb)])
+        ba = self._backward_input(b.chunk, b.mb)
         spec = self.layers.spec.moe
         sm_fraction = spec.beside_exchange_sm_fraction if spec is not None else 1.0
         fu = list(self.chunks[f.chunk])
@@ -235,12 +260,33 @@ class StageBuilder:
         if first is None or (not sends and not recvs):
             return
         mb = first.mb
-        idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
-                                deps=tuple(deps), stream=stream, tag=Tag("other", None, mb)))
+        if self.serial_p2p and len(sends) + len(recvs) > 1:
+            idx = self._serial_p2p(name, sends, [t for _, t in recvs], deps, stream, mb, recvs_first=recv_f is not None)
+        else:
+            idx = self.pb.add(P2POp(name=f"pp.{name}", sends=tuple(sends), recvs=tuple(t for _, t in recvs),
+                                    deps=tuple(deps), stream=stream, tag=Tag("other", None, mb)))
         for key, t in recvs:
             self.recv[key] = idx if not self.gathered else self.pb.add(CommOp(
                 name=f"{t.key}.allgather", op="allgather", axes=("tp",), size_bytes=self.gathered, deps=(idx,),
                 dtype=self.act_dtype, tag=Tag("other", None, key[2])))
+
+    def _serial_p2p(self, name: str, sends: list[Transfer], recvs: list[Transfer], deps: list[int], stream: str,
+                    mb: int, recvs_first: bool) -> int:
+        """An exchange as DeepSpeed's TrainSchedule issues it: one blocking ``dist.send`` or
+        ``dist.recv`` after another, in the step's order (a forward step receives the activation,
+        then sends the previous backward's gradient; a backward step sends the previous forward's
+        activation, then receives the gradient). The first waits for the pass before it (the NCCL
+        stream waits on the compute stream), each for the one before (the compute stream waits on
+        each), and the index returned is the last: the pass after waits for all of them."""
+        order: list[tuple[list[Transfer], list[Transfer]]] = [([], [t]) for t in recvs] + [([t], []) for t in sends]
+        if not recvs_first:
+            order = order[len(recvs):] + order[:len(recvs)]
+        idx, after = -1, tuple(deps)
+        for out, got in order:
+            idx = self.pb.add(P2POp(name=f"pp.{name}.{'send' if out else 'recv'}", sends=tuple(out), recvs=tuple(got),
+                                    deps=after, stream=stream, tag=Tag("other", None, mb)))
+            after = (idx,)
+        return idx
 
     # -- schedules ----------------------------------------------------------------------------
 

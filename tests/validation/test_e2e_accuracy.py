@@ -436,6 +436,14 @@ def test_gradient_reduction_follows_each_stacks_defaults():
                for c in _all_cases() if c.source == "megatron2020")  # local DDP up to tp 2
 
 
+def test_megatron_deepspeed_rows_run_deepspeeds_pipeline_engine():
+    """Megatron-DeepSpeed trains through DeepSpeed's PipelineEngine (GPTModelPipe, even at pp 1
+    since 2021-07), with its serial exchanges and the output gathered back before each backward:
+    BLOOM, MT-NLG and vTrain; every other source runs Megatron's (or its own) schedule."""
+    ds = {c.source for c in _all_cases() if c.scenario["parallel"].get("pp_engine") == "deepspeed"}
+    assert ds == {"bloom", "mtnlg", "vtrain_multi"}
+
+
 def test_megatron_core_pipelined_rows_run_the_interleaved_schedule():
     """The Megatron-Core 2024 README overlaps pipeline-parallel communication, which Megatron-LM
     of that commit does only in the interleaved schedule (``--overlap-p2p-communication`` is

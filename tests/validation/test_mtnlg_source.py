@@ -46,6 +46,7 @@ def test_rows_build_the_printed_plan_held_out():
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert not sources.is_fit_case(c) and c.metric == "step_time_s"
         assert (p["tp"], p["pp"], p["zero"], p.get("vp", 1)) == (8, 35, 1, 1)
+        assert p["pp_engine"] == "deepspeed" and p["scatter_gather_tensors_in_pipeline"]
         assert (t["dtype"], t["recompute"], t["micro_batch"]) == ("fp16", "full", 1)
         assert c.scenario["model"]["vocab"] == 51200
         micro.append(t["global_batch"] // (c.n_gpus // 280))
@@ -54,7 +55,7 @@ def test_rows_build_the_printed_plan_held_out():
 
 @pytest.mark.slow
 def test_held_out_error_is_pinned():
-    """Held out (about 12 s of simulation): +28.4%, +29.9%, +33.8% (positive: the simulator faster),
+    """Held out (about 12 s of simulation): +28.0%, +29.6%, +33.5% (positive: the simulator faster),
     growing with DP at the fixed batch. The gap is pinned, not closed: the model prices Megatron-LM's
     own 530B runs at this split within 5% (the page's findings)."""
     errs = [r.error for r in scoring.run_cases(mtnlg(_rows()))]
