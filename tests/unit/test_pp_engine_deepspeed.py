@@ -11,21 +11,10 @@ from simulator.config.scenario import build_scenario
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp, P2POp
 from simulator.simulation import simulate_scenario
+from tests.unit.test_pp_scatter_gather import GB, MB, PP, TP, make  # noqa: F401 (make: a fixture)
 from tests.unit.test_schedule_invariants import PROFILE, SMALL
 
-TP, PP, MB, GB = 4, 2, 2, 8  # 2 nodes of 4 GPUs: dp 1, 4 micro-batches
-
-
-@pytest.fixture
-def make(tmp_path):
-    (tmp_path / "p.yaml").write_text(PROFILE)
-
-    def _make(**parallel):
-        data = {"name": "ppds", "hardware": "p.yaml", "nodes": 2, "model": SMALL,
-                "training": {"micro_batch": MB, "global_batch": GB},
-                "parallel": {"tp": TP, "pp": PP, **parallel}}
-        return build_scenario(data, source="ppds.yaml", base_dir=tmp_path)
-    return _make
+# the 2-node, dp 1 plan of the scatter/gather tests (4 micro-batches) and its scenario fixture
 
 
 def _restores(prog) -> list[int]:
