@@ -704,15 +704,22 @@ class FlowNetwork:
         blocks = self._blocks
         broken: dict[int, tuple[SoloBlock, list[int]]] = {}  # by block, in order of first break
         freed: list[tuple[int, ...]] = []
+        # per block met: (block, its components by link, their alive flags); most pairs name a
+        # component broken already (a ring hop's links), so each costs two look-ups
+        met: dict[int, tuple[SoloBlock, dict[int, int], list[bool]]] = {}
         for fid, link in pairs:
-            block = blocks.get(fid)
-            if block is None:
+            got = met.get(fid)
+            if got is None:
+                block = blocks.get(fid)
+                if block is None:
+                    continue
+                got = met[fid] = (block, block.shape.components_by_link(), block.alive)
+            block, at, alive = got
+            c = at[link]
+            if not alive[c]:
                 continue
+            alive[c] = False
             shape = block.shape
-            c = shape.component_at(link)
-            if not block.alive[c]:
-                continue
-            block.alive[c] = False
             self.stats.components_broken += 1
             comp = shape.components[c]
             freed.append(comp.links)
@@ -725,11 +732,11 @@ class FlowNetwork:
             self._account(shape, flows)
             if idx.size:
                 self._materialize(shape.classes(idx, rem), block.group, now)
-            got = broken.get(fid)
-            if got is None:
+            listed = broken.get(fid)
+            if listed is None:
                 broken[fid] = (block, [c])
             else:
-                got[1].append(c)
+                listed[1].append(c)
         if not freed:
             return
         self._set_owner(np.fromiter(chain.from_iterable(freed), dtype=np.int64), -1)

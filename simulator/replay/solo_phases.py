@@ -260,10 +260,15 @@ class PhaseShape:
     def component_at(self, link: int) -> int:
         """The component that holds ``link`` (one the phase crosses): ``component_of_link`` by
         link id, as a dict built on first use (a newcomer breaking a ring hop asks for a few)."""
+        return self.components_by_link()[link]
+
+    def components_by_link(self) -> dict[int, int]:
+        """:meth:`component_at` as the dict itself (link -> component), for a caller asking
+        for many links."""
         got = self._component_at
         if got is None:
             got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
-        return got[link]
+        return got
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
