@@ -11,6 +11,35 @@ simulated rank's NIC simulated rather than imaged (``replay(image_ranks=False)``
 both times and the relative difference of the step times (float rounding only: the same flows
 at the same moments). Target (the step-time validation issue): ``python -m
 simulator.e2e_validation --jobs 2`` under 5 minutes on 2 cores (``bench_regeneration.py e2e``).
+
+Measured (CPU s of ``scoring.run_case`` per row, before and after in two processes side by side
+on a 2-core machine shared with other jobs, load ~5: +-10% noise), the MLPerf GPT-3 175B rows,
+tp 4 pp 8 vp 12 with TP communication overlap, before and after (1) layer passes stamped from
+their templates on every stage (the TP ring-exchange P2P keys name the layer twice, and
+``transformer._relabeled`` had refused them, so stages 1-6 built and priced every pass op by
+op) and (2) ``FlowNetwork._break`` settling a block's span once per call:
+
+    row (source:index, GPUs, micro-batches/pipeline)   before   after
+    mlperf_gpt3:0       512 GPUs, 128               23.6    20.2
+    mlperf_gpt3:1       768 GPUs, 128               27.5    22.5
+    mlperf_gpt3:2     4,096 GPUs,  16                7.3     7.7
+    mlperf_gpt3:3     6,144 GPUs,  16                8.4     7.9
+    mlperf_gpt3:4     8,192 GPUs,  16               11.3     9.5
+    mlperf_gpt3:5    10,240 GPUs,   8               14.5    13.9
+    mlperf_gpt3:6    10,752 GPUs,   8               20.8    17.7
+    mlperf_gpt3:7    10,752 GPUs,   8 (Azure)       21.3    17.9
+    mlperf_gpt3_v30:0   512 GPUs, 128               26.2    23.2
+    mlperf_gpt3_v30:1   768 GPUs, 128               32.0    22.3
+    mlperf_gpt3_v30:2   768 GPUs, 128 (CoreWeave)   29.5    26.5
+    mlperf_gpt3_v30:3 1,536 GPUs,  64 (CoreWeave)   17.8    16.7
+    mlperf_gpt3_v30:4 3,584 GPUs,  24 (CoreWeave)    9.6     8.8
+    total                                          249.7   215.0
+
+Every predicted step time the same float, on these 13 rows and 28 rows of llama3, megascale,
+nemo_cp, usp, megatron2022, mcore2024, nemo2407, bridge_dense and megatron2021_zero3. The
+128-micro-batch rows are not folded (``fold.fold_count``: the two reduced steps would replay
+104 of the 128 micro-batches); under cProfile the 512-GPU row is the replay's per-op loop
+(``engine._stream``, SimPy's ~2.2 M events) more than the flow network.
 """
 
 from __future__ import annotations

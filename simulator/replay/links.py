@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from operator import is_
 from typing import Any, NamedTuple
 
@@ -691,20 +692,37 @@ class FlowNetwork:
 
     def _break(self, block_ids: np.ndarray, links: np.ndarray, now: float) -> None:
         """Hand the components of running blocks that hold ``links`` to the network as ordinary
-        flows, with the bytes their solo trajectories have left at ``now``."""
+        flows, with the bytes their solo trajectories have left at ``now``.
+
+        The components go in the order of the (block, link) pairs, each once; their links are
+        released and each block's span settled once per call, after all of them
+        (:meth:`SoloBlock.settle_many`: the span and finish that settling after each would
+        leave). A DP collective that meets a block of a ring's hundreds of components breaks
+        them all at once: per component, releasing its links and rescanning the block's
+        durations cost more than the rest."""
         pairs = list(set(zip(block_ids.tolist(), links.tolist())))  # (block, link) each once
+        blocks = self._blocks
+        broken: dict[int, tuple[SoloBlock, list[int]]] = {}  # by block, in order of first break
+        freed: list[tuple[int, ...]] = []
+        # per block met: (block, its components by link, their alive flags); most pairs name a
+        # component broken already (a ring hop's links), so each costs two look-ups
+        met: dict[int, tuple[SoloBlock, dict[int, int], list[bool]]] = {}
         for fid, link in pairs:
-            block = self._blocks.get(fid)
-            if block is None:
+            got = met.get(fid)
+            if got is None:
+                block = blocks.get(fid)
+                if block is None:
+                    continue
+                got = met[fid] = (block, block.shape.components_by_link(), block.alive)
+            block, at, alive = got
+            c = at[link]
+            if not alive[c]:
                 continue
+            alive[c] = False
             shape = block.shape
-            c = shape.component_at(link)
-            if not block.alive[c]:
-                continue
-            block.alive[c] = False
             self.stats.components_broken += 1
             comp = shape.components[c]
-            self._set_owner(np.asarray(comp.links, dtype=np.int64), -1)
+            freed.append(comp.links)
             idx, rem = comp.remaining_arrays(now - block.t0)
             flows = comp.flow_array()
             if idx.size:  # the component's flows that finished inside the block, in order
@@ -714,11 +732,20 @@ class FlowNetwork:
             self._account(shape, flows)
             if idx.size:
                 self._materialize(shape.classes(idx, rem), block.group, now)
+            listed = broken.get(fid)
+            if listed is None:
+                broken[fid] = (block, [c])
+            else:
+                listed[1].append(c)
+        if not freed:
+            return
+        self._set_owner(np.fromiter(chain.from_iterable(freed), dtype=np.int64), -1)
+        for fid, (block, comps) in broken.items():
             before = block.finish
-            block.settle(comp)
+            block.settle_many(comps)
             finish = block.finish
             if not any(block.alive):
-                del self._blocks[fid]
+                del blocks[fid]
                 block.finish = float("nan")
                 block.group.outstanding -= 1  # its flows are all ordinary now (never 0 here)
             elif finish != before:

@@ -260,10 +260,15 @@ class PhaseShape:
     def component_at(self, link: int) -> int:
         """The component that holds ``link`` (one the phase crosses): ``component_of_link`` by
         link id, as a dict built on first use (a newcomer breaking a ring hop asks for a few)."""
+        return self.components_by_link()[link]
+
+    def components_by_link(self) -> dict[int, int]:
+        """:meth:`component_at` as the dict itself (link -> component), for a caller asking
+        for many links."""
         got = self._component_at
         if got is None:
             got = self._component_at = dict(zip(self.links.tolist(), self.component_of_link.tolist()))
-        return got[link]
+        return got
 
     def link_totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(links, bytes): every link the phase's flows cross and the bytes they carry over it,
@@ -576,6 +581,38 @@ class SoloBlock:
                 alive = durations[np.asarray(self.alive, dtype=bool)]
                 self.span = float(alive.max()) if alive.size else 0.0
         self.finish = self.t0 + self.span
+
+    def settle_many(self, broken: Sequence[int]) -> None:
+        """:meth:`settle` after each of the components ``broken`` in turn (their ``alive`` flags
+        cleared already): the same span and finish, with the components scanned once, not once
+        per broken one. Before the i-th settles, the components alive are those alive now and
+        ``broken[i+1:]``; the longest of them (a maximum: exact in any order) is the longer of the
+        longest alive now and the longest of that suffix."""
+        components = self.shape.components
+        listed = isinstance(components, list)
+        if listed:
+            alive_now = [c.duration for c, a in zip(components, self.alive) if a]
+            later = [components[k].duration for k in broken]
+        else:  # (settle reads these durations from the array)
+            durations = self.shape.comp_durations
+            assert durations is not None  # (set by PhaseShape.__post_init__)
+            alive = durations[np.asarray(self.alive, dtype=bool)]
+            alive_now = [float(alive.max())] if alive.size else []
+            later = durations[np.asarray(broken, dtype=np.int64)].tolist()
+        # longest[i]: the longest component alive when the i-th settles (None: none)
+        longest: list[float | None] = [None] * len(broken)
+        best: float | None = max(alive_now) if alive_now else None
+        for i in range(len(broken) - 1, -1, -1):
+            longest[i] = best
+            d = later[i]
+            if best is None or d > best:
+                best = d
+        span = self.span
+        for k, top in zip(broken, longest):
+            if components[k].duration >= span and (not listed or top is None or not top >= span):
+                span = top if top is not None else 0.0
+        self.span = span
+        self.finish = self.t0 + span
 
 
 def residual_shape(shape: PhaseShape, capacity_Bps: np.ndarray) -> PhaseShape:

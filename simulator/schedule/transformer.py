@@ -581,6 +581,22 @@ _ANY_STAMP: dict[int, tuple["_Template", tuple]] = {}
 _ANY_STAMP_KEPT = 4096
 
 
+def _relabeled_key(key: str, marker: str, to_marker: str, prefix: str, to_prefix: str, named: str) -> str | None:
+    """A P2P key of layer ``old``'s pass as layer ``new``'s (:func:`_relabeled`), or None where it
+    names the layer anywhere but in its marker (``.L3.mb<mb>.``) and, right after it, the name of
+    the op it belongs to: a TP ring-exchange step's key is ``tp.L3.mb0.`` + its GEMM's name
+    (``L3.fc1.fwd``) + ``.step1`` (``tensor_parallel._key``), and a direct build of layer
+    ``new`` writes both with ``new``."""
+    if key.count(marker) != 1:
+        return None
+    head, tail = key.split(marker)
+    op_named = tail.startswith(prefix)
+    rest = tail[len(prefix):] if op_named else tail
+    if named in head or named in rest:
+        return None
+    return head + to_marker + (to_prefix + rest if op_named else rest)
+
+
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     """The template of layer ``old``'s pass as layer ``new``'s: a layer enters a pass's ops only
     in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb0.fc1.step1``); what the ops are
@@ -604,11 +620,12 @@ def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
             for i in _P2P_XFERS:
                 xfers = []
                 for t in args[i]:
-                    if t.key.count(marker) != 1 or f"L{old}" in t.key.replace(marker, ""):
+                    key = _relabeled_key(t.key, marker, to_marker, prefix, to_prefix, named)
+                    if key is None:
                         return None
                     # (built directly: dataclasses.replace, which reads every field by name,
                     # was a tenth of building the 128K ring-attention schedule)
-                    xfers.append(Transfer(t.axis, t.offset, t.nbytes, t.key.replace(marker, to_marker), t.transport))
+                    xfers.append(Transfer(t.axis, t.offset, t.nbytes, key, t.transport))
                 args[i] = tuple(xfers)
             values = tuple(args)
         state.append(values)

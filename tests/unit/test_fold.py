@@ -116,6 +116,23 @@ def test_few_micro_batches_fold_keeping_four(make):  # noqa: F811 - the fixture
     assert fold.fold_count(full) == shortest - 4 == 11
 
 
+def test_interleaved_step_of_sixteen_periods_is_not_folded():
+    """GPT-3 175B at tp 4 pp 8 vp 12 with 128 micro-batches (the MLPerf rows on 512 and 768
+    H100): periods of pp·vp = 96 steps (8 micro-batches), the shortest stage's steady steps
+    (1,435 in its build) hold 14 of them; keeping 4 leaves out 10, and the two reduced steps
+    would hold 2 x (128 - 80) + 8 = 104 micro-batches, more than 3/4 of 128."""
+    roles = {f"pp{s}.cp0": tuple(range(1435 + 2 * s)) for s in range(8)}
+    sched = dataclasses.make_dataclass("S", ["steady", "steady_period", "period_micro_batches", "meta"])(
+        roles, 96, 8, {"n_micro": 128})
+    assert fold._keep_cut(96)[0] == fold._MIN_KEEP == 4
+    assert 2 * (128 - (14 - 4) * 8) + 8 == 104 > 0.75 * 128
+    assert fold.fold_count(sched) == 0
+    sched.meta = {"n_micro": 1024}  # 8x the micro-batches, the same warm-up: it would pay
+    roles = {r: tuple(range(len(v) + 112 * 96)) for r, v in roles.items()}
+    sched.steady = roles
+    assert fold.fold_count(sched) == (len(roles["pp0.cp0"]) - 1) // 96 - 4
+
+
 def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
     """The full program's copies of the steady period must be the reduced program's ops: one
     kernel made longer in one of the periods left out fails check 1, and the step is replayed

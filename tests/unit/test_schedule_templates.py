@@ -22,6 +22,10 @@ PLANS = {  # (plan, nodes of 4 GPUs, micro-batches per pipeline of the first bui
     "interleaved": ({"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}, 2, 12, 6),
     "zero3": ({"zero": 3}, 2, 8, 5),
     "cp_p2p": ({"cp": 2, "tp": 2, "sequence_parallel": True, "pp": 2}, 2, 10, 6),
+    # TransformerEngine's TP communication overlap: P2P ring-exchange steps whose keys name the
+    # layer twice, in the key's micro-batch marker and in its GEMM's name (tensor_parallel._key)
+    "tp_overlap_interleaved": ({"tp": 4, "sequence_parallel": True, "tp_overlap": "te_default", "pp": 2,
+                                "pp_schedule": "interleaved", "vp": 2, "overlap_p2p_comm": True}, 2, 8, 6),
 }
 
 
