@@ -20,8 +20,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator import units
 from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
-from simulator.config.nccl_overrides import check_override, check_version
-from simulator.costs.aws_ofi_tuner import check_tuner_plugin
+from simulator.config.nccl_overrides import check_override, check_tuner_plugin, check_version
 from simulator.config.strict import STRICT_CONFIG
 from simulator.vocabulary import PREDICTED_OPS
 from simulator.errors import InputError, quote

@@ -152,3 +152,24 @@ def check_version(value: object) -> str | None:
     except ValueError as e:
         return str(e)
     return None
+
+
+# aws-ofi-nccl releases whose net plugin library carries the tuner, and whose regions
+# costs/aws_ofi_tuner.py encodes
+TUNER_PLUGIN_RELEASES: tuple[str, ...] = ("1.16",)
+_TUNER_PLUGIN = re.compile(r"^aws-ofi-nccl-(\d+)\.(\d+)(?:\.\d+)?:([a-z0-9.-]+)$")
+
+
+def check_tuner_plugin(value: object) -> str | None:
+    """Why ``nccl.tuner_plugin: value`` is refused, or None. The value names the plugin release
+    and the EC2 instance type its tuner reads (:mod:`simulator.costs.aws_ofi_tuner`)."""
+    if not isinstance(value, str):
+        return f"expected a string like 'aws-ofi-nccl-1.16:p5.48xlarge', got {value!r}"
+    m = _TUNER_PLUGIN.match(value.strip())
+    if m is None:
+        return f"expected 'aws-ofi-nccl-<release>:<instance type>' (e.g. 'aws-ofi-nccl-1.16:p5.48xlarge'), got {value!r}"
+    release = f"{m.group(1)}.{m.group(2)}"
+    if release not in TUNER_PLUGIN_RELEASES:
+        return (f"aws-ofi-nccl {release}: only the net-plugin tuner of release(s) {', '.join(TUNER_PLUGIN_RELEASES)} "
+                "is encoded (before 1.16 the tuner is a separate library NCCL does not load by default)")
+    return None

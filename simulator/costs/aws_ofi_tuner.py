@@ -22,12 +22,12 @@ per node are encoded here (what the bundled sweeps run); the p5en/p6 tables and 
 
 The profile key: ``nccl.tuner_plugin: "aws-ofi-nccl-1.16:p5.48xlarge"`` (release, then the EC2
 instance type the plugin reads). Set it only where the run is known to have loaded that plugin.
+The key is checked when the profile loads (:func:`simulator.config.nccl_overrides.check_tuner_plugin`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 Point = tuple[float, float]
@@ -35,10 +35,7 @@ Point = tuple[float, float]
 # The plugin's plane is bounded by these (include/tuner/nccl_ofi_tuner_region.h, v1.16.3)
 MAX_SIZE = 100.0 * 1024 ** 3
 MAX_RANKS = 1024.0 * 1024
-# Releases whose net plugin library carries the tuner, and whose regions are encoded here
-RELEASES = ("1.16",)
 P5_TYPES = ("p5.48xlarge", "p5e.48xlarge")
-_KEY = re.compile(r"^aws-ofi-nccl-(\d+)\.(\d+)(?:\.\d+)?:([a-z0-9.-]+)$")
 
 
 @dataclass(frozen=True)
@@ -48,20 +45,6 @@ class Region:
     algo: str
     proto: str
     vertices: tuple[Point, ...]
-
-
-def check_tuner_plugin(value: object) -> str | None:
-    """Why ``nccl.tuner_plugin`` is not usable, or None."""
-    if not isinstance(value, str):
-        return f"expected a string like 'aws-ofi-nccl-1.16:p5.48xlarge', got {value!r}"
-    m = _KEY.match(value.strip())
-    if m is None:
-        return f"expected 'aws-ofi-nccl-<release>:<instance type>' (e.g. 'aws-ofi-nccl-1.16:p5.48xlarge'), got {value!r}"
-    release = f"{m.group(1)}.{m.group(2)}"
-    if release not in RELEASES:
-        return (f"aws-ofi-nccl {release}: only the net-plugin tuner of release(s) {', '.join(RELEASES)} is encoded "
-                "(before 1.16 the tuner is a separate library NCCL does not load by default)")
-    return None
 
 
 def _extend(a: Point, b: Point, z: Point = (MAX_SIZE, MAX_RANKS)) -> Point:

@@ -12,7 +12,8 @@ import pytest
 from simulator.cli import main
 from simulator.config.hardware import apply_overlay, load_profile
 from simulator.costs import nccl_graph, nccl_tuner
-from simulator.costs.aws_ofi_tuner import check_tuner_plugin, contains, plugin_choice
+from simulator.config.nccl_overrides import check_tuner_plugin
+from simulator.costs.aws_ofi_tuner import contains, plugin_choice
 
 P5 = "aws-ofi-nccl-1.16:p5.48xlarge"
 ALL = frozenset({("tree", "ll128"), ("tree", "simple"), ("tree", "ll"), ("ring", "ll128"), ("ring", "simple"),

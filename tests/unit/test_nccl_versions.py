@@ -416,14 +416,17 @@ def _abci_signed_median(name: str, nodes: int, version: str, profile=None) -> fl
 
 
 @pytest.mark.parametrize("name, nodes, bound", [
-    ("a100x16_allreduce_2node_abci", 2, 0.10), ("a100x32_allreduce_4node_abci", 4, 0.12),
-    ("a100x128_allreduce_16node_abci", 16, 0.20)])
+    ("a100x16_allreduce_2node_abci", 2, 0.10), ("a100x32_allreduce_4node_abci", 4, 0.16),
+    ("a100x128_allreduce_16node_abci", 16, 0.27)])
 def test_abci_sweeps_run_at_the_rate_the_hcas_carry_from_gpu_memory(name, nodes, bound):
     """ABCI's sweeps ran NCCL 2.8.4 (their # software: line) on nodes whose four HDR HCAs carry 39 GB/s
     from GPU memory, measured by the same repository's osu_mbw_mr (hardware_profiles/abci-a100.yaml:
     node.nics.efficiency 0.39; 95 GB/s from host memory). From 1 MiB the signed median is within
-    `bound` with the release's tables (2 nodes +5.0%, 4 nodes -10.6%, 16 nodes -15.8%; 4 nodes -7.2% with
-    the Tree/LL128 size correction of 2.10.3 onwards, whose 0.8 at 4 MiB 2.8.4 rates 0.7); at the HCAs'
+    `bound` with the release's tables: 2 nodes +5.0%, 4 nodes +9.6%, 16 nodes +25.7% (+15.2% and +24.2%
+    with 2.30.7's). The 4- and 16-node sweeps run Tree/LL128 at 1-8 MiB, which InfiniBand's deployed
+    row times at NCCL's rate (x 1, what the fit over every system chooses since Crusoe's 2 x 8 A100 rows
+    joined it: they are within 0-8% at x 1); at x 0.6 they were -10.6% and -15.8%. ABCI's Tree/LL128 rows
+    are +31-36% too fast at x 1 (test_collective_accuracy), so these bounds pin that gap. At the HCAs'
     host-memory rate the 2-node sweep is predicted more than 40% too fast (+52% before the rate was
     modelled), whatever the release: with 2.30.7's tables the 2-node median is -0.3%."""
     own = _abci_signed_median(name, nodes, "2.8.4")

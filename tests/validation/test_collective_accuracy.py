@@ -839,31 +839,35 @@ def test_abci_broadcast_per_call_cost_grows_with_the_chains_network_crossings():
 def test_abci_tree_ll128_rows_under_nccl_2_8s_size_correction():
     """NCCL 2.8.4 rates Tree/LL128 at 0.5 of its bandwidth at 512 KiB and 0.7 at 4-8 MiB (v2.8.4-1
     ``treeCorrectionFactor``; 0.6 and 0.8-0.9 from v2.10.3-1), which the model both chooses and times by
-    (costs/nccl_versions.py ``tree_ll128_correction``). Against ABCI's rows (measured time / predicted - 1):
-    the 2-node 512 KiB Tree/LL128 row +8% (+18% with the newer 0.6), the 4-node 8 MiB row, where 2.8.4's
-    0.7 moves NCCL's choice to Ring/LL128, -9% (-15% on Tree at 0.9); but the 4-node 4 MiB Tree/LL128 row
-    -12% (-2% at the newer 0.8): the rows neither confirm nor refute the release's factor as a rate."""
+    (costs/nccl_versions.py ``tree_ll128_correction``). Against ABCI's rows (measured time / predicted - 1),
+    with InfiniBand's deployed tree LL128 at NCCL's rate (x 1, the fit over every system since Crusoe's rows
+    joined it): the 2-node 512 KiB Tree/LL128 row +36% and the 4-node 4 MiB one +31% (+8% and -12% at x 0.6),
+    so ABCI's tree LL128 runs well below the rate Crusoe's (within 0-8%) and Azure's (+19-21%) rows show;
+    the 4-node 8 MiB row, where 2.8.4's 0.7 moves NCCL's choice to Ring/LL128, -9%. The rows neither confirm
+    nor refute the release's factor as a rate."""
     def row(name: str, size: int):
         return next(p for p in _result(name).points if p.size_bytes == size)
 
     p = row("a100x16_allreduce_2node_abci", 512 * KiB)
     assert (p.algorithm, p.protocol) == ("tree", "ll128")
-    assert 0.05 <= p.measured_time_us / p.predicted_time_us - 1 <= 0.11
+    assert 0.30 <= p.measured_time_us / p.predicted_time_us - 1 <= 0.40
     p = row("a100x32_allreduce_4node_abci", 8 * MiB)
     assert (p.algorithm, p.protocol) == ("ring", "ll128")
     assert -0.12 <= p.measured_time_us / p.predicted_time_us - 1 <= -0.06
     p = row("a100x32_allreduce_4node_abci", 4 * MiB)
     assert (p.algorithm, p.protocol) == ("tree", "ll128")
-    assert -0.15 <= p.measured_time_us / p.predicted_time_us - 1 <= -0.09
+    assert 0.26 <= p.measured_time_us / p.predicted_time_us - 1 <= 0.36
 
 
 def test_crusoe_a100_runs_faster_than_the_azure_a100_vms_at_every_size():
     """Two clouds' VMs of the same node (8 A100-80GB on NVSwitch, 8 HDR InfiniBand HCAs), one profile
     (dgx-a100) and one set of tables (neither run prints its NCCL release): Crusoe's run
     (NCCL_IB_QPS_PER_CONNECTION=2) takes less time than Azure's NDm A100 v4 run at every printed size,
-    8-10 us less at the Tree/LL floor, 10-20% less at 1-32 MiB, 4-11% less from 64 MiB. Scored, not fitted:
-    Crusoe's 4 and 8 MiB Tree/LL128 rows are predicted 25-26% slow (Azure's 12-17%), its 8 B-1 KiB floor
-    15-21% slow (Azure's within 14%), its Ring/Simple plateau within 7% (data/nccl/INDEX.md)."""
+    8-10 us less at the Tree/LL floor, 10-20% less at 1-32 MiB, 4-11% less from 64 MiB. With InfiniBand's
+    tree LL128 at NCCL's rate (x 1) Crusoe's 4 and 8 MiB Tree/LL128 rows are within -0.4% / +8.2% (25-26% slow
+    at x 0.6) and Azure's +19% / +21% too fast; the fit over every system takes x 1 since Crusoe's rows joined
+    it. Crusoe's 8 B-1 KiB floor is 15-21% slow (Azure's within 14%), its Ring/Simple plateau within 7%
+    (data/nccl/INDEX.md)."""
     crusoe, azure = _result("a100x16_allreduce_2node_crusoe_ib"), _result("a100x16_allreduce_2node_azure_ndmv4_ib")
     az = {p.size_bytes: p for p in azure.points}
     for p in crusoe.points:
@@ -872,7 +876,7 @@ def test_crusoe_a100_runs_faster_than_the_azure_a100_vms_at_every_size():
     by_size = {p.size_bytes: p for p in crusoe.points}
     for size in (4 * MiB, 8 * MiB):
         p = by_size[size]
-        assert (p.algorithm, p.protocol) == ("tree", "ll128") and -0.30 <= p.error <= -0.20, (size, p.error)
+        assert (p.algorithm, p.protocol) == ("tree", "ll128") and -0.05 <= p.error <= 0.10, (size, p.error)
     floor = [by_size[s].error for s in (8, 64, 512, 1024)]
     assert all(-0.22 <= e <= -0.14 for e in floor), floor
     plateau = [p for p in crusoe.points if p.size_bytes >= 128 * MiB]

@@ -155,7 +155,10 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
     FA3-class on H100, FA2 on A100), which the GPU profile resolves; NeMo 24.03 and 24.07 through
     NeMo-Framework-Launcher, whose global environment disables cuDNN attention
-    (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; NeMo 25.02 and 25.04 on B200: auto."""
+    (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; NeMo 25.02 and 25.04 on B200: auto;
+    MLPerf Training v3.0 / v3.1 GPT-3 (NVIDIA's NeMo submissions): flash-attn 2 through TransformerEngine
+    1.x, which prefers it to cuDNN's fused attention when both are built; MT-NLG 530B (Megatron-DeepSpeed,
+    2021): materialised scores."""
     from simulator.config.hardware import load_profile
 
     kernel: dict[str, set[str]] = {}
@@ -169,7 +172,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
-                      "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}}
+                      "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
+                      "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
@@ -553,7 +557,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     no other source states TE comm overlap but dgxc-benchmarking's Llama 3.1 recipes (70B and 405B:
     ``MegatronCommOverlapCallback(tp_comm_overlap=True)``), NeMo 2.2's 70B performance script on B200
     (``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``) and Megatron-Bridge v0.2.0's (70B and 405B:
-    ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), and the TP > 1 rows of NeMo 24.07 and of
+    ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), NVIDIA's MLPerf v3.0 / v3.1
+    GPT-3 submissions (``conf/tp_overlap/h100tp4pp8mbs1.yaml``), and the TP > 1 rows of NeMo 24.07 and of
     the dgxc examples assume it (NeMo's default for those models). On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
     chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc had tp2 -2.3% and
@@ -563,7 +568,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense", "nemo2502_b200"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense", "nemo2502_b200", "mlperf_gpt3",
+                  "mlperf_gpt3_v30"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                if c.scenario["parallel"].get("tp_overlap") == "te_default")
