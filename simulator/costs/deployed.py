@@ -146,6 +146,10 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # With NCCL's channel cap per release (nccl_constants.max_channels: 32, 64 from 2.25) and NCCL's search
 # trimming channels the NVLink chains cannot feed (nccl_graph._chain_bound), InfiniBand's tree LL128 went
 # x 0.6 -> x 1, a near tie in the fit (2026-12-04; held-out figures in docs/validation-collectives.md).
+# Across nodes Tree/LL128 then runs at NCCL's rate on sophia-a100 and crusoe-a100 and takes 19-26% longer on
+# azure-ndmv4 at 1-8 MiB (abci-a100 up to 46%, the per-call cost of its 2.8.4 stack); queue pairs per connection, tree
+# channels, PCIe affinity / GPUDirect and the NCCL release were read in NCCL's source for a mechanism and none
+# separates them (data/nccl/INDEX.md, note "Tree/LL128 across InfiniBand nodes"), so no rule is modelled.
 # The per-message cost of host-message transports (net_message_us), per message class
 # (message_class): the host protocol stacks (EFA over aws-ofi-nccl's SENDRECV protocol on aws-p4de,
 # GPUDirect-TCPXO on gcp-a3-mega) fitted on those two systems; Slingshot's CXI alt_read rendezvous
