@@ -2163,18 +2163,30 @@ the paper does not print are Megatron-LM 285068c8's defaults and NVIDIA's GPT-17
 
 The MT-NLG paper times its production model at the production batch (1,920 sequences of 2,048)
 on 280, 350 and 420 DGX A100 servers of Selene, TP 8 x PP 35 with DP 8, 10 and 12. Scored held
-out, step time, micro-batch 1, fp16, ZeRO-1, full recompute, DeepSpeed's 1F1B pipeline engine
-(`simulator/e2e_validation/mtnlg_sources.py`; the first three are not printed):
+out, step time, micro-batch 1, fp16, ZeRO-1, full recompute, DeepSpeed's 1F1B pipeline engine,
+unfused gradient accumulation (`simulator/e2e_validation/mtnlg_sources.py`; the first three are
+not printed):
 
 | GPUs | DP | micro-batches per pipeline | measured | predicted | error | compute | bubble | exposed comm |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| 2,240 | 8 | 240 | 60.1 s | 46.94 s | +28.0% | 35.77 s | 7.36 s | 3.81 s |
-| 2,800 | 10 | 192 | 50.2 s | 38.73 s | +29.6% | 28.61 s | 7.00 s | 3.11 s |
-| 3,360 | 12 | 160 | 44.4 s | 33.26 s | +33.5% | 23.85 s | 6.76 s | 2.65 s |
+| 2,240 | 8 | 240 | 60.1 s | 48.96 s | +22.8% | 37.55 s | 7.60 s | 3.81 s |
+| 2,800 | 10 | 192 | 50.2 s | 40.39 s | +24.3% | 30.04 s | 7.24 s | 3.11 s |
+| 3,360 | 12 | 160 | 44.4 s | 34.69 s | +28.0% | 25.03 s | 7.00 s | 2.65 s |
 
 (Critical rank's breakdown; the exposed communication is mostly AllReduce, 3.12, 2.49 and 2.08 s:
 the blocking TP AllReduces and the tied embedding's; the ZeRO-1 reduce-scatter and gather 0.4 s.) The model
-is 28-34% optimistic, and more so as DP grows at the fixed batch (+5.5 points from DP 8 to 12).
+is 23-28% optimistic, and more so as DP grows at the fixed batch (+5.2 points from DP 8 to 12).
+
+The weight gradients accumulate unfused, as in the megatron2021 rows of the same era: the Megatron
+of Megatron-DeepSpeed computes each one with a plain matmul (microsoft/Megatron-DeepSpeed
+`mpu/layers.py` @54884b5f, Oct 2021; NVIDIA's fused accumulation came to Megatron-LM in Feb 2022,
+83b1e42f, and the Microsoft tree still has it commented out @f4157bea), and autograd adds every
+micro-batch after the first into DeepSpeed's fp16 `param.grad`: 6 bytes per parameter, 1.9 billion
+parameters a stage, about 7 ms of each micro-batch. With fused accumulation the rows were 46.94,
+38.73 and 33.26 s (+28.0%, +29.6%, +33.5%). The same setting, not applied to those sources, would
+move BLOOM's seven fp16 search rows by 1-2 points towards the measurement (median 8.0% → 7.0%;
+the bf16 final run keeps its own optimizer) and vTrain's 108 multi-node rows from median 4.0%
+(signed +0.9%) to 4.5% (signed −0.3%).
 
 It is not the model's price of this model on this cluster at this split: Megatron-LM's own runs
 of the same 530B shape at TP 8 x PP 35 on Selene, arXiv:2104.04473's Table 1 row (2,520 GPUs, DP
@@ -2184,29 +2196,30 @@ virtual stages and not scored for run time (`MAX_PIPELINE_PASSES`), simulate at 
 159 on the same GPUs. The interleaving accounts for part of that: the 1F1B bubble of 34 stages
 over 240 micro-batches is 14% of the pipeline against 4% for three virtual stages over 280, which
 would put the non-interleaved Megatron-LM run near 145 TFLOP/s; the model gives the MT-NLG plan
-161 (its bubble 7.4 s of 46.9). The remaining 13% or more is the production stack and run, on
+154 (its bubble 7.6 s of 49.0). The remaining 13% or more is the production stack and run, on
 which the paper prints nothing further.
 
 The unprinted settings, each tried on the 2,240-GPU row (none is applied; the rows fit nothing):
 bf16 instead of fp16 0.0%; no ZeRO (optimizer states replicated) 46.86 s; DeepSpeed's
 `overlap_comm` on 47.22 s; micro-batch 2 (120 micro-batches per pipeline) 51.40 s, 43.37 s and
 38.02 s on the three rows (+16.9%, +15.7%, +16.8%), micro-batch 4 61.80, 53.83 and 48.52 s
-(-2.7%, -6.8%, -8.5%). The micro-batch is the only one that matters, through the bubble: a larger
+(-2.7%, -6.8%, -8.5%), all with fused accumulation. The micro-batch is the only one that matters, through the bubble: a larger
 micro-batch halves the micro-batches per pipeline and lengthens each. Micro-batch 1 is kept, the
 size of Megatron-LM's 530B scripts at this split (`examples/sc21/run_table_1.sh`); choosing it by
 these rows would tune on them. The predicted memory (21.6 GiB per GPU at micro-batch 1, 31.9 at
 2) fits Selene's 80 GB either way, so memory does not decide it.
 
-What the three rows are consistent with, as a diagnostic only: the compute x 1.106 and the
-pipeline bubble x 2.28 reproduce all three measured times within 1% (60.1, 50.7, 44.4 s). That is
+What the three rows are consistent with, as a diagnostic only: the compute x 1.057 and the
+pipeline bubble x 2.18 reproduce all three measured times within 1% (60.1, 50.7, 44.4 s; x 1.106
+and x 2.28 with fused accumulation). That is
 a fit on the scored rows, so it is not applied. DeepSpeed's engine of the time (v0.5.8:
 deepspeed/runtime/pipe/engine.py, schedule.py, p2p.py) does not have that shape: its
 `TrainSchedule` orders the passes as 1F1B does and its blocking sends and receives meet the
 neighbours where Megatron's exchanges do, so warm-up and flush are no longer. What differs is
 modelled (`pp_engine: deepspeed`, BLOOM's section): the two messages of an exchange one after the
 other (10.5 MB, 0.45 ms here) and the sender's output AllGathered back over tp before each
-backward. It moves the rows by 0.3-0.4 points: 46.81 → 46.94, 38.63 → 38.73, 33.18 → 33.26 s
-(+28.0%, +29.6%, +33.5%). Not modelled, and bounded: the engine's host synchronisations (the
+backward. It moved the rows (with fused accumulation) by 0.3-0.4 points: 46.81 → 46.94,
+38.63 → 38.73, 33.18 → 33.26 s (+28.0%, +29.6%, +33.5%). Not modelled, and bounded: the engine's host synchronisations (the
 throughput timer's `torch.cuda.synchronize()` at every forward, `PartitionedTensor.from_meta`'s
 `meta.tolist()`, `to_meta()`'s blocking copy: four a micro-batch) idle the GPU for the host's
 latency after each, well under 1 ms against about 200 ms of passes a micro-batch.
@@ -2214,8 +2227,26 @@ Megatron-DeepSpeed's `GPTModelPipe` does not send the attention mask (it keeps i
 `args.attn_mask`), DeepSpeed checkpoints only the transformer layers (`_is_checkpointable`), and
 the loss broadcast runs once a step. The engine does not explain the gap. The BLOOM rows (the same engine in 2022, PP 12 with 128 micro-batches of 2 per
 pipeline, a 1F1B bubble of 11/128 of the pipeline) sit at −2.1% to +13.7%, where the bubble matters
-less; a timing of one DeepSpeed pipeline at PP 35 would tell the two apart. `tests/validation/test_mtnlg_source.py` pins
-the rows' error.
+less; a timing of one DeepSpeed pipeline at PP 35 would tell the two apart. vTrain's rows are
+such timings at PP 16-32 on the same `TrainSchedule`: GPT-175B at TP 8 x PP 32 x DP 2 with 128
+micro-batches of 6 per pipeline (a 1F1B bubble of 31/159 of the pipeline) is −4.6%, with 384 of 2
+−2.4%; a bubble 2.2 times the modelled one would have made them measure some 25% and 10% slower
+than predicted, not 5% and 2% faster. DeepSpeed
+reordered the two messages of an exchange in Mar 2023 (PR #2862: the gradient first); the
+rendezvous are the same either way, so the order does not separate the 2021 engine from vTrain's.
+
+Other mechanisms of the 2021 stack, checked and bounded (none applied): DeepSpeed's
+`partition_activations` (each checkpointed layer input kept as 1/tp and AllGathered over the node
+before its recompute) is an opt-in flag (`--partition-activations`) that Microsoft's Megatron-DeepSpeed
+launch script of 2021 (`run.sh`, 9f0a49dc) does not set; set, it would add an 84 MB AllGather over
+NVLink per layer and micro-batch, about 0.3 ms of some 50 ms, 0.2-0.3 s a step (under 1%).
+`contiguous_memory_optimization` and `synchronize_checkpoint_boundary` are opt-in flags too (a copy
+of 10.5-84 MB and a host synchronisation per layer: under 1%). Before DeepSpeed 0.5.4 (e2fdd254e,
+2021-09-29) `_is_checkpointable` tested for `GPT2ModelPipe` only, so Megatron-DeepSpeed's
+`GPTModelPipe` would also have checkpointed the tied LM head: one more head forward on the last
+stage, about 1.7% of its micro-batch, and only if the timed run predates that release. The fp16
+overflow check, the gradient-norm AllReduce over the model-parallel group and the tied-embedding
+AllReduce run once a step (tens of ms). `tests/validation/test_mtnlg_source.py` pins the rows' error.
 
 ## GPT-3 175B on 512-10,752 H100: NVIDIA's MLPerf Training v3.1 submissions (held out)
 

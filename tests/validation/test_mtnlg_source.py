@@ -36,7 +36,8 @@ def test_printed_tflops_are_megatron_eq3_with_recompute_of_the_printed_times():
 
 def test_rows_build_the_printed_plan_held_out():
     """TP 8 x PP 35 as printed, DP 8/10/12 at a fixed batch (240, 192, 160 micro-batches of 1 per
-    pipeline), ZeRO-1, fp16, full recompute, the vocabulary padded to 51,200; no row fits."""
+    pipeline), ZeRO-1, fp16, full recompute, unfused gradient accumulation (Megatron-DeepSpeed's
+    plain wgrad matmul), the vocabulary padded to 51,200; no row fits."""
     cs = mtnlg(_rows())
     assert [c.n_gpus for c in cs] == [2240, 2800, 3360]
     assert "mtnlg" in sources.HELD_OUT_SOURCES and [s.key for s in sources.SOURCES].count("mtnlg") == 1
@@ -47,6 +48,7 @@ def test_rows_build_the_printed_plan_held_out():
         assert not sources.is_fit_case(c) and c.metric == "step_time_s"
         assert (p["tp"], p["pp"], p["zero"], p.get("vp", 1)) == (8, 35, 1, 1)
         assert p["pp_engine"] == "deepspeed" and p["scatter_gather_tensors_in_pipeline"]
+        assert p["gradient_accumulation_fusion"] is False
         assert (t["dtype"], t["recompute"], t["micro_batch"]) == ("fp16", "full", 1)
         assert c.scenario["model"]["vocab"] == 51200
         micro.append(t["global_batch"] // (c.n_gpus // 280))
@@ -55,9 +57,10 @@ def test_rows_build_the_printed_plan_held_out():
 
 @pytest.mark.slow
 def test_held_out_error_is_pinned():
-    """Held out (about 12 s of simulation): +28.0%, +29.6%, +33.5% (positive: the simulator faster),
+    """Held out (about 20 s of simulation): +22.8%, +24.3%, +28.0% (positive: the simulator faster;
+    +28.0%, +29.6%, +33.5% with fused gradient accumulation, which the 2021 stack did not have),
     growing with DP at the fixed batch. The gap is pinned, not closed: the model prices Megatron-LM's
     own 530B runs at this split within 5% (the page's findings)."""
     errs = [r.error for r in scoring.run_cases(mtnlg(_rows()))]
-    assert all(0.25 <= e <= 0.37 for e in errs), errs
+    assert all(0.20 <= e <= 0.31 for e in errs), errs
     assert errs[0] < errs[1] < errs[2]
