@@ -1959,10 +1959,11 @@ activation checkpointing, 1F1B): GPT 3.6B-175B on 64-512 GPUs and GPT with hidde
 and 12-24 layers on one node, under every TP × DP × PP plan and micro-batch they measured.
 Nothing was changed in the model for them.
 
-- **Multi-node (108 plans): median 3.7%, signed +2.1%.** The rows whose TP fills the node are
-  close (GPT-39.1B TP 8: median +0.7%; GPT-175B at TP 2-8: −2.4% to −4.4%). Rows with TP 2 or 4
-  at 3.6B-39.1B, where a node holds two to four model-parallel groups, are optimistic (GPT-39.1B
-  TP 2: median +43.9%, TP 4: +13.3%; 3.6B and 18.4B TP 2/4: +12% to +16%). It is not the network
+- **Multi-node (108 plans): median 4.5%, signed −0.3%** (3.7% / +2.1% before DeepSpeed's pipeline
+  engine and its unfused gradient accumulation were modelled). The rows whose TP fills the node are
+  close (GPT-39.1B TP 8: median −1.9%; GPT-175B at TP 2-8: medians −4.4% to −7.8%). Rows with TP 2
+  or 4 at 3.6B-39.1B, where a node holds two to four model-parallel groups, are optimistic
+  (GPT-39.1B TP 2: median +39.5%, TP 4: +10.7%; 3.6B and 18.4B TP 2/4: +3% to +13%). It is not the network
   assumption: the 800 Gb/s per node of vTrain's configs as 4 × 200 Gb/s or the DGX A100's
   8 × 200 Gb/s moves the 39.1B TP 2 rows by 1-2 points. Two rows are outliers of the measurement
   itself: GPT-3.6B TP 8 at micro-batch 64 took 9.84 s where micro-batch 32 took 4.97 s (+103%),
@@ -1986,8 +1987,8 @@ Nothing was changed in the model for them.
   and the about 180 TP AllReduces of 201 MB of GPT-3.6B TP 2 at micro-batch 16 take 1,108 µs each
   (1,105 measured; ~875 before), about 40 ms more per step: that row moves from +12.9% to +11.5%,
   a tenth of its 0.45 s gap; the whole gap would need them 3.8 times the model's former time.
-- **Single node (288 rows, 8 GPUs, run alone): median 22.5%, signed +22.5%** (by TP 1/2/4/8:
-  +9.0/+15.5/+52.3/+102.2%). **These rows are not end-to-end steps: the 1,440 values of the file
+- **Single node (288 rows, 8 GPUs, run alone): median 17.9%, signed +17.9%** (by TP 1/2/4/8:
+  +4.4/+10.2/+48.2/+84.7%; 22.5% before the unfused gradient accumulation). **These rows are not end-to-end steps: the 1,440 values of the file
   are one closed form over one per-layer time per (hidden, TP, micro-batch).** Checked on every row
   (`tests/validation/test_megatron2022_vtrain_sources.py`): (1) each plan's step is linear in its
   micro-batches per replica to 5 µs (1,008 rows: 4 global batches per plan at micro-batch 1, 3
@@ -2183,10 +2184,11 @@ of Megatron-DeepSpeed computes each one with a plain matmul (microsoft/Megatron-
 83b1e42f, and the Microsoft tree still has it commented out @f4157bea), and autograd adds every
 micro-batch after the first into DeepSpeed's fp16 `param.grad`: 6 bytes per parameter, 1.9 billion
 parameters a stage, about 7 ms of each micro-batch. With fused accumulation the rows were 46.94,
-38.73 and 33.26 s (+28.0%, +29.6%, +33.5%). The same setting, not applied to those sources, would
-move BLOOM's seven fp16 search rows by 1-2 points towards the measurement (median 8.0% → 7.0%;
-the bf16 final run keeps its own optimizer) and vTrain's 108 multi-node rows from median 4.0%
-(signed +0.9%) to 4.5% (signed −0.3%).
+38.73 and 33.26 s (+28.0%, +29.6%, +33.5%). BLOOM's fork and vTrain's Microsoft tree are the same
+code base and run the same setting on their fp16 rows: BLOOM's seven fp16 search rows move by 1-2
+points towards the measurement (median 8.0% → 7.0%; the bf16 final run keeps BF16_Optimizer's own
+fp32 accumulation) and vTrain's 108 multi-node rows from median 4.0% (signed +0.9%) to 4.5%
+(signed −0.3%).
 
 It is not the model's price of this model on this cluster at this split: Megatron-LM's own runs
 of the same 530B shape at TP 8 x PP 35 on Selene, arXiv:2104.04473's Table 1 row (2,520 GPUs, DP
@@ -2226,7 +2228,7 @@ latency after each, well under 1 ms against about 200 ms of passes a micro-batch
 Megatron-DeepSpeed's `GPTModelPipe` does not send the attention mask (it keeps it in
 `args.attn_mask`), DeepSpeed checkpoints only the transformer layers (`_is_checkpointable`), and
 the loss broadcast runs once a step. The engine does not explain the gap. The BLOOM rows (the same engine in 2022, PP 12 with 128 micro-batches of 2 per
-pipeline, a 1F1B bubble of 11/128 of the pipeline) sit at −2.1% to +13.7%, where the bubble matters
+pipeline, a 1F1B bubble of 11/128 of the pipeline) sit at −2.1% to +11.7%, where the bubble matters
 less; a timing of one DeepSpeed pipeline at PP 35 would tell the two apart. vTrain's rows are
 such timings at PP 16-32 on the same `TrainSchedule`: GPT-175B at TP 8 x PP 32 x DP 2 with 128
 micro-batches of 6 per pipeline (a 1F1B bubble of 31/159 of the pipeline) is −4.6%, with 384 of 2

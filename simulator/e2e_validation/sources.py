@@ -134,7 +134,11 @@ def _bloom(rows: list[Row]) -> list[Case]:
     tp before its backward (``pp_engine: deepspeed``). The bf16 final
     run uses DeepSpeed's BF16_Optimizer (``ZERO_STAGE=0``, "it implements its own zero stage 1
     equivalent"): fp32 gradients accumulated after every micro-batch and AllReduced whole
-    (``zero1_impl: deepspeed-bf16``). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
+    (``zero1_impl: deepspeed-bf16``). The fp16 runs accumulate the weight gradients unfused
+    (``gradient_accumulation_fusion: false``): the fork's ColumnParallelLinear and RowParallelLinear
+    compute them with a plain ``F.linear`` backward (bigscience-workshop/Megatron-DeepSpeed
+    ``megatron/mpu/layers.py``), and DeepSpeed's engine owns the fp16 ``param.grad``, so autograd adds
+    every micro-batch's gradient to it in place (mtnlg_sources.py has the evidence). Every run set ``--position-embedding-type alibi`` (tr11-200B-ml.slurm
     from 02-10 on, tr11-176B-ml.slurm), on the materialised scores of that fork's attention. The
     embedding and LM head have Megatron's padded vocabulary (``_vocab_size_with_padding``): the final
     run's ``--pad-vocab-size-to 250880``, the search rows' 250,000 rounded up to a multiple of
@@ -171,7 +175,7 @@ def _bloom(rows: list[Row]) -> list[Case]:
         # bf16 (the final run): DeepSpeed's BF16_Optimizer with its fp32 gradients, AllReduced in
         # buffers of MEMORY_OPT_ALLREDUCE_SIZE = 5e8 elements (deepspeed/runtime/engine.py)
         bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32",
-                        ddp_bucket_elements=500_000_000) if dtype == "bf16" else {}
+                        ddp_bucket_elements=500_000_000) if dtype == "bf16" else dict(gradient_accumulation_fusion=False)
         vocab = BLOOM_PADDED_VOCAB if final else padded_vocab(parse_int(r["vocab"]), tp)
         scn = make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
                             gpt_model({**r, "vocab": str(vocab)}, position="alibi", tied=True),

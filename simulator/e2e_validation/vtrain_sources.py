@@ -12,8 +12,12 @@ reducing the gradients after the backward (``overlap_comm`` off by default), Meg
 kernels (materialised attention scores, fused softmax and bias-GeLU, which vTrain's traced model
 runs), the blocking column-parallel AllReduce and DeepSpeed's pipeline engine (Megatron-DeepSpeed's
 GPTModelPipe) sending each TP rank's 1/tp of an activation and AllGathering it on
-receipt, each send and receive a blocking transfer of its own (``pp_engine: deepspeed``). The vocabulary is vTrain's default, the GPT-2
-BPE (50,257), padded as Megatron pads it.
+receipt, each send and receive a blocking transfer of its own (``pp_engine: deepspeed``). The weight
+gradients accumulate unfused (``gradient_accumulation_fusion: false``): Microsoft's Megatron-DeepSpeed
+keeps Megatron's fused wgrad accumulation commented out, since DeepSpeed's engine owns the fp16
+``param.grad`` (no ``main_grad`` buffer), so autograd adds every micro-batch's gradient in place
+(mtnlg_sources.py has the evidence). The vocabulary is vTrain's default, the GPT-2 BPE (50,257),
+padded as Megatron pads it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def _vtrain_case(source: str, r: Row) -> Case:
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
     par = dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
                async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True,
-               pp_engine="deepspeed")
+               pp_engine="deepspeed", gradient_accumulation_fusion=False)
     label = f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} gbs{gb}" + ("" if n == 8 else f" {n} GPUs")
     scenario = make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
                              n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",

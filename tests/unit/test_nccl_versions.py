@@ -424,8 +424,8 @@ def test_abci_sweeps_run_at_the_rate_the_hcas_carry_from_gpu_memory(name, nodes,
     node.nics.efficiency 0.39; 95 GB/s from host memory). From 1 MiB the signed median is within
     `bound` with the release's tables: 2 nodes +5.0%, 4 nodes +9.6%, 16 nodes +25.7% (+15.2% and +24.2%
     with 2.30.7's). The 4- and 16-node sweeps run Tree/LL128 at 1-8 MiB, which InfiniBand's deployed
-    row times at NCCL's rate (x 1, what the fit over every system chooses since Crusoe's 2 x 8 A100 rows
-    joined it: they are within 0-8% at x 1); at x 0.6 they were -10.6% and -15.8%. ABCI's Tree/LL128 rows
+    row times at NCCL's rate (x 1, the fit's choice since NCCL's per-release channel caps were modelled,
+    a near tie: costs/deployed.py); at x 0.6 they were -10.6% and -15.8%. ABCI's Tree/LL128 rows
     are +31-36% too fast at x 1 (test_collective_accuracy), so these bounds pin that gap. At the HCAs'
     host-memory rate the 2-node sweep is predicted more than 40% too fast (+52% before the rate was
     modelled), whatever the release: with 2.30.7's tables the 2-node median is -0.3%."""

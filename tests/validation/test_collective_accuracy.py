@@ -840,8 +840,7 @@ def test_abci_tree_ll128_rows_under_nccl_2_8s_size_correction():
     """NCCL 2.8.4 rates Tree/LL128 at 0.5 of its bandwidth at 512 KiB and 0.7 at 4-8 MiB (v2.8.4-1
     ``treeCorrectionFactor``; 0.6 and 0.8-0.9 from v2.10.3-1), which the model both chooses and times by
     (costs/nccl_versions.py ``tree_ll128_correction``). Against ABCI's rows (measured time / predicted - 1),
-    with InfiniBand's deployed tree LL128 at NCCL's rate (x 1, the fit over every system since Crusoe's rows
-    joined it): the 2-node 512 KiB Tree/LL128 row +36% and the 4-node 4 MiB one +31% (+8% and -12% at x 0.6),
+    with InfiniBand's deployed tree LL128 at NCCL's rate (x 1, costs/deployed.py): the 2-node 512 KiB Tree/LL128 row +36% and the 4-node 4 MiB one +31% (+8% and -12% at x 0.6),
     so ABCI's tree LL128 runs well below the rate Crusoe's (within 0-8%) and Azure's (+19-21%) rows show;
     the 4-node 8 MiB row, where 2.8.4's 0.7 moves NCCL's choice to Ring/LL128, -9%. The rows neither confirm
     nor refute the release's factor as a rate."""
@@ -865,8 +864,8 @@ def test_crusoe_a100_runs_faster_than_the_azure_a100_vms_at_every_size():
     (NCCL_IB_QPS_PER_CONNECTION=2) takes less time than Azure's NDm A100 v4 run at every printed size,
     8-10 us less at the Tree/LL floor, 10-20% less at 1-32 MiB, 4-11% less from 64 MiB. With InfiniBand's
     tree LL128 at NCCL's rate (x 1) Crusoe's 4 and 8 MiB Tree/LL128 rows are within -0.4% / +8.2% (25-26% slow
-    at x 0.6) and Azure's +19% / +21% too fast; the fit over every system takes x 1 since Crusoe's rows joined
-    it. Crusoe's 8 B-1 KiB floor is 15-21% slow (Azure's within 14%), its Ring/Simple plateau within 7%
+    at x 0.6) and Azure's +19% / +21% too fast (Crusoe is scored, not fitted; what was read for the difference:
+    data/nccl/INDEX.md, "Tree/LL128 across InfiniBand nodes"). Crusoe's 8 B-1 KiB floor is 15-21% slow (Azure's within 14%), its Ring/Simple plateau within 7%
     (data/nccl/INDEX.md)."""
     crusoe, azure = _result("a100x16_allreduce_2node_crusoe_ib"), _result("a100x16_allreduce_2node_azure_ndmv4_ib")
     az = {p.size_bytes: p for p in azure.points}

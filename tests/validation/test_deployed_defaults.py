@@ -401,9 +401,10 @@ LOSO_BOUNDS = {
     # 17.6% / +8.1% / 24.7% with v2.8.4-1's Tree/LL128 size correction (nccl_versions.tree_ll128_correction:
     # 4 nodes 9.2% -> 10.6%, 8 nodes 20.4% -> 22.1% at >= 1 MiB)
     # 29.3% / +29.3% / 28.2% once the fit without ABCI takes InfiniBand's tree LL128 at NCCL's rate (x 1, from
-    # x 0.6: Crusoe's 2 x 8 A100 Tree/LL128 rows, within 0-8% at x 1, joined the pool); ABCI's NCCL 2.8.4
-    # Tree/LL128 rows are +31-36% too fast at x 1 (8 nodes 22.1% -> 66.8%, 16 nodes -15.8% -> +25.7%), Azure
-    # NDmv4's +19-21%: a rate below NCCL's that neither stack's inputs name (Crusoe set NCCL_IB_QPS_PER_CONNECTION=2)
+    # x 0.6, with NCCL's per-release channel caps: costs/deployed.py); ABCI's NCCL 2.8.4 Tree/LL128 rows are
+    # +31-36% too fast at x 1 (8 nodes 22.1% -> 66.8%, 16 nodes -15.8% -> +25.7%), Azure NDmv4's +19-21%, sophia's
+    # and Crusoe's within 0-15%: no mechanism in NCCL's source separates them (data/nccl/INDEX.md, "Tree/LL128
+    # across InfiniBand nodes"); ABCI's excess at 256 KiB-1 MiB is the size of its stack's one-node per-call cost
     "abci-a100": (0.30, 0.30, 0.29),
     # ABCI's Broadcast (the same NCCL 2.8.4 stack and nodes, 1-16 nodes, <= 32 MiB; scored, not fitted):
     # 116.5% / +116.5% / 69.2%, the model too fast everywhere: one node +93..+96% (the stack's per-call cost,
