@@ -67,8 +67,16 @@ def load(path=DATA) -> list[TablePoint]:
 def errors(points: list[TablePoint], dtype: str, mainloop: float, min_flops: float = 0.0) -> list[float]:
     """Model / measured - 1 for every point of at least ``min_flops``."""
     peak = PEAK_TFLOPS[dtype] * 1e12
-    return [gs.model_efficiency(p.m, p.n, p.k, p.b, B200_SMS, peak, mainloop) / (p.tflops[dtype] * 1e12 / peak) - 1.0
+    ratio = step_ratio(dtype)
+    return [gs.model_efficiency(p.m, p.n, p.k, p.b, B200_SMS, peak, mainloop, step_ratio=ratio)
+            / (p.tflops[dtype] * 1e12 / peak) - 1.0
             for p in points if p.flops >= min_flops]
+
+
+def step_ratio(dtype: str) -> float:
+    """The dtype's peak over the bf16 peak: how many of its k-steps a tile's fixed prologue and
+    epilogue take per bf16 step (``gemm_shape.k_overhead``)."""
+    return PEAK_TFLOPS[dtype] / PEAK_TFLOPS["bf16"]
 
 
 def fit_mainloop(points: list[TablePoint], dtype: str, min_flops: float = MIN_FLOPS) -> float:
@@ -87,7 +95,8 @@ def fit_mainloop(points: list[TablePoint], dtype: str, min_flops: float = MIN_FL
 def reference_efficiency(dtype: str, mainloop: float) -> float:
     """The model's fraction of peak at ``REFERENCE_SHAPE`` (where a profile's plateau is stated)."""
     m, n, k = gs.REFERENCE_SHAPE
-    return gs.model_efficiency(m, n, k, 1, B200_SMS, PEAK_TFLOPS[dtype] * 1e12, mainloop)
+    return gs.model_efficiency(m, n, k, 1, B200_SMS, PEAK_TFLOPS[dtype] * 1e12, mainloop,
+                               step_ratio=step_ratio(dtype))
 
 
 def largest(points: list[TablePoint]) -> TablePoint:

@@ -124,8 +124,11 @@ def gemm_op_efficiency(op: ComputeOp, gpu: GPU) -> float:
     batch = max(1, round(per_kernel / (2.0 * m * n * k))) if m * n * k > 0 else 1
     plateau = gemm_efficiency(gpu, gpu.gemm_efficiency[-1].flops, op.dtype)
     # chunks running at once on other streams share the waves (ComputeOp.concurrent)
-    return shape_efficiency(m, n, k, batch * max(op.concurrent, 1), gpu.sms, gpu.peak_flops(op.dtype), plateau,
-                            op.sm_fraction)
+    peak = gpu.peak_flops(op.dtype)
+    # a tile's prologue and epilogue take the bf16 kernel's time: more k-steps of a faster dtype
+    step_ratio = peak / gpu.peak_flops("bf16") if gpu.bf16_TFLOPS else 1.0
+    return shape_efficiency(m, n, k, batch * max(op.concurrent, 1), gpu.sms, peak, plateau,
+                            op.sm_fraction, step_ratio)
 
 
 def _sm_share(op: ComputeOp) -> float:

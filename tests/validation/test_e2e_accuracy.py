@@ -314,15 +314,17 @@ def test_megatron_bridge_moe_errors():
     21d102f5e), in place of Megatron's vocab-parallel loss: +16.7%, +5.2%, +18.0%, +5.7%, +13.1%,
     +16.5%, -9.9%; median 9.3% -> 13.1%. GPT-OSS's unfused YaRN RoPE, the router's random-logits and
     aux-loss kernels, HybridEP's blocking dispatch: +15.6%, +4.9%, +14.3%, +4.9%, +12.5%, +13.8%,
-    -10.0%; median 12.5%, still above the 12% target. The gap is pinned: the four eager rows without
-    graphed routers stay 12-17% optimistic (the page's findings: about 1.3-2.4 ms per layer and
-    micro-batch that no priced kernel accounts for); a change that closes it has to move them."""
+    -10.0%; median 12.5%. A GEMM tile's prologue and epilogue in bf16 time, twice the k-steps in fp8
+    (costs/gemm_shape.py k_overhead): +14.5%, +4.8%, +14.3% (BF16), +3.4%, +11.0%, +13.8% (BF16),
+    -10.4%; median 11.0%. The gap is pinned: the four eager rows without graphed routers stay
+    10-17% optimistic (the page's findings: about 1.2-2.4 ms per layer and micro-batch that no
+    priced kernel accounts for); a change that closes it has to move them."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.15 <= e <= 0.25 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.13
+    assert scoring.median_abs_error(results) <= 0.12
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
-    assert all(0.11 <= gap[k] <= 0.17 for k in ("Qwen3_30B_a3B H100-SXM FP8-CS", "GPT OSS 120B H100-SXM BF16",
+    assert all(0.10 <= gap[k] <= 0.17 for k in ("Qwen3_30B_a3B H100-SXM FP8-CS", "GPT OSS 120B H100-SXM BF16",
                                                   "Qwen3_235B_a22B B200 MXFP8", "GPT OSS 120B B200 BF16")), gap
 
 
