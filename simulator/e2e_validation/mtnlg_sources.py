@@ -49,7 +49,8 @@ DeepSpeed before 0.5.4) are each bounded at under 2% in the page's findings; non
 from __future__ import annotations
 
 from simulator.e2e_validation.rows import Row, parse_int, parse_precision
-from simulator.e2e_validation.scenarios import MEGATRON_LEGACY, Case, gpt_model, make_scenario, padded_vocab
+from simulator.e2e_validation.scenarios import (MEGATRON_DEEPSPEED_PARALLEL, MEGATRON_LEGACY, Case, gpt_model,
+                                               make_scenario, padded_vocab)
 
 SOURCE = "mtnlg"
 
@@ -62,10 +63,7 @@ def mtnlg_case(r: Row) -> Case:
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, tied=True)
     scn = make_scenario(f"mtnlg-530b-{n}", "dgx-a100", n, model, micro_batch=mb, global_batch=gb,
                         dtype=parse_precision(r) or "fp16", recompute="full",
-                        parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
-                                      gradient_accumulation_fusion=False,
-                                      async_tensor_model_parallel_allreduce=False,
-                                      scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed"),
+                        parallel=dict(tp=tp, pp=pp, **MEGATRON_DEEPSPEED_PARALLEL),
                         stack=MEGATRON_LEGACY)
     return Case(SOURCE, f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} {n} GPUs", scn, "step_time_s",
                 float(r["value"]), n)

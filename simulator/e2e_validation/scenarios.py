@@ -83,6 +83,18 @@ NEMO_LAUNCHER_2024 = replace(MODERN, attention="flash2")
 # Megatron-LM 2020-2022 (and Megatron-DeepSpeed): materialised scores, but its own fused
 # kernels (scaled_upper_triang_masked_softmax, bias_gelu, bias_dropout_add, apex LayerNorm).
 MEGATRON_LEGACY = Stack(attention="unfused", fused_kernels=True)
+# The parallel settings of Megatron-DeepSpeed's fp16 training (BLOOM, MT-NLG, vTrain; each source
+# module adds tp and pp): DeepSpeed ZeRO-1 reducing the gradients after the backward (``overlap_comm``
+# off by default); the column-parallel backward AllReduce after the wgrad GEMM; DeepSpeed's
+# PipelineEngine (GPTModelPipe) with each TP rank's 1/tp of a boundary activation sent and gathered
+# on receipt, each send and receive a blocking transfer of its own, and a sent output gathered back
+# before its backward; and unfused weight-gradient accumulation: the fork's linear layers compute
+# the wgrad with a plain matmul (BigScience's ``megatron/mpu/layers.py``; microsoft/Megatron-DeepSpeed
+# @54884b5f, Oct 2021, and still commented out @f4157bea, Dec 2024), and DeepSpeed's engine owns the
+# fp16 ``param.grad`` (no ``main_grad``), so autograd adds every micro-batch's gradient in place.
+MEGATRON_DEEPSPEED_PARALLEL: dict[str, object] = dict(
+    zero=1, overlap_grad_reduce=False, async_tensor_model_parallel_allreduce=False,
+    scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed", gradient_accumulation_fusion=False)
 # Megatron-LM of Sep 2020 (5281919, the commit of the README's tables) had none of those kernels
 # yet (no megatron/fused_kernels, no jit fusions): its layers are PyTorch ops (model/transformer.py),
 # bar apex's FusedLayerNorm (norm_kernel: fused); the causal mask is a masked_fill_ before

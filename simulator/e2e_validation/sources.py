@@ -13,6 +13,7 @@ from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_
 from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES,
     MEGATRON_2020,
+    MEGATRON_DEEPSPEED_PARALLEL,
     MEGATRON_LEGACY,
     MEGATRON_LM_DDP_2024,
     MODERN,
@@ -174,16 +175,14 @@ def _bloom(rows: list[Row]) -> list[Case]:
         mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
         # bf16 (the final run): DeepSpeed's BF16_Optimizer with its fp32 gradients, AllReduced in
         # buffers of MEMORY_OPT_ALLREDUCE_SIZE = 5e8 elements (deepspeed/runtime/engine.py)
-        bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32",
-                        ddp_bucket_elements=500_000_000) if dtype == "bf16" else dict(gradient_accumulation_fusion=False)
+        # (which accumulates in its own fp32 buffers: gradient_accumulation_fusion does not apply)
+        bf16_opt = dict(zero1_impl="deepspeed-bf16", grad_reduce_dtype="fp32", ddp_bucket_elements=500_000_000,
+                        gradient_accumulation_fusion=True) if dtype == "bf16" else {}
         vocab = BLOOM_PADDED_VOCAB if final else padded_vocab(parse_int(r["vocab"]), tp)
         scn = make_scenario(f"bloom-{len(out)}", "jean-zay-a100", n,
                             gpt_model({**r, "vocab": str(vocab)}, position="alibi", tied=True),
                             micro_batch=mb, global_batch=gb, dtype=dtype, recompute="full",
-                            parallel=dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False,
-                                          async_tensor_model_parallel_allreduce=False,
-                                          scatter_gather_tensors_in_pipeline=True, pp_engine="deepspeed",
-                                          **bf16_opt),
+                            parallel=dict(tp=tp, pp=pp, **{**MEGATRON_DEEPSPEED_PARALLEL, **bf16_opt}),
                             stack=MEGATRON_LEGACY)
         if not bloom_fused_softmax(mb, parse_int(r["heads"]) // tp, parse_int(r["seq_len"]), final):
             scn["training"]["masked_softmax"] = "torch"

@@ -23,7 +23,8 @@ padded as Megatron pads it.
 from __future__ import annotations
 
 from simulator.e2e_validation.rows import Row, parse_int, parse_precision
-from simulator.e2e_validation.scenarios import MEGATRON_LEGACY, Case, gpt_model, make_scenario, padded_vocab
+from simulator.e2e_validation.scenarios import (MEGATRON_DEEPSPEED_PARALLEL, MEGATRON_LEGACY, Case, gpt_model,
+                                               make_scenario, padded_vocab)
 from simulator.schedule.attention import megatron_fused_softmax_available
 
 VTRAIN_PROFILE = "vtrain-a100"
@@ -33,9 +34,7 @@ def _vtrain_case(source: str, r: Row) -> Case:
     n, tp, pp, dp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "dp"))
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
-    par = dict(tp=tp, pp=pp, zero=1, overlap_grad_reduce=False, grad_reduce_dtype="fp16",
-               async_tensor_model_parallel_allreduce=False, scatter_gather_tensors_in_pipeline=True,
-               pp_engine="deepspeed", gradient_accumulation_fusion=False)
+    par = dict(tp=tp, pp=pp, grad_reduce_dtype="fp16", **MEGATRON_DEEPSPEED_PARALLEL)
     label = f"{r['model_name']} tp{tp} pp{pp} dp{dp} mbs{mb} gbs{gb}" + ("" if n == 8 else f" {n} GPUs")
     scenario = make_scenario(f"{source}-{r['model_name'].replace(' ', '-')}-{tp}-{pp}-{dp}-{mb}-{gb}", VTRAIN_PROFILE,
                              n, model, micro_batch=mb, global_batch=gb, dtype=parse_precision(r) or "fp16",
