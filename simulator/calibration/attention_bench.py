@@ -30,7 +30,15 @@ causal; the backward 2.5× that), which is the simulator's:
   1146-1157) and rises 2.3% from 16K to 64K where the sweeps rise 0.6-1.2%: the kernel curve is
   not what makes those rows optimistic (e2e_validation/findings.py, "Context parallelism").
 
-``python -m simulator.calibration.attention_bench`` prints all three.
+* **the backward's CTA cost on Hopper** (:func:`fit_bwd_cta_overhead`): this project's H200
+  sweep (``data/kernels/h200_attention_sdpa.csv``: PyTorch's FlashAttention-2 and cuDNN 9.19,
+  512-32K tokens, d = 64 and 128, on cudnn-frontend's shapes) shows the backward losing more
+  than the forward at short lengths; the per-CTA cost read off its d = 128 rows (3.0 tiles for
+  FlashAttention-2, 2.7 for cuDNN) is what the Hopper profiles give
+  (``bwd_cta_overhead_tiles``), scored on the d = 64 rows and on cudnn-frontend's H200 rows. Its
+  FlashAttention-2 rows at 4K-32K also reproduce cudnn-frontend's within 4%.
+
+``python -m simulator.calibration.attention_bench`` prints all four.
 """
 
 from __future__ import annotations
@@ -44,6 +52,10 @@ from simulator.costs.attention_shape import REF_SEQ, shape_factor
 from simulator.files import bundled_dir
 
 DATA = bundled_dir("data/kernels") / "cudnn_sdpa_benchmarks.csv"
+# This project's H200 sweep on cudnn-frontend's protocol, 512-32K tokens, d = 64 and 128 (clocks not locked).
+H200_SWEEP = bundled_dir("data/kernels") / "h200_attention_sdpa.csv"
+H200_SWEEP_CUDNN = "9.19.0"
+PROFILE_OF_GPU = {"H200": "dgx-h200", "B200": "dgx-b200"}
 KERNEL_OF_BACKEND = {"cudnn": "flash3", "pytorch_sdpa_flash": "flash2", "flash_attn_2": "flash2"}
 DENSE_BF16_FLOP_PER_CLOCK_PER_SM = 4 * 1024  # Hopper: 4 tensor cores × 1024 dense bf16 FLOP per clock
 H200_BENCH_CLOCK_GHZ = 1.98  # cudnn-frontend benchmark/README.md: nvidia-smi -ac 3201,1980
@@ -81,9 +93,10 @@ class BenchPoint:
 @dataclass(frozen=True)
 class LengthError:
     point: BenchPoint
-    modelled: float  # shape_factor at the point's shape (1 at REF_SEQ)
+    modelled: float  # forward shape factor at the point's shape over the sweep's REF_SEQ point's
     fwd_measured: float  # the point's forward rate over the same sweep's at REF_SEQ
     bwd_measured: float
+    modelled_bwd: float  # the same for the backward kernel (the GPU's backward CTA cost)
 
     @property
     def fwd_error(self) -> float:
@@ -91,7 +104,7 @@ class LengthError:
 
     @property
     def bwd_error(self) -> float:
-        return self.modelled / self.bwd_measured - 1.0
+        return self.modelled_bwd / self.bwd_measured - 1.0
 
 
 def read_points(path: Path = DATA) -> list[BenchPoint]:
@@ -102,17 +115,55 @@ def read_points(path: Path = DATA) -> list[BenchPoint]:
                        r["causal"] == "true", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
 
 
-def length_errors(points: list[BenchPoint], min_seq: int = 0) -> list[LengthError]:
-    """Each point of at least ``min_seq`` tokens against its sweep's ``REF_SEQ`` point (batch 1)."""
+def bwd_cta_overhead(gpu: str, kernel: str) -> float | None:
+    """The backward CTA cost the bundled profile of the sweep's GPU gives ``kernel``."""
+    from simulator.config.hardware import load_profile
+
+    return load_profile(PROFILE_OF_GPU[gpu]).gpu.attention_bwd_cta_overhead(kernel)
+
+
+def length_errors(points: list[BenchPoint], min_seq: int = 0, bwd_overhead: float | None | str = "profile"
+                  ) -> list[LengthError]:
+    """Each point of at least ``min_seq`` tokens against its sweep's ``REF_SEQ`` point (batch 1),
+    the factor taken relative to the reference's (a sweep at d = 64 has its own 16K point); the
+    backward with ``bwd_overhead`` tiles per CTA ("profile": the GPU's profile; None: the
+    forward's)."""
     ref = {p.sweep: p for p in points if p.seq_q == REF_SEQ and p.seq_kv == REF_SEQ and p.batch == 1}
     out = []
     for p in points:
         r = ref.get(p.sweep)
         if r is None or p.seq_q < min_seq:
             continue
-        out.append(LengthError(p, shape_factor(p.seq_q, p.seq_kv, p.causal, p.head_dim, p.kernel),
-                               p.fwd_tflops / r.fwd_tflops, p.bwd_tflops / r.bwd_tflops))
+        c0 = bwd_cta_overhead(p.gpu, p.kernel) if isinstance(bwd_overhead, str) else bwd_overhead
+
+        def rel(c: float | None) -> float:
+            return (shape_factor(p.seq_q, p.seq_kv, p.causal, p.head_dim, p.kernel, c)
+                    / shape_factor(r.seq_q, r.seq_kv, r.causal, r.head_dim, p.kernel, c))
+        out.append(LengthError(p, rel(None), p.fwd_tflops / r.fwd_tflops, p.bwd_tflops / r.bwd_tflops, rel(c0)))
     return out
+
+
+def read_h200_sweep(path: Path = H200_SWEEP) -> list[BenchPoint]:
+    """This project's H200 sweep (benchmarks/measure_kernels.py) as points of the same kind: the
+    flash2 rows as ``pytorch_sdpa_flash``, q = k = v heads."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    backend = {"flash2": "pytorch_sdpa_flash", "cudnn": "cudnn"}
+    return [BenchPoint("h200-measured", "H200", H200_SWEEP_CUDNN, backend[r["backend"]], int(r["batch"]),
+                       int(r["heads"]), int(r["heads"]), int(r["seqlen"]), int(r["seqlen"]), int(r["head_dim"]),
+                       r["causal"] == "1", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
+
+
+def fit_bwd_cta_overhead(points: list[BenchPoint], kernel: str, head_dim: int = 128) -> float:
+    """The backward CTA cost (0-8 tiles, steps of 0.1) that minimises the median |error| of the
+    backward length ratios below ``REF_SEQ`` of ``kernel``'s sweeps at ``head_dim``."""
+    pts = [p for p in points if p.kernel == kernel and p.head_dim == head_dim]
+
+    def score(c0: float) -> float:
+        errs = [abs(e.bwd_error) for e in length_errors(pts, 0, c0) if e.point.seq_q < REF_SEQ]
+        return statistics.median(errs)
+
+    return min((x / 10 for x in range(81)), key=score)
 
 
 def fwd_bwd_fraction(fwd: float, bwd: float) -> float:
@@ -192,6 +243,15 @@ def main() -> None:
         if p.gpu == "H200" and p.causal and p.seq_q == REF_SEQ:
             print(f"  cuDNN {p.cudnn:6s} {p.backend:19s} fwd {p.fwd_tflops / peak:.3f} bwd {p.bwd_tflops / peak:.3f} "
                   f"fwd+bwd {fwd_bwd_fraction(p.fwd_tflops, p.bwd_tflops) / peak:.3f}")
+    own = read_h200_sweep()
+    print(f"backward CTA cost (tiles) read off {H200_SWEEP.name} at d=128, and the backward length ratios' median |error|:")
+    for kernel in ("flash2", "flash3"):
+        c0 = fit_bwd_cta_overhead(own, kernel)
+        for d in (128, 64):
+            pts = [p for p in own if p.kernel == kernel and p.head_dim == d]
+            for label, tiles in (("forward's", None), (f"{c0:.1f}", c0)):
+                errs = [abs(e.bwd_error) for e in length_errors(pts, 0, tiles) if e.point.seq_q < REF_SEQ]
+                print(f"  {kernel} d={d:3d} c0 {label:9s}: median {statistics.median(errs):.1%} max {max(errs):.1%}")
     print("B200 at the context-parallel kernel lengths, causal, forward + backward TFLOP/s (dgx-b200 flash3):")
     for c in b200_cp_rates(points):
         p = c.point

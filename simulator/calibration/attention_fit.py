@@ -68,12 +68,13 @@ def computed_fraction(a: AttentionEvent, causal: bool) -> float:
     return 1.0
 
 
-def reference_factor(a: AttentionEvent, causal: bool, kernel: str) -> float:
+def reference_factor(a: AttentionEvent, causal: bool, kernel: str, cta_overhead: float | None = None) -> float:
     """What the kernel's shape costs against the long-sequence figure the profile holds
-    (costs.attention_shape.shape_factor); 1 when the trace does not give the shape."""
+    (costs.attention_shape.shape_factor, with a backward's per-CTA cost ``cta_overhead`` where
+    the profile gives one); 1 when the trace does not give the shape."""
     if not (a.seq_q and a.seq_k and a.head_dim):
         return 1.0
-    return shape_factor(a.seq_q, a.seq_k, causal and a.seq_q <= a.seq_k, a.head_dim, kernel)
+    return shape_factor(a.seq_q, a.seq_k, causal and a.seq_q <= a.seq_k, a.head_dim, kernel, cta_overhead)
 
 
 def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: HardwareProfile, *,
@@ -92,7 +93,8 @@ def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: Hardware
         dtype = dtype_alias(a.dtype)
         peak = profile.gpu.peak_flops(dtype if dtype in ("bf16", "fp16") else "bf16")
         mask = a.causal if a.causal is not None else causal
-        frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak) / reference_factor(a, mask, kernel)
+        c0 = profile.gpu.attention_bwd_cta_overhead(kernel) if a.backward else None
+        frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak) / reference_factor(a, mask, kernel, c0)
         measured.setdefault((kernel, "bwd" if a.backward else "fwd"), []).append(frac)
     for name in sorted(unknown):
         fit.warnings.append(f"gpu.attention_efficiency: kernel {name!r} is not a FlashAttention-2 or Hopper-class "

@@ -21,6 +21,19 @@ H100's MAMF plateau; on ``sm_100`` it lands 2-3% below B200's: where ordinary (u
 shapes sit relative to MAMF's best one differs by ~7% between the two GPUs, which is what the
 kernels can say about a difference between the two GPUs' training derates.
 
+**H200, cuBLAS** (``data/kernels/h200_gemm_cublas.csv``, measured by this project with
+``benchmarks/measure_kernels.py``): the same grid on sm_90 again, through cuBLAS 13.1 instead of
+XLA, in bf16 and fp8, timed by CUDA-graph replay. Graph replay leaves out the launch gap that
+XLA's timings carry, so two numbers are read off it, the k-loop rate and the per-kernel fixed
+cost, and the rest of the model (tile set, tile rates, ``K_OVERHEAD``, the fp8 overhead in bf16
+time) is scored as fitted on XLA's sm_90 table (:func:`h200_fit`): the 125 shapes come out at a
+median |error| of 4.3% (bf16), 5.3% (fp8) and 3.0% (fp8 with fast accumulation), with a fixed
+cost of 2.0-2.5 µs per kernel against the 5.23 µs of XLA's timings. The training shapes, run
+after the grid under sustained load, sit at 666-692 TFLOP/s in bf16 (67-70% of the datasheet
+peak; nvidia-smi read 1410 MHz at the 700 W limit just after): between the MAMF-shape plateau
+(80.3%, short bursts) and the dgx-h100 curve's top (56.7%, that plateau × the training derate),
+so the sustained clock accounts for about half of the derate (:func:`h200_sustained`).
+
 ``python -m simulator.calibration.gemm_table`` prints the fits.
 """
 
@@ -122,6 +135,85 @@ def table_over_mamf(profile: str, training_derate: float) -> float | None:
     return table / (gpu.gemm_efficiency[-1].efficiency / training_derate)
 
 
+H200_DATA = bundled_dir("data/kernels") / "h200_gemm_cublas.csv"
+H100_CLASS_PEAK_TFLOPS = {"bf16": 989.4, "fp8_e4m3": 1978.9, "fp8_e4m3_fastacc": 1978.9}
+HOPPER_SMS = 132
+
+
+@dataclass(frozen=True)
+class TimedGemm:
+    """One GEMM of the H200 table: dtype, shape and seconds per kernel."""
+
+    dtype: str
+    m: int
+    n: int
+    k: int
+    seconds: float
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def on_grid(self) -> bool:
+        """One of XLA's grid shapes (every side 256-4096), not a training shape."""
+        return max(self.m, self.n, self.k) <= 4096
+
+
+def load_h200(path=H200_DATA) -> list[TimedGemm]:
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return [TimedGemm(r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]), float(r["ms"]) * 1e-3)
+            for r in csv.DictReader(lines)]
+
+
+@dataclass(frozen=True)
+class H200Fit:
+    dtype: str
+    mainloop: float
+    fixed_us: float
+    errors: tuple[float, ...]  # model / measured time − 1, per grid shape
+
+    @property
+    def median_abs(self) -> float:
+        return statistics.median(abs(e) for e in self.errors)
+
+
+def _unit_times(points: list[TimedGemm], step: float) -> list[float]:
+    """Each shape's kernel time at a k-loop rate of 1 and no fixed cost (time = this / rate + fixed)."""
+    peak = H100_CLASS_PEAK_TFLOPS[points[0].dtype] * 1e12
+    return [gs.kernel_seconds(p.m, p.n, p.k, 1, HOPPER_SMS, peak / HOPPER_SMS, 1.0, step_ratio=step)
+            - gs.FIXED_US * 1e-6 for p in points]
+
+
+def h200_fit(points: list[TimedGemm], dtype: str, step: float | None = None) -> H200Fit:
+    """The k-loop rate and per-kernel fixed cost that minimise the median |time error| over the
+    grid's shapes of ``dtype``, the rest of the shape model as fitted on XLA's sm_90 table;
+    ``step``: the dtype's peak over bf16's (2 for fp8, :func:`gemm_shape.k_overhead`)."""
+    grid = [p for p in points if p.dtype == dtype and p.on_grid]
+    unit = _unit_times(grid, step if step is not None else (1.0 if dtype == "bf16" else 2.0))
+
+    def errs(rate: float, fixed_us: float) -> list[float]:
+        return [(u / rate + fixed_us * 1e-6) / p.seconds - 1.0 for u, p in zip(unit, grid)]
+
+    def rate_for(fixed_us: float) -> float:  # median signed error zero (bisection)
+        lo, hi = 0.3, 1.5
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if statistics.median(errs(mid, fixed_us)) > 0 else (lo, mid)
+        return (lo + hi) / 2
+
+    best = min(((statistics.median(map(abs, errs(rate_for(f), f))), f) for f in (x * 0.1 for x in range(61))))
+    fixed = best[1]
+    rate = rate_for(fixed)
+    return H200Fit(dtype, rate, fixed, tuple(errs(rate, fixed)))
+
+
+def h200_sustained(points: list[TimedGemm], dtype: str = "bf16") -> list[float]:
+    """Fraction of the datasheet peak each training shape (run under sustained load) reaches."""
+    peak = H100_CLASS_PEAK_TFLOPS[dtype] * 1e12
+    return [p.flops / p.seconds / peak for p in points if p.dtype == dtype and not p.on_grid]
+
+
 def main() -> None:
     pts = load()
     print(f"{DATA.name}: {len(pts)} shapes; shape model of costs/gemm_shape.py (fitted on sm_90) on {B200_SMS} SMs")
@@ -135,6 +227,13 @@ def main() -> None:
     top = largest(pts)
     ratio = (top.tflops["fp8_e4m3_e4m3"] / 4500.0) / (top.tflops["bf16"] / 2250.0)
     print(f"  fp8/bf16 fraction of peak at {top.m}x{top.n}x{top.k}: {ratio:.3f}")
+    h200 = load_h200()
+    print(f"{H200_DATA.name}: {len(h200)} GEMMs; the sm_90 shape model with a k-loop rate and fixed cost read off the grid")
+    for dtype in H100_CLASS_PEAK_TFLOPS:
+        f = h200_fit(h200, dtype)
+        print(f"  {dtype:17s} mainloop {f.mainloop:.3f}  fixed {f.fixed_us:.1f} us  grid |err| median "
+              f"{f.median_abs:.1%} max {max(map(abs, f.errors)):.1%} ({len(f.errors)})  sustained training shapes "
+              f"{min(h200_sustained(h200, dtype)):.3f}-{max(h200_sustained(h200, dtype)):.3f} of peak")
 
 
 if __name__ == "__main__":

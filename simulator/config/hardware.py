@@ -60,6 +60,9 @@ class AttentionEfficiency(_Strict):
 
     fwd: float = Field(gt=0, le=1)
     bwd: float = Field(gt=0, le=1)
+    # The backward kernel's fixed cost per CTA in key/value tiles on this GPU, where measured
+    # (costs/attention_shape.py); None: the kernel generation's forward figure.
+    bwd_cta_overhead_tiles: float | None = Field(default=None, ge=0)
 
 
 # Slowdown of a compute kernel while a communication kernel of its rank runs beside it (the NCCL or
@@ -160,6 +163,11 @@ class GPU(_Strict):
                 f"{self.name} has no {requested} attention kernel in its profile; expected one of "
                 f"auto, unfused, {', '.join(self.attention_efficiency)}", field="training.attention")
         return requested
+
+    def attention_bwd_cta_overhead(self, kernel: str) -> float | None:
+        """The backward's per-CTA fixed cost of ``kernel`` on this GPU (``None``: the kernel's own)."""
+        eff = self.attention_efficiency.get(kernel or self.default_kernel)  # type: ignore[call-overload]
+        return None if eff is None else eff.bwd_cta_overhead_tiles
 
     def attention_fraction(self, kernel: str, backward: bool) -> float:
         """Fraction of peak of a fused attention kernel (``""``: the default kernel)."""

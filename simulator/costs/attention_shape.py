@@ -19,10 +19,23 @@ how FlashAttention-2/3 and cuDNN's flash kernels tile the work (FA2 paper §3.3,
   d / (d + e) of the time. FA3 §3.2 names the exponential as the bottleneck it overlaps, which
   is why the figure still rises with d on Hopper.
 
-c0 and e are properties of a kernel generation's tiling, not of the GPU (``TILING``, read off
-FA3's published curves); the profile's number carries what differs between GPUs. The factor is
-1 at the reference shape (``REF_SEQ`` tokens, d = ``REF_HEAD_DIM``, the same masking), so
-long-sequence kernels keep the profile's figure.
+c0 and e are properties of a kernel generation's tiling (``TILING``, read off FA3's published
+forward curves); the profile's number carries what differs between GPUs. The factor is 1 at the
+reference shape (``REF_SEQ`` tokens, d = ``REF_HEAD_DIM``, the same masking), so long-sequence
+kernels keep the profile's figure.
+
+The backward kernel has a larger fixed cost per CTA. FA2's backward (FA2 paper §3.2) gives each
+CTA a key/value tile and loops over the query tiles: before the loop it loads K and V, after it
+writes dK and dV from fp32 accumulators, and two memory-bound kernels run per token besides it
+(the row sums of dO∘O before, the fp32 dQ accumulator cast back after), a cost that weighs like
+a fixed number of tiles per CTA. On Hopper this project's H200 sweeps
+(data/kernels/h200_attention_sdpa.csv, 512-32K tokens) put it at 3.0 tiles for PyTorch's
+FlashAttention-2 and 2.7 for cuDNN's kernel (d = 128; against the forward's 0.8 and 1.5), and
+cudnn-frontend's own H200 rows at 4K-8K agree (FlashAttention-2's backward 7.6% → 3.4% median
+|error| held out). FlashAttention-2's A100 sweep does not show it (its forward-plus-backward
+curve fits the forward's c0 at 4.9% and c0 = 3.0 at 8.2%), so the backward figure is the
+profile's (``AttentionEfficiency.bwd_cta_overhead_tiles``, set on the Hopper profiles), the
+forward's c0 where the profile gives none; ``calibration/attention_bench.py`` scores both.
 """
 
 from __future__ import annotations
@@ -63,14 +76,16 @@ def _tiling(kernel: str) -> Tiling:
     return TILING.get(kernel, TILING["flash3"])
 
 
-def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3") -> float:
+def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3",
+                    cta_overhead: float | None = None) -> float:
     """Credited over computed work of one kernel, in key/value tiles per CTA.
 
     Non-causal: s_k / T credited, ⌈s_k / T⌉ computed, plus the CTA's fixed cost. Causal with the
     mask aligned to the bottom right (FA2 ≥ 2.1, cuDNN, TE; the same as top-left when
     s_q = s_k): a query tile j of n_q sees the s_k − s_q keys before the query block and its own
     causal prefix; credited: the lower triangle's (s_k − s_q) + (s_q + 1) / 2 keys per query row,
-    computed: (s_k − s_q) / T + (n_q + 1) / 2 tiles per CTA on average."""
+    computed: (s_k − s_q) / T + (n_q + 1) / 2 tiles per CTA on average. ``cta_overhead``: the
+    CTA's fixed cost in tiles, when not the kernel generation's (a backward's, module docstring)."""
     if s_q <= 0 or s_k <= 0:
         return 1.0
     if not causal:
@@ -82,7 +97,8 @@ def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3") ->
         n_q = math.ceil(s_q / TILE)
         credited = (prefix + (s_q + 1) / 2) / TILE
         computed = prefix / TILE + (n_q + 1) / 2
-    return credited / (computed + _tiling(kernel).cta_overhead_tiles)
+    c0 = _tiling(kernel).cta_overhead_tiles if cta_overhead is None else cta_overhead
+    return credited / (computed + c0)
 
 
 def head_dim_efficiency(head_dim: float, kernel: str = "flash3") -> float:
@@ -90,8 +106,10 @@ def head_dim_efficiency(head_dim: float, kernel: str = "flash3") -> float:
     return head_dim / (head_dim + _tiling(kernel).softmax_head_dim)
 
 
-def shape_factor(s_q: int, s_k: int, causal: bool, head_dim: float, kernel: str = "flash3") -> float:
+def shape_factor(s_q: int, s_k: int, causal: bool, head_dim: float, kernel: str = "flash3",
+                 cta_overhead: float | None = None) -> float:
     """The profile's efficiency of ``kernel`` (flash1 | flash2 | flash3) is multiplied by this for
-    a kernel of this shape (1 at ``REF_SEQ`` × ``REF_SEQ``, d = ``REF_HEAD_DIM``, same masking)."""
-    ref = tile_efficiency(REF_SEQ, REF_SEQ, causal, kernel) * head_dim_efficiency(REF_HEAD_DIM, kernel)
-    return tile_efficiency(s_q, s_k, causal, kernel) * head_dim_efficiency(head_dim, kernel) / ref
+    a kernel of this shape (1 at ``REF_SEQ`` × ``REF_SEQ``, d = ``REF_HEAD_DIM``, same masking);
+    ``cta_overhead``: a fixed cost per CTA other than the kernel generation's (in tiles)."""
+    ref = tile_efficiency(REF_SEQ, REF_SEQ, causal, kernel, cta_overhead) * head_dim_efficiency(REF_HEAD_DIM, kernel)
+    return tile_efficiency(s_q, s_k, causal, kernel, cta_overhead) * head_dim_efficiency(head_dim, kernel) / ref

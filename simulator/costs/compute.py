@@ -155,10 +155,13 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
         return gpu.peak_flops(op.dtype) * gemm_op_efficiency(op, gpu) / BLOCK_SCALED_GEMM_TIME.get(op.scaling, 1.0)
     if op.kind == "attention":
         dtype = "bf16" if op.dtype == "fp8" else op.dtype
-        eff = gpu.attention_fraction(op.attention_kernel, _is_backward(op))
+        backward = _is_backward(op)
+        eff = gpu.attention_fraction(op.attention_kernel, backward)
         if op.attention_shape is not None:
             s_q, s_k, head_dim, causal = op.attention_shape
-            eff *= shape_factor(s_q, s_k, causal, head_dim, op.attention_kernel or gpu.default_kernel)
+            kernel = op.attention_kernel or gpu.default_kernel
+            c0 = gpu.attention_bwd_cta_overhead(kernel) if backward else None
+            eff *= shape_factor(s_q, s_k, causal, head_dim, kernel, c0)
         return gpu.peak_flops(dtype) * min(eff, 1.0)
     if op.kind == "scan":
         return gpu.peak_flops("bf16") * SSD_SCAN_EFFICIENCY

@@ -34,11 +34,14 @@ def test_kernel_generation_from_the_kernel_name(name, kernel):
 
 def _event(name, backward, seq, eff, peak, causal=True, b=2, h=16, d=128):
     """A kernel whose duration the model gives it when its generation's long-sequence figure is
-    `eff` of `peak`: its computed FLOPs at eff × the shape factor of its length."""
+    `eff` of `peak`: its computed FLOPs at eff × the shape factor of its length (a backward with
+    dgx-h100's per-CTA cost of the backward)."""
     fwd = 4.0 * b * h * seq * seq * d
     flops = fwd * (2.5 if backward else 1.0)
     frac = (seq + 1) / (2 * seq) if causal else 1.0
-    factor = shape_factor(seq, seq, causal, d, kernel_generation(name))
+    kernel = kernel_generation(name)
+    c0 = load_profile("dgx-h100").gpu.attention_bwd_cta_overhead(kernel) if backward else None
+    factor = shape_factor(seq, seq, causal, d, kernel, c0)
     return AttentionEvent(name, None, backward, b, h, h, seq, seq, d, "c10::BFloat16", 0.0,
                           flops * frac / (eff * factor * peak))
 

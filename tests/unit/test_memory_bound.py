@@ -122,3 +122,22 @@ def test_eager_layers_run_pytorchs_norm_kernels(tmp_path):
     gpu = load_profile("dgx-a100").gpu
     t = lambda ops: sum(compute_time(o, gpu) for o in ops if o.kind in ("norm", "elementwise"))  # noqa: E731
     assert t(eager) > 1.5 * t(fused)
+
+
+def test_h200_rows_held_out_with_the_committed_constants():
+    """This project's H200 timings of PyTorch's own kernels (data/kernels/h200_memory_bound.csv, the
+    shapes of Liger's benchmarks, timed the same way) on a GPU none of the constants was fitted on:
+    median |error| 10.1% over 29 rows (the other two GPUs score each other at 8.2% and 11.6%), and
+    the cross-entropy at 64K-128K logits per row, where the three-pass count is the kernel's,
+    within 10%."""
+    from simulator.calibration.kernel_bandwidth import h200_points
+
+    pts = h200_points()
+    assert len(pts) == 29
+    assert {p.provider for p in pts} == {"huggingface", "torch"}
+    committed = KernelFit(RAMP_US, dict(EFFICIENCY))
+    errs = [predict(p, committed) / p.seconds - 1 for p in pts]
+    assert sorted(abs(e) for e in errs)[len(errs) // 2] < 0.12
+    for p, e in zip(pts, errs):
+        if p.kernel == "cross_entropy" and p.x >= 65536:
+            assert e == pytest.approx(0, abs=0.10), p.x
