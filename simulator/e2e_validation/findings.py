@@ -703,8 +703,10 @@ and for a 3.4 GB MLP weight DeepSpeed's zeroed flat buffer plus the flat output 
 GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There PyTorch 1.8's
 caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
 measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
-shorter, about 15 s that only the 640-GPU row misses, as such retries would. Not modelled; the
-rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240 GPUs no such pressure
+shorter, about 15 s that only the 640-GPU row misses. Not modelled: measured, such retries cost
+at most 3-7 s a step even if every large allocation took them, and about 1 s where the working set
+allows (below, "The caching allocator's retries, measured"); the rest (35-40 s at 1,120-2,240)
+stays unexplained. At 1,120 and 2,240 GPUs no such pressure
 exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB with the 2021 gather's
 buffers.
 
@@ -829,7 +831,7 @@ also calls `recordStream` on each of the N views before its copy, one allocator 
 (2.6 million a step for GPT-530B on 2,240 GPUs), which `benchmarks/bench_zero3_host_loop.py` does
 not time; it is a cost per rank, like the copies, and grows with N where the shortfall does not.
 Only the 640-GPU row runs near the memory limit (above), where the out-of-memory path and its
-synchronisations can run per gather; no measurement sizes it.
+synchronisations can run per gather; measured below, it costs that row at most 3-7 s, not 15.
 
 No NCCL sweep of DGX A100 nodes (8 HDR NICs each) at more than a few nodes was found in the
 reference corpora (NVIDIA/nccl and nccl-tests issues, NVIDIA's documentation and DGX SuperPOD
@@ -1006,6 +1008,43 @@ tree, congestion of 384 nodes at once) is identified that a constant would stand
 reading is accepted, the change is a Selene overlay of dgx-a100 whose `node.nics.efficiency` comes
 from sec. 5.9 (0.95 x 0.53 = 0.50), as `jean-zay-a100` takes its own from BigScience's measured
 AllReduce.
+
+The caching allocator's retries, measured (checked, not the cause; nothing modelled, no row
+moves: +14.3/+19.6/+16.4% and +23.1/+25.4/+27.4%, median 21.3%). PyTorch 1.8's allocator
+(`c10/cuda/CUDACachingAllocator.cpp`) serves a request only from blocks freed on the same stream,
+and when `cudaMalloc` fails it waits for the outstanding events, `cudaFree`s every unsplit cached
+block of every stream and allocates again. DeepSpeed 0.3.13 allocates the two buffers of each
+gather (the zeroed tensor of `_allgather_param` and `ProcessGroupNCCL`'s flat output) under
+`torch.cuda.stream(self.comm_stream)` (`stage3.py` `_all_gather`), while autograd allocates each
+weight's gradient on the default stream, and a flushed gradient stays whole until the next flush
+(`partition_previous_reduced_grads` runs at the start of `reduce_ipg_grads`). A rank whose two
+pools cannot both stay cached therefore frees one pool's blocks and allocates the other's at
+every change of stream: for GPT-530B on 640 GPUs, at the top of the backward, states 12.3 GiB,
+105 checkpoints 32.8 GiB, the pinned embedding and its gradient 4.1 GiB, the recomputed layer
+15.3 GiB, the MLP weight being back-propagated, its gradient and the previous MLP gradient still
+whole 9.4 GiB, and the comm stream's cached flat output 3.1 GiB: about 77 GiB of 80 before any
+fragmentation. Each layer back-propagated frees 0.31 GiB (its checkpoint), so a shortage no larger
+than the comm stream's two buffers (6.3 GiB) lasts at most the top 20 layers.
+`benchmarks/bench_alloc_retry.py` times the retry on one H200 (PyTorch 2.11, CUDA 13, driver
+580; the 2021 A100, driver and PyTorch 1.8 were not available): `cudaMalloc` 0.05-0.4 ms at any
+size from 0.34 to 3.4 GB, `cudaFree` 0.1-0.25 ms at 0.34 GB and 0.9-2.0 ms at 3.4 GB (two
+machines), and one gather's pattern (two comm-stream buffers, then a gradient on the default
+stream, the device synchronised between, as 0.3.13 does) capped to room for its live tensors
+only: two retries per gather (`num_alloc_retries`), +1.6 and +2.7 ms per retry of a 3.35 GB
+block, +0.85 ms of a 0.84 GB one, 0.5-1.0 ms per GB allocated; capped with room for both pools,
+none, and the gather as fast as uncapped. The 640-GPU step allocates 6,696 GB in such blocks
+(1,157 gathers of 2,819 GB, twice, and 420 weight gradients of 1,057 GB): 3.2-6.7 s if every one
+of them took the retry (the row would be +21.2% .. +19.2%), 0.4-0.9 s for the top 20 layers'
+recompute and backward (872 GB). The 15 s that row misses beyond the others would need 2.2 ms
+per GB allocated with every allocation retried, 2-5 times what was measured, and 17 ms per GB
+with the 20 layers; the 1,120- and 2,240-GPU rows (at most about 48 and 32 GB with these
+buffers) take no retry. The `cudaFree`'s own device synchronisation adds nothing where every
+fetch synchronises already. Per byte, the step's other passes are charged as listed above
+(zero-fill, the N copies, the 1/N scale and the copy back of each AllReduce, and in the step the
+fp16 partitions flattened and cast to fp32, 10 bytes per local parameter, `zero3_2021.fp32_grads`).
+Were every allocation retried, on every row, the allocator would add 0.8-1.7 ms per GB of
+collective traffic (1.7 GB allocated per GB gathered or AllReduced), 4-14 times short of the 7-12
+ms per GB the rows miss.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
