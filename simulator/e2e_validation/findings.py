@@ -704,11 +704,10 @@ GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There 
 caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
 measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
 shorter, about 15 s that only the 640-GPU row misses. Not modelled: measured, such retries cost
-at most 3-7 s a step even if every large allocation took them, and about 1 s where the working set
-allows (below, "The caching allocator's retries, measured"); the rest (35-40 s at 1,120-2,240)
-stays unexplained. At 1,120 and 2,240 GPUs no such pressure
-exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB with the 2021 gather's
-buffers.
+about 1-3 s a step where the working set can run short (below, "The caching allocator's
+retries, measured"); the rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240
+GPUs no such pressure exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB
+with the 2021 gather's buffers.
 
 The persistent parameters' copies after the step are one per rank whose partition holds some of
 the parameter, not one per rank: `_allgather_params` copies rank i's share only `if param_start <
@@ -831,7 +830,7 @@ also calls `recordStream` on each of the N views before its copy, one allocator 
 (2.6 million a step for GPT-530B on 2,240 GPUs), which `benchmarks/bench_zero3_host_loop.py` does
 not time; it is a cost per rank, like the copies, and grows with N where the shortfall does not.
 Only the 640-GPU row runs near the memory limit (above), where the out-of-memory path and its
-synchronisations can run per gather; measured below, it costs that row at most 3-7 s, not 15.
+synchronisations can run per gather; measured below, it costs that row about 1-3 s, not 15.
 
 No NCCL sweep of DGX A100 nodes (8 HDR NICs each) at more than a few nodes was found in the
 reference corpora (NVIDIA/nccl and nccl-tests issues, NVIDIA's documentation and DGX SuperPOD
@@ -1032,19 +1031,24 @@ machines), and one gather's pattern (two comm-stream buffers, then a gradient on
 stream, the device synchronised between, as 0.3.13 does) capped to room for its live tensors
 only: two retries per gather (`num_alloc_retries`), +1.6 and +2.7 ms per retry of a 3.35 GB
 block, +0.85 ms of a 0.84 GB one, 0.5-1.0 ms per GB allocated; capped with room for both pools,
-none, and the gather as fast as uncapped. The 640-GPU step allocates 6,696 GB in such blocks
-(1,157 gathers of 2,819 GB, twice, and 420 weight gradients of 1,057 GB): 3.2-6.7 s if every one
-of them took the retry (the row would be +21.2% .. +19.2%), 0.4-0.9 s for the top 20 layers'
-recompute and backward (872 GB). The 15 s that row misses beyond the others would need 2.2 ms
-per GB allocated with every allocation retried, 2-5 times what was measured, and 17 ms per GB
-with the 20 layers; the 1,120- and 2,240-GPU rows (at most about 48 and 32 GB with these
-buffers) take no retry. The `cudaFree`'s own device synchronisation adds nothing where every
-fetch synchronises already. Per byte, the step's other passes are charged as listed above
-(zero-fill, the N copies, the 1/N scale and the copy back of each AllReduce, and in the step the
-fp16 partitions flattened and cast to fp32, 10 bytes per local parameter, `zero3_2021.fp32_grads`).
-Were every allocation retried, on every row, the allocator would add 0.8-1.7 ms per GB of
-collective traffic (1.7 GB allocated per GB gathered or AllReduced), 4-14 times short of the 7-12
-ms per GB the rows miss.
+none, and the gather as fast as uncapped. A retry frees every unsplit cached block, so where
+the pools run short each allocation becomes a `cudaMalloc` and each free a `cudaFree`: for a
+layer's recompute and backward on GPT-530B at micro-batch 4 that is about 88 GB (22 GB of
+recomputed activations, as much of their gradients, seven gathers of two buffers, 33.5 GB, and
+10 GB of weight gradients), 44-88 ms at 0.5-1.0 ms per GB. The 640-GPU row can run short for the
+top 20 layers (above; 30 even with 9 GiB of other cached or fragmented blocks, since the run fits
+and every layer frees 0.31 GiB): 0.9-1.8 s a step, 1.3-2.6 s for 30 layers, where that row
+misses about 15 s beyond the others (the row would be +22.5% .. +21.5%, from +23.1%); the
+forward, with no recomputed layer alive, stays about 10 GiB further from the limit, and the
+1,120- and 2,240-GPU rows (at most about 48 and 32 GB with these buffers) take no retry. The
+`cudaFree`'s own device synchronisation adds nothing where every fetch synchronises already.
+Even were every allocation of every layer pass a fresh `cudaMalloc` and `cudaFree` (about 130 GB
+a layer with the forward's, 13.6 TB a step, 3.5 GB per GB gathered or AllReduced), it would add
+1.8-3.5 ms per GB of collective traffic, 2-7 times short of the 7-12 ms per GB the rows miss
+(6.8-13.6 s on the 640-GPU row, which its working set rules out below the top 30 layers).
+Per byte, the step's other passes are charged as listed above (zero-fill, the N copies, the 1/N
+scale and the copy back of each AllReduce, and in the step the fp16 partitions flattened and cast
+to fp32, 10 bytes per local parameter, `zero3_2021.fp32_grads`).
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
