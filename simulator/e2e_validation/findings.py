@@ -704,8 +704,8 @@ GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There 
 caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
 measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
 shorter, about 15 s that only the 640-GPU row misses. Not modelled: measured, such retries cost
-about 1-3 s a step where the working set can run short (below, "The caching allocator's
-retries, measured"); the rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240
+about 1 s a step at the edge of fitting (below, "The caching allocator's retries,
+measured"); the rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240
 GPUs no such pressure exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB
 with the 2021 gather's buffers.
 
@@ -830,7 +830,8 @@ also calls `recordStream` on each of the N views before its copy, one allocator 
 (2.6 million a step for GPT-530B on 2,240 GPUs), which `benchmarks/bench_zero3_host_loop.py` does
 not time; it is a cost per rank, like the copies, and grows with N where the shortfall does not.
 Only the 640-GPU row runs near the memory limit (above), where the out-of-memory path and its
-synchronisations can run per gather; measured below, it costs that row about 1-3 s, not 15.
+synchronisations can run; measured below, it costs a step at the edge of fitting about 1 s, not
+15.
 
 No NCCL sweep of DGX A100 nodes (8 HDR NICs each) at more than a few nodes was found in the
 reference corpora (NVIDIA/nccl and nccl-tests issues, NVIDIA's documentation and DGX SuperPOD
@@ -1016,39 +1017,36 @@ block of every stream and allocates again. DeepSpeed 0.3.13 allocates the two bu
 gather (the zeroed tensor of `_allgather_param` and `ProcessGroupNCCL`'s flat output) under
 `torch.cuda.stream(self.comm_stream)` (`stage3.py` `_all_gather`), while autograd allocates each
 weight's gradient on the default stream, and a flushed gradient stays whole until the next flush
-(`partition_previous_reduced_grads` runs at the start of `reduce_ipg_grads`). A rank whose two
-pools cannot both stay cached therefore frees one pool's blocks and allocates the other's at
-every change of stream: for GPT-530B on 640 GPUs, at the top of the backward, states 12.3 GiB,
-105 checkpoints 32.8 GiB, the pinned embedding and its gradient 4.1 GiB, the recomputed layer
-15.3 GiB, the MLP weight being back-propagated, its gradient and the previous MLP gradient still
-whole 9.4 GiB, and the comm stream's cached flat output 3.1 GiB: about 77 GiB of 80 before any
-fragmentation. Each layer back-propagated frees 0.31 GiB (its checkpoint), so a shortage no larger
-than the comm stream's two buffers (6.3 GiB) lasts at most the top 20 layers.
-`benchmarks/bench_alloc_retry.py` times the retry on one H200 (PyTorch 2.11, CUDA 13, driver
-580; the 2021 A100, driver and PyTorch 1.8 were not available): `cudaMalloc` 0.05-0.4 ms at any
-size from 0.34 to 3.4 GB, `cudaFree` 0.1-0.25 ms at 0.34 GB and 0.9-2.0 ms at 3.4 GB (two
-machines), and one gather's pattern (two comm-stream buffers, then a gradient on the default
-stream, the device synchronised between, as 0.3.13 does) capped to room for its live tensors
-only: two retries per gather (`num_alloc_retries`), +1.6 and +2.7 ms per retry of a 3.35 GB
-block, +0.85 ms of a 0.84 GB one, 0.5-1.0 ms per GB allocated; capped with room for both pools,
-none, and the gather as fast as uncapped. A retry frees every unsplit cached block, so where
-the pools run short each allocation becomes a `cudaMalloc` and each free a `cudaFree`: for a
-layer's recompute and backward on GPT-530B at micro-batch 4 that is about 88 GB (22 GB of
-recomputed activations, as much of their gradients, seven gathers of two buffers, 33.5 GB, and
-10 GB of weight gradients), 44-88 ms at 0.5-1.0 ms per GB. The 640-GPU row can run short for the
-top 20 layers (above; 30 even with 9 GiB of other cached or fragmented blocks, since the run fits
-and every layer frees 0.31 GiB): 0.9-1.8 s a step, 1.3-2.6 s for 30 layers, where that row
-misses about 15 s beyond the others (the row would be +22.5% .. +21.5%, from +23.1%); the
-forward, with no recomputed layer alive, stays about 10 GiB further from the limit, and the
-1,120- and 2,240-GPU rows (at most about 48 and 32 GB with these buffers) take no retry. The
-`cudaFree`'s own device synchronisation adds nothing where every fetch synchronises already.
-Even were every allocation of every layer pass a fresh `cudaMalloc` and `cudaFree` (about 130 GB
-a layer with the forward's, 13.6 TB a step, 3.5 GB per GB gathered or AllReduced), it would add
-1.8-3.5 ms per GB of collective traffic, 2-7 times short of the 7-12 ms per GB the rows miss
-(6.8-13.6 s on the 640-GPU row, which its working set rules out below the top 30 layers).
-Per byte, the step's other passes are charged as listed above (zero-fill, the N copies, the 1/N
-scale and the copy back of each AllReduce, and in the step the fp16 partitions flattened and cast
-to fp32, 10 bytes per local parameter, `zero3_2021.fp32_grads`).
+(`partition_previous_reduced_grads` runs at the start of `reduce_ipg_grads`). For GPT-530B on 640
+GPUs, at the top of the backward, the states (12.3 GiB), 105 checkpoints (32.8), the pinned
+embedding and its gradient (4.1), the recomputed layer (15.3), the MLP weight being
+back-propagated, its gradient and the previous MLP gradient (9.4) are live, and the comm stream
+caches a flat output of 3.1 GiB: about 77 GiB of 80. `benchmarks/bench_alloc_retry.py` measures
+what the retries cost, on one H200 (PyTorch 2.11, CUDA 13, driver 580; no A100 with the 2021
+driver and PyTorch 1.8 was available; the allocator's large-block rules, per-stream pools and
+out-of-memory path are those of 1.8). `cudaMalloc` takes 0.05-0.4 ms at any size from 0.34 to
+3.4 GB, `cudaFree` 0.1-0.25 ms at 0.34 GB and 0.9-2.0 ms at 3.4 GB (two machines); one gather
+(two comm-stream buffers, then a gradient on the default stream, the device synchronised between)
+capped to room for its live tensors only takes two retries (`num_alloc_retries`), +1.6 to +2.7
+ms per retry of a 3.35 GB block and +0.85 ms of a 0.84 GB one, 0.5-1.0 ms per GB. Then the step
+itself (`--emulate`): the allocations of one GPT-530B step at micro-batch 4 (states, pinned
+embedding, each layer's checkpointed forward, the loss, each layer's recompute and backward with
+the seven gathers, the gradients held to the flush after next; no kernels), live peak 74.4 GiB,
+with the allocator capped at a device size less 0.64 GiB. Uncapped it reserves 92.1 GiB; capped
+at 90-96 GiB it takes no retry; at 88, 86, 84 and 82 GiB 6, 0, 30 and 22 retries a step (24, 0,
+117 and 80 `cudaFree`s), which add 0.1, 0, 0.6-0.9 and 0.3-0.6 s to the step; at 80 GiB it does
+not fit (out of memory on a 3.1 GiB request after the retry): the allocator settles after a few
+retries and does not take them per gather. Whatever the run's own margin (its working set fitted
+80 GB, so it was packed better than this sequence), a step at the edge of fitting pays about 1 s,
+not the 15 s the 640-GPU row misses beyond the others: 2.2 ms per GB of every allocation of its
+gathers and gradients (6,696 GB a step) would be needed, 2-5 times the cost of retrying every one
+of them, which the emulation shows the allocator does not do. The 1,120- and 2,240-GPU rows (at
+most about 48 and 32 GB with these buffers) take no retry, and the `cudaFree`'s own device
+synchronisation adds nothing where every fetch synchronises already. Per byte, the step's other
+passes are charged as listed above (zero-fill, the N copies, the 1/N scale and the copy back of
+each AllReduce, and in the step the fp16 partitions flattened and cast to fp32, 10 bytes per local
+parameter, `zero3_2021.fp32_grads`); nothing in the 2021 code path found here runs per byte at the
+7-12 ms per GB of collective traffic the rows miss.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
