@@ -703,10 +703,11 @@ and for a 3.4 GB MLP weight DeepSpeed's zeroed flat buffer plus the flat output 
 GPUs the states grow by 1.8 GiB and, as the paper says, it does not fit). There PyTorch 1.8's
 caching allocator frees its cache and retries `cudaMalloc`, each a device synchronisation; the
 measured non-GEMM time is 4 s longer at 640 GPUs than at 1,120 where the model's is 11 s
-shorter, about 15 s that only the 640-GPU row misses, as such retries would. Not modelled; the
-rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240 GPUs no such pressure
-exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB with the 2021 gather's
-buffers.
+shorter, about 15 s that only the 640-GPU row misses. Not modelled: measured, such retries cost
+about 1 s a step at the edge of fitting (below, "The caching allocator's retries,
+measured"); the rest (35-40 s at 1,120-2,240) stays unexplained. At 1,120 and 2,240
+GPUs no such pressure exists: the memory estimate is 37 and 21 GB per GPU, about 48 and 32 GB
+with the 2021 gather's buffers.
 
 The persistent parameters' copies after the step are one per rank whose partition holds some of
 the parameter, not one per rank: `_allgather_params` copies rank i's share only `if param_start <
@@ -829,7 +830,8 @@ also calls `recordStream` on each of the N views before its copy, one allocator 
 (2.6 million a step for GPT-530B on 2,240 GPUs), which `benchmarks/bench_zero3_host_loop.py` does
 not time; it is a cost per rank, like the copies, and grows with N where the shortfall does not.
 Only the 640-GPU row runs near the memory limit (above), where the out-of-memory path and its
-synchronisations can run per gather; no measurement sizes it.
+synchronisations can run; measured below, it costs a step at the edge of fitting about 1 s, not
+15.
 
 No NCCL sweep of DGX A100 nodes (8 HDR NICs each) at more than a few nodes was found in the
 reference corpora (NVIDIA/nccl and nccl-tests issues, NVIDIA's documentation and DGX SuperPOD
@@ -1006,6 +1008,45 @@ tree, congestion of 384 nodes at once) is identified that a constant would stand
 reading is accepted, the change is a Selene overlay of dgx-a100 whose `node.nics.efficiency` comes
 from sec. 5.9 (0.95 x 0.53 = 0.50), as `jean-zay-a100` takes its own from BigScience's measured
 AllReduce.
+
+The caching allocator's retries, measured (checked, not the cause; nothing modelled, no row
+moves: +14.3/+19.6/+16.4% and +23.1/+25.4/+27.4%, median 21.3%). PyTorch 1.8's allocator
+(`c10/cuda/CUDACachingAllocator.cpp`) serves a request only from blocks freed on the same stream,
+and when `cudaMalloc` fails it waits for the outstanding events, `cudaFree`s every unsplit cached
+block of every stream and allocates again. DeepSpeed 0.3.13 allocates the two buffers of each
+gather (the zeroed tensor of `_allgather_param` and `ProcessGroupNCCL`'s flat output) under
+`torch.cuda.stream(self.comm_stream)` (`stage3.py` `_all_gather`), while autograd allocates each
+weight's gradient on the default stream, and a flushed gradient stays whole until the next flush
+(`partition_previous_reduced_grads` runs at the start of `reduce_ipg_grads`). For GPT-530B on 640
+GPUs, at the top of the backward, the states (12.3 GiB), 105 checkpoints (32.8), the pinned
+embedding and its gradient (4.1), the recomputed layer (15.3), the MLP weight being
+back-propagated, its gradient and the previous MLP gradient (9.4) are live, and the comm stream
+caches a flat output of 3.1 GiB: about 77 GiB of 80. `benchmarks/bench_alloc_retry.py` measures
+what the retries cost, on one H200 (PyTorch 2.11, CUDA 13, driver 580; no A100 with the 2021
+driver and PyTorch 1.8 was available; the allocator's large-block rules, per-stream pools and
+out-of-memory path are those of 1.8). `cudaMalloc` takes 0.05-0.4 ms at any size from 0.34 to
+3.4 GB, `cudaFree` 0.1-0.25 ms at 0.34 GB and 0.9-2.0 ms at 3.4 GB (two machines); one gather
+(two comm-stream buffers, then a gradient on the default stream, the device synchronised between)
+capped to room for its live tensors only takes two retries (`num_alloc_retries`), +1.6 to +2.7
+ms per retry of a 3.35 GB block and +0.85 ms of a 0.84 GB one, 0.5-1.0 ms per GB. Then the step
+itself (`--emulate`): the allocations of one GPT-530B step at micro-batch 4 (states, pinned
+embedding, each layer's checkpointed forward, the loss, each layer's recompute and backward with
+the seven gathers, the gradients held to the flush after next; no kernels), live peak 74.4 GiB,
+with the allocator capped at a device size less 0.64 GiB. Uncapped it reserves 92.1 GiB; capped
+at 90-96 GiB it takes no retry; at 88, 86, 84 and 82 GiB 6, 0, 30 and 22 retries a step (24, 0,
+117 and 80 `cudaFree`s), which add 0.1, 0, 0.6-0.9 and 0.3-0.6 s to the step; at 80 GiB it does
+not fit (out of memory on a 3.1 GiB request after the retry): the allocator settles after a few
+retries and does not take them per gather. Whatever the run's own margin (its working set fitted
+80 GB, so it was packed better than this sequence), a step at the edge of fitting pays about 1 s,
+not the 15 s the 640-GPU row misses beyond the others: 2.2 ms per GB of every allocation of its
+gathers and gradients (6,696 GB a step) would be needed, 2-5 times the cost of retrying every one
+of them, which the emulation shows the allocator does not do. The 1,120- and 2,240-GPU rows (at
+most about 48 and 32 GB with these buffers) take no retry, and the `cudaFree`'s own device
+synchronisation adds nothing where every fetch synchronises already. Per byte, the step's other
+passes are charged as listed above (zero-fill, the N copies, the 1/N scale and the copy back of
+each AllReduce, and in the step the fp16 partitions flattened and cast to fp32, 10 bytes per local
+parameter, `zero3_2021.fp32_grads`); nothing in the 2021 code path found here runs per byte at the
+7-12 ms per GB of collective traffic the rows miss.
 
 ## Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)
 
