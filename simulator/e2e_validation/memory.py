@@ -69,6 +69,8 @@ def row_scenario(row: Row) -> dict:
         parallel.update(pp_schedule="interleaved", vp=vp)
     if row["zero3_impl"]:
         parallel["zero3_impl"] = row["zero3_impl"]
+    if row.get("grad_allocation"):  # optional column (empty: the parallel block's default)
+        parallel["grad_allocation"] = row["grad_allocation"]
     model = dict(layers=parse_int(row["layers"]), hidden=parse_int(row["hidden"]), heads=parse_int(row["heads"]),
                  kv_heads=parse_int(row["kv_heads"]), ffn_hidden=parse_int(row["ffn_hidden"]),
                  vocab=parse_int(row["vocab"]), seq_len=parse_int(row["seq_len"]), mlp=row["mlp"],
@@ -84,8 +86,11 @@ def row_scenario(row: Row) -> dict:
         model["layer_pattern"] = row["layer_pattern"]
         model.update({k: parse_int(row[k]) for k in HYBRID_COLUMNS})
     gpus = parse_int(row["gpus"])
-    return dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
-                training=training, parallel=parallel)
+    scn = dict(name=row["config"], hardware=row["gpu_profile"], nodes=max(1, gpus // 8), model=model,
+               training=training, parallel=parallel)
+    if gpus < 8:  # a run on the first GPUs of one 8-GPU node
+        scn["gpus_per_node"] = gpus
+    return scn
 
 
 def add_expert_plan(row: Row, model: dict, parallel: dict, training: dict) -> None:

@@ -35,6 +35,7 @@ from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
+from simulator.e2e_validation.h200_step_sources import h200_eager
 from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
@@ -1052,6 +1053,21 @@ SOURCES: list[Source] = [
             "split assumed.",
             "Transcribed, not built: 7B (HYBRID_SHARD), 13B (every second block checkpointed) and the torch.compile "
             "table (34B/70B with every n-th block checkpointed, n not printed)."]),
+    Source("h200_eager", "This project's GPT-2 steps in eager PyTorch on one H200 (124M-1.3B, bf16 autocast, fused AdamW)",
+           "h200_gpt2_eager_single_gpu.csv", h200_eager,
+           ["Held out entirely (none of these rows fits anything: one GPU each; dgx-h200 inherits dgx-h100's fitted "
+            "GEMM curve). Measured by benchmarks/measure_gpt_step.py; every setting read off that script (see "
+            "simulator/e2e_validation/h200_step_sources.py).",
+            "Attention: PyTorch 2.11's SDPA runs cuDNN's fused attention on this GPU (the profiler names "
+            "cudnn_generated_fort_native_sdpa_sm90_flash, compute_dot_do_o and convert_dq_to_16bits), the flash3 "
+            "class, although the file's header says FlashAttention-2.",
+            "Not described by any scenario key: autocast's casts of every fp32 weight and bias to bf16 (forward) and "
+            "of their gradients back (backward), a kernel each, and the fp32 residual stream autocast leaves "
+            "(the embedding's output is fp32): the LayerNorms and residual adds run in fp32.",
+            "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms) on a "
+            "Firecracker VM whose CPU issues a tiny op in about 9 us (data/kernels/h200_host_overhead.csv): the "
+            "model, whose host issues fewer kernels at lower cost each, predicts them GPU-bound (+174%, +33%); "
+            "see the findings."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
             "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",
@@ -1164,7 +1180,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
                               "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
-                              "bridge_card"})
+                              "bridge_card", "h200_eager"})
 
 
 def is_fit_case(case: Case) -> bool:

@@ -29,7 +29,9 @@ def test_median_error_over_held_out_memory_rows():
     (Float8 with op-level selective checkpointing) within 9%: 8.5% with the gradient absent at the
     peak of these one-micro-batch steps (FSDP2 makes it in backward), 7.0% now that the freed
     sharded gradients stay reserved for FSDP2's reduce-scatter stream (schedule/memory.py
-    reduce_stream_keeps_freed_grads: reserved, not allocated)."""
+    reduce_stream_keeps_freed_grads: reserved, not allocated). The project's own H200 GPT-2 rows
+    (eager PyTorch under bf16 autocast) read -4.2% in the median: autocast's fp32 residual stream,
+    not modelled, pinned in tests/validation/test_h200_eager_source.py."""
     res = memory_results()
     assert len(res) >= 50 and len({r.source for r in res}) >= 6
     assert summary(res)["median_abs"] <= 0.08
@@ -40,7 +42,7 @@ def test_median_error_over_held_out_memory_rows():
     assert by_source["torchtitan_h200_2025"]["median_abs"] <= 0.09
     assert by_source["megatron_functional_tests_moe"]["median_abs"] <= 0.06
     biased = {src: s["signed_median"] for src, s in by_source.items()
-              if src not in ("torchtitan_h200_2025", "megatron_functional_tests_moe")
+              if src not in ("torchtitan_h200_2025", "megatron_functional_tests_moe", "h200_gpt2_eager")
               and abs(s["signed_median"]) > 0.04}
     assert not biased, biased
 
@@ -307,7 +309,8 @@ def test_llama3_lazy_gradients_fit_dp128_and_leave_dp64_over():
 
 
 def test_rows_trained_without_dropout_store_no_masks():
-    """The ``dropout`` column: torchtitan's Llama has no dropout module, and the Megatron cases whose
+    """The ``dropout`` column: torchtitan's Llama and the project's H200 GPT-2 (benchmarks/
+    measure_gpt_step.py) have no dropout module, and the Megatron cases whose
     model_config sets --hidden-dropout and --attention-dropout to 0 store no masks (PyTorch's dropout
     with p = 0 returns its input). Each such row builds ``training.dropout: false`` and its estimate
     holds fewer activation bytes than the same plan with dropout; every other row keeps dropout on."""
@@ -319,8 +322,9 @@ def test_rows_trained_without_dropout_store_no_masks():
     rows = [r for name in memory.MEMORY_CSVS for r in read_rows(DATA_DIR / name)]
     off = [r for r in rows if memory.row_scenario(r)["training"]["dropout"] is False]
     assert {r["source"] for r in rows if r["source"].startswith("torchtitan")} <= {r["source"] for r in off}
-    assert all(r["source"].startswith("torchtitan") or "dropout 0" in r["notes"] for r in off)
-    assert len(off) == 22 and len(rows) - len(off) == 37  # 33 + the four hybrid rows (dropout 0.1)
+    assert all(r["source"].startswith("torchtitan") or r["source"] == "h200_gpt2_eager" or "dropout 0" in r["notes"]
+               for r in off)
+    assert len(off) == 28 and len(rows) - len(off) == 37  # 33 + the four hybrid rows (dropout 0.1)
     row = next(r for r in off if r["config"] == "gpt3_mcore_te_tp2_pp2_cp2 dgx_h100")
     mapping = memory.row_scenario(row)
     without = estimate_memory(build_scenario(mapping), 0)
