@@ -3302,4 +3302,64 @@ wgrad of the last pipeline stage (32,000 x 18,432 x 4,096 per micro-batch at TP 
 137 ms a step) from the steady state, where that stage sets the pace, to the flush. Even if the
 flush hid all of it, the 340B rows would gain at most 3.2% (4.31 s example) and 3.0% (4.606 s
 table row): -14.6% -> about -11.8% and -8.7% -> about -5.7%, the FP8 row -0.2% -> at most +2.9%.
+
+## GPT-2 in eager PyTorch on one H200: this project's own steps (held out)
+
+`h200_eager` (`data/e2e/h200_gpt2_eager_single_gpu.csv`) is the step of `benchmarks/measure_gpt_step.py`
+on one H200 of a Firecracker VM (torch 2.11): plain `torch.nn` GPT-2 layers under bf16 autocast over
+fp32 parameters, SDPA, `F.cross_entropy` on fp32 logits, fused AdamW, one micro-batch per step. Every
+knob is read off the script (`simulator/e2e_validation/h200_step_sources.py`); one is not what the
+file's header says: the profiler names cuDNN's fused-attention kernels, not FlashAttention-2
+(`data/e2e/h200_gpt2_step_phases.csv`), so the rows run `attention: flash3` (with `flash2` each reads
+2-4 points more pessimistic). Predicted against measured step (ms):
+
+| row | GPU busy | measured | predicted | error |
+|---|---:|---:|---:|---:|
+| 124M mb 1 | 6.35 | 18.93 | 6.92 | +173.6% |
+| 124M mb 4 | 14.11 | 20.50 | 15.44 | +32.8% |
+| 124M mb 16 | 45.50 | 47.85 | 48.18 | -0.7% |
+| 350M mb 8 | 54.51 | 58.43 | 58.16 | +0.5% |
+| 760M mb 8 | 94.19 | 99.32 | 104.61 | -5.1% |
+| 1.3B seq 2,048 mb 4 | 148.30 | 153.52 | 164.75 | -6.8% |
+
+The four GPU-bound rows (measured step 3.5-7.2% over the GPU's busy time) read -0.7% to -6.8% with
+dgx-h100's fitted curve; two mechanisms the script runs are not described by any key and both would
+lengthen the predicted step: autocast's cast of every fp32 weight and bias to bf16 in forward and of
+every gradient back in backward (12 bytes per parameter and two kernels per tensor), and the fp32
+residual stream autocast leaves (the embedding's output is fp32), which doubles the LayerNorms' and
+residual adds' bytes. The same fp32 stream is the memory rows' gap (`peak_memory.csv`, source
+`h200_gpt2_eager`, allocated, -2.6% to -5.0%): each block's two LayerNorms save fp32 inputs, 2 x 2
+x s·b·h bytes per layer more than the model's bf16, 0.035-1.50 GiB, which leaves 0.03-0.09 GiB of
+each row's gap. The reserved peaks (not scored) read -0.9% to +9.5% with the default fragmentation.
+
+**The host-bound rows.** At micro-batch 1 the model's program has 388 kernels (126 forward, 248
+backward, 14 optimizer launches) taking 6.90 ms of GPU time, 1.55 ms of it the 4.0 us launch floor
+per kernel, and 3.03 ms of host time to issue them (11 us per forward kernel, 6 per backward, 11 per
+optimizer launch): the host is hidden and the step is the GPU's. The measured step is three times
+the GPU's busy time. A profiling probe of the same step on a later lease
+(`benchmarks/gpt_step_phase_probes.py`) counts 773 kernels (264 forward, 499 backward, 9 optimizer,
+1 copy) and times the host per phase: zero_grad 0.37 ms, forward 7.6, backward 14.7, optimizer 1.27
+(Python over 148 tensors for 9 kernels), `loss.item()` 0.94. Twice the model's kernels: autocast's
+casts (122 in forward, 10 per block and 2 for the head; about 145 in backward; the bf16 model
+without autocast launches 142 forward kernels instead of 264), two kernels per LayerNorm backward,
+three per cuDNN attention backward and 61 memsets. And each costs the host about 24 us (18.9 ms over
+773 kernels on the file's lease; 29 us on the probe's, whose host ran the same step 1.3x slower:
+25.0 against 18.9 ms, and 30.9 against 20.5 at micro-batch 4).
+
+What `data/kernels/h200_host_overhead.csv` and `h200_launch_gap.csv` imply for the constants of
+`costs/host.py` and the profile (none changed: they price every other source, whose hosts are bare
+metal; this VM issues a `torch.mul` in 8.3-9.6 us where a CPU-only torch on this repository's machine
+takes 2.1): a forward op with autograd 9.6-11.4 us (`DISPATCH_US + LAUNCH_US` = 6) plus 2.6-5.8 us of
+`nn.Module` Python (`PYTHON_US` = 5), so 14.7 us a forward kernel against `FWD_KERNEL_US` = 11; a
+backward node 15.2-17.3 us against `BWD_KERNEL_US` = 6, the largest gap; eager back-to-back tiny
+kernels 1.8 us each on the GPU, so `kernel_launch_us` = 4.0 charges about 2.2 us too much per kernel
+on this GPU. Priced at those figures (not committed), the model's 388 kernels take 6.1 ms of host,
+still under their GPU time: micro-batch 1 reads +163% (+166% with the 1.8 us floor as well, which
+shortens the GPU's time: alone it takes micro-batch 1 to +207% and 4 to +41%, the GPU-bound rows +1
+to +3 points). Only with the profiled kernel count as well (forward 29,
+backward 32 us per model kernel) does it come to 13.0 ms (+46%), micro-batch 4 staying at +33%:
+what the step spends per kernel on this host (24-29 us) is 1.6-2 times even the tiny-op figures, the rest
+being autocast's dispatch, the caching allocator at real sizes, cuDNN attention's host path and the
+VM's own variance. The rows are reported, not fitted: a host this slow is the VM's, and the two
+host-bound rows say as much about it as about the model.
 """

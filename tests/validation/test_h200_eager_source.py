@@ -81,7 +81,7 @@ def test_rows_are_held_out_and_fit_nothing():
 
 
 def test_errors():
-    """Findings: GPT-2 124M mb16, 350M, 760M and 1.3B (GPU-bound: measured step within 3.5-5% of the
+    """Findings: GPT-2 124M mb16, 350M, 760M and 1.3B (GPU-bound: measured step 3.5-7.2% over the
     GPU busy time) -0.7%, +0.5%, -5.1%, -6.8%; the host-bound 124M mb1 and mb4 +174% and +33%.
     Tolerance 0.006, as the other sources' tests: the simulation is deterministic, so this only lets
     changes elsewhere of under about half a point through (2 points on the +174% row, whose error
