@@ -3311,18 +3311,20 @@ fp32 parameters, SDPA, `F.cross_entropy` on fp32 logits, fused AdamW, one micro-
 knob is read off the script (`simulator/e2e_validation/h200_step_sources.py`); one is not what the
 file's header says: the profiler names cuDNN's fused-attention kernels, not FlashAttention-2
 (`data/e2e/h200_gpt2_step_phases.csv`), so the rows run `attention: flash3` (with `flash2` each reads
-2-4 points more pessimistic). Predicted against measured step (ms):
+3.7-5.0 points more pessimistic). Predicted against measured step (ms):
 
 | row | GPU busy | measured | predicted | error |
 |---|---:|---:|---:|---:|
-| 124M mb 1 | 6.35 | 18.93 | 6.92 | +173.6% |
-| 124M mb 4 | 14.11 | 20.50 | 15.44 | +32.8% |
-| 124M mb 16 | 45.50 | 47.85 | 48.18 | -0.7% |
-| 350M mb 8 | 54.51 | 58.43 | 58.16 | +0.5% |
-| 760M mb 8 | 94.19 | 99.32 | 104.61 | -5.1% |
-| 1.3B seq 2,048 mb 4 | 148.30 | 153.52 | 164.75 | -6.8% |
+| 124M mb 1 | 6.35 | 18.93 | 6.95 | +172.2% |
+| 124M mb 4 | 14.11 | 20.50 | 15.58 | +31.5% |
+| 124M mb 16 | 45.50 | 47.85 | 48.77 | -1.9% |
+| 350M mb 8 | 54.51 | 58.43 | 58.94 | -0.9% |
+| 760M mb 8 | 94.19 | 99.32 | 105.61 | -6.0% |
+| 1.3B seq 2,048 mb 4 | 148.30 | 153.52 | 165.87 | -7.4% |
 
-The four GPU-bound rows (measured step 3.5-7.2% over the GPU's busy time) read -0.7% to -6.8% with
+Median |error| 6.7% (signed -1.4%); the four GPU-bound rows 3.9%.
+
+The four GPU-bound rows (measured step 3.5-7.2% over the GPU's busy time) read -0.9% to -7.4% with
 dgx-h100's fitted curve; two mechanisms the script runs are not described by any key and both would
 lengthen the predicted step: autocast's cast of every fp32 weight and bias to bf16 in forward and of
 every gradient back in backward (12 bytes per parameter and two kernels per tensor), and the fp32
@@ -3333,7 +3335,7 @@ x s·b·h bytes per layer more than the model's bf16, 0.035-1.50 GiB, which leav
 each row's gap. The reserved peaks (not scored) read -0.9% to +9.5% with the default fragmentation.
 
 **The host-bound rows.** At micro-batch 1 the model's program has 388 kernels (126 forward, 248
-backward, 14 optimizer launches) taking 6.90 ms of GPU time, 1.55 ms of it the 4.0 us launch floor
+backward, 14 optimizer launches) taking 6.93 ms of GPU time, 1.55 ms of it the 4.0 us launch floor
 per kernel, and 3.03 ms of host time to issue them (11 us per forward kernel, 6 per backward, 11 per
 optimizer launch): the host is hidden and the step is the GPU's. The measured step is three times
 the GPU's busy time. A profiling probe of the same step on a later lease
@@ -3354,10 +3356,10 @@ takes 2.1): a forward op with autograd 9.6-11.4 us (`DISPATCH_US + LAUNCH_US` = 
 backward node 15.2-17.3 us against `BWD_KERNEL_US` = 6, the largest gap; eager back-to-back tiny
 kernels 1.8 us each on the GPU, so `kernel_launch_us` = 4.0 charges about 2.2 us too much per kernel
 on this GPU. Priced at those figures (not committed), the model's 388 kernels take 6.1 ms of host,
-still under their GPU time: micro-batch 1 reads +163% (+166% with the 1.8 us floor as well, which
-shortens the GPU's time: alone it takes micro-batch 1 to +207% and 4 to +41%, the GPU-bound rows +1
+still under their GPU time: micro-batch 1 reads +161% (+166% with the 1.8 us floor as well, which
+shortens the GPU's time: alone it takes micro-batch 1 to +205% and 4 to +39%, the GPU-bound rows +1
 to +3 points). Only with the profiled kernel count as well (forward 29,
-backward 32 us per model kernel) does it come to 13.0 ms (+46%), micro-batch 4 staying at +33%:
+backward 32 us per model kernel) does it come to 13.0 ms (+46%), micro-batch 4 staying at +32%:
 what the step spends per kernel on this host (24-29 us) is 1.6-2 times even the tiny-op figures, the rest
 being autocast's dispatch, the caching allocator at real sizes, cuDNN attention's host path and the
 VM's own variance. The rows are reported, not fitted: a host this slow is the VM's, and the two

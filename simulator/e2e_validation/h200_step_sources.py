@@ -16,7 +16,7 @@ and the allocator's peaks. Every setting is read off the script, not assumed:
   ``cudnn_generated_fort_native_sdpa_sm90_flash``, ``compute_dot_do_o`` and ``convert_dq_to_16bits``
   (``data/e2e/h200_gpt2_step_phases.csv``; the step file's header says FlashAttention-2), so
   ``attention: flash3``, the cuDNN / FlashAttention-3 class (with ``flash2`` every row reads
-  2-4 points more pessimistic);
+  3.7-5.0 points more pessimistic);
 - layers in eager PyTorch ops, no ``torch.compile`` (``fused_kernels: false``, PyTorch's own
   LayerNorm kernels: ``norm_kernel`` auto = eager); the biases in addmm's cuBLASLt epilogue and
   reduced by autograd in backward (``linear_bias: epilogue``: every linear's input is contiguous,

@@ -1066,7 +1066,7 @@ SOURCES: list[Source] = [
             "(the embedding's output is fp32): the LayerNorms and residual adds run in fp32.",
             "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms) on a "
             "Firecracker VM whose CPU issues a tiny op in about 9 us (data/kernels/h200_host_overhead.csv): the "
-            "model, whose host issues fewer kernels at lower cost each, predicts them GPU-bound (+174%, +33%); "
+            "model, whose host issues fewer kernels at lower cost each, predicts them GPU-bound (+172%, +32%); "
             "see the findings."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
