@@ -382,9 +382,9 @@ def hbm(env: Env) -> list[dict]:
 
 
 def host(env: Env) -> list[dict]:
-    """Host microseconds per op issuing tiny kernels, and the GPU's per-kernel floor."""
+    """Host microseconds per op issuing tiny kernels, and the GPU's per-kernel floor; the same
+    chains on CPU tensors beside them (the dispatcher and autograd without the CUDA launch)."""
     torch = env.torch
-    dev = env.device
     ops = 200
     rows = []
 
@@ -398,42 +398,48 @@ def host(env: Env) -> list[dict]:
             times.append((time.perf_counter() - t0) / ops * 1e6)
         return min(times)
 
-    x = torch.randn(4, 4, device=dev)
-    xg = torch.randn(4, 4, device=dev, requires_grad=True)
-    b = torch.randn(4, 4, device=dev)
+    for dev in (["cuda", "cpu"] if env.cuda else ["cpu"]):
+        tag = "" if dev == "cuda" else ", CPU tensors"
+        x = torch.randn(4, 4, device=dev)
+        xg = torch.randn(4, 4, device=dev, requires_grad=True)
+        b = torch.randn(4, 4, device=dev)
 
-    def chain(t):
-        for _ in range(ops):
-            t = torch.mul(t, b)
-        return t
-    with torch.no_grad():
-        rows.append({"what": "torch.mul, no autograd (dispatch + launch)", "us_per_op": f"{per_op(lambda: chain(x)):.2f}"})
-    rows.append({"what": "torch.mul with autograd recording, forward", "us_per_op": f"{per_op(lambda: chain(xg)):.2f}"})
+        def chain(t, b=b):
+            for _ in range(ops):
+                t = torch.mul(t, b)
+            return t
+        with torch.no_grad():
+            rows.append({"what": f"torch.mul, no autograd (dispatch + launch){tag}",
+                         "us_per_op": f"{per_op(lambda: chain(x)):.2f}"})
+        rows.append({"what": f"torch.mul with autograd recording, forward{tag}",
+                     "us_per_op": f"{per_op(lambda: chain(xg)):.2f}"})
 
-    def bwd():
-        y = chain(xg).sum()
-        env.sync()
-        t0 = time.perf_counter()
-        y.backward()
-        env.sync()
-        return (time.perf_counter() - t0) / ops * 1e6
-    rows.append({"what": "backward of the torch.mul chain, per node", "us_per_op": f"{min(bwd() for _ in range(15)):.2f}"})
-    lin = torch.nn.Linear(4, 4).to(dev)
-    F = torch.nn.functional
+        def bwd(xg=xg, chain=chain):
+            y = chain(xg).sum()
+            env.sync()
+            t0 = time.perf_counter()
+            y.backward()
+            env.sync()
+            return (time.perf_counter() - t0) / ops * 1e6
+        rows.append({"what": f"backward of the torch.mul chain, per node{tag}",
+                     "us_per_op": f"{min(bwd() for _ in range(15)):.2f}"})
+        lin = torch.nn.Linear(4, 4).to(dev)
+        F = torch.nn.functional
 
-    def mod():
-        for _ in range(ops):
-            lin(x)
+        def mod(lin=lin, x=x):
+            for _ in range(ops):
+                lin(x)
 
-    def fun():
-        for _ in range(ops):
-            F.linear(x, lin.weight, lin.bias)
-    with torch.no_grad():
-        rows.append({"what": "nn.Linear call", "us_per_op": f"{per_op(mod):.2f}"})
-        rows.append({"what": "F.linear call", "us_per_op": f"{per_op(fun):.2f}"})
-        if env.cuda:
-            ms = env.bench_graph(lambda: chain(x), rep_ms=30)
-            rows.append({"what": "GPU time per tiny kernel, back to back (CUDA graph)", "us_per_op": f"{ms * 1e3 / ops:.2f}"})
+        def fun(lin=lin, x=x):
+            for _ in range(ops):
+                F.linear(x, lin.weight, lin.bias)
+        with torch.no_grad():
+            rows.append({"what": f"nn.Linear call{tag}", "us_per_op": f"{per_op(mod):.2f}"})
+            rows.append({"what": f"F.linear call{tag}", "us_per_op": f"{per_op(fun):.2f}"})
+            if dev == "cuda":
+                ms = env.bench_graph(lambda: chain(x), rep_ms=30)
+                rows.append({"what": "GPU time per tiny kernel, back to back (CUDA graph)",
+                             "us_per_op": f"{ms * 1e3 / ops:.2f}"})
     return rows
 
 
