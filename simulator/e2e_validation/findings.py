@@ -3349,19 +3349,27 @@ three per cuDNN attention backward and 61 memsets. And each costs the host about
 25.0 against 18.9 ms, and 30.9 against 20.5 at micro-batch 4).
 
 What `data/kernels/h200_host_overhead.csv` and `h200_launch_gap.csv` imply for the constants of
-`costs/host.py` and the profile (none changed: they price every other source, whose hosts are bare
-metal; this VM issues a `torch.mul` in 8.3-9.6 us where a CPU-only torch on this repository's machine
-takes 2.1): a forward op with autograd 9.6-11.4 us (`DISPATCH_US + LAUNCH_US` = 6) plus 2.6-5.8 us of
-`nn.Module` Python (`PYTHON_US` = 5), so 14.7 us a forward kernel against `FWD_KERNEL_US` = 11; a
-backward node 15.2-17.3 us against `BWD_KERNEL_US` = 6, the largest gap; eager back-to-back tiny
-kernels 1.8 us each on the GPU, so `kernel_launch_us` = 4.0 charges about 2.2 us too much per kernel
-on this GPU. Priced at those figures (not committed), the model's 388 kernels take 6.1 ms of host,
-still under their GPU time: micro-batch 1 reads +161% (+166% with the 1.8 us floor as well, which
-shortens the GPU's time: alone it takes micro-batch 1 to +205% and 4 to +39%, the GPU-bound rows +1
-to +3 points). Only with the profiled kernel count as well (forward 29,
-backward 32 us per model kernel) does it come to 13.0 ms (+46%), micro-batch 4 staying at +32%:
-what the step spends per kernel on this host (24-29 us) is 1.6-2 times even the tiny-op figures, the rest
-being autocast's dispatch, the caching allocator at real sizes, cuDNN attention's host path and the
-VM's own variance. The rows are reported, not fitted: a host this slow is the VM's, and the two
-host-bound rows say as much about it as about the model.
+`costs/host.py` and the profile (none changed: they price every other source). Three leases of the
+same machine type issue a `torch.mul` on CUDA tensors in 6.3-9.6 us, with autograd recording
+7.1-11.4 us (`DISPATCH_US + LAUNCH_US` = 6), plus 1.6-5.8 us of `nn.Module` Python (`PYTHON_US` =
+5); a backward node takes 10.6-17.3 us against `BWD_KERNEL_US` = 6, the largest gap. The host is not
+slow as a CPU: the third lease runs the same chains on CPU tensors in 1.3 us (no autograd), 1.9
+(autograd) and 3.8 us per backward node, faster than this repository's machine (2.1, 2.8 and 2.7 in
+`benchmarks/bench_host_overhead.py`); what CUDA adds is about 5 us per forward op and 7-13 us per
+backward node, twice `LAUNCH_US`. On the GPU side the model charges too much per kernel: eager
+back-to-back tiny kernels take 1.8 us each (1.1 us replayed from a CUDA graph), where the profile's
+`kernel_launch_us` = 4.0 comes on top of the kernel's own time; and a 256^3 bf16 GEMM takes 3.8 us
+eager (2.75 in a graph) where the model charges 10.0 (the shape model's 5.23 us fixed cost, read off
+XLA's table, whose timings carry a launch gap that graph replay measures at 2.0-2.5 us, plus the 4.0
+floor; `simulator/calibration/gemm_table.py`). Priced at the measured host figures (not committed),
+the model's 388 kernels take 6.1 ms of host, still under their GPU time: micro-batch 1 reads +161%
+(+166% with the 1.8 us floor as well, which shortens the GPU's time: alone it takes micro-batch 1
+to +205% and 4 to +39%, the GPU-bound rows +1 to +3 points). Only with the profiled kernel count as
+well (forward 29, backward 32 us per model kernel) does it come to 13.0 ms (+46%), micro-batch 4
+staying at +32%: what the step spends per kernel on this host (24-29 us) is 1.6-2 times even the
+tiny-op figures, the rest being autocast's dispatch, the caching allocator at real sizes and cuDNN
+attention's host path; the lease-to-lease spread (1.3x on the same step) is the machines'. The
+three per-kernel terms (the GPU floor and the GEMM fixed cost too high, the host's CUDA costs and
+autocast's kernels missing) move every eager row in opposite directions, so they are reported
+here, not changed one at a time.
 """
