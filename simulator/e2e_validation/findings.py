@@ -3308,10 +3308,10 @@ table row): -14.6% -> about -11.8% and -8.7% -> about -5.7%, the FP8 row -0.2% -
 `h200_eager` (`data/e2e/h200_gpt2_eager_single_gpu.csv`) is the step of `benchmarks/measure_gpt_step.py`
 on one H200 of a Firecracker VM (torch 2.11): plain `torch.nn` GPT-2 layers under bf16 autocast over
 fp32 parameters, SDPA, `F.cross_entropy` on fp32 logits, fused AdamW, one micro-batch per step. Every
-knob is read off the script (`simulator/e2e_validation/h200_step_sources.py`); one is not what the
-file's header says: the profiler names cuDNN's fused-attention kernels, not FlashAttention-2
-(`data/e2e/h200_gpt2_step_phases.csv`), so the rows run `attention: flash3` (with `flash2` each reads
-3.7-5.0 points more pessimistic). Predicted against measured step (ms):
+knob is read off the script (`simulator/e2e_validation/h200_step_sources.py`). The attention kernel
+is the profiler's reading: it names cuDNN's fused-attention kernels for this SDPA call, not
+FlashAttention-2 (`data/e2e/h200_gpt2_step_phases.csv`), so the rows run `attention: flash3` (with
+`flash2` each reads 3.7-5.0 points more pessimistic). Predicted against measured step (ms):
 
 | row | GPU busy | measured | predicted | error |
 |---|---:|---:|---:|---:|

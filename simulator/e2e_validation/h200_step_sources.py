@@ -14,7 +14,7 @@ and the allocator's peaks. Every setting is read off the script, not assumed:
 - attention ``F.scaled_dot_product_attention(q, k, v, is_causal=True)`` on bf16 inputs, which
   PyTorch 2.11 runs as cuDNN's fused attention on this GPU: the profiler names
   ``cudnn_generated_fort_native_sdpa_sm90_flash``, ``compute_dot_do_o`` and ``convert_dq_to_16bits``
-  (``data/e2e/h200_gpt2_step_phases.csv``; the step file's header says FlashAttention-2), so
+  (``data/e2e/h200_gpt2_step_phases.csv``), so
   ``attention: flash3``, the cuDNN / FlashAttention-3 class (with ``flash2`` every row reads
   3.7-5.0 points more pessimistic);
 - layers in eager PyTorch ops, no ``torch.compile`` (``fused_kernels: false``, PyTorch's own
