@@ -17,8 +17,8 @@ arrive; all three stop at once on ``terminate`` and leave no process behind.
   inherited through fork, would turn it into an exception a plan could catch; the stop signals
   stay blocked from before the fork until the worker has reset them) and ask Linux to send them
   SIGTERM when the sweep process dies (``PR_SET_PDEATHSIG``), so even a SIGKILLed sweep leaves
-  no orphan replaying plans. A worker that dies during a plan (the OOM killer) fails that plan,
-  with the signal in its reason, and is replaced.
+  no orphan replaying plans. A worker that dies during a plan is replaced; the plan fails, with
+  the signal in its reason (the OOM killer's SIGKILL), unless SIGTERM or SIGHUP stopped it.
 * :class:`RayExecutor` (``--ray auto|ADDRESS``): each plan is a Ray task running the same
   function; ``terminate`` cancels the tasks in flight (force) and disconnects.
 """
@@ -134,7 +134,8 @@ def _death(exitcode: int | None) -> str:
 class _Worker:
     proc: Any  # multiprocessing.process.BaseProcess
     conn: Connection
-    tag: Any = None
+    tag: Any = None  # the plan it is running: the caller's tag and the scenario
+    scn: Any = None
     busy: bool = False
 
 
@@ -180,10 +181,10 @@ class PoolExecutor:
                 return
             if w.busy:
                 continue
-            w.tag, scn = self.backlog.popleft()
+            w.tag, w.scn = self.backlog.popleft()
             w.busy = True
             try:
-                w.conn.send((scn,))  # a 1-tuple: None is the stop message
+                w.conn.send((w.scn,))  # a 1-tuple: None is the stop message
             except OSError:  # the worker is dead: wait() sees it and fails the plan
                 pass
 
@@ -203,17 +204,24 @@ class PoolExecutor:
             try:
                 if not w.conn.poll():  # exited, nothing sent: the plan died with it
                     raise EOFError
-                result = w.conn.recv()
+                out.append((w.tag, w.conn.recv()))
             except (EOFError, OSError):
                 w.proc.join(TERMINATE_GRACE_S)
                 if w.proc.exitcode is None:  # closed its end yet alive: not to be trusted with a plan
                     w.proc.kill()
                     w.proc.join(TERMINATE_GRACE_S)
-                result = f"simulation failed: its worker process {_death(w.proc.exitcode)}"
                 w.conn.close()
                 self._start(i)
-            out.append((w.tag, result))
-            w.tag, w.busy = None, False
+                code = w.proc.exitcode
+                if code is not None and -code in STOP_SIGNALS:
+                    # stopped, not failed: a SIGTERM/SIGHUP sent to the whole process group (a batch
+                    # job cancelled) can reach a worker before the sweep; the sweep then stops too,
+                    # and the plan, not recorded, runs again on resume (or now, if only the worker
+                    # was stopped)
+                    self.backlog.appendleft((w.tag, w.scn))
+                else:
+                    out.append((w.tag, f"simulation failed: its worker process {_death(code)}"))
+            w.tag, w.scn, w.busy = None, None, False
         self._dispatch()
         return out
 

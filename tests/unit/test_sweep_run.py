@@ -321,25 +321,33 @@ def test_terminate_kills_a_worker_that_ignores_sigterm_and_one_caught_sending_it
     assert multiprocessing.active_children() == []
 
 
-def _dies_on(simulate, name):  # noqa: ARG001
+def _dies_on(flag_dir, name):
     import os
     import signal
+    from pathlib import Path
 
     if name == "oom":
         os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does
+    if name == "stopped" and not Path(flag_dir, name).exists():  # the first time only
+        Path(flag_dir, name).touch()
+        os.kill(os.getpid(), signal.SIGTERM)
     return name.upper()
 
 
-def test_a_worker_that_dies_fails_its_plan_and_is_replaced():
+def test_a_worker_that_dies_fails_its_plan_unless_stopped_and_is_replaced(tmp_path):
+    """Killed (SIGKILL): the plan failed, and the reason says how. Stopped (SIGTERM, as when a
+    batch job is cancelled and the signal reaches the workers first): the plan is not a result,
+    it runs again. Either way a new worker takes the dead one's place."""
     from simulator.sweep.executors import PoolExecutor
 
-    ex = PoolExecutor(_dies_on, None, 2)
-    for name in ("a", "oom", "b", "c", "d"):  # more plans than workers: the rest wait their turn
+    ex = PoolExecutor(_dies_on, str(tmp_path), 2)
+    for name in ("a", "oom", "b", "stopped", "c", "d"):  # more plans than workers: the rest wait their turn
         ex.submit(name, name)
     got = _finished(ex)
     ex.close()
-    assert got == {"a": "A", "b": "B", "c": "C", "d": "D",
+    assert got == {"a": "A", "b": "B", "c": "C", "d": "D", "stopped": "STOPPED",
                    "oom": "simulation failed: its worker process killed by SIGKILL"}
+    assert (tmp_path / "stopped").exists()
     assert multiprocessing.active_children() == []
 
 
