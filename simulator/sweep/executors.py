@@ -6,10 +6,11 @@ arrive; all three stop at once on ``terminate`` and leave no process behind.
 * :class:`InlineExecutor` (``--jobs 1``): runs each plan when it is submitted.
 * :class:`PoolExecutor` (``--jobs N``): N worker processes, each fed one plan at a time through
   a pipe of its own. Not ``multiprocessing.Pool``: its workers share one result queue guarded by
-  a lock between processes, and ``Pool.terminate`` kills the workers before its task thread has
-  written to that queue; a worker killed while sending a result (one finishing its plan when the
+  a lock between processes, and ``Pool.terminate`` may kill the workers before its task thread has
+  written its last message to that queue; a worker killed while sending a result (one finishing its plan when the
   sweep is stopped) holds that lock for good, and ``terminate`` then waits on the task thread
-  forever (CPython issue gh-96995; under load it hung 1 of 40 SIGTERMed ``--jobs 2`` sweeps).
+  forever (CPython issue gh-96995; 1 of 100 SIGTERMed ``--jobs 2`` sweeps on a loaded 2-core
+  machine never exited).
   Here nothing is shared between workers, so a worker dying anywhere blocks nothing:
   ``terminate`` sends SIGTERM, waits at most :data:`TERMINATE_GRACE_S`, then SIGKILLs and reaps
   what is left. Workers ignore SIGINT (a Ctrl-C reaches the whole process group: the sweep, not
