@@ -259,12 +259,12 @@ def _run(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, lo
                         min(total, started + bisect.bisect_left(bounds, best, nxt) - nxt)
                     progress.update(done=simulated, total=left, feasible=feasible, best=best_label,
                                     force=simulated == left)
-    except BaseException:
+        if executor is not None:
+            executor.close()
+    except BaseException:  # a signal (KeyboardInterrupt, Interrupted) or a bug: stop the workers now
         if executor is not None:
             executor.terminate()
         raise
-    if executor is not None:
-        executor.close()
     result = SweepResult(base.name, rank(results, objective), wall_s=time.perf_counter() - t0)
     result.extra["objective"] = objective
     return result

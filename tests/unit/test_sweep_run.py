@@ -270,6 +270,120 @@ def test_terminating_the_pool_leaves_no_worker_process():
     assert multiprocessing.active_children() == []
 
 
+def _stubborn(flag_dir, kind):
+    """A plan that ignores SIGTERM and never ends ("deaf"), or one whose result is far larger than
+    a pipe holds, so that its worker sits in the middle of sending it ("chatty")."""
+    import os
+    import signal
+    from pathlib import Path
+
+    if kind == "deaf":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Path(flag_dir, kind).write_text(str(os.getpid()))
+    if kind == "deaf":
+        time.sleep(600)
+    return b"x" * (32 << 20)
+
+
+def _finished(ex, deadline_s: float = 60.0) -> dict:
+    """Every result of the plans in flight (a guard turns a lost plan into a failure, not a hang)."""
+    out = {}
+    deadline = time.monotonic() + deadline_s
+    while ex.in_flight():
+        assert time.monotonic() < deadline, f"plans lost: {ex.in_flight()} never came back"
+        out.update(ex.wait(0.25))
+    return out
+
+
+def test_terminate_kills_a_worker_that_ignores_sigterm_and_one_caught_sending_its_result(tmp_path):
+    """multiprocessing.Pool.terminate() waited for ever here: on the first (it joins the workers
+    it sent SIGTERM) and, when the second was killed holding the result queue's lock, on its
+    task thread. The pool's own workers share nothing, and terminate() ends in SIGKILL."""
+    import signal
+    import threading
+
+    from simulator.sweep.executors import PoolExecutor
+
+    ex = PoolExecutor(_stubborn, str(tmp_path), 2)
+    ex.submit("deaf", "deaf")
+    ex.submit("chatty", "chatty")
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / kind).exists() and (tmp_path / kind).read_text() for kind in ("deaf", "chatty")):
+        assert time.monotonic() < deadline, "the plans never started"
+        time.sleep(0.05)
+    pids = {kind: int((tmp_path / kind).read_text()) for kind in ("deaf", "chatty")}
+    deaf, chatty = ([p for p in multiprocessing.active_children() if p.pid == pids[kind]][0] for kind in pids)
+    stopper = threading.Thread(target=ex.terminate, daemon=True)
+    stopper.start()
+    stopper.join(60)  # a guard, not a timing: without the SIGKILL it never returns
+    assert not stopper.is_alive(), "terminate() is stuck"
+    assert deaf.exitcode == -signal.SIGKILL and chatty.exitcode == -signal.SIGTERM
+    assert multiprocessing.active_children() == []
+
+
+def _dies_on(flag_dir, name):
+    import os
+    import signal
+    from pathlib import Path
+
+    if name == "oom":
+        os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does
+    if name == "stopped" and not Path(flag_dir, name).exists():  # the first time only
+        Path(flag_dir, name).touch()
+        os.kill(os.getpid(), signal.SIGTERM)
+    return name.upper()
+
+
+def test_a_worker_that_dies_fails_its_plan_unless_stopped_and_is_replaced(tmp_path):
+    """Killed (SIGKILL): the plan failed, and the reason says how. Stopped (SIGTERM, as when a
+    batch job is cancelled and the signal reaches the workers first): the plan is not a result,
+    it runs again. Either way a new worker takes the dead one's place."""
+    from simulator.sweep.executors import PoolExecutor
+
+    ex = PoolExecutor(_dies_on, str(tmp_path), 2)
+    for name in ("a", "oom", "b", "stopped", "c", "d"):  # more plans than workers: the rest wait their turn
+        ex.submit(name, name)
+    got = _finished(ex)
+    ex.close()
+    assert got == {"a": "A", "b": "B", "c": "C", "d": "D", "stopped": "STOPPED",
+                   "oom": "simulation failed: its worker process killed by SIGKILL"}
+    assert (tmp_path / "stopped").exists()
+    assert multiprocessing.active_children() == []
+
+
+def _signal_state(simulate, scn):  # noqa: ARG001
+    import signal
+
+    return (int(signal.getsignal(signal.SIGTERM)), int(signal.getsignal(signal.SIGINT)),
+            sorted(int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "pthread_sigmask"), reason="POSIX signal masks")
+def test_workers_die_on_sigterm_even_when_the_sweep_handles_it():
+    """The command turns SIGTERM into an exception; a worker forked with that handler would raise
+    it inside a plan instead of dying. Workers take the default action (SIGINT: ignored, the
+    sweep decides) and block nothing, and the sweep's own mask is left as it was."""
+    import signal
+
+    from simulator.sweep.executors import PoolExecutor
+
+    def raises(signum, frame):  # noqa: ARG001
+        raise RuntimeError("the sweep's handler")
+
+    saved = signal.signal(signal.SIGTERM, raises)
+    try:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        ex = PoolExecutor(_signal_state, None, 1)
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
+        ex.submit("x", None)
+        got = _finished(ex)
+        ex.close()
+    finally:
+        signal.signal(signal.SIGTERM, saved)
+    assert got == {"x": (int(signal.SIG_DFL), int(signal.SIG_IGN),
+                         sorted(int(s) for s in mask - {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}))}
+
+
 def test_results_file_lines_are_valid_json_even_for_failed_plans(tmp_path):
     def fails(scn):
         from simulator.errors import SimulationError
