@@ -92,24 +92,25 @@ def test_built_rows_are_the_eager_full_shard_plans_held_out():
 
 @pytest.mark.slow
 def test_errors():
-    """Doc (findings): +1.8%, +4.1%, -4.3%, +1.0% (34B A100, 34B H100, 70B A100, 70B H100); median
-    |error| 2.9%, signed +1.4%."""
+    """Doc (findings): +1.8%, +3.5%, -4.3%, +1.0% (34B A100, 34B H100, 70B A100, 70B H100); median
+    |error| 2.6%, signed +1.4% (34B H100 read +4.1% before the attention backward's per-CTA cost on
+    Hopper)."""
     results = scoring.run_cases(fms_fsdp(_rows()))
     errors = [r.error for r in results]
-    assert errors == pytest.approx([0.018, 0.041, -0.043, 0.010], abs=0.006)
+    assert errors == pytest.approx([0.018, 0.035, -0.043, 0.010], abs=0.006)
     assert statistics.median(abs(e) for e in errors) <= 0.035
 
 
 @pytest.mark.slow
 def test_the_printed_per_node_bandwidth_shows_in_the_step():
     """Findings: the FSDP traffic is not all hidden. On DGX networks (8 NICs of 200 / 400 Gb/s per
-    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.4%, +10.1%, +0.7%, +6.7%:
+    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.4%, +9.4%, +0.7%, +6.7%:
     the printed 400 / 800 Gb/s per node costs the model 4-6% of the step, 2.9% -> 7.0% median."""
     cases = fms_fsdp(_rows())
     for c in cases:
         c.scenario["hardware"] = "dgx-a100" if "A100" in c.label else "dgx-h100"
     errors = [r.error for r in scoring.run_cases(cases)]
-    assert errors == pytest.approx([0.074, 0.101, 0.007, 0.067], abs=0.006)
+    assert errors == pytest.approx([0.074, 0.094, 0.007, 0.067], abs=0.006)
 
 
 @pytest.mark.slow
