@@ -37,9 +37,16 @@ op) and (2) ``FlowNetwork._break`` settling a block's span once per call:
 
 Every predicted step time the same float, on these 13 rows and 28 rows of llama3, megascale,
 nemo_cp, usp, megatron2022, mcore2024, nemo2407, bridge_dense and megatron2021_zero3. The
-128-micro-batch rows are not folded (``fold.fold_count``: the two reduced steps would replay
-104 of the 128 micro-batches); under cProfile the 512-GPU row is the replay's per-op loop
-(``engine._stream``, SimPy's ~2.2 M events) more than the flow network.
+128-micro-batch rows are not folded by the two-replay fold (``fold.fold_count``: the two
+reduced steps would replay 104 of the 128 micro-batches); under cProfile the 512-GPU row is the
+replay's per-op loop (``engine._stream``, SimPy's ~2.2 M events) more than the flow network,
+spread over many functions (no one above 12% of the time).
+
+Since, the single-replay fold (``fold.fold_count_once``) replays those rows with 48
+micro-batches, the same step times to 1.1e-13 (``scoring.run_case`` CPU s, machine load ~3 on 2
+cores): mlperf_gpt3:0 16.4 -> 10.1, :1 17.0 -> 10.5, mlperf_gpt3_v30:0 20.8 -> 10.3, :1 19.9 ->
+11.1, :2 20.8 -> 12.2; ``python -m simulator.e2e_validation --jobs 1 --source mlperf_gpt3
+--source mlperf_gpt3_v30`` 191 -> 156 s wall.
 """
 
 from __future__ import annotations

@@ -32,6 +32,27 @@ and stage 12 approaches its steady period geometrically (by about 0.6 per period
 s only after some 55 of its periods, so no reduced step short enough to pay could pass check 2.
 The refusal is right; skipping the attempt would need a way to tell such a step in advance.
 
+**Single mode (interleaved 1F1B).** An interleaved period is pp micro-batches and the reduced
+step keeps at least four, so the two reduced replays rarely pay (GPT-3 175B at tp 4 pp 8 vp 12
+with 128 micro-batches: 48 + 56 of 128, :func:`fold_count`). Where they do not, and one reduced
+step of at most half the micro-batches keeps four steady periods (:func:`fold_count_once`), that
+step is replayed once and check 2 is replaced by what makes it hold, checked in that replay
+(:func:`_steady_alone`): periods c − 1 .. c + 2 repeat T apart on every simulated rank (as
+above); nothing that started before them is still running once period c has (so what a period
+carries into the next is only its ops, whose times repeat); and the host issues no op at or
+after the cut late, in the reduced step nor at its n-periods-later time in the full one (the
+one carried state that is not periodic: issue times are a running sum over the program), with
+no host synchronisation. The replay being deterministic, the step with n more periods is then
+the reduced one with n copies put back. Measured on the rows of the step-time validation it
+folds, step times against the unfolded replay's: the five MLPerf GPT-3 175B rows with 128
+micro-batches (6e-14 to 1.1e-13 relative; 16-21 -> 10-12 s each), GPT-175B at tp 8 pp 12 vp 4
+with 192 micro-batches (4e-15; 8.2 -> 3.5 s), MegaScale's GPT 175B at 96 and 128 (2e-14), and
+NeMo's Llama 3 70B at tp 4 pp 4 vp 5 cp 2 with 64 (7e-10: every op to 4e-12 s but the last
+seven DP ReduceScatters of stage 0, 8e-9 s later, an ordering of nearly simultaneous flow ends
+that the two-replay fold, which accepts this step too, gives alike). The 405B proxy of
+dgxc_llama (64 micro-batches) fails the periodicity check and is replayed whole (+0.8 s).
+``tests/unit/test_fold.py`` compares every op on a small plan.
+
 The trace is expanded back to every op of the full program (ready, start, end, algorithm and
 group), so reports, Perfetto traces and plots read it as they read an unfolded one;
 ``tests/unit/test_fold.py`` compares both on 1F1B, interleaved, ZeRO-3, CP and MoE plans.
@@ -93,6 +114,35 @@ def fold_count(schedule: Any) -> int:
         kept = n_micro - n * per
         if n >= 2 and 2 * kept + per <= 0.75 * n_micro:
             return n
+    return 0
+
+
+_ONCE_MAX = 0.5  # the most of a step's micro-batches the single mode's one reduced replay holds
+
+
+def fold_count_once(schedule: Any) -> int:
+    """How many steady periods an interleaved ``schedule`` leaves out when folded from one
+    reduced replay (:func:`fold_replay`'s single mode): where :func:`fold_count` refuses the
+    two-replay fold, the reduced step keeps ``_MIN_KEEP`` periods on its shortest stage and must
+    hold at most half the micro-batches (below). 1F1B (a period of one micro-batch) keeps the
+    two-replay fold only: its reduced steps are short enough to pay for the second replay.
+    The reduced step must hold at most half the micro-batches: where the single mode's checks
+    refuse, its replay is spent for nothing, so it is tried only where it saves that much.
+
+    GPT-3 175B at tp 4 pp 8 vp 12 with 128 micro-batches: periods of 8 micro-batches, 14 steady
+    ones on the shortest stage, so n = 10 and one replay of 48 micro-batches instead of 128
+    (with 64, n = 2 and 48 of 64: not tried). At 3/4 instead of 1/2, the 14 interleaved rows of
+    the step-time validation with n = 2 or 3 fold to the same step times (to 1e-13) but save
+    no more than the noise of a shared 2-core machine, and the one the checks refuse (NeMo's GPT3
+    175B tp 4 pp 8 vp 6 on 512 GPUs) takes 7.6 -> 15.8 CPU s."""
+    steady = getattr(schedule, "steady", None)
+    if not steady or schedule.steady_period == 1:
+        return 0
+    period = schedule.steady_period
+    n_micro, per = int(schedule.meta["n_micro"]), schedule.period_micro_batches
+    n = min((len(s) - 1) // period for s in steady.values()) - _MIN_KEEP
+    if n >= 2 and n_micro - n * per <= _ONCE_MAX * n_micro:
+        return n
     return 0
 
 
@@ -300,6 +350,9 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
     first stage's period ``c`` does (``c`` from :func:`_keep_cut`): the period that starts
     nearest to it."""
     n = fold_count(schedule)
+    once = n < 2  # single mode: no second reduced replay; _steady_alone checks instead
+    if once:
+        n = fold_count_once(schedule)
     if n < 2:
         return None
     period, per = schedule.steady_period, schedule.period_micro_batches
@@ -307,6 +360,8 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
     small = reduced_of(n_micro - n * per)
     if any(len(small.steady.get(role, ())) != len(st) - n * period for role, st in schedule.steady.items()):
         return None
+    if once and any(getattr(op, "host_sync", False) for prog in small.programs.values() for op in prog):
+        return None  # _steady_alone would refuse it after the replay (a host synchronisation)
     rp_small = run(small)
     states = [rp_small.ranks[r] for r in ranks]
     c = _keep_cut(period)[1]
@@ -328,18 +383,28 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         if p is None or not _repeats(R, st, period, p, T, tol):
             return None
         cuts[R.rank] = p
-    large = reduced_of(n_micro - (n - 1) * per)
     checked: dict[tuple, _Map | None] = {}
-    maps, once = {}, {}
+    maps: dict[int, _Map] = {}
+    if once:
+        issue = getattr(rp_small.costs, "issue_times", None)
+        for R in states:
+            m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
+            if m1 is None or not _steady_alone(R, small.steady[R.role], period, cuts[R.rank], m1, T, tol,
+                                               schedule.programs[R.role], issue):
+                return None
+            maps[R.rank] = m1
+        return _expanded(states, maps, T), rp_small, n * per
+    large = reduced_of(n_micro - (n - 1) * per)
+    once_maps = {}
     for R in states:
         m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
         m2 = _map_for(large, small, R.role, 1, period, cuts[R.rank], checked)
         if m1 is None or m2 is None:
             return None
-        maps[R.rank], once[R.rank] = m1, m2
+        maps[R.rank], once_maps[R.rank] = m1, m2
     rp_large = run(large)
     for R in states:
-        big, m = rp_large.ranks[R.rank], once[R.rank]
+        big, m = rp_large.ranks[R.rank], once_maps[R.rank]
         for x in ("ready", "start", "end"):
             if not np.all(np.abs(getattr(R, x)[m.index] + m.shift * T - getattr(big, x)) <= tol):
                 return None
@@ -348,6 +413,12 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
             if len(dst) != sum(len(m.full_positions(j)) for j in src) or any(
                     dst.get(i) != v for j, v in src.items() for i in m.full_positions(j)):
                 return None
+    rp_small.env.n_events += rp_large.env.n_events
+    return _expanded(states, maps, T), rp_small, n * per
+
+
+def _expanded(states: Sequence[Any], maps: dict[int, _Map], T: float) -> dict[int, dict[str, Any]]:
+    """Per rank, the full program's timeline fields from the reduced replay's."""
     out: dict[int, dict[str, Any]] = {}
     for R in states:
         m = maps[R.rank]
@@ -355,8 +426,43 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         for name in ("algorithm", "groups"):
             fields[name] = {i: v for j, v in getattr(R, name).items() for i in m.full_positions(j)}
         out[R.rank] = fields
-    rp_small.env.n_events += rp_large.env.n_events
-    return out, rp_small, n * per
+    return out
+
+
+def _steady_alone(R: Any, steady: Sequence[int], period: int, c: int, m: _Map, T: float, tol: float,
+                  full: Sequence[Op], issue: Callable[[Sequence[Op]], Sequence[float]] | None) -> bool:
+    """Single mode's stand-in for check 2, on rank R of the one reduced replay (periods c − 1 ..
+    c + 2 already repeat, :func:`_repeats`). The replay is deterministic, so the step with n
+    more periods is the reduced one with n copies put back if what the copied period carries
+    into the next is only what its ops carry, and that repeats:
+
+    * nothing older than the checked periods is still running once period c has started (a
+      long op, e.g. a bucket's gradient collective, would meet a different copy in the full
+      step, and its contention is not in any op time compared);
+    * the host issues no op at or after the cut late: the host's issue times are a running sum
+      over the program (``costs/host.py``), not periodic, so an op the host holds back would
+      move by the host's period h, not T. Each op at or after the cut was issued before it
+      became ready and started, in the reduced replay and, at its n-periods-later time, in the
+      full program; no host synchronisation (it restarts the sum at a GPU time; fold_replay
+      does not try a program that has one, such as DeepSeek-V3's MoE plan on B200 in
+      bridge_moe: an op issued after a synchronisation in the same period moves by T, one
+      after a synchronisation before the cut does not, which this check does not tell apart).
+    """
+    if R.table.synced_after is not None:
+        return False
+    b0, b1 = steady[(c - 1) * period], steady[c * period]
+    if b0 and not float(np.max(R.end[:b0])) <= float(R.start[b1]) + tol:
+        return False
+    if issue is None:
+        return True  # a cost model without host costs: every op issued at 0
+    cut = m.cut
+    small_at = np.asarray(R.table.issue[cut:], dtype=np.float64)
+    if not np.all(small_at + tol < np.minimum(R.ready[cut:], R.start[cut:])):
+        return False
+    full_at = np.asarray(issue(full), dtype=np.float64)[cut:]
+    idx, shift = m.index[cut:], m.shift[cut:]
+    first = np.minimum(R.ready[idx], R.start[idx]) + shift * T
+    return bool(np.all(full_at + tol < first))
 
 
 def _repeats(R: Any, steady: Sequence[int], period: int, c: int, T: float, tol: float) -> bool:

@@ -127,10 +127,57 @@ def test_interleaved_step_of_sixteen_periods_is_not_folded():
     assert fold._keep_cut(96)[0] == fold._MIN_KEEP == 4
     assert 2 * (128 - (14 - 4) * 8) + 8 == 104 > 0.75 * 128
     assert fold.fold_count(sched) == 0
+    # folded from one reduced replay instead (fold_replay's single mode): 128 - 80 = 48
+    # micro-batches replayed, at most 3/4 of 128
+    assert fold.fold_count_once(sched) == 10 and 128 - 10 * 8 <= 0.75 * 128
     sched.meta = {"n_micro": 1024}  # 8x the micro-batches, the same warm-up: it would pay
     roles = {r: tuple(range(len(v) + 112 * 96)) for r, v in roles.items()}
     sched.steady = roles
     assert fold.fold_count(sched) == (len(roles["pp0.cp0"]) - 1) // 96 - 4
+
+
+def test_interleaved_step_folded_from_one_replay_is_the_unfolded_step(make):  # noqa: F811 - the fixture
+    """Interleaved 1F1B at pp 2 vp 2 with 24 micro-batches: periods of pp·vp = 4 steps (2
+    micro-batches), 11 steady ones on the shortest stage. Keeping 4, the two-replay fold would
+    replay 2 x 10 + 2 = 22 micro-batches, more than 3/4 of 24, so fold_count refuses; the single
+    mode replays the step of 10 (at most half of 24) once, checks that its steady periods repeat with
+    nothing older in flight and no op waiting for its host (fold._steady_alone), and puts 7
+    periods back: every op of every simulated rank as in the unfolded replay (to 1e-9 of the
+    step). With 16 micro-batches (3 periods left out, 10 replayed: more than half) it is not tried."""
+    parallel = {"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}
+    scn = make(parallel, nodes=2, model=BIG, training={"global_batch": 24 * 4 * 2 // 4, "recompute": "selective"})
+    full = build_schedule(scn)
+    assert (full.steady_period, full.period_micro_batches, full.meta["n_micro"]) == (4, 2, 24)
+    assert fold.fold_count(full) == 0
+    n = fold.fold_count_once(full)
+    assert n == min((len(s) - 1) // 4 for s in full.steady.values()) - fold._MIN_KEEP == 7
+    folded, whole = simulate_scenario(scn), simulate_scenario(scn, fold=False)
+    assert folded.trace.stats.folded_micro_batches == n * 2
+    _same(folded, whole)
+    fewer = make(parallel, nodes=2, model=BIG, training={"global_batch": 16 * 4 * 2 // 4, "recompute": "selective"})
+    assert fold.fold_count_once(build_schedule(fewer)) == 0
+
+
+def test_single_mode_refuses_an_op_the_host_issues_late(make):  # noqa: F811 - the fixture
+    """The host's issue times are a running sum over the program, not periodic: with a host
+    that issues every op 1 s later than the replay found it ready, fold._steady_alone refuses
+    the fold, and the step is replayed whole."""
+    parallel = {"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}
+    scn = make(parallel, nodes=2, model=BIG, training={"global_batch": 24 * 4 * 2 // 4, "recompute": "selective"})
+    full = build_schedule(scn)
+    seen: list[bool] = []
+    real = fold._steady_alone
+
+    def late(R, steady, period, c, m, T, tol, prog, issue):  # type: ignore[no-untyped-def]
+        seen.append(real(R, steady, period, c, m, T, tol, prog, issue))
+        return real(R, steady, period, c, m, T, tol, prog, lambda p: [t + 1.0 for t in issue(p)])
+
+    topo = build_topology(scn.profile, scn.nodes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fold, "_steady_alone", late)
+        trace = replay(full, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
+    assert seen and seen[0] is True  # the real host passes; the late one does not
+    assert trace.stats.folded_micro_batches == 0
 
 
 def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
