@@ -62,7 +62,10 @@ class AttentionEfficiency(_Strict):
     bwd: float = Field(gt=0, le=1)
     # The backward kernel's fixed cost per CTA in key/value tiles on this GPU, where measured
     # (costs/attention_shape.py); None: the kernel generation's forward figure.
-    bwd_cta_overhead_tiles: float | None = Field(default=None, ge=0)
+    bwd_cta_overhead_tiles: float | None = Field(
+        default=None, ge=0,
+        description="the backward kernel's fixed cost per thread block in key/value tiles, where measured on this GPU "
+                    "(costs/attention_shape.py); null: the kernel generation's forward figure")
 
 
 # Slowdown of a compute kernel while a communication kernel of its rank runs beside it (the NCCL or
