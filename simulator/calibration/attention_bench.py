@@ -144,7 +144,7 @@ def length_errors(points: list[BenchPoint], min_seq: int = 0, bwd_overhead: floa
 
 
 def read_h200_sweep(path: Path = H200_SWEEP) -> list[BenchPoint]:
-    """This project's H200 sweep (benchmarks/measure_kernels.py) as points of the same kind: the
+    """This project's H200 sweep (benchmarks/measure_reference_kernels.py) as points of the same kind: the
     flash2 rows as ``pytorch_sdpa_flash``, q = k = v heads."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))

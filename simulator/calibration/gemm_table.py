@@ -22,7 +22,7 @@ shapes sit relative to MAMF's best one differs by ~7% between the two GPUs, whic
 kernels can say about a difference between the two GPUs' training derates.
 
 **H200, cuBLAS** (``data/kernels/h200_gemm_cublas.csv``, measured by this project with
-``benchmarks/measure_kernels.py``): the same grid on sm_90 again, through cuBLAS 13.1 instead of
+``benchmarks/measure_reference_kernels.py``): the same grid on sm_90 again, through cuBLAS 13.1 instead of
 XLA, in bf16 and fp8, timed by CUDA-graph replay. Graph replay leaves out the launch gap that
 XLA's timings carry, so two numbers are read off it, the k-loop rate and the per-kernel fixed
 cost, and the rest of the model (tile set, tile rates, ``K_OVERHEAD``, the fp8 overhead in bf16

@@ -33,7 +33,7 @@ have); Megatron's fused (jit) cross-entropy (the fused groups are not documented
 ``torch.nn.RMSNorm``'s backward (autograd's decomposition of the op, not one kernel).
 
 A third GPU, held out of every fit: ``data/kernels/h200_memory_bound.csv``, this project's timings
-of PyTorch's own kernels of the same benchmarks on an H200 (``benchmarks/measure_kernels.py``,
+of PyTorch's own kernels of the same benchmarks on an H200 (``benchmarks/measure_reference_kernels.py``,
 timed the way Liger's scripts time them), predicted with the committed constants
 (:func:`h200_points`): median |error| 10.1% over 29 rows (signed +5.4%), as the two GPUs score
 each other. The largest misses are PyTorch's ``CrossEntropyLoss`` on fp32 logits at vocabularies of
@@ -67,7 +67,7 @@ from simulator.costs.memory_bound import EFFICIENCY, RAMP_US, KernelClass
 from simulator.files import bundled_dir
 
 DATA = bundled_dir("data/kernels") / "liger_kernel_benchmarks.csv"
-# This project's H200 timings of the same kernels at the same shapes (benchmarks/measure_kernels.py):
+# This project's H200 timings of the same kernels at the same shapes (benchmarks/measure_reference_kernels.py):
 # a GPU the constants are not fitted on, scored with them as committed (:func:`h200_points`).
 H200_DATA = bundled_dir("data/kernels") / "h200_memory_bound.csv"
 # The bundled profile of each benchmarked GPU (its HBM bandwidth, streaming efficiency and launch floor).

@@ -172,7 +172,7 @@ def own_h200():
 
 
 def test_own_h200_sweep_reproduces_cudnn_frontends_flash_attention_2_rows(own_h200, points):
-    """The same shapes timed the same way (benchmarks/measure_kernels.py, data/kernels/
+    """The same shapes timed the same way (benchmarks/measure_reference_kernels.py, data/kernels/
     h200_attention_sdpa.csv): PyTorch's FlashAttention-2 at 4K-32K, d = 128, within 4% of
     cudnn-frontend's H200 rows of 2024 in both directions, though its clocks were locked at
     1980 MHz and these were not. cuDNN 9.19's backward runs 1-14% faster than 9.1/9.4's."""

@@ -1,5 +1,5 @@
 """The GEMM model against this project's H200 measurements (data/kernels/h200_gemm_cublas.csv,
-benchmarks/measure_kernels.py; simulator/calibration/gemm_table.py): the shape model fitted on
+benchmarks/measure_reference_kernels.py; simulator/calibration/gemm_table.py): the shape model fitted on
 XLA's sm_90 table holds on cuBLAS with two numbers read off the new table, an fp8 tile's fixed
 cost is the bf16 time on Hopper too, the dgx-h200 fp8 factor matches the measured fp8/bf16 ratio,
 and the sustained-load plateau sits between the MAMF-shape plateau and the training curve."""

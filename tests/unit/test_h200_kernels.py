@@ -1,5 +1,5 @@
 """The dgx-h200 profile and the optimizer kernels against this project's H200 measurements
-(data/kernels/h200_hbm.csv, h200_adam.csv; benchmarks/measure_kernels.py): the streaming
+(data/kernels/h200_hbm.csv, h200_adam.csv; benchmarks/measure_reference_kernels.py): the streaming
 bandwidth the profile states, and the Adam step of schedule/optimizer.py."""
 
 from __future__ import annotations

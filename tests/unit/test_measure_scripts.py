@@ -1,5 +1,5 @@
-"""The kernel and step measurement scripts (benchmarks/measure_kernels.py, measure_gpt_step.py)
-run end to end in their quick mode on the CPU build of torch and write the CSVs the data files
+"""The measurement scripts (benchmarks/measure_reference_kernels.py, measure_gpt_step.py) run end
+to end in their quick mode on the CPU build of torch and write the CSVs the data files
 were made from: their columns and provenance headers, so that a user can measure their own GPU."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _read(path: Path) -> tuple[list[str], list[dict]]:
 
 
 def test_measure_kernels_quick(tmp_path):
-    mk = _load("measure_kernels")
+    mk = _load("measure_reference_kernels")
     assert mk.main(["--out", str(tmp_path), "--quick", "--sections", "hbm,gemm,memory_bound,host,launch_gap,adam"]) == 0
     header, gemm = _read(tmp_path / "gemm.csv")
     assert header[0].startswith("# what: GEMM") and json.loads(header[1][len("# environment: "):])["torch"]

@@ -1,4 +1,13 @@
-"""Measure the kernels the compute model prices, on the GPU this runs on, and write them as CSVs.
+"""Measure reference sweeps of the kernels the compute model prices, on the GPU this runs on, and
+write them as CSVs: the held-out data the model's shape laws are scored on.
+
+Not the calibration harness. ``python -m simulator.measure_kernels`` times the GEMMs of the
+model presets' layers and attention at their lengths, as a kernel table that ``clustersim
+calibrate`` fits a profile to. This script measures what a fit cannot give and a check needs:
+published benchmarks' grids and protocols, so that the rows sit beside published ones (XLA's GEMM
+grid, cudnn-frontend's attention shapes, Liger-Kernel's memory-bound kernels and CSV columns),
+and the costs outside GEMMs and attention (HBM, the optimizer step, the host's and the GPU's
+per-kernel costs). ``data/kernels/h200_*.csv`` came from it.
 
 The simulator prices a step's kernels from published measurements (``data/kernels/``): a GEMM by
 its shape (``costs/gemm_shape.py``), fused attention by kernel and sequence length
@@ -27,7 +36,7 @@ Sections (each writes one CSV under ``--out``; a section that fails is reported 
   kernel for back-to-back empty-ish kernels replayed from a CUDA graph (the launch floor).
 * ``adam``: one ``torch.optim.AdamW`` step (fused and foreach) over fp32 parameters.
 
-    python benchmarks/measure_kernels.py --out DIR [--sections gemm,attention] [--quick]
+    python benchmarks/measure_reference_kernels.py --out DIR [--sections gemm,attention] [--quick]
 
 ``--quick`` runs a few small shapes of each section (a smoke test; on a machine without a GPU
 it runs on the CPU and times nothing meaningful). Needs torch and, for the GPU timings, triton.
@@ -248,32 +257,28 @@ def memory_bound(env: Env, gpu_name: str) -> list[dict]:
                 env.bench(lambda: y.backward(dy, retain_graph=True), grad_to_none=leaves))
 
     small = env.quick
-    # LayerNorm, fp32, 4,096 rows (benchmark_layer_norm.py's shapes)
-    for n in ((1024,) if small else (1024, 2048, 4096, 8192, 16384)):
-        cfg = {"M": 4096, "dtype": "torch.float32", "eps": 1e-06}
-        for provider in ("huggingface", "liger"):
-            if provider == "liger" and lt is None:
-                continue
+    def norms(kernel: str, x_name: str, sizes: tuple[int, ...], cfg: dict, dtype: object,
+              modules: dict[str, Callable[[int], object] | None], backward: bool) -> None:
+        """A norm module per provider over 4,096 rows of each width (None: provider unavailable)."""
+        for n in sizes[:1] if small else sizes:
+            for provider, build in modules.items():
+                if build is None:
+                    continue
 
-            def make(n=n, provider=provider):
-                x = torch.randn(4096, n, device=dev, dtype=torch.float32, requires_grad=True)
-                mod = (torch.nn.LayerNorm(n, eps=1e-6) if provider == "huggingface"
-                       else lt.LigerLayerNorm(n, eps=1e-6)).to(dev)
-                return x, mod
-            fwd_bwd("layer_norm", provider, "N", n, cfg, make, backward=True)
-    # RMSNorm, bf16, 4,096 tokens (benchmark_megatron_rms_norm.py's shapes)
-    for h in ((1024,) if small else (1024, 2048, 4096, 8192, 16384)):
-        cfg = {"S": 4096, "B": 1}
-        for provider in ("torch", "liger"):
-            if provider == "liger" and lt is None:
-                continue
+                def make(n: int = n, build: Callable[[int], object] = build):
+                    x = torch.randn(4096, n, device=dev, dtype=dtype, requires_grad=True)
+                    return x, build(n).to(dev).to(dtype)  # type: ignore[attr-defined]
+                fwd_bwd(kernel, provider, x_name, n, cfg, make, backward=backward)
 
-            def make(h=h, provider=provider):
-                x = torch.randn(4096, h, device=dev, dtype=torch.bfloat16, requires_grad=True)
-                mod = (torch.nn.RMSNorm(h, eps=1e-5) if provider == "torch"
-                       else lt.LigerRMSNorm(h, eps=1e-5)).to(dev).to(torch.bfloat16)
-                return x, mod
-            fwd_bwd("megatron_rms_norm", provider, "H", h, cfg, make, backward=False)
+    widths = (1024, 2048, 4096, 8192, 16384)
+    # LayerNorm, fp32, 4,096 rows (benchmark_layer_norm.py's shapes); forward and backward
+    norms("layer_norm", "N", widths, {"M": 4096, "dtype": "torch.float32", "eps": 1e-06}, torch.float32,
+          {"huggingface": lambda n: torch.nn.LayerNorm(n, eps=1e-6),
+           "liger": (lambda n: lt.LigerLayerNorm(n, eps=1e-6)) if lt is not None else None}, backward=True)
+    # RMSNorm, bf16, 4,096 tokens (benchmark_megatron_rms_norm.py's shapes); forward
+    norms("megatron_rms_norm", "H", widths, {"S": 4096, "B": 1}, torch.bfloat16,
+          {"torch": lambda h: torch.nn.RMSNorm(h, eps=1e-5),
+           "liger": (lambda h: lt.LigerRMSNorm(h, eps=1e-5)) if lt is not None else None}, backward=False)
     # ReLU², bf16, 4,096 rows
     for n in ((1024,) if small else (128, 256, 512, 1024, 2048, 4096, 8192, 16384)):
         cfg = {"M": 4096, "dtype": "torch.bfloat16"}
