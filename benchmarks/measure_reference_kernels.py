@@ -114,38 +114,22 @@ class Env:
 
 
 def environment(env: Env) -> dict[str, str]:
-    """Versions and hardware, for the provenance header of every CSV."""
-    torch = env.torch
-    info: dict[str, str] = {
-        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cuda": str(torch.version.cuda),
-        "cpu": platform.processor() or platform.machine(),
-    }
-    try:
-        from importlib.metadata import version
+    """Versions and hardware, for the provenance header of every CSV: the calibration harness's
+    (``simulator.measure_kernels.environment``), plus the library wheels the kernels come from,
+    the CPU model (the host-side rows are the CPU's) and nvidia-smi's clocks and power."""
+    from simulator.measure_kernels import environment as harness_environment
 
-        for pkg in ("nvidia-cublas", "nvidia-cudnn-cu13", "triton", "liger-kernel"):
-            try:
-                info[pkg] = version(pkg)
-            except Exception:
-                pass
-    except Exception:
-        pass
+    torch = env.torch
+    info = harness_environment(torch, torch.device(env.device))
+    for pkg in ("nvidia-cublas", "nvidia-cudnn-cu13", "triton", "liger-kernel"):
+        if env_version(pkg):
+            info[pkg] = env_version(pkg)
     try:
         with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+            info["cpu"] = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        info["cpu"] = platform.processor() or platform.machine()
     if env.cuda:
-        p = torch.cuda.get_device_properties(0)
-        info.update({"gpu": torch.cuda.get_device_name(0), "sms": str(p.multi_processor_count),
-                     "gpu_memory_GiB": f"{p.total_memory / 2**30:.1f}",
-                     "cudnn": str(torch.backends.cudnn.version())})
         info["nvidia_smi"] = smi()
     return info
 
@@ -541,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     info = environment(env)
     print(json.dumps(info, indent=1), flush=True)
     writer = Writer(args.out, info)
-    gpu_name = info.get("gpu", "cpu")
+    gpu_name = info["device"]
     failed = 0
     for name in args.sections.split(","):
         t0 = time.perf_counter()

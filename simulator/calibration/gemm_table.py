@@ -42,7 +42,9 @@ from __future__ import annotations
 import csv
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 
+from simulator.config.hardware import GPU, load_profile
 from simulator.costs import gemm_shape as gs
 from simulator.files import bundled_dir
 
@@ -136,8 +138,18 @@ def table_over_mamf(profile: str, training_derate: float) -> float | None:
 
 
 H200_DATA = bundled_dir("data/kernels") / "h200_gemm_cublas.csv"
-H100_CLASS_PEAK_TFLOPS = {"bf16": 989.4, "fp8_e4m3": 1978.9, "fp8_e4m3_fastacc": 1978.9}
-HOPPER_SMS = 132
+H200_PROFILE = "dgx-h200"  # the table's GPU: its SM count and dense peaks (the H100's)
+H200_DTYPES = ("bf16", "fp8_e4m3", "fp8_e4m3_fastacc")
+
+
+@lru_cache(maxsize=1)
+def _h200_gpu() -> GPU:
+    return load_profile(H200_PROFILE).gpu
+
+
+def h200_peak_flops(dtype: str) -> float:
+    """The dense peak of the table's ``dtype`` (its fp8 rows: the profile's fp8 peak)."""
+    return float(_h200_gpu().peak_flops("bf16" if dtype == "bf16" else "fp8"))
 
 
 @dataclass(frozen=True)
@@ -180,8 +192,8 @@ class H200Fit:
 
 def _unit_times(points: list[TimedGemm], step: float) -> list[float]:
     """Each shape's kernel time at a k-loop rate of 1 and no fixed cost (time = this / rate + fixed)."""
-    peak = H100_CLASS_PEAK_TFLOPS[points[0].dtype] * 1e12
-    return [gs.kernel_seconds(p.m, p.n, p.k, 1, HOPPER_SMS, peak / HOPPER_SMS, 1.0, step_ratio=step)
+    sms, peak = _h200_gpu().sms, h200_peak_flops(points[0].dtype)
+    return [gs.kernel_seconds(p.m, p.n, p.k, 1, sms, peak / sms, 1.0, step_ratio=step)
             - gs.FIXED_US * 1e-6 for p in points]
 
 
@@ -190,7 +202,7 @@ def h200_fit(points: list[TimedGemm], dtype: str, step: float | None = None) -> 
     grid's shapes of ``dtype``, the rest of the shape model as fitted on XLA's sm_90 table;
     ``step``: the dtype's peak over bf16's (2 for fp8, :func:`gemm_shape.k_overhead`)."""
     grid = [p for p in points if p.dtype == dtype and p.on_grid]
-    unit = _unit_times(grid, step if step is not None else (1.0 if dtype == "bf16" else 2.0))
+    unit = _unit_times(grid, step if step is not None else h200_peak_flops(dtype) / h200_peak_flops("bf16"))
 
     def errs(rate: float, fixed_us: float) -> list[float]:
         return [(u / rate + fixed_us * 1e-6) / p.seconds - 1.0 for u, p in zip(unit, grid)]
@@ -210,7 +222,7 @@ def h200_fit(points: list[TimedGemm], dtype: str, step: float | None = None) -> 
 
 def h200_sustained(points: list[TimedGemm], dtype: str = "bf16") -> list[float]:
     """Fraction of the datasheet peak each training shape (run under sustained load) reaches."""
-    peak = H100_CLASS_PEAK_TFLOPS[dtype] * 1e12
+    peak = h200_peak_flops(dtype)
     return [p.flops / p.seconds / peak for p in points if p.dtype == dtype and not p.on_grid]
 
 
@@ -229,7 +241,7 @@ def main() -> None:
     print(f"  fp8/bf16 fraction of peak at {top.m}x{top.n}x{top.k}: {ratio:.3f}")
     h200 = load_h200()
     print(f"{H200_DATA.name}: {len(h200)} GEMMs; the sm_90 shape model with a k-loop rate and fixed cost read off the grid")
-    for dtype in H100_CLASS_PEAK_TFLOPS:
+    for dtype in H200_DTYPES:
         f = h200_fit(h200, dtype)
         print(f"  {dtype:17s} mainloop {f.mainloop:.3f}  fixed {f.fixed_us:.1f} us  grid |err| median "
               f"{f.median_abs:.1%} max {max(map(abs, f.errors)):.1%} ({len(f.errors)})  sustained training shapes "

@@ -26,7 +26,7 @@ def test_table_rows(table):
     printed TFLOP/s (checked through the FLOPs) and no row passes the dense peak."""
     assert len(table) == 3 * (125 + 13)
     for p in table:
-        assert 0 < p.flops / p.seconds < gt.H100_CLASS_PEAK_TFLOPS[p.dtype] * 1e12
+        assert 0 < p.flops / p.seconds < gt.h200_peak_flops(p.dtype)
 
 
 @pytest.mark.parametrize("dtype,median_max", [("bf16", 0.05), ("fp8_e4m3", 0.06), ("fp8_e4m3_fastacc", 0.04)])

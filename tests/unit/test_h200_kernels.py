@@ -4,12 +4,11 @@ bandwidth the profile states, and the Adam step of schedule/optimizer.py."""
 
 from __future__ import annotations
 
-import csv
-
 import pytest
 
 from simulator.config.hardware import load_profile
 from simulator.costs.compute import compute_time
+from simulator.e2e_validation.rows import read_rows
 from simulator.files import bundled_dir
 from simulator.schedule import optimizer as opt
 from simulator.schedule.ir import ComputeOp
@@ -17,9 +16,8 @@ from simulator.schedule.ir import ComputeOp
 KERNELS = bundled_dir("data/kernels")
 
 
-def _rows(name: str) -> list[dict]:
-    with open(KERNELS / name) as fh:
-        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+def _rows(name: str) -> list[dict[str, str]]:
+    return read_rows(KERNELS / name)
 
 
 def test_measured_rows_are_consistent():
