@@ -6,10 +6,10 @@ Every op runs Python, PyTorch's dispatcher and autograd's recording and engine a
 ``--device meta`` runs the same on meta tensors, but is not the host's cost: many meta kernels
 are Python functions (``torch/_meta_registrations.py``, ``torch/_refs``), so an elementwise
 ``mul`` costs ~190 us there against ~2 us dispatched on CPU. What is timed is the host's work to
-issue a layer, less the driver's launches (``LAUNCH_US`` of
-``simulator/costs/host.py``) and the caching allocator; it is compared with the per-layer
-charge of ``costs/host.py`` (12 forward + 12 recomputed kernels at ``FWD_KERNEL_US``, 18 backward
-kernels at ``BWD_KERNEL_US``; the TP AllReduces are absent at TP 1).
+issue a layer, less what CUDA adds (``CUDA_LAUNCH_US`` and ``CUDA_BWD_NODE_US`` of
+``simulator/costs/host.py``) and the caching allocator; it is compared with the CPU part of the
+per-layer charge of ``costs/host.py`` (12 forward + 12 recomputed kernels at ``LAYER_FWD_CPU_US``,
+18 backward kernels at ``LAYER_BWD_CPU_US``; the TP AllReduces are absent at TP 1).
 
 The layer follows, op by op, microsoft/Megatron-DeepSpeed @f4157bea:
 ``megatron/model/transformer.py`` (``ParallelTransformerLayer.forward``,
@@ -33,7 +33,11 @@ runs one ``native_dropout``. Not reproduced: the two ``torch.tensor(0.0, device=
 
 Measured (torch 2.13 CPU, one thread, minimum of 9 repeats, fastest of three runs on a shared
 machine): 0.27 ms checkpointed forward and 0.78 ms recompute + backward per layer and micro-batch
-(1.04 ms; the slowest run 1.59 ms), against 0.37 ms in ``costs/host.py``.
+(1.04 ms; the slowest run 1.59 ms), against 0.37 ms in ``costs/host.py``'s per-kernel costs of
+the time (11 us forward, 6 backward). A later run: 0.43 + 1.03 ms checkpointed, and without
+checkpointing 390 us forward and 461 us backward per layer, 32.5 and 25.6 us per kernel the model
+lists for the layer (12 forward, 18 backward): ``LAYER_FWD_CPU_US`` and ``LAYER_BWD_CPU_US`` of
+``costs/host.py`` with ``bench_gpt_block_host.py``'s figures.
 """
 
 from __future__ import annotations
@@ -357,9 +361,9 @@ def main() -> None:
     show("uncheckpointed backward, per layer", plain_bwd)
     show("torch.tensor(0.0, device=...), each (meta: no copy)", sync)
     try:
-        from simulator.costs.host import BWD_KERNEL_US, FWD_KERNEL_US
-        charge = (12 + 12) * FWD_KERNEL_US + 18 * BWD_KERNEL_US
-        print(f"{'costs/host.py charge at TP 1, per layer and micro-batch':58s}: {charge:7.1f} us")
+        from simulator.costs.host import LAYER_BWD_CPU_US, LAYER_FWD_CPU_US
+        charge = (12 + 12) * LAYER_FWD_CPU_US + 18 * LAYER_BWD_CPU_US
+        print(f"{'costs/host.py CPU part at TP 1, per layer and micro-batch':58s}: {charge:7.1f} us")
     except ImportError:
         pass
 

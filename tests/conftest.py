@@ -75,3 +75,17 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         first.setdefault(item.path, i)
     # Stable: a file's tests stay together and in their order.
     items.sort(key=lambda item: (longest.get(item.path, len(longest)), -slow[item.path], first[item.path]))
+
+
+HOST_COSTS = ("FWD_KERNEL_US", "BWD_KERNEL_US", "AUTOCAST_FWD_CPU_US", "AUTOCAST_BWD_CPU_US", "CUDA_LAUNCH_US",
+              "CUDA_BWD_NODE_US", "OPT_KERNEL_US", "OPT_TENSOR_US", "COLLECTIVE_US")
+
+
+@pytest.fixture
+def no_host_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every host issue cost of ``simulator/costs/host.py`` at zero, for closed forms of the GPU's side of
+    a step whose tiny layers would otherwise run at the host's pace."""
+    from simulator.costs import host
+
+    for name in HOST_COSTS:
+        monkeypatch.setattr(host, name, 0.0)

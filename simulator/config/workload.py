@@ -524,6 +524,11 @@ class Training(_Strict):
         "an fp32 model, torchtitan, whose sharded parameters and gradients are fp32) | bf16 (the model built and "
         "stepped in bf16, no fp32 copy anywhere: FSDP2 keeps bf16 shards and casts each reduced gradient back to "
         "them; NeMo AutoModel, whose from_config/from_pretrained torch_dtype defaults to bf16)")
+    autocast: bool = Field(
+        default=False, description="the forward runs under torch.autocast over fp32 parameters (nanoGPT, the "
+        "Hugging Face Trainer's bf16/fp16 with DDP or one GPU): each linear's weight and bias cast to dtype every "
+        "forward and their gradients cast back, the norms and the residual stream in fp32, each norm's output "
+        "cast before its GEMM (schedule/autocast.py); eager layers (fused_kernels: false) with master_dtype fp32")
     optimizer_state_dtype: Literal["fp32", "bf16"] | None = Field(
         default=None, description="dtype of Adam's moments (exp_avg, exp_avg_sq); none: master_dtype's, as "
         "torch.optim allocates them (zeros_like the parameter). TransformerEngine's FusedAdam keeps them fp32 "
@@ -570,6 +575,10 @@ class Training(_Strict):
         if self.optimizer == "fp16_optimizer" and (self.master_dtype, self.state_dtype) != ("fp32", "fp32"):
             raise ValueError("optimizer: fp16_optimizer keeps fp32 master weights and moments (master_dtype and "
                              "optimizer_state_dtype fp32)")
+        if self.autocast and (self.fused_kernels or self.master_dtype != "fp32" or self.dtype not in ("bf16", "fp16")):
+            raise ValueError("autocast casts fp32 parameters for eager layers: it needs fused_kernels: false, "
+                             f"master_dtype: fp32 and dtype bf16 or fp16 (got fused_kernels: "
+                             f"{str(self.fused_kernels).lower()}, master_dtype: {self.master_dtype}, dtype: {self.dtype})")
         if self.master_dtype == "bf16" and self.dtype == "fp16":
             raise ValueError("master_dtype: bf16 steps the model's own weights, which are fp16 with dtype fp16")
         if self.optimizer in ("foreach", "for_loop") and self.state_dtype != self.master_dtype:

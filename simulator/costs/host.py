@@ -16,30 +16,52 @@ short kernels the step takes the host's time; over long GEMMs the host's time hi
 per stretch of the program, max(GPU time, host time), not their sum. The step starts with the
 host and the GPU in step (a loss read with ``.item()``, a logging sync, ends every step).
 
-Costs per kernel, in microseconds (``benchmarks/bench_host_overhead.py`` measures the
-CPU-side parts on the machine it runs on, with a CPU-only PyTorch):
+Costs per kernel the model lists, in microseconds. A framework's layer runs more host work than
+its kernels: views, transposes and splits, ``nn.Module`` calls and hooks, autograd's nodes for
+each of them, the parameters' ``AccumulateGrad`` nodes, checks in Python. The model lists
+kernels, so the host cost of a kernel is the host time of real layer code divided by the kernels
+the model lists for that layer, measured on CPU tensors (where the kernels cost next to nothing)
+plus what CUDA adds per launch:
 
-* ``DISPATCH_US`` = 3: one ATen op through PyTorch's dispatcher with autograd recording
-  (forward) or one autograd-engine node (backward). Measured by the benchmark: a chain of
-  ``torch.mul`` on tiny tensors costs 2.8 us per op forward and 2.7 us per kernel of its
-  backward (torch 2.x).
-* ``LAUNCH_US`` = 3: ``cudaLaunchKernel`` and the caching allocator's bookkeeping on the host.
-  NVIDIA's "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs, 2019)
-  times back-to-back launches of a 2.9 us kernel at 3.8 us each without graphs: the host
-  issues a launch in under 3.8 us, and a launch is the part graphs remove (3.4 us each with a
-  graph); 3 us is within that bound.
-* ``PYTHON_US`` = 5: the Python around each forward kernel (``nn.Module.__call__`` and its
-  hooks, the framework's views, splits and checks). The benchmark times an ``nn.Linear`` call
-  against the bare ``F.linear`` it wraps.
+* ``LAYER_FWD_CPU_US`` = 33, ``LAYER_BWD_CPU_US`` = 23: CPU time of one layer's forward and
+  backward over the model's kernels of that layer, the mean of two stacks measured with tiny
+  CPU tensors on this repository's machine (torch 2.13, one thread, the fastest repeat of each
+  run): Megatron-DeepSpeed's GPT layer op by op (``benchmarks/bench_layer_host.py``: 390 us
+  forward, 461 us backward per layer against the model's 12 and 18 kernels, 32.5 and 25.6 us
+  each) and the plain ``torch.nn`` GPT-2 model of ``benchmarks/measure_gpt_step.py`` in bf16
+  (``benchmarks/bench_gpt_block_host.py``, embedding, head and loss included: 32.9 and 20.0 us
+  per model kernel, the median of five runs, 31.6-34.6 and 18.6-21.1). A kernel of the model
+  stands for two to three host ops of the code.
+* ``CUDA_LAUNCH_US`` = 5.0 and ``CUDA_BWD_NODE_US`` = 6.9: what CUDA tensors add, forward per
+  launch and backward per autograd node (the engine hands CUDA work to its device thread),
+  read off ``data/kernels/h200_host_overhead.csv``, the one lease with both columns: a
+  ``torch.mul`` without autograd 6.28 us on CUDA against 1.26 on CPU tensors, a backward node
+  10.64 against 3.79.
 
-So a forward kernel costs ``FWD_KERNEL_US`` = 11 us of host time, a backward kernel
-``BWD_KERNEL_US`` = 6 us, and an optimizer kernel (a ``foreach`` or fused multi-tensor launch
-from Python) ``OPT_KERNEL_US`` = 11 us. A collective or a batch of sends/receives from
+Autocast's casts (``training.autocast``, ops of ``impl`` "autocast") are issued inside the linear
+they feed, not from Python: ``AUTOCAST_FWD_CPU_US`` = 6.5 and ``AUTOCAST_BWD_CPU_US`` = 5.6 per
+cast, what the same GPT-2 model costs more under autocast than in bf16, per cast the model lists
+(``bench_gpt_block_host.py``, 122 forward and 146 backward casts: the median of five runs,
+3.6-10.4 and 3.3-11.3 us), plus CUDA's launch and node costs.
+
+So a forward kernel costs ``FWD_KERNEL_US`` = 38 us of host time and a backward kernel
+``BWD_KERNEL_US`` = 29.9 us. An optimizer launch from Python (a ``foreach`` or fused
+multi-tensor kernel, no autograd) costs ``OPT_KERNEL_US`` = 7.85 us (the same lease's CUDA
+``torch.mul`` without autograd, 6.28 us, and an ``nn.Module``-level Python call, 1.57), and the
+step's Python loop over the parameter tensors (``torch.optim``'s ``_init_group`` and apex's
+``FusedAdam.step`` visit each tensor to build the lists they launch on) ``OPT_TENSOR_US`` = 3.7
+us per tensor (``benchmarks/bench_host_overhead.py``: ``AdamW(fused=True).step()`` over 148 and
+600 tiny tensors, 3.8 and 3.7 us each). A collective or a batch of sends/receives from
 ``torch.distributed`` costs ``COLLECTIVE_US`` = 15 us: the dispatcher, ProcessGroupNCCL's work
-object and the CUDA events that order its stream after the compute stream (two event
-records and a stream wait, each a driver call of the launch's order), and the NCCL kernel's
-launch. Activation recompute re-runs the forward's Python inside the backward, so recomputed
-kernels pay the forward's cost.
+object and the CUDA events that order its stream after the compute stream (two event records and
+a stream wait, each a driver call of the launch's order), and the NCCL kernel's launch.
+Activation recompute re-runs the forward's Python inside the backward, so recomputed kernels pay
+the forward's cost.
+
+The host in these figures is a 2-core cloud VM's and an H200 VM's; a DGX host's Xeon or EPYC
+is of the same class. What a step's host time comes to against measured steps is in
+``docs/validation-e2e.md`` (this project's GPT-2 steps on one H200, Megatron-LM's functional
+tests), scored, not fitted.
 
 An op whose issue a host op of the program already times (``ComputeOp.host_issue`` false: a
 timed Python loop, and the kernels launched inside it, as DeepSpeed ZeRO-3 of 2021's per-rank
@@ -54,12 +76,16 @@ from typing import Sequence
 
 from simulator.schedule.ir import CommOp, ComputeOp, Op, P2POp
 
-DISPATCH_US = 3.0
-LAUNCH_US = 3.0
-PYTHON_US = 5.0
-FWD_KERNEL_US = DISPATCH_US + LAUNCH_US + PYTHON_US
-BWD_KERNEL_US = DISPATCH_US + LAUNCH_US
-OPT_KERNEL_US = DISPATCH_US + LAUNCH_US + PYTHON_US
+LAYER_FWD_CPU_US = 33.0
+LAYER_BWD_CPU_US = 23.0
+CUDA_LAUNCH_US = 5.0
+CUDA_BWD_NODE_US = 6.9
+FWD_KERNEL_US = LAYER_FWD_CPU_US + CUDA_LAUNCH_US
+BWD_KERNEL_US = LAYER_BWD_CPU_US + CUDA_BWD_NODE_US
+AUTOCAST_FWD_CPU_US = 6.5
+AUTOCAST_BWD_CPU_US = 5.6
+OPT_KERNEL_US = 7.85
+OPT_TENSOR_US = 3.7
 COLLECTIVE_US = 15.0
 
 
@@ -68,13 +94,14 @@ def host_cost_s(op: Op) -> float:
     if isinstance(op, ComputeOp):
         if not op.host_issue:  # its issue is timed by a host op of the program (ComputeOp.host_issue)
             return 0.0
+        backward = op.tag.phase == "bwd" and not op.name.endswith(".recompute")
         if op.tag.phase == "opt":
             per = OPT_KERNEL_US
-        elif op.tag.phase == "bwd" and not op.name.endswith(".recompute"):
-            per = BWD_KERNEL_US
+        elif op.impl == "autocast":
+            per = AUTOCAST_BWD_CPU_US + CUDA_BWD_NODE_US if backward else AUTOCAST_FWD_CPU_US + CUDA_LAUNCH_US
         else:
-            per = FWD_KERNEL_US
-        return max(op.count, 1) * per * 1e-6
+            per = BWD_KERNEL_US if backward else FWD_KERNEL_US
+        return (max(op.count, 1) * per + op.host_tensors * OPT_TENSOR_US) * 1e-6
     if isinstance(op, (CommOp, P2POp)):
         return COLLECTIVE_US * 1e-6
     return 0.0

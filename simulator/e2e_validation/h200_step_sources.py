@@ -29,12 +29,10 @@ and the allocator's peaks. Every setting is read off the script, not assumed:
 - one GPU, one micro-batch per step (``global_batch`` = ``micro_batch``), no recompute, under
   ``torch.autocast(bfloat16)`` (``dtype: bf16``).
 
-What the script does and no scenario key describes (priced as the nearest key, so part of the error):
-autocast casts every fp32 weight and bias to bf16 in forward and every bf16 weight gradient back to
-fp32 in backward (a kernel per tensor each way), where ``master_dtype: fp32`` prices Megatron's bf16
-model copy (no casts, a master-to-model copy after the step instead); and the embedding's output is
-fp32 under autocast, so the residual stream, the LayerNorms and the residual adds run in fp32 with a
-bf16 cast before QKV and FC1, where the scenario runs them in bf16.
+Under ``torch.autocast(bfloat16)`` over fp32 parameters (``autocast: true``, ``schedule/autocast.py``):
+every linear's fp32 weight and bias is cast to bf16 in forward and its gradient back to fp32 in
+backward (a kernel per tensor each way), and the embedding's output is fp32, so the residual stream,
+the LayerNorms and the residual adds run in fp32 with a bf16 cast before QKV, FC1 and the head.
 
 The rows are held out (``sources.HELD_OUT_SOURCES``): one GPU, so none is a fitting row
 (``is_fit_case`` takes 8-GPU rows), and ``dgx-h200`` inherits dgx-h100's fitted GEMM curve
@@ -64,7 +62,7 @@ def h200_eager_case(r: Row) -> Case:
                         dtype="bf16", recompute="none", parallel=dict(zero=0, grad_allocation="lazy"),
                         stack=TORCH_EAGER_SDPA)
     scn["gpus_per_node"] = 1  # one GPU of the node
-    scn["training"].update(grad_clip=False, master_dtype="fp32")
+    scn["training"].update(grad_clip=False, master_dtype="fp32", autocast=True)
     label = f"{r['model']} h{r['hidden']} l{r['layers']} seq{r['seq_len']} mbs{mb} 1 GPU"
     return Case(SOURCE, label, scn, "step_time_s", float(r["step_ms"]) / 1e3, 1)
 

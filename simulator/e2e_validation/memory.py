@@ -79,7 +79,8 @@ def row_scenario(row: Row) -> dict:
                     recompute=row["recompute"], cross_entropy=row["cross_entropy"],
                     fused_kernels=_flag(row["fused_kernels"]), attention=row["attention"],
                     legacy_model=_flag(row.get("legacy_model") or "false"), dtype=row.get("dtype") or "bf16",
-                    dropout=_flag(row.get("dropout") or "true"), compile=row.get("compile") or "none")
+                    dropout=_flag(row.get("dropout") or "true"), compile=row.get("compile") or "none",
+                    autocast=_flag(row.get("autocast") or "false"))
     if parse_int(row.get("experts") or "0"):
         add_expert_plan(row, model, parallel, training)
     if row.get("layer_pattern"):

@@ -1061,13 +1061,12 @@ SOURCES: list[Source] = [
             "Attention: PyTorch 2.11's SDPA runs cuDNN's fused attention on this GPU (the profiler names "
             "cudnn_generated_fort_native_sdpa_sm90_flash, compute_dot_do_o and convert_dq_to_16bits), the flash3 "
             "class.",
-            "Not described by any scenario key: autocast's casts of every fp32 weight and bias to bf16 (forward) and "
-            "of their gradients back (backward), a kernel each, and the fp32 residual stream autocast leaves "
-            "(the embedding's output is fp32): the LayerNorms and residual adds run in fp32.",
-            "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms): "
-            "the step issues 773 kernels at about 24 us each (data/kernels/h200_host_overhead.csv: 6-10 us per tiny "
-            "forward op and 11-17 us per backward node on CUDA tensors); the model, whose host issues half as many "
-            "kernels at 6-11 us each, predicts them GPU-bound (+172%, +32%); see the findings."]),
+            "Autocast over fp32 parameters (training.autocast): every fp32 weight and bias cast to bf16 (forward) and "
+            "their gradients back (backward), a kernel each, and the fp32 residual stream autocast leaves (the "
+            "embedding's output is fp32): the LayerNorms and residual adds run in fp32.",
+            "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms); "
+            "the GPU-bound rows read 11-15% pessimistic, the gap of the GEMM rate (cuBLAS on this H200 runs 19-25% "
+            "faster than dgx-h100's fitted training curve the profile inherits); see the findings."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
             "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",

@@ -62,6 +62,8 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     before it issues the next op of the program (a device-to-host read the framework blocks
     on: DeepEP's received-token counts, a ``.cpu()`` of split sizes). The run-ahead the host
     had is lost, so the host costs of the ops after it are exposed until it is ahead again.
+    ``host_tensors``: parameter tensors the framework's Python visits while issuing the op (an
+    optimizer step's per-tensor bookkeeping), each costing the host ``OPT_TENSOR_US``.
     ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
     compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
     blocks share the SMs and a partly empty wave of one chunk is filled by the next.
@@ -93,6 +95,9 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     host_issue: bool = True
     impl: str = ""
     host_sync: bool = False
+    # parameter tensors a Python loop of the framework visits while issuing the op (an optimizer
+    # step's per-tensor bookkeeping: costs/host.py OPT_TENSOR_US); 0: none
+    host_tensors: int = 0
     # attention backward: sequences x query heads of a kernel that runs its deterministic algorithm
     # (training.deterministic; costs/attention_determinism.py); 0: the default algorithm
     deterministic_heads: int = 0

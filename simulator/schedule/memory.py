@@ -342,6 +342,8 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     # two norm inputs (bf16), the QKV and FC1 inputs (FP8 under TE), two dropout masks (only with
     # p > 0: ATen's dropout returns its input when p == 0, aten/src/ATen/native/Dropout.cpp)
     replicated = 4 * sbh + 2 * (fp8 or 2) * sbh + (2 * sbh if t_cfg.dropout else 0.0)
+    if t_cfg.autocast:  # the norms' inputs are the fp32 residual stream (schedule/autocast.py): 2 bytes more each
+        replicated += 4 * sbh
     # Q, K, V, the attention output (bf16, saved by the kernel) and, under TE FP8, the output
     # projection's own FP8 copy of it; then the MLP's
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + fp8 * sbh + dense_mlp_bytes(scn, s * b * f)

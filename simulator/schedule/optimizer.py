@@ -58,8 +58,12 @@ the scheme, aten/src/ATen/native/cuda/MultiTensorApply.cuh) covers chunks of
 ``CHUNK = 65536`` elements, at most ``MAX_BLOCKS = 320`` chunks and at most
 ``MAX_TENSORS[depth]`` tensors (110, 64, 48, 36, 30 for lists of depth 1-5) per launch.
 Every kernel pays the GPU's launch floor in :func:`~simulator.costs.compute.compute_time` and
-the host's issue cost in :mod:`simulator.costs.host`: a per-tensor loop over thousands of
-tensors is where a short step spends its end.
+the host's issue cost in :mod:`simulator.costs.host`, and the step's Python visits every
+parameter tensor before it launches (``torch.optim``'s ``_init_group``, apex's ``FusedAdam.step``
+building its lists: ``ComputeOp.host_tensors``, counted as the rank's parameter modules of
+:mod:`simulator.schedule.shapes`, which hold a weight and its bias as one: GPT-2 124M has 98 of
+them and 148 tensors): a per-tensor loop over thousands of tensors is
+where a short step spends its end.
 """
 
 from __future__ import annotations
@@ -249,4 +253,4 @@ def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_
         count = _launches(impl, params, UNFUSED_ADAM_DEPTHS)
     nbytes = adam_bytes(impl, master_bytes, state_bytes) * n
     return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n, hbm_bytes=nbytes, count=count,
-                            deps=deps, tag=tag))
+                            deps=deps, tag=tag, host_tensors=len(params.numels)))

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import (attention, context_parallel, data_loading, fp8, mamba, moe, ring_attention, tensor_parallel,
-                                ulysses)
+from simulator.schedule import (attention, autocast, context_parallel, data_loading, fp8, mamba, moe, ring_attention,
+                                tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, make_tag, restamp_constructor)
@@ -69,6 +69,7 @@ class LayerSpec:
     norm_input: str = "act"  # training.norm_input: act | fp32 (Elementwise.of)
     recompute_norm_blocks: bool = False  # training.recompute_norm_blocks (LayerBuilder._backward)
     linear_bias: str = "none"  # training.linear_bias: none | epilogue | separate (LayerBuilder._bias)
+    autocast: bool = False  # training.autocast: fp32 parameters cast per forward (LayerBuilder._autocast)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
@@ -100,7 +101,7 @@ class LayerSpec:
                                                    scn.profile.node.pcie.Bps) if t.dataloader_attention_mask else 0.0,
                    mask_at_head=p.pp > 1,
                    norm_kernel=t.norm_kernel, norm_input=t.norm_input, recompute_norm_blocks=t.recompute_norm_blocks,
-                   linear_bias=t.linear_bias, arch=scn.profile.gpu.arch,
+                   linear_bias=t.linear_bias, autocast=t.autocast, arch=scn.profile.gpu.arch,
                    recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
                    alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
@@ -241,7 +242,8 @@ def unfused_rope_cost(act_bytes: int, backward: bool) -> tuple[float, int]:
 def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, deps: tuple[int, ...], tag: Tag,
             count: int = 1, impl: str = "") -> int:
     """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
-    `nbytes` together: ~1 FLOP per byte moved. ``impl`` "eager": PyTorch's native norm kernel."""
+    `nbytes` together: ~1 FLOP per byte moved. ``impl`` "eager": PyTorch's native norm kernel;
+    "autocast": autocast's casts, issued inside other ops (their host cost, costs/host.py)."""
     return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,
                             count=count, impl=impl))
 
@@ -816,6 +818,21 @@ class LayerBuilder:
         return _mem_op(pb, f"L{layer}.{gemm}.bias.{direction}", "elementwise",
                        passes * features * tokens * s.act_bytes, (after,), tag)
 
+    def _autocast(self, pb: ProgramBuilder, layer: int, deps: tuple[int, ...], tag: Tag, direction: str) -> int:
+        """``torch.autocast`` over fp32 parameters (``training.autocast``, :mod:`simulator.schedule.
+        autocast`): the casts of the four linears' weights and biases and the fp32 residual stream's
+        extra traffic of this dense layer pass, as one op of that many copy kernels."""
+        s = self.spec
+        h = s.hidden
+        params = h * self._qkv_out + self._proj_in * h + h * self._fc1_out + s.shape.ffn * h
+        tensors = 4
+        if s.linear_bias != "none":
+            params += self._qkv_out + h + self._fc1_out + h
+            tensors = 8
+        cast = autocast.layer_pass(params, tensors, s.sharded_tokens * h * 2, direction)
+        return _mem_op(pb, f"L{layer}.autocast.{direction}", "copy", cast.hbm_bytes, deps, tag, cast.kernels,
+                       "autocast")
+
     def _forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
                  pass_: str = "fwd") -> int:
@@ -830,7 +847,10 @@ class LayerBuilder:
             return gate(pb, layer, gemm, pass_, x) if gate is not None else x
 
         ew = s.elementwise
-        ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait_attn), tag,
+        start = _deps(after, wait_attn)
+        if s.autocast and not s.is_moe(layer):
+            start = (self._autocast(pb, layer, start, tag, "fwd"),)
+        ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, start, tag,
                       ew.norm_fwd[1], ew.norm_impl)
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         qkv = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, qkv, tag, "fwd")
@@ -909,6 +929,8 @@ class LayerBuilder:
                           ew.norm_impl)
             mark_recompute(pb, start)
         out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
+        if s.autocast and not s.is_moe(layer):
+            out = self._autocast(pb, layer, (out,), tag, "bwd")
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 
     def _op_level_recompute(self, pb: ProgramBuilder, layer: int, mb: int, deps: tuple[int, ...],
@@ -1087,6 +1109,10 @@ class LayerBuilder:
         deps = _deps(after, wait)
         if s.mask_at_head and not prefix:
             deps = self._load_mask(pb, "lm_head", deps, tag)
+        if s.autocast:
+            cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "fwd")
+            deps = (_mem_op(pb, f"{prefix}lm_head.autocast.fwd", "copy", cast.hbm_bytes, deps, tag, cast.kernels,
+                            "autocast"),)
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
@@ -1126,7 +1152,12 @@ class LayerBuilder:
         dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
-        return _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
+        out = _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
+        if s.autocast:
+            cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "bwd")
+            out = _mem_op(pb, f"{prefix}lm_head.autocast.bwd", "copy", cast.hbm_bytes, (out,), tag, cast.kernels,
+                          "autocast")
+        return out
 
     # -- multi-token prediction (megatron/core/transformer/multi_token_prediction.py) -------------
 

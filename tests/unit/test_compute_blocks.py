@@ -93,7 +93,7 @@ def test_a_collective_between_two_kernels_joins_their_block():
     assert all(tl.end[i] > tl.start[i] == tl.end[i - 1] for i in ars)  # each ran after its GEMM, for a while
 
 
-def test_a_collective_on_shared_links_is_handed_back_when_other_traffic_meets_it(make, monkeypatch):  # noqa: F811
+def test_a_collective_on_shared_links_is_handed_back_when_other_traffic_meets_it(make, monkeypatch, no_host_costs):  # noqa: F811
     """TP 2 of a 4-GPU node: ZeRO-2's DP ReduceScatters cross the same NVLink during the
     backward passes. Blocks take the mirrored TP collectives in while the links are idle and
     hand them back when DP traffic arrives: before they start (the stream runs them) and while

@@ -54,7 +54,7 @@ def test_grad_stream_names_the_whole_group():
     assert data_parallel.grad_stream(("edp",)) == "edp"  # the expert-data-parallel group keeps its name
 
 
-def test_separate_streams_never_slow_the_step(make, monkeypatch):
+def test_separate_streams_never_slow_the_step(make, monkeypatch, no_host_costs):
     """Ulysses 8 with ZeRO-3 and dp = 1: with the ZeRO-3 AllGathers and ReduceScatters queued in
     the All-to-All FIFO (the old behaviour), an All-to-All waits behind the next layer's prefetch;
     on their own stream the step is at least as fast."""

@@ -26,12 +26,48 @@ def test_host_cost_per_op_by_phase():
     rec = ComputeOp(name="L0.fc1.fwd.recompute", kind="gemm", count=1, tag=Tag("bwd"))
     ar = CommOp(name="dp.ar", op="allreduce", axes=("dp",), size_bytes=8)
     us = 1e-6
-    assert host.host_cost_s(fwd) == pytest.approx(2 * (host.DISPATCH_US + host.LAUNCH_US + host.PYTHON_US) * us)
-    assert host.host_cost_s(bwd) == pytest.approx(2 * (host.DISPATCH_US + host.LAUNCH_US) * us)
+    step = ComputeOp(name="optimizer.step", kind="optimizer", count=3, tag=Tag("opt"), host_tensors=148)
+    assert host.host_cost_s(fwd) == pytest.approx(2 * (host.LAYER_FWD_CPU_US + host.CUDA_LAUNCH_US) * us)
+    assert host.host_cost_s(bwd) == pytest.approx(2 * (host.LAYER_BWD_CPU_US + host.CUDA_BWD_NODE_US) * us)
     assert host.host_cost_s(rec) == pytest.approx(host.FWD_KERNEL_US * us)
     assert host.host_cost_s(ar) == pytest.approx(host.COLLECTIVE_US * us)
+    assert host.host_cost_s(step) == pytest.approx((3 * host.OPT_KERNEL_US + 148 * host.OPT_TENSOR_US) * us)
+    f, b = host.FWD_KERNEL_US, host.BWD_KERNEL_US
     assert host.issue_times([fwd, bwd, rec, ar]) == pytest.approx(
-        [22 * us, (22 + 12) * us, (34 + 11) * us, (45 + 15) * us])
+        [2 * f * us, (2 * f + 2 * b) * us, (3 * f + 2 * b) * us, (3 * f + 2 * b + host.COLLECTIVE_US) * us])
+
+
+def test_cuda_costs_are_the_h200_table_differences():
+    """What CUDA adds per launch and per backward node is read off the measured table: the lease
+    with both CUDA and CPU-tensor rows, CUDA minus CPU (costs/host.py docstring)."""
+    from pathlib import Path
+
+    from simulator.e2e_validation.rows import read_rows
+
+    rows = {r["what"]: r for r in read_rows(Path(__file__).parents[2] / "data/kernels/h200_host_overhead.csv")}
+    both = "us_per_op_machine_3"
+
+    def diff(what: str) -> float:
+        return float(rows[what][both]) - float(rows[f"{what}, CPU tensors"][both])
+
+    assert host.CUDA_LAUNCH_US == pytest.approx(diff("torch.mul, no autograd (dispatch + launch)"), abs=0.05)
+    assert host.CUDA_BWD_NODE_US == pytest.approx(diff("backward of the torch.mul chain, per node"), abs=0.05)
+    # an optimizer launch from Python: the CUDA op without autograd and a module call's Python
+    python = float(rows["nn.Linear call"][both]) - float(rows["F.linear call"][both])
+    assert host.OPT_KERNEL_US == pytest.approx(float(rows["torch.mul, no autograd (dispatch + launch)"][both]) + python,
+                                               abs=0.05)
+
+
+def test_optimizer_step_pays_its_tensor_loop():
+    """The Adam step's op carries the rank's parameter tensors, and the host pays each."""
+    scn = _scn(hidden=512, layers=2, micro_batch=1, seq=64, dp=8)
+    prog = next(iter(build_schedule(scn).programs.values()))
+    (step,) = [op for op in prog if isinstance(op, ComputeOp) and op.name == "optimizer.step"]
+    # the rank's parameter modules (schedule/shapes.py): per layer two norms, q, k, v, the
+    # projection, FC1 and FC2; the embedding, the final norm and the untied LM head
+    assert step.host_tensors == 2 * 8 + 3
+    assert host.host_cost_s(step) == pytest.approx((step.count * host.OPT_KERNEL_US
+                                                    + step.host_tensors * host.OPT_TENSOR_US) * 1e-6)
 
 
 def test_tiny_model_is_host_bound(monkeypatch):
@@ -58,7 +94,7 @@ def test_large_gemms_hide_the_host(monkeypatch):
     ahead and the step is what it is without host costs (to 0.1%, the first kernel's issue)."""
     scn = _scn(hidden=4096, layers=2, micro_batch=4, seq=2048, dp=8)
     with_host = simulate_scenario(scn).report.step_time_s
-    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "COLLECTIVE_US"):
+    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "OPT_TENSOR_US", "COLLECTIVE_US"):
         monkeypatch.setattr(host, name, 0.0)
     without = simulate_scenario(scn).report.step_time_s
     assert with_host >= without
@@ -76,8 +112,9 @@ def test_host_time_of_a_schedule_is_its_kernel_and_collective_counts():
               and not op.name.endswith(".recompute"))
     opt = sum(op.count for op in prog if isinstance(op, ComputeOp) and op.tag.phase == "opt")
     comm = sum(1 for op in prog if not isinstance(op, ComputeOp))
+    tensors = sum(op.host_tensors for op in prog if isinstance(op, ComputeOp))
     want = (fwd * host.FWD_KERNEL_US + bwd * host.BWD_KERNEL_US + opt * host.OPT_KERNEL_US
-            + comm * host.COLLECTIVE_US) * 1e-6
+            + tensors * host.OPT_TENSOR_US + comm * host.COLLECTIVE_US) * 1e-6
     assert host.issue_times(prog)[-1] == pytest.approx(want)
 
 

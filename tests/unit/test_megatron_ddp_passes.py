@@ -68,7 +68,7 @@ def test_average_in_collective_and_the_0_10_norm_leave_no_scaling_and_no_read(ma
     assert not [op for op in prog if isinstance(op, ComputeOp) and op.host_sync]
 
 
-def test_without_overlap_the_step_grows_by_the_passes_exactly(make):
+def test_without_overlap_the_step_grows_by_the_passes_exactly(make, no_host_costs):
     """Without ``--overlap-grad-reduce`` the buckets are reduced one after another after the
     backward, each collective synchronous (the compute stream waits for it), so every pass is
     on the critical path: the step grows by the sum of the passes' kernel times."""

@@ -78,7 +78,7 @@ def test_each_send_and_receive_is_a_blocking_transfer_of_its_own_in_trainschedul
     assert sum(len(op.sends) + len(op.recvs) == 2 for _, op in _exchanges(build_schedule(make(**kw)).programs["pp0.cp0"])) > 0
 
 
-def test_the_serial_exchange_adds_one_message_per_steady_cycle(tmp_path):
+def test_the_serial_exchange_adds_one_message_per_steady_cycle(tmp_path, no_host_costs):
     """Two stages on two nodes, tp 1 (whole activations, no gather): Megatron's steady exchange
     moves the activation and the gradient at once over the full-duplex NIC; DeepSpeed's moves
     one, then the other. Each of the M - 1 steady cycles then takes one message longer: the

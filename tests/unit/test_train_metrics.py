@@ -60,7 +60,7 @@ def test_only_the_last_pipeline_stage_computes_them(tmp_path):
     assert len(holders) == 1 and len(sched.programs) == 2
 
 
-def test_the_step_grows_by_the_metrics_kernel_time(tmp_path):
+def test_the_step_grows_by_the_metrics_kernel_time(tmp_path, no_host_costs):
     """With dp = 1 nothing overlaps the end of the backward: the step grows by exactly the
     metrics' kernels, priced as streaming kernels over their bytes."""
     par = {"tp": 8}  # dp 1; the logits are vocab-sharded: V/8 columns per rank

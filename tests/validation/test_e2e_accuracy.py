@@ -283,14 +283,16 @@ def test_automodel_moe_errors():
     (the dispatch's own host cost is what it exposes; the GPU work after it is long).
     Qwen3's query and key norms (model.qk_norm, its q_norm / k_norm): Qwen3-30B -2.2% -> -4.6%.
     RoPE priced (TE's fused kernel, on with TE in AutoModel: training.rope_kernel fused): Qwen3-30B
-    -4.6% -> -5.7%, a kernel the run does execute on a row already pessimistic; hence 0.07."""
+    -4.6% -> -5.7%, a kernel the run does execute on a row already pessimistic. The host costs of
+    real layer code (costs/host.py: 38 us a forward kernel, 29.9 a backward one, where 11 and 6 were
+    charged before): Qwen3-30B -6.5% -> -9.0%, Nano -17.0% -> -18.0%, the others unchanged; hence 0.10."""
     results = list(_run_cases(_by_source("automodel_moe"), jobs=2))
     errors = [r.error for r in results]
     by_preset = {r.case.scenario["model"]["preset"]: r.error for r in results}
     nano = [e for p, e in by_preset.items() if p.startswith(("nemotron-3-nano", "nemotron-3-super"))]
     rest = [r.error for r in results if not r.case.scenario["model"]["preset"].startswith("nemotron")]
     assert all(-0.1 <= e <= 0.24 for e in rest), errors
-    assert abs(by_preset["qwen3-30b-a3b"]) <= 0.07, errors
+    assert abs(by_preset["qwen3-30b-a3b"]) <= 0.10, errors
     assert len(nano) == 2 and all(-0.22 <= e <= -0.12 for e in nano), nano
     assert 0.10 <= by_preset["nemotron-3-ultra-550b-a55b"] <= 0.22, errors
     assert scoring.median_abs_error(results) <= 0.12
@@ -322,14 +324,18 @@ def test_megatron_bridge_moe_errors():
     (costs/gemm_shape.py k_overhead): +14.5%, +4.8%, +14.3% (BF16), +3.4%, +11.0%, +13.8% (BF16),
     -10.4%; median 11.0%. The gap is pinned: the four eager rows without graphed routers stay
     10-17% optimistic (the page's findings: about 1.2-2.4 ms per layer and micro-batch that no
-    priced kernel accounts for); a change that closes it has to move them."""
+    priced kernel accounts for); a change that closes it has to move them. The host costs of real
+    layer code (costs/host.py: 38 us a forward kernel, 29.9 a backward one, where 11 and 6 were charged
+    before) moved them: -2.5%, +4.5%, +11.9%, +2.4%, +7.8%, +13.8%, -10.4%; median 7.8%. Most of the
+    Qwen3-30B FP8-CS row's gap was the host's (its layers issue a kernel or two per local expert); the
+    GPT-OSS rows stay 12-14% optimistic."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.15 <= e <= 0.25 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.12
+    assert scoring.median_abs_error(results) <= 0.09
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
-    assert all(0.10 <= gap[k] <= 0.17 for k in ("Qwen3_30B_a3B H100-SXM FP8-CS", "GPT OSS 120B H100-SXM BF16",
-                                                  "Qwen3_235B_a22B B200 MXFP8", "GPT OSS 120B B200 BF16")), gap
+    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.04 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.11, gap
+    assert all(0.10 <= gap[k] <= 0.16 for k in ("GPT OSS 120B H100-SXM BF16", "GPT OSS 120B B200 BF16")), gap
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """This project's GPT-2 steps on one H200 (source ``h200_eager``): the rows are consistent as
 measured, the built rows are what ``benchmarks/measure_gpt_step.py`` runs, held out, and they score
-as the page's findings say: the GPU-bound rows within a few percent, the two host-bound rows far
-optimistic, for reasons the model's own program and the measured host figures show."""
+as the page's findings say: the host-bound rows within 12% at the host costs of real layer code, the
+GPU-bound rows 11-15% pessimistic, a gap the profiler's busy time puts in the GEMM rate."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def test_the_mapping_is_what_the_script_runs():
         assert (t["attention"], t["fused_kernels"], t["optimizer"], t["cross_entropy"]) == ("flash3", False, "fused",
                                                                                              "torch")
         assert (t["dropout"], t["linear_bias"], t["grad_clip"], t["master_dtype"]) == (False, "epilogue", False, "fp32")
+        assert t["autocast"] is True  # fp32 parameters under torch.autocast(bfloat16)
         assert "norm_kernel" not in t and "train_metrics" not in t  # eager LayerNorm (auto), no metrics
         assert (m["position_embedding"], m["tied_embeddings"], m["mlp"], m["vocab"]) == ("learned", True, "gelu", VOCAB)
         assert m["ffn_hidden"] == 4 * m["hidden"] and m["kv_heads"] == m["heads"]
@@ -81,22 +82,17 @@ def test_rows_are_held_out_and_fit_nothing():
 
 
 def test_errors():
-    """Findings: GPT-2 124M mb16, 350M, 760M and 1.3B (GPU-bound: measured step 3.5-7.2% over the
-    GPU busy time) -1.9%, -0.9%, -6.0%, -7.4%; the host-bound 124M mb1 and mb4 +172% and +32%.
+    """Findings: GPT-2 124M at micro-batch 1 and 4 (host-bound: measured step 3x and 1.5x the GPU's busy
+    time) +11.6% and +2.4%; 124M mb16, 350M, 760M and 1.3B (GPU-bound) -11.0%, -12.7%, -15.1%, -15.2%.
     Tolerance 0.006, as the other sources' tests: the simulation is deterministic, so this only lets
-    changes elsewhere of under about half a point through (2 points on the +172% row, whose error
-    moves 2.7 times as fast as its predicted step). Median |error| of the four: 3.9%."""
+    changes elsewhere of under about half a point through."""
     errors = [r.error for r in scoring.run_cases(h200_eager(_rows()))]
-    assert errors[2:] == pytest.approx([-0.019, -0.009, -0.060, -0.074], abs=0.006)
-    assert errors[:2] == pytest.approx([1.722, 0.315], abs=0.02)
-    assert statistics.median(abs(e) for e in errors[2:]) <= 0.045
+    assert errors == pytest.approx([0.116, 0.024, -0.110, -0.127, -0.151, -0.152], abs=0.006)
+    assert statistics.median(abs(e) for e in errors) <= 0.125
 
 
-def _program_figures(case) -> tuple[int, float, float, float]:
-    """(kernels, summed GPU time, summed host issue time, host time at the measured tiny-op figures)
-    of the case's one-rank program. The measured figures (data/kernels/h200_host_overhead.csv, the
-    means of its two machines): a forward op with autograd 10.5 us plus 4.2 us of nn.Module Python
-    (nn.Linear over F.linear), a backward node 16.2 us, an optimizer launch as a forward op."""
+def _program_figures(case) -> tuple[int, float, float]:
+    """(kernels, summed GPU time, summed host issue time) of the case's one-rank program."""
     scn = build_scenario(case.scenario, source="test")
     sim = simulate_scenario(scn)
     (program,) = sim.schedule.programs.values()
@@ -104,39 +100,66 @@ def _program_figures(case) -> tuple[int, float, float, float]:
     kernels = sum(max(op.count, 1) for op in ops)
     gpu = sum(compute_time(op, scn.profile.gpu) for op in ops)
     host = sum(host_cost_s(op) for op in ops)
-    per = {"fwd": 14.7e-6, "bwd": 16.2e-6, "opt": 14.7e-6}
-    measured_host = sum(max(op.count, 1) * per[op.tag.phase] for op in ops)
-    return kernels, gpu, host, measured_host
+    return kernels, gpu, host
 
 
-def test_host_bound_rows_are_gpu_bound_in_the_model():
-    """GPT-2 124M at micro-batch 1: the model launches 388 kernels (the profiler counts 773 in the
-    script's step: data/e2e/h200_gpt2_step_phases.csv, autocast's casts most of the difference) and
-    issues them in 3.0 ms of host time (11 us per forward kernel, 6 per backward), under their 6.9 ms
-    of GPU time, so its step is the GPU's. Priced at the measured tiny-op host figures the same kernels
-    take 6.1 ms, still under the GPU time: the constants alone do not make the row host-bound; the
-    measured step (18.9 ms) is about 24 us of host time for each of the 773 kernels."""
-    rows, cases = _rows(), h200_eager(_rows())
-    kernels, gpu, host, measured_host = _program_figures(cases[0])
-    assert kernels == 388
-    assert host == pytest.approx(3.03e-3, rel=0.01) and gpu == pytest.approx(6.93e-3, rel=0.01)
-    assert measured_host == pytest.approx((126 + 14) * 14.7e-6 + 248 * 16.2e-6, rel=1e-9) and measured_host < gpu
+def test_host_bound_row_is_the_hosts():
+    """GPT-2 124M at micro-batch 1: the model lists 656 kernels (the profiler counts 773 in the script's
+    step, data/e2e/h200_gpt2_step_phases.csv) and issues them in 15.9 ms of host time, above their 8.7 ms
+    of GPU time, so its step is the host's (17.0 ms, against 18.9 measured on the file's lease)."""
+    cases = h200_eager(_rows())
+    kernels, gpu, host = _program_figures(cases[0])
+    assert kernels == 656
+    assert host == pytest.approx(15.9e-3, rel=0.01) and gpu == pytest.approx(8.74e-3, rel=0.01)
     predicted = scoring.run_case(cases[0]).step_time_s
-    assert predicted == pytest.approx(gpu, rel=0.01)
-    step, busy = float(rows[0]["step_ms"]) * 1e-3, float(rows[0]["gpu_busy_ms"]) * 1e-3
-    assert step - busy > 4 * host  # the GPU's wait alone is four times the model's host time
-    assert step / 773 == pytest.approx(24.5e-6, rel=0.01)
+    assert host < predicted < host + 0.15 * gpu
 
 
-def test_memory_gap_is_the_fp32_residual_stream():
-    """The memory rows (peak_memory.csv, source h200_gpt2_eager, allocated) read -2.6% to -5.0%.
-    Under autocast the embedding's output is fp32, so each block's two LayerNorms save fp32 inputs
-    where the model saves bf16: 2 bytes x 2 x s·b·h per layer more. That closed form leaves 0.03-0.09
-    GiB of each row's gap (the 1.3B row's 1.58 GiB included)."""
+def _cublas_over_model() -> float:
+    """How much faster cuBLAS runs this GPU's large bf16 GEMMs (m·n·k >= 2^36,
+    data/kernels/h200_gemm_cublas.csv) than the dgx-h200 profile prices them: the median ratio."""
+    from simulator.config.hardware import load_profile
+
+    gpu = load_profile("dgx-h200").gpu
+    ratios = []
+    for r in read_rows(ROOT / "data/kernels/h200_gemm_cublas.csv"):
+        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+        if r["dtype"] == "bf16" and r["b"] == "1" and m * n * k >= 2**36:
+            op = ComputeOp("gemm", "gemm", flops=2.0 * m * n * k, gemm=(m, n, k))
+            ratios.append(compute_time(op, gpu) / (float(r["ms"]) * 1e-3))
+    return statistics.median(ratios)
+
+
+def test_gpu_side_is_the_profilers_busy_time_at_cublas_gemm_rate():
+    """The profiler's busy time per phase (kernels only, no gaps: h200_gpt2_step_phases.csv, micro-batch
+    4) against the model's kernels without their launch floor and with the GEMMs at the rate cuBLAS
+    reaches on this GPU (1.22x the profile's, the fleet-fitted training curve): forward and backward
+    within 4%, the optimizer within 8%. So autocast's casts and the fp32 stream are priced as run, and
+    the GPU-bound rows' gap is the GEMM rate."""
+    phases = {(r["probe"], r["micro_batch"], r["phase"]): r for r in
+              read_rows(ROOT / "data/e2e/h200_gpt2_step_phases.csv")}
+    factor = _cublas_over_model()
+    assert 1.15 <= factor <= 1.3
+    case = h200_eager(_rows())[1]
+    scn = build_scenario(case.scenario, source="test")
+    (program,) = simulate_scenario(scn).schedule.programs.values()
+    busy = {"fwd": 0.0, "bwd": 0.0, "opt": 0.0}
+    for op in program:
+        if isinstance(op, ComputeOp):
+            t = compute_time(op, scn.profile.gpu) - max(op.count, 1) * scn.profile.gpu.kernel_launch_us * 1e-6
+            busy[op.tag.phase] += t / factor if op.kind == "gemm" else t
+    for phase, name, tol in (("fwd", "forward", 0.04), ("bwd", "backward", 0.04), ("opt", "optimizer", 0.08)):
+        measured = float(phases["phases", "4", name]["gpu_busy_ms"]) * 1e-3
+        assert busy[phase] == pytest.approx(measured, rel=tol), phase
+
+
+def test_memory_rows_with_the_fp32_residual_stream():
+    """The memory rows (peak_memory.csv, source h200_gpt2_eager, allocated) read -0.2% to -1.2% with
+    autocast's fp32 residual stream (each block's two LayerNorms save fp32 inputs: 2 bytes x 2 x s·b·h
+    per layer more than bf16); -2.6% to -5.0% without it."""
     res = [r for r in memory_results() if r.source == "h200_gpt2_eager"]
-    assert len(res) == 6 and all(-0.051 <= r.error <= -0.025 for r in res)
+    assert len(res) == 6 and all(-0.013 <= r.error <= 0.0 for r in res)
     for r, row in zip(res, _rows()):
         h, layers, s, b = (parse_int(row[k]) for k in ("hidden", "layers", "seq_len", "micro_batch"))
         fp32_residual = layers * 2 * s * b * h * 2 / GiB
-        rest = r.measured_gib - r.predicted_gib - fp32_residual
-        assert 0.0 < rest < 0.1, (r.label, rest)
+        assert r.measured_gib - r.predicted_gib < fp32_residual, r.label

@@ -124,17 +124,18 @@ def test_7b_cases_held_out_error():
 
 def test_small_cases_show_a_per_layer_floor_the_model_lacks():
     """The small GPT (hidden 512) measured 6.1-9.2 ms per layer and micro-batch on a rank (forward and
-    backward; 8.5-17.1 ms on A100), where the model's step is 0.8-5.7 ms per layer and micro-batch:
-    the measured step is a per-layer, per-micro-batch host floor, not the kernels (+146% to +783%).
-    Bounds at what the model reaches today: tighten them when that cost is priced."""
+    backward; 8.5-17.1 ms on A100), where the model's step is 1.3-5.8 ms per layer and micro-batch with
+    the host costs of real layer code (costs/host.py): the measured step is a per-layer, per-micro-batch
+    host floor the model prices in part (+133% to +535%; +146% to +783% at the tiny-op
+    costs before). Bounds at what the model reaches today: tighten them when that cost is priced."""
     rs = list(scoring.run_cases(megatron_ci_small(_rows())))
     for r in rs:
         p, t = r.case.scenario["parallel"], r.case.scenario["training"]
         dp = 8 // (p["tp"] * p["pp"] * p["cp"])
         passes = r.case.scenario["model"]["layers"] // p["pp"] * t["global_batch"] // (dp * t["micro_batch"])
         assert r.case.measured / passes >= 0.006, r.case.label
-        assert 1.0 <= r.error <= 9.0, (r.case.label, r.error)
-    assert statistics.median(r.error for r in rs) == pytest.approx(6.4, abs=1.5)
+        assert 1.0 <= r.error <= 6.0, (r.case.label, r.error)
+    assert statistics.median(r.error for r in rs) == pytest.approx(4.2, abs=1.0)
 
 
 def _steps() -> dict[tuple[str, str], float]:
@@ -170,15 +171,16 @@ def test_flag_contrasts_put_the_small_step_in_a_per_layer_floor():
     assert s[cp0, "a100"] / s[cp1, "a100"] - 1 >= 0.20
 
 
-def test_model_host_charge_is_a_tenth_of_the_floor():
+def test_model_host_charge_is_a_quarter_of_the_floor():
     """What the model charges the host per layer and micro-batch for the small GPT at TP 4 (``costs/host.py``:
-    the layer's forward and backward kernels and its four TP AllReduces) is under 0.35 ms, a tenth of
-    the 4 ms the H100 node measures: the per-kernel costs would have to be more than ten times larger."""
+    the layer's forward and backward kernels at real layer code's host cost per kernel, and its four TP
+    AllReduces) is about 1 ms, a quarter of the 4.1 ms per layer and micro-batch the H100 node's TP 4 cases
+    measure (the findings' table) and less still of this case's (with ``--overlap-param-gather``)."""
     from simulator.costs.host import host_cost_s
     from simulator.schedule.build import build_schedule
 
     case = next(c for c in megatron_ci_small(_rows()) if c.label.endswith("H100 tp4 pp1 dp2"))
     program = next(iter(build_schedule(build_scenario(case.scenario)).programs.values()))
     per_pass = sum(host_cost_s(op) for op in program if op.tag.layer is not None) / 48
-    assert 0.15e-3 <= per_pass <= 0.35e-3
-    assert case.measured / 48 >= 10 * per_pass
+    assert 0.8e-3 <= per_pass <= 1.3e-3
+    assert 4.1e-3 >= 3 * per_pass and case.measured / 48 >= 5 * per_pass
