@@ -26,7 +26,9 @@ Elementwise`: forward 6 bytes per linear parameter and 14 hb (the two casts 6, t
 final norm and the LM head add their own: the head's weight cast (the tied embedding's, V × h) and
 the final norm's output cast forward, and back. Counted from the op lists, not measured; the cast
 kernels' host costs follow from :mod:`simulator.costs.host` like any kernel's. MoE and hybrid
-blocks get no casts here (their eager fp32-parameter runs are not modelled).
+blocks get no casts here (their eager fp32-parameter runs are not modelled), nor does torchtitan's
+op-level recompute (``selective_op``); with ``dtype: fp16`` the GradScaler's per-step unscale, inf
+check and its host read are not modelled either.
 """
 
 from __future__ import annotations
