@@ -118,3 +118,19 @@ def issue_times(program: Sequence[Op], start: float = 0.0) -> list[float]:
         t += host_cost_s(op)
         out.append(t)
     return out
+
+
+def issued_at(program: Sequence[Op], end: Sequence[float]) -> list[float]:
+    """When the host issued each op of a replayed ``program`` whose ops ended at ``end``: the
+    running sum of :func:`issue_times`, restarted after every host synchronisation (an op with
+    ``host_sync``: the host waits for it to end, then pays the host costs of the ops after it), as
+    the replay gates them (``replay/engine.py``, ``_issued``)."""
+    issue = issue_times(program)
+    out: list[float] = []
+    synced = -1  # the last op before the current one after which the host waited
+    for i, op in enumerate(program):
+        out.append(issue[i] if synced < 0 else float(end[synced]) + issue[i] - issue[synced])
+        if getattr(op, "host_sync", False):
+            synced = i
+    return out
+

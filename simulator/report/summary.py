@@ -14,6 +14,12 @@ same-stream op that finished last) and split the interval:
   with the collective they serve;
 * idle time the chain does not explain is bubble too.
 
+Of the bubble, ``host_wait`` is the part during which the GPU waited for the host: a compute op
+that started when the host issued it (:func:`simulator.costs.host.issued_at`), after its inputs
+were ready, waited that long for the CPU to issue it (a small model's step, paced by Python and
+kernel launches). It is reported beside the bubble, not beside compute and communication: the
+parts still partition the step.
+
 The tail after the last kernel (waiting for the final gradient reduction, say) is attributed
 the same way from the op that ends the step. The parts partition the step, so compute + exposed
 + bubble equals the step time up to float rounding.
@@ -35,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from simulator.costs.host import issued_at
 from simulator.errors import InputError
 from simulator.replay.trace import RankTimeline, Trace, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
@@ -50,6 +57,7 @@ class Breakdown:
     compute: float
     exposed_comm: dict[str, float]
     pipeline_bubble: float
+    host_wait: float = 0.0  # the part of pipeline_bubble the GPU spent waiting for the host
 
     @property
     def total(self) -> float:
@@ -150,6 +158,8 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     prev = _prev_on_stream(tl)
     exposed = {k: 0.0 for k in COMM_TYPES}
     bubble = 0.0
+    host_wait = 0.0
+    issued = issued_at(prog, end)
 
     def blame(a: float, b: float, j: int | None) -> None:
         nonlocal bubble
@@ -189,12 +199,20 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
         if op.stream != "compute" or isinstance(op, (CommOp, P2POp)):
             continue
         if start[i] > t:
-            blame(t, start[i], _blocker(tl, i, prev, end))
+            j = _blocker(tl, i, prev, end)
+            inputs = max(t, end[j]) if j is not None else t  # when it could have started
+            if start[i] > inputs and issued[i] >= start[i] - 1e-12 * max(1.0, start[i]):
+                # it started when the host issued it: the GPU waited for the host
+                host_wait += start[i] - inputs
+                bubble += start[i] - inputs
+                blame(t, inputs, j)
+            else:
+                blame(t, start[i], j)
         busy += end[i] - start[i]
         t = max(t, end[i])
     if step_time > t:
         blame(t, step_time, _last_to_end(tl.end) if prog else None)
-    return Breakdown(busy, exposed, bubble)
+    return Breakdown(busy, exposed, bubble, host_wait)
 
 
 def rank_comm_bytes(tl: RankTimeline) -> dict[str, int]:
@@ -291,6 +309,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
             "compute": bd.compute,
             "exposed_comm": {k: bd.exposed_comm.get(k, 0.0) for k in COMM_TYPES},
             "pipeline_bubble": bd.pipeline_bubble,
+            "host_wait": bd.host_wait,
         },
         "comm_bytes_per_gpu": {k: int(report.comm_bytes_per_gpu.get(k, 0)) for k in COMM_TYPES},
         "memory_gib_per_gpu": dict(report.memory_gib_per_gpu),
@@ -327,6 +346,8 @@ def format_table(report: Report) -> str:
     for k in COMM_TYPES:
         lines.append(row(f"exposed {k}", bd.exposed_comm.get(k, 0.0)))
     lines.append(row("pipeline bubble", bd.pipeline_bubble))
+    if bd.host_wait > 0:
+        lines.append(row("  of it, waiting for host", bd.host_wait))
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)

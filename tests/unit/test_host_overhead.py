@@ -123,10 +123,13 @@ def test_host_sync_exposes_the_launch_cost_of_the_ops_after_it(runs: bool):
     """A long GEMM, then five short kernels. Without a sync the host issues them all while the
     GEMM runs and they follow it back to back: step = issue(GEMM) + g + 5 d. When the host waits
     for the GEMM (``host_sync``: a device-to-host read after it) it issues kernel j only
-    j forward-kernel host costs after the GEMM ends, and each kernel (d < 11 µs) waits for its
-    issue: step = issue(GEMM) + g + 5 x FWD_KERNEL_US + d."""
+    j forward-kernel host costs after the GEMM ends, and each kernel (d < FWD_KERNEL_US) waits for its
+    issue: step = issue(GEMM) + g + 5 x FWD_KERNEL_US + d. The breakdown's host wait is the GPU's
+    idle time before each op that started at its issue: the GEMM's issue, and with the sync
+    FWD_KERNEL_US before the first short kernel and FWD_KERNEL_US - d before each other."""
     from simulator.costs.compute import compute_time
     from simulator.replay.engine import replay
+    from simulator.report.summary import critical_path_breakdown
     from simulator.schedule.groups import Grid
     from simulator.schedule.ir import ProgramBuilder
     from tests.unit.replay_fixtures import Sched, topo
@@ -140,7 +143,13 @@ def test_host_sync_exposes_the_launch_cost_of_the_ops_after_it(runs: bool):
         prev = pb.add(ComputeOp("gemm", "gemm", flops=2 * 4096**3, tag=fwd, host_sync=sync))
         for j in range(5):
             prev = pb.add(ComputeOp(f"k{j}", "elementwise", hbm_bytes=4096, deps=(prev,), tag=fwd))
-        return replay(Sched(Grid.from_sizes({"tp": 1}), {0: pb.ops}), t, compute_runs=runs).step_time_s
+        trace = replay(Sched(Grid.from_sizes({"tp": 1}), {0: pb.ops}), t, compute_runs=runs)
+        bd = critical_path_breakdown(trace.timelines[0], trace.step_time_s)
+        # the GPU waits for the host before the GEMM (its issue), and with the sync before each
+        # short kernel: F before the first, F - d before each of the other four
+        want = first + (first + 4 * (first - d) if sync else 0.0)
+        assert bd.host_wait == pytest.approx(want, rel=1e-9) and bd.pipeline_bubble == pytest.approx(want, rel=1e-9)
+        return trace.step_time_s
 
     g = compute_time(ComputeOp("gemm", "gemm", flops=2 * 4096**3), gpu)
     d = compute_time(ComputeOp("k", "elementwise", hbm_bytes=4096), gpu)

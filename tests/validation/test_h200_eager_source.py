@@ -113,6 +113,9 @@ def test_host_bound_row_is_the_hosts():
     assert host == pytest.approx(15.9e-3, rel=0.01) and gpu == pytest.approx(8.74e-3, rel=0.01)
     predicted = scoring.run_case(cases[0]).step_time_s
     assert host < predicted < host + 0.15 * gpu
+    # the breakdown says so: the GPU's idle time is the host's
+    bd = simulate_scenario(build_scenario(cases[0].scenario, source="test")).report.breakdown_s
+    assert bd.host_wait == pytest.approx(bd.pipeline_bubble, rel=0.01) and bd.host_wait > 0.4 * predicted
 
 
 def _cublas_over_model() -> float:
