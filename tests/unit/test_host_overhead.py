@@ -158,3 +158,20 @@ def test_host_sync_exposes_the_launch_cost_of_the_ops_after_it(runs: bool):
     first = host.FWD_KERNEL_US * us
     assert step(False) == pytest.approx(first + g + 5 * d, rel=1e-9)
     assert step(True) == pytest.approx(first + g + 5 * host.FWD_KERNEL_US * us + d, rel=1e-9)
+
+
+def test_no_host_costs_covers_every_cost():
+    """The suite's ``no_host_costs`` fixture zeroes every cost ``host_cost_s`` reads (the layer CPU
+    parts only feed FWD_KERNEL_US and BWD_KERNEL_US at import): a new constant must join it."""
+    from tests.conftest import HOST_COSTS
+
+    constants = {name for name in vars(host) if name.endswith("_US")}
+    assert constants - set(HOST_COSTS) == {"LAYER_FWD_CPU_US", "LAYER_BWD_CPU_US"}
+
+
+def test_no_host_costs_fixture_zeroes_the_host(no_host_costs):
+    ops = [ComputeOp(name="L0.fc1.fwd", kind="gemm", count=3, tag=Tag("fwd")),
+           ComputeOp(name="L0.x.bwd", kind="copy", count=2, tag=Tag("bwd"), impl="autocast"),
+           ComputeOp(name="optimizer.step", kind="optimizer", tag=Tag("opt"), host_tensors=50),
+           CommOp(name="dp.ar", op="allreduce", axes=("dp",), size_bytes=8)]
+    assert host.issue_times(ops) == [0.0] * 4
