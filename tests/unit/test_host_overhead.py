@@ -8,6 +8,7 @@ from simulator.costs import host
 from simulator.schedule.build import build_schedule
 from simulator.schedule.ir import CommOp, ComputeOp, Tag
 from simulator.simulation import simulate_scenario
+from tests.conftest import HOST_COSTS
 
 
 def _scn(hidden: int, layers: int, micro_batch: int, seq: int, dp: int = 8):
@@ -75,7 +76,7 @@ def test_tiny_model_is_host_bound(monkeypatch):
     forward and backward kernel (a tiny GEMM costs its launch floor and the ~5 µs fixed cost
     of costs/gemm_shape.py, ~10-13 µs) is shorter than its host cost, so each starts when the
     host issues it, the GPU idles between them, and the step lasts at least the host's time."""
-    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "COLLECTIVE_US"):
+    for name in HOST_COSTS:
         monkeypatch.setattr(host, name, 3 * getattr(host, name))
     scn = _scn(hidden=128, layers=2, micro_batch=1, seq=4, dp=8)
     sim = simulate_scenario(scn)
@@ -94,7 +95,7 @@ def test_large_gemms_hide_the_host(monkeypatch):
     ahead and the step is what it is without host costs (to 0.1%, the first kernel's issue)."""
     scn = _scn(hidden=4096, layers=2, micro_batch=4, seq=2048, dp=8)
     with_host = simulate_scenario(scn).report.step_time_s
-    for name in ("FWD_KERNEL_US", "BWD_KERNEL_US", "OPT_KERNEL_US", "OPT_TENSOR_US", "COLLECTIVE_US"):
+    for name in HOST_COSTS:
         monkeypatch.setattr(host, name, 0.0)
     without = simulate_scenario(scn).report.step_time_s
     assert with_host >= without
@@ -163,8 +164,6 @@ def test_host_sync_exposes_the_launch_cost_of_the_ops_after_it(runs: bool):
 def test_no_host_costs_covers_every_cost():
     """The suite's ``no_host_costs`` fixture zeroes every cost ``host_cost_s`` reads (the layer CPU
     parts only feed FWD_KERNEL_US and BWD_KERNEL_US at import): a new constant must join it."""
-    from tests.conftest import HOST_COSTS
-
     constants = {name for name in vars(host) if name.endswith("_US")}
     assert constants - set(HOST_COSTS) == {"LAYER_FWD_CPU_US", "LAYER_BWD_CPU_US"}
 

@@ -121,16 +121,13 @@ def test_host_bound_row_is_the_hosts():
 def _cublas_over_model() -> float:
     """How much faster cuBLAS runs this GPU's large bf16 GEMMs (m·n·k >= 2^36,
     data/kernels/h200_gemm_cublas.csv) than the dgx-h200 profile prices them: the median ratio."""
+    from simulator.calibration.gemm_table import load_h200
     from simulator.config.hardware import load_profile
 
     gpu = load_profile("dgx-h200").gpu
-    ratios = []
-    for r in read_rows(ROOT / "data/kernels/h200_gemm_cublas.csv"):
-        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-        if r["dtype"] == "bf16" and r["b"] == "1" and m * n * k >= 2**36:
-            op = ComputeOp("gemm", "gemm", flops=2.0 * m * n * k, gemm=(m, n, k))
-            ratios.append(compute_time(op, gpu) / (float(r["ms"]) * 1e-3))
-    return statistics.median(ratios)
+    return statistics.median(
+        compute_time(ComputeOp("gemm", "gemm", flops=p.flops, gemm=(p.m, p.n, p.k)), gpu) / p.seconds
+        for p in load_h200() if p.dtype == "bf16" and p.m * p.n * p.k >= 2**36)
 
 
 def test_gpu_side_is_the_profilers_busy_time_at_cublas_gemm_rate():
