@@ -529,6 +529,11 @@ class Training(_Strict):
         "Hugging Face Trainer's bf16/fp16 with DDP or one GPU): each linear's weight and bias cast to dtype every "
         "forward and their gradients cast back, the norms and the residual stream in fp32, each norm's output "
         "cast before its GEMM (schedule/autocast.py); eager layers (fused_kernels: false) with master_dtype fp32")
+    te_dummy_wgrad: bool = Field(
+        default=True, description="TransformerEngine >= 2.3 (with Megatron-Core >= 0.14 for its output layer) "
+        "keeps one cached bf16 placeholder weight gradient per distinct weight shape when gradients accumulate "
+        "into Megatron's main_grad (fused_kernels with gradient_accumulation_fusion, ZeRO 0-2): memory only "
+        "(schedule/memory.py dummy_wgrad_bytes); false for older TransformerEngine, which returned none")
     optimizer_state_dtype: Literal["fp32", "bf16"] | None = Field(
         default=None, description="dtype of Adam's moments (exp_avg, exp_avg_sq); none: master_dtype's, as "
         "torch.optim allocates them (zeros_like the parameter). TransformerEngine's FusedAdam keeps them fp32 "

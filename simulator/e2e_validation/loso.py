@@ -17,9 +17,9 @@ sources, and S's rows are scored with it:
   once more at ``PROBE_SCALE`` and its step time is taken as T(s) = A + B/s (the GEMM time B
   scales with 1/s, the rest A does not; exact while the critical path keeps its shape). S's
   fitting rows use that interpolation, its other rows are re-simulated on the rescaled profile;
-- if no other source fits the profile in the selection (dgx-b200's three fitting rows come from
-  three sources, nemo_cp, bridge_dense and nemo2502_b200, so this happens only when a selection
-  keeps one of them), the profile borrows the derate of its predecessor (``FALLBACK``), i.e. its
+- if no other source fits the profile in the selection (dgx-b200's fitting rows come from four
+  sources, SimuMax's BF16 runs and one FP8 row each of nemo_cp, bridge_dense and nemo2502_b200,
+  so this happens only when a selection keeps one of them), the profile borrows the derate of its predecessor (``FALLBACK``), i.e. its
   MAMF-shape curve × that GPU's fitted derate × :func:`kernel_transfer`: a prediction made with
   no B200 training row at all. The transfer is read off the two GPUs' measured GEMM kernels: a derate
   is stated on MAMF's best searched shape, and XLA's unsearched GEMMs sit at 0.973 of MAMF on

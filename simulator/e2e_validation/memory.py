@@ -71,6 +71,10 @@ def row_scenario(row: Row) -> dict:
         parallel["zero3_impl"] = row["zero3_impl"]
     if row.get("grad_allocation"):  # optional column (empty: the parallel block's default)
         parallel["grad_allocation"] = row["grad_allocation"]
+    if row.get("gradient_accumulation_fusion"):  # optional column (empty: the parallel block's default)
+        parallel["gradient_accumulation_fusion"] = _flag(row["gradient_accumulation_fusion"])
+    if row.get("cp_comm"):  # optional column (empty: the parallel block's default)
+        parallel["cp_comm"] = row["cp_comm"]
     model = dict(layers=parse_int(row["layers"]), hidden=parse_int(row["hidden"]), heads=parse_int(row["heads"]),
                  kv_heads=parse_int(row["kv_heads"]), ffn_hidden=parse_int(row["ffn_hidden"]),
                  vocab=parse_int(row["vocab"]), seq_len=parse_int(row["seq_len"]), mlp=row["mlp"],
@@ -187,7 +191,7 @@ def render_memory_section(results: list[MemoryResult] | None = None, bundled: bo
         g = lambda x: f"{x / GiB:.1f}"  # noqa: E731
         lines.append(f"| {r.source} | {r.label} | {r.metric} | {r.measured_gib:.1f} | {r.predicted_gib:.1f} | "
                      f"{100 * r.error:+.1f}% | {g(e.model_states)} | {g(e.activations)} | {g(e.loss_buffers)} | "
-                     f"{g(e.recompute)} | {g(e.comm_buffers + e.pipeline_outputs + e.workspaces)} | "
+                     f"{g(e.recompute)} | {g(e.comm_buffers + e.pipeline_outputs + e.workspaces + e.dummy_wgrads)} | "
                      f"{g(e.fragmentation) if r.metric == 'reserved' else '—'} |")
     if bundled:
         lines += bundled_scenarios_table()

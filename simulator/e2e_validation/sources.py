@@ -44,6 +44,7 @@ from simulator.e2e_validation.mtnlg_sources import mtnlg
 from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
+from simulator.e2e_validation.simumax_sources import simumax_b200
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
@@ -1067,6 +1068,19 @@ SOURCES: list[Source] = [
             "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms); "
             "the GPU-bound rows read 11-15% pessimistic, the gap of the GEMM rate (cuBLAS on this H200 runs 19-25% "
             "faster than dgx-h100's fitted training curve the profile inherits); see the findings."]),
+    Source("simumax_b200", "SimuMax's measured Megatron-LM steps on one B200 node (Llama 3 70B / 405B cut to 12 / 4 layers, BF16, "
+           "TP 1-8, PP 2, CP 4-8 at 32K-128K)", "simumax_b200_megatron.csv", simumax_b200,
+           ["One node in BF16: fitting rows of the dgx-b200 GEMM derate, with the three per-tensor FP8 rows of "
+            "other sources; scored with the derate fitted on those FP8 rows alone. The measured columns of SimuMax "
+            "1.2's B200 table, run by its authors with "
+            "Megatron-LM core_r0.14.0 and TransformerEngine 2.11; every setting from the launcher the repository "
+            "ships (see the file's header and simulator/e2e_validation/simumax_sources.py).",
+            "The distributed optimizer without overlap: fp32 gradients reduce-scattered after the backward, "
+            "parameters all-gathered after the step; no TP overlap, no recompute, no dropout.",
+            "The model cut to 12 (70B) or 4 (405B) layers keeps the full embedding and LM head; the launcher's 405B "
+            "has 16 KV groups.",
+            "The DeepSeek-V2/V3 rows of the same table are transcribed, not built (expert capacity padding is not "
+            "modelled)."]),
     Source("mcore2024", "Megatron-Core 2024 weak scaling (H100)", "megatron_core_readme_2024_h100.csv", _mcore2024,
            ["Precision, micro-batch, vp and recompute are not stated; bf16 (the MFU column's peak), no recompute, "
             "and the largest micro-batch that fits in memory (as the 2021 weak-scaling scripts ran) assumed.",
@@ -1164,7 +1178,9 @@ def cases(sources: Iterable[Source] = SOURCES, data_dir: Path = DATA_DIR) -> lis
     return out
 
 
-# Profiles whose GEMM curve is fitted on fp8 rows: they have no single-node bf16/fp16 row.
+# Profiles whose GEMM curve takes fp8 rows among its fitting rows. dgx-b200 had no single-node
+# bf16/fp16 row until SimuMax's (one source): its three per-tensor FP8 rows, one per source, stay so
+# that the bf16 source held out is scored with a B200 fit, not a derate borrowed from another GPU.
 FP8_FIT_PROFILES = frozenset({"dgx-b200"})
 # The fp8 recipes such a fit takes: per-tensor scaling, whose GEMMs the curve x fp8_gemm_efficiency_scale
 # prices. MXFP8's block-scaled GEMMs carry a factor of their own (schedule/fp8.py), which a fit on
@@ -1186,7 +1202,7 @@ def is_fit_case(case: Case) -> bool:
     """The fitting subset: single-node (8-GPU) rows in bf16/fp16, the precision the GEMM curve
     describes. An fp8 row also carries TransformerEngine's fp8 overheads (casts, amax
     reductions) that the model lumps into the curve × ``fp8_gemm_efficiency_scale``, so it fits a
-    profile only where no bf16/fp16 row exists (``FP8_FIT_PROFILES``), and only with per-tensor
+    profile only where bf16/fp16 rows are missing or come from one source (``FP8_FIT_PROFILES``), and only with per-tensor
     scaling (``FP8_FIT_RECIPES``). Every multi-node row is held out, and so is every row of a sweep
     source (``HELD_OUT_SOURCES``)."""
     if case.n_gpus != 8 or case.source in HELD_OUT_SOURCES:

@@ -353,7 +353,7 @@ def format_table(report: Report) -> str:
                                   if k in mem)
                  + "".join(f"  {label} {mem[k]:.1f}" for k, label in
                            (("loss_buffers", "loss"), ("recompute", "recompute"), ("comm_buffers", "comm buffers"),
-                            ("workspaces", "workspaces")) if mem.get(k)))
+                            ("workspaces", "workspaces"), ("dummy_wgrads", "dummy wgrads")) if mem.get(k)))
     if "allocated" in mem:
         lines.append(f"  peak allocated {mem['allocated']:.1f}  reserved {mem['reserved']:.1f}  "
                      f"+ CUDA context, NCCL, userbuffers {mem['non_pytorch']:.1f}  = total {mem['total']:.1f}"

@@ -124,6 +124,11 @@ workspace (``CUBLAS_WORKSPACE_CONFIG`` default ``:4096:8`` = 32 MiB on Hopper an
 ``get_cublas_workspace_size_bytes``), and TE's grouped GEMM of the experts
 (``training.moe_grouped_gemm``) four more of the same size, one per compute stream.
 
+TransformerEngine's placeholder weight gradients (``training.te_dummy_wgrad``): with gradient
+accumulation fusion under Megatron's DDP, TE >= 2.3 returns autograd one cached bf16 tensor per
+distinct weight shape instead of the gradient it accumulated into ``main_grad``, held for the run
+(:func:`dummy_wgrad_bytes`).
+
 **Fragmentation** (reserved − allocated). PyTorch's caching allocator (``CUDACachingAllocator.cpp``)
 rounds requests up to 512 B, serves those ≤ 1 MiB from 2 MiB segments and those of 1–10 MiB
 from 20 MiB segments, and gives larger requests their own segment rounded up to 2 MiB; a
@@ -241,6 +246,7 @@ class MemoryEstimate:
     comm_buffers: float = 0.0  # ZeRO-3 gathered parameters and buckets, pipeline send/recv
     pipeline_outputs: float = 0.0  # torch.distributed.pipelining: the last stage's kept outputs
     workspaces: float = 0.0  # cuBLAS / TransformerEngine GEMM workspaces
+    dummy_wgrads: float = 0.0  # TransformerEngine's cached placeholder weight gradients
     ub_workspaces: float = 0.0  # TE's extra cuBLAS workspaces for the TP-overlap streams
     stranded: float = 0.0  # cached free blocks no request at the peak can reuse (reserved, not allocated)
     fragmentation_factor: float = DEFAULT_FRAGMENTATION
@@ -255,8 +261,8 @@ class MemoryEstimate:
     @property
     def allocated(self) -> float:
         """Peak allocated bytes (``torch.cuda.max_memory_allocated``)."""
-        return (self.model_states + self.activations + self.loss_buffers + self.recompute
-                + self.comm_buffers + self.pipeline_outputs + self.workspaces + self.ub_workspaces)
+        return (self.model_states + self.activations + self.loss_buffers + self.recompute + self.comm_buffers
+                + self.pipeline_outputs + self.workspaces + self.ub_workspaces + self.dummy_wgrads)
 
     @property
     def fragmentation(self) -> float:
@@ -291,8 +297,8 @@ class MemoryEstimate:
 
     def gib(self) -> dict[str, float]:
         keys = ("params", "grads", "optimizer", "activations", "loss_buffers", "recompute", "comm_buffers",
-                "pipeline_outputs", "workspaces", "ub_workspaces", "stranded", "allocated", "fragmentation", "reserved",
-                "cuda_context", "nccl_buffers", "userbuffers", "non_pytorch", "total")
+                "pipeline_outputs", "workspaces", "ub_workspaces", "dummy_wgrads", "stranded", "allocated", "fragmentation",
+                "reserved", "cuda_context", "nccl_buffers", "userbuffers", "non_pytorch", "total")
         return {k: getattr(self, k) / GiB for k in keys}
 
 
@@ -786,6 +792,56 @@ def nccl_buffer_bytes(scn: Scenario) -> float:
     return communicators(scn) * NCCL_CHANNELS * per_channel
 
 
+def dummy_wgrad_shapes(scn: Scenario, stage: int) -> set[tuple[int, int]]:
+    """The distinct local weight shapes whose weight gradient TransformerEngine hands autograd as a
+    cached dummy on pipeline stage `stage` (:func:`dummy_wgrad_bytes`): the TE linears of its layers
+    (QKV or MLA's projections, the attention output, FC1/FC2 or the experts' and shared experts'
+    grouped weights) and, on the stage holding the LM head, Megatron's output layer. Mamba mixers
+    are not counted."""
+    m, shape = scn.model, RankShapes.of(scn)
+    t, h, g = shape.tp, m.hidden, 2 if m.gated else 1
+    shapes: set[tuple[int, int]] = set()
+    layers = stage_layers(scn, stage)
+    if any(m.block(i) in ("", "*") for i in layers):
+        a, d = m.heads, m.head_dim
+        if not m.mla:
+            shapes |= {((a + 2 * m.kv_heads) * d // t, h), (h, a * d // t)}
+        else:
+            q_r, kv_r, d_r, d_v = m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim
+            shapes |= {(a * (d + d_r) // t, q_r or h), (kv_r + d_r, h), (a * (d + d_v) // t, kv_r), (h, a * d_v // t)}
+            if q_r:
+                shapes.add((q_r, h))
+    for i in layers:
+        if not m.has_mlp(i):
+            continue
+        if not m.is_moe_layer(i):
+            shapes |= {(g * m.ffn_hidden // t, h), (h, m.ffn_hidden // t)}
+            continue
+        e, et = m.expert_hidden, shape.etp
+        shapes |= {(g * m.moe_ffn_hidden // et, e), (e, m.moe_ffn_hidden // et)}
+        if m.shared_ffn_hidden:
+            shapes |= {(g * m.shared_ffn_hidden // t, h), (h, m.shared_ffn_hidden // t)}
+    if stage == scn.parallel.pp - 1:
+        shapes.add((m.vocab // t, h))
+    return shapes
+
+
+def dummy_wgrad_bytes(scn: Scenario, stage: int) -> float:
+    """TransformerEngine's cached dummy weight gradients (``te_dummy_wgrad``). When a weight's
+    gradient is accumulated straight into Megatron's fp32 ``main_grad`` (gradient accumulation
+    fusion, with Megatron's DDP or distributed optimizer setting ``grad_added_to_main_grad``), TE's
+    linears return autograd a placeholder of the weight's shape instead of the real gradient. Since
+    TE 2.3 (#1651, ``module/base.py`` ``get_dummy_wgrad``) that placeholder is one tensor per
+    distinct (shape, dtype), cached for the whole run, and Megatron-Core 0.14's own linears (the
+    output layer, ``tensor_parallel/layers.py``) take it from the same cache. So a stage keeps, from
+    its first backward on, one bf16 tensor per distinct local weight shape
+    (:func:`dummy_wgrad_shapes`): for Llama 3 405B at TP 1 about 6 GiB beside a stage's layers."""
+    p, tr = scn.parallel, scn.training
+    if not (tr.te_dummy_wgrad and tr.fused_kernels and p.gradient_accumulation_fusion and p.zero < 3):
+        return 0.0
+    return WEIGHT_BYTES * sum(r * c for r, c in dummy_wgrad_shapes(scn, stage))
+
+
 def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     p, m, tr = scn.parallel, scn.model, scn.training
     shape = RankShapes.of(scn)
@@ -831,6 +887,7 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
                          loss_buffers=loss_b, recompute=rec_b,
                          comm_buffers=zero_b + pipeline_buffers,
                          pipeline_outputs=pipeline_output_bytes(scn, stage), workspaces=workspace_bytes(scn),
+                         dummy_wgrads=dummy_wgrad_bytes(scn, stage),
                          ub_workspaces=ub_workspace_bytes(scn), userbuffers=userbuffer_bytes(scn),
                          stranded=stranded_bytes(scn, loss_b > 0)
                          + (freed_grads if reduce_stream_keeps_freed_grads(scn) else 0.0),

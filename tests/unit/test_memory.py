@@ -114,7 +114,7 @@ def test_reserved_is_allocated_plus_fragmentation_of_the_dynamic_bytes(scn):
     s = scn(LLAMA, {"micro_batch": 2, "global_batch": 16, "allocator_fragmentation": 0.25})
     m = estimate_memory(s, 0)
     dynamic = m.activations + m.loss_buffers + m.recompute + m.comm_buffers
-    assert m.allocated == pytest.approx(m.params + m.grads + m.optimizer + dynamic + m.workspaces)
+    assert m.allocated == pytest.approx(m.params + m.grads + m.optimizer + dynamic + m.workspaces + m.dummy_wgrads)
     assert m.reserved - m.allocated == pytest.approx(0.25 * dynamic)
     assert m.total == pytest.approx(m.reserved + m.cuda_context + m.nccl_buffers)
     assert m.cuda_context == 0.5 * GiB  # the profile default
@@ -302,7 +302,7 @@ def test_torch_loss_strands_the_freed_bf16_logits_in_reserved(scn):
     m = estimate_memory(s, 0)
     assert m.stranded == 2 * 2048 * 32000 * 2
     assert m.reserved - m.allocated == pytest.approx(0.25 * m.dynamic + 2 * 2048 * 32000 * 2)
-    assert m.allocated == pytest.approx(m.model_states + m.dynamic + m.workspaces)
+    assert m.allocated == pytest.approx(m.model_states + m.dynamic + m.workspaces + m.dummy_wgrads)
     mega = scn(LLAMA, {"micro_batch": 2, "global_batch": 16})
     assert estimate_memory(mega, 0).stranded == 0
 
@@ -485,3 +485,27 @@ def test_fsdp2_freed_gradients_stay_reserved_for_the_reduce_scatter_stream(scn):
     assert one.reserved == pytest.approx(two.reserved - (two.dynamic - one.dynamic) * two.fragmentation_factor)
     for other in ({"zero": 3, "zero3_impl": "deepspeed"}, {"zero": 1}):
         assert estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, other), 0).stranded == 0
+
+
+def test_te_cached_dummy_weight_gradients(scn):
+    """TransformerEngine >= 2.3 hands autograd one cached bf16 placeholder per distinct weight shape
+    when Megatron's fused accumulation writes the real gradient into main_grad (and Megatron-Core
+    0.14 takes its output layer's from the same cache): Llama-style GQA layer at TP 2, QKV
+    [(16 + 2·4)·64 / 2, 1024], projection [1024, 512], FC1 [2·2816 / 2, 1024], FC2 [1024, 1408],
+    every layer the same four shapes; the LM head [32000 / 2, 1024] on the last stage only."""
+    from simulator.schedule.memory import dummy_wgrad_bytes
+
+    layer = (24 * 64 // 2) * 1024 + 1024 * 512 + (2 * 2816 // 2) * 1024 + 1024 * 1408
+    head = 32000 // 2 * 1024
+    s = scn(LLAMA, {"micro_batch": 1, "global_batch": 8}, {"tp": 2, "pp": 2, "sequence_parallel": True})
+    assert dummy_wgrad_bytes(s, 0) == 2 * layer
+    assert dummy_wgrad_bytes(s, 1) == 2 * (layer + head)
+    last = estimate_memory(s, 1)
+    assert last.dummy_wgrads == 2 * (layer + head) and last.allocated - last.dummy_wgrads == pytest.approx(
+        estimate_memory(scn(LLAMA, {"micro_batch": 1, "global_batch": 8, "te_dummy_wgrad": False},
+                            {"tp": 2, "pp": 2, "sequence_parallel": True}), 1).allocated)
+    # none without TE's layers, without fused accumulation, under ZeRO-3, or with an older TE
+    for training, parallel in (({"fused_kernels": False}, {}), ({}, {"gradient_accumulation_fusion": False}),
+                               ({}, {"zero": 3}), ({"te_dummy_wgrad": False}, {})):
+        other = scn(LLAMA, {"micro_batch": 1, "global_batch": 8, **training}, {"tp": 2, **parallel})
+        assert dummy_wgrad_bytes(other, 0) == 0.0

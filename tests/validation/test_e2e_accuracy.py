@@ -93,7 +93,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = _all_cases()
-    assert 340 <= len(cs) <= 480
+    assert 340 <= len(cs) <= 520
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
@@ -118,13 +118,13 @@ def test_error_sign_convention():
 
 def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     """The GEMM derate was fitted on 8-GPU rows only; every multi-node row is held out. fp8 rows
-    fit only dgx-b200, the one profile without a single-node bf16/fp16 row, and only with
-    per-tensor scaling (three rows: nemo_cp's 32K, bridge_dense's 8B FP8-CS, nemo2502_b200's 8B;
-    bridge_dense's other three rows, its 8B MXFP8 value among them, and nemo2502_b200's 70B row are
-    held out)."""
+    fit only dgx-b200, whose single-node bf16 rows come from one source (SimuMax's 31 runs), and
+    only with per-tensor scaling (three rows: nemo_cp's 32K, bridge_dense's 8B FP8-CS,
+    nemo2502_b200's 8B; bridge_dense's other three rows, its 8B MXFP8 value among them, and
+    nemo2502_b200's 70B row are held out)."""
     cs = _all_cases()
     fit = [c for c in cs if sources.is_fit_case(c)]
-    assert len(fit) == 19 and all(c.n_gpus == 8 for c in fit)
+    assert len(fit) == 50 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
         len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "mpt_small", "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
@@ -136,8 +136,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
     for prof in sources.FP8_FIT_PROFILES:
-        assert not [c for c in cs if c.scenario["hardware"] == prof and c.n_gpus == 8
-                    and c.scenario["training"]["dtype"] != "fp8"]
+        assert {c.source for c in cs if c.scenario["hardware"] == prof and c.n_gpus == 8
+                and c.scenario["training"]["dtype"] != "fp8"} == {"simumax_b200"}
     h100_fp8_single = [c for c in cs if c.scenario["hardware"] == "dgx-h100" and c.n_gpus == 8
                        and c.scenario["training"]["dtype"] == "fp8"]
     assert len(h100_fp8_single) == 5 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
@@ -177,7 +177,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
-                      "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"}}
+                      "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
+                      "simumax_b200": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
@@ -328,14 +329,16 @@ def test_megatron_bridge_moe_errors():
     layer code (costs/host.py: 38 us a forward kernel, 29.9 a backward one, where 11 and 6 were charged
     before) moved them: -2.5%, +4.5%, +11.9%, +2.4%, +7.8%, +13.8%, -10.4%; median 7.8%. Most of the
     Qwen3-30B FP8-CS row's gap was the host's (its layers issue a kernel or two per local expert); the
-    GPT-OSS rows stay 12-14% optimistic."""
+    GPT-OSS rows stay 12-14% optimistic. dgx-b200's derate fitted on BF16 B200 runs too (SimuMax's;
+    0.480 -> 0.544) moves the B200 rows by +4..+8 points: +6.8%, +12.1%, +22.0% (GPT-OSS BF16), -5.3%;
+    median 6.8%."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
     assert all(-0.15 <= e <= 0.25 for e in errors), errors
     assert scoring.median_abs_error(results) <= 0.09
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
-    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.04 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.11, gap
-    assert all(0.10 <= gap[k] <= 0.16 for k in ("GPT OSS 120B H100-SXM BF16", "GPT OSS 120B B200 BF16")), gap
+    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.08 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.15, gap
+    assert 0.10 <= gap["GPT OSS 120B H100-SXM BF16"] <= 0.16 and 0.18 <= gap["GPT OSS 120B B200 BF16"] <= 0.25, gap
 
 
 @pytest.mark.slow
@@ -672,10 +675,11 @@ def test_nemo_long_context_rows_build_the_printed_plans():
 
 @pytest.mark.slow
 def test_b200_context_parallel_rows_held_out():
-    """The B200 GEMM derate (x 0.479) is fitted on three single-node B200 rows, this source's 32K
-    cp2 row among them (the median of the three, so its in-sample error stays ~0); the
+    """The B200 GEMM derate (x 0.544) is fitted on the single-node B200 rows, this source's 32K
+    cp2 row among them (+5.7% in sample: SimuMax's 31 BF16 runs set the fit; it was the median of
+    the three FP8 rows, ~0, while they alone set x 0.479); the
     five multi-node rows (64K-1M tokens, cp 4-16 over 2-32 nodes, attention 64-97% of the model
-    FLOPs) are held out. Doc: +5.0% to +13.2% (+3.0% to +4.7% while a kernel beside a ring
+    FLOPs) are held out. Doc: +8.8% to +12.4% (+5.0% to +13.2% at x 0.479; +3.0% to +4.7% while a kernel beside a ring
     transfer was slowed for its whole length: the rule hid up to 10% of the attention time). The
     measured throughput is flat from 64K to 1M (1600 → 1608 model TFLOP/s); the prediction rises
     8.3% over it, as the attention share grows: B200's FlashAttention-3 rates are assumed
@@ -685,7 +689,7 @@ def test_b200_context_parallel_rows_held_out():
     rs = list(_run_cases(_nemo_cp("dgx-b200"), jobs=min(2, os.cpu_count() or 1)))
     fit = [r for r in rs if sources.is_fit_case(r.case)]
     held = [r for r in rs if not sources.is_fit_case(r.case)]
-    assert len(fit) == 1 and abs(fit[0].error) <= 0.02
+    assert len(fit) == 1 and abs(fit[0].error) <= 0.07
     assert len(held) == 5 and all(abs(r.error) <= 0.14 for r in held), [(r.case.label, r.error) for r in held]
     first, last = held[0], held[-1]
     assert last.predicted / first.predicted == pytest.approx(last.case.measured / first.case.measured, abs=0.09)
