@@ -1,5 +1,6 @@
 """SimuMax's measured Megatron-LM steps on one B200 node (source ``simumax_b200``): the rows'
-arithmetic, the plan the launcher sets, held out, and the errors the page's findings give."""
+arithmetic, the plan the launcher sets, their place among dgx-b200's fitting rows, and the errors
+the page's findings give in sample and held out."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def test_rows_arithmetic():
         assert r["notes"].startswith(f"case=llama3_{size}_") and f"_tp{tp}_" in r["notes"]
 
 
-def test_cases_build_the_launchers_plan_held_out():
+def test_cases_build_the_launchers_plan_and_fit_dgx_b200():
+    """Every setting from run_pretrain_llama3.sh; one node in BF16, so each row is a fitting row of
+    the dgx-b200 derate (sources.is_fit_case)."""
     cases = simumax_b200(_rows())
     assert len(cases) == 31 and {c.scenario["hardware"] for c in cases} == {"dgx-b200"}
     for c in cases:
