@@ -133,4 +133,3 @@ def issued_at(program: Sequence[Op], end: Sequence[float]) -> list[float]:
         if getattr(op, "host_sync", False):
             synced = i
     return out
-

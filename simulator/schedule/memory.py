@@ -803,26 +803,26 @@ def dummy_wgrad_shapes(scn: Scenario, stage: int) -> set[tuple[int, int]]:
     shapes: set[tuple[int, int]] = set()
     layers = stage_layers(scn, stage)
     if any(m.block(i) in ("", "*") for i in layers):
-        a, d = m.heads, m.head_dim
+        a, d = shape.heads, m.head_dim  # query heads per TP rank
         if not m.mla:
-            shapes |= {((a + 2 * m.kv_heads) * d // t, h), (h, a * d // t)}
+            shapes |= {((a + 2 * shape.kv_heads) * d, h), (h, a * d)}
         else:
             q_r, kv_r, d_r, d_v = m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim
-            shapes |= {(a * (d + d_r) // t, q_r or h), (kv_r + d_r, h), (a * (d + d_v) // t, kv_r), (h, a * d_v // t)}
+            shapes |= {(a * (d + d_r), q_r or h), (kv_r + d_r, h), (a * (d + d_v), kv_r), (h, a * d_v)}
             if q_r:
                 shapes.add((q_r, h))
     for i in layers:
         if not m.has_mlp(i):
             continue
         if not m.is_moe_layer(i):
-            shapes |= {(g * m.ffn_hidden // t, h), (h, m.ffn_hidden // t)}
+            shapes |= {(g * shape.ffn, h), (h, shape.ffn)}
             continue
         e, et = m.expert_hidden, shape.etp
         shapes |= {(g * m.moe_ffn_hidden // et, e), (e, m.moe_ffn_hidden // et)}
         if m.shared_ffn_hidden:
             shapes |= {(g * m.shared_ffn_hidden // t, h), (h, m.shared_ffn_hidden // t)}
     if stage == scn.parallel.pp - 1:
-        shapes.add((m.vocab // t, h))
+        shapes.add((shape.vocab, h))
     return shapes
 
 

@@ -248,6 +248,12 @@ def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, dep
                             count=count, impl=impl))
 
 
+def _cast_op(pb: ProgramBuilder, name: str, cast: autocast.CastPass, deps: tuple[int, ...], tag: Tag) -> int:
+    """Autocast's casts and fp32-stream traffic of one pass (:mod:`simulator.schedule.autocast`), as
+    one op of that many copy kernels, issued inside the ops they feed (``impl`` "autocast")."""
+    return _mem_op(pb, name, "copy", cast.hbm_bytes, deps, tag, cast.kernels, "autocast")
+
+
 @dataclass(frozen=True)
 class Elementwise:
     """HBM traffic of the memory-bound blocks of one layer pass, in units of one hidden
@@ -830,8 +836,7 @@ class LayerBuilder:
             params += self._qkv_out + h + self._fc1_out + h
             tensors = 8
         cast = autocast.layer_pass(params, tensors, s.sharded_tokens * h * 2, direction)
-        return _mem_op(pb, f"L{layer}.autocast.{direction}", "copy", cast.hbm_bytes, deps, tag, cast.kernels,
-                       "autocast")
+        return _cast_op(pb, f"L{layer}.autocast.{direction}", cast, deps, tag)
 
     def _forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
@@ -1111,8 +1116,7 @@ class LayerBuilder:
             deps = self._load_mask(pb, "lm_head", deps, tag)
         if s.autocast:
             cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "fwd")
-            deps = (_mem_op(pb, f"{prefix}lm_head.autocast.fwd", "copy", cast.hbm_bytes, deps, tag, cast.kernels,
-                            "autocast"),)
+            deps = (_cast_op(pb, f"{prefix}lm_head.autocast.fwd", cast, deps, tag),)
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
                      ew.norm_impl)
         logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
@@ -1155,8 +1159,7 @@ class LayerBuilder:
         out = _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
         if s.autocast:
             cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "bwd")
-            out = _mem_op(pb, f"{prefix}lm_head.autocast.bwd", "copy", cast.hbm_bytes, (out,), tag, cast.kernels,
-                          "autocast")
+            out = _cast_op(pb, f"{prefix}lm_head.autocast.bwd", cast, (out,), tag)
         return out
 
     # -- multi-token prediction (megatron/core/transformer/multi_token_prediction.py) -------------
