@@ -38,7 +38,19 @@ causal; the backward 2.5× that), which is the simulator's:
   (``bwd_cta_overhead_tiles``), scored on the d = 64 rows and on cudnn-frontend's H200 rows. Its
   FlashAttention-2 rows at 4K-32K also reproduce cudnn-frontend's within 4%.
 
-``python -m simulator.calibration.attention_bench`` prints all four.
+* **TE's fused attention on the B200 of SimuMax's runs** (:func:`modelled_seconds`,
+  ``data/kernels/simumax_b200_te_attention.csv``: Megatron-Core's TEDotProductAttention timed at
+  those runs' per-rank shapes): at 32K tokens (8 and 16 query heads of 128, the 32K CP rows')
+  the dgx-b200 pair x shape factor is within 0-5% of the measured forward and backward; at 128K
+  (the 128K CP rows') it is 19-20% fast on the forward and 11% on the backward: from 32K to 128K
+  the measured kernel loses 17% (forward) and 13% (backward) of its rate at 8 heads, where
+  cuDNN's own sweep at 128 heads loses 6-8%, and the shape factor, rising with length, has no
+  such fall. Not modelled. MLA's heads (q/k 192, v 128, DeepSeek-V2/V3) run slower than the
+  pair at their mean head dim gives: 0.63-0.67 of the modelled time at 32K, 0.52-0.67 at 128K.
+  The 4K calls with 4-16 heads are spans of the call's kernels with the host gaps between them
+  (a ~90 us floor), not a kernel rate.
+
+``python -m simulator.calibration.attention_bench`` prints all five.
 """
 
 from __future__ import annotations
@@ -232,6 +244,55 @@ def b200_cp_rates(points: list[BenchPoint], seqs: tuple[int, ...] = B200_CP_SEQS
     return out
 
 
+SIMUMAX_B200 = bundled_dir("data/kernels") / "simumax_b200_te_attention.csv"
+
+
+@dataclass(frozen=True)
+class TimedAttention:
+    """One TE fused-attention call timed on the B200 of SimuMax's runs (causal, batch 1): its
+    sequence, query heads, head dims and the measured forward and backward spans."""
+
+    seq: int
+    q_heads: int
+    d_qk: int
+    d_v: int
+    fwd_s: float
+    bwd_s: float
+
+    @property
+    def causal_flops(self) -> float:
+        """The forward's FLOPs on this module's convention: 4·h·s²·d halved for the causal mask,
+        d the mean of the two head dims (the backward is 2.5 times it)."""
+        return self.q_heads * self.seq ** 2 * (self.d_qk + self.d_v)
+
+
+def read_simumax_b200(path: Path = SIMUMAX_B200) -> list[TimedAttention]:
+    """The calls with q, k and v as views of one fused tensor (as Megatron-Core's layers pass them)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return [TimedAttention(int(r["seq"]), int(r["q_heads"]), int(r["d_qk"]), int(r["d_v"]),
+                           float(r["fwd_us"]) * 1e-6, float(r["bwd_us"]) * 1e-6)
+            for r in rows if r["qkv_contiguous"] == "true" and r["batch"] == "1"]
+
+
+def modelled_seconds(call: TimedAttention, profile: str = "dgx-b200", kernel: str = "flash3") -> tuple[float, float]:
+    """The forward and backward times the simulator charges the call on ``profile`` (the pair x
+    shape factor x bf16 peak of ``costs.compute.achieved_flops``, at the mean head dim)."""
+    from simulator.config.hardware import load_profile
+    from simulator.costs.compute import achieved_flops
+    from simulator.schedule.ir import ComputeOp
+
+    gpu = load_profile(profile).gpu
+    d = (call.d_qk + call.d_v) // 2
+
+    def rate(direction: str) -> float:
+        op = ComputeOp(name=f"attn.{direction}", kind="attention", attention_kernel=kernel,
+                       attention_shape=(call.seq, call.seq, d, True))
+        return achieved_flops(op, gpu)
+
+    return call.causal_flops / rate("fwd"), 2.5 * call.causal_flops / rate("bwd")
+
+
 def main() -> None:
     points = read_points()
     print("shape factor vs measured length dependence, 4K-128K tokens (median |error|):")
@@ -257,6 +318,12 @@ def main() -> None:
         p = c.point
         print(f"  {p.commit} cuDNN {p.cudnn:6s} {p.seq_q // 1024:3d}K  modelled {c.modelled_tflops:6.1f}  "
               f"measured {c.measured_tflops:6.1f}  {100 * c.error:+5.1f}%")
+    print(f"{SIMUMAX_B200.name}: TE fused attention on the B200 of SimuMax's runs, "
+          "modelled / measured time (dgx-b200 flash3):")
+    for call in read_simumax_b200():
+        fwd, bwd = modelled_seconds(call)
+        print(f"  {call.seq // 1024:4d}K {call.q_heads:3d} heads d {call.d_qk}/{call.d_v}  "
+              f"fwd {call.fwd_s * 1e6:9.1f} us x {fwd / call.fwd_s:.2f}  bwd {call.bwd_s * 1e6:9.1f} us x {bwd / call.bwd_s:.2f}")
 
 
 if __name__ == "__main__":

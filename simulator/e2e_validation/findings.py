@@ -3457,8 +3457,15 @@ What the fit leaves, in sample (`tests/validation/test_simumax_source.py`):
   and TP 1 × PP 2 174 ms. Megatron puts six layers on each stage (no
   `account_for_loss_in_pipeline_split`); the schedule and its bubble match the measured intercept
   (209 ms measured, 228 ms predicted at 0.480). Not resolved.
-- *128K tokens with CP: +6..+9%* (32K: +0..+4%), where attention is most of the step: B200's fused
-  attention rates (`attention_efficiency.flash3`, assumed as H100's FA3) price it a few percent fast.
+- *128K tokens with CP: +6..+9%* (32K: +0..+4%), where attention is most of the step. TE's fused
+  attention timed on the same machine at these rows' per-rank shapes
+  (`data/kernels/simumax_b200_te_attention.csv`; `calibration/attention_bench.py`): 8 or 16 query
+  heads of 128 over 32K tokens within 0-5% of dgx-b200's flash3 pricing, forward and backward;
+  over 128K tokens the forward takes 31.2 ms (8 heads) where the model gives 25.4 (19% fast), the
+  backward 94.6 ms against 84.6 (11%). The measured kernel loses 17% (forward) and 13% (backward)
+  of its rate from 32K to 128K at 8 heads, cuDNN's own sweep at 128 heads 6-8%; the shape factor
+  (`costs/attention_shape.py`) rises with length and has no such fall. Not modelled: priced at the
+  measured 128K rates the three rows would read +0.9..+1.6%.
 
 **Memory: TransformerEngine's cached dummy weight gradients** (`training.te_dummy_wgrad`,
 `simulator/schedule/memory.py` `dummy_wgrad_bytes`). The same runs' allocated peaks (maximum over
@@ -3472,4 +3479,48 @@ distinct local weight shape, 6.0 GiB for 405B's four layer shapes at TP 1 and 3.
 head on the last stage. With it the 15 allocated peaks are within -0.5%..+3.1% (median 1.0%), the
 30 rows (allocated and reserved) 1.3% (signed +0.5%); no other source moves (every Megatron
 functional-test row sets `--no-gradient-accumulation-fusion`, now a column of the memory files).
+
+## TransformerEngine's grouped GEMM and the main_grad epilogue, measured (not in the step model)
+
+SimuMax's B200 system file (MooreThreads/SimuMax @4dcaae51, `configs/system/b200_bf16_ceperm.json`)
+keeps the kernel timings its authors took on the machine of the runs above: 514 dense TE GEMMs
+(the runs' layer GEMMs as fprop, dgrad and wgrad, the wgrad accumulated into an fp32 or a bf16
+output) and 108 calls of TE's grouped GEMM on DeepSeek-V2/V3 expert shapes (20-256 groups of
+128-9,832 rows), each timed alone over back-to-back calls (`data/kernels/simumax_b200_te_gemm.csv`,
+`simumax_b200_te_grouped_gemm.csv`; `python -m simulator.calibration.grouped_gemm`,
+`tests/unit/test_grouped_gemm_b200.py`). They show two things the step model does not price:
+
+- *TE's grouped GEMM runs four experts at a time.* `general_grouped_gemm` deals its per-expert
+  cuBLAS GEMMs round-robin over four compute streams (`multi_stream_cublas_gemm`, TE v2.11); the
+  model prices `count` expert GEMMs one after another, each with the GPU to itself. As modelled the
+  fprop and dgrad calls take 1.55-1.69 times their measured time by stage (median); dealt over four
+  streams (the cost model's `ComputeOp.concurrent`, the launch floor paid per stream) 1.06-1.15.
+- *A wgrad added into the main_grad pays the buffer after its k-loop.* The 16 grouped shapes timed
+  with an fp32 and a bf16 main_grad differ by the 4 more bytes read and written per weight element,
+  at 6-10 TB/s (median 7.6), whether the GEMM is compute- or memory-bound; the dense wgrads into
+  fp32 read 1.12 times their measured time as modelled against 1.18-1.19 for fprop and dgrad, and
+  1.19 with the epilogue's read and write (less the bf16 write every GEMM makes) added after the
+  k-loop at the HBM rate.
+
+With both, every stage of both tables sits at 1.06-1.19 times its measured time, the offset of
+dgx-b200's in-step plateau (0.422 of peak at 8192^3) over kernels timed alone: the machine's dense
+GEMMs of 1e11 FLOPs and more reach 0.47-0.49 of peak, 0.61-0.63 of the MAMF-shape curve (MAMF's
+0.776 is another card's best shape), so most of dgx-b200's low derate is this machine's GEMM rate,
+and the plateau is 0.86-0.90 of it.
+
+Priced in the step model (TE's streams wherever a source sets `moe_grouped_gemm`, as every
+Megatron-Bridge MoE recipe does; the epilogue on every weight gradient under gradient accumulation
+fusion, dense and experts; derates refitted: dgx-a100 0.864 -> 0.878, dgx-b200 0.544 -> 0.561,
+dgx-h100 unchanged), the held-out figures move: Megatron-Bridge's MoE rows 6.8% -> 14.9% median
+(every row but DeepSeek-V3 optimistic, up to +27%), its Qwen3-30B-A3B overlap A/B 3.8% -> 2.5%;
+the NVIDIA-tuned H100 regime 5.0% -> 5.6% (signed -3.6% -> -5.3%: MLPerf v3.1 1.3% -> 5.2%, NeMo
+24.07 4.6% -> 6.1%, dgxc 8.8% -> 9.7%, their FP8 wgrads lengthening most); A100 sources run on the
+higher derate (BLOOM 7.0% -> 8.3%, the 2021 ZeRO-3 rows 21.3% -> 22.4%, InternLM 5.9% -> 7.1%,
+torchtitan 7.4% -> 8.7%), while small models 4.8% -> 4.2%, ZeRO-3/FSDP 5.1% -> 4.9% and >= 512
+GPUs 5.0% -> 4.7%; SimuMax's rows held out 10.3% -> 11.5%; all 492 rows 5.4% either way (signed
++0.9% -> +1.4%, mean 8.6% -> 8.9%). So neither is adopted: the MoE rows' agreement rests on the
+serial pricing, which stands in for a cost of their steps not found yet (SimuMax's own model, with
+these kernel timings, reads its DeepSeek-V2/V3 steps 0-13.5% short), and on H100 the epilogue is
+measured only through B200's BF16 kernels. Both come in with that cost, or with an H100 FP8
+measurement of the accumulating wgrad.
 """
