@@ -10,6 +10,7 @@ timestamp, so identical content gives identical bytes). ``-`` means standard out
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import os
@@ -39,6 +40,12 @@ def bundled_dir(relative: str) -> Path:
         return root / relative
     packaged = resources.files("simulator") / "bundled" / relative
     return Path(str(packaged))
+
+
+def read_commented_csv(path: str | Path) -> list[dict[str, str]]:
+    """Rows of a bundled data CSV as dicts, skipping its ``#`` provenance lines."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
 def sha256_file(path: str | Path) -> str:

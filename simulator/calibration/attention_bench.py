@@ -55,13 +55,12 @@ causal; the backward 2.5× that), which is the simulator's:
 
 from __future__ import annotations
 
-import csv
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.costs.attention_shape import REF_SEQ, shape_factor
-from simulator.files import bundled_dir
+from simulator.files import bundled_dir, read_commented_csv
 
 DATA = bundled_dir("data/kernels") / "cudnn_sdpa_benchmarks.csv"
 # This project's H200 sweep on cudnn-frontend's protocol, 512-32K tokens, d = 64 and 128 (clocks not locked).
@@ -120,8 +119,7 @@ class LengthError:
 
 
 def read_points(path: Path = DATA) -> list[BenchPoint]:
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = read_commented_csv(path)
     return [BenchPoint(r["commit"], r["gpu"], r["cudnn"], r["backend"], int(r["batch"]), int(r["q_heads"]),
                        int(r["kv_heads"]), int(r["seq_q"]), int(r["seq_kv"]), int(r["head_dim"]),
                        r["causal"] == "true", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
@@ -158,8 +156,7 @@ def length_errors(points: list[BenchPoint], min_seq: int = 0, bwd_overhead: floa
 def read_h200_sweep(path: Path = H200_SWEEP) -> list[BenchPoint]:
     """This project's H200 sweep (benchmarks/measure_reference_kernels.py) as points of the same kind: the
     flash2 rows as ``pytorch_sdpa_flash``, q = k = v heads."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = read_commented_csv(path)
     backend = {"flash2": "pytorch_sdpa_flash", "cudnn": "cudnn"}
     return [BenchPoint("h200-measured", "H200", H200_SWEEP_CUDNN, backend[r["backend"]], int(r["batch"]),
                        int(r["heads"]), int(r["heads"]), int(r["seqlen"]), int(r["seqlen"]), int(r["head_dim"]),
@@ -216,10 +213,10 @@ class RateCheck:
         return self.modelled_tflops / self.measured_tflops - 1.0
 
 
-def modelled_fwd_bwd_tflops(profile: str, s_q: int, s_k: int, causal: bool, head_dim: int = 128,
-                            kernel: str = "flash3") -> float:
-    """TFLOP/s the simulator charges one forward plus one backward of this shape on ``profile``:
-    ``costs.compute.achieved_flops`` of the two kernels (pair x shape factor x bf16 peak)."""
+def modelled_rates(profile: str, s_q: int, s_k: int, causal: bool, head_dim: int = 128,
+                   kernel: str = "flash3") -> tuple[float, float]:
+    """FLOP/s the simulator charges the forward and the backward kernel of this shape on
+    ``profile``: ``costs.compute.achieved_flops`` (pair x shape factor x bf16 peak)."""
     from simulator.config.hardware import load_profile
     from simulator.costs.compute import achieved_flops
     from simulator.schedule.ir import ComputeOp
@@ -229,9 +226,16 @@ def modelled_fwd_bwd_tflops(profile: str, s_q: int, s_k: int, causal: bool, head
     def rate(direction: str) -> float:
         op = ComputeOp(name=f"attn.{direction}", kind="attention", attention_kernel=kernel,
                        attention_shape=(s_q, s_k, head_dim, causal))
-        return achieved_flops(op, gpu) / 1e12
+        return achieved_flops(op, gpu)
 
-    return fwd_bwd_fraction(rate("fwd"), rate("bwd"))
+    return rate("fwd"), rate("bwd")
+
+
+def modelled_fwd_bwd_tflops(profile: str, s_q: int, s_k: int, causal: bool, head_dim: int = 128,
+                            kernel: str = "flash3") -> float:
+    """TFLOP/s the simulator charges one forward plus one backward of this shape on ``profile``."""
+    fwd, bwd = modelled_rates(profile, s_q, s_k, causal, head_dim, kernel)
+    return fwd_bwd_fraction(fwd / 1e12, bwd / 1e12)
 
 
 def b200_cp_rates(points: list[BenchPoint], seqs: tuple[int, ...] = B200_CP_SEQS) -> list[RateCheck]:
@@ -268,29 +272,17 @@ class TimedAttention:
 
 def read_simumax_b200(path: Path = SIMUMAX_B200) -> list[TimedAttention]:
     """The calls with q, k and v as views of one fused tensor (as Megatron-Core's layers pass them)."""
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = read_commented_csv(path)
     return [TimedAttention(int(r["seq"]), int(r["q_heads"]), int(r["d_qk"]), int(r["d_v"]),
                            float(r["fwd_us"]) * 1e-6, float(r["bwd_us"]) * 1e-6)
             for r in rows if r["qkv_contiguous"] == "true" and r["batch"] == "1"]
 
 
 def modelled_seconds(call: TimedAttention, profile: str = "dgx-b200", kernel: str = "flash3") -> tuple[float, float]:
-    """The forward and backward times the simulator charges the call on ``profile`` (the pair x
-    shape factor x bf16 peak of ``costs.compute.achieved_flops``, at the mean head dim)."""
-    from simulator.config.hardware import load_profile
-    from simulator.costs.compute import achieved_flops
-    from simulator.schedule.ir import ComputeOp
-
-    gpu = load_profile(profile).gpu
-    d = (call.d_qk + call.d_v) // 2
-
-    def rate(direction: str) -> float:
-        op = ComputeOp(name=f"attn.{direction}", kind="attention", attention_kernel=kernel,
-                       attention_shape=(call.seq, call.seq, d, True))
-        return achieved_flops(op, gpu)
-
-    return call.causal_flops / rate("fwd"), 2.5 * call.causal_flops / rate("bwd")
+    """The forward and backward times the simulator charges the call on ``profile``
+    (:func:`modelled_rates` at the mean head dim)."""
+    fwd, bwd = modelled_rates(profile, call.seq, call.seq, True, (call.d_qk + call.d_v) // 2, kernel)
+    return call.causal_flops / fwd, 2.5 * call.causal_flops / bwd
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Score the routed experts' GEMM pricing (``schedule/moe.py`` ``_grouped`` and ``costs/compute.py``)
+"""Score the routed experts' GEMM pricing (``schedule/moe.py`` ``expert_gemm`` and ``costs/compute.py``)
 and the weight gradients' against TransformerEngine's GEMMs timed on one B200: SimuMax's
 measurements on the machine of its Megatron-LM B200 runs (``data/kernels/simumax_b200_te_grouped_gemm.csv``:
 DeepSeek-V2/V3 expert shapes of 20-256 groups of 128-9,832 rows, fprop, dgrad and wgrad, the wgrad
@@ -37,7 +37,6 @@ their steps spend is not found yet.
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -45,9 +44,9 @@ from functools import lru_cache
 
 from simulator.config.hardware import GPU, load_profile
 from simulator.costs.compute import compute_time
-from simulator.files import bundled_dir
+from simulator.files import bundled_dir, read_commented_csv
 from simulator.schedule.ir import ComputeOp, ProgramBuilder, Tag
-from simulator.schedule.moe import MoESpec, _grouped
+from simulator.schedule.moe import MoESpec, expert_gemm
 from simulator.units import BYTES_PER_ELEMENT
 
 DATA = bundled_dir("data/kernels") / "simumax_b200_te_grouped_gemm.csv"
@@ -73,8 +72,7 @@ class GroupedGemm:
 
 
 def load() -> list[GroupedGemm]:
-    with open(DATA, newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = read_commented_csv(DATA)
     return [GroupedGemm(int(r["group_count"]), int(r["rows_per_group"]), int(r["n"]), int(r["k"]), r["stage"],
                         r["main_grad_dtype"], float(r["time_us"]) * 1e-6) for r in rows]
 
@@ -85,7 +83,7 @@ def _gpu() -> GPU:
 
 
 def _spec(groups: int) -> MoESpec:
-    """The MoE block's per-rank shape as far as ``_grouped`` reads it: ``groups`` local experts in bf16."""
+    """The MoE block's per-rank shape as far as ``expert_gemm`` reads it: ``groups`` local experts in bf16."""
     return MoESpec(experts=groups, top_k=1, hidden=0, ffn=0, shared_ffn=0, gated=False, ep=1, etp=1, tp=1,
                    tokens=0, act_bytes=2, dtype="bf16", dispatcher="alltoall", dispatch_bytes=2.0, load=1.0,
                    nodes_hit=1.0, ranks_hit=1.0, ep_nodes=1, shared_overlap=False)
@@ -98,17 +96,17 @@ def epilogue_seconds(elements: int, out_bytes: int, gpu: GPU) -> float:
 
 
 def modelled_seconds(g: GroupedGemm, streams: int = 1, epilogue: bool = False) -> float:
-    """The call as the schedule builds it (``_grouped`` with the (m, n, k) it passes for that stage)
+    """The call as the schedule builds it (``expert_gemm`` with the (m, n, k) it passes for that stage)
     on dgx-b200; ``streams`` > 1 deals its GEMMs over that many streams, ``epilogue`` adds the
     wgrad's main_grad read and write after its k-loop."""
     pb = ProgramBuilder()
     m = g.groups * g.rows
     if g.stage == "fprop":
-        i = _grouped(pb, _spec(g.groups), "fprop", m, g.n, g.k, (), Tag("fwd"))
+        i = expert_gemm(pb, _spec(g.groups), "fprop", m, g.n, g.k, (), Tag("fwd"))
     elif g.stage == "dgrad":  # grad_x[M, K] = grad_y[M, N] · W[N, K]: n and k swap
-        i = _grouped(pb, _spec(g.groups), "dgrad", m, g.k, g.n, (), Tag("bwd"))
+        i = expert_gemm(pb, _spec(g.groups), "dgrad", m, g.k, g.n, (), Tag("bwd"))
     else:
-        i = _grouped(pb, _spec(g.groups), "wgrad", m, g.n, g.k, (), Tag("bwd"), wgrad=True)
+        i = expert_gemm(pb, _spec(g.groups), "wgrad", m, g.n, g.k, (), Tag("bwd"), wgrad=True)
     op = pb.ops[i]
     assert isinstance(op, ComputeOp)
     gpu = _gpu()
@@ -167,8 +165,7 @@ def main_grad_pairs(points: list[GroupedGemm], epilogue: bool = True) -> list[Ma
 
 
 def load_dense() -> list[dict[str, str]]:
-    with open(DENSE, newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(DENSE)
 
 
 def dense_ratio(r: dict[str, str], epilogue: bool = False) -> float:

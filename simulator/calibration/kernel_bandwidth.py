@@ -53,7 +53,6 @@ the leave-one-GPU-out scores.
 
 from __future__ import annotations
 
-import csv
 import json
 import statistics
 from dataclasses import dataclass
@@ -64,7 +63,7 @@ import numpy as np
 
 from simulator.config.hardware import GPU, load_profile
 from simulator.costs.memory_bound import EFFICIENCY, RAMP_US, KernelClass
-from simulator.files import bundled_dir
+from simulator.files import bundled_dir, read_commented_csv
 
 DATA = bundled_dir("data/kernels") / "liger_kernel_benchmarks.csv"
 # This project's H200 timings of the same kernels at the same shapes (benchmarks/measure_reference_kernels.py):
@@ -144,8 +143,7 @@ INCLUDES_FORWARD = {("megatron_cross_entropy", "megatron-unfused", "backward")}
 
 def load_points(path: Path = DATA) -> list[KernelPoint]:
     """The rows :data:`RULES` selects, with their bytes, kernels and seconds."""
-    with open(path, newline="") as fh:
-        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    rows = read_commented_csv(path)
     times: dict[tuple, float] = {}
     for r in rows:
         times[(r["kernel_name"], r["kernel_provider"], r["kernel_operation_mode"], r["gpu_name"],

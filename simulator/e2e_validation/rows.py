@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from simulator.files import read_commented_csv
 
 Row = dict[str, str]
 
 
 def read_rows(path: Path) -> list[Row]:
     """Rows of a ground-truth CSV, skipping its ``#`` provenance lines."""
-    with path.open(newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(path)
 
 
 def parse_int(v: str, default: int = 0) -> int:

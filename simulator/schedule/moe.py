@@ -303,7 +303,7 @@ def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], ta
     return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag))
 
 
-def _grouped(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
+def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
              tag: Tag, wgrad: bool = False) -> int:
     """One grouped GEMM over ``m`` routed rows (TE GroupedLinear): E_local GEMMs of (m/E_local, n, k),
     or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension."""
@@ -586,10 +586,10 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
         shared_done = _shared_fwd(pb, s, tp, after)
     rows = _sort_chunks(pb, s, f"{p}.sort_chunks.fwd", rows, tag)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
-    fc1 = _grouped(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, w, (rows,), tag)
+    fc1 = expert_gemm(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, w, (rows,), tag)
     fc1 = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.fwd", fc1, tag, backward=False)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
-    fc2 = _grouped(pb, s, f"{p}.experts.fc2.fwd", s.rows, w, s.ffn // s.etp, (act,), tag)
+    fc2 = expert_gemm(pb, s, f"{p}.experts.fc2.fwd", s.rows, w, s.ffn // s.etp, (act,), tag)
     fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
     fc2 = _expert_bias(pb, s, f"{p}.experts.bias.fwd", fc2, tag, backward=False)
     fc2 = _sort_chunks(pb, s, f"{p}.unsort_chunks.fwd", fc2, tag)
@@ -631,12 +631,12 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
                     tag)
     rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.bwd", rows, tag)
-    fc2_d = _grouped(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, w, (rows,), tag)
-    fc2_w = _grouped(pb, s, f"{p}.experts.fc2.wgrad", s.rows, w, f, (fc2_d,), tag, wgrad=True)
+    fc2_d = expert_gemm(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, w, (rows,), tag)
+    fc2_w = expert_gemm(pb, s, f"{p}.experts.fc2.wgrad", s.rows, w, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
     act = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.bwd", act, tag, backward=True)
-    fc1_d = _grouped(pb, s, f"{p}.experts.fc1.dgrad", s.rows, w, s.up, (act,), tag)
-    fc1_w = _grouped(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, w, (fc1_d,), tag, wgrad=True)
+    fc1_d = expert_gemm(pb, s, f"{p}.experts.fc1.dgrad", s.rows, w, s.up, (act,), tag)
+    fc1_w = expert_gemm(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, w, (fc1_d,), tag, wgrad=True)
     # The grouped linear's backward returns its input and weight gradients together (dgrad, then
     # wgrad), so autograd reaches the dispatcher's backward only after the wgrad (no delay_wgrad).
     padded_back = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.bwd", fc1_w, tag)
