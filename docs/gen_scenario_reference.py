@@ -157,6 +157,9 @@ PROFILE_NOTES = {
                            "memory staging beyond (null: NCCL's default, pxb)",
     "node.pcie.sys_GBps": "per direction, the CPU interconnect a sys path crosses (between sockets or NUMA domains); "
                           "null: NCCL's figure for the CPU vendor (topo.h: amd 16, arm 6, intel 10)",
+    "node.pcie.phb_p2p_GBps": "per direction, what a GPU and its NIC exchange peer to peer through the CPU's host bridge "
+                              "(a GPU on path phb with GPUDirect RDMA): that GPU's PCIe link carries its network traffic "
+                              "at this rate; null: the link's own (perlmutter-a100 sets it, derived from measured rings)",
     "node.nics.rdzv_proto": "Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO); "
                             "alt_read costs a host-software round per network message (net_message_us)",
     "node.nics.ports": "network ports per NIC, Gbps being their sum: NCCL before 2.20 gives each port its own "

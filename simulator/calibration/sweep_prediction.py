@@ -374,17 +374,18 @@ CASES.update({
     "a100x8_allreduce_2node_perlmutter_nccl2223_slingshot": Case(
         "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
         note="NERSC Perlmutter, another node pair under NCCL 2.22.3 (NERSC/nccl-ofi-plugin's regression logs), aws-ofi-nccl "
-             "1.6.0, no alt_read: the same 73.8 GB/s busbw plateau (18.4 GB/s per NIC) as the 2.21.5 run, again ~21% "
-             "below the model's Ring/Simple (data/nccl/INDEX.md)"),
+             "1.6.0, no alt_read: the same 73.8 GB/s busbw plateau (18.4 GB/s per NIC) as the 2.21.5 run; from 64 MiB within "
+             "2% at the host bridge's peer-to-peer rate (pcie.phb_p2p_GBps, derived from Polaris' and Sirius' rings)"),
     "a100x8_allreduce_2node_perlmutter_slingshot": Case(
         "perlmutter-a100", "allreduce", 8, 4, family="perlmutter-a100",
         note="NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 over "
-             "aws-ofi-nccl 1.6.0, CXI rendezvous left at libfabric's default (no alt_read). From 128 MiB the Ring/Simple "
-             "plateau is predicted 19-22% fast: 42.4 GB/s algbw measured, 18.6 GB/s per NIC, what Polaris' rings reach "
-             "per NIC (36.8 GB/s busbw over 2 NICs) under alt_read, whose per-message host cost the Polaris note "
-             "credits with that gap: the same per-NIC rate without alt_read says the gap is the NIC path's, not the "
-             "rendezvous protocol's (data/nccl/INDEX.md); not modelled. 4-8 MiB Ring/Simple and 256 KiB-2 MiB Ring/LL "
-             "run 20-34% faster than predicted"),
+             "aws-ofi-nccl 1.6.0, CXI rendezvous left at libfabric's default (no alt_read). From 64 MiB the Ring/Simple "
+             "plateau is within 4%: 42.4 GB/s algbw measured, 18.6 GB/s per NIC, what Polaris' and Sirius' rings reach per "
+             "NIC (36.6-36.8 GB/s busbw over 2 NICs) under alt_read. Without alt_read there is no message cost, so the "
+             "rate is the path's: each GPU reaches its NIC through the EPYC's host bridge (GPUDirect over path phb), "
+             "priced at pcie.phb_p2p_GBps, derived from Polaris' and Sirius' plateaus only (at the NIC's rate the plateau "
+             "read 19-22% fast). 4-8 MiB Ring/Simple (30-37%) and 256 KiB-2 MiB Ring/LL (20-26%) run faster than "
+             "predicted"),
 })
 # NREL Kestrel (data/nccl/INDEX.md): 4 H100 SXM and 2 Slingshot-11 NICs per GPU node, NCCL 2.21.5 over aws-ofi-nccl
 # 1.6.0, no alt_read. No H100 mesh profile is bundled: modelled on gh200-alps, the bundled node of 4 Hopper GPUs in an

@@ -246,6 +246,12 @@ class PCIe(_Strict):
     # also goes through (hardware/topology.py). None: NCCL's own figure for the CPU (src/graph/topo.h:
     # AMD_BW 16, ARM_BW 6, SKL_QPI_BW 10 GB/s), the link NCCL's topology gives two CPU nodes.
     sys_GBps: float | None = Field(default=None, gt=0)
+    # Per direction, what a GPU and a NIC exchange peer to peer through the CPU's host bridge (a GPU
+    # whose path to its NIC is of type phb, with GPUDirect RDMA): the root complex forwards the NIC's
+    # reads and writes of GPU memory below the GPU's own link rate (NCCL's maintainers, nccl#412: with
+    # the NIC attached to the CPU "getting 16 GB/s is normal", 24 GB/s behind a PCIe switch). Such a
+    # GPU's PCIe link carries its network traffic at this rate (hardware/topology.py). None: the link's.
+    phb_p2p_GBps: float | None = Field(default=None, gt=0)
 
     @property
     def Bps(self) -> float:

@@ -1880,9 +1880,15 @@ norms, element-wise kernels, loss and optimizer 6-20%, exposed communication and
 measurement, covers it. What the slow fitting rows share is Hopper software from 2023 to early
 2024: cuBLAS 12.1 in PyTorch's image, cuBLAS 12.3 and TE 1.x in NGC 24.02. MAMF was measured on
 torch 2.7 with cuBLAS 12.6, and dgxc ran NeMo 25.02 on CUDA 12.8. The same images' A100 kernels
-reach MAMF's fraction. That points to the Hopper GEMM kernels of the time, but it is not shown:
-a factor per cuBLAS release would need the rows' GEMM shapes timed under cuBLAS 12.1 and 12.3
-on H100, and `data/` holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
+reach MAMF's fraction. That pointed to the Hopper GEMM kernels of the time, and the MAMF table's
+own history says otherwise at its best shape (`data/kernels/mamf_by_software_stack.csv`,
+`tests/unit/test_mamf_by_stack.py`): under the same finder and statistic (the mean of 100
+iterations), H100 SXM reaches 785.5 TFLOP/s with torch 2.5.1+cu121, whose cuBLAS 12.1 is the MPT
+image's, and 794.5 with 2.7.0+cu126, 1.1% apart (the finder's 2024 fastest-iteration figure under
+CUDA 12.1, 792.1, agrees), while MI300X moved 27% between ROCm 6.1.3 and 6.2 in the same table. A
+best shape is not every shape: cuBLAS 12.1's heuristics could still pick slower kernels at the
+rows' shapes, and only those shapes timed under cuBLAS 12.1 and 12.3 on H100 would show it; `data/`
+holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
 (PyTorch eager and FSDP, Megatron-Core and TE in their defaults). The tuned NVIDIA stacks come
 out pessimistic by the ratio of their GEMM rate to it (about 0.87 / 0.70), as the section on
 NVIDIA-tuned stacks reports.

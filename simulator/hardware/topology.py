@@ -9,7 +9,9 @@ Vertices (names as in docs/architecture.md):
                  nodes (a GB200 NVL72 rack: 18 trays of 4 GPUs on the rack's NVLink switch trays)
 - ``host{n}``    the node's PCIe root complex / host bridge; every GPU and every NIC hangs off it
                  with its own PCIe link, so GPU→NIC traffic and PCIe peer traffic share the GPU's
-                 x16 uplink as they do in hardware
+                 x16 uplink as they do in hardware; a GPU that reaches its NIC through the host
+                 bridge with GPUDirect RDMA (path phb) has that link at ``pcie.phb_p2p_GBps``, where
+                 the profile gives the root complex's peer-to-peer rate
 - ``sys{g}``     the CPU (NUMA domain) GPU g hangs off, where its path to its NIC is of type sys
                  (``HardwareProfile.gpu_nic_paths``): its traffic to and from the network also
                  crosses the CPU interconnect between that domain and the NIC's (``host{n}``), one
@@ -225,7 +227,10 @@ class Topology:
         half = units.us(pcie.latency_us) / 2
         n, gpn, rails = self.n_gpus, self.gpus_per_node, self.rails
         sys = set(self._sys_local)  # such a GPU's PCIe link ends at its own CPU (NUMA domain): _build_sys
-        ids = t.add_block(2 * n, bw, half, "pcie", _pairs(lambda: (
+        p2p = set(self._phb_p2p_local)
+        gpu_bw = [min(bw, units.GBps(pcie.phb_p2p_GBps)) if g % gpn in p2p else bw  # type: ignore[arg-type]
+                  for g in range(n) for _ in range(2)]
+        ids = t.add_block(2 * n, gpu_bw, half, "pcie", _pairs(lambda: (
             (f"gpu{g}", f"sys{g}" if g % gpn in sys else f"host{g // gpn}") for g in range(n))))
         self._pcie_up, self._pcie_down = ids[0::2], ids[1::2]
         # An aggregated NIC (several adapters per GPU) has several PCIe links too.
@@ -236,11 +241,32 @@ class Topology:
         ).reshape(self.nodes, rails, 2)
 
     @cached_property
+    def _phb_p2p_local(self) -> tuple[int, ...]:
+        """The local GPUs whose PCIe link carries their network traffic peer to peer through the
+        CPU's host bridge, where the profile gives that rate (``pcie.phb_p2p_GBps``) and the link
+        carries nothing else: nodes whose GPUs talk among themselves over NVLink or xGMI, as
+        ``_sys_local``. NCCL runs GPUDirect RDMA over a path of type phb when the node has it and
+        ``NCCL_NET_GDR_LEVEL`` is PHB or farther (``costs/gdr.uses_gdr``); otherwise the traffic is
+        staged through host memory and is no peer-to-peer transfer."""
+        nics = self.profile.node.nics
+        if self.profile.node.pcie.phb_p2p_GBps is None or not self._gpus_reach_nics_over_pcie \
+                or not nics.gpu_direct or nics.gdr_level not in ("phb", "sys"):
+            return ()
+        return tuple(i for i, p in enumerate(self.profile.gpu_nic_paths) if p == "phb")
+
+    @cached_property
+    def _gpus_reach_nics_over_pcie(self) -> bool:
+        """A scale-out fabric, and GPUs that talk among themselves over NVLink or xGMI, so that a
+        GPU's PCIe link carries its network traffic only."""
+        return bool(self.rails) and self.profile.scale_out.kind != "none" and \
+            self.profile.node.scale_up.kind in ("nvswitch", "mesh")
+
+    @cached_property
     def _sys_local(self) -> tuple[int, ...]:
         """The local GPUs whose path to their NIC is of type sys, where their crossing is modelled:
         nodes with a scale-out fabric whose GPUs talk among themselves over NVLink or xGMI (on a
         PCIe-only node the peer routes would cross it too; not modelled)."""
-        if not self.rails or self.profile.scale_out.kind == "none" or self.profile.node.scale_up.kind not in ("nvswitch", "mesh"):
+        if not self._gpus_reach_nics_over_pcie:
             return ()
         return tuple(i for i, p in enumerate(self.profile.gpu_nic_paths) if p == "sys")
 

@@ -97,3 +97,49 @@ def test_alltoall_time_is_the_nic_or_the_host_staged_crossing(sys_GBps):
     (phase,) = plan.phases
     assert phase_time_s(phase, effective_capacity_Bps(t)) == pytest.approx(max(nic, staged), rel=1e-9)
     assert (staged > nic) is (sys_GBps == 4.0)
+
+
+def _with_phb_p2p(p, gbps, gdr_level="phb"):
+    node = p.node.model_copy(update={
+        "pcie": p.node.pcie.model_copy(update={"phb_p2p_GBps": gbps}),
+        "nics": p.node.nics.model_copy(update={"gdr_level": gdr_level})})
+    return p.model_copy(update={"node": node})
+
+
+def test_phb_p2p_rate_is_the_pcie_link_of_gpudirect_phb_gpus_only():
+    """``pcie.phb_p2p_GBps`` sets the PCIe link of a GPU that reaches its NIC through the host bridge
+    with GPUDirect RDMA (path phb, NCCL_NET_GDR_LEVEL >= PHB); a staged GPU (path sys on Polaris, or
+    phb below the level) keeps the link's rate, and a profile without the field keeps it everywhere."""
+    base = load_profile("polaris-a100")
+    assert base.node.pcie.phb_p2p_GBps is None
+    link = base.node.pcie.GBps * 1e9
+
+    def gpu_links(p):
+        t = build_topology(p, 2)
+        cap = effective_capacity_Bps(t) / p.node.nics.efficiency  # raw link rates
+        out = {}
+        for g in range(4):
+            up = t.route(g, 4 + g).links[0]  # a cross-node route leaves over its GPU's PCIe link first
+            out[g] = cap[up]
+        return out
+
+    assert all(v == pytest.approx(link) for v in gpu_links(base).values())
+    capped = gpu_links(_with_phb_p2p(base, 20.0))
+    assert capped == pytest.approx({0: link, 1: 20e9, 2: link, 3: 20e9})  # GPUs 1 and 3: phb, GPUDirect
+    assert all(v == pytest.approx(link) for v in gpu_links(_with_phb_p2p(base, 20.0, gdr_level=None)).values())
+
+
+def test_perlmutter_ring_plateau_is_the_phb_p2p_rate_per_nic():
+    """Two Perlmutter nodes (4 GPUs, 4 NICs each, every GPU on path phb with GPUDirect), 1 GiB Ring
+    AllReduce: each GPU's ring crosses its own NIC, so a channel's network leg runs at the slower of the
+    NIC (25 GB/s x 0.9) and the GPU's host-bridge peer-to-peer rate (``phb_p2p_GBps`` x 0.9, the links'
+    achievable fraction): the latter, in closed form."""
+    p = load_profile("perlmutter-a100")
+    t = build_topology(p, 2)
+    nic = p.node.nics.Bps * p.node.nics.efficiency
+    p2p = p.node.pcie.phb_p2p_GBps * 1e9 * p.node.nics.efficiency
+    assert p2p < nic
+    cap = effective_capacity_Bps(t)
+    for g in range(4):
+        links = t.route(g, 4 + g).links
+        assert min(cap[link] for link in links) == pytest.approx(p2p)

@@ -461,13 +461,13 @@ LOSO_BOUNDS = {
     # run's from 8 MiB, 14.4% -> 25.2% too fast
     "sirius-a100": TARGETS,
     # NERSC Perlmutter, 2 x 4 A100 with 4 Slingshot-11 NICs per node (one per GPU), NCCL 2.21.5 and 2.22.3 runs, CXI
-    # rendezvous at libfabric's default; scored, not fitted: 21.6% / +19.6% / 20.2%. Its Ring/Simple plateau (18.4-18.6 GB/s
-    # per NIC, Polaris' per-NIC rate under alt_read) is predicted 19-23% fast, since without alt_read no message cost
-    # applies; with Polaris' alt_read message cost its plateau would be within 4% but 1-16 MiB 21-85% too slow, so the
-    # missing term is a per-byte rate of the A100 node's path to its NICs, not a per-message cost (data/nccl/INDEX.md);
-    # NCCL's Intel P2P overhead (x 5/6) on the x86 host-bridge profiles carries it (3.0% / +0.9% / 9.2%) but puts
-    # Sirius at 13.6% / -11.5% / 16.6% (data/nccl/INDEX.md, the Slingshot mechanisms tried)
-    "perlmutter-a100": (0.23, 0.21, 0.22),
+    # rendezvous at libfabric's default; scored, not fitted. 21.6% / +19.6% / 20.2% at the NIC's rate: its Ring/Simple
+    # plateau (18.4-18.6 GB/s per NIC, Polaris' per-NIC rate under alt_read) was predicted 19-23% fast, since without
+    # alt_read no message cost applies (with Polaris' message cost: plateau within 4% but 1-16 MiB 21-85% too slow).
+    # Now each GPU's peer-to-peer rate through the host bridge (pcie.phb_p2p_GBps, derived from Polaris' and Sirius'
+    # ring plateaus only): 2.8% / -1.9% / 8.7% (the two runs 1.8% / -0.7% and 4.2% / -4.2%). NCCL's Intel P2P overhead
+    # (x 5/6) on every x86 host-bridge profile carried it too but put Sirius at 13.6% / -11.5% / 16.6%
+    "perlmutter-a100": TARGETS,
     # NREL Kestrel, 16 x 4 H100 SXM with 2 Slingshot-11 NICs per node (NCCL 2.21.5, no alt_read), modelled on gh200-alps
     # with 2 NICs; scored, not fitted: 15.4% / -2.7% / 26.5% (AllReduce 12.5% / -2.2%, AllGather 25.4% / -3.5%). Both
     # plateaus within 6% from 512 MiB (22.9 GB/s per NIC); the AllGather's 1 KiB-8 MiB rows pay ~9 us per ring step
