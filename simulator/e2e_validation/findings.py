@@ -1848,7 +1848,8 @@ What each row ran, from the frameworks' sources at the versions behind the rows:
     0.131 s of MPT-7B's step. Slowing it enough to close the gap would make the 32K-64K sweep
     rows, where attention is most of the step, strongly pessimistic; they are +2% to +10% now.
     PyTorch 2.1 runs the forward `addmm` (a linear layer with bias) through cuBLASLt with a
-    compile-time 1 MiB workspace. cuBLAS recommends 32 MiB on Hopper, and pytorch#101145 saw
+    compile-time 1 MiB workspace (32 MiB on Hopper only from pytorch#120925, March 2024, after
+    these images). cuBLAS recommends 32 MiB on Hopper, and pytorch#101145 saw
     H100 GEMMs slow down with the smaller one, but only on small shapes (m = 1024). No timing at
     these rows' shapes (12K-29K tokens by 2K-29K) is in the data.
 - **FlagPerf.** The Dockerfile is `nvcr.io/nvidia/pytorch:24.02-py3` (CUDA 12.3) with Megatron-LM
@@ -1888,7 +1889,13 @@ image's, and 794.5 with 2.7.0+cu126, 1.1% apart (the finder's 2024 fastest-itera
 CUDA 12.1, 792.1, agrees), while MI300X moved 27% between ROCm 6.1.3 and 6.2 in the same table. A
 best shape is not every shape: cuBLAS 12.1's heuristics could still pick slower kernels at the
 rows' shapes, and only those shapes timed under cuBLAS 12.1 and 12.3 on H100 would show it; `data/`
-holds no such timing. Until one is found, dgx-h100's 0.70 stands for the untuned stacks
+holds no such timing. One public thread points that way: on H100 in NVIDIA's 2023 bignlp container
+(cuBLAS 12.0.2), a 16-bit `torch.bmm` at the script's default 2,048 tokens and 8,192 hidden ran at
+742.7 TFLOP/s for one sequence and at 549.5 and 542.9 for two and four (0.73-0.74 of it; 720.3, 639
+and 772 under cuBLAS 11.11), and its author saw the same through `torch.matmul` of (N, M, K) by
+(K, K) tensors for N > 1 (pytorch/pytorch#100850, May 2023). Only excerpts of that thread were
+read (not the script's body), so it is not copied to `data/`.
+Until a timing at the rows' shapes is found, dgx-h100's 0.70 stands for the untuned stacks
 (PyTorch eager and FSDP, Megatron-Core and TE in their defaults). The tuned NVIDIA stacks come
 out pessimistic by the ratio of their GEMM rate to it (about 0.87 / 0.70), as the section on
 NVIDIA-tuned stacks reports.

@@ -227,9 +227,10 @@ class Topology:
         half = units.us(pcie.latency_us) / 2
         n, gpn, rails = self.n_gpus, self.gpus_per_node, self.rails
         sys = set(self._sys_local)  # such a GPU's PCIe link ends at its own CPU (NUMA domain): _build_sys
+        # a GPU on path phb with GPUDirect: its link at the host bridge's peer-to-peer rate, each way
         p2p = set(self._phb_p2p_local)
-        gpu_bw = [min(bw, units.GBps(pcie.phb_p2p_GBps)) if g % gpn in p2p else bw  # type: ignore[arg-type]
-                  for g in range(n) for _ in range(2)]
+        p2p_bw = min(bw, units.GBps(pcie.phb_p2p_GBps)) if pcie.phb_p2p_GBps is not None else bw
+        gpu_bw = [p2p_bw if g % gpn in p2p else bw for g in range(n) for _ in range(2)]
         ids = t.add_block(2 * n, gpu_bw, half, "pcie", _pairs(lambda: (
             (f"gpu{g}", f"sys{g}" if g % gpn in sys else f"host{g // gpn}") for g in range(n))))
         self._pcie_up, self._pcie_down = ids[0::2], ids[1::2]
