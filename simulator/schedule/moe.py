@@ -304,7 +304,7 @@ def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], ta
 
 
 def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
-             tag: Tag, wgrad: bool = False) -> int:
+                tag: Tag, wgrad: bool = False) -> int:
     """One grouped GEMM over ``m`` routed rows (TE GroupedLinear): E_local GEMMs of (m/E_local, n, k),
     or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension."""
     e = s.local_experts

@@ -116,12 +116,8 @@ def test_phb_p2p_rate_is_the_pcie_link_of_gpudirect_phb_gpus_only():
 
     def gpu_links(p):
         t = build_topology(p, 2)
-        cap = effective_capacity_Bps(t) / p.node.nics.efficiency  # raw link rates
-        out = {}
-        for g in range(4):
-            up = t.route(g, 4 + g).links[0]  # a cross-node route leaves over its GPU's PCIe link first
-            out[g] = cap[up]
-        return out
+        # a cross-node route leaves over its GPU's PCIe link first; the topology keeps raw link rates
+        return {g: t.capacity_Bps[t.route(g, 4 + g).links[0]] for g in range(4)}
 
     assert all(v == pytest.approx(link) for v in gpu_links(base).values())
     capped = gpu_links(_with_phb_p2p(base, 20.0))
