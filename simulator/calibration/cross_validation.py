@@ -661,7 +661,7 @@ NOTES: dict[tuple[str, str], str] = {
         "the run shows, so neither is modelled."),
     ("gh200-alps", "scale: fit ≤ 32"): (
         "Per row (`--rows`), with the NCCL 2.23.4 the sweeps name (it types the GH200's C2C path to its NIC PHB, so "
-        "no LL128 across nodes: `costs/gdr.py`): from 1 MiB the 16- and 32-node rows run Tree/Simple up to 64–128 MiB "
+        "no LL128 across nodes: `config/gdr.py`): from 1 MiB the 16- and 32-node rows run Tree/Simple up to 64–128 MiB "
         "and Ring/Simple beyond. The Ring/Simple rows from 512 MiB are 4–17% too slow before calibration and within "
         "−12% to +1% after; the Tree/Simple rows at 1–4 MiB stay 26–36% too slow (32–38% before), and the rows where "
         "the measured time is not monotone in size (16 nodes: 8.7 ms at 64 MiB, 5.5 ms at 128 MiB; 32 nodes: "

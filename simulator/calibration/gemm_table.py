@@ -39,14 +39,13 @@ so the sustained clock accounts for about half of the derate (:func:`h200_sustai
 
 from __future__ import annotations
 
-import csv
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 
 from simulator.config.hardware import GPU, load_profile
 from simulator.costs import gemm_shape as gs
-from simulator.files import bundled_dir
+from simulator.files import bundled_dir, read_commented_csv
 
 DATA = bundled_dir("data/kernels") / "xla_sm100_gemm.csv"
 B200_SMS = 148
@@ -71,12 +70,9 @@ class TablePoint:
 
 def load(path=DATA) -> list[TablePoint]:
     """The table's rows (FLOP/s in the file, TFLOP/s here)."""
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
-    out = []
-    for row in csv.DictReader(lines):
-        out.append(TablePoint(int(row["b"]), int(row["m"]), int(row["n"]), int(row["k"]),
-                              {key: float(row[key]) / 1e12 for key in PEAK_TFLOPS}))
-    return out
+    return [TablePoint(int(row["b"]), int(row["m"]), int(row["n"]), int(row["k"]),
+                       {key: float(row[key]) / 1e12 for key in PEAK_TFLOPS})
+            for row in read_commented_csv(path)]
 
 
 def errors(points: list[TablePoint], dtype: str, mainloop: float, min_flops: float = 0.0) -> list[float]:
@@ -173,9 +169,9 @@ class TimedGemm:
 
 
 def load_h200(path=H200_DATA) -> list[TimedGemm]:
-    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    """The measured cuBLAS GEMMs of one H200 (seconds per GEMM)."""
     return [TimedGemm(r["dtype"], int(r["m"]), int(r["n"]), int(r["k"]), float(r["ms"]) * 1e-3)
-            for r in csv.DictReader(lines)]
+            for r in read_commented_csv(path)]
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,7 @@ class NICs(_Strict):
     local_gpus: list[int] | None = None
     # The PCIe path from a GPU to the NIC it sends through, in NCCL's classes (topo.h): pix (one
     # PCIe switch), pxb (several switches, not the CPU), p2c (a Grace superchip's GPU over C2C to its
-    # CPU, then the CPU's PCIe: NCCL types it PHB before 2.27, P2C from 2.27; costs/gdr.py), phb
+    # CPU, then the CPU's PCIe: NCCL types it PHB before 2.27, P2C from 2.27; config/gdr.py), phb
     # (through the CPU's host bridge), sys (across CPU sockets). NCCL runs LL128 across nodes only up
     # to PXB (tuning.cc: "typeInter <= PATH_PXB"; Hopper and later up to PXN, and from 2.27 up to P2C,
     # still closer than PHB): its 128-byte stores are not known to arrive whole through a host bridge.
@@ -284,7 +284,7 @@ class NICs(_Strict):
     # differ (ALCF Polaris: two GPUs beside a NIC, two a NUMA domain away); None: gpu_path for all.
     gpu_paths: list[Literal["pix", "pxb", "p2c", "phb", "sys"]] | None = None
     # NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU whose path to its NIC is no farther
-    # (costs/gdr.py); None: NCCL's default, PXB.
+    # (config/gdr.py); None: NCCL's default, PXB.
     gdr_level: Literal["pix", "pxb", "phb", "sys"] | None = None
     # Slingshot only: the libfabric CXI provider's rendezvous protocol (FI_CXI_RDZV_PROTO). With
     # alt_read every rendezvous message (above FI_CXI_RDZV_THRESHOLD + FI_CXI_RDZV_GET_MIN, 4 KiB)

@@ -133,7 +133,7 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # p4de, two 2 x 8 H100 p5 clusters); Slingshot on three (Alps GH200, 2-512 nodes; Polaris A100,
 # 2-540 nodes; its testbed Sirius; no LL128 runs across any of them: the A100 nodes reach their NICs through the
 # CPU's host bridge, and so do the GH200s under the NCCL 2.23.4 of the Alps sweeps, which types the C2C path PHB
-# (node.nics.gpu_path p2c, costs/gdr.py), so Slingshot's LL128 columns take the fit pooled over every system:
+# (node.nics.gpu_path p2c, config/gdr.py), so Slingshot's LL128 columns take the fit pooled over every system:
 # deployed_fit.unexercised_columns. Timed as Tree/LL128, the Alps rows of 4-256 MiB had set the pooled tree LL128
 # at x 0.7, which InfiniBand's row (whose systems run none) carried: now x 1); NCCL over RoCE on four (2 x 8 OCI A100 and H100; 2 x 8 Google
 # Cloud A3 Ultra H200; 2 x 64 OCI GB200 over two NVL72 racks, fitted since its NVLink chain is priced at

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from simulator.config.nccl_overrides import scoped, version_key
 from simulator.costs import net_messages
-from simulator.costs.gdr import nccl_path_type, uses_gdr
+from simulator.config.gdr import nccl_path_type, uses_gdr
 from simulator.costs.deployed import deployed_overrides
 from simulator.costs.transports import DEFAULT as DEFAULT_STACK
 from simulator.costs.transports import TransportStack, stack_for_profile
@@ -75,13 +75,13 @@ class TunerContext:
     rccl_release: str | None = None
     gpu_arch: str = ""
     # The graphs' GPU-to-NIC PCIe path (typeInter; profile node.nics.gpu_path, as the release types it:
-    # costs/gdr.py nccl_path_type): LL128 across nodes needs it no farther than PXB (from 2.27 P2C on
+    # config/gdr.py nccl_path_type): LL128 across nodes needs it no farther than PXB (from 2.27 P2C on
     # Hopper and later; nccl_tuner.enabled)
     net_path: str = "pxb"
     # NCCL flushes every Simple receive from the network (GPUDirect RDMA on a GPU that needs it):
     # the proxy's third operation per message (costs/net_messages.py gdr_flush)
     gdr_flush: bool = False
-    # NCCL sends from GPU memory (GPUDirect RDMA read: costs/gdr.py uses_gdr): a Simple p2p send the
+    # NCCL sends from GPU memory (GPUDirect RDMA read: config/gdr.py uses_gdr): a Simple p2p send the
     # provider injects must first be copied out of it (costs/collectives.py p2p_inject_copies)
     gdr_send: bool = False
     # A tuner plugin the runs load whose choice replaces NCCL's where it has one (profile
@@ -479,7 +479,7 @@ def context_from_profile(profile, n_ranks: int, n_nodes: int, scope: str | None 
         library=profile.collective_library,
         rccl_release=profile.nccl_version if rccl else None,
         gpu_arch=profile.gpu.arch,
-        # as the release types it (a Grace superchip's C2C path is PHB before 2.27: costs/gdr.py)
+        # as the release types it (a Grace superchip's C2C path is PHB before 2.27: config/gdr.py)
         net_path=nccl_path_type(profile.node.nics.gpu_path, release),
         # the rings' and trees' GPUs (at nics.gpu_path from their NICs) run GPUDirect per NCCL's rule
         gdr_flush=net_messages.gdr_flush(profile.gpu.arch, release,

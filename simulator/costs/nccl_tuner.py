@@ -34,7 +34,7 @@ from simulator.costs.nccl_versions import tables_for
 
 # GPU-to-NIC paths over which NCCL enables LL128 across nodes (tuning.cc, typeInter <= PATH_PXB), and
 # the one more it enables on compute capability >= 9.0 from 2.27: a Grace superchip's C2C path (P2C,
-# ``typeInter <= (ncclParamLl128C2c() ? PATH_P2C : PATH_PXN)``, NCCL_LL128_C2C default 1; costs/gdr.py).
+# ``typeInter <= (ncclParamLl128C2c() ? PATH_P2C : PATH_PXN)``, NCCL_LL128_C2C default 1; config/gdr.py).
 LL128_NET_PATHS = ("pix", "pxb")
 LL128_NET_PATHS_SM90 = LL128_NET_PATHS + ("p2c",)
 
@@ -216,7 +216,7 @@ def enabled(ctx: TunerContext, coll: str, algo: str, proto: str) -> bool:
         # graphs[a]->typeInter <= PATH_PXN))": a GPU that reaches its NIC through the CPU's host
         # bridge (PHB) or across sockets runs no LL128 across nodes, on any architecture. A GH200's
         # GPU reaches its NIC over C2C and the Grace CPU's host bridge: PHB until 2.26, P2C (LL128 on)
-        # from 2.27 (ctx.net_path is the release's type: costs/gdr.py nccl_path_type).
+        # from 2.27 (ctx.net_path is the release's type: config/gdr.py nccl_path_type).
         return False
     return ctx.n_ranks > 1
 

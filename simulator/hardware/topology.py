@@ -46,6 +46,7 @@ import networkx as nx
 import numpy as np
 
 from simulator import units
+from simulator.config.gdr import host_staged_gpus
 from simulator.config.hardware import HardwareProfile
 from simulator.errors import InputError
 from simulator.hardware.route_tables import FabricLinks, RouteTables
@@ -247,13 +248,12 @@ class Topology:
         CPU's host bridge, where the profile gives that rate (``pcie.phb_p2p_GBps``) and the link
         carries nothing else: nodes whose GPUs talk among themselves over NVLink or xGMI, as
         ``_sys_local``. NCCL runs GPUDirect RDMA over a path of type phb when the node has it and
-        ``NCCL_NET_GDR_LEVEL`` is PHB or farther (``costs/gdr.uses_gdr``); otherwise the traffic is
-        staged through host memory and is no peer-to-peer transfer."""
-        nics = self.profile.node.nics
-        if self.profile.node.pcie.phb_p2p_GBps is None or not self._gpus_reach_nics_over_pcie \
-                or not nics.gpu_direct or nics.gdr_level not in ("phb", "sys"):
+        ``NCCL_NET_GDR_LEVEL`` is PHB or farther (``config/gdr.host_staged_gpus``); otherwise the
+        traffic is staged through host memory and is no peer-to-peer transfer."""
+        if self.profile.node.pcie.phb_p2p_GBps is None or not self._gpus_reach_nics_over_pcie:
             return ()
-        return tuple(i for i, p in enumerate(self.profile.gpu_nic_paths) if p == "phb")
+        staged = host_staged_gpus(self.profile)
+        return tuple(i for i, p in enumerate(self.profile.gpu_nic_paths) if p == "phb" and not staged[i])
 
     @cached_property
     def _gpus_reach_nics_over_pcie(self) -> bool:
@@ -276,7 +276,7 @@ class Topology:
         Polaris: GPUs 0 and 2, each on its own NUMA domain of the EPYC, a domain away from either
         NIC): its network sends and receives go between its domain and the NIC's, whether through
         host memory (NCCL stages them there when the path is beyond NCCL_NET_GDR_LEVEL,
-        costs/gdr.py) or by GPUDirect, so the cross-node route of such a GPU carries one more link
+        config/gdr.py) or by GPUDirect, so the cross-node route of such a GPU carries one more link
         each way (route_tables). No such GPU, no links."""
         local = self._sys_local
         if not local:

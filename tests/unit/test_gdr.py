@@ -1,4 +1,4 @@
-"""NCCL's GPUDirect RDMA rule (costs/gdr.py) and the CPU-interconnect crossing of a GPU whose path to
+"""NCCL's GPUDirect RDMA rule (config/gdr.py) and the CPU-interconnect crossing of a GPU whose path to
 its NIC is of type sys (hardware/topology.py): which GPUs stage through host memory, which routes
 cross the link, and the All-to-All time it bounds, in closed form."""
 
@@ -9,7 +9,7 @@ import pytest
 from simulator.config.hardware import load_profile
 from simulator.costs import nccl_graph
 from simulator.costs.collectives import effective_capacity_Bps, phase_time_s, plan_collective
-from simulator.costs.gdr import PATH_ORDER, host_staged_gpus, nccl_path_type, uses_gdr
+from simulator.config.gdr import PATH_ORDER, host_staged_gpus, nccl_path_type, uses_gdr
 from simulator.hardware.topology import build_topology
 
 # ncclTopoCheckGdr: GPUDirect when the path is no farther than NCCL_NET_GDR_LEVEL (default PXB). A Grace

@@ -376,7 +376,7 @@ def test_nvl72_20_racks_ran_ring_ll128_not_simple():
     1.4 x (8.4 + 2,840 x 3.4 + 38 x 14) = 14,275 us; the 20-rack rows cost 4.83 ms per call, 0.34 of
     it, and 0.87 of NCCL's Ring/LL128 term, 14 + 2,840 x 1.9 + 38 x 4.0 = 5,562 us. NCCL enables LL128
     across nodes only on a GPU-to-NIC path no farther than PXN (tuning.cc), so on these GB200 trays the
-    path is not the PHB that NCCL before 2.27 gives a GH200's C2C path (costs/gdr.py): the profile
+    path is not the PHB that NCCL before 2.27 gives a GH200's C2C path (config/gdr.py): the profile
     leaves gb200-nvl72 without ``gpu_path: p2c``, which would turn the sweep to Ring/Simple."""
     def simple(n: int, cliques: int) -> float:
         return 1.4 * (8.4 + (2 * (n - 1) - 2 * (cliques - 1)) * 3.4 + 2 * (cliques - 1) * 14.0)
@@ -606,7 +606,7 @@ def test_polaris_runs_no_ll128_across_nodes():
     in every sweep's header; node.nics.gpu_path): NCCL's tuner enables LL128 only up to PXB, so no
     size of its multi-node sweeps is predicted on LL128, while one Polaris node (NVLink only) keeps
     it. The Alps GH200s reach theirs over C2C and the Grace CPU's PCIe, which their NCCL 2.23.4 types PHB
-    too (node.nics.gpu_path p2c; costs/gdr.py): LL128 on one node only."""
+    too (node.nics.gpu_path p2c; config/gdr.py): LL128 on one node only."""
     for name in ("a100x8_allreduce_2node_polaris_slingshot", "a100x8_allgather_2node_polaris_slingshot",
                  "a100x32_allreduce_8node_polaris_slingshot", "a100x2160_allreduce_540node_polaris_slingshot",
                  "gh200x8_allreduce_2node_alps_slingshot", "gh200x64_allreduce_16node_alps_slingshot",

@@ -18,11 +18,20 @@ read by the kernel. Those receives need no flush (``net_messages.gdr_flush`` is 
 proxy copies nothing either way (the kernel reaches the host buffer through its device mapping), so
 what the host path adds is the links it crosses: the GPU's PCIe link and, for a path of type sys,
 the CPU interconnect (``hardware/topology.py``, ``HardwareProfile.sys_link_GBps``).
+
+The rule reads only a profile's fields, so it sits in the config layer: the topology (which PCIe
+links carry a GPU's network traffic, and at what rate) and the tuner (``costs/nccl_graph.py``)
+both apply it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from simulator.config.nccl_overrides import version_key
+
+if TYPE_CHECKING:
+    from simulator.config.hardware import HardwareProfile
 
 PathType = Literal["pix", "pxb", "p2c", "phb", "sys"]
 
@@ -74,12 +83,10 @@ def uses_gdr(path: PathType, level: PathType | None = None, *, read: bool = Fals
     return PATH_ORDER.index(path) <= PATH_ORDER.index(level or DEFAULT_GDR_LEVEL)
 
 
-def host_staged_gpus(profile) -> tuple[bool, ...]:
+def host_staged_gpus(profile: HardwareProfile) -> tuple[bool, ...]:
     """Per local GPU of ``profile``, whether NCCL stages its network sends and receives through host
     memory: its path to its NIC (``HardwareProfile.gpu_nic_paths``) is farther than
     ``NCCL_NET_GDR_LEVEL`` (``node.nics.gdr_level``), or the node has no GPUDirect RDMA."""
-    from simulator.config.nccl_overrides import version_key
-
     nics = profile.node.nics
     release = version_key(profile.nccl_version) if profile.nccl_version else None
     return tuple(not uses_gdr(p, nics.gdr_level, gpu_direct=nics.gpu_direct, release=release)
