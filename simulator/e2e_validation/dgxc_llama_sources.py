@@ -102,3 +102,42 @@ def dgxc_llama(rows: list[Row]) -> list[Case]:
     other 20 runs (70B and 405B at larger data-parallel sizes, 70B BF16, the 128-GPU proxy and
     the 405B FP8 proxy on 64), whose pipelined plans cost 20-100 CPU seconds each."""
     return [dgxc_llama_case(r) for r in rows if r["metric"] == "step_time_s" and _recipe(r) in SCORED]
+
+
+# The containers of the releases that printed the same plans before v25.04
+# (``data/e2e/dgxc_llama31_h100_nemo24.csv``): launch.sh's FW_VERSION per release tag.
+NEMO24_CONTAINERS: dict[str, str] = {"v24.11.1": "24.09", "v25.02": "24.12"}
+
+
+def dgxc_llama_nemo24_case(r: Row) -> Case:
+    """One Llama 3.1 8B row of releases v24.11.1 and v25.02 (containers nemo:24.09 and nemo:24.12)
+    as a scenario: the plan of the v25.04 rows (TP 1, CP 2, micro-batch 1, global batch 16 x GPUs,
+    no recompute) on NeMo 1.0's launcher configuration (``llama3.1_8b.yaml`` and ``configure.sh``
+    of those releases): Apex's ``distributed_fused_adam`` with overlapped gradient and parameter
+    synchronisation in bf16, priced as the distributed optimizer's communication (Megatron-Core DDP's
+    per-bucket passes, ``ddp_grad_check`` and ``ddp_grad_scaling``, left out: Apex's optimizer
+    is not that DDP), cuDNN fused attention
+    (``NVTE_FUSED_ATTN=1``, ``NVTE_FLASH_ATTN=0``), FP8 hybrid with delayed scaling and fp8
+    parameters."""
+    n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
+    size, dtype, _ = _recipe(r)
+    container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
+    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="none"), overlap_grad_reduce=True, grad_reduce_dtype="bf16")
+    dp = n // (tp * pp * cp)
+    label = f"{r['model_name']} {dtype.upper()} nemo:{container} tp{tp} pp{pp} cp{cp} dp{dp} {n} GPUs"
+    scn = make_scenario(f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", "dgx-h100", n, llama_model(r),
+                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
+                        dtype=dtype, recompute="none", parallel=par, stack=MODERN)
+    if dtype == "fp8":
+        scn["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
+    return Case("dgxc_llama_nemo24", label, scn, "step_time_s", float(r["value"]), n)
+
+
+def dgxc_llama_nemo24(rows: list[Row]) -> list[Case]:
+    """The Llama 3.1 8B runs of dgxc-benchmarking v24.11.1 (nemo:24.09) and v25.02 (nemo:24.12):
+    the v25.04 plan on 8-128 H100 in BF16 and FP8, two containers older. The 70B rows are
+    transcribed, not scored (pipelined plans of 64 micro-batches through 20 virtual stages, 20-100
+    CPU seconds each); on 64 GPUs their BF16 step is 14.72, 14.61 and 14.66 s under nemo:24.09,
+    24.12 and 25.02.01, their FP8 step 11.01 and 10.46 s under the first two (v25.04 changed the
+    FP8 plan)."""
+    return [dgxc_llama_nemo24_case(r) for r in rows if r["metric"] == "step_time_s" and _recipe(r)[0] == "8b"]

@@ -33,7 +33,7 @@ from simulator.e2e_validation.scenarios import (
 )
 from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
-from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama
+from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama, dgxc_llama_nemo24
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.h200_step_sources import h200_eager
 from simulator.e2e_validation.llama3_sources import llama3
@@ -1168,6 +1168,17 @@ SOURCES: list[Source] = [
             "Scored, for simulation time (a pipelined row costs 20-100 CPU seconds): every 8B run, the 405B proxy "
             "on 32 GPUs in both precisions, 70B FP8 and the 405B proxy in BF16 on 64 GPUs (14 of the 34 runs; "
             "each weak-scaling table's step times lie within 3% of each other)."]),
+    Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B on H100 (NeMo 24.09 and "
+           "24.12, BF16 and FP8)",
+           "dgxc_llama31_h100_nemo24.csv", dgxc_llama_nemo24,
+           ["Held out entirely (none of these rows fits anything, the single-node rows included).",
+            "The plan of the dgxc_llama 8B rows (TP 1, CP 2, micro-batch 1, 32 micro-batches) two containers "
+            "older, run by NeMo 1.0's launcher configuration of those releases (Apex distributed_fused_adam with "
+            "overlapped bf16 gradient and parameter synchronisation, cuDNN fused attention, FP8 hybrid with "
+            "delayed scaling and fp8 parameters); see the file's header and "
+            "simulator/e2e_validation/dgxc_llama_sources.py.",
+            "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
+            "The 70B rows of the same READMEs are transcribed, not scored (pipelined, 20-100 CPU seconds a run)."]),
 ]
 
 
@@ -1194,7 +1205,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card", "h200_eager"})
 
 

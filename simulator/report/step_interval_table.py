@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit a2b3f1b from the
-leave-one-source-out errors of the 492 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit cf868b4 from the
+leave-one-source-out errors of the 512 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 76.8% of 492 rows, 78.8% averaged over 36 sources.
+Nested held-out coverage of the 80% band: 77.1% of 512 rows, 79.5% averaged over 37 sources.
 """
 
 BANDS = {
-    'all runs': (-0.092872, 0.133712, 36, 492),
+    'all runs': (-0.094733, 0.133712, 37, 512),
 }
 
 ROWS = (
@@ -504,4 +504,24 @@ ROWS = (
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) BF16 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.074646),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (30 layers) BF16 tp8 pp4 vp8 cp2 dp1 64 GPUs', -0.050134),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) FP8 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.033),
+    ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 cp2 dp4 8 GPUs', -0.107122),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 cp2 dp8 16 GPUs', -0.100077),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 cp2 dp16 32 GPUs', -0.0967),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 cp2 dp32 64 GPUs', -0.094624),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 cp2 dp64 128 GPUs', -0.092272),
+    ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 cp2 dp4 8 GPUs', -0.017638),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 cp2 dp8 16 GPUs', -0.011491),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 cp2 dp16 32 GPUs', -0.009531),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 cp2 dp32 64 GPUs', -0.004566),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 cp2 dp64 128 GPUs', -0.002082),
+    ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 cp2 dp4 8 GPUs', -0.117243),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 cp2 dp8 16 GPUs', -0.100847),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 cp2 dp16 32 GPUs', -0.100539),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 cp2 dp32 64 GPUs', -0.100759),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 cp2 dp64 128 GPUs', -0.087702),
+    ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 cp2 dp4 8 GPUs', -0.04171),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 cp2 dp8 16 GPUs', -0.038576),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 cp2 dp16 32 GPUs', -0.025035),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 cp2 dp32 64 GPUs', -0.021027),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 cp2 dp64 128 GPUs', -0.011289),
 )

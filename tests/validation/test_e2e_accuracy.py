@@ -103,7 +103,8 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30") else
-                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "flagperf")
+                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
+                                                                "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -130,8 +131,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
                                      "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
-                                     "dgxc_llama", "internlm", "nanotron_playbook", "fms_fsdp", "bridge_card",
-                                     "h200_eager"))
+                                     "dgxc_llama", "dgxc_llama_nemo24", "internlm", "nanotron_playbook", "fms_fsdp",
+                                     "bridge_card", "h200_eager"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -140,7 +141,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                 and c.scenario["training"]["dtype"] != "fp8"} == {"simumax_b200"}
     h100_fp8_single = [c for c in cs if c.scenario["hardware"] == "dgx-h100" and c.n_gpus == 8
                        and c.scenario["training"]["dtype"] == "fp8"]
-    assert len(h100_fp8_single) == 5 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
+    assert len(h100_fp8_single) == 7 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
@@ -158,7 +159,9 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     Megatron-Core / NeMo / FlagPerf: TransformerEngine's choice on the GPU (auto: cuDNN /
     FA3-class on H100, FA2 on A100), which the GPU profile resolves; NeMo 24.03 and 24.07 through
     NeMo-Framework-Launcher, whose global environment disables cuDNN attention
-    (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; NeMo 25.02 and 25.04 on B200: auto;
+    (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; dgxc-benchmarking's NeMo 24.09 and
+    24.12 runs call NeMo's pretraining script directly with ``NVTE_FUSED_ATTN=1`` and ``NVTE_FLASH_ATTN=0``
+    (its configure.sh): auto; NeMo 25.02 and 25.04 on B200: auto;
     MLPerf Training v3.0 / v3.1 GPT-3 (NVIDIA's NeMo submissions): flash-attn 2 through TransformerEngine
     1.x, which prefers it to cuDNN's fused attention when both are built; MT-NLG 530B (Megatron-DeepSpeed,
     2021): materialised scores; this project's GPT-2 on one H200: PyTorch 2.11's SDPA, which the profiler
@@ -174,7 +177,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
-                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "internlm": {"flash1"},
+                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "dgxc_llama_nemo24": {"auto"}, "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
