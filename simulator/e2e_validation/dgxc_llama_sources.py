@@ -33,6 +33,8 @@ pins (NVIDIA/NeMo d2b21556, ``nemo/collections/llm/recipes/llama3_8b.py``, ``lla
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
 from simulator.e2e_validation.scenarios import (MODERN, NEMO2_DDP_MCORE_011, Case, llama_model, make_scenario,
@@ -111,26 +113,22 @@ NEMO24_CONTAINERS: dict[str, str] = {"v24.11.1": "24.09", "v25.02": "24.12"}
 
 def dgxc_llama_nemo24_case(r: Row) -> Case:
     """One Llama 3.1 8B row of releases v24.11.1 and v25.02 (containers nemo:24.09 and nemo:24.12)
-    as a scenario: the plan of the v25.04 rows (TP 1, CP 2, micro-batch 1, global batch 16 x GPUs,
-    no recompute) on NeMo 1.0's launcher configuration (``llama3.1_8b.yaml`` and ``configure.sh``
-    of those releases): Apex's ``distributed_fused_adam`` with overlapped gradient and parameter
-    synchronisation in bf16, priced as the distributed optimizer's communication (Megatron-Core DDP's
-    per-bucket passes, ``ddp_grad_check`` and ``ddp_grad_scaling``, left out: Apex's optimizer
-    is not that DDP), cuDNN fused attention
-    (``NVTE_FUSED_ATTN=1``, ``NVTE_FLASH_ATTN=0``), FP8 hybrid with delayed scaling and fp8
-    parameters."""
-    n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
-    size, dtype, _ = _recipe(r)
+    as a scenario: its v25.04 twin (:func:`dgxc_llama_case`: TP 1, CP 2, micro-batch 1, global
+    batch 16 x GPUs, no recompute, cuDNN fused attention, FP8 hybrid with delayed scaling and fp8
+    parameters) on NeMo 1.0's launcher configuration (``llama3.1_8b.yaml`` and ``configure.sh`` of
+    those releases, ``NVTE_FUSED_ATTN=1``): Apex's ``distributed_fused_adam``, whose overlapped bf16
+    gradient and parameter synchronisation are the distributed optimizer's communication, in place of
+    NeMo 2.0's Megatron-Core DDP, so without that DDP's per-bucket passes (``ddp_grad_check``,
+    ``ddp_grad_scaling``)."""
+    twin = dgxc_llama_case(r)
+    size, dtype, n = _recipe(r)
     container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
-    par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="none"), overlap_grad_reduce=True, grad_reduce_dtype="bf16")
-    dp = n // (tp * pp * cp)
-    label = f"{r['model_name']} {dtype.upper()} nemo:{container} tp{tp} pp{pp} cp{cp} dp{dp} {n} GPUs"
-    scn = make_scenario(f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", "dgx-h100", n, llama_model(r),
-                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                        dtype=dtype, recompute="none", parallel=par, stack=MODERN)
-    if dtype == "fp8":
-        scn["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
-    return Case("dgxc_llama_nemo24", label, scn, "step_time_s", float(r["value"]), n)
+    par = {k: v for k, v in twin.scenario["parallel"].items() if k not in NEMO2_DDP_MCORE_011}
+    p = twin.scenario["parallel"]
+    label = (f"{r['model_name']} {dtype.upper()} nemo:{container} tp{p['tp']} pp{p['pp']} cp{p['cp']} "
+             f"dp{n // (p['tp'] * p['pp'] * p['cp'])} {n} GPUs")
+    scn = dict(twin.scenario, name=f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", parallel=par)
+    return replace(twin, source="dgxc_llama_nemo24", label=label, scenario=scn)
 
 
 def dgxc_llama_nemo24(rows: list[Row]) -> list[Case]:
