@@ -58,6 +58,7 @@ def nccl_path_type(path: PathType, release: tuple[int, int, int] | None = None) 
         return "phb"
     return path
 
+
 # ncclTopoCheckGdr's default netGdrLevel (paths.cc), in every release the project models.
 DEFAULT_GDR_LEVEL: PathType = "pxb"
 

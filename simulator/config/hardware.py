@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from simulator import units
+from simulator.config.gdr import PathType
 from simulator.config.limits import MAX_GPUS, MAX_GPUS_PER_NODE
 from simulator.config.nccl_overrides import check_override, check_tuner_plugin, check_version
 from simulator.config.strict import STRICT_CONFIG
@@ -279,10 +280,10 @@ class NICs(_Strict):
     # (through the CPU's host bridge), sys (across CPU sockets). NCCL runs LL128 across nodes only up
     # to PXB (tuning.cc: "typeInter <= PATH_PXB"; Hopper and later up to PXN, and from 2.27 up to P2C,
     # still closer than PHB): its 128-byte stores are not known to arrive whole through a host bridge.
-    gpu_path: Literal["pix", "pxb", "p2c", "phb", "sys"] = "pxb"
+    gpu_path: PathType = "pxb"
     # Per local GPU, its path to the NIC it sends through (HardwareProfile.gpu_nics), where the GPUs
     # differ (ALCF Polaris: two GPUs beside a NIC, two a NUMA domain away); None: gpu_path for all.
-    gpu_paths: list[Literal["pix", "pxb", "p2c", "phb", "sys"]] | None = None
+    gpu_paths: list[PathType] | None = None
     # NCCL_NET_GDR_LEVEL as deployed: GPUDirect RDMA for a GPU whose path to its NIC is no farther
     # (config/gdr.py); None: NCCL's default, PXB.
     gdr_level: Literal["pix", "pxb", "phb", "sys"] | None = None
@@ -550,7 +551,7 @@ class HardwareProfile(_Strict):
 
 
     @property
-    def gpu_nic_paths(self) -> tuple[Literal["pix", "pxb", "p2c", "phb", "sys"], ...]:
+    def gpu_nic_paths(self) -> tuple[PathType, ...]:
         """Per local GPU, the PCIe path type to the NIC it sends through (``node.nics.gpu_paths``,
         else ``gpu_path`` for every GPU)."""
         nics = self.node.nics
