@@ -1168,17 +1168,19 @@ SOURCES: list[Source] = [
             "Scored, for simulation time (a pipelined row costs 20-100 CPU seconds): every 8B run, the 405B proxy "
             "on 32 GPUs in both precisions, 70B FP8 and the 405B proxy in BF16 on 64 GPUs (14 of the 34 runs; "
             "each weak-scaling table's step times lie within 3% of each other)."]),
-    Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B on H100 (NeMo 24.09 and "
-           "24.12, BF16 and FP8)",
+    Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B/70B on H100 (NeMo 24.09 "
+           "and 24.12, BF16 and FP8)",
            "dgxc_llama31_h100_nemo24.csv", dgxc_llama_nemo24,
            ["Held out entirely (none of these rows fits anything, the single-node rows included).",
-            "The plan of the dgxc_llama 8B rows (TP 1, CP 2, micro-batch 1, 32 micro-batches) two containers "
-            "older, run by NeMo 1.0's launcher configuration of those releases (Apex distributed_fused_adam with "
+            "The plans of the dgxc_llama rows (8B TP 1, CP 2; 70B TP 4, PP 4 x VP 5, CP 2, which v25.04 kept for BF16) "
+            "two containers older, run by NeMo 1.0's launcher configuration of those releases (Apex distributed_fused_adam with "
             "overlapped bf16 gradient and parameter synchronisation, cuDNN fused attention, FP8 hybrid with "
             "delayed scaling and fp8 parameters); see the file's header and "
             "simulator/e2e_validation/dgxc_llama_sources.py.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
-            "The 70B rows of the same READMEs are transcribed, not scored (pipelined, 20-100 CPU seconds a run)."]),
+            "Scored: every 8B run and the 70B runs on 64 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at the yaml's "
+            "userbuffers SM counts, in both precisions); the 70B runs on 128-2,048 GPUs are transcribed, not scored "
+            "(each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run)."]),
 ]
 
 

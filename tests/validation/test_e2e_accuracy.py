@@ -589,7 +589,8 @@ def test_h100_fit_rows_are_centred_and_flash1_prices_mpt_attention():
 def test_megatron_core_rows_run_te_default_tp_overlap():
     """The Megatron-Core 2024 README runs --tp-comm-overlap, i.e. TE's per-GEMM default methods;
     no other source states TE comm overlap but dgxc-benchmarking's Llama 3.1 recipes (70B and 405B:
-    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``), NeMo 2.2's 70B performance script on B200
+    ``MegatronCommOverlapCallback(tp_comm_overlap=True)``; the 70B yaml of its NeMo 1.0 releases:
+    ``ub_tp_comm_overlap: true``), NeMo 2.2's 70B performance script on B200
     (``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``) and Megatron-Bridge v0.2.0's (70B and 405B:
     ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), NVIDIA's MLPerf v3.0 / v3.1
     GPT-3 submissions (``conf/tp_overlap/h100tp4pp8mbs1.yaml``), and the TP > 1 rows of NeMo 24.07 and of
@@ -602,10 +603,11 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "bridge_dense", "nemo2502_b200", "mlperf_gpt3",
-                  "mlperf_gpt3_v30"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "bridge_dense", "nemo2502_b200",
+                  "mlperf_gpt3", "mlperf_gpt3_v30"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
+               + _by_source("dgxc_llama_nemo24")
                if c.scenario["parallel"].get("tp_overlap") == "te_default")
     assert all(c.scenario["parallel"].get("tp_overlap") == "te_default"
                for c in _by_source("mcore2024") if c.scenario["parallel"]["tp"] > 1)
