@@ -127,8 +127,8 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
     container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
     par = {k: v for k, v in twin.scenario["parallel"].items() if k not in NEMO2_DDP_MCORE_011}
     p = twin.scenario["parallel"]
-    label = (f"{r['model_name']} {dtype.upper()} nemo:{container} tp{p['tp']} pp{p['pp']} cp{p['cp']} "
-             f"dp{n // (p['tp'] * p['pp'] * p['cp'])} {n} GPUs")
+    label = (f"{r['model_name']} {dtype.upper()} nemo:{container} tp{p['tp']} pp{p['pp']} vp{p.get('vp', 1)} "
+             f"cp{p['cp']} dp{n // (p['tp'] * p['pp'] * p['cp'])} {n} GPUs")
     scn = dict(twin.scenario, name=f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", parallel=par)
     return replace(twin, source="dgxc_llama_nemo24", label=label, scenario=scn)
 
