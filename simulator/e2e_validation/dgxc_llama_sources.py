@@ -127,10 +127,9 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
     size, dtype, n = _recipe(r)
     container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
     par = {k: v for k, v in twin.scenario["parallel"].items() if k not in NEMO2_DDP_MCORE_011}
-    p = twin.scenario["parallel"]
-    label = (f"{r['model_name']} {dtype.upper()} nemo:{container} tp{p['tp']} pp{p['pp']} vp{p.get('vp', 1)} "
-             f"cp{p['cp']} dp{n // (p['tp'] * p['pp'] * p['cp'])} {n} GPUs")
     scn = dict(twin.scenario, name=f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", parallel=par)
+    # the twin's label with the container named: "Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp4 8 GPUs"
+    label = twin.label.replace(" tp", f" nemo:{container} tp", 1)
     return replace(twin, source="dgxc_llama_nemo24", label=label, scenario=scn)
 
 
