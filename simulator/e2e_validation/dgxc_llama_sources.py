@@ -55,17 +55,18 @@ UB_TUNED_H100: dict[str, dict[str, int]] = {
     "405b": dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=24, fc2_fprop=8),
 }
 
-# The rows scored, as (model size, precision, GPUs). A pipelined row costs 20-100 CPU seconds to
-# simulate (64 micro-batches through 20-64 virtual stages), a row without pipeline about one, so:
-# every 8B row (one node, then data parallelism from 4 to 64 replicas over InfiniBand), the 405B
-# proxy on 32 GPUs in both precisions (TP 8 with CP 2, no pipeline), and the cheapest pipelined
-# row of each precision (70B FP8 on 64 GPUs: TP 4, PP 8 x VP 5; the 405B proxy in BF16 on 64:
-# TP 8, CP 2, PP 4 x VP 8 at one layer per virtual stage). Each weak-scaling table's step times
-# lie within 3% of each other, so the larger runs of the same plans add simulation time more than
-# information.
+# The rows scored, as (model size, precision, GPUs). A pipelined 70B row costs 3-6 CPU seconds to
+# simulate, a 405B row of 62 or 126 layers 18-27 (32-64 virtual stages), a row without pipeline
+# about one, so: every 8B row (one node, then data parallelism from 4 to 64 replicas over
+# InfiniBand), the 405B proxy on 32 GPUs in both precisions (TP 8 with CP 2, no pipeline), the
+# cheapest pipelined 405B row (the proxy in BF16 on 64: TP 8, CP 2, PP 4 x VP 8 at one layer per
+# virtual stage), and both ends of each 70B weak-scaling table (BF16: TP 4, PP 4 x VP 5, CP 2 on 64
+# and 2,048 GPUs; FP8: TP 4, PP 8 x VP 5 on 64 and 2,048). Each table's step times lie within 3% of
+# each other, so the sizes between add simulation time more than information.
 SCORED: frozenset[tuple[str, str, int]] = frozenset(
     {("8b", dtype, n) for dtype in ("bf16", "fp8") for n in (8, 16, 32, 64, 128)}
-    | {("405b", "bf16", 32), ("405b", "fp8", 32), ("70b", "fp8", 64), ("405b", "bf16", 64)})
+    | {("70b", dtype, n) for dtype in ("bf16", "fp8") for n in (64, 2048)}
+    | {("405b", "bf16", 32), ("405b", "fp8", 32), ("405b", "bf16", 64)})
 
 
 def _recipe(row: Row) -> tuple[str, str, int]:
@@ -100,10 +101,10 @@ def dgxc_llama_case(r: Row) -> Case:
 def dgxc_llama(rows: list[Row]) -> list[Case]:
     """dgxc-benchmarking v25.04's measured Llama 3.1 step times on H100 (NeMo 25.02.01), BF16 and
     FP8, with the TP, PP, VP, CP, micro-batch 1 and global batch of the launch script: every 8B
-    run (8 to 128 GPUs), the 405B proxy on 32 GPUs in both precisions, 70B FP8 on 64 GPUs and the
-    405B proxy in BF16 on 64 (``SCORED``). Transcribed but not scored, for simulation time: the
-    other 20 runs (70B and 405B at larger data-parallel sizes, 70B BF16, the 128-GPU proxy and
-    the 405B FP8 proxy on 64), whose pipelined plans cost 20-100 CPU seconds each."""
+    run (8 to 128 GPUs), the 70B runs on 64 and 2,048 GPUs in both precisions, the 405B proxy on
+    32 GPUs in both precisions and in BF16 on 64 (``SCORED``). Transcribed but not scored, for
+    simulation time: the other 17 runs (70B at the data-parallel sizes between, the full 405B, the
+    128-GPU proxy and the 405B FP8 proxy on 64)."""
     return [dgxc_llama_case(r) for r in rows if r["metric"] == "step_time_s" and _recipe(r) in SCORED]
 
 
@@ -135,9 +136,14 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
 
 def dgxc_llama_nemo24(rows: list[Row]) -> list[Case]:
     """dgxc-benchmarking v24.11.1 (nemo:24.09) and v25.02 (nemo:24.12): every Llama 3.1 8B run (the
-    v25.04 plan on 8-128 H100) and the 70B runs on 64 GPUs, BF16 and FP8, two containers older than
-    v25.04's. The 70B runs on 128-2,048 GPUs are transcribed, not scored: each weak-scaling table's
-    steps lie within 2% (BF16) and 5% (FP8) of its 64-GPU run's, which the model's do within 0.3%.
+    v25.04 plan on 8-128 H100) and the 70B runs on 64 and 2,048 GPUs (both ends of each weak-scaling
+    table), BF16 and FP8, two containers older than v25.04's. The 70B runs on 128-1,024 GPUs are
+    transcribed, not scored: each table's steps lie within 2% (BF16) and 5% (FP8) of its 64-GPU
+    run's, and the model's within 0.3%.
     Not modelled: the 70B yaml's deferred embedding wgrad (``defer_embedding_wgrad_compute``)."""
     return [dgxc_llama_nemo24_case(r) for r in rows
-            if r["metric"] == "step_time_s" and (_recipe(r)[0] == "8b" or _recipe(r)[2] == 64)]
+            if r["metric"] == "step_time_s" and _nemo24_scored(*_recipe(r))]
+
+
+def _nemo24_scored(size: str, dtype: str, n: int) -> bool:
+    return size == "8b" or n in (64, 2048)

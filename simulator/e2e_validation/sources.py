@@ -1165,9 +1165,10 @@ SOURCES: list[Source] = [
             "overlaps on every SM, set_sm_margin False; proj_fprop 24 and fc2_fprop 16 (70B) or 8 (405B) SMs "
             "withheld), where TE's defaults withhold 16 SMs from all six.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
-            "Scored, for simulation time (a pipelined row costs 20-100 CPU seconds): every 8B run, the 405B proxy "
-            "on 32 GPUs in both precisions, 70B FP8 and the 405B proxy in BF16 on 64 GPUs (14 of the 34 runs; "
-            "each weak-scaling table's step times lie within 3% of each other)."]),
+            "Scored, for simulation time (a pipelined 405B row costs 18-27 CPU seconds, a 70B one 3-6): every 8B "
+            "run, the 70B runs on 64 and 2,048 GPUs in both precisions, the 405B proxy on 32 GPUs in both "
+            "precisions and in BF16 on 64 (17 of the 34 runs; each weak-scaling table's step times lie within 3% "
+            "of each other)."]),
     Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B/70B on H100 (NeMo 24.09 "
            "and 24.12, BF16 and FP8)",
            "dgxc_llama31_h100_nemo24.csv", dgxc_llama_nemo24,
@@ -1178,9 +1179,9 @@ SOURCES: list[Source] = [
             "delayed scaling and fp8 parameters); see the file's header and "
             "simulator/e2e_validation/dgxc_llama_sources.py.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
-            "Scored: every 8B run and the 70B runs on 64 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at the yaml's "
-            "userbuffers SM counts, in both precisions); the 70B runs on 128-2,048 GPUs are transcribed, not scored "
-            "(each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run)."]),
+            "Scored: every 8B run and the 70B runs on 64 and 2,048 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at "
+            "the yaml's userbuffers SM counts, in both precisions); the 70B runs on 128-1,024 GPUs are transcribed, "
+            "not scored (each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run)."]),
 ]
 
 

@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 8f20e17 from the
-leave-one-source-out errors of the 516 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit f48df5d from the
+leave-one-source-out errors of the 523 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 76.9% of 516 rows, 79.4% averaged over 37 sources.
+Nested held-out coverage of the 80% band: 76.7% of 523 rows, 79.4% averaged over 37 sources.
 """
 
 BANDS = {
-    'all runs': (-0.095061, 0.133712, 37, 516),
+    'all runs': (-0.095061, 0.133712, 37, 523),
 }
 
 ROWS = (
@@ -500,7 +500,10 @@ ROWS = (
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.043499),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.038331),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.031575),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.105032),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.1057),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp2 64 GPUs', -0.068858),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp64 2048 GPUs', -0.045317),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) BF16 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.074646),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (30 layers) BF16 tp8 pp4 vp8 cp2 dp1 64 GPUs', -0.050134),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) FP8 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.033),
@@ -515,7 +518,9 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.004566),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.002082),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.100447),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.083516),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', 0.044798),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.076531),
     ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp4 8 GPUs', -0.117243),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp8 16 GPUs', -0.100847),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.100539),
@@ -527,5 +532,7 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.021027),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.011289),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.107948),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.092905),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.006447),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.040781),
 )
