@@ -39,7 +39,8 @@ NOTES = {
     "tp_overlap": "TP communication/GEMM overlap (TransformerEngine userbuffers): one method for every GEMM "
                   "(bulk, pipelined, ring_exchange), or te_default, TE's per-GEMM defaults as Megatron's "
                   "--tp-comm-overlap runs them", "pp": "pipeline stages",
-    "pp_schedule": "pipeline schedule", "vp": "virtual stages per rank (interleaved)",
+    "pp_schedule": "pipeline schedule (interleaved when vp > 1 and this is not given)",
+    "vp": "virtual stages per rank (interleaved)",
     "cp": "context-parallel degree", "cp_comm": "ring (plain Ring Attention) | p2p (Megatron, load-balanced) | variants",
     "ulysses": "DeepSpeed-Ulysses degree; with cp > 1 (cp_comm ring or p2p) USP: Ulysses inside, the CP ring "
                "across (list ulysses before cp in order)", "zero": "ZeRO stage", "order": "rank placement, innermost axis first",

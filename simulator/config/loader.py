@@ -9,9 +9,11 @@ it can use memory or time (a 450-byte YAML alias bomb expands to gigabytes if co
 from __future__ import annotations
 
 import copy
+import difflib
 import re
+import types
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -217,15 +219,62 @@ def field_path(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """A readable message naming the field path of every problem in a pydantic error."""
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation can hold, through Optional, unions, Annotated
+    and containers (a list of models, a mapping to models)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _models_in(get_args(annotation)[0])
+    if origin in (Union, types.UnionType, list, tuple, dict) or (origin is not None and get_args(annotation)):
+        args = get_args(annotation)
+        if origin is dict:
+            args = args[1:]
+        return [m for a in args if a is not Ellipsis for m in _models_in(a)]
+    return []
+
+
+def keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys a mapping at `loc` (a pydantic error location) accepts: the fields of the
+    model(s) reached from `model` along `loc`, list indices and mapping keys stepped over."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, int) or not models:
+            continue
+        fields = [m.model_fields[part] for m in models if part in m.model_fields]
+        if fields:
+            models = [m for f in fields for m in _models_in(f.annotation)]
+        # else: a mapping key (a dict of models) or a union member's tag: stay on these models
+    return sorted({name for m in models for name in m.model_fields})
+
+
+def _unknown_key(key: Any, accepted: list[str]) -> str:
+    """'unknown key' with what was expected: the nearest accepted keys when the key looks like
+    a misspelling of one or a part of one (``fsdp`` -> ``fsdp_grad_sync``), else every key the
+    block accepts."""
+    if not accepted:
+        return "unknown key"
+    key = str(key).lower()
+    by_lower = {a.lower(): a for a in accepted}
+    near = [by_lower[m] for m in difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.7)]
+    if len(key) >= 3:
+        near += [a for a in accepted if key in a.lower() and a not in near][:4 - len(near)]
+    if near:
+        return "unknown key; did you mean " + " or ".join(near) + "?"
+    return f"unknown key; expected one of {', '.join(accepted)}"
+
+
+def describe_validation_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """A readable message naming the field path of every problem in a pydantic error; an
+    unknown key also names the keys its block accepts (those of `model`, the validated root)."""
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         path = field_path(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            msg = "unknown key"
+            msg = _unknown_key(loc[-1] if loc else "", keys_at(model, loc[:-1]) if model else [])
         elif kind == "missing":
             msg = "required field is missing"
         else:
@@ -248,7 +297,7 @@ def validate(model: type[M], data: Any, source: str | Path | None = None) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(describe_validation_error(exc), source=str(source) if source else None) from None
+        raise InputError(describe_validation_error(exc, model), source=str(source) if source else None) from None
 
 
 def load(model: type[M], path: str | Path) -> M:

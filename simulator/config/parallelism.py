@@ -8,7 +8,7 @@ and DeepSpeed do (MECHANICS.md §1, §5.6). Rules that involve the model or the 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -225,6 +225,16 @@ class Parallel(BaseModel):
                                    "by layer so each one's dispatch and combine All-to-Alls run under the other's "
                                    "compute (Megatron's overlap_moe_expert_parallel_comm; needs pp=1 or vp > 1)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _vp_means_interleaved(cls, data: Any) -> Any:
+        """``vp`` > 1 with no ``pp_schedule`` is Megatron's interleaved 1F1B, the only schedule
+        with virtual stages (``--num-layers-per-virtual-pipeline-stage`` selects it)."""
+        vp = data.get("vp") if isinstance(data, dict) else None
+        if isinstance(vp, int) and not isinstance(vp, bool) and vp > 1 and "pp_schedule" not in data:
+            return {**data, "pp_schedule": "interleaved"}
+        return data
+
     @model_validator(mode="after")
     def _own_rules(self) -> "Parallel":
         if len(set(self.order)) != len(self.order):
@@ -233,6 +243,8 @@ class Parallel(BaseModel):
         if missing:
             a = missing[0]
             raise ValueError(f"order: {list(self.order)} omits axis {a} with {a}={self.degree(a)}")
+        if self.vp > 1 and self.pp == 1:
+            raise ValueError(f"vp: vp={self.vp} needs pp > 1 (virtual stages split pipeline stages; got pp=1)")
         if self.vp > 1 and self.pp_schedule != "interleaved":
             raise ValueError(f"vp: vp={self.vp} needs pp_schedule: interleaved (got {self.pp_schedule})")
         if self.pp_schedule == "interleaved" and self.pp == 1:

@@ -83,7 +83,13 @@ def test_cross_field_rules(tmp_path, patch, field, arith, capsys):
 
 
 @pytest.mark.parametrize("patch,needle", [
-    ({"parallel.vp": 2}, "vp=2 needs pp_schedule: interleaved"),
+    ({"parallel.vp": 2}, "parallel.vp: vp=2 needs pp > 1"),
+    ({"parallel.vp": 2, "parallel.pp": 2, "parallel.pp_schedule": "1f1b"}, "vp=2 needs pp_schedule: interleaved"),
+    ({"parallel.tpp": 2}, "parallel.tpp: unknown key; did you mean tp or pp"),
+    ({"parallel.fsdp": True}, "parallel.fsdp: unknown key; did you mean fsdp_grad_sync or fsdp_reshard_after_forward?"),
+    ({"training.recompte": "full"}, "training.recompte: unknown key; did you mean recompute"),
+    ({"nodez": 2}, "nodez: unknown key; did you mean nodes?"),
+    ({"extra": 1}, "extra: unknown key; expected one of gpus_per_node, hardware, model, name, nodes, parallel, training"),
     ({"parallel.order": ["tp", "dp"], "parallel.pp": 2}, "omits axis pp with pp=2"),
     ({"parallel.tp_overlap": "bulk"}, "needs tp > 1 and sequence_parallel"),
     ({"parallel.tpp": 2}, "parallel.tpp: unknown key"),
@@ -118,6 +124,14 @@ def test_valid_scenario_resolves_profile_and_derives_dp(tmp_path, capsys):
     assert scn.model.kv_heads == 8 and scn.model.ffn_hidden == 28672  # from the preset
     assert main(["check", str(path)]) == 0
     assert "OK" in capsys.readouterr().out
+
+
+def test_vp_without_a_schedule_is_interleaved(tmp_path):
+    """Virtual stages exist only in the interleaved schedule, so vp > 1 with pp_schedule unset
+    runs it (Megatron's --num-layers-per-virtual-pipeline-stage selects it the same way)."""
+    p = load_scenario(write(tmp_path, {"parallel.pp": 2, "parallel.vp": 2})).parallel
+    assert (p.pp, p.vp, p.pp_schedule) == (2, 2, "interleaved")
+    assert load_scenario(write(tmp_path, {"parallel.pp": 2})).parallel.pp_schedule == "1f1b"
 
 
 def test_explicit_fields_override_preset(tmp_path):

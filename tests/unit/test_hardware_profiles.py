@@ -80,6 +80,8 @@ def test_unknown_key_names_file_and_field(tmp_path):
     with pytest.raises(InputError) as err:
         load_profile(str(f))
     assert "typo.yaml" in str(err.value) and "gpu.hbm_GBPS" in str(err.value) and "unknown key" in str(err.value)
+    # what was expected: the key of the gpu block it misspells (case aside) first
+    assert "gpu.hbm_GBPS: unknown key; did you mean hbm_GBps" in str(err.value)
 
 
 def test_wrong_type_names_file_and_field(tmp_path):
