@@ -33,6 +33,7 @@ from simulator.e2e_validation.scenarios import (
 )
 from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
+from simulator.e2e_validation.dgxc_gpt3_sources import dgxc_gpt3
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama, dgxc_llama_nemo24
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.h200_step_sources import h200_eager
@@ -1182,6 +1183,18 @@ SOURCES: list[Source] = [
             "Scored: every 8B run and the 70B runs on 64 and 2,048 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at "
             "the yaml's userbuffers SM counts, in both precisions); the 70B runs on 128-1,024 GPUs are transcribed, "
             "not scored (each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run)."]),
+    Source("dgxc_gpt3", "NVIDIA dgxc-benchmarking GPT-3 175B on H100 (NeMo 24.05 and 24.12, BF16 and FP8)",
+           "dgxc_gpt3_175b_h100.csv", dgxc_gpt3,
+           ["Held out entirely (none of these rows fits anything).",
+            "The nemo_megatron recipe's GPT-3 175B at TP 4 x PP 8 (VP 12 under nemo:24.05, VP 6 under nemo:24.12), "
+            "micro-batch 1, two sequences per GPU, run by NeMo 1.0's megatron_gpt_pretraining.py on the release's yaml "
+            "(Apex distributed_fused_adam with overlapped bf16 gradient and parameter synchronisation, TE Userbuffers TP "
+            "overlap at the yaml's SM counts, dropout 0.1, no recompute; flash-attn 2 under nemo:24.05, cuDNN fused "
+            "attention under nemo:24.12; FP8 hybrid with delayed scaling and fp8 parameters); see the file's header and "
+            "simulator/e2e_validation/dgxc_gpt3_sources.py.",
+            "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
+            "Scored, for simulation time (6-9 CPU seconds a row): the 128- and 2,048-GPU runs under nemo:24.12 and the "
+            "128-GPU runs under nemo:24.05, in both precisions (6 of the 20 runs)."]),
 ]
 
 
@@ -1208,7 +1221,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card", "h200_eager"})
 
 

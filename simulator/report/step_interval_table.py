@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit f48df5d from the
-leave-one-source-out errors of the 523 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 6afb050 from the
+leave-one-source-out errors of the 529 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 76.7% of 523 rows, 79.4% averaged over 37 sources.
+Nested held-out coverage of the 80% band: 76.6% of 529 rows, 79.4% averaged over 38 sources.
 """
 
 BANDS = {
-    'all runs': (-0.095061, 0.133712, 37, 523),
+    'all runs': (-0.0967, 0.124324, 38, 529),
 }
 
 ROWS = (
@@ -535,4 +535,10 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.092905),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.006447),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.040781),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B BF16 nemo:24.05 tp4 pp8 vp12 dp4 128 GPUs', -0.052944),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B FP8 nemo:24.05 tp4 pp8 vp12 dp4 128 GPUs', 0.017584),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B BF16 nemo:24.12 tp4 pp8 vp6 dp4 128 GPUs', -0.1144),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B BF16 nemo:24.12 tp4 pp8 vp6 dp64 2048 GPUs', -0.093823),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B FP8 nemo:24.12 tp4 pp8 vp6 dp4 128 GPUs', -0.012273),
+    ('multi-node', 'dgxc_gpt3', 'GPT-3 175B FP8 nemo:24.12 tp4 pp8 vp6 dp64 2048 GPUs', 0.040842),
 )
