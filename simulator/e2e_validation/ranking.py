@@ -28,10 +28,13 @@ from simulator.e2e_validation.sources import SOURCES, Case, cases
 
 
 def group_key(c: Case) -> tuple:
+    """What the cases of a group share. The attention kernel is a property of the stack, not of the
+    plan: runs of one model under two containers with different kernels (dgxc's GPT-3 175B under
+    nemo:24.05's flash-attn 2 and nemo:24.12's cuDNN attention) are not two plans of one stack."""
     s = c.scenario
     t = s["training"]
     return (c.source, json.dumps(s["model"], sort_keys=True), s["hardware"], c.n_gpus, t.get("global_batch"),
-            t.get("dtype", "bf16"), c.metric)
+            t.get("dtype", "bf16"), t.get("attention"), c.metric)
 
 
 def plan_groups(selected: Iterable[Case], min_plans: int = 2) -> list[list[Case]]:
