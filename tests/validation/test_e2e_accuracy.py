@@ -104,7 +104,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
-                                                                "flagperf")
+                                                                "dgxc_gpt3", "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -131,8 +131,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
                                      "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
-                                     "dgxc_llama", "dgxc_llama_nemo24", "internlm", "nanotron_playbook", "fms_fsdp",
-                                     "bridge_card", "h200_eager"))
+                                     "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "internlm", "nanotron_playbook",
+                                     "fms_fsdp", "bridge_card", "h200_eager"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -161,7 +161,9 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     NeMo-Framework-Launcher, whose global environment disables cuDNN attention
     (``NVTE_FUSED_ATTN: 0``): TransformerEngine's flash-attn 2 path; dgxc-benchmarking's NeMo 24.09 and
     24.12 runs call NeMo's pretraining script directly with ``NVTE_FUSED_ATTN=1`` and ``NVTE_FLASH_ATTN=0``
-    (its configure.sh): auto; NeMo 25.02 and 25.04 on B200: auto;
+    (its configure.sh): auto; its GPT-3 175B recipe exports ``NVTE_FUSED_ATTN=0`` under nemo:24.05 (the
+    launch.sh of v24.11.1): flash-attn 2, and ``NVTE_FUSED_ATTN=1`` under nemo:24.12: auto; NeMo 25.02
+    and 25.04 on B200: auto;
     MLPerf Training v3.0 / v3.1 GPT-3 (NVIDIA's NeMo submissions): flash-attn 2 through TransformerEngine
     1.x, which prefers it to cuDNN's fused attention when both are built; MT-NLG 530B (Megatron-DeepSpeed,
     2021): materialised scores; this project's GPT-2 on one H200: PyTorch 2.11's SDPA, which the profiler
@@ -177,7 +179,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
-                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "dgxc_llama_nemo24": {"auto"}, "internlm": {"flash1"},
+                      "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "dgxc_llama_nemo24": {"auto"},
+                      "dgxc_gpt3": {"flash2", "auto"}, "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
@@ -594,7 +597,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     (``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``) and Megatron-Bridge v0.2.0's (70B and 405B:
     ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), NVIDIA's MLPerf v3.0 / v3.1
     GPT-3 submissions (``conf/tp_overlap/h100tp4pp8mbs1.yaml``), and the TP > 1 rows of NeMo 24.07 and of
-    the dgxc examples assume it (NeMo's default for those models). On the tp2 and tp4 rows te_default predicts at least
+    the dgxc examples assume it (NeMo's default for those models); dgxc-benchmarking's GPT-3 175B yaml sets
+    ``ub_tp_comm_overlap: true`` with TE's per-GEMM methods. On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
     chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc had tp2 -2.3% and
     tp4 -10.8%; with kernels slowed only while communication runs beside them (and the H100
@@ -603,8 +607,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "bridge_dense", "nemo2502_b200",
-                  "mlperf_gpt3", "mlperf_gpt3_v30"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "bridge_dense",
+                  "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                + _by_source("dgxc_llama_nemo24")
