@@ -11,9 +11,8 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import types
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -224,15 +223,14 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     and containers (a list of models, a mapping to models)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
-    origin = get_origin(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is None:  # a plain type, or a Literal's value
+        return []
     if origin is Annotated:
-        return _models_in(get_args(annotation)[0])
-    if origin in (Union, types.UnionType, list, tuple, dict) or (origin is not None and get_args(annotation)):
-        args = get_args(annotation)
-        if origin is dict:
-            args = args[1:]
-        return [m for a in args if a is not Ellipsis for m in _models_in(a)]
-    return []
+        return _models_in(args[0])
+    if origin is dict:  # a mapping to models: its values
+        args = args[1:]
+    return [m for a in args if a is not Ellipsis for m in _models_in(a)]
 
 
 def keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -1,10 +1,10 @@
 import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from simulator.config.loader import load, read_yaml
+from simulator.config.loader import keys_at, load, read_yaml
 from simulator.errors import InputError
 
 
@@ -18,6 +18,19 @@ class Outer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     parallel: Inner = Inner()
+
+
+class Leaf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = 1.0
+    beta: float = 2.0
+
+
+class Holder(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    plans: list[Inner] = []
+    by_name: dict[str, Leaf] = {}
+    maybe: Annotated[Leaf | None, "doc"] = None
 
 
 def write(tmp_path, text):
@@ -74,3 +87,22 @@ def test_a_text_parsed_again_is_the_same_data_and_a_copy_of_its_own():
                                                   "also": {"name": "x", "sms": [1, 2]},
                                                   "when": datetime.date(2024, 1, 2)}
     assert again["gpu"] is again["also"]
+
+
+def test_keys_at_follows_lists_mappings_and_optionals():
+    """The keys a block accepts, reached through a list of models, a mapping to models and an
+    Optional under Annotated: what an unknown-key message offers."""
+    assert keys_at(Holder, ()) == ["by_name", "maybe", "plans"]
+    assert keys_at(Holder, ("plans", 3)) == ["mode", "tp"]
+    assert keys_at(Holder, ("by_name", "some-key")) == ["alpha", "beta"]
+    assert keys_at(Holder, ("maybe",)) == ["alpha", "beta"]
+    assert keys_at(Outer, ("parallel",)) == ["mode", "tp"]
+
+
+def test_unknown_key_says_what_was_expected(tmp_path):
+    with pytest.raises(InputError) as e:
+        load(Holder, write(tmp_path, "by_name: {x: {alpa: 3}}\nplans: [{tp: 2, mod: a}]\nother: 1\n"))
+    msg = str(e.value)
+    assert "by_name.x.alpa: unknown key; did you mean alpha?" in msg
+    assert "plans[0].mod: unknown key; did you mean mode?" in msg
+    assert "other: unknown key; expected one of by_name, maybe, plans" in msg
