@@ -37,9 +37,9 @@ stands for it.
 
 from __future__ import annotations
 
+from simulator.e2e_validation.mlperf_sources import nemo_gpt3_scenario
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import (MODERN, NEMO_LAUNCHER_2024, Case, Stack, gpt_model, make_scenario,
-                                               megatron_parallel, padded_vocab)
+from simulator.e2e_validation.scenarios import MODERN, NEMO_LAUNCHER_2024, Case, Stack
 
 SOURCE = "dgxc_gpt3"
 
@@ -68,13 +68,10 @@ def dgxc_gpt3_case(r: Row) -> Case:
     """One README run as a scenario (the module docstring gives every setting and its source)."""
     container, dtype, n = _run(r)
     tp, pp, vp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp"))
-    model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
-    par = {**megatron_parallel(tp, pp, vp), "tp_overlap_gemm_sms": dict(UB_GPT3_175B)}
-    scn = make_scenario(f"dgxc-gpt3-175b-nemo{container}-{dtype}-{n}", "dgx-h100", n, model,
-                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
-                        dtype=dtype, recompute="none", parallel=par, stack=STACK_BY_CONTAINER[container])
+    scn = nemo_gpt3_scenario(r, f"dgxc-gpt3-175b-nemo{container}-{dtype}-{n}", dtype=dtype, ub_sms=UB_GPT3_175B,
+                             stack=STACK_BY_CONTAINER[container])
     if dtype == "fp8":
-        scn["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
+        scn["training"]["fp8_param_gather"] = True  # the yaml's fp8_params
     label = f"{r['model_name']} {dtype.upper()} nemo:{container} tp{tp} pp{pp} vp{vp} dp{n // (tp * pp)} {n} GPUs"
     return Case(SOURCE, label, scn, "step_time_s", float(r["value"]), n)
 

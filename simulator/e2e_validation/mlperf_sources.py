@@ -39,7 +39,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import NEMO_LAUNCHER_2024, Case, gpt_model, make_scenario, megatron_parallel, padded_vocab
+from simulator.e2e_validation.scenarios import (NEMO_LAUNCHER_2024, Case, Stack, gpt_model, make_scenario,
+                                                megatron_parallel, padded_vocab)
 
 SOURCE = "mlperf_gpt3"
 SOURCE_V30 = "mlperf_gpt3_v30"
@@ -54,6 +55,24 @@ MLPERF_V30_UB = {**MLPERF_V31_UB, "fc2_fprop": 20}
 MLPERF_V31_STACK = replace(NEMO_LAUNCHER_2024, dropout=False)
 
 
+def nemo_gpt3_scenario(r: Row, name: str, *, dtype: str, ub_sms: dict[str, int], stack: Stack) -> dict:
+    """A row's GPT as NeMo's Megatron-Core GPT runs it on DGX H100, shared by NVIDIA's GPT-3 175B
+    sources (MLPerf, dgxc-benchmarking's ``nemo_megatron``): learned positions and the tied
+    embedding, the vocabulary padded to a multiple of 128 x TP, the row's TP, PP and VP with the
+    distributed optimizer and TE's per-GEMM TP overlap at the configuration's SMs (``ub_sms``),
+    micro-batch and global batch as printed, no recompute; FP8 with delayed scaling."""
+    n = parse_int(r["num_gpus"])
+    tp, pp, vp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp"))
+    model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
+    par = {**megatron_parallel(tp, pp, vp), "tp_overlap_gemm_sms": dict(ub_sms)}
+    scn = make_scenario(name, "dgx-h100", n, model, micro_batch=parse_int(r["micro_batch"], 1),
+                        global_batch=parse_int(r["global_batch"]), dtype=dtype, recompute="none", parallel=par,
+                        stack=stack)
+    if dtype == "fp8":
+        scn["training"]["fp8_recipe"] = "delayed"
+    return scn
+
+
 def mlperf_gpt3_case(r: Row) -> Case:
     """One system's step time with the settings of the module docstring (v3.0 or v3.1 by the row's
     ``source_id``)."""
@@ -62,15 +81,10 @@ def mlperf_gpt3_case(r: Row) -> Case:
     tp, pp, vp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp"))
     dp = n // (tp * pp)
     gb = parse_int(r["global_batch"])
-    model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, position="learned", tied=True)
-    par = {**megatron_parallel(tp, pp, vp), "tp_overlap_gemm_sms": dict(MLPERF_V30_UB if v30 else MLPERF_V31_UB)}
     azure, coreweave = "Azure" in r["source_id"], "CoreWeave" in r["source_id"]
     where = " (Azure ND H100 v5)" if azure else " (CoreWeave HGX H100)" if coreweave else ""
-    scn = make_scenario(f"mlperf-{'v30' if v30 else 'v31'}-gpt3-{n}{'-azure' if azure else '-coreweave' if coreweave else ''}",
-                        "dgx-h100", n, model,
-                        micro_batch=parse_int(r["micro_batch"], 1), global_batch=gb, dtype="fp8", recompute="none",
-                        parallel=par, stack=MLPERF_V31_STACK)
-    scn["training"]["fp8_recipe"] = "delayed"
+    scn = nemo_gpt3_scenario(r, f"mlperf-{'v30' if v30 else 'v31'}-gpt3-{n}{'-azure' if azure else '-coreweave' if coreweave else ''}",
+                             dtype="fp8", ub_sms=MLPERF_V30_UB if v30 else MLPERF_V31_UB, stack=MLPERF_V31_STACK)
     label = f"{r['model_name']} tp{tp} pp{pp} vp{vp} dp{dp} gbs{gb} {n} GPUs" + where
     return Case(SOURCE_V30 if v30 else SOURCE, label, scn, "step_time_s", float(r["value"]), n)
 
