@@ -548,6 +548,11 @@ class Training(_Strict):
         default=False, description="gather the linear weights as FP8 (1 byte) instead of bf16, after one amax "
         "AllReduce per step: Megatron's --fp8-param-gather with the distributed optimizer (zero 1/2), "
         "torchtitan's enable_fsdp_float8_all_gather with FSDP2 (zero 3, fp8_recipe: current)")
+    fp8_output_layer: bool = Field(
+        default=False, description="with dtype fp8, run the output layer (the LM head's GEMMs and its sequence-"
+        "parallel AllGather) in fp8 too: torchtitan's Float8 converter when filter_fqns leaves out \"output\". "
+        "False: in the activation dtype, as every Megatron-Core stack runs it (GPTModel's output_layer is "
+        "tensor_parallel.ColumnParallelLinear, a torch matmul outside TransformerEngine's fp8_autocast)")
 
     @model_validator(mode="after")
     def _routing(self) -> "Training":
@@ -574,6 +579,8 @@ class Training(_Strict):
             raise ValueError(f"fp8_recipe: {self.fp8_recipe} needs dtype: fp8 (got {self.dtype})")
         if self.fp8_param_gather and self.dtype != "fp8":
             raise ValueError(f"fp8_param_gather needs dtype: fp8 (got {self.dtype})")
+        if self.fp8_output_layer and self.dtype != "fp8":
+            raise ValueError(f"fp8_output_layer needs dtype: fp8 (got {self.dtype})")
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")

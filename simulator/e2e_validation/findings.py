@@ -54,8 +54,9 @@ fitted constant per GPU:
    of this page refits the derates once per source without that source's rows
    (`e2e_validation/loso.py`): MPT's own rows move the A100 derate by 5% (0.803 without them
    0.847), FlagPerf's by 4%, Megatron 2020's by 2%; each B200 source's rows take the derate
-   fitted on the other sources' B200 rows (SimuMax's on the three FP8 rows: 0.481; each FP8
-   source's on SimuMax's and the other two: 0.543-0.545). Until SimuMax's runs, the three FP8 rows
+   fitted on the other sources' B200 rows (SimuMax's on the three FP8 rows: 0.513, 0.481 while
+   their output layer was priced in FP8; each FP8 source's on SimuMax's and the other two:
+   0.543-0.545). Until SimuMax's runs, the three FP8 rows
    alone set dgx-b200 at 0.480. Only a selection that keeps one
    B200 source borrows the H100 derate, carried over by the two GPUs' measured GEMM kernels
    (`loso.kernel_transfer`: XLA's unsearched GEMMs reach 0.973 of MAMF on B200, 1.052 on H100, so
@@ -2912,9 +2913,10 @@ image and cluster are shared, so what the pair measures is the share of the step
 by how much, not the level of the GEMM derate. The BF16 rows read +3.9% and +6.1% (the 8-GPU one is
 a fitting row), the FP8 rows +17.6% and +19.5%: a simulated gain of 1.464 and 1.469, 13% above the
 measured one. Pricing the output layer in BF16 (Megatron-Core's `output_layer` is not a
-TransformerEngine module, so `fp8_autocast` leaves it alone) and a cast pass for every FP8 operand
-no TE norm writes, which `schedule/fp8.py` does not do yet, takes the FP8 rows to +9.3% and +11.1%
-(gain 1.361, 5% above). The dgxc pairs (NeMo 25.02-25.04 on NVIDIA's clusters) show the
+TransformerEngine module, so `fp8_autocast` leaves it alone; priced so since, the section on
+Grok-1) takes them to +15.2% and +16.9% (gain 1.407, 8.6% above); a cast pass for every FP8
+operand no TE norm writes, which `schedule/fp8.py` does not price yet, would take them to +9.3% and
++11.1% (gain 1.361, 5% above). The dgxc pairs (NeMo 25.02-25.04 on NVIDIA's clusters) show the
 same excess: 1.465 simulated against 1.315 measured for Llama 3.1 8B, 1.576 / 1.619 against
 1.381 / 1.482 for Nemotron-4 (1.43 / 1.49 with the output layer and the casts priced). So the FP8 rows of NVIDIA's stack agree with the model partly
 because the model prices FP8's gain too high on every stack; their BF16 rows' pessimism is not a
@@ -3388,9 +3390,9 @@ attention). Both yamls set the same Userbuffers overlap (per-GEMM SMs: `UB_GPT3_
 | BF16 nemo:24.05, 128 GPUs (VP 12) | 8.91 s | 9.39 s | -5.2% | x 1.06 |
 | BF16 nemo:24.12, 128 GPUs (VP 6) | 8.31 s | 9.32 s | -10.8% | x 1.13 |
 | BF16 nemo:24.12, 2,048 GPUs | 8.49 s | 9.33 s | -9.0% | |
-| FP8 nemo:24.05, 128 GPUs | 5.92 s | 5.82 s | +1.8% | |
-| FP8 nemo:24.12, 128 GPUs | 5.63 s | 5.70 s | -1.2% | |
-| FP8 nemo:24.12, 2,048 GPUs | 5.96 s | 5.72 s | +4.2% | |
+| FP8 nemo:24.05, 128 GPUs | 5.92 s | 5.91 s | +0.1% | |
+| FP8 nemo:24.12, 128 GPUs | 5.63 s | 5.79 s | -2.9% | |
+| FP8 nemo:24.12, 2,048 GPUs | 5.96 s | 5.82 s | +2.5% | |
 
 (`tests/validation/test_dgxc_gpt3_source.py`; the GEMM factor multiplies dgx-h100's curve, everything
 else as simulated.) The simulated BF16 step is GEMMs for 8.3 of its 9.3 s (attention 0.2-0.3 s,
@@ -3403,11 +3405,65 @@ row) 0.92-1.0, nemo:24.05 1.06 (this recipe), Megatron-Core's README of mid-2024
 `mcore2024`, BF16, median signed +0.4%), nemo:24.09 1.16, nemo:24.12 1.13 (here) and 1.18 (Llama 3.1 8B),
 nemo:25.02.01 1.25 (Llama 3.1 8B), while the 70B Llama 3.1 plan stayed at 14.6-14.7 s over the
 last three. No factor per container is added: the trend is read off six NVIDIA rows of three plans,
-and the 70B plan does not follow it. The FP8 rows sit within 5% under both containers, as the
-other NVIDIA FP8 rows do (MLPerf's GPT-3 175B, the same model at the same TP 4 x PP 8, -1.3%).
+and the 70B plan does not follow it. The FP8 rows sit within 3% under both containers, as the
+other NVIDIA FP8 rows do (MLPerf's GPT-3 175B, the same model at the same TP 4 x PP 8, -2.8%; FP8
+figures with the output layer in BF16, the section on Grok-1 below).
 From 128 to 2,048 GPUs the measured steps grow by 2.2% (BF16) and 5.9% (FP8) under nemo:24.12,
 the simulated by 0.1% and 0.5%; nemo:24.05's FP8 table is not monotone (5.92, 5.96, 6.44, 6.72,
 6.24 s) and is scored at 128 GPUs only.
+
+## Grok-1 on H100: a Mixture-of-Experts recipe, and the output layer that FP8 never reaches (held out)
+
+The same releases of dgxc-benchmarking carry a Grok-1 314B recipe (`grok1`,
+`data/e2e/dgxc_grok1_314b_h100.csv`, source `dgxc_grok1`): 8 experts of FFN 32,768, top-2, TP 4
+with sequence parallelism and TE's default Userbuffers overlap, the experts tensor-parallel over the
+same 4 ranks, Megatron-Core's alltoall dispatcher with the expert inputs padded to a capacity factor
+of 1.0, Megatron-Core DDP, no recompute, dropout 0, flash-attn 2 (`NVTE_FUSED_ATTN=0`), 1,024
+sequences a step; measured under nemo:24.09 and nemo:24.12 on the same yaml. Below 512 GPUs the
+launch script cuts the model: 2 layers on 8 GPUs (EP 2, 512 micro-batches of 4,096 tokens per
+replica pair), 4 on 16 and 32 (EP 4 and 8), 8 on 64 (EP 8, CP 2, 8,192 tokens), 16 on 128 (PP 2 x
+VP 8). Those five sizes are scored, both containers and precisions, 20 runs at under 1.5 CPU
+seconds each; the runs on 256-2,048 GPUs (PP 4-8 with 8 virtual stages: 4.5-20 CPU seconds each)
+are transcribed, not scored. Held out: median |error| 3.0%, signed -1.3%.
+
+| run (nemo:24.12; nemo:24.09 within 0.3 s) | BF16 measured | simulated | error | FP8 measured | simulated | error | FP8 head before |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| 2 layers, 8 GPUs (EP 2) | 24.00 s | 24.28 s | -1.1% | 19.71 s | 18.81 s | +4.8% | +16.7% |
+| 4 layers, 16 GPUs (EP 4) | 21.71 s | 22.14 s | -2.0% | 17.80 s | 16.66 s | +6.9% | +13.4% |
+| 4 layers, 32 GPUs (EP 8) | 10.70 s | 11.32 s | -5.5% | 8.70 s | 8.57 s | +1.5% | +7.5% |
+| 8 layers, 64 GPUs (EP 8, CP 2) | 21.42 s | 21.96 s | -2.5% | 17.53 s | 16.46 s | +6.5% | +9.7% |
+| 16 layers, 128 GPUs (PP 2 x VP 8) | 20.73 s | 22.04 s | -6.0% | 16.70 s | 16.57 s | +0.8% | |
+
+(`tests/validation/test_dgxc_grok1_source.py`.) Under nemo:24.09 the BF16 runs read -1.0, -2.8,
+-6.0, -6.0 and -6.4%, the FP8 runs +5.8, +2.6, -3.2, -1.5 and -0.6%.
+
+**The output layer stays BF16 in an FP8 run.** The last column is the model before this change: it
+priced the LM head's three GEMMs (and its sequence-parallel AllGather) in FP8, like the layers'.
+Megatron-Core's `GPTModel` builds `output_layer` as its own `tensor_parallel.ColumnParallelLinear`,
+a torch matmul: TransformerEngine's `fp8_autocast`, entered around the transformer block, never
+reaches it, so the logits of every Megatron-Core, NeMo and Megatron-Bridge FP8 run come from BF16
+GEMMs (torchtitan's Float8 converter does convert `output` unless `filter_fqns` names it:
+`training.fp8_output_layer`). The proxies show it from the side no other table does: their
+128,256-token vocabulary against 2-8 layers makes the head a fifth of the 2-layer step, and with
+the head in FP8 the FP8 error grew as the layers shrank (+9.7% at 8 layers, +13.4-16.7% at 2-4)
+while the BF16 runs, whose head was priced right, did not. With the head in BF16 the FP8 rows are
++1.5..+6.9% at every size (FP8 median 4.0% against 9.3% before); the measured FP8 gain of the
+2-layer proxy is 1.218, simulated 1.291 (1.438 before). The FlagPerf pair's over-priced FP8 gain
+(the section on FlagPerf's FP8 pair) goes from 13% to 8.6% above the measured one (+15.2% and
++16.9% against +17.6% and +19.5%).
+
+What it moves, held out, everything else unchanged: every FP8 row slows by the head's share of its
+step. On H100 the NVIDIA FP8 rows join their BF16 twins' pessimism (the GEMM rate of NVIDIA's
+containers, the sections above): dgxc v25.04 Llama 3.1 17 rows 6.7% -> 9.8% (signed -6.7% ->
+-9.8%), dgxc nemo24 28 rows 8.0% -> 7.5% (-6.0% -> -7.5%), NeMo 24.07 4.6% -> 6.4%, Megatron-Bridge
+dense 5.9% -> 10.1% (4 rows), MLPerf v3.1 1.3% -> 2.8% and v3.0 7.7% -> 5.9%, GPT-3 175B dgxc 4.7%
+-> 4.0%; the NVIDIA-tuned H100 regime 5.2% (-4.1%) -> 6.0% (-5.1%, with the 20 Grok-1 rows). On B200 the
+derate is fitted on per-tensor FP8 rows beside SimuMax's BF16 ones, and the FP8 rows now carry the
+head at the BF16 rate the BF16 rows see: SimuMax's BF16 rows, held out on the derate refitted on
+the three FP8 rows alone, go from 10.3% (signed -9.8%) to 5.7% (-4.9%), NeMo 25.02 on B200 from
+6.1% to 3.6%, Megatron-Bridge MoE 6.8% -> 6.2% (its DeepSeek-V3 MXFP8 row on 256 B200, whose last
+stage computes the logits twice (the MTP head shares the output layer), -5.3% -> -17.6%). All rows:
+median 5.3% (549 rows), signed -0.1%; the 80% step interval covers 79% of them (77% before).
 
 ## GPT-2 in eager PyTorch on one H200: this project's own steps (held out)
 
@@ -3526,8 +3582,8 @@ project's rule for the fitting rows (one node, the precision the curve describes
 dgx-b200's fitting rows; the three FP8 rows stay beside them, so that a held-out source always has
 another source's B200 rows to be refitted on. The fit on all 34 rows is x 1.134, a derate of 0.544
 (0.77 of H100's 0.706; 0.480 was 0.68). In sample these rows come to 2.0% (median |error|); held
-out, SimuMax's rows take the 0.481 refitted on the three FP8 rows: 10.3%, signed -9.8%, the
-headline's figure. The other B200 sources, each held out on a derate fitted on the other 33 rows
+out, SimuMax's rows took the 0.481 refitted on the three FP8 rows: 10.3%, signed -9.8% (0.513 and
+5.7%, signed -4.9%, since the FP8 rows' output layer is priced in BF16: the section on Grok-1). The other B200 sources, each held out on a derate fitted on the other 33 rows
 (0.543-0.545): Megatron-Bridge 25.11's dense rows 14.2% -> 5.9% (8B FP8-CS -14.9% -> -6.6%, 405B on
 128 B200 -19.1% -> -9.9%), Megatron-Bridge's MoE rows 7.8% -> 6.8% (max 13.8% -> 22.0%: Qwen3-30B-A3B
 on B200 becomes optimistic), NeMo 25.02 6.6% -> 6.1%, NeMo's context-parallel rows 8.5% -> 8.9%; the

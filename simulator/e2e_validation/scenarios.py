@@ -177,6 +177,10 @@ NEMO2_DDP_MCORE_011 = dict(ddp_grad_check="norm", ddp_grad_scaling="collective")
 #   utils/overrides.py at 26.04): ``check_for_nan_in_grad = False``; the Llama recipes keep
 #   ``average_in_collective = True``.
 BRIDGE_PERF_DDP = dict(ddp_grad_check="none", ddp_grad_scaling="collective")
+# * NeMo 1.0 with ``optim.name: mcore_distributed_optim`` (megatron_gpt_model.py
+#   ``setup_mcore_distributed_parallel``, 24.x): ``check_for_nan_in_grad`` read from the optimizer
+#   config, False unless set; ``average_in_collective`` likewise, True unless set.
+NEMO1_MCORE_DDP = dict(ddp_grad_check="none", ddp_grad_scaling="collective")
 
 
 def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_overlap: str = "te_default") -> dict:

@@ -34,6 +34,7 @@ from simulator.e2e_validation.scenarios import (
 from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_gpt3_sources import dgxc_gpt3
+from simulator.e2e_validation.dgxc_grok1_sources import dgxc_grok1
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama, dgxc_llama_nemo24
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.h200_step_sources import h200_eager
@@ -398,7 +399,8 @@ def _torchtitan(rows: list[Row]) -> list[Case]:
     H200 (benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md), torch.compile with torchao's
     Float8 tensorwise linears (``dtype: fp8``, ``fp8_recipe: current``) gathered by FSDP2 in fp8
     (``enable_fsdp_float8_all_gather``: ``fp8_param_gather``), every linear but the LM head
-    (``filter_fqns = ["output"]``; modelled with the head in fp8 too). FSDP2 as torchtitan applies it:
+    (``filter_fqns = ["output"]``: the head in bf16, ``training.fp8_output_layer`` false). FSDP2
+    as torchtitan applies it:
     ``fully_shard`` per transformer block and the root, parameters gathered in bf16, gradients
     reduce-scattered in fp32 (``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)``),
     fp32 sharded parameters and Adam states, gradient-norm clipping (``max_norm = 1.0``).
@@ -1195,6 +1197,19 @@ SOURCES: list[Source] = [
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
             "Scored, for simulation time (6-9 CPU seconds a row): the 128- and 2,048-GPU runs under nemo:24.12 and the "
             "128-GPU runs under nemo:24.05, in both precisions (6 of the 20 runs)."]),
+    Source("dgxc_grok1", "NVIDIA dgxc-benchmarking Grok-1 314B (Mixture-of-Experts) on H100 (NeMo 24.09 and 24.12, BF16 and FP8)",
+           "dgxc_grok1_314b_h100.csv", dgxc_grok1,
+           ["Held out entirely (none of these rows fits anything).",
+            "The grok1 recipe's Grok-1 314B (8 experts, top-2, FFN 32,768 per expert) cut to 2-16 layers for 8-128 GPUs, "
+            "TP 4 with sequence parallelism and TE's default Userbuffers overlap, EP 2-8 with the experts tensor-parallel "
+            "over TP, Megatron-Core's alltoall dispatcher with expert inputs padded to a capacity factor of 1.0, CP 2 "
+            "from 64 GPUs, PP 2 x VP 8 on 128, micro-batch 1, 1,024 sequences a step, Megatron-Core DDP (overlapped "
+            "bf16 gradient and parameter synchronisation), no recompute, dropout 0, flash-attn 2 (NVTE_FUSED_ATTN=0); "
+            "FP8 hybrid with delayed scaling and fp8 parameters, the output layer in BF16; see the file's header and "
+            "simulator/e2e_validation/dgxc_grok1_sources.py.",
+            "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
+            "Scored: the runs on 8, 16, 32, 64 and 128 GPUs, both containers and precisions (20 of the 36 runs); the "
+            "runs on 256-2,048 GPUs (4.5-20 CPU seconds each) are transcribed, not scored."]),
 ]
 
 
@@ -1221,7 +1236,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card", "h200_eager"})
 
 

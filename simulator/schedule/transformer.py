@@ -55,6 +55,7 @@ class LayerSpec:
     attn_dim: int = 0  # head dim the attention core is priced at (0: head_dim; MLA: (d_qk + d_v)/2)
     proj_in: int = 0  # input features of the output projection per TP rank (0: heads·head_dim / tp)
     fp8_recipe: str = "delayed"
+    fp8_output_layer: bool = False  # training.fp8_output_layer: the LM head's GEMMs in fp8 (:meth:`_head_tp`)
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     tp_sm_margin: bool = True  # parallel.tp_overlap_sm_margin
     tp_gemm_sms: tuple[tuple[str, int], ...] = ()  # parallel.tp_overlap_gemm_sms, sorted
@@ -86,7 +87,8 @@ class LayerSpec:
         m, t, p = scn.model, scn.training, scn.parallel
         shape = RankShapes.of(scn)
         return cls(shape=shape, moe=moe.MoESpec.from_scenario(scn) if m.moe else None,
-                   first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe, hidden=m.hidden,
+                   first_dense=m.first_dense_layers, **_mla_shapes(scn), fp8_recipe=t.fp8_recipe,
+                   fp8_output_layer=t.fp8_output_layer, hidden=m.hidden,
                    head_dim=m.head_dim, gated=m.gated,
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
@@ -722,6 +724,16 @@ class LayerBuilder:
                                          gemm_sms=s.tp_gemm_sms,
                                          scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "")
 
+    def _head_tp(self, mb: int) -> tensor_parallel.TPContext:
+        """The TP context of the output layer (the LM head, and the MTP heads that share it). In an
+        fp8 run its GEMMs and its sequence-parallel AllGather stay in the activation dtype:
+        Megatron-Core's GPTModel builds ``output_layer`` as ``tensor_parallel.ColumnParallelLinear``,
+        a torch matmul that TransformerEngine's ``fp8_autocast`` (entered around the transformer
+        block) never reaches. ``training.fp8_output_layer`` runs it in fp8 (torchtitan's Float8
+        converter without ``output`` in ``filter_fqns``)."""
+        ctx = self._tp(-1, mb)
+        return ctx if self.spec.fp8_output_layer else replace(ctx, dtype=self.spec.act_dtype)
+
     def _attn(self, layer: int, mb: int) -> AttentionContext:
         s = self.spec
         return AttentionContext(micro_batch_size=s.b, seq=s.seq, seq_local=s.seq_local, heads=s.shape.heads,
@@ -1119,7 +1131,7 @@ class LayerBuilder:
             deps = (_cast_op(pb, f"{prefix}lm_head.autocast.fwd", cast, deps, tag),)
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
                      ew.norm_impl)
-        logits = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, ln)
+        logits = tensor_parallel.column_parallel_fwd(pb, self._head_tp(mb), f"{prefix}lm_head", s.shape.vocab, ln)
         loss = logits
         if s.cross_entropy != "fused_linear":  # fused_linear: the GEMM's tiles reduced in place (schedule/loss.py)
             fwd, _ = loss_kernels(s.cross_entropy, s.act_bytes)
@@ -1147,13 +1159,13 @@ class LayerBuilder:
         tag = Tag("bwd", None, mb)
         if s.cross_entropy == "fused_linear":  # the logits' tiles computed again, then dgrad and wgrad (loss.py)
             start = len(pb.ops)
-            loss = tensor_parallel.column_parallel_fwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, after)
+            loss = tensor_parallel.column_parallel_fwd(pb, self._head_tp(mb), f"{prefix}lm_head", s.shape.vocab, after)
             mark_recompute(pb, start)
         else:
             _, bwd = loss_kernels(s.cross_entropy, s.act_bytes)
             loss = _mem_op(pb, f"{prefix}loss.bwd", "loss", bwd.bytes_per_logit * s.tokens * s.shape.vocab, (after,),
                            tag, bwd.kernels)
-        dx = tensor_parallel.column_parallel_bwd(pb, self._tp(-1, mb), f"{prefix}lm_head", s.shape.vocab, loss)
+        dx = tensor_parallel.column_parallel_bwd(pb, self._head_tp(mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
         out = _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)

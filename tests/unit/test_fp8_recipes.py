@@ -170,3 +170,46 @@ def test_mxfp8_gemms_run_at_the_block_scaled_rate(make):
     floor = max(op.count, 1) * gpu.kernel_launch_us * 1e-6
     t_mx, t_pt = compute_time(op, gpu), compute_time(dataclasses.replace(op, scaling=""), gpu)
     assert (t_mx - floor) / (t_pt - floor) == pytest.approx(7.161 / 6.812)
+
+
+def _head_ops(prog):
+    return [op for op in prog if "lm_head" in op.name]
+
+
+@pytest.mark.parametrize("recipe", ["delayed", "current", "mxfp8"])
+def test_output_layer_runs_in_bf16_in_an_fp8_run(make, tmp_path, recipe):
+    """Megatron-Core's output layer is its own ColumnParallelLinear (a torch matmul outside TE's
+    fp8_autocast): in an fp8 run the LM head's GEMMs are bf16 GEMMs, each costing exactly what the
+    same GEMM costs in a bf16 run, and its sequence-parallel AllGather carries 2 bytes per element
+    (tokens 512 x hidden 256 = 262,144 B), while the layers' GEMMs stay fp8.
+    ``training.fp8_output_layer`` (torchtitan's Float8 without ``output`` in ``filter_fqns``) runs
+    them in fp8 and gathers 1 byte per element."""
+    hw = "b.yaml" if recipe == "mxfp8" else "p.yaml"
+    fp8, bf16 = _ops(make(recipe, hardware=hw)), _ops(make("delayed", hardware=hw, dtype="bf16"))
+    gpu = make(recipe, hardware=hw).profile.gpu
+    head8 = [op for op in _head_ops(fp8) if isinstance(op, ComputeOp) and op.kind == "gemm"]
+    head16 = [op for op in _head_ops(bf16) if isinstance(op, ComputeOp) and op.kind == "gemm"]
+    assert len(head8) == len(head16) >= 3 and {op.dtype for op in head8} == {"bf16"}
+    assert [compute_time(a, gpu) for a in head8] == pytest.approx([compute_time(b, gpu) for b in head16])
+    assert {op.dtype for op in fp8 if isinstance(op, ComputeOp) and op.kind == "gemm"
+            and op.tag.layer is not None and op.tag.layer >= 0} == {"fp8"}
+    ag = [op for op in _head_ops(fp8) if isinstance(op, CommOp) and op.op == "allgather"]
+    assert ag and {op.size_bytes for op in ag} == {512 * 256 * 2}
+
+    data = {"name": "fp8", "hardware": hw, "nodes": 2, "model": SMALL,
+            "training": {"micro_batch": 1, "global_batch": 8, "dtype": "fp8", "fp8_recipe": recipe,
+                         "fp8_output_layer": True},
+            "parallel": {"tp": 2, "sequence_parallel": True}}
+    on = _ops(build_scenario(data, source="fp8.yaml", base_dir=tmp_path))
+    assert {op.dtype for op in _head_ops(on) if isinstance(op, ComputeOp) and op.kind == "gemm"} == {"fp8"}
+    assert {op.size_bytes for op in _head_ops(on) if isinstance(op, CommOp) and op.op == "allgather"} == {512 * 256}
+
+
+def test_fp8_output_layer_needs_an_fp8_run(tmp_path):
+    """``fp8_output_layer`` on a bf16 run is an input error naming the field."""
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    data = {"name": "x", "hardware": "p.yaml", "nodes": 2, "model": SMALL,
+            "training": {"micro_batch": 1, "global_batch": 8, "dtype": "bf16", "fp8_output_layer": True},
+            "parallel": {"tp": 2, "sequence_parallel": True}}
+    with pytest.raises(InputError, match="fp8_output_layer needs dtype: fp8"):
+        build_scenario(data, source="x.yaml", base_dir=tmp_path)

@@ -97,13 +97,15 @@ def test_held_out_error_and_the_containers():
     """Held out (about 35 CPU seconds). Three containers ran the 8B plan: measured on 8 GPUs, BF16
     12.91 s (nemo:24.09), 12.78 s (24.12), 12.27 s (25.02.01, source ``dgxc_llama``); FP8 9.67,
     9.44 and 9.33 s; the 70B BF16 plan on 64 GPUs 14.72, 14.61 and 14.66 s. The model does not see
-    the container: one prediction per model and precision (8B 14.37 s and 9.84 s, 70B 16.28 s and
-    10.53-10.55 s), so the BF16 rows read -8.4% to -11.1% (8B; the v25.04 rows -14.2% to -14.7%)
-    and -8.0% to -10.2% (70B on 64 and 2,048 GPUs), the FP8 rows -0.2% to -4.1% (8B) and -0.6% to
-    +8.0% (70B: 11.01 and 10.46 s measured on 64 GPUs, 11.39 and 10.99 s on 2,048, where the model
-    adds 0.2%); median |error| 8.0%. Tolerances from that: every BF16 row within -13%..-6%, every
-    FP8 row within -6%..+9%, median |error| <= 9%, and the predictions of one model and precision
-    within 0.5% of each other across GPU counts and containers."""
+    the container: one prediction per model and precision (8B 14.37 s and 10.16 s, 70B 16.28 s and
+    10.85-10.87 s), so the BF16 rows read -8.4% to -11.1% (8B; the v25.04 rows -14.2% to -14.7%)
+    and -8.0% to -10.2% (70B on 64 and 2,048 GPUs), the FP8 rows -3.3% to -7.0% (8B) and -3.6% to
+    +4.8% (70B: 11.01 and 10.46 s measured on 64 GPUs, 11.39 and 10.99 s on 2,048, where the model
+    adds 0.2%); median |error| 7.5%. The FP8 predictions carry the output layer in BF16, as
+    Megatron-Core runs it (9.84 s and 10.53-10.55 s, FP8 rows -0.2% to -4.1% and -0.6% to +8.0%,
+    median 8.0%, while it was priced in FP8). Tolerances from that: every BF16 row within
+    -13%..-6%, every FP8 row within -9%..+7%, median |error| <= 9%, and the predictions of one model
+    and precision within 0.5% of each other across GPU counts and containers."""
     res = list(scoring.run_cases(dgxc_llama_nemo24(_rows())))
     groups: dict[tuple[int, str], list] = {}
     for r in res:
@@ -112,7 +114,7 @@ def test_held_out_error_and_the_containers():
     bf16 = [r.error for (_, dtype), rs in groups.items() for r in rs if dtype == "bf16"]
     fp8 = [r.error for (_, dtype), rs in groups.items() for r in rs if dtype == "fp8"]
     assert all(-0.13 <= e <= -0.06 for e in bf16), bf16
-    assert all(-0.06 <= e <= 0.09 for e in fp8), fp8
+    assert all(-0.09 <= e <= 0.07 for e in fp8), fp8
     assert statistics.median(abs(r.error) for r in res) <= 0.09
     for rs in groups.values():
         steps = [r.step_time_s for r in rs]

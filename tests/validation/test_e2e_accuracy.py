@@ -104,7 +104,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
-                                                                "dgxc_gpt3", "flagperf")
+                                                                "dgxc_gpt3", "dgxc_grok1", "flagperf")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -131,7 +131,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
                                      "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
-                                     "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "internlm", "nanotron_playbook",
+                                     "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "internlm", "nanotron_playbook",
                                      "fms_fsdp", "bridge_card", "h200_eager"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
@@ -141,7 +141,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                 and c.scenario["training"]["dtype"] != "fp8"} == {"simumax_b200"}
     h100_fp8_single = [c for c in cs if c.scenario["hardware"] == "dgx-h100" and c.n_gpus == 8
                        and c.scenario["training"]["dtype"] == "fp8"]
-    assert len(h100_fp8_single) == 7 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
+    assert len(h100_fp8_single) == 9 and not any(sources.is_fit_case(c) for c in h100_fp8_single)
     eager = {c.source for c in cs if not c.scenario["training"]["fused_kernels"]}
     # Megatron-LM of Sep 2020 had no fused kernels yet: PyTorch ops bar apex's LayerNorm
     # NeMo AutoModel's dense Llama 3 70B config compiles its layers (enable_compile): not eager
@@ -180,7 +180,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "dgxc_llama_nemo24": {"auto"},
-                      "dgxc_gpt3": {"flash2", "auto"}, "internlm": {"flash1"},
+                      "dgxc_gpt3": {"flash2", "auto"}, "dgxc_grok1": {"flash2"}, "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
@@ -230,7 +230,8 @@ def _check_leave_one_source_out(results, jobs):
     assert loso.stats(errors).median <= 0.075
     per_source = {k: loso.stats(h.result.error for h in held if h.result.case.source == k)
                   for k in ("mpt", "mpt_seq", "mpt_small", "flagperf", "nemo2407", "nemo_cp")}
-    bounds = {"mpt": 0.07, "mpt_seq": 0.06, "mpt_small": 0.05, "flagperf": 0.06, "nemo2407": 0.06, "nemo_cp": 0.12}
+    # nemo2407: 6.4% (signed -6.4%) with the output layer in BF16 as Megatron-Core runs it, 4.6% while it was priced in FP8
+    bounds = {"mpt": 0.07, "mpt_seq": 0.06, "mpt_small": 0.05, "flagperf": 0.06, "nemo2407": 0.075, "nemo_cp": 0.12}
     for k, b in bounds.items():
         assert per_source[k].median <= b, (k, per_source[k])
     for name, member in loso.REGIMES.items():
@@ -337,13 +338,16 @@ def test_megatron_bridge_moe_errors():
     Qwen3-30B FP8-CS row's gap was the host's (its layers issue a kernel or two per local expert); the
     GPT-OSS rows stay 12-14% optimistic. dgx-b200's derate fitted on BF16 B200 runs too (SimuMax's;
     0.480 -> 0.544) moves the B200 rows by +4..+8 points: +6.8%, +12.1%, +22.0% (GPT-OSS BF16), -5.3%;
-    median 6.8%."""
+    median 6.8%. The output layer in BF16 in the FP8 rows (Megatron-Core's output_layer is outside
+    TE's fp8_autocast; the page's findings on Grok-1): -3.7%, +2.5%, +11.9%, +3.9%, +6.2%, +22.0%,
+    -17.6% (DeepSeek-V3's last stage computes the logits twice, main and MTP heads, now at the BF16
+    rate); median 6.2%."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(-0.15 <= e <= 0.25 for e in errors), errors
+    assert all(-0.20 <= e <= 0.25 for e in errors), errors
     assert scoring.median_abs_error(results) <= 0.09
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
-    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.08 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.15, gap
+    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.04 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.15, gap
     assert 0.10 <= gap["GPT OSS 120B H100-SXM BF16"] <= 0.16 and 0.18 <= gap["GPT OSS 120B B200 BF16"] <= 0.25, gap
 
 
@@ -607,8 +611,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
 
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
-    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "bridge_dense",
-                  "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30"}
+    assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1",
+                  "bridge_dense", "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                + _by_source("dgxc_llama_nemo24")
@@ -709,9 +713,10 @@ def test_h100_long_context_rows_run_flash_attention_2():
     ``launcher_scripts/conf/config.yaml`` exports ``NVTE_FUSED_ATTN: 0`` ("Disable cudnn FA until
     we've tested it more"): TE runs flash-attn 2. The 8K and 16K rows have no CP, so attention
     (25% and 39% of the model FLOPs) is all that separates the kernel generations there: with
-    FlashAttention-2 they land within 3% (doc: -0.2%, -0.9%); with the cuDNN / FA3-class figure
-    the profile gives ``auto`` they would be at least 10% optimistic (doc before: +14.6%,
-    +21.5%). The sign under each kernel is the finding, so both are asserted."""
+    FlashAttention-2 they land within 5% (in sample: -4.3%, -1.4% with the output layer in BF16, as
+    Megatron-Core runs it; -2.8%, -0.8% while it was priced in FP8); with the cuDNN / FA3-class figure
+    the profile gives ``auto`` they would be at least 8% optimistic (+9.9% at 8K with the output
+    layer in BF16; doc before: +14.6%, +21.5%). The sign under each kernel is the finding, so both are asserted."""
     import copy
 
     rows = [c for c in _nemo_cp("dgx-h100") if c.scenario["parallel"]["cp"] == 1]
@@ -722,8 +727,8 @@ def test_h100_long_context_rows_run_flash_attention_2():
         fa3["training"]["attention"] = "flash3"
         r2 = _run_case(c)
         r3 = _run_case(sources.Case(c.source, c.label, fa3, c.metric, c.measured, c.n_gpus))
-        assert abs(r2.error) <= 0.03, (c.label, r2.error)
-        assert r3.error >= 0.10, (c.label, r3.error)
+        assert abs(r2.error) <= 0.05, (c.label, r2.error)
+        assert r3.error >= 0.08, (c.label, r3.error)
 
 
 def test_nemo_2407_tp4_rows_carry_the_launchers_tuned_userbuffers():
@@ -760,12 +765,14 @@ def test_nemo_2407_rows_build_the_printed_plans():
 def test_nemo_2407_single_stage_and_interleaved_rows():
     """Four quick held-out rows (FP8 H100; nothing of NeMo 24.07 is fitted): GPT3-5B dp64,
     Llama2-7B dp8, Llama2-13B pp4 vp10 (interleaved 1F1B, one layer per virtual stage) and
-    Llama3-8B cp2, all with flash-attn 2 (the 24.07 launcher's NVTE_FUSED_ATTN=0). Doc: +6.2%,
-    -0.3%, -3.5%, -3.3% (+7.2%, +4.3%, -3.9%, +11.2% when they were priced with cuDNN's attention)."""
+    Llama3-8B cp2, all with flash-attn 2 (the 24.07 launcher's NVTE_FUSED_ATTN=0). Now +0.8%,
+    -5.3%, -9.0%, -7.4% with the output layer in BF16, as Megatron-Core runs it (+3.1%, -4.4%, -6.8%,
+    -4.8% while it was priced in FP8; earlier +6.2%, -0.3%, -3.5%, -3.3%, and +7.2%, +4.3%, -3.9%,
+    +11.2% when they were priced with cuDNN's attention)."""
     names = ("GPT3-5B", "LLAMA2-7B", "LLAMA2-13B", "LLAMA3-8B")
     rs = list(_run_cases([c for c in _by_source("nemo2407") if c.label.split()[0] in names]))
     assert len(rs) == 4
-    assert all(abs(r.error) <= 0.09 for r in rs), [(r.case.label, r.error) for r in rs]
+    assert all(abs(r.error) <= 0.11 for r in rs), [(r.case.label, r.error) for r in rs]
 
 
 @pytest.mark.parametrize("name, per_sample", [("Nemotron-4 15B", 3.85e14), ("Nemotron-4 340B", 8.62124e15)])
@@ -784,7 +791,7 @@ def test_dgxc_nemotron_rows_held_out():
     """Nemotron-4 15B (TP2) and 340B (TP8 PP8 VP12) on H100: the two BF16 worked examples and
     v25.05's table (the same plans in BF16 and FP8), all held out. NVIDIA's tuned BF16 runs are
     faster than the dgx-h100 GEMM derate fitted on the single-node rows allows (pessimistic, like
-    the other NVIDIA runs). Doc: -10.2%, -14.6% (examples), -8.6%, +5.6%, -8.7%, -0.2% (table);
+    the other NVIDIA runs). Doc: -10.2%, -14.6% (examples), -8.6%, -1.0%, -8.8%, -6.0% (table);
     asserted as an upper bound on the error."""
     rs = list(_run_cases(_by_source("dgxc")))
     assert len(rs) == 6 and not any(sources.is_fit_case(r.case) for r in rs)
@@ -795,16 +802,18 @@ def test_dgxc_nemotron_rows_held_out():
 def test_dgxc_same_plan_bf16_is_where_the_gap_is():
     """dgxc-benchmarking v25.05 measured each H100 plan in BF16 and FP8 (same container, plan and
     cluster): 15B 2.746 / 1.988 s, 340B 4.606 / 3.107 s. The FP8 runs land within 8% of the
-    model, and each BF16 run at least 5 points more pessimistic than its FP8 twin: what the model
-    misses on NVIDIA's stack is in its BF16 GEMMs, not in what the two precisions share
-    (communication, pipeline, attention, norms). Doc: 15B -8.6% / +5.6%, 340B -8.7% / -0.2%."""
+    model, and each BF16 run at least 2 points more pessimistic than its FP8 twin: part of what the
+    model misses on NVIDIA's stack is in its BF16 GEMMs. Doc: 15B -8.6% / -1.0%, 340B -8.8% / -6.0%
+    with the output layer in BF16, as Megatron-Core runs it (+5.6% and -0.2% for FP8 while it was
+    priced in FP8, when the gap looked BF16's alone); the rest is a level both precisions share
+    (the page's findings on FlagPerf's FP8 pair and on Grok-1)."""
     table = [c for c in _by_source("dgxc") if c.label.endswith("(v25.05 table)")]
     rs = {r.case.label: r for r in _run_cases(table)}
     assert len(rs) == 4
     for model in ("Nemotron-4 15B", "Nemotron-4 340B"):
         bf16, fp8 = (next(r for k, r in rs.items() if k.startswith(model) and f" {p} " in k) for p in ("BF16", "FP8"))
         assert abs(fp8.error) <= 0.08, (fp8.case.label, fp8.error)
-        assert bf16.error <= fp8.error - 0.05, (bf16.error, fp8.error)
+        assert bf16.error <= fp8.error - 0.02, (bf16.error, fp8.error)
 
 
 def _mpt_seq(model: str, gpu: str) -> list[sources.Case]:
