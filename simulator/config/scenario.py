@@ -297,8 +297,11 @@ def check_plan(scn: Scenario) -> None:
 
 def check_hybrid(scn: Scenario) -> None:
     """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
-    ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers,
-    their FP8 casts are not modelled, and the combined-1F1B A2A overlap exists for GPTModel only. A
+    ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers is
+    not modelled, nor FP8 beyond delayed scaling of M, * and - blocks (their GEMMs at the FP8 rate,
+    the casts fused into the kernels producing the inputs, as for the layers of a GPT model; the
+    per-GEMM quantisation passes of the other recipes and of MoE blocks are not built for hybrid
+    blocks), and the combined-1F1B A2A overlap exists for GPTModel only. A
     multi-token-prediction depth of a hybrid model is an attention block and an MoE block
     (Nemotron-3's ``mtp_hybrid_override_pattern: "*E"``), so it needs experts."""
     m, t, p = scn.model, scn.training, scn.parallel
@@ -307,8 +310,12 @@ def check_hybrid(scn: Scenario) -> None:
                                   f"{m.mamba_groups} (Megatron-Core's MambaMixer splits both over TP)")
     if m.mamba_heads and (p.cp > 1 or p.ulysses > 1):
         _fail(scn, "parallel.cp", "context parallelism of Mamba2 mixers is not modelled (layer_pattern with M)")
-    if t.dtype == "fp8":
-        _fail(scn, "training.dtype", "fp8 with layer_pattern: the FP8 casts of hybrid blocks are not modelled")
+    if t.dtype == "fp8" and t.fp8_recipe != "delayed":
+        _fail(scn, "training.fp8_recipe", f"fp8_recipe {t.fp8_recipe} with layer_pattern: the quantisation passes "
+                                          "of hybrid blocks are modelled for delayed scaling only")
+    if t.dtype == "fp8" and "E" in m.layer_pattern:
+        _fail(scn, "training.dtype", "fp8 with MoE blocks (E) in layer_pattern: the quantisation passes of their "
+                                     "routed rows are not modelled in hybrid blocks")
     if t.recompute_norm_blocks:
         _fail(scn, "training.recompute_norm_blocks", "re-running the norm blocks of hybrid blocks (layer_pattern) "
                                                      "is not modelled")

@@ -159,7 +159,8 @@ class Model(_Strict):
     tied_embeddings: bool = False
     # rope and alibi have no weights; alibi (BLOOM, MPT) adds a per-head linear bias to the scores,
     # which costs traffic only where the scores are materialised (schedule/attention.py).
-    position_embedding: Literal["rope", "learned", "alibi"] = "rope"
+    # none: no position embedding at all (Megatron-Core MambaModel's default, Nemotron-H's attention layers)
+    position_embedding: Literal["rope", "learned", "alibi", "none"] = "rope"
     # Query/key head dimension (Megatron's kv_channels); 0: hidden / heads. Qwen3 and GPT-OSS
     # use 128 and 64 with hidden/heads = 64 and 45; under MLA it is the no-RoPE part (qk_nope_head_dim).
     head_dim: int = Field(default=0, ge=0)

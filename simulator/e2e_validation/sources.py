@@ -35,6 +35,7 @@ from simulator.e2e_validation.bridge_card_sources import bridge_card
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_gpt3_sources import dgxc_gpt3
 from simulator.e2e_validation.dgxc_grok1_sources import dgxc_grok1
+from simulator.e2e_validation.dgxc_nemotronh_sources import dgxc_nemotronh
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama, dgxc_llama_nemo24
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.h200_step_sources import h200_eager
@@ -1210,6 +1211,17 @@ SOURCES: list[Source] = [
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
             "Scored: the runs on 8, 16, 32, 64 and 128 GPUs, both containers and precisions (20 of the 36 runs); the "
             "runs on 256-2,048 GPUs (4.5-20 CPU seconds each) are transcribed, not scored."]),
+    Source("dgxc_nemotronh", "NVIDIA dgxc-benchmarking Nemotron-H 56B (hybrid Mamba2-Transformer) on H100 (NeMo 25.04.01, FP8)",
+           "dgxc_nemotronh_56b_h100.csv", dgxc_nemotronh,
+           ["Held out entirely (none of these rows fits anything).",
+            "NeMo 2.0's pretrain_nemotronh_56b.py at the commit the recipe pins: 118 blocks (54 Mamba2 mixers, 10 "
+            "attention, 54 squared-ReLU MLP blocks: model.layer_pattern), TP 8 with sequence parallelism and no TP "
+            "overlap, no pipeline, micro-batch 1, three sequences per GPU, Megatron-Core 0.12 DDP (gradient "
+            "ReduceScatter overlapped in bf16, parameter AllGather not), FP8 with delayed scaling and fp8 parameters, "
+            "flash-attn 2 (NVTE_FUSED_ATTN=0), TE cross-entropy, no recompute, dropout 0; see the file's header and "
+            "simulator/e2e_validation/dgxc_nemotronh_sources.py.",
+            "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
+            "Every run scored (32-2,048 GPUs, 7 rows, under a CPU second each)."]),
 ]
 
 
@@ -1236,7 +1248,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
-                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "internlm", "nanotron_playbook", "fms_fsdp",
+                              "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "dgxc_nemotronh", "internlm", "nanotron_playbook", "fms_fsdp",
                               "bridge_card", "h200_eager"})
 
 

@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 2966375 from the
-leave-one-source-out errors of the 549 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 4dbad6e from the
+leave-one-source-out errors of the 556 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 79.1% of 549 rows, 79.1% averaged over 39 sources.
+Nested held-out coverage of the 80% band: 79.1% of 556 rows, 78.4% averaged over 40 sources.
 """
 
 BANDS = {
-    'all runs': (-0.100447, 0.122471, 39, 549),
+    'all runs': (-0.0967, 0.1409, 40, 556),
 }
 
 ROWS = (
@@ -561,4 +561,11 @@ ROWS = (
     ('multi-node', 'dgxc_grok1', 'Grok-1 314B proxy (4 layers) FP8 nemo:24.12 tp4 pp1 cp1 ep8 dp8 32 GPUs', 0.014706),
     ('multi-node', 'dgxc_grok1', 'Grok-1 314B proxy (8 layers) FP8 nemo:24.12 tp4 pp1 cp2 ep8 dp8 64 GPUs', 0.063095),
     ('multi-node', 'dgxc_grok1', 'Grok-1 314B proxy (16 layers) FP8 nemo:24.12 tp4 pp2 vp8 cp2 ep8 dp8 128 GPUs', 0.007587),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp4 32 GPUs', 0.119979),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp8 64 GPUs', 0.113897),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp16 128 GPUs', 0.140598),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp32 256 GPUs', 0.162951),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp64 512 GPUs', 0.1409),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp128 1024 GPUs', 0.14634),
+    ('multi-node', 'dgxc_nemotronh', 'Nemotron-H 56B FP8 tp8 dp256 2048 GPUs', 0.147656),
 )

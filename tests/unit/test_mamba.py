@@ -203,3 +203,60 @@ def test_hybrid_block_activations_closed_form():
     assert (hybrid_block_activation_bytes(unfused, 1) - hybrid_block_activation_bytes(scn, 1)
             == 5 * 4 * 512 * 512)
     assert hybrid_block_activation_bytes(unfused, 0) == hybrid_block_activation_bytes(scn, 0)
+
+
+def test_fp8_delayed_scaling_of_hybrid_blocks():
+    """FP8 with delayed scaling on M, * and - blocks (Nemotron-H's recipe): the mixers' in_proj and
+    out_proj and the attention and MLP GEMMs run in fp8, each at exactly half the bytes of its bf16
+    twin's operands; the SSD scan, whose kernels are not TE modules, is the same op in both runs; no
+    quantisation pass is added (the casts fused into the producing kernels, as for GPT layers); the
+    output layer stays bf16."""
+    bf16 = build_scenario(_small_scenario(None))
+    data = _small_scenario(None)
+    data["training"] = {**data["training"], "dtype": "fp8", "fp8_recipe": "delayed"}
+    fp8 = build_scenario(data)
+    p8, p16 = build_program(fp8, 0), build_program(bf16, 0)
+    def layer_gemms(prog):
+        return {op.name: op for op in prog if isinstance(op, ComputeOp) and op.kind == "gemm"
+                and op.tag.layer is not None and op.tag.layer >= 0}
+
+    gemms8, gemms16 = layer_gemms(p8), layer_gemms(p16)
+    assert gemms8.keys() == gemms16.keys() and any(".in_proj." in n for n in gemms8)
+    for name, op in gemms8.items():
+        assert op.dtype == "fp8" and op.hbm_bytes == pytest.approx(gemms16[name].hbm_bytes / 2), name
+    scans = [(op.flops, op.hbm_bytes) for op in p8 if isinstance(op, ComputeOp) and op.kind == "scan"]
+    assert scans == [(op.flops, op.hbm_bytes) for op in p16 if isinstance(op, ComputeOp) and op.kind == "scan"]
+    assert not any(".quantize." in op.name for op in p8)
+    assert {op.dtype for op in p8 if isinstance(op, ComputeOp) and op.kind == "gemm" and "lm_head" in op.name} == {"bf16"}
+
+
+@pytest.mark.parametrize("training,preset,field", [
+    ({"dtype": "fp8", "fp8_recipe": "current"}, None, "training.fp8_recipe"),
+    ({"dtype": "fp8"}, NANO, "training.dtype"),  # MoE (E) blocks
+])
+def test_fp8_hybrid_plans_not_modelled_exit_2(tmp_path: Path, capsys, training, preset, field):
+    """Per-GEMM quantisation passes of the other recipes, and of the MoE blocks' routed rows, are
+    not built for hybrid blocks: an input error naming the field, exit 2."""
+    scn = _small_scenario(preset)
+    scn["training"] = {**scn["training"], **training}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(scn))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "hybrid" in err and "Traceback" not in err
+
+
+def test_no_position_embedding():
+    """``position_embedding: none`` (Megatron-Core MambaModel's default, Nemotron-H's): no RoPE
+    kernels, where ``rope`` adds them to a GPT model's attention (a hybrid model's attention blocks
+    never rotate), and no learned position table, which ``learned`` adds (seq x hidden parameters)."""
+    dense = {k: v for k, v in SMALL.items() if not k.startswith("mamba") and k != "layer_pattern"}
+
+    def scenario(position: str) -> dict:
+        return {**_small_scenario(None), "model": {**dense, "position_embedding": position}}
+
+    none, rope, learned = (build_scenario(scenario(p)) for p in ("none", "rope", "learned"))
+    assert not any(".rope." in op.name for op in build_program(none, 0))
+    assert any(".rope." in op.name for op in build_program(rope, 0))
+    assert param_count(learned.model) - param_count(none.model) == 512 * 256
+    assert param_count(rope.model) == param_count(none.model)
