@@ -38,7 +38,7 @@ stands for it.
 from __future__ import annotations
 
 from simulator.e2e_validation.mlperf_sources import nemo_gpt3_scenario
-from simulator.e2e_validation.rows import Row, parse_int
+from simulator.e2e_validation.rows import Row, parse_container_run, parse_int
 from simulator.e2e_validation.scenarios import MODERN, NEMO_LAUNCHER_2024, Case, Stack
 
 SOURCE = "dgxc_gpt3"
@@ -57,16 +57,9 @@ SCORED: frozenset[tuple[str, str, int]] = frozenset(
     | {("24.05", dtype, 128) for dtype in ("bf16", "fp8")})
 
 
-def _run(row: Row) -> tuple[str, str, int]:
-    """(container, precision, GPUs) from the row's source id
-    ``dgxc-benchmarking-nemo<container>-gpt3-175b-<precision>-<gpus>``."""
-    parts = row["source_id"].split("-")
-    return parts[2].removeprefix("nemo"), parts[-2], int(parts[-1])
-
-
 def dgxc_gpt3_case(r: Row) -> Case:
     """One README run as a scenario (the module docstring gives every setting and its source)."""
-    container, dtype, n = _run(r)
+    container, dtype, n = parse_container_run(r)
     tp, pp, vp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp"))
     scn = nemo_gpt3_scenario(r, f"dgxc-gpt3-175b-nemo{container}-{dtype}-{n}", dtype=dtype, ub_sms=UB_GPT3_175B,
                              stack=STACK_BY_CONTAINER[container])
@@ -79,4 +72,4 @@ def dgxc_gpt3_case(r: Row) -> Case:
 def dgxc_gpt3(rows: list[Row]) -> list[Case]:
     """dgxc-benchmarking's measured GPT-3 175B step times on H100 under nemo:24.05 and nemo:24.12,
     BF16 and FP8 (``SCORED``: six of the 20 runs; module docstring)."""
-    return [dgxc_gpt3_case(r) for r in rows if r["metric"] == "step_time_s" and _run(r) in SCORED]
+    return [dgxc_gpt3_case(r) for r in rows if r["metric"] == "step_time_s" and parse_container_run(r) in SCORED]

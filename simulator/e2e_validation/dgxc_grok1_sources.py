@@ -42,8 +42,8 @@ virtual stage's parameter AllGather issued during the optimizer step).
 
 from __future__ import annotations
 
-from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import (NEMO1_MCORE_DDP, NEMO_LAUNCHER_2024, Case, make_scenario,
+from simulator.e2e_validation.rows import Row, parse_container_run, parse_int
+from simulator.e2e_validation.scenarios import (NEMO1_MCORE_DDP, NEMO_LAUNCHER_2024, Case, gpt_model, make_scenario,
                                                 megatron_parallel, padded_vocab)
 
 SOURCE = "dgxc_grok1"
@@ -51,29 +51,20 @@ SOURCE = "dgxc_grok1"
 # The scored runs: GPUs per run (both containers, both precisions); see the module docstring.
 SCORED_GPUS: frozenset[int] = frozenset({8, 16, 32, 64, 128})
 
-# Grok-1 (grok1_314b.yaml): experts, top-k and the tokenizer's vocabulary (meta-llama/Meta-Llama-3-70B).
-EXPERTS, TOP_K, VOCAB = 8, 2, 128256
-
-
-def _run(row: Row) -> tuple[str, str, int]:
-    """(container, precision, GPUs) from the row's source id
-    ``dgxc-benchmarking-nemo<container>-grok1-314b-<precision>-<gpus>``."""
-    parts = row["source_id"].split("-")
-    return parts[2].removeprefix("nemo"), parts[-2], int(parts[-1])
+# Grok-1 (grok1_314b.yaml): experts and top-k (the rows carry the rest of its shape).
+EXPERTS, TOP_K = 8, 2
 
 
 def grok1_model(r: Row, tp: int) -> dict:
     """The row's Grok-1 (or its proxy's layer count) as a scenario model block."""
-    return dict(layers=parse_int(r["layers"]), hidden=parse_int(r["hidden"]), heads=parse_int(r["heads"]),
-                kv_heads=parse_int(r["kv_heads"]), ffn_hidden=parse_int(r["ffn_hidden"]),
-                vocab=padded_vocab(parse_int(r["vocab"]), tp), mlp="swiglu", seq_len=parse_int(r["seq_len"]),
-                tied_embeddings=False, position_embedding="rope", experts=EXPERTS, top_k=TOP_K,
-                moe_ffn_hidden=parse_int(r["ffn_hidden"]), capacity_factor=1.0)
+    model = gpt_model({**r, "vocab": str(padded_vocab(parse_int(r["vocab"]), tp))}, mlp="swiglu", position="rope",
+                      tied=False)
+    return dict(model, experts=EXPERTS, top_k=TOP_K, moe_ffn_hidden=model["ffn_hidden"], capacity_factor=1.0)
 
 
 def dgxc_grok1_case(r: Row) -> Case:
     """One README run as a scenario (the module docstring gives every setting and its source)."""
-    container, dtype, n = _run(r)
+    container, dtype, n = parse_container_run(r)
     tp, pp, vp, cp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp", "ep"))
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default"), overlap_grad_reduce=True,
                grad_reduce_dtype="bf16", **NEMO1_MCORE_DDP, ep=ep, moe_dispatcher="alltoall",
@@ -93,4 +84,4 @@ def dgxc_grok1_case(r: Row) -> Case:
 def dgxc_grok1(rows: list[Row]) -> list[Case]:
     """dgxc-benchmarking's measured Grok-1 314B step times on H100 under nemo:24.09 and nemo:24.12,
     BF16 and FP8: the runs on 8-128 GPUs (``SCORED_GPUS``: 20 of the 36 runs; module docstring)."""
-    return [dgxc_grok1_case(r) for r in rows if r["metric"] == "step_time_s" and _run(r)[2] in SCORED_GPUS]
+    return [dgxc_grok1_case(r) for r in rows if r["metric"] == "step_time_s" and parse_container_run(r)[2] in SCORED_GPUS]

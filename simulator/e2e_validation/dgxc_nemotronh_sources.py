@@ -34,7 +34,7 @@ Every run is scored (7 rows, no pipeline).
 from __future__ import annotations
 
 from simulator.e2e_validation.rows import Row, parse_int
-from simulator.e2e_validation.scenarios import (MEGATRON_LM_DDP_2025, NEMO_LAUNCHER_2024, Case, make_scenario,
+from simulator.e2e_validation.scenarios import (MEGATRON_LM_DDP_2025, NEMO_LAUNCHER_2024, Case, gpt_model, make_scenario,
                                                 megatron_parallel, padded_vocab)
 
 SOURCE = "dgxc_nemotronh"
@@ -52,10 +52,9 @@ NULL_TOKENIZER_VOCAB = 131072 + 1
 
 def nemotronh_56b_model(r: Row, tp: int) -> dict:
     """The row's Nemotron-H 56B as a scenario model block."""
-    return dict(layers=parse_int(r["layers"]), hidden=parse_int(r["hidden"]), heads=parse_int(r["heads"]),
-                kv_heads=parse_int(r["kv_heads"]), ffn_hidden=parse_int(r["ffn_hidden"]),
-                vocab=padded_vocab(NULL_TOKENIZER_VOCAB, tp), mlp="gelu", seq_len=parse_int(r["seq_len"]),
-                tied_embeddings=False, position_embedding="none", layer_pattern=NEMOTRON_H_56B_PATTERN, **MAMBA_56B)
+    model = gpt_model({**r, "vocab": str(padded_vocab(NULL_TOKENIZER_VOCAB, tp))}, mlp="gelu", position="none",
+                      tied=False)
+    return dict(model, layer_pattern=NEMOTRON_H_56B_PATTERN, **MAMBA_56B)
 
 
 def dgxc_nemotronh_case(r: Row) -> Case:

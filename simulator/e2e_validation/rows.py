@@ -19,6 +19,13 @@ def parse_int(v: str, default: int = 0) -> int:
     return int(float(v)) if v else default
 
 
+def parse_container_run(row: Row) -> tuple[str, str, int]:
+    """(container, precision, GPUs) of a dgxc-benchmarking row measured under one NeMo container,
+    from its source id ``dgxc-benchmarking-nemo<container>-<model>-<size>-<precision>-<gpus>``."""
+    parts = row["source_id"].split("-")
+    return parts[2].removeprefix("nemo"), parts[-2], int(parts[-1])
+
+
 def parse_precision(row: Row) -> str | None:
     """``prec=...`` of the notes mapped to a dtype the simulator models (None: not modelled)."""
     notes = row["notes"].lower()
