@@ -39,7 +39,7 @@ from dataclasses import replace
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
 from simulator.e2e_validation.rows import Row, parse_int
 from simulator.e2e_validation.scenarios import (MODERN, NEMO2_DDP_MCORE_011, Case, llama_model, make_scenario,
-                                                megatron_parallel)
+                                                megatron_parallel, padded_vocab)
 
 # The recipe's tuned Userbuffers configurations (NeMo ``nemo/collections/llm/recipes/
 # tp_overlap_configs/userbuffers.py``; the bf16 and fp8 variants differ only in FP8 buffers), as
@@ -76,8 +76,10 @@ def _recipe(row: Row) -> tuple[str, str, int]:
     return size, dtype, int(n)
 
 
-def dgxc_llama_case(r: Row) -> Case:
-    """One README row as a scenario (the module docstring gives every setting and its source)."""
+def dgxc_llama_case(r: Row, embedding_loss_split: bool = True) -> Case:
+    """One README row as a scenario (the module docstring gives every setting and its source).
+    ``embedding_loss_split``: a pipelined 405B counts the embedding and the loss as a layer each
+    in the pipeline split, as NeMo 2.0's recipe does (NeMo 1.0 splits the layers evenly)."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     size, dtype, _ = _recipe(r)
     fp8 = dtype == "fp8"
@@ -86,7 +88,7 @@ def dgxc_llama_case(r: Row) -> Case:
                overlap_grad_reduce=True, grad_reduce_dtype="bf16", **NEMO2_DDP_MCORE_011)
     if size in UB_TUNED_H100:
         par["tp_overlap_gemm_sms"] = dict(UB_TUNED_H100[size])
-    if size == "405b" and pp > 1:
+    if size == "405b" and pp > 1 and embedding_loss_split:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     dp = n // (tp * pp * cp)
     label = f"{r['model_name']} {dtype.upper()} tp{tp} pp{pp} vp{vp} cp{cp} dp{dp} {n} GPUs"
@@ -123,12 +125,18 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
     ``NVTE_FUSED_ATTN=1``): Apex's ``distributed_fused_adam``, whose overlapped bf16 gradient and
     parameter synchronisation are the distributed optimizer's communication, in place of NeMo
     2.0's Megatron-Core DDP, so without that DDP's per-bucket passes (``ddp_grad_check``,
-    ``ddp_grad_scaling``)."""
-    twin = dgxc_llama_case(r)
+    ``ddp_grad_scaling``). The 405B rows (``llama3.1_405b.yaml``: TP 8, CP 2, ``UB_TUNED_H100["405b"]``'s
+    SM counts, 16 query groups; configure.sh's layers, PP and global batch per GPU count) split
+    their layers evenly over the virtual stages, as NeMo 1.0 does, and run configure.sh's GPT-2 BPE
+    tokenizer on synthetic data: 50,257 tokens, padded to 51,200 (``padded_vocab``)."""
+    twin = dgxc_llama_case(r, embedding_loss_split=False)
     size, dtype, n = _recipe(r)
     container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
     par = {k: v for k, v in twin.scenario["parallel"].items() if k not in NEMO2_DDP_MCORE_011}
     scn = dict(twin.scenario, name=f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", parallel=par)
+    if size == "405b":
+        # configure.sh runs 405B on synthetic data with the GPT-2 BPE tokenizer, padded by Megatron
+        scn["model"] = dict(scn["model"], vocab=padded_vocab(parse_int(r["vocab"]), twin.scenario["parallel"]["tp"]))
     # the twin's label with the container named: "Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp4 8 GPUs"
     label = twin.label.replace(" tp", f" nemo:{container} tp", 1)
     return replace(twin, source="dgxc_llama_nemo24", label=label, scenario=scn)
@@ -136,14 +144,17 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
 
 def dgxc_llama_nemo24(rows: list[Row]) -> list[Case]:
     """dgxc-benchmarking v24.11.1 (nemo:24.09) and v25.02 (nemo:24.12): every Llama 3.1 8B run (the
-    v25.04 plan on 8-128 H100) and the 70B runs on 64 and 2,048 GPUs (both ends of each weak-scaling
-    table), BF16 and FP8, two containers older than v25.04's. The 70B runs on 128-1,024 GPUs are
-    transcribed, not scored: each table's steps lie within 2% (BF16) and 5% (FP8) of its 64-GPU
-    run's, and the model's within 0.3%.
-    Not modelled: the 70B yaml's deferred embedding wgrad (``defer_embedding_wgrad_compute``)."""
+    v25.04 plan on 8-128 H100), the 70B runs on 64 and 2,048 GPUs (both ends of each weak-scaling
+    table) and the two smallest 405B proxies (7 layers on 32 GPUs, TP 8 x CP 2 without pipeline; 21
+    layers on 96, PP 3 x VP 7 at one layer per virtual stage), BF16 and FP8, two containers older
+    than v25.04's. Transcribed, not scored: the 70B runs on 128-1,024 GPUs (each table's steps lie
+    within 2% (BF16) and 5% (FP8) of its 64-GPU run's, and the model's within 0.3%), the 42-layer
+    405B proxy on 192 GPUs (about 8 CPU s a row) and the whole 405B on 576-2,304 (about 35).
+    Not modelled: the yaml's deferred embedding wgrad (``defer_embedding_wgrad_compute``) and the
+    405B runs' ``NCCL_P2P_NET_CHUNKSIZE`` of 256 KiB."""
     return [dgxc_llama_nemo24_case(r) for r in rows
             if r["metric"] == "step_time_s" and _nemo24_scored(*_recipe(r))]
 
 
 def _nemo24_scored(size: str, dtype: str, n: int) -> bool:
-    return size == "8b" or n in (64, 2048)
+    return size == "8b" or (size, n) in {("70b", 64), ("70b", 2048), ("405b", 32), ("405b", 96)}

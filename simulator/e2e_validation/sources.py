@@ -1173,8 +1173,8 @@ SOURCES: list[Source] = [
             "run, the 70B runs on 64 and 2,048 GPUs in both precisions, the 405B proxy on 32 GPUs in both "
             "precisions and in BF16 on 64 (17 of the 34 runs; each weak-scaling table's step times lie within 3% "
             "of each other)."]),
-    Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B/70B on H100 (NeMo 24.09 "
-           "and 24.12, BF16 and FP8)",
+    Source("dgxc_llama_nemo24", "NVIDIA dgxc-benchmarking v24.11.1 and v25.02 Llama 3.1 8B/70B/405B on H100 (NeMo "
+           "24.09 and 24.12, BF16 and FP8)",
            "dgxc_llama31_h100_nemo24.csv", dgxc_llama_nemo24,
            ["Held out entirely (none of these rows fits anything, the single-node rows included).",
             "The plans of the dgxc_llama rows (8B TP 1, CP 2; 70B TP 4, PP 4 x VP 5, CP 2, which v25.04 kept for BF16) "
@@ -1182,10 +1182,15 @@ SOURCES: list[Source] = [
             "overlapped bf16 gradient and parameter synchronisation, cuDNN fused attention, FP8 hybrid with "
             "delayed scaling and fp8 parameters); see the file's header and "
             "simulator/e2e_validation/dgxc_llama_sources.py.",
+            "405B as those releases ran it, not as v25.04 did: TP 8, PP 9 x VP 7 with the layers split evenly, CP 2, "
+            "16 query groups (the yaml's) and the GPT-2 tokenizer on synthetic data (configure.sh's), with proxies "
+            "of 7, 21 and 42 layers on 32, 96 and 192 GPUs.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node) assumed.",
-            "Scored: every 8B run and the 70B runs on 64 and 2,048 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at "
-            "the yaml's userbuffers SM counts, in both precisions); the 70B runs on 128-1,024 GPUs are transcribed, "
-            "not scored (each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run)."]),
+            "Scored: every 8B run, the 70B runs on 64 and 2,048 GPUs (TP 4, PP 4 x VP 5, CP 2, TE TP overlap at "
+            "the yaml's userbuffers SM counts, in both precisions) and the 405B proxies on 32 and 96 GPUs (7 layers "
+            "without pipeline; 21 layers at PP 3 x VP 7); transcribed, not scored, for simulation time: the 70B runs "
+            "on 128-1,024 GPUs (each weak-scaling table within 2% (BF16) and 5% (FP8) of its 64-GPU run), the "
+            "405B proxy on 192 GPUs and the whole 405B on 576-2,304 (about 8 and 35 CPU s a row)."]),
     Source("dgxc_gpt3", "NVIDIA dgxc-benchmarking GPT-3 175B on H100 (NeMo 24.05 and 24.12, BF16 and FP8)",
            "dgxc_gpt3_175b_h100.csv", dgxc_gpt3,
            ["Held out entirely (none of these rows fits anything).",
