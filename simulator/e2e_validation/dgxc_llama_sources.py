@@ -1,5 +1,6 @@
-"""NVIDIA dgxc-benchmarking's Llama 3.1 pre-training recipe on H100 (release v25.04, and the same
-plans two containers older in releases v24.11.1 and v25.02: ``dgxc_llama_nemo24``), as e2e cases.
+"""NVIDIA dgxc-benchmarking's Llama 3.1 pre-training recipe on H100 (release v25.04, and releases
+v24.11.1 and v25.02 two containers older: ``dgxc_llama_nemo24``, the same 8B and 70B plans, the 405B
+at its own), as e2e cases.
 
 The v25.04 release's ``llama3.1/README.md`` prints measured step times of its launch script's plans
 on 8 to 2,048 H100 (container nvcr.io/nvidia/nemo:25.02.01), each model in BF16 and FP8, at a
