@@ -3393,7 +3393,10 @@ Simulated once and not scored (8 and 35 CPU s a row): the 42-layer proxy on 192 
 in FP8 on 2,304 GPUs 12.35 s against 12.14 s (+1.7%, nemo:24.09; nemo:24.12 ran it in 11.20 s).
 Two things differ from the 8B and 70B rows. At h = 16,384 the FP8 rows are as pessimistic as the
 BF16 ones: the measured BF16/FP8 step ratio of the 7-layer proxy is 1.53 and 1.57, the simulated
-1.56, so the gap here is one GEMM rate for both precisions, not BF16's alone. And the 21-layer
+1.56, so the gap here is one GEMM rate for both precisions, not BF16's alone. v25.04's 405B proxies
+(NeMo 2.0, nemo:25.02.01) say the same: 1.53 measured and simulated on 32 GPUs (8 layers, 5.40 and
+3.53 s against 5.82 and 3.81 s), 1.60 and 1.59 on 64 (30 layers at PP 4 x VP 8, 10.10 and 6.32 s
+against 10.62 and 6.68 s; its FP8 run simulated once, not scored). And the 21-layer
 pipeline (7 layers per stage, 63 micro-batches through 21 virtual stages) measured 1.1% and 1.4%
 faster than the 7-layer run without pipeline, where the model gives 0.04% (its bubble, about
 2/(7 x 63) of the step, and the send/recv against the embedding and output layer, which the
