@@ -805,7 +805,7 @@ def test_dgxc_same_plan_bf16_is_where_the_gap_is():
     """dgxc-benchmarking v25.05 measured each H100 plan in BF16 and FP8 (same container, plan and
     cluster): 15B 2.746 / 1.988 s, 340B 4.606 / 3.107 s. The FP8 runs land within 8% of the
     model, and each BF16 run at least 2 points more pessimistic than its FP8 twin: part of what the
-    model misses on NVIDIA's stack is in its BF16 GEMMs. Doc: 15B -8.6% / -1.0%, 340B -8.8% / -6.0%
+    model misses on NVIDIA's stack is in its BF16 GEMMs. Doc: 15B -8.9% / -1.0%, 340B -8.8% / -6.0%
     with the output layer in BF16, as Megatron-Core runs it (+5.6% and -0.2% for FP8 while it was
     priced in FP8, when the gap looked BF16's alone); the rest is a level both precisions share
     (the page's findings on FlagPerf's FP8 pair and on Grok-1)."""
