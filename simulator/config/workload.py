@@ -357,6 +357,17 @@ class Training(_Strict):
         "(torchtitan's op-level selective checkpointing, selective_ac_option \"op\": the outputs of every "
         "second GEMM of a block and of the attention core are kept; wk, wo, w3 (every GEMM but w2 in fp8), the "
         "norms and the activation re-run before the block's backward; dense SwiGLU layers without TP)")
+    recompute_method: Literal["uniform", "block", "every"] = Field(
+        default="uniform", description="which layers recompute: full re-runs (simulator/schedule/checkpointing.py): "
+        "uniform (every layer; the layers of each model chunk checkpointed in groups of recompute_num_layers, so "
+        "one input is kept per group and a whole group is rebuilt at once: Megatron's --recompute-method uniform) "
+        "| block (only the first recompute_num_layers layers of each model chunk, the others keep their "
+        "activations: Megatron's --recompute-method block, Megatron-Bridge's --recompute_num_layers) | every "
+        "(every recompute_num_layers-th layer of a rank, counted from 1, the others kept: torchtitan's "
+        "activation_checkpoint mode selective with selective_ac_option \"N\"); needs recompute: full")
+    recompute_num_layers: int = Field(
+        default=1, ge=1, description="the N of recompute_method: layers per checkpointed group (uniform), "
+        "checkpointed layers per model chunk (block), or the period of the checkpointed layers (every)")
     recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
         default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
         "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "
@@ -574,6 +585,10 @@ class Training(_Strict):
         if self.fused_attention_dropout and not self.dropout:
             raise ValueError("fused_attention_dropout prices an attention dropout of p > 0: it needs dropout: true "
                              "(got dropout: false)")
+        if (self.recompute_method, self.recompute_num_layers) != ("uniform", 1) and self.recompute != "full":
+            raise ValueError(f"recompute_method and recompute_num_layers choose the layers full recompute re-runs: "
+                             f"they need recompute: full (got recompute: {self.recompute}, recompute_method: "
+                             f"{self.recompute_method}, recompute_num_layers: {self.recompute_num_layers})")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

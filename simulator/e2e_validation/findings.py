@@ -1292,7 +1292,7 @@ micro-batch or in the kernels between them.
 
 ## torchtitan's A100 rows: what they ran, and where the gap is not (held out)
 
-The six A100 rows (docs/performance.md of f38766edb, 2024-04) are +5.4% .. +14.7%. What they ran,
+The eight A100 rows (docs/performance.md of f38766edb, 2024-04) are +4.1% .. +13.0%. What they ran,
 from that commit: every train config sets `compile = false` and no Float8 (both only on the H200
 rows); FSDP2 with `reshard_after_forward` on every block but the last (parallelize_llama.py, as
 `zero3_impl: fsdp2` models it); attention is `F.scaled_dot_product_attention(xq, xk, xv,
@@ -1301,13 +1301,19 @@ is_causal=True)` on bf16 heads of 128 with no mask tensor, after `repeat_kv` for
 ahead of mem-efficient, and that backend is FlashAttention-2 from PyTorch 2.2 on (torchtitan
 required a nightly). So `attention: flash2` is the right class. Its rate is not where the
 gap is: the model's attention is 4.5% .. 13.9% of the compute of these rows (GEMMs 75-88%), and
-the error does not follow that share (Llama 3 8B, 13.9%: +11.7%; Llama 2 70B selective, 4.5%:
-+14.7%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
-What the errors follow is the checkpointing: the two full-recompute rows are +5.4% and +6.0%, the
-four without (none, op-level selective) +11.7% .. +14.7%, at low and high predicted memory alike
-(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. The rows are
-compute-bound in the model (exposed FSDP collectives 0.7% of the Llama 2 13B step), so the
-network assumption (DGX A100) does not decide them either.
+the error does not follow that share (Llama 3 8B, 13.9%: +9.7%; Llama 2 70B selective, 4.5%:
++13.0%); FA2's rates at the former 0.6/0.5 would move the Llama 2 13B row by about one point.
+What the errors follow is the share of blocks checkpointed whole: none of them (no checkpointing,
+op-level selective) +9.7% .. +13.0% (four rows), every second block (`recompute_method: every`,
+`recompute_num_layers: 2`, torchtitan's `selective_ac_option` at its default of 2: the page prints
+no N) +7.9% and +8.4%, every block (full) +4.1% and +5.0%, at low and high predicted memory alike
+(35-69 GiB), so neither the attention kernel nor allocator pressure separates them. Most of that
+trend is dilution: were the re-run forward priced as measured and the rest of the step missing
+the same time, Llama 2 13B's +10.4% without checkpointing would read +9.0% with every second
+block re-run (the simulated step is 1.156 times longer; +7.9% measured), so the missing time sits
+in what every row runs, not in the re-run (the simulated cost of the re-run, 1.156, against the
+page's 1.130). The rows are compute-bound in the model (exposed FSDP collectives 0.7% of the
+Llama 2 13B step), so the network assumption (DGX A100) does not decide them either.
 
 ## Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)
 

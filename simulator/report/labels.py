@@ -48,8 +48,10 @@ def run_title(scenario: Any, step_time_s: float) -> str:
     """Plot title of one run: scenario, hardware, plan and step time."""
     hw = scenario.profile.name
     gpus = f"{scenario.nodes} x {scenario.gpus_per_node} GPUs"
-    plan = plan_label(scenario.parallel, scenario.dp, scenario.training.micro_batch,
-                      scenario.training.recompute if scenario.training.recompute != "none" else None)
     t = scenario.training
+    recompute = t.recompute if t.recompute != "none" else None
+    if (t.recompute_method, t.recompute_num_layers) != ("uniform", 1):
+        recompute = f"{t.recompute}/{t.recompute_method}{t.recompute_num_layers}"
+    plan = plan_label(scenario.parallel, scenario.dp, t.micro_batch, recompute)
     batch = f"batch {t.global_batch} x {scenario.model.seq_len} tokens {t.dtype}"
     return f"{scenario.name}: {hw}, {gpus}, {plan}, {batch}, step {step_time_s * 1e3:.1f} ms"

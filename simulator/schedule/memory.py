@@ -172,7 +172,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import fp8
+from simulator.schedule import checkpointing, fp8
 from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_kinds, stage_layers,
                                        stage_params, stage_units)
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
@@ -842,6 +842,22 @@ def dummy_wgrad_bytes(scn: Scenario, stage: int) -> float:
     return WEIGHT_BYTES * sum(r * c for r, c in dummy_wgrad_shapes(scn, stage))
 
 
+def kept_activation_bytes(scn: Scenario, layers: list[int], recompute: str) -> float:
+    """Activation bytes one micro-batch keeps for `layers` (global indices) when they are not
+    checkpointed whole: ``recompute`` none, selective or selective_op (:func:`layer_activation_bytes`;
+    a hybrid model's blocks and the MoE layers by their own counts)."""
+    m = scn.model
+    if m.hybrid:  # selective recompute changes nothing here: the attention cores keep no score matrix
+        return sum(hybrid_block_activation_bytes(scn, i) for i in layers)
+    out = len(layers) * layer_activation_bytes(scn, recompute)
+    if m.moe:
+        shape = RankShapes.of(scn)
+        dense_mlp = dense_mlp_bytes(scn, shape.tokens * shape.ffn)
+        n_moe = sum(1 for i in layers if m.is_moe_layer(i))
+        out += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
+    return out
+
+
 def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     p, m, tr = scn.parallel, scn.model, scn.training
     shape = RankShapes.of(scn)
@@ -850,16 +866,13 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     dtypes = (tr.master_bytes, tr.state_bytes)
     w, g, o = model_state_bytes_per_param(p.zero, shape.grad_shard, grad_bytes, p.zero3_impl, *dtypes)
     we, ge, oe = model_state_bytes_per_param(p.zero, shape.expert_dp, grad_bytes, p.zero3_impl, *dtypes)
-    per_layer = layer_activation_bytes(scn)
     layers = stage_layers(scn, stage)
-    layer_sum = len(layers) * per_layer
-    hybrid = m.hybrid and tr.recompute != "full"
-    if hybrid:  # selective recompute changes nothing here: the attention cores keep no score matrix
-        layer_sum = sum(hybrid_block_activation_bytes(scn, i) for i in layers)
-    elif m.moe and tr.recompute != "full":
-        dense_mlp = dense_mlp_bytes(scn, shape.tokens * shape.ffn)
-        n_moe = sum(1 for i in layers if m.is_moe_layer(i))
-        layer_sum += n_moe * (moe_layer_activation_bytes(scn) - dense_mlp)
+    if tr.recompute == "full":  # the checkpoints' inputs, and what the layers full recompute leaves out keep
+        kept = checkpointing.kept_layers(scn)
+        layer_sum = (checkpointing.stage_checkpoints(scn, stage) * layer_activation_bytes(scn)
+                     + kept_activation_bytes(scn, [i for i in layers if i in kept], "none"))
+    else:
+        layer_sum = kept_activation_bytes(scn, layers, tr.recompute)
     acts = layer_sum * in_flight(scn, stage)
     sb, t = shape.tokens, shape.tp
     if stage == 0 and tr.dropout:
@@ -870,9 +883,10 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     # the two candidate peaks: the last micro-batch's loss, and a layer's backward
     z_loss, z_bwd = zero3_working_bytes(scn, stage)
     loss = loss_buffer_bytes(scn) if last else 0.0
-    rebuilt = layer_activation_bytes(scn, "none") if tr.recompute == "full" and layers else 0.0
+    rebuilt = checkpointing.rebuilt_layers(scn, stage) * layer_activation_bytes(scn, "none")
     if m.hybrid and rebuilt:
-        rebuilt = max(hybrid_block_activation_bytes(scn, i) for i in layers)
+        rebuilt = checkpointing.rebuilt_layers(scn, stage) * max(hybrid_block_activation_bytes(scn, i)
+                                                                   for i in layers)
     if loss + z_loss >= rebuilt + z_bwd:
         loss_b, rec_b, zero_b = loss, 0.0, z_loss
     else:

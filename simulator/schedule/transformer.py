@@ -4,7 +4,8 @@ Forward, as Megatron-Core's ``TransformerLayer`` runs it: input norm → QKV (co
 attention core (local FlashAttention, or the Ulysses / Ring / Megatron-CP pattern) → output
 projection (row-parallel) → residual → norm → FC1 (column-parallel) → activation → FC2
 (row-parallel) → residual. Backward runs the same blocks in reverse. Recompute re-runs forward ops
-inside backward: the whole layer (``full``) before its backward, only the attention core
+inside backward: the whole layer (``full``; only the layers :mod:`~simulator.schedule.checkpointing`
+picks) before its backward, only the attention core
 (``selective``) before the attention backward, or torchtitan's op-level policy (``selective_op``:
 every second GEMM and the elementwise ops, not the attention core) before the layer's backward. Re-run ops are renamed ``*.recompute``, tagged
 ``bwd`` and given distinct P2P keys so their sends meet their own receives.
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import (attention, autocast, context_parallel, data_loading, fp8, mamba, moe, ring_attention,
-                                tensor_parallel, ulysses)
+from simulator.schedule import (attention, autocast, checkpointing, context_parallel, data_loading, fp8, mamba, moe,
+                                ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, make_tag, restamp_constructor)
@@ -73,6 +74,7 @@ class LayerSpec:
     autocast: bool = False  # training.autocast: fp32 parameters cast per forward (LayerBuilder._autocast)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
+    kept_layers: frozenset[int] = frozenset()  # layers full recompute leaves out (schedule/checkpointing.py)
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
     alibi: bool = False  # model.position_embedding alibi: the scores start from the bias (attention.py)
@@ -104,7 +106,8 @@ class LayerSpec:
                    mask_at_head=p.pp > 1,
                    norm_kernel=t.norm_kernel, norm_input=t.norm_input, recompute_norm_blocks=t.recompute_norm_blocks,
                    linear_bias=t.linear_bias, autocast=t.autocast, arch=scn.profile.gpu.arch,
-                   recompute_norm="layernorm" in t.recompute_modules, pattern=m.layer_pattern,
+                   recompute_norm="layernorm" in t.recompute_modules, kept_layers=checkpointing.kept_layers(scn),
+                   pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
                    alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
                    masked_softmax=t.masked_softmax,
@@ -693,9 +696,11 @@ class LayerBuilder:
 
     def _layer_class(self, layer: int) -> tuple:
         """What of ``layer`` decides which ops its passes are (beyond their names, tags and P2P
-        keys): whether its MLP is MoE, and its block in a hybrid model."""
+        keys): whether its MLP is MoE, its block in a hybrid model, and whether full recompute
+        leaves it out."""
         s = self.spec
-        return (s.is_moe(layer), s.pattern[layer] if s.pattern and layer < len(s.pattern) else "")
+        return (s.is_moe(layer), s.pattern[layer] if s.pattern and layer < len(s.pattern) else "",
+                layer in s.kept_layers)
 
     def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:
@@ -899,7 +904,7 @@ class LayerBuilder:
         def g(gemm: str, x: int) -> int:
             return gate(pb, layer, gemm, "bwd", x) if gate is not None else x
 
-        if s.recompute == "full":
+        if s.recompute == "full" and layer not in s.kept_layers:
             start = len(pb)
             after = self._forward(pb, layer, mb, after, wait_attn, wait_mlp, gate, "recompute")
             mark_recompute(pb, start)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 from simulator.config.scenario import Scenario
 from simulator.schedule import optimizer
+from simulator.schedule.checkpointing import recomputed_layers
 from simulator.schedule.data_parallel import PARAM_BYTES, GradSync, grad_stream
 from simulator.schedule.ir import ComputeOp, Gate, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import Module, ParamUnit
@@ -612,12 +613,12 @@ class DeepSpeedZero3Of2021(GradSync):
         tied = scn.model.tied_embeddings and p.pp == 1 and any(u.name == "embedding" for u in units)
         if tied and "head" in gates:  # the LM head reads the embedding (a registered external parameter)
             gates["head"]["head"] = gates["head"].get("head", ()) + gates["embedding"].get("emb", ())
-        recompute = scn.training.recompute == "full"
+        redo = recomputed_layers(scn)
         trace: list[_Entry] = []
         for u in units:
             trace += [_Entry(u.name, g, "fwd", ps) for g, ps in gates[u.name].items()]
         for u in reversed(units):
-            if u.layer is not None and recompute:
+            if u.layer is not None and u.layer in redo:
                 trace += [_Entry(u.name, g, "recompute", ps) for g, ps in gates[u.name].items()]
             trace += [_Entry(u.name, g, "bwd", ps) for g, ps in reversed(gates[u.name].items())]
         self.trace = trace

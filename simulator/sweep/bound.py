@@ -82,7 +82,7 @@ how many plans it pruned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial, reduce
 from operator import add
 from typing import Any, Callable, cast
@@ -108,10 +108,11 @@ class PassTimes:
     bwd: tuple[float, float]  # (dense layer, MoE layer) backward, recompute included
     embedding: float  # embedding forward + backward
     head: float  # LM head and loss forward + backward
+    bwd_kept: tuple[float, float]  # the backward of a layer full recompute leaves out (spec.kept_layers)
 
     def layer(self, spec: LayerSpec, layer: int) -> tuple[float, float]:
         k = 1 if spec.is_moe(layer) else 0
-        return self.fwd[k], self.bwd[k]
+        return self.fwd[k], (self.bwd_kept if layer in spec.kept_layers else self.bwd)[k]
 
 
 @dataclass(frozen=True)
@@ -122,9 +123,10 @@ class _Passes:
     moe: tuple[list[Op], list[Op]]
     embedding: list[Op]
     head: list[Op]
+    kept: tuple[list[Op], list[Op]]  # the (dense, MoE) backward without the layer's re-run
 
     def all(self) -> tuple[list[Op], ...]:
-        return (*self.dense, *self.moe, self.embedding, self.head)
+        return (*self.dense, *self.moe, self.embedding, self.head, *self.kept)
 
 
 class _Cluster:
@@ -162,8 +164,6 @@ def _layer_ops(spec: LayerSpec, layer: int) -> tuple[list[Op], list[Op]]:
 
 def _rebased(ops: list[Op], start: int) -> list[Op]:
     """A slice of a program as a program of its own: dependencies before it dropped."""
-    from dataclasses import replace
-
     return [replace(op, deps=tuple(d - start for d in op.deps if d >= start)) for op in ops]
 
 
@@ -171,16 +171,24 @@ def _passes_of(spec: LayerSpec) -> _Passes:
     hit = _passes.get(spec)
     if hit is not None:
         return hit
-    dense = _layer_ops(spec, 0)
+    # layers 0 and first_dense stand for their class, re-run or not as the spec's recompute says;
+    # a layer that full recompute leaves out is priced as the same layer without recompute
+    every = replace(spec, kept_layers=frozenset())
+    dense = _layer_ops(every, 0)
     moe_layer = max(spec.first_dense, 0)
-    moe = _layer_ops(spec, moe_layer) if spec.is_moe(moe_layer) else dense
+    moe = _layer_ops(every, moe_layer) if spec.is_moe(moe_layer) else dense
+    kept = (dense[1], moe[1])
+    if spec.kept_layers:
+        none = replace(every, recompute="none")
+        kept_dense = _layer_ops(none, 0)[1]
+        kept = (kept_dense, _layer_ops(none, moe_layer)[1] if spec.is_moe(moe_layer) else kept_dense)
     lb = LayerBuilder(spec)
     pb = ProgramBuilder()
     lb.embedding_backward(pb, 0, lb.embedding_forward(pb, 0))
     emb = pb.ops
     pb = ProgramBuilder()
     lb.head_backward(pb, 0, lb.head_forward(pb, 0, -1))
-    out = _bounded(_passes)[spec] = _Passes(dense, moe, emb, pb.ops)
+    out = _bounded(_passes)[spec] = _Passes(dense, moe, emb, pb.ops, kept)
     return out
 
 
@@ -281,10 +289,11 @@ def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, P
                 comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
                 return _pass_costs(ops, gpu, comm)
 
-            df, mf, db, mb, emb, head = (path(ops) for ops in (passes.dense[0], passes.moe[0], passes.dense[1],
-                                                               passes.moe[1], passes.embedding, passes.head))
+            df, mf, db, mb, emb, head, kd, km = (path(ops) for ops in (
+                passes.dense[0], passes.moe[0], passes.dense[1], passes.moe[1], passes.embedding, passes.head,
+                *passes.kept))
             def part(k: int) -> PassTimes:
-                return PassTimes((df[k], mf[k]), (db[k], mb[k]), emb[k], head[k])
+                return PassTimes((df[k], mf[k]), (db[k], mb[k]), emb[k], head[k], (kd[k], km[k]))
 
             times = (part(0), part(1), part(2))
             _bounded(cluster.times)[key] = times

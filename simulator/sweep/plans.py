@@ -304,6 +304,8 @@ def apply_candidate(scn: Scenario, cand: Candidate) -> Scenario:
         changes["micro_batch"] = cand.micro_batch
     if cand.recompute and cand.recompute != scn.training.recompute:
         changes["recompute"] = cand.recompute
+        if cand.recompute != "full":  # which layers full recompute re-runs means nothing under another
+            changes |= {"recompute_method": "uniform", "recompute_num_layers": 1}
     if changes:
         training = Training.model_validate({**scn.training.model_dump(), **changes})
         scn = replace(scn, training=training)
