@@ -86,6 +86,9 @@ class Report:
     # 80% interval of the step time and where it comes from (report/intervals.py; None: not computed)
     step_time_interval_s: tuple[float, float] | None = None
     step_time_interval_basis: str = ""
+    # a plan that does not fit: the fewest layers per model chunk block recompute must re-run for
+    # it to fit (schedule/memory.py block_recompute_to_fit; None: fits, or no such number)
+    recompute_to_fit: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -250,7 +253,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     flops = model_flops(schedule, scenario)
     mfu = flops / step / (n_gpus * peak) if step > 0 else 0.0
 
-    from simulator.schedule.memory import memory_per_gpu
+    from simulator.schedule.memory import block_recompute_to_fit, memory_per_gpu
 
     mem = memory_per_gpu(scenario)
     used: dict[str, set[tuple[str, str]]] = {}  # op kind -> its (algorithm, protocol) pairs
@@ -289,6 +292,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         mfu_peak={"dtype": peak_dtype, "TFLOPS": peak / 1e12},
         step_time_interval_s=interval[0].around(step) if interval else None,
         step_time_interval_basis=interval[1] if interval else "",
+        recompute_to_fit=None if mem.fits else block_recompute_to_fit(scenario),
     )
 
 
@@ -314,6 +318,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "comm_bytes_per_gpu": {k: int(report.comm_bytes_per_gpu.get(k, 0)) for k in COMM_TYPES},
         "memory_gib_per_gpu": dict(report.memory_gib_per_gpu),
         "fits_in_memory": report.fits_in_memory,
+        "recompute_to_fit": {"recompute": "full", "recompute_method": "block",
+                             "recompute_num_layers": report.recompute_to_fit} if report.recompute_to_fit else None,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
         "gpus": report.n_gpus,
@@ -360,6 +366,10 @@ def format_table(report: Report) -> str:
                      + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
     else:
         lines.append(f"  total {mem['total']:.1f}" + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
+    if report.recompute_to_fit:
+        n = report.recompute_to_fit
+        lines.append(f"  fits with recompute: full, recompute_method: block, recompute_num_layers: {n} "
+                     f"(the first {n} layer{'s' if n > 1 else ''} of each model chunk re-run, the others kept)")
     lines.append("bytes per GPU per step:")
     lines.append("  " + "  ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in report.comm_bytes_per_gpu.items()))
     if report.inputs:

@@ -172,9 +172,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simulator.config.scenario import Scenario
+from simulator.config.workload import Training
 from simulator.schedule import checkpointing, fp8
 from simulator.schedule.shapes import (RankShapes, embedding_unit, head_unit, layer_kinds, stage_layers,
-                                       stage_params, stage_units)
+                                       stage_params, stage_units, virtual_layers)
 from simulator.units import BYTES_PER_ELEMENT, GiB, KiB, MiB
 
 WEIGHT_BYTES = 2
@@ -918,3 +919,32 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
 def memory_per_gpu(scn: Scenario) -> MemoryEstimate:
     """The estimate of the stage that needs the most memory (what decides whether a plan fits)."""
     return max((estimate_memory(scn, i) for i in range(scn.parallel.pp)), key=lambda e: e.total)
+
+
+def block_recompute_to_fit(scn: Scenario) -> int | None:
+    """For a plan that does not fit: the fewest layers of each model chunk that Megatron's block
+    recompute (``recompute: full``, ``recompute_method: block``; Megatron-Bridge's
+    ``--recompute_num_layers``) must re-run for every stage to fit, the others keeping their
+    activations, as NVIDIA's performance recipes size it. None where the plan fits, where its
+    recompute already re-runs every layer (``full`` with ``uniform``), or where re-running every
+    layer does not fit either. The kept bytes only fall as N grows, so N is found by bisection."""
+    t = scn.training
+    if (t.recompute == "full" and t.recompute_method == "uniform") or memory_per_gpu(scn).fits:
+        return None
+    base = {**t.model_dump(), "recompute": "full", "recompute_method": "block", "recompute_modules": [],
+            "recompute_norm_blocks": False}
+
+    def fits(n: int) -> bool:
+        try:
+            training = Training.model_validate({**base, "recompute_num_layers": n})
+        except ValueError:
+            return False
+        return memory_per_gpu(replace(scn, training=training)).fits
+
+    lo, hi = 1, max(len(chunk) for chunk in virtual_layers(scn))
+    if not fits(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid + 1, hi)
+    return lo

@@ -160,3 +160,43 @@ def test_run_json_names_the_layers_rerun(tmp_path):
     model = doc["inputs"]["model"]
     assert (model["recompute"], model["recompute_method"], model["recompute_num_layers"]) == ("full", "block", 1)
     assert math.isfinite(doc["step_time_s"])
+
+
+def _big(mb: int, **training) -> dict:
+    """16 layers of h 4,096 at 8K tokens, tp 2 x pp 2 on one DGX H100: at micro-batch 8 the
+    activations of 8 layers a stage do not fit in 80 GB, a checkpoint per layer does."""
+    return {"name": "big", "hardware": "dgx-h100", "nodes": 1,
+            "model": {"layers": 16, "hidden": 4096, "heads": 32, "ffn_hidden": 14336, "vocab": 32768,
+                      "seq_len": 8192, "mlp": "swiglu"},
+            "training": {"micro_batch": mb, "global_batch": 64, "dtype": "bf16", **training},
+            "parallel": {"tp": 2, "pp": 2, "sequence_parallel": True}}
+
+
+def test_fewest_block_layers_that_fit():
+    from simulator.schedule.memory import block_recompute_to_fit, memory_per_gpu
+
+    scn = build_scenario(_big(8), source="big.yaml")
+    assert not memory_per_gpu(scn).fits and memory_per_gpu(build_scenario(_big(8, recompute="full"))).fits
+    n = block_recompute_to_fit(scn)
+    assert n is not None and 1 < n < 8
+
+    def fits(k: int) -> bool:
+        return memory_per_gpu(build_scenario(_big(8, recompute="full", recompute_method="block",
+                                                  recompute_num_layers=k))).fits
+
+    assert fits(n) and not fits(n - 1)  # the fewest: one layer less per chunk does not fit
+    assert block_recompute_to_fit(build_scenario(_big(1))) is None  # fits as it is
+    assert block_recompute_to_fit(build_scenario(_big(8, recompute="full"))) is None  # nothing more to re-run
+
+
+def test_run_says_how_many_layers_to_rerun(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(_big(8)))
+    out = tmp_path / "big.json"
+    assert main(["run", str(path), "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["fits_in_memory"] is False
+    n = doc["recompute_to_fit"]["recompute_num_layers"]
+    assert doc["recompute_to_fit"]["recompute_method"] == "block"
+    assert "DOES NOT FIT" in text and f"recompute_num_layers: {n}" in text
