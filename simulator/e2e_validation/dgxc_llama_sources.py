@@ -30,7 +30,10 @@ pins (NVIDIA/NeMo d2b21556, ``nemo/collections/llm/recipes/llama3_8b.py``, ``lla
 - FP8 as ``bf16_with_fp8_mixed`` (``fp8='hybrid'``, delayed scaling with a 1,024-step amax history,
   ``fp8_params=True``): delayed scaling with fp8 parameter AllGather;
 - attention: the executor's ``NVTE_FLASH_ATTN=1`` and ``NVTE_FUSED_ATTN=1`` leave TE's choice,
-  cuDNN's fused attention on H100 (the profile's default kernel).
+  cuDNN's fused attention on H100 (the profile's default kernel);
+- the Llama 3.1 tokenizer (``pretrain_llama31.py``: ``recipe.data.tokenizer =
+  hf_tokenizer(HF_MODEL_URI)``, 128,256 tokens) padded by NeMo 2.0 to a multiple of 128 x TP
+  (``make_vocab_size_divisible_by``): 128,512 at TP 4, 129,024 at TP 8 (``padded_vocab``).
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def dgxc_llama_case(r: Row, embedding_loss_split: bool = True) -> Case:
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     size, dtype, _ = _recipe(r)
     fp8 = dtype == "fp8"
-    model = llama_model(r)
+    model = dict(llama_model(r), vocab=padded_vocab(parse_int(r["vocab"]), tp))
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if size != "8b" else "none"),
                overlap_grad_reduce=True, grad_reduce_dtype="bf16", **NEMO2_DDP_MCORE_011)
     if size in UB_TUNED_H100:
@@ -134,10 +137,8 @@ def dgxc_llama_nemo24_case(r: Row) -> Case:
     size, dtype, n = _recipe(r)
     container = NEMO24_CONTAINERS[r["source_id"].split("-")[2]]
     par = {k: v for k, v in twin.scenario["parallel"].items() if k not in NEMO2_DDP_MCORE_011}
+    # (the 405B rows' vocabulary is configure.sh's GPT-2 BPE, padded by the twin as NeMo 1.0 pads it)
     scn = dict(twin.scenario, name=f"dgxc-llama31-nemo{container}-{size}-{dtype}-{n}", parallel=par)
-    if size == "405b":
-        # configure.sh runs 405B on synthetic data with the GPT-2 BPE tokenizer, padded by Megatron
-        scn["model"] = dict(scn["model"], vocab=padded_vocab(parse_int(r["vocab"]), twin.scenario["parallel"]["tp"]))
     # the twin's label with the container named: "Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp4 8 GPUs"
     label = twin.label.replace(" tp", f" nemo:{container} tp", 1)
     return replace(twin, source="dgxc_llama_nemo24", label=label, scenario=scn)

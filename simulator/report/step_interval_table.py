@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit ebbde6b from the
+Written by `python -m simulator.e2e_validation --out docs` at commit e9d05b5 from the
 leave-one-source-out errors of the 566 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
@@ -502,13 +502,13 @@ ROWS = (
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.074683),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.069512),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 8B FP8 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.062769),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.105032),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.1057),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp2 64 GPUs', -0.127364),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp64 2048 GPUs', -0.103508),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) BF16 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.074646),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.105088),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B BF16 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.105757),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp2 64 GPUs', -0.127506),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp64 2048 GPUs', -0.103651),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) BF16 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.074839),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (30 layers) BF16 tp8 pp4 vp8 cp2 dp1 64 GPUs', -0.050134),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) FP8 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.07734),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) FP8 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.077635),
     ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp4 8 GPUs', -0.107122),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp8 16 GPUs', -0.100077),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.0967),
@@ -519,10 +519,10 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.040734),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.035763),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.09 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.033294),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.100447),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.083516),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', 0.014913),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.046719),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.100503),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.083572),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp2 64 GPUs', 0.014846),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.09 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.046643),
     ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp4 8 GPUs', -0.117243),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp8 16 GPUs', -0.100847),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.12 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.100539),
@@ -533,10 +533,10 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 vp1 cp2 dp16 32 GPUs', -0.056238),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 vp1 cp2 dp32 64 GPUs', -0.052225),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B FP8 nemo:24.12 tp1 pp1 vp1 cp2 dp64 128 GPUs', -0.042501),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.107948),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.092905),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.036333),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.010969),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.108004),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B BF16 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', -0.092962),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.036399),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.010893),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) BF16 nemo:24.09 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.083608),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) BF16 nemo:24.09 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.094574),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) FP8 nemo:24.09 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.059019),
