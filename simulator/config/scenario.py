@@ -282,6 +282,11 @@ def check_plan(scn: Scenario) -> None:
     check_moe(scn, dp)
     if t.recompute == "selective_op":
         check_op_level_recompute(scn)
+    if t.recompute_method == "uniform" and t.recompute_num_layers > 1 and scn.model.mtp_layers:
+        # megatron/core/transformer/multi_token_prediction.py: "recompute_num_layers must be 1 for MTP recompute"
+        _fail(scn, "training.recompute_num_layers", f"recompute_method: uniform checkpoints each MTP depth on its "
+                                                    f"own, so Megatron needs recompute_num_layers 1 with "
+                                                    f"mtp_layers (got {t.recompute_num_layers})")
     if t.fp8_param_gather:
         check_fp8_param_gather(scn)
     if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and scn.profile.gpu.arch != "blackwell":

@@ -142,6 +142,17 @@ def test_bad_settings_are_input_errors(training, why):
         _scn(**training)
 
 
+def test_uniform_groups_with_mtp_are_an_input_error():
+    """Megatron-Core checkpoints each MTP depth on its own and asserts recompute_num_layers == 1
+    under uniform (multi_token_prediction.py)."""
+    data = _data(layers=12, pp=1, vp=1, recompute="full", recompute_method="uniform", recompute_num_layers=2)
+    data["model"]["mtp_layers"] = 1
+    with pytest.raises(InputError, match="training.recompute_num_layers"):
+        build_scenario(data, source="s.yaml")
+    data["training"]["recompute_num_layers"] = 1
+    assert recomputed_layers(build_scenario(data)) == set(range(13))  # the MTP depth's layer re-run too
+
+
 def test_cli_exits_2_naming_file_and_field(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(_data(recompute="selective", recompute_method="every", recompute_num_layers=2)))
