@@ -366,8 +366,10 @@ class Training(_Strict):
         "(every recompute_num_layers-th layer of a rank, counted from 1, the others kept: torchtitan's "
         "activation_checkpoint mode selective with selective_ac_option \"N\"); needs recompute: full")
     recompute_num_layers: int = Field(
-        default=1, ge=1, description="the N of recompute_method: layers per checkpointed group (uniform), "
-        "checkpointed layers per model chunk (block), or the period of the checkpointed layers (every)")
+        default=1, ge=0, description="the N of recompute_method: layers per checkpointed group (uniform, at "
+        "least 1), checkpointed layers per model chunk (block; 0: none, as Megatron takes "
+        "--recompute-num-layers 0), or the period of the checkpointed layers (every; 0: every layer, as "
+        "torchtitan reads selective_ac_option \"0\")")
     recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
         default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
         "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "
@@ -589,6 +591,9 @@ class Training(_Strict):
             raise ValueError(f"recompute_method and recompute_num_layers choose the layers full recompute re-runs: "
                              f"they need recompute: full (got recompute: {self.recompute}, recompute_method: "
                              f"{self.recompute_method}, recompute_num_layers: {self.recompute_num_layers})")
+        if self.recompute_method == "uniform" and self.recompute_num_layers < 1:
+            raise ValueError("recompute_method: uniform checkpoints groups of recompute_num_layers layers: it needs "
+                             f"at least 1 (got {self.recompute_num_layers})")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

@@ -12,13 +12,15 @@ choice (``training.recompute_method``, N = ``training.recompute_num_layers``):
   N = 1; less kept, more rebuilt at once.
 * **block** (``recompute_method='block'``; Megatron-Bridge's ``--recompute_num_layers`` sets it,
   ``scripts/performance/utils/overrides.py``): only the first N layers of each model chunk are
-  checkpointed, one by one; the chunk's other layers keep their activations and are not re-run.
+  checkpointed, one by one; the chunk's other layers keep their activations and are not re-run
+  (N = 0: none, as SimuMax's Megatron launches pass ``--recompute-num-layers 0``).
   (Megatron skips a layer whose input needs no gradient under FP8, which no layer after the
   embedding is; and it skips the MTP block under ``block``, ``multi_token_prediction.py``.)
 * **every** (torchtitan's ``activation_checkpoint.mode = "selective"`` with
   ``selective_ac_option = "N"``, ``_apply_layer_sac``): a counter incremented per transformer block
   as the rank wraps its model parts checkpoints the blocks at which it is a multiple of N: the N-th,
-  2N-th... block of the rank, counted from 1; the others keep their activations.
+  2N-th... block of the rank, counted from 1; the others keep their activations (N = 0: every
+  block, ``if not ac_freq or ...``).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def recomputed_layers(scn: Scenario) -> frozenset[int]:
     if t.recompute_method == "block":
         return frozenset(layer for chunk in virtual_layers(scn)
                          for layer in [i for i in chunk if i < scn.model.layers][:n])
-    return frozenset(layer for stage in range(scn.parallel.pp)
-                     for k, layer in enumerate(stage_layers(scn, stage), start=1) if k % n == 0)
+    return frozenset(layer for stage in range(scn.parallel.pp)  # (torchtitan: ``not ac_freq or ...``)
+                     for k, layer in enumerate(stage_layers(scn, stage), start=1) if n == 0 or k % n == 0)
 
 
 def kept_layers(scn: Scenario) -> frozenset[int]:

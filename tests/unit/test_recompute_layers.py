@@ -52,6 +52,8 @@ def _scn(**kw):
     ("block", 5, set(range(12))),  # more than a chunk holds: the whole chunk
     ("every", 2, {1, 6, 8, 4, 9, 11}),  # stage 0 wraps 0,1,2,6,7,8: the 2nd, 4th, 6th; stage 1 likewise
     ("every", 3, {2, 8, 5, 11}),
+    ("block", 0, set()),  # Megatron's --recompute-num-layers 0 under block: no layer
+    ("every", 0, set(range(12))),  # torchtitan's ``not ac_freq``: every block
 ])
 def test_which_layers_full_recompute_reruns(method, n, expected):
     scn = _scn(recompute="full", recompute_method=method, recompute_num_layers=n)
@@ -121,6 +123,10 @@ def test_block_step_lies_between_none_and_full_by_the_share_rerun():
         assert part.report.step_time_s == pytest.approx(none + n / 8 * (full - none), rel=0.01)
     uniform = simulate_scenario(_scn(recompute="full", recompute_method="uniform", recompute_num_layers=4, **kw))
     assert uniform.report.step_time_s == pytest.approx(full, rel=0.01)  # the same re-runs, fewer checkpoints
+    zero = _scn(recompute="full", recompute_method="block", recompute_num_layers=0, **kw)
+    assert simulate_scenario(zero).report.step_time_s == pytest.approx(none, rel=1e-9)  # block 0: none re-run
+    assert estimate_memory(zero, 0).activations == pytest.approx(estimate_memory(_scn(recompute="none", **kw), 0)
+                                                                 .activations)
 
 
 def test_sweep_lower_bound_stays_below_the_replay():
@@ -134,7 +140,8 @@ def test_sweep_lower_bound_stays_below_the_replay():
 @pytest.mark.parametrize("training, why", [
     ({"recompute": "selective", "recompute_method": "block", "recompute_num_layers": 2}, "need recompute: full"),
     ({"recompute": "none", "recompute_num_layers": 4}, "need recompute: full"),
-    ({"recompute": "full", "recompute_method": "block", "recompute_num_layers": 0}, "recompute_num_layers"),
+    ({"recompute": "full", "recompute_method": "uniform", "recompute_num_layers": 0}, "at least 1"),
+    ({"recompute": "full", "recompute_method": "block", "recompute_num_layers": -1}, "recompute_num_layers"),
     ({"recompute": "full", "recompute_method": "some"}, "recompute_method"),
 ])
 def test_bad_settings_are_input_errors(training, why):
