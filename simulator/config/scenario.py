@@ -283,7 +283,7 @@ def check_plan(scn: Scenario) -> None:
     if t.recompute == "selective_op":
         check_op_level_recompute(scn)
     if t.recompute_method == "uniform" and t.recompute_num_layers > 1 and scn.model.mtp_layers:
-        # megatron/core/transformer/multi_token_prediction.py: "recompute_num_layers must be 1 for MTP recompute"
+        # megatron/core/transformer/multi_token_prediction.py asserts a group of one under uniform
         _fail(scn, "training.recompute_num_layers", f"recompute_method: uniform checkpoints each MTP depth on its "
                                                     f"own, so Megatron needs recompute_num_layers 1 with "
                                                     f"mtp_layers (got {t.recompute_num_layers})")

@@ -1055,7 +1055,7 @@ SOURCES: list[Source] = [
             "The selective-layer rows (every N-th block checkpointed, N not printed) are left out.",
             "The A100 cluster's network is not stated: DGX A100 (8 x 200 Gb/s HDR per node) assumed.",
             "The Grand Teton H100 rows (HBM2e, 2.4 TB/s, 500 W power limit) are left out: no profile describes them."]),
-    Source("fms_fsdp", "IBM fms-fsdp, PyTorch FSDP1 full sharding (Llama 2 34B/70B, 128 A100 and 96 H100, BF16, eager)",
+    Source("fms_fsdp", "IBM fms-fsdp, PyTorch FSDP1 full sharding (Llama 2 13B-70B, 128 A100 and 96 H100, BF16, eager)",
            "fms_fsdp_llama2.csv", fms_fsdp,
            ["Held out entirely (none of these rows fits anything).",
             "FSDP1 FULL_SHARD per block with bf16 gathers and reductions over the fp32 model, modelled as the "

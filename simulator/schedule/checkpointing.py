@@ -6,9 +6,9 @@ choice (``training.recompute_method``, N = ``training.recompute_num_layers``):
 
 * **uniform** (Megatron-Core ``recompute_method='uniform'``): every layer. The layers of each
   model chunk (one ``TransformerBlock``: a pipeline stage's layers, or one virtual stage's under
-  interleaving) are checkpointed in consecutive groups of N (``megatron/core/recompute.py``
-  ``checkpointed_forward``: ``chunk_runner(layer_idx, min(layer_idx + N, num_layers_per_pipeline_rank),
-  True)``), so a group keeps one input and its backward first rebuilds all N layers. Same work as
+  interleaving) are checkpointed in consecutive groups of N, the last group of a chunk shorter
+  (``megatron/core/recompute.py`` ``checkpointed_forward`` runs each group as one checkpointed
+  call), so a group keeps one input and its backward first rebuilds all N layers. Same work as
   N = 1; less kept, more rebuilt at once.
 * **block** (``recompute_method='block'``; Megatron-Bridge's ``--recompute_num_layers`` sets it,
   ``scripts/performance/utils/overrides.py``): only the first N layers of each model chunk are
@@ -20,7 +20,7 @@ choice (``training.recompute_method``, N = ``training.recompute_num_layers``):
   ``selective_ac_option = "N"``, ``_apply_layer_sac``): a counter incremented per transformer block
   as the rank wraps its model parts checkpoints the blocks at which it is a multiple of N: the N-th,
   2N-th... block of the rank, counted from 1; the others keep their activations (N = 0: every
-  block, ``if not ac_freq or ...``).
+  block, as a frequency of 0 means there).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def recomputed_layers(scn: Scenario) -> frozenset[int]:
     if t.recompute_method == "block":
         return frozenset(layer for chunk in virtual_layers(scn)
                          for layer in [i for i in chunk if i < scn.model.layers][:n])
-    return frozenset(layer for stage in range(scn.parallel.pp)  # (torchtitan: ``not ac_freq or ...``)
+    return frozenset(layer for stage in range(scn.parallel.pp)  # (torchtitan: a frequency of 0 is every block)
                      for k, layer in enumerate(stage_layers(scn, stage), start=1) if n == 0 or k % n == 0)
 
 

@@ -53,7 +53,7 @@ def _scn(**kw):
     ("every", 2, {1, 6, 8, 4, 9, 11}),  # stage 0 wraps 0,1,2,6,7,8: the 2nd, 4th, 6th; stage 1 likewise
     ("every", 3, {2, 8, 5, 11}),
     ("block", 0, set()),  # Megatron's --recompute-num-layers 0 under block: no layer
-    ("every", 0, set(range(12))),  # torchtitan's ``not ac_freq``: every block
+    ("every", 0, set(range(12))),  # torchtitan: a frequency of 0 checkpoints every block
 ])
 def test_which_layers_full_recompute_reruns(method, n, expected):
     scn = _scn(recompute="full", recompute_method=method, recompute_num_layers=n)
