@@ -329,6 +329,13 @@ def report_to_json(report: Report) -> dict[str, Any]:
     }
 
 
+def recompute_to_fit_line(n: int) -> str:
+    """What makes a plan that does not fit fit (``memory.block_recompute_to_fit``), as `run` and
+    `check` print it."""
+    return (f"fits with recompute: full, recompute_method: block, recompute_num_layers: {n} "
+            f"(the first {n} layer{'s' if n > 1 else ''} of each model chunk re-run, the others kept)")
+
+
 def format_table(report: Report) -> str:
     """The summary table `clustersim run` prints."""
     bd = report.breakdown_s
@@ -367,9 +374,7 @@ def format_table(report: Report) -> str:
     else:
         lines.append(f"  total {mem['total']:.1f}" + ("   fits" if report.fits_in_memory else "   DOES NOT FIT"))
     if report.recompute_to_fit:
-        n = report.recompute_to_fit
-        lines.append(f"  fits with recompute: full, recompute_method: block, recompute_num_layers: {n} "
-                     f"(the first {n} layer{'s' if n > 1 else ''} of each model chunk re-run, the others kept)")
+        lines.append("  " + recompute_to_fit_line(report.recompute_to_fit))
     lines.append("bytes per GPU per step:")
     lines.append("  " + "  ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in report.comm_bytes_per_gpu.items()))
     if report.inputs:

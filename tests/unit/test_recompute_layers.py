@@ -218,3 +218,5 @@ def test_run_says_how_many_layers_to_rerun(tmp_path, capsys):
     n = doc["recompute_to_fit"]["recompute_num_layers"]
     assert doc["recompute_to_fit"]["recompute_method"] == "block"
     assert "DOES NOT FIT" in text and f"recompute_num_layers: {n}" in text
+    assert main(["check", str(path)]) == 0  # check says the same before anything is simulated
+    assert f"recompute_num_layers: {n}" in capsys.readouterr().out
