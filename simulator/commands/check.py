@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         f"training  micro_batch={t.micro_batch} global_batch={t.global_batch} dtype={t.dtype} "
         f"recompute={t.recompute}"
         + (f" ({t.recompute_method}, {t.recompute_num_layers} layers)"
-           if (t.recompute_method, t.recompute_num_layers) != ("uniform", 1) else ""),
+           if t.recompute_layers_chosen else ""),
         f"plan      tp={p.tp}{' +SP' if p.sp_enabled else ''} (overlap {p.tp_overlap}) cp={p.cp} ({p.cp_comm}) "
         f"ulysses={p.ulysses} pp={p.pp} ({p.pp_schedule}, vp={p.vp}) dp={scn.dp} zero={p.zero}",
         f"          order {list(sched.grid.axes)}, stage layers {list(scn.stage_layers)}, "

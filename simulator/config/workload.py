@@ -587,7 +587,7 @@ class Training(_Strict):
         if self.fused_attention_dropout and not self.dropout:
             raise ValueError("fused_attention_dropout prices an attention dropout of p > 0: it needs dropout: true "
                              "(got dropout: false)")
-        if (self.recompute_method, self.recompute_num_layers) != ("uniform", 1) and self.recompute != "full":
+        if self.recompute_layers_chosen and self.recompute != "full":
             raise ValueError(f"recompute_method and recompute_num_layers choose the layers full recompute re-runs: "
                              f"they need recompute: full (got recompute: {self.recompute}, recompute_method: "
                              f"{self.recompute_method}, recompute_num_layers: {self.recompute_num_layers})")
@@ -633,6 +633,12 @@ class Training(_Strict):
             raise ValueError(f"flash_attention: {str(flash).lower()} contradicts attention: {data['attention']}")
         data.setdefault("attention", "auto" if flash else "unfused")
         return data
+
+    @property
+    def recompute_layers_chosen(self) -> bool:
+        """Whether ``recompute_method`` / ``recompute_num_layers`` say something other than their
+        defaults (every layer, one at a time): what validation, reports and labels name."""
+        return (self.recompute_method, self.recompute_num_layers) != ("uniform", 1)
 
     @property
     def flash_attention(self) -> bool:

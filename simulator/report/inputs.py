@@ -71,10 +71,10 @@ def workload_inputs(scenario: Any) -> dict[str, Any]:
     """The model (its preset, if named), the sequence length and the precision: with the plan's
     global batch, what one step processes."""
     model, training = scenario.model, scenario.training
-    layers = (training.recompute_method, training.recompute_num_layers)
+    layers = ({"recompute_method": training.recompute_method, "recompute_num_layers": training.recompute_num_layers}
+              if training.recompute_layers_chosen else {})
     return {"preset": model.preset, "seq_len": model.seq_len, "dtype": training.dtype,
-            "recompute": training.recompute,
-            **({"recompute_method": layers[0], "recompute_num_layers": layers[1]} if layers != ("uniform", 1) else {})}
+            "recompute": training.recompute, **layers}
 
 
 def nccl_inputs(profile: Any) -> dict[str, Any]:

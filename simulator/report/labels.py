@@ -50,7 +50,7 @@ def run_title(scenario: Any, step_time_s: float) -> str:
     gpus = f"{scenario.nodes} x {scenario.gpus_per_node} GPUs"
     t = scenario.training
     recompute = t.recompute if t.recompute != "none" else None
-    if (t.recompute_method, t.recompute_num_layers) != ("uniform", 1):
+    if t.recompute_layers_chosen:
         recompute = f"{t.recompute}/{t.recompute_method}{t.recompute_num_layers}"
     plan = plan_label(scenario.parallel, scenario.dp, t.micro_batch, recompute)
     batch = f"batch {t.global_batch} x {scenario.model.seq_len} tokens {t.dtype}"

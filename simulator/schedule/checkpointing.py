@@ -39,7 +39,7 @@ def recomputed_layers(scn: Scenario) -> frozenset[int]:
         return frozenset()
     n = t.recompute_num_layers
     if t.recompute_method == "uniform":
-        return frozenset(layer for chunk in virtual_layers(scn) for layer in chunk)
+        return _every_layer(scn)
     if t.recompute_method == "block":
         return frozenset(layer for chunk in virtual_layers(scn)
                          for layer in [i for i in chunk if i < scn.model.layers][:n])
@@ -52,19 +52,17 @@ def kept_layers(scn: Scenario) -> frozenset[int]:
     ``every`` leave them out); empty under any other recompute."""
     if scn.training.recompute != "full":
         return frozenset()
-    every = frozenset(layer for chunk in virtual_layers(scn) for layer in chunk)
-    return every - recomputed_layers(scn)
+    return _every_layer(scn) - recomputed_layers(scn)
 
 
 def stage_checkpoints(scn: Scenario, stage: int) -> int:
     """Layer inputs one micro-batch keeps on pipeline stage `stage` for its checkpointed layers:
     one per group of N under ``uniform``, one per checkpointed layer otherwise."""
-    t, p = scn.training, scn.parallel
+    t = scn.training
     if t.recompute != "full":
         return 0
     if t.recompute_method == "uniform":
-        chunks = [virtual_layers(scn)[c * p.pp + stage] for c in range(p.vp)]
-        return sum(math.ceil(len(chunk) / t.recompute_num_layers) for chunk in chunks)
+        return sum(math.ceil(len(chunk) / t.recompute_num_layers) for chunk in _stage_chunks(scn, stage))
     redo = recomputed_layers(scn)
     return sum(1 for layer in stage_layers(scn, stage) if layer in redo)
 
@@ -72,10 +70,21 @@ def stage_checkpoints(scn: Scenario, stage: int) -> int:
 def rebuilt_layers(scn: Scenario, stage: int) -> int:
     """Layers whose activations one backward rebuilds at once on stage `stage`: a whole group
     under ``uniform`` (at most a chunk's layers), one layer otherwise, 0 where none is re-run."""
-    t, p = scn.training, scn.parallel
+    t = scn.training
     if t.recompute != "full" or stage_checkpoints(scn, stage) == 0:
         return 0
     if t.recompute_method == "uniform":
-        longest = max(len(virtual_layers(scn)[c * p.pp + stage]) for c in range(p.vp))
-        return min(t.recompute_num_layers, longest)
+        return min(t.recompute_num_layers, max(len(chunk) for chunk in _stage_chunks(scn, stage)))
     return 1
+
+
+def _every_layer(scn: Scenario) -> frozenset[int]:
+    """Every layer of the model, the MTP depths' layers included."""
+    return frozenset(layer for chunk in virtual_layers(scn) for layer in chunk)
+
+
+def _stage_chunks(scn: Scenario, stage: int) -> list[list[int]]:
+    """The layers of each model chunk of pipeline stage `stage` (virtual stage chunk·pp + stage)."""
+    p = scn.parallel
+    vl = virtual_layers(scn)
+    return [vl[c * p.pp + stage] for c in range(p.vp)]

@@ -884,10 +884,10 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     # the two candidate peaks: the last micro-batch's loss, and a layer's backward
     z_loss, z_bwd = zero3_working_bytes(scn, stage)
     loss = loss_buffer_bytes(scn) if last else 0.0
-    rebuilt = checkpointing.rebuilt_layers(scn, stage) * layer_activation_bytes(scn, "none")
+    n_rebuilt = checkpointing.rebuilt_layers(scn, stage)
+    rebuilt = n_rebuilt * layer_activation_bytes(scn, "none")
     if m.hybrid and rebuilt:
-        rebuilt = checkpointing.rebuilt_layers(scn, stage) * max(hybrid_block_activation_bytes(scn, i)
-                                                                   for i in layers)
+        rebuilt = n_rebuilt * max(hybrid_block_activation_bytes(scn, i) for i in layers)
     if loss + z_loss >= rebuilt + z_bwd:
         loss_b, rec_b, zero_b = loss, 0.0, z_loss
     else:
