@@ -133,7 +133,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
                                      "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "dgxc_nemotronh", "internlm",
                                      "nanotron_playbook",
-                                     "fms_fsdp", "bridge_card", "h200_eager"))
+                                     "fms_fsdp", "bridge_card", "bridge_card_hybrid", "h200_eager"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -184,7 +184,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "dgxc_gpt3": {"flash2", "auto"}, "dgxc_grok1": {"flash2"}, "dgxc_nemotronh": {"flash2"},
                       "internlm": {"flash1"},
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
-                      "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "mtnlg": {"unfused"},
+                      "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "bridge_card_hybrid": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
                       "simumax_b200": {"auto"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
