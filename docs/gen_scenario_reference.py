@@ -81,6 +81,12 @@ NOTES = {
                            "withholds from it: the config's num_sm where it sets set_sm_margin, 0 where not (the GEMM "
                            "on every SM, slowed by overlap_slowdown while communication runs); unnamed GEMMs keep "
                            "TE's default",
+    "tp_overlap_methods": "the same configuration's method per GEMM where it is not TE's default (tp_overlap: "
+                          "te_default): proj_fprop / fc2_fprop pipeline | ring_exchange (the tuned configs' "
+                          "RingExchangeOverlapCfg); qkv_dgrad / fc1_dgrad bulk | pipeline | ring_exchange, where a "
+                          "non-bulk method reduces dX inside the dgrad GEMM (TE's ub_overlap_rs_dgrad, Megatron-Core's "
+                          "tp_comm_overlap_rs_dgrad) and the input is re-gathered by NCCL; the AllGather-GEMMs "
+                          "ring_exchange only, the wgrads bulk only",
     "ddp_grad_check": "Megatron-Core DDP's check_for_nan_in_grad before each bucket's collective: none | norm (the bucket's norm only: Megatron-Core 0.10-0.11 with reruns disabled) | nan (norm, isnan and one blocking host read per bucket: 0.6-0.9) | nan_inf (isnan and isinf, two reads: 0.12 on); zero 0, or zero 1 with zero1_impl megatron",
     "ddp_grad_scaling": "Megatron-Core DDP's 1/(dp x cp) average: none (not priced) | buffer (average_in_collective off: each bucket multiplied in place before its collective, read + write) | collective (average_in_collective: NCCL AVG; expert buckets still scaled by edp/(dp x cp) where not 1)",
     "ddp_bucket_elements": "DDP / distributed-optimizer bucket size in elements; default max(4e7, 1e6 x dp)",

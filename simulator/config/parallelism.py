@@ -21,6 +21,21 @@ DEFAULT_ORDER: tuple[Axis, ...] = AXES  # innermost first, as Megatron's tp-cp-e
 # The GEMMs TransformerEngine's Userbuffers names in its overlap configuration (``initialize_ub``).
 UbGemm = Literal["qkv_fprop", "qkv_dgrad", "qkv_wgrad", "proj_fprop", "proj_dgrad",
                  "fc1_fprop", "fc1_dgrad", "fc1_wgrad", "fc2_fprop", "fc2_dgrad"]
+UbMethod = Literal["bulk", "pipeline", "ring_exchange"]
+# The methods TransformerEngine's ``initialize_ub`` accepts per GEMM in a Userbuffers configuration
+# (transformer_engine/pytorch/module/base.py, v2.2): the AllGather-GEMMs ring_exchange only ("`pipeline`
+# overlap method is not supported for AllGather"), the forward GEMM-ReduceScatters pipeline or
+# ring_exchange, the column layers' dgrad bulk (the re-gather beside the dgrad GEMM) or, as the
+# ReduceScatter of dX overlapped with the dgrad GEMM itself (``dgrad_reduce_scatter_overlap``, the
+# layers' ``ub_overlap_rs_dgrad``: Megatron-Core's ``tp_comm_overlap_rs_dgrad``), pipeline or
+# ring_exchange; their wgrad bulk only, and not at all once the dgrad reduces (TE asserts the wgrad
+# is not configured then: its ReduceScatter has moved to the dgrad).
+UB_METHODS: dict[str, tuple[str, ...]] = {
+    **{g: ("ring_exchange",) for g in ("qkv_fprop", "fc1_fprop", "proj_dgrad", "fc2_dgrad")},
+    **{g: ("pipeline", "ring_exchange") for g in ("proj_fprop", "fc2_fprop")},
+    **{g: ("bulk", "pipeline", "ring_exchange") for g in ("qkv_dgrad", "fc1_dgrad")},
+    **{g: ("bulk",) for g in ("qkv_wgrad", "fc1_wgrad")},
+}
 
 
 def sequence_parallel_in_effect(tp: int, sequence_parallel: bool) -> bool:
@@ -86,6 +101,13 @@ class Parallel(BaseModel):
     # on every SM beside the communication kernel). GEMMs not named keep TE's default (16 SMs with
     # ``tp_overlap_sm_margin``, else 0); ring-exchange GEMMs hold their one copy-engine SM.
     tp_overlap_gemm_sms: dict[UbGemm, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    # The same configuration's ``method`` per GEMM, where it is not TE's default (tp_overlap:
+    # te_default's table, schedule/tensor_parallel.py): e.g. ``proj_fprop: ring_exchange`` (the
+    # tuned H100 configs' RingExchangeOverlapCfg) or ``fc1_dgrad: pipeline``, the ReduceScatter of
+    # dX pipelined with the dgrad GEMM instead of the bulk re-gather and ReduceScatter beside the
+    # GEMMs (TE's ub_overlap_rs_dgrad, Megatron-Core's tp_comm_overlap_rs_dgrad; NeMo's Llama 3
+    # LoRA configs). Allowed methods per GEMM: ``UB_METHODS``.
+    tp_overlap_methods: dict[UbGemm, UbMethod] = Field(default_factory=dict)
     # zero 1: megatron (Megatron's distributed optimizer, DeepSpeed ZeRO-1 in fp16: the gradients
     # ReduceScattered, the updated parameters AllGathered) or deepspeed-bf16 (DeepSpeed's
     # BF16_Optimizer, BLOOM: every micro-batch's bf16 gradients added into fp32 ones, those
@@ -253,6 +275,7 @@ class Parallel(BaseModel):
             raise ValueError(f"tp_overlap: {self.tp_overlap} needs tp > 1 and sequence_parallel: true "
                              f"(got tp={self.tp}, sequence_parallel={str(self.sequence_parallel).lower()}); "
                              "TransformerEngine's userbuffers overlap works on SP collectives")
+        self._check_tp_overlap_methods()
         if self.zero1_impl != "megatron" and self.zero != 1:
             raise ValueError(f"zero1_impl: {self.zero1_impl} is a ZeRO-1 optimizer; it needs zero: 1 (got {self.zero})")
         if self.ulysses > 1 and self.cp > 1 and self.cp_comm not in USP_CP_COMM:
@@ -262,6 +285,24 @@ class Parallel(BaseModel):
                              f"across), which needs cp_comm ring or p2p, got {self.cp_comm}; for two levels of "
                              "head parallelism use cp_comm: a2a+p2p without ulysses")
         return self
+
+    def _check_tp_overlap_methods(self) -> None:
+        """``tp_overlap_methods`` overrides TE's default table, per GEMM, with methods TE accepts there
+        (``UB_METHODS``)."""
+        if not self.tp_overlap_methods:
+            return
+        if self.tp_overlap != "te_default":
+            raise ValueError(f"tp_overlap_methods: overrides the per-GEMM table of tp_overlap: te_default "
+                             f"(got tp_overlap: {self.tp_overlap})")
+        methods: dict[str, str] = {str(g): str(m) for g, m in self.tp_overlap_methods.items()}
+        for gemm, method in methods.items():
+            if method not in UB_METHODS[gemm]:
+                raise ValueError(f"tp_overlap_methods: {gemm}: {method} is not a method TransformerEngine runs "
+                                 f"there; expected {' or '.join(UB_METHODS[gemm])}")
+            if gemm.endswith("_wgrad") and methods.get(gemm.replace("wgrad", "dgrad"), "bulk") != "bulk":
+                raise ValueError(f"tp_overlap_methods: {gemm} is not configured once "
+                                 f"{gemm.replace('wgrad', 'dgrad')} reduces its own output (TE's ub_overlap_rs_dgrad "
+                                 "moves the ReduceScatter of dX to the dgrad GEMM)")
 
     @property
     def sp_enabled(self) -> bool:

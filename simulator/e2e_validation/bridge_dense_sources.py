@@ -18,10 +18,11 @@ from the performance recipes of the release the container ships (Megatron-Bridge
   the scored and built rows name (``src/megatron/bridge/training/comm_overlap.py``:
   ``userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192``, ``..._b200_h16384_tp4_cp2_...``,
   ``..._h100_h16384_tp8_cp2_...``; MXFP8 takes the FP8 one) set the same SMs: the four bulk overlaps of
-  the column-parallel backward with ``set_sm_margin=False`` (their GEMMs on every SM) and the
-  projection's and FC2's forward ReduceScatters by ring exchange with ``num_sm=1`` and the margin,
-  priced as TE's default pipelined GEMM-ReduceScatter with one SM withheld
-  (``parallel.tp_overlap_gemm_sms``, ``UB_BRIDGE_FP8``), where TE's defaults withhold 16 SMs from all six;
+  the column-parallel backward with ``set_sm_margin=False`` (their GEMMs on every SM:
+  ``parallel.tp_overlap_gemm_sms``, ``UB_BRIDGE_FP8``, where TE's defaults withhold 16 SMs) and the
+  projection's and FC2's forward ReduceScatters by ring exchange (``RingExchangeOverlapCfg(num_sm=1,
+  set_sm_margin=True)``: ``parallel.tp_overlap_methods``, ``UB_BRIDGE_FP8_METHODS``), where TE's
+  default pipelines them;
 - interleaved 1F1B with overlapped pipeline exchanges where VP > 1; 405B counts the embedding and
   the loss as one layer each in the pipeline split (``account_for_embedding_in_pipeline_split``,
   ``account_for_loss_in_pipeline_split``), so its first and last virtual stages hold one layer;
@@ -64,9 +65,10 @@ from simulator.e2e_validation.scenarios import (BRIDGE_PERF_DDP, MODERN, Case, l
 # src/megatron/bridge/models/llama/llama_provider.py), and a dropout of p = 0 keeps no mask: dropout false
 BRIDGE_2511 = replace(MODERN, cross_entropy="fused", dropout=False)
 
-# The userbuffers configurations of the FP8 rows as the SMs each overlapped GEMM gives up (module
-# docstring): the bulk overlaps set_sm_margin=False (0), the ring-exchange ReduceScatters num_sm=1
-UB_BRIDGE_FP8: dict[str, int] = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=1, fc2_fprop=1)
+# The userbuffers configurations of the FP8 rows (module docstring): the SMs each bulk overlap gives
+# up (set_sm_margin=False: none), and the two forward ReduceScatters by ring exchange, not TE's pipeline
+UB_BRIDGE_FP8: dict[str, int] = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0)
+UB_BRIDGE_FP8_METHODS: dict[str, str] = dict(proj_fprop="ring_exchange", fc2_fprop="ring_exchange")
 
 # The table's precisions: (training.dtype, training.fp8_recipe)
 BRIDGE_DENSE_PRECISION: dict[str, tuple[str, str]] = {"fp8-cs": ("fp8", "current"), "mxfp8": ("fp8", "mxfp8")}
@@ -101,7 +103,7 @@ def bridge_dense_case(r: Row) -> Case:
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
                overlap_grad_reduce=True, grad_reduce_dtype="bf16", **BRIDGE_PERF_DDP)
     if tp > 1:
-        par["tp_overlap_gemm_sms"] = dict(UB_BRIDGE_FP8)
+        par.update(tp_overlap_gemm_sms=dict(UB_BRIDGE_FP8), tp_overlap_methods=dict(UB_BRIDGE_FP8_METHODS))
     if "overlap_param_gather=False" in r["notes"]:
         par["overlap_param_gather"] = False
     if r["model_name"].startswith("LLAMA3.1_405B") and pp > 1:

@@ -24,8 +24,8 @@ built and held out, with ``pretrain_llama3_70b.py``'s B200 userbuffers configura
 (``recipes/tp_overlap_configs/userbuffers.py`` ``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``):
 the four bulk overlaps of the column-parallel backward on every SM (``set_sm_margin=False``), the
 forward AllGathers and the dgrad re-gathers by ring exchange, and the projection's and FC2's
-forward ReduceScatters also by ring exchange (``num_sm=1``), which the simulator prices as TE's
-default pipelined GEMM-ReduceScatter with one SM withheld (``tp_overlap_gemm_sms``); context
+forward ReduceScatters also by ring exchange (``num_sm=1``: ``tp_overlap_methods``, where TE's
+default pipelines them); context
 parallelism by Megatron-Core's default p2p ring. The 405B row is transcribed, not built: the plan
 printed (PP 8 x VP 8 on 128 GPUs) is not the one the v2.2 configuration table lists (PP 9 x VP 7 on
 144), so the recipe's other settings for it are not determined.
@@ -45,9 +45,10 @@ NEMO_2502 = replace(MODERN, dropout=False)
 # The rows built, by the page's model name (module docstring)
 BUILT = frozenset({"LLAMA3-8B", "LLAMA3-70B"})
 
-# userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192 as the SMs each overlapped GEMM gives up: the bulk
-# overlaps set_sm_margin=False (0), the two ring-exchange ReduceScatters num_sm=1 with the margin
-UB_B200_70B: dict[str, int] = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=1, fc2_fprop=1)
+# userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192: the bulk overlaps set_sm_margin=False (their GEMMs
+# give up no SM), the projection's and FC2's forward ReduceScatters by ring exchange
+UB_B200_70B: dict[str, int] = dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0)
+UB_B200_70B_METHODS: dict[str, str] = dict(proj_fprop="ring_exchange", fc2_fprop="ring_exchange")
 
 
 def nemo_b200_case(r: Row) -> Case:
@@ -57,7 +58,7 @@ def nemo_b200_case(r: Row) -> Case:
     par = dict(megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if tp > 1 else "none"),
                overlap_grad_reduce=True, grad_reduce_dtype="bf16", **NEMO2_DDP_MCORE_011)
     if tp > 1:
-        par["tp_overlap_gemm_sms"] = dict(UB_B200_70B)
+        par.update(tp_overlap_gemm_sms=dict(UB_B200_70B), tp_overlap_methods=dict(UB_B200_70B_METHODS))
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     dp = n // (tp * pp * cp)
     label = (f"{r['model_name']} B200 FP8 tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")

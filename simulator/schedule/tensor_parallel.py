@@ -47,6 +47,12 @@ Overlap modes (TE ``initialize_ub`` in ``transformer_engine/pytorch/module/base.
   (4 splits, 16 comm SMs, 32 = ``UB_MAX_SM`` on the last chunk); qkv/fc1 dgrad re-gather and
   wgrad RS as ``bulk``; proj/fc2 wgrad reuse the gathered dY (``external``). GEMMs outside TE's
   table (Megatron's output layer ``lm_head`` is a plain ``ColumnParallelLinear``) use plain NCCL.
+  A tuned Userbuffers configuration overrides the table per GEMM (``parallel.tp_overlap_methods``,
+  the config's ``method``): proj/fc2 fprop by ring exchange, or the qkv/fc1 dgrad as a
+  ReduceScatter of dX pipelined (or ring-exchanged) with the dgrad GEMM itself, TE's
+  ``ub_overlap_rs_dgrad`` (``_LayerNormLinear.backward``, v2.2): the bulk overlaps are off, the
+  saved input is re-gathered by NCCL, launched before the dgrad GEMM and waited on by the wgrad
+  GEMM, which runs on every SM with nothing left to reduce beside it.
 
 Each mode is a table from GEMM (``<layer>_<fprop|dgrad|wgrad>``) to TE method (:func:`gemm_method`);
 the two overlapped patterns below implement each method once.
@@ -74,6 +80,9 @@ UB_RING_EXCHANGE_SMS = 1  # ring_exchange copies with the copy engine (use_ce) a
 UB_MAX_STREAMS = 3
 UB: Final = "userbuffers"  # ring_exchange sends are copies between registered buffers, not ncclSend
 AXES = ("tp",)
+# The stream of an NCCL collective that runs while Userbuffers' own communicators are busy (the
+# re-gather beside a ReduceScatter-overlapped dgrad): NCCL's stream, not the UB chunks' queue.
+NCCL_BESIDE_UB: Final = "tp.nccl"
 
 Method = Literal["nccl", "bulk", "pipeline", "ring_exchange"]
 """How one GEMM's TP collective runs: plain blocking NCCL, or one of TE's Userbuffers methods."""
@@ -102,13 +111,16 @@ _UNIFORM_METHODS: dict[str, dict[str, Method]] = {
 }
 
 
-def gemm_method(mode: str, gemm: str, site: Site) -> Method:
+def gemm_method(mode: str, gemm: str, site: Site, overrides: tuple[tuple[str, str], ...] = ()) -> Method:
     """The method of GEMM ``gemm`` (``<layer>_<fprop|dgrad|wgrad>``) at ``site`` under ``mode``.
 
-    ``te_default`` looks the GEMM up in TE's table and falls back to plain NCCL for GEMMs that TE
-    does not wrap (Megatron's ``lm_head``); the other modes ignore the GEMM and apply one method
-    per site."""
+    ``te_default`` looks the GEMM up in ``overrides`` (a tuned configuration's methods), then in
+    TE's table, and falls back to plain NCCL for GEMMs that TE does not wrap (Megatron's
+    ``lm_head``); the other modes ignore the GEMM and apply one method per site."""
     if mode == "te_default":
+        for name, method in overrides:
+            if name == gemm:
+                return method  # type: ignore[return-value]
         return TE_DEFAULT_METHODS.get(gemm, "nccl")
     return _UNIFORM_METHODS[mode][site]
 
@@ -128,6 +140,7 @@ class TPContext:
     async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
     sm_margin: bool = True  # TE set_sm_margin: pipeline/bulk GEMMs on SMs − num_sm (else on all SMs)
     gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
+    methods: tuple[tuple[str, str], ...] = ()  # per GEMM, a tuned config's method where not TE's default
     scaling: str = ""  # block scaling of the fp8 GEMMs' operands (ComputeOp.scaling; "": per tensor)
 
     def __post_init__(self) -> None:
@@ -180,7 +193,7 @@ class TPContext:
 
     def method(self, gemm: str, site: Site) -> Method:
         """The method in effect for ``gemm`` (plain NCCL without SP: Userbuffers requires it)."""
-        return gemm_method(self.mode, gemm, site)
+        return gemm_method(self.mode, gemm, site, self.methods)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -205,10 +218,10 @@ def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n
 
 
 def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: CollectiveKind, size: int,
-          deps: tuple[int, ...]) -> int:
+          deps: tuple[int, ...], stream: str = "") -> int:
     dtype = "fp8" if (ctx.dtype == "fp8" and op == "allgather") else ("bf16" if ctx.dtype == "fp8" else ctx.dtype)
     return pb.add(CommOp(name=name, op=op, axes=AXES, size_bytes=size, deps=deps, dtype=dtype,
-                         tag=_tag(ctx, phase)))
+                         tag=_tag(ctx, phase), stream=stream))
 
 
 def _key(ctx: TPContext, label: str, step: int) -> str:
@@ -339,6 +352,14 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
         ar = _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad,))
         _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
         return ar
+    dgrad_method = ctx.method(f"{name}_dgrad", "bulk")
+    if dgrad_method in ("pipeline", "ring_exchange"):
+        # TE's ub_overlap_rs_dgrad (module docstring): NCCL re-gathers the input on a stream of its
+        # own beside the dgrad GEMM, which reduces its output chunk by chunk through Userbuffers.
+        ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,), stream=NCCL_BESIDE_UB)
+        rs = _gemm_reducescatter(pb, ctx, f"{label}.dgrad", "bwd", n_out_local, after, dgrad_method, f"{name}_dgrad")
+        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,))
+        return rs
     ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,))
     dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,), sm_fraction=dgrad_sm)
     rs = _coll(pb, ctx, f"{label}.rs", "bwd", "reducescatter", ctx.rs_bytes, (dgrad, ag))

@@ -60,6 +60,7 @@ class LayerSpec:
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     tp_sm_margin: bool = True  # parallel.tp_overlap_sm_margin
     tp_gemm_sms: tuple[tuple[str, int], ...] = ()  # parallel.tp_overlap_gemm_sms, sorted
+    tp_methods: tuple[tuple[str, str], ...] = ()  # parallel.tp_overlap_methods, sorted
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
@@ -98,7 +99,8 @@ class LayerSpec:
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
                    tp_sm_margin=p.tp_overlap_sm_margin,
-                   tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())), cross_entropy=t.cross_entropy,
+                   tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())),
+                   tp_methods=tuple(sorted(p.tp_overlap_methods.items())), cross_entropy=t.cross_entropy,
                    train_metrics=t.train_metrics, dropout=t.dropout, deterministic=t.deterministic,
                    fused_attention_dropout=t.fused_attention_dropout,
                    mask_h2d_us=data_loading.h2d_us(data_loading.mask_bytes(t.micro_batch, m.seq_len),
@@ -726,7 +728,7 @@ class LayerBuilder:
                                          hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
                                          async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin,
-                                         gemm_sms=s.tp_gemm_sms,
+                                         gemm_sms=s.tp_gemm_sms, methods=s.tp_methods,
                                          scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "")
 
     def _head_tp(self, mb: int) -> tensor_parallel.TPContext:

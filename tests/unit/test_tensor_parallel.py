@@ -438,3 +438,104 @@ def test_blocking_tp_allreduce_is_exposed_whole(tmp_path):
     # so the step grows by what the async run hid, less the slowdown of wgrad beside NCCL there
     grew = off.report.step_time_s - on.report.step_time_s
     assert 0.8 * hidden < grew <= hidden * (1 + 1e-9)
+
+
+def _tuned(methods: dict[str, str], tp: int = 4) -> TPContext:
+    return TPContext(tp=tp, sp=True, overlap="te_default", tokens=B * S, hidden=H, dtype="bf16", dtype_bytes=2,
+                     layer=3, mb_index=1, sms=SMS, methods=tuple(sorted(methods.items())))
+
+
+def test_rs_dgrad_reduces_dx_inside_the_dgrad_gemm():
+    """TE's ub_overlap_rs_dgrad (``fc1_dgrad: pipeline``, NeMo's Llama 3 LoRA configs): the fc1
+    backward re-gathers its saved input with NCCL on a stream apart from Userbuffers, runs the dgrad
+    GEMM in UB_NUM_SPLITS column blocks on SMs − 16, each followed by the ReduceScatter of its block
+    (A/4 each), and the wgrad GEMM on every SM once the re-gather is done; qkv keeps the bulk pair.
+    Per layer the bytes are the default's: 2A AllGather + 4A ReduceScatter beside the ring
+    exchanges."""
+    a, t = B * S * H * 2, 4
+    pb, first_bwd = layer(_tuned({"fc1_dgrad": "pipeline"}, tp=t))
+    ops = {op.name: (i, op) for i, op in enumerate(pb.ops)}
+    rs = [ops[f"L3.fc1.bwd.dgrad.rs{i}"] for i in range(UB_NUM_SPLITS)]
+    gemms = [ops[f"L3.fc1.bwd.dgrad.gemm{i}"] for i in range(UB_NUM_SPLITS)]
+    ag_i, ag = ops["L3.fc1.bwd.ag"]
+    wgrad_i, wgrad = ops["L3.fc1.bwd.wgrad"]
+    assert all(op.size_bytes == a // UB_NUM_SPLITS and op.stream == "tp" for _, op in rs)
+    assert all((g_i,) == op.deps for (g_i, _), (_, op) in zip(gemms, rs))  # block i's RS after block i
+    assert all(g.sm_fraction == pytest.approx((SMS - UB_COMM_SMS) / SMS) for _, g in gemms)
+    assert all(g.flops == pytest.approx(2 * B * S * H * (FFN // t) / UB_NUM_SPLITS) for _, g in gemms)
+    assert ag.size_bytes == a and ag.stream == "tp.nccl" and wgrad.deps == (ag_i,) and wgrad.sm_fraction == 1.0
+    assert "L3.fc1.bwd.rs" not in ops and "L3.fc1.bwd.dgrad" not in ops  # no bulk pair left
+    assert ops["L3.qkv.bwd.dgrad"][1].sm_fraction < 1 and "L3.qkv.bwd.rs" in ops  # qkv: TE's default bulk
+    assert volumes(pb.ops) == volumes(layer(ctx(tp=t, overlap="te_default"))[0].ops)
+    assert counts(pb.ops[first_bwd:]) == {"allgather": 2, "reducescatter": 1 + UB_NUM_SPLITS}
+
+
+def test_ring_exchange_forward_reducescatter_from_a_tuned_config():
+    """NeMo's and Megatron-Bridge's tuned H100 configs run proj_fprop and fc2_fprop as
+    RingExchangeOverlapCfg: the all-pairs ring-exchange GEMM-RS (t GEMM chunks, t − 1 exchanges of
+    A/t, then the local sum), not TE's default pipeline."""
+    a, t = B * S * H * 2, 8
+    pb, _ = layer(_tuned({"proj_fprop": "ring_exchange", "fc2_fprop": "ring_exchange"}, tp=t))
+    got = methods_in_program(pb)
+    assert got == {**TE_DEFAULT_METHODS, "proj_fprop": "ring_exchange", "fc2_fprop": "ring_exchange"}
+    for name in ("proj", "fc2"):
+        steps = [op for op in pb.ops if isinstance(op, P2POp) and op.name.startswith(f"L3.{name}.fwd.sendrecv")]
+        assert [op.sends[0].offset for op in steps] == list(range(1, t))
+        assert all(op.sends[0].nbytes == a // t for op in steps)
+        assert any(op.name == f"L3.{name}.fwd.reduce" for op in pb.ops)
+
+
+@pytest.mark.parametrize("methods, match", [
+    ({"qkv_fprop": "pipeline"}, "qkv_fprop: pipeline is not a method TransformerEngine runs there"),
+    ({"fc2_fprop": "bulk"}, "expected pipeline or ring_exchange"),
+    ({"fc1_wgrad": "pipeline"}, "expected bulk"),
+    ({"fc1_dgrad": "pipeline", "fc1_wgrad": "bulk"}, "fc1_wgrad is not configured once fc1_dgrad reduces"),
+    ({"lm_head_fprop": "ring_exchange"}, "tp_overlap_methods"),
+])
+def test_tuned_methods_are_the_ones_te_accepts(methods, match):
+    from pydantic import ValidationError
+
+    from simulator.config.parallelism import Parallel
+
+    with pytest.raises(ValidationError, match=match):
+        Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default", tp_overlap_methods=methods)
+
+
+def test_tuned_methods_override_te_default_only():
+    from pydantic import ValidationError
+
+    from simulator.config.parallelism import Parallel
+
+    p = Parallel(tp=8, sequence_parallel=True, tp_overlap="te_default", tp_overlap_methods={"fc1_dgrad": "pipeline"})
+    assert p.tp_overlap_methods == {"fc1_dgrad": "pipeline"}
+    with pytest.raises(ValidationError, match="overrides the per-GEMM table of tp_overlap: te_default"):
+        Parallel(tp=8, sequence_parallel=True, tp_overlap="ring_exchange", tp_overlap_methods={"fc1_dgrad": "pipeline"})
+
+
+def test_rs_dgrad_is_a_scenario_setting_that_changes_the_step(tmp_path):
+    """Replayed on one node: the scenario key reaches the schedule (the fc1 backward's pipelined
+    ReduceScatter chunks are in the trace) and moves the step, against an invalid value that exits
+    with the file and field named."""
+    from simulator.config.scenario import build_scenario
+    from simulator.errors import InputError
+    from simulator.simulation import simulate_scenario
+    from tests.unit.test_schedule_invariants import PROFILE, SMALL
+
+    (tmp_path / "p.yaml").write_text(PROFILE)
+    model = {**SMALL, "hidden": 2048, "heads": 16, "kv_heads": 16, "ffn_hidden": 8192, "seq_len": 2048}
+
+    def data(methods):
+        return {"name": "rsdgrad", "hardware": "p.yaml", "nodes": 1, "model": model,
+                "training": {"micro_batch": 1, "global_batch": 2},
+                "parallel": {"tp": 4, "sequence_parallel": True, "tp_overlap": "te_default",
+                             "tp_overlap_methods": methods}}
+
+    default = simulate_scenario(build_scenario(data({}), source="s.yaml", base_dir=tmp_path))
+    tuned = simulate_scenario(build_scenario(data({"fc1_dgrad": "pipeline", "qkv_dgrad": "pipeline"}),
+                                             source="s.yaml", base_dir=tmp_path))
+    names = {r.name for r in tuned.trace.records(0)}
+    assert {f"L0.fc1.bwd.dgrad.rs{i}" for i in range(UB_NUM_SPLITS)} <= names
+    assert not any(n.endswith("fc1.bwd.rs") for n in names)
+    assert tuned.report.step_time_s != default.report.step_time_s
+    with pytest.raises(InputError, match=r"s\.yaml.*tp_overlap_methods"):
+        build_scenario(data({"qkv_fprop": "pipeline"}), source="s.yaml", base_dir=tmp_path)

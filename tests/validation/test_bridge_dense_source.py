@@ -74,9 +74,11 @@ def test_rows_build_the_recipes_plan_held_out():
         assert (t["recompute"], t["cross_entropy"], t["dtype"], t["fp8_param_gather"]) == ("none", "fused", "fp8", True)
         assert t["fp8_recipe"] in ("current", "mxfp8")
         assert p.get("tp_overlap", "none") == ("none" if p["tp"] == 1 else "te_default")
-        # userbuffers_fp8_*: bulk overlaps on every SM, the two forward ReduceScatters on one
+        # userbuffers_fp8_*: bulk overlaps on every SM, the two forward ReduceScatters by ring exchange
         assert p.get("tp_overlap_gemm_sms", {}) == ({} if p["tp"] == 1 else dict(
-            qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=1, fc2_fprop=1))
+            qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0))
+        assert p.get("tp_overlap_methods", {}) == ({} if p["tp"] == 1 else dict(
+            proj_fprop="ring_exchange", fc2_fprop="ring_exchange"))
         assert p.get("sequence_parallel", False) == (p["tp"] > 1)
         assert m["vocab"] % (128 * p["tp"]) == 0 and 0 <= m["vocab"] - 128256 < 128 * p["tp"]
         if m["layers"] == 126:

@@ -71,8 +71,8 @@ def test_rows_build_the_recipes_plans():
     assert (seventy.n_gpus, seventy.measured) == (64, 3062)
     assert (p["tp"], p["pp"], p["vp"], p["cp"], t["micro_batch"], t["global_batch"]) == (2, 4, 5, 2, 1, 128)
     assert (p["tp_overlap"], p["sequence_parallel"], p.get("cp_comm", "p2p")) == ("te_default", True, "p2p")
-    assert p["tp_overlap_gemm_sms"] == dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0, proj_fprop=1,
-                                            fc2_fprop=1)
+    assert p["tp_overlap_gemm_sms"] == dict(qkv_dgrad=0, qkv_wgrad=0, fc1_dgrad=0, fc1_wgrad=0)
+    assert p["tp_overlap_methods"] == dict(proj_fprop="ring_exchange", fc2_fprop="ring_exchange")
     assert sources.is_fit_case(eight) and not sources.is_fit_case(seventy)
     assert "nemo2502_b200" not in sources.HELD_OUT_SOURCES
 
