@@ -187,6 +187,30 @@ fabric of Jean Zay, era-specific cuBLAS, H100 clocks under sustained load (the G
 the last three together), and FA2/FA3 backward efficiencies (no backward-only figure was found;
 assumed below the forward ones).
 
+## Userbuffers methods per GEMM: tuned configurations and TE's ReduceScatter in the dgrad
+
+A tuned Userbuffers configuration names a method per GEMM as well as its SMs, and TE's
+`initialize_ub` (v2.2) accepts a method other than its default in three places: the forward
+GEMM-ReduceScatters of proj and fc2 by ring exchange instead of its pipeline, and the dgrad of qkv
+and fc1 as a ReduceScatter of dX overlapped with the dgrad GEMM itself instead of the bulk pair (the
+layers' `ub_overlap_rs_dgrad`, Megatron-Core's `tp_comm_overlap_rs_dgrad`). A scenario now gives
+them as `parallel.tp_overlap_methods`, checked against what TE accepts per GEMM (AllGather-GEMMs
+ring exchange only, "`pipeline` overlap method is not supported for AllGather"; the wgrad of a
+dgrad that reduces is not configured at all). In the ReduceScatter-in-dgrad variant
+(`_LayerNormLinear.backward`) the bulk overlaps are off, NCCL re-gathers the saved input on its own
+stream, launched before the dgrad GEMM, the dgrad runs in 4 column blocks on SMs − 16 with each
+block's ReduceScatter behind it, and the wgrad GEMM waits for the re-gather and runs on every SM
+with nothing beside it (`tests/unit/test_tensor_parallel.py`: the ops, their dependencies, the
+bytes, equal to the default's per layer). NeMo's Llama 3 LoRA configurations run fc1's dgrad that
+way; no scored row does.
+
+Megatron-Bridge's H100 and B200 FP8 configurations and NeMo 2.2's B200 70B one run proj_fprop and
+fc2_fprop as `RingExchangeOverlapCfg(num_sm=1, set_sm_margin=True)`. Until now those rows priced
+them as TE's pipeline with one SM withheld; they now run the all-pairs ring exchange the configs
+name (t GEMM chunks, t − 1 exchanges of A/t, the local sum). Held out: Megatron-Bridge's 70B on 64
+H100 does not move (-8.0%), 405B on 128 B200 -11.0% -> -10.7%, NeMo 25.02's 70B on 64 B200 -1.9% ->
+-1.0%; their sources' medians 9.9% -> 9.8% and 3.6% -> 3.2%.
+
 ## Context parallelism at 8K-1M tokens (NeMo long-context page)
 
 The `nemo_cp` rows are the only published measurements of Megatron context parallelism with
@@ -3248,6 +3272,28 @@ models are faster than the fitted H100 curve allows"), at a smaller size: hidden
 no TP overlap or userbuffers tuning can be the cause. The regime "NVIDIA-tuned stacks on H100"
 goes from 48 to 49 rows, median 5.35% to 5.4%, signed -3.8% unchanged; all rows 4.9% over 439
 (signed +2.0%).
+
+## A hybrid Mamba2-Transformer in BF16: Megatron-Bridge's Nemotron 3 Nano 4B card (held out)
+
+The Nemotron 3 Nano 4B verification card (`bridge_card_hybrid`,
+`data/e2e/megatron_bridge_nemotron3_nano_4b_card_h100.csv`) records the last 10 of 100 steps of
+`nemotron_3_nano_4b_pretrain_8gpu_h100_bf16_config` on one node of 8 H100: DP 8, 128 micro-batches
+of one 4,096-token sequence, BF16, 26.78 s per step. The recipe builds 42 hybrid blocks (21 Mamba2
+mixers of 96 heads x 80 with state 128 and chunk 256 on mamba_ssm's memory-efficient path, 4
+attention and 17 squared-ReLU MLP blocks, hidden 3,136), the distributed optimizer with both
+overlaps and bf16 reduction, no recompute, no CUDA graphs, Megatron-Core's native fused
+cross-entropy. The card's model TFLOP/s is Megatron-LM's `hybrid_flops` to 0.003% (20.56 GFLOP
+per token; that function counts a mixer with d_in = 2h = 6,272 where the model's is 96 x 80 =
+7,680). Predicted 28.15 s: -4.9%, all of it compute (exposed communication 5 ms): GEMMs 21.8 s (the
+mixers' in_proj and out_proj 10.2 s of it), the mixers' own kernels 3.2 s (SSD scan 2.13 s, conv
+0.58 s, gated norm 0.51 s), the loss 1.29 s, attention 0.73 s.
+
+It is the sign and size of NVIDIA's other BF16 H100 rows (the Qwen3-8B card -6.5%), and it bounds
+the mixer's pricing: were the mixer's kernels twice as slow as priced (3.2 s more), the row would
+read -14.6%, twice the BF16 rows' gap. So the +12..+18% of Nemotron-H 56B (above) is not a Mamba2 scan
+priced too fast at these shapes; what that row has and this one does not is FP8 with delayed
+scaling, TP 8 with sequence parallelism and no TP overlap, and state 256 in chunks of 128. With
+this row: the NVIDIA-tuned H100 regime 135 rows, all rows 569.
 
 ## NVIDIA's releases on the same plan: what the recipes change, and what they do not (held out)
 

@@ -31,7 +31,7 @@ from simulator.e2e_validation.scenarios import (
     megatron_parallel,
     padded_vocab,
 )
-from simulator.e2e_validation.bridge_card_sources import bridge_card
+from simulator.e2e_validation.bridge_card_sources import bridge_card, bridge_card_hybrid
 from simulator.e2e_validation.bridge_dense_sources import bridge_dense
 from simulator.e2e_validation.dgxc_gpt3_sources import dgxc_gpt3
 from simulator.e2e_validation.dgxc_grok1_sources import dgxc_grok1
@@ -1017,8 +1017,8 @@ SOURCES: list[Source] = [
             "the table omits come from the performance recipes of Megatron-Bridge v0.2.0, the release of the 25.11 "
             "container; see the file's header and simulator/e2e_validation/bridge_dense_sources.py.",
             "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default) with the "
-            "SMs of the recipes' userbuffers configurations (tp_overlap_gemm_sms: the four bulk overlaps on every "
-            "SM, the two forward ReduceScatters by ring exchange on one).",
+            "recipes' userbuffers configurations: the four bulk overlaps on every SM (tp_overlap_gemm_sms), the two "
+            "forward ReduceScatters by ring exchange (tp_overlap_methods).",
             "The B200 8B recipe captures the whole iteration in CUDA graphs (cuda_graph_impl local): not modelled, "
             "its launches are priced as eager launches (with no launch floor at all the row's step is 1.1% "
             "shorter).",
@@ -1034,6 +1034,15 @@ SOURCES: list[Source] = [
             "simulator/e2e_validation/bridge_card_sources.py.",
             "The card states the run was not performance-tuned.",
             "The network is not printed: the dgx-h100 profile (8 x 400 Gb/s InfiniBand per node)."]),
+    Source("bridge_card_hybrid", "Megatron-Bridge Nemotron 3 Nano 4B verification card (hybrid Mamba2-Transformer, 8 H100, "
+           "BF16, DP 8)",
+           "megatron_bridge_nemotron3_nano_4b_card_h100.csv", bridge_card_hybrid,
+           ["Held out (none of these rows fits anything, the one-node BF16 run included: the card's run was not "
+            "performance-tuned). The last 10 of 100 steps of the recipe the card names; settings off the card from "
+            "that recipe (42 hybrid blocks, 21 of them Mamba2 mixers, DP 8 with the distributed optimizer and both "
+            "overlaps, bf16 gradient reduction, no recompute, no CUDA graphs, Megatron-Core's native fused "
+            "cross-entropy); see simulator/e2e_validation/bridge_card_sources.py.",
+            "The node is not printed: the dgx-h100 profile."]),
     Source("nemo2502_b200", "NeMo 25.02 performance summary, Llama 3 8B and 70B on 8-64 B200 (FP8, delayed scaling)",
            "nemo_perf_summary_25.02_b200.csv", nemo_b200,
            ["The 8B row (one node, per-tensor FP8 on B200) is a fitting row of the dgx-b200 GEMM derate; the 70B "
@@ -1041,7 +1050,7 @@ SOURCES: list[Source] = [
             "llama3_8b / llama3_70b recipes (performance_mode); see the file's header and "
             "simulator/e2e_validation/nemo_b200_sources.py.",
             "70B's userbuffers configuration runs the projection's and FC2's forward ReduceScatters by ring "
-            "exchange on one SM; priced as TE's default pipelined GEMM-ReduceScatter with one SM withheld.",
+            "exchange (tp_overlap_methods), where TE's default pipelines them.",
             "CUDA graphs are off in this release's script on every GPU: its launches are eager, as priced.",
             "The network is not printed: the dgx-b200 profile (8 x 400 Gb/s InfiniBand per node).",
             "The 405B row (128 GPUs) is transcribed, not built: its printed plan is not the release's "
@@ -1261,7 +1270,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
                               "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "dgxc_nemotronh", "internlm", "nanotron_playbook", "fms_fsdp",
-                              "bridge_card", "h200_eager"})
+                              "bridge_card", "bridge_card_hybrid", "h200_eager"})
 
 
 def is_fit_case(case: Case) -> bool:
