@@ -32,7 +32,10 @@ NOTES = {
     "preset": "a model preset; explicit fields override it",
     "layers": "transformer layers", "hidden": "hidden size", "heads": "query heads",
     "kv_heads": "key/value heads (GQA); 0 = heads", "ffn_hidden": "MLP inner size; 0 = the mlp's rule",
-    "vocab": "vocabulary size", "mlp": "MLP type", "seq_len": "tokens per sequence",
+    "vocab": "vocabulary size",
+    "mlp": "the MLP's activation: swiglu (gate and up projections, three matrices), gelu or squared_relu "
+           "(relu(x)², Nemotron-4 and Nemotron-H; two matrices each)",
+    "seq_len": "tokens per sequence",
     "micro_batch": "sequences per micro-batch", "global_batch": "sequences per optimizer step",
     "dtype": "fp8 runs GEMMs in fp8, the rest in bf16", "recompute": "activation recomputation",
     "tp": "tensor-parallel degree", "sequence_parallel": "Megatron sequence parallelism with TP",

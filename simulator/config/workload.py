@@ -15,7 +15,9 @@ from simulator.config.strict import STRICT_CONFIG
 from simulator.errors import quote
 from simulator.units import BYTES_PER_ELEMENT
 
-Mlp = Literal["swiglu", "gelu"]
+# The MLP's activation: swiglu (gate and up projections, three matrices), gelu or squared_relu
+# (Primer, arXiv:2109.08668: relu(x)^2; Nemotron-4, Nemotron-H), two matrices each.
+Mlp = Literal["swiglu", "gelu", "squared_relu"]
 # Megatron-Core's hybrid_override_pattern symbols (megatron/core/ssm/mamba_hybrid_layer_allocation.py)
 HYBRID_BLOCKS = ("M", "*", "-", "E")
 
@@ -36,7 +38,7 @@ def _moe(layers: int, hidden: int, heads: int, kv_heads: int, vocab: int, seq_le
          moe_ffn: int, ffn: int = 0, head_dim: int = 0, shared: int = 0, first_dense: int = 0, shared_ffn: int = 0,
          mlp: Mlp = "swiglu", **extra: Any) -> dict[str, Any]:
     """An MoE shape with RoPE and untied embeddings (Mixtral, DeepSeek, Qwen3-MoE, GPT-OSS: SwiGLU;
-    Nemotron-3: two-matrix squared-ReLU experts, ``mlp: gelu``)."""
+    Nemotron-3: two-matrix squared-ReLU experts, ``mlp: squared_relu``)."""
     return dict(layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads, ffn_hidden=ffn or moe_ffn, vocab=vocab,
                 mlp=mlp, seq_len=seq_len, tied_embeddings=False, position_embedding="rope", head_dim=head_dim,
                 experts=experts, top_k=top_k, moe_ffn_hidden=moe_ffn, shared_experts=shared,
@@ -105,7 +107,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 23 MoE blocks of 128 squared-ReLU experts of 1856, 6 per token, one shared expert of 3712;
     # vocabulary 131072, untied embeddings, no position embedding in attention.
     "nemotron-3-nano-30b-a3b": _moe(52, 2688, 32, 2, 131072, 4096, experts=128, top_k=6, moe_ffn=1856,
-                                    head_dim=128, shared=1, shared_ffn=3712, mlp="gelu",
+                                    head_dim=128, shared=1, shared_ffn=3712, mlp="squared_relu",
                                     layer_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
                                     mamba_heads=64, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
                                     mamba_conv=4, mamba_chunk=128),
@@ -118,7 +120,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # width; vocabulary 131072, untied. Its MTP block (num_nextn_predict_layers 1,
     # mtp_hybrid_override_pattern "*E") only with model.mtp_layers: 1.
     "nemotron-3-super-120b-a12b": _moe(88, 4096, 32, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=2688,
-                                       head_dim=128, shared=1, shared_ffn=5376, mlp="gelu", moe_latent_size=1024,
+                                       head_dim=128, shared=1, shared_ffn=5376, mlp="squared_relu", moe_latent_size=1024,
                                        layer_pattern="MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*"
                                                      "EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
                                        mamba_heads=128, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
@@ -132,7 +134,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # expert of 10240 at the full width; vocabulary 131072, untied. Its MTP block (two depths through one
     # "*E" layer, mtp_use_repeated_layer) only with model.mtp_layers: 2, model.mtp_repeated_layer: true.
     "nemotron-3-ultra-550b-a55b": _moe(108, 8192, 64, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=5120,
-                                       head_dim=128, shared=1, shared_ffn=10240, mlp="gelu", moe_latent_size=2048,
+                                       head_dim=128, shared=1, shared_ffn=10240, mlp="squared_relu", moe_latent_size=2048,
                                        layer_pattern="MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*"
                                                      "EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
                                        mamba_heads=256, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
@@ -152,7 +154,7 @@ class Model(_Strict):
     hidden: int = Field(gt=0)
     heads: int = Field(gt=0)
     kv_heads: int = Field(default=0, ge=0)  # 0: same as heads (MHA)
-    ffn_hidden: int = Field(default=0, ge=0)  # 0: 4·hidden (gelu) or the Llama rule (swiglu)
+    ffn_hidden: int = Field(default=0, ge=0)  # 0: 4·hidden (gelu, squared_relu) or the Llama rule (swiglu)
     vocab: int = Field(gt=0)
     mlp: Mlp = "gelu"
     seq_len: int = Field(gt=0)
@@ -226,7 +228,7 @@ class Model(_Strict):
         if self.kv_heads == 0:
             object.__setattr__(self, "kv_heads", self.heads)
         if self.ffn_hidden == 0:
-            if self.mlp == "gelu":
+            if not self.gated:
                 ffn = 4 * self.hidden
             else:  # Llama rule: 2/3 of 4h, rounded up to a multiple of 256
                 ffn = -(-int(8 * self.hidden / 3) // 256) * 256
@@ -391,6 +393,12 @@ class Training(_Strict):
     # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
     # re-reading and re-writing the activation in HBM, e.g. llm-foundry/Composer 2023.
     fused_kernels: bool = True
+    activation_kernel: Literal["auto", "fused", "eager"] = Field(
+        default="auto", description="the dense MLP's activation: fused (one kernel forward and one backward: "
+        "Megatron's bias_gelu / bias_swiglu fusions, or an activation function under jit_fuser such as "
+        "Megatron-Core's squared_relu) | eager (its PyTorch ops, one kernel each: NeMo 2.0's squared_relu and "
+        "NemotronH's torch.pow(F.relu(x), 2) lambda, two kernels forward and four backward) | auto (fused with "
+        "fused_kernels, else eager)")
     norm_kernel: Literal["auto", "eager", "fused"] = Field(
         default="auto", description="the norm kernels of eager layers (fused_kernels: false): auto = eager "
         "(PyTorch's own LayerNorm/RMSNorm kernels) | fused (apex's FusedLayerNorm or a Triton norm, a kernel of "

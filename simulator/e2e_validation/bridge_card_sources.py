@@ -29,7 +29,8 @@ recipe does (the distributed optimizer with both overlaps, bf16 reduction, the n
 - ``HybridModelProvider``: 42 blocks ``M-M-M-MM-M-M*-M-M*-M-M-M*-M-M-MM*-MMM-M-M-`` (21 Mamba2
   mixers of 96 heads x 80, state 128, 8 groups, chunk 256 on mamba_ssm's memory-efficient path;
   4 attention blocks of 40 heads in 8 query groups with kv_channels 128; 17 squared-ReLU MLP blocks,
-  priced as the two-matrix ``gelu`` kind), hidden 3,136, no position embedding, no bias, untied head;
+  whose activation is Megatron-Core's ``squared_relu``, one kernel each way under ``jit_fuser``),
+  hidden 3,136, no position embedding, no bias, untied head;
 - ``cross_entropy_fusion_impl = "native"``: Megatron-Core's ``fused_vocab_parallel_cross_entropy``,
   the passes of ``vocab_parallel_cross_entropy`` over fp32 logits in fewer kernels
   (``cross_entropy: vocab_parallel``);
@@ -75,7 +76,7 @@ def _notes_field(r: Row, key: str) -> str:
 
 def bridge_card_hybrid_case(r: Row) -> Case:
     n = parse_int(r["num_gpus"])
-    model = dict(gpt_model(r, mlp="gelu", position="none", tied=False), head_dim=HEAD_DIM,
+    model = dict(gpt_model(r, mlp="squared_relu", position="none", tied=False), head_dim=HEAD_DIM,
                  layer_pattern=_notes_field(r, "hybrid"), **NANO_4B_MAMBA)
     par = dict(megatron_parallel(1), overlap_grad_reduce=True, grad_reduce_dtype="bf16", **MEGATRON_LM_DDP_2025)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])

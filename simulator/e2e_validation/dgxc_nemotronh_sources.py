@@ -8,8 +8,9 @@ pretrain_nemotronh_56b.py`` at the NeMo commit ``setup.sh`` pins (7a8f1cc7, with
 0.12.2), so the scenario is what that script, its recipe and ``set_primary_perf_configs`` set:
 
 - the model of ``NemotronHConfig56B``: 118 blocks in Megatron-Core's hybrid pattern (54 Mamba2
-  mixers, 10 attention, 54 squared-ReLU MLP blocks: ``model.layer_pattern``, the MLP priced as the
-  two-matrix ``gelu`` kind), hidden 8,192, FFN 32,768, 64 heads in 8 query groups, Mamba2 of 256
+  mixers, 10 attention, 54 squared-ReLU MLP blocks: ``model.layer_pattern``; the activation is
+  ``NemotronHConfigBase``'s ``lambda x: torch.pow(F.relu(x), 2)``, which Megatron-Core's MLP runs as
+  eager ops, ``activation_kernel: eager``), hidden 8,192, FFN 32,768, 64 heads in 8 query groups, Mamba2 of 256
   heads x 64 (``expand`` 2, Megatron-Core's default) with state 256 and 8 groups, no position
   embedding (``MambaModel``'s default ``none``), no biases, untied embeddings, the NullTokenizer's
   131,073 entries padded to a multiple of 128 x TP;
@@ -52,7 +53,7 @@ NULL_TOKENIZER_VOCAB = 131072 + 1
 
 def nemotronh_56b_model(r: Row, tp: int) -> dict:
     """The row's Nemotron-H 56B as a scenario model block."""
-    model = gpt_model({**r, "vocab": str(padded_vocab(NULL_TOKENIZER_VOCAB, tp))}, mlp="gelu", position="none",
+    model = gpt_model({**r, "vocab": str(padded_vocab(NULL_TOKENIZER_VOCAB, tp))}, mlp="squared_relu", position="none",
                       tied=False)
     return dict(model, layer_pattern=NEMOTRON_H_56B_PATTERN, **MAMBA_56B)
 
@@ -65,7 +66,8 @@ def dgxc_nemotronh_case(r: Row) -> Case:
     scn = make_scenario(f"dgxc-nemotronh-56b-fp8-{n}", "dgx-h100", n, nemotronh_56b_model(r, tp),
                         micro_batch=parse_int(r["micro_batch"], 1), global_batch=parse_int(r["global_batch"]),
                         dtype="fp8", recompute="none", parallel=par, stack=NEMO_LAUNCHER_2024)
-    scn["training"].update(dropout=False, cross_entropy="fused", fp8_recipe="delayed", fp8_param_gather=True)
+    scn["training"].update(dropout=False, cross_entropy="fused", fp8_recipe="delayed", fp8_param_gather=True,
+                           activation_kernel="eager")
     label = f"{r['model_name']} FP8 tp{tp} dp{n // tp} {n} GPUs"
     return Case(SOURCE, label, scn, "step_time_s", float(r["value"]), n)
 

@@ -747,8 +747,11 @@ def _nemo_2407(rows: list[Row]) -> list[Case]:
 
 
 # Nemotron-4 shapes (not in the CSV): 15B, arXiv:2402.16819 Table 1; 340B, arXiv:2406.11704 §2.
-# Squared-ReLU MLP with 4h and no gate (two matrices, as ``mlp: gelu``), RoPE, GQA with 8 KV heads,
-# untied embeddings. The dgxc READMEs' model FLOPs per sample (3.85e14, 8.62124e15) follow from them.
+# Squared-ReLU MLP with 4h and no gate (two matrices), RoPE, GQA with 8 KV heads, untied embeddings.
+# The dgxc READMEs' model FLOPs per sample (3.85e14, 8.62124e15) follow from them. The activation is
+# NeMo's ``squared_relu`` (``nemo/collections/llm/fn/activation.py`` at b4148d21: torch.pow(F.relu(x), 2)
+# with its ``@torch.jit.script`` commented out), which Megatron-Core's MLP calls as is (no bias-activation
+# fusion exists for it): eager ops, two kernels forward and four backward (``activation_kernel: eager``).
 NEMOTRON4 = {
     "Nemotron-4 15B": dict(layers=32, hidden=6144, heads=48, kv_heads=8, ffn_hidden=24576, vocab=256000),
     "Nemotron-4 340B": dict(layers=96, hidden=18432, heads=96, kv_heads=8, ffn_hidden=73728, vocab=256000),
@@ -782,9 +785,10 @@ def _dgxc(rows: list[Row]) -> list[Case]:
         fp8 = "prec=fp8" in r["notes"].lower()
         if (not fp8 and parse_precision(r) != "bf16") or r["model_name"] not in NEMOTRON4:
             continue
-        model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="gelu",
+        model = dict(NEMOTRON4[r["model_name"]], seq_len=parse_int(r["seq_len"]), mlp="squared_relu",
                      position_embedding="rope", tied_embeddings=False)
         case = _printed_plan_case("dgxc", r, model, "fp8" if fp8 else "bf16", "step_time_s", stack=DGXC_NEMO_PERF)
+        case.scenario["training"]["activation_kernel"] = "eager"
         if fp8:
             case.scenario["training"].update(fp8_recipe="delayed", fp8_param_gather=True)
         if r["source_id"].endswith("-table"):
@@ -1166,8 +1170,8 @@ SOURCES: list[Source] = [
     Source("dgxc", "NVIDIA dgxc-benchmarking Nemotron-4 on H100 (worked examples, BF16; v25.05 table, BF16 and FP8)",
            "misc_single_points.csv",
            _dgxc,
-           ["Nemotron-4's squared-ReLU MLP runs as the two-matrix GeLU MLP (same GEMMs; the activation is one "
-            "elementwise kernel either way).",
+           ["Nemotron-4's squared-ReLU MLP (mlp: squared_relu) runs NeMo's eager torch.pow(F.relu(x), 2): two "
+            "kernels forward and four backward (activation_kernel: eager).",
             "The loss is TransformerEngine's fused cross-entropy: NeMo's performance scripts set "
             "cross_entropy_fusion_impl te for every model from 2.3 (container 25.04) on, the releases these rows ran; "
             "Nemotron-4's configs have no dropout.",

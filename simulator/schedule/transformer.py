@@ -50,6 +50,8 @@ class LayerSpec:
     cp_qkv_format: str = "sbhd"  # parallel.cp_qkv_format
     attention: str = ""  # resolved training.attention: flash2 | flash3 | unfused ("": the GPU's default)
     fused_kernels: bool = True
+    mlp: str = "gelu"  # model.mlp: the dense MLP's activation (Elementwise.of)
+    act_fused: bool = True  # training.activation_kernel resolved: the activation as one fused kernel
     moe: moe.MoESpec | None = None  # the MoE block of layers >= first_dense (None: a dense model)
     first_dense: int = 0
     qkv_out: int = 0  # output features of the QKV GEMM per TP rank (0: (heads + 2 kv_heads)·head_dim / tp)
@@ -97,6 +99,8 @@ class LayerSpec:
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a, cp_qkv_format=p.cp_qkv_format,
                    attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
+                   mlp=m.mlp, act_fused=t.activation_kernel == "fused" or (t.activation_kernel == "auto"
+                                                                           and t.fused_kernels),
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
                    tp_sm_margin=p.tp_overlap_sm_margin,
                    tp_gemm_sms=tuple(sorted(p.tp_overlap_gemm_sms.items())),
@@ -117,7 +121,8 @@ class LayerSpec:
 
     @property
     def elementwise(self) -> "Elementwise":
-        return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel, self.norm_input)
+        return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel, self.norm_input,
+                              self.mlp, self.act_fused)
 
     def is_moe(self, layer: int) -> bool:
         if self.pattern and layer < len(self.pattern):
@@ -320,17 +325,41 @@ class Elementwise:
 
     @classmethod
     def of(cls, fused: bool, gated: bool, dropout: bool = True, norm_kernel: str = "auto",
-           norm_input: str = "act") -> "Elementwise":
+           norm_input: str = "act", mlp: str = "", act_fused: bool | None = None) -> "Elementwise":
+        """``mlp`` names the activation (default: swiglu when gated, else gelu); ``act_fused`` whether
+        it runs as one kernel each way (default: as the rest of the layer, ``fused``)."""
+        act_fwd, act_bwd = activation_traffic(mlp or ("swiglu" if gated else "gelu"),
+                                              fused if act_fused is None else act_fused)
         if fused:
-            return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=(3 if gated else 2, 1),
-                       res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=(5 if gated else 3, 1))
+            return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=act_fwd,
+                       res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=act_bwd)
         drop, k = (2.5, 1) if dropout else (0.0, 0)
         ln_fwd, ln_bwd = ((FP32_NORM_FWD_HB, 2), (FP32_NORM_BWD_HB, 3)) if norm_input == "fp32" else ((2, 1), (5, 2))
-        return cls(res_ln_fwd=(drop + 3, k + 1), res_fwd=(drop + 3, k + 1),
-                   act_fwd=((2 + 3, 2) if gated else (2, 1)),
-                   res_bwd=(3 + drop, 1 + k), res_ln_bwd=(3 + drop, 1 + k),
-                   act_bwd=((3 + 5, 3) if gated else (3, 1)),
+        return cls(res_ln_fwd=(drop + 3, k + 1), res_fwd=(drop + 3, k + 1), act_fwd=act_fwd,
+                   res_bwd=(3 + drop, 1 + k), res_ln_bwd=(3 + drop, 1 + k), act_bwd=act_bwd,
                    ln_fwd=ln_fwd, ln_bwd=ln_bwd, norm_impl="" if norm_kernel == "fused" else "eager", eager=True)
+
+
+# The dense MLP's activation as PyTorch's eager ops run it, (traffic in units of tokens·ffn/tp·B,
+# kernels), forward and backward: GeLU is one kernel each way (F.gelu, gelu_backward); SwiGLU is
+# silu (2) then a multiply (3), backward the multiply's two gradients and silu_backward; squared
+# ReLU, torch.pow(F.relu(x), 2), is relu (2) and pow (2) forward, and backward autograd's
+# pow_backward, grad * (2 * x.pow(1)) (a copy, 2, since ATen's pow with exponent 1 copies; a
+# scalar multiply, 2; the multiply by grad, 3), then relu's threshold_backward (3).
+EAGER_ACTIVATION: dict[str, tuple[tuple[float, int], tuple[float, int]]] = {
+    "gelu": ((2, 1), (3, 1)),
+    "swiglu": ((2 + 3, 2), (3 + 5, 3)),
+    "squared_relu": ((2 + 2, 2), (2 + 2 + 3 + 3, 4)),
+}
+
+
+def activation_traffic(mlp: str, fused: bool) -> tuple[tuple[float, int], tuple[float, int]]:
+    """(forward, backward) (traffic, kernels) of the dense MLP's activation: one fused kernel each
+    way reads its input and writes its output (SwiGLU: the gate and the up halves, 3 forward and 5
+    backward), or the eager ops of :data:`EAGER_ACTIVATION`."""
+    if fused:
+        return ((3, 1), (5, 1)) if mlp == "swiglu" else ((2, 1), (3, 1))
+    return EAGER_ACTIVATION[mlp]
 
 
 # A norm fed an fp32 copy of a 2-byte activation (Elementwise, norm_input fp32), in hb: forward the

@@ -56,7 +56,7 @@ def test_the_case_builds_the_recipes_hybrid_model_and_plan_held_out():
     assert (PATTERN.count("M"), PATTERN.count("*"), PATTERN.count("-")) == (21, 4, 17)
     assert (m["mamba_heads"], m["mamba_head_dim"], m["mamba_state"], m["mamba_groups"], m["mamba_chunk"]) == (
         96, 80, 128, 8, 256)
-    assert (m["hidden"], m["head_dim"], m["kv_heads"], m["ffn_hidden"], m["mlp"]) == (3136, 128, 8, 12544, "gelu")
+    assert (m["hidden"], m["head_dim"], m["kv_heads"], m["ffn_hidden"], m["mlp"]) == (3136, 128, 8, 12544, "squared_relu")
     assert (m["position_embedding"], m["tied_embeddings"], m["vocab"]) == ("none", False, 131072)
     assert (p["tp"], p["pp"], p["cp"], p["zero"], p["overlap_param_gather"], p["overlap_grad_reduce"]) == \
         (1, 1, 1, 1, True, True)

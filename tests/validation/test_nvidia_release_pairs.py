@@ -33,6 +33,13 @@ def _by_source(key: str) -> list[sources.Case]:
     return sources.cases([s for s in sources.SOURCES if s.key == key])
 
 
+def _with_training(case: sources.Case, **training: object) -> sources.Case:
+    """The case with some of its training settings replaced."""
+    scn = copy.deepcopy(case.scenario)
+    scn["training"].update(training)
+    return replace(case, scenario=scn)
+
+
 def _one(key: str, start: str) -> sources.Case:
     (case,) = [c for c in _by_source(key) if c.label.startswith(start)]
     return case
@@ -48,6 +55,24 @@ def test_dgxc_nemotron_rows_take_the_performance_scripts_loss_and_the_models_dro
     assert all(c.scenario["training"]["cross_entropy"] == "fused" for c in dgxc)
     assert all(c.scenario["training"]["dropout"] is False for c in dgxc)
     assert all(c.scenario["training"]["cross_entropy"] == "vocab_parallel" for c in _by_source("dgxc_llama"))
+    # NeMo's squared_relu (nemo/collections/llm/fn/activation.py, its @torch.jit.script commented out)
+    assert all(c.scenario["model"]["mlp"] == "squared_relu" for c in dgxc)
+    assert all(c.scenario["training"]["activation_kernel"] == "eager" for c in dgxc)
+
+
+def test_eager_squared_relu_lengthens_the_step_in_closed_form():
+    """Nemotron-4 15B, v25.05 BF16 row (4 micro-batches of 2 x 4,096 tokens, TP 2: FFN 12,288 per
+    rank): NeMo's eager torch.pow(F.relu(x), 2) moves 4 + 10 tokens x FFN/TP bf16 tensors in 2 + 4
+    kernels per layer and micro-batch where one fused kernel each way moves 2 + 3 in 1 + 1: 9 more
+    such tensors (1.81 GB) and 4 more kernels, in 32 layers x 4 micro-batches. The step is
+    compute-bound, so it lengthens by that traffic at the streaming bandwidth plus the kernels'
+    ramps and launch floors: 86 ms on dgx-h100."""
+    case = _one("dgxc", "Nemotron-4 15B tp2 pp1 vp1 cp1 dp8 16 GPUs BF16")
+    eager, fused = scoring.run_case(case), scoring.run_case(_with_training(case, activation_kernel="fused"))
+    gpu = load_profile("dgx-h100").gpu
+    unit = 2 * 4096 * (24576 // 2) * 2
+    per_layer = 9 * unit / achieved_Bps(gpu, "stream") + 4 * (RAMP_US + gpu.kernel_launch_us) * 1e-6
+    assert eager.step_time_s - fused.step_time_s == pytest.approx(32 * 4 * per_layer, rel=0.03)
 
 
 def test_te_cross_entropy_saves_the_logit_passes_in_closed_form():
@@ -59,10 +84,7 @@ def test_te_cross_entropy_saves_the_logit_passes_in_closed_form():
     compute-bound and unpipelined, so the step shortens by exactly that: 4 x (1.049e9 x 44 B /
     (0.90 x HBM x efficiency) + 6 x 4.6 us) = 66 ms on dgx-h100."""
     case = _one("dgxc", "Nemotron-4 15B tp2 pp1 vp1 cp1 dp8 16 GPUs BF16")
-    fused = scoring.run_case(case)
-    unfused_scn = copy.deepcopy(case.scenario)
-    unfused_scn["training"]["cross_entropy"] = "vocab_parallel"
-    unfused = scoring.run_case(replace(case, scenario=unfused_scn))
+    fused, unfused = scoring.run_case(case), scoring.run_case(_with_training(case, cross_entropy="vocab_parallel"))
     gpu = load_profile("dgx-h100").gpu
     (vf, vb), (ff, fb) = loss_kernels("vocab_parallel", 2), loss_kernels("fused", 2)
     d_bytes = vf.bytes_per_logit + vb.bytes_per_logit - ff.bytes_per_logit - fb.bytes_per_logit
