@@ -120,7 +120,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # width; vocabulary 131072, untied. Its MTP block (num_nextn_predict_layers 1,
     # mtp_hybrid_override_pattern "*E") only with model.mtp_layers: 1.
     "nemotron-3-super-120b-a12b": _moe(88, 4096, 32, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=2688,
-                                       head_dim=128, shared=1, shared_ffn=5376, mlp="squared_relu", moe_latent_size=1024,
+                                       head_dim=128, shared=1, shared_ffn=5376, mlp="squared_relu",
+                                       moe_latent_size=1024,
                                        layer_pattern="MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*"
                                                      "EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
                                        mamba_heads=128, mamba_head_dim=64, mamba_state=128, mamba_groups=8,
@@ -134,7 +135,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # expert of 10240 at the full width; vocabulary 131072, untied. Its MTP block (two depths through one
     # "*E" layer, mtp_use_repeated_layer) only with model.mtp_layers: 2, model.mtp_repeated_layer: true.
     "nemotron-3-ultra-550b-a55b": _moe(108, 8192, 64, 2, 131072, 4096, experts=512, top_k=22, moe_ffn=5120,
-                                       head_dim=128, shared=1, shared_ffn=10240, mlp="squared_relu", moe_latent_size=2048,
+                                       head_dim=128, shared=1, shared_ffn=10240, mlp="squared_relu",
+                                       moe_latent_size=2048,
                                        layer_pattern="MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*"
                                                      "EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
                                        mamba_heads=256, mamba_head_dim=64, mamba_state=128, mamba_groups=8,

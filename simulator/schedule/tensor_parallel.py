@@ -111,7 +111,7 @@ _UNIFORM_METHODS: dict[str, dict[str, Method]] = {
 }
 
 
-def gemm_method(mode: str, gemm: str, site: Site, overrides: tuple[tuple[str, str], ...] = ()) -> Method:
+def gemm_method(mode: str, gemm: str, site: Site, overrides: tuple[tuple[str, Method], ...] = ()) -> Method:
     """The method of GEMM ``gemm`` (``<layer>_<fprop|dgrad|wgrad>``) at ``site`` under ``mode``.
 
     ``te_default`` looks the GEMM up in ``overrides`` (a tuned configuration's methods), then in
@@ -120,7 +120,7 @@ def gemm_method(mode: str, gemm: str, site: Site, overrides: tuple[tuple[str, st
     if mode == "te_default":
         for name, method in overrides:
             if name == gemm:
-                return method  # type: ignore[return-value]
+                return method
         return TE_DEFAULT_METHODS.get(gemm, "nccl")
     return _UNIFORM_METHODS[mode][site]
 
@@ -140,7 +140,7 @@ class TPContext:
     async_allreduce: bool = True  # without SP: the dX AllReduce overlaps wgrad (else it follows it)
     sm_margin: bool = True  # TE set_sm_margin: pipeline/bulk GEMMs on SMs − num_sm (else on all SMs)
     gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
-    methods: tuple[tuple[str, str], ...] = ()  # per GEMM, a tuned config's method where not TE's default
+    methods: tuple[tuple[str, Method], ...] = ()  # per GEMM, a tuned config's method where not TE's default
     scaling: str = ""  # block scaling of the fp8 GEMMs' operands (ComputeOp.scaling; "": per tensor)
 
     def __post_init__(self) -> None:

@@ -62,7 +62,7 @@ class LayerSpec:
     async_tp_allreduce: bool = True  # parallel.async_tensor_model_parallel_allreduce
     tp_sm_margin: bool = True  # parallel.tp_overlap_sm_margin
     tp_gemm_sms: tuple[tuple[str, int], ...] = ()  # parallel.tp_overlap_gemm_sms, sorted
-    tp_methods: tuple[tuple[str, str], ...] = ()  # parallel.tp_overlap_methods, sorted
+    tp_methods: tuple[tuple[str, tensor_parallel.Method], ...] = ()  # parallel.tp_overlap_methods, sorted
     cross_entropy: CrossEntropyImpl = "vocab_parallel"  # training.cross_entropy (schedule/loss.py)
     train_metrics: int = 0  # training.train_metrics: cross-entropy metrics over the logits (schedule/loss.py)
     dropout: bool = True  # training.dropout: hidden and attention dropouts active (p > 0)
