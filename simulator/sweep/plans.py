@@ -187,8 +187,10 @@ def inherit_parallel(base: Parallel, overrides: dict) -> dict:
     """The ``parallel:`` mapping of a plan: the overrides, the base plan's other knobs (overlap
     mode, CP flavour, ZeRO-3 implementation, order...), except knobs the new degrees make
     meaningless, which fall back to their defaults: tp_overlap without TP and sequence
-    parallelism, the interleaved schedule without pipeline stages; dp is always re-derived and
-    per-stage layer counts are dropped when pp changes. Validation is left to the caller."""
+    parallelism, a tuned configuration's per-GEMM methods (tp_overlap_methods) under any mode but
+    te_default, whose table they override, the interleaved schedule without pipeline stages; dp is
+    always re-derived and per-stage layer counts are dropped when pp changes. Validation is left
+    to the caller."""
     data = base.model_dump(exclude={"dp"})
     data["order"] = base.full_order
     data.update(overrides)
@@ -202,6 +204,8 @@ def inherit_parallel(base: Parallel, overrides: dict) -> dict:
     if not sequence_parallel_in_effect(degree("tp"), data.get("sequence_parallel") is True) \
             and "tp_overlap" not in overrides:
         data["tp_overlap"] = "none"
+    if data.get("tp_overlap") != "te_default" and "tp_overlap_methods" not in overrides:
+        data["tp_overlap_methods"] = {}
     if degree("pp") == 1:
         if "pp_schedule" not in overrides:
             data["pp_schedule"] = "1f1b"

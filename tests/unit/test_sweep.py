@@ -230,3 +230,21 @@ def test_parallel_jobs_give_the_same_ranking():
     parallel = run_plans(scn, plans, simulate_scenario, jobs=2, prune=False)
     assert [r.label for r in serial.plans] == [r.label for r in parallel.plans]
     assert [r.step_time_s for r in serial.plans] == pytest.approx([r.step_time_s for r in parallel.plans])
+
+
+def test_tuned_userbuffers_methods_follow_the_overlap_mode_they_override():
+    """A scenario with a tuned configuration's per-GEMM methods (tp_overlap_methods, which only
+    te_default's table takes) sweeps every plan: the candidates that keep te_default keep the
+    methods, those under another mode or without TP drop them instead of failing validation."""
+    base = build_scenario(dict(name="tiny", hardware="dgx-h100", nodes=2,
+                               model=dict(layers=4, hidden=2048, heads=16, kv_heads=8, vocab=51200, mlp="gelu",
+                                          seq_len=2048, tied_embeddings=True),
+                               training=dict(micro_batch=1, global_batch=32),
+                               parallel=dict(tp=8, sequence_parallel=True, tp_overlap="te_default",
+                                             tp_overlap_methods={"fc1_dgrad": "pipeline"})))
+    plans = enumerate_plans(base)
+    modes = {c.parallel.tp_overlap for c in plans}
+    assert "te_default" in modes and len(modes) > 1
+    for c in plans:
+        want = {"fc1_dgrad": "pipeline"} if c.parallel.tp_overlap == "te_default" else {}
+        assert c.parallel.tp_overlap_methods == want, c.parallel
