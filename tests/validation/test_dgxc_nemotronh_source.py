@@ -80,3 +80,15 @@ def test_held_out_error_is_an_open_miss():
     assert 0.10 <= statistics.median(errs) <= 0.15
     steps = [r.step_time_s for r in res]
     assert max(steps) / min(steps) < 1.02
+
+
+def test_the_bundled_scenario_is_the_32_gpu_row():
+    """scenarios/nemotron-h-56b-fp8-tp8-h100.yaml, written as a user would, is the 32-GPU row the
+    page scores: the same step time to the float rounding."""
+    from simulator.config.scenario import load_scenario
+    from simulator.simulation import simulate_scenario
+    from tests.golden.regenerate import SCENARIOS
+
+    (case,) = [c for c in dgxc_nemotronh(_rows()) if c.n_gpus == 32]
+    bundled = simulate_scenario(load_scenario(SCENARIOS / "nemotron-h-56b-fp8-tp8-h100.yaml"))
+    assert bundled.report.step_time_s == pytest.approx(scoring.run_case(case).step_time_s, rel=1e-9)
