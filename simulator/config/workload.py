@@ -645,6 +645,12 @@ class Training(_Strict):
         return data
 
     @property
+    def activation_fused(self) -> bool:
+        """Whether the dense MLP's activation runs as one kernel each way (``activation_kernel``;
+        auto follows ``fused_kernels``)."""
+        return self.activation_kernel == "fused" or (self.activation_kernel == "auto" and self.fused_kernels)
+
+    @property
     def recompute_layers_chosen(self) -> bool:
         """Whether ``recompute_method`` / ``recompute_num_layers`` say something other than their
         defaults (every layer, one at a time): what validation, reports and labels name."""

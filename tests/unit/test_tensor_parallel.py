@@ -16,9 +16,11 @@ from simulator.schedule.tensor_parallel import (
 B, S, H, FFN, SMS = 2, 1024, 512, 1536, 132
 
 
-def ctx(tp=4, sp=True, overlap="none", dtype="bf16", dtype_bytes=2, seq=S) -> TPContext:
+def ctx(tp=4, sp=True, overlap="none", dtype="bf16", dtype_bytes=2, seq=S, methods=None) -> TPContext:
+    """A TP context of layer 3, micro-batch 1; ``methods``: a tuned configuration's methods per GEMM."""
     return TPContext(tp=tp, sp=sequence_parallel_in_effect(tp, sp), overlap=overlap, tokens=B * seq, hidden=H,
-                     dtype=dtype, dtype_bytes=dtype_bytes, layer=3, mb_index=1, sms=SMS)
+                     dtype=dtype, dtype_bytes=dtype_bytes, layer=3, mb_index=1, sms=SMS,
+                     methods=tuple(sorted((methods or {}).items())))
 
 
 def layer(c: TPContext) -> tuple[ProgramBuilder, int]:
@@ -440,11 +442,6 @@ def test_blocking_tp_allreduce_is_exposed_whole(tmp_path):
     assert 0.8 * hidden < grew <= hidden * (1 + 1e-9)
 
 
-def _tuned(methods: dict[str, str], tp: int = 4) -> TPContext:
-    return TPContext(tp=tp, sp=True, overlap="te_default", tokens=B * S, hidden=H, dtype="bf16", dtype_bytes=2,
-                     layer=3, mb_index=1, sms=SMS, methods=tuple(sorted(methods.items())))
-
-
 def test_rs_dgrad_reduces_dx_inside_the_dgrad_gemm():
     """TE's ub_overlap_rs_dgrad (``fc1_dgrad: pipeline``, NeMo's Llama 3 LoRA configs): the fc1
     backward re-gathers its saved input with NCCL on a stream apart from Userbuffers, runs the dgrad
@@ -453,7 +450,7 @@ def test_rs_dgrad_reduces_dx_inside_the_dgrad_gemm():
     Per layer the bytes are the default's: 2A AllGather + 4A ReduceScatter beside the ring
     exchanges."""
     a, t = B * S * H * 2, 4
-    pb, first_bwd = layer(_tuned({"fc1_dgrad": "pipeline"}, tp=t))
+    pb, first_bwd = layer(ctx(tp=t, overlap="te_default", methods={"fc1_dgrad": "pipeline"}))
     ops = {op.name: (i, op) for i, op in enumerate(pb.ops)}
     rs = [ops[f"L3.fc1.bwd.dgrad.rs{i}"] for i in range(UB_NUM_SPLITS)]
     gemms = [ops[f"L3.fc1.bwd.dgrad.gemm{i}"] for i in range(UB_NUM_SPLITS)]
@@ -475,7 +472,8 @@ def test_ring_exchange_forward_reducescatter_from_a_tuned_config():
     RingExchangeOverlapCfg: the all-pairs ring-exchange GEMM-RS (t GEMM chunks, t − 1 exchanges of
     A/t, then the local sum), not TE's default pipeline."""
     a, t = B * S * H * 2, 8
-    pb, _ = layer(_tuned({"proj_fprop": "ring_exchange", "fc2_fprop": "ring_exchange"}, tp=t))
+    ring = {"proj_fprop": "ring_exchange", "fc2_fprop": "ring_exchange"}
+    pb, _ = layer(ctx(tp=t, overlap="te_default", methods=ring))
     got = methods_in_program(pb)
     assert got == {**TE_DEFAULT_METHODS, "proj_fprop": "ring_exchange", "fc2_fprop": "ring_exchange"}
     for name in ("proj", "fc2"):
