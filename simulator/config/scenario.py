@@ -303,9 +303,9 @@ def check_plan(scn: Scenario) -> None:
 def check_hybrid(scn: Scenario) -> None:
     """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
     ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers is
-    not modelled, nor FP8 beyond delayed scaling of M, * and - blocks (their GEMMs at the FP8 rate,
-    the casts fused into the kernels producing the inputs, as for the layers of a GPT model; the
-    per-GEMM quantisation passes of the other recipes and of MoE blocks are not built for hybrid
+    not modelled, nor FP8 beyond delayed scaling of M, * and - blocks (their GEMMs at the FP8 rate
+    and TransformerEngine's casts, as for the layers of a GPT model, schedule/fp8.py; the other
+    recipes' quantisation passes and the routed rows of MoE blocks are not built for hybrid
     blocks), and the combined-1F1B A2A overlap exists for GPTModel only. A
     multi-token-prediction depth of a hybrid model is an attention block and an MoE block
     (Nemotron-3's ``mtp_hybrid_override_pattern: "*E"``), so it needs experts."""

@@ -5,8 +5,8 @@ fitted on runs that used TransformerEngine's default recipe, delayed scaling). T
 in the passes and collectives around the GEMMs (TransformerEngine ``common/recipe``,
 ``pytorch/tensor/*``, ``pytorch/fp8.py``):
 
-* ``delayed`` (``DelayedScaling``): the scale comes from an amax history, so the cast is fused into
-  the kernel producing the tensor (norm, activation) and costs no pass of its own. At the end of
+* ``delayed`` (``DelayedScaling``): the scale comes from an amax history, so a norm that feeds a
+  ``LayerNormLinear`` writes its output in FP8 (the cast fused into the norm kernel). At the end of
   each forward and each backward of a model chunk, ``FP8GlobalStateManager.reduce_and_update_fp8_tensors``
   AllReduces the amaxes of every FP8 tensor of the chunk over the amax-reduction group (Megatron:
   data-parallel × TP × CP, ``get_amax_reduction_group``): one small blocking AllReduce of 4 bytes
@@ -26,6 +26,25 @@ in the passes and collectives around the GEMMs (TransformerEngine ``common/recip
   each) are written, and no amax is read. MXFP8 runs its GEMMs as cuBLASLt's block-scaled kernels,
   whose rate the costs price (``costs/compute.py`` ``BLOCK_SCALED_GEMM_TIME``, with the scale
   swizzles TransformerEngine runs before each such GEMM; :func:`gemm_scaling`).
+
+The casts every recipe runs (:func:`cast_bytes_per_element`, TransformerEngine v2.2
+``module/linear.py``, ``module/layernorm_linear.py``, ``module/base.py`` ``grad_output_preprocess``).
+Only a norm fused into its ``LayerNormLinear`` writes its GEMM's operand quantised; every other
+operand reaches TransformerEngine in BF16 from a kernel of its own and is cast in a pass that reads
+it and writes the FP8 copies the GEMMs need:
+
+* the input of a plain ``Linear`` (the output projection after the attention core, FC2 after
+  Megatron's activation, a Mamba2 mixer's ``out_proj`` after its gated norm, the shared experts'
+  FC1 after the MoE block's separate norm): ``input_quantizer(inputmat)``;
+* the output gradient of every GEMM: ``grad_output_preprocess`` casts it (``quantizer(grad_output)``
+  or ``bgrad_quantize``) before the dgrad and wgrad GEMMs; a row-parallel linear under sequence
+  parallelism casts its t/tp rows and all-gathers them in FP8;
+* per-tensor FP8 on Hopper needs each operand twice, row-wise for one GEMM and as an FP8 transpose
+  for the other (its tensor cores take TN layouts only): the cast writes both (cast-transpose);
+  a norm-fed input and an all-gathered gradient get their transpose in a pass of its own ("we
+  compute FP8 transposes manually", reading and writing one byte per element). Blackwell's FP8
+  GEMMs take either layout (``is_non_tn_fp8_gemm_supported``), and the block-scaled recipes'
+  column-wise copies are counted with their scales below.
 
 Quantised per layer pass (per TP rank): forward, the inputs of the QKV, output-projection, FC1
 and FC2 GEMMs; backward, the output gradients of the same four GEMMs. In an MoE layer the expert
@@ -62,7 +81,7 @@ after the optimizer step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from simulator.schedule.ir import CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 
@@ -82,24 +101,87 @@ def gemm_scaling(dtype: str, recipe: str) -> str:
     return "mxfp8" if dtype == "fp8" and recipe == "mxfp8" else ""
 
 
+# How TransformerEngine quantises a GEMM operand (module docstring): written quantised by the norm
+# of a LayerNormLinear; cast from BF16 in a pass of its own; or cast on the rank's t/tp rows and
+# all-gathered in FP8 (a row-parallel linear's output gradient under sequence parallelism).
+OperandKind = Literal["norm", "cast", "gathered"]
+
+
 def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
     """Elements one TP rank quantises in one pass of layer ``layer`` (see the module docstring)."""
     return dense_quantized_elements(spec, phase, qkv_out, proj_in, layer) + routed_quantized_elements(spec, phase, layer)
 
 
+def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
+                   layer: int = -1) -> list[tuple[OperandKind, float]]:
+    """The operands outside the routed experts one TP rank quantises in one pass of layer ``layer``,
+    each with how it is quantised and its elements: forward the GEMMs' inputs, backward their output
+    gradients, of the attention, the dense MLP or the shared experts, or a hybrid block's mixer."""
+    t, h = spec.tokens, spec.hidden
+    row_grad: OperandKind = "gathered" if spec.sp else "cast"
+    fwd = phase == "fwd"
+
+    def linear_pair(first_in: OperandKind, width_in: float, width_out: float, second_in: float) -> list:
+        """A column-parallel GEMM h -> width_out fed by ``first_in``, then a row-parallel one
+        second_in -> h."""
+        if fwd:
+            return [(first_in, t * width_in), ("cast", t * second_in)]
+        return [("cast", t * width_out), (row_grad, t * h)]
+
+    def mlp() -> list[tuple[OperandKind, float]]:
+        """The dense MLP, or an MoE block's shared experts (fed by the block's separate norm)."""
+        if spec.moe is not None and spec.is_moe(layer):
+            m = spec.moe
+            fs = m.shared_ffn // m.tp
+            return linear_pair("cast", h, (2 if m.gated else 1) * fs, fs) if m.shared_ffn else []
+        f = spec.shape.ffn
+        return linear_pair("norm", h, (2 if spec.gated else 1) * f, f)
+
+    attention = linear_pair("norm", h, qkv_out, proj_in)
+    if spec.pattern and layer < len(spec.pattern):  # a hybrid model's block: one mixer or one MLP
+        block = spec.pattern[layer]
+        if block == "M":
+            assert spec.mamba is not None
+            return linear_pair("norm", h, spec.mamba.in_proj_out, spec.mamba.inner)
+        return attention if block == "*" else mlp()
+    return attention + mlp()
+
+
 def dense_quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
     """The elements of :func:`quantized_elements` outside the routed experts: attention, the dense
     MLP or the shared experts."""
-    t, h = spec.tokens, spec.hidden
-    attn = t * (h + proj_in) if phase == "fwd" else t * (qkv_out + h)
-    if spec.moe is not None and spec.is_moe(layer):
-        m = spec.moe
-        fs = m.shared_ffn // m.tp
-        shared = t * (h + fs) if phase == "fwd" else t * ((2 if m.gated else 1) * fs + h)
-        return attn + (shared if m.shared_ffn else 0)
-    f = spec.shape.ffn
-    up = (2 if spec.gated else 1) * f
-    return attn + (t * (h + f) if phase == "fwd" else t * (up + h))
+    return sum(n for _, n in dense_operands(spec, phase, qkv_out, proj_in, layer))
+
+
+def copies(recipe: str, arch: str) -> int:
+    """FP8 copies of a per-tensor operand the cast writes: two on Hopper (row-wise and the transpose
+    its TN-only FP8 GEMMs need), one on Blackwell; one for the block-scaled recipes, whose
+    column-wise copy :func:`extra_bytes_per_element` counts with its scales."""
+    return 2 if recipe not in SCALE_BYTES and arch != "blackwell" else 1
+
+
+def cast_bytes_per_element(kind: OperandKind, recipe: str, act_bytes: int, arch: str, tp: int) -> float:
+    """HBM bytes per element of the cast pass every recipe runs on an operand (module docstring).
+
+    A norm-fed input costs delayed and block scaling only its transpose on Hopper (the norm wrote
+    the row-wise copy); under current and row-wise scaling the norm writes BF16 and its amax, and
+    the cast reads it back. A cast operand is read once and written in its copies. A gathered
+    gradient is cast on the rank's t/tp rows (read, one FP8 write) and transposed after the
+    gather."""
+    n = copies(recipe, arch)
+    transpose = 2.0 * (n - 1)
+    if kind == "norm":
+        return act_bytes + n if recipe in ("current", "rowwise") else transpose
+    if kind == "gathered":
+        return (act_bytes + 1.0) / tp + transpose
+    return float(act_bytes + n)
+
+
+def cast_kernels(operands: list[tuple[OperandKind, float]], recipe: str, arch: str) -> int:
+    """Kernels of delayed scaling's casts (the other recipes count theirs in :func:`quantize_kernels`):
+    one per cast operand, and each transpose of its own."""
+    transpose = copies(recipe, arch) - 1
+    return sum(transpose if kind == "norm" else 1 + transpose if kind == "gathered" else 1 for kind, _ in operands)
 
 
 def routed_quantized_elements(spec: "LayerSpec", phase: Phase, layer: int = -1) -> float:
@@ -172,16 +254,22 @@ def routed_bytes_per_element(recipe: str, act_bytes: int, arch: str) -> float:
 
 def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int,
                    phase: Phase, qkv_out: int, proj_in: int) -> int:
-    """The recipe's quantisation passes (one op) and TP amax AllReduces of one layer pass."""
+    """The casts and the recipe's quantisation passes (one op) and TP amax AllReduces of one layer
+    pass."""
     if spec.dtype != "fp8":
         return after
-    nbytes = (extra_bytes_per_element(recipe, spec.act_bytes) * dense_quantized_elements(spec, phase, qkv_out, proj_in, layer)
+    operands = dense_operands(spec, phase, qkv_out, proj_in, layer)
+    casts = sum(cast_bytes_per_element(kind, recipe, spec.act_bytes, spec.arch, spec.tp) * n for kind, n in operands)
+    nbytes = (casts + extra_bytes_per_element(recipe, spec.act_bytes) * sum(n for _, n in operands)
               + routed_bytes_per_element(recipe, spec.act_bytes, spec.arch) * routed_quantized_elements(spec, phase, layer))
     if nbytes == 0:
         return after
+    kernels = quantize_kernels(spec, layer, recipe, phase)
+    if recipe == "delayed":
+        kernels += cast_kernels(operands, recipe, spec.arch)
     tag = Tag(phase, layer, mb)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=quantize_kernels(spec, layer, recipe, phase)))
+                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=kernels))
     if recipe == "current" and spec.sp:
         for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),

@@ -1057,7 +1057,8 @@ class LayerBuilder:
             x = _mem_op(pb, f"L{layer}.act.fwd", "elementwise", ew.act_fwd[0] * s.tokens * s.shape.ffn * s.act_bytes,
                         (x,), tag, ew.act_fwd[1])
             x = tensor_parallel.row_parallel_fwd(pb, tp, "fc2", s.shape.ffn, g("fc2", x))
-        return _mem_op(pb, f"L{layer}.res.fwd", "elementwise", ew.res_fwd[0] * hb, (x,), tag, ew.res_fwd[1])
+        out = _mem_op(pb, f"L{layer}.res.fwd", "elementwise", ew.res_fwd[0] * hb, (x,), tag, ew.res_fwd[1])
+        return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "fwd", self._qkv_out, self._proj_in)
 
     def _block_backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int, wait: tuple[int, ...],
                         gate: Gate | None) -> int:
@@ -1086,7 +1087,8 @@ class LayerBuilder:
             x = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", ew.act_bwd[0] * s.tokens * s.shape.ffn * s.act_bytes,
                         (x,), tag, ew.act_bwd[1])
             x = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", self._fc1_out, g("fc1", x))
-        return _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (x,), tag, ew.norm_bwd[1], ew.norm_impl)
+        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (x,), tag, ew.norm_bwd[1], ew.norm_impl)
+        return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 
     # -- embedding and LM head ----------------------------------------------------------------
 

@@ -36,41 +36,69 @@ def _quantize_bytes(prog, phase):
                and op.tag.phase == phase and op.tag.layer == 0 and op.tag.mb_index == 0)
 
 
+# The dense layer pass of every test below: hidden 256, FFN 512 (SwiGLU), 8 heads and 4 KV heads of
+# 32, TP 2 with sequence parallelism, b·s = 512 tokens in the TP GEMMs.
+H, F, TP, T = 256, 512, 2, 512
+QKV_OUT, PROJ_IN = (8 + 2 * 4) * 32 // TP, 8 * 32 // TP
+FWD = T * (H + PROJ_IN + H + F // TP)  # the inputs of QKV, proj, FC1 and FC2
+BWD = T * (QKV_OUT + H + 2 * F // TP + H)  # their output gradients (FC1's is gated: 2·f/tp)
+
+
 def test_delayed_scaling_reduces_amaxes_once_per_pass(make):
     """One AllReduce per micro-batch forward and backward over TP x DP (tp 2, dp 4), 4 bytes per
-    FP8 tensor: 3 per GEMM x 4 GEMMs x 4 layers; no quantisation passes (the cast is fused)."""
+    FP8 tensor: 3 per GEMM x 4 GEMMs x 4 layers."""
     scn = make("delayed")
     prog = _ops(scn)
     amax = [op for op in prog if isinstance(op, CommOp) and op.name.startswith("fp8.amax_reduction")]
     assert len(amax) == 2 * scn.n_micro
     assert {op.axes for op in amax} == {("tp", "dp")} and {op.size_bytes for op in amax} == {4 * 3 * 4 * 4}
-    assert not any(".quantize." in op.name for op in prog)
     check_invariants(build_schedule(scn))
 
 
+def test_delayed_scaling_casts_what_no_norm_writes(make):
+    """TransformerEngine's casts under delayed scaling (schedule/fp8.py), per dense layer pass on
+    Hopper. Forward: the norms write the QKV and FC1 inputs in FP8, and the transposes the wgrad
+    GEMMs need are passes of their own (read and write 1 byte); the proj and FC2 inputs come in
+    BF16 from the attention core and the activation: cast-transpose, read 2 and write 1 + 1.
+    Backward: the QKV and FC1 output gradients cast-transposed (4 bytes); the proj and FC2 ones,
+    row-parallel under SP, cast on the rank's t/tp rows (read 2, write 1), all-gathered in FP8,
+    then transposed (2 bytes). Kernels: forward 2 transposes + 2 casts, backward 2 + 2 x 2. On
+    Blackwell no transpose: 3 bytes per cast operand, the norm-fed inputs free."""
+    prog = _ops(make("delayed"))
+    fwd = T * (2 * H + 4 * PROJ_IN + 2 * H + 4 * F // TP)
+    bwd = T * (4 * QKV_OUT + (3 / TP + 2) * H + 4 * 2 * F // TP + (3 / TP + 2) * H)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx(fwd)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx(bwd)
+    counts = {op.tag.phase: op.count for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
+              and op.tag.layer == 0 and op.tag.mb_index == 0}
+    assert counts == {"fwd": 4, "bwd": 6}
+    b200 = _ops(make("delayed", hardware="b.yaml"))
+    assert _quantize_bytes(b200, "fwd") == pytest.approx(T * 3 * (PROJ_IN + F // TP))
+    assert _quantize_bytes(b200, "bwd") == pytest.approx(T * (3 * (QKV_OUT + 2 * F // TP) + 2 * (3 / TP) * H))
+
+
 def test_current_scaling_reads_every_quantised_tensor_once_more(make):
-    """Forward quantises the inputs of QKV (h), proj (a·d/tp), FC1 (h), FC2 (f/tp) for b·s = 512
-    tokens; current scaling reads each once more (2 bytes) and AllReduces two SP amaxes over TP."""
+    """Current scaling reads each forward operand once more for its amax (2 bytes) over the casts
+    (4 bytes each on Hopper: the norm-fed inputs are written in BF16 and cast like the others) and
+    AllReduces two SP amaxes over TP."""
     prog = _ops(make("current"))
-    h, f, tp, tokens = 256, 512, 2, 512
-    fwd = tokens * (h + h // tp + h + f // tp)
-    assert _quantize_bytes(prog, "fwd") == pytest.approx(2 * fwd)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx((4 + 2) * FWD)
     amax = [op for op in prog if isinstance(op, CommOp) and "fp8_amax" in op.name and op.tag.layer == 0
             and op.tag.mb_index == 0]
     assert len(amax) == 4 and all(op.axes == ("tp",) and op.size_bytes == 4 for op in amax)
 
 
 def test_block_scaling_writes_a_column_wise_copy(make):
-    h, f, tp, tokens = 256, 512, 2, 512
-    fwd = tokens * (h + h // tp + h + f // tp)
-    bwd = tokens * ((8 + 2 * 4) * 32 // tp + h + 2 * f // tp + h)  # QKV out (heads + 2 kv) x d, proj, FC1 (gated), FC2
+    """Over the casts (one row-wise copy: the norm-fed inputs free, the others read 2 and write 1,
+    the gathered gradients on their t/tp rows): the column-wise FP8 copy and the scales of both."""
+    fwd_casts = 3 * T * (PROJ_IN + F // TP)
+    bwd_casts = 3 * T * (QKV_OUT + 2 * F // TP) + (3 / TP) * 2 * T * H
     prog = _ops(make("blockwise"))
-    # over a per-tensor cast: the column-wise FP8 copy and the scales of both copies
-    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 2 * 4 / 128) * fwd)
-    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 2 * 4 / 128) * bwd)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx(fwd_casts + (1 + 2 * 4 / 128) * FWD)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx(bwd_casts + (1 + 2 * 4 / 128) * BWD)
     prog = _ops(make("mxfp8", hardware="b.yaml"))
-    assert _quantize_bytes(prog, "fwd") == pytest.approx((1 + 2 / 32) * fwd)
-    assert _quantize_bytes(prog, "bwd") == pytest.approx((1 + 2 / 32) * bwd)
+    assert _quantize_bytes(prog, "fwd") == pytest.approx(fwd_casts + (1 + 2 / 32) * FWD)
+    assert _quantize_bytes(prog, "bwd") == pytest.approx(bwd_casts + (1 + 2 / 32) * BWD)
 
 
 def test_recipe_rules(make):
@@ -107,43 +135,45 @@ def test_moe_layer_quantises_the_routed_rows_per_expert(tmp_path):
         assert len(ops) <= 1
         return ops[0] if ops else None
 
-    assert quant(prog, 1, "fwd").hbm_bytes == pytest.approx(2 * fwd + 6 * routed_fwd)
-    assert quant(prog, 1, "bwd").hbm_bytes == pytest.approx(2 * bwd + 6 * routed_bwd)
+    # the dense operands (TP 1: no gathered gradient): the casts, 4 bytes each on Hopper (current
+    # scaling casts the norm-fed QKV input too), and the amax read, 2
+    assert quant(prog, 1, "fwd").hbm_bytes == pytest.approx(6 * fwd + 6 * routed_fwd)
+    assert quant(prog, 1, "bwd").hbm_bytes == pytest.approx(6 * bwd + 6 * routed_bwd)
     assert quant(prog, 1, "fwd").count == 2 + 4 + 4 + 4 + 2 * (8 // 4) * 4
     assert quant(prog, 1, "bwd").count == 4 * 4 + 2 * (8 // 4) * 4
-    assert quant(prog, 0, "fwd").hbm_bytes == pytest.approx(2 * t * (h + proj_in + h + f))
+    assert quant(prog, 0, "fwd").hbm_bytes == pytest.approx(6 * t * (h + proj_in + h + f))
     assert quant(prog, 0, "fwd").count == 2 + 4 + 2 + 4
 
-    # Delayed scaling fuses the dense casts (no pass) but not the routed rows': read 2, FP8 copy and
-    # transpose 1 + 1 on Hopper; 2 + 1 on Blackwell, whose FP8 GEMMs need no transpose; one
-    # multi-tensor cast-transpose kernel over the splits per grouped GEMM. MXFP8 writes
-    # a row-wise and a column-wise copy with one E8M0 scale per 32 values: 2 + 2·(1 + 1/32).
+    # Delayed scaling: the norm writes the QKV input in FP8 (its transpose a pass of 2 bytes); the
+    # proj input, the shared experts' inputs (after the MoE block's own norm) and every output
+    # gradient are cast-transposed (4 bytes); the routed rows read 2, FP8 copy and transpose 1 + 1
+    # on Hopper; 2 + 1 on Blackwell, whose FP8 GEMMs need no transpose; one multi-tensor
+    # cast-transpose kernel over the splits per grouped GEMM. MXFP8 writes a row-wise and a
+    # column-wise copy with one E8M0 scale per 32 values: 2 + 2·(1 + 1/32).
     delayed = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "delayed"},
                                   model={"shared_experts": 1})).programs["pp0.cp0"]
-    assert quant(delayed, 1, "fwd").hbm_bytes == pytest.approx(4 * routed_fwd)
-    assert quant(delayed, 1, "bwd").hbm_bytes == pytest.approx(4 * routed_bwd)
-    assert quant(delayed, 1, "fwd").count == 2
-    assert quant(delayed, 0, "fwd") is None
+    assert quant(delayed, 1, "fwd").hbm_bytes == pytest.approx(4 * fwd - 2 * t * h + 4 * routed_fwd)
+    assert quant(delayed, 1, "bwd").hbm_bytes == pytest.approx(4 * bwd + 4 * routed_bwd)
+    assert quant(delayed, 1, "fwd").count == 2 + 1 + 3
+    assert quant(delayed, 0, "fwd").hbm_bytes == pytest.approx(t * (2 * h + 4 * proj_in + 2 * h + 4 * f))
     (tmp_path / "p.yaml").write_text(B200)
     delayed_b200 = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "delayed"},
                                        model={"shared_experts": 1})).programs["pp0.cp0"]
-    assert quant(delayed_b200, 1, "bwd").hbm_bytes == pytest.approx(3 * routed_bwd)
+    assert quant(delayed_b200, 1, "bwd").hbm_bytes == pytest.approx(3 * bwd + 3 * routed_bwd)
     mx = build_schedule(make({"ep": 4}, training={"dtype": "fp8", "fp8_recipe": "mxfp8"},
                              model={"shared_experts": 1})).programs["pp0.cp0"]
-    assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx((1 + 2 / 32) * fwd + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
+    assert quant(mx, 1, "fwd").hbm_bytes == pytest.approx(3 * t * (proj_in + h + fs) + (1 + 2 / 32) * fwd
+                                                          + (2 + 2 * (1 + 1 / 32)) * routed_fwd)
     assert quant(mx, 1, "fwd").count == 4 + 2 * (8 // 4)  # one kernel per operand and per split
 
 
 def test_quantisation_kernels_and_bytes_per_recipe(make):
-    """Per dense layer pass over a per-tensor cast fused into its producer (delayed scaling), from
-    TransformerEngine's quantizers (v2.9): current scaling zeroes the amax, reduces it, computes
-    the scale and casts (4 kernels per operand; the QKV and FC1 inputs take their amax from the
-    norm: 2) and reads each operand once more (2 bytes); MXFP8 casts each operand in one kernel
-    that writes a row-wise and a column-wise copy with their 1x32 scales (1 + 2/32 bytes more)."""
-    h, f, tp, tokens = 256, 512, 2, 512
-    fwd = tokens * (h + h // tp + h + f // tp)
-    bwd = tokens * ((8 + 2 * 4) * 32 // tp + h + 2 * f // tp + h)
-
+    """Per dense layer pass on Blackwell (no FP8 transposes), from TransformerEngine's quantizers
+    (v2.9): current scaling zeroes the amax, reduces it, computes the scale and casts (4 kernels
+    per operand; the QKV and FC1 inputs take their amax from the norm: 2), reads each operand
+    once to cast it and once more for its amax (2 + 2 bytes) and writes it (1); a gathered output
+    gradient is cast on its t/tp rows. MXFP8 casts each operand in one kernel that writes a
+    row-wise and a column-wise copy with their 1x32 scales (the norm-fed ones from the norm)."""
     def quantize(prog, phase):
         return next(op for op in prog if isinstance(op, ComputeOp) and ".quantize." in op.name
                     and op.tag.phase == phase and op.tag.layer == 0 and op.tag.mb_index == 0)
@@ -151,8 +181,12 @@ def test_quantisation_kernels_and_bytes_per_recipe(make):
     cur, mx = _ops(make("current", hardware="b.yaml")), _ops(make("mxfp8", hardware="b.yaml"))
     assert (quantize(cur, "fwd").count, quantize(cur, "bwd").count) == (4 * 4 - 2 * 2, 4 * 4)
     assert (quantize(mx, "fwd").count, quantize(mx, "bwd").count) == (4, 4)
-    assert quantize(cur, "fwd").hbm_bytes + quantize(cur, "bwd").hbm_bytes == pytest.approx(2 * (fwd + bwd))
-    assert quantize(mx, "fwd").hbm_bytes + quantize(mx, "bwd").hbm_bytes == pytest.approx((1 + 2 / 32) * (fwd + bwd))
+    gathered = 2 * T * H  # the proj and FC2 output gradients
+    casts = 3 * (FWD + BWD - gathered) + (3 / TP) * gathered
+    assert quantize(cur, "fwd").hbm_bytes + quantize(cur, "bwd").hbm_bytes == pytest.approx(casts + 2 * (FWD + BWD))
+    mx_casts = casts - 3 * T * 2 * H  # the norm-fed QKV and FC1 inputs
+    assert quantize(mx, "fwd").hbm_bytes + quantize(mx, "bwd").hbm_bytes == pytest.approx(
+        mx_casts + (1 + 2 / 32) * (FWD + BWD))
 
 
 def test_mxfp8_gemms_run_at_the_block_scaled_rate(make):

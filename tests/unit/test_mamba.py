@@ -208,12 +208,17 @@ def test_hybrid_block_activations_closed_form():
 def test_fp8_delayed_scaling_of_hybrid_blocks():
     """FP8 with delayed scaling on M, * and - blocks (Nemotron-H's recipe): the mixers' in_proj and
     out_proj and the attention and MLP GEMMs run in fp8, each at exactly half the bytes of its bf16
-    twin's operands; the SSD scan, whose kernels are not TE modules, is the same op in both runs; no
-    quantisation pass is added (the casts fused into the producing kernels, as for GPT layers); the
-    output layer stays bf16."""
+    twin's operands; the SSD scan, whose kernels are not TE modules, is the same op in both runs; the
+    output layer stays bf16. TransformerEngine's casts (schedule/fp8.py), on an M block with TP 2
+    and sequence parallelism, 512 tokens, hidden 256: forward the transpose of in_proj's FP8 input
+    (the block's norm writes it; 2 bytes per element) and the cast-transpose of out_proj's input
+    from the gated norm (128 per rank; read 2, write 1 + 1); backward the cast-transpose of
+    in_proj's output gradient (2·128 + 2·16 + 4 = 292 per rank, 4 bytes) and out_proj's, cast
+    on the rank's 256 rows (3 bytes), all-gathered in FP8 and transposed (2 bytes)."""
     bf16 = build_scenario(_small_scenario(None))
     data = _small_scenario(None)
     data["training"] = {**data["training"], "dtype": "fp8", "fp8_recipe": "delayed"}
+    data["parallel"] = {**data["parallel"], "sequence_parallel": True}
     fp8 = build_scenario(data)
     p8, p16 = build_program(fp8, 0), build_program(bf16, 0)
     def layer_gemms(prog):
@@ -226,7 +231,12 @@ def test_fp8_delayed_scaling_of_hybrid_blocks():
         assert op.dtype == "fp8" and op.hbm_bytes == pytest.approx(gemms16[name].hbm_bytes / 2), name
     scans = [(op.flops, op.hbm_bytes) for op in p8 if isinstance(op, ComputeOp) and op.kind == "scan"]
     assert scans == [(op.flops, op.hbm_bytes) for op in p16 if isinstance(op, ComputeOp) and op.kind == "scan"]
-    assert not any(".quantize." in op.name for op in p8)
+    casts = {op.tag.phase: op for op in p8 if isinstance(op, ComputeOp) and ".quantize." in op.name
+             and op.tag.layer == 0 and op.tag.mb_index == 0}
+    t, h = 512, 256
+    assert casts["fwd"].hbm_bytes == pytest.approx(t * (2 * h + 4 * 128)) and casts["fwd"].count == 2
+    assert casts["bwd"].hbm_bytes == pytest.approx(t * (4 * 292 + (3 / 2 + 2) * h)) and casts["bwd"].count == 3
+    assert not any(".quantize." in op.name for op in p16)
     assert {op.dtype for op in p8 if isinstance(op, ComputeOp) and op.kind == "gemm" and "lm_head" in op.name} == {"bf16"}
 
 

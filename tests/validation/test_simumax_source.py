@@ -64,10 +64,11 @@ def test_tensor_parallel_4_rows():
 def test_errors_in_sample_and_held_out():
     """Findings: at the committed curve (fitted on these 31 rows and three FP8 rows) median |error|
     2.1%, the TP 1 x PP 2 rows -6..-9% and 70B at TP 8 +17..+24%. Held out, the derate refitted on
-    the three FP8 rows alone (x 0.94 of the committed curve: 0.513) reads them 5.7% slow in the
-    median (signed -4.9%): that is the page's headline for this source. While the FP8 rows' output
-    layer was priced in FP8 (Megatron-Core runs it in BF16, the page's findings on Grok-1), that
-    refit was 0.480 (x 0.88) and read them 10.3% slow."""
+    the three FP8 rows alone (x 0.976 of the committed curve: 0.531) reads them 2.7% slow in the
+    median (signed -2.1%): that is the page's headline for this source. Before TransformerEngine's
+    FP8 casts were priced that refit was 0.513 (x 0.94) and read them 5.7% slow (-4.9%); while the
+    FP8 rows' output layer was also priced in FP8 (Megatron-Core runs it in BF16, the page's
+    findings on Grok-1), 0.480 (x 0.88), 10.3% slow."""
     from simulator.e2e_validation import loso
 
     fit = [c for c in sources.cases() if sources.is_fit_case(c) and c.scenario["hardware"] == "dgx-b200"]
@@ -82,6 +83,6 @@ def test_errors_in_sample_and_held_out():
     assert len(tp8_70b) == 3 and all(0.15 <= e <= 0.26 for e in tp8_70b), tp8_70b
     held = [h for h in loso.leave_one_source_out(results) if h.result.case.source == "simumax_b200"]
     assert len(held) == 31 and held[0].refit.rows == 3
-    assert held[0].refit.derate == pytest.approx(0.513, abs=0.005)
+    assert held[0].refit.derate == pytest.approx(0.531, abs=0.005)
     st = loso.stats(h.result.error for h in held)
-    assert st.median == pytest.approx(0.057, abs=0.01) and st.signed_median == pytest.approx(-0.049, abs=0.01)
+    assert st.median == pytest.approx(0.027, abs=0.01) and st.signed_median == pytest.approx(-0.021, abs=0.01)
