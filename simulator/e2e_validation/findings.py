@@ -3668,9 +3668,11 @@ ms forward, 8.48 ms backward and 1.01 ms in the optimizer, against 4.57, 8.48 an
 fast as the dgx-h200 profile's GEMM curve (1.19-1.25), which is dgx-h100's training derate, fitted on
 clusters' training rows (the GEMMs above priced at 1/1.22 of the profile's time). The curve is not refitted to
 this GPU: it prices every H100/H200 source, and the torchtitan H200 rows on the same profile read
-+7.4% (optimistic) already; one GPU in a VM, holding 1,410 MHz at its power limit under a sustained
-GEMM, is not a cluster's step, and what the fitted derate carries beyond the kernel's own rate is
-in the section on what sets the H100 derate.
++7.4% (optimistic) then (-5.4% and -4.2% since TransformerEngine's FP8 casts, which torchao's
+Float8 runs too, are priced; with the curve x 1.22 they would read +5.7% and +7.0%, and these six
+rows -4.0% to +11.6%, median 4.2%); one GPU in a VM, holding 1,410 MHz at its power limit under a
+sustained GEMM, is not a cluster's step, and what the fitted derate carries beyond the kernel's own
+rate is in the section on what sets the H100 derate.
 
 **Host-bound rows.** At micro-batch 1 the model now lists 656 kernels a step (248 forward, 394
 backward, with autocast's casts, and 14 optimizer launches) against the profiler's 773 (264, 499, 9
