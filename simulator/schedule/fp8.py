@@ -107,11 +107,6 @@ def gemm_scaling(dtype: str, recipe: str) -> str:
 OperandKind = Literal["norm", "cast", "gathered"]
 
 
-def quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
-    """Elements one TP rank quantises in one pass of layer ``layer`` (see the module docstring)."""
-    return dense_quantized_elements(spec, phase, qkv_out, proj_in, layer) + routed_quantized_elements(spec, phase, layer)
-
-
 def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
                    layer: int = -1) -> list[tuple[OperandKind, float]]:
     """The operands outside the routed experts one TP rank quantises in one pass of layer ``layer``,
@@ -121,7 +116,8 @@ def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
     row_grad: OperandKind = "gathered" if spec.sp else "cast"
     fwd = phase == "fwd"
 
-    def linear_pair(first_in: OperandKind, width_in: float, width_out: float, second_in: float) -> list:
+    def linear_pair(first_in: OperandKind, width_in: float, width_out: float,
+                    second_in: float) -> list[tuple[OperandKind, float]]:
         """A column-parallel GEMM h -> width_out fed by ``first_in``, then a row-parallel one
         second_in -> h."""
         if fwd:
@@ -145,12 +141,6 @@ def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
             return linear_pair("norm", h, spec.mamba.in_proj_out, spec.mamba.inner)
         return attention if block == "*" else mlp()
     return attention + mlp()
-
-
-def dense_quantized_elements(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int, layer: int = -1) -> float:
-    """The elements of :func:`quantized_elements` outside the routed experts: attention, the dense
-    MLP or the shared experts."""
-    return sum(n for _, n in dense_operands(spec, phase, qkv_out, proj_in, layer))
 
 
 def copies(recipe: str, arch: str) -> int:
