@@ -3567,7 +3567,8 @@ sequence parallelism and no TP overlap, no pipeline, three sequences of 8,192 to
 with delayed scaling and fp8 parameters, weak-scaled from 32 to 2,048 H100. It is the first FP8 run
 of a hybrid model here: `check_hybrid` now accepts FP8 with delayed scaling on M, * and - blocks (the
 mixers' in_proj and out_proj are TransformerEngine linears, so they run in FP8 like a GPT layer's
-GEMMs; the casts are treated as a GPT layer's are, fused into the producing kernels), and a model
+GEMMs; the casts are treated as a GPT layer's are: fused into the producing kernels then, priced
+since as TransformerEngine runs them, the section on its FP8 casts), and a model
 may have no position embedding (`position_embedding: none`, `MambaModel`'s default).
 
 | GPUs | measured | simulated | error |
