@@ -78,11 +78,15 @@ def test_delayed_scaling_casts_what_no_norm_writes(make):
 
 
 def test_current_scaling_reads_every_quantised_tensor_once_more(make):
-    """Current scaling reads each forward operand once more for its amax (2 bytes) over the casts
-    (4 bytes each on Hopper: the norm-fed inputs are written in BF16 and cast like the others) and
+    """Current scaling reads each operand once more for its amax (2 bytes) over the casts (4 bytes
+    each on Hopper: the norm-fed inputs are written in BF16 and cast like the others) and
     AllReduces two SP amaxes over TP."""
     prog = _ops(make("current"))
     assert _quantize_bytes(prog, "fwd") == pytest.approx((4 + 2) * FWD)
+    # backward: the QKV and FC1 gradients cast-transposed (4 bytes), the proj and FC2 ones cast on
+    # t/tp rows (3/tp) and transposed after the gather (2), and every gradient's amax read (2)
+    casts = 4 * T * (QKV_OUT + 2 * F // TP) + (3 / TP + 2) * 2 * T * H
+    assert _quantize_bytes(prog, "bwd") == pytest.approx(casts + 2 * BWD)
     amax = [op for op in prog if isinstance(op, CommOp) and "fp8_amax" in op.name and op.tag.layer == 0
             and op.tag.mb_index == 0]
     assert len(amax) == 4 and all(op.axes == ("tp",) and op.size_bytes == 4 for op in amax)
