@@ -32,13 +32,25 @@ class Simulation:
 
 def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str | None = None,
                       max_ranks: int | None = None, symmetric: bool | None = None, fold: bool = True) -> Simulation:
-    """Replay one step of an already loaded Scenario. ``fold`` replays repeated steady
+    """Replay one step of an already loaded Scenario (:func:`replay_scenario`) and report it."""
+    from simulator.report.summary import summarize
+
+    topology, schedule, trace = replay_scenario(scenario, algo=algo, proto=proto, max_ranks=max_ranks,
+                                                symmetric=symmetric, fold=fold)
+    return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
+
+
+def replay_scenario(scenario: Scenario, *, algo: str | None = None, proto: str | None = None,
+                    max_ranks: int | None = None, symmetric: bool | None = None,
+                    fold: bool = True) -> tuple[Topology, Schedule, Trace]:
+    """The topology, the schedule and the replayed trace of one step of ``scenario``, without the
+    report (whose critical-path breakdown and memory model a caller that needs only the step time,
+    as the validation against published runs does, can skip). ``fold`` replays repeated steady
     micro-batches once where nothing differs between them (``replay/fold.py``; the same step
     times and per-op records as without)."""
     from simulator.hardware.topology import build_topology
     from simulator.replay.collector import built_frozen, collector_spared
     from simulator.replay.engine import replay
-    from simulator.report.summary import summarize
     from simulator.schedule.build import build_schedule
 
     topology = build_topology(scenario.profile, scenario.nodes)
@@ -48,7 +60,7 @@ def simulate_scenario(scenario: Scenario, *, algo: str | None = None, proto: str
         schedule = (built_frozen(build_schedule) if frozen else build_schedule)(scenario)
         trace = replay(schedule, topology, algo=algo, proto=proto, max_ranks=max_ranks, symmetric=symmetric,
                        fold=(lambda n_micro: build_schedule(with_micro_batches(scenario, n_micro))) if fold else None)
-    return Simulation(scenario, topology, schedule, trace, summarize(trace, schedule, scenario))
+    return topology, schedule, trace
 
 
 def with_micro_batches(scenario: Scenario, n_micro: int) -> Scenario:

@@ -111,8 +111,11 @@ def case_profile(case: Case, hardware: Hardware = None) -> HardwareProfile | Non
 
 
 def _simulate(case: Case, hardware: Hardware) -> _Simulated:
+    """The step time and MFU of `case` (the replay without the report's breakdown, which scoring
+    does not read)."""
     from simulator.config.scenario import build_scenario
-    from simulator.simulation import simulate_scenario
+    from simulator.report.summary import flops_utilization, model_flops
+    from simulator.simulation import replay_scenario
 
     t0 = time.perf_counter()
     source = f"<e2e:{case.label}>"
@@ -121,8 +124,9 @@ def _simulate(case: Case, hardware: Hardware) -> _Simulated:
         scn = build_scenario(case.scenario, source=source, profile=profile)
     else:
         scn = build_scenario(case.scenario if hardware is None else {**case.scenario, "hardware": hardware}, source=source)
-    rep = simulate_scenario(scn).report
-    return _Simulated(rep.step_time_s, rep.mfu, time.perf_counter() - t0)
+    _, schedule, trace = replay_scenario(scn)
+    step = trace.step_time_s
+    return _Simulated(step, flops_utilization(model_flops(schedule, scn), step, scn), time.perf_counter() - t0)
 
 
 def _scored(case: Case, sim: _Simulated) -> Result:

@@ -237,6 +237,13 @@ def model_flops(schedule: Any, scenario: Any) -> float:
     return model_flops_per_token(scenario.model) * scenario.tokens_per_step
 
 
+def flops_utilization(flops: float, step: float, scenario: Any) -> float:
+    """MFU: a step's model FLOPs over its time and the dense peak of every GPU in the dtype its
+    GEMMs run (:func:`mfu_peak_dtype`)."""
+    peak = scenario.profile.gpu.peak_flops(mfu_peak_dtype(scenario.training.dtype))
+    return flops / step / (scenario.n_gpus * peak) if step > 0 else 0.0
+
+
 def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     step = trace.step_time_s
     if not math.isfinite(step):  # every input is finite, but a bandwidth of 1e-308 GB/s is too
@@ -246,12 +253,11 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     crit = trace.critical_rank()
     tl = trace.timelines[crit]
     bd = critical_path_breakdown(tl, step)
-    gpu = scenario.profile.gpu
     peak_dtype = mfu_peak_dtype(scenario.training.dtype)
-    peak = gpu.peak_flops(peak_dtype)
+    peak = scenario.profile.gpu.peak_flops(peak_dtype)
     n_gpus = scenario.n_gpus
     flops = model_flops(schedule, scenario)
-    mfu = flops / step / (n_gpus * peak) if step > 0 else 0.0
+    mfu = flops_utilization(flops, step, scenario)
 
     from simulator.schedule.memory import block_recompute_to_fit, memory_per_gpu
 
