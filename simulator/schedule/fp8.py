@@ -153,8 +153,9 @@ def copies(recipe: str, arch: str) -> int:
 def cast_bytes_per_element(kind: OperandKind, recipe: str, act_bytes: int, arch: str, tp: int) -> float:
     """HBM bytes per element of the cast pass every recipe runs on an operand (module docstring).
 
-    A norm-fed input costs delayed and block scaling only its transpose on Hopper (the norm wrote
-    the row-wise copy); under current and row-wise scaling the norm writes BF16 and its amax, and
+    A norm-fed input costs delayed scaling only its FP8 transpose on Hopper and block scaling
+    nothing here (the norm wrote the row-wise copy; block scaling's column-wise copy is counted
+    with its scales); under current and row-wise scaling the norm writes BF16 and its amax, and
     the cast reads it back. A cast operand is read once and written in its copies. A gathered
     gradient is cast on the rank's t/tp rows (read, one FP8 write) and transposed after the
     gather."""
@@ -197,8 +198,8 @@ def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current"
     """Quantisation kernels of one layer pass.
 
     Dense operands (forward the inputs of the attention GEMMs and of the dense MLP or the shared
-    experts, backward their output gradients): none under delayed scaling, whose casts are fused
-    into the producing kernels; under current scaling :data:`CURRENT_SCALING_KERNELS` each, the
+    experts, backward their output gradients): under delayed scaling none here (its casts and
+    transposes are :func:`cast_kernels`); under current scaling :data:`CURRENT_SCALING_KERNELS` each, the
     norm-fed forward inputs :data:`CURRENT_SCALING_NORM_FED_KERNELS`; one each under the other
     recipes. Routed rows (an MoE layer's two grouped GEMMs): TransformerEngine's ``split_quantize``
     runs ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp at v2.14), one fused
