@@ -168,13 +168,6 @@ def cast_bytes_per_element(kind: OperandKind, recipe: str, act_bytes: int, arch:
     return float(act_bytes + n)
 
 
-def cast_kernels(operands: list[tuple[OperandKind, float]], recipe: str, arch: str) -> int:
-    """Kernels of delayed scaling's casts (the other recipes count theirs in :func:`quantize_kernels`):
-    one per cast operand, and each transpose of its own."""
-    transpose = copies(recipe, arch) - 1
-    return sum(transpose if kind == "norm" else 1 + transpose if kind == "gathered" else 1 for kind, _ in operands)
-
-
 def routed_quantized_elements(spec: "LayerSpec", phase: Phase, layer: int = -1) -> float:
     """Routed rows one rank's grouped GEMMs quantise in one pass of an MoE layer: forward the inputs
     of FC1 (h) and FC2 (f_e/etp), backward the output gradients of FC2 (h) and FC1 (the up width)."""
@@ -194,34 +187,32 @@ CURRENT_SCALING_KERNELS = 4
 CURRENT_SCALING_NORM_FED_KERNELS = 2
 
 
-def quantize_kernels(spec: "LayerSpec", layer: int = -1, recipe: str = "current", phase: Phase = "fwd") -> int:
-    """Quantisation kernels of one layer pass.
+def quantize_kernels(spec: "LayerSpec", operands: list[tuple[OperandKind, float]], recipe: str,
+                     layer: int = -1) -> int:
+    """Quantisation kernels of one layer pass, its dense ``operands`` (:func:`dense_operands`) and,
+    in an MoE layer, its routed rows.
 
-    Dense operands (forward the inputs of the attention GEMMs and of the dense MLP or the shared
-    experts, backward their output gradients): under delayed scaling none here (its casts and
-    transposes are :func:`cast_kernels`); under current scaling :data:`CURRENT_SCALING_KERNELS` each, the
-    norm-fed forward inputs :data:`CURRENT_SCALING_NORM_FED_KERNELS`; one each under the other
-    recipes. Routed rows (an MoE layer's two grouped GEMMs): TransformerEngine's ``split_quantize``
-    runs ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp at v2.14), one fused
+    Dense operands: under delayed scaling one cast per operand no norm writes and, on Hopper, each
+    transpose of its own (a norm-fed input's after the norm, a gathered gradient's after its cast);
+    under current scaling :data:`CURRENT_SCALING_KERNELS` each, the norm-fed forward inputs
+    :data:`CURRENT_SCALING_NORM_FED_KERNELS`; one each under the other recipes. Routed rows (an MoE
+    layer's two grouped GEMMs): TransformerEngine's ``split_quantize`` runs
+    ``multi_tensor_quantize_impl`` (pytorch/csrc/extensions/cast.cpp at v2.14), one fused
     ``nvte_multi_cast_transpose`` over all splits for delayed scaling's Float8Quantizers and
     otherwise every split's own ``quantize``: 4 kernels per local expert under current scaling,
     one under the block-scaled recipes."""
     m = spec.moe if spec.moe is not None and spec.is_moe(layer) else None
-    operands = 2  # the QKV and output-projection GEMMs
-    norm_fed = 1  # the QKV input
-    if m is not None:
-        operands += 2 if m.shared_ffn else 0  # the shared experts' input is the separate norm's output
-    else:
-        operands, norm_fed = operands + 2, norm_fed + 1  # FC1 (norm-fed) and FC2
     if recipe == "delayed":
-        return 2 if m is not None else 0
+        transpose = copies(recipe, spec.arch) - 1
+        dense = sum(transpose if kind == "norm" else 1 + transpose if kind == "gathered" else 1
+                    for kind, _ in operands)
+        return dense + (2 if m is not None else 0)
     if recipe == "current":
-        dense = CURRENT_SCALING_KERNELS * operands
-        if phase == "fwd":
-            dense -= (CURRENT_SCALING_KERNELS - CURRENT_SCALING_NORM_FED_KERNELS) * norm_fed
+        dense = sum(CURRENT_SCALING_NORM_FED_KERNELS if kind == "norm" else CURRENT_SCALING_KERNELS
+                    for kind, _ in operands)
         per_split = CURRENT_SCALING_KERNELS
     else:
-        dense, per_split = operands, 1
+        dense, per_split = len(operands), 1
     return dense + (2 * m.local_experts * per_split if m is not None else 0)
 
 
@@ -255,12 +246,10 @@ def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: in
               + routed_bytes_per_element(recipe, spec.act_bytes, spec.arch) * routed_quantized_elements(spec, phase, layer))
     if nbytes == 0:
         return after
-    kernels = quantize_kernels(spec, layer, recipe, phase)
-    if recipe == "delayed":
-        kernels += cast_kernels(operands, recipe, spec.arch)
     tag = Tag(phase, layer, mb)
     out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag, count=kernels))
+                           hbm_bytes=nbytes, deps=(after,), tag=tag,
+                           count=quantize_kernels(spec, operands, recipe, layer)))
     if recipe == "current" and spec.sp:
         for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),
