@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from simulator.e2e_validation.findings import FINDINGS
 from simulator.e2e_validation.gemm_fit import fit_gemm_scale
 from simulator.e2e_validation.loso import leave_one_source_out, parallel_simulator
 from simulator.e2e_validation.memory import render_memory_section
-from simulator.e2e_validation.report import render_markdown
+from simulator.e2e_validation.report import render_findings, render_markdown
 from simulator.e2e_validation.scoring import median_abs_error, run_cases
 from simulator.e2e_validation.sources import SOURCES, cases, is_fit_case
 
@@ -44,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     loso = leave_one_source_out(results, parallel_simulator(max(1, args.jobs)))
     text = render_markdown(results, srcs, loso)
     text += render_memory_section()  # memory needs no replay: a closed form per row
-    text += FINDINGS
+    text += render_findings(loso, srcs)
     if args.extra is not None:
         text += "\n" + args.extra.read_text()
     if args.out is None:

@@ -4,6 +4,11 @@ and how it was validated)."""
 FINDINGS = """
 ## What changed in the compute model, and how it was validated
 
+The sections from here on are the project's notes, in the order the work was done. The figures
+in a section's text are those its change measured when it was made, on the model of that day, and
+later changes moved many of them. Under the heading of a section about given sources, a line in
+italics gives those sources' held-out figures on this page's run, as the tables above have them.
+
 Structural changes (each a scenario knob or a profile number, each with its source) and one
 fitted constant per GPU:
 
@@ -421,6 +426,13 @@ curve's plateau, so what the larger micro-batch buys in reality is probably a fi
 micro-batch. Candidates are host-side dispatch of TE's fp8 modules, the per-chunk steps of the
 TP overlap and the pipeline hand-offs. The model prices none of these beyond the 4 µs launch
 floor per kernel.
+
+Two later changes priced FP8 work these rows run and made every one of them slower: the output
+layer in BF16, as Megatron-Core runs it (`training.fp8_output_layer`; median 4.6% → 6.4%), and
+TransformerEngine's casts of the operands no norm writes (the FP8 casts section below; 6.4% →
+10.3%, all eight pessimistic, signed −10.3%). Both mechanisms were checked on other rows (the
+FP8/BF16 step ratios of NVIDIA's same-plan pairs), not on these; the level these rows now show
+is that of NVIDIA's BF16 runs (next section), not a property of the FP8 path.
 
 ## NVIDIA's own BF16 runs of large models are faster than the fitted H100 curve allows
 
@@ -3903,3 +3915,52 @@ to both precisions. That gap is what the regime's signed median now shows. It is
 factor per stack here: the same stacks read -1.5% (Grok-1), -5.5% (GPT-3 175B) and +7.9%
 (Nemotron-H), so no single rate for NVIDIA's containers fits their rows.
 """
+
+# The sources each section below speaks of (its heading, without "## "). The page prints their
+# current held-out figures under the heading (report.render_findings): a section's own figures are
+# those its change measured when it was made, and later changes to the model move them.
+SECTION_SOURCES: dict[str, tuple[str, ...]] = {
+    "Context parallelism at 8K-1M tokens (NeMo long-context page)": ("nemo_cp",),
+    "NeMo 24.07 FP8 pre-training on H100 (held out)": ("nemo2407",),
+    "NVIDIA's own BF16 runs of large models are faster than the fitted H100 curve allows": ("dgxc", "mcore2024"),
+    "MPT ran FlashAttention-1 kernels: the sequence sweeps": ("mpt_seq",),
+    "Small models: the sub-1B MPT rows": ("mpt_small",),
+    "ZeRO-3 without model parallelism at 384-2,240 A100 (Megatron-LM 2021 paper, held out)": ("megatron2021_zero3",),
+    "Megatron-LM 2021 PTD-P: weak scaling to 1,920 GPUs and DP growth at a fixed batch (held out)":
+        ("megatron2021_weak", "megatron2021_ptdp"),
+    "BLOOM's shape search: the production batch": ("bloom",),
+    "BLOOM's network, as measured": ("bloom",),
+    "BLOOM's search: which rows ran Megatron's fused softmax": ("bloom",),
+    "BLOOM's search rows: what the 44 unscored rows add": ("bloom",),
+    "torchtitan's A100 rows: what they ran, and where the gap is not (held out)": ("torchtitan",),
+    "Mixture-of-Experts: AutoModel and Megatron-Bridge disagree on the same models (held out)":
+        ("automodel_moe", "bridge_moe"),
+    "NVIDIA-tuned stacks: what the rows ran, and what caps each (held out)":
+        ("dgxc", "mcore2024", "dgxc_llama", "automodel", "bridge_moe"),
+    "What sets the H100 GEMM derate: the five fitting rows, row by row": ("mpt", "flagperf"),
+    "Megatron-Core 2024 weak scaling: where the GPT-32B tp8 step goes (held out)": ("mcore2024",),
+    "Sequence parallelism and selective recompute on A100 (arXiv:2205.05198 Table 5, held out)": ("megatron2022",),
+    "Megatron-DeepSpeed on vTrain's A100 cluster (held out)": ("vtrain_multi",),
+    "Llama 3 405B on 8,192 and 16,384 H100 (arXiv:2407.21783 Table 4, held out)": ("llama3",),
+    "GPT-175B on 256-12,288 Ampere GPUs: MegaScale's Megatron-LM baseline (arXiv:2402.15627 Table 2, held out)":
+        ("megascale",),
+    "Megatron-Turing NLG 530B on 2,240-3,360 A100 (arXiv:2201.11990 sec. 2.4, held out)": ("mtnlg",),
+    "GPT-3 175B on 512-10,752 H100: NVIDIA's MLPerf Training v3.1 submissions (held out)":
+        ("mlperf_gpt3", "mlperf_gpt3_v30"),
+    "Megatron-LM's functional tests on one node (held out; the small-GPT cases not scored)": ("megatron_ci",),
+    "InternLM-7B on A100 with four 100 Gb/s RoCE NICs per node (InternLM's training-performance page, held out)":
+        ("internlm",),
+    "Hugging Face's Ultra-Scale Playbook: nanotron's best plans on 8-512 H100 (held out)": ("nanotron_playbook",),
+    "FlagPerf's FP8 pair: the model over-prices FP8's gain on a stack other than NVIDIA's too": ("flagperf", "bridge_dense"),
+    "IBM's FSDP1 table: Llama 2 13B, 34B and 70B on 128 A100 and 96 H100 (fms-fsdp, held out)": ("fms_fsdp",),
+    "Megatron-Bridge's Qwen3-8B verification card: one BF16 step on 16 H100 (held out)": ("bridge_card",),
+    "A hybrid Mamba2-Transformer in BF16: Megatron-Bridge's Nemotron 3 Nano 4B card (held out)": ("bridge_card_hybrid",),
+    "NVIDIA's releases on the same plan: what the recipes change, and what they do not (held out)":
+        ("dgxc_llama", "dgxc_llama_nemo24", "dgxc"),
+    "dgxc-benchmarking's Llama 3.1 plans in three containers (held out)": ("dgxc_llama", "dgxc_llama_nemo24"),
+    "GPT-3 175B under two of NVIDIA's containers: dgxc-benchmarking's `nemo_megatron` recipe (held out)": ("dgxc_gpt3",),
+    "Grok-1 on H100: a Mixture-of-Experts recipe, and the output layer that FP8 never reaches (held out)": ("dgxc_grok1",),
+    "Nemotron-H 56B on H100: a hybrid Mamba2-Transformer in FP8 (held out)": ("dgxc_nemotronh",),
+    "GPT-2 in eager PyTorch on one H200: this project's own steps (held out)": ("h200_eager",),
+    "B200 in BF16: SimuMax's measured Megatron-LM runs fit the dgx-b200 derate (source `simumax_b200`)": ("simumax_b200",),
+}

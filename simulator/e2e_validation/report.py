@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from simulator.e2e_validation.findings import FINDINGS, SECTION_SOURCES
 from simulator.e2e_validation.loso import REGIMES, LosoResult, stats
 from simulator.e2e_validation.scoring import Result, median_abs_error
 from simulator.e2e_validation.sources import SOURCES, Source, is_fit_case
@@ -110,3 +111,25 @@ def render_markdown(results: list[Result], sources: list[Source] = SOURCES,
         lines += ["", f"Median |error|: {100 * median_abs_error(rs):.1f}%.", ""]
         lines += [f"- {c}" for c in s.caveats]
     return "\n".join(lines) + "\n"
+
+
+def render_findings(loso: list[LosoResult], sources: list[Source] = SOURCES) -> str:
+    """The hand-written findings (:data:`~simulator.e2e_validation.findings.FINDINGS`) with, under
+    each section that speaks of given sources (``SECTION_SOURCES``), those sources' held-out
+    figures on this run. A section's own figures are what its change measured when it was made;
+    the line under its heading is what the model gives now."""
+    known = {s.key for s in sources}
+    out: list[str] = []
+    for line in FINDINGS.split("\n"):
+        out.append(line)
+        keys = SECTION_SOURCES.get(line[3:]) if line.startswith("## ") else None
+        figures = []
+        for key in keys or ():
+            rs = [r for r in loso if r.result.case.source == key] if key in known else []
+            if rs:
+                st = stats(r.result.error for r in rs)
+                figures.append(f"`{key}` {st.rows} row{'s' if st.rows != 1 else ''}, median |error| {_pct(st.median)}, "
+                               f"signed {_pct(st.signed_median, True)}")
+        if figures:
+            out += ["", f"*Now, held out (the tables above): {'; '.join(figures)}.*"]
+    return "\n".join(out)
