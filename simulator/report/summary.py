@@ -89,6 +89,10 @@ class Report:
     # a plan that does not fit: the fewest layers per model chunk block recompute must re-run for
     # it to fit (schedule/memory.py block_recompute_to_fit; None: fits, or no such number)
     recompute_to_fit: int | None = None
+    # with pipeline parallelism: per stage, the compute-busy seconds of its busiest simulated rank
+    # (stage_compute_s; None: one stage)
+    stage_compute_s: list[float] | None = None
+    stage_layers: list[int] | None = None  # the transformer layers each stage holds
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -218,6 +222,26 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     return Breakdown(busy, exposed, bubble, host_wait)
 
 
+def stage_compute_s(trace: Trace, grid: Any) -> list[float] | None:
+    """Per pipeline stage, the seconds its busiest simulated rank computes in the step (None with
+    one stage, or where a stage has no simulated rank).
+
+    The breakdown is read on the critical rank, which in 1F1B is the first stage's (it runs the
+    last backward): its idle time is the warm-up and flush of the pipeline, and also its wait for
+    a stage that computes longer. These figures tell the two apart: stages that differ by a
+    tenth hold a tenth of the step idle on the lighter ones, whatever the micro-batches."""
+    pp = grid.size("pp") if "pp" in grid.axes else 1
+    if pp <= 1:
+        return None
+    busy: list[float | None] = [None] * pp
+    for r in trace.ranks:
+        st = grid.coord(r, "pp")
+        b = trace.compute_busy(r)
+        busy[st] = b if busy[st] is None else max(b, busy[st])
+    found = [b for b in busy if b is not None]
+    return found if len(found) == pp else None
+
+
 def rank_comm_bytes(tl: RankTimeline) -> dict[str, int]:
     """:func:`~simulator.schedule.build.comm_bytes` of one simulated rank, with the groups the
     replay formed."""
@@ -277,6 +301,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     from simulator.report.intervals import step_band
 
     interval = step_band()
+    stages = stage_compute_s(trace, schedule.grid)
     return Report(
         scenario=scenario.name,
         step_time_s=step,
@@ -299,6 +324,8 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         step_time_interval_s=interval[0].around(step) if interval else None,
         step_time_interval_basis=interval[1] if interval else "",
         recompute_to_fit=None if mem.fits else block_recompute_to_fit(scenario),
+        stage_compute_s=stages,
+        stage_layers=list(scenario.stage_layers) if stages is not None else None,
     )
 
 
@@ -326,6 +353,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "fits_in_memory": report.fits_in_memory,
         "recompute_to_fit": {"recompute": "full", "recompute_method": "block",
                              "recompute_num_layers": report.recompute_to_fit} if report.recompute_to_fit else None,
+        "pipeline_stage_compute_s": list(report.stage_compute_s) if report.stage_compute_s else None,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
         "gpus": report.n_gpus,
@@ -340,6 +368,20 @@ def recompute_to_fit_line(n: int) -> str:
     `check` print it."""
     return (f"fits with recompute: full, recompute_method: block, recompute_num_layers: {n} "
             f"(the first {n} layer{'s' if n > 1 else ''} of each model chunk re-run, the others kept)")
+
+
+def stages_line(compute_s: list[float], layers: list[int] | None) -> list[str]:
+    """The least and the most loaded pipeline stage, as `run` prints them under the breakdown."""
+    lo = min(range(len(compute_s)), key=lambda i: (compute_s[i], i))
+    hi = max(range(len(compute_s)), key=lambda i: (compute_s[i], -i))
+
+    def stage(i: int) -> str:
+        held = f" ({layers[i]} layer{'s' if layers[i] != 1 else ''})" if layers else ""
+        return f"stage {i}{held} {compute_s[i] * 1e3:.1f} ms"
+
+    ratio = compute_s[lo] / compute_s[hi] if compute_s[hi] > 0 else 1.0
+    return ["pipeline stages (compute per step; parallel.pp_layers moves layers between them):",
+            f"  least {stage(lo)}   most {stage(hi)}   least/most {100 * ratio:.0f}%"]
 
 
 def format_table(report: Report) -> str:
@@ -367,6 +409,8 @@ def format_table(report: Report) -> str:
     lines.append(row("pipeline bubble", bd.pipeline_bubble))
     if bd.host_wait > 0:
         lines.append(row("  of it, waiting for host", bd.host_wait))
+    if report.stage_compute_s:
+        lines += stages_line(report.stage_compute_s, report.stage_layers)
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)
