@@ -93,6 +93,9 @@ class Report:
     # (stage_compute_s; None: one stage)
     stage_compute_s: list[float] | None = None
     stage_layers: list[int] | None = None  # the transformer layers each stage holds
+    # a split of the layers that evens out the stages' compute (report/stage_balance.py; None: none shortens
+    # the most loaded stage by 2%): [layers per stage, its most loaded stage's s, the replayed split's]
+    balanced_split: tuple[list[int], float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -302,6 +305,9 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
 
     interval = step_band()
     stages = stage_compute_s(trace, schedule.grid)
+    from simulator.report.stage_balance import suggest
+
+    balance = suggest(trace, schedule.grid, list(scenario.stage_layers), scenario.parallel.vp) if stages else None
     return Report(
         scenario=scenario.name,
         step_time_s=step,
@@ -326,6 +332,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         recompute_to_fit=None if mem.fits else block_recompute_to_fit(scenario),
         stage_compute_s=stages,
         stage_layers=list(scenario.stage_layers) if stages is not None else None,
+        balanced_split=(balance.pp_layers, balance.most_loaded_s, balance.current_most_loaded_s) if balance else None,
     )
 
 
@@ -354,6 +361,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "recompute_to_fit": {"recompute": "full", "recompute_method": "block",
                              "recompute_num_layers": report.recompute_to_fit} if report.recompute_to_fit else None,
         "pipeline_stage_compute_s": list(report.stage_compute_s) if report.stage_compute_s else None,
+        "pipeline_balanced_pp_layers": list(report.balanced_split[0]) if report.balanced_split else None,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
         "gpus": report.n_gpus,
@@ -411,6 +419,10 @@ def format_table(report: Report) -> str:
         lines.append(row("  of it, waiting for host", bd.host_wait))
     if report.stage_compute_s:
         lines += stages_line(report.stage_compute_s, report.stage_layers)
+        if report.balanced_split:
+            split, most, current = report.balanced_split
+            lines.append(f"  evened out by pp_layers: [{', '.join(map(str, split))}]: most loaded stage {most * 1e3:.1f} ms "
+                         f"(now {current * 1e3:.1f}), estimated from the layers' kernel times; memory not re-checked")
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)
