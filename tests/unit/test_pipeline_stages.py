@@ -1,0 +1,121 @@
+"""Pipeline stages in `run`'s report: each stage's compute per step (report.summary.stage_compute_s)
+and the split of the layers that evens them out (report/stage_balance.py). The breakdown is read on
+the first stage, whose idle time is both the pipeline's warm-up and flush and its wait for a stage
+that computes longer; the per-stage figures tell the two apart. The min-max split is checked
+against every split of small cases, and the suggestion against a replay of it."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator.report.stage_balance import balanced_split
+from simulator.report.summary import format_table, report_to_json
+from simulator.simulation import simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = ROOT / "scenarios" / "quickstart.yaml"
+
+
+def _scenario(tmp_path: Path, layers: int, pp: int, pp_layers: list[int] | None = None) -> Path:
+    """The quickstart (Llama 3 8B) cut to `layers`, TP 4 on half a node, 8 micro-batches."""
+    doc = yaml.safe_load(QUICK.read_text())
+    doc["model"]["layers"] = layers
+    doc["training"]["global_batch"] = 8
+    doc["parallel"].update(tp=4, pp=pp, pp_layers=pp_layers)
+    path = tmp_path / f"l{layers}-pp{pp}-{pp_layers}.yaml".replace(" ", "")
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_one_stage_reports_none(tmp_path):
+    sim = simulate(_scenario(tmp_path, 4, 1))
+    assert sim.report.stage_compute_s is None
+    assert report_to_json(sim.report)["pipeline_stage_compute_s"] is None
+    assert "pipeline stages" not in format_table(sim.report)
+
+
+def test_stages_are_the_busiest_rank_of_each_and_follow_their_layers(tmp_path):
+    even = simulate(_scenario(tmp_path, 4, 2, [2, 2]))
+    uneven = simulate(_scenario(tmp_path, 4, 2, [3, 1]))
+    for sim in (even, uneven):
+        grid = sim.schedule.grid
+        by_stage = [max(sim.trace.compute_busy(r) for r in sim.trace.ranks if grid.coord(r, "pp") == s)
+                    for s in range(2)]
+        assert sim.report.stage_compute_s == by_stage
+        assert report_to_json(sim.report)["pipeline_stage_compute_s"] == by_stage
+    # moving a layer moves its kernels: the step's compute summed over the stages is conserved,
+    # and the stage given the third layer computes that much longer
+    a, b = even.report.stage_compute_s, uneven.report.stage_compute_s
+    assert sum(b) == pytest.approx(sum(a), rel=0.01)
+    per_layer = (b[0] - a[0] + a[1] - b[1]) / 2
+    assert per_layer > 0
+    assert b[0] - a[0] == pytest.approx(per_layer, rel=0.02)
+    assert uneven.report.stage_layers == [3, 1]
+    lines = format_table(uneven.report).splitlines()
+    at = lines.index("pipeline stages (compute per step; parallel.pp_layers moves layers between them):")
+    # Llama 3 8B's LM head (128,256 x 4,096) and loss on the last stage outweigh two layers
+    assert b[1] > b[0]
+    assert lines[at + 1] == (f"  least stage 0 (3 layers) {b[0] * 1e3:.1f} ms   most stage 1 (1 layer) "
+                             f"{b[1] * 1e3:.1f} ms   least/most {100 * b[0] / b[1]:.0f}%")
+    # with the head's stage made heavier still, the first stage (the critical rank) idles longer
+    mirror = simulate(_scenario(tmp_path, 4, 2, [1, 3]))
+    crit = mirror.report.critical_rank
+    assert mirror.schedule.grid.coord(crit, "pp") == 0
+    assert mirror.report.breakdown_s.pipeline_bubble > even.report.breakdown_s.pipeline_bubble
+
+
+def _loads(layer_s: list[float], fixed_s: list[float], counts: list[int]) -> list[float]:
+    out, start = [], 0
+    for s, n in enumerate(counts):
+        out.append(fixed_s[s] + sum(layer_s[start:start + n]))
+        start += n
+    return out
+
+
+def _best_by_enumeration(layer_s: list[float], fixed_s: list[float]) -> float:
+    n, pp = len(layer_s), len(fixed_s)
+    best = float("inf")
+    for cuts in itertools.combinations(range(1, n), pp - 1):
+        bounds = (0, *cuts, n)
+        counts = [bounds[i + 1] - bounds[i] for i in range(pp)]
+        best = min(best, max(_loads(layer_s, fixed_s, counts)))
+    return best
+
+
+def test_even_layers_split_evenly_and_a_loaded_stage_takes_fewer():
+    assert balanced_split([1.0] * 8, [0.0] * 4) == [2, 2, 2, 2]
+    # the last stage's head worth two layers: it keeps one layer, the others share seven
+    counts = balanced_split([1.0] * 8, [0.0, 0.0, 0.0, 2.0])
+    assert sum(counts) == 8 and min(counts) >= 1 and counts[-1] == 1
+    assert max(_loads([1.0] * 8, [0.0, 0.0, 0.0, 2.0], counts)) == pytest.approx(3.0)
+
+
+def test_the_split_is_the_best_of_every_split():
+    rng = random.Random(7)
+    for _ in range(200):
+        n, pp = rng.randint(2, 9), rng.randint(1, 4)
+        if pp > n:
+            continue
+        layer_s = [rng.uniform(0.5, 2.0) for _ in range(n)]
+        fixed_s = [rng.choice([0.0, 0.0, rng.uniform(0.0, 3.0)]) for _ in range(pp)]
+        counts = balanced_split(layer_s, fixed_s)
+        assert len(counts) == pp and sum(counts) == n and min(counts) >= 1
+        assert max(_loads(layer_s, fixed_s, counts)) == pytest.approx(_best_by_enumeration(layer_s, fixed_s), rel=1e-9)
+
+
+def test_run_suggests_a_split_its_replay_confirms(tmp_path):
+    sim = simulate(_scenario(tmp_path, 8, 2))
+    # Llama 3 8B's head and loss on the last stage: four layers each leave that stage the heavier
+    assert sim.report.stage_compute_s[1] > sim.report.stage_compute_s[0]
+    split, estimate, current = sim.report.balanced_split
+    assert split == [5, 3] and current == pytest.approx(max(sim.report.stage_compute_s))
+    assert sim.report.to_dict()["pipeline_balanced_pp_layers"] == [5, 3]
+    again = simulate(_scenario(tmp_path, 8, 2, split))
+    assert max(again.report.stage_compute_s) == pytest.approx(estimate, rel=0.02)
+    assert again.report.step_time_s < sim.report.step_time_s
+    assert again.report.balanced_split is None  # nothing left to even out
