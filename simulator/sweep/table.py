@@ -45,6 +45,14 @@ def format_plans(result: SweepResult, top: int | None = None, show_rejected: int
         lines.append("  ".join(cells))
     if top and len(ran) > top:
         lines.append(f"... {len(ran) - top} slower simulated plans not shown (--top)")
+    evened = [(i + 1, r) for i, r in enumerate(shown) if r.report is not None and r.report.balanced_split]
+    if evened:
+        lines.append("stages a split of the layers would even out (estimated from each plan's layer times; "
+                     "run the plan with it to check):")
+        for i, r in evened:
+            split, most, current = r.report.balanced_split  # type: ignore[union-attr, misc]
+            lines.append(f"  #{i} {r.label}: pp_layers [{', '.join(map(str, split))}], most loaded stage "
+                         f"{current * 1e3:.1f} -> {most * 1e3:.1f} ms")
     if other:
         lines.append("not simulated:")
         for r in other[:show_rejected]:

@@ -119,3 +119,20 @@ def test_run_suggests_a_split_its_replay_confirms(tmp_path):
     assert max(again.report.stage_compute_s) == pytest.approx(estimate, rel=0.02)
     assert again.report.step_time_s < sim.report.step_time_s
     assert again.report.balanced_split is None  # nothing left to even out
+
+
+def test_compare_lists_the_plans_a_split_would_even_out(capsys):
+    """The bundled plans file's tp4-pp2 plan (Llama 3 8B, 16 layers a stage, the head on the
+    second): `compare` prints the split that evens its stages out under the ranking."""
+    from simulator.cli import main
+
+    plans = ROOT / "scenarios" / "plans" / "llama3-8b-h100-plans.yaml"
+    assert main(["compare", str(QUICK), "--plans", str(plans)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("stages a split of the layers would even out"))
+    entry = lines[at + 1]
+    assert entry.startswith("  #") and " tp4-pp2: pp_layers [" in entry
+    split = [int(x) for x in entry.split("[")[1].split("]")[0].split(", ")]
+    assert len(split) == 2 and sum(split) == 32 and split[0] > split[1]  # layers leave the head's stage
+    before, after = (float(x) for x in entry.split("most loaded stage ")[1].removesuffix(" ms").split(" -> "))
+    assert after < 0.98 * before
