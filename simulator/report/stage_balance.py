@@ -23,7 +23,7 @@ boundary are not re-checked; running the scenario with it does both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -87,37 +87,42 @@ def balanced_split(layer_s: list[float], fixed_s: list[float]) -> list[int]:
     return counts[::-1]
 
 
-def suggest(trace: Trace, grid: Any, stage_layers: list[int], vp: int) -> StageBalance | None:
-    """The split evening out the stages, where it shortens the most loaded one by ``MIN_GAIN``
-    (None otherwise, with one stage, with virtual stages, or without a simulated rank per stage)."""
+def busiest_ranks(trace: Trace, grid: Any) -> list[int] | None:
+    """Per pipeline stage, its simulated rank with the most compute (None with one stage, or where a
+    stage has no simulated rank)."""
     pp = grid.size("pp") if "pp" in grid.axes else 1
-    if pp <= 1 or vp > 1 or len(stage_layers) != pp:
+    if pp <= 1:
         return None
-    busiest: dict[int, int] = {}
+    busiest: dict[int, tuple[float, int]] = {}
     for r in trace.ranks:
-        s = grid.coord(r, "pp")
-        if s not in busiest or trace.compute_busy(r) > trace.compute_busy(busiest[s]):
-            busiest[s] = r
-    if len(busiest) != pp:
+        s, busy = grid.coord(r, "pp"), trace.compute_busy(r)
+        if s not in busiest or busy > busiest[s][0]:
+            busiest[s] = (busy, r)
+    return [busiest[s][1] for s in range(pp)] if len(busiest) == pp else None
+
+
+def _loads(layer_s: list[float], fixed_s: list[float], counts: Sequence[int]) -> list[float]:
+    out, start = [], 0
+    for s, n in enumerate(counts):
+        out.append(fixed_s[s] + sum(layer_s[start:start + n]))
+        start += n
+    return out
+
+
+def suggest(trace: Trace, busiest: list[int], stage_layers: Sequence[int], vp: int) -> StageBalance | None:
+    """The split evening out the stages whose busiest ranks are ``busiest``, where it shortens the
+    most loaded one by ``MIN_GAIN`` (None otherwise, and with virtual stages)."""
+    if vp > 1 or len(stage_layers) != len(busiest) or len(busiest) < 2:
         return None
     layer_s: dict[int, float] = {}
     fixed_s = []
-    for s in range(pp):
-        per_layer, rest = layer_and_rest_s(trace, busiest[s])
+    for rank in busiest:
+        per_layer, rest = layer_and_rest_s(trace, rank)
         layer_s.update(per_layer)
         fixed_s.append(rest)
     if sorted(layer_s) != list(range(sum(stage_layers))):
         return None
     times = [layer_s[i] for i in range(len(layer_s))]
-    current, start = [], 0
-    for s, n in enumerate(stage_layers):
-        current.append(fixed_s[s] + sum(times[start:start + n]))
-        start += n
     split = balanced_split(times, fixed_s)
-    loads, start = [], 0
-    for s, n in enumerate(split):
-        loads.append(fixed_s[s] + sum(times[start:start + n]))
-        start += n
-    if max(loads) > max(current) * (1 - MIN_GAIN):
-        return None
-    return StageBalance(split, max(loads), max(current))
+    most, current = max(_loads(times, fixed_s, split)), max(_loads(times, fixed_s, stage_layers))
+    return StageBalance(split, most, current) if most <= current * (1 - MIN_GAIN) else None

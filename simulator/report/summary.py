@@ -225,24 +225,15 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     return Breakdown(busy, exposed, bubble, host_wait)
 
 
-def stage_compute_s(trace: Trace, grid: Any) -> list[float] | None:
-    """Per pipeline stage, the seconds its busiest simulated rank computes in the step (None with
-    one stage, or where a stage has no simulated rank).
+def stage_compute_s(trace: Trace, busiest: list[int] | None) -> list[float] | None:
+    """Per pipeline stage, the seconds its busiest simulated rank (``busiest``,
+    ``stage_balance.busiest_ranks``) computes in the step; None with one stage.
 
     The breakdown is read on the critical rank, which in 1F1B is the first stage's (it runs the
     last backward): its idle time is the warm-up and flush of the pipeline, and also its wait for
     a stage that computes longer. These figures tell the two apart: stages that differ by a
     tenth hold a tenth of the step idle on the lighter ones, whatever the micro-batches."""
-    pp = grid.size("pp") if "pp" in grid.axes else 1
-    if pp <= 1:
-        return None
-    busy: list[float | None] = [None] * pp
-    for r in trace.ranks:
-        st = grid.coord(r, "pp")
-        b = trace.compute_busy(r)
-        busy[st] = b if busy[st] is None else max(b, busy[st])
-    found = [b for b in busy if b is not None]
-    return found if len(found) == pp else None
+    return [trace.compute_busy(r) for r in busiest] if busiest else None
 
 
 def rank_comm_bytes(tl: RankTimeline) -> dict[str, int]:
@@ -304,10 +295,11 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     from simulator.report.intervals import step_band
 
     interval = step_band()
-    stages = stage_compute_s(trace, schedule.grid)
-    from simulator.report.stage_balance import suggest
+    from simulator.report.stage_balance import busiest_ranks, suggest
 
-    balance = suggest(trace, schedule.grid, list(scenario.stage_layers), scenario.parallel.vp) if stages else None
+    busiest = busiest_ranks(trace, schedule.grid)
+    stages = stage_compute_s(trace, busiest)
+    balance = suggest(trace, busiest, scenario.stage_layers, scenario.parallel.vp) if busiest else None
     return Report(
         scenario=scenario.name,
         step_time_s=step,

@@ -70,11 +70,9 @@ def test_stages_are_the_busiest_rank_of_each_and_follow_their_layers(tmp_path):
 
 
 def _loads(layer_s: list[float], fixed_s: list[float], counts: list[int]) -> list[float]:
-    out, start = [], 0
-    for s, n in enumerate(counts):
-        out.append(fixed_s[s] + sum(layer_s[start:start + n]))
-        start += n
-    return out
+    """Each stage's fixed load plus its layers, the stages' bounds taken from running totals."""
+    bounds = list(itertools.accumulate(counts, initial=0))
+    return [f + sum(layer_s[a:b]) for f, a, b in zip(fixed_s, bounds, bounds[1:])]
 
 
 def _best_by_enumeration(layer_s: list[float], fixed_s: list[float]) -> float:
