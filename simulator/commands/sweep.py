@@ -62,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "overlap, CP flavour, recompute, pipeline schedule and ZeRO-3 "
                                           "implementation) for the scenario's model and cluster, screen out the "
                                           "invalid, those that do not fit in memory and those whose lower bound "
-                                          "cannot beat the best so far, simulate the rest and rank them.")
+                                          "cannot beat the best so far, simulate the rest and rank them; a "
+                                          "pipelined plan whose stages a split of the layers would even out is "
+                                          "tried again with that split.")
     p.add_argument("scenario", help="scenario YAML (its parallel block supplies the knobs not swept)")
     p.add_argument("--fix", type=_assignment, action="append", default=[], metavar="KEY=V",
                    help="pin an axis (tp, pp, cp, ulysses, dp, zero, micro_batch, vp) or knob (tp_overlap, "
@@ -82,6 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "NCCL buffers and userbuffers) as infeasible")
     p.add_argument("--no-prune", action="store_true",
                    help="simulate every feasible plan, even those whose lower bound cannot beat the best")
+    p.add_argument("--even-split", action="store_true",
+                   help="keep every pipelined plan's layers split evenly over its stages (by default a plan "
+                        "whose stages a split of the layers would even out is also tried with that split)")
     add_output_options(p)
     add_hardware_option(p)
     p.set_defaults(handler=run)
@@ -219,4 +224,4 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"no plan matches the bounds (fixed: {pinned}): the degrees tp x cp x ulysses x pp "
                          f"must divide {base.n_gpus} GPUs", source="command line", field="--fix/--max")
     return execute(base, candidates, args, max_plans=args.max_plans, prune=not args.no_prune,
-                   objective=args.objective, memory_cap_gib=args.memory_cap)
+                   objective=args.objective, memory_cap_gib=args.memory_cap, balance_stages=not args.even_split)

@@ -12,12 +12,15 @@ from simulator.config.parallelism import Parallel
 
 
 def plan_label(p: Parallel, dp: int | None, micro_batch: int, recompute: str | None = None) -> str:
-    """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1``, then the knobs that differ from the defaults:
+    """E.g. ``tp8sp pp2 vp4 cp2 dp4 z1 mb1`` (a split of the layers given per stage after the
+    stages: ``pp2 layers=17,15``), then the knobs that differ from the defaults:
     ``ovl=ring_exchange`` (tp_overlap), ``cp=a2a`` (cp_comm, with cp > 1), ``fsdp2``,
     ``fsdp2-noreshard`` (zero 3), ``ep8 etp1`` and ``moe=deepep`` (experts), ``rc=selective`` (recompute, when given)."""
     parts = [f"tp{p.tp}" + ("sp" if p.sp_enabled else ""), f"pp{p.pp}"]
     if p.vp > 1:
         parts.append(f"vp{p.vp}")
+    if p.pp_layers is not None and p.pp > 1:
+        parts.append("layers=" + ",".join(map(str, p.pp_layers)))
     if p.cp > 1:
         parts.append(f"cp{p.cp}")
     if p.ulysses > 1:

@@ -338,6 +338,58 @@ def memory_reason(mem: MemoryEstimate) -> str:
             f"> {mem.hbm_bytes / GiB:.1f} GiB HBM")
 
 
+def balanced_split_of(plan: Scenario) -> list[int] | None:
+    """The split of ``plan``'s layers that evens out its stages' passes, where it differs from the
+    plan's and shortens the most loaded stage's passes by ``stage_balance.MIN_GAIN`` (None
+    otherwise, with one stage or with virtual stages). Per micro-batch, each layer costs the
+    lower-bound time of its forward and backward (``bound.stage_pass_times``: a dense or an MoE
+    layer, the backward of a layer full recompute keeps without its re-run), the first stage the
+    embedding's and the last the head's and loss's; what ``run`` reads off a replay for the same
+    purpose (``report/stage_balance.py``) is the kernels' time, this the sweep's estimate before
+    any replay."""
+    from simulator.report.stage_balance import MIN_GAIN, balanced_split
+    from simulator.sweep.bound import stage_pass_times
+
+    pp = plan.parallel.pp
+    if pp <= 1 or plan.parallel.vp > 1:
+        return None
+    spec, times = stage_pass_times(plan)
+    layer_s = [sum(times[0].layer(spec, layer)) for layer in range(plan.model.layers)]
+    fixed_s = [0.0] * pp
+    fixed_s[0] += times[0].embedding
+    fixed_s[-1] += times[-1].head
+    current = list(plan.stage_layers)
+    split = balanced_split(layer_s, fixed_s)
+
+    def most(counts: list[int]) -> float:
+        bounds = list(itertools.accumulate(counts, initial=0))
+        return max(f + sum(layer_s[a:b]) for f, a, b in zip(fixed_s, bounds, bounds[1:]))
+
+    return split if split != current and most(split) <= most(current) * (1 - MIN_GAIN) else None
+
+
+def with_balanced_splits(scn: Scenario, candidates: Iterable[Candidate]) -> list[Candidate]:
+    """The candidates, each pipelined one whose layers are split evenly (no ``pp_layers``)
+    followed by the same plan with :func:`balanced_split_of`'s split (when there is one and the
+    plan is valid), so that the sweep screens, bounds and ranks both."""
+    out: list[Candidate] = []
+    seen = set()
+    for cand in candidates:
+        out.append(cand)
+        seen.add(cand.key)
+        if cand.parallel.pp <= 1 or cand.parallel.pp_layers is not None:
+            continue
+        plan, _ = check_candidate(scn, cand)
+        split = balanced_split_of(plan) if plan is not None else None
+        if split is None:
+            continue
+        variant = replace(cand, parallel=Parallel.model_validate(inherit_parallel(cand.parallel, {"pp_layers": split})))
+        if variant.key not in seen:
+            seen.add(variant.key)
+            out.append(variant)
+    return out
+
+
 def iter_checked(scn: Scenario, candidates: Iterable[Candidate]
                  ) -> Iterator[tuple[Candidate, Scenario | None, MemoryEstimate | None, str]]:
     """For each candidate: its scenario, memory estimate and reason ("" when it can be simulated)."""

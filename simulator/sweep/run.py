@@ -38,7 +38,7 @@ from simulator.config.scenario import Scenario
 from simulator.errors import InputError, SimulationError
 from simulator.report.summary import Breakdown, Report
 from simulator.sweep.bound import passes_lower_bound, step_lower_bound
-from simulator.sweep.plans import Candidate, iter_checked
+from simulator.sweep.plans import Candidate, iter_checked, with_balanced_splits
 from simulator.vocabulary import COMM_TYPES
 
 Simulate = Callable[..., Any]  # Scenario -> object with a `.report: Report`
@@ -136,13 +136,16 @@ def _make_executor(simulate: Simulate, jobs: int, ray: str | None, n_plans: int)
 def run_plans(base: Scenario, candidates: Sequence[Candidate], simulate: Simulate, *, jobs: int = 1,
               max_plans: int | None = None, prune: bool = True, objective: str = "step_time",
               memory_cap_gib: float | None = None, results: str | Path | None = None,
-              resume: str | Path | None = None, ray: str | None = None, progress: Any = None) -> SweepResult:
+              resume: str | Path | None = None, ray: str | None = None, progress: Any = None,
+              balance_stages: bool = False) -> SweepResult:
     """Screen, simulate and rank ``candidates`` of scenario ``base`` (module docstring).
 
     At most ``max_plans`` plans are replayed by this call (the most promising first); the other
     plans that could run are listed as skipped and are not written to the results file, so a
     later ``resume`` runs them. ``results`` (default: ``resume``) is the JSON Lines file every
-    decided plan is appended to.
+    decided plan is appended to. ``balance_stages``: each pipelined plan whose layers are split
+    evenly is followed by the same plan with the split that evens out its stages, where the passes'
+    lower-bound times find one (``plans.with_balanced_splits``), screened and ranked like the others.
     """
     from simulator.sweep import results_file as rf
 
@@ -159,6 +162,8 @@ def run_plans(base: Scenario, candidates: Sequence[Candidate], simulate: Simulat
         if writer is not None:
             writer.append(result_line(res, hashes))
 
+    if balance_stages:
+        candidates = with_balanced_splits(base, candidates)
     try:
         return _run(base, candidates, simulate, loaded, record, jobs=jobs, max_plans=max_plans, prune=prune,
                     objective=objective, memory_cap_gib=memory_cap_gib, ray=ray, progress=progress, t0=t0)
@@ -303,6 +308,10 @@ def apply_line(res: PlanResult, line: dict[str, Any], scenario: str) -> None:
                                                                   bd["pipeline_bubble"]),
                             comm_bytes_per_gpu={}, memory_gib_per_gpu=res.memory_gib_per_gpu or {},
                             fits_in_memory=True, sim={})
+        split = line.get("balanced_split")
+        if split:
+            res.report.balanced_split = (list(split["pp_layers"]), split["most_loaded_s"],
+                                         split["current_most_loaded_s"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -317,6 +326,7 @@ def parallel_json(r: PlanResult) -> dict[str, Any]:
             "micro_batch": r.candidate.micro_batch, "vp": p.vp, "sequence_parallel": p.sequence_parallel,
             "pp_schedule": p.pp_schedule, "tp_overlap": p.tp_overlap, "cp_comm": p.cp_comm,
             "zero3_impl": p.zero3_impl, "fsdp_reshard_after_forward": p.fsdp_reshard_after_forward,
+            "pp_layers": list(p.pp_layers) if p.pp_layers is not None else None,
             "recompute": r.candidate.recompute}
 
 
@@ -347,6 +357,10 @@ def plan_json(r: PlanResult) -> dict[str, Any]:
         "memory_breakdown_gib": r.memory_gib_per_gpu,
         "lower_bound_s": r.lower_bound_s,
         "from_results_file": r.resumed,
+        # a split of the layers that evens out the plan's stages (report/stage_balance.py), with the
+        # most loaded stage's compute after and before it
+        "balanced_split": ({"pp_layers": list(rep.balanced_split[0]), "most_loaded_s": rep.balanced_split[1],
+                            "current_most_loaded_s": rep.balanced_split[2]} if rep and rep.balanced_split else None),
     }
 
 

@@ -134,3 +134,35 @@ def test_compare_lists_the_plans_a_split_would_even_out(capsys):
     assert len(split) == 2 and sum(split) == 32 and split[0] > split[1]  # layers leave the head's stage
     before, after = (float(x) for x in entry.split("most loaded stage ")[1].removesuffix(" ms").split(" -> "))
     assert after < 0.98 * before
+
+
+def test_sweep_tries_each_evenly_split_plan_with_the_split_that_evens_it_out(tmp_path):
+    """The sweep follows each pipelined plan whose layers are split evenly with the same plan split
+    by the passes' lower-bound times (sweep.plans.with_balanced_splits): on Llama 3 8B cut to 8
+    layers over 2 stages it proposes [5, 3], the split the replay suggests too, and ranks it first."""
+    import json
+
+    from simulator.cli import main
+    from simulator.config.scenario import load_scenario
+    from simulator.sweep.plans import Candidate, with_balanced_splits
+
+    path = _scenario(tmp_path, 8, 2)
+    base = load_scenario(path)
+    even = Candidate(base.parallel, 1)
+    flat = Candidate(base.parallel.model_copy(update={"pp": 1, "tp": 8, "pp_layers": None}), 1)
+    given = Candidate(base.parallel.model_copy(update={"pp_layers": (4, 4)}), 1)
+    out = with_balanced_splits(base, [flat, even, given])
+    assert [c.parallel.pp_layers for c in out] == [None, None, (5, 3), (4, 4)]  # one variant, after its plan
+
+    doc = tmp_path / "sweep.json"
+    assert main(["sweep", str(path), "--fix", "tp=4", "--fix", "pp=2", "--fix", "zero=0", "--no-prune",
+                 "--quiet", "--json", str(doc)]) == 0
+    plans = [p for p in json.loads(doc.read_text())["plans"] if p["simulated"]]
+    assert [p["parallel"]["pp_layers"] for p in plans] == [[5, 3], None]
+    assert plans[0]["label"] == "tp4sp pp2 layers=5,3 dp1 z0 mb1"
+    assert plans[0]["step_time_s"] < 0.95 * plans[1]["step_time_s"]
+    # the even split's own report names the same split
+    assert plans[1]["balanced_split"]["pp_layers"] == [5, 3]
+    assert main(["sweep", str(path), "--fix", "tp=4", "--fix", "pp=2", "--fix", "zero=0", "--no-prune",
+                 "--quiet", "--even-split", "--json", str(doc)]) == 0
+    assert [p["parallel"]["pp_layers"] for p in json.loads(doc.read_text())["plans"] if p["simulated"]] == [None]
