@@ -100,18 +100,26 @@ from simulator.schedule.transformer import LayerBuilder, LayerSpec
 _CACHE_SIZE = 4096
 
 
+def block_kind(spec: LayerSpec, layer: int) -> str:
+    """What a layer's passes are built as: a hybrid model's block letter (``M``, ``*``, ``-``,
+    ``E``: ``model.layer_pattern``), otherwise ``dense`` or ``moe``."""
+    if spec.pattern and layer < len(spec.pattern):
+        return spec.pattern[layer]
+    return "moe" if spec.is_moe(layer) else "dense"
+
+
 @dataclass(frozen=True)
 class PassTimes:
     """Seconds no replay of one micro-batch's passes on one rank can beat (module docstring)."""
 
-    fwd: tuple[float, float]  # (dense layer, MoE layer) forward
-    bwd: tuple[float, float]  # (dense layer, MoE layer) backward, recompute included
+    fwd: dict[str, float]  # per block kind (block_kind), the layer's forward
+    bwd: dict[str, float]  # per block kind, its backward, recompute included
     embedding: float  # embedding forward + backward
     head: float  # LM head and loss forward + backward
-    bwd_kept: tuple[float, float]  # the backward of a layer full recompute leaves out (spec.kept_layers)
+    bwd_kept: dict[str, float]  # per block kind, the backward of a layer full recompute leaves out
 
     def layer(self, spec: LayerSpec, layer: int) -> tuple[float, float]:
-        k = 1 if spec.is_moe(layer) else 0
+        k = block_kind(spec, layer)
         return self.fwd[k], (self.bwd_kept if layer in spec.kept_layers else self.bwd)[k]
 
 
@@ -119,14 +127,14 @@ class PassTimes:
 class _Passes:
     """The ops of every pass of one LayerSpec, each a program of its own."""
 
-    dense: tuple[list[Op], list[Op]]
-    moe: tuple[list[Op], list[Op]]
+    layers: dict[str, tuple[list[Op], list[Op]]]  # per block kind, one layer's (forward, backward)
     embedding: list[Op]
     head: list[Op]
-    kept: tuple[list[Op], list[Op]]  # the (dense, MoE) backward without the layer's re-run
+    kept: dict[str, list[Op]]  # per block kind, the backward without the layer's re-run
 
     def all(self) -> tuple[list[Op], ...]:
-        return (*self.dense, *self.moe, self.embedding, self.head, *self.kept)
+        return (*(ops for pair in self.layers.values() for ops in pair), self.embedding, self.head,
+                *self.kept.values())
 
 
 class _Cluster:
@@ -171,24 +179,26 @@ def _passes_of(spec: LayerSpec) -> _Passes:
     hit = _passes.get(spec)
     if hit is not None:
         return hit
-    # layers 0 and first_dense stand for their class, re-run or not as the spec's recompute says;
-    # a layer that full recompute leaves out is priced as the same layer without recompute
+    # the first layer of each block kind stands for its kind (a hybrid model's Mamba, attention,
+    # MLP and MoE blocks differ as much as a dense layer and an MoE one), re-run or not as the
+    # spec's recompute says; a layer that full recompute leaves out is priced as the same layer
+    # without recompute
     every = replace(spec, kept_layers=frozenset())
-    dense = _layer_ops(every, 0)
-    moe_layer = max(spec.first_dense, 0)
-    moe = _layer_ops(every, moe_layer) if spec.is_moe(moe_layer) else dense
-    kept = (dense[1], moe[1])
+    first: dict[str, int] = {}
+    for layer in range(len(spec.pattern)) if spec.pattern else (0, max(spec.first_dense, 0)):
+        first.setdefault(block_kind(spec, layer), layer)
+    layers = {k: _layer_ops(every, layer) for k, layer in first.items()}
+    kept = {k: pair[1] for k, pair in layers.items()}
     if spec.kept_layers:
         none = replace(every, recompute="none")
-        kept_dense = _layer_ops(none, 0)[1]
-        kept = (kept_dense, _layer_ops(none, moe_layer)[1] if spec.is_moe(moe_layer) else kept_dense)
+        kept = {k: _layer_ops(none, layer)[1] for k, layer in first.items()}
     lb = LayerBuilder(spec)
     pb = ProgramBuilder()
     lb.embedding_backward(pb, 0, lb.embedding_forward(pb, 0))
     emb = pb.ops
     pb = ProgramBuilder()
     lb.head_backward(pb, 0, lb.head_forward(pb, 0, -1))
-    out = _bounded(_passes)[spec] = _Passes(dense, moe, emb, pb.ops, kept)
+    out = _bounded(_passes)[spec] = _Passes(layers, emb, pb.ops, kept)
     return out
 
 
@@ -289,11 +299,14 @@ def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, P
                 comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
                 return _pass_costs(ops, gpu, comm)
 
-            df, mf, db, mb, emb, head, kd, km = (path(ops) for ops in (
-                passes.dense[0], passes.moe[0], passes.dense[1], passes.moe[1], passes.embedding, passes.head,
-                *passes.kept))
-            def part(k: int) -> PassTimes:
-                return PassTimes((df[k], mf[k]), (db[k], mb[k]), emb[k], head[k], (kd[k], km[k]))
+            fwd = {k: path(pair[0]) for k, pair in passes.layers.items()}
+            bwd = {k: path(pair[1]) for k, pair in passes.layers.items()}
+            kept = {k: path(ops) for k, ops in passes.kept.items()}
+            emb, head = path(passes.embedding), path(passes.head)
+
+            def part(i: int) -> PassTimes:
+                return PassTimes({k: v[i] for k, v in fwd.items()}, {k: v[i] for k, v in bwd.items()}, emb[i],
+                                 head[i], {k: v[i] for k, v in kept.items()})
 
             times = (part(0), part(1), part(2))
             _bounded(cluster.times)[key] = times
