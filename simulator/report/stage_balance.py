@@ -15,9 +15,9 @@ per stage the rest of that rank's compute (embedding, head, loss, optimizer). Mo
 moves its seconds; the rest stays with its stage. The split minimising the most loaded stage is
 then the contiguous min-max partition with a fixed load per part, found exactly by dynamic
 programming (filling stages greedily is not enough: a stage that takes one more layer can hand a
-heavy layer to a stage whose fixed load cannot take it). It is a suggestion: the memory of the
-new split (the first stage stashes the most activations in 1F1B) and the exchange at a moved
-boundary are not re-checked; running the scenario with it does both.
+heavy layer to a stage whose fixed load cannot take it). It is a suggestion: ``run`` prints the
+new split's memory (the first stage stashes the most activations in 1F1B, so a split that moves
+layers to it needs more there), and running the scenario with it replays the step.
 """
 
 from __future__ import annotations

@@ -96,6 +96,8 @@ class Report:
     # a split of the layers that evens out the stages' compute (report/stage_balance.py; None: none shortens
     # the most loaded stage by 2%): [layers per stage, its most loaded stage's s, the replayed split's]
     balanced_split: tuple[list[int], float, float] | None = None
+    # the evened plan's memory per GPU (schedule/memory.py: GiB in all, whether it fits)
+    balanced_split_memory: tuple[float, bool] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -225,6 +227,18 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     return Breakdown(busy, exposed, bubble, host_wait)
 
 
+def _memory_with_split(scenario: Any, pp_layers: list[int]) -> tuple[float, bool]:
+    """Memory per GPU of ``scenario`` with its layers split as ``pp_layers``: GiB in all, whether
+    it fits (the closed form of schedule/memory.py; the first stage stashes the most activations
+    in 1F1B, so a split that moves layers to it needs more there)."""
+    from simulator.config.parallelism import Parallel
+    from simulator.schedule.memory import memory_per_gpu
+
+    parallel = Parallel.model_validate({**scenario.parallel.model_dump(exclude={"dp"}), "pp_layers": tuple(pp_layers)})
+    mem = memory_per_gpu(scenario.with_parallel(parallel))
+    return mem.total / 2**30, bool(mem.fits)
+
+
 def stage_compute_s(trace: Trace, busiest: list[int] | None) -> list[float] | None:
     """Per pipeline stage, the seconds its busiest simulated rank (``busiest``,
     ``stage_balance.busiest_ranks``) computes in the step; None with one stage.
@@ -325,6 +339,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         stage_compute_s=stages,
         stage_layers=list(scenario.stage_layers) if stages is not None else None,
         balanced_split=(balance.pp_layers, balance.most_loaded_s, balance.current_most_loaded_s) if balance else None,
+        balanced_split_memory=_memory_with_split(scenario, balance.pp_layers) if balance else None,
     )
 
 
@@ -354,6 +369,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
                              "recompute_num_layers": report.recompute_to_fit} if report.recompute_to_fit else None,
         "pipeline_stage_compute_s": list(report.stage_compute_s) if report.stage_compute_s else None,
         "pipeline_balanced_pp_layers": list(report.balanced_split[0]) if report.balanced_split else None,
+        "pipeline_balanced_memory_gib": report.balanced_split_memory[0] if report.balanced_split_memory else None,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
         "gpus": report.n_gpus,
@@ -413,8 +429,12 @@ def format_table(report: Report) -> str:
         lines += stages_line(report.stage_compute_s, report.stage_layers)
         if report.balanced_split:
             split, most, current = report.balanced_split
+            memory = ""
+            if report.balanced_split_memory:
+                gib, fits = report.balanced_split_memory
+                memory = f"; memory {gib:.1f} GiB per GPU, " + ("fits" if fits else "DOES NOT FIT")
             lines.append(f"  evened out by pp_layers: [{', '.join(map(str, split))}]: most loaded stage {most * 1e3:.1f} ms "
-                         f"(now {current * 1e3:.1f}), estimated from the layers' kernel times; memory not re-checked")
+                         f"(now {current * 1e3:.1f}), estimated from the layers' kernel times{memory}")
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)

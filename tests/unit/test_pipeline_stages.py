@@ -115,6 +115,11 @@ def test_run_suggests_a_split_its_replay_confirms(tmp_path):
     assert sim.report.to_dict()["pipeline_balanced_pp_layers"] == [5, 3]
     again = simulate(_scenario(tmp_path, 8, 2, split))
     assert max(again.report.stage_compute_s) == pytest.approx(estimate, rel=0.02)
+    # the memory printed beside the split is the evened plan's (more on the first stage, which now
+    # stashes five layers' activations)
+    gib, fits = sim.report.balanced_split_memory
+    assert fits and gib == pytest.approx(again.report.memory_gib_per_gpu["total"])
+    assert gib > sim.report.memory_gib_per_gpu["total"]
     assert again.report.step_time_s < sim.report.step_time_s
     assert again.report.balanced_split is None  # nothing left to even out
 
