@@ -12,6 +12,7 @@ from simulator.report.summary import recompute_to_fit_line
 from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import active_param_count, param_count
 from simulator.schedule.memory import block_recompute_to_fit, memory_per_gpu
+from simulator.sweep.plans import balanced_split_of
 from simulator.units import GiB
 
 
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         f"ulysses={p.ulysses} pp={p.pp} ({p.pp_schedule}, vp={p.vp}) dp={scn.dp} zero={p.zero}",
         f"          order {list(sched.grid.axes)}, stage layers {list(scn.stage_layers)}, "
         f"{scn.n_micro} micro-batches per step",
+        *([f"          stages evened out by pp_layers: {evened} (from the passes' lower-bound times; "
+           "`run` reads it off the replay)"] if (evened := balanced_split_of(scn)) else []),
         f"memory    {mem.total / GiB:.1f} GiB per GPU on stage {mem.stage} (params {mem.params / GiB:.1f}, "
         f"grads {mem.grads / GiB:.1f}, optimizer {mem.optimizer / GiB:.1f}, activations {mem.activations / GiB:.1f}; "
         f"peak allocated {mem.allocated / GiB:.1f}, reserved {mem.reserved / GiB:.1f}, "

@@ -171,3 +171,13 @@ def test_sweep_tries_each_evenly_split_plan_with_the_split_that_evens_it_out(tmp
     assert main(["sweep", str(path), "--fix", "tp=4", "--fix", "pp=2", "--fix", "zero=0", "--no-prune",
                  "--quiet", "--even-split", "--json", str(doc)]) == 0
     assert [p["parallel"]["pp_layers"] for p in json.loads(doc.read_text())["plans"] if p["simulated"]] == [None]
+
+
+def test_check_names_the_split_before_any_replay(tmp_path, capsys):
+    from simulator.cli import main
+
+    assert main(["check", str(_scenario(tmp_path, 8, 2))]) == 0
+    out = capsys.readouterr().out
+    assert "stage layers [4, 4]" in out and "stages evened out by pp_layers: [5, 3]" in out
+    assert main(["check", str(_scenario(tmp_path, 8, 2, [5, 3]))]) == 0
+    assert "stages evened out" not in capsys.readouterr().out
