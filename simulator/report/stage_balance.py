@@ -14,7 +14,8 @@ stream of the busiest simulated rank of its stage (every pass: forward, recomput
 per stage the rest of that rank's compute (embedding, head, loss, optimizer). Moving a layer
 moves its seconds; the rest stays with its stage. The split minimising the most loaded stage is
 then the contiguous min-max partition with a fixed load per part, found exactly by dynamic
-programming (filling stages greedily is not enough: a stage that takes one more layer can hand a
+programming (with interleaved 1F1B, over the virtual stages in their order: each stage's load is
+the sum of its chunks', and evening out the chunks evens out the stages) (filling stages greedily is not enough: a stage that takes one more layer can hand a
 heavy layer to a stage whose fixed load cannot take it). It is a suggestion: ``run`` prints the
 new split's memory (the first stage stashes the most activations in 1F1B, so a split that moves
 layers to it needs more there), and running the scenario with it replays the step.
@@ -22,6 +23,7 @@ layers to it needs more there), and running the scenario with it replays the ste
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -58,29 +60,32 @@ def layer_and_rest_s(trace: Trace, rank: int) -> tuple[dict[int, float], float]:
     return per_layer, rest
 
 
-def balanced_split(layer_s: list[float], fixed_s: list[float]) -> list[int]:
-    """Layers per stage (contiguous, in order, at least one each) minimising the most loaded
-    stage's ``fixed_s[s]`` plus its layers' seconds: the min-max partition by dynamic programming
-    over (stage, layers so far), O(stages x layers^2), vectorised over the cut."""
-    n, pp = len(layer_s), len(fixed_s)
-    if not 1 <= pp <= n:
-        raise ValueError(f"{n} layers cannot fill {pp} stages")
+def balanced_split(layer_s: list[float], fixed_s: list[float], min_layers: Sequence[int] | None = None) -> list[int]:
+    """Layers per part (contiguous, in order, at least ``min_layers[s]`` each: one by default)
+    minimising the most loaded part's ``fixed_s[s]`` plus its layers' seconds: the min-max
+    partition by dynamic programming over (part, layers so far), O(parts x layers^2), vectorised
+    over the cut."""
+    n, parts = len(layer_s), len(fixed_s)
+    mins = list(min_layers) if min_layers is not None else [1] * parts
+    if parts < 1 or len(mins) != parts or sum(mins) > n:
+        raise ValueError(f"{n} layers cannot fill {parts} parts of at least {mins} layers")
     prefix = np.concatenate(([0.0], np.cumsum(layer_s)))
-    # best[i]: the least most-loaded stage over splits of the first i layers into the stages so far
+    before = list(itertools.accumulate(mins, initial=0))  # the fewest layers parts 0..s-1 hold
+    # best[i]: the least most-loaded part over splits of the first i layers into the parts so far
     best = np.full(n + 1, np.inf)
-    best[1:] = fixed_s[0] + prefix[1:]
-    cut = np.zeros((pp, n + 1), dtype=np.int64)  # where the stage's layers start, for each end
-    for s in range(1, pp):
+    best[mins[0]:] = fixed_s[0] + prefix[mins[0]:]
+    cut = np.zeros((parts, n + 1), dtype=np.int64)  # where the part's layers start, for each end
+    for p in range(1, parts):
         new = np.full(n + 1, np.inf)
-        for i in range(s + 1, n - (pp - 1 - s) + 1):
-            j = np.arange(s, i)  # the stage's layers are j .. i-1, at least one
-            cand = np.maximum(best[j], fixed_s[s] + prefix[i] - prefix[j])
+        for i in range(before[p + 1], n - (before[-1] - before[p + 1]) + 1):
+            j = np.arange(before[p], i - mins[p] + 1)  # the part's layers are j .. i-1
+            cand = np.maximum(best[j], fixed_s[p] + prefix[i] - prefix[j])
             k = int(np.argmin(cand))
-            new[i], cut[s, i] = cand[k], j[k]
+            new[i], cut[p, i] = cand[k], j[k]
         best = new
     counts, end = [], n
-    for s in range(pp - 1, 0, -1):
-        start = int(cut[s, end])
+    for p in range(parts - 1, 0, -1):
+        start = int(cut[p, end])
         counts.append(end - start)
         end = start
     counts.append(end)
@@ -101,28 +106,76 @@ def busiest_ranks(trace: Trace, grid: Any) -> list[int] | None:
     return [busiest[s][1] for s in range(pp)] if len(busiest) == pp else None
 
 
-def _loads(layer_s: list[float], fixed_s: list[float], counts: Sequence[int]) -> list[float]:
-    out, start = [], 0
-    for s, n in enumerate(counts):
-        out.append(fixed_s[s] + sum(layer_s[start:start + n]))
-        start += n
-    return out
+def physical_loads(layer_s: list[float], rest_s: list[float], virtual: Sequence[int]) -> list[float]:
+    """Each pipeline stage's compute: its ``rest_s`` plus the layers of its virtual stages
+    ``v = chunk x pp + stage`` when ``virtual`` gives the layers of each (pp x vp entries, in
+    order; one per stage without virtual stages)."""
+    pp = len(rest_s)
+    bounds = list(itertools.accumulate(virtual, initial=0))
+    loads = list(rest_s)
+    for v, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        loads[v % pp] += sum(layer_s[a:b])
+    return loads
 
 
-def suggest(trace: Trace, busiest: list[int], stage_layers: Sequence[int], vp: int) -> StageBalance | None:
-    """The split evening out the stages whose busiest ranks are ``busiest``, where it shortens the
-    most loaded one by ``MIN_GAIN`` (None otherwise, and with virtual stages)."""
-    if vp > 1 or len(stage_layers) != len(busiest) or len(busiest) < 2:
+def evened_split(layer_s: list[float], rest_s: list[float], vp: int) -> list[int]:
+    """The split :func:`balanced_split` gives ``pp`` stages of ``vp`` virtual stages each, where
+    stage ``s`` carries ``rest_s[s]`` beside its layers. Without virtual stages, each stage one
+    part. With them, the ``pp x vp`` virtual stages are evened out as parts in their order, the
+    first carrying what the first stage has beyond the lightest (the embedding), the last what the
+    last stage has (the head and loss), and those two may hold no layer (Megatron-Core's layout
+    ``E|t|...|t|L``, as ``parallel.pp_layers`` allows); single layers then move across chunk
+    boundaries while that lowers the stages' loads (largest first)."""
+    pp = len(rest_s)
+    if vp <= 1:
+        return balanced_split(layer_s, rest_s)
+    parts = pp * vp
+    common = min(rest_s)
+    fixed = [0.0] * parts
+    fixed[0] += rest_s[0] - common
+    fixed[-1] += rest_s[-1] - common
+    mins = [0] + [1] * (parts - 2) + [0]
+    split = balanced_split(layer_s, fixed, mins)
+    # Evening out the chunks leaves ties the stages' sums tell apart (two chunks of one stage both
+    # at the maximum): move single layers across chunk boundaries while the stages' loads, largest
+    # first, go down.
+    def key(counts: list[int]) -> list[float]:
+        return sorted(physical_loads(layer_s, rest_s, counts), reverse=True)
+
+    best = key(split)
+    improved = True
+    while improved:
+        improved = False
+        for v in range(parts - 1):
+            for give, take in ((v, v + 1), (v + 1, v)):
+                if split[give] <= mins[give]:
+                    continue
+                trial = list(split)
+                trial[give] -= 1
+                trial[take] += 1
+                k = key(trial)
+                if k < best:
+                    split, best, improved = trial, k, True
+    return split
+
+
+def suggest(trace: Trace, busiest: list[int], virtual: Sequence[int], vp: int) -> StageBalance | None:
+    """The split evening out the stages whose busiest ranks are ``busiest`` (``virtual``: the
+    layers of each virtual stage now, ``Scenario.virtual_stage_layers``), where it shortens the
+    most loaded stage by ``MIN_GAIN`` (None otherwise)."""
+    pp = len(busiest)
+    if pp < 2 or len(virtual) != pp * vp:
         return None
     layer_s: dict[int, float] = {}
-    fixed_s = []
+    rest_s = []
     for rank in busiest:
         per_layer, rest = layer_and_rest_s(trace, rank)
         layer_s.update(per_layer)
-        fixed_s.append(rest)
-    if sorted(layer_s) != list(range(sum(stage_layers))):
+        rest_s.append(rest)
+    if sorted(layer_s) != list(range(sum(virtual))):
         return None
     times = [layer_s[i] for i in range(len(layer_s))]
-    split = balanced_split(times, fixed_s)
-    most, current = max(_loads(times, fixed_s, split)), max(_loads(times, fixed_s, stage_layers))
+    split = evened_split(times, rest_s, vp)
+    most = max(physical_loads(times, rest_s, split))
+    current = max(physical_loads(times, rest_s, virtual))
     return StageBalance(split, most, current) if most <= current * (1 - MIN_GAIN) else None

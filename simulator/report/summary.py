@@ -313,7 +313,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
 
     busiest = busiest_ranks(trace, schedule.grid)
     stages = stage_compute_s(trace, busiest)
-    balance = suggest(trace, busiest, scenario.stage_layers, scenario.parallel.vp) if busiest else None
+    balance = suggest(trace, busiest, scenario.virtual_stage_layers, scenario.parallel.vp) if busiest else None
     return Report(
         scenario=scenario.name,
         step_time_s=step,

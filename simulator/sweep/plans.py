@@ -341,31 +341,28 @@ def memory_reason(mem: MemoryEstimate) -> str:
 def balanced_split_of(plan: Scenario) -> list[int] | None:
     """The split of ``plan``'s layers that evens out its stages' passes, where it differs from the
     plan's and shortens the most loaded stage's passes by ``stage_balance.MIN_GAIN`` (None
-    otherwise, with one stage or with virtual stages). Per micro-batch, each layer costs the
-    lower-bound time of its forward and backward (``bound.stage_pass_times``: a dense or an MoE
-    layer, the backward of a layer full recompute keeps without its re-run), the first stage the
-    embedding's and the last the head's and loss's; what ``run`` reads off a replay for the same
-    purpose (``report/stage_balance.py``) is the kernels' time, this the sweep's estimate before
-    any replay."""
-    from simulator.report.stage_balance import MIN_GAIN, balanced_split
+    otherwise, and with one stage). Per micro-batch, each layer costs the lower-bound time of its
+    forward and backward (``bound.stage_pass_times``, per block kind: dense or MoE, a hybrid
+    model's Mamba2, attention, MLP or MoE block; the backward of a layer full recompute keeps
+    without its re-run), the first stage adds the embedding's and the last the head's and loss's;
+    with virtual stages the split has one entry per virtual stage (``stage_balance.evened_split``).
+    What ``run`` reads off a replay for the same purpose (``report/stage_balance.py``) is the
+    kernels' time, this the sweep's estimate before any replay."""
+    from simulator.report.stage_balance import MIN_GAIN, evened_split, physical_loads
     from simulator.sweep.bound import stage_pass_times
 
-    pp = plan.parallel.pp
-    if pp <= 1 or plan.parallel.vp > 1:
+    pp, vp = plan.parallel.pp, plan.parallel.vp
+    if pp <= 1:
         return None
     spec, times = stage_pass_times(plan)
     layer_s = [sum(times[0].layer(spec, layer)) for layer in range(plan.model.layers)]
-    fixed_s = [0.0] * pp
-    fixed_s[0] += times[0].embedding
-    fixed_s[-1] += times[-1].head
-    current = list(plan.stage_layers)
-    split = balanced_split(layer_s, fixed_s)
-
-    def most(counts: list[int]) -> float:
-        bounds = list(itertools.accumulate(counts, initial=0))
-        return max(f + sum(layer_s[a:b]) for f, a, b in zip(fixed_s, bounds, bounds[1:]))
-
-    return split if split != current and most(split) <= most(current) * (1 - MIN_GAIN) else None
+    rest_s = [0.0] * pp
+    rest_s[0] += times[0].embedding
+    rest_s[-1] += times[-1].head
+    current = list(plan.virtual_stage_layers)
+    split = evened_split(layer_s, rest_s, vp)
+    most, now = max(physical_loads(layer_s, rest_s, split)), max(physical_loads(layer_s, rest_s, current))
+    return split if split != current and most <= now * (1 - MIN_GAIN) else None
 
 
 def with_balanced_splits(scn: Scenario, candidates: Iterable[Candidate]) -> list[Candidate]:

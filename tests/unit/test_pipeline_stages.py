@@ -93,6 +93,31 @@ def test_even_layers_split_evenly_and_a_loaded_stage_takes_fewer():
     assert max(_loads([1.0] * 8, [0.0, 0.0, 0.0, 2.0], counts)) == pytest.approx(3.0)
 
 
+def _best_counts_by_enumeration(layer_s: list[float], fixed_s: list[float], mins: list[int]) -> float:
+    n = len(layer_s)
+    best = float("inf")
+    for counts in itertools.product(range(n + 1), repeat=len(fixed_s)):
+        if sum(counts) == n and all(c >= m for c, m in zip(counts, mins)):
+            best = min(best, max(_loads(layer_s, fixed_s, list(counts))))
+    return best
+
+
+def test_the_split_with_empty_end_parts_is_the_best_of_every_split():
+    """Interleaved plans: the first and the last virtual stage may hold no layer."""
+    rng = random.Random(11)
+    for _ in range(150):
+        n, parts = rng.randint(2, 7), rng.randint(2, 4)
+        mins = [0] + [1] * (parts - 2) + [0]
+        if sum(mins) > n:
+            continue
+        layer_s = [rng.uniform(0.5, 2.0) for _ in range(n)]
+        fixed_s = [rng.choice([0.0, rng.uniform(0.0, 4.0)]) for _ in range(parts)]
+        counts = balanced_split(layer_s, fixed_s, mins)
+        assert sum(counts) == n and all(c >= m for c, m in zip(counts, mins))
+        assert max(_loads(layer_s, fixed_s, counts)) == pytest.approx(
+            _best_counts_by_enumeration(layer_s, fixed_s, mins), rel=1e-9)
+
+
 def test_the_split_is_the_best_of_every_split():
     rng = random.Random(7)
     for _ in range(200):
@@ -181,3 +206,21 @@ def test_check_names_the_split_before_any_replay(tmp_path, capsys):
     assert "stage layers [4, 4]" in out and "stages evened out by pp_layers: [5, 3]" in out
     assert main(["check", str(_scenario(tmp_path, 8, 2, [5, 3]))]) == 0
     assert "stages evened out" not in capsys.readouterr().out
+
+
+def test_interleaved_stages_evened_out_by_their_chunks(tmp_path):
+    """Llama 3 8B cut to 16 layers over 2 stages of 2 chunks (virtual stages [4, 4, 4, 4], the head
+    on the last): the split moves layers off the last chunk and its replay meets the estimate."""
+    path = _scenario(tmp_path, 16, 2)
+    doc = yaml.safe_load(path.read_text())
+    doc["parallel"].update(vp=2, pp_schedule="interleaved")
+    path.write_text(yaml.safe_dump(doc))
+    sim = simulate(path)
+    split, estimate, current = sim.report.balanced_split
+    assert split == [4, 5, 5, 2] and current == pytest.approx(max(sim.report.stage_compute_s))
+    doc["parallel"]["pp_layers"] = split
+    path.write_text(yaml.safe_dump(doc))
+    again = simulate(path)
+    assert max(again.report.stage_compute_s) == pytest.approx(estimate, rel=0.02)
+    assert again.report.step_time_s < 0.95 * sim.report.step_time_s
+    assert again.report.balanced_split is None
