@@ -91,7 +91,7 @@ def counts_line(result: SweepResult) -> str:
             + f" ({result.wall_s:.1f} s)")
 
 
-CSV_COLUMNS = ("rank", "label", "status", "tp", "pp", "vp", "cp", "ulysses", "dp", "zero", "micro_batch",
+CSV_COLUMNS = ("rank", "label", "status", "tp", "pp", "vp", "pp_layers", "cp", "ulysses", "dp", "zero", "micro_batch",
                "recompute", "sequence_parallel", "tp_overlap", "cp_comm", "pp_schedule", "zero3_impl",
                "fsdp_reshard_after_forward", "step_time_s", "tokens_per_s", "mfu", "memory_gib_per_gpu",
                "lower_bound_s", "compute_s", *(f"exposed_{k}_s" for k in COMM_KEYS), "pipeline_bubble_s",
@@ -117,7 +117,9 @@ def csv_text(result: SweepResult, inputs: str = "") -> str:
     for r in result.plans:
         doc = plan_json(r)
         bd = doc["breakdown_s"] or {}
-        row = {**doc["parallel"], "label": doc["label"], "status": doc["status"], "reason": doc["reason"],
+        split = doc["parallel"]["pp_layers"]
+        row = {**doc["parallel"], "pp_layers": ",".join(map(str, split)) if split else None,
+               "label": doc["label"], "status": doc["status"], "reason": doc["reason"],
                "step_time_s": doc["step_time_s"], "tokens_per_s": doc["tokens_per_s"], "mfu": doc["mfu"],
                "memory_gib_per_gpu": doc["memory_gib_per_gpu"], "lower_bound_s": doc["lower_bound_s"],
                "compute_s": bd.get("compute"), "pipeline_bubble_s": bd.get("pipeline_bubble"),

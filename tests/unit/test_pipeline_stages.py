@@ -193,6 +193,14 @@ def test_sweep_tries_each_evenly_split_plan_with_the_split_that_evens_it_out(tmp
     assert plans[0]["step_time_s"] < 0.95 * plans[1]["step_time_s"]
     # the even split's own report names the same split
     assert plans[1]["balanced_split"]["pp_layers"] == [5, 3]
+    # the CSV gives the split a column of its own
+    table = tmp_path / "sweep.csv"
+    assert main(["sweep", str(path), "--fix", "tp=4", "--fix", "pp=2", "--fix", "zero=0", "--no-prune",
+                 "--quiet", "--csv", str(table)]) == 0
+    import csv
+
+    rows = list(csv.DictReader(line for line in table.read_text().splitlines() if not line.startswith("#")))
+    assert [r["pp_layers"] for r in rows] == ["5,3", ""]
     assert main(["sweep", str(path), "--fix", "tp=4", "--fix", "pp=2", "--fix", "zero=0", "--no-prune",
                  "--quiet", "--even-split", "--json", str(doc)]) == 0
     assert [p["parallel"]["pp_layers"] for p in json.loads(doc.read_text())["plans"] if p["simulated"]] == [None]
