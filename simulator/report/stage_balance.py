@@ -40,7 +40,9 @@ MIN_GAIN = 0.02
 class StageBalance:
     pp_layers: list[int]  # the suggested split
     most_loaded_s: float  # its most loaded stage's compute, as estimated
-    current_most_loaded_s: float  # the replayed split's
+    current_most_loaded_s: float  # the current split's, the same way
+    memory_gib: float | None = None  # the evened plan's memory per GPU, where the caller computed it
+    fits: bool | None = None  # and whether that fits
 
 
 def layer_and_rest_s(trace: Trace, rank: int) -> tuple[dict[int, float], float]:
@@ -174,8 +176,13 @@ def suggest(trace: Trace, busiest: list[int], virtual: Sequence[int], vp: int) -
         rest_s.append(rest)
     if sorted(layer_s) != list(range(sum(virtual))):
         return None
-    times = [layer_s[i] for i in range(len(layer_s))]
-    split = evened_split(times, rest_s, vp)
-    most = max(physical_loads(times, rest_s, split))
-    current = max(physical_loads(times, rest_s, virtual))
+    return evened([layer_s[i] for i in range(len(layer_s))], rest_s, virtual, vp)
+
+
+def evened(layer_s: list[float], rest_s: list[float], virtual: Sequence[int], vp: int) -> StageBalance | None:
+    """:func:`evened_split` of stages carrying ``rest_s`` beside layers of ``layer_s`` seconds, split
+    as ``virtual`` now, where it shortens the most loaded stage by ``MIN_GAIN`` (None otherwise)."""
+    split = evened_split(layer_s, rest_s, vp)
+    most = max(physical_loads(layer_s, rest_s, split))
+    current = max(physical_loads(layer_s, rest_s, virtual))
     return StageBalance(split, most, current) if most <= current * (1 - MIN_GAIN) else None

@@ -36,7 +36,7 @@ is lower), so MFU ≤ 1.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ from simulator.errors import InputError
 from simulator.replay.trace import RankTimeline, Trace, op_kind
 from simulator.report.inputs import inputs_line, scenario_inputs
 from simulator.report.intervals import LEVEL, fmt_interval
+from simulator.report.stage_balance import StageBalance, busiest_ranks, suggest
 from simulator.schedule.build import comm_bytes
 from simulator.schedule.ir import CommOp, P2POp
 from simulator.vocabulary import COMM_TYPES, comm_type
@@ -93,11 +94,9 @@ class Report:
     # (stage_compute_s; None: one stage)
     stage_compute_s: list[float] | None = None
     stage_layers: list[int] | None = None  # the transformer layers each stage holds
-    # a split of the layers that evens out the stages' compute (report/stage_balance.py; None: none shortens
-    # the most loaded stage by 2%): [layers per stage, its most loaded stage's s, the replayed split's]
-    balanced_split: tuple[list[int], float, float] | None = None
-    # the evened plan's memory per GPU (schedule/memory.py: GiB in all, whether it fits)
-    balanced_split_memory: tuple[float, bool] | None = None
+    # a split of the layers that evens out the stages' compute, with that plan's memory per GPU
+    # (report/stage_balance.py; None: none shortens the most loaded stage by 2%)
+    balanced_split: StageBalance | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``clustersim run --json`` document of this report (plain, JSON-ready data)."""
@@ -227,16 +226,17 @@ def critical_path_breakdown(tl: RankTimeline, step_time: float) -> Breakdown:
     return Breakdown(busy, exposed, bubble, host_wait)
 
 
-def _memory_with_split(scenario: Any, pp_layers: list[int]) -> tuple[float, bool]:
-    """Memory per GPU of ``scenario`` with its layers split as ``pp_layers``: GiB in all, whether
-    it fits (the closed form of schedule/memory.py; the first stage stashes the most activations
-    in 1F1B, so a split that moves layers to it needs more there)."""
+def _with_memory(scenario: Any, balance: StageBalance) -> StageBalance:
+    """``balance`` with the memory per GPU of ``scenario`` split as it says (the closed form of
+    schedule/memory.py; the first stage stashes the most activations in 1F1B, so a split that
+    moves layers to it needs more there)."""
     from simulator.config.parallelism import Parallel
     from simulator.schedule.memory import memory_per_gpu
 
-    parallel = Parallel.model_validate({**scenario.parallel.model_dump(exclude={"dp"}), "pp_layers": tuple(pp_layers)})
+    parallel = Parallel.model_validate({**scenario.parallel.model_dump(exclude={"dp"}),
+                                        "pp_layers": tuple(balance.pp_layers)})
     mem = memory_per_gpu(scenario.with_parallel(parallel))
-    return mem.total / 2**30, bool(mem.fits)
+    return replace(balance, memory_gib=mem.total / 2**30, fits=bool(mem.fits))
 
 
 def stage_compute_s(trace: Trace, busiest: list[int] | None) -> list[float] | None:
@@ -309,8 +309,6 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     from simulator.report.intervals import step_band
 
     interval = step_band()
-    from simulator.report.stage_balance import busiest_ranks, suggest
-
     busiest = busiest_ranks(trace, schedule.grid)
     stages = stage_compute_s(trace, busiest)
     balance = suggest(trace, busiest, scenario.virtual_stage_layers, scenario.parallel.vp) if busiest else None
@@ -338,8 +336,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
         recompute_to_fit=None if mem.fits else block_recompute_to_fit(scenario),
         stage_compute_s=stages,
         stage_layers=list(scenario.stage_layers) if stages is not None else None,
-        balanced_split=(balance.pp_layers, balance.most_loaded_s, balance.current_most_loaded_s) if balance else None,
-        balanced_split_memory=_memory_with_split(scenario, balance.pp_layers) if balance else None,
+        balanced_split=_with_memory(scenario, balance) if balance else None,
     )
 
 
@@ -368,8 +365,8 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "recompute_to_fit": {"recompute": "full", "recompute_method": "block",
                              "recompute_num_layers": report.recompute_to_fit} if report.recompute_to_fit else None,
         "pipeline_stage_compute_s": list(report.stage_compute_s) if report.stage_compute_s else None,
-        "pipeline_balanced_pp_layers": list(report.balanced_split[0]) if report.balanced_split else None,
-        "pipeline_balanced_memory_gib": report.balanced_split_memory[0] if report.balanced_split_memory else None,
+        "pipeline_balanced_pp_layers": list(report.balanced_split.pp_layers) if report.balanced_split else None,
+        "pipeline_balanced_memory_gib": report.balanced_split.memory_gib if report.balanced_split else None,
         "sim": dict(report.sim),
         "critical_rank": report.critical_rank,
         "gpus": report.n_gpus,
@@ -427,14 +424,13 @@ def format_table(report: Report) -> str:
         lines.append(row("  of it, waiting for host", bd.host_wait))
     if report.stage_compute_s:
         lines += stages_line(report.stage_compute_s, report.stage_layers)
-        if report.balanced_split:
-            split, most, current = report.balanced_split
-            memory = ""
-            if report.balanced_split_memory:
-                gib, fits = report.balanced_split_memory
-                memory = f"; memory {gib:.1f} GiB per GPU, " + ("fits" if fits else "DOES NOT FIT")
-            lines.append(f"  evened out by pp_layers: [{', '.join(map(str, split))}]: most loaded stage {most * 1e3:.1f} ms "
-                         f"(now {current * 1e3:.1f}), estimated from the layers' kernel times{memory}")
+        bal = report.balanced_split
+        if bal:
+            memory = "" if bal.memory_gib is None else \
+                f"; memory {bal.memory_gib:.1f} GiB per GPU, " + ("fits" if bal.fits else "DOES NOT FIT")
+            lines.append(f"  evened out by pp_layers: [{', '.join(map(str, bal.pp_layers))}]: most loaded stage "
+                         f"{bal.most_loaded_s * 1e3:.1f} ms (now {bal.current_most_loaded_s * 1e3:.1f}), estimated "
+                         f"from the layers' kernel times{memory}")
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)

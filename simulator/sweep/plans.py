@@ -345,10 +345,10 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     forward and backward (``bound.stage_pass_times``, per block kind: dense or MoE, a hybrid
     model's Mamba2, attention, MLP or MoE block; the backward of a layer full recompute keeps
     without its re-run), the first stage adds the embedding's and the last the head's and loss's;
-    with virtual stages the split has one entry per virtual stage (``stage_balance.evened_split``).
+    with virtual stages the split has one entry per virtual stage (``stage_balance.evened``).
     What ``run`` reads off a replay for the same purpose (``report/stage_balance.py``) is the
     kernels' time, this the sweep's estimate before any replay."""
-    from simulator.report.stage_balance import MIN_GAIN, evened_split, physical_loads
+    from simulator.report.stage_balance import evened
     from simulator.sweep.bound import stage_pass_times
 
     pp, vp = plan.parallel.pp, plan.parallel.vp
@@ -359,10 +359,8 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     rest_s = [0.0] * pp
     rest_s[0] += times[0].embedding
     rest_s[-1] += times[-1].head
-    current = list(plan.virtual_stage_layers)
-    split = evened_split(layer_s, rest_s, vp)
-    most, now = max(physical_loads(layer_s, rest_s, split)), max(physical_loads(layer_s, rest_s, current))
-    return split if split != current and most <= now * (1 - MIN_GAIN) else None
+    balance = evened(layer_s, rest_s, plan.virtual_stage_layers, vp)
+    return balance.pp_layers if balance else None
 
 
 def with_balanced_splits(scn: Scenario, candidates: Iterable[Candidate]) -> list[Candidate]:

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from simulator.config.scenario import Scenario
 from simulator.errors import InputError, SimulationError
+from simulator.report.stage_balance import StageBalance
 from simulator.report.summary import Breakdown, Report
 from simulator.sweep.bound import passes_lower_bound, step_lower_bound
 from simulator.sweep.plans import Candidate, iter_checked, with_balanced_splits
@@ -310,8 +311,8 @@ def apply_line(res: PlanResult, line: dict[str, Any], scenario: str) -> None:
                             fits_in_memory=True, sim={})
         split = line.get("balanced_split")
         if split:
-            res.report.balanced_split = (list(split["pp_layers"]), split["most_loaded_s"],
-                                         split["current_most_loaded_s"])
+            res.report.balanced_split = StageBalance(list(split["pp_layers"]), split["most_loaded_s"],
+                                                     split["current_most_loaded_s"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -359,8 +360,9 @@ def plan_json(r: PlanResult) -> dict[str, Any]:
         "from_results_file": r.resumed,
         # a split of the layers that evens out the plan's stages (report/stage_balance.py), with the
         # most loaded stage's compute after and before it
-        "balanced_split": ({"pp_layers": list(rep.balanced_split[0]), "most_loaded_s": rep.balanced_split[1],
-                            "current_most_loaded_s": rep.balanced_split[2]} if rep and rep.balanced_split else None),
+        "balanced_split": ({"pp_layers": list(bal.pp_layers), "most_loaded_s": bal.most_loaded_s,
+                            "current_most_loaded_s": bal.current_most_loaded_s}
+                           if rep and (bal := rep.balanced_split) else None),
     }
 
 

@@ -8,6 +8,7 @@ Plans that were not simulated show their reason instead of times.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from simulator.sweep.run import COMM_KEYS, PlanResult, SweepResult, count_kinds
@@ -29,13 +30,6 @@ def _row(rank: int | str, r: PlanResult) -> list[str]:
             f"{100 * rep.mfu:.1f}", mem, fits] + [f"{v * 1e3:.1f}" for v in ms]
 
 
-def _split_key(r: PlanResult, pp_layers: list[int] | None = None) -> tuple:
-    """A plan with its layers split as ``pp_layers`` (default: as it is): the rest of its plan and the split."""
-    rest = r.candidate.parallel.model_dump(exclude={"dp", "pp_layers"})
-    split = pp_layers if pp_layers is not None else r.candidate.parallel.pp_layers
-    return (repr(sorted(rest.items())), r.candidate.micro_batch, r.candidate.recompute, tuple(split or ()))
-
-
 def format_plans(result: SweepResult, top: int | None = None, show_rejected: int = 10) -> str:
     """The table of the `top` fastest simulated plans, then the rejected ones with reasons
     (at most `show_rejected` of them; the JSON output lists all)."""
@@ -52,16 +46,16 @@ def format_plans(result: SweepResult, top: int | None = None, show_rejected: int
         lines.append("  ".join(cells))
     if top and len(ran) > top:
         lines.append(f"... {len(ran) - top} slower simulated plans not shown (--top)")
-    tried = {_split_key(r) for r in ran if r.candidate.parallel.pp_layers is not None}
-    evened = [(i + 1, r) for i, r in enumerate(shown) if r.report is not None and r.report.balanced_split
-              and _split_key(r, r.report.balanced_split[0]) not in tried]  # not already a plan of the table
+    tried = {r.candidate.key for r in ran}
+    evened = [(i + 1, r, bal) for i, r in enumerate(shown) if r.report is not None and (bal := r.report.balanced_split)
+              and replace(r.candidate, parallel=r.candidate.parallel.model_copy(
+                  update={"pp_layers": tuple(bal.pp_layers)})).key not in tried]  # not already a plan of the table
     if evened:
         lines.append("stages a split of the layers would even out (estimated from each plan's layer times; "
                      "run the plan with it to check):")
-        for i, r in evened:
-            split, most, current = r.report.balanced_split  # type: ignore[union-attr, misc]
-            lines.append(f"  #{i} {r.label}: pp_layers [{', '.join(map(str, split))}], most loaded stage "
-                         f"{current * 1e3:.1f} -> {most * 1e3:.1f} ms")
+        for i, r, bal in evened:
+            lines.append(f"  #{i} {r.label}: pp_layers [{', '.join(map(str, bal.pp_layers))}], most loaded stage "
+                         f"{bal.current_most_loaded_s * 1e3:.1f} -> {bal.most_loaded_s * 1e3:.1f} ms")
     if other:
         lines.append("not simulated:")
         for r in other[:show_rejected]:

@@ -135,14 +135,15 @@ def test_run_suggests_a_split_its_replay_confirms(tmp_path):
     sim = simulate(_scenario(tmp_path, 8, 2))
     # Llama 3 8B's head and loss on the last stage: four layers each leave that stage the heavier
     assert sim.report.stage_compute_s[1] > sim.report.stage_compute_s[0]
-    split, estimate, current = sim.report.balanced_split
+    bal = sim.report.balanced_split
+    split, estimate, current = bal.pp_layers, bal.most_loaded_s, bal.current_most_loaded_s
     assert split == [5, 3] and current == pytest.approx(max(sim.report.stage_compute_s))
     assert sim.report.to_dict()["pipeline_balanced_pp_layers"] == [5, 3]
     again = simulate(_scenario(tmp_path, 8, 2, split))
     assert max(again.report.stage_compute_s) == pytest.approx(estimate, rel=0.02)
     # the memory printed beside the split is the evened plan's (more on the first stage, which now
     # stashes five layers' activations)
-    gib, fits = sim.report.balanced_split_memory
+    gib, fits = bal.memory_gib, bal.fits
     assert fits and gib == pytest.approx(again.report.memory_gib_per_gpu["total"])
     assert gib > sim.report.memory_gib_per_gpu["total"]
     assert again.report.step_time_s < sim.report.step_time_s
@@ -224,7 +225,8 @@ def test_interleaved_stages_evened_out_by_their_chunks(tmp_path):
     doc["parallel"].update(vp=2, pp_schedule="interleaved")
     path.write_text(yaml.safe_dump(doc))
     sim = simulate(path)
-    split, estimate, current = sim.report.balanced_split
+    bal = sim.report.balanced_split
+    split, estimate, current = bal.pp_layers, bal.most_loaded_s, bal.current_most_loaded_s
     assert split == [4, 5, 5, 2] and current == pytest.approx(max(sim.report.stage_compute_s))
     doc["parallel"]["pp_layers"] = split
     path.write_text(yaml.safe_dump(doc))
