@@ -60,7 +60,9 @@ def render_loso(held_out) -> list[str]:
         "other system, every host-message system at half weight; on Slingshot the extra per crossing is the CXI "
         "provider's rendezvous, paid only by calls whose messages exceed its 4,097-byte eager limit, and a Ring/LL "
         "step costs one message per channel NCCL launches, the LL bytes overlapping that chain, "
-        "`collectives.messages_overlap`) "
+        "`collectives.messages_overlap`; and, for NCCL's All-to-Alls across nodes on every other transport, what "
+        "the proxy adds in order for each remote peer after the first, the rounds to a node's peers running as "
+        "one batch and the batches side by side, `simulator/costs/nccl_p2p.py`, one value for every transport) "
         "fitted on the *other* systems only (`python -m simulator.calibration.deployed_fit`); a "
         "transport with no other system gets the fit pooled over all others. Everything else is the "
         "bundled profile as shipped, with the tuner tables of the NCCL release each sweep's header names "
@@ -78,6 +80,8 @@ def render_loso(held_out) -> list[str]:
         msg = f", {net.message_us:g} µs/message" if any(p.net_messages for r in h.results for p in r.points) else ""
         if any(p.inject_copies for r in h.results for p in r.points):
             msg += f", {net.inject_copy_us:g} µs/injected copy"
+        if any(p.proxied_peers for r in h.results for p in r.points):
+            msg += f", {net.peer_us:g} µs/All-to-All peer"
         ll = lambda r: f"{r:g} GB/s" if r > 0 else "NCCL's"  # noqa: E731
         used = (f"{transport}: {net.net_hop_extra_us:g} µs/hop, LL per channel ring/tree {ll(net.ring[0])}/{ll(net.tree[0])}, "
                 f"LL128 × ring/tree {net.ring[1]:g}/{net.tree[1]:g}{msg}") \

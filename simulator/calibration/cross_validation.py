@@ -585,7 +585,7 @@ NOTES: dict[tuple[str, str], str] = {
         "the rings, and no collective in the training set measures that."),
     ("dgx-h100", "leave out alltoall"): (
         "The training rings' NVLink efficiency carries over; their NVLink hop latencies no longer do (the "
-        "All-to-All counts one hop per peer, a ring one per step): 7.5% at ≥ 1 MiB, 10.7% before calibration, "
+        "All-to-All counts a hop per batch of peers in order, a ring one per step): 7.5% at ≥ 1 MiB, 10.7% before calibration, "
         "and 4.4% when the All-to-All shared the rings' fitted hop latencies. The one SendRecv in the training "
         "set runs inside a node, where it does not read `p2p_efficiency`, so the All-to-All's own fraction of "
         "the link is not measured."),
@@ -610,10 +610,11 @@ NOTES: dict[tuple[str, str], str] = {
         "at its default brings the split under 8%. Over all sizes the tree LL rows below 1 MiB keep the "
         "deployed tree LL of 0.125."),
     ("sophia-a100", "leave out alltoall"): (
-        "The links' efficiency fitted on AllReduce and AllGather carries over from 1 MiB (8.2%, 9.4% "
-        "before; 7.9% while the per-hop extra, which 2-node rows cannot separate from a per-call latency, "
-        "was fitted at 0.02 µs beside it); the All-to-All keeps its uncalibrated latencies, as the rings' "
-        "latencies are theirs."),
+        "The links' efficiency fitted on AllReduce and AllGather carries over; the All-to-All keeps its "
+        "uncalibrated latencies, as the rings' latencies are theirs. From 1 MiB its rows run 12–31% fast before "
+        "and after (1–8 MiB at 0.69–0.80 of the measured time): a ramp of the bytes the model lacks, which one "
+        "network hop per remote peer in order had hidden (8.4%, 11.1% before, while the All-to-All was priced "
+        "so; NCCL runs a node's rounds as one batch, `costs/nccl_p2p.py`); over all sizes 9.2% (18.3%)."),
     ("aac10-mi300x", "sizes"): (
         "One 2-node sweep: its 8 B–512 KiB rows sit on a 220–310 µs floor, 4× the model's. At one node count "
         "the fit cannot split that floor into a per-hop and a per-call latency, so the per-hop extra keeps its "

@@ -51,7 +51,10 @@ nodes) takes the value of the fit pooled over every system (:func:`unexercised_c
 the tied grid's value it was whatever the ring/tie gave the other algorithm (RoCE held out without
 oci-a100: tree LL128 x 0.4 where every system together gives 0.7; oci-a100's Tree/LL128 rows from
 256 KiB to 8 MiB then ran 8-50% too slow). A transport without measured systems gets
-the fit pooled over all of them (the ``other`` row).
+the fit pooled over all of them (the ``other`` row). The proxy's per-peer cost of NCCL's All-to-Alls
+(``p2p_peer_us``, :mod:`simulator.costs.nccl_p2p`) is one value for every row, the argmin of
+:data:`PEER_US` over the systems with such rows (:func:`fit_peer_cost`); the rows are fitted again
+with it.
 """
 
 from __future__ import annotations
@@ -168,6 +171,7 @@ class Decomposed:
     column: np.ndarray  # the constant's column of a candidate (AXES)
     messages: np.ndarray  # host messages a channel sends in order (d time / d net_message_us)
     copies: np.ndarray  # of a rank's p2p messages, those injected from GPU memory (d time / d net_inject_copy_us)
+    peers: np.ndarray  # an NCCL All-to-All's remote peers the proxy adds in order (d time / d p2p_peer_us)
     overlap: np.ndarray  # the messages' chain overlaps the latency term and the bytes (collectives.messages_overlap)
     ll_channel_us: np.ndarray  # LL rows: the busiest channel's payload over 1 GB/s (us), else 0
     # LL128 rows across nodes: the flow time the links hold whatever the channels' rate (us, else 0);
@@ -207,7 +211,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
     for system, rs in by.items():
         cols: dict[str, list] = {k: [] for k in ("sweep", "big", "measured_us", "latency_us", "hops", "flow_us",
                                                  "floor_us", "proto", "scaled", "column", "messages",
-                                                 "copies", "overlap", "ll_channel_us", "link_us")}
+                                                 "copies", "peers", "overlap", "ll_channel_us", "link_us")}
         for i, r in enumerate(rs):
             stack = stack_for_profile(case_profile(r.case))
             for p, (flow_us, link_us) in zip(r.points, _ll128_split(r)):
@@ -224,6 +228,7 @@ def decompose(results: list[SweepResult]) -> dict[str, Decomposed]:
                 cols["column"].append(eff_column(p.algorithm, p.protocol))
                 cols["messages"].append(p.net_messages)
                 cols["copies"].append(p.inject_copies)
+                cols["peers"].append(p.proxied_peers)
                 cols["overlap"].append(messages_overlap(p.algorithm, p.protocol, stack))
                 cols["ll_channel_us"].append(p.ll_channel_us)
         out[system] = Decomposed(system, transport_of(rs[0]), **{k: np.asarray(v) for k, v in cols.items()})
@@ -269,17 +274,18 @@ def _grid() -> np.ndarray:
 
 
 def _errors(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
-            copy_us: float | np.ndarray = 0.0) -> np.ndarray:
-    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message and
-    ``copy_us`` per injected copy."""
-    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us) - 1.0)
+            copy_us: float | np.ndarray = 0.0, peer_us: float | np.ndarray = 0.0) -> np.ndarray:
+    """|busbw error| of every row (rows × candidates), with ``message_us`` per host message,
+    ``copy_us`` per injected copy and ``peer_us`` per proxied All-to-All peer."""
+    return np.abs(d.measured_us[:, None] / candidate_times(d, grid, message_us, copy_us, peer_us) - 1.0)
 
 
 def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
-                    copy_us: float | np.ndarray = 0.0) -> np.ndarray:
+                    copy_us: float | np.ndarray = 0.0, peer_us: float | np.ndarray = 0.0) -> np.ndarray:
     """Every row's time (us) under every candidate (rows × candidates), with ``message_us`` per
-    host message and ``copy_us`` per p2p message injected from GPU memory: what planning again with
-    the candidate's constants gives (module docstring)."""
+    host message, ``copy_us`` per p2p message injected from GPU memory and ``peer_us`` per remote
+    peer an NCCL All-to-All's proxy adds in order: what planning again with the candidate's
+    constants gives (module docstring)."""
     value = grid[:, d.column].T  # rows × combos
     ll = (d.proto == PROTO_INDEX["ll"]) & d.scaled
     eff = np.where(d.scaled[:, None] & ~ll[:, None], value, 1.0)
@@ -288,20 +294,21 @@ def candidate_times(d: Decomposed, grid: np.ndarray, message_us: float | np.ndar
     with np.errstate(divide="ignore", invalid="ignore"):
         capped = np.where(value > 0, d.ll_channel_us[:, None] / value, 0.0)
     flows = np.where(ll[:, None], np.maximum(flows, capped), flows)
-    lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0]
+    lat = d.latency_us[:, None] + d.hops[:, None] * grid[None, :, 0] + d.peers[:, None] * peer_us
     msg = d.messages[:, None] * message_us + d.copies[:, None] * copy_us
     t = np.where(d.overlap[:, None], np.maximum(lat + flows, msg), lat + msg + flows)
     return np.maximum(t, d.floor_us[:, None])
 
 
 def _system_score(d: Decomposed, grid: np.ndarray, message_us: float | np.ndarray = 0.0,
-                  copy_us: float | np.ndarray = 0.0, columns: bool = False) -> np.ndarray:
+                  copy_us: float | np.ndarray = 0.0, columns: bool = False,
+                  peer_us: float | np.ndarray = 0.0) -> np.ndarray:
     """One system's score per candidate: the mean over its sweeps of (median |error| >= 1 MiB
     + half the median over all sizes). ``message_us`` / ``copy_us`` may be arrays, one value per
     candidate (broadcast against ``grid``'s rows). ``columns``: average each candidate's terms on
     their own, as a one-candidate call does (the same numbers to the last bit as calling once per
     candidate; numpy sums a lone column pairwise, a block's columns in sequence)."""
-    err = _errors(d, grid, message_us, copy_us)
+    err = _errors(d, grid, message_us, copy_us, peer_us)
     terms = []
     for i in np.unique(d.sweep):
         rows = d.sweep == i
@@ -328,18 +335,20 @@ def _message_costs(d: Decomposed, message_costs: MessageCosts | None) -> tuple[f
 
 
 def _score(systems: list[Decomposed], grid: np.ndarray, scores: dict | None = None,
-           message_costs: MessageCosts | None = None) -> np.ndarray:
+           message_costs: MessageCosts | None = None, peer_us: float = 0.0) -> np.ndarray:
     """Mean over systems of :func:`_system_score`: every system weighs the same, however many
     sweeps it has. ``scores`` keeps each system's on the grid (a system's score does not depend on
     which others are pooled with it, and the leave-one-out fits pool each one many times).
-    ``message_costs``: per message class, the per-message and per-injected-copy costs (:func:`_message_costs`)."""
+    ``message_costs``: per message class, the per-message and per-injected-copy costs (:func:`_message_costs`);
+    ``peer_us``: the per-peer cost of NCCL's All-to-Alls (:func:`fit_peer_cost`)."""
     scores = {} if scores is None else scores
     per_system = []
     for d in systems:
         mu, cu = _message_costs(d, message_costs)
-        key = (d.system, mu, cu)
+        pu = peer_us if d.peers.any() else 0.0
+        key = (d.system, mu, cu, pu)
         if key not in scores:
-            scores[key] = _system_score(d, grid, mu, cu)
+            scores[key] = _system_score(d, grid, mu, cu, peer_us=pu)
         per_system.append(scores[key])
     return np.mean(per_system, axis=0)
 
@@ -389,7 +398,7 @@ def unexercised_columns(systems: list[Decomposed]) -> list[int]:
 
 def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | None = None,
             scores: dict | None = None, message_costs: MessageCosts | None = None,
-            fallback: DeployedNet | None = None, min_gain: float = MIN_GAIN) -> DeployedNet:
+            fallback: DeployedNet | None = None, min_gain: float = MIN_GAIN, peer_us: float = 0.0) -> DeployedNet:
     """The candidate the objective on ``systems`` (+ :data:`POOLED_WEIGHT` × on ``pooled``) supports:
     :func:`parsimonious` on the tied grid, then coordinate descent over the five numbers, one at a
     time, moving only where a value beats the current row by more than ``min_gain`` (then the
@@ -397,13 +406,14 @@ def fit_one(systems: list[Decomposed], label: str, pooled: list[Decomposed] | No
     ``scores``: the systems' scores on the tied grid (and on the rows the descent tries), kept between
     calls on one decomposition.
     ``message_costs``: per message class, the host-message cost the rows are timed with (fitted first:
-    :func:`fit_table`); the returned row carries none (:func:`fit_table` sets its class's)."""
+    :func:`fit_table`); the returned row carries none (:func:`fit_table` sets its class's). ``peer_us``:
+    the per-peer cost the All-to-All rows are timed with, likewise fitted apart (:func:`fit_peer_cost`)."""
     grid = _grid()
     scores = {} if scores is None else scores
 
     def total(cands: np.ndarray, cache: dict | None) -> np.ndarray:
-        score = _score(systems, cands, cache, message_costs)
-        return score + POOLED_WEIGHT * _score(pooled, cands, cache, message_costs) if pooled else score
+        score = _score(systems, cands, cache, message_costs, peer_us)
+        return score + POOLED_WEIGHT * _score(pooled, cands, cache, message_costs, peer_us) if pooled else score
 
     tied = total(grid, scores)
     i = parsimonious(tied, grid_steps(grid, (0, 1, 2)), min_gain)
@@ -472,15 +482,52 @@ def fit_message_costs(hosts: list[Decomposed], table: dict[str, DeployedNet],
     return float(m), float(c)
 
 
+# Candidates of what each remote peer of an NCCL All-to-All beyond the first costs its proxy in order
+# (p2p_peer_us, us; costs/nccl_p2p.py).
+PEER_US = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 15.0, 20.0)
+# Kept out of the per-peer cost's fit (still scored with it).
+PEER_FIT_EXCLUDED = {
+    "aws-p5-hyperpod": "sizes >= 32 MiB only, and its All-to-All plateaus run 10-16% below the model's at 2 GiB on every "
+                       "node count (a bandwidth gap of EFA's p2p, not the proxy's): fitted on them the per-peer cost "
+                       "takes up that bandwidth, its score falling all the way to 15 us a peer (scored with the value "
+                       "of the others)",
+    "oci-gb300": "its 2-rack All-to-All plateau runs at 47.7 GB/s busbw where the model gives 117 and Oracle's GB200 "
+                 "run of the same trays 90: that run's fabric or settings (sweep_prediction), so its intercept is no "
+                 "measure of the proxy",
+}
+
+
+def fit_peer_cost(systems: list[Decomposed], table: dict[str, DeployedNet]) -> float:
+    """What each remote peer of an NCCL All-to-All beyond the first costs the proxy in order
+    (``p2p_peer_us``): the value of :data:`PEER_US` of least mean score over ``systems`` (those
+    with such rows), each timed with its transport's row of ``table`` and its message class's
+    costs. One value for every transport: the proxy's posting of a peer's receive and send
+    through the plugin, fitted where the corpus has All-to-Alls across nodes (two or three
+    systems, too few for a value per transport to be scored on a system it was not fitted on);
+    0 without such systems."""
+    systems = [d for d in systems if d.peers.any()]
+    if not systems:
+        return 0.0
+    candidates = np.asarray(PEER_US)
+    per = []
+    for d in systems:
+        net = deployed_for(d.transport, table)
+        mu = net.message_us if d.host_messages else 0.0
+        cu = net.inject_copy_us if d.copies.any() else 0.0
+        per.append(_system_score(d, _row(net), mu, cu, columns=True, peer_us=candidates))
+    score = np.asarray([np.mean(np.asarray(per)[:, j].tolist()) for j in range(len(candidates))])
+    return float(candidates[int(np.argmin(score))])
+
+
 def _fit_rows(use: list[Decomposed], scores: dict,
-              message_costs: MessageCosts) -> dict[str, DeployedNet]:
+              message_costs: MessageCosts, peer_us: float = 0.0) -> dict[str, DeployedNet]:
     table: dict[str, DeployedNet] = {}
     other = fit_one(use, "all of " + ", ".join(d.system for d in use), scores=scores,
-                    message_costs=message_costs) if use else None
+                    message_costs=message_costs, peer_us=peer_us) if use else None
     for transport in sorted({d.transport for d in use}):
         mine = [d for d in use if d.transport == transport]
         table[transport] = fit_one(mine, ", ".join(d.system for d in mine), pooled=use, scores=scores,
-                                   message_costs=message_costs, fallback=other)
+                                   message_costs=message_costs, fallback=other, peer_us=peer_us)
     if other is not None:
         table["other"] = other
     return table
@@ -514,11 +561,21 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
         message_costs[cls] = fit_message_costs(mine, table, hosts) if mine else unfitted
     if any(any(v) for v in message_costs.values()) and any(d.host_messages for d in use):
         table = _fit_rows(use, scores, message_costs)
-    out = {}
-    for k, v in table.items():
-        mu, cu = message_costs.get(message_class(k), unfitted)
-        out[k] = replace(v, message_us=mu, inject_copy_us=cu)
-    return out
+
+    def with_costs(rows: dict[str, DeployedNet], peer_us: float) -> dict[str, DeployedNet]:
+        return {k: replace(v, message_us=message_costs.get(message_class(k), unfitted)[0],
+                           inject_copy_us=message_costs.get(message_class(k), unfitted)[1], peer_us=peer_us)
+                for k, v in rows.items()}
+
+    # The proxy's per-peer cost of NCCL's All-to-Alls, on the rows fitted above; then the rows again
+    # with it (an All-to-All row timed without it had pulled its transport's hop extra up), and the
+    # cost once more on those rows.
+    peers = [d for s, d in sorted(decomposed.items()) if s != exclude and s not in PEER_FIT_EXCLUDED]
+    peer_us = fit_peer_cost(peers, with_costs(table, 0.0))
+    if peer_us and any(d.peers.any() for d in use):
+        table = _fit_rows(use, scores, message_costs, peer_us)
+        peer_us = fit_peer_cost(peers, with_costs(table, peer_us))
+    return with_costs(table, peer_us)
 
 
 @dataclass(frozen=True)
@@ -557,7 +614,7 @@ def signed_median(result: SweepResult, min_bytes: int = 0) -> float | None:
 
 def _fmt(net: DeployedNet) -> str:
     return (f"DeployedNet({net.net_hop_extra_us:g}, ({net.ring[0]:g}, {net.ring[1]:g}), ({net.tree[0]:g}, "
-            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g}, {net.inject_copy_us:g})")
+            f"{net.tree[1]:g}), {net.fitted_on!r}, {net.message_us:g}, {net.inject_copy_us:g}, {net.peer_us:g})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,8 +56,8 @@ sweeps of 15–40 rows it drops informative mid-size rows along with the outlier
 Transport and pattern: a fit must not move what it did not measure. The links' achievable
 fractions (``node.scale_up.efficiency``, ``node.nics.efficiency``) belong to the transport: every
 pattern's bytes cross the same links, so they are fitted as such and carry over. What NCCL's
-algorithms make of it belongs to the pattern: the table latencies (an All-to-All counts one hop
-per remote peer, a ring one per step), the protocol, NVLS and p2p efficiencies, the p2p channel
+algorithms make of it belongs to the pattern: the table latencies (an All-to-All counts a hop per
+batch of peers a channel runs in order, a ring one per step), the protocol, NVLS and p2p efficiencies, the p2p channel
 rate. The fit writes those as keys scoped to the pattern of the rows that determined them
 (``nccl.coll.*``: ring, tree, NVLS; ``nccl.p2p.*``: All-to-All, SendRecv;
 :mod:`simulator.config.nccl_overrides`), so a fit of rings leaves an All-to-All's latency

@@ -489,15 +489,14 @@ CASES.update({
 # library it cannot open (the job's /opt/aws-ofi-nccl/install/... path, which the image does not
 # install): costs/aws_ofi_tuner.py. The 2.22.3 sweep of aws-p5 ran aws-ofi-nccl 1.9.2 (no such tuner).
 P5_HYPERPOD_TUNER = "aws-ofi-nccl-1.16:p5.48xlarge"
-# What the p5 All-to-Alls of 4-32 nodes miss (13.9-53.2% too slow at >= 1 MiB), not modelled yet.
+# What the p5 All-to-Alls of 2-32 nodes miss (10-16% fast at >= 1 MiB, held out).
 P5_ALLTOALL_NOTE = (
-    "; too slow by what the latency term adds: one network hop per remote peer in order (52 us each on EFA: "
-    "12.9 ms at 256 ranks, where the whole 32 MiB call takes 1.70 ms), while NCCL gives the rounds to one node "
-    "a shared channel base (src/include/channel.h, ncclP2pChannelBaseForRound) and runs the bases side by side. "
-    "Priced as batches (a network hop per batch a channel runs in order) plus a per-peer proxy cost fitted on "
-    "the measured All-to-Alls, these rows read 13-20% fast, but the three systems with such rows ask for "
-    "4-10 us a peer and the 2-node All-to-All plateaus of sophia-a100 and this cluster (11% fast at 1-2 GiB) "
-    "lose the latency that hides them at 1-64 MiB, so it is not modelled")
+    "; NCCL runs the rounds to one node's peers as one batch and the batches side by side "
+    "(costs/nccl_p2p.py), so the call pays a network hop per batch a channel runs in order and the proxy's "
+    "per-peer cost (7 us) for the remote peers after the first, where one network hop per remote peer in order "
+    "(52 us each on EFA) had priced the 256-rank 32 MiB call at 14.1 ms against 1.70 ms measured (-14% .. -53% "
+    "from 4 nodes). Left: the plateau, 10-16% fast from 128 MiB at every node count (EFA's p2p rate), and the "
+    "256-rank 32 MiB row +49% slow (the per-peer cost, linear in its 247 remote peers, overshoots)")
 # AWS p5 beyond two nodes: SageMaker HyperPod p5.48xlarge at 2-32 nodes (crazyguitar/aws-gpu-communication-
 # benchmark; NCCL 2.27.7 by the image, defaults), the only Ring/Simple runs across p5 nodes here, 32 MiB and up
 # (deployed_fit.FIT_EXCLUDED: scored, not fitted).
@@ -506,7 +505,7 @@ CASES.update({
         "aws-p5", op, 8 * n, 8, family="aws-p5-hyperpod", tuner_plugin=P5_HYPERPOD_TUNER,
         note=f"SageMaker HyperPod, {n} x p5.48xlarge (32 x 100 Gb/s EFA per node), NCCL 2.27.7 (the image's), "
              "NCCL_BUFFSIZE=8 MiB, aws-ofi-nccl 1.16's tuner; a summary table without times (time = size / algbw), "
-             "32 MiB and up" + (P5_ALLTOALL_NOTE if op == "alltoall" and n >= 4 else ""))
+             "32 MiB and up" + (P5_ALLTOALL_NOTE if op == "alltoall" else ""))
     for op in ("allreduce", "allgather", "alltoall") for n in (2, 4, 8, 16, 32)
 })
 # Public logs of systems the model had not seen, mapped to the closest bundled profile as a new user would
@@ -686,6 +685,9 @@ class Point:
     # p2p messages across nodes whose payload the provider copies out of GPU memory to inject it
     # (d latency / d net_inject_copy_us: collectives.p2p_inject_copies)
     inject_copies: float = 0
+    # remote peers of an All-to-All whose proxy cost the latency adds in order (d latency / d p2p_peer_us:
+    # collectives.proxied_peers_in_latency)
+    proxied_peers: int = 0
 
     @property
     def error(self) -> float:
@@ -806,10 +808,11 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
         plan = costs.plan(case.op, gpus, row.size_bytes)
         r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s, plan=plan)
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol, row.size_bytes)
+        peers = costs.proxied_peers_in_latency(case.op, gpus, r.algorithm)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages,
-                            ll_channel_us(plan, nodes), plan.net_inject_copies))
+                            ll_channel_us(plan, nodes), plan.net_inject_copies, peers))
     return SweepResult(sweep, case, tuple(points))
 
 

@@ -52,7 +52,8 @@ def _kinds() -> Iterator[tuple[str, tuple]]:
                 yield f"proto_efficiency.{scope}{a}.{p}", _FRACTION
     yield from (("net_overhead_us", _LATENCY), ("net_latency_us", _LATENCY), ("net_hop_extra_us", _LATENCY),
                 ("net_call_extra_us", _LATENCY),
-                ("net_message_us", _LATENCY), ("net_inject_copy_us", _LATENCY), ("nvlink_hop_extra_us", _LATENCY),
+                ("net_message_us", _LATENCY), ("net_inject_copy_us", _LATENCY), ("p2p_peer_us", _LATENCY),
+                ("nvlink_hop_extra_us", _LATENCY),
                 ("nvls_efficiency", _FRACTION),
                 ("p2p_efficiency", _FRACTION), ("ll_max_bw_GBps", _BANDWIDTH), ("bw_intra_GBps", _BANDWIDTH),
                 ("bw_inter_GBps", _BANDWIDTH), ("p2p_channel_GBps", _BANDWIDTH), ("n_channels", _CHANNELS),

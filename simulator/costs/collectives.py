@@ -70,7 +70,7 @@ import numpy as np
 from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvlink_store, nvls_pipeline, nvls_reduce,
                              ring_window, ring_work, tree_pipeline)
 from simulator.costs import nccl_tuner as tuner
-from simulator.costs import rccl_p2p, rccl_tuner
+from simulator.costs import nccl_p2p, rccl_p2p, rccl_tuner
 from simulator.costs.flow_patterns import (
     Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, link_loads, make_phase, nvls_intra,
     nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
@@ -240,13 +240,17 @@ def _p2p_latency_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
     return tuner.p2p_ring_latency_us(ctx, None, net) + _net_hop_us(ctx, net)
 
 
-def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str) -> float:
-    """Grouped send/recv to every peer: the base latency once, plus one hop latency per peer
-    (NCCL schedules a grouped All-to-All as one p2p round per peer distance, so per-peer
-    latencies add up; a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
-    Assumes the group's layout is the same for every rank (the first rank's peers are counted).
-    RCCL gives every round its own channels across nodes, so its peers' latencies overlap
-    (:func:`_rccl_rounds_latency_us`, costs/rccl_p2p.py).
+def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: Layout, proto: str,
+                         n_ch: int | None = None) -> float:
+    """Grouped send/recv to every peer: the base latency once, plus the hops a rank's chain of p2p
+    rounds runs in order (a peer on another node costs a NET hop, a local one an NVLink/PCI hop).
+    Inside one node the model adds one hop per peer. Across nodes NCCL runs the rounds of one
+    node's peers together in one batch and different nodes' batches on different channels, so
+    only the batches that share the busiest channel add up, and the proxy adds ``p2p_peer_us``
+    for each remote peer beyond the first (costs/nccl_p2p.py; ``n_ch``: the channels each round
+    uses, NCCL's nChannelsMin when not given). Assumes the group's layout is the same for every
+    rank (the first rank's peers are counted). RCCL gives every round its own channels across
+    nodes (:func:`_rccl_rounds_latency_us`, costs/rccl_p2p.py).
 
     Where the transport's message protocol runs in host software (``stack.host_messages``), what a
     rank pays per remote peer in order is its proxy's work on that peer's messages, which
@@ -263,8 +267,14 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     hop = partial(tuner.p2p_ring_latency_us, ctx, proto=proto)
     if rccl_p2p.rounds_have_own_channels(ctx):
         return hop(None) + _rccl_rounds_latency_us(ctx, local, remote, hop(ctx.intra_link))
+    if remote and not ctx.stack.host_messages:
+        p2p = max(1, ctx.graph.p2p_channels)
+        per_round = n_ch or nccl_graph.p2p_channels_min(max(1, ctx.graph.p2p_channels_per_peer), len(lay.gpus), p2p)
+        chain = nccl_p2p.batches_in_order(lay.ppn, len(lay.by_node), per_round, p2p)
+        return (hop(None) + chain.local * hop(ctx.intra_link) + chain.remote * _net_hop_us(ctx, proto)
+                + nccl_p2p.proxied_peers(remote) * ctx.constants.p2p_peer_us)
     return (hop(None) + local * hop(ctx.intra_link)
-            + remote_hops_in_order(ctx, remote) * _net_hop_us(ctx, proto))
+            + remote_hops_in_order(remote) * _net_hop_us(ctx, proto))
 
 
 def _net_hop_us(ctx: nccl_graph.TunerContext, proto: str) -> float:
@@ -279,21 +289,20 @@ def _rccl_rounds_latency_us(ctx: nccl_graph.TunerContext, local: int, remote: in
     channels (costs/rccl_p2p.py), a channel runs ``rounds_in_order`` of them in order, the slowest
     channel's remote rounds first; a remote round is its Simple send's network hop (the send runs
     Simple whatever the call's protocol: rccl_p2p), with the plugin's latency and flush and the
-    deployed hop extra. NCCL's grouped sends add one hop per peer instead (:func:`_alltoall_latency_us`)."""
+    deployed hop extra. NCCL runs a node's rounds as one batch instead (:func:`_alltoall_latency_us`,
+    costs/nccl_p2p.py)."""
     in_order = rccl_p2p.rounds_in_order(ctx)
     remote_in_order = min(remote, in_order)
     local_in_order = min(local, in_order - remote_in_order)
     return remote_in_order * _net_hop_us(ctx, "simple") + local_in_order * local_hop_us
 
 
-def remote_hops_in_order(ctx: nccl_graph.TunerContext, remote_peers: int) -> int:
-    """The network hops an All-to-All's latency adds up over ``remote_peers`` peers on other
-    nodes: one per peer, or one in all where each peer's messages cost the proxy a host round that
-    :func:`p2p_host_messages` already counts in order (``stack.host_messages``;
-    :func:`_alltoall_latency_us`)."""
-    if remote_peers > 0 and ctx.stack.host_messages:
-        return 1
-    return remote_peers
+def remote_hops_in_order(remote_peers: int) -> int:
+    """The network hops a host-message transport's All-to-All adds up over ``remote_peers`` peers
+    on other nodes: one in all, each peer's messages costing the proxy a host round that
+    :func:`p2p_host_messages` counts in order (``stack.host_messages``); 0 without remote peers.
+    Other transports' chains: :func:`simulator.costs.nccl_p2p.batches_in_order`."""
+    return 1 if remote_peers > 0 else 0
 
 
 def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: TopologyView, *,
@@ -388,7 +397,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
         gated = _eager_gate(ctx, algorithm, protocol, _per_peer(op, size_bytes, lay), n_ch, lay)
         if algorithm == "direct":
             pat = cached_pattern(geo, ("direct",) + key_base, lambda: direct_pattern(topo, lay))
-            latency_us = _alltoall_latency_us(gated, topo, lay, protocol)
+            latency_us = _alltoall_latency_us(gated, topo, lay, protocol, n_ch)
         else:
             pat = cached_pattern(geo, ("p2p",) + key_base, lambda: p2p_pattern(topo, lay))
             latency_us = _p2p_latency_us(gated, protocol)
@@ -679,6 +688,7 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algori
     ctx = _context(topo, {} if cache is None else cache, n, n_nodes,
                    "p2p" if algorithm in ("direct", "p2p") else "coll")
     bumped = replace(ctx, constants=replace(ctx.constants, net_hop_extra_us=ctx.constants.net_hop_extra_us + 1.0))
+    n_ch: int | None = None
     if size_bytes is not None and algorithm in ("ring", "tree", "direct", "p2p"):  # a call within the eager limit
         size = _per_peer(op, size_bytes, lay) if algorithm in ("direct", "p2p") else size_bytes
         n_ch = (tuner.p2p_channels_used(ctx, size) if algorithm in ("direct", "p2p")
@@ -688,12 +698,27 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algori
 
     def lat(c: nccl_graph.TunerContext) -> float:
         if algorithm == "direct":
-            return _alltoall_latency_us(c, topo, lay, protocol)
+            return _alltoall_latency_us(c, topo, lay, protocol, n_ch)
         if algorithm == "p2p":
             return _p2p_latency_us(c, protocol)
         return tuner.latency_us(c, op, algorithm, protocol)
 
     return lat(bumped) - lat(ctx)
+
+
+def proxied_peers_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str,
+                             cache: dict | None = None) -> int:
+    """How many remote peers the proxy adds in order to the latency of an NCCL All-to-All across
+    nodes: the derivative of the plan's latency by ``p2p_peer_us`` (costs/nccl_p2p.py); 0 for
+    every other call, and where RCCL runs the rounds or the transport's messages are priced one by
+    one (:func:`_alltoall_latency_us`). Used to fit the deployed per-peer cost without re-planning."""
+    lay = layout(topo, gpus)
+    if algorithm != "direct" or op != "alltoall" or len(lay.by_node) < 2:
+        return 0
+    ctx = _context(topo, {} if cache is None else cache, len(lay.gpus), len(lay.by_node), "p2p")
+    if rccl_p2p.rounds_have_own_channels(ctx) or ctx.stack.host_messages:
+        return 0
+    return nccl_p2p.proxied_peers(_remote_peers(topo, lay, op))
 
 
 def _per_peer(op: str, size: float, lay: Layout) -> float:

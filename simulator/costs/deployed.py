@@ -64,6 +64,19 @@ A third kind of constant belongs to a class of transports rather than to one:
   and Sirius 12 us, where the All-to-Alls step by 10.8-13.4 us per remote peer between 128 and 240-256
   bytes a peer at 8 to 2,160 ranks (tests/unit/test_net_messages.py).
 
+One constant is shared by every transport whose messages are not priced one by one:
+
+* ``p2p_peer_us``: what each remote peer of an NCCL All-to-All beyond the first adds in order.
+  NCCL's kernel runs the rounds to one node's peers together and different nodes' batches on
+  different channels (:mod:`simulator.costs.nccl_p2p`), so the network hops overlap, but one proxy
+  thread per GPU posts and progresses every remote peer's receive and send. Fitted
+  (:func:`simulator.calibration.deployed_fit.fit_peer_cost`) on the All-to-Alls across nodes of
+  sophia-a100 (2 x 8 A100, 56-59 us at 64 B-16 KiB) and xxrjun-h100 (10 x 8 H100, ~300 us beyond
+  the bytes at 32 MiB): 7 us; each of them is scored with the value fitted on the other (12 us on
+  xxrjun-h100 alone, 7 on sophia-a100 alone), and the p5 All-to-Alls of aws-p5-hyperpod with 7
+  (``PEER_FIT_EXCLUDED``: their plateau gap would be read as latency). One value for all transports:
+  two systems cannot score a value per transport on a system it was not fitted on.
+
 They change the time of what NCCL chooses, never the choice (NCCL does not know them). What the
 transport's plugin and its required environment tell NCCL (a reported latency, ``NCCL_PROTO``,
 ``NCCL_ALGO``) is not fitted: it is read from their sources (:mod:`simulator.costs.transports`)
@@ -97,10 +110,11 @@ class DeployedNet:
     fitted_on: str  # the systems (data/nccl families) the values were fitted on
     message_us: float = 0.0  # net_message_us: host-message transports only (module docstring)
     inject_copy_us: float = 0.0  # net_inject_copy_us: transports that inject small sends (module docstring)
+    peer_us: float = 0.0  # p2p_peer_us: what each remote peer of an All-to-All adds in order (module docstring)
 
     def overrides(self) -> dict[str, float]:
         out: dict[str, float] = {"net_hop_extra_us": self.net_hop_extra_us, "net_message_us": self.message_us,
-                                 "net_inject_copy_us": self.inject_copy_us}
+                                 "net_inject_copy_us": self.inject_copy_us, "p2p_peer_us": self.peer_us}
         for algo, (ll_GBps, ll128) in (("ring", self.ring), ("tree", self.tree)):
             out[f"net_ll_channel_GBps.{algo}"] = ll_GBps  # 0: NCCL's own rate
             out[f"proto_efficiency.net.{algo}.ll128"] = ll128
@@ -164,22 +178,28 @@ NEUTRAL = DeployedNet(0.0, (0.0, 1.0), (0.0, 1.0), "nothing (NCCL's own constant
 # CXI class went 9 -> 8 us per message (Slingshot's LL128 columns, then fitted on GH200 rows timed as LL128, moved too). The host class
 # (9 -> 8 us) no longer moves its own systems (p4de's and TCPXO's messages overlap the bytes of their
 # Tree/Simple chunks: collectives.messages_overlap), so it follows the pooled Polaris and Sirius.
+# The proxy's cost per remote All-to-All peer beyond the first (p2p_peer_us, module docstring), every row:
+# fitted with the rows (an All-to-All timed without it had pulled InfiniBand's hop extra from 5 to 7 us),
+# then again on them.
 MESSAGE_US = 8.0
 CXI_MESSAGE_US = 8.0
 CXI_INJECT_COPY_US = 12.0
+PEER_US = 7.0
 DEPLOYED: dict[str, DeployedNet] = {
-    "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US),
+    "efa": DeployedNet(40, (0, 1), (0, 0.9), "aws-p4de, aws-p5, aws-p5-samples", MESSAGE_US, peer_us=PEER_US),
     "infiniband": DeployedNet(5, (0, 1), (0, 1), "a100-pcie, azure-ndmv4, issue309vm-h100, lambda-b200, "
                                                    "nebius-h100, sophia-a100, together-b200, xe9680-h100",
-                              MESSAGE_US),
-    "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US),
-    "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US),
+                              MESSAGE_US, peer_us=PEER_US),
+    "roce": DeployedNet(7, (0, 0.9), (0, 0.9), "gcp-a3-ultra, oci-a100, oci-gb200, oci-h100", MESSAGE_US,
+                        peer_us=PEER_US),
+    "roce/rccl": DeployedNet(15, (0, 1), (0, 1), "aac11-mi325x, mi355x", MESSAGE_US, peer_us=PEER_US),
     "slingshot": DeployedNet(15, (0, 1), (0, 1), "gh200-alps, polaris-a100, sirius-a100", CXI_MESSAGE_US,
-                             CXI_INJECT_COPY_US),
+                             CXI_INJECT_COPY_US, PEER_US),
     "other": DeployedNet(10, (0, 1), (0, 1), "all of a100-pcie, aac11-mi325x, aws-p4de, aws-p5, aws-p5-samples, "
                                              "azure-ndmv4, gcp-a3-ultra, gh200-alps, issue309vm-h100, lambda-b200, "
                                              "mi355x, nebius-h100, oci-a100, oci-gb200, oci-h100, polaris-a100, "
-                                             "sirius-a100, sophia-a100, together-b200, xe9680-h100", MESSAGE_US),
+                                             "sirius-a100, sophia-a100, together-b200, xe9680-h100", MESSAGE_US,
+                         peer_us=PEER_US),
 }
 
 

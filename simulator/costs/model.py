@@ -28,6 +28,7 @@ import numpy as np
 from simulator.config.hardware import GPU
 from simulator.costs.collectives import (
     CollectivePlan, effective_capacity_Bps, net_hops_in_latency, phase_time_s, plan_collective,
+    proxied_peers_in_latency,
 )
 from simulator.costs.compute import compute_times
 from simulator.costs.host import host_cost_s, issue_times
@@ -85,6 +86,11 @@ class CostModel:
         (:func:`simulator.costs.collectives.net_hops_in_latency`)."""
         return net_hops_in_latency(op, gpus, self.topology, algorithm, protocol, cache=self._patterns,
                                    size_bytes=size_bytes)
+
+    def proxied_peers_in_latency(self, op: str, gpus: Sequence[int], algorithm: str) -> int:
+        """Remote peers whose proxy cost the latency of (op, algorithm) adds in order
+        (:func:`simulator.costs.collectives.proxied_peers_in_latency`)."""
+        return proxied_peers_in_latency(op, gpus, self.topology, algorithm, cache=self._patterns)
 
     def p2p(self, src: int, dst: int, nbytes: int, transport: str = "nccl") -> P2PCost:
         """One send of ``nbytes`` from GPU ``src`` to GPU ``dst``.

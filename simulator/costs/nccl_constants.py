@@ -191,6 +191,12 @@ class TunerConstants:
     # message a rank sends in an All-to-All or SendRecv across nodes (costs/net_messages.py
     # ``p2p_messages`` at_most); 0 elsewhere. NCCL does not know it. Default: :mod:`simulator.costs.deployed`.
     net_inject_copy_us: float = 0.0
+    # What each remote peer of an All-to-All beyond the first costs the rank's proxy in order: it
+    # posts every remote peer's receive and send through the network plugin one after the other,
+    # while NCCL's kernel runs the peers' rounds side by side (costs/nccl_p2p.py); 0 where the
+    # transport's messages are priced one by one instead (``net_message_us``). NCCL does not know
+    # it, so selection ignores it. Default: :mod:`simulator.costs.deployed`.
+    p2p_peer_us: float = 0.0
     # Achievable fraction of the per-channel rate per protocol (LL, LL128, Simple), relative to
     # NCCL's caps, per algorithm (ring, tree: ``proto_efficiency.<algo>.<proto>``; the key without
     # the algorithm sets both): flag polling and line packing cost more on some GPUs/links than the
@@ -265,7 +271,7 @@ OVERRIDE_KEYS = (
     "base_latency_us.<algo>.<proto>", "hw_latency_us.<nvlink|pci|net>.<algo>.<proto>", "net_overhead_us",
     "nvls_efficiency", "ll_max_bw_GBps", "n_channels", "bw_intra_GBps", "bw_inter_GBps", "nvls_channels",
     "min_channels", "net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "net_inject_copy_us",
-    "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
+    "p2p_peer_us", "nvlink_hop_extra_us", "proto_efficiency.<ll|ll128|simple>", "proto_efficiency.net.<ll|ll128|simple>",
     "proto_efficiency.<ring|tree>.<ll|ll128|simple>", "proto_efficiency.net.<ring|tree>.<ll|ll128|simple>",
     "p2p_efficiency", "p2p_channel_GBps", "net_ll_channel_GBps", "net_ll_channel_GBps.<ring|tree>",
 )
@@ -330,7 +336,7 @@ def constants_from_overrides(overrides: Mapping[str, float], source: str | None 
                 raise InputError(f"expected a bandwidth > 0 GB/s, got {value!r}", source=source, field=where)
             scalars[key] = float(value)
         elif key in ("net_latency_us", "net_hop_extra_us", "net_call_extra_us", "net_message_us", "net_inject_copy_us",
-                     "nvlink_hop_extra_us"):
+                     "p2p_peer_us", "nvlink_hop_extra_us"):
             if float(value) < 0:
                 raise InputError(f"expected a latency >= 0 us, got {value!r}", source=source, field=where)
             scalars[key] = float(value)

@@ -4,9 +4,8 @@ A grouped All-to-All is one p2p round per peer distance (``p2pSchedule``); each 
 receive run on the channels ``ncclP2pChannelBaseForRound`` gives it, and rounds that land on one
 channel run in order there, while channels (one CTA each on the GPU, one proxy op each) run side
 by side. NCCL gives the rounds of one node delta a shared base in batches of
-``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` (8; ``src/include/channel.h``), which the model prices as
-per-peer latencies that add up (``collectives._alltoall_latency_us``). RCCL does not batch across
-two nodes:
+``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` (8; ``src/include/channel.h``) whose operations its kernel runs
+together (:mod:`simulator.costs.nccl_p2p`). RCCL does not batch across two nodes:
 
 * RCCL 2.27.7 (ROCm 7.1-7.2; ROCm/rccl ``src/include/channel.h`` at e278ec9, the tree that adds
   ``RCCL_P2P_BATCH_ENABLE``, CHANGELOG "RCCL 2.27.7 for ROCm 7.1.0")::

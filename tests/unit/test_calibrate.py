@@ -253,13 +253,14 @@ def test_net_latency_adds_latency_inter_per_inter_node_step(h100, proto, per_hop
     assert b.phases == a.phases  # bandwidth term untouched
 
 
-def test_net_latency_counts_every_remote_peer_of_alltoall(h100):
+def test_net_latency_counts_the_network_hop_of_alltoalls_remote_batch(h100):
+    """On 2 nodes x 8 GPUs NCCL runs the 8 remote peers' rounds as one batch beside the local one
+    (costs/nccl_p2p.py): the plugin's latency is paid once, not once per remote peer."""
     lat = 3.0
     slow = apply_overlay(h100, {"nccl": {"net_latency_us": lat}})
     a = _plan(h100, "alltoall", 2, 1024, proto="ll")
     b = _plan(slow, "alltoall", 2, 1024, proto="ll")
-    remote = h100.node.gpus  # a rank of 2 nodes × 8 GPUs has 8 peers on the other node
-    assert b.latency_s - a.latency_s == pytest.approx(remote * lat * 1e-6, rel=1e-9)
+    assert b.latency_s - a.latency_s == pytest.approx(lat * 1e-6, rel=1e-9)
 
 
 def test_net_latency_not_used_inside_one_node(h100):
@@ -587,16 +588,18 @@ def test_cli_warns_about_rows_no_machine_produces(tmp_path, h100, capsys):
 
 @pytest.mark.slow
 def test_parameters_left_at_the_datasheet_are_undetermined_at_the_fitted_point():
-    """Fitting one knob can move rows onto another (here the fitted NET latencies make the
-    2-node Simple rows' latency visible): the fit re-checks sensitivity at its solution and
-    frees what became determined, so every 'left at the datasheet' warning is true there."""
+    """Fitting one knob can move rows onto another: the fit re-checks sensitivity at its solution
+    and frees what became determined, so every 'left at the datasheet' warning is true there. On
+    the even sizes of the 2 x 1 A100-PCIe sweeps a first pass fits 5 keys and the re-check a sixth
+    (sophia-a100 showed it while its All-to-All added a network hop per remote peer in order;
+    costs/nccl_p2p.py)."""
     from simulator.calibration.cross_validation import systems
 
     by_system, _ = systems()
-    if "sophia-a100" not in by_system:
-        pytest.skip("sophia-a100 sweeps not bundled")
-    ms = [m.subset([i % 2 == 0 for i in range(len(m.sizes))]) for m in by_system["sophia-a100"]]
-    profile = load_profile("sophia-a100")
+    if "a100-pcie" not in by_system:
+        pytest.skip("a100-pcie sweeps not bundled")
+    ms = [m.subset([i % 2 == 0 for i in range(len(m.sizes))]) for m in by_system["a100-pcie"]]
+    profile = load_profile("a100-pcie")
     one = {p.param.path: p for p in fit_collectives(profile, ms, rounds=1).params}
     full = fit_collectives(profile, ms)
     assert any(p.points >= 3 and not p.fitted for p in one.values())  # a single pass leaves one behind

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from simulator.config.hardware import load_profile
-from simulator.costs.collectives import net_hops_in_latency, plan_collective
+from simulator.costs import nccl_tuner
+from simulator.costs.collectives import net_hops_in_latency, pattern_scope, plan_collective
+from simulator.costs.nccl_graph import context_from_profile
 from simulator.costs.net_messages import messages_per_channel, p2p_messages, tree_depth, tree_simple_chunk_bytes
 from simulator.hardware.topology import build_topology
 
@@ -202,9 +204,11 @@ def test_cxi_alt_read_rendezvous_pays_per_message():
     net_message_us each. Closed forms on 2 nodes x 4 A100: a 1 GiB Ring/Simple AllReduce on its 2
     channels sends 2(8-1) = 14 steps x 32 loops (a loop is 2 channels x 8 ranks x 2 MiB chunks) x 2
     slices of 1 MiB = 896 messages per channel; a 1 GiB All-to-All sends 128 MiB to each of 4 remote
-    peers, 1,024 messages of 128 KiB each. The default rendezvous (Alps) pays nothing for messages, and
-    its All-to-All adds NCCL's Ring/Simple NET hop (14 us) per remote peer where the alt_read one adds
-    it once, its peers' hops overlapping the message chain (collectives.remote_hops_in_order): 3 x 14 us."""
+    peers, 1,024 messages of 128 KiB each. The default rendezvous (Alps) pays nothing for messages; its
+    All-to-All runs each node's rounds together, one batch of the remote node's 4 peers and the local
+    batch side by side (costs/nccl_p2p.py), with the proxy's per-peer cost for the 3 remote peers after
+    the first, where the alt_read one adds its 3 local NVLink hops in order and one network hop, its
+    peers' hops overlapping the message chain (collectives.remote_hops_in_order)."""
     gpus = list(range(8))
     for op, algo, msgs in (("allreduce", "ring", 896), ("alltoall", None, 4096)):
         a = plan_collective(op, gpus, 1 << 30, build_topology(_polaris("alt_read", 0.0), 2), algo=algo,
@@ -217,8 +221,15 @@ def test_cxi_alt_read_rendezvous_pays_per_message():
         assert a.net_messages == b.net_messages == 1.5 * msgs, op
         assert (b.latency_s - a.latency_s) * 1e6 == pytest.approx(10.0 * 1.5 * msgs), op
         assert c.net_messages == 0, op
-        hops = 3 * 14.0 if op == "alltoall" else 0.0
-        assert (c.latency_s - a.latency_s) * 1e6 == pytest.approx(hops), op
+        if op == "alltoall":
+            profile = _polaris("default", 10.0)
+            ctx = context_from_profile(profile, 8, 2, pattern_scope("alltoall"))
+            local_hop = nccl_tuner.p2p_ring_latency_us(ctx, ctx.intra_link, "simple")
+            extra = 3 * ctx.constants.p2p_peer_us - 3 * local_hop
+            assert ctx.constants.p2p_peer_us > 0
+        else:
+            extra = 0.0
+        assert (c.latency_s - a.latency_s) * 1e6 == pytest.approx(extra), op
 
 
 def test_message_bytes_and_ll_message_counts_closed_forms():

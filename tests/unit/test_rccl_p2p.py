@@ -1,5 +1,5 @@
 """RCCL's All-to-All rounds on their own channels (simulator/costs/rccl_p2p.py): the latency in
-closed form, the count of rounds a channel runs in order, NCCL's per-peer sum left as it was, and
+closed form, the count of rounds a channel runs in order (NCCL's batches: test_nccl_p2p.py), and
 the measured 2 x 8 MI355X All-to-All (data/nccl/mi355x16_alltoall_2node_alibaba_ainic.csv)."""
 
 from __future__ import annotations
@@ -64,20 +64,6 @@ def test_alltoall_latency_in_closed_form():
         assert plan.latency_s * 1e6 == pytest.approx(expected)
     # the bundled numbers: 6.6 us LL base + 14 us Simple net hop + 15 us roce/rccl hop extra
     assert plan_collective("alltoall", list(range(16)), 16 * KiB, topo).latency_s * 1e6 == pytest.approx(35.6)
-
-
-def test_nccl_alltoall_keeps_one_hop_per_peer():
-    """NCCL batches 8 rounds per channel base: the per-peer sum (2 x 8 DGX A100, NCCL's Ring/LL hops)."""
-    profile = load_profile("sophia-a100")
-    topo = build_topology(profile, 2)
-    ctx = context_from_profile(profile, 16, 2, pattern_scope("alltoall"))
-    k = ctx.constants
-    hop = lambda link: nccl_tuner.p2p_ring_latency_us(ctx, link, "ll")  # noqa: E731
-    plan = plan_collective("alltoall", list(range(16)), 16 * KiB, topo)
-    assert plan.protocol == "ll"
-    expected = (hop(None) + 7 * hop(ctx.intra_link) + 8 * (hop("net") + k.net_latency_us + k.net_hop_extra_us)
-                + k.net_call_extra_us)
-    assert plan.latency_s * 1e6 == pytest.approx(expected)
 
 
 def test_alibaba_alltoall_against_the_measured_rows():
