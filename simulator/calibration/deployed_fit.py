@@ -502,9 +502,9 @@ def fit_peer_cost(systems: list[Decomposed], table: dict[str, DeployedNet]) -> f
     (``p2p_peer_us``): the value of :data:`PEER_US` of least mean score over ``systems`` (those
     with such rows), each timed with its transport's row of ``table`` and its message class's
     costs. One value for every transport: the proxy's posting of a peer's receive and send
-    through the plugin, fitted where the corpus has All-to-Alls across nodes (two or three
-    systems, too few for a value per transport to be scored on a system it was not fitted on);
-    0 without such systems."""
+    through the plugin, fitted where the corpus has All-to-Alls across nodes (sophia-a100 and
+    xxrjun-h100 once :data:`PEER_FIT_EXCLUDED` is out: too few for a value per transport to be
+    scored on a system it was not fitted on); 0 without such systems."""
     systems = [d for d in systems if d.peers.any()]
     if not systems:
         return 0.0
