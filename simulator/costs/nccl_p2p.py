@@ -17,8 +17,8 @@ round per CTA", ``enqueue.cc`` at v2.18.3-1), so the rule holds for every releas
 
 What stays in order is the proxy: one thread per GPU posts every remote peer's receive and send
 through the network plugin and progresses them (``src/transport/net.cc``), so each remote peer
-beyond the first adds ``p2p_peer_us`` (a deployed constant per transport, fitted on the measured
-All-to-Alls: :mod:`simulator.costs.deployed`, :func:`simulator.calibration.deployed_fit.fit_peer_costs`).
+beyond the first adds ``p2p_peer_us`` (a deployed constant, one value for every transport, fitted on
+the measured All-to-Alls: :mod:`simulator.costs.deployed`, :func:`simulator.calibration.deployed_fit.fit_peer_cost`).
 Measured, 80 H100 over InfiniBand (10 nodes, NCCL 2.29.2) take 970 us for a 32 MiB All-to-All and
 1,662 us for 64 MiB, about 300 us beyond the bytes for 72 remote peers, and 2 x 8 A100 over
 InfiniBand 57 us at 64 B-16 KiB for 8 (data/nccl/h100x80_alltoall_10node_xxrjun_ib.csv,
