@@ -563,9 +563,11 @@ def fit_table(decomposed: dict[str, Decomposed], exclude: str | None = None,
         table = _fit_rows(use, scores, message_costs)
 
     def with_costs(rows: dict[str, DeployedNet], peer_us: float) -> dict[str, DeployedNet]:
-        return {k: replace(v, message_us=message_costs.get(message_class(k), unfitted)[0],
-                           inject_copy_us=message_costs.get(message_class(k), unfitted)[1], peer_us=peer_us)
-                for k, v in rows.items()}
+        out = {}
+        for k, v in rows.items():
+            mu, cu = message_costs.get(message_class(k), unfitted)
+            out[k] = replace(v, message_us=mu, inject_copy_us=cu, peer_us=peer_us)
+        return out
 
     # The proxy's per-peer cost of NCCL's All-to-Alls, on the rows fitted above; then the rows again
     # with it (an All-to-All row timed without it had pulled its transport's hop extra up), and the

@@ -687,7 +687,7 @@ class Point:
     inject_copies: float = 0
     # remote peers of an All-to-All whose proxy cost the latency adds in order (d latency / d p2p_peer_us:
     # collectives.proxied_peers_in_latency)
-    proxied_peers: int = 0
+    proxied_peers: float = 0.0
 
     @property
     def error(self) -> float:
@@ -808,7 +808,7 @@ def predict_sweep(sweep: MeasuredSweep, case: Case, table: dict | None = None,
         plan = costs.plan(case.op, gpus, row.size_bytes)
         r = time_collective(case.op, gpus, row.size_bytes, costs, launch_floor_s=floor_s, plan=plan)
         hops = costs.net_hops_in_latency(case.op, gpus, r.algorithm, r.protocol, row.size_bytes)
-        peers = costs.proxied_peers_in_latency(case.op, gpus, r.algorithm)
+        peers = costs.proxied_peers_in_latency(case.op, gpus, r.algorithm, r.protocol)
         measured = row.size_bytes / (row.time_us * 1e3) * factor
         points.append(Point(row.size_bytes, measured, r.busbw / 1e9, row.time_us, r.time_s * 1e6, r.algorithm,
                             r.protocol, plan.latency_s * 1e6, hops, floor_s * 1e6, spans_domains, plan.net_messages,

@@ -248,7 +248,7 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     node's peers together in one batch and different nodes' batches on different channels, so
     only the batches that share the busiest channel add up, and the proxy adds ``p2p_peer_us``
     for each remote peer beyond the first (costs/nccl_p2p.py; ``n_ch``: the channels each round
-    uses, NCCL's nChannelsMin when not given). Assumes the group's layout is the same for every
+    uses, the release's nChannelsMin across nodes when not given, as ``tuner.p2p_channels_used``). Assumes the group's layout is the same for every
     rank (the first rank's peers are counted). RCCL gives every round its own channels across
     nodes (:func:`_rccl_rounds_latency_us`, costs/rccl_p2p.py).
 
@@ -269,7 +269,7 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
         return hop(None) + _rccl_rounds_latency_us(ctx, local, remote, hop(ctx.intra_link))
     if remote and not ctx.stack.host_messages:
         p2p = max(1, ctx.graph.p2p_channels)
-        per_round = n_ch or nccl_graph.p2p_channels_min(max(1, ctx.graph.p2p_channels_per_peer), len(lay.gpus), p2p)
+        per_round = n_ch or ctx.graph.p2p_split[0]
         chain = nccl_p2p.batches_in_order(lay.ppn, len(lay.by_node), per_round, p2p)
         return (hop(None) + chain.local * hop(ctx.intra_link) + chain.remote * _net_hop_us(ctx, proto)
                 + nccl_p2p.proxied_peers(remote) * ctx.constants.p2p_peer_us)
@@ -706,19 +706,19 @@ def net_hops_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algori
     return lat(bumped) - lat(ctx)
 
 
-def proxied_peers_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str,
-                             cache: dict | None = None) -> int:
-    """How many remote peers the proxy adds in order to the latency of an NCCL All-to-All across
-    nodes: the derivative of the plan's latency by ``p2p_peer_us`` (costs/nccl_p2p.py); 0 for
-    every other call, and where RCCL runs the rounds or the transport's messages are priced one by
-    one (:func:`_alltoall_latency_us`). Used to fit the deployed per-peer cost without re-planning."""
+def proxied_peers_in_latency(op: str, gpus: Sequence[int], topo: TopologyView, algorithm: str, protocol: str,
+                             cache: dict | None = None) -> float:
+    """How many remote peers the proxy adds in order to the latency of an All-to-All across nodes:
+    the derivative of the plan's latency by ``p2p_peer_us`` (costs/nccl_p2p.py; 0 for every other
+    call, and where RCCL runs the rounds or the transport's messages are priced one by one), as
+    :func:`net_hops_in_latency` is by the hop extra. Used to fit the deployed per-peer cost without
+    re-planning."""
     lay = layout(topo, gpus)
-    if algorithm != "direct" or op != "alltoall" or len(lay.by_node) < 2:
-        return 0
+    if algorithm != "direct" or len(lay.by_node) < 2:
+        return 0.0
     ctx = _context(topo, {} if cache is None else cache, len(lay.gpus), len(lay.by_node), "p2p")
-    if rccl_p2p.rounds_have_own_channels(ctx) or ctx.stack.host_messages:
-        return 0
-    return nccl_p2p.proxied_peers(_remote_peers(topo, lay, op))
+    bumped = replace(ctx, constants=replace(ctx.constants, p2p_peer_us=ctx.constants.p2p_peer_us + 1.0))
+    return _alltoall_latency_us(bumped, topo, lay, protocol) - _alltoall_latency_us(ctx, topo, lay, protocol)
 
 
 def _per_peer(op: str, size: float, lay: Layout) -> float:

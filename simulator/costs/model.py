@@ -87,10 +87,10 @@ class CostModel:
         return net_hops_in_latency(op, gpus, self.topology, algorithm, protocol, cache=self._patterns,
                                    size_bytes=size_bytes)
 
-    def proxied_peers_in_latency(self, op: str, gpus: Sequence[int], algorithm: str) -> int:
-        """Remote peers whose proxy cost the latency of (op, algorithm) adds in order
+    def proxied_peers_in_latency(self, op: str, gpus: Sequence[int], algorithm: str, protocol: str) -> float:
+        """Remote peers whose proxy cost the latency of (op, algorithm, protocol) adds in order
         (:func:`simulator.costs.collectives.proxied_peers_in_latency`)."""
-        return proxied_peers_in_latency(op, gpus, self.topology, algorithm, cache=self._patterns)
+        return proxied_peers_in_latency(op, gpus, self.topology, algorithm, protocol, cache=self._patterns)
 
     def p2p(self, src: int, dst: int, nbytes: int, transport: str = "nccl") -> P2PCost:
         """One send of ``nbytes`` from GPU ``src`` to GPU ``dst``.

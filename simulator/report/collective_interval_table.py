@@ -1,7 +1,7 @@
 """Collective interval table of `clustersim collective` (simulator/report/intervals.py). GENERATED:
 do not edit.
 
-Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit c5773e3 from the
+Written by `python -m simulator.calibration.collective_validation` (or `.collective_intervals`) at commit b3ab1f1 from the
 leave-one-system-out predictions of 147 sweeps of 45 systems in data/nccl
 (docs/validation-collectives.md). BANDS[class] = (q10, q90, systems, rows): quantiles of
 ln(predicted busbw / measured busbw) = ln(measured time / predicted time), every system weighing

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from simulator.config.parallelism import Parallel, model_parallel_size, sequence_parallel_in_effect
 from simulator.config.scenario import Scenario
@@ -363,6 +363,12 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     return balance.pp_layers if balance else None
 
 
+def with_split(cand: Candidate, pp_layers: Sequence[int]) -> Candidate:
+    """``cand`` with its layers split over the (virtual) stages as ``pp_layers``."""
+    return replace(cand, parallel=Parallel.model_validate(inherit_parallel(cand.parallel,
+                                                                          {"pp_layers": list(pp_layers)})))
+
+
 def with_balanced_splits(scn: Scenario, candidates: Iterable[Candidate]) -> list[Candidate]:
     """The candidates, each pipelined one whose layers are split evenly (no ``pp_layers``)
     followed by the same plan with :func:`balanced_split_of`'s split (when there is one and the
@@ -378,7 +384,7 @@ def with_balanced_splits(scn: Scenario, candidates: Iterable[Candidate]) -> list
         split = balanced_split_of(plan) if plan is not None else None
         if split is None:
             continue
-        variant = replace(cand, parallel=Parallel.model_validate(inherit_parallel(cand.parallel, {"pp_layers": split})))
+        variant = with_split(cand, split)
         if variant.key not in seen:
             seen.add(variant.key)
             out.append(variant)

@@ -8,9 +8,9 @@ Plans that were not simulated show their reason instead of times.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
+from simulator.sweep.plans import with_split
 from simulator.sweep.run import COMM_KEYS, PlanResult, SweepResult, count_kinds
 
 _SHORT = {"allgather": "AG", "reducescatter": "RS", "allreduce": "AR", "alltoall": "A2A", "sendrecv": "P2P"}
@@ -48,8 +48,7 @@ def format_plans(result: SweepResult, top: int | None = None, show_rejected: int
         lines.append(f"... {len(ran) - top} slower simulated plans not shown (--top)")
     tried = {r.candidate.key for r in ran}
     evened = [(i + 1, r, bal) for i, r in enumerate(shown) if r.report is not None and (bal := r.report.balanced_split)
-              and replace(r.candidate, parallel=r.candidate.parallel.model_copy(
-                  update={"pp_layers": tuple(bal.pp_layers)})).key not in tried]  # not already a plan of the table
+              and with_split(r.candidate, bal.pp_layers).key not in tried]  # not already a plan of the table
     if evened:
         lines.append("stages a split of the layers would even out (estimated from each plan's layer times; "
                      "run the plan with it to check):")
