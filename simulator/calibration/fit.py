@@ -87,7 +87,9 @@ the fit data, never from rows it did not see. Two tests (the second again at eac
   network whatever its algorithm and protocol (scoped like the per-hop extra), one number the rows
   of every measured configuration determine together, counting as sensitive to it the rows
   sensitive to the per-hop extra (:func:`_per_call_rows`: its 5 us start would move none of
-  them). NCCL's base latency of each measured configuration is a candidate too, with its own
+  them). The proxy's cost per remote All-to-All peer (``p2p_peer_us``) is gated the same way: it
+  multiplies the remote peers a rank's proxy handles in order, so it is a candidate only where the
+  All-to-All rows across nodes span two counts of them. NCCL's base latency of each measured configuration is a candidate too, with its own
   rows, as where a configuration was measured at two communicator sizes. (The base latencies
   alone, offered the per-hop extra's rows, held that cost before: on a 2 x 8 MI300X sweep whose
   every call pays ~180 us more than a sibling system's, data/nccl/INDEX.md, only tree LL's
@@ -189,13 +191,17 @@ PRIOR_PREFIXES = ("nccl.hw_latency_us.", "nccl.base_latency_us.")
 # pinned to NCCL's own constants has no deployed per-hop extra) start here, so that the
 # sensitivity test asks "would these rows notice a few microseconds?" rather than "do they notice
 # 0.1 us?", which no row would.
-ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0, "nccl.net_call_extra_us": 5.0}
+ZERO_START_US = {"nccl.net_latency_us": 5.0, "nccl.net_hop_extra_us": 5.0, "nccl.net_call_extra_us": 5.0,
+                 "nccl.p2p_peer_us": 5.0}
 # The per-hop latency knob the fit moves across nodes (module docstring, "Transport and pattern").
 NET_LATENCY_KNOB = "net_hop_extra_us"
 # What the fit moves in its place where the network rows span one node count: the per-call cost
 # of a call that crosses the network, one for every algorithm and protocol (module docstring,
 # "Identifiability").
 NET_CALL_KNOB = "net_call_extra_us"
+# What the proxy adds in order for each remote peer of an NCCL All-to-All beyond the first
+# (costs/nccl_p2p.py): the pattern's own, fitted where the All-to-All rows span two peer counts.
+PEER_KNOB = "p2p_peer_us"
 # The least fraction of NCCL's LL/LL128 rate a protocol efficiency may be fitted to (module
 # docstring, "Bounds"): the lowest share a deployed fabric delivers across nodes, a tree's LL on
 # 2 x 8 A100 over InfiniBand (costs/deployed.py, net_ll_channel_GBps).
@@ -433,6 +439,8 @@ def _tuner_default(profile: HardwareProfile, key: str, scope: str | None = None)
         return float(k.net_hop_extra_us)
     if key == "net_call_extra_us":
         return float(k.net_call_extra_us)
+    if key == "p2p_peer_us":
+        return float(k.p2p_peer_us)
     if key == "nvls_efficiency":
         return float(nccl_constants.NVLS_EFFICIENCY.get(nccl_graph.arch_row(profile.gpu.arch), 0.0))
     raise KeyError(key)
@@ -537,6 +545,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     hop_counts = _hop_counts(profile, measured)
     configs: dict[tuple[str, str, str], set[tuple[int, int]]] = {}
     proto_algos: dict[str, set[str]] = {}  # protocol efficiency key (algorithm left open) -> algorithms measured
+    proxied: set[float] = set()  # remote peers an All-to-All's proxy adds in order, per measured configuration
     for m in measured:
         fam = pattern_scope(m.op)
         costs = pred.costs(m.nodes, m.gpus_per_node)
@@ -566,6 +575,10 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
                 out["nccl.p2p.p2p_efficiency"] = None
             if plan.algorithm in ("direct", "p2p"):
                 out["nccl.p2p.p2p_channel_GBps"] = None
+            if plan.algorithm == "direct" and net:
+                peers = costs.proxied_peers_in_latency(m.op, gpus, plan.algorithm, plan.protocol)
+                if peers > 0:
+                    proxied.add(peers)
             if algo == "tree" and net and m.gpus_per_node > 1:
                 out[f"nccl.coll.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):
@@ -585,6 +598,11 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
     for (fam, algo, proto), seen in configs.items():
         if len(seen) >= 2 or hop_counts < 2:
             out[f"nccl.{fam}.base_latency_us.{algo}.{proto}"] = None
+    # The proxy's cost per remote All-to-All peer multiplies the peers it handles in order; at one
+    # count of them it is one more constant per call, the base latency's (module docstring,
+    # "Identifiability"), so it is a candidate only where the rows span two counts or more.
+    if len(proxied) >= 2:
+        out[f"nccl.p2p.{PEER_KNOB}"] = None
     return [Param(p) for p in out]
 
 

@@ -511,6 +511,38 @@ def test_one_node_count_recovers_a_per_call_offset_common_to_every_configuration
     assert np.median(np.abs(busbw_errors(h100, odd))) > 0.1  # the uncalibrated profile misses them
 
 
+def test_all_to_all_per_peer_cost_recovered_where_the_rows_span_two_peer_counts(h100):
+    """A synthetic All-to-All (1 KiB .. 1 GiB) on 2 and 4 nodes of 8, generated with p2p at 80% of
+    200 Gb/s NICs and the proxy's cost per remote peer (``p2p_peer_us``, costs/nccl_p2p.py) at 12 us:
+    the proxy handles 7 and 23 remote peers beyond the first in order, two counts, so the per-peer
+    cost is a candidate and comes back, and the fitted profile reproduces both sweeps. On 2 nodes
+    alone the peers are one count, the per-peer cost one more constant per call: not a candidate."""
+    from simulator.calibration.fit import candidate_params
+
+    h100 = apply_overlay(h100, {"node": {"nics": {"Gbps": 200}}})
+    truth = apply_overlay(h100, {"nccl": {"p2p_efficiency": 0.8, "p2p_peer_us": 12.0}})
+    sizes = tuple(2**k for k in range(10, 31, 2))
+
+    def sweep(nodes: int) -> MeasuredCollective:
+        shell = MeasuredCollective("synthetic", "alltoall", 8 * nodes, nodes, 8, sizes, tuple(1.0 for _ in sizes))
+        return replace(shell, times_s=tuple(float(t) for t in Predictor(truth).times(shell)))
+
+    two, four = sweep(2), sweep(4)
+    costs = Predictor(h100).costs(4, 8)
+    plan = costs.plan("alltoall", list(range(32)), 1 << 10)
+    assert costs.proxied_peers_in_latency("alltoall", list(range(32)), plan.algorithm, plan.protocol) == 23
+    assert "nccl.p2p.p2p_peer_us" not in {p.path for p in candidate_params(h100, [two])}
+    assert "nccl.p2p.p2p_peer_us" in {p.path for p in candidate_params(h100, [two, four])}
+    fit = fit_collectives(h100, [two, four])
+    got = {p.param.path: p for p in fit.params}
+    assert got["nccl.p2p.p2p_peer_us"].fitted
+    assert got["nccl.p2p.p2p_peer_us"].value == pytest.approx(12.0, rel=0.05)
+    assert got["nccl.p2p.p2p_efficiency"].value == pytest.approx(0.8, rel=0.02)
+    for m in (two, four):
+        assert np.max(np.abs(busbw_errors(fit.profile, m))) < 0.02
+    assert np.median(np.abs(busbw_errors(h100, four))) > 0.05  # the uncalibrated profile misses them
+
+
 def test_net_call_extra_is_paid_once_per_call_across_nodes_only(h100):
     """``net_call_extra_us`` adds its value to the latency of every call that crosses the network,
     whatever the algorithm and protocol, and nothing inside a node; NCCL's choice ignores it."""
