@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from simulator.hardware.topology import build_topology
-from simulator.replay import fold
+from simulator.replay import engine, fold
 from simulator.replay.engine import replay
 from simulator.schedule.build import Schedule, build_schedule
 from simulator.schedule.ir import ComputeOp
@@ -178,6 +178,38 @@ def test_single_mode_refuses_an_op_the_host_issues_late(make):  # noqa: F811 - t
         trace = replay(full, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
     assert seen and seen[0] is True  # the real host passes; the late one does not
     assert trace.stats.folded_micro_batches == 0
+
+
+@pytest.mark.parametrize("shift, folds", [(1e-10, True), (1e-6, False)])
+def test_check_two_takes_float_noise_and_refuses_drift(make, shift, folds):  # noqa: F811 - the fixture
+    """Check 2 compares the step with one more period against the step with a copy put back to
+    fold._REL_TOL (1e-9) of the step: the last op of every rank moved by 1e-10 of the step in the
+    longer replay (the flow model's order of near-simultaneous flow ends moved 178-196 cool-down
+    ops of Qwen3-235B on 256 H100 by 7e-11 of its step) is still folded; moved by 1e-6, it is not,
+    and the step is replayed whole."""
+    parallel, nodes, mb = PLANS["1f1b"]
+    scn = make(parallel, nodes=nodes, model=BIG, training={"global_batch": mb * 2, "recompute": "selective"})
+    full = build_schedule(scn)
+    real = fold.fold_replay
+    replayed: list[object] = []
+
+    def nudged(schedule, reduced_of, run, ranks):  # type: ignore[no-untyped-def]
+        def run_nudged(sched):  # type: ignore[no-untyped-def]
+            rp = run(sched)
+            replayed.append(sched)
+            if len(replayed) == 2:  # the reduced step with one period more
+                for R in rp.ranks.values():
+                    last = int(np.nanargmax(R.end))
+                    R.end[last] += shift * float(R.end[last])
+            return rp
+        return real(schedule, reduced_of, run_nudged, ranks)
+
+    topo = build_topology(scn.profile, scn.nodes)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "fold_replay", nudged)
+        trace = replay(full, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
+    assert len(replayed) == 2 and fold.fold_count(full) > 0
+    assert (trace.stats.folded_micro_batches > 0) is folds
 
 
 def test_a_period_that_differs_is_not_folded(make):  # noqa: F811 - the fixture
