@@ -89,8 +89,9 @@ the fit data, never from rows it did not see. Two tests (the second again at eac
   sensitive to the per-hop extra (:func:`_per_call_rows`: its 5 us start would move none of
   them). The proxy's cost per remote All-to-All peer (``p2p_peer_us``) is gated the same way: it
   multiplies the remote peers a rank's proxy handles in order, so it is a candidate only where the
-  All-to-All rows across nodes span two counts of them. NCCL's base latency of each measured configuration is a candidate too, with its own
-  rows, as where a configuration was measured at two communicator sizes. (The base latencies
+  All-to-All rows across nodes span two counts of them. NCCL's base latency of each measured
+  configuration is a candidate too, with its own rows, as where a configuration was measured at
+  two communicator sizes. (The base latencies
   alone, offered the per-hop extra's rows, held that cost before: on a 2 x 8 MI300X sweep whose
   every call pays ~180 us more than a sibling system's, data/nccl/INDEX.md, only tree LL's
   had the rows, and the fit wrote 181 us there, leaving the tree Simple and LL128 sizes

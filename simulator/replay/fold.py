@@ -18,11 +18,11 @@ The fold is checked, not assumed; where a check fails the whole step is replayed
 2. **One more period is one T later.** The reduced step is replayed twice, with M' and M' + m
    micro-batches. The second must be the first with one copy of a steady period put back,
    on every simulated rank and for every op (ready, start, end to 1e-9 of the step,
-   :data:`_REL_TOL`; algorithm, protocol and group alike). That holds only when everything a period carries into the next
-   repeats: the kernels and messages in flight, the contention on the network, and a host
-   that stays ahead of the GPU (the host issues each later op h later per period, the GPU
-   reaches it T later; an op that waits for its issue in one replay moves by h, not T, and
-   fails the check). Putting n periods back is that step taken n times.
+   :data:`_REL_TOL`; algorithm, protocol and group alike). That holds only when everything a
+   period carries into the next repeats: the kernels and messages in flight, the contention on
+   the network, and a host that stays ahead of the GPU (the host issues each later op h later
+   per period, the GPU reaches it T later; an op that waits for its issue in one replay moves
+   by h, not T, and fails the check). Putting n periods back is that step taken n times.
 
 Where the checks refuse a fold, the reduced replay is spent for nothing: a quarter of the time
 of DeepSeek-V3 at tp 1 pp 16 dp 16 ep 8 ZeRO-2 (64 micro-batches; the slowest plan of the
