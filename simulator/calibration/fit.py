@@ -558,6 +558,7 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
             # constant per call, the same for every algorithm and protocol (module docstring, "Identifiability")
             knob = NET_LATENCY_KNOB if hop_counts >= 2 else NET_CALL_KNOB
             out[f"nccl.{knob}" if both else f"nccl.{fam}.{knob}"] = None
+        direct_proto: str | None = None  # the protocol of one of its All-to-All plans across nodes
         for s in m.sizes:
             plan = costs.plan(m.op, gpus, s, algo=m.algo)
             algo = {"direct": "ring", "p2p": "ring", "hierarchical": "ring"}.get(plan.algorithm, plan.algorithm)
@@ -576,16 +577,18 @@ def candidate_params(profile: HardwareProfile, measurements: Iterable[MeasuredCo
                 out["nccl.p2p.p2p_efficiency"] = None
             if plan.algorithm in ("direct", "p2p"):
                 out["nccl.p2p.p2p_channel_GBps"] = None
-            if plan.algorithm == "direct" and net:
-                peers = costs.proxied_peers_in_latency(m.op, gpus, plan.algorithm, plan.protocol)
-                if peers > 0:
-                    proxied.add(peers)
+            if plan.algorithm == "direct" and net and direct_proto is None:
+                direct_proto = plan.protocol
             if algo == "tree" and net and m.gpus_per_node > 1:
                 out[f"nccl.coll.hw_latency_us.{intra}.tree.{plan.protocol}"] = None
             if plan.algorithm in ("nvls", "nvls_tree"):
                 out["nccl.coll.nvls_efficiency"] = None
         if m.gpus_per_process > 1:
             out["gpu.kernel_launch_us"] = None
+        if direct_proto is not None:  # the peers are the configuration's, whatever the size or protocol
+            peers = costs.proxied_peers_in_latency(m.op, gpus, "direct", direct_proto)
+            if peers > 0:
+                proxied.add(peers)
     # A protocol efficiency is the measured algorithm's own; one key for ring and tree where the
     # rows measured both (module docstring, "Transport and pattern").
     for key, algos in proto_algos.items():

@@ -248,9 +248,10 @@ def _alltoall_latency_us(ctx: nccl_graph.TunerContext, topo: TopologyView, lay: 
     node's peers together in one batch and different nodes' batches on different channels, so
     only the batches that share the busiest channel add up, and the proxy adds ``p2p_peer_us``
     for each remote peer beyond the first (costs/nccl_p2p.py; ``n_ch``: the channels each round
-    uses, the release's nChannelsMin across nodes when not given, as ``tuner.p2p_channels_used``). Assumes the group's layout is the same for every
-    rank (the first rank's peers are counted). RCCL gives every round its own channels across
-    nodes (:func:`_rccl_rounds_latency_us`, costs/rccl_p2p.py).
+    uses, the release's nChannelsMin across nodes when not given, as ``tuner.p2p_channels_used``).
+    Assumes the group's layout is the same for every rank (the first rank's peers are counted).
+    RCCL gives every round its own channels across nodes (:func:`_rccl_rounds_latency_us`,
+    costs/rccl_p2p.py).
 
     Where the transport's message protocol runs in host software (``stack.host_messages``), what a
     rank pays per remote peer in order is its proxy's work on that peer's messages, which
