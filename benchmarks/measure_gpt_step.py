@@ -2,8 +2,8 @@
 
 The model is GPT-2's layout (learned positions, pre-LayerNorm blocks with biases, GeLU MLP of 4h,
 tied embedding and LM head, no dropout), written here in plain ``torch.nn``: the eager stack
-whose short steps the simulator's host and kernel-launch terms price (``costs/host.py``,
-``gpu.kernel_launch_us``). Parameters are fp32 under ``torch.autocast`` in bf16, attention is
+whose short steps the simulator's host and kernel-gap terms price (``costs/host.py``,
+``gpu.kernel_gap_us``). Parameters are fp32 under ``torch.autocast`` in bf16, attention is
 ``scaled_dot_product_attention`` (PyTorch 2.11 picks its cuDNN kernel on H200), the loss ``F.cross_entropy`` on
 the bf16 logits autocast leaves in fp32, and the optimizer ``torch.optim.AdamW(fused=True)``. One
 step is zero_grad, forward, loss, backward and the optimizer step, synchronised at its end (as a

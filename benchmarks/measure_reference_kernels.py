@@ -33,7 +33,10 @@ Sections (each writes one CSV under ``--out``; a section that fails is reported 
 * ``hbm``: a device-to-device copy and an elementwise add of 1-4 GiB.
 * ``host``: the host's time per op issuing tiny CUDA kernels (no autograd, autograd forward,
   backward per kernel), an ``nn.Linear`` call against ``F.linear``, and the GPU's time per
-  kernel for back-to-back empty-ish kernels replayed from a CUDA graph (the launch floor).
+  kernel for back-to-back empty-ish kernels replayed from a CUDA graph.
+* ``launch_gap``: the GPU's time per kernel of a chain of back-to-back kernels issued eagerly
+  behind long GEMMs, so that the host is ahead, and of the same chain replayed from a CUDA graph
+  (the GPU's gap between kernels, ``gpu.kernel_gap_us``).
 * ``adam``: one ``torch.optim.AdamW`` step (fused and foreach) over fp32 parameters.
 
     python benchmarks/measure_reference_kernels.py --out DIR [--sections gemm,attention] [--quick]

@@ -95,6 +95,15 @@ def epilogue_seconds(elements: int, out_bytes: int, gpu: GPU) -> float:
     return elements * max(2 * out_bytes - BF16_OUT_BYTES, 0) / (gpu.hbm_Bps * gpu.hbm_efficiency)
 
 
+def call_seconds(op: ComputeOp, gpu: GPU, streams: int = 1) -> float:
+    """``op`` timed alone, as the tables time one call between two synchronisations: its kernels as
+    :func:`~simulator.costs.compute.compute_time` prices them, but the kernels of each stream one host
+    launch apart (``gpu.kernel_launch_us``) instead of the fed stream's gap (``gpu.kernel_gap_us``)."""
+    t = compute_time(replace(op, concurrent=streams), gpu)
+    return t + (math.ceil(max(op.count, 1) / streams) * gpu.kernel_launch_us
+                - max(op.count, 1) * gpu.kernel_gap_us) * 1e-6
+
+
 def modelled_seconds(g: GroupedGemm, streams: int = 1, epilogue: bool = False) -> float:
     """The call as the schedule builds it (``expert_gemm`` with the (m, n, k) it passes for that stage)
     on dgx-b200; ``streams`` > 1 deals its GEMMs over that many streams, ``epilogue`` adds the
@@ -110,8 +119,7 @@ def modelled_seconds(g: GroupedGemm, streams: int = 1, epilogue: bool = False) -
     op = pb.ops[i]
     assert isinstance(op, ComputeOp)
     gpu = _gpu()
-    t = compute_time(replace(op, concurrent=streams), gpu)
-    t -= (op.count - math.ceil(op.count / streams)) * gpu.kernel_launch_us * 1e-6  # launch floor per stream
+    t = call_seconds(op, gpu, streams)
     if epilogue and g.stage == "wgrad":
         t += epilogue_seconds(g.groups * g.n * g.k, BYTES_PER_ELEMENT[g.main_grad_dtype], gpu)
     return t
@@ -174,7 +182,7 @@ def dense_ratio(r: dict[str, str], epilogue: bool = False) -> float:
     b, m, n, k = (int(r[c]) for c in ("b", "m", "n", "k"))
     op = ComputeOp(name="gemm", kind="gemm", flops=2.0 * b * m * n * k, hbm_bytes=2.0 * b * (m * k + k * n + m * n),
                    gemm=(m, n, k), tag=Tag("bwd"))
-    t = compute_time(op, gpu)
+    t = call_seconds(op, gpu)
     if epilogue and r["accumulate"] == "true":
         t += epilogue_seconds(b * m * n, BYTES_PER_ELEMENT[r["out_dtype"]], gpu)
     return t / (float(r["time_us"]) * 1e-6)

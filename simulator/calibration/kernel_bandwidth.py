@@ -47,7 +47,8 @@ The fit is linear least squares of the relative error of
     t = kernels × (launch + RAMP_US) + Σ bytes / (EFFICIENCY[class] × hbm_Bps × hbm_efficiency)
 
 in (RAMP_US, 1/EFFICIENCY[c]), with the launch floor and bandwidth of the bundled profile of the
-row's GPU. ``python -m simulator.calibration.kernel_bandwidth`` prints the fit on all rows and
+row's GPU: ``launch`` is the host's ``gpu.kernel_launch_us``, since a call timed alone waits for its
+own launch (a kernel in a step's fed stream pays ``gpu.kernel_gap_us`` instead). ``python -m simulator.calibration.kernel_bandwidth`` prints the fit on all rows and
 the leave-one-GPU-out scores.
 """
 

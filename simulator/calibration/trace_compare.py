@@ -119,7 +119,7 @@ def compare_trace(scenario: Any, trace: KinetoTrace, *, causal: bool = True) -> 
 
     profile = scenario.profile
     gpu = profile.gpu
-    launch_s = gpu.kernel_launch_us * 1e-6
+    launch_s = gpu.kernel_gap_us * 1e-6  # what compute_time adds per kernel beyond its duration
     topo = build_topology(profile, scenario.nodes)
     costs = CostModel(topo)
     events: list[EventComparison] = []

@@ -96,6 +96,18 @@ class AttentionEfficiency(_Strict):
 # one rate per rank, and no source measured the slowdown against channels or SMs).
 OVERLAP_SLOWDOWN = 0.189
 
+# GPU microseconds between back-to-back kernels of one stream while the host is ahead of it, on
+# top of what the cost model prices the kernel itself (a memory-bound kernel's ramp, a GEMM's
+# fixed cost). Measured on H200 (data/kernels/h200_launch_gap.csv, benchmarks/measure_reference_kernels.py):
+# a chain of 200 tiny torch.mul kernels queued behind long GEMMs takes 1.79 us per kernel, of which
+# the model prices 0.6 (costs.memory_bound.RAMP_US) as the kernel: 1.2 us. The same chains replayed
+# from a CUDA graph take 0.70-1.26 us less per kernel (1.79 -> 1.10 for the mul, 3.81 -> 2.75 and
+# 6.87 -> 5.61 for 256^3 and 1024^3 bf16 GEMMs): the eager stream's own gap, of the same size.
+# Every other GPU takes it over (no measurement of theirs here). It is not the host's cost of a
+# launch (``kernel_launch_us``), which bounds a step only where the host falls behind
+# (costs.host), a single-process `-g` sweep, or a timing of one call.
+KERNEL_GAP_US = 1.2
+
 
 def _default_attention_efficiency() -> dict[AttentionKernel, AttentionEfficiency]:
     # The single pair every profile had before kernels were told apart: (assumed) defaults.
@@ -128,7 +140,16 @@ class GPU(_Strict):
     # Fraction by which compute slows while a collective runs beside it (SM, L2 and HBM
     # contention): OVERLAP_SLOWDOWN, measured (arXiv:2507.03114; see there).
     overlap_slowdown: float = Field(default=OVERLAP_SLOWDOWN, ge=0, lt=1)
-    kernel_launch_us: float = Field(default=4.0, ge=0)
+    # The host's cost to launch one kernel (cudaLaunchKernel and the stack above it, assumed): what
+    # one host thread driving several GPUs pays per GPU (nccl-tests `-g`), what host loops of
+    # launches cost (DeepSpeed 2021's per-rank copies) and what a kernel timed per call waits for.
+    kernel_launch_us: float = Field(default=4.0, ge=0, description=(
+        "the host's cost to launch one kernel, microseconds: per GPU in a sweep of one process driving several (`-g`), in host "
+        "loops of launches, a kernel timed alone"))
+    # GPU time between back-to-back kernels of a stream the host keeps fed: KERNEL_GAP_US.
+    kernel_gap_us: float = Field(default=KERNEL_GAP_US, ge=0, description=(
+        "the GPU's gap between back-to-back kernels of a stream the host keeps fed, microseconds "
+        "(measured on H200), added to every kernel of a step"))
     # Device memory the CUDA context takes outside PyTorch's allocator (module images of the
     # CUDA runtime, cuBLAS, cuDNN and NCCL kernels, loaded lazily; simulator/schedule/memory.py).
     cuda_context_GiB: float = Field(default=0.5, ge=0)

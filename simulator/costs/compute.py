@@ -1,8 +1,8 @@
 """How long a compute kernel takes on one GPU: a roofline with calibratable efficiencies.
 
 A kernel is bounded by arithmetic (FLOPs / achieved FLOP/s) or by memory traffic
-(HBM bytes / achieved bytes/s), whichever is slower, and never finishes faster than the
-kernel-launch floor. Achieved FLOP/s is the dense tensor-core peak for the op's dtype times an
+(HBM bytes / achieved bytes/s), whichever is slower, and the next kernel of its stream starts
+a fixed gap after it. Achieved FLOP/s is the dense tensor-core peak for the op's dtype times an
 efficiency:
 
 * GEMMs with a shape (``op.gemm``, every GEMM the schedule builds): the profile's plateau (the
@@ -39,10 +39,11 @@ efficiency:
   memory-bound (a skinny GEMM's weight read) streams at ``hbm_Bps × hbm_efficiency``.
 * host: no kernel, the issuing CPU thread's work the GPU waits for (DeepSpeed ZeRO-3 of 2021
   loops over the ranks in Python and PyTorch launches one copy per rank): ``count`` steps of
-  ``host_us`` (the launch floor when 0), never slowed by concurrent communication.
+  ``host_us`` (the host's ``kernel_launch_us`` when 0), never slowed by concurrent communication.
 
-Each of the ``count`` kernels then pays the launch floor ``kernel_launch_us`` on top (the gap
-between back-to-back kernels that the profile calibrates). ``sm_fraction`` < 1 scales
+Each of the ``count`` kernels then pays ``kernel_gap_us`` on top: the GPU's gap between
+back-to-back kernels of a stream the host keeps fed (measured on H200; ``config.hardware.KERNEL_GAP_US``).
+Where the host falls behind, its issue queue (``costs.host``) sets the pace instead. ``sm_fraction`` < 1 scales
 arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
 overlap); ``overlapped`` stretches the kernel by ``1 + overlap_slowdown`` for SM and HBM
 contention with a concurrent collective over its whole length. The replay charges that rate
@@ -172,7 +173,7 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
 
 def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
     """Seconds ``op`` (all ``op.count`` kernels) takes on ``gpu``:
-    max(arithmetic bound, memory bound) + count × launch floor, × (1 + overlap_slowdown) when
+    max(arithmetic bound, memory bound) + count × kernel gap, × (1 + overlap_slowdown) when
     a collective runs beside it."""
     count = max(op.count, 1)
     if op.kind == "host":  # the CPU's issue work: no kernel, so no SM or HBM contention either
@@ -188,7 +189,7 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
         t_flops += _dropout_rng(op, gpu)
     if op.kind == "attention" and op.deterministic_heads > 0:
         t_flops, t_mem = _deterministic_backward(op, gpu, t_flops, t_mem)
-    t = max(t_flops, t_mem) + count * gpu.kernel_launch_us * 1e-6
+    t = max(t_flops, t_mem) + count * gpu.kernel_gap_us * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
     return t

@@ -5,9 +5,8 @@ A norm, an activation, a residual add, a cross-entropy pass or an optimizer's mu
 launch streams its operands from HBM and back. Two things keep it from the datasheet bandwidth:
 
 * **a fixed cost per kernel**: the grid's first loads wait a full memory latency before any
-  bandwidth is used, and the last wave drains with most SMs idle. On top of the launch floor
-  (``gpu.kernel_launch_us``, the gap between back-to-back kernels) a kernel pays
-  :data:`RAMP_US`, so a 4 MB tensor runs at a quarter of the bandwidth a 400 MB one reaches;
+  bandwidth is used, and the last wave drains with most SMs idle. On top of the gap between
+  back-to-back kernels (``gpu.kernel_gap_us``) a kernel pays :data:`RAMP_US`;
 * **the kernel's design**: a kernel that reads and writes each element once (PyTorch's
   vectorised elementwise kernels, Triton and TransformerEngine norms, softmax and cross-entropy
   passes) reaches :data:`EFFICIENCY` ``["stream"]`` of the GPU's achievable streaming bandwidth
@@ -19,7 +18,7 @@ So a kernel of ``nbytes`` in class ``c`` takes
 
     t = RAMP_US + nbytes / (EFFICIENCY[c] × hbm_Bps × hbm_efficiency)
 
-(plus the launch floor, which :mod:`simulator.costs.compute` adds to every kernel). The bytes are
+(plus the gap, which :mod:`simulator.costs.compute` adds to every kernel). The bytes are
 the ones the implementation moves, counted by the schedule pass by pass (a three-pass softmax
 reads its row three times): the efficiency is a property of the kernel design, not a bucket for
 missing traffic.
@@ -32,7 +31,9 @@ rows, the A100 rows are predicted with a median |error| of 8.2%; fitted on the A
 H100 rows with 11.6% (``tests/unit/test_memory_bound.py`` checks both). The ramp is the least
 determined constant (0.1 µs fitted on H100 alone, 5.4 µs on A100 alone, whose small kernels
 were timed slower), and it only matters for kernels of a few MB: over the launch floor the data
-leave little fixed cost to explain.
+leave little fixed cost to explain. Those timings are of one call each, which waits for the
+host's launch (``gpu.kernel_launch_us``), so the fit takes that floor; in a step the host runs
+ahead and a kernel follows the one before it after ``gpu.kernel_gap_us``.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ __all__ = ["COMM_TYPES", "CollectiveKind"]  # re-exported: the IR's vocabulary (
 
 Phase = Literal["fwd", "bwd", "opt", "other"]
 # host: work of the issuing CPU thread (Python loops, op dispatch, launches) that the GPU waits for
-# with no kernel running; priced as ``count`` launch floors (costs/compute.py).
+# with no kernel running; priced as ``count`` host launches (``gpu.kernel_launch_us``, costs/compute.py).
 ComputeKind = Literal["gemm", "attention", "scan", "elementwise", "norm", "embedding", "loss", "optimizer", "copy",
                       "host"]
 
@@ -54,7 +54,7 @@ class ComputeOp:
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
     whose efficiency the hardware profile gives per kernel generation, and ``attention_shape``
 its sequence lengths, head dimension and masking. A ``host`` op is CPU work
-    the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the launch floor).
+    the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the host's ``kernel_launch_us``).
     ``host_issue`` false: what the host thread spends issuing the op is already timed by a host
     op (the op is one, or its kernels are launched inside one's loop: ZeRO-3 of 2021's per-rank
     copies), so the issue queue (costs/host.py) charges nothing for it.

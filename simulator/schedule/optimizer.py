@@ -57,7 +57,7 @@ A multi-tensor launch (PyTorch's ``_foreach`` kernels and apex's ``multi_tensor_
 the scheme, aten/src/ATen/native/cuda/MultiTensorApply.cuh) covers chunks of
 ``CHUNK = 65536`` elements, at most ``MAX_BLOCKS = 320`` chunks and at most
 ``MAX_TENSORS[depth]`` tensors (110, 64, 48, 36, 30 for lists of depth 1-5) per launch.
-Every kernel pays the GPU's launch floor in :func:`~simulator.costs.compute.compute_time` and
+Every kernel pays the GPU's gap between kernels in :func:`~simulator.costs.compute.compute_time` and
 the host's issue cost in :mod:`simulator.costs.host`, and the step's Python visits every
 parameter tensor before it launches (``torch.optim``'s ``_init_group``, apex's ``FusedAdam.step``
 building its lists: ``ComputeOp.host_tensors``, counted as the rank's parameter modules of

@@ -27,7 +27,7 @@ def make_profile(gpus_per_node: int = 8, overlap_slowdown: float = 0.0) -> Hardw
     gpu = GPU(name="h100", arch="hopper", sms=132, bf16_TFLOPS=989.0, fp16_TFLOPS=989.0, fp8_TFLOPS=1979.0,
               fp32_TFLOPS=67.0, hbm_GiB=80.0, hbm_GBps=3350.0,
               gemm_efficiency=[GemmPoint(flops=1e9, efficiency=0.3), GemmPoint(flops=1e12, efficiency=0.75)],
-              overlap_slowdown=overlap_slowdown, kernel_launch_us=4.0)
+              overlap_slowdown=overlap_slowdown, kernel_launch_us=4.0, kernel_gap_us=4.0)
     return HardwareProfile.model_validate({
         "name": "test-h100", "gpu": gpu.model_dump(),
         "node": {"gpus": gpus_per_node,

@@ -42,7 +42,7 @@ def test_load_simulate_report_trace(small, tmp_path):
     # a path works as well as a loaded scenario, and hardware= swaps the profile
     assert simulate(small).report.step_time_s == pytest.approx(doc["step_time_s"])
     overlay = tmp_path / "o.yaml"
-    overlay.write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"kernel_launch_us": 50.0}}))
+    overlay.write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"kernel_gap_us": 50.0}}))
     assert simulate(small, hardware=str(overlay)).report.step_time_s > doc["step_time_s"]
 
 

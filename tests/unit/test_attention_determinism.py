@@ -75,7 +75,7 @@ def _bwd(kernel: str, heads: int) -> ComputeOp:
 
 
 def test_key_prices_the_flash2_backward_by_the_grid_and_the_dq_copies():
-    gpu = load_profile("dgx-a100").gpu.model_copy(update={"kernel_launch_us": 0.0})
+    gpu = load_profile("dgx-a100").gpu.model_copy(update={"kernel_gap_us": 0.0})
     plain, det = compute_time(_bwd("flash2", 0), gpu), compute_time(_bwd("flash2", 32), gpu)
     extra = dq_accum_extra_bytes(32, 8192, 128, gpu.sms) / (gpu.hbm_Bps * gpu.hbm_efficiency)
     assert det == pytest.approx(plain * grid_slowdown(32, 8192, 8192, True, 128, gpu.sms) + extra, rel=1e-9)

@@ -77,7 +77,7 @@ def _attention_op(seq: int, shape: bool) -> ComputeOp:
 
 
 def test_compute_time_applies_the_factor():
-    gpu = load_profile("dgx-h100").gpu.model_copy(update={"kernel_launch_us": 0.0})
+    gpu = load_profile("dgx-h100").gpu.model_copy(update={"kernel_gap_us": 0.0})
     for seq in (1024, REF_SEQ, 65536):
         plain = compute_time(_attention_op(seq, False), gpu)
         shaped = compute_time(_attention_op(seq, True), gpu)  # "" runs the default, flash3 on H100

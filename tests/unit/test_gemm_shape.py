@@ -88,7 +88,7 @@ def test_compute_time_counts_waves_on_the_sms_left():
     # a GEMM without a shape keeps the curve and the division by sm_fraction
     flat = ComputeOp(name="g", kind="gemm", flops=2.0 * m * n * k, sm_fraction=0.5)
     expected = 2.0 * m * n * k / (gpu.peak_flops("bf16") * gemm_efficiency(gpu, 2.0 * m * n * k) * 0.5)
-    assert compute_time(flat, gpu) == pytest.approx(expected + gpu.kernel_launch_us * 1e-6, rel=1e-9)
+    assert compute_time(flat, gpu) == pytest.approx(expected + gpu.kernel_gap_us * 1e-6, rel=1e-9)
 
 
 def test_batched_kernels_fill_more_waves():

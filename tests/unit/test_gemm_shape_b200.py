@@ -107,11 +107,12 @@ def test_fp8_over_bf16_ratio(table):
 def test_kernels_explain_little_of_the_b200_derate_gap(table):
     """Table over MAMF at the reference shape: B200 0.973, H100 1.052 (the sm_90 table's mainloop
     0.893): unsearched B200 GEMMs sit 7.5% lower against MAMF than H100's. The fitted derates
-    differ by 31% (0.479 vs 0.698): most of that gap is not in the GEMM kernels. Pinned."""
+    differ by 22% (0.539 vs 0.693): the kernels explain a third of that gap, the rest is not in the
+    GEMM kernels. Pinned."""
     b200 = gt.reference_efficiency("bf16", gt.fit_mainloop(table, "bf16")) / B200_MAMF
     m, n, k = gs.REFERENCE_SHAPE
     h100 = gs.model_efficiency(m, n, k, 1, 132, 989.4e12, gs.XLA_MAINLOOP_FRACTION) / H100_MAMF
     kernel_ratio = b200 / h100
     derate_ratio = fitted_derate("dgx-b200") / fitted_derate("dgx-h100")
     assert kernel_ratio == pytest.approx(0.925, abs=0.01)
-    assert derate_ratio < kernel_ratio - 0.15
+    assert derate_ratio < kernel_ratio - 0.12

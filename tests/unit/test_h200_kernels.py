@@ -40,9 +40,10 @@ def test_profile_streaming_bandwidth_is_the_measured_one():
 
 def test_adam_step_kernels_against_the_measured_step():
     """One AdamW step over 64 fp32 tensors of 4M elements: the foreach chain (80 bytes per parameter
-    over 104 multi-tensor launches) is predicted within 1% (5.88 vs 5.89 ms); the fused kernel
-    (28 bytes, 13 launches) 10% fast (1.95 vs 2.16 ms): it moves 3.48 TB/s, 0.72 of the datasheet,
-    where the streaming class reaches 0.83; one GPU's measurement, so the class is kept."""
+    over 104 multi-tensor launches of ~50 us each, so the host keeps ahead and each pays the GPU's
+    gap) is predicted 5% fast (5.59 vs 5.89 ms); the fused kernel (28 bytes, 13 launches) 11% fast
+    (1.91 vs 2.16 ms): it moves 3.48 TB/s, 0.72 of the datasheet, where the streaming class reaches
+    0.83; one GPU's measurement, so the class is kept."""
     gpu = load_profile("dgx-h200").gpu
     measured = {r["impl"]: float(r["ms"]) * 1e-3 for r in _rows("h200_adam.csv")}
     numels = [1 << 22] * 64
@@ -52,5 +53,5 @@ def test_adam_step_kernels_against_the_measured_step():
     foreach = ComputeOp("adam", "optimizer", flops=10.0 * n, hbm_bytes=opt.adam_bytes("foreach") * n,
                         count=sum(opt.multi_tensor_launches(numels, d) for d in opt.UNFUSED_ADAM_DEPTHS))
     assert (fused.count, foreach.count) == (13, 104)
-    assert compute_time(foreach, gpu) / measured["foreach"] - 1 == pytest.approx(0.0, abs=0.02)
-    assert compute_time(fused, gpu) / measured["fused"] - 1 == pytest.approx(-0.10, abs=0.03)
+    assert compute_time(foreach, gpu) / measured["foreach"] - 1 == pytest.approx(-0.05, abs=0.02)
+    assert compute_time(fused, gpu) / measured["fused"] - 1 == pytest.approx(-0.11, abs=0.03)

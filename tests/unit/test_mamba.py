@@ -71,7 +71,7 @@ def test_ssd_kernels_are_memory_bound_at_state_128():
     rate, bandwidth = gpu.peak_flops("bf16") * SSD_SCAN_EFFICIENCY, gpu.hbm_Bps * gpu.hbm_efficiency
     assert f / rate < ssd_bytes(s, 2)[0] / bandwidth and b / rate < ssd_bytes(s, 2)[1] / bandwidth
     op = ComputeOp(name="ssd", kind="scan", flops=f * t, hbm_bytes=ssd_bytes(s, 2)[0] * t, count=5)
-    expected = ssd_bytes(s, 2)[0] * t / (gpu.hbm_Bps * gpu.hbm_efficiency) + 5 * gpu.kernel_launch_us * 1e-6
+    expected = ssd_bytes(s, 2)[0] * t / (gpu.hbm_Bps * gpu.hbm_efficiency) + 5 * gpu.kernel_gap_us * 1e-6
     assert compute_time(op, gpu) == pytest.approx(expected)
 
 

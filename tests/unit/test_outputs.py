@@ -151,7 +151,7 @@ def test_a_fifo_or_device_output_is_written_in_place_not_replaced(tmp_path, caps
 def test_run_json_and_table_echo_their_inputs(tmp_path, capsys):
     scn = small_scenario(tmp_path)
     overlay = tmp_path / "slow.yaml"
-    overlay.write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"kernel_launch_us": 5.0}}))
+    overlay.write_text(yaml.safe_dump({"base": "dgx-h100", "gpu": {"kernel_gap_us": 5.0}}))
     out = tmp_path / "r.json"
     assert main(["run", str(scn), "--hardware", str(overlay), "--json", str(out)]) == 0
     table = capsys.readouterr().out

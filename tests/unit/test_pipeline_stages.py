@@ -219,7 +219,9 @@ def test_check_names_the_split_before_any_replay(tmp_path, capsys):
 
 def test_interleaved_stages_evened_out_by_their_chunks(tmp_path):
     """Llama 3 8B cut to 16 layers over 2 stages of 2 chunks (virtual stages [4, 4, 4, 4], the head
-    on the last): the split moves layers off the last chunk and its replay meets the estimate."""
+    on the last): the split moves layers off the last chunk and its replay meets the estimate. Stage 0
+    runs chunks 0 and 2, stage 1 chunks 1 and 3: 9 and 7 layers ([4, 5, 5, 2] while each kernel paid
+    the host's 4 us launch, the same per stage)."""
     path = _scenario(tmp_path, 16, 2)
     doc = yaml.safe_load(path.read_text())
     doc["parallel"].update(vp=2, pp_schedule="interleaved")
@@ -227,7 +229,7 @@ def test_interleaved_stages_evened_out_by_their_chunks(tmp_path):
     sim = simulate(path)
     bal = sim.report.balanced_split
     split, estimate, current = bal.pp_layers, bal.most_loaded_s, bal.current_most_loaded_s
-    assert split == [4, 5, 5, 2] and current == pytest.approx(max(sim.report.stage_compute_s))
+    assert split == [5, 5, 4, 2] and current == pytest.approx(max(sim.report.stage_compute_s))
     doc["parallel"]["pp_layers"] = split
     path.write_text(yaml.safe_dump(doc))
     again = simulate(path)

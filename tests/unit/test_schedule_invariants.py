@@ -20,9 +20,11 @@ from simulator.schedule.flops import param_count
 from simulator.schedule.ir import CommOp, ComputeOp, P2POp
 from tests.shrink import shrunk_scenario
 
+# kernel_gap_us 4.0: the gap the engine tests built on these plans were laid out with (where a
+# collective meets other traffic depends on it)
 PROFILE = """name: test-gpu
 gpu: {name: T, arch: hopper, sms: 132, bf16_TFLOPS: 989, fp16_TFLOPS: 989, fp8_TFLOPS: 1979, fp32_TFLOPS: 67,
-      hbm_GiB: 80, hbm_GBps: 3350, gemm_efficiency: [{flops: 1.0e12, efficiency: 0.7}]}
+      hbm_GiB: 80, hbm_GBps: 3350, gemm_efficiency: [{flops: 1.0e12, efficiency: 0.7}], kernel_gap_us: 4.0}
 node: {gpus: 4, scale_up: {kind: nvswitch, link_GBps: 450, latency_us: 1.0},
        pcie: {gen: 5, GBps: 64}, nics: {count: 4, Gbps: 400, latency_us: 2.0}}
 """

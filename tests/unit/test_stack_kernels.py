@@ -183,7 +183,7 @@ def test_flash2_on_h100_costs_the_ratio_of_the_profile_efficiencies(tmp_path):
     gpu = load_profile("dgx-h100").gpu
     fa2 = _attention_ops(tmp_path, "dgx-h100", attention="flash2")
     fa3 = _attention_ops(tmp_path, "dgx-h100", attention="flash3")
-    launch = gpu.kernel_launch_us * 1e-6
+    gap = gpu.kernel_gap_us * 1e-6
     eff = gpu.attention_efficiency
     for a, b in zip(fa2, fa3):
         assert a.flops == b.flops and a.name == b.name
@@ -193,7 +193,7 @@ def test_flash2_on_h100_costs_the_ratio_of_the_profile_efficiencies(tmp_path):
         c3, c2 = ((gpu.attention_bwd_cta_overhead("flash3"), gpu.attention_bwd_cta_overhead("flash2")) if bwd
                   else (None, None))  # a backward's per-CTA cost on Hopper (costs/attention_shape.py)
         ratio *= shape_factor(s_q, s_k, causal, d, "flash3", c3) / shape_factor(s_q, s_k, causal, d, "flash2", c2)
-        assert compute_time(a, gpu) - launch == pytest.approx(ratio * (compute_time(b, gpu) - launch))
+        assert compute_time(a, gpu) - gap == pytest.approx(ratio * (compute_time(b, gpu) - gap))
     assert eff["flash2"].fwd == pytest.approx(0.35)  # "only 35% utilization", arXiv:2407.08608
 
 
@@ -212,12 +212,12 @@ def test_flash1_prices_the_fa1_generation_and_only_where_a_profile_has_it(tmp_pa
     assert eff["flash1"].bwd / eff["flash1"].fwd == pytest.approx(eff["flash2"].bwd / eff["flash2"].fwd, rel=0.02)
     fa1 = _attention_ops(tmp_path, "dgx-a100", attention="flash1")
     fa2 = _attention_ops(tmp_path, "dgx-a100", attention="flash2")
-    launch = gpu.kernel_launch_us * 1e-6
+    gap = gpu.kernel_gap_us * 1e-6
     assert fa1 and {o.attention_kernel for o in fa1} == {"flash1"}
     for a, b in zip(fa1, fa2):
         bwd = a.tag.phase == "bwd"
         ratio = (eff["flash2"].bwd / eff["flash1"].bwd) if bwd else (eff["flash2"].fwd / eff["flash1"].fwd)
-        assert compute_time(a, gpu) - launch == pytest.approx(ratio * (compute_time(b, gpu) - launch))
+        assert compute_time(a, gpu) - gap == pytest.approx(ratio * (compute_time(b, gpu) - gap))
     with pytest.raises(InputError) as err:
         _attention_ops(tmp_path, "dgx-b200", attention="flash1")
     assert "training.attention" in str(err.value)
@@ -236,7 +236,7 @@ def test_nemo_launcher_rows_price_attention_at_flash_attention_2():
     runs flash-attn 2 (``NEMO_LAUNCHER_2024``). The 16K Llama2-7B row of NeMo's long-context page
     (TP 2, no CP) then prices its causal forward kernel at the profile's flash2 figure: credited
     FLOPs 4·s(s+1)/2·(a/t)·d (the lower triangle with its diagonal) at 0.35 of the bf16 peak (989.4 TFLOP/s) × FA2's shape factor for a
-    16K causal kernel of d = 128 (1 at that reference), plus the 4 µs launch floor; the B200 rows
+    16K causal kernel of d = 128 (1 at that reference), plus the GPU's gap between kernels; the B200 rows
     of the same page (NeMo 25.04, no launcher) keep ``auto``."""
     from simulator.e2e_validation import sources
 
@@ -249,6 +249,6 @@ def test_nemo_launcher_rows_price_attention_at_flash_attention_2():
     s, heads, d = 16384, 32 // 2, 128
     assert fwd.attention_kernel == "flash2" and fwd.flops == pytest.approx(4 * s * (s + 1) / 2 * heads * d)
     gpu = load_profile("dgx-h100").gpu
-    expected = fwd.flops / (0.35 * 989.4e12 * shape_factor(s, s, True, d, "flash2")) + 4e-6
+    expected = fwd.flops / (0.35 * 989.4e12 * shape_factor(s, s, True, d, "flash2")) + 1.2e-6
     assert compute_time(fwd, gpu) == pytest.approx(expected, rel=1e-9)
     assert shape_factor(s, s, True, d, "flash2") == pytest.approx(1.0)

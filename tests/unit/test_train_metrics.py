@@ -73,7 +73,7 @@ def test_the_step_grows_by_the_metrics_kernel_time(tmp_path, no_host_costs):
     one = metric_kernels(2)
     nbytes = 2 * one.bytes_per_logit * TOKENS * VOCAB / 8
     expected = scn.n_micro * (memory_time(nbytes, 2 * one.kernels, "stream", gpu)
-                              + 2 * one.kernels * gpu.kernel_launch_us * 1e-6)
+                              + 2 * one.kernels * gpu.kernel_gap_us * 1e-6)
     assert sum(compute_time(o, gpu) for o in ops) == pytest.approx(expected, rel=1e-9)
     assert with_metrics - base == pytest.approx(expected, rel=0.01)
 

@@ -58,7 +58,7 @@ def test_the_batched_attention_gemms_are_priced_by_their_shape():
     qk = next(o for o in fwd if o.name.endswith("scores.fwd"))
     plateau = GPU.gemm_efficiency[-1].efficiency
     eff = shape_efficiency(2048, 2048, 128, 2 * 16, GPU.sms, GPU.peak_flops("fp16"), plateau)
-    closed_form = qk.flops / (GPU.peak_flops("fp16") * eff) + GPU.kernel_launch_us * 1e-6
+    closed_form = qk.flops / (GPU.peak_flops("fp16") * eff) + GPU.kernel_gap_us * 1e-6
     assert compute_time(qk, GPU) == pytest.approx(closed_form)
     assert eff < 0.5 * plateau  # 128 k-steps against the tile's fixed cost of K_OVERHEAD steps
     assert compute_time(qk, GPU) > 1.5 * qk.hbm_bytes / (GPU.hbm_Bps * GPU.hbm_efficiency)

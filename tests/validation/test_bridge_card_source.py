@@ -48,6 +48,8 @@ def test_the_case_builds_the_recipes_plan_held_out():
 
 @pytest.mark.slow
 def test_error():
-    """Findings: -6.5% (26.05 s predicted against 24.36 s), the sign of NVIDIA's other BF16 H100 rows."""
+    """Findings: -6.5% (26.05 s predicted against 24.36 s), the sign of NVIDIA's other BF16 H100 rows;
+    -7.6% (26.37 s) since the H100 derate was refitted (0.706 -> 0.693) when each kernel came to pay
+    the GPU's measured gap, not the host's launch: its GEMMs are large, its kernels few."""
     (r,) = scoring.run_cases(bridge_card(_rows()))
-    assert r.error == pytest.approx(-0.065, abs=0.006)
+    assert r.error == pytest.approx(-0.076, abs=0.006)
