@@ -23,15 +23,18 @@ kernels can say about a difference between the two GPUs' training derates.
 
 **H200, cuBLAS** (``data/kernels/h200_gemm_cublas.csv``, measured by this project with
 ``benchmarks/measure_reference_kernels.py``): the same grid on sm_90 again, through cuBLAS 13.1 instead of
-XLA, in bf16 and fp8, timed by CUDA-graph replay. Graph replay leaves out the launch gap that
-XLA's timings carry, so two numbers are read off it, the k-loop rate and the per-kernel fixed
-cost, and the rest of the model (tile set, tile rates, ``K_OVERHEAD``, the fp8 overhead in bf16
+XLA, in bf16 and fp8, timed by CUDA-graph replay. Two numbers are read off it, the k-loop rate and
+the per-kernel fixed cost, and the rest of the model (tile set, tile rates, ``K_OVERHEAD``, the fp8 overhead in bf16
 time) is scored as fitted on XLA's sm_90 table (:func:`h200_fit`): the 125 shapes come out at a
 median |error| of 4.3% (bf16), 5.3% (fp8) and 3.0% (fp8 with fast accumulation), with a fixed
-cost of 2.0-2.5 µs per kernel against the 5.23 µs of XLA's timings. The training shapes, run
+cost of 2.0-2.5 µs per kernel against the 5.23 µs of XLA's timings. XLA's are kernel durations
+(``xla/tools/matmul_perf_table_gen.cc`` times each dot with the profiler's kernel tracer, the
+median kernel time), so no launch gap is in them either; the difference is the kernels XLA picks
+for small dots on its unnamed sm_90 part (the eager stream's gap on this H200 is 0.7-1.3 µs per
+kernel, ``data/kernels/h200_launch_gap.csv``). The training shapes, run
 after the grid under sustained load, sit at 666-692 TFLOP/s in bf16 (67-70% of the datasheet
 peak; nvidia-smi read 1410 MHz at the 700 W limit just after): between the MAMF-shape plateau
-(80.3%, short bursts) and the dgx-h100 curve's top (56.7%, that plateau × the training derate),
+(80.3%, short bursts) and the dgx-h100 curve's top (55.6%, that plateau × the training derate),
 so the sustained clock accounts for about half of the derate (:func:`h200_sustained`).
 
 ``python -m simulator.calibration.gemm_table`` prints the fits.

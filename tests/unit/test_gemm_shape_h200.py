@@ -33,8 +33,8 @@ def test_table_rows(table):
 def test_sm90_shape_model_holds_on_cublas(table, dtype, median_max):
     """Tile set, tile rates and the per-tile overhead as fitted on XLA's table; a k-loop rate and a
     per-kernel fixed cost read off this one: the 125 shapes at median |time error| 4.3% (bf16),
-    5.3% and 3.0% (fp8). The fixed cost is 2.0-2.5 µs under graph replay, where XLA's timings
-    carry 5.23 µs: the replay leaves out the gap a launch adds."""
+    5.3% and 3.0% (fp8). The fixed cost is 2.0-2.5 µs under graph replay, where XLA's kernel
+    durations carry 5.23 µs: the kernels differ (no launch gap is in either)."""
     f = gt.h200_fit(table, dtype)
     assert len(f.errors) == 125
     assert f.median_abs < median_max
