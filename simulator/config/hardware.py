@@ -144,8 +144,8 @@ class GPU(_Strict):
     # one host thread driving several GPUs pays per GPU (nccl-tests `-g`), what host loops of
     # launches cost (DeepSpeed 2021's per-rank copies) and what a kernel timed per call waits for.
     kernel_launch_us: float = Field(default=4.0, ge=0, description=(
-        "the host's cost to launch one kernel, microseconds: per GPU in a sweep of one process driving several (`-g`), in host "
-        "loops of launches, a kernel timed alone"))
+        "the host's cost to launch one kernel, microseconds: per GPU in a sweep of one process driving "
+        "several (`-g`), in host loops of launches, a kernel timed alone"))
     # GPU time between back-to-back kernels of a stream the host keeps fed: KERNEL_GAP_US.
     kernel_gap_us: float = Field(default=KERNEL_GAP_US, ge=0, description=(
         "the GPU's gap between back-to-back kernels of a stream the host keeps fed, microseconds "

@@ -42,9 +42,9 @@ efficiency:
   ``host_us`` (the host's ``kernel_launch_us`` when 0), never slowed by concurrent communication.
 
 Each of the ``count`` kernels then pays ``kernel_gap_us`` on top: the GPU's gap between
-back-to-back kernels of a stream the host keeps fed (measured on H200; ``config.hardware.KERNEL_GAP_US``).
-Where the host falls behind, its issue queue (``costs.host``) sets the pace instead. ``sm_fraction`` < 1 scales
-arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
+back-to-back kernels of a stream the host keeps fed (measured on H200,
+``config.hardware.KERNEL_GAP_US``). Where the host falls behind, its issue queue (``costs.host``)
+sets the pace instead. ``sm_fraction`` < 1 scales arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
 overlap); ``overlapped`` stretches the kernel by ``1 + overlap_slowdown`` for SM and HBM
 contention with a concurrent collective over its whole length. The replay charges that rate
 only while communication runs beside the kernel (``replay/engine.py``, ``_retime``): a kernel of
