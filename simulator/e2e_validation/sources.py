@@ -1024,8 +1024,8 @@ SOURCES: list[Source] = [
             "recipes' userbuffers configurations: the four bulk overlaps on every SM (tp_overlap_gemm_sms), the two "
             "forward ReduceScatters by ring exchange (tp_overlap_methods).",
             "The B200 8B recipe captures the whole iteration in CUDA graphs (cuda_graph_impl local): not modelled, "
-            "its launches are priced as eager launches (with no launch floor at all the row's step is 1.1% "
-            "shorter).",
+            "its kernels are priced as an eager stream's (with no gap between kernels at all the row's step is "
+            "0.3% shorter).",
             "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (+2.7%) and the MXFP8 value of "
             "the 405B plan on 128 B200 (-17.2%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
