@@ -65,8 +65,11 @@ class Tiling:
 # d=128 value). flash2: c0 = 0.8 from FA2's curves in the same figure, the softmax share from its
 # d=64 and d=128 plateaus (324, 370: d / (d + 21) gives 0.88; at d=256 register pressure lowers
 # FA2 below the model). flash1 (flash-attn 1.x and the Triton port llm-foundry runs: one CTA per
-# 128-row query block over 128-key blocks, unpipelined) has no published per-length or per-d
-# curve: FA2's values, an assumption.
+# 128-row query block over 128-key blocks, unpipelined): FA2's values. The FA2 paper's A100 and
+# H100 figures time FA1 (and its Triton port on A100) forward + backward at 512-16K tokens
+# (data/kernels/flashattention1_triton_fwd_bwd.csv): c0 = 0.8 follows every length curve (median
+# 2.1%); their head dims disagree (FA1 faster at d=64 than at 128, the Triton port level), so the
+# softmax share stays FA2's, an assumption.
 TILING = {"flash3": Tiling(1.5, 56.0), "flash2": Tiling(0.8, 21.0), "flash1": Tiling(0.8, 21.0)}
 REF_SEQ = 16384  # the shape a profile's attention efficiency stands for: a long square kernel
 REF_HEAD_DIM = 128

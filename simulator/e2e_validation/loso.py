@@ -23,7 +23,7 @@ sources, and S's rows are scored with it:
   MAMF-shape curve × that GPU's fitted derate × :func:`kernel_transfer`: a prediction made with
   no B200 training row at all. The transfer is read off the two GPUs' measured GEMM kernels: a derate
   is stated on MAMF's best searched shape, and XLA's unsearched GEMMs sit at 0.973 of MAMF on
-  B200 (its sm_100 table) but 1.052 on H100 (sm_90), so H100's 0.693 transfers as 0.640.
+  B200 (its sm_100 table) but 1.052 on H100 (sm_90), so H100's 0.720 transfers as 0.666.
 """
 
 from __future__ import annotations

@@ -70,9 +70,9 @@ def test_dgx_h200_fp8_factor_matches_the_measured_ratio(table):
 def test_sustained_plateau_between_mamf_and_the_training_curve(table):
     """Under sustained load (the training shapes, run after the grid) bf16 GEMMs of 0.4-9 TFLOP
     reach 67-70% of the datasheet peak, with the SM clock at 1410 MHz (nvidia-smi, 700 W limit):
-    below MAMF's 80.3% of short bursts and above the dgx-h200 curve's top (55.6%, MAMF × the
+    below MAMF's 80.3% of short bursts and above the dgx-h200 curve's top (57.8%, MAMF × the
     training derate fitted on step times). The sustained clock is about half of what the derate
-    takes off (0.84-0.87 against 0.693)."""
+    takes off (0.84-0.87 against 0.720)."""
     sustained = gt.h200_sustained(table, "bf16")
     top = load_profile("dgx-h200").gpu.gemm_efficiency[-1].efficiency
     assert len(sustained) == 13

@@ -72,6 +72,7 @@ def test_the_case_builds_the_recipes_hybrid_model_and_plan_held_out():
 @pytest.mark.slow
 def test_error():
     """Findings: -4.9% (28.15 s predicted against 26.78 s), pessimistic as NVIDIA's other BF16 H100
-    rows are, where the FP8 Nemotron-H 56B rows at TP 8 read +12..+18%."""
+    rows are, where the FP8 Nemotron-H 56B rows at TP 8 read +12..+18%; -2.2% (27.39 s) since the H100
+    derate was refitted (0.693 -> 0.720) once MPT's FlashAttention-1 ran at FA1's own H100 rate."""
     (r,) = scoring.run_cases(bridge_card_hybrid(_rows()))
-    assert r.error == pytest.approx(-0.049, abs=0.006)
+    assert r.error == pytest.approx(-0.022, abs=0.006)

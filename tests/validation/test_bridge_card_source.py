@@ -50,6 +50,7 @@ def test_the_case_builds_the_recipes_plan_held_out():
 def test_error():
     """Findings: -6.5% (26.05 s predicted against 24.36 s), the sign of NVIDIA's other BF16 H100 rows;
     -7.6% (26.37 s) since the H100 derate was refitted (0.706 -> 0.693) when each kernel came to pay
-    the GPU's measured gap, not the host's launch: its GEMMs are large, its kernels few."""
+    the GPU's measured gap, not the host's launch: its GEMMs are large, its kernels few; -4.6% (25.54 s)
+    since the refit (0.693 -> 0.720) once MPT's FlashAttention-1 ran at FA1's own H100 rate."""
     (r,) = scoring.run_cases(bridge_card(_rows()))
-    assert r.error == pytest.approx(-0.076, abs=0.006)
+    assert r.error == pytest.approx(-0.046, abs=0.006)

@@ -134,6 +134,13 @@ def test_held_out_error_and_the_containers():
     -13%..-6%, every FP8 row within -12%..+3%, median |error| <= 9.5%, and the predictions of one
     model and precision within 0.5% of each other across GPU counts and containers.
 
+    Since the H100 derate was refitted (0.693 -> 0.720) once MPT's FlashAttention-1 ran at FA1's own H100
+    rate: 8B 14.06 s and 10.34 s, 70B 15.82-15.83 s and 10.88-10.90 s; BF16 -6.4% to -9.1% (8B) and
+    -5.4% to -7.7% (70B), FP8 -5.0% to -8.7% (8B) and -3.8% to +4.5% (70B); median |error| 6.5%; the
+    405B proxies 9.375 / 9.367 s (BF16) and 6.141 / 6.121 s (FP8), -4.0% to -8.0%, the 7-layer step
+    ratio 1.527. Tolerances now: BF16 within -11%..-3%, FP8 within -11%..+6%, 405B within -10%..-3%,
+    median |error| <= 8%.
+
     The 405B proxies (7 layers on 32 GPUs, 21 at PP 3 x VP 7 on 96): BF16 8.85 / 9.00 s and 8.75 /
     8.87 s measured (nemo:24.09 / 24.12) against 9.70 and 9.69 s simulated (-7.2% to -9.7%), FP8
     5.80 / 5.75 s and 5.71 / 5.63 s against 6.32 and 6.31 s (-8.3% to -10.7%; 6.15 and 6.13 s
@@ -147,15 +154,15 @@ def test_held_out_error_and_the_containers():
     assert sorted(groups) == [(7, "bf16"), (7, "fp8"), (21, "bf16"), (21, "fp8"), (32, "bf16"), (32, "fp8"),
                               (80, "bf16"), (80, "fp8")]
     big = [r.error for (layers, _), rs in groups.items() for r in rs if layers in (7, 21)]
-    assert len(big) == 8 and all(-0.115 <= e <= -0.05 for e in big), big
+    assert len(big) == 8 and all(-0.10 <= e <= -0.03 for e in big), big
     measured = sorted(b.case.measured / f.case.measured for b, f in zip(groups[(7, "bf16")], groups[(7, "fp8")]))
     assert 0.98 * measured[0] < groups[(7, "bf16")][0].step_time_s / groups[(7, "fp8")][0].step_time_s \
         < min(1.02 * measured[0], measured[1])
     bf16 = [r.error for (_, dtype), rs in groups.items() for r in rs if dtype == "bf16"]
     fp8 = [r.error for (_, dtype), rs in groups.items() for r in rs if dtype == "fp8"]
-    assert all(-0.13 <= e <= -0.06 for e in bf16), bf16
-    assert all(-0.12 <= e <= 0.03 for e in fp8), fp8
-    assert statistics.median(abs(r.error) for r in res) <= 0.095
+    assert all(-0.11 <= e <= -0.03 for e in bf16), bf16
+    assert all(-0.11 <= e <= 0.06 for e in fp8), fp8
+    assert statistics.median(abs(r.error) for r in res) <= 0.08
     for rs in groups.values():
         steps = [r.step_time_s for r in rs]
         assert max(steps) / min(steps) < 1.005

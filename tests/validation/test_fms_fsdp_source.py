@@ -126,35 +126,36 @@ def test_built_rows_are_the_eager_full_shard_plans_held_out():
 
 @pytest.mark.slow
 def test_errors():
-    """Doc (findings): +9.2%, +12.4% (13B A100, H100: every second block checkpointed), +1.5%, +2.1%,
-    -4.6%, -0.9% (34B A100, 34B H100, 70B A100, 70B H100: every block); median |error| 1.8% over
-    the four fully checkpointed rows, 3.3% over all six. The H100 rows read 1.2-1.4 points higher
-    (+13.6%, +3.5%, +0.5%) before the H100 derate was refitted (0.706 -> 0.693) when each kernel came
-    to pay the GPU's measured gap, not the host's launch; 34B H100 read +4.1% before the attention
-    backward's per-CTA cost on Hopper."""
+    """Doc (findings): +9.2%, +15.5% (13B A100, H100: every second block checkpointed), +1.5%, +5.1%,
+    -4.6%, +2.1% (34B A100, 34B H100, 70B A100, 70B H100: every block); median |error| 3.4% over
+    the four fully checkpointed rows, 4.8% over all six. The H100 rows read 3 points lower (+12.4%,
+    +2.1%, -0.9%) before the H100 derate was refitted (0.693 -> 0.720) once MPT's FlashAttention-1
+    ran at FA1's own H100 rate, and 1.2-1.4 points higher (+13.6%, +3.5%, +0.5%) before the refit
+    (0.706 -> 0.693) when each kernel came to pay the GPU's measured gap, not the host's launch; 34B
+    H100 read +4.1% before the attention backward's per-CTA cost on Hopper."""
     results = scoring.run_cases(fms_fsdp(_rows()))
     errors = [r.error for r in results]
-    assert errors == pytest.approx([0.092, 0.124, 0.015, 0.021, -0.046, -0.009], abs=0.006)
-    assert statistics.median(abs(e) for e in errors[2:]) <= 0.035
+    assert errors == pytest.approx([0.092, 0.155, 0.015, 0.051, -0.046, 0.021], abs=0.006)
+    assert statistics.median(abs(e) for e in errors[2:]) <= 0.04
 
 
 @pytest.mark.slow
 def test_the_printed_per_node_bandwidth_shows_in_the_step():
     """Findings: the FSDP traffic is not all hidden. On DGX networks (8 NICs of 200 / 400 Gb/s per
-    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.1%, +7.9%, +0.4%, +4.6%:
-    the printed 400 / 800 Gb/s per node costs the model 4-6% of the step, 1.8% -> 5.8% median."""
+    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.1%, +11.2%, +0.4%, +7.9%:
+    the printed 400 / 800 Gb/s per node costs the model 5-6% of the step, 3.4% -> 7.5% median."""
     cases = [c for c in fms_fsdp(_rows()) if "full AC" in c.label]
     for c in cases:
         c.scenario["hardware"] = "dgx-a100" if "A100" in c.label else "dgx-h100"
     errors = [r.error for r in scoring.run_cases(cases)]
-    assert errors == pytest.approx([0.071, 0.079, 0.004, 0.046], abs=0.006)
+    assert errors == pytest.approx([0.071, 0.112, 0.004, 0.079], abs=0.006)
 
 
 @pytest.mark.slow
 def test_compiled_rows_by_the_blocks_checkpointed():
     """Findings: the torch.compile table's 34B / 70B rows ("Selective AC", n not printed), built with
-    fused elementwise kernels: with every block checkpointed -11.5%, -11.1%, -12.2%, -8.7%, with every
-    second one -0.2%, +0.1%, -0.9%, +2.9% (not scored: the table's HFU / MFU says every block on A100,
+    fused elementwise kernels: with every block checkpointed -11.5%, -8.4%, -12.2%, -5.8%, with every
+    second one -0.2%, +3.1%, -0.9%, +6.1% (not scored: the table's HFU / MFU says every block on A100,
     about every second one on H100, from the same scripts, so its checkpointing is not determined)."""
     from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp_case
 
@@ -167,6 +168,6 @@ def test_compiled_rows_by_the_blocks_checkpointed():
     for c in every:
         del c.scenario["training"]["recompute_method"], c.scenario["training"]["recompute_num_layers"]
     errors = [r.error for r in scoring.run_cases(every)]
-    assert errors == pytest.approx([-0.115, -0.111, -0.122, -0.087], abs=0.006)
+    assert errors == pytest.approx([-0.115, -0.084, -0.122, -0.058], abs=0.006)
     errors = [r.error for r in scoring.run_cases(every_second)]
-    assert errors == pytest.approx([-0.002, 0.001, -0.009, 0.029], abs=0.006)
+    assert errors == pytest.approx([-0.002, 0.031, -0.009, 0.061], abs=0.006)

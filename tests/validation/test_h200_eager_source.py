@@ -84,11 +84,13 @@ def test_rows_are_held_out_and_fit_nothing():
 def test_errors():
     """Findings: GPT-2 124M at micro-batch 1 and 4 (host-bound: measured step 3x and 1.5x the GPU's busy
     time) +11.8% and +8.1%; 124M mb16, 350M, 760M and 1.3B (GPU-bound) -8.8%, -8.6%, -13.3%, -14.4%
-    (-11.0%, -12.7%, -15.1%, -15.2% while every kernel paid the host's 4 us launch on the GPU).
+    (-11.0%, -12.7%, -15.1%, -15.2% while every kernel paid the host's 4 us launch on the GPU); since
+    the H100 derate, which dgx-h200 inherits, was refitted (0.693 -> 0.720) once MPT's FlashAttention-1
+    ran at FA1's own H100 rate: +11.8%, +9.4%, -7.0%, -6.7%, -11.2%, -12.2%.
     Tolerance 0.006, as the other sources' tests: the simulation is deterministic, so this only lets
     changes elsewhere of under about half a point through."""
     errors = [r.error for r in scoring.run_cases(h200_eager(_rows()))]
-    assert errors == pytest.approx([0.118, 0.081, -0.088, -0.086, -0.133, -0.144], abs=0.006)
+    assert errors == pytest.approx([0.118, 0.094, -0.070, -0.067, -0.112, -0.122], abs=0.006)
     assert statistics.median(abs(e) for e in errors) <= 0.11
 
 
@@ -106,12 +108,12 @@ def _program_figures(case) -> tuple[int, float, float]:
 
 def test_host_bound_row_is_the_hosts():
     """GPT-2 124M at micro-batch 1: the model lists 656 kernels (the profiler counts 773 in the script's
-    step, data/e2e/h200_gpt2_step_phases.csv) and issues them in 15.9 ms of host time, above their 7.0 ms
+    step, data/e2e/h200_gpt2_step_phases.csv) and issues them in 15.9 ms of host time, above their 6.9 ms
     of GPU time, so its step is the host's (16.9 ms, against 18.9 measured on the file's lease)."""
     cases = h200_eager(_rows())
     kernels, gpu, host = _program_figures(cases[0])
     assert kernels == 656
-    assert host == pytest.approx(15.9e-3, rel=0.01) and gpu == pytest.approx(6.95e-3, rel=0.01)
+    assert host == pytest.approx(15.9e-3, rel=0.01) and gpu == pytest.approx(6.86e-3, rel=0.01)
     predicted = scoring.run_case(cases[0]).step_time_s
     assert host < predicted < host + 0.15 * gpu
     # the breakdown says so: the GPU's idle time is the host's
