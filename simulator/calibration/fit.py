@@ -332,10 +332,12 @@ def from_measured_csv(sweep: "MeasuredSweep", profile: HardwareProfile, *, gpus_
             if n > 0 and nranks % n == 0 and nranks // n <= profile.node.gpus:
                 gpus_per_node = nranks // n
     nodes, gpn = layout_for(nranks, profile, gpus_per_node=gpus_per_node, source=where, line=0)
-    rows = sorted((r for r in sweep.rows if not r.inplace and r.size_bytes > 0 and r.time_us), key=lambda r: r.size_bytes)
+    timed = [r for r in sweep.rows if r.size_bytes > 0 and r.time_us]
+    # the out-of-place rows, or the in-place ones where a page printed only those (the same call, timed in place)
+    rows = sorted([r for r in timed if not r.inplace] or timed, key=lambda r: r.size_bytes)
     if not rows:
-        raise InputError("no out-of-place row with a size and a time (a sweep without a time column cannot be "
-                         "fitted)", source=where)
+        raise InputError("no row with a size and a time (a sweep without a time column cannot be fitted)",
+                         source=where)
     pinned = algo or canonical_algo(sweep.env.get("NCCL_ALGO", ""), among=FLOWED)
     return MeasuredCollective(where, op, nranks, nodes, gpn, tuple(r.size_bytes for r in rows),
                               tuple(r.time_us * 1e-6 for r in rows if r.time_us), (), pinned, sweep.gpus_per_process,

@@ -80,6 +80,13 @@ CASES: dict[str, Case] = {
     "h100x8_sendrecv_1node": Case("dgx-h100", "sendrecv", 8, 8),
     "h100x8_allgather_1node_full_ringalgo": Case("dgx-h100", "allgather", 8, 8),
     "h100x8_reducescatter_1node_full_ringalgo": Case("dgx-h100", "reducescatter", 8, 8),
+    # Azure's AI-benchmarking-guide: one ND H100 v5 and one ND H200 v5 VM, AllReduce with NCCL_ALGO=NVLS, one
+    # process driving the 8 GPUs (-g 8); in-place busbw only, times derived from it (data/nccl/INDEX.md)
+    "h100x8_allreduce_1node_azure_ndh100v5_nvls": Case(
+        "dgx-h100", "allreduce", 8, 8, "nvls", family="azure-ndh100v5",
+        note="64 KiB-2 MiB take 42-45 us against the model's 32-38 (NVLS/Simple's floor; the H200 VM's same calls "
+             "31-41 us, NCCL 2.20.5 against this VM's 2.18.5); 1 KiB-8 KiB derived from busbw printed to 0.01 GB/s"),
+    "h200x8_allreduce_1node_azure_ndh200v5_nvls": Case("dgx-h200", "allreduce", 8, 8, "nvls", family="azure-ndh200v5"),
     "h100x8_allreduce_1node_full_nvlsenv": Case(
         "dgx-h100", "allreduce", 8, 8, "ring",
         "modelled as ring: its peak equals the same repo's forced-ring run, so NVLS was inactive (INDEX.md)"),

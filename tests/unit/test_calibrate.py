@@ -121,6 +121,21 @@ def test_layout_rejects_partial_nodes(h100):
         layout_for(12, h100, gpus_per_node=None, source="x.log", line=7)
 
 
+def test_a_page_printing_only_the_in_place_half_is_fitted_on_it(h100):
+    """Azure's benchmark pages print the in-place busbw alone (data/nccl/h100x8_allreduce_1node_azure_ndh100v5_nvls.csv):
+    those rows time the same call, so the sweep is fitted on them; its -g 8 and NVLS pin come from the header."""
+    from simulator.calibration.fit import from_measured_csv
+    from simulator.calibration.measured import read_sweep
+    from simulator.files import bundled_dir
+
+    sweep = read_sweep(bundled_dir("data/nccl") / "h100x8_allreduce_1node_azure_ndh100v5_nvls.csv")
+    assert all(r.inplace for r in sweep.rows)
+    m = from_measured_csv(sweep, h100)
+    assert (m.ranks, m.nodes, m.gpus_per_node, m.gpus_per_process, m.algo, m.nccl_version) == (8, 1, 8, 8, "nvls", "2.18.5")
+    assert m.sizes[0] == 1024 and m.sizes[-1] == 8 << 30 and len(m.sizes) == 24
+    assert m.times_s[-1] == pytest.approx(31391.37e-6)
+
+
 def test_gemm_curve_from_measured_kernels(h100):
     peak = h100.gpu.peak_flops("bf16")
     gemms = []

@@ -102,6 +102,23 @@ def test_busbw_is_monotone_in_the_bandwidth_regime(name):
     assert all(b >= a * 0.99 for a, b in zip(big, big[1:])), big
 
 
+# One Azure ND H100 v5 and one ND H200 v5 VM (Azure/AI-benchmarking-guide), AllReduce with NCCL_ALGO=NVLS from
+# one process (-g 8), NCCL 2.18.5 / 2.20.5; in-place busbw only, times derived from it. Achieved median |busbw
+# error| >= 1 MiB + margin: 5.0% (the H100 VM's 64 KiB-2 MiB calls take 42-45 us, its H200 twin's 31-41) and 2.2%.
+AZURE_NVLS = {"h100x8_allreduce_1node_azure_ndh100v5_nvls": 0.07, "h200x8_allreduce_1node_azure_ndh200v5_nvls": 0.04}
+
+
+@pytest.mark.parametrize("name,tol", sorted(AZURE_NVLS.items()))
+def test_azure_vms_run_the_pinned_nvls_at_nvswitchs_reduction_rate(name, tol):
+    """Every size runs NVLS as the header pins it; the 8 GiB busbw (478.9 and 480.0 GB/s measured)
+    within 3%, above any ring on 450 GB/s NVLink."""
+    r = _result(name)
+    assert {p.algorithm for p in r.points} == {"nvls"}
+    assert r.median_error(MiB) <= tol, f"{name}: median |busbw error| {r.median_error(MiB):.1%}"
+    assert r.points[-1].predicted_busbw_GBps == pytest.approx(r.points[-1].measured_busbw_GBps, rel=0.03)
+    assert r.points[-1].measured_busbw_GBps > 450
+
+
 def test_h100_allreduce_default_picks_nvls_at_large_sizes():
     r = _result("h100x8_allreduce_1node")
     assert r.points[-1].algorithm == "nvls"
