@@ -173,9 +173,9 @@ def test_h100_flash1_pair_is_a100s_times_fa1s_own_h100_over_a100_ratio():
 def test_a100_flash1_pair_is_fa1s_best_bar_not_its_head_dim_128_one():
     """dgx-a100's flash1 pair (FA1's "up to 124 TFLOP/s" forward, the backward at FA2's ratio) runs one
     forward plus one backward at 109.1 TFLOP/s: FA1's best bar (unmasked, head dim 64, 110), not its
-    causal head-dim-128 bar (83), the reference shape of the pair. Priced at 83, MPT's 32K-64K
-    sequence rows, where attention is most of the step, go from +4..+14% to -15..-22%
-    (docs/validation-e2e.md, the FlashAttention-1 section): the kernel MPT ran (llm-foundry's
+    causal head-dim-128 bar (83), the reference shape of the pair. Priced at 83 (and H100 at its own
+    137), MPT's 32K-64K sequence rows, where attention is most of the step, go from -4..+14% to
+    -8..-22% (docs/validation-e2e.md, the FlashAttention-1 section): the kernel MPT ran (llm-foundry's
     triton-pre-mlir port) is not the figure's Triton bar, and the pair stays where MPT's rows put it."""
     rows = _fa1_sweeps()
     eff = load_profile("dgx-a100").gpu.attention_efficiency["flash1"]
