@@ -34,7 +34,7 @@ for small dots on its unnamed sm_90 part (the eager stream's gap on this H200 is
 kernel, ``data/kernels/h200_launch_gap.csv``). The training shapes, run
 after the grid under sustained load, sit at 666-692 TFLOP/s in bf16 (67-70% of the datasheet
 peak; nvidia-smi read 1410 MHz at the 700 W limit just after): between the MAMF-shape plateau
-(80.3%, short bursts) and the dgx-h100 curve's top (55.6%, that plateau × the training derate),
+(80.3%, short bursts) and the dgx-h100 curve's top (57.8%, that plateau × the training derate),
 so the sustained clock accounts for about half of the derate (:func:`h200_sustained`).
 
 ``python -m simulator.calibration.gemm_table`` prints the fits.

@@ -14,6 +14,7 @@ from simulator.calibration.attention_bench import (
     modelled_fwd_bwd_tflops, read_h200_sweep, read_points)
 from simulator.config.hardware import load_profile
 from simulator.costs.attention_shape import REF_SEQ
+from simulator.files import bundled_dir, read_commented_csv
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +67,7 @@ def test_hopper_profile_pairs_match_the_measured_long_kernels(points):
 
 
 def _fa2_a100_sweep() -> list[dict]:
-    import csv
-
-    from simulator.files import bundled_dir
-
-    with open(bundled_dir("data/kernels") / "flashattention2_a100_fwd_bwd.csv", newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(bundled_dir("data/kernels") / "flashattention2_a100_fwd_bwd.csv")
 
 
 def test_a100_flash2_pair_meets_flashattention2s_own_a100_sweep():
@@ -109,12 +105,7 @@ def test_flash2_shape_factor_follows_the_a100_sweep_from_4k():
 
 
 def _fa1_sweeps() -> list[dict]:
-    import csv
-
-    from simulator.files import bundled_dir
-
-    with open(bundled_dir("data/kernels") / "flashattention1_triton_fwd_bwd.csv", newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(bundled_dir("data/kernels") / "flashattention1_triton_fwd_bwd.csv")
 
 
 def _fa1_bar(rows: list[dict], gpu: str, backend: str, seq: int, head_dim: int, causal: bool) -> float:
