@@ -222,6 +222,7 @@ class Replayer:
             self.ranks[r] = RankState(r, role, table)
         self.rendezvous: dict[tuple, Rendezvous] = {}
         self._groups: dict[tuple[int, tuple[str, ...]], tuple[tuple[int, ...], int]] = {}
+        self._axes_of: dict[tuple[int, ...], tuple[str, ...]] = {}  # a group's axes (_with_images)
         # (kind, members, size) -> plan; shared by the replays of one step (a fold's two
         # reduced ones), whose networks then meet the same phase objects (links._known_for)
         self._plans: dict[tuple, CollectivePlan] = {} if plans is None else plans
@@ -265,6 +266,7 @@ class Replayer:
             members = tuple(self.grid.group(rank, axes))
             hit = (members, sum(1 for m in members if m in self.ranks))
             self._groups[key] = hit
+            self._axes_of.setdefault(members, axes)
         return hit
 
     def _plan(self, op: CommOp, members: tuple[int, ...]) -> CollectivePlan:
@@ -284,14 +286,26 @@ class Replayer:
         """``plan`` with the flows of its image groups (its members' images: the same
         collective of the image ranks, run at the same moment by symmetry) joined to each phase.
         A group that spans an image axis is its own image (its plan already has every
-        member's flows); one that does not is disjoint from its images."""
+        member's flows); one that does not is disjoint from its images.
+
+        A group along a block of the image axis (the expert-parallel groups, blocks of the
+        data-parallel axis, ``schedule/groups.py`` splits) is neither when the image shift is
+        not a multiple of the block: shifting its members one by one gives no group (EP group
+        (0, 1) shifted one step along dp: (1, 2)). Its image is then the group of the image of
+        a simulated member: itself where that rank is in it (rank 1, whose EP group is rank
+        0's: the same collective, already in the plan), else the group that rank runs."""
         mset = set(members)
         phases = list(plan.phases)
         seen = [mset]
-        for image in zip(*map(self._image_of, members)):
+        for k, image in enumerate(zip(*map(self._image_of, members))):
             iset = set(image)
             if any(iset == other for other in seen):
                 continue
+            if any(not iset.isdisjoint(other) for other in seen):
+                image = self._image_group(members, k, image)
+                iset = set(image)
+                if any(iset == other for other in seen):
+                    continue
             if any(not iset.isdisjoint(other) for other in seen):
                 raise RuntimeError(f"image group {image} of {members} overlaps it")  # (groups follow grid axes)
             seen.append(iset)
@@ -300,6 +314,15 @@ class Replayer:
                 raise RuntimeError(f"the plan of image group {image} differs from that of {members}")
             phases = [join_phases(p, q) for p, q in zip(phases, other.phases)]
         return plan if len(seen) == 1 else replace(plan, phases=tuple(phases))
+
+    def _image_group(self, members: tuple[int, ...], k: int, image: tuple[int, ...]) -> tuple[int, ...]:
+        """The group (along ``members``' axes) of image ``k`` of the first simulated member;
+        ``image`` (the members shifted one by one) where ``members`` is no group of this replay's."""
+        axes = self._axes_of.get(members)
+        simulated = next((m for m in members if m in self.ranks), None)
+        if axes is None or simulated is None:
+            return image
+        return tuple(self.grid.group(self._image_of(simulated)[k], axes))
 
     def _image_of(self, rank: int) -> list[int]:
         """The image ranks of ``rank`` (symmetry.choose_ranks_with_images), one per image."""

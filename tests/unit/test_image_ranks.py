@@ -88,3 +88,19 @@ def test_send_recv_along_the_image_axis_runs_once(parallel: dict) -> None:
     with_images, simulated = _with_and_without_images(data)
     assert with_images.stats.ranks_simulated < simulated.stats.ranks_simulated
     assert with_images.step_time_s == pytest.approx(simulated.step_time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("ep", [2, 4])
+def test_expert_groups_inside_the_imaged_block(ep: int) -> None:
+    """Expert parallelism at tp 1 on vtrain-a100 (a NIC per two GPUs): the data-parallel axis is
+    imaged by one step, and the EP groups are blocks of it, so shifting an EP group member by
+    member gives no group ((0, 1) -> (1, 2)). The image of the All-to-All of ranks (0, 1) is
+    the group rank 1 runs, itself: the step is the step with the NIC-sharing ranks simulated
+    (it stopped with "image group (1, 2) of (0, 1) overlaps it" before)."""
+    model = {**SMALL, "mlp": "swiglu", "experts": 4, "top_k": 2, "moe_ffn_hidden": 512}
+    data = {"name": "img", "hardware": "vtrain-a100", "nodes": 2, "model": model,
+            "training": {"micro_batch": 1, "global_batch": 16, "dtype": "bf16"},
+            "parallel": {"tp": 1, "pp": 2, "ep": ep, "zero": 1}}
+    with_images, simulated = _with_and_without_images(data)
+    assert with_images.stats.ranks_simulated < simulated.stats.ranks_simulated
+    assert with_images.step_time_s == pytest.approx(simulated.step_time_s, rel=1e-12)
