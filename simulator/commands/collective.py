@@ -46,7 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--algo", default=None, help="pin the algorithm: ring, tree, nvls, nvls_tree, hierarchical, direct, p2p")
     p.add_argument("--proto", default=None, help="pin the protocol: ll, ll128, simple")
     p.add_argument("-d", "--dtype", "--datatype", dest="dtype", default="float",
-                   help="element type for the count column (default float)")
+                   help="element type for the count column, a scenario's or nccl-tests' spelling (bf16 or "
+                        "bfloat16, int32, ...; default float)")
     p.add_argument("--nccl-version", default=None, metavar="X.Y.Z",
                    help="NCCL release whose tuner tables choose and time the algorithm (default: the profile's "
                         "nccl.version, else the newest clustersim encodes, 2.30.7)")
@@ -127,9 +128,10 @@ def run(args: argparse.Namespace) -> int:
     factor = _positive_int(args.step_factor, "--step-factor")
     if factor < 2:
         raise InputError("expected a factor >= 2", field="--step-factor")
-    esize = units.BYTES_PER_ELEMENT.get(args.dtype.lower())
+    types = element_types()
+    esize = types.get(args.dtype.lower())
     if esize is None:
-        raise InputError(f"unknown type {args.dtype!r}; expected one of {', '.join(units.BYTES_PER_ELEMENT)}", field="--dtype")
+        raise InputError(f"unknown type {args.dtype!r}; expected one of {', '.join(types)}", field="--dtype")
     algo = args.algo.lower() if args.algo else None
     proto = args.proto.lower() if args.proto else None
 
@@ -243,19 +245,33 @@ def _inputs_text(inputs: dict) -> str:
             f"clustersim {inputs['clustersim']}")
 
 
+def element_types() -> dict[str, int]:
+    """Bytes per element of every type name ``-d`` takes: the scenario spellings (bf16, fp16,
+    fp32, fp8) and nccl-tests' own (bfloat16, int32, uint64, f8e4m3, ...), so that a sweep's
+    command line can be given as it was run."""
+    from simulator.calibration.nccl_log import ELEMENT_BYTES
+
+    return {**units.BYTES_PER_ELEMENT, **ELEMENT_BYTES}
+
+
 def _nccl_tests_log(rows, op, ranks, gpn, ngpus, esize, profile, lo, hi, factor, inputs) -> str:
     """The predicted rows as nccl-tests would print them (out-of-place and in-place alike: the
-    model does not tell them apart), so that ``calibrate`` and other nccl-tests readers take
-    the prediction as they take a measurement."""
+    model does not tell them apart, but on one rank, where in place there is nothing to copy and
+    the launch alone is timed), so that ``calibrate`` and other nccl-tests readers take the
+    prediction as they take a measurement."""
     from simulator.calibration.nccl_log import ELEMENT_BYTES, Sweep
     from simulator.calibration.nccl_log_writer import TOOL_NAMES, format_log, make_row, synthetic_devices
 
-    dtype = next((name for name, size in ELEMENT_BYTES.items() if size == esize and name in ("int8", "half", "float", "double")),
-                 "float")
+    given = rows[0]["type"].lower() if rows else "float"
+    given = {"bf16": "bfloat16", "fp16": "half", "fp32": "float", "fp8": "f8e4m3"}.get(given, given)
+    dtype = given if given in ELEMENT_BYTES else next(
+        (name for name, size in ELEMENT_BYTES.items() if size == esize and name in ("int8", "half", "float", "double")),
+        "float")
     sweep_rows = []
     for row in rows:
         for inplace in (False, True):
-            sweep_rows.append(make_row(op, row["size_bytes"], dtype, row["time_us"] * 1e-6, ranks, inplace=inplace))
+            t_us = ngpus * profile.gpu.kernel_launch_us if inplace and ranks == 1 else row["time_us"]
+            sweep_rows.append(make_row(op, row["size_bytes"], dtype, t_us * 1e-6, ranks, inplace=inplace))
     sweep = Sweep(op=op, nranks=ranks, ngpus=ngpus, devices=synthetic_devices(ranks, gpn, profile.gpu.name,
                                                                                ranks_per_process=ngpus),
                   rows=tuple(sweep_rows), nccl_version=profile.nccl_version, source="clustersim collective", first_line=1,

@@ -67,6 +67,7 @@ from typing import Sequence
 
 import numpy as np
 
+from simulator.config.hardware import GPU
 from simulator.costs import (nccl_constants, nccl_graph, net_messages, nvlink_store, nvls_pipeline, nvls_reduce,
                              ring_window, ring_work, tree_pipeline)
 from simulator.costs import nccl_tuner as tuner
@@ -75,6 +76,7 @@ from simulator.costs.flow_patterns import (
     Flow, Layout, Pattern, Phase, cached_pattern, direct_pattern, join_phases, layout, link_loads, make_phase, nvls_intra,
     nvls_tree_inter, p2p_pattern, pattern_arrays, ring_pattern, scaled_flows, tree_pattern,
 )
+from simulator.costs.memory_bound import memory_time
 from simulator.costs.topology_view import TopologyView
 from simulator.costs.transports import TransportStack
 from simulator.errors import InputError
@@ -328,7 +330,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     proto = proto.lower() if proto else None
     _check_pins(op, algo, proto, topo, lay)
     if n == 1:
-        return CollectivePlan(op, algo or "none", proto or "simple", 0.0, (), size_bytes, 1)
+        return CollectivePlan(op, "copy", "simple", one_rank_copy_s(op, size_bytes, topo.profile.gpu), (), size_bytes, 1)
     ctx = _context(topo, cache, n, n_nodes, pattern_scope(op))
     algorithm, protocol = _choose(op, size_bytes, ctx, lay, algo, proto)
     wire = WIRE_FACTOR[protocol]
@@ -840,8 +842,21 @@ _BUSBW_FACTOR = {
 
 
 def busbw_factor(op: str, n: int) -> float:
-    """nccl-tests busbw = algbw × this, for every nccl-tests tool (any spelling :func:`~simulator.vocabulary.canonical_op` reads)."""
+    """nccl-tests busbw = algbw × this, for every nccl-tests tool (any spelling :func:`~simulator.vocabulary.canonical_op` reads).
+    On one rank as nccl-tests prints it: 0 for the collectives whose factor is (n − 1)/n, 1 for
+    Broadcast, Reduce and SendRecv."""
     key = canonical_op(op)
     if key not in _BUSBW_FACTOR:
         raise InputError(f"unknown collective {op!r}; expected one of {', '.join(_BUSBW_FACTOR)}", field="op")
-    return 1.0 if n <= 1 else float(_BUSBW_FACTOR[key](n))
+    return float(_BUSBW_FACTOR[key](max(n, 1)))
+
+
+def one_rank_copy_s(op: str, size_bytes: int, gpu: GPU) -> float:
+    """A collective of one rank, out of place (nccl-tests' first columns): NCCL issues no kernel
+    of its own but copies the send buffer into the receive buffer (``ncclLaunchOneRank``,
+    src/device/onerank.cu: ``cudaMemcpyAsync`` device to device unless the op is a PreMulSum;
+    a SendRecv or All-to-All to itself copies the same bytes through its p2p kernel), so
+    ``size_bytes`` read and written at a streaming kernel's share of HBM
+    (:func:`simulator.costs.memory_bound.memory_time`). The launch floor is the caller's, as for
+    every collective."""
+    return memory_time(2.0 * size_bytes, 1, "stream", gpu) if size_bytes > 0 else 0.0

@@ -103,3 +103,44 @@ def test_malformed_profile_exits_2(tmp_path, capsys):
     bad.write_text(yaml.safe_dump(data))
     assert main(["collective", "--hardware", str(bad), "--op", "allreduce", "--ranks", "8"]) == 2
     assert "node.scale_up.warp_drive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("op, factor", [("allreduce", 0.0), ("allgather", 0.0), ("alltoall", 0.0),
+                                        ("broadcast", 1.0), ("sendrecv", 1.0)])
+def test_one_rank_is_a_local_copy(tmp_path, op, factor):
+    """One rank: NCCL copies the send buffer into the receive buffer (ncclLaunchOneRank), so the
+    out-of-place time is the launch floor or the copy, 2 x size bytes at a streaming kernel's
+    share of HBM plus its ramp (costs/memory_bound.py), whichever is longer; busbw is what
+    nccl-tests prints on one rank: 0 where its factor is (n - 1)/n, algbw for Broadcast and
+    SendRecv. In place there is nothing to copy: the log's in-place columns are the launch."""
+    from simulator.calibration.nccl_log import parse_nccl_log
+    from simulator.config.hardware import load_profile
+
+    gpu = load_profile("dgx-a100").gpu
+    out, log = tmp_path / "one.json", tmp_path / "one.log"
+    assert main(["collective", "--hardware", "dgx-a100", "--op", op, "--ranks", "1", "-b", "1K", "-e", "1G",
+                 "-f", "1024", "--json", str(out), "--log", str(log)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    for r in rows:
+        copy_us = 0.6 + 2 * r["size_bytes"] / (0.90 * gpu.hbm_Bps * gpu.hbm_efficiency) * 1e6
+        assert r["time_us"] == pytest.approx(max(gpu.kernel_launch_us, copy_us), rel=1e-9)
+        assert r["algorithm"] == "copy"
+        assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * factor)
+    assert rows[-1]["time_us"] > 1000  # 1 GiB read and written: over a millisecond on A100 (~2 TB/s)
+    (sweep,) = parse_nccl_log(log)
+    inplace = [row for row in sweep.rows if row.inplace]
+    assert [row.time_us for row in inplace] == pytest.approx([gpu.kernel_launch_us] * 3)
+
+
+def test_nccl_tests_type_names(tmp_path):
+    """``-d`` takes nccl-tests' spellings as well as a scenario's; the log names the type as
+    nccl-tests would (bf16 -> bfloat16), with its element count."""
+    from simulator.calibration.nccl_log import parse_nccl_log
+
+    for given in ("bfloat16", "bf16"):
+        log = tmp_path / f"{given}.log"
+        assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8", "-b", "1M", "-e", "1M",
+                     "-d", given, "--log", str(log)]) == 0
+        (sweep,) = parse_nccl_log(log)
+        assert {(row.dtype, row.count) for row in sweep.rows} == {("bfloat16", 1 << 19)}
+    assert main(["collective", "--hardware", H100, "--op", "allreduce", "--ranks", "8", "-d", "int32"]) == 0
