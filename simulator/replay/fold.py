@@ -87,7 +87,8 @@ def _keep_cut(period: int) -> tuple[int, int]:
     """Steady periods the reduced step keeps (on the stage with the fewest), and the period whose
     copies go back after it: the pipeline has filled by then and the cool-down is still ahead.
     A 1F1B period is one micro-batch, so six of them; an interleaved one is pp·vp steps (pp
-    micro-batches), so four, the copies after the third."""
+    micro-batches), so four, the copies after the third. Where the first stage has not settled
+    by then, the copies go after the first later period around which it has (:func:`_settled_cut`)."""
     return (6, 2) if period == 1 else (4, 2)
 
 
@@ -376,14 +377,13 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         return None  # _steady_alone would refuse it after the replay (a host synchronisation)
     rp_small = run(small)
     states = [rp_small.ranks[r] for r in ranks]
-    c = _keep_cut(period)[1]
     ref = min(states, key=lambda R: len(small.steady[R.role]))
     at = small.steady[ref.role]
-    T = float(ref.start[at[c * period]] - ref.start[at[(c - 1) * period]])
     step = max(float(np.nanmax(R.end)) for R in states)
-    tol = _REL_TOL * (step + abs(T))
-    if not T > 0:
+    found = _settled_cut(ref, at, period, _keep_cut(period)[1], step)
+    if found is None:
         return None
+    c, T, tol = found
     t_cut = float(ref.start[at[c * period]])
     cuts: dict[int, int] = {}
     for R in states:
@@ -427,6 +427,27 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
                 return None
     rp_small.env.n_events += rp_large.env.n_events
     return _expanded(states, maps, T), rp_small, n * per
+
+
+def _settled_cut(ref: Any, at: Sequence[int], period: int, first: int, step: float) -> tuple[int, float, float] | None:
+    """The first period ``c >= first`` of the reference rank (the stage with the fewest steady
+    periods) around which its periods repeat (:func:`_repeats`), with the period T measured
+    there and the tolerance of the checks; None where none of its periods up to the last that
+    has two after it does.
+
+    A deep 1F1B pipeline's first stage takes more than the two periods :func:`_keep_cut` cuts
+    after to settle: GPT-175B at tp 8 pp 32 (vTrain's rows, 384 micro-batches) runs its first
+    two steady periods 3.1 s and 78 ms longer than the third and every later one (147.7 ms).
+    Cut at the second, T was measured on that unsettled period and the fold refused after the
+    reduced replay; the next period repeats, and the fold's own checks (check 2, or the single
+    mode's) still decide whether the step is the reduced one with copies put back."""
+    last = (len(at) - 1) // period - 2
+    for c in range(first, last + 1):
+        T = float(ref.start[at[c * period]] - ref.start[at[(c - 1) * period]])
+        tol = _REL_TOL * (step + abs(T))
+        if T > 0 and _repeats(ref, at, period, c, T, tol):
+            return c, T, tol
+    return None
 
 
 def _expanded(states: Sequence[Any], maps: dict[int, _Map], T: float) -> dict[int, dict[str, Any]]:

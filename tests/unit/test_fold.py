@@ -116,6 +116,40 @@ def test_few_micro_batches_fold_keeping_four(make):  # noqa: F811 - the fixture
     assert fold.fold_count(full) == shortest - 4 == 11
 
 
+@pytest.mark.slow
+def test_deep_pipeline_cut_where_its_first_stage_has_settled(monkeypatch):
+    """vTrain's GPT at tp 8 pp 32 dp 2 (Megatron-DeepSpeed's pipeline engine, fp16, full
+    recompute) cut to 32 layers, 192 micro-batches: in the reduced step (37 of them) the first
+    stage keeps six steady periods, and its first two are longer than the ones after them (the
+    pipeline settling), so the periods around _keep_cut's cut (the second) do not repeat. The
+    fold cuts after the first period around which they do (fold._settled_cut) and is the
+    unfolded step op by op; cut at the second, nothing was folded."""
+    from simulator.config.scenario import build_scenario
+
+    model = {"layers": 32, "hidden": 12288, "heads": 96, "vocab": 51200, "mlp": "gelu", "seq_len": 2048,
+             "tied_embeddings": True, "position_embedding": "learned"}
+    scn = build_scenario({"name": "deep", "hardware": "vtrain-a100", "nodes": 64, "model": model,
+                          "training": {"micro_batch": 2, "global_batch": 768, "dtype": "fp16", "recompute": "full",
+                                       "attention": "unfused", "cross_entropy": "vocab_parallel"},
+                          "parallel": {"tp": 8, "pp": 32, "zero": 1, "pp_engine": "deepspeed", "grad_reduce_dtype": "fp16",
+                                       "scatter_gather_tensors_in_pipeline": True, "overlap_grad_reduce": False,
+                                       "async_tensor_model_parallel_allreduce": False,
+                                       "gradient_accumulation_fusion": False}},
+                         source="deep.yaml")
+    cuts: list[int] = []
+    settled = fold._settled_cut
+
+    def recorded(*args):
+        found = settled(*args)
+        cuts.append(-1 if found is None else found[0])
+        return found
+
+    monkeypatch.setattr(fold, "_settled_cut", recorded)
+    folded = simulate_scenario(scn)
+    assert cuts and cuts[0] > fold._keep_cut(1)[1]
+    _same(folded, simulate_scenario(scn, fold=False))
+
+
 def test_interleaved_step_of_sixteen_periods_is_not_folded():
     """GPT-3 175B at tp 4 pp 8 vp 12 with 128 micro-batches (the MLPerf rows on 512 and 768
     H100): periods of pp·vp = 96 steps (8 micro-batches), the shortest stage's steady steps
