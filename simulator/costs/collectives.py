@@ -330,7 +330,7 @@ def plan_collective(op: str, gpus: Sequence[int], size_bytes: int, topo: Topolog
     proto = proto.lower() if proto else None
     _check_pins(op, algo, proto, topo, lay)
     if n == 1:
-        return CollectivePlan(op, "copy", "simple", one_rank_copy_s(op, size_bytes, topo.profile.gpu), (), size_bytes, 1)
+        return CollectivePlan(op, "copy", "simple", one_rank_copy_s(size_bytes, topo.profile.gpu), (), size_bytes, 1)
     ctx = _context(topo, cache, n, n_nodes, pattern_scope(op))
     algorithm, protocol = _choose(op, size_bytes, ctx, lay, algo, proto)
     wire = WIRE_FACTOR[protocol]
@@ -851,7 +851,7 @@ def busbw_factor(op: str, n: int) -> float:
     return float(_BUSBW_FACTOR[key](max(n, 1)))
 
 
-def one_rank_copy_s(op: str, size_bytes: int, gpu: GPU) -> float:
+def one_rank_copy_s(size_bytes: int, gpu: GPU) -> float:
     """A collective of one rank, out of place (nccl-tests' first columns): NCCL issues no kernel
     of its own but copies the send buffer into the receive buffer (``ncclLaunchOneRank``,
     src/device/onerank.cu: ``cudaMemcpyAsync`` device to device unless the op is a PreMulSum;

@@ -435,12 +435,13 @@ def _settled_cut(ref: Any, at: Sequence[int], period: int, first: int, step: flo
     there and the tolerance of the checks; None where none of its periods up to the last that
     has two after it does.
 
-    A deep 1F1B pipeline's first stage takes more than the two periods :func:`_keep_cut` cuts
-    after to settle: GPT-175B at tp 8 pp 32 (vTrain's rows, 384 micro-batches) runs its first
-    two steady periods 3.1 s and 78 ms longer than the third and every later one (147.7 ms).
-    Cut at the second, T was measured on that unsettled period and the fold refused after the
-    reduced replay; the next period repeats, and the fold's own checks (check 2, or the single
-    mode's) still decide whether the step is the reduced one with copies put back."""
+    A deep 1F1B pipeline's first stage can take longer to settle than :func:`_keep_cut`
+    assumes: GPT-175B at tp 8 pp 32 (vTrain's rows, 384 micro-batches) runs its first two
+    steady periods 3.1 s and 78 ms longer than the third and every later one (147.7 ms). Cut
+    after the third (c = 2), T was measured on the second, unsettled, and the fold refused after
+    the reduced replay; around the fourth the periods repeat, and the fold's own checks (check
+    2, or the single mode's) still decide whether the step is the reduced one with copies put
+    back."""
     last = (len(at) - 1) // period - 2
     for c in range(first, last + 1):
         T = float(ref.start[at[c * period]] - ref.start[at[(c - 1) * period]])
