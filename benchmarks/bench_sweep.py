@@ -13,6 +13,8 @@ Cases (issue "Plan search that scales past one machine"):
   >= 10 plans/s; the whole sweep's target is <= 2 minutes on 2 cores.
 * GPT-3 175B on 1,024 A100 (`scenarios/gpt3-175b-3d-a100.yaml`): target <= 1 s of CPU per
   simulated plan, averaged over the sweep.
+* Llama-3 70B on 128 A100 PCIe (2 per node) at 32K context, every axis (`--vary all`): 12,267
+  plans (with the evened-out splits), 366 that fit; screening target >= 10 plans/s.
 
 Printed: plans enumerated, screened per second, how many reach simulation, and with
 ``--simulate`` the wall time, plans pruned by the lower bound (fraction of those that could
@@ -33,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from simulator.config.scenario import build_scenario, load_scenario  # noqa: E402
 from simulator.simulation import simulate_scenario  # noqa: E402
 from simulator.sweep.bound import passes_lower_bound  # noqa: E402
-from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked  # noqa: E402
+from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked, with_balanced_splits  # noqa: E402
 from simulator.sweep.progress import Progress  # noqa: E402
 from simulator.sweep.run import count_kinds, run_plans  # noqa: E402
 
@@ -44,8 +46,19 @@ LLAMA3_70B_1K = dict(
     parallel=dict(tp=8, sequence_parallel=True, pp=4, zero=1, order=["tp", "cp", "dp", "pp"]))
 
 
+# Long context on a cluster without NVLink (2 A100 PCIe per node): every plan needs CP or Ulysses
+# across nodes or full recompute to fit, and the sweep's knobs multiply (cp_comm, ZeRO-3 flavours).
+LLAMA3_70B_PCIE_32K = dict(
+    name="llama3-70b-128-a100-pcie-32k", hardware="a100-pcie", nodes=64,
+    model=dict(preset="llama3-70b", seq_len=32768),
+    training=dict(micro_batch=1, global_batch=256),
+    parallel=dict(tp=8, pp=4, zero=1))
+
+
 def cases():
     yield "llama3-70b 1024xH100 8K, --vary all", build_scenario(LLAMA3_70B_1K), \
+        SweepBounds(vary=frozenset(VARY_KEYS))
+    yield "llama3-70b 128xA100-PCIe 32K, --vary all", build_scenario(LLAMA3_70B_PCIE_32K), \
         SweepBounds(vary=frozenset(VARY_KEYS))
     yield "gpt3-175b 1024xA100 (degrees only)", load_scenario(ROOT / "scenarios" / "gpt3-175b-3d-a100.yaml"), \
         SweepBounds()
@@ -57,9 +70,10 @@ def cpu_all() -> float:
 
 
 def screen(base, bounds) -> tuple[int, int, float]:
-    """(plans, plans that could be simulated, seconds) of enumeration + rules + memory + bound."""
+    """(plans, plans that could be simulated, seconds) of enumeration, the evened-out splits of
+    pipelined plans (as ``run_plans`` adds them), rules, memory and bound."""
     t0 = time.perf_counter()
-    plans = enumerate_plans(base, bounds)
+    plans = with_balanced_splits(base, enumerate_plans(base, bounds))
     runnable = 0
     for _, scn, mem, reason in iter_checked(base, plans):
         if scn is not None and not reason:

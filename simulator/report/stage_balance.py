@@ -66,7 +66,7 @@ def balanced_split(layer_s: list[float], fixed_s: list[float], min_layers: Seque
     """Layers per part (contiguous, in order, at least ``min_layers[s]`` each: one by default)
     minimising the most loaded part's ``fixed_s[s]`` plus its layers' seconds: the min-max
     partition by dynamic programming over (part, layers so far), O(parts x layers^2), vectorised
-    over the cut."""
+    over the part's end and start."""
     n, parts = len(layer_s), len(fixed_s)
     mins = list(min_layers) if min_layers is not None else [1] * parts
     if parts < 1 or len(mins) != parts or sum(mins) > n:
@@ -79,11 +79,14 @@ def balanced_split(layer_s: list[float], fixed_s: list[float], min_layers: Seque
     cut = np.zeros((parts, n + 1), dtype=np.int64)  # where the part's layers start, for each end
     for p in range(1, parts):
         new = np.full(n + 1, np.inf)
-        for i in range(before[p + 1], n - (before[-1] - before[p + 1]) + 1):
-            j = np.arange(before[p], i - mins[p] + 1)  # the part's layers are j .. i-1
-            cand = np.maximum(best[j], fixed_s[p] + prefix[i] - prefix[j])
-            k = int(np.argmin(cand))
-            new[i], cut[p, i] = cand[k], j[k]
+        ends = np.arange(before[p + 1], n - (before[-1] - before[p + 1]) + 1)  # where part p may end
+        if len(ends):
+            # row: an end i; column: a start j; the part's layers are j .. i-1, at least mins[p] of them
+            starts = np.arange(before[p], ends[-1] - mins[p] + 1)
+            cand = np.maximum(best[starts][None, :], (fixed_s[p] + prefix[ends])[:, None] - prefix[starts][None, :])
+            cand[starts[None, :] > ends[:, None] - mins[p]] = np.inf
+            k = np.argmin(cand, axis=1)
+            new[ends], cut[p, ends] = cand[np.arange(len(ends)), k], starts[k]
         best = new
     counts, end = [], n
     for p in range(parts - 1, 0, -1):

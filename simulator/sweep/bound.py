@@ -13,7 +13,9 @@ keeps only what no schedule can hide:
   launch floor. Each collective of a group inside one node (TP, CP, Ulysses) is priced at its
   time alone on an empty network (:meth:`CostModel.time_alone_s`: latency, then per phase the
   busiest link at its capacity or the tightest rate cap, which no sharing of the links can
-  beat); larger groups and sends count 0. A pass costs at least its longest chain from its
+  beat); larger groups count 0. Each send/recv batch (a CP ring step's KV exchange) is priced
+  at its slowest transfer's time alone (NCCL's ``sendrecv`` plan of the pair; a userbuffers copy
+  at its latency). A pass costs at least its longest chain from its
   first to its last compute-stream kernel through dependencies and each stream's FIFO order
   (the replay's semantics, ``replay/engine.py``: an op starts when its deps and the ops before
   it on its stream are done; a kernel takes at least its compute time, ``overlap_slowdown`` and
@@ -23,7 +25,9 @@ keeps only what no schedule can hide:
   data-parallel and pipeline traffic and any op outside these passes count 0. Passes are built
   once per distinct :class:`~simulator.schedule.transformer.LayerSpec` (tp, cp, micro-batch,
   recompute, overlap mode...) and priced once per spec and process groups, which a sweep's
-  plans share by the hundred.
+  plans share by the hundred. Where a rank's attention work depends on its CP index (Ring
+  Attention's contiguous layout, ``cp_comm: ring``), the passes are those of the CP rank with the
+  longest chains, the last: the step waits for it.
 * **Bubble**: stage j cannot start its first layer before stages 0..j-1 ran the forward of model
   chunk 0 of the first micro-batch (its input comes through them), and the step cannot end before
   stages j-1..0 ran the backward of chunk 0 of the last micro-batch after stage j's last kernel,
@@ -92,7 +96,8 @@ from simulator.costs.compute import compute_time, compute_times, shape_key
 from simulator.costs.model import CostModel
 from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
-from simulator.schedule.ir import CommOp, ComputeOp, Op, ProgramBuilder
+from simulator.schedule.context_parallel import program_depends_on_cp_rank
+from simulator.schedule.ir import CommOp, ComputeOp, Op, P2POp, ProgramBuilder
 from simulator.schedule.shapes import stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
@@ -227,9 +232,38 @@ def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: 
     return t
 
 
+def _transfers(op: P2POp) -> tuple:
+    """A send/recv batch as what prices it: (send?, axis, offset, bytes, transport) per transfer."""
+    return tuple((True, t.axis, t.offset, t.nbytes, t.transport) for t in op.sends) + \
+        tuple((False, t.axis, t.offset, t.nbytes, t.transport) for t in op.recvs)
+
+
+def _p2p_s(cluster: _Cluster, grid: Any, rank: int, batch: tuple) -> float:
+    """Seconds a send/recv batch of ``rank`` (:func:`_transfers`) lasts at least: its slowest
+    transfer alone on an empty network. An NCCL transfer is its ``sendrecv`` plan of the pair,
+    latency and bytes at the busiest link or the channels' rate cap (what the replay's flow gets
+    at best, ``CostModel.p2p``); a userbuffers copy (TransformerEngine's ring exchange), which
+    NCCL's channels do not cap, its latency alone."""
+    longest = 0.0
+    for send, axis, offset, nbytes, transport in batch:
+        peer = grid.peer(rank, axis, offset)
+        if peer == rank or nbytes <= 0:
+            continue
+        src, dst = (rank, peer) if send else (peer, rank)
+        key = ("p2p", src, dst, nbytes, transport)
+        t = cluster.alone.get(key)
+        if t is None:
+            costs = cluster.costs
+            t = costs.p2p(src, dst, nbytes, transport).latency_s if transport != "nccl" else \
+                costs.time_alone_s(costs.plan("sendrecv", (src, dst), nbytes))
+            _bounded(cluster.alone)[key] = t
+        longest = max(longest, t)
+    return longest
+
+
 def _pass_costs(ops: list[Op], gpu: Any, comm_s: list[float]) -> tuple[float, float, float]:
-    """(chain, busy, free) of one pass: kernels at their compute time, collectives at ``comm_s``,
-    sends and receives at 0.
+    """(chain, busy, free) of one pass: kernels at their compute time, collectives and send/recv
+    batches at ``comm_s``.
 
     ``chain``: the longest chain from the first to the last compute-stream kernel, through the
     dependencies and the FIFO order of each stream (:func:`_walk`). Every kernel of the compute
@@ -272,31 +306,56 @@ def _forced_gaps(ops: list[Op], durations: list[float], kernels: list[int]) -> f
 
 
 def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
-    """The plan's layer spec (CP index 0) and what its passes cost at least on each pipeline
-    stage (on the rank of the stage's TP, CP and DP coordinates 0). The chains are walked once
+    """The plan's layer spec (of the CP rank :func:`_stage_pass_costs` picks) and what its passes
+    cost at least on each pipeline stage (on the rank of the stage's TP and DP coordinates 0). The chains are walked once
     per spec and times of its collectives, which the stages of a symmetric cluster share."""
     spec, costs = _stage_pass_costs(scn)
     return spec, [c[0] for c in costs]
 
 
 def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, PassTimes, PassTimes]]]:
-    """Per stage, the (chain, busy, free) of :func:`_pass_costs` of every pass, each as PassTimes."""
-    spec = LayerSpec.from_scenario(scn)
+    """Per stage, the (chain, busy, free) of :func:`_pass_costs` of every pass, each as PassTimes,
+    on the CP rank whose layers' chains are longest. Where a rank's ops depend on its CP index
+    (``context_parallel.program_depends_on_cp_rank``), the first and the last are compared: Ring
+    Attention's contiguous layout leaves the last rank a full block at every step and the first
+    the diagonal block alone (``ring_attention.blocks``), and the step waits for the last.
+    Every rank's chains bound the step, so the longest is the tightest of them."""
+    p = scn.parallel
+    ranks = (0, p.cp - 1) if p.cp > 1 and program_depends_on_cp_rank(p.cp_comm) else (0,)
+    best: tuple[float, LayerSpec, list[tuple[PassTimes, PassTimes, PassTimes]]] | None = None
+    for cp_rank in ranks:
+        spec = LayerSpec.from_scenario(scn, cp_rank)
+        costs = _costs_on(scn, spec)
+        load = sum(sum(costs[0][0].layer(spec, layer)) for layer in range(scn.model.layers))
+        if best is None or load > best[0]:
+            best = (load, spec, costs)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _costs_on(scn: Scenario, spec: LayerSpec) -> list[tuple[PassTimes, PassTimes, PassTimes]]:
+    """:func:`_stage_pass_costs` of the rank whose layers ``spec`` builds."""
     grid = make_grid(scn)
     passes = _passes_of(spec)
     comms = sorted({(op.op, op.axes, op.size_bytes) for ops in passes.all() for op in ops if isinstance(op, CommOp)})
     cluster = _cluster(scn)
     gpu = scn.profile.gpu
     out: list[tuple[PassTimes, PassTimes, PassTimes]] = []
+    # groups wider than a node count 0 (_collective_s) on every stage: listed once, not per stage
+    wide = {axes for _, axes, _ in comms if grid.group_size(axes) > scn.gpus_per_node}
+    batches = sorted({_transfers(op) for ops in passes.all() for op in ops if isinstance(op, P2POp)})
     for stage in range(scn.parallel.pp):
-        rank = grid.rank_of({"pp": stage})
-        alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
+        rank = grid.rank_of({"pp": stage, "cp": spec.cp_rank})
+        alone = {(kind, axes, size): 0.0 if axes in wide else
+                 _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
                  for kind, axes, size in comms}
-        key = (spec, tuple(alone.values()))
+        p2p = {batch: _p2p_s(cluster, grid, rank, batch) for batch in batches}
+        key = (spec, tuple(alone.values()), tuple(p2p.values()))
         times = cluster.times.get(key)
         if times is None:
             def path(ops: list[Op]) -> tuple[float, float, float]:
-                comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else 0.0 for op in ops]
+                comm = [alone[(op.op, op.axes, op.size_bytes)] if isinstance(op, CommOp) else
+                        p2p[_transfers(op)] if isinstance(op, P2POp) else 0.0 for op in ops]
                 return _pass_costs(ops, gpu, comm)
 
             fwd = {k: path(pair[0]) for k, pair in passes.layers.items()}
@@ -311,7 +370,7 @@ def _stage_pass_costs(scn: Scenario) -> tuple[LayerSpec, list[tuple[PassTimes, P
             times = (part(0), part(1), part(2))
             _bounded(cluster.times)[key] = times
         out.append(times)
-    return spec, out
+    return out
 
 
 def _stage_bounds(scn: Scenario, spec: LayerSpec, times: list[PassTimes]) -> list[float]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Iterable, Iterator, Sequence
 
 from simulator.config.parallelism import Parallel, model_parallel_size, sequence_parallel_in_effect
@@ -66,9 +67,10 @@ class Candidate:
     name: str | None = None  # a user's name for the plan (plans files); not part of its identity
     recompute: str | None = None  # training.recompute; None: the scenario's
 
-    @property
+    @cached_property
     def key(self) -> tuple:
-        """Identity for de-duplication: every parallel field (dp derived, so left out)."""
+        """Identity for de-duplication: every parallel field (dp derived, so left out). Kept once
+        computed: a sweep's de-duplications ask for it several times per plan."""
         fields = self.parallel.model_dump(exclude={"dp"})
         key = tuple(sorted((k, repr(v)) for k, v in fields.items())) + (("micro_batch", self.micro_batch),)
         return key + ((("recompute", self.recompute),) if self.recompute else ())
@@ -359,8 +361,18 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     rest_s = [0.0] * pp
     rest_s[0] += times[0].embedding
     rest_s[-1] += times[-1].head
-    balance = evened(layer_s, rest_s, plan.virtual_stage_layers, vp)
-    return balance.pp_layers if balance else None
+    # plans that differ in knobs their passes do not see (ZeRO stage, data-parallel overlap, ...)
+    # share the split: a --vary all sweep asks for a few hundred distinct ones thousands of times
+    key = (tuple(layer_s), tuple(rest_s), tuple(plan.virtual_stage_layers), vp)
+    if key not in _splits:
+        if len(_splits) >= 4096:
+            _splits.clear()
+        balance = evened(layer_s, rest_s, plan.virtual_stage_layers, vp)
+        _splits[key] = balance.pp_layers if balance else None
+    return _splits[key]
+
+
+_splits: dict[tuple, list[int] | None] = {}
 
 
 def with_split(cand: Candidate, pp_layers: Sequence[int]) -> Candidate:
