@@ -141,15 +141,6 @@ class Grid:
             r += c * self._stride[a]
         return r
 
-    def group_size(self, axes: Iterable[str]) -> int:
-        """Members of every process group over ``axes`` (``len(self.group(rank, axes))``, without
-        listing them)."""
-        n = 1
-        for a in axes:
-            if self._stride_of(a):
-                n *= self.size(a)
-        return n
-
     def group(self, rank: int, axes: Iterable[str]) -> tuple[int, ...]:
         """Members of the process group over ``axes`` that contains ``rank``, in rank order."""
         axes = [a for a in axes if self._stride_of(a) and self.size(a) > 1]

@@ -10,15 +10,16 @@ keeps only what no schedule can hide:
   kernel is priced by :func:`simulator.costs.compute.compute_times`: GEMMs at their shape's
   efficiency (tile and wave quantisation, the TP-overlap chunks and their SM share), attention
   at its kernel's figure and shape factor, norms and elementwise kernels at their bandwidth, the
-  launch floor. Each collective of a group inside one node (TP, CP, Ulysses) is priced at its
-  time alone on an empty network (:meth:`CostModel.time_alone_s`: latency, then per phase the
-  busiest link at its capacity or the tightest rate cap, which no sharing of the links can
-  beat); larger groups count 0. Each send/recv batch (a CP ring step's KV exchange) is priced
-  at its slowest transfer's time alone (NCCL's ``sendrecv`` plan of the pair; a userbuffers copy
-  at its latency). A pass costs at least its longest chain from its
-  first to its last compute-stream kernel through dependencies and each stream's FIFO order
-  (the replay's semantics, ``replay/engine.py``: an op starts when its deps and the ops before
-  it on its stream are done; a kernel takes at least its compute time, ``overlap_slowdown`` and
+  launch floor. Each collective (TP, CP, Ulysses, the experts' dispatch and combine) is priced
+  at its time alone on an empty network (:meth:`CostModel.time_alone_s`: latency, then per
+  phase the busiest link at its capacity or the tightest rate cap, which no sharing of the links
+  can beat), over nodes too: an expert-parallel group of 16 spans two DGX nodes, and its
+  AllGather and ReduceScatter sit between the router and the experts. Each send/recv batch (a
+  CP ring step's KV exchange) is priced at its slowest transfer's time alone (NCCL's
+  ``sendrecv`` plan of the pair; a userbuffers copy at its latency). A pass costs at least its
+  longest chain from its first to its last compute-stream kernel through dependencies and each
+  stream's FIFO order (the replay's semantics, ``replay/engine.py``: an op starts when its deps
+  and the ops before it on its stream are done; a kernel takes at least its compute time, ``overlap_slowdown`` and
   the host's issue only lengthen it). The compute stream's FIFO order joins the last kernel of
   one pass to the first of the next, so the chains of a stage's passes add up; the chain holds
   every compute-stream kernel of the pass, so it is never below their sum. The optimizer step,
@@ -47,7 +48,7 @@ keeps only what no schedule can hide:
   after the step, ``schedule/data_parallel.py``). Both are walked in the stage's real program
   built with its fewest micro-batches (``pp`` per flush: these ops do not depend on how many
   micro-batches the step has), kernels at their compute time, every collective at its time
-  alone on an empty network (its group's size uncapped), sends at 0. Ops not reached from the
+  alone on an empty network, sends at 0. Ops not reached from the
   anchor count 0, so the chain is a lower bound of what follows it whatever runs alongside.
   Every chain of the bubble term starts at or after stage 0's first forward kernel and ends at
   or before its last kernel (the compute stream is FIFO), so ``step >= before + max_j(...) +
@@ -217,12 +218,13 @@ def _cluster(scn: Scenario) -> _Cluster:
     return hit
 
 
-def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: int, max_members: int) -> float:
+def _collective_s(cluster: _Cluster, kind: str, members: tuple[int, ...], size: int) -> float:
     """The collective's latency and phases alone on an empty network
     (:meth:`CostModel.time_alone_s`): a phase's flows cannot cross their busiest link faster than
-    its capacity, nor beat their rate caps, however the replay shares the links. Groups larger
-    than ``max_members`` (the node's GPUs) count 0: pricing a large plan costs more than it saves."""
-    if len(members) <= 1 or len(members) > max_members:
+    its capacity, nor beat their rate caps, however the replay shares the links. The cost model
+    keeps each group shape's pattern, so a sweep plans an All-to-All of 64 ranks once (20 ms)
+    and scales it for every other size and plan (0.1 ms)."""
+    if len(members) <= 1:
         return 0.0
     key = (kind, members, size)
     t = cluster.alone.get(key)
@@ -341,13 +343,10 @@ def _costs_on(scn: Scenario, spec: LayerSpec) -> list[tuple[PassTimes, PassTimes
     cluster = _cluster(scn)
     gpu = scn.profile.gpu
     out: list[tuple[PassTimes, PassTimes, PassTimes]] = []
-    # groups wider than a node count 0 (_collective_s) on every stage: listed once, not per stage
-    wide = {axes for _, axes, _ in comms if grid.group_size(axes) > scn.gpus_per_node}
     batches = sorted({_transfers(op) for ops in passes.all() for op in ops if isinstance(op, P2POp)})
     for stage in range(scn.parallel.pp):
         rank = grid.rank_of({"pp": stage, "cp": spec.cp_rank})
-        alone = {(kind, axes, size): 0.0 if axes in wide else
-                 _collective_s(cluster, kind, grid.group(rank, axes), size, scn.gpus_per_node)
+        alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size)
                  for kind, axes, size in comms}
         p2p = {batch: _p2p_s(cluster, grid, rank, batch) for batch in batches}
         key = (spec, tuple(alone.values()), tuple(p2p.values()))
@@ -479,7 +478,6 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], k
     shapes = cluster.kernels
     groups: dict[tuple[str, ...], tuple[int, ...]] = {}
     alone: dict[tuple, float] = {}  # by (kind, axes, size): the program's thousands of collectives are a few dozen
-    n_gpus = scn.n_gpus
     durations: list[float] | None = [] if kernels else None
     # per stream, its ops' seconds (with kernels) and its collectives' seconds in program order,
     # added up at the end
@@ -494,7 +492,7 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], k
             members = groups.get(op.axes)
             if members is None:
                 members = groups[op.axes] = grid.group(rank, op.axes)
-            t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes, n_gpus)
+            t = alone[key] = _collective_s(cluster, op.op, members, op.size_bytes)
         return t
 
     def seconds(op: Op) -> float:
