@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 from simulator.config.scenario import build_scenario, load_scenario  # noqa: E402
 from simulator.simulation import simulate_scenario  # noqa: E402
 from simulator.sweep.bound import passes_lower_bound  # noqa: E402
-from simulator.sweep.plans import VARY_KEYS, SweepBounds, enumerate_plans, iter_checked, with_balanced_splits  # noqa: E402
+from simulator.sweep.plans import (VARY_KEYS, SweepBounds, enumerate_plans, iter_checked,  # noqa: E402
+                                    with_balanced_splits)
 from simulator.sweep.progress import Progress  # noqa: E402
 from simulator.sweep.run import count_kinds, run_plans  # noqa: E402
 

@@ -19,8 +19,8 @@ keeps only what no schedule can hide:
   ``sendrecv`` plan of the pair; a userbuffers copy at its latency). A pass costs at least its
   longest chain from its first to its last compute-stream kernel through dependencies and each
   stream's FIFO order (the replay's semantics, ``replay/engine.py``: an op starts when its deps
-  and the ops before it on its stream are done; a kernel takes at least its compute time, ``overlap_slowdown`` and
-  the host's issue only lengthen it). The compute stream's FIFO order joins the last kernel of
+  and the ops before it on its stream are done; a kernel takes at least its compute time,
+  ``overlap_slowdown`` and the host's issue only lengthen it). The compute stream's FIFO order joins the last kernel of
   one pass to the first of the next, so the chains of a stage's passes add up; the chain holds
   every compute-stream kernel of the pass, so it is never below their sum. The optimizer step,
   data-parallel and pipeline traffic and any op outside these passes count 0. Passes are built
@@ -309,8 +309,9 @@ def _forced_gaps(ops: list[Op], durations: list[float], kernels: list[int]) -> f
 
 def stage_pass_times(scn: Scenario) -> tuple[LayerSpec, list[PassTimes]]:
     """The plan's layer spec (of the CP rank :func:`_stage_pass_costs` picks) and what its passes
-    cost at least on each pipeline stage (on the rank of the stage's TP and DP coordinates 0). The chains are walked once
-    per spec and times of its collectives, which the stages of a symmetric cluster share."""
+    cost at least on each pipeline stage (on the rank of the stage's TP and DP coordinates 0).
+    The chains are walked once per spec and times of its collectives, which the stages of a
+    symmetric cluster share."""
     spec, costs = _stage_pass_costs(scn)
     return spec, [c[0] for c in costs]
 

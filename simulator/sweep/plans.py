@@ -362,7 +362,7 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     rest_s[0] += times[0].embedding
     rest_s[-1] += times[-1].head
     # plans that differ in knobs their passes do not see (ZeRO stage, data-parallel overlap, ...)
-    # share the split: a --vary all sweep asks for a few hundred distinct ones thousands of times
+    # share the split: Llama-3 70B on 128 A100 PCIe, --vary all, asks 9,570 times for 1,653
     key = (tuple(layer_s), tuple(rest_s), tuple(plan.virtual_stage_layers), vp)
     if key not in _splits:
         if len(_splits) >= 4096:
