@@ -34,11 +34,13 @@ keeps only what no schedule can hide:
   stages j-1..0 ran the backward of chunk 0 of the last micro-batch after stage j's last kernel,
   which is that backward (1F1B and Megatron's interleaved 1F1B end with chunk 0 of the last
   micro-batch: ``get_model_chunk_id`` of Megatron-LM's schedules.py gives the backward chunk
-  ``vp - 1 - (k // pp) % vp``, 0 at k = m·vp - 1 with m a multiple of pp). So
-  ``step >= max_j (sum_{i<j} F0(i) + m x T(j) + sum_{i<j} B0(i))``, with ``T(j)`` the passes of
-  one micro-batch on stage j and ``F0(i)``, ``B0(i)`` the forward and backward of stage i's
-  chunk 0: with equal chunks, the 1F1B bubble ``(p-1)/vp`` of a micro-batch's time
-  (Narayanan et al. 2021, arXiv:2104.04473 §2.2).
+  ``vp - 1 - (k // pp) % vp``, 0 at k = m·vp - 1 with m a multiple of pp). Between stages i and
+  i + 1 the first micro-batch's activations and the last one's gradients each cross as a send of
+  the stage's output, at least ``h(i)``, its time alone (:func:`_stage_hops_s`). So
+  ``step >= max_j (sum_{i<j} (F0(i) + h(i)) + m x T(j) + sum_{i<j} (B0(i) + h(i)))``, with
+  ``T(j)`` the passes of one micro-batch on stage j and ``F0(i)``, ``B0(i)`` the forward and
+  backward of stage i's chunk 0: with equal chunks and free messages, the 1F1B bubble
+  ``(p-1)/vp`` of a micro-batch's time (Narayanan et al. 2021, arXiv:2104.04473 §2.2).
 * **What the schedule's own dependencies keep out of the passes** (:func:`program_floor`), on
   stage 0, whose last kernel ends the chain above: before its first forward kernel, whatever
   that kernel waits for (ZeRO-3's AllGather of the first unit's parameters, ``schedule/zero.py``);
@@ -681,10 +683,29 @@ def passes_lower_bound(scn: Scenario) -> float:
     spec, times = stage_pass_times(scn)
     micro = scn.n_micro
     best, before = 0.0, 0.0
-    for tj, (f0, b0) in zip(_stage_bounds(scn, spec, times), _chunk0_bounds(scn, spec, times)):
+    hops = _stage_hops_s(scn, spec) + [0.0]
+    for tj, (f0, b0), hop in zip(_stage_bounds(scn, spec, times), _chunk0_bounds(scn, spec, times), hops):
         best = max(best, micro * tj + before)
-        before += f0 + b0
+        before += f0 + b0 + 2 * hop
     return best
+
+
+def _stage_hops_s(scn: Scenario, spec: LayerSpec) -> list[float]:
+    """Per pipeline boundary (stage i to i + 1), one message's send alone on an empty network
+    (:func:`_p2p_s`): the first micro-batch's activations cross it before stage i + 1 can start,
+    and the last one's gradients on their way back after it ends, so the bubble's chain crosses
+    each boundary twice. The message is the stage's output, this rank's sequence-parallel shard
+    (``pipeline.StageBuilder.msg``; 1/tp of it with Megatron's scatter/gather, whose AllGather
+    after the receive counts 0)."""
+    p = scn.parallel
+    if p.pp <= 1:
+        return []
+    msg = spec.sharded_tokens * spec.hidden * spec.act_bytes
+    if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
+        msg //= p.tp
+    grid, cluster = make_grid(scn), _cluster(scn)
+    batch = ((True, "pp", +1, msg, "nccl"),)
+    return [_p2p_s(cluster, grid, grid.rank_of({"pp": i}), batch) for i in range(p.pp - 1)]
 
 
 def _after_backward(program: _Priced) -> set[str]:

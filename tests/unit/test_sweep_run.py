@@ -152,10 +152,15 @@ def test_csv_has_one_row_per_plan(tmp_path):
 # --- lower bound ------------------------------------------------------------------------------
 
 def test_bound_is_the_closed_form_for_uniform_stages():
-    """Equal stages: m x T + (pp - 1) x T / vp (the 1F1B bubble of arXiv:2104.04473 §2.2)."""
+    """Equal stages: m x T + (pp - 1) x (T / vp + 2 h) (the 1F1B bubble of arXiv:2104.04473 §2.2),
+    h the send of one stage's output to the next alone on NVLink: the first micro-batch's
+    activations cross each boundary before the next stage starts, the last one's gradients after."""
     from simulator.config.parallelism import Parallel
+    from simulator.costs.model import CostModel
+    from simulator.hardware.topology import build_topology
 
     base = scenario(layers=8)
+    costs = CostModel(build_topology(base.profile, base.nodes))
     for pp, vp in ((1, 1), (2, 1), (4, 1), (4, 2)):
         par = Parallel(tp=2, sequence_parallel=True, pp=pp, vp=vp,
                        pp_schedule="interleaved" if vp > 1 else "1f1b")
@@ -164,7 +169,10 @@ def test_bound_is_the_closed_form_for_uniform_stages():
         f0, b0 = chunk0_lower_bounds(scn)[0]
         body = vp * (f0 + b0)  # a stage's layers: the stages' layers are equal
         m = scn.n_micro
-        expected = max(m * T[-1] + (pp - 1) * body / vp, m * T[0])
+        # this rank's sequence-parallel shard of the output, bf16, between two GPUs of the NVSwitch node
+        msg = scn.training.micro_batch * scn.model.seq_len // 2 * scn.model.hidden * 2
+        h = costs.time_alone_s(costs.plan("sendrecv", (0, 2), msg)) if pp > 1 else 0.0
+        expected = max(m * T[-1] + (pp - 1) * (body / vp + 2 * h), m * T[0])
         assert passes_lower_bound(scn) == pytest.approx(expected)
 
 
