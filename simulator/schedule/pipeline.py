@@ -58,7 +58,7 @@ from simulator.schedule.data_parallel import GradSync
 from simulator.schedule import fp8, moe_overlap
 from simulator.schedule.ir import CommOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
 from simulator.schedule.shapes import ParamUnit
-from simulator.schedule.transformer import LayerBuilder
+from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,18 @@ def _mb(k: int, pp: int, vp: int) -> int:
     return (k // (pp * vp)) * pp + k % pp
 
 
+def stage_message_bytes(scn: Scenario, spec: LayerSpec) -> tuple[int, int]:
+    """(bytes sent, bytes AllGathered over tp after the receive) of one pipeline message: a
+    stage's output, this rank's sequence-parallel shard; with Megatron's scatter/gather
+    (``scatter_gather_tensors_in_pipeline``, TP without SP) 1/tp of it is sent and the whole
+    message AllGathered after the receive."""
+    p = scn.parallel
+    msg = spec.sharded_tokens * spec.hidden * spec.act_bytes
+    if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
+        return msg // p.tp, msg
+    return msg, 0
+
+
 class StageBuilder:
     """Builds the whole-step program of one (pipeline stage, CP index) role."""
 
@@ -87,11 +99,7 @@ class StageBuilder:
         self.a2a_overlap = p.overlap_moe_expert_parallel_comm
         self.mb0 = 0  # first micro-batch of the pipeline pass being built
         spec = layers.spec
-        self.msg = spec.sharded_tokens * spec.hidden * spec.act_bytes  # this rank's SP shard
-        # scatter/gather: send 1/tp, AllGather the whole message over tp after the receive
-        self.gathered = 0
-        if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
-            self.gathered, self.msg = self.msg, self.msg // p.tp
+        self.msg, self.gathered = stage_message_bytes(scn, spec)
         # DeepSpeed's engine frees the sent output and gathers it back before the backward
         self.restore_output = bool(self.gathered) and p.pp_engine == "deepspeed"
         # ... and issues each send and receive of an exchange as a blocking call of its own

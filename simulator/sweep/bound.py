@@ -101,6 +101,7 @@ from simulator.replay.collector import built_frozen, collector_spared
 from simulator.schedule.build import build_program, make_grid
 from simulator.schedule.context_parallel import program_depends_on_cp_rank
 from simulator.schedule.ir import CommOp, ComputeOp, Op, P2POp, ProgramBuilder
+from simulator.schedule.pipeline import stage_message_bytes
 from simulator.schedule.shapes import stage_units, virtual_layers
 from simulator.schedule.transformer import LayerBuilder, LayerSpec
 
@@ -694,15 +695,12 @@ def _stage_hops_s(scn: Scenario, spec: LayerSpec) -> list[float]:
     """Per pipeline boundary (stage i to i + 1), one message's send alone on an empty network
     (:func:`_p2p_s`): the first micro-batch's activations cross it before stage i + 1 can start,
     and the last one's gradients on their way back after it ends, so the bubble's chain crosses
-    each boundary twice. The message is the stage's output, this rank's sequence-parallel shard
-    (``pipeline.StageBuilder.msg``; 1/tp of it with Megatron's scatter/gather, whose AllGather
-    after the receive counts 0)."""
+    each boundary twice. The message is what the schedule sends (``pipeline.stage_message_bytes``;
+    the AllGather after the receive of Megatron's scatter/gather counts 0)."""
     p = scn.parallel
     if p.pp <= 1:
         return []
-    msg = spec.sharded_tokens * spec.hidden * spec.act_bytes
-    if p.scatter_gather_tensors_in_pipeline and p.tp > 1 and not spec.sp:
-        msg //= p.tp
+    msg, _ = stage_message_bytes(scn, spec)
     grid, cluster = make_grid(scn), _cluster(scn)
     batch = ((True, "pp", +1, msg, "nccl"),)
     return [_p2p_s(cluster, grid, grid.rank_of({"pp": i}), batch) for i in range(p.pp - 1)]
