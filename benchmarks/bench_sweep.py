@@ -13,7 +13,7 @@ Cases (issue "Plan search that scales past one machine"):
   >= 10 plans/s; the whole sweep's target is <= 2 minutes on 2 cores.
 * GPT-3 175B on 1,024 A100 (`scenarios/gpt3-175b-3d-a100.yaml`): target <= 1 s of CPU per
   simulated plan, averaged over the sweep.
-* Llama-3 70B on 128 A100 PCIe (2 per node) at 32K context, every axis (`--vary all`): 12,267
+* Llama-3 70B on 128 A100 PCIe (2 per node) at 32K context, every axis (`--vary all`): 12,237
   plans (with the evened-out splits), 366 that fit; screening target >= 10 plans/s.
 
 Printed: plans enumerated, screened per second, how many reach simulation, and with

@@ -20,9 +20,10 @@ keeps only what no schedule can hide:
   longest chain from its first to its last compute-stream kernel through dependencies and each
   stream's FIFO order (the replay's semantics, ``replay/engine.py``: an op starts when its deps
   and the ops before it on its stream are done; a kernel takes at least its compute time,
-  ``overlap_slowdown`` and the host's issue only lengthen it). The compute stream's FIFO order joins the last kernel of
-  one pass to the first of the next, so the chains of a stage's passes add up; the chain holds
-  every compute-stream kernel of the pass, so it is never below their sum. The optimizer step,
+  ``overlap_slowdown`` and the host's issue only lengthen it). The compute stream's FIFO order
+  joins the last kernel of one pass to the first of the next, so the chains of a stage's passes
+  add up; the chain holds every compute-stream kernel of the pass, so it is never below their
+  sum. The optimizer step,
   data-parallel and pipeline traffic and any op outside these passes count 0. Passes are built
   once per distinct :class:`~simulator.schedule.transformer.LayerSpec` (tp, cp, micro-batch,
   recompute, overlap mode...) and priced once per spec and process groups, which a sweep's
@@ -50,8 +51,8 @@ keeps only what no schedule can hide:
   after the step, ``schedule/data_parallel.py``). Both are walked in the stage's real program
   built with its fewest micro-batches (``pp`` per flush: these ops do not depend on how many
   micro-batches the step has), kernels at their compute time, every collective at its time
-  alone on an empty network, sends at 0. Ops not reached from the
-  anchor count 0, so the chain is a lower bound of what follows it whatever runs alongside.
+  alone on an empty network, sends at 0. Ops not reached from the anchor count 0, so the chain
+  is a lower bound of what follows it whatever runs alongside.
   Every chain of the bubble term starts at or after stage 0's first forward kernel and ends at
   or before its last kernel (the compute stream is FIFO), so ``step >= before + max_j(...) +
   after``.

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Iterable, Iterator, Sequence
 
 from simulator.config.parallelism import Parallel, model_parallel_size, sequence_parallel_in_effect
@@ -350,7 +350,6 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     with virtual stages the split has one entry per virtual stage (``stage_balance.evened``).
     What ``run`` reads off a replay for the same purpose (``report/stage_balance.py``) is the
     kernels' time, this the sweep's estimate before any replay."""
-    from simulator.report.stage_balance import evened
     from simulator.sweep.bound import stage_pass_times
 
     pp, vp = plan.parallel.pp, plan.parallel.vp
@@ -361,18 +360,20 @@ def balanced_split_of(plan: Scenario) -> list[int] | None:
     rest_s = [0.0] * pp
     rest_s[0] += times[0].embedding
     rest_s[-1] += times[-1].head
-    # plans that differ in knobs their passes do not see (ZeRO stage, data-parallel overlap, ...)
-    # share the split: Llama-3 70B on 128 A100 PCIe, --vary all, asks 9,570 times for 1,653
-    key = (tuple(layer_s), tuple(rest_s), tuple(plan.virtual_stage_layers), vp)
-    if key not in _splits:
-        if len(_splits) >= 4096:
-            _splits.clear()
-        balance = evened(layer_s, rest_s, plan.virtual_stage_layers, vp)
-        _splits[key] = balance.pp_layers if balance else None
-    return _splits[key]
+    split = _evened_split(tuple(layer_s), tuple(rest_s), tuple(plan.virtual_stage_layers), vp)
+    return list(split) if split is not None else None
 
 
-_splits: dict[tuple, list[int] | None] = {}
+@lru_cache(maxsize=4096)
+def _evened_split(layer_s: tuple[float, ...], rest_s: tuple[float, ...], virtual: tuple[int, ...],
+                  vp: int) -> tuple[int, ...] | None:
+    """``stage_balance.evened``'s split, kept per input: plans that differ in knobs their passes
+    do not see (ZeRO stage, data-parallel overlap, ...) share it; Llama-3 70B on 128 A100 PCIe,
+    --vary all, asks 9,570 times for 1,653."""
+    from simulator.report.stage_balance import evened
+
+    balance = evened(list(layer_s), list(rest_s), virtual, vp)
+    return tuple(balance.pp_layers) if balance else None
 
 
 def with_split(cand: Candidate, pp_layers: Sequence[int]) -> Candidate:
