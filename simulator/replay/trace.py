@@ -38,10 +38,17 @@ def op_bytes(op: Op) -> int:
     return int(op.hbm_bytes)
 
 
-def _compute_mask(program: Sequence[Op]) -> np.ndarray:
-    """Boolean mask of the kernels on the compute stream of a program."""
-    return np.fromiter((isinstance(op, ComputeOp) and op.stream == "compute" for op in program), dtype=bool,
-                       count=len(program))
+NOT_COMPUTE, NO_LAYER = -2, -1  # compute_layers: an op off the compute stream; a kernel of no layer
+
+
+def compute_layers(program: Sequence[Op]) -> np.ndarray:
+    """Per op of a program: the transformer layer of a compute-stream kernel (``Tag.layer``),
+    ``NO_LAYER`` for a compute-stream kernel outside the layers (embedding, head, loss,
+    optimizer), ``NOT_COMPUTE`` for every other op."""
+    kernel = ComputeOp
+    return np.fromiter((NOT_COMPUTE if op.__class__ is not kernel or op.stream != "compute"
+                        else NO_LAYER if (layer := op.tag.layer) is None or layer < 0 else layer
+                        for op in program), dtype=np.int64, count=len(program))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,17 @@ class SimStats:
 class Trace:
     timelines: dict[int, RankTimeline]
     stats: SimStats
+    # compute_layers of each program the timelines share (by role), read once: a deep pipeline's
+    # stage holds tens of thousands of ops, and the report reads each stage's several times
+    _layers: dict[int, tuple[Sequence[Op], np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
+
+    def layers(self, rank: int) -> np.ndarray:
+        """:func:`compute_layers` of the rank's program."""
+        program = self.timelines[rank].program
+        hit = self._layers.get(id(program))
+        if hit is None or hit[0] is not program:
+            hit = self._layers[id(program)] = (program, compute_layers(program))
+        return hit[1]
 
     @property
     def ranks(self) -> list[int]:
@@ -123,7 +141,7 @@ class Trace:
     def compute_busy(self, rank: int) -> float:
         """Seconds the rank's compute stream is busy."""
         tl = self.timelines[rank]
-        mask = _compute_mask(tl.program)
+        mask = self.layers(rank) != NOT_COMPUTE
         return float((tl.end[mask] - tl.start[mask]).sum())
 
     def records(self, rank: int) -> Iterator[OpRecord]:

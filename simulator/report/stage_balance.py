@@ -29,8 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from simulator.replay.trace import Trace
-from simulator.schedule.ir import ComputeOp
+from simulator.replay.trace import NO_LAYER, Trace
 
 # A split is suggested only where it shortens the most loaded stage by at least this much.
 MIN_GAIN = 0.02
@@ -48,18 +47,16 @@ class StageBalance:
 def layer_and_rest_s(trace: Trace, rank: int) -> tuple[dict[int, float], float]:
     """Compute-stream seconds of ``rank`` per transformer layer (``Tag.layer`` ≥ 0) and the rest."""
     tl = trace.timelines[rank]
-    per_layer: dict[int, float] = {}
-    rest = 0.0
-    for i, op in enumerate(tl.program):
-        if not isinstance(op, ComputeOp) or op.stream != "compute":
-            continue
-        d = float(tl.end[i] - tl.start[i])
-        layer = op.tag.layer
-        if layer is not None and layer >= 0:
-            per_layer[layer] = per_layer.get(layer, 0.0) + d
-        else:
-            rest += d
-    return per_layer, rest
+    layers = trace.layers(rank)
+    seconds = tl.end - tl.start
+    rest_s = seconds[layers == NO_LAYER]
+    rest = float(np.cumsum(rest_s)[-1]) if rest_s.size else 0.0  # in program order, as the layers' sums
+    at = layers >= 0
+    if not at.any():
+        return {}, rest
+    sums = np.bincount(layers[at], weights=seconds[at])
+    present = np.bincount(layers[at]) > 0
+    return {int(k): float(sums[k]) for k in np.flatnonzero(present)}, rest
 
 
 def balanced_split(layer_s: list[float], fixed_s: list[float], min_layers: Sequence[int] | None = None) -> list[int]:
