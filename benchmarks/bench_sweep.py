@@ -15,6 +15,8 @@ Cases (issue "Plan search that scales past one machine"):
   simulated plan, averaged over the sweep.
 * Llama-3 70B on 128 A100 PCIe (2 per node) at 32K context, every axis (`--vary all`): 12,237
   plans (with the evened-out splits), 366 that fit; screening target >= 10 plans/s.
+* Qwen3-235B-A22B on 256 H100 at 4K context, every axis (`--vary all`): 19,387 plans, 9,626 that
+  fit; 20 replayed (35 before the bound read the stage before the last and ZeRO-3 windows).
 
 Printed: plans enumerated, screened per second, how many reach simulation, and with
 ``--simulate`` the wall time, plans pruned by the lower bound (fraction of those that could
@@ -56,10 +58,22 @@ LLAMA3_70B_PCIE_32K = dict(
     parallel=dict(tp=8, pp=4, zero=1))
 
 
+# A mixture of experts over deep pipelines: ZeRO-2 and FSDP2 plans at pp 16-32 replay in 13-38 s
+# each and lose by 9-13%; the bound's slowdown term on the stage before the last and the stages'
+# windows prune them (docs/sweep.md, "Large `--vary all` spaces").
+QWEN3_235B_256 = dict(
+    name="qwen3-235b-256-h100", hardware="dgx-h100", nodes=32,
+    model=dict(preset="qwen3-235b-a22b", seq_len=4096),
+    training=dict(micro_batch=1, global_batch=1024),
+    parallel=dict(tp=2, sequence_parallel=True, pp=8, ep=16, zero=1))
+
+
 def cases():
     yield "llama3-70b 1024xH100 8K, --vary all", build_scenario(LLAMA3_70B_1K), \
         SweepBounds(vary=frozenset(VARY_KEYS))
     yield "llama3-70b 128xA100-PCIe 32K, --vary all", build_scenario(LLAMA3_70B_PCIE_32K), \
+        SweepBounds(vary=frozenset(VARY_KEYS))
+    yield "qwen3-235b-a22b 256xH100 4K, --vary all", build_scenario(QWEN3_235B_256), \
         SweepBounds(vary=frozenset(VARY_KEYS))
     yield "gpt3-175b 1024xA100 (degrees only)", load_scenario(ROOT / "scenarios" / "gpt3-175b-3d-a100.yaml"), \
         SweepBounds()

@@ -65,23 +65,40 @@ keeps only what no schedule can hide:
   per flush and extended along their line to the plan's count (each further micro-batch adds the
   same ops; a stream sum that would shrink adds 0).
 
-* **Kernels slowed beside communication** (:func:`slowdown_bound`), on the last stage: the
+* **Kernels slowed beside communication** (:func:`slowdown_bound`), on a stage ``j``: the
   replay runs a kernel at ``1/(1 + overlap_slowdown)`` of its speed alone while its rank has
   communication in flight, at full speed otherwise (``replay/engine.py``, ``_comm_started``,
   ``_retime``; ``replay/rank_state.py``; kernels with ``sm_fraction`` < 1 excepted). So a
   kernel of base time c overlapped by communication for ``o`` seconds takes exactly
-  ``c + o s/(1+s)``. Let ``Z`` be the time of the stage's window
-  (its first to its last pass kernel) in which none of its slowable pass kernels runs: at least
-  ``G + U``, the gaps its passes force between consecutive compute-stream kernels (a kernel
-  waiting for a TP collective that waits for the kernel before it: nothing else of the pass can
-  run there, the stream is FIFO) and the kernels that are never slowed. A comm stream busy ``D``
-  seconds (its ops at their time alone; a stream runs one at a time) overlaps slowable kernels
-  for at least ``D - Z - (outside the window)``, so ``step >= O + W + G + max(D - O - G - U, 0)
-  s/(1+s)``, with ``W`` the pass kernels' base time and ``O`` the bubble and ends outside the
-  window (as above), each of which the right side grows with. On GPT-3 175B's ZeRO-2 plans,
-  whose gradient ReduceScatters keep the DP stream busy half the step beside the kernels, this
-  is the tightest term. Not where combined 1F1B interleaves two micro-batches' passes (the
-  gaps of one are not free of the other's kernels).
+  ``c + o s/(1+s)``. Let ``Z`` be the time of the stage's window (its first to its last pass
+  kernel) in which none of its slowable pass kernels runs: at least ``G + U``, the gaps its
+  passes force between consecutive compute-stream kernels (a kernel waiting for a TP collective
+  that waits for the kernel before it: nothing else of the pass can run there, the stream is
+  FIFO) and the kernels that are never slowed. A comm stream busy ``D`` seconds (its ops at
+  their time alone; a stream runs one at a time) overlaps slowable kernels for at least
+  ``D - Z - (outside the window)``, so ``step >= O + W + G + max(D - O - G - U, 0) s/(1+s)``,
+  with ``W`` the pass kernels' base time and ``O`` what lies outside the window: before it,
+  stage 0's ``before`` and the chain of chunk 0's forward through stages 0..j-1 (the bubble's
+  chain, above), after it the backward chain back through them and stage 0's ``after``; the
+  right side grows with each. Every stage's window gives such a bound; the last stage has the
+  most of the bubble outside its window, and the stage before it is read too where it holds
+  more layers (a split that evens out the LM head's load). On GPT-3 175B's ZeRO-2
+  plans, whose gradient ReduceScatters keep the DP stream busy half the step beside the
+  kernels, this is the tightest term. Not where combined 1F1B interleaves two micro-batches'
+  passes (the gaps of one are not free of the other's kernels).
+
+* **The stage's window** (:func:`window_bound`): between its first layer kernel and its last, a
+  stage runs at least the longest chain of its own program through dependencies and each
+  stream's FIFO order, kernels at their compute time, collectives at their time alone, sends
+  and receives at 0 (:func:`window_s`, walked in the program built at the plan's
+  micro-batches), and outside that window lie the bubble's chains and stage 0's ends as above.
+  The passes' chains add up along the compute stream; the window also holds what the schedule
+  puts between passes: with FSDP2 over a pipeline each micro-batch's forward waits for the
+  AllGather of its stage's parameters, queued on the data-parallel stream behind the
+  ReduceScatter of the backward before it (Qwen3-235B at tp 2 pp 32 ep 4 on 256 H100: 9.04 ->
+  10.00 s, replayed 10.29). Taken on the same stages as the slowdown, and, in a sweep,
+  only for plans whose other terms come within ``_NEAR`` of the best step so far (it builds
+  a stage's whole program), and only for ZeRO-3 plans: the gathers are what it adds there.
 
 ``tests/unit/test_sweep_bound.py`` checks the bound stays below the simulated step time over
 plans of several shapes and that pruning keeps an unpruned sweep's ranking; the sweep reports
@@ -349,10 +366,11 @@ def _costs_on(scn: Scenario, spec: LayerSpec) -> list[tuple[PassTimes, PassTimes
     gpu = scn.profile.gpu
     out: list[tuple[PassTimes, PassTimes, PassTimes]] = []
     batches = sorted({_transfers(op) for ops in passes.all() for op in ops if isinstance(op, P2POp)})
+    axes_of = sorted({axes for _, axes, _ in comms})
     for stage in range(scn.parallel.pp):
         rank = grid.rank_of({"pp": stage, "cp": spec.cp_rank})
-        alone = {(kind, axes, size): _collective_s(cluster, kind, grid.group(rank, axes), size)
-                 for kind, axes, size in comms}
+        groups = {axes: grid.group(rank, axes) for axes in axes_of}  # a pass's collectives share a few groups
+        alone = {(kind, axes, size): _collective_s(cluster, kind, groups[axes], size) for kind, axes, size in comms}
         p2p = {batch: _p2p_s(cluster, grid, rank, batch) for batch in batches}
         key = (spec, tuple(alone.values()), tuple(p2p.values()))
         times = cluster.times.get(key)
@@ -458,7 +476,7 @@ class _PricedPass:
 
 
 def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], kernels: bool,
-                    passes: dict[int, tuple[Any, _PricedPass]]) -> _Priced:
+                    passes: dict[int, tuple[Any, _PricedPass]], cp_index: int = 0) -> _Priced:
     """A stage's program and each op's seconds at least: kernels at their compute time
     (:func:`~simulator.costs.compute.compute_time`, one evaluation per kernel shape, as
     :func:`~simulator.costs.compute.compute_times`), every collective at its time alone (its
@@ -475,9 +493,9 @@ def _priced_program(scn: Scenario, stage: int, build: Callable[..., list[Op]], k
     moved since (``tuple`` equality with the ops it appended: MoE's SM share, combined 1F1B's
     reordering) is priced op by op."""
     stamps: list[tuple[int, tuple[Op, ...], Any]] = []
-    ops = build(scn, stage, stamps=stamps)
+    ops = build(scn, stage, cp_index, stamps=stamps)
     grid = make_grid(scn)
-    rank = grid.rank_of({"pp": stage})
+    rank = grid.rank_of({"pp": stage, "cp": cp_index})
     cluster = _cluster(scn)
     gpu = scn.profile.gpu
     shapes = cluster.kernels
@@ -776,32 +794,114 @@ def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
     return {k: (v, k in late) for k, v in sums.items()}
 
 
-def slowdown_bound(scn: Scenario, floor: ProgramFloor) -> float:
-    """``O + W + G + max(D - O - G - U, 0) s/(1+s)`` on the last stage (module docstring,
-    "Kernels slowed beside communication"): ``O`` the time outside its window, before (``floor``'s
-    ``before`` and chunk 0's forward on the stages before it) and after (their backward of the
-    last micro-batch and ``floor``'s ``after``), ``W + G`` its passes' kernels and forced gaps,
-    ``G + U`` the part of its window no slowable pass kernel fills, ``D`` a communication
-    stream's seconds in flight, the best stream. A stream whose first op waits for a backward
-    kernel is in flight only after the window has begun: only the time after it is taken off."""
+def slowdown_bound(scn: Scenario, floor: ProgramFloor, stages: tuple[int, ...] | None = None) -> float:
+    """``O + W + G + max(D - O - G - U, 0) s/(1+s)`` (module docstring, "Kernels slowed beside
+    communication") on the stages of :func:`_last_two` (or ``stages``), the larger: ``O`` the time
+    outside the stage's window, before (``floor``'s ``before``, then chunk 0's forward of the
+    first micro-batch on the stages before it and its sends across their boundaries) and after
+    (their backward of the last micro-batch with its sends, then ``floor``'s ``after``), ``W + G``
+    the stage's passes' kernels and forced gaps, ``G + U`` the part of its window no slowable
+    pass kernel fills, ``D`` a communication stream's seconds in flight, the best stream. A
+    stream whose first op waits for a backward kernel is in flight only after the window has
+    begun: only the time after it is taken off.
+
+    Any stage's window gives such a bound; the last stage's has the most outside it, and where
+    the stage before it holds more layers, that stage's gradient collectives can slow more
+    kernels: Qwen3-235B at tp 2 pp 16 over ZeRO-2 (ep 4, the sweep of that model on 256 H100)
+    has 4 layers on its last stage beside 6 on the others, and the ReduceScatters of 6 layers'
+    gradients slow stage 14's kernels by 0.36 s, on top of the 0.95 s of the bubble outside
+    its window: 9.34 s, where the last stage gives 9.00 and the replay 10.15."""
     s = scn.profile.gpu.overlap_slowdown
     if scn.parallel.overlap_moe_expert_parallel_comm:
         # Combined 1F1B interleaves one micro-batch's forward with another's backward
         # (schedule/moe_overlap.py): the other pass's kernels may fill a pass's gaps.
         return 0.0
     spec, costs = _stage_pass_costs(scn)
-    last = scn.parallel.pp - 1
     chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])
-    before = floor.before + sum(f for f, _ in chunk0[:last])
-    after = floor.after + sum(b for _, b in chunk0[:last])
+    hops = _stage_hops_s(scn, spec)
+    busy = _stage_bounds(scn, spec, [c[1] for c in costs])
+    free = _stage_bounds(scn, spec, [c[2] for c in costs])
     micro = scn.n_micro
-    busy = micro * _stage_bounds(scn, spec, [c[1] for c in costs])[last]
-    if s <= 0:
-        return before + after + busy
-    free = micro * _stage_bounds(scn, spec, [c[2] for c in costs])[last]
-    beside = max((d - after - (0.0 if late else before) - free for d, late in comm_streams_s(scn, last).values()),
-                 default=0.0)
-    return before + after + busy + max(beside, 0.0) * s / (1.0 + s)
+    best = 0.0
+    for stage in stages if stages is not None else _last_two(scn):
+        before = floor.before + sum(f for f, _ in chunk0[:stage]) + sum(hops[:stage])
+        after = floor.after + sum(b for _, b in chunk0[:stage]) + sum(hops[:stage])
+        bound = before + after + micro * busy[stage]
+        if s > 0:
+            beside = max((d - after - (0.0 if late else before) - micro * free[stage]
+                          for d, late in comm_streams_s(scn, stage).values()), default=0.0)
+            bound += max(beside, 0.0) * s / (1.0 + s)
+        best = max(best, bound)
+    return best
+
+
+def _layer_kernel(ops: list[Op], phase: str, last: bool = False) -> int | None:
+    """The first (or last) compute-stream kernel of a transformer layer's pass of ``phase``."""
+    for i in (range(len(ops) - 1, -1, -1) if last else range(len(ops))):
+        op = ops[i]
+        if (op.__class__ is ComputeOp and op.stream == "compute" and op.tag.phase == phase
+                and op.tag.layer is not None and op.tag.layer >= 0):
+            return i
+    return None
+
+
+def window_s(scn: Scenario, stage: int) -> float:
+    """Seconds from the start of ``stage``'s first layer kernel to the end of its last, at least:
+    the longest chain between them through dependencies and each stream's FIFO order in the
+    stage's own program at the plan's micro-batches (:func:`_walk`; kernels at their compute
+    time, collectives at their time alone, sends and receives at 0), on the CP rank whose passes
+    the other terms read (:func:`_stage_pass_costs`: its stage receives from that rank of the
+    stage before). Beyond the passes' chains it holds what the schedule puts between passes:
+    with FSDP2 over a pipeline, each micro-batch's forward waits for the AllGather of its
+    stage's parameters, queued on the data-parallel stream behind the ReduceScatter of the
+    backward before it (module docstring, "The stage's window")."""
+    cp_index = _stage_pass_costs(scn)[0].cp_rank  # the rank whose chains the bubble's terms are
+    key = (id(scn), scn.training.global_batch, stage, cp_index)
+    hit = _windows.get(key)
+    if hit is not None and hit[0] is scn:
+        return hit[1]
+    build = partial(build_program, chunks=stage_units(scn, stage))
+    with collector_spared() as frozen:
+        priced = _priced_program(scn, stage, built_frozen(build) if frozen else build, True, {}, cp_index)
+    ops, durations = priced.ops, priced.durations
+    assert durations is not None
+    first, last = _layer_kernel(ops, "fwd"), _layer_kernel(ops, "bwd", last=True)
+    seconds = 0.0
+    if first is not None and last is not None and first <= last:
+        end = _walk(ops, durations, first, last, origin=durations[first])
+        seconds = end[last] or 0.0
+    if len(_windows) >= 64:
+        _windows.clear()
+    _windows[key] = (scn, seconds)  # scn kept alive: its id keys the entry
+    return seconds
+
+
+_windows: dict[tuple, tuple[Scenario, float]] = {}
+
+# In a sweep, a plan's bound is refined by the terms that build another stage's programs (the
+# slowdown on the stage before the last, the windows: a stage's whole program) only where its
+# other terms come this close to the best step so far: each adds a few percent of the step, and
+# reading them costs up to a tenth of the plan's replay. Read for every plan that reaches them
+# (the stage before the last whatever its layers, windows whatever the ZeRO stage), they took
+# the Mixtral 8x22B sweep of docs/sweep.md from 131 to 157 s and pruned no more; as they are
+# read, its 752 refined bounds take 27 CPU s where they took 22.
+_NEAR = 0.9
+
+
+def window_bound(scn: Scenario, floor: ProgramFloor, enough: float | None = None) -> float:
+    """``before + window + after`` on the stages of :func:`_last_two`, the larger (module
+    docstring, "The stage's window"): ``before`` and ``after`` as :func:`slowdown_bound` takes
+    them outside the stage's window, the window by :func:`window_s`."""
+    spec, costs = _stage_pass_costs(scn)
+    chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])
+    hops = _stage_hops_s(scn, spec)
+    best = 0.0
+    for stage in _last_two(scn):
+        if enough is not None and best >= enough:
+            break
+        outside = sum(f + b for f, b in chunk0[:stage]) + 2 * sum(hops[:stage])
+        best = max(best, floor.before + outside + window_s(scn, stage) + floor.after)
+    return best
 
 
 def step_lower_bound(scn: Scenario, passes: float | None = None, enough: float | None = None) -> float:
@@ -809,11 +909,36 @@ def step_lower_bound(scn: Scenario, passes: float | None = None, enough: float |
     a tenth of a second or more, so a sweep asks for it only of plans whose ``passes`` bound
     (:func:`passes_lower_bound`) does not already rule them out. With ``enough`` (the best step
     so far), the slowdown term, which builds the last stage's program too, is left out where
-    stage 0's terms already reach it: a bound that high prunes the plan either way."""
+    stage 0's terms already reach it: a bound that high prunes the plan either way; the slowdown
+    on the stage before the last and the windows of ZeRO-3 plans, which build more programs, are
+    read only where the terms before them come within ``_NEAR`` of it."""
     if passes is None:
         passes = passes_lower_bound(scn)
     floor = program_floor(scn)
     bound = max(floor.before + passes + floor.after, floor.stream)
     if enough is not None and bound >= enough:
         return bound
-    return max(bound, slowdown_bound(scn, floor))
+    pp = scn.parallel.pp
+    bound = max(bound, slowdown_bound(scn, floor, (pp - 1,)))
+    if enough is not None and not _NEAR * enough <= bound < enough:
+        return bound
+    # the terms that build more programs, for plans near the best alone
+    if len(_last_two(scn)) > 1:
+        bound = max(bound, slowdown_bound(scn, floor, (pp - 2,)))
+    if scn.parallel.zero < 3 or (enough is not None and bound >= enough):
+        return bound
+    return max(bound, window_bound(scn, floor, enough))
+
+
+def _last_two(scn: Scenario) -> tuple[int, ...]:
+    """The last pipeline stage, and the one before it where that holds more transformer layers
+    (the one stage without a pipeline). With as many layers, the last stage's terms are the
+    larger: it runs the same passes and the LM head's, and has one stage's chains more outside
+    its window; with fewer (a split that evens out the head's load: Qwen3-235B's 6 x 15 + 4 over
+    16 stages), the stage before it can give more."""
+    p = scn.parallel
+    if p.pp <= 2:
+        return (p.pp - 1,)
+    vl = virtual_layers(scn)
+    held = [sum(len(vl[c * p.pp + s]) for c in range(p.vp)) for s in (p.pp - 2, p.pp - 1)]
+    return (p.pp - 1, p.pp - 2) if held[0] > held[1] else (p.pp - 1,)
