@@ -191,9 +191,9 @@ def test_fsdp2_gathers_between_passes_lengthen_the_stage_window():
     """Llama-3 8B on 2 DGX H100 at tp 1 x pp 4 over dp 4 with FSDP2, 16 micro-batches per
     pipeline: each micro-batch's forward waits for its stage's parameter AllGathers, queued on
     the data-parallel stream behind the ReduceScatter of the backward before it, so a stage's
-    window holds more than its passes' chains. Walked through the stage's own program (the last
-    stage and the one before it, with the bubble's chains outside their windows), the bound
-    goes from 0.89 to 0.97 of the replayed step."""
+    window holds more than its passes' chains. Walked through the last stage's own program (8
+    layers like the others, so the stage before it is not read), with the bubble's chains
+    outside its window, the bound goes from 0.89 to 0.97 of the replayed step."""
     from simulator.sweep.bound import passes_lower_bound, program_floor, slowdown_bound, window_bound
 
     scn = build_scenario(dict(name="llama3-8b-fsdp2-pp4", hardware="dgx-h100", nodes=2,
