@@ -453,12 +453,14 @@ class _Priced:
     comm_sums: dict[str, float]  # per stream, its collectives' seconds added in program order
     heads: dict[str, int]  # per stream, its first op
 
-    def compute_kernel(self, phases: tuple[str, ...], last: bool = False) -> int | None:
-        """The first (or last) kernel of the compute stream of one of ``phases``."""
+    def compute_kernel(self, phases: tuple[str, ...], last: bool = False, layer: bool = False) -> int | None:
+        """The first (or last) kernel of the compute stream of one of ``phases`` (with ``layer``,
+        of a transformer layer's pass)."""
         ops = self.ops
         for i in (range(len(ops) - 1, -1, -1) if last else range(len(ops))):
             op = ops[i]
-            if op.__class__ is ComputeOp and op.stream == "compute" and op.tag.phase in phases:
+            if op.__class__ is ComputeOp and op.stream == "compute" and op.tag.phase in phases and (
+                    not layer or (op.tag.layer is not None and op.tag.layer >= 0)):
                 return i
         return None
 
@@ -794,12 +796,21 @@ def comm_streams_s(scn: Scenario, stage: int) -> dict[str, tuple[float, bool]]:
     return {k: (v, k in late) for k, v in sums.items()}
 
 
+def _outside_s(scn: Scenario, floor: ProgramFloor, stage: int) -> tuple[float, float]:
+    """What lies outside ``stage``'s window at least: before it, stage 0's ``before`` and chunk
+    0's forward of the first micro-batch through the stages before it with its sends across
+    their boundaries; after it, their backward of the last micro-batch with its sends, then
+    stage 0's ``after`` (the bubble's chains, module docstring)."""
+    spec, costs = _stage_pass_costs(scn)
+    chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])[:stage]
+    hops = sum(_stage_hops_s(scn, spec)[:stage])
+    return (floor.before + sum(f for f, _ in chunk0) + hops, floor.after + sum(b for _, b in chunk0) + hops)
+
+
 def slowdown_bound(scn: Scenario, floor: ProgramFloor, stages: tuple[int, ...] | None = None) -> float:
     """``O + W + G + max(D - O - G - U, 0) s/(1+s)`` (module docstring, "Kernels slowed beside
     communication") on the stages of :func:`_last_two` (or ``stages``), the larger: ``O`` the time
-    outside the stage's window, before (``floor``'s ``before``, then chunk 0's forward of the
-    first micro-batch on the stages before it and its sends across their boundaries) and after
-    (their backward of the last micro-batch with its sends, then ``floor``'s ``after``), ``W + G``
+    outside the stage's window, before and after it (:func:`_outside_s`), ``W + G``
     the stage's passes' kernels and forced gaps, ``G + U`` the part of its window no slowable
     pass kernel fills, ``D`` a communication stream's seconds in flight, the best stream. A
     stream whose first op waits for a backward kernel is in flight only after the window has
@@ -817,15 +828,12 @@ def slowdown_bound(scn: Scenario, floor: ProgramFloor, stages: tuple[int, ...] |
         # (schedule/moe_overlap.py): the other pass's kernels may fill a pass's gaps.
         return 0.0
     spec, costs = _stage_pass_costs(scn)
-    chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])
-    hops = _stage_hops_s(scn, spec)
     busy = _stage_bounds(scn, spec, [c[1] for c in costs])
     free = _stage_bounds(scn, spec, [c[2] for c in costs])
     micro = scn.n_micro
     best = 0.0
     for stage in stages if stages is not None else _last_two(scn):
-        before = floor.before + sum(f for f, _ in chunk0[:stage]) + sum(hops[:stage])
-        after = floor.after + sum(b for _, b in chunk0[:stage]) + sum(hops[:stage])
+        before, after = _outside_s(scn, floor, stage)
         bound = before + after + micro * busy[stage]
         if s > 0:
             beside = max((d - after - (0.0 if late else before) - micro * free[stage]
@@ -833,16 +841,6 @@ def slowdown_bound(scn: Scenario, floor: ProgramFloor, stages: tuple[int, ...] |
             bound += max(beside, 0.0) * s / (1.0 + s)
         best = max(best, bound)
     return best
-
-
-def _layer_kernel(ops: list[Op], phase: str, last: bool = False) -> int | None:
-    """The first (or last) compute-stream kernel of a transformer layer's pass of ``phase``."""
-    for i in (range(len(ops) - 1, -1, -1) if last else range(len(ops))):
-        op = ops[i]
-        if (op.__class__ is ComputeOp and op.stream == "compute" and op.tag.phase == phase
-                and op.tag.layer is not None and op.tag.layer >= 0):
-            return i
-    return None
 
 
 def window_s(scn: Scenario, stage: int) -> float:
@@ -856,27 +854,16 @@ def window_s(scn: Scenario, stage: int) -> float:
     stage's parameters, queued on the data-parallel stream behind the ReduceScatter of the
     backward before it (module docstring, "The stage's window")."""
     cp_index = _stage_pass_costs(scn)[0].cp_rank  # the rank whose chains the bubble's terms are
-    key = (id(scn), scn.training.global_batch, stage, cp_index)
-    hit = _windows.get(key)
-    if hit is not None and hit[0] is scn:
-        return hit[1]
     build = partial(build_program, chunks=stage_units(scn, stage))
     with collector_spared() as frozen:
         priced = _priced_program(scn, stage, built_frozen(build) if frozen else build, True, {}, cp_index)
-    ops, durations = priced.ops, priced.durations
+    durations = priced.durations
     assert durations is not None
-    first, last = _layer_kernel(ops, "fwd"), _layer_kernel(ops, "bwd", last=True)
-    seconds = 0.0
-    if first is not None and last is not None and first <= last:
-        end = _walk(ops, durations, first, last, origin=durations[first])
-        seconds = end[last] or 0.0
-    if len(_windows) >= 64:
-        _windows.clear()
-    _windows[key] = (scn, seconds)  # scn kept alive: its id keys the entry
-    return seconds
-
-
-_windows: dict[tuple, tuple[Scenario, float]] = {}
+    first = priced.compute_kernel(("fwd",), layer=True)
+    last = priced.compute_kernel(("bwd",), last=True, layer=True)
+    if first is None or last is None or first > last:
+        return 0.0
+    return _walk(priced.ops, durations, first, last, origin=durations[first])[last] or 0.0
 
 # In a sweep, a plan's bound is refined by the terms that build another stage's programs (the
 # slowdown on the stage before the last, the windows: a stage's whole program) only where its
@@ -890,17 +877,14 @@ _NEAR = 0.9
 
 def window_bound(scn: Scenario, floor: ProgramFloor, enough: float | None = None) -> float:
     """``before + window + after`` on the stages of :func:`_last_two`, the larger (module
-    docstring, "The stage's window"): ``before`` and ``after`` as :func:`slowdown_bound` takes
-    them outside the stage's window, the window by :func:`window_s`."""
-    spec, costs = _stage_pass_costs(scn)
-    chunk0 = _chunk0_bounds(scn, spec, [c[0] for c in costs])
-    hops = _stage_hops_s(scn, spec)
+    docstring, "The stage's window"): ``before`` and ``after`` what lies outside the stage's
+    window (:func:`_outside_s`), the window by :func:`window_s`."""
     best = 0.0
     for stage in _last_two(scn):
         if enough is not None and best >= enough:
             break
-        outside = sum(f + b for f, b in chunk0[:stage]) + 2 * sum(hops[:stage])
-        best = max(best, floor.before + outside + window_s(scn, stage) + floor.after)
+        before, after = _outside_s(scn, floor, stage)
+        best = max(best, before + window_s(scn, stage) + after)
     return best
 
 
