@@ -107,6 +107,10 @@ OVERLAP_SLOWDOWN = 0.189
 # launch (``kernel_launch_us``), which bounds a step only where the host falls behind
 # (costs.host), a single-process `-g` sweep, or a timing of one call.
 KERNEL_GAP_US = 1.2
+# What the same measurement saves per kernel when the chain is replayed from a CUDA graph: the
+# smallest of its three chains' figures (the mul chain's 1.79 -> 1.10 us; 1.05 and 1.26 us for the
+# GEMMs), so a captured kernel follows the one before it after kernel_gap_us - 0.7 (costs/compute.py).
+CUDA_GRAPH_GAP_SAVING_US = 0.7
 
 
 def _default_attention_efficiency() -> dict[AttentionKernel, AttentionEfficiency]:

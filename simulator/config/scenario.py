@@ -168,6 +168,9 @@ def check_plan(scn: Scenario) -> None:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide kv_heads={m.kv_heads}")
     if m.hybrid:
         check_hybrid(scn)
+    if "mamba" in scn.training.cuda_graph_scope and not m.mamba_heads:
+        _fail(scn, "training.cuda_graph_scope", "mamba captures the Mamba2 blocks of a hybrid model: this model "
+                                                "has none (model.layer_pattern with M)")
     dense_mlps = any(m.has_mlp(i) and not m.is_moe_layer(i) for i in range(m.layers))
     if m.ffn_hidden % p.tp and dense_mlps:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide ffn_hidden={m.ffn_hidden} (the column- and "
@@ -303,10 +306,9 @@ def check_plan(scn: Scenario) -> None:
 def check_hybrid(scn: Scenario) -> None:
     """What a hybrid Mamba2-Transformer model (``model.layer_pattern``) supports here: Megatron-Core's
     ``MambaMixer`` splits the heads and the B/C groups over TP; context parallelism of the mixers is
-    not modelled, nor FP8 beyond delayed scaling of M, * and - blocks (their GEMMs at the FP8 rate
-    and TransformerEngine's casts, as for the layers of a GPT model, schedule/fp8.py; the other
-    recipes' quantisation passes and the routed rows of MoE blocks are not built for hybrid
-    blocks), and the combined-1F1B A2A overlap exists for GPTModel only. A
+    not modelled, and the combined-1F1B A2A overlap exists for GPTModel only (FP8 runs every
+    block's GEMMs at the FP8 rate with its recipe's quantisation passes, the routed rows of E
+    blocks included, as for the layers of a GPT model: schedule/fp8.py). A
     multi-token-prediction depth of a hybrid model is an attention block and an MoE block
     (Nemotron-3's ``mtp_hybrid_override_pattern: "*E"``), so it needs experts."""
     m, t, p = scn.model, scn.training, scn.parallel
@@ -315,12 +317,6 @@ def check_hybrid(scn: Scenario) -> None:
                                   f"{m.mamba_groups} (Megatron-Core's MambaMixer splits both over TP)")
     if m.mamba_heads and (p.cp > 1 or p.ulysses > 1):
         _fail(scn, "parallel.cp", "context parallelism of Mamba2 mixers is not modelled (layer_pattern with M)")
-    if t.dtype == "fp8" and t.fp8_recipe != "delayed":
-        _fail(scn, "training.fp8_recipe", f"fp8_recipe {t.fp8_recipe} with layer_pattern: the quantisation passes "
-                                          "of hybrid blocks are modelled for delayed scaling only")
-    if t.dtype == "fp8" and "E" in m.layer_pattern:
-        _fail(scn, "training.dtype", "fp8 with MoE blocks (E) in layer_pattern: the quantisation passes of their "
-                                     "routed rows are not modelled in hybrid blocks")
     if t.recompute_norm_blocks:
         _fail(scn, "training.recompute_norm_blocks", "re-running the norm blocks of hybrid blocks (layer_pattern) "
                                                      "is not modelled")
@@ -378,6 +374,7 @@ def check_moe(scn: Scenario, dp: int) -> None:
                                           "(model.experts > 0)")
         t = scn.training
         moe_only = {"recompute_modules": bool(t.recompute_modules), "moe_expert_bias": t.moe_expert_bias != "none",
+                    "cuda_graph_scope": bool({"moe_router", "moe_preprocess"} & set(t.cuda_graph_scope)),
                     "moe_activation": t.moe_activation != "fused", "moe_grouped_gemm": t.moe_grouped_gemm,
                     "moe_router_kernels": bool(t.moe_router_kernels)}
         moe_key = next((k for k, set_ in moe_only.items() if set_), None)
@@ -438,6 +435,11 @@ def check_a2a_overlap(scn: Scenario) -> None:
     if t.recompute == "full":
         _fail(scn, "training.recompute", "recompute: full with overlap_moe_expert_parallel_comm re-runs the "
                                          "forward's All-to-Alls inside the paired backward; use selective or none")
+    if "moe" in t.recompute_modules:
+        # transformer_config.py: "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm"
+        _fail(scn, "training.recompute_modules", "moe re-runs the MoE layer's All-to-Alls inside its backward, "
+                                                 "which overlap_moe_expert_parallel_comm excludes (Megatron-Core "
+                                                 "asserts it); drop one of them")
 
 
 def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_dir: Path | None = None,

@@ -374,11 +374,20 @@ class Training(_Strict):
         "least 1), checkpointed layers per model chunk (block; 0: none, as Megatron takes "
         "--recompute-num-layers 0), or the period of the checkpointed layers (every; 0: every layer, as "
         "torchtitan reads selective_ac_option \"0\")")
-    recompute_modules: list[Literal["layernorm", "moe_act"]] = Field(
-        default_factory=list, description="memory-bound modules of the MoE layers whose outputs are dropped in "
-        "forward and rebuilt in backward (Megatron's selective recompute_modules besides core_attn): layernorm "
-        "(the pre-MLP norm, a TENorm of its own in an MoE layer: TransformerEngine fuses the other norms into "
-        "the linear layer after them) | moe_act (the experts' activation, rebuilt before FC2's backward)")
+    cuda_graph_scope: list[Literal["attn", "mlp", "moe_router", "moe_preprocess", "mamba"]] = Field(
+        default_factory=list, description="the parts of every layer replayed from CUDA graphs (Megatron-Core's "
+        "cuda_graph_impl transformer_engine with cuda_graph_scope; none: eager): attn (a layer's attention, from its "
+        "norm to the residual add) | mlp (a dense MLP) | moe_router (an MoE layer's norm, router and shared "
+        "experts) | moe_preprocess (with moe_router: the permutation before the dispatch, in the same graph) | "
+        "mamba (a Mamba2 block). Each graph costs the host one launch per pass instead of one per kernel, and its "
+        "kernels follow each other with a shorter gap")
+    recompute_modules: list[Literal["layernorm", "moe_act", "moe"]] = Field(
+        default_factory=list, description="modules of the MoE layers whose outputs are dropped in forward and "
+        "rebuilt in backward (Megatron's selective recompute_modules besides core_attn, which is recompute: "
+        "selective): layernorm (the pre-MLP norm, a TENorm of its own in an MoE layer: TransformerEngine fuses "
+        "the other norms into the linear layer after them) | moe_act (the experts' activation, rebuilt before "
+        "FC2's backward) | moe (the whole MoE layer: router, dispatch, experts, combine and shared experts run "
+        "again, their All-to-Alls included, before its backward)")
     # The attention implementation. Fused kernels (FlashAttention and kin) keep only O(s)
     # softmax statistics, so the 5as²b score term of arXiv:2205.05198 is not stored even without
     # recompute; ``unfused`` materialises the scores (Megatron-LM 2020-2022; the paper's formula).
@@ -604,6 +613,9 @@ class Training(_Strict):
         if self.recompute_method == "uniform" and self.recompute_num_layers < 1:
             raise ValueError("recompute_method: uniform checkpoints groups of recompute_num_layers layers: it needs "
                              f"at least 1 (got {self.recompute_num_layers})")
+        if "moe_preprocess" in self.cuda_graph_scope and "moe_router" not in self.cuda_graph_scope:
+            raise ValueError("cuda_graph_scope: moe_preprocess is captured in the moe_router graph (Megatron-Core "
+                             "requires moe_router with it); add moe_router")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

@@ -43,7 +43,8 @@ efficiency:
 
 Each of the ``count`` kernels then pays ``kernel_gap_us`` on top: the GPU's gap between
 back-to-back kernels of a stream the host keeps fed (measured on H200,
-``config.hardware.KERNEL_GAP_US``). Where the host falls behind, its issue queue (``costs.host``)
+``config.hardware.KERNEL_GAP_US``), less ``CUDA_GRAPH_GAP_SAVING_US`` for a kernel replayed from
+a CUDA graph (``op.cuda_graph``, measured the same way). Where the host falls behind, its issue queue (``costs.host``)
 sets the pace instead. ``sm_fraction`` < 1 scales arithmetic throughput (communication kernels hold SMs, as in TransformerEngine's pipelined
 overlap); ``overlapped`` stretches the kernel by ``1 + overlap_slowdown`` for SM and HBM
 contention with a concurrent collective over its whole length. The replay charges that rate
@@ -56,7 +57,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from simulator.config.hardware import GPU
+from simulator.config.hardware import CUDA_GRAPH_GAP_SAVING_US, GPU
 from simulator.costs import attention_determinism, attention_dropout
 from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
@@ -189,7 +190,8 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
         t_flops += _dropout_rng(op, gpu)
     if op.kind == "attention" and op.deterministic_heads > 0:
         t_flops, t_mem = _deterministic_backward(op, gpu, t_flops, t_mem)
-    t = max(t_flops, t_mem) + count * gpu.kernel_gap_us * 1e-6
+    gap = max(gpu.kernel_gap_us - CUDA_GRAPH_GAP_SAVING_US, 0.0) if op.cuda_graph else gpu.kernel_gap_us
+    t = max(t_flops, t_mem) + count * gap * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
     return t
@@ -225,7 +227,7 @@ def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
             op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl,
-            op.deterministic_heads, op.scaling, op.attention_dropout)
+            op.deterministic_heads, op.scaling, op.attention_dropout, bool(op.cuda_graph))
 
 
 def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:

@@ -67,6 +67,20 @@ An op whose issue a host op of the program already times (``ComputeOp.host_issue
 timed Python loop, and the kernels launched inside it, as DeepSpeed ZeRO-3 of 2021's per-rank
 views and copies) costs nothing here: the host op's duration is that time.
 
+Where one call from Python issues several kernels from a C++ loop (``ComputeOp.host_calls``:
+TransformerEngine's ``general_grouped_gemm`` runs the local experts' GEMMs in
+``te_general_grouped_gemm``, ``tex.split_quantize`` quantises every expert's rows in one call,
+and a current-scaling quantizer launches its amax, scale and cast kernels from
+``Float8CurrentScalingQuantizer::quantize``), the call costs what one kernel of the model does
+and each further kernel ``CUDA_LAUNCH_US``, the launch without the Python and the dispatcher.
+
+A CUDA graph replay (``ComputeOp.cuda_graph``, ``schedule/cuda_graphs.py``) is one call to the
+host whatever it holds: TransformerEngine's graphed callable (``make_graphed_callables``) is one
+autograd function whose forward replays the captured forward graph and whose backward node
+replays the backward graph, so its first op costs what one kernel of the model does (the Python
+call and one launch forward, ``FWD_KERNEL_US``; one autograd node and one launch backward,
+``BWD_KERNEL_US``) and the ops captured with it cost nothing.
+
 None of these constants is fitted to training runs.
 """
 
@@ -91,6 +105,10 @@ COLLECTIVE_US = 15.0
 
 def host_cost_s(op: Op) -> float:
     """Seconds of host time to issue ``op`` (every one of its ``count`` kernels)."""
+    if isinstance(op, (ComputeOp, CommOp)) and op.cuda_graph:
+        if op.cuda_graph == "captured":
+            return 0.0
+        return (BWD_KERNEL_US if op.tag.phase == "bwd" else FWD_KERNEL_US) * 1e-6  # the graph's launch
     if isinstance(op, ComputeOp):
         if not op.host_issue:  # its issue is timed by a host op of the program (ComputeOp.host_issue)
             return 0.0
@@ -101,7 +119,9 @@ def host_cost_s(op: Op) -> float:
             per = AUTOCAST_BWD_CPU_US + CUDA_BWD_NODE_US if backward else AUTOCAST_FWD_CPU_US + CUDA_LAUNCH_US
         else:
             per = BWD_KERNEL_US if backward else FWD_KERNEL_US
-        return (max(op.count, 1) * per + op.host_tensors * OPT_TENSOR_US) * 1e-6
+        count = max(op.count, 1)
+        calls = min(op.host_calls, count) if op.host_calls else count
+        return (calls * per + (count - calls) * CUDA_LAUNCH_US + op.host_tensors * OPT_TENSOR_US) * 1e-6
     if isinstance(op, (CommOp, P2POp)):
         return COLLECTIVE_US * 1e-6
     return 0.0

@@ -4022,6 +4022,59 @@ weak scaling 6.0% -> 9.6%, torchtitan 8.0% -> 12.2%). The kernel MPT ran is llm-
 Triton port built by `triton-pre-mlir`'s sm90 branch, not the figure's Triton bar (FA2's own
 repository, July 2023), and its long rows put it near FA1's best bar. On H100 the ratio is taken
 between the same kernel's two GPUs, whichever shape the A100 pair stands for.
+
+## Megatron-Core's MoE layers: the host's C++ loops, Nemotron 3 in FP8, and what stays optimistic (held out)
+
+**What one Python call launches.** The host model charges each kernel the model lists the host
+time of real layer code per listed kernel (`costs/host.py`: 38 us forward, 29.9 us backward). An
+MoE layer lists some ops whose `count` kernels come from one Python call: TransformerEngine's
+`general_grouped_gemm` runs the local experts' GEMMs in `te_general_grouped_gemm`'s C++ loop, and
+`tex.split_quantize` loops over every expert's row split in C++ (`multi_tensor_quantize_impl`,
+transformer_engine/pytorch/csrc/extensions/cast.cpp at d0067d0: `quantizer_cpp_list[i]->quantize`
+per split), each current-scaling quantizer launching its amax, scale and cast kernels from C++ too.
+They were charged a Python call per kernel: on Qwen3-30B-A3B at EP 16 in FP8-CS, 8 local experts x
+4 kernels x 2 routed tensors x 38 us = 2.4 ms of host time per MoE layer and pass in the
+quantisation alone. Each such op now carries the number of Python calls that issue it
+(`ComputeOp.host_calls`): the calls pay a kernel's host cost, every further kernel the launch
+(`CUDA_LAUNCH_US`, 5 us). The Megatron-Bridge MoE rows move from +2.0%, +12.3%, +18.7%, +7.2%,
++10.3%, +24.8%, -17.5% to +21.0%, +12.3%, +21.2%, +10.0%, +15.8%, +24.8%, -17.5%: most of the
+Qwen3-30B FP8-CS row's agreement (the section on NVIDIA-tuned stacks: "most of the Qwen3-30B FP8-CS
+row's gap was the host's") was that overcharge, and with it gone every row of the source but
+DeepSeek-V3's is 10-25% optimistic. AutoModel's Qwen3-30B moves -6.5% -> -3.9%, the overlap A/B
+-6.4% / -3.3% -> -1.6% / +3.2%; no dense row moves by more than a tenth of a point.
+
+**Nemotron 3 Nano and Super (hybrid Mamba2-Transformer MoEs) in FP8.** The same 26.04.01 table
+prints Nemotron 3 Nano on 8 B200 (MXFP8) and 16 H100 (FP8-CS) and Super on 64 B200 (MXFP8); they
+were not transcribed while FP8 was modelled for delayed scaling only in hybrid blocks and not at
+all in their MoE blocks. The quantisation passes are the same per operand in a hybrid block as in
+a GPT layer (`schedule/fp8.py` reads each block's operands), so every recipe and the E blocks' routed
+rows are built now (`tests/unit/test_mamba.py`, closed forms of current scaling and MXFP8 on an M
+block and of an E block's routed rows). The H100 recipe recomputes the whole MoE layer
+(`recompute_modules: moe`, Megatron-Core's `moe_layer_recompute`: router, dispatch, experts,
+combine and shared experts under one checkpoint, rebuilt before the layer's backward with its
+All-to-Alls and, in FP8, its quantisation; `tests/unit/test_moe_schedule.py`), its attention cores
+(`recompute: selective`), and its pre-MLP norms and activations. Held out: Nano on B200 +24.2%,
+Nano on H100 +11.9% (-16.0% while the C++ loops were charged per kernel: the recompute's second
+HybridEP dispatch synchronises the host again, and its quantisation was 16 x 4 Python calls per
+tensor), Super on B200 +0.8% (+10.8% without its recipe's two repeated MTP depths). Nano on B200 is
+one node (EP 8 over NVLink) and GPU-bound in the model (0.05 s of 12.9 s waiting for the host): what
+its measured 16.0 s step holds beyond the simulated 12.9 s is on the GPU.
+
+**Partial CUDA graphs.** Megatron-Bridge's MoE recipes capture parts of every layer with
+TransformerEngine (`cuda_graph_impl: transformer_engine`, `cuda_graph_scope`; Nemotron 3 Super's
+recipe: "~40% throughput gain over disabled" on its GB200 runs). `training.cuda_graph_scope`
+replays them (`schedule/cuda_graphs.py`): one launch per graph and pass on the host, the captured
+kernels at the graph's shorter gap (0.7 us less per kernel, measured on H200). On the rows that
+set it (Qwen3-30B and DeepSeek-V3 on B200, Nemotron 3 Nano, the overlap A/B) it moves no row by
+more than half a point once the C++ loops cost what they do: these steps are the GPU's, and the
+graph's gain where a host is behind is the host time its launches save.
+
+What the optimistic rows share is Megatron-Core's MoE layer at 4-16 local experts per rank; what
+they do not share is the GPU, the precision (BF16, FP8-CS, MXFP8), the dispatcher (alltoall,
+HybridEP) or the network (one node or 32). The model's routed experts run their GEMMs one after
+another at the shape's rate, with no allowance for the grouped GEMM's split sizes varying by
+micro-batch (forced balance equalises counts per step, not per split) or for the dispatcher's
+permutation kernels' real cost; a profile of one such layer would tell which.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4073,4 +4126,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
     "GPT-2 in eager PyTorch on one H200: this project's own steps (held out)": ("h200_eager",),
     "B200 in BF16: SimuMax's measured Megatron-LM runs fit the dgx-b200 derate (source `simumax_b200`)": ("simumax_b200",),
     "The GPU's gap between kernels, told apart from the host's launch": ("h200_eager", "bridge_moe", "megatron2021_zero3"),
+    "Megatron-Core's MoE layers: the host's C++ loops, Nemotron 3 in FP8, and what stays optimistic (held out)":
+        ("bridge_moe", "bridge_moe_overlap", "automodel_moe"),
 }

@@ -172,10 +172,13 @@ MEGATRON_BRIDGE_MOE: dict[str, str] = {
     "Qwen3_235B_a22B": "qwen3-235b-a22b",
     "GPT OSS 120B": "gpt-oss-120b",
     "DeepSeekV3": "deepseek-v3",
+    "Nemotron_3_Nano": "nemotron-3-nano-30b-a3b",
+    "Nemotron_3_Super": "nemotron-3-super-120b-a12b",
 }
 
-# Selective recompute modules the simulator models; the others a recipe lists are left out.
-MODELLED_RECOMPUTE = frozenset({"layernorm", "moe_act"})
+# Selective recompute modules the simulator models as recompute_modules; core_attn is recompute:
+# selective; the others a recipe lists are left out.
+MODELLED_RECOMPUTE = frozenset({"layernorm", "moe_act", "moe"})
 
 
 def pp_layout(layout: str) -> tuple[list[int], int]:
@@ -206,10 +209,14 @@ UNFUSED_ROPE = frozenset({"gpt-oss-120b", "gpt-oss-20b"})
 
 # Presets whose Megatron-Bridge model carries a load-balancing loss: Qwen3-MoE ``aux_loss``, coefficient
 # 1e-3 (``Qwen3MoEBridge``, models/qwen/qwen3_moe_bridge.py at 21d102f5e), DeepSeek-V3 ``seq_aux_loss``,
-# 1e-4 (models/deepseek/deepseek_v3_bridge.py); GPT-OSS sets ``moe_router_load_balancing_type`` "none".
-# The router runs it even under the forced balancing (router.py ``routing``: on while training with a
-# nonzero coefficient), fused (the performance scripts set ``moe_router_fusion``).
-AUX_LOSS_PRESETS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"})
+# 1e-4 (models/deepseek/deepseek_v3_bridge.py), Nemotron 3 ``seq_aux_loss``, 1e-4 (Nano's recipe,
+# recipes/nemotronh/nemotron_3_nano.py; Super's ``NemotronHBridge``, models/nemotronh/nemotron_h_bridge.py);
+# GPT-OSS sets ``moe_router_load_balancing_type`` "none". The router runs it even under the forced
+# balancing (router.py ``routing``: on while training with a nonzero coefficient), priced fused (the
+# performance scripts set ``moe_router_fusion`` for Qwen3 and GPT-OSS; Nemotron 3's recipes leave it off,
+# whose unfused router kernels are not priced).
+AUX_LOSS_PRESETS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "nemotron-3-nano-30b-a3b",
+                              "nemotron-3-super-120b-a12b"})
 
 # SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
 # (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), but the performance scripts that ran
@@ -247,24 +254,38 @@ def stages_with_embedding_and_loss(layers: int, stages: int) -> tuple[int, ...]:
 MAX_MICRO_BATCHES = 512
 
 
+# cuda_graph_scope names of TransformerEngine's partial CUDA graphs (training.cuda_graph_scope)
+GRAPH_SCOPES = ("attn", "mlp", "moe_router", "moe_preprocess", "mamba")
+
+
+def cuda_graph_scopes(notes: str) -> list[str]:
+    """The scopes of a row's "CUDA graphs (a; b; ...)" note, in that order; none where the note
+    names no scope (no graphs, or a whole-iteration capture)."""
+    m = re.search(r"CUDA graphs \(([^)]*)\)", notes)
+    return [g.strip() for g in m.group(1).split(";") if g.strip() in GRAPH_SCOPES] if m else []
+
+
 def _note(notes: str, key: str) -> str:
     m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
     return m.group(1).strip() if m else ""
 
 
 def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
-    """Every Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B and DeepSeek-V3 pre-training row on DGX H100 and DGX
-    B200 of Megatron-Bridge's 26.04.01 performance summary, with the printed TP, PP, VP, EP,
-    micro-batch and global batch; from the recipes: ETP 1, the distributed optimizer with overlapped
-    gradient reduction and parameter AllGather, bf16 gradient reduction, no recompute (GPT-OSS: its
-    selective ``recompute_modules``, the pre-MLP norm and the experts' activation), the dispatcher
+    """Every Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B, DeepSeek-V3 and Nemotron 3 Nano and Super
+    pre-training row on DGX H100 and DGX B200 of Megatron-Bridge's 26.04.01 performance summary, with
+    the printed TP, PP, VP, EP, micro-batch and global batch; from the recipes: ETP 1, the
+    distributed optimizer with overlapped gradient reduction and parameter AllGather, bf16 gradient
+    reduction, no recompute (GPT-OSS and Nemotron 3: their selective ``recompute_modules``, the
+    pre-MLP norm, the experts' activation and, for Nano on H100, the attention core and the whole
+    MoE layer), the partial CUDA graphs of their ``cuda_graph_scope``, the dispatcher
     (``flex`` with the DeepEP or HybridEP backend as deepep, with HybridEP's routing-map AllGather,
     else alltoall) sending BF16 tokens in FP8 runs too (Megatron-Core has no FP8 dispatch), combined-1F1B A2A
     overlap where ``moe_a2a_overlap`` is set, the 32 SMs the performance scripts give HybridEP, and the
     Qwen3 layer split that counts the embedding and the loss as layers, TE's fused cross-entropy
     (``BRIDGE_MOE_CROSS_ENTROPY``); DeepSeek-V3's row with its
     recipe's ``pp_layout`` and its multi-token-prediction layer (its recompute of the MLA
-    up-projections and dense MLPs is not modelled)."""
+    up-projections and dense MLPs is not modelled), Nemotron 3 Super's two MTP depths through one
+    repeated layer."""
     return bridge_cases("bridge_moe", rows)
 
 
@@ -314,10 +335,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     if "hybridep" in dispatcher:
         parallel["moe_deepep_backend"] = "hybridep"
         sms = _note(notes, "hybridep_sms")
-        if sms:
-            parallel["moe_deepep_sms"] = int(sms)
-        elif preset.startswith("qwen3"):
-            parallel["moe_deepep_sms"] = HYBRIDEP_NUM_SMS
+        parallel["moe_deepep_sms"] = int(sms) if sms else HYBRIDEP_NUM_SMS
     overlap = _note(notes, "moe_a2a_overlap") == "True"
     if overlap:
         parallel["overlap_moe_expert_parallel_comm"] = True
@@ -327,8 +345,14 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     layout = _note(notes, "pp_layout").split(" ")[0]
     if layout:
         parallel["pp_layers"], model["mtp_layers"] = pp_layout(layout)
+    mtp = _note(notes, "mtp_layers")
+    if mtp:  # Nemotron 3 Super's recipe: mtp_num_layers 2 through one repeated "*E" depth
+        model["mtp_layers"] = int(mtp)
+        model["mtp_repeated_layer"] = _note(notes, "mtp_repeated_layer").startswith("True")
+    # the recipe's recompute_modules core_attn is Megatron's selective recompute of the attention core
+    recompute = "selective" if "core_attn" in _note(notes, "recompute_modules").split("+") else "none"
     scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
-                        global_batch=gbs, dtype=dtype, recompute="none", parallel=parallel)
+                        global_batch=gbs, dtype=dtype, recompute=recompute, parallel=parallel)
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
     scn["training"]["cross_entropy"] = BRIDGE_MOE_CROSS_ENTROPY
@@ -338,6 +362,9 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
         scn["training"]["rope_kernel"] = "unfused"
     # every row: the page's forced-balanced router (RandomSTE's random logits), and the model's aux loss
     scn["training"]["moe_router_kernels"] = ["random_logits"] + (["aux_loss"] if preset in AUX_LOSS_PRESETS else [])
+    graphs = cuda_graph_scopes(notes)
+    if graphs:  # the recipe's cuda_graph_impl transformer_engine with its cuda_graph_scope
+        scn["training"]["cuda_graph_scope"] = graphs
     modules = [m for m in _note(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]
     if modules:  # the recipe's selective recompute_modules (layernorm, moe_act)
         scn["training"]["recompute_modules"] = modules

@@ -992,18 +992,25 @@ SOURCES: list[Source] = [
             "performance recipes of the same commit; see the file's header and "
             "simulator/e2e_validation/moe_sources.py.",
             "The router is forced to balance (moe_router_force_load_balancing) and dropless: a learned router "
-            "with moe_imbalance 1.0, plus the kernels of RandomSTE's random logits and, for Qwen3 and "
-            "DeepSeek-V3, of their load-balancing loss (training.moe_router_kernels).",
+            "with moe_imbalance 1.0, plus the kernels of RandomSTE's random logits and, for Qwen3, "
+            "DeepSeek-V3 and Nemotron 3, of their load-balancing loss (training.moe_router_kernels).",
             "GPT-OSS recomputes its pre-MLP norms and expert activations (recompute_modules layernorm, moe_act), "
             "as modelled. Its sliding-window attention and sinks are "
             "priced as full causal attention; its experts' output bias as Megatron-Core adds it, per local "
             "expert (moe_expert_bias: per_expert); its YaRN RoPE unfused, as Megatron-Core falls back for a "
             "concentration factor other than 1 (rope_kernel: unfused).",
-            "CUDA graphs of the B200 Qwen3-30B row (attention, router, preprocessing) are not modelled: their "
-            "launches are priced as eager launches.",
-            "DeepSeek-V3's row is left out: its recipe adds a multi-token-prediction layer and recomputes the MLA "
-            "up-projections and MLPs, which are not modelled. The H100 Qwen3-235B row runs 512 micro-batches "
-            "through 32 virtual stages with the combined-1F1B A2A overlap."]),
+            "The recipes' partial CUDA graphs are replayed as graphs (training.cuda_graph_scope): attention, "
+            "router and preprocessing of Qwen3-30B and DeepSeek-V3 on B200, and with the Mamba2 blocks of "
+            "Nemotron 3 Nano on B200; Nano's Mamba2 blocks on H100.",
+            "Nemotron 3 Nano and Super are hybrid Mamba2-Transformer MoEs (model.layer_pattern). The H100 Nano "
+            "recipe recomputes its attention cores and whole MoE layers, their All-to-Alls included (recompute: "
+            "selective, recompute_modules moe, layernorm, moe_act); Super on B200 its experts' activations and "
+            "pre-MLP norms, and it runs two MTP depths through one repeated \"*E\" layer (model.mtp_layers 2, "
+            "mtp_repeated_layer), priced in MXFP8 although the recipe keeps it in BF16 (keep_mtp_spec_in_bf16). "
+            "Nemotron 3's recipes leave moe_router_fusion off: their router's unfused kernels are priced as the "
+            "fused ones.",
+            "DeepSeek-V3's recompute of the MLA up-projections and MLPs is not modelled. The H100 Qwen3-235B "
+            "row runs 512 micro-batches through 32 virtual stages with the combined-1F1B A2A overlap."]),
     Source("bridge_moe_overlap", "Megatron-Bridge Qwen3-30B-A3B expert-parallel overlap A/B (16 H100, BF16, HybridEP)",
            "megatron_bridge_moe_ep_overlap_h100.csv", bridge_ep_overlap,
            ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "
@@ -1011,8 +1018,8 @@ SOURCES: list[Source] = [
             "it names (HybridEP on 32 SMs, no recompute); see the file's header.",
             "The router is forced to balance and dropless: a learned router with moe_imbalance 1.0, plus the "
             "kernels of its random logits and aux loss (training.moe_router_kernels).",
-            "CUDA graphs of the router and the MoE preprocessing are not modelled: their launches are priced as "
-            "eager launches."]),
+            "The router and the MoE preprocessing are replayed from CUDA graphs (training.cuda_graph_scope "
+            "moe_router, moe_preprocess), as the card's recipe captures them."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "

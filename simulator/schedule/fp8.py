@@ -127,9 +127,7 @@ def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
     def mlp() -> list[tuple[OperandKind, float]]:
         """The dense MLP, or an MoE block's shared experts (fed by the block's separate norm)."""
         if spec.moe is not None and spec.is_moe(layer):
-            m = spec.moe
-            fs = m.shared_ffn // m.tp
-            return linear_pair("cast", h, (2 if m.gated else 1) * fs, fs) if m.shared_ffn else []
+            return shared_expert_operands(spec, phase)
         f = spec.shape.ffn
         return linear_pair("norm", h, (2 if spec.gated else 1) * f, f)
 
@@ -141,6 +139,18 @@ def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
             return linear_pair("norm", h, spec.mamba.in_proj_out, spec.mamba.inner)
         return attention if block == "*" else mlp()
     return attention + mlp()
+
+
+def shared_expert_operands(spec: "LayerSpec", phase: Phase) -> list[tuple[OperandKind, float]]:
+    """The shared experts' operands of an MoE layer pass (:func:`dense_operands`): a column-parallel
+    FC1 fed by the MoE block's separate norm, cast from BF16, and a row-parallel FC2."""
+    m = spec.moe
+    if m is None or not m.shared_ffn:
+        return []
+    t, h, fs = spec.tokens, spec.hidden, m.shared_ffn // m.tp
+    if phase == "fwd":
+        return [("cast", t * h), ("cast", t * fs)]
+    return [("cast", t * (2 if m.gated else 1) * fs), ("gathered" if spec.sp else "cast", t * h)]
 
 
 def copies(recipe: str, arch: str) -> int:
@@ -234,6 +244,34 @@ def routed_bytes_per_element(recipe: str, act_bytes: int, arch: str) -> float:
     return act_bytes + copies * (1.0 + SCALE_BYTES.get(recipe, 0.0)) + amax
 
 
+def _quantize(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int, phase: Phase,
+              operands: list[tuple[OperandKind, float]], name: str) -> int:
+    """One op for the casts and quantisation passes of ``operands`` and, in an MoE layer, of its
+    routed rows, in a pass of ``layer``; ``after`` where there is nothing to quantise."""
+    casts = sum(cast_bytes_per_element(kind, recipe, spec.act_bytes, spec.arch, spec.tp) * n for kind, n in operands)
+    nbytes = (casts + extra_bytes_per_element(recipe, spec.act_bytes) * sum(n for _, n in operands)
+              + routed_bytes_per_element(recipe, spec.act_bytes, spec.arch) * routed_quantized_elements(spec, phase, layer))
+    if nbytes == 0:
+        return after
+    # one quantize call per tensor (TransformerEngine launches the recipe's kernels, and
+    # split_quantize every expert's split, from C++): the dense operands and two routed inputs
+    routed = 2 if spec.moe is not None and spec.is_moe(layer) else 0
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(after,),
+                            tag=Tag(phase, layer, mb), count=quantize_kernels(spec, operands, recipe, layer),
+                            host_calls=len(operands) + routed))
+
+
+def moe_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int) -> int:
+    """The forward quantisation an MoE layer's recompute runs again (``recompute_modules: moe``:
+    TransformerEngine's ``te_checkpoint`` re-runs the layer's forward under FP8 autocast, so its
+    grouped linears and shared experts cast their inputs again): the routed rows and the shared
+    experts' inputs."""
+    if spec.dtype != "fp8":
+        return after
+    return _quantize(pb, spec, recipe, layer, mb, after, "fwd", shared_expert_operands(spec, "fwd"),
+                     f"L{layer}.moe.fp8_{recipe}.quantize.fwd")
+
+
 def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: int, mb: int, after: int,
                    phase: Phase, qkv_out: int, proj_in: int) -> int:
     """The casts and the recipe's quantisation passes (one op) and TP amax AllReduces of one layer
@@ -241,20 +279,35 @@ def layer_overhead(pb: ProgramBuilder, spec: "LayerSpec", recipe: str, layer: in
     if spec.dtype != "fp8":
         return after
     operands = dense_operands(spec, phase, qkv_out, proj_in, layer)
-    casts = sum(cast_bytes_per_element(kind, recipe, spec.act_bytes, spec.arch, spec.tp) * n for kind, n in operands)
-    nbytes = (casts + extra_bytes_per_element(recipe, spec.act_bytes) * sum(n for _, n in operands)
-              + routed_bytes_per_element(recipe, spec.act_bytes, spec.arch) * routed_quantized_elements(spec, phase, layer))
-    if nbytes == 0:
+    out = _quantize(pb, spec, recipe, layer, mb, after, phase, operands, f"L{layer}.fp8_{recipe}.quantize.{phase}")
+    if out == after:
         return after
     tag = Tag(phase, layer, mb)
-    out = pb.add(ComputeOp(name=f"L{layer}.fp8_{recipe}.quantize.{phase}", kind="elementwise", flops=nbytes / 2,
-                           hbm_bytes=nbytes, deps=(after,), tag=tag,
-                           count=quantize_kernels(spec, operands, recipe, layer)))
     if recipe == "current" and spec.sp:
-        for gemm in ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2"):
+        for gemm in gathered_gemms(spec, phase, layer):
             out = pb.add(CommOp(name=f"L{layer}.{gemm}.{phase}.fp8_amax.allreduce", op="allreduce", axes=("tp",),
                                 size_bytes=4, deps=(out,), dtype="fp32", tag=tag))
     return out
+
+
+# A hybrid block's linear layers (model.layer_pattern): its column-parallel one, fed by the TP
+# all-gather of its input under SP, and its row-parallel one, whose output gradient is all-gathered
+# in backward; an E block's are its shared experts' (its routed experts are not split over TP).
+_BLOCK_LINEARS = {"M": ("in_proj", "out_proj"), "*": ("qkv", "proj"), "-": ("fc1", "fc2"), "E": ("shared.fc1", "shared.fc2")}
+
+
+def gathered_gemms(spec: "LayerSpec", phase: Phase, layer: int) -> tuple[str, ...]:
+    """The GEMMs of a layer pass whose FP8 operand is all-gathered over TP under SP, each with its
+    amax AllReduce under current scaling: forward the inputs of the column-parallel linears,
+    backward the output gradients of the row-parallel ones (QKV and FC1, the output projection
+    and FC2 of a GPT layer; one linear of each kind in a hybrid block)."""
+    if spec.pattern and layer < len(spec.pattern):
+        block = spec.pattern[layer]
+        if block == "E" and not (spec.moe is not None and spec.moe.shared_ffn):
+            return ()
+        first, second = _BLOCK_LINEARS[block]
+        return (first,) if phase == "fwd" else (second,)
+    return ("qkv", "fc1") if phase == "fwd" else ("proj", "fc2")
 
 
 def amax_reduction(pb: ProgramBuilder, axes: tuple[str, ...], n_layers: int, mb: int, after: int,

@@ -25,6 +25,8 @@ from simulator.vocabulary import COMM_TYPES, CollectiveKind
 __all__ = ["COMM_TYPES", "CollectiveKind"]  # re-exported: the IR's vocabulary (simulator/vocabulary.py)
 
 Phase = Literal["fwd", "bwd", "opt", "other"]
+# an op's part in a CUDA graph replay (ComputeOp.cuda_graph): "" eager, the graph's first op, or another of its ops
+CudaGraphRole = Literal["", "launch", "captured"]
 # host: work of the issuing CPU thread (Python loops, op dispatch, launches) that the GPU waits for
 # with no kernel running; priced as ``count`` host launches (``gpu.kernel_launch_us``, costs/compute.py).
 ComputeKind = Literal["gemm", "attention", "scan", "elementwise", "norm", "embedding", "loss", "optimizer", "copy",
@@ -64,12 +66,20 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     had is lost, so the host costs of the ops after it are exposed until it is ahead again.
     ``host_tensors``: parameter tensors the framework's Python visits while issuing the op (an
     optimizer step's per-tensor bookkeeping), each costing the host ``OPT_TENSOR_US``.
+    ``host_calls`` > 0: the op's ``count`` kernels are issued by that many calls from Python, the
+    rest from a C++ loop inside them (TransformerEngine's grouped GEMM over the local experts,
+    ``split_quantize`` over their row splits, a current-scaling quantizer's four kernels), which
+    costs the host a launch per kernel and no Python (costs/host.py); 0: one call per kernel.
     ``concurrent`` > 1 on a chunk GEMM: that many same-shape chunks run at once on separate
     compute streams (TransformerEngine's round-robin streams of its TP overlap), so their thread
     blocks share the SMs and a partly empty wave of one chunk is filled by the next.
     ``impl`` names the implementation of a memory-bound kernel where it sets the bandwidth the
     kernel reaches: ``"eager"`` on a ``norm`` is PyTorch's native LayerNorm/RMSNorm kernel
     (``costs/memory_bound.py``); ``""`` is a streaming kernel.
+    ``cuda_graph``: the op is replayed from a CUDA graph (``training.cuda_graph_scope``,
+    ``schedule/cuda_graphs.py``): ``"launch"`` for the first op of a graph, whose host cost is the
+    graph's launch, ``"captured"`` for the others, which cost the host nothing; either way its
+    kernels follow each other with the graph's shorter gap. ``""``: issued eagerly.
     """
 
     name: str
@@ -98,6 +108,8 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # parameter tensors a Python loop of the framework visits while issuing the op (an optimizer
     # step's per-tensor bookkeeping: costs/host.py OPT_TENSOR_US); 0: none
     host_tensors: int = 0
+    # Python calls that issue the op's count kernels, the others launched from C++ inside them (costs/host.py); 0: each kernel its own
+    host_calls: int = 0
     # attention backward: sequences x query heads of a kernel that runs its deterministic algorithm
     # (training.deterministic; costs/attention_determinism.py); 0: the default algorithm
     deterministic_heads: int = 0
@@ -107,6 +119,7 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # fp8 GEMM: the block scaling of its operands ("mxfp8": 1x32 E8M0 scales, run as cuBLAS's
     # block-scaled kernel, costs/compute.py BLOCK_SCALED_GEMM_TIME); "": one scale per tensor
     scaling: str = ""
+    cuda_graph: CudaGraphRole = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +138,7 @@ class CommOp:
     tag: Tag = field(default_factory=Tag)
     type: Literal["comm"] = "comm"
     host_sync: bool = False  # the host waits for it to end before issuing more (ComputeOp.host_sync)
+    cuda_graph: CudaGraphRole = ""  # captured in a CUDA graph (ComputeOp.cuda_graph)
 
     def __post_init__(self) -> None:
         if not self.stream:
@@ -208,7 +222,7 @@ MAKE_OP: dict[type, Callable[..., Op]] = {cls: _field_setter_constructor(cls) fo
 # (data_parallel.GradSync._comm): a fifth of the time of the frozen __init__ (0.6 against 3.1 us).
 make_comm: Callable[..., CommOp] = _constructor(  # type: ignore[assignment]
     CommOp, "name, kind, axes, size_bytes, deps, stream, dtype, tag",  # ``op`` names the op being made
-    lambda i, name: {"op": "kind", "type": '"comm"', "host_sync": "False"}.get(name, name))
+    lambda i, name: {"op": "kind", "type": '"comm"', "host_sync": "False", "cuda_graph": '""'}.get(name, name))
 
 
 # Tag(phase, layer, mb_index, chunk) without the frozen __init__'s object.__setattr__ per field

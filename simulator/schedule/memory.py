@@ -521,13 +521,18 @@ def hybrid_block_activation_bytes(scn: Scenario, layer: int) -> float:
     return out
 
 
-def moe_layer_activation_bytes(scn: Scenario) -> float:
+def moe_layer_activation_bytes(scn: Scenario, rebuilt: bool = False) -> float:
     """Extra activation bytes of an MoE layer over a dense one with no MLP, per micro-batch: the
     router logits (fp32, T·E), and for the R rows the slowest rank's experts process the tensors
     the grouped MLP saves for backward, R·(w + k_m·f/etp) elements of B bytes: FC1's input (w),
     FC1's output (2f gated, f otherwise: the activation's saved input) and the activation's
     output (f, FC2's input); plus the shared experts' MLP tensors; w is the routed rows' width,
     the latent size under LatentMoE, whose output projection keeps its T·w input too.
+
+    With ``recompute_modules: moe`` the whole MoE forward runs under a checkpoint that saves only
+    its input (the pre-MLP norm's output, counted with the layer): none of these bytes are kept,
+    and ``rebuilt`` asks for the set the recompute rebuilds in backward instead (the layer's
+    other recompute modules still drop their parts of it).
 
     Megatron-Core's ``TEGroupedMLP.forward`` (megatron/core/transformer/moe/experts.py) multiplies
     the router probabilities inside the activation (``weighted_bias_swiglu_impl``: it saves FC1's
@@ -562,6 +567,8 @@ def moe_layer_activation_bytes(scn: Scenario) -> float:
     if "layernorm" in scn.training.recompute_modules:
         dropped += tokens * m.hidden * B
     latent = tokens * w * B if m.moe_latent_size else 0.0
+    if "moe" in scn.training.recompute_modules and not rebuilt:
+        return -tokens * m.hidden * B if "layernorm" in scn.training.recompute_modules else 0.0
     return tokens * m.experts * 4 + routed + shared + latent - dropped
 
 
@@ -888,6 +895,9 @@ def estimate_memory(scn: Scenario, stage: int) -> MemoryEstimate:
     rebuilt = n_rebuilt * layer_activation_bytes(scn, "none")
     if m.hybrid and rebuilt:
         rebuilt = n_rebuilt * max(hybrid_block_activation_bytes(scn, i) for i in layers)
+    if "moe" in tr.recompute_modules and any(m.is_moe_layer(i) for i in layers):
+        # one MoE layer's forward rebuilt in its backward (recompute_modules: moe)
+        rebuilt = max(rebuilt, moe_layer_activation_bytes(scn, rebuilt=True))
     if loss + z_loss >= rebuilt + z_bwd:
         loss_b, rec_b, zero_b = loss, 0.0, z_loss
     else:

@@ -306,14 +306,15 @@ def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], ta
 def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
                 tag: Tag, wgrad: bool = False) -> int:
     """One grouped GEMM over ``m`` routed rows (TE GroupedLinear): E_local GEMMs of (m/E_local, n, k),
-    or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension."""
+    or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension,
+    issued by one call (``general_grouped_gemm``, whose C++ loop launches the experts' GEMMs)."""
     e = s.local_experts
     elem = 1 if s.dtype == "fp8" else s.act_bytes
     io = (m * k + e * k * n + m * n) * elem
     rows = max(m // e, 1)
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
                             gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag,
-                            scaling=s.gemm_scaling))
+                            scaling=s.gemm_scaling, host_calls=1))
 
 
 def _latent_proj(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag,

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import (attention, autocast, checkpointing, context_parallel, data_loading, fp8, mamba, moe,
-                                ring_attention, tensor_parallel, ulysses)
+from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading, fp8,
+                                mamba, moe, ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, make_tag, restamp_constructor)
@@ -77,6 +77,8 @@ class LayerSpec:
     autocast: bool = False  # training.autocast: fp32 parameters cast per forward (LayerBuilder._autocast)
     arch: str = "hopper"  # the GPU's architecture: whether per-tensor FP8 GEMMs need a transposed copy (fp8.py)
     recompute_norm: bool = False  # training.recompute_modules layernorm: the MoE layers' pre-MLP norm rebuilt
+    recompute_moe: bool = False  # training.recompute_modules moe: the MoE layers' whole forward re-run in backward
+    graph_scopes: frozenset[str] = frozenset()  # training.cuda_graph_scope: what CUDA graphs capture of each layer
     kept_layers: frozenset[int] = frozenset()  # layers full recompute leaves out (schedule/checkpointing.py)
     pattern: str = ""  # model.layer_pattern: one block per layer (M, *, -, E); "" for attention + MLP layers
     mamba: mamba.MambaShape | None = None  # the Mamba2 mixer of the M blocks on this rank
@@ -111,7 +113,8 @@ class LayerSpec:
                    mask_at_head=p.pp > 1,
                    norm_kernel=t.norm_kernel, norm_input=t.norm_input, recompute_norm_blocks=t.recompute_norm_blocks,
                    linear_bias=t.linear_bias, autocast=t.autocast, arch=scn.profile.gpu.arch,
-                   recompute_norm="layernorm" in t.recompute_modules, kept_layers=checkpointing.kept_layers(scn),
+                   recompute_norm="layernorm" in t.recompute_modules, recompute_moe="moe" in t.recompute_modules,
+                   graph_scopes=frozenset(t.cuda_graph_scope), kept_layers=checkpointing.kept_layers(scn),
                    pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
                    alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
@@ -712,6 +715,7 @@ class LayerBuilder:
             return _stamp_kept(pb, tpl, mb, after, wa, wm)
         start = len(pb)
         result = build(pb, layer, mb, after, wa, wm)
+        self._graphed(pb, start, layer)
         if key not in self._templates:
             # Making a template costs about one build: worth it from the third build of a pass
             # (of any layer of its class) on (schedules of one or two micro-batches of a few
@@ -737,7 +741,10 @@ class LayerBuilder:
         """Forward of layer `layer`; `wait_*` are ops (parameter AllGathers) the blocks must await;
         `gate` (:data:`Gate`) is called before each weight GEMM (such passes are not templated)."""
         if gate is not None:
-            return self._forward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
+            start = len(pb)
+            out = self._forward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
+            self._graphed(pb, start, layer)
+            return out
         return self._cached(self._forward, "F", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
 
     def backward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
@@ -745,8 +752,24 @@ class LayerBuilder:
         """Backward of layer `layer` (with its recompute); returns the op after which the input
         gradient and every weight gradient of the layer are ready."""
         if gate is not None:
-            return self._backward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
+            start = len(pb)
+            out = self._backward(pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp), gate)
+            self._graphed(pb, start, layer)
+            return out
         return self._cached(self._backward, "B", pb, layer, mb, after, tuple(wait_attn), tuple(wait_mlp))
+
+    def _graphed(self, pb: ProgramBuilder, start: int, layer: int) -> None:
+        """The layer pass just built (``pb.ops[start:]``) with the ops its CUDA graphs capture marked
+        (``training.cuda_graph_scope``, schedule/cuda_graphs.py); the embedding and the head (layer
+        < 0) are never captured."""
+        s = self.spec
+        if not s.graph_scopes or layer < 0:
+            return
+        if s.pattern and layer < len(s.pattern):
+            block = s.pattern[layer]
+        else:
+            block = "moe" if s.is_moe(layer) else ""
+        cuda_graphs.mark(pb, start, s.graph_scopes, block)
 
     def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
         """The TP context of layer ``layer``'s GEMMs (-1: the output layer, Megatron's plain
@@ -948,12 +971,7 @@ class LayerBuilder:
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
                        ew.res_bwd[1])
         if s.moe is not None and s.is_moe(layer):
-            if s.recompute_norm:
-                # Megatron's CheckpointWithoutOutput around the pre-MLP TENorm (recompute_modules
-                # layernorm, transformer_layer.py): rebuilt when the MLP block's output gradient
-                # arrives, since the router's wgrad needs it
-                res2 = _mem_op(pb, f"L{layer}.ln2.recompute", "norm", ew.norm_fwd[0] * hb, (res2,), tag,
-                               ew.norm_fwd[1], ew.norm_impl)
+            res2 = self._moe_recompute(pb, layer, mb, res2, tp, "ln2")
             fc1 = moe.backward(pb, s.moe, tp, layer, mb, res2)
         else:
             res2 = self._bias(pb, layer, "fc2", s.hidden, s.sharded_tokens, res2, tag, "bwd")
@@ -1025,6 +1043,30 @@ class LayerBuilder:
             mark_recompute(pb, start)
         return self.attn_bwd(pb, ctx, after)
 
+    def _moe_recompute(self, pb: ProgramBuilder, layer: int, mb: int, after: int, tp: tensor_parallel.TPContext,
+                       norm: str) -> int:
+        """What an MoE layer's selective ``recompute_modules`` rebuild when its output gradient
+        arrives, before its backward (Megatron-Core, transformer_layer.py and moe/moe_layer.py):
+        ``layernorm``, the pre-MLP TENorm, which ``CheckpointWithoutOutput`` dropped (the router's
+        wgrad and the MoE layer's recompute need it; ``norm`` names it: ``ln2`` in a GPT layer,
+        the block's own ``ln1`` in a hybrid E block), then ``moe``, the layer's whole forward
+        (``moe_layer_recompute``: ``custom_forward``, router, dispatch, experts, combine and the
+        shared experts, under ``tensor_parallel.checkpoint`` or TransformerEngine's
+        ``te_checkpoint`` in FP8, whose recompute quantises the operands again), its All-to-Alls
+        and host synchronisations included."""
+        s, ew, tag = self.spec, self.spec.elementwise, Tag("bwd", layer, mb)
+        if s.recompute_norm:
+            hb = s.sharded_tokens * s.hidden * s.act_bytes
+            after = _mem_op(pb, f"L{layer}.{norm}.recompute", "norm", ew.norm_fwd[0] * hb, (after,), tag,
+                            ew.norm_fwd[1], ew.norm_impl)
+        if s.recompute_moe:
+            assert s.moe is not None
+            start = len(pb)
+            after = moe.forward(pb, s.moe, tp, layer, mb, after)
+            after = fp8.moe_overhead(pb, s, s.fp8_recipe, layer, mb, after)
+            mark_recompute(pb, start)
+        return after
+
     # -- the blocks of a hybrid model (model.layer_pattern) -------------------------------------
 
     def _block_forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int, wait: tuple[int, ...],
@@ -1081,7 +1123,7 @@ class LayerBuilder:
             x = tensor_parallel.column_parallel_bwd(pb, tp, "qkv", self._qkv_out, g("qkv", x))
         elif block == "E":
             assert s.moe is not None
-            x = moe.backward(pb, s.moe, tp, layer, mb, x)
+            x = moe.backward(pb, s.moe, tp, layer, mb, self._moe_recompute(pb, layer, mb, x, tp, "ln1"))
         else:
             x = tensor_parallel.row_parallel_bwd(pb, tp, "fc2", s.shape.ffn, g("fc2", x))
             x = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", ew.act_bwd[0] * s.tokens * s.shape.ffn * s.act_bytes,

@@ -15,7 +15,7 @@ from simulator.config.workload import Model
 from simulator.costs.compute import SSD_SCAN_EFFICIENCY, compute_time
 from simulator.schedule.build import build_program
 from simulator.schedule.flops import active_param_count, layer_flops, layer_params, model_flops_per_token, param_count
-from simulator.schedule.ir import ComputeOp
+from simulator.schedule.ir import CommOp, ComputeOp
 from simulator.schedule.mamba import MambaShape, ssd_bytes, ssd_flops
 from simulator.schedule.shapes import layer_unit
 
@@ -240,20 +240,86 @@ def test_fp8_delayed_scaling_of_hybrid_blocks():
     assert {op.dtype for op in p8 if isinstance(op, ComputeOp) and op.kind == "gemm" and "lm_head" in op.name} == {"bf16"}
 
 
-@pytest.mark.parametrize("training,preset,field", [
-    ({"dtype": "fp8", "fp8_recipe": "current"}, None, "training.fp8_recipe"),
-    ({"dtype": "fp8"}, NANO, "training.dtype"),  # MoE (E) blocks
-])
-def test_fp8_hybrid_plans_not_modelled_exit_2(tmp_path: Path, capsys, training, preset, field):
-    """Per-GEMM quantisation passes of the other recipes, and of the MoE blocks' routed rows, are
-    not built for hybrid blocks: an input error naming the field, exit 2."""
-    scn = _small_scenario(preset)
-    scn["training"] = {**scn["training"], **training}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(scn))
-    assert main(["check", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert field in err and "hybrid" in err and "Traceback" not in err
+def _block_casts(scn, layer: int) -> dict:
+    """The quantisation op of each pass of ``layer``'s first micro-batch, by phase."""
+    return {op.tag.phase: op for op in build_program(scn, 0) if isinstance(op, ComputeOp) and ".quantize." in op.name
+            and op.tag.layer == layer and op.tag.mb_index == 0}
+
+
+@pytest.mark.parametrize("recipe,hardware", [("current", "dgx-h100"), ("mxfp8", "dgx-b200")])
+def test_fp8_current_and_mx_scaling_of_hybrid_blocks(recipe, hardware):
+    """The other recipes on an M block (TP 2, SP, 512 tokens, hidden 256; in_proj 292 columns and
+    out_proj 128 rows per rank, as in the delayed-scaling test above). Current scaling on Hopper:
+    the norm writes BF16 and in_proj's input is cast from it (read 2, write 2 copies) and, like
+    every operand, read once more for its amax (2): 6 bytes per element, out_proj's cast input the
+    same; backward in_proj's cast gradient 6, out_proj's gathered one 3/2 + 2 (transpose) + 2;
+    4 kernels per operand (2 for the norm-fed one) and one amax AllReduce over TP per pass (the
+    gathered input of in_proj, the gathered gradient of out_proj). MXFP8 on Blackwell: the norm
+    writes the row-wise copy, the column-wise copy and both scales cost 1 + 2/32 bytes per element
+    of every operand, a cast operand 2 + 1 more; one kernel per operand, no amax."""
+    data = _small_scenario(None)
+    data["hardware"] = hardware
+    data["training"] = {**data["training"], "dtype": "fp8", "fp8_recipe": recipe}
+    data["parallel"] = {**data["parallel"], "sequence_parallel": True}
+    scn = build_scenario(data)
+    casts = _block_casts(scn, 0)
+    t, h = 512, 256
+    if recipe == "current":
+        assert casts["fwd"].hbm_bytes == pytest.approx(t * (6 * h + 6 * 128)) and casts["fwd"].count == 6
+        assert casts["bwd"].hbm_bytes == pytest.approx(t * (6 * 292 + (3 / 2 + 2 + 2) * h)) and casts["bwd"].count == 8
+        amax = [op.name for op in build_program(scn, 0) if isinstance(op, CommOp) and "fp8_amax" in op.name
+                and op.tag.layer == 0 and op.tag.mb_index == 0]
+        assert sorted(amax) == ["L0.in_proj.fwd.fp8_amax.allreduce", "L0.out_proj.bwd.fp8_amax.allreduce"]
+    else:
+        mx = 1 + 2 / 32
+        assert casts["fwd"].hbm_bytes == pytest.approx(t * (mx * h + (3 + mx) * 128)) and casts["fwd"].count == 2
+        assert casts["bwd"].hbm_bytes == pytest.approx(t * ((3 + mx) * 292 + (3 / 2 + mx) * h))
+        assert casts["bwd"].count == 2
+        gemms = [op for op in build_program(scn, 0) if isinstance(op, ComputeOp) and op.kind == "gemm"
+                 and op.tag.layer == 0]
+        assert gemms and {(op.dtype, op.scaling) for op in gemms} == {("fp8", "mxfp8")}
+
+
+def test_fp8_moe_blocks_of_a_hybrid_model_quantise_their_routed_rows():
+    """An E block of Nemotron-3 Nano (hidden 2688, 128 experts of 1856, 6 per token, a shared expert
+    of 3712) in FP8 with current scaling on 8 H100 (EP 8, 512 tokens per rank, the round-robin gate:
+    3,072 routed rows on every rank): its grouped GEMMs run in fp8 and its forward quantisation reads
+    each routed row's FC1 input (2688) and FC2 input (1856) and writes its row-wise and transposed
+    copies after the amax read, 6 bytes per element, as the shared expert's two cast inputs (2688,
+    3712 per token); 4 kernels per operand: the shared expert's two and each of the 16 local
+    experts' two splits."""
+    data = _small_scenario(NANO)
+    data["model"] = {"preset": NANO, "seq_len": 512, "layers": 4, "layer_pattern": "ME*E"}
+    data["training"] = {**data["training"], "dtype": "fp8", "fp8_recipe": "current", "moe_routing": "round_robin"}
+    scn = build_scenario(data)
+    fwd = _block_casts(scn, 1)["fwd"]
+    t, rows = 512, 512 * 6
+    assert fwd.hbm_bytes == pytest.approx(6 * (rows * (2688 + 1856) + t * (2688 + 3712)))
+    assert fwd.count == 4 * 2 + 4 * 2 * 16
+    experts = [op for op in build_program(scn, 0) if isinstance(op, ComputeOp) and ".experts.fc" in op.name]
+    assert experts and {op.dtype for op in experts} == {"fp8"}
+
+
+def test_recompute_modules_of_hybrid_moe_blocks():
+    """Nemotron-3's H100 recipe recomputes its E blocks (``recompute_modules`` layernorm and moe):
+    in each E block's backward the block's pre-norm is rebuilt, then the block's whole MoE forward
+    (router, dispatch and combine, experts, shared expert) with, in FP8, TransformerEngine's
+    quantisation of the routed rows and shared-expert inputs: the same bytes as the forward's own
+    (an E block has no other GEMM), before the block's backward; the M and attention blocks
+    recompute nothing."""
+    data = _small_scenario(NANO)
+    data["model"] = {"preset": NANO, "seq_len": 512, "layers": 4, "layer_pattern": "ME*E"}
+    data["training"] = {**data["training"], "dtype": "fp8", "fp8_recipe": "current", "moe_routing": "round_robin",
+                        "recompute_modules": ["layernorm", "moe"]}
+    prog = build_program(build_scenario(data), 0)
+    again = [op for op in prog if op.name.endswith(".recompute") and op.tag.mb_index == 0]
+    assert {op.tag.layer for op in again} == {1, 3} and {op.tag.phase for op in again} == {"bwd"}
+    order = [op.name for op in prog if op.tag.layer == 1 and op.tag.mb_index == 0 and op.tag.phase == "bwd"]
+    assert order.index("L1.ln1.recompute") < order.index("L1.moe.dispatch.fwd.alltoall.recompute")
+    assert order.index("L1.moe.combine.fwd.alltoall.recompute") < order.index("L1.moe.combine.bwd.alltoall")
+    quantized = {op.name: op.hbm_bytes for op in prog if op.tag.layer == 1 and op.tag.mb_index == 0
+                 and ".quantize." in op.name}
+    assert quantized["L1.moe.fp8_current.quantize.fwd.recompute"] == quantized["L1.fp8_current.quantize.fwd"]
 
 
 def test_no_position_embedding():

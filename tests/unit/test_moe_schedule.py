@@ -387,6 +387,46 @@ def test_recompute_modules_rebuild_the_moe_norm_and_activation(make):
         make({"ep": 4}, training={"recompute": "full", "recompute_modules": ["moe_act"]})
 
 
+def test_recompute_module_moe_reruns_the_whole_moe_forward_in_backward(make):
+    """``recompute_modules: moe`` (Megatron-Core's ``moe_layer_recompute``: the MoE layer's forward
+    under a checkpoint): in the backward of each MoE layer (3 of 4 layers) the router, the
+    dispatch and combine All-to-Alls and the expert GEMMs run again before the layer's backward,
+    so the token All-to-Alls a step moves grow by half (forward 2, recompute 2, backward 2 per
+    layer and micro-batch, of equal size) and the expert FC1 runs three times per layer where it
+    ran twice (forward and dgrad). The stage keeps none of the MoE layers' activations: the
+    activations drop by ``moe_layer_activation_bytes`` per MoE layer, and the one layer rebuilt in
+    backward is the recompute working set. Megatron-Core refuses it beside the combined-1F1B A2A
+    overlap."""
+    from simulator.schedule.memory import estimate_memory, moe_layer_activation_bytes
+
+    base = make({"ep": 4})
+    scn = make({"ep": 4}, training={"recompute_modules": ["moe"]})
+    prog, prog0 = build_schedule(scn).programs["pp0.cp0"], build_schedule(base).programs["pp0.cp0"]
+    a2a, a2a0 = _a2a(prog), _a2a(prog0)
+    assert len(a2a) == 6 * 3 * scn.n_micro and len(a2a0) == 4 * 3 * scn.n_micro
+    assert sum(op.size_bytes for op in a2a) == pytest.approx(1.5 * sum(op.size_bytes for op in a2a0))
+    again = [op for op in a2a if op.name.endswith(".fwd.alltoall.recompute")]
+    assert len(again) == 2 * 3 * scn.n_micro and {op.tag.phase for op in again} == {"bwd"}
+    fc1 = Counter(op.name.split(".", 1)[1] for op in prog if ".experts.fc1." in op.name and op.tag.mb_index == 0
+                  and op.tag.layer == 2)
+    assert fc1 == Counter({"moe.experts.fc1.fwd": 1, "moe.experts.fc1.fwd.recompute": 1, "moe.experts.fc1.dgrad": 1,
+                           "moe.experts.fc1.wgrad": 1})
+    order = [op.name.split(".", 1)[1] for op in prog if op.tag.layer == 2 and op.tag.mb_index == 0
+             and op.tag.phase == "bwd"]
+    assert order.index("moe.combine.fwd.alltoall.recompute") < order.index("moe.combine.bwd.alltoall")
+    assert not any(".recompute" in op.name for op in prog0)
+    kept = moe_layer_activation_bytes(base)
+    assert moe_layer_activation_bytes(scn) == 0.0 and moe_layer_activation_bytes(scn, rebuilt=True) == kept
+    est, est0 = estimate_memory(scn, 0), estimate_memory(base, 0)
+    assert est0.activations - est.activations == pytest.approx(3 * kept)  # pp 1: one set held
+    # the peak is the loss's at this vocabulary; with a small one, the rebuilt layer's backward
+    assert est.recompute == 0.0 and est.loss_buffers > kept
+    small = make({"ep": 4}, training={"recompute_modules": ["moe"]}, model={"vocab": 64})
+    assert estimate_memory(small, 0).recompute == pytest.approx(moe_layer_activation_bytes(small, rebuilt=True))
+    with pytest.raises(InputError, match="recompute_modules"):
+        make({"ep": 4, "overlap_moe_expert_parallel_comm": True}, training={"recompute_modules": ["moe"]})
+
+
 def test_alltoall_dispatcher_gathers_the_token_counts_before_each_forward_dispatch(make):
     """``MoEAlltoAllTokenDispatcher.preprocess`` AllGathers each rank's E int64 tokens-per-expert
     counts over the expert-TP × EP group before every forward dispatch (the All-to-All's split

