@@ -4053,10 +4053,10 @@ block and of an E block's routed rows). The H100 recipe recomputes the whole MoE
 (`recompute_modules: moe`, Megatron-Core's `moe_layer_recompute`: router, dispatch, experts,
 combine and shared experts under one checkpoint, rebuilt before the layer's backward with its
 All-to-Alls and, in FP8, its quantisation; `tests/unit/test_moe_schedule.py`), its attention cores
-(`recompute: selective`), and its pre-MLP norms and activations. Held out: Nano on B200 +24.2%,
-Nano on H100 +11.9% (-16.0% while the C++ loops were charged per kernel: the recompute's second
+(`recompute: selective`), and its pre-MLP norms and activations. Held out: Nano on B200 +24.5%,
+Nano on H100 +12.0% (-16.0% while the C++ loops were charged per kernel: the recompute's second
 HybridEP dispatch synchronises the host again, and its quantisation was 16 x 4 Python calls per
-tensor), Super on B200 +0.8% (+10.8% without its recipe's two repeated MTP depths). Nano on B200 is
+tensor), Super on B200 +0.8% (+10.6% without its recipe's two repeated MTP depths). Nano on B200 is
 one node (EP 8 over NVLink) and GPU-bound in the model (0.05 s of 12.9 s waiting for the host): what
 its measured 16.0 s step holds beyond the simulated 12.9 s is on the GPU.
 

@@ -354,8 +354,8 @@ def test_megatron_bridge_moe_errors():
     over the local experts, split_quantize over their rows, a current-scaling quantizer's four
     kernels: ComputeOp.host_calls) paying a launch each where they paid a Python call each: +21.0%,
     +12.3%, +21.2%, +10.0%, +15.8%, +24.8%, -17.5% (most of the Qwen3-30B FP8-CS row's agreement was
-    that overcharge); the Nemotron 3 rows added (Nano on 8 B200 +24.2%, on 16 H100 with its whole
-    MoE layers recomputed +11.9%, Super on 64 B200 +0.8%) and the recipes' partial CUDA graphs
+    that overcharge); the Nemotron 3 rows added (Nano on 8 B200 +24.5%, on 16 H100 with its whole
+    MoE layers recomputed +12.0%, Super on 64 B200 +0.8%) and the recipes' partial CUDA graphs
     replayed as graphs (training.cuda_graph_scope: under half a point on any row); median 16.6%.
     Every row but DeepSeek-V3's and Nemotron 3 Super's is 10-25% optimistic: pinned as an open miss
     of Megatron-Core's MoE layers."""
