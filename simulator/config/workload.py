@@ -616,6 +616,15 @@ class Training(_Strict):
         if "moe_preprocess" in self.cuda_graph_scope and "moe_router" not in self.cuda_graph_scope:
             raise ValueError("cuda_graph_scope: moe_preprocess is captured in the moe_router graph (Megatron-Core "
                              "requires moe_router with it); add moe_router")
+        # Megatron-Core's TransformerConfig: "full recompute is only supported with full iteration CUDA
+        # graph", and a recompute module may not cover a graph's scope ("moe recompute is not supported
+        # with moe_router CUDA graph")
+        if self.cuda_graph_scope and self.recompute == "full":
+            raise ValueError("cuda_graph_scope: per-layer CUDA graphs run with selective recompute or none, not "
+                             "recompute: full (Megatron-Core allows full recompute only with a whole-iteration graph)")
+        if "moe" in self.recompute_modules and "moe_router" in self.cuda_graph_scope:
+            raise ValueError("cuda_graph_scope: moe_router is inside the MoE layer that recompute_modules moe "
+                             "re-runs (Megatron-Core refuses a recompute module covering a graph); drop one of them")
         if self.recompute_modules and self.recompute == "full":
             raise ValueError("recompute_modules: full recompute already rebuilds every module; give one or the other")
         if self.fp8_recipe != "delayed" and self.dtype != "fp8":

@@ -98,12 +98,17 @@ def test_graphs_shorten_a_host_bound_step():
 
 @pytest.mark.parametrize("training,model,field", [
     ({"cuda_graph_scope": ["moe_preprocess"]}, None, "training.cuda_graph_scope"),
+    ({"cuda_graph_scope": ["mamba"], "recompute": "full"}, None, "training.cuda_graph_scope"),
+    ({"cuda_graph_scope": ["moe_router"], "recompute_modules": ["moe"]}, None, "training.cuda_graph_scope"),
+    ({"cuda_graph_scope": ["mlp"]}, {"preset": "qwen3-30b-a3b", "layers": 2, "seq_len": 512}, "training.cuda_graph_scope"),
     ({"cuda_graph_scope": ["mamba"]}, {"preset": "qwen3-30b-a3b", "layers": 2, "seq_len": 512}, "training.cuda_graph_scope"),
     ({"cuda_graph_scope": ["moe_router"]}, {"preset": "llama3-8b", "layers": 2, "seq_len": 512}, "training.cuda_graph_scope"),
 ])
 def test_scopes_the_model_cannot_have_exit_2(tmp_path: Path, capsys, training, model, field):
-    """moe_preprocess without moe_router (Megatron captures them in one graph), mamba without
-    Mamba2 blocks, moe_router without experts: exit 2 naming the field."""
+    """The combinations Megatron-Core's TransformerConfig refuses: moe_preprocess without moe_router
+    (one graph), per-layer graphs with full recompute, moe_router under the moe recompute module,
+    mlp in a model whose every MLP is an MoE layer; and mamba without Mamba2 blocks, moe_router
+    without experts: exit 2 naming the field."""
     data = _hybrid([])
     data["training"] = {"micro_batch": 1, "global_batch": 16, **training}
     if model:
