@@ -171,11 +171,10 @@ def check_plan(scn: Scenario) -> None:
     if "mamba" in scn.training.cuda_graph_scope and not m.mamba_heads:
         _fail(scn, "training.cuda_graph_scope", "mamba captures the Mamba2 blocks of a hybrid model: this model "
                                                 "has none (model.layer_pattern with M)")
-    if "mlp" in scn.training.cuda_graph_scope and not any(
-            m.has_mlp(i) and not m.is_moe_layer(i) for i in range(m.layers)):
+    dense_mlps = any(m.has_mlp(i) and not m.is_moe_layer(i) for i in range(m.layers))
+    if "mlp" in scn.training.cuda_graph_scope and not dense_mlps:
         _fail(scn, "training.cuda_graph_scope", "mlp captures dense MLPs: every MLP of this model is an MoE layer "
                                                 "(moe_router captures their routers)")
-    dense_mlps = any(m.has_mlp(i) and not m.is_moe_layer(i) for i in range(m.layers))
     if m.ffn_hidden % p.tp and dense_mlps:
         _fail(scn, "parallel.tp", f"tp={p.tp} does not divide ffn_hidden={m.ffn_hidden} (the column- and "
                                   "row-parallel MLP layers split it evenly, Megatron's ColumnParallelLinear)")

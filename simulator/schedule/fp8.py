@@ -132,8 +132,8 @@ def dense_operands(spec: "LayerSpec", phase: Phase, qkv_out: int, proj_in: int,
         return linear_pair("norm", h, (2 if spec.gated else 1) * f, f)
 
     attention = linear_pair("norm", h, qkv_out, proj_in)
-    if spec.pattern and layer < len(spec.pattern):  # a hybrid model's block: one mixer or one MLP
-        block = spec.pattern[layer]
+    block = spec.block(layer)
+    if block:  # a hybrid model's block: one mixer or one MLP
         if block == "M":
             assert spec.mamba is not None
             return linear_pair("norm", h, spec.mamba.in_proj_out, spec.mamba.inner)
@@ -301,8 +301,8 @@ def gathered_gemms(spec: "LayerSpec", phase: Phase, layer: int) -> tuple[str, ..
     amax AllReduce under current scaling: forward the inputs of the column-parallel linears,
     backward the output gradients of the row-parallel ones (QKV and FC1, the output projection
     and FC2 of a GPT layer; one linear of each kind in a hybrid block)."""
-    if spec.pattern and layer < len(spec.pattern):
-        block = spec.pattern[layer]
+    block = spec.block(layer)
+    if block:
         if block == "E" and not (spec.moe is not None and spec.moe.shared_ffn):
             return ()
         first, second = _BLOCK_LINEARS[block]

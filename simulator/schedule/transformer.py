@@ -126,9 +126,14 @@ class LayerSpec:
         return Elementwise.of(self.fused_kernels, self.gated, self.dropout, self.norm_kernel, self.norm_input,
                               self.mlp, self.act_fused)
 
+    def block(self, layer: int) -> str:
+        """The layer's block in a hybrid model (``model.layer_pattern``: M, *, - or E); "" for a GPT
+        layer (attention and MLP), and for an MTP depth beyond the pattern."""
+        return self.pattern[layer] if self.pattern and layer < len(self.pattern) else ""
+
     def is_moe(self, layer: int) -> bool:
-        if self.pattern and layer < len(self.pattern):
-            return self.pattern[layer] == "E"
+        if self.block(layer):
+            return self.block(layer) == "E"
         return self.moe is not None and layer >= self.first_dense
 
     @property
@@ -733,7 +738,7 @@ class LayerBuilder:
         keys): whether its MLP is MoE, its block in a hybrid model, and whether full recompute
         leaves it out."""
         s = self.spec
-        return (s.is_moe(layer), s.pattern[layer] if s.pattern and layer < len(s.pattern) else "",
+        return (s.is_moe(layer), s.block(layer),
                 layer in s.kept_layers)
 
     def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
@@ -765,11 +770,7 @@ class LayerBuilder:
         s = self.spec
         if not s.graph_scopes or layer < 0:
             return
-        if s.pattern and layer < len(s.pattern):
-            block = s.pattern[layer]
-        else:
-            block = "moe" if s.is_moe(layer) else ""
-        cuda_graphs.mark(pb, start, s.graph_scopes, block)
+        cuda_graphs.mark(pb, start, s.graph_scopes, s.block(layer) or ("moe" if s.is_moe(layer) else ""))
 
     def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
         """The TP context of layer ``layer``'s GEMMs (-1: the output layer, Megatron's plain
@@ -912,7 +913,7 @@ class LayerBuilder:
                  wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None,
                  pass_: str = "fwd") -> int:
         s = self.spec
-        if s.pattern and layer < len(s.pattern):
+        if s.block(layer):
             return self._block_forward(pb, layer, mb, after, wait_attn + wait_mlp, gate, pass_)
         tag = Tag("fwd", layer, mb)
         tp = self._tp(layer, mb)
@@ -965,7 +966,7 @@ class LayerBuilder:
             start = len(pb)
             after = self._op_level_recompute(pb, layer, mb, _deps(after, wait_attn, wait_mlp), tp)
             mark_recompute(pb, start)
-        if s.pattern and layer < len(s.pattern):
+        if s.block(layer):
             return self._block_backward(pb, layer, mb, after, wait_attn + wait_mlp, gate)
         ew = s.elementwise
         res2 = _mem_op(pb, f"L{layer}.res2.bwd", "elementwise", ew.res_bwd[0] * hb, _deps(after, wait_mlp), tag,
@@ -1075,7 +1076,7 @@ class LayerBuilder:
         (megatron/core/ssm/mamba_block.py: ``MambaLayer``, a ``TransformerLayer`` with only the
         attention or only the MLP): pre-norm, the block's mixer or MLP, the residual add. The M block
         runs :func:`simulator.schedule.mamba.forward`, the E block :func:`simulator.schedule.moe.forward`."""
-        s, ew, block = self.spec, self.spec.elementwise, self.spec.pattern[layer]
+        s, ew, block = self.spec, self.spec.elementwise, self.spec.block(layer)
         tag, tp = Tag("fwd", layer, mb), self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
 
@@ -1106,7 +1107,7 @@ class LayerBuilder:
                         gate: Gate | None) -> int:
         """The reverse of :meth:`_block_forward` (full recompute has re-run the forward already;
         selective recompute re-runs an attention block's core)."""
-        s, ew, block = self.spec, self.spec.elementwise, self.spec.pattern[layer]
+        s, ew, block = self.spec, self.spec.elementwise, self.spec.block(layer)
         tag, tp = Tag("bwd", layer, mb), self._tp(layer, mb)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
 
