@@ -29,6 +29,10 @@ NOTES = {
     "gpus_per_node": "use the first N GPUs of every node (2 or 4 GPUs of an 8-GPU server, CUDA_VISIBLE_DEVICES=0,1); "
                      "1 <= N <= the profile's GPUs per node; null = all. The used GPUs keep their NVSwitch "
                      "bandwidth, their mesh links to each other and their own NICs (docs/architecture.md)",
+    "nodes_per_nvlink_domain": "a job holding K consecutive nodes of each multi-node NVLink domain (Slurm's "
+                               "--segment=K on GB200 NVL72): its NVLink domains are K nodes wide, and ranks of two "
+                               "segments talk over the network; nodes must be a multiple of K, 1 <= K <= the "
+                               "profile's nodes per domain; null = the job fills whole domains",
     "preset": "a model preset; explicit fields override it",
     "layers": "transformer layers", "hidden": "hidden size", "heads": "query heads",
     "kv_heads": "key/value heads (GQA); 0 = heads", "ffn_hidden": "MLP inner size; 0 = the mlp's rule",

@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         f"scenario  {scn.name}: OK",
         f"hardware  {scn.profile.name}: {scn.nodes} nodes x {scn.gpus_per_node} GPUs = {scn.n_gpus} GPUs"
-        + (f" (gpus_per_node: the first {scn.first_gpus} of each node)" if scn.first_gpus is not None else ""),
+        + (f" (gpus_per_node: the first {scn.first_gpus} of each node)" if scn.first_gpus is not None else "")
+        + (f" (nodes_per_nvlink_domain: {scn.domain_segment} nodes of each NVLink domain)"
+           if scn.domain_segment is not None else ""),
         f"model     {m.preset or 'custom'}: {param_count(m) / 1e9:.2f}B params, {m.layers} layers, h={m.hidden}, "
         f"heads={m.heads}/{m.kv_heads}, ffn={m.ffn_hidden} ({m.mlp}), vocab={m.vocab}, seq={m.seq_len}",
         *([f"experts   {m.experts} x ffn {m.moe_ffn_hidden}"

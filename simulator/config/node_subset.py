@@ -23,6 +23,14 @@ with a node of N GPUs whose links are those the N GPUs own:
 
 The profile keeps its name (its deployed constants and calibration apply), so everything built
 from it (routes, NCCL's graph and tuner, collectives, memory) sees N GPUs per node.
+
+A scenario's ``nodes_per_nvlink_domain: K`` describes a job on part of each multi-node NVLink domain
+(MNNVL: a GB200 NVL72 rack of 18 trays): the scheduler gives it K consecutive nodes of every
+domain it uses (Slurm's ``--segment=K`` with the topology/block plugin), so its domains are K
+nodes wide and a collective between two segments crosses the InfiniBand fabric, as between racks.
+Megatron-Bridge's performance scripts ask for it on every GB200 job (``scripts/performance/utils/
+executors.py``: the job's node count up to 18 trays, else its largest divisor up to 18: 16 trays,
+64 GPUs, per rack for a 256-GPU job), which keeps an EP group of 32 or 64 inside one rack.
 """
 
 from __future__ import annotations
@@ -106,3 +114,29 @@ def _with_kept_nics(profile: HardwareProfile, data: dict[str, Any], n: int) -> H
             return candidate
     assert first is not None
     return first
+
+
+def domain_segment_problem(profile: HardwareProfile, k: int, nodes: int) -> str | None:
+    """Why a job of ``nodes`` nodes cannot hold ``k`` consecutive nodes of each of ``profile``'s
+    NVLink domains, or None."""
+    per_domain = profile.nodes_per_domain
+    if profile.node.scale_up.domain_gpus is None or per_domain <= 1:
+        return (f"{profile.name}'s NVLink domain is one node: nodes_per_nvlink_domain describes a multi-node "
+                f"NVLink domain (node.scale_up.domain_gpus, as a GB200 NVL72 rack's)")
+    if not 1 <= k <= per_domain:
+        return f"expected 1 <= nodes_per_nvlink_domain <= {per_domain} (the nodes of one {profile.name} NVLink domain), got {k}"
+    if nodes % k:
+        return f"nodes: {nodes} is not a whole number of segments of nodes_per_nvlink_domain = {k}"
+    return None
+
+
+def domain_segment(profile: HardwareProfile, k: int) -> HardwareProfile:
+    """``profile`` with NVLink domains of ``k`` nodes (module docstring); ``k`` = the whole domain:
+    ``profile`` itself."""
+    if k == profile.nodes_per_domain:
+        return profile
+    data = profile.model_dump()
+    node = data["node"]
+    node["scale_up"] = {**node["scale_up"], "domain_gpus": k * profile.node.gpus if k > 1 else None}
+    data["description"] = (f"{profile.description} " if profile.description else "") + f"({k} nodes of each NVLink domain)"
+    return HardwareProfile.model_validate(data)

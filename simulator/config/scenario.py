@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from simulator.config.hardware import HardwareProfile, is_profile_path, load_profile
 from simulator.config.limits import gpus_problem, layer_passes_problem, layers_problem
 from simulator.config.loader import read_yaml, validate
-from simulator.config.node_subset import first_gpus, first_gpus_problem
+from simulator.config.node_subset import domain_segment, domain_segment_problem, first_gpus, first_gpus_problem
 from simulator.config.parallelism import Parallel
 from simulator.config.strict import STRICT_CONFIG
 from simulator.config.workload import Model, Training
@@ -36,6 +36,9 @@ class ScenarioFile(BaseModel):
     # The first N GPUs of every node (CUDA_VISIBLE_DEVICES=0,1 on a DGX; a 4-GPU cloud shape of an
     # 8-GPU server); None: every GPU of the profile's node (config/node_subset.py).
     gpus_per_node: int | None = Field(default=None, ge=1)
+    # K consecutive nodes of every multi-node NVLink domain (Slurm's --segment on GB200 NVL72);
+    # None: the job fills whole domains (config/node_subset.py).
+    nodes_per_nvlink_domain: int | None = Field(default=None, ge=1)
     model: Model
     training: Training
     parallel: Parallel = Parallel()
@@ -54,6 +57,7 @@ class Scenario:
     profile: HardwareProfile  # with the scenario's gpus_per_node applied (node_subset.first_gpus)
     source: str = ""
     first_gpus: int | None = None  # the scenario's gpus_per_node key, as given (None: the whole node)
+    domain_segment: int | None = None  # the scenario's nodes_per_nvlink_domain key, as given (None: whole domains)
 
     @property
     def gpus_per_node(self) -> int:
@@ -467,9 +471,15 @@ def build_scenario(data: dict[str, Any], source: str | Path | None = None, base_
         if problem:
             raise InputError(problem, source=str(source) if source else None, field="gpus_per_node")
         profile = first_gpus(profile, spec.gpus_per_node)
+    if spec.nodes_per_nvlink_domain is not None:
+        problem = domain_segment_problem(profile, spec.nodes_per_nvlink_domain, spec.nodes)
+        if problem:
+            raise InputError(problem, source=str(source) if source else None, field="nodes_per_nvlink_domain")
+        profile = domain_segment(profile, spec.nodes_per_nvlink_domain)
     scn = Scenario(name=spec.name, hardware=spec.hardware, nodes=spec.nodes, model=spec.model,
                    training=spec.training, parallel=spec.parallel, profile=profile,
-                   source=str(source) if source else "", first_gpus=spec.gpus_per_node)
+                   source=str(source) if source else "", first_gpus=spec.gpus_per_node,
+                   domain_segment=spec.nodes_per_nvlink_domain)
     check_plan(scn)
     return scn
 

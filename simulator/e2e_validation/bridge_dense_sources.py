@@ -1,5 +1,5 @@
-"""Megatron-Bridge's 25.11 performance summary, dense Llama pre-training on DGX H100 and DGX B200, as
-e2e cases.
+"""Megatron-Bridge's 25.11 performance summary, dense Llama pre-training on DGX H100, DGX B200 and
+GB200 NVL72, as e2e cases.
 
 The page (NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary.md``, NeMo container 25.11; the
 file ``data/e2e/megatron_bridge_perf_summary_dense.csv`` has the provenance) prints tokens/s/GPU of
@@ -34,8 +34,10 @@ from the performance recipes of the release the container ships (Megatron-Bridge
 - the loss as TransformerEngine's fused cross-entropy kernel on the bf16 logits
   (``cross_entropy_loss_fusion = True``, the GPT provider's default, with the recipe's
   ``cross_entropy_fusion_impl = "te"``): ``training.cross_entropy: fused``;
-- B200 8B runs ``cuda_graph_impl = "local"`` over the full iteration: not modelled, its kernel
-  launches are priced as eager launches.
+- B200 and GB200 8B run ``cuda_graph_impl = "local"`` over the full iteration: not modelled, their
+  kernel launches are priced as eager launches;
+- GB200 8B is the B200 8B recipe (``LLAMA3_8B_GB200_FP8_CS_BASE_CONFIG``: micro-batch 2, the same
+  graphs) on two trays of a GB200 NVL72 rack (``gb200-nvl72``, 4 GPUs a tray).
 
 The 8B FP8-CS row is a fitting row of the dgx-b200 GEMM derate (one node, per-tensor FP8:
 ``sources.is_fit_case``); the MXFP8 value of the same run is not, its block-scaled GEMMs being
@@ -81,11 +83,17 @@ def _prec(r: Row) -> str:
 # The rows scored, as (model, system, precision): see the module docstring.
 SCORED: frozenset[tuple[str, str, str]] = frozenset({
     ("LLAMA3_8B", "dgx-b200", "FP8-CS"), ("LLAMA3_8B", "dgx-b200", "MXFP8"),
+    ("LLAMA3_8B", "gb200-nvl72", "FP8-CS"), ("LLAMA3_8B", "gb200-nvl72", "MXFP8"),
     ("LLAMA3_70B", "dgx-h100", "FP8-CS"), ("LLAMA3.1_405B", "dgx-b200", "FP8-CS")})
 
 
+# The table's systems: their profiles, and the system's name in a case's label
+SYSTEMS: dict[str, tuple[str, str]] = {"H100": ("dgx-h100", "H100"), "B200": ("dgx-b200", "B200"),
+                                       "GB200": ("gb200-nvl72", "GB200")}
+
+
 def _system(r: Row) -> str:
-    return "dgx-b200" if r["gpu"].startswith("B200") else "dgx-h100"
+    return SYSTEMS[r["gpu"].split()[0].split("-")[0]][0]
 
 
 def buildable(r: Row) -> bool:
@@ -110,10 +118,11 @@ def bridge_dense_case(r: Row) -> Case:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     dp = n // (tp * pp * cp)
-    label = (f"{r['model_name']} {hw.split('-')[1].upper()} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+    label = (f"{r['model_name']} {r['gpu'].split()[0].split('-')[0]} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + f" dp{dp} mbs{mb} {n} GPUs")
     scn = make_scenario(f"bridge-dense-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n, model,
-                        micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511)
+                        micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511,
+                        gpus_per_node=parse_int(r["gpus_per_node"], 8))
     scn["training"].update(fp8_recipe=recipe, fp8_param_gather=True)
     return Case("bridge_dense", label, scn, "tokens_per_s_per_gpu", float(r["value"]), n)
 
@@ -125,7 +134,8 @@ def bridge_dense_all(rows: list[Row]) -> list[Case]:
 
 def bridge_dense(rows: list[Row]) -> list[Case]:
     """Megatron-Bridge 25.11's dense Llama pre-training on DGX B200 (8B on 8 GPUs in FP8-CS and
-    MXFP8, 405B on 128 in FP8-CS) and DGX H100 (70B on 64, FP8-CS) with the printed plan and the
+    MXFP8, 405B on 128 in FP8-CS), GB200 NVL72 (8B on 8, FP8-CS and MXFP8) and DGX H100 (70B on 64,
+    FP8-CS) with the printed plan and the
     v0.2.0 recipes' settings. Built, not scored, for run time: 405B on 1,024 H100 and the MXFP8
     value of 405B on 128 B200; transcribed, not built: the H100 8B row (its plan is not the
     recipe's)."""

@@ -4075,6 +4075,54 @@ HybridEP) or the network (one node or 32). The model's routed experts run their 
 another at the shape's rate, with no allowance for the grouped GEMM's split sizes varying by
 micro-batch (forced balance equalises counts per step, not per split) or for the dispatcher's
 permutation kernels' real cost; a profile of one such layer would tell which.
+
+## Megatron-Bridge on GB200 NVL72: racks in Slurm segments, HybridEP over the rack's NVLink (held out)
+
+The 26.04.01 page that gives `bridge_moe` its H100 and B200 rows prints every model on GB200 NVL72
+too, and the 25.11 page prints Llama 3 8B there; they were left out while `gb200-nvl72` ran only
+collectives. Eight rows are in now (`data/e2e/megatron_bridge_perf_summary_moe.csv`, `..._dense.csv`),
+each with the GB200 variant of its recipe, on trays of 4 GPUs in a 72-GPU NVLink domain whose GEMM
+curve is dgx-b200's scaled by the two GPUs' measured MAMF (not fitted here; `e2e_validation/loso.py`
+scores them with dgx-b200's derate refitted without their source, `DERIVED_CURVES`).
+
+**What a 256-GPU job holds of each rack.** 64 trays do not fill racks of 18: packed, EP 32 and 64
+groups straddle racks and their All-to-Alls cross InfiniBand, and the pipeline waits on the stages
+that hold them (DeepSeek-V3 -60.8%, Qwen3-235B -58.9%, 63% of the critical rank's step a bubble).
+Megatron-Bridge's scripts ask Slurm for `--segment` on every GB200 job (`scripts/performance/utils/
+executors.py` at 21d102f5e: the job up to 18 trays, else its largest divisor up to 18), 16 trays of
+each of four racks here. A scenario says so with `nodes_per_nvlink_domain` (config/node_subset.py:
+the job's NVLink domains are its segments; `tests/unit/test_domain_segment.py`): -13.8% and -8.7%.
+
+**HybridEP's unit is the NVLink domain.** The scripts run HybridEP on GB200 with `USE_MNNVL=1` and
+`NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN` = EP (`perf_plugins.py` `_set_nvl_domain_size`): every EP
+rank of the rack is reached over NVLink in one exchange. The model split HybridEP like DeepEP's
+normal kernels, at the node (RDMA-style to one GPU per tray, then NVLink inside it), which on a
+tray of 4 doubled the NVLink traffic; HybridEP's hierarchy is now the NVLink domain
+(`schedule/shapes.py` `hybridep_domain_gpus`; DeepEP's normal kernels keep the node, at most 8 NVLink
+peers; DGX H100 and B200 rows do not move): DeepSeek-V3 -13.8% -> -11.8%, Qwen3-235B -8.7% -> -5.6%,
+Qwen3-30B and Nano on two trays 1.8 and 2.1 points more optimistic, Super (22 of 512 experts a token,
+before deduplicated per tray) 3.2 points less.
+
+**What the rows show.** Held out: Llama 3 8B on 8 GB200 -10.7% (FP8-CS) and -7.1% (MXFP8), as the
+same recipe on 8 B200 (-13.1%, -11.4%); the model puts GB200 5.7% ahead of B200 on that plan, the
+page 2.9%. The MoE rows: Qwen3-30B on 8 GPUs +20.6% (B200 +10.3%), Nemotron 3 Nano +30.2% (+24.5%),
+GPT-OSS-120B on 64 with EP 64 and the A2A overlap +25.1% (B200, EP 8: +24.8%), Nemotron 3 Super on
+64 at TP 2 +33.3% (B200 +0.8%), DeepSeek-V3 -11.8% (B200 -17.4%), Qwen3-235B -5.6% (B200 +15.8%):
+`bridge_moe` 16 rows, median |error| 19.0%. On the same plan the page measures GB200 at 0.96 (Qwen3-30B)
+and 1.00 (Nano) of B200 where the model gives 1.05: the MoE rows lose on GB200 what its faster GPU
+gains. Not the host: Grace issues PyTorch ops 2.5-2.75 times slower than a DGX H100's Xeon (a Linear
+forward 33-37 us of CPU on GH200 and GB200 against 13.5 us, TransformerEngine issue #2053), but these
+rows are GPU-bound in the model and host costs x 2.75 move none by half a point. Super's pair is the
+clearest: on B200 its EP 64 spans 8 nodes and the model exposes 4.0 s of All-to-All over InfiniBand,
+on GB200 the same exchange stays in the rack (1.2 s); the B200 row's agreement rests on that network
+time, and where the exchange is NVLink the row shows the GPU time the MoE layer's kernels are
+missing, as every one-node row of the source does.
+
+**Nor is it Megatron-Core's Python.** `benchmarks/bench_moe_layer_host.py` runs Megatron-Core
+0.16.1's own `MoELayer` (TopKRouter with the forced balancing and aux loss, the alltoall dispatcher,
+TE's fused kernels and grouped experts stood in for by one call each) on CPU tensors: 304-314 us of
+CPU forward and 232-238 us backward per block, where `costs/host.py` charges 462 and 368 us for the
+calls the model lists (`tests/unit/test_host_moe_block.py`). What the MoE rows miss is on the GPU.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4128,4 +4176,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
     "The GPU's gap between kernels, told apart from the host's launch": ("h200_eager", "bridge_moe", "megatron2021_zero3"),
     "Megatron-Core's MoE layers: the host's C++ loops, Nemotron 3 in FP8, and what stays optimistic (held out)":
         ("bridge_moe", "bridge_moe_overlap", "automodel_moe"),
+    "Megatron-Bridge on GB200 NVL72: racks in Slurm segments, HybridEP over the rack's NVLink (held out)":
+        ("bridge_moe", "bridge_dense"),
 }

@@ -41,6 +41,10 @@ from simulator.e2e_validation.sources import Case, is_fit_case
 
 FITTED_PROFILES = ("dgx-a100", "dgx-h100", "dgx-b200")
 FALLBACK = {"dgx-b200": "dgx-h100"}  # the predecessor whose derate a profile borrows without its own rows
+# Profiles whose GEMM curve is a fitted profile's scaled by measured kernel rates, written out rather
+# than inherited (``base``): gb200-nvl72's is dgx-b200's x the GB200/B200 MAMF ratio (its header), so it
+# follows dgx-b200's refits: a source's GB200 rows are scored with dgx-b200 refitted without that source.
+DERIVED_CURVES = {"gb200-nvl72": "dgx-b200"}
 PROBE_SCALE = 1.1
 
 
@@ -55,11 +59,12 @@ def fitted_derate(profile: str) -> float:
 
 
 def fit_family(profile: str) -> str:
-    """The fitted profile whose GEMM curve `profile` inherits (itself, or its ``base`` chain)."""
+    """The fitted profile whose GEMM curve `profile` inherits (itself, its ``base`` chain, or the
+    profile its written-out curve is derived from, ``DERIVED_CURVES``)."""
     from simulator.config.hardware import profile_path
     from simulator.config.loader import read_yaml
 
-    name = profile
+    name = DERIVED_CURVES.get(profile, profile)
     while name not in FITTED_PROFILES:
         base = read_yaml(profile_path(name)).get("base")
         if not isinstance(base, str):

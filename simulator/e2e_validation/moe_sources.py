@@ -265,6 +265,28 @@ def cuda_graph_scopes(notes: str) -> list[str]:
     return [g.strip() for g in m.group(1).split(";") if g.strip() in GRAPH_SCOPES] if m else []
 
 
+def bridge_system(r: Row) -> str | None:
+    """The profile of a Megatron-Bridge row's system: DGX H100, DGX B200, or a GB200 NVL72 rack
+    (``gb200-nvl72``: trays of 4 GPUs in one 72-GPU NVLink domain); None for the others."""
+    gpu = r["gpu"].upper()
+    if "GB200" in gpu:
+        return "gb200-nvl72"
+    return parse_hardware(r) or ("dgx-b200" if gpu.startswith("B200") else None)
+
+
+# Trays of one GB200 NVL72 rack (its NVLink domain): the most Slurm's --segment can ask for.
+NVL72_TRAYS = 18
+
+
+def bridge_segment(nodes: int) -> int:
+    """The ``--segment`` Megatron-Bridge's performance scripts give a GB200 job of ``nodes`` trays
+    (scripts/performance/utils/executors.py at 21d102f5e: the job itself up to 18 trays, else the
+    largest divisor of its tray count up to 18): the trays it holds of each rack."""
+    if nodes <= NVL72_TRAYS:
+        return nodes
+    return next(k for k in range(NVL72_TRAYS, 0, -1) if nodes % k == 0)
+
+
 def _note(notes: str, key: str) -> str:
     m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
     return m.group(1).strip() if m else ""
@@ -272,7 +294,8 @@ def _note(notes: str, key: str) -> str:
 
 def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     """Every Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B, DeepSeek-V3 and Nemotron 3 Nano and Super
-    pre-training row on DGX H100 and DGX B200 of Megatron-Bridge's 26.04.01 performance summary, with
+    pre-training row on DGX H100, DGX B200 and GB200 NVL72 (``gb200-nvl72``, the 256-GPU jobs in Slurm
+    segments of :func:`bridge_segment` trays) of Megatron-Bridge's 26.04.01 performance summary, with
     the printed TP, PP, VP, EP, micro-batch and global batch; from the recipes: ETP 1, the
     distributed optimizer with overlapped gradient reduction and parameter AllGather, bf16 gradient
     reduction, no recompute (GPT-OSS and Nemotron 3: their selective ``recompute_modules``, the
@@ -317,7 +340,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     if r["metric"] not in ("tokens_per_s_per_gpu", "step_time_s") or name not in MEGATRON_BRIDGE_MOE:
         return None
     preset = MEGATRON_BRIDGE_MOE[name]
-    hw = parse_hardware(r) or ("dgx-b200" if "B200" in r["gpu"] else None)
+    hw = bridge_system(r)
     if hw is None:
         return None
     dtype, recipe = BRIDGE_PRECISION[_note(notes, "prec").lower()]
@@ -352,7 +375,10 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     # the recipe's recompute_modules core_attn is Megatron's selective recompute of the attention core
     recompute = "selective" if "core_attn" in _note(notes, "recompute_modules").split("+") else "none"
     scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
-                        global_batch=gbs, dtype=dtype, recompute=recompute, parallel=parallel)
+                        global_batch=gbs, dtype=dtype, recompute=recompute, parallel=parallel,
+                        gpus_per_node=parse_int(r["gpus_per_node"], 8))
+    if hw == "gb200-nvl72" and scn["nodes"] > NVL72_TRAYS:  # the job's racks as Slurm segments them
+        scn["nodes_per_nvlink_domain"] = bridge_segment(scn["nodes"])
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe
     scn["training"]["cross_entropy"] = BRIDGE_MOE_CROSS_ENTROPY

@@ -202,8 +202,9 @@ def megatron_parallel(tp: int, pp: int = 1, vp: int = 1, cp: int = 1, *, tp_over
 
 
 def make_scenario(name: str, hardware: str, n_gpus: int, model: dict, *, micro_batch: int, global_batch: int,
-              dtype: str, recompute: str, parallel: dict, stack: Stack = MODERN) -> dict:
-    return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // 8), model=model,
+              dtype: str, recompute: str, parallel: dict, stack: Stack = MODERN, gpus_per_node: int = 8) -> dict:
+    """A scenario as a dict; ``gpus_per_node``: the profile's node (4: a GB200 NVL72 compute tray)."""
+    return dict(name=name, hardware=hardware, nodes=max(1, n_gpus // gpus_per_node), model=model,
                 training=dict(micro_batch=micro_batch, global_batch=global_batch, dtype=dtype,
                               recompute=recompute, **stack.training()),
                 parallel=parallel)

@@ -986,7 +986,7 @@ SOURCES: list[Source] = [
             "physical \"*E\" layer (model.mtp_repeated_layer: each depth computed, its weights held once) and "
             "AutoModel's FusedLinearCrossEntropy for every head (training.cross_entropy: fused_linear, Cut "
             "Cross-Entropy: no logits, the head's GEMM run again in backward)."]),
-    Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 MXFP8 and BF16)",
+    Source("bridge_moe", "Megatron-Bridge 26.04.01 Mixture-of-Experts (H100 FP8-CS and BF16, B200 and GB200 MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe.csv", megatron_bridge_moe,
            ["Held out entirely (none of these rows fits anything). Settings the table omits come from the "
             "performance recipes of the same commit; see the file's header and "
@@ -1010,7 +1010,17 @@ SOURCES: list[Source] = [
             "Nemotron 3's recipes leave moe_router_fusion off: their router's unfused kernels are priced as the "
             "fused ones.",
             "DeepSeek-V3's recompute of the MLA up-projections and MLPs is not modelled. The H100 Qwen3-235B "
-            "row runs 512 micro-batches through 32 virtual stages with the combined-1F1B A2A overlap."]),
+            "row runs 512 micro-batches through 32 virtual stages with the combined-1F1B A2A overlap.",
+            "GB200 rows run on gb200-nvl72 (trays of 4 GPUs in a 72-GPU NVLink domain; its GEMM curve is "
+            "dgx-b200's scaled by the two GPUs' measured MAMF, not fitted to these rows). The performance "
+            "scripts give every GB200 job Slurm's --segment (the job up to 18 trays, else its largest "
+            "divisor up to 18): the 256-GPU jobs hold 16 trays of each of 4 racks (nodes_per_nvlink_domain "
+            "16), so EP 32 and 64 stay inside a rack. HybridEP reaches every EP rank of the NVLink domain in "
+            "one exchange (USE_MNNVL, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = EP). GPT-OSS on GB200 sets "
+            "moe_a2a_overlap, which the scripts pair with delay_wgrad_compute (not modelled, as for the other "
+            "A2A-overlap rows). Grace's slower host (a Linear forward 37 us of CPU on GB200 against 13.5 us "
+            "on a DGX H100's Xeon, TransformerEngine issue #2053) is not priced: these rows are GPU-bound in "
+            "the model, and host costs x 2.75 move them by less than half a point."]),
     Source("bridge_moe_overlap", "Megatron-Bridge Qwen3-30B-A3B expert-parallel overlap A/B (16 H100, BF16, HybridEP)",
            "megatron_bridge_moe_ep_overlap_h100.csv", bridge_ep_overlap,
            ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "
@@ -1020,7 +1030,7 @@ SOURCES: list[Source] = [
             "kernels of its random logits and aux loss (training.moe_router_kernels).",
             "The router and the MoE preprocessing are replayed from CUDA graphs (training.cuda_graph_scope "
             "moe_router, moe_preprocess), as the card's recipe captures them."]),
-    Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, FP8-CS and MXFP8)",
+    Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, 8B on 8 GB200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "
             "row, with the derate fitted without this source); the MXFP8 value of the same run is not (its "
@@ -1030,9 +1040,11 @@ SOURCES: list[Source] = [
             "The TP overlap runs as TransformerEngine's default per-GEMM methods (tp_overlap: te_default) with the "
             "recipes' userbuffers configurations: the four bulk overlaps on every SM (tp_overlap_gemm_sms), the two "
             "forward ReduceScatters by ring exchange (tp_overlap_methods).",
-            "The B200 8B recipe captures the whole iteration in CUDA graphs (cuda_graph_impl local): not modelled, "
-            "its kernels are priced as an eager stream's (with no gap between kernels at all the row's step is "
-            "0.3% shorter).",
+            "The B200 and GB200 8B recipes capture the whole iteration in CUDA graphs (cuda_graph_impl local): not "
+            "modelled, their kernels are priced as an eager stream's (with no gap between kernels at all the B200 "
+            "row's step is 0.3% shorter; with no host cost at all it does not move).",
+            "The GB200 8B rows (the same plan on two trays of a GB200 NVL72 rack, gb200-nvl72: its GEMM curve is "
+            "dgx-b200's scaled by the two GPUs' measured MAMF) are held out: none fits anything.",
             "The network is not printed: the dgx-h100 and dgx-b200 profiles (8 x 400 Gb/s InfiniBand per node).",
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (+2.7%) and the MXFP8 value of "
             "the 405B plan on 128 B200 (-17.2%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "

@@ -92,6 +92,8 @@ def scenario_inputs(scenario: Any) -> dict[str, Any]:
         "hardware": hardware_inputs(scenario.hardware, scenario.profile.name, scenario.source or None),
         "nodes": scenario.nodes,
         **({"gpus_per_node": scenario.first_gpus} if getattr(scenario, "first_gpus", None) is not None else {}),
+        **({"nodes_per_nvlink_domain": scenario.domain_segment}
+           if getattr(scenario, "domain_segment", None) is not None else {}),
         "gpus": scenario.n_gpus,
         "model": workload_inputs(scenario),
         **nccl_inputs(scenario.profile),
@@ -128,7 +130,9 @@ def inputs_line(inputs: dict[str, Any], plan_label: str = "plan") -> str:
         parts.append(f"hardware {hw['profile']}" + (f" from {hw['path']} (sha256 {hw['sha256'][:12]})"
                                                     if hw.get("path") and hw.get("sha256") else ""))
     if inputs.get("gpus") and inputs.get("nodes"):
-        parts.append(f"{inputs['nodes']} nodes x {inputs['gpus'] // inputs['nodes']} GPUs = {inputs['gpus']} GPUs")
+        parts.append(f"{inputs['nodes']} nodes x {inputs['gpus'] // inputs['nodes']} GPUs = {inputs['gpus']} GPUs"
+                     + (f", {inputs['nodes_per_nvlink_domain']} nodes per NVLink domain"
+                        if inputs.get("nodes_per_nvlink_domain") else ""))
     if inputs.get("nccl_tables"):
         parts.append(f"NCCL {inputs.get('nccl_version') or inputs['nccl_tables']} tuner tables"
                      + (f" (those of {inputs['nccl_tables']})"

@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit cf74bb9 from the
-leave-one-source-out errors of the 572 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 0a6ffd4 from the
+leave-one-source-out errors of the 580 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 80.2% of 572 rows, 79.5% averaged over 41 sources.
+Nested held-out coverage of the 80% band: 79.7% of 580 rows, 79.2% averaged over 41 sources.
 """
 
 BANDS = {
-    'all runs': (-0.092648, 0.142852, 41, 572),
+    'all runs': (-0.090889, 0.142901, 41, 580),
 }
 
 ROWS = (
@@ -250,12 +250,20 @@ ROWS = (
     ('one node', 'bridge_moe', 'Nemotron_3_Nano B200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.219409),
     ('multi-node', 'bridge_moe', 'Nemotron_3_Nano H100-SXM FP8-CS tp1 pp1 ep8 dp16 16 GPUs', 0.113744),
     ('multi-node', 'bridge_moe', 'Nemotron_3_Super B200 MXFP8 tp1 pp1 ep64 dp64 64 GPUs', 0.007908),
+    ('multi-node', 'bridge_moe', 'DeepSeekV3 GB200 MXFP8 tp1 pp4 vp4 ep64 dp64 256 GPUs', -0.12515),
+    ('multi-node', 'bridge_moe', 'GPT OSS 120B GB200 BF16 tp1 pp1 ep64 dp64 64 GPUs A2A overlap', 0.224153),
+    ('multi-node', 'bridge_moe', 'Qwen3_30B_a3B GB200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.187609),
+    ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B GB200 MXFP8 tp1 pp8 vp3 ep32 dp32 256 GPUs', -0.057524),
+    ('multi-node', 'bridge_moe', 'Nemotron_3_Nano GB200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.264059),
+    ('multi-node', 'bridge_moe', 'Nemotron_3_Super GB200 MXFP8 tp2 pp1 ep64 dp32 64 GPUs', 0.287681),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs', -0.016441),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs A2A overlap', 0.031777),
     ('multi-node', 'bridge_dense', 'LLAMA3_70B H100 FP8-CS tp4 pp8 vp5 dp2 mbs1 64 GPUs', -0.094188),
     ('one node', 'bridge_dense', 'LLAMA3_8B B200 FP8-CS tp1 pp1 dp8 mbs2 8 GPUs', -0.141183),
     ('one node', 'bridge_dense', 'LLAMA3_8B B200 MXFP8 tp1 pp1 dp8 mbs2 8 GPUs', -0.121818),
     ('multi-node', 'bridge_dense', 'LLAMA3.1_405B B200 FP8-CS tp4 pp8 vp8 cp2 dp2 mbs1 128 GPUs', -0.115197),
+    ('multi-node', 'bridge_dense', 'LLAMA3_8B GB200 FP8-CS tp1 pp1 dp8 mbs2 8 GPUs', -0.114025),
+    ('multi-node', 'bridge_dense', 'LLAMA3_8B GB200 MXFP8 tp1 pp1 dp8 mbs2 8 GPUs', -0.074552),
     ('multi-node', 'bridge_card', 'Qwen3-8B H100 BF16 tp1 dp16 mbs1 gbs1024 16 GPUs (verification card)', -0.047273),
     ('one node', 'bridge_card_hybrid', 'Nemotron-3-Nano-4B H100 BF16 dp8 mbs1 gbs1024 8 GPUs (verification card)', -0.022506),
     ('one node', 'nemo2502_b200', 'LLAMA3-8B B200 FP8 tp1 pp1 cp1 dp8 mbs2 8 GPUs', 0.023193),

@@ -93,8 +93,9 @@ class RankShapes:
         sp = p.sp_enabled
         seq_local = m.seq_len // (p.cp * p.ulysses)
         tokens = t.micro_batch * seq_local
-        # the EP ranks of a node are the etp-strided ranks of its GPUs (Megatron's tp-ep-dp-pp order)
-        ep_intra = max(1, min(p.ep, scn.gpus_per_node // p.expert_tp))
+        # the EP ranks of a node are the etp-strided ranks of its GPUs (Megatron's tp-ep-dp-pp order);
+        # HybridEP's hierarchy is the NVLink domain instead (hybridep_domain_gpus)
+        ep_intra = max(1, min(p.ep, hybridep_domain_gpus(scn) // p.expert_tp))
         return cls(tp=p.tp, cp=p.cp, ulysses=p.ulysses, pp=p.pp, vp=p.vp, dp=scn.dp, ep=p.ep, etp=p.expert_tp,
                    expert_dp=scn.expert_dp if m.moe else 1, ep_intra=ep_intra, ep_nodes=p.ep // ep_intra,
                    sequence_parallel=sp, micro_batch_size=t.micro_batch,
@@ -359,3 +360,19 @@ def layer_kinds(scn: Scenario, layers: list[int]) -> list[tuple[tuple[int, int],
         mods = layer_unit(scn, first[kind]).modules
         out.append(((sum(m.numel for m in mods if not m.expert), sum(m.numel for m in mods if m.expert)), n))
     return out
+
+
+def hybridep_domain_gpus(scn: Scenario) -> int:
+    """The GPUs among which a DeepEP-style dispatch forwards tokens over NVLink (``RankShapes.ep_intra``).
+
+    DeepEP's normal kernels send over RDMA to one GPU per node and forward inside the node over
+    NVLink (at most ``NUM_MAX_NVL_PEERS`` = 8 peers, csrc/kernels/configs.cuh): the node. NVIDIA's
+    HybridEP takes the NVLink domain as its unit (``NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN``;
+    ``USE_MNNVL=1`` on GB200 NVL72, where Megatron-Bridge's performance scripts set it to the EP
+    size, at most 72: scripts/performance/perf_plugins.py ``_set_nvl_domain_size`` at 21d102f5e):
+    every EP rank of the domain is reached over NVLink in one exchange, and only a group that spans
+    domains sends over the network. On a node-sized NVLink domain (DGX H100, B200) the two agree."""
+    p = scn.parallel
+    if p.moe_dispatcher == "deepep" and p.moe_deepep_backend == "hybridep":
+        return scn.profile.nvlink_domain_gpus
+    return scn.gpus_per_node

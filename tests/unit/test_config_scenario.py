@@ -89,7 +89,7 @@ def test_cross_field_rules(tmp_path, patch, field, arith, capsys):
     ({"parallel.fsdp": True}, "parallel.fsdp: unknown key; did you mean fsdp_grad_sync or fsdp_reshard_after_forward?"),
     ({"training.recompte": "full"}, "training.recompte: unknown key; did you mean recompute"),
     ({"nodez": 2}, "nodez: unknown key; did you mean nodes?"),
-    ({"extra": 1}, "extra: unknown key; expected one of gpus_per_node, hardware, model, name, nodes, parallel, training"),
+    ({"extra": 1}, "extra: unknown key; expected one of gpus_per_node, hardware, model, name, nodes, nodes_per_nvlink_domain, parallel, training"),
     ({"parallel.order": ["tp", "dp"], "parallel.pp": 2}, "omits axis pp with pp=2"),
     ({"parallel.tp_overlap": "bulk"}, "needs tp > 1 and sequence_parallel"),
     ({"parallel.tpp": 2}, "parallel.tpp: unknown key"),

@@ -97,8 +97,10 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
-        # whole 8-GPU nodes, or the first GPUs of one (gpus_per_node: the one-GPU h200_eager rows)
-        assert c.n_gpus % mp == 0 and c.n_gpus == c.scenario.get("gpus_per_node", 8) * c.scenario["nodes"], c.label
+        # whole nodes of the profile (8 GPUs; a GB200 NVL72 tray's 4), or the first GPUs of one
+        # (gpus_per_node: the one-GPU h200_eager rows)
+        per_node = c.scenario.get("gpus_per_node") or (4 if c.scenario["hardware"] == "gb200-nvl72" else 8)
+        assert c.n_gpus % mp == 0 and c.n_gpus == per_node * c.scenario["nodes"], c.label
         # fp8 only where the source states it (NeMo's pages and the MLPerf GPT-3 configs: every row;
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
@@ -358,15 +360,22 @@ def test_megatron_bridge_moe_errors():
     MoE layers recomputed +12.0%, Super on 64 B200 +0.8%) and the recipes' partial CUDA graphs
     replayed as graphs (training.cuda_graph_scope: under half a point on any row); median 16.6%.
     Every row but DeepSeek-V3's and Nemotron 3 Super's is 10-25% optimistic: pinned as an open miss
-    of Megatron-Core's MoE layers."""
+    of Megatron-Core's MoE layers. The six GB200 NVL72 rows of the same page (the 256-GPU jobs in the
+    Slurm segments of 16 trays the scripts ask for, HybridEP over the rack's NVLink): DeepSeek-V3
+    -11.8%, GPT-OSS-120B +25.1%, Qwen3-30B +20.6%, Qwen3-235B -5.6%, Nemotron 3 Nano +30.2%, Super
+    +33.3% (-60.8% and -58.9% for the 256-GPU rows packed 18 trays to a rack; -13.8% and -8.7% with
+    HybridEP split at the tray); 16 rows, median 19.0%. The one-rack rows, whose exchanges are NVLink
+    only, are the most optimistic."""
     results = list(_run_cases(_by_source("bridge_moe"), jobs=2))
     errors = [r.error for r in results]
-    assert all(-0.20 <= e <= 0.27 for e in errors), errors
-    assert scoring.median_abs_error(results) <= 0.18
+    assert all(-0.20 <= e <= 0.36 for e in errors), errors
+    assert scoring.median_abs_error(results) <= 0.21
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
     assert 0.15 <= gap["Qwen3_30B_a3B H100-SXM FP8-CS"] <= 0.25 and 0.10 <= gap["Qwen3_235B_a22B B200 MXFP8"] <= 0.20, gap
     assert 0.15 <= gap["GPT OSS 120B H100-SXM BF16"] <= 0.25 and 0.18 <= gap["GPT OSS 120B B200 BF16"] <= 0.27, gap
     assert 0.07 <= gap["Nemotron_3_Nano H100-SXM FP8-CS"] <= 0.17 and abs(gap["Nemotron_3_Super B200 MXFP8"]) <= 0.05, gap
+    assert -0.17 <= gap["DeepSeekV3 GB200 MXFP8"] <= -0.07 and -0.10 <= gap["Qwen3_235B_a22B GB200 MXFP8"] <= 0.0, gap
+    assert 0.15 <= gap["Qwen3_30B_a3B GB200 MXFP8"] <= 0.25 and 0.28 <= gap["Nemotron_3_Super GB200 MXFP8"] <= 0.38, gap
 
 
 @pytest.mark.slow

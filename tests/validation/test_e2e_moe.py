@@ -84,14 +84,16 @@ def test_automodel_pipelined_rows_run_their_configs_virtual_stages():
 
 
 def test_megatron_bridge_moe_rows_build_the_printed_plans():
-    """Ten rows of Megatron-Bridge 26.04.01, on the profile of the GPU the table names, with its
+    """Sixteen rows of Megatron-Bridge 26.04.01, on the profile of the GPU the table names, with its
     precision, TP/PP/VP/EP and batches, and each recipe's dispatcher and A2A overlap: HybridEP (a
     DeepEP-style flex backend) for Qwen3-30B and Nemotron 3, DeepEP for DeepSeek-V3, alltoall
     elsewhere, combined 1F1B for the H100 Qwen3-235B run (512 micro-batches through 32 virtual
     stages) and DeepSeek-V3; DeepSeek-V3's recipe layout "Et*4|(t*4|)*14tmL": 4 layers on each of
     15 virtual stages, 1 and the MTP layer on the last; Nemotron 3 Super's two MTP depths through
     one repeated layer; the recipes' partial CUDA graphs; Nano on H100 recomputing its attention
-    cores and whole MoE layers."""
+    cores and whole MoE layers; the GB200 rows on trays of 4 GPUs, the 256-GPU jobs in the Slurm
+    segments of 16 trays the performance scripts ask for, DeepSeek-V3's (PP 4, VP 4) layout the
+    same 16 virtual stages as B200's (PP 8, VP 2)."""
     cs = _moe_cases("bridge_moe")
     got = [(c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus, c.scenario["training"]["dtype"],
             c.scenario["training"].get("fp8_recipe"), c.scenario["parallel"]["ep"],
@@ -105,16 +107,29 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
                    ("deepseek-v3", "dgx-b200", 256, "fp8", "mxfp8", 32, "deepep"),
                    ("nemotron-3-nano-30b-a3b", "dgx-b200", 8, "fp8", "mxfp8", 8, "deepep"),
                    ("nemotron-3-nano-30b-a3b", "dgx-h100", 16, "fp8", "current", 8, "deepep"),
-                   ("nemotron-3-super-120b-a12b", "dgx-b200", 64, "fp8", "mxfp8", 64, "deepep")]
-    # the H100 Qwen3-235B and DeepSeek-V3 recipes set the A2A overlap
+                   ("nemotron-3-super-120b-a12b", "dgx-b200", 64, "fp8", "mxfp8", 64, "deepep"),
+                   ("deepseek-v3", "gb200-nvl72", 256, "fp8", "mxfp8", 64, "deepep"),
+                   ("gpt-oss-120b", "gb200-nvl72", 64, "bf16", None, 64, "alltoall"),
+                   ("qwen3-30b-a3b", "gb200-nvl72", 8, "fp8", "mxfp8", 8, "deepep"),
+                   ("qwen3-235b-a22b", "gb200-nvl72", 256, "fp8", "mxfp8", 32, "deepep"),
+                   ("nemotron-3-nano-30b-a3b", "gb200-nvl72", 8, "fp8", "mxfp8", 8, "deepep"),
+                   ("nemotron-3-super-120b-a12b", "gb200-nvl72", 64, "fp8", "mxfp8", 64, "deepep")]
+    # GB200: trays of 4 GPUs; the 256-GPU jobs hold 16 trays of each rack (Slurm --segment 16)
+    assert [(c.scenario["nodes"], c.scenario.get("nodes_per_nvlink_domain")) for c in cs[10:]] == [
+        (64, 16), (16, None), (2, None), (64, 16), (2, None), (16, None)]
+    # the H100 Qwen3-235B, DeepSeek-V3 on B200 and GPT-OSS on GB200 recipes set the A2A overlap
     assert [c.scenario["parallel"].get("overlap_moe_expert_parallel_comm", False) for c in cs] == [
-        False, True, False, False, False, False, True, False, False, False]
-    assert [c.scenario["model"].get("mtp_layers", 0) for c in cs] == [0] * 6 + [1, 0, 0, 2]
+        False, True, False, False, False, False, True, False, False, False, False, True, False, False, False, False]
+    assert [c.scenario["model"].get("mtp_layers", 0) for c in cs] == [0] * 6 + [1, 0, 0, 2] + [1, 0, 0, 0, 0, 2]
     assert cs[9].scenario["model"]["mtp_repeated_layer"] and not cs[6].scenario["model"].get("mtp_repeated_layer")
     # the recipes' cuda_graph_scope (the B200 base configs' of Nemotron 3 Super: none)
+    attn_router = ["attn", "moe_router", "moe_preprocess"]
     assert [c.scenario["training"].get("cuda_graph_scope", []) for c in cs] == [
-        [], [], [], ["attn", "moe_router", "moe_preprocess"], [], [], ["attn", "moe_router", "moe_preprocess"],
-        ["attn", "mamba", "moe_router", "moe_preprocess"], ["mamba"], []]
+        [], [], [], attn_router, [], [], attn_router, ["attn", "mamba", "moe_router", "moe_preprocess"], ["mamba"], [],
+        attn_router, [], ["moe_router", "moe_preprocess"], attn_router, ["attn", "mamba", "moe_router", "moe_preprocess"],
+        ["attn", "mamba", "moe_router", "moe_preprocess"]]
+    # Super on GB200: TP 2 with sequence parallelism and no TP overlap (its recipe sets no comm_overlap)
+    assert cs[15].scenario["parallel"]["tp"] == 2 and cs[15].scenario["parallel"].get("tp_overlap", "none") == "none"
     # Nano on H100: recompute_modules moe, layernorm, core_attn (recompute: selective), moe_act
     nano = cs[8].scenario["training"]
     assert nano["recompute"] == "selective" and sorted(nano["recompute_modules"]) == ["layernorm", "moe", "moe_act"]
@@ -135,9 +150,10 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
             assert t["global_batch"] * c.scenario["model"]["seq_len"] == (4096 if preset == "deepseek-v3" else {
                 8: 512, 16: 1024, 64: 1280, 256: 8192}[c.n_gpus]) * 4096
         if preset == "deepseek-v3":
-            assert p["pp_layers"] == [4] * 15 + [1] and p["vp"] == 2
-        elif p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 4) on H100
-            assert p["pp_layers"] == ([11] + [12] * 6 + [11] if p.get("vp", 1) == 1 else [2] + [3] * 30 + [2])
+            assert p["pp_layers"] == [4] * 15 + [1] and p["pp"] * p["vp"] == 16
+        elif p.get("pp_layers"):  # Qwen3-235B: (94 + 2) / 8 stages on B200, / (8 x 3) on GB200, / (8 x 4) on H100
+            assert p["pp_layers"] == {1: [11] + [12] * 6 + [11], 3: [3] + [4] * 22 + [3],
+                                      4: [2] + [3] * 30 + [2]}[p.get("vp", 1)]
         vocab = c.scenario["model"]["vocab"]
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
             "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088, "deepseek-v3": 129280,
