@@ -8,7 +8,8 @@ from simulator.commands import add_hardware_option
 from simulator.config.scenario import load_scenario
 from simulator.costs.nccl_constants import constants_from_overrides
 from simulator.hardware.topology import build_topology
-from simulator.report.summary import recompute_to_fit_line
+from simulator.report.inputs import domain_inputs
+from simulator.report.summary import domain_fill_lines, recompute_to_fit_line
 from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import active_param_count, param_count
 from simulator.schedule.memory import block_recompute_to_fit, memory_per_gpu
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         f"of {mem.hbm_bytes / GiB:.0f} GiB: {'fits' if mem.fits else 'DOES NOT FIT'}",
         *([f"          {recompute_to_fit_line(n)}"] if not mem.fits and (n := block_recompute_to_fit(scn)) else []),
         f"topology  {topo.n_gpus} GPUs, {len(topo.kind)} link directions",
+        *(f"          {line.strip()}" for line in domain_fill_lines(domain_inputs(scn))),
         f"schedule  {len(sched.programs)} role programs, {sched.n_ops} ops",
     ]
     for role, ops in sched.programs.items():

@@ -85,6 +85,18 @@ def nccl_inputs(profile: Any) -> dict[str, Any]:
     return {"nccl_version": profile.nccl_version, "nccl_tables": resolve(profile.nccl_version)}
 
 
+def domain_inputs(scenario: Any) -> dict[str, Any]:
+    """Where the profile's NVLink domain spans nodes (a GB200 NVL72 rack), how the job's nodes fill
+    its domains: ``{"nvlink_domain": {"nodes": K, "full": F, "partial_nodes": R}}`` (the job packed
+    into F whole domains of K nodes and R nodes of one more; K is the job's segment under
+    ``nodes_per_nvlink_domain``); nothing for a node-sized domain."""
+    profile = getattr(scenario, "profile", None)
+    if profile is None or profile.node.scale_up.domain_gpus is None or profile.nodes_per_domain <= 1:
+        return {}
+    k = profile.nodes_per_domain
+    return {"nvlink_domain": {"nodes": k, "full": scenario.nodes // k, "partial_nodes": scenario.nodes % k}}
+
+
 def scenario_inputs(scenario: Any) -> dict[str, Any]:
     """The ``inputs`` block of a result computed from one scenario."""
     return {
@@ -94,6 +106,7 @@ def scenario_inputs(scenario: Any) -> dict[str, Any]:
         **({"gpus_per_node": scenario.first_gpus} if getattr(scenario, "first_gpus", None) is not None else {}),
         **({"nodes_per_nvlink_domain": scenario.domain_segment}
            if getattr(scenario, "domain_segment", None) is not None else {}),
+        **domain_inputs(scenario),
         "gpus": scenario.n_gpus,
         "model": workload_inputs(scenario),
         **nccl_inputs(scenario.profile),

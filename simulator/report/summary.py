@@ -397,6 +397,22 @@ def stages_line(compute_s: list[float], layers: list[int] | None) -> list[str]:
             f"  least {stage(lo)}   most {stage(hi)}   least/most {100 * ratio:.0f}%"]
 
 
+def domain_fill_lines(inputs: dict[str, Any]) -> list[str]:
+    """A job packed into multi-node NVLink domains that leaves one part-filled (report/inputs.py
+    ``domain_inputs``): the groups that straddle it talk over the network, where a scheduler that
+    splits the job evenly over its racks (Slurm's ``--segment``) keeps them on NVLink."""
+    dom = inputs.get("nvlink_domain") or {}
+    k, full, rest = dom.get("nodes", 0), dom.get("full", 0), dom.get("partial_nodes", 0)
+    if not (full and rest) or inputs.get("nodes_per_nvlink_domain"):
+        return []
+    nodes = full * k + rest
+    segments = [d for d in range(k - 1, 1, -1) if nodes % d == 0]
+    return [f"NVLink domains: {nodes} nodes fill {full} domain{'s' if full > 1 else ''} of {k} and {rest} "
+            f"node{'s' if rest > 1 else ''} of one more; ranks on two sides of a domain's edge talk over the network",
+            "  a job the scheduler spreads evenly over its domains (Slurm --segment) sets nodes_per_nvlink_domain"
+            + (f" ({', '.join(map(str, segments))} divide {nodes} nodes)" if segments else "")]
+
+
 def format_table(report: Report) -> str:
     """The summary table `clustersim run` prints."""
     bd = report.breakdown_s
@@ -431,6 +447,7 @@ def format_table(report: Report) -> str:
             lines.append(f"  evened out by pp_layers: [{', '.join(map(str, bal.pp_layers))}]: most loaded stage "
                          f"{bal.most_loaded_s * 1e3:.1f} ms (now {bal.current_most_loaded_s * 1e3:.1f}), estimated "
                          f"from the layers' kernel times{memory}")
+    lines += domain_fill_lines(report.inputs)
     lines.append("memory per GPU (GiB, the stage with the largest peak):")
     lines.append("  " + "  ".join(f"{k} {mem[k]:.1f}" for k in ("params", "grads", "optimizer", "activations")
                                   if k in mem)

@@ -106,3 +106,22 @@ def test_hybridep_reaches_a_rack_over_nvlink_in_one_exchange(tmp_path):
 def test_megatron_bridge_segment_rule(nodes, segment):
     """scripts/performance/utils/executors.py: the job up to 18 trays, else its largest divisor <= 18."""
     assert bridge_segment(nodes) == segment
+
+
+def test_a_part_filled_domain_is_pointed_out(tmp_path, capsys):
+    """32 trays packed into racks of 18: one full rack and 14 trays of a second; `check` (and `run`,
+    under its breakdown) say so and name the segments that divide the job; with the key, nothing."""
+    from simulator.report.inputs import domain_inputs
+
+    packed = load_scenario(_write(tmp_path))
+    assert domain_inputs(packed) == {"nvlink_domain": {"nodes": 18, "full": 1, "partial_nodes": 14}}
+    assert main(["check", _write(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "NVLink domains: 32 nodes fill 1 domain of 18 and 14 nodes of one more" in out
+    assert "sets nodes_per_nvlink_domain (16, 8, 4, 2 divide 32 nodes)" in out
+    segmented = load_scenario(_write(tmp_path, nodes_per_nvlink_domain=16))
+    assert domain_inputs(segmented) == {"nvlink_domain": {"nodes": 16, "full": 2, "partial_nodes": 0}}
+    assert main(["check", _write(tmp_path, nodes_per_nvlink_domain=16)]) == 0
+    assert "NVLink domains" not in capsys.readouterr().out
+    # a node-sized NVLink domain: nothing to say
+    assert domain_inputs(load_scenario(_write(tmp_path, hardware="dgx-b200", nodes=4))) == {}
