@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-per-node", default=None,
                    help="GPUs used of each node, its first ones (default: the profile's, capped at --ranks); "
                         "a scenario's gpus_per_node")
+    p.add_argument("--nodes-per-nvlink-domain", default=None,
+                   help="nodes held of each multi-node NVLink domain (Slurm's --segment on GB200 NVL72; "
+                        "default: whole domains); a scenario's nodes_per_nvlink_domain")
     p.add_argument("-b", "--min-bytes", "--minbytes", dest="min_bytes", default="8",
                    help="smallest size (suffixes K, M, G; default 8)")
     p.add_argument("-e", "--max-bytes", "--maxbytes", dest="max_bytes", default="128M",
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     from simulator.commands import check_outputs
     from simulator.config.hardware import apply_overlay, load_profile
     from simulator.config.nccl_overrides import check_version
-    from simulator.config.node_subset import first_gpus
+    from simulator.config.node_subset import domain_segment, domain_segment_problem, first_gpus
     from simulator.costs.model import CostModel
     from simulator.costs.collectives import ALGORITHMS, PROTOCOLS, busbw_factor
     from simulator.files import STDOUT, OutputSet
@@ -160,7 +163,18 @@ def run(args: argparse.Namespace) -> int:
                          field="--ranks")
     nodes = ranks // gpn
     # the first gpn GPUs of every node, as a scenario's gpus_per_node: their links and NICs only
-    costs = CostModel(build_topology(first_gpus(profile, gpn), nodes), algo, proto)
+    used = first_gpus(profile, gpn)
+    segment = None
+    if args.nodes_per_nvlink_domain:  # K nodes of each NVLink domain, as a scenario's nodes_per_nvlink_domain
+        segment = _positive_int(args.nodes_per_nvlink_domain, "--nodes-per-nvlink-domain")
+        problem = domain_segment_problem(used, segment, nodes)
+        if problem and domain_segment_problem(used, segment, segment) is None:  # K fits a domain; nodes do not divide
+            problem = f"{ranks} ranks are {nodes} nodes of {gpn} GPUs, not a whole number of segments of {segment} nodes"
+        if problem:
+            raise InputError(problem.replace("nodes_per_nvlink_domain", "--nodes-per-nvlink-domain"),
+                             field="--nodes-per-nvlink-domain")
+        used = domain_segment(used, segment)
+    costs = CostModel(build_topology(used, nodes), algo, proto)
     gpus = list(range(ranks))
     floor_s = ngpus * profile.gpu.kernel_launch_us * 1e-6
     residuals = calibration_residuals(profile)
@@ -188,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
                      "interval_basis": basis})
 
     inputs = _inputs(args, profile, op, ranks, gpn, ngpus, lo, hi, factor, algo, proto)
+    if segment is not None:
+        inputs["nodes_per_nvlink_domain"] = segment
     if STDOUT not in (args.json, args.log):
         print(f"# clustersim collective: {op} on {ranks} ranks ({nodes} node(s) x {gpn} GPUs) of {profile.name}; "
               f"busbw factor {busbw_factor(op, ranks):.4g}")

@@ -30,6 +30,7 @@ Sizes per rank (Megatron-Core's conventions, arXiv:2205.05198):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
@@ -94,8 +95,12 @@ class RankShapes:
         seq_local = m.seq_len // (p.cp * p.ulysses)
         tokens = t.micro_batch * seq_local
         # the EP ranks of a node are the etp-strided ranks of its GPUs (Megatron's tp-ep-dp-pp order);
-        # HybridEP's hierarchy is the NVLink domain instead (hybridep_domain_gpus)
-        ep_intra = max(1, min(p.ep, hybridep_domain_gpus(scn) // p.expert_tp))
+        # HybridEP's hierarchy is the NVLink domain instead (hybridep_domain_gpus), of which an EP group
+        # larger than one domain holds a whole number only where the two divide (a rack of 72 GPUs and
+        # EP 128: groups of 8 stay on NVLink; in Slurm segments of 16 trays, 64)
+        domain = hybridep_domain_gpus(scn) // p.expert_tp
+        ep_intra = max(1, min(p.ep, domain) if domain <= scn.gpus_per_node or p.ep <= domain
+                       else math.gcd(p.ep, domain))
         return cls(tp=p.tp, cp=p.cp, ulysses=p.ulysses, pp=p.pp, vp=p.vp, dp=scn.dp, ep=p.ep, etp=p.expert_tp,
                    expert_dp=scn.expert_dp if m.moe else 1, ep_intra=ep_intra, ep_nodes=p.ep // ep_intra,
                    sequence_parallel=sp, micro_batch_size=t.micro_batch,

@@ -68,6 +68,22 @@ def test_gpus_per_node_spreads_ranks(tmp_path):
     assert two_nodes["time_us"] > one_node["time_us"]  # half the ring crosses NICs
 
 
+def test_nvlink_domain_segments_split_a_rack(tmp_path):
+    """An All-to-All of 1 GiB per rank over 32 GB200s on 8 trays: one NVLink domain, or two segments
+    of 4 trays (a scenario's nodes_per_nvlink_domain), where half of every rank's bytes cross to the
+    other segment through its own 400 Gb/s NIC at the profile's 0.95: 0.5 GiB / 47.5 GB/s."""
+    out = tmp_path / "c.json"
+    common = ["collective", "--hardware", "gb200-nvl72", "--op", "alltoall", "--ranks", "32",
+              "--min-bytes", "1G", "--max-bytes", "1G", "--json", str(out)]
+    assert main(common) == 0
+    rack = json.loads(out.read_text())
+    assert main(common + ["--nodes-per-nvlink-domain", "4"]) == 0
+    segments = json.loads(out.read_text())
+    assert segments["inputs"]["nodes_per_nvlink_domain"] == 4 and "nodes_per_nvlink_domain" not in rack["inputs"]
+    assert segments["rows"][0]["time_us"] * 1e-6 == pytest.approx(0.5 * 2**30 / (400e9 / 8 * 0.95), rel=0.05)
+    assert segments["rows"][0]["time_us"] > 5 * rack["rows"][0]["time_us"]
+
+
 @pytest.mark.parametrize("argv,field", [
     (["--hardware", "no-such-gpu", "--op", "allreduce", "--ranks", "8"], "hardware"),
     (["--hardware", H100, "--op", "allsmash", "--ranks", "8"], "--op"),
@@ -78,6 +94,12 @@ def test_gpus_per_node_spreads_ranks(tmp_path):
     (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--max-bytes", "12Q"], "--max-bytes"),
     (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--min-bytes", "2M", "--max-bytes", "1M"], "--min-bytes"),
     (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--algo", "magic"], "--algo"),
+    (["--hardware", H100, "--op", "allreduce", "--ranks", "16", "--nodes-per-nvlink-domain", "2"],
+     "--nodes-per-nvlink-domain"),
+    (["--hardware", "gb200-nvl72", "--op", "allreduce", "--ranks", "32", "--nodes-per-nvlink-domain", "3"],
+     "--nodes-per-nvlink-domain"),
+    (["--hardware", "gb200-nvl72", "--op", "allreduce", "--ranks", "32", "--nodes-per-nvlink-domain", "19"],
+     "--nodes-per-nvlink-domain"),
     (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--proto", "fast"], "--proto"),
     (["--hardware", H100, "--op", "allgather", "--ranks", "8", "--algo", "tree"], "--algo"),
     (["--hardware", H100, "--op", "allreduce", "--ranks", "8", "--step-factor", "1"], "--step-factor"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from simulator.cli import main
 from simulator.config.hardware import load_profile
@@ -22,6 +21,7 @@ from simulator.config.scenario import load_scenario
 from simulator.e2e_validation.moe_sources import bridge_segment
 from simulator.hardware.topology import build_topology
 from simulator.schedule.shapes import RankShapes
+from tests.unit.scenario_files import write_scenario
 
 SCENARIO = {"name": "seg", "hardware": "gb200-nvl72", "nodes": 32,
             "model": {"preset": "qwen3-30b-a3b", "seq_len": 4096},
@@ -30,15 +30,7 @@ SCENARIO = {"name": "seg", "hardware": "gb200-nvl72", "nodes": 32,
 
 
 def _write(tmp_path, **top) -> str:
-    data = json.loads(json.dumps(SCENARIO))
-    for key, value in top.items():
-        if key.startswith("parallel_"):
-            data["parallel"][key.removeprefix("parallel_")] = value
-        else:
-            data[key] = value
-    path = tmp_path / "scn.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return write_scenario(tmp_path, SCENARIO, **top)
 
 
 @pytest.mark.parametrize("top,expected", [
@@ -125,3 +117,13 @@ def test_a_part_filled_domain_is_pointed_out(tmp_path, capsys):
     assert "NVLink domains" not in capsys.readouterr().out
     # a node-sized NVLink domain: nothing to say
     assert domain_inputs(load_scenario(_write(tmp_path, hardware="dgx-b200", nodes=4))) == {}
+
+
+def test_hybridep_group_larger_than_a_domain(tmp_path):
+    """EP 128 on GB200 trays: a rack of 72 GPUs holds no whole number of 128-rank groups' shares
+    but groups of 8 (gcd); in segments of 16 trays (64 GPUs) two halves of 64 on NVLink."""
+    packed = RankShapes.of(load_scenario(_write(tmp_path, parallel_ep=128)))
+    assert (packed.ep_intra, packed.ep_nodes) == (8, 16)
+    seg = RankShapes.of(load_scenario(_write(tmp_path, parallel_ep=128, nodes=64, nodes_per_nvlink_domain=16,
+                                             training={"micro_batch": 1, "global_batch": 256, "recompute": "none"})))
+    assert (seg.ep_intra, seg.ep_nodes) == (64, 2)

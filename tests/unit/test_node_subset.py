@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from simulator.cli import main
 from simulator.config.hardware import available_profiles, load_profile
@@ -23,6 +22,7 @@ from simulator.hardware.topology import build_topology
 from simulator.replay.single_collective import time_collective
 from simulator.schedule.memory import memory_per_gpu
 from simulator.simulation import simulate_scenario
+from tests.unit.scenario_files import write_scenario
 
 SCENARIO = {"name": "sub", "hardware": "dgx-a100", "nodes": 1,
             "model": {"preset": "llama2-7b", "seq_len": 2048},
@@ -31,15 +31,7 @@ SCENARIO = {"name": "sub", "hardware": "dgx-a100", "nodes": 1,
 
 
 def _write(tmp_path, **top) -> str:
-    data = json.loads(json.dumps(SCENARIO))
-    for key, value in top.items():
-        if key.startswith("parallel_"):
-            data["parallel"][key.removeprefix("parallel_")] = value
-        else:
-            data[key] = value
-    path = tmp_path / "scn.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return write_scenario(tmp_path, SCENARIO, **top)
 
 
 @pytest.mark.parametrize("value,expected", [
