@@ -4123,6 +4123,20 @@ missing, as every one-node row of the source does.
 TE's fused kernels and grouped experts stood in for by one call each) on CPU tensors: 304-314 us of
 CPU forward and 232-238 us backward per block, where `costs/host.py` charges 462 and 368 us for the
 calls the model lists (`tests/unit/test_host_moe_block.py`). What the MoE rows miss is on the GPU.
+
+**Nor one release's cost.** The next release's page (26.06.01, the same archive) prints five of the
+six GB200 plans again, same GPUs, TP, PP, VP, EP and batches, and the same container family runs
+them 6-57% faster: Qwen3-30B 26,112 -> 40,960 tokens/s/GPU (the plan's recipe now captures the
+whole iteration in CUDA graphs: Megatron-Bridge's Qwen3-30B verification card, 40,323 at 6.50 s a
+step), Qwen3-235B 5,680 -> 7,360, DeepSeek-V3 4,256 -> 4,928, Nemotron 3 Nano 32,768 -> 34,816,
+Super 6,656 -> 7,040. The model's 26.04.01 predictions for those plans (31,491, 5,362, 3,755,
+42,664 and 8,875) sit below the later Qwen3 and DeepSeek-V3 measurements (-23%, -27%, -24%) and
+above the later Nemotron 3 ones (+23%, +26%). So the Qwen3 and DeepSeek-V3 rows' optimism on
+26.04.01 is that release's (a later one runs the plans past the model), while the hybrid
+Mamba2-Transformer Nemotron 3 rows are optimistic in both releases and on every GPU (+12% to +33%):
+that is where a cost is most likely missing, in Megatron-Core's hybrid blocks (AutoModel's runs of
+the same two models, on its own layers, read -15% and -17%). Not scored: the 26.06.01 recipes
+(Megatron-Bridge 381d0b825) are not transcribed.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
