@@ -167,12 +167,10 @@ def run(args: argparse.Namespace) -> int:
     segment = None
     if args.nodes_per_nvlink_domain:  # K nodes of each NVLink domain, as a scenario's nodes_per_nvlink_domain
         segment = _positive_int(args.nodes_per_nvlink_domain, "--nodes-per-nvlink-domain")
-        problem = domain_segment_problem(used, segment, nodes)
-        if problem and domain_segment_problem(used, segment, segment) is None:  # K fits a domain; nodes do not divide
-            problem = f"{ranks} ranks are {nodes} nodes of {gpn} GPUs, not a whole number of segments of {segment} nodes"
+        problem = domain_segment_problem(used, segment, nodes, key="--nodes-per-nvlink-domain",
+                                         job=f"{ranks} ranks = {nodes} nodes of {gpn} GPUs")
         if problem:
-            raise InputError(problem.replace("nodes_per_nvlink_domain", "--nodes-per-nvlink-domain"),
-                             field="--nodes-per-nvlink-domain")
+            raise InputError(problem, field="--nodes-per-nvlink-domain")
         used = domain_segment(used, segment)
     costs = CostModel(build_topology(used, nodes), algo, proto)
     gpus = list(range(ranks))

@@ -116,17 +116,19 @@ def _with_kept_nics(profile: HardwareProfile, data: dict[str, Any], n: int) -> H
     return first
 
 
-def domain_segment_problem(profile: HardwareProfile, k: int, nodes: int) -> str | None:
+def domain_segment_problem(profile: HardwareProfile, k: int, nodes: int, key: str = "nodes_per_nvlink_domain",
+                           job: str = "") -> str | None:
     """Why a job of ``nodes`` nodes cannot hold ``k`` consecutive nodes of each of ``profile``'s
-    NVLink domains, or None."""
+    NVLink domains, or None; ``key`` spells the setting as the user gave it, ``job`` the job's size
+    (default: ``nodes: N``)."""
     per_domain = profile.nodes_per_domain
     if profile.node.scale_up.domain_gpus is None or per_domain <= 1:
-        return (f"{profile.name}'s NVLink domain is one node: nodes_per_nvlink_domain describes a multi-node "
+        return (f"{profile.name}'s NVLink domain is one node: {key} describes a multi-node "
                 f"NVLink domain (node.scale_up.domain_gpus, as a GB200 NVL72 rack's)")
     if not 1 <= k <= per_domain:
-        return f"expected 1 <= nodes_per_nvlink_domain <= {per_domain} (the nodes of one {profile.name} NVLink domain), got {k}"
+        return f"expected 1 <= {key} <= {per_domain} (the nodes of one {profile.name} NVLink domain), got {k}"
     if nodes % k:
-        return f"nodes: {nodes} is not a whole number of segments of nodes_per_nvlink_domain = {k}"
+        return f"{job or f'nodes: {nodes}'} is not a whole number of segments of {key} = {k}"
     return None
 
 

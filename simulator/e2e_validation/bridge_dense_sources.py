@@ -87,13 +87,17 @@ SCORED: frozenset[tuple[str, str, str]] = frozenset({
     ("LLAMA3_70B", "dgx-h100", "FP8-CS"), ("LLAMA3.1_405B", "dgx-b200", "FP8-CS")})
 
 
-# The table's systems: their profiles, and the system's name in a case's label
-SYSTEMS: dict[str, tuple[str, str]] = {"H100": ("dgx-h100", "H100"), "B200": ("dgx-b200", "B200"),
-                                       "GB200": ("gb200-nvl72", "GB200")}
+# The table's systems (as a case's label names them) and their profiles
+SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "B200": "dgx-b200", "GB200": "gb200-nvl72"}
+
+
+def _gpu(r: Row) -> str:
+    """The row's system as the table names it: "H100-SXM (DGX-H100)" -> "H100"."""
+    return r["gpu"].split()[0].split("-")[0]
 
 
 def _system(r: Row) -> str:
-    return SYSTEMS[r["gpu"].split()[0].split("-")[0]][0]
+    return SYSTEMS[_gpu(r)]
 
 
 def buildable(r: Row) -> bool:
@@ -118,7 +122,7 @@ def bridge_dense_case(r: Row) -> Case:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     dp = n // (tp * pp * cp)
-    label = (f"{r['model_name']} {r['gpu'].split()[0].split('-')[0]} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+    label = (f"{r['model_name']} {_gpu(r)} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + f" dp{dp} mbs{mb} {n} GPUs")
     scn = make_scenario(f"bridge-dense-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n, model,
                         micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511,
