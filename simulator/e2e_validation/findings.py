@@ -4137,6 +4137,47 @@ Mamba2-Transformer Nemotron 3 rows are optimistic in both releases and on every 
 that is where a cost is most likely missing, in Megatron-Core's hybrid blocks (AutoModel's runs of
 the same two models, on its own layers, read -15% and -17%). Not scored: the 26.06.01 recipes
 (Megatron-Bridge 381d0b825) are not transcribed.
+
+## Megatron-Core's MoE team on Qwen3-235B: five H100 plans, long context and GB200 (held out)
+
+The team that builds Megatron-Core's MoE stack publishes its own benchmark runs with the launch
+lines and configs they ran (yanring/Megatron-MoE-ModelZoo, `data/e2e/megatron_moe_modelzoo_qwen3.csv`):
+Qwen3-235B-A22B on 256 H100 in BF16 under five plans at 4,096 tokens with their step times, one
+plan at 16K-128K tokens with context parallelism, and GB200 / GB300 runs. Nine rows are scored,
+none fitting anything (source `modelzoo_qwen3`, `simulator/e2e_validation/modelzoo_sources.py`).
+They are Megatron-LM's own arguments, not a recipe layer's: gradients reduced in fp32 (no
+`--grad-reduce-in-bf16`), no TP overlap in BF16, DeepEP's normal kernels, no router fusion and
+Megatron's vocab-parallel loss on the May-2025 H100 plans.
+
+**The table's FLOP count is Megatron-LM's causal one.** Its printed TF/GPU times its step time
+over the tokens is 148.0 GFLOP a token on all five H100 plans (`tests/validation/test_modelzoo_source.py`,
+by hand: the q/k/v/o projections with 4 of 64 key-value heads, half the score matrix, 8 routed
+SwiGLU experts of 1,536 and the LM head, x 3), the count `num_floating_point_operations` has used
+since Megatron-LM 8873b55d (2025-03); the long-context and GB200 tables print only TF/GPU, scored
+in that count (`scoring.megatron_moe_model_flops`, metric `megatron_moe_model_tflops`).
+
+**What the rows show.** EP 32 across nodes -5.2% and +8.3% with the combined-1F1B overlap (Megatron-Bridge's
+26.04.01 row of the same TP, PP, VP and EP, in FP8-CS with the alltoall dispatcher, +12.3%); the long-context plan (TP 4,
+PP 8 x VP 4, EP 8, the MoE layer and norms recomputed) +0.9%, -2.8% and -6.0% at 16K, 32K and 64K
+tokens with CP 1, 2 and 4; Megatron-FSDP with EP 8 and full recompute -13.7%; PP 32 x VP 3 with
+the alltoall dispatcher and one layer a virtual stage +17.5%; GB200 BF16 (PP 8, EP 8 in segments
+of two trays) -21.0%. Median |error| 8.3%, signed -2.8%, on a stack the model never saw.
+
+Two rows stand apart. *TP 4 at 4,096 tokens, +59.7%*: measured 29.0 s, 9.4 ms a layer and micro-batch
+(256 micro-batches, 12 layers a stage), predicted 18.2 s; the same TP 4 x PP 8 x VP 4 x EP 8 plan at
+16K tokens is +0.9%. The per-token work is the same, so what the short micro-batch exposes is a
+cost fixed per layer and micro-batch: the model puts 2.4 ms of host time against 4.8 ms of GPU
+work on each (GPU-bound); the run behaves as if the host took about 9 ms. The May-2025 config ran
+Megatron-Core's router unfused (the team's GB200 DeepSeek-V3 write-up, Megatron-LM
+docs/discussions/deepseek-v3-gb200-optimization at 3c1b98ef~1: 72 router kernels, 31 with
+`--moe-router-fusion`, 17 with DeepEP's fused preprocess), where the model prices the router's
+kernels fused (9 for Qwen3); it is the candidate, not modelled. *GB200 BF16, -21.0%*: 750 TF/GPU is
+a 25.9 s step, where the model's most loaded stage alone computes 28.6 s: the model's GPU time for
+these layers on GB200 is too long, as Megatron-Bridge's 26.06.01 GB200 rows show (-23% to -27%
+on Qwen3 and DeepSeek-V3). TransformerEngine's grouped GEMM over four streams (the kernel
+measurements' finding above) takes it to -13.7% but Megatron-Bridge's MoE rows to 25.0% and this
+source to 11.4% (every H100 plan but Megatron-FSDP 1-17 points more optimistic): not adopted, as
+before.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4192,4 +4233,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("bridge_moe", "bridge_moe_overlap", "automodel_moe"),
     "Megatron-Bridge on GB200 NVL72: racks in Slurm segments, HybridEP over the rack's NVLink (held out)":
         ("bridge_moe", "bridge_dense"),
+    "Megatron-Core's MoE team on Qwen3-235B: five H100 plans, long context and GB200 (held out)":
+        ("modelzoo_qwen3", "bridge_moe"),
 }

@@ -241,9 +241,11 @@ BRIDGE_PRECISION: dict[str, tuple[str, str | None]] = {
 def stages_with_embedding_and_loss(layers: int, stages: int) -> tuple[int, ...]:
     """Megatron-Core's ``account_for_embedding_in_pipeline_split`` and
     ``account_for_loss_in_pipeline_split``: the embedding and the loss each count as one layer, so
-    layers + 2 split evenly and the first and last (virtual) stages hold one layer fewer."""
+    layers + 2 split evenly and the first and last (virtual) stages hold one layer fewer: none at
+    one layer a stage (the first holds the embedding alone, the last the loss alone, which only
+    virtual stages may)."""
     per, rest = divmod(layers + 2, stages)
-    if rest or per < 2:
+    if rest or per < 1:
         raise ValueError(f"{layers} layers + embedding + loss do not split evenly into {stages} stages")
     return (per - 1,) + (per,) * (stages - 2) + (per - 1,)
 

@@ -13,7 +13,8 @@ from simulator.e2e_validation.sources import SOURCES, Source, is_fit_case
 
 _UNITS = {"step_time_s": "step time (s)", "tokens_per_s_per_gpu": "tokens/s/GPU",
           "megatron_hfu_tflops": "TFLOP/s/GPU (incl. recompute)",
-          "megatron_model_tflops": "model TFLOP/s/GPU"}
+          "megatron_model_tflops": "model TFLOP/s/GPU",
+          "megatron_moe_model_tflops": "model TFLOP/s/GPU (causal count)"}
 
 
 def _pct(x: float, signed: bool = False) -> str:

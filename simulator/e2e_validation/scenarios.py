@@ -15,7 +15,7 @@ class Case:
     source: str
     label: str
     scenario: dict  # the mapping build_scenario validates (same keys as a scenario YAML)
-    metric: str  # step_time_s | tokens_per_s_per_gpu | megatron_hfu_tflops | megatron_model_tflops
+    metric: str  # step_time_s | tokens_per_s_per_gpu | megatron_hfu_tflops | megatron_model_tflops | megatron_moe_model_tflops
     measured: float
     n_gpus: int
     note: str = ""

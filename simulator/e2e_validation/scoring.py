@@ -52,6 +52,34 @@ def megatron_model_flops(model: dict, batch: int) -> float:
     return 12.0 * batch * s * l_ * h ** 2 * (1 + kv / heads + s / h + ffn / h * gated + model["vocab"] / (2 * l_ * h))
 
 
+def megatron_moe_model_flops(model: dict, batch: int) -> float:
+    """Model FLOPs per iteration of a GQA Mixture-of-Experts GPT as Megatron-LM's
+    ``num_floating_point_operations`` counts them since 8873b55d (2025-03-06, "Fixes in number of
+    floating-point operation estimates for MoE and attention layer"; megatron/training/training.py,
+    the same through 20d66d5c's rewrite of 2026-01): per token and layer 12·h·(q + kv) for the
+    query, key, value and output projections (q = heads · head_dim, kv = kv_heads · head_dim), 6·s·q
+    for the causal core (QKᵀ and the weighted values, half the score matrix), 12·h·f·k·g for the
+    routed experts (f = moe_ffn_hidden, k = top_k, g = 3/2 with SwiGLU) plus the shared experts'
+    12·h·f_s·g, a dense MLP's 12·h·ffn·g on the first dense layers, and 6·h·V for the logits
+    (fwd + bwd, two FLOPs a multiply-add). Multi-latent attention has a count of its own: not here."""
+    from simulator.config.workload import PRESETS
+
+    m = {**PRESETS[model["preset"]], **model} if "preset" in model else model
+    if m.get("kv_lora_rank"):
+        raise ValueError("megatron_moe_model_flops counts GQA attention, not multi-latent attention")
+    h, s, layers = m["hidden"], m["seq_len"], m["layers"]
+    q = m["heads"] * m.get("head_dim", h // m["heads"])
+    kv = (m.get("kv_heads") or m["heads"]) * m.get("head_dim", h // m["heads"])
+    gated = 1.5 if m.get("mlp") == "swiglu" else 1.0
+    dense = m.get("first_dense_layers", 0) if m.get("experts") else layers
+    mlp = dense * m.get("ffn_hidden", 4 * h) * gated
+    if m.get("experts"):
+        shared = m.get("shared_ffn_hidden") or m.get("shared_experts", 0) * m["moe_ffn_hidden"]
+        mlp += (layers - dense) * (m["moe_ffn_hidden"] * m["top_k"] + shared) * gated
+    per_token = 12 * h * mlp + layers * (12 * h * (q + kv) + 6 * s * q) + 6 * h * m["vocab"]
+    return batch * s * per_token
+
+
 def predicted_metric(case: Case, step_time_s: float) -> float:
     """The case's metric computed from a predicted step time with the source's convention."""
     m, t = case.scenario["model"], case.scenario["training"]
@@ -66,6 +94,8 @@ def predicted_metric(case: Case, step_time_s: float) -> float:
         return f / step_time_s / case.n_gpus / 1e12
     if case.metric == "megatron_model_tflops":
         return megatron_model_flops(m, t["global_batch"]) / step_time_s / case.n_gpus / 1e12
+    if case.metric == "megatron_moe_model_tflops":
+        return megatron_moe_model_flops(m, t["global_batch"]) / step_time_s / case.n_gpus / 1e12
     raise ValueError(f"unknown metric {case.metric}")
 
 

@@ -48,6 +48,7 @@ from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.simumax_sources import simumax_b200
+from simulator.e2e_validation.modelzoo_sources import modelzoo_qwen3
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
@@ -1030,6 +1031,23 @@ SOURCES: list[Source] = [
             "kernels of its random logits and aux loss (training.moe_router_kernels).",
             "The router and the MoE preprocessing are replayed from CUDA graphs (training.cuda_graph_scope "
             "moe_router, moe_preprocess), as the card's recipe captures them."]),
+    Source("modelzoo_qwen3", "Megatron-MoE-ModelZoo Qwen3-235B-A22B, the Megatron-Core MoE team's runs (256 H100 BF16 at 4K-64K tokens, 256 GB200 BF16)",
+           "megatron_moe_modelzoo_qwen3.csv", modelzoo_qwen3,
+           ["Held out entirely (none of these rows fits anything). Megatron-LM's own arguments, from the "
+            "repository at the commit that published each table (the file's header, "
+            "simulator/e2e_validation/modelzoo_sources.py): fp32 gradient reduction (no --grad-reduce-in-bf16), no "
+            "TP overlap in BF16, DeepEP's normal kernels on 20 SMs (HybridEP on 32 on GB200), the forced-balanced "
+            "router with Qwen3's aux loss, the embedding and loss counted as pipeline layers (one layer per virtual "
+            "stage at PP 32 x VP 3: the first and last hold the embedding and the loss alone).",
+            "H100 at 4,096 tokens: step time as printed. The long-context plan (TP 4, CP 1-4, PP 8 x VP 4, EP 8, "
+            "the whole MoE layer and the norms recomputed) and GB200 (PP 8, EP 8 in Slurm segments of 2 trays, "
+            "partial CUDA graphs): TFLOP/s/GPU in Megatron-LM's causal count (metric megatron_moe_model_tflops), "
+            "which reproduces the H100 table's printed TF from its step times to 0.5%.",
+            "The Megatron-FSDP plan (optim_grads_params, TP 2, EP 8, full recompute, no gradient accumulation "
+            "fusion) is built as FSDP2's ZeRO-3 with EP. Transcribed, not scored: the dropless values (the load "
+            "per expert is not printed), Qwen3-Next-80B (gated delta net layers), the GB200 MXFP8 run "
+            "(fine-grained activation offloading), GB300 (no profile), and the CP 8 row at 131,072 tokens "
+            "(190 CPU s)."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, 8B on 8 GB200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "
@@ -1288,6 +1306,7 @@ FP8_FIT_RECIPES = frozenset({"delayed", "current"})
 
 # Sources held out entirely, single-node rows included.
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap",
+                              "modelzoo_qwen3",
                               "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",

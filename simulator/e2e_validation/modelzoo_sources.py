@@ -1,0 +1,141 @@
+"""The Megatron-Core MoE team's own Qwen3-235B-A22B runs, as e2e cases.
+
+yanring/Megatron-MoE-ModelZoo holds the launch scripts and configs that team benchmarks Megatron-LM's
+MoE stack with, and three tables of results on Qwen3-235B-A22B (``data/e2e/megatron_moe_modelzoo_qwen3.csv``):
+five plans on 256 H100 at 4,096 tokens with their step times (cross-node EP 32 with DeepEP, with
+and without the combined-1F1B A2A overlap; intra-node EP 8 under Megatron-FSDP, under PP 32 with
+the alltoall dispatcher, and under TP 4), one plan at 16K-128K tokens with CP 1-8, and GB200 / GB300
+runs. Unlike Megatron-Bridge's release pages these are Megatron-LM's own arguments, read from the
+repository at the commit that published each table (the data file's header):
+
+- Megatron-LM with ``--bf16`` and no ``--grad-reduce-in-bf16`` accumulates and reduces gradients in
+  fp32 (``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py), with the
+  distributed optimizer, overlapped gradient reduction and parameter gather;
+- no TP communication overlap in BF16 (the scripts added ``--tp-comm-overlap`` later), no CUDA
+  graphs on H100, DeepEP's normal kernels on Megatron's default 20 SMs, the forced-balanced router
+  with Qwen3's aux loss, the embedding and loss counted as pipeline layers (``NUM_LAYERS`` 96);
+- the May-2025 H100 plans ran Megatron's vocab-parallel cross-entropy and the unfused router (the
+  long-context and GB200 configs add TE's fused cross-entropy and ``--moe-router-fusion``; the model
+  prices the router's kernels fused either way);
+- the Megatron-FSDP row (``--use-custom-fsdp``, ``optim_grads_params``: parameters, gradients and
+  optimizer states sharded over the data-parallel group, each module gathered before use and its
+  gradients reduce-scattered after) is built as FSDP2's ZeRO-3 with EP, without gradient
+  accumulation fusion as launched.
+
+Not modelled, and small at these step times: the H100 config's ``--log-params-norm`` and
+``--log-num-zeros-in-grad`` (one pass over the parameters and one over the gradients a step) and
+Python's garbage collection every fifth step (``--manual-gc-interval 5``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from simulator.config.workload import PRESETS
+from simulator.e2e_validation.moe_sources import cuda_graph_scopes, stages_with_embedding_and_loss
+from simulator.e2e_validation.rows import Row, parse_int
+from simulator.e2e_validation.scenarios import Case, make_scenario, megatron_parallel
+
+# table name -> preset
+MODELZOO_PRESETS: dict[str, str] = {"Qwen3-235B-A22B": "qwen3-235b-a22b"}
+
+# the row's GPU -> profile (GB300 has none)
+MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72"}
+
+# Selective recompute modules as the tables print them -> training.recompute_modules
+RECOMPUTE_MODULES: dict[str, str] = {"layernorm": "layernorm", "moe_act": "moe_act", "moe": "moe"}
+
+# Rows simulated longer than this many CPU seconds are left out (the CP 8 row at 131,072 tokens:
+# 256 micro-batches through 32 virtual stages of eight-step rings, about 190 s).
+MAX_CPU_S = 60
+# CPU seconds of a plan, measured: (context parallelism, micro-batches per pipeline) -> s
+SLOW_PLANS: dict[tuple[int, int], float] = {(8, 256): 190.0}
+
+
+def skip_reason(r: Row) -> str | None:
+    """Why a row is transcribed but not scored, or None."""
+    notes = r["notes"]
+    if r["model_name"] not in MODELZOO_PRESETS:
+        return "no preset (Qwen3-Next's gated delta net layers)"
+    if _system(r) is None:
+        return f"no profile for {r['gpu']}"
+    if "router=dropless" in notes:
+        return "dropless routing: the load per expert is not printed (the forced-balance value of the plan is scored)"
+    if "activation offloading" in notes:
+        return "fine-grained activation offloading is not modelled"
+    cp, dp = parse_int(r["cp"], 1), parse_int(r["dp"], 1)
+    n_micro = parse_int(r["global_batch"]) // (parse_int(r["micro_batch"], 1) * dp)
+    if SLOW_PLANS.get((cp, n_micro), 0.0) > MAX_CPU_S:
+        return f"run time ({SLOW_PLANS[cp, n_micro]:.0f} CPU s)"
+    return None
+
+
+def _system(r: Row) -> str | None:
+    return MODELZOO_SYSTEMS.get(r["gpu"].split()[0].split("-")[0])
+
+
+def _note(notes: str, key: str) -> str:
+    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
+    return m.group(1).strip() if m else ""
+
+
+def modelzoo_qwen3(rows: list[Row]) -> list[Case]:
+    """Every forced-balance Qwen3-235B-A22B row on H100 and GB200 that the model can express:
+    the five 4,096-token H100 plans (step time), the long-context plan at CP 1, 2 and 4 and the
+    GB200 BF16 plan (TFLOP/s/GPU in Megatron-LM's causal count, ``megatron_moe_model_tflops``)."""
+    out: list[Case] = []
+    for r in rows:
+        if skip_reason(r) is None:
+            out.append(modelzoo_case(r, len(out)))
+    return out
+
+
+def modelzoo_case(r: Row, index: int) -> Case:
+    """One row as a case (see the module docstring for the settings the tables omit)."""
+    notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], _system(r)
+    n = parse_int(r["num_gpus"])
+    tp, pp, vp, cp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp", "ep"))
+    parallel = megatron_parallel(tp, pp, vp, cp, tp_overlap="none")
+    dispatcher = _note(notes, "dispatcher")
+    parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
+                    moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall",
+                    grad_reduce_dtype="fp32")
+    if "hybridep" in dispatcher:
+        parallel.update(moe_deepep_backend="hybridep", moe_deepep_sms=parse_int(_note(notes, "hybridep_sms"), 32))
+    overlap = _note(notes, "moe_a2a_overlap").startswith("True")
+    if overlap:
+        parallel["overlap_moe_expert_parallel_comm"] = True
+    fsdp = r["zero_stage_or_fsdp"].startswith("Megatron-FSDP")
+    if fsdp:
+        parallel.pop("overlap_param_gather")
+        parallel.update(zero=3, zero3_impl="fsdp2")
+    if _note(notes, "gradient_accumulation_fusion") == "False":
+        parallel["gradient_accumulation_fusion"] = False
+    if pp > 1:
+        parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
+    model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": parse_int(r["vocab"])}
+    recompute = r["recompute"].split(" ")[0]
+    scn = make_scenario(f"modelzoo-qwen3-{index}", hw, n, model, micro_batch=parse_int(r["micro_batch"], 1),
+                        global_batch=parse_int(r["global_batch"]), dtype="bf16",
+                        recompute="full" if recompute == "full" else "none", parallel=parallel,
+                        gpus_per_node=parse_int(r["gpus_per_node"], 8))
+    t = scn["training"]
+    modules = [RECOMPUTE_MODULES[m.strip()] for m in re.findall(r"\(([^)]*)\)", r["recompute"])[0].split(";")
+               if m.strip() in RECOMPUTE_MODULES] if recompute == "selective" else []
+    if modules:
+        t["recompute_modules"] = modules
+    t["moe_router_kernels"] = ["random_logits", "aux_loss"]  # --moe-router-force-load-balancing, aux loss 1e-3
+    if "cross_entropy=te fused" in notes:
+        t["cross_entropy"] = "fused"
+    graphs = cuda_graph_scopes(notes)
+    if graphs:
+        t["cuda_graph_scope"] = graphs
+    segment = _note(notes, "segment")
+    if segment:  # SEGMENT=k: the job's trays in Slurm segments of k, each inside one NVL72 rack
+        scn["nodes_per_nvlink_domain"] = int(segment)
+    dp = n // (tp * pp * cp)
+    label = (f"{r['model_name']} {r['gpu'].split()[0]} BF16 tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+             + (f" cp{cp}" if cp > 1 else "") + (f" {model['seq_len'] // 1024}K tokens" if model["seq_len"] > 4096 else "")
+             + f" ep{ep} dp{dp} {n} GPUs {'DeepEP' if 'deepep' in dispatcher else 'HybridEP' if 'hybridep' in dispatcher else 'A2A'}"
+             + (" A2A overlap" if overlap else "") + (" Megatron-FSDP" if fsdp else ""))
+    return Case("modelzoo_qwen3", label, scn, r["metric"], float(r["value"]), n)
