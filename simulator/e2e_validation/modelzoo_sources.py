@@ -93,7 +93,9 @@ def modelzoo_qwen3(rows: list[Row]) -> list[Case]:
 def modelzoo_case(r: Row, index: int) -> Case:
     """One row as a case (see the module docstring for the settings the tables omit)."""
     notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], _system(r)
-    n = parse_int(r["num_gpus"])
+    if hw is None:
+        raise ValueError(f"no profile for {r['gpu']}")
+    n, seq = parse_int(r["num_gpus"]), parse_int(r["seq_len"])
     tp, pp, vp, cp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp", "ep"))
     parallel = megatron_parallel(tp, pp, vp, cp, tp_overlap="none")
     dispatcher = _note(notes, "dispatcher")
@@ -113,7 +115,7 @@ def modelzoo_case(r: Row, index: int) -> Case:
         parallel["gradient_accumulation_fusion"] = False
     if pp > 1:
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
-    model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": parse_int(r["vocab"])}
+    model = {"preset": preset, "seq_len": seq, "vocab": parse_int(r["vocab"])}
     recompute = r["recompute"].split(" ")[0]
     scn = make_scenario(f"modelzoo-qwen3-{index}", hw, n, model, micro_batch=parse_int(r["micro_batch"], 1),
                         global_batch=parse_int(r["global_batch"]), dtype="bf16",
@@ -135,7 +137,7 @@ def modelzoo_case(r: Row, index: int) -> Case:
         scn["nodes_per_nvlink_domain"] = int(segment)
     dp = n // (tp * pp * cp)
     label = (f"{r['model_name']} {r['gpu'].split()[0]} BF16 tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
-             + (f" cp{cp}" if cp > 1 else "") + (f" {model['seq_len'] // 1024}K tokens" if model["seq_len"] > 4096 else "")
+             + (f" cp{cp}" if cp > 1 else "") + (f" {seq // 1024}K tokens" if seq > 4096 else "")
              + f" ep{ep} dp{dp} {n} GPUs {'DeepEP' if 'deepep' in dispatcher else 'HybridEP' if 'hybridep' in dispatcher else 'A2A'}"
              + (" A2A overlap" if overlap else "") + (" Megatron-FSDP" if fsdp else ""))
     return Case("modelzoo_qwen3", label, scn, r["metric"], float(r["value"]), n)
