@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from simulator.config.workload import PRESETS
-from simulator.e2e_validation.rows import Row, parse_hardware, parse_int
+from simulator.e2e_validation.rows import Row, note_value, parse_hardware, parse_int
 from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel, padded_vocab,
 )
@@ -289,10 +289,6 @@ def bridge_segment(nodes: int) -> int:
     return next(k for k in range(NVL72_TRAYS, 0, -1) if nodes % k == 0)
 
 
-def _note(notes: str, key: str) -> str:
-    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
-    return m.group(1).strip() if m else ""
-
 
 def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     """Every Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B, DeepSeek-V3 and Nemotron 3 Nano and Super
@@ -345,37 +341,37 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     hw = bridge_system(r)
     if hw is None:
         return None
-    dtype, recipe = BRIDGE_PRECISION[_note(notes, "prec").lower()]
+    dtype, recipe = BRIDGE_PRECISION[note_value(notes, "prec").lower()]
     n = parse_int(r["num_gpus"])
     tp, pp, vp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "ep"))
     mbs, gbs = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     if gbs // (mbs * (n // (tp * pp))) > MAX_MICRO_BATCHES:
         return None
-    tp_overlap = "none" if _note(notes, "tp_comm_overlap") == "False" else "te_default"
+    tp_overlap = "none" if note_value(notes, "tp_comm_overlap") == "False" else "te_default"
     parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
-    dispatcher = _note(notes, "dispatcher")
+    dispatcher = note_value(notes, "dispatcher")
     # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
-    parallel.update(ep=ep, etp=parse_int(_note(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
+    parallel.update(ep=ep, etp=parse_int(note_value(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
                     moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
     if "hybridep" in dispatcher:
         parallel["moe_deepep_backend"] = "hybridep"
-        sms = _note(notes, "hybridep_sms")
+        sms = note_value(notes, "hybridep_sms")
         parallel["moe_deepep_sms"] = int(sms) if sms else HYBRIDEP_NUM_SMS
-    overlap = _note(notes, "moe_a2a_overlap") == "True"
+    overlap = note_value(notes, "moe_a2a_overlap") == "True"
     if overlap:
         parallel["overlap_moe_expert_parallel_comm"] = True
     if pp > 1 and preset.startswith("qwen3"):
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
     model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": padded_vocab(PRESETS[preset]["vocab"], tp)}
-    layout = _note(notes, "pp_layout").split(" ")[0]
+    layout = note_value(notes, "pp_layout").split(" ")[0]
     if layout:
         parallel["pp_layers"], model["mtp_layers"] = pp_layout(layout)
-    mtp = _note(notes, "mtp_layers")
+    mtp = note_value(notes, "mtp_layers")
     if mtp:  # Nemotron 3 Super's recipe: mtp_num_layers 2 through one repeated "*E" depth
         model["mtp_layers"] = int(mtp)
-        model["mtp_repeated_layer"] = _note(notes, "mtp_repeated_layer").startswith("True")
+        model["mtp_repeated_layer"] = note_value(notes, "mtp_repeated_layer").startswith("True")
     # the recipe's recompute_modules core_attn is Megatron's selective recompute of the attention core
-    recompute = "selective" if "core_attn" in _note(notes, "recompute_modules").split("+") else "none"
+    recompute = "selective" if "core_attn" in note_value(notes, "recompute_modules").split("+") else "none"
     scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
                         global_batch=gbs, dtype=dtype, recompute=recompute, parallel=parallel,
                         gpus_per_node=parse_int(r["gpus_per_node"], 8))
@@ -393,10 +389,10 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     graphs = cuda_graph_scopes(notes)
     if graphs:  # the recipe's cuda_graph_impl transformer_engine with its cuda_graph_scope
         scn["training"]["cuda_graph_scope"] = graphs
-    modules = [m for m in _note(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]
+    modules = [m for m in note_value(notes, "recompute_modules").split("+") if m in MODELLED_RECOMPUTE]
     if modules:  # the recipe's selective recompute_modules (layernorm, moe_act)
         scn["training"]["recompute_modules"] = modules
     dp = n // (tp * pp)
-    label = (f"{name} {r['gpu'].split()[0]} {_note(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+    label = (f"{name} {r['gpu'].split()[0]} {note_value(notes, 'prec')} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + f" ep{ep} dp{dp} {n} GPUs" + (" A2A overlap" if overlap else ""))
     return Case(source, label, scn, r["metric"], float(r["value"]), n)

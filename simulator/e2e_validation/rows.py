@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from simulator.files import read_commented_csv
@@ -61,3 +62,9 @@ def parse_hardware(row: Row) -> str | None:
     if "A100" in g and "40GB" not in g:
         return "dgx-a100"
     return None
+
+
+def note_value(notes: str, key: str) -> str:
+    """The value of ``key=value`` in a row's ``;``-separated notes, or "" when the notes have none."""
+    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
+    return m.group(1).strip() if m else ""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Generator, Iterable, Iterator
 
 from simulator.config.hardware import HardwareProfile
+from simulator.config.workload import PRESETS
 from simulator.e2e_validation.shared import SharedSimulations
 from simulator.e2e_validation.sources import Case
 
@@ -62,8 +63,6 @@ def megatron_moe_model_flops(model: dict, batch: int) -> float:
     routed experts (f = moe_ffn_hidden, k = top_k, g = 3/2 with SwiGLU) plus the shared experts'
     12·h·f_s·g, a dense MLP's 12·h·ffn·g on the first dense layers, and 6·h·V for the logits
     (fwd + bwd, two FLOPs a multiply-add). Multi-latent attention has a count of its own: not here."""
-    from simulator.config.workload import PRESETS
-
     m = {**PRESETS[model["preset"]], **model} if "preset" in model else model
     if m.get("kv_lora_rank"):
         raise ValueError("megatron_moe_model_flops counts GQA attention, not multi-latent attention")

@@ -1031,7 +1031,7 @@ SOURCES: list[Source] = [
             "kernels of its random logits and aux loss (training.moe_router_kernels).",
             "The router and the MoE preprocessing are replayed from CUDA graphs (training.cuda_graph_scope "
             "moe_router, moe_preprocess), as the card's recipe captures them."]),
-    Source("modelzoo_qwen3", "Megatron-MoE-ModelZoo Qwen3-235B-A22B, the Megatron-Core MoE team's runs (256 H100 BF16 at 4K-64K tokens, 256 GB200 BF16)",
+    Source("modelzoo_qwen3", "Megatron-MoE-ModelZoo Qwen3-235B-A22B, the Megatron-Core MoE team's runs (256 H100 BF16 at 4K-32K tokens, 256 GB200 BF16)",
            "megatron_moe_modelzoo_qwen3.csv", modelzoo_qwen3,
            ["Held out entirely (none of these rows fits anything). Megatron-LM's own arguments, from the "
             "repository at the commit that published each table (the file's header, "
@@ -1039,15 +1039,16 @@ SOURCES: list[Source] = [
             "TP overlap in BF16, DeepEP's normal kernels on 20 SMs (HybridEP on 32 on GB200), the forced-balanced "
             "router with Qwen3's aux loss, the embedding and loss counted as pipeline layers (one layer per virtual "
             "stage at PP 32 x VP 3: the first and last hold the embedding and the loss alone).",
-            "H100 at 4,096 tokens: step time as printed. The long-context plan (TP 4, CP 1-4, PP 8 x VP 4, EP 8, "
+            "H100 at 4,096 tokens: step time as printed. The long-context plan (TP 4, CP 1-2, PP 8 x VP 4, EP 8, "
             "the whole MoE layer and the norms recomputed) and GB200 (PP 8, EP 8 in Slurm segments of 2 trays, "
             "partial CUDA graphs): TFLOP/s/GPU in Megatron-LM's causal count (metric megatron_moe_model_tflops), "
             "which reproduces the H100 table's printed TF from its step times to 0.5%.",
             "The Megatron-FSDP plan (optim_grads_params, TP 2, EP 8, full recompute, no gradient accumulation "
             "fusion) is built as FSDP2's ZeRO-3 with EP. Transcribed, not scored: the dropless values (the load "
             "per expert is not printed), Qwen3-Next-80B (gated delta net layers), the GB200 MXFP8 run "
-            "(fine-grained activation offloading), GB300 (no profile), and the CP 8 row at 131,072 tokens "
-            "(190 CPU s)."]),
+            "(fine-grained activation offloading), GB300 (no profile), and, for run time (over 20 CPU s a row), "
+            "PP 32 x VP 3 (22 CPU s; +17.5% when simulated), CP 4 at 65,536 tokens (30 s; -6.0%) and CP 8 at "
+            "131,072 (190 s)."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, 8B on 8 GB200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "
