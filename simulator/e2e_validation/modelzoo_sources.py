@@ -1,7 +1,9 @@
-"""The Megatron-Core MoE team's own Qwen3-235B-A22B runs, as e2e cases.
+"""The Megatron-Core MoE team's own Qwen3-235B-A22B and Mixtral 8x22B runs, as e2e cases.
 
 yanring/Megatron-MoE-ModelZoo holds the launch scripts and configs that team benchmarks Megatron-LM's
-MoE stack with, and three tables of results on Qwen3-235B-A22B (``data/e2e/megatron_moe_modelzoo_qwen3.csv``):
+MoE stack with, three tables of results on Qwen3-235B-A22B (``data/e2e/megatron_moe_modelzoo_qwen3.csv``)
+and, in the comments of its Mixtral 8x22B script, the TFLOP/s of that model on 128 H100 in BF16 and
+in blockwise FP8 (``megatron_moe_modelzoo_mixtral.csv``). The Qwen3 tables:
 five plans on 256 H100 at 4,096 tokens with their step times (cross-node EP 32 with DeepEP, with
 and without the combined-1F1B A2A overlap; intra-node EP 8 under Megatron-FSDP, under PP 32 with
 the alltoall dispatcher, and under TP 4), one plan at 16K-128K tokens with CP 1-8, and GB200 / GB300
@@ -20,7 +22,12 @@ repository at the commit that published each table (the data file's header):
 - the Megatron-FSDP row (``--use-custom-fsdp``, ``optim_grads_params``: parameters, gradients and
   optimizer states sharded over the data-parallel group, each module gathered before use and its
   gradients reduce-scattered after) is built as FSDP2's ZeRO-3 with EP, without gradient
-  accumulation fusion as launched.
+  accumulation fusion as launched;
+- Mixtral 8x22B (December 2025): TP 2 x PP 8 x VP 7 (one layer a virtual stage, no embedding or
+  loss accounting in its config), EP 8 with the alltoall dispatcher, TE's TP overlap in BF16 (the
+  script adds ``--tp-comm-overlap`` for BF16 only); blockwise FP8 with FP8 parameter gathers and
+  bf16 Adam moments (``--use-precision-aware-optimizer``); Megatron's native fusion of the
+  vocab-parallel loss (``--cross-entropy-fusion-impl native``) priced as its unfused passes.
 
 Not modelled, and small at these step times: the H100 config's ``--log-params-norm`` and
 ``--log-num-zeros-in-grad`` (one pass over the parameters and one over the gradients a step) and
@@ -37,7 +44,14 @@ from simulator.e2e_validation.rows import Row, note_value, parse_int
 from simulator.e2e_validation.scenarios import Case, make_scenario, megatron_parallel
 
 # table name -> preset
-MODELZOO_PRESETS: dict[str, str] = {"Qwen3-235B-A22B": "qwen3-235b-a22b"}
+MODELZOO_PRESETS: dict[str, str] = {"Qwen3-235B-A22B": "qwen3-235b-a22b", "Mixtral-8x22B": "mixtral-8x22b"}
+
+# Models whose config splits the pipeline with ``--account-for-embedding-in-pipeline-split`` and
+# ``--account-for-loss-in-pipeline-split`` (Qwen3-235B-A22B.yaml; Mixtral-8x22B.yaml sets neither)
+EMBEDDING_AND_LOSS_SPLIT = frozenset({"Qwen3-235B-A22B"})
+
+# The row's precision (notes ``prec=``) -> (training.dtype, training.fp8_recipe)
+PRECISION: dict[str, tuple[str, str | None]] = {"BF16": ("bf16", None), "FP8 blockwise": ("fp8", "blockwise")}
 
 # the row's GPU -> profile (GB300 has none)
 MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72"}
@@ -63,8 +77,8 @@ def skip_reason(r: Row) -> str | None:
         return "no preset (Qwen3-Next's gated delta net layers)"
     if _system(r) is None:
         return f"no profile for {r['gpu']}"
-    if "router=dropless" in notes:
-        return "dropless routing: the load per expert is not printed (the plan's forced-balance value is the one scored)"
+    if "router=dropless" in notes or "router=token drop" in notes:
+        return "learned routing: the load per expert is not printed (the plan's forced-balance value is the one scored)"
     if "activation offloading" in notes:
         return "fine-grained activation offloading is not modelled"
     pp, vp, cp, dp = (parse_int(r[k], 1) for k in ("pp", "vp", "cp", "dp"))
@@ -83,21 +97,33 @@ def modelzoo_qwen3(rows: list[Row]) -> list[Case]:
     simulates within ``MAX_CPU_S``: four of the five 4,096-token H100 plans (step time), the
     long-context plan at CP 1 and 2 and the GB200 BF16 plan (TFLOP/s/GPU in Megatron-LM's causal
     count, ``megatron_moe_model_tflops``)."""
+    return modelzoo_cases("modelzoo_qwen3", rows)
+
+
+def modelzoo_mixtral(rows: list[Row]) -> list[Case]:
+    """Mixtral 8x22B on 128 H100 with the forced-balanced router, BF16 and blockwise FP8
+    (TFLOP/s/GPU in Megatron-LM's causal count)."""
+    return modelzoo_cases("modelzoo_mixtral", rows)
+
+
+def modelzoo_cases(source: str, rows: list[Row]) -> list[Case]:
+    """The rows :func:`skip_reason` lets through, as cases of `source`, numbered in order."""
     out: list[Case] = []
     for r in rows:
         if skip_reason(r) is None:
-            out.append(modelzoo_case(r, len(out)))
+            out.append(modelzoo_case(r, len(out), source))
     return out
 
 
-def modelzoo_case(r: Row, index: int) -> Case:
+def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
     """One row as a case (see the module docstring for the settings the tables omit)."""
     notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], _system(r)
     if hw is None:
         raise ValueError(f"no profile for {r['gpu']}")
     n, seq = parse_int(r["num_gpus"]), parse_int(r["seq_len"])
     tp, pp, vp, cp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp", "ep"))
-    parallel = megatron_parallel(tp, pp, vp, cp, tp_overlap="none")
+    parallel = megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if note_value(notes, "tp_comm_overlap") == "True"
+                                 else "none")
     dispatcher = note_value(notes, "dispatcher")
     parallel.update(ep=ep, etp=parse_int(note_value(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
                     moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall",
@@ -113,12 +139,14 @@ def modelzoo_case(r: Row, index: int) -> Case:
         parallel.update(zero=3, zero3_impl="fsdp2")
     if note_value(notes, "gradient_accumulation_fusion") == "False":
         parallel["gradient_accumulation_fusion"] = False
-    if pp > 1:
+    if pp > 1 and r["model_name"] in EMBEDDING_AND_LOSS_SPLIT:
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
     model = {"preset": preset, "seq_len": seq, "vocab": parse_int(r["vocab"])}
     recompute = r["recompute"].split(" ")[0]
-    scn = make_scenario(f"modelzoo-qwen3-{index}", hw, n, model, micro_batch=parse_int(r["micro_batch"], 1),
-                        global_batch=parse_int(r["global_batch"]), dtype="bf16",
+    precision = note_value(notes, "prec")
+    dtype, fp8_recipe = PRECISION[precision]
+    scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=parse_int(r["micro_batch"], 1),
+                        global_batch=parse_int(r["global_batch"]), dtype=dtype,
                         recompute="full" if recompute == "full" else "none", parallel=parallel,
                         gpus_per_node=parse_int(r["gpus_per_node"], 8))
     t = scn["training"]
@@ -126,7 +154,13 @@ def modelzoo_case(r: Row, index: int) -> Case:
                if m.strip() in RECOMPUTE_MODULES] if recompute == "selective" else []
     if modules:
         t["recompute_modules"] = modules
-    t["moe_router_kernels"] = ["random_logits", "aux_loss"]  # --moe-router-force-load-balancing, aux loss 1e-3
+    t["moe_router_kernels"] = ["random_logits", "aux_loss"]  # --moe-router-force-load-balancing, the aux loss
+    if fp8_recipe is not None:
+        t["fp8_recipe"] = fp8_recipe
+    if note_value(notes, "fp8_param_gather") == "True":
+        t["fp8_param_gather"] = True
+    if note_value(notes, "optimizer_state_dtype"):
+        t["optimizer_state_dtype"] = note_value(notes, "optimizer_state_dtype")
     if "cross_entropy=te fused" in notes:
         t["cross_entropy"] = "fused"
     graphs = cuda_graph_scopes(notes)
@@ -136,8 +170,8 @@ def modelzoo_case(r: Row, index: int) -> Case:
     if segment:  # SEGMENT=k: the job's trays in Slurm segments of k, each inside one NVL72 rack
         scn["nodes_per_nvlink_domain"] = int(segment)
     dp = n // (tp * pp * cp)
-    label = (f"{r['model_name']} {r['gpu'].split()[0]} BF16 tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+    label = (f"{r['model_name']} {r['gpu'].split()[0]} {precision} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + (f" {seq // 1024}K tokens" if seq > 4096 else "")
              + f" ep{ep} dp{dp} {n} GPUs {'DeepEP' if 'deepep' in dispatcher else 'HybridEP' if 'hybridep' in dispatcher else 'A2A'}"
              + (" A2A overlap" if overlap else "") + (" Megatron-FSDP" if fsdp else ""))
-    return Case("modelzoo_qwen3", label, scn, r["metric"], float(r["value"]), n)
+    return Case(source, label, scn, r["metric"], float(r["value"]), n)

@@ -67,8 +67,8 @@ def megatron_moe_model_flops(model: dict, batch: int) -> float:
     if m.get("kv_lora_rank"):
         raise ValueError("megatron_moe_model_flops counts GQA attention, not multi-latent attention")
     h, s, layers = m["hidden"], m["seq_len"], m["layers"]
-    q = m["heads"] * m.get("head_dim", h // m["heads"])
-    kv = (m.get("kv_heads") or m["heads"]) * m.get("head_dim", h // m["heads"])
+    head_dim = m.get("head_dim") or h // m["heads"]
+    q, kv = m["heads"] * head_dim, (m.get("kv_heads") or m["heads"]) * head_dim
     gated = 1.5 if m.get("mlp") == "swiglu" else 1.0
     dense = m.get("first_dense_layers", 0) if m.get("experts") else layers
     mlp = dense * m.get("ffn_hidden", 4 * h) * gated

@@ -48,7 +48,7 @@ from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.simumax_sources import simumax_b200
-from simulator.e2e_validation.modelzoo_sources import modelzoo_qwen3
+from simulator.e2e_validation.modelzoo_sources import modelzoo_mixtral, modelzoo_qwen3
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
@@ -1049,6 +1049,14 @@ SOURCES: list[Source] = [
             "(fine-grained activation offloading), GB300 (no profile), and, for run time (over 20 CPU s a row), "
             "PP 32 x VP 3 (22 CPU s; +17.5% when simulated), CP 4 at 65,536 tokens (30 s; -6.0%) and CP 8 at "
             "131,072 (190 s)."]),
+    Source("modelzoo_mixtral", "Megatron-MoE-ModelZoo Mixtral 8x22B, the Megatron-Core MoE team's script (128 H100, BF16 and blockwise FP8)",
+           "megatron_moe_modelzoo_mixtral.csv", modelzoo_mixtral,
+           ["Held out entirely (none of these rows fits anything). The values are the script's own comments "
+            "(\"performance should be around 465 TFLOPS for H100\"), in Megatron-LM's causal count; the plan and "
+            "settings from the repository at the commit that wrote them (the file's header): TP 2 x PP 8 x VP 7, EP 8 "
+            "with the alltoall dispatcher, the forced-balanced router with its aux loss, fp32 gradient reduction; "
+            "TE's TP overlap in BF16; blockwise FP8 with FP8 parameter gathers and bf16 Adam moments.",
+            "Transcribed, not scored: the dropless and token-drop values (the load per expert is not printed)."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, 8B on 8 GB200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "
@@ -1307,7 +1315,7 @@ FP8_FIT_RECIPES = frozenset({"delayed", "current"})
 
 # Sources held out entirely, single-node rows included.
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap",
-                              "modelzoo_qwen3",
+                              "modelzoo_qwen3", "modelzoo_mixtral",
                               "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",

@@ -106,7 +106,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_nemotronh") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
-                                                                "dgxc_gpt3", "dgxc_grok1", "flagperf")
+                                                                "dgxc_gpt3", "dgxc_grok1", "flagperf", "modelzoo_mixtral")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -129,7 +129,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 50 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
-        len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "modelzoo_qwen3", "mpt_small",
+        len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "modelzoo_qwen3",
+                                     "modelzoo_mixtral", "mpt_small",
                                      "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
@@ -180,7 +181,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
                       "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
-                      "modelzoo_qwen3": {"auto"},
+                      "modelzoo_qwen3": {"auto"}, "modelzoo_mixtral": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},
@@ -634,8 +635,9 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     ``ub_tp_comm_overlap: true``), NeMo 2.2's 70B performance script on B200
     (``userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192``) and Megatron-Bridge v0.2.0's (70B and 405B:
     ``CommOverlapConfig(tp_comm_overlap=True)`` with userbuffers configurations), NVIDIA's MLPerf v3.0 / v3.1
-    GPT-3 submissions (``conf/tp_overlap/h100tp4pp8mbs1.yaml``), and the TP > 1 rows of NeMo 24.07 and of
-    the dgxc examples assume it (NeMo's default for those models); dgxc-benchmarking's GPT-3 175B yaml sets
+    GPT-3 submissions (``conf/tp_overlap/h100tp4pp8mbs1.yaml``), Megatron-MoE-ModelZoo's BF16 Mixtral 8x22B
+    script (``sbatch_benchmarking.sh``: ``--tp-comm-overlap`` for BF16 since b09773a8), and the TP > 1 rows of
+    NeMo 24.07 and of the dgxc examples assume it (NeMo's default for those models); dgxc-benchmarking's GPT-3 175B yaml sets
     ``ub_tp_comm_overlap: true`` with TE's per-GEMM methods. On the tp2 and tp4 rows te_default predicts at least
     the throughput of the uniform pipelined mode (which also chunks the AllGathers and runs every
     chunk GEMM on SMs − 16). With --overlap-param-gather modelled too, the doc had tp2 -2.3% and
@@ -646,7 +648,7 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
     assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1",
-                  "bridge_dense", "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30"}
+                  "bridge_dense", "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30", "modelzoo_mixtral"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                + _by_source("dgxc_llama_nemo24")
