@@ -4192,6 +4192,16 @@ PP 8 x VP 7 with one layer a virtual stage, EP 8 over the alltoall dispatcher, e
 -3.8%, blockwise FP8 +14.3%. The FP8 row's optimism is the one FlagPerf's FP8 pair shows (the
 section of that name): the model prices FP8's gain higher than the stack gets; blockwise scaling's
 Hopper GEMMs (scales per 1x128 and 128x128 block) are priced here as per-tensor FP8's.
+
+**DeepSeek-V3 on 256 GB200, the team's write-up.** Its GB200 NVL72 write-up (Megatron-LM
+docs/discussions, `data/e2e/megatron_lm_dsv3_gb200.csv`, source `mcore_dsv3_gb200`) ends at 970
+TFLOP/s/GPU in MXFP8 for TP 1, PP 8 x VP 4 in the layout "Et|(tt|)*30L", EP 32 over HybridEP in racks
+of 8 trays, with the launch command of its reproduce guide. Its count is Megatron-LM's for
+multi-latent attention (`scoring.megatron_moe_model_flops`, which gives Megatron-Bridge's printed
+DeepSeek-V3 TFLOP/s from its tokens/s to 0.2%, `tests/validation/test_modelzoo_source.py`). Held
+out: +4.6%. Where Megatron-Bridge 26.04.01's GB200 DeepSeek-V3 row (PP 4 x VP 4, EP 64, the MTP
+layer) reads -11.8%, the team's own tuned run of the same model on the same rack reads a little
+optimistic.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4248,5 +4258,5 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
     "Megatron-Bridge on GB200 NVL72: racks in Slurm segments, HybridEP over the rack's NVLink (held out)":
         ("bridge_moe", "bridge_dense"),
     "Megatron-Core's MoE team on Qwen3-235B: five H100 plans, long context and GB200 (held out)":
-        ("modelzoo_qwen3", "modelzoo_mixtral", "bridge_moe"),
+        ("modelzoo_qwen3", "modelzoo_mixtral", "mcore_dsv3_gb200", "bridge_moe"),
 }

@@ -39,19 +39,21 @@ from __future__ import annotations
 import re
 
 from simulator.config.workload import PRESETS
-from simulator.e2e_validation.moe_sources import cuda_graph_scopes, stages_with_embedding_and_loss
+from simulator.e2e_validation.moe_sources import cuda_graph_scopes, pp_layout, stages_with_embedding_and_loss
 from simulator.e2e_validation.rows import Row, note_value, parse_int
 from simulator.e2e_validation.scenarios import Case, make_scenario, megatron_parallel
 
 # table name -> preset
-MODELZOO_PRESETS: dict[str, str] = {"Qwen3-235B-A22B": "qwen3-235b-a22b", "Mixtral-8x22B": "mixtral-8x22b"}
+MODELZOO_PRESETS: dict[str, str] = {"Qwen3-235B-A22B": "qwen3-235b-a22b", "Mixtral-8x22B": "mixtral-8x22b",
+                                    "DeepSeek-V3": "deepseek-v3"}
 
 # Models whose config splits the pipeline with ``--account-for-embedding-in-pipeline-split`` and
 # ``--account-for-loss-in-pipeline-split`` (Qwen3-235B-A22B.yaml; Mixtral-8x22B.yaml sets neither)
 EMBEDDING_AND_LOSS_SPLIT = frozenset({"Qwen3-235B-A22B"})
 
 # The row's precision (notes ``prec=``) -> (training.dtype, training.fp8_recipe)
-PRECISION: dict[str, tuple[str, str | None]] = {"BF16": ("bf16", None), "FP8 blockwise": ("fp8", "blockwise")}
+PRECISION: dict[str, tuple[str, str | None]] = {"BF16": ("bf16", None), "FP8 blockwise": ("fp8", "blockwise"),
+                                                "MXFP8": ("fp8", "mxfp8")}
 
 # the row's GPU -> profile (GB300 has none)
 MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72"}
@@ -115,6 +117,14 @@ def modelzoo_cases(source: str, rows: list[Row]) -> list[Case]:
     return out
 
 
+def megatron_lm_dsv3_gb200(rows: list[Row]) -> list[Case]:
+    """DeepSeek-V3 on 256 GB200 in MXFP8, the plan of the Megatron-Core MoE team's GB200 write-up
+    (TP 1, PP 8 x VP 4 in the layout "Et|(tt|)*30L", EP 32 over HybridEP in racks of 8 trays),
+    its final 970 TFLOP/s/GPU. The guide's recompute of the dense layers' MLPs is not modelled
+    (``moe_act`` is)."""
+    return modelzoo_cases("mcore_dsv3_gb200", rows)
+
+
 def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
     """One row as a case (see the module docstring for the settings the tables omit)."""
     notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], _system(r)
@@ -141,6 +151,9 @@ def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
         parallel["gradient_accumulation_fusion"] = False
     if pp > 1 and r["model_name"] in EMBEDDING_AND_LOSS_SPLIT:
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
+    layout = note_value(notes, "pp_layout")
+    if layout:  # Megatron-Core's --pipeline-model-parallel-layout
+        parallel["pp_layers"] = pp_layout(layout)[0]
     model = {"preset": preset, "seq_len": seq, "vocab": parse_int(r["vocab"])}
     recompute = r["recompute"].split(" ")[0]
     precision = note_value(notes, "prec")

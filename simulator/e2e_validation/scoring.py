@@ -54,28 +54,44 @@ def megatron_model_flops(model: dict, batch: int) -> float:
 
 
 def megatron_moe_model_flops(model: dict, batch: int) -> float:
-    """Model FLOPs per iteration of a GQA Mixture-of-Experts GPT as Megatron-LM's
+    """Model FLOPs per iteration of a Mixture-of-Experts GPT as Megatron-LM's
     ``num_floating_point_operations`` counts them since 8873b55d (2025-03-06, "Fixes in number of
     floating-point operation estimates for MoE and attention layer"; megatron/training/training.py,
-    the same through 20d66d5c's rewrite of 2026-01): per token and layer 12·h·(q + kv) for the
-    query, key, value and output projections (q = heads · head_dim, kv = kv_heads · head_dim), 6·s·q
-    for the causal core (QKᵀ and the weighted values, half the score matrix), 12·h·f·k·g for the
-    routed experts (f = moe_ffn_hidden, k = top_k, g = 3/2 with SwiGLU) plus the shared experts'
-    12·h·f_s·g, a dense MLP's 12·h·ffn·g on the first dense layers, and 6·h·V for the logits
-    (fwd + bwd, two FLOPs a multiply-add). Multi-latent attention has a count of its own: not here."""
+    the same through 20d66d5c's rewrite of 2026-01), per token and layer, fwd + bwd at two FLOPs a
+    multiply-add:
+
+    - GQA attention: 12·h·(q + kv) for the query, key, value and output projections (q = heads ·
+      head_dim, kv = kv_heads · head_dim) and 6·s·q for the causal core (QKᵀ and the weighted
+      values over half the score matrix);
+    - multi-latent attention (``kv_lora_rank``): 6 x (the q down- and up-projections with the
+      q norm, q_lora · (h + heads · (d + r) + 1); the kv ones, kv_lora · (h + heads · (d + v) + 1);
+      the shared rope key h · r; the output projection heads · v · h) and 6 x s · heads · (d + r + v) / 2
+      for the causal core (d: head_dim, r: qk_rope_head_dim, v: v_head_dim);
+    - 12·h·f·k·g for the routed experts (f = moe_ffn_hidden, k = top_k, g = 3/2 with SwiGLU) plus the
+      shared experts' 12·h·f_s·g, a dense MLP's 12·h·ffn·g on the first dense layers;
+    - 6·h·V for the logits, once more per multi-token-prediction depth (``mtp_layers``), each depth
+      also a layer of the last layer's kind and its 6·(3h + 2h²) of norms and projection."""
     m = {**PRESETS[model["preset"]], **model} if "preset" in model else model
-    if m.get("kv_lora_rank"):
-        raise ValueError("megatron_moe_model_flops counts GQA attention, not multi-latent attention")
     h, s, layers = m["hidden"], m["seq_len"], m["layers"]
-    head_dim = m.get("head_dim") or h // m["heads"]
-    q, kv = m["heads"] * head_dim, (m.get("kv_heads") or m["heads"]) * head_dim
+    heads, mtp = m["heads"], m.get("mtp_layers", 0)
+    head_dim = m.get("head_dim") or h // heads
+    if m.get("kv_lora_rank"):
+        r, v = m["qk_rope_head_dim"], m["v_head_dim"]
+        q_lora = m.get("q_lora_rank", 0)
+        q_term = q_lora * (h + heads * (head_dim + r) + 1) if q_lora else h * heads * (head_dim + r)
+        proj = q_term + m["kv_lora_rank"] * (h + heads * (head_dim + v) + 1) + h * r + heads * v * h
+        attn = 6 * (proj + s * heads * (head_dim + r + v) / 2)
+    else:
+        q, kv = heads * head_dim, (m.get("kv_heads") or heads) * head_dim
+        attn = 12 * h * (q + kv) + 6 * s * q
     gated = 1.5 if m.get("mlp") == "swiglu" else 1.0
-    dense = m.get("first_dense_layers", 0) if m.get("experts") else layers
+    dense = m.get("first_dense_layers", 0) if m.get("experts") else layers + mtp
     mlp = dense * m.get("ffn_hidden", 4 * h) * gated
     if m.get("experts"):
         shared = m.get("shared_ffn_hidden") or m.get("shared_experts", 0) * m["moe_ffn_hidden"]
-        mlp += (layers - dense) * (m["moe_ffn_hidden"] * m["top_k"] + shared) * gated
-    per_token = 12 * h * mlp + layers * (12 * h * (q + kv) + 6 * s * q) + 6 * h * m["vocab"]
+        mlp += (layers + mtp - dense) * (m["moe_ffn_hidden"] * m["top_k"] + shared) * gated
+    per_token = (12 * h * mlp + (layers + mtp) * attn + 6 * mtp * (3 * h + 2 * h * h)
+                 + 6 * h * m["vocab"] * (1 + mtp))
     return batch * s * per_token
 
 

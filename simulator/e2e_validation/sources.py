@@ -48,7 +48,7 @@ from simulator.e2e_validation.mlperf_sources import mlperf_gpt3, mlperf_gpt3_v30
 from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.simumax_sources import simumax_b200
-from simulator.e2e_validation.modelzoo_sources import modelzoo_mixtral, modelzoo_qwen3
+from simulator.e2e_validation.modelzoo_sources import megatron_lm_dsv3_gb200, modelzoo_mixtral, modelzoo_qwen3
 from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
@@ -1057,6 +1057,15 @@ SOURCES: list[Source] = [
             "with the alltoall dispatcher, the forced-balanced router with its aux loss, fp32 gradient reduction; "
             "TE's TP overlap in BF16; blockwise FP8 with FP8 parameter gathers and bf16 Adam moments.",
             "Transcribed, not scored: the dropless and token-drop values (the load per expert is not printed)."]),
+    Source("mcore_dsv3_gb200", "Megatron-LM's DeepSeek-V3 GB200 NVL72 write-up, the Megatron-Core MoE team's (256 GB200, MXFP8, HybridEP)",
+           "megatron_lm_dsv3_gb200.csv", megatron_lm_dsv3_gb200,
+           ["Held out entirely (the row fits nothing). The write-up's final 970 TFLOP/s/GPU for TP 1, PP 8 x VP 4 "
+            "(layout \"Et|(tt|)*30L\"), EP 32, micro-batch 1, global batch 2,048, in Megatron-LM's count for "
+            "multi-latent attention (scoring.megatron_moe_model_flops, which reproduces Megatron-Bridge's printed "
+            "DeepSeek-V3 TFLOP/s from its tokens/s to 0.2%); the settings of its reproduce guide's launch command "
+            "(HybridEP on 32 SMs in racks of 8 trays, MXFP8 with FP8 parameter gathers and bf16 moments, partial "
+            "CUDA graphs, the forced-balanced router, fp32 gradient reduction). The guide's recompute of the dense "
+            "layers' MLPs is not modelled."]),
     Source("bridge_dense", "Megatron-Bridge 25.11 dense Llama 3/3.1 (70B on 64 H100 FP8-CS; 8B and 405B on 8-128 B200, 8B on 8 GB200, FP8-CS and MXFP8)",
            "megatron_bridge_perf_summary_dense.csv", bridge_dense,
            ["The 8B FP8-CS run on one B200 node is a fitting row of the dgx-b200 GEMM derate (scored, as every "
@@ -1315,7 +1324,7 @@ FP8_FIT_RECIPES = frozenset({"delayed", "current"})
 
 # Sources held out entirely, single-node rows included.
 HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_moe", "bridge_moe_overlap",
-                              "modelzoo_qwen3", "modelzoo_mixtral",
+                              "modelzoo_qwen3", "modelzoo_mixtral", "mcore_dsv3_gb200",
                               "torchtitan",
                               "megatron2021_zero3",
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",

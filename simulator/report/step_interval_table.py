@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 821cfee from the
-leave-one-source-out errors of the 589 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit a6bc32b from the
+leave-one-source-out errors of the 590 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 79.1% of 589 rows, 79.2% averaged over 43 sources.
+Nested held-out coverage of the 80% band: 79.2% of 590 rows, 79.6% averaged over 44 sources.
 """
 
 BANDS = {
-    'all runs': (-0.092354, 0.142852, 43, 589),
+    'all runs': (-0.090889, 0.135357, 44, 590),
 }
 
 ROWS = (
@@ -267,6 +267,7 @@ ROWS = (
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B GB200 BF16 tp1 pp8 ep8 dp32 256 GPUs HybridEP', -0.23622),
     ('multi-node', 'modelzoo_mixtral', 'Mixtral-8x22B H100-SXM BF16 tp2 pp8 vp7 ep8 dp8 128 GPUs A2A', -0.038947),
     ('multi-node', 'modelzoo_mixtral', 'Mixtral-8x22B H100-SXM FP8 blockwise tp2 pp8 vp7 ep8 dp8 128 GPUs A2A', 0.13344),
+    ('multi-node', 'mcore_dsv3_gb200', 'DeepSeek-V3 GB200 MXFP8 tp1 pp8 vp4 ep32 dp32 256 GPUs HybridEP', 0.044512),
     ('multi-node', 'bridge_dense', 'LLAMA3_70B H100 FP8-CS tp4 pp8 vp5 dp2 mbs1 64 GPUs', -0.094188),
     ('one node', 'bridge_dense', 'LLAMA3_8B B200 FP8-CS tp1 pp1 dp8 mbs2 8 GPUs', -0.141183),
     ('one node', 'bridge_dense', 'LLAMA3_8B B200 MXFP8 tp1 pp1 dp8 mbs2 8 GPUs', -0.121818),

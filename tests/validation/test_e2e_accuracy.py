@@ -104,7 +104,8 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         # fp8 only where the source states it (NeMo's pages and the MLPerf GPT-3 configs: every row;
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
-                                                       "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_nemotronh") else
+                                                       "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_nemotronh",
+                                                       "mcore_dsv3_gb200") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
                                                                 "dgxc_gpt3", "dgxc_grok1", "flagperf", "modelzoo_mixtral")
                               else ("bf16", "fp16")), c.label
@@ -130,7 +131,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     assert len(fit) == 50 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
         len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "modelzoo_qwen3",
-                                     "modelzoo_mixtral", "mpt_small",
+                                     "modelzoo_mixtral", "mcore_dsv3_gb200", "mpt_small",
                                      "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
                                      "megatron2022", "vtrain_multi", "vtrain_single",
@@ -181,7 +182,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
                       "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
-                      "modelzoo_qwen3": {"auto"}, "modelzoo_mixtral": {"auto"},
+                      "modelzoo_qwen3": {"auto"}, "modelzoo_mixtral": {"auto"}, "mcore_dsv3_gb200": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
                       "vtrain_multi": {"unfused"}, "megatron_ci": {"auto"}, "llama3": {"auto"}, "usp": {"auto"},

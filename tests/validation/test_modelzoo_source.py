@@ -8,7 +8,13 @@ import statistics
 import pytest
 
 from simulator.e2e_validation import loso, scoring, sources
-from simulator.e2e_validation.modelzoo_sources import modelzoo_case, modelzoo_mixtral, modelzoo_qwen3, skip_reason
+from simulator.e2e_validation.modelzoo_sources import (
+    megatron_lm_dsv3_gb200,
+    modelzoo_case,
+    modelzoo_mixtral,
+    modelzoo_qwen3,
+    skip_reason,
+)
 from simulator.e2e_validation.moe_sources import stages_with_embedding_and_loss
 from simulator.e2e_validation.rows import parse_int, read_rows
 
@@ -142,3 +148,38 @@ def test_mixtral_held_out_errors():
     gain, as on FlagPerf's pair and NVIDIA's tuned H100 rows)."""
     errors = [r.error for r in scoring.run_cases(modelzoo_mixtral(_mixtral_rows()))]
     assert errors == pytest.approx([-0.038, 0.143], abs=0.03)
+
+
+def test_mla_flop_count_is_the_one_megatron_bridge_prints():
+    """Megatron-LM's count for multi-latent attention, checked on the page that prints both numbers:
+    Megatron-Bridge 26.04.01's DeepSeek-V3 rows (one MTP layer) give model TFLOP/s/GPU over
+    tokens/s/GPU of 259.9 (GB200: 1,106 / 4,256) and 259.6 (B200: 864 / 3,328) GFLOP a token; the
+    count gives 260.0. Without the MTP layer, as the GB200 write-up ran it: 249.8."""
+    per_token = scoring.megatron_moe_model_flops({"preset": "deepseek-v3", "seq_len": 4096, "mtp_layers": 1}, 1) / 4096
+    bridge = [r for r in read_rows(sources.DATA_DIR / "megatron_bridge_perf_summary_moe.csv")
+              if r["model_name"] == "DeepSeekV3"]
+    assert len(bridge) == 2
+    for r in bridge:
+        tflops = float(r["notes"].split("model TFLOP/s/GPU=")[1].split(";")[0])
+        assert per_token == pytest.approx(tflops * 1e12 / float(r["value"]), rel=0.002)
+    assert scoring.megatron_moe_model_flops({"preset": "deepseek-v3", "seq_len": 4096}, 1) / 4096 == \
+        pytest.approx(249.8e9, rel=1e-3)
+
+
+def test_dsv3_gb200_plan():
+    """The reproduce guide's launch: layout "Et|(tt|)*30L" (32 virtual stages: the embedding and one
+    layer, 30 of two, the loss alone), EP 32 over HybridEP on 32 SMs inside racks of 8 trays, MXFP8
+    with FP8 parameter gathers and bf16 moments, partial CUDA graphs."""
+    (c,) = megatron_lm_dsv3_gb200(read_rows(sources.DATA_DIR / "megatron_lm_dsv3_gb200.csv"))
+    p, t = c.scenario["parallel"], c.scenario["training"]
+    assert p["pp_layers"] == [1] + [2] * 30 + [0] and (p["pp"], p["vp"], p["ep"]) == (8, 4, 32)
+    assert c.scenario["nodes_per_nvlink_domain"] == 8 and p["moe_deepep_backend"] == "hybridep"
+    assert (t["fp8_recipe"], t["fp8_param_gather"], t["optimizer_state_dtype"]) == ("mxfp8", True, "bf16")
+    assert t["recompute_modules"] == ["moe_act"] and c.metric == "megatron_moe_model_tflops"
+
+
+@pytest.mark.slow
+def test_dsv3_gb200_held_out_error():
+    """Doc, when this was written: +4.6% (1,014 TFLOP/s/GPU predicted against 970)."""
+    (r,) = scoring.run_cases(megatron_lm_dsv3_gb200(read_rows(sources.DATA_DIR / "megatron_lm_dsv3_gb200.csv")))
+    assert r.error == pytest.approx(0.046, abs=0.03)
