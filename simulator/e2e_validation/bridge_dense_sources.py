@@ -58,7 +58,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
-from simulator.e2e_validation.rows import Row, parse_int
+from simulator.e2e_validation.rows import Row, gpu_name, parse_int
 from simulator.e2e_validation.scenarios import (BRIDGE_PERF_DDP, MODERN, Case, llama_model, make_scenario,
                                                 megatron_parallel, padded_vocab)
 
@@ -91,13 +91,8 @@ SCORED: frozenset[tuple[str, str, str]] = frozenset({
 SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "B200": "dgx-b200", "GB200": "gb200-nvl72"}
 
 
-def _gpu(r: Row) -> str:
-    """The row's system as the table names it: "H100-SXM (DGX-H100)" -> "H100"."""
-    return r["gpu"].split()[0].split("-")[0]
-
-
 def _system(r: Row) -> str:
-    return SYSTEMS[_gpu(r)]
+    return SYSTEMS[gpu_name(r)]
 
 
 def buildable(r: Row) -> bool:
@@ -122,7 +117,7 @@ def bridge_dense_case(r: Row) -> Case:
         par["pp_layers"] = llama3_layers_per_chunk(model["layers"], pp, vp)
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
     dp = n // (tp * pp * cp)
-    label = (f"{r['model_name']} {_gpu(r)} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
+    label = (f"{r['model_name']} {gpu_name(r)} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + f" dp{dp} mbs{mb} {n} GPUs")
     scn = make_scenario(f"bridge-dense-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n, model,
                         micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511,

@@ -39,8 +39,13 @@ from __future__ import annotations
 import re
 
 from simulator.config.workload import PRESETS
-from simulator.e2e_validation.moe_sources import cuda_graph_scopes, pp_layout, stages_with_embedding_and_loss
-from simulator.e2e_validation.rows import Row, note_value, parse_int
+from simulator.e2e_validation.moe_sources import (
+    cuda_graph_scopes,
+    expert_exchange,
+    pp_layout,
+    stages_with_embedding_and_loss,
+)
+from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_int
 from simulator.e2e_validation.scenarios import Case, make_scenario, megatron_parallel
 
 # table name -> preset
@@ -91,7 +96,13 @@ def skip_reason(r: Row) -> str | None:
 
 
 def _system(r: Row) -> str | None:
-    return MODELZOO_SYSTEMS.get(r["gpu"].split()[0].split("-")[0])
+    return MODELZOO_SYSTEMS.get(gpu_name(r))
+
+
+def _dispatcher_label(parallel: dict) -> str:
+    if parallel["moe_dispatcher"] != "deepep":
+        return "A2A"
+    return "HybridEP" if parallel.get("moe_deepep_backend") == "hybridep" else "DeepEP"
 
 
 def modelzoo_qwen3(rows: list[Row]) -> list[Case]:
@@ -133,16 +144,9 @@ def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
     n, seq = parse_int(r["num_gpus"]), parse_int(r["seq_len"])
     tp, pp, vp, cp, ep = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp", "ep"))
     parallel = megatron_parallel(tp, pp, vp, cp, tp_overlap="te_default" if note_value(notes, "tp_comm_overlap") == "True"
-                                 else "none")
-    dispatcher = note_value(notes, "dispatcher")
-    parallel.update(ep=ep, etp=parse_int(note_value(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
-                    moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall",
-                    grad_reduce_dtype="fp32")
-    if "hybridep" in dispatcher:
-        parallel.update(moe_deepep_backend="hybridep", moe_deepep_sms=parse_int(note_value(notes, "hybridep_sms"), 32))
-    overlap = note_value(notes, "moe_a2a_overlap").startswith("True")
-    if overlap:
-        parallel["overlap_moe_expert_parallel_comm"] = True
+                                 else "none") | expert_exchange(notes, ep)
+    parallel["grad_reduce_dtype"] = "fp32"
+    overlap = parallel.get("overlap_moe_expert_parallel_comm", False)
     fsdp = r["zero_stage_or_fsdp"].startswith("Megatron-FSDP")
     if fsdp:
         parallel.pop("overlap_param_gather")
@@ -185,6 +189,6 @@ def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
     dp = n // (tp * pp * cp)
     label = (f"{r['model_name']} {r['gpu'].split()[0]} {precision} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + (f" {seq // 1024}K tokens" if seq > 4096 else "")
-             + f" ep{ep} dp{dp} {n} GPUs {'DeepEP' if 'deepep' in dispatcher else 'HybridEP' if 'hybridep' in dispatcher else 'A2A'}"
+             + f" ep{ep} dp{dp} {n} GPUs {_dispatcher_label(parallel)}"
              + (" A2A overlap" if overlap else "") + (" Megatron-FSDP" if fsdp else ""))
     return Case(source, label, scn, r["metric"], float(r["value"]), n)

@@ -328,6 +328,23 @@ def bridge_cases(source: str, rows: list[Row]) -> list[Case]:
     return out
 
 
+def expert_exchange(notes: str, ep: int) -> dict:
+    """The parallel keys of a Megatron-Core MoE row's expert exchange, from its notes: EP and ETP,
+    the dispatcher (``flex`` with the DeepEP or HybridEP backend as deepep, else alltoall), the SMs
+    HybridEP holds (``hybridep_sms``, else :data:`HYBRIDEP_NUM_SMS`), the combined-1F1B A2A overlap
+    (``moe_a2a_overlap=True``), and BF16 tokens on the wire: Megatron-Core dispatches BF16
+    activations on every path (schedule.moe.fp8_dispatch_wanted)."""
+    dispatcher = note_value(notes, "dispatcher")
+    keys: dict = dict(ep=ep, etp=parse_int(note_value(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
+                      moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
+    if "hybridep" in dispatcher:
+        keys.update(moe_deepep_backend="hybridep",
+                    moe_deepep_sms=parse_int(note_value(notes, "hybridep_sms"), HYBRIDEP_NUM_SMS))
+    if note_value(notes, "moe_a2a_overlap").startswith("True"):
+        keys["overlap_moe_expert_parallel_comm"] = True
+    return keys
+
+
 def bridge_case(source: str, r: Row, index: int) -> Case | None:
     """One Megatron-Bridge MoE row as a case (see :func:`megatron_bridge_moe`), or None when its
     model is not mapped, its GPU has no profile or it runs more than ``MAX_MICRO_BATCHES`` per
@@ -348,18 +365,8 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     if gbs // (mbs * (n // (tp * pp))) > MAX_MICRO_BATCHES:
         return None
     tp_overlap = "none" if note_value(notes, "tp_comm_overlap") == "False" else "te_default"
-    parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap)
-    dispatcher = note_value(notes, "dispatcher")
-    # Megatron-Core dispatches BF16 activations on every path (schedule.moe.fp8_dispatch_wanted)
-    parallel.update(ep=ep, etp=parse_int(note_value(notes, "ETP"), 1), moe_dispatch_dtype="bf16",
-                    moe_dispatcher="deepep" if dispatcher.startswith("flex") else "alltoall")
-    if "hybridep" in dispatcher:
-        parallel["moe_deepep_backend"] = "hybridep"
-        sms = note_value(notes, "hybridep_sms")
-        parallel["moe_deepep_sms"] = int(sms) if sms else HYBRIDEP_NUM_SMS
-    overlap = note_value(notes, "moe_a2a_overlap") == "True"
-    if overlap:
-        parallel["overlap_moe_expert_parallel_comm"] = True
+    parallel = megatron_parallel(tp, pp, vp, tp_overlap=tp_overlap) | expert_exchange(notes, ep)
+    overlap = parallel.get("overlap_moe_expert_parallel_comm", False)
     if pp > 1 and preset.startswith("qwen3"):
         parallel["pp_layers"] = list(stages_with_embedding_and_loss(PRESETS[preset]["layers"], pp * vp))
     model = {"preset": preset, "seq_len": parse_int(r["seq_len"]), "vocab": padded_vocab(PRESETS[preset]["vocab"], tp)}

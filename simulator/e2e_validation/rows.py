@@ -64,6 +64,11 @@ def parse_hardware(row: Row) -> str | None:
     return None
 
 
+def gpu_name(r: Row) -> str:
+    """The row's GPU as the tables name it: "H100-SXM (DGX-H100)" -> "H100", "GB200 (GB200 NVL72)" -> "GB200"."""
+    return r["gpu"].split()[0].split("-")[0]
+
+
 def note_value(notes: str, key: str) -> str:
     """The value of ``key=value`` in a row's ``;``-separated notes, or "" when the notes have none."""
     m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
