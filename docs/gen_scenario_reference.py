@@ -288,7 +288,7 @@ def render() -> str:
         "changes some keys) describes a GPU, a node and the network between nodes",
         "(`simulator/config/hardware.py`). Units are in the key names: `_GBps` decimal GB/s per",
         "direction, `_Gbps` line rate, `_us`, `_TFLOPS` dense, `_GiB`. A scenario's `nodes` counts",
-        "the profile's nodes: for `gb200-nvl72` a node is a 4-GPU compute tray and 18 of them are one",
+        "the profile's nodes: for `gb200-nvl72` and `gb300-nvl72` a node is a 4-GPU compute tray and 18 of them are one",
         "rack (`node.scale_up.domain_gpus: 72`).",
         "",
     ]

@@ -4143,9 +4143,10 @@ the same two models, on its own layers, read -15% and -17%). Not scored: the 26.
 The team that builds Megatron-Core's MoE stack publishes its own benchmark runs with the launch
 lines and configs they ran (yanring/Megatron-MoE-ModelZoo, `data/e2e/megatron_moe_modelzoo_qwen3.csv`):
 Qwen3-235B-A22B on 256 H100 in BF16 under five plans at 4,096 tokens with their step times, one
-plan at 16K-128K tokens with context parallelism, and GB200 / GB300 runs. Seven rows are scored,
-none fitting anything (source `modelzoo_qwen3`, `simulator/e2e_validation/modelzoo_sources.py`);
-two more are built and left out for run time (over 20 CPU s a row), with their errors below.
+plan at 16K-128K tokens with context parallelism, and GB200 / GB300 runs. Nine rows are scored,
+none fitting anything (source `modelzoo_qwen3`, `simulator/e2e_validation/modelzoo_sources.py`; the
+GB300 MXFP8 plan in the Blackwell Ultra section below); two more are built and left out for run
+time (over 20 CPU s a row), with their errors below.
 They are Megatron-LM's own arguments, not a recipe layer's: gradients reduced in fp32 (no
 `--grad-reduce-in-bf16`), no TP overlap in BF16, DeepEP's normal kernels, no router fusion and
 Megatron's vocab-parallel loss on the May-2025 H100 plans.
@@ -4160,11 +4161,14 @@ in that count (`scoring.megatron_moe_model_flops`, metric `megatron_moe_model_tf
 **What the rows show.** EP 32 across nodes -5.2% and +8.3% with the combined-1F1B overlap
 (Megatron-Bridge's 26.04.01 row of the same TP, PP, VP and EP, in FP8-CS with the alltoall
 dispatcher, +12.3%); the long-context plan (TP 4, PP 8 x VP 4, EP 8, the MoE layer and norms
-recomputed) +0.9% and -2.8% at 16K and 32K tokens with CP 1 and 2; Megatron-FSDP with EP 8 and
-full recompute -13.7%; GB200 BF16 (PP 8, EP 8 in segments of two trays) -21.0%. Median |error|
-8.3%, signed -2.8%, on a stack the model never saw. Not scored for run time: CP 4 at 64K -6.0%
-(30 CPU s: the rings cross nodes, so none of a stage's 16 ranks is mirrored), PP 32 x VP 3 with
-the alltoall dispatcher and one layer a virtual stage +17.5% (22 CPU s).
+recomputed) +0.9%, -2.8% and -6.0% at 16K, 32K and 64K tokens with CP 1, 2 and 4; Megatron-FSDP
+with EP 8 and full recompute -13.7%; GB200 BF16 (PP 8, EP 8 in segments of two trays) -21.0%;
+GB300 MXFP8 (PP 4, EP 32) -13.7%. Median |error| 8.3%, signed -5.2%, on a stack the model never saw. CP 4 at 64K is scored since
+its CP ranks are mirrored (19 CPU s, 30 before): its rings cross the nodes, but every CP rank has one hop on
+NVLink and one over InfiniBand, so all run one timeline (`replay/symmetry._hops_alike`; the step
+the same to 1e-9 as with every rank simulated). Not scored for run time: CP 8 at 128K -7.1% (54
+CPU s: its steady periods vary by 0.1% and do not fold), PP 32 x VP 3 with the alltoall
+dispatcher and one layer a virtual stage +17.5% (31 CPU s).
 
 Two rows stand apart. *TP 4 at 4,096 tokens, +59.7%*: measured 29.0 s, 9.4 ms a layer and micro-batch
 (256 micro-batches, 12 layers a stage), predicted 18.2 s; the same TP 4 x PP 8 x VP 4 x EP 8 plan at
@@ -4202,6 +4206,43 @@ DeepSeek-V3 TFLOP/s from its tokens/s to 0.2%, `tests/validation/test_modelzoo_s
 out: +4.6%. Where Megatron-Bridge 26.04.01's GB200 DeepSeek-V3 row (PP 4 x VP 4, EP 64, the MTP
 layer) reads -11.8%, the team's own tuned run of the same model on the same rack reads a little
 optimistic.
+
+## Blackwell Ultra: DGX B300 and GB300 NVL72 from the Blackwell profiles (held out)
+
+Megatron-Bridge 26.04.01 runs the same six MoE models on DGX B300 and GB300 NVL72 that it runs
+on B200 and GB200 (`data/e2e/megatron_bridge_perf_summary_moe_ultra.csv`, source
+`bridge_moe_ultra`), and the Megatron-Core MoE team runs Qwen3-235B on 256 GB300 in MXFP8
+(`modelzoo_qwen3`). The two profiles (`hardware_profiles/dgx-b300.yaml`, `gb300-nvl72.yaml`) are
+dgx-b200 and gb200-nvl72 with what Blackwell Ultra changes that the model prices: 270 and 279 GB of
+usable HBM, ConnectX-8 NICs at 800 Gb/s on PCIe Gen6. Their dense BF16 and FP8 tensor rates are
+B200's and GB200's (docs/reference/HARDWARE.md §1a), so the GEMM curve, its derate (fitted on B200
+rows only, refitted without each scored source) and the attention figures carry over; nothing is
+fitted on these rows. Two changes are not credited: the doubled exponential throughput of the SFU
+(NVIDIA's one measurement is FP8 inference attention, +35%; at head dim 128 in BF16 the
+exponentials of a tile take 0.88 of its tensor time on B200, and how much of B200's measured 0.60
+of peak they set is not published) and the higher power limit (no sustained-clock figure).
+
+Held out, the twelve Bridge rows read median |error| 12.3%, signed +4.1%, against 19.0% (+18.2%)
+for the same recipes on H100, B200 and GB200 (`bridge_moe`). The recipes use Blackwell Ultra's
+memory for larger micro-batches (Qwen3-30B 8 instead of 4, Qwen3-235B and DeepSeek-V3 2 instead
+of 1, Nano 4 instead of 2), and where they do the small models' optimism shrinks: Qwen3-30B
++2.9% (B300) and +5.3% (GB300) against +10.3% and +20.6% on B200 and GB200 at half the
+micro-batch, Nano +18.9% and +17.7% against +24.5% and +30.2%. The rows that stay optimistic are
+those at one sequence per micro-batch or with the expert exchange inside an 8-GPU node: GPT-OSS
+on B300 +22.4%, Nemotron 3 Super on B300 +22.4% (EP 8), where on GB300 with EP 64 over the rack it
+is +7.7% and GPT-OSS +0.4%. The large models go the other way: Qwen3-235B -10.8% (B300, PP 8) and
+-13.8% (GB300, PP 4 x VP 12), DeepSeek-V3 -5.9% and -15.3%, and the team's Qwen3-235B on 256
+GB300 -13.7%: as on GB200, where the tuned runs of the same models (the team's BF16 plan -21.0%,
+Bridge's Qwen3-235B -5.6% and DeepSeek-V3 -11.8%) are slower in the model than measured, the
+model's GPU time for these layers on the Grace-Blackwell racks is too long; the GB300 rows add
+the uncredited SFU and power on top. The team's long-context GB300 plan (PP 4 x VP 12, CP 4 at
+128K tokens, 512 micro-batches) is built and left out for run time (49 CPU s).
+
+Nemotron 3 Nano runs HybridEP on 16 SMs, not 32: its performance config names the HybridEP
+backend only after `set_workload_base_configs` has applied `overrides.py`'s 32-SM override, which
+acts only on a model that already names it (Megatron-Bridge 21d102f5e,
+`scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py`). The three Nano rows of
+`bridge_moe` said 32 and now say 16; their errors move by less than 0.05 points.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4259,4 +4300,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("bridge_moe", "bridge_dense"),
     "Megatron-Core's MoE team on Qwen3-235B: five H100 plans, long context and GB200 (held out)":
         ("modelzoo_qwen3", "modelzoo_mixtral", "mcore_dsv3_gb200", "bridge_moe"),
+    "Blackwell Ultra: DGX B300 and GB300 NVL72 from the Blackwell profiles (held out)":
+        ("bridge_moe_ultra", "bridge_moe", "modelzoo_qwen3"),
 }

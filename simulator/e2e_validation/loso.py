@@ -44,7 +44,7 @@ FALLBACK = {"dgx-b200": "dgx-h100"}  # the predecessor whose derate a profile bo
 # Profiles whose GEMM curve is a fitted profile's scaled by measured kernel rates, written out rather
 # than inherited (``base``): gb200-nvl72's is dgx-b200's x the GB200/B200 MAMF ratio (its header), so it
 # follows dgx-b200's refits: a source's GB200 rows are scored with dgx-b200 refitted without that source.
-DERIVED_CURVES = {"gb200-nvl72": "dgx-b200"}
+DERIVED_CURVES = {"gb200-nvl72": "dgx-b200", "gb300-nvl72": "dgx-b200"}
 PROBE_SCALE = 1.1
 
 

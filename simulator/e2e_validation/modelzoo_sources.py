@@ -60,8 +60,8 @@ EMBEDDING_AND_LOSS_SPLIT = frozenset({"Qwen3-235B-A22B"})
 PRECISION: dict[str, tuple[str, str | None]] = {"BF16": ("bf16", None), "FP8 blockwise": ("fp8", "blockwise"),
                                                 "MXFP8": ("fp8", "mxfp8")}
 
-# the row's GPU -> profile (GB300 has none)
-MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72"}
+# the row's GPU -> profile
+MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
 
 # Selective recompute modules as the tables print them -> training.recompute_modules
 RECOMPUTE_MODULES: dict[str, str] = {"layernorm": "layernorm", "moe_act": "moe_act", "moe": "moe"}
@@ -69,12 +69,15 @@ RECOMPUTE_MODULES: dict[str, str] = {"layernorm": "layernorm", "moe_act": "moe_a
 # Rows whose simulation takes more than this many CPU seconds are left out, so that the validation
 # page regenerates within its budget (5 minutes on 2 cores, ``benchmarks/bench_regeneration.py e2e``).
 MAX_CPU_S = 20
-# CPU seconds of a plan's simulation, measured on this project's 2-core machine:
-# (pp, vp, cp, micro-batches per pipeline) -> s. PP 32 x VP 3 runs 512 micro-batches through 96
-# virtual stages; CP 4 and 8 put the ring's 16 and 32 ranks of a stage in the replay, none mirrored
-# (the rings cross nodes).
-SLOW_PLANS: dict[tuple[int, int, int, int], float] = {
-    (32, 3, 1, 512): 22.4, (8, 4, 4, 128): 30.1, (8, 4, 8, 256): 190.0}
+# CPU seconds of a plan's simulation, measured on this project's 2-core machine
+# (``benchmarks/bench_e2e_rows.py --source modelzoo_qwen3``): (pp, vp, cp, micro-batches per
+# pipeline) -> s. PP 32 x VP 3 runs 512 micro-batches through 96 virtual stages, 32 ranks
+# simulated; CP 8 at 128K tokens 256 micro-batches of 94 layers with 8 ring steps per attention
+# pass, whose steady periods do not repeat exactly enough to fold (``replay/fold.py``). CP 4 at
+# 64K (19.3 s: its CP ranks mirrored, ``replay/symmetry._hops_alike``) is in. GB300's long-context
+# plan runs 512 micro-batches through PP 4 x VP 12 at CP 4 and 128K tokens.
+SLOW_PLANS: dict[tuple[int, int, int, int], float] = {(32, 3, 1, 512): 30.9, (8, 4, 8, 256): 53.8,
+                                                      (4, 12, 4, 512): 48.7}
 
 
 def skip_reason(r: Row) -> str | None:
@@ -108,7 +111,7 @@ def _dispatcher_label(parallel: dict) -> str:
 def modelzoo_qwen3(rows: list[Row]) -> list[Case]:
     """Every forced-balance Qwen3-235B-A22B row on H100 and GB200 that the model can express and
     simulates within ``MAX_CPU_S``: four of the five 4,096-token H100 plans (step time), the
-    long-context plan at CP 1 and 2 and the GB200 BF16 plan (TFLOP/s/GPU in Megatron-LM's causal
+    long-context plan at CP 1, 2 and 4 and the GB200 BF16 plan (TFLOP/s/GPU in Megatron-LM's causal
     count, ``megatron_moe_model_tflops``)."""
     return modelzoo_cases("modelzoo_qwen3", rows)
 

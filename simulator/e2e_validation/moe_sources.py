@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from simulator.config.workload import PRESETS
-from simulator.e2e_validation.rows import Row, note_value, parse_hardware, parse_int
+from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_hardware, parse_int
 from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel, padded_vocab,
 )
@@ -220,9 +220,11 @@ AUX_LOSS_PRESETS = frozenset({"qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3",
 
 # SMs the HybridEP kernels hold: the Qwen3 MoE recipes set ``moe_hybridep_num_sms = 16``
 # (src/megatron/bridge/recipes/qwen/qwen3_moe.py at 21d102f5e), but the performance scripts that ran
-# the 26.04.01 rows raise it to 32 for every HybridEP recipe (``_set_common_perf_overrides``,
-# scripts/performance/utils/overrides.py at 21d102f5e: "moe_hybridep_num_sms = 32", applied by
-# ``set_workload_base_configs`` after the Qwen3 configs name the hybridep backend).
+# the 26.04.01 rows raise it to 32 for every recipe that names the HybridEP backend before
+# ``set_workload_base_configs`` runs ``_set_common_perf_overrides`` (scripts/performance/utils/overrides.py
+# at 21d102f5e: "moe_hybridep_num_sms = 32"): Qwen3's, DeepSeek-V3's, GPT-OSS's, Nemotron 3 Super's.
+# Nemotron 3 Nano's recipe names deepep and its performance config switches it to hybridep only after
+# that call, so it keeps the recipe's 16 (its rows' ``hybridep_sms=16``).
 HYBRIDEP_NUM_SMS = 32
 
 # The loss of every Megatron-Bridge MoE row: TransformerEngine's fused cross-entropy. The 26.04.01
@@ -267,17 +269,21 @@ def cuda_graph_scopes(notes: str) -> list[str]:
     return [g.strip() for g in m.group(1).split(";") if g.strip() in GRAPH_SCOPES] if m else []
 
 
+# A Megatron-Bridge row's GPU (the table's system name) -> its profile; GB200 and GB300 NVL72 racks
+# are trays of 4 GPUs in one 72-GPU NVLink domain.
+BRIDGE_SYSTEMS: dict[str, str] = {"GB200": "gb200-nvl72", "GB300": "gb300-nvl72", "B200": "dgx-b200",
+                                  "B300": "dgx-b300"}
+
+
 def bridge_system(r: Row) -> str | None:
-    """The profile of a Megatron-Bridge row's system: DGX H100, DGX B200, or a GB200 NVL72 rack
-    (``gb200-nvl72``: trays of 4 GPUs in one 72-GPU NVLink domain); None for the others."""
-    gpu = r["gpu"].upper()
-    if "GB200" in gpu:
-        return "gb200-nvl72"
-    return parse_hardware(r) or ("dgx-b200" if gpu.startswith("B200") else None)
+    """The profile of a Megatron-Bridge row's system: DGX H100, DGX B200 or B300, or a GB200 or
+    GB300 NVL72 rack; None for the others."""
+    return parse_hardware(r) or BRIDGE_SYSTEMS.get(gpu_name(r).upper())
 
 
-# Trays of one GB200 NVL72 rack (its NVLink domain): the most Slurm's --segment can ask for.
+# Trays of one GB200 or GB300 NVL72 rack (its NVLink domain): the most Slurm's --segment can ask for.
 NVL72_TRAYS = 18
+NVL72_PROFILES = ("gb200-nvl72", "gb300-nvl72")
 
 
 def bridge_segment(nodes: int) -> int:
@@ -308,6 +314,14 @@ def megatron_bridge_moe(rows: list[Row]) -> list[Case]:
     up-projections and dense MLPs is not modelled), Nemotron 3 Super's two MTP depths through one
     repeated layer."""
     return bridge_cases("bridge_moe", rows)
+
+
+def megatron_bridge_moe_ultra(rows: list[Row]) -> list[Case]:
+    """The DGX B300 and GB300 NVL72 rows of the same 26.04.01 table and models (``dgx-b300``,
+    ``gb300-nvl72``: Blackwell Ultra, B200's and GB200's tensor rates with more memory and 800 Gb/s
+    NICs), built as :func:`megatron_bridge_moe` builds the others, from the B300 and GB300
+    variants of the same recipes."""
+    return bridge_cases("bridge_moe_ultra", rows)
 
 
 def bridge_ep_overlap(rows: list[Row]) -> list[Case]:
@@ -382,7 +396,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     scn = make_scenario(f"{source.replace('_', '-')}-{index}", hw, n, model, micro_batch=mbs,
                         global_batch=gbs, dtype=dtype, recompute=recompute, parallel=parallel,
                         gpus_per_node=parse_int(r["gpus_per_node"], 8))
-    if hw == "gb200-nvl72" and scn["nodes"] > NVL72_TRAYS:  # the job's racks as Slurm segments them
+    if hw in NVL72_PROFILES and scn["nodes"] > NVL72_TRAYS:  # the job's racks as Slurm segments them
         scn["nodes_per_nvlink_domain"] = bridge_segment(scn["nodes"])
     if recipe is not None:
         scn["training"]["fp8_recipe"] = recipe

@@ -49,7 +49,8 @@ from simulator.e2e_validation.megatron_ci_sources import megatron_ci
 from simulator.e2e_validation.nemo_b200_sources import nemo_b200
 from simulator.e2e_validation.simumax_sources import simumax_b200
 from simulator.e2e_validation.modelzoo_sources import megatron_lm_dsv3_gb200, modelzoo_mixtral, modelzoo_qwen3
-from simulator.e2e_validation.moe_sources import automodel_moe, bridge_ep_overlap, megatron_bridge_moe
+from simulator.e2e_validation.moe_sources import (automodel_moe, bridge_ep_overlap, megatron_bridge_moe,
+                                                  megatron_bridge_moe_ultra)
 from simulator.e2e_validation.usp_sources import usp
 from simulator.e2e_validation.vtrain_sources import vtrain_multi
 from simulator.files import bundled_dir
@@ -1022,6 +1023,19 @@ SOURCES: list[Source] = [
             "A2A-overlap rows). Grace's slower host (a Linear forward 37 us of CPU on GB200 against 13.5 us "
             "on a DGX H100's Xeon, TransformerEngine issue #2053) is not priced: these rows are GPU-bound in "
             "the model, and host costs x 2.75 move them by less than half a point."]),
+    Source("bridge_moe_ultra", "Megatron-Bridge 26.04.01 Mixture-of-Experts on Blackwell Ultra (DGX B300 and GB300 NVL72, MXFP8 and BF16)",
+           "megatron_bridge_perf_summary_moe_ultra.csv", megatron_bridge_moe_ultra,
+           ["Held out entirely (none of these rows fits anything), and so are the two profiles they run on: "
+            "dgx-b300 and gb300-nvl72 are dgx-b200 and gb200-nvl72 with Blackwell Ultra's memory (270 and "
+            "279 GB usable), ConnectX-8 NICs at 800 Gb/s on PCIe Gen6, and the same dense BF16/FP8 tensor "
+            "rates (docs/reference/HARDWARE.md §1a), so the same GEMM curve and attention figures; neither "
+            "Blackwell Ultra's doubled exponential throughput (softmax) nor its higher power limit is "
+            "credited (the profiles' headers).",
+            "Built as the bridge_moe rows are (simulator/e2e_validation/moe_sources.py), from the B300 and GB300 "
+            "variants of the same recipes (the file's header): larger micro-batches than on B200/GB200 where "
+            "the memory allows, HybridEP on 32 SMs (Nemotron 3 Nano: 16), GPT-OSS on GB300 with the alltoall "
+            "dispatcher, DeepSeek-V3 on B300 with the PP 8 layout its recipe computes, on GB300 without CUDA "
+            "graphs. GB300 jobs take Slurm's --segment as the GB200 ones do."]),
     Source("bridge_moe_overlap", "Megatron-Bridge Qwen3-30B-A3B expert-parallel overlap A/B (16 H100, BF16, HybridEP)",
            "megatron_bridge_moe_ep_overlap_h100.csv", bridge_ep_overlap,
            ["Held out entirely (none of these rows fits anything). One controlled pair: the same run without and "
@@ -1031,7 +1045,7 @@ SOURCES: list[Source] = [
             "kernels of its random logits and aux loss (training.moe_router_kernels).",
             "The router and the MoE preprocessing are replayed from CUDA graphs (training.cuda_graph_scope "
             "moe_router, moe_preprocess), as the card's recipe captures them."]),
-    Source("modelzoo_qwen3", "Megatron-MoE-ModelZoo Qwen3-235B-A22B, the Megatron-Core MoE team's runs (256 H100 BF16 at 4K-32K tokens, 256 GB200 BF16)",
+    Source("modelzoo_qwen3", "Megatron-MoE-ModelZoo Qwen3-235B-A22B, the Megatron-Core MoE team's runs (256 H100 BF16 at 4K-64K tokens, 256 GB200 BF16, 256 GB300 MXFP8)",
            "megatron_moe_modelzoo_qwen3.csv", modelzoo_qwen3,
            ["Held out entirely (none of these rows fits anything). Megatron-LM's own arguments, from the "
             "repository at the commit that published each table (the file's header, "
@@ -1039,16 +1053,17 @@ SOURCES: list[Source] = [
             "TP overlap in BF16, DeepEP's normal kernels on 20 SMs (HybridEP on 32 on GB200), the forced-balanced "
             "router with Qwen3's aux loss, the embedding and loss counted as pipeline layers (one layer per virtual "
             "stage at PP 32 x VP 3: the first and last hold the embedding and the loss alone).",
-            "H100 at 4,096 tokens: step time as printed. The long-context plan (TP 4, CP 1-2, PP 8 x VP 4, EP 8, "
+            "H100 at 4,096 tokens: step time as printed. The long-context plan (TP 4, CP 1-4, PP 8 x VP 4, EP 8, "
             "the whole MoE layer and the norms recomputed) and GB200 (PP 8, EP 8 in Slurm segments of 2 trays, "
             "partial CUDA graphs): TFLOP/s/GPU in Megatron-LM's causal count (metric megatron_moe_model_tflops), "
             "which reproduces the H100 table's printed TF from its step times to 0.5%.",
             "The Megatron-FSDP plan (optim_grads_params, TP 2, EP 8, full recompute, no gradient accumulation "
             "fusion) is built as FSDP2's ZeRO-3 with EP. Transcribed, not scored: the dropless values (the load "
             "per expert is not printed), Qwen3-Next-80B (gated delta net layers), the GB200 MXFP8 run "
-            "(fine-grained activation offloading), GB300 (no profile), and, for run time (over 20 CPU s a row), "
-            "PP 32 x VP 3 (22 CPU s; +17.5% when simulated), CP 4 at 65,536 tokens (30 s; -6.0%) and CP 8 at "
-            "131,072 (190 s)."]),
+            "(fine-grained activation offloading), and, for run time (over 20 CPU s a row), PP 32 x VP 3 (31 CPU "
+            "s; +17.5% when simulated), CP 8 at 131,072 tokens (54 s; -7.1%) and GB300's long-context plan (49 s).",
+            "GB300 (MXFP8, PP 4, EP 32 over HybridEP, micro-batch 2, Slurm segments of 8 trays) runs on "
+            "gb300-nvl72, gb200-nvl72 with Blackwell Ultra's memory and NICs (held out, as the profile is)."]),
     Source("modelzoo_mixtral", "Megatron-MoE-ModelZoo Mixtral 8x22B, the Megatron-Core MoE team's script (128 H100, BF16 and blockwise FP8)",
            "megatron_moe_modelzoo_mixtral.csv", modelzoo_mixtral,
            ["Held out entirely (none of these rows fits anything). The values are the script's own comments "

@@ -34,16 +34,22 @@ The refusal is right; skipping the attempt would need a way to tell such a step 
 
 **Single mode (interleaved 1F1B).** An interleaved period is pp micro-batches and the reduced
 step keeps at least four, so the two reduced replays rarely pay (GPT-3 175B at tp 4 pp 8 vp 12
-with 128 micro-batches: 48 + 56 of 128, :func:`fold_count`). Where they do not, and one reduced
-step of at most half the micro-batches keeps four steady periods (:func:`fold_count_once`), that
-step is replayed once and check 2 is replaced by what makes it hold, checked in that replay
-(:func:`_steady_alone`): periods c − 1 .. c + 2 repeat T apart on every simulated rank (as
+with 128 micro-batches: 48 + 56 of 128, :func:`fold_count`), and where they do, the second costs
+as much as the first (Megatron-Bridge's Qwen3-235B at tp 2 pp 8 vp 4 with 512 micro-batches:
+48 + 56 replayed, 32 CPU s; one replay of 48, 17 s, the same step). So wherever one reduced step
+of at most half the micro-batches keeps four steady periods (:func:`fold_count_once`; every
+interleaved step the two-replay fold would take qualifies), that step is replayed once and
+check 2 is replaced by what makes it hold, checked in that replay (:func:`_steady_alone`): periods c − 1 .. c + 2 repeat T apart on every simulated rank (as
 above); nothing that started before them is still running once period c has (so what a period
-carries into the next is only its ops, whose times repeat); and the host issues no op at or
-after the cut late, in the reduced step nor at its n-periods-later time in the full one (the
-one carried state that is not periodic: issue times are a running sum over the program), with
-no host synchronisation. The replay being deterministic, the step with n more periods is then
-the reduced one with n copies put back. Measured on the rows of the step-time validation it
+carries into the next is only its ops, whose times repeat); and the host issues every op at or
+after the cut as it does in the reduced step, n periods later, or before the GPU could start it
+in both (issue times are a running sum over the program, the one carried state that is not
+periodic, restarted after each host synchronisation at a GPU time that is: :func:`_issued_alike`).
+The replay being deterministic, the step with n more periods is then the reduced one with n
+copies put back. Interleaved MoE plans whose DeepEP dispatch blocks the host every layer fold so:
+Megatron-MoE-ModelZoo's Qwen3-235B at tp 2 pp 8 vp 4 (DeepEP, with and without the A2A overlap;
+5.1 -> 3.2 and 16.5 -> 8.6 CPU s), Megatron-Bridge's DeepSeek-V3 on B200 and GB200, every step
+time the same to the printed digit. Measured on the rows of the step-time validation it
 folds, step times against the unfolded replay's: the five MLPerf GPT-3 175B rows with 128
 micro-batches (6e-14 to 1.1e-13 relative; 16-21 -> 10-12 s each), GPT-175B at tp 8 pp 12 vp 4
 with 192 micro-batches (4e-15; 8.2 -> 3.5 s), MegaScale's GPT 175B at 96 and 128 (2e-14), and
@@ -135,9 +141,9 @@ _ONCE_MAX = 0.5  # the most of a step's micro-batches the single mode's one redu
 
 def fold_count_once(schedule: Any) -> int:
     """How many steady periods an interleaved ``schedule`` leaves out when folded from one
-    reduced replay (:func:`fold_replay`'s single mode): where :func:`fold_count` refuses the
-    two-replay fold, the reduced step keeps ``_MIN_KEEP`` periods on its shortest stage and must
-    hold at most half the micro-batches (below). 1F1B (a period of one micro-batch) keeps the
+    reduced replay (:func:`fold_replay`'s single mode, tried before the two-replay fold): the
+    reduced step keeps ``_MIN_KEEP`` periods on its shortest stage and must hold at most half the
+    micro-batches (below). 1F1B (a period of one micro-batch) keeps the
     two-replay fold only: its reduced steps are short enough to pay for the second replay.
     The reduced step must hold at most half the micro-batches: where the single mode's checks
     refuse, its replay is spent for nothing, so it is tried only where it saves that much.
@@ -363,10 +369,12 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
     first's are steady, so each rank's copies follow its period that starts when the
     first stage's period ``c`` does (``c`` from :func:`_keep_cut`): the period that starts
     nearest to it."""
-    n = fold_count(schedule)
-    once = n < 2  # single mode: no second reduced replay; _steady_alone checks instead
-    if once:
-        n = fold_count_once(schedule)
+    # An interleaved step folds from one reduced replay wherever it folds at all (single mode:
+    # _steady_alone checks instead of a second replay); 1F1B from two.
+    n = fold_count_once(schedule)
+    once = n >= 2
+    if not once:
+        n = fold_count(schedule)
     if n < 2:
         return None
     period, per = schedule.steady_period, schedule.period_micro_batches
@@ -374,8 +382,6 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
     small = reduced_of(n_micro - n * per)
     if any(len(small.steady.get(role, ())) != len(st) - n * period for role, st in schedule.steady.items()):
         return None
-    if once and any(getattr(op, "host_sync", False) for prog in small.programs.values() for op in prog):
-        return None  # _steady_alone would refuse it after the replay (a host synchronisation)
     rp_small = run(small)
     states = [rp_small.ranks[r] for r in ranks]
     ref = min(states, key=lambda R: len(small.steady[R.role]))
@@ -474,30 +480,69 @@ def _steady_alone(R: Any, steady: Sequence[int], period: int, c: int, m: _Map, T
     * nothing older than the checked periods is still running once period c has started (a
       long op, e.g. a bucket's gradient collective, would meet a different copy in the full
       step, and its contention is not in any op time compared);
-    * the host issues no op at or after the cut late: the host's issue times are a running sum
-      over the program (``costs/host.py``), not periodic, so an op the host holds back would
-      move by the host's period h, not T. Each op at or after the cut was issued before it
-      became ready and started, in the reduced replay and, at its n-periods-later time, in the
-      full program; no host synchronisation (it restarts the sum at a GPU time; fold_replay
-      does not try a program that has one, such as DeepSeek-V3's MoE plan on B200 in
-      bridge_moe: an op issued after a synchronisation in the same period moves by T, one
-      after a synchronisation before the cut does not, which this check does not tell apart).
+    * the host issues every op at or after the cut alike in both steps (:func:`_issued_alike`).
     """
-    if R.table.synced_after is not None:
-        return False
     b0, b1 = steady[(c - 1) * period], steady[c * period]
     if b0 and not float(np.max(R.end[:b0])) <= float(R.start[b1]) + tol:
         return False
     if issue is None:
         return True  # a cost model without host costs: every op issued at 0
+    return _issued_alike(R, m, T, tol, full, issue)
+
+
+def _host_synced_after(program: Sequence[Op]) -> np.ndarray:
+    """For each op, the last op before it after which the host waited for the GPU (an op with
+    ``host_sync``; -1: none), as ``RoleTable.synced_after`` holds it for a replayed program."""
+    after = np.full(len(program), -1, dtype=np.int64)
+    syncs = [k for k, op in enumerate(program) if getattr(op, "host_sync", False)]
+    for s, nxt in zip(syncs, [*syncs[1:], len(program) - 1]):
+        after[s + 1:nxt + 1] = s
+    return after
+
+
+def _issued_alike(R: Any, m: _Map, T: float, tol: float, full: Sequence[Op],
+                  issue: Callable[[Sequence[Op]], Sequence[float]]) -> bool:
+    """Whether the host issues each op at or after the cut of the full program as it does its
+    counterpart in the reduced replay, or issues both before the GPU could start them.
+
+    The host's issue times are a running sum of host costs over the program (``costs/host.py``),
+    restarted after every host synchronisation at the end of the op it waited for
+    (``replay/engine.py``, ``_issued``). Without one they are not periodic: an op the host holds
+    back would move by the host's period h, not T, so each op at or after the cut must be issued
+    before it became ready and started, in the reduced replay and, at its n-periods-later time,
+    in the full program. After a synchronisation an op is issued ``issue[i] − issue[s]`` after the
+    synchronised op s ended, and s's end in the full step is its counterpart's, ``shift(s)·T``
+    later: the op is issued alike wherever s falls in the same copy of the period as the op, or
+    in the one before it (then the counterpart's own last synchronisation is s's counterpart one
+    period earlier, T before, which :func:`_repeats` checked). So an op the host gates after a
+    synchronisation moves by its shift·T exactly, and such programs fold: DeepEP's dispatch, which
+    waits on the host for every forward dispatch's received-token counts (``schedule/moe.py``),
+    in every MoE plan of Megatron-Bridge and Megatron-MoE-ModelZoo with interleaved pipelines.
+    An op whose last synchronisation lies before the copies it belongs to (a period without one)
+    moves by less and fails the comparison."""
     cut = m.cut
-    small_at = np.asarray(R.table.issue[cut:], dtype=np.float64)
-    if not np.all(small_at + tol < np.minimum(R.ready[cut:], R.start[cut:])):
-        return False
-    full_at = np.asarray(issue(full), dtype=np.float64)[cut:]
-    idx, shift = m.index[cut:], m.shift[cut:]
+    table = R.table
+    small_issue = np.asarray(table.issue, dtype=np.float64)
+    small_after = np.asarray(table.synced_after if table.synced_after is not None else [-1] * len(small_issue),
+                             dtype=np.int64)
+    j = np.arange(cut, len(small_issue))
+    s = small_after[j]
+    small_at = np.where(s < 0, small_issue[j],
+                        R.end[np.maximum(s, 0)] + small_issue[j] - small_issue[np.maximum(s, 0)])
+    small_first = np.minimum(R.ready[j], R.start[j])
+    full_issue = np.asarray(issue(full), dtype=np.float64)
+    full_after = _host_synced_after(full)
+    i = np.arange(cut, len(full))
+    idx, shift = m.index[i], m.shift[i]
+    fs = full_after[i]
+    fs0 = np.maximum(fs, 0)
+    synced_end = R.end[m.index[fs0]] + m.shift[fs0] * T
+    full_at = np.where(fs < 0, full_issue[i], synced_end + full_issue[i] - full_issue[fs0])
     first = np.minimum(R.ready[idx], R.start[idx]) + shift * T
-    return bool(np.all(full_at + tol < first))
+    small_i = small_at[idx - cut]
+    early = (full_at + tol < first) & (small_i + tol < np.minimum(R.ready[idx], R.start[idx]))
+    alike = np.abs(full_at - (small_i + shift * T)) <= tol
+    return bool(np.all(early | alike))
 
 
 def _repeats(R: Any, steady: Sequence[int], period: int, c: int, T: float, tol: float) -> bool:

@@ -1,14 +1,14 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit a6bc32b from the
-leave-one-source-out errors of the 590 rows of data/e2e that docs/validation-e2e.md scores.
+Written by `python -m simulator.e2e_validation --out docs` at commit 5fe7c5b from the
+leave-one-source-out errors of the 604 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 79.2% of 590 rows, 79.6% averaged over 44 sources.
+Nested held-out coverage of the 80% band: 79.1% of 604 rows, 79.4% averaged over 45 sources.
 """
 
 BANDS = {
-    'all runs': (-0.090889, 0.135357, 44, 590),
+    'all runs': (-0.092648, 0.142901, 45, 604),
 }
 
 ROWS = (
@@ -256,6 +256,18 @@ ROWS = (
     ('multi-node', 'bridge_moe', 'Qwen3_235B_a22B GB200 MXFP8 tp1 pp8 vp3 ep32 dp32 256 GPUs', -0.057524),
     ('multi-node', 'bridge_moe', 'Nemotron_3_Nano GB200 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.264059),
     ('multi-node', 'bridge_moe', 'Nemotron_3_Super GB200 MXFP8 tp2 pp1 ep64 dp32 64 GPUs', 0.287681),
+    ('one node', 'bridge_moe_ultra', 'Qwen3_30B_a3B B300 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.028519),
+    ('multi-node', 'bridge_moe_ultra', 'Qwen3_30B_a3B GB300 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.051234),
+    ('multi-node', 'bridge_moe_ultra', 'Qwen3_235B_a22B B300 MXFP8 tp1 pp8 ep8 dp32 256 GPUs', -0.114312),
+    ('multi-node', 'bridge_moe_ultra', 'Qwen3_235B_a22B GB300 MXFP8 tp1 pp4 vp12 ep32 dp64 256 GPUs', -0.14808),
+    ('multi-node', 'bridge_moe_ultra', 'GPT OSS 120B B300 BF16 tp1 pp1 ep8 dp64 64 GPUs', 0.20197),
+    ('multi-node', 'bridge_moe_ultra', 'GPT OSS 120B GB300 BF16 tp1 pp1 ep64 dp64 64 GPUs', 0.003534),
+    ('multi-node', 'bridge_moe_ultra', 'DeepSeekV3 B300 MXFP8 tp1 pp8 ep8 dp32 256 GPUs', -0.060964),
+    ('multi-node', 'bridge_moe_ultra', 'DeepSeekV3 GB300 MXFP8 tp1 pp2 vp8 ep32 dp128 256 GPUs', -0.166375),
+    ('one node', 'bridge_moe_ultra', 'Nemotron_3_Nano B300 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.1728),
+    ('multi-node', 'bridge_moe_ultra', 'Nemotron_3_Nano GB300 MXFP8 tp1 pp1 ep8 dp8 8 GPUs', 0.163369),
+    ('multi-node', 'bridge_moe_ultra', 'Nemotron_3_Super B300 MXFP8 tp1 pp1 ep8 dp64 64 GPUs', 0.201857),
+    ('multi-node', 'bridge_moe_ultra', 'Nemotron_3_Super GB300 MXFP8 tp1 pp1 ep64 dp64 64 GPUs', 0.074272),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs', -0.016441),
     ('multi-node', 'bridge_moe_overlap', 'Qwen3_30B_a3B H100-SXM BF16 tp1 pp1 ep16 dp16 16 GPUs A2A overlap', 0.031777),
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B H100-SXM BF16 tp2 pp8 vp4 ep32 dp16 256 GPUs DeepEP', -0.053176),
@@ -264,7 +276,9 @@ ROWS = (
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B H100-SXM BF16 tp4 pp8 vp4 ep8 dp8 256 GPUs DeepEP', 0.468021),
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B H100-SXM BF16 tp4 pp8 vp4 16K tokens ep8 dp8 256 GPUs DeepEP', 0.008737),
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B H100-SXM BF16 tp4 pp8 vp4 cp2 32K tokens ep8 dp4 256 GPUs DeepEP', -0.028119),
+    ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B H100-SXM BF16 tp4 pp8 vp4 cp4 64K tokens ep8 dp2 256 GPUs DeepEP', -0.06136),
     ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B GB200 BF16 tp1 pp8 ep8 dp32 256 GPUs HybridEP', -0.23622),
+    ('multi-node', 'modelzoo_qwen3', 'Qwen3-235B-A22B GB300 MXFP8 tp1 pp4 ep32 dp64 256 GPUs HybridEP', -0.147358),
     ('multi-node', 'modelzoo_mixtral', 'Mixtral-8x22B H100-SXM BF16 tp2 pp8 vp7 ep8 dp8 128 GPUs A2A', -0.038947),
     ('multi-node', 'modelzoo_mixtral', 'Mixtral-8x22B H100-SXM FP8 blockwise tp2 pp8 vp7 ep8 dp8 128 GPUs A2A', 0.13344),
     ('multi-node', 'mcore_dsv3_gb200', 'DeepSeek-V3 GB200 MXFP8 tp1 pp8 vp4 ep32 dp32 256 GPUs HybridEP', 0.044512),
@@ -531,7 +545,7 @@ ROWS = (
     ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp2 64 GPUs', -0.137676),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 70B FP8 tp4 pp8 vp5 cp1 dp64 2048 GPUs', -0.113844),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) BF16 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.049415),
-    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (30 layers) BF16 tp8 pp4 vp8 cp2 dp1 64 GPUs', -0.023511),
+    ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (30 layers) BF16 tp8 pp4 vp8 cp2 dp1 64 GPUs', -0.02341),
     ('multi-node', 'dgxc_llama', 'Llama 3.1 405B proxy (8 layers) FP8 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.074897),
     ('one node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp4 8 GPUs', -0.085514),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 8B BF16 nemo:24.09 tp1 pp1 vp1 cp2 dp8 16 GPUs', -0.078485),
@@ -562,13 +576,13 @@ ROWS = (
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp2 64 GPUs', -0.039023),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 70B FP8 nemo:24.12 tp4 pp4 vp5 cp2 dp64 2048 GPUs', 0.008236),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) BF16 nemo:24.09 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.057588),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) BF16 nemo:24.09 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.06814),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) BF16 nemo:24.09 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.068092),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) FP8 nemo:24.09 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.057173),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) FP8 nemo:24.09 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.069504),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) FP8 nemo:24.09 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.0695),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) BF16 nemo:24.12 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.040781),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) BF16 nemo:24.12 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.054519),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) BF16 nemo:24.12 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.054471),
     ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (7 layers) FP8 nemo:24.12 tp8 pp1 vp1 cp2 dp2 32 GPUs', -0.065831),
-    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) FP8 nemo:24.12 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.083613),
+    ('multi-node', 'dgxc_llama_nemo24', 'Llama 3.1 405B proxy (21 layers) FP8 nemo:24.12 tp8 pp3 vp7 cp2 dp2 96 GPUs', -0.083609),
     ('multi-node', 'dgxc_gpt3', 'GPT-3 175B BF16 nemo:24.05 tp4 pp8 vp12 dp4 128 GPUs', -0.025938),
     ('multi-node', 'dgxc_gpt3', 'GPT-3 175B FP8 nemo:24.05 tp4 pp8 vp12 dp4 128 GPUs', 0.004481),
     ('multi-node', 'dgxc_gpt3', 'GPT-3 175B BF16 nemo:24.12 tp4 pp8 vp6 dp4 128 GPUs', -0.086883),

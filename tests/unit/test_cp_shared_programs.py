@@ -111,19 +111,23 @@ def test_link_owners_gathered_per_owner_match_claim_by_claim(tmp_path, comm, tp)
     assert any(v != "shared" for v in want.values()) or comm == "a2a+p2p"
 
 
-def test_cp_inside_a_node_is_mirrored_and_times_the_step_as_every_rank_simulated(tmp_path):
-    """CP roles with equal programs whose CP groups lie on one node run one timeline: symmetric
-    mode mirrors cp (replay/symmetry.symmetric_axes), and the step is that of every rank simulated."""
-    data = {"name": "cp-node", "hardware": "dgx-h100", "nodes": 2,
-            "model": {"preset": "llama3-8b", "layers": 2, "seq_len": 16384},
-            "training": {"micro_batch": 1, "global_batch": 4, "dtype": "bf16", "recompute": "none"},
-            "parallel": {"tp": 2, "sequence_parallel": True, "cp": 4, "cp_comm": "p2p", "zero": 1,
-                         "order": ["tp", "cp", "dp", "pp"]}}
+def _every_rank_and_mirrored(tmp_path, seq: int, global_batch: int, tp: int, comm: str, order: list[str]):
+    """CP 4 of llama3-8b (2 layers) on two DGX H100 nodes, replayed with every rank simulated and in
+    symmetric mode."""
+    data = {"name": "cp4", "hardware": "dgx-h100", "nodes": 2,
+            "model": {"preset": "llama3-8b", "layers": 2, "seq_len": seq},
+            "training": {"micro_batch": 1, "global_batch": global_batch, "dtype": "bf16", "recompute": "none"},
+            "parallel": {"tp": tp, "sequence_parallel": True, "cp": 4, "cp_comm": comm, "zero": 1, "order": order}}
     scn = build_scenario(data, base_dir=tmp_path)
     sched = build_schedule(scn)
     topo = build_topology(scn.profile, scn.nodes)
-    full = replay(sched, topo, symmetric=False)
-    mirrored = replay(sched, topo, symmetric=True)
+    return replay(sched, topo, symmetric=False), replay(sched, topo, symmetric=True)
+
+
+def test_cp_inside_a_node_is_mirrored_and_times_the_step_as_every_rank_simulated(tmp_path):
+    """CP roles with equal programs whose CP groups lie on one node run one timeline: symmetric
+    mode mirrors cp (replay/symmetry.symmetric_axes), and the step is that of every rank simulated."""
+    full, mirrored = _every_rank_and_mirrored(tmp_path, 16384, 4, 2, "p2p", ["tp", "cp", "dp", "pp"])
     assert "cp" in mirrored.stats.mirrored_axes
     assert mirrored.stats.ranks_simulated == 1 and full.stats.ranks_simulated == 16
     assert mirrored.step_time_s == pytest.approx(full.step_time_s, rel=1e-9)
@@ -136,3 +140,24 @@ def test_cp_ring_across_nodes_is_not_mirrored(tmp_path):
     scn = _scenario(tmp_path, "p2p")
     trace = replay(build_schedule(scn), build_topology(scn.profile, scn.nodes), symmetric=True)
     assert "cp" not in trace.stats.mirrored_axes
+
+
+@pytest.mark.parametrize("comm, tp, order", [("p2p", 4, ["tp", "cp", "dp", "pp"]),
+                                             ("a2a", 2, ["tp", "dp", "cp", "pp"])])
+def test_cp_across_nodes_with_alike_hops_is_mirrored_and_times_the_step_as_every_rank(tmp_path, comm, tp, order):
+    """CP 4 on two 8-GPU nodes, its ranks on GPUs 0, 4 | 8, 12. Under p2p (TP 4) every rank has
+    one ring hop on NVLink and one over the network (replay/symmetry._hops_alike); under a2a
+    (TP 2, DP 2 inside the CP stride) there is no ring. Its ranks run one timeline: symmetric
+    mode mirrors cp, and every op of the simulated rank starts and ends where it does with all
+    16 ranks simulated."""
+    full, mirrored = _every_rank_and_mirrored(tmp_path, 32768, 2, tp, comm, order)
+    assert "cp" in mirrored.stats.mirrored_axes
+    assert mirrored.stats.ranks_simulated == 1 and full.stats.ranks_simulated == 16
+    assert mirrored.step_time_s == pytest.approx(full.step_time_s, rel=1e-9)
+    for r in mirrored.timelines:
+        for f in ("start", "end"):
+            np.testing.assert_allclose(getattr(mirrored.timelines[r], f), getattr(full.timelines[r], f),
+                                       rtol=1e-9, atol=1e-12)
+    # CP rank 1 (GPU 4; under p2p its send crosses the nodes) ends every op with CP rank 0 (GPU 0;
+    # its receive does)
+    np.testing.assert_allclose(full.timelines[4].end, full.timelines[0].end, rtol=1e-9, atol=1e-12)

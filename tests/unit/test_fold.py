@@ -376,3 +376,58 @@ def test_check_one_by_stamps_refuses_a_changed_op(make):  # noqa: F811 - the fix
         changed = list(prog)
         changed[i] = dataclasses.replace(prog[i], **change)
         assert not fold._same_ops(changed, red, m, full.stamps[role], small.stamps[role]), (i, change)
+
+
+def _deepep_interleaved(tmp_path):
+    """An interleaved MoE plan whose DeepEP dispatch blocks the host on every forward dispatch
+    (schedule/moe.py, ``_deepep_host_sync``): pp 2 vp 2, 24 micro-batches per pipeline."""
+    make_moe = moe_scenario_maker(tmp_path, {**MOE, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn_hidden": 16384,
+                                             "moe_ffn_hidden": 4096, "seq_len": 4096}, nodes=2, global_batch=48)
+    return make_moe({"ep": 2, "tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2,
+                     "moe_dispatcher": "deepep"}, training={"recompute": "selective"})
+
+
+def test_single_mode_folds_a_step_with_host_synchronisations(tmp_path):
+    """After a host synchronisation the host issues each op a fixed host time after the
+    synchronised op ended, so an op gated by it moves by its shift x T exactly when the synchronised
+    op does (fold._issued_alike): the DeepEP plan folds from one reduced replay, every op of every
+    simulated rank as in the unfolded replay."""
+    scn = _deepep_interleaved(tmp_path)
+    full = build_schedule(scn)
+    assert any(op.host_sync for prog in full.programs.values() for op in prog if hasattr(op, "host_sync"))
+    assert fold.fold_count(full) == 0 and fold.fold_count_once(full) == 7
+    folded, whole = simulate_scenario(scn), simulate_scenario(scn, fold=False)
+    assert folded.trace.stats.folded_micro_batches == 7 * 2
+    _same(folded, whole)
+
+
+def test_single_mode_refuses_issue_times_that_ignore_the_synchronisations(tmp_path):
+    """The same plan with the full program's synchronisations hidden from the check (its issue
+    times then a running sum over the whole program, n host periods later, not n x T): the ops the
+    host gates after a synchronisation no longer match, and the step is replayed whole."""
+    scn = _deepep_interleaved(tmp_path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fold, "_host_synced_after", lambda program: np.full(len(program), -1, dtype=np.int64))
+        assert simulate_scenario(scn).trace.stats.folded_micro_batches == 0
+
+
+def test_interleaved_step_folds_from_one_reduced_replay_where_two_would_pay(make):  # noqa: F811 - the fixture
+    """Where the two-replay fold would take an interleaved step (pp 2 vp 2, 64 micro-batches), the
+    single mode takes it with the same periods left out and one reduced step built and replayed
+    (test_folded_step_is_the_unfolded_step["interleaved"] compares every op with the unfolded
+    replay)."""
+    parallel, nodes, mb = PLANS["interleaved"]
+    scn = make(parallel, nodes=nodes, model=BIG,
+               training={"global_batch": mb * 4 * nodes // _model_parallel(parallel), "recompute": "selective"})
+    full = build_schedule(scn)
+    assert fold.fold_count(full) >= 2 and fold.fold_count_once(full) == fold.fold_count(full)
+    built: list[int] = []
+
+    def reduced(k: int) -> Schedule:
+        built.append(k)
+        return build_schedule(with_micro_batches(scn, k))
+
+    trace = replay(full, build_topology(scn.profile, scn.nodes), fold=reduced)
+    n = fold.fold_count_once(full)
+    assert built == [mb - n * full.period_micro_batches]
+    assert trace.stats.folded_micro_batches == n * full.period_micro_batches

@@ -155,8 +155,26 @@ def test_nvls_needs_both_the_switch_and_a_hopper_class_gpu():
     """NVLink SHARP is in the third-generation NVSwitch (H100 systems on); an A100 NVSwitch has
     none, and a profile that claimed it on an older GPU would still not get it (NCCL, SM90+)."""
     assert [n for n in available_profiles() if load_profile(n).nvls_available] == \
-        ["aws-p5", "dgx-b200", "dgx-h100", "dgx-h200", "fms-h100", "gb200-nvl72", "gcp-a3-mega"]
+        ["aws-p5", "dgx-b200", "dgx-b300", "dgx-h100", "dgx-h200", "fms-h100", "gb200-nvl72", "gb300-nvl72",
+         "gcp-a3-mega"]
     from simulator.config.hardware import apply_overlay
 
     a100 = load_profile("dgx-a100")
     assert not apply_overlay(a100, {"node": {"scale_up": {"nvls": True}}}).nvls_available
+
+
+@pytest.mark.parametrize("ultra, base", [("dgx-b300", "dgx-b200"), ("gb300-nvl72", "gb200-nvl72")])
+def test_blackwell_ultra_profiles_are_their_blackwell_base_with_its_memory_and_nics(ultra, base):
+    """B300 and GB300 keep B200's and GB200's dense BF16/FP8 rates (HARDWARE.md §1f), so their GEMM
+    curve and attention figures are the base's; what changes is the memory (270 and 279 GB usable),
+    ConnectX-8 at 800 Gb/s per GPU and PCIe Gen6 (x16: 121 GB/s a direction, enough for the NIC)."""
+    u, b = load_profile(ultra), load_profile(base)
+    assert (u.gpu.bf16_TFLOPS, u.gpu.fp8_TFLOPS) == (b.gpu.bf16_TFLOPS, b.gpu.fp8_TFLOPS)
+    assert u.gpu.gemm_efficiency == b.gpu.gemm_efficiency and u.gpu.attention_efficiency == b.gpu.attention_efficiency
+    assert u.gpu.hbm_GiB == {"dgx-b300": 270, "gb300-nvl72": 279}[ultra] > b.gpu.hbm_GiB
+    assert u.node.nics.count == u.node.gpus and u.node.nics.Gbps == 800
+    assert u.node.pcie.GBps > u.node.nics.GBps  # the NIC is not held back by its PCIe link
+    assert u.node.scale_up == b.node.scale_up
+    # DGX B300 scale-out: 8 x 800 Gb/s = 800 GB/s per node (HARDWARE.md: ML)
+    if ultra == "dgx-b300":
+        assert u.node.nics.count * u.node.nics.Gbps / 8 == pytest.approx(800)

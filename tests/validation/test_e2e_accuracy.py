@@ -99,15 +99,17 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
         # whole nodes of the profile (8 GPUs; a GB200 NVL72 tray's 4), or the first GPUs of one
         # (gpus_per_node: the one-GPU h200_eager rows)
-        per_node = c.scenario.get("gpus_per_node") or (4 if c.scenario["hardware"] == "gb200-nvl72" else 8)
+        per_node = c.scenario.get("gpus_per_node") or (4 if c.scenario["hardware"] in ("gb200-nvl72", "gb300-nvl72")
+                                                       else 8)
         assert c.n_gpus % mp == 0 and c.n_gpus == per_node * c.scenario["nodes"], c.label
         # fp8 only where the source states it (NeMo's pages and the MLPerf GPT-3 configs: every row;
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
         assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_nemotronh",
                                                        "mcore_dsv3_gb200") else
-                              ("fp8", "bf16") if c.source in ("bridge_moe", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
-                                                                "dgxc_gpt3", "dgxc_grok1", "flagperf", "modelzoo_mixtral")
+                              ("fp8", "bf16") if c.source in ("bridge_moe", "bridge_moe_ultra", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
+                                                                "dgxc_gpt3", "dgxc_grok1", "flagperf", "modelzoo_mixtral",
+                                                                "modelzoo_qwen3")
                               else ("bf16", "fp16")), c.label
         assert t["global_batch"] % (t["micro_batch"] * (c.n_gpus // mp)) == 0, c.label
 
@@ -130,7 +132,8 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 50 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
-        len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_overlap", "modelzoo_qwen3",
+        len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_ultra", "bridge_moe_overlap",
+                                     "modelzoo_qwen3",
                                      "modelzoo_mixtral", "mcore_dsv3_gb200", "mpt_small",
                                      "megatron2021_zero3",
                                      "megatron2021_ptdp", "megatron2021_weak", "torchtitan",
@@ -181,7 +184,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
         kernel.setdefault(c.source, set()).add(c.scenario["training"]["attention"])
     assert kernel == {"megatron2020": {"unfused"}, "bloom": {"unfused"}, "mpt": {"flash1"}, "mpt_seq": {"flash1"}, "mpt_small": {"flash1"},
                       "mcore2024": {"auto"}, "automodel": {"auto"}, "flagperf": {"auto"}, "nemo_cp": {"auto", "flash2"},
-                      "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_overlap": {"auto"},
+                      "nemo2407": {"flash2"}, "dgxc": {"auto"}, "automodel_moe": {"auto", "flash2"}, "bridge_moe": {"auto"}, "bridge_moe_ultra": {"auto"},
+                      "bridge_moe_overlap": {"auto"},
                       "modelzoo_qwen3": {"auto"}, "modelzoo_mixtral": {"auto"}, "mcore_dsv3_gb200": {"auto"},
                       "megatron2021_zero3": {"unfused"}, "megatron2021_ptdp": {"unfused"},
                       "megatron2021_weak": {"unfused"}, "torchtitan": {"flash2"}, "megatron2022": {"unfused"},
@@ -380,6 +384,26 @@ def test_megatron_bridge_moe_errors():
     assert 0.07 <= gap["Nemotron_3_Nano H100-SXM FP8-CS"] <= 0.17 and abs(gap["Nemotron_3_Super B200 MXFP8"]) <= 0.05, gap
     assert -0.17 <= gap["DeepSeekV3 GB200 MXFP8"] <= -0.07 and -0.10 <= gap["Qwen3_235B_a22B GB200 MXFP8"] <= 0.0, gap
     assert 0.15 <= gap["Qwen3_30B_a3B GB200 MXFP8"] <= 0.25 and 0.28 <= gap["Nemotron_3_Super GB200 MXFP8"] <= 0.38, gap
+
+
+@pytest.mark.slow
+def test_bridge_moe_blackwell_ultra_rows():
+    """The same recipes on DGX B300 and GB300 NVL72 (dgx-b300, gb300-nvl72: B200's and GB200's
+    tensor rates, Blackwell Ultra's memory and NICs; nothing fitted on them), held out, when this was
+    written: Qwen3-30B +2.9% / +5.3% (B300 / GB300, micro-batch 8: at 4 on B200 and GB200 +10.3% and
+    +20.6%), Qwen3-235B -10.8% / -13.8%, GPT-OSS +22.4% / +0.4%, DeepSeek-V3 -5.9% / -15.3%,
+    Nemotron 3 Nano +18.9% / +17.7%, Super +22.4% / +7.7%: median 12.3%, signed +4.1%, 0.3 points
+    past the 12% target for a source of more than 5 rows. The large models' GB300 rows are slow
+    in the model as the tuned GB200 rows are (the uncredited SFU and power on top); the small ones
+    at one or two sequences a micro-batch optimistic as on B200."""
+    results = list(_run_cases(_by_source("bridge_moe_ultra"), jobs=2))
+    gap = {r.case.label.split(" tp")[0]: r.error for r in results}
+    assert len(gap) == 12 and all(-0.20 <= e <= 0.27 for e in gap.values()), gap
+    assert abs(gap["Qwen3_30B_a3B B300 MXFP8"]) <= 0.06 and abs(gap["Qwen3_30B_a3B GB300 MXFP8"]) <= 0.08, gap
+    assert -0.17 <= gap["Qwen3_235B_a22B GB300 MXFP8"] <= -0.10 and -0.19 <= gap["DeepSeekV3 GB300 MXFP8"] <= -0.11, gap
+    assert 0.17 <= gap["GPT OSS 120B B300 BF16"] <= 0.27 and abs(gap["GPT OSS 120B GB300 BF16"]) <= 0.05, gap
+    assert 0.10 <= statistics.median(abs(e) for e in gap.values()) <= 0.14
+    assert 0.0 <= statistics.median(gap.values()) <= 0.08
 
 
 @pytest.mark.slow

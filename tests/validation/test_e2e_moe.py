@@ -140,8 +140,10 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
         # the performance scripts' cross_entropy_fusion_impl "te" (overrides.py at 21d102f5e)
         assert t["cross_entropy"] == "fused"
         # HybridEP's kernels hold the performance scripts' moe_hybridep_num_sms = 32 SMs (overrides.py
-        # at 21d102f5e, over the recipes' 16; DeepEP's default: 20)
-        assert p.get("moe_deepep_sms", 20) == (32 if p.get("moe_deepep_backend") == "hybridep" else 20)
+        # at 21d102f5e, over the recipes' 16), but Nemotron 3 Nano's, whose config names the backend
+        # after that override ran: the recipe's 16 (DeepEP's default: 20)
+        sms = 16 if c.scenario["model"]["preset"].startswith("nemotron-3-nano") else 32
+        assert p.get("moe_deepep_sms", 20) == (sms if p.get("moe_deepep_backend") == "hybridep" else 20)
         # tokens per step: the printed global batch of 4,096-token (Nemotron 3: 8,192-token) sequences
         preset = c.scenario["model"]["preset"]
         if preset.startswith("nemotron"):
@@ -158,6 +160,37 @@ def test_megatron_bridge_moe_rows_build_the_printed_plans():
         assert vocab % (128 * p["tp"]) == 0 and vocab - (128 * p["tp"]) < {"qwen3-30b-a3b": 151936,
             "qwen3-235b-a22b": 151936, "gpt-oss-120b": 201088, "deepseek-v3": 129280,
             "nemotron-3-nano-30b-a3b": 131072, "nemotron-3-super-120b-a12b": 131072}[preset] <= vocab
+
+
+def test_megatron_bridge_blackwell_ultra_rows_build_the_printed_plans():
+    """The twelve DGX B300 and GB300 NVL72 rows of the same table, on dgx-b300 (8 GPUs a node) and
+    gb300-nvl72 (trays of 4; the 256-GPU jobs in Slurm segments of 16 trays), with the B300/GB300
+    recipes' plans: micro-batches 2-8, HybridEP on 32 SMs (Nano 16) but GPT-OSS on GB300
+    (alltoall), DeepSeek-V3 on B300 at PP 8 with the layout its recipe computes (8 layers a stage, 5
+    and the MTP layer on the last), on GB300 at PP 2 x VP 8 with the config's "Et*4|(t*4|)*14tmL"."""
+    cs = _moe_cases("bridge_moe_ultra")
+    got = [(c.scenario["model"]["preset"], c.scenario["hardware"], c.n_gpus, c.scenario["training"]["dtype"],
+            c.scenario["training"]["micro_batch"], c.scenario["parallel"]["ep"],
+            c.scenario["parallel"]["moe_dispatcher"], c.scenario["parallel"].get("moe_deepep_sms")) for c in cs]
+    b3, g3 = "dgx-b300", "gb300-nvl72"
+    assert got == [("qwen3-30b-a3b", b3, 8, "fp8", 8, 8, "deepep", 32), ("qwen3-30b-a3b", g3, 8, "fp8", 8, 8, "deepep", 32),
+                   ("qwen3-235b-a22b", b3, 256, "fp8", 2, 8, "deepep", 32),
+                   ("qwen3-235b-a22b", g3, 256, "fp8", 2, 32, "deepep", 32),
+                   ("gpt-oss-120b", b3, 64, "bf16", 4, 8, "deepep", 32), ("gpt-oss-120b", g3, 64, "bf16", 4, 64, "alltoall", None),
+                   ("deepseek-v3", b3, 256, "fp8", 2, 8, "deepep", 32), ("deepseek-v3", g3, 256, "fp8", 2, 32, "deepep", 32),
+                   ("nemotron-3-nano-30b-a3b", b3, 8, "fp8", 4, 8, "deepep", 16),
+                   ("nemotron-3-nano-30b-a3b", g3, 8, "fp8", 4, 8, "deepep", 16),
+                   ("nemotron-3-super-120b-a12b", b3, 64, "fp8", 1, 8, "deepep", 32),
+                   ("nemotron-3-super-120b-a12b", g3, 64, "fp8", 1, 64, "deepep", 32)]
+    assert all(c.scenario["training"].get("fp8_recipe") == ("mxfp8" if c.scenario["training"]["dtype"] == "fp8" else None)
+               for c in cs)
+    assert [(c.scenario["nodes"], c.scenario.get("nodes_per_nvlink_domain")) for c in cs if c.scenario["hardware"] == g3] \
+        == [(2, None), (64, 16), (16, None), (64, 16), (2, None), (16, None)]
+    dsv3_b300, dsv3_gb300 = cs[6].scenario["parallel"], cs[7].scenario["parallel"]
+    assert dsv3_b300["pp_layers"] == [8] * 7 + [5] and cs[6].scenario["model"]["mtp_layers"] == 1
+    assert dsv3_gb300["pp_layers"] == [4] * 15 + [1] and dsv3_gb300["pp"] * dsv3_gb300["vp"] == 16
+    assert cs[3].scenario["parallel"]["pp_layers"] == [1] + [2] * 46 + [1]  # (94 + 2) / (4 x 12)
+    assert not any(sources.is_fit_case(c) for c in cs)
 
 
 def test_bridge_ep_overlap_pair_differs_only_in_the_overlap():
