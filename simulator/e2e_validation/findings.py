@@ -4166,7 +4166,7 @@ with EP 8 and full recompute -13.7%; GB200 BF16 (PP 8, EP 8 in segments of two t
 GB300 MXFP8 (PP 4, EP 32) -13.7%. Median |error| 8.3%, signed -5.2%, on a stack the model never saw. CP 4 at 64K is scored since
 its CP ranks are mirrored (19 CPU s, 30 before): its rings cross the nodes, but every CP rank has one hop on
 NVLink and one over InfiniBand, so all run one timeline (`replay/symmetry._hops_alike`; the step
-the same to 1e-9 as with every rank simulated). Not scored for run time: CP 8 at 128K -7.1% (54
+81.685834 s against 81.685904 s with every rank simulated, 9e-7 apart). Not scored for run time: CP 8 at 128K -7.1% (54
 CPU s: its steady periods vary by 0.1% and do not fold), PP 32 x VP 3 with the alltoall
 dispatcher and one layer a virtual stage +17.5% (31 CPU s).
 

@@ -202,9 +202,9 @@ def test_single_mode_refuses_an_op_the_host_issues_late(make):  # noqa: F811 - t
     seen: list[bool] = []
     real = fold._steady_alone
 
-    def late(R, steady, period, c, m, T, tol, prog, issue):  # type: ignore[no-untyped-def]
-        seen.append(real(R, steady, period, c, m, T, tol, prog, issue))
-        return real(R, steady, period, c, m, T, tol, prog, lambda p: [t + 1.0 for t in issue(p)])
+    def late(R, steady, period, c, m, T, tol, issue):  # type: ignore[no-untyped-def]
+        seen.append(real(R, steady, period, c, m, T, tol, issue))
+        return real(R, steady, period, c, m, T, tol, lambda p: [t + 1.0 for t in issue(p)])
 
     topo = build_topology(scn.profile, scn.nodes)
     with pytest.MonkeyPatch.context() as mp:
@@ -407,7 +407,7 @@ def test_single_mode_refuses_issue_times_that_ignore_the_synchronisations(tmp_pa
     host gates after a synchronisation no longer match, and the step is replayed whole."""
     scn = _deepep_interleaved(tmp_path)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fold, "_host_synced_after", lambda program: np.full(len(program), -1, dtype=np.int64))
+        mp.setattr(fold, "_host_synced_after", lambda synced: np.full(len(synced), -1, dtype=np.int64))
         assert simulate_scenario(scn).trace.stats.folded_micro_batches == 0
 
 
@@ -431,3 +431,22 @@ def test_interleaved_step_folds_from_one_reduced_replay_where_two_would_pay(make
     n = fold.fold_count_once(full)
     assert built == [mb - n * full.period_micro_batches]
     assert trace.stats.folded_micro_batches == n * full.period_micro_batches
+
+
+def test_full_issue_times_from_the_reduced_program_are_the_full_programs(tmp_path):
+    """fold._full_issue prices the reduced program and maps it: on the DeepEP plan the full
+    program's issue times (host costs summed over 24 micro-batches) and its last synchronisation
+    before each op are what costs/host.py gives the full program itself, on every role."""
+    from simulator.costs.host import issue_times
+
+    scn = _deepep_interleaved(tmp_path)
+    full = build_schedule(scn)
+    n = fold.fold_count_once(full)
+    small = build_schedule(with_micro_batches(scn, int(full.meta["n_micro"]) - n * full.period_micro_batches))
+    for role, prog in full.programs.items():
+        m = fold._map_for(full, small, role, n, full.steady_period, 2, {})
+        assert m is not None
+        got, after = fold._full_issue(small.programs[role], m, issue_times)
+        np.testing.assert_allclose(got, issue_times(prog), rtol=1e-12, atol=1e-15)
+        synced = np.array([getattr(op, "host_sync", False) for op in prog])
+        assert synced.any() and np.array_equal(after, fold._host_synced_after(synced))
