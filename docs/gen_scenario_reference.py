@@ -144,6 +144,7 @@ PROFILE_NOTES = {
     "gpu.gemm_efficiency": "achieved fraction of peak by GEMM FLOPs, log-interpolated; its last point is the plateau that the shape model (tiles and waves on `sms`) spreads over GEMMs with a known m×n×k",
     "node.gpus": "GPUs per node", "node.scale_up": "the GPU-to-GPU fabric", "node.pcie": "host links of GPUs and NICs",
     "node.nics": "scale-out NICs of one node", "node.cpu_vendor": "host CPU (NCCL's net overhead and LL caps)",
+    "node.host_time_scale": "the host's time per framework op against a DGX H100's Xeon (1); scales every host cost of a step (costs/host.py)",
     "node.board_gpus": "GPUs of the physical node when a run uses its first `gpus` (set by a scenario's gpus_per_node); null = gpus",
     "node.scale_up.link_GBps": "per GPU per direction into the switch (nvswitch) or per peer link (mesh)",
     "node.scale_up.links_per_gpu": "NVLink/xGMI links per GPU (NCCL's per-link bandwidth model)",

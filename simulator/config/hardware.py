@@ -341,6 +341,12 @@ class Node(_Strict):
     pcie: PCIe
     nics: NICs
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
+    # The host CPU's time for the framework's work relative to the host the constants of
+    # costs/host.py were timed on (1: a DGX H100's Xeon 8480C; > 1 slower): it scales every host
+    # cost of a step, each op's issue and the host ops whose duration is CPU work (ComputeOp kind
+    # "host": DeepSpeed's 2021 fetch loop, the optimizer's host reads). Where a profile sets it
+    # and why: costs/host.py.
+    host_time_scale: float = Field(default=1.0, gt=0)
     # The GPUs of the physical board when a run uses only its first ``gpus`` (a scenario's
     # ``gpus_per_node``, config/node_subset.py); None: the board is ``gpus``. The switch
     # efficiencies were measured on the whole board, which costs/ring_work.py scales from.

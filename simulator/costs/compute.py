@@ -172,13 +172,14 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
     return gpu.fp32_TFLOPS * 1e12
 
 
-def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False) -> float:
+def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False, host_time_scale: float = 1.0) -> float:
     """Seconds ``op`` (all ``op.count`` kernels) takes on ``gpu``:
     max(arithmetic bound, memory bound) + count × kernel gap, × (1 + overlap_slowdown) when
-    a collective runs beside it."""
+    a collective runs beside it. A host op (kind "host") is CPU time, × ``host_time_scale``
+    (the node's ``host_time_scale``: its host against the one the figure was timed on)."""
     count = max(op.count, 1)
     if op.kind == "host":  # the CPU's issue work: no kernel, so no SM or HBM contention either
-        return count * (op.host_us or gpu.kernel_launch_us) * 1e-6
+        return host_time_scale * count * (op.host_us or gpu.kernel_launch_us) * 1e-6
     t_flops = 0.0
     if op.flops > 0:
         t_flops = op.flops / (achieved_flops(op, gpu) * _sm_share(op))
@@ -230,7 +231,7 @@ def shape_key(op: ComputeOp) -> tuple:
             op.deterministic_heads, op.scaling, op.attention_dropout, bool(op.cuda_graph))
 
 
-def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:
+def compute_times(program: Sequence[Op], gpu: GPU, host_time_scale: float = 1.0) -> list[float | None]:
     """compute_time of every ComputeOp of a program (None for other ops), evaluating each
     distinct kernel shape once: a step repeats the same few dozen kernels thousands of times."""
     memo: dict[tuple, float] = {}
@@ -242,6 +243,6 @@ def compute_times(program: Sequence[Op], gpu: GPU) -> list[float | None]:
         key = shape_key(op)
         t = memo.get(key)
         if t is None:
-            t = memo[key] = compute_time(op, gpu)
+            t = memo[key] = compute_time(op, gpu, host_time_scale=host_time_scale)
         out.append(t)
     return out

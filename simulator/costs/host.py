@@ -58,10 +58,18 @@ a stream wait, each a driver call of the launch's order), and the NCCL kernel's 
 Activation recompute re-runs the forward's Python inside the backward, so recomputed kernels pay
 the forward's cost.
 
-The host in these figures is a 2-core cloud VM's and an H200 VM's; a DGX host's Xeon or EPYC
-is of the same class. What a step's host time comes to against measured steps is in
-``docs/validation-e2e.md`` (this project's GPT-2 steps on one H200, Megatron-LM's functional
-tests), scored, not fitted.
+The host in these figures is a 2-core cloud VM's and an H200 VM's, Sapphire/Emerald Rapids
+Xeons; a DGX H100's Xeon 8480C issues a ``torch.nn.Linear`` forward in the same time (13.48 us,
+TransformerEngine issue #2053; 13.33 us on the H200 lease), so it is the reference. Other hosts
+are not: every host cost of a step is × the node's ``host_time_scale`` (the profile's
+``node.host_time_scale``; the issue costs here, and the host ops whose duration is CPU work).
+Grace takes 2.75 (GB200) and 2.46 (GH200) times the DGX H100's time for the same
+``torch.nn.Linear`` (the same issue); a DGX A100's EPYC 7742 1.47 times, the median ratio of the
+two nodes' steps over the 17 cases of Megatron-LM's CI that run on both and whose steps the host
+sets (``calibration/host_speed.py``), which profiles based on dgx-a100 inherit. What a step's
+host time comes to against measured steps is in ``docs/validation-e2e.md`` (this project's
+GPT-2 steps on one H200, Megatron-LM's functional tests, vTrain's small GPT on one A100 node),
+scored, not fitted.
 
 An op whose issue a host op of the program already times (``ComputeOp.host_issue`` false: a
 timed Python loop, and the kernels launched inside it, as DeepSpeed ZeRO-3 of 2021's per-rank
@@ -81,7 +89,8 @@ replays the backward graph, so its first op costs what one kernel of the model d
 call and one launch forward, ``FWD_KERNEL_US``; one autograd node and one launch backward,
 ``BWD_KERNEL_US``) and the ops captured with it cost nothing.
 
-None of these constants is fitted to training runs.
+None of these constants is fitted to training runs: the DGX A100's ``host_time_scale`` is the
+ratio of two nodes' measured steps of the same cases, no simulated step in it.
 """
 
 from __future__ import annotations
@@ -127,15 +136,16 @@ def host_cost_s(op: Op) -> float:
     return 0.0
 
 
-def issue_times(program: Sequence[Op], start: float = 0.0) -> list[float]:
+def issue_times(program: Sequence[Op], start: float = 0.0, scale: float = 1.0) -> list[float]:
     """When the host has issued each op of ``program`` (seconds from the step's start): the
     running sum of host costs in program order, which is the order the host issues them.
     ``start``: the sum before the first op (the issue time of the op before it, for a program
-    continued from another's first ops: the same sums, added in the same order)."""
+    continued from another's first ops: the same sums, added in the same order). ``scale``: the
+    node's ``host_time_scale`` (each cost × it, as :meth:`CostModel.host_costs` gives them)."""
     out: list[float] = []
     t = start
     for op in program:
-        t += host_cost_s(op)
+        t += scale * host_cost_s(op)
         out.append(t)
     return out
 

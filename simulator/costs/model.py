@@ -114,17 +114,23 @@ class CostModel:
 
     def compute_times(self, program: Sequence[Op]) -> list[float | None]:
         """Seconds of every compute op of ``program`` alone on its GPU (None for the others)."""
-        return compute_times(program, self.gpu)
+        return compute_times(program, self.gpu, self.host_time_scale)
+
+    @property
+    def host_time_scale(self) -> float:
+        """The node's host against the one :mod:`simulator.costs.host` was timed on."""
+        return self.topology.profile.node.host_time_scale
 
     def host_costs(self, program: Sequence[Op]) -> list[float]:
-        """Seconds of host time to issue each op of ``program`` (:func:`~simulator.costs.host.host_cost_s`):
-        :meth:`issue_times` is their running sum."""
-        return [host_cost_s(op) for op in program]
+        """Seconds of host time to issue each op of ``program`` (:func:`~simulator.costs.host.host_cost_s`
+        × the node's ``host_time_scale``): :meth:`issue_times` is their running sum."""
+        scale = self.host_time_scale
+        return [scale * host_cost_s(op) for op in program]
 
     def issue_times(self, program: Sequence[Op], start: float = 0.0) -> list[float]:
         """When the rank's host has issued each op of ``program`` (:mod:`simulator.costs.host`),
         the running sum continued from ``start``."""
-        return issue_times(program, start)
+        return issue_times(program, start, self.host_time_scale)
 
     def time_alone_s(self, plan: CollectivePlan) -> float:
         """Seconds ``plan`` takes alone on an empty network, in closed form: its latency, then

@@ -3739,6 +3739,50 @@ by the figures above (at the new costs the host sets the FP8-CS Qwen3-30B-A3B ro
 functional tests (4.1 ms per layer and micro-batch on H100) is still four times what the model
 charges (1.06 ms).
 
+## The host's speed per node: A100-generation hosts and Grace (held out)
+
+The per-op costs of `costs/host.py` were timed on Sapphire and Emerald Rapids Xeons, and a DGX
+H100's Xeon 8480C issues a `torch.nn.Linear` forward in the same time (13.48 us, TransformerEngine
+issue #2053; 13.33 us on the H200 lease). Until now every profile ran its framework at that pace.
+Two measurements say the hosts of other nodes do not:
+
+- **Grace.** The same issue times the same `torch.nn.Linear` forward at 37.08 us of CPU on GB200
+  and 33.17 us on GH200: `node.host_time_scale` 2.75 (gb200-nvl72, and gb300-nvl72 by its base)
+  and 2.46 (gh200-alps).
+- **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
+  on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
+  functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by
+  case the A100 node's step is 1.24-2.24 times the H100 node's, median 1.47 (geometric mean
+  1.55): `host_time_scale` 1.47 on dgx-a100 and the profiles based on it, A100-generation hosts
+  assumed alike (`calibration/host_speed.py`, which the profile is tested against). The ratio is
+  not the hosts' alone, either way: the A100 files are of 2025-10 and the H100 ones of 2026, and
+  whatever GPU time those steps hold runs slower on the A100.
+
+The scale multiplies each op's issue and every host op whose duration is CPU work timed on the
+reference host (DeepSpeed 2021's per-parameter fetch loop and host reads,
+`benchmarks/bench_zero3_host_loop.py`). No scored row enters it: the CI's small-GPT cases are
+data only, and the same source's scored 7B rows move by at most 0.5 point (their steps are the
+GPU's). What it moves, held out:
+
+- **ZeRO-3 of 2021 on Selene's DGX A100: 24.5% → 17.1% median**, every row less optimistic:
+  GPT-175B at DP 384, 768 and 1,536 +15.4/+24.0/+25.1% → +11.3/+13.3/+3.8%, GPT-530B at 640,
+  1,120 and 2,240 +24.0/+28.4/+34.0% → +21.5/+22.2/+20.9%. The stage-3 coordinator of that time
+  walks its parameters on the host, fetch by fetch (the section on these rows): the fewer
+  sequences a GPU runs, the more of the step that walk is, and the more the host's pace shows.
+  The what-ifs of that section on the NICs now read: x 0.72 10.5% median (GPT-175B at DP 1,536
+  -1.6%, the rest +6..+16%), x 0.53 4.3% (that row -7.8%); neither is modelled.
+- **vTrain's single-node rows** (unscored; the vTrain section): micro-batch 1 from +88% to +36%
+  median, TP 4 from +53% to +30%, TP 8 from +97% to +51%; all 576 rows 14.8% → 14.6%, since
+  the rows at micro-batch 2 and more (+26% at 2) are GPU-bound in the model at either pace.
+  Their floor of 3-5 ms a layer and micro-batch would need about 2.2 times the reference host,
+  half again what the CI's two nodes give.
+- **The CI's small GPT itself** (unscored, data): still 2.4-6.5 times faster than measured on
+  both nodes (H100 0.019-0.080 s against 0.092-0.328 s), the floor of the functional tests'
+  section.
+- **GB200 and GB300 rows** (Megatron-Bridge, the MoE team's): within 0.7 point (+20.6% → +20.3%
+  for Qwen3-30B-A3B on 8 GB200, -21.0% → -21.7% for the MoE team's Qwen3-235B on 256): their
+  steps are the GPU's at Grace's pace too. Every other source within 0.3 point.
+
 ## B200 in BF16: SimuMax's measured Megatron-LM runs fit the dgx-b200 derate (source `simumax_b200`)
 
 SimuMax (MooreThreads/SimuMax 1.2, a simulator of the same kind) publishes beside its predictions
@@ -4292,6 +4336,7 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
     "Grok-1 on H100: a Mixture-of-Experts recipe, and the output layer that FP8 never reaches (held out)": ("dgxc_grok1",),
     "Nemotron-H 56B on H100: a hybrid Mamba2-Transformer in FP8 (held out)": ("dgxc_nemotronh",),
     "GPT-2 in eager PyTorch on one H200: this project's own steps (held out)": ("h200_eager",),
+    "The host's speed per node: A100-generation hosts and Grace (held out)": ("megatron2021_zero3", "megatron_ci"),
     "B200 in BF16: SimuMax's measured Megatron-LM runs fit the dgx-b200 derate (source `simumax_b200`)": ("simumax_b200",),
     "The GPU's gap between kernels, told apart from the host's launch": ("h200_eager", "bridge_moe", "megatron2021_zero3"),
     "Megatron-Core's MoE layers: the host's C++ loops, Nemotron 3 in FP8, and what stays optimistic (held out)":

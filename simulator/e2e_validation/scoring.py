@@ -138,8 +138,13 @@ _SIMULATED: dict[str, _Simulated] = {}
 
 
 def _simulation_key(case: Case, hardware: Hardware) -> str:
+    """What the simulation of `case` on `hardware` depends on: the scenario but its ``name`` (a
+    label, read by no stage of the simulation), the profile and the NCCL release. Rows of the same
+    run printed twice (MLPerf's 10,752-GPU GPT-3 on Eos and on Azure's copy of its plan; a
+    benchmark's two container releases with the same recipe) are one simulation."""
     hw = hardware.model_dump_json() if isinstance(hardware, HardwareProfile) else hardware
-    return json.dumps([case.scenario, hw, case.nccl_version], sort_keys=True, default=str)
+    scenario = {k: v for k, v in case.scenario.items() if k != "name"}
+    return json.dumps([scenario, hw, case.nccl_version], sort_keys=True, default=str)
 
 
 def case_profile(case: Case, hardware: Hardware = None) -> HardwareProfile | None:
@@ -220,7 +225,10 @@ def scored_in_order(jobs: list[tuple[Case, Hardware]], workers: int = 1) -> Iter
     is single-threaded Python). With :func:`share_simulations` on, a scenario another process
     sharing the folder simulated is read, not simulated again."""
     keys = [_simulation_key(c, hw) for c, hw in jobs]
-    todo = {k: job for k, job in zip(keys, jobs) if k not in _SIMULATED}
+    todo: dict[str, tuple[Case, Hardware]] = {}
+    for k, job in zip(keys, jobs):
+        if k not in _SIMULATED:
+            todo.setdefault(k, job)  # a repeated key is simulated as the first job that asks for it
     with closing(_simulate_pending(todo, workers, _SHARED)) as simulated:
         for (c, _), k in zip(jobs, keys):
             while k not in _SIMULATED:

@@ -108,6 +108,7 @@ def scenario_inputs(scenario: Any) -> dict[str, Any]:
            if getattr(scenario, "domain_segment", None) is not None else {}),
         **domain_inputs(scenario),
         "gpus": scenario.n_gpus,
+        "host_time_scale": scenario.profile.node.host_time_scale,
         "model": workload_inputs(scenario),
         **nccl_inputs(scenario.profile),
         "plan": plan_inputs(scenario),
@@ -142,6 +143,8 @@ def inputs_line(inputs: dict[str, Any], plan_label: str = "plan") -> str:
     if isinstance(hw, dict):
         parts.append(f"hardware {hw['profile']}" + (f" from {hw['path']} (sha256 {hw['sha256'][:12]})"
                                                     if hw.get("path") and hw.get("sha256") else ""))
+    if inputs.get("host_time_scale", 1.0) != 1.0:
+        parts.append(f"host x{inputs['host_time_scale']:g} a DGX H100's time per op")
     if inputs.get("gpus") and inputs.get("nodes"):
         parts.append(f"{inputs['nodes']} nodes x {inputs['gpus'] // inputs['nodes']} GPUs = {inputs['gpus']} GPUs"
                      + (f", {inputs['nodes_per_nvlink_domain']} nodes per NVLink domain"

@@ -141,3 +141,19 @@ def test_without_sharing_each_row_is_simulated_once_and_scored_as_soon_as_it_is_
     rest = list(results)
     assert ran == ["row 0", "row 1", "row 2"]
     assert [r.step_time_s for r in [first, *rest]] == [0.1, 0.1 + 1 / 3, 0.1 + 2 / 3, 0.1 + 1 / 3]
+
+
+def test_rows_whose_scenarios_differ_only_in_name_are_one_simulation(monkeypatch):
+    """Two printed rows of one run (MLPerf's GPT-3 on Eos and Azure's copy of its plan) build
+    scenarios that differ in ``name`` only: simulated once, each scored against its own value.
+    Anything else that differs (here the measured value's row, a scenario key) is simulated apart."""
+    monkeypatch.setattr(scoring, "_SIMULATED", {})
+    monkeypatch.setattr(scoring, "_SHARED", None)
+    ran = _counted(monkeypatch)
+    a, other = _case(1), _case(2)
+    b = sources.Case("src", "row 1 (copy)", {**a.scenario, "name": "copy"}, "step_time_s", measured=2.0, n_gpus=8)
+    assert scoring._simulation_key(a, None) == scoring._simulation_key(b, None) != scoring._simulation_key(other, None)
+    results = scoring.simulate_many([(a, None), (b, None), (other, None)])
+    assert ran == ["row 1", "row 2"]
+    assert results[0].step_time_s == results[1].step_time_s and results[1].case.label == "row 1 (copy)"
+    assert results[0].error != results[1].error  # each against its own measurement

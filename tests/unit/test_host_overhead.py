@@ -81,7 +81,7 @@ def test_tiny_model_is_host_bound(monkeypatch):
     scn = _scn(hidden=128, layers=2, micro_batch=1, seq=4, dp=8)
     sim = simulate_scenario(scn)
     prog = next(iter(sim.schedule.programs.values()))
-    issue = host.issue_times(prog)
+    issue = host.issue_times(prog, scale=scn.profile.node.host_time_scale)  # a DGX A100's host: 1.47
     assert sim.report.step_time_s >= issue[-1]
     tl = sim.trace.timelines[sim.trace.ranks[0]]
     layers = [i for i, op in enumerate(prog) if isinstance(op, ComputeOp) and op.tag.phase in ("fwd", "bwd")]
@@ -174,3 +174,66 @@ def test_no_host_costs_fixture_zeroes_the_host(no_host_costs):
            ComputeOp(name="optimizer.step", kind="optimizer", tag=Tag("opt"), host_tensors=50),
            CommOp(name="dp.ar", op="allreduce", axes=("dp",), size_bytes=8)]
     assert host.issue_times(ops) == [0.0] * 4
+
+
+def _on_host(scale: float, hidden: int = 128, seq: int = 4):
+    """The tiny host-bound plan of :func:`test_tiny_model_is_host_bound` on a DGX H100 whose host
+    takes ``scale`` times the reference's time per op (``node.host_time_scale``)."""
+    from simulator.config.hardware import apply_overlay, load_profile
+
+    profile = apply_overlay(load_profile("dgx-h100"), {"node": {"host_time_scale": scale}}, source="<test>")
+    spec = dict(name="host", hardware="dgx-h100", nodes=1,
+                model=dict(layers=2, hidden=hidden, heads=max(1, hidden // 64), seq_len=seq, vocab=1024),
+                training=dict(micro_batch=1, global_batch=8, dtype="bf16"), parallel=dict(tp=1))
+    return build_scenario(spec, source="<test>", profile=profile)
+
+
+def test_host_time_scale_scales_every_host_cost():
+    """A node's ``host_time_scale`` multiplies each op's issue cost and each host op's duration
+    (a ComputeOp of kind "host", CPU work timed on the reference host), and nothing else."""
+    from simulator.costs.compute import compute_time
+    from simulator.costs.model import CostModel
+    from simulator.hardware.topology import build_topology
+
+    scn = _on_host(2.0)
+    prog = next(iter(build_schedule(scn).programs.values()))
+    costs = CostModel(build_topology(scn.profile, scn.nodes))
+    ref = [host.host_cost_s(op) for op in prog]
+    assert sum(ref) > 0
+    assert costs.host_costs(prog) == pytest.approx([2 * t for t in ref])
+    assert costs.issue_times(prog) == pytest.approx([2 * t for t in host.issue_times(prog)])
+    assert host.issue_times(prog, scale=2.0) == costs.issue_times(prog)
+    fetch = ComputeOp(name="zero3.fetch", kind="host", count=3, host_us=4.0)
+    gemm = ComputeOp(name="L0.fc1.fwd", kind="gemm", flops=2e9, hbm_bytes=1e6, gemm=(1024, 1024, 1024))
+    gpu = scn.profile.gpu
+    assert compute_time(fetch, gpu, host_time_scale=2.0) == pytest.approx(2 * 3 * 4.0e-6)
+    assert compute_time(gemm, gpu, host_time_scale=2.0) == compute_time(gemm, gpu)
+
+
+def test_a_slower_host_slows_a_host_bound_step_in_proportion():
+    """The host-bound tiny plan: its step is the host's, so twice the host's time per op is
+    nearly twice the step (the GPU's last kernels and the first issue aside); a plan of large
+    GEMMs hides the host either way, but for what no kernel hides (the first kernel's issue and
+    the optimizer's loop over its tensors after the last gradient: 0.11 of 31 ms)."""
+    fast, slow = (simulate_scenario(_on_host(s)).report.step_time_s for s in (1.0, 2.0))
+    assert 1.8 < slow / fast <= 2.0
+    big_fast, big_slow = (simulate_scenario(_on_host(s, hidden=4096, seq=4096)).report.step_time_s for s in (1.0, 2.0))
+    assert big_fast < big_slow < 1.005 * big_fast
+
+
+def test_host_time_scales_of_the_profiles_are_their_derivations():
+    """dgx-a100's is the median A100 / H100 step of Megatron-LM's CI cases run on both nodes
+    (calibration/host_speed.py); Grace's (GB200, GH200) TransformerEngine issue #2053's
+    torch.nn.Linear forward against the DGX H100's, 37.08 and 33.17 us against 13.48; a DGX H100
+    is the reference."""
+    from simulator.calibration.host_speed import dgx_a100_host_time_scale, paired_step_ratios
+    from simulator.config.hardware import load_profile
+
+    ratios = paired_step_ratios()
+    assert len(ratios) == 17 and all(r > 1.2 for r in ratios.values())  # every case slower on the A100 node
+    assert load_profile("dgx-a100").node.host_time_scale == round(dgx_a100_host_time_scale(), 2) == 1.47
+    assert load_profile("vtrain-a100").node.host_time_scale == 1.47  # inherited
+    assert load_profile("gb200-nvl72").node.host_time_scale == round(37.08 / 13.48, 2)
+    assert load_profile("gb300-nvl72").node.host_time_scale == round(37.08 / 13.48, 2)
+    assert load_profile("gh200-alps").node.host_time_scale == round(33.17 / 13.48, 2)
+    assert load_profile("dgx-h100").node.host_time_scale == load_profile("dgx-b200").node.host_time_scale == 1.0

@@ -51,3 +51,16 @@ def test_comparison_title_names_what_the_plans_share():
     assert fixed_inputs_title(inputs) == ("quickstart: dgx-h100, 1 x 8 GPUs, llama3-8b seq 4096 bf16, "
                                           "global batch 4, NCCL 2.30.7")
     assert "base plan (each row overrides it) tp=8" in inputs_line(inputs, "base plan (each row overrides it)")
+
+
+def test_the_hosts_pace_is_echoed_where_it_is_not_the_reference():
+    """A profile whose host is slower than a DGX H100's (``node.host_time_scale``) says so beside
+    the step it paces; a DGX H100 node prints nothing more."""
+    from simulator.config.scenario import load_scenario
+    from simulator.report.inputs import inputs_line, scenario_inputs
+
+    h100 = scenario_inputs(load_scenario(QUICKSTART))
+    assert h100["host_time_scale"] == 1.0 and "host x" not in inputs_line(h100)
+    a100 = scenario_inputs(load_scenario(QUICKSTART, "dgx-a100"))
+    assert a100["host_time_scale"] == 1.47
+    assert "hardware dgx-a100; host x1.47 a DGX H100's time per op; 1 nodes" in inputs_line(a100)

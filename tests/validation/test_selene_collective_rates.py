@@ -82,10 +82,11 @@ def test_model_on_the_large_sweeps_allgather_chains_right_trees_optimistic_only_
 
 @pytest.mark.slow
 def test_zero3_rows_with_the_nics_scaled():
-    """x 0.72 (Polaris' 540-node trees, the most optimistic ratio of another fabric) leaves the
-    source's median above the 12% target; x 0.53 (sec. 5.9 read per group) brings it to 8.9% with
-    every row still optimistic (+7% to +12%; 6.5% while each of the N copies per gather paid the
-    host's 4 us launch on the GPU)."""
+    """At a DGX A100 host's pace (``node.host_time_scale`` 1.47; 17.1% with the NICs as
+    profiled), x 0.72 (Polaris' 540-node trees, the most optimistic ratio of another fabric)
+    brings the source's median to 10.5%, every row still optimistic but GPT-175B at DP 1,536
+    (-1.6%); x 0.53 (sec. 5.9 read per group) to 4.3%, overshooting on that row (-7.8%). Neither
+    is modelled (the findings' ZeRO-3 section)."""
     from simulator.e2e_validation.rows import read_rows
     from simulator.e2e_validation.scoring import run_case
     from simulator.e2e_validation.sources import SOURCES
@@ -97,6 +98,7 @@ def test_zero3_rows_with_the_nics_scaled():
         prof = apply_overlay(load_profile("dgx-a100"), {"node": {"nics": {"efficiency": 0.95 * scale}}})
         return [run_case(c, prof).error for c in cases]
 
-    assert statistics.median(abs(e) for e in errors(0.72)) > 0.12
+    nics = errors(0.72)
+    assert 0.09 < statistics.median(abs(e) for e in nics) < 0.12 and sum(e < 0 for e in nics) == 1, nics
     half = errors(0.53)
-    assert all(0 <= e <= 0.13 for e in half) and statistics.median(half) <= 0.10, half
+    assert statistics.median(abs(e) for e in half) < 0.06 and min(half) < -0.05, half
