@@ -176,10 +176,12 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False, host_time_sc
     """Seconds ``op`` (all ``op.count`` kernels) takes on ``gpu``:
     max(arithmetic bound, memory bound) + count × kernel gap, × (1 + overlap_slowdown) when
     a collective runs beside it. A host op (kind "host") is CPU time, × ``host_time_scale``
-    (the node's ``host_time_scale``: its host against the one the figure was timed on)."""
+    (the node's ``host_time_scale``: its host against the one the figure was timed on), but for
+    a copy from host memory (``impl`` "dma"), a transfer at its link's rate."""
     count = max(op.count, 1)
     if op.kind == "host":  # the CPU's issue work: no kernel, so no SM or HBM contention either
-        return host_time_scale * count * (op.host_us or gpu.kernel_launch_us) * 1e-6
+        scale = 1.0 if op.impl == "dma" else host_time_scale  # a host-memory copy runs at its link's rate
+        return scale * count * (op.host_us or gpu.kernel_launch_us) * 1e-6
     t_flops = 0.0
     if op.flops > 0:
         t_flops = op.flops / (achieved_flops(op, gpu) * _sm_share(op))

@@ -4156,7 +4156,8 @@ GPT-OSS-120B on 64 with EP 64 and the A2A overlap +25.1% (B200, EP 8: +24.8%), N
 and 1.00 (Nano) of B200 where the model gives 1.05: the MoE rows lose on GB200 what its faster GPU
 gains. Not the host: Grace issues PyTorch ops 2.5-2.75 times slower than a DGX H100's Xeon (a Linear
 forward 33-37 us of CPU on GH200 and GB200 against 13.5 us, TransformerEngine issue #2053), but these
-rows are GPU-bound in the model and host costs x 2.75 move none by half a point. Super's pair is the
+rows are GPU-bound in the model and host costs x 2.75 (now priced: the host's speed per node, above) move
+none by half a point. Super's pair is the
 clearest: on B200 its EP 64 spans 8 nodes and the model exposes 4.0 s of All-to-All over InfiniBand,
 on GB200 the same exchange stays in the rack (1.2 s); the B200 row's agreement rests on that network
 time, and where the exchange is NVLink the row shows the GPU time the MoE layer's kernels are

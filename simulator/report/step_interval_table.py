@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit 70e99f3 from the
+Written by `python -m simulator.e2e_validation --out docs` at commit 5179409 from the
 leave-one-source-out errors of the 604 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
@@ -227,9 +227,9 @@ ROWS = (
     ('multi-node', 'nanotron_playbook', 'nanotron-80B dp4 tp4 pp16 mbs1 gas64 zero1 256 GPUs', 0.032945),
     ('multi-node', 'nanotron_playbook', 'nanotron-80B dp32 tp16 pp1 mbs2 gas4 zero1 512 GPUs', 0.254651),
     ('one node', 'megatron_ci', 'GPT 6.7B H100 tp1 pp4 vp8 dp2', 0.022277),
-    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp1 pp4 vp8 dp2', 0.001834),
+    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp1 pp4 vp8 dp2', 0.004989),
     ('one node', 'megatron_ci', 'GPT 6.7B H100 tp4 pp1 dp2', 0.16323),
-    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp4 pp1 dp2', 0.041761),
+    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp4 pp1 dp2', 0.043391),
     ('multi-node', 'automodel', 'Llama3 70B FSDP2 dp32 cp2 64 GPUs', -0.067258),
     ('multi-node', 'automodel_moe', 'Nemotron V3 Super 120B (26.02) FSDP2 dp64 ep64 pp1 64 GPUs', -0.184945),
     ('one node', 'automodel_moe', 'Nemotron V3 Nano 30B (26.02) FSDP2 dp8 ep8 pp1 8 GPUs', -0.161238),

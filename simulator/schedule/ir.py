@@ -56,7 +56,10 @@ class ComputeOp:
     attention kernel of an ``attention`` op (``flash2``, ``flash3``; ``""``: the GPU's default),
     whose efficiency the hardware profile gives per kernel generation, and ``attention_shape``
 its sequence lengths, head dimension and masking. A ``host`` op is CPU work
-    the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the host's ``kernel_launch_us``).
+    the GPU waits for: ``count`` steps of ``host_us`` microseconds each (0: the host's ``kernel_launch_us``),
+    at the node's host pace (``node.host_time_scale``); one of ``impl`` "dma" is a copy from host
+    memory on the stream instead, ``host_us`` the transfer's time at its link's rate, which the
+    host's pace does not change.
     ``host_issue`` false: what the host thread spends issuing the op is already timed by a host
     op (the op is one, or its kernels are launched inside one's loop: ZeRO-3 of 2021's per-rank
     copies), so the issue queue (costs/host.py) charges nothing for it.

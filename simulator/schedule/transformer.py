@@ -1181,7 +1181,9 @@ class LayerBuilder:
         s = self.spec
         if s.mask_h2d_us <= 0:
             return deps
-        op = pb.add(ComputeOp(name=f"{name}.mask.h2d", kind="host", host_us=s.mask_h2d_us, deps=deps, tag=tag))
+        # a DMA at the pinned copy's PCIe rate, not CPU work: the host's pace does not change it
+        op = pb.add(ComputeOp(name=f"{name}.mask.h2d", kind="host", impl="dma", host_us=s.mask_h2d_us, deps=deps,
+                              tag=tag))
         if s.tp > 1:
             op = self._tp_comm(pb, f"{name}.mask.bcast", "broadcast",
                                data_loading.mask_bytes(s.b, s.seq), op, tag)

@@ -32,8 +32,10 @@ def test_the_copy_is_the_mask_over_pcie():
     h100 = load_profile("dgx-h100")
     us = data_loading.h2d_us(nbytes, h100.node.pcie.Bps)
     assert us == pytest.approx(nbytes / 55.43e9 * 1e6)
-    op = ComputeOp(name="embedding.mask.h2d", kind="host", host_us=us)
+    op = ComputeOp(name="embedding.mask.h2d", kind="host", impl="dma", host_us=us)
     assert compute_time(op, h100.gpu) == pytest.approx(2.4214e-3, rel=1e-3)
+    # a DMA: the slower host of a DGX A100 (node.host_time_scale) does not lengthen it
+    assert compute_time(op, h100.gpu, host_time_scale=1.47) == compute_time(op, h100.gpu)
     # Gen4 x16 (DGX A100, the profile's 31 GB/s): the same fraction of its link
     a100 = load_profile("dgx-a100")
     assert data_loading.h2d_us(nbytes, a100.node.pcie.Bps) / us == pytest.approx(63.0 / a100.node.pcie.GBps)
@@ -44,6 +46,7 @@ def test_one_copy_and_broadcast_per_micro_batch_on_the_loading_stages():
     one_stage = _ops(_scenario(tp=2, pp=1, mask=True))
     for ops in one_stage.values():
         copies = [op for op in ops if isinstance(op, ComputeOp) and op.name.endswith(".mask.h2d")]
+        assert all(c.kind == "host" and c.impl == "dma" for c in copies)
         casts = [op for op in ops if isinstance(op, CommOp) and op.name.endswith(".mask.bcast")]
         assert len(copies) == len(casts) == n_micro
         assert all(c.op == "broadcast" and c.size_bytes == 2 * 4096 * 4096 for c in casts)

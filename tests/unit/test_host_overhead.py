@@ -207,6 +207,9 @@ def test_host_time_scale_scales_every_host_cost():
     gemm = ComputeOp(name="L0.fc1.fwd", kind="gemm", flops=2e9, hbm_bytes=1e6, gemm=(1024, 1024, 1024))
     gpu = scn.profile.gpu
     assert compute_time(fetch, gpu, host_time_scale=2.0) == pytest.approx(2 * 3 * 4.0e-6)
+    # the data loader's mask copied to the GPU (schedule/transformer.py): a DMA at PCIe's rate
+    copy = ComputeOp(name="embedding.mask.h2d", kind="host", impl="dma", host_us=2400.0)
+    assert compute_time(copy, gpu, host_time_scale=2.0) == compute_time(copy, gpu) == pytest.approx(2.4e-3)
     assert compute_time(gemm, gpu, host_time_scale=2.0) == compute_time(gemm, gpu)
 
 
