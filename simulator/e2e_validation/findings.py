@@ -3760,7 +3760,8 @@ Two measurements say the hosts of other nodes do not:
 
 The scale multiplies each op's issue and every host op whose duration is CPU work timed on the
 reference host (DeepSpeed 2021's per-parameter fetch loop and host reads,
-`benchmarks/bench_zero3_host_loop.py`). No scored row enters it: the CI's small-GPT cases are
+`benchmarks/bench_zero3_host_loop.py`), not the data loader's mask copy, a DMA at PCIe's rate
+(a host op of `impl` "dma"). No scored row enters it: the CI's small-GPT cases are
 data only, and the same source's scored 7B rows move by at most 0.5 point (their steps are the
 GPU's). What it moves, held out:
 
@@ -3773,7 +3774,7 @@ GPU's). What it moves, held out:
   -1.6%, the rest +6..+16%), x 0.53 4.3% (that row -7.8%); neither is modelled.
 - **vTrain's single-node rows** (unscored; the vTrain section): micro-batch 1 from +88% to +36%
   median, TP 4 from +53% to +30%, TP 8 from +97% to +51%; all 576 rows 14.8% → 14.6%, since
-  the rows at micro-batch 2 and more (+26% at 2) are GPU-bound in the model at either pace.
+  most rows at micro-batch 2 and more (+26% at 2) are GPU-bound in the model at either pace.
   Their floor of 3-5 ms a layer and micro-batch would need about 2.2 times the reference host,
   half again what the CI's two nodes give.
 - **The CI's small GPT itself** (unscored, data): still 2.4-6.5 times faster than measured on
