@@ -14,6 +14,7 @@ import csv
 import gzip
 import hashlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -46,6 +47,12 @@ def read_commented_csv(path: str | Path) -> list[dict[str, str]]:
     """Rows of a bundled data CSV as dicts, skipping its ``#`` provenance lines."""
     with open(path, newline="") as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def note_value(notes: str, key: str) -> str:
+    """The value of ``key=value`` in a data row's ``;``-separated notes, or "" when the notes have none."""
+    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
+    return m.group(1).strip() if m else ""
 
 
 def sha256_file(path: str | Path) -> str:

@@ -21,11 +21,10 @@ CPU on GB200 and 33.17 on GH200 against 13.48 on the DGX H100.
 
 from __future__ import annotations
 
-import re
 import statistics
 from pathlib import Path
 
-from simulator.files import bundled_dir, read_commented_csv
+from simulator.files import bundled_dir, note_value, read_commented_csv
 
 CI_STEPS = "megatron_ci_golden_values.csv"
 # The platforms of the CI's golden files: the DGX A100 and DGX H100 nodes.
@@ -40,10 +39,9 @@ def paired_step_ratios(path: Path | None = None, hidden: str = "512") -> dict[st
     for r in rows:
         if r["hidden"] != hidden or r["metric"] != "step_time_s":
             continue
-        case = re.search(r"test_case=([^;]+);", r["notes"])
-        platform = re.search(r"platform=([^;]+);", r["notes"])
+        case, platform = note_value(r["notes"], "test_case"), note_value(r["notes"], "platform")
         if case and platform:
-            steps.setdefault(case.group(1), {})[platform.group(1)] = float(r["value"])
+            steps.setdefault(case, {})[platform] = float(r["value"])
     return {case: v[SLOW] / v[REFERENCE] for case, v in sorted(steps.items()) if SLOW in v and REFERENCE in v}
 
 

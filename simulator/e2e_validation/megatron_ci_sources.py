@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.e2e_validation.rows import Row, parse_hardware, parse_int, parse_recompute
+from simulator.e2e_validation.rows import Row, note_value, parse_hardware, parse_int, parse_recompute
 from simulator.e2e_validation.scenarios import MEGATRON_LM_DDP_2025, MODERN, Case, gpt_model, make_scenario
 
 # --attention-backend as the case sets it (notes), to the kernel it runs: ``flash`` is TE's
@@ -61,7 +61,7 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     dropout = not _note(r, "dropout").startswith("hidden 0.0")
     stack = replace(MODERN, attention=attention, dropout=dropout)
     model = gpt_model(r, position="learned", tied="--untie-embeddings-and-output-weights" not in flags)
-    test = r["notes"].split("test_case=", 1)[1].split(";")[0]
+    test = note_value(r["notes"], "test_case")
     gpu = "H100" if hw == "dgx-h100" else "A100"
     label = f"{r['model_name'].split(' (')[0]} {gpu} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "") + \
         (f" cp{cp}" if cp > 1 else "") + f" dp{8 // (tp * pp * cp)}" + (" full recompute" if r["recompute"] == "full" else "")

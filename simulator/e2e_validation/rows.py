@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from simulator.files import read_commented_csv
+from simulator.files import note_value, read_commented_csv
+
+__all__ = ["note_value"]  # re-exported: the sources' builders read their rows' notes from here
 
 Row = dict[str, str]
 
@@ -69,7 +70,3 @@ def gpu_name(r: Row) -> str:
     return r["gpu"].split()[0].split("-")[0]
 
 
-def note_value(notes: str, key: str) -> str:
-    """The value of ``key=value`` in a row's ``;``-separated notes, or "" when the notes have none."""
-    m = re.search(rf"\b{re.escape(key)}=([^;]+)", notes)
-    return m.group(1).strip() if m else ""
