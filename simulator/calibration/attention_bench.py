@@ -197,6 +197,39 @@ def summary(points: list[BenchPoint], min_seq: int = 4096) -> dict[tuple[str, st
     return {k: statistics.median(v) for k, v in groups.items()}
 
 
+BLACKWELL_ULTRA = bundled_dir("data/kernels") / "cudnn_sdpa_gb200_gb300.csv"
+ULTRA_SEQS = (4096, 32768)  # the training kernels' lengths: a sequence of 4K-8K, or its CP share
+
+
+@dataclass(frozen=True)
+class UltraRatio:
+    """GB300's rate over GB200's for one kernel, the median over the shapes both GPUs ran in one
+    container (same cuDNN, same script)."""
+
+    fwd: float
+    bwd: float
+    shapes: int
+
+
+def blackwell_ultra_ratios(points: list[BenchPoint], backend: str = "cudnn",
+                           seqs: tuple[int, int] = ULTRA_SEQS) -> UltraRatio:
+    """What Blackwell Ultra does to one attention kernel: GB300 over GB200, causal, ``seqs``
+    tokens, medians over the shapes timed on both with the same software. The two parts have
+    the same dense tensor rate (2,500 TFLOP/s bf16); Blackwell Ultra doubles the SFU's
+    exponentials (MUFU.EX2), which bound cuDNN's Blackwell forward at head dim 128 (one
+    exponential per score against 4 x 128 tensor FLOPs), and runs at 1,400 W against 1,200."""
+    key = lambda p: (p.commit, p.cudnn, p.backend, p.batch, p.q_heads, p.kv_heads, p.seq_q, p.seq_kv,  # noqa: E731
+                     p.head_dim, p.causal)
+    base = {key(p): p for p in points if p.gpu == "GB200"}
+    fwd, bwd = [], []
+    for p in points:
+        b = base.get(key(p))
+        if p.gpu == "GB300" and b is not None and p.backend == backend and p.causal and seqs[0] <= p.seq_q <= seqs[1]:
+            fwd.append(p.fwd_tflops / b.fwd_tflops)
+            bwd.append(p.bwd_tflops / b.bwd_tflops)
+    return UltraRatio(statistics.median(fwd), statistics.median(bwd), len(fwd))
+
+
 B200_CP_SEQS = (16384, 32768, 65536)  # n = s/cp of the nemo_cp B200 rows: 16K (32K-64K), 32K (128K), 64K (256K-1M)
 
 
@@ -310,6 +343,12 @@ def main() -> None:
         p = c.point
         print(f"  {p.commit} cuDNN {p.cudnn:6s} {p.seq_q // 1024:3d}K  modelled {c.modelled_tflops:6.1f}  "
               f"measured {c.measured_tflops:6.1f}  {100 * c.error:+5.1f}%")
+    ultra = read_points(BLACKWELL_ULTRA)
+    print(f"{BLACKWELL_ULTRA.name}: GB300 over GB200 in one container, causal, {ULTRA_SEQS[0] // 1024}K-"
+          f"{ULTRA_SEQS[1] // 1024}K tokens (median over the shapes):")
+    for backend in ("cudnn", "pytorch_sdpa_flash"):
+        r = blackwell_ultra_ratios(ultra, backend)
+        print(f"  {backend:19s} fwd x{r.fwd:.3f} bwd x{r.bwd:.3f} ({r.shapes} shapes)")
     print(f"{SIMUMAX_B200.name}: TE fused attention on the B200 of SimuMax's runs, "
           "modelled / measured time (dgx-b200 flash3):")
     for call in read_simumax_b200():

@@ -289,6 +289,9 @@ def check_plan(scn: Scenario) -> None:
     if fixed_master and t.master_dtype != "fp32":
         _fail(scn, "training.master_dtype", f"{fixed_master} steps fp32 master weights by construction "
                                             f"(DeepSpeed's optimizer wrapper), got master_dtype {t.master_dtype}")
+    if p.zero == 3 and p.zero3_impl == "deepspeed-2021" and t.optimizer_algorithm != "adam":
+        _fail(scn, "training.optimizer_algorithm", "zero3_impl: deepspeed-2021 prices DeepSpeed's fp16 Adam step "
+                                                   f"(stage3.py); got optimizer_algorithm {t.optimizer_algorithm}")
     check_moe(scn, dp)
     if t.recompute == "selective_op":
         check_op_level_recompute(scn)

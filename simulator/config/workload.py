@@ -410,10 +410,13 @@ class Training(_Strict):
         "Megatron-Core's squared_relu) | eager (its PyTorch ops, one kernel each: NeMo 2.0's squared_relu and "
         "NemotronH's torch.pow(F.relu(x), 2) lambda, two kernels forward and four backward) | auto (fused with "
         "fused_kernels, else eager)")
-    norm_kernel: Literal["auto", "eager", "fused"] = Field(
+    norm_kernel: Literal["auto", "eager", "fused", "composite"] = Field(
         default="auto", description="the norm kernels of eager layers (fused_kernels: false): auto = eager "
         "(PyTorch's own LayerNorm/RMSNorm kernels) | fused (apex's FusedLayerNorm or a Triton norm, a kernel of "
-        "its own at streaming bandwidth: Megatron-LM 2020)")
+        "its own at streaming bandwidth: Megatron-LM 2020) | composite (the reference Llama RMSNorm written as "
+        "PyTorch ops on an fp32 upcast, x.float(), pow, mean, rsqrt, multiply, cast back, scale: Hugging Face's "
+        "LlamaRMSNorm, torchtitan's RMSNorm of 2024, FMS's LayerNormParameterized; 8 kernels forward, 15 "
+        "backward, schedule/transformer.py composite_rms_norm)")
     norm_input: Literal["act", "fp32"] = Field(
         default="act", description="what the norms of eager layers read (fused_kernels: false, norm_kernel: fused): "
         "act (the activation itself) | fp32 (an fp32 copy of it: InternLM 2023's norm(x.float()) into apex's "
@@ -506,11 +509,13 @@ class Training(_Strict):
 
     # Memory (simulator/schedule/memory.py): the loss implementation, whose logits buffers set the
     # last stage's peak, and the caching allocator's fragmentation (reserved − allocated).
-    cross_entropy: Literal["vocab_parallel", "torch", "fused", "fused_linear"] = Field(
+    cross_entropy: Literal["vocab_parallel", "torch", "torch_lowp", "fused", "fused_linear"] = Field(
         default="vocab_parallel", description="loss implementation (its kernels' traffic and memory): vocab_parallel "
         "(Megatron's vocab_parallel_cross_entropy on fp32 logits, in place: 6 bytes per logit at its peak, six "
         "forward passes over them) | torch (F.cross_entropy(logits.float()), torchtitan/HF: 12 bytes per logit; "
-        "16 with TP > 1, DTensor loss_parallel) | fused (one cross-entropy kernel on the bf16 logits: flash-attn's, "
+        "16 with TP > 1, DTensor loss_parallel) | torch_lowp (F.cross_entropy on the bf16/fp16 logits as the model "
+        "returns them: a Hugging Face causal LM called without labels, whose logits transformers no longer upcasts "
+        "from 4.45: 6 bytes per logit) | fused (one cross-entropy kernel on the bf16 logits: flash-attn's, "
         "llm-foundry's default: 4 bytes per logit) | fused_linear (the LM head and the loss in one blockwise kernel "
         "that never writes the logits: Cut Cross-Entropy, NeMo AutoModel's FusedLinearCrossEntropy; no logits "
         "buffers, the head's GEMM run again in backward)")
@@ -546,6 +551,10 @@ class Training(_Strict):
         "fp16_optimizer (Megatron-LM 2020's FP16_Optimizer: a per-tensor overflow check and gradient norm that "
         "synchronise the host on every tensor, fp32 master gradients, apex FusedAdam, the master weights copied "
         "back tensor by tensor)")
+    optimizer_algorithm: Literal["adam", "sgd"] = Field(
+        default="adam", description="the update rule: adam (Adam/AdamW, two moments per parameter) | sgd "
+        "(torch.optim.SGD without momentum or weight decay: the gradients added into the weights, one pass over "
+        "both and no optimizer state, in the optimizer implementation's launches; not with fp16_optimizer)")
     grad_clip: bool = Field(default=True, description="clip gradients by their global norm (Megatron's "
                             "--clip-grad, DeepSpeed's gradient_clipping, max_norm in torchtitan and llm-foundry): "
                             "a norm pass, a one-element AllReduce over the ranks holding different gradients, "
@@ -636,6 +645,10 @@ class Training(_Strict):
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")
+        if self.optimizer_algorithm == "sgd" and (self.optimizer == "fp16_optimizer" or self.optimizer_state_dtype):
+            raise ValueError("optimizer_algorithm: sgd keeps no optimizer state and runs in torch.optim's fused, "
+                             f"foreach or for_loop launches (got optimizer: {self.optimizer}, optimizer_state_dtype: "
+                             f"{self.optimizer_state_dtype})")
         if self.optimizer == "fp16_optimizer" and (self.master_dtype, self.state_dtype) != ("fp32", "fp32"):
             raise ValueError("optimizer: fp16_optimizer keeps fp32 master weights and moments (master_dtype and "
                              "optimizer_state_dtype fp32)")
@@ -702,4 +715,6 @@ class Training(_Strict):
 
     @property
     def state_bytes(self) -> int:
-        return BYTES_PER_ELEMENT[self.state_dtype]
+        """Bytes of each optimizer state per parameter: Adam's two moments; SGD without momentum
+        keeps none."""
+        return 0 if self.optimizer_algorithm == "sgd" else BYTES_PER_ELEMENT[self.state_dtype]

@@ -4289,6 +4289,88 @@ backend only after `set_workload_base_configs` has applied `overrides.py`'s 32-S
 acts only on a model that already names it (Megatron-Bridge 21d102f5e,
 `scripts/performance/configs/nemotronh/nemotron_3_llm_pretrain.py`). The three Nano rows of
 `bridge_moe` said 32 and now say 16; their errors move by less than 0.05 points.
+
+## Blackwell Ultra's exponentials: cuDNN's attention measured on GB300 against GB200 (held out)
+
+The doubled SFU exponential rate of Blackwell Ultra was left uncredited above for want of a
+BF16 training measurement. cudnn-frontend publishes two: GB200 and GB300 each run in one
+container, cuDNN 9.17.0 (NGC PyTorch 25.11; 512-128K tokens, 128 query and 8 KV heads of 128,
+causal, with PyTorch's FlashAttention-2 beside it) and cuDNN 9.22.0 (2K-32K, 64 / 8 heads,
+causal and unmasked), copied with their provenance to `data/kernels/cudnn_sdpa_gb200_gb300.csv`.
+At the training kernels' 4K-32K tokens, causal, GB300 runs cuDNN's forward 1.196 times and its
+backward 1.075 times as fast as GB200 (medians over 8 shapes; each release within 0.1 of them,
+the forward gaining more in both), at the same dense tensor peak. That is the mechanism's shape:
+at head dim 128 one exponential per score weighs 0.88 of the score's tensor time on Blackwell,
+so the forward waits on the SFU, while the backward does 2.5 times the tensor work per score.
+FlashAttention-2, far below both limits, moves by 1.01. So `gb300-nvl72` and `dgx-b300` take
+their base's flash3 pair times those ratios (0.718 / 0.484 for 0.6 / 0.45; the HGX pair assumed
+to gain as the GB pair does) and keep their base's flash2 pair
+(`attention_bench.blackwell_ultra_ratios`, `test_attention_bench.py`). Nothing is fitted on the
+e2e rows. The same file corrects `gb200-nvl72`'s flash2 pair, a placeholder of 0.35 / 0.29 of
+peak labelled as dgx-b200's (whose pair is 0.190 / 0.158): measured on GB200, PyTorch's
+FlashAttention-2 runs 430 / 352 TFLOP/s at 16K tokens (0.172 / 0.141 of 2,500), B200's absolute
+rate; no e2e row runs it there.
+
+`bridge_moe_ultra` goes from median 12.4% (signed +4.0%) to 11.4% (+5.7%): Qwen3-235B -10.8% →
+-9.8% (B300) and -13.9% → -13.0% (GB300), DeepSeek-V3 -5.9% → -5.1% and -15.4% → -14.4%, while the
+already optimistic small models move further (Qwen3-30B +2.9% → +4.6% and +5.1% → +6.8%, GPT-OSS
+on B300 +22.4% → +23.5%, Nemotron 3 Nano +18.9% → +19.5%). The Megatron-Core MoE team's Qwen3-235B
+on 256 GB300 reads -12.9% (was -13.9%).
+
+## The Llama RMSNorm as PyTorch ops: torchtitan's and FMS's eager norms (held out)
+
+torchtitan's configs that set `norm_type = "rmsnorm"` (the Llama 2 and Llama 3 70B tomls of
+f38766edb, the A100 rows) build its own `RMSNorm`, and FMS's LLaMA (the fms-fsdp rows) builds
+`LayerNormParameterized(use_high_precision_pow=True)`: both are the reference Llama RMSNorm of
+Hugging Face's `LlamaRMSNorm`, `x.float()`, `pow(2).mean(-1)`, `rsqrt`, the multiply, the cast
+back and the scale, one PyTorch kernel per op in eager mode. The model had priced each as one
+native norm kernel (2 activations' worth of bytes forward, 5 backward). Counted op by op, with
+autograd's graph for the backward (`schedule/transformer.py` `composite_rms_norm`,
+`training.norm_kernel: composite`), the chain moves 36 bytes per element in 8 kernels forward
+and 92 in 15 backward for bf16 weights and activations (18 and 46 activations' worth), and keeps
+its fp32 upcast and its normalised output for the backward (6 bytes per element per norm where
+the native kernel keeps its 2-byte input, `schedule/memory.py`). Checked held out against
+Liger-Kernel's A100 timings of HF's `LlamaRMSNorm` (M = 2,048 rows, H = 1K-32K; its benchmark's
+fp32 weight makes the output fp32: 38 and 108 + 6 bytes), which the kernel fit leaves out: with
+the committed constants the chain's forward is 18% fast in the median and its backward 6%, every
+row within -19% .. +14% (`kernel_bandwidth.composite_norm_points`, `test_composite_norm.py`),
+where one native kernel's bytes would be 85-89% fast.
+
+Per token and layer the forward and backward GEMMs do about 72·h² FLOPs and the two norms' chains
+move about 256·h bytes, so they weigh most at small h on a fast GPU: torchtitan's Llama 3 70B
+(full recompute) +4.7% → +0.8%, Llama 2 70B +3.8% → -0.2% (full) and +12.8% → +8.0% (op-level
+selective); fms-fsdp's Llama 2 13B +9.2% → +2.8% (A100) and +15.5% → +6.7% (H100), 34B +1.5% →
+-3.1% and +5.1% → -1.3%, 70B -4.5% → -8.2% and +2.1% → -3.2%. torchtitan goes from median 8.0%
+to 7.8% (max 12.8% → 11.1%), fms-fsdp from 4.8% (signed +3.6%) to 3.1% (-2.2%), the ZeRO-3 /
+FSDP regime from 4.7% to 4.3%. The 8B and 13B torchtitan rows run the Triton fused RMSNorm
+(`norm_type = "fused_rmsnorm"`) and do not move; their +8-11% is still open.
+
+## Hugging Face's Llama in eager PyTorch on one B200 and one H200: cuDNN frontend's Llama-3.2-1B loop (held out)
+
+NVIDIA's cudnn-frontend repository published, from May 2025 to January 2026, the iteration time of
+a training loop of transformers' `LlamaForCausalLM` (the Llama-3.2-1B config, built in bf16) on one
+B200 and one H200, at six batch x sequence shapes of 12K-18K tokens, with each of PyTorch's SDPA
+backends pinned (`data/e2e/cudnn_frontend_llama32_1b.csv`, source `cudnn_llama1b`). It is a stack
+no other source runs: a Hugging Face model in eager PyTorch, whose norms are `LlamaRMSNorm`'s PyTorch
+ops (the composite chain of the section above), whose loss is `CrossEntropyLoss` on the bf16 logits
+the model returns, and whose optimizer is plain `torch.optim.SGD` on the bf16 weights. Two
+mechanisms were added for it, each from the code with a closed-form test: `cross_entropy:
+torch_lowp`, the log-softmax and `nll_loss` on the logits in their own dtype (4B per logit in two
+kernels forward, 5B in two backward, 6 bytes per logit at the peak: `schedule/loss.py`,
+`test_memory_bound.py`), where `torch` adds the fp32 copy (22 and 26 bytes); and
+`optimizer_algorithm: sgd`, one `_foreach_add_` of the gradients into the weights (3·B_m bytes per
+parameter, no optimizer state: `schedule/optimizer.py`, `test_optimizer_step.py`). On the 12 x 1,024
+B200 row the loss takes 4.4 ms where `torch` would take 11.7, the optimizer step 1.3 ms where
+torch.optim's foreach AdamW would take 8.5.
+
+Held out, the 24 built rows (cuDNN and FlashAttention-2; the memory-efficient kernel's are not
+built) read median |error| 4.8%, signed -4.5%: the H200 rows -4.1% .. -8.0%, the B200 rows -5.5% ..
++1.1% but cuDNN at 8K and 16K tokens (+4.9%, +11.3%), where dgx-b200's flash3 pair (FlashAttention-3's
+H100 fractions, assumed) prices cuDNN 9.9.0's long kernels faster than the container ran them; its
+FlashAttention-2 rows at the same lengths are +1.1% and -1.0%. The README says both clocks were
+locked at base (1,665 and 1,500 MHz); the B200 log shows the lock refused, so those rows ran at the
+default clocks the profile describes, and the H200 rows, with no log, are scored the same way. The
+small-model regime goes from 73 to 97 rows, median 3.7% to 4.1%, signed +1.6% to -0.6%.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4349,4 +4431,10 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("modelzoo_qwen3", "modelzoo_mixtral", "mcore_dsv3_gb200", "bridge_moe"),
     "Blackwell Ultra: DGX B300 and GB300 NVL72 from the Blackwell profiles (held out)":
         ("bridge_moe_ultra", "bridge_moe", "modelzoo_qwen3"),
+    "Blackwell Ultra's exponentials: cuDNN's attention measured on GB300 against GB200 (held out)":
+        ("bridge_moe_ultra", "modelzoo_qwen3"),
+    "The Llama RMSNorm as PyTorch ops: torchtitan's and FMS's eager norms (held out)":
+        ("torchtitan", "fms_fsdp"),
+    "Hugging Face's Llama in eager PyTorch on one B200 and one H200: cuDNN frontend's Llama-3.2-1B loop (held out)":
+        ("cudnn_llama1b",),
 }

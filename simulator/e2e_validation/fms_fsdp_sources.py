@@ -15,7 +15,9 @@ comes from the code of the same commit:
   over the fp32 model (``grad_reduce_dtype: bf16``; fp32 shards and Adam states);
 - ``torch.optim.AdamW`` (foreach on CUDA), gradient clipping at 1.0, no gradient accumulation;
 - the FMS LLaMA: PyTorch ops around SDPA's FlashAttention-2, no dropout, ``nn.CrossEntropyLoss`` on
-  the logits: the torchtitan eager stack;
+  the logits, its norms ``LayerNormParameterized(use_high_precision_pow=True)`` (fms/modules/
+  layernorm.py: the RMSNorm as PyTorch ops on an fp32 upcast, ``norm_kernel: composite``): the
+  torchtitan eager stack;
 - ``policies/ac_handler.py``: torch's non-reentrant ``checkpoint_wrapper`` on every
   ``selective_checkpointing``-th block (a counter over the ``LLaMABlock``s from 1 picks the blocks
   at its multiples: torchtitan's rule, ``recompute_method: every``); the printed "Full AC" is every

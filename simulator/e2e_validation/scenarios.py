@@ -137,12 +137,13 @@ TORCH_EAGER_TE = Stack(attention="auto", fused_kernels=False, optimizer="foreach
 # F.scaled_dot_product_attention (its flash backend, FlashAttention-2), no dropout, the loss
 # F.cross_entropy on the logits (fp32 from 2024-12: ``pred.float()``), torch.optim.AdamW. Eager
 # (``training.compile = false``, every train config of 2024-04): one kernel per elementwise op, the
-# Triton fused RMSNorm where a config sets ``norm_type = "fused_rmsnorm"``
-# (torchtitan/models/norms.py), foreach AdamW (train.py of f38766edb: ``foreach=True``). Compiled
+# norm its ``RMSNorm`` class of PyTorch ops on an fp32 upcast (``norm_type = "rmsnorm"``,
+# torchtitan/models/norms.py: ``norm_kernel: composite``) or the Triton fused RMSNorm where a config
+# sets ``"fused_rmsnorm"``, foreach AdamW (train.py of f38766edb: ``foreach=True``). Compiled
 # (``training.compile``): Inductor fuses the elementwise ops around the GEMMs; AdamW fused (the
 # ``optimizer.implementation`` default from 2025).
 TORCHTITAN_EAGER = Stack(attention="flash2", fused_kernels=False, optimizer="foreach", cross_entropy="torch",
-                         dropout=False)
+                         dropout=False, norm_kernel="composite")
 TORCHTITAN_EAGER_FUSED_NORM = replace(TORCHTITAN_EAGER, norm_kernel="fused")
 TORCHTITAN_COMPILED = Stack(attention="flash2", fused_kernels=True, optimizer="fused", cross_entropy="torch",
                             dropout=False)

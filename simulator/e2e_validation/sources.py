@@ -39,6 +39,7 @@ from simulator.e2e_validation.dgxc_nemotronh_sources import dgxc_nemotronh
 from simulator.e2e_validation.dgxc_llama_sources import dgxc_llama, dgxc_llama_nemo24
 from simulator.e2e_validation.fms_fsdp_sources import fms_fsdp
 from simulator.e2e_validation.h200_step_sources import h200_eager
+from simulator.e2e_validation.hf_llama_sources import cudnn_llama1b
 from simulator.e2e_validation.llama3_sources import llama3
 from simulator.e2e_validation.internlm_sources import internlm
 from simulator.e2e_validation.nanotron_sources import nanotron_playbook
@@ -1028,9 +1029,10 @@ SOURCES: list[Source] = [
            ["Held out entirely (none of these rows fits anything), and so are the two profiles they run on: "
             "dgx-b300 and gb300-nvl72 are dgx-b200 and gb200-nvl72 with Blackwell Ultra's memory (270 and "
             "279 GB usable), ConnectX-8 NICs at 800 Gb/s on PCIe Gen6, and the same dense BF16/FP8 tensor "
-            "rates (docs/reference/HARDWARE.md §1a), so the same GEMM curve and attention figures; neither "
-            "Blackwell Ultra's doubled exponential throughput (softmax) nor its higher power limit is "
-            "credited (the profiles' headers).",
+            "rates (docs/reference/HARDWARE.md §1a), so the same GEMM curve; cuDNN's attention at the "
+            "GB300-over-GB200 rates measured in one container (forward x 1.196, backward x 1.075: Blackwell "
+            "Ultra's doubled exponential throughput, data/kernels/cudnn_sdpa_gb200_gb300.csv); the higher power "
+            "limit is not credited (the profiles' headers).",
             "Built as the bridge_moe rows are (simulator/e2e_validation/moe_sources.py), from the B300 and GB300 "
             "variants of the same recipes (the file's header): larger micro-batches than on B200/GB200 where "
             "the memory allows, HybridEP on 32 SMs (Nemotron 3 Nano: 16), GPT-OSS on GB300 with the alltoall "
@@ -1162,6 +1164,17 @@ SOURCES: list[Source] = [
             "GPT-2 124M at micro-batch 1 and 4 are host-bound (step 18.9 and 20.5 ms, GPU busy 6.3 and 14.1 ms); "
             "the GPU-bound rows read 11-15% pessimistic, the gap of the GEMM rate (cuBLAS on this H200 runs 19-25% "
             "faster than dgx-h100's fitted training curve the profile inherits); see the findings."]),
+    Source("cudnn_llama1b", "NVIDIA cuDNN frontend's Llama-3.2-1B training loop on one B200 and one H200 (Hugging Face transformers, eager, bf16, SGD)",
+           "cudnn_frontend_llama32_1b.csv", cudnn_llama1b,
+           ["Held out entirely (none of these rows fits anything: one GPU each). Every setting read off the "
+            "benchmark's script and Dockerfile (see simulator/e2e_validation/hf_llama_sources.py): transformers' "
+            "LlamaForCausalLM in bf16, eager PyTorch layers with LlamaRMSNorm as its PyTorch ops "
+            "(norm_kernel: composite) and the unfused RoPE, SDPA pinned to cuDNN (flash3) or FlashAttention-2 "
+            "(flash2), CrossEntropyLoss on the bf16 logits (cross_entropy: torch_lowp), torch.optim.SGD on the "
+            "bf16 parameters (optimizer_algorithm: sgd).",
+            "The memory-efficient SDPA backend's rows are in the file and not built (no kernel model). The "
+            "README's clock locks are not modelled: the B200 log shows the lock refused (default clocks); the "
+            "H200 rows have no log."]),
     Source("simumax_b200", "SimuMax's measured Megatron-LM steps on one B200 node (Llama 3 70B / 405B cut to 12 / 4 layers, BF16, "
            "TP 1-8, PP 2, CP 4-8 at 32K-128K)", "simumax_b200_megatron.csv", simumax_b200,
            ["One node in BF16: fitting rows of the dgx-b200 GEMM derate, with the three per-tensor FP8 rows of "
@@ -1345,7 +1358,7 @@ HELD_OUT_SOURCES = frozenset({"mpt_seq", "mpt_small", "automodel_moe", "bridge_m
                               "megatron2021_ptdp", "megatron2021_weak", "megatron2022", "vtrain_multi",
                               "vtrain_single", "megatron_ci", "megatron_ci_small", "llama3", "usp",
                               "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "dgxc_nemotronh", "internlm", "nanotron_playbook", "fms_fsdp",
-                              "bridge_card", "bridge_card_hybrid", "h200_eager"})
+                              "bridge_card", "bridge_card_hybrid", "h200_eager", "cudnn_llama1b"})
 
 
 def is_fit_case(case: Case) -> bool:

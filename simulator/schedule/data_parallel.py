@@ -208,7 +208,7 @@ class GradSync:
         t = self.scn.training
         axes = self.norm_axes()
         return optimizer.step_ops(pb, t.optimizer, local, t.grad_clip, axes, grad_stream(axes), deps,
-                                  t.master_bytes, t.state_bytes)
+                                  t.master_bytes, t.state_bytes, t.optimizer_algorithm)
 
     def norm_axes(self) -> tuple[str, ...]:
         """The group the squared gradient norm is summed over: the shard group when the optimizer

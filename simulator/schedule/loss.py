@@ -19,6 +19,12 @@ softmax runs in fp32 (4 B):
   (a gather): 20 + B in three kernels. Backward: ``nll_loss_backward`` fills the gradient with
   zeros (4), ``log_softmax_backward`` reads the incoming gradient for its sum, then it and the
   saved output to write the gradient (16), and the cast back (4 + B): 24 + B in three.
+* ``torch_lowp``: ``F.cross_entropy(logits)`` on the low-precision logits as the model returns
+  them (a Hugging Face causal LM called without labels: transformers 4.45 and later no longer
+  upcast its logits), no autocast: ``log_softmax`` in the logits' dtype (three reads and a write:
+  4B), then ``nll_loss``: 4B in two kernels. Backward: ``nll_loss_backward`` zero-fills the
+  gradient (B), ``log_softmax_backward`` reads it for its sum, then it and the saved output to
+  write the gradient (4B): 5B in two.
 * ``fused``: a one-kernel cross-entropy on the low-precision logits (flash-attn's, which
   llm-foundry's MPT uses by default, ``loss_fn: fused_crossentropy``; the apex ``xentropy``
   kernel of flash-attn 1.0.x): forward reads the row for its max and again for the sum of
@@ -61,7 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CrossEntropyImpl = Literal["vocab_parallel", "torch", "fused", "fused_linear"]
+CrossEntropyImpl = Literal["vocab_parallel", "torch", "torch_lowp", "fused", "fused_linear"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,8 @@ def loss_kernels(impl: CrossEntropyImpl, logit_bytes: int) -> tuple[LossKernels,
         return LossKernels(36 + b, 6), LossKernels(12 + b, 2)
     if impl == "torch":
         return LossKernels(20 + b, 3), LossKernels(24 + b, 3)
+    if impl == "torch_lowp":
+        return LossKernels(4 * b, 2), LossKernels(5 * b, 2)
     return LossKernels(2 * b, 1), LossKernels(2 * b, 1)
 
 

@@ -92,7 +92,9 @@ larger of two moments:
   log-softmax of ``torch/distributed/tensor/parallel/loss.py``: forward holds the fp32 input,
   ``shifted = x − max`` and ``exp(shifted)`` (14 B with the bf16 logits); backward's
   ``grad_output − exp(output)·sum(grad_output)`` holds the saved output, the incoming gradient,
-  the product and the result: 16 B. A fused cross-entropy kernel (flash-attn's, llm-foundry's
+  the product and the result: 16 B. On the low-precision logits themselves (``torch_lowp``) the
+  saved log-softmax output, its incoming gradient and the input's gradient are 2 B each: 6 B
+  (8 where the caller still holds the logits). A fused cross-entropy kernel (flash-attn's, llm-foundry's
   default) reads the bf16 logits (2 B) and saves only the log-sum-exp; its backward writes the
   bf16 gradient beside them: 4 B. ZeRO-3 keeps the root group (embedding, LM head) gathered
   across the forward.
@@ -183,7 +185,7 @@ WEIGHT_BYTES = 2
 # Bytes per logit (token × vocabulary column of the rank) alive at the loss's peak; see the
 # module docstring for the tensors of each implementation.
 # fused_linear (Cut Cross-Entropy) keeps no logits: its forward saves one fp32 log-sum-exp per token
-CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12, "fused": 4, "fused_linear": 0}
+CROSS_ENTROPY_BYTES = {"vocab_parallel": 6, "torch": 12, "torch_lowp": 6, "fused": 4, "fused_linear": 0}
 TORCH_LOSS_PARALLEL_BYTES = 16  # "torch" with TP > 1: DTensor loss_parallel's decomposed log-softmax
 
 # Fragmentation charged on the dynamic (activation and transient) bytes. Derivation: the
@@ -351,6 +353,10 @@ def layer_activation_bytes(scn: Scenario, recompute: str | None = None) -> float
     replicated = 4 * sbh + 2 * (fp8 or 2) * sbh + (2 * sbh if t_cfg.dropout else 0.0)
     if t_cfg.autocast:  # the norms' inputs are the fp32 residual stream (schedule/autocast.py): 2 bytes more each
         replicated += 4 * sbh
+    if t_cfg.norm_kernel == "composite" and not t_cfg.fused_kernels:
+        # each norm as PyTorch ops (transformer.composite_rms_norm) keeps its fp32 upcast (pow's and the
+        # multiply's input) and its normalised bf16 output (the scale's), not its input: 6 bytes for 2
+        replicated += 2 * 4 * sbh
     # Q, K, V, the attention output (bf16, saved by the kernel) and, under TE FP8, the output
     # projection's own FP8 copy of it; then the MLP's
     sharded = 4 * sbh + 4 * sbh * m.kv_heads / a + fp8 * sbh + dense_mlp_bytes(scn, s * b * f)

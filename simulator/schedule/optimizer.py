@@ -22,6 +22,10 @@ implementation) and ``training.grad_clip``:
   (8) and ``p.addcdiv_(m, denom)`` (16): 80 bytes per parameter. ``foreach`` launches each op
   over lists of tensors, ``for_loop`` once per tensor.
 
+**SGD** (``training.optimizer_algorithm: sgd``: torch.optim.SGD without momentum or weight decay)
+is one add of the gradients into the weights, 3·B_m bytes per parameter in the same launch scheme
+(:func:`sgd_bytes`), and no state.
+
 Those bytes are for fp32 master weights, gradients and moments. With ``training.master_dtype``
 bf16 (a model built and stepped in bf16: no master copy, the gradients the optimizer reads in
 bf16, FSDP2 casting each reduced gradient to its bf16 shard) and moments of
@@ -227,11 +231,20 @@ def adam_bytes(impl: OptimizerImpl, master: int = GRAD_BYTES, state: int = GRAD_
     return 6 * master + 14 * state
 
 
+def sgd_bytes(master: int = GRAD_BYTES) -> int:
+    """HBM bytes per parameter of torch.optim.SGD without momentum or weight decay
+    (``_multi_tensor_sgd``: one ``torch._foreach_add_(params, grads, alpha=-lr)``; the
+    single-tensor loop runs the same ``add_`` per tensor): the gradient and the weight read, the
+    weight written, 3·B_m (6 bytes on a bf16 model), and the copy into the bf16 model weight when
+    the master is an fp32 copy."""
+    return 3 * master + (MODEL_COPY_BYTES if master != MODEL_WEIGHT_BYTES else 0)
+
+
 def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_clip: bool,
              norm_axes: tuple[str, ...], norm_stream: str, deps: tuple[int, ...],
-             master_bytes: int = GRAD_BYTES, state_bytes: int = GRAD_BYTES) -> int:
-    """Append gradient clipping (if on) and the Adam step over master weights of `master_bytes`
-    and moments of `state_bytes`; returns the step's last op."""
+             master_bytes: int = GRAD_BYTES, state_bytes: int = GRAD_BYTES, algorithm: str = "adam") -> int:
+    """Append gradient clipping (if on) and the Adam (or, ``algorithm`` "sgd", the plain SGD) step
+    over master weights of `master_bytes` and moments of `state_bytes`; returns the step's last op."""
     if impl == "fp16_optimizer":
         return fp16_optimizer_ops(pb, params, grad_clip, deps)
     tag = Tag("opt")
@@ -247,10 +260,12 @@ def step_ops(pb: ProgramBuilder, impl: OptimizerImpl, params: LocalParams, grad_
         deps = (pb.add(ComputeOp(name="grad_clip.scale", kind="optimizer", flops=float(n),
                                  hbm_bytes=2 * master_bytes * n, count=_launches(impl, params, (1,)), deps=deps,
                                  tag=tag)),)
-    if impl == "fused":  # the Adam pass, then (fp32 master) the master-to-model copy
-        count = _launches(impl, params, (4, 2) if master_bytes != MODEL_WEIGHT_BYTES else (4,))
+    copy = (2,) if master_bytes != MODEL_WEIGHT_BYTES else ()  # the master-to-model copy (fp32 master)
+    if algorithm == "sgd":  # one add of (params, grads), per launch scheme
+        count = _launches(impl, params, (2,) + copy)
+        nbytes, flops = sgd_bytes(master_bytes) * n, 2.0 * n
     else:
-        count = _launches(impl, params, UNFUSED_ADAM_DEPTHS)
-    nbytes = adam_bytes(impl, master_bytes, state_bytes) * n
-    return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=10.0 * n, hbm_bytes=nbytes, count=count,
+        count = _launches(impl, params, ((4,) + copy) if impl == "fused" else UNFUSED_ADAM_DEPTHS)
+        nbytes, flops = adam_bytes(impl, master_bytes, state_bytes) * n, 10.0 * n
+    return pb.add(ComputeOp(name="optimizer.step", kind="optimizer", flops=flops, hbm_bytes=nbytes, count=count,
                             deps=deps, tag=tag, host_tensors=len(params.numels)))

@@ -296,9 +296,11 @@ class Elementwise:
     in two kernels (aten/src/ATen/native/cuda/layer_norm_kernel.cu; apex's FusedLayerNorm is
     the same two passes). PyTorch's own norm kernels are priced at the native-norm bandwidth of
     :mod:`simulator.costs.memory_bound` (``norm_impl`` eager), apex's at the streaming one
-    (``norm_kernel: fused`` with eager layers, Megatron-LM 2020). Counts of bytes, not
-    measurements: the kernel model turns them into time. Fused stacks have no separate norm
-    block (0, 0).
+    (``norm_kernel: fused`` with eager layers, Megatron-LM 2020). The reference Llama RMSNorm
+    written as PyTorch ops (``norm_kernel: composite``, :func:`composite_rms_norm`) is a chain of
+    streaming kernels on an fp32 upcast: 18 hb in 8 kernels forward, 46 hb in 15 backward. Counts
+    of bytes, not measurements: the kernel model turns them into time. Fused stacks have no
+    separate norm block (0, 0).
 
     ``norm_input`` fp32 (InternLM 2023: ``self.norm1(residual.float())`` into apex's
     ``MixedFusedRMSNorm``, modeling_internlm.py at fa7337b): the cast reads the activation and
@@ -341,10 +343,18 @@ class Elementwise:
             return cls(res_ln_fwd=(4, 1), res_fwd=(3, 1), act_fwd=act_fwd,
                        res_bwd=(3, 1), res_ln_bwd=(5, 1), act_bwd=act_bwd)
         drop, k = (2.5, 1) if dropout else (0.0, 0)
-        ln_fwd, ln_bwd = ((FP32_NORM_FWD_HB, 2), (FP32_NORM_BWD_HB, 3)) if norm_input == "fp32" else ((2, 1), (5, 2))
+        ln_fwd: tuple[float, int]
+        ln_bwd: tuple[float, int]
+        if norm_input == "fp32":
+            ln_fwd, ln_bwd = (FP32_NORM_FWD_HB, 2), (FP32_NORM_BWD_HB, 3)
+        elif norm_kernel == "composite":
+            ln_fwd, ln_bwd = COMPOSITE_NORM_FWD_HB, COMPOSITE_NORM_BWD_HB
+        else:
+            ln_fwd, ln_bwd = (2, 1), (5, 2)
         return cls(res_ln_fwd=(drop + 3, k + 1), res_fwd=(drop + 3, k + 1), act_fwd=act_fwd,
                    res_bwd=(3 + drop, 1 + k), res_ln_bwd=(3 + drop, 1 + k), act_bwd=act_bwd,
-                   ln_fwd=ln_fwd, ln_bwd=ln_bwd, norm_impl="" if norm_kernel == "fused" else "eager", eager=True)
+                   ln_fwd=ln_fwd, ln_bwd=ln_bwd, norm_impl="eager" if norm_kernel in ("auto", "eager") else "",
+                   eager=True)
 
 
 # The dense MLP's activation as PyTorch's eager ops run it, (traffic in units of tokens·ffn/tp·B,
@@ -368,6 +378,44 @@ def activation_traffic(mlp: str, fused: bool) -> tuple[tuple[float, int], tuple[
         return ((3, 1), (5, 1)) if mlp == "swiglu" else ((2, 1), (3, 1))
     return EAGER_ACTIVATION[mlp]
 
+
+def composite_rms_norm(act_bytes: int, weight_bytes: int) -> tuple[tuple[float, int], tuple[float, int]]:
+    """(forward, backward) (bytes per element, kernels) of the reference Llama RMSNorm written as
+    PyTorch ops (``norm_kernel: composite``): Hugging Face's ``LlamaRMSNorm``, torchtitan's
+    ``RMSNorm`` of 2024 (torchtitan/models/norms.py at f38766edb) and FMS's
+    ``LayerNormParameterized(use_high_precision_pow=True)`` (fms/modules/layernorm.py) all run
+
+        xf = x.float(); r = rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+        y = weight * (xf * r).type_as(x)
+
+    one kernel per op on an activation of B = ``act_bytes`` and a weight of W bytes (the product
+    in O = max(B, W)). Forward: the upcast (read B, write 4; none when B = 4), ``pow`` (8),
+    ``mean`` (4), ``+ eps`` and ``rsqrt`` on one value per row (two launches, no traffic), the
+    multiply (8), the cast back (4 + B; none when B = 4), the scale (B + O). Backward, autograd's
+    graph of the same ops: the scale's two gradients (g·w: 2·O, cast to B when O ≠ B: O + B; g·h
+    for the weight: B + 2·O, summed over the rows: O), the cast back's (B + 4), the multiply's
+    (g·r: 8; g·xf summed over the row: 12 + 4), rsqrt's on the row values (two launches),
+    ``mean``'s (the expanded gradient divided: 4), ``pow``'s (ATen's ``grad * (2 * xf.pow(1))``: a
+    copy, a scalar multiply and the product, 8 + 8 + 12), the two gradients of xf added (12) and
+    the upcast's (4 + B). So 28 + 4B bytes in 8 kernels forward and 76 + 8B in 15 backward for
+    bf16 weights and activations: 36 and 92 bytes, 18 and 46 activations' worth, where PyTorch's
+    own norm kernel moves 2 and 5 (the weight's own h elements per call are left out)."""
+    b, w = act_bytes, weight_bytes
+    o = max(b, w)
+    casts = b < 4
+    fwd = (b + 4 if casts else 0) + 8 + 4 + 8 + (4 + b if casts else 0) + (b + o)
+    fwd_k = 6 + (2 if casts else 0)
+    bwd = (2 * o + (o + b if o != b else 0) + (b + 2 * o) + o + (b + 4 if casts else 0) + 8 + 12 + 4 + 4
+           + 8 + 8 + 12 + 12 + (4 + b if casts else 0))
+    bwd_k = 3 + (1 if o != b else 0) + 10 + (2 if casts else 0)
+    return (float(fwd), fwd_k), (float(bwd), bwd_k)
+
+
+# The composite RMSNorm of a bf16 model (weights in the activations' dtype, as FSDP's param_dtype
+# gathers them), in hb (2-byte activations, as the other eager counts)
+_COMPOSITE_FWD_BF16, _COMPOSITE_BWD_BF16 = composite_rms_norm(2, 2)
+COMPOSITE_NORM_FWD_HB: tuple[float, int] = (_COMPOSITE_FWD_BF16[0] / 2, _COMPOSITE_FWD_BF16[1])
+COMPOSITE_NORM_BWD_HB: tuple[float, int] = (_COMPOSITE_BWD_BF16[0] / 2, _COMPOSITE_BWD_BF16[1])
 
 # A norm fed an fp32 copy of a 2-byte activation (Elementwise, norm_input fp32), in hb: forward the
 # cast (read 1, write 2) and the norm (read 2, write 1); backward the norm's two passes reading dy (1)

@@ -337,3 +337,59 @@ def test_te_attention_on_the_b200_of_simumax_runs():
             assert fwd / call.fwd_s == pytest.approx(1.0, abs=0.06) and bwd / call.bwd_s == pytest.approx(1.0, abs=0.06)
         elif call.seq == 131072:
             assert 0.75 <= fwd / call.fwd_s <= 0.85 and 0.85 <= bwd / call.bwd_s <= 0.92
+
+
+@pytest.fixture(scope="module")
+def ultra():
+    return ab.read_points(ab.BLACKWELL_ULTRA)
+
+
+def test_gb200_gb300_file_pairs_every_shape_in_one_container(ultra):
+    """cudnn-frontend's GB200 and GB300 sweeps (cuDNN 9.17.0, 512-128K tokens, 128/8 heads, with
+    PyTorch's FlashAttention-2; cuDNN 9.22.0, 2K-32K, 64/8 heads, causal and unmasked): every
+    GB300 row has its GB200 twin, and 8 causal cuDNN shapes lie at 4K-32K."""
+    assert len(ultra) == 56
+    twin = lambda p: (p.commit, p.cudnn, p.backend, p.batch, p.q_heads, p.seq_q, p.causal)  # noqa: E731
+    assert sorted(twin(p) for p in ultra if p.gpu == "GB300") == sorted(twin(p) for p in ultra if p.gpu == "GB200")
+    assert {p.cudnn for p in ultra} == {"9.17.0", "9.22.0"}
+    assert ab.blackwell_ultra_ratios(ultra).shapes == 8
+
+
+def test_blackwell_ultra_speeds_cudnns_forward_more_than_its_backward(ultra):
+    """GB300 over GB200, the same tensor peak: cuDNN's exponential-bound forward x 1.196 and its
+    backward x 1.075 (medians, causal 4K-32K; each cuDNN release on its own within 0.1 of them),
+    FlashAttention-2, far below both limits, x 1.01."""
+    r = ab.blackwell_ultra_ratios(ultra)
+    assert r.fwd == pytest.approx(1.196, abs=0.001) and r.bwd == pytest.approx(1.075, abs=0.001)
+    for release in ("9.17.0", "9.22.0"):
+        own = ab.blackwell_ultra_ratios([p for p in ultra if p.cudnn == release])
+        assert abs(own.fwd - r.fwd) < 0.1 and abs(own.bwd - r.bwd) < 0.1 and own.fwd > own.bwd
+    fa2 = ab.blackwell_ultra_ratios(ultra, "pytorch_sdpa_flash")
+    assert fa2.shapes == 4 and fa2.fwd == pytest.approx(1.0, abs=0.02) and fa2.bwd == pytest.approx(1.0, abs=0.02)
+
+
+@pytest.mark.parametrize("ultra_profile, base", [("gb300-nvl72", "gb200-nvl72"), ("dgx-b300", "dgx-b200")])
+def test_blackwell_ultra_flash3_pair_is_its_base_times_the_measured_ratio(ultra, ultra_profile, base):
+    """The Blackwell Ultra profiles' cuDNN-class pair is their base's times the measured GB300 over
+    GB200 ratio (rounded to 3 places); FlashAttention-2's is the base's; and the simulator charges a
+    causal 8K kernel that ratio faster, within 2% of each container's measured 8K ratio."""
+    r = ab.blackwell_ultra_ratios(ultra)
+    u, b = load_profile(ultra_profile).gpu.attention_efficiency, load_profile(base).gpu.attention_efficiency
+    assert u["flash3"].fwd == round(b["flash3"].fwd * r.fwd, 3) and u["flash3"].bwd == round(b["flash3"].bwd * r.bwd, 3)
+    assert u["flash2"] == b["flash2"]
+    fu, bu = ab.modelled_rates(ultra_profile, 8192, 8192, True)
+    fb, bb = ab.modelled_rates(base, 8192, 8192, True)
+    at = {(p.gpu, p.cudnn): p for p in ultra if p.backend == "cudnn" and p.causal and p.seq_q == 8192}
+    for release in ("9.17.0", "9.22.0"):
+        g3, g2 = at[("GB300", release)], at[("GB200", release)]
+        assert fu / fb == pytest.approx(g3.fwd_tflops / g2.fwd_tflops, rel=0.02)
+        assert bu / bb == pytest.approx(g3.bwd_tflops / g2.bwd_tflops, rel=0.02)
+
+
+def test_gb200_flash2_pair_is_flashattention2_measured_on_gb200(ultra):
+    """PyTorch's FlashAttention-2 on GB200 at 16K tokens, causal: 430 / 352 TFLOP/s, 0.172 / 0.141 of
+    the 2,500 TFLOP/s peak, B200's absolute rate (428.6 fwd, dgx-b200's 0.190 of 2,250)."""
+    p = next(p for p in ultra if p.gpu == "GB200" and p.backend == "pytorch_sdpa_flash" and p.seq_q == REF_SEQ)
+    gpu = load_profile("gb200-nvl72").gpu
+    assert gpu.attention_efficiency["flash2"].fwd == round(p.fwd_tflops / gpu.bf16_TFLOPS, 3)
+    assert gpu.attention_efficiency["flash2"].bwd == round(p.bwd_tflops / gpu.bf16_TFLOPS, 3)

@@ -90,7 +90,7 @@ def _program(tmp_path, **training):
     return [op for prog in sched.programs.values() for op in prog if isinstance(op, ComputeOp)]
 
 
-@pytest.mark.parametrize("impl", ["vocab_parallel", "torch", "fused"])
+@pytest.mark.parametrize("impl", ["vocab_parallel", "torch", "torch_lowp", "fused"])
 def test_loss_kernels_in_the_schedule(tmp_path, impl):
     ops = _program(tmp_path, cross_entropy=impl)
     logits = 2 * 1024 * 32000  # tokens × vocab of one micro-batch
@@ -102,9 +102,12 @@ def test_loss_kernels_in_the_schedule(tmp_path, impl):
 
 
 def test_loss_implementations_order(tmp_path):
-    """Megatron's six passes > PyTorch's cast + three-pass log-softmax > one fused kernel."""
-    total = {impl: sum(f.bytes_per_logit for f in loss_kernels(impl, 2)) for impl in ("vocab_parallel", "torch", "fused")}
-    assert total == {"vocab_parallel": 38 + 14, "torch": 22 + 26, "fused": 8}
+    """Megatron's six passes > PyTorch's cast + three-pass log-softmax > the same log-softmax on the
+    bf16 logits themselves (4B forward; zero-fill and two passes backward, 5B) > one fused kernel."""
+    impls = ("vocab_parallel", "torch", "torch_lowp", "fused")
+    total = {impl: sum(f.bytes_per_logit for f in loss_kernels(impl, 2)) for impl in impls}
+    assert total == {"vocab_parallel": 38 + 14, "torch": 22 + 26, "torch_lowp": 8 + 10, "fused": 8}
+    assert [k.kernels for k in loss_kernels("torch_lowp", 2)] == [2, 2]
 
 
 def test_eager_layers_run_pytorchs_norm_kernels(tmp_path):
@@ -142,3 +145,18 @@ def test_h200_rows_held_out_with_the_committed_constants():
     for p, e in zip(pts, errs):
         if p.kernel == "cross_entropy" and p.x >= 65536:
             assert e == pytest.approx(0, abs=0.10), p.x
+
+
+def test_lowp_loss_buffers():
+    """F.cross_entropy on the bf16 logits themselves keeps 6 bytes per logit at its peak (the saved
+    log-softmax output, its incoming gradient, the input's gradient, 2 each), half of the fp32 path's 12."""
+    from simulator.schedule.memory import loss_buffer_bytes
+
+    def scn(impl: str):
+        return build_scenario({"name": "l", "hardware": "dgx-h100", "nodes": 1,
+                               "model": {"layers": 2, "hidden": 512, "heads": 8, "seq_len": 1024, "vocab": 32000},
+                               "training": {"micro_batch": 2, "global_batch": 16, "cross_entropy": impl}},
+                              source="<test>")
+
+    logits = 2 * 1024 * 32000
+    assert loss_buffer_bytes(scn("torch_lowp")) == 6 * logits and loss_buffer_bytes(scn("torch")) == 12 * logits

@@ -75,6 +75,15 @@ def _end_ops(scn):
     return prog, {op.name: op for op in prog if op.tag.phase == "opt" and op.name.startswith(("grad_clip", "optimizer"))}
 
 
+def _step(**training):
+    """The optimizer step op of a small one-GPU scenario, its end-of-step ops, the parameter
+    tensors' sizes and their sum."""
+    scn = _scn(training=dict(grad_clip=False, **training))
+    _, ops = _end_ops(scn)
+    numels = _local_numels(scn, 1)
+    return scn, ops, ops["optimizer.step"], numels, sum(numels)
+
+
 def _local_numels(scn, shard: int) -> list[int]:
     """One entry per parameter tensor of the (single) stage: embedding, every layer's, the head's."""
     from simulator.schedule.shapes import stage_units
@@ -86,11 +95,7 @@ def _local_numels(scn, shard: int) -> list[int]:
 def test_adam_bytes_and_launches(impl):
     """fused: 32 bytes per parameter, one depth-4 pass and a depth-2 copy; foreach and for_loop:
     80 bytes (8 element-wise ops), depth 1/2/1/3/2/1/1/3 lists or 8 kernels per tensor."""
-    scn = _scn(training=dict(optimizer=impl, grad_clip=False))
-    _, ops = _end_ops(scn)
-    step = ops["optimizer.step"]
-    numels = _local_numels(scn, 1)
-    n = sum(numels)
+    _, ops, step, numels, n = _step(optimizer=impl)
     if impl == "fused":
         assert step.hbm_bytes == 32 * n
         assert step.count == multi_tensor_launches(numels, 4) + multi_tensor_launches(numels, 2)
@@ -100,6 +105,39 @@ def test_adam_bytes_and_launches(impl):
                 else sum(multi_tensor_launches(numels, d) for d in (1, 2, 1, 3, 2, 1, 1, 3)))
         assert step.count == want
     assert "grad_clip.norm" not in ops
+
+
+@pytest.mark.parametrize("impl, master", [("foreach", "bf16"), ("for_loop", "bf16"), ("fused", "fp32")])
+def test_sgd_bytes_launches_and_no_state(impl, master):
+    """optimizer_algorithm sgd (torch.optim.SGD without momentum): one add of the gradients into the
+    weights, 3 x B_m bytes per parameter (6 on a bf16 model) in depth-2 launches or one kernel per
+    tensor, and the fp32 master's copy into the bf16 model (4 more bytes, a depth-2 pass); no
+    optimizer state, so no memory for it."""
+    from simulator.schedule.memory import estimate_memory
+
+    scn, _, step, numels, n = _step(optimizer=impl, optimizer_algorithm="sgd", master_dtype=master)
+    if master == "bf16":
+        assert step.hbm_bytes == 6 * n
+        assert step.count == (len(numels) if impl == "for_loop" else multi_tensor_launches(numels, 2))
+    else:
+        assert step.hbm_bytes == (3 * 4 + 4) * n and step.count == 2 * multi_tensor_launches(numels, 2)
+    assert estimate_memory(scn, 0).optimizer == (0 if master == "bf16" else 4 * n)
+
+
+@pytest.mark.parametrize("bad, field", [(dict(optimizer="fp16_optimizer", dtype="fp16"), "optimizer_algorithm"),
+                                        (dict(optimizer_state_dtype="fp32"), "optimizer_algorithm")])
+def test_sgd_rejects_what_it_cannot_run(bad, field):
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError, match=field):
+        _scn(training=dict(optimizer_algorithm="sgd", **bad))
+
+
+def test_sgd_is_not_deepspeed_2021s_fp16_adam():
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError, match="training.optimizer_algorithm"):
+        _scn(training=dict(optimizer_algorithm="sgd", dtype="fp16"), parallel=dict(zero=3, zero3_impl="deepspeed-2021"))
 
 
 def test_grad_clip_reads_then_scales_the_gradients_and_sums_the_norm_over_the_shards():

@@ -93,7 +93,7 @@ def test_megatron_model_flops_agree_with_the_simulators_own_count(model):
 
 def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
     cs = _all_cases()
-    assert 540 <= len(cs) <= 620
+    assert 540 <= len(cs) <= 660
     for c in cs:
         p, t = c.scenario["parallel"], c.scenario["training"]
         mp = p.get("tp", 1) * p.get("pp", 1) * p.get("cp", 1) * p.get("ulysses", 1)
@@ -141,7 +141,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
                                      "megatron_ci", "llama3", "usp", "megascale", "mtnlg", "mlperf_gpt3", "mlperf_gpt3_v30",
                                      "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1", "dgxc_nemotronh", "internlm",
                                      "nanotron_playbook",
-                                     "fms_fsdp", "bridge_card", "bridge_card_hybrid", "h200_eager"))
+                                     "fms_fsdp", "bridge_card", "bridge_card_hybrid", "h200_eager", "cudnn_llama1b"))
     assert not any(sources.is_fit_case(c) for c in cs if c.scenario["training"].get("fp8_recipe") == "mxfp8")
     assert not any(sources.is_fit_case(c) for c in _by_source("mpt_seq") + _by_source("mpt_small"))
     assert {c.scenario["hardware"] for c in fit if c.scenario["training"]["dtype"] == "fp8"} == {"dgx-b200"}
@@ -158,8 +158,9 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     # nanotron v0.5: PyTorch ops around flash-attn 2 and its Triton RMSNorm
     # IBM's fms-fsdp of 2024: the FMS LLaMA's PyTorch ops around SDPA, eager in the table scored
     # this project's GPT-2 on one H200 (benchmarks/measure_gpt_step.py): plain torch.nn, no compile
+    # cuDNN frontend's Llama-3.2-1B benchmark: transformers' LlamaForCausalLM, eager
     assert eager == {"megatron2020", "mpt", "mpt_seq", "mpt_small", "automodel_moe", "torchtitan", "internlm",
-                     "nanotron_playbook", "fms_fsdp", "h200_eager"}
+                     "nanotron_playbook", "fms_fsdp", "h200_eager", "cudnn_llama1b"}
 
 
 def test_each_source_runs_the_attention_kernel_of_its_stack():
@@ -176,7 +177,8 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
     MLPerf Training v3.0 / v3.1 GPT-3 (NVIDIA's NeMo submissions): flash-attn 2 through TransformerEngine
     1.x, which prefers it to cuDNN's fused attention when both are built; MT-NLG 530B (Megatron-DeepSpeed,
     2021): materialised scores; this project's GPT-2 on one H200: PyTorch 2.11's SDPA, which the profiler
-    shows running cuDNN's fused attention (flash3 class)."""
+    shows running cuDNN's fused attention (flash3 class); cuDNN frontend's Llama-3.2-1B benchmark: SDPA
+    pinned to cuDNN (flash3) or FlashAttention-2 (flash2), row by row."""
     from simulator.config.hardware import load_profile
 
     kernel: dict[str, set[str]] = {}
@@ -196,7 +198,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "bridge_card_hybrid": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
-                      "simumax_b200": {"auto"}}
+                      "simumax_b200": {"auto"}, "cudnn_llama1b": {"flash3", "flash2"}}
     assert load_profile("dgx-h100").gpu.resolve_attention("auto") == "flash3"
     assert load_profile("dgx-a100").gpu.resolve_attention("auto") == "flash2"
     by_gpu = {(c.scenario["hardware"], c.scenario["training"]["attention"]) for c in _all_cases() if c.source == "nemo_cp"}
@@ -389,20 +391,21 @@ def test_megatron_bridge_moe_errors():
 @pytest.mark.slow
 def test_bridge_moe_blackwell_ultra_rows():
     """The same recipes on DGX B300 and GB300 NVL72 (dgx-b300, gb300-nvl72: B200's and GB200's
-    tensor rates, Blackwell Ultra's memory and NICs; nothing fitted on them), held out, when this was
-    written: Qwen3-30B +2.9% / +5.3% (B300 / GB300, micro-batch 8: at 4 on B200 and GB200 +10.3% and
-    +20.6%), Qwen3-235B -10.8% / -13.8%, GPT-OSS +22.4% / +0.4%, DeepSeek-V3 -5.9% / -15.3%,
-    Nemotron 3 Nano +18.9% / +17.7%, Super +22.4% / +7.7%: median 12.3%, signed +4.1%, 0.3 points
-    past the 12% target for a source of more than 5 rows. The large models' GB300 rows are slow
-    in the model as the tuned GB200 rows are (the uncredited SFU and power on top); the small ones
-    at one or two sequences a micro-batch optimistic as on B200."""
+    tensor rates, Blackwell Ultra's memory and NICs, and cuDNN's attention at the GB300-over-GB200
+    rates measured in one container, forward x 1.196, backward x 1.075; nothing fitted on them),
+    held out: Qwen3-30B +4.6% / +6.8% (B300 / GB300, micro-batch 8: at 4 on B200 and GB200 +10.3%
+    and +20.3%), Qwen3-235B -9.8% / -13.0%, GPT-OSS +23.5% / +1.1%, DeepSeek-V3 -5.1% / -14.4%,
+    Nemotron 3 Nano +19.5% / +18.2%, Super +22.6% / +7.8%: median 11.4%, signed +5.7%, within
+    the 12% target for a source of more than 5 rows (12.3% before the attention rates). The large
+    models' GB300 rows are slow in the model as the tuned GB200 rows are (the uncredited power on
+    top); the small ones at one or two sequences a micro-batch optimistic as on B200."""
     results = list(_run_cases(_by_source("bridge_moe_ultra"), jobs=2))
     gap = {r.case.label.split(" tp")[0]: r.error for r in results}
     assert len(gap) == 12 and all(-0.20 <= e <= 0.27 for e in gap.values()), gap
     assert abs(gap["Qwen3_30B_a3B B300 MXFP8"]) <= 0.06 and abs(gap["Qwen3_30B_a3B GB300 MXFP8"]) <= 0.08, gap
     assert -0.17 <= gap["Qwen3_235B_a22B GB300 MXFP8"] <= -0.10 and -0.19 <= gap["DeepSeekV3 GB300 MXFP8"] <= -0.11, gap
     assert 0.17 <= gap["GPT OSS 120B B300 BF16"] <= 0.27 and abs(gap["GPT OSS 120B GB300 BF16"]) <= 0.05, gap
-    assert 0.10 <= statistics.median(abs(e) for e in gap.values()) <= 0.14
+    assert 0.09 <= statistics.median(abs(e) for e in gap.values()) <= 0.12
     assert 0.0 <= statistics.median(gap.values()) <= 0.08
 
 

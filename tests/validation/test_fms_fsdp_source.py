@@ -126,29 +126,33 @@ def test_built_rows_are_the_eager_full_shard_plans_held_out():
 
 @pytest.mark.slow
 def test_errors():
-    """Doc (findings): +9.2%, +15.5% (13B A100, H100: every second block checkpointed), +1.5%, +5.1%,
-    -4.6%, +2.1% (34B A100, 34B H100, 70B A100, 70B H100: every block); median |error| 3.4% over
-    the four fully checkpointed rows, 4.8% over all six. The H100 rows read 3 points lower (+12.4%,
-    +2.1%, -0.9%) before the H100 derate was refitted (0.693 -> 0.720) once MPT's FlashAttention-1
-    ran at FA1's own H100 rate, and 1.2-1.4 points higher (+13.6%, +3.5%, +0.5%) before the refit
-    (0.706 -> 0.693) when each kernel came to pay the GPU's measured gap, not the host's launch; 34B
-    H100 read +4.1% before the attention backward's per-CTA cost on Hopper."""
+    """Doc (findings): +2.8%, +6.7% (13B A100, H100: every second block checkpointed), -3.1%, -1.3%,
+    -8.2%, -3.2% (34B A100, 34B H100, 70B A100, 70B H100: every block); median |error| 3.2% over
+    the four fully checkpointed rows, 3.1% over all six. Before FMS's LayerNormParameterized was
+    priced as the PyTorch ops it runs (norm_kernel: composite, an fp32 chain of 8 kernels forward
+    and 15 backward, not one native norm kernel): +9.2%, +15.5%, +1.5%, +5.1%, -4.5%, +2.1%. The
+    H100 rows read 3 points lower (+12.4%, +2.1%, -0.9%) before the H100 derate was refitted
+    (0.693 -> 0.720) once MPT's FlashAttention-1 ran at FA1's own H100 rate, and 1.2-1.4 points
+    higher (+13.6%, +3.5%, +0.5%) before the refit (0.706 -> 0.693) when each kernel came to pay
+    the GPU's measured gap, not the host's launch; 34B H100 read +4.1% before the attention
+    backward's per-CTA cost on Hopper."""
     results = scoring.run_cases(fms_fsdp(_rows()))
     errors = [r.error for r in results]
-    assert errors == pytest.approx([0.092, 0.155, 0.015, 0.051, -0.046, 0.021], abs=0.006)
+    assert errors == pytest.approx([0.028, 0.067, -0.031, -0.013, -0.082, -0.032], abs=0.006)
     assert statistics.median(abs(e) for e in errors[2:]) <= 0.04
 
 
 @pytest.mark.slow
 def test_the_printed_per_node_bandwidth_shows_in_the_step():
     """Findings: the FSDP traffic is not all hidden. On DGX networks (8 NICs of 200 / 400 Gb/s per
-    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +7.1%, +11.2%, +0.4%, +7.9%:
-    the printed 400 / 800 Gb/s per node costs the model 5-6% of the step, 3.4% -> 7.5% median."""
+    node, dgx-a100 / dgx-h100, the same GEMM derates) the four rows read +2.0%, +4.0%, -3.6%, +2.1%
+    (+7.1%, +11.2%, +0.4%, +7.9% before FMS's norms were priced as their PyTorch ops): the printed
+    400 / 800 Gb/s per node costs the model 5-6% of the step."""
     cases = [c for c in fms_fsdp(_rows()) if "full AC" in c.label]
     for c in cases:
         c.scenario["hardware"] = "dgx-a100" if "A100" in c.label else "dgx-h100"
     errors = [r.error for r in scoring.run_cases(cases)]
-    assert errors == pytest.approx([0.071, 0.112, 0.004, 0.079], abs=0.006)
+    assert errors == pytest.approx([0.020, 0.040, -0.036, 0.021], abs=0.006)
 
 
 @pytest.mark.slow
@@ -163,8 +167,9 @@ def test_compiled_rows_by_the_blocks_checkpointed():
             and r["model_name"] in ("Llama 2 34B", "Llama 2 70B")]
     every_second = [fms_fsdp_case(r) for r in rows]
     every = [fms_fsdp_case(r) for r in rows]
-    for c in every_second + every:
+    for c in every_second + every:  # compiled blocks: Inductor fuses the elementwise ops, the norms' too
         c.scenario["training"]["fused_kernels"] = True
+        del c.scenario["training"]["norm_kernel"]
     for c in every:
         del c.scenario["training"]["recompute_method"], c.scenario["training"]["recompute_num_layers"]
     errors = [r.error for r in scoring.run_cases(every)]

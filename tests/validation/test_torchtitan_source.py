@@ -43,19 +43,19 @@ def test_rows_build_torchtitans_configuration_and_are_held_out():
 
 
 def test_held_out_error():
-    """Measured (tokens/s/GPU, positive = predicted too fast): full recompute +5.0% (Llama 3 70B)
-    and +4.1% (Llama 2 70B); no recompute +10.4% (Llama 2 13B); every second block checkpointed
-    (``recompute_method: every``) +8.4% (Llama 3 8B) and +7.9% (Llama 2 13B); op-level selective
-    checkpointing (``recompute: selective_op``) +9.7% (Llama 3 8B), +11.3% (Llama 2 13B), +13.0%
-    (Llama 2 70B); the H200 Float8 rows -5.4% and -4.2% (-3.1% and -2.0% before the FP8 casts of
-    the operands no norm writes were priced, schedule/fp8.py). Median |error| 8.2%, hence <= 0.09. The A100
-    rows without full recompute share a +8-13% gap that the no-recompute row has too: not the
-    checkpointing policy."""
+    """Measured (tokens/s/GPU, positive = predicted too fast): full recompute +0.8% (Llama 3 70B)
+    and -0.2% (Llama 2 70B); no recompute +10.2% (Llama 2 13B); every second block checkpointed
+    (``recompute_method: every``) +8.3% (Llama 3 8B) and +7.7% (Llama 2 13B); op-level selective
+    checkpointing (``recompute: selective_op``) +9.6% (Llama 3 8B), +11.1% (Llama 2 13B), +8.0%
+    (Llama 2 70B); the H200 Float8 rows -4.0% and -2.8%. Median |error| 7.8%, hence <= 0.09. The
+    70B rows run torchtitan's RMSNorm of PyTorch ops (norm_kernel: composite): +4.7%, +3.8% and
+    +12.8% when it was priced as one native norm kernel. The A100 rows without full recompute share
+    a +8-11% gap that the no-recompute row has too: not the checkpointing policy."""
     rs = list(scoring.run_cases(_cases()))
     assert statistics.median(abs(r.error) for r in rs) <= 0.09, [(r.case.label, round(r.error, 3)) for r in rs]
     full = [r.error for r in rs if r.case.scenario["training"]["recompute"] == "full"
             and "selective layer" not in r.case.label]
-    assert len(full) == 2 and all(abs(e) <= 0.08 for e in full), full
+    assert len(full) == 2 and all(abs(e) <= 0.03 for e in full), full
     layer = [r.error for r in rs if "selective layer" in r.case.label]
     assert len(layer) == 2 and all(0 < e <= 0.10 for e in layer), layer
     op_sac = [r.error for r in rs if "selective op" in r.case.label and "A100" in r.case.label]
