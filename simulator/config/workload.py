@@ -645,10 +645,12 @@ class Training(_Strict):
         if self.moe_routing == "round_robin" and (self.moe_routing_seed is not None or self.moe_imbalance != 1.0):
             raise ValueError("moe_routing: round_robin is perfectly balanced; it takes no moe_imbalance or "
                              "moe_routing_seed")
-        if self.optimizer_algorithm == "sgd" and (self.optimizer == "fp16_optimizer" or self.optimizer_state_dtype):
-            raise ValueError("optimizer_algorithm: sgd keeps no optimizer state and runs in torch.optim's fused, "
-                             f"foreach or for_loop launches (got optimizer: {self.optimizer}, optimizer_state_dtype: "
-                             f"{self.optimizer_state_dtype})")
+        if self.optimizer_algorithm == "sgd" and self.optimizer == "fp16_optimizer":
+            raise ValueError("optimizer_algorithm: sgd runs in torch.optim's fused, foreach or for_loop launches, "
+                             "not Megatron-LM 2020's fp16_optimizer (an Adam step)")
+        if self.optimizer_algorithm == "sgd" and self.optimizer_state_dtype:
+            raise ValueError(f"optimizer_algorithm: sgd keeps no optimizer state; drop optimizer_state_dtype "
+                             f"({self.optimizer_state_dtype})")
         if self.optimizer == "fp16_optimizer" and (self.master_dtype, self.state_dtype) != ("fp32", "fp32"):
             raise ValueError("optimizer: fp16_optimizer keeps fp32 master weights and moments (master_dtype and "
                              "optimizer_state_dtype fp32)")

@@ -202,3 +202,21 @@ def test_fp16_optimizer_of_2020_in_closed_form():
     assert order == ["fp16_optimizer.overflow_check", "fp16_optimizer.overflow_check.host_reads",
                      "fp16_optimizer.master_grads", "fp16_optimizer.grad_norm", "fp16_optimizer.grad_norm.host_reads",
                      "fp16_optimizer.adam", "fp16_optimizer.master_to_model"]
+
+
+def test_cli_names_the_file_and_the_field_of_a_bad_sgd(tmp_path):
+    """Exit 2 and a message naming the file and the field, no traceback."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "sgd.yaml"
+    path.write_text(yaml.safe_dump(dict(name="s", hardware="dgx-a100", nodes=1,
+                                        model=dict(layers=2, hidden=512, heads=8, seq_len=128, vocab=4096),
+                                        training=dict(micro_batch=1, global_batch=8, dtype="fp16",
+                                                      optimizer_algorithm="sgd"),
+                                        parallel=dict(zero=3, zero3_impl="deepspeed-2021"))))
+    out = subprocess.run([sys.executable, "-m", "simulator", "run", str(path)], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "sgd.yaml" in out.stderr and "training.optimizer_algorithm" in out.stderr and "Traceback" not in out.stderr
