@@ -658,6 +658,10 @@ class Training(_Strict):
             raise ValueError("autocast casts fp32 parameters for eager layers: it needs fused_kernels: false, "
                              f"master_dtype: fp32 and dtype bf16 or fp16 (got fused_kernels: "
                              f"{str(self.fused_kernels).lower()}, master_dtype: {self.master_dtype}, dtype: {self.dtype})")
+        if self.autocast and self.norm_kernel == "composite":
+            raise ValueError("norm_kernel: composite counts the RMSNorm's chain on 2-byte activations; under autocast "
+                             "its input is the fp32 residual stream, which autocast's norm traffic prices with "
+                             "PyTorch's own norm kernel: use norm_kernel auto")
         if self.master_dtype == "bf16" and self.dtype == "fp16":
             raise ValueError("master_dtype: bf16 steps the model's own weights, which are fp16 with dtype fp16")
         if self.optimizer in ("foreach", "for_loop") and self.state_dtype != self.master_dtype:

@@ -88,3 +88,16 @@ def test_chain_keeps_its_fp32_upcast_for_backward():
     sbh = 4096 * 1 * 4096
     assert layer_activation_bytes(comp) - layer_activation_bytes(native) == 8 * sbh
     assert layer_activation_bytes(comp, "full") == layer_activation_bytes(native, "full") == 2 * sbh
+
+
+def test_chain_is_not_combined_with_autocast():
+    """Under autocast the norms read the fp32 residual stream, priced by autocast's own norm traffic:
+    the chain's 2-byte count would not hold, so the pairing is refused with the field named."""
+    from simulator.config.scenario import build_scenario
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError, match="norm_kernel: composite"):
+        build_scenario({"name": "n", "hardware": "dgx-h100", "nodes": 1,
+                        "model": {"layers": 2, "hidden": 512, "heads": 8, "seq_len": 128, "vocab": 4096},
+                        "training": {"micro_batch": 1, "global_batch": 8, "fused_kernels": False,
+                                     "norm_kernel": "composite", "autocast": True}}, source="<test>")
