@@ -218,12 +218,13 @@ def blackwell_ultra_ratios(points: list[BenchPoint], backend: str = "cudnn",
     the same dense tensor rate (2,500 TFLOP/s bf16); Blackwell Ultra doubles the SFU's
     exponentials (MUFU.EX2), which bound cuDNN's Blackwell forward at head dim 128 (one
     exponential per score against 4 x 128 tensor FLOPs), and runs at 1,400 W against 1,200."""
-    key = lambda p: (p.commit, p.cudnn, p.backend, p.batch, p.q_heads, p.kv_heads, p.seq_q, p.seq_kv,  # noqa: E731
-                     p.head_dim, p.causal)
-    base = {key(p): p for p in points if p.gpu == "GB200"}
+    def shape(p: BenchPoint) -> tuple:  # one curve's point (the curve names the file, hence the cuDNN)
+        return p.sweep, p.batch, p.seq_q, p.seq_kv
+
+    base = {shape(p): p for p in points if p.gpu == "GB200"}
     fwd, bwd = [], []
     for p in points:
-        b = base.get(key(p))
+        b = base.get(shape(p))
         if p.gpu == "GB300" and b is not None and p.backend == backend and p.causal and seqs[0] <= p.seq_q <= seqs[1]:
             fwd.append(p.fwd_tflops / b.fwd_tflops)
             bwd.append(p.bwd_tflops / b.bwd_tflops)
