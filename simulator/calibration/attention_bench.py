@@ -26,11 +26,27 @@ causal; the backward 2.5× that), which is the simulator's:
   pair × shape factor against the three B200 cuDNN sweeps (9.10.2 twice, 9.13.0; causal, 128
   query / 8 KV heads of 128) at 16K-64K tokens, the local lengths n = s/cp of NeMo's B200
   long-context rows (32K-1M tokens at cp 2-16). The modelled forward plus backward sits 3-8%
-  *below* every sweep there (16K: 1090 TFLOP/s modelled, 1138-1143 measured; 64K: 1116 and
-  1146-1157) and rises 2.3% from 16K to 64K where the sweeps rise 0.6-1.2%: the kernel curve is
+  *below* every sweep there (16K: 1090 TFLOP/s modelled, 1138-1143 measured; 64K: 1145 and
+  1146-1157) and rises 5.0% from 16K to 64K where the sweeps rise 0.6-1.2%: the kernel curve is
   not what makes those rows optimistic (e2e_validation/findings.py, "Context parallelism").
 
-* **the backward's CTA cost on Hopper** (:func:`fit_bwd_cta_overhead`): this project's H200
+* **cuDNN's CTA cost on Blackwell** (:func:`fit_blackwell_cta_overhead`): the GB200 and GB300
+  length curves of cuDNN 9.17.0 and 9.22.0 (``cudnn_sdpa_gb200_gb300.csv``, 512-8K against 16K, causal and
+  unmasked, d = 128) lose more at short lengths than Hopper's: 4.8 tiles per CTA forward and 3.6
+  backward against Hopper's 1.5 and 2.7, the figures the Blackwell profiles give. B200's older
+  sweeps (9.10.2, 9.13.0) lose more still (their own fit runs past 8 tiles).
+
+* **sliding-window kernels** (:func:`read_window_points`, :func:`sliding_window_errors`):
+  cudnn-frontend's windowed rows (``cudnn_sdpa_sliding_window.csv``: GB200 and GB300 at a
+  128-key window, H200 at 1,024; 2K-32K tokens, d = 64), each over its container's causal
+  d = 128 rate at 16K, against the shape factor with the window (``costs/attention_shape.py``:
+  the key tiles a query tile's rows touch, both edge tiles computed whole) and the profile's CTA
+  cost. Held out of every fit: the backward at 2K-16K is within 17% (medians +4% GB200, +12%
+  GB300, +6% H200; +59-68% on GB200 with the kernel generation's CTA cost); the forward is modelled
+  13-43% fast (masking both edge tiles weighs more against its two GEMMs than against the
+  backward's five; not modelled).
+
+* **the backward's CTA cost on Hopper** (:func:`fit_cta_overhead`): this project's H200
   sweep (``data/kernels/h200_attention_sdpa.csv``: PyTorch's FlashAttention-2 and cuDNN 9.19,
   512-32K tokens, d = 64 and 128, on cudnn-frontend's shapes) shows the backward losing more
   than the forward at short lengths; the per-CTA cost read off its d = 128 rows (3.0 tiles for
@@ -50,7 +66,7 @@ causal; the backward 2.5× that), which is the simulator's:
   The 4K calls with 4-16 heads are spans of the call's kernels with the host gaps between them
   (a ~90 us floor), not a kernel rate.
 
-``python -m simulator.calibration.attention_bench`` prints all five.
+``python -m simulator.calibration.attention_bench`` prints all seven.
 """
 
 from __future__ import annotations
@@ -66,7 +82,7 @@ DATA = bundled_dir("data/kernels") / "cudnn_sdpa_benchmarks.csv"
 # This project's H200 sweep on cudnn-frontend's protocol, 512-32K tokens, d = 64 and 128 (clocks not locked).
 H200_SWEEP = bundled_dir("data/kernels") / "h200_attention_sdpa.csv"
 H200_SWEEP_CUDNN = "9.19.0"
-PROFILE_OF_GPU = {"H200": "dgx-h200", "B200": "dgx-b200"}
+PROFILE_OF_GPU = {"H200": "dgx-h200", "B200": "dgx-b200", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
 KERNEL_OF_BACKEND = {"cudnn": "flash3", "pytorch_sdpa_flash": "flash2", "flash_attn_2": "flash2"}
 DENSE_BF16_FLOP_PER_CLOCK_PER_SM = 4 * 1024  # Hopper: 4 tensor cores × 1024 dense bf16 FLOP per clock
 H200_BENCH_CLOCK_GHZ = 1.98  # cudnn-frontend benchmark/README.md: nvidia-smi -ac 3201,1980
@@ -125,31 +141,41 @@ def read_points(path: Path = DATA) -> list[BenchPoint]:
                        r["causal"] == "true", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
 
 
-def bwd_cta_overhead(gpu: str, kernel: str) -> float | None:
-    """The backward CTA cost the bundled profile of the sweep's GPU gives ``kernel``."""
+def cta_overhead(gpu: str, kernel: str, backward: bool) -> float | None:
+    """The per-CTA cost the bundled profile of the sweep's GPU gives ``kernel``'s forward or backward."""
     from simulator.config.hardware import load_profile
 
-    return load_profile(PROFILE_OF_GPU[gpu]).gpu.attention_bwd_cta_overhead(kernel)
+    return load_profile(PROFILE_OF_GPU[gpu]).gpu.attention_cta_overhead(kernel, backward)
 
 
-def length_errors(points: list[BenchPoint], min_seq: int = 0, bwd_overhead: float | None | str = "profile"
-                  ) -> list[LengthError]:
-    """Each point of at least ``min_seq`` tokens against its sweep's ``REF_SEQ`` point (batch 1),
-    the factor taken relative to the reference's (a sweep at d = 64 has its own 16K point); the
-    backward with ``bwd_overhead`` tiles per CTA ("profile": the GPU's profile; None: the
-    forward's)."""
-    ref = {p.sweep: p for p in points if p.seq_q == REF_SEQ and p.seq_kv == REF_SEQ and p.batch == 1}
+def _references(points: list[BenchPoint]) -> dict[tuple, BenchPoint]:
+    """Each sweep's ``REF_SEQ`` point, of its smallest batch (cuDNN 9.22's files run batch 2 throughout)."""
+    ref: dict[tuple, BenchPoint] = {}
+    for p in points:
+        if p.seq_q == REF_SEQ and p.seq_kv == REF_SEQ and (p.sweep not in ref or p.batch < ref[p.sweep].batch):
+            ref[p.sweep] = p
+    return ref
+
+
+def length_errors(points: list[BenchPoint], min_seq: int = 0, bwd_overhead: float | None | str = "profile",
+                  fwd_overhead: float | None | str = "profile") -> list[LengthError]:
+    """Each point of at least ``min_seq`` tokens against its sweep's ``REF_SEQ`` point, the factor
+    taken relative to the reference's (a sweep at d = 64 has its own 16K point); the forward with
+    ``fwd_overhead`` tiles per CTA, the backward with ``bwd_overhead`` ("profile": the GPU's
+    profile; None: the kernel generation's)."""
+    ref = _references(points)
     out = []
     for p in points:
         r = ref.get(p.sweep)
         if r is None or p.seq_q < min_seq:
             continue
-        c0 = bwd_cta_overhead(p.gpu, p.kernel) if isinstance(bwd_overhead, str) else bwd_overhead
+        c_fwd = cta_overhead(p.gpu, p.kernel, False) if isinstance(fwd_overhead, str) else fwd_overhead
+        c_bwd = cta_overhead(p.gpu, p.kernel, True) if isinstance(bwd_overhead, str) else bwd_overhead
 
         def rel(c: float | None) -> float:
             return (shape_factor(p.seq_q, p.seq_kv, p.causal, p.head_dim, p.kernel, c)
                     / shape_factor(r.seq_q, r.seq_kv, r.causal, r.head_dim, p.kernel, c))
-        out.append(LengthError(p, rel(None), p.fwd_tflops / r.fwd_tflops, p.bwd_tflops / r.bwd_tflops, rel(c0)))
+        out.append(LengthError(p, rel(c_fwd), p.fwd_tflops / r.fwd_tflops, p.bwd_tflops / r.bwd_tflops, rel(c_bwd)))
     return out
 
 
@@ -163,13 +189,14 @@ def read_h200_sweep(path: Path = H200_SWEEP) -> list[BenchPoint]:
                        r["causal"] == "1", float(r["fwd_tflops"]), float(r["bwd_tflops"])) for r in rows]
 
 
-def fit_bwd_cta_overhead(points: list[BenchPoint], kernel: str, head_dim: int = 128) -> float:
-    """The backward CTA cost (0-8 tiles, steps of 0.1) that minimises the median |error| of the
-    backward length ratios below ``REF_SEQ`` of ``kernel``'s sweeps at ``head_dim``."""
+def fit_cta_overhead(points: list[BenchPoint], kernel: str, head_dim: int = 128, backward: bool = True) -> float:
+    """The CTA cost (0-8 tiles, steps of 0.1) that minimises the median |error| of the backward's
+    (or the forward's) length ratios below ``REF_SEQ`` of ``kernel``'s sweeps at ``head_dim``."""
     pts = [p for p in points if p.kernel == kernel and p.head_dim == head_dim]
 
     def score(c0: float) -> float:
-        errs = [abs(e.bwd_error) for e in length_errors(pts, 0, c0) if e.point.seq_q < REF_SEQ]
+        errs = [abs(e.bwd_error if backward else e.fwd_error) for e in length_errors(pts, 0, c0, c0)
+                if e.point.seq_q < REF_SEQ]
         return statistics.median(errs)
 
     return min((x / 10 for x in range(81)), key=score)
@@ -282,6 +309,75 @@ def b200_cp_rates(points: list[BenchPoint], seqs: tuple[int, ...] = B200_CP_SEQS
     return out
 
 
+BLACKWELL_CTA_RELEASES = ("9.17.0", "9.22.0")  # cuDNN's sm100 kernels of the GB200/GB300 sweeps
+
+
+def fit_blackwell_cta_overhead(points: list[BenchPoint]) -> tuple[float, float]:
+    """(forward, backward) CTA cost of cuDNN's Blackwell kernels, in tiles: :func:`fit_cta_overhead`
+    over the causal and unmasked head-dim-128 length curves of GB200 and GB300, cuDNN 9.17.0 and
+    9.22.0 (``data/kernels/cudnn_sdpa_gb200_gb300.csv``), together. What the profiles of Blackwell
+    GPUs give (``cta_overhead_tiles``, ``bwd_cta_overhead_tiles``); the sliding-window rows
+    (:func:`sliding_window_errors`) are not fitted."""
+    pts = [p for p in points if p.backend == "cudnn" and p.gpu in ("GB200", "GB300")
+           and p.cudnn in BLACKWELL_CTA_RELEASES]
+    return fit_cta_overhead(pts, "flash3", backward=False), fit_cta_overhead(pts, "flash3", backward=True)
+
+
+SLIDING_WINDOW = bundled_dir("data/kernels") / "cudnn_sdpa_sliding_window.csv"
+
+
+@dataclass(frozen=True)
+class WindowPoint:
+    """One measured sliding-window kernel pair (``window`` keys per query) beside the causal
+    head-dim-128 rate at ``REF_SEQ`` of the same container (``ref_fwd``, ``ref_bwd``)."""
+
+    point: BenchPoint
+    window: int
+    ref_fwd: float
+    ref_bwd: float
+
+    def modelled(self, backward: bool) -> float:
+        """The shape factor of the windowed kernel on the GPU's profile (relative to the causal
+        head-dim-128 kernel at ``REF_SEQ``, as the reference rate is)."""
+        p = self.point
+        c0 = cta_overhead(p.gpu, p.kernel, backward)
+        return shape_factor(p.seq_q, p.seq_kv, True, p.head_dim, p.kernel, c0, self.window)
+
+    @property
+    def fwd_error(self) -> float:
+        return self.modelled(False) / (self.point.fwd_tflops / self.ref_fwd) - 1.0
+
+    @property
+    def bwd_error(self) -> float:
+        return self.modelled(True) / (self.point.bwd_tflops / self.ref_bwd) - 1.0
+
+
+def read_window_points(path: Path = SLIDING_WINDOW, ultra: Path = BLACKWELL_ULTRA) -> list[WindowPoint]:
+    """The windowed rows of ``path``, each with its container's causal 16K reference: the
+    file's own window-0 rows (H200, cuDNN 9.19.1) or the same commit's rows of ``ultra`` (GB200
+    and GB300, cuDNN 9.22.0)."""
+    rows = read_commented_csv(path)
+    points = [(BenchPoint(r["commit"], r["gpu"], r["cudnn"], r["backend"], int(r["batch"]), int(r["q_heads"]),
+                          int(r["kv_heads"]), int(r["seq_q"]), int(r["seq_kv"]), int(r["head_dim"]), True,
+                          float(r["fwd_tflops"]), float(r["bwd_tflops"])), int(r["window"])) for r in rows]
+    refs = {(p.commit, p.gpu): p for p, w in points if w == 0 and p.seq_q == REF_SEQ and p.head_dim == 128}
+    refs.update({(p.commit, p.gpu): p for p in read_points(ultra) if p.backend == "cudnn" and p.causal
+                 and p.seq_q == REF_SEQ and p.head_dim == 128 and (p.commit, p.gpu) not in refs})
+    return [WindowPoint(p, w, refs[p.commit, p.gpu].fwd_tflops, refs[p.commit, p.gpu].bwd_tflops)
+            for p, w in points if w > 0]
+
+
+def sliding_window_errors(points: list[WindowPoint], max_seq: int = REF_SEQ) -> dict[tuple[str, str], float]:
+    """Median signed error of the modelled windowed rate (relative to the container's causal
+    16K rate) per (GPU, direction), kernels up to ``max_seq`` tokens."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for w in points:
+        if w.point.seq_q <= max_seq:
+            out.setdefault((w.point.gpu, "fwd"), []).append(w.fwd_error)
+            out.setdefault((w.point.gpu, "bwd"), []).append(w.bwd_error)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
 SIMUMAX_B200 = bundled_dir("data/kernels") / "simumax_b200_te_attention.csv"
 
 
@@ -333,7 +429,7 @@ def main() -> None:
     own = read_h200_sweep()
     print(f"backward CTA cost (tiles) read off {H200_SWEEP.name} at d=128, and the backward length ratios' median |error|:")
     for kernel in ("flash2", "flash3"):
-        c0 = fit_bwd_cta_overhead(own, kernel)
+        c0 = fit_cta_overhead(own, kernel)
         for d in (128, 64):
             pts = [p for p in own if p.kernel == kernel and p.head_dim == d]
             for label, tiles in (("forward's", None), (f"{c0:.1f}", c0)):
@@ -350,6 +446,14 @@ def main() -> None:
     for backend in ("cudnn", "pytorch_sdpa_flash"):
         r = blackwell_ultra_ratios(ultra, backend)
         print(f"  {backend:19s} fwd x{r.fwd:.3f} bwd x{r.bwd:.3f} ({r.shapes} shapes)")
+    fwd_c0, bwd_c0 = fit_blackwell_cta_overhead(ultra)
+    print(f"cuDNN's Blackwell CTA cost (tiles) read off {BLACKWELL_ULTRA.name} ({', '.join(BLACKWELL_CTA_RELEASES)}): "
+          f"forward {fwd_c0:.1f}, backward {bwd_c0:.1f} (Hopper: 1.5, 2.7)")
+    print(f"{SLIDING_WINDOW.name}: sliding-window kernels over the container's causal 16K rate, modelled / measured - 1:")
+    for w in read_window_points():
+        p = w.point
+        print(f"  {p.gpu:5s} cuDNN {p.cudnn} W={w.window:5d} d={p.head_dim} {p.seq_q // 1024:3d}K  "
+              f"fwd {p.fwd_tflops:6.1f} TFLOP/s {100 * w.fwd_error:+6.1f}%  bwd {p.bwd_tflops:6.1f} {100 * w.bwd_error:+6.1f}%")
     print(f"{SIMUMAX_B200.name}: TE fused attention on the B200 of SimuMax's runs, "
           "modelled / measured time (dgx-b200 flash3):")
     for call in read_simumax_b200():

@@ -93,7 +93,7 @@ def fit_attention_efficiency(events: Iterable[AttentionEvent], profile: Hardware
         dtype = dtype_alias(a.dtype)
         peak = profile.gpu.peak_flops(dtype if dtype in ("bf16", "fp16") else "bf16")
         mask = a.causal if a.causal is not None else causal
-        c0 = profile.gpu.attention_bwd_cta_overhead(kernel) if a.backward else None
+        c0 = profile.gpu.attention_cta_overhead(kernel, a.backward)
         frac = a.flops * computed_fraction(a, mask) / (a.duration_s * peak) / reference_factor(a, mask, kernel, c0)
         measured.setdefault((kernel, "bwd" if a.backward else "fwd"), []).append(frac)
     for name in sorted(unknown):

@@ -61,12 +61,16 @@ class AttentionEfficiency(_Strict):
 
     fwd: float = Field(gt=0, le=1)
     bwd: float = Field(gt=0, le=1)
-    # The backward kernel's fixed cost per CTA in key/value tiles on this GPU, where measured
-    # (costs/attention_shape.py); None: the kernel generation's forward figure.
+    # The kernels' fixed cost per CTA in key/value tiles on this GPU, where measured
+    # (costs/attention_shape.py); None: the kernel generation's figure (TILING, read off Hopper).
+    cta_overhead_tiles: float | None = Field(
+        default=None, ge=0,
+        description="the forward kernel's fixed cost per thread block in key/value tiles, where measured on this GPU "
+                    "(costs/attention_shape.py); null: the kernel generation's figure, read off Hopper")
     bwd_cta_overhead_tiles: float | None = Field(
         default=None, ge=0,
         description="the backward kernel's fixed cost per thread block in key/value tiles, where measured on this GPU "
-                    "(costs/attention_shape.py); null: the kernel generation's forward figure")
+                    "(costs/attention_shape.py); null: the forward's")
 
 
 # Slowdown of a compute kernel while a communication kernel of its rank runs beside it (the NCCL or
@@ -193,10 +197,15 @@ class GPU(_Strict):
                 f"auto, unfused, {', '.join(self.attention_efficiency)}", field="training.attention")
         return requested
 
-    def attention_bwd_cta_overhead(self, kernel: str) -> float | None:
-        """The backward's per-CTA fixed cost of ``kernel`` on this GPU (``None``: the kernel's own)."""
+    def attention_cta_overhead(self, kernel: str, backward: bool) -> float | None:
+        """The per-CTA fixed cost of ``kernel``'s forward or backward on this GPU (``None``: the
+        kernel generation's own); a backward the profile does not give takes the forward's."""
         eff = self.attention_efficiency.get(kernel or self.default_kernel)  # type: ignore[call-overload]
-        return None if eff is None else eff.bwd_cta_overhead_tiles
+        if eff is None:
+            return None
+        if backward and eff.bwd_cta_overhead_tiles is not None:
+            return eff.bwd_cta_overhead_tiles
+        return eff.cta_overhead_tiles
 
     def attention_fraction(self, kernel: str, backward: bool) -> float:
         """Fraction of peak of a fused attention kernel (``""``: the default kernel)."""

@@ -195,6 +195,11 @@ def check_plan(scn: Scenario) -> None:
             if (heads // p.tp) % p.cp:
                 _fail(scn, "parallel.cp", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
                                           f"cp={p.cp} (cp_comm: a2a splits heads)")
+    if m.sliding_window and 0 < m.sliding_window < m.seq_len and p.cp > 1 and p.cp_comm != "a2a":
+        _fail(scn, "model.sliding_window", f"sliding_window={m.sliding_window} with cp={p.cp} and cp_comm: "
+                                           f"{p.cp_comm}: a windowed layer is modelled where every rank's kernel "
+                                           "sees the whole sequence (no CP, Ulysses, or cp_comm: a2a, which "
+                                           "TransformerEngine requires for GPT-OSS's learnable softmax)")
     if p.cp_qkv_format != "sbhd" and p.cp_comm != "p2p":
         _fail(scn, "parallel.cp_qkv_format", f"cp_qkv_format={p.cp_qkv_format} applies only to cp_comm: p2p "
                                              f"(TransformerEngine <= 1.6 had no other), got {p.cp_comm}")

@@ -95,10 +95,16 @@ PRESETS: dict[str, dict[str, Any]] = {
                           qk_norm=True),
     "qwen3-235b-a22b": _moe(94, 4096, 64, 4, 151936, 4096, experts=128, top_k=8, moe_ffn=1536, head_dim=128,
                             qk_norm=True),
-    # openai/gpt-oss-120b and -20b config.json (model card arXiv:2508.10925 Table 1); the
-    # alternating 128-token sliding-window attention is priced as full attention.
-    "gpt-oss-120b": _moe(36, 2880, 64, 8, 201088, 4096, experts=128, top_k=4, moe_ffn=2880, head_dim=64),
-    "gpt-oss-20b": _moe(24, 2880, 64, 8, 201088, 4096, experts=32, top_k=4, moe_ffn=2880, head_dim=64),
+    # openai/gpt-oss-120b and -20b config.json (model card arXiv:2508.10925 Table 1): sliding_window
+    # 128, layer_types alternating sliding_attention / full_attention from the first layer (Megatron-
+    # Bridge's GPTOSSBridge: window_size (127, 0), window_attn_skip_freq 2).
+    # Its experts' GLU clamps the gate from above and the linear half to +-7 (swiglu_limit 7.0;
+    # Megatron-Core activation_func_clamp_value); each attention head has a learned sink logit
+    # (HF self_attn.sinks; Megatron-Core softmax_type "learnable").
+    "gpt-oss-120b": _moe(36, 2880, 64, 8, 201088, 4096, experts=128, top_k=4, moe_ffn=2880, head_dim=64,
+                         sliding_window=128, full_attention_every=2, glu_clamp=7.0, attention_sinks=True),
+    "gpt-oss-20b": _moe(24, 2880, 64, 8, 201088, 4096, experts=32, top_k=4, moe_ffn=2880, head_dim=64,
+                        sliding_window=128, full_attention_every=2, glu_clamp=7.0, attention_sinks=True),
     # --- Hybrid Mamba2-Transformer (Megatron's hybrid_override_pattern, model.layer_pattern) ---
     # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (the checkpoint NeMo AutoModel's
     # examples/benchmark/configs/nemotron_nano_v3_te_deepep.yaml loads, Automodel @08a48f76): 52
@@ -144,6 +150,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def attention_window(sliding_window: int, full_attention_every: int, layer: int) -> int:
+    """Keys each query of layer ``layer`` (0-based) sees, itself included; 0: its whole causal
+    prefix. Megatron-Core's ``is_layer_window_attention`` (megatron/core/transformer/utils.py):
+    layer number n = layer + 1 is windowed unless ``n % window_attn_skip_freq == 0``, the same as
+    Hugging Face Gemma's ``(layer_idx + 1) % sliding_window_pattern`` and GPT-OSS's layer_types,
+    which start with a sliding layer."""
+    if not sliding_window or (full_attention_every and (layer + 1) % full_attention_every == 0):
+        return 0
+    return sliding_window
+
+
 class _Strict(BaseModel):
     model_config = STRICT_CONFIG
 
@@ -172,6 +189,17 @@ class Model(_Strict):
     # k_norm; Megatron-Core's qk_layernorm, which Megatron-Bridge's Qwen3MoEBridge sets:
     # src/megatron/bridge/models/qwen/qwen3_moe_bridge.py).
     qk_norm: bool = Field(default=False, description="a norm over head_dim on every query and key head")
+    sliding_window: int = Field(default=0, ge=0, description="keys each query attends to in a sliding-window "
+                                "attention layer, itself included (HF sliding_window; Megatron-Core window_size "
+                                "(W-1, 0)); the fused kernel skips the key tiles outside the band (0: full causal "
+                                "attention)")
+    attention_sinks: bool = Field(default=False, description="a learned logit per attention head that every "
+                                  "query's softmax also normalises over (GPT-OSS's sinks; Megatron-Core softmax_type "
+                                  "learnable); training.attention_sink_kernel says where it runs")
+    full_attention_every: int = Field(default=0, ge=0, description="with sliding_window: every Nth layer, counted "
+                                      "from 1, attends to its whole causal prefix and the others to the window "
+                                      "(Megatron-Core window_attn_skip_freq, HF Gemma sliding_window_pattern; GPT-OSS: "
+                                      "2); 0: every layer windowed")
     # --- Mixture of Experts (Megatron-Core's --num-experts, --moe-router-topk, ...) -----------
     experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0: a dense model)")
     top_k: int = Field(default=0, ge=0, description="experts each token is routed to (0: 1 when experts > 0)")
@@ -192,6 +220,10 @@ class Model(_Strict):
                                  "--moe-latent-size): the routed experts' width; each MoE block projects its input "
                                  "h -> latent before the dispatch and the combined output latent -> h after it, the "
                                  "router and the shared experts staying at h (0: experts at the hidden size)")
+    glu_clamp: float = Field(default=0.0, ge=0, description="the routed experts' GLU clamps its gate half from "
+                             "above and its linear half to +-this before the activation (GPT-OSS: 7.0, HF "
+                             "swiglu_limit, Megatron-Core activation_func_clamp_value; training.glu_clamp_kernel "
+                             "says how it runs); 0: no clamp")
     capacity_factor: float | None = Field(default=None, gt=0, description="expert capacity as a multiple of the "
                                           "balanced load; tokens beyond it are dropped (None: dropless)")
     expert_groups: int = Field(default=0, ge=0, description="groups the experts are split into for "
@@ -241,6 +273,15 @@ class Model(_Strict):
             object.__setattr__(self, "head_dim", self.hidden // self.heads)
         if self.v_head_dim == 0:
             object.__setattr__(self, "v_head_dim", self.head_dim)
+        if self.glu_clamp and not (self.gated and self.experts):
+            raise ValueError(f"glu_clamp={self.glu_clamp} clamps the gated (mlp: swiglu) routed experts' GLU; this "
+                             f"model has {'no experts' if not self.experts else 'mlp: ' + self.mlp}")
+        if self.glu_clamp and (self.shared_experts or self.first_dense_layers or "-" in self.layer_pattern):
+            raise ValueError(f"glu_clamp={self.glu_clamp} is priced on the routed experts, as GPT-OSS has only "
+                             "those: this model has shared experts or dense MLP layers too")
+        if self.full_attention_every and not self.sliding_window:
+            raise ValueError(f"full_attention_every={self.full_attention_every} needs sliding_window > 0 (the "
+                             "layers between the full ones attend to a window)")
         if self.experts:
             if self.top_k == 0:
                 object.__setattr__(self, "top_k", 1)
@@ -304,6 +345,10 @@ class Model(_Strict):
     @property
     def hybrid(self) -> bool:
         return bool(self.layer_pattern)
+
+    def attention_window(self, layer: int) -> int:
+        """Keys each query of layer ``layer`` attends to (0: all before it): :func:`attention_window`."""
+        return attention_window(self.sliding_window, self.full_attention_every, layer)
 
     def has_mlp(self, layer: int) -> bool:
         """Whether layer `layer` has an MLP or MoE block."""
@@ -496,6 +541,19 @@ class Training(_Strict):
         "TEGroupedMLP.forward and mlp.py MLP.forward without bias_activation_fusion: the multiply saves the "
         "activation's output as well, one more moe_ffn_hidden/etp elements per routed row; the only path for "
         "GeLU experts, for which Megatron-Core has no weighted kernel; modelled for non-gated experts)")
+    attention_sink_kernel: Literal["fused", "rescale"] = Field(
+        default="fused", description="where the attention sinks (model.attention_sinks) are applied: fused (inside "
+        "the fused attention kernel: TransformerEngine's FusedAttention with softmax_type learnable, as Megatron-Core "
+        "runs GPT-OSS) | rescale (the kernel runs without them and its output is rescaled by sigmoid(lse - sink) in "
+        "eager PyTorch, fp32 by type promotion and cast back: NeMo AutoModel's FlexAttention path; "
+        "schedule/attention.py)")
+    glu_clamp_kernel: Literal["unfused", "fused"] = Field(
+        default="unfused", description="how the routed experts' clamp (model.glu_clamp) runs: unfused "
+        "(Megatron-Core's bias-activation fusion path, weighted_bias_quick_geglu_impl: each half of FC1's output "
+        "clamped into a new tensor and the two concatenated again in eager PyTorch before the fused activation; "
+        "backward the clamps' masked gradients and the split's concatenation) | fused (inside the activation "
+        "kernel: TransformerEngine's op fuser ScaledClampedQGeGLU, NeMo AutoModel's torch.compile'd "
+        "quick_geglu_deepep)")
     moe_router_kernels: list[Literal["random_logits", "aux_loss"]] = Field(
         default_factory=list, description="Megatron-Core router kernels beside the gating GEMM and the fused "
         "top-k (schedule/moe.py router_extra_cost): random_logits (moe_router_force_load_balancing's RandomSTE: "

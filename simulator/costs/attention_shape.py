@@ -14,13 +14,19 @@ how FlashAttention-2/3 and cuDNN's flash kernels tile the work (FA2 paper §3.3,
 * causal masking skips whole tiles above the diagonal, but the tiles *on* it are computed in
   full and masked: a CTA computes (n + 1) / 2 tiles on average where the FLOP count (the lower
   triangle, ``causal_fraction_diagonal``) credits about n / 2.
+* a sliding window of W keys (Mistral, GPT-OSS, Gemma) skips the tiles below the band as well:
+  a query tile computes every key tile its rows' windows touch, the two edge tiles whole, so a
+  128-key window computes two tiles for one credited (:func:`_window_tiles`; the FLOP count is
+  the band's, ``schedule.attention.window_fraction``).
 * the softmax between the two GEMMs (exp, row max and sum, rescaling) costs the same per score
   whatever the head dimension d, while the GEMMs cost ∝ d: the tensor cores are busy
   d / (d + e) of the time. FA3 §3.2 names the exponential as the bottleneck it overlaps, which
   is why the figure still rises with d on Hopper.
 
 c0 and e are properties of a kernel generation's tiling (``TILING``, read off FA3's published
-forward curves); the profile's number carries what differs between GPUs. The factor is 1 at the
+forward curves); the profile's number carries what differs between GPUs, and where a GPU's
+kernels lose more at short lengths, its own c0 (``cta_overhead_tiles``: cuDNN on Blackwell, 4.8
+tiles forward and 3.6 backward, read off the GB200 and GB300 sweeps; calibration/attention_bench.py). The factor is 1 at the
 reference shape (``REF_SEQ`` tokens, d = ``REF_HEAD_DIM``, the same masking), so long-sequence
 kernels keep the profile's figure.
 
@@ -79,8 +85,27 @@ def _tiling(kernel: str) -> Tiling:
     return TILING.get(kernel, TILING["flash3"])
 
 
+def _window_tiles(s_q: int, s_k: int, window: int) -> tuple[float, float]:
+    """(credited, computed) key/value tiles summed over the query tiles of a causal kernel whose
+    query row r (bottom-right aligned, key index r + s_k − s_q) sees only the ``window`` keys up
+    to and including its own: a query tile computes every key tile its rows' windows touch, the
+    two ends partial and masked, and skips the rest (FA2's ``window_size``, cuDNN's
+    ``sliding_window_length``, TE's ``window_size = (W − 1, 0)``)."""
+    prefix = s_k - s_q
+    credited = computed = 0.0
+    for j in range(math.ceil(s_q / TILE)):
+        first, last = j * TILE, min((j + 1) * TILE, s_q) - 1  # query rows of this tile
+        lo = max(0, first + prefix - window + 1)  # the first key any of its rows sees
+        computed += (last + prefix) // TILE - lo // TILE + 1
+        # keys per row: min(r + prefix + 1, window), a run rising by one up to the window, then flat
+        full = min(max(first, window - prefix - 1), last + 1)  # rows from here on see all W keys
+        n = full - first
+        credited += n * (first + full - 1) / 2 + n * (prefix + 1) + (last + 1 - full) * window
+    return credited / TILE ** 2, computed
+
+
 def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3",
-                    cta_overhead: float | None = None) -> float:
+                    cta_overhead: float | None = None, window: int = 0) -> float:
     """Credited over computed work of one kernel, in key/value tiles per CTA.
 
     Non-causal: s_k / T credited, ⌈s_k / T⌉ computed, plus the CTA's fixed cost. Causal with the
@@ -91,6 +116,10 @@ def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3",
     CTA's fixed cost in tiles, when not the kernel generation's (a backward's, module docstring)."""
     if s_q <= 0 or s_k <= 0:
         return 1.0
+    c0 = _tiling(kernel).cta_overhead_tiles if cta_overhead is None else cta_overhead
+    if causal and 0 < window < s_k:
+        credited, computed = _window_tiles(min(s_q, s_k), s_k, window)
+        return credited / (computed + math.ceil(min(s_q, s_k) / TILE) * c0)
     if not causal:
         credited = s_k / TILE
         computed = float(math.ceil(s_k / TILE))
@@ -100,7 +129,6 @@ def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3",
         n_q = math.ceil(s_q / TILE)
         credited = (prefix + (s_q + 1) / 2) / TILE
         computed = prefix / TILE + (n_q + 1) / 2
-    c0 = _tiling(kernel).cta_overhead_tiles if cta_overhead is None else cta_overhead
     return credited / (computed + c0)
 
 
@@ -110,9 +138,12 @@ def head_dim_efficiency(head_dim: float, kernel: str = "flash3") -> float:
 
 
 def shape_factor(s_q: int, s_k: int, causal: bool, head_dim: float, kernel: str = "flash3",
-                 cta_overhead: float | None = None) -> float:
+                 cta_overhead: float | None = None, window: int = 0) -> float:
     """The profile's efficiency of ``kernel`` (flash1 | flash2 | flash3) is multiplied by this for
     a kernel of this shape (1 at ``REF_SEQ`` × ``REF_SEQ``, d = ``REF_HEAD_DIM``, same masking);
-    ``cta_overhead``: a fixed cost per CTA other than the kernel generation's (in tiles)."""
+    ``cta_overhead``: a fixed cost per CTA other than the kernel generation's (in tiles);
+    ``window``: the keys a causal query row sees, itself included (sliding-window attention; 0:
+    its whole prefix), against the full causal reference, as its FLOPs are counted on the window."""
     ref = tile_efficiency(REF_SEQ, REF_SEQ, causal, kernel, cta_overhead) * head_dim_efficiency(REF_HEAD_DIM, kernel)
-    return tile_efficiency(s_q, s_k, causal, kernel, cta_overhead) * head_dim_efficiency(head_dim, kernel) / ref
+    return (tile_efficiency(s_q, s_k, causal, kernel, cta_overhead, window)
+            * head_dim_efficiency(head_dim, kernel) / ref)

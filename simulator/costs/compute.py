@@ -21,9 +21,10 @@ efficiency:
   Kept apart from the GEMM curve on purpose: the same GPU runs FlashAttention-2 at ~35% of H100
   peak and FlashAttention-3 / cuDNN at ~60-75% (arXiv:2407.08608 abstract), so folding attention
   into a GEMM derate makes the derate stack-specific. The op's ``flops`` already count only the
-  computed part of the score matrix (causal masking). That figure is a long kernel's; an op with
+  computed part of the score matrix (causal masking, or the band of a sliding window). That figure is a long kernel's; an op with
   an ``attention_shape`` reaches it times ``costs.attention_shape.shape_factor`` (the per-CTA
-  fixed cost, whole causal tiles on the diagonal, the softmax's share at its head dimension).
+  fixed cost, whole causal tiles on the diagonal, the two partial tiles at each end of a sliding
+  window's band (``attention_window``), the softmax's share at its head dimension).
   A FlashAttention-2 backward that runs its deterministic algorithm (``deterministic_heads``) is
   stretched by its smaller grid and pays its split dQ buffers (``costs.attention_determinism``).
   A kernel that applies the attention dropout itself (``attention_dropout``) adds its Philox
@@ -162,8 +163,8 @@ def achieved_flops(op: ComputeOp, gpu: GPU) -> float:
         if op.attention_shape is not None:
             s_q, s_k, head_dim, causal = op.attention_shape
             kernel = op.attention_kernel or gpu.default_kernel
-            c0 = gpu.attention_bwd_cta_overhead(kernel) if backward else None
-            eff *= shape_factor(s_q, s_k, causal, head_dim, kernel, c0)
+            c0 = gpu.attention_cta_overhead(kernel, backward)
+            eff *= shape_factor(s_q, s_k, causal, head_dim, kernel, c0, op.attention_window)
         return gpu.peak_flops(dtype) * min(eff, 1.0)
     if op.kind == "scan":
         return gpu.peak_flops("bf16") * SSD_SCAN_EFFICIENCY
@@ -229,7 +230,7 @@ def _deterministic_backward(op: ComputeOp, gpu: GPU, t_flops: float, t_mem: floa
 def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
-            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.host_us, op.gemm, op.concurrent, op.impl,
+            op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.attention_window, op.host_us, op.gemm, op.concurrent, op.impl,
             op.deterministic_heads, op.scaling, op.attention_dropout, bool(op.cuda_graph))
 
 

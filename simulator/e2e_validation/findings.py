@@ -1681,7 +1681,8 @@ one kernel had been counted: Qwen3-30B-A3B on 16 H100 (FP8-CS) +20.0% → +13.0%
 median goes from 20.0% to 13.0% (signed +13.0%); AutoModel's rows and the overlap A/B do not move.
 Left out, because each would move the rows further from the measurements and needs a kernel
 timing to price: GPT-OSS's sliding-window attention on alternate layers (cuDNN supports it with
-the sinks, `fused_attn.cpp`; it would shorten half of the attention), Qwen3's QK layernorms and
+the sinks, `fused_attn.cpp`; it would shorten half of the attention; since modelled, "Sliding-window
+attention" below), Qwen3's QK layernorms and
 the RoPE kernels (no model prices RoPE), the router's aux-loss and force-balancing kernels, and
 the fused cross-entropy the recipes select (`cross_entropy_fusion_impl` te / native).
 
@@ -1739,7 +1740,7 @@ of small experts (GPT-OSS's 1,024 × 5,760 × 2,880 per expert on H100), which T
 cuBLAS GEMM per expert round-robin on four streams (`nvte_multi_tensor_gemm`), so their waves fill
 each other's tails: pricing each expert alone, as the model does, is if anything slow, not fast.
 Priced wrong the other way and left so: GPT-OSS's sliding window on every other layer (half the
-attention of those layers) and DeepSeek-V3's fp32 router GEMM (`moe_router_dtype` fp32,
+attention of those layers; since modelled, "Sliding-window attention" below) and DeepSeek-V3's fp32 router GEMM (`moe_router_dtype` fp32,
 `DeepSeekV3Bridge`), which would move GPT-OSS further optimistic and DeepSeek-V3 further
 pessimistic. What the rows share is eager Megatron-Core MoE layers without CUDA graphs on the
 router and preprocessing (the two graphed rows, Qwen3-30B on 8 B200 and DeepSeek-V3, are +4.9% and
@@ -4371,6 +4372,69 @@ FlashAttention-2 rows at the same lengths are +1.1% and -1.0%. The README says b
 locked at base (1,665 and 1,500 MHz); the B200 log shows the lock refused, so those rows ran at the
 default clocks the profile describes, and the H200 rows, with no log, are scored the same way. The
 small-model regime goes from 73 to 97 rows, median 3.7% to 4.1%, signed +1.6% to -0.6%.
+
+## GPT-OSS as its frameworks run it: sliding windows, sinks, the clamped GLU; cuDNN's short kernels on Blackwell
+
+GPT-OSS attends to a 128-key window on every other layer (Hugging Face `layer_types`; Megatron-
+Bridge's `GPTOSSBridge` sets `window_size (127, 0)` and `window_attn_skip_freq 2`, NeMo AutoModel
+builds FlexAttention's block mask with the window), which the model priced as full causal
+attention. `model.sliding_window` and `model.full_attention_every` now say which layers attend to
+a window (Megatron-Core's `is_layer_window_attention`: layer n, from 1, is windowed unless n % N
+== 0; the gpt-oss presets set 128 and 2), and a windowed kernel counts the band's scores, W(W+1)/2
++ (S − W)·W, and computes the key tiles its query tiles' rows touch, both edge tiles whole
+(`costs/attention_shape.py`: a 128-key window computes two tiles for one credited). A plan that
+runs a windowed layer through a CP ring exits 2 naming `model.sliding_window`
+(`tests/unit/test_sliding_window.py`). Model FLOPs ignore the window, as Megatron-LM's count does.
+
+The kernel check is cudnn-frontend's own windowed sweeps (`data/kernels/cudnn_sdpa_sliding_window.csv`:
+GB200 and GB300 at W = 128, H200 at W = 1,024, head dim 64, 2K-32K tokens), each rate over its
+container's causal head-dim-128 rate at 16K, against the tile model and the profile's per-CTA
+cost; none of these rows fits anything. It asked for one more mechanism: with Hopper's CTA cost
+(1.5 tiles forward, 2.7 backward) the GB200 backward is modelled 59-68% fast. cuDNN's Blackwell
+kernels lose more at short lengths than Hopper's, and their own length curves (cuDNN 9.17 and 9.22
+on GB200 and GB300, d = 128, causal and unmasked, 512-8K against 16K) put the cost at 4.8 tiles forward and 3.6
+backward (`attention_bench.fit_blackwell_cta_overhead`); the Blackwell profiles now give it
+(`cta_overhead_tiles`, `bwd_cta_overhead_tiles`). With it the windowed backward is within 17% at
+2K-16K (medians +4% GB200, +12% GB300, +6% H200). The windowed forward stays modelled fast, by
+13-25% on H200 and 24-43% on Blackwell: both edge tiles of a window are masked, and masking weighs
+more against the forward's two GEMMs than the backward's five; not modelled
+(`test_attention_bench.py::test_sliding_window_forward_runs_slower_than_modelled`). B200's older
+sweeps (cuDNN 9.10, 9.13) lose more still at 4K (0.65 of their 16K rate, 0.84 modelled), and the
+larger CTA cost lets the modelled curve rise 5.0% from 16K to 64K where cuDNN's rises 1%.
+
+The window shortens half of GPT-OSS's attention and moved every GPT-OSS row optimistic (Megatron-
+Bridge's H100 +21.2% → +25.2%, B200 +24.8% → +28.2%, GB200 +25.1% → +29.0%, B300 +23.5% → +27.1%,
+GB300 +1.1% → +3.8%; NeMo AutoModel's GPT-OSS-20B +5.0% → +12.2% and 120B +5.7% → +11.9%, on
+FlexAttention, FlashAttention-2-class, where attention weighs more). Two more GPT-OSS mechanisms,
+each read off the code the rows ran, with a closed-form test:
+
+- **The clamped GLU** (`model.glu_clamp`: 7, HF `swiglu_limit`; `training.glu_clamp_kernel`).
+  Megatron-Core of those containers (Megatron-LM 4415119) runs GPT-OSS's experts through the
+  bias-activation fusion path, `weighted_bias_quick_geglu_impl`, which clamps the gate half from
+  above and the linear half to ±7, each into a new tensor, and concatenates them again in eager
+  PyTorch before the fused activation (the performance scripts turn TransformerEngine's op fuser,
+  whose `ScaledClampedQGeGLU` fuses it, off): 16 bytes per routed row and expert-FFN element in 3
+  kernels forward, 30 in 7 backward (two `clamp_backward` masks and the split's concatenation),
+  and again in the `moe_act` recompute: 2.8 times the fused activation's own traffic
+  (`schedule/moe.py` `_glu_clamp`, `tests/unit/test_glu_clamp.py`). AutoModel's
+  `quick_geglu_deepep` is `torch.compile`'d: `fused`, no kernel.
+- **The sinks outside the kernel** (`model.attention_sinks`; `training.attention_sink_kernel`).
+  TransformerEngine's FusedAttention takes GPT-OSS's learned sink logits inside cuDNN's kernel
+  (`softmax_type learnable`: nothing besides it); AutoModel's FlexAttention has none, so it runs the
+  kernel without them and rescales its output by sigmoid(lse − sink), a multiply that type
+  promotion makes fp32, then a cast back: 12 bytes per output element forward in 4 kernels, 34
+  backward in 7 (`schedule/attention.py`, `tests/unit/test_attention_sinks.py`).
+
+With both: Megatron-Bridge's GPT-OSS H100 +16.9%, B200 +20.2%, GB200 +18.8%, B300 +20.2%, GB300
+-2.0%; AutoModel's 20B +9.4%, 120B +9.5%. The Blackwell CTA cost moves the MoE rows with 4K kernels
+0.2-1.7 points slower (Qwen3-30B-A3B on 8 B200 +10.3% → +8.6%, on 8 GB200 +20.3% → +18.6%;
+DeepSeek-V3 on 256 GB200 +4.4% → +3.1%; the Blackwell Ultra 235B-671B rows, pessimistic before,
+0.7-0.9 points further: Qwen3-235B on 256 GB300 −13.0% → −13.8%) and the long-context CP rows,
+whose kernels are past 16K, 0.3-1.7 points faster (NeMo's 8B at 256K on 64 B200 +10.2% → +11.5%,
+SimuMax's 70B at 128K +8.4% → +10.1%). `bridge_moe` goes from 18.9% to 17.4% (signed +18.1% to
++15.8%), `automodel_moe` stays at 10.3% (signed +5.3% to +9.4%), `bridge_moe_ultra` from 11.4% to
+12.3% (its median sits between the 235B rows at −10.7% and −13.8%); the median over all rows stays
+5.4%.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4437,4 +4501,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("torchtitan", "fms_fsdp"),
     "Hugging Face's Llama in eager PyTorch on one B200 and one H200: cuDNN frontend's Llama-3.2-1B loop (held out)":
         ("cudnn_llama1b",),
+    "GPT-OSS as its frameworks run it: sliding windows, sinks, the clamped GLU; cuDNN's short kernels on Blackwell":
+        ("bridge_moe", "automodel_moe", "bridge_moe_ultra", "nemo_cp", "simumax_b200"),
 }

@@ -158,6 +158,10 @@ def automodel_moe(rows: list[Row]) -> list[Case]:
                                **training_keys)  # fake_balanced_gate
         if preset in BIASED_EXPERTS:  # grouped_gemm's gmm has no bias: both biases added per local expert
             scn["training"]["moe_expert_bias"] = "per_expert_fc1_fc2"
+            # GPT-OSS's clamp inside AutoModel's torch.compile'd quick_geglu_deepep
+            # (nemo_automodel/components/moe/experts.py); its sinks rescale FlexAttention's output
+            scn["training"]["glu_clamp_kernel"] = "fused"
+            scn["training"]["attention_sink_kernel"] = "rescale"
         dp = n // pp
         out.append(Case("automodel_moe", f"{name} FSDP2 dp{dp} ep{ep} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
                         + f" {n} GPUs", scn, "step_time_s", float(r["value"]), n))

@@ -977,8 +977,10 @@ SOURCES: list[Source] = [
             "(parallel.fsdp_grad_sync: optim_step), so each layer's parameters are gathered once per step. Super's "
             "outer model is an FSDP module (wrap_outer_model), so train_ft's get_sync_ctx turns gradient sync off "
             "for all micro-batches but the last (fsdp_grad_sync: no_sync); the Qwen3 and GPT-OSS rows predate it.",
-            "GPT-OSS: the alternating 128-token sliding-window attention and the attention sinks are priced as "
-            "full causal attention; the clamped SwiGLU as a plain SwiGLU; the expert biases as grouped_gemm's path adds "
+            "GPT-OSS: the alternating 128-token sliding-window attention as FlexAttention's block mask runs it, "
+            "the key blocks outside the band skipped (model.sliding_window, full_attention_every 2); the attention "
+            "sinks as AutoModel applies them, FlexAttention's output rescaled by sigmoid(lse - sink) in eager fp32 "
+            "(attention_sink_kernel: rescale); the clamped GLU inside the torch.compile'd activation (glu_clamp_kernel: fused); the expert biases as grouped_gemm's path adds "
             "them, split, add per local expert and concatenate, FC1's and FC2's (moe_expert_bias: per_expert_fc1_fc2).",
             "Nemotron V3 Nano and Super: the hybrid Mamba2-Transformer MoEs of their Hugging Face configs "
             "(model.layer_pattern), Mamba2 mixers priced from their kernels (simulator/schedule/mamba.py); Super's "
@@ -998,8 +1000,11 @@ SOURCES: list[Source] = [
             "with moe_imbalance 1.0, plus the kernels of RandomSTE's random logits and, for Qwen3, "
             "DeepSeek-V3 and Nemotron 3, of their load-balancing loss (training.moe_router_kernels).",
             "GPT-OSS recomputes its pre-MLP norms and expert activations (recompute_modules layernorm, moe_act), "
-            "as modelled. Its sliding-window attention and sinks are "
-            "priced as full causal attention; its experts' output bias as Megatron-Core adds it, per local "
+            "as modelled. Its 128-key sliding window on every other layer as cuDNN runs it, the key tiles "
+            "outside the band skipped (model.sliding_window, full_attention_every 2); its sinks inside "
+            "cuDNN's kernel (TE softmax_type learnable: nothing priced besides it); its experts' clamped GLU as Megatron-Core's bias-activation fusion runs it, the two clamps "
+            "and the concatenation as eager kernels before the fused activation (model.glu_clamp 7, "
+            "glu_clamp_kernel: unfused); its experts' output bias as Megatron-Core adds it, per local "
             "expert (moe_expert_bias: per_expert); its YaRN RoPE unfused, as Megatron-Core falls back for a "
             "concentration factor other than 1 (rope_kernel: unfused).",
             "The recipes' partial CUDA graphs are replayed as graphs (training.cuda_graph_scope): attention, "

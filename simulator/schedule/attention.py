@@ -56,6 +56,8 @@ class AttentionContext:
     deterministic: bool = False  # the fused backward runs its deterministic algorithm (training.deterministic)
     fused_dropout: bool = False  # the fused kernel draws the attention dropout (training.fused_attention_dropout)
     softmax: str = "fused"  # unfused attention's scale-mask-softmax: fused | torch (training.masked_softmax)
+    window: int = 0  # keys each query sees, itself included, in a sliding-window layer (model.sliding_window); 0: all before it
+    sink_rescale: bool = False  # the sinks applied after the kernel (model.attention_sinks, training.attention_sink_kernel)
 
     @property
     def deterministic_heads(self) -> int:
@@ -91,25 +93,78 @@ def causal_fraction_diagonal(s: int) -> float:
     return (s + 1) / (2 * s)
 
 
+def window_fraction(s: int, window: int) -> float:
+    """Computed fraction of an s×s causal block whose query i sees only the ``window`` keys up
+    to and including itself (i − W < j ≤ i; Mistral's and GPT-OSS's sliding window, Megatron-Core
+    ``window_size = (W − 1, 0)``): W(W+1)/2 + (s − W)·W of s² scores, cuDNN's own count in its
+    sliding-window benchmarks. A window of s or more is plain causal masking."""
+    if window <= 0 or window >= s:
+        return causal_fraction_diagonal(s)
+    return (window * (window + 1) / 2 + (s - window) * window) / (s * s)
+
+
+def _local_fraction(ctx: AttentionContext) -> float:
+    if not ctx.causal:
+        return 1.0
+    return window_fraction(ctx.seq, ctx.window)
+
+
+# Attention sinks outside the kernel (training.attention_sink_kernel: rescale). NeMo AutoModel's
+# FlexAttention has no sink, so GPT-OSS's layers run the kernel without it and rescale its output
+# (nemo_automodel/components/attention/flex_attention.py, FlexAttention.forward): s = sigmoid(lse −
+# w_h) over the (b, h, s) log-sum-exps, then out * s, which type promotion makes fp32, cast back to
+# bf16. Per element of the output (b·s·h·d, B bytes): the multiply reads B and writes 4, the cast
+# reads 4 and writes B; per row the subtraction and the sigmoid read and write 4 bytes each; 4
+# kernels. Backward: the cast's gradient to fp32 (read B, write 4), the multiply's gradient for
+# the output (an fp32 product, read 4, write 4, cast back: read 4, write B) and for the scale (the
+# fp32 product with the output, read 4 + B, write 4, summed over d: read 4); per row the sigmoid's
+# and the subtraction's gradients (read and write 4 bytes, twice); 7 kernels.
+SINK_FWD_KERNELS, SINK_BWD_KERNELS = 4, 7
+
+
+def sink_rescale_bytes(ctx: AttentionContext, backward: bool) -> float:
+    """HBM bytes of the sink rescale around one layer's local kernel over ``ctx.seq`` tokens and
+    ``ctx.heads`` heads (module comment above)."""
+    B = ctx.dtype_bytes
+    elements = ctx.micro_batch_size * ctx.seq * ctx.heads * ctx.head_dim
+    rows = ctx.micro_batch_size * ctx.seq * ctx.heads
+    if backward:
+        return elements * ((B + 4) + (8 + 4 + B) + (4 + B + 4 + 4)) + rows * 16
+    return elements * ((B + 4) + (4 + B)) + rows * 16
+
+
+def _sink_rescale(pb: ProgramBuilder, ctx: AttentionContext, dep: int, phase: Phase) -> int:
+    if not ctx.sink_rescale:
+        return dep
+    backward = phase == "bwd"
+    nbytes = sink_rescale_bytes(ctx, backward)
+    return pb.add(ComputeOp(name=f"L{ctx.layer}.attn.sink_rescale.{phase}", kind="elementwise", flops=nbytes / 2,
+                            hbm_bytes=nbytes, deps=(dep,), count=SINK_BWD_KERNELS if backward else SINK_FWD_KERNELS,
+                            tag=Tag(phase, ctx.layer, ctx.mb_index)))
+
+
 def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
     """No sequence sharding of attention: one FlashAttention kernel over the whole sequence."""
-    frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
-    return pb.add(ComputeOp(
+    frac = _local_fraction(ctx)
+    core = pb.add(ComputeOp(
         name=f"L{ctx.layer}.attn.core.fwd", kind="attention",
         flops=attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
-        attention_dropout=ctx.fused_dropout))
+        attention_window=ctx.window if ctx.causal else 0, attention_dropout=ctx.fused_dropout))
+    return _sink_rescale(pb, ctx, core, "fwd")
 
 
 def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
-    frac = causal_fraction_diagonal(ctx.seq) if ctx.causal else 1.0
+    frac = _local_fraction(ctx)
+    after = _sink_rescale(pb, ctx, after, "bwd")
     return pb.add(ComputeOp(
         name=f"L{ctx.layer}.attn.core.bwd", kind="attention",
         flops=FLASH_BWD_FACTOR * attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
-        deterministic_heads=ctx.deterministic_heads, attention_dropout=ctx.fused_dropout))
+        attention_window=ctx.window if ctx.causal else 0, deterministic_heads=ctx.deterministic_heads,
+        attention_dropout=ctx.fused_dropout))
 
 
 # ---------------------------------------------------------------------------------------------

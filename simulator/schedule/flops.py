@@ -22,7 +22,9 @@ its recompute pass (96·B·s·l·h²·(1 + s/6h + V/16lh) with it, 72·B·s·l·
 without) for MHA with 4h MLPs;
 it excludes recompute, so it is the "model" (not "hardware") FLOPs that MFU divides, and it
 ignores causal masking as both papers and NVIDIA's published model TFLOP/s do, so our MFU
-compares with theirs.
+compares with theirs. A sliding window (``model.sliding_window``) is ignored the same way, as
+Megatron-LM's ``num_floating_point_operations`` does; the attention ops themselves count only
+the band (``schedule.attention.window_fraction``).
 
 **Mixture of Experts and MLA.** An MoE layer's MLP is a router (h×E GEMM), ``top_k`` routed
 experts of size f_e per token and the shared experts (f_s together); the layer holds all E

@@ -103,6 +103,9 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # efficiency relative to the profile's long-sequence figure (costs/attention_shape.py);
     # None: priced at that figure
     attention_shape: tuple[int, int, int, bool] | None = None
+    # attention: keys each query row of a causal kernel sees, itself included (sliding-window
+    # attention, model.sliding_window); 0: its whole causal prefix
+    attention_window: int = 0
     host_us: float = 0.0
     concurrent: int = 1
     host_issue: bool = True

@@ -548,7 +548,9 @@ def moe_layer_activation_bytes(scn: Scenario, rebuilt: bool = False) -> float:
     handles. No permuted token buffer beyond FC1's input outlives the forward. Without a weighted
     kernel (``training.moe_activation: unfused``: GeLU experts, or bias_activation_fusion off) the
     activation and the multiply by the probabilities are two autograd ops, and the multiply saves
-    the activation's output: f/etp elements more per row (``bias_act_func``, same file)."""
+    the activation's output: f/etp elements more per row (``bias_act_func``, same file). An
+    unfused GLU clamp (``training.glu_clamp_kernel``) hands the activation a clamped copy of FC1's
+    output, which it saves: 2f/etp elements more per row, unless ``moe_act`` recomputes it."""
     from simulator.schedule.moe import MoESpec
 
     m, B = scn.model, scn.training.act_bytes
@@ -563,6 +565,11 @@ def moe_layer_activation_bytes(scn: Scenario, rebuilt: bool = False) -> float:
     # activation's output too (experts.py bias_act_func without a weighted kernel)
     if scn.training.moe_activation == "unfused":
         routed += spec.rows * m.moe_ffn_hidden / spec.etp * B
+    # an unfused GLU clamp (moe._glu_clamp): the fused activation saves the clamped concatenation,
+    # a second copy of FC1's output (the clamps' saved inputs are views of FC1's output); under
+    # moe_act recompute the checkpoint runs it without autograd, so nothing inside is saved
+    if spec.clamp_unfused and "moe_act" not in scn.training.recompute_modules:
+        routed += 2 * spec.rows * m.moe_ffn_hidden / spec.etp * B
     # recompute_modules: moe_act drops the activation's output (FC2's input), layernorm the pre-MLP
     # norm's output (the router's and the dispatch's input); both are rebuilt in backward. The
     # checkpointed bias_act_func drops what it saves inside as well (the unfused multiply's input).

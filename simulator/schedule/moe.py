@@ -107,6 +107,7 @@ class MoESpec:
     bias_fc1_per_expert: bool = False  # FC1's bias added per local expert too (moe_expert_bias per_expert_fc1_fc2)
     fp8_padding: bool = False  # FP8 rows copied to and from per-expert aligned splits (fp8_row_padding)
     recompute_act: bool = False  # the experts' activation rebuilt in backward (recompute_modules moe_act)
+    clamp_unfused: bool = False  # the GLU's clamp run as eager kernels before the activation (_glu_clamp)
     latent: int = 0  # LatentMoE: width of the routed tokens (model.moe_latent_size; 0: the hidden size)
     gemm_scaling: str = ""  # block scaling of the fp8 expert GEMMs' operands (ComputeOp.scaling)
     random_logits: bool = False  # forced-balanced router: RandomSTE's logits (training.moe_router_kernels)
@@ -134,6 +135,7 @@ class MoESpec:
                    bias_fc1_per_expert=t.moe_expert_bias == "per_expert_fc1_fc2",
                    fp8_padding=fp8_row_padding(scn),
                    recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size,
+                   clamp_unfused=bool(m.glu_clamp) and t.glu_clamp_kernel == "unfused",
                    gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe),
                    random_logits="random_logits" in t.moe_router_kernels, aux_loss="aux_loss" in t.moe_router_kernels)
 
@@ -494,6 +496,28 @@ def _fc1_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, bac
                             count=e + 1, tag=tag))
 
 
+def _glu_clamp(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
+    """GPT-OSS's clamp (``model.glu_clamp``) as Megatron-Core's bias-activation fusion path runs it
+    before the fused activation: ``weighted_bias_quick_geglu_impl`` (megatron/core/fusions/
+    fused_bias_geglu.py at Megatron-LM 4415119) chunks FC1's output, clamps the gate half from above
+    and the linear half to ±limit, each into a new tensor, and concatenates them again. A unit is
+    rows × f (one half) elements of B bytes. Forward: two clamps (read and write a half: 2B each)
+    and the concatenation (read and write both halves: 4B), 8B per unit in 3 kernels. Backward:
+    the concatenation's gradient is split into views; PyTorch's ``clamp_backward`` is a ``where``
+    over a comparison, one for the gate half (compare: read B, write a bool; where: read the bool
+    and B, write B: 3B + 2) and two joined by ``logical_and_`` for the linear half (4B + 6); the
+    chunk's backward concatenates the halves' gradients (4B): 11B + 8 per unit in 7 kernels.
+    ``recompute_modules: moe_act`` runs the forward again in backward (its checkpoint wraps the
+    whole activation function)."""
+    if not s.clamp_unfused:
+        return dep
+    unit = s.rows * (s.ffn // s.etp)
+    B = s.act_bytes
+    nbytes, kernels = ((11 * B + 8) * unit, 7) if backward else (8 * B * unit, 3)
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
+                            count=kernels, tag=tag))
+
+
 def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
     """One of TransformerEngine's ``fused_multi_row_padding`` / ``fused_multi_row_unpadding``
     copies of the routed rows (:func:`fp8_row_padding`): every row of h activations read and
@@ -589,6 +613,7 @@ def forward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, layer
     rows = _fp8_padding(pb, s, f"{p}.experts.fp8.pad.fwd", rows, tag)
     fc1 = expert_gemm(pb, s, f"{p}.experts.fc1.fwd", s.rows, s.up, w, (rows,), tag)
     fc1 = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.fwd", fc1, tag, backward=False)
+    fc1 = _glu_clamp(pb, s, f"{p}.experts.act.clamp.fwd", fc1, tag, backward=False)
     act = _mem(pb, f"{p}.experts.act.fwd", (3 if s.gated else 2) * s.rows * s.ffn // s.etp * B, (fc1,), tag)
     fc2 = expert_gemm(pb, s, f"{p}.experts.fc2.fwd", s.rows, w, s.ffn // s.etp, (act,), tag)
     fc2 = _fp8_padding(pb, s, f"{p}.experts.fp8.unpad.fwd", fc2, tag)
@@ -628,6 +653,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
         # Megatron's CheckpointWithoutOutput around the activation (TEGroupedMLP, moe_act): the
         # output FC2 consumed is dropped in forward and rebuilt when the gradient reaches FC2's
         # output, before FC2's backward, which needs it for the wgrad
+        rows = _glu_clamp(pb, s, f"{p}.experts.act.clamp.recompute", rows, tag, backward=False)
         rows = _mem(pb, f"{p}.experts.act.recompute", (3 if s.gated else 2) * s.rows * (s.ffn // s.etp) * B, (rows,),
                     tag)
     rows = _expert_bias(pb, s, f"{p}.experts.bias.bwd", rows, tag, backward=True)
@@ -635,6 +661,7 @@ def backward(pb: ProgramBuilder, s: MoESpec, tp: tensor_parallel.TPContext, laye
     fc2_d = expert_gemm(pb, s, f"{p}.experts.fc2.dgrad", s.rows, f, w, (rows,), tag)
     fc2_w = expert_gemm(pb, s, f"{p}.experts.fc2.wgrad", s.rows, w, f, (fc2_d,), tag, wgrad=True)
     act = _mem(pb, f"{p}.experts.act.bwd", (5 if s.gated else 3) * s.rows * f * B, (fc2_w,), tag)
+    act = _glu_clamp(pb, s, f"{p}.experts.act.clamp.bwd", act, tag, backward=True)
     act = _fc1_bias(pb, s, f"{p}.experts.fc1_bias.bwd", act, tag, backward=True)
     fc1_d = expert_gemm(pb, s, f"{p}.experts.fc1.dgrad", s.rows, w, s.up, (act,), tag)
     fc1_w = expert_gemm(pb, s, f"{p}.experts.fc1.wgrad", s.rows, s.up, w, (fc1_d,), tag, wgrad=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
+from simulator.config.workload import attention_window
 from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading, fp8,
                                 mamba, moe, ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
@@ -88,6 +89,9 @@ class LayerSpec:
     rope_dim: int = 0  # model.position_embedding rope: dims rotated per query/key head (0: no RoPE; MLA: d_r)
     rope_kernel: str = "auto"  # training.rope_kernel (:meth:`LayerBuilder._rope`)
     rope_k_heads: int = -1  # key heads rotated per TP rank (-1: the rank's KV heads; MLA: its one shared k_pe)
+    sliding_window: int = 0  # model.sliding_window: keys a query sees in a windowed layer (0: none)
+    full_attention_every: int = 0  # model.full_attention_every (Model.attention_window)
+    sink_rescale: bool = False  # model.attention_sinks applied after the kernel (training.attention_sink_kernel)
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -118,7 +122,9 @@ class LayerSpec:
                    pattern=m.layer_pattern,
                    mamba=mamba.MambaShape.of(m, p.tp) if m.mamba_heads else None,
                    alibi=m.position_embedding == "alibi", qk_norm=m.qk_norm, rope_kernel=t.rope_kernel,
-                   masked_softmax=t.masked_softmax,
+                   masked_softmax=t.masked_softmax, sliding_window=m.sliding_window,
+                   full_attention_every=m.full_attention_every,
+                   sink_rescale=m.attention_sinks and t.attention_sink_kernel == "rescale",
                    **_rope_shape(scn))
 
     @property
@@ -130,6 +136,11 @@ class LayerSpec:
         """The layer's block in a hybrid model (``model.layer_pattern``: M, *, - or E); "" for a GPT
         layer (attention and MLP), and for an MTP depth beyond the pattern."""
         return self.pattern[layer] if self.pattern and layer < len(self.pattern) else ""
+
+    def window(self, layer: int) -> int:
+        """Keys each query of ``layer``'s attention sees (0: its whole causal prefix), by
+        :func:`simulator.config.workload.attention_window`."""
+        return attention_window(self.sliding_window, self.full_attention_every, layer)
 
     def is_moe(self, layer: int) -> bool:
         if self.block(layer):
@@ -784,10 +795,10 @@ class LayerBuilder:
     def _layer_class(self, layer: int) -> tuple:
         """What of ``layer`` decides which ops its passes are (beyond their names, tags and P2P
         keys): whether its MLP is MoE, its block in a hybrid model, and whether full recompute
-        leaves it out."""
+        leaves it out, and its attention's sliding window."""
         s = self.spec
         return (s.is_moe(layer), s.block(layer),
-                layer in s.kept_layers)
+                layer in s.kept_layers, s.window(layer))
 
     def forward(self, pb: ProgramBuilder, layer: int, mb: int, after: int,
                 wait_attn: tuple[int, ...] = (), wait_mlp: tuple[int, ...] = (), gate: Gate | None = None) -> int:
@@ -850,7 +861,8 @@ class LayerBuilder:
                                 kernel="" if s.attention == "unfused" else s.attention,
                                 eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
                                 deterministic=s.deterministic, softmax=s.masked_softmax,
-                                fused_dropout=s.fused_attention_dropout and s.attention != "unfused")
+                                fused_dropout=s.fused_attention_dropout and s.attention != "unfused",
+                                window=s.window(layer), sink_rescale=s.sink_rescale)
 
     # -- transformer layer --------------------------------------------------------------------
 

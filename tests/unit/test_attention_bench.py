@@ -10,7 +10,7 @@ import pytest
 
 from simulator.calibration import attention_bench as ab
 from simulator.calibration.attention_bench import (
-    B200_CP_SEQS, b200_cp_rates, clock_peak_tflops, fit_bwd_cta_overhead, fwd_bwd_fraction, length_errors,
+    B200_CP_SEQS, b200_cp_rates, clock_peak_tflops, fit_cta_overhead, fwd_bwd_fraction, length_errors,
     modelled_fwd_bwd_tflops, read_h200_sweep, read_points)
 from simulator.config.hardware import load_profile
 from simulator.costs.attention_shape import REF_SEQ
@@ -204,35 +204,106 @@ def test_dgx_b200_flash3_is_not_faster_than_cudnn_at_the_cp_kernel_lengths(point
     assert modelled_fwd_bwd_tflops("dgx-b200", 16384, 16384, True) == pytest.approx(1090.4, abs=0.5)
 
 
-def test_dgx_b200_flash3_rises_with_length_as_cudnn_does_from_16k_to_64k(points):
-    """From the shortest to the longest local kernel of those rows the modelled rate rises 2.3%
-    (shape factor 1.000 -> 1.023); the B200 sweeps rise 0.6-1.2% (forward and backward together):
-    within 2 points, so the length curve cannot carry the rows' 8-point rise from 64K to 1M."""
+def test_dgx_b200_flash3_rises_with_length_past_cudnn_from_16k_to_64k(points):
+    """From the shortest to the longest local kernel of those rows the modelled rate rises 5.0%
+    (shape factor 1.000 -> 1.050, Blackwell's CTA cost of 4.8 / 3.6 tiles amortised over longer
+    rows); the B200 sweeps rise 0.6-1.2% (forward and backward together). Known gap: the CTA cost
+    read off the short kernels keeps the modelled curve rising past 16K where cuDNN's flattens
+    (a cap at the 16K figure fits cuDNN's long kernels on B200, GB200 and H200 better and
+    FlashAttention-2's and GB300's worse); the 4-point overshoot is not what makes the nemo_cp
+    rows' 8-point rise from 64K to 1M."""
     model = (modelled_fwd_bwd_tflops("dgx-b200", 65536, 65536, True)
              / modelled_fwd_bwd_tflops("dgx-b200", 16384, 16384, True))
-    assert model == pytest.approx(1.023, abs=0.002)
+    assert model == pytest.approx(1.050, abs=0.002)
     for commit in B200_SWEEPS:
         rate = {p.seq_q: fwd_bwd_fraction(p.fwd_tflops, p.bwd_tflops) for p in points
                 if p.commit == commit and p.backend == "cudnn" and p.batch == 1}
         measured = rate[65536] / rate[16384]
         assert 1.0 < measured < model
-        assert model - measured < 0.02
+        assert model - measured < 0.045
 
 
-def test_b200_short_kernels_stay_below_the_hopper_shape_factor(points):
-    """Known gap, not modelled: B200's cuDNN runs a 4K causal kernel at 0.65-0.67 of its 16K rate
-    (forward plus backward) where the flash3 shape factor, read off Hopper curves, gives 0.917.
-    Outside the long-context rows (their kernels are >= 16K); a Blackwell tiling would move every
-    B200 row with short sequences."""
+def test_b200_short_kernels_of_older_cudnn_stay_below_the_blackwell_shape_factor(points):
+    """Known gap: B200's cuDNN 9.10.2 and 9.13.0 run a 4K causal kernel at 0.65-0.67 of its 16K
+    rate (forward plus backward); with the Blackwell CTA cost the profiles give (4.8 / 3.6 tiles,
+    read off cuDNN 9.17/9.22 on GB200 and GB300) the shape factor gives 0.837, and 0.887 with
+    Hopper's (1.5 / 2.7). Those releases' short kernels were slower still (their own fit runs past 8 tiles),
+    and the profile carries one figure for the releases its rows ran."""
     from simulator.costs.attention_shape import shape_factor
 
-    modelled = shape_factor(4096, 4096, True, 128, "flash3")
-    assert modelled == pytest.approx(0.917, abs=0.001)
+    gpu = load_profile("dgx-b200").gpu
+    hopper = fwd_bwd_fraction(shape_factor(4096, 4096, True, 128, "flash3"),
+                              shape_factor(4096, 4096, True, 128, "flash3", 2.7))
+    modelled = fwd_bwd_fraction(
+        shape_factor(4096, 4096, True, 128, "flash3", gpu.attention_cta_overhead("flash3", False)),
+        shape_factor(4096, 4096, True, 128, "flash3", gpu.attention_cta_overhead("flash3", True)))
+    assert modelled == pytest.approx(0.837, abs=0.002)
+    assert hopper == pytest.approx(0.887, abs=0.002)
     for commit in B200_SWEEPS:
         rate = {p.seq_q: fwd_bwd_fraction(p.fwd_tflops, p.bwd_tflops) for p in points
                 if p.commit == commit and p.backend == "cudnn" and p.batch == 1}
         assert 0.60 < rate[4096] / rate[16384] < 0.72
-        assert modelled - rate[4096] / rate[16384] > 0.2
+        assert modelled - rate[4096] / rate[16384] > 0.15
+
+
+def test_blackwell_cta_cost_is_read_off_the_gb200_and_gb300_curves(ultra):
+    """The profiles' Blackwell CTA cost (dgx-b200, gb200-nvl72 and their Blackwell Ultra
+    variants) is the fit of cuDNN 9.17.0 and 9.22.0's head-dim-128 length curves on GB200 and
+    GB300 (512-8K against 16K, causal and unmasked): 4.8 tiles forward, 3.6 backward (Hopper: 1.5, 2.7)."""
+    fwd, bwd = ab.fit_blackwell_cta_overhead(ultra)
+    assert (fwd, bwd) == pytest.approx((4.8, 3.6))
+    for profile in ("dgx-b200", "gb200-nvl72", "dgx-b300", "gb300-nvl72"):
+        gpu = load_profile(profile).gpu
+        assert (gpu.attention_cta_overhead("flash3", False), gpu.attention_cta_overhead("flash3", True)) == (fwd, bwd)
+
+
+@pytest.fixture(scope="module")
+def windowed():
+    return ab.read_window_points()
+
+
+def test_sliding_window_rows_and_their_references(windowed):
+    """cudnn-frontend's sliding-window rows: GB200 and GB300 (cuDNN 9.22.0, W = 128, 128 heads of
+    64, batch 2) and H200 (cuDNN 9.19.1, W = 1024, 64 / 8 heads of 64), 2K-32K tokens; each rate
+    over its container's causal head-dim-128 rate at 16K (the same commit's llama3.1 rows)."""
+    assert len(windowed) == 15
+    assert {(w.point.gpu, w.window, w.ref_fwd, w.ref_bwd) for w in windowed} == {
+        ("GB200", 128, 1708.0, 1328.0), ("GB300", 128, 1915.0, 1507.0), ("H200", 1024, 673.0, 579.0)}
+
+
+def test_sliding_window_backward_holds_out_of_sample(windowed):
+    """Held out of every fit: the windowed backward at 2K-16K tokens, from the container's causal
+    16K rate, the tile model with a window and the profile's CTA cost, within 17% on every GPU
+    (median: GB200 +4%, GB300 +12%, H200 +6%). With the kernel generation's CTA cost on Blackwell
+    the GB200 rows miss by 59-68%, with Hopper's backward one by 21-27%: the GB200/GB300 length
+    curves' CTA cost is what the windowed kernels need."""
+    for w in windowed:
+        if w.point.seq_q <= REF_SEQ:
+            assert -0.05 < w.bwd_error < 0.17, (w.point, w.bwd_error)
+    med = ab.sliding_window_errors(windowed)
+    assert med["GB200", "bwd"] == pytest.approx(0.04, abs=0.01)
+    assert med["GB300", "bwd"] == pytest.approx(0.12, abs=0.01)
+    assert med["H200", "bwd"] == pytest.approx(0.06, abs=0.01)
+    from simulator.costs.attention_shape import shape_factor
+
+    gb200 = [w for w in windowed if w.point.gpu == "GB200" and w.point.seq_q <= REF_SEQ]
+    def errors(c0: float | None) -> list[float]:
+        return [shape_factor(w.point.seq_q, w.point.seq_q, True, 64, "flash3", c0, w.window)
+                / (w.point.bwd_tflops / w.ref_bwd) - 1 for w in gb200]
+    assert min(errors(None)) > 0.55  # the kernel generation's 1.5 tiles
+    assert min(errors(2.7)) > 0.2  # Hopper's backward
+
+
+def test_sliding_window_forward_runs_slower_than_modelled(windowed):
+    """Known gap: the windowed forward is modelled fast, by 13-25% on H200 (W = 1024) and 24-43%
+    on Blackwell (W = 128) at 2K-16K, while the backward holds: both of a window's edge tiles
+    are masked, and the masking is a larger share of the forward's two GEMMs than of the
+    backward's five (not modelled). At 32K the Blackwell forward halves again (104-108 TFLOP/s
+    against 161-173 at 4K-16K), as neither the backward nor H200's does."""
+    for w in windowed:
+        if w.point.seq_q <= REF_SEQ:
+            assert 0.12 < w.fwd_error < 0.45, (w.point, w.fwd_error)
+    assert all(w.fwd_error > 0.9 for w in windowed if w.point.seq_q == 32768 and w.point.gpu != "H200")
 
 
 @pytest.fixture(scope="module")
@@ -265,10 +336,10 @@ def test_hopper_backward_cta_cost_is_read_off_the_d128_sweep(own_h200, kernel, p
     """The backward's fixed cost per CTA that fits the d = 128 rows (512-8K tokens, causal and
     unmasked; backward length ratios at 1.0% / 2.5% median |error|) is the dgx-h100 profile's,
     against the forward's 0.8 / 1.5 tiles (18.4% / 5.4% with those)."""
-    assert fit_bwd_cta_overhead(own_h200, kernel) == pytest.approx(profile_c0, abs=0.05)
-    assert load_profile("dgx-h100").gpu.attention_bwd_cta_overhead(kernel) == profile_c0
-    assert load_profile("dgx-h200").gpu.attention_bwd_cta_overhead(kernel) == profile_c0
-    assert load_profile("dgx-a100").gpu.attention_bwd_cta_overhead(kernel) is None
+    assert fit_cta_overhead(own_h200, kernel) == pytest.approx(profile_c0, abs=0.05)
+    assert load_profile("dgx-h100").gpu.attention_cta_overhead(kernel, True) == profile_c0
+    assert load_profile("dgx-h200").gpu.attention_cta_overhead(kernel, True) == profile_c0
+    assert load_profile("dgx-a100").gpu.attention_cta_overhead(kernel, True) is None
 
 
 @pytest.mark.parametrize("kernel,before,after", [("flash2", 0.16, 0.02), ("flash3", 0.05, 0.04)])
@@ -323,18 +394,20 @@ def test_a100_keeps_the_forward_cta_cost_in_its_backward():
 def test_te_attention_on_the_b200_of_simumax_runs():
     """TE's fused attention timed at the per-rank shapes of SimuMax's B200 CP rows
     (data/kernels/simumax_b200_te_attention.csv): the dgx-b200 flash3 pricing is within 6% of the
-    measured forward and backward at 32K tokens and 8 or 16 heads of 128, and 15-25% (forward) and
+    measured forward and backward at 32K tokens and 8 or 16 heads of 128 (7% fast at 16 heads'
+    forward), and 15-25% (forward) and
     8-15% (backward) fast at 128K, where the measured kernel's rate falls and the shape factor's
-    does not (attention_bench's docstring); MLA's 192/128 heads run at 0.5-0.8 of the modelled time."""
+    does not (attention_bench's docstring); MLA's 192/128 heads run at 0.5-0.8 of the modelled time
+    (the forward at 128K: 0.499)."""
     calls = ab.read_simumax_b200()
     assert len(calls) == 19  # the contiguous-QKV calls: 13 at 4K, 3 at 32K, 3 at 128K
     for call in calls:
         fwd, bwd = ab.modelled_seconds(call)
         if call.d_qk != call.d_v:
             if call.seq > 4096:
-                assert 0.5 < fwd / call.fwd_s < 0.8 and 0.5 < bwd / call.bwd_s < 0.8
+                assert 0.45 < fwd / call.fwd_s < 0.8 and 0.5 < bwd / call.bwd_s < 0.8
         elif call.seq == 32768:
-            assert fwd / call.fwd_s == pytest.approx(1.0, abs=0.06) and bwd / call.bwd_s == pytest.approx(1.0, abs=0.06)
+            assert fwd / call.fwd_s == pytest.approx(1.0, abs=0.07) and bwd / call.bwd_s == pytest.approx(1.0, abs=0.07)
         elif call.seq == 131072:
             assert 0.75 <= fwd / call.fwd_s <= 0.85 and 0.85 <= bwd / call.bwd_s <= 0.92
 

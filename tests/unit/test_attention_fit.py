@@ -40,7 +40,7 @@ def _event(name, backward, seq, eff, peak, causal=True, b=2, h=16, d=128):
     flops = fwd * (2.5 if backward else 1.0)
     frac = (seq + 1) / (2 * seq) if causal else 1.0
     kernel = kernel_generation(name)
-    c0 = load_profile("dgx-h100").gpu.attention_bwd_cta_overhead(kernel) if backward else None
+    c0 = load_profile("dgx-h100").gpu.attention_cta_overhead(kernel, backward)
     factor = shape_factor(seq, seq, causal, d, kernel, c0)
     return AttentionEvent(name, None, backward, b, h, h, seq, seq, d, "c10::BFloat16", 0.0,
                           flops * frac / (eff * factor * peak))

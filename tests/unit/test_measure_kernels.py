@@ -38,7 +38,7 @@ def _table(h200) -> KernelTable:
         flops = 4.0 * b * heads * seq * seq * d * (seq + 1) / (2 * seq) * factor
         # the time the model gives an 8K kernel when the (16K) figure is eff (a backward with the
         # profile's per-CTA cost of the backward)
-        c0 = h200.gpu.attention_bwd_cta_overhead("flash3") if direction == "bwd" else None
+        c0 = h200.gpu.attention_cta_overhead("flash3", direction == "bwd")
         shaped = eff * shape_factor(seq, seq, True, d, "flash3", c0)
         rows.append(KernelRow("attention", "flash3", "bf16", direction, flops / (shaped * bf16) * 1e6,
                               batch=b, heads=heads, seq=seq, head_dim=d))

@@ -190,7 +190,7 @@ def test_flash2_on_h100_costs_the_ratio_of_the_profile_efficiencies(tmp_path):
         bwd = a.tag.phase == "bwd"
         ratio = (eff["flash3"].bwd / eff["flash2"].bwd) if bwd else (eff["flash3"].fwd / eff["flash2"].fwd)
         s_q, s_k, d, causal = a.attention_shape
-        c3, c2 = ((gpu.attention_bwd_cta_overhead("flash3"), gpu.attention_bwd_cta_overhead("flash2")) if bwd
+        c3, c2 = ((gpu.attention_cta_overhead("flash3", True), gpu.attention_cta_overhead("flash2", True)) if bwd
                   else (None, None))  # a backward's per-CTA cost on Hopper (costs/attention_shape.py)
         ratio *= shape_factor(s_q, s_k, causal, d, "flash3", c3) / shape_factor(s_q, s_k, causal, d, "flash2", c2)
         assert compute_time(a, gpu) - gap == pytest.approx(ratio * (compute_time(b, gpu) - gap))
