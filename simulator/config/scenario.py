@@ -195,7 +195,7 @@ def check_plan(scn: Scenario) -> None:
             if (heads // p.tp) % p.cp:
                 _fail(scn, "parallel.cp", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
                                           f"cp={p.cp} (cp_comm: a2a splits heads)")
-    if m.sliding_window and 0 < m.sliding_window < m.seq_len and p.cp > 1 and p.cp_comm != "a2a":
+    if 0 < m.sliding_window < m.seq_len and p.cp > 1 and p.cp_comm != "a2a":
         _fail(scn, "model.sliding_window", f"sliding_window={m.sliding_window} with cp={p.cp} and cp_comm: "
                                            f"{p.cp_comm}: a windowed layer is modelled where every rank's kernel "
                                            "sees the whole sequence (no CP, Ulysses, or cp_comm: a2a, which "

@@ -193,13 +193,13 @@ class Model(_Strict):
                                 "attention layer, itself included (HF sliding_window; Megatron-Core window_size "
                                 "(W-1, 0)); the fused kernel skips the key tiles outside the band (0: full causal "
                                 "attention)")
-    attention_sinks: bool = Field(default=False, description="a learned logit per attention head that every "
-                                  "query's softmax also normalises over (GPT-OSS's sinks; Megatron-Core softmax_type "
-                                  "learnable); training.attention_sink_kernel says where it runs")
     full_attention_every: int = Field(default=0, ge=0, description="with sliding_window: every Nth layer, counted "
                                       "from 1, attends to its whole causal prefix and the others to the window "
                                       "(Megatron-Core window_attn_skip_freq, HF Gemma sliding_window_pattern; GPT-OSS: "
                                       "2); 0: every layer windowed")
+    attention_sinks: bool = Field(default=False, description="a learned logit per attention head that every "
+                                  "query's softmax also normalises over (GPT-OSS's sinks; Megatron-Core softmax_type "
+                                  "learnable); training.attention_sink_kernel says where it runs")
     # --- Mixture of Experts (Megatron-Core's --num-experts, --moe-router-topk, ...) -----------
     experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0: a dense model)")
     top_k: int = Field(default=0, ge=0, description="experts each token is routed to (0: 1 when experts > 0)")
