@@ -54,16 +54,23 @@ def fa2_bwd_tiles(head_dim: int) -> tuple[int, int]:
     return _FA2_BWD_TILES[-1][1:]
 
 
-def key_block_work(s_q: int, s_k: int, causal: bool, head_dim: int) -> list[int]:
+def key_block_work(s_q: int, s_k: int, causal: bool, head_dim: int, window: int = 0) -> list[int]:
     """Query blocks each key block's CTA iterates over (its work, in query-block steps).
 
     Causal masking aligned to the bottom right, as flash-attn >= 2.1: key block k starts at query
-    block ``(k·kBlockN - (s_k - s_q)) // kBlockM``."""
+    block ``(k·kBlockN - (s_k - s_q)) // kBlockM``. With a sliding window of W keys (flash-attn's
+    ``window_size = (W - 1, 0)``) it also ends, at the block of the last query row that still sees
+    its last key, ``(k + 1)·kBlockN - 1 - (s_k - s_q) + W - 1``."""
     bm, bn = fa2_bwd_tiles(head_dim)
     n_m, n_n = math.ceil(s_q / bm), math.ceil(s_k / bn)
     if not causal:
         return [n_m] * n_n
-    return [max(0, n_m - max(0, (k * bn - (s_k - s_q)) // bm)) for k in range(n_n)]
+    prefix = s_k - s_q
+    first = [max(0, (k * bn - prefix) // bm) for k in range(n_n)]
+    if not 0 < window < s_k:
+        return [max(0, n_m - f) for f in first]
+    last = [min(n_m - 1, ((k + 1) * bn - 2 - prefix + window) // bm) for k in range(n_n)]
+    return [max(0, b - f + 1) for f, b in zip(first, last)]
 
 
 def _makespan(durations: list[int], sms: int) -> int:
@@ -80,10 +87,11 @@ def nsplits(batch_heads: int, sms: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def grid_slowdown(batch_heads: int, s_q: int, s_k: int, causal: bool, head_dim: int, sms: int) -> float:
+def grid_slowdown(batch_heads: int, s_q: int, s_k: int, causal: bool, head_dim: int, sms: int,
+                  window: int = 0) -> float:
     """Deterministic over default FlashAttention-2 backward time for ``batch_heads`` (sequences x
     query heads on the GPU) of this shape: the two grids' makespans (module docstring)."""
-    work = key_block_work(s_q, s_k, causal, head_dim)
+    work = key_block_work(s_q, s_k, causal, head_dim, window)
     if batch_heads <= 0 or not any(work):
         return 1.0
     g = nsplits(batch_heads, sms)

@@ -222,7 +222,7 @@ def _deterministic_backward(op: ComputeOp, gpu: GPU, t_flops: float, t_mem: floa
         return t_flops, t_mem
     s_q, s_k, head_dim, causal = op.attention_shape
     bh = op.deterministic_heads
-    slow = attention_determinism.grid_slowdown(bh, s_q, s_k, causal, head_dim, gpu.sms)
+    slow = attention_determinism.grid_slowdown(bh, s_q, s_k, causal, head_dim, gpu.sms, op.attention_window)
     extra = max(op.count, 1) * attention_determinism.dq_accum_extra_bytes(bh, s_q, head_dim, gpu.sms)
     return t_flops * slow + extra / (gpu.hbm_Bps * gpu.hbm_efficiency), t_mem
 

@@ -69,12 +69,15 @@ def plan_inputs(scenario: Any) -> dict[str, Any]:
 
 def workload_inputs(scenario: Any) -> dict[str, Any]:
     """The model (its preset, if named), the sequence length and the precision: with the plan's
-    global batch, what one step processes."""
+    global batch, what one step processes; and where attention layers see a sliding window
+    shorter than the sequence, the window and how many layers have it."""
     model, training = scenario.model, scenario.training
     layers = ({"recompute_method": training.recompute_method, "recompute_num_layers": training.recompute_num_layers}
               if training.recompute_layers_chosen else {})
+    windowed = sum(1 for i in range(model.layers) if 0 < model.attention_window(i) < model.seq_len)
+    window = {"sliding_window": {"keys": model.sliding_window, "layers": windowed}} if windowed else {}
     return {"preset": model.preset, "seq_len": model.seq_len, "dtype": training.dtype,
-            "recompute": training.recompute, **layers}
+            "recompute": training.recompute, **layers, **window}
 
 
 def nccl_inputs(profile: Any) -> dict[str, Any]:
@@ -155,8 +158,10 @@ def inputs_line(inputs: dict[str, Any], plan_label: str = "plan") -> str:
                         if inputs.get("nccl_version") not in (None, inputs["nccl_tables"]) else ""))
     model = inputs.get("model")
     if isinstance(model, dict):
+        window = model.get("sliding_window")
         parts.append(f"model {model.get('preset') or 'custom'} seq {model.get('seq_len')} {model.get('dtype')}"
-                     + (f" recompute {model['recompute']}" if model.get("recompute") not in (None, "none") else ""))
+                     + (f" recompute {model['recompute']}" if model.get("recompute") not in (None, "none") else "")
+                     + (f" window {window['keys']} on {window['layers']} layers" if isinstance(window, dict) else ""))
     plan = inputs.get("plan")
     if isinstance(plan, dict):
         knobs = [f"{k}={plan[k]}" for k in ("tp", "cp", "ulysses", "pp", "vp", "dp", "ep", "zero", "micro_batch",

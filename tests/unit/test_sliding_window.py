@@ -124,3 +124,30 @@ def test_full_attention_every_needs_a_window(tmp_path):
     res = run_cli("run", str(path))
     assert res.returncode == 2
     assert "full_attention_every" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_deterministic_grid_counts_the_windows_query_blocks():
+    """FlashAttention-2's deterministic backward (costs/attention_determinism.py): with a window each
+    key block meets only the query blocks whose rows still see it, the same few for every key
+    block but the last, where causal masking gives the first key blocks the whole sequence."""
+    from simulator.costs.attention_determinism import fa2_bwd_tiles, key_block_work
+
+    bm, bn = fa2_bwd_tiles(128)
+    s = 64 * bn
+    assert key_block_work(s, s, True, 128, window=s) == key_block_work(s, s, True, 128)
+    work = key_block_work(s, s, True, 128, window=bn)
+    # key block k is seen by rows k*bn .. (k+1)*bn - 1 + bn - 1: (2 bn - 1) rows, ceil over bm blocks
+    assert set(work[:-1]) <= {math.ceil((2 * bn - 1) / bm), math.ceil((2 * bn - 1) / bm) + 1}
+    assert sum(work) < sum(key_block_work(s, s, True, 128)) / 10
+
+
+def test_run_output_names_the_window(tmp_path):
+    """The inputs echoed with every result say which layers attend to a window."""
+    res = run_cli("run", str(_scenario(tmp_path)), "--json", "-")
+    assert res.returncode == 0, res.stderr
+    import json
+
+    model = json.loads(res.stdout)["inputs"]["model"]
+    assert model["sliding_window"] == {"keys": 512, "layers": 2}
+    text = run_cli("run", str(_scenario(tmp_path)))
+    assert "window 512 on 2 layers" in text.stdout
