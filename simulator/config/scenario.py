@@ -313,9 +313,13 @@ def check_plan(scn: Scenario) -> None:
     if t.dtype == "fp8" and scn.profile.gpu.fp8_TFLOPS is None:
         _fail(scn, "training.dtype", f"fp8 needs fp8 tensor cores; {scn.profile.gpu.name} has none")
     try:  # the kernel generation must be one the profile prices (flash3 on an A100 is not)
-        scn.profile.gpu.resolve_attention(t.attention)
+        kernel = scn.profile.gpu.resolve_attention(t.attention)
     except InputError as exc:
         _fail(scn, "training.attention", exc.detail)
+    if kernel == "flash1" and 0 < scn.model.sliding_window < scn.model.seq_len:
+        _fail(scn, "training.attention", f"flash1 has no sliding window (FlashAttention-1 masks causally only; "
+                                         f"window_size came with flash-attn 2.3), and model.sliding_window is "
+                                         f"{scn.model.sliding_window}: use flash2, flash3 or unfused")
 
 
 def check_hybrid(scn: Scenario) -> None:

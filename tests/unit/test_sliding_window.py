@@ -151,3 +151,14 @@ def test_run_output_names_the_window(tmp_path):
     assert model["sliding_window"] == {"keys": 512, "layers": 2}
     text = run_cli("run", str(_scenario(tmp_path)))
     assert "window 512 on 2 layers" in text.stdout
+
+
+def test_flash_attention_1_has_no_window(tmp_path):
+    path = _scenario(tmp_path)
+    scn = yaml.safe_load(path.read_text())
+    scn["hardware"] = "dgx-a100"
+    scn["training"]["attention"] = "flash1"
+    path.write_text(yaml.safe_dump(scn))
+    res = run_cli("run", str(path))  # dgx-a100 prices flash1 (FlashAttention-1 and its Triton port)
+    assert res.returncode == 2
+    assert "training.attention" in res.stderr and "sliding window" in res.stderr and "Traceback" not in res.stderr
