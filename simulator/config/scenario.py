@@ -195,7 +195,7 @@ def check_plan(scn: Scenario) -> None:
             if (heads // p.tp) % p.cp:
                 _fail(scn, "parallel.cp", f"{what}/tp = {heads}/{p.tp} = {heads // p.tp} is not divisible by "
                                           f"cp={p.cp} (cp_comm: a2a splits heads)")
-    if 0 < m.sliding_window < m.seq_len and p.cp > 1 and p.cp_comm != "a2a":
+    if m.windowed and p.cp > 1 and p.cp_comm != "a2a":
         _fail(scn, "model.sliding_window", f"sliding_window={m.sliding_window} with cp={p.cp} and cp_comm: "
                                            f"{p.cp_comm}: a windowed layer is modelled where every rank's kernel "
                                            "sees the whole sequence (no CP, Ulysses, or cp_comm: a2a, which "
@@ -316,7 +316,7 @@ def check_plan(scn: Scenario) -> None:
         kernel = scn.profile.gpu.resolve_attention(t.attention)
     except InputError as exc:
         _fail(scn, "training.attention", exc.detail)
-    if kernel == "flash1" and 0 < scn.model.sliding_window < scn.model.seq_len:
+    if kernel == "flash1" and scn.model.windowed:
         _fail(scn, "training.attention", f"flash1 has no sliding window (FlashAttention-1 masks causally only; "
                                          f"window_size came with flash-attn 2.3), and model.sliding_window is "
                                          f"{scn.model.sliding_window}: use flash2, flash3 or unfused")

@@ -350,6 +350,11 @@ class Model(_Strict):
         """Keys each query of layer ``layer`` attends to (0: all before it): :func:`attention_window`."""
         return attention_window(self.sliding_window, self.full_attention_every, layer)
 
+    @property
+    def windowed(self) -> bool:
+        """Whether the sliding window is shorter than the sequence (else it changes nothing)."""
+        return 0 < self.sliding_window < self.seq_len
+
     def has_mlp(self, layer: int) -> bool:
         """Whether layer `layer` has an MLP or MoE block."""
         return self.block(layer) in ("", "-", "E")

@@ -117,14 +117,14 @@ def tile_efficiency(s_q: int, s_k: int, causal: bool, kernel: str = "flash3",
     if s_q <= 0 or s_k <= 0:
         return 1.0
     c0 = _tiling(kernel).cta_overhead_tiles if cta_overhead is None else cta_overhead
+    s_q = min(s_q, s_k) if causal else s_q
     if causal and 0 < window < s_k:
-        credited, computed = _window_tiles(min(s_q, s_k), s_k, window)
-        return credited / (computed + math.ceil(min(s_q, s_k) / TILE) * c0)
+        credited, computed = _window_tiles(s_q, s_k, window)
+        return credited / (computed + math.ceil(s_q / TILE) * c0)
     if not causal:
         credited = s_k / TILE
         computed = float(math.ceil(s_k / TILE))
     else:
-        s_q = min(s_q, s_k)
         prefix = s_k - s_q
         n_q = math.ceil(s_q / TILE)
         credited = (prefix + (s_q + 1) / 2) / TILE

@@ -301,8 +301,10 @@ def _tag(phase: Phase, layer: int, mb: int) -> Tag:
     return Tag(phase, layer, mb)
 
 
-def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], tag: Tag) -> int:
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag))
+def _mem(pb: ProgramBuilder, name: str, nbytes: float, deps: tuple[int, ...], tag: Tag, count: int = 1) -> int:
+    """A memory-bound op of ``count`` kernels moving ``nbytes`` in all."""
+    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, count=count,
+                            tag=tag))
 
 
 def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, deps: tuple[int, ...],
@@ -473,8 +475,7 @@ def _expert_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, 
     e = s.local_experts
     unit = s.rows * s.width * s.act_bytes
     nbytes, kernels = (8 * unit, 5 * e + 2) if backward else (6 * unit, 2 * e + 1)
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
-                            count=kernels, tag=tag))
+    return _mem(pb, name, nbytes, (dep,), tag, count=kernels)
 
 
 def _fc1_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
@@ -492,8 +493,7 @@ def _fc1_bias(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, bac
     e = s.local_experts
     unit = s.rows * s.up * s.act_bytes
     nbytes = (3 if backward else 4) * unit
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
-                            count=e + 1, tag=tag))
+    return _mem(pb, name, nbytes, (dep,), tag, count=e + 1)
 
 
 def _glu_clamp(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, backward: bool) -> int:
@@ -514,8 +514,7 @@ def _glu_clamp(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag, ba
     unit = s.rows * (s.ffn // s.etp)
     B = s.act_bytes
     nbytes, kernels = ((11 * B + 8) * unit, 7) if backward else (8 * B * unit, 3)
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
-                            count=kernels, tag=tag))
+    return _mem(pb, name, nbytes, (dep,), tag, count=kernels)
 
 
 def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) -> int:
@@ -528,8 +527,7 @@ def _fp8_padding(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag) 
         return dep
     probs = name.endswith(".pad.fwd") or name.endswith(".pad.bwd")
     nbytes = 2 * s.rows * (s.width + (1 if probs else 0)) * s.act_bytes
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
-                            count=2 if probs else 1, tag=tag))
+    return _mem(pb, name, nbytes, (dep,), tag, count=2 if probs else 1)
 
 
 def router_extra_cost(logit_bytes: int, random_logits: bool, aux_loss: bool, backward: bool) -> tuple[float, int]:
@@ -567,8 +565,7 @@ def _router_extra(pb: ProgramBuilder, s: MoESpec, name: str, dep: int, tag: Tag,
     if kernels == 0:
         return dep
     nbytes = per * s.tokens * s.experts
-    return pb.add(ComputeOp(name=name, kind="elementwise", flops=nbytes / 2, hbm_bytes=nbytes, deps=(dep,),
-                            count=kernels, tag=tag))
+    return _mem(pb, name, nbytes, (dep,), tag, count=kernels)
 
 
 def _etp(pb: ProgramBuilder, s: MoESpec, name: str, op: CollectiveKind, dep: int, tag: Tag) -> int:
