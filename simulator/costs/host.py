@@ -63,10 +63,11 @@ Xeons; a DGX H100's Xeon 8480C issues a ``torch.nn.Linear`` forward in the same 
 TransformerEngine issue #2053; 13.33 us on the H200 lease), so it is the reference. Other hosts
 are not: every host cost of a step is × the node's ``host_time_scale`` (the profile's
 ``node.host_time_scale``; the issue costs here, and the host ops whose duration is CPU work).
-Grace takes 2.75 (GB200) and 2.46 (GH200) times the DGX H100's time for the same
-``torch.nn.Linear`` (the same issue); a DGX A100's EPYC 7742 1.47 times, the median ratio of the
-two nodes' steps over the 17 cases of Megatron-LM's CI that run on both and whose steps the host
-sets (``calibration/host_speed.py``), which profiles based on dgx-a100 inherit. What a step's
+A DGX A100's EPYC 7742 takes 1.47 times the DGX H100's time, the median ratio of the two nodes'
+steps over the 17 cases of Megatron-LM's CI that run on both and whose steps the host sets
+(``calibration/host_speed.py``), which profiles based on dgx-a100 inherit; GB200's Grace 1.33, the
+same ratio over the same cases run on two GB200 trays, and GH200's 1.19 (GB200's times the GH200 /
+GB200 ``torch.nn.Linear`` of the issue above). What a step's
 host time comes to against measured steps is in ``docs/validation-e2e.md`` (this project's
 GPT-2 steps on one H200, Megatron-LM's functional tests, vTrain's small GPT on one A100 node),
 scored, not fitted.
@@ -89,8 +90,8 @@ replays the backward graph, so its first op costs what one kernel of the model d
 call and one launch forward, ``FWD_KERNEL_US``; one autograd node and one launch backward,
 ``BWD_KERNEL_US``) and the ops captured with it cost nothing.
 
-None of these constants is fitted to training runs: the DGX A100's ``host_time_scale`` is the
-ratio of two nodes' measured steps of the same cases, no simulated step in it.
+None of these constants is fitted to training runs: the DGX A100's and GB200's ``host_time_scale``
+are ratios of two nodes' measured steps of the same cases, no simulated step in them.
 """
 
 from __future__ import annotations

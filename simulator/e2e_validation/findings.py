@@ -3748,8 +3748,16 @@ issue #2053; 13.33 us on the H200 lease). Until now every profile ran its framew
 Two measurements say the hosts of other nodes do not:
 
 - **Grace.** The same issue times the same `torch.nn.Linear` forward at 37.08 us of CPU on GB200
-  and 33.17 us on GH200: `node.host_time_scale` 2.75 (gb200-nvl72, and gb300-nvl72 by its base)
-  and 2.46 (gh200-alps).
+  and 33.17 us on GH200 (2.75 and 2.46 times the Xeon), in August 2025, before TransformerEngine's
+  CPU-side work of 2026 and on hosts whose setup it does not state. Megatron-LM's CI runs the same
+  17 small-GPT cases (below) on two GB200 trays too, golden files of the same commit as the H100
+  ones for the TE cases (`megatron_ci_gb200` rows): case by case the GB200 step is 0.90-1.55 times
+  the H100 one, median 1.33, four cases faster on GB200 (their GPU time, shorter there, and the
+  trays' fabric, not stated, are in the ratio too). `node.host_time_scale` 1.33 on gb200-nvl72 (and
+  gb300-nvl72 by its base), 1.19 on gh200-alps (1.33 times the issue's GH200 / GB200 ratio);
+  2.75 and 2.46 until the CI's GB200 files were read, which moved no GB200 or GB300 row by more
+  than 0.6 point (Qwen3-235B on 256 GB200 at the MoE team's plan, -22.2% -> -21.6%): they are
+  GPU-bound in the model at either pace.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
   on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
   functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by
@@ -4156,10 +4164,9 @@ GPT-OSS-120B on 64 with EP 64 and the A2A overlap +25.1% (B200, EP 8: +24.8%), N
 64 at TP 2 +33.3% (B200 +0.8%), DeepSeek-V3 -11.8% (B200 -17.4%), Qwen3-235B -5.6% (B200 +15.8%):
 `bridge_moe` 16 rows, median |error| 19.0%. On the same plan the page measures GB200 at 0.96 (Qwen3-30B)
 and 1.00 (Nano) of B200 where the model gives 1.05: the MoE rows lose on GB200 what its faster GPU
-gains. Not the host: Grace issues PyTorch ops 2.5-2.75 times slower than a DGX H100's Xeon (a Linear
-forward 33-37 us of CPU on GH200 and GB200 against 13.5 us, TransformerEngine issue #2053), but these
-rows are GPU-bound in the model and host costs x 2.75 (now priced: the host's speed per node, above) move
-none by half a point. Super's pair is the
+gains. Not the host: Grace issues a step of Megatron-LM's CI 1.33 times slower than a DGX H100's Xeon
+(the host's speed per node, above; a `torch.nn.Linear` forward timed in 2025 read 2.75), but these
+rows are GPU-bound in the model and host costs x 1.33 or x 2.75 move none by half a point. Super's pair is the
 clearest: on B200 its EP 64 spans 8 nodes and the model exposes 4.0 s of All-to-All over InfiniBand,
 on GB200 the same exchange stays in the rack (1.2 s); the B200 row's agreement rests on that network
 time, and where the exchange is NVLink the row shows the GPU time the MoE layer's kernels are
@@ -4435,6 +4442,38 @@ SimuMax's 70B at 128K +8.4% → +10.1%). `bridge_moe` goes from 18.9% to 17.4% (
 +15.8%), `automodel_moe` stays at 10.3% (signed +5.3% to +9.4%), `bridge_moe_ultra` from 11.4% to
 12.3% (its median sits between the 235B rows at −10.7% and −13.8%); the median over all rows stays
 5.4%.
+
+## The expert-parallel exchange against HybridEP's own timings (held out)
+
+NVIDIA publishes what its HybridEP dispatch and combine take (deepseek-ai/DeepEP, branch hybrid-ep,
+`docs/README_Hybrid-EP.md`; `data/kernels/hybridep_dispatch_combine.csv`): 4,096 tokens a rank of
+hidden 7,168, each token's eight experts drawn from 8 per rank, 8-36 ranks in one GB200 NVL72
+domain, 8 on a DGX B200 and 16-64 H100 over InfiniBand, timed as the kernels alone and as the
+Python call. Each row is rebuilt as a scenario of the same exchange and the model's dispatch and
+combine read off the replay (`simulator/calibration/ep_exchange.py`, `tests/unit/test_ep_exchange.py`);
+the published bandwidths become times with the bytes the benchmark counts, one row per token and
+destination rank (across nodes, per destination node), which is also what the schedule sizes the
+exchange by (319 MB at 8 ranks, 427 MB at 32).
+
+- **Inside an NVLink domain the model's exchange is the kernel.** At the 32 SMs the
+  Megatron-Bridge recipes give HybridEP, modelled over measured time is 0.97-1.01 (dispatch) and
+  0.94-0.95 (combine) on GB200 at 8-36 ranks, 1.01 and 0.93 on B200 at 16 SMs. The model has no SM
+  term: at 16 SMs (Nemotron 3 Nano's recipes) GB200's combine takes 13-16% longer than modelled,
+  about one point of those rows' steps. The Python call adds 130-240 us a call to the kernel: the
+  copy of the received rows out of the registered buffer (Megatron-Core's `dispatch_with_permute`
+  permutes them out instead, the schedule's `moe.permute`) and a stream synchronisation per
+  dispatch (the schedule's host synchronisation).
+- **Across H100 nodes the model runs the two stages one after the other.** The RDMA stage
+  (`deepep.ep_inter`) then the NVLink forwarding (`deepep.ep_intra`) take 1.12-1.45 times the
+  kernels at 8-16 SMs, which pipeline the two, most at two nodes where the NVLink stage is the
+  larger share, and 0.93-1.11 times the Python call. The model's RDMA stage alone is 5-23% under the
+  kernel: the wire carries 36-42 GB/s a GPU in the kernel (rows to other nodes only) against the
+  model's 45 GB/s. Not changed: a training step pays the synchronisation and a permute beside every
+  dispatch, and the rows that run HybridEP over InfiniBand (Qwen3-30B-A3B on 16 H100, BF16, with
+  and without the A2A overlap) read -1.6% and +3.2%.
+
+So the exchange is not where the optimistic Megatron-Bridge MoE rows lose their time: on GB200 and
+B200 it is priced at the kernel's measured rate, and across H100 nodes slower than the kernel.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4503,4 +4542,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("cudnn_llama1b",),
     "GPT-OSS as its frameworks run it: sliding windows, sinks, the clamped GLU; cuDNN's short kernels on Blackwell":
         ("bridge_moe", "automodel_moe", "bridge_moe_ultra", "nemo_cp", "simumax_b200"),
+    "The expert-parallel exchange against HybridEP's own timings (held out)":
+        ("bridge_moe", "bridge_moe_ultra", "bridge_moe_overlap", "modelzoo_qwen3", "mcore_dsv3_gb200"),
 }

@@ -1026,9 +1026,9 @@ SOURCES: list[Source] = [
             "16), so EP 32 and 64 stay inside a rack. HybridEP reaches every EP rank of the NVLink domain in "
             "one exchange (USE_MNNVL, NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN = EP). GPT-OSS on GB200 sets "
             "moe_a2a_overlap, which the scripts pair with delay_wgrad_compute (not modelled, as for the other "
-            "A2A-overlap rows). Grace's slower host (a Linear forward 37 us of CPU on GB200 against 13.5 us "
-            "on a DGX H100's Xeon, TransformerEngine issue #2053) is priced (gb200-nvl72's node.host_time_scale "
-            "2.75): these rows are GPU-bound in the model, and it moves them by less than half a point."]),
+            "A2A-overlap rows). Grace's slower host is priced (gb200-nvl72's node.host_time_scale 1.33, "
+            "Megatron-LM's CI steps on GB200 over the same cases' on a DGX H100): these rows are GPU-bound in "
+            "the model, and the host's pace moves them by less than half a point."]),
     Source("bridge_moe_ultra", "Megatron-Bridge 26.04.01 Mixture-of-Experts on Blackwell Ultra (DGX B300 and GB300 NVL72, MXFP8 and BF16)",
            "megatron_bridge_perf_summary_moe_ultra.csv", megatron_bridge_moe_ultra,
            ["Held out entirely (none of these rows fits anything), and so are the two profiles they run on: "

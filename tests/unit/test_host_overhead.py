@@ -226,17 +226,22 @@ def test_a_slower_host_slows_a_host_bound_step_in_proportion():
 
 def test_host_time_scales_of_the_profiles_are_their_derivations():
     """dgx-a100's is the median A100 / H100 step of Megatron-LM's CI cases run on both nodes
-    (calibration/host_speed.py); Grace's (GB200, GH200) TransformerEngine issue #2053's
-    torch.nn.Linear forward against the DGX H100's, 37.08 and 33.17 us against 13.48; a DGX H100
-    is the reference."""
-    from simulator.calibration.host_speed import dgx_a100_host_time_scale, paired_step_ratios
+    (calibration/host_speed.py); GB200's the median GB200 / H100 step of the same cases run on two
+    GB200 trays (0.90-1.55: four cases faster on GB200, whose GPU time is shorter), and GH200's
+    that times TransformerEngine issue #2053's GH200 / GB200 torch.nn.Linear forward, 33.17 / 37.08
+    us; a DGX H100 is the reference."""
+    from simulator.calibration.host_speed import (GRACE, dgx_a100_host_time_scale, gb200_host_time_scale,
+                                                  gh200_host_time_scale, paired_step_ratios)
     from simulator.config.hardware import load_profile
 
     ratios = paired_step_ratios()
     assert len(ratios) == 17 and all(r > 1.2 for r in ratios.values())  # every case slower on the A100 node
     assert load_profile("dgx-a100").node.host_time_scale == round(dgx_a100_host_time_scale(), 2) == 1.47
     assert load_profile("vtrain-a100").node.host_time_scale == 1.47  # inherited
-    assert load_profile("gb200-nvl72").node.host_time_scale == round(37.08 / 13.48, 2)
-    assert load_profile("gb300-nvl72").node.host_time_scale == round(37.08 / 13.48, 2)
-    assert load_profile("gh200-alps").node.host_time_scale == round(33.17 / 13.48, 2)
+    grace = paired_step_ratios(slow=GRACE)
+    assert len(grace) == 17 and 0.85 < min(grace.values()) < 1.0 < 1.5 < max(grace.values()) < 1.6
+    assert sum(r < 1.0 for r in grace.values()) == 4
+    assert load_profile("gb200-nvl72").node.host_time_scale == round(gb200_host_time_scale(), 2) == 1.33
+    assert load_profile("gb300-nvl72").node.host_time_scale == 1.33  # inherited
+    assert load_profile("gh200-alps").node.host_time_scale == round(gh200_host_time_scale(), 2) == 1.19
     assert load_profile("dgx-h100").node.host_time_scale == load_profile("dgx-b200").node.host_time_scale == 1.0

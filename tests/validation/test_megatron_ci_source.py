@@ -27,15 +27,20 @@ def _note(r: dict[str, str], key: str) -> str:
 
 
 def test_rows_are_consistent_as_transcribed():
-    """14 rows of the sources, 7 test cases on DGX H100 and DGX A100, and 30 flag-contrast rows of 18
-    more cases of the small GPT: TP x PP x DP x CP = 8, the global batch a multiple of DP x micro-batch,
+    """14 rows of the sources, 7 test cases on DGX H100 and DGX A100, 30 flag-contrast rows of 18
+    more cases of the small GPT, and the 19 cases of those with a GB200 golden file, on two GB200
+    trays of 4 (data only): TP x PP x DP x CP = 8, the global batch a multiple of DP x micro-batch,
     the vocabulary Megatron's padding (a multiple of 128 x TP) of the tokenizer's size (NullTokenizer:
     --vocab-size + 1 for the eod token; GPT-2 BPE: 50,257), the value the median of the logged
     iteration times, so between their min and max; no case twice on one platform."""
     rows = _rows()
     ci = [r for r in rows if r["source_id"] == "megatron_ci"]
-    assert len(ci) == 14 and len(rows) == 44
-    assert {r["source_id"] for r in rows} == {"megatron_ci", "megatron_ci_flags"}
+    assert len(ci) == 14 and len(rows) == 63
+    assert {r["source_id"] for r in rows} == {"megatron_ci", "megatron_ci_flags", "megatron_ci_gb200"}
+    gb200 = [r for r in rows if r["source_id"] == "megatron_ci_gb200"]
+    assert len(gb200) == 19 and {(r["gpus_per_node"], _note(r, "platform=")) for r in gb200} == {("4", "dgx_gb200")}
+    h100 = {_note(r, "test_case=") for r in rows if _note(r, "platform=") == "dgx_h100"}
+    assert {_note(r, "test_case=") for r in gb200} <= h100  # every GB200 case pairs with an H100 one
     assert sorted(r["gpu"].split("-")[0] for r in ci) == ["A100"] * 7 + ["H100"] * 7
     keys = [(_note(r, "test_case="), _note(r, "platform=")) for r in rows]
     assert len(set(keys)) == len(keys) and len({k[0] for k in keys}) == 25
@@ -69,7 +74,7 @@ def test_rows_agree_with_the_peak_memory_transcription():
                   "micro_batch", "global_batch"):
             assert r[k] == m[k], (key, k)
         assert (r["recompute"], r["sequence_parallel"]) == (m["recompute"], m["sequence_parallel"])
-    assert matched == 8  # the two 7B cases and the CP and vp1 cases, on H100 and A100
+    assert matched == 12  # the two 7B cases and the CP and vp1 cases, on H100, A100 and GB200
 
 
 def test_builders_build_the_config_plans_held_out():
