@@ -118,9 +118,12 @@ def modelled_seconds(platform: str, ranks: int, sms: int) -> dict[str, float]:
     (the All-to-All, or ``deepep.ep_inter`` and ``deepep.ep_intra`` across nodes), without the
     routing-map AllGather and the permutes, which the benchmark's calls do not run."""
     from simulator.config.scenario import build_scenario
-    from simulator.simulation import replay_scenario
+    from simulator.hardware.topology import build_topology
+    from simulator.replay.engine import replay
+    from simulator.schedule.build import build_schedule
 
-    _, _, trace = replay_scenario(build_scenario(scenario(platform, ranks, sms)), fold=False)
+    scn = build_scenario(scenario(platform, ranks, sms))
+    trace = replay(build_schedule(scn), build_topology(scn.profile, scn.nodes))
     tl = trace.timelines[0]
     out = dict.fromkeys(DIRECTIONS, 0.0)
     for i, op in enumerate(tl.program):

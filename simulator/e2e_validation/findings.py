@@ -3757,7 +3757,16 @@ Two measurements say the hosts of other nodes do not:
   gb300-nvl72 by its base), 1.19 on gh200-alps (1.33 times the issue's GH200 / GB200 ratio);
   2.75 and 2.46 until the CI's GB200 files were read, which moved no GB200 or GB300 row by more
   than 0.6 point (Qwen3-235B on 256 GB200 at the MoE team's plan, -22.2% -> -21.6%): they are
-  GPU-bound in the model at either pace.
+  GPU-bound in the model at either pace. The same CI's two 7B cases on GB200 (now scored rows of
+  `megatron_ci`) are GPU-bound and read far from the model: 0.787 s (TP 1 x PP 4) and 0.853 s
+  (TP 4) measured against 0.624 and 0.531 s predicted (+26%, +61%), GB200 1.46 and 1.31 times as
+  fast as the H100 node where the model puts it at 1.80 and 1.78. The CI does not state whether its
+  two trays share an NVLink domain (modelled as one): with each tray its own domain the TP 1 x PP 4
+  row reads +15% (its pipeline and DP exchanges cross the trays), the TP 4 row still +56%, its TP
+  group inside a tray. The H100 rows of the same cases read +2.3% and +17.7%. Not understood yet;
+  cuDNN's deterministic attention backward, which the CI forces and the model does not price, is
+  13-19% slower than the default one on GB200 in BF16 (cudnn-frontend's 9.22.0 Llama 3.1 runs,
+  4K-32K tokens), a few tenths of a point of these steps.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
   on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
   functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by

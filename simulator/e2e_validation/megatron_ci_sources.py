@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.e2e_validation.rows import Row, note_value, parse_hardware, parse_int, parse_recompute
+from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_hardware, parse_int, parse_recompute
 from simulator.e2e_validation.scenarios import MEGATRON_LM_DDP_2025, MODERN, Case, gpt_model, make_scenario
 
 # --attention-backend as the case sets it (notes), to the kernel it runs: ``flash`` is TE's
@@ -41,7 +41,7 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     """One golden-values row as the scenario its model_config.yaml describes."""
     tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
-    hw = parse_hardware(r)
+    hw = "gb200-nvl72" if gpu_name(r) == "GB200" else parse_hardware(r)
     if hw is None:
         raise ValueError(f"megatron_ci: no profile for {r['gpu']!r}")
     flags = _note(r, "flags")
@@ -62,11 +62,12 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     stack = replace(MODERN, attention=attention, dropout=dropout)
     model = gpt_model(r, position="learned", tied="--untie-embeddings-and-output-weights" not in flags)
     test = note_value(r["notes"], "test_case")
-    gpu = "H100" if hw == "dgx-h100" else "A100"
+    gpu = gpu_name(r)
     label = f"{r['model_name'].split(' (')[0]} {gpu} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "") + \
         (f" cp{cp}" if cp > 1 else "") + f" dp{8 // (tp * pp * cp)}" + (" full recompute" if r["recompute"] == "full" else "")
     scenario = make_scenario(f"{source}-{test}-{gpu}", hw, 8, model, micro_batch=mb, global_batch=gb, dtype="bf16",
-                             recompute=parse_recompute(r), parallel=par, stack=stack)
+                             recompute=parse_recompute(r), parallel=par, stack=stack,
+                             gpus_per_node=parse_int(r["gpus_per_node"], 8))
     # NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (with or without --deterministic-mode): TE's deterministic
     # attention backward (flash-attn's on A100)
     scenario["training"]["deterministic"] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0" in _note(r, "env")
@@ -82,9 +83,10 @@ def megatron_ci(rows: list[Row]) -> list[Case]:
     PP 4 with one layer per virtual stage, vp 8, DP 2, micro-batch 1; ``gpt3_7b_tp4_pp1_memory_speed``:
     TP 4 without sequence parallelism, DP 2, micro-batch 2), GPT with 32 layers, hidden 4,096, GQA 8,
     seq 8,192, global batch 8, the distributed optimizer overlapped with the backward and forward,
-    on one DGX H100 and one DGX A100 node: four rows. The step time is the median of the logged
+    on one DGX H100 node, one DGX A100 node and two GB200 trays of 4 (``gb200-nvl72``, the trays in
+    one NVLink domain: the CI does not say): six rows. The step time is the median of the logged
     iteration times from step 3 on."""
-    return [megatron_ci_case("megatron_ci", r) for r in rows if r["source_id"] == "megatron_ci"
+    return [megatron_ci_case("megatron_ci", r) for r in rows if r["source_id"] in ("megatron_ci", "megatron_ci_gb200")
             and r["metric"] == "step_time_s" and r["model_name"].startswith("GPT 6.7B")]
 
 

@@ -939,7 +939,7 @@ SOURCES: list[Source] = [
             "without overlap; the figure prints no network: the aws-p5 profile (32 x 100 Gb/s EFA per node), "
             "Hugging Face's cluster by the launcher's host names (the file's header).",
             "Each value is a single iteration (nanotron's benchmark mode logs iteration 3 and exits)."]),
-    Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on one node (H100 and A100, BF16)",
+    Source("megatron_ci", "Megatron-LM functional tests, GPT 6.7B on 8 GPUs (a DGX H100 node, a DGX A100 node, two GB200 trays; BF16)",
            "megatron_ci_golden_values.csv", megatron_ci,
            ["Held out entirely (no row fits anything). Step time: the median of the golden values' logged "
             "iteration-time from step 3 on; arguments from each test case's model_config.yaml (see the file's "
@@ -955,7 +955,9 @@ SOURCES: list[Source] = [
             "NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, --log-num-zeros-in-grad, timers and "
             "memory to TensorBoard) and NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16.",
             "The suite's small-GPT cases (12 layers, hidden 512; builder megatron_ci_small) are transcribed but not "
-            "scored: see the page's findings."]),
+            "scored: see the page's findings.",
+            "The GB200 rows ran on two compute trays of 4 (the CI's gb200 recipe: nodes 2, gpus 4); whether the "
+            "trays share an NVLink domain is not stated: modelled on gb200-nvl72, one domain."]),
     Source("automodel", "NeMo AutoModel (H100, BF16, FSDP2)", "nemo_automodel_perf_summary.csv", _automodel,
            ["Only the dense pre-training rows; the LoRA rows train adapters only, the MoE rows are the "
             "automodel_moe source."]),

@@ -78,13 +78,14 @@ def test_rows_agree_with_the_peak_memory_transcription():
 
 
 def test_builders_build_the_config_plans_held_out():
-    """Four 7B cases (scored) and ten small ones (not among the sources: the page's findings), every one
+    """Six 7B cases (scored: DGX H100, DGX A100, two GB200 trays) and ten small ones (not among the
+    sources: the page's findings), every one
     held out; the arguments of model_config.yaml: no gradient-accumulation fusion, fp32 main-gradient
     reduction, interleaved 1F1B where virtual stages are set, the distributed optimizer only where the
     case sets it, the attention backend it names, dropout off only in the CP case."""
     rows = _rows()
     ci, small = megatron_ci(rows), megatron_ci_small(rows)
-    assert len(ci) == 4 and len(small) == 10
+    assert len(ci) == 6 and len(small) == 10
     assert [c.key for c in sources.SOURCES].count("megatron_ci") == 1
     assert "megatron_ci_small" not in {s.key for s in sources.SOURCES}
     assert {"megatron_ci", "megatron_ci_small"} <= sources.HELD_OUT_SOURCES
@@ -97,6 +98,8 @@ def test_builders_build_the_config_plans_held_out():
         assert t["dtype"] == "bf16" and c.n_gpus == 8
         assert t.get("dropout", True) or p["cp"] == 2
     assert {(c.scenario["parallel"]["tp"], c.scenario["parallel"]["zero"]) for c in ci} == {(1, 1), (4, 1)}
+    gb200 = [c for c in ci if "GB200" in c.label]
+    assert len(gb200) == 2 and {(c.scenario["hardware"], c.scenario["nodes"]) for c in gb200} == {("gb200-nvl72", 2)}
     attention = {c.label.split(" ", 4)[-1]: c.scenario["training"]["attention"] for c in small}
     assert attention["tp1 pp4 vp3 dp2"] == attention["tp4 pp1 dp2"] == "unfused"
     assert attention["tp2 pp2 cp2 dp1"] == "flash2" and attention["tp2 pp2 dp2"] == "auto"
@@ -116,8 +119,14 @@ def test_7b_cases_held_out_error():
     The A100 rows run FlashAttention-2's deterministic backward (training.deterministic); not
     modelled: cuDNN's deterministic backward on H100, PyTorch's NaN fill of every allocation under
     torch.use_deterministic_algorithms, the CI's per-step logging and the per-layer host floor of
-    the small cases below. Bounds at what the model reaches today."""
-    rs = list(scoring.run_cases(megatron_ci(_rows())))
+    the small cases below. Bounds at what the model reaches today.
+    The GB200 rows (two trays, assumed in one NVLink domain) are far more optimistic, +26% (TP 1 x
+    PP 4) and +60% (TP 4): GB200 measured 1.46 and 1.31 times as fast as the H100 node, the model
+    1.8 times; not understood (the page's findings)."""
+    all_rs = list(scoring.run_cases(megatron_ci(_rows())))
+    rs = [r for r in all_rs if "GB200" not in r.case.label]
+    gb200 = sorted(r.error for r in all_rs if "GB200" in r.case.label)
+    assert 0.20 <= gb200[0] <= 0.32 and 0.50 <= gb200[1] <= 0.70, gb200
     errors = [r.error for r in rs]
     assert all(-0.01 < e <= 0.19 for e in errors), errors
     assert statistics.median(abs(e) for e in errors) <= 0.045
