@@ -3765,8 +3765,10 @@ Two measurements say the hosts of other nodes do not:
   row reads +15% (its pipeline and DP exchanges cross the trays), the TP 4 row still +56%, its TP
   group inside a tray. The H100 rows of the same cases read +2.3% and +17.7%. Not understood yet;
   cuDNN's deterministic attention backward, which the CI forces and the model does not price, is
-  13-19% slower than the default one on GB200 in BF16 (cudnn-frontend's 9.22.0 Llama 3.1 runs,
-  4K-32K tokens), a few tenths of a point of these steps.
+  11-20% slower than the default one on GB200 in BF16 at Llama 3.1's heads (causal 15% at 8K;
+  cudnn-frontend's 9.22.0 runs, 2K-32K tokens), about half a point of these steps; the same runs
+  put its cost at nothing for DeepSeek-V3's and Kimi's heads and 27-31% for GPT-OSS's (head dim
+  64), and nothing in FP8, so one factor would not describe it.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
   on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
   functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by
