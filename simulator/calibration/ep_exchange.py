@@ -35,10 +35,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from functools import lru_cache
-from math import comb
 from typing import Any
 
 from simulator.files import bundled_dir, read_commented_csv
+from simulator.schedule.moe import expected_nodes_hit
 
 DATA = bundled_dir("data/kernels") / "hybridep_dispatch_combine.csv"
 TOKENS = 4096  # tokens per rank
@@ -74,21 +74,13 @@ def load() -> list[Measurement]:
             for r in read_commented_csv(DATA)]
 
 
-def hit_probability(experts: int, targets: int) -> float:
-    """Probability that a token's ``TOP_K`` distinct experts, drawn uniformly from ``experts``,
-    include at least one of ``targets`` given ones."""
-    return 1.0 - comb(experts - targets, TOP_K) / comb(experts, TOP_K)
-
-
 def metric_bytes(m: Measurement) -> float:
-    """Expected bytes the benchmark divides by: ``nvl_recv``, one row per token and destination
-    rank over all source ranks; ``rdma_send``, one row per token and destination node, the own
-    node counted (``count_rdma_send_from_routing_map``)."""
-    experts = LOCAL_EXPERTS * m.ranks
-    if m.metric == "nvl_recv":
-        return m.ranks * TOKENS * hit_probability(experts, LOCAL_EXPERTS) * ROW_BYTES
-    nodes = m.ranks // PROFILES[m.platform][1]
-    return TOKENS * nodes * hit_probability(experts, experts // nodes) * ROW_BYTES
+    """Expected bytes the benchmark divides by, under its router (each token's experts drawn
+    uniformly without replacement): ``nvl_recv``, one row per token and destination rank over all
+    source ranks, so 4,096 tokens times the distinct ranks a token reaches; ``rdma_send``, one row
+    per token and destination node, the own node counted (``count_rdma_send_from_routing_map``)."""
+    groups = m.ranks if m.metric == "nvl_recv" else m.ranks // PROFILES[m.platform][1]
+    return TOKENS * expected_nodes_hit(LOCAL_EXPERTS * m.ranks, TOP_K, groups) * ROW_BYTES
 
 
 def measured_seconds(m: Measurement, direction: str) -> float:

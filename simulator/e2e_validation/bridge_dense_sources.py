@@ -58,7 +58,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
-from simulator.e2e_validation.rows import Row, gpu_name, parse_int
+from simulator.e2e_validation.rows import Row, gpu_name, parse_int, parse_system
 from simulator.e2e_validation.scenarios import (BRIDGE_PERF_DDP, MODERN, Case, llama_model, make_scenario,
                                                 megatron_parallel, padded_vocab)
 
@@ -87,12 +87,11 @@ SCORED: frozenset[tuple[str, str, str]] = frozenset({
     ("LLAMA3_70B", "dgx-h100", "FP8-CS"), ("LLAMA3.1_405B", "dgx-b200", "FP8-CS")})
 
 
-# The table's systems (as a case's label names them) and their profiles
-SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "B200": "dgx-b200", "GB200": "gb200-nvl72"}
-
-
 def _system(r: Row) -> str:
-    return SYSTEMS[gpu_name(r)]
+    hw = parse_system(r)
+    if hw is None:
+        raise ValueError(f"bridge_dense: no profile for {r['gpu']!r}")
+    return hw
 
 
 def buildable(r: Row) -> bool:

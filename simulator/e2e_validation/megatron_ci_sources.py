@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_hardware, parse_int, parse_recompute
+from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_int, parse_recompute, parse_system
 from simulator.e2e_validation.scenarios import MEGATRON_LM_DDP_2025, MODERN, Case, gpt_model, make_scenario
 
 # --attention-backend as the case sets it (notes), to the kernel it runs: ``flash`` is TE's
@@ -41,7 +41,7 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     """One golden-values row as the scenario its model_config.yaml describes."""
     tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("tp", "pp", "vp", "cp"))
     mb, gb = parse_int(r["micro_batch"], 1), parse_int(r["global_batch"])
-    hw = "gb200-nvl72" if gpu_name(r) == "GB200" else parse_hardware(r)
+    hw = parse_system(r)
     if hw is None:
         raise ValueError(f"megatron_ci: no profile for {r['gpu']!r}")
     flags = _note(r, "flags")

@@ -45,7 +45,7 @@ from simulator.e2e_validation.moe_sources import (
     pp_layout,
     stages_with_embedding_and_loss,
 )
-from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_int
+from simulator.e2e_validation.rows import Row, note_value, parse_int, parse_system
 from simulator.e2e_validation.scenarios import Case, make_scenario, megatron_parallel
 
 # table name -> preset
@@ -59,9 +59,6 @@ EMBEDDING_AND_LOSS_SPLIT = frozenset({"Qwen3-235B-A22B"})
 # The row's precision (notes ``prec=``) -> (training.dtype, training.fp8_recipe)
 PRECISION: dict[str, tuple[str, str | None]] = {"BF16": ("bf16", None), "FP8 blockwise": ("fp8", "blockwise"),
                                                 "MXFP8": ("fp8", "mxfp8")}
-
-# the row's GPU -> profile
-MODELZOO_SYSTEMS: dict[str, str] = {"H100": "dgx-h100", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
 
 # Selective recompute modules as the tables print them -> training.recompute_modules
 RECOMPUTE_MODULES: dict[str, str] = {"layernorm": "layernorm", "moe_act": "moe_act", "moe": "moe"}
@@ -85,7 +82,7 @@ def skip_reason(r: Row) -> str | None:
     notes = r["notes"]
     if r["model_name"] not in MODELZOO_PRESETS:
         return "no preset (Qwen3-Next's gated delta net layers)"
-    if _system(r) is None:
+    if parse_system(r) is None:
         return f"no profile for {r['gpu']}"
     if "router=dropless" in notes or "router=token drop" in notes:
         return "learned routing: the load per expert is not printed (the plan's forced-balance value is the one scored)"
@@ -96,10 +93,6 @@ def skip_reason(r: Row) -> str | None:
     if SLOW_PLANS.get(plan, 0.0) > MAX_CPU_S:
         return f"run time ({SLOW_PLANS[plan]:.0f} CPU s)"
     return None
-
-
-def _system(r: Row) -> str | None:
-    return MODELZOO_SYSTEMS.get(gpu_name(r))
 
 
 def _dispatcher_label(parallel: dict) -> str:
@@ -141,7 +134,7 @@ def megatron_lm_dsv3_gb200(rows: list[Row]) -> list[Case]:
 
 def modelzoo_case(r: Row, index: int, source: str = "modelzoo_qwen3") -> Case:
     """One row as a case (see the module docstring for the settings the tables omit)."""
-    notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], _system(r)
+    notes, preset, hw = r["notes"], MODELZOO_PRESETS[r["model_name"]], parse_system(r)
     if hw is None:
         raise ValueError(f"no profile for {r['gpu']}")
     n, seq = parse_int(r["num_gpus"]), parse_int(r["seq_len"])

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from simulator.config.workload import PRESETS
-from simulator.e2e_validation.rows import Row, gpu_name, note_value, parse_hardware, parse_int
+from simulator.e2e_validation.rows import Row, note_value, parse_int, parse_system
 from simulator.e2e_validation.scenarios import (
     AUTOMODEL_STATES, TORCH_EAGER_TE, Case, make_scenario, megatron_parallel, padded_vocab,
 )
@@ -273,18 +273,6 @@ def cuda_graph_scopes(notes: str) -> list[str]:
     return [g.strip() for g in m.group(1).split(";") if g.strip() in GRAPH_SCOPES] if m else []
 
 
-# A Megatron-Bridge row's GPU (the table's system name) -> its profile; GB200 and GB300 NVL72 racks
-# are trays of 4 GPUs in one 72-GPU NVLink domain.
-BRIDGE_SYSTEMS: dict[str, str] = {"GB200": "gb200-nvl72", "GB300": "gb300-nvl72", "B200": "dgx-b200",
-                                  "B300": "dgx-b300"}
-
-
-def bridge_system(r: Row) -> str | None:
-    """The profile of a Megatron-Bridge row's system: DGX H100, DGX B200 or B300, or a GB200 or
-    GB300 NVL72 rack; None for the others."""
-    return parse_hardware(r) or BRIDGE_SYSTEMS.get(gpu_name(r).upper())
-
-
 # Trays of one GB200 or GB300 NVL72 rack (its NVLink domain): the most Slurm's --segment can ask for.
 NVL72_TRAYS = 18
 NVL72_PROFILES = ("gb200-nvl72", "gb300-nvl72")
@@ -373,7 +361,7 @@ def bridge_case(source: str, r: Row, index: int) -> Case | None:
     if r["metric"] not in ("tokens_per_s_per_gpu", "step_time_s") or name not in MEGATRON_BRIDGE_MOE:
         return None
     preset = MEGATRON_BRIDGE_MOE[name]
-    hw = bridge_system(r)
+    hw = parse_system(r)
     if hw is None:
         return None
     dtype, recipe = BRIDGE_PRECISION[note_value(notes, "prec").lower()]

@@ -70,3 +70,15 @@ def gpu_name(r: Row) -> str:
     return r["gpu"].split()[0].split("-")[0]
 
 
+# Blackwell systems by the row's GPU name: DGX B200 and B300 nodes; GB200 and GB300 NVL72 racks, trays
+# of 4 GPUs in one 72-GPU NVLink domain.
+BLACKWELL_SYSTEMS: dict[str, str] = {"B200": "dgx-b200", "B300": "dgx-b300", "GB200": "gb200-nvl72",
+                                     "GB300": "gb300-nvl72"}
+
+
+def parse_system(row: Row) -> str | None:
+    """The profile of a row's system: :func:`parse_hardware`'s DGX H100 or A100, else a Blackwell
+    system by its GPU name; None for the others."""
+    return parse_hardware(row) or BLACKWELL_SYSTEMS.get(gpu_name(row).upper())
+
+
