@@ -3758,7 +3758,8 @@ Two measurements say the hosts of other nodes do not:
   2.75 and 2.46 until the CI's GB200 files were read, which moved no GB200 or GB300 row by more
   than 0.6 point (Qwen3-235B on 256 GB200 at the MoE team's plan, -22.2% -> -21.6%): they are
   GPU-bound in the model at either pace. The same CI's two 7B cases on GB200 (now scored rows of
-  `megatron_ci`) are GPU-bound and read far from the model: 0.787 s (TP 1 x PP 4) and 0.853 s
+  `megatron_ci`, scored after the scale was set: it comes from the CI's small cases, not from them,
+  and they read +20% and +55% at 2.75, so the change makes them look worse) read far from the model: 0.787 s (TP 1 x PP 4) and 0.853 s
   (TP 4) measured against 0.624 and 0.531 s predicted (+26%, +61%), GB200 1.46 and 1.31 times as
   fast as the H100 node where the model puts it at 1.80 and 1.78. The CI does not state whether its
   two trays share an NVLink domain (modelled as one): with each tray its own domain the TP 1 x PP 4
