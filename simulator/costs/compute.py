@@ -38,6 +38,9 @@ efficiency:
   native norm kernels, ``impl: eager``, at 0.64, both measured on published kernel timings);
   attention is always in bf16/fp16 even in fp8 runs. A GEMM or attention kernel that is
   memory-bound (a skinny GEMM's weight read) streams at ``hbm_Bps × hbm_efficiency``.
+* PyTorch's deterministic fill (``fill_bytes`` in ``fill_kernels`` kernels,
+  ``schedule/deterministic_fill.py``): a streaming write of those bytes before the op, each fill
+  kernel with its gap.
 * host: no kernel, the issuing CPU thread's work the GPU waits for (DeepSpeed ZeRO-3 of 2021
   loops over the ranks in Python and PyTorch launches one copy per rank): ``count`` steps of
   ``host_us`` (the host's ``kernel_launch_us`` when 0), never slowed by concurrent communication.
@@ -196,6 +199,8 @@ def compute_time(op: ComputeOp, gpu: GPU, overlapped: bool = False, host_time_sc
         t_flops, t_mem = _deterministic_backward(op, gpu, t_flops, t_mem)
     gap = max(gpu.kernel_gap_us - CUDA_GRAPH_GAP_SAVING_US, 0.0) if op.cuda_graph else gpu.kernel_gap_us
     t = max(t_flops, t_mem) + count * gap * 1e-6
+    if op.fill_kernels:  # PyTorch's NaN fill of the outputs, kernels of their own before the op's
+        t += memory_time(op.fill_bytes, op.fill_kernels, "stream", gpu) + op.fill_kernels * gap * 1e-6
     if overlapped:
         t *= 1.0 + gpu.overlap_slowdown
     return t
@@ -231,7 +236,7 @@ def shape_key(op: ComputeOp) -> tuple:
     """Everything compute_time depends on (two kernels with the same key take the same time)."""
     return (op.kind, op.flops, op.hbm_bytes, op.count, op.dtype, op.sm_fraction,
             op.kind == "attention" and _is_backward(op), op.attention_kernel, op.attention_shape, op.attention_window, op.host_us, op.gemm, op.concurrent, op.impl,
-            op.deterministic_heads, op.scaling, op.attention_dropout, bool(op.cuda_graph))
+            op.deterministic_heads, op.scaling, op.attention_dropout, bool(op.cuda_graph), op.fill_bytes, op.fill_kernels)
 
 
 def compute_times(program: Sequence[Op], gpu: GPU, host_time_scale: float = 1.0) -> list[float | None]:

@@ -131,7 +131,8 @@ def host_cost_s(op: Op) -> float:
             per = BWD_KERNEL_US if backward else FWD_KERNEL_US
         count = max(op.count, 1)
         calls = min(op.host_calls, count) if op.host_calls else count
-        return (calls * per + (count - calls) * CUDA_LAUNCH_US + op.host_tensors * OPT_TENSOR_US) * 1e-6
+        launches = count - calls + op.fill_kernels  # PyTorch's fills are launched inside the empty factories
+        return (calls * per + launches * CUDA_LAUNCH_US + op.host_tensors * OPT_TENSOR_US) * 1e-6
     if isinstance(op, (CommOp, P2POp)):
         return COLLECTIVE_US * 1e-6
     return 0.0

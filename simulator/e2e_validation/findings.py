@@ -2485,12 +2485,13 @@ default dropout of 0.1, which TransformerEngine's fused attention draws inside t
 (`training.fused_attention_dropout`), and the data loader's attention mask, copied to the GPU and
 broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both priced (below).
 
-- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows: median 3.3% (mean 6.1%, max 16.9%), every
-  row optimistic.** TP 1 × PP 4 with vp 8: +1.6% (H100), +1.1% (A100); TP 4 without sequence
-  parallelism: +16.9% and +4.9%. Before the in-kernel attention dropout and the data loader's mask
-  were priced (the next bullets but one) the same rows read +4.5%, +9.3%, +20.2% and +14.0% (median
-  11.6%). What determinism costs, mechanism by mechanism (the figures in this bullet are from before
-  the DDP passes, the dropout and the mask were priced):
+- **GPT 6.7B (32 layers, h 4,096, GQA 8, seq 8,192), 4 rows on H100 and A100: median 1.3% (mean
+  4.0%, max 13.1%).** TP 1 × PP 4 with vp 8: +0.1% (H100), -0.8% (A100); TP 4 without sequence
+  parallelism: +13.1% and +1.8% (+2.3%, +0.5%, +17.7%, +4.4% before PyTorch's deterministic fill
+  was priced, below). Before the in-kernel attention dropout and the data loader's mask were priced
+  (the next bullets but one) the same rows read +4.5%, +9.3%, +20.2% and +14.0% (median 11.6%).
+  What determinism costs, mechanism by mechanism (the figures of the first two sub-bullets are from
+  before the DDP passes, the dropout and the mask were priced):
   - *The attention backward on A100 (priced).* With NVTE_ALLOW_NONDETERMINISTIC_ALGO=0
     TransformerEngine drops cuDNN's fused attention below sm90 (`get_attention_backend`, "Filter:
     Determinism", TE @d0067d0) and runs flash-attn's deterministic FlashAttention-2 backward: a grid
@@ -2510,24 +2511,33 @@ broadcast over TP each micro-batch (`training.dataloader_attention_mask`): both 
     path beside the default one is published; written and read once at the HBM rate (half of it if
     only the causal tiles are) it would add 0.7-1.4 ms to TP 4's 1.6 ms backward and 1.4-2.9 ms to
     TP 1's 3.2 ms, 45-90 ms a step on either rank.
-  - *PyTorch's NaN fill (not priced).* `--deterministic-mode` calls
+  - *PyTorch's NaN fill (now priced, `training.torch_deterministic`,
+    `schedule/deterministic_fill.py`).* `--deterministic-mode` calls
     `torch.use_deterministic_algorithms(True)` (megatron/training/arguments.py at both golden
-    commits), and with `torch.utils.deterministic.fill_uninitialized_memory` at its default every
-    `empty*` allocation is filled with NaN first (ATen `fill_empty_deterministic_`): one more write
-    of every GEMM output and activation. Counted from the model's kernels (GEMM outputs plus half the
-    traffic of the memory-bound kernels), 85 GB a step on a TP 1 × PP 4 rank and 170 GB on a TP 4
-    rank: 31 and 61 ms on H100, 52 and 103 ms on A100, at the fill's streaming rate.
+    commits), and with `torch.utils.deterministic.fill_uninitialized_memory` at its default the CUDA
+    `empty` factories fill every tensor they hand out with NaN (`at::native::empty_cuda` and
+    `empty_strided_cuda` call `fill_empty_deterministic_`). Who allocates decides who pays:
+    TransformerEngine allocates through the factories (its GEMM outputs, the weight gradients too
+    under `--no-gradient-accumulation-fusion`, its norms' outputs, the fused attention's output and
+    dQ/dK/dV), while ATen's structured kernels (elementwise ops, `torch.matmul`, so Megatron's output
+    layer) and torch.compile's kernels allocate with `at::detail::empty_cuda`, which does not fill
+    (torchgen's `create_out`). Counted so, the fill writes 56 GB a step in 640 kernels on a TP 1 x PP 4
+    rank and 103 GB in 1,284 on a TP 4 rank (an earlier estimate here, GEMM outputs plus half the memory-bound
+    kernels' traffic, had 85 and 170 GB), at the streaming rate with a kernel and a launch per
+    allocation: +24 and +39 ms on H100, +39 and +65 ms on A100, +11 and +18 ms on GB200. The rows
+    move from +2.3%, +0.5%, +17.7%, +4.4% (H100 and A100, TP 1 x PP 4 then TP 4) to +0.1%, -0.8%,
+    +13.1%, +1.8%, the GB200 rows from +26.2% and +60.5% to +24.1% and +55.3%: the source's
+    held-out median from 11.1% to 7.4%.
   - *NCCL_ALGO=Ring, NCCL_PROTO=simple, no NVLS:* the model's tuner picks NVLS for the H100 TP 4
     AllReduces, which `NCCL_NVLS_ENABLE=0` forbids; rerun with the profile's `nvls: false` the row's
     step is 0.9525 s against 0.9536 s (ring is no slower here). At most 0.2 point (the TP 4 AllReduces run as
     fast on a 4-GPU NVLink ring as through NVLS); *CUBLAS_WORKSPACE_CONFIG=:4096:8*: PyTorch's own
     Hopper default, and TransformerEngine's GEMMs keep their own cuBLASLt workspace; *the per-step
     logging* (parameter norm, zero count over a rank's 6.7 GB of fp32 gradients): 2-4 ms of 1-3 s.
-  The H100 TP 4 row keeps the largest gap (+16.9% now: 0.954 s predicted, 1.115 s measured); the
-  two unpriced candidates above would add 106-151 ms to it (+5% .. +1%), and 76-121 ms of compute a
-  rank to H100 TP 1 × PP 4, whose +1.6% they would overshoot by several points; the fill alone
-  (52 and 103 ms) would take the A100 rows to about -0.7% and +0.7%. Neither is priced until a
-  timing of cuDNN's deterministic path, and of the fill at these sizes, bounds it.
+  The H100 TP 4 row keeps the largest gap (+13.1% with the fill: 0.986 s predicted, 1.115 s
+  measured); cuDNN's deterministic path, the one unpriced candidate above, would add 45-90 ms to
+  either H100 row and so overshoot TP 1 x PP 4 (+0.1%) by 4-8 points: it stays unpriced until a
+  timing of that path bounds it.
 - **Three more per-step costs of the 7B cases, checked against the code of the golden commits; all
   three are now priced.** Before any of them the rows read +6.3% (H100 TP 1 x PP 4), +11.1% (A100),
   +20.5% (H100 TP 4) and +14.7% (A100).
@@ -3760,11 +3770,13 @@ Two measurements say the hosts of other nodes do not:
   GPU-bound in the model at either pace. The same CI's two 7B cases on GB200 (now scored rows of
   `megatron_ci`, scored after the scale was set: it comes from the CI's small cases, not from them,
   and they read +20% and +55% at 2.75, so the change makes them look worse) read far from the model: 0.787 s (TP 1 x PP 4) and 0.853 s
-  (TP 4) measured against 0.624 and 0.531 s predicted (+26%, +61%), GB200 1.46 and 1.31 times as
-  fast as the H100 node where the model puts it at 1.80 and 1.78. The CI does not state whether its
+  (TP 4) measured against 0.624 and 0.531 s predicted (+26%, +61%; +24% and +55% since PyTorch's
+  deterministic fill is priced, 0.635 and 0.549 s), GB200 1.46 and 1.31 times as fast as the H100
+  node where the model puts it at 1.80 and 1.78 (1.81 and 1.80 with the fill). The CI does not state whether its
   two trays share an NVLink domain (modelled as one): with each tray its own domain the TP 1 x PP 4
   row reads +15% (its pipeline and DP exchanges cross the trays), the TP 4 row still +56%, its TP
-  group inside a tray. The H100 rows of the same cases read +2.3% and +17.7%. Not understood yet;
+  group inside a tray. The H100 rows of the same cases read +2.3% and +17.7% (+0.1% and +13.1% with
+  the fill). Not understood yet;
   cuDNN's deterministic attention backward, which the CI forces and the model does not price, is
   11-20% slower than the default one on GB200 in BF16 at Llama 3.1's heads (causal 15% at 8K;
   cudnn-frontend's 9.22.0 runs, 2K-32K tokens), about half a point of these steps; the same runs

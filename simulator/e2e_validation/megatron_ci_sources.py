@@ -11,7 +11,9 @@ parallelism unless the case sets it and no TP communication overlap. The CI's pe
 ``--deterministic-mode`` (``NCCL_ALGO=Ring``, cuBLAS's workspace, cuDNN's deterministic attention
 backward on H100) are not modelled; ``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0`` is
 (``training.deterministic``: FlashAttention-2's deterministic backward, which TransformerEngine runs
-on A100). Megatron's default attention dropout of 0.1 runs inside TE's fused kernels
+on A100), and so is ``--deterministic-mode``'s ``torch.use_deterministic_algorithms(True)``
+(``training.torch_deterministic``: PyTorch fills TransformerEngine's fresh outputs with NaN,
+schedule/deterministic_fill.py). Megatron's default attention dropout of 0.1 runs inside TE's fused kernels
 (``training.fused_attention_dropout``: a Philox draw per score element, costs/attention_dropout.py),
 and ``GPTDataset``'s b x 1 x s x s attention mask is copied to the GPU and broadcast over TP each
 micro-batch (``training.dataloader_attention_mask``, schedule/data_loading.py): both are set here.
@@ -71,6 +73,9 @@ def megatron_ci_case(source: str, r: Row) -> Case:
     # NVTE_ALLOW_NONDETERMINISTIC_ALGO=0 (with or without --deterministic-mode): TE's deterministic
     # attention backward (flash-attn's on A100)
     scenario["training"]["deterministic"] = "NVTE_ALLOW_NONDETERMINISTIC_ALGO=0" in _note(r, "env")
+    # --deterministic-mode: torch.use_deterministic_algorithms(True), so PyTorch fills every tensor the
+    # empty factories hand out (TE's GEMM, norm and attention outputs) with NaN first
+    scenario["training"]["torch_deterministic"] = "--deterministic-mode" in flags
     # --attention-dropout (0.1 unless the case sets 0): TE's fused kernels draw it per score element
     scenario["training"]["fused_attention_dropout"] = dropout and attention != "unfused"
     # GPTDataset's b x 1 x s x s mask, copied to the GPU and broadcast over TP by get_batch

@@ -949,10 +949,12 @@ SOURCES: list[Source] = [
             "default attention dropout 0.1 is drawn inside the fused kernels (training.fused_attention_dropout, "
             "costs/attention_dropout.py: per score element, from published pairs with and without dropout), and "
             "the data loader's b x s x s attention mask is copied to the GPU and broadcast over TP each "
-            "micro-batch (training.dataloader_attention_mask). Not modelled: "
-            "the rest of --deterministic-mode (cuDNN's deterministic backward on H100, which has no published "
-            "timing; PyTorch's NaN fill of every allocation under torch.use_deterministic_algorithms; "
-            "NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, --log-num-zeros-in-grad, timers and "
+            "micro-batch (training.dataloader_attention_mask). --deterministic-mode's "
+            "torch.use_deterministic_algorithms(True) runs as training.torch_deterministic: PyTorch fills "
+            "TransformerEngine's fresh GEMM, norm and attention outputs (and, without gradient-accumulation "
+            "fusion, its weight gradients) with NaN as it allocates them (schedule/deterministic_fill.py). Not "
+            "modelled: the rest of --deterministic-mode (cuDNN's deterministic backward on H100, which has no "
+            "published timing; NCCL_ALGO=Ring), the CI's per-step logging (--log-params-norm, --log-num-zeros-in-grad, timers and "
             "memory to TensorBoard) and NVTE_{FWD,BWD}_LAYERNORM_SM_MARGIN=16.",
             "The suite's small-GPT cases (12 layers, hidden 512; builder megatron_ci_small) are transcribed but not "
             "scored: see the page's findings.",

@@ -168,7 +168,7 @@ def fold_count_once(schedule: Any) -> int:
 _COMPUTE = attrgetter("kind", "flops", "hbm_bytes", "gemm", "count", "dtype", "causal_fraction", "sm_fraction", "stream",
                       "attention_kernel", "attention_shape", "attention_window", "host_us", "concurrent", "host_sync",
                       "deterministic_heads", "scaling", "attention_dropout", "cuda_graph", "host_calls",
-                      "host_tensors", "impl", "host_issue")
+                      "host_tensors", "impl", "host_issue", "fill_bytes", "fill_kernels")
 _COMM = attrgetter("op", "axes", "size_bytes", "stream", "dtype", "host_sync", "cuda_graph")
 _TRANSFER = attrgetter("axis", "offset", "nbytes", "transport")
 _RECOMPUTE = ".recompute"

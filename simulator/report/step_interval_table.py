@@ -1,10 +1,10 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit e99e8f7 from the
+Written by `python -m simulator.e2e_validation --out docs` at commit fbdf156 from the
 leave-one-source-out errors of the 630 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
-Nested held-out coverage of the 80% band: 79.2% of 630 rows, 78.8% averaged over 46 sources.
+Nested held-out coverage of the 80% band: 79.0% of 630 rows, 78.8% averaged over 46 sources.
 """
 
 BANDS = {
@@ -226,12 +226,12 @@ ROWS = (
     ('multi-node', 'nanotron_playbook', 'nanotron-80B dp1 tp4 pp32 mbs1 gas256 zero0 128 GPUs', 0.021034),
     ('multi-node', 'nanotron_playbook', 'nanotron-80B dp4 tp4 pp16 mbs1 gas64 zero1 256 GPUs', 0.032945),
     ('multi-node', 'nanotron_playbook', 'nanotron-80B dp32 tp16 pp1 mbs2 gas4 zero1 512 GPUs', 0.254651),
-    ('one node', 'megatron_ci', 'GPT 6.7B H100 tp1 pp4 vp8 dp2', 0.022277),
-    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp1 pp4 vp8 dp2', 0.004989),
-    ('one node', 'megatron_ci', 'GPT 6.7B H100 tp4 pp1 dp2', 0.16323),
-    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp4 pp1 dp2', 0.043391),
-    ('multi-node', 'megatron_ci', 'GPT 6.7B GB200 tp1 pp4 vp8 dp2', 0.232819),
-    ('multi-node', 'megatron_ci', 'GPT 6.7B GB200 tp4 pp1 dp2', 0.473426),
+    ('one node', 'megatron_ci', 'GPT 6.7B H100 tp1 pp4 vp8 dp2', 0.001429),
+    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp1 pp4 vp8 dp2', -0.008221),
+    ('one node', 'megatron_ci', 'GPT 6.7B H100 tp4 pp1 dp2', 0.122903),
+    ('one node', 'megatron_ci', 'GPT 6.7B A100 tp4 pp1 dp2', 0.017661),
+    ('multi-node', 'megatron_ci', 'GPT 6.7B GB200 tp1 pp4 vp8 dp2', 0.215536),
+    ('multi-node', 'megatron_ci', 'GPT 6.7B GB200 tp4 pp1 dp2', 0.440206),
     ('multi-node', 'automodel', 'Llama3 70B FSDP2 dp32 cp2 64 GPUs', -0.067258),
     ('multi-node', 'automodel_moe', 'Nemotron V3 Super 120B (26.02) FSDP2 dp64 ep64 pp1 64 GPUs', -0.184945),
     ('one node', 'automodel_moe', 'Nemotron V3 Nano 30B (26.02) FSDP2 dp8 ep8 pp1 8 GPUs', -0.161238),

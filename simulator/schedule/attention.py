@@ -58,6 +58,7 @@ class AttentionContext:
     softmax: str = "fused"  # unfused attention's scale-mask-softmax: fused | torch (training.masked_softmax)
     window: int = 0  # keys each query sees, itself included, in a sliding-window layer (model.sliding_window); 0: all before it
     sink_rescale: bool = False  # the sinks applied after the kernel (model.attention_sinks, training.attention_sink_kernel)
+    fill: bool = False  # the fused kernel's outputs are filled with NaN first (training.torch_deterministic)
 
     @property
     def deterministic_heads(self) -> int:
@@ -151,7 +152,8 @@ def local_forward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int:
         flops=attention_flops(ctx.micro_batch_size, ctx.heads, ctx.seq, ctx.seq, ctx.head_dim, frac),
         hbm_bytes=ctx.q_bytes * 2 + ctx.kv_bytes, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("fwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
-        attention_window=ctx.window if ctx.causal else 0, attention_dropout=ctx.fused_dropout))
+        attention_window=ctx.window if ctx.causal else 0, attention_dropout=ctx.fused_dropout,
+        fill_bytes=float(ctx.q_bytes) if ctx.fill else 0.0, fill_kernels=1 if ctx.fill else 0))
     return _sink_rescale(pb, ctx, core, "fwd")
 
 
@@ -164,7 +166,8 @@ def local_backward(pb: ProgramBuilder, ctx: AttentionContext, after: int) -> int
         hbm_bytes=(ctx.q_bytes * 2 + ctx.kv_bytes) * 2, deps=(after,), dtype=ctx.dtype, causal_fraction=frac,
         tag=Tag("bwd", ctx.layer, ctx.mb_index), attention_kernel=ctx.kernel, attention_shape=ctx.kernel_shape(),
         attention_window=ctx.window if ctx.causal else 0, deterministic_heads=ctx.deterministic_heads,
-        attention_dropout=ctx.fused_dropout))
+        attention_dropout=ctx.fused_dropout,  # dQ, dK and dV filled where ctx.fill
+        fill_bytes=float(ctx.q_bytes + ctx.kv_bytes) if ctx.fill else 0.0, fill_kernels=3 if ctx.fill else 0))
 
 
 # ---------------------------------------------------------------------------------------------

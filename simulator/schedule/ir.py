@@ -126,6 +126,11 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # block-scaled kernel, costs/compute.py BLOCK_SCALED_GEMM_TIME); "": one scale per tensor
     scaling: str = ""
     cuda_graph: CudaGraphRole = ""
+    # bytes of the op's outputs that PyTorch fills with NaN as it allocates them, in fill_kernels
+    # kernels before the op's own (training.torch_deterministic: ATen's fill_empty_deterministic_
+    # in the empty factories; schedule/deterministic_fill.py); 0: no fill
+    fill_bytes: float = 0.0
+    fill_kernels: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final, Literal
 
+from simulator.schedule import deterministic_fill
 from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
 
 OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
@@ -142,6 +143,10 @@ class TPContext:
     gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
     methods: tuple[tuple[str, Method], ...] = ()  # per GEMM, a tuned config's method where not TE's default
     scaling: str = ""  # block scaling of the fp8 GEMMs' operands (ComputeOp.scaling; "": per tensor)
+    # training.torch_deterministic: the GEMMs' outputs are TransformerEngine allocations PyTorch
+    # fills with NaN (schedule/deterministic_fill.py), the weight gradients too where wgrad_fill
+    fill: bool = False
+    wgrad_fill: bool = False
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -205,16 +210,21 @@ def _tag(ctx: TPContext, phase: Phase) -> Tag:
 
 
 def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n: int, k: int,
-          deps: tuple[int, ...], parts: int = 1, split: str = "m", sm_fraction: float = 1.0) -> int:
-    """An m×n×k GEMM, or one of ``parts`` equal chunks of it cut along ``split`` (m rows or n columns)."""
+          deps: tuple[int, ...], parts: int = 1, split: str = "m", sm_fraction: float = 1.0,
+          wgrad: bool = False) -> int:
+    """An m×n×k GEMM, or one of ``parts`` equal chunks of it cut along ``split`` (m rows or n columns);
+    ``wgrad``: a weight gradient, whose output is a fresh tensor only without gradient-accumulation fusion."""
     elem = 1 if ctx.dtype == "fp8" else ctx.dtype_bytes
     shape = (max(m // parts, 1), n, k) if split == "m" else (m, max(n // parts, 1), k)
     a_bytes, b_bytes, c_bytes = m * k, k * n, m * n
     io = (a_bytes / parts + b_bytes + c_bytes / parts) if split == "m" else (a_bytes + (b_bytes + c_bytes) / parts)
+    fill = ctx.fill and (ctx.wgrad_fill or not wgrad)
+    out = deterministic_fill.gemm_output_bytes(shape[0], shape[1], ctx.dtype, ctx.dtype_bytes) if fill else 0.0
     return pb.add(ComputeOp(
         name=name, kind="gemm", flops=2.0 * m * n * k / parts, hbm_bytes=io * elem, deps=deps,
         gemm=shape, dtype=ctx.dtype, sm_fraction=sm_fraction, tag=_tag(ctx, phase), scaling=ctx.scaling,
-        concurrent=min(parts, UB_MAX_STREAMS)))
+        concurrent=min(parts, UB_MAX_STREAMS),
+        fill_bytes=out, fill_kernels=1 if fill else 0))
 
 
 def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: CollectiveKind, size: int,
@@ -343,14 +353,14 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
     wgrad_sm = ctx.ub_sm_fraction(f"{name}_wgrad") if ctx.method(f"{name}_wgrad", "bulk") == "bulk" else 1.0
     if t == 1:
         _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
-        return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
+        return _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,), wgrad=True)
     if not ctx.sp:
         dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,))
         if not ctx.async_allreduce:  # autograd: the linear's backward (dgrad, wgrad), then the copy's AllReduce
-            wgrad = _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (dgrad,))
+            wgrad = _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (dgrad,), wgrad=True)
             return _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad, wgrad))
         ar = _coll(pb, ctx, f"{label}.ar", "bwd", "allreduce", ctx.rs_bytes, (dgrad,))
-        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,))
+        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (after,), wgrad=True)
         return ar
     dgrad_method = ctx.method(f"{name}_dgrad", "bulk")
     if dgrad_method in ("pipeline", "ring_exchange"):
@@ -358,12 +368,12 @@ def column_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, n_out_loc
         # own beside the dgrad GEMM, which reduces its output chunk by chunk through Userbuffers.
         ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,), stream=NCCL_BESIDE_UB)
         rs = _gemm_reducescatter(pb, ctx, f"{label}.dgrad", "bwd", n_out_local, after, dgrad_method, f"{name}_dgrad")
-        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,))
+        _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), wgrad=True)
         return rs
     ag = _coll(pb, ctx, f"{label}.ag", "bwd", "allgather", ctx.ag_bytes, (after,))
     dgrad = _gemm(pb, ctx, f"{label}.dgrad", "bwd", m, h, n_out_local, (after,), sm_fraction=dgrad_sm)
     rs = _coll(pb, ctx, f"{label}.rs", "bwd", "reducescatter", ctx.rs_bytes, (dgrad, ag))
-    _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), sm_fraction=wgrad_sm)
+    _gemm(pb, ctx, f"{label}.wgrad", "bwd", n_out_local, h, m, (ag,), sm_fraction=wgrad_sm, wgrad=True)
     return rs
 
 
@@ -377,4 +387,4 @@ def row_parallel_bwd(pb: ProgramBuilder, ctx: TPContext, name: str, k_in_local: 
                                 ctx.method(f"{name}_dgrad", "ag_gemm"), f"{name}_dgrad")
     else:
         dgrad = _gemm(pb, ctx, f"{label}.dgrad.gemm", "bwd", m, k_in_local, h, (after,))
-    return _gemm(pb, ctx, f"{label}.wgrad", "bwd", h, k_in_local, m, (dgrad,))
+    return _gemm(pb, ctx, f"{label}.wgrad", "bwd", h, k_in_local, m, (dgrad,), wgrad=True)

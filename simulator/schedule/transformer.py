@@ -92,6 +92,11 @@ class LayerSpec:
     sliding_window: int = 0  # model.sliding_window: keys a query sees in a windowed layer (0: none)
     full_attention_every: int = 0  # model.full_attention_every (Model.attention_window)
     sink_rescale: bool = False  # model.attention_sinks applied after the kernel (training.attention_sink_kernel)
+    # training.torch_deterministic on a TransformerEngine stack: its GEMM, norm and fused-attention
+    # outputs are filled with NaN as they are allocated (schedule/deterministic_fill.py), its weight
+    # gradients too where no gradient-accumulation fusion writes them into main_grad (wgrad_fill)
+    torch_fill: bool = False
+    wgrad_fill: bool = False
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -125,6 +130,8 @@ class LayerSpec:
                    masked_softmax=t.masked_softmax, sliding_window=m.sliding_window,
                    full_attention_every=m.full_attention_every,
                    sink_rescale=m.attention_sinks and t.attention_sink_kernel == "rescale",
+                   torch_fill=t.torch_deterministic and t.fused_kernels,
+                   wgrad_fill=not p.gradient_accumulation_fusion,
                    **_rope_shape(scn))
 
     @property
@@ -270,12 +277,13 @@ def unfused_rope_cost(act_bytes: int, backward: bool) -> tuple[float, int]:
 
 
 def _mem_op(pb: ProgramBuilder, name: str, kind: ComputeKind, nbytes: float, deps: tuple[int, ...], tag: Tag,
-            count: int = 1, impl: str = "") -> int:
+            count: int = 1, impl: str = "", fill: float = 0.0) -> int:
     """A memory-bound kernel (norm, residual add, activation), or `count` back-to-back ones moving
     `nbytes` together: ~1 FLOP per byte moved. ``impl`` "eager": PyTorch's native norm kernel;
-    "autocast": autocast's casts, issued inside other ops (their host cost, costs/host.py)."""
+    "autocast": autocast's casts, issued inside other ops (their host cost, costs/host.py).
+    ``fill``: bytes of its output PyTorch fills as it allocates it (schedule/deterministic_fill.py)."""
     return pb.add(ComputeOp(name=name, kind=kind, flops=nbytes / 2, hbm_bytes=nbytes, deps=deps, tag=tag,
-                            count=count, impl=impl))
+                            count=count, impl=impl, fill_bytes=fill, fill_kernels=1 if fill else 0))
 
 
 def _cast_op(pb: ProgramBuilder, name: str, cast: autocast.CastPass, deps: tuple[int, ...], tag: Tag) -> int:
@@ -436,18 +444,19 @@ FP32_NORM_BWD_HB = 2 * (1 + 2) + 2 + (2 + 1)
 
 
 def _residual_norm(pb: ProgramBuilder, prefix: str, direction: str, ew: Elementwise, hb: float,
-                   deps: tuple[int, ...], tag: Tag) -> int:
+                   deps: tuple[int, ...], tag: Tag, fill: float = 0.0) -> int:
     """The residual add after attention and the MLP's input norm: one fused kernel
     (``res1_ln2``), or PyTorch eager's dropout and add (``res1``) and its own norm kernel
     (``ln2``), the norm first in backward."""
     (nbytes, count) = ew.res_ln_fwd if direction == "fwd" else ew.res_ln_bwd
     if not ew.eager:
-        return _mem_op(pb, f"{prefix}.res1_ln2.{direction}", "norm", nbytes * hb, deps, tag, count)
+        return _mem_op(pb, f"{prefix}.res1_ln2.{direction}", "norm", nbytes * hb, deps, tag, count, fill=fill)
     norm = ew.ln_fwd if direction == "fwd" else ew.ln_bwd
     parts: list[tuple[str, ComputeKind, float, int, str]] = [("res1", "elementwise", nbytes, count, ""),
                                                              ("ln2", "norm", norm[0], norm[1], ew.norm_impl)]
     for name, kind, b, k, impl in (parts if direction == "fwd" else parts[::-1]):
-        deps = (_mem_op(pb, f"{prefix}.{name}.{direction}", kind, b * hb, deps, tag, k, impl),)
+        deps = (_mem_op(pb, f"{prefix}.{name}.{direction}", kind, b * hb, deps, tag, k, impl,
+                        fill if kind == "norm" else 0.0),)
     return deps[0]
 
 
@@ -833,14 +842,16 @@ class LayerBuilder:
 
     def _tp(self, layer: int, mb: int) -> tensor_parallel.TPContext:
         """The TP context of layer ``layer``'s GEMMs (-1: the output layer, Megatron's plain
-        ColumnParallelLinear, which TransformerEngine's recipe never block-scales)."""
+        ColumnParallelLinear, which TransformerEngine's recipe never block-scales and whose
+        ``torch.matmul`` outputs PyTorch's deterministic fill leaves alone)."""
         s = self.spec
         return tensor_parallel.TPContext(tp=s.tp, sp=s.sp, overlap=s.overlap, tokens=s.tokens,
                                          hidden=s.hidden, dtype=s.dtype,
                                          dtype_bytes=s.act_bytes, layer=layer, mb_index=mb, sms=s.sms,
                                          async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin,
                                          gemm_sms=s.tp_gemm_sms, methods=s.tp_methods,
-                                         scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "")
+                                         scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "",
+                                         fill=s.torch_fill and layer >= 0, wgrad_fill=s.wgrad_fill)
 
     def _head_tp(self, mb: int) -> tensor_parallel.TPContext:
         """The TP context of the output layer (the LM head, and the MTP heads that share it). In an
@@ -862,7 +873,12 @@ class LayerBuilder:
                                 eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
                                 deterministic=s.deterministic, softmax=s.masked_softmax,
                                 fused_dropout=s.fused_attention_dropout and s.attention != "unfused",
-                                window=s.window(layer), sink_rescale=s.sink_rescale)
+                                window=s.window(layer), sink_rescale=s.sink_rescale, fill=s.torch_fill)
+
+    def _fill(self, nbytes: float) -> float:
+        """Bytes of a TransformerEngine norm's output that PyTorch fills as it allocates it
+        (``training.torch_deterministic``, schedule/deterministic_fill.py); 0 without the fill."""
+        return nbytes if self.spec.torch_fill else 0.0
 
     # -- transformer layer --------------------------------------------------------------------
 
@@ -884,7 +900,7 @@ class LayerBuilder:
         qk = s.tokens * (s.shape.heads + s.shape.kv_heads) * d * s.act_bytes
         units, kernels = ew.norm_fwd if direction == "fwd" else ew.norm_bwd
         return _mem_op(pb, f"L{layer}.qk_norm.{direction}", "norm", units * qk, (after,), tag, 2 * kernels,
-                       ew.norm_impl)
+                       ew.norm_impl, self._fill(qk))
 
     def _rope(self, pb: ProgramBuilder, layer: int, after: int, tag: Tag, direction: str) -> int:
         """Rotary position embedding of this rank's queries and keys (``position_embedding: rope``)
@@ -987,7 +1003,7 @@ class LayerBuilder:
         if s.autocast and not s.is_moe(layer):
             start = (self._autocast(pb, layer, start, tag, "fwd"),)
         ln1 = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, start, tag,
-                      ew.norm_fwd[1], ew.norm_impl)
+                      ew.norm_fwd[1], ew.norm_impl, self._fill(hb))
         qkv = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out, g("qkv", ln1))
         qkv = self._bias(pb, layer, "qkv", self._qkv_out, s.tokens, qkv, tag, "fwd")
         qkv = self._qk_norm(pb, layer, qkv, tag, "fwd")
@@ -995,7 +1011,7 @@ class LayerBuilder:
         core = self.attn_fwd(pb, self._attn(layer, mb), qkv)
         proj = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, g("proj", core))
         proj = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, proj, tag, "fwd")
-        ln2 = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, _deps(proj, wait_mlp), tag)
+        ln2 = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, _deps(proj, wait_mlp), tag, self._fill(hb))
         if s.moe is not None and s.is_moe(layer):
             fc2 = moe.forward(pb, s.moe, tp, layer, mb, ln2)
         else:
@@ -1044,9 +1060,9 @@ class LayerBuilder:
         before_ln2 = _deps(fc1, wait_attn)
         if s.recompute_norm_blocks:  # the residual add and the MLP's norm re-run from the kept block inputs
             start = len(pb)
-            before_ln2 = (_residual_norm(pb, f"L{layer}", "fwd", ew, hb, before_ln2, tag),)
+            before_ln2 = (_residual_norm(pb, f"L{layer}", "fwd", ew, hb, before_ln2, tag, self._fill(hb)),)
             mark_recompute(pb, start)
-        ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, before_ln2, tag)
+        ln2 = _residual_norm(pb, f"L{layer}", "bwd", ew, hb, before_ln2, tag, self._fill(hb))
         ln2 = self._bias(pb, layer, "proj", s.hidden, s.sharded_tokens, ln2, tag, "bwd")
         proj = tensor_parallel.row_parallel_bwd(pb, tp, "proj", self._proj_in, g("proj", ln2))
         core = self._core_attention_bwd(pb, layer, mb, proj)
@@ -1057,9 +1073,10 @@ class LayerBuilder:
         if s.recompute_norm_blocks:  # the attention's norm re-run from the layer's input
             start = len(pb)
             qkv = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, (qkv,), tag, ew.norm_fwd[1],
-                          ew.norm_impl)
+                          ew.norm_impl, self._fill(hb))
             mark_recompute(pb, start)
-        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl)
+        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (qkv,), tag, ew.norm_bwd[1], ew.norm_impl,
+                      self._fill(hb))
         if s.autocast and not s.is_moe(layer):
             out = self._autocast(pb, layer, (out,), tag, "bwd")
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
@@ -1085,11 +1102,12 @@ class LayerBuilder:
         ew = s.elementwise
         every = s.dtype == "fp8"
         kv_out = s.shape.kv_heads * s.head_dim
-        x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1], ew.norm_impl)
+        x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1], ew.norm_impl,
+                    self._fill(hb))
         x = tensor_parallel.column_parallel_fwd(pb, tp, "qkv", self._qkv_out if every else kv_out, x)
         x = self._rope(pb, layer, x, tag, "fwd")  # SDPA's backward reads the rotated q and k, not saved
         x = tensor_parallel.row_parallel_fwd(pb, tp, "proj", self._proj_in, x)
-        x = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, (x,), tag)
+        x = _residual_norm(pb, f"L{layer}", "fwd", ew, hb, (x,), tag, self._fill(hb))
         x = tensor_parallel.column_parallel_fwd(pb, tp, "fc1", self._fc1_out if every else s.shape.ffn, x)
         act_bytes = ew.act_fwd[0] * (s.tokens * s.shape.ffn) * s.act_bytes
         return _mem_op(pb, f"L{layer}.act.fwd", "elementwise", act_bytes, (x,), tag, ew.act_fwd[1])
@@ -1119,7 +1137,7 @@ class LayerBuilder:
         if s.recompute_norm:
             hb = s.sharded_tokens * s.hidden * s.act_bytes
             after = _mem_op(pb, f"L{layer}.{norm}.recompute", "norm", ew.norm_fwd[0] * hb, (after,), tag,
-                            ew.norm_fwd[1], ew.norm_impl)
+                            ew.norm_fwd[1], ew.norm_impl, self._fill(hb))
         if s.recompute_moe:
             assert s.moe is not None
             start = len(pb)
@@ -1144,7 +1162,7 @@ class LayerBuilder:
             return gate(pb, layer, gemm, pass_, x) if gate is not None else x
 
         x = _mem_op(pb, f"L{layer}.ln1.fwd", "norm", ew.norm_fwd[0] * hb, _deps(after, wait), tag, ew.norm_fwd[1],
-                    ew.norm_impl)
+                    ew.norm_impl, self._fill(hb))
         if block == "M":
             assert s.mamba is not None
             x = mamba.forward(pb, s.mamba, tp, layer, mb, g("qkv", x), s.act_bytes)
@@ -1190,7 +1208,8 @@ class LayerBuilder:
             x = _mem_op(pb, f"L{layer}.act.bwd", "elementwise", ew.act_bwd[0] * s.tokens * s.shape.ffn * s.act_bytes,
                         (x,), tag, ew.act_bwd[1])
             x = tensor_parallel.column_parallel_bwd(pb, tp, "fc1", self._fc1_out, g("fc1", x))
-        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (x,), tag, ew.norm_bwd[1], ew.norm_impl)
+        out = _mem_op(pb, f"L{layer}.ln1.bwd", "norm", ew.norm_bwd[0] * hb, (x,), tag, ew.norm_bwd[1], ew.norm_impl,
+                      self._fill(hb))
         return fp8.layer_overhead(pb, s, s.fp8_recipe, layer, mb, out, "bwd", self._qkv_out, self._proj_in)
 
     # -- embedding and LM head ----------------------------------------------------------------
@@ -1272,7 +1291,7 @@ class LayerBuilder:
             cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "fwd")
             deps = (_cast_op(pb, f"{prefix}lm_head.autocast.fwd", cast, deps, tag),)
         ln = _mem_op(pb, f"{prefix}final_norm.fwd", "norm", ew.norm_fwd[0] * hb, deps, tag, ew.norm_fwd[1],
-                     ew.norm_impl)
+                     ew.norm_impl, self._fill(hb))
         logits = tensor_parallel.column_parallel_fwd(pb, self._head_tp(mb), f"{prefix}lm_head", s.shape.vocab, ln)
         loss = logits
         if s.cross_entropy != "fused_linear":  # fused_linear: the GEMM's tiles reduced in place (schedule/loss.py)
@@ -1310,7 +1329,8 @@ class LayerBuilder:
         dx = tensor_parallel.column_parallel_bwd(pb, self._head_tp(mb), f"{prefix}lm_head", s.shape.vocab, loss)
         hb = s.sharded_tokens * s.hidden * s.act_bytes
         ew = s.elementwise
-        out = _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl)
+        out = _mem_op(pb, f"{prefix}final_norm.bwd", "norm", ew.norm_bwd[0] * hb, (dx,), tag, ew.norm_bwd[1], ew.norm_impl,
+                      self._fill(hb))
         if s.autocast:
             cast = autocast.head_pass(s.shape.vocab * s.hidden, hb, "bwd")
             out = _cast_op(pb, f"{prefix}lm_head.autocast.bwd", cast, (out,), tag)
