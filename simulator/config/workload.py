@@ -507,9 +507,10 @@ class Training(_Strict):
         "empty factories hand out is filled with NaN first (ATen's fill_empty_deterministic_), one streaming "
         "write and one kernel per allocation (schedule/deterministic_fill.py). Priced on a TransformerEngine stack "
         "(fused_kernels) for what TE allocates: its linear layers' GEMM outputs (the weight gradients too without "
-        "gradient_accumulation_fusion), its norms' outputs and the fused attention's output and dQ/dK/dV (not in "
-        "the MoE experts, Mamba mixers or context-parallel chunks); what ATen's structured kernels and "
-        "torch.compile allocate (elementwise ops, torch.matmul: Megatron's output layer) is not filled")
+        "gradient_accumulation_fusion; the MoE experts' grouped GEMMs too), its norms' outputs and the fused "
+        "attention's output and dQ/dK/dV (not in Mamba mixers or context-parallel chunks); what ATen's "
+        "structured kernels and torch.compile allocate (elementwise ops, torch.matmul: Megatron's output layer) "
+        "is not filled")
     fused_attention_dropout: bool = Field(
         default=False, description="the fused attention kernel applies an attention dropout of p > 0 itself "
         "(Megatron's --attention-dropout, default 0.1, run by TransformerEngine's cuDNN or flash-attn backend): a "

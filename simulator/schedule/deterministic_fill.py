@@ -22,9 +22,10 @@ Which outputs pay it depends on who allocates them:
   (a ``torch.matmul``, not a TransformerEngine module) and its cross-entropy are not filled.
 
 Priced where the schedule builds those outputs: the tensor-parallel linear layers
-(``schedule/tensor_parallel.py``), the norms of a transformer layer (``schedule/transformer.py``)
-and the fused attention of a rank that holds its whole sequence (``schedule/attention.py``); the
-MoE experts, Mamba mixers and context-parallel attention chunks are not. A fill is a streaming
+(``schedule/tensor_parallel.py``), the MoE experts' grouped GEMMs (``schedule/moe.py``: one output
+a call, or one weight gradient per local expert), the norms of a transformer layer
+(``schedule/transformer.py``) and the fused attention of a rank that holds its whole sequence
+(``schedule/attention.py``); the Mamba mixers and context-parallel attention chunks are not. A fill is a streaming
 write of the tensor's bytes, a memory-bound kernel (``costs/compute.py``) that the host launches
 without Python (``costs/host.py``).
 """

@@ -70,7 +70,7 @@ from typing import Iterable
 import numpy as np
 
 from simulator.config.scenario import Scenario
-from simulator.schedule import fp8, tensor_parallel
+from simulator.schedule import deterministic_fill, fp8, tensor_parallel
 from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag
 from simulator.schedule.shapes import RankShapes
 
@@ -112,6 +112,10 @@ class MoESpec:
     gemm_scaling: str = ""  # block scaling of the fp8 expert GEMMs' operands (ComputeOp.scaling)
     random_logits: bool = False  # forced-balanced router: RandomSTE's logits (training.moe_router_kernels)
     aux_loss: bool = False  # a load-balancing loss on the router's scores (training.moe_router_kernels)
+    # training.torch_deterministic on a TE stack: the grouped GEMMs' outputs are filled with NaN as
+    # allocated (schedule/deterministic_fill.py), the weight gradients too where wgrad_fill
+    fill: bool = False
+    wgrad_fill: bool = False
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -137,7 +141,8 @@ class MoESpec:
                    recompute_act="moe_act" in t.recompute_modules, latent=m.moe_latent_size,
                    clamp_unfused=bool(m.glu_clamp) and t.glu_clamp_kernel == "unfused",
                    gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe),
-                   random_logits="random_logits" in t.moe_router_kernels, aux_loss="aux_loss" in t.moe_router_kernels)
+                   random_logits="random_logits" in t.moe_router_kernels, aux_loss="aux_loss" in t.moe_router_kernels,
+                   fill=t.torch_deterministic and t.fused_kernels, wgrad_fill=not p.gradient_accumulation_fusion)
 
     @property
     def width(self) -> int:
@@ -311,14 +316,19 @@ def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: in
                 tag: Tag, wgrad: bool = False) -> int:
     """One grouped GEMM over ``m`` routed rows (TE GroupedLinear): E_local GEMMs of (m/E_local, n, k),
     or for a weight gradient (``wgrad``) of (n, k, m/E_local), the rows being the reduced dimension,
-    issued by one call (``general_grouped_gemm``, whose C++ loop launches the experts' GEMMs)."""
+    issued by one call (``general_grouped_gemm``, whose C++ loop launches the experts' GEMMs).
+    Under PyTorch's deterministic fill the call's one output (forward, dgrad) or, without
+    gradient-accumulation fusion, each expert's weight gradient is filled as allocated."""
     e = s.local_experts
     elem = 1 if s.dtype == "fp8" else s.act_bytes
     io = (m * k + e * k * n + m * n) * elem
     rows = max(m // e, 1)
+    fill = s.fill and (s.wgrad_fill or not wgrad)
+    out = deterministic_fill.gemm_output_bytes(e * n if wgrad else m, k if wgrad else n, s.dtype, s.act_bytes)
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
                             gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag,
-                            scaling=s.gemm_scaling, host_calls=1))
+                            scaling=s.gemm_scaling, host_calls=1, fill_bytes=out if fill else 0.0,
+                            fill_kernels=(e if wgrad else 1) if fill else 0))
 
 
 def _latent_proj(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: int, dep: int, tag: Tag,

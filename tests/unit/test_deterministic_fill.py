@@ -83,3 +83,22 @@ def test_a_fill_costs_a_streaming_write_and_a_launch():
     extra = filled.fill_bytes / rate + (RAMP_US + gpu.kernel_gap_us) * 1e-6
     assert compute_time(filled, gpu) - compute_time(base, gpu) == pytest.approx(extra, rel=1e-9)
     assert host_cost_s(filled) - host_cost_s(base) == pytest.approx(CUDA_LAUNCH_US * 1e-6)
+
+
+def test_moe_grouped_gemms_fill_one_output_a_call_and_each_expert_weight_gradient(tmp_path):
+    """TE's GroupedLinear allocates one output for all local experts (forward, dgrad) and, without
+    gradient-accumulation fusion, one weight gradient per expert: 8 experts, 2 on each of 4 EP ranks,
+    top-2 of 1,024 tokens x 2 sequences, each expert's FC1 (gated: 2 x 512 columns) and FC2."""
+    data = {"name": "s", "hardware": "dgx-h100", "nodes": 1, "gpus_per_node": 4,
+            "model": {"layers": 1, "hidden": 256, "heads": 4, "vocab": 4096, "mlp": "swiglu", "seq_len": 1024,
+                      "experts": 8, "top_k": 2, "moe_ffn_hidden": 512},
+            "training": {"micro_batch": 2, "global_batch": 8, "dtype": "bf16", "dropout": False,
+                         "torch_deterministic": True},
+            "parallel": {"ep": 4, "gradient_accumulation_fusion": False}}
+    sched = build_schedule(build_scenario(data, source="s.yaml", base_dir=tmp_path))
+    ops = [op for op in next(iter(sched.programs.values())) if isinstance(op, ComputeOp)]
+    rows = 2 * 1024 * 2  # T x k routed rows, balanced over the 4 ranks' 2 experts each
+    fc1 = _named(ops, "L0.moe.experts.fc1.fwd")
+    assert (fc1.fill_bytes, fc1.fill_kernels) == (rows * 2 * 512 * 2, 1)
+    fc2_w = _named(ops, "L0.moe.experts.fc2.wgrad")
+    assert (fc2_w.fill_bytes, fc2_w.fill_kernels) == (2 * 256 * 512 * 2, 2)
