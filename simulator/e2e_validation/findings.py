@@ -2697,7 +2697,14 @@ What each contrast gives:
   both stacks, so it is not TE's per-module Python (TransformerEngine issue #2053 times a bf16
   `te.Linear` forward at 90-100 µs of CPU on GH200/GB200 against 33-37 µs for `torch.nn.Linear` there,
   and `torch.nn.Linear` at 13.5 µs on a DGX H100: even at Grace's 100 µs for each of six modules a
-  layer, forward and backward, 1.2 ms).
+  layer, forward and backward, 1.2 ms). Nor Megatron-Core's own layer code: its `TransformerBlock`
+  of the local spec (parallel linears, unfused attention with the dropout under the model-parallel
+  RNG fork, MLP, bias-dropout-add, norms), run forward and backward on CPU tensors
+  (`benchmarks/bench_mcore_layer_host.py`, megatron-core 0.16.1, this repository's machine), costs
+  605-627 µs forward and 404-412 µs backward per layer, about 1.0 ms, where `costs/host.py`
+  charges the layer 0.81 ms of CPU (33 µs for each of 12 forward kernels, 23 µs for each of 18
+  backward ones; `tests/unit/test_host_mcore_layer.py`): 1.3 times the charge, a quarter of the
+  floor.
 - **`--deterministic-mode` (with NCCL_ALGO=Ring, cuBLAS workspace, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0).**
   TP 2 × PP 2: +26% on A100 (0.171 → 0.216 s over ten deterministic cases, every one slower), +36% on H100
   by the medians, but two of the four deterministic H100 cases lie within 15% of the nondeterministic
