@@ -2704,7 +2704,13 @@ What each contrast gives:
   605-627 µs forward and 404-412 µs backward per layer, about 1.0 ms, where `costs/host.py`
   charges the layer 0.81 ms of CPU (33 µs for each of 12 forward kernels, 23 µs for each of 18
   backward ones; `tests/unit/test_host_mcore_layer.py`): 1.3 times the charge, a quarter of the
-  floor.
+  floor. Nor the rest of a micro-batch's Python: the same block as a `GPTModel` (embedding, output
+  layer, vocab-parallel cross-entropy) through Megatron-Core's no-pipelining schedule in its
+  `DistributedDataParallel` with the CI's settings (distributed optimizer, `overlap_grad_reduce`,
+  the gradients' NaN check; `--step`) costs 14.9-15.3 ms of CPU a micro-batch, 1.24-1.28 ms per
+  layer and micro-batch, and 1.36-1.42 ms with `--overlap-param-gather`'s forward pre-hooks, which
+  the CI's TP 4 cases measure 59% slower with (below). What the floor holds beyond 1.3 ms per layer
+  and micro-batch of the host's Python is not on the CPU side of these layers.
 - **`--deterministic-mode` (with NCCL_ALGO=Ring, cuBLAS workspace, NVTE_ALLOW_NONDETERMINISTIC_ALGO=0).**
   TP 2 × PP 2: +26% on A100 (0.171 → 0.216 s over ten deterministic cases, every one slower), +36% on H100
   by the medians, but two of the four deterministic H100 cases lie within 15% of the nondeterministic
