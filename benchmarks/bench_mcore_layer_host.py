@@ -56,9 +56,10 @@ HIDDEN, HEADS, TOKENS, SEQS, LAYERS = 64, 4, 8, 2, 12
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def measure(repeats: int) -> tuple[float, float]:
-    """Minimum host seconds of one layer's forward and backward (the 12-layer block's, divided)."""
-    import torch
+def _megatron_on_cpu(torch: Any, port: str) -> None:
+    """One CPU thread, CUDA's streams, events and RNG tracker as CPU stand-ins
+    (``bench_moe_layer_host``'s), a one-rank gloo group and Megatron-Core's model-parallel state at
+    TP 1 x PP 1."""
     import torch.distributed as dist
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -67,23 +68,38 @@ def measure(repeats: int) -> tuple[float, float]:
     torch.set_num_threads(1)
     _cpu_cuda_stand_ins(torch)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29533")
+    os.environ.setdefault("MASTER_PORT", port)
     dist.init_process_group("gloo", rank=0, world_size=1)
     from megatron.core import parallel_state, tensor_parallel
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.tensor_parallel import random as tp_random
-    from megatron.core.transformer.transformer_block import TransformerBlock
-    from megatron.core.transformer.transformer_config import TransformerConfig
 
     parallel_state.initialize_model_parallel(1, 1)
     tracker = _RngTracker(torch)
     tp_random._CUDA_RNG_STATE_TRACKER = tracker
     tp_random.get_cuda_rng_tracker = tensor_parallel.get_cuda_rng_tracker = lambda *a, **k: tracker
-    cfg = TransformerConfig(num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,
-                            ffn_hidden_size=4 * HIDDEN, use_cpu_initialization=True, params_dtype=torch.float32,
-                            hidden_dropout=0.1, attention_dropout=0.1, bias_dropout_fusion=False,
-                            masked_softmax_fusion=False, bias_activation_fusion=False, persist_layer_norm=False,
-                            gradient_accumulation_fusion=False, apply_rope_fusion=False)
+
+
+def _config(torch: Any, **extra: Any) -> Any:
+    """The block's ``TransformerConfig``: the small GPT's shape scaled down, dropout 0.1, the
+    local spec's unfused paths, fp32 on the CPU."""
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    return TransformerConfig(num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,
+                             ffn_hidden_size=4 * HIDDEN, use_cpu_initialization=True, params_dtype=torch.float32,
+                             hidden_dropout=0.1, attention_dropout=0.1, bias_dropout_fusion=False,
+                             masked_softmax_fusion=False, bias_activation_fusion=False, persist_layer_norm=False,
+                             gradient_accumulation_fusion=False, apply_rope_fusion=False, **extra)
+
+
+def measure(repeats: int) -> tuple[float, float]:
+    """Minimum host seconds of one layer's forward and backward (the 12-layer block's, divided)."""
+    import torch
+
+    _megatron_on_cpu(torch, port="29533")
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.transformer_block import TransformerBlock
+
+    cfg = _config(torch)
     block = TransformerBlock(cfg, get_gpt_layer_local_spec())
     x = torch.randn(TOKENS, SEQS, HIDDEN, requires_grad=True)
     mask = torch.ones(SEQS, 1, TOKENS, TOKENS, dtype=torch.bool).triu(1)
@@ -124,35 +140,16 @@ def measure_step(repeats: int, param_gather: bool, micro_batches: int = 4) -> tu
     """Minimum host seconds per micro-batch of Megatron-Core's no-pipelining schedule over the
     GPT model of the block, in its DDP (module docstring), and the same per layer."""
     import torch
-    import torch.distributed as dist
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_moe_layer_host import _cpu_cuda_stand_ins, _RngTracker
-
-    torch.set_num_threads(1)
-    _cpu_cuda_stand_ins(torch)
+    _megatron_on_cpu(torch, port="29535")
     _cpu_cuda_allocations(torch)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29535")
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    from megatron.core import parallel_state, tensor_parallel
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.pipeline_parallel import get_forward_backward_func
-    from megatron.core.tensor_parallel import random as tp_random
-    from megatron.core.transformer.transformer_config import TransformerConfig
 
-    parallel_state.initialize_model_parallel(1, 1)
-    tracker = _RngTracker(torch)
-    tp_random._CUDA_RNG_STATE_TRACKER = tracker
-    tp_random.get_cuda_rng_tracker = tensor_parallel.get_cuda_rng_tracker = lambda *a, **k: tracker
     vocab = 256
-    cfg = TransformerConfig(num_layers=LAYERS, hidden_size=HIDDEN, num_attention_heads=HEADS,
-                            ffn_hidden_size=4 * HIDDEN, use_cpu_initialization=True, params_dtype=torch.float32,
-                            pipeline_dtype=torch.float32, hidden_dropout=0.1, attention_dropout=0.1,
-                            bias_dropout_fusion=False, masked_softmax_fusion=False, bias_activation_fusion=False,
-                            persist_layer_norm=False, gradient_accumulation_fusion=False, apply_rope_fusion=False)
+    cfg = _config(torch, pipeline_dtype=torch.float32)
     gpt = GPTModel(cfg, get_gpt_layer_local_spec(), vocab_size=vocab, max_sequence_length=TOKENS,
                    position_embedding_type="learned_absolute")
     ddp = DistributedDataParallel(config=cfg, module=gpt, ddp_config=DistributedDataParallelConfig(

@@ -10,19 +10,14 @@ each). ``costs/host.py`` charges the CI small GPT's layer 33 us for each forward
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.unit import benchmark_module
 
 MEASURED_CPU_US = {"fwd": 627.0, "bwd": 412.0}  # the slowest of the three runs' minima
 CI_FLOOR_US = 4100.0  # the CI's small GPT per layer and micro-batch on DGX H100, TP 1 and TP 4 (the findings)
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_mcore_layer_host.py"
 
 
 def test_dense_layer_host_charge_is_near_megatron_core_code_not_the_ci_floor():
-    spec = importlib.util.spec_from_file_location("bench_mcore_layer_host", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)  # torch and megatron-core load only inside its measure()
+    bench = benchmark_module.load("bench_mcore_layer_host")  # torch and megatron-core load only inside its measure()
     fwd_s, bwd_s, fwd_kernels, bwd_kernels = bench.model_charge()
     # ln1, QKV, scores, softmax, dropout, context, projection, res1 + ln2, FC1, activation, FC2, res2
     assert (fwd_kernels, bwd_kernels) == (12, 18)

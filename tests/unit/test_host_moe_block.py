@@ -10,18 +10,13 @@ under-priced on Megatron-Core's MoE layers) and stays within 2x of it."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.unit import benchmark_module
 
 MEASURED_CPU_US = {"fwd": 314.0, "bwd": 238.0}  # the slowest of the three runs' minima
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_moe_layer_host.py"
 
 
 def test_moe_block_host_charge_covers_megatron_core_code():
-    spec = importlib.util.spec_from_file_location("bench_moe_layer_host", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)  # torch and megatron-core load only inside its measure()
+    bench = benchmark_module.load("bench_moe_layer_host")  # torch and megatron-core load only inside its measure()
     fwd_s, bwd_s, fwd_calls, bwd_calls = bench.model_charge()
     # router, random logits (2), top-k, aux loss (5), permute, grouped FC1, activation, grouped FC2, unpermute
     assert (fwd_calls, bwd_calls) == (14, 16)
