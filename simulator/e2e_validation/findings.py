@@ -3792,7 +3792,8 @@ Two measurements say the hosts of other nodes do not:
   the fill). Not understood yet;
   cuDNN's deterministic attention backward, which the CI forces and the model does not price, is
   11-20% slower than the default one on GB200 in BF16 at Llama 3.1's heads (causal 15% at 8K;
-  cudnn-frontend's 9.22.0 runs, 2K-32K tokens), about half a point of these steps; the same runs
+  cudnn-frontend's 9.22.0 runs, 2K-32K tokens, `data/kernels/cudnn_sdpa_deterministic_bwd_blackwell.csv`),
+  about half a point of these steps; the same runs
   put its cost at nothing for DeepSeek-V3's and Kimi's heads and 27-31% for GPT-OSS's (head dim
   64), and nothing in FP8, so one factor would not describe it.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
