@@ -223,7 +223,8 @@ def main() -> None:
             per_mb, per_layer = measure_step(min(args.repeats, 50), args.overlap_param_gather)
         except ImportError as exc:
             sys.exit(f"needs megatron-core (pip install megatron-core==0.16.1): {exc}")
-        print(f"Megatron-Core GPT step (local spec, DDP{' + param-gather hooks' if args.overlap_param_gather else ''}): "
+        hooks = " + param-gather hooks" if args.overlap_param_gather else ""
+        print(f"Megatron-Core GPT step (local spec, DDP{hooks}): "
               f"{1e3 * per_mb:.2f} ms of CPU a micro-batch, {1e3 * per_layer:.3f} ms per layer and micro-batch")
         return
     try:

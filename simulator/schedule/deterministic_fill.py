@@ -27,9 +27,9 @@ a call, or one weight gradient per local expert), the norms of a transformer lay
 (``schedule/transformer.py``) and the fused attention of a rank that holds its whole sequence
 (``schedule/attention.py``); the Mamba mixers and context-parallel attention chunks are not. A GEMM
 that TransformerEngine's TP communication overlap runs in chunks carries a fill per chunk, their
-bytes adding up to the output's (TE allocates that output once, or writes a Userbuffers buffer). A fill is a streaming
-write of the tensor's bytes, a memory-bound kernel (``costs/compute.py``) that the host launches
-without Python (``costs/host.py``).
+bytes adding up to the output's (TE allocates that output once, or writes a Userbuffers buffer).
+A fill is a streaming write of the tensor's bytes, a memory-bound kernel (``costs/compute.py``)
+that the host launches without Python (``costs/host.py``).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ def test_pairs_are_one_shape_timed_twice():
     assert len(rows) == 230
     assert {r["gpu"] for r in rows} == {"GB200", "GB300"} and {r["cudnn_backend_version"] for r in rows} == {"92200"}
     for r in rows:
-        flops, flops_det = (float(r[t]) * float(r[m]) for t, m in (("bwd_tflops", "bwd_ms"),
-                                                                    ("bwd_tflops_deterministic", "bwd_ms_deterministic")))
+        pairs = (("bwd_tflops", "bwd_ms"), ("bwd_tflops_deterministic", "bwd_ms_deterministic"))
+        flops, flops_det = (float(r[t]) * float(r[m]) for t, m in pairs)
         assert flops_det == pytest.approx(flops, rel=0.01), r
 
 

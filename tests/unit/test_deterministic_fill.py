@@ -46,7 +46,8 @@ def test_te_outputs_are_filled_as_allocated(tmp_path):
     (torch.matmul) and the elementwise ops nothing."""
     ops = _ops(tmp_path, torch_deterministic=True)
     qkv_cols = (HEADS + 2 * KV) * D // TP
-    expect = {"L0.qkv.fwd.gemm": TOKENS * qkv_cols * 2, "L0.proj.fwd.gemm": HB, "L0.fc1.fwd.gemm": TOKENS * FFN // TP * 2,
+    expect = {"L0.qkv.fwd.gemm": TOKENS * qkv_cols * 2, "L0.proj.fwd.gemm": HB,
+              "L0.fc1.fwd.gemm": TOKENS * FFN // TP * 2,
               "L0.fc2.fwd.gemm": HB, "L0.qkv.bwd.dgrad": HB, "L0.qkv.bwd.wgrad": qkv_cols * H * 2,
               "L0.fc2.bwd.wgrad": H * FFN // TP * 2, "L0.ln1.fwd": HB, "L0.ln1.bwd": HB,
               "L0.res1_ln2.fwd": HB, "L0.res1_ln2.bwd": HB}
