@@ -34,6 +34,31 @@ that the host launches without Python (``costs/host.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from simulator.config.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Fill:
+    """Which outputs a run's builders fill: any (``on``: ``training.torch_deterministic`` on a
+    TransformerEngine stack, ``fused_kernels``) and, of the weight gradients, those TE allocates
+    (``weight_gradients``: no gradient-accumulation fusion writing them into ``main_grad``)."""
+
+    on: bool = False
+    weight_gradients: bool = False
+
+    @classmethod
+    def of(cls, scn: Scenario) -> "Fill":
+        t = scn.training
+        return cls(on=t.torch_deterministic and t.fused_kernels,
+                   weight_gradients=not scn.parallel.gradient_accumulation_fusion)
+
+    def gemm(self, wgrad: bool) -> bool:
+        """Whether a TE GEMM's output is filled: any where the fill is on, a weight gradient
+        (``wgrad``) only where TE allocates it."""
+        return self.on and (self.weight_gradients or not wgrad)
+
 
 def gemm_output_bytes(m: int, n: int, dtype: str, dtype_bytes: int) -> float:
     """Bytes of a TransformerEngine GEMM's m x n output: the activation dtype's (an fp8 GEMM

@@ -112,10 +112,9 @@ class MoESpec:
     gemm_scaling: str = ""  # block scaling of the fp8 expert GEMMs' operands (ComputeOp.scaling)
     random_logits: bool = False  # forced-balanced router: RandomSTE's logits (training.moe_router_kernels)
     aux_loss: bool = False  # a load-balancing loss on the router's scores (training.moe_router_kernels)
-    # training.torch_deterministic on a TE stack: the grouped GEMMs' outputs are filled with NaN as
-    # allocated (schedule/deterministic_fill.py), the weight gradients too where wgrad_fill
-    fill: bool = False
-    wgrad_fill: bool = False
+    # which grouped-GEMM outputs PyTorch fills with NaN as TE allocates them
+    # (training.torch_deterministic, schedule/deterministic_fill.py); default: none
+    fill: deterministic_fill.Fill = deterministic_fill.Fill()
 
     @classmethod
     def from_scenario(cls, scn: Scenario) -> "MoESpec":
@@ -142,7 +141,7 @@ class MoESpec:
                    clamp_unfused=bool(m.glu_clamp) and t.glu_clamp_kernel == "unfused",
                    gemm_scaling=fp8.gemm_scaling(t.dtype, t.fp8_recipe),
                    random_logits="random_logits" in t.moe_router_kernels, aux_loss="aux_loss" in t.moe_router_kernels,
-                   fill=t.torch_deterministic and t.fused_kernels, wgrad_fill=not p.gradient_accumulation_fusion)
+                   fill=deterministic_fill.Fill.of(scn))
 
     @property
     def width(self) -> int:
@@ -323,7 +322,7 @@ def expert_gemm(pb: ProgramBuilder, s: MoESpec, name: str, m: int, n: int, k: in
     elem = 1 if s.dtype == "fp8" else s.act_bytes
     io = (m * k + e * k * n + m * n) * elem
     rows = max(m // e, 1)
-    fill = s.fill and (s.wgrad_fill or not wgrad)
+    fill = s.fill.gemm(wgrad)
     out = deterministic_fill.gemm_output_bytes(e * n if wgrad else m, k if wgrad else n, s.dtype, s.act_bytes)
     return pb.add(ComputeOp(name=name, kind="gemm", flops=2.0 * m * n * k, hbm_bytes=io, deps=deps,
                             gemm=(n, k, rows) if wgrad else (rows, n, k), count=e, dtype=s.dtype, tag=tag,

@@ -143,10 +143,9 @@ class TPContext:
     gemm_sms: tuple[tuple[str, int], ...] = ()  # per GEMM, SMs a tuned config withholds (ub_sm_fraction)
     methods: tuple[tuple[str, Method], ...] = ()  # per GEMM, a tuned config's method where not TE's default
     scaling: str = ""  # block scaling of the fp8 GEMMs' operands (ComputeOp.scaling; "": per tensor)
-    # training.torch_deterministic: the GEMMs' outputs are TransformerEngine allocations PyTorch
-    # fills with NaN (schedule/deterministic_fill.py), the weight gradients too where wgrad_fill
-    fill: bool = False
-    wgrad_fill: bool = False
+    # which GEMM outputs PyTorch fills with NaN as TransformerEngine allocates them
+    # (training.torch_deterministic, schedule/deterministic_fill.py); default: none
+    fill: deterministic_fill.Fill = deterministic_fill.Fill()
 
     def __post_init__(self) -> None:
         if self.overlap not in OVERLAP_MODES:
@@ -218,7 +217,7 @@ def _gemm(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, m: int, n
     shape = (max(m // parts, 1), n, k) if split == "m" else (m, max(n // parts, 1), k)
     a_bytes, b_bytes, c_bytes = m * k, k * n, m * n
     io = (a_bytes / parts + b_bytes + c_bytes / parts) if split == "m" else (a_bytes + (b_bytes + c_bytes) / parts)
-    fill = ctx.fill and (ctx.wgrad_fill or not wgrad)
+    fill = ctx.fill.gemm(wgrad)
     out = deterministic_fill.gemm_output_bytes(shape[0], shape[1], ctx.dtype, ctx.dtype_bytes) if fill else 0.0
     return pb.add(ComputeOp(
         name=name, kind="gemm", flops=2.0 * m * n * k / parts, hbm_bytes=io * elem, deps=deps,

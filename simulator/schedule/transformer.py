@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
 from simulator.config.workload import attention_window
-from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading, fp8,
-                                mamba, moe, ring_attention, tensor_parallel, ulysses)
+from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading,
+                                deterministic_fill, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
 from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
                                    Transfer, make_tag, restamp_constructor)
@@ -92,11 +92,9 @@ class LayerSpec:
     sliding_window: int = 0  # model.sliding_window: keys a query sees in a windowed layer (0: none)
     full_attention_every: int = 0  # model.full_attention_every (Model.attention_window)
     sink_rescale: bool = False  # model.attention_sinks applied after the kernel (training.attention_sink_kernel)
-    # training.torch_deterministic on a TransformerEngine stack: its GEMM, norm and fused-attention
-    # outputs are filled with NaN as they are allocated (schedule/deterministic_fill.py), its weight
-    # gradients too where no gradient-accumulation fusion writes them into main_grad (wgrad_fill)
-    torch_fill: bool = False
-    wgrad_fill: bool = False
+    # which of TransformerEngine's GEMM, norm and fused-attention outputs PyTorch fills with NaN as
+    # they are allocated (training.torch_deterministic, schedule/deterministic_fill.py)
+    fill: deterministic_fill.Fill = deterministic_fill.Fill()
 
     @classmethod
     def from_scenario(cls, scn: Scenario, cp_rank: int = 0) -> "LayerSpec":
@@ -130,8 +128,7 @@ class LayerSpec:
                    masked_softmax=t.masked_softmax, sliding_window=m.sliding_window,
                    full_attention_every=m.full_attention_every,
                    sink_rescale=m.attention_sinks and t.attention_sink_kernel == "rescale",
-                   torch_fill=t.torch_deterministic and t.fused_kernels,
-                   wgrad_fill=not p.gradient_accumulation_fusion,
+                   fill=deterministic_fill.Fill.of(scn),
                    **_rope_shape(scn))
 
     @property
@@ -851,7 +848,7 @@ class LayerBuilder:
                                          async_allreduce=s.async_tp_allreduce, sm_margin=s.tp_sm_margin,
                                          gemm_sms=s.tp_gemm_sms, methods=s.tp_methods,
                                          scaling=fp8.gemm_scaling(s.dtype, s.fp8_recipe) if layer >= 0 else "",
-                                         fill=s.torch_fill and layer >= 0, wgrad_fill=s.wgrad_fill)
+                                         fill=s.fill if layer >= 0 else deterministic_fill.Fill())
 
     def _head_tp(self, mb: int) -> tensor_parallel.TPContext:
         """The TP context of the output layer (the LM head, and the MTP heads that share it). In an
@@ -873,12 +870,12 @@ class LayerBuilder:
                                 eager=not s.fused_kernels, dropout=s.dropout, alibi=s.alibi,
                                 deterministic=s.deterministic, softmax=s.masked_softmax,
                                 fused_dropout=s.fused_attention_dropout and s.attention != "unfused",
-                                window=s.window(layer), sink_rescale=s.sink_rescale, fill=s.torch_fill)
+                                window=s.window(layer), sink_rescale=s.sink_rescale, fill=s.fill.on)
 
     def _fill(self, nbytes: float) -> float:
         """Bytes of a TransformerEngine norm's output that PyTorch fills as it allocates it
         (``training.torch_deterministic``, schedule/deterministic_fill.py); 0 without the fill."""
-        return nbytes if self.spec.torch_fill else 0.0
+        return nbytes if self.spec.fill.on else 0.0
 
     # -- transformer layer --------------------------------------------------------------------
 
