@@ -445,7 +445,8 @@ class Training(_Strict):
         default="auto",
         description="attention kernel: auto (what Megatron-Core/TransformerEngine runs on the GPU: "
                     "the profile's gpu.default_attention, flash3-class on Hopper and later, flash2 "
-                    "before) | flash1 (FlashAttention-1: flash-attn 1.x, Triton ports, 2022-2023 "
+                    "before; flash2 on Blackwell for a deterministic run with fused_attention_dropout, "
+                    "which TE's cuDNN backend refuses there: schedule/attention.py resolve_kernel) | flash1 (FlashAttention-1: flash-attn 1.x, Triton ports, 2022-2023 "
                     "stacks) | flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / "
                     "cuDNN fused attention) | unfused (scores materialised in HBM; the older "
                     "flash_attention: false)")
@@ -497,10 +498,11 @@ class Training(_Strict):
     deterministic: bool = Field(
         default=False, description="the fused attention backward runs its deterministic algorithm (Megatron's "
         "--deterministic-mode, TransformerEngine's NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, flash-attn's "
-        "deterministic=True). Priced for FlashAttention-2 (flash2, what TE runs on Ampere then): its backward "
+        "deterministic=True). Priced for FlashAttention-2 (flash2, what TE runs on Ampere then, and on Blackwell "
+        "with fused_attention_dropout): its backward "
         "launches ceil(SMs / (batch x heads)) thread blocks per head instead of one per key block, and sums "
-        "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic Hopper path "
-        "(flash3) and the unfused attention keep their cost")
+        "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic paths on Hopper and "
+        "Blackwell (flash3) and the unfused attention keep their cost")
     torch_deterministic: bool = Field(
         default=False, description="torch.use_deterministic_algorithms(True) (Megatron's --deterministic-mode calls "
         "it) with PyTorch's default torch.utils.deterministic.fill_uninitialized_memory: every tensor the CUDA "

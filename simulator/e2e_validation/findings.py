@@ -3782,20 +3782,31 @@ Two measurements say the hosts of other nodes do not:
   than 0.6 point (Qwen3-235B on 256 GB200 at the MoE team's plan, -22.2% -> -21.6%): they are
   GPU-bound in the model at either pace. The same CI's two 7B cases on GB200 (now scored rows of
   `megatron_ci`, scored after the scale was set: it comes from the CI's small cases, not from them,
-  and they read +20% and +55% at 2.75, so the change makes them look worse) read far from the model: 0.787 s (TP 1 x PP 4) and 0.853 s
+  and they read +20% and +55% at 2.75, so the change makes them look worse) read far from the model while their attention ran at cuDNN's rate: 0.787 s (TP 1 x PP 4) and 0.853 s
   (TP 4) measured against 0.624 and 0.531 s predicted (+26%, +61%; +24% and +55% since PyTorch's
   deterministic fill is priced, 0.635 and 0.549 s), GB200 1.46 and 1.31 times as fast as the H100
   node where the model puts it at 1.80 and 1.78 (1.81 and 1.80 with the fill). The CI does not state whether its
   two trays share an NVLink domain (modelled as one): with each tray its own domain the TP 1 x PP 4
   row reads +15% (its pipeline and DP exchanges cross the trays), the TP 4 row still +56%, its TP
   group inside a tray. The H100 rows of the same cases read +2.3% and +17.7% (+0.1% and +13.1% with
-  the fill). Not understood yet;
-  cuDNN's deterministic attention backward, which the CI forces and the model does not price, is
-  11-20% slower than the default one on GB200 in BF16 at Llama 3.1's heads (causal 15% at 8K;
-  cudnn-frontend's 9.22.0 runs, 2K-32K tokens, `data/kernels/cudnn_sdpa_deterministic_bwd_blackwell.csv`),
-  about half a point of these steps; the same runs
-  put its cost at nothing for DeepSeek-V3's and Kimi's heads and 27-31% for GPT-OSS's (head dim
-  64), and nothing in FP8, so one factor would not describe it.
+  the fill). What separates them is the attention backend. TransformerEngine's cuDNN backend
+  serves a deterministic training backward on Blackwell only without dropout (TE's
+  `nvte_get_fused_attn_backend`, "determinism on Blackwell": cuDNN >= 9.18.1, dropout 0, no bias;
+  before TE 27fc168e2 of 2026-01 never), and FlashAttention-3 and -4 take no dropout, so with the
+  CI's `--deterministic-mode` and Megatron's default attention dropout of 0.1 the GB200 runs
+  FlashAttention-2 (flash-attn >= 2.4.1 is deterministic), which has no tcgen05 path: 430 and 352
+  TFLOP/s forward and backward on GB200 (data/kernels/cudnn_sdpa_gb200_gb300.csv) against
+  cuDNN's 1,500 and 1,125 the profile gives, and its deterministic backward's split grid on top
+  (costs/attention_determinism.py). On H100 the same flags keep cuDNN (its deterministic path
+  takes dropout), which is why GB200's lead over the H100 node is smaller than its GEMMs'.
+  `attention: auto` now resolves to that backend (schedule/attention.py `resolve_kernel`): the
+  rows read -12.4% (TP 1 x PP 4) and +9.0% (TP 4), 0.899 and 0.783 s, GB200 1.28 and 1.26 times
+  as fast as the H100 node in the model (1.46 and 1.31 measured). Without dropout cuDNN's
+  deterministic backward would run: 11-20% slower than its default one on GB200 in BF16 at Llama
+  3.1's heads (causal 15% at 8K; cudnn-frontend's 9.22.0 runs, 2K-32K tokens,
+  `data/kernels/cudnn_sdpa_deterministic_bwd_blackwell.csv`), nothing for DeepSeek-V3's and Kimi's
+  heads and 27-31% for GPT-OSS's (head dim 64), and nothing in FP8, so one factor would not
+  describe it; no scored row runs it, and it is not priced.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
   on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
   functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by

@@ -18,9 +18,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.config.hardware import GPU
+from simulator.config.workload import Training
 from simulator.schedule.ir import ComputeKind, ComputeOp, Phase, ProgramBuilder, Tag
 
 FLASH_BWD_FACTOR = 2.5
+
+
+def resolve_kernel(gpu: GPU, training: Training) -> str:
+    """The attention kernel the layers run: ``training.attention`` as the profile resolves it
+    (:meth:`GPU.resolve_attention`), except where TransformerEngine's backend filter turns the
+    default away for this run.
+
+    ``auto`` is what TransformerEngine picks. On Blackwell (sm100 and later) its cuDNN backend
+    (``F16_arbitrary_seqlen``) serves a deterministic training backward only without dropout and
+    bias (``nvte_get_fused_attn_backend``, transformer_engine/common/fused_attn/fused_attn.cpp,
+    "determinism on Blackwell": from TE 27fc168e2, 2026-01, with cuDNN >= 9.18.1; never before it),
+    and FlashAttention-3 and -4 take no dropout at all (``get_attention_backend``, "Filter:
+    Dropout"). A deterministic run with an attention dropout (``training.deterministic`` with
+    ``fused_attention_dropout``: Megatron's ``--deterministic-mode`` at its default attention
+    dropout of 0.1) therefore runs FlashAttention-2, deterministic from flash-attn 2.4.1 on, with
+    no Blackwell-specific (tcgen05) path: ``flash2`` at the profile's rate, its deterministic
+    backward priced by costs/attention_determinism.py. A profile without a ``flash2`` rate keeps
+    its default."""
+    kernel = gpu.resolve_attention(training.attention)
+    if (training.attention == "auto" and gpu.arch == "blackwell" and training.deterministic
+            and training.fused_attention_dropout and "flash2" in gpu.attention_efficiency):
+        return "flash2"
+    return kernel
 
 
 @dataclass(frozen=True)

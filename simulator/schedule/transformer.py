@@ -107,7 +107,7 @@ class LayerSpec:
                    overlap=p.tp_overlap if p.tp > 1 else "none", dtype=t.dtype, act_dtype=t.act_dtype,
                    act_bytes=t.act_bytes, recompute=t.recompute, cp_rank=cp_rank, cp_comm=p.cp_comm,
                    sms=scn.profile.gpu.sms, cp_a2a=p.cp_a2a, cp_qkv_format=p.cp_qkv_format,
-                   attention=scn.profile.gpu.resolve_attention(t.attention), fused_kernels=t.fused_kernels,
+                   attention=attention.resolve_kernel(scn.profile.gpu, t), fused_kernels=t.fused_kernels,
                    mlp=m.mlp, act_fused=t.activation_fused,
                    async_tp_allreduce=p.async_tensor_model_parallel_allreduce,
                    tp_sm_margin=p.tp_overlap_sm_margin,

@@ -10,6 +10,7 @@ import yaml
 
 from simulator.cli import main
 from simulator.config.hardware import load_profile
+from simulator.config.workload import Training
 from simulator.costs.attention_determinism import (
     dq_accum_extra_bytes,
     grid_slowdown,
@@ -17,7 +18,7 @@ from simulator.costs.attention_determinism import (
     nsplits,
 )
 from simulator.costs.compute import compute_time
-from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops, causal_fraction_diagonal
+from simulator.schedule.attention import FLASH_BWD_FACTOR, attention_flops, causal_fraction_diagonal, resolve_kernel
 from simulator.schedule.ir import ComputeOp, Tag
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,3 +122,47 @@ def test_bad_value_exits_2_naming_the_field(tmp_path, capsys, bad):
     assert main(["check", str(_scenario(tmp_path, bad))]) == 2
     err = capsys.readouterr().err
     assert "deterministic" in err and "Traceback" not in err
+
+
+def _training(**kw) -> Training:
+    return Training(micro_batch=1, global_batch=8, dtype="bf16", **kw)
+
+
+@pytest.mark.parametrize("profile, attention, deterministic, dropout, kernel", [
+    # Blackwell: TE's cuDNN backend refuses a deterministic backward with dropout; FA3/FA4 take no
+    # dropout: FlashAttention-2 runs
+    ("gb200-nvl72", "auto", True, True, "flash2"),
+    ("dgx-b200", "auto", True, True, "flash2"),
+    ("dgx-b300", "auto", True, True, "flash2"),  # flash2 from its base, dgx-b200
+    # without dropout cuDNN's deterministic backward serves it (cuDNN >= 9.18.1), and without
+    # determinism its default one
+    ("gb200-nvl72", "auto", True, False, "flash3"),
+    ("gb200-nvl72", "auto", False, True, "flash3"),
+    # Hopper keeps cuDNN's deterministic backward, with or without dropout; Ampere runs FA2 anyway
+    ("dgx-h100", "auto", True, True, "flash3"),
+    ("dgx-a100", "auto", True, True, "flash2"),
+    # a kernel the scenario names is what runs
+    ("gb200-nvl72", "flash3", True, True, "flash3"),
+])
+def test_transformer_engine_backend_under_determinism(profile, attention, deterministic, dropout, kernel):
+    t = _training(attention=attention, deterministic=deterministic, fused_attention_dropout=dropout)
+    assert resolve_kernel(load_profile(profile).gpu, t) == kernel
+
+
+def test_blackwell_deterministic_dropout_runs_flash2_end_to_end(tmp_path):
+    """On GB200 a run with attention dropout under --deterministic-mode times as the same run with
+    ``attention: flash2`` named, and slower than cuDNN's kernel (``attention: flash3``) would be."""
+    import json
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "quickstart.yaml").read_text())
+    doc["hardware"], doc["nodes"], doc["parallel"]["tp"] = "gb200-nvl72", 2, 4
+    doc["model"]["layers"] = 2
+    doc["training"].update(global_batch=2, deterministic=True, fused_attention_dropout=True)
+    times = {}
+    for kernel in ("auto", "flash2", "flash3"):
+        doc["training"]["attention"] = kernel
+        path, out = tmp_path / f"{kernel}.yaml", tmp_path / f"{kernel}.json"
+        path.write_text(yaml.safe_dump(doc))
+        assert main(["run", str(path), "--json", str(out)]) == 0
+        times[kernel] = json.loads(out.read_text())["step_time_s"]
+    assert times["auto"] == times["flash2"] > times["flash3"]

@@ -122,13 +122,16 @@ def test_7b_cases_held_out_error():
     The A100 rows run FlashAttention-2's deterministic backward (training.deterministic); not
     modelled: cuDNN's deterministic backward on H100, the CI's per-step logging and the per-layer
     host floor of the small cases below. Bounds at what the model reaches today.
-    The GB200 rows (two trays, assumed in one NVLink domain) are far more optimistic, +24% (TP 1 x
-    PP 4) and +55% (TP 4): GB200 measured 1.46 and 1.31 times as fast as the H100 node, the model
-    1.8 times; not understood (the page's findings)."""
+    The GB200 rows (two trays, assumed in one NVLink domain) measured only 1.46 and 1.31 times as
+    fast as the H100 node: on Blackwell TransformerEngine's cuDNN backend refuses a deterministic
+    backward with dropout, so the CI's attention runs FlashAttention-2 there
+    (schedule/attention.py ``resolve_kernel``), slower than H100's cuDNN kernel. With it the rows
+    are -12.4% (TP 1 x PP 4) and +9.0% (TP 4); with cuDNN's rate they read +24.1% and +55.3%."""
     all_rs = list(scoring.run_cases(megatron_ci(_rows())))
     rs = [r for r in all_rs if "GB200" not in r.case.label]
     gb200 = sorted(r.error for r in all_rs if "GB200" in r.case.label)
-    assert 0.18 <= gb200[0] <= 0.30 and 0.45 <= gb200[1] <= 0.65, gb200
+    assert -0.16 <= gb200[0] <= -0.08 and 0.05 <= gb200[1] <= 0.13, gb200
+    assert all(r.case.scenario["hardware"] == "gb200-nvl72" for r in all_rs if "GB200" in r.case.label)
     errors = [r.error for r in rs]
     assert all(-0.02 < e <= 0.16 for e in errors), errors
     assert statistics.median(abs(e) for e in errors) <= 0.025
