@@ -501,8 +501,9 @@ class Training(_Strict):
         "deterministic=True). Priced for FlashAttention-2 (flash2, what TE runs on Ampere then, and on Blackwell "
         "with fused_attention_dropout): its backward "
         "launches ceil(SMs / (batch x heads)) thread blocks per head instead of one per key block, and sums "
-        "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic paths on Hopper and "
-        "Blackwell (flash3) and the unfused attention keep their cost")
+        "that many fp32 dQ copies (costs/attention_determinism.py); cuDNN's deterministic backward on Blackwell "
+        "(flash3) at its measured ratio to the default one (x 1.13-1.28 at 16-bit head dims up to 128, none for "
+        "MLA or fp8); cuDNN's Hopper path and the unfused attention keep their cost")
     torch_deterministic: bool = Field(
         default=False, description="torch.use_deterministic_algorithms(True) (Megatron's --deterministic-mode calls "
         "it) with PyTorch's default torch.utils.deterministic.fill_uninitialized_memory: every tensor the CUDA "

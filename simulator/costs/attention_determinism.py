@@ -30,7 +30,10 @@ that H100 runs at 260.9 TFLOP/s: a slowdown of 1.57, where :func:`grid_slowdown`
 cuDNN's deterministic backward on Hopper (what TransformerEngine keeps on sm90: cudnn-frontend
 ``scaled_dot_product_flash_attention.h`` forces its dP-workspace decomposition, a workspace of
 ``b·h·s_q·s_kv·2`` bytes) has no published timing beside the default one, so it is not priced:
-the flash3-class kernels keep their default cost.
+the flash3-class kernels keep their default cost on Hopper. On Blackwell cuDNN's deterministic
+algorithm (cuDNN >= 9.18.1, no dropout or bias; with dropout TransformerEngine runs FlashAttention-2
+instead, schedule/attention.py ``resolve_kernel``) is timed beside the default one in cuDNN's own
+benchmark: :func:`cudnn_blackwell_slowdown`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,24 @@ from functools import lru_cache
 # flash_bwd_launch_template.h. Each is one resident CTA a SM (its kSmemSize1colblock).
 _FA2_BWD_TILES = ((64, 128, 128), (128, 64, 128), (256, 64, 64))  # (max head dim, kBlockM, kBlockN)
 PRICED_KERNELS = frozenset({"flash2"})
+
+# cuDNN's deterministic fused-attention backward on Blackwell over its default one, timed pair by
+# pair in one container (cuDNN 9.22.0 on GB200 and GB300: data/kernels/cudnn_sdpa_deterministic_bwd_blackwell.csv,
+# tests/unit/test_cudnn_deterministic_bwd.py recomputes these medians). In BF16 with equal query and value
+# head dims the deterministic algorithm costs by head dim and mask: 128 causal x 1.13 (10 pairs, 1.09-1.16),
+# 128 unmasked x 1.20 (30 pairs, 1.10-1.29), 64 (sliding window, causal) x 1.28 (10 pairs, 1.27-1.31). MLA's
+# 192 / 128 heads and every FP8 and MXFP8 pair run at their default cost (0.94-1.05): those backwards already
+# are deterministic (cudnn-frontend forces the deterministic algorithm for its 256 head dim as well).
+CUDNN_BLACKWELL_DETERMINISTIC = {(64, True): 1.28, (64, False): 1.28, (128, True): 1.13, (128, False): 1.20}
+
+
+def cudnn_blackwell_slowdown(head_dim: int, causal: bool, dtype: str) -> float:
+    """Deterministic over default time of cuDNN's fused-attention backward on Blackwell
+    (:data:`CUDNN_BLACKWELL_DETERMINISTIC`): a 16-bit backward of head dim up to 128 at the measured
+    ratio of the nearest measured head dim not below it (64 or 128), anything larger and FP8 at 1."""
+    if dtype not in ("bf16", "fp16") or head_dim > 128:
+        return 1.0
+    return CUDNN_BLACKWELL_DETERMINISTIC[(64 if head_dim <= 64 else 128, causal)]
 
 
 def fa2_bwd_tiles(head_dim: int) -> tuple[int, int]:

@@ -26,7 +26,8 @@ efficiency:
   fixed cost, whole causal tiles on the diagonal, the two partial tiles at each end of a sliding
   window's band (``attention_window``), the softmax's share at its head dimension).
   A FlashAttention-2 backward that runs its deterministic algorithm (``deterministic_heads``) is
-  stretched by its smaller grid and pays its split dQ buffers (``costs.attention_determinism``).
+  stretched by its smaller grid and pays its split dQ buffers (``costs.attention_determinism``);
+  cuDNN's deterministic backward on Blackwell takes its measured ratio to the default one.
   A kernel that applies the attention dropout itself (``attention_dropout``) adds its Philox
   draws, a time per computed score element and pass (``costs.attention_dropout``).
 * scan (the Mamba2 SSD chunked-scan kernels, :mod:`simulator.schedule.mamba`): their
@@ -221,11 +222,16 @@ def _dropout_rng(op: ComputeOp, gpu: GPU) -> float:
 def _deterministic_backward(op: ComputeOp, gpu: GPU, t_flops: float, t_mem: float) -> tuple[float, float]:
     """(arithmetic, memory) time of an attention backward that runs its deterministic algorithm
     (``costs.attention_determinism``): FlashAttention-2's smaller grid stretches the arithmetic
-    time, its split dQ buffers add HBM traffic after the kernel; other kernels keep their cost."""
+    time, its split dQ buffers add HBM traffic after the kernel; cuDNN's on Blackwell takes its
+    measured ratio to the default one; other kernels (cuDNN's on Hopper) keep their cost."""
     kernel = op.attention_kernel or gpu.default_kernel
-    if kernel not in attention_determinism.PRICED_KERNELS or op.attention_shape is None or not _is_backward(op):
+    if op.attention_shape is None or not _is_backward(op):
         return t_flops, t_mem
     s_q, s_k, head_dim, causal = op.attention_shape
+    if kernel == "flash3" and gpu.arch == "blackwell":  # cuDNN's own deterministic algorithm, measured
+        return t_flops * attention_determinism.cudnn_blackwell_slowdown(head_dim, causal, op.dtype), t_mem
+    if kernel not in attention_determinism.PRICED_KERNELS:
+        return t_flops, t_mem
     bh = op.deterministic_heads
     slow = attention_determinism.grid_slowdown(bh, s_q, s_k, causal, head_dim, gpu.sms, op.attention_window)
     extra = max(op.count, 1) * attention_determinism.dq_accum_extra_bytes(bh, s_q, head_dim, gpu.sms)

@@ -3806,7 +3806,8 @@ Two measurements say the hosts of other nodes do not:
   3.1's heads (causal 15% at 8K; cudnn-frontend's 9.22.0 runs, 2K-32K tokens,
   `data/kernels/cudnn_sdpa_deterministic_bwd_blackwell.csv`), nothing for DeepSeek-V3's and Kimi's
   heads and 27-31% for GPT-OSS's (head dim 64), and nothing in FP8, so one factor would not
-  describe it; no scored row runs it, and it is not priced.
+  describe it: it is priced from those pairs by head dim and mask (costs/attention_determinism.py
+  `cudnn_blackwell_slowdown`); no scored row runs it.
 - **A DGX A100's EPYC 7742.** Megatron-LM's CI runs 17 cases of its small GPT (12 layers, h 512)
   on one DGX A100 and one DGX H100 node, and the steps of those cases are the host's (the
   functional tests' section: 4-10 ms a layer and micro-batch whatever the TP degree). Case by
