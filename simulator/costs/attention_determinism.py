@@ -53,8 +53,9 @@ PRICED_KERNELS = frozenset({"flash2"})
 # tests/unit/test_cudnn_deterministic_bwd.py recomputes these medians). In BF16 with equal query and value
 # head dims the deterministic algorithm costs by head dim and mask: 128 causal x 1.13 (10 pairs, 1.09-1.16),
 # 128 unmasked x 1.20 (30 pairs, 1.10-1.29), 64 (sliding window, causal) x 1.28 (10 pairs, 1.27-1.31). MLA's
-# 192 / 128 heads and every FP8 and MXFP8 pair run at their default cost (0.94-1.05): those backwards already
-# are deterministic (cudnn-frontend forces the deterministic algorithm for its 256 head dim as well).
+# 192 / 128 heads and every FP8 and MXFP8 pair run at their default cost (0.94-1.05), as if their default
+# backward were the deterministic one already (TransformerEngine notes that cudnn-frontend forces the
+# deterministic algorithm for head dim 256, which has no pair here, so it is priced at 1 too).
 CUDNN_BLACKWELL_DETERMINISTIC = {(64, True): 1.28, (64, False): 1.28, (128, True): 1.13, (128, False): 1.20}
 
 
