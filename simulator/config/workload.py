@@ -446,10 +446,10 @@ class Training(_Strict):
         description="attention kernel: auto (what Megatron-Core/TransformerEngine runs on the GPU: "
                     "the profile's gpu.default_attention, flash3-class on Hopper and later, flash2 "
                     "before; flash2 on Blackwell for a deterministic run with fused_attention_dropout, "
-                    "which TE's cuDNN backend refuses there: schedule/attention.py resolve_kernel) | flash1 (FlashAttention-1: flash-attn 1.x, Triton ports, 2022-2023 "
-                    "stacks) | flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / "
-                    "cuDNN fused attention) | unfused (scores materialised in HBM; the older "
-                    "flash_attention: false)")
+                    "which TE's cuDNN backend refuses there: schedule/attention.py resolve_kernel) | "
+                    "flash1 (FlashAttention-1: flash-attn 1.x, Triton ports, 2022-2023 stacks) | "
+                    "flash2 (FlashAttention-2, PyTorch SDPA) | flash3 (FlashAttention-3 / cuDNN fused "
+                    "attention) | unfused (scores materialised in HBM; the older flash_attention: false)")
     # Whether the stack fuses the memory-bound kernels around the GEMMs (Megatron-Core/TE:
     # fused LayerNorm, bias-GeLU/SwiGLU, bias-dropout-add, fused softmax). false models PyTorch
     # eager layers (one kernel per bias add, dropout, residual add, activation and norm), each
