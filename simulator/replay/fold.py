@@ -32,8 +32,9 @@ The fold is checked, not assumed; where a check fails the whole step is replayed
    host costs, are held to the folded timeline (:func:`_issued_alike`, the single mode's check
    below) before the second replay. DeepSeek-V2-Lite cut to 4 layers at tp 8 pp 2 cp 2 on 32
    B200 with 16 micro-batches (``tests/unit/test_fold.py``) folded 1.4 ms short of its unfolded
-   151.9 ms before this check: its last stage issues each micro-batch 0.1 ms slower than it runs
-   it.
+   151.9 ms before this check: its last stage enters the steady periods 2.9 ms ahead of the GPU
+   and issues each micro-batch in 8.95 ms, which the GPU runs in 8.72, so the lead runs out after
+   about twelve of its sixteen micro-batches, never in the reduced replays of five and six.
 
 Where the checks refuse a fold, the reduced replay is spent for nothing: a quarter of the time
 of DeepSeek-V3 at tp 1 pp 16 dp 16 ep 8 ZeRO-2 (64 micro-batches; the slowest plan of the

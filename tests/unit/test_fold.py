@@ -452,9 +452,10 @@ def test_full_issue_times_from_the_reduced_program_are_the_full_programs(tmp_pat
         assert synced.any() and np.array_equal(after, fold._host_synced_after(synced))
 
 
-# A plan whose last stage issues each micro-batch 0.1 ms slower than it runs it, entering the
-# steady periods with a lead (it waits for the first stage's first forward): the lead lasts
-# through both reduced replays (5 and 6 micro-batches) and runs out in the full step (16).
+# A plan whose last stage's host issues each micro-batch in 8.95 ms, which the GPU runs in 8.72,
+# entering the steady periods 2.9 ms ahead (it waits for the first stage's first forward): the
+# lead lasts through both reduced replays (5 and 6 micro-batches) and runs out in the full step
+# (16).
 HOST_LEAD_PLAN = {
     "name": "host-lead", "hardware": "dgx-b200", "nodes": 4,
     "model": {"preset": "deepseek-v2-lite", "seq_len": 2048, "layers": 4},
@@ -464,8 +465,8 @@ HOST_LEAD_PLAN = {
 
 def test_two_replay_fold_refuses_a_host_lead_that_runs_out():
     """Check 3 (fold module docstring): the two reduced replays of HOST_LEAD_PLAN agree op by op
-    (checks 1 and 2 pass), but its last stage's host falls 0.1 ms behind per micro-batch once its
-    lead is spent, which only the full step's issue times show: the full program's issue times
+    (checks 1 and 2 pass), but its last stage's host falls 0.23 ms behind per micro-batch once
+    its lead is spent, which only the full step's issue times show: the full program's issue times
     held to the folded timeline refuse the fold, and the step is the unfolded one. Without the
     check the fold puts the step 1.4 ms (0.9%) short."""
     from simulator.config.scenario import build_scenario
