@@ -419,8 +419,8 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         cuts[R.rank] = p
     checked: dict[tuple, _Map | None] = {}
     maps: dict[int, _Map] = {}
+    issue = getattr(rp_small.costs, "issue_times", None)  # None: a cost model without host costs
     if once:
-        issue = getattr(rp_small.costs, "issue_times", None)
         for R in states:
             m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
             if m1 is None or not _steady_alone(R, small.steady[R.role], period, cuts[R.rank], m1, T, tol, issue):
@@ -429,7 +429,6 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         return _expanded(states, maps, T), rp_small, n * per
     large = reduced_of(n_micro - (n - 1) * per)
     once_maps = {}
-    issue = getattr(rp_small.costs, "issue_times", None)
     for R in states:
         m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
         m2 = _map_for(large, small, R.role, 1, period, cuts[R.rank], checked)
