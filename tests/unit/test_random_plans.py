@@ -107,7 +107,7 @@ def test_a_random_plan_takes_longer_with_more_work(seed):
     it: twice the global batch (more micro-batches per replica; at most twice the step, since
     the pipeline's fill and drain and the optimizer are paid once), full recompute against none
     (every layer's forward once more), two more layers per pipeline stage, twice the sequence.
-    Held over 877 seeded plans of this draw (a run of these relations found no exception)."""
+    Held over 877 seeded plans of this draw."""
     import copy
 
     doc = _plan(random.Random(seed))
