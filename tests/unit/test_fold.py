@@ -20,7 +20,9 @@ from simulator.replay.engine import replay
 from simulator.schedule.build import Schedule, build_schedule
 from simulator.schedule.ir import ComputeOp
 from simulator.simulation import simulate_scenario, with_micro_batches
+from simulator.config.scenario import build_scenario
 from tests.unit.test_moe_schedule import MOE, moe_scenario_maker
+from tests.unit.test_random_plans import _plan
 from tests.unit.test_schedule_invariants import SMALL, make  # noqa: F401 - the fixture
 
 # Kernels long enough that the GPU, not the host, sets the pace of the steady state (with the
@@ -126,8 +128,6 @@ def test_deep_pipeline_cut_where_its_first_stage_has_settled(monkeypatch):
     pipeline settling), so the periods around _keep_cut's cut (the second) do not repeat. The
     fold cuts after the first period around which they do (fold._settled_cut) and is the
     unfolded step op by op; cut at the second, nothing was folded."""
-    from simulator.config.scenario import build_scenario
-
     model = {"layers": 32, "hidden": 12288, "heads": 96, "vocab": 51200, "mlp": "gelu", "seq_len": 2048,
              "tied_embeddings": True, "position_embedding": "learned"}
     scn = build_scenario({"name": "deep", "hardware": "vtrain-a100", "nodes": 64, "model": model,
@@ -471,8 +471,6 @@ def test_two_replay_fold_refuses_a_host_lead_that_runs_out():
     its lead is spent, which only the full step's issue times show: the full program's issue times
     held to the folded timeline refuse the fold, and the step is the unfolded one. Without the
     check the fold puts the step 1.4 ms (0.9%) short."""
-    from simulator.config.scenario import build_scenario
-
     scn = build_scenario(HOST_LEAD_PLAN, source="<test>")
     full = build_schedule(scn)
     assert fold.fold_count(full) == 11 and fold.fold_count_once(full) == 0  # the two-replay mode
@@ -498,6 +496,12 @@ def test_two_replay_fold_refuses_a_host_lead_that_runs_out():
     assert unchecked.step_time_s < whole * (1 - 5e-3)
 
 
+def _folded_and_whole(doc: dict):  # type: ignore[no-untyped-def]
+    """The traces of the scenario ``doc`` replayed folded and whole."""
+    scn = build_scenario(doc, source="<test>")
+    return simulate_scenario(scn).trace, simulate_scenario(scn, fold=False).trace
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_random_plans_fold_to_the_unfolded_step(seed):
     """The seeded random plans of tests/unit/test_random_plans.py (dense and MoE presets, TP, PP,
@@ -505,14 +509,9 @@ def test_random_plans_fold_to_the_unfolded_step(seed):
     steady periods to fold: wherever the checks let a step fold, it is the unfolded step. This
     comparison over such plans found HOST_LEAD_PLAN's case; with check 3, 748 folded plans of 2-8
     times the batch (half of them with twice the layers) agreed to 1e-9."""
-    from simulator.config.scenario import build_scenario
-    from tests.unit.test_random_plans import _plan
-
     doc = _plan(random.Random(seed))
     doc["training"]["global_batch"] *= 4
-    scn = build_scenario(doc, source="<test>")
-    folded = simulate_scenario(scn).trace
-    whole = simulate_scenario(scn, fold=False).trace
+    folded, whole = _folded_and_whole(doc)
     assert folded.step_time_s == pytest.approx(whole.step_time_s, rel=1e-9), doc
     if seed in (12, 14):  # two that fold (1F1B at pp 2 with CP; MoE at tp 2 pp 2 ep 8)
         assert folded.stats.folded_micro_batches > 0, doc
@@ -552,14 +551,9 @@ def test_random_plans_with_features_fold_to_the_unfolded_step(seed):
     documented n x 1e-9 of it (module docstring, _REL_TOL). 2,087 such plans with 2-8 times
     test_random_plans' batch were compared so (worst 4.8e-8, GPT-OSS-20B interleaved at 256
     micro-batches)."""
-    from simulator.config.scenario import build_scenario
-    from tests.unit.test_random_plans import _plan
-
     rng = random.Random(1000 + seed)
     doc = _with_features(_plan(rng), rng)
-    scn = build_scenario(doc, source="<test>")
-    folded = simulate_scenario(scn).trace
-    whole = simulate_scenario(scn, fold=False).trace
+    folded, whole = _folded_and_whole(doc)
     n = folded.stats.folded_micro_batches
     assert n > 0, doc
     assert folded.step_time_s == pytest.approx(whole.step_time_s, rel=n * fold._REL_TOL), doc
