@@ -1,5 +1,5 @@
-"""Megatron-Bridge's 25.11 performance summary, dense Llama pre-training on DGX H100, DGX B200 and
-GB200 NVL72, as e2e cases.
+"""Megatron-Bridge's 25.11 and 26.04.01 performance summaries, dense Llama pre-training on DGX H100,
+DGX B200, GB200 NVL72 and GB300 NVL72, as e2e cases (sources ``bridge_dense`` and ``bridge_dense_2604``).
 
 The page (NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary.md``, NeMo container 25.11; the
 file ``data/e2e/megatron_bridge_perf_summary_dense.csv`` has the provenance) prints tokens/s/GPU of
@@ -51,6 +51,20 @@ parentheses; the 8B pair already sets the two precisions side by side); the slow
 ``tests/validation/test_bridge_dense_source.py`` scores them. Not built: the H100 8B row, whose
 printed plan (Megatron-FSDP) is not the recipe's (CP 1 with ``recompute_num_layers = 5``, no
 FSDP) and whose partial-layer recompute the simulator does not describe.
+
+26.04.01 (``docs/performance-summary-archive.md`` @4ab94dfad; the file
+``data/e2e/megatron_bridge_perf_summary_dense_2604.csv`` has the provenance, recipes at 21d102f5e)
+prints Llama 3 70B on 64 GPUs at global batch 256 and Llama 3.1 405B on 256 Blackwell GPUs at 1,536
+(the recipes' variant V2). Its recipes keep every setting above: the same common configuration, the
+same userbuffers configurations (the 70B Blackwell rows take ``userbuffers_fp8_b200_h8192_tp2``, the
+same SMs as the H100 one), FP8-CS and MXFP8 as above, ``overlap_param_gather`` off for 405B in MXFP8.
+Its GB300 and GB200 jobs of more than 18 trays run in Slurm segments of 16 trays a rack, as the MoE
+rows of the same page (``moe_sources.bridge_segment``). Scored (``SCORED_2604``): 70B on GB300
+(MXFP8, TP 1, PP 4 x VP 5), GB200 (MXFP8, TP 2) and H100 (FP8-CS, TP 4, PP 8 x VP 5), and 405B on
+GB300 (FP8-CS at TP 4, PP 8 x VP 4; MXFP8 at TP 2, CP 2) and GB200 (TP 4, PP 16 x VP 4 and 8), about
+70 CPU seconds in all. Built, not scored: 405B on 1,024 H100 (192 micro-batches, a minute).
+Transcribed, not built: the 70B rows printed with Megatron-FSDP (with activations offloaded to the
+Grace CPUs, ``cpu_offloading_num_layers``) and the NVFP4 rows.
 """
 
 from __future__ import annotations
@@ -58,6 +72,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from simulator.e2e_validation.llama3_sources import llama3_layers_per_chunk
+from simulator.e2e_validation.moe_sources import NVL72_PROFILES, NVL72_TRAYS, bridge_segment
 from simulator.e2e_validation.rows import Row, gpu_name, parse_int, parse_system
 from simulator.e2e_validation.scenarios import (BRIDGE_PERF_DDP, MODERN, Case, llama_model, make_scenario,
                                                 megatron_parallel, padded_vocab)
@@ -95,12 +110,17 @@ def _system(r: Row) -> str:
 
 
 def buildable(r: Row) -> bool:
-    """A tokens/s row whose plan the recipe determines (all but the H100 8B row: see the module)."""
-    return r["metric"] == "tokens_per_s_per_gpu" and not r["zero_stage_or_fsdp"].startswith("Megatron-FSDP")
+    """A tokens/s row whose plan the recipe determines and whose precision is modelled: all but the
+    rows printed with Megatron-FSDP (25.11's H100 8B, 26.04.01's 70B FP8 rows on GB300 and GB200)
+    and 26.04.01's NVFP4 rows (see the module)."""
+    return (r["metric"] == "tokens_per_s_per_gpu" and not r["zero_stage_or_fsdp"].startswith("Megatron-FSDP")
+            and _prec(r).lower() in BRIDGE_DENSE_PRECISION)
 
 
-def bridge_dense_case(r: Row) -> Case:
-    """One table row as a scenario (the module docstring gives every setting and its source)."""
+def bridge_dense_case(r: Row, source: str = "bridge_dense") -> Case:
+    """One table row as a scenario of `source` (the module docstring gives every setting and its
+    source); a GB200 or GB300 job of more than one rack's trays in the performance scripts' Slurm
+    segments (:func:`~simulator.e2e_validation.moe_sources.bridge_segment`)."""
     n, tp, pp, vp, cp = (parse_int(r[k], 1) for k in ("num_gpus", "tp", "pp", "vp", "cp"))
     prec = _prec(r)
     dtype, recipe = BRIDGE_DENSE_PRECISION[prec.lower()]
@@ -118,11 +138,13 @@ def bridge_dense_case(r: Row) -> Case:
     dp = n // (tp * pp * cp)
     label = (f"{r['model_name']} {gpu_name(r)} {prec} tp{tp} pp{pp}" + (f" vp{vp}" if vp > 1 else "")
              + (f" cp{cp}" if cp > 1 else "") + f" dp{dp} mbs{mb} {n} GPUs")
-    scn = make_scenario(f"bridge-dense-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n, model,
-                        micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par, stack=BRIDGE_2511,
-                        gpus_per_node=parse_int(r["gpus_per_node"], 8))
+    scn = make_scenario(f"{source.replace('_', '-')}-{r['model_name'].lower()}-{hw}-{prec.lower()}-{n}", hw, n,
+                        model, micro_batch=mb, global_batch=gb, dtype=dtype, recompute="none", parallel=par,
+                        stack=BRIDGE_2511, gpus_per_node=parse_int(r["gpus_per_node"], 8))
+    if hw in NVL72_PROFILES and scn["nodes"] > NVL72_TRAYS:  # the job's racks as Slurm segments them
+        scn["nodes_per_nvlink_domain"] = bridge_segment(scn["nodes"])
     scn["training"].update(fp8_recipe=recipe, fp8_param_gather=True)
-    return Case("bridge_dense", label, scn, "tokens_per_s_per_gpu", float(r["value"]), n)
+    return Case(source, label, scn, "tokens_per_s_per_gpu", float(r["value"]), n)
 
 
 def bridge_dense_all(rows: list[Row]) -> list[Case]:
@@ -139,3 +161,27 @@ def bridge_dense(rows: list[Row]) -> list[Case]:
     recipe's)."""
     return [bridge_dense_case(r) for r in rows
             if buildable(r) and (r["model_name"], _system(r), _prec(r)) in SCORED]
+
+
+# 26.04.01's rows scored: every row built but 405B on 1,024 H100 (192 micro-batches through 64 virtual
+# stages on eight replicas: about a minute of simulation; the 25.11 row of the same plan is built, not scored, too).
+SCORED_2604: frozenset[tuple[str, str, str]] = frozenset({
+    ("LLAMA3_70B", "gb300-nvl72", "MXFP8"), ("LLAMA3_70B", "gb200-nvl72", "MXFP8"), ("LLAMA3_70B", "dgx-h100", "FP8-CS"),
+    ("LLAMA3.1_405B", "gb300-nvl72", "FP8-CS"), ("LLAMA3.1_405B", "gb300-nvl72", "MXFP8"),
+    ("LLAMA3.1_405B", "gb200-nvl72", "FP8-CS"), ("LLAMA3.1_405B", "gb200-nvl72", "MXFP8")})
+
+
+def bridge_dense_2604_all(rows: list[Row]) -> list[Case]:
+    """Every 26.04.01 row with a determined plan and a modelled precision (:func:`buildable`): eight runs."""
+    return [bridge_dense_case(r, "bridge_dense_2604") for r in rows if buildable(r)]
+
+
+def bridge_dense_2604(rows: list[Row]) -> list[Case]:
+    """Megatron-Bridge 26.04.01's dense Llama pre-training (``data/e2e/megatron_bridge_perf_summary_dense_2604.csv``):
+    Llama 3 70B on 64 GB300 (MXFP8, TP 1), 64 GB200 (MXFP8, TP 2) and 64 H100 (FP8-CS, TP 4), global
+    batch 256; Llama 3.1 405B on 256 GB300 and 256 GB200 in FP8-CS and MXFP8, global batch 1,536; with
+    the printed plan and the settings of the recipes of the same commit, which are 25.11's (module
+    docstring). Built, not scored, for run time: 405B on 1,024 H100. Transcribed, not built: the rows
+    printed with Megatron-FSDP and the NVFP4 rows."""
+    return [bridge_dense_case(r, "bridge_dense_2604") for r in rows
+            if buildable(r) and (r["model_name"], _system(r), _prec(r)) in SCORED_2604]

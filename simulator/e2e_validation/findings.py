@@ -4524,6 +4524,64 @@ exchange by (319 MB at 8 ranks, 427 MB at 32).
 
 So the exchange is not where the optimistic Megatron-Bridge MoE rows lose their time: on GB200 and
 B200 it is priced at the kernel's measured rate, and across H100 nodes slower than the kernel.
+
+## Megatron-Bridge 26.04.01's dense Llama rows: GB300 and GB200 measured above the model's GEMM ceiling (held out)
+
+The dense rows of the 26.04.01 page whose MoE rows are `bridge_moe` and `bridge_moe_ultra`
+(source `bridge_dense_2604`, every row held out, recipes at 21d102f5e, which keep 25.11's settings
+but for the plans and batches): Llama 3 70B on 64 GPUs at global batch 256, Llama 3.1 405B on 256
+Blackwell GPUs at 1,536. Scored, held out:
+
+| row | measured tokens/s/GPU | simulated | error | measured model TFLOP/s/GPU |
+|---|---:|---:|---:|---:|
+| 70B GB300 MXFP8, TP 1, PP 4 x VP 5 | 4,864 | 3,303 | -32.1% | 2,186 |
+| 70B GB200 MXFP8, TP 2, PP 4 x VP 5 | 3,712 | 3,260 | -12.2% | 1,664 |
+| 70B H100 FP8-CS, TP 4, PP 8 x VP 5 | 1,664 | 1,477 | -11.2% | 731 |
+| 405B GB300 FP8-CS, TP 4, PP 8 x VP 4 | 1,024 | 686 | -33.0% | 2,617 |
+| 405B GB300 MXFP8, TP 2, PP 8 x VP 4, CP 2 | 960 | 658 | -31.5% | 2,453 |
+| 405B GB200 FP8-CS, TP 4, PP 16 x VP 4 | 864 | 673 | -22.1% | 2,144 |
+| 405B GB200 MXFP8, TP 4, PP 16 x VP 8 | 800 | 656 | -17.9% | 1,994 |
+
+Built, not scored for run time: 405B on 1,024 H100 (TP 8, PP 8 x VP 8, CP 2), 328 measured, 305.6
+simulated (-6.8%).
+
+**The Blackwell rows are out of the model's reach, not mis-planned.** gb200-nvl72's and
+gb300-nvl72's FP8 GEMMs top out at 0.393 x 0.992 of 5,000 TFLOP/s, 1,950 (dgx-b200's training
+derate x 0.539 on the MAMF-shape curve, fitted on SimuMax's BF16 runs and three FP8 rows of
+2025 releases). Five of the six Blackwell rows print a whole-step model FLOP rate above that
+(1,994-2,617 TFLOP/s a GPU: 40-52% MFU, with attention, bubble and every unhidden exchange in the
+step), so no detail of the plan could close them while the derate stands: the 70B rows need the
+GEMM rate x 1.6 (GB300) and x 1.2 (GB200; H100 x 1.2 too) to be met (`gemm_fit.gemm_scaled`). At the
+kernel level there is room: MAMF measured 3,616 TFLOP/s FP8 on GB200 (72.3%) and 3,433 on B200
+(data/kernels/mamf_by_software_stack.csv); the derate is what the 2025 training stacks made of it.
+
+**NVIDIA's releases move Blackwell more than the plan does.** On the same plan and hardware:
+Llama 3 8B on 8 B200 ran 26,006 tokens/s/GPU under NeMo 25.02, 29,994 under Megatron-Bridge 25.09
+and 30,624 under 25.11 (+17.8%; `tests/validation/test_nvidia_release_pairs.py`); between 26.04.01
+and 26.06 the Blackwell MoE rows whose recipes changed (full-iteration CUDA graphs, a fused
+grouped MLP, FP8 attention, the A2A overlap) gained 17-56% (GB200 Qwen3-30B-A3B 26,112 -> 40,706,
+Qwen3-235B 5,680 -> 7,376, DeepSeek-V3 4,256 -> 4,969), while the dense plans whose recipes did not
+change moved within 2.4% (405B GB200 FP8-CS 864 -> 843, GB300 1,024 -> 1,048, H100 328 -> 326;
+`docs/performance-summary-archive.md` @4ab94dfad, not transcribed). So the run-to-run spread of a
+release is a few percent, and the level of a Blackwell stack is its release's. On H100 the same
+drift is smaller: the 70B plan went 1,602 (25.11, global batch 128) -> 1,664 (+3.9%; simulated
++1.3% for the batch), the 405B plan 292 (25.11, batch 512) -> 328 (+12.3%; simulated +1.9%).
+
+**GB300 against GB200: 16% the profiles do not hold.** gb300-nvl72 is gb200-nvl72 with Blackwell
+Ultra's exponentials, memory and NICs (the datasheets give both the same dense FP8 and BF16 rates;
+no GEMM measurement of GB300 was found). On the nine plans the 26.04.01 page ran on both racks, the
+measured GB300/GB200 throughput ratio is 1.15-1.40 and the simulated 0.95-1.14: 70B 1.310 against
+1.013 (TP 1 against TP 2), 405B FP8-CS 1.185 against 1.019, MXFP8 1.200 against 1.003, and the MoE
+pairs (Qwen3-30B-A3B, Qwen3-235B, GPT-OSS in BF16, DeepSeek-V3, Nemotron 3 Nano and Super) 1.15-1.40
+against 0.95-1.14; measured over simulated 1.03-1.29, median 1.16. GB300's 1,400 W against GB200's
+1,200 W is the one difference the profiles leave out (gb300-nvl72.yaml); without a sustained-clock
+or GEMM measurement of either under load it stays out, and the GB300 rows carry it as error.
+On the DGX pairs (B300 against B200, 1,100 W and 1,000 W) the model's ratios hold (median measured
+over simulated 1.02).
+
+Nothing here is fitted: every row is multi-node (no fitting row by rule), the derate is left as its
+fitting rows set it, and the findings above are pinned in
+`tests/validation/test_bridge_dense_2604_source.py`.
 """
 
 # The sources each section below speaks of (its heading, without "## "). The page prints their
@@ -4594,4 +4652,6 @@ SECTION_SOURCES: dict[str, tuple[str, ...]] = {
         ("bridge_moe", "automodel_moe", "bridge_moe_ultra", "nemo_cp", "simumax_b200"),
     "The expert-parallel exchange against HybridEP's own timings (held out)":
         ("bridge_moe", "bridge_moe_ultra", "bridge_moe_overlap", "modelzoo_qwen3", "mcore_dsv3_gb200"),
+    "Megatron-Bridge 26.04.01's dense Llama rows: GB300 and GB200 measured above the model's GEMM ceiling (held out)":
+        ("bridge_dense_2604", "bridge_dense", "bridge_moe", "bridge_moe_ultra"),
 }

@@ -222,7 +222,7 @@ REGIMES: dict[str, Callable[[Case], bool]] = {
         and c.source in ("mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3",
                          "dgxc_grok1", "dgxc_nemotronh", "nemo_cp", "bridge_moe", "bridge_moe_overlap", "modelzoo_qwen3",
                          "modelzoo_mixtral",
-                         "bridge_dense",
+                         "bridge_dense", "bridge_dense_2604",
                          "bridge_card", "bridge_card_hybrid", "mlperf_gpt3", "mlperf_gpt3_v30")),
     "multi-node ≥ 512 GPUs": lambda c: c.n_gpus >= 512,
 }

@@ -32,7 +32,7 @@ from simulator.e2e_validation.scenarios import (
     padded_vocab,
 )
 from simulator.e2e_validation.bridge_card_sources import bridge_card, bridge_card_hybrid
-from simulator.e2e_validation.bridge_dense_sources import bridge_dense
+from simulator.e2e_validation.bridge_dense_sources import bridge_dense, bridge_dense_2604
 from simulator.e2e_validation.dgxc_gpt3_sources import dgxc_gpt3
 from simulator.e2e_validation.dgxc_grok1_sources import dgxc_grok1
 from simulator.e2e_validation.dgxc_nemotronh_sources import dgxc_nemotronh
@@ -1111,6 +1111,18 @@ SOURCES: list[Source] = [
             "Built but not scored, for run time (47 and 10 CPU s): 405B on 1,024 H100 (+2.7%) and the MXFP8 value of "
             "the 405B plan on 128 B200 (-17.2%); the H100 8B row (Megatron-FSDP printed; the v0.2.0 recipe has CP 1 "
             "and recompute_num_layers 5 instead) is transcribed but not built."]),
+    Source("bridge_dense_2604", "Megatron-Bridge 26.04.01 dense Llama 3/3.1 (70B on 64 GB300, GB200 and H100; 405B on "
+           "256 GB300 and GB200; FP8-CS and MXFP8)",
+           "megatron_bridge_perf_summary_dense_2604.csv", bridge_dense_2604,
+           ["Held out entirely (every row runs on more than one node: none fits anything). The dense rows of the "
+            "26.04.01 page whose MoE rows are bridge_moe and bridge_moe_ultra; settings the table omits from the "
+            "recipes of the same commit, which keep 25.11's (bridge_dense) but for the plans and batches; see the "
+            "file's header and simulator/e2e_validation/bridge_dense_sources.py.",
+            "GB300 and GB200 jobs of 64 trays run in Slurm segments of 16 trays a rack (four racks), as the MoE "
+            "rows of the same page; the 64-GPU jobs hold 16 trays of one rack.",
+            "The page prints tokens/s/GPU as multiples of 32 or 64 (its TFLOP/s column agrees within 2.2%).",
+            "Built but not scored, for run time (about a minute): 405B on 1,024 H100; transcribed but not built: "
+            "the 70B rows printed with Megatron-FSDP (activations offloaded to the Grace CPUs) and the NVFP4 rows."]),
     Source("bridge_card", "Megatron-Bridge Qwen3-8B verification card (16 H100, BF16, DP 16)",
            "megatron_bridge_qwen3_8b_card_h100.csv", bridge_card,
            ["Held out (none of these rows fits anything). One measured run: the last 10 of 100 steps of the recipe "

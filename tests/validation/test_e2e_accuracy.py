@@ -104,7 +104,7 @@ def test_every_case_is_a_consistent_plan_of_a_modelled_precision():
         assert c.n_gpus % mp == 0 and c.n_gpus == per_node * c.scenario["nodes"], c.label
         # fp8 only where the source states it (NeMo's pages and the MLPerf GPT-3 configs: every row;
         # Megatron-Bridge, torchtitan, dgxc, FlagPerf: per row)
-        assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "nemo2502_b200",
+        assert t["dtype"] in (("fp8",) if c.source in ("nemo_cp", "nemo2407", "bridge_dense", "bridge_dense_2604", "nemo2502_b200",
                                                        "mlperf_gpt3", "mlperf_gpt3_v30", "dgxc_nemotronh",
                                                        "mcore_dsv3_gb200") else
                               ("fp8", "bf16") if c.source in ("bridge_moe", "bridge_moe_ultra", "torchtitan", "dgxc", "dgxc_llama", "dgxc_llama_nemo24",
@@ -132,7 +132,7 @@ def test_fit_subset_is_the_single_node_rows_and_stacks_are_mapped():
     fit = [c for c in cs if sources.is_fit_case(c)]
     assert len(fit) == 50 and all(c.n_gpus == 8 for c in fit)
     assert len(cs) - len(fit) == 102 + (len(_by_source("bridge_dense")) - 1) + (len(_by_source("nemo2502_b200")) - 1) + sum(
-        len(_by_source(k)) for k in ("dgxc", "automodel_moe", "bridge_moe", "bridge_moe_ultra", "bridge_moe_overlap",
+        len(_by_source(k)) for k in ("dgxc", "bridge_dense_2604", "automodel_moe", "bridge_moe", "bridge_moe_ultra", "bridge_moe_overlap",
                                      "modelzoo_qwen3",
                                      "modelzoo_mixtral", "mcore_dsv3_gb200", "mpt_small",
                                      "megatron2021_zero3",
@@ -195,7 +195,7 @@ def test_each_source_runs_the_attention_kernel_of_its_stack():
                       "megascale": {"unfused"}, "dgxc_llama": {"auto"}, "dgxc_llama_nemo24": {"auto"},
                       "dgxc_gpt3": {"flash2", "auto"}, "dgxc_grok1": {"flash2"}, "dgxc_nemotronh": {"flash2"},
                       "internlm": {"flash1"},
-                      "bridge_dense": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
+                      "bridge_dense": {"auto"}, "bridge_dense_2604": {"auto"}, "nemo2502_b200": {"auto"}, "nanotron_playbook": {"flash2"},
                       "fms_fsdp": {"flash2"}, "bridge_card": {"auto"}, "bridge_card_hybrid": {"auto"}, "mtnlg": {"unfused"},
                       "mlperf_gpt3": {"flash2"}, "mlperf_gpt3_v30": {"flash2"}, "h200_eager": {"flash3"},
                       "simumax_b200": {"auto"}, "cudnn_llama1b": {"flash3", "flash2"}}
@@ -689,7 +689,8 @@ def test_megatron_core_rows_run_te_default_tp_overlap():
     cs = _all_cases()
     te = {c.source for c in cs if c.scenario["parallel"].get("tp_overlap") == "te_default"}
     assert te == {"mcore2024", "nemo2407", "dgxc", "dgxc_llama", "dgxc_llama_nemo24", "dgxc_gpt3", "dgxc_grok1",
-                  "bridge_dense", "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30", "modelzoo_mixtral"}
+                  "bridge_dense", "bridge_dense_2604", "nemo2502_b200", "mlperf_gpt3", "mlperf_gpt3_v30",
+                  "modelzoo_mixtral"}
     assert all(c.scenario["parallel"]["tp"] > 1
                for c in _by_source("nemo2407") + _by_source("dgxc") + _by_source("dgxc_llama")
                + _by_source("dgxc_llama_nemo24")
