@@ -1121,8 +1121,9 @@ SOURCES: list[Source] = [
             "GB300 and GB200 jobs of 64 trays run in Slurm segments of 16 trays a rack (four racks), as the MoE "
             "rows of the same page; the 64-GPU jobs hold 16 trays of one rack.",
             "The page prints tokens/s/GPU as multiples of 32 or 64 (its TFLOP/s column agrees within 2.2%).",
-            "Built but not scored, for run time (about a minute): 405B on 1,024 H100; transcribed but not built: "
-            "the 70B rows printed with Megatron-FSDP (activations offloaded to the Grace CPUs) and the NVFP4 rows."]),
+            "Built but not scored, for run time (about a minute): 405B on 1,024 H100 (-6.8%); transcribed but not "
+            "built: the 70B rows printed with Megatron-FSDP (activations offloaded to the Grace CPUs) and the NVFP4 "
+            "rows."]),
     Source("bridge_card", "Megatron-Bridge Qwen3-8B verification card (16 H100, BF16, DP 16)",
            "megatron_bridge_qwen3_8b_card_h100.csv", bridge_card,
            ["Held out (none of these rows fits anything). One measured run: the last 10 of 100 steps of the recipe "
