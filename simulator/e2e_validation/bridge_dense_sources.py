@@ -57,7 +57,9 @@ FSDP) and whose partial-layer recompute the simulator does not describe.
 prints Llama 3 70B on 64 GPUs at global batch 256 and Llama 3.1 405B on 256 Blackwell GPUs at 1,536
 (the recipes' variant V2). Its recipes keep every setting above: the same common configuration, the
 same userbuffers configurations (the 70B Blackwell rows take ``userbuffers_fp8_b200_h8192_tp2``, the
-same SMs as the H100 one), FP8-CS and MXFP8 as above, ``overlap_param_gather`` off for 405B in MXFP8.
+same SMs as the H100 one), FP8-CS and MXFP8 as above with the FP8 parameter AllGather, but 25.11's
+405B MXFP8 workaround is gone: ``overlap_param_gather`` stays on in every row (``llama31_llm_pretrain.py``
+turns it off only for NVFP4 V2 on GB200).
 Its GB300 and GB200 jobs of more than 18 trays run in Slurm segments of 16 trays a rack, as the MoE
 rows of the same page (``moe_sources.bridge_segment``). Scored (``SCORED_2604``): 70B on GB300
 (MXFP8, TP 1, PP 4 x VP 5), GB200 (MXFP8, TP 2) and H100 (FP8-CS, TP 4, PP 8 x VP 5), and 405B on

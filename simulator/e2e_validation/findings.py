@@ -4538,7 +4538,7 @@ Blackwell GPUs at 1,536. Scored, held out:
 | 70B GB200 MXFP8, TP 2, PP 4 x VP 5 | 3,712 | 3,260 | -12.2% | 1,664 |
 | 70B H100 FP8-CS, TP 4, PP 8 x VP 5 | 1,664 | 1,477 | -11.2% | 731 |
 | 405B GB300 FP8-CS, TP 4, PP 8 x VP 4 | 1,024 | 686 | -33.0% | 2,617 |
-| 405B GB300 MXFP8, TP 2, PP 8 x VP 4, CP 2 | 960 | 658 | -31.5% | 2,453 |
+| 405B GB300 MXFP8, TP 2, PP 8 x VP 4, CP 2 | 960 | 658 | -31.4% | 2,453 |
 | 405B GB200 FP8-CS, TP 4, PP 16 x VP 4 | 864 | 673 | -22.1% | 2,144 |
 | 405B GB200 MXFP8, TP 4, PP 16 x VP 8 | 800 | 656 | -17.9% | 1,994 |
 

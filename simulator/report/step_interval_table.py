@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit f7cddf56 from the
+Written by `python -m simulator.e2e_validation --out docs` at commit 34087398 from the
 leave-one-source-out errors of the 637 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).
@@ -294,9 +294,9 @@ ROWS = (
     ('multi-node', 'bridge_dense_2604', 'LLAMA3_70B GB200 MXFP8 tp2 pp4 vp5 dp8 mbs1 64 GPUs', -0.12972),
     ('multi-node', 'bridge_dense_2604', 'LLAMA3_70B H100 FP8-CS tp4 pp8 vp5 dp2 mbs1 64 GPUs', -0.11934),
     ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB300 FP8-CS tp4 pp8 vp4 dp8 mbs1 256 GPUs', -0.400956),
-    ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB300 MXFP8 tp2 pp8 vp4 cp2 dp8 mbs1 256 GPUs', -0.377913),
+    ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB300 MXFP8 tp2 pp8 vp4 cp2 dp8 mbs1 256 GPUs', -0.377432),
     ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB200 FP8-CS tp4 pp16 vp4 dp4 mbs1 256 GPUs', -0.249603),
-    ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB200 MXFP8 tp4 pp16 vp8 dp4 mbs1 256 GPUs', -0.197711),
+    ('multi-node', 'bridge_dense_2604', 'LLAMA3.1_405B GB200 MXFP8 tp4 pp16 vp8 dp4 mbs1 256 GPUs', -0.197629),
     ('multi-node', 'bridge_card', 'Qwen3-8B H100 BF16 tp1 dp16 mbs1 gbs1024 16 GPUs (verification card)', -0.047273),
     ('one node', 'bridge_card_hybrid', 'Nemotron-3-Nano-4B H100 BF16 dp8 mbs1 gbs1024 8 GPUs (verification card)', -0.022506),
     ('one node', 'nemo2502_b200', 'LLAMA3-8B B200 FP8 tp1 pp1 cp1 dp8 mbs2 8 GPUs', 0.018634),

@@ -57,7 +57,8 @@ def test_rows_build_the_recipes_plan_held_out():
     """Eight runs built (all but the Megatron-FSDP and NVFP4 rows), seven scored (405B on 1,024 H100
     built only), none in the fitting subset (every row is multi-node). The recipes' settings as
     25.11's: the distributed optimizer with both overlaps and bf16 gradient reduction, no recompute,
-    FP8 parameter AllGather (not overlapped for 405B in MXFP8), userbuffers TP overlap with the
+    FP8 parameter AllGather, overlapped in every row (25.11's 405B MXFP8 recipe turned that off; these
+    recipes do so only for NVFP4 V2 on GB200), userbuffers TP overlap with the
     configuration's SMs where TP > 1; 405B's pipeline split with the embedding and the loss as one
     layer each (at PP 16 x VP 8 the first and the last of the 128 chunks hold no transformer layer:
     the embedding alone, the loss alone); the 64-tray GB300 and GB200 jobs in Slurm segments of 16 trays (four racks), the
@@ -75,7 +76,7 @@ def test_rows_build_the_recipes_plan_held_out():
         assert t["recompute"] == "none" and t["dtype"] == "fp8" and t["fp8_param_gather"] is True
         assert t["fp8_recipe"] == ("mxfp8" if "MXFP8" in c.label else "current")
         assert p["overlap_grad_reduce"] is True and p["grad_reduce_dtype"] == "bf16"
-        assert p["overlap_param_gather"] is not ("405B" in c.label and "MXFP8" in c.label)
+        assert p["overlap_param_gather"] is True  # 25.11's 405B MXFP8 workaround is gone from these recipes
         assert m["vocab"] % (128 * p["tp"]) == 0
         if p["tp"] > 1:
             assert p["sequence_parallel"] and p["tp_overlap"] == "te_default"
@@ -111,7 +112,7 @@ def test_blackwell_rows_print_more_than_the_profiles_gemm_plateau():
 # three dense pairs over the simulated one (1.29, 1.16, 1.20).
 DOCUMENTED = {
     "LLAMA3_70B GB300 MXFP8": -0.321, "LLAMA3_70B GB200 MXFP8": -0.122, "LLAMA3_70B H100 FP8-CS": -0.112,
-    "LLAMA3.1_405B GB300 FP8-CS": -0.330, "LLAMA3.1_405B GB300 MXFP8": -0.315,
+    "LLAMA3.1_405B GB300 FP8-CS": -0.330, "LLAMA3.1_405B GB300 MXFP8": -0.314,
     "LLAMA3.1_405B GB200 FP8-CS": -0.221, "LLAMA3.1_405B GB200 MXFP8": -0.179,
 }
 
