@@ -6,38 +6,59 @@ Every row's held-out error (``predicted throughput / measured throughput - 1`` =
 :mod:`simulator.report.intervals` turns them into the 80% band (every source weighing the same)
 and its nested coverage (each source's rows against the band of the other sources).
 
-One band serves every run. A band per regime (one node, several nodes: ``scenario.nodes``) was
-the obvious split; the page reports its nested coverage beside the pooled band's, and on these
-rows it covers fewer held-out rows, so the data do not support it. The table keeps every row with its regime, so the band,
-the coverage and the comparison can be recomputed from it (tests/unit/test_intervals.py) and
-compared with the page; ``python -m simulator.e2e_validation.intervals`` rewrites the table's
-header and the page's section from the stored rows, without simulating anything.
+Two splits of the pooled band are weighed by the same measure, nested coverage (each source's
+rows against the band of the other sources of its class). A band per regime (one node, several
+nodes: ``scenario.nodes``) covers fewer held-out rows than the pooled band, so the data do not
+support it. A band per GPU generation (Blackwell, Hopper, Ampere: ``report.intervals.GENERATIONS``,
+the generation whose GEMM curve and fitted derate price the run) is written into the table, beside
+the pooled band, only where it covers at least as many held-out rows as the pooled band does;
+``clustersim run`` then prints the band of its profile's generation (the pooled band for a GPU of
+none of them). The rule was fixed before the split's coverage was computed. The table keeps every
+row with its regime and generation, so the bands, the coverage and the comparisons can be
+recomputed from it (tests/unit/test_intervals.py) and compared with the page;
+``python -m simulator.e2e_validation.intervals`` rewrites the table's header and the page's section
+from the stored rows, without simulating anything.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from simulator.report.intervals import (LEVEL, STEP_CLASS, Band, Coverage, bands_by_class, log_error, nested_coverage,
-                                        source_commit, step_regime, table_lines)
+from simulator.report.intervals import (LEVEL, STEP_CLASS, Band, Coverage, bands_by_class, generation_class,
+                                        gpu_generation, log_error, nested_coverage, source_commit, step_regime,
+                                        table_lines)
 
-Row = tuple[str, str, str, float]  # (regime, source, label, log error)
+Row = tuple[str, str, str, float, str]  # (regime, source, label, log error, GPU generation or "")
 TABLE = Path(__file__).resolve().parents[1] / "report" / "step_interval_table.py"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation-e2e.md"
 HEADING = "## Step-time interval and its coverage"
 
 
+def _generation(hardware: str) -> str:
+    from simulator.config.hardware import load_profile
+
+    return gpu_generation(load_profile(hardware).gpu.name) or ""
+
+
 def regime_rows(loso: Sequence[Any]) -> list[Row]:
-    """``(regime, source, label, log error)`` of every held-out row, in the page's order."""
-    return [(step_regime(int(r.result.case.scenario.get("nodes", 1))), r.result.case.source, r.result.case.label,
-             round(log_error(r.result.error), 6)) for r in loso]
+    """``(regime, source, label, log error, GPU generation)`` of every held-out row, in the page's order."""
+    generations: dict[str, str] = {}
+    out: list[Row] = []
+    for r in loso:
+        case = r.result.case
+        hw = case.scenario["hardware"]
+        if hw not in generations:
+            generations[hw] = _generation(hw)
+        out.append((step_regime(int(case.scenario.get("nodes", 1))), case.source, case.label,
+                    round(log_error(r.result.error), 6), generations[hw]))
+    return out
 
 
 def _by_source(rows: Sequence[Row]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for _regime, source, _label, err in rows:
+    for _regime, source, _label, err, _gen in rows:
         out.setdefault(source, []).append(err)
     return out
 
@@ -48,28 +69,59 @@ def bands_and_coverage(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, 
     return bands_by_class(by), {STEP_CLASS: nested_coverage(by)}
 
 
-def split_by_regime(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, Coverage]]:
-    """The alternative: a band per regime, each with its nested coverage, and theirs together."""
+def _split(rows: Sequence[Row], key: Callable[[Row], str], together: str) -> tuple[dict[str, Band], dict[str, Coverage]]:
     by: dict[str, dict[str, list[float]]] = {}
-    for regime, source, _label, err in rows:
-        by.setdefault(regime, {}).setdefault(source, []).append(err)
+    for row in rows:
+        by.setdefault(key(row), {}).setdefault(row[1], []).append(row[3])
     cov = {c: nested_coverage({c: g}) for c, g in sorted(by.items())}
-    cov["per regime, together"] = nested_coverage(by)
+    cov[together] = nested_coverage(by)
     return bands_by_class(by), cov
+
+
+def split_by_regime(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, Coverage]]:
+    """One alternative: a band per regime, each with its nested coverage, and theirs together."""
+    return _split(rows, lambda r: r[0], "per regime, together")
+
+
+def split_by_generation(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, Coverage]]:
+    """The other: a band per GPU generation (rows of a GPU of none in the pooled class)."""
+    return _split(rows, lambda r: generation_class(r[4]) if r[4] else STEP_CLASS, "per generation, together")
+
+
+def generation_bands_hold(rows: Sequence[Row]) -> bool:
+    """Whether the per-generation bands cover at least as many held-out rows as the pooled band
+    (module docstring): then the table holds them and ``run`` prints its generation's."""
+    _bands, cov = bands_and_coverage(rows)
+    _split_bands, split_cov = split_by_generation(rows)
+    return split_cov["per generation, together"].covered_rows >= cov[STEP_CLASS].covered_rows
+
+
+def table_bands(rows: Sequence[Row]) -> dict[str, Band]:
+    """The bands the table holds: the pooled one, and the generations' where they hold."""
+    bands, _cov = bands_and_coverage(rows)
+    if generation_bands_hold(rows):
+        split_bands, _ = split_by_generation(rows)
+        bands.update({k: b for k, b in split_bands.items() if k != STEP_CLASS})
+    return bands
 
 
 def render_table(rows: Sequence[Row]) -> str:
     """The generated module: the band and the held-out rows it comes from."""
-    bands, cov = bands_and_coverage(rows)
+    _bands, cov = bands_and_coverage(rows)
+    bands = table_bands(rows)
     c = cov[STEP_CLASS]
+    _split_bands, split_cov = split_by_generation(rows)
+    g = split_cov["per generation, together"]
     lines = ['"""Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.',
              "",
              f"Written by `python -m simulator.e2e_validation --out docs` at commit {source_commit()} from the",
              f"leave-one-source-out errors of the {len(rows)} rows of data/e2e that docs/validation-e2e.md scores.",
              "BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every",
-             "source weighing the same, widened to contain 0. ROWS: (regime, source, label, log error).",
-             f"Nested held-out coverage of the {LEVEL:.0%} band: {c.row_fraction:.1%} of {c.rows} rows, "
-             f"{c.group_mean:.1%} averaged over {c.groups} sources.",
+             "source weighing the same, widened to contain 0; the pooled class, and one per GPU generation where",
+             "those cover at least as many held-out rows (simulator/e2e_validation/intervals.py).",
+             "ROWS: (regime, source, label, log error, GPU generation).",
+             f"Nested held-out coverage of the {LEVEL:.0%} band: pooled {c.row_fraction:.1%} of {c.rows} rows, "
+             f"{c.group_mean:.1%} averaged over {c.groups} sources; per generation {g.row_fraction:.1%}, {g.group_mean:.1%}.",
              '"""', "", "BANDS = {"]
     lines += [f"    {k!r}: ({b.lo!r}, {b.hi!r}, {b.groups}, {b.rows})," for k, b in bands.items()]
     lines += ["}", "", "ROWS = ("]
@@ -82,7 +134,12 @@ def render_section(rows: Sequence[Row]) -> list[str]:
     """The page's section on the interval ``clustersim run`` prints and its held-out coverage."""
     bands, cov = bands_and_coverage(rows)
     split_bands, split_cov = split_by_regime(rows)
-    c, s = cov[STEP_CLASS], split_cov["per regime, together"]
+    gen_bands, gen_cov = split_by_generation(rows)
+    c, s, g = cov[STEP_CLASS], split_cov["per regime, together"], gen_cov["per generation, together"]
+    gen_verdict = ("covers at least as many held-out rows as the pooled band, so the table holds these bands and "
+                   "`clustersim run` prints the band of its profile's GPU generation (the pooled band for a GPU of "
+                   "none of them)" if generation_bands_hold(rows) else
+                   "covers fewer held-out rows than the pooled band, so the table holds the pooled band alone")
     verdict = ("covers fewer held-out rows than the pooled band, so the data do not support the split and one band "
                "serves every run" if s.row_fraction < c.row_fraction else
                "covers as many held-out rows or more; the table keeps one band all the same until the multi-node "
@@ -90,9 +147,11 @@ def render_section(rows: Sequence[Row]) -> list[str]:
     lines = [HEADING, "",
              f"`clustersim run` prints the step time with an {LEVEL:.0%} interval, e.g. `7.09 s (6.60–7.50 s, 80%)`, "
              "and `run --json` gives it as `step_time_interval_s`. The interval is the predicted step × the 10th "
-             "and 90th percentiles of ln(measured step / predicted step) over the held-out rows above, every source "
-             "weighing the same and the band widened to contain the prediction (`simulator/report/intervals.py`; "
-             "the table `simulator/report/step_interval_table.py` is written with this page).", "",
+             "and 90th percentiles of ln(measured step / predicted step) over the held-out rows above (those of "
+             "the run's GPU generation where the table holds a band per generation: the last table below), every "
+             "source weighing the same and the band widened to contain the prediction "
+             "(`simulator/report/intervals.py`; the table `simulator/report/step_interval_table.py` is written with "
+             "this page).", "",
              "Coverage is nested, so it is not in-sample: each source's rows are checked against the band computed "
              "from the *other* sources' held-out errors. "
              f"**The {LEVEL:.0%} interval covers {c.row_fraction:.0%} of the {c.rows} held-out rows** "
@@ -102,6 +161,10 @@ def render_section(rows: Sequence[Row]) -> list[str]:
     lines += ["", f"A band per regime (one node, several nodes) {verdict}: its nested coverage is "
               f"{s.row_fraction:.0%} of the rows ({s.group_mean:.0%} averaged over the sources).", ""]
     lines += table_lines(split_bands, split_cov, groups="sources")
+    lines += ["", f"A band per GPU generation (the generation whose GEMM curve and fitted derate price the run) "
+              f"{gen_verdict}: its nested coverage is {g.row_fraction:.0%} of the rows ({g.group_mean:.0%} averaged "
+              "over the sources; a source whose rows span generations counts once in each).", ""]
+    lines += table_lines(gen_bands, gen_cov, groups="sources")
     return lines + [""]
 
 

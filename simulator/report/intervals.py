@@ -74,7 +74,28 @@ def op_class(op: str, multi_node: bool, size_bytes: int) -> str:
     return f"{op}, {collective_class(multi_node, size_bytes)}"
 
 
-STEP_CLASS = "all runs"  # the step-time band's one class (e2e_validation/intervals.py: why not per regime)
+STEP_CLASS = "all runs"  # the pooled step-time band (e2e_validation/intervals.py: why not per regime)
+
+# GPU generations that may have a step-time band of their own, by the leading letters of the
+# profile's ``gpu.name``: the generation sets the GEMM curve and its fitted derate, the one
+# constant fitted on training runs (e2e_validation/intervals.py: when the table holds them).
+GENERATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Blackwell", ("B100", "B200", "B300", "GB200", "GB300")),
+    ("Hopper", ("H100", "H200", "H800", "H20", "GH200")),
+    ("Ampere", ("A100", "A800", "A40", "A30", "A10")),
+)
+
+
+def gpu_generation(gpu_name: str) -> str | None:
+    """The generation of a GPU by its profile name ("GB300-279GB" -> "Blackwell"); None for the
+    others (MI300X, V100), which take the pooled band."""
+    name = gpu_name.upper()
+    return next((gen for gen, prefixes in GENERATIONS if name.startswith(prefixes)), None)
+
+
+def generation_class(generation: str) -> str:
+    """The step-time band's class of a GPU generation."""
+    return f"{generation} GPUs"
 
 
 def step_regime(nodes: int) -> str:
@@ -231,15 +252,19 @@ def collective_band(multi_node: bool, size_bytes: int,
     return Band(t_lo, t_hi, groups, rows), loso
 
 
-def step_band() -> tuple[Band, str] | None:
-    """The band of a predicted step time, and where it comes from (None before the table was
+def step_band(gpu_name: str | None = None) -> tuple[Band, str] | None:
+    """The band of a step time predicted on a ``gpu_name`` GPU, and where it comes from: its
+    generation's band where the table holds one, else the pooled band (None before the table was
     first generated: the run that generates it predicts steps too)."""
     try:
         from simulator.report.step_interval_table import BANDS
     except ModuleNotFoundError:
         return None
-    lo, hi, groups, rows = BANDS[STEP_CLASS]
-    return Band(lo, hi, groups, rows), f"leave-one-source-out errors of {rows} published runs from {groups} sources"
+    generation = gpu_generation(gpu_name) if gpu_name else None
+    key = generation_class(generation) if generation and generation_class(generation) in BANDS else STEP_CLASS
+    lo, hi, groups, rows = BANDS[key]
+    on = f" on {key}" if key != STEP_CLASS else ""
+    return Band(lo, hi, groups, rows), f"leave-one-source-out errors of {rows} published runs{on} from {groups} sources"
 
 
 def fmt_interval(value: float, lo: float, hi: float, unit: str = "s") -> str:

@@ -308,7 +308,7 @@ def summarize(trace: Trace, schedule: Any, scenario: Any) -> Report:
     s = trace.stats
     from simulator.report.intervals import step_band
 
-    interval = step_band()
+    interval = step_band(scenario.profile.gpu.name)
     busiest = busiest_ranks(trace, schedule.grid)
     stages = stage_compute_s(trace, busiest)
     balance = suggest(trace, busiest, scenario.virtual_stage_layers, scenario.parallel.vp) if busiest else None

@@ -309,6 +309,9 @@ def apply_line(res: PlanResult, line: dict[str, Any], scenario: str) -> None:
                                                                   bd["pipeline_bubble"]),
                             comm_bytes_per_gpu={}, memory_gib_per_gpu=res.memory_gib_per_gpu or {},
                             fits_in_memory=True, sim={})
+        if line.get("step_time_interval_s"):  # the interval of the run that wrote the line
+            lo, hi = line["step_time_interval_s"]
+            res.report.step_time_interval_s = (lo, hi)
         split = line.get("balanced_split")
         if split:
             res.report.balanced_split = StageBalance(list(split["pp_layers"]), split["most_loaded_s"],
@@ -340,14 +343,18 @@ def plan_json(r: PlanResult) -> dict[str, Any]:
     from simulator.report.intervals import step_band
 
     rep = r.report
-    band = step_band() if rep else None
+    # the interval `run` prints: the report's own (its GPU generation's band), else the pooled band
+    interval = None
+    if rep is not None:
+        pooled = step_band() if rep.step_time_interval_s is None else None
+        interval = rep.step_time_interval_s or (pooled[0].around(rep.step_time_s) if pooled else None)
     return {
         "label": r.label,
         "parallel": parallel_json(r),
         "status": r.status,
         "step_time_s": rep.step_time_s if rep else None,
         # the 80% interval of this plan's step time (report/intervals.py), the same one `run` prints
-        "step_time_interval_s": list(band[0].around(rep.step_time_s)) if rep and band else None,
+        "step_time_interval_s": list(interval) if interval else None,
         "fits_in_memory": r.fits_in_memory,
         "memory_gib_per_gpu": r.memory_gib_per_gpu["total"] if r.memory_gib_per_gpu else None,
         "reason": r.reason,

@@ -98,13 +98,18 @@ def test_collective_doc_shows_the_stored_bands_and_coverage():
 
 
 def test_step_table_is_recomputed_from_its_rows():
-    from simulator.e2e_validation.intervals import bands_and_coverage
+    from simulator.e2e_validation.intervals import (bands_and_coverage, generation_bands_hold, split_by_generation,
+                                                    split_by_regime, table_bands)
     from simulator.report.step_interval_table import BANDS, ROWS
 
-    from simulator.e2e_validation.intervals import split_by_regime
-
     bands, cov = bands_and_coverage(ROWS)
-    assert {c: (b.lo, b.hi, b.groups, b.rows) for c, b in bands.items()} == BANDS
+    assert {c: (b.lo, b.hi, b.groups, b.rows) for c, b in table_bands(ROWS).items()} == BANDS
+    # the generations' bands are in the table exactly when they cover as many held-out rows as the pooled one
+    gen_bands, gen_cov = split_by_generation(ROWS)
+    holds = gen_cov["per generation, together"].covered_rows >= cov[iv.STEP_CLASS].covered_rows
+    assert generation_bands_hold(ROWS) is holds
+    assert set(BANDS) == {iv.STEP_CLASS} | ({k for k in gen_bands if k != iv.STEP_CLASS} if holds else set())
+    assert {r[4] for r in ROWS} == {"Ampere", "Hopper", "Blackwell"}
     lo, hi, sources, rows = BANDS[iv.STEP_CLASS]
     assert lo <= 0.0 <= hi and lo < hi and rows == len(ROWS) and sources == len({r[1] for r in ROWS})
     overall = cov[iv.STEP_CLASS]
@@ -113,7 +118,7 @@ def test_step_table_is_recomputed_from_its_rows():
     assert abs(overall.group_mean - iv.LEVEL) <= COVERAGE_TOLERANCE
     doc = _doc_table(ROOT / "docs" / "validation-e2e.md", "## Step-time interval and its coverage")
     split_bands, split_cov = split_by_regime(ROWS)
-    for c, v in (cov | split_cov).items():
+    for c, v in (cov | split_cov | gen_cov).items():
         assert doc[c][4] == f"{v.row_fraction:.0%} of {v.rows}" and doc[c][5] == f"{v.group_mean:.0%} of {v.groups}"
     assert doc[iv.STEP_CLASS][3] == f"×{math.exp(lo):.2f} – ×{math.exp(hi):.2f}"
 
@@ -132,7 +137,7 @@ def test_step_table_rows_are_the_held_out_errors_of_the_page():
         printed = [line.split("|")[6].strip() for line in section.splitlines()
                    if line.startswith("| ") and not line.startswith(("| configuration", "|---"))]
         assert len(printed) == len(mine), s.key
-        for (_regime, _src, label, err), cell in zip(mine, printed):
+        for (_regime, _src, label, err, _generation), cell in zip(mine, printed):
             # the page rounds the error of the printed step times, the table stores ln(meas/pred) to
             # 6 decimals: equal within the page's 0.05-point rounding (a tie may round either way)
             assert abs(100 * math.expm1(err) - float(cell.rstrip("%"))) <= 0.05 + 1e-3, (s.key, label, cell)
@@ -177,6 +182,34 @@ def test_run_prints_and_writes_the_step_interval(tmp_path, capsys):
     assert doc["step_time_interval"]["level"] == 0.8 and "leave-one-source-out" in doc["step_time_interval"]["basis"]
     line = next(x for x in text.splitlines() if x.strip().startswith("step time"))
     assert re.search(r"= [0-9.]+ m?s \([0-9.]+–[0-9.]+ m?s, 80%\)$", line), line
+
+
+def test_gpu_generations_by_profile_name():
+    """The generation of each bundled profile's GPU (report/intervals.py GENERATIONS); the AMD GPUs
+    belong to none and take the pooled band."""
+    from simulator.config.hardware import load_profile
+
+    names = {p: load_profile(p).gpu.name for p in ("dgx-a100", "dgx-a800", "dgx-h100", "dgx-h200", "gh200-alps",
+                                                   "dgx-b200", "dgx-b300", "gb200-nvl72", "gb300-nvl72", "mi300x",
+                                                   "mi355x")}
+    assert {p: iv.gpu_generation(n) for p, n in names.items()} == {
+        "dgx-a100": "Ampere", "dgx-a800": "Ampere", "dgx-h100": "Hopper", "dgx-h200": "Hopper", "gh200-alps": "Hopper",
+        "dgx-b200": "Blackwell", "dgx-b300": "Blackwell", "gb200-nvl72": "Blackwell", "gb300-nvl72": "Blackwell",
+        "mi300x": None, "mi355x": None}
+
+
+def test_step_band_is_the_generations_where_the_table_holds_one(monkeypatch):
+    """``step_band(gpu)``: the band of the GPU's generation where the table holds one (its basis
+    names the generation), else the pooled band; no GPU given, the pooled band."""
+    from simulator.report import step_interval_table
+
+    pooled = (-0.1, 0.12, 47, 637)
+    monkeypatch.setattr(step_interval_table, "BANDS", {iv.STEP_CLASS: pooled, "Blackwell GPUs": (-0.24, 0.12, 11, 91)})
+    band, basis = iv.step_band("GB300-279GB")
+    assert (band.lo, band.hi) == (-0.24, 0.12) and basis.endswith("91 published runs on Blackwell GPUs from 11 sources")
+    for gpu in ("H100-SXM5-80GB", "MI300X-OAM-192GB", None):
+        band, basis = iv.step_band(gpu)
+        assert (band.lo, band.hi) == pooled[:2] and basis.endswith("637 published runs from 47 sources")
 
 
 def test_calibrated_profile_carries_its_residual_band(tmp_path, capsys):
@@ -352,7 +385,15 @@ def test_sweep_plans_carry_the_step_interval():
                                              breakdown_s=Breakdown(step, {}, 0.0), comm_bytes_per_gpu={},
                                              memory_gib_per_gpu={}, fits_in_memory=True, sim={}))
 
-    doc = sweep_json(run_plans(scn, enumerate_plans(scn)[:6], stand_in, prune=False))
+    result = run_plans(scn, enumerate_plans(scn)[:6], stand_in, prune=False)
+    # a report made without an interval (this stand-in) takes the pooled band; one with its own keeps it
+    carried = next(p for p in result.plans if p.simulated)
+    assert carried.report is not None
+    carried.report.step_time_interval_s = (0.5, 7.0)
+    doc = sweep_json(result)
+    assert next(p for p in doc["plans"] if p["label"] == carried.label)["step_time_interval_s"] == [0.5, 7.0]
+    carried.report.step_time_interval_s = None
+    doc = sweep_json(result)
     lo_f, hi_f = (math.exp(x) for x in BANDS[iv.STEP_CLASS][:2])
     ran = [p for p in doc["plans"] if p["simulated"]]
     assert ran
