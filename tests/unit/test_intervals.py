@@ -392,6 +392,14 @@ def test_sweep_plans_carry_the_step_interval():
     carried.report.step_time_interval_s = (0.5, 7.0)
     doc = sweep_json(result)
     assert next(p for p in doc["plans"] if p["label"] == carried.label)["step_time_interval_s"] == [0.5, 7.0]
+    # resumed from a results file, the plan keeps the interval its line was written with
+    from dataclasses import replace
+
+    from simulator.sweep.run import apply_line, result_line
+
+    resumed = replace(carried, report=None)
+    apply_line(resumed, result_line(carried, {}), "tiny")
+    assert resumed.report is not None and resumed.report.step_time_interval_s == (0.5, 7.0)
     carried.report.step_time_interval_s = None
     doc = sweep_json(result)
     lo_f, hi_f = (math.exp(x) for x in BANDS[iv.STEP_CLASS][:2])
