@@ -4569,9 +4569,10 @@ drift is smaller: the 70B plan went 1,602 (25.11, global batch 128) -> 1,664 (+3
 
 **GB300 against GB200: 16% the profiles do not hold.** gb300-nvl72 is gb200-nvl72 with Blackwell
 Ultra's exponentials, memory and NICs (the datasheets give both the same dense FP8 and BF16 rates;
-no GEMM measurement of GB300 was found). On the nine plans the 26.04.01 page ran on both racks, the
-measured GB300/GB200 throughput ratio is 1.15-1.40 and the simulated 0.95-1.14: 70B 1.310 against
-1.013 (TP 1 against TP 2), 405B FP8-CS 1.185 against 1.019, MXFP8 1.200 against 1.003, and the MoE
+no GEMM measurement of GB300 was found). On the nine models and precisions the 26.04.01 page ran on
+both racks, each rack with its own recipe's plan (which the simulated ratio prices), the measured
+GB300/GB200 throughput ratio is 1.15-1.40 and the simulated 0.95-1.14: 70B 1.310 against 1.013 (TP 1
+against TP 2), 405B FP8-CS 1.185 against 1.019 (PP 8 against 16), MXFP8 1.200 against 1.003, and the MoE
 pairs (Qwen3-30B-A3B, Qwen3-235B, GPT-OSS in BF16, DeepSeek-V3, Nemotron 3 Nano and Super) 1.15-1.40
 against 0.95-1.14; measured over simulated 1.03-1.29, median 1.16. GB300's 1,400 W against GB200's
 1,200 W is the one difference the profiles leave out (gb300-nvl72.yaml); without a sustained-clock

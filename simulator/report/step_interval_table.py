@@ -1,6 +1,6 @@
 """Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.
 
-Written by `python -m simulator.e2e_validation --out docs` at commit d081b7cb from the
+Written by `python -m simulator.e2e_validation --out docs` at commit a52b9895 from the
 leave-one-source-out errors of the 637 rows of data/e2e that docs/validation-e2e.md scores.
 BANDS[class] = (q10, q90, sources, rows): quantiles of ln(measured step / predicted step), every
 source weighing the same, widened to contain 0; the pooled class, and one per GPU generation where

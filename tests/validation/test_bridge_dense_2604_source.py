@@ -121,9 +121,10 @@ DOCUMENTED = {
 @pytest.mark.slow
 def test_held_out_errors_and_the_gb300_over_gb200_gap():
     """Every row pessimistic, within 3 points of the findings' table (median |error| 22.1%); on each
-    of the three dense plans the page ran on both racks, GB300 is 8 or more points more pessimistic
-    than GB200, and the measured GB300/GB200 throughput ratio exceeds the simulated by 10% or more
-    (1.310 against 1.013, 1.185 against 1.019, 1.200 against 1.003)."""
+    of the three dense models and precisions the page ran on both racks (each with its recipe's plan),
+    GB300 is 8 or more points more pessimistic than GB200, and the measured GB300/GB200 throughput
+    ratio exceeds the simulated by 10% or more (1.310 against 1.013, 1.185 against 1.019, 1.200
+    against 1.003)."""
     res = {r.case.label: r for r in scoring.run_cases(bridge_dense_2604(_rows()))}
     errs = {" ".join(k.split()[:3]): r.error for k, r in res.items()}
     assert errs == pytest.approx(DOCUMENTED, abs=0.03)
