@@ -83,35 +83,43 @@ def split_by_regime(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, Cov
     return _split(rows, lambda r: r[0], "per regime, together")
 
 
+GENERATIONS_TOGETHER = "per generation, together"
+
+
 def split_by_generation(rows: Sequence[Row]) -> tuple[dict[str, Band], dict[str, Coverage]]:
     """The other: a band per GPU generation (rows of a GPU of none in the pooled class)."""
-    return _split(rows, lambda r: generation_class(r[4]) if r[4] else STEP_CLASS, "per generation, together")
+    return _split(rows, lambda r: generation_class(r[4]) if r[4] else STEP_CLASS, GENERATIONS_TOGETHER)
+
+
+def _generations_hold(cov: dict[str, Coverage], gen_cov: dict[str, Coverage]) -> bool:
+    return gen_cov[GENERATIONS_TOGETHER].covered_rows >= cov[STEP_CLASS].covered_rows
+
+
+def _held_bands(bands: dict[str, Band], cov: dict[str, Coverage], gen_bands: dict[str, Band],
+                gen_cov: dict[str, Coverage]) -> dict[str, Band]:
+    """The pooled band, and the generations' where they hold (module docstring)."""
+    if not _generations_hold(cov, gen_cov):
+        return bands
+    return bands | {k: b for k, b in gen_bands.items() if k != STEP_CLASS}
 
 
 def generation_bands_hold(rows: Sequence[Row]) -> bool:
     """Whether the per-generation bands cover at least as many held-out rows as the pooled band
     (module docstring): then the table holds them and ``run`` prints its generation's."""
-    _bands, cov = bands_and_coverage(rows)
-    _split_bands, split_cov = split_by_generation(rows)
-    return split_cov["per generation, together"].covered_rows >= cov[STEP_CLASS].covered_rows
+    return _generations_hold(bands_and_coverage(rows)[1], split_by_generation(rows)[1])
 
 
 def table_bands(rows: Sequence[Row]) -> dict[str, Band]:
     """The bands the table holds: the pooled one, and the generations' where they hold."""
-    bands, _cov = bands_and_coverage(rows)
-    if generation_bands_hold(rows):
-        split_bands, _ = split_by_generation(rows)
-        bands.update({k: b for k, b in split_bands.items() if k != STEP_CLASS})
-    return bands
+    return _held_bands(*bands_and_coverage(rows), *split_by_generation(rows))
 
 
 def render_table(rows: Sequence[Row]) -> str:
     """The generated module: the band and the held-out rows it comes from."""
-    _bands, cov = bands_and_coverage(rows)
-    bands = table_bands(rows)
-    c = cov[STEP_CLASS]
-    _split_bands, split_cov = split_by_generation(rows)
-    g = split_cov["per generation, together"]
+    pooled, cov = bands_and_coverage(rows)
+    gen_bands, gen_cov = split_by_generation(rows)
+    bands = _held_bands(pooled, cov, gen_bands, gen_cov)
+    c, g = cov[STEP_CLASS], gen_cov[GENERATIONS_TOGETHER]
     lines = ['"""Step-time interval table of `clustersim run` (simulator/report/intervals.py). GENERATED: do not edit.',
              "",
              f"Written by `python -m simulator.e2e_validation --out docs` at commit {source_commit()} from the",
@@ -135,10 +143,10 @@ def render_section(rows: Sequence[Row]) -> list[str]:
     bands, cov = bands_and_coverage(rows)
     split_bands, split_cov = split_by_regime(rows)
     gen_bands, gen_cov = split_by_generation(rows)
-    c, s, g = cov[STEP_CLASS], split_cov["per regime, together"], gen_cov["per generation, together"]
+    c, s, g = cov[STEP_CLASS], split_cov["per regime, together"], gen_cov[GENERATIONS_TOGETHER]
     gen_verdict = ("covers at least as many held-out rows as the pooled band, so the table holds these bands and "
                    "`clustersim run` prints the band of its profile's GPU generation (the pooled band for a GPU of "
-                   "none of them)" if generation_bands_hold(rows) else
+                   "none of them)" if _generations_hold(cov, gen_cov) else
                    "covers fewer held-out rows than the pooled band, so the table holds the pooled band alone")
     verdict = ("covers fewer held-out rows than the pooled band, so the data do not support the split and one band "
                "serves every run" if s.row_fraction < c.row_fraction else

@@ -343,11 +343,12 @@ def plan_json(r: PlanResult) -> dict[str, Any]:
     from simulator.report.intervals import step_band
 
     rep = r.report
-    # the interval `run` prints: the report's own (its GPU generation's band), else the pooled band
-    interval = None
-    if rep is not None:
-        pooled = step_band() if rep.step_time_interval_s is None else None
-        interval = rep.step_time_interval_s or (pooled[0].around(rep.step_time_s) if pooled else None)
+    # the interval `run` prints: the report's own (its GPU generation's band); a report made without
+    # one (a stand-in, an older results file) takes the pooled band
+    interval = rep.step_time_interval_s if rep else None
+    if rep is not None and interval is None:
+        band = step_band()
+        interval = band[0].around(rep.step_time_s) if band else None
     return {
         "label": r.label,
         "parallel": parallel_json(r),
