@@ -53,6 +53,29 @@ of the step with one more period end nanoseconds apart, the flow model settling 
 flow ends in event order): bridge_moe:1 (Qwen3-235B, 256 H100, tp 2 pp 8 vp 4 ep 32, 512
 micro-batches; 3.9 M events unfolded) 226 -> 45 s, step 69.85088153 -> 69.85088157 s; every row in
 two processes (``scoring.run_case``) 815 -> 645 CPU s, 323 s wall.
+
+Since, send/recv on idle links held by their time alone (``replay/sendrecv.py``: one timer per
+matched send/recv instead of the network's rate updates, called back onto the network when
+traffic arrives; those that meet traffic put on as one phase), every pass with P2P ops stamped
+by a generated stamper (``transformer._restamp_p2p``; they were stamped op by op) and
+``symmetry._p2p_offsets`` reading P2P ops only. CPU s of ``scoring._simulate`` per row, the
+unchanged tree and the changed one one after the other in the same order, then in the other
+order (machine speed drifts by 10-20% over minutes on this 2-core machine):
+
+    row (source:index)      first order      other order
+    bridge_dense_2604:3    16.73 -> 12.93   14.40 -> 12.44
+    bridge_dense_2604:6          -          37.29 -> 29.19
+    mlperf_gpt3:6          14.01 -> 12.60   11.83 -> 11.76
+    mlperf_gpt3:0          11.97 -> 10.49    9.52 ->  9.87
+    dgxc_gpt3:0             8.68 ->  6.59    7.59 ->  6.35
+    modelzoo_qwen3:0        3.43 ->  3.39    3.61 ->  3.40
+    vtrain_multi:50         0.65 ->  0.53    0.61 ->  0.51
+    sum (13 and 7 rows)    56.8  -> 47.7    84.9  -> 73.5
+
+Every step time the same to the 12 digits printed. Under cProfile, Llama 3.1 405B at tp 4 pp 16
+vp 8 on GB200 (bridge_dense_2604:6) ran 0.49 million network rate updates before and 0.09
+million after; what is left of it is the replay's per-op loop and building the full program
+(3.4 million ops, for the fold's checks and the reports) besides the replayed one.
 """
 
 from __future__ import annotations

@@ -227,8 +227,11 @@ class Replayer:
         # reduced ones), whose networks then meet the same phase objects (links._known_for)
         self._plans: dict[tuple, CollectivePlan] = {} if plans is None else plans
         self._routes: dict[tuple[int, int], Route] = {}
+        self._reservable = exclusive_fast_path and hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
+        self._next_holder = 0
         self.sendrecv = SendRecv(self.env, self.net, self.ranks, self.grid, costs=costs, route=self._route,
-                                 comm_started=self._comm_started, image_of=self._image_of if images else None)
+                                 comm_started=self._comm_started, image_of=self._image_of if images else None,
+                                 holder=self._new_holder if self._reservable else None)
         # (op, members, size, stream) -> (plan, (algorithm, protocol), time alone or None)
         self._ready_plans: dict[tuple, tuple[CollectivePlan, tuple[str, str], float | None, tuple[int, ...]]] = {}
         owners = (link_owners(self.ranks.values(), self._group, self._plan_of, self.grid.peer, self._image_route)
@@ -239,14 +242,12 @@ class Replayer:
         # also crosses) may still join a compute block while nothing else is on their links:
         # the block reserves the links on the network (FlowNetwork.reserve), and traffic that
         # arrives there hands the collective back to the network where it stands (_hand_back).
-        self._reservable = exclusive_fast_path and hasattr(self.net, "reserve") and hasattr(self.net, "phase_duration")
         if self._reservable:
             self.net.on_reserved = self._on_reserved
         # ... and while other traffic of fixed rates is on their links, timed beside it
         self._besides = self._reservable and hasattr(self.net, "beside")
         self._holders: dict[int, tuple[RankState, ComputeRun]] = {}
         self._holds: dict[int, _Hold] = {}  # collectives run by their time alone on reserved links
-        self._next_holder = 0
         # id of a plan -> (the plan, seconds alone on an empty network, the links it crosses),
         # shared links or not
         # shared, as ``plans``, by the replays of one step (``alone``): they depend on the plan
@@ -680,6 +681,12 @@ class Replayer:
             del self._holders[run.holder]
             run.holder = -1
 
+    def _new_holder(self) -> int:
+        """A new id for links reserved on the network (compute blocks, collectives, send/recv)."""
+        h = self._next_holder
+        self._next_holder = h + 1
+        return h
+
     def _on_reserved(self, holders: np.ndarray, links: np.ndarray) -> None:
         """Traffic is starting on links compute blocks reserved for collectives they hold
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
@@ -689,7 +696,10 @@ class Replayer:
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         holder_ids = set(holders.tolist())
         single = len(holder_ids) == 1  # (then every link is that holder's)
+        p2p = self.sendrecv.holds
         for h in holder_ids:
+            if p2p and self.sendrecv.hand_back(h, now, due):
+                continue
             hold = self._holds.get(h)
             if hold is not None:
                 if hold.end > due:  # (one ending now ends before the newcomer starts)

@@ -28,6 +28,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from simulator.schedule.ir import P2POp
+
 DEFAULT_MAX_RANKS = 4096
 # Above this many op executions (ranks x program length) the engine switches to symmetric mode
 # on its own, to keep a step of a 1,000-GPU plan within seconds.
@@ -115,9 +117,13 @@ def _p2p_offsets(schedule: Any, axis: str) -> set[int]:
                                    for m in schedule.grid.group(0, (axis,)))}
     for prog in programs.values():
         for op in prog:
-            sends = getattr(op, "sends", None)
-            if sends is not None:
-                out.update(t.offset for t in (*sends, *op.recvs) if t.axis == axis)
+            if type(op) is P2POp:
+                for t in op.sends:
+                    if t.axis == axis:
+                        out.add(t.offset)
+                for t in op.recvs:
+                    if t.axis == axis:
+                        out.add(t.offset)
     return out
 
 

@@ -17,7 +17,7 @@ plain GEMMs) and the attention patterns from their own modules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from simulator.config.scenario import Scenario
 from simulator.config.workload import attention_window
@@ -483,8 +483,8 @@ class _Template:
     tag_of: tuple[int, ...]  # each op's index into `tags`
     result: int
     single_dep: tuple[int, ...]  # per op: k when its deps are the k-th op of the block alone, else -1
-    # (start, after, wa, wm, state, tags) -> the stamped ops (:func:`_stamper`); None: stamped
-    # op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
+    # (start, after, wa, wm, state, tags, micro-batch digits) -> the stamped ops (:func:`_stamper`);
+    # None: stamped op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
     # so a relabeled template (``replace``) keeps its own's.
     stamper: Callable[..., tuple] | None = field(default=None, compare=False, repr=False)
     # The template this one was relabeled from (:func:`_relabeled`), whose ops have every field of
@@ -588,9 +588,7 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
     tuple of constructor calls (``ir.restamp_constructor``) with each op's dependencies as a
     tuple display: the loop's per-op unpacking, branches and look-ups are gone. Kept by those
     three, which the relabeled templates of a layer class, and the same shapes in other plans,
-    share. None for passes with P2P ops (their keys name the micro-batch): stamped op by op."""
-    if P2POp in types:
-        return None
+    share. A P2P op's keys name the micro-batch: ``d``, its digits (:func:`_restamp_p2p`)."""
     key = (types, deps, tag_of)
     hit = _STAMPERS.get(key)
     if hit is not None:
@@ -599,14 +597,30 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
     for k, (cls, row, tag) in enumerate(zip(types, deps, tag_of)):
         items = [f"start + {d}" if d >= 0 else _ext_source(d) for d in row]
         dep = "()" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-        calls.append(f"        {'C' if cls is ComputeOp else 'K'}(s[{k}], {dep}, t[{tag}]),\n")
-    scope: dict[str, Any] = {"C": _RESTAMP[ComputeOp], "K": _RESTAMP[CommOp]}
-    exec("def stamp(start, after, wa, wm, s, t):\n    return (\n" + "".join(calls) + "    )\n", scope)
+        if cls is P2POp:
+            calls.append(f"        P(s[{k}], {dep}, t[{tag}], d),\n")
+        else:
+            calls.append(f"        {'C' if cls is ComputeOp else 'K'}(s[{k}], {dep}, t[{tag}]),\n")
+    scope: dict[str, Any] = {"C": _RESTAMP[ComputeOp], "K": _RESTAMP[CommOp], "P": _restamp_p2p}
+    exec("def stamp(start, after, wa, wm, s, t, d):\n    return (\n" + "".join(calls) + "    )\n", scope)
     if len(_STAMPERS) >= _STAMPERS_KEPT:
         _STAMPERS.clear()
     fn: Callable[..., tuple] = scope["stamp"]
     _STAMPERS[key] = fn
     return fn
+
+
+def _restamp_p2p(state: tuple, deps: tuple[int, ...], tag: Tag, digits: str) -> P2POp:
+    """A template's P2P op (its field values ``state``) with new deps and tag, and the
+    micro-batch ``digits`` in its sends' and receives' keys."""
+    args = list(state)
+    i_deps, i_tag = _POS[P2POp]
+    args[i_deps] = deps
+    args[i_tag] = tag
+    for i in _P2P_XFERS:
+        args[i] = tuple([Transfer(t.axis, t.offset, t.nbytes, t.key.replace(_MB, digits), t.transport)
+                         for t in args[i]])
+    return cast(P2POp, MAKE_OP[P2POp](*args))
 
 
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
@@ -622,9 +636,9 @@ def _stamp_ops(tpl: _Template, start: int, mb: int, after: int, wa: tuple[int, .
                wm: tuple[int, ...]) -> tuple[ComputeOp | CommOp | P2POp, ...]:
     """The ops of a template stamped for micro-batch ``mb`` at index ``start`` (:func:`_stamp`)."""
     tags = [make_tag(t.phase, t.layer, mb, t.chunk) for t in tpl.tags]
-    if tpl.stamper is not None:
-        return tpl.stamper(start, after, wa, wm, tpl.state, tags)
     digits = str(mb)
+    if tpl.stamper is not None:
+        return tpl.stamper(start, after, wa, wm, tpl.state, tags, digits)
     ops: list[ComputeOp | CommOp | P2POp] = []
     ext = {-1: after}
     for k, w in enumerate(wa):
@@ -634,14 +648,8 @@ def _stamp_ops(tpl: _Template, start: int, mb: int, after: int, wa: tuple[int, .
     append = ops.append
     for cls, state, row, tag_id, one in zip(tpl.types, tpl.state, tpl.deps, tpl.tag_of, tpl.single_dep):
         if cls is P2POp:
-            args = list(state)
-            i_deps, i_tag = _POS[cls]
-            args[i_deps] = (start + one,) if one >= 0 else tuple([start + d if d >= 0 else ext[d] for d in row])
-            args[i_tag] = tags[tag_id]
-            for i in _P2P_XFERS:
-                args[i] = tuple([Transfer(t.axis, t.offset, t.nbytes, t.key.replace(_MB, digits), t.transport)
-                                 for t in args[i]])
-            append(MAKE_OP[cls](*args))
+            append(_restamp_p2p(state, (start + one,) if one >= 0 else tuple([start + d if d >= 0 else ext[d] for d in row]),
+                                tags[tag_id], digits))
         elif one >= 0:  # most ops wait for one op of their own pass
             append(_RESTAMP[cls](state, (start + one,), tags[tag_id]))
         else:

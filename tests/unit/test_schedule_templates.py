@@ -124,7 +124,8 @@ def test_stamped_moe_layers_are_the_built_layers(tmp_path, monkeypatch):
 def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - the fixture
     """A template's generated stamper (transformer._stamper: one tuple of constructor calls)
     makes the ops the op-by-op stamp makes, field for field, at another position, micro-batch
-    and external dependencies; and templates of the same structure share one stamper."""
+    and external dependencies, P2P ops with that micro-batch in their keys; and templates of the
+    same structure share one stamper."""
     from dataclasses import replace
 
     from simulator.schedule.transformer import _stamp_ops
@@ -137,8 +138,8 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
     templates = [t for lb in schedule_build._LAYER_BUILDERS.values() for t in lb._templates.values() if t is not None]
     from simulator.schedule.ir import P2POp
 
-    assert all((t.stamper is None) == (P2POp in t.types) for t in templates)  # P2P keys: op by op
-    assert any(t.stamper is not None for t in templates)
+    assert all(t.stamper is not None for t in templates)
+    with_p2p = [t for t in templates if P2POp in t.types]
     for tpl in templates:
         symbols = [d for row in tpl.deps for d in row if d < -1]
         wa = tuple(7 + k for k in range(max((-2 - d for d in symbols if d > -1000), default=-1) + 1))
@@ -148,6 +149,11 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
         assert [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in fast] == \
                [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in slow]
         assert all(d < 1234 or d - 1234 < len(fast) for o in fast for d in o.deps)
+    for tpl in with_p2p:  # the micro-batch's digits replace the key's placeholder, nothing else
+        keys = [t.key for o in _stamp_ops(tpl, 0, 17, -1, (), ()) if type(o) is P2POp for t in (*o.sends, *o.recvs)]
+        assert keys and all(".mb17." in k and "\x00" not in k for k in keys)
+    if plan in ("cp_p2p", "tp_overlap_interleaved"):
+        assert with_p2p
     by_structure: dict = {}
     for tpl in templates:
         if tpl.stamper is not None:
