@@ -691,7 +691,9 @@ class Replayer:
         """Traffic is starting on links compute blocks reserved for collectives they hold
         (FlowNetwork.reserve). For each such block, the first of its collectives on those links
         that has not ended is handed back (:meth:`_hand_back`); the newcomer then shares the
-        links with it as it would have on the op-by-op replay."""
+        links with it as it would have on the op-by-op replay. A collective held alone goes on
+        the network where its closed form has it, and so do a send/recv's flows
+        (``SendRecv.hand_back``)."""
         now = self.env._now
         due = now + REL_TOL * now + ABS_TOL_S  # ends this instant: done before the newcomer starts
         holder_ids = set(holders.tolist())

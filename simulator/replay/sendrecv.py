@@ -32,7 +32,7 @@ from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import P2POp
 
 
-# Distinct sets of send/recv flows kept (SendRecv._transfer, _alone_of), then the tables start over.
+# Distinct sets of send/recv flows kept (SendRecv._start, _transfer), then the tables start over.
 _FLOWS_KEPT = 65_536
 
 Flows = tuple[tuple[tuple[int, ...], float, "float | None"], ...]  # (links, wire bytes, rate cap) each
@@ -297,10 +297,9 @@ class SendRecv:
         """Put ``flows`` on the network as one phase (``FlowNetwork.transfer_phase``): while no
         other traffic crosses their links they run in closed form, their solo trajectory, and a
         flow that arrives on one of those links turns them back into ordinary flows with the bytes
-        that trajectory has left (``solo_phases``). Exact, and most send/recv flows are alone: a
-        TP ring exchange's hops, a pipeline's activations (Llama 3.1 405B at tp 4 pp 16 vp 8 on
-        GB200: 0.46 million send/recv flows, the replay 20.8 -> about 9 s). The same flows recur
-        every micro-batch, so the phase is one object per set of flows (the network keeps its
+        that trajectory has left (``solo_phases``): the send/recv that met traffic as they started
+        (:meth:`_start`), of which some flows may still meet none. The same flows recur every
+        micro-batch, so the phase is one object per set of flows (the network keeps its
         decomposition by the object)."""
         if self._transfer_phase is None:  # (a test's stand-in network)
             return self.net.transfer(*flows[0]) if len(flows) == 1 else self.net.transfer_many(flows)
