@@ -20,7 +20,7 @@ rate the network gives it, up to float rounding in the order of operations.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, cast
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import simpy
@@ -32,11 +32,10 @@ from simulator.replay.rank_state import RankState
 from simulator.schedule.ir import P2POp
 
 
-# Distinct sets of send/recv flows kept (SendRecv._start, _transfer), then the tables start over.
+# Distinct sets of send/recv flows kept (SendRecv._known), then the table starts over.
 _FLOWS_KEPT = 65_536
 
 Flows = tuple[tuple[tuple[int, ...], float, "float | None"], ...]  # (links, wire bytes, rate cap) each
-_UNSEEN = object()  # (a set of flows not looked at yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +116,14 @@ class SendRecv:
         self._comm_started = comm_started
         self.p2p: dict[tuple[int, int, str], P2PSide] = {}
         self._peers: dict[tuple[int, str, int], int] = {}
-        # One object per set of flows a send/recv puts on the network (its own flow, and those of
-        # its image ranks), the phase the network times in closed form while it is alone
-        self._phases: dict[Flows, Flows] = {}
         self._transfer_phase = getattr(net, "transfer_phase", None)
         # ``holder()``: a new reservation id, where the replay's network reserves links (None: it
         # does not, and every send/recv goes on the network)
         self._holder = holder
-        self._alone: dict[Flows, _Alone | None] = {}
+        # Per set of flows a send/recv puts on the network (its own flow, and those of its image
+        # ranks): one object for it, the phase the network keeps its decomposition by, and the
+        # flows timed alone (None: not held, or no reservations)
+        self._known: dict[Flows, tuple[Flows, _Alone | None]] = {}
         self._capacity: Sequence[float] = np.asarray(costs.capacity_Bps, dtype=np.float64).tolist() \
             if holder is not None else ()
         self.holds: dict[int, _Hold] = {}  # by reservation id
@@ -239,17 +238,15 @@ class SendRecv:
 
     def _start(self, flows: Flows) -> simpy.Event:
         """The flows of a send/recv, held on their links while those are idle, else on the network."""
-        if self._holder is not None:
-            got = self._alone.get(flows, _UNSEEN)
-            if got is _UNSEEN:
-                if len(self._alone) >= _FLOWS_KEPT:
-                    self._alone.clear()
-                alone = self._alone[flows] = alone_of(flows, self._capacity)
-            else:
-                alone = cast("_Alone | None", got)
-            if alone is not None and self.net.idle(alone.links):
-                return self._held(flows, alone)
-        return self._transfer(flows)
+        known = self._known.get(flows)
+        if known is None:
+            if len(self._known) >= _FLOWS_KEPT:
+                self._known.clear()
+            known = self._known[flows] = (flows, alone_of(flows, self._capacity) if self._holder is not None else None)
+        phase, alone = known
+        if alone is not None and self.net.idle(alone.links):
+            return self._held(phase, alone)
+        return self._transfer(phase)
 
     def _held(self, flows: Flows, alone: _Alone) -> simpy.Event:
         """Run ``flows`` by their time alone while they hold their (idle) links reserved; the
@@ -293,21 +290,16 @@ class SendRecv:
         timer.callbacks = []
         return True
 
-    def _transfer(self, flows: Flows) -> simpy.Event:
-        """Put ``flows`` on the network as one phase (``FlowNetwork.transfer_phase``): while no
-        other traffic crosses their links they run in closed form, their solo trajectory, and a
-        flow that arrives on one of those links turns them back into ordinary flows with the bytes
-        that trajectory has left (``solo_phases``): the send/recv that met traffic as they started
-        (:meth:`_start`), of which some flows may still meet none. The same flows recur every
-        micro-batch, so the phase is one object per set of flows (the network keeps its
-        decomposition by the object)."""
+    def _transfer(self, phase: Flows) -> simpy.Event:
+        """Put the flows of ``phase`` (one object per set of flows: :meth:`_start`) on the network
+        as one phase (``FlowNetwork.transfer_phase``): while no other traffic crosses their links
+        they run in closed form, their solo trajectory, and a flow that arrives on one of those
+        links turns them back into ordinary flows with the bytes that trajectory has left
+        (``solo_phases``). These are the send/recv that met traffic as they started, of which some
+        flows may still meet none. The same flows recur every micro-batch, and the network keeps
+        its decomposition by the object."""
         if self._transfer_phase is None:  # (a test's stand-in network)
-            return self.net.transfer(*flows[0]) if len(flows) == 1 else self.net.transfer_many(flows)
-        phase = self._phases.get(flows)
-        if phase is None:
-            if len(self._phases) >= _FLOWS_KEPT:
-                self._phases.clear()
-            phase = self._phases[flows] = flows
+            return self.net.transfer(*phase[0]) if len(phase) == 1 else self.net.transfer_many(phase)
         return self._transfer_phase(phase)
 
     def _flow_done(self, src: int, dst: int, side: P2PSide) -> None:
