@@ -29,7 +29,7 @@ from simpy.events import Timeout
 from simulator.costs.model import CostModel
 from simulator.hardware.routes import Route
 from simulator.replay.rank_state import RankState
-from simulator.schedule.ir import P2POp
+from simulator.schedule.ir import P2POp, transfer_key
 
 
 # Distinct sets of send/recv flows kept (SendRecv._known), then the table starts over.
@@ -155,10 +155,10 @@ class SendRecv:
         sides = []
         for t in op.sends:
             dst = self._peer(R.rank, t.axis, t.offset)
-            sides.append(self._post(R.rank, dst, t.key, t.nbytes, (R.rank, i, "send"), dst, t.transport))
+            sides.append(self._post(R.rank, dst, transfer_key(op, t), t.nbytes, (R.rank, i, "send"), dst, t.transport))
         for t in op.recvs:
             src = self._peer(R.rank, t.axis, t.offset)
-            sides.append(self._post(src, R.rank, t.key, t.nbytes, (R.rank, i, "recv"), src, t.transport))
+            sides.append(self._post(src, R.rank, transfer_key(op, t), t.nbytes, (R.rank, i, "recv"), src, t.transport))
         if not sides:
             R.start[i] = self.env._now
             return

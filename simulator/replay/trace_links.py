@@ -27,7 +27,7 @@ import numpy as np
 
 from simulator.costs.topology_view import TopologyView
 from simulator.replay.trace import Trace
-from simulator.schedule.ir import CommOp, P2POp
+from simulator.schedule.ir import CommOp, P2POp, transfer_key
 
 LINK_PID = 1_000_000  # the counters' process, after every rank
 
@@ -71,7 +71,7 @@ def flow_events(trace: Trace, ranks: Iterable[int], grid: Any | None) -> list[di
         for i, op in enumerate(trace.timelines[r].program):
             if isinstance(op, P2POp):
                 for t in op.recvs:
-                    recvs.setdefault((r, grid.peer(r, t.axis, t.offset), t.key), []).append(i)
+                    recvs.setdefault((r, grid.peer(r, t.axis, t.offset), transfer_key(op, t)), []).append(i)
     for r in ranks:
         tl = trace.timelines[r]
         for i, op in enumerate(tl.program):
@@ -79,12 +79,13 @@ def flow_events(trace: Trace, ranks: Iterable[int], grid: Any | None) -> list[di
                 continue
             for t in op.sends:
                 dst = grid.peer(r, t.axis, t.offset)
-                waiting = recvs.get((dst, r, t.key))
+                msg = transfer_key(op, t)
+                waiting = recvs.get((dst, r, msg))
                 if dst == r or not waiting:
                     continue
                 j = waiting.pop(0)
                 dtl = trace.timelines[dst]
-                name = f"send {t.key}"
+                name = f"send {msg}"
                 out.append({"ph": "s", "id": next_id, "name": name, "cat": "sendrecv flow", "pid": r,
                             "tid": _tid(trace, r, op.stream), "ts": _slice_ts(float(tl.start[i])), "bp": "e"})
                 out.append({"ph": "f", "id": next_id, "name": name, "cat": "sendrecv flow", "pid": dst,

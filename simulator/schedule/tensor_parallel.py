@@ -67,7 +67,8 @@ from functools import cached_property
 from typing import Final, Literal
 
 from simulator.schedule import deterministic_fill
-from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag, Transfer
+from simulator.schedule.ir import (MB_PLACEHOLDER, CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag,
+                                   Transfer)
 
 OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 
@@ -234,7 +235,8 @@ def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: Colle
 
 
 def _key(ctx: TPContext, label: str, step: int) -> str:
-    return f"tp.L{ctx.layer}.mb{ctx.mb_index}.{label}.step{step}"
+    """A ring-exchange step's key; its micro-batch is its tag's (``ir.transfer_key``)."""
+    return f"tp.L{ctx.layer}.mb{MB_PLACEHOLDER}.{label}.step{step}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,15 +17,15 @@ plain GEMMs) and the attention patterns from their own modules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, cast
+from typing import Any, Callable
 
 from simulator.config.scenario import Scenario
 from simulator.config.workload import attention_window
 from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading,
                                 deterministic_fill, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, MAKE_OP, P2POp, ProgramBuilder, Tag,
-                                   Transfer, make_tag, restamp_constructor)
+from simulator.schedule.ir import (MB_PLACEHOLDER, CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder,
+                                   Tag, Transfer, make_tag, restamp_constructor)
 from simulator.schedule.loss import CrossEntropyImpl, loss_kernels, metric_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
@@ -483,7 +483,7 @@ class _Template:
     tag_of: tuple[int, ...]  # each op's index into `tags`
     result: int
     single_dep: tuple[int, ...]  # per op: k when its deps are the k-th op of the block alone, else -1
-    # (start, after, wa, wm, state, tags, micro-batch digits) -> the stamped ops (:func:`_stamper`);
+    # (start, after, wa, wm, state, tags) -> the stamped ops (:func:`_stamper`);
     # None: stamped op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
     # so a relabeled template (``replace``) keeps its own's.
     stamper: Callable[..., tuple] | None = field(default=None, compare=False, repr=False)
@@ -501,28 +501,18 @@ def _wait_shape(after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> tuple[i
     return tuple(ext.index(v) for v in ext)
 
 
-_MB = "\x00"  # stands for the micro-batch index inside a templated P2P key
-
-
-def _symbolic_key(key: str, layer: int, mb: int) -> str | None:
-    """A layer's P2P keys name it and its micro-batch once (``tp.L3.mb0.fc1.step1``,
-    ``ring.L3.mb0.fwd.kv.step2``): that micro-batch becomes a placeholder."""
-    marker = f".L{layer}.mb{mb}."
-    if key.count(marker) != 1:
-        return None
-    return key.replace(marker, f".L{layer}.mb{_MB}.")
+_MB = MB_PLACEHOLDER  # stands for the micro-batch inside a layer pass's P2P keys (ir.transfer_key)
 
 
 def _symbolic_p2p(op: P2POp, layer: int, mb: int) -> P2POp | None:
-    sends: list[Transfer] = []
-    recvs: list[Transfer] = []
-    for src, dst in ((op.sends, sends), (op.recvs, recvs)):
-        for t in src:
-            key = _symbolic_key(t.key, layer, mb)
-            if key is None:
-                return None
-            dst.append(replace(t, key=key))
-    return replace(op, sends=tuple(sends), recvs=tuple(recvs))
+    """``op`` as a template's: a layer pass's P2P keys name the layer once and hold the
+    placeholder for the micro-batch (``tp.L3.mb<MB>.fc1.step1``, ``ring.L3.mb<MB>.fwd.kv.step2``),
+    which its tag names (``mb``), so a stamp for another micro-batch keeps its transfers; None
+    where a key is not so (the pass is then built every time)."""
+    marker = f".L{layer}.mb{_MB}."
+    if op.tag.mb_index != mb or any(t.key.count(marker) != 1 for t in (*op.sends, *op.recvs)):
+        return None
+    return op
 
 
 def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple[int, ...],
@@ -563,11 +553,10 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
                      _stamper(types, tuple(deps), tag_of))
 
 
-_POS = {cls: (cls.__slots__.index("deps"), cls.__slots__.index("tag")) for cls in (ComputeOp, CommOp, P2POp)}
 _P2P_XFERS = (P2POp.__slots__.index("sends"), P2POp.__slots__.index("recvs"))
 # (a template op's field values, new deps, new tag) -> the op (ir.restamp_constructor)
 _RESTAMP: dict[type, Callable[[tuple, tuple[int, ...], Tag], ComputeOp | CommOp | P2POp]] = {
-    cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp)}
+    cls: restamp_constructor(cls) for cls in (ComputeOp, CommOp, P2POp)}
 
 
 _STAMPERS: dict[tuple, Callable[..., tuple]] = {}  # by the templates' types, dependencies and tag indices
@@ -588,7 +577,8 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
     tuple of constructor calls (``ir.restamp_constructor``) with each op's dependencies as a
     tuple display: the loop's per-op unpacking, branches and look-ups are gone. Kept by those
     three, which the relabeled templates of a layer class, and the same shapes in other plans,
-    share. A P2P op's keys name the micro-batch: ``d``, its digits (:func:`_restamp_p2p`)."""
+    share. A P2P op keeps its template's transfers, whose keys hold ``ir.MB_PLACEHOLDER`` for
+    the micro-batch its tag names (``ir.transfer_key``)."""
     key = (types, deps, tag_of)
     hit = _STAMPERS.get(key)
     if hit is not None:
@@ -597,12 +587,10 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
     for k, (cls, row, tag) in enumerate(zip(types, deps, tag_of)):
         items = [f"start + {d}" if d >= 0 else _ext_source(d) for d in row]
         dep = "()" if not items else f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
-        if cls is P2POp:
-            calls.append(f"        P(s[{k}], {dep}, t[{tag}], d),\n")
-        else:
-            calls.append(f"        {'C' if cls is ComputeOp else 'K'}(s[{k}], {dep}, t[{tag}]),\n")
-    scope: dict[str, Any] = {"C": _RESTAMP[ComputeOp], "K": _RESTAMP[CommOp], "P": _restamp_p2p}
-    exec("def stamp(start, after, wa, wm, s, t, d):\n    return (\n" + "".join(calls) + "    )\n", scope)
+        letter = "C" if cls is ComputeOp else "K" if cls is CommOp else "P"
+        calls.append(f"        {letter}(s[{k}], {dep}, t[{tag}]),\n")
+    scope: dict[str, Any] = {"C": _RESTAMP[ComputeOp], "K": _RESTAMP[CommOp], "P": _RESTAMP[P2POp]}
+    exec("def stamp(start, after, wa, wm, s, t):\n    return (\n" + "".join(calls) + "    )\n", scope)
     if len(_STAMPERS) >= _STAMPERS_KEPT:
         _STAMPERS.clear()
     fn: Callable[..., tuple] = scope["stamp"]
@@ -610,22 +598,9 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
     return fn
 
 
-def _restamp_p2p(state: tuple, deps: tuple[int, ...], tag: Tag, digits: str) -> P2POp:
-    """A template's P2P op (its field values ``state``) with new deps and tag, and the
-    micro-batch ``digits`` in its sends' and receives' keys."""
-    args = list(state)
-    i_deps, i_tag = _POS[P2POp]
-    args[i_deps] = deps
-    args[i_tag] = tag
-    for i in _P2P_XFERS:
-        args[i] = tuple([Transfer(t.axis, t.offset, t.nbytes, t.key.replace(_MB, digits), t.transport)
-                         for t in args[i]])
-    return cast(P2POp, MAKE_OP[P2POp](*args))
-
-
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
-    """Append a copy of a template for micro-batch `mb`: only deps, tags and the micro-batch in
-    P2P keys change. Avoids re-running the pattern code for every micro-batch (a 64-micro-batch
+    """Append a copy of a template for micro-batch `mb`: only deps and tags change (a P2P op's
+    keys hold the micro-batch of its tag, ``ir.transfer_key``). Avoids re-running the pattern code for every micro-batch (a 64-micro-batch
     interleaved GPT-3 175B schedule with TP ring-exchange overlap built in a tenth of the time)."""
     start = len(pb.ops)
     pb.ops.extend(_stamp_ops(tpl, start, mb, after, wa, wm))
@@ -636,9 +611,8 @@ def _stamp_ops(tpl: _Template, start: int, mb: int, after: int, wa: tuple[int, .
                wm: tuple[int, ...]) -> tuple[ComputeOp | CommOp | P2POp, ...]:
     """The ops of a template stamped for micro-batch ``mb`` at index ``start`` (:func:`_stamp`)."""
     tags = [make_tag(t.phase, t.layer, mb, t.chunk) for t in tpl.tags]
-    digits = str(mb)
     if tpl.stamper is not None:
-        return tpl.stamper(start, after, wa, wm, tpl.state, tags, digits)
+        return tpl.stamper(start, after, wa, wm, tpl.state, tags)
     ops: list[ComputeOp | CommOp | P2POp] = []
     ext = {-1: after}
     for k, w in enumerate(wa):
@@ -647,10 +621,7 @@ def _stamp_ops(tpl: _Template, start: int, mb: int, after: int, wa: tuple[int, .
         ext[-1000 - k] = w
     append = ops.append
     for cls, state, row, tag_id, one in zip(tpl.types, tpl.state, tpl.deps, tpl.tag_of, tpl.single_dep):
-        if cls is P2POp:
-            append(_restamp_p2p(state, (start + one,) if one >= 0 else tuple([start + d if d >= 0 else ext[d] for d in row]),
-                                tags[tag_id], digits))
-        elif one >= 0:  # most ops wait for one op of their own pass
+        if one >= 0:  # most ops wait for one op of their own pass
             append(_RESTAMP[cls](state, (start + one,), tags[tag_id]))
         else:
             append(_RESTAMP[cls](state, tuple([start + d if d >= 0 else ext[d] for d in row]), tags[tag_id]))
@@ -708,7 +679,7 @@ _ANY_STAMP_KEPT = 4096
 def _relabeled_key(key: str, marker: str, to_marker: str, prefix: str, to_prefix: str, named: str) -> str | None:
     """A P2P key of layer ``old``'s pass as layer ``new``'s (:func:`_relabeled`), or None where it
     names the layer anywhere but in its marker (``.L3.mb<mb>.``) and, right after it, the name of
-    the op it belongs to: a TP ring-exchange step's key is ``tp.L3.mb0.`` + its GEMM's name
+    the op it belongs to: a TP ring-exchange step's key is ``tp.L3.mb<MB>.`` + its GEMM's name
     (``L3.fc1.fwd``) + ``.step1`` (``tensor_parallel._key``), and a direct build of layer
     ``new`` writes both with ``new``."""
     if key.count(marker) != 1:
@@ -723,7 +694,7 @@ def _relabeled_key(key: str, marker: str, to_marker: str, prefix: str, to_prefix
 
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     """The template of layer ``old``'s pass as layer ``new``'s: a layer enters a pass's ops only
-    in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb0.fc1.step1``); what the ops are
+    in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb<MB>.L3.fc1.fwd.step1``); what the ops are
     depends on the layer only through :meth:`LayerSpec.is_moe` and the hybrid pattern, which
     :meth:`LayerBuilder._layer_class` keys. None where a name or key names the layer anywhere
     else (the pass is then built for that layer)."""

@@ -10,7 +10,7 @@ import pytest
 from simulator.errors import InputError
 from simulator.schedule import context_parallel
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, transfer_key
 from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 
 B, S, D, A, G = 1, 16384, 128, 16, 4
@@ -36,9 +36,9 @@ def check_sends_match(c: int, comm: str, **kw) -> Counter:
         for op in sum(run(ctx(c, r, comm, **kw)), []):
             if isinstance(op, P2POp):
                 for x in op.sends:
-                    sends[(r, (r + x.offset) % c, x.key, x.nbytes)] += 1
+                    sends[(r, (r + x.offset) % c, transfer_key(op, x), x.nbytes)] += 1
                 for x in op.recvs:
-                    recvs[((r + x.offset) % c, r, x.key, x.nbytes)] += 1
+                    recvs[((r + x.offset) % c, r, transfer_key(op, x), x.nbytes)] += 1
     assert sends == recvs and sends
     assert max(sends.values()) == 1
     return sends

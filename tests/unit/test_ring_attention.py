@@ -8,7 +8,7 @@ import pytest
 
 from simulator.schedule import ring_attention
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, ProgramBuilder, transfer_key
 from tests.unit.attention_helpers import attn_flops, run_pattern, sent
 
 B, S, D, A, G = 1, 8192, 128, 8, 2
@@ -45,10 +45,10 @@ def test_sends_match_receives_across_the_ring(c):
                 assert op.stream == "cp"
                 for x in op.sends:
                     assert x.axis == "cp" and x.offset == +1
-                    sends[(r, (r + x.offset) % c, x.key, x.nbytes)] += 1
+                    sends[(r, (r + x.offset) % c, transfer_key(op, x), x.nbytes)] += 1
                 for x in op.recvs:
                     assert x.axis == "cp" and x.offset == -1
-                    recvs[((r + x.offset) % c, r, x.key, x.nbytes)] += 1
+                    recvs[((r + x.offset) % c, r, transfer_key(op, x), x.nbytes)] += 1
     assert sends == recvs
     assert max(sends.values()) == 1  # keys unique per layer / micro-batch / step / direction
 

@@ -17,7 +17,7 @@ import pytest
 from simulator.config.scenario import build_scenario
 from simulator.schedule.build import build_schedule, role_comm_bytes
 from simulator.schedule.flops import param_count
-from simulator.schedule.ir import CommOp, ComputeOp, P2POp
+from simulator.schedule.ir import CommOp, ComputeOp, P2POp, transfer_key
 from tests.shrink import shrunk_scenario
 
 # kernel_gap_us 4.0: the gap the engine tests built on these plans were laid out with (where a
@@ -110,9 +110,9 @@ def check_invariants(sched, execute=True):
     for r in range(n):
         for op in p2p[roles[r]]:
             for t in op.sends:
-                sends[(r, grid.peer(r, t.axis, t.offset), t.key, t.nbytes)] += 1
+                sends[(r, grid.peer(r, t.axis, t.offset), transfer_key(op, t), t.nbytes)] += 1
             for t in op.recvs:
-                recvs[(grid.peer(r, t.axis, t.offset), r, t.key, t.nbytes)] += 1
+                recvs[(grid.peer(r, t.axis, t.offset), r, transfer_key(op, t), t.nbytes)] += 1
     assert sends == recvs
     assert all(v == 1 for v in sends.values())
     if execute:
@@ -169,16 +169,16 @@ def run_to_completion(sched):
                             coll_wait[(r, i)] = (key, len(members))
                         elif isinstance(op, P2POp):
                             for t in op.sends:
-                                posted.add(("s", r, peer(r, t.axis, t.offset), t.key))
+                                posted.add(("s", r, peer(r, t.axis, t.offset), transfer_key(op, t)))
                             for t in op.recvs:
-                                posted.add(("r", peer(r, t.axis, t.offset), r, t.key))
+                                posted.add(("r", peer(r, t.axis, t.offset), r, transfer_key(op, t)))
                     finished = True
                     if isinstance(op, CommOp):
                         key, size = coll_wait[(r, i)]
                         finished = len(arrivals[key]) == size
                     elif isinstance(op, P2POp):
-                        finished = all(("r", r, peer(r, t.axis, t.offset), t.key) in posted for t in op.sends) and \
-                            all(("s", peer(r, t.axis, t.offset), r, t.key) in posted for t in op.recvs)
+                        finished = all(("r", r, peer(r, t.axis, t.offset), transfer_key(op, t)) in posted for t in op.sends) and \
+                            all(("s", peer(r, t.axis, t.offset), r, transfer_key(op, t)) in posted for t in op.recvs)
                     if not finished:
                         break
                     done[r][i] = 1

@@ -136,7 +136,7 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
     schedule_build._LAYER_BUILDERS.clear()
     build_schedule(scn)
     templates = [t for lb in schedule_build._LAYER_BUILDERS.values() for t in lb._templates.values() if t is not None]
-    from simulator.schedule.ir import P2POp
+    from simulator.schedule.ir import P2POp, op_to_dict, transfer_key
 
     assert all(t.stamper is not None for t in templates)
     with_p2p = [t for t in templates if P2POp in t.types]
@@ -149,9 +149,14 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
         assert [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in fast] == \
                [(type(o), tuple(getattr(o, n) for n in type(o).__slots__)) for o in slow]
         assert all(d < 1234 or d - 1234 < len(fast) for o in fast for d in o.deps)
-    for tpl in with_p2p:  # the micro-batch's digits replace the key's placeholder, nothing else
-        keys = [t.key for o in _stamp_ops(tpl, 0, 17, -1, (), ()) if type(o) is P2POp for t in (*o.sends, *o.recvs)]
-        assert keys and all(".mb17." in k and "\x00" not in k for k in keys)
+    for tpl in with_p2p:  # a stamp keeps the template's transfers; matched, its keys name its micro-batch
+        stamped = [o for o in _stamp_ops(tpl, 0, 17, -1, (), ()) if type(o) is P2POp]
+        assert stamped and all(o.sends == s[1] and o.recvs == s[2] for o, s in
+                               zip(stamped, [s for c, s in zip(tpl.types, tpl.state) if c is P2POp]))
+        keys = [(t.key, transfer_key(o, t)) for o in stamped for t in (*o.sends, *o.recvs)]
+        assert keys and all(".mb17." in k and "\x00" not in k and raw.replace("\x00", "17") == k for raw, k in keys)
+        written = [t["key"] for o in stamped for side in ("sends", "recvs") for t in op_to_dict(o)[side]]
+        assert written == [k for _, k in keys]  # the schedule JSON writes the keys as matched
     if plan in ("cp_p2p", "tp_overlap_interleaved"):
         assert with_p2p
     by_structure: dict = {}
