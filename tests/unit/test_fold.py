@@ -436,10 +436,14 @@ def test_interleaved_step_folds_from_one_reduced_replay_where_two_would_pay(make
 
 
 def test_full_issue_times_from_the_reduced_program_are_the_full_programs(tmp_path):
-    """fold._full_issue prices the reduced program and maps it: on the DeepEP plan the full
+    """fold._full_issue maps the reduced program's issue times: on the DeepEP plan the full
     program's issue times (host costs summed over 24 micro-batches) and its last synchronisation
-    before each op are what costs/host.py gives the full program itself, on every role."""
+    before each op are what costs/host.py gives the full program itself, on every role; and the
+    issue times it is given in a fold, the reduced replay's ``RoleTable.issue`` (priced once per
+    template, ``rank_state._priced_by_stamps``), are costs/host.py's of the reduced program to
+    the last bit."""
     from simulator.costs.host import issue_times
+    from simulator.costs.model import CostModel
 
     scn = _deepep_interleaved(tmp_path)
     full = build_schedule(scn)
@@ -448,10 +452,23 @@ def test_full_issue_times_from_the_reduced_program_are_the_full_programs(tmp_pat
     for role, prog in full.programs.items():
         m = fold._map_for(full, small, role, n, full.steady_period, 2, {})
         assert m is not None
-        got, after = fold._full_issue(small.programs[role], m, issue_times)
+        got, after = fold._full_issue(small.programs[role], issue_times(small.programs[role]), m)
         np.testing.assert_allclose(got, issue_times(prog), rtol=1e-12, atol=1e-15)
         synced = np.array([getattr(op, "host_sync", False) for op in prog])
         assert synced.any() and np.array_equal(after, fold._host_synced_after(synced))
+    seen: list[int] = []
+    real = fold._issued_alike
+
+    def spy(R, m, T, tol):  # type: ignore[no-untyped-def]
+        costs = CostModel(build_topology(scn.profile, scn.nodes))
+        assert R.table.issue == costs.issue_times(R.table.program)
+        seen.append(R.rank)
+        return real(R, m, T, tol)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fold, "_issued_alike", spy)
+        assert simulate_scenario(scn).trace.stats.folded_micro_batches == n * full.period_micro_batches
+    assert seen
 
 
 # A plan whose last stage's host issues each micro-batch in 8.95 ms, which the GPU runs in 8.72,
@@ -478,8 +495,8 @@ def test_two_replay_fold_refuses_a_host_lead_that_runs_out():
     refused: list[int] = []
     real = fold._issued_alike
 
-    def spy(R, m, T, tol, issue):  # type: ignore[no-untyped-def]
-        ok = real(R, m, T, tol, issue)
+    def spy(R, m, T, tol):  # type: ignore[no-untyped-def]
+        ok = real(R, m, T, tol)
         if not ok:
             refused.append(R.rank)
         return ok
