@@ -162,8 +162,9 @@ class Transfer:
     ``axis`` (cyclic), e.g. ("pp", +1) is the next pipeline stage, ("cp", -1) the previous ring
     neighbour. ``key`` matches a send with its receive: the receiver's Transfer for the same
     message carries the same key (a layer pass's keys hold :data:`MB_PLACEHOLDER` for the
-    micro-batch of the op's tag: :func:`transfer_key`). ``transport`` is ``nccl`` (ncclSend/ncclRecv: NCCL's channels
-    and protocols) or ``userbuffers`` (TransformerEngine's copies between registered buffers)."""
+    micro-batch of the op's tag: :func:`transfer_key`). ``transport`` is ``nccl``
+    (ncclSend/ncclRecv: NCCL's channels and protocols) or ``userbuffers`` (TransformerEngine's
+    copies between registered buffers)."""
 
     axis: str
     offset: int
