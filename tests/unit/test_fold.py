@@ -196,23 +196,32 @@ def test_interleaved_step_folded_from_one_replay_is_the_unfolded_step(make):  # 
 
 def test_single_mode_refuses_an_op_the_host_issues_late(make):  # noqa: F811 - the fixture
     """The host's issue times are a running sum over the program, not periodic: with a host
-    that issues every op 1 s later than the replay found it ready, fold._steady_alone refuses
-    the fold, and the step is replayed whole."""
+    that issues every op of the full program 1 s later than the replay found it ready (its
+    issue times, fold._full_issue, 1 s later), fold._steady_alone refuses the fold, and the step
+    is replayed whole; with the real host the same step folds."""
     parallel = {"tp": 2, "sequence_parallel": True, "pp": 2, "pp_schedule": "interleaved", "vp": 2}
     scn = make(parallel, nodes=2, model=BIG, training={"global_batch": 24 * 4 * 2 // 4, "recompute": "selective"})
     full = build_schedule(scn)
-    seen: list[bool] = []
-    real = fold._steady_alone
-
-    def late(R, steady, period, c, m, T, tol, issue):  # type: ignore[no-untyped-def]
-        seen.append(real(R, steady, period, c, m, T, tol, issue))
-        return real(R, steady, period, c, m, T, tol, lambda p: [t + 1.0 for t in issue(p)])
-
     topo = build_topology(scn.profile, scn.nodes)
+    seen: list[bool] = []
+    real_alone, real_full = fold._steady_alone, fold._full_issue
+
+    def alone(*args):  # type: ignore[no-untyped-def]
+        seen.append(real_alone(*args))
+        return seen[-1]
+
+    def late(reduced, reduced_issue, m):  # type: ignore[no-untyped-def]
+        issue, after = real_full(reduced, reduced_issue, m)
+        return issue + 1.0, after
+
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(fold, "_steady_alone", late)
+        mp.setattr(fold, "_steady_alone", alone)
         trace = replay(full, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
-    assert seen and seen[0] is True  # the real host passes; the late one does not
+        assert seen and all(seen) and trace.stats.folded_micro_batches > 0  # the real host passes
+        seen.clear()
+        mp.setattr(fold, "_full_issue", late)
+        trace = replay(full, topo, fold=lambda k: build_schedule(with_micro_batches(scn, k)))
+    assert seen and seen[0] is False  # the late one does not
     assert trace.stats.folded_micro_batches == 0
 
 
