@@ -151,7 +151,7 @@ def test_generated_stamper_is_the_op_by_op_stamp(make, plan):  # noqa: F811 - th
         assert all(d < 1234 or d - 1234 < len(fast) for o in fast for d in o.deps)
     for tpl in with_p2p:  # a stamp keeps the template's transfers; matched, its keys name its micro-batch
         stamped = [o for o in _stamp_ops(tpl, 0, 17, -1, (), ()) if type(o) is P2POp]
-        assert stamped and all(o.sends == s[1] and o.recvs == s[2] for o, s in
+        assert stamped and all(o.sends is s[1] and o.recvs is s[2] for o, s in
                                zip(stamped, [s for c, s in zip(tpl.types, tpl.state) if c is P2POp]))
         keys = [(t.key, transfer_key(o, t)) for o in stamped for t in (*o.sends, *o.recvs)]
         assert keys and all(".mb17." in k and "\x00" not in k and raw.replace("\x00", "17") == k for raw, k in keys)
