@@ -419,11 +419,11 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         cuts[R.rank] = p
     checked: dict[tuple, _Map | None] = {}
     maps: dict[int, _Map] = {}
-    issue = getattr(rp_small.costs, "issue_times", None)  # None: a cost model without host costs
+    host_costs = getattr(rp_small.costs, "issue_times", None) is not None  # False: a test's stand-in
     if once:
         for R in states:
             m1 = _map_for(schedule, small, R.role, n, period, cuts[R.rank], checked)
-            if m1 is None or not _steady_alone(R, small.steady[R.role], period, cuts[R.rank], m1, T, tol, issue):
+            if m1 is None or not _steady_alone(R, small.steady[R.role], period, cuts[R.rank], m1, T, tol, host_costs):
                 return None
             maps[R.rank] = m1
         return _expanded(states, maps, T), rp_small, n * per
@@ -434,7 +434,7 @@ def fold_replay(schedule: Any, reduced_of: Callable[[int], Any], run: Callable[[
         m2 = _map_for(large, small, R.role, 1, period, cuts[R.rank], checked)
         if m1 is None or m2 is None:
             return None
-        if issue is not None and not _issued_alike(R, m1, T, tol):  # check 3
+        if host_costs and not _issued_alike(R, m1, T, tol):  # check 3
             return None
         maps[R.rank], once_maps[R.rank] = m1, m2
     rp_large = run(large)
@@ -487,7 +487,7 @@ def _expanded(states: Sequence[Any], maps: dict[int, _Map], T: float) -> dict[in
 
 
 def _steady_alone(R: Any, steady: Sequence[int], period: int, c: int, m: _Map, T: float, tol: float,
-                  issue: Callable[[Sequence[Op]], Sequence[float]] | None) -> bool:
+                  host_costs: bool) -> bool:
     """Single mode's stand-in for check 2, on rank R of the one reduced replay (periods c − 1 ..
     c + 2 already repeat, :func:`_repeats`). The replay is deterministic, so the step with n
     more periods is the reduced one with n copies put back if what the copied period carries
@@ -501,7 +501,7 @@ def _steady_alone(R: Any, steady: Sequence[int], period: int, c: int, m: _Map, T
     b0, b1 = steady[(c - 1) * period], steady[c * period]
     if b0 and not float(np.max(R.end[:b0])) <= float(R.start[b1]) + tol:
         return False
-    if issue is None:
+    if not host_costs:
         return True  # a cost model without host costs: every op issued at 0
     return _issued_alike(R, m, T, tol)
 

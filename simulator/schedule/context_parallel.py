@@ -54,7 +54,7 @@ from dataclasses import replace
 from simulator.errors import InputError
 from simulator.schedule.attention import (
     FLASH_BWD_FACTOR, AttentionContext, attention_flops, causal_fraction_diagonal, local_backward, local_forward)
-from simulator.schedule.ir import MB_PLACEHOLDER, CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag
+from simulator.schedule.ir import CollectiveKind, CommOp, ComputeOp, Phase, ProgramBuilder, Tag, layer_key
 from simulator.schedule.ring import RingBlock, RingSpec, ring_backward, ring_forward
 from simulator.schedule.head_parallel import head_parallel_backward, head_parallel_forward
 
@@ -99,7 +99,7 @@ def out_correction_bytes(ctx: AttentionContext) -> int:
 
 def _ring_spec(ctx: AttentionContext, hop: int) -> RingSpec:
     return RingSpec(axis="cp", hop=hop, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.cp",
-                    key=f"cp.L{ctx.layer}.mb{MB_PLACEHOLDER}", layer=ctx.layer, mb_index=ctx.mb_index,
+                    key=layer_key("cp", ctx.layer), layer=ctx.layer, mb_index=ctx.mb_index,
                     dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads,
                     dropout=ctx.fused_dropout)
 

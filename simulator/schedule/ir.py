@@ -279,6 +279,18 @@ def restamp_constructor(cls: type) -> Callable[[tuple, tuple[int, ...], Any], Op
 MB_PLACEHOLDER = "\x00"
 
 
+def layer_key(kind: str, layer: int) -> str:
+    """The prefix of the keys of a layer pass's sends and receives (``tp.L3.mb`` + the
+    placeholder): the layer named once, the micro-batch left to the op's tag."""
+    return f"{kind}.L{layer}.mb{MB_PLACEHOLDER}"
+
+
+def layer_marker(layer: int) -> str:
+    """What every key of layer ``layer``'s passes holds exactly once: :func:`layer_key` but its
+    kind, and the dot after it."""
+    return f".L{layer}.mb{MB_PLACEHOLDER}."
+
+
 def transfer_key(op: P2POp, t: Transfer) -> str:
     """The key that matches ``t``, a send or receive of ``op``, with its other side: ``t.key``,
     with the micro-batch of ``op``'s tag in place of :data:`MB_PLACEHOLDER` where it holds one."""

@@ -69,7 +69,7 @@ class RingSpec:
     size: int  # ranks on the ring (= steps)
     kv_bytes: int  # M_kv: this rank's K and V
     name: str  # op-name prefix, e.g. "L3.attn.ring"
-    key: str  # message-key prefix unique per layer ("cp.L3.mb" + ir.MB_PLACEHOLDER: the micro-batch of the tag)
+    key: str  # message-key prefix unique per layer (ir.layer_key: the micro-batch is the tag's)
     layer: int
     mb_index: int  # which micro-batch of the step this op belongs to, 0 .. n_micro - 1
     dtype: str = "bf16"

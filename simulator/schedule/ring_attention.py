@@ -19,7 +19,7 @@ ring-synchronous, so causal ring attention takes ≈ (c − ½) blocks against a
 from __future__ import annotations
 
 from simulator.schedule.attention import AttentionContext, attention_flops, causal_fraction_diagonal
-from simulator.schedule.ir import MB_PLACEHOLDER, ProgramBuilder
+from simulator.schedule.ir import ProgramBuilder, layer_key
 from simulator.schedule.ring import RingBlock, RingSpec, ring_backward, ring_forward
 
 DKV_BYTES_PER_ELEMENT = 4  # ring-flash-attn sends dK/dV as fp32
@@ -47,7 +47,7 @@ def blocks(ctx: AttentionContext) -> list[RingBlock | None]:
 
 def _spec(ctx: AttentionContext) -> RingSpec:
     return RingSpec(axis="cp", hop=1, size=ctx.cp, kv_bytes=ctx.kv_bytes, name=f"L{ctx.layer}.attn.ring",
-                    key=f"ring.L{ctx.layer}.mb{MB_PLACEHOLDER}", layer=ctx.layer, mb_index=ctx.mb_index,
+                    key=layer_key("ring", ctx.layer), layer=ctx.layer, mb_index=ctx.mb_index,
                     dtype=ctx.dtype, kernel=ctx.kernel, deterministic_heads=ctx.deterministic_heads,
                     dropout=ctx.fused_dropout)
 

@@ -67,8 +67,8 @@ from functools import cached_property
 from typing import Final, Literal
 
 from simulator.schedule import deterministic_fill
-from simulator.schedule.ir import (MB_PLACEHOLDER, CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag,
-                                   Transfer)
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeOp, P2POp, Phase, ProgramBuilder, Tag, Transfer,
+                                   layer_key)
 
 OVERLAP_MODES = ("none", "bulk", "pipelined", "ring_exchange", "te_default")
 
@@ -236,7 +236,7 @@ def _coll(pb: ProgramBuilder, ctx: TPContext, name: str, phase: Phase, op: Colle
 
 def _key(ctx: TPContext, label: str, step: int) -> str:
     """A ring-exchange step's key; its micro-batch is its tag's (``ir.transfer_key``)."""
-    return f"tp.L{ctx.layer}.mb{MB_PLACEHOLDER}.{label}.step{step}"
+    return f"{layer_key('tp', ctx.layer)}.{label}.step{step}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from simulator.config.workload import attention_window
 from simulator.schedule import (attention, autocast, checkpointing, context_parallel, cuda_graphs, data_loading,
                                 deterministic_fill, fp8, mamba, moe, ring_attention, tensor_parallel, ulysses)
 from simulator.schedule.attention import AttentionContext
-from simulator.schedule.ir import (MB_PLACEHOLDER, CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder,
-                                   Tag, Transfer, make_tag, restamp_constructor)
+from simulator.schedule.ir import (CollectiveKind, CommOp, ComputeKind, ComputeOp, Gate, P2POp, ProgramBuilder, Tag,
+                                   Transfer, layer_marker, make_tag, restamp_constructor)
 from simulator.schedule.loss import CrossEntropyImpl, loss_kernels, metric_kernels
 from simulator.schedule.shapes import RankShapes, mla_weights
 
@@ -483,8 +483,8 @@ class _Template:
     tag_of: tuple[int, ...]  # each op's index into `tags`
     result: int
     single_dep: tuple[int, ...]  # per op: k when its deps are the k-th op of the block alone, else -1
-    # (start, after, wa, wm, state, tags) -> the stamped ops (:func:`_stamper`);
-    # None: stamped op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
+    # (start, after, wa, wm, state, tags) -> the stamped ops (:func:`_stamper`); None: stamped
+    # op by op (:func:`_stamp_ops`). A function of the types, dependencies and tag indices only,
     # so a relabeled template (``replace``) keeps its own's.
     stamper: Callable[..., tuple] | None = field(default=None, compare=False, repr=False)
     # The template this one was relabeled from (:func:`_relabeled`), whose ops have every field of
@@ -501,18 +501,13 @@ def _wait_shape(after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> tuple[i
     return tuple(ext.index(v) for v in ext)
 
 
-_MB = MB_PLACEHOLDER  # stands for the micro-batch inside a layer pass's P2P keys (ir.transfer_key)
-
-
-def _symbolic_p2p(op: P2POp, layer: int, mb: int) -> P2POp | None:
-    """``op`` as a template's: a layer pass's P2P keys name the layer once and hold the
-    placeholder for the micro-batch (``tp.L3.mb<MB>.fc1.step1``, ``ring.L3.mb<MB>.fwd.kv.step2``),
-    which its tag names (``mb``), so a stamp for another micro-batch keeps its transfers; None
-    where a key is not so (the pass is then built every time)."""
-    marker = f".L{layer}.mb{_MB}."
-    if op.tag.mb_index != mb or any(t.key.count(marker) != 1 for t in (*op.sends, *op.recvs)):
-        return None
-    return op
+def _keys_follow_tag(op: P2POp, layer: int, mb: int) -> bool:
+    """Whether ``op`` can stand in a template as it is: a layer pass's P2P keys name the layer
+    once and hold the placeholder for the micro-batch (``ir.layer_key``: ``tp.L3.mb<MB>.fc1.step1``,
+    ``ring.L3.mb<MB>.fwd.kv.step2``), which its tag names (``mb``), so a stamp for another
+    micro-batch keeps its transfers. Where not, the pass is built every time."""
+    marker = layer_marker(layer)
+    return op.tag.mb_index == mb and all(t.key.count(marker) == 1 for t in (*op.sends, *op.recvs))
 
 
 def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple[int, ...],
@@ -527,11 +522,8 @@ def _symbolic(pb: ProgramBuilder, start: int, result: int, after: int, wa: tuple
     deps = []
     ops: list[ComputeOp | CommOp | P2POp] = []
     for op in pb.ops[start:]:
-        if isinstance(op, P2POp):
-            p2p = _symbolic_p2p(op, layer, mb)
-            if p2p is None:
-                return None  # a key that does not name this layer's micro-batch: build every time
-            op = p2p
+        if isinstance(op, P2POp) and not _keys_follow_tag(op, layer, mb):
+            return None  # a key that does not name this layer's micro-batch: build every time
         ops.append(op)
         row = []
         for d in op.deps:
@@ -600,8 +592,9 @@ def _stamper(types: tuple[type, ...], deps: tuple[tuple[int, ...], ...],
 
 def _stamp(pb: ProgramBuilder, tpl: _Template, mb: int, after: int, wa: tuple[int, ...], wm: tuple[int, ...]) -> int:
     """Append a copy of a template for micro-batch `mb`: only deps and tags change (a P2P op's
-    keys hold the micro-batch of its tag, ``ir.transfer_key``). Avoids re-running the pattern code for every micro-batch (a 64-micro-batch
-    interleaved GPT-3 175B schedule with TP ring-exchange overlap built in a tenth of the time)."""
+    keys hold the micro-batch of its tag, ``ir.transfer_key``). Avoids re-running the pattern
+    code for every micro-batch (a 64-micro-batch interleaved GPT-3 175B schedule with TP
+    ring-exchange overlap built in a tenth of the time)."""
     start = len(pb.ops)
     pb.ops.extend(_stamp_ops(tpl, start, mb, after, wa, wm))
     return start + tpl.result
@@ -694,12 +687,12 @@ def _relabeled_key(key: str, marker: str, to_marker: str, prefix: str, to_prefix
 
 def _relabeled(tpl: _Template, old: int, new: int) -> _Template | None:
     """The template of layer ``old``'s pass as layer ``new``'s: a layer enters a pass's ops only
-    in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb<MB>.L3.fc1.fwd.step1``); what the ops are
-    depends on the layer only through :meth:`LayerSpec.is_moe` and the hybrid pattern, which
-    :meth:`LayerBuilder._layer_class` keys. None where a name or key names the layer anywhere
+    in their names (``L3.fc1.fwd``), tags and P2P keys (``tp.L3.mb<MB>.L3.fc1.fwd.step1``); what
+    the ops are depends on the layer only through :meth:`LayerSpec.is_moe` and the hybrid
+    pattern, which :meth:`LayerBuilder._layer_class` keys. None where a name or key names the layer anywhere
     else (the pass is then built for that layer)."""
-    prefix, marker = f"L{old}.", f".L{old}.mb{_MB}."
-    to_prefix, to_marker = f"L{new}.", f".L{new}.mb{_MB}."
+    prefix, marker = f"L{old}.", layer_marker(old)
+    to_prefix, to_marker = f"L{new}.", layer_marker(new)
     if any(t.layer != old for t in tpl.tags):
         return None
     state = []
