@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from simulator.schedule.transformer import LayerSpec
 
 RECIPES = ("delayed", "current", "rowwise", "blockwise", "mxfp8")
+BLOCK_RECIPES = ("blockwise", "mxfp8")  # recipes whose GEMMs take block-scaled operands
 LINEAR_WEIGHTS = frozenset({"q", "k", "v", "o", "mla_down", "mla_up", "gate", "up", "down", "fc1", "fc2"})
 WEIGHT_SCALE_BYTES = {"blockwise": 4 / (128 * 128), "mxfp8": 1 / 32}  # per weight element
 SCALE_BYTES = {"blockwise": 4 / 128, "mxfp8": 1 / 32}
@@ -96,9 +97,10 @@ GEMMS_PER_LAYER = 4  # QKV, output projection, FC1, FC2
 
 
 def gemm_scaling(dtype: str, recipe: str) -> str:
-    """``ComputeOp.scaling`` of a TransformerEngine linear's GEMMs: ``"mxfp8"`` where the recipe
-    block-scales their operands with MX scales, else ``""`` (one scale per tensor, or no FP8)."""
-    return "mxfp8" if dtype == "fp8" and recipe == "mxfp8" else ""
+    """``ComputeOp.scaling`` of a TransformerEngine linear's GEMMs: the recipe where it
+    block-scales their operands (``"mxfp8"``, ``"blockwise"``), else ``""`` (one scale per tensor,
+    or no FP8); ``costs/compute.py`` prices the block-scaled kernels."""
+    return recipe if dtype == "fp8" and recipe in BLOCK_RECIPES else ""
 
 
 # How TransformerEngine quantises a GEMM operand (module docstring): written quantised by the norm

@@ -123,7 +123,8 @@ its sequence lengths, head dimension and masking. A ``host`` op is CPU work
     # a Philox draw per computed score element (costs/attention_dropout.py)
     attention_dropout: bool = False
     # fp8 GEMM: the block scaling of its operands ("mxfp8": 1x32 E8M0 scales, run as cuBLAS's
-    # block-scaled kernel, costs/compute.py BLOCK_SCALED_GEMM_TIME); "": one scale per tensor
+    # block-scaled kernel; "blockwise": 1x128 / 128x128 scales; costs/compute.py
+    # BLOCK_SCALED_GEMM_TIME); "": one scale per tensor
     scaling: str = ""
     cuda_graph: CudaGraphRole = ""
     # bytes of the op's outputs that PyTorch fills with NaN as it allocates them, in fill_kernels
