@@ -108,10 +108,10 @@ SSD_SCAN_EFFICIENCY = 135.7 / 989.0
 # tensor cores take no block scales: the kernel applies them to its FP32 partial sums every 128 of
 # the reduction, on the CUDA cores. FBGEMM's CUTLASS kernels on an H100 at 500 W put block-scaled
 # GEMMs at 1.29-1.38 times their row-wise scaled ones (8192^3, 65536 x 8192 x 7168, 65536 x 3584 x
-# 8192; pytorch/FBGEMM pull request #2546, kernels alone), the same side of per-tensor FP8 and
-# further. On Blackwell the recipe runs as MXFP8 (the guide), so it takes
-# MXFP8's ratio there (:func:`block_scaled_time`). Not fitted to any end-to-end row; Megatron-LM's MoE
-# layer benchmark on H100 (``calibration/moe_layer.py``) is held out from it.
+# 8192; pytorch/FBGEMM pull request #2546, kernels alone): slower than per-tensor scaling, as here,
+# and by more. On Blackwell the recipe runs as MXFP8 (the guide), so it takes MXFP8's ratio there
+# (:func:`block_scaled_time`). Not fitted to any end-to-end row; Megatron-LM's MoE layer benchmark on
+# H100 (``calibration/moe_layer.py``) is held out from it.
 BLOCK_SCALED_GEMM_TIME: dict[str, float] = {"mxfp8": 7.161 / 6.812,
                                             "blockwise": (22.882 - 4.0625 / 6.0 * (20.285 - 16.785)) / 16.785}
 

@@ -23,9 +23,10 @@ in the passes and collectives around the GEMMs (TransformerEngine ``common/recip
   (TransformerEngine's ``mxfp8_quantize``, common/util/cast_kernels.cuh at v2.9, writes both
   usages with their scales, ``ScalingType::BIDIMENSIONAL``): over a per-tensor
   cast, one more FP8 copy (1 byte per element) and the scales of both copies (4/128 or 1/32 bytes
-  each) are written, and no amax is read. MXFP8 runs its GEMMs as cuBLASLt's block-scaled kernels,
-  whose rate the costs price (``costs/compute.py`` ``BLOCK_SCALED_GEMM_TIME``, with the scale
-  swizzles TransformerEngine runs before each such GEMM; :func:`gemm_scaling`).
+  each) are written, and no amax is read. Both run their GEMMs as block-scaled kernels, whose rate
+  the costs price (``costs/compute.py`` ``BLOCK_SCALED_GEMM_TIME``: MXFP8's with the scale swizzles
+  TransformerEngine runs before each such GEMM; the block recipe's on Hopper, where the kernel
+  applies the scales to its partial sums, and as MXFP8 on Blackwell; :func:`gemm_scaling`).
 
 The casts every recipe runs (:func:`cast_bytes_per_element`, TransformerEngine v2.2
 ``module/linear.py``, ``module/layernorm_linear.py``, ``module/base.py`` ``grad_output_preprocess``).
