@@ -275,11 +275,13 @@ def _megatron2021_ptdp_case(source: str, r: Row) -> Case:
 
 
 # Forward and backward passes of one pipeline (pp x vp x micro-batches) above which a Megatron 2021
-# row is left out for run time: GPT-530B on 2,520 GPUs (280 micro-batches through 105 virtual stages,
-# 29,400) takes 47 CPU s, GPT-1T (512 through 64 stages, 32,768) more, and a pipeline with that few
-# micro-batches per stage is not folded (replay/fold.py). GPT-175B on 384 GPUs at vp 4 (384
-# micro-batches through 48 virtual stages, 18,432) folds (32 periods of 12) and takes about 11 s.
-MAX_PIPELINE_PASSES = 20_000
+# or 2022 row is left out for run time. Micro-batch folding (replay/fold.py) replays one reduced step
+# of such a pipeline, and what remains grows with the passes of the full one (its build and the
+# fold's checks of every op): GPT-530B at TP 8 x PP 35 x VP 3 with 280 micro-batches (29,400) takes
+# 8-10 CPU s, GPT-1T at TP 8 x PP 64 with 512 (32,768) 8-9 s, the same 530B plan with 560 and 1,120
+# micro-batches (58,800 and 117,600: Table 2's 1,120 and 560 GPUs) 12 and 18 s; GPT-175B on 384
+# GPUs at vp 4 (384 micro-batches through 48 virtual stages, 18,432) about 4 s.
+MAX_PIPELINE_PASSES = 35_000
 
 
 def _affordable(c: Case) -> bool:
@@ -299,8 +301,9 @@ def _megatron2021_ptdp(rows: list[Row]) -> list[Case]:
     run the same model at the same split: GPT-175B at TP 8 x PP 12 in ``run_figure_12.sh`` and ``run_figure_18.sh``
     (``--num-layers-per-virtual-pipeline-stage 2``: vp 4, not the fewest even split, 2),
     GPT-530B at TP 8 x PP 35 in ``run_table_1.sh`` (``... 1``: vp 3); both ``MBS=1``,
-    ``DDP=local``. Rows whose pipeline runs more than ``MAX_PIPELINE_PASSES`` passes (the GPT-530B
-    rows: 280-1,120 micro-batches through 105 virtual stages) are left out for run time."""
+    ``DDP=local``. Rows whose pipeline runs more than ``MAX_PIPELINE_PASSES`` passes (GPT-530B on
+    560 and 1,120 GPUs: 1,120 and 560 micro-batches through 105 virtual stages) are left out for run
+    time."""
     cs = [_megatron2021_ptdp_case("megatron2021_ptdp", r) for r in rows
           if r["metric"] == "tflops_per_gpu" and "PTD-P" in r["zero_stage_or_fsdp"]]
     return [c for c in cs if _affordable(c)]
@@ -312,11 +315,10 @@ def _megatron2021_weak(rows: list[Row]) -> list[Case]:
     The paper prints neither the micro-batch nor the virtual stages; its launch scripts do
     (NVIDIA/Megatron-LM ``examples/sc21/run_table_1.sh``, "scripts that were used to produce the
     results" of the paper, whose TP, PP, batch, shape and node count match every row): micro-batch
-    16, 16, 16, 8, 4, 2, 2, 1 from 1.7B to 310B, ``--num-layers-per-virtual-pipeline-stage`` 5, 5
-    and 3 for 76B, 145B and 310B (vp 3, 2, 2) and none for 39B (the plain 1F1B schedule), and
-    ``--DDP-impl torch`` up to 18B (PyTorch's DDP, overlapped with the backward), ``local`` above.
-    The 529.6B and 1T rows (more than ``MAX_PIPELINE_PASSES`` pipeline passes) are left out for run
-    time."""
+    16, 16, 16, 8, 4, 2, 2, 1, 1, 1 from 1.7B to 1T, ``--num-layers-per-virtual-pipeline-stage`` 5,
+    5, 3 and 1 for 76B, 145B, 310B and 529.6B (vp 3, 2, 2, 3) and none for 39B and 1T (the plain
+    1F1B schedule), and ``--DDP-impl torch`` up to 18B (PyTorch's DDP, overlapped with the
+    backward), ``local`` above."""
     cs = [_megatron2021_ptdp_case("megatron2021_weak", r) for r in rows if r["metric"] == "tflops_per_gpu"]
     return [c for c in cs if _affordable(c)]
 
@@ -332,9 +334,7 @@ def _megatron2022(rows: list[Row]) -> list[Case]:
     the legacy kernels (materialised scores, fused softmax), fp16 (not printed: the README's GPT
     examples run --fp16). Micro-batch and virtual stages are not printed: those of Calculon's
     validation of the same table (micro-batch 4 for 22B, 1 for the pipelined models; 3 virtual
-    stages for 175B and 530B, none for 1T). Rows whose pipeline runs more than
-    ``MAX_PIPELINE_PASSES`` passes (530B: 280 micro-batches through 105 virtual stages; 1T: 512
-    through 64 stages) are left out for run time."""
+    stages for 175B and 530B, none for 1T)."""
     out = []
     for r in rows:
         if r["metric"] != "step_time_s":
@@ -827,7 +827,7 @@ SOURCES: list[Source] = [
             "2021): the tied word embedding is a registered external parameter of the root GPT2Model, held "
             "from the forward's start to the backward's end and counted against max_live_parameters.",
             "The table's PTD-P rows of the same comparison are the megatron2021_ptdp source."]),
-    Source("megatron2021_ptdp", "Megatron-LM 2021 paper, PTD-P at a fixed batch (GPT-175B, 384-1,536 A100)",
+    Source("megatron2021_ptdp", "Megatron-LM 2021 paper, PTD-P at a fixed batch (GPT-175B and 530B, 384-2,240 A100)",
            "megatron_2021_zero3_table2.csv", _megatron2021_ptdp,
            ["Held out entirely (no row fits anything): DP grows 4 -> 16 and 2 -> 8 at a fixed global batch.",
             "The TP x PP split of the printed model-parallel size, the virtual stages and the DDP of the runs "
@@ -836,22 +836,19 @@ SOURCES: list[Source] = [
             "split: vp 4 for GPT-175B (run_figure_12.sh, run_figure_18.sh: 2 layers per virtual stage), vp 3 "
             "for GPT-530B (run_table_1.sh), micro-batch 1, Megatron-LM's local DDP of 2021 (one flat fp16 "
             "AllReduce after the backward), --fp16 (CONFIG.sh).",
-            "The GPT-530B rows (280-1,120 micro-batches through 105 virtual stages) are left out for run time."]),
-    Source("megatron2021_weak", "Megatron-LM 2021 paper, weak scaling (GPT 1.7B-310B, 32-1,920 A100)",
+            "GPT-530B on 560 and 1,120 GPUs (1,120 and 560 micro-batches through 105 virtual stages) is left out "
+            "for run time."]),
+    Source("megatron2021_weak", "Megatron-LM 2021 paper, weak scaling (GPT 1.7B-1T, 32-3,072 A100)",
            "megatron_2021_table1.csv", _megatron2021_weak,
            ["Held out entirely (no row fits anything).",
             "Micro-batch, virtual stages and DDP are not printed: those of the paper's launch script "
-            "(Megatron-LM examples/sc21/run_table_1.sh @de7dc40f), --fp16 (CONFIG.sh).",
-            "The 529.6B and 1T rows (280 and 512 micro-batches through 105 virtual and 64 stages) are left out "
-            "for run time."]),
-    Source("megatron2022", "Megatron-LM 2022 paper, sequence parallelism and selective recompute (GPT 22B-175B, A100)",
+            "(Megatron-LM examples/sc21/run_table_1.sh @de7dc40f), --fp16 (CONFIG.sh)."]),
+    Source("megatron2022", "Megatron-LM 2022 paper, sequence parallelism and selective recompute (GPT 22B-1T, A100)",
            "megatron_2022_seqsel_table5.csv", _megatron2022,
            ["Held out entirely (no row fits anything): one A/B per model, full recompute against sequence "
             "parallelism with selective recompute, data parallelism 1.",
             "Micro-batch and virtual stages are not printed: those of Calculon's validation of the table "
-            "(calculon-ai/calculon validation/seqsel/tab5/); fp16 assumed.",
-            "The 530B and 1T rows (280 and 512 micro-batches through 105 virtual and 64 stages) are left out for "
-            "run time."]),
+            "(calculon-ai/calculon validation/seqsel/tab5/); fp16 assumed."]),
     Source("vtrain_multi", "vTrain ground truth, Megatron-DeepSpeed (GPT 3.6B-175B, 64-512 A100, fp16)",
            "vtrain_multi_node.csv", vtrain_multi,
            ["Held out entirely (no row fits anything). Every measured plan of the file: TP 1-16, PP 1-32, "

@@ -96,7 +96,7 @@ def test_b200_fitting_rows():
 
 @pytest.mark.slow
 def test_b200_derate_is_refitted_without_each_source():
-    """The 34 B200 fitting rows (a few CPU seconds). At the committed x 0.539 the three FP8 rows
+    """The 34 B200 fitting rows (a few CPU seconds a pass). At the committed x 0.539 the three FP8 rows
     read +1.1% (NeMo 25.04, 32K, CP 2), +2.3% (NeMo 25.02, 8K) and -13.1% (Megatron-Bridge 25.11,
     8K) with the output layer in BF16, as Megatron-Core runs it, and TransformerEngine's FP8 casts
     priced (+2.8%, +5.2%, -10.8% before the casts; +5.7%, +10.1%, -6.6% while the head was also
@@ -120,7 +120,10 @@ def test_b200_derate_is_refitted_without_each_source():
     rows = {h.result.case.source: h.refit.rows for h in held}
     assert rows == {"nemo_cp": 33, "bridge_dense": 33, "nemo2502_b200": 33, "simumax_b200": 3}
     assert all(h.refit.how.startswith("refitted") for h in held)
-    assert fit_gemm_scale("dgx-b200", fit)[0] == pytest.approx(1.0, abs=0.01)
+    # the bisection of `--fit-gemm` from the committed curve's neighbourhood: three halvings of
+    # [0.97, 1.03] place the fit within 0.0075, inside the tolerance, and a fit outside the bracket
+    # ends at its edge and fails (ten halvings of [0.4, 1.2] simulated the 34 rows ten times)
+    assert fit_gemm_scale("dgx-b200", fit, lo=0.97, hi=1.03, iters=3)[0] == pytest.approx(1.0, abs=0.01)
 
 
 @pytest.mark.slow
