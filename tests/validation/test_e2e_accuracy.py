@@ -1007,12 +1007,12 @@ def test_megatron2021_ptdp_rows_build_the_printed_plans():
     figure times the GPUs (to the table's rounding)."""
     ptdp, weak = _by_source("megatron2021_ptdp"), _by_source("megatron2021_weak")
     # left out for run time: the pipelines of more than MAX_PIPELINE_PASSES passes (pp x vp x micro-batches),
-    # GPT-530B on 560 and 1,120 GPUs (105 virtual stages; 1,120 and 560 micro-batches); kept: GPT-530B on
-    # 2,240 and 2,520 GPUs (280 micro-batches), GPT-1T (64 stages, not interleaved; 512), GPT-175B on 384
-    # GPUs (48 virtual stages, 384 micro-batches)
+    # GPT-530B on 560 and 1,120 GPUs (105 virtual stages; 1,120 and 560 micro-batches) and GPT-1T (64
+    # stages, not interleaved; 512); kept: GPT-530B on 2,240 and 2,520 GPUs (280 micro-batches), GPT-175B
+    # on 384 GPUs (48 virtual stages, 384 micro-batches)
     assert sorted(c.n_gpus for c in ptdp) == [384, 768, 1536, 2240]
-    assert [c.n_gpus for c in weak] == [32, 64, 128, 256, 512, 1024, 1536, 1920, 2520, 3072]
-    assert max(35 * 3 * 280, 64 * 1 * 512, 12 * 4 * 384) <= sources.MAX_PIPELINE_PASSES < 35 * 3 * 560
+    assert [c.n_gpus for c in weak] == [32, 64, 128, 256, 512, 1024, 1536, 1920, 2520]
+    assert max(35 * 3 * 280, 12 * 4 * 384) <= sources.MAX_PIPELINE_PASSES < 64 * 1 * 512
     for c in ptdp + weak:
         p, t = c.scenario["parallel"], c.scenario["training"]
         assert not sources.is_fit_case(c) and c.metric == "megatron_hfu_tflops"
@@ -1033,10 +1033,10 @@ def test_megatron2021_ptdp_rows_build_the_printed_plans():
     assert {(r["model_name"], r["vp"], r["micro_batch"]) for r in ptdp_rows} == {("GPT-175B", "4", "1"),
                                                                                ("GPT-530B", "3", "1")}
     assert all("--DDP-impl local" in r["notes"] for r in ptdp_rows)
-    # run_table_1.sh, 1.7B .. 1T
-    assert [c.scenario["training"]["micro_batch"] for c in weak] == [16, 16, 16, 8, 4, 2, 2, 1, 1, 1]
-    assert [c.scenario["parallel"].get("vp", 1) for c in weak] == [1, 1, 1, 1, 1, 3, 2, 2, 3, 1]
-    assert [c.scenario["parallel"]["overlap_grad_reduce"] for c in weak] == [True] * 4 + [False] * 6
+    # run_table_1.sh, 1.7B .. 529.6B
+    assert [c.scenario["training"]["micro_batch"] for c in weak] == [16, 16, 16, 8, 4, 2, 2, 1, 1]
+    assert [c.scenario["parallel"].get("vp", 1) for c in weak] == [1, 1, 1, 1, 1, 3, 2, 2, 3]
+    assert [c.scenario["parallel"]["overlap_grad_reduce"] for c in weak] == [True] * 4 + [False] * 5
     assert {(c.scenario["parallel"]["tp"], c.scenario["parallel"]["pp"]) for c in ptdp} == {(8, 12), (8, 35)}
     rows = sources.read_rows(sources.DATA_DIR / "megatron_2021_table1.csv")
     for r in rows:
@@ -1081,9 +1081,9 @@ def test_megatron2021_ptdp_and_weak_scaling_errors():
     accumulation of every micro-batch after the first (no gradient-accumulation fusion in 2021;
     6 bytes per parameter), on NCCL 2.8.3: Table 2 +0.2%, +1.7%, +5.0%, Table 1 +3.2% .. +10.1%
     (the 1-micro-batch rows 1.7B-7.5B unchanged), median 7.9%. The GPT-530B rows at TP 8 x PP 35 x VP
-    3 with 280 micro-batches per pipeline (Table 2 on 2,240 GPUs, Table 1's 529.6B on 2,520) and
-    Table 1's GPT-1T at TP 8 x PP 64 with 512, scored since micro-batch folding made them 8-10 CPU s
-    each: +4.6%, +2.1% and -2.2%. Upper bounds: a model that came closer must still pass."""
+    3 with 280 micro-batches per pipeline (Table 2 on 2,240 GPUs, Table 1's 529.6B on 2,520), scored
+    since micro-batch folding made them 8-10 CPU s each: +4.6% and +2.1%. Upper bounds: a model that
+    came closer must still pass."""
     ptdp = list(_run_cases(_by_source("megatron2021_ptdp")))
     assert all(-0.05 <= r.error <= 0.06 for r in ptdp), [(r.case.label, round(r.error, 3)) for r in ptdp]
     by_dp = sorted((r for r in ptdp if r.case.label.startswith("GPT-175B ")), key=lambda r: r.case.n_gpus)
@@ -1093,8 +1093,8 @@ def test_megatron2021_ptdp_and_weak_scaling_errors():
     weak = list(_run_cases(_by_source("megatron2021_weak")))
     assert all(abs(r.error) <= 0.11 for r in weak), [(r.case.label, round(r.error, 3)) for r in weak]
     assert scoring.median_abs_error(weak) <= 0.08
-    largest = {r.case.label.split()[0]: r.error for r in weak if r.case.n_gpus >= 2520}
-    assert largest == pytest.approx({"GPT-529.6B": 0.021, "GPT-1T": -0.022}, abs=0.03)
+    (largest,) = [r for r in weak if r.case.n_gpus == 2520]
+    assert largest.error == pytest.approx(0.021, abs=0.03)
 
 
 def test_usp_rows_build_the_printed_plans():

@@ -47,12 +47,13 @@ def test_table5_times_reproduce_the_readme_mfu():
 
 
 def test_megatron2022_rows_build_the_papers_plan_and_are_held_out():
-    """22B, 175B, 530B and 1T, each with full recompute and with sequence parallelism + selective
+    """22B, 175B and 530B, each with full recompute and with sequence parallelism + selective
     recompute; 175B through 3 virtual stages of 4 layers, 530B through 3 of 1 (280 micro-batches
-    through 105 virtual stages, affordable since micro-batch folding), 1T not interleaved."""
+    through 105 virtual stages, affordable since micro-batch folding); 1T (512 micro-batches through
+    64 stages) left out for run time."""
     cs = _cases("megatron2022")
-    assert len(cs) == 8 and not any(sources.is_fit_case(c) for c in cs)
-    assert {c.label.split()[0] for c in cs} == {"GPT-22B", "GPT-175B", "GPT-530B", "GPT-1T"}
+    assert len(cs) == 6 and not any(sources.is_fit_case(c) for c in cs)
+    assert {c.label.split()[0] for c in cs} == {"GPT-22B", "GPT-175B", "GPT-530B"}
     for c in cs:
         build_scenario(c.scenario)
         p, t = c.scenario["parallel"], c.scenario["training"]
@@ -60,18 +61,20 @@ def test_megatron2022_rows_build_the_papers_plan_and_are_held_out():
         assert p["sequence_parallel"] == sp and t["recompute"] == ("selective" if sp else "full")
         assert c.n_gpus == p["tp"] * p["pp"] and t["attention"] == "unfused" and t["dtype"] == "fp16"
         assert p.get("vp", 1) == (3 if p["pp"] in (8, 35) else 1)
+    rows = [r for r in _rows("megatron_2022_seqsel_table5.csv") if r["model_name"] == "GPT-1T"]
+    assert len(rows) == 2 and 64 * 512 > sources.MAX_PIPELINE_PASSES
 
 
 @pytest.mark.slow
 def test_megatron2022_held_out_error_and_recompute_speedup():
     """Held out (step time, positive = predicted too fast): 22B +3.0% (full) and +4.6% (SP +
-    selective), 175B -0.4% and +0.9%, 530B -0.7% and +1.0%, 1T -3.9% and -4.3%. The speed-up of
-    the paper's method over full recompute, measured 1.29x (22B), 1.32x (175B), 1.30x (530B) and
-    1.32x (1T), is predicted within 2% (1.31x, 1.34x, 1.32x, 1.32x: the SP runs' kernels are slowed
-    only while their TP collectives run beside them)."""
+    selective), 175B -0.4% and +0.9%, 530B -0.7% and +1.0%. The speed-up of the paper's method over
+    full recompute, measured 1.29x (22B), 1.32x (175B) and 1.30x (530B), is predicted within 2%
+    (1.31x, 1.34x, 1.32x: the SP runs' kernels are slowed only while their TP collectives run
+    beside them)."""
     rs = {r.case.label: r for r in scoring.run_cases(_cases("megatron2022"))}
     assert all(abs(r.error) <= 0.06 for r in rs.values()), {k: round(r.error, 3) for k, r in rs.items()}
-    for model in ("GPT-22B", "GPT-175B", "GPT-530B", "GPT-1T"):
+    for model in ("GPT-22B", "GPT-175B", "GPT-530B"):
         full = next(r for k, r in rs.items() if k.startswith(model + " ") and "full" in k)
         sel = next(r for k, r in rs.items() if k.startswith(model + " ") and "selective" in k)
         measured = full.case.measured / sel.case.measured
