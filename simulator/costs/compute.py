@@ -67,6 +67,7 @@ from simulator.costs import attention_determinism, attention_dropout
 from simulator.costs.attention_shape import shape_factor
 from simulator.costs.gemm_shape import shape_efficiency
 from simulator.costs.memory_bound import kernel_class, memory_time
+from simulator.schedule import fp8
 from simulator.schedule.attention import FLASH_BWD_FACTOR
 from simulator.schedule.ir import ComputeOp, Op
 
@@ -78,6 +79,13 @@ from simulator.schedule.ir import ComputeOp, Op
 # bounds the others from above; at state 128 the kernels are memory-bound on their fp32 chunk states
 # (schedule/mamba.py ssd_bytes) and the bound rarely binds.
 SSD_SCAN_EFFICIENCY = 135.7 / 989.0
+
+
+def _hopper_cast_bytes(recipe: str) -> float:
+    """HBM bytes per element of a BF16 operand's quantisation on Hopper as ``schedule/fp8.py``
+    prices it (the cast and what the recipe adds: 4.0625 for ``blockwise``, 6 for ``current``)."""
+    return fp8.cast_bytes_per_element("cast", recipe, 2, "hopper", 1) + fp8.extra_bytes_per_element(recipe, 2)
+
 
 # Time of an MXFP8 GEMM (1x32 blocks, E8M0 scales) over the same GEMM in per-tensor FP8 on
 # Blackwell, the kernel's own cost with its operands quantised beforehand: TransformerEngine's
@@ -112,8 +120,10 @@ SSD_SCAN_EFFICIENCY = 135.7 / 989.0
 # and by more. On Blackwell the recipe runs as MXFP8 (the guide), so it takes MXFP8's ratio there
 # (:func:`block_scaled_time`). Not fitted to any end-to-end row; Megatron-LM's MoE layer benchmark on
 # H100 (``calibration/moe_layer.py``) is held out from it.
-BLOCK_SCALED_GEMM_TIME: dict[str, float] = {"mxfp8": 7.161 / 6.812,
-                                            "blockwise": (22.882 - 4.0625 / 6.0 * (20.285 - 16.785)) / 16.785}
+BLOCK_SCALED_GEMM_TIME: dict[str, float] = {
+    "mxfp8": 7.161 / 6.812,
+    "blockwise": (22.882 - _hopper_cast_bytes("blockwise") / _hopper_cast_bytes("current") * (20.285 - 16.785))
+    / 16.785}
 
 
 def block_scaled_time(scaling: str, arch: str) -> float:
